@@ -1,0 +1,339 @@
+//! `ToolContext`: what a running call knows about itself and can reach (deps, session, hooks).
+
+use std::any::{Any, TypeId, type_name};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ToolError;
+use crate::permission::{DefaultPermissions, PermissionDecision, PermissionHook, PermissionRequest};
+
+/// Typed values registered once (a workspace, a file system, a client) and fetched by type.
+#[derive(Clone, Default)]
+pub struct Dependencies {
+    values: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+}
+
+impl Dependencies {
+    /// No dependencies.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `value`, replacing any earlier value of the same type (this is how tests
+    /// override a dependency).
+    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> &mut Self {
+        self.values.insert(TypeId::of::<T>(), Arc::new(value));
+        self
+    }
+
+    /// Registers a shared value.
+    pub fn insert_arc<T: Send + Sync + 'static>(&mut self, value: Arc<T>) -> &mut Self {
+        self.values.insert(TypeId::of::<T>(), value);
+        self
+    }
+
+    /// The value of type `T`, if registered.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.values.get(&TypeId::of::<T>()).cloned().and_then(|v| v.downcast().ok())
+    }
+
+    /// Whether a value of type `T` is registered.
+    pub fn contains<T: Send + Sync + 'static>(&self) -> bool {
+        self.values.contains_key(&TypeId::of::<T>())
+    }
+}
+
+impl fmt::Debug for Dependencies {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dependencies").field("len", &self.values.len()).finish()
+    }
+}
+
+/// State shared by every call of one session (a todo list, a cache), keyed by type.
+#[derive(Clone, Default)]
+pub struct SessionState {
+    values: Arc<Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>,
+}
+
+impl SessionState {
+    /// Empty state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The session's value of type `T`, created with `init` on first use. Put a `Mutex` or an
+    /// atomic inside `T` to mutate it.
+    pub fn get_or_insert_with<T: Send + Sync + 'static>(&self, init: impl FnOnce() -> T) -> Arc<T> {
+        let mut values = self.values.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let entry = values.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(init()));
+        match entry.clone().downcast::<T>() {
+            Ok(value) => value,
+            Err(_) => unreachable!("session state is keyed by TypeId"),
+        }
+    }
+
+    /// The session's value of type `T`, if any.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        let values = self.values.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        values.get(&TypeId::of::<T>()).cloned().and_then(|v| v.downcast().ok())
+    }
+}
+
+impl fmt::Debug for SessionState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionState").finish_non_exhaustive()
+    }
+}
+
+/// A progress update from inside a running tool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    /// A human-readable message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Work done so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<f64>,
+    /// Total work, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+}
+
+impl Progress {
+    /// A message-only update.
+    pub fn message(message: impl Into<String>) -> Self {
+        Progress { message: Some(message.into()), ..Default::default() }
+    }
+}
+
+/// Where a call's in-flight updates go (the dispatcher's event stream, an MCP session).
+pub trait ContextSink: Send + Sync + 'static {
+    /// A progress update.
+    fn progress(&self, call_id: &str, tool: &str, update: Progress);
+    /// A title and UI metadata update.
+    fn metadata(&self, call_id: &str, tool: &str, title: Option<String>, metadata: Value);
+}
+
+struct Inner {
+    call_id: String,
+    tool_name: String,
+    session_id: String,
+    cancel: CancellationToken,
+    deadline: Option<Instant>,
+    deps: Arc<Dependencies>,
+    session: SessionState,
+    permissions: Arc<dyn PermissionHook>,
+    sinks: Vec<Arc<dyn ContextSink>>,
+}
+
+/// What a running call knows about itself: ids, cancellation, deadline, dependencies, session
+/// state, the permission hook, and a channel for progress. Cheap to clone.
+#[derive(Clone)]
+pub struct ToolContext {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.inner.call_id)
+            .field("tool_name", &self.inner.tool_name)
+            .field("session_id", &self.inner.session_id)
+            .field("deadline", &self.inner.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolContext {
+    /// Starts a context for a call of `tool_name`.
+    pub fn builder(tool_name: impl Into<String>) -> ContextBuilder {
+        ContextBuilder {
+            call_id: String::new(),
+            tool_name: tool_name.into(),
+            session_id: String::new(),
+            cancel: None,
+            deadline: None,
+            deps: Arc::new(Dependencies::new()),
+            session: SessionState::new(),
+            permissions: Arc::new(DefaultPermissions),
+            sinks: Vec::new(),
+        }
+    }
+
+    /// The id of this call (from the model's tool call).
+    pub fn call_id(&self) -> &str {
+        &self.inner.call_id
+    }
+
+    /// The name of the tool being called.
+    pub fn tool_name(&self) -> &str {
+        &self.inner.tool_name
+    }
+
+    /// The id of the session (conversation) this call belongs to.
+    pub fn session_id(&self) -> &str {
+        &self.inner.session_id
+    }
+
+    /// The call's cancellation token. Long-running tools should watch it.
+    pub fn cancellation_token(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
+    /// Whether the call has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// When the call's time runs out, if it has a limit.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.inner.deadline
+    }
+
+    /// The dependency of type `T`.
+    pub fn dep<T: Send + Sync + 'static>(&self) -> Result<Arc<T>, ToolError> {
+        self.inner.deps.get::<T>().ok_or_else(|| missing_dependency::<T>(self.tool_name()))
+    }
+
+    /// All registered dependencies.
+    pub fn dependencies(&self) -> &Dependencies {
+        &self.inner.deps
+    }
+
+    /// State shared by every call of this session.
+    pub fn session(&self) -> &SessionState {
+        &self.inner.session
+    }
+
+    /// Asks the permission hook. `Ok(())` means go ahead; a denial is a permission-denied
+    /// error carrying the hook's reason, ready to return from the tool with `?`.
+    pub async fn ask(&self, mut request: PermissionRequest) -> Result<(), ToolError> {
+        request.tool = self.inner.tool_name.clone();
+        request.call_id = self.inner.call_id.clone();
+        match self.inner.permissions.decide(&request).await {
+            PermissionDecision::Allow => Ok(()),
+            PermissionDecision::Deny { reason } => Err(ToolError::permission_denied(format!(
+                "Permission denied: {}. {reason}",
+                request.description
+            ))),
+        }
+    }
+
+    /// Reports progress to the event stream.
+    pub fn progress(&self, update: Progress) {
+        for sink in &self.inner.sinks {
+            sink.progress(&self.inner.call_id, &self.inner.tool_name, update.clone());
+        }
+    }
+
+    /// Reports a title and UI metadata to the event stream.
+    pub fn metadata(&self, title: Option<String>, metadata: Value) {
+        for sink in &self.inner.sinks {
+            sink.metadata(&self.inner.call_id, &self.inner.tool_name, title.clone(), metadata.clone());
+        }
+    }
+}
+
+fn missing_dependency<T>(tool: &str) -> ToolError {
+    ToolError::execution(format!(
+        "the tool `{tool}` is not configured correctly on this system (a dependency is missing); this is not caused by the arguments"
+    ))
+    .with_source(MissingDependency(type_name::<T>()))
+}
+
+#[derive(Debug)]
+struct MissingDependency(&'static str);
+
+impl fmt::Display for MissingDependency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no dependency of type `{}` is registered", self.0)
+    }
+}
+
+impl std::error::Error for MissingDependency {}
+
+/// Builds a [`ToolContext`]; dispatchers make one per call, tests make them by hand.
+pub struct ContextBuilder {
+    call_id: String,
+    tool_name: String,
+    session_id: String,
+    cancel: Option<CancellationToken>,
+    deadline: Option<Instant>,
+    deps: Arc<Dependencies>,
+    session: SessionState,
+    permissions: Arc<dyn PermissionHook>,
+    sinks: Vec<Arc<dyn ContextSink>>,
+}
+
+impl ContextBuilder {
+    /// Sets the call id.
+    pub fn call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = call_id.into();
+        self
+    }
+
+    /// Sets the session id.
+    pub fn session_id(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = session_id.into();
+        self
+    }
+
+    /// Sets the cancellation token (default: a fresh one).
+    pub fn cancellation_token(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Sets the deadline.
+    pub fn deadline(mut self, deadline: Option<Instant>) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Sets the dependencies.
+    pub fn dependencies(mut self, deps: Arc<Dependencies>) -> Self {
+        self.deps = deps;
+        self
+    }
+
+    /// Sets the session state.
+    pub fn session(mut self, session: SessionState) -> Self {
+        self.session = session;
+        self
+    }
+
+    /// Sets the permission hook (default: [`DefaultPermissions`]).
+    pub fn permissions(mut self, hook: Arc<dyn PermissionHook>) -> Self {
+        self.permissions = hook;
+        self
+    }
+
+    /// Adds a sink for progress and metadata updates.
+    pub fn sink(mut self, sink: Arc<dyn ContextSink>) -> Self {
+        self.sinks.push(sink);
+        self
+    }
+
+    /// Finishes the context.
+    pub fn build(self) -> ToolContext {
+        ToolContext {
+            inner: Arc::new(Inner {
+                call_id: self.call_id,
+                tool_name: self.tool_name,
+                session_id: self.session_id,
+                cancel: self.cancel.unwrap_or_default(),
+                deadline: self.deadline,
+                deps: self.deps,
+                session: self.session,
+                permissions: self.permissions,
+                sinks: self.sinks,
+            }),
+        }
+    }
+}

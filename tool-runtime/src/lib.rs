@@ -1,0 +1,61 @@
+//! A framework for the tools of coding agents.
+//!
+//! Write a tool as a plain `async fn` with `#[tool]`; the macro derives its JSON Schema from the
+//! parameters and their `///` docs and registers it at link time. A [`Registry`] collects the
+//! registered tools, validates the model's arguments against each schema, and runs them.
+//!
+//! ```
+//! use tool_runtime::{tool, Registry, ToolContext, ToolError};
+//!
+//! /// Add two numbers.
+//! #[tool(parallel, read_only)]
+//! async fn add(
+//!     /// The first number.
+//!     a: i64,
+//!     /// The second number.
+//!     #[arg(default = 1)]
+//!     b: i64,
+//! ) -> Result<String, ToolError> {
+//!     Ok((a + b).to_string())
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let registry = Registry::from_inventory().unwrap();
+//! let ctx = ToolContext::builder("add").build();
+//! let out = registry.call("add", r#"{"a": 40, "b": "2"}"#, ctx).await.unwrap();
+//! assert_eq!(out.text_content(), "42");
+//! # });
+//! ```
+#![deny(missing_docs)]
+
+pub mod context;
+pub mod error;
+pub mod inject;
+pub mod output;
+pub mod permission;
+pub mod registry;
+pub mod schema;
+pub mod spec;
+pub mod tool;
+pub mod validate;
+
+#[doc(hidden)]
+#[allow(missing_docs)]
+#[path = "private.rs"]
+pub mod __private;
+
+pub use context::{ContextBuilder, ContextSink, Dependencies, Progress, SessionState, ToolContext};
+pub use error::{ErrorKind, ToolError};
+pub use inject::{Dep, FromContext};
+pub use output::{Content, IntoToolOutput, IntoToolResult, Json, ToolOutput};
+pub use permission::{
+    AllowAll, DefaultPermissions, PermissionDecision, PermissionFn, PermissionHook, PermissionKind,
+    PermissionRequest,
+};
+pub use registry::{Registry, RegistryBuilder, RegistryError, registered_tools};
+pub use spec::{SourceLocation, ToolAnnotations, ToolSpec, TruncationDirection, TruncationPolicy};
+pub use tokio_util::sync::CancellationToken;
+pub use tool::{BoxFuture, FnTool, Tool};
+pub use validate::{ArgumentValidator, Coercion, ValidatedArgs, ValidationOptions};
+
+pub use tool_macros::tool;

@@ -1,0 +1,363 @@
+//! `Registry`: every tool the model can see and call, from `inventory` plus explicit additions.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use crate::context::ToolContext;
+use crate::error::ToolError;
+use crate::output::ToolOutput;
+use crate::spec::{SourceLocation, ToolSpec, is_valid_tool_name};
+use crate::tool::Tool;
+use crate::validate::{ArgumentValidator, ValidatedArgs, ValidationOptions};
+
+/// A link-time registration made by `#[tool]`. Collected with `inventory`.
+#[doc(hidden)]
+pub struct ToolRegistration {
+    pub(crate) name: &'static str,
+    pub(crate) module_path: &'static str,
+    pub(crate) file: &'static str,
+    pub(crate) line: u32,
+    pub(crate) make: fn() -> Arc<dyn Tool>,
+}
+
+impl ToolRegistration {
+    #[doc(hidden)]
+    pub const fn __new(
+        name: &'static str,
+        module_path: &'static str,
+        file: &'static str,
+        line: u32,
+        make: fn() -> Arc<dyn Tool>,
+    ) -> Self {
+        ToolRegistration { name, module_path, file, line, make }
+    }
+
+    fn location(&self) -> SourceLocation {
+        SourceLocation {
+            module_path: self.module_path.to_owned(),
+            file: self.file.to_owned(),
+            line: self.line,
+        }
+    }
+}
+
+inventory::collect!(ToolRegistration);
+
+/// Every tool registered with `#[tool]` in the crates linked into this binary.
+pub fn registered_tools() -> impl Iterator<Item = Arc<dyn Tool>> {
+    inventory::iter::<ToolRegistration>.into_iter().map(|r| (r.make)())
+}
+
+/// Why a registry could not be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// Two different definitions use the same tool name.
+    DuplicateName {
+        /// The shared name.
+        name: String,
+        /// Where the first definition is, when known.
+        first: Option<SourceLocation>,
+        /// Where the second definition is, when known.
+        second: Option<SourceLocation>,
+    },
+    /// A tool's name is not 1 to 64 characters of `[A-Za-z0-9_-]`.
+    InvalidName {
+        /// The offending name.
+        name: String,
+    },
+}
+
+impl fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let place = |loc: &Option<SourceLocation>| match loc {
+            Some(loc) => loc.to_string(),
+            None => "a tool added at run time".to_owned(),
+        };
+        match self {
+            RegistryError::DuplicateName { name, first, second } => write!(
+                f,
+                "two tools are named `{name}`: one defined at {} and one at {}; rename one with #[tool(name = \"...\")] or filter one out",
+                place(first),
+                place(second)
+            ),
+            RegistryError::InvalidName { name } => write!(
+                f,
+                "invalid tool name `{name}`: use 1 to 64 characters of letters, digits, `_` and `-`"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RegistryError {}
+
+type Predicate = Box<dyn Fn(&ToolSpec) -> bool + Send + Sync>;
+
+/// Collects tools and filters, then builds a [`Registry`].
+#[must_use]
+pub struct RegistryBuilder {
+    inventory: bool,
+    explicit: Vec<Arc<dyn Tool>>,
+    allow: Option<HashSet<String>>,
+    deny: HashSet<String>,
+    tags: Option<HashSet<String>>,
+    predicates: Vec<Predicate>,
+    validation: ValidationOptions,
+}
+
+impl Default for RegistryBuilder {
+    fn default() -> Self {
+        RegistryBuilder {
+            inventory: false,
+            explicit: Vec::new(),
+            allow: None,
+            deny: HashSet::new(),
+            tags: None,
+            predicates: Vec::new(),
+            validation: ValidationOptions::default(),
+        }
+    }
+}
+
+impl RegistryBuilder {
+    /// Includes every `#[tool]` linked into the binary.
+    pub fn with_inventory(mut self) -> Self {
+        self.inventory = true;
+        self
+    }
+
+    /// Adds one tool.
+    pub fn tool(mut self, tool: impl Tool) -> Self {
+        self.explicit.push(Arc::new(tool));
+        self
+    }
+
+    /// Adds shared tools (for example `tools_std::all()`).
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.explicit.extend(tools);
+        self
+    }
+
+    /// Keeps only tools with these names.
+    pub fn allow<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allow = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Drops tools with these names.
+    pub fn deny<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.deny.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Keeps only tools carrying at least one of these tags.
+    pub fn with_tags<I, S>(mut self, tags: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.tags = Some(tags.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Keeps only tools for which `predicate` returns true.
+    pub fn filter(mut self, predicate: impl Fn(&ToolSpec) -> bool + Send + Sync + 'static) -> Self {
+        self.predicates.push(Box::new(predicate));
+        self
+    }
+
+    /// Sets validation leniency (string-to-number coercion is on by default).
+    pub fn validation(mut self, options: ValidationOptions) -> Self {
+        self.validation = options;
+        self
+    }
+
+    /// Builds the registry, failing on duplicate or invalid names.
+    pub fn build(mut self) -> Result<Registry, RegistryError> {
+        let mut candidates: Vec<(String, Option<SourceLocation>, Arc<dyn Tool>)> = Vec::new();
+        if self.inventory {
+            for registration in inventory::iter::<ToolRegistration> {
+                if self.name_filtered_out(registration.name) {
+                    continue;
+                }
+                let tool = (registration.make)();
+                candidates.push((registration.name.to_owned(), Some(registration.location()), tool));
+            }
+        }
+        for tool in std::mem::take(&mut self.explicit) {
+            let spec = tool.spec();
+            if self.name_filtered_out(&spec.name) {
+                continue;
+            }
+            candidates.push((spec.name.clone(), spec.source.clone(), tool));
+        }
+
+        let mut entries: Vec<Entry> = Vec::with_capacity(candidates.len());
+        let mut index: HashMap<String, usize> = HashMap::with_capacity(candidates.len());
+        for (name, source, tool) in candidates {
+            if !self.spec_accepted(tool.spec()) {
+                continue;
+            }
+            if !is_valid_tool_name(&name) {
+                return Err(RegistryError::InvalidName { name });
+            }
+            if let Some(&existing) = index.get(&name) {
+                let first = &entries[existing];
+                // The same definition reached us twice (inventory and an explicit list): keep one.
+                if source.is_some() && first.source == source {
+                    continue;
+                }
+                return Err(RegistryError::DuplicateName {
+                    name,
+                    first: first.source.clone(),
+                    second: source,
+                });
+            }
+            index.insert(name.clone(), entries.len());
+            entries.push(Entry { name, source, tool, validator: OnceLock::new() });
+        }
+        Ok(Registry { entries, index, validation: self.validation })
+    }
+
+    fn name_filtered_out(&self, name: &str) -> bool {
+        self.deny.contains(name) || self.allow.as_ref().is_some_and(|allow| !allow.contains(name))
+    }
+
+    fn spec_accepted(&self, spec: &ToolSpec) -> bool {
+        if let Some(tags) = &self.tags
+            && !spec.tags.iter().any(|t| tags.contains(t))
+        {
+            return false;
+        }
+        self.predicates.iter().all(|p| p(spec))
+    }
+}
+
+struct Entry {
+    name: String,
+    source: Option<SourceLocation>,
+    tool: Arc<dyn Tool>,
+    validator: OnceLock<Result<ArgumentValidator, String>>,
+}
+
+/// The set of tools the model can see and call. Listing and dispatch read the same registry.
+pub struct Registry {
+    entries: Vec<Entry>,
+    index: HashMap<String, usize>,
+    validation: ValidationOptions,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry").field("tools", &self.names().collect::<Vec<_>>()).finish()
+    }
+}
+
+impl Registry {
+    /// Starts an empty builder.
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder::default()
+    }
+
+    /// Every `#[tool]` linked into the binary.
+    pub fn from_inventory() -> Result<Registry, RegistryError> {
+        Registry::builder().with_inventory().build()
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.index.get(name).map(|&i| &self.entries[i].tool)
+    }
+
+    /// Whether a tool called `name` exists.
+    pub fn contains(&self, name: &str) -> bool {
+        self.index.contains_key(name)
+    }
+
+    /// Tool names, in registration order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| e.name.as_str())
+    }
+
+    /// Tools, in registration order.
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.entries.iter().map(|e| &e.tool)
+    }
+
+    /// Specs, in registration order.
+    pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.entries.iter().map(|e| e.tool.spec())
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the registry is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The validation options in force.
+    pub fn validation_options(&self) -> ValidationOptions {
+        self.validation
+    }
+
+    /// Validates the raw argument text of a call to `name` (compiling and caching the validator
+    /// on first use). Unknown tools and invalid arguments come back as model-facing errors.
+    pub fn validate(&self, name: &str, raw_arguments: &str) -> Result<ValidatedArgs, ToolError> {
+        let entry = self.entry(name)?;
+        let validator = entry
+            .validator
+            .get_or_init(|| ArgumentValidator::new(&entry.name, &entry.tool.spec().input_schema));
+        match validator {
+            Ok(validator) => validator.validate(raw_arguments, self.validation),
+            Err(message) => Err(ToolError::execution(format!(
+                "the tool `{name}` cannot be called because its argument schema is broken; this is not caused by the arguments"
+            ))
+            .with_source(std::io::Error::other(message.clone()))),
+        }
+    }
+
+    /// Validates and runs one call without a dispatcher: no hooks, timeouts, truncation or events.
+    /// Agent loops should use the dispatcher instead; this is for tests and simple scripts.
+    pub async fn call(
+        &self,
+        name: &str,
+        raw_arguments: &str,
+        ctx: ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let args = self.validate(name, raw_arguments)?;
+        let tool = self.entry(name)?.tool.clone();
+        tool.call(ctx, args.value).await
+    }
+
+    fn entry(&self, name: &str) -> Result<&Entry, ToolError> {
+        match self.index.get(name) {
+            Some(&i) => Ok(&self.entries[i]),
+            None => Err(self.unknown_tool(name)),
+        }
+    }
+
+    /// The model-facing error for a call to a tool that does not exist, listing the real ones.
+    pub fn unknown_tool(&self, name: &str) -> ToolError {
+        let available = self.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+        let mut message = format!("Unknown tool `{name}`.");
+        if available.is_empty() {
+            message.push_str(" No tools are available.");
+        } else {
+            message.push_str(&format!(" Available tools: {available}."));
+        }
+        ToolError::not_found(message)
+    }
+}

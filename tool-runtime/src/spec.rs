@@ -1,0 +1,240 @@
+//! `ToolSpec`: a tool's name, description, schemas, annotations and execution policy.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Hints about a tool's behaviour, for clients that understand them (MCP annotations).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolAnnotations {
+    /// A human-readable title.
+    pub title: Option<String>,
+    /// The tool does not modify its environment.
+    pub read_only: bool,
+    /// The tool may perform destructive updates.
+    pub destructive: bool,
+    /// Calling the tool repeatedly with the same arguments has no additional effect.
+    pub idempotent: bool,
+    /// The tool may interact with an open world of external entities (network, processes).
+    pub open_world: bool,
+}
+
+/// Which end of an over-long output is kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TruncationDirection {
+    /// Keep the beginning (the default: file contents, search results).
+    #[default]
+    Head,
+    /// Keep the end (command output, logs).
+    Tail,
+    /// Keep both ends and cut the middle.
+    Middle,
+}
+
+impl TruncationDirection {
+    /// Parses `head`, `tail` or `middle`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "head" => Some(Self::Head),
+            "tail" => Some(Self::Tail),
+            "middle" => Some(Self::Middle),
+            _ => None,
+        }
+    }
+}
+
+/// A tool's truncation settings; unset limits fall back to the dispatcher's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TruncationPolicy {
+    /// `false` opts the tool out of framework truncation (`truncate = false`).
+    pub enabled: bool,
+    /// Maximum number of lines kept.
+    pub max_lines: Option<usize>,
+    /// Maximum number of bytes kept.
+    pub max_bytes: Option<usize>,
+    /// Which end is kept.
+    pub direction: Option<TruncationDirection>,
+}
+
+impl Default for TruncationPolicy {
+    fn default() -> Self {
+        TruncationPolicy { enabled: true, max_lines: None, max_bytes: None, direction: None }
+    }
+}
+
+impl TruncationPolicy {
+    /// Framework truncation switched off for this tool.
+    pub const DISABLED: TruncationPolicy =
+        TruncationPolicy { enabled: false, max_lines: None, max_bytes: None, direction: None };
+}
+
+/// Where a tool was defined, for error messages about duplicates.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SourceLocation {
+    /// `module_path!()` of the definition.
+    pub module_path: String,
+    /// `file!()` of the definition.
+    pub file: String,
+    /// `line!()` of the definition.
+    pub line: u32,
+}
+
+impl fmt::Display for SourceLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}:{})", self.module_path, self.file, self.line)
+    }
+}
+
+/// Everything a registry, a dispatcher and a provider need to know about a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The name the model calls the tool by: 1 to 64 characters of `[A-Za-z0-9_-]`.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema (draft 2020-12) of the argument object.
+    pub input_schema: Value,
+    /// JSON Schema of the structured output, for tools that return `Json<T>`.
+    pub output_schema: Option<Value>,
+    /// Behaviour hints.
+    pub annotations: ToolAnnotations,
+    /// Whether the tool may run alongside other parallel tools (shared guard) rather than alone.
+    pub parallel: bool,
+    /// A per-tool time limit.
+    pub timeout: Option<Duration>,
+    /// Per-tool truncation settings.
+    pub truncation: TruncationPolicy,
+    /// Free-form tags for filtering.
+    pub tags: Vec<String>,
+    /// Where the tool was defined, when known.
+    pub source: Option<SourceLocation>,
+}
+
+impl ToolSpec {
+    /// A spec with the given name, description and input schema, and default policy
+    /// (exclusive, no timeout, default truncation).
+    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            output_schema: None,
+            annotations: ToolAnnotations::default(),
+            parallel: false,
+            timeout: None,
+            truncation: TruncationPolicy::default(),
+            tags: Vec::new(),
+            source: None,
+        }
+    }
+
+    /// Marks the tool as parallel-safe.
+    pub fn with_parallel(mut self, parallel: bool) -> Self {
+        self.parallel = parallel;
+        self
+    }
+
+    /// Sets a per-tool timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the annotations.
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// Sets the truncation policy.
+    pub fn with_truncation(mut self, truncation: TruncationPolicy) -> Self {
+        self.truncation = truncation;
+        self
+    }
+
+    /// Sets the output schema.
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Adds tags.
+    pub fn with_tags<I, S>(mut self, tags: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.tags.extend(tags.into_iter().map(Into::into));
+        self
+    }
+
+    /// Records where the tool was defined.
+    pub fn with_source(mut self, source: SourceLocation) -> Self {
+        self.source = Some(source);
+        self
+    }
+}
+
+/// Whether `name` is a valid tool name: 1 to 64 characters of `[A-Za-z0-9_-]`, the set accepted
+/// by OpenAI, Anthropic, Gemini and MCP alike.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Parses a duration such as `500ms`, `30s`, `2m`, `1h` or `1m30s`.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let mut total = Duration::ZERO;
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let value: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let part = match &rest[..unit_len] {
+            "ms" => Duration::from_millis(value),
+            "s" => Duration::from_secs(value),
+            "m" => Duration::from_secs(value.checked_mul(60)?),
+            "h" => Duration::from_secs(value.checked_mul(3600)?),
+            _ => return None,
+        };
+        total = total.checked_add(part)?;
+        rest = &rest[unit_len..];
+    }
+    Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2h"), Some(Duration::from_secs(7200)));
+        for bad in ["", "30", "s", "30 s", "1.5s", "30sec", "-1s", "1d"] {
+            assert_eq!(parse_duration(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn tool_names() {
+        assert!(is_valid_tool_name("read_file-2"));
+        assert!(is_valid_tool_name(&"a".repeat(64)));
+        assert!(!is_valid_tool_name(&"a".repeat(65)));
+        assert!(!is_valid_tool_name(""));
+        assert!(!is_valid_tool_name("read.file"));
+        assert!(!is_valid_tool_name("café"));
+    }
+}

@@ -1,0 +1,64 @@
+//! The object-safe `Tool` trait, implemented by `#[tool]`, by hand, or from a closure.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::context::ToolContext;
+use crate::error::ToolError;
+use crate::output::ToolOutput;
+use crate::spec::ToolSpec;
+
+/// A boxed, `Send` future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A tool the model can call.
+///
+/// `call` receives arguments that were already validated against `spec().input_schema`, so an
+/// implementation only has to decode them.
+pub trait Tool: Send + Sync + 'static {
+    /// The tool's name, description, schemas and policy. Cheap after the first call.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Runs the tool.
+    fn call<'a>(&'a self, ctx: ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+}
+
+type DynToolFn =
+    dyn Fn(ToolContext, Value) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync;
+
+/// A tool made at run time from a spec and an async closure (for example a tool imported from
+/// an MCP server).
+pub struct FnTool {
+    spec: ToolSpec,
+    f: Arc<DynToolFn>,
+}
+
+impl FnTool {
+    /// Wraps `f` as a tool described by `spec`.
+    pub fn new<F, Fut>(spec: ToolSpec, f: F) -> Self
+    where
+        F: Fn(ToolContext, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+    {
+        FnTool { spec, f: Arc::new(move |ctx, args| Box::pin(f(ctx, args))) }
+    }
+}
+
+impl std::fmt::Debug for FnTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FnTool").field("name", &self.spec.name).finish_non_exhaustive()
+    }
+}
+
+impl Tool for FnTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call<'a>(&'a self, ctx: ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        (self.f)(ctx, args)
+    }
+}

@@ -1,0 +1,367 @@
+//! Argument validation: raw JSON text in, validated JSON out, or one error listing every problem.
+
+use std::fmt::Write as _;
+
+use jsonschema::error::{ValidationError, ValidationErrorKind};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::ToolError;
+use crate::schema::{non_null_branch, resolve, schema_at, schema_types};
+
+/// How lenient validation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValidationOptions {
+    /// Turn strings into numbers/booleans (`"10"` -> `10`, `"true"` -> `true`) and JSON-encoded
+    /// strings into the arrays/objects the schema expects, before validating. Default: on.
+    pub coerce: bool,
+}
+
+impl Default for ValidationOptions {
+    fn default() -> Self {
+        ValidationOptions { coerce: true }
+    }
+}
+
+/// One lenient fix applied to the model's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coercion {
+    /// JSON pointer of the value that was changed (empty for the whole object).
+    pub path: String,
+    /// What the value was turned into: `integer`, `number`, `boolean`, `array` or `object`.
+    pub to: String,
+}
+
+/// Arguments that passed validation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidatedArgs {
+    /// The argument object, after dropping nulls for optional properties and any coercions.
+    pub value: Value,
+    /// The lenient fixes applied, in order.
+    pub coercions: Vec<Coercion>,
+}
+
+/// A compiled validator for one tool's argument schema.
+pub struct ArgumentValidator {
+    tool: String,
+    schema: Value,
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for ArgumentValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArgumentValidator").field("tool", &self.tool).finish_non_exhaustive()
+    }
+}
+
+const MAX_ECHO_CHARS: usize = 2000;
+const MAX_VALUE_CHARS: usize = 80;
+
+impl ArgumentValidator {
+    /// Compiles `schema` for the tool `tool`. Fails when the schema itself is invalid.
+    pub fn new(tool: &str, schema: &Value) -> Result<Self, String> {
+        let validator = jsonschema::draft202012::options()
+            .build(schema)
+            .map_err(|e| format!("the input schema of tool `{tool}` is invalid: {e}"))?;
+        Ok(ArgumentValidator { tool: tool.to_owned(), schema: schema.clone(), validator })
+    }
+
+    /// Parses, normalizes, coerces and validates the raw argument text of one call.
+    pub fn validate(&self, raw: &str, options: ValidationOptions) -> Result<ValidatedArgs, ToolError> {
+        let trimmed = raw.trim();
+        let mut value: Value = if trimmed.is_empty() {
+            Value::Object(Map::new())
+        } else {
+            serde_json::from_str(trimmed).map_err(|e| self.json_error(raw, &e))?
+        };
+        self.validate_value_inner(&mut value, raw, options)
+            .map(|coercions| ValidatedArgs { value, coercions })
+    }
+
+    /// Like [`validate`](Self::validate), for arguments that are already parsed.
+    pub fn validate_value(
+        &self,
+        mut value: Value,
+        options: ValidationOptions,
+    ) -> Result<ValidatedArgs, ToolError> {
+        let raw = value.to_string();
+        self.validate_value_inner(&mut value, &raw, options)
+            .map(|coercions| ValidatedArgs { value, coercions })
+    }
+
+    fn validate_value_inner(
+        &self,
+        value: &mut Value,
+        raw: &str,
+        options: ValidationOptions,
+    ) -> Result<Vec<Coercion>, ToolError> {
+        let mut coercions = Vec::new();
+        let mut path = String::new();
+        normalize(value, &self.schema, &self.schema, &mut path, options.coerce, &mut coercions, 0);
+        if !value.is_object() {
+            return Err(self.invalid(
+                raw,
+                vec![format!(
+                    "the arguments must be a JSON object with named properties, received {}",
+                    describe_value(value)
+                )],
+            ));
+        }
+        let problems: Vec<String> =
+            self.validator.iter_errors(value).flat_map(|error| self.describe_error(&error)).collect();
+        if problems.is_empty() { Ok(coercions) } else { Err(self.invalid(raw, problems)) }
+    }
+
+    fn json_error(&self, raw: &str, error: &serde_json::Error) -> ToolError {
+        let what = match error.classify() {
+            serde_json::error::Category::Eof => "the JSON ends too early (is it cut off?)".to_owned(),
+            _ => {
+                let mut message = error.to_string();
+                if let Some(at) = message.find(" at line ") {
+                    message.truncate(at);
+                }
+                message
+            }
+        };
+        let problem = format!(
+            "the arguments are not valid JSON: {what} at line {} column {}",
+            error.line(),
+            error.column()
+        );
+        self.invalid(raw, vec![problem])
+    }
+
+    fn invalid(&self, raw: &str, problems: Vec<String>) -> ToolError {
+        let mut message = format!("Invalid arguments for tool `{}`:\n", self.tool);
+        for problem in &problems {
+            let _ = writeln!(message, "- {problem}");
+        }
+        let _ = writeln!(message, "Arguments received: {}", clip(raw.trim(), MAX_ECHO_CHARS));
+        let _ = write!(message, "Fix the arguments and call `{}` again.", self.tool);
+        ToolError::invalid_arguments(message)
+    }
+
+    fn describe_error(&self, error: &ValidationError<'_>) -> Vec<String> {
+        let pointer = error.instance_path().as_str().to_owned();
+        let at = |p: &str| if p.is_empty() { "(arguments)".to_owned() } else { p.to_owned() };
+        let received = describe_value(error.instance());
+        match error.kind() {
+            ValidationErrorKind::Required { property } => {
+                let name = property.as_str().map(str::to_owned).unwrap_or_else(|| property.to_string());
+                vec![format!("{pointer}/{name}: missing required property")]
+            }
+            ValidationErrorKind::AdditionalProperties { unexpected }
+            | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+                let valid = schema_at(&self.schema, &pointer)
+                    .and_then(|s| s.get("properties"))
+                    .and_then(Value::as_object)
+                    .map(|props| props.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default();
+                unexpected
+                    .iter()
+                    .map(|name| {
+                        if valid.is_empty() {
+                            format!("{pointer}/{name}: unknown property; this object takes no properties")
+                        } else {
+                            format!("{pointer}/{name}: unknown property; valid properties are {valid}")
+                        }
+                    })
+                    .collect()
+            }
+            ValidationErrorKind::Type { .. } => {
+                let expected = schema_at(&self.schema, &pointer)
+                    .map(|s| schema_types(s).into_iter().map(type_phrase).collect::<Vec<_>>().join(" or "))
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| "a different type".to_owned());
+                vec![format!("{}: expected {expected}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::Enum { options } => {
+                let choices = options
+                    .as_array()
+                    .map(|o| o.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", "))
+                    .unwrap_or_else(|| options.to_string());
+                vec![format!("{}: expected one of {choices}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::Constant { expected_value } => {
+                vec![format!("{}: expected {expected_value}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::Minimum { limit } => {
+                vec![format!("{}: must be at least {limit}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::Maximum { limit } => {
+                vec![format!("{}: must be at most {limit}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::ExclusiveMinimum { limit } => {
+                vec![format!("{}: must be greater than {limit}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::ExclusiveMaximum { limit } => {
+                vec![format!("{}: must be less than {limit}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::MinLength { limit } => vec![format!(
+                "{}: must be at least {limit} character{} long, received {received}",
+                at(&pointer),
+                plural(*limit)
+            )],
+            ValidationErrorKind::MaxLength { limit } => vec![format!(
+                "{}: must be at most {limit} character{} long, received {received}",
+                at(&pointer),
+                plural(*limit)
+            )],
+            ValidationErrorKind::MinItems { limit } => vec![format!(
+                "{}: must have at least {limit} item{}, received {received}",
+                at(&pointer),
+                plural(*limit)
+            )],
+            ValidationErrorKind::MaxItems { limit } => vec![format!(
+                "{}: must have at most {limit} item{}, received {received}",
+                at(&pointer),
+                plural(*limit)
+            )],
+            ValidationErrorKind::Pattern { pattern } => vec![format!(
+                "{}: must match the regular expression {pattern}, received {received}",
+                at(&pointer)
+            )],
+            ValidationErrorKind::UniqueItems => {
+                vec![format!("{}: items must be unique, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::Format { format } => {
+                vec![format!("{}: must be a valid {format}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. } => vec![format!(
+                "{}: does not match any of the allowed forms, received {received}",
+                at(&pointer)
+            )],
+            _ => vec![format!("{}: {error}", at(&pointer))],
+        }
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn type_phrase(t: &str) -> String {
+    match t {
+        "integer" => "an integer".to_owned(),
+        "number" => "a number".to_owned(),
+        "string" => "a string".to_owned(),
+        "boolean" => "a boolean (true or false)".to_owned(),
+        "array" => "an array".to_owned(),
+        "object" => "an object".to_owned(),
+        "null" => "null".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+/// `"ten" (a string)`, `[1,2] (an array)`, ... clipped for long values.
+fn describe_value(value: &Value) -> String {
+    let kind = match value {
+        Value::Null => return "null".to_owned(),
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    format!("{} ({kind})", clip(&value.to_string(), MAX_VALUE_CHARS))
+}
+
+fn clip(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        None => text.to_owned(),
+        Some((cut, _)) => format!("{}... ({} characters in all)", &text[..cut], text.chars().count()),
+    }
+}
+
+/// Drops `null` for optional properties and applies lenient coercions, guided by the schema.
+fn normalize(
+    value: &mut Value,
+    schema: &Value,
+    root: &Value,
+    path: &mut String,
+    coerce: bool,
+    coercions: &mut Vec<Coercion>,
+    depth: usize,
+) {
+    if depth > 64 {
+        return;
+    }
+    let schema = non_null_branch(root, resolve(root, schema));
+    if coerce {
+        coerce_scalar(value, schema, path, coercions);
+    }
+    match value {
+        Value::Object(map) => {
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let properties = schema.get("properties").and_then(Value::as_object);
+            map.retain(|key, v| {
+                !(v.is_null()
+                    && !required.contains(&key.as_str())
+                    && properties.is_some_and(|p| p.contains_key(key)))
+            });
+            let Some(properties) = properties else { return };
+            for (key, v) in map.iter_mut() {
+                if let Some(sub) = properties.get(key) {
+                    let len = path.len();
+                    path.push('/');
+                    path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                    normalize(v, sub, root, path, coerce, coercions, depth + 1);
+                    path.truncate(len);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) else {
+                return;
+            };
+            for (i, item) in items.iter_mut().enumerate() {
+                let len = path.len();
+                let _ = write!(path, "/{i}");
+                normalize(item, item_schema, root, path, coerce, coercions, depth + 1);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn coerce_scalar(value: &mut Value, schema: &Value, path: &str, coercions: &mut Vec<Coercion>) {
+    let Value::String(text) = value else { return };
+    let types = schema_types(schema);
+    if types.is_empty() || types.contains(&"string") {
+        return;
+    }
+    let trimmed = text.trim();
+    let replacement = if types.contains(&"integer")
+        && let Ok(n) = trimmed.parse::<i64>()
+    {
+        Some((Value::from(n), "integer"))
+    } else if types.contains(&"integer")
+        && let Ok(n) = trimmed.parse::<u64>()
+    {
+        Some((Value::from(n), "integer"))
+    } else if types.contains(&"number")
+        && let Some(n) = trimmed.parse::<f64>().ok().and_then(serde_json::Number::from_f64)
+    {
+        Some((Value::Number(n), "number"))
+    } else if types.contains(&"boolean") && matches!(trimmed, "true" | "false" | "True" | "False") {
+        Some((Value::Bool(trimmed.eq_ignore_ascii_case("true")), "boolean"))
+    } else if types.contains(&"array") || types.contains(&"object") {
+        match serde_json::from_str::<Value>(trimmed) {
+            Ok(parsed @ Value::Array(_)) if types.contains(&"array") => Some((parsed, "array")),
+            Ok(parsed @ Value::Object(_)) if types.contains(&"object") => Some((parsed, "object")),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    if let Some((new_value, to)) = replacement {
+        *value = new_value;
+        coercions.push(Coercion { path: path.to_owned(), to: to.to_owned() });
+    }
+}
