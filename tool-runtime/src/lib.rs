@@ -28,6 +28,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod call;
 pub mod context;
 pub mod error;
 pub mod inject;
@@ -44,6 +45,7 @@ pub mod validate;
 #[path = "private.rs"]
 pub mod __private;
 
+pub use call::{ToolCall, ToolResult};
 pub use context::{ContextBuilder, ContextSink, Dependencies, Progress, SessionState, ToolContext};
 pub use error::{ErrorKind, ToolError};
 pub use inject::{Dep, FromContext};
