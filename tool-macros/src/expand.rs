@@ -207,8 +207,11 @@ fn expand(def: &ToolDef) -> TokenStream {
     };
     let fn_span = fn_ident.span();
     let line = quote_spanned!(fn_span=> ::core::line!());
-    let check_return = quote_spanned!(ret_span=> #p::check_return);
+    checks.push(quote_spanned!(ret_span=> #p::assert_return::<#ret_ty>();));
     let awaited = quote_spanned!(fn_span=> #fn_ident(#(#call_args),*).await);
+    let finish = quote_spanned!(ret_span=> #p::finish(__tool_out));
+    let into_result = quote_spanned!(ret_span=> #p::IntoToolResult::into_tool_result(__tool_ret));
+    let convert_error = quote_spanned!(ret_span=> (&&&#p::ErrTag::of(&__tool_err)).__tool_error_converter()(__tool_err));
 
     quote! {
         #func
@@ -219,6 +222,12 @@ fn expand(def: &ToolDef) -> TokenStream {
 
         #[allow(non_snake_case, clippy::needless_question_mark, clippy::let_unit_value)]
         const _: () = {
+            // The schemars derive names `Some` unqualified; keep the user's module from shadowing it.
+            #[allow(unused_imports)]
+            use ::core::option::Option::{None, Some};
+            #[allow(unused_imports)]
+            use ::core::result::Result::{Err, Ok};
+
             #args_items
 
             const __TOOL_META: #p::ToolMeta = #p::ToolMeta {
@@ -249,13 +258,13 @@ fn expand(def: &ToolDef) -> TokenStream {
             ) -> ::core::result::Result<#p::ToolOutput, #p::ToolError> {
                 #decode
                 #(#prelude)*
-                let __tool_ret = #check_return(#awaited);
-                match #p::IntoToolResult::into_tool_result(__tool_ret) {
-                    ::core::result::Result::Ok(__tool_out) => #p::finish(__tool_out),
+                let __tool_ret = #awaited;
+                match #into_result {
+                    ::core::result::Result::Ok(__tool_out) => #finish,
                     ::core::result::Result::Err(__tool_err) => ::core::result::Result::Err({
                         #[allow(unused_imports)]
                         use #p::{ViaDisplay as _, ViaIoError as _, ViaStdError as _, ViaToolError as _};
-                        (&&&#p::ErrTag::of(&__tool_err)).__tool_error_converter()(__tool_err)
+                        #convert_error
                     }),
                 }
             }

@@ -1,0 +1,8 @@
+use tool_runtime::{tool, ToolContext};
+
+#[tool]
+async fn whoami(#[arg(rename = "context")] ctx: &ToolContext) -> String {
+    ctx.call_id().to_owned()
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use tool_runtime::tool;
+
+#[tool]
+async fn read(#[arg] limit: u32) -> String {
+    limit.to_string()
+}
+
+fn main() {}

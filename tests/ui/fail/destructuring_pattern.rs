@@ -1,0 +1,8 @@
+use tool_runtime::tool;
+
+#[tool]
+async fn add((a, b): (i64, i64)) -> String {
+    (a + b).to_string()
+}
+
+fn main() {}

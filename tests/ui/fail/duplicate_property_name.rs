@@ -1,0 +1,8 @@
+use tool_runtime::tool;
+
+#[tool]
+async fn read(path: String, #[arg(rename = "path")] file: String) -> String {
+    path + &file
+}
+
+fn main() {}

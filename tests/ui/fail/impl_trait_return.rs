@@ -1,0 +1,8 @@
+use tool_runtime::tool;
+
+#[tool]
+async fn show(value: String) -> impl ToString {
+    value
+}
+
+fn main() {}

@@ -1,0 +1,11 @@
+use tool_runtime::tool;
+
+struct Clock;
+
+#[tool]
+async fn now(#[inject] clock: Clock) -> String {
+    let _ = clock;
+    String::new()
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use tool_runtime::tool;
+
+#[tool(timeout = "30 seconds")]
+async fn slow(path: String) -> String {
+    path
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use tool_runtime::tool;
+
+#[tool]
+struct Read {
+    path: String,
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use tool_runtime::tool;
+
+#[tool(truncate(max_line = 100))]
+async fn read(path: String) -> String {
+    path
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use tool_runtime::tool;
+
+#[tool]
+async unsafe fn read(path: String) -> String {
+    path
+}
+
+fn main() {}

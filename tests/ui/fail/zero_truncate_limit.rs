@@ -1,0 +1,8 @@
+use tool_runtime::tool;
+
+#[tool(truncate(max_bytes = 0))]
+async fn logs(path: String) -> String {
+    path
+}
+
+fn main() {}
