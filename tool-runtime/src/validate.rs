@@ -227,10 +227,24 @@ impl ArgumentValidator {
             ValidationErrorKind::Format { format } => {
                 vec![format!("{}: must be a valid {format}, received {received}", at(&pointer))]
             }
-            ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. } => vec![format!(
-                "{}: does not match any of the allowed forms, received {received}",
-                at(&pointer)
-            )],
+            ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. } => {
+                // `Option<T>` is written as `anyOf: [T, null]`: describe `T` itself.
+                let inner = schema_at(&self.schema, &pointer);
+                let choices = inner.and_then(|s| s.get("enum")).and_then(Value::as_array);
+                let types = inner.map(schema_types).unwrap_or_default();
+                if let Some(choices) = choices {
+                    let choices = choices.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ");
+                    vec![format!("{}: expected one of {choices}, received {received}", at(&pointer))]
+                } else if !types.is_empty() && !types.iter().any(|t| *t == "object") {
+                    let expected = types.into_iter().map(type_phrase).collect::<Vec<_>>().join(" or ");
+                    vec![format!("{}: expected {expected}, received {received}", at(&pointer))]
+                } else {
+                    vec![format!(
+                        "{}: does not match any of the allowed forms, received {received}",
+                        at(&pointer)
+                    )]
+                }
+            }
             _ => vec![format!("{}: {error}", at(&pointer))],
         }
     }

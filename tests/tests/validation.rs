@@ -1,0 +1,205 @@
+//! The argument pipeline as the model experiences it: exact error texts, coercion, nulls.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use tool_runtime::{ErrorKind, Registry, ToolContext, ValidationOptions, tool};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Direction {
+    Head,
+    Tail,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Range {
+    start: u32,
+    end: u32,
+}
+
+/// Read part of a file.
+#[tool(parallel)]
+async fn read_part(
+    /// File path.
+    #[schemars(length(min = 1, max = 10))]
+    path: String,
+    /// First line.
+    #[arg(default = 1)]
+    #[schemars(range(min = 1))]
+    offset: u32,
+    #[arg(default = false)] verbose: bool,
+    direction: Option<Direction>,
+    ranges: Option<Vec<Range>>,
+    #[schemars(regex(pattern = r"^[a-z]+$"))] label: Option<String>,
+) -> String {
+    format!("{path}:{offset}:{verbose}:{direction:?}:{ranges:?}:{label:?}")
+}
+
+fn registry() -> Registry {
+    Registry::builder().with_inventory().allow(["read_part"]).build().unwrap()
+}
+
+async fn call(raw: &str) -> Result<String, String> {
+    registry()
+        .call("read_part", raw, ToolContext::builder("read_part").build())
+        .await
+        .map(|o| o.text_content())
+        .map_err(|e| {
+            assert_eq!(e.kind(), ErrorKind::InvalidArguments);
+            e.message().to_owned()
+        })
+}
+
+#[tokio::test]
+async fn every_violation_is_listed_with_its_path() {
+    let err = call(r#"{"path": "", "offset": 0, "verbose": "maybe", "direction": "up", "extra": 1, "ranges": [{"start": 1}]}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        r#"Invalid arguments for tool `read_part`:
+- /path: must be at least 1 character long, received "" (a string)
+- /offset: must be at least 1, received 0 (an integer)
+- /verbose: expected a boolean (true or false), received "maybe" (a string)
+- /direction: expected one of "head", "tail", received "up" (a string)
+- /ranges/0/end: missing required property
+- /extra: unknown property; valid properties are `path`, `offset`, `verbose`, `direction`, `ranges`, `label`
+Arguments received: {"path": "", "offset": 0, "verbose": "maybe", "direction": "up", "extra": 1, "ranges": [{"start": 1}]}
+Fix the arguments and call `read_part` again."#
+    );
+}
+
+#[tokio::test]
+async fn missing_required_and_pattern() {
+    let err = call(r#"{"label": "ABC"}"#).await.unwrap_err();
+    assert_eq!(
+        err,
+        r#"Invalid arguments for tool `read_part`:
+- /label: must match the regular expression ^[a-z]+$, received "ABC" (a string)
+- /path: missing required property
+Arguments received: {"label": "ABC"}
+Fix the arguments and call `read_part` again."#
+    );
+}
+
+#[tokio::test]
+async fn bad_json_names_line_and_column() {
+    let err = call("{\"path\": \"a\",\n \"offset\": }").await.unwrap_err();
+    assert_eq!(
+        err,
+        "Invalid arguments for tool `read_part`:\n- the arguments are not valid JSON: expected value at line 2 column 12\nArguments received: {\"path\": \"a\",\n \"offset\": }\nFix the arguments and call `read_part` again."
+    );
+    let err = call(r#"{"path": "a""#).await.unwrap_err();
+    assert!(err.contains("- the arguments are not valid JSON: the JSON ends too early (is it cut off?) at line 1 column 12\n"), "{err}");
+}
+
+#[tokio::test]
+async fn non_object_arguments() {
+    let err = call("[1, 2]").await.unwrap_err();
+    assert!(
+        err.contains(
+            "- the arguments must be a JSON object with named properties, received [1,2] (an array)\n"
+        ),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn nulls_for_optional_properties_mean_absent() {
+    let out = call(
+        r#"{"path": "a", "offset": null, "verbose": null, "direction": null, "ranges": null, "label": null}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(out, "a:1:false:None:None:None");
+    let err = call(r#"{"path": null}"#).await.unwrap_err();
+    assert!(err.contains("- /path: expected a string, received null\n"), "{err}");
+}
+
+#[tokio::test]
+async fn strings_are_coerced_to_numbers_booleans_and_arrays() {
+    let out = call(
+        r#"{"path": "a", "offset": "10", "verbose": "true", "ranges": "[{\"start\": 1, \"end\": \"2\"}]"}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(out, "a:10:true:None:Some([Range { start: 1, end: 2 }]):None");
+
+    let validated =
+        registry().validate("read_part", r#"{"path": "a", "offset": "10", "verbose": "true"}"#).unwrap();
+    let coerced: Vec<_> = validated.coercions.iter().map(|c| (c.path.as_str(), c.to.as_str())).collect();
+    assert_eq!(coerced, [("/offset", "integer"), ("/verbose", "boolean")]);
+
+    // A double-encoded argument object is accepted too.
+    let out = call(r#""{\"path\": \"a\"}""#).await.unwrap();
+    assert_eq!(out, "a:1:false:None:None:None");
+}
+
+#[tokio::test]
+async fn coercion_can_be_switched_off() {
+    let registry = Registry::builder()
+        .with_inventory()
+        .allow(["read_part"])
+        .validation(ValidationOptions { coerce: false })
+        .build()
+        .unwrap();
+    let err = registry.validate("read_part", r#"{"path": "a", "offset": "10"}"#).unwrap_err();
+    assert!(
+        err.message().contains("- /offset: expected an integer, received \"10\" (a string)\n"),
+        "{}",
+        err.message()
+    );
+}
+
+#[tokio::test]
+async fn empty_arguments_are_an_empty_object() {
+    let err = call("  ").await.unwrap_err();
+    assert!(err.contains("- /path: missing required property\n"), "{err}");
+    assert!(err.contains("Arguments received: \n"), "{err}");
+}
+
+#[tokio::test]
+async fn long_arguments_are_clipped_in_the_echo() {
+    let long = "x".repeat(5000);
+    let err = call(&format!(r#"{{"path": "{long}"}}"#)).await.unwrap_err();
+    assert!(err.contains("... (5012 characters in all)\nFix the arguments"), "{}", &err[err.len() - 200..]);
+    assert!(err.len() < 3000);
+}
+
+#[test]
+fn unknown_tools_list_the_real_ones() {
+    let err = registry().validate("read_prt", "{}").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    assert_eq!(err.message(), "Unknown tool `read_prt`. Available tools: `read_part`.");
+}
+
+#[test]
+fn validation_never_panics_on_odd_input() {
+    let registry = registry();
+    let long_nesting = "[".repeat(10_000);
+    let inputs = [
+        "",
+        "null",
+        "true",
+        "1",
+        "\"\"",
+        "{",
+        "}",
+        "{}",
+        "[]",
+        "\u{0}",
+        "{\"path\": \"\u{1F600}\"}",
+        "{\"path\": 1e400}",
+        &long_nesting,
+        "{\"ranges\": [null, 1, \"x\", {}]}",
+        "{\"ranges\": \"[[[\"}",
+        "\"\\\"{\\\"\"",
+    ];
+    for raw in inputs {
+        let _ = registry.validate("read_part", raw);
+    }
+    let _ = json!(null);
+}
