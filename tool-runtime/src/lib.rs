@@ -30,7 +30,10 @@
 
 pub mod call;
 pub mod context;
+pub mod dispatch;
 pub mod error;
+pub mod events;
+pub mod hooks;
 pub mod inject;
 pub mod output;
 pub mod permission;
@@ -47,7 +50,10 @@ pub mod __private;
 
 pub use call::{ToolCall, ToolResult};
 pub use context::{ContextBuilder, ContextSink, Dependencies, Progress, SessionState, ToolContext};
+pub use dispatch::{CallOptions, Dispatcher, DispatcherBuilder, RepeatAction, RepeatGuard};
 pub use error::{ErrorKind, ToolError};
+pub use events::{CallStatus, EventFn, EventSink, ToolEvent};
+pub use hooks::{AfterFn, AfterHook, BeforeDecision, BeforeFn, BeforeHook, HookCall};
 pub use inject::{Dep, FromContext};
 pub use output::{Content, IntoToolOutput, IntoToolResult, Json, ToolOutput};
 pub use permission::{

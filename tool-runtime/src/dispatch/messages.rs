@@ -1,0 +1,182 @@
+//! The texts of framework-made results, and panic isolation for tool and hook futures.
+
+use std::any::Any;
+use std::fmt::{self, Write as _};
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use crate::error::ToolError;
+use crate::permission::{PermissionKind, PermissionRequest};
+use crate::tool::BoxFuture;
+
+/// `850ms`, `3s`, `1.5s`, `2m30s`, `1h5m`.
+pub(crate) fn human_duration(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    if millis < 1000 {
+        return format!("{millis}ms");
+    }
+    let secs = duration.as_secs();
+    if secs < 60 {
+        let tenths = duration.subsec_millis() / 100;
+        return if tenths == 0 { format!("{secs}s") } else { format!("{secs}.{tenths}s") };
+    }
+    let (hours, minutes, seconds) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let mut out = String::new();
+    for (value, unit) in [(hours, 'h'), (minutes, 'm'), (seconds, 's')] {
+        if value > 0 {
+            let _ = write!(out, "{value}{unit}");
+        }
+    }
+    out
+}
+
+pub(crate) fn timed_out(tool: &str, limit: Duration) -> ToolError {
+    ToolError::timeout(format!(
+        "The call to `{tool}` timed out after {} and was stopped. Try a smaller task or narrower arguments.",
+        human_duration(limit)
+    ))
+}
+
+pub(crate) fn cancelled_after(tool: &str, elapsed: Duration) -> ToolError {
+    ToolError::cancelled(format!("The call to `{tool}` was cancelled after {}.", human_duration(elapsed)))
+}
+
+pub(crate) fn cancelled_before_start(tool: &str, waited: Duration) -> ToolError {
+    ToolError::cancelled(format!(
+        "The call to `{tool}` was cancelled after {}, before it started.",
+        human_duration(waited)
+    ))
+}
+
+pub(crate) fn skipped(tool: &str) -> ToolError {
+    ToolError::cancelled(format!(
+        "The call to `{tool}` was skipped: the turn was interrupted before it ran, so it had no effect."
+    ))
+}
+
+pub(crate) fn crashed(tool: &str, panic: String) -> ToolError {
+    ToolError::execution(format!(
+        "The tool `{tool}` crashed while handling this call (an internal error, reported to the operator). \
+         The same call will likely crash again; try different arguments or another approach."
+    ))
+    .with_source(Panicked(panic))
+}
+
+pub(crate) fn hook_crashed(tool: &str, stage: &str, panic: String) -> ToolError {
+    ToolError::execution(format!(
+        "The call to `{tool}` failed: a {stage}-call hook crashed (an internal error, reported to the operator)."
+    ))
+    .with_source(Panicked(panic))
+}
+
+pub(crate) fn task_failed(tool: &str) -> ToolError {
+    ToolError::execution(format!(
+        "The call to `{tool}` was lost: its task stopped unexpectedly (an internal error, reported to the operator)."
+    ))
+}
+
+pub(crate) fn denied_by_hook(tool: &str, reason: &str) -> ToolError {
+    ToolError::permission_denied(format!("The call to `{tool}` was denied: {reason}"))
+}
+
+pub(crate) fn repeat_refused(tool: &str, count: u32) -> ToolError {
+    ToolError::permission_denied(format!(
+        "The call to `{tool}` was refused: this exact call (same tool, same arguments) was made {count} times in a row. \
+         Its result will not change; change the arguments or try a different approach."
+    ))
+}
+
+pub(crate) fn repeat_request(tool: &str, count: u32) -> PermissionRequest {
+    PermissionRequest::new(
+        PermissionKind::RepeatedCall { count },
+        format!("`{tool}` called {count} times in a row with the same arguments"),
+    )
+}
+
+pub(crate) fn rewritten_arguments_invalid(tool: &str, error: &ToolError) -> ToolError {
+    ToolError::execution(format!(
+        "The call to `{tool}` was not run: a hook rewrote its arguments and the result is invalid. {}",
+        error.message()
+    ))
+}
+
+/// A panic's message, as the operator-only source of a crash error.
+#[derive(Debug)]
+pub(crate) struct Panicked(pub(crate) String);
+
+impl fmt::Display for Panicked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "panicked: {}", self.0)
+    }
+}
+
+impl std::error::Error for Panicked {}
+
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&'static str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}
+
+/// A future whose panics (while being made or polled) become `Err(panic message)`.
+pub(crate) enum CatchUnwind<'a, T> {
+    Running(BoxFuture<'a, T>),
+    Panicked(Option<String>),
+}
+
+/// Makes a future with `make` and runs it with panics caught.
+pub(crate) fn guarded<'a, T>(make: impl FnOnce() -> BoxFuture<'a, T>) -> CatchUnwind<'a, T> {
+    match catch_unwind(AssertUnwindSafe(make)) {
+        Ok(future) => CatchUnwind::Running(future),
+        Err(payload) => CatchUnwind::Panicked(Some(panic_message(&*payload))),
+    }
+}
+
+impl<T> Future for CatchUnwind<'_, T> {
+    type Output = Result<T, String>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        match this {
+            CatchUnwind::Running(future) => {
+                match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+                    Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
+                    Ok(Poll::Pending) => Poll::Pending,
+                    Err(payload) => {
+                        let message = panic_message(&*payload);
+                        // The panicked future is never polled again; dropping it may panic too.
+                        let broken = std::mem::replace(this, CatchUnwind::Panicked(None));
+                        let _ = catch_unwind(AssertUnwindSafe(move || drop(broken)));
+                        Poll::Ready(Err(message))
+                    }
+                }
+            }
+            CatchUnwind::Panicked(message) => {
+                Poll::Ready(Err(message.take().unwrap_or_else(|| "polled after a panic".to_owned())))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(human_duration(Duration::ZERO), "0ms");
+        assert_eq!(human_duration(Duration::from_millis(850)), "850ms");
+        assert_eq!(human_duration(Duration::from_secs(3)), "3s");
+        assert_eq!(human_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(human_duration(Duration::from_secs(150)), "2m30s");
+        assert_eq!(human_duration(Duration::from_secs(120)), "2m");
+        assert_eq!(human_duration(Duration::from_secs(3900)), "1h5m");
+    }
+}

@@ -1,0 +1,523 @@
+//! The dispatcher: runs one call or a model turn's batch under the parallel policy, with hooks,
+//! timeouts, cancellation, panic isolation and events.
+
+mod messages;
+mod pipeline;
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, OwnedSemaphorePermit, RwLock, Semaphore};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::call::{ToolCall, ToolResult};
+use crate::context::{Dependencies, SessionState};
+use crate::error::ToolError;
+use crate::events::EventSink;
+use crate::hooks::{AfterHook, BeforeHook};
+use crate::permission::{DefaultPermissions, PermissionHook};
+use crate::registry::Registry;
+
+use pipeline::{Outcome, Pending};
+
+/// What the repeat guard does when the same call comes `threshold` times in a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RepeatAction {
+    /// Ask the permission hook with a `RepeatedCall` request (the default hook refuses).
+    #[default]
+    Ask,
+    /// Refuse the call with a permission-denied result.
+    Refuse,
+}
+
+/// Guards against a model looping: the same tool with the same arguments, many times in a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RepeatGuard {
+    /// How many identical calls in a row trigger the guard (counting the current one); 0 turns
+    /// the guard off. Default: 3.
+    pub threshold: u32,
+    /// What happens from that call on. Default: [`RepeatAction::Ask`].
+    pub action: RepeatAction,
+}
+
+impl Default for RepeatGuard {
+    fn default() -> Self {
+        RepeatGuard { threshold: 3, action: RepeatAction::Ask }
+    }
+}
+
+impl RepeatGuard {
+    /// No repeat guard.
+    pub const DISABLED: RepeatGuard = RepeatGuard { threshold: 0, action: RepeatAction::Ask };
+
+    /// Triggers at `threshold` identical calls in a row with `action`.
+    pub fn new(threshold: u32, action: RepeatAction) -> Self {
+        RepeatGuard { threshold, action }
+    }
+}
+
+/// Options for one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallOptions {
+    /// Time limit for this call; wins over the tool's and the dispatcher's.
+    pub timeout: Option<Duration>,
+}
+
+impl CallOptions {
+    /// Options with a time limit.
+    pub fn with_timeout(timeout: Duration) -> Self {
+        CallOptions { timeout: Some(timeout) }
+    }
+}
+
+type SkipCheck = dyn Fn() -> bool + Send + Sync;
+
+/// Configures a [`Dispatcher`].
+#[must_use]
+pub struct DispatcherBuilder {
+    registry: Arc<Registry>,
+    deps: Dependencies,
+    permissions: Arc<dyn PermissionHook>,
+    before: Vec<Arc<dyn BeforeHook>>,
+    after: Vec<Arc<dyn AfterHook>>,
+    default_timeout: Option<Duration>,
+    max_concurrency: Option<usize>,
+    repeat: RepeatGuard,
+    session_id: String,
+    session: SessionState,
+    events: Option<Arc<dyn EventSink>>,
+    skip: Option<Arc<SkipCheck>>,
+}
+
+impl fmt::Debug for DispatcherBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DispatcherBuilder")
+            .field("registry", &self.registry)
+            .field("default_timeout", &self.default_timeout)
+            .field("max_concurrency", &self.max_concurrency)
+            .field("repeat", &self.repeat)
+            .field("session_id", &self.session_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DispatcherBuilder {
+    /// Replaces all dependencies.
+    pub fn dependencies(mut self, deps: Dependencies) -> Self {
+        self.deps = deps;
+        self
+    }
+
+    /// Registers (or overrides) one dependency, fetched by tools as `Dep<T>` or `ctx.dep::<T>()`.
+    pub fn dependency<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.deps.insert(value);
+        self
+    }
+
+    /// Registers (or overrides) one shared dependency.
+    pub fn dependency_arc<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Self {
+        self.deps.insert_arc(value);
+        self
+    }
+
+    /// Sets the permission hook that answers `ToolContext::ask` and the repeat guard
+    /// (default: [`DefaultPermissions`]).
+    pub fn permissions(self, hook: impl PermissionHook) -> Self {
+        self.permissions_arc(Arc::new(hook))
+    }
+
+    /// Sets a shared permission hook.
+    pub fn permissions_arc(mut self, hook: Arc<dyn PermissionHook>) -> Self {
+        self.permissions = hook;
+        self
+    }
+
+    /// Adds a hook that runs before each call's tool, after the ones already added.
+    pub fn before_hook(mut self, hook: impl BeforeHook) -> Self {
+        self.before.push(Arc::new(hook));
+        self
+    }
+
+    /// Adds a hook that runs after each call's tool, after the ones already added.
+    pub fn after_hook(mut self, hook: impl AfterHook) -> Self {
+        self.after.push(Arc::new(hook));
+        self
+    }
+
+    /// The time limit of calls whose tool and options set none.
+    pub fn default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = Some(timeout);
+        self
+    }
+
+    /// Runs at most `limit` calls at once (at least 1).
+    pub fn max_concurrency(mut self, limit: usize) -> Self {
+        self.max_concurrency = Some(limit.max(1));
+        self
+    }
+
+    /// Configures the repeat guard (default: ask after 3 identical calls in a row).
+    pub fn repeat_guard(mut self, guard: RepeatGuard) -> Self {
+        self.repeat = guard;
+        self
+    }
+
+    /// Sets the session id that tools and hooks see.
+    pub fn session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = id.into();
+        self
+    }
+
+    /// Sets the session state shared by every call of this dispatcher.
+    pub fn session_state(mut self, state: SessionState) -> Self {
+        self.session = state;
+        self
+    }
+
+    /// Sends lifecycle events to `sink` (for example an `mpsc::UnboundedSender<ToolEvent>`).
+    pub fn events(self, sink: impl EventSink) -> Self {
+        self.events_arc(Arc::new(sink))
+    }
+
+    /// Sends lifecycle events to a shared sink.
+    pub fn events_arc(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.events = Some(sink);
+        self
+    }
+
+    /// Consulted before each call starts; once it returns `true`, that call and the rest of the
+    /// batch are skipped (for example because the user typed a new message).
+    pub fn skip_check(mut self, check: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        self.skip = Some(Arc::new(check));
+        self
+    }
+
+    /// Builds the dispatcher.
+    pub fn build(self) -> Dispatcher {
+        Dispatcher {
+            inner: Arc::new(Inner {
+                registry: self.registry,
+                deps: Arc::new(self.deps),
+                permissions: self.permissions,
+                before: self.before,
+                after: self.after,
+                default_timeout: self.default_timeout,
+                gate: Arc::new(RwLock::new(())),
+                cap: self.max_concurrency.map(|n| Arc::new(Semaphore::new(n))),
+                repeat: self.repeat,
+                last_call: Mutex::new(None),
+                session_id: self.session_id,
+                session: self.session,
+                events: self.events,
+                skip: self.skip,
+            }),
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    registry: Arc<Registry>,
+    deps: Arc<Dependencies>,
+    permissions: Arc<dyn PermissionHook>,
+    before: Vec<Arc<dyn BeforeHook>>,
+    after: Vec<Arc<dyn AfterHook>>,
+    default_timeout: Option<Duration>,
+    gate: Arc<RwLock<()>>,
+    cap: Option<Arc<Semaphore>>,
+    repeat: RepeatGuard,
+    last_call: Mutex<Option<LastCall>>,
+    session_id: String,
+    session: SessionState,
+    events: Option<Arc<dyn EventSink>>,
+    skip: Option<Arc<SkipCheck>>,
+}
+
+struct LastCall {
+    tool: String,
+    arguments: Value,
+    count: u32,
+}
+
+/// The guards a running call holds; dropped after its finished event.
+pub(crate) struct Slot {
+    _gate: Gate,
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+enum Gate {
+    Shared(#[allow(dead_code)] OwnedRwLockReadGuard<()>),
+    Exclusive(#[allow(dead_code)] OwnedRwLockWriteGuard<()>),
+}
+
+/// Runs tool calls: lookup, validation, the parallel/exclusive gate, hooks, timeouts,
+/// cancellation, panic isolation, truncation and events. Cheap to clone; clones share the gate,
+/// the session and the repeat guard.
+#[derive(Clone)]
+pub struct Dispatcher {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dispatcher")
+            .field("registry", &self.inner.registry)
+            .field("default_timeout", &self.inner.default_timeout)
+            .field("repeat", &self.inner.repeat)
+            .field("session_id", &self.inner.session_id)
+            .finish_non_exhaustive()
+    }
+}
+
+enum Stop {
+    Cancelled,
+    Skipped,
+}
+
+enum Slotted {
+    Done(Outcome),
+    Running(JoinHandle<Outcome>, Arc<Pending>),
+}
+
+impl Dispatcher {
+    /// A dispatcher over `registry` with default settings.
+    pub fn new(registry: impl Into<Arc<Registry>>) -> Self {
+        Self::builder(registry).build()
+    }
+
+    /// Starts configuring a dispatcher over `registry`.
+    pub fn builder(registry: impl Into<Arc<Registry>>) -> DispatcherBuilder {
+        DispatcherBuilder {
+            registry: registry.into(),
+            deps: Dependencies::new(),
+            permissions: Arc::new(DefaultPermissions),
+            before: Vec::new(),
+            after: Vec::new(),
+            default_timeout: None,
+            max_concurrency: None,
+            repeat: RepeatGuard::default(),
+            session_id: String::new(),
+            session: SessionState::new(),
+            events: None,
+            skip: None,
+        }
+    }
+
+    /// The registry calls are looked up in.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.inner.registry
+    }
+
+    /// The dependencies tools receive.
+    pub fn dependencies(&self) -> &Dependencies {
+        &self.inner.deps
+    }
+
+    /// The session state shared by every call.
+    pub fn session(&self) -> &SessionState {
+        &self.inner.session
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        &self.inner.session_id
+    }
+
+    /// Runs one call. Every failure, including a `Fatal` error, comes back as an error result;
+    /// use [`Dispatcher::try_run`] to receive a `Fatal` error as `Err`.
+    pub async fn run(&self, call: ToolCall, cancel: CancellationToken) -> ToolResult {
+        self.run_inline(call, CallOptions::default(), cancel).await.result
+    }
+
+    /// Runs one call with options (such as a per-call timeout).
+    pub async fn run_with(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+        cancel: CancellationToken,
+    ) -> ToolResult {
+        self.run_inline(call, options, cancel).await.result
+    }
+
+    /// Runs one call; a `Fatal` error escapes as `Err`, every other failure is an error result.
+    pub async fn try_run(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+        cancel: CancellationToken,
+    ) -> Result<ToolResult, ToolError> {
+        let outcome = self.run_inline(call, options, cancel).await;
+        match outcome.fatal {
+            Some(error) => Err(error),
+            None => Ok(outcome.result),
+        }
+    }
+
+    async fn run_inline(&self, call: ToolCall, options: CallOptions, cancel: CancellationToken) -> Outcome {
+        let pending = self.inner.queue(0, call, options);
+        if cancel.is_cancelled() {
+            return self.inner.cancelled_before_start(&pending);
+        }
+        let ready = match self.inner.prepare(pending) {
+            Ok(ready) => ready,
+            Err(outcome) => return outcome,
+        };
+        let Some(slot) = self.inner.acquire(ready.parallel(), &cancel).await else {
+            return self.inner.cancelled_before_start(&ready.pending);
+        };
+        if self.inner.should_skip() {
+            drop(slot);
+            return self.inner.skipped(&ready.pending);
+        }
+        pipeline::execute(self.inner.clone(), ready, slot, cancel, None).await
+    }
+
+    /// Runs the calls of one model turn and returns exactly one result per call, in the order of
+    /// the calls. Only a `Fatal` error escapes as `Err`; it cancels the calls still running.
+    pub async fn run_batch(
+        &self,
+        calls: Vec<ToolCall>,
+        cancel: CancellationToken,
+    ) -> Result<Vec<ToolResult>, ToolError> {
+        self.run_batch_with(calls.into_iter().map(|call| (call, CallOptions::default())), cancel).await
+    }
+
+    /// [`Dispatcher::run_batch`] with options per call.
+    pub async fn run_batch_with(
+        &self,
+        calls: impl IntoIterator<Item = (ToolCall, CallOptions)>,
+        cancel: CancellationToken,
+    ) -> Result<Vec<ToolResult>, ToolError> {
+        let inner = &self.inner;
+        // Cancelled by the caller's token, by a fatal error, or when this future is dropped.
+        let batch = cancel.child_token();
+        let _cancel_on_drop = batch.clone().drop_guard();
+
+        let pending: Vec<Arc<Pending>> =
+            calls.into_iter().enumerate().map(|(i, (call, options))| inner.queue(i, call, options)).collect();
+        let mut slots = Vec::with_capacity(pending.len());
+        let mut stop = None;
+        for pending in pending {
+            if stop.is_none() && batch.is_cancelled() {
+                stop = Some(Stop::Cancelled);
+            }
+            match stop {
+                Some(Stop::Cancelled) => {
+                    slots.push(Slotted::Done(inner.cancelled_before_start(&pending)));
+                    continue;
+                }
+                Some(Stop::Skipped) => {
+                    slots.push(Slotted::Done(inner.skipped(&pending)));
+                    continue;
+                }
+                None => {}
+            }
+            let ready = match inner.prepare(pending) {
+                Ok(ready) => ready,
+                Err(outcome) => {
+                    slots.push(Slotted::Done(outcome));
+                    continue;
+                }
+            };
+            // Guards are taken here, in the order of the calls, and moved into each call's task:
+            // taking them inside the tasks would let the runtime reorder them.
+            let Some(slot) = inner.acquire(ready.parallel(), &batch).await else {
+                stop = Some(Stop::Cancelled);
+                slots.push(Slotted::Done(inner.cancelled_before_start(&ready.pending)));
+                continue;
+            };
+            if inner.should_skip() {
+                drop(slot);
+                stop = Some(Stop::Skipped);
+                slots.push(Slotted::Done(inner.skipped(&ready.pending)));
+                continue;
+            }
+            let pending = ready.pending.clone();
+            let task = pipeline::execute(inner.clone(), ready, slot, batch.clone(), Some(batch.clone()));
+            slots.push(Slotted::Running(tokio::spawn(task), pending));
+        }
+
+        let mut results = Vec::with_capacity(slots.len());
+        let mut fatal = None;
+        for slot in slots {
+            let outcome = match slot {
+                Slotted::Done(outcome) => outcome,
+                Slotted::Running(handle, pending) => match handle.await {
+                    Ok(outcome) => outcome,
+                    Err(error) => inner.task_failed(&pending, error),
+                },
+            };
+            if fatal.is_none() {
+                fatal = outcome.fatal;
+            }
+            results.push(outcome.result);
+        }
+        match fatal {
+            Some(error) => Err(error),
+            None => Ok(results),
+        }
+    }
+}
+
+impl Inner {
+    /// Takes the call's guard (shared for parallel tools, exclusive otherwise) and a concurrency
+    /// permit, or `None` if `cancel` fires first.
+    async fn acquire(&self, parallel: bool, cancel: &CancellationToken) -> Option<Slot> {
+        let gate = if parallel {
+            let lock = self.gate.clone().read_owned();
+            tokio::select! {
+                biased;
+                guard = lock => Gate::Shared(guard),
+                () = cancel.cancelled() => return None,
+            }
+        } else {
+            let lock = self.gate.clone().write_owned();
+            tokio::select! {
+                biased;
+                guard = lock => Gate::Exclusive(guard),
+                () = cancel.cancelled() => return None,
+            }
+        };
+        let permit = match &self.cap {
+            None => None,
+            Some(cap) => {
+                let acquire = cap.clone().acquire_owned();
+                tokio::select! {
+                    biased;
+                    permit = acquire => permit.ok(),
+                    () = cancel.cancelled() => return None,
+                }
+            }
+        };
+        Some(Slot { _gate: gate, _permit: permit })
+    }
+
+    fn should_skip(&self) -> bool {
+        self.skip.as_ref().is_some_and(|check| check())
+    }
+
+    /// Counts identical calls in a row (in the order the dispatcher sees them); returns the
+    /// count including this call, or 0 when the guard is off.
+    fn count_repeat(&self, tool: &str, arguments: Option<&Value>) -> u32 {
+        if self.repeat.threshold == 0 {
+            return 0;
+        }
+        let mut last = self.last_call.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(arguments) = arguments else {
+            *last = None;
+            return 0;
+        };
+        match last.as_mut() {
+            Some(prev) if prev.tool == tool && prev.arguments == *arguments => {
+                prev.count = prev.count.saturating_add(1);
+                prev.count
+            }
+            _ => {
+                *last = Some(LastCall { tool: tool.to_owned(), arguments: arguments.clone(), count: 1 });
+                1
+            }
+        }
+    }
+}
