@@ -22,7 +22,7 @@ pub fn args_schema<T: JsonSchema>() -> Value {
 pub fn root_schema_with<T: JsonSchema>(generator: &mut SchemaGenerator) -> Value {
     let mut schema = generator.root_schema_for::<T>().to_value();
     if let Value::Object(map) = &mut schema {
-        map.remove("title");
+        map.shift_remove("title");
     }
     schema
 }
@@ -41,7 +41,7 @@ fn normalize_args_schema(mut schema: Value) -> Value {
     let Value::Object(map) = &mut schema else {
         return schema;
     };
-    map.remove("title");
+    map.shift_remove("title");
     map.entry("$schema").or_insert_with(|| Value::String(DRAFT_2020_12.to_owned()));
     let is_plain_object = map.get("type").and_then(Value::as_str) == Some("object")
         && !map.contains_key("patternProperties")
@@ -53,7 +53,21 @@ fn normalize_args_schema(mut schema: Value) -> Value {
         map.entry("properties").or_insert_with(|| Value::Object(Map::new()));
         map.entry("additionalProperties").or_insert(Value::Bool(false));
     }
-    schema
+    // A stable, readable key order: what the object is, then its properties, then definitions.
+    const FIRST: [&str; 6] =
+        ["$schema", "description", "type", "properties", "required", "additionalProperties"];
+    let mut ordered = Map::new();
+    for key in FIRST {
+        if let Some(value) = map.shift_remove(key) {
+            ordered.insert(key.to_owned(), value);
+        }
+    }
+    let defs = map.shift_remove("$defs");
+    ordered.append(map);
+    if let Some(defs) = defs {
+        ordered.insert("$defs".to_owned(), defs);
+    }
+    Value::Object(ordered)
 }
 
 /// Follows local `$ref`s (`#/$defs/...`) from `schema` within `root`, at most 32 hops.
