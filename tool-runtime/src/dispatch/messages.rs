@@ -65,9 +65,10 @@ pub(crate) fn crashed(tool: &str, panic: String) -> ToolError {
     .with_source(Panicked(panic))
 }
 
-pub(crate) fn hook_crashed(tool: &str, stage: &str, panic: String) -> ToolError {
+/// `hook` names the hook: "a before-call hook", "an after-call hook", "the permission hook".
+pub(crate) fn hook_crashed(tool: &str, hook: &str, panic: String) -> ToolError {
     ToolError::execution(format!(
-        "The call to `{tool}` failed: a {stage}-call hook crashed (an internal error, reported to the operator)."
+        "The call to `{tool}` failed: {hook} crashed (an internal error, reported to the operator)."
     ))
     .with_source(Panicked(panic))
 }

@@ -469,15 +469,15 @@ impl Inner {
             let lock = self.gate.clone().read_owned();
             tokio::select! {
                 biased;
-                guard = lock => Gate::Shared(guard),
                 () = cancel.cancelled() => return None,
+                guard = lock => Gate::Shared(guard),
             }
         } else {
             let lock = self.gate.clone().write_owned();
             tokio::select! {
                 biased;
-                guard = lock => Gate::Exclusive(guard),
                 () = cancel.cancelled() => return None,
+                guard = lock => Gate::Exclusive(guard),
             }
         };
         let permit = match &self.cap {
@@ -486,8 +486,8 @@ impl Inner {
                 let acquire = cap.clone().acquire_owned();
                 tokio::select! {
                     biased;
-                    permit = acquire => permit.ok(),
                     () = cancel.cancelled() => return None,
+                    permit = acquire => permit.ok(),
                 }
             }
         };

@@ -278,7 +278,7 @@ impl Inner {
                         None => return self.cancelled_before_start(&pending),
                         Some(Ok(verdict)) => Some(verdict),
                         Some(Err(panic)) => {
-                            Some(Err(messages::hook_crashed(&pending.tool, "permission", panic)))
+                            Some(Err(messages::hook_crashed(&pending.tool, "the permission hook", panic)))
                         }
                     }
                 }
@@ -301,7 +301,11 @@ impl Inner {
                 Some(Ok(Ok(decision))) => decision,
                 Some(Ok(Err(error))) => return self.fail(&pending, error, None),
                 Some(Err(panic)) => {
-                    return self.fail(&pending, messages::hook_crashed(&pending.tool, "before", panic), None);
+                    return self.fail(
+                        &pending,
+                        messages::hook_crashed(&pending.tool, "a before-call hook", panic),
+                        None,
+                    );
                 }
             };
             match decision {
@@ -321,6 +325,9 @@ impl Inner {
             hook_call.arguments.clone()
         };
 
+        if cancel.is_cancelled() {
+            return self.cancelled_before_start(&pending);
+        }
         pending.emit(|call_id, tool, timestamp_ms| ToolEvent::Started { call_id, tool, timestamp_ms });
         let started_at = Instant::now();
         let run = guarded(|| tool.call(ctx, arguments));
@@ -373,7 +380,7 @@ impl Inner {
                     error = Some(failure);
                 }
                 Some(Err(panic)) => {
-                    let failure = messages::hook_crashed(&pending.tool, "after", panic);
+                    let failure = messages::hook_crashed(&pending.tool, "an after-call hook", panic);
                     output = error_output(&failure);
                     error = Some(failure);
                 }
