@@ -211,7 +211,8 @@ fn expand(def: &ToolDef) -> TokenStream {
     let awaited = quote_spanned!(fn_span=> #fn_ident(#(#call_args),*).await);
     let finish = quote_spanned!(ret_span=> #p::finish(__tool_out));
     let into_result = quote_spanned!(ret_span=> #p::IntoToolResult::into_tool_result(__tool_ret));
-    let convert_error = quote_spanned!(ret_span=> (&&&#p::ErrTag::of(&__tool_err)).__tool_error_converter()(__tool_err));
+    let convert_error =
+        quote_spanned!(ret_span=> (&&&#p::ErrTag::of(&__tool_err)).__tool_error_converter()(__tool_err));
 
     quote! {
         #func
