@@ -37,6 +37,7 @@ pub mod hooks;
 pub mod inject;
 pub mod output;
 pub mod permission;
+pub mod providers;
 pub mod registry;
 pub mod schema;
 pub mod spec;
@@ -60,6 +61,7 @@ pub use permission::{
     AllowAll, DefaultPermissions, PermissionDecision, PermissionFn, PermissionHook, PermissionKind,
     PermissionRequest,
 };
+pub use providers::{DefinitionOptions, LoweringError, ParseError, Provider};
 pub use registry::{Registry, RegistryBuilder, RegistryError, registered_tools};
 pub use spec::{SourceLocation, ToolAnnotations, ToolSpec, TruncationDirection, TruncationPolicy};
 pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,422 @@
+//! Provider formats: tool definitions, tool-call parsing and result rendering for each LLM API.
+//!
+//! Every provider gets the same three operations, as free functions in its module and through
+//! [`Provider`]:
+//!
+//! - `definitions(registry, options)`: the registry's tools in the provider's definition shape,
+//!   with the canonical argument schema (draft 2020-12) lowered to what the provider accepts. A
+//!   schema that cannot be lowered is a [`LoweringError`] naming the tool and the reason, never a
+//!   silently different schema.
+//! - `parse_tool_calls(message)`: the tool calls of one assistant message as [`ToolCall`]s, with
+//!   the arguments kept as the model's raw JSON text so that validation reports the model's own
+//!   mistakes. A malformed message is a [`ParseError`] saying where and what.
+//! - `render_results(results)`: the messages (or input items) to append to the conversation,
+//!   in order, carrying every result in the provider's own form.
+//!
+//! ```
+//! use serde_json::json;
+//! use tool_runtime::providers::{DefinitionOptions, Provider};
+//! use tool_runtime::{Registry, ToolOutput, ToolResult};
+//!
+//! let provider: Provider = "anthropic".parse().unwrap();
+//! let registry = Registry::builder().build().unwrap();
+//! assert!(provider.definitions(&registry, &DefinitionOptions::default()).unwrap().is_empty());
+//!
+//! let message = json!({"role": "assistant", "content": [
+//!     {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 1}}
+//! ]});
+//! let calls = provider.parse_tool_calls(&message).unwrap();
+//! assert_eq!(calls[0].arguments, r#"{"a":1}"#);
+//!
+//! let results = [ToolResult { call_id: calls[0].id.clone(), tool: "add".into(), output: ToolOutput::text("2") }];
+//! assert_eq!(provider.render_results(&results), vec![json!({"role": "user", "content": [
+//!     {"type": "tool_result", "tool_use_id": "toolu_1", "content": "2"}
+//! ]})]);
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::Value;
+
+pub use crate::call::{ToolCall, ToolResult};
+use crate::output::{Content, ToolOutput};
+use crate::registry::Registry;
+use crate::spec::ToolSpec;
+
+pub mod anthropic;
+pub mod gemini;
+mod lowering;
+pub mod mcp;
+pub mod openai_chat;
+pub mod openai_responses;
+
+/// An LLM API whose tool format this crate speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provider {
+    /// OpenAI Chat Completions (`tools[].function`, `tool_calls`, `role: tool` messages).
+    OpenAiChat,
+    /// OpenAI Responses (`function` tools, `function_call` / `function_call_output` items).
+    OpenAiResponses,
+    /// Anthropic Messages (`input_schema`, `tool_use` / `tool_result` blocks).
+    Anthropic,
+    /// Google Gemini (`functionDeclarations`, `functionCall` / `functionResponse` parts).
+    Gemini,
+    /// Model Context Protocol (`tools/list` entries, `tools/call` requests, `CallToolResult`).
+    Mcp,
+}
+
+impl Provider {
+    /// Every provider, in a stable order.
+    pub const ALL: [Provider; 5] = [
+        Provider::OpenAiChat,
+        Provider::OpenAiResponses,
+        Provider::Anthropic,
+        Provider::Gemini,
+        Provider::Mcp,
+    ];
+
+    /// The command-line name: `openai-chat`, `openai-responses`, `anthropic`, `gemini` or `mcp`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAiChat => "openai-chat",
+            Provider::OpenAiResponses => "openai-responses",
+            Provider::Anthropic => "anthropic",
+            Provider::Gemini => "gemini",
+            Provider::Mcp => "mcp",
+        }
+    }
+
+    /// The API's name, for messages.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Provider::OpenAiChat => "OpenAI Chat Completions",
+            Provider::OpenAiResponses => "OpenAI Responses",
+            Provider::Anthropic => "Anthropic Messages",
+            Provider::Gemini => "Gemini",
+            Provider::Mcp => "MCP",
+        }
+    }
+
+    /// The tool definitions of every tool in `registry`, in registration order.
+    pub fn definitions(
+        self,
+        registry: &Registry,
+        options: &DefinitionOptions,
+    ) -> Result<Vec<Value>, LoweringError> {
+        registry.specs().map(|spec| self.definition(spec, options)).collect()
+    }
+
+    /// The definition of one tool.
+    pub fn definition(self, spec: &ToolSpec, options: &DefinitionOptions) -> Result<Value, LoweringError> {
+        match self {
+            Provider::OpenAiChat => openai_chat::definition(spec, options),
+            Provider::OpenAiResponses => openai_responses::definition(spec, options),
+            Provider::Anthropic => anthropic::definition(spec, options),
+            Provider::Gemini => gemini::definition(spec, options),
+            Provider::Mcp => mcp::definition(spec, options),
+        }
+    }
+
+    /// The tool calls of one assistant message (for MCP: one `tools/call` request or a batch).
+    pub fn parse_tool_calls(self, message: &Value) -> Result<Vec<ToolCall>, ParseError> {
+        match self {
+            Provider::OpenAiChat => openai_chat::parse_tool_calls(message),
+            Provider::OpenAiResponses => openai_responses::parse_tool_calls(message),
+            Provider::Anthropic => anthropic::parse_tool_calls(message),
+            Provider::Gemini => gemini::parse_tool_calls(message),
+            Provider::Mcp => mcp::parse_tool_calls(message),
+        }
+    }
+
+    /// The messages (or input items) that carry `results` back, to append to the conversation
+    /// in order. Empty when `results` is empty.
+    pub fn render_results(self, results: &[ToolResult]) -> Vec<Value> {
+        match self {
+            Provider::OpenAiChat => openai_chat::render_results(results),
+            Provider::OpenAiResponses => openai_responses::render_results(results),
+            Provider::Anthropic => anthropic::render_results(results),
+            Provider::Gemini => gemini::render_results(results),
+            Provider::Mcp => mcp::render_results(results),
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Provider {
+    type Err = UnknownProvider;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Provider::ALL
+            .into_iter()
+            .find(|p| p.as_str() == name)
+            .ok_or_else(|| UnknownProvider { name: name.to_owned() })
+    }
+}
+
+/// A provider name that is not one of [`Provider::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownProvider {
+    /// The name that was given.
+    pub name: String,
+}
+
+impl fmt::Display for UnknownProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = Provider::ALL.iter().map(|p| p.as_str()).collect();
+        write!(f, "unknown provider format `{}`; expected one of {}", self.name, names.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownProvider {}
+
+/// How tool definitions are produced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DefinitionOptions {
+    /// OpenAI strict mode (structured outputs for function arguments): every property required,
+    /// optional ones nullable, every object closed. Ignored by the other providers.
+    pub strict: bool,
+}
+
+impl DefinitionOptions {
+    /// Options with OpenAI strict mode on.
+    pub fn strict() -> Self {
+        DefinitionOptions { strict: true }
+    }
+
+    /// Sets OpenAI strict mode.
+    pub fn with_strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+}
+
+/// A tool whose schema cannot be expressed in a provider's schema dialect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LoweringError {
+    /// The provider the definition was for.
+    pub provider: Provider,
+    /// Whether OpenAI strict mode was on.
+    pub strict: bool,
+    /// The tool's name.
+    pub tool: String,
+    /// Where in the arguments the problem is (`edits[].old`, `env`); empty for the whole object.
+    pub location: String,
+    /// What cannot be expressed and what to do instead, as a sentence naming the argument.
+    pub reason: String,
+}
+
+impl fmt::Display for LoweringError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mode = if self.strict { " strict mode" } else { "" };
+        write!(
+            f,
+            "the tool `{}` cannot be described to {}{mode}: ",
+            self.tool,
+            self.provider.display_name()
+        )?;
+        if !self.location.is_empty() {
+            write!(f, "the argument `{}`: ", self.location)?;
+        }
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for LoweringError {}
+
+/// An assistant message whose tool calls cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ParseError {
+    /// The format the message was read as.
+    pub provider: Provider,
+    /// Where in the message the problem is (`tool_calls[1].function`); empty for the message.
+    pub location: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid {} message", self.provider.display_name())?;
+        if !self.location.is_empty() {
+            write!(f, " at `{}`", self.location)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// A position in a message being parsed, for precise errors.
+#[derive(Clone, Copy)]
+pub(crate) struct At<'a> {
+    provider: Provider,
+    path: &'a str,
+}
+
+impl<'a> At<'a> {
+    pub(crate) fn root(provider: Provider) -> At<'static> {
+        At { provider, path: "" }
+    }
+
+    pub(crate) fn error(&self, message: impl Into<String>) -> ParseError {
+        ParseError { provider: self.provider, location: self.path.to_owned(), message: message.into() }
+    }
+
+    pub(crate) fn child_path(&self, key: &str) -> String {
+        if self.path.is_empty() { key.to_owned() } else { format!("{}.{key}", self.path) }
+    }
+
+    pub(crate) fn index_path(&self, index: usize) -> String {
+        format!("{}[{index}]", self.path)
+    }
+
+    pub(crate) fn with<'b>(&self, path: &'b str) -> At<'b> {
+        At { provider: self.provider, path }
+    }
+
+    /// The object at this position.
+    pub(crate) fn object<'v>(
+        &self,
+        value: &'v Value,
+    ) -> Result<&'v serde_json::Map<String, Value>, ParseError> {
+        value.as_object().ok_or_else(|| self.error(format!("expected an object, found {}", json_kind(value))))
+    }
+
+    /// A required, non-empty string field of `object`.
+    pub(crate) fn string<'v>(
+        &self,
+        object: &'v serde_json::Map<String, Value>,
+        key: &str,
+    ) -> Result<&'v str, ParseError> {
+        match object.get(key) {
+            Some(Value::String(s)) if !s.is_empty() => Ok(s),
+            Some(Value::String(_)) => Err(self.error(format!("`{key}` is empty"))),
+            None | Some(Value::Null) => Err(self.error(format!("`{key}` is missing"))),
+            Some(other) => Err(self.error(format!("`{key}` must be a string, found {}", json_kind(other)))),
+        }
+    }
+
+    /// An optional array field of `object`; absent and `null` are empty.
+    pub(crate) fn array<'v>(
+        &self,
+        object: &'v serde_json::Map<String, Value>,
+        key: &str,
+    ) -> Result<&'v [Value], ParseError> {
+        match object.get(key) {
+            None | Some(Value::Null) => Ok(&[]),
+            Some(Value::Array(items)) => Ok(items),
+            Some(other) => Err(self.error(format!("`{key}` must be an array, found {}", json_kind(other)))),
+        }
+    }
+
+    /// Checks the optional `role` field of a message.
+    pub(crate) fn expect_role(
+        &self,
+        object: &serde_json::Map<String, Value>,
+        expected: &str,
+    ) -> Result<(), ParseError> {
+        match object.get("role") {
+            None | Some(Value::Null) => Ok(()),
+            Some(Value::String(role)) if role == expected => Ok(()),
+            Some(Value::String(role)) => Err(self.error(format!(
+                "expected a message with role `{expected}` (the model's turn), found role `{role}`"
+            ))),
+            Some(other) => Err(self.error(format!("`role` must be a string, found {}", json_kind(other)))),
+        }
+    }
+}
+
+/// "a string", "an array", ... for error messages.
+pub(crate) fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Arguments given as a JSON value (Anthropic `input`, Gemini `args`, MCP `arguments`) as the raw
+/// text the validator reads.
+pub(crate) fn arguments_text(value: &Value) -> String {
+    value.to_string()
+}
+
+/// The text a provider without image support in tool results shows in place of an image.
+pub(crate) fn image_placeholder(mime_type: &str, base64: &str) -> String {
+    format!(
+        "[{mime_type} image of {} omitted: images cannot be returned in this tool result]",
+        human_size(base64_decoded_len(base64))
+    )
+}
+
+fn base64_decoded_len(base64: &str) -> usize {
+    let body = base64.trim_end_matches('=');
+    let len = body.bytes().filter(|b| !b.is_ascii_whitespace()).count();
+    len * 3 / 4
+}
+
+fn human_size(bytes: usize) -> String {
+    if bytes < 1024 {
+        format!("{bytes} bytes")
+    } else if bytes < 1024 * 1024 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+    }
+}
+
+/// One piece of a result as a provider sees it: text, an image it accepts, or an image it does
+/// not (already turned into placeholder text).
+pub(crate) enum Piece<'a> {
+    Text(std::borrow::Cow<'a, str>),
+    Image { mime_type: &'a str, data: &'a str },
+}
+
+/// The content of `output` with images outside `accepted` replaced by placeholder text.
+pub(crate) fn pieces<'a>(output: &'a ToolOutput, accepted: &[&str]) -> Vec<Piece<'a>> {
+    output
+        .content
+        .iter()
+        .map(|content| match content {
+            Content::Text { text } => Piece::Text(text.as_str().into()),
+            Content::Image { mime_type, data } if accepted.contains(&mime_type.as_str()) => {
+                Piece::Image { mime_type, data }
+            }
+            Content::Image { mime_type, data } => Piece::Text(image_placeholder(mime_type, data).into()),
+        })
+        .collect()
+}
+
+/// All of `output` as one text, images replaced by placeholders, items joined by newlines.
+pub(crate) fn text_with_placeholders(output: &ToolOutput) -> String {
+    let mut text = String::new();
+    for piece in pieces(output, &[]) {
+        if let Piece::Text(part) = piece {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&part);
+        }
+    }
+    text
+}
+
+/// The text of a result for providers without an error flag: errors are marked in the text.
+pub(crate) fn flagged_text(output: &ToolOutput, text: String) -> String {
+    if output.is_error { format!("Error: {text}") } else { text }
+}
+
+/// Image MIME types accepted in Anthropic `tool_result` and OpenAI `input_image` content.
+pub(crate) const COMMON_IMAGE_TYPES: &[&str] = &["image/jpeg", "image/png", "image/gif", "image/webp"];
