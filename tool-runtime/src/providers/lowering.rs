@@ -281,7 +281,13 @@ fn add_notes(map: &mut Map<String, Value>, notes: &[String]) {
 ///   characters of names and enum values) are checked here rather than by a failed request.
 pub(crate) fn openai_strict(target: &Target<'_>, schema: &Value) -> Result<Value, LoweringError> {
     check_root(target, schema, false)?;
-    let mut strict = Strict { target: *target, root: schema, active: Vec::new(), defs: HashMap::new() };
+    let mut strict = Strict {
+        target: *target,
+        root: schema,
+        inlining: Vec::new(),
+        lowering: Vec::new(),
+        defs: HashMap::new(),
+    };
     let mut lowered = strict.node(schema, "")?;
     let Strict { defs, .. } = strict;
     if !defs.is_empty()
@@ -309,8 +315,10 @@ pub(crate) fn openai_strict(target: &Target<'_>, schema: &Value) -> Result<Value
 struct Strict<'a> {
     target: Target<'a>,
     root: &'a Value,
-    /// References being lowered or inlined right now: meeting one again means recursion.
-    active: Vec<String>,
+    /// References being inlined right now.
+    inlining: Vec<String>,
+    /// Definitions being lowered right now.
+    lowering: Vec<String>,
     /// Lowered definitions by reference.
     defs: HashMap<String, Value>,
 }
@@ -318,14 +326,16 @@ struct Strict<'a> {
 impl Strict<'_> {
     /// Lowers the definition behind `reference` once, so a plain `$ref` to it stays valid.
     fn ensure_def(&mut self, reference: &str, location: &str) -> Result<(), LoweringError> {
-        if reference == "#" || self.defs.contains_key(reference) || self.active.iter().any(|r| r == reference)
+        if reference == "#"
+            || self.defs.contains_key(reference)
+            || self.lowering.iter().any(|r| r == reference)
         {
             return Ok(());
         }
         let target = resolve(&self.target, self.root, reference, location)?;
-        self.active.push(reference.to_owned());
+        self.lowering.push(reference.to_owned());
         let lowered = self.node(target, location);
-        self.active.pop();
+        self.lowering.pop();
         self.defs.insert(reference.to_owned(), lowered?);
         Ok(())
     }
@@ -344,6 +354,9 @@ impl Strict<'_> {
             }
         };
         merge_single_all_of(&target, &mut map, location)?;
+        if let Some(keyword) = map.keys().find(|k| STRUCTURAL_KEYWORDS.contains(&k.as_str())) {
+            return Err(structural_error(&target, location, keyword));
+        }
 
         if let Some(reference) = map.get("$ref") {
             let reference = reference
@@ -357,7 +370,7 @@ impl Strict<'_> {
                 return Ok(json!({ "$ref": reference }));
             }
             map.shift_remove("$ref");
-            if reference == "#" || self.active.contains(&reference) {
+            if reference == "#" || self.inlining.contains(&reference) || self.lowering.contains(&reference) {
                 // Inlining a recursive type would never end; a one-branch `anyOf` keeps the
                 // reference free of siblings.
                 if map.contains_key("anyOf") || map.contains_key("oneOf") {
@@ -374,9 +387,9 @@ impl Strict<'_> {
                 for (key, value) in map {
                     merged.insert(key, value);
                 }
-                self.active.push(reference);
+                self.inlining.push(reference);
                 let lowered = self.node(&Value::Object(merged), location);
-                self.active.pop();
+                self.inlining.pop();
                 return lowered;
             }
         }
@@ -410,16 +423,12 @@ impl Strict<'_> {
                 "type" => {
                     out.insert(key.clone(), value.clone());
                 }
-                "description" | "title" => {
-                    if value.is_string() {
-                        out.insert(key.clone(), value.clone());
-                    }
+                "description" | "title" if value.is_string() => {
+                    out.insert(key.clone(), value.clone());
                 }
                 // A null default says nothing once the property is nullable (as the SDK does).
-                "default" => {
-                    if !value.is_null() {
-                        out.insert(key.clone(), value.clone());
-                    }
+                "default" if !value.is_null() => {
+                    out.insert(key.clone(), value.clone());
                 }
                 "enum" | "const" | "pattern" | "multipleOf" | "maximum" | "exclusiveMaximum" | "minimum"
                 | "exclusiveMinimum" | "minItems" | "maxItems" => {
@@ -464,9 +473,6 @@ impl Strict<'_> {
                 }
                 // Handled with `properties`.
                 "required" | "additionalProperties" => {}
-                keyword if STRUCTURAL_KEYWORDS.contains(&keyword) => {
-                    return Err(structural_error(&target, location, keyword));
-                }
                 // Annotations (`examples`, `deprecated`, `$comment`, ...), `$schema`, `$defs`
                 // (re-attached by reference) and unknown keywords: nothing the model must follow.
                 _ => {}
@@ -797,6 +803,9 @@ impl Gemini<'_> {
             }
         };
         merge_single_all_of(&target, &mut map, location)?;
+        if let Some(keyword) = map.keys().find(|k| STRUCTURAL_KEYWORDS.contains(&k.as_str())) {
+            return Err(structural_error(&target, location, keyword));
+        }
 
         if let Some(reference) = map.shift_remove("$ref") {
             let reference = reference
@@ -864,19 +873,15 @@ impl Gemini<'_> {
         for (key, value) in &map {
             match key.as_str() {
                 "type" => {}
-                "description" | "title" | "pattern" => {
-                    if value.is_string() {
-                        out.insert(key.clone(), value.clone());
-                    }
+                "description" | "title" | "pattern" if value.is_string() => {
+                    out.insert(key.clone(), value.clone());
                 }
                 "minItems" | "maxItems" | "minLength" | "maxLength" | "minProperties" | "maxProperties"
                 | "minimum" | "maximum" => {
                     out.insert(key.clone(), value.clone());
                 }
-                "default" => {
-                    if !value.is_null() {
-                        out.insert(key.clone(), value.clone());
-                    }
+                "default" if !value.is_null() => {
+                    out.insert(key.clone(), value.clone());
                 }
                 "format" => format = Some(value.clone()),
                 "enum" => {
@@ -938,9 +943,6 @@ impl Gemini<'_> {
                     let lowered =
                         branches.iter().map(|b| self.node(b, location)).collect::<Result<Vec<_>, _>>()?;
                     any_of = Some(lowered);
-                }
-                keyword if STRUCTURAL_KEYWORDS.contains(&keyword) => {
-                    return Err(structural_error(&target, location, keyword));
                 }
                 // `additionalProperties` is checked below; `$schema`, `$defs`, `examples`,
                 // `deprecated` and unknown keywords have no Gemini field.

@@ -218,14 +218,11 @@ impl fmt::Display for LoweringError {
         let mode = if self.strict { " strict mode" } else { "" };
         write!(
             f,
-            "the tool `{}` cannot be described to {}{mode}: ",
+            "the tool `{}` cannot be described to {}{mode}: {}",
             self.tool,
-            self.provider.display_name()
-        )?;
-        if !self.location.is_empty() {
-            write!(f, "the argument `{}`: ", self.location)?;
-        }
-        f.write_str(&self.reason)
+            self.provider.display_name(),
+            self.reason
+        )
     }
 }
 
