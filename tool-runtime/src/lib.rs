@@ -36,12 +36,14 @@ pub mod events;
 pub mod hooks;
 pub mod inject;
 pub mod output;
+pub mod output_store;
 pub mod permission;
 pub mod providers;
 pub mod registry;
 pub mod schema;
 pub mod spec;
 pub mod tool;
+pub mod truncate;
 pub mod validate;
 
 #[doc(hidden)]
@@ -57,6 +59,7 @@ pub use events::{CallStatus, EventFn, EventSink, ToolEvent};
 pub use hooks::{AfterFn, AfterHook, BeforeDecision, BeforeFn, BeforeHook, HookCall};
 pub use inject::{Dep, FromContext};
 pub use output::{Content, IntoToolOutput, IntoToolResult, Json, ToolOutput};
+pub use output_store::{OutputRef, OutputStore, OutputStoreError};
 pub use permission::{
     AllowAll, DefaultPermissions, PermissionDecision, PermissionFn, PermissionHook, PermissionKind,
     PermissionRequest,
@@ -66,6 +69,7 @@ pub use registry::{Registry, RegistryBuilder, RegistryError, registered_tools};
 pub use spec::{SourceLocation, ToolAnnotations, ToolSpec, TruncationDirection, TruncationPolicy};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{BoxFuture, FnTool, Tool};
+pub use truncate::{TruncationInfo, TruncationLimits, truncate_output, truncate_text};
 pub use validate::{ArgumentValidator, Coercion, ValidatedArgs, ValidationOptions};
 
 pub use tool_macros::tool;
