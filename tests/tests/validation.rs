@@ -203,3 +203,41 @@ fn validation_never_panics_on_odd_input() {
     }
     let _ = json!(null);
 }
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
+enum Op {
+    Insert {
+        line: u32,
+        text: String,
+        #[serde(default)]
+        indent: u32,
+    },
+    Delete {
+        line: u32,
+        count: Option<u32>,
+    },
+}
+
+/// Apply one operation.
+#[tool]
+async fn apply_op(op: Op) -> String {
+    format!("{op:?}")
+}
+
+#[tokio::test]
+async fn nulls_inside_enum_variants_mean_absent_too() {
+    let registry = Registry::builder().with_inventory().allow(["apply_op"]).build().unwrap();
+    let ctx = || ToolContext::builder("apply_op").build();
+    // OpenAI strict mode sends every property of the chosen variant, with null for optional ones.
+    let out = registry
+        .call("apply_op", r#"{"op": {"op": "insert", "line": 3, "text": "x", "indent": null}}"#, ctx())
+        .await
+        .unwrap();
+    assert_eq!(out.text_content(), r#"Insert { line: 3, text: "x", indent: 0 }"#);
+    let out = registry
+        .call("apply_op", r#"{"op": {"op": "delete", "line": "7", "count": null}}"#, ctx())
+        .await
+        .unwrap();
+    assert_eq!(out.text_content(), "Delete { line: 7, count: None }");
+}

@@ -219,7 +219,7 @@ impl ToolContext {
         match self.inner.permissions.decide(&request).await {
             PermissionDecision::Allow => Ok(()),
             PermissionDecision::Deny { reason } => Err(ToolError::permission_denied(format!(
-                "Permission denied: {}. {reason}",
+                "Permission denied ({}): {reason}",
                 request.description
             ))),
         }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::ToolError;
-use crate::schema::{non_null_branch, resolve, schema_at, schema_types};
+use crate::schema::{branch_for, resolve, schema_at, schema_types};
 
 /// How lenient validation is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -301,10 +301,12 @@ fn normalize(
     if depth > 64 {
         return;
     }
-    let schema = non_null_branch(root, resolve(root, schema));
+    let schema = branch_for(root, resolve(root, schema), value);
     if coerce {
         coerce_scalar(value, schema, path, coercions);
     }
+    // A string coerced into an object may now select a different branch.
+    let schema = branch_for(root, schema, value);
     match value {
         Value::Object(map) => {
             let required: Vec<&str> = schema
