@@ -1,0 +1,729 @@
+//! The `edit` tool: replace exact text in a file, keeping its line endings and BOM, with a tolerant fallback.
+
+use std::io::{self, Read};
+use std::ops::Range;
+
+use serde_json::json;
+use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
+
+use crate::Workspace;
+use crate::ops::{FileKind, Operations};
+use crate::text::{SNIFF_BYTES, looks_binary, plural};
+
+/// Files larger than this are not edited.
+pub const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Edit a file in the workspace by replacing `old_string` with `new_string`.
+///
+/// `old_string` must match the file's current text exactly, including indentation and line
+/// breaks, and must occur exactly once unless `replace_all` is set; include a few surrounding
+/// lines to make it unique. Only when there is no exact match, a tolerant match is tried that
+/// ignores differences in trailing whitespace, indentation, typographic quotes and dashes; it
+/// changes only the matched region. `new_string` is inserted literally. An empty `old_string`
+/// creates a file that does not exist yet. Line endings (CRLF or LF) and a byte-order mark are
+/// kept whatever line endings you send. The write is atomic. The result summarises the change;
+/// read the file again before a second edit if you are unsure of its current text.
+#[tool(destructive)]
+pub async fn edit(
+    ws: Dep<Workspace>,
+    ctx: &ToolContext,
+    /// The file to edit, relative to the workspace root.
+    path: String,
+    /// The exact text to replace (empty to create a new file).
+    old_string: String,
+    /// The text to put in its place.
+    new_string: String,
+    /// Replace every occurrence of `old_string` instead of exactly one.
+    #[arg(default = false)]
+    replace_all: bool,
+) -> Result<ToolOutput, ToolError> {
+    if old_string == new_string {
+        return Err(ToolError::invalid_arguments(
+            "No changes to make: old_string and new_string are identical. Pass the text you want in new_string.",
+        ));
+    }
+    let resolved = ws.resolve(ctx, &path, "edit").await?;
+    let display = resolved.display.clone();
+    let target = resolved.path;
+    ws.blocking(move |ops| {
+        let request = Request { old: &old_string, new: &new_string, replace_all };
+        edit_blocking(ops, &target, &display, &request)
+    })
+    .await?
+}
+
+struct Request<'a> {
+    old: &'a str,
+    new: &'a str,
+    replace_all: bool,
+}
+
+fn edit_blocking(
+    ops: &dyn Operations,
+    path: &std::path::Path,
+    display: &str,
+    request: &Request<'_>,
+) -> Result<ToolOutput, ToolError> {
+    let info = match ops.metadata(path) {
+        Ok(info) => Some(info),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io_error("read", display, e)),
+    };
+    let Some(info) = info else {
+        if !request.old.is_empty() {
+            return Err(ToolError::not_found(format!(
+                "File not found: {display}. To create a new file, call edit with an empty old_string (or use write)."
+            )));
+        }
+        if let Some(parent) = path.parent() {
+            ops.create_dir_all(parent).map_err(|e| io_error("write", display, e))?;
+        }
+        let written =
+            ops.write_atomic(path, request.new.as_bytes()).map_err(|e| io_error("write", display, e))?;
+        return Ok(ToolOutput::text(format!("Created {display} ({}).", plural(written, "byte")))
+            .with_title(display.to_owned())
+            .with_metadata("created", json!(true))
+            .with_metadata("diff", json!(unified_diff(display, "", request.new))));
+    };
+    match info.kind {
+        FileKind::File => {}
+        FileKind::Dir => {
+            return Err(ToolError::invalid_arguments(format!(
+                "{display} is a directory; give the path of a file inside it."
+            )));
+        }
+        _ => {
+            return Err(ToolError::invalid_arguments(format!(
+                "{display} is not a regular file; edit only edits files."
+            )));
+        }
+    }
+    if info.len > MAX_EDIT_BYTES {
+        return Err(ToolError::invalid_arguments(format!(
+            "{display} is {}, more than the 64 MiB edit handles; change it with bash (for example sed).",
+            plural(info.len, "byte")
+        )));
+    }
+    let mut bytes = Vec::new();
+    ops.open(path)
+        .and_then(|file| file.take(MAX_EDIT_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| io_error("read", display, e))?;
+    if looks_binary(&bytes[..bytes.len().min(SNIFF_BYTES)]) {
+        return Err(ToolError::invalid_arguments(format!(
+            "{display} is a binary file; edit only changes text files."
+        )));
+    }
+    if request.old.is_empty() {
+        if !bytes.is_empty() {
+            return Err(ToolError::invalid_arguments(format!(
+                "old_string is empty, which creates a new file, but {display} already exists ({}). To change it, \
+                 pass the exact text to replace as old_string; to replace all of it, use write.",
+                plural(bytes.len() as u64, "byte")
+            )));
+        }
+        let written =
+            ops.write_atomic(path, request.new.as_bytes()).map_err(|e| io_error("write", display, e))?;
+        return Ok(ToolOutput::text(format!(
+            "Wrote {} to the empty file {display}.",
+            plural(written, "byte")
+        ))
+        .with_title(display.to_owned())
+        .with_metadata("diff", json!(unified_diff(display, "", request.new))));
+    }
+
+    let edited = apply(&bytes, request).map_err(|failure| failure.into_error(display))?;
+    ops.write_atomic(path, &edited.bytes).map_err(|e| io_error("write", display, e))?;
+    let before = String::from_utf8_lossy(&bytes);
+    let after = String::from_utf8_lossy(&edited.bytes);
+    Ok(ToolOutput::text(edited.summary(display))
+        .with_title(display.to_owned())
+        .with_metadata("replacements", json!(edited.replacements.len()))
+        .with_metadata("match", json!(edited.tier.name()))
+        .with_metadata("diff", json!(unified_diff(display, &before, &after))))
+}
+
+fn unified_diff(display: &str, before: &str, after: &str) -> String {
+    similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{display}"), &format!("b/{display}"))
+        .to_string()
+}
+
+fn io_error(verb: &str, display: &str, error: io::Error) -> ToolError {
+    let message = format!("Cannot {verb} {display}: {error}");
+    ToolError::from_io(error).with_message(message)
+}
+
+/// How `old_string` was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tier {
+    /// Byte for byte (after adapting line endings and the BOM).
+    Exact,
+    /// Equal once typographic quotes, dashes and non-breaking spaces are made plain.
+    Typography,
+    /// Equal line by line ignoring trailing whitespace, with one indentation difference for all lines.
+    ShiftedLines,
+    /// Equal line by line ignoring all leading and trailing whitespace.
+    LooseLines,
+}
+
+impl Tier {
+    fn name(self) -> &'static str {
+        match self {
+            Tier::Exact => "exact",
+            Tier::Typography => "typography",
+            Tier::ShiftedLines => "indentation",
+            Tier::LooseLines => "whitespace",
+        }
+    }
+}
+
+/// One region of the original content and what replaces it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Replacement {
+    range: Range<usize>,
+    text: String,
+}
+
+#[derive(Debug)]
+struct Edited {
+    bytes: Vec<u8>,
+    tier: Tier,
+    replacements: Vec<Replacement>,
+    /// 1-based line of each replacement in the original file, with its old and new line counts.
+    lines: Vec<(usize, usize, usize)>,
+}
+
+impl Edited {
+    fn summary(&self, display: &str) -> String {
+        let n = self.replacements.len();
+        let mut text = match self.lines.as_slice() {
+            [(line, removed, added)] => format!(
+                "Edited {display}: replaced 1 occurrence at line {line} ({} removed, {} added).",
+                plural(*removed as u64, "line"),
+                plural(*added as u64, "line")
+            ),
+            many => {
+                let at: Vec<String> = many.iter().take(10).map(|(line, _, _)| line.to_string()).collect();
+                let more = if many.len() > 10 { ", ..." } else { "" };
+                format!("Edited {display}: replaced {n} occurrences (at lines {}{more}).", at.join(", "))
+            }
+        };
+        if self.tier != Tier::Exact {
+            text.push_str(
+                " old_string did not match exactly; it matched once differences in whitespace, indentation, \
+                 quotes or dashes were ignored, and only the matched text was replaced.",
+            );
+        }
+        text
+    }
+}
+
+/// Why an edit could not be made.
+#[derive(Debug, PartialEq, Eq)]
+enum Failure {
+    NotFound,
+    Ambiguous { count: usize, tier: Tier },
+}
+
+impl Failure {
+    fn into_error(self, display: &str) -> ToolError {
+        match self {
+            Failure::NotFound => ToolError::invalid_arguments(format!(
+                "old_string was not found in {display}. It must match the file's current text exactly, including \
+                 whitespace and line breaks; read the file again and copy the text to replace from it."
+            )),
+            Failure::Ambiguous { count, tier: Tier::Exact } => ToolError::invalid_arguments(format!(
+                "old_string occurs {count} times in {display}, but it must identify exactly one place. Include more \
+                 surrounding lines to make it unique, or set replace_all to true to replace all {count}."
+            )),
+            Failure::Ambiguous { count, .. } => ToolError::invalid_arguments(format!(
+                "old_string does not occur exactly in {display}, and ignoring whitespace, quote and dash differences \
+                 it matches {count} places. Read the file again and copy the exact text, with enough surrounding \
+                 lines to make it unique, or set replace_all to true to replace all {count}."
+            )),
+        }
+    }
+}
+
+/// Replaces `request.old` in `content` and returns the new content.
+fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Failure> {
+    let (bom, body) = match content.strip_prefix(BOM) {
+        Some(body) => (true, body),
+        None => (false, content),
+    };
+    let old = request.old.strip_prefix('\u{feff}').unwrap_or(request.old);
+    let new = request.new.strip_prefix('\u{feff}').unwrap_or(request.new);
+    let (old, new) = match line_endings(body) {
+        Endings::Crlf => (to_crlf(old), to_crlf(new)),
+        Endings::Lf => (old.replace("\r\n", "\n"), new.replace("\r\n", "\n")),
+        Endings::Mixed => (old.to_owned(), new.to_owned()),
+    };
+
+    let exact: Vec<Replacement> = memchr::memmem::find_iter(body, old.as_bytes())
+        .scan(0usize, |next_free, start| {
+            // Non-overlapping, left to right, like `str::match_indices`.
+            if start < *next_free {
+                return Some(None);
+            }
+            *next_free = start + old.len();
+            Some(Some(Replacement { range: start..start + old.len(), text: new.clone() }))
+        })
+        .flatten()
+        .collect();
+    let (tier, replacements) = if exact.is_empty() {
+        let text = std::str::from_utf8(body).map_err(|_| Failure::NotFound)?;
+        tolerant_matches(text, &old, &new).ok_or(Failure::NotFound)?
+    } else {
+        (Tier::Exact, exact)
+    };
+    if replacements.len() > 1 && !request.replace_all {
+        return Err(Failure::Ambiguous { count: replacements.len(), tier });
+    }
+
+    let mut out = Vec::with_capacity(content.len() + new.len());
+    if bom {
+        out.extend_from_slice(BOM);
+    }
+    let mut lines = Vec::with_capacity(replacements.len());
+    let mut copied = 0;
+    let mut line = 1;
+    for replacement in &replacements {
+        let before = &body[copied..replacement.range.start];
+        line += memchr::memchr_iter(b'\n', before).count();
+        let removed = &body[replacement.range.clone()];
+        lines.push((line, count_lines(removed), count_lines(replacement.text.as_bytes())));
+        line += memchr::memchr_iter(b'\n', removed).count();
+        out.extend_from_slice(before);
+        out.extend_from_slice(replacement.text.as_bytes());
+        copied = replacement.range.end;
+    }
+    out.extend_from_slice(&body[copied..]);
+    Ok(Edited { bytes: out, tier, replacements, lines })
+}
+
+/// Lines a piece of text spans (a trailing newline does not start another).
+fn count_lines(text: &[u8]) -> usize {
+    memchr::memchr_iter(b'\n', text).count() + usize::from(text.last().is_some_and(|&b| b != b'\n'))
+}
+
+enum Endings {
+    Crlf,
+    Lf,
+    Mixed,
+}
+
+fn line_endings(body: &[u8]) -> Endings {
+    let crlf = memchr::memmem::find_iter(body, b"\r\n").count();
+    let lf = memchr::memchr_iter(b'\n', body).count() - crlf;
+    if crlf == 0 {
+        Endings::Lf
+    } else if crlf > lf {
+        Endings::Crlf
+    } else {
+        Endings::Mixed
+    }
+}
+
+/// Turns every `\n` not already preceded by `\r` into `\r\n`.
+fn to_crlf(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 16);
+    let mut previous = '\0';
+    for c in text.chars() {
+        if c == '\n' && previous != '\r' {
+            out.push('\r');
+        }
+        out.push(c);
+        previous = c;
+    }
+    out
+}
+
+/// The plain character a typographic quote, dash or space stands for.
+fn plain(c: char) -> char {
+    match c {
+        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' | '\u{2032}' => '\'',
+        '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' | '\u{2033}' => '"',
+        '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}' | '\u{2212}' => '-',
+        '\u{00A0}' | '\u{2007}' | '\u{202F}' => ' ',
+        c => c,
+    }
+}
+
+fn plain_str(text: &str) -> String {
+    text.chars().map(plain).collect()
+}
+
+/// The tolerant tiers, in order; the first that finds anything decides.
+fn tolerant_matches(content: &str, old: &str, new: &str) -> Option<(Tier, Vec<Replacement>)> {
+    if old.trim().is_empty() {
+        return None;
+    }
+    let typography = typography_matches(content, old, new);
+    if !typography.is_empty() {
+        return Some((Tier::Typography, typography));
+    }
+    let lines = Lines::new(content);
+    let shifted = lines.matches(old, new, true);
+    if !shifted.is_empty() {
+        return Some((Tier::ShiftedLines, shifted));
+    }
+    let loose = lines.matches(old, new, false);
+    (!loose.is_empty()).then_some((Tier::LooseLines, loose))
+}
+
+/// Matches after mapping typographic characters to plain ones, one character for one, so every
+/// match maps back to an exact range of the original.
+fn typography_matches(content: &str, old: &str, new: &str) -> Vec<Replacement> {
+    let plain_old = plain_str(old);
+    let mut plain_content = String::with_capacity(content.len());
+    // The original byte offset of each byte of `plain_content`, plus one for its end.
+    let mut offsets = Vec::with_capacity(content.len() + 1);
+    for (at, c) in content.char_indices() {
+        let p = plain(c);
+        for _ in 0..p.len_utf8() {
+            offsets.push(at);
+        }
+        plain_content.push(p);
+    }
+    offsets.push(content.len());
+    if plain_content == content && plain_old == old {
+        return Vec::new();
+    }
+    plain_content
+        .match_indices(&plain_old)
+        .map(|(start, matched)| Replacement {
+            range: offsets[start]..offsets[start + matched.len()],
+            text: new.to_owned(),
+        })
+        .collect()
+}
+
+/// The content's lines: byte ranges without and with their terminator, and the plain text of
+/// each with trailing whitespace removed.
+struct Lines<'a> {
+    content: &'a str,
+    spans: Vec<(Range<usize>, usize)>,
+    plain: Vec<String>,
+}
+
+impl<'a> Lines<'a> {
+    fn new(content: &'a str) -> Self {
+        let mut spans = Vec::new();
+        let mut start = 0;
+        while start < content.len() {
+            let end = content[start..].find('\n').map_or(content.len(), |i| start + i);
+            let next = (end + 1).min(content.len());
+            spans.push((start..end, next));
+            start = next;
+        }
+        let plain = spans.iter().map(|(range, _)| plain_str(content[range.clone()].trim_end())).collect();
+        Lines { content, spans, plain }
+    }
+
+    /// Whole-line matches of `old`. With `shift`, lines must be equal but for trailing
+    /// whitespace and one indentation prefix missing (or extra) on every non-blank line of
+    /// `old`; `new` is re-indented the same way. Without, leading whitespace is ignored too and
+    /// `new` is inserted as given.
+    fn matches(&self, old: &str, new: &str, shift: bool) -> Vec<Replacement> {
+        let (old_lines, through_newline) = split_lines(old);
+        let old_plain: Vec<String> = old_lines.iter().map(|l| plain_str(l.trim_end())).collect();
+        let k = old_plain.len();
+        let mut found = Vec::new();
+        let mut i = 0;
+        while k > 0 && i + k <= self.plain.len() {
+            let window = &self.plain[i..i + k];
+            let indent = if shift { shift_between(window, &old_plain) } else { None };
+            let equal = if shift {
+                indent.is_some()
+            } else {
+                window.iter().zip(&old_plain).all(|(a, b)| a.trim_start() == b.trim_start())
+            };
+            if !equal {
+                i += 1;
+                continue;
+            }
+            let start = self.spans[i].0.start;
+            let last = &self.spans[i + k - 1];
+            let end = if through_newline { last.1 } else { last.0.end };
+            let text = match indent {
+                Some(Indent::Add(prefix)) => reindent(new, |line| format!("{prefix}{line}")),
+                Some(Indent::Remove(prefix)) => {
+                    reindent(new, |line| line.strip_prefix(prefix.as_str()).unwrap_or(line).to_owned())
+                }
+                None => new.to_owned(),
+            };
+            // Never cut a CRLF in two: a match ending before `\r\n` keeps the `\r` outside.
+            let end = if !through_newline && self.content[..end].ends_with('\r') { end - 1 } else { end };
+            found.push(Replacement { range: start..end, text });
+            i += k;
+        }
+        found
+    }
+}
+
+/// `text` split into lines without terminators (and without `\r`), and whether it ended with a
+/// line break.
+fn split_lines(text: &str) -> (Vec<&str>, bool) {
+    let through_newline = text.ends_with('\n');
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    (body.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect(), through_newline)
+}
+
+enum Indent {
+    /// The file's lines have this prefix that `old`'s lack.
+    Add(String),
+    /// `old`'s lines have this prefix that the file's lack.
+    Remove(String),
+}
+
+/// The one indentation difference that makes every line of `file` equal to the line of `old`,
+/// if there is one (blank lines must be blank in both).
+fn shift_between(file: &[String], old: &[String]) -> Option<Indent> {
+    let (first_file, first_old) = file.iter().zip(old).find(|(f, o)| !f.is_empty() || !o.is_empty())?;
+    let indent_of = |s: &str| s.len() - s.trim_start().len();
+    let (fi, oi) = (indent_of(first_file), indent_of(first_old));
+    let indent = if fi >= oi {
+        Indent::Add(first_file[..fi - oi].to_owned())
+    } else {
+        Indent::Remove(first_old[..oi - fi].to_owned())
+    };
+    let all = file.iter().zip(old).all(|(f, o)| match &indent {
+        _ if f.is_empty() || o.is_empty() => f.is_empty() && o.is_empty(),
+        Indent::Add(prefix) => f.strip_prefix(prefix.as_str()) == Some(o.as_str()),
+        Indent::Remove(prefix) => o.strip_prefix(prefix.as_str()) == Some(f.as_str()),
+    });
+    all.then_some(indent)
+}
+
+/// Applies `f` to every non-blank line of `text`, keeping its line breaks.
+fn reindent(text: &str, f: impl Fn(&str) -> String) -> String {
+    text.split_inclusive('\n')
+        .map(|piece| {
+            let (line, ending) = match piece.strip_suffix("\r\n") {
+                Some(line) => (line, "\r\n"),
+                None => match piece.strip_suffix('\n') {
+                    Some(line) => (line, "\n"),
+                    None => (piece, ""),
+                },
+            };
+            if line.trim().is_empty() { piece.to_owned() } else { format!("{}{ending}", f(line)) }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tool_runtime::{ErrorKind, Tool};
+
+    use super::*;
+    use crate::testing::Fixture;
+
+    fn edit_text(content: &str, old: &str, new: &str) -> Result<String, Failure> {
+        apply(content.as_bytes(), &Request { old, new, replace_all: false })
+            .map(|e| String::from_utf8(e.bytes).unwrap())
+    }
+
+    #[test]
+    fn annotations() {
+        let spec = EditTool.spec();
+        assert!(!spec.parallel && spec.annotations.destructive);
+    }
+
+    #[tokio::test]
+    async fn replaces_one_exact_match_and_returns_summary_and_diff() {
+        let fx = Fixture::new();
+        fx.write("a.rs", "fn a() {}\nfn b() {}\nfn c() {}\n");
+        let out = fx
+            .call(
+                "edit",
+                json!({"path": "a.rs", "old_string": "fn b() {}", "new_string": "fn b() {\n    1\n}"}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            out.text_content(),
+            "Edited a.rs: replaced 1 occurrence at line 2 (1 line removed, 3 lines added)."
+        );
+        assert_eq!(fx.read("a.rs"), b"fn a() {}\nfn b() {\n    1\n}\nfn c() {}\n");
+        assert_eq!(
+            out.metadata["diff"],
+            json!(
+                "--- a/a.rs\n+++ b/a.rs\n@@ -1,3 +1,5 @@\n fn a() {}\n-fn b() {}\n+fn b() {\n+    1\n+}\n fn c() {}\n"
+            )
+        );
+        assert_eq!(out.metadata["match"], json!("exact"));
+    }
+
+    #[tokio::test]
+    async fn three_distinct_errors() {
+        let fx = Fixture::new();
+        fx.write("a.txt", "x = 1\nx = 1\nx = 1\n");
+        let err = fx.error("edit", json!({"path": "a.txt", "old_string": "y = 2", "new_string": "z"})).await;
+        assert_eq!(
+            err.message(),
+            "old_string was not found in a.txt. It must match the file's current text exactly, including whitespace and line breaks; read the file again and copy the text to replace from it."
+        );
+        let err =
+            fx.error("edit", json!({"path": "a.txt", "old_string": "x = 1", "new_string": "x = 2"})).await;
+        assert_eq!(
+            err.message(),
+            "old_string occurs 3 times in a.txt, but it must identify exactly one place. Include more surrounding lines to make it unique, or set replace_all to true to replace all 3."
+        );
+        let err =
+            fx.error("edit", json!({"path": "a.txt", "old_string": "x = 1", "new_string": "x = 1"})).await;
+        assert_eq!(
+            err.message(),
+            "No changes to make: old_string and new_string are identical. Pass the text you want in new_string."
+        );
+        for err in [err] {
+            assert_eq!(err.kind(), ErrorKind::InvalidArguments);
+        }
+        assert_eq!(fx.read("a.txt"), b"x = 1\nx = 1\nx = 1\n", "nothing was written");
+        let text = fx
+            .text(
+                "edit",
+                json!({"path": "a.txt", "old_string": "x = 1", "new_string": "x = 2", "replace_all": true}),
+            )
+            .await;
+        assert_eq!(text, "Edited a.txt: replaced 3 occurrences (at lines 1, 2, 3).");
+        assert_eq!(fx.read("a.txt"), b"x = 2\nx = 2\nx = 2\n");
+    }
+
+    #[tokio::test]
+    async fn empty_old_string_creates_a_missing_file_only() {
+        let fx = Fixture::new();
+        let text = fx
+            .text("edit", json!({"path": "new/dir/f.txt", "old_string": "", "new_string": "hello\n"}))
+            .await;
+        assert_eq!(text, "Created new/dir/f.txt (6 bytes).");
+        assert_eq!(fx.read("new/dir/f.txt"), b"hello\n");
+        let err =
+            fx.error("edit", json!({"path": "new/dir/f.txt", "old_string": "", "new_string": "x"})).await;
+        assert_eq!(
+            err.message(),
+            "old_string is empty, which creates a new file, but new/dir/f.txt already exists (6 bytes). To change it, pass the exact text to replace as old_string; to replace all of it, use write."
+        );
+        fx.write("blank.txt", "");
+        let text = fx.text("edit", json!({"path": "blank.txt", "old_string": "", "new_string": "x"})).await;
+        assert_eq!(text, "Wrote 1 byte to the empty file blank.txt.");
+        let err =
+            fx.error("edit", json!({"path": "missing.txt", "old_string": "a", "new_string": "b"})).await;
+        assert_eq!(err.kind(), ErrorKind::NotFound);
+        assert_eq!(
+            err.message(),
+            "File not found: missing.txt. To create a new file, call edit with an empty old_string (or use write)."
+        );
+    }
+
+    #[test]
+    fn crlf_and_bom_survive_lf_input() {
+        let content = "\u{feff}line one\r\nline two\r\nline three\r\n";
+        let out = edit_text(content, "line one\nline two\n", "first\nsecond\nextra\n").unwrap();
+        assert_eq!(out, "\u{feff}first\r\nsecond\r\nextra\r\nline three\r\n");
+        // LF files stay LF when the model sends CRLF.
+        assert_eq!(edit_text("a\nb\n", "a\r\nb", "c\r\nd").unwrap(), "c\nd\n");
+    }
+
+    #[test]
+    fn replacement_is_literal() {
+        assert_eq!(
+            edit_text("let re = x;", "x", "$1 ${name} $$ \\1").unwrap(),
+            "let re = $1 ${name} $$ \\1;"
+        );
+    }
+
+    #[test]
+    fn tolerant_match_changes_only_the_matched_region() {
+        // Trailing whitespace in the file, none in old_string.
+        let content = "keep  \nfn main() {   \n    body();\t\n}\nkeep\t\n";
+        let out = edit_text(content, "fn main() {\n    body();\n}", "fn main() {}").unwrap();
+        assert_eq!(out, "keep  \nfn main() {}\nkeep\t\n");
+
+        // Typographic quotes and dashes from the model, plain ones in the file; mid-line.
+        let content = "say(\"it's\") - done  \n";
+        let out = edit_text(content, "say(“it’s”) — done", "said()").unwrap();
+        assert_eq!(out, "said()  \n");
+        let out = edit_text("x = 'a' - 1;\n", "x = ‘a’ – 1", "y").unwrap();
+        assert_eq!(out, "y;\n");
+    }
+
+    #[test]
+    fn tolerant_match_reindents_the_replacement() {
+        let content = "impl A {\n        fn f() {\n            g();\n        }\n}\n";
+        let out =
+            edit_text(content, "fn f() {\n    g();\n}\n", "fn f() {\n    h();\n\n    i();\n}\n").unwrap();
+        assert_eq!(out, "impl A {\n        fn f() {\n            h();\n\n            i();\n        }\n}\n");
+        // The model indented more than the file.
+        let content = "a:\n  b: 1\n  c: 2\n";
+        let out = edit_text(content, "      b: 1\n      c: 2", "      b: 3\n      c: 4").unwrap();
+        assert_eq!(out, "a:\n  b: 3\n  c: 4\n");
+        // Irregular indentation: matched ignoring it, new_string inserted as given.
+        let content = "\tif x {\n  y()\n\t}\n";
+        let out = edit_text(content, "if x {\n    y()\n}", "if z {}").unwrap();
+        assert_eq!(out, "if z {}\n");
+    }
+
+    #[test]
+    fn tolerant_match_in_crlf_file_keeps_crlf() {
+        let content = "a\r\n    b  \r\nc\r\n";
+        let out = edit_text(content, "a\nb", "x\ny").unwrap();
+        assert_eq!(out, "x\r\ny\r\nc\r\n");
+    }
+
+    #[test]
+    fn tolerant_match_is_only_a_fallback_and_counts_ambiguity() {
+        // An exact match wins even where a tolerant one would also match elsewhere.
+        let content = "    value = 1\nvalue = 1  \n";
+        assert_eq!(edit_text(content, "value = 1\n", "value = 2\n").unwrap(), "    value = 2\nvalue = 1  \n");
+        let content = "  foo( )\n\tfoo( )\n";
+        assert_eq!(
+            edit_text(content, "foo( ) \n", "bar"),
+            Err(Failure::Ambiguous { count: 2, tier: Tier::ShiftedLines })
+        );
+        let err = Failure::Ambiguous { count: 2, tier: Tier::LooseLines }.into_error("f");
+        assert_eq!(
+            err.message(),
+            "old_string does not occur exactly in f, and ignoring whitespace, quote and dash differences it matches 2 places. Read the file again and copy the exact text, with enough surrounding lines to make it unique, or set replace_all to true to replace all 2."
+        );
+    }
+
+    #[tokio::test]
+    async fn tolerant_summary_says_so() {
+        let fx = Fixture::new();
+        fx.write("a.py", "def f():\n    return 1   \n");
+        let out = fx
+            .call("edit", json!({"path": "a.py", "old_string": "return 1\n", "new_string": "return 2\n"}))
+            .await;
+        let out = out.unwrap();
+        assert_eq!(
+            out.text_content(),
+            "Edited a.py: replaced 1 occurrence at line 2 (1 line removed, 1 line added). old_string did not match exactly; it matched once differences in whitespace, indentation, quotes or dashes were ignored, and only the matched text was replaced."
+        );
+        assert_eq!(fx.read("a.py"), b"def f():\n    return 2\n");
+        assert_eq!(out.metadata["match"], json!("indentation"));
+    }
+
+    #[tokio::test]
+    async fn non_utf8_files_are_edited_byte_exactly() {
+        let fx = Fixture::new();
+        fx.write("latin1.txt", b"caf\xe9 = 1\nname = old\n");
+        fx.text("edit", json!({"path": "latin1.txt", "old_string": "old", "new_string": "new"})).await;
+        assert_eq!(fx.read("latin1.txt"), b"caf\xe9 = 1\nname = new\n");
+    }
+
+    #[tokio::test]
+    async fn binary_and_outside_files_are_refused() {
+        let fx = Fixture::new();
+        fx.write("x.bin", b"a\0b");
+        let err = fx.error("edit", json!({"path": "x.bin", "old_string": "a", "new_string": "b"})).await;
+        assert_eq!(err.message(), "x.bin is a binary file; edit only changes text files.");
+        std::fs::write(fx.dir.path().join("out.txt"), "a").unwrap();
+        let err = fx.error("edit", json!({"path": "../out.txt", "old_string": "a", "new_string": "b"})).await;
+        assert_eq!(err.kind(), ErrorKind::PermissionDenied);
+        assert_eq!(std::fs::read(fx.dir.path().join("out.txt")).unwrap(), b"a");
+    }
+}

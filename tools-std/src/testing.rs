@@ -1,0 +1,126 @@
+//! Test fixtures: temporary directories and a workspace with the tools registered.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::Value;
+use tool_runtime::{
+    AllowAll, Dependencies, PermissionHook, Registry, SessionState, ToolContext, ToolError, ToolOutput,
+};
+
+use crate::Workspace;
+
+/// A directory under the system's temporary directory, removed on drop.
+pub(crate) struct TempDir(PathBuf);
+
+impl TempDir {
+    pub(crate) fn new() -> Self {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = std::env::temp_dir().join(format!("tools-std-{}-{n}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&path).expect("create a temporary directory");
+        TempDir(std::fs::canonicalize(&path).expect("canonical temporary directory"))
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A workspace in a temporary directory (`dir/ws`, so `dir` itself is outside it), its
+/// dependencies, one session, and a registry of every tool.
+pub(crate) struct Fixture {
+    pub(crate) dir: TempDir,
+    pub(crate) ws: Workspace,
+    pub(crate) deps: Arc<Dependencies>,
+    pub(crate) session: SessionState,
+    registry: Registry,
+}
+
+impl Fixture {
+    pub(crate) fn new() -> Self {
+        let dir = TempDir::new();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(&root).expect("create the workspace");
+        let ws = Workspace::new(&root).expect("workspace");
+        let mut deps = Dependencies::new();
+        deps.insert(ws.clone());
+        let registry = Registry::builder().tools(crate::all()).build().expect("no duplicate tools");
+        Fixture { dir, ws, deps: Arc::new(deps), session: SessionState::new(), registry }
+    }
+
+    pub(crate) fn root(&self) -> &Path {
+        self.ws.root()
+    }
+
+    /// Writes `content` to `rel` under the workspace root, creating parents.
+    pub(crate) fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.root().join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create parents");
+        }
+        std::fs::write(&path, content).expect("write a fixture file");
+        path
+    }
+
+    pub(crate) fn read(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.root().join(rel)).expect("read a fixture file")
+    }
+
+    pub(crate) fn ctx(&self, tool: &str) -> ToolContext {
+        self.ctx_with(tool, Arc::new(tool_runtime::DefaultPermissions))
+    }
+
+    pub(crate) fn ctx_allow_all(&self, tool: &str) -> ToolContext {
+        self.ctx_with(tool, Arc::new(AllowAll))
+    }
+
+    pub(crate) fn ctx_with(&self, tool: &str, permissions: Arc<dyn PermissionHook>) -> ToolContext {
+        ToolContext::builder(tool)
+            .call_id("call_1")
+            .dependencies(self.deps.clone())
+            .session(self.session.clone())
+            .permissions(permissions)
+            .build()
+    }
+
+    /// Calls `tool` through the registry (validation included) with the default permissions.
+    pub(crate) async fn call(&self, tool: &str, args: Value) -> Result<ToolOutput, ToolError> {
+        self.call_with(self.ctx(tool), tool, args).await
+    }
+
+    pub(crate) async fn call_with(
+        &self,
+        ctx: ToolContext,
+        tool: &str,
+        args: Value,
+    ) -> Result<ToolOutput, ToolError> {
+        self.registry.call(tool, &args.to_string(), ctx).await
+    }
+
+    /// The text of a successful call.
+    pub(crate) async fn text(&self, tool: &str, args: Value) -> String {
+        match self.call(tool, args).await {
+            Ok(out) => out.text_content(),
+            Err(e) => panic!("{tool} failed: {} ({:?})", e.message(), e.kind()),
+        }
+    }
+
+    /// The message of a failed call.
+    pub(crate) async fn error(&self, tool: &str, args: Value) -> ToolError {
+        match self.call(tool, args).await {
+            Ok(out) => panic!("{tool} succeeded: {}", out.text_content()),
+            Err(e) => e,
+        }
+    }
+}
