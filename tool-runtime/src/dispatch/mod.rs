@@ -3,6 +3,7 @@
 
 mod messages;
 mod pipeline;
+mod repeat;
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -18,10 +19,12 @@ use crate::context::{Dependencies, SessionState};
 use crate::error::ToolError;
 use crate::events::EventSink;
 use crate::hooks::{AfterHook, BeforeHook};
+use crate::output_store::OutputStore;
 use crate::permission::{DefaultPermissions, PermissionHook};
 use crate::registry::Registry;
+use crate::truncate::TruncationLimits;
 
-use pipeline::{Outcome, Pending};
+use pipeline::{Outcome, Pending, until_cancelled};
 
 /// What the repeat guard does when the same call comes `threshold` times in a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -86,6 +89,8 @@ pub struct DispatcherBuilder {
     default_timeout: Option<Duration>,
     max_concurrency: Option<usize>,
     repeat: RepeatGuard,
+    truncation: TruncationLimits,
+    store: Option<Arc<OutputStore>>,
     session_id: String,
     session: SessionState,
     events: Option<Arc<dyn EventSink>>,
@@ -99,6 +104,7 @@ impl fmt::Debug for DispatcherBuilder {
             .field("default_timeout", &self.default_timeout)
             .field("max_concurrency", &self.max_concurrency)
             .field("repeat", &self.repeat)
+            .field("truncation", &self.truncation)
             .field("session_id", &self.session_id)
             .finish_non_exhaustive()
     }
@@ -165,6 +171,24 @@ impl DispatcherBuilder {
         self
     }
 
+    /// The truncation limits of tools whose policy sets none (default: 2000 lines, 51200 bytes,
+    /// keep the head).
+    pub fn truncation_defaults(mut self, limits: TruncationLimits) -> Self {
+        self.truncation = limits;
+        self
+    }
+
+    /// Saves the full text of every truncated output to `store`, so the model can read it back.
+    pub fn output_store(self, store: OutputStore) -> Self {
+        self.output_store_arc(Arc::new(store))
+    }
+
+    /// Saves full outputs to a shared store.
+    pub fn output_store_arc(mut self, store: Arc<OutputStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     /// Sets the session id that tools and hooks see.
     pub fn session_id(mut self, id: impl Into<String>) -> Self {
         self.session_id = id.into();
@@ -209,6 +233,8 @@ impl DispatcherBuilder {
                 cap: self.max_concurrency.map(|n| Arc::new(Semaphore::new(n))),
                 repeat: self.repeat,
                 last_call: Mutex::new(None),
+                truncation: self.truncation,
+                store: self.store,
                 session_id: self.session_id,
                 session: self.session,
                 events: self.events,
@@ -229,6 +255,8 @@ pub(crate) struct Inner {
     cap: Option<Arc<Semaphore>>,
     repeat: RepeatGuard,
     last_call: Mutex<Option<LastCall>>,
+    truncation: TruncationLimits,
+    store: Option<Arc<OutputStore>>,
     session_id: String,
     session: SessionState,
     events: Option<Arc<dyn EventSink>>,
@@ -236,8 +264,7 @@ pub(crate) struct Inner {
 }
 
 struct LastCall {
-    tool: String,
-    arguments: Value,
+    fingerprint: u64,
     count: u32,
 }
 
@@ -277,7 +304,7 @@ enum Stop {
 }
 
 enum Slotted {
-    Done(Outcome),
+    Done(Box<Outcome>),
     Running(JoinHandle<Outcome>, Arc<Pending>),
 }
 
@@ -298,6 +325,8 @@ impl Dispatcher {
             default_timeout: None,
             max_concurrency: None,
             repeat: RepeatGuard::default(),
+            truncation: TruncationLimits::default(),
+            store: None,
             session_id: String::new(),
             session: SessionState::new(),
             events: None,
@@ -357,12 +386,9 @@ impl Dispatcher {
 
     async fn run_inline(&self, call: ToolCall, options: CallOptions, cancel: CancellationToken) -> Outcome {
         let pending = self.inner.queue(0, call, options);
-        if cancel.is_cancelled() {
-            return self.inner.cancelled_before_start(&pending);
-        }
         let ready = match self.inner.prepare(pending) {
             Ok(ready) => ready,
-            Err(outcome) => return outcome,
+            Err(outcome) => return *outcome,
         };
         let Some(slot) = self.inner.acquire(ready.parallel(), &cancel).await else {
             return self.inner.cancelled_before_start(&ready.pending);
@@ -405,11 +431,11 @@ impl Dispatcher {
             }
             match stop {
                 Some(Stop::Cancelled) => {
-                    slots.push(Slotted::Done(inner.cancelled_before_start(&pending)));
+                    slots.push(Slotted::Done(Box::new(inner.cancelled_before_start(&pending))));
                     continue;
                 }
                 Some(Stop::Skipped) => {
-                    slots.push(Slotted::Done(inner.skipped(&pending)));
+                    slots.push(Slotted::Done(Box::new(inner.skipped(&pending))));
                     continue;
                 }
                 None => {}
@@ -423,15 +449,20 @@ impl Dispatcher {
             };
             // Guards are taken here, in the order of the calls, and moved into each call's task:
             // taking them inside the tasks would let the runtime reorder them.
-            let Some(slot) = inner.acquire(ready.parallel(), &batch).await else {
-                stop = Some(Stop::Cancelled);
-                slots.push(Slotted::Done(inner.cancelled_before_start(&ready.pending)));
-                continue;
+            // A guard may come free only because a cancelled call let go of it: check the token
+            // after taking it too.
+            let slot = match inner.acquire(ready.parallel(), &batch).await {
+                Some(slot) if !batch.is_cancelled() => slot,
+                _ => {
+                    stop = Some(Stop::Cancelled);
+                    slots.push(Slotted::Done(Box::new(inner.cancelled_before_start(&ready.pending))));
+                    continue;
+                }
             };
             if inner.should_skip() {
                 drop(slot);
                 stop = Some(Stop::Skipped);
-                slots.push(Slotted::Done(inner.skipped(&ready.pending)));
+                slots.push(Slotted::Done(Box::new(inner.skipped(&ready.pending))));
                 continue;
             }
             let pending = ready.pending.clone();
@@ -443,7 +474,7 @@ impl Dispatcher {
         let mut fatal = None;
         for slot in slots {
             let outcome = match slot {
-                Slotted::Done(outcome) => outcome,
+                Slotted::Done(outcome) => *outcome,
                 Slotted::Running(handle, pending) => match handle.await {
                     Ok(outcome) => outcome,
                     Err(error) => inner.task_failed(&pending, error),
@@ -466,30 +497,13 @@ impl Inner {
     /// permit, or `None` if `cancel` fires first.
     async fn acquire(&self, parallel: bool, cancel: &CancellationToken) -> Option<Slot> {
         let gate = if parallel {
-            let lock = self.gate.clone().read_owned();
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => return None,
-                guard = lock => Gate::Shared(guard),
-            }
+            Gate::Shared(until_cancelled(cancel, self.gate.clone().read_owned()).await?)
         } else {
-            let lock = self.gate.clone().write_owned();
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => return None,
-                guard = lock => Gate::Exclusive(guard),
-            }
+            Gate::Exclusive(until_cancelled(cancel, self.gate.clone().write_owned()).await?)
         };
         let permit = match &self.cap {
             None => None,
-            Some(cap) => {
-                let acquire = cap.clone().acquire_owned();
-                tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => return None,
-                    permit = acquire => permit.ok(),
-                }
-            }
+            Some(cap) => until_cancelled(cancel, cap.clone().acquire_owned()).await?.ok(),
         };
         Some(Slot { _gate: gate, _permit: permit })
     }
@@ -499,23 +513,25 @@ impl Inner {
     }
 
     /// Counts identical calls in a row (in the order the dispatcher sees them); returns the
-    /// count including this call, or 0 when the guard is off.
+    /// count including this call, or 0 when the guard is off. Calls are compared by a fingerprint
+    /// of the tool name and the validated arguments (key order and whitespace do not matter).
     fn count_repeat(&self, tool: &str, arguments: Option<&Value>) -> u32 {
         if self.repeat.threshold == 0 {
             return 0;
         }
+        let fingerprint = arguments.map(|arguments| repeat::fingerprint(tool, arguments));
         let mut last = self.last_call.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let Some(arguments) = arguments else {
+        let Some(fingerprint) = fingerprint else {
             *last = None;
             return 0;
         };
         match last.as_mut() {
-            Some(prev) if prev.tool == tool && prev.arguments == *arguments => {
+            Some(prev) if prev.fingerprint == fingerprint => {
                 prev.count = prev.count.saturating_add(1);
                 prev.count
             }
             _ => {
-                *last = Some(LastCall { tool: tool.to_owned(), arguments: arguments.clone(), count: 1 });
+                *last = Some(LastCall { fingerprint, count: 1 });
                 1
             }
         }

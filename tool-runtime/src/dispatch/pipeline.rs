@@ -19,6 +19,7 @@ use crate::hooks::{BeforeDecision, HookCall};
 use crate::output::ToolOutput;
 use crate::spec::ToolSpec;
 use crate::tool::Tool;
+use crate::truncate;
 use crate::validate::Coercion;
 
 /// A call the dispatcher has received. Also the call's [`ContextSink`], so progress from the
@@ -107,7 +108,7 @@ pub(crate) async fn execute(
     cancel: CancellationToken,
     stop_batch: Option<CancellationToken>,
 ) -> Outcome {
-    let outcome = inner.run_call(ready, &cancel).await;
+    let outcome = inner.run_call(ready, cancel).await;
     if outcome.fatal.is_some()
         && let Some(batch) = stop_batch
     {
@@ -117,12 +118,14 @@ pub(crate) async fn execute(
     outcome
 }
 
-/// `None` when `cancel` fires before `future` completes.
-async fn until_cancelled<F: Future>(cancel: &CancellationToken, future: F) -> Option<F::Output> {
+/// `None` when `cancel` fires before `future` completes. The future is polled first, so one that
+/// is ready at once never registers a waiter on the token; callers check the token themselves
+/// where a cancellation that came earlier must win.
+pub(crate) async fn until_cancelled<F: Future>(cancel: &CancellationToken, future: F) -> Option<F::Output> {
     tokio::select! {
         biased;
-        () = cancel.cancelled() => None,
         value = future => Some(value),
+        () = cancel.cancelled() => None,
     }
 }
 
@@ -169,7 +172,7 @@ impl Inner {
     }
 
     /// Looks the tool up and validates the arguments; failures end the call here.
-    pub(crate) fn prepare(&self, pending: Arc<Pending>) -> Result<Ready, Outcome> {
+    pub(crate) fn prepare(&self, pending: Arc<Pending>) -> Result<Ready, Box<Outcome>> {
         let found = self
             .registry
             .get(&pending.tool)
@@ -185,7 +188,7 @@ impl Inner {
             }
             Err(error) => {
                 self.count_repeat(&pending.tool, None);
-                Err(self.fail(&pending, error, None))
+                Err(Box::new(self.fail(&pending, error, None)))
             }
         }
     }
@@ -247,18 +250,18 @@ impl Inner {
 
     /// Repeat guard, before-hooks, the tool (timeout, cancellation, panics), after-hooks,
     /// truncation, finished event.
-    async fn run_call(&self, ready: Ready, cancel: &CancellationToken) -> Outcome {
+    async fn run_call(&self, ready: Ready, cancel: CancellationToken) -> Outcome {
         let Ready { pending, tool, arguments, coercions, repeat_count } = ready;
         let spec = tool.spec();
         let timeout = pending.options.timeout.or(spec.timeout).or(self.default_timeout);
         // A call with a time limit gets its own token, so stopping it also tells any work the
         // tool left running; otherwise the batch's token is enough.
-        let token = if timeout.is_some() { cancel.child_token() } else { cancel.clone() };
+        let token = if timeout.is_some() { cancel.child_token() } else { cancel };
         let deadline = timeout.and_then(|limit| Instant::now().checked_add(limit)).map(Instant::into_std);
         let mut ctx = ToolContext::builder(pending.tool.as_str())
             .call_id(pending.call_id.as_str())
             .session_id(self.session_id.as_str())
-            .cancellation_token(token.clone())
+            .cancellation_token(token)
             .deadline(deadline)
             .dependencies(self.deps.clone())
             .session(self.session.clone())
@@ -267,6 +270,9 @@ impl Inner {
             ctx = ctx.sink(pending.clone());
         }
         let ctx = ctx.build();
+        // The call's token, watched below and cancelled when the call times out.
+        let call_ctx = ctx.clone();
+        let cancel = call_ctx.cancellation_token();
 
         if self.repeat.threshold > 0 && repeat_count >= self.repeat.threshold {
             let verdict = match self.repeat.action {
@@ -337,7 +343,6 @@ impl Inner {
         };
         let ran = match ran {
             None => {
-                token.cancel();
                 return self.fail(
                     &pending,
                     messages::cancelled_after(&pending.tool, started_at.elapsed()),
@@ -345,7 +350,7 @@ impl Inner {
                 );
             }
             Some(Err(_elapsed)) => {
-                token.cancel();
+                cancel.cancel();
                 Ran::Error(messages::timed_out(&pending.tool, timeout.unwrap_or_default()))
             }
             Some(Ok(Err(panic))) => Ran::Error(messages::crashed(&pending.tool, panic)),
@@ -414,8 +419,9 @@ impl Inner {
             .map_err(|error| messages::rewritten_arguments_invalid(tool, &error))
     }
 
-    /// Framework truncation of a tool's output: the one place the dispatcher applies it.
+    /// Framework truncation of a tool's output (unless the tool opted out or truncated it
+    /// already): the one place the dispatcher applies it.
     fn truncate(&self, output: &mut ToolOutput, spec: &ToolSpec) {
-        let _ = (output, spec);
+        truncate::truncate_output(output, &spec.truncation, &self.truncation, self.store.as_deref());
     }
 }
