@@ -43,7 +43,12 @@ mod text;
 pub mod workspace;
 
 pub mod edit;
+pub mod glob;
+pub mod grep;
+pub mod ls;
 pub mod read;
+pub mod todo_read;
+pub mod todo_write;
 pub mod write;
 
 #[cfg(test)]
@@ -55,7 +60,16 @@ pub use workspace::{ResolvedPath, Workspace};
 /// Every built-in tool, for registries built without `inventory`:
 /// `Registry::builder().tools(tools_std::all())`.
 pub fn all() -> Vec<Arc<dyn Tool>> {
-    vec![Arc::new(read::ReadTool), Arc::new(write::WriteTool), Arc::new(edit::EditTool)]
+    vec![
+        Arc::new(read::ReadTool),
+        Arc::new(write::WriteTool),
+        Arc::new(edit::EditTool),
+        Arc::new(glob::GlobTool),
+        Arc::new(grep::GrepTool),
+        Arc::new(ls::LsTool),
+        Arc::new(todo_write::TodoWriteTool),
+        Arc::new(todo_read::TodoReadTool),
+    ]
 }
 
 /// Keeps this crate, and with it every tool's `inventory` registration, linked into the binary.

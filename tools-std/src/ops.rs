@@ -253,18 +253,7 @@ impl Operations for LocalOperations {
             builder.add_custom_ignore_filename(".rgignore");
         }
         if !options.globs.is_empty() {
-            let mut overrides = ignore::overrides::OverrideBuilder::new(root);
-            for glob in &options.globs {
-                overrides.add(glob).map_err(|e| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!("invalid glob `{glob}`: {}", glob_error(&e)),
-                    )
-                })?;
-            }
-            let overrides =
-                overrides.build().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, glob_error(&e)))?;
-            builder.overrides(overrides);
+            builder.overrides(overrides(root, &options.globs)?);
         }
         for entry in builder.build() {
             let Ok(entry) = entry else { continue };
@@ -289,6 +278,18 @@ impl Operations for LocalOperations {
     fn spawn_shell(&self, request: &ShellRequest) -> io::Result<ShellProcess> {
         crate::process::spawn_local(request)
     }
+}
+
+/// ripgrep `--glob` patterns relative to `root`, compiled; an invalid one is an `InvalidInput`
+/// error naming it.
+pub(crate) fn overrides(root: &Path, globs: &[String]) -> io::Result<ignore::overrides::Override> {
+    let mut builder = ignore::overrides::OverrideBuilder::new(root);
+    for glob in globs {
+        builder.add(glob).map_err(|e| {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("invalid glob `{glob}`: {}", glob_error(&e)))
+        })?;
+    }
+    builder.build().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, glob_error(&e)))
 }
 
 /// The message of an `ignore` glob error, without the crate's own wording around it.

@@ -13,6 +13,11 @@ pub(crate) fn plural(n: impl Into<u64>, word: &str) -> String {
     if n == 1 { format!("{n} {word}") } else { format!("{n} {word}s") }
 }
 
+/// How a message names a displayed directory: the root is "the workspace root".
+pub(crate) fn place(display: &str) -> String {
+    if display == "." { "the workspace root".to_owned() } else { display.to_owned() }
+}
+
 /// A path as the model reads it: as-is when it is plain text, otherwise in double quotes with
 /// escapes (`\n`, `\t`, `\u{..}` for control characters, `\xNN` for bytes that are not UTF-8),
 /// so every name stays on one line and no two names look alike.

@@ -1,0 +1,201 @@
+//! The `glob` tool: files whose path matches a pattern, newest first, ignore files honoured.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde_json::json;
+use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
+
+use crate::Workspace;
+use crate::ops::{FileKind, WalkOptions};
+use crate::text::place;
+
+/// Find files by path pattern, newest first.
+///
+/// Patterns use ripgrep's glob syntax, matched against paths relative to `path` (default: the
+/// workspace root): `*` matches within one path component, `**` matches any number of
+/// directories (`src/**/*.ts`), `?` one character, `[abc]` and `{rs,toml}` alternatives. A
+/// pattern without `/` matches the file name at any depth (`*.rs` finds every Rust file); a
+/// pattern with `/` is anchored at `path`. Files ignored by `.gitignore` (inside a git
+/// repository or not), `.ignore` or `.rgignore` are skipped, and so are hidden files unless
+/// `hidden` is true. Results are sorted by modification time, newest first, across all matches,
+/// and cut at `limit` (default 100) with a notice; narrow the pattern or `path` to see others.
+/// To search file contents, use `grep`.
+#[tool(parallel, read_only)]
+pub async fn glob(
+    ws: Dep<Workspace>,
+    ctx: &ToolContext,
+    /// The glob pattern, e.g. `**/*.rs` or `src/**/test_*.py`.
+    pattern: String,
+    /// The directory to search, relative to the workspace root (default: the root).
+    path: Option<String>,
+    /// Include hidden files and directories (names starting with `.`).
+    #[arg(default = false)]
+    hidden: bool,
+    /// The maximum number of paths to return.
+    #[arg(default = 100)]
+    #[schemars(range(min = 1))]
+    limit: u32,
+) -> Result<ToolOutput, ToolError> {
+    let dir = ws.resolve(ctx, path.as_deref().unwrap_or("."), "search").await?;
+    let pattern = pattern.trim();
+    if pattern.is_empty() {
+        return Err(ToolError::invalid_arguments("The pattern is empty; pass a glob such as `**/*.rs`."));
+    }
+    let pattern = anchor_relative(pattern, &dir.path);
+    let cancel = ctx.cancellation_token().clone();
+    let root = dir.path.clone();
+    let display = dir.display.clone();
+    let options = WalkOptions { hidden, ..WalkOptions::default() };
+    // The pattern filters what the walk finds; it is not a ripgrep override, which would bring
+    // back files that ignore rules or `hidden` leave out.
+    let matcher = crate::ops::overrides(&root, std::slice::from_ref(&pattern))
+        .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
+    let mut found: Vec<(Option<SystemTime>, PathBuf)> = ws
+        .blocking(move |ops| -> Result<_, ToolError> {
+            match ops.metadata(&root) {
+                Ok(info) if info.kind == FileKind::Dir => {}
+                Ok(_) => {
+                    return Err(ToolError::invalid_arguments(format!(
+                        "{display} is a file, not a directory; pass the directory to search as path."
+                    )));
+                }
+                Err(e) => {
+                    let message = format!("Cannot search {display}: {e}");
+                    return Err(ToolError::from_io(e).with_message(message));
+                }
+            }
+            let mut found = Vec::new();
+            ops.walk(&root, &options, &mut |entry| {
+                if entry.kind == FileKind::File && matcher.matched(&entry.path, false).is_whitelist() {
+                    found.push((entry.modified, entry.path));
+                }
+                !cancel.is_cancelled()
+            })
+            .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
+            if cancel.is_cancelled() {
+                return Err(ToolError::cancelled("The search was cancelled."));
+            }
+            Ok(found)
+        })
+        .await??;
+    // Newest first over the whole result set; ties (and unknown times, last) by path.
+    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let total = found.len();
+    if total == 0 {
+        let skipped = if hidden { "Files" } else { "Hidden files and files" };
+        return Ok(ToolOutput::text(format!(
+            "No files match `{pattern}` in {}. {skipped} ignored by .gitignore, .ignore or .rgignore are skipped.",
+            place(&dir.display)
+        ))
+        .with_metadata("count", json!(0)));
+    }
+    let shown = total.min(limit as usize);
+    let mut text: String = found[..shown].iter().map(|(_, p)| ws.display(p) + "\n").collect();
+    if shown < total {
+        text.push_str(&format!(
+            "\n[showing {shown} of {total} matching files, newest first; use a more specific pattern or path to see the others]"
+        ));
+    }
+    Ok(ToolOutput::text(text)
+        .with_metadata("count", json!(total))
+        .with_metadata("truncated", json!(shown < total)))
+}
+
+/// Makes a pattern relative to the searched directory: drops a leading `./`, and the directory
+/// itself when the pattern starts with its absolute path.
+fn anchor_relative(pattern: &str, dir: &Path) -> String {
+    let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+    if let Some(dir) = dir.to_str()
+        && let Some(rest) = pattern.strip_prefix(dir)
+        && let Some(rest) = rest.strip_prefix('/')
+    {
+        return rest.to_owned();
+    }
+    pattern.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use serde_json::json;
+    use tool_runtime::{ErrorKind, Tool};
+
+    use super::*;
+    use crate::testing::Fixture;
+
+    fn touch(path: &Path, seconds_ago: u64) {
+        let time = SystemTime::now() - Duration::from_secs(seconds_ago);
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(time).unwrap();
+    }
+
+    #[test]
+    fn annotations() {
+        let spec = GlobTool.spec();
+        assert!(spec.parallel && spec.annotations.read_only);
+    }
+
+    #[tokio::test]
+    async fn newest_first_across_the_whole_result_set_with_limit_notice() {
+        let fx = Fixture::new();
+        // Written in name order, aged so that the last-walked file is the newest.
+        for (i, name) in ["a/old.rs", "b/mid.rs", "c/new.rs", "d/z.txt"].iter().enumerate() {
+            let path = fx.write(name, "x");
+            touch(&path, 1000 - i as u64 * 100);
+        }
+        assert_eq!(fx.text("glob", json!({"pattern": "**/*.rs"})).await, "c/new.rs\nb/mid.rs\na/old.rs\n");
+        assert_eq!(
+            fx.text("glob", json!({"pattern": "*.rs", "limit": 1})).await,
+            "c/new.rs\n\n[showing 1 of 3 matching files, newest first; use a more specific pattern or path to see the others]"
+        );
+        assert_eq!(fx.text("glob", json!({"pattern": "b/*.rs"})).await, "b/mid.rs\n");
+        assert_eq!(fx.text("glob", json!({"pattern": "*.rs", "path": "a"})).await, "a/old.rs\n");
+        assert_eq!(fx.text("glob", json!({"pattern": "./*/{mid,new}.rs"})).await, "c/new.rs\nb/mid.rs\n");
+    }
+
+    #[tokio::test]
+    async fn gitignore_without_git_and_hidden_files() {
+        let fx = Fixture::new();
+        fx.write(".gitignore", "build/\n*.log\n");
+        fx.write("build/out.rs", "x");
+        fx.write("debug.log", "x");
+        fx.write("src/lib.rs", "x");
+        fx.write(".hidden/secret.rs", "x");
+        fx.write(".env", "x");
+        assert_eq!(fx.text("glob", json!({"pattern": "**/*"})).await, "src/lib.rs\n");
+        let mut all: Vec<String> = fx
+            .text("glob", json!({"pattern": "**/*", "hidden": true}))
+            .await
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        all.sort();
+        assert_eq!(all, [".env", ".gitignore", ".hidden/secret.rs", "src/lib.rs"]);
+    }
+
+    #[tokio::test]
+    async fn no_match_and_bad_pattern_messages() {
+        let fx = Fixture::new();
+        fx.write("a.txt", "x");
+        assert_eq!(
+            fx.text("glob", json!({"pattern": "*.rs"})).await,
+            "No files match `*.rs` in the workspace root. Hidden files and files ignored by .gitignore, .ignore or .rgignore are skipped."
+        );
+        let err = fx.error("glob", json!({"pattern": "src/[a"})).await;
+        assert_eq!(err.kind(), ErrorKind::InvalidArguments);
+        assert!(err.message().starts_with("invalid glob `src/[a`: "), "{}", err.message());
+        let err = fx.error("glob", json!({"pattern": "*", "path": "a.txt"})).await;
+        assert_eq!(err.message(), "a.txt is a file, not a directory; pass the directory to search as path.");
+        let err = fx.error("glob", json!({"pattern": "*", "path": ".."})).await;
+        assert_eq!(err.kind(), ErrorKind::PermissionDenied);
+    }
+
+    #[test]
+    fn absolute_patterns_are_made_relative() {
+        assert_eq!(anchor_relative("/ws/src/*.rs", Path::new("/ws")), "src/*.rs");
+        assert_eq!(anchor_relative("./src/*.rs", Path::new("/ws")), "src/*.rs");
+        assert_eq!(anchor_relative("/wsx/*.rs", Path::new("/ws")), "/wsx/*.rs");
+    }
+}

@@ -1,0 +1,258 @@
+//! The `grep` tool: regex search over file contents with ripgrep's own crates, grouped by file, newest first.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::sinks::Bytes;
+use grep_searcher::{BinaryDetection, SearcherBuilder};
+use serde_json::json;
+use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
+
+use crate::Workspace;
+use crate::ops::{FileKind, WalkOptions};
+use crate::text::{cut_line, place, plural};
+
+/// Matching lines longer than this many characters are cut.
+pub const MAX_LINE_CHARS: usize = 500;
+
+/// Search file contents with a regular expression, like ripgrep.
+///
+/// `pattern` uses Rust regex syntax (as ripgrep does: `fn\s+main`, `\bfoo\b`, `(?i)` inline
+/// flags; escape `{`, `(`, `.` and friends to match them literally); a match never spans lines.
+/// Searches `path` (a directory or one file, default: the workspace root), optionally only files
+/// matching `glob` (ripgrep `--glob` syntax, e.g. `*.rs` or `src/**/*.{ts,tsx}`). Like ripgrep,
+/// it skips hidden files, binary files and files ignored by `.gitignore` (inside a git
+/// repository or not), `.ignore` or `.rgignore`. Output: each matching file (newest first) on
+/// its own line, then its matching lines as `  <line number>: <text>`; lines longer than 500
+/// characters are cut. At most `limit` lines (default 100) are shown, with a notice giving the
+/// total; narrow `path`, `glob` or the pattern to see the rest, or `read` a file around a line.
+/// To find files by name, use `glob`.
+#[tool(parallel, read_only)]
+pub async fn grep(
+    ws: Dep<Workspace>,
+    ctx: &ToolContext,
+    /// The regular expression to search for.
+    pattern: String,
+    /// The directory or file to search, relative to the workspace root (default: the root).
+    path: Option<String>,
+    /// Only search files whose path matches this glob, e.g. `*.rs`.
+    glob: Option<String>,
+    /// Match without regard to case.
+    #[arg(default = false)]
+    ignore_case: bool,
+    /// The maximum number of matching lines to show.
+    #[arg(default = 100)]
+    #[schemars(range(min = 1))]
+    limit: u32,
+) -> Result<ToolOutput, ToolError> {
+    let target = ws.resolve(ctx, path.as_deref().unwrap_or("."), "search").await?;
+    let matcher = RegexMatcherBuilder::new()
+        .case_insensitive(ignore_case)
+        .multi_line(true)
+        .octal(false)
+        .line_terminator(Some(b'\n'))
+        .build(&pattern)
+        .map_err(|e| ToolError::invalid_arguments(format!("Invalid regular expression: {e}")))?;
+    let globs: Vec<String> = glob.iter().map(|g| g.trim().to_owned()).filter(|g| !g.is_empty()).collect();
+    let cancel = ctx.cancellation_token().clone();
+    let workspace = ws.0.clone();
+    let root = target.path.clone();
+    let display = target.display.clone();
+    let limit = limit.max(1) as usize;
+    let result = ws
+        .blocking(move |ops| -> Result<Found, ToolError> {
+            let info = ops.metadata(&root).map_err(|e| {
+                let message = format!("Cannot search {display}: {e}");
+                ToolError::from_io(e).with_message(message)
+            })?;
+            let mut files: Vec<(Option<SystemTime>, PathBuf)> = Vec::new();
+            if info.kind == FileKind::Dir {
+                let options = WalkOptions { globs, ..WalkOptions::default() };
+                ops.walk(&root, &options, &mut |entry| {
+                    if entry.kind == FileKind::File {
+                        files.push((entry.modified, entry.path));
+                    }
+                    !cancel.is_cancelled()
+                })
+                .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
+            } else {
+                files.push((info.modified, root.clone()));
+            }
+            files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+
+            let mut searcher = SearcherBuilder::new()
+                .binary_detection(BinaryDetection::quit(b'\x00'))
+                .line_number(true)
+                .build();
+            let mut found = Found::default();
+            for (_, path) in files {
+                if cancel.is_cancelled() {
+                    return Err(ToolError::cancelled("The search was cancelled."));
+                }
+                // An unreadable file is skipped, as ripgrep does.
+                let Ok(reader) = ops.open(&path) else { continue };
+                let mut shown = Vec::new();
+                let mut count = 0usize;
+                let room = limit.saturating_sub(found.shown);
+                let searched = searcher.search_reader(
+                    &matcher,
+                    reader,
+                    Bytes(|line_number, bytes| {
+                        count += 1;
+                        if shown.len() < room {
+                            let line = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+                            let line = line.strip_suffix(b"\r").unwrap_or(line);
+                            let text = String::from_utf8_lossy(line);
+                            shown.push((line_number, cut_line(&text, MAX_LINE_CHARS, 0).into_owned()));
+                        }
+                        Ok(true)
+                    }),
+                );
+                if searched.is_err() || count == 0 {
+                    continue;
+                }
+                found.total += count;
+                found.files += 1;
+                found.shown += shown.len();
+                if !shown.is_empty() {
+                    found.groups.push((workspace.display(&path), shown));
+                }
+            }
+            Ok(found)
+        })
+        .await??;
+
+    if result.total == 0 {
+        return Ok(ToolOutput::text(format!(
+            "No matches for `{pattern}` in {}. Hidden files, binary files and files ignored by .gitignore, .ignore or .rgignore are not searched.",
+            place(&target.display)
+        ))
+        .with_metadata("matches", json!(0)));
+    }
+    let mut text = String::new();
+    for (i, (file, lines)) in result.groups.iter().enumerate() {
+        if i > 0 {
+            text.push('\n');
+        }
+        text.push_str(file);
+        text.push('\n');
+        for (line_number, line) in lines {
+            let _ = writeln!(text, "  {line_number}: {line}");
+        }
+    }
+    if result.shown < result.total {
+        let _ = write!(
+            text,
+            "\n[showing {} of {} in {}, newest files first; narrow the search with path, glob or a more specific pattern to see the rest]",
+            result.shown,
+            plural(result.total as u64, "matching line"),
+            plural(result.files as u64, "file")
+        );
+    }
+    Ok(ToolOutput::text(text)
+        .with_metadata("matches", json!(result.total))
+        .with_metadata("files", json!(result.files))
+        .with_metadata("truncated", json!(result.shown < result.total)))
+}
+
+#[derive(Debug, Default)]
+struct Found {
+    /// Files with matches, newest first, each with the lines shown from it.
+    groups: Vec<(String, Vec<(u64, String)>)>,
+    shown: usize,
+    total: usize,
+    files: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use serde_json::json;
+    use tool_runtime::{ErrorKind, Tool};
+
+    use crate::testing::Fixture;
+
+    fn age(path: &std::path::Path, seconds: u64) {
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(SystemTime::now() - Duration::from_secs(seconds)).unwrap();
+    }
+
+    #[test]
+    fn annotations() {
+        let spec = super::GrepTool.spec();
+        assert!(spec.parallel && spec.annotations.read_only);
+    }
+
+    #[tokio::test]
+    async fn grouped_by_file_newest_first_with_line_numbers() {
+        let fx = Fixture::new();
+        age(&fx.write("old.rs", "fn main() {}\nlet x = 1;\nfn helper() {}\n"), 500);
+        age(&fx.write("src/new.rs", "// nothing\nfn new() {}\r\n"), 10);
+        fx.write("notes.txt", "no match here\n");
+        assert_eq!(
+            fx.text("grep", json!({"pattern": "fn \\w+"})).await,
+            "src/new.rs\n  2: fn new() {}\n\nold.rs\n  1: fn main() {}\n  3: fn helper() {}\n"
+        );
+        assert_eq!(
+            fx.text("grep", json!({"pattern": "fn", "glob": "src/*.rs"})).await,
+            "src/new.rs\n  2: fn new() {}\n"
+        );
+        assert_eq!(
+            fx.text("grep", json!({"pattern": "LET", "ignore_case": true})).await,
+            "old.rs\n  2: let x = 1;\n"
+        );
+        assert_eq!(
+            fx.text("grep", json!({"pattern": "helper", "path": "old.rs"})).await,
+            "old.rs\n  3: fn helper() {}\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn limit_notice_counts_everything() {
+        let fx = Fixture::new();
+        age(&fx.write("a.txt", "hit\nhit\nhit\n"), 100);
+        age(&fx.write("b.txt", "hit\nhit\n"), 200);
+        assert_eq!(
+            fx.text("grep", json!({"pattern": "hit", "limit": 4})).await,
+            "a.txt\n  1: hit\n  2: hit\n  3: hit\n\nb.txt\n  1: hit\n\n[showing 4 of 5 matching lines in 2 files, newest files first; narrow the search with path, glob or a more specific pattern to see the rest]"
+        );
+    }
+
+    #[tokio::test]
+    async fn long_lines_cut_binary_skipped_ignores_honoured() {
+        let fx = Fixture::new();
+        fx.write("wide.txt", format!("needle{}\n", "x".repeat(1000)));
+        fx.write("bin.dat", b"needle\0binary");
+        fx.write(".gitignore", "ignored/\n");
+        fx.write("ignored/a.txt", "needle\n");
+        fx.write(".hidden.txt", "needle\n");
+        let text = fx.text("grep", json!({"pattern": "needle"})).await;
+        assert_eq!(
+            text,
+            format!(
+                "wide.txt\n  1: needle{}… [line truncated: showing 500 of 1006 characters]\n",
+                "x".repeat(494)
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn errors_and_no_matches() {
+        let fx = Fixture::new();
+        fx.write("a.txt", "x\n");
+        let err = fx.error("grep", json!({"pattern": "("})).await;
+        assert_eq!(err.kind(), ErrorKind::InvalidArguments);
+        assert!(err.message().starts_with("Invalid regular expression: "), "{}", err.message());
+        assert_eq!(
+            fx.text("grep", json!({"pattern": "zzz"})).await,
+            "No matches for `zzz` in the workspace root. Hidden files, binary files and files ignored by .gitignore, .ignore or .rgignore are not searched."
+        );
+        let err = fx.error("grep", json!({"pattern": "x", "path": "missing"})).await;
+        assert_eq!(err.kind(), ErrorKind::NotFound);
+        let err = fx.error("grep", json!({"pattern": "x", "path": "/"})).await;
+        assert_eq!(err.kind(), ErrorKind::PermissionDenied);
+    }
+}

@@ -1,0 +1,24 @@
+//! The `todo_read` tool: show the session's task list.
+
+use serde_json::json;
+use tool_runtime::{SessionState, ToolOutput, tool};
+
+use crate::todo_write::{TodoList, render};
+
+/// Show the task list of this session, as last set with `todo_write`.
+#[tool(parallel, read_only)]
+pub async fn todo_read(session: SessionState) -> ToolOutput {
+    let items = session.get::<TodoList>().map(|list| list.items()).unwrap_or_default();
+    ToolOutput::text(render(&items)).with_metadata("todos", json!(items))
+}
+
+#[cfg(test)]
+mod tests {
+    use tool_runtime::Tool;
+
+    #[test]
+    fn annotations() {
+        let spec = super::TodoReadTool.spec();
+        assert!(spec.parallel && spec.annotations.read_only);
+    }
+}
