@@ -1,0 +1,319 @@
+//! `grep` and `glob` against `rg` on a generated tree: the same files, the same matching lines.
+//!
+//! Skipped, with a message, where `rg` is not installed.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tool_runtime::{Dependencies, Registry, ToolContext};
+use tools_std::Workspace;
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("tools-std-rg-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(std::fs::canonicalize(path).unwrap())
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn rg_available() -> bool {
+    match Command::new("rg").arg("--version").output() {
+        Ok(out) if out.status.success() => true,
+        _ => {
+            eprintln!("skipping the ripgrep comparison: `rg` is not installed");
+            false
+        }
+    }
+}
+
+/// A small deterministic generator, so a failure can be reproduced.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next() as usize) % items.len()]
+    }
+}
+
+fn write(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+/// A tree with nested and negated ignore rules, hidden entries, binary, CRLF, UTF-16, invalid
+/// UTF-8, long lines, odd names and symbolic links.
+fn generate(root: &Path) {
+    let mut rng = Lcg(0x5EED);
+    let dirs = [
+        "",
+        "src",
+        "src/core",
+        "src/core/deep",
+        "sub dir",
+        "sub dir/ünï",
+        "build",
+        "logs",
+        ".hidden",
+        "src/.cache",
+        "vendor",
+        "vendor/lib",
+        "docs",
+    ];
+    let stems = ["main", "lib", "util", "read me", "données", "gen_a", "test_x", "keep", "rooted", "Alpha"];
+    let exts = ["rs", "txt", "md", "log", "json", "py", "RS"];
+    let words = [
+        "fn main() {",
+        "fn helper(x: u32)",
+        "TODO: fix",
+        "todo later",
+        "foo",
+        "bar",
+        "foobar",
+        "123",
+        "4567",
+        "café é",
+        "a.c",
+        "abc",
+        "ABC DEF",
+        "",
+        "    indented",
+        "\tTabbed",
+        "let x = 1;",
+        "// comment",
+        "end",
+    ];
+    for dir in dirs {
+        let count = 3 + rng.next() % 6;
+        for _ in 0..count {
+            let name = format!("{}.{}", rng.pick(&stems), rng.pick(&exts));
+            let rel = if dir.is_empty() { name } else { format!("{dir}/{name}") };
+            let crlf = rng.next() % 4 == 0;
+            let mut text = String::new();
+            for _ in 0..(rng.next() % 30) {
+                let mut line = rng.pick(&words).to_owned();
+                if rng.next() % 7 == 0 {
+                    line.push(' ');
+                    line.push_str(rng.pick(&words));
+                }
+                if rng.next() % 40 == 0 {
+                    line.push_str(&"x".repeat(3000));
+                    line.push_str(" foo");
+                }
+                text.push_str(&line);
+                text.push_str(if crlf { "\r\n" } else { "\n" });
+            }
+            if rng.next() % 5 == 0 {
+                text.push_str("no newline at the end foo");
+            }
+            write(root, &rel, text);
+        }
+    }
+    write(root, ".gitignore", "*.log\n!keep.log\nbuild/\n/rooted.txt\n# comment\n");
+    write(root, "src/.gitignore", "gen_*\n!gen_a.RS\n");
+    write(root, ".ignore", "vendor/lib/\n");
+    write(root, "docs/.rgignore", "*.md\n");
+    write(root, "keep.log", "foo in a kept log\n");
+    write(root, "rooted.txt", "foo rooted\n");
+    write(root, "src/rooted.txt", "foo not rooted\n");
+    write(root, "src/gen_b.rs", "foo generated\n");
+    write(root, ".hidden.rs", "fn main() { foo }\n");
+    write(root, "bin/early.bin", b"foo\0bar\nfoo\n");
+    let mut late = b"foo early\n".repeat(20_000);
+    late.extend_from_slice(b"\0 binary tail\nfoo late\n");
+    write(root, "bin/late.dat", late);
+    let utf16: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain("foo in utf-16\nbar\n".encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    write(root, "enc/utf16.txt", utf16);
+    write(root, "enc/latin1.txt", b"caf\xe9 foo\nbar \xff\xfe\n");
+    write(root, "empty.txt", "");
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("src/main.rs", root.join("link-to-file.rs")).unwrap();
+        std::os::unix::fs::symlink("src", root.join("link-to-dir")).unwrap();
+    }
+}
+
+fn registry_and_ctx(root: &Path, tool: &str) -> (Registry, ToolContext) {
+    let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
+    let mut deps = Dependencies::new();
+    deps.insert(Workspace::new(root).unwrap());
+    let ctx = ToolContext::builder(tool).dependencies(Arc::new(deps)).build();
+    (registry, ctx)
+}
+
+async fn call(root: &Path, tool: &str, args: Value) -> String {
+    let (registry, ctx) = registry_and_ctx(root, tool);
+    match registry.call(tool, &args.to_string(), ctx).await {
+        Ok(out) => out.text_content(),
+        Err(e) => panic!("{tool} {args} failed: {}", e.message()),
+    }
+}
+
+fn rg(root: &Path, args: &[&str]) -> String {
+    let out = Command::new("rg")
+        .current_dir(root)
+        .args(["--no-require-git", "--color", "never"])
+        .args(args)
+        .output()
+        .unwrap();
+    // Exit 1 means no match; 2 an error (rg still prints what it found, with warnings on stderr).
+    assert!(
+        out.status.code() != Some(2) || !out.stdout.is_empty(),
+        "rg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// (file, line) pairs from the `grep` tool's output.
+fn parse_grep(text: &str) -> BTreeSet<(String, u64)> {
+    let mut found = BTreeSet::new();
+    let mut file = String::new();
+    for line in text.lines() {
+        if line.is_empty() || line.starts_with("No matches") || line.starts_with("[showing") {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("  ")
+            && let Some((number, _)) = rest.split_once(": ")
+            && let Ok(number) = number.parse()
+        {
+            found.insert((file.clone(), number));
+        } else {
+            file = line.to_owned();
+        }
+    }
+    found
+}
+
+/// (file, line) pairs from `rg --null --line-number`.
+fn parse_rg(text: &str) -> BTreeSet<(String, u64)> {
+    text.lines()
+        .filter_map(|line| {
+            let (file, rest) = line.split_once('\0')?;
+            let (number, _) = rest.split_once(':')?;
+            Some((file.strip_prefix("./").unwrap_or(file).to_owned(), number.parse().ok()?))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn grep_finds_exactly_what_rg_finds() {
+    if !rg_available() {
+        return;
+    }
+    let dir = TempDir::new("grep");
+    generate(&dir.0);
+    let cases: &[(&str, Option<&str>, bool)] = &[
+        ("foo", None, false),
+        ("fn \\w+", None, false),
+        ("todo", None, true),
+        ("(?i)abc|def", None, false),
+        ("\\d{3,}", None, false),
+        ("é", None, false),
+        ("a.c", None, false),
+        ("^\\s*$", None, false),
+        ("foo$", None, false),
+        ("^foo", None, false),
+        ("[[:upper:]]{3}", None, false),
+        ("foo", Some("*.rs"), false),
+        ("foo", Some("src/**"), false),
+        ("foo", Some("!*.txt"), false),
+        ("foo", Some("*.{md,json}"), true),
+        ("x{3000}", None, false),
+        ("bar", Some("enc/*"), false),
+    ];
+    let mut total = 0;
+    for &(pattern, glob, ignore_case) in cases {
+        let mut args = json!({"pattern": pattern, "limit": 1_000_000, "ignore_case": ignore_case});
+        let mut rg_args = vec!["--line-number", "--with-filename", "--no-heading", "--null"];
+        if let Some(glob) = glob {
+            args["glob"] = json!(glob);
+            rg_args.extend(["--glob", glob]);
+        }
+        if ignore_case {
+            rg_args.push("--ignore-case");
+        }
+        rg_args.extend(["-e", pattern]);
+        let ours = parse_grep(&call(&dir.0, "grep", args).await);
+        let theirs = parse_rg(&rg(&dir.0, &rg_args));
+        assert!(!theirs.is_empty(), "{pattern:?} {glob:?}: the case should match something");
+        assert_eq!(
+            ours,
+            theirs,
+            "{pattern:?} glob={glob:?} -i={ignore_case}: only ours {:?}, only rg {:?}",
+            ours.difference(&theirs).collect::<Vec<_>>(),
+            theirs.difference(&ours).collect::<Vec<_>>()
+        );
+        total += ours.len();
+    }
+    assert!(total > 500, "the cases compared {total} matches");
+}
+
+#[tokio::test]
+async fn glob_lists_exactly_the_files_rg_lists() {
+    if !rg_available() {
+        return;
+    }
+    let dir = TempDir::new("glob");
+    generate(&dir.0);
+    let lines = |text: &str| -> BTreeSet<String> {
+        text.lines()
+            .take_while(|l| !l.is_empty())
+            .map(|l| l.strip_prefix("./").unwrap_or(l).to_owned())
+            .collect()
+    };
+    for hidden in [false, true] {
+        let hidden_flag: &[&str] = if hidden { &["--hidden"] } else { &[] };
+        let unfiltered = lines(&rg(&dir.0, &[&["--files"], hidden_flag].concat()));
+        assert!(unfiltered.len() > 30, "{}", unfiltered.len());
+        for pattern in [
+            "*",
+            "**/*",
+            "*.rs",
+            "**/*.txt",
+            "src/**/*.rs",
+            "src/*",
+            "*.{md,json}",
+            "**/deep/*",
+            "sub dir/**",
+            "[A-Z]*",
+            "gen_?.*",
+        ] {
+            // rg's globs override ignore rules; `glob` only filters what the ignore rules keep.
+            let globbed = lines(&rg(&dir.0, &[&["--files", "--glob", pattern], hidden_flag].concat()));
+            let theirs: BTreeSet<String> = globbed.intersection(&unfiltered).cloned().collect();
+            let ours = lines(
+                &call(&dir.0, "glob", json!({"pattern": pattern, "hidden": hidden, "limit": 1_000_000}))
+                    .await,
+            );
+            let ours: BTreeSet<String> =
+                ours.into_iter().filter(|l| !l.starts_with("No files match")).collect();
+            assert_eq!(
+                ours,
+                theirs,
+                "{pattern:?} hidden={hidden}: only ours {:?}, only rg {:?}",
+                ours.difference(&theirs).collect::<Vec<_>>(),
+                theirs.difference(&ours).collect::<Vec<_>>()
+            );
+        }
+    }
+}
