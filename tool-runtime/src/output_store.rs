@@ -21,6 +21,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use memchr::memchr_iter;
 
 use crate::error::ToolError;
+use crate::truncate::count_lines;
 
 /// How long stored outputs are kept by default: 7 days.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
@@ -422,10 +423,6 @@ fn lines_page(text: &str, offset: usize, limit: usize) -> OutputLines {
         total_lines,
         total_bytes: bytes.len(),
     }
-}
-
-fn count_lines(bytes: &[u8]) -> usize {
-    memchr_iter(b'\n', bytes).count() + usize::from(bytes.last().is_some_and(|&b| b != b'\n'))
 }
 
 fn new_reference() -> OutputRef {

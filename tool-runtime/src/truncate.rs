@@ -10,8 +10,8 @@
 //! always hold. The notice (and, for `middle`, a one-line marker where the cut is) is added on
 //! top of that budget rather than carved out of it, so the kept counts the notice reports are
 //! exactly what the limits allow and a cut by lines is never reported as a cut by bytes. The
-//! addition is bounded: at most [`NOTICE_OVERHEAD_MAX_BYTES`] bytes, about 0.6 % of the default
-//! budget (a typical notice is 250 to 300 bytes).
+//! addition is bounded: never more than [`NOTICE_OVERHEAD_MAX_BYTES`] (640) bytes, 1.25 % of
+//! the default budget; a typical notice with a store reference is about 300 bytes (0.6 %).
 //!
 //! # Several text items
 //!
