@@ -42,6 +42,7 @@ mod process;
 mod text;
 pub mod workspace;
 
+pub mod bash;
 pub mod edit;
 pub mod glob;
 pub mod grep;
@@ -64,6 +65,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(read::ReadTool),
         Arc::new(write::WriteTool),
         Arc::new(edit::EditTool),
+        Arc::new(bash::BashTool),
         Arc::new(glob::GlobTool),
         Arc::new(grep::GrepTool),
         Arc::new(ls::LsTool),

@@ -1,0 +1,831 @@
+//! The `bash` tool: run a command in the workspace, with a timeout, group kill, streaming and bounded capture.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tool_runtime::output_store::OutputStore;
+use tool_runtime::truncate::{
+    KeptRange, TruncatedBy, TruncationInfo, TruncationLimits, mark_truncated, truncate_text,
+};
+use tool_runtime::{
+    Dep, PermissionKind, PermissionRequest, Progress, Tool, ToolContext, ToolError, ToolOutput,
+    TruncationDirection, tool,
+};
+
+use crate::Workspace;
+use crate::ops::{ShellExit, ShellRequest};
+use crate::text::plural;
+
+/// The timeout when the call gives none.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The longest timeout a call may ask for.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// Output up to this size is kept whole in memory; past it, it goes to the output store and
+/// only its two ends stay in memory.
+pub const SPILL_AT: usize = 1024 * 1024;
+/// How much of the beginning and of the end of a spilled output stays in memory.
+const KEEP_EACH_END: usize = 256 * 1024;
+/// How long the output is still read after the shell exited, for processes it left behind.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
+/// Progress events carry at most this much output per window; the rest is summarised.
+const PROGRESS_BYTES_PER_WINDOW: usize = 64 * 1024;
+const PROGRESS_WINDOW: Duration = Duration::from_millis(100);
+
+/// Run a shell command with `bash -c` in the workspace root.
+///
+/// Standard output and standard error come back interleaved as the command wrote them, followed
+/// by `[exit code N]` when it is not 0; `(no output)` when there is none. Standard input is
+/// empty, so commands that ask questions fail instead of waiting (use flags such as `-y`). The
+/// command runs in its own process group: after `timeout_secs` (default 120, at most 600), or
+/// when the call is cancelled, the command and every process it started are killed, and the
+/// result keeps what was printed until then and says why it stopped. For servers and other
+/// long-running jobs, start them in the background with their output redirected
+/// (`cmd > log.txt 2>&1 &`) and check on them later. Output longer than 2000 lines or 50 KiB is
+/// cut in the middle: the beginning and the end are shown, and the notice names a reference
+/// for `tool_output_read` / `tool_output_grep` to read the full output. Each call starts a new
+/// shell: `cd` and variables do not carry over to the next call. Prefer `read`, `glob`, `grep`
+/// and `ls` over `cat`, `find`, `grep` and `ls` commands.
+#[tool(open_world, timeout = "11m", truncate(direction = "middle"))]
+pub async fn bash(
+    ws: Dep<Workspace>,
+    ctx: &ToolContext,
+    /// The command line to run.
+    command: String,
+    /// Seconds after which the command is killed (default 120, at most 600).
+    #[schemars(range(min = 1, max = 600))]
+    timeout_secs: Option<u64>,
+    /// A few words saying what the command does, shown to the user.
+    description: Option<String>,
+) -> Result<ToolOutput, ToolError> {
+    if command.trim().is_empty() {
+        return Err(ToolError::invalid_arguments("The command is empty."));
+    }
+    if command.contains('\0') {
+        return Err(ToolError::invalid_arguments(
+            "The command contains a NUL character, which bash cannot run.",
+        ));
+    }
+    ctx.ask(PermissionRequest::new(
+        PermissionKind::Command { command: command.clone() },
+        format!("run `{command}`"),
+    ))
+    .await?;
+    let timeout =
+        timeout_secs.map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.clamp(1, MAX_TIMEOUT.as_secs())));
+    // Stop a little before the dispatcher's deadline, so the output so far is still returned.
+    let stop_after = match ctx.deadline() {
+        Some(deadline) => timeout.min(
+            deadline.saturating_duration_since(Instant::now()).saturating_sub(Duration::from_millis(200)),
+        ),
+        None => timeout,
+    };
+    let request = ShellRequest {
+        command,
+        cwd: ws.root().to_path_buf(),
+        env: [("PAGER", "cat"), ("GIT_PAGER", "cat"), ("GIT_TERMINAL_PROMPT", "0")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+    };
+    let process = ws
+        .operations()
+        .spawn_shell(&request)
+        .map_err(|e| ToolError::execution(format!("Cannot start bash: {e}")).with_source(e))?;
+    let store = ctx.dependencies().get::<OutputStore>();
+    let limits = TruncationLimits::default().with_policy(&BashTool.spec().truncation);
+    let mut capture = Capture::new(store, limits);
+    let ended = run(process, ctx, stop_after, &mut capture).await?;
+    let (text, info) = capture.finish().await;
+    Ok(ended.into_output(text, info, timeout_secs.is_some(), stop_after, description))
+}
+
+/// Why the command stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Exited(ShellExit),
+    TimedOut,
+    Cancelled,
+}
+
+#[derive(Debug)]
+struct Ended {
+    stop: Stop,
+    /// Processes the shell left behind still held the output open when reading stopped.
+    left_open: bool,
+}
+
+async fn run(
+    process: crate::ops::ShellProcess,
+    ctx: &ToolContext,
+    stop_after: Duration,
+    capture: &mut Capture,
+) -> Result<Ended, ToolError> {
+    let crate::ops::ShellProcess { mut output, mut control } = process;
+    let deadline = tokio::time::Instant::now() + stop_after;
+    let cancel = ctx.cancellation_token().clone();
+    let mut progress = ProgressStream::new(ctx);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut exit: Option<ShellExit> = None;
+    let mut eof = false;
+    let mut drain_until: Option<tokio::time::Instant> = None;
+    let mut stop = None;
+    while !(eof && exit.is_some()) {
+        tokio::select! {
+            read = output.read(&mut buf), if !eof => match read {
+                Ok(0) | Err(_) => eof = true,
+                Ok(n) => {
+                    let text = capture.push(&buf[..n]).await;
+                    progress.send(&text);
+                }
+            },
+            status = control.wait(), if exit.is_none() => {
+                let status = status.map_err(|e| ToolError::execution(format!("Lost track of the command: {e}")).with_source(e))?;
+                exit = Some(status);
+                drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+            },
+            () = tokio::time::sleep_until(drain_until.unwrap_or(deadline)), if drain_until.is_some() => break,
+            () = tokio::time::sleep_until(deadline), if exit.is_none() => {
+                stop = Some(Stop::TimedOut);
+                break;
+            },
+            () = cancel.cancelled(), if exit.is_none() => {
+                stop = Some(Stop::Cancelled);
+                break;
+            },
+        }
+    }
+    if let Some(stop) = stop {
+        let _ = control.kill_all();
+        // Whatever was written before the kill is still in the pipe: read it, briefly.
+        let drain = async {
+            loop {
+                match output.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let text = capture.push(&buf[..n]).await;
+                        progress.send(&text);
+                    }
+                }
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_millis(500), drain).await;
+        let _ = tokio::time::timeout(Duration::from_secs(2), control.wait()).await;
+        return Ok(Ended { stop, left_open: false });
+    }
+    let exit = exit.unwrap_or(ShellExit { code: None, signal: None });
+    Ok(Ended { stop: Stop::Exited(exit), left_open: !eof })
+}
+
+impl Ended {
+    fn into_output(
+        self,
+        mut text: String,
+        info: Option<TruncationInfo>,
+        timeout_given: bool,
+        stop_after: Duration,
+        description: Option<String>,
+    ) -> ToolOutput {
+        if text.is_empty() {
+            text.push_str("(no output)");
+        }
+        let mut notes = Vec::new();
+        let mut is_error = false;
+        let (mut code, mut signal) = (None, None);
+        match self.stop {
+            Stop::Exited(exit) => {
+                (code, signal) = (exit.code, exit.signal);
+                match (exit.code, exit.signal) {
+                    (Some(0), _) => {}
+                    (Some(code), _) => {
+                        is_error = true;
+                        notes.push(format!("[exit code {code}]"));
+                    }
+                    (None, Some(signal)) => {
+                        is_error = true;
+                        notes.push(format!("[killed by signal {signal}{}]", signal_name(signal)));
+                    }
+                    (None, None) => {
+                        is_error = true;
+                        notes.push("[the command ended without an exit code]".to_owned());
+                    }
+                }
+            }
+            Stop::TimedOut => {
+                is_error = true;
+                let hint = if timeout_given {
+                    "pass a larger timeout_secs (at most 600)"
+                } else {
+                    "pass timeout_secs (at most 600)"
+                };
+                notes.push(format!(
+                    "[timed out after {}: the command and every process it started were killed; the output above is \
+                     what it printed until then. Run long jobs in the background with their output redirected to a \
+                     file (`cmd > log.txt 2>&1 &`), or {hint}.]",
+                    seconds(stop_after)
+                ));
+            }
+            Stop::Cancelled => {
+                is_error = true;
+                notes.push(
+                    "[cancelled: the command and every process it started were killed; the output above is what it \
+                     printed until then.]"
+                        .to_owned(),
+                );
+            }
+        }
+        if self.left_open {
+            notes.push(
+                "[processes started by the command still hold its output open; what they print from now on is not \
+                 captured]"
+                    .to_owned(),
+            );
+        }
+        for note in &notes {
+            text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
+            text.push_str(note);
+        }
+        let mut output = ToolOutput::text(text)
+            .with_metadata("exit_code", json!(code))
+            .with_metadata("signal", json!(signal))
+            .with_metadata("timed_out", json!(self.stop == Stop::TimedOut))
+            .with_metadata("cancelled", json!(self.stop == Stop::Cancelled));
+        output.is_error = is_error;
+        if let Some(description) = description.filter(|d| !d.trim().is_empty()) {
+            output = output.with_title(description);
+        }
+        if let Some(info) = info {
+            mark_truncated(&mut output, &info);
+        }
+        output
+    }
+}
+
+fn seconds(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    if millis % 1000 == 0 {
+        format!("{} s", millis / 1000)
+    } else {
+        format!("{:.1} s", duration.as_secs_f64())
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        1 => " (SIGHUP)",
+        2 => " (SIGINT)",
+        6 => " (SIGABRT)",
+        9 => " (SIGKILL)",
+        11 => " (SIGSEGV)",
+        13 => " (SIGPIPE)",
+        15 => " (SIGTERM)",
+        _ => "",
+    }
+}
+
+/// Streams output as progress events, at most [`PROGRESS_BYTES_PER_WINDOW`] per window.
+struct ProgressStream<'a> {
+    ctx: &'a ToolContext,
+    window_start: Instant,
+    window_bytes: usize,
+    skipped: usize,
+}
+
+impl<'a> ProgressStream<'a> {
+    fn new(ctx: &'a ToolContext) -> Self {
+        ProgressStream { ctx, window_start: Instant::now(), window_bytes: 0, skipped: 0 }
+    }
+
+    fn send(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        if self.window_start.elapsed() >= PROGRESS_WINDOW {
+            self.window_start = Instant::now();
+            self.window_bytes = 0;
+        }
+        if self.window_bytes + text.len() > PROGRESS_BYTES_PER_WINDOW {
+            self.skipped += text.len();
+            return;
+        }
+        self.window_bytes += text.len();
+        let message = if self.skipped > 0 {
+            let skipped = std::mem::take(&mut self.skipped);
+            format!("[... {} not streamed ...]\n{text}", plural(skipped as u64, "byte"))
+        } else {
+            text.to_owned()
+        };
+        self.ctx.progress(Progress::message(message));
+    }
+}
+
+/// Decodes UTF-8 arriving in arbitrary chunks: a character split between two chunks is kept
+/// whole, invalid bytes become U+FFFD.
+#[derive(Default)]
+struct Utf8Stream {
+    pending: Vec<u8>,
+}
+
+impl Utf8Stream {
+    fn decode(&mut self, bytes: &[u8]) -> String {
+        let joined;
+        let mut rest: &[u8] = if self.pending.is_empty() {
+            bytes
+        } else {
+            self.pending.extend_from_slice(bytes);
+            joined = std::mem::take(&mut self.pending);
+            &joined
+        };
+        let mut out = String::with_capacity(rest.len());
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(text) => {
+                    out.push_str(text);
+                    break;
+                }
+                Err(e) => {
+                    let (valid, after) = rest.split_at(e.valid_up_to());
+                    out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                    match e.error_len() {
+                        None => {
+                            self.pending = after.to_vec();
+                            break;
+                        }
+                        Some(len) => {
+                            out.push('\u{FFFD}');
+                            rest = &after[len..];
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn finish(&mut self) -> String {
+        if self.pending.is_empty() {
+            return String::new();
+        }
+        // An incomplete character at the very end can no longer be completed.
+        self.pending.clear();
+        "\u{FFFD}".to_owned()
+    }
+}
+
+/// The command's output: whole in memory while small; past [`SPILL_AT`], written to the output
+/// store with only its two ends kept in memory.
+struct Capture {
+    store: Option<Arc<OutputStore>>,
+    limits: TruncationLimits,
+    decoder: Utf8Stream,
+    total_bytes: usize,
+    newlines: usize,
+    ends_with_newline: bool,
+    /// The whole output, until it spills.
+    full: Option<String>,
+    head: String,
+    tail: VecDeque<String>,
+    tail_bytes: usize,
+    spill: Option<(String, tokio::fs::File)>,
+    save_error: Option<String>,
+}
+
+impl Capture {
+    fn new(store: Option<Arc<OutputStore>>, limits: TruncationLimits) -> Self {
+        Capture {
+            store,
+            limits,
+            decoder: Utf8Stream::default(),
+            total_bytes: 0,
+            newlines: 0,
+            ends_with_newline: true,
+            full: Some(String::new()),
+            head: String::new(),
+            tail: VecDeque::new(),
+            tail_bytes: 0,
+            spill: None,
+            save_error: None,
+        }
+    }
+
+    /// Adds raw output; returns it decoded.
+    async fn push(&mut self, bytes: &[u8]) -> String {
+        let text = self.decoder.decode(bytes);
+        self.push_text(&text).await;
+        text
+    }
+
+    async fn push_text(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.total_bytes += text.len();
+        self.newlines += memchr::memchr_iter(b'\n', text.as_bytes()).count();
+        self.ends_with_newline = text.ends_with('\n');
+        if let Some(full) = &mut self.full {
+            full.push_str(text);
+            if full.len() > SPILL_AT {
+                let full = self.full.take().unwrap_or_default();
+                self.start_spill(full).await;
+            }
+            return;
+        }
+        self.write_spill(text).await;
+        self.tail.push_back(text.to_owned());
+        self.tail_bytes += text.len();
+        while self.tail.front().is_some_and(|front| self.tail_bytes - front.len() >= KEEP_EACH_END) {
+            if let Some(front) = self.tail.pop_front() {
+                self.tail_bytes -= front.len();
+            }
+        }
+    }
+
+    async fn start_spill(&mut self, full: String) {
+        self.head = full[..floor_char_boundary(&full, KEEP_EACH_END)].to_owned();
+        let tail_start = ceil_char_boundary(&full, full.len().saturating_sub(KEEP_EACH_END));
+        self.tail_bytes = full.len() - tail_start;
+        self.tail.push_back(full[tail_start..].to_owned());
+        if let Some(store) = self.store.clone() {
+            let opened = async {
+                let reference = store.save("")?;
+                let path = store.path(reference.as_str()).map_err(std::io::Error::other)?;
+                let file = tokio::fs::OpenOptions::new().append(true).open(path).await?;
+                Ok::<_, std::io::Error>((reference.to_string(), file))
+            };
+            match opened.await {
+                Ok(spill) => self.spill = Some(spill),
+                Err(e) => self.save_error = Some(e.to_string()),
+            }
+        }
+        self.write_spill(&full).await;
+    }
+
+    async fn write_spill(&mut self, text: &str) {
+        if let Some((_, file)) = &mut self.spill
+            && let Err(e) = file.write_all(text.as_bytes()).await
+        {
+            self.save_error = Some(e.to_string());
+            self.spill = None;
+        }
+    }
+
+    /// The text for the model (cut with a notice when too long) and what was cut.
+    async fn finish(mut self) -> (String, Option<TruncationInfo>) {
+        let rest = self.decoder.finish();
+        self.push_text(&rest).await;
+        match self.full.take() {
+            Some(full) => self.finish_in_memory(full),
+            None => self.finish_spilled().await,
+        }
+    }
+
+    fn finish_in_memory(&self, full: String) -> (String, Option<TruncationInfo>) {
+        let truncated = truncate_text(&full, &self.limits);
+        if !truncated.is_truncated() {
+            return (full, None);
+        }
+        let mut truncated = truncated;
+        if let Some(store) = &self.store {
+            match store.save(&full) {
+                Ok(reference) => truncated.info.output_ref = Some(reference.to_string()),
+                Err(e) => truncated.info.save_error = Some(e.to_string()),
+            }
+        }
+        let info = truncated.info.clone();
+        (truncated.into_text_with_notice(), Some(info))
+    }
+
+    async fn finish_spilled(&mut self) -> (String, Option<TruncationInfo>) {
+        let mut output_ref = None;
+        if let Some((reference, mut file)) = self.spill.take() {
+            match file.flush().await {
+                Ok(()) => output_ref = Some(reference),
+                Err(e) => self.save_error = Some(e.to_string()),
+            }
+        }
+        let half = TruncationLimits::new(
+            (self.limits.max_lines / 2).max(1),
+            (self.limits.max_bytes / 2).max(1),
+            TruncationDirection::Head,
+        );
+        let head = truncate_text(&self.head, &half);
+        let tail_text: String = self.tail.iter().map(String::as_str).collect();
+        // The kept end starts mid-line: drop that partial line unless it is all there is.
+        let tail_text = match memchr::memchr(b'\n', tail_text.as_bytes()) {
+            Some(i) if i + 1 < tail_text.len() => &tail_text[i + 1..],
+            _ => tail_text.as_str(),
+        };
+        let tail = truncate_text(tail_text, &half.with_direction(TruncationDirection::Tail));
+        let total_lines = self.newlines + usize::from(!self.ends_with_newline);
+        let head_range = head.info.kept_ranges.first().copied();
+        let tail_range = tail.info.kept_ranges.last().copied().map(|range| {
+            let kept = range.last_line + 1 - range.first_line;
+            KeptRange { first_line: total_lines + 1 - kept, last_line: total_lines, ..range }
+        });
+        let kept_ranges: Vec<KeptRange> = head_range.into_iter().chain(tail_range).collect();
+        let kept_lines = head.info.kept_lines + tail.info.kept_lines;
+        let kept_bytes = head.info.kept_bytes + tail.info.kept_bytes;
+        let info = TruncationInfo {
+            truncated: true,
+            truncated_by: Some(if self.total_bytes > self.limits.max_bytes {
+                TruncatedBy::Bytes
+            } else {
+                TruncatedBy::Lines
+            }),
+            direction: TruncationDirection::Middle,
+            max_lines: self.limits.max_lines,
+            max_bytes: self.limits.max_bytes,
+            total_lines,
+            total_bytes: self.total_bytes,
+            kept_lines,
+            kept_bytes,
+            kept_ranges,
+            omitted_items: 0,
+            output_ref,
+            save_error: self.save_error.take(),
+        };
+        let cut_lines = total_lines.saturating_sub(kept_lines);
+        let cut_bytes = self.total_bytes.saturating_sub(kept_bytes);
+        let mut text = head.text.into_owned();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let _ = writeln!(
+            text,
+            "[... {} ({}) cut ...]",
+            plural(cut_lines as u64, "line"),
+            plural(cut_bytes as u64, "byte")
+        );
+        text.push_str(&tail.text);
+        if let Some(notice) = info.notice() {
+            text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
+            text.push_str(&notice);
+        }
+        (text, Some(info))
+    }
+}
+
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn ceil_char_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::{Value, json};
+    use tool_runtime::{CancellationToken, ContextSink, ErrorKind};
+
+    use super::*;
+    use crate::testing::Fixture;
+
+    #[test]
+    fn annotations() {
+        let spec = BashTool.spec();
+        assert!(!spec.parallel && spec.annotations.open_world && !spec.annotations.read_only);
+        assert_eq!(spec.timeout, Some(Duration::from_secs(660)));
+        assert_eq!(spec.input_schema["properties"]["timeout_secs"]["maximum"], json!(600));
+    }
+
+    #[test]
+    fn utf8_split_across_chunks_is_kept_whole() {
+        let mut stream = Utf8Stream::default();
+        let bytes = "aé€😀b".as_bytes();
+        let mut out = String::new();
+        for byte in bytes {
+            out.push_str(&stream.decode(std::slice::from_ref(byte)));
+        }
+        assert_eq!(out, "aé€😀b");
+        assert_eq!(stream.decode(b"x\xffy\xe2\x82"), "x\u{FFFD}y");
+        assert_eq!(stream.finish(), "\u{FFFD}");
+    }
+
+    async fn run_bash(fx: &Fixture, args: Value) -> ToolOutput {
+        fx.call("bash", args).await.expect("bash returns a result")
+    }
+
+    #[tokio::test]
+    async fn interleaved_output_in_the_workspace_root() {
+        let fx = Fixture::new();
+        let out = run_bash(&fx, json!({"command": "echo one; echo two >&2; echo three; pwd"})).await;
+        assert_eq!(out.text_content(), format!("one\ntwo\nthree\n{}\n", fx.root().display()));
+        assert!(!out.is_error);
+        assert_eq!(out.metadata["exit_code"], json!(0));
+    }
+
+    #[tokio::test]
+    async fn non_zero_exit_is_an_error_result_with_the_output() {
+        let fx = Fixture::new();
+        let out = run_bash(&fx, json!({"command": "echo partial; exit 3"})).await;
+        assert!(out.is_error);
+        assert_eq!(out.text_content(), "partial\n\n[exit code 3]");
+        assert_eq!(out.metadata["exit_code"], json!(3));
+        let out = run_bash(&fx, json!({"command": "kill -SEGV $$"})).await;
+        assert_eq!(out.text_content(), "(no output)\n\n[killed by signal 11 (SIGSEGV)]");
+    }
+
+    #[tokio::test]
+    async fn no_output() {
+        let fx = Fixture::new();
+        let out = run_bash(&fx, json!({"command": "true", "description": "Do nothing"})).await;
+        assert_eq!(out.text_content(), "(no output)");
+        assert_eq!(out.title.as_deref(), Some("Do nothing"));
+    }
+
+    #[tokio::test]
+    async fn stdin_is_empty_and_a_prompt_does_not_hang() {
+        let fx = Fixture::new();
+        let out = run_bash(&fx, json!({"command": "read -r line; echo \"got [$line] $?\""})).await;
+        assert_eq!(out.text_content(), "got [] 1\n");
+    }
+
+    #[cfg(target_os = "linux")]
+    fn alive(pid: u32) -> bool {
+        // A zombie is dead for this purpose: it runs nothing and holds nothing.
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+            Err(_) => false,
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    async fn wait_dead(pid: u32) -> bool {
+        for _ in 0..100 {
+            if !alive(pid) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group_and_keeps_the_output() {
+        let fx = Fixture::new();
+        let started = Instant::now();
+        let out = run_bash(
+            &fx,
+            json!({"command": "echo started; (sleep 300; echo never) & echo $! > grandchild.pid; sleep 300", "timeout_secs": 1}),
+        )
+        .await;
+        assert!(started.elapsed() < Duration::from_secs(60));
+        assert!(out.is_error);
+        assert_eq!(
+            out.text_content(),
+            "started\n\n[timed out after 1 s: the command and every process it started were killed; the output above is what it printed until then. Run long jobs in the background with their output redirected to a file (`cmd > log.txt 2>&1 &`), or pass a larger timeout_secs (at most 600).]"
+        );
+        assert_eq!(out.metadata["timed_out"], json!(true));
+        let pid: u32 = String::from_utf8(fx.read("grandchild.pid")).unwrap().trim().parse().unwrap();
+        assert!(wait_dead(pid).await, "the grandchild {pid} survived the timeout");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn cancellation_kills_the_group_and_says_so() {
+        let fx = Fixture::new();
+        let token = CancellationToken::new();
+        let ctx = ToolContext::builder("bash")
+            .dependencies(fx.deps.clone())
+            .cancellation_token(token.clone())
+            .build();
+        let canceller = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            token.cancel();
+        });
+        let out = fx
+            .call_with(ctx, "bash", json!({"command": "echo hi; sleep 300 & echo $! > bg.pid; wait"}))
+            .await
+            .unwrap();
+        canceller.await.unwrap();
+        assert!(out.is_error);
+        assert_eq!(
+            out.text_content(),
+            "hi\n\n[cancelled: the command and every process it started were killed; the output above is what it printed until then.]"
+        );
+        let pid: u32 = String::from_utf8(fx.read("bg.pid")).unwrap().trim().parse().unwrap();
+        assert!(wait_dead(pid).await, "the background process {pid} survived the cancellation");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn dropping_the_call_kills_the_group() {
+        let fx = Fixture::new();
+        let call = fx.call("bash", json!({"command": "sleep 300 & echo $! > bg.pid; wait"}));
+        assert!(tokio::time::timeout(Duration::from_secs(1), call).await.is_err());
+        let pid: u32 = String::from_utf8(fx.read("bg.pid")).unwrap().trim().parse().unwrap();
+        assert!(wait_dead(pid).await, "the background process {pid} outlived its abandoned call");
+    }
+
+    #[tokio::test]
+    async fn a_child_holding_the_pipe_does_not_hang_the_tool() {
+        let fx = Fixture::new();
+        let started = Instant::now();
+        let out = run_bash(&fx, json!({"command": "sleep 30 & echo done"})).await;
+        assert!(started.elapsed() < Duration::from_secs(20));
+        assert_eq!(
+            out.text_content(),
+            "done\n\n[processes started by the command still hold its output open; what they print from now on is not captured]"
+        );
+        assert!(!out.is_error);
+        let out = run_bash(&fx, json!({"command": "nohup sleep 30 > /dev/null 2>&1 & echo detached"})).await;
+        assert_eq!(out.text_content(), "detached\n");
+    }
+
+    #[derive(Default)]
+    struct Collect(Mutex<Vec<String>>);
+    impl ContextSink for Collect {
+        fn progress(&self, _call_id: &str, _tool: &str, update: Progress) {
+            self.0.lock().unwrap().push(update.message.unwrap_or_default());
+        }
+        fn metadata(&self, _call_id: &str, _tool: &str, _title: Option<String>, _metadata: Value) {}
+    }
+
+    #[tokio::test]
+    async fn output_is_streamed_as_progress() {
+        let fx = Fixture::new();
+        let sink = Arc::new(Collect::default());
+        let ctx = ToolContext::builder("bash").dependencies(fx.deps.clone()).sink(sink.clone()).build();
+        let out = fx
+            .call_with(ctx, "bash", json!({"command": "echo first; sleep 0.3; echo second >&2"}))
+            .await
+            .unwrap();
+        assert_eq!(out.text_content(), "first\nsecond\n");
+        let messages = sink.0.lock().unwrap().clone();
+        assert!(messages.len() >= 2, "{messages:?}");
+        assert_eq!(messages.concat(), "first\nsecond\n");
+    }
+
+    #[tokio::test]
+    async fn long_output_keeps_both_ends_and_stores_the_rest() {
+        let fx = Fixture::new();
+        let out = run_bash(&fx, json!({"command": "seq 1 5000"})).await;
+        let text = out.text_content();
+        assert!(text.starts_with("1\n2\n3\n"), "{}", &text[..50]);
+        assert!(text.contains("\n[... 3000 lines (") && text.contains(" cut ...]\n4001\n"), "{text}");
+        let notice = text.rsplit_once("\n\n").unwrap().1;
+        let reference = out.metadata["truncation"]["output_ref"].as_str().unwrap().to_owned();
+        assert_eq!(
+            notice,
+            format!(
+                "[Output truncated: showing lines 1-1000 and lines 4001-5000 of 5000 (8893 of 23893 bytes). Full output saved as {reference}; read more with tool_output_read(ref=\"{reference}\", offset=1001) or search it with tool_output_grep(ref=\"{reference}\", pattern=\"...\").]"
+            )
+        );
+        let store = fx.deps.get::<OutputStore>().unwrap();
+        let expected: String = (1..=5000).map(|n| format!("{n}\n")).collect();
+        assert_eq!(store.read_to_string(&reference).unwrap(), expected);
+        assert!(out.truncated);
+    }
+
+    #[tokio::test]
+    async fn output_past_the_spill_size_goes_to_the_store() {
+        let fx = Fixture::new();
+        // About 2.6 MB: past SPILL_AT, so only both ends stay in memory.
+        let out = run_bash(&fx, json!({"command": "seq 1 400000; echo err >&2; exit 1"})).await;
+        let text = out.text_content();
+        assert!(out.is_error && out.truncated);
+        assert!(text.starts_with("1\n2\n"));
+        assert!(text.contains("\n400000\nerr\n\n[Output truncated: showing lines 1-1000 and lines 399002-400001 of 400001 (10890 of 2688899 bytes). Full output saved as "), "{}", &text[text.len() - 1200..]);
+        assert!(text.ends_with("\n\n[exit code 1]"));
+        let info = &out.metadata["truncation"];
+        let reference = info["output_ref"].as_str().unwrap();
+        let store = fx.deps.get::<OutputStore>().unwrap();
+        let mut expected: String = (1..=400000).map(|n| format!("{n}\n")).collect();
+        expected.push_str("err\n");
+        assert_eq!(info["total_bytes"], json!(expected.len()));
+        assert_eq!(store.read_to_string(reference).unwrap(), expected);
+    }
+
+    #[tokio::test]
+    async fn permission_hook_sees_the_command() {
+        let fx = Fixture::new();
+        let hook = tool_runtime::PermissionFn(|request: PermissionRequest| async move {
+            match request.kind {
+                PermissionKind::Command { command } if command.contains("rm") => {
+                    tool_runtime::PermissionDecision::Deny { reason: "no deleting".into() }
+                }
+                _ => tool_runtime::PermissionDecision::Allow,
+            }
+        });
+        let err =
+            fx.call_with(fx.ctx_with("bash", Arc::new(hook)), "bash", json!({"command": "rm -rf x"})).await;
+        let err = err.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::PermissionDenied);
+        assert!(err.message().contains("no deleting"), "{}", err.message());
+    }
+}
