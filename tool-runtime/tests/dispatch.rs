@@ -1158,3 +1158,38 @@ async fn long_outputs_are_truncated_once_with_the_full_text_in_the_store() {
     assert!(results[3].output.metadata.is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_hook_waiting_for_a_person_is_cut_short_by_cancel() {
+    let asked = Arc::new(Notify::new());
+    let signal = asked.clone();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let count = runs.clone();
+    let write = tool("write", false, move |_ctx, _args| {
+        count.fetch_add(1, Ordering::SeqCst);
+        async move { Ok(ToolOutput::text("wrote")) }
+    });
+    let (dispatcher, events) = with_events(Dispatcher::builder(registry(vec![write])).before_hook(BeforeFn(
+        move |_call: tool_runtime::HookCall| {
+            let signal = signal.clone();
+            async move {
+                signal.notify_one();
+                std::future::pending::<()>().await;
+                Ok(BeforeDecision::Allow)
+            }
+        },
+    )));
+    let cancel = CancellationToken::new();
+    let batch = tokio::spawn({
+        let (dispatcher, cancel) = (dispatcher.clone(), cancel.clone());
+        async move { dispatcher.run_batch(vec![call("1", "write", "{}")], cancel).await }
+    });
+    asked.notified().await;
+    tokio::time::advance(Duration::from_secs(90)).await;
+    cancel.cancel();
+    let results = batch.await.unwrap().unwrap();
+    assert_eq!(text(&results[0]), "The call to `write` was cancelled after 1m30s, before it started.");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(events.kinds_of("1"), ["queued", "finished"]);
+    assert_eq!(events.status_of("1"), Some(CallStatus::Cancelled));
+}

@@ -282,6 +282,13 @@ enum Gate {
 /// Runs tool calls: lookup, validation, the parallel/exclusive gate, hooks, timeouts,
 /// cancellation, panic isolation, truncation and events. Cheap to clone; clones share the gate,
 /// the session and the repeat guard.
+///
+/// The gate is one `RwLock` per dispatcher: a `parallel` tool's call holds a read guard, any
+/// other a write guard. A batch takes the guards itself, one call after the other in the order
+/// of the calls, and moves each into its call's task; since the lock is fair, an exclusive call
+/// starts only after every earlier call has finished, and no later call starts before it has
+/// finished. A call's `started` event is emitted once it holds its guard and its `finished`
+/// event before it lets go, so the event stream alone shows the gate at work.
 #[derive(Clone)]
 pub struct Dispatcher {
     inner: Arc<Inner>,
@@ -497,13 +504,13 @@ impl Inner {
     /// permit, or `None` if `cancel` fires first.
     async fn acquire(&self, parallel: bool, cancel: &CancellationToken) -> Option<Slot> {
         let gate = if parallel {
-            Gate::Shared(until_cancelled(cancel, self.gate.clone().read_owned()).await?)
+            Gate::Shared(until_cancelled!(cancel, self.gate.clone().read_owned())?)
         } else {
-            Gate::Exclusive(until_cancelled(cancel, self.gate.clone().write_owned()).await?)
+            Gate::Exclusive(until_cancelled!(cancel, self.gate.clone().write_owned())?)
         };
         let permit = match &self.cap {
             None => None,
-            Some(cap) => until_cancelled(cancel, cap.clone().acquire_owned()).await?.ok(),
+            Some(cap) => until_cancelled!(cancel, cap.clone().acquire_owned())?.ok(),
         };
         Some(Slot { _gate: gate, _permit: permit })
     }

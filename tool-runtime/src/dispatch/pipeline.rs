@@ -1,6 +1,5 @@
 //! One call's way through the dispatcher: queue, prepare, execute, finish (with its events).
 
-use std::future::Future;
 use std::mem;
 use std::sync::{Arc, Mutex};
 
@@ -120,14 +119,18 @@ pub(crate) async fn execute(
 
 /// `None` when `cancel` fires before `future` completes. The future is polled first, so one that
 /// is ready at once never registers a waiter on the token; callers check the token themselves
-/// where a cancellation that came earlier must win.
-pub(crate) async fn until_cancelled<F: Future>(cancel: &CancellationToken, future: F) -> Option<F::Output> {
-    tokio::select! {
-        biased;
-        value = future => Some(value),
-        () = cancel.cancelled() => None,
-    }
+/// where a cancellation that came earlier must win. A macro rather than an `async fn`, so the
+/// future is not stored twice in the caller's state.
+macro_rules! until_cancelled {
+    ($cancel:expr, $future:expr) => {
+        tokio::select! {
+            biased;
+            value = $future => Some(value),
+            () = $cancel.cancelled() => None,
+        }
+    };
 }
+pub(crate) use until_cancelled;
 
 fn status_of(error: &ToolError) -> CallStatus {
     match error.kind() {
@@ -278,9 +281,12 @@ impl Inner {
             let verdict = match self.repeat.action {
                 RepeatAction::Refuse => Some(Err(messages::repeat_refused(&pending.tool, repeat_count))),
                 RepeatAction::Ask => {
+                    if cancel.is_cancelled() {
+                        return self.cancelled_before_start(&pending);
+                    }
                     let request = messages::repeat_request(&pending.tool, repeat_count);
                     let ask = guarded(|| Box::pin(ctx.ask(request)));
-                    match until_cancelled(cancel, ask).await {
+                    match until_cancelled!(cancel, ask) {
                         None => return self.cancelled_before_start(&pending),
                         Some(Ok(verdict)) => Some(verdict),
                         Some(Err(panic)) => {
@@ -302,7 +308,10 @@ impl Inner {
             hook_call.session_id = self.session_id.clone();
         }
         for hook in &self.before {
-            let decision = match until_cancelled(cancel, guarded(|| hook.before(&hook_call))).await {
+            if cancel.is_cancelled() {
+                return self.cancelled_before_start(&pending);
+            }
+            let decision = match until_cancelled!(cancel, guarded(|| hook.before(&hook_call))) {
                 None => return self.cancelled_before_start(&pending),
                 Some(Ok(Ok(decision))) => decision,
                 Some(Ok(Err(error))) => return self.fail(&pending, error, None),
@@ -338,8 +347,8 @@ impl Inner {
         let started_at = Instant::now();
         let run = guarded(|| tool.call(ctx, arguments));
         let ran = match timeout {
-            None => until_cancelled(cancel, run).await.map(Ok),
-            Some(limit) => until_cancelled(cancel, tokio::time::timeout(limit, run)).await,
+            None => until_cancelled!(cancel, run).map(Ok),
+            Some(limit) => until_cancelled!(cancel, tokio::time::timeout(limit, run)),
         };
         let ran = match ran {
             None => {
@@ -367,7 +376,7 @@ impl Inner {
         };
         for hook in &self.after {
             let replaced = guarded(|| hook.after(&hook_call, mem::take(&mut output)));
-            match until_cancelled(cancel, replaced).await {
+            match until_cancelled!(cancel, replaced) {
                 None => {
                     let elapsed = started_at.elapsed();
                     return self.fail(
