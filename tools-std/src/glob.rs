@@ -192,6 +192,25 @@ mod tests {
         assert_eq!(err.kind(), ErrorKind::PermissionDenied);
     }
 
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn names_that_are_not_utf8_are_listed_quoted() {
+        use std::os::unix::ffi::OsStrExt;
+        let fx = Fixture::new();
+        let name = std::ffi::OsStr::from_bytes(b"bad\xffname.rs");
+        std::fs::write(fx.root().join(name), "needle\n").unwrap();
+        fx.write("new\nline.rs", "needle\n");
+        let mut lines: Vec<String> =
+            fx.text("glob", json!({"pattern": "*.rs"})).await.lines().map(str::to_owned).collect();
+        lines.sort();
+        assert_eq!(lines, ["\"bad\\xFFname.rs\"", "\"new\\nline.rs\""]);
+        let mut found: Vec<String> =
+            fx.text("grep", json!({"pattern": "needle"})).await.lines().map(str::to_owned).collect();
+        found.sort();
+        assert_eq!(found, ["", "  1: needle", "  1: needle", "\"bad\\xFFname.rs\"", "\"new\\nline.rs\""]);
+        assert_eq!(fx.text("ls", json!({})).await, "./\n  \"bad\\xFFname.rs\"\n  \"new\\nline.rs\"\n");
+    }
+
     #[test]
     fn absolute_patterns_are_made_relative() {
         assert_eq!(anchor_relative("/ws/src/*.rs", Path::new("/ws")), "src/*.rs");

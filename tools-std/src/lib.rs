@@ -1,11 +1,13 @@
 //! Built-in coding tools for `tool-runtime`: `read`, `write`, `edit`, `bash`, `glob`, `grep`,
 //! `ls`, `tool_output_read`, `tool_output_grep`, `todo_write` and `todo_read`.
 //!
-//! The file tools work inside a [`Workspace`]: register one as a dependency and every path
-//! argument is resolved against its root; a path that leaves the root (`..`, an absolute path,
-//! a symbolic link) needs the context's permission. File-system and process access go through
-//! the [`Operations`] trait ([`LocalOperations`] by default), so the same tools can run against
-//! a remote sandbox.
+//! The file tools work inside a [`Workspace`], registered as a dependency: every path argument
+//! is resolved against its root, and a path that leaves the root (`..`, an absolute path, a
+//! symbolic link, through any number of hops) needs the context's permission (an
+//! external-directory request, which the default policy denies). File-system and process access
+//! go through the [`Operations`] trait ([`LocalOperations`] by default), so the same tools can
+//! run against a remote sandbox. `bash` and the `tool_output_*` tools also use the
+//! [`OutputStore`] when one is registered.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -23,19 +25,27 @@
 //! # Linking
 //!
 //! The tools also register themselves with `inventory`, for `Registry::from_inventory()`. A
-//! crate that nothing in a binary names is not linked, and its registrations vanish with it, so
-//! a binary that relies on the inventory calls [`init`] once (or uses [`all`]):
+//! crate that nothing in a binary names is not linked, and its registrations vanish with it. One
+//! line in the binary keeps them:
 //!
 //! ```
-//! tools_std::init();
+//! use tools_std as _;
+//!
 //! let registry = tool_runtime::Registry::from_inventory().unwrap();
-//! assert!(registry.contains("read"));
+//! assert!(registry.contains("read") && registry.contains("bash"));
 //! ```
+//!
+//! (Naming the crate is enough: rustc keeps every `#[used]` registration of a crate it links,
+//! in debug and release builds alike; `tests/tests/tools_std_linkage.rs` checks it.) Building
+//! the registry from [`all`] needs no inventory at all.
+//!
+//! [`OutputStore`]: tool_runtime::OutputStore
 #![deny(missing_docs)]
 
+use std::path::Path;
 use std::sync::Arc;
 
-use tool_runtime::Tool;
+use tool_runtime::{Dependencies, OutputStore, Tool};
 
 pub mod ops;
 mod process;
@@ -50,6 +60,8 @@ pub mod ls;
 pub mod read;
 pub mod todo_read;
 pub mod todo_write;
+pub mod tool_output_grep;
+pub mod tool_output_read;
 pub mod write;
 
 #[cfg(test)]
@@ -69,23 +81,68 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(glob::GlobTool),
         Arc::new(grep::GrepTool),
         Arc::new(ls::LsTool),
+        Arc::new(tool_output_read::ToolOutputReadTool),
+        Arc::new(tool_output_grep::ToolOutputGrepTool),
         Arc::new(todo_write::TodoWriteTool),
         Arc::new(todo_read::TodoReadTool),
     ]
 }
 
-/// Keeps this crate, and with it every tool's `inventory` registration, linked into the binary.
+/// The dependencies the tools need, for a local workspace rooted at `root`: the [`Workspace`]
+/// and the [`OutputStore`] in its default directory.
 ///
-/// Call it once before `Registry::from_inventory()`. A `use tools_std as _;` alone does not do
-/// it: the linker drops the object files of a library that no code refers to.
-#[inline(never)]
-pub fn init() {
-    std::hint::black_box(all as fn() -> Vec<Arc<dyn Tool>>);
+/// To share the dispatcher's store instead, build the [`Dependencies`] yourself:
+/// `deps.insert(Workspace::new(root)?); deps.insert_arc(store.clone());`.
+pub fn dependencies(root: impl AsRef<Path>) -> std::io::Result<Dependencies> {
+    let mut deps = Dependencies::new();
+    deps.insert(Workspace::new(root)?);
+    deps.insert(OutputStore::open_default()?);
+    Ok(deps)
 }
 
-/// The dependencies the tools need, for a workspace rooted at `root`: the [`Workspace`].
-pub fn dependencies(root: impl AsRef<std::path::Path>) -> std::io::Result<tool_runtime::Dependencies> {
-    let mut deps = tool_runtime::Dependencies::new();
-    deps.insert(Workspace::new(root)?);
-    Ok(deps)
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    #[test]
+    fn all_lists_every_registered_tool_once() {
+        let listed: Vec<String> = all().iter().map(|t| t.spec().name.clone()).collect();
+        let unique: BTreeSet<&str> = listed.iter().map(String::as_str).collect();
+        assert_eq!(unique.len(), listed.len());
+        let registered: BTreeSet<String> =
+            tool_runtime::registered_tools().map(|t| t.spec().name.clone()).collect();
+        assert_eq!(registered, listed.iter().cloned().collect::<BTreeSet<_>>());
+    }
+
+    #[test]
+    fn annotations_as_specified() {
+        for tool in all() {
+            let spec = tool.spec();
+            let (parallel, read_only, destructive, open_world) = match spec.name.as_str() {
+                "read" | "glob" | "grep" | "ls" | "tool_output_read" | "tool_output_grep" | "todo_read" => {
+                    (true, true, false, false)
+                }
+                "write" | "edit" => (false, false, true, false),
+                "bash" => (false, false, false, true),
+                "todo_write" => (false, false, false, false),
+                other => panic!("unexpected tool {other}"),
+            };
+            assert_eq!(spec.parallel, parallel, "{}", spec.name);
+            assert_eq!(spec.annotations.read_only, read_only, "{}", spec.name);
+            assert_eq!(spec.annotations.destructive, destructive, "{}", spec.name);
+            assert_eq!(spec.annotations.open_world, open_world, "{}", spec.name);
+            assert!(spec.description.len() > 100, "{} needs a real description", spec.name);
+        }
+    }
+
+    #[test]
+    fn dependencies_hold_a_canonical_workspace() {
+        let dir = testing::TempDir::new();
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        let ws = Workspace::new(dir.path().join("a/b/..")).unwrap();
+        assert_eq!(ws.root(), dir.path().join("a"));
+        assert!(Workspace::new(dir.path().join("missing")).is_err());
+    }
 }

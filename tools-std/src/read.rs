@@ -133,7 +133,7 @@ fn read_image(reader: Reader, display: &str, mime: &str, len: u64) -> Result<Too
 
 /// The lines shown by one call, and where the file stands.
 #[derive(Debug, Default)]
-struct Page {
+pub(crate) struct Page {
     text: String,
     first: u64,
     last: u64,
@@ -142,7 +142,7 @@ struct Page {
 }
 
 impl Page {
-    fn into_output(self, display: &str, offset: u64) -> Result<ToolOutput, ToolError> {
+    pub(crate) fn into_output(self, display: &str, offset: u64) -> Result<ToolOutput, ToolError> {
         if self.total == 0 {
             if offset > 1 {
                 return Err(ToolError::invalid_arguments(format!(
@@ -181,7 +181,7 @@ impl Page {
 
 /// Reads lines `offset..offset + limit` (1-based) and counts every line, holding at most one
 /// cut line in memory however long the lines or the file are.
-fn read_lines(
+pub(crate) fn read_lines(
     reader: &mut impl BufRead,
     offset: u64,
     limit: u64,

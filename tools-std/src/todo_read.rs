@@ -6,6 +6,9 @@ use tool_runtime::{SessionState, ToolOutput, tool};
 use crate::todo_write::{TodoList, render};
 
 /// Show the task list of this session, as last set with `todo_write`.
+///
+/// Each item is one line with its status: `[x]` completed, `[>]` in progress, `[ ]` pending,
+/// `[-]` cancelled. Check it before reporting that the work is done.
 #[tool(parallel, read_only)]
 pub async fn todo_read(session: SessionState) -> ToolOutput {
     let items = session.get::<TodoList>().map(|list| list.items()).unwrap_or_default();

@@ -1,0 +1,65 @@
+//! `bash` on a command printing 1 GiB: the output is spilled to the output store and the tool
+//! stays within about 64 MiB of extra memory.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::json;
+use tool_runtime::{Dependencies, OutputStore, Registry, ToolContext};
+use tools_std::Workspace;
+
+const GIB: u64 = 1024 * 1024 * 1024;
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A field of /proc/self/status, in bytes.
+#[cfg(target_os = "linux")]
+fn status_bytes(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let line = status.lines().find(|l| l.starts_with(field)).expect("the field is there");
+    let kb: u64 = line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("a number of kB");
+    kb * 1024
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_gigabyte_of_output_runs_in_bounded_memory() {
+    let dir = TempDir(std::env::temp_dir().join(format!("tools-std-bash-memory-{}", std::process::id())));
+    std::fs::create_dir_all(dir.0.join("ws")).unwrap();
+    let mut deps = Dependencies::new();
+    deps.insert(Workspace::new(dir.0.join("ws")).unwrap());
+    deps.insert(OutputStore::open(dir.0.join("outputs")).unwrap());
+    let deps = Arc::new(deps);
+    let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
+
+    // Reset the peak to the current size (Linux 4.0+), so the peak measured is this call's.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let before = status_bytes("VmRSS:");
+    let command =
+        format!("yes 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde | head -c {GIB}");
+    let ctx = ToolContext::builder("bash").dependencies(deps.clone()).build();
+    let out = registry
+        .call("bash", &json!({"command": command, "timeout_secs": 600}).to_string(), ctx)
+        .await
+        .expect("bash returns a result");
+    let peak = status_bytes("VmHWM:");
+    let extra = peak.saturating_sub(before);
+    eprintln!("bash on 1 GiB of output: peak {} MiB above the {} MiB before", extra >> 20, before >> 20);
+
+    assert!(!out.is_error, "{}", out.text_content());
+    let info = &out.metadata["truncation"];
+    assert_eq!(info["total_bytes"], json!(GIB));
+    assert_eq!(info["total_lines"], json!(GIB / 64));
+    let reference = info["output_ref"].as_str().expect("the full output was stored");
+    let store = deps.get::<OutputStore>().unwrap();
+    let stored = std::fs::metadata(store.path(reference).unwrap()).unwrap().len();
+    assert_eq!(stored, GIB, "the store holds the whole output");
+    assert!(out.text_content().len() < 64 * 1024, "the model sees both ends only");
+    assert!(extra < 64 * 1024 * 1024, "the call used {} MiB of extra memory", extra / (1024 * 1024));
+}
