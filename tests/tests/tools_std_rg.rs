@@ -104,22 +104,22 @@ fn generate(root: &Path) {
         for _ in 0..count {
             let name = format!("{}.{}", rng.pick(&stems), rng.pick(&exts));
             let rel = if dir.is_empty() { name } else { format!("{dir}/{name}") };
-            let crlf = rng.next() % 4 == 0;
+            let crlf = rng.next().is_multiple_of(4);
             let mut text = String::new();
             for _ in 0..(rng.next() % 30) {
                 let mut line = rng.pick(&words).to_owned();
-                if rng.next() % 7 == 0 {
+                if rng.next().is_multiple_of(7) {
                     line.push(' ');
                     line.push_str(rng.pick(&words));
                 }
-                if rng.next() % 40 == 0 {
+                if rng.next().is_multiple_of(40) {
                     line.push_str(&"x".repeat(3000));
                     line.push_str(" foo");
                 }
                 text.push_str(&line);
                 text.push_str(if crlf { "\r\n" } else { "\n" });
             }
-            if rng.next() % 5 == 0 {
+            if rng.next().is_multiple_of(5) {
                 text.push_str("no newline at the end foo");
             }
             write(root, &rel, text);

@@ -266,7 +266,7 @@ impl Ended {
 
 fn seconds(duration: Duration) -> String {
     let millis = duration.as_millis();
-    if millis % 1000 == 0 {
+    if millis.is_multiple_of(1000) {
         format!("{} s", millis / 1000)
     } else {
         format!("{:.1} s", duration.as_secs_f64())

@@ -579,9 +579,7 @@ mod tests {
             err.message(),
             "No changes to make: old_string and new_string are identical. Pass the text you want in new_string."
         );
-        for err in [err] {
-            assert_eq!(err.kind(), ErrorKind::InvalidArguments);
-        }
+        assert_eq!(err.kind(), ErrorKind::InvalidArguments);
         assert_eq!(fx.read("a.txt"), b"x = 1\nx = 1\nx = 1\n", "nothing was written");
         let text = fx
             .text(

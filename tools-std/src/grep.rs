@@ -24,7 +24,8 @@ pub const MAX_LINE_CHARS: usize = 500;
 /// Searches `path` (a directory or one file, default: the workspace root), optionally only files
 /// matching `glob` (ripgrep `--glob` syntax, e.g. `*.rs` or `src/**/*.{ts,tsx}`). Like ripgrep,
 /// it skips hidden files, binary files and files ignored by `.gitignore` (inside a git
-/// repository or not), `.ignore` or `.rgignore`. Output: each matching file (newest first) on
+/// repository or not), `.ignore` or `.rgignore`; a file that `glob` names explicitly is
+/// searched even so. Output: each matching file (newest first) on
 /// its own line, then its matching lines as `  <line number>: <text>`; lines longer than 500
 /// characters are cut. At most `limit` lines (default 100) are shown, with a notice giving the
 /// total; narrow `path`, `glob` or the pattern to see the rest, or `read` a file around a line.
