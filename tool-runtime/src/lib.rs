@@ -35,6 +35,8 @@ pub mod error;
 pub mod events;
 pub mod hooks;
 pub mod inject;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod output;
 pub mod output_store;
 pub mod permission;

@@ -1,21 +1,268 @@
-//! The `tools` command (list, call, turn, serve). Only `list` exists so far.
+//! The `tools` command: `list`, `call`, `turn` and `serve` for the built-in tools.
 
-use tools_std as _;
+mod args;
+
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_runtime::providers::DefinitionOptions;
+use tool_runtime::{
+    BoxFuture, CallOptions, CancellationToken, DefaultPermissions, Dispatcher, DispatcherBuilder, EventFn,
+    OutputStore, PermissionDecision, PermissionHook, PermissionKind, PermissionRequest, Registry, ToolCall,
+    ToolEvent,
+};
+use tools_std::Workspace;
+
+use args::{CallArgs, Command, ListArgs, Parsed, ServeArgs, TurnArgs, WorkspaceArgs};
+
+/// The tool ran and succeeded (or the command did its job).
+const EXIT_OK: i32 = 0;
+/// The tool returned an error result, or the command failed while running.
+const EXIT_TOOL_ERROR: i32 = 1;
+/// Bad flags, an unknown tool, unreadable input.
+const EXIT_USAGE: i32 = 2;
+
+/// The call id of `tools call`.
+const CALL_ID: &str = "call-1";
+
+/// A failure that ends the command: its one-line message and exit code.
+struct Failure {
+    code: i32,
+    message: String,
+}
+
+impl Failure {
+    fn usage(message: impl Into<String>) -> Self {
+        Failure { code: EXIT_USAGE, message: message.into() }
+    }
+
+    fn runtime(message: impl Into<String>) -> Self {
+        Failure { code: EXIT_TOOL_ERROR, message: message.into() }
+    }
+}
 
 fn main() {
-    let registry = match tool_runtime::Registry::from_inventory() {
-        Ok(registry) => registry,
-        Err(e) => {
-            eprintln!("tools: {e}");
-            std::process::exit(2);
-        }
+    let code = match args::parse(std::env::args_os()) {
+        Parsed::Print(text) => write_stdout(&text).map_or_else(|f| report(&f), |()| EXIT_OK),
+        Parsed::Usage(message) => report(&Failure::usage(message)),
+        Parsed::Run(cli) => match run(cli.command) {
+            Ok(code) => code,
+            Err(failure) => report(&failure),
+        },
     };
-    let specs: Vec<_> = registry.specs().collect();
-    match serde_json::to_string_pretty(&specs) {
-        Ok(json) => println!("{json}"),
-        Err(e) => {
-            eprintln!("tools: {e}");
-            std::process::exit(2);
+    let _ = io::stdout().flush();
+    // Exit without waiting for the runtime's blocking threads (a read of standard input may
+    // still be parked in one).
+    std::process::exit(code);
+}
+
+fn report(failure: &Failure) -> i32 {
+    // One line, always: scripts read the first line of standard error.
+    let message = failure.message.replace('\n', " ");
+    let _ = writeln!(io::stderr().lock(), "tools: {message}");
+    failure.code
+}
+
+fn run(command: Command) -> Result<i32, Failure> {
+    match command {
+        Command::List(args) => list(&args),
+        Command::Call(args) => block_on(call(args)),
+        Command::Turn(args) => block_on(turn(args)),
+        Command::Serve(args) => block_on(serve(args)),
+    }
+}
+
+fn block_on<F: Future<Output = Result<i32, Failure>>>(future: F) -> Result<i32, Failure> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::runtime(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(future)
+}
+
+/// Every tools-std tool (in its documented order), then every other `#[tool]` linked into the
+/// binary. Inventory entries for the tools-std tools are the same definitions and are dropped.
+fn registry() -> Result<Registry, Failure> {
+    Registry::builder()
+        .tools(tools_std::all())
+        .tools(tool_runtime::registered_tools())
+        .build()
+        .map_err(|e| Failure::usage(e.to_string()))
+}
+
+/// A dispatcher over `registry` for the workspace `args` names.
+fn dispatcher(registry: Registry, args: &WorkspaceArgs) -> Result<DispatcherBuilder, Failure> {
+    let root = match &args.root {
+        Some(root) => root.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| Failure::usage(format!("cannot use the current directory as the workspace: {e}")))?,
+    };
+    let workspace = Workspace::new(&root).map_err(|e| Failure::usage(root_error(&root, &e)))?;
+    let mut builder = Dispatcher::builder(registry).dependency(workspace);
+    // Without a data directory, truncated outputs are only cut, not saved for reading back.
+    if let Ok(store) = OutputStore::open_default() {
+        let store = Arc::new(store);
+        builder = builder.dependency_arc(store.clone()).output_store_arc(store);
+    }
+    if args.allow_outside_root {
+        builder = builder.permissions(AllowOutsideRoot);
+    }
+    Ok(builder)
+}
+
+fn root_error(root: &std::path::Path, error: &io::Error) -> String {
+    let shown = root.display();
+    match error.kind() {
+        io::ErrorKind::NotFound => format!("--root {shown}: no such directory"),
+        io::ErrorKind::NotADirectory => format!("--root {shown}: not a directory"),
+        _ => format!("--root {shown}: {error}"),
+    }
+}
+
+/// The default permissions, except that paths outside the workspace root are allowed.
+struct AllowOutsideRoot;
+
+impl PermissionHook for AllowOutsideRoot {
+    fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision> {
+        static DEFAULT: DefaultPermissions = DefaultPermissions;
+        match request.kind {
+            PermissionKind::ExternalDirectory { .. } => {
+                Box::pin(std::future::ready(PermissionDecision::Allow))
+            }
+            _ => DEFAULT.decide(request),
         }
+    }
+}
+
+fn list(args: &ListArgs) -> Result<i32, Failure> {
+    let registry = registry()?;
+    let options = DefinitionOptions::default().with_strict(args.strict);
+    let definitions =
+        args.format.provider().definitions(&registry, &options).map_err(|e| Failure::usage(e.to_string()))?;
+    print_json(&Value::Array(definitions))?;
+    Ok(EXIT_OK)
+}
+
+async fn call(args: CallArgs) -> Result<i32, Failure> {
+    let registry = registry()?;
+    if !registry.contains(&args.name) {
+        return Err(Failure::usage(registry.unknown_tool(&args.name).message().to_owned()));
+    }
+    let arguments = if args.arguments == "-" { read_stdin("the arguments")? } else { args.arguments.clone() };
+    match serde_json::from_str::<Value>(&arguments) {
+        Ok(Value::Object(_)) => {}
+        Ok(other) => {
+            return Err(Failure::usage(format!("ARGS_JSON must be a JSON object, found {}", kind(&other))));
+        }
+        Err(e) => return Err(Failure::usage(format!("ARGS_JSON is not valid JSON: {e}"))),
+    }
+    let dispatcher = dispatcher(registry, &args.workspace)?.build();
+    let options = CallOptions { timeout: args.timeout_ms.map(Duration::from_millis) };
+    let call = ToolCall { id: CALL_ID.to_owned(), name: args.name, arguments };
+    let cancel = cancel_on_interrupt();
+    let result = dispatcher.run_with(call, options, cancel).await;
+    let output = &result.output;
+    print_json(&json!({
+        "call_id": result.call_id,
+        "tool": result.tool,
+        "is_error": output.is_error,
+        "output": output.text_content(),
+        "content": output.content,
+        "metadata": output.metadata,
+    }))?;
+    Ok(if output.is_error { EXIT_TOOL_ERROR } else { EXIT_OK })
+}
+
+async fn turn(args: TurnArgs) -> Result<i32, Failure> {
+    let provider = args.format.provider();
+    let registry = registry()?;
+    let text = read_stdin("the assistant message")?;
+    if text.trim().is_empty() {
+        return Err(Failure::usage(format!(
+            "standard input is empty; expected one assistant message in {provider} format"
+        )));
+    }
+    let message: Value = serde_json::from_str(&text)
+        .map_err(|e| Failure::usage(format!("standard input is not valid JSON: {e}")))?;
+    let calls = provider.parse_tool_calls(&message).map_err(|e| Failure::usage(e.to_string()))?;
+    let mut builder = dispatcher(registry, &args.workspace)?;
+    if args.events {
+        builder = builder.events(EventFn(print_event));
+    }
+    let dispatcher = builder.build();
+    let results = dispatcher
+        .run_batch(calls, cancel_on_interrupt())
+        .await
+        .map_err(|e| Failure::runtime(format!("the turn was stopped by a fatal error: {}", e.message())))?;
+    print_json(&Value::Array(provider.render_results(&results)))?;
+    Ok(EXIT_OK)
+}
+
+async fn serve(args: ServeArgs) -> Result<i32, Failure> {
+    let builder = dispatcher(registry()?, &args.workspace)?;
+    let server = tool_runtime::mcp::McpServer::builder(builder)
+        .name("tools")
+        .version(env!("CARGO_PKG_VERSION"))
+        .build()
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    server.serve_stdio().await.map_err(|e| Failure::runtime(e.to_string()))?;
+    Ok(EXIT_OK)
+}
+
+/// One lifecycle event as a JSON line on standard error.
+fn print_event(event: ToolEvent) {
+    if let Ok(line) = serde_json::to_string(&event) {
+        let _ = writeln!(io::stderr().lock(), "{line}");
+    }
+}
+
+/// A token cancelled by Ctrl-C, so that running tools stop (and kill what they started) and the
+/// results still come out.
+fn cancel_on_interrupt() -> CancellationToken {
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+        }
+    });
+    token
+}
+
+fn read_stdin(what: &str) -> Result<String, Failure> {
+    let mut text = String::new();
+    io::stdin()
+        .lock()
+        .read_to_string(&mut text)
+        .map_err(|e| Failure::usage(format!("cannot read {what} from standard input: {e}")))?;
+    Ok(text)
+}
+
+fn print_json(value: &Value) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Failure::runtime(format!("cannot print the result: {e}")))?;
+    write_stdout(&format!("{text}\n"))
+}
+
+fn write_stdout(text: &str) -> Result<(), Failure> {
+    let mut stdout = io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        // The reader went away (`tools list | head`): nothing left to tell anyone.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::runtime(format!("cannot write to standard output: {e}"))),
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }

@@ -1,0 +1,263 @@
+//! The command line: subcommands, flags, and usage errors as one line.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use tool_runtime::Provider;
+
+/// Lists, calls and serves the built-in coding tools (read, write, edit, bash, glob, grep, ls,
+/// ...) and any other tool linked into this binary.
+///
+/// Exit codes: 0 success, 1 a tool returned an error result (or the session failed), 2 a usage
+/// error (bad flags, unknown tool, unreadable input).
+#[derive(Debug, Parser)]
+#[command(name = "tools", version, disable_help_subcommand = true, subcommand_required = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the tool definitions as a JSON array in a provider's shape.
+    List(ListArgs),
+    /// Run one tool call and print its result as one JSON object.
+    Call(CallArgs),
+    /// Run the tool calls of one assistant message read from standard input and print the
+    /// provider's tool-result message(s) as a JSON array.
+    Turn(TurnArgs),
+    /// Serve the tools over MCP on standard input and output until standard input closes.
+    Serve(ServeArgs),
+}
+
+/// `tools list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The provider whose definition shape to print.
+    #[arg(long, value_enum, default_value_t = Format::Mcp)]
+    pub format: Format,
+    /// OpenAI strict mode: every property required, optional ones nullable, objects closed.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// Where the tools work and what they may touch.
+#[derive(Debug, Args)]
+pub struct WorkspaceArgs {
+    /// The workspace the file tools are confined to [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Let the tools use paths outside the workspace root (refused by default).
+    #[arg(long)]
+    pub allow_outside_root: bool,
+}
+
+/// `tools call`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Prints {\"call_id\", \"tool\", \"is_error\", \"output\", \"content\", \"metadata\"}, where \
+`output` is the text the model would see.\nExit codes: 0 the tool succeeded, 1 it returned an error result, 2 usage error."
+)]
+pub struct CallArgs {
+    /// The tool to call.
+    pub name: String,
+    /// The arguments as a JSON object; `-` reads them from standard input.
+    #[arg(value_name = "ARGS_JSON", default_value = "{}")]
+    pub arguments: String,
+    #[command(flatten)]
+    pub workspace: WorkspaceArgs,
+    /// Time limit of the call in milliseconds (wins over the tool's own).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_ms: Option<u64>,
+}
+
+/// `tools turn`.
+#[derive(Debug, Args)]
+#[command(after_help = "Reads one assistant message (JSON) on standard input. The calls run through the \
+dispatcher, parallel tools at once and the others one at a time, in the message's order.\n\
+Exit codes: 0 the turn ran (tool errors are in the results), 1 a fatal error stopped it, 2 usage error.")]
+pub struct TurnArgs {
+    /// The provider format of the message on standard input and of the results.
+    #[arg(long, value_enum)]
+    pub format: TurnFormat,
+    #[command(flatten)]
+    pub workspace: WorkspaceArgs,
+    /// Print the calls' lifecycle events (queued, started, progress, finished) as JSON lines on
+    /// standard error.
+    #[arg(long)]
+    pub events: bool,
+}
+
+/// `tools serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub workspace: WorkspaceArgs,
+}
+
+/// Every provider format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// OpenAI Chat Completions.
+    OpenaiChat,
+    /// OpenAI Responses.
+    OpenaiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Google Gemini.
+    Gemini,
+    /// Model Context Protocol.
+    Mcp,
+}
+
+impl Format {
+    pub fn provider(self) -> Provider {
+        match self {
+            Format::OpenaiChat => Provider::OpenAiChat,
+            Format::OpenaiResponses => Provider::OpenAiResponses,
+            Format::Anthropic => Provider::Anthropic,
+            Format::Gemini => Provider::Gemini,
+            Format::Mcp => Provider::Mcp,
+        }
+    }
+}
+
+/// The formats of an assistant message (MCP has none: use `tools serve`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TurnFormat {
+    /// OpenAI Chat Completions.
+    OpenaiChat,
+    /// OpenAI Responses.
+    OpenaiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Google Gemini.
+    Gemini,
+}
+
+impl TurnFormat {
+    pub fn provider(self) -> Provider {
+        match self {
+            TurnFormat::OpenaiChat => Provider::OpenAiChat,
+            TurnFormat::OpenaiResponses => Provider::OpenAiResponses,
+            TurnFormat::Anthropic => Provider::Anthropic,
+            TurnFormat::Gemini => Provider::Gemini,
+        }
+    }
+}
+
+/// What parsing the command line ended in.
+pub enum Parsed {
+    Run(Cli),
+    /// `--help` or `--version`: print this on standard output and exit 0.
+    Print(String),
+    /// A usage error, already on one line.
+    Usage(String),
+}
+
+/// Parses `args` (including the program name).
+pub fn parse<I, T>(args: I) -> Parsed
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    match Cli::try_parse_from(&args) {
+        Ok(cli) => Parsed::Run(cli),
+        Err(error) => match error.kind() {
+            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                Parsed::Print(error.render().to_string())
+            }
+            clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                Parsed::Usage(match subcommand(&args) {
+                    Some(name) => format!("`tools {name}` is missing arguments (see `tools {name} --help`)"),
+                    None => "missing command: expected one of list, call, turn, serve (see `tools --help`)"
+                        .to_owned(),
+                })
+            }
+            _ => Parsed::Usage(one_line(&error.render().to_string(), subcommand(&args))),
+        },
+    }
+}
+
+/// The subcommand named on the command line, if any.
+fn subcommand(args: &[std::ffi::OsString]) -> Option<&'static str> {
+    let first = args.iter().skip(1).find(|arg| !arg.to_string_lossy().starts_with('-'))?;
+    ["list", "call", "turn", "serve"].into_iter().find(|name| first == name)
+}
+
+/// Folds clap's multi-line error into one line: the error, its details and tips, and where to
+/// find help.
+fn one_line(rendered: &str, subcommand: Option<&str>) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for line in rendered.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with("Usage:") || line.starts_with("For more information") {
+            continue;
+        }
+        let line = line.strip_prefix("error: ").unwrap_or(line);
+        // Usage lines of a missing-argument error are indented command lines: keep the error only.
+        if line.starts_with("tools ") {
+            continue;
+        }
+        match parts.last_mut() {
+            // "the following required arguments were not provided:" and its list.
+            Some(last) if last.ends_with(':') => {
+                last.push(' ');
+                last.push_str(line);
+            }
+            _ => parts.push(line.to_owned()),
+        }
+    }
+    let help = match subcommand {
+        Some(name) => format!("tools {name} --help"),
+        None => "tools --help".to_owned(),
+    };
+    let message = if parts.is_empty() { "invalid command line".to_owned() } else { parts.join("; ") };
+    format!("{message} (see `{help}`)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(args: &[&str]) -> String {
+        match parse(std::iter::once("tools").chain(args.iter().copied())) {
+            Parsed::Usage(message) => message,
+            Parsed::Run(cli) => panic!("parsed: {cli:?}"),
+            Parsed::Print(text) => panic!("printed: {text}"),
+        }
+    }
+
+    #[test]
+    fn usage_errors_are_one_line_naming_the_problem_and_the_help() {
+        let message = usage(&["list", "--format", "claude"]);
+        assert!(!message.contains('\n'), "{message}");
+        assert!(message.starts_with("invalid value 'claude' for '--format <FORMAT>'"), "{message}");
+        assert!(message.contains("openai-chat, openai-responses, anthropic, gemini, mcp"), "{message}");
+        assert!(message.ends_with("(see `tools list --help`)"), "{message}");
+
+        assert_eq!(
+            usage(&[]),
+            "missing command: expected one of list, call, turn, serve (see `tools --help`)"
+        );
+
+        assert_eq!(
+            usage(&["turn"]),
+            "the following required arguments were not provided: --format <FORMAT> (see `tools turn --help`)"
+        );
+        assert_eq!(
+            usage(&["call", "read", "--bogus"]),
+            "unexpected argument '--bogus' found; tip: to pass '--bogus' as a value, use '-- --bogus' (see `tools call --help`)"
+        );
+    }
+
+    #[test]
+    fn a_dash_is_the_arguments_not_a_flag() {
+        match parse(["tools", "call", "read", "-"]) {
+            Parsed::Run(Cli { command: Command::Call(call) }) => assert_eq!(call.arguments, "-"),
+            _ => panic!("not parsed"),
+        }
+    }
+}
