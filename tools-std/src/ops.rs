@@ -396,6 +396,34 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_sees_the_old_content_or_the_new_never_a_mix() {
+        let dir = crate::testing::TempDir::new();
+        let path = dir.path().join("data.txt");
+        let size = 1024 * 1024;
+        LocalOperations.write_atomic(&path, &vec![b'a'; size]).unwrap();
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = {
+            let (path, done) = (path.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut reads = 0;
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    let content = fs::read(&path).unwrap();
+                    assert_eq!(content.len(), size);
+                    assert!(content.iter().all(|&b| b == content[0]), "a torn read");
+                    reads += 1;
+                }
+                reads
+            })
+        };
+        for i in 0..20 {
+            let byte = if i % 2 == 0 { b'b' } else { b'a' };
+            LocalOperations.write_atomic(&path, &vec![byte; size]).unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert!(reader.join().unwrap() > 0);
+    }
+
+    #[test]
     fn atomic_write_refuses_a_directory() {
         let dir = crate::testing::TempDir::new();
         let err = LocalOperations.write_atomic(dir.path(), b"x").unwrap_err();
