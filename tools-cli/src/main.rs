@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use tool_runtime::providers::DefinitionOptions;
 use tool_runtime::{
     BoxFuture, CallOptions, CancellationToken, DefaultPermissions, Dispatcher, DispatcherBuilder, EventFn,
-    OutputStore, PermissionDecision, PermissionHook, PermissionKind, PermissionRequest, Registry, ToolCall,
-    ToolEvent,
+    OutputStore, PermissionDecision, PermissionHook, PermissionKind, PermissionRequest, Provider, Registry,
+    ToolCall, ToolEvent,
 };
 use tools_std::Workspace;
 
@@ -137,12 +137,16 @@ impl PermissionHook for AllowOutsideRoot {
 }
 
 fn list(args: &ListArgs) -> Result<i32, Failure> {
-    let registry = registry()?;
-    let options = DefinitionOptions::default().with_strict(args.strict);
-    let definitions =
-        args.format.provider().definitions(&registry, &options).map_err(|e| Failure::usage(e.to_string()))?;
-    print_json(&Value::Array(definitions))?;
+    print_json(&definitions(&registry()?, args.format.provider(), args.strict)?)?;
     Ok(EXIT_OK)
+}
+
+/// The definitions of every tool in `provider`'s shape; a tool that the provider cannot be told
+/// about is a usage error naming it.
+fn definitions(registry: &Registry, provider: Provider, strict: bool) -> Result<Value, Failure> {
+    let options = DefinitionOptions::default().with_strict(strict);
+    let definitions = provider.definitions(registry, &options).map_err(|e| Failure::usage(e.to_string()))?;
+    Ok(Value::Array(definitions))
 }
 
 async fn call(args: CallArgs) -> Result<i32, Failure> {
@@ -264,5 +268,36 @@ fn kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tool_runtime::{FnTool, ToolOutput, ToolSpec};
+
+    #[test]
+    fn a_tool_a_provider_cannot_describe_is_a_one_line_usage_error() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"env": {"type": "object", "additionalProperties": {"type": "string"}}},
+            "required": ["env"],
+        });
+        let tool = FnTool::new(ToolSpec::new("run", "Run with an environment.", schema), |_, _| async {
+            Ok(ToolOutput::text("ok"))
+        });
+        let registry = Registry::builder().tool(tool).build().unwrap();
+        assert!(definitions(&registry, Provider::OpenAiChat, false).is_ok());
+        let failure =
+            definitions(&registry, Provider::OpenAiChat, true).err().expect("strict mode has no maps");
+        assert_eq!(failure.code, EXIT_USAGE);
+        assert!(!failure.message.contains('\n'), "{}", failure.message);
+        assert!(
+            failure
+                .message
+                .starts_with("the tool `run` cannot be described to OpenAI Chat Completions strict mode: "),
+            "{}",
+            failure.message
+        );
     }
 }
