@@ -522,11 +522,12 @@ impl Capture {
         let total_lines = self.newlines + usize::from(!self.ends_with_newline);
         let head_range = head.info.kept_ranges.first().copied();
         let tail_range = tail.info.kept_ranges.last().copied().map(|range| {
-            let kept = range.last_line + 1 - range.first_line;
-            KeptRange { first_line: total_lines + 1 - kept, last_line: total_lines, ..range }
+            let kept = (range.last_line + 1).saturating_sub(range.first_line);
+            KeptRange { first_line: (total_lines + 1).saturating_sub(kept), last_line: total_lines, ..range }
         });
         let kept_ranges: Vec<KeptRange> = head_range.into_iter().chain(tail_range).collect();
-        let kept_lines = head.info.kept_lines + tail.info.kept_lines;
+        // Both ends of one long line count as one line shown.
+        let kept_lines = (head.info.kept_lines + tail.info.kept_lines).min(total_lines);
         let kept_bytes = head.info.kept_bytes + tail.info.kept_bytes;
         let info = TruncationInfo {
             truncated: true,
@@ -553,12 +554,16 @@ impl Capture {
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
-        let _ = writeln!(
-            text,
-            "[... {} ({}) cut ...]",
-            plural(cut_lines as u64, "line"),
-            plural(cut_bytes as u64, "byte")
-        );
+        let _ = if cut_lines == 0 {
+            writeln!(text, "[... {} cut ...]", plural(cut_bytes as u64, "byte"))
+        } else {
+            writeln!(
+                text,
+                "[... {} ({}) cut ...]",
+                plural(cut_lines as u64, "line"),
+                plural(cut_bytes as u64, "byte")
+            )
+        };
         text.push_str(&tail.text);
         if let Some(notice) = info.notice() {
             text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
@@ -809,6 +814,31 @@ mod tests {
         expected.push_str("err\n");
         assert_eq!(info["total_bytes"], json!(expected.len()));
         assert_eq!(store.read_to_string(reference).unwrap(), expected);
+    }
+
+    #[tokio::test]
+    async fn one_huge_line_shows_both_of_its_ends() {
+        let fx = Fixture::new();
+        let out = run_bash(
+            &fx,
+            json!({"command": "printf 'begin'; head -c 3000000 /dev/zero | tr '\\0' x; printf 'end'"}),
+        )
+        .await;
+        let text = out.text_content();
+        let (view, notice) = text.split_once("\n\n").unwrap();
+        let (head, rest) = view.split_once("\n[... ").unwrap();
+        let (cut, tail) = rest.split_once(" bytes cut ...]\n").unwrap();
+        assert!(head.starts_with("beginxxx") && tail.ends_with("xxxend"));
+        assert!(head.len() <= 25600 && head.len() > 25590 && tail.len() <= 25600 && tail.len() > 25590);
+        assert_eq!(cut.parse::<usize>().unwrap(), 3000008 - head.len() - tail.len());
+        let kept = head.len() + tail.len();
+        assert_eq!(
+            notice,
+            format!(
+                "[Output truncated: showing the beginning and the end of line 1 of 1 ({kept} of 3000008 bytes). Full output saved as {r}; read more with tool_output_read(ref=\"{r}\", offset=1) or search it with tool_output_grep(ref=\"{r}\", pattern=\"...\").]",
+                r = out.metadata["truncation"]["output_ref"].as_str().unwrap()
+            )
+        );
     }
 
     #[tokio::test]

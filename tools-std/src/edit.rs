@@ -485,10 +485,11 @@ fn shift_between(file: &[String], old: &[String]) -> Option<Indent> {
     let (first_file, first_old) = file.iter().zip(old).find(|(f, o)| !f.is_empty() || !o.is_empty())?;
     let indent_of = |s: &str| s.len() - s.trim_start().len();
     let (fi, oi) = (indent_of(first_file), indent_of(first_old));
+    // `get` rather than slicing: whitespace of different widths may not line up on a character.
     let indent = if fi >= oi {
-        Indent::Add(first_file[..fi - oi].to_owned())
+        Indent::Add(first_file.get(..fi - oi)?.to_owned())
     } else {
-        Indent::Remove(first_old[..oi - fi].to_owned())
+        Indent::Remove(first_old.get(..oi - fi)?.to_owned())
     };
     let all = file.iter().zip(old).all(|(f, o)| match &indent {
         _ if f.is_empty() || o.is_empty() => f.is_empty() && o.is_empty(),
@@ -659,6 +660,9 @@ mod tests {
         let content = "a:\n  b: 1\n  c: 2\n";
         let out = edit_text(content, "      b: 1\n      c: 2", "      b: 3\n      c: 4").unwrap();
         assert_eq!(out, "a:\n  b: 3\n  c: 4\n");
+        // Whitespace of other widths does not line up, and does not panic either.
+        let out = edit_text("\u{3000}\u{3000}x = 1\n", " x = 1\n", "y\n").unwrap();
+        assert_eq!(out, "y\n");
         // Irregular indentation: matched ignoring it, new_string inserted as given.
         let content = "\tif x {\n  y()\n\t}\n";
         let out = edit_text(content, "if x {\n    y()\n}", "if z {}").unwrap();
