@@ -1,0 +1,190 @@
+//! `tool_runtime::mcp` on an in-memory transport: structured output, numeric progress, titles and
+//! the application's own event sink, with rmcp's client on the other end.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tool_runtime::mcp::McpServer;
+use tool_runtime::{Dispatcher, EventFn, Json, Progress, Registry, ToolContext, ToolError, ToolEvent, tool};
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Sum {
+    /// The sum.
+    total: i64,
+}
+
+/// Add two numbers.
+#[tool(parallel, read_only, idempotent, title = "Adder")]
+async fn add(
+    /// The first number.
+    a: i64,
+    /// The second number.
+    b: i64,
+) -> Json<Sum> {
+    Json(Sum { total: a + b })
+}
+
+/// Count to `n`, reporting each step as progress.
+#[tool]
+async fn count(ctx: &ToolContext, n: u32) -> Result<String, ToolError> {
+    for i in 1..=n {
+        ctx.progress(Progress {
+            message: Some(format!("step {i}")),
+            progress: Some(f64::from(i)),
+            total: Some(f64::from(n)),
+        });
+    }
+    Ok(format!("counted to {n}"))
+}
+
+#[derive(Clone, Default)]
+struct Recorder {
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+}
+
+type Events = Arc<Mutex<Vec<ToolEvent>>>;
+
+async fn connect() -> (RunningService<RoleClient, Recorder>, Recorder, Events, Registry) {
+    let registry = Registry::builder().with_inventory().allow(["add", "count"]).build().unwrap();
+    let events: Events = Arc::default();
+    let seen = events.clone();
+    let server = McpServer::builder(Dispatcher::builder(registry))
+        .name("demo")
+        .version("1.2.3")
+        .instructions("Add numbers.")
+        .events(EventFn(move |event| seen.lock().unwrap().push(event)))
+        .build()
+        .unwrap();
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move { server.serve(server_io).await });
+    let recorder = Recorder::default();
+    let client = recorder.clone().serve(client_io).await.expect("initialize");
+    let registry = Registry::builder().with_inventory().allow(["add", "count"]).build().unwrap();
+    (client, recorder, events, registry)
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else { panic!("object") };
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_output_titles_and_instructions() {
+    let (client, _, _, registry) = connect().await;
+    let info = client.peer_info().unwrap();
+    assert_eq!(
+        info.server_info.as_ref().map(|i| (i.name.as_str(), i.version.as_str())),
+        Some(("demo", "1.2.3"))
+    );
+    assert_eq!(info.instructions.as_deref(), Some("Add numbers."));
+
+    let tools = serde_json::to_value(client.list_all_tools().await.unwrap()).unwrap();
+    let expected = tool_runtime::providers::mcp::definitions(&registry, &Default::default()).unwrap();
+    assert_eq!(tools, Value::Array(expected));
+    let add = tools.as_array().unwrap().iter().find(|t| t["name"] == "add").unwrap();
+    assert_eq!(add["title"], "Adder");
+    assert_eq!(add["annotations"], json!({"title": "Adder", "readOnlyHint": true, "idempotentHint": true}));
+    assert_eq!(add["outputSchema"]["type"], "object");
+    assert_eq!(add["outputSchema"]["properties"]["total"]["type"], "integer");
+
+    let result = client.call_tool(call("add", json!({"a": 40, "b": 2}))).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&result).unwrap(),
+        json!({
+            "content": [{"type": "text", "text": "{\n  \"total\": 42\n}"}],
+            "structuredContent": {"total": 42},
+            "isError": false
+        })
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn numeric_progress_and_the_applications_event_sink() {
+    let (client, recorder, events, _) = connect().await;
+    let result = client.call_tool(call("count", json!({"n": 3}))).await.unwrap();
+    assert_eq!(result.is_error, Some(false));
+
+    let mut progress = Vec::new();
+    for _ in 0..100 {
+        progress = recorder.progress.lock().unwrap().clone();
+        if progress.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // rmcp's client handles each notification in a task of its own, so they may be seen out of
+    // order here; the order on the wire is checked in `progress_precedes_the_response_on_the_wire`.
+    let mut seen: Vec<(f64, Option<f64>, Option<String>)> =
+        progress.iter().map(|p| (p.progress, p.total, p.message.clone())).collect();
+    seen.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(
+        seen,
+        [
+            (1.0, Some(3.0), Some("step 1".to_owned())),
+            (2.0, Some(3.0), Some("step 2".to_owned())),
+            (3.0, Some(3.0), Some("step 3".to_owned())),
+        ]
+    );
+
+    let kinds: Vec<&'static str> = events.lock().unwrap().iter().map(ToolEvent::kind).collect();
+    assert_eq!(kinds, ["queued", "started", "progress", "progress", "progress", "finished"]);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_precedes_the_response_on_the_wire() {
+    let registry = Registry::builder().with_inventory().allow(["add", "count"]).build().unwrap();
+    let server = McpServer::new(Dispatcher::builder(registry)).unwrap();
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    let serving = tokio::spawn(async move { server.serve(server_io).await });
+    let (reader, mut writer) = tokio::io::split(client_io);
+    let mut lines = BufReader::new(reader).lines();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "count", "arguments": {"n": 3}, "_meta": {"progressToken": "p-1"}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "count", "arguments": {"n": 2}}}),
+    ];
+    for request in requests {
+        writer.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+    }
+    let mut seen = Vec::new();
+    while seen.iter().filter(|m: &&Value| m.get("id").is_some()).count() < 3 {
+        let line = lines.next_line().await.unwrap().expect("a message");
+        seen.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    let for_call_2: Vec<&Value> =
+        seen.iter().filter(|m| m["id"] == 2 || m["method"] == "notifications/progress").collect();
+    assert_eq!(
+        for_call_2,
+        [
+            &json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p-1", "progress": 1.0, "total": 3.0, "message": "step 1"}}),
+            &json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p-1", "progress": 2.0, "total": 3.0, "message": "step 2"}}),
+            &json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "p-1", "progress": 3.0, "total": 3.0, "message": "step 3"}}),
+            &json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "counted to 3"}], "isError": false}}),
+        ],
+        "a request without a progress token gets no notifications: {seen:?}"
+    );
+    // Closing the client's side ends the session cleanly.
+    drop(writer);
+    drop(lines);
+    serving.await.unwrap().unwrap();
+}
