@@ -38,10 +38,11 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{RequestContext, ServerInitializeError};
-use rmcp::transport::IntoTransport;
+use rmcp::service::{RequestContext, RxJsonRpcMessage, ServerInitializeError, TxJsonRpcMessage};
+use rmcp::transport::{IntoTransport, Transport};
 use rmcp::{Peer, RoleServer, ServerHandler};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
 use crate::context::Progress;
@@ -126,6 +127,7 @@ impl McpServerBuilder {
         }
         Ok(McpServer {
             inner: Arc::new(ServerInner { dispatcher, tools, config, routes, next_call: AtomicU64::new(1) }),
+            input_closed: CancellationToken::new(),
         })
     }
 }
@@ -156,6 +158,8 @@ fn tool_list(dispatcher: &Dispatcher) -> Result<Vec<Tool>, LoweringError> {
 #[derive(Clone)]
 pub struct McpServer {
     inner: Arc<ServerInner>,
+    /// Cancelled when the session's client stops sending (see [`WatchInput`]).
+    input_closed: CancellationToken,
 }
 
 struct ServerInner {
@@ -215,7 +219,10 @@ impl McpServer {
         T: IntoTransport<RoleServer, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let running = match rmcp::serve_server(self, transport).await {
+        let input_closed = CancellationToken::new();
+        let transport = WatchInput { inner: transport.into_transport(), closed: input_closed.clone() };
+        let session = McpServer { inner: self.inner, input_closed };
+        let running = match rmcp::serve_server(session, transport).await {
             Ok(running) => running,
             Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
             Err(error) => return Err(ServeError(ServeErrorKind::Initialize(Box::new(error)))),
@@ -259,7 +266,13 @@ impl McpServer {
         let call = ToolCall { id: call_id, name: request.name.into_owned(), arguments };
         let result = inner.dispatcher.run(call, context.ct.clone()).await;
         if let Some(progress) = progress {
-            progress.finish().await;
+            // Once the client stops sending, rmcp still delivers responses but no notifications:
+            // stop waiting for them then.
+            tokio::select! {
+                () = progress.finish() => {}
+                () = self.input_closed.cancelled() => {}
+                () = context.ct.cancelled() => {}
+            }
         }
         let rendered = providers::mcp::render_output(&result.output);
         serde_json::from_value(rendered)
@@ -327,6 +340,39 @@ impl std::error::Error for ServeError {
             ServeErrorKind::Initialize(error) => Some(&**error),
             ServeErrorKind::Join(error) => Some(error),
         }
+    }
+}
+
+/// A transport that cancels `closed` when the peer's input ends.
+struct WatchInput<T> {
+    inner: T,
+    closed: CancellationToken,
+}
+
+impl<T: Transport<RoleServer>> Transport<RoleServer> for WatchInput<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
+        let closed = &self.closed;
+        let receive = self.inner.receive();
+        async move {
+            let message = receive.await;
+            if message.is_none() {
+                closed.cancel();
+            }
+            message
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
     }
 }
 
@@ -408,10 +454,19 @@ impl ProgressForwarder {
     }
 
     /// Closes the route and waits until every update sent so far has gone out, so that the
-    /// notifications precede the call's response.
+    /// notifications precede the call's response. Dropping the future stops the forwarding.
     async fn finish(self) {
         drop(self.route);
-        let _ = self.task.await;
+        let mut task = AbortOnDrop(self.task);
+        let _ = (&mut task.0).await;
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -288,8 +288,9 @@ mod tests {
         });
         let registry = Registry::builder().tool(tool).build().unwrap();
         assert!(definitions(&registry, Provider::OpenAiChat, false).is_ok());
-        let failure =
-            definitions(&registry, Provider::OpenAiChat, true).err().expect("strict mode has no maps");
+        let Err(failure) = definitions(&registry, Provider::OpenAiChat, true) else {
+            panic!("strict mode has no maps");
+        };
         assert_eq!(failure.code, EXIT_USAGE);
         assert!(!failure.message.contains('\n'), "{}", failure.message);
         assert!(

@@ -246,20 +246,30 @@ fn a_closed_stdin_ends_serve_cleanly() {
     let run = fx.run(&["serve"], None);
     assert_eq!((run.code, run.stdout.as_str(), run.stderr.as_str()), (0, "", ""));
 
-    // A client that initializes, lists and leaves.
+    // A client that initializes, calls and leaves without waiting: the calls still answer,
+    // including one whose progress can no longer be sent.
+    let progress_call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "bash", "arguments": {"command": "echo a; sleep 0.5; echo b"}, "_meta": {"progressToken": "p"}}});
     let input = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "sh", "version": "1"}}}),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read", "arguments": {"path": "hello.txt"}}}),
+        progress_call,
     ]
     .iter()
     .map(|m| format!("{m}\n"))
     .collect::<String>();
     let run = fx.run(&["serve"], Some(input.as_bytes()));
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let responses: Vec<Value> = run.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(responses.len(), 2, "{}", run.stdout);
+    let mut responses: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|m| m.get("id").is_some())
+        .collect();
+    responses.sort_by_key(|m| m["id"].as_u64());
+    assert_eq!(responses.len(), 3, "{}", run.stdout);
     assert_eq!(responses[0]["id"], 1);
     assert_eq!(responses[0]["result"]["protocolVersion"], "2025-06-18");
     assert_eq!(responses[0]["result"]["serverInfo"]["name"], "tools");
@@ -267,6 +277,10 @@ fn a_closed_stdin_ends_serve_cleanly() {
         responses[1],
         json!({"jsonrpc": "2.0", "id": 2, "result": {
             "content": [{"type": "text", "text": "     1\thello\n     2\tworld\n"}], "isError": false}})
+    );
+    assert_eq!(
+        responses[2],
+        json!({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "a\nb\n"}], "isError": false}})
     );
 }
 
