@@ -1,33 +1,4 @@
 //! Serving a registry over the Model Context Protocol with `rmcp` (feature `mcp`).
-//!
-//! [`McpServer`] answers `initialize`, `tools/list` and `tools/call` for every tool of a
-//! dispatcher's registry, on any `rmcp` transport; [`serve_stdio`] is the one-call version for a
-//! server that a client starts as a child process.
-//!
-//! - `tools/list` returns exactly [`providers::mcp::definitions`](crate::providers::mcp::definitions):
-//!   title, description, input schema, output schema (for `Json<T>` tools) and annotations.
-//! - `tools/call` runs the call through the [`Dispatcher`], so hooks, permissions, timeouts,
-//!   truncation and the parallel policy apply as for any other provider. Everything that goes
-//!   wrong with the call itself (invalid arguments, a tool error, a timeout, a refusal) is a
-//!   result with `isError: true` whose text the model can read and act on. The only protocol
-//!   error is a call to a tool that does not exist: JSON-RPC `-32602` (invalid params) with the
-//!   message `Unknown tool `NAME`. Available tools: ...`, as the MCP specification's example
-//!   shows.
-//! - Progress updates a tool sends with `ToolContext::progress` become
-//!   `notifications/progress` when the request carried a `progressToken`. The notification's
-//!   `progress` is the tool's own figure when it gives one; message-only updates count up from 1
-//!   until the tool gives a figure, and repeat the last figure after that.
-//! - `notifications/cancelled` cancels the call's token, which reaches the tool as
-//!   `ToolContext::cancellation_token`; the dispatcher stops the call and no response is sent.
-//!
-//! ```no_run
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use tool_runtime::{Dispatcher, Registry};
-//!
-//! let registry = Registry::from_inventory()?;
-//! tool_runtime::mcp::serve_stdio(Dispatcher::builder(registry)).await?;
-//! # Ok(()) }
-//! ```
 
 use std::collections::HashMap;
 use std::fmt;
@@ -150,11 +121,39 @@ fn tool_list(dispatcher: &Dispatcher) -> Result<Vec<Tool>, LoweringError> {
         .collect()
 }
 
-/// An MCP server for the tools of one dispatcher. Cheap to clone; clones share the dispatcher
-/// (its parallel gate, session and repeat guard).
+/// An MCP server for the tools of one dispatcher: `initialize`, `tools/list` and `tools/call`.
+/// Cheap to clone; clones share the dispatcher (its parallel gate, session and repeat guard).
 ///
 /// It implements `rmcp`'s [`ServerHandler`], so it runs on any `rmcp` transport:
-/// [`McpServer::serve`] takes one, [`McpServer::serve_stdio`] uses standard input and output.
+/// [`McpServer::serve`] takes one, [`McpServer::serve_stdio`] uses standard input and output,
+/// and [`serve_stdio`] does it all in one call.
+///
+/// - `tools/list` returns exactly [`providers::mcp::definitions`]: title, description, input
+///   schema, output schema (for `Json<T>` tools) and annotations.
+/// - `tools/call` runs the call through the [`Dispatcher`], so hooks, permissions, timeouts,
+///   truncation and the parallel policy apply as for any other provider. Everything that goes
+///   wrong with the call itself (invalid arguments, a tool error, a timeout, a refusal) is a
+///   result with `isError: true` whose text the model can read and act on. The only protocol
+///   error is a call to a tool that does not exist: JSON-RPC `-32602` (invalid params) with the
+///   message `Unknown tool `NAME`. Available tools: ...`, as the MCP specification's example
+///   shows.
+/// - Progress updates a tool sends with `ToolContext::progress` become
+///   `notifications/progress` when the request carried a `progressToken`. The notification's
+///   `progress` is the tool's own figure when it gives one; message-only updates count up from 1
+///   until the tool gives a figure, and repeat the last figure after that.
+/// - `notifications/cancelled` cancels the call's token, which reaches the tool as
+///   `ToolContext::cancellation_token`; the dispatcher stops the call and no response is sent.
+/// - When the client closes its input, calls in flight still answer (for a few seconds, then
+///   they are cancelled), and the session ends.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use tool_runtime::{Dispatcher, Registry};
+///
+/// let registry = Registry::from_inventory()?;
+/// tool_runtime::mcp::serve_stdio(Dispatcher::builder(registry)).await?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct McpServer {
     inner: Arc<ServerInner>,
