@@ -79,7 +79,12 @@ fn block_on<F: Future<Output = Result<i32, Failure>>>(future: F) -> Result<i32, 
         .enable_all()
         .build()
         .map_err(|e| Failure::runtime(format!("cannot start the async runtime: {e}")))?;
-    runtime.block_on(future)
+    let result = runtime.block_on(future);
+    // Shutting down drops the tasks still running (a cancelled tool that had not yet noticed,
+    // say), and their destructors stop what they started. Blocking threads (a read of standard
+    // input) are not waited for past the timeout.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result
 }
 
 /// Every tools-std tool (in its documented order), then every other `#[tool]` linked into the

@@ -461,3 +461,61 @@ fn turn_usage_errors_exit_2_with_one_line() {
         "the following required arguments were not provided: --format <FORMAT> (see `tools turn --help`)"
     );
 }
+
+/// Whether process `pid` has ended (gone, or a zombie waiting to be reaped).
+#[cfg(target_os = "linux")]
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/status")) {
+        Err(_) => true,
+        Ok(status) => status.lines().any(|l| l.starts_with("State:") && l.contains('Z')),
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn interrupting_a_call_stops_the_tool_and_still_prints_its_result() {
+    use std::process::Stdio;
+    use std::time::Duration;
+
+    let fx = Fixture::new();
+    let child = fx
+        .command(&[
+            "call",
+            "bash",
+            r#"{"command": "echo $$ > pid.txt; exec sleep 600", "timeout_secs": 600}"#,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid_file = fx.ws().join("pid.txt");
+    let mut pid = None;
+    for _ in 0..400 {
+        if let Some(n) = std::fs::read_to_string(&pid_file).ok().and_then(|t| t.trim().parse::<u32>().ok()) {
+            pid = Some(n);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = pid.expect("the command started");
+    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let run = common::Run::from(child.wait_with_output().unwrap());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let result = run.json();
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["output"].as_str().unwrap().starts_with("The call to `bash` was cancelled after"),
+        "{result}"
+    );
+    assert_eq!(result["metadata"]["error_kind"], "cancelled");
+    // Without cancellation the command would run for 10 minutes.
+    for _ in 0..200 {
+        if ended(pid) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(ended(pid), "the command (pid {pid}) outlived `tools call`");
+}
