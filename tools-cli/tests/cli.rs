@@ -519,3 +519,34 @@ fn interrupting_a_call_stops_the_tool_and_still_prints_its_result() {
     }
     assert!(ended(pid), "the command (pid {pid}) outlived `tools call`");
 }
+
+#[test]
+fn turn_runs_exclusive_calls_one_at_a_time_in_order() {
+    let fx = Fixture::new();
+    let message = json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "sleep 0.2; echo first"}},
+        {"type": "tool_use", "id": "t2", "name": "bash", "input": {"command": "echo second"}},
+    ]});
+    let run = fx.run(&["turn", "--format", "anthropic", "--events"], Some(message.to_string().as_bytes()));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.json(),
+        json!([{"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "first\n"},
+            {"type": "tool_result", "tool_use_id": "t2", "content": "second\n"},
+        ]}])
+    );
+    let lifecycle: Vec<(String, String)> = run
+        .stderr
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|e| e["type"] == "started" || e["type"] == "finished")
+        .map(|e| (e["call_id"].as_str().unwrap().to_owned(), e["type"].as_str().unwrap().to_owned()))
+        .collect();
+    let expected: Vec<(String, String)> =
+        [("t1", "started"), ("t1", "finished"), ("t2", "started"), ("t2", "finished")]
+            .iter()
+            .map(|(c, t)| ((*c).to_owned(), (*t).to_owned()))
+            .collect();
+    assert_eq!(lifecycle, expected, "bash is exclusive: the second call starts after the first finished");
+}
