@@ -1,10 +1,15 @@
 //! Dispatch overhead of a trivial `#[tool]`: one call (raw JSON in, validated, run, result out)
-//! and a batch of 64 parallel calls, each next to a hand-written baseline (serde + direct call).
+//! and a batch of 64 parallel calls, each next to a hand-written baseline (serde + direct call);
+//! and argument validation of a valid and of an invalid call, for that tool and for one with a
+//! rich schema, next to serde alone.
+//!
+//! Run with `cargo bench -p tool-runtime --bench dispatch`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use tool_runtime::{CancellationToken, Dispatcher, Registry, ToolCall, ToolError, ToolOutput, tool};
 
@@ -36,8 +41,81 @@ async fn baseline(raw: &str) -> ToolOutput {
     }
 }
 
+/// How `search` reports matches.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Mode {
+    /// Matching lines.
+    Content,
+    /// Only the names of matching files.
+    FilesWithMatches,
+    /// A count per file.
+    Count,
+}
+
+/// A range of lines.
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct LineRange {
+    /// First line, 1-based.
+    #[schemars(range(min = 1))]
+    start: u32,
+    /// Last line, inclusive.
+    end: Option<u32>,
+}
+
+/// Search file contents (a tool with a rich schema: constraints, an enum, an array, a nested
+/// object and optional fields).
+#[tool(parallel)]
+#[allow(clippy::too_many_arguments)]
+async fn search(
+    /// Regular expression to search for.
+    #[schemars(length(min = 1))]
+    pattern: String,
+    /// Directory to search.
+    path: Option<String>,
+    /// Glob patterns of files to include.
+    globs: Vec<String>,
+    /// What to report.
+    mode: Mode,
+    /// Maximum number of matches.
+    #[arg(default = 100)]
+    #[schemars(range(min = 1, max = 1000))]
+    limit: u32,
+    /// Ignore case.
+    case_insensitive: Option<bool>,
+    /// Only search these lines of each file.
+    lines: Option<LineRange>,
+) -> Result<String, ToolError> {
+    let _ = (path, globs, mode, limit, case_insensitive, lines);
+    Ok(pattern)
+}
+
+/// The same arguments for serde alone.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct SearchArgs {
+    pattern: String,
+    path: Option<String>,
+    globs: Vec<String>,
+    mode: Mode,
+    #[serde(default)]
+    limit: Option<u32>,
+    case_insensitive: Option<bool>,
+    lines: Option<LineRange>,
+}
+
+const ADD_VALID: &str = r#"{"a": 40, "b": 2}"#;
+/// Three problems: a wrong type, a missing argument, an unknown one.
+const ADD_INVALID: &str = r#"{"a": "forty", "c": 2}"#;
+const SEARCH_VALID: &str = r#"{"pattern": "fn main", "path": "src", "globs": ["*.rs", "*.toml"],
+    "mode": "content", "limit": 50, "case_insensitive": null, "lines": {"start": 1, "end": 200}}"#;
+/// Four problems: an empty pattern, a bad enum value, a limit out of range, a bad nested field.
+const SEARCH_INVALID: &str = r#"{"pattern": "", "globs": ["*.rs"], "mode": "lines", "limit": 5000,
+    "lines": {"start": 0}}"#;
+
 fn dispatcher() -> Dispatcher {
-    let registry = Registry::builder().tool(AddTool).build().expect("registry");
+    let registry = Registry::builder().tool(AddTool).tool(SearchTool).build().expect("registry");
     Dispatcher::new(registry)
 }
 
@@ -140,5 +218,69 @@ fn batch_64(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, single_call, batch_64);
+/// `Registry::validate` (lookup, JSON parse, leniency pass, JSON Schema validation, and on failure
+/// the model-facing message listing every problem) against `serde_json::from_str` into the typed
+/// arguments, which stops at the first problem.
+fn validation(c: &mut Criterion) {
+    let registry = dispatcher().registry().clone();
+    // The validator is compiled on first use; keep that out of the measurement.
+    for (name, raw) in [("add", ADD_VALID), ("search", SEARCH_VALID)] {
+        assert!(registry.validate(name, raw).is_ok(), "{name} accepts {raw}");
+    }
+    for (name, raw) in [("add", ADD_INVALID), ("search", SEARCH_INVALID)] {
+        let error = registry.validate(name, raw).expect_err("invalid");
+        eprintln!("{name}: {}", error.message());
+    }
+    assert!(serde_json::from_str::<AddArgs>(ADD_VALID).is_ok());
+    assert!(serde_json::from_str::<AddArgs>(ADD_INVALID).is_err());
+    assert!(serde_json::from_str::<SearchArgs>(SEARCH_VALID).is_ok());
+    assert!(serde_json::from_str::<SearchArgs>(SEARCH_INVALID).is_err());
+
+    let mut group = c.benchmark_group("validation");
+    let cases = [("add", "valid", ADD_VALID), ("add", "invalid", ADD_INVALID)];
+    for (name, kind, raw) in cases {
+        group.bench_function(format!("{name}_{kind}/baseline_serde"), |b| {
+            b.iter(|| black_box(serde_json::from_str::<AddArgs>(black_box(raw)).is_ok()))
+        });
+        group.bench_function(format!("{name}_{kind}/registry_validate"), |b| {
+            b.iter(|| black_box(registry.validate(name, black_box(raw))))
+        });
+    }
+    let cases = [("search", "valid", SEARCH_VALID), ("search", "invalid", SEARCH_INVALID)];
+    for (name, kind, raw) in cases {
+        group.bench_function(format!("{name}_{kind}/baseline_serde"), |b| {
+            b.iter(|| black_box(serde_json::from_str::<SearchArgs>(black_box(raw)).is_ok()))
+        });
+        group.bench_function(format!("{name}_{kind}/registry_validate"), |b| {
+            b.iter(|| black_box(registry.validate(name, black_box(raw))))
+        });
+    }
+    group.finish();
+
+    // The whole round trip of a call the model got wrong: an error result the model can read.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let dispatcher = dispatcher();
+    let token = CancellationToken::new();
+    let mut group = c.benchmark_group("invalid_call");
+    group.bench_function("dispatcher_run", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let start = Instant::now();
+                for i in 0..iters {
+                    let call = ToolCall {
+                        id: format!("call_{}", i % 1000),
+                        name: "search".to_owned(),
+                        arguments: SEARCH_INVALID.to_owned(),
+                    };
+                    let result = dispatcher.run(black_box(call), token.clone()).await;
+                    black_box(result.output.is_error);
+                }
+                start.elapsed()
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, single_call, batch_64, validation);
 criterion_main!(benches);
