@@ -270,7 +270,9 @@ fn definitions(c: &mut Criterion) {
     let registry = Registry::builder().tools(generated_tools()).build().expect("registry");
     let mut group = c.benchmark_group("definitions_1000");
     group.throughput(Throughput::Elements(TOOLS as u64));
-    group.bench_function("baseline_schema_as_is", |b| b.iter_with_large_drop(|| baseline_definitions(&registry)));
+    group.bench_function("baseline_schema_as_is", |b| {
+        b.iter_with_large_drop(|| baseline_definitions(&registry))
+    });
     let mut cases: Vec<(String, Provider, DefinitionOptions)> =
         Provider::ALL.iter().map(|&p| (p.as_str().to_owned(), p, DefinitionOptions::default())).collect();
     cases.insert(1, ("openai-chat-strict".to_owned(), Provider::OpenAiChat, DefinitionOptions::strict()));
