@@ -59,7 +59,7 @@ enum Behaviour {
 
 async fn behave(ctx: &ToolContext, n: u64, behaviour: Behaviour, delay_us: u64) -> Result<String, ToolError> {
     let _live = Live::new();
-    if n % 4 == 0 {
+    if n.is_multiple_of(4) {
         ctx.progress(Progress::message(format!("call {n} working")));
     }
     if delay_us == 0 {
@@ -180,10 +180,10 @@ fn make_call(n: u64, kind: Kind, rng: &mut Rng) -> (ToolCall, CallOptions) {
     match kind {
         Kind::Succeed => (work("work", "succeed"), none),
         Kind::SucceedAlone => (work("work_alone", "succeed"), none),
-        Kind::Fail => (work(if n % 2 == 0 { "work" } else { "work_alone" }, "fail"), none),
-        Kind::Panic => (work(if n % 2 == 0 { "work" } else { "work_alone" }, "panic"), none),
+        Kind::Fail => (work(if n.is_multiple_of(2) { "work" } else { "work_alone" }, "fail"), none),
+        Kind::Panic => (work(if n.is_multiple_of(2) { "work" } else { "work_alone" }, "panic"), none),
         Kind::TimeOut => (
-            work(if n % 3 == 0 { "work_alone" } else { "work" }, "hang"),
+            work(if n.is_multiple_of(3) { "work_alone" } else { "work" }, "hang"),
             CallOptions::with_timeout(Duration::from_micros(500 + rng.below(10_000))),
         ),
         Kind::Hang => (work("work", "hang"), none),
