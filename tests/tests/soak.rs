@@ -395,12 +395,9 @@ fn soak() {
             // Cancels the batch after a while, without a task of its own, so that every task
             // alive after the batch is one the dispatcher spawned.
             let canceller = async {
-                match cancel_after {
-                    Some(after) => {
-                        tokio::time::sleep(after).await;
-                        token.cancel();
-                    }
-                    None => {}
+                if let Some(after) = cancel_after {
+                    tokio::time::sleep(after).await;
+                    token.cancel();
                 }
                 std::future::pending::<()>().await
             };
