@@ -32,6 +32,15 @@ fn setup() -> &'static Setup {
         } else {
             std::env::temp_dir()
         };
+        // Directories of earlier runs whose process is gone (a fuzzer exits without cleanup).
+        for entry in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("tool-fuzz-edit-")
+                && !std::path::Path::new("/proc").join(pid).exists()
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
         let root = base.join(format!("tool-fuzz-edit-{}", std::process::id()));
         std::fs::create_dir_all(&root).expect("workspace directory");
         let mut deps = Dependencies::new();
