@@ -494,7 +494,8 @@ async fn timeouts_come_from_the_call_then_the_tool_then_the_dispatcher() {
     assert_eq!(by_default.output.metadata["error_kind"], "timeout");
     let ToolEvent::Finished { status, duration_ms, .. } = events.finished("1") else { unreachable!() };
     assert_eq!(status, CallStatus::TimedOut);
-    assert!((30_000.0..30_001.0).contains(&duration_ms), "{duration_ms}");
+    // 30 s, plus the 2 s grace a tool that ignores its token is given before it is dropped.
+    assert!((32_000.0..32_001.0).contains(&duration_ms), "{duration_ms}");
     let (token, had_deadline) = seen.lock().unwrap()[0].clone();
     assert!(token.is_cancelled(), "a timed-out call's token is cancelled");
     assert!(had_deadline);
@@ -1192,4 +1193,72 @@ async fn a_hook_waiting_for_a_person_is_cut_short_by_cancel() {
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     assert_eq!(events.kinds_of("1"), ["queued", "finished"]);
     assert_eq!(events.status_of("1"), Some(CallStatus::Cancelled));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grace after a stop: a tool that watches its token hands back what it has.
+
+/// Reports "partial work" as soon as its token is cancelled, or runs forever.
+fn cooperative(name: &str, started: Arc<Notify>) -> FnTool {
+    tool(name, false, move |ctx, _args| {
+        let started = started.clone();
+        async move {
+            started.notify_one();
+            ctx.cancellation_token().cancelled().await;
+            Ok(ToolOutput::text("partial work"))
+        }
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_cooperative_tool_keeps_its_partial_output() {
+    let started = Arc::new(Notify::new());
+    let (dispatcher, recorder) =
+        with_events(Dispatcher::builder(registry(vec![cooperative("work", started.clone())])));
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn({
+        let cancel = cancel.clone();
+        async move { dispatcher.run(call("c1", "work", "{}"), cancel).await }
+    });
+    started.notified().await;
+    cancel.cancel();
+    let result = run.await.unwrap();
+    assert!(result.output.is_error);
+    let text = text(&result);
+    assert!(text.starts_with("partial work\n[The call to `work` was cancelled after "), "{text}");
+    let statuses: Vec<_> = recorder.snapshot().iter().filter_map(ToolEvent::status).collect();
+    assert_eq!(statuses, [CallStatus::Cancelled]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_cooperative_tool_keeps_its_partial_output() {
+    let started = Arc::new(Notify::new());
+    let (dispatcher, recorder) = with_events(
+        Dispatcher::builder(registry(vec![cooperative("work", started)]))
+            .default_timeout(Duration::from_secs(5)),
+    );
+    let result = dispatcher.run(call("c1", "work", "{}"), CancellationToken::new()).await;
+    assert_eq!(
+        text(&result),
+        "partial work\n[The call to `work` timed out after 5s and was stopped. Try a smaller task or narrower arguments.]"
+    );
+    let statuses: Vec<_> = recorder.snapshot().iter().filter_map(ToolEvent::status).collect();
+    assert_eq!(statuses, [CallStatus::TimedOut]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_ignoring_its_token_is_dropped_after_the_grace() {
+    let never = tool("never", false, |_ctx, _args| async move {
+        std::future::pending::<()>().await;
+        Ok(ToolOutput::text("unreachable"))
+    });
+    let dispatcher = Dispatcher::builder(registry(vec![never]))
+        .default_timeout(Duration::from_secs(1))
+        .cancel_grace(Duration::from_millis(100))
+        .build();
+    let result = dispatcher.run(call("c1", "never", "{}"), CancellationToken::new()).await;
+    assert_eq!(
+        text(&result),
+        "The call to `never` timed out after 1s and was stopped. Try a smaller task or narrower arguments."
+    );
 }

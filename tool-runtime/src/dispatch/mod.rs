@@ -78,6 +78,9 @@ impl CallOptions {
 
 type SkipCheck = dyn Fn() -> bool + Send + Sync;
 
+/// How long a stopped call may take to return its partial result, unless configured.
+pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(2);
+
 /// Configures a [`Dispatcher`].
 #[must_use]
 pub struct DispatcherBuilder {
@@ -87,6 +90,7 @@ pub struct DispatcherBuilder {
     before: Vec<Arc<dyn BeforeHook>>,
     after: Vec<Arc<dyn AfterHook>>,
     default_timeout: Option<Duration>,
+    cancel_grace: Duration,
     max_concurrency: Option<usize>,
     repeat: RepeatGuard,
     truncation: TruncationLimits,
@@ -150,6 +154,14 @@ impl DispatcherBuilder {
     /// Adds a hook that runs after each call's tool, after the ones already added.
     pub fn after_hook(mut self, hook: impl AfterHook) -> Self {
         self.after.push(Arc::new(hook));
+        self
+    }
+
+    /// How long a cancelled or timed-out call may take to hand back what it has (default 2 s).
+    /// Its token is cancelled first; a tool that watches it (like `bash`) returns its partial
+    /// output, which becomes the result. A tool still running after the grace is dropped.
+    pub fn cancel_grace(mut self, grace: Duration) -> Self {
+        self.cancel_grace = grace;
         self
     }
 
@@ -229,6 +241,7 @@ impl DispatcherBuilder {
                 before: self.before,
                 after: self.after,
                 default_timeout: self.default_timeout,
+                cancel_grace: self.cancel_grace,
                 gate: Arc::new(RwLock::new(())),
                 cap: self.max_concurrency.map(|n| Arc::new(Semaphore::new(n))),
                 repeat: self.repeat,
@@ -251,6 +264,7 @@ pub(crate) struct Inner {
     before: Vec<Arc<dyn BeforeHook>>,
     after: Vec<Arc<dyn AfterHook>>,
     default_timeout: Option<Duration>,
+    pub(crate) cancel_grace: Duration,
     gate: Arc<RwLock<()>>,
     cap: Option<Arc<Semaphore>>,
     repeat: RepeatGuard,
@@ -330,6 +344,7 @@ impl Dispatcher {
             before: Vec::new(),
             after: Vec::new(),
             default_timeout: None,
+            cancel_grace: DEFAULT_CANCEL_GRACE,
             max_concurrency: None,
             repeat: RepeatGuard::default(),
             truncation: TruncationLimits::default(),

@@ -15,7 +15,7 @@ use crate::context::{ContextSink, Progress, ToolContext};
 use crate::error::{ErrorKind, ToolError};
 use crate::events::{CallStatus, EventSink, ToolEvent, millis, now_unix_ms};
 use crate::hooks::{BeforeDecision, HookCall};
-use crate::output::ToolOutput;
+use crate::output::{Content, ToolOutput};
 use crate::spec::ToolSpec;
 use crate::tool::Tool;
 use crate::truncate;
@@ -96,6 +96,8 @@ pub(crate) struct Outcome {
 enum Ran {
     Output(ToolOutput),
     Error(ToolError),
+    /// Stopped by its time limit; the output is what the tool handed back.
+    Stopped(ToolOutput, ToolError),
 }
 
 /// Runs a call that holds its guard, then releases the guard after the finished event. A
@@ -346,33 +348,78 @@ impl Inner {
         pending.emit(|call_id, tool, timestamp_ms| ToolEvent::Started { call_id, tool, timestamp_ms });
         let started_at = Instant::now();
         let run = guarded(|| tool.call(ctx, arguments));
-        let ran = match timeout {
-            None => until_cancelled!(cancel, run).map(Ok),
-            Some(limit) => until_cancelled!(cancel, tokio::time::timeout(limit, run)),
+        tokio::pin!(run);
+        let limit_reached = async {
+            match timeout {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
         };
-        let ran = match ran {
-            None => {
-                return self.fail(
-                    &pending,
-                    messages::cancelled_after(&pending.tool, started_at.elapsed()),
-                    Some(started_at),
-                );
-            }
-            Some(Err(_elapsed)) => {
-                cancel.cancel();
-                Ran::Error(messages::timed_out(&pending.tool, timeout.unwrap_or_default()))
-            }
-            Some(Ok(Err(panic))) => Ran::Error(messages::crashed(&pending.tool, panic)),
-            Some(Ok(Ok(Err(error)))) if error.is_fatal() => {
+        tokio::pin!(limit_reached);
+        let first = tokio::select! {
+            biased;
+            value = &mut run => Ok(value),
+            () = cancel.cancelled() => Err(None),
+            () = &mut limit_reached => Err(timeout),
+        };
+        // A tool that returns once its token fired was stopped, even when it answers in the
+        // same poll: its output is what it had so far.
+        let first = match first {
+            Ok(Ok(Ok(output))) if cancel.is_cancelled() => Err((None, Some(output))),
+            Ok(value) => Ok(value),
+            Err(stop) => Err((stop, None)),
+        };
+        let ran = match first {
+            Ok(Err(panic)) => Ran::Error(messages::crashed(&pending.tool, panic)),
+            Ok(Ok(Err(error))) if error.is_fatal() => {
                 return self.fail(&pending, error, Some(started_at));
             }
-            Some(Ok(Ok(Err(error)))) => Ran::Error(error),
-            Some(Ok(Ok(Ok(output)))) => Ran::Output(output),
+            Ok(Ok(Err(error))) => Ran::Error(error),
+            Ok(Ok(Ok(output))) => Ran::Output(output),
+            Err((stop, answered)) => {
+                let stop_error = match stop {
+                    Some(limit) => messages::timed_out(&pending.tool, limit),
+                    None => messages::cancelled_after(&pending.tool, started_at.elapsed()),
+                };
+                // Tell the tool, then give it a moment to hand back what it has so far.
+                cancel.cancel();
+                let partial = match answered {
+                    Some(output) => Some(output),
+                    None => match tokio::time::timeout(self.cancel_grace, &mut run).await {
+                        Ok(Ok(Ok(output))) => Some(output),
+                        Ok(Ok(Err(error))) if !error.is_fatal() => Some(error_output(&error)),
+                        _ => None,
+                    },
+                };
+                match partial {
+                    None if stop.is_none() => return self.fail(&pending, stop_error, Some(started_at)),
+                    None => Ran::Error(stop_error),
+                    Some(mut output) => {
+                        if !output.is_error {
+                            // The tool did not say it was stopped: say it for the model.
+                            output.content.push(Content::text(format!("[{}]", stop_error.message())));
+                            output.is_error = true;
+                        }
+                        if stop.is_none() {
+                            self.truncate(&mut output, spec);
+                            return self.finish(
+                                &pending,
+                                status_of(&stop_error),
+                                output,
+                                Some(stop_error),
+                                Some(started_at),
+                            );
+                        }
+                        Ran::Stopped(output, stop_error)
+                    }
+                }
+            }
         };
 
         let (mut output, mut error) = match ran {
             Ran::Output(output) => (output, None),
             Ran::Error(error) => (error_output(&error), Some(error)),
+            Ran::Stopped(output, error) => (output, Some(error)),
         };
         for hook in &self.after {
             let replaced = guarded(|| hook.after(&hook_call, mem::take(&mut output)));
