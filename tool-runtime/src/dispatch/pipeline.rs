@@ -395,6 +395,9 @@ impl Inner {
                     None if stop.is_none() => return self.fail(&pending, stop_error, Some(started_at)),
                     None => Ran::Error(stop_error),
                     Some(mut output) => {
+                        output
+                            .metadata
+                            .insert("error_kind".to_owned(), Value::from(stop_error.kind().as_str()));
                         if !output.is_error {
                             // The tool did not say it was stopped: say it for the model.
                             output.content.push(Content::text(format!("[{}]", stop_error.message())));
