@@ -1,5 +1,6 @@
-//! Soak: 10,000 calls dispatched in batches, with random panics, timeouts, cancellations, errors,
-//! invalid arguments, unknown tools and `bash` commands that leave a grandchild behind.
+//! Soak: 10,000 calls dispatched in batches, with random panics, timeouts, cancellations (some
+//! tools hand back partial output when stopped, others never answer), errors, invalid
+//! arguments, unknown tools and `bash` commands that start a grandchild.
 //!
 //! Checks, batch after batch: every call gets exactly one result (in order, with its own id) and
 //! exactly one `finished` event, last among its events, whose status agrees with the result; no
@@ -55,6 +56,8 @@ enum Behaviour {
     Fail,
     Panic,
     Hang,
+    /// Waits until its call is stopped, then hands back partial output.
+    Partial,
 }
 
 async fn behave(ctx: &ToolContext, n: u64, behaviour: Behaviour, delay_us: u64) -> Result<String, ToolError> {
@@ -72,6 +75,10 @@ async fn behave(ctx: &ToolContext, n: u64, behaviour: Behaviour, delay_us: u64) 
         Behaviour::Fail => Err(ToolError::execution(format!("call {n} failed on purpose"))),
         Behaviour::Panic => panic!("call {n} panicked on purpose"),
         Behaviour::Hang => std::future::pending().await,
+        Behaviour::Partial => {
+            ctx.cancellation_token().cancelled().await;
+            Ok(format!("partial {n}"))
+        }
     }
 }
 
@@ -102,6 +109,10 @@ enum Kind {
     TimeOut,
     /// Hangs until the batch is cancelled (only in cancelled batches).
     Hang,
+    /// Hands back partial output when its per-call time limit stops it.
+    TimeOutPartial,
+    /// Hands back partial output when the batch is cancelled (only in cancelled batches).
+    HangPartial,
     InvalidArguments,
     UnknownTool,
     BashEcho,
@@ -127,13 +138,15 @@ impl Rng {
     }
 
     fn kind(&mut self, cancelled_batch: bool) -> Kind {
-        let table: [(u64, Kind); 11] = [
+        let table: [(u64, Kind); 13] = [
             (30, Kind::Succeed),
             (8, Kind::SucceedAlone),
             (10, Kind::Fail),
             (8, Kind::Panic),
-            (8, Kind::TimeOut),
-            (6, Kind::Hang),
+            (6, Kind::TimeOut),
+            (4, Kind::Hang),
+            (3, Kind::TimeOutPartial),
+            (2, Kind::HangPartial),
             (6, Kind::InvalidArguments),
             (3, Kind::UnknownTool),
             (3, Kind::BashEcho),
@@ -146,6 +159,7 @@ impl Rng {
             if pick < weight {
                 return match kind {
                     Kind::Hang if !cancelled_batch => Kind::TimeOut,
+                    Kind::HangPartial if !cancelled_batch => Kind::TimeOutPartial,
                     Kind::BashHang if !cancelled_batch => Kind::BashTimeOut,
                     kind => kind,
                 };
@@ -187,6 +201,11 @@ fn make_call(n: u64, kind: Kind, rng: &mut Rng) -> (ToolCall, CallOptions) {
             CallOptions::with_timeout(Duration::from_micros(500 + rng.below(10_000))),
         ),
         Kind::Hang => (work("work", "hang"), none),
+        Kind::TimeOutPartial => (
+            work(if n.is_multiple_of(3) { "work_alone" } else { "work" }, "partial"),
+            CallOptions::with_timeout(Duration::from_micros(500 + rng.below(10_000))),
+        ),
+        Kind::HangPartial => (work("work", "partial"), none),
         Kind::InvalidArguments => (
             ToolCall {
                 id,
@@ -210,14 +229,14 @@ fn allowed(kind: Kind, cancelled_batch: bool) -> &'static [CallStatus] {
     match (kind, cancelled_batch) {
         (Kind::Succeed | Kind::SucceedAlone | Kind::BashEcho, false) => &[Completed],
         (Kind::Fail | Kind::Panic | Kind::InvalidArguments | Kind::UnknownTool, false) => &[Failed],
-        (Kind::TimeOut, false) => &[TimedOut],
+        (Kind::TimeOut | Kind::TimeOutPartial, false) => &[TimedOut],
         // bash reports its own stop as an error result, unless the dispatcher's limit comes first.
         (Kind::BashTimeOut, false) => &[Failed, TimedOut],
-        (Kind::Hang | Kind::BashHang, false) => unreachable!("only in cancelled batches"),
+        (Kind::Hang | Kind::HangPartial | Kind::BashHang, false) => unreachable!("only in cancelled batches"),
         (Kind::Succeed | Kind::SucceedAlone, true) => &[Completed, Cancelled],
         (Kind::Fail | Kind::Panic | Kind::InvalidArguments | Kind::UnknownTool, true) => &[Failed, Cancelled],
-        (Kind::TimeOut, true) => &[TimedOut, Cancelled],
-        (Kind::Hang, true) => &[Cancelled],
+        (Kind::TimeOut | Kind::TimeOutPartial, true) => &[TimedOut, Cancelled],
+        (Kind::Hang | Kind::HangPartial, true) => &[Cancelled],
         (Kind::BashEcho | Kind::BashTimeOut | Kind::BashHang, true) => {
             &[Completed, Failed, TimedOut, Cancelled]
         }
@@ -249,6 +268,17 @@ fn check_call(kind: Kind, cancelled_batch: bool, call: &ToolCall, result: &ToolR
         }
         (Kind::UnknownTool, CallStatus::Failed) => {
             assert_eq!(result.output.metadata["error_kind"], ErrorKind::NotFound.as_str())
+        }
+        (Kind::TimeOutPartial | Kind::HangPartial, CallStatus::TimedOut | CallStatus::Cancelled)
+            if events.iter().any(|e| e.kind() == "started") =>
+        {
+            let number = &call.id["call_".len()..];
+            assert!(
+                text.starts_with(&format!("partial {number}")),
+                "the partial output is the result: {text}"
+            );
+            let said = if status == CallStatus::TimedOut { "timed out" } else { "was cancelled" };
+            assert!(text.contains(said), "the model is told the call was stopped: {text}");
         }
         (Kind::BashTimeOut, CallStatus::Failed) => assert!(text.contains("[timed out after"), "{text}"),
         (Kind::BashEcho, CallStatus::Completed) => {
@@ -311,6 +341,7 @@ struct Tally {
     batches: usize,
     cancelled_batches: usize,
     bash_calls: usize,
+    partial_results: usize,
     tasks_seen_after_batch: usize,
     max_task_release_wait: Duration,
     max_child_exit_wait: Duration,
@@ -338,6 +369,9 @@ fn soak() {
     let dispatcher = Dispatcher::builder(registry)
         .dependency(Workspace::new(&dir.0).expect("workspace"))
         .events(events_tx)
+        // Long enough for a tool that watches its token to answer, short enough for hanging
+        // tools not to dominate the run.
+        .cancel_grace(Duration::from_millis(20))
         .build();
 
     // The panics are on purpose: keep them out of the output.
@@ -428,6 +462,7 @@ fn soak() {
                 check_call(*kind, cancelled_batch, call, result, &events);
                 let status = events.last().and_then(ToolEvent::status).expect("checked");
                 *tally.statuses.entry(status).or_default() += 1;
+                tally.partial_results += usize::from(result.output.text_content().starts_with("partial "));
             }
 
             let (tasks_first, tasks_last, waited) =
@@ -473,8 +508,8 @@ fn soak() {
     let mut statuses: Vec<_> = tally.statuses.iter().collect();
     statuses.sort_by_key(|(status, _)| status.as_str());
     eprintln!(
-        "soak: finished statuses {statuses:?}; {} events; {} bash calls",
-        tally.events, tally.bash_calls
+        "soak: finished statuses {statuses:?}; {} events; {} bash calls; {} stopped calls handed back partial output",
+        tally.events, tally.bash_calls, tally.partial_results
     );
     eprintln!(
         "soak: batches after which a task the dispatcher spawned was still being released: {} (all gone after at most {:?})",
@@ -491,6 +526,7 @@ fn soak() {
 
     let total: usize = tally.statuses.values().sum();
     assert_eq!(total as u64, calls, "every call was counted once");
+    assert!(tally.partial_results > 0, "no stopped call handed back partial output");
     for status in [CallStatus::Completed, CallStatus::Failed, CallStatus::TimedOut, CallStatus::Cancelled] {
         assert!(tally.statuses.get(&status).is_some_and(|&k| k > 0), "no call ended {status:?}");
     }
