@@ -342,21 +342,7 @@ impl Strict<'_> {
 
     fn node(&mut self, schema: &Value, location: &str) -> Result<Value, LoweringError> {
         let target = self.target;
-        let mut map = match schema {
-            Value::Object(map) => map.clone(),
-            Value::Bool(true) => return Err(any_value_error(&target, location)),
-            Value::Bool(false) => {
-                return Err(target.error(location, "has the schema `false`, which no value satisfies"));
-            }
-            other => {
-                return Err(target
-                    .error(location, format!("has a schema that is {}, not an object", json_kind(other))));
-            }
-        };
-        merge_single_all_of(&target, &mut map, location)?;
-        if let Some(keyword) = map.keys().find(|k| STRUCTURAL_KEYWORDS.contains(&k.as_str())) {
-            return Err(structural_error(&target, location, keyword));
-        }
+        let mut map = object_node(&target, schema, location)?;
 
         if let Some(reference) = map.get("$ref") {
             let reference = reference
@@ -791,21 +777,7 @@ impl Gemini<'_> {
                 ),
             ));
         }
-        let mut map = match schema {
-            Value::Object(map) => map.clone(),
-            Value::Bool(true) => return Err(any_value_error(&target, location)),
-            Value::Bool(false) => {
-                return Err(target.error(location, "has the schema `false`, which no value satisfies"));
-            }
-            other => {
-                return Err(target
-                    .error(location, format!("has a schema that is {}, not an object", json_kind(other))));
-            }
-        };
-        merge_single_all_of(&target, &mut map, location)?;
-        if let Some(keyword) = map.keys().find(|k| STRUCTURAL_KEYWORDS.contains(&k.as_str())) {
-            return Err(structural_error(&target, location, keyword));
-        }
+        let mut map = object_node(&target, schema, location)?;
 
         if let Some(reference) = map.shift_remove("$ref") {
             let reference = reference
@@ -1076,4 +1048,30 @@ pub(crate) fn openai_parameters(
         check_root(&target, &spec.input_schema, false)?;
         Ok(without_dialect(&spec.input_schema))
     }
+}
+
+/// The keyword map of a subschema every provider lowering starts from: an object schema (not
+/// `true`/`false`/another value), with a one-element `allOf` merged and no structural keywords.
+fn object_node(
+    target: &Target<'_>,
+    schema: &Value,
+    location: &str,
+) -> Result<Map<String, Value>, LoweringError> {
+    let mut map = match schema {
+        Value::Object(map) => map.clone(),
+        Value::Bool(true) => return Err(any_value_error(target, location)),
+        Value::Bool(false) => {
+            return Err(target.error(location, "has the schema `false`, which no value satisfies"));
+        }
+        other => {
+            return Err(
+                target.error(location, format!("has a schema that is {}, not an object", json_kind(other)))
+            );
+        }
+    };
+    merge_single_all_of(target, &mut map, location)?;
+    if let Some(keyword) = map.keys().find(|k| STRUCTURAL_KEYWORDS.contains(&k.as_str())) {
+        return Err(structural_error(target, location, keyword));
+    }
+    Ok(map)
 }
