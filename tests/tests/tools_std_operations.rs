@@ -9,29 +9,33 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tool_runtime::{Dependencies, Registry, ToolContext, ToolOutput};
+use tools_std::LocalOperations;
 use tools_std::Workspace;
 use tools_std::ops::{
-    DirEntry, FileInfo, LocalOperations, Operations, ShellProcess, ShellRequest, WalkEntry, WalkOptions,
+    DirEntry, FileInfo, Operations, Precondition, Scope, ShellProcess, ShellRequest, Target, WalkEntry,
+    WalkOptions, Written,
 };
 
 const SANDBOX: &str = "/sandbox-that-does-not-exist";
 
-/// Serves `SANDBOX` from a local directory, as a remote sandbox client would serve its paths.
+/// Serves `SANDBOX` from a local directory, as a remote sandbox client would serve its paths:
+/// targets are relative to the sandbox's root, link targets and the command's directory are
+/// translated between the two names.
 struct Remapped {
     real: PathBuf,
+    local: LocalOperations,
     calls: AtomicUsize,
     commands: Mutex<Vec<String>>,
 }
 
 impl Remapped {
-    fn to_real(&self, path: &Path) -> io::Result<PathBuf> {
+    fn count(&self, target: &Target) -> io::Result<()> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        match path.strip_prefix(SANDBOX) {
-            Ok(rest) => Ok(self.real.join(rest)),
-            Err(_) if path == Path::new("/") => Ok(PathBuf::from("/")),
-            Err(_) => Err(io::Error::new(
+        match target.scope() {
+            Scope::Workspace => Ok(()),
+            Scope::Outside => Err(io::Error::new(
                 io::ErrorKind::NotFound,
-                format!("{} is not in the sandbox", path.display()),
+                format!("{} is not in the sandbox", target.path().display()),
             )),
         }
     }
@@ -45,44 +49,47 @@ impl Remapped {
 }
 
 impl Operations for Remapped {
-    fn metadata(&self, path: &Path) -> io::Result<FileInfo> {
-        if path == Path::new("/") {
-            return LocalOperations.metadata(path);
-        }
-        LocalOperations.metadata(&self.to_real(path)?)
+    fn metadata(&self, path: &Target) -> io::Result<FileInfo> {
+        self.count(path)?;
+        self.local.metadata(path)
     }
-    fn symlink_metadata(&self, path: &Path) -> io::Result<FileInfo> {
-        LocalOperations.symlink_metadata(&self.to_real(path)?)
+    fn symlink_metadata(&self, path: &Target) -> io::Result<FileInfo> {
+        self.count(path)?;
+        self.local.symlink_metadata(path)
     }
-    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
-        LocalOperations.read_link(&self.to_real(path)?).map(|target| self.to_sandbox(&target))
+    fn read_link(&self, path: &Target) -> io::Result<PathBuf> {
+        self.count(path)?;
+        self.local.read_link(path).map(|target| self.to_sandbox(&target))
     }
-    fn open(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
-        LocalOperations.open(&self.to_real(path)?)
+    fn open(&self, path: &Target) -> io::Result<Box<dyn Read + Send>> {
+        self.count(path)?;
+        self.local.open(path)
     }
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
-        LocalOperations.read_dir(&self.to_real(path)?)
+    fn read_dir(&self, path: &Target) -> io::Result<Vec<DirEntry>> {
+        self.count(path)?;
+        self.local.read_dir(path)
     }
-    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        LocalOperations.create_dir_all(&self.to_real(path)?)
+    fn create_dir_all(&self, path: &Target) -> io::Result<()> {
+        self.count(path)?;
+        self.local.create_dir_all(path)
     }
-    fn write_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<u64> {
-        LocalOperations.write_atomic(&self.to_real(path)?, contents)
+    fn write_atomic(&self, path: &Target, contents: &[u8], check: Precondition) -> io::Result<Written> {
+        self.count(path)?;
+        self.local.write_atomic(path, contents, check)
     }
     fn walk(
         &self,
-        root: &Path,
+        root: &Target,
         options: &WalkOptions,
         visit: &mut dyn FnMut(WalkEntry) -> bool,
     ) -> io::Result<()> {
-        let real = self.to_real(root)?;
-        LocalOperations.walk(&real, options, &mut |entry| {
-            visit(WalkEntry { path: self.to_sandbox(&entry.path), ..entry })
-        })
+        self.count(root)?;
+        self.local.walk(root, options, visit)
     }
     fn spawn_shell(&self, request: &ShellRequest) -> io::Result<ShellProcess> {
         self.commands.lock().unwrap().push(request.command.clone());
-        LocalOperations.spawn_shell(&ShellRequest { cwd: self.to_real(&request.cwd)?, ..request.clone() })
+        let rest = request.cwd.strip_prefix(SANDBOX).map_err(|_| io::Error::from(io::ErrorKind::NotFound))?;
+        self.local.spawn_shell(&ShellRequest { cwd: self.real.join(rest), ..request.clone() })
     }
 }
 
@@ -107,6 +114,7 @@ impl Setup {
         let dir = std::fs::canonicalize(dir).unwrap();
         let ops = Arc::new(Remapped {
             real: dir.clone(),
+            local: LocalOperations::open(&dir).unwrap(),
             calls: AtomicUsize::new(0),
             commands: Mutex::new(Vec::new()),
         });

@@ -1,14 +1,16 @@
 //! The `edit` tool: replace exact text in a file, keeping its line endings and BOM, with a tolerant fallback.
 
+use std::collections::HashMap;
 use std::io::{self, Read};
 use std::ops::Range;
+use std::sync::Arc;
 
 use serde_json::json;
 use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
-use crate::ops::{FileKind, Operations};
-use crate::text::{SNIFF_BYTES, looks_binary, plural};
+use crate::ops::{FileChanged, FileKind, Operations, Precondition, Target, content_hash};
+use crate::text::{SNIFF_BYTES, hard_links_note, looks_binary, plural};
 
 /// Files larger than this are not edited.
 pub const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
@@ -45,7 +47,7 @@ pub async fn edit(
     }
     let resolved = ws.resolve(ctx, &path, "edit").await?;
     let display = resolved.display.clone();
-    let target = resolved.path;
+    let target = resolved.target;
     ws.blocking(move |ops| {
         let request = Request { old: &old_string, new: &new_string, replace_all };
         edit_blocking(ops, &target, &display, &request)
@@ -61,7 +63,7 @@ struct Request<'a> {
 
 fn edit_blocking(
     ops: &dyn Operations,
-    path: &std::path::Path,
+    path: &Target,
     display: &str,
     request: &Request<'_>,
 ) -> Result<ToolOutput, ToolError> {
@@ -77,11 +79,12 @@ fn edit_blocking(
             )));
         }
         if let Some(parent) = path.parent() {
-            ops.create_dir_all(parent).map_err(|e| io_error("write", display, e))?;
+            ops.create_dir_all(&parent).map_err(|e| io_error("write", display, e))?;
         }
-        let written =
-            ops.write_atomic(path, request.new.as_bytes()).map_err(|e| io_error("write", display, e))?;
-        return Ok(ToolOutput::text(format!("Created {display} ({}).", plural(written, "byte")))
+        let written = ops
+            .write_atomic(path, request.new.as_bytes(), Precondition::None)
+            .map_err(|e| io_error("write", display, e))?;
+        return Ok(ToolOutput::text(format!("Created {display} ({}).", plural(written.bytes, "byte")))
             .with_title(display.to_owned())
             .with_metadata("created", json!(true))
             .with_metadata("diff", json!(unified_diff(display, "", request.new))));
@@ -122,21 +125,25 @@ fn edit_blocking(
                 plural(bytes.len() as u64, "byte")
             )));
         }
-        let written =
-            ops.write_atomic(path, request.new.as_bytes()).map_err(|e| io_error("write", display, e))?;
+        let written = ops
+            .write_atomic(path, request.new.as_bytes(), Precondition::Unchanged(content_hash(&bytes)))
+            .map_err(|e| io_error("write", display, e))?;
         return Ok(ToolOutput::text(format!(
-            "Wrote {} to the empty file {display}.",
-            plural(written, "byte")
+            "Wrote {} to the empty file {display}.{}",
+            plural(written.bytes, "byte"),
+            hard_links_note(written.other_links)
         ))
         .with_title(display.to_owned())
         .with_metadata("diff", json!(unified_diff(display, "", request.new))));
     }
 
     let edited = apply(&bytes, request).map_err(|failure| failure.into_error(display))?;
-    ops.write_atomic(path, &edited.bytes).map_err(|e| io_error("write", display, e))?;
+    let written = ops
+        .write_atomic(path, &edited.bytes, Precondition::Unchanged(content_hash(&bytes)))
+        .map_err(|e| io_error("write", display, e))?;
     let before = String::from_utf8_lossy(&bytes);
     let after = String::from_utf8_lossy(&edited.bytes);
-    Ok(ToolOutput::text(edited.summary(display))
+    Ok(ToolOutput::text(edited.summary(display) + &hard_links_note(written.other_links))
         .with_title(display.to_owned())
         .with_metadata("replacements", json!(edited.replacements.len()))
         .with_metadata("match", json!(edited.tier.name()))
@@ -152,6 +159,12 @@ fn unified_diff(display: &str, before: &str, after: &str) -> String {
 }
 
 fn io_error(verb: &str, display: &str, error: io::Error) -> ToolError {
+    if FileChanged::is(&error) {
+        return ToolError::execution(format!(
+            "{display} changed while this edit was being made (another process wrote it after it was read); \
+             nothing was written. Read the file again and redo the edit against its current text."
+        ));
+    }
     let message = format!("Cannot {verb} {display}: {error}");
     ToolError::from_io(error).with_message(message)
 }
@@ -184,7 +197,8 @@ impl Tier {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Replacement {
     range: Range<usize>,
-    text: String,
+    /// Shared: `replace_all` over many matches must not copy `new_string` once per match.
+    text: Arc<str>,
 }
 
 #[derive(Debug)]
@@ -225,7 +239,15 @@ impl Edited {
 #[derive(Debug, PartialEq, Eq)]
 enum Failure {
     NotFound,
-    Ambiguous { count: usize, tier: Tier },
+    Ambiguous {
+        count: usize,
+        tier: Tier,
+    },
+    /// The edited file would be larger than [`MAX_EDIT_BYTES`].
+    TooLarge {
+        count: usize,
+        size: u64,
+    },
 }
 
 impl Failure {
@@ -238,6 +260,12 @@ impl Failure {
             Failure::Ambiguous { count, tier: Tier::Exact } => ToolError::invalid_arguments(format!(
                 "old_string occurs {count} times in {display}, but it must identify exactly one place. Include more \
                  surrounding lines to make it unique, or set replace_all to true to replace all {count}."
+            )),
+            Failure::TooLarge { count, size } => ToolError::invalid_arguments(format!(
+                "Replacing {} in {display} would make it {}, more than the 64 MiB edit writes; nothing was \
+                 written. Replace fewer occurrences (a longer old_string, or replace_all set to false), or use bash.",
+                plural(count as u64, "occurrence"),
+                plural(size, "byte")
             )),
             Failure::Ambiguous { count, .. } => ToolError::invalid_arguments(format!(
                 "old_string does not occur exactly in {display}, and ignoring whitespace, quote and dash differences \
@@ -262,6 +290,7 @@ fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Failure> {
         Endings::Mixed => (old.to_owned(), new.to_owned()),
     };
 
+    let shared: Arc<str> = Arc::from(new.as_str());
     let exact: Vec<Replacement> = memchr::memmem::find_iter(body, old.as_bytes())
         .scan(0usize, |next_free, start| {
             // Non-overlapping, left to right, like `str::match_indices`.
@@ -269,21 +298,28 @@ fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Failure> {
                 return Some(None);
             }
             *next_free = start + old.len();
-            Some(Some(Replacement { range: start..start + old.len(), text: new.clone() }))
+            Some(Some(Replacement { range: start..start + old.len(), text: shared.clone() }))
         })
         .flatten()
         .collect();
     let (tier, replacements) = if exact.is_empty() {
         let text = std::str::from_utf8(body).map_err(|_| Failure::NotFound)?;
-        tolerant_matches(text, &old, &new).ok_or(Failure::NotFound)?
+        tolerant_matches(text, &old, &shared)?.ok_or(Failure::NotFound)?
     } else {
         (Tier::Exact, exact)
     };
     if replacements.len() > 1 && !request.replace_all {
         return Err(Failure::Ambiguous { count: replacements.len(), tier });
     }
+    // The size of the result, known before a byte of it is built.
+    let size = replacements
+        .iter()
+        .fold(content.len() as u64, |size, r| size + r.text.len() as u64 - r.range.len() as u64);
+    if size > MAX_EDIT_BYTES {
+        return Err(Failure::TooLarge { count: replacements.len(), size });
+    }
 
-    let mut out = Vec::with_capacity(content.len() + new.len());
+    let mut out = Vec::with_capacity(size as usize);
     if bom {
         out.extend_from_slice(BOM);
     }
@@ -357,26 +393,30 @@ fn plain_str(text: &str) -> String {
 }
 
 /// The tolerant tiers, in order; the first that finds anything decides.
-fn tolerant_matches(content: &str, old: &str, new: &str) -> Option<(Tier, Vec<Replacement>)> {
+fn tolerant_matches(
+    content: &str,
+    old: &str,
+    new: &Arc<str>,
+) -> Result<Option<(Tier, Vec<Replacement>)>, Failure> {
     if old.trim().is_empty() {
-        return None;
+        return Ok(None);
     }
     let typography = typography_matches(content, old, new);
     if !typography.is_empty() {
-        return Some((Tier::Typography, typography));
+        return Ok(Some((Tier::Typography, typography)));
     }
     let lines = Lines::new(content);
-    let shifted = lines.matches(old, new, true);
+    let shifted = lines.matches(old, new, true)?;
     if !shifted.is_empty() {
-        return Some((Tier::ShiftedLines, shifted));
+        return Ok(Some((Tier::ShiftedLines, shifted)));
     }
-    let loose = lines.matches(old, new, false);
-    (!loose.is_empty()).then_some((Tier::LooseLines, loose))
+    let loose = lines.matches(old, new, false)?;
+    Ok((!loose.is_empty()).then_some((Tier::LooseLines, loose)))
 }
 
 /// Matches after mapping typographic characters to plain ones, one character for one, so every
 /// match maps back to an exact range of the original.
-fn typography_matches(content: &str, old: &str, new: &str) -> Vec<Replacement> {
+fn typography_matches(content: &str, old: &str, new: &Arc<str>) -> Vec<Replacement> {
     let plain_old = plain_str(old);
     let mut plain_content = String::with_capacity(content.len());
     // The original byte offset of each byte of `plain_content`, plus one for its end.
@@ -396,7 +436,7 @@ fn typography_matches(content: &str, old: &str, new: &str) -> Vec<Replacement> {
         .match_indices(&plain_old)
         .map(|(start, matched)| Replacement {
             range: offsets[start]..offsets[start + matched.len()],
-            text: new.to_owned(),
+            text: new.clone(),
         })
         .collect()
 }
@@ -427,11 +467,16 @@ impl<'a> Lines<'a> {
     /// whitespace and one indentation prefix missing (or extra) on every non-blank line of
     /// `old`; `new` is re-indented the same way. Without, leading whitespace is ignored too and
     /// `new` is inserted as given.
-    fn matches(&self, old: &str, new: &str, shift: bool) -> Vec<Replacement> {
+    ///
+    /// Re-indented texts are built once per indentation, and their total is bounded: past
+    /// [`MAX_EDIT_BYTES`] the search stops with [`Failure::TooLarge`].
+    fn matches(&self, old: &str, new: &Arc<str>, shift: bool) -> Result<Vec<Replacement>, Failure> {
         let (old_lines, through_newline) = split_lines(old);
         let old_plain: Vec<String> = old_lines.iter().map(|l| plain_str(l.trim_end())).collect();
         let k = old_plain.len();
         let mut found = Vec::new();
+        let mut texts: HashMap<Option<Indent>, Arc<str>> = HashMap::new();
+        let mut built = 0u64;
         let mut i = 0;
         while k > 0 && i + k <= self.plain.len() {
             let window = &self.plain[i..i + k];
@@ -448,19 +493,31 @@ impl<'a> Lines<'a> {
             let start = self.spans[i].0.start;
             let last = &self.spans[i + k - 1];
             let end = if through_newline { last.1 } else { last.0.end };
-            let text = match indent {
-                Some(Indent::Add(prefix)) => reindent(new, |line| format!("{prefix}{line}")),
-                Some(Indent::Remove(prefix)) => {
-                    reindent(new, |line| line.strip_prefix(prefix.as_str()).unwrap_or(line).to_owned())
+            let text = match texts.get(&indent) {
+                Some(text) => text.clone(),
+                None => {
+                    let text: Arc<str> = match &indent {
+                        Some(Indent::Add(prefix)) => reindent(new, |line| format!("{prefix}{line}")).into(),
+                        Some(Indent::Remove(prefix)) => reindent(new, |line| {
+                            line.strip_prefix(prefix.as_str()).unwrap_or(line).to_owned()
+                        })
+                        .into(),
+                        None => new.clone(),
+                    };
+                    built += text.len() as u64;
+                    if built > MAX_EDIT_BYTES {
+                        return Err(Failure::TooLarge { count: found.len() + 1, size: built });
+                    }
+                    texts.insert(indent, text.clone());
+                    text
                 }
-                None => new.to_owned(),
             };
             // Never cut a CRLF in two: a match ending before `\r\n` keeps the `\r` outside.
             let end = if !through_newline && self.content[..end].ends_with('\r') { end - 1 } else { end };
             found.push(Replacement { range: start..end, text });
             i += k;
         }
-        found
+        Ok(found)
     }
 }
 
@@ -472,6 +529,7 @@ fn split_lines(text: &str) -> (Vec<&str>, bool) {
     (body.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect(), through_newline)
 }
 
+#[derive(PartialEq, Eq, Hash)]
 enum Indent {
     /// The file's lines have this prefix that `old`'s lack.
     Add(String),

@@ -1,13 +1,13 @@
 //! The `glob` tool: files whose path matches a pattern, newest first, ignore files honoured.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::SystemTime;
 
 use serde_json::json;
 use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
-use crate::ops::{FileKind, WalkOptions};
+use crate::ops::{FileKind, Target, WalkOptions};
 use crate::text::place;
 
 /// Find files by path pattern, newest first.
@@ -42,16 +42,16 @@ pub async fn glob(
     if pattern.is_empty() {
         return Err(ToolError::invalid_arguments("The pattern is empty; pass a glob such as `**/*.rs`."));
     }
-    let pattern = anchor_relative(pattern, &dir.path);
+    let pattern = anchor_relative(pattern, &ws.absolute(&dir.target));
     let cancel = ctx.cancellation_token().clone();
-    let root = dir.path.clone();
+    let root = dir.target.clone();
     let display = dir.display.clone();
     let options = WalkOptions { hidden, ..WalkOptions::default() };
     // The pattern filters what the walk finds; it is not a ripgrep override, which would bring
     // back files that ignore rules or `hidden` leave out.
-    let matcher = crate::ops::overrides(&root, std::slice::from_ref(&pattern))
+    let matcher = crate::ops::overrides(root.path(), std::slice::from_ref(&pattern))
         .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
-    let mut found: Vec<(Option<SystemTime>, PathBuf)> = ws
+    let mut found: Vec<(Option<SystemTime>, Target)> = ws
         .blocking(move |ops| -> Result<_, ToolError> {
             match ops.metadata(&root) {
                 Ok(info) if info.kind == FileKind::Dir => {}
@@ -67,7 +67,7 @@ pub async fn glob(
             }
             let mut found = Vec::new();
             ops.walk(&root, &options, &mut |entry| {
-                if entry.kind == FileKind::File && matcher.matched(&entry.path, false).is_whitelist() {
+                if entry.kind == FileKind::File && matcher.matched(entry.path.path(), false).is_whitelist() {
                     found.push((entry.modified, entry.path));
                 }
                 !cancel.is_cancelled()

@@ -1,7 +1,6 @@
 //! The `grep` tool: regex search over file contents with ripgrep's own crates, grouped by file, newest first.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::time::SystemTime;
 
 use grep_regex::RegexMatcherBuilder;
@@ -11,11 +10,14 @@ use serde_json::json;
 use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
-use crate::ops::{FileKind, WalkOptions};
-use crate::text::{cut_line, place, plural};
+use crate::ops::{FileKind, Target, WalkOptions};
+use crate::text::{ECHO_CHARS, clip, cut_line, place, plural};
 
 /// Matching lines longer than this many characters are cut.
 pub const MAX_LINE_CHARS: usize = 500;
+/// A file with a line longer than this many bytes is skipped (and named in the result), so a
+/// search holds at most this much of one file in memory.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Search file contents with a regular expression, like ripgrep.
 ///
@@ -55,11 +57,13 @@ pub async fn grep(
         .octal(false)
         .line_terminator(Some(b'\n'))
         .build(&pattern)
-        .map_err(|e| ToolError::invalid_arguments(format!("Invalid regular expression: {e}")))?;
+        .map_err(|e| {
+            ToolError::invalid_arguments(format!("Invalid regular expression: {}", clip(&e.to_string())))
+        })?;
     let globs: Vec<String> = glob.iter().map(|g| g.trim().to_owned()).filter(|g| !g.is_empty()).collect();
     let cancel = ctx.cancellation_token().clone();
     let workspace = ws.0.clone();
-    let root = target.path.clone();
+    let root = target.target.clone();
     let display = target.display.clone();
     let limit = limit.max(1) as usize;
     let result = ws
@@ -68,7 +72,7 @@ pub async fn grep(
                 let message = format!("Cannot search {display}: {e}");
                 ToolError::from_io(e).with_message(message)
             })?;
-            let mut files: Vec<(Option<SystemTime>, PathBuf)> = Vec::new();
+            let mut files: Vec<(Option<SystemTime>, Target)> = Vec::new();
             if info.kind == FileKind::Dir {
                 let options = WalkOptions { globs, ..WalkOptions::default() };
                 ops.walk(&root, &options, &mut |entry| {
@@ -86,6 +90,7 @@ pub async fn grep(
             let mut searcher = SearcherBuilder::new()
                 .binary_detection(BinaryDetection::quit(b'\x00'))
                 .line_number(true)
+                .heap_limit(Some(MAX_LINE_BYTES))
                 .build();
             let mut found = Found::default();
             for (_, path) in files {
@@ -111,7 +116,15 @@ pub async fn grep(
                         Ok(true)
                     }),
                 );
-                if searched.is_err() || count == 0 {
+                if let Err(e) = searched {
+                    // The only error a readable file gives is the heap limit: a line too long
+                    // to hold in memory. Say so rather than pretend it had no match.
+                    if e.kind() != std::io::ErrorKind::Interrupted {
+                        found.skipped.push(workspace.display(&path));
+                    }
+                    continue;
+                }
+                if count == 0 {
                     continue;
                 }
                 found.total += count;
@@ -125,9 +138,11 @@ pub async fn grep(
         })
         .await??;
 
+    let skipped = skipped_notice(&result.skipped);
     if result.total == 0 {
         return Ok(ToolOutput::text(format!(
-            "No matches for `{pattern}` in {}. Hidden files, binary files and files ignored by .gitignore, .ignore or .rgignore are not searched.",
+            "No matches for `{}` in {}. Hidden files, binary files and files ignored by .gitignore, .ignore or .rgignore are not searched.{skipped}",
+            cut_line(&pattern, ECHO_CHARS, 0),
             place(&target.display)
         ))
         .with_metadata("matches", json!(0)));
@@ -152,6 +167,7 @@ pub async fn grep(
             plural(result.files as u64, "file")
         );
     }
+    text.push_str(&skipped);
     Ok(ToolOutput::text(text)
         .with_metadata("matches", json!(result.total))
         .with_metadata("files", json!(result.files))
@@ -165,6 +181,21 @@ struct Found {
     shown: usize,
     total: usize,
     files: usize,
+    /// Files that could not be searched to the end.
+    skipped: Vec<String>,
+}
+
+fn skipped_notice(skipped: &[String]) -> String {
+    if skipped.is_empty() {
+        return String::new();
+    }
+    let names: Vec<&str> = skipped.iter().take(10).map(String::as_str).collect();
+    let more = if skipped.len() > 10 { format!(" and {} more", skipped.len() - 10) } else { String::new() };
+    format!(
+        "\n[{} not searched to the end (a line longer than 16 MiB, or a read error): {}{more}]",
+        plural(skipped.len() as u64, "file"),
+        names.join(", ")
+    )
 }
 
 #[cfg(test)]

@@ -48,9 +48,11 @@ use std::sync::Arc;
 
 use tool_runtime::{Dependencies, OutputStore, Tool};
 
+mod local;
 pub mod ops;
 mod process;
 mod text;
+mod walk;
 pub mod workspace;
 
 pub mod bash;
@@ -68,7 +70,8 @@ pub mod write;
 #[cfg(test)]
 mod testing;
 
-pub use ops::{LocalOperations, Operations};
+pub use local::LocalOperations;
+pub use ops::{Operations, Target};
 pub use workspace::{ResolvedPath, Workspace};
 
 /// Every built-in tool, for registries built without `inventory`:

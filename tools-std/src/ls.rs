@@ -45,7 +45,7 @@ pub async fn ls(
         .map(|g| format!("!{}", g.strip_prefix('!').unwrap_or(g)))
         .collect();
     let cancel = ctx.cancellation_token().clone();
-    let root = dir.path.clone();
+    let root = dir.target.clone();
     let display = dir.display.clone();
     let (entries, complete) = ws
         .blocking(move |ops| -> Result<_, ToolError> {
@@ -64,7 +64,7 @@ pub async fn ls(
             let options = WalkOptions { hidden: true, globs, ..WalkOptions::default() };
             let mut entries = Vec::new();
             ops.walk(&root, &options, &mut |entry| {
-                entries.push((entry.depth, entry.path, entry.kind == FileKind::Dir));
+                entries.push((entry.depth, entry.path.path().to_path_buf(), entry.kind == FileKind::Dir));
                 entries.len() < MAX_ENTRIES_READ && !cancel.is_cancelled()
             })
             .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
@@ -82,10 +82,10 @@ pub async fn ls(
             .with_metadata("entries", json!(0)));
     }
     let total = entries.len();
-    let tree = Tree::new(&dir.path, entries, limit as usize);
+    let tree = Tree::new(dir.target.path(), entries, limit as usize);
     let mut text = header;
     text.push('\n');
-    tree.render(&dir.path, 1, &mut text);
+    tree.render(dir.target.path(), 1, &mut text);
     if tree.shown < total {
         let total = if complete { total.to_string() } else { format!("more than {total}") };
         text.push_str(&format!(

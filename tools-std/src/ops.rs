@@ -1,15 +1,87 @@
 //! `Operations`: the file-system and process access the tools use, local by default, replaceable by a remote sandbox.
 
-use std::ffi::OsString;
+use std::ffi::OsStr;
 use std::fmt;
-use std::fs;
-use std::io::{self, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Read};
+use std::path::{Component, Path, PathBuf};
 use std::pin::Pin;
 use std::time::SystemTime;
 
 use tokio::io::AsyncRead;
 use tool_runtime::BoxFuture;
+
+/// Where a [`Target`] lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    /// Beneath the workspace root: the path is relative to it, and an implementation must never
+    /// reach outside the root while resolving it, whatever symbolic links or renames it meets
+    /// (the local implementation has the kernel enforce this).
+    Workspace,
+    /// Outside the workspace root, where the permission hook granted access: the path is
+    /// absolute.
+    Outside,
+}
+
+/// A path the tools may touch: beneath the workspace root, or outside it with a grant.
+///
+/// Only [`Workspace::resolve`](crate::Workspace::resolve) makes targets outside the root (after
+/// the permission hook allowed it), so an [`Operations`] method never sees an outside path that
+/// nobody granted. The path holds only plain names: no `.`, no `..`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Target {
+    scope: Scope,
+    path: PathBuf,
+}
+
+impl Target {
+    /// The workspace root itself.
+    pub fn root() -> Target {
+        Target { scope: Scope::Workspace, path: PathBuf::new() }
+    }
+
+    /// An absolute path outside the root that the permission hook granted.
+    pub(crate) fn outside(path: PathBuf) -> Target {
+        debug_assert!(path.is_absolute());
+        Target { scope: Scope::Outside, path: normal_parts(&path).collect() }
+    }
+
+    /// Where the path lives.
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+
+    /// The path: relative to the workspace root (empty for the root itself) in
+    /// [`Scope::Workspace`], absolute in [`Scope::Outside`].
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path below this one named `name`. Only the plain names in `name` are kept (a `..`, a
+    /// `.` or a leading `/` are dropped), so a target never climbs out of its scope.
+    pub fn join(&self, name: impl AsRef<OsStr>) -> Target {
+        let mut path = self.path.clone();
+        path.extend(Path::new(name.as_ref()).components().filter(|c| matches!(c, Component::Normal(_))));
+        Target { scope: self.scope, path }
+    }
+
+    /// The directory holding this path; `None` for the workspace root and for `/`.
+    pub fn parent(&self) -> Option<Target> {
+        self.path.file_name()?;
+        let mut path = self.path.clone();
+        path.pop();
+        Some(Target { scope: self.scope, path })
+    }
+
+    /// The last name of the path; `None` for the workspace root and for `/`.
+    pub fn file_name(&self) -> Option<&OsStr> {
+        self.path.file_name()
+    }
+}
+
+fn normal_parts(path: &Path) -> impl Iterator<Item = Component<'_>> {
+    let root = path.has_root().then_some(Component::RootDir);
+    root.into_iter().chain(path.components().filter(|c| matches!(c, Component::Normal(_))))
+}
 
 /// What a path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,6 +94,18 @@ pub enum FileKind {
     Symlink,
     /// Anything else: a FIFO, a socket, a device.
     Other,
+}
+
+impl FileKind {
+    /// How a message names this kind of file.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            FileKind::File => "a file",
+            FileKind::Dir => "a directory",
+            FileKind::Symlink => "a symbolic link",
+            FileKind::Other => "a special file (a FIFO, socket or device)",
+        }
+    }
 }
 
 /// What the tools need to know about a path.
@@ -37,34 +121,11 @@ pub struct FileInfo {
     pub mode: Option<u32>,
 }
 
-impl FileInfo {
-    fn from_std(meta: &fs::Metadata) -> Self {
-        let file_type = meta.file_type();
-        let kind = if file_type.is_symlink() {
-            FileKind::Symlink
-        } else if file_type.is_dir() {
-            FileKind::Dir
-        } else if file_type.is_file() {
-            FileKind::File
-        } else {
-            FileKind::Other
-        };
-        #[cfg(unix)]
-        let mode = {
-            use std::os::unix::fs::PermissionsExt;
-            Some(meta.permissions().mode())
-        };
-        #[cfg(not(unix))]
-        let mode = None;
-        FileInfo { kind, len: meta.len(), modified: meta.modified().ok(), mode }
-    }
-}
-
 /// One entry of a directory listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirEntry {
     /// The entry's file name.
-    pub name: OsString,
+    pub name: std::ffi::OsString,
     /// What it is, without following a symbolic link.
     pub kind: FileKind,
 }
@@ -95,14 +156,70 @@ impl Default for WalkOptions {
 /// One path found by [`Operations::walk`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WalkEntry {
-    /// The full path (the walk's root joined with the relative path).
-    pub path: PathBuf,
+    /// The entry (the walk's root joined with the names below it).
+    pub path: Target,
     /// Depth below the root (its children are at 1).
     pub depth: usize,
     /// What it is; symbolic links are not followed.
     pub kind: FileKind,
     /// Last modification time, when known.
     pub modified: Option<SystemTime>,
+}
+
+/// What [`Operations::write_atomic`] checks before it replaces a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Precondition {
+    /// Write whatever the file holds now.
+    #[default]
+    None,
+    /// Write only if the file still holds the content with this [`content_hash`]; otherwise
+    /// fail with a [`FileChanged`] error. The check and the replacement happen under a lock that
+    /// every writer using the same implementation takes, so two such writers never both pass.
+    Unchanged(u64),
+}
+
+/// A file changed between the moment a tool read it and the moment it meant to replace it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileChanged;
+
+impl fmt::Display for FileChanged {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the file changed since it was read")
+    }
+}
+
+impl std::error::Error for FileChanged {}
+
+impl FileChanged {
+    /// Whether `error` is a [`FileChanged`] error.
+    pub fn is(error: &io::Error) -> bool {
+        error.get_ref().is_some_and(|inner| inner.is::<FileChanged>())
+    }
+
+    pub(crate) fn error() -> io::Error {
+        io::Error::other(FileChanged)
+    }
+}
+
+/// A hash of a file's content, for [`Precondition::Unchanged`]. Not cryptographic: it detects
+/// changes, it does not resist someone crafting a collision.
+pub fn content_hash(bytes: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // `DefaultHasher::new()` has fixed keys: the same bytes give the same hash in one build.
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// What [`Operations::write_atomic`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// The size of the file written.
+    pub bytes: u64,
+    /// The file it replaced had this many other hard links. Those names keep the old content:
+    /// a replacement is a new file under this name, so a hard link into the workspace never
+    /// lets a write reach a file elsewhere.
+    pub other_links: u64,
 }
 
 /// A shell command to start.
@@ -151,133 +268,44 @@ impl fmt::Debug for ShellProcess {
 
 /// File-system and process access, as the built-in tools use it.
 ///
-/// Paths given to these methods are absolute and already resolved by the [`Workspace`]
-/// (symbolic links followed and checked against the workspace root). The file-system methods
-/// block; the tools call them from a blocking thread, so an implementation for a remote sandbox
-/// may wait on the network inside them.
-///
-/// [`Workspace`]: crate::Workspace
+/// Paths are [`Target`]s made by the [`Workspace`](crate::Workspace): relative to the workspace
+/// root, or absolute outside it where the permission hook granted access. An implementation
+/// resolves a [`Scope::Workspace`] target beneath the root and never outside it, whatever the
+/// tree holds or however it changes meanwhile ([`LocalOperations`] has the kernel enforce this
+/// with `openat2(RESOLVE_BENEATH)`). The file-system methods block; the tools call them from a
+/// blocking thread, so an implementation for a remote sandbox may wait on the network inside
+/// them.
 pub trait Operations: Send + Sync + 'static {
     /// Information about `path`, following symbolic links.
-    fn metadata(&self, path: &Path) -> io::Result<FileInfo>;
+    fn metadata(&self, path: &Target) -> io::Result<FileInfo>;
     /// Information about `path` itself, not following a symbolic link.
-    fn symlink_metadata(&self, path: &Path) -> io::Result<FileInfo>;
+    fn symlink_metadata(&self, path: &Target) -> io::Result<FileInfo>;
     /// The target of the symbolic link `path`, as stored in the link.
-    fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
-    /// Opens `path` for reading.
-    fn open(&self, path: &Path) -> io::Result<Box<dyn Read + Send>>;
+    fn read_link(&self, path: &Target) -> io::Result<PathBuf>;
+    /// Opens the regular file `path` for reading. Anything else (a FIFO, a socket, a device, a
+    /// directory) is an `InvalidInput` error, and opening never blocks on it.
+    fn open(&self, path: &Target) -> io::Result<Box<dyn Read + Send>>;
     /// The entries of the directory `path`, in no particular order.
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>>;
+    fn read_dir(&self, path: &Target) -> io::Result<Vec<DirEntry>>;
     /// Creates `path` and its missing parents.
-    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    fn create_dir_all(&self, path: &Target) -> io::Result<()>;
     /// Replaces the content of `path` atomically: readers see the old content or the new one,
-    /// never a mix, whenever the write is interrupted. An existing file keeps its permissions.
-    /// Returns the size of the file written.
-    fn write_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<u64>;
+    /// never a mix, whenever the write is interrupted. An existing file keeps its permissions
+    /// (the new content is never readable with wider ones) and, where the process may, its
+    /// owner; a file without write permission is refused (`PermissionDenied`), and so is
+    /// anything but a regular file. See [`Written`] for hard links.
+    fn write_atomic(&self, path: &Target, contents: &[u8], check: Precondition) -> io::Result<Written>;
     /// Walks the tree under `root` (which is not itself reported), calling `visit` for every
-    /// entry until it returns `false`. Unreadable entries are skipped; an invalid glob is an
-    /// `InvalidInput` error.
+    /// entry until it returns `false`. Unreadable entries are skipped, symbolic links are
+    /// reported, not followed; an invalid glob is an `InvalidInput` error.
     fn walk(
         &self,
-        root: &Path,
+        root: &Target,
         options: &WalkOptions,
         visit: &mut dyn FnMut(WalkEntry) -> bool,
     ) -> io::Result<()>;
     /// Starts `bash -c command` in its own process group.
     fn spawn_shell(&self, request: &ShellRequest) -> io::Result<ShellProcess>;
-}
-
-/// The local file system and local processes.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct LocalOperations;
-
-impl Operations for LocalOperations {
-    fn metadata(&self, path: &Path) -> io::Result<FileInfo> {
-        fs::metadata(path).map(|m| FileInfo::from_std(&m))
-    }
-
-    fn symlink_metadata(&self, path: &Path) -> io::Result<FileInfo> {
-        fs::symlink_metadata(path).map(|m| FileInfo::from_std(&m))
-    }
-
-    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
-        fs::read_link(path)
-    }
-
-    fn open(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
-        Ok(Box::new(fs::File::open(path)?))
-    }
-
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
-        let mut entries = Vec::new();
-        for entry in fs::read_dir(path)? {
-            let entry = entry?;
-            let kind = match entry.file_type() {
-                Ok(t) if t.is_symlink() => FileKind::Symlink,
-                Ok(t) if t.is_dir() => FileKind::Dir,
-                Ok(t) if t.is_file() => FileKind::File,
-                _ => FileKind::Other,
-            };
-            entries.push(DirEntry { name: entry.file_name(), kind });
-        }
-        Ok(entries)
-    }
-
-    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        fs::create_dir_all(path)
-    }
-
-    fn write_atomic(&self, path: &Path, contents: &[u8]) -> io::Result<u64> {
-        write_atomic_local(path, contents)
-    }
-
-    fn walk(
-        &self,
-        root: &Path,
-        options: &WalkOptions,
-        visit: &mut dyn FnMut(WalkEntry) -> bool,
-    ) -> io::Result<()> {
-        let mut builder = ignore::WalkBuilder::new(root);
-        builder
-            .hidden(!options.hidden)
-            .git_ignore(options.respect_ignore_files)
-            .git_exclude(options.respect_ignore_files)
-            .git_global(options.respect_ignore_files)
-            .ignore(options.respect_ignore_files)
-            .parents(options.respect_ignore_files)
-            .require_git(false)
-            .follow_links(false)
-            .max_depth(options.max_depth)
-            .filter_entry(|entry| entry.depth() == 0 || entry.file_name() != ".git");
-        if options.respect_ignore_files {
-            builder.add_custom_ignore_filename(".rgignore");
-        }
-        if !options.globs.is_empty() {
-            builder.overrides(overrides(root, &options.globs)?);
-        }
-        for entry in builder.build() {
-            let Ok(entry) = entry else { continue };
-            if entry.depth() == 0 {
-                continue;
-            }
-            let kind = match entry.file_type() {
-                Some(t) if t.is_symlink() => FileKind::Symlink,
-                Some(t) if t.is_dir() => FileKind::Dir,
-                Some(t) if t.is_file() => FileKind::File,
-                _ => FileKind::Other,
-            };
-            let modified = entry.metadata().ok().and_then(|m| m.modified().ok());
-            let depth = entry.depth();
-            if !visit(WalkEntry { path: entry.into_path(), depth, kind, modified }) {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    fn spawn_shell(&self, request: &ShellRequest) -> io::Result<ShellProcess> {
-        crate::process::spawn_local(request)
-    }
 }
 
 /// ripgrep `--glob` patterns relative to `root`, compiled; an invalid one is an `InvalidInput`
@@ -300,142 +328,20 @@ fn glob_error(error: &ignore::Error) -> String {
     }
 }
 
-/// Writes `contents` next to `path` in a fresh temporary file, syncs it, gives it the old file's
-/// permissions, and renames it over `path`.
-fn write_atomic_local(path: &Path, contents: &[u8]) -> io::Result<u64> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let name = path.file_name().ok_or_else(|| {
-        io::Error::new(io::ErrorKind::InvalidInput, format!("{} does not name a file", path.display()))
-    })?;
-    let old_permissions = match fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => {
-            return Err(io::Error::new(
-                io::ErrorKind::IsADirectory,
-                format!("{} is a directory", path.display()),
-            ));
-        }
-        Ok(meta) => Some(meta.permissions()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e),
-    };
-    let (temp_path, mut file) = create_temp_file(dir, name)?;
-    let result = (|| {
-        file.write_all(contents)?;
-        file.flush()?;
-        if let Some(permissions) = old_permissions {
-            file.set_permissions(permissions)?;
-        }
-        file.sync_all()?;
-        let written = file.metadata()?.len();
-        drop(file);
-        fs::rename(&temp_path, path)?;
-        Ok(written)
-    })();
-    match result {
-        Ok(written) => {
-            // Make the rename itself durable; a file system that cannot sync a directory is fine.
-            if let Ok(dir) = fs::File::open(dir) {
-                let _ = dir.sync_all();
-            }
-            Ok(written)
-        }
-        Err(e) => {
-            let _ = fs::remove_file(&temp_path);
-            Err(e)
-        }
-    }
-}
-
-fn create_temp_file(dir: &Path, name: &std::ffi::OsStr) -> io::Result<(PathBuf, fs::File)> {
-    let lossy = name.to_string_lossy();
-    let stem: String = lossy.chars().take(64).collect();
-    let mut attempt = 0u32;
-    loop {
-        let temp = dir.join(format!(".{stem}.{}.{:016x}.tmp", std::process::id(), random_u64()));
-        match fs::OpenOptions::new().write(true).create_new(true).open(&temp) {
-            Ok(file) => return Ok((temp, file)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 16 => attempt += 1,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
-    hasher.finish()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn atomic_write_keeps_permissions_and_leaves_no_temp_file() {
-        let dir = crate::testing::TempDir::new();
-        let path = dir.path().join("script.sh");
-        fs::write(&path, "old").unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            fs::set_permissions(&path, fs::Permissions::from_mode(0o751)).unwrap();
-        }
-        assert_eq!(LocalOperations.write_atomic(&path, b"new content").unwrap(), 11);
-        assert_eq!(fs::read_to_string(&path).unwrap(), "new content");
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o751);
-        }
-        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names, vec![OsString::from("script.sh")]);
-    }
-
-    #[test]
-    fn a_reader_sees_the_old_content_or_the_new_never_a_mix() {
-        let dir = crate::testing::TempDir::new();
-        let path = dir.path().join("data.txt");
-        let size = 1024 * 1024;
-        LocalOperations.write_atomic(&path, &vec![b'a'; size]).unwrap();
-        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let reader = {
-            let (path, done) = (path.clone(), done.clone());
-            std::thread::spawn(move || {
-                let mut reads = 0;
-                while !done.load(std::sync::atomic::Ordering::SeqCst) {
-                    let content = fs::read(&path).unwrap();
-                    assert_eq!(content.len(), size);
-                    assert!(content.iter().all(|&b| b == content[0]), "a torn read");
-                    reads += 1;
-                }
-                reads
-            })
-        };
-        for i in 0..20 {
-            let byte = if i % 2 == 0 { b'b' } else { b'a' };
-            LocalOperations.write_atomic(&path, &vec![byte; size]).unwrap();
-        }
-        done.store(true, std::sync::atomic::Ordering::SeqCst);
-        assert!(reader.join().unwrap() > 0);
-    }
-
-    #[test]
-    fn atomic_write_refuses_a_directory() {
-        let dir = crate::testing::TempDir::new();
-        let err = LocalOperations.write_atomic(dir.path(), b"x").unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::IsADirectory);
-    }
-
-    #[test]
-    fn walk_reports_an_invalid_glob() {
-        let dir = crate::testing::TempDir::new();
-        let options = WalkOptions { globs: vec!["a[".into()], ..Default::default() };
-        let err = LocalOperations.walk(dir.path(), &options, &mut |_| true).unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
-        assert!(err.to_string().starts_with("invalid glob `a[`: "), "{err}");
+    fn targets_hold_only_plain_names() {
+        let t = Target::root().join("a/../b/./c");
+        assert_eq!(t.path(), Path::new("a/b/c"));
+        assert_eq!(Target::root().join("/etc/passwd").path(), Path::new("etc/passwd"));
+        assert_eq!(t.parent().unwrap().path(), Path::new("a/b"));
+        assert_eq!(Target::root().parent(), None);
+        let outside = Target::outside(PathBuf::from("/tmp/../x"));
+        assert_eq!(outside.path(), Path::new("/tmp/x"));
+        assert_eq!(outside.scope(), Scope::Outside);
+        assert_eq!(Target::outside(PathBuf::from("/")).parent(), None);
     }
 }

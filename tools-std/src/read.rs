@@ -1,14 +1,13 @@
 //! The `read` tool: a page of a text file with numbered lines, or an image.
 
 use std::io::{self, BufRead, BufReader, Read};
-use std::path::Path;
 
 use base64::Engine as _;
 use serde_json::json;
 use tool_runtime::{CancellationToken, Content, Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
-use crate::ops::{FileKind, Operations};
+use crate::ops::{FileKind, Operations, Target};
 use crate::text::{SNIFF_BYTES, cut_line, image_mime, looks_binary, plural, similar_names};
 
 /// Lines longer than this many characters are cut.
@@ -51,14 +50,14 @@ pub async fn read(
     let cancel = ctx.cancellation_token().clone();
     let workspace = ws.0.clone();
     let display = resolved.display.clone();
-    ws.blocking(move |ops| read_blocking(ops, &workspace, &resolved.path, &display, offset, limit, &cancel))
+    ws.blocking(move |ops| read_blocking(ops, &workspace, &resolved.target, &display, offset, limit, &cancel))
         .await?
 }
 
 fn read_blocking(
     ops: &dyn Operations,
     ws: &Workspace,
-    path: &Path,
+    path: &Target,
     display: &str,
     offset: u64,
     limit: u64,
@@ -256,10 +255,10 @@ impl Page {
     }
 }
 
-fn not_found(ops: &dyn Operations, ws: &Workspace, path: &Path, display: &str) -> ToolError {
+fn not_found(ops: &dyn Operations, ws: &Workspace, path: &Target, display: &str) -> ToolError {
     let mut message = format!("File not found: {display}.");
     if let (Some(parent), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) {
-        match ops.read_dir(parent) {
+        match ops.read_dir(&parent) {
             Ok(entries) => {
                 let names: Vec<&str> = entries.iter().filter_map(|e| e.name.to_str()).collect();
                 let similar = similar_names(name, names.iter().copied());
@@ -270,7 +269,7 @@ fn not_found(ops: &dyn Operations, ws: &Workspace, path: &Path, display: &str) -
             }
             Err(_) => message.push_str(&format!(
                 " The directory {} does not exist either; use `glob` to find the file.",
-                ws.display(parent)
+                ws.display(&parent)
             )),
         }
     }

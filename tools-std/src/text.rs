@@ -7,6 +7,17 @@ use std::path::Path;
 /// How many bytes at the start of a file are inspected to tell text from binary.
 pub(crate) const SNIFF_BYTES: usize = 8 * 1024;
 
+/// 64 random bits, for names that must not collide (temporary files).
+pub(crate) fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    // Each `RandomState` draws fresh keys, seeded from the OS.
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
+    );
+    hasher.finish()
+}
+
 /// `word` with an `s` unless `n` is 1.
 pub(crate) fn plural(n: impl Into<u64>, word: &str) -> String {
     let n = n.into();
@@ -102,6 +113,39 @@ pub(crate) fn image_mime(head: &[u8]) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// What a result says when a replaced file had other hard links, which keep the old content.
+pub(crate) fn hard_links_note(other_links: u64) -> String {
+    match other_links {
+        0 => String::new(),
+        n => format!(
+            " The old file had {} elsewhere; {} the old content (a write replaces the file, it never writes through a hard link).",
+            plural(n, "other hard link"),
+            if n == 1 { "it keeps" } else { "they keep" }
+        ),
+    }
+}
+
+/// How many characters of an argument an error message repeats.
+pub(crate) const ECHO_CHARS: usize = 200;
+
+/// A model's argument as an error message repeats it: quoted, and cut after [`ECHO_CHARS`]
+/// characters with the length of the rest, so a huge argument does not come back whole.
+pub(crate) fn echo(arg: &str) -> String {
+    match arg.char_indices().nth(ECHO_CHARS) {
+        None => format!("{arg:?}"),
+        Some((end, _)) => {
+            let rest = arg[end..].chars().count();
+            format!("{:?}… ({} more)", &arg[..end], plural(rest as u64, "character"))
+        }
+    }
+}
+
+/// A message built from a model's argument (a parser's error quoting it, say), cut after 2000
+/// characters.
+pub(crate) fn clip(message: &str) -> Cow<'_, str> {
+    cut_line(message, 2000, 0)
 }
 
 /// `line` cut to at most `max_chars` characters, with a marker saying how long it was.

@@ -9,18 +9,24 @@ use std::sync::Arc;
 
 use tool_runtime::{PermissionKind, PermissionRequest, ToolContext, ToolError};
 
-use crate::ops::{FileKind, LocalOperations, Operations};
-use crate::text::display_path;
+use crate::local::LocalOperations;
+use crate::ops::{FileKind, Operations, Scope, Target};
+use crate::text::{display_path, echo};
 
 /// How many symbolic links one path may pass through, as Linux allows.
 const MAX_SYMLINK_HOPS: usize = 40;
+/// The longest path argument accepted, in bytes (Linux's `PATH_MAX`).
+pub const MAX_PATH_BYTES: usize = 4096;
 
 /// The directory the file tools work in, and the [`Operations`] that reach it.
 ///
 /// Register it as a dependency (`deps.insert(Workspace::new(root)?)`, or use
-/// [`crate::dependencies`]). Every path argument is resolved against [`Workspace::root`] with
-/// symbolic links followed; a path that ends up outside the root needs the context's permission
-/// (an external-directory request), which the default policy denies.
+/// [`crate::dependencies`]). Every path argument is resolved beneath [`Workspace::root`]; a
+/// path that leads outside it (`..`, an absolute path, a symbolic link) needs the context's
+/// permission (an external-directory request), which the default policy denies. The local
+/// implementation has the kernel resolve every path beneath the root's directory handle, so a
+/// path that this check misjudges, or a tree that changes while a tool works, still cannot
+/// reach outside.
 #[derive(Clone)]
 pub struct Workspace {
     root: PathBuf,
@@ -36,18 +42,23 @@ impl fmt::Debug for Workspace {
 /// A path argument after resolution.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedPath {
-    /// The absolute path with every symbolic link resolved (missing trailing components are kept
-    /// as given).
-    pub path: PathBuf,
+    /// What the tool operates on: beneath the root, or outside it after the permission hook
+    /// allowed it.
+    pub target: Target,
     /// How to name it to the model: relative to the root when inside it, absolute otherwise.
     pub display: String,
+}
+
+impl ResolvedPath {
     /// Whether it lies inside the workspace root.
-    pub inside: bool,
+    pub fn inside(&self) -> bool {
+        self.target.scope() == Scope::Workspace
+    }
 }
 
 impl Workspace {
-    /// A workspace on the local file system. `root` is made absolute and canonical; it must be
-    /// an existing directory.
+    /// A workspace on the local file system: `root` is made absolute and canonical, and opened
+    /// as a directory handle that every path is resolved beneath.
     pub fn new(root: impl AsRef<Path>) -> io::Result<Workspace> {
         let root = std::fs::canonicalize(root.as_ref())?;
         if !root.is_dir() {
@@ -56,11 +67,12 @@ impl Workspace {
                 format!("the workspace root {} is not a directory", root.display()),
             ));
         }
-        Ok(Workspace { root, ops: Arc::new(LocalOperations) })
+        let ops = LocalOperations::open(&root)?;
+        Ok(Workspace { root, ops: Arc::new(ops) })
     }
 
-    /// A workspace reached through `ops` (a remote sandbox, for example). `root` must be an
-    /// absolute path to a directory there; its symbolic links are resolved through `ops`.
+    /// A workspace reached through `ops` (a remote sandbox, for example), whose root is the
+    /// absolute path `root` there (used to show paths and to start commands in).
     pub fn with_operations(root: impl AsRef<Path>, ops: Arc<dyn Operations>) -> io::Result<Workspace> {
         let root = root.as_ref();
         if !root.is_absolute() {
@@ -69,14 +81,13 @@ impl Workspace {
                 format!("the workspace root {} must be an absolute path", root.display()),
             ));
         }
-        let root = resolve_links(ops.as_ref(), Path::new("/"), root)?;
-        if ops.metadata(&root)?.kind != FileKind::Dir {
+        if ops.metadata(&Target::root())?.kind != FileKind::Dir {
             return Err(io::Error::new(
                 io::ErrorKind::NotADirectory,
                 format!("the workspace root {} is not a directory", root.display()),
             ));
         }
-        Ok(Workspace { root, ops })
+        Ok(Workspace { root: normal(root), ops })
     }
 
     /// The canonical root directory.
@@ -90,50 +101,67 @@ impl Workspace {
     }
 
     /// Resolves a path argument from the model: relative paths start at the root, symbolic
-    /// links are followed (any number of hops), and a result outside the root is only returned
-    /// when the context's permission hook allows an external-directory request. `action` says
-    /// what the tool means to do, for the person asked ("read", "write to", ...).
+    /// links inside the root are followed (any number of hops), and a path that leads outside
+    /// the root is only returned when the context's permission hook allows an external-directory
+    /// request. `action` says what the tool means to do, for the person asked ("read", "write
+    /// to", ...).
+    ///
+    /// Nothing outside the root is looked at before the permission is granted.
     pub async fn resolve(
         &self,
         ctx: &ToolContext,
         path: &str,
         action: &str,
     ) -> Result<ResolvedPath, ToolError> {
-        let resolved = self.resolve_unchecked(path).await?;
-        if !resolved.inside {
-            let request = PermissionRequest::new(
-                PermissionKind::ExternalDirectory { path: resolved.path.clone() },
-                format!("{action} {}, outside the workspace root {}", resolved.display, self.root.display()),
-            );
-            ctx.ask(request).await?;
-        }
-        Ok(resolved)
-    }
-
-    /// Resolves a path argument like [`Workspace::resolve`], without asking for permission.
-    pub async fn resolve_unchecked(&self, path: &str) -> Result<ResolvedPath, ToolError> {
-        if path.contains('\0') {
-            return Err(ToolError::invalid_arguments(format!(
-                "The path {path:?} contains a NUL character, which no file name can contain."
-            )));
-        }
+        check_argument(path)?;
         let raw = PathBuf::from(path);
+        let located = {
+            let (root, raw) = (self.root.clone(), raw.clone());
+            self.blocking(move |ops| locate(ops, &root, &raw, false))
+                .await?
+                .map_err(|e| path_error(path, e))?
+        };
+        if let Located::Inside(target) = located {
+            return Ok(ResolvedPath { display: self.display(&target), target });
+        }
+        let Located::Outside(outside) = located else { unreachable!() };
+        let request = PermissionRequest::new(
+            PermissionKind::ExternalDirectory { path: outside.clone() },
+            format!(
+                "{action} {}, outside the workspace root {}",
+                display_path(&outside),
+                self.root.display()
+            ),
+        );
+        ctx.ask(request).await?;
+        // Granted: now follow the links outside the root too.
         let root = self.root.clone();
-        let resolved = self
-            .blocking(move |ops| resolve_links(ops, &root, &raw))
+        let located = self
+            .blocking(move |ops| locate(ops, &root, &raw, true))
             .await?
             .map_err(|e| path_error(path, e))?;
-        let inside = resolved.starts_with(&self.root);
-        Ok(ResolvedPath { display: self.display(&resolved), path: resolved, inside })
+        let target = match located {
+            Located::Inside(target) => target,
+            Located::Outside(path) => Target::outside(path),
+        };
+        Ok(ResolvedPath { display: self.display(&target), target })
     }
 
-    /// How the model sees `path`: relative to the root when inside it (`.` for the root itself),
-    /// absolute otherwise; names that are not plain text are quoted with escapes.
-    pub fn display(&self, path: &Path) -> String {
-        match path.strip_prefix(&self.root) {
-            Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
-            Ok(rel) => display_path(rel),
-            Err(_) => display_path(path),
+    /// The absolute path `target` names.
+    pub fn absolute(&self, target: &Target) -> PathBuf {
+        match target.scope() {
+            Scope::Workspace if target.path().as_os_str().is_empty() => self.root.clone(),
+            Scope::Workspace => self.root.join(target.path()),
+            Scope::Outside => target.path().to_path_buf(),
+        }
+    }
+
+    /// How the model sees `target`: relative to the root when inside it (`.` for the root
+    /// itself), absolute otherwise; names that are not plain text are quoted with escapes.
+    pub fn display(&self, target: &Target) -> String {
+        match target.scope() {
+            Scope::Workspace if target.path().as_os_str().is_empty() => ".".to_owned(),
+            Scope::Workspace | Scope::Outside => display_path(target.path()),
         }
     }
 
@@ -150,13 +178,37 @@ impl Workspace {
     }
 }
 
+/// Refuses what no file name can hold, before anything is resolved: a NUL, or more bytes than
+/// the kernel takes. The message never repeats a huge argument whole.
+fn check_argument(path: &str) -> Result<(), ToolError> {
+    if path.len() > MAX_PATH_BYTES {
+        return Err(ToolError::invalid_arguments(format!(
+            "The path {} is {} bytes long; paths are at most {MAX_PATH_BYTES} bytes.",
+            echo(path),
+            path.len()
+        )));
+    }
+    if path.contains('\0') {
+        return Err(ToolError::invalid_arguments(format!(
+            "The path {} contains a NUL character, which no file name can contain.",
+            echo(path)
+        )));
+    }
+    Ok(())
+}
+
 fn path_error(path: &str, error: io::Error) -> ToolError {
-    let message = if error.kind() == io::ErrorKind::InvalidInput {
-        error.to_string()
-    } else {
-        format!("Cannot resolve the path {path:?}: {error}")
-    };
+    let message = format!("Cannot resolve the path {}: {error}", echo(path));
     ToolError::from_io(error).with_message(message)
+}
+
+/// Where a path argument leads.
+#[derive(Debug, PartialEq, Eq)]
+enum Located {
+    /// Beneath the root.
+    Inside(Target),
+    /// Outside it, at this absolute path.
+    Outside(PathBuf),
 }
 
 enum Part {
@@ -178,50 +230,86 @@ fn parts(path: &Path) -> (bool, Vec<Part>) {
     (absolute, parts)
 }
 
-/// Joins `path` to `base` (an absolute, already resolved directory) and follows every symbolic
-/// link on the way, through `ops`. Components after the first missing one are joined as given.
-pub(crate) fn resolve_links(ops: &dyn Operations, base: &Path, path: &Path) -> io::Result<PathBuf> {
+fn normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Joins `path` to `root` and follows every symbolic link on the way, the way the kernel will:
+/// a `..` after a name that does not exist, or after a file, is an error, as it is for the
+/// kernel. Names are looked up through `ops` only beneath the root, unless `look_outside`
+/// (after the user granted access outside); outside, without it, names are taken as written.
+fn locate(ops: &dyn Operations, root: &Path, path: &Path, look_outside: bool) -> io::Result<Located> {
     let (absolute, first) = parts(path);
-    let mut current = if absolute { PathBuf::from("/") } else { base.to_path_buf() };
+    let mut current = if absolute { PathBuf::from("/") } else { root.to_path_buf() };
     let mut queue: VecDeque<Part> = first.into();
-    let mut exists = true;
+    // Set once a name was not found (or was not a directory): from there on names are joined
+    // as written, and a `..` is an error.
+    let mut missing: Option<io::ErrorKind> = None;
     let mut hops = 0;
     while let Some(part) = queue.pop_front() {
         match part {
             Part::Parent => {
+                if let Some(kind) = missing {
+                    return Err(io::Error::new(
+                        kind,
+                        format!(
+                            "{} does not exist or is not a directory, so `..` after it leads nowhere",
+                            display_path(&current)
+                        ),
+                    ));
+                }
                 // `current` has no links left in it, so its parent is the real parent.
                 current.pop();
             }
             Part::Name(name) => {
                 let candidate = current.join(&name);
-                if !exists {
+                let target = match candidate.strip_prefix(root) {
+                    Ok(rel) => Some(Target::root().join(rel)),
+                    Err(_) if look_outside => Some(Target::outside(candidate.clone())),
+                    Err(_) => None,
+                };
+                let Some(target) = target.filter(|_| missing.is_none()) else {
                     current = candidate;
                     continue;
-                }
-                match ops.symlink_metadata(&candidate) {
+                };
+                match ops.symlink_metadata(&target) {
                     Ok(info) if info.kind == FileKind::Symlink => {
                         hops += 1;
                         if hops > MAX_SYMLINK_HOPS {
                             return Err(io::Error::new(
                                 io::ErrorKind::InvalidInput,
                                 format!(
-                                    "The path {} passes through more than {MAX_SYMLINK_HOPS} symbolic links (a loop?).",
-                                    path.display()
+                                    "it passes through more than {MAX_SYMLINK_HOPS} symbolic links (a loop?)"
                                 ),
                             ));
                         }
-                        let target = ops.read_link(&candidate)?;
-                        let (target_absolute, target_parts) = parts(&target);
-                        if target_absolute {
+                        let link = ops.read_link(&target)?;
+                        let (link_absolute, link_parts) = parts(&link);
+                        if link_absolute {
                             current = PathBuf::from("/");
                         }
-                        for part in target_parts.into_iter().rev() {
+                        for part in link_parts.into_iter().rev() {
                             queue.push_front(part);
                         }
                     }
-                    Ok(_) => current = candidate,
+                    Ok(info) => {
+                        if info.kind != FileKind::Dir && !queue.is_empty() {
+                            missing = Some(io::ErrorKind::NotADirectory);
+                        }
+                        current = candidate;
+                    }
                     Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
-                        exists = false;
+                        missing = Some(e.kind());
                         current = candidate;
                     }
                     Err(e) => return Err(e),
@@ -229,7 +317,10 @@ pub(crate) fn resolve_links(ops: &dyn Operations, base: &Path, path: &Path) -> i
             }
         }
     }
-    Ok(current)
+    Ok(match current.strip_prefix(root) {
+        Ok(rel) => Located::Inside(Target::root().join(rel)),
+        Err(_) => Located::Outside(current),
+    })
 }
 
 #[cfg(test)]
@@ -237,23 +328,48 @@ mod tests {
     use super::*;
     use crate::testing::TempDir;
 
+    fn located(ws: &Path, path: &str) -> io::Result<Located> {
+        let ops = LocalOperations::open(ws).unwrap();
+        locate(&ops, ws, Path::new(path), false)
+    }
+
     #[cfg(unix)]
     #[test]
     fn links_are_followed_through_every_hop() {
         use std::os::unix::fs::symlink;
         let dir = TempDir::new();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let root = dir.path().to_path_buf();
         std::fs::create_dir_all(root.join("ws/sub")).unwrap();
         std::fs::create_dir_all(root.join("outside")).unwrap();
         symlink("../outside", root.join("ws/hop2")).unwrap();
         symlink("hop2", root.join("ws/sub/../hop1")).unwrap();
+        symlink("sub", root.join("ws/inner")).unwrap();
         let ws = root.join("ws");
-        let resolved = resolve_links(&LocalOperations, &ws, Path::new("hop1/file.txt")).unwrap();
-        assert_eq!(resolved, root.join("outside/file.txt"));
-        let resolved = resolve_links(&LocalOperations, &ws, Path::new("sub/../missing/../x")).unwrap();
-        assert_eq!(resolved, ws.join("x"));
-        let resolved = resolve_links(&LocalOperations, &ws, Path::new("../ws/./sub")).unwrap();
-        assert_eq!(resolved, ws.join("sub"));
+        // Leaving the root stops the lookup: nothing outside is looked at.
+        assert_eq!(located(&ws, "hop1/file.txt").unwrap(), Located::Outside(root.join("outside/file.txt")));
+        assert_eq!(located(&ws, "inner/x").unwrap(), Located::Inside(Target::root().join("sub/x")));
+        assert_eq!(located(&ws, "sub/../x").unwrap(), Located::Inside(Target::root().join("x")));
+        assert_eq!(located(&ws, "../ws/./sub").unwrap(), Located::Inside(Target::root().join("sub")));
+        let abs = format!("{}/sub", ws.display());
+        assert_eq!(located(&ws, &abs).unwrap(), Located::Inside(Target::root().join("sub")));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn dot_dot_after_a_missing_name_or_a_file_is_an_error_as_for_the_kernel() {
+        use std::os::unix::fs::symlink;
+        let dir = TempDir::new();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(dir.path().join("outside")).unwrap();
+        std::fs::write(ws.join("in.txt"), "x").unwrap();
+        symlink("../outside", ws.join("link")).unwrap();
+        let err = located(&ws, "nope/../link/secret.txt").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        let err = located(&ws, "in.txt/x/../../link/secret.txt").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotADirectory, "{err}");
+        // Names after a missing one are fine: that is how new files are created.
+        assert_eq!(located(&ws, "new/dir/f").unwrap(), Located::Inside(Target::root().join("new/dir/f")));
     }
 
     #[cfg(unix)]
@@ -263,7 +379,7 @@ mod tests {
         let dir = TempDir::new();
         symlink("b", dir.path().join("a")).unwrap();
         symlink("a", dir.path().join("b")).unwrap();
-        let err = resolve_links(&LocalOperations, dir.path(), Path::new("a/x")).unwrap_err();
+        let err = located(dir.path(), "a/x").unwrap_err();
         assert!(err.to_string().contains("more than 40 symbolic links"), "{err}");
     }
 }

@@ -6,8 +6,8 @@ use serde_json::json;
 use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
-use crate::ops::FileKind;
-use crate::text::plural;
+use crate::ops::{FileKind, Precondition, Written};
+use crate::text::{hard_links_note, plural};
 
 /// Write a file in the workspace, creating it (and its missing parent directories) or replacing
 /// all of its content.
@@ -28,9 +28,9 @@ pub async fn write(
 ) -> Result<ToolOutput, ToolError> {
     let resolved = ws.resolve(ctx, &path, "write to").await?;
     let display = resolved.display.clone();
-    let target = resolved.path;
+    let target = resolved.target;
     let (previous, written) = ws
-        .blocking(move |ops| -> Result<(Option<u64>, u64), ToolError> {
+        .blocking(move |ops| -> Result<(Option<u64>, Written), ToolError> {
             let previous = match ops.metadata(&target) {
                 Ok(info) if info.kind == FileKind::Dir => {
                     return Err(ToolError::invalid_arguments(format!(
@@ -42,10 +42,11 @@ pub async fn write(
                 Err(e) => return Err(write_error(&display, e)),
             };
             if let Some(parent) = target.parent() {
-                ops.create_dir_all(parent).map_err(|e| write_error(&display, e))?;
+                ops.create_dir_all(&parent).map_err(|e| write_error(&display, e))?;
             }
-            let written =
-                ops.write_atomic(&target, content.as_bytes()).map_err(|e| write_error(&display, e))?;
+            let written = ops
+                .write_atomic(&target, content.as_bytes(), Precondition::None)
+                .map_err(|e| write_error(&display, e))?;
             Ok((previous, written))
         })
         .await??;
@@ -54,9 +55,11 @@ pub async fn write(
         None => "new file".to_owned(),
         Some(old) => format!("replaced {}", plural(old, "byte")),
     };
-    Ok(ToolOutput::text(format!("Wrote {} to {display} ({what}).", plural(written, "byte")))
+    let mut text = format!("Wrote {} to {display} ({what}).", plural(written.bytes, "byte"));
+    text.push_str(&hard_links_note(written.other_links));
+    Ok(ToolOutput::text(text)
         .with_title(display)
-        .with_metadata("bytes", json!(written))
+        .with_metadata("bytes", json!(written.bytes))
         .with_metadata("created", json!(previous.is_none())))
 }
 
