@@ -109,7 +109,10 @@ impl ToolError {
             io::ErrorKind::NotFound => ErrorKind::NotFound,
             io::ErrorKind::PermissionDenied => ErrorKind::PermissionDenied,
             io::ErrorKind::TimedOut => ErrorKind::Timeout,
-            io::ErrorKind::InvalidInput => ErrorKind::InvalidArguments,
+            io::ErrorKind::InvalidInput
+            | io::ErrorKind::NotADirectory
+            | io::ErrorKind::IsADirectory
+            | io::ErrorKind::InvalidFilename => ErrorKind::InvalidArguments,
             _ => ErrorKind::Execution,
         };
         ToolError::new(kind, error.to_string()).with_source(error)

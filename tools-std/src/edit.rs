@@ -26,7 +26,7 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// creates a file that does not exist yet. Line endings (CRLF or LF) and a byte-order mark are
 /// kept whatever line endings you send. The write is atomic. The result summarises the change;
 /// read the file again before a second edit if you are unsure of its current text.
-#[tool(destructive)]
+#[tool(destructive, timeout = "1m")]
 pub async fn edit(
     ws: Dep<Workspace>,
     ctx: &ToolContext,

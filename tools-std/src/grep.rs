@@ -19,6 +19,12 @@ pub const MAX_LINE_CHARS: usize = 500;
 /// search holds at most this much of one file in memory.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
+/// Whether a search stopped at a line longer than [`MAX_LINE_BYTES`] (grep-searcher's heap
+/// limit, which it reports as a plain I/O error).
+pub(crate) fn line_too_long(error: &std::io::Error) -> bool {
+    error.to_string().contains("allocation limit")
+}
+
 /// Search file contents with a regular expression, like ripgrep.
 ///
 /// `pattern` uses Rust regex syntax (as ripgrep does: `fn\s+main`, `\bfoo\b`, `(?i)` inline
@@ -32,7 +38,7 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// characters are cut. At most `limit` lines (default 100) are shown, with a notice giving the
 /// total; narrow `path`, `glob` or the pattern to see the rest, or `read` a file around a line.
 /// To find files by name, use `glob`.
-#[tool(parallel, read_only)]
+#[tool(parallel, read_only, timeout = "2m")]
 pub async fn grep(
     ws: Dep<Workspace>,
     ctx: &ToolContext,
@@ -73,6 +79,12 @@ pub async fn grep(
                 ToolError::from_io(e).with_message(message)
             })?;
             let mut files: Vec<(Option<SystemTime>, Target)> = Vec::new();
+            if info.kind == FileKind::Other {
+                return Err(ToolError::invalid_arguments(format!(
+                    "{display} is {}, not a regular file; grep searches files and directories.",
+                    FileKind::Other.describe()
+                )));
+            }
             if info.kind == FileKind::Dir {
                 let options = WalkOptions { globs, ..WalkOptions::default() };
                 ops.walk(&root, &options, &mut |entry| {
@@ -116,12 +128,10 @@ pub async fn grep(
                         Ok(true)
                     }),
                 );
-                if let Err(e) = searched {
-                    // The only error a readable file gives is the heap limit: a line too long
-                    // to hold in memory. Say so rather than pretend it had no match.
-                    if e.kind() != std::io::ErrorKind::Interrupted {
-                        found.skipped.push(workspace.display(&path));
-                    }
+                if searched.is_err() {
+                    // A line too long to hold in memory, or a read error: say so rather than
+                    // pretend the file had no match.
+                    found.skipped.push(workspace.display(&path));
                     continue;
                 }
                 if count == 0 {

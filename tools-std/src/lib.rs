@@ -142,6 +142,7 @@ mod tests {
             assert_eq!(spec.annotations.destructive, destructive, "{}", spec.name);
             assert_eq!(spec.annotations.open_world, open_world, "{}", spec.name);
             assert!(spec.description.len() > 100, "{} needs a real description", spec.name);
+            assert!(spec.timeout.is_some(), "{} needs a default time limit", spec.name);
         }
     }
 

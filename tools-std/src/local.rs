@@ -368,6 +368,14 @@ mod tests {
     }
 
     #[test]
+    fn the_temporary_file_of_a_replacement_is_private_until_it_gets_the_old_mode() {
+        let dir = TempDir::new();
+        let handle = Dir::open_ambient_dir(dir.path(), ambient_authority()).unwrap();
+        let (_, replacing) = create_temp_file(&handle, Path::new("secret"), true).unwrap();
+        assert_eq!(replacing.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    #[test]
     fn atomic_write_refuses_a_directory() {
         let dir = TempDir::new();
         fs::create_dir(dir.path().join("sub")).unwrap();

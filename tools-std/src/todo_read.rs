@@ -9,7 +9,7 @@ use crate::todo_write::{TodoList, render};
 ///
 /// Each item is one line with its status: `[x]` completed, `[>]` in progress, `[ ]` pending,
 /// `[-]` cancelled. Check it before reporting that the work is done.
-#[tool(parallel, read_only)]
+#[tool(parallel, read_only, timeout = "10s")]
 pub async fn todo_read(session: SessionState) -> ToolOutput {
     let items = session.get::<TodoList>().map(|list| list.items()).unwrap_or_default();
     ToolOutput::text(render(&items)).with_metadata("todos", json!(items))

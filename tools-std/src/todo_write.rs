@@ -73,7 +73,7 @@ pub(crate) fn render(items: &[TodoItem]) -> String {
 /// time, with every item's status (`pending`, `in_progress`, `completed`, `cancelled`). Keep one
 /// item `in_progress` at a time and mark items `completed` as soon as they are done. An empty
 /// list clears it. The list lives as long as the session; `todo_read` shows it.
-#[tool]
+#[tool(timeout = "10s")]
 pub async fn todo_write(
     session: SessionState,
     /// The complete new list, in order.

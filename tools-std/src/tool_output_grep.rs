@@ -9,7 +9,8 @@ use serde_json::json;
 use tool_runtime::output_store::OutputStore;
 use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
-use crate::text::{cut_line, plural};
+use crate::grep::{MAX_LINE_BYTES, line_too_long};
+use crate::text::{ECHO_CHARS, clip, cut_line, plural};
 
 /// Matching lines longer than this many characters are cut.
 pub const MAX_LINE_CHARS: usize = 500;
@@ -22,7 +23,7 @@ pub const MAX_LINE_CHARS: usize = 500;
 /// `<line number>- <text>` and `--` between separate groups; lines longer than 500 characters
 /// are cut. At most `max_matches` matching lines (default 100) are shown, with a notice giving
 /// the total. To read around a line, use `tool_output_read` with an `offset`.
-#[tool(parallel, read_only)]
+#[tool(parallel, read_only, timeout = "1m")]
 pub async fn tool_output_grep(
     store: Dep<OutputStore>,
     ctx: &ToolContext,
@@ -49,27 +50,45 @@ pub async fn tool_output_grep(
         .multi_line(true)
         .line_terminator(Some(b'\n'))
         .build(&pattern)
-        .map_err(|e| ToolError::invalid_arguments(format!("Invalid regular expression: {e}")))?;
+        .map_err(|e| {
+            ToolError::invalid_arguments(format!("Invalid regular expression: {}", clip(&e.to_string())))
+        })?;
     let context = context.min(50) as usize;
     let cancel = ctx.cancellation_token().clone();
     let mut collector = Collector { max: max_matches.max(1) as usize, cancel, ..Collector::default() };
-    let collector = tokio::task::spawn_blocking(move || {
-        let mut searcher =
-            SearcherBuilder::new().line_number(true).before_context(context).after_context(context).build();
-        searcher.search_path(&matcher, &path, &mut collector).map(|()| collector)
+    let (collector, searched) = tokio::task::spawn_blocking(move || {
+        let mut searcher = SearcherBuilder::new()
+            .line_number(true)
+            .before_context(context)
+            .after_context(context)
+            .heap_limit(Some(MAX_LINE_BYTES))
+            .build();
+        let searched = searcher.search_path(&matcher, &path, &mut collector);
+        (collector, searched)
     })
     .await
-    .map_err(|e| ToolError::execution("searching the stored output failed unexpectedly").with_source(e))?
-    .map_err(|e| {
-        let message = format!("Cannot search the stored output {reference}: {e}");
-        ToolError::from_io(e).with_message(message)
-    })?;
+    .map_err(|e| ToolError::execution("searching the stored output failed unexpectedly").with_source(e))?;
+    // The search stops at a line longer than the heap limit; what came before it stands.
+    let stopped = match searched {
+        Ok(()) => None,
+        Err(e) if line_too_long(&e) => Some(format!(
+            "\n[the search stopped at a line longer than 16 MiB; the lines after it were not searched. Read them with tool_output_read(ref=\"{reference}\", offset=N)]"
+        )),
+        Err(e) => {
+            let message = format!("Cannot search the stored output {reference}: {e}");
+            return Err(ToolError::from_io(e).with_message(message));
+        }
+    };
     if collector.cancelled {
         return Err(ToolError::cancelled("The search was cancelled."));
     }
     if collector.total == 0 {
-        return Ok(ToolOutput::text(format!("No lines of {reference} match `{pattern}`."))
-            .with_metadata("matches", json!(0)));
+        return Ok(ToolOutput::text(format!(
+            "No lines of {reference} match `{}`.{}",
+            cut_line(&pattern, ECHO_CHARS, 0),
+            stopped.unwrap_or_default()
+        ))
+        .with_metadata("matches", json!(0)));
     }
     let mut text = collector.lines.join("\n");
     text.push('\n');
@@ -81,6 +100,7 @@ pub async fn tool_output_grep(
             plural(collector.total as u64, "matching line")
         );
     }
+    text.push_str(&stopped.unwrap_or_default());
     Ok(ToolOutput::text(text).with_metadata("matches", json!(collector.total)))
 }
 

@@ -15,7 +15,7 @@ use crate::read::{Page, read_lines};
 /// 1), at most 50 KiB per call, long lines cut, and a
 /// `[showing lines a-b of N; use offset=c to continue]` notice while there is more. To find
 /// something in it, `tool_output_grep` is faster. Saved outputs expire after a while.
-#[tool(parallel, read_only, truncate = false)]
+#[tool(parallel, read_only, truncate = false, timeout = "1m")]
 pub async fn tool_output_read(
     store: Dep<OutputStore>,
     ctx: &ToolContext,

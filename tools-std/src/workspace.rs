@@ -198,7 +198,7 @@ fn check_argument(path: &str) -> Result<(), ToolError> {
 }
 
 fn path_error(path: &str, error: io::Error) -> ToolError {
-    let message = format!("Cannot resolve the path {}: {error}", echo(path));
+    let message = format!("Cannot resolve the path {}: {error}.", echo(path));
     ToolError::from_io(error).with_message(message)
 }
 
@@ -254,17 +254,20 @@ fn locate(ops: &dyn Operations, root: &Path, path: &Path, look_outside: bool) ->
     let mut queue: VecDeque<Part> = first.into();
     // Set once a name was not found (or was not a directory): from there on names are joined
     // as written, and a `..` is an error.
-    let mut missing: Option<io::ErrorKind> = None;
+    let mut missing: Option<(io::ErrorKind, PathBuf)> = None;
     let mut hops = 0;
     while let Some(part) = queue.pop_front() {
         match part {
             Part::Parent => {
-                if let Some(kind) = missing {
+                if let Some((kind, at)) = missing {
+                    let at = at.strip_prefix(root).map_or(at.clone(), Path::to_path_buf);
+                    let what =
+                        if kind == io::ErrorKind::NotFound { "does not exist" } else { "is not a directory" };
                     return Err(io::Error::new(
                         kind,
                         format!(
-                            "{} does not exist or is not a directory, so `..` after it leads nowhere",
-                            display_path(&current)
+                            "{} {what}, so a `..` after it leads nowhere (the system resolves `..` after following the names before it, not by removing text)",
+                            display_path(&at)
                         ),
                     ));
                 }
@@ -304,12 +307,12 @@ fn locate(ops: &dyn Operations, root: &Path, path: &Path, look_outside: bool) ->
                     }
                     Ok(info) => {
                         if info.kind != FileKind::Dir && !queue.is_empty() {
-                            missing = Some(io::ErrorKind::NotADirectory);
+                            missing = Some((io::ErrorKind::NotADirectory, candidate.clone()));
                         }
                         current = candidate;
                     }
                     Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
-                        missing = Some(e.kind());
+                        missing = Some((e.kind(), candidate.clone()));
                         current = candidate;
                     }
                     Err(e) => return Err(e),
