@@ -49,7 +49,9 @@ use std::sync::Arc;
 use tool_runtime::{Dependencies, OutputStore, Tool};
 
 pub mod ops;
-mod process;
+pub mod process;
+#[cfg(target_os = "linux")]
+mod process_tree;
 mod text;
 pub mod workspace;
 
