@@ -286,10 +286,12 @@ fn kill_note(report: &KillReport) -> String {
                 (0, _) => String::new(),
                 (1, 1) => "1 process it started (it had left the command's process group)".to_owned(),
                 (n, 0) => format!("{} it started", processes(n)),
-                (n, out) => format!(
-                    "{} ({out} of them had left the command's process group)",
-                    format!("{} it started", processes(n))
-                ),
+                (n, out) => {
+                    format!(
+                        "{} it started ({out} of them had left the command's process group)",
+                        processes(n)
+                    )
+                }
             };
             match (report.shell, started.is_empty()) {
                 (true, true) => "[killed the command; no process it started was still running".to_owned(),
