@@ -42,8 +42,8 @@ const PROGRESS_WINDOW: Duration = Duration::from_millis(100);
 /// empty, so commands that ask questions fail instead of waiting (use flags such as `-y`). After
 /// `timeout_secs` (default 120, at most 600), or when the call is cancelled, the command and
 /// every process it started are killed (background jobs and daemons included), and the result
-/// keeps what was printed until then and says why it stopped and what was killed. For servers and other
-/// long-running jobs, start them in the background with their output redirected
+/// keeps what was printed until then and says why it stopped and what was killed. For servers
+/// and other long-running jobs, start them in the background with their output redirected
 /// (`cmd > log.txt 2>&1 &`) and check on them later. Output longer than 2000 lines or 50 KiB is
 /// cut in the middle: the beginning and the end are shown, and the notice names a reference
 /// for `tool_output_read` / `tool_output_grep` to read the full output. Each call starts a new
@@ -277,8 +277,8 @@ impl Ended {
 fn kill_note(report: &KillReport) -> String {
     let mut note = match report.scope {
         KillScope::ProcessGroup => {
-            "[killed the command's process group; processes that had left it were not looked \
-                                    for on this system"
+            "[killed the command's process group; processes that had left it were not looked for on \
+             this system"
                 .to_owned()
         }
         KillScope::ProcessTree => {
