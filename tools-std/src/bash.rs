@@ -306,8 +306,7 @@ fn kill_note(report: &KillReport) -> String {
             report.not_killed.iter().map(|n| format!("pid {} ({})", n.pid, n.reason)).collect();
         let _ = write!(
             note,
-            "; could not kill {}: {}. They may still be running: check with `ps -p PID` and stop them as their \
-             owner",
+            "; could not kill {}: {}; check with `ps -p PID` and stop it as its owner",
             processes(report.not_killed.len()),
             who.join(", ")
         );
@@ -689,6 +688,48 @@ mod tests {
         assert_eq!(out, "aé€😀b");
         assert_eq!(stream.decode(b"x\xffy\xe2\x82"), "x\u{FFFD}y");
         assert_eq!(stream.finish(), "\u{FFFD}");
+    }
+
+    #[test]
+    fn the_kill_note_says_what_was_killed_and_what_was_not() {
+        use crate::process::NotKilled;
+        let tree = |shell, started, outside_group, not_killed| KillReport {
+            scope: KillScope::ProcessTree,
+            shell,
+            started,
+            outside_group,
+            not_killed,
+        };
+        assert_eq!(
+            kill_note(&tree(true, 0, 0, vec![])),
+            "[killed the command; no process it started was still running]"
+        );
+        assert_eq!(kill_note(&tree(true, 2, 0, vec![])), "[killed the command and 2 processes it started]");
+        assert_eq!(
+            kill_note(&tree(false, 1, 1, vec![])),
+            "[the command had already exited; killed 1 process it started (it had left the command's process group)]"
+        );
+        assert_eq!(
+            kill_note(&tree(false, 0, 0, vec![])),
+            "[nothing was left to kill: the command had already exited]"
+        );
+        let refused = NotKilled { pid: 4242, reason: "not permitted: it runs as another user".to_owned() };
+        assert_eq!(
+            kill_note(&tree(true, 3, 2, vec![refused.clone()])),
+            "[killed the command and 3 processes it started (2 of them had left the command's process group); \
+             could not kill 1 process: pid 4242 (not permitted: it runs as another user); check with `ps -p PID` \
+             and stop it as its owner]"
+        );
+        assert_eq!(
+            kill_metadata(&tree(true, 3, 2, vec![refused]))["not_killed"],
+            json!([{"pid": 4242, "reason": "not permitted: it runs as another user"}])
+        );
+        let group = KillReport { scope: KillScope::ProcessGroup, ..KillReport::default() };
+        assert_eq!(
+            kill_note(&group),
+            "[killed the command's process group; processes that had left it were not looked for on this system]"
+        );
+        assert_eq!(kill_metadata(&group)["scope"], json!("process_group"));
     }
 
     async fn run_bash(fx: &Fixture, args: Value) -> ToolOutput {
