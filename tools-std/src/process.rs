@@ -20,6 +20,8 @@
 //! process group. Off Linux only the process group is killed. The command itself is not
 //! sandboxed: it can read and write whatever the user running the tools can.
 
+#![cfg_attr(not(unix), allow(dead_code))]
+
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
@@ -112,13 +114,6 @@ pub struct KillReport {
     pub outside_group: usize,
     /// Processes of the command that were found but survived.
     pub not_killed: Vec<NotKilled>,
-}
-
-impl KillReport {
-    /// Whether anything was killed.
-    pub fn killed_any(&self) -> bool {
-        self.shell || self.started > 0 || self.scope == KillScope::ProcessGroup
-    }
 }
 
 /// Kills every local command still running in this process, each with its whole process tree,
@@ -294,12 +289,14 @@ mod subreaper {
     /// (which would steal the statuses tokio waits for).
     pub(super) fn set_on_exec(command: &mut tokio::process::Command) {
         // SAFETY: the closure runs in the forked child before `exec`, where only
-        // async-signal-safe calls are allowed. It makes one `prctl` system call and, on failure,
-        // turns the errno into an `io::Error` without allocating (`from_raw_os_error`).
+        // async-signal-safe calls are allowed: it makes one `prctl` system call and allocates
+        // nothing. A refusal (a seccomp filter, say) is ignored: the command still runs, and its
+        // processes are still found through their marker and group; only orphans that dropped
+        // both are not.
         unsafe {
             command.pre_exec(|| {
-                nix::sys::prctl::set_child_subreaper(true)
-                    .map_err(|e| std::io::Error::from_raw_os_error(e as i32))
+                let _ = nix::sys::prctl::set_child_subreaper(true);
+                Ok(())
             });
         }
     }
