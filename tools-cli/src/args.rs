@@ -28,7 +28,8 @@ pub enum Command {
     /// Run the tool calls of one assistant message read from standard input and print the
     /// provider's tool-result message(s) as a JSON array.
     Turn(TurnArgs),
-    /// Serve the tools over MCP on standard input and output until standard input closes.
+    /// Serve the tools over MCP on standard input and output until standard input closes or a
+    /// stop signal (SIGINT, SIGTERM, SIGHUP) arrives, which first kills every running command.
     Serve(ServeArgs),
 }
 

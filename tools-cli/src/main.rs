@@ -1,6 +1,7 @@
 //! The `tools` command: `list`, `call`, `turn` and `serve` for the built-in tools.
 
 mod args;
+mod signals;
 
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use tool_runtime::{
 use tools_std::Workspace;
 
 use args::{CallArgs, Command, ListArgs, Parsed, ServeArgs, TurnArgs, WorkspaceArgs};
+use signals::Termination;
 
 /// The tool ran and succeeded (or the command did its job).
 const EXIT_OK: i32 = 0;
@@ -170,7 +172,7 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
     let dispatcher = dispatcher(registry, &args.workspace)?.build();
     let options = CallOptions { timeout: args.timeout_ms.map(Duration::from_millis) };
     let call = ToolCall { id: CALL_ID.to_owned(), name: args.name, arguments };
-    let cancel = cancel_on_interrupt();
+    let cancel = cancel_on_termination()?;
     let result = dispatcher.run_with(call, options, cancel).await;
     let output = &result.output;
     print_json(&json!({
@@ -202,7 +204,7 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     }
     let dispatcher = builder.build();
     let results = dispatcher
-        .run_batch(calls, cancel_on_interrupt())
+        .run_batch(calls, cancel_on_termination()?)
         .await
         .map_err(|e| Failure::runtime(format!("the turn was stopped by a fatal error: {}", e.message())))?;
     print_json(&Value::Array(provider.render_results(&results)))?;
@@ -216,7 +218,17 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
         .version(env!("CARGO_PKG_VERSION"))
         .build()
         .map_err(|e| Failure::usage(e.to_string()))?;
-    server.serve_stdio().await.map_err(|e| Failure::runtime(e.to_string()))?;
+    let mut termination = Termination::register().map_err(signal_failure)?;
+    tokio::select! {
+        served = server.serve_stdio() => {
+            served.map_err(|e| Failure::runtime(e.to_string()))?;
+        }
+        _ = termination.received() => {
+            // Killed here, before the runtime drops the calls still running: every process the
+            // commands started dies with the server, whichever session it belonged to.
+            tools_std::process::kill_running_commands();
+        }
+    }
     Ok(EXIT_OK)
 }
 
@@ -227,17 +239,21 @@ fn print_event(event: ToolEvent) {
     }
 }
 
-/// A token cancelled by Ctrl-C, so that running tools stop (and kill what they started) and the
-/// results still come out.
-fn cancel_on_interrupt() -> CancellationToken {
+/// A token cancelled by SIGINT (Ctrl-C), SIGTERM or SIGHUP, so that running tools stop (and
+/// kill every process they started) and the results still come out.
+fn cancel_on_termination() -> Result<CancellationToken, Failure> {
+    let mut termination = Termination::register().map_err(signal_failure)?;
     let token = CancellationToken::new();
     let cancel = token.clone();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            cancel.cancel();
-        }
+        termination.received().await;
+        cancel.cancel();
     });
-    token
+    Ok(token)
+}
+
+fn signal_failure(error: io::Error) -> Failure {
+    Failure::runtime(format!("cannot catch the stop signals (SIGINT, SIGTERM, SIGHUP): {error}"))
 }
 
 fn read_stdin(what: &str) -> Result<String, Failure> {

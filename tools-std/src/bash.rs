@@ -1,4 +1,4 @@
-//! The `bash` tool: run a command in the workspace, with a timeout, group kill, streaming and bounded capture.
+//! The `bash` tool: run a command in the workspace, with a timeout, process-tree kill, streaming and bounded capture.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -17,7 +17,7 @@ use tool_runtime::{
 };
 
 use crate::Workspace;
-use crate::ops::{ShellExit, ShellRequest};
+use crate::process::{KillReport, KillScope, ShellExit, ShellProcess, ShellRequest};
 use crate::text::plural;
 
 /// The timeout when the call gives none.
@@ -39,11 +39,11 @@ const PROGRESS_WINDOW: Duration = Duration::from_millis(100);
 ///
 /// Standard output and standard error come back interleaved as the command wrote them, followed
 /// by `[exit code N]` when it is not 0; `(no output)` when there is none. Standard input is
-/// empty, so commands that ask questions fail instead of waiting (use flags such as `-y`). The
-/// command runs in its own process group: after `timeout_secs` (default 120, at most 600), or
-/// when the call is cancelled, the command and every process it started are killed, and the
-/// result keeps what was printed until then and says why it stopped. For servers and other
-/// long-running jobs, start them in the background with their output redirected
+/// empty, so commands that ask questions fail instead of waiting (use flags such as `-y`). After
+/// `timeout_secs` (default 120, at most 600), or when the call is cancelled, the command and
+/// every process it started are killed (background jobs and daemons included), and the result
+/// keeps what was printed until then and says why it stopped and what was killed. For servers
+/// and other long-running jobs, start them in the background with their output redirected
 /// (`cmd > log.txt 2>&1 &`) and check on them later. Output longer than 2000 lines or 50 KiB is
 /// cut in the middle: the beginning and the end are shown, and the notice names a reference
 /// for `tool_output_read` / `tool_output_grep` to read the full output. Each call starts a new
@@ -116,15 +116,17 @@ struct Ended {
     stop: Stop,
     /// Processes the shell left behind still held the output open when reading stopped.
     left_open: bool,
+    /// What stopping the command killed, or why killing it failed.
+    killed: Option<Result<KillReport, String>>,
 }
 
 async fn run(
-    process: crate::ops::ShellProcess,
+    process: ShellProcess,
     ctx: &ToolContext,
     stop_after: Duration,
     capture: &mut Capture,
 ) -> Result<Ended, ToolError> {
-    let crate::ops::ShellProcess { mut output, mut control } = process;
+    let ShellProcess { mut output, mut control } = process;
     let deadline = tokio::time::Instant::now() + stop_after;
     let cancel = ctx.cancellation_token().clone();
     let mut progress = ProgressStream::new(ctx);
@@ -159,7 +161,7 @@ async fn run(
         }
     }
     if let Some(stop) = stop {
-        let _ = control.kill_all();
+        let killed = control.kill_all().map_err(|e| e.to_string());
         // Whatever was written before the kill is still in the pipe: read it, briefly.
         let drain = async {
             loop {
@@ -174,10 +176,10 @@ async fn run(
         };
         let _ = tokio::time::timeout(Duration::from_millis(500), drain).await;
         let _ = tokio::time::timeout(Duration::from_secs(2), control.wait()).await;
-        return Ok(Ended { stop, left_open: false });
+        return Ok(Ended { stop, left_open: false, killed: Some(killed) });
     }
     let exit = exit.unwrap_or(ShellExit { code: None, signal: None });
-    Ok(Ended { stop: Stop::Exited(exit), left_open: !eof })
+    Ok(Ended { stop: Stop::Exited(exit), left_open: !eof, killed: None })
 }
 
 impl Ended {
@@ -222,20 +224,23 @@ impl Ended {
                     "pass timeout_secs (at most 600)"
                 };
                 notes.push(format!(
-                    "[timed out after {}: the command and every process it started were killed; the output above is \
-                     what it printed until then. Run long jobs in the background with their output redirected to a \
+                    "[timed out after {}: the output above is what the command printed until then. Run long jobs in the background with their output redirected to a \
                      file (`cmd > log.txt 2>&1 &`), or {hint}.]",
                     seconds(stop_after)
                 ));
             }
             Stop::Cancelled => {
                 is_error = true;
-                notes.push(
-                    "[cancelled: the command and every process it started were killed; the output above is what it \
-                     printed until then.]"
-                        .to_owned(),
-                );
+                notes
+                    .push("[cancelled: the output above is what the command printed until then.]".to_owned());
             }
+        }
+        match &self.killed {
+            Some(Ok(report)) => notes.push(kill_note(report)),
+            Some(Err(error)) => notes.push(format!(
+                "[the command could not be killed ({error}); processes it started may still be running: check with `ps`]"
+            )),
+            None => {}
         }
         if self.left_open {
             notes.push(
@@ -253,6 +258,9 @@ impl Ended {
             .with_metadata("signal", json!(signal))
             .with_metadata("timed_out", json!(self.stop == Stop::TimedOut))
             .with_metadata("cancelled", json!(self.stop == Stop::Cancelled));
+        if let Some(Ok(report)) = &self.killed {
+            output = output.with_metadata("killed", kill_metadata(report));
+        }
         output.is_error = is_error;
         if let Some(description) = description.filter(|d| !d.trim().is_empty()) {
             output = output.with_title(description);
@@ -262,6 +270,67 @@ impl Ended {
         }
         output
     }
+}
+
+/// What stopping the command killed, in one bracketed line.
+fn kill_note(report: &KillReport) -> String {
+    let mut note = match report.scope {
+        KillScope::ProcessGroup => {
+            "[killed the command's process group; processes that had left it were not looked for on \
+             this system"
+                .to_owned()
+        }
+        KillScope::ProcessTree => {
+            let started = match (report.started, report.outside_group) {
+                (0, _) => String::new(),
+                (1, 1) => "1 process it started (it had left the command's process group)".to_owned(),
+                (n, 0) => format!("{} it started", processes(n)),
+                (n, out) => {
+                    format!(
+                        "{} it started ({out} of them had left the command's process group)",
+                        processes(n)
+                    )
+                }
+            };
+            match (report.shell, started.is_empty()) {
+                (true, true) => "[killed the command; no process it started was still running".to_owned(),
+                (true, false) => format!("[killed the command and {started}"),
+                (false, false) => format!("[the command had already exited; killed {started}"),
+                (false, true) => "[nothing was left to kill: the command had already exited".to_owned(),
+            }
+        }
+    };
+    if !report.not_killed.is_empty() {
+        let who: Vec<String> =
+            report.not_killed.iter().map(|n| format!("pid {} ({})", n.pid, n.reason)).collect();
+        let _ = write!(
+            note,
+            "; could not kill {}: {}; check with `ps -p PID` and stop it as its owner",
+            processes(report.not_killed.len()),
+            who.join(", ")
+        );
+    }
+    note.push(']');
+    note
+}
+
+fn processes(n: usize) -> String {
+    if n == 1 { "1 process".to_owned() } else { format!("{n} processes") }
+}
+
+fn kill_metadata(report: &KillReport) -> serde_json::Value {
+    let not_killed: Vec<serde_json::Value> =
+        report.not_killed.iter().map(|n| json!({"pid": n.pid, "reason": n.reason})).collect();
+    json!({
+        "scope": match report.scope {
+            KillScope::ProcessTree => "process_tree",
+            KillScope::ProcessGroup => "process_group",
+        },
+        "command": report.shell,
+        "started": report.started,
+        "outside_group": report.outside_group,
+        "not_killed": not_killed,
+    })
 }
 
 fn seconds(duration: Duration) -> String {
@@ -620,6 +689,48 @@ mod tests {
         assert_eq!(stream.finish(), "\u{FFFD}");
     }
 
+    #[test]
+    fn the_kill_note_says_what_was_killed_and_what_was_not() {
+        use crate::process::NotKilled;
+        let tree = |shell, started, outside_group, not_killed| KillReport {
+            scope: KillScope::ProcessTree,
+            shell,
+            started,
+            outside_group,
+            not_killed,
+        };
+        assert_eq!(
+            kill_note(&tree(true, 0, 0, vec![])),
+            "[killed the command; no process it started was still running]"
+        );
+        assert_eq!(kill_note(&tree(true, 2, 0, vec![])), "[killed the command and 2 processes it started]");
+        assert_eq!(
+            kill_note(&tree(false, 1, 1, vec![])),
+            "[the command had already exited; killed 1 process it started (it had left the command's process group)]"
+        );
+        assert_eq!(
+            kill_note(&tree(false, 0, 0, vec![])),
+            "[nothing was left to kill: the command had already exited]"
+        );
+        let refused = NotKilled { pid: 4242, reason: "not permitted: it runs as another user".to_owned() };
+        assert_eq!(
+            kill_note(&tree(true, 3, 2, vec![refused.clone()])),
+            "[killed the command and 3 processes it started (2 of them had left the command's process group); \
+             could not kill 1 process: pid 4242 (not permitted: it runs as another user); check with `ps -p PID` \
+             and stop it as its owner]"
+        );
+        assert_eq!(
+            kill_metadata(&tree(true, 3, 2, vec![refused]))["not_killed"],
+            json!([{"pid": 4242, "reason": "not permitted: it runs as another user"}])
+        );
+        let group = KillReport { scope: KillScope::ProcessGroup, ..KillReport::default() };
+        assert_eq!(
+            kill_note(&group),
+            "[killed the command's process group; processes that had left it were not looked for on this system]"
+        );
+        assert_eq!(kill_metadata(&group)["scope"], json!("process_group"));
+    }
+
     async fn run_bash(fx: &Fixture, args: Value) -> ToolOutput {
         fx.call("bash", args).await.expect("bash returns a result")
     }
@@ -686,16 +797,20 @@ mod tests {
         let started = Instant::now();
         let out = run_bash(
             &fx,
-            json!({"command": "echo started; (sleep 300; echo never) & echo $! > grandchild.pid; sleep 300", "timeout_secs": 1}),
+            json!({"command": "echo started; (sleep 300; echo never) & echo $! > grandchild.pid; wait", "timeout_secs": 1}),
         )
         .await;
         assert!(started.elapsed() < Duration::from_secs(60));
         assert!(out.is_error);
-        assert_eq!(
-            out.text_content(),
-            "started\n\n[timed out after 1 s: the command and every process it started were killed; the output above is what it printed until then. Run long jobs in the background with their output redirected to a file (`cmd > log.txt 2>&1 &`), or pass a larger timeout_secs (at most 600).]"
-        );
+        let text = out.text_content();
+        assert!(text.starts_with("started\n\n[timed out after 1 s"), "{text}");
+        // The subshell and its `sleep`.
+        assert!(text.ends_with("]\n\n[killed the command and 2 processes it started]"), "{text}");
         assert_eq!(out.metadata["timed_out"], json!(true));
+        assert_eq!(
+            out.metadata["killed"],
+            json!({"scope": "process_tree", "command": true, "started": 2, "outside_group": 0, "not_killed": []})
+        );
         let pid: u32 = String::from_utf8(fx.read("grandchild.pid")).unwrap().trim().parse().unwrap();
         assert!(wait_dead(pid).await, "the grandchild {pid} survived the timeout");
     }
@@ -709,8 +824,11 @@ mod tests {
             .dependencies(fx.deps.clone())
             .cancellation_token(token.clone())
             .build();
+        let pid_file = fx.root().join("bg.pid");
         let canceller = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            while std::fs::metadata(&pid_file).map_or(true, |m| m.len() == 0) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
             token.cancel();
         });
         let out = fx
@@ -721,7 +839,7 @@ mod tests {
         assert!(out.is_error);
         assert_eq!(
             out.text_content(),
-            "hi\n\n[cancelled: the command and every process it started were killed; the output above is what it printed until then.]"
+            "hi\n\n[cancelled: the output above is what the command printed until then.]\n\n[killed the command and 1 process it started]"
         );
         let pid: u32 = String::from_utf8(fx.read("bg.pid")).unwrap().trim().parse().unwrap();
         assert!(wait_dead(pid).await, "the background process {pid} survived the cancellation");

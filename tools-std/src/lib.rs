@@ -50,7 +50,9 @@ use tool_runtime::{Dependencies, OutputStore, Tool};
 
 mod local;
 pub mod ops;
-mod process;
+pub mod process;
+#[cfg(target_os = "linux")]
+mod process_tree;
 mod text;
 mod walk;
 pub mod workspace;

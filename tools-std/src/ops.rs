@@ -4,11 +4,11 @@ use std::ffi::OsStr;
 use std::fmt;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
-use std::pin::Pin;
 use std::time::SystemTime;
 
-use tokio::io::AsyncRead;
-use tool_runtime::BoxFuture;
+pub use crate::process::{
+    KillReport, KillScope, NotKilled, ShellControl, ShellExit, ShellProcess, ShellRequest,
+};
 
 /// Where a [`Target`] lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -220,50 +220,6 @@ pub struct Written {
     /// a replacement is a new file under this name, so a hard link into the workspace never
     /// lets a write reach a file elsewhere.
     pub other_links: u64,
-}
-
-/// A shell command to start.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShellRequest {
-    /// The command line, run with `bash -c`.
-    pub command: String,
-    /// The working directory.
-    pub cwd: PathBuf,
-    /// Extra environment variables.
-    pub env: Vec<(String, String)>,
-}
-
-/// How a shell command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShellExit {
-    /// The exit code, when the shell exited normally.
-    pub code: Option<i32>,
-    /// The signal that killed the shell, when one did.
-    pub signal: Option<i32>,
-}
-
-/// Waits for and stops a started shell command.
-pub trait ShellControl: Send {
-    /// Waits until the shell itself exits (processes it started may live on). Cancel-safe.
-    fn wait(&mut self) -> BoxFuture<'_, io::Result<ShellExit>>;
-    /// Kills the shell and every process of its process group, grandchildren included.
-    /// Calling it again, or after the shell exited, is harmless.
-    fn kill_all(&mut self) -> io::Result<()>;
-}
-
-/// A started shell command.
-pub struct ShellProcess {
-    /// Its standard output and standard error, interleaved in the order they were written (both
-    /// are one pipe). Standard input is empty.
-    pub output: Pin<Box<dyn AsyncRead + Send>>,
-    /// Waiting and killing.
-    pub control: Box<dyn ShellControl>,
-}
-
-impl fmt::Debug for ShellProcess {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ShellProcess").finish_non_exhaustive()
-    }
 }
 
 /// File-system and process access, as the built-in tools use it.

@@ -1,14 +1,219 @@
-//! Local shell processes: `bash -c` in its own process group, output on one pipe, killed as a group.
+//! Shell commands as processes: what starting, waiting for and killing one means, and the local
+//! implementation (`bash -c`, its whole process tree killed on stop).
+//!
+//! # What is killed, and what can escape
+//!
+//! A local command runs as `bash -c` in its own process group. On Linux the shell is also made a
+//! *child subreaper* (`PR_SET_CHILD_SUBREAPER`, kept across `exec`): a process the command
+//! orphans (a double fork, `setsid … &`, `nohup … &`, a daemon) is re-parented to the shell
+//! instead of to init, so while the shell runs, every process the command started is one of its
+//! descendants. Every process also inherits [`COMMAND_ID_VAR`], unique to the command. Killing
+//! the command ([`ShellControl::kill_all`]) scans `/proc` for the shell, its descendants, its
+//! process group and every process carrying the marker, freezes them all with `SIGSTOP` (so none
+//! can fork past the scan), repeats until a scan finds nothing new, then sends `SIGKILL` and
+//! reports exactly what it killed ([`KillReport`]).
+//!
+//! What still escapes: a process started through another service rather than forked (`ssh`,
+//! `systemd-run`, `at`, a container runtime's daemon), one that runs as another user (`sudo`; it
+//! is found but cannot be killed, and the report says so), and — only if the shell itself died
+//! before the stop — a process that both cleared its environment (`env -i`) and left the
+//! process group. Off Linux only the process group is killed. The command itself is not
+//! sandboxed: it can read and write whatever the user running the tools can.
 
+#![cfg_attr(not(unix), allow(dead_code))]
+
+use std::fmt;
 use std::io;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 
-use crate::ops::{ShellProcess, ShellRequest};
+use tokio::io::AsyncRead;
+use tool_runtime::BoxFuture;
+
+/// The environment variable set, to a value unique to the command, for every local command:
+/// its descendants inherit it, which is how they are found when it is stopped.
+pub const COMMAND_ID_VAR: &str = "TOOLS_COMMAND_ID";
+
+/// A shell command to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellRequest {
+    /// The command line, run with `bash -c`.
+    pub command: String,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+}
+
+/// How a shell command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShellExit {
+    /// The exit code, when the shell exited normally.
+    pub code: Option<i32>,
+    /// The signal that killed the shell, when one did.
+    pub signal: Option<i32>,
+}
+
+/// Waits for and stops a started shell command.
+pub trait ShellControl: Send {
+    /// Waits until the shell itself exits (processes it started may live on). Cancel-safe.
+    fn wait(&mut self) -> BoxFuture<'_, io::Result<ShellExit>>;
+    /// Kills the shell, if it still runs, and every process it started that can be found, and
+    /// says what was killed. Calling it again, or after the shell exited, kills nothing and
+    /// reports nothing killed.
+    fn kill_all(&mut self) -> io::Result<KillReport>;
+}
+
+/// A started shell command.
+pub struct ShellProcess {
+    /// Its standard output and standard error, interleaved in the order they were written (both
+    /// are one pipe). Standard input is empty.
+    pub output: Pin<Box<dyn AsyncRead + Send>>,
+    /// Waiting and killing.
+    pub control: Box<dyn ShellControl>,
+}
+
+impl fmt::Debug for ShellProcess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShellProcess").finish_non_exhaustive()
+    }
+}
+
+/// How the processes of a command were found when it was killed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum KillScope {
+    /// Every process of the command was looked for (its descendants, its process group, and
+    /// every process carrying its marker), and the counts are exact.
+    #[default]
+    ProcessTree,
+    /// Only the command's process group was signalled; processes that left it were not looked
+    /// for, and nothing was counted.
+    ProcessGroup,
+}
+
+/// A process of the command that was found but could not be killed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotKilled {
+    /// Its process id.
+    pub pid: i32,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// What [`ShellControl::kill_all`] killed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KillReport {
+    /// How the processes were found; with [`KillScope::ProcessGroup`] the counts below are 0.
+    pub scope: KillScope,
+    /// The shell itself was still running and was killed.
+    pub shell: bool,
+    /// Processes the command started (other than the shell) that were killed.
+    pub started: usize,
+    /// How many of `started` had left the shell's process group (`set -m`, `setsid`, a daemon).
+    pub outside_group: usize,
+    /// Processes of the command that were found but survived.
+    pub not_killed: Vec<NotKilled>,
+}
+
+/// Kills every local command still running in this process, each with its whole process tree,
+/// and reports what each kill killed. For a signal handler that is about to exit the process;
+/// commands of other [`Operations`](crate::Operations) implementations are not known here.
+pub fn kill_running_commands() -> Vec<KillReport> {
+    let running: Vec<Arc<Target>> =
+        live().lock().map(|live| live.iter().map(|(_, t)| t.clone()).collect()).unwrap_or_default();
+    running.iter().filter_map(|target| target.kill().ok()).collect()
+}
+
+/// The local commands whose shell has not been seen to exit, by registration number.
+fn live() -> &'static Mutex<Vec<(u64, Arc<Target>)>> {
+    static LIVE: Mutex<Vec<(u64, Arc<Target>)>> = Mutex::new(Vec::new());
+    &LIVE
+}
+
+fn register(target: Arc<Target>) -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    if let Ok(mut live) = live().lock() {
+        live.push((id, target));
+    }
+    id
+}
+
+fn unregister(id: u64) {
+    if let Ok(mut live) = live().lock() {
+        live.retain(|(n, _)| *n != id);
+    }
+}
+
+/// What identifies one command's processes.
+#[derive(Debug)]
+struct Target {
+    /// The shell's pid, which is also its process group's id (`process_group(0)`).
+    shell: i32,
+    #[cfg(target_os = "linux")]
+    tree: crate::process_tree::Tree,
+}
+
+impl Target {
+    #[cfg(target_os = "linux")]
+    fn kill(&self) -> io::Result<KillReport> {
+        match crate::process_tree::kill(&self.tree) {
+            Ok(report) => Ok(report),
+            // Without a readable /proc the tree cannot be walked: the group is all there is.
+            Err(_) => self.kill_group(),
+        }
+    }
+
+    #[cfg(all(unix, not(target_os = "linux")))]
+    fn kill(&self) -> io::Result<KillReport> {
+        self.kill_group()
+    }
+
+    #[cfg(not(unix))]
+    fn kill(&self) -> io::Result<KillReport> {
+        Ok(KillReport::default())
+    }
+
+    #[cfg(unix)]
+    fn kill_group(&self) -> io::Result<KillReport> {
+        use nix::errno::Errno;
+        use nix::sys::signal::{Signal, killpg};
+        use nix::unistd::Pid;
+        match killpg(Pid::from_raw(self.shell), Signal::SIGKILL) {
+            Ok(()) | Err(Errno::ESRCH) => {
+                Ok(KillReport { scope: KillScope::ProcessGroup, ..KillReport::default() })
+            }
+            Err(e) => Err(io::Error::from(e)),
+        }
+    }
+}
+
+/// How a local command is contained; everything is on by default.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Containment {
+    /// Make the shell a child subreaper, so orphaned processes stay in its tree (Linux).
+    pub(crate) subreaper: bool,
+}
+
+impl Default for Containment {
+    fn default() -> Self {
+        Containment { subreaper: true }
+    }
+}
 
 #[cfg(unix)]
 pub(crate) fn spawn_local(request: &ShellRequest) -> io::Result<ShellProcess> {
+    spawn_contained(request, Containment::default())
+}
+
+#[cfg(unix)]
+pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) -> io::Result<ShellProcess> {
     use std::os::fd::OwnedFd;
     use std::process::Stdio;
 
+    let marker = new_command_id();
     // One pipe for both streams keeps them interleaved exactly as the command wrote them.
     let (reader, writer) = io::pipe()?;
     let mut command = tokio::process::Command::new("bash");
@@ -17,20 +222,36 @@ pub(crate) fn spawn_local(request: &ShellRequest) -> io::Result<ShellProcess> {
         .arg(&request.command)
         .current_dir(&request.cwd)
         .envs(request.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env(COMMAND_ID_VAR, &marker)
         .stdin(Stdio::null())
         .stdout(writer.try_clone()?)
         .stderr(writer)
         .process_group(0)
         .kill_on_drop(false);
+    #[cfg(target_os = "linux")]
+    if containment.subreaper {
+        subreaper::set_on_exec(&mut command);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = containment;
     let child = command.spawn()?;
     // The command holds the parent's copies of the write end: drop them so the pipe reaches
     // end-of-file once every process that inherited it is gone.
     drop(command);
-    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+    let shell = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .ok_or_else(|| io::Error::other("the shell exited before its pid could be read"))?;
+    let target = Arc::new(Target {
+        shell,
+        #[cfg(target_os = "linux")]
+        tree: crate::process_tree::Tree::new(shell, COMMAND_ID_VAR, &marker),
+    });
+    let registration = register(target.clone());
     let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
     Ok(ShellProcess {
         output: Box::pin(receiver),
-        control: Box::new(unix::LocalControl { child, pgid, exited: false }),
+        control: Box::new(unix::LocalControl { child, target, registration, exited: false }),
     })
 }
 
@@ -39,24 +260,66 @@ pub(crate) fn spawn_local(_request: &ShellRequest) -> io::Result<ShellProcess> {
     Err(io::Error::new(io::ErrorKind::Unsupported, "running commands is only supported on Unix"))
 }
 
+/// A value no other command of any process on this machine has: this process's id, a counter,
+/// and randomness (against a pid reused by a later process).
+fn new_command_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(n);
+    hasher.write_u128(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
+    );
+    format!("{}-{n}-{:016x}", std::process::id(), hasher.finish())
+}
+
+#[cfg(target_os = "linux")]
+mod subreaper {
+    //! The one place this crate needs `unsafe`: code run in the child between `fork` and `exec`.
+    #![allow(unsafe_code)]
+
+    /// Makes the spawned process a child subreaper. The attribute survives `exec`, so `bash` (and
+    /// whatever it execs into) adopts every process the command orphans, and the command's
+    /// processes stay one tree that can be found from the shell's pid. Doing this in the shell
+    /// rather than in this process leaves this process's own children alone: a subreaper here
+    /// would adopt the orphans of every command, which then could only be told apart from the
+    /// application's own children by guesswork, and would have to be reaped without `waitpid(-1)`
+    /// (which would steal the statuses tokio waits for).
+    pub(super) fn set_on_exec(command: &mut tokio::process::Command) {
+        // SAFETY: the closure runs in the forked child before `exec`, where only
+        // async-signal-safe calls are allowed: it makes one `prctl` system call and allocates
+        // nothing. A refusal (a seccomp filter, say) is ignored: the command still runs, and its
+        // processes are still found through their marker and group; only orphans that dropped
+        // both are not.
+        unsafe {
+            command.pre_exec(|| {
+                let _ = nix::sys::prctl::set_child_subreaper(true);
+                Ok(())
+            });
+        }
+    }
+}
+
 #[cfg(unix)]
 mod unix {
     use std::io;
     use std::os::unix::process::ExitStatusExt;
+    use std::sync::Arc;
 
-    use nix::errno::Errno;
-    use nix::sys::signal::{Signal, killpg};
-    use nix::unistd::Pid;
     use tool_runtime::BoxFuture;
 
-    use crate::ops::{ShellControl, ShellExit};
+    use super::{KillReport, ShellControl, ShellExit, Target};
 
     pub(super) struct LocalControl {
         pub(super) child: tokio::process::Child,
-        /// The shell's pid, which is also its process group's id (`process_group(0)`).
-        pub(super) pgid: Option<i32>,
-        /// Set once the shell was reaped; from then on its pid may be reused, so the group is
-        /// only signalled while the shell is known to exist (as a zombie at least).
+        pub(super) target: Arc<Target>,
+        /// Its number in the registry of running commands.
+        pub(super) registration: u64,
+        /// Set once the shell was reaped; from then on its pid may be reused, so nothing is
+        /// killed through it any more (processes the command left running in the background
+        /// are the user's).
         pub(super) exited: bool,
     }
 
@@ -65,25 +328,24 @@ mod unix {
             Box::pin(async move {
                 let status = self.child.wait().await?;
                 self.exited = true;
+                super::unregister(self.registration);
                 Ok(ShellExit { code: status.code(), signal: status.signal() })
             })
         }
 
-        fn kill_all(&mut self) -> io::Result<()> {
+        fn kill_all(&mut self) -> io::Result<KillReport> {
             if self.exited {
-                return Ok(());
+                return Ok(KillReport::default());
             }
-            if let Some(pgid) = self.pgid {
-                match killpg(Pid::from_raw(pgid), Signal::SIGKILL) {
-                    Ok(()) | Err(Errno::ESRCH) => {}
-                    Err(e) => return Err(io::Error::from(e)),
-                }
-            }
+            let report = self.target.kill();
+            // The shell is this process's child: if the scan could not see it, signal it anyway.
             match self.child.start_kill() {
-                Ok(()) => Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::InvalidInput => Ok(()),
-                Err(e) => Err(e),
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::InvalidInput => {}
+                Err(e) if report.is_ok() => drop(e),
+                Err(e) => return Err(e),
             }
+            report
         }
     }
 
@@ -92,6 +354,115 @@ mod unix {
             // A call abandoned midway (its future dropped by a timeout or cancellation) must not
             // leave the command running.
             let _ = self.kill_all();
+            super::unregister(self.registration);
         }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use tokio::io::AsyncReadExt;
+
+    use super::*;
+    use crate::testing::TempDir;
+
+    fn request(dir: &Path, command: &str) -> ShellRequest {
+        ShellRequest { command: command.to_owned(), cwd: dir.to_path_buf(), env: Vec::new() }
+    }
+
+    /// The pid the command wrote to `name`, once it is there.
+    async fn pid_in(dir: &Path, name: &str) -> i32 {
+        loop {
+            if let Some(pid) =
+                std::fs::read_to_string(dir.join(name)).ok().and_then(|t| t.trim().parse().ok())
+            {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Whether `pid` runs (a zombie does not).
+    fn runs(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().as_bytes().first() != Some(&b'Z'))
+            })
+            .unwrap_or(false)
+    }
+
+    async fn gone(pid: i32) -> bool {
+        for _ in 0..200 {
+            if !runs(pid) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    /// Leaves the group (`setsid`), clears the environment (`env -i`), closes the output and
+    /// double-forks, so that neither the group, nor the marker, nor the parent chain leads to it.
+    const ESCAPE: &str = "env -i setsid sh -c 'sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid' > /dev/null 2>&1 < /dev/null & \
+                          while [ ! -s escaped.pid ]; do sleep 0.01; done; echo ready; sleep 300 & wait";
+
+    #[tokio::test]
+    async fn an_orphan_that_cleared_its_environment_and_left_the_group_is_adopted_by_the_shell_and_killed() {
+        let dir = TempDir::new();
+        let mut process = spawn_local(&request(dir.path(), ESCAPE)).unwrap();
+        let mut ready = [0u8; 6];
+        process.output.read_exact(&mut ready).await.unwrap();
+        let escaped = pid_in(dir.path(), "escaped.pid").await;
+        let shell = process.control.kill_all();
+        let report = shell.unwrap();
+        assert!(gone(escaped).await, "the orphan {escaped} survived");
+        // The shell, the `sleep 300` it runs in the foreground and the orphan, which had left.
+        assert_eq!(
+            report,
+            KillReport {
+                scope: KillScope::ProcessTree,
+                shell: true,
+                started: 2,
+                outside_group: 1,
+                not_killed: vec![]
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn without_the_subreaper_such_an_orphan_escapes_and_is_not_counted() {
+        let dir = TempDir::new();
+        let mut process =
+            spawn_contained(&request(dir.path(), ESCAPE), Containment { subreaper: false }).unwrap();
+        let mut ready = [0u8; 6];
+        process.output.read_exact(&mut ready).await.unwrap();
+        let escaped = pid_in(dir.path(), "escaped.pid").await;
+        let report = process.control.kill_all().unwrap();
+        let survived = runs(escaped);
+        let _ =
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(escaped), nix::sys::signal::Signal::SIGKILL);
+        assert!(survived, "the orphan {escaped} was found without the subreaper");
+        // The report claims only what it killed: the shell and its foreground `sleep`.
+        assert_eq!((report.shell, report.started, report.outside_group), (true, 1, 0));
+    }
+
+    #[tokio::test]
+    async fn background_jobs_of_a_command_that_exited_are_left_alone() {
+        let dir = TempDir::new();
+        let mut process =
+            spawn_local(&request(dir.path(), "setsid sleep 300 > /dev/null 2>&1 & echo $! > bg.pid"))
+                .unwrap();
+        process.control.wait().await.unwrap();
+        let pid = pid_in(dir.path(), "bg.pid").await;
+        let report = process.control.kill_all().unwrap();
+        drop(process);
+        let survived = runs(pid);
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        assert!(survived, "a job the user started in the background died with its finished command");
+        assert_eq!(report, KillReport::default());
     }
 }

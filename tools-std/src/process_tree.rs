@@ -1,0 +1,268 @@
+//! One command's processes found through `/proc` (descendants of its shell, its process group,
+//! carriers of its marker), frozen with `SIGSTOP`, then killed.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, kill as send};
+use nix::unistd::Pid;
+
+use crate::process::{KillReport, KillScope, NotKilled};
+
+/// Scans in one freeze before giving up on a tree that keeps changing (a fork bomb).
+const FREEZE_ROUNDS: usize = 64;
+/// Freezes then kills before giving up; the second one normally only confirms nothing is left.
+const KILL_ATTEMPTS: usize = 4;
+/// How long to let sent `SIGSTOP`s land before looking again.
+const SETTLE: Duration = Duration::from_micros(500);
+
+/// What identifies one command's processes.
+#[derive(Debug, Clone)]
+pub(crate) struct Tree {
+    /// The shell's pid, also its process group's id.
+    shell: i32,
+    /// The shell's start time: a process with the shell's pid but another start time is not
+    /// the shell (its pid was reused), and then neither the pid nor the group id mean anything.
+    shell_start: Option<u64>,
+    /// `NAME=value` as it appears between NULs in `/proc/PID/environ`.
+    marker: Vec<u8>,
+}
+
+impl Tree {
+    pub(crate) fn new(shell: i32, var: &str, value: &str) -> Self {
+        let shell_start = read_stat(shell).map(|stat| stat.start);
+        Tree { shell, shell_start, marker: format!("{var}={value}").into_bytes() }
+    }
+}
+
+/// One line of `/proc/PID/stat`, the fields that matter here.
+#[derive(Debug, Clone, Copy)]
+struct Stat {
+    pid: i32,
+    ppid: i32,
+    pgid: i32,
+    state: u8,
+    /// Clock ticks after boot: with the pid, a process's identity.
+    start: u64,
+}
+
+impl Stat {
+    fn is_zombie(&self) -> bool {
+        matches!(self.state, b'Z' | b'X' | b'x')
+    }
+
+    fn is_stopped(&self) -> bool {
+        matches!(self.state, b'T' | b't')
+    }
+}
+
+fn parse_stat(pid: i32, text: &str) -> Option<Stat> {
+    // The command name (field 2) is in parentheses and may itself contain spaces and `)`.
+    let (_, rest) = text.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+    Some(Stat {
+        pid,
+        state: *fields.first()?.as_bytes().first()?,
+        ppid: fields.get(1)?.parse().ok()?,
+        pgid: fields.get(2)?.parse().ok()?,
+        start: fields.get(19)?.parse().ok()?,
+    })
+}
+
+fn read_stat(pid: i32) -> Option<Stat> {
+    parse_stat(pid, &std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Every process visible in `/proc`.
+fn snapshot() -> io::Result<Vec<Stat>> {
+    let mut stats = Vec::new();
+    for entry in std::fs::read_dir("/proc")? {
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok()) else {
+            continue;
+        };
+        // A process that ended since the directory was read is simply not there.
+        if let Some(stat) = read_stat(pid) {
+            stats.push(stat);
+        }
+    }
+    Ok(stats)
+}
+
+/// Whether the process's environment, as it was at its last `exec`, holds `marker`.
+fn carries(pid: i32, marker: &[u8]) -> bool {
+    // Another user's process cannot be read; it is found through its parent, if at all.
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { return false };
+    environ.split(|&b| b == 0).any(|entry| entry == marker)
+}
+
+/// The processes of `tree` in `procs`, zombies left out (they hold nothing and cannot be
+/// killed). `marked` caches the environment checks of this kill, by pid and start time.
+fn members<'a>(tree: &Tree, procs: &'a [Stat], marked: &mut HashMap<(i32, u64), bool>) -> Vec<&'a Stat> {
+    let me = std::process::id() as i32;
+    let shell_present = tree.shell_start.is_some()
+        && procs.iter().any(|p| p.pid == tree.shell && Some(p.start) == tree.shell_start);
+    let mut children: HashMap<i32, Vec<&Stat>> = HashMap::new();
+    for p in procs {
+        children.entry(p.ppid).or_default().push(p);
+    }
+    let mut found: HashSet<i32> = HashSet::new();
+    let mut queue: Vec<&Stat> = Vec::new();
+    for p in procs {
+        if p.pid == me {
+            continue;
+        }
+        let seed = (shell_present && (p.pid == tree.shell || p.pgid == tree.shell))
+            || (!p.is_zombie()
+                && *marked.entry((p.pid, p.start)).or_insert_with(|| carries(p.pid, &tree.marker)));
+        if seed && found.insert(p.pid) {
+            queue.push(p);
+        }
+    }
+    while let Some(p) = queue.pop() {
+        for &child in children.get(&p.pid).map(Vec::as_slice).unwrap_or_default() {
+            if child.pid != me && found.insert(child.pid) {
+                queue.push(child);
+            }
+        }
+    }
+    procs.iter().filter(|p| found.contains(&p.pid) && !p.is_zombie()).collect()
+}
+
+/// The live processes of `tree`, by pid.
+#[cfg(test)]
+pub(crate) fn find(tree: &Tree) -> io::Result<Vec<i32>> {
+    let procs = snapshot()?;
+    Ok(members(tree, &procs, &mut HashMap::new()).iter().map(|p| p.pid).collect())
+}
+
+/// A process this kill has stopped or killed.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    start: u64,
+    outside_group: bool,
+}
+
+/// Stops every process of `tree` with `SIGSTOP` until a scan finds none that is not stopped (a
+/// stopped process cannot fork, so the set is then complete), kills them all with `SIGKILL`,
+/// and looks again. Errors only when `/proc` cannot be read.
+///
+/// A pid is signalled only right after a scan saw it with the start time recorded, and
+/// `SIGSTOP` is checked: should the pid have been reused in between by an unrelated process,
+/// that process is continued again and left alone. A stopped process keeps its pid until
+/// `SIGKILL`, so the kill itself cannot hit a reused pid.
+pub(crate) fn kill(tree: &Tree) -> io::Result<KillReport> {
+    let mut marked = HashMap::new();
+    let mut stopped: HashMap<i32, Held> = HashMap::new();
+    let mut killed: HashMap<i32, Held> = HashMap::new();
+    let mut failed: HashMap<i32, Errno> = HashMap::new();
+    for _ in 0..KILL_ATTEMPTS {
+        for round in 0..FREEZE_ROUNDS {
+            if round > 0 {
+                std::thread::sleep(SETTLE);
+            }
+            let procs = match snapshot() {
+                Ok(procs) => procs,
+                Err(e) => {
+                    // Never leave a process stopped: kill what was already frozen.
+                    for pid in stopped.keys() {
+                        let _ = send(Pid::from_raw(*pid), Signal::SIGKILL);
+                    }
+                    return Err(e);
+                }
+            };
+            let mut settled = true;
+            for p in members(tree, &procs, &mut marked) {
+                let held = |map: &HashMap<i32, Held>| map.get(&p.pid).is_some_and(|h| h.start == p.start);
+                if held(&killed) || failed.contains_key(&p.pid) {
+                    continue;
+                }
+                if held(&stopped) {
+                    settled &= p.is_stopped();
+                    continue;
+                }
+                settled = false;
+                match send(Pid::from_raw(p.pid), Signal::SIGSTOP) {
+                    Ok(()) if read_stat(p.pid).is_some_and(|now| now.start == p.start) => {
+                        stopped.insert(p.pid, Held { start: p.start, outside_group: p.pgid != tree.shell });
+                    }
+                    Ok(()) => {
+                        let _ = send(Pid::from_raw(p.pid), Signal::SIGCONT);
+                    }
+                    Err(Errno::ESRCH) => {}
+                    Err(e) => {
+                        failed.insert(p.pid, e);
+                    }
+                }
+            }
+            if settled {
+                break;
+            }
+        }
+        if stopped.is_empty() {
+            break;
+        }
+        for (pid, held) in stopped.drain() {
+            match send(Pid::from_raw(pid), Signal::SIGKILL) {
+                Ok(()) | Err(Errno::ESRCH) => {
+                    killed.insert(pid, held);
+                }
+                Err(e) => {
+                    failed.insert(pid, e);
+                }
+            }
+        }
+    }
+    let mut not_killed: Vec<NotKilled> =
+        failed.into_iter().map(|(pid, errno)| NotKilled { pid, reason: reason(errno) }).collect();
+    // Whatever is still there kept starting processes faster than they could be stopped.
+    for p in members(tree, &snapshot().unwrap_or_default(), &mut marked) {
+        let known = killed.get(&p.pid).is_some_and(|h| h.start == p.start)
+            || not_killed.iter().any(|n| n.pid == p.pid);
+        if !known {
+            not_killed.push(NotKilled {
+                pid: p.pid,
+                reason: "it kept starting new processes faster than they could be stopped".to_owned(),
+            });
+        }
+    }
+    not_killed.sort_by_key(|n| n.pid);
+    let shell = killed.get(&tree.shell).is_some_and(|h| Some(h.start) == tree.shell_start);
+    let others = killed.iter().filter(|(pid, _)| !(shell && **pid == tree.shell));
+    let (started, outside_group) =
+        others.fold((0, 0), |(n, out), (_, h)| (n + 1, out + usize::from(h.outside_group)));
+    Ok(KillReport { scope: KillScope::ProcessTree, shell, started, outside_group, not_killed })
+}
+
+fn reason(errno: Errno) -> String {
+    match errno {
+        Errno::EPERM => "not permitted: it runs as another user or with other privileges".to_owned(),
+        other => other.desc().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_a_command_name_holding_spaces_and_parentheses() {
+        let line = "4242 (a b) (c)) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        let stat = parse_stat(4242, line).unwrap();
+        assert_eq!((stat.ppid, stat.pgid, stat.state, stat.start), (1, 4242, b'S', 987654));
+        assert!(parse_stat(1, "1 (truncated").is_none());
+    }
+
+    #[test]
+    fn this_process_is_never_a_member_even_when_it_carries_the_marker() {
+        let me = std::process::id() as i32;
+        // PATH is set for every test run; any variable of this process's environment would do.
+        let entry = format!("PATH={}", std::env::var("PATH").expect("PATH is set"));
+        let tree =
+            Tree { shell: me, shell_start: read_stat(me).map(|s| s.start), marker: entry.into_bytes() };
+        assert!(carries(me, &tree.marker));
+        assert!(!find(&tree).unwrap().contains(&me));
+    }
+}
