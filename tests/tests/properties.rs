@@ -415,55 +415,51 @@ proptest! {
     }
 
     /// What validation accepts, the tool decodes: the model never gets past validation only to
-    /// fail in the tool's own argument decoding. Two known gaps are let through as long as they
-    /// still end in an invalid-arguments error (see `known_gaps_between_validation_and_decoding`).
+    /// fail in the tool's own argument decoding.
     #[test]
     fn accepted_arguments_decode(arguments in rich_arguments()) {
         let registry = registry();
         let raw = arguments.to_string();
-        if let Ok(validated) = registry.validate("rich", &raw) {
+        if registry.validate("rich", &raw).is_ok() {
             if std::env::var_os("PROPERTIES_DEBUG").is_some() {
                 eprintln!("accepted: {raw}");
             }
             let ctx = ToolContext::builder("rich").build();
-            match runtime().block_on(registry.call("rich", &raw, ctx)) {
-                Ok(_) => {}
-                Err(error) if error.kind() == ErrorKind::InvalidArguments && has_known_gap(&validated.value) => {}
-                Err(error) => prop_assert!(false, "{raw} passed validation but: {}", error.message()),
+            if let Err(error) = runtime().block_on(registry.call("rich", &raw, ctx)) {
+                prop_assert!(false, "{raw} passed validation but: {}", error.message());
             }
         }
     }
 }
 
-/// Whether `value` holds a number that JSON Schema's `integer` accepts but a `u32` does not: an
-/// integer written as a float (`10.0`), or one above `u32::MAX` (schemars describes `u32` as
-/// `minimum: 0` plus `format: uint32`, and the format is not checked).
-fn has_known_gap(value: &Value) -> bool {
-    match value {
-        Value::Number(n) => {
-            n.as_f64().is_some_and(|f| n.is_f64() && f.fract() == 0.0)
-                || n.as_u64().is_some_and(|n| n > u64::from(u32::MAX))
-        }
-        Value::Array(items) => items.iter().any(has_known_gap),
-        Value::Object(map) => map.values().any(has_known_gap),
-        _ => false,
-    }
-}
-
-/// Validation accepts these, then decoding rejects them with serde's message (still an
-/// invalid-arguments error the model can act on, but a single one, and not in the validator's
-/// words). Ignored until the validator checks integer formats; run with `--ignored`.
+/// What used to pass validation and fail in decoding, with serde's words and one problem only:
+/// an integer written as `10.0`, one past its type's range, a problem inside an optional nested
+/// object. Each is now a validation problem at its own path, in the validator's words.
 #[test]
-#[ignore = "known gap: `10.0` and `4294967296` pass validation for a u32 argument"]
-fn known_gaps_between_validation_and_decoding() {
+fn integer_formats_and_optional_objects_are_checked_where_the_problem_is() {
     let registry = registry();
-    for raw in [
-        r#"{"pattern": "a", "globs": [], "mode": "count", "limit": 10.0}"#,
-        r#"{"pattern": "a", "globs": [], "mode": "count", "span": {"start": 4294967296}}"#,
+    for (raw, problem) in [
+        (
+            r#"{"pattern": "a", "globs": [], "mode": "count", "limit": 10.0}"#,
+            "- /limit: expected an integer written without a fraction or exponent, received 10.0 (a number)",
+        ),
+        (
+            r#"{"pattern": "a", "globs": [], "mode": "count", "limit": 4294967296}"#,
+            "- /limit: must be at most 4294967295 (the largest uint32), received 4294967296 (an integer)",
+        ),
+        (
+            r#"{"pattern": "a", "globs": [], "mode": "count", "span": {"start": 4294967296}}"#,
+            "- /span/start: must be at most 4294967295 (the largest uint32), received 4294967296 (an integer)",
+        ),
+        (
+            r#"{"pattern": "a", "globs": [], "mode": "count", "span": {"start": 0, "stop": 3}}"#,
+            "- /span/start: must be at least 1, received 0 (an integer)\n- /span/stop: unknown property; valid properties are `start`, `end`",
+        ),
     ] {
-        let validated = registry.validate("rich", raw);
+        let error = registry.validate("rich", raw).expect_err(raw);
+        assert!(error.message().contains(problem), "{raw}:\n{}", error.message());
         let ctx = ToolContext::builder("rich").build();
-        let called = runtime().block_on(registry.call("rich", raw, ctx));
-        assert_eq!(validated.is_ok(), called.is_ok(), "{raw}: validation and decoding disagree");
+        let called = runtime().block_on(registry.call("rich", raw, ctx)).expect_err(raw);
+        assert_eq!(called.message(), error.message());
     }
 }

@@ -206,6 +206,7 @@ fn validation_never_panics_on_odd_input() {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
+#[allow(dead_code)]
 enum Op {
     Insert {
         line: u32,
@@ -240,4 +241,48 @@ async fn nulls_inside_enum_variants_mean_absent_too() {
         .await
         .unwrap();
     assert_eq!(out.text_content(), "Delete { line: 7, count: None }");
+}
+
+/// How a file is opened.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Access {
+    /// Only read it.
+    Read,
+    /// Read and write it.
+    Write,
+}
+
+/// Open a file.
+#[tool]
+async fn open_file(
+    /// How to open it.
+    access: Access,
+    /// Also how, optional.
+    fallback: Option<Access>,
+) -> String {
+    format!("{access:?}:{fallback:?}")
+}
+
+#[tokio::test]
+async fn an_enum_with_documented_variants_lists_its_values() {
+    let registry = Registry::builder().with_inventory().allow(["open_file"]).build().unwrap();
+    let schema = registry.get("open_file").unwrap().spec().input_schema.clone();
+    assert!(schema.to_string().contains("oneOf"), "documented variants are a oneOf of consts: {schema}");
+    let err = registry
+        .call(
+            "open_file",
+            r#"{"access": "append", "fallback": "both"}"#,
+            ToolContext::builder("open_file").build(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.message(),
+        "Invalid arguments for tool `open_file`:\n\
+         - /access: expected one of \"read\", \"write\", received \"append\" (a string)\n\
+         - /fallback: expected one of \"read\", \"write\", received \"both\" (a string)\n\
+         Arguments received: {\"access\": \"append\", \"fallback\": \"both\"}\n\
+         Fix the arguments and call `open_file` again."
+    );
 }

@@ -60,9 +60,8 @@ const MAX_VALUE_CHARS: usize = 80;
 impl ArgumentValidator {
     /// Compiles `schema` for the tool `tool`. Fails when the schema itself is invalid.
     pub fn new(tool: &str, schema: &Value) -> Result<Self, String> {
-        let validator = jsonschema::draft202012::options()
-            .build(schema)
-            .map_err(|e| format!("the input schema of tool `{tool}` is invalid: {e}"))?;
+        let validator =
+            compile(schema).map_err(|e| format!("the input schema of tool `{tool}` is invalid: {e}"))?;
         Ok(ArgumentValidator { tool: tool.to_owned(), schema: schema.clone(), validator })
     }
 
@@ -95,6 +94,12 @@ impl ArgumentValidator {
         raw: &str,
         options: ValidationOptions,
     ) -> Result<Vec<Coercion>, ToolError> {
+        // A valid call pays nothing for leniency: normalizing only changes what holds a `null`
+        // (dropped: absent) or what fails validation (coerced), so a call without either is
+        // taken as it is.
+        if value.is_object() && !holds_null(value) && self.validator.is_valid(value) {
+            return Ok(Vec::new());
+        }
         let mut coercions = Vec::new();
         let mut path = String::new();
         normalize(value, &self.schema, &self.schema, &mut path, options.coerce, &mut coercions, 0);
@@ -107,8 +112,11 @@ impl ArgumentValidator {
                 )],
             ));
         }
-        let problems: Vec<String> =
-            self.validator.iter_errors(value).flat_map(|error| self.describe_error(&error)).collect();
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(value)
+            .flat_map(|error| self.describe_error(error.instance_path().as_str(), &error))
+            .collect();
         if problems.is_empty() { Ok(coercions) } else { Err(self.invalid(raw, problems)) }
     }
 
@@ -141,8 +149,9 @@ impl ArgumentValidator {
         ToolError::invalid_arguments(message)
     }
 
-    fn describe_error(&self, error: &ValidationError<'_>) -> Vec<String> {
-        let pointer = error.instance_path().as_str().to_owned();
+    /// The problems `error` stands for, with `pointer` its full path in the arguments.
+    fn describe_error(&self, pointer: &str, error: &ValidationError<'_>) -> Vec<String> {
+        let pointer = pointer.to_owned();
         let at = |p: &str| if p.is_empty() { "(arguments)".to_owned() } else { p.to_owned() };
         let received = describe_value(error.instance());
         match error.kind() {
@@ -227,14 +236,19 @@ impl ArgumentValidator {
             ValidationErrorKind::Format { format } => {
                 vec![format!("{}: must be a valid {format}, received {received}", at(&pointer))]
             }
+            ValidationErrorKind::Custom { message, .. } => vec![format!("{}: {message}", at(&pointer))],
             ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. } => {
                 // `Option<T>` is written as `anyOf: [T, null]`: describe `T` itself.
                 let inner = schema_at(&self.schema, &pointer);
-                let choices = inner.and_then(|s| s.get("enum")).and_then(Value::as_array);
+                let choices = inner.and_then(allowed_values);
                 let types = inner.map(schema_types).unwrap_or_default();
                 if let Some(choices) = choices {
                     let choices = choices.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ");
                     vec![format!("{}: expected one of {choices}, received {received}", at(&pointer))]
+                } else if let Some(problems) =
+                    inner.and_then(|branch| self.problems_within(&pointer, branch, error))
+                {
+                    problems
                 } else if !types.is_empty() && !types.iter().any(|t| *t == "object") {
                     let expected = types.into_iter().map(type_phrase).collect::<Vec<_>>().join(" or ");
                     vec![format!("{}: expected {expected}, received {received}", at(&pointer))]
@@ -247,6 +261,140 @@ impl ArgumentValidator {
             }
             _ => vec![format!("{}: {error}", at(&pointer))],
         }
+    }
+}
+
+impl ArgumentValidator {
+    /// An object that fails its only branch (an optional nested object): the problems inside
+    /// it, at their own paths, instead of one "does not match" at the object. Only on the error
+    /// path, so compiling the branch here costs a valid call nothing.
+    fn problems_within(
+        &self,
+        pointer: &str,
+        branch: &Value,
+        error: &ValidationError<'_>,
+    ) -> Option<Vec<String>> {
+        let instance = error.instance();
+        if !instance.is_object() || branch.get("properties").is_none() {
+            return None;
+        }
+        let mut schema = branch.as_object()?.clone();
+        for defs in ["$defs", "definitions"] {
+            if let Some(found) = self.schema.get(defs) {
+                schema.insert(defs.to_owned(), found.clone());
+            }
+        }
+        let validator = compile(&Value::Object(schema)).ok()?;
+        let problems: Vec<String> = validator
+            .iter_errors(&instance)
+            .flat_map(|inner| {
+                self.describe_error(&format!("{pointer}{}", inner.instance_path().as_str()), &inner)
+            })
+            .collect();
+        (!problems.is_empty()).then_some(problems)
+    }
+}
+
+/// The values a schema allows when it lists them: `enum`, or `oneOf`/`anyOf` of `const`s (how
+/// an enum with documented variants is written).
+fn allowed_values(schema: &Value) -> Option<Vec<Value>> {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        return Some(values.clone());
+    }
+    for keyword in ["oneOf", "anyOf"] {
+        let Some(branches) = schema.get(keyword).and_then(Value::as_array) else { continue };
+        let values: Option<Vec<Value>> = branches
+            .iter()
+            .map(|b| {
+                b.get("const").cloned().or_else(|| {
+                    b.get("enum").and_then(Value::as_array).filter(|e| e.len() == 1).map(|e| e[0].clone())
+                })
+            })
+            .collect();
+        if let Some(values) = values.filter(|v| !v.is_empty()) {
+            return Some(values);
+        }
+    }
+    None
+}
+
+/// The validator for a schema, with integer formats enforced.
+fn compile(schema: &Value) -> Result<jsonschema::Validator, ValidationError<'static>> {
+    jsonschema::draft202012::options()
+        .with_keyword("format", |_, value, _| Ok(Box::new(IntegerFormat::for_format(value.as_str()))))
+        .build(schema)
+}
+
+/// The `format` keyword, checked for the integer formats schemars writes (`uint32`, `int8`,
+/// ...): the value must be written as an integer (`10`, not `10.0`) within the type's range,
+/// so what passes validation also decodes. Other formats stay annotations, as draft 2020-12
+/// has them by default.
+struct IntegerFormat {
+    bounds: Option<(&'static str, i128, i128)>,
+}
+
+impl IntegerFormat {
+    fn for_format(format: Option<&str>) -> Self {
+        let bounds = match format {
+            Some("int8") => Some(("int8", i128::from(i8::MIN), i128::from(i8::MAX))),
+            Some("int16") => Some(("int16", i128::from(i16::MIN), i128::from(i16::MAX))),
+            Some("int32") => Some(("int32", i128::from(i32::MIN), i128::from(i32::MAX))),
+            Some("int64" | "int" | "int128") => Some(("int64", i128::from(i64::MIN), i128::from(i64::MAX))),
+            Some("uint8") => Some(("uint8", 0, i128::from(u8::MAX))),
+            Some("uint16") => Some(("uint16", 0, i128::from(u16::MAX))),
+            Some("uint32") => Some(("uint32", 0, i128::from(u32::MAX))),
+            Some("uint64" | "uint" | "uint128") => Some(("uint64", 0, i128::from(u64::MAX))),
+            _ => None,
+        };
+        IntegerFormat { bounds }
+    }
+
+    fn problem(&self, instance: &Value) -> Option<String> {
+        let (name, min, max) = self.bounds?;
+        let Value::Number(number) = instance else { return None };
+        let value = match (number.as_i64(), number.as_u64()) {
+            (Some(n), _) => i128::from(n),
+            (None, Some(n)) => i128::from(n),
+            (None, None) => {
+                return Some(format!(
+                    "expected an integer written without a fraction or exponent, received {}",
+                    describe_value(instance)
+                ));
+            }
+        };
+        if value < min {
+            Some(format!(
+                "must be at least {min} (the smallest {name}), received {}",
+                describe_value(instance)
+            ))
+        } else if value > max {
+            Some(format!("must be at most {max} (the largest {name}), received {}", describe_value(instance)))
+        } else {
+            None
+        }
+    }
+}
+
+impl<'i> jsonschema::Keyword<'i> for IntegerFormat {
+    fn validate(&self, instance: &'i Value) -> Result<(), ValidationError<'i>> {
+        match self.problem(instance) {
+            Some(message) => Err(ValidationError::custom(message)),
+            None => Ok(()),
+        }
+    }
+
+    fn is_valid(&self, instance: &'i Value) -> bool {
+        self.problem(instance).is_none()
+    }
+}
+
+/// Whether `value` holds a `null` anywhere.
+fn holds_null(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Array(items) => items.iter().any(holds_null),
+        Value::Object(map) => map.values().any(holds_null),
+        _ => false,
     }
 }
 
