@@ -2,8 +2,8 @@
 //! built-in tools through the dispatcher until it answers.
 //!
 //! ```sh
-//! OPENAI_API_KEY=... cargo run --example agent_loop -- "What does this repository do?"
-//! ANTHROPIC_API_KEY=... cargo run --example agent_loop -- "Find the TODOs in src/"
+//! OPENAI_API_KEY=... cargo run --example agent_loop --features http -- "What does this repository do?"
+//! ANTHROPIC_API_KEY=... cargo run --example agent_loop --features http -- "Find the TODOs in src/"
 //! ```
 //!
 //! `OPENAI_MODEL` / `ANTHROPIC_MODEL` pick the model, `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`
@@ -100,7 +100,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "This example runs a real model turn loop and needs an API key.\n\
              Set OPENAI_API_KEY (OpenAI Chat Completions) or ANTHROPIC_API_KEY (Anthropic Messages),\n\
              optionally OPENAI_MODEL / ANTHROPIC_MODEL, and pass a task:\n\n  \
-             OPENAI_API_KEY=... cargo run --example agent_loop -- \"What does this repository do?\"\n\n\
+             OPENAI_API_KEY=... cargo run --example agent_loop --features http -- \"What does this repository do?\"\n\n\
              Without a key, `cargo run --example quickstart` shows the same pipeline on a scripted turn."
         );
         return Ok(());

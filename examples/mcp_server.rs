@@ -1,13 +1,13 @@
 //! Serving your own tools over MCP on standard input and output.
 //!
-//! Point an MCP client at `cargo run -q --example mcp_server`, or talk to it by hand:
+//! Point an MCP client at `cargo run -q --example mcp_server --features mcp`, or talk to it by hand:
 //!
 //! ```text
 //! printf '%s\n' \
 //!   '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' \
 //!   '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
 //!   '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"word_count","arguments":{"text":"one two\nthree"}}}' \
-//!   | cargo run -q --example mcp_server
+//!   | cargo run -q --example mcp_server --features mcp
 //! ```
 
 use std::time::Duration;
