@@ -171,8 +171,10 @@ fn check_object(object: Map<String, Value>) -> Inbound {
         Ok(message) => message,
         Err(error) => return invalid(INVALID_REQUEST, format!("Invalid request: {error}.")),
     };
+    // rmcp reads a `tools/call` or `initialize` whose params do not fit as a custom request, and
+    // the params of a `tools/list` that do not fit as none at all.
     if let JsonRpcMessage::Request(request) = &message
-        && let ClientRequest::CustomRequest(_) = &request.request
+        && (matches!(request.request, ClientRequest::CustomRequest(_)) || method == "tools/list")
         && let Some(problem) = params_problem(&method, value.get("params"))
     {
         return invalid(INVALID_PARAMS, format!("Invalid params for `{method}`: {problem}"));
