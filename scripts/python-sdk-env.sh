@@ -21,6 +21,11 @@ if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import importlib.metadata
     exit 0
 fi
 
-"$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$MCP_VERSION"
+# A half-made environment would fail the tests instead of skipping them: remove it on failure.
+if ! { "$python" -m venv --clear "$venv" &&
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$MCP_VERSION"; }; then
+    rm -rf "$venv"
+    echo "python-sdk-env: could not install mcp==$MCP_VERSION" >&2
+    exit 1
+fi
 echo "python-sdk-env: mcp==$MCP_VERSION installed in $venv"

@@ -21,9 +21,13 @@ fn sdk_python() -> Result<PathBuf, String> {
     // TOOLS is TARGET/debug/tools (or TARGET/release/tools).
     let target = PathBuf::from(TOOLS).parent().and_then(|dir| dir.parent()).map(PathBuf::from);
     let python = target.map(|target| target.join("py-mcp/bin/python"));
-    match python {
-        Some(python) if python.exists() => Ok(python),
-        _ => Err("no Python MCP SDK environment; create it with scripts/python-sdk-env.sh".to_owned()),
+    let Some(python) = python.filter(|python| python.exists()) else {
+        return Err("no Python MCP SDK environment; create it with scripts/python-sdk-env.sh".to_owned());
+    };
+    let imports = Command::new(&python).args(["-c", "import mcp"]).output();
+    match imports {
+        Ok(output) if output.status.success() => Ok(python),
+        _ => Err(format!("{} cannot import mcp; recreate it with scripts/python-sdk-env.sh", python.display())),
     }
 }
 
