@@ -253,7 +253,6 @@ fn call_timeout_ms_is_kept_and_named_in_the_result() {
          file (`cmd > log.txt 2>&1 &`), or pass timeout_secs (at most 600).]"
     );
     assert_eq!(result["metadata"]["timed_out"], true);
-    assert_eq!(result["metadata"]["error_kind"], "timeout");
     // The command is not stopped before the limit (a lower bound, which no slow machine breaks),
     // and it is stopped (it would sleep 5 s).
     assert!(elapsed >= std::time::Duration::from_millis(1000), "stopped after {elapsed:?}");
