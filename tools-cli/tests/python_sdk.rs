@@ -27,7 +27,9 @@ fn sdk_python() -> Result<PathBuf, String> {
     let imports = Command::new(&python).args(["-c", "import mcp"]).output();
     match imports {
         Ok(output) if output.status.success() => Ok(python),
-        _ => Err(format!("{} cannot import mcp; recreate it with scripts/python-sdk-env.sh", python.display())),
+        _ => {
+            Err(format!("{} cannot import mcp; recreate it with scripts/python-sdk-env.sh", python.display()))
+        }
     }
 }
 
