@@ -15,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::inbound::{self, Inbound};
 
+/// Read in large pieces: a message can be megabytes (a file's content for `write`).
+const READ_BUFFER: usize = 64 * 1024;
 /// How much of an over-long line is kept, to read its `id` from.
 const KEEP_OF_LONG_LINE: usize = 64 * 1024;
 /// A line buffer grown past this is given back once its line is handled.
@@ -55,7 +57,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineTransport<R> {
     ) -> Self {
         let (out, queue) = mpsc::unbounded_channel();
         LineTransport {
-            reader: BufReader::new(reader),
+            reader: BufReader::with_capacity(READ_BUFFER, reader),
             line: Vec::new(),
             overflow: None,
             max_line,
