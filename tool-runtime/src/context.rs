@@ -4,7 +4,7 @@ use std::any::{Any, TypeId, type_name};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -126,6 +126,7 @@ struct Inner {
     session_id: String,
     cancel: CancellationToken,
     deadline: Option<Instant>,
+    time_limit: Option<Duration>,
     deps: Arc<Dependencies>,
     session: SessionState,
     permissions: Arc<dyn PermissionHook>,
@@ -159,6 +160,7 @@ impl ToolContext {
             session_id: String::new(),
             cancel: None,
             deadline: None,
+            time_limit: None,
             deps: Arc::new(Dependencies::new()),
             session: SessionState::new(),
             permissions: Arc::new(DefaultPermissions),
@@ -194,6 +196,12 @@ impl ToolContext {
     /// When the call's time runs out, if it has a limit.
     pub fn deadline(&self) -> Option<Instant> {
         self.inner.deadline
+    }
+
+    /// The time limit the deadline was set from, as the user or the tool's policy gave it: what
+    /// a tool stopped at its deadline names in its result.
+    pub fn time_limit(&self) -> Option<Duration> {
+        self.inner.time_limit
     }
 
     /// The dependency of type `T`.
@@ -265,6 +273,7 @@ pub struct ContextBuilder {
     session_id: String,
     cancel: Option<CancellationToken>,
     deadline: Option<Instant>,
+    time_limit: Option<Duration>,
     deps: Arc<Dependencies>,
     session: SessionState,
     permissions: Arc<dyn PermissionHook>,
@@ -293,6 +302,12 @@ impl ContextBuilder {
     /// Sets the deadline.
     pub fn deadline(mut self, deadline: Option<Instant>) -> Self {
         self.deadline = deadline;
+        self
+    }
+
+    /// Sets the time limit the deadline comes from.
+    pub fn time_limit(mut self, limit: Option<Duration>) -> Self {
+        self.time_limit = limit;
         self
     }
 
@@ -329,6 +344,7 @@ impl ContextBuilder {
                 session_id: self.session_id,
                 cancel: self.cancel.unwrap_or_default(),
                 deadline: self.deadline,
+                time_limit: self.time_limit,
                 deps: self.deps,
                 session: self.session,
                 permissions: self.permissions,

@@ -104,7 +104,7 @@ impl PermissionHook for DefaultPermissions {
             },
             PermissionKind::RepeatedCall { count } => PermissionDecision::Deny {
                 reason: format!(
-                    "this exact call was made {count} times in a row with the same arguments; it returned the same result each time, so change the arguments or try a different approach"
+                    "this exact call (same tool, same arguments) was made {count} times in a row, which looks like a loop, so it was not run; change the arguments or try a different approach"
                 ),
             },
             _ => PermissionDecision::Allow,

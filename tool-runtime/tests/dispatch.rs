@@ -494,8 +494,8 @@ async fn timeouts_come_from_the_call_then_the_tool_then_the_dispatcher() {
     assert_eq!(by_default.output.metadata["error_kind"], "timeout");
     let ToolEvent::Finished { status, duration_ms, .. } = events.finished("1") else { unreachable!() };
     assert_eq!(status, CallStatus::TimedOut);
-    // 30 s, plus the 2 s grace a tool that ignores its token is given before it is dropped.
-    assert!((32_000.0..32_001.0).contains(&duration_ms), "{duration_ms}");
+    // 30 s, plus the 200 ms grace a tool that ignores its token is given before it is dropped.
+    assert!((30_200.0..30_201.0).contains(&duration_ms), "{duration_ms}");
     let (token, had_deadline) = seen.lock().unwrap()[0].clone();
     assert!(token.is_cancelled(), "a timed-out call's token is cancelled");
     assert!(had_deadline);
@@ -745,8 +745,10 @@ async fn third_identical_call_in_a_row_is_refused_by_the_default_permissions() {
     assert_denied(
         &text(&third),
         "`read` called 3 times in a row with the same arguments",
-        "this exact call was made 3 times in a row",
+        "this exact call (same tool, same arguments) was made 3 times in a row, which looks like a loop, so it \
+         was not run; change the arguments or try a different approach",
     );
+    assert!(!text(&third).contains("same result"), "the guard saw no result of the third call");
     assert_eq!(third.output.metadata["error_kind"], "permission_denied");
     assert_eq!(events.status_of("3"), Some(CallStatus::Denied));
     assert_eq!(runs.load(Ordering::SeqCst), 2);
@@ -765,8 +767,9 @@ async fn repeat_guard_can_refuse_ask_a_hook_or_be_off() {
     let refuse = Dispatcher::builder(make()).repeat_guard(RepeatGuard::new(2, RepeatAction::Refuse)).build();
     let results = refuse.run_batch(vec![same(), same(), same()], CancellationToken::new()).await.unwrap();
     assert_eq!(text(&results[0]), r#"{"n":7}"#);
-    let refused = "The call to `echo` was refused: this exact call (same tool, same arguments) was made 2 times \
-                   in a row. Its result will not change; change the arguments or try a different approach.";
+    let refused = "The call to `echo` was not run: this exact call (same tool, same arguments) was made 2 times \
+                   in a row, which looks like a loop. If you expect a different result this time, say why and \
+                   change the arguments; otherwise try a different approach.";
     assert_eq!(text(&results[1]), refused);
     assert!(text(&results[2]).contains("was made 3 times in a row"));
 
@@ -1261,4 +1264,81 @@ async fn a_tool_ignoring_its_token_is_dropped_after_the_grace() {
         text(&result),
         "The call to `never` timed out after 1s and was stopped. Try a smaller task or narrower arguments."
     );
+}
+
+/// Sleeps 10 s whatever happens to its token.
+fn deaf(name: &str) -> FnTool {
+    tool(name, false, |_ctx, _args| async move {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        Ok(ToolOutput::text("finished after 10 s"))
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_call_returns_within_the_short_default_grace() {
+    let (dispatcher, events) = with_events(Dispatcher::builder(registry(vec![deaf("deaf")])));
+    let cancel = CancellationToken::new();
+    let start = tokio::time::Instant::now();
+    let batch = tokio::spawn({
+        let (dispatcher, cancel) = (dispatcher.clone(), cancel.clone());
+        async move { dispatcher.run_batch(vec![call("1", "deaf", "{}")], cancel).await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    cancel.cancel();
+    let results = batch.await.unwrap().unwrap();
+    // Cancelled at 0.5 s, dropped 200 ms later: not at 2.5 s, not at 10 s.
+    assert_eq!(start.elapsed(), Duration::from_millis(700));
+    assert_eq!(text(&results[0]), "The call to `deaf` was cancelled after 500ms.");
+    assert_eq!(events.status_of("1"), Some(CallStatus::Cancelled));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_call_returns_within_the_grace_and_names_its_limit() {
+    let limited =
+        FnTool::new(spec("limited", false).with_timeout(Duration::from_millis(500)), |_ctx, _args| async {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            Ok(ToolOutput::text("finished after 10 s"))
+        });
+    let dispatcher = Dispatcher::builder(registry(vec![limited])).build();
+    let start = tokio::time::Instant::now();
+    let result = dispatcher.run(call("1", "limited", "{}"), CancellationToken::new()).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(700));
+    assert_eq!(
+        text(&result),
+        "The call to `limited` timed out after 500ms and was stopped. Try a smaller task or narrower arguments."
+    );
+
+    let quick =
+        Dispatcher::builder(registry(vec![deaf("deaf")])).cancel_grace(Duration::from_millis(50)).build();
+    let start = tokio::time::Instant::now();
+    let options = CallOptions::with_timeout(Duration::from_millis(500));
+    let result = quick.run_with(call("2", "deaf", "{}"), options, CancellationToken::new()).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(550), "the grace is configurable");
+    assert!(text(&result).starts_with("The call to `deaf` timed out after 500ms"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cooperative_tool_hands_back_its_output_at_once() {
+    let started = Arc::new(Notify::new());
+    let dispatcher = Dispatcher::builder(registry(vec![cooperative("work", started)])).build();
+    let start = tokio::time::Instant::now();
+    let options = CallOptions::with_timeout(Duration::from_millis(500));
+    let result = dispatcher.run_with(call("1", "work", "{}"), options, CancellationToken::new()).await;
+    assert_eq!(start.elapsed(), Duration::from_millis(500), "no wait past the tool's answer");
+    assert!(text(&result).starts_with("partial work\n[The call to `work` timed out after 500ms"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_context_carries_the_time_limit_the_deadline_comes_from() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let probe = tool("probe", true, move |ctx, _args| {
+        log.lock().unwrap().push((ctx.time_limit(), ctx.deadline().is_some()));
+        async { Ok(ToolOutput::text("ok")) }
+    });
+    let dispatcher = Dispatcher::builder(registry(vec![probe])).build();
+    dispatcher.run(call("1", "probe", "{}"), CancellationToken::new()).await;
+    let options = CallOptions::with_timeout(Duration::from_millis(1500));
+    dispatcher.run_with(call("2", "probe", "{}"), options, CancellationToken::new()).await;
+    assert_eq!(*seen.lock().unwrap(), [(None, false), (Some(Duration::from_millis(1500)), true)]);
 }

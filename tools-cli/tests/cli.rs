@@ -238,6 +238,30 @@ fn call_timeout_ms_stops_the_call() {
 }
 
 #[test]
+fn call_timeout_ms_is_kept_and_named_in_the_result() {
+    let fx = Fixture::new();
+    let started = std::time::Instant::now();
+    let run = fx
+        .run(&["call", "bash", r#"{"command": "echo before-limit; sleep 5"}"#, "--timeout-ms", "1000"], None);
+    let elapsed = started.elapsed();
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let result = run.json();
+    let output = result["output"].as_str().unwrap();
+    assert!(
+        output.starts_with(
+            "before-limit\n\n[timed out after 1 s: the command and every process it started were killed; the \
+             output above is what it printed until then."
+        ),
+        "{output}"
+    );
+    assert_eq!(result["metadata"]["timed_out"], true);
+    // The command is not stopped before the limit (a lower bound, which no slow machine breaks),
+    // and it is stopped (it would sleep 5 s).
+    assert!(elapsed >= std::time::Duration::from_millis(1000), "stopped after {elapsed:?}");
+    assert!(elapsed < std::time::Duration::from_secs(5), "not stopped: {elapsed:?}");
+}
+
+#[test]
 fn root_sets_the_workspace_and_outside_paths_need_a_flag() {
     let fx = Fixture::new();
     let ws = fx.ws();

@@ -76,12 +76,12 @@ pub async fn bash(
     .await?;
     let timeout =
         timeout_secs.map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.clamp(1, MAX_TIMEOUT.as_secs())));
-    // Stop a little before the dispatcher's deadline, so the output so far is still returned.
-    let stop_after = match ctx.deadline() {
-        Some(deadline) => timeout.min(
-            deadline.saturating_duration_since(Instant::now()).saturating_sub(Duration::from_millis(200)),
-        ),
-        None => timeout,
+    // Both limits are kept as given: the command's own, and the call's (at its deadline the
+    // dispatcher waits a short grace for the output so far). The note names the one that stops it.
+    let left = ctx.deadline().map(|d| d.saturating_duration_since(tokio::time::Instant::now().into_std()));
+    let (stop_after, limit) = match left {
+        Some(left) if left < timeout => (left, ctx.time_limit().unwrap_or(left)),
+        _ => (timeout, timeout),
     };
     let request = ShellRequest {
         command,
@@ -100,7 +100,7 @@ pub async fn bash(
     let mut capture = Capture::new(store, limits);
     let ended = run(process, ctx, stop_after, &mut capture).await?;
     let (text, info) = capture.finish().await;
-    Ok(ended.into_output(text, info, timeout_secs.is_some(), stop_after, description))
+    Ok(ended.into_output(text, info, timeout_secs.is_some(), limit, description))
 }
 
 /// Why the command stopped.
@@ -155,7 +155,9 @@ async fn run(
                 break;
             },
             () = cancel.cancelled(), if exit.is_none() => {
-                stop = Some(Stop::Cancelled);
+                // The dispatcher cancels at the call's deadline, possibly just before this loop's timer.
+                let timed_out = ctx.deadline().is_some_and(|d| tokio::time::Instant::now().into_std() >= d);
+                stop = Some(if timed_out { Stop::TimedOut } else { Stop::Cancelled });
                 break;
             },
         }

@@ -85,8 +85,9 @@ pub(crate) fn denied_by_hook(tool: &str, reason: &str) -> ToolError {
 
 pub(crate) fn repeat_refused(tool: &str, count: u32) -> ToolError {
     ToolError::permission_denied(format!(
-        "The call to `{tool}` was refused: this exact call (same tool, same arguments) was made {count} times in a row. \
-         Its result will not change; change the arguments or try a different approach."
+        "The call to `{tool}` was not run: this exact call (same tool, same arguments) was made {count} times in a row, \
+         which looks like a loop. If you expect a different result this time, say why and change the arguments; \
+         otherwise try a different approach."
     ))
 }
 

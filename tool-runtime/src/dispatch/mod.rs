@@ -78,8 +78,10 @@ impl CallOptions {
 
 type SkipCheck = dyn Fn() -> bool + Send + Sync;
 
-/// How long a stopped call may take to return its partial result, unless configured.
-pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(2);
+/// How long a stopped call may take to return its partial result, unless configured: long
+/// enough for a tool that watches its token to kill what it started and hand back its output,
+/// short enough that a stopped call comes back at once for the person waiting on it.
+pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_millis(200);
 
 /// Configures a [`Dispatcher`].
 #[must_use]
@@ -92,7 +94,8 @@ pub struct DispatcherBuilder {
     default_timeout: Option<Duration>,
     cancel_grace: Duration,
     max_concurrency: Option<usize>,
-    repeat: RepeatGuard,
+    /// `None` until set: the default guard, unless the dispatcher's user has another default.
+    repeat: Option<RepeatGuard>,
     truncation: TruncationLimits,
     store: Option<Arc<OutputStore>>,
     session_id: String,
@@ -157,9 +160,12 @@ impl DispatcherBuilder {
         self
     }
 
-    /// How long a cancelled or timed-out call may take to hand back what it has (default 2 s).
-    /// Its token is cancelled first; a tool that watches it (like `bash`) returns its partial
-    /// output, which becomes the result. A tool still running after the grace is dropped.
+    /// How long a cancelled or timed-out call may take to hand back what it has (default
+    /// 200 ms). Its token is cancelled first; a tool that watches it
+    /// (like `bash`) returns its partial output, which becomes the result. A tool still running
+    /// after the grace is dropped (with it, what it started) and the result says the call was
+    /// cancelled or timed out, naming the time limit. So a stopped call returns at most this long
+    /// after the cancellation or the time limit.
     pub fn cancel_grace(mut self, grace: Duration) -> Self {
         self.cancel_grace = grace;
         self
@@ -177,9 +183,17 @@ impl DispatcherBuilder {
         self
     }
 
-    /// Configures the repeat guard (default: ask after 3 identical calls in a row).
+    /// Configures the repeat guard (default: ask after 3 identical calls in a row; off in an
+    /// MCP server, whose clients repeat calls for good reasons).
     pub fn repeat_guard(mut self, guard: RepeatGuard) -> Self {
-        self.repeat = guard;
+        self.repeat = Some(guard);
+        self
+    }
+
+    /// Uses `guard` unless [`DispatcherBuilder::repeat_guard`] was called.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn repeat_guard_unless_set(mut self, guard: RepeatGuard) -> Self {
+        self.repeat.get_or_insert(guard);
         self
     }
 
@@ -244,7 +258,7 @@ impl DispatcherBuilder {
                 cancel_grace: self.cancel_grace,
                 gate: Arc::new(RwLock::new(())),
                 cap: self.max_concurrency.map(|n| Arc::new(Semaphore::new(n))),
-                repeat: self.repeat,
+                repeat: self.repeat.unwrap_or_default(),
                 last_call: Mutex::new(None),
                 truncation: self.truncation,
                 store: self.store,
@@ -346,7 +360,7 @@ impl Dispatcher {
             default_timeout: None,
             cancel_grace: DEFAULT_CANCEL_GRACE,
             max_concurrency: None,
-            repeat: RepeatGuard::default(),
+            repeat: None,
             truncation: TruncationLimits::default(),
             store: None,
             session_id: String::new(),

@@ -268,6 +268,7 @@ impl Inner {
             .session_id(self.session_id.as_str())
             .cancellation_token(token)
             .deadline(deadline)
+            .time_limit(timeout)
             .dependencies(self.deps.clone())
             .session(self.session.clone())
             .permissions(self.permissions.clone());

@@ -1,29 +1,40 @@
 //! Serving a registry over the Model Context Protocol with `rmcp` (feature `mcp`).
 
-use std::collections::HashMap;
+mod inbound;
+mod lines;
+mod progress;
+
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    CustomRequest, CustomResult, ErrorCode, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ResultType, ServerCapabilities,
+    ServerConfig, Tool,
 };
-use rmcp::service::{RequestContext, RxJsonRpcMessage, ServerInitializeError, TxJsonRpcMessage};
-use rmcp::transport::{IntoTransport, Transport};
-use rmcp::{Peer, RoleServer, ServerHandler};
-use tokio::sync::mpsc;
+use rmcp::service::{RequestContext, ServerInitializeError};
+use rmcp::{RoleServer, ServerHandler};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
-use crate::context::Progress;
-use crate::dispatch::{Dispatcher, DispatcherBuilder};
-use crate::events::{EventSink, ToolEvent};
+use crate::dispatch::{Dispatcher, DispatcherBuilder, RepeatGuard};
+use crate::events::EventSink;
 use crate::providers::{self, DefinitionOptions, LoweringError};
+
+use lines::LineTransport;
+use progress::{EventRouter, ProgressForwarder, ProgressRoutes};
 
 /// The `rmcp` crate this module is built on, for transports and model types without a direct
 /// dependency (and without a version skew).
 pub use rmcp;
+
+/// The longest message (one line of input) a server reads unless configured: 16 MiB, as
+/// `rmcp`'s own stdio transport. A longer one is answered with `-32600` and skipped.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Configures an [`McpServer`].
 #[must_use]
@@ -34,6 +45,7 @@ pub struct McpServerBuilder {
     title: Option<String>,
     instructions: Option<String>,
     events: Option<Arc<dyn EventSink>>,
+    max_message_bytes: usize,
 }
 
 impl fmt::Debug for McpServerBuilder {
@@ -42,6 +54,7 @@ impl fmt::Debug for McpServerBuilder {
             .field("name", &self.name)
             .field("version", &self.version)
             .field("title", &self.title)
+            .field("max_message_bytes", &self.max_message_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -80,12 +93,22 @@ impl McpServerBuilder {
         self
     }
 
+    /// The longest message, in bytes, the server reads from its input (default
+    /// [`DEFAULT_MAX_MESSAGE_BYTES`]). A longer line is skipped and answered with `-32600`.
+    pub fn max_message_bytes(mut self, limit: usize) -> Self {
+        self.max_message_bytes = limit.max(1);
+        self
+    }
+
     /// Builds the server. Fails when a tool cannot be described to MCP (its input or output
     /// schema is not an object schema).
     pub fn build(self) -> Result<McpServer, LoweringError> {
         let routes = Arc::new(ProgressRoutes::default());
         let router = EventRouter { routes: routes.clone(), tee: self.events };
-        let dispatcher = self.dispatcher.events(router).build();
+        // Repeated identical calls are normal for a server's clients (polling, load tests): the
+        // repeat guard is an agent loop's policy, kept only when the application set it.
+        let dispatcher =
+            self.dispatcher.repeat_guard_unless_set(RepeatGuard::DISABLED).events(router).build();
         let tools = tool_list(&dispatcher)?;
         let mut implementation = Implementation::new(self.name, self.version);
         if let Some(title) = self.title {
@@ -97,7 +120,14 @@ impl McpServerBuilder {
             config = config.with_instructions(instructions);
         }
         Ok(McpServer {
-            inner: Arc::new(ServerInner { dispatcher, tools, config, routes, next_call: AtomicU64::new(1) }),
+            inner: Arc::new(ServerInner {
+                dispatcher,
+                tools,
+                config,
+                routes,
+                next_call: AtomicU64::new(1),
+                max_message_bytes: self.max_message_bytes,
+            }),
             input_closed: CancellationToken::new(),
         })
     }
@@ -121,12 +151,13 @@ fn tool_list(dispatcher: &Dispatcher) -> Result<Vec<Tool>, LoweringError> {
         .collect()
 }
 
-/// An MCP server for the tools of one dispatcher: `initialize`, `tools/list` and `tools/call`.
-/// Cheap to clone; clones share the dispatcher (its parallel gate, session and repeat guard).
+/// An MCP server for the tools of one dispatcher: `initialize` (or `server/discover` for
+/// protocol 2026-07-28), `ping`, `tools/list` and `tools/call`. Cheap to clone; clones share the
+/// dispatcher (its parallel gate and session).
 ///
-/// It implements `rmcp`'s [`ServerHandler`], so it runs on any `rmcp` transport:
-/// [`McpServer::serve`] takes one, [`McpServer::serve_stdio`] uses standard input and output,
-/// and [`serve_stdio`] does it all in one call.
+/// [`McpServer::serve`] serves one client on a pair of byte streams, [`McpServer::serve_stdio`]
+/// on standard input and output, and [`serve_stdio`] does it all in one call. It also implements
+/// `rmcp`'s [`ServerHandler`], for `rmcp`'s other transports (which then do their own framing).
 ///
 /// - `tools/list` returns exactly [`providers::mcp::definitions`]: title, description, input
 ///   schema, output schema (for `Json<T>` tools) and annotations.
@@ -136,7 +167,13 @@ fn tool_list(dispatcher: &Dispatcher) -> Result<Vec<Tool>, LoweringError> {
 ///   result with `isError: true` whose text the model can read and act on. The only protocol
 ///   error is a call to a tool that does not exist: JSON-RPC `-32602` (invalid params) with the
 ///   message `Unknown tool `NAME`. Available tools: ...`, as the MCP specification's example
-///   shows.
+///   shows. Every result has the shape of the negotiated revision (`resultType` from
+///   2026-07-28 on, none before).
+/// - The repeat guard is off unless the [`DispatcherBuilder`] sets one: repeated identical
+///   calls are normal for a server's clients.
+/// - The server declares the `tools` capability only, and answers every other method
+///   (`prompts/*`, `resources/*`, `completion/complete`, `logging/setLevel`, ...) with `-32601`
+///   (method not found).
 /// - Progress updates a tool sends with `ToolContext::progress` become
 ///   `notifications/progress` when the request carried a `progressToken`. The notification's
 ///   `progress` is the tool's own figure when it gives one; message-only updates count up from 1
@@ -145,6 +182,15 @@ fn tool_list(dispatcher: &Dispatcher) -> Result<Vec<Tool>, LoweringError> {
 ///   `ToolContext::cancellation_token`; the dispatcher stops the call and no response is sent.
 /// - When the client closes its input, calls in flight still answer (for a few seconds, then
 ///   they are cancelled), and the session ends.
+///
+/// Input that is not a request the server can handle gets a JSON-RPC error response, never
+/// silence, with the request's `id` whenever it can be read (`null` otherwise): `-32700` for a
+/// line that is not JSON (including invalid UTF-8, lone surrogate escapes, and nesting deeper
+/// than 128 levels), `-32600` for a line longer than [`McpServerBuilder::max_message_bytes`], a
+/// batch (an array; MCP has no batches since 2025-06-18, and each request in it gets its own
+/// error), or an object that is not a JSON-RPC request, and `-32602` for params that are not an
+/// object or do not fit the method (`tools/call` without a `name`, `initialize` without a
+/// `protocolVersion`). Notifications are never answered, as JSON-RPC requires.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -157,7 +203,7 @@ fn tool_list(dispatcher: &Dispatcher) -> Result<Vec<Tool>, LoweringError> {
 #[derive(Clone)]
 pub struct McpServer {
     inner: Arc<ServerInner>,
-    /// Cancelled when the session's client stops sending (see [`WatchInput`]).
+    /// Cancelled when the session's client stops sending.
     input_closed: CancellationToken,
 }
 
@@ -167,6 +213,7 @@ struct ServerInner {
     config: ServerConfig,
     routes: Arc<ProgressRoutes>,
     next_call: AtomicU64,
+    max_message_bytes: usize,
 }
 
 impl fmt::Debug for McpServer {
@@ -175,6 +222,50 @@ impl fmt::Debug for McpServer {
             .field("dispatcher", &self.inner.dispatcher)
             .field("server_info", &self.inner.config.server_info)
             .finish_non_exhaustive()
+    }
+}
+
+/// Byte streams a server can serve one client on: a `(reader, writer)` pair, or one stream that
+/// reads and writes (such as one end of `tokio::io::duplex`). `Kind` only tells the two apart.
+pub trait ServerStreams<Kind>: Send + 'static {
+    /// Where messages come from.
+    type Reader: AsyncRead + Unpin + Send + 'static;
+    /// Where messages go.
+    type Writer: AsyncWrite + Unpin + Send + 'static;
+    /// The two ends.
+    fn into_streams(self) -> (Self::Reader, Self::Writer);
+}
+
+/// The [`ServerStreams`] kind of a `(reader, writer)` pair.
+#[derive(Debug)]
+pub enum StreamPair {}
+
+/// The [`ServerStreams`] kind of one stream that reads and writes.
+#[derive(Debug)]
+pub enum OneStream {}
+
+impl<R, W> ServerStreams<StreamPair> for (R, W)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Reader = R;
+    type Writer = W;
+
+    fn into_streams(self) -> (R, W) {
+        self
+    }
+}
+
+impl<S> ServerStreams<OneStream> for S
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    type Reader = tokio::io::ReadHalf<S>;
+    type Writer = tokio::io::WriteHalf<S>;
+
+    fn into_streams(self) -> (Self::Reader, Self::Writer) {
+        tokio::io::split(self)
     }
 }
 
@@ -191,6 +282,7 @@ impl McpServer {
             title: None,
             instructions: None,
             events: None,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 
@@ -209,17 +301,16 @@ impl McpServer {
         &self.inner.tools
     }
 
-    /// Serves one client on `transport` (a `(reader, writer)` pair of async streams, such as a
-    /// `tokio::io::duplex` half split in two, or any other `rmcp` transport) until it closes.
+    /// Serves one client on `streams` (a `(reader, writer)` pair, or one stream such as a
+    /// `tokio::io::duplex` end), one JSON-RPC message per line as MCP's stdio transport, until
+    /// the input closes.
     ///
     /// A client that goes away before `initialize` ends the session without an error.
-    pub async fn serve<T, E, A>(self, transport: T) -> Result<(), ServeError>
-    where
-        T: IntoTransport<RoleServer, E, A>,
-        E: std::error::Error + Send + Sync + 'static,
-    {
+    pub async fn serve<Kind>(self, streams: impl ServerStreams<Kind>) -> Result<(), ServeError> {
+        let (reader, writer) = streams.into_streams();
         let input_closed = CancellationToken::new();
-        let transport = WatchInput { inner: transport.into_transport(), closed: input_closed.clone() };
+        let transport =
+            LineTransport::new(reader, writer, self.inner.max_message_bytes, input_closed.clone());
         let session = McpServer { inner: self.inner, input_closed };
         let running = match rmcp::serve_server(session, transport).await {
             Ok(running) => running,
@@ -274,9 +365,28 @@ impl McpServer {
             }
         }
         let rendered = providers::mcp::render_output(&result.output);
-        serde_json::from_value(rendered)
-            .map_err(|e| ErrorData::internal_error(format!("the tool's result cannot be sent: {e}"), None))
+        let mut result: CallToolResult = serde_json::from_value(rendered)
+            .map_err(|e| ErrorData::internal_error(format!("the tool's result cannot be sent: {e}"), None))?;
+        // Deserializing leaves `resultType` out, and rmcp only removes it for older revisions
+        // (it never adds it): 2026-07-28 requires it on every result.
+        result.result_type = Some(ResultType::COMPLETE);
+        Ok(result)
     }
+}
+
+/// `-32601` for a method this server does not serve. rmcp's default handlers answer
+/// `prompts/list`, `resources/list`, `resources/templates/list` and `completion/complete` with
+/// empty results although the server declares none of those capabilities, and give the bare
+/// method name as the message of the others.
+fn not_served(method: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!(
+            "Method not found: `{method}`. This server declares only the tools capability: use tools/list and \
+             tools/call."
+        ),
+        None,
+    )
 }
 
 impl ServerHandler for McpServer {
@@ -302,6 +412,72 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.run_call(request, context).await.map(CallToolResponse::from)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(not_served("prompts/list"))
+    }
+
+    async fn get_prompt(
+        &self,
+        _request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        Err(not_served("prompts/get"))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(not_served("resources/list"))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(not_served("resources/templates/list"))
+    }
+
+    async fn read_resource(
+        &self,
+        _request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        Err(not_served("resources/read"))
+    }
+
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Err(not_served("completion/complete"))
+    }
+
+    // Logging is deprecated in rmcp (SEP-2577), and this server does not declare it.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Err(not_served("logging/setLevel"))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(not_served(&request.method))
     }
 }
 
@@ -339,169 +515,5 @@ impl std::error::Error for ServeError {
             ServeErrorKind::Initialize(error) => Some(&**error),
             ServeErrorKind::Join(error) => Some(error),
         }
-    }
-}
-
-/// A transport that cancels `closed` when the peer's input ends.
-struct WatchInput<T> {
-    inner: T,
-    closed: CancellationToken,
-}
-
-impl<T: Transport<RoleServer>> Transport<RoleServer> for WatchInput<T> {
-    type Error = T::Error;
-
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleServer>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.inner.send(item)
-    }
-
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
-        let closed = &self.closed;
-        let receive = self.inner.receive();
-        async move {
-            let message = receive.await;
-            if message.is_none() {
-                closed.cancel();
-            }
-            message
-        }
-    }
-
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        self.inner.close()
-    }
-}
-
-/// The progress channel of each running call whose request asked for progress, by call id.
-#[derive(Default)]
-struct ProgressRoutes {
-    routes: Mutex<HashMap<String, mpsc::UnboundedSender<Progress>>>,
-}
-
-impl ProgressRoutes {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<Progress>>> {
-        self.routes.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-/// The dispatcher's event sink: routes progress events to their call's forwarder, and passes
-/// every event on to the application's sink.
-struct EventRouter {
-    routes: Arc<ProgressRoutes>,
-    tee: Option<Arc<dyn EventSink>>,
-}
-
-impl EventSink for EventRouter {
-    fn emit(&self, event: ToolEvent) {
-        if let ToolEvent::Progress { call_id, update, .. } = &event
-            && let Some(route) = self.routes.lock().get(call_id.as_str())
-        {
-            let _ = route.send(update.clone());
-        }
-        if let Some(tee) = &self.tee {
-            tee.emit(event);
-        }
-    }
-}
-
-/// Sends one call's progress updates to the client, in order, as `notifications/progress`.
-struct ProgressForwarder {
-    route: RouteGuard,
-    task: tokio::task::JoinHandle<()>,
-}
-
-/// Removes a call's route when the call ends, even if its future is dropped.
-struct RouteGuard {
-    routes: Arc<ProgressRoutes>,
-    call_id: String,
-}
-
-impl Drop for RouteGuard {
-    fn drop(&mut self) {
-        self.routes.lock().remove(&self.call_id);
-    }
-}
-
-impl ProgressForwarder {
-    fn start(
-        routes: &Arc<ProgressRoutes>,
-        call_id: &str,
-        token: ProgressToken,
-        peer: Peer<RoleServer>,
-    ) -> Self {
-        let (sender, mut receiver) = mpsc::unbounded_channel::<Progress>();
-        routes.lock().insert(call_id.to_owned(), sender);
-        let task = tokio::spawn(async move {
-            let mut figure = ProgressFigure::default();
-            while let Some(update) = receiver.recv().await {
-                let mut param = ProgressNotificationParam::new(token.clone(), figure.next(&update));
-                if let Some(total) = update.total.filter(|t| t.is_finite()) {
-                    param = param.with_total(total);
-                }
-                if let Some(message) = update.message {
-                    param = param.with_message(message);
-                }
-                if peer.notify_progress(param).await.is_err() {
-                    break;
-                }
-            }
-        });
-        ProgressForwarder { route: RouteGuard { routes: routes.clone(), call_id: call_id.to_owned() }, task }
-    }
-
-    /// Closes the route and waits until every update sent so far has gone out, so that the
-    /// notifications precede the call's response. Dropping the future stops the forwarding.
-    async fn finish(self) {
-        drop(self.route);
-        let mut task = AbortOnDrop(self.task);
-        let _ = (&mut task.0).await;
-    }
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// The `progress` number of each notification.
-#[derive(Default)]
-struct ProgressFigure {
-    updates: u64,
-    last_figure: Option<f64>,
-}
-
-impl ProgressFigure {
-    fn next(&mut self, update: &Progress) -> f64 {
-        self.updates += 1;
-        match update.progress.filter(|p| p.is_finite()) {
-            Some(figure) => {
-                self.last_figure = Some(figure);
-                figure
-            }
-            None => self.last_figure.unwrap_or(self.updates as f64),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn progress_figures_count_messages_until_the_tool_gives_a_figure() {
-        let mut figure = ProgressFigure::default();
-        assert_eq!(figure.next(&Progress::message("a")), 1.0);
-        assert_eq!(figure.next(&Progress::message("b")), 2.0);
-        let half = Progress { progress: Some(5.0), total: Some(10.0), message: None };
-        assert_eq!(figure.next(&half), 5.0);
-        assert_eq!(figure.next(&Progress::message("c")), 5.0);
-        let nan = Progress { progress: Some(f64::NAN), ..Progress::default() };
-        assert_eq!(figure.next(&nan), 5.0);
     }
 }

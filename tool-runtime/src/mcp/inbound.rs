@@ -1,0 +1,420 @@
+//! Checks one incoming JSON-RPC message before `rmcp` sees it, and words the error response to
+//! one that is not a message the server can handle.
+//!
+//! `rmcp` (3.9) drops unparsable input without a word, answers a message it cannot type with
+//! `-32600` and no `id`, and turns a request for a standard method whose params do not fit that
+//! method's type into a custom request, which ends as `-32601` "method not found" with the method
+//! name as the message. These checks come first, so every request that cannot be served gets
+//! the JSON-RPC error it calls for, with its `id` whenever the `id` can be read.
+
+use std::fmt;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, DiscoverRequestParams,
+    InitializeRequestParams, JsonRpcMessage, PaginatedRequestParams,
+};
+use serde::Deserialize as _;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::{Map, Value, json};
+
+/// JSON-RPC error codes.
+pub(crate) const PARSE_ERROR: i64 = -32700;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub(crate) const INVALID_PARAMS: i64 = -32602;
+
+/// The deepest nesting `serde_json` parses (its recursion limit).
+pub(crate) const MAX_DEPTH: usize = 128;
+
+/// What to do with one line of input.
+#[derive(Debug)]
+pub(crate) enum Inbound {
+    /// A message for `rmcp`.
+    Message(Box<ClientJsonRpcMessage>),
+    /// Not a message the server can handle: send this reply (an error response, or an array of
+    /// them for a batch) instead.
+    Reply(Value),
+    /// Nothing to do: a blank line, or a notification or response that cannot be handled (the
+    /// JSON-RPC specification forbids answering those).
+    Ignore,
+}
+
+/// Checks one message (one line, without its newline).
+pub(crate) fn check(line: &[u8]) -> Inbound {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Inbound::Ignore;
+    }
+    let value: Value = match serde_json::from_slice(line) {
+        Ok(value) => value,
+        Err(error) => return Inbound::Reply(error_response(read_id(line), PARSE_ERROR, parse_error(&error))),
+    };
+    match value {
+        Value::Array(items) => Inbound::Reply(batch_reply(&items)),
+        Value::Object(object) => check_object(object),
+        other => Inbound::Reply(error_response(
+            None,
+            INVALID_REQUEST,
+            format!(
+                "Invalid request: a JSON-RPC message is a JSON object, not {}. Send one object per line.",
+                kind(&other)
+            ),
+        )),
+    }
+}
+
+/// An error response; `id` is `null` when it could not be read, as JSON-RPC 2.0 requires.
+pub(crate) fn error_response(id: Option<Value>, code: i64, message: String) -> Value {
+    json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": {"code": code, "message": message}})
+}
+
+/// The reply to a line longer than the limit, of which `prefix` is the beginning.
+pub(crate) fn too_long(prefix: &[u8], limit: usize, length: usize) -> Value {
+    error_response(
+        read_id(prefix),
+        INVALID_REQUEST,
+        format!(
+            "Invalid request: the message is {length} bytes long, more than this server reads in one message \
+             ({limit} bytes), and was not read. Send smaller messages (for example, write a large file in parts)."
+        ),
+    )
+}
+
+fn parse_error(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let hint = if text.contains("recursion limit") {
+        format!(" The message is nested deeper than {MAX_DEPTH} levels, the most this server parses.")
+    } else if text.contains("surrogate") || text.contains("hex escape") {
+        " JSON text must be valid Unicode: a \\uD800-\\uDFFF escape (a surrogate) must be half of a high-low pair."
+            .to_owned()
+    } else if text.contains("invalid unicode") || text.contains("UTF-8") {
+        " JSON text must be UTF-8.".to_owned()
+    } else {
+        String::new()
+    };
+    format!("Parse error: the message is not valid JSON ({text}).{hint} Send one JSON-RPC object per line.")
+}
+
+fn batch_reply(items: &[Value]) -> Value {
+    const MESSAGE: &str = "Invalid request: JSON-RPC batches are not supported by MCP (since 2025-06-18) nor by \
+                           this server, and nothing in this batch was processed. Send each message on its own line.";
+    let replies: Vec<Value> = items
+        .iter()
+        .filter_map(|item| {
+            let object = item.as_object()?;
+            let id = object.get("id").and_then(usable_id)?;
+            Some(error_response(Some(id), INVALID_REQUEST, MESSAGE.to_owned()))
+        })
+        .collect();
+    if replies.is_empty() {
+        error_response(None, INVALID_REQUEST, MESSAGE.to_owned())
+    } else {
+        Value::Array(replies)
+    }
+}
+
+fn check_object(object: Map<String, Value>) -> Inbound {
+    let id = match object.get("id") {
+        None => None,
+        Some(raw) => match usable_id(raw) {
+            Some(id) => Some(id),
+            None => {
+                return Inbound::Reply(error_response(
+                    None,
+                    INVALID_REQUEST,
+                    format!("Invalid request: `id` must be a string or an integer, found {}.", kind(raw)),
+                ));
+            }
+        },
+    };
+    let notification = id.is_none() && object.contains_key("method");
+    let invalid = |code: i64, message: String| match &id {
+        Some(id) => Inbound::Reply(error_response(Some(id.clone()), code, message)),
+        // A notification is never answered (JSON-RPC 2.0, section 4.1).
+        None if notification => Inbound::Ignore,
+        None => Inbound::Reply(error_response(None, code, message)),
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return invalid(INVALID_REQUEST, "Invalid request: `jsonrpc` must be \"2.0\".".to_owned());
+    }
+    let Some(method) = object.get("method") else {
+        if id.is_some() && (object.contains_key("result") || object.contains_key("error")) {
+            // A response to one of the server's requests: `rmcp` matches it, or drops it.
+            return match ClientJsonRpcMessage::deserialize(&Value::Object(object)) {
+                Ok(message) => Inbound::Message(Box::new(message)),
+                Err(_) => Inbound::Ignore,
+            };
+        }
+        return invalid(
+            INVALID_REQUEST,
+            "Invalid request: the message has no `method` (a request needs `method` and `id`, a notification \
+             `method`)."
+                .to_owned(),
+        );
+    };
+    let Some(method) = method.as_str().map(str::to_owned) else {
+        return invalid(
+            INVALID_REQUEST,
+            format!("Invalid request: `method` must be a string, found {}.", kind(method)),
+        );
+    };
+    match object.get("params") {
+        None | Some(Value::Object(_)) => {}
+        Some(params) => {
+            return invalid(
+                INVALID_PARAMS,
+                format!("Invalid params: `params` of `{method}` must be an object, found {}.", kind(params)),
+            );
+        }
+    }
+    let value = Value::Object(object);
+    let message = match ClientJsonRpcMessage::deserialize(&value) {
+        Ok(message) => message,
+        Err(error) => return invalid(INVALID_REQUEST, format!("Invalid request: {error}.")),
+    };
+    // rmcp reads a `tools/call` or `initialize` whose params do not fit as a custom request, and
+    // the params of a `tools/list` that do not fit as none at all.
+    if let JsonRpcMessage::Request(request) = &message
+        && (matches!(request.request, ClientRequest::CustomRequest(_)) || method == "tools/list")
+        && let Some(problem) = params_problem(&method, value.get("params"))
+    {
+        return invalid(INVALID_PARAMS, format!("Invalid params for `{method}`: {problem}"));
+    }
+    Inbound::Message(Box::new(message))
+}
+
+/// Why `params` do not fit `method`, for the methods this server serves; `None` for other
+/// methods (the server answers those as not found) and for params that fit.
+fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
+    let empty = Value::Object(Map::new());
+    match method {
+        "tools/call" => {
+            let params = params.unwrap_or(&empty);
+            match params.get("name") {
+                None => {
+                    return Some(
+                        "`params.name` is missing: name the tool to call (see tools/list).".to_owned(),
+                    );
+                }
+                Some(Value::String(_)) => {}
+                Some(other) => {
+                    return Some(format!("`params.name` must be a string, found {}.", kind(other)));
+                }
+            }
+            match params.get("arguments") {
+                None | Some(Value::Object(_) | Value::Null) => {}
+                Some(other) => {
+                    return Some(format!(
+                        "`params.arguments` must be an object of the tool's arguments, found {}.",
+                        kind(other)
+                    ));
+                }
+            }
+            typed_problem::<CallToolRequestParams>(params)
+        }
+        "initialize" => {
+            let params = params.unwrap_or(&empty);
+            for (field, what) in [
+                ("protocolVersion", "the protocol revision the client speaks, such as \"2025-11-25\""),
+                ("capabilities", "the client's capabilities ({} for none)"),
+                ("clientInfo", "the client's name and version"),
+            ] {
+                if params.get(field).is_none() {
+                    return Some(format!("`params.{field}` is missing: send {what}."));
+                }
+            }
+            if let Some(version) = params.get("protocolVersion").filter(|v| !v.is_string()) {
+                return Some(format!("`params.protocolVersion` must be a string, found {}.", kind(version)));
+            }
+            typed_problem::<InitializeRequestParams>(params)
+        }
+        "tools/list" => params.and_then(typed_problem::<PaginatedRequestParams>),
+        "server/discover" => typed_problem::<DiscoverRequestParams>(params.unwrap_or(&empty)),
+        _ => None,
+    }
+}
+
+fn typed_problem<T: serde::de::DeserializeOwned>(params: &Value) -> Option<String> {
+    match T::deserialize(params) {
+        Ok(_) => None,
+        Err(error) => Some(format!("{error}.")),
+    }
+}
+
+/// A request id MCP allows: a string or an integer.
+fn usable_id(id: &Value) -> Option<Value> {
+    match id {
+        Value::String(_) => Some(id.clone()),
+        Value::Number(n) if n.is_i64() => Some(id.clone()),
+        _ => None,
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The `id` of a message that does not parse (or is cut short): read from the top-level members
+/// in order, until `id` or the first member that does not parse.
+pub(crate) fn read_id(bytes: &[u8]) -> Option<Value> {
+    let mut found = None;
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let _ = deserializer.deserialize_map(IdVisitor { found: &mut found });
+    found.as_ref().and_then(usable_id)
+}
+
+struct IdVisitor<'a> {
+    found: &'a mut Option<Value>,
+}
+
+/// Stops the scan once the `id` is read.
+#[derive(Debug)]
+struct Found;
+
+impl fmt::Display for Found {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("found")
+    }
+}
+
+impl<'de> Visitor<'de> for IdVisitor<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "id" {
+                *self.found = Some(map.next_value_seed(ValueSeed)?);
+                return Err(de::Error::custom(Found));
+            }
+            map.next_value::<IgnoredAny>()?;
+        }
+        Ok(())
+    }
+}
+
+struct ValueSeed;
+
+impl<'de> DeserializeSeed<'de> for ValueSeed {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        serde::Deserialize::deserialize(deserializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(line: &str) -> Value {
+        match check(line.as_bytes()) {
+            Inbound::Reply(value) => value,
+            other => panic!("{line}: expected a reply, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ids_are_read_from_messages_that_do_not_parse() {
+        assert_eq!(read_id(br#"{"jsonrpc":"2.0","id":7,"method":"ping""#), Some(json!(7)));
+        assert_eq!(read_id(br#"{"id":"a","params":{"x":"\ud800"}}"#), Some(json!("a")));
+        // Skipped members are not checked for valid escapes.
+        assert_eq!(read_id(br#"{"params":{"x":"\ud800"},"id":"a"}"#), Some(json!("a")));
+        assert_eq!(read_id(br#"{"params":{"x":[},"id":"a"}"#), None);
+        assert_eq!(read_id(br#"{"id":1.5}"#), None);
+        assert_eq!(read_id(b"not json"), None);
+    }
+
+    #[test]
+    fn unparsable_lines_get_a_parse_error_with_the_id() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"ping","params":{{"x":{}1{}}}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let value = reply(&deep);
+        assert_eq!(value["id"], json!(3));
+        assert_eq!(value["error"]["code"], json!(PARSE_ERROR));
+        assert!(
+            value["error"]["message"].as_str().unwrap().contains("nested deeper than 128 levels"),
+            "{value}"
+        );
+
+        let value =
+            reply(r#"{"jsonrpc":"2.0","id":"s","method":"tools/list","params":{"_meta":{"a":"\ud800"}}}"#);
+        assert_eq!(value["id"], json!("s"));
+        assert!(value["error"]["message"].as_str().unwrap().contains("surrogate"), "{value}");
+
+        let value = match check(b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"p\xff\"}") {
+            Inbound::Reply(value) => value,
+            other => panic!("invalid UTF-8: expected a reply, got {other:?}"),
+        };
+        assert_eq!(value["id"], json!(4));
+        assert_eq!(value["error"]["code"], json!(PARSE_ERROR));
+    }
+
+    #[test]
+    fn batches_are_refused_per_request() {
+        let value = reply(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"b","method":"tools/list"}]"#,
+        );
+        let ids: Vec<&Value> = value.as_array().unwrap().iter().map(|r| &r["id"]).collect();
+        assert_eq!(ids, [&json!(1), &json!("b")]);
+        assert_eq!(reply("[]")["id"], Value::Null);
+    }
+
+    #[test]
+    fn malformed_params_are_invalid_params_with_what_is_wrong() {
+        let value = reply(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#);
+        assert_eq!(value["error"]["code"], json!(INVALID_PARAMS));
+        assert_eq!(
+            value["error"]["message"],
+            json!(
+                "Invalid params for `tools/call`: `params.name` is missing: name the tool to call (see tools/list)."
+            )
+        );
+        let value =
+            reply(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ls","arguments":"x"}}"#);
+        assert_eq!(value["id"], json!(2));
+        assert!(value["error"]["message"].as_str().unwrap().contains("`params.arguments` must be an object"));
+        let value = reply(
+            r#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+        );
+        assert_eq!(value["error"]["code"], json!(INVALID_PARAMS));
+        assert!(value["error"]["message"].as_str().unwrap().contains("`params.protocolVersion` is missing"));
+        let value = reply(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","params":"x"}"#);
+        assert_eq!((value["id"].clone(), value["error"]["code"].clone()), (json!(4), json!(INVALID_PARAMS)));
+    }
+
+    #[test]
+    fn well_formed_messages_pass() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ls","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":"x","method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"nope":1}}"#,
+        ] {
+            assert!(matches!(check(line.as_bytes()), Inbound::Message(_)), "{line}");
+        }
+        assert!(matches!(check(b"  \r"), Inbound::Ignore));
+        assert!(matches!(check(br#"{"jsonrpc":"2.0","method":"x","params":3}"#), Inbound::Ignore));
+    }
+
+    #[test]
+    fn envelopes_that_are_not_requests_are_invalid_requests() {
+        assert_eq!(reply("5")["error"]["code"], json!(INVALID_REQUEST));
+        assert_eq!(reply(r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#)["id"], Value::Null);
+        let value = reply(r#"{"jsonrpc":"1.0","id":9,"method":"ping"}"#);
+        assert_eq!((value["id"].clone(), value["error"]["code"].clone()), (json!(9), json!(INVALID_REQUEST)));
+        assert_eq!(reply(r#"{"jsonrpc":"2.0","id":9}"#)["id"], json!(9));
+    }
+}
