@@ -55,3 +55,26 @@ pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out.sort();
     out
 }
+
+/// Whether `pid` runs: it exists and is not a zombie.
+pub fn runs(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+    })
+}
+
+/// The running processes whose environment holds the command marker `marker`
+/// (`TOOLS_COMMAND_ID=marker`).
+pub fn carriers(marker: &str) -> Vec<i32> {
+    let needle = format!("{}={marker}", tools_std::process::COMMAND_ID_VAR);
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return found };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
+        if environ.split(|&b| b == 0).any(|e| e == needle.as_bytes()) && runs(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_runtime::{CancellationToken, Dependencies, Registry, ToolContext, ToolOutput};
+use tool_tests::{carriers, runs};
 use tools_std::Workspace;
-use tools_std::process::COMMAND_ID_VAR;
 
 /// A workspace in a fresh temporary directory, removed on drop.
 struct Ws {
@@ -92,27 +92,6 @@ async fn wait_for_file(path: &Path) {
     while std::fs::metadata(path).map_or(true, |m| m.len() == 0) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-}
-
-/// Whether `pid` runs: it exists and is not a zombie.
-fn runs(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
-    })
-}
-
-/// The running processes whose environment holds `TOOLS_COMMAND_ID=marker`.
-fn carriers(marker: &str) -> Vec<i32> {
-    let needle = format!("{COMMAND_ID_VAR}={marker}");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
-        if environ.split(|&b| b == 0).any(|e| e == needle.as_bytes()) && runs(pid) {
-            found.push(pid);
-        }
-    }
-    found
 }
 
 /// Waits (briefly: `SIGKILL` was already sent) until none of `pids` runs; returns the survivors.

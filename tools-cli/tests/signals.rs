@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use common::Fixture;
 use serde_json::{Value, json};
+use tool_tests::{carriers, runs};
 
 /// Starts processes that leave the group (`setsid`), the session and the parent (a double
 /// fork), plus one that stays, writes their pids and its marker, then waits for them.
@@ -21,26 +22,6 @@ const COMMAND: &str = "echo $TOOLS_COMMAND_ID > id; setsid sleep 600 & echo $! >
 
 const KILLED: &str =
     "[killed the command and 3 processes it started (2 of them had left the command's process group)]";
-
-fn runs(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
-    })
-}
-
-/// The running processes whose environment holds `TOOLS_COMMAND_ID=marker`.
-fn carriers(marker: &str) -> Vec<i32> {
-    let needle = format!("TOOLS_COMMAND_ID={marker}");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
-        if environ.split(|&b| b == 0).any(|e| e == needle.as_bytes()) && runs(pid) {
-            found.push(pid);
-        }
-    }
-    found
-}
 
 fn wait_for_file(path: &Path) {
     for _ in 0..2000 {

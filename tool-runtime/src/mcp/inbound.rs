@@ -17,6 +17,8 @@ use serde::Deserialize as _;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value, json};
 
+use crate::providers::json_kind;
+
 /// JSON-RPC error codes.
 pub(crate) const PARSE_ERROR: i64 = -32700;
 pub(crate) const INVALID_REQUEST: i64 = -32600;
@@ -56,7 +58,7 @@ pub(crate) fn check(line: &[u8]) -> Inbound {
             INVALID_REQUEST,
             format!(
                 "Invalid request: a JSON-RPC message is a JSON object, not {}. Send one object per line.",
-                kind(&other)
+                json_kind(&other)
             ),
         )),
     }
@@ -121,7 +123,10 @@ fn check_object(object: Map<String, Value>) -> Inbound {
                 return Inbound::Reply(error_response(
                     None,
                     INVALID_REQUEST,
-                    format!("Invalid request: `id` must be a string or an integer, found {}.", kind(raw)),
+                    format!(
+                        "Invalid request: `id` must be a string or an integer, found {}.",
+                        json_kind(raw)
+                    ),
                 ));
             }
         },
@@ -154,7 +159,7 @@ fn check_object(object: Map<String, Value>) -> Inbound {
     let Some(method) = method.as_str().map(str::to_owned) else {
         return invalid(
             INVALID_REQUEST,
-            format!("Invalid request: `method` must be a string, found {}.", kind(method)),
+            format!("Invalid request: `method` must be a string, found {}.", json_kind(method)),
         );
     };
     match object.get("params") {
@@ -162,7 +167,10 @@ fn check_object(object: Map<String, Value>) -> Inbound {
         Some(params) => {
             return invalid(
                 INVALID_PARAMS,
-                format!("Invalid params: `params` of `{method}` must be an object, found {}.", kind(params)),
+                format!(
+                    "Invalid params: `params` of `{method}` must be an object, found {}.",
+                    json_kind(params)
+                ),
             );
         }
     }
@@ -197,7 +205,7 @@ fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
                 }
                 Some(Value::String(_)) => {}
                 Some(other) => {
-                    return Some(format!("`params.name` must be a string, found {}.", kind(other)));
+                    return Some(format!("`params.name` must be a string, found {}.", json_kind(other)));
                 }
             }
             match params.get("arguments") {
@@ -205,7 +213,7 @@ fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
                 Some(other) => {
                     return Some(format!(
                         "`params.arguments` must be an object of the tool's arguments, found {}.",
-                        kind(other)
+                        json_kind(other)
                     ));
                 }
             }
@@ -223,7 +231,10 @@ fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
                 }
             }
             if let Some(version) = params.get("protocolVersion").filter(|v| !v.is_string()) {
-                return Some(format!("`params.protocolVersion` must be a string, found {}.", kind(version)));
+                return Some(format!(
+                    "`params.protocolVersion` must be a string, found {}.",
+                    json_kind(version)
+                ));
             }
             typed_problem::<InitializeRequestParams>(params)
         }
@@ -246,17 +257,6 @@ fn usable_id(id: &Value) -> Option<Value> {
         Value::String(_) => Some(id.clone()),
         Value::Number(n) if n.is_i64() => Some(id.clone()),
         _ => None,
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
