@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ToolError;
 use crate::permission::{DefaultPermissions, PermissionDecision, PermissionHook, PermissionRequest};
+use crate::truncate::TruncationLimits;
 
 /// Typed values registered once (a workspace, a file system, a client) and fetched by type.
 #[derive(Clone, Default)]
@@ -120,6 +121,7 @@ pub trait ContextSink: Send + Sync + 'static {
     fn metadata(&self, call_id: &str, tool: &str, title: Option<String>, metadata: Value);
 }
 
+#[derive(Clone)]
 struct Inner {
     call_id: String,
     tool_name: String,
@@ -130,6 +132,7 @@ struct Inner {
     session: SessionState,
     permissions: Arc<dyn PermissionHook>,
     sinks: Vec<Arc<dyn ContextSink>>,
+    truncation: TruncationLimits,
 }
 
 /// What a running call knows about itself: ids, cancellation, deadline, dependencies, session
@@ -163,6 +166,7 @@ impl ToolContext {
             session: SessionState::new(),
             permissions: Arc::new(DefaultPermissions),
             sinks: Vec::new(),
+            truncation: TruncationLimits::default(),
         }
     }
 
@@ -194,6 +198,20 @@ impl ToolContext {
     /// When the call's time runs out, if it has a limit.
     pub fn deadline(&self) -> Option<Instant> {
         self.inner.deadline
+    }
+
+    /// The truncation limits in force for this call: the dispatcher's defaults with the tool's
+    /// own `truncate(...)` settings. A tool that cuts its own output (or streams it through a
+    /// [`TruncationStream`](crate::truncate::TruncationStream)) cuts to these.
+    pub fn truncation(&self) -> TruncationLimits {
+        self.inner.truncation
+    }
+
+    /// This context with other truncation limits.
+    pub(crate) fn with_truncation(&self, limits: TruncationLimits) -> ToolContext {
+        let mut inner = (*self.inner).clone();
+        inner.truncation = limits;
+        ToolContext { inner: Arc::new(inner) }
     }
 
     /// The dependency of type `T`.
@@ -269,6 +287,7 @@ pub struct ContextBuilder {
     session: SessionState,
     permissions: Arc<dyn PermissionHook>,
     sinks: Vec<Arc<dyn ContextSink>>,
+    truncation: TruncationLimits,
 }
 
 impl ContextBuilder {
@@ -320,6 +339,12 @@ impl ContextBuilder {
         self
     }
 
+    /// Sets the truncation limits in force for the call (default: [`TruncationLimits::default`]).
+    pub fn truncation(mut self, limits: TruncationLimits) -> Self {
+        self.truncation = limits;
+        self
+    }
+
     /// Finishes the context.
     pub fn build(self) -> ToolContext {
         ToolContext {
@@ -333,6 +358,7 @@ impl ContextBuilder {
                 session: self.session,
                 permissions: self.permissions,
                 sinks: self.sinks,
+                truncation: self.truncation,
             }),
         }
     }
