@@ -1,14 +1,16 @@
-//! Truncation: arbitrary text and limits, one text or several text items.
+//! Truncation: arbitrary text and limits, one text or several text items, and the streaming form
+//! fed the raw bytes in chunks of an arbitrary size.
 //!
 //! Checks what the runtime promises: the identity within the limits, never more than the limits
 //! kept, head a prefix, tail a suffix, middle a prefix and a suffix around its marker, never a
 //! split character (the build has debug assertions, which also check every internal slice), and
-//! the notice within its documented overhead.
+//! the notice within its documented overhead; the stream gives exactly what the whole-text cut
+//! gives for the bytes decoded as `String::from_utf8_lossy` does.
 #![no_main]
 
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use tool_runtime::truncate::{NOTICE_OVERHEAD_MAX_BYTES, truncate_output};
+use tool_runtime::truncate::{NOTICE_OVERHEAD_MAX_BYTES, TruncationStream, truncate_output};
 use tool_runtime::{
     Content, ToolOutput, TruncationDirection, TruncationLimits, TruncationPolicy, truncate_text,
 };
@@ -80,6 +82,17 @@ fn check_text(text: &str, limits: &TruncationLimits) {
     assert!(with_notice.len() <= info.kept_bytes + NOTICE_OVERHEAD_MAX_BYTES, "{}", with_notice.len());
 }
 
+fn check_stream(raw: &[u8], text: &str, limits: &TruncationLimits, chunk: usize) {
+    let mut stream = TruncationStream::new(*limits);
+    let mut echoed = String::new();
+    for piece in raw.chunks(chunk.max(1)) {
+        echoed.push_str(&stream.push_bytes(piece));
+    }
+    echoed.push_str(&stream.flush());
+    assert_eq!(echoed, text, "the stream echoes what it was given");
+    assert_eq!(stream.finish(), truncate_text(text, limits), "the stream cuts as the whole text");
+}
+
 fn check_output(items: Vec<String>, limits: &TruncationLimits) {
     let mut output = ToolOutput::default();
     for item in &items {
@@ -87,7 +100,7 @@ fn check_output(items: Vec<String>, limits: &TruncationLimits) {
     }
     output.content.push(Content::image("image/png", "AAAA"));
     let policy = TruncationPolicy::default();
-    let info = truncate_output(&mut output, &policy, limits, None);
+    let info = truncate_output(&mut output, &policy, limits);
     let texts: Vec<&str> = output.content.iter().filter_map(Content::as_text).collect();
     assert_eq!(output.content.iter().filter(|c| c.as_text().is_none()).count(), 1);
     match info {
@@ -99,7 +112,7 @@ fn check_output(items: Vec<String>, limits: &TruncationLimits) {
                 shown <= limits.max_bytes.saturating_add(NOTICE_OVERHEAD_MAX_BYTES),
                 "{shown}: {texts:?}"
             );
-            assert!(truncate_output(&mut output, &policy, limits, None).is_none(), "truncated twice");
+            assert!(truncate_output(&mut output, &policy, limits).is_none(), "truncated twice");
         }
     }
 }
@@ -112,12 +125,15 @@ fn run(data: &[u8]) -> Result<()> {
     let max_bytes = if u.ratio(1, 8)? { u.arbitrary::<usize>()? } else { u.int_in_range(0..=2048)? };
     let limits = TruncationLimits::new(max_lines, max_bytes, direction);
     let several = u.ratio(1, 4)?;
-    let text = String::from_utf8_lossy(u.take_rest()).into_owned();
+    let chunk = if u.ratio(1, 2)? { u.int_in_range(1..=8)? } else { u.int_in_range(1..=4096)? };
+    let raw = u.take_rest();
+    let text = String::from_utf8_lossy(raw).into_owned();
     if several {
         let items: Vec<String> = text.split('\u{1}').map(str::to_owned).collect();
         check_output(items, &limits);
     } else {
         check_text(&text, &limits);
+        check_stream(raw, &text, &limits, chunk);
     }
     Ok(())
 }

@@ -2,7 +2,8 @@
 //!
 //! Truncation: never splits a UTF-8 character, never keeps more than its limits, is the identity
 //! within them, head keeps a prefix, tail a suffix, middle a prefix and a suffix around a marker,
-//! and the notice stays within its documented overhead. Validation: never panics, whatever the
+//! and the notice stays within its documented overhead; the streaming form, fed raw bytes in
+//! chunks that split characters and line ends, cuts exactly as the whole text. Validation: never panics, whatever the
 //! text or JSON value, and what it accepts the tool can decode.
 //!
 //! Case counts are kept moderate so the suite runs in seconds; `PROPTEST_CASES=100000` runs more.
@@ -14,7 +15,7 @@ use proptest::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use tool_runtime::truncate::{NOTICE_OVERHEAD_MAX_BYTES, truncate_output};
+use tool_runtime::truncate::{NOTICE_OVERHEAD_MAX_BYTES, TruncationStream, truncate_output};
 use tool_runtime::{
     Content, ErrorKind, Registry, ToolContext, ToolOutput, TruncationDirection, TruncationLimits,
     TruncationPolicy, tool, truncate_text,
@@ -136,6 +137,33 @@ proptest! {
     }
 
     #[test]
+    fn the_stream_cuts_exactly_as_the_whole_text(
+        text in text(),
+        noise in proptest::collection::vec((any::<prop::sample::Index>(), prop_oneof![Just(0xffu8), Just(0xe2), Just(0x80), Just(0xf0)]), 0..3),
+        chunks in proptest::collection::vec(1usize..9, 1..8),
+        limits in limits(),
+    ) {
+        // The text with a few stray bytes (invalid or unfinished UTF-8) at random places.
+        let mut raw = text.into_bytes();
+        for (at, byte) in noise {
+            let at = if raw.is_empty() { 0 } else { at.index(raw.len() + 1) };
+            raw.insert(at, byte);
+        }
+        let whole = String::from_utf8_lossy(&raw).into_owned();
+        let mut stream = TruncationStream::new(limits);
+        let mut echoed = String::new();
+        let (mut at, mut i) = (0, 0);
+        while at < raw.len() {
+            let end = (at + chunks[i % chunks.len()]).min(raw.len());
+            echoed.push_str(&stream.push_bytes(&raw[at..end]));
+            (at, i) = (end, i + 1);
+        }
+        echoed.push_str(&stream.flush());
+        prop_assert_eq!(&echoed, &whole);
+        prop_assert_eq!(stream.finish(), truncate_text(&whole, &limits));
+    }
+
+    #[test]
     fn truncating_several_items_stays_within_the_budget_plus_the_notice(
         items in proptest::collection::vec(text(), 1..5),
         limits in limits(),
@@ -146,7 +174,7 @@ proptest! {
         }
         output.content.push(Content::image("image/png", "AAAA"));
         let policy = TruncationPolicy::default();
-        let info = truncate_output(&mut output, &policy, &limits, None);
+        let info = truncate_output(&mut output, &policy, &limits);
         let texts: Vec<&str> = output.content.iter().filter_map(Content::as_text).collect();
         let images = output.content.iter().filter(|c| c.as_text().is_none()).count();
         prop_assert_eq!(images, 1, "images are never touched");
@@ -162,7 +190,7 @@ proptest! {
                 let shown: usize = texts.iter().map(|t| t.len()).sum();
                 prop_assert!(shown <= limits.max_bytes + NOTICE_OVERHEAD_MAX_BYTES, "{shown} bytes: {texts:?}");
                 // Truncating again does nothing: never truncated twice.
-                let again = truncate_output(&mut output, &policy, &limits, None);
+                let again = truncate_output(&mut output, &policy, &limits);
                 prop_assert!(again.is_none());
             }
         }

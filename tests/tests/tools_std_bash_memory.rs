@@ -1,10 +1,11 @@
-//! `bash` on a command printing 1 GiB: the output is spilled to the output store and the tool
-//! stays within about 64 MiB of extra memory.
+//! `bash` on a command printing 1 GiB: the output is spilled to the output store, which keeps its
+//! size limit (64 MiB by default), and the tool stays within about 64 MiB of extra memory.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
+use tool_runtime::output_store::DEFAULT_MAX_OUTPUT_BYTES;
 use tool_runtime::{Dependencies, OutputStore, Registry, ToolContext};
 use tools_std::Workspace;
 
@@ -34,7 +35,9 @@ async fn a_gigabyte_of_output_runs_in_bounded_memory() {
     std::fs::create_dir_all(dir.0.join("ws")).unwrap();
     let mut deps = Dependencies::new();
     deps.insert(Workspace::new(dir.0.join("ws")).unwrap());
-    deps.insert(OutputStore::open(dir.0.join("outputs")).unwrap());
+    deps.insert(
+        OutputStore::builder().dir(dir.0.join("outputs")).read_hint(tools_std::read_hint()).open().unwrap(),
+    );
     let deps = Arc::new(deps);
     let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
 
@@ -58,8 +61,18 @@ async fn a_gigabyte_of_output_runs_in_bounded_memory() {
     assert_eq!(info["total_lines"], json!(GIB / 64));
     let reference = info["output_ref"].as_str().expect("the full output was stored");
     let store = deps.get::<OutputStore>().unwrap();
-    let stored = std::fs::metadata(store.path(reference).unwrap()).unwrap().len();
-    assert_eq!(stored, GIB, "the store holds the whole output");
-    assert!(out.text_content().len() < 64 * 1024, "the model sees both ends only");
+    let stored = store.open(reference).unwrap().metadata().unwrap().len();
+    assert_eq!(stored, DEFAULT_MAX_OUTPUT_BYTES as u64, "the store keeps the output up to its size limit");
+    assert_eq!(info["stored_bytes"], json!(DEFAULT_MAX_OUTPUT_BYTES));
+    let text = out.text_content();
+    assert!(
+        text.contains(&format!(
+            "or search it with tool_output_grep(ref=\"{reference}\", pattern=\"...\"). The saved copy stops at \
+             the store's limit of 67108864 bytes.]"
+        )),
+        "{}",
+        &text[text.len().saturating_sub(600)..]
+    );
+    assert!(text.len() < 64 * 1024, "the model sees both ends only");
     assert!(extra < 64 * 1024 * 1024, "the call used {} MiB of extra memory", extra / (1024 * 1024));
 }

@@ -1,4 +1,5 @@
-//! Truncation cost from 1 KiB to 256 MiB: `truncate_text` against a naive `str::lines` implementation.
+//! Truncation cost from 1 KiB to 256 MiB: `truncate_text`, and the same cut streamed in 64 KiB
+//! chunks through `TruncationStream`, against a naive `str::lines` implementation.
 //!
 //! Run with `cargo bench -p tool-runtime --bench truncation`. Set `TRUNCATION_BENCH_MAX_MIB` (for
 //! example to 16) to skip the larger inputs.
@@ -8,11 +9,13 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use tool_runtime::spec::TruncationDirection;
-use tool_runtime::truncate::{TruncationLimits, truncate_text};
+use tool_runtime::truncate::{TruncationLimits, TruncationStream, truncate_text};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
 const SIZES: [usize; 6] = [KIB, 64 * KIB, MIB, 16 * MIB, 64 * MIB, 256 * MIB];
+/// The chunk size of the streamed form: what `bash` reads from its pipe at a time.
+const CHUNK: usize = 64 * KIB;
 
 /// Log-like text: lines of 20 to 139 bytes, each with a two-byte character.
 fn block() -> String {
@@ -113,6 +116,16 @@ fn bench(c: &mut Criterion) {
             group.bench_with_input(BenchmarkId::new("ours", label(size)), &text, |b, text| {
                 b.iter(|| {
                     let truncated = truncate_text(black_box(text), &limits);
+                    black_box((truncated.text.len(), truncated.info.total_lines))
+                })
+            });
+            group.bench_with_input(BenchmarkId::new("stream", label(size)), &text, |b, text| {
+                b.iter(|| {
+                    let mut stream = TruncationStream::new(limits);
+                    for chunk in black_box(text).as_bytes().chunks(CHUNK) {
+                        stream.push_bytes(chunk);
+                    }
+                    let truncated = stream.finish();
                     black_box((truncated.text.len(), truncated.info.total_lines))
                 })
             });

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ToolError;
 use crate::permission::{DefaultPermissions, PermissionDecision, PermissionHook, PermissionRequest};
+use crate::truncate::TruncationLimits;
 
 /// Typed values registered once (a workspace, a file system, a client) and fetched by type.
 #[derive(Clone, Default)]
@@ -120,6 +121,7 @@ pub trait ContextSink: Send + Sync + 'static {
     fn metadata(&self, call_id: &str, tool: &str, title: Option<String>, metadata: Value);
 }
 
+#[derive(Clone)]
 struct Inner {
     call_id: String,
     tool_name: String,
@@ -131,6 +133,7 @@ struct Inner {
     session: SessionState,
     permissions: Arc<dyn PermissionHook>,
     sinks: Vec<Arc<dyn ContextSink>>,
+    truncation: TruncationLimits,
 }
 
 /// What a running call knows about itself: ids, cancellation, deadline, dependencies, session
@@ -165,6 +168,7 @@ impl ToolContext {
             session: SessionState::new(),
             permissions: Arc::new(DefaultPermissions),
             sinks: Vec::new(),
+            truncation: TruncationLimits::default(),
         }
     }
 
@@ -202,6 +206,20 @@ impl ToolContext {
     /// a tool stopped at its deadline names in its result.
     pub fn time_limit(&self) -> Option<Duration> {
         self.inner.time_limit
+    }
+
+    /// The truncation limits in force for this call: the dispatcher's defaults with the tool's
+    /// own `truncate(...)` settings. A tool that cuts its own output (or streams it through a
+    /// [`TruncationStream`](crate::truncate::TruncationStream)) cuts to these.
+    pub fn truncation(&self) -> TruncationLimits {
+        self.inner.truncation
+    }
+
+    /// This context with other truncation limits.
+    pub(crate) fn with_truncation(&self, limits: TruncationLimits) -> ToolContext {
+        let mut inner = (*self.inner).clone();
+        inner.truncation = limits;
+        ToolContext { inner: Arc::new(inner) }
     }
 
     /// The dependency of type `T`.
@@ -278,6 +296,7 @@ pub struct ContextBuilder {
     session: SessionState,
     permissions: Arc<dyn PermissionHook>,
     sinks: Vec<Arc<dyn ContextSink>>,
+    truncation: TruncationLimits,
 }
 
 impl ContextBuilder {
@@ -335,6 +354,12 @@ impl ContextBuilder {
         self
     }
 
+    /// Sets the truncation limits in force for the call (default: [`TruncationLimits::default`]).
+    pub fn truncation(mut self, limits: TruncationLimits) -> Self {
+        self.truncation = limits;
+        self
+    }
+
     /// Finishes the context.
     pub fn build(self) -> ToolContext {
         ToolContext {
@@ -349,6 +374,7 @@ impl ContextBuilder {
                 session: self.session,
                 permissions: self.permissions,
                 sinks: self.sinks,
+                truncation: self.truncation,
             }),
         }
     }

@@ -329,7 +329,9 @@ impl Registry {
         }
     }
 
-    /// Validates and runs one call without a dispatcher: no hooks, timeouts, truncation or events.
+    /// Validates and runs one call without a dispatcher: no hooks, timeouts, truncation or events
+    /// (the context's truncation limits take the tool's own settings, for a tool that cuts its
+    /// own output).
     /// Agent loops should use the dispatcher instead; this is for tests and simple scripts.
     pub async fn call(
         &self,
@@ -339,6 +341,8 @@ impl Registry {
     ) -> Result<ToolOutput, ToolError> {
         let args = self.validate(name, raw_arguments)?;
         let tool = self.entry(name)?.tool.clone();
+        // The tool's own limits reach it as they would through a dispatcher.
+        let ctx = ctx.with_truncation(ctx.truncation().with_policy(&tool.spec().truncation));
         tool.call(ctx, args.value).await
     }
 

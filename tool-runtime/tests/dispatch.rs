@@ -1129,7 +1129,7 @@ async fn long_outputs_are_truncated_once_with_the_full_text_in_the_store() {
         },
     );
     let dir = std::env::temp_dir().join(format!("tool-runtime-dispatch-test-{}", std::process::id()));
-    let store = Arc::new(OutputStore::open(&dir).unwrap());
+    let store = Arc::new(OutputStore::open_dir(&dir).unwrap());
     let dispatcher = Dispatcher::builder(registry(vec![long, raw, tail, echo("short", true)]))
         .truncation_defaults(TruncationLimits::new(10, 51_200, TruncationDirection::Head))
         .output_store_arc(store.clone())
@@ -1160,6 +1160,86 @@ async fn long_outputs_are_truncated_once_with_the_full_text_in_the_store() {
 
     assert_eq!(text(&results[3]), "{}");
     assert!(results[3].output.metadata.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn report_limits(ctx: ToolContext, _args: Value) -> Result<ToolOutput, ToolError> {
+    let limits = ctx.truncation();
+    Ok(ToolOutput::text(format!("{} {} {:?}", limits.max_lines, limits.max_bytes, limits.direction)))
+}
+
+#[tokio::test]
+async fn the_limits_in_force_reach_the_tool_through_its_context() {
+    use tool_runtime::spec::{TruncationDirection, TruncationPolicy};
+    use tool_runtime::truncate::TruncationLimits;
+
+    let own_policy = TruncationPolicy {
+        enabled: true,
+        max_lines: Some(3),
+        max_bytes: None,
+        direction: Some(TruncationDirection::Middle),
+    };
+    let tools = || {
+        vec![
+            FnTool::new(spec("plain", true), report_limits),
+            FnTool::new(spec("own", true).with_truncation(own_policy), report_limits),
+        ]
+    };
+    let dispatcher = Dispatcher::builder(registry(tools()))
+        .truncation_defaults(TruncationLimits::new(10, 500, TruncationDirection::Head))
+        .build();
+    let results = dispatcher
+        .run_batch(vec![call("1", "plain", "{}"), call("2", "own", "{}")], CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(text(&results[0]), "10 500 Head");
+    assert_eq!(text(&results[1]), "3 500 Middle");
+
+    // Without a dispatcher, the tool's own settings still apply over the context's limits.
+    let registry = registry(tools());
+    let out = registry.call("own", "{}", ToolContext::builder("own").build()).await.unwrap();
+    assert_eq!(out.text_content(), "3 51200 Middle");
+    let ctx =
+        ToolContext::builder("plain").truncation(TruncationLimits::new(7, 70, TruncationDirection::Tail));
+    let out = registry.call("plain", "{}", ctx.build()).await.unwrap();
+    assert_eq!(out.text_content(), "7 70 Tail");
+}
+
+#[tokio::test]
+async fn the_notice_reads_back_as_the_store_installer_says() {
+    use tool_runtime::output_store::OutputStore;
+    use tool_runtime::spec::TruncationDirection;
+    use tool_runtime::truncate::{ReadHint, TruncationLimits};
+
+    let long = || tool("long", true, |_ctx, _args| async { Ok(ToolOutput::text("a\nb\nc\n")) });
+    let limits = TruncationLimits::new(1, 100, TruncationDirection::Head);
+    let dir = std::env::temp_dir().join(format!("tool-runtime-dispatch-hint-{}", std::process::id()));
+    let hint = ReadHint::new("Saved as {ref}: show_output(\"{ref}\", from={offset}).").unwrap();
+    let store = OutputStore::builder().dir(&dir).read_hint(hint).open().unwrap();
+    let with_hint =
+        Dispatcher::builder(registry(vec![long()])).truncation_defaults(limits).output_store(store).build();
+    let results = with_hint.run_batch(vec![call("1", "long", "{}")], CancellationToken::new()).await.unwrap();
+    let reference = results[0].output.metadata["truncation"]["output_ref"].as_str().unwrap().to_owned();
+    assert_eq!(
+        text(&results[0]),
+        format!(
+            "a\n\n[Output truncated: showing the first 1 of 3 lines (2 of 6 bytes). Saved as {reference}: \
+             show_output(\"{reference}\", from=2).]"
+        )
+    );
+    // A store installed without a hint: the notice names no tool.
+    let plain = Dispatcher::builder(registry(vec![long()]))
+        .truncation_defaults(limits)
+        .output_store(OutputStore::open_dir(&dir).unwrap())
+        .build();
+    let results = plain.run_batch(vec![call("1", "long", "{}")], CancellationToken::new()).await.unwrap();
+    let reference = results[0].output.metadata["truncation"]["output_ref"].as_str().unwrap().to_owned();
+    assert_eq!(
+        text(&results[0]),
+        format!(
+            "a\n\n[Output truncated: showing the first 1 of 3 lines (2 of 6 bytes). Full output saved as {reference}.]"
+        )
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

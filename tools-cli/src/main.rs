@@ -109,7 +109,7 @@ fn dispatcher(registry: Registry, args: &WorkspaceArgs) -> Result<DispatcherBuil
     let workspace = Workspace::new(&root).map_err(|e| Failure::usage(root_error(&root, &e)))?;
     let mut builder = Dispatcher::builder(registry).dependency(workspace);
     // Without a data directory, truncated outputs are only cut, not saved for reading back.
-    if let Ok(store) = OutputStore::open_default() {
+    if let Ok(store) = OutputStore::builder().read_hint(tools_std::read_hint()).open() {
         let store = Arc::new(store);
         builder = builder.dependency_arc(store.clone()).output_store_arc(store);
     }

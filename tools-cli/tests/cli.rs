@@ -145,6 +145,32 @@ fn call_prints_one_object_and_exits_0_on_success() {
 }
 
 #[test]
+fn call_cuts_long_output_and_the_notice_names_the_tools_that_read_it_back() {
+    let fx = Fixture::new();
+    let run = fx.run(&["call", "bash", r#"{"command": "seq 1 5000"}"#], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let result = run.json();
+    let reference = result["metadata"]["truncation"]["output_ref"].as_str().expect("saved").to_owned();
+    let output = result["output"].as_str().unwrap();
+    assert!(
+        output.ends_with(&format!(
+            "[Output truncated: showing lines 1-1000 and lines 4001-5000 of 5000 (8893 of 23893 bytes). Full \
+             output saved as {reference}; read more with tool_output_read(ref=\"{reference}\", offset=1001) or \
+             search it with tool_output_grep(ref=\"{reference}\", pattern=\"...\").]"
+        )),
+        "{output}"
+    );
+    // A later `tools call` (another process) reads it back from the same store.
+    let args = format!(r#"{{"ref": "{reference}", "offset": 1001, "limit": 2}}"#);
+    let read = fx.run(&["call", "tool_output_read", &args], None);
+    assert_eq!(read.code, 0, "{}", read.stderr);
+    assert_eq!(
+        read.json()["output"],
+        "  1001\t1001\n  1002\t1002\n\n[showing lines 1001-1002 of 5000; use offset=1003 to continue]"
+    );
+}
+
+#[test]
 fn call_reads_the_arguments_from_stdin_for_a_dash() {
     let fx = Fixture::new();
     let run = fx.run(&["call", "read", "-"], Some(br#"{"path": "hello.txt"}"#));

@@ -1,19 +1,18 @@
 //! The `bash` tool: run a command in the workspace, with a timeout, process-tree kill, streaming and bounded capture.
 
-use std::collections::VecDeque;
 use std::fmt::Write as _;
+use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tool_runtime::output_store::OutputStore;
-use tool_runtime::truncate::{
-    KeptRange, TruncatedBy, TruncationInfo, TruncationLimits, mark_truncated, truncate_text,
-};
+use tokio::io::AsyncReadExt;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tool_runtime::output_store::{OutputStore, StoredOutput};
+use tool_runtime::truncate::{ReadHint, TruncationInfo, TruncationLimits, TruncationStream, mark_truncated};
 use tool_runtime::{
-    Dep, PermissionKind, PermissionRequest, Progress, Tool, ToolContext, ToolError, ToolOutput,
-    TruncationDirection, tool,
+    Dep, PermissionKind, PermissionRequest, Progress, ToolContext, ToolError, ToolOutput, tool,
 };
 
 use crate::Workspace;
@@ -24,11 +23,12 @@ use crate::text::plural;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// The longest timeout a call may ask for.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
-/// Output up to this size is kept whole in memory; past it, it goes to the output store and
-/// only its two ends stay in memory.
+/// Output up to this size is kept whole in memory for the output store; once it is longer and
+/// known to be cut, it is written to the store as it comes. The cut itself only ever keeps what
+/// the limits show.
 pub const SPILL_AT: usize = 1024 * 1024;
-/// How much of the beginning and of the end of a spilled output stays in memory.
-const KEEP_EACH_END: usize = 256 * 1024;
+/// Chunks of output on their way to the store's file, at most.
+const SPILL_QUEUE: usize = 4;
 /// How long the output is still read after the shell exited, for processes it left behind.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
 /// Progress events carry at most this much output per window; the rest is summarised.
@@ -96,8 +96,7 @@ pub async fn bash(
         .spawn_shell(&request)
         .map_err(|e| ToolError::execution(format!("Cannot start bash: {e}")).with_source(e))?;
     let store = ctx.dependencies().get::<OutputStore>();
-    let limits = TruncationLimits::default().with_policy(&BashTool.spec().truncation);
-    let mut capture = Capture::new(store, limits);
+    let mut capture = Capture::new(store, ctx.truncation());
     let ended = run(process, ctx, stop_after, &mut capture).await?;
     let (text, info) = capture.finish().await;
     Ok(ended.into_output(text, info, timeout_secs.is_some(), limit, description))
@@ -139,10 +138,7 @@ async fn run(
         tokio::select! {
             read = output.read(&mut buf), if !eof => match read {
                 Ok(0) | Err(_) => eof = true,
-                Ok(n) => {
-                    let text = capture.push(&buf[..n]).await;
-                    progress.send(&text);
-                }
+                Ok(n) => capture.push(&buf[..n], &mut progress).await,
             },
             status = control.wait(), if exit.is_none() => {
                 let status = status.map_err(|e| ToolError::execution(format!("Lost track of the command: {e}")).with_source(e))?;
@@ -169,10 +165,7 @@ async fn run(
             loop {
                 match output.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let text = capture.push(&buf[..n]).await;
-                        progress.send(&text);
-                    }
+                    Ok(n) => capture.push(&buf[..n], &mut progress).await,
                 }
             }
         };
@@ -393,271 +386,110 @@ impl<'a> ProgressStream<'a> {
     }
 }
 
-/// Decodes UTF-8 arriving in arbitrary chunks: a character split between two chunks is kept
-/// whole, invalid bytes become U+FFFD.
-#[derive(Default)]
-struct Utf8Stream {
-    pending: Vec<u8>,
-}
-
-impl Utf8Stream {
-    fn decode(&mut self, bytes: &[u8]) -> String {
-        let joined;
-        let mut rest: &[u8] = if self.pending.is_empty() {
-            bytes
-        } else {
-            self.pending.extend_from_slice(bytes);
-            joined = std::mem::take(&mut self.pending);
-            &joined
-        };
-        let mut out = String::with_capacity(rest.len());
-        loop {
-            match std::str::from_utf8(rest) {
-                Ok(text) => {
-                    out.push_str(text);
-                    break;
-                }
-                Err(e) => {
-                    let (valid, after) = rest.split_at(e.valid_up_to());
-                    out.push_str(std::str::from_utf8(valid).unwrap_or_default());
-                    match e.error_len() {
-                        None => {
-                            self.pending = after.to_vec();
-                            break;
-                        }
-                        Some(len) => {
-                            out.push('\u{FFFD}');
-                            rest = &after[len..];
-                        }
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    fn finish(&mut self) -> String {
-        if self.pending.is_empty() {
-            return String::new();
-        }
-        // An incomplete character at the very end can no longer be completed.
-        self.pending.clear();
-        "\u{FFFD}".to_owned()
-    }
-}
-
-/// The command's output: whole in memory while small; past [`SPILL_AT`], written to the output
-/// store with only its two ends kept in memory.
+/// The command's output, cut as it arrives by the truncation engine's streaming form (to the
+/// call's limits), and kept whole for the output store: in memory up to [`SPILL_AT`], then
+/// written to the store as it comes by a blocking task, so neither the memory nor the runtime's
+/// threads depend on the output's size.
 struct Capture {
+    stream: TruncationStream,
     store: Option<Arc<OutputStore>>,
-    limits: TruncationLimits,
-    decoder: Utf8Stream,
-    total_bytes: usize,
-    newlines: usize,
-    ends_with_newline: bool,
-    /// The whole output, until it spills.
-    full: Option<String>,
-    head: String,
-    tail: VecDeque<String>,
-    tail_bytes: usize,
-    spill: Option<(String, tokio::fs::File)>,
-    save_error: Option<String>,
+    spill: Spill,
+}
+
+/// Where the full output goes.
+enum Spill {
+    /// No output store: only the cut is kept.
+    Off,
+    /// Everything so far, until it is longer than [`SPILL_AT`] and known to be cut.
+    Memory(String),
+    /// On its way to the store.
+    Writing(Writing),
+}
+
+/// Output being written to the store by a blocking task, fed through a bounded channel.
+struct Writing {
+    chunks: mpsc::Sender<String>,
+    task: JoinHandle<io::Result<StoredOutput>>,
 }
 
 impl Capture {
     fn new(store: Option<Arc<OutputStore>>, limits: TruncationLimits) -> Self {
-        Capture {
-            store,
-            limits,
-            decoder: Utf8Stream::default(),
-            total_bytes: 0,
-            newlines: 0,
-            ends_with_newline: true,
-            full: Some(String::new()),
-            head: String::new(),
-            tail: VecDeque::new(),
-            tail_bytes: 0,
-            spill: None,
-            save_error: None,
-        }
+        let spill = if store.is_some() { Spill::Memory(String::new()) } else { Spill::Off };
+        Capture { stream: TruncationStream::new(limits), store, spill }
     }
 
-    /// Adds raw output; returns it decoded.
-    async fn push(&mut self, bytes: &[u8]) -> String {
-        let text = self.decoder.decode(bytes);
-        self.push_text(&text).await;
-        text
+    /// Adds raw output: cut, streamed as progress, kept for the store.
+    async fn push(&mut self, bytes: &[u8], progress: &mut ProgressStream<'_>) {
+        let text = self.stream.push_bytes(bytes);
+        progress.send(&text);
+        self.keep(text).await;
     }
 
-    async fn push_text(&mut self, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        self.total_bytes += text.len();
-        self.newlines += memchr::memchr_iter(b'\n', text.as_bytes()).count();
-        self.ends_with_newline = text.ends_with('\n');
-        if let Some(full) = &mut self.full {
-            full.push_str(text);
-            if full.len() > SPILL_AT {
-                let full = self.full.take().unwrap_or_default();
-                self.start_spill(full).await;
+    async fn keep(&mut self, text: String) {
+        match &mut self.spill {
+            Spill::Off => {}
+            Spill::Memory(kept) => {
+                kept.push_str(&text);
+                if kept.len() > SPILL_AT
+                    && self.stream.is_truncated()
+                    && let Some(store) = &self.store
+                {
+                    self.spill = Spill::Writing(Writing::start(store.clone(), std::mem::take(kept)));
+                }
             }
-            return;
-        }
-        self.write_spill(text).await;
-        self.tail.push_back(text.to_owned());
-        self.tail_bytes += text.len();
-        while self.tail.front().is_some_and(|front| self.tail_bytes - front.len() >= KEEP_EACH_END) {
-            if let Some(front) = self.tail.pop_front() {
-                self.tail_bytes -= front.len();
+            // A send fails only when the task stopped on an error, which `finish` reports.
+            Spill::Writing(writing) => {
+                let _ = writing.chunks.send(text).await;
             }
-        }
-    }
-
-    async fn start_spill(&mut self, full: String) {
-        self.head = full[..floor_char_boundary(&full, KEEP_EACH_END)].to_owned();
-        let tail_start = ceil_char_boundary(&full, full.len().saturating_sub(KEEP_EACH_END));
-        self.tail_bytes = full.len() - tail_start;
-        self.tail.push_back(full[tail_start..].to_owned());
-        if let Some(store) = self.store.clone() {
-            let opened = async {
-                let reference = store.save("")?;
-                let path = store.path(reference.as_str()).map_err(std::io::Error::other)?;
-                let file = tokio::fs::OpenOptions::new().append(true).open(path).await?;
-                Ok::<_, std::io::Error>((reference.to_string(), file))
-            };
-            match opened.await {
-                Ok(spill) => self.spill = Some(spill),
-                Err(e) => self.save_error = Some(e.to_string()),
-            }
-        }
-        self.write_spill(&full).await;
-    }
-
-    async fn write_spill(&mut self, text: &str) {
-        if let Some((_, file)) = &mut self.spill
-            && let Err(e) = file.write_all(text.as_bytes()).await
-        {
-            self.save_error = Some(e.to_string());
-            self.spill = None;
         }
     }
 
     /// The text for the model (cut with a notice when too long) and what was cut.
     async fn finish(mut self) -> (String, Option<TruncationInfo>) {
-        let rest = self.decoder.finish();
-        self.push_text(&rest).await;
-        match self.full.take() {
-            Some(full) => self.finish_in_memory(full),
-            None => self.finish_spilled().await,
+        let rest = self.stream.flush();
+        self.keep(rest).await;
+        let Capture { stream, store, spill } = self;
+        let mut cut = stream.finish();
+        if !cut.is_truncated() {
+            return (cut.text.into_owned(), None);
         }
-    }
-
-    fn finish_in_memory(&self, full: String) -> (String, Option<TruncationInfo>) {
-        let truncated = truncate_text(&full, &self.limits);
-        if !truncated.is_truncated() {
-            return (full, None);
-        }
-        let mut truncated = truncated;
-        if let Some(store) = &self.store {
-            match store.save(&full) {
-                Ok(reference) => truncated.info.output_ref = Some(reference.to_string()),
-                Err(e) => truncated.info.save_error = Some(e.to_string()),
-            }
-        }
-        let info = truncated.info.clone();
-        (truncated.into_text_with_notice(), Some(info))
-    }
-
-    async fn finish_spilled(&mut self) -> (String, Option<TruncationInfo>) {
-        let mut output_ref = None;
-        if let Some((reference, mut file)) = self.spill.take() {
-            match file.flush().await {
-                Ok(()) => output_ref = Some(reference),
-                Err(e) => self.save_error = Some(e.to_string()),
-            }
-        }
-        let half = TruncationLimits::new(
-            (self.limits.max_lines / 2).max(1),
-            (self.limits.max_bytes / 2).max(1),
-            TruncationDirection::Head,
-        );
-        let head = truncate_text(&self.head, &half);
-        let tail_text: String = self.tail.iter().map(String::as_str).collect();
-        // The kept end starts mid-line: drop that partial line unless it is all there is.
-        let tail_text = match memchr::memchr(b'\n', tail_text.as_bytes()) {
-            Some(i) if i + 1 < tail_text.len() => &tail_text[i + 1..],
-            _ => tail_text.as_str(),
+        let stored = match (spill, &store) {
+            (Spill::Memory(kept), Some(store)) => Some(Writing::start(store.clone(), kept).finish().await),
+            (Spill::Writing(writing), _) => Some(writing.finish().await),
+            _ => None,
         };
-        let tail = truncate_text(tail_text, &half.with_direction(TruncationDirection::Tail));
-        let total_lines = self.newlines + usize::from(!self.ends_with_newline);
-        let head_range = head.info.kept_ranges.first().copied();
-        let tail_range = tail.info.kept_ranges.last().copied().map(|range| {
-            let kept = (range.last_line + 1).saturating_sub(range.first_line);
-            KeptRange { first_line: (total_lines + 1).saturating_sub(kept), last_line: total_lines, ..range }
+        match stored {
+            Some(Ok(stored)) => stored.record_in(&mut cut.info),
+            Some(Err(error)) => cut.info.record_save_error(error),
+            None => {}
+        }
+        let info = cut.info.clone();
+        let hint = store.as_deref().map_or(ReadHint::neutral(), OutputStore::read_hint);
+        (cut.into_text_with_hint(hint), Some(info))
+    }
+}
+
+impl Writing {
+    /// Starts writing `first` and every chunk sent after it to a new output in `store`.
+    fn start(store: Arc<OutputStore>, first: String) -> Self {
+        let (chunks, mut received) = mpsc::channel::<String>(SPILL_QUEUE);
+        let task = tokio::task::spawn_blocking(move || {
+            let mut writer = store.create()?;
+            writer.write_str(&first)?;
+            drop(first);
+            while let Some(text) = received.blocking_recv() {
+                writer.write_str(&text)?;
+            }
+            writer.finish()
         });
-        let kept_ranges: Vec<KeptRange> = head_range.into_iter().chain(tail_range).collect();
-        // Both ends of one long line count as one line shown.
-        let kept_lines = (head.info.kept_lines + tail.info.kept_lines).min(total_lines);
-        let kept_bytes = head.info.kept_bytes + tail.info.kept_bytes;
-        let info = TruncationInfo {
-            truncated: true,
-            truncated_by: Some(if self.total_bytes > self.limits.max_bytes {
-                TruncatedBy::Bytes
-            } else {
-                TruncatedBy::Lines
-            }),
-            direction: TruncationDirection::Middle,
-            max_lines: self.limits.max_lines,
-            max_bytes: self.limits.max_bytes,
-            total_lines,
-            total_bytes: self.total_bytes,
-            kept_lines,
-            kept_bytes,
-            kept_ranges,
-            omitted_items: 0,
-            output_ref,
-            save_error: self.save_error.take(),
-        };
-        let cut_lines = total_lines.saturating_sub(kept_lines);
-        let cut_bytes = self.total_bytes.saturating_sub(kept_bytes);
-        let mut text = head.text.into_owned();
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        let _ = if cut_lines == 0 {
-            writeln!(text, "[... {} cut ...]", plural(cut_bytes as u64, "byte"))
-        } else {
-            writeln!(
-                text,
-                "[... {} ({}) cut ...]",
-                plural(cut_lines as u64, "line"),
-                plural(cut_bytes as u64, "byte")
-            )
-        };
-        text.push_str(&tail.text);
-        if let Some(notice) = info.notice() {
-            text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
-            text.push_str(&notice);
-        }
-        (text, Some(info))
+        Writing { chunks, task }
     }
-}
 
-fn floor_char_boundary(text: &str, at: usize) -> usize {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
+    /// Waits until everything sent is written.
+    async fn finish(self) -> io::Result<StoredOutput> {
+        drop(self.chunks);
+        self.task.await.map_err(io::Error::other)?
     }
-    at
-}
-
-fn ceil_char_boundary(text: &str, at: usize) -> usize {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at += 1;
-    }
-    at
 }
 
 #[cfg(test)]
@@ -665,7 +497,7 @@ mod tests {
     use std::sync::Mutex;
 
     use serde_json::{Value, json};
-    use tool_runtime::{CancellationToken, ContextSink, ErrorKind};
+    use tool_runtime::{CancellationToken, ContextSink, ErrorKind, Tool};
 
     use super::*;
     use crate::testing::Fixture;
@@ -676,19 +508,6 @@ mod tests {
         assert!(!spec.parallel && spec.annotations.open_world && !spec.annotations.read_only);
         assert_eq!(spec.timeout, Some(Duration::from_secs(660)));
         assert_eq!(spec.input_schema["properties"]["timeout_secs"]["maximum"], json!(600));
-    }
-
-    #[test]
-    fn utf8_split_across_chunks_is_kept_whole() {
-        let mut stream = Utf8Stream::default();
-        let bytes = "aé€😀b".as_bytes();
-        let mut out = String::new();
-        for byte in bytes {
-            out.push_str(&stream.decode(std::slice::from_ref(byte)));
-        }
-        assert_eq!(out, "aé€😀b");
-        assert_eq!(stream.decode(b"x\xffy\xe2\x82"), "x\u{FFFD}y");
-        assert_eq!(stream.finish(), "\u{FFFD}");
     }
 
     #[test]

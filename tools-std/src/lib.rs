@@ -46,6 +46,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use tool_runtime::truncate::ReadHint;
 use tool_runtime::{Dependencies, OutputStore, Tool};
 
 mod local;
@@ -99,15 +100,27 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
 pub fn init() {}
 
 /// The dependencies the tools need, for a local workspace rooted at `root`: the [`Workspace`]
-/// and the [`OutputStore`] in its default directory.
+/// and the [`OutputStore`] in its default directory, with the [`read_hint`] of these tools.
 ///
 /// To share the dispatcher's store instead, build the [`Dependencies`] yourself:
 /// `deps.insert(Workspace::new(root)?); deps.insert_arc(store.clone());`.
 pub fn dependencies(root: impl AsRef<Path>) -> std::io::Result<Dependencies> {
     let mut deps = Dependencies::new();
     deps.insert(Workspace::new(root)?);
-    deps.insert(OutputStore::open_default()?);
+    deps.insert(OutputStore::builder().read_hint(read_hint()).open()?);
     Ok(deps)
+}
+
+/// The template of [`read_hint`].
+pub const READ_HINT: &str = "Full output saved as {ref}; {read} with tool_output_read(ref=\"{ref}\", \
+                             offset={offset}) or search it with tool_output_grep(ref=\"{ref}\", pattern=\"...\").";
+
+/// How a truncation notice tells the model to read a stored output back with
+/// `tool_output_read` and `tool_output_grep`: install it with the [`OutputStore`] those tools
+/// read, `OutputStore::builder().read_hint(tools_std::read_hint())`.
+pub fn read_hint() -> ReadHint {
+    // The template is checked by a test; the neutral hint is only a fallback.
+    ReadHint::new(READ_HINT).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -146,6 +159,32 @@ mod tests {
             assert!(spec.description.len() > 100, "{} needs a real description", spec.name);
             assert!(spec.timeout.is_some(), "{} needs a default time limit", spec.name);
         }
+    }
+
+    #[test]
+    fn the_read_hint_names_the_tools_that_read_stored_outputs() {
+        let hint = ReadHint::new(READ_HINT).expect("a valid template");
+        assert_eq!(read_hint(), hint);
+        let limits = tool_runtime::TruncationLimits::default();
+        // 2000 lines of exactly 51200 bytes, then 46213 more lines: 48213 lines, 2371642 bytes.
+        let mut text = String::new();
+        text.push_str(&format!("{}\n", "a".repeat(25)).repeat(1600));
+        text.push_str(&format!("{}\n", "b".repeat(23)).repeat(400));
+        text.push_str(&format!("{}\n", "c".repeat(49)).repeat(46212));
+        text.push_str(&format!("{}\n", "d".repeat(9841)));
+        let mut info = tool_runtime::truncate_text(&text, &limits).info;
+        info.record_saved("out_20261121T163000_ab12cd34", text.len(), usize::MAX);
+        assert_eq!(
+            info.notice_with(&hint).expect("truncated"),
+            "[Output truncated: showing the first 2000 of 48213 lines (51200 of 2371642 bytes). Full output \
+             saved as out_20261121T163000_ab12cd34; read more with \
+             tool_output_read(ref=\"out_20261121T163000_ab12cd34\", offset=2001) or search it with \
+             tool_output_grep(ref=\"out_20261121T163000_ab12cd34\", pattern=\"...\").]"
+        );
+        info.direction = tool_runtime::TruncationDirection::Tail;
+        assert!(info.notice_with(&hint).expect("truncated").contains(
+            "; read the earlier lines with tool_output_read(ref=\"out_20261121T163000_ab12cd34\", offset=1) or"
+        ));
     }
 
     #[test]

@@ -55,7 +55,10 @@ impl Fixture {
         let ws = Workspace::new(&root).expect("workspace");
         let mut deps = Dependencies::new();
         deps.insert(ws.clone());
-        deps.insert(tool_runtime::OutputStore::open(dir.path().join("outputs")).expect("output store"));
+        let store = tool_runtime::OutputStore::builder()
+            .dir(dir.path().join("outputs"))
+            .read_hint(crate::read_hint());
+        deps.insert(store.open().expect("output store"));
         let registry = Registry::builder().tools(crate::all()).build().expect("no duplicate tools");
         Fixture { dir, ws, deps: Arc::new(deps), session: SessionState::new(), registry }
     }

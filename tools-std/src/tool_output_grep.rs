@@ -44,7 +44,7 @@ pub async fn tool_output_grep(
     ignore_case: bool,
 ) -> Result<ToolOutput, ToolError> {
     let reference = r#ref.trim().to_owned();
-    let path = store.path(&reference)?;
+    let file = store.open(&reference)?;
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(ignore_case)
         .multi_line(true)
@@ -63,7 +63,7 @@ pub async fn tool_output_grep(
             .after_context(context)
             .heap_limit(Some(MAX_LINE_BYTES))
             .build();
-        let searched = searcher.search_path(&matcher, &path, &mut collector);
+        let searched = searcher.search_file(&matcher, &file, &mut collector);
         (collector, searched)
     })
     .await
@@ -173,7 +173,7 @@ mod tests {
     use crate::testing::Fixture;
 
     fn stored(fx: &Fixture, text: &str) -> String {
-        fx.deps.get::<OutputStore>().unwrap().save(text).unwrap().to_string()
+        fx.deps.get::<OutputStore>().unwrap().save(text).unwrap().reference.to_string()
     }
 
     #[test]

@@ -31,11 +31,10 @@ pub async fn tool_output_read(
     limit: u64,
 ) -> Result<ToolOutput, ToolError> {
     let reference = r#ref.trim().to_owned();
-    let path = store.path(&reference)?;
+    let file = store.open(&reference)?;
     let cancel = ctx.cancellation_token().clone();
     let (offset, limit) = (offset.max(1), limit.max(1));
     let page: Page = tokio::task::spawn_blocking(move || {
-        let file = std::fs::File::open(path)?;
         read_lines(&mut BufReader::with_capacity(64 * 1024, file), offset, limit, &cancel)
     })
     .await
@@ -67,7 +66,7 @@ mod tests {
         let fx = Fixture::new();
         let store = fx.deps.get::<OutputStore>().unwrap();
         let text: String = (1..=10).map(|n| format!("row {n}\n")).collect();
-        let reference = store.save(&text).unwrap().to_string();
+        let reference = store.save(&text).unwrap().reference.to_string();
         assert_eq!(
             fx.text("tool_output_read", json!({"ref": reference, "offset": 4, "limit": 2})).await,
             format!("     4\trow 4\n     5\trow 5\n\n[showing lines 4-5 of 10; use offset=6 to continue]")

@@ -275,6 +275,7 @@ impl Inner {
         if pending.sink.is_some() {
             ctx = ctx.sink(pending.clone());
         }
+        ctx = ctx.truncation(self.truncation.with_policy(&spec.truncation));
         let ctx = ctx.build();
         // The call's token, watched below and cancelled when the call times out.
         let call_ctx = ctx.clone();
@@ -480,8 +481,13 @@ impl Inner {
     }
 
     /// Framework truncation of a tool's output (unless the tool opted out or truncated it
-    /// already): the one place the dispatcher applies it.
+    /// already), with the full text saved to the output store: the one place the dispatcher
+    /// applies it.
     fn truncate(&self, output: &mut ToolOutput, spec: &ToolSpec) {
-        truncate::truncate_output(output, &spec.truncation, &self.truncation, self.store.as_deref());
+        let Some(cut) = truncate::cut_output(output, &spec.truncation, &self.truncation) else { return };
+        match self.store.as_deref() {
+            Some(store) => store.save_cut(cut, output),
+            None => cut.apply(output, truncate::ReadHint::neutral()),
+        };
     }
 }

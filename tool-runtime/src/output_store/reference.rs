@@ -1,0 +1,153 @@
+//! References to stored outputs: their one exact shape and how new ones are made.
+
+use std::collections::hash_map::RandomState;
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::OutputStoreError;
+
+const REF_PREFIX: &str = "out_";
+/// `out_` + `YYYYMMDD` + `T` + `HHMMSS` + `_` + 8 hex digits.
+const REF_LEN: usize = 4 + 8 + 1 + 6 + 1 + 8;
+
+/// The reference of one stored output, e.g. `out_20261121T163000_ab12cd34`.
+///
+/// A reference is an opaque id, never a path: [`OutputRef::parse`] accepts exactly that shape,
+/// so a reference coming from a model cannot name a file outside the store.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OutputRef(String);
+
+impl OutputRef {
+    /// Validates `text` as a reference.
+    pub fn parse(text: &str) -> Result<Self, OutputStoreError> {
+        if Self::is_valid(text) {
+            Ok(OutputRef(text.to_owned()))
+        } else {
+            Err(OutputStoreError::InvalidReference(text.to_owned()))
+        }
+    }
+
+    /// Whether `text` has the shape of a reference: `out_` + `YYYYMMDD` + `T` + `HHMMSS` + `_` +
+    /// 8 lowercase hexadecimal digits.
+    pub fn is_valid(text: &str) -> bool {
+        let bytes = text.as_bytes();
+        if bytes.len() != REF_LEN || !text.starts_with(REF_PREFIX) {
+            return false;
+        }
+        let digits = |range: std::ops::Range<usize>| bytes[range].iter().all(u8::is_ascii_digit);
+        digits(4..12)
+            && bytes[12] == b'T'
+            && digits(13..19)
+            && bytes[19] == b'_'
+            && bytes[20..].iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+    }
+
+    /// The reference as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// A fresh reference: the UTC time and 32 random bits.
+    pub(crate) fn new_random() -> OutputRef {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        // `RandomState` is seeded from the OS once per thread, so ids differ across processes and
+        // threads even when clocks collide; the counter separates ids within one thread.
+        let mut hasher = RandomState::new().build_hasher();
+        hasher.write_u128(now.as_nanos());
+        hasher.write_u32(std::process::id());
+        hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+        let random = hasher.finish() as u32;
+        OutputRef(format!("{REF_PREFIX}{}_{random:08x}", utc_timestamp(now.as_secs())))
+    }
+}
+
+impl fmt::Display for OutputRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for OutputRef {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// `YYYYMMDDTHHMMSS` in UTC for seconds since the Unix epoch.
+fn utc_timestamp(secs: u64) -> String {
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    format!("{year:04}{month:02}{day:02}T{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year % 10_000, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_have_one_exact_shape() {
+        for good in ["out_20261121T163000_ab12cd34", "out_19700101T000000_00000000"] {
+            assert!(OutputRef::is_valid(good), "{good}");
+            assert_eq!(OutputRef::parse(good).expect("valid").as_str(), good);
+        }
+        for bad in [
+            "",
+            "out_",
+            "../out_20261121T163000_ab12cd34",
+            "out_20261121T163000_ab12cd34/..",
+            "out_20261121T163000_ab12cd3",
+            "out_20261121T163000_ab12cd345",
+            "out_20261121T163000_AB12CD34",
+            "out_20261121t163000_ab12cd34",
+            "out_2026112xT163000_ab12cd34",
+            "out_20261121T163000-ab12cd34",
+            "OUT_20261121T163000_ab12cd34",
+            "out_20261121T163000_ab12cd3g",
+            "/etc/passwd",
+            "..",
+            "out_20261121T163000_ab12cd\u{e9}",
+            "out_2026\u{e9}121T16300_ab12cd34",
+        ] {
+            assert!(!OutputRef::is_valid(bad), "{bad:?}");
+            assert!(matches!(OutputRef::parse(bad), Err(OutputStoreError::InvalidReference(t)) if t == bad));
+        }
+    }
+
+    #[test]
+    fn generated_references_are_valid_and_distinct() {
+        let refs: Vec<OutputRef> = (0..200).map(|_| OutputRef::new_random()).collect();
+        for r in &refs {
+            assert!(OutputRef::is_valid(r.as_str()), "{r}");
+        }
+        let mut unique = refs.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), refs.len());
+    }
+
+    #[test]
+    fn timestamps_are_utc_calendar_dates() {
+        assert_eq!(utc_timestamp(0), "19700101T000000");
+        assert_eq!(utc_timestamp(951_782_400), "20000229T000000");
+        assert_eq!(utc_timestamp(1_795_278_600), "20261121T163000");
+        assert_eq!(utc_timestamp(4_102_444_799), "20991231T235959");
+    }
+}
