@@ -1,5 +1,6 @@
 //! Truncation cost from 1 KiB to 256 MiB: `truncate_text`, and the same cut streamed in 64 KiB
-//! chunks through `TruncationStream`, against a naive `str::lines` implementation.
+//! chunks through `TruncationStream` (as text, and as raw bytes it decodes the way `bash` feeds
+//! it), against a naive `str::lines` implementation.
 //!
 //! Run with `cargo bench -p tool-runtime --bench truncation`. Set `TRUNCATION_BENCH_MAX_MIB` (for
 //! example to 16) to skip the larger inputs.
@@ -86,6 +87,19 @@ fn keep<'a>(lines: impl Iterator<Item = &'a str>, max_lines: usize, max_bytes: u
     kept
 }
 
+/// `text` in chunks of about [`CHUNK`] bytes, each ending on a character boundary.
+fn text_chunks(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (chunk, after) = rest.split_at(rest.ceil_char_boundary(CHUNK.min(rest.len())));
+        rest = after;
+        Some(chunk)
+    })
+}
+
 fn label(size: usize) -> String {
     if size >= MIB { format!("{}MiB", size / MIB) } else { format!("{}KiB", size / KIB) }
 }
@@ -122,8 +136,18 @@ fn bench(c: &mut Criterion) {
             group.bench_with_input(BenchmarkId::new("stream", label(size)), &text, |b, text| {
                 b.iter(|| {
                     let mut stream = TruncationStream::new(limits);
+                    for chunk in text_chunks(black_box(text)) {
+                        stream.push_str(chunk);
+                    }
+                    let truncated = stream.finish();
+                    black_box((truncated.text.len(), truncated.info.total_lines))
+                })
+            });
+            group.bench_with_input(BenchmarkId::new("stream_bytes", label(size)), &text, |b, text| {
+                b.iter(|| {
+                    let mut stream = TruncationStream::new(limits);
                     for chunk in black_box(text).as_bytes().chunks(CHUNK) {
-                        stream.push_bytes(chunk);
+                        black_box(stream.push_bytes(chunk));
                     }
                     let truncated = stream.finish();
                     black_box((truncated.text.len(), truncated.info.total_lines))
@@ -148,6 +172,10 @@ fn bench(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("str_lines", label(size)), &text, |b, text| {
             b.iter(|| black_box(text).lines().count())
+        });
+        // What reading raw bytes as text costs at least, streamed or not.
+        group.bench_with_input(BenchmarkId::new("utf8_validation", label(size)), &text, |b, text| {
+            b.iter(|| std::str::from_utf8(black_box(text).as_bytes()).is_ok())
         });
         group.finish();
     }

@@ -3,10 +3,10 @@
 # the same command with its output redirected to /dev/null and piped through `cat` to
 # /dev/null (one pipe, as the tool reads it), and the peak memory of each.
 #
-# The tool keeps the first and last 256 KiB in memory, writes the whole output to the output
-# store (by default under target/bash-bench, on disk through the page cache; STORE_PARENT=/dev/shm
-# puts it in memory) and returns the two ends with a notice. Each stored output is deleted after
-# its run.
+# The tool cuts the output as it comes (keeping only what the model is shown), writes it to the
+# output store up to the store's 64 MiB limit per output (by default under target/bash-bench, on
+# disk through the page cache; STORE_PARENT=/dev/shm puts it in memory) and returns the two ends
+# with a notice. Each stored output is deleted after its run.
 #
 # Usage: tools-std/benches/bash_capture.sh   (RUNS=5, GIB=1)
 set -euo pipefail

@@ -756,6 +756,40 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_call_limits_and_the_store_size_limit_apply() {
+        let fx = Fixture::new();
+        let mut deps = (*fx.deps).clone();
+        let store = OutputStore::builder()
+            .dir(fx.dir.path().join("small-store"))
+            .max_output_bytes(1000)
+            .read_hint(crate::read_hint())
+            .open()
+            .unwrap();
+        deps.insert(store);
+        let deps = Arc::new(deps);
+        // The caller's limits, with bash's own `direction = "middle"` over them.
+        let limits = TruncationLimits::new(4, 1000, tool_runtime::TruncationDirection::Tail);
+        let ctx = ToolContext::builder("bash").dependencies(deps.clone()).truncation(limits).build();
+        // About 2 MB: past SPILL_AT, so the output is written to the store as it comes.
+        let out = fx.call_with(ctx, "bash", json!({"command": "seq 1 300000"})).await.unwrap();
+        let reference = out.metadata["truncation"]["output_ref"].as_str().unwrap().to_owned();
+        assert_eq!(
+            out.text_content(),
+            format!(
+                "1\n2\n[... 299996 lines (1988877 bytes) cut ...]\n299999\n300000\n\n[Output truncated: showing lines \
+                 1-2 and lines 299999-300000 of 300000 (18 of 1988895 bytes). Full output saved as {reference}; read \
+                 more with tool_output_read(ref=\"{reference}\", offset=3) or search it with \
+                 tool_output_grep(ref=\"{reference}\", pattern=\"...\"). The saved copy stops at the store's limit of \
+                 1000 bytes.]"
+            )
+        );
+        assert_eq!(out.metadata["truncation"]["stored_bytes"], json!(1000));
+        let expected: String = (1..=300000).map(|n| format!("{n}\n")).collect();
+        let stored = deps.get::<OutputStore>().unwrap().read_to_string(&reference).unwrap();
+        assert_eq!(stored, expected[..1000]);
+    }
+
+    #[tokio::test]
     async fn one_huge_line_shows_both_of_its_ends() {
         let fx = Fixture::new();
         let out = run_bash(

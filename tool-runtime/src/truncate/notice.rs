@@ -190,11 +190,11 @@ impl TruncationInfo {
         self.notice_with(ReadHint::neutral())
     }
 
-    /// The notice for the model, or `None` when nothing was cut. For example, with the hint of
-    /// an application whose model reads stored outputs with `tool_output_read`:
+    /// The notice for the model, or `None` when nothing was cut. For example, with the hint
+    /// `Full output saved as {ref}; {read} with read_output(ref="{ref}", offset={offset}).`:
     ///
     /// ```text
-    /// [Output truncated: showing the first 2000 of 48213 lines (51200 of 2371642 bytes). Full output saved as out_20261121T163000_ab12cd34; read more with tool_output_read(ref="out_20261121T163000_ab12cd34", offset=2001).]
+    /// [Output truncated: showing the first 2000 of 48213 lines (51200 of 2371642 bytes). Full output saved as out_20261121T163000_ab12cd34; read more with read_output(ref="out_20261121T163000_ab12cd34", offset=2001).]
     /// ```
     pub fn notice_with(&self, hint: &ReadHint) -> Option<String> {
         if !self.truncated {
