@@ -7,7 +7,8 @@
 #   plain   the same 100 async fns without any of it; main calls each once.
 #
 # For each: a clean build of the crate (dependencies already built), a rebuild after touching one
-# tool's body (incremental, median of 3), in the dev profile, and a clean release build. The
+# tool's body (incremental, median of 3), in the dev profile, a clean `cargo check` and a `cargo
+# check` after touching one tool (median of 3), and a clean release build. The
 # crates are generated under target/compile-time-bench with their own target directory, against
 # this checkout's tool-runtime (path dependency) and Cargo.lock.
 #
@@ -185,13 +186,13 @@ generate() { # variant
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
-build() { # variant, profile flag...
-    local v=$1
-    shift
-    (cd "$OUT/$v" && cargo build -q -j"$JOBS" "$@")
+build() { # variant, cargo command, flag...
+    local v=$1 command=$2
+    shift 2
+    (cd "$OUT/$v" && cargo "$command" -q -j"$JOBS" "$@")
 }
 
-timed_build() { # variant, profile flag... ; prints seconds
+timed_build() { # variant, cargo command, flag... ; prints seconds
     local start
     start=$(now)
     build "$@"
@@ -208,29 +209,45 @@ for v in tool serde plain; do generate "$v"; done
 
 # Dependencies once (shared by the three crates), so that the figures below are the crate's own.
 start=$(now)
-build tool
-build tool --release
-echo "dependencies (dev + release, once): $(secs "$start" "$(now)") s"
-for v in serde plain; do build "$v"; build "$v" --release; done
+build tool build
+build tool build --release
+build tool check
+echo "dependencies (dev + release + check, once): $(secs "$start" "$(now)") s"
+for v in serde plain; do build "$v" build; build "$v" build --release; build "$v" check; done
 for v in tool serde plain; do (cd "$OUT/$v" && "$CARGO_TARGET_DIR/debug/ctb-$v" >/dev/null); done
 
-printf '\n%-7s %12s %14s %14s\n' variant "clean (dev)" "rebuild (dev)" "clean (rel)"
-declare -A CLEAN
+printf '\n%-7s %12s %14s %12s %14s %12s\n' variant "clean (dev)" "rebuild (dev)" "check" "recheck" "clean (rel)"
+declare -A CLEAN CHECK
+touch_tool() { # variant, k: change the marker in the body of the first tool of module 3
+    sed -i "0,/ v$(($2 - 1)): / s// v$2: /" "$OUT/$1/src/m3.rs"
+}
 for v in tool serde plain; do
     (cd "$OUT/$v" && cargo clean -q -p "ctb-$v" && cargo clean -q -p "ctb-$v" --release)
-    clean=$(timed_build "$v")
+    clean=$(timed_build "$v" build)
     CLEAN[$v]=$clean
     times=()
     for k in 1 2 3; do
-        # Touch one tool: change the marker in the body of the first tool of module 3.
-        sed -i "0,/ v$((k - 1)): / s// v$k: /" "$OUT/$v/src/m3.rs"
-        times+=("$(timed_build "$v")")
+        touch_tool "$v" "$k"
+        times+=("$(timed_build "$v" build)")
     done
-    release=$(timed_build "$v" --release)
-    printf '%-7s %10s s %12s s %12s s\n' "$v" "$clean" "$(median3 "${times[@]}")" "$release"
+    (cd "$OUT/$v" && cargo clean -q -p "ctb-$v")
+    check=$(timed_build "$v" check)
+    CHECK[$v]=$check
+    checks=()
+    for k in 4 5 6; do
+        touch_tool "$v" "$k"
+        checks+=("$(timed_build "$v" check)")
+    done
+    release=$(timed_build "$v" build --release)
+    printf '%-7s %10s s %12s s %10s s %12s s %10s s\n' "$v" "$clean" "$(median3 "${times[@]}")" "$check" \
+        "$(median3 "${checks[@]}")" "$release"
 done
 echo
-awk -v t="${CLEAN[tool]}" -v s="${CLEAN[serde]}" -v p="${CLEAN[plain]}" -v n="$TOOLS" 'BEGIN {
-    printf "per tool, clean dev build: #[tool] %.1f ms, hand-written serde + schemars %.1f ms (over plain fns)\n",
+awk -v t="${CLEAN[tool]}" -v s="${CLEAN[serde]}" -v p="${CLEAN[plain]}" \
+    -v tc="${CHECK[tool]}" -v sc="${CHECK[serde]}" -v pc="${CHECK[plain]}" -v n="$TOOLS" 'BEGIN {
+    printf "per tool over plain fns, clean dev build: #[tool] %.1f ms, hand-written serde + schemars %.1f ms\n",
         (t - p) * 1000 / n, (s - p) * 1000 / n
+    printf "per tool over plain fns, clean check: #[tool] %.1f ms, hand-written serde + schemars %.1f ms\n",
+        (tc - pc) * 1000 / n, (sc - pc) * 1000 / n
+    printf "#[tool] / hand-written: clean dev build %.2f, clean check %.2f\n", t / s, tc / sc
 }'

@@ -1,29 +1,80 @@
-//! Every attribute name and key the macro understands, in one place.
+//! Every attribute name, key and keyword value the macro understands, in one place.
 
-/// Keys of `#[tool(...)]`.
-pub const TOOL_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "parallel",
-    "timeout",
-    "truncate",
-    "read_only",
-    "destructive",
-    "idempotent",
-    "open_world",
-    "title",
-    "tags",
-    "crate",
-];
+/// An enum of the keys of one attribute, with their spellings.
+macro_rules! keys {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+        pub enum $name {
+            $($variant,)*
+        }
 
-/// Keys of `truncate(...)`.
-pub const TRUNCATE_KEYS: &[&str] = &["max_lines", "max_bytes", "direction"];
+        impl $name {
+            /// Every spelling, in the order messages list them.
+            pub const NAMES: &'static [&'static str] = &[$($text),*];
 
-/// Values of `truncate(direction = "...")`.
-pub const DIRECTIONS: &[&str] = &["head", "tail", "middle"];
+            pub fn parse(text: &str) -> Option<Self> {
+                match text {
+                    $($text => Some(Self::$variant),)*
+                    _ => None,
+                }
+            }
 
-/// Keys of `#[arg(...)]` on a parameter.
-pub const ARG_KEYS: &[&str] = &["default", "rename", "description"];
+            // Messages need it for some key sets only.
+            #[allow(dead_code)]
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text,)*
+                }
+            }
+        }
+    };
+}
+
+keys!(
+    /// Keys of `#[tool(...)]`.
+    ToolKey {
+        Name = "name",
+        Description = "description",
+        Parallel = "parallel",
+        Timeout = "timeout",
+        Truncate = "truncate",
+        ReadOnly = "read_only",
+        Destructive = "destructive",
+        Idempotent = "idempotent",
+        OpenWorld = "open_world",
+        Title = "title",
+        Tags = "tags",
+        Crate = "crate",
+    }
+);
+
+keys!(
+    /// Keys of `truncate(...)`.
+    TruncateKey {
+        MaxLines = "max_lines",
+        MaxBytes = "max_bytes",
+        Direction = "direction",
+    }
+);
+
+keys!(
+    /// Values of `truncate(direction = "...")`: which end of a long output is kept.
+    Direction {
+        Head = "head",
+        Tail = "tail",
+        Middle = "middle",
+    }
+);
+
+keys!(
+    /// Keys of `#[arg(...)]` on a parameter.
+    ArgKey {
+        Default = "default",
+        Rename = "rename",
+        Description = "description",
+    }
+);
 
 /// Marks a parameter's own settings.
 pub const ARG: &str = "arg";
@@ -88,8 +139,22 @@ mod tests {
 
     #[test]
     fn suggestions() {
-        assert_eq!(suggest("paralel", TOOL_KEYS), Some("parallel"));
-        assert_eq!(suggest("readonly", TOOL_KEYS), Some("read_only"));
-        assert_eq!(suggest("zzzzzz", TOOL_KEYS), None);
+        assert_eq!(suggest("paralel", ToolKey::NAMES), Some("parallel"));
+        assert_eq!(suggest("readonly", ToolKey::NAMES), Some("read_only"));
+        assert_eq!(suggest("zzzzzz", ToolKey::NAMES), None);
+    }
+
+    #[test]
+    fn keys_round_trip() {
+        for name in ToolKey::NAMES.iter().chain(TruncateKey::NAMES).chain(ArgKey::NAMES) {
+            let round_trip = [
+                ToolKey::parse(name).map(ToolKey::as_str),
+                TruncateKey::parse(name).map(TruncateKey::as_str),
+                ArgKey::parse(name).map(ArgKey::as_str),
+            ];
+            assert!(round_trip.contains(&Some(*name)), "{name}");
+        }
+        assert_eq!(Direction::parse("tail"), Some(Direction::Tail));
+        assert_eq!(Direction::parse("bottom"), None);
     }
 }

@@ -1,7 +1,9 @@
 //! The `#[tool]` attribute macro. Use it through `tool_runtime::tool`, which documents it.
 
 mod attrs;
+mod ctxt;
 mod expand;
+mod fallback;
 mod model;
 mod parse;
 mod validate;

@@ -1,9 +1,21 @@
-//! Our model of a tool definition, keeping references to the original syn nodes for spans.
+//! Our model of a tool definition: attribute values already typed (a `Duration`, a `Direction`),
+//! with the spans of the user's tokens kept for messages.
+
+use std::time::Duration;
 
 use proc_macro2::Span;
 use syn::{Attribute, Expr, Ident, ItemFn, LitStr, Pat, Type};
 
-/// `truncate = false`, bare `truncate`, or `truncate(...)`.
+use crate::attrs::Direction;
+
+/// A value and the span of the token it was written as.
+#[derive(Clone, Copy, Debug)]
+pub struct Spanned<T> {
+    pub value: T,
+    pub span: Span,
+}
+
+/// `truncate = false`, bare `truncate` (or `truncate = true`), or `truncate(...)`.
 pub enum TruncateSetting {
     Off,
     Default,
@@ -13,9 +25,9 @@ pub enum TruncateSetting {
 /// The contents of `truncate(...)`.
 pub struct TruncateOptions {
     pub span: Span,
-    pub max_lines: Option<(usize, Span)>,
-    pub max_bytes: Option<(usize, Span)>,
-    pub direction: Option<LitStr>,
+    pub max_lines: Option<Spanned<usize>>,
+    pub max_bytes: Option<Spanned<usize>>,
+    pub direction: Option<Spanned<Direction>>,
 }
 
 /// The parsed `#[tool(...)]` arguments.
@@ -24,7 +36,7 @@ pub struct ToolAttr {
     pub name: Option<LitStr>,
     pub description: Option<LitStr>,
     pub parallel: Option<Span>,
-    pub timeout: Option<LitStr>,
+    pub timeout: Option<Spanned<Duration>>,
     pub truncate: Option<TruncateSetting>,
     pub read_only: Option<Span>,
     pub destructive: Option<Span>,
@@ -38,7 +50,8 @@ pub struct ToolAttr {
 /// `#[arg(...)]` on a parameter.
 #[derive(Default)]
 pub struct ArgAttr {
-    pub span: Option<Span>,
+    /// The whole attribute, for messages about it.
+    pub attr: Option<Attribute>,
     pub default: Option<(Span, Expr)>,
     pub rename: Option<LitStr>,
     pub description: Option<LitStr>,
@@ -47,7 +60,7 @@ pub struct ArgAttr {
 /// How a parameter is filled.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum ParamKind {
-    /// One property of the generated argument object.
+    /// One property of the argument object.
     Argument,
     /// The whole argument object (`#[args]`).
     Args,
@@ -65,10 +78,10 @@ pub struct Param {
     /// `///` lines on the parameter.
     pub docs: Vec<Attribute>,
     pub arg: ArgAttr,
-    /// Span of `#[args]`, if present.
-    pub args_marker: Option<Span>,
-    /// Span of `#[inject]`, if present.
-    pub inject_marker: Option<Span>,
+    /// `#[args]`, if present.
+    pub args_marker: Option<Attribute>,
+    /// `#[inject]`, if present.
+    pub inject_marker: Option<Attribute>,
     /// Attributes copied onto the generated argument field.
     pub forwarded: Vec<Attribute>,
 }
@@ -79,10 +92,7 @@ impl Param {
         if let Some(rename) = &self.arg.rename {
             return Some(rename.value());
         }
-        self.ident.as_ref().map(|i| {
-            let s = i.to_string();
-            s.strip_prefix("r#").map(str::to_owned).unwrap_or(s)
-        })
+        self.ident.as_ref().map(|i| unraw(&i.to_string()))
     }
 
     /// The span of the property name (the rename literal or the identifier).
@@ -92,6 +102,19 @@ impl Param {
             (None, Some(ident)) => ident.span(),
             (None, None) => syn::spanned::Spanned::span(&self.pat),
         }
+    }
+
+    /// The `///` doc as schemars' derive reads it: the lines joined with `\n`, one leading space
+    /// dropped from each; `None` when a doc attribute is not a plain string (a macro call).
+    pub fn schemars_doc(&self) -> Option<String> {
+        let mut lines = Vec::new();
+        for attr in &self.docs {
+            let syn::Meta::NameValue(nv) = &attr.meta else { return None };
+            let Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = &nv.value else { return None };
+            let line = s.value();
+            lines.push(line.strip_prefix(' ').map(str::to_owned).unwrap_or(line));
+        }
+        Some(lines.join("\n"))
     }
 }
 
@@ -112,11 +135,29 @@ impl ToolDef {
     pub fn name(&self) -> (String, Span) {
         match &self.attr.name {
             Some(name) => (name.value(), name.span()),
-            None => {
-                let ident = self.func.sig.ident.to_string();
-                let ident = ident.strip_prefix("r#").map(str::to_owned).unwrap_or(ident);
-                (ident, self.func.sig.ident.span())
+            None => (unraw(&self.func.sig.ident.to_string()), self.func.sig.ident.span()),
+        }
+    }
+
+    /// The generated type: `read_file` -> `ReadFileTool`, at the function name's span.
+    pub fn tool_type(&self) -> Ident {
+        let ident = &self.func.sig.ident;
+        let mut name = String::new();
+        for part in unraw(&ident.to_string()).split('_').filter(|p| !p.is_empty()) {
+            let mut chars = part.chars();
+            if let Some(first) = chars.next() {
+                name.extend(first.to_uppercase());
+                name.push_str(chars.as_str());
             }
+        }
+        quote::format_ident!("{}Tool", name, span = ident.span())
+    }
+
+    /// Where `tool_runtime` is: `crate = path`, or `::tool_runtime`.
+    pub fn runtime(&self) -> proc_macro2::TokenStream {
+        match &self.attr.krate {
+            Some(path) => quote::ToTokens::to_token_stream(path),
+            None => quote::quote!(::tool_runtime),
         }
     }
 
@@ -127,6 +168,10 @@ impl ToolDef {
             None => self.doc.clone().unwrap_or_default(),
         }
     }
+}
+
+fn unraw(ident: &str) -> String {
+    ident.strip_prefix("r#").unwrap_or(ident).to_owned()
 }
 
 /// Whether a parameter type is injected without `#[inject]`: references (`&ToolContext`) and
@@ -145,7 +190,7 @@ pub fn is_injected_type(ty: &Type) -> bool {
     }
 }
 
-/// Whether a type is written as `Option<...>` (the same test serde and schemars apply).
+/// Whether a type is written as `Option<...>`.
 pub fn is_option(ty: &Type) -> bool {
     match ty {
         Type::Path(path) if path.qself.is_none() => {
@@ -178,4 +223,19 @@ pub fn join_docs(attrs: &[Attribute]) -> Option<String> {
         lines.pop();
     }
     (!lines.is_empty()).then(|| lines.join("\n"))
+}
+
+/// schemars' split of a doc into title and description (its `get_title_and_description`): a
+/// doc that starts with `#` has its first line as the title; both parts are trimmed.
+pub fn title_and_description(doc: &str) -> (&str, &str) {
+    let doc = doc.trim_matches(|c: char| c.is_ascii_whitespace());
+    if let Some(rest) = doc.strip_prefix('#') {
+        let (title, description) = rest.split_once('\n').unwrap_or((rest, ""));
+        (
+            title.trim_start_matches('#').trim_matches(|c: char| c.is_ascii_whitespace()),
+            description.trim_matches(|c: char| c.is_ascii_whitespace()),
+        )
+    } else {
+        ("", doc)
+    }
 }

@@ -1,23 +1,26 @@
-//! Stage 1: tokens into a `ToolDef`, recording malformed attributes as errors.
+//! Stage 1: tokens into a `ToolDef`, every attribute value typed here, once; what cannot be
+//! read is reported to the context and left out of the model.
 
-use darling::ast::NestedMeta;
-use darling::util::Flag;
-use darling::{Error, FromMeta};
+use std::time::Duration;
+
 use proc_macro2::{Span, TokenStream};
+use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
-use syn::{Attribute, Expr, FnArg, ItemFn, Lit, LitStr, Meta, Pat};
+use syn::{Attribute, Expr, ExprLit, FnArg, ItemFn, Lit, LitStr, Meta, Pat, Token};
 
-use crate::attrs::{self, ARG, ARG_KEYS, ARGS, FORWARDED, INJECT, TOOL_KEYS, TRUNCATE_KEYS};
-use crate::model::{ArgAttr, Param, ParamKind, ToolAttr, ToolDef, TruncateOptions, TruncateSetting};
+use crate::attrs::{self, ARG, ARGS, ArgKey, Direction, FORWARDED, INJECT, ToolKey, TruncateKey};
+use crate::ctxt::Ctxt;
+use crate::model::{
+    ArgAttr, Param, ParamKind, Spanned as Sp, ToolAttr, ToolDef, TruncateOptions, TruncateSetting,
+};
 
-/// Parses the attribute arguments and the function. Always returns a definition (with defaults
-/// where parts were malformed) so validation can report everything at once.
-pub fn tool_def(attr: TokenStream, mut func: ItemFn) -> (ToolDef, Vec<Error>) {
-    let mut errors = Vec::new();
-    let attr = match NestedMeta::parse_meta_list(attr) {
-        Ok(items) => tool_attr(&items, &mut errors),
+/// Parses the attribute arguments and the function. Always returns a definition (leaving out
+/// what was malformed) so validation can report everything at once.
+pub fn tool_def(cx: &Ctxt, attr: TokenStream, mut func: ItemFn) -> ToolDef {
+    let attr = match items.parse2(attr) {
+        Ok(items) => tool_attr(cx, &items),
         Err(e) => {
-            errors.push(Error::from(e));
+            cx.syn_error(e);
             ToolAttr::default()
         }
     };
@@ -44,7 +47,7 @@ pub fn tool_def(attr: TokenStream, mut func: ItemFn) -> (ToolDef, Vec<Error>) {
                     forwarded: Vec::new(),
                 };
                 for attr in attrs {
-                    if !param_attr(attr.clone(), &mut param, &mut errors) {
+                    if !param_attr(cx, &attr, &mut param) {
                         pat_type.attrs.push(attr);
                     }
                 }
@@ -59,226 +62,419 @@ pub fn tool_def(attr: TokenStream, mut func: ItemFn) -> (ToolDef, Vec<Error>) {
             }
         }
     }
-    (ToolDef { func, attr, doc, params, receiver }, errors)
+    ToolDef { func, attr, doc, params, receiver }
+}
+
+/// One comma-separated item of an attribute: `key`, `key = value`, `key(...)`, or a stray
+/// literal (reported by the caller).
+enum Item {
+    Meta(Meta),
+    Lit(Lit),
+}
+
+fn items(input: ParseStream<'_>) -> syn::Result<Vec<Item>> {
+    let mut items = Vec::new();
+    while !input.is_empty() {
+        items.push(if input.peek(Lit) { Item::Lit(input.parse()?) } else { Item::Meta(input.parse()?) });
+        if input.is_empty() {
+            break;
+        }
+        input.parse::<Token![,]>()?;
+    }
+    Ok(items)
+}
+
+fn key_of(meta: &Meta) -> String {
+    match meta.path().get_ident() {
+        Some(ident) => ident.to_string(),
+        None => quote::ToTokens::to_token_stream(meta.path()).to_string().replace(' ', ""),
+    }
+}
+
+fn tool_attr(cx: &Ctxt, items: &[Item]) -> ToolAttr {
+    let mut attr = ToolAttr::default();
+    let mut seen: Vec<ToolKey> = Vec::new();
+    for item in items {
+        let meta = match item {
+            Item::Meta(meta) => meta,
+            Item::Lit(lit) => {
+                cx.error(
+                    lit.span(),
+                    format!(
+                        "expected `key` or `key = value` in `#[tool]`, found a literal; e.g. `#[tool(name = \"grep\")]`; keys: {}",
+                        attrs::list(ToolKey::NAMES)
+                    ),
+                );
+                continue;
+            }
+        };
+        let name = key_of(meta);
+        let Some(key) = ToolKey::parse(&name) else {
+            cx.error_spanned_by(meta.path(), attrs::unknown_key_message(&name, "#[tool]", ToolKey::NAMES));
+            continue;
+        };
+        if seen.contains(&key) {
+            let message = if key == ToolKey::Truncate {
+                "`truncate` is given twice; `truncate = false` and `truncate(...)` contradict each other, so keep one".to_owned()
+            } else {
+                format!("`{name}` is given twice in `#[tool]`; keep one")
+            };
+            cx.error_spanned_by(meta.path(), message);
+            continue;
+        }
+        seen.push(key);
+        let flag = || flag(cx, meta, key);
+        match key {
+            ToolKey::Name => attr.name = string(cx, meta, key, "\"grep\""),
+            ToolKey::Description => attr.description = string(cx, meta, key, "\"Search files.\""),
+            ToolKey::Title => attr.title = string(cx, meta, key, "\"Search files\""),
+            ToolKey::Timeout => attr.timeout = string(cx, meta, key, "\"30s\"").and_then(|t| timeout(cx, &t)),
+            ToolKey::Parallel => attr.parallel = flag(),
+            ToolKey::ReadOnly => attr.read_only = flag(),
+            ToolKey::Destructive => attr.destructive = flag(),
+            ToolKey::Idempotent => attr.idempotent = flag(),
+            ToolKey::OpenWorld => attr.open_world = flag(),
+            ToolKey::Crate => attr.krate = krate(cx, meta),
+            ToolKey::Tags => attr.tags = tags(cx, meta),
+            ToolKey::Truncate => attr.truncate = truncate(cx, meta),
+        }
+    }
+    attr
+}
+
+/// The value of `key = "..."`.
+fn string(cx: &Ctxt, meta: &Meta, key: ToolKey, example: &str) -> Option<LitStr> {
+    if let Meta::NameValue(nv) = meta
+        && let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value
+    {
+        return Some(s.clone());
+    }
+    let key = key.as_str();
+    cx.error_spanned_by(meta, format!("`{key}` takes a string: write `{key} = {example}`"));
+    None
+}
+
+fn flag(cx: &Ctxt, meta: &Meta, key: ToolKey) -> Option<Span> {
+    match meta {
+        Meta::Path(path) => Some(path.span()),
+        _ => {
+            let key = key.as_str();
+            cx.error_spanned_by(meta, format!("`{key}` is a flag and takes no value: write `{key}`"));
+            None
+        }
+    }
+}
+
+fn timeout(cx: &Ctxt, lit: &LitStr) -> Option<Sp<Duration>> {
+    match parse_duration(&lit.value()) {
+        Some(value) => Some(Sp { value, span: lit.span() }),
+        None => {
+            cx.error(
+                lit.span(),
+                format!(
+                    "invalid timeout `{}`: write whole numbers with a unit `ms`, `s`, `m` or `h`, e.g. \"500ms\", \"30s\", \"1m30s\"",
+                    lit.value()
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// `crate = path` or `crate = "path"`.
+fn krate(cx: &Ctxt, meta: &Meta) -> Option<syn::Path> {
+    if let Meta::NameValue(nv) = meta {
+        match &nv.value {
+            Expr::Path(path) if path.qself.is_none() => return Some(path.path.clone()),
+            Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => match s.parse() {
+                Ok(path) => return Some(path),
+                Err(_) => {
+                    cx.error(
+                        s.span(),
+                        format!("`{}` is not a path; write e.g. `crate = my_crate::rt`", s.value()),
+                    );
+                    return None;
+                }
+            },
+            _ => {}
+        }
+    }
+    cx.error_spanned_by(
+        meta,
+        "`crate` takes the path `tool_runtime` is reachable at, e.g. `crate = my_crate::rt`",
+    );
+    None
+}
+
+fn tags(cx: &Ctxt, meta: &Meta) -> Vec<LitStr> {
+    let Meta::List(list) = meta else {
+        cx.error_spanned_by(meta, "write tags as a list of strings: `tags(\"fs\", \"read\")`");
+        return Vec::new();
+    };
+    let items = match items.parse2(list.tokens.clone()) {
+        Ok(items) => items,
+        Err(e) => {
+            cx.syn_error(e);
+            return Vec::new();
+        }
+    };
+    let mut tags = Vec::new();
+    for item in items {
+        match item {
+            Item::Lit(Lit::Str(s)) => tags.push(s),
+            Item::Lit(other) => cx.error(other.span(), "tags are string literals: `tags(\"fs\", \"read\")`"),
+            Item::Meta(other) => {
+                cx.error_spanned_by(other, "tags are string literals: `tags(\"fs\", \"read\")`")
+            }
+        }
+    }
+    tags
+}
+
+fn truncate(cx: &Ctxt, meta: &Meta) -> Option<TruncateSetting> {
+    let list = match meta {
+        Meta::Path(_) => return Some(TruncateSetting::Default),
+        Meta::NameValue(nv) => {
+            return match &nv.value {
+                Expr::Lit(ExprLit { lit: Lit::Bool(b), .. }) if !b.value => Some(TruncateSetting::Off),
+                Expr::Lit(ExprLit { lit: Lit::Bool(_), .. }) => Some(TruncateSetting::Default),
+                _ => {
+                    cx.error_spanned_by(
+                        meta,
+                        "write `truncate = false` to opt out, or `truncate(max_lines = N, max_bytes = N, direction = \"head\" | \"tail\" | \"middle\")`",
+                    );
+                    None
+                }
+            };
+        }
+        Meta::List(list) => list,
+    };
+    let items = match items.parse2(list.tokens.clone()) {
+        Ok(items) => items,
+        Err(e) => {
+            cx.syn_error(e);
+            return None;
+        }
+    };
+    let mut options =
+        TruncateOptions { span: list.span(), max_lines: None, max_bytes: None, direction: None };
+    let mut seen = Vec::new();
+    // A mistake inside is reported on its own token; the setting is then left out, so that
+    // validation does not also call it empty.
+    let mut complete = true;
+    for item in &items {
+        let inner = match item {
+            Item::Meta(inner) => inner,
+            Item::Lit(lit) => {
+                cx.error(
+                    lit.span(),
+                    format!(
+                        "expected `key = value` in `truncate(...)`; keys: {}",
+                        attrs::list(TruncateKey::NAMES)
+                    ),
+                );
+                complete = false;
+                continue;
+            }
+        };
+        let name = key_of(inner);
+        let Some(key) = TruncateKey::parse(&name) else {
+            cx.error_spanned_by(
+                inner.path(),
+                attrs::unknown_key_message(&name, "truncate(...)", TruncateKey::NAMES),
+            );
+            complete = false;
+            continue;
+        };
+        if seen.contains(&key) {
+            cx.error_spanned_by(
+                inner.path(),
+                format!("`{name}` is given twice in `truncate(...)`; keep one"),
+            );
+            complete = false;
+            continue;
+        }
+        seen.push(key);
+        let read = match key {
+            TruncateKey::MaxLines => limit(cx, inner, "max_lines = 200").map(|v| options.max_lines = Some(v)),
+            TruncateKey::MaxBytes => {
+                limit(cx, inner, "max_bytes = 51200").map(|v| options.max_bytes = Some(v))
+            }
+            TruncateKey::Direction => direction(cx, inner).map(|v| options.direction = Some(v)),
+        };
+        complete &= read.is_some();
+    }
+    complete.then_some(TruncateSetting::Custom(options))
+}
+
+/// `max_lines = 200` (or `"200"`).
+fn limit(cx: &Ctxt, meta: &Meta, example: &str) -> Option<Sp<usize>> {
+    if let Meta::NameValue(nv) = meta
+        && let Expr::Lit(ExprLit { lit, .. }) = &nv.value
+    {
+        let parsed = match lit {
+            Lit::Int(int) => int.base10_parse().ok(),
+            Lit::Str(s) => s.value().parse().ok(),
+            _ => None,
+        };
+        if let Some(value) = parsed {
+            return Some(Sp { value, span: lit.span() });
+        }
+    }
+    cx.error_spanned_by(meta, format!("a truncation limit is a whole number: write e.g. `{example}`"));
+    None
+}
+
+fn direction(cx: &Ctxt, meta: &Meta) -> Option<Sp<Direction>> {
+    if let Meta::NameValue(nv) = meta
+        && let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value
+    {
+        return match Direction::parse(&s.value()) {
+            Some(value) => Some(Sp { value, span: s.span() }),
+            None => {
+                cx.error(
+                    s.span(),
+                    format!(
+                        "unknown truncation direction `{}`; expected one of {}",
+                        s.value(),
+                        attrs::list(Direction::NAMES)
+                    ),
+                );
+                None
+            }
+        };
+    }
+    cx.error_spanned_by(
+        meta,
+        format!(
+            "the direction is a string: write `direction = \"tail\"` (one of {})",
+            attrs::list(Direction::NAMES)
+        ),
+    );
+    None
 }
 
 /// Takes one of our parameter attributes into `param`; returns false for foreign attributes,
 /// which stay on the emitted function.
-fn param_attr(attr: Attribute, param: &mut Param, errors: &mut Vec<Error>) -> bool {
+fn param_attr(cx: &Ctxt, attr: &Attribute, param: &mut Param) -> bool {
     let path = attr.path();
     if path.is_ident("doc") {
-        param.docs.push(attr);
+        param.docs.push(attr.clone());
     } else if FORWARDED.iter().any(|f| path.is_ident(f)) {
-        param.forwarded.push(attr);
+        param.forwarded.push(attr.clone());
     } else if path.is_ident(ARGS) {
         if !matches!(attr.meta, Meta::Path(_)) {
-            errors.push(Error::custom("`#[args]` takes no settings; write `#[args]`").with_span(&attr.meta));
+            cx.error_spanned_by(&attr.meta, "`#[args]` takes no settings; write `#[args]`");
         } else if param.args_marker.is_some() {
-            errors.push(Error::custom("`#[args]` is repeated on this parameter").with_span(&attr));
+            cx.error_spanned_by(attr, "`#[args]` is repeated on this parameter");
         }
-        param.args_marker = Some(attr.span());
+        param.args_marker = Some(attr.clone());
     } else if path.is_ident(INJECT) {
         if !matches!(attr.meta, Meta::Path(_)) {
-            errors.push(
-                Error::custom("`#[inject]` takes no settings; write `#[inject]`").with_span(&attr.meta),
-            );
+            cx.error_spanned_by(&attr.meta, "`#[inject]` takes no settings; write `#[inject]`");
         }
-        param.inject_marker = Some(attr.span());
+        param.inject_marker = Some(attr.clone());
     } else if path.is_ident(ARG) {
-        if param.arg.span.is_some() {
-            errors.push(
-                Error::custom(
-                    "`#[arg]` is repeated on this parameter; put all settings in one `#[arg(...)]`",
-                )
-                .with_span(&attr),
-            );
-            return true;
-        }
-        param.arg.span = Some(attr.span());
-        if let Meta::Path(_) = attr.meta {
-            errors.push(
-                Error::custom(format!(
-                    "`#[arg]` needs settings, e.g. `#[arg(default = 10)]`; expected one of {}",
-                    attrs::list(ARG_KEYS)
-                ))
-                .with_span(&attr),
-            );
-            return true;
-        }
-        let mut seen: Vec<String> = Vec::new();
-        let result = attr.parse_nested_meta(|meta| {
-            let key = meta.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
-            if seen.contains(&key) {
-                return Err(meta.error(format!("`{key}` is set twice in `#[arg]`; keep one")));
-            }
-            seen.push(key.clone());
-            match key.as_str() {
-                "default" => {
-                    let expr: Expr = meta.value()?.parse()?;
-                    param.arg.default = Some((meta.path.span(), expr));
-                }
-                "rename" => param.arg.rename = Some(meta.value()?.parse()?),
-                "description" => param.arg.description = Some(meta.value()?.parse()?),
-                _ => return Err(meta.error(attrs::unknown_key_message(&key, "#[arg]", ARG_KEYS))),
-            }
-            Ok(())
-        });
-        if let Err(e) = result {
-            errors.push(e.into());
-        }
+        arg_attr(cx, attr, param);
     } else {
         return false;
     }
     true
 }
 
-fn tool_attr(items: &[NestedMeta], errors: &mut Vec<Error>) -> ToolAttr {
-    let mut attr = ToolAttr::default();
-    let mut seen: Vec<(String, Span)> = Vec::new();
-    for item in items {
-        let meta = match item {
-            NestedMeta::Meta(meta) => meta,
-            NestedMeta::Lit(lit) => {
-                errors.push(
-                    Error::custom(format!(
-                        "expected `key` or `key = value` in `#[tool]`, found a literal; e.g. `#[tool(name = \"grep\")]`; keys: {}",
-                        attrs::list(TOOL_KEYS)
-                    ))
-                    .with_span(lit),
-                );
-                continue;
+fn arg_attr(cx: &Ctxt, attr: &Attribute, param: &mut Param) {
+    if param.arg.attr.is_some() {
+        cx.error_spanned_by(
+            attr,
+            "`#[arg]` is repeated on this parameter; put all settings in one `#[arg(...)]`",
+        );
+        return;
+    }
+    param.arg.attr = Some(attr.clone());
+    if let Meta::Path(_) = attr.meta {
+        cx.error_spanned_by(
+            attr,
+            format!(
+                "`#[arg]` needs settings, e.g. `#[arg(default = 10)]`; expected one of {}",
+                attrs::list(ArgKey::NAMES)
+            ),
+        );
+        return;
+    }
+    let mut seen: Vec<ArgKey> = Vec::new();
+    let result = attr.parse_nested_meta(|meta| {
+        let name = meta.path.get_ident().map(ToString::to_string).unwrap_or_default();
+        let key = match ArgKey::parse(&name) {
+            Some(key) if !seen.contains(&key) => key,
+            parsed => {
+                let message = match parsed {
+                    Some(_) => format!("`{name}` is set twice in `#[arg]`; keep one"),
+                    None => attrs::unknown_key_message(&name, "#[arg]", ArgKey::NAMES),
+                };
+                cx.error_spanned_by(&meta.path, message);
+                // Skip the value so that the keys after this one are still read.
+                if meta.input.peek(Token![=]) {
+                    meta.value()?.parse::<Expr>()?;
+                }
+                return Ok(());
             }
         };
-        let key =
-            meta.path().get_ident().map(|i| i.to_string()).unwrap_or_else(|| {
-                quote::ToTokens::to_token_stream(meta.path()).to_string().replace(' ', "")
-            });
-        if !TOOL_KEYS.contains(&key.as_str()) {
-            errors.push(
-                Error::custom(attrs::unknown_key_message(&key, "#[tool]", TOOL_KEYS)).with_span(meta.path()),
-            );
-            continue;
-        }
-        if seen.iter().any(|(k, _)| *k == key) {
-            let message = if key == "truncate" {
-                "`truncate` is given twice; `truncate = false` and `truncate(...)` contradict each other, so keep one".to_owned()
-            } else {
-                format!("`{key}` is given twice in `#[tool]`; keep one")
-            };
-            errors.push(Error::custom(message).with_span(meta.path()));
-            continue;
-        }
-        seen.push((key.clone(), meta.path().span()));
-        let span = meta.path().span();
-        let mut take = |result: darling::Result<()>| {
-            if let Err(e) = result {
-                errors.push(e.with_span(meta));
+        seen.push(key);
+        match key {
+            ArgKey::Default => {
+                let expr: Expr = meta.value()?.parse()?;
+                param.arg.default = Some((meta.path.span(), expr));
             }
+            ArgKey::Rename => param.arg.rename = Some(meta.value()?.parse()?),
+            ArgKey::Description => param.arg.description = Some(meta.value()?.parse()?),
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        cx.syn_error(e);
+    }
+}
+
+/// `500ms`, `30s`, `2m`, `1h`, `1m30s`: whole numbers with a unit, summed.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let mut rest = text;
+    let mut total_ms: u64 = 0;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let unit = rest[digits..].bytes().take_while(u8::is_ascii_alphabetic).count();
+        if digits == 0 || unit == 0 {
+            return None;
+        }
+        let value: u64 = rest[..digits].parse().ok()?;
+        let factor = match &rest[digits..digits + unit] {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            _ => return None,
         };
-        match key.as_str() {
-            "name" => take(LitStr::from_meta(meta).map(|v| attr.name = Some(v))),
-            "description" => take(LitStr::from_meta(meta).map(|v| attr.description = Some(v))),
-            "timeout" => take(LitStr::from_meta(meta).map(|v| attr.timeout = Some(v))),
-            "title" => take(LitStr::from_meta(meta).map(|v| attr.title = Some(v))),
-            "parallel" => take(Flag::from_meta(meta).map(|_| attr.parallel = Some(span))),
-            "read_only" => take(Flag::from_meta(meta).map(|_| attr.read_only = Some(span))),
-            "destructive" => take(Flag::from_meta(meta).map(|_| attr.destructive = Some(span))),
-            "idempotent" => take(Flag::from_meta(meta).map(|_| attr.idempotent = Some(span))),
-            "open_world" => take(Flag::from_meta(meta).map(|_| attr.open_world = Some(span))),
-            "crate" => take(syn::Path::from_meta(meta).map(|v| attr.krate = Some(v))),
-            "tags" => take(tags(meta).map(|v| attr.tags = v)),
-            "truncate" => take(truncate(meta).map(|v| attr.truncate = Some(v))),
-            _ => unreachable!("every key in TOOL_KEYS is handled"),
-        }
+        total_ms = total_ms.checked_add(value.checked_mul(factor)?)?;
+        rest = &rest[digits + unit..];
     }
-    attr
+    Some(Duration::from_millis(total_ms))
 }
 
-fn tags(meta: &Meta) -> darling::Result<Vec<LitStr>> {
-    let Meta::List(list) = meta else {
-        return Err(Error::custom("write tags as a list of strings: `tags(\"fs\", \"read\")`"));
-    };
-    let items = NestedMeta::parse_meta_list(list.tokens.clone())?;
-    let mut tags = Vec::new();
-    let mut errors = Error::accumulator();
-    for item in items {
-        match item {
-            NestedMeta::Lit(Lit::Str(s)) => tags.push(s),
-            other => errors
-                .push(Error::custom("tags are string literals: `tags(\"fs\", \"read\")`").with_span(&other)),
-        }
-    }
-    errors.finish_with(tags)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn truncate(meta: &Meta) -> darling::Result<TruncateSetting> {
-    match meta {
-        Meta::Path(_) => Ok(TruncateSetting::Default),
-        Meta::NameValue(nv) => match &nv.value {
-            Expr::Lit(syn::ExprLit { lit: Lit::Bool(b), .. }) if !b.value => Ok(TruncateSetting::Off),
-            Expr::Lit(syn::ExprLit { lit: Lit::Bool(_), .. }) => Ok(TruncateSetting::Default),
-            _ => Err(Error::custom(
-                "write `truncate = false` to opt out, or `truncate(max_lines = N, max_bytes = N, direction = \"head\" | \"tail\" | \"middle\")`",
-            )),
-        },
-        Meta::List(list) => {
-            let mut options =
-                TruncateOptions { span: list.span(), max_lines: None, max_bytes: None, direction: None };
-            let mut errors = Error::accumulator();
-            let mut seen = Vec::new();
-            for item in NestedMeta::parse_meta_list(list.tokens.clone())? {
-                let NestedMeta::Meta(inner) = &item else {
-                    errors.push(
-                        Error::custom(format!(
-                            "expected `key = value` in `truncate(...)`; keys: {}",
-                            attrs::list(TRUNCATE_KEYS)
-                        ))
-                        .with_span(&item),
-                    );
-                    continue;
-                };
-                let key = inner.path().get_ident().map(|i| i.to_string()).unwrap_or_default();
-                if seen.contains(&key) {
-                    errors.push(
-                        Error::custom(format!("`{key}` is given twice in `truncate(...)`; keep one"))
-                            .with_span(inner.path()),
-                    );
-                    continue;
-                }
-                seen.push(key.clone());
-                let value_span = match inner {
-                    Meta::NameValue(nv) => nv.value.span(),
-                    other => other.span(),
-                };
-                match key.as_str() {
-                    "max_lines" => {
-                        if let Some(v) =
-                            errors.handle(usize::from_meta(inner).map_err(|e| e.with_span(inner)))
-                        {
-                            options.max_lines = Some((v, value_span));
-                        }
-                    }
-                    "max_bytes" => {
-                        if let Some(v) =
-                            errors.handle(usize::from_meta(inner).map_err(|e| e.with_span(inner)))
-                        {
-                            options.max_bytes = Some((v, value_span));
-                        }
-                    }
-                    "direction" => {
-                        if let Some(v) =
-                            errors.handle(LitStr::from_meta(inner).map_err(|e| e.with_span(inner)))
-                        {
-                            options.direction = Some(v);
-                        }
-                    }
-                    _ => errors.push(
-                        Error::custom(attrs::unknown_key_message(&key, "truncate(...)", TRUNCATE_KEYS))
-                            .with_span(inner.path()),
-                    ),
-                }
-            }
-            errors.finish_with(TruncateSetting::Custom(options))
-        }
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("0s"), Some(Duration::ZERO));
+        assert_eq!(parse_duration("30"), None);
+        assert_eq!(parse_duration("30 s"), None);
+        assert_eq!(parse_duration("1d"), None);
+        assert_eq!(parse_duration(""), None);
+        assert_eq!(parse_duration("99999999999999999999h"), None);
     }
 }

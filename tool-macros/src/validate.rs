@@ -1,53 +1,43 @@
 //! Stage 2: every rule a tool definition must follow, each with its message, checked at once.
 
-use darling::Error;
 use syn::spanned::Spanned;
 use syn::{ReturnType, Type};
 
-use crate::attrs::{self, DIRECTIONS};
+use crate::ctxt::Ctxt;
 use crate::model::{ParamKind, ToolDef, TruncateSetting, is_option};
 
-/// Checks every rule and returns all violations.
-pub fn check(def: &ToolDef) -> Vec<Error> {
-    let mut errors = Vec::new();
-    signature(def, &mut errors);
-    tool_attr(def, &mut errors);
-    params(def, &mut errors);
-    errors
+/// Checks every rule, reporting each violation to `cx`.
+pub fn check(cx: &Ctxt, def: &ToolDef) {
+    signature(cx, def);
+    tool_attr(cx, def);
+    params(cx, def);
 }
 
-fn err(errors: &mut Vec<Error>, span: proc_macro2::Span, message: impl std::fmt::Display) {
-    errors.push(Error::custom(message).with_span(&span));
-}
-
-fn signature(def: &ToolDef, errors: &mut Vec<Error>) {
+fn signature(cx: &Ctxt, def: &ToolDef) {
     let sig = &def.func.sig;
     if sig.asyncness.is_none() {
-        err(errors, sig.fn_token.span, "`#[tool]` functions must be `async`: write `async fn`");
+        cx.error(sig.fn_token.span, "`#[tool]` functions must be `async`: write `async fn`");
     }
     if let Some(unsafety) = &sig.unsafety {
-        err(
-            errors,
+        cx.error(
             unsafety.span,
             "`#[tool]` functions cannot be `unsafe`: the runtime calls them from safe code",
         );
     }
     if let Some(abi) = &sig.abi {
-        err(errors, abi.span(), "`#[tool]` functions cannot have an `extern` ABI");
+        cx.error(abi.span(), "`#[tool]` functions cannot have an `extern` ABI");
     }
     if let Some(variadic) = &sig.variadic {
-        err(errors, variadic.span(), "`#[tool]` functions cannot be variadic");
+        cx.error(variadic.span(), "`#[tool]` functions cannot be variadic");
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        err(
-            errors,
+        cx.error(
             sig.generics.span(),
             "`#[tool]` functions cannot be generic: the argument schema must be fixed when the tool is registered; use concrete types",
         );
     }
     if let Some(span) = def.receiver {
-        err(
-            errors,
+        cx.error(
             span,
             "`#[tool]` cannot be used on a method: write a free `async fn`, and reach shared state through an injected `Dep<T>` parameter",
         );
@@ -55,8 +45,7 @@ fn signature(def: &ToolDef, errors: &mut Vec<Error>) {
     if let ReturnType::Type(_, ty) = &sig.output
         && contains_impl_trait(ty)
     {
-        err(
-            errors,
+        cx.error(
             ty.span(),
             "`impl Trait` cannot be a tool's return type: name the type, e.g. `Result<String, ToolError>`",
         );
@@ -65,8 +54,7 @@ fn signature(def: &ToolDef, errors: &mut Vec<Error>) {
     if !is_valid_tool_name(&name) {
         let hint =
             if def.attr.name.is_none() { "; set a valid one with `#[tool(name = \"...\")]`" } else { "" };
-        err(
-            errors,
+        cx.error(
             span,
             format!(
                 "invalid tool name `{name}`: a tool name is 1 to 64 characters of ASCII letters, digits, `_` and `-` (the names every LLM provider and MCP accept){hint}"
@@ -75,88 +63,63 @@ fn signature(def: &ToolDef, errors: &mut Vec<Error>) {
     }
 }
 
-fn tool_attr(def: &ToolDef, errors: &mut Vec<Error>) {
+fn tool_attr(cx: &Ctxt, def: &ToolDef) {
     let attr = &def.attr;
-    if let Some(timeout) = &attr.timeout {
-        match parse_duration_ms(&timeout.value()) {
-            Some(0) => err(errors, timeout.span(), "the timeout must be longer than zero"),
-            Some(_) => {}
-            None => err(
-                errors,
-                timeout.span(),
-                format!(
-                    "invalid timeout `{}`: write whole numbers with a unit `ms`, `s`, `m` or `h`, e.g. \"500ms\", \"30s\", \"1m30s\"",
-                    timeout.value()
-                ),
-            ),
-        }
+    if let Some(timeout) = &attr.timeout
+        && timeout.value.is_zero()
+    {
+        cx.error(timeout.span, "the timeout must be longer than zero");
     }
     if let (Some(read_only), Some(_)) = (attr.read_only, attr.destructive) {
-        err(
-            errors,
+        cx.error(
             read_only,
             "`read_only` and `destructive` contradict each other: a read-only tool changes nothing, so it cannot be destructive; keep one",
         );
     }
     if let Some(TruncateSetting::Custom(options)) = &attr.truncate {
         if options.max_lines.is_none() && options.max_bytes.is_none() && options.direction.is_none() {
-            err(
-                errors,
+            cx.error(
                 options.span,
                 "`truncate()` is empty: set `max_lines`, `max_bytes` or `direction`, or remove it",
             );
         }
-        for (value, span) in [options.max_lines, options.max_bytes].into_iter().flatten() {
-            if value == 0 {
-                err(
-                    errors,
-                    span,
+        for limit in [options.max_lines, options.max_bytes].into_iter().flatten() {
+            if limit.value == 0 {
+                cx.error(
+                    limit.span,
                     "a truncation limit must be at least 1; to switch truncation off, write `truncate = false`",
                 );
             }
-        }
-        if let Some(direction) = &options.direction
-            && !DIRECTIONS.contains(&direction.value().as_str())
-        {
-            err(
-                errors,
-                direction.span(),
-                format!(
-                    "unknown truncation direction `{}`; expected one of {}",
-                    direction.value(),
-                    attrs::list(DIRECTIONS)
-                ),
-            );
         }
     }
     for (lit, what) in [(&attr.description, "description"), (&attr.title, "title")] {
         if let Some(lit) = lit
             && lit.value().trim().is_empty()
         {
-            err(errors, lit.span(), format!("the {what} is empty; remove `{what}` or write one"));
+            cx.error(lit.span(), format!("the {what} is empty; remove `{what}` or write one"));
         }
     }
     for tag in &attr.tags {
         if tag.value().trim().is_empty() {
-            err(errors, tag.span(), "tags cannot be empty");
+            cx.error(tag.span(), "tags cannot be empty");
         }
     }
 }
 
-fn params(def: &ToolDef, errors: &mut Vec<Error>) {
+const ONE_ARGS: &str = "only one parameter can be `#[args]`: it is the whole argument object";
+
+fn params(cx: &Ctxt, def: &ToolDef) {
     let args_params: Vec<_> = def.params.iter().filter(|p| p.kind == ParamKind::Args).collect();
     let argument_params: Vec<_> = def.params.iter().filter(|p| p.kind == ParamKind::Argument).collect();
     for extra in args_params.iter().skip(1) {
-        err(
-            errors,
-            extra.args_marker.unwrap_or_else(|| extra.ty.span()),
-            "only one parameter can be `#[args]`: it is the whole argument object",
-        );
+        match &extra.args_marker {
+            Some(marker) => cx.error_spanned_by(marker, ONE_ARGS),
+            None => cx.error(extra.ty.span(), ONE_ARGS),
+        }
     }
     if let Some(args) = args_params.first() {
         for other in &argument_params {
-            err(
-                errors,
+            cx.error(
                 other.pat.span(),
                 format!(
                     "this parameter would be a model-facing argument next to `#[args] {}`; the `#[args]` struct is the whole argument object, so move this field into it (or inject it)",
@@ -168,62 +131,54 @@ fn params(def: &ToolDef, errors: &mut Vec<Error>) {
     let mut names: Vec<String> = Vec::new();
     for param in &def.params {
         if param.ident.is_none() {
-            err(
-                errors,
+            cx.error(
                 param.pat.span(),
                 "tool parameters must be plain names (the name becomes the argument's name): bind the whole value, e.g. `point: Point`, and destructure it inside the function",
             );
         }
         if let Type::ImplTrait(_) = &*param.ty {
-            err(
-                errors,
+            cx.error(
                 param.ty.span(),
                 "`impl Trait` parameters make the function generic; use a concrete type",
             );
         }
         match param.kind {
             ParamKind::Injected => {
-                if let Some(span) = param.arg.span {
-                    err(
-                        errors,
-                        span,
+                if let Some(attr) = &param.arg.attr {
+                    cx.error_spanned_by(
+                        attr,
                         "`#[arg]` has no effect on an injected parameter: the runtime provides it, the model never sees it; remove `#[arg]`",
                     );
                 }
-                if let Some(span) = param.args_marker {
-                    err(
-                        errors,
-                        span,
+                if let Some(marker) = &param.args_marker {
+                    cx.error_spanned_by(
+                        marker,
                         "`#[args]` cannot mark an injected parameter: the `#[args]` parameter is the model's argument object",
                     );
                 }
                 for attr in &param.forwarded {
-                    err(
-                        errors,
-                        attr.span(),
+                    cx.error_spanned_by(
+                        attr,
                         "schema attributes have no effect on an injected parameter; remove them",
                     );
                 }
             }
             ParamKind::Args => {
-                if let Some(span) = param.arg.span {
-                    err(
-                        errors,
-                        span,
+                if let Some(attr) = &param.arg.attr {
+                    cx.error_spanned_by(
+                        attr,
                         "`#[arg]` cannot be combined with `#[args]`: put field settings on the fields of the `#[args]` struct",
                     );
                 }
                 if let Some(doc) = param.docs.first() {
-                    err(
-                        errors,
+                    cx.error(
                         doc.span(),
                         "`///` on an `#[args]` parameter is not used: document the struct and its fields instead",
                     );
                 }
                 for attr in &param.forwarded {
-                    err(
-                        errors,
-                        attr.span(),
+                    cx.error_spanned_by(
+                        attr,
                         "put schema attributes on the fields of the `#[args]` struct instead",
                     );
                 }
@@ -232,8 +187,7 @@ fn params(def: &ToolDef, errors: &mut Vec<Error>) {
                 if let Some((span, _)) = &param.arg.default
                     && is_option(&param.ty)
                 {
-                    err(
-                        errors,
+                    cx.error(
                         *span,
                         "`default` on an `Option` parameter: an `Option` is already optional (absent means `None`); remove `default`, or use the inner type with a default",
                     );
@@ -241,17 +195,16 @@ fn params(def: &ToolDef, errors: &mut Vec<Error>) {
                 if let Some(rename) = &param.arg.rename
                     && rename.value().is_empty()
                 {
-                    err(errors, rename.span(), "the property name cannot be empty");
+                    cx.error(rename.span(), "the property name cannot be empty");
                 }
                 if let Some(description) = &param.arg.description
                     && description.value().trim().is_empty()
                 {
-                    err(errors, description.span(), "the description is empty; remove it or write one");
+                    cx.error(description.span(), "the description is empty; remove it or write one");
                 }
                 if let Some(name) = param.property_name() {
                     if names.contains(&name) {
-                        err(
-                            errors,
+                        cx.error(
                             param.name_span(),
                             format!(
                                 "two parameters are both called `{name}` in the schema; rename one with `#[arg(rename = \"...\")]`"
@@ -283,33 +236,6 @@ pub fn is_valid_tool_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// `500ms`, `30s`, `2m`, `1h`, `1m30s` into milliseconds.
-pub fn parse_duration_ms(text: &str) -> Option<u64> {
-    let mut rest = text;
-    let mut total: u64 = 0;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let unit = rest[digits..].bytes().take_while(u8::is_ascii_alphabetic).count();
-        if digits == 0 || unit == 0 {
-            return None;
-        }
-        let value: u64 = rest[..digits].parse().ok()?;
-        let factor = match &rest[digits..digits + unit] {
-            "ms" => 1,
-            "s" => 1_000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            _ => return None,
-        };
-        total = total.checked_add(value.checked_mul(factor)?)?;
-        rest = &rest[digits + unit..];
-    }
-    Some(total)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,9 +243,10 @@ mod tests {
 
     fn errors_for(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> Vec<String> {
         let func: syn::ItemFn = syn::parse2(item).expect("test input is a function");
-        let (def, mut errors) = crate::parse::tool_def(attr, func);
-        errors.extend(check(&def));
-        errors.iter().flat_map(|e| e.clone().into_iter().map(|e| e.to_string()).collect::<Vec<_>>()).collect()
+        let cx = Ctxt::new();
+        let def = crate::parse::tool_def(&cx, attr, func);
+        check(&cx, &def);
+        cx.into_errors().iter().map(ToString::to_string).collect()
     }
 
     #[test]
@@ -369,8 +296,9 @@ mod tests {
             async fn f(a: &ToolContext, b: tool_runtime::Dep<X>, c: CancellationToken, #[inject] d: Clock, e: u8) {}
         })
         .expect("function");
-        let (def, errors) = crate::parse::tool_def(quote!(), func);
-        assert!(errors.is_empty());
+        let cx = Ctxt::new();
+        let def = crate::parse::tool_def(&cx, quote!(), func);
+        assert!(cx.into_errors().is_empty());
         let kinds: Vec<_> = def.params.iter().map(|p| p.kind).collect();
         use ParamKind::*;
         assert_eq!(kinds, [Injected, Injected, Injected, Injected, Argument]);
@@ -397,14 +325,5 @@ mod tests {
         assert!(errors[0].starts_with("`truncate` is given twice"));
         assert!(errors[1].starts_with("`name` is given twice"));
         assert!(errors[2].starts_with("`read_only` and `destructive` contradict each other"));
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration_ms("500ms"), Some(500));
-        assert_eq!(parse_duration_ms("1m30s"), Some(90_000));
-        assert_eq!(parse_duration_ms("30"), None);
-        assert_eq!(parse_duration_ms("30 s"), None);
-        assert_eq!(parse_duration_ms("1d"), None);
     }
 }

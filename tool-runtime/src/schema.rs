@@ -37,7 +37,7 @@ pub fn empty_args_schema() -> Value {
     })
 }
 
-fn normalize_args_schema(mut schema: Value) -> Value {
+pub(crate) fn normalize_args_schema(mut schema: Value) -> Value {
     let Value::Object(map) = &mut schema else {
         return schema;
     };
