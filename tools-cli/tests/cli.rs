@@ -279,6 +279,7 @@ fn call_timeout_ms_is_kept_and_named_in_the_result() {
         ),
         "{output}"
     );
+    assert!(output.contains("this limit is the call's, and timeout_secs cannot raise it"), "{output}");
     assert_eq!(result["metadata"]["timed_out"], true);
     // The command is not stopped before the limit (a lower bound, which no slow machine breaks),
     // and it is stopped (it would sleep 5 s).

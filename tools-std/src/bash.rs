@@ -79,9 +79,12 @@ pub async fn bash(
     // Both limits are kept as given: the command's own, and the call's (at its deadline the
     // dispatcher waits a short grace for the output so far). The note names the one that stops it.
     let left = ctx.deadline().map(|d| d.saturating_duration_since(tokio::time::Instant::now().into_std()));
-    let (stop_after, limit) = match left {
-        Some(left) if left < timeout => (left, ctx.time_limit().unwrap_or(left)),
-        _ => (timeout, timeout),
+    // Whose limit stops the command: the command's own `timeout_secs`, or the call's (a
+    // dispatcher's or the caller's), which `timeout_secs` cannot raise.
+    let (stop_after, limit, hint) = match left {
+        Some(left) if left < timeout => (left, ctx.time_limit().unwrap_or(left), Hint::CallLimit),
+        _ if timeout_secs.is_some() => (timeout, timeout, Hint::LargerTimeout),
+        _ => (timeout, timeout, Hint::Timeout),
     };
     let request = ShellRequest {
         command,
@@ -99,7 +102,18 @@ pub async fn bash(
     let mut capture = Capture::new(store, ctx.truncation());
     let ended = run(process, ctx, stop_after, &mut capture).await?;
     let (text, info) = capture.finish().await;
-    Ok(ended.into_output(text, info, timeout_secs.is_some(), limit, description))
+    Ok(ended.into_output(text, info, hint, limit, description))
+}
+
+/// What a result stopped at its time limit suggests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hint {
+    /// No `timeout_secs` was given: pass one.
+    Timeout,
+    /// `timeout_secs` was given: pass a larger one.
+    LargerTimeout,
+    /// The call's own limit came first; `timeout_secs` cannot help.
+    CallLimit,
 }
 
 /// Why the command stopped.
@@ -182,7 +196,7 @@ impl Ended {
         self,
         mut text: String,
         info: Option<TruncationInfo>,
-        timeout_given: bool,
+        hint: Hint,
         stop_after: Duration,
         description: Option<String>,
     ) -> ToolOutput {
@@ -213,10 +227,12 @@ impl Ended {
             }
             Stop::TimedOut => {
                 is_error = true;
-                let hint = if timeout_given {
-                    "pass a larger timeout_secs (at most 600)"
-                } else {
-                    "pass timeout_secs (at most 600)"
+                let hint = match hint {
+                    Hint::LargerTimeout => "pass a larger timeout_secs (at most 600)",
+                    Hint::Timeout => "pass timeout_secs (at most 600)",
+                    Hint::CallLimit => {
+                        "split the work: this limit is the call's, and timeout_secs cannot raise it"
+                    }
                 };
                 notes.push(format!(
                     "[timed out after {}: the output above is what the command printed until then. Run long jobs in the background with their output redirected to a \
