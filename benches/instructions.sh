@@ -13,7 +13,7 @@
 #   N1=2000 N2=12000 by default; CARGO_TARGET_DIR and JOBS (default 2) are honoured.
 #   CALL_PATH_BIN=PATH skips the build and counts that binary.
 #   TIMES=1 also prints the times of the last criterion run of the same rows (from
-#   $CARGO_TARGET_DIR/criterion/call_path), with the same ratios.
+#   $CARGO_TARGET_DIR/criterion/call_path), with the same ratios; COUNT=0 prints only those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N1=${N1:-2000}
@@ -21,7 +21,8 @@ N2=${N2:-12000}
 JOBS=${JOBS:-2}
 TARGET=${CARGO_TARGET_DIR:-$PWD/target}
 
-if ! command -v valgrind >/dev/null 2>&1; then
+COUNT=${COUNT:-1}
+if [ "$COUNT" != 0 ] && ! command -v valgrind >/dev/null 2>&1; then
     echo "valgrind is not installed: install it (Debian: apt-get install valgrind) and run again" >&2
     exit 1
 fi
@@ -75,8 +76,13 @@ instructions() { # row, count
 
 RESULTS=$(mktemp)
 trap 'rm -f "$RESULTS"' EXIT
-echo "instructions per call: valgrind $(valgrind --version | sed 's/valgrind-//'), N1=$N1, N2=$N2, $BIN" >&2
+[ "$COUNT" = 0 ] ||
+    echo "instructions per call: valgrind $(valgrind --version | sed 's/valgrind-//'), N1=$N1, N2=$N2, $BIN" >&2
 for row in "${ROWS[@]}"; do
+    if [ "$COUNT" = 0 ]; then
+        echo "$row - -" >>"$RESULTS"
+        continue
+    fi
     i1=$(instructions "$row" "$N1")
     i2=$(instructions "$row" "$N2")
     echo "$row $i1 $i2" >>"$RESULTS"
@@ -89,10 +95,12 @@ python3 - "$RESULTS" "$N1" "$N2" "${TIMES:-}" "$TARGET/criterion/call_path" <<'P
 import json, os, sys
 
 results, n1, n2, times, criterion_dir = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
-per_call = {}
+rows, per_call = [], {}
 for line in open(results):
     row, i1, i2 = line.split()
-    per_call[row] = (int(i2) - int(i1)) / (n2 - n1)
+    rows.append(row)
+    if i1 != "-":
+        per_call[row] = (int(i2) - int(i1)) / (n2 - n1)
 
 def baseline_of(row):
     return "rich_validation/serde_from_str" if row.startswith("rich_validation/") else "serde_baseline"
@@ -136,8 +144,9 @@ def targets(title, f):
         met = value < factor if strict else value <= factor
         print(f"| {text} | {value:.2f}x | {'met' if met else 'not met'} |")
 
-table("Instructions per call", per_call, "instructions", lambda v: f"{v:,.0f}")
-targets("Targets (instructions)", per_call)
+if per_call:
+    table("Instructions per call", per_call, "instructions", lambda v: f"{v:,.0f}")
+    targets("Targets (instructions)", per_call)
 
 if times:
     # Criterion's figure: the slope of its linear sampling when it has one, else the mean.
@@ -149,7 +158,7 @@ if times:
         estimates = json.load(open(os.path.join(root, "estimates.json")))
         figure = (estimates.get("slope") or estimates["mean"])["point_estimate"]
         figures[bench["function_id"]] = figure
-    ordered = {row: figures[row] for row in per_call if row in figures}
+    ordered = {row: figures[row] for row in rows if row in figures}
     if ordered:
         table("Time per call (last criterion run)", ordered, "time",
               lambda ns: f"{ns / 1000:.2f} µs" if ns >= 1000 else f"{ns:.0f} ns")
