@@ -193,8 +193,11 @@ trait Row {
     fn run(&mut self, iters: u64) -> Duration;
 }
 
+/// Builds a row: its setup and the check of its first result.
+type MakeRow = fn() -> Box<dyn Row>;
+
 /// Every row, in the order of the report: name and constructor.
-const ROWS: &[(&str, fn() -> Box<dyn Row>)] = &[
+const ROWS: &[(&str, MakeRow)] = &[
     ("serde_baseline", || Box::new(SerdeBaseline::new())),
     ("registry_call", || Box::new(RegistryCall::new())),
     ("dispatcher_run_batch_1", || Box::new(DispatcherBatch1::new())),
