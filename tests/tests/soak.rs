@@ -181,13 +181,13 @@ fn make_call(n: u64, kind: Kind, rng: &mut Rng) -> (ToolCall, CallOptions) {
     let work = |tool: &str, behaviour: &str| ToolCall {
         id: id.clone(),
         name: tool.to_owned(),
-        arguments: json!({"n": n, "behaviour": behaviour, "delay_us": delay_us}).to_string(),
+        arguments: json!({"n": n, "behaviour": behaviour, "delay_us": delay_us}).to_string().into(),
     };
     let marker = marker();
     let bash = |command: String| ToolCall {
         id: id.clone(),
         name: "bash".to_owned(),
-        arguments: json!({"command": command}).to_string(),
+        arguments: json!({"command": command}).to_string().into(),
     };
     let sleeper = format!("exec -a {marker} sleep 30 & exec -a {marker} sleep 30 # {n}");
     let none = CallOptions::default();
@@ -210,12 +210,12 @@ fn make_call(n: u64, kind: Kind, rng: &mut Rng) -> (ToolCall, CallOptions) {
             ToolCall {
                 id,
                 name: "work".to_owned(),
-                arguments: json!({"n": -1, "behaviour": "dance", "extra": n}).to_string(),
+                arguments: json!({"n": -1, "behaviour": "dance", "extra": n}).to_string().into(),
             },
             none,
         ),
         Kind::UnknownTool => {
-            (ToolCall { id, name: "no_such_tool".to_owned(), arguments: json!({"n": n}).to_string() }, none)
+            (ToolCall { id, name: "no_such_tool".to_owned(), arguments: json!({"n": n}).into() }, none)
         }
         Kind::BashEcho => (bash(format!("echo ok {n}")), none),
         // bash and the dispatcher both stop it at the 300 ms limit; either may report it.

@@ -123,7 +123,7 @@ fn call(i: usize) -> ToolCall {
     ToolCall {
         id: format!("call_{i}"),
         name: "add".to_owned(),
-        arguments: format!(r#"{{"a": {i}, "b": 2}}"#),
+        arguments: format!(r#"{{"a": {i}, "b": 2}}"#).into(),
     }
 }
 
@@ -139,7 +139,7 @@ fn single_call(c: &mut Criterion) {
                 for i in 0..iters {
                     // Build the call as the dispatcher case does, so only dispatch differs.
                     let call = call(i as usize % 1000);
-                    black_box(baseline(black_box(&call.arguments)).await);
+                    black_box(baseline(black_box(&call.arguments.to_text())).await);
                 }
                 start.elapsed()
             })
@@ -152,7 +152,7 @@ fn single_call(c: &mut Criterion) {
             let start = Instant::now();
             for i in 0..iters {
                 let call = call(i as usize % 1000);
-                let _ = black_box(registry.validate(&call.name, black_box(&call.arguments)));
+                let _ = black_box(registry.validate(&call.name, black_box(call.arguments)));
             }
             start.elapsed()
         })
@@ -187,7 +187,7 @@ fn batch_64(c: &mut Criterion) {
                     let start = Instant::now();
                     let mut results = Vec::with_capacity(64);
                     for call in &calls {
-                        results.push(baseline(&call.arguments).await);
+                        results.push(baseline(&call.arguments.to_text()).await);
                     }
                     black_box(results);
                     total += start.elapsed();
@@ -270,7 +270,7 @@ fn validation(c: &mut Criterion) {
                     let call = ToolCall {
                         id: format!("call_{}", i % 1000),
                         name: "search".to_owned(),
-                        arguments: SEARCH_INVALID.to_owned(),
+                        arguments: SEARCH_INVALID.into(),
                     };
                     let result = dispatcher.run(black_box(call), token.clone()).await;
                     black_box(result.output.is_error);

@@ -1,6 +1,9 @@
 //! `ToolCall` and `ToolResult`: one call the model made, and the one result it gets back.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::output::ToolOutput;
 
@@ -11,8 +14,83 @@ pub struct ToolCall {
     pub id: String,
     /// The name of the tool to call.
     pub name: String,
-    /// The arguments as raw JSON text, exactly as the model sent them.
-    pub arguments: String,
+    /// The arguments, in the form the provider delivered them.
+    pub arguments: Arguments,
+}
+
+impl ToolCall {
+    /// A call of `name` with the id `id`.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<Arguments>) -> Self {
+        ToolCall { id: id.into(), name: name.into(), arguments: arguments.into() }
+    }
+}
+
+/// A call's arguments as they arrived, kept in that form up to validation: nothing is
+/// serialized only to be parsed again.
+///
+/// OpenAI sends the model's JSON text (which may be malformed: validation reports where); the
+/// Anthropic, Gemini and MCP wire formats carry a parsed object, and a hook's rewrite is a value.
+///
+/// Serialized as the text (a JSON string) or as the value itself; a JSON string deserializes as
+/// [`Arguments::Text`], anything else as [`Arguments::Json`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Arguments {
+    /// JSON text exactly as the model wrote it. Empty text stands for no arguments (`{}`).
+    Text(String),
+    /// Arguments already parsed.
+    Json(Value),
+}
+
+impl Arguments {
+    /// The arguments as JSON text: the model's own text, or the value written compactly.
+    pub fn to_text(&self) -> Cow<'_, str> {
+        match self {
+            Arguments::Text(text) => Cow::Borrowed(text),
+            Arguments::Json(value) => Cow::Owned(value.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for Arguments {
+    /// The JSON text: the model's own, or the value written compactly.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Arguments::Text(text) => f.write_str(text),
+            Arguments::Json(value) => write!(f, "{value}"),
+        }
+    }
+}
+
+impl Default for Arguments {
+    /// No arguments: `{}`.
+    fn default() -> Self {
+        Arguments::Json(Value::Object(serde_json::Map::new()))
+    }
+}
+
+impl From<String> for Arguments {
+    fn from(text: String) -> Self {
+        Arguments::Text(text)
+    }
+}
+
+impl From<&str> for Arguments {
+    fn from(text: &str) -> Self {
+        Arguments::Text(text.to_owned())
+    }
+}
+
+impl From<&String> for Arguments {
+    fn from(text: &String) -> Self {
+        Arguments::Text(text.clone())
+    }
+}
+
+impl From<Value> for Arguments {
+    fn from(value: Value) -> Self {
+        Arguments::Json(value)
+    }
 }
 
 /// The result of one tool call, ready for a provider adapter to render.

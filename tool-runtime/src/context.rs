@@ -125,15 +125,20 @@ pub trait ContextSink: Send + Sync + 'static {
 struct Inner {
     call_id: String,
     tool_name: String,
-    session_id: String,
     cancel: CancellationToken,
     deadline: Option<Instant>,
     time_limit: Option<Duration>,
-    deps: Arc<Dependencies>,
-    session: SessionState,
-    permissions: Arc<dyn PermissionHook>,
     sinks: Vec<Arc<dyn ContextSink>>,
     truncation: TruncationLimits,
+    shared: Arc<Shared>,
+}
+
+/// What every call of one dispatcher shares: made once, not per call.
+pub(crate) struct Shared {
+    pub(crate) session_id: String,
+    pub(crate) deps: Arc<Dependencies>,
+    pub(crate) session: SessionState,
+    pub(crate) permissions: Arc<dyn PermissionHook>,
 }
 
 /// What a running call knows about itself: ids, cancellation, deadline, dependencies, session
@@ -148,7 +153,7 @@ impl fmt::Debug for ToolContext {
         f.debug_struct("ToolContext")
             .field("call_id", &self.inner.call_id)
             .field("tool_name", &self.inner.tool_name)
-            .field("session_id", &self.inner.session_id)
+            .field("session_id", &self.inner.shared.session_id)
             .field("deadline", &self.inner.deadline)
             .finish_non_exhaustive()
     }
@@ -160,15 +165,16 @@ impl ToolContext {
         ContextBuilder {
             call_id: String::new(),
             tool_name: tool_name.into(),
-            session_id: String::new(),
             cancel: None,
             deadline: None,
             time_limit: None,
-            deps: Arc::new(Dependencies::new()),
-            session: SessionState::new(),
-            permissions: Arc::new(DefaultPermissions),
             sinks: Vec::new(),
             truncation: TruncationLimits::default(),
+            shared: None,
+            session_id: None,
+            deps: None,
+            session: None,
+            permissions: None,
         }
     }
 
@@ -184,7 +190,7 @@ impl ToolContext {
 
     /// The id of the session (conversation) this call belongs to.
     pub fn session_id(&self) -> &str {
-        &self.inner.session_id
+        &self.inner.shared.session_id
     }
 
     /// The call's cancellation token. Long-running tools should watch it.
@@ -224,17 +230,17 @@ impl ToolContext {
 
     /// The dependency of type `T`.
     pub fn dep<T: Send + Sync + 'static>(&self) -> Result<Arc<T>, ToolError> {
-        self.inner.deps.get::<T>().ok_or_else(|| missing_dependency::<T>(self.tool_name()))
+        self.inner.shared.deps.get::<T>().ok_or_else(|| missing_dependency::<T>(self.tool_name()))
     }
 
     /// All registered dependencies.
     pub fn dependencies(&self) -> &Dependencies {
-        &self.inner.deps
+        &self.inner.shared.deps
     }
 
     /// State shared by every call of this session.
     pub fn session(&self) -> &SessionState {
-        &self.inner.session
+        &self.inner.shared.session
     }
 
     /// Asks the permission hook. `Ok(())` means go ahead; a denial is a permission-denied
@@ -242,7 +248,7 @@ impl ToolContext {
     pub async fn ask(&self, mut request: PermissionRequest) -> Result<(), ToolError> {
         request.tool = self.inner.tool_name.clone();
         request.call_id = self.inner.call_id.clone();
-        match self.inner.permissions.decide(&request).await {
+        match self.inner.shared.permissions.decide(&request).await {
             PermissionDecision::Allow => Ok(()),
             PermissionDecision::Deny { reason } => Err(ToolError::permission_denied(format!(
                 "Permission denied ({}): {reason}",
@@ -288,15 +294,17 @@ impl std::error::Error for MissingDependency {}
 pub struct ContextBuilder {
     call_id: String,
     tool_name: String,
-    session_id: String,
     cancel: Option<CancellationToken>,
     deadline: Option<Instant>,
     time_limit: Option<Duration>,
-    deps: Arc<Dependencies>,
-    session: SessionState,
-    permissions: Arc<dyn PermissionHook>,
     sinks: Vec<Arc<dyn ContextSink>>,
     truncation: TruncationLimits,
+    /// A dispatcher's shared parts; any part set on the builder replaces its counterpart.
+    shared: Option<Arc<Shared>>,
+    session_id: Option<String>,
+    deps: Option<Arc<Dependencies>>,
+    session: Option<SessionState>,
+    permissions: Option<Arc<dyn PermissionHook>>,
 }
 
 impl ContextBuilder {
@@ -308,7 +316,7 @@ impl ContextBuilder {
 
     /// Sets the session id.
     pub fn session_id(mut self, session_id: impl Into<String>) -> Self {
-        self.session_id = session_id.into();
+        self.session_id = Some(session_id.into());
         self
     }
 
@@ -332,19 +340,19 @@ impl ContextBuilder {
 
     /// Sets the dependencies.
     pub fn dependencies(mut self, deps: Arc<Dependencies>) -> Self {
-        self.deps = deps;
+        self.deps = Some(deps);
         self
     }
 
     /// Sets the session state.
     pub fn session(mut self, session: SessionState) -> Self {
-        self.session = session;
+        self.session = Some(session);
         self
     }
 
     /// Sets the permission hook (default: [`DefaultPermissions`]).
     pub fn permissions(mut self, hook: Arc<dyn PermissionHook>) -> Self {
-        self.permissions = hook;
+        self.permissions = Some(hook);
         self
     }
 
@@ -360,21 +368,46 @@ impl ContextBuilder {
         self
     }
 
+    /// Sets every shared part at once (what a dispatcher does for each call).
+    pub(crate) fn shared(mut self, shared: Arc<Shared>) -> Self {
+        self.shared = Some(shared);
+        self
+    }
+
     /// Finishes the context.
     pub fn build(self) -> ToolContext {
+        let overridden = self.session_id.is_some()
+            || self.deps.is_some()
+            || self.session.is_some()
+            || self.permissions.is_some();
+        let shared = match self.shared {
+            Some(shared) if !overridden => shared,
+            base => Arc::new(Shared {
+                session_id: self
+                    .session_id
+                    .or_else(|| base.as_ref().map(|b| b.session_id.clone()))
+                    .unwrap_or_default(),
+                deps: self.deps.or_else(|| base.as_ref().map(|b| b.deps.clone())).unwrap_or_default(),
+                session: self
+                    .session
+                    .or_else(|| base.as_ref().map(|b| b.session.clone()))
+                    .unwrap_or_default(),
+                permissions: self
+                    .permissions
+                    .or_else(|| base.as_ref().map(|b| b.permissions.clone()))
+                    .unwrap_or_else(|| Arc::new(DefaultPermissions)),
+            }),
+        };
         ToolContext {
             inner: Arc::new(Inner {
                 call_id: self.call_id,
                 tool_name: self.tool_name,
-                session_id: self.session_id,
                 cancel: self.cancel.unwrap_or_default(),
                 deadline: self.deadline,
                 time_limit: self.time_limit,
-                deps: self.deps,
-                session: self.session,
-                permissions: self.permissions,
                 sinks: self.sinks,
                 truncation: self.truncation,
+                shared,
             }),
         }
     }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::call::Arguments;
 use crate::context::Progress;
 use crate::error::ErrorKind;
 
@@ -69,8 +70,8 @@ pub enum ToolEvent {
         timestamp_ms: u64,
         /// Position of the call in its batch (0 for a single call).
         index: usize,
-        /// The raw argument text.
-        arguments: String,
+        /// The arguments as the provider delivered them.
+        arguments: Arguments,
     },
     /// The tool began running.
     Started {

@@ -53,7 +53,7 @@ pub mod validate;
 #[path = "private.rs"]
 pub mod __private;
 
-pub use call::{ToolCall, ToolResult};
+pub use call::{Arguments, ToolCall, ToolResult};
 pub use context::{ContextBuilder, ContextSink, Dependencies, Progress, SessionState, ToolContext};
 pub use dispatch::{CallOptions, Dispatcher, DispatcherBuilder, RepeatAction, RepeatGuard};
 pub use error::{ErrorKind, ToolError};

@@ -4,6 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
+use crate::call::Arguments;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::output::ToolOutput;
@@ -313,20 +314,33 @@ impl Registry {
         self.validation
     }
 
-    /// Validates the raw argument text of a call to `name` (compiling and caching the validator
-    /// on first use). Unknown tools and invalid arguments come back as model-facing errors.
-    pub fn validate(&self, name: &str, raw_arguments: &str) -> Result<ValidatedArgs, ToolError> {
+    /// Validates the arguments of a call to `name` (compiling and caching the validator on first
+    /// use). Unknown tools and invalid arguments come back as model-facing errors.
+    pub fn validate(&self, name: &str, arguments: impl Into<Arguments>) -> Result<ValidatedArgs, ToolError> {
+        self.prepare(name, arguments.into()).map(|(_, args)| args)
+    }
+
+    /// Looks `name` up once and validates the arguments against its schema: the tool to run and
+    /// what to run it with.
+    pub(crate) fn prepare(
+        &self,
+        name: &str,
+        arguments: Arguments,
+    ) -> Result<(&Arc<dyn Tool>, ValidatedArgs), ToolError> {
         let entry = self.entry(name)?;
         let validator = entry
             .validator
             .get_or_init(|| ArgumentValidator::new(&entry.name, &entry.tool.spec().input_schema));
-        match validator {
-            Ok(validator) => validator.validate(raw_arguments, self.validation),
-            Err(message) => Err(ToolError::execution(format!(
-                "the tool `{name}` cannot be called because its argument schema is broken; this is not caused by the arguments"
-            ))
-            .with_source(std::io::Error::other(message.clone()))),
-        }
+        let args = match validator {
+            Ok(validator) => validator.validate(arguments, self.validation)?,
+            Err(message) => {
+                return Err(ToolError::execution(format!(
+                    "the tool `{name}` cannot be called because its argument schema is broken; this is not caused by the arguments"
+                ))
+                .with_source(std::io::Error::other(message.clone())));
+            }
+        };
+        Ok((&entry.tool, args))
     }
 
     /// Validates and runs one call without a dispatcher: no hooks, timeouts, truncation or events
@@ -336,13 +350,13 @@ impl Registry {
     pub async fn call(
         &self,
         name: &str,
-        raw_arguments: &str,
+        arguments: impl Into<Arguments>,
         ctx: ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args = self.validate(name, raw_arguments)?;
-        let tool = self.entry(name)?.tool.clone();
+        let (tool, args) = self.prepare(name, arguments.into())?;
         // The tool's own limits reach it as they would through a dispatcher.
-        let ctx = ctx.with_truncation(ctx.truncation().with_policy(&tool.spec().truncation));
+        let limits = ctx.truncation().with_policy(&tool.spec().truncation);
+        let ctx = if limits == ctx.truncation() { ctx } else { ctx.with_truncation(limits) };
         tool.call(ctx, args.value).await
     }
 

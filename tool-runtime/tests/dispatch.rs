@@ -56,7 +56,7 @@ fn registry(tools: Vec<FnTool>) -> Arc<Registry> {
 }
 
 fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
-    ToolCall { id: id.to_owned(), name: name.to_owned(), arguments: arguments.to_owned() }
+    ToolCall::new(id, name, arguments)
 }
 
 fn text(result: &ToolResult) -> String {

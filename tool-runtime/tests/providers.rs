@@ -12,8 +12,8 @@ use tool_runtime::providers::{
 };
 use tool_runtime::schema::{args_schema, empty_args_schema, generator, root_schema_with};
 use tool_runtime::{
-    Content, FnTool, IntoToolOutput, Json, Registry, ToolAnnotations, ToolCall, ToolOutput, ToolResult,
-    ToolSpec,
+    Arguments, Content, FnTool, IntoToolOutput, Json, Registry, ToolAnnotations, ToolCall, ToolOutput,
+    ToolResult, ToolSpec,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1667,7 +1667,13 @@ fn strict_mode_nulls_validate_against_the_canonical_schema() {
 // ---------------------------------------------------------------------------------------------
 
 fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
-    ToolCall { id: id.to_owned(), name: name.to_owned(), arguments: arguments.to_owned() }
+    ToolCall::new(id, name, arguments)
+}
+
+/// A call whose arguments arrived as a JSON object (Anthropic, Gemini, MCP): kept as the parsed
+/// value, never written out as text.
+fn object_call(id: &str, name: &str, arguments: Value) -> ToolCall {
+    ToolCall { id: id.to_owned(), name: name.to_owned(), arguments: Arguments::Json(arguments) }
 }
 
 #[test]
@@ -1793,7 +1799,7 @@ fn openai_responses_calls_come_from_function_call_items() {
 }
 
 #[test]
-fn anthropic_calls_serialize_the_input_object() {
+fn anthropic_calls_keep_the_input_object_as_parsed() {
     let message = json!({
         "id": "msg_01",
         "type": "message",
@@ -1808,8 +1814,8 @@ fn anthropic_calls_serialize_the_input_object() {
         "stop_reason": "tool_use"
     });
     let expected = vec![
-        call("toolu_01", "search", r#"{"pattern":"TODO","limit":5}"#),
-        call("toolu_02", "list_todos", "{}"),
+        object_call("toolu_01", "search", json!({ "pattern": "TODO", "limit": 5 })),
+        object_call("toolu_02", "list_todos", json!({})),
     ];
     assert_eq!(anthropic::parse_tool_calls(&message).unwrap(), expected);
     assert_eq!(anthropic::parse_tool_calls(&message["content"]).unwrap(), expected);
@@ -1850,9 +1856,9 @@ fn gemini_calls_get_stable_ids_when_the_model_sends_none() {
     assert_eq!(
         calls,
         vec![
-            call("gemini-call-0-069e1cdb", "search", r#"{"pattern":"TODO"}"#),
-            call("gemini-call-1-3ee08589", "list_todos", "{}"),
-            call("fc-7", "count_lines", r#"{"path":"src"}"#),
+            object_call("gemini-call-0-069e1cdb", "search", json!({ "pattern": "TODO" })),
+            object_call("gemini-call-1-3ee08589", "list_todos", json!({})),
+            object_call("fc-7", "count_lines", json!({ "path": "src" })),
         ]
     );
     // The same message always gives the same ids; the content alone works too.
@@ -1877,18 +1883,24 @@ fn mcp_calls_come_from_tools_call_requests() {
         "jsonrpc": "2.0", "id": 42, "method": "tools/call",
         "params": { "name": "search", "arguments": { "pattern": "TODO" } }
     });
-    assert_eq!(mcp::parse_tool_calls(&request).unwrap(), vec![call("42", "search", r#"{"pattern":"TODO"}"#)]);
+    assert_eq!(
+        mcp::parse_tool_calls(&request).unwrap(),
+        vec![object_call("42", "search", json!({ "pattern": "TODO" }))]
+    );
     let batch = json!([
         request,
         { "jsonrpc": "2.0", "id": "b", "method": "tools/call", "params": { "name": "list_todos" } }
     ]);
     assert_eq!(
         mcp::parse_tool_calls(&batch).unwrap(),
-        vec![call("42", "search", r#"{"pattern":"TODO"}"#), call("b", "list_todos", "{}")]
+        vec![
+            object_call("42", "search", json!({ "pattern": "TODO" })),
+            object_call("b", "list_todos", json!({}))
+        ]
     );
     assert_eq!(
         mcp::parse_tool_calls(&json!({ "name": "list_todos", "arguments": {} })).unwrap(),
-        vec![call("mcp-call-0", "list_todos", "{}")]
+        vec![object_call("mcp-call-0", "list_todos", json!({}))]
     );
     let error = parse_error(Provider::Mcp, json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }));
     assert_eq!(error.message, "expected a `tools/call` request, found method `tools/list`");
@@ -1905,10 +1917,53 @@ fn parsed_arguments_reach_validation_as_the_model_wrote_them() {
         { "type": "tool_use", "id": "toolu_1", "name": "search", "input": { "pattern": "", "limit": 900 } }
     ]}))
     .unwrap();
-    let error = portable().validate(&calls[0].name, &calls[0].arguments).unwrap_err();
+    let error = portable().validate(&calls[0].name, calls[0].arguments.clone()).unwrap_err();
     let message = error.to_string();
     assert!(message.contains("/limit: must be at most 500, received 900"), "{message}");
     assert!(message.contains("/pattern: must be at least 1 character long"), "{message}");
+}
+
+#[test]
+fn an_object_and_the_same_text_validate_alike_for_every_provider() {
+    // The same arguments as each provider delivers them: text from OpenAI, an object from the
+    // others. Valid, coerced and invalid calls give the same outcome and the same words.
+    let cases = [
+        json!({ "pattern": "TODO", "limit": 5 }),
+        json!({ "pattern": "TODO", "limit": "5", "glob": null }),
+        json!({ "pattern": "", "limit": 900, "extra": true }),
+        json!(["not", "an", "object"]),
+    ];
+    let registry = portable();
+    for arguments in cases {
+        let object = registry.validate("search", Arguments::Json(arguments.clone()));
+        let text = registry.validate("search", arguments.to_string());
+        match (object, text) {
+            (Ok(object), Ok(text)) => assert_eq!(object, text, "{arguments}"),
+            (Err(object), Err(text)) => assert_eq!(object.to_string(), text.to_string(), "{arguments}"),
+            (object, text) => panic!("{arguments}: {object:?} vs {text:?}"),
+        }
+    }
+    // Through each provider's parser.
+    let input = json!({ "pattern": "TODO", "limit": "5" });
+    let anthropic = anthropic::parse_tool_calls(&json!({ "role": "assistant", "content": [
+        { "type": "tool_use", "id": "t", "name": "search", "input": input }
+    ]}))
+    .unwrap();
+    let gemini = gemini::parse_tool_calls(&json!({ "role": "model", "parts": [
+        { "functionCall": { "name": "search", "args": input } }
+    ]}))
+    .unwrap();
+    let mcp = mcp::parse_tool_calls(&json!({ "name": "search", "arguments": input })).unwrap();
+    let openai = openai_chat::parse_tool_calls(&json!({ "role": "assistant", "tool_calls": [
+        { "id": "c", "type": "function", "function": { "name": "search", "arguments": input.to_string() } }
+    ]}))
+    .unwrap();
+    let expected = registry.validate("search", openai[0].arguments.clone()).unwrap();
+    assert_eq!(expected.value["limit"], json!(5));
+    for calls in [anthropic, gemini, mcp] {
+        assert_eq!(calls[0].arguments, Arguments::Json(input.clone()));
+        assert_eq!(registry.validate("search", calls[0].arguments.clone()).unwrap(), expected);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -171,7 +171,7 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
     }
     let dispatcher = dispatcher(registry, &args.workspace)?.build();
     let options = CallOptions { timeout: args.timeout_ms.map(Duration::from_millis) };
-    let call = ToolCall { id: CALL_ID.to_owned(), name: args.name, arguments };
+    let call = ToolCall::new(CALL_ID, args.name, arguments);
     let cancel = cancel_on_termination()?;
     let result = dispatcher.run_with(call, options, cancel).await;
     let output = &result.output;

@@ -1,21 +1,22 @@
 //! The dispatcher: runs one call or a model turn's batch under the parallel policy, with hooks,
 //! timeouts, cancellation, panic isolation and events.
 
+mod gate;
 mod messages;
-mod pipeline;
+mod record;
 mod repeat;
+mod run;
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
-use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, OwnedSemaphorePermit, RwLock, Semaphore};
+use tokio::sync::{RwLock, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::call::{ToolCall, ToolResult};
-use crate::context::{Dependencies, SessionState};
+use crate::call::{Arguments, ToolCall, ToolResult};
+use crate::context::{ContextSink, Dependencies, SessionState, Shared};
 use crate::error::ToolError;
 use crate::events::EventSink;
 use crate::hooks::{AfterHook, BeforeHook};
@@ -24,7 +25,7 @@ use crate::permission::{DefaultPermissions, PermissionHook};
 use crate::registry::Registry;
 use crate::truncate::TruncationLimits;
 
-use pipeline::{Outcome, Pending, until_cancelled};
+use record::{Outcome, Pending};
 
 /// What the repeat guard does when the same call comes `threshold` times in a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -250,8 +251,12 @@ impl DispatcherBuilder {
         Dispatcher {
             inner: Arc::new(Inner {
                 registry: self.registry,
-                deps: Arc::new(self.deps),
-                permissions: self.permissions,
+                shared: Arc::new(Shared {
+                    session_id: self.session_id,
+                    deps: Arc::new(self.deps),
+                    session: self.session,
+                    permissions: self.permissions,
+                }),
                 before: self.before,
                 after: self.after,
                 default_timeout: self.default_timeout,
@@ -262,8 +267,6 @@ impl DispatcherBuilder {
                 last_call: Mutex::new(None),
                 truncation: self.truncation,
                 store: self.store,
-                session_id: self.session_id,
-                session: self.session,
                 events: self.events,
                 skip: self.skip,
             }),
@@ -273,8 +276,8 @@ impl DispatcherBuilder {
 
 pub(crate) struct Inner {
     registry: Arc<Registry>,
-    deps: Arc<Dependencies>,
-    permissions: Arc<dyn PermissionHook>,
+    /// What every call's context shares: session id and state, dependencies, permission hook.
+    shared: Arc<Shared>,
     before: Vec<Arc<dyn BeforeHook>>,
     after: Vec<Arc<dyn AfterHook>>,
     default_timeout: Option<Duration>,
@@ -282,29 +285,11 @@ pub(crate) struct Inner {
     gate: Arc<RwLock<()>>,
     cap: Option<Arc<Semaphore>>,
     repeat: RepeatGuard,
-    last_call: Mutex<Option<LastCall>>,
+    last_call: Mutex<Option<repeat::LastCall>>,
     truncation: TruncationLimits,
     store: Option<Arc<OutputStore>>,
-    session_id: String,
-    session: SessionState,
     events: Option<Arc<dyn EventSink>>,
     skip: Option<Arc<SkipCheck>>,
-}
-
-struct LastCall {
-    fingerprint: u64,
-    count: u32,
-}
-
-/// The guards a running call holds; dropped after its finished event.
-pub(crate) struct Slot {
-    _gate: Gate,
-    _permit: Option<OwnedSemaphorePermit>,
-}
-
-enum Gate {
-    Shared(#[allow(dead_code)] OwnedRwLockReadGuard<()>),
-    Exclusive(#[allow(dead_code)] OwnedRwLockWriteGuard<()>),
 }
 
 /// Runs tool calls: lookup, validation, the parallel/exclusive gate, hooks, timeouts,
@@ -328,7 +313,7 @@ impl fmt::Debug for Dispatcher {
             .field("registry", &self.inner.registry)
             .field("default_timeout", &self.inner.default_timeout)
             .field("repeat", &self.inner.repeat)
-            .field("session_id", &self.inner.session_id)
+            .field("session_id", &self.inner.shared.session_id)
             .finish_non_exhaustive()
     }
 }
@@ -377,23 +362,34 @@ impl Dispatcher {
 
     /// The dependencies tools receive.
     pub fn dependencies(&self) -> &Dependencies {
-        &self.inner.deps
+        &self.inner.shared.deps
     }
 
     /// The session state shared by every call.
     pub fn session(&self) -> &SessionState {
-        &self.inner.session
+        &self.inner.shared.session
     }
 
     /// The session id.
     pub fn session_id(&self) -> &str {
-        &self.inner.session_id
+        &self.inner.shared.session_id
     }
 
     /// Runs one call. Every failure, including a `Fatal` error, comes back as an error result;
     /// use [`Dispatcher::try_run`] to receive a `Fatal` error as `Err`.
     pub async fn run(&self, call: ToolCall, cancel: CancellationToken) -> ToolResult {
-        self.run_inline(call, CallOptions::default(), cancel).await.result
+        self.run_inline(call, CallOptions::default(), None, cancel).await.result
+    }
+
+    /// Runs one call whose progress and metadata also go to `sink`.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) async fn run_with_sink(
+        &self,
+        call: ToolCall,
+        sink: Option<Arc<dyn ContextSink>>,
+        cancel: CancellationToken,
+    ) -> ToolResult {
+        self.run_inline(call, CallOptions::default(), sink, cancel).await.result
     }
 
     /// Runs one call with options (such as a per-call timeout).
@@ -403,7 +399,7 @@ impl Dispatcher {
         options: CallOptions,
         cancel: CancellationToken,
     ) -> ToolResult {
-        self.run_inline(call, options, cancel).await.result
+        self.run_inline(call, options, None, cancel).await.result
     }
 
     /// Runs one call; a `Fatal` error escapes as `Err`, every other failure is an error result.
@@ -413,16 +409,40 @@ impl Dispatcher {
         options: CallOptions,
         cancel: CancellationToken,
     ) -> Result<ToolResult, ToolError> {
-        let outcome = self.run_inline(call, options, cancel).await;
+        let outcome = self.run_inline(call, options, None, cancel).await;
         match outcome.fatal {
             Some(error) => Err(error),
             None => Ok(outcome.result),
         }
     }
 
-    async fn run_inline(&self, call: ToolCall, options: CallOptions, cancel: CancellationToken) -> Outcome {
-        let pending = self.inner.queue(0, call, options);
-        let ready = match self.inner.prepare(pending) {
+    /// Runs one call in the caller's task: the tool's panics are caught where it is polled, so
+    /// it needs no task of its own.
+    /// If the caller drops the future, the call's token is cancelled (so work the tool started
+    /// learns it at once) and its finished event still goes out, as for a call in a task.
+    async fn run_inline(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+        sink: Option<Arc<dyn ContextSink>>,
+        cancel: CancellationToken,
+    ) -> Outcome {
+        let cancel = cancel.child_token();
+        let _cancel_on_drop = cancel.clone().drop_guard();
+        let (pending, arguments) = self.inner.queue(0, call, options, sink);
+        let mut dropped = FinishOnDrop { inner: &self.inner, pending: Some(pending.clone()) };
+        let outcome = self.run_queued(pending, arguments, cancel).await;
+        dropped.pending = None;
+        outcome
+    }
+
+    async fn run_queued(
+        &self,
+        pending: Arc<Pending>,
+        arguments: Arguments,
+        cancel: CancellationToken,
+    ) -> Outcome {
+        let ready = match self.inner.prepare(pending, arguments) {
             Ok(ready) => ready,
             Err(outcome) => return *outcome,
         };
@@ -433,7 +453,7 @@ impl Dispatcher {
             drop(slot);
             return self.inner.skipped(&ready.pending);
         }
-        pipeline::execute(self.inner.clone(), ready, slot, cancel, None).await
+        run::execute(self.inner.clone(), ready, slot, cancel, None).await
     }
 
     /// Runs the calls of one model turn and returns exactly one result per call, in the order of
@@ -453,15 +473,30 @@ impl Dispatcher {
         cancel: CancellationToken,
     ) -> Result<Vec<ToolResult>, ToolError> {
         let inner = &self.inner;
+        let mut calls = calls.into_iter().peekable();
+        let first = calls.next();
+        // A lone call runs in this task, as `run` does: a task of its own would buy nothing.
+        if calls.peek().is_none() {
+            let Some((call, options)) = first else { return Ok(Vec::new()) };
+            let outcome = self.run_inline(call, options, None, cancel).await;
+            return match outcome.fatal {
+                Some(error) => Err(error),
+                None => Ok(vec![outcome.result]),
+            };
+        }
         // Cancelled by the caller's token, by a fatal error, or when this future is dropped.
         let batch = cancel.child_token();
         let _cancel_on_drop = batch.clone().drop_guard();
 
-        let pending: Vec<Arc<Pending>> =
-            calls.into_iter().enumerate().map(|(i, (call, options))| inner.queue(i, call, options)).collect();
+        let pending: Vec<(Arc<Pending>, Arguments)> = first
+            .into_iter()
+            .chain(calls)
+            .enumerate()
+            .map(|(i, (call, options))| inner.queue(i, call, options, None))
+            .collect();
         let mut slots = Vec::with_capacity(pending.len());
         let mut stop = None;
-        for pending in pending {
+        for (pending, arguments) in pending {
             if stop.is_none() && batch.is_cancelled() {
                 stop = Some(Stop::Cancelled);
             }
@@ -476,7 +511,7 @@ impl Dispatcher {
                 }
                 None => {}
             }
-            let ready = match inner.prepare(pending) {
+            let ready = match inner.prepare(pending, arguments) {
                 Ok(ready) => ready,
                 Err(outcome) => {
                     slots.push(Slotted::Done(outcome));
@@ -502,7 +537,7 @@ impl Dispatcher {
                 continue;
             }
             let pending = ready.pending.clone();
-            let task = pipeline::execute(inner.clone(), ready, slot, batch.clone(), Some(batch.clone()));
+            let task = run::execute(inner.clone(), ready, slot, batch.clone(), Some(batch.clone()));
             slots.push(Slotted::Running(tokio::spawn(task), pending));
         }
 
@@ -528,48 +563,22 @@ impl Dispatcher {
     }
 }
 
-impl Inner {
-    /// Takes the call's guard (shared for parallel tools, exclusive otherwise) and a concurrency
-    /// permit, or `None` if `cancel` fires first.
-    async fn acquire(&self, parallel: bool, cancel: &CancellationToken) -> Option<Slot> {
-        let gate = if parallel {
-            Gate::Shared(until_cancelled!(cancel, self.gate.clone().read_owned())?)
-        } else {
-            Gate::Exclusive(until_cancelled!(cancel, self.gate.clone().write_owned())?)
-        };
-        let permit = match &self.cap {
-            None => None,
-            Some(cap) => until_cancelled!(cancel, cap.clone().acquire_owned())?.ok(),
-        };
-        Some(Slot { _gate: gate, _permit: permit })
-    }
+/// Ends a call whose future was dropped with a cancelled result and its finished event.
+struct FinishOnDrop<'a> {
+    inner: &'a Inner,
+    pending: Option<Arc<Pending>>,
+}
 
+impl Drop for FinishOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            self.inner.dropped(&pending);
+        }
+    }
+}
+
+impl Inner {
     fn should_skip(&self) -> bool {
         self.skip.as_ref().is_some_and(|check| check())
-    }
-
-    /// Counts identical calls in a row (in the order the dispatcher sees them); returns the
-    /// count including this call, or 0 when the guard is off. Calls are compared by a fingerprint
-    /// of the tool name and the validated arguments (key order and whitespace do not matter).
-    fn count_repeat(&self, tool: &str, arguments: Option<&Value>) -> u32 {
-        if self.repeat.threshold == 0 {
-            return 0;
-        }
-        let fingerprint = arguments.map(|arguments| repeat::fingerprint(tool, arguments));
-        let mut last = self.last_call.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let Some(fingerprint) = fingerprint else {
-            *last = None;
-            return 0;
-        };
-        match last.as_mut() {
-            Some(prev) if prev.fingerprint == fingerprint => {
-                prev.count = prev.count.saturating_add(1);
-                prev.count
-            }
-            _ => {
-                *last = Some(LastCall { fingerprint, count: 1 });
-                1
-            }
-        }
     }
 }

@@ -3,6 +3,41 @@
 
 use serde_json::Value;
 
+use super::Inner;
+
+/// The last call the dispatcher saw, and how many times in a row it came.
+pub(super) struct LastCall {
+    fingerprint: u64,
+    count: u32,
+}
+
+impl Inner {
+    /// Counts identical calls in a row (in the order the dispatcher sees them); returns the
+    /// count including this call, or 0 when the guard is off. Calls are compared by a fingerprint
+    /// of the tool name and the validated arguments (key order and whitespace do not matter).
+    pub(super) fn count_repeat(&self, tool: &str, arguments: Option<&Value>) -> u32 {
+        if self.repeat.threshold == 0 {
+            return 0;
+        }
+        let fingerprint = arguments.map(|arguments| fingerprint(tool, arguments));
+        let mut last = self.last_call.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(fingerprint) = fingerprint else {
+            *last = None;
+            return 0;
+        };
+        match last.as_mut() {
+            Some(prev) if prev.fingerprint == fingerprint => {
+                prev.count = prev.count.saturating_add(1);
+                prev.count
+            }
+            _ => {
+                *last = Some(LastCall { fingerprint, count: 1 });
+                1
+            }
+        }
+    }
+}
+
 const K: u64 = 0x517c_c1b7_2722_0a95;
 
 /// A 64-bit word mixer: each step is a bijection of the state for a given input word.

@@ -10,23 +10,27 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    CustomRequest, CustomResult, ErrorCode, ErrorData, GetPromptRequestParams, GetPromptResponse,
-    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ResultType, ServerCapabilities,
-    ServerConfig, Tool,
+    ContentBlock, CustomRequest, CustomResult, ErrorCode, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ResultType,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, ServerInitializeError};
 use rmcp::{RoleServer, ServerHandler};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
-use crate::call::ToolCall;
+use serde_json::Value;
+
+use crate::call::{Arguments, ToolCall};
+use crate::context::ContextSink;
 use crate::dispatch::{Dispatcher, DispatcherBuilder, RepeatGuard};
 use crate::events::EventSink;
+use crate::output::{Content, ToolOutput};
 use crate::providers::{self, DefinitionOptions, LoweringError};
 
 use lines::LineTransport;
-use progress::{EventRouter, ProgressForwarder, ProgressRoutes};
+use progress::ProgressForwarder;
 
 /// The `rmcp` crate this module is built on, for transports and model types without a direct
 /// dependency (and without a version skew).
@@ -103,12 +107,13 @@ impl McpServerBuilder {
     /// Builds the server. Fails when a tool cannot be described to MCP (its input or output
     /// schema is not an object schema).
     pub fn build(self) -> Result<McpServer, LoweringError> {
-        let routes = Arc::new(ProgressRoutes::default());
-        let router = EventRouter { routes: routes.clone(), tee: self.events };
         // Repeated identical calls are normal for a server's clients (polling, load tests): the
         // repeat guard is an agent loop's policy, kept only when the application set it.
-        let dispatcher =
-            self.dispatcher.repeat_guard_unless_set(RepeatGuard::DISABLED).events(router).build();
+        let mut dispatcher = self.dispatcher.repeat_guard_unless_set(RepeatGuard::DISABLED);
+        if let Some(events) = self.events {
+            dispatcher = dispatcher.events_arc(events);
+        }
+        let dispatcher = dispatcher.build();
         let tools = tool_list(&dispatcher)?;
         let mut implementation = Implementation::new(self.name, self.version);
         if let Some(title) = self.title {
@@ -124,7 +129,6 @@ impl McpServerBuilder {
                 dispatcher,
                 tools,
                 config,
-                routes,
                 next_call: AtomicU64::new(1),
                 max_message_bytes: self.max_message_bytes,
             }),
@@ -211,7 +215,6 @@ struct ServerInner {
     dispatcher: Dispatcher,
     tools: Vec<Tool>,
     config: ServerConfig,
-    routes: Arc<ProgressRoutes>,
     next_call: AtomicU64,
     max_message_bytes: usize,
 }
@@ -343,18 +346,19 @@ impl McpServer {
                 None,
             ));
         }
-        let arguments = match &request.arguments {
-            Some(arguments) => serde_json::to_string(arguments)
-                .map_err(|e| ErrorData::invalid_params(format!("the arguments cannot be read: {e}"), None))?,
-            None => "{}".to_owned(),
+        // The arguments object goes to validation as it is: never written out and parsed again.
+        let arguments = match request.arguments {
+            Some(arguments) => Arguments::Json(Value::Object(arguments)),
+            None => Arguments::default(),
         };
         let call_id = format!("mcp-{}", inner.next_call.fetch_add(1, Ordering::Relaxed));
         let progress = context
             .meta
             .get_progress_token()
-            .map(|token| ProgressForwarder::start(&inner.routes, &call_id, token, context.peer.clone()));
+            .map(|token| ProgressForwarder::new(token, context.peer.clone()));
         let call = ToolCall { id: call_id, name: request.name.into_owned(), arguments };
-        let result = inner.dispatcher.run(call, context.ct.clone()).await;
+        let sink = progress.clone().map(|progress| progress as Arc<dyn ContextSink>);
+        let result = inner.dispatcher.run_with_sink(call, sink, context.ct.clone()).await;
         if let Some(progress) = progress {
             // Once the client stops sending, rmcp still delivers responses but no notifications:
             // stop waiting for them then.
@@ -364,14 +368,29 @@ impl McpServer {
                 () = context.ct.cancelled() => {}
             }
         }
-        let rendered = providers::mcp::render_output(&result.output);
-        let mut result: CallToolResult = serde_json::from_value(rendered)
-            .map_err(|e| ErrorData::internal_error(format!("the tool's result cannot be sent: {e}"), None))?;
-        // Deserializing leaves `resultType` out, and rmcp only removes it for older revisions
-        // (it never adds it): 2026-07-28 requires it on every result.
-        result.result_type = Some(ResultType::COMPLETE);
-        Ok(result)
+        Ok(call_tool_result(result.output))
     }
+}
+
+/// The MCP result of one output, built directly: text and images in order, structured output
+/// (an object) in `structuredContent` next to its text mirror, and `resultType` set (2026-07-28
+/// requires it; rmcp removes it for older revisions).
+fn call_tool_result(output: ToolOutput) -> CallToolResult {
+    let content = output
+        .content
+        .into_iter()
+        .map(|item| match item {
+            Content::Text { text } => ContentBlock::text(text),
+            Content::Image { mime_type, data } => ContentBlock::image(data, mime_type),
+        })
+        .collect();
+    let mut result =
+        if output.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    if let Some(structured @ Value::Object(_)) = output.structured {
+        result.structured_content = Some(structured);
+    }
+    result.result_type = Some(ResultType::COMPLETE);
+    result
 }
 
 /// `-32601` for a method this server does not serve. rmcp's default handlers answer

@@ -1,74 +1,44 @@
 //! Progress of running calls, forwarded to the client as `notifications/progress`.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
+use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
-use crate::context::Progress;
-use crate::events::{EventSink, ToolEvent};
+use crate::context::{ContextSink, Progress};
 
-/// The progress channel of each running call whose request asked for progress, by call id.
-#[derive(Default)]
-pub(super) struct ProgressRoutes {
-    routes: Mutex<HashMap<String, mpsc::UnboundedSender<Progress>>>,
-}
-
-impl ProgressRoutes {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<Progress>>> {
-        self.routes.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-/// The dispatcher's event sink: routes progress events to their call's forwarder, and passes
-/// every event on to the application's sink.
-pub(super) struct EventRouter {
-    pub(super) routes: Arc<ProgressRoutes>,
-    pub(super) tee: Option<Arc<dyn EventSink>>,
-}
-
-impl EventSink for EventRouter {
-    fn emit(&self, event: ToolEvent) {
-        if let ToolEvent::Progress { call_id, update, .. } = &event
-            && let Some(route) = self.routes.lock().get(call_id.as_str())
-        {
-            let _ = route.send(update.clone());
-        }
-        if let Some(tee) = &self.tee {
-            tee.emit(event);
-        }
-    }
-}
-
-/// Sends one call's progress updates to the client, in order, as `notifications/progress`.
+/// One call's progress, sent to the client in order as `notifications/progress`. It is the
+/// call's context sink, and starts its sending task only when the tool first reports progress:
+/// a call that reports none costs nothing more than the request's token.
 pub(super) struct ProgressForwarder {
-    route: RouteGuard,
-    task: tokio::task::JoinHandle<()>,
+    token: ProgressToken,
+    peer: Peer<RoleServer>,
+    state: Mutex<State>,
 }
 
-/// Removes a call's route when the call ends, even if its future is dropped.
-struct RouteGuard {
-    routes: Arc<ProgressRoutes>,
-    call_id: String,
-}
-
-impl Drop for RouteGuard {
-    fn drop(&mut self) {
-        self.routes.lock().remove(&self.call_id);
-    }
+enum State {
+    /// No progress reported yet.
+    Idle,
+    Sending(mpsc::UnboundedSender<Progress>, JoinHandle<()>),
+    /// The call ended: later updates (from work the tool left behind) are dropped.
+    Closed,
 }
 
 impl ProgressForwarder {
-    pub(super) fn start(
-        routes: &Arc<ProgressRoutes>,
-        call_id: &str,
-        token: ProgressToken,
-        peer: Peer<RoleServer>,
-    ) -> Self {
+    pub(super) fn new(token: ProgressToken, peer: Peer<RoleServer>) -> Arc<Self> {
+        Arc::new(ProgressForwarder { token, peer, state: Mutex::new(State::Idle) })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn start(&self) -> (mpsc::UnboundedSender<Progress>, JoinHandle<()>) {
         let (sender, mut receiver) = mpsc::unbounded_channel::<Progress>();
-        routes.lock().insert(call_id.to_owned(), sender);
+        let (token, peer) = (self.token.clone(), self.peer.clone());
         let task = tokio::spawn(async move {
             let mut figure = ProgressFigure::default();
             while let Some(update) = receiver.recv().await {
@@ -84,19 +54,38 @@ impl ProgressForwarder {
                 }
             }
         });
-        ProgressForwarder { route: RouteGuard { routes: routes.clone(), call_id: call_id.to_owned() }, task }
+        (sender, task)
     }
 
-    /// Closes the route and waits until every update sent so far has gone out, so that the
-    /// notifications precede the call's response. Dropping the future stops the forwarding.
-    pub(super) async fn finish(self) {
-        drop(self.route);
-        let mut task = AbortOnDrop(self.task);
-        let _ = (&mut task.0).await;
+    /// Closes the call's progress and waits until every update sent so far has gone out, so
+    /// that the notifications precede the call's response. Dropping the future stops the
+    /// sending.
+    pub(super) async fn finish(&self) {
+        let previous = std::mem::replace(&mut *self.state(), State::Closed);
+        if let State::Sending(sender, task) = previous {
+            drop(sender);
+            let mut task = AbortOnDrop(task);
+            let _ = (&mut task.0).await;
+        }
     }
 }
 
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+impl ContextSink for ProgressForwarder {
+    fn progress(&self, _call_id: &str, _tool: &str, update: Progress) {
+        let mut state = self.state();
+        if let State::Idle = *state {
+            let (sender, task) = self.start();
+            *state = State::Sending(sender, task);
+        }
+        if let State::Sending(sender, _) = &*state {
+            let _ = sender.send(update);
+        }
+    }
+
+    fn metadata(&self, _call_id: &str, _tool: &str, _title: Option<String>, _metadata: Value) {}
+}
+
+struct AbortOnDrop(JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

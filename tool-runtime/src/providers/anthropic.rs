@@ -4,8 +4,8 @@ use serde_json::{Map, Value, json};
 
 use super::lowering::{Target, check_root};
 use super::{
-    At, COMMON_IMAGE_TYPES, DefinitionOptions, LoweringError, ParseError, Piece, Provider, ToolCall,
-    ToolResult, arguments_text, json_kind, pieces,
+    Arguments, At, COMMON_IMAGE_TYPES, DefinitionOptions, LoweringError, ParseError, Piece, Provider,
+    ToolCall, ToolResult, json_kind, pieces,
 };
 use crate::output::Content;
 use crate::registry::Registry;
@@ -71,7 +71,11 @@ pub fn parse_tool_calls(message: &Value) -> Result<Vec<ToolCall>, ParseError> {
         let id = at.string(block, "id")?;
         let name = at.string(block, "name")?;
         let input = block.get("input").ok_or_else(|| at.error("`input` is missing"))?;
-        calls.push(ToolCall { id: id.to_owned(), name: name.to_owned(), arguments: arguments_text(input) });
+        calls.push(ToolCall {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            arguments: Arguments::Json(input.clone()),
+        });
     }
     Ok(calls)
 }

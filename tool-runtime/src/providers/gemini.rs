@@ -4,7 +4,7 @@ use serde_json::{Map, Value, json};
 
 use super::lowering::{Target, gemini as lower};
 use super::{
-    At, DefinitionOptions, LoweringError, ParseError, Piece, Provider, ToolCall, ToolResult, arguments_text,
+    Arguments, At, DefinitionOptions, LoweringError, ParseError, Piece, Provider, ToolCall, ToolResult,
     json_kind, pieces,
 };
 use crate::registry::Registry;
@@ -91,8 +91,8 @@ pub fn parse_tool_calls(message: &Value) -> Result<Vec<ToolCall>, ParseError> {
         let call = at.object(call)?;
         let name = at.string(call, "name")?;
         let arguments = match call.get("args") {
-            None | Some(Value::Null) => "{}".to_owned(),
-            Some(args) => arguments_text(args),
+            None | Some(Value::Null) => Arguments::default(),
+            Some(args) => Arguments::Json(args.clone()),
         };
         let id = match call.get("id") {
             Some(Value::String(id)) if !id.is_empty() => id.clone(),
@@ -106,13 +106,40 @@ pub fn parse_tool_calls(message: &Value) -> Result<Vec<ToolCall>, ParseError> {
 
 /// `gemini-call-<index>-<FNV-1a of name and arguments>`: the same message always yields the
 /// same ids, and the same position in different turns rarely does.
-fn synthetic_id(index: usize, name: &str, arguments: &str) -> String {
-    let mut hash: u32 = 0x811c_9dc5;
-    for byte in name.bytes().chain([0]).chain(arguments.bytes()) {
-        hash ^= u32::from(byte);
-        hash = hash.wrapping_mul(0x0100_0193);
+fn synthetic_id(index: usize, name: &str, arguments: &Arguments) -> String {
+    let mut hash = Fnv1a(0x811c_9dc5);
+    hash.add(name.as_bytes());
+    hash.add(&[0]);
+    match arguments {
+        Arguments::Text(text) => hash.add(text.as_bytes()),
+        // The compact JSON text of the arguments, hashed as it is written.
+        Arguments::Json(value) => {
+            let _ = serde_json::to_writer(&mut hash, value);
+        }
     }
-    format!("{SYNTHETIC_ID_PREFIX}{index}-{hash:08x}")
+    format!("{SYNTHETIC_ID_PREFIX}{index}-{:08x}", hash.0)
+}
+
+struct Fnv1a(u32);
+
+impl Fnv1a {
+    fn add(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 ^= u32::from(byte);
+            self.0 = self.0.wrapping_mul(0x0100_0193);
+        }
+    }
+}
+
+impl std::io::Write for Fnv1a {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.add(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The `functionResponse` part answering one call.

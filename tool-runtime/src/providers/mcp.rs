@@ -4,8 +4,7 @@ use serde_json::{Map, Value, json};
 
 use super::lowering::{Target, check_root};
 use super::{
-    At, DefinitionOptions, LoweringError, ParseError, Provider, ToolCall, ToolResult, arguments_text,
-    json_kind,
+    Arguments, At, DefinitionOptions, LoweringError, ParseError, Provider, ToolCall, ToolResult, json_kind,
 };
 use crate::output::{Content, ToolOutput};
 use crate::registry::Registry;
@@ -122,8 +121,8 @@ fn parse_request(at: At<'_>, request: &Value, index: usize) -> Result<ToolCall, 
     let params = at.object(params)?;
     let name = at.string(params, "name")?;
     let arguments = match params.get("arguments") {
-        None | Some(Value::Null) => "{}".to_owned(),
-        Some(arguments) => arguments_text(arguments),
+        None | Some(Value::Null) => Arguments::default(),
+        Some(arguments) => Arguments::Json(arguments.clone()),
     };
     Ok(ToolCall { id, name: name.to_owned(), arguments })
 }

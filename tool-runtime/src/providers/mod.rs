@@ -8,14 +8,15 @@
 //!   schema that cannot be lowered is a [`LoweringError`] naming the tool and the reason, never a
 //!   silently different schema.
 //! - `parse_tool_calls(message)`: the tool calls of one assistant message as [`ToolCall`]s, with
-//!   the arguments kept as the model's raw JSON text so that validation reports the model's own
-//!   mistakes. A malformed message is a [`ParseError`] saying where and what.
+//!   the arguments kept in the form the provider sent them ([`Arguments`]: OpenAI's JSON text,
+//!   so that validation reports the model's own mistakes; the object Anthropic, Gemini and MCP
+//!   send, never written out and parsed again). A malformed message is a [`ParseError`] saying where and what.
 //! - `render_results(results)`: the messages (or input items) to append to the conversation,
 //!   in order, carrying every result in the provider's own form.
 //!
 //! ```
 //! use serde_json::json;
-//! use tool_runtime::providers::{DefinitionOptions, Provider};
+//! use tool_runtime::providers::{Arguments, DefinitionOptions, Provider};
 //! use tool_runtime::{Registry, ToolOutput, ToolResult};
 //!
 //! let provider: Provider = "anthropic".parse().unwrap();
@@ -26,7 +27,7 @@
 //!     {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 1}}
 //! ]});
 //! let calls = provider.parse_tool_calls(&message).unwrap();
-//! assert_eq!(calls[0].arguments, r#"{"a":1}"#);
+//! assert_eq!(calls[0].arguments, Arguments::Json(json!({"a": 1})));
 //!
 //! let results = [ToolResult { call_id: calls[0].id.clone(), tool: "add".into(), output: ToolOutput::text("2") }];
 //! assert_eq!(provider.render_results(&results), vec![json!({"role": "user", "content": [
@@ -39,7 +40,7 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
-pub use crate::call::{ToolCall, ToolResult};
+pub use crate::call::{Arguments, ToolCall, ToolResult};
 use crate::output::{Content, ToolOutput};
 use crate::registry::Registry;
 use crate::spec::ToolSpec;
@@ -342,12 +343,6 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// Arguments given as a JSON value (Anthropic `input`, Gemini `args`, MCP `arguments`) as the raw
-/// text the validator reads.
-pub(crate) fn arguments_text(value: &Value) -> String {
-    value.to_string()
 }
 
 /// The text a provider without image support in tool results shows in place of an image.

@@ -4,8 +4,8 @@ use serde_json::{Map, Value, json};
 
 use super::lowering::openai_parameters;
 use super::{
-    At, DefinitionOptions, LoweringError, ParseError, Provider, ToolCall, ToolResult, flagged_text,
-    json_kind, text_with_placeholders,
+    Arguments, At, DefinitionOptions, LoweringError, ParseError, Provider, ToolCall, ToolResult,
+    flagged_text, json_kind, text_with_placeholders,
 };
 use crate::registry::Registry;
 use crate::spec::ToolSpec;
@@ -80,8 +80,8 @@ pub fn parse_tool_calls(message: &Value) -> Result<Vec<ToolCall>, ParseError> {
         let function = at.object(function)?;
         let name = at.string(function, "name")?;
         let arguments = match function.get("arguments") {
-            Some(Value::String(text)) => text.clone(),
-            Some(value @ Value::Object(_)) => value.to_string(),
+            Some(Value::String(text)) => Arguments::Text(text.clone()),
+            Some(value @ Value::Object(_)) => Arguments::Json(value.clone()),
             None | Some(Value::Null) => return Err(at.error("`arguments` is missing")),
             Some(other) => {
                 return Err(

@@ -4,8 +4,8 @@ use serde_json::{Map, Value, json};
 
 use super::lowering::openai_parameters;
 use super::{
-    At, COMMON_IMAGE_TYPES, DefinitionOptions, LoweringError, ParseError, Piece, Provider, ToolCall,
-    ToolResult, flagged_text, json_kind, pieces, text_with_placeholders,
+    Arguments, At, COMMON_IMAGE_TYPES, DefinitionOptions, LoweringError, ParseError, Piece, Provider,
+    ToolCall, ToolResult, flagged_text, json_kind, pieces, text_with_placeholders,
 };
 use crate::output::Content;
 use crate::registry::Registry;
@@ -81,8 +81,8 @@ fn parse_item(at: At<'_>, item: &Map<String, Value>) -> Result<Option<ToolCall>,
     let id = at.string(item, "call_id")?;
     let name = at.string(item, "name")?;
     let arguments = match item.get("arguments") {
-        Some(Value::String(text)) => text.clone(),
-        Some(value @ Value::Object(_)) => value.to_string(),
+        Some(Value::String(text)) => Arguments::Text(text.clone()),
+        Some(value @ Value::Object(_)) => Arguments::Json(value.clone()),
         None | Some(Value::Null) => return Err(at.error("`arguments` is missing")),
         Some(other) => {
             return Err(at.error(format!("`arguments` must be a string of JSON, found {}", json_kind(other))));

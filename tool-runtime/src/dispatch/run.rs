@@ -1,0 +1,410 @@
+//! One call's stages, in order: lookup and validation (with the repeat count), then, holding its
+//! guard, the repeat guard, the permission and before-hooks, the tool itself (time limit,
+//! cancellation, panic isolation), the after-hooks and truncation. A stage that ends the call
+//! returns a [`Stop`]; [`Inner::run_call`] turns it into the call's one result.
+
+use std::mem;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::gate::Slot;
+use super::messages::{self, guarded};
+use super::record::{Outcome, Pending, error_output, status_of};
+use super::{Inner, RepeatAction};
+use crate::call::Arguments;
+use crate::context::ToolContext;
+use crate::error::ToolError;
+use crate::events::{CallStatus, ToolEvent};
+use crate::hooks::{BeforeDecision, HookCall};
+use crate::output::{Content, ToolOutput};
+use crate::spec::ToolSpec;
+use crate::tool::Tool;
+use crate::truncate;
+use crate::validate::Coercion;
+
+/// `None` when `cancel` fires before `future` completes. The future is polled first, so one that
+/// is ready at once never registers a waiter on the token; callers check the token themselves
+/// where a cancellation that came earlier must win. A macro rather than an `async fn`, so the
+/// future is not stored twice in the caller's state.
+macro_rules! until_cancelled {
+    ($cancel:expr, $future:expr) => {
+        tokio::select! {
+            biased;
+            value = $future => Some(value),
+            () = $cancel.cancelled() => None,
+        }
+    };
+}
+pub(crate) use until_cancelled;
+
+/// A call that was found and validated, waiting for its guard.
+pub(crate) struct Ready {
+    pub(crate) pending: Arc<Pending>,
+    tool: Arc<dyn Tool>,
+    arguments: Value,
+    coercions: Vec<Coercion>,
+    repeat_count: u32,
+}
+
+impl Ready {
+    pub(crate) fn parallel(&self) -> bool {
+        self.tool.spec().parallel
+    }
+}
+
+/// How a call ended early, before its output went through the after-hooks.
+enum Stop {
+    /// Stopped before its tool started: nothing ran.
+    NotStarted,
+    /// Ended by this error (denied, a hook's error, a fatal error, a cancelled call that
+    /// returned nothing); `Some` start time once the tool had started.
+    Failed(ToolError, Option<Instant>),
+    /// Cancelled while running, with the output the tool handed back.
+    Cancelled { output: ToolOutput, error: ToolError, started_at: Instant },
+}
+
+/// How the tool part of a call ended, before after-hooks.
+enum Ran {
+    Output(ToolOutput),
+    Error(ToolError),
+    /// Stopped by its time limit; the output is what the tool handed back.
+    TimedOut(ToolOutput, ToolError),
+}
+
+/// A call that went through every stage.
+struct Done {
+    output: ToolOutput,
+    error: Option<ToolError>,
+    started_at: Instant,
+}
+
+/// Runs a call that holds its guard, then releases the guard after the finished event. A
+/// `Fatal` result cancels `stop_batch`.
+pub(crate) async fn execute(
+    inner: Arc<Inner>,
+    ready: Ready,
+    slot: Slot,
+    cancel: CancellationToken,
+    stop_batch: Option<CancellationToken>,
+) -> Outcome {
+    let outcome = inner.run_call(ready, cancel).await;
+    if outcome.fatal.is_some()
+        && let Some(batch) = stop_batch
+    {
+        batch.cancel();
+    }
+    drop(slot);
+    outcome
+}
+
+impl Inner {
+    /// Stage 1, lookup and validation, with the call counted by the repeat guard; failures
+    /// end the call here.
+    pub(crate) fn prepare(&self, pending: Arc<Pending>, arguments: Arguments) -> Result<Ready, Box<Outcome>> {
+        match self.registry.prepare(&pending.tool, arguments) {
+            Ok((tool, args)) => {
+                let repeat_count = self.count_repeat(&pending.tool, Some(&args.value));
+                Ok(Ready {
+                    pending,
+                    tool: tool.clone(),
+                    arguments: args.value,
+                    coercions: args.coercions,
+                    repeat_count,
+                })
+            }
+            Err(error) => {
+                self.count_repeat(&pending.tool, None);
+                Err(Box::new(self.fail(&pending, error, None)))
+            }
+        }
+    }
+
+    /// The stages after the guard was taken, and the call's result.
+    pub(crate) async fn run_call(&self, ready: Ready, cancel: CancellationToken) -> Outcome {
+        let pending = ready.pending.clone();
+        match self.stages(ready, cancel).await {
+            Ok(Done { output, error, started_at }) => {
+                let status = match &error {
+                    _ if !output.is_error => CallStatus::Completed,
+                    Some(error) => status_of(error),
+                    None => CallStatus::Failed,
+                };
+                let error = error.filter(|_| output.is_error);
+                self.finish(&pending, status, output, error, Some(started_at))
+            }
+            Err(Stop::NotStarted) => self.cancelled_before_start(&pending),
+            Err(Stop::Failed(error, started_at)) => self.fail(&pending, error, started_at),
+            Err(Stop::Cancelled { output, error, started_at }) => {
+                self.finish(&pending, status_of(&error), output, Some(error), Some(started_at))
+            }
+        }
+    }
+
+    async fn stages(&self, ready: Ready, cancel: CancellationToken) -> Result<Done, Stop> {
+        let Ready { pending, tool, arguments, coercions, repeat_count } = ready;
+        let spec = tool.spec();
+        let timeout = pending.options.timeout.or(spec.timeout).or(self.default_timeout);
+        let ctx = self.context(&pending, spec, cancel, timeout);
+        // The call's token, watched below and cancelled when the call times out.
+        let cancel = ctx.cancellation_token().clone();
+
+        self.repeat_guard(&pending, repeat_count, &ctx, &cancel).await?;
+        let mut hook_call = self.before_hooks(&pending, arguments, &cancel).await?;
+        // After-hooks read the arguments too; otherwise the tool takes them.
+        let arguments = if self.after.is_empty() {
+            mem::take(&mut hook_call.arguments)
+        } else {
+            hook_call.arguments.clone()
+        };
+        let (ran, started_at) = self.run_tool(&pending, &tool, ctx, arguments, timeout, &cancel).await?;
+        let (mut output, error) = self.after_hooks(&pending, &hook_call, ran, started_at, &cancel).await?;
+        self.truncate(&mut output, spec);
+        if !coercions.is_empty()
+            && let Ok(value) = serde_json::to_value(&coercions)
+        {
+            output.metadata.insert("coercions".to_owned(), value);
+        }
+        Ok(Done { output, error, started_at })
+    }
+
+    /// The call's context: its own ids, token, deadline and limits, and the dispatcher's
+    /// shared parts. A call with a time limit gets its own token, so stopping it also tells any
+    /// work the tool left running; otherwise the batch's token is enough.
+    fn context(
+        &self,
+        pending: &Arc<Pending>,
+        spec: &ToolSpec,
+        cancel: CancellationToken,
+        timeout: Option<Duration>,
+    ) -> ToolContext {
+        let token = if timeout.is_some() { cancel.child_token() } else { cancel };
+        let deadline = timeout.and_then(|limit| Instant::now().checked_add(limit)).map(Instant::into_std);
+        let mut ctx = ToolContext::builder(pending.tool.as_str())
+            .call_id(pending.call_id.as_str())
+            .cancellation_token(token)
+            .deadline(deadline)
+            .time_limit(timeout)
+            .shared(self.shared.clone())
+            .truncation(self.truncation.with_policy(&spec.truncation));
+        if pending.sink.is_some() {
+            ctx = ctx.sink(pending.clone());
+        }
+        if let Some(sink) = &pending.call_sink {
+            ctx = ctx.sink(sink.clone());
+        }
+        ctx.build()
+    }
+
+    /// Stage 2: the repeat guard, once the same call came often enough in a row.
+    async fn repeat_guard(
+        &self,
+        pending: &Pending,
+        repeat_count: u32,
+        ctx: &ToolContext,
+        cancel: &CancellationToken,
+    ) -> Result<(), Stop> {
+        if self.repeat.threshold == 0 || repeat_count < self.repeat.threshold {
+            return Ok(());
+        }
+        let verdict = match self.repeat.action {
+            RepeatAction::Refuse => Err(messages::repeat_refused(&pending.tool, repeat_count)),
+            RepeatAction::Ask => {
+                if cancel.is_cancelled() {
+                    return Err(Stop::NotStarted);
+                }
+                let request = messages::repeat_request(&pending.tool, repeat_count);
+                let ask = guarded(|| Box::pin(ctx.ask(request)));
+                match until_cancelled!(cancel, ask) {
+                    None => return Err(Stop::NotStarted),
+                    Some(Ok(verdict)) => verdict,
+                    Some(Err(panic)) => {
+                        Err(messages::hook_crashed(&pending.tool, "the permission hook", panic))
+                    }
+                }
+            }
+        };
+        verdict.map_err(|error| Stop::Failed(error, None))
+    }
+
+    /// Stage 3: the before-hooks, in order; each sees the arguments the one before left. A
+    /// rewrite is validated as the model's arguments are, from the value itself.
+    async fn before_hooks(
+        &self,
+        pending: &Pending,
+        arguments: Value,
+        cancel: &CancellationToken,
+    ) -> Result<HookCall, Stop> {
+        let mut hook_call =
+            HookCall { call_id: String::new(), tool: String::new(), session_id: String::new(), arguments };
+        if self.before.is_empty() && self.after.is_empty() {
+            return Ok(hook_call);
+        }
+        hook_call.call_id = pending.call_id.clone();
+        hook_call.tool = pending.tool.clone();
+        hook_call.session_id = self.shared.session_id.clone();
+        for hook in &self.before {
+            if cancel.is_cancelled() {
+                return Err(Stop::NotStarted);
+            }
+            let decision = match until_cancelled!(cancel, guarded(|| hook.before(&hook_call))) {
+                None => return Err(Stop::NotStarted),
+                Some(Ok(Ok(decision))) => decision,
+                Some(Ok(Err(error))) => return Err(Stop::Failed(error, None)),
+                Some(Err(panic)) => {
+                    let error = messages::hook_crashed(&pending.tool, "a before-call hook", panic);
+                    return Err(Stop::Failed(error, None));
+                }
+            };
+            match decision {
+                BeforeDecision::Allow => {}
+                BeforeDecision::Deny { reason } => {
+                    return Err(Stop::Failed(messages::denied_by_hook(&pending.tool, &reason), None));
+                }
+                BeforeDecision::Rewrite(value) => match self.registry.validate(&pending.tool, value) {
+                    Ok(args) => hook_call.arguments = args.value,
+                    Err(error) => {
+                        let error = messages::rewritten_arguments_invalid(&pending.tool, &error);
+                        return Err(Stop::Failed(error, None));
+                    }
+                },
+            }
+        }
+        Ok(hook_call)
+    }
+
+    /// Stage 4: the tool, under its time limit and the call's token, with panics caught. A
+    /// stopped tool gets the cancel grace to hand back what it has so far.
+    async fn run_tool(
+        &self,
+        pending: &Pending,
+        tool: &Arc<dyn Tool>,
+        ctx: ToolContext,
+        arguments: Value,
+        timeout: Option<Duration>,
+        cancel: &CancellationToken,
+    ) -> Result<(Ran, Instant), Stop> {
+        if cancel.is_cancelled() {
+            return Err(Stop::NotStarted);
+        }
+        pending.emit(|call_id, tool, timestamp_ms| ToolEvent::Started { call_id, tool, timestamp_ms });
+        let started_at = Instant::now();
+        let _ = pending.started_at.set(started_at);
+        let run = guarded(|| tool.call(ctx, arguments));
+        tokio::pin!(run);
+        let limit_reached = async {
+            match timeout {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(limit_reached);
+        let first = tokio::select! {
+            biased;
+            value = &mut run => Ok(value),
+            () = cancel.cancelled() => Err(None),
+            () = &mut limit_reached => Err(timeout),
+        };
+        // A tool that returns once its token fired was stopped, even when it answers in the
+        // same poll: its output is what it had so far.
+        let first = match first {
+            Ok(Ok(Ok(output))) if cancel.is_cancelled() => Err((None, Some(output))),
+            Ok(value) => Ok(value),
+            Err(stop) => Err((stop, None)),
+        };
+        let (stop, answered) = match first {
+            Ok(Err(panic)) => return Ok((Ran::Error(messages::crashed(&pending.tool, panic)), started_at)),
+            Ok(Ok(Err(error))) if error.is_fatal() => return Err(Stop::Failed(error, Some(started_at))),
+            Ok(Ok(Err(error))) => return Ok((Ran::Error(error), started_at)),
+            Ok(Ok(Ok(output))) => return Ok((Ran::Output(output), started_at)),
+            Err(stopped) => stopped,
+        };
+        let stop_error = match stop {
+            Some(limit) => messages::timed_out(&pending.tool, limit),
+            None => messages::cancelled_after(&pending.tool, started_at.elapsed()),
+        };
+        // Tell the tool, then give it a moment to hand back what it has so far.
+        cancel.cancel();
+        let partial = match answered {
+            Some(output) => Some(output),
+            None => match tokio::time::timeout(self.cancel_grace, &mut run).await {
+                Ok(Ok(Ok(output))) => Some(output),
+                Ok(Ok(Err(error))) if !error.is_fatal() => Some(error_output(&error)),
+                _ => None,
+            },
+        };
+        let Some(mut output) = partial else {
+            return match stop {
+                None => Err(Stop::Failed(stop_error, Some(started_at))),
+                Some(_) => Ok((Ran::Error(stop_error), started_at)),
+            };
+        };
+        output.metadata.insert("error_kind".to_owned(), Value::from(stop_error.kind().as_str()));
+        if !output.is_error {
+            // The tool did not say it was stopped: say it for the model.
+            output.content.push(Content::text(format!("[{}]", stop_error.message())));
+            output.is_error = true;
+        }
+        match stop {
+            // Cancelled: no after-hook runs, but the output is still cut to size.
+            None => {
+                self.truncate(&mut output, tool.spec());
+                Err(Stop::Cancelled { output, error: stop_error, started_at })
+            }
+            Some(_) => Ok((Ran::TimedOut(output, stop_error), started_at)),
+        }
+    }
+
+    /// Stage 5: the after-hooks, in order; each may replace the output. A hook's error becomes
+    /// the result (a fatal one ends the call).
+    async fn after_hooks(
+        &self,
+        pending: &Pending,
+        hook_call: &HookCall,
+        ran: Ran,
+        started_at: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<(ToolOutput, Option<ToolError>), Stop> {
+        let (mut output, mut error) = match ran {
+            Ran::Output(output) => (output, None),
+            Ran::Error(error) => (error_output(&error), Some(error)),
+            Ran::TimedOut(output, error) => (output, Some(error)),
+        };
+        for hook in &self.after {
+            let replaced = guarded(|| hook.after(hook_call, mem::take(&mut output)));
+            match until_cancelled!(cancel, replaced) {
+                None => {
+                    let error = messages::cancelled_after(&pending.tool, started_at.elapsed());
+                    return Err(Stop::Failed(error, Some(started_at)));
+                }
+                Some(Ok(Ok(replacement))) => output = replacement,
+                Some(Ok(Err(failure))) => {
+                    if failure.is_fatal() {
+                        return Err(Stop::Failed(failure, Some(started_at)));
+                    }
+                    output = error_output(&failure);
+                    error = Some(failure);
+                }
+                Some(Err(panic)) => {
+                    let failure = messages::hook_crashed(&pending.tool, "an after-call hook", panic);
+                    output = error_output(&failure);
+                    error = Some(failure);
+                }
+            }
+        }
+        Ok((output, error))
+    }
+
+    /// Stage 6: framework truncation of a tool's output (unless the tool opted out or cut it
+    /// already), with the full text saved to the output store.
+    fn truncate(&self, output: &mut ToolOutput, spec: &ToolSpec) {
+        let Some(cut) = truncate::cut_output(output, &spec.truncation, &self.truncation) else { return };
+        match self.store.as_deref() {
+            Some(store) => store.save_cut(cut, output),
+            None => cut.apply(output, truncate::ReadHint::neutral()),
+        };
+    }
+}

@@ -1,0 +1,216 @@
+//! The model-facing words for a failed validation: one line per problem, at its path, saying
+//! what was expected and what was received. Only on the error path.
+
+use jsonschema::error::{ValidationError, ValidationErrorKind};
+use serde_json::Value;
+
+use super::{ArgumentValidator, compile};
+use crate::schema::{schema_at, schema_types};
+
+const MAX_VALUE_CHARS: usize = 80;
+
+impl ArgumentValidator {
+    /// The problems `error` stands for, with `pointer` its full path in the arguments.
+    pub(super) fn describe_error(&self, pointer: &str, error: &ValidationError<'_>) -> Vec<String> {
+        let pointer = pointer.to_owned();
+        let at = |p: &str| if p.is_empty() { "(arguments)".to_owned() } else { p.to_owned() };
+        let received = describe_value(error.instance());
+        match error.kind() {
+            ValidationErrorKind::Required { property } => {
+                let name = property.as_str().map(str::to_owned).unwrap_or_else(|| property.to_string());
+                vec![format!("{pointer}/{name}: missing required property")]
+            }
+            ValidationErrorKind::AdditionalProperties { unexpected }
+            | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+                let valid = schema_at(&self.schema, &pointer)
+                    .and_then(|s| s.get("properties"))
+                    .and_then(Value::as_object)
+                    .map(|props| props.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default();
+                unexpected
+                    .iter()
+                    .map(|name| {
+                        if valid.is_empty() {
+                            format!("{pointer}/{name}: unknown property; this object takes no properties")
+                        } else {
+                            format!("{pointer}/{name}: unknown property; valid properties are {valid}")
+                        }
+                    })
+                    .collect()
+            }
+            ValidationErrorKind::Type { .. } => {
+                let expected = schema_at(&self.schema, &pointer)
+                    .map(|s| schema_types(s).into_iter().map(type_phrase).collect::<Vec<_>>().join(" or "))
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| "a different type".to_owned());
+                vec![format!("{}: expected {expected}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::Enum { options } => {
+                let choices = options
+                    .as_array()
+                    .map(|o| o.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", "))
+                    .unwrap_or_else(|| options.to_string());
+                vec![format!("{}: expected one of {choices}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::Constant { expected_value } => {
+                vec![format!("{}: expected {expected_value}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::Minimum { limit } => {
+                vec![format!("{}: must be at least {limit}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::Maximum { limit } => {
+                vec![format!("{}: must be at most {limit}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::ExclusiveMinimum { limit } => {
+                vec![format!("{}: must be greater than {limit}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::ExclusiveMaximum { limit } => {
+                vec![format!("{}: must be less than {limit}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::MinLength { limit } => vec![format!(
+                "{}: must be at least {limit} character{} long, received {received}",
+                at(&pointer),
+                plural(*limit)
+            )],
+            ValidationErrorKind::MaxLength { limit } => vec![format!(
+                "{}: must be at most {limit} character{} long, received {received}",
+                at(&pointer),
+                plural(*limit)
+            )],
+            ValidationErrorKind::MinItems { limit } => vec![format!(
+                "{}: must have at least {limit} item{}, received {received}",
+                at(&pointer),
+                plural(*limit)
+            )],
+            ValidationErrorKind::MaxItems { limit } => vec![format!(
+                "{}: must have at most {limit} item{}, received {received}",
+                at(&pointer),
+                plural(*limit)
+            )],
+            ValidationErrorKind::Pattern { pattern } => vec![format!(
+                "{}: must match the regular expression {pattern}, received {received}",
+                at(&pointer)
+            )],
+            ValidationErrorKind::UniqueItems => {
+                vec![format!("{}: items must be unique, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::Format { format } => {
+                vec![format!("{}: must be a valid {format}, received {received}", at(&pointer))]
+            }
+            ValidationErrorKind::Custom { message, .. } => vec![format!("{}: {message}", at(&pointer))],
+            ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. } => {
+                // `Option<T>` is written as `anyOf: [T, null]`: describe `T` itself.
+                let inner = schema_at(&self.schema, &pointer);
+                let choices = inner.and_then(allowed_values);
+                let types = inner.map(schema_types).unwrap_or_default();
+                if let Some(choices) = choices {
+                    let choices = choices.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ");
+                    vec![format!("{}: expected one of {choices}, received {received}", at(&pointer))]
+                } else if let Some(problems) =
+                    inner.and_then(|branch| self.problems_within(&pointer, branch, error))
+                {
+                    problems
+                } else if !types.is_empty() && !types.iter().any(|t| *t == "object") {
+                    let expected = types.into_iter().map(type_phrase).collect::<Vec<_>>().join(" or ");
+                    vec![format!("{}: expected {expected}, received {received}", at(&pointer))]
+                } else {
+                    vec![format!(
+                        "{}: does not match any of the allowed forms, received {received}",
+                        at(&pointer)
+                    )]
+                }
+            }
+            _ => vec![format!("{}: {error}", at(&pointer))],
+        }
+    }
+
+    /// An object that fails its only branch (an optional nested object): the problems inside
+    /// it, at their own paths, instead of one "does not match" at the object. Only on the error
+    /// path, so compiling the branch here costs a valid call nothing.
+    fn problems_within(
+        &self,
+        pointer: &str,
+        branch: &Value,
+        error: &ValidationError<'_>,
+    ) -> Option<Vec<String>> {
+        let instance = error.instance();
+        if !instance.is_object() || branch.get("properties").is_none() {
+            return None;
+        }
+        let mut schema = branch.as_object()?.clone();
+        for defs in ["$defs", "definitions"] {
+            if let Some(found) = self.schema.get(defs) {
+                schema.insert(defs.to_owned(), found.clone());
+            }
+        }
+        let validator = compile(&Value::Object(schema)).ok()?;
+        let problems: Vec<String> = validator
+            .iter_errors(&instance)
+            .flat_map(|inner| {
+                self.describe_error(&format!("{pointer}{}", inner.instance_path().as_str()), &inner)
+            })
+            .collect();
+        (!problems.is_empty()).then_some(problems)
+    }
+}
+
+/// The values a schema allows when it lists them: `enum`, or `oneOf`/`anyOf` of `const`s (how
+/// an enum with documented variants is written).
+fn allowed_values(schema: &Value) -> Option<Vec<Value>> {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        return Some(values.clone());
+    }
+    for keyword in ["oneOf", "anyOf"] {
+        let Some(branches) = schema.get(keyword).and_then(Value::as_array) else { continue };
+        let values: Option<Vec<Value>> = branches
+            .iter()
+            .map(|b| {
+                b.get("const").cloned().or_else(|| {
+                    b.get("enum").and_then(Value::as_array).filter(|e| e.len() == 1).map(|e| e[0].clone())
+                })
+            })
+            .collect();
+        if let Some(values) = values.filter(|v| !v.is_empty()) {
+            return Some(values);
+        }
+    }
+    None
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn type_phrase(t: &str) -> String {
+    match t {
+        "integer" => "an integer".to_owned(),
+        "number" => "a number".to_owned(),
+        "string" => "a string".to_owned(),
+        "boolean" => "a boolean (true or false)".to_owned(),
+        "array" => "an array".to_owned(),
+        "object" => "an object".to_owned(),
+        "null" => "null".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+/// `"ten" (a string)`, `[1,2] (an array)`, ... clipped for long values.
+pub(super) fn describe_value(value: &Value) -> String {
+    let kind = match value {
+        Value::Null => return "null".to_owned(),
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    format!("{} ({kind})", clip(&value.to_string(), MAX_VALUE_CHARS))
+}
+
+pub(super) fn clip(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        None => text.to_owned(),
+        Some((cut, _)) => format!("{}... ({} characters in all)", &text[..cut], text.chars().count()),
+    }
+}

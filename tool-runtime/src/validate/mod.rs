@@ -1,0 +1,201 @@
+//! Argument validation: the call's arguments in, validated JSON out, or one error listing
+//! every problem.
+//!
+//! A valid call is checked by the compiled JSON Schema alone. Only a call that fails it (or holds
+//! a `null`) goes through the leniency pass ([`plan`]: `null` for an optional property is absent,
+//! strings are coerced where the schema wants a number, boolean, array or object) and is checked
+//! again; a call that still fails gets every problem described ([`describe`]).
+
+mod describe;
+mod format;
+mod plan;
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use jsonschema::error::ValidationError;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::call::Arguments;
+use crate::error::ToolError;
+use describe::{clip, describe_value};
+use format::IntegerFormat;
+use plan::Plan;
+
+/// How lenient validation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValidationOptions {
+    /// Turn strings into numbers/booleans (`"10"` -> `10`, `"true"` -> `true`) and JSON-encoded
+    /// strings into the arrays/objects the schema expects, before validating. Default: on.
+    pub coerce: bool,
+}
+
+impl Default for ValidationOptions {
+    fn default() -> Self {
+        ValidationOptions { coerce: true }
+    }
+}
+
+/// One lenient fix applied to the model's arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coercion {
+    /// JSON pointer of the value that was changed (empty for the whole object).
+    pub path: String,
+    /// What the value was turned into: `integer`, `number`, `boolean`, `array` or `object`.
+    pub to: String,
+}
+
+/// Arguments that passed validation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidatedArgs {
+    /// The argument object, after dropping nulls for optional properties and any coercions.
+    pub value: Value,
+    /// The lenient fixes applied, in order.
+    pub coercions: Vec<Coercion>,
+}
+
+/// A compiled validator for one tool's argument schema, with its leniency plan.
+pub struct ArgumentValidator {
+    tool: String,
+    schema: Value,
+    validator: jsonschema::Validator,
+    plan: Plan,
+}
+
+impl std::fmt::Debug for ArgumentValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArgumentValidator").field("tool", &self.tool).finish_non_exhaustive()
+    }
+}
+
+const MAX_ECHO_CHARS: usize = 2000;
+
+impl ArgumentValidator {
+    /// Compiles `schema` for the tool `tool`. Fails when the schema itself is invalid.
+    pub fn new(tool: &str, schema: &Value) -> Result<Self, String> {
+        let validator =
+            compile(schema).map_err(|e| format!("the input schema of tool `{tool}` is invalid: {e}"))?;
+        Ok(ArgumentValidator {
+            tool: tool.to_owned(),
+            schema: schema.clone(),
+            validator,
+            plan: Plan::compile(schema),
+        })
+    }
+
+    /// Validates one call's arguments: text is parsed (empty text is `{}`), a value is taken as
+    /// it is.
+    pub fn validate(
+        &self,
+        arguments: Arguments,
+        options: ValidationOptions,
+    ) -> Result<ValidatedArgs, ToolError> {
+        match arguments {
+            Arguments::Text(text) => self.validate_text(&text, options),
+            Arguments::Json(value) => self.check(value, None, options),
+        }
+    }
+
+    /// Validates arguments given as JSON text.
+    pub(crate) fn validate_text(
+        &self,
+        raw: &str,
+        options: ValidationOptions,
+    ) -> Result<ValidatedArgs, ToolError> {
+        let trimmed = raw.trim();
+        let value = if trimmed.is_empty() {
+            Value::Object(Map::new())
+        } else {
+            serde_json::from_str(trimmed).map_err(|e| self.json_error(raw, &e))?
+        };
+        self.check(value, Some(raw), options)
+    }
+
+    /// `raw` is the text the value was parsed from, if any: what the error echoes.
+    fn check(
+        &self,
+        mut value: Value,
+        raw: Option<&str>,
+        options: ValidationOptions,
+    ) -> Result<ValidatedArgs, ToolError> {
+        // A valid call pays nothing for leniency: normalizing only changes what holds a `null`
+        // (dropped: absent) or what fails validation (coerced), so a call without either is
+        // taken as it is.
+        if value.is_object() && !holds_null(&value) && self.validator.is_valid(&value) {
+            return Ok(ValidatedArgs { value, coercions: Vec::new() });
+        }
+        // The error echoes the arguments as received, before any fix.
+        let received = match raw {
+            Some(raw) => Cow::Borrowed(raw),
+            None => Cow::Owned(value.to_string()),
+        };
+        let mut coercions = Vec::new();
+        self.plan.normalize(&mut value, options.coerce, &mut coercions);
+        if !value.is_object() {
+            return Err(self.invalid(
+                &received,
+                vec![format!(
+                    "the arguments must be a JSON object with named properties, received {}",
+                    describe_value(&value)
+                )],
+            ));
+        }
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(&value)
+            .flat_map(|error| self.describe_error(error.instance_path().as_str(), &error))
+            .collect();
+        if problems.is_empty() {
+            Ok(ValidatedArgs { value, coercions })
+        } else {
+            Err(self.invalid(&received, problems))
+        }
+    }
+
+    fn json_error(&self, raw: &str, error: &serde_json::Error) -> ToolError {
+        let what = match error.classify() {
+            serde_json::error::Category::Eof => "the JSON ends too early (is it cut off?)".to_owned(),
+            _ => {
+                let mut message = error.to_string();
+                if let Some(at) = message.find(" at line ") {
+                    message.truncate(at);
+                }
+                message
+            }
+        };
+        let problem = format!(
+            "the arguments are not valid JSON: {what} at line {} column {}",
+            error.line(),
+            error.column()
+        );
+        self.invalid(raw, vec![problem])
+    }
+
+    fn invalid(&self, raw: &str, problems: Vec<String>) -> ToolError {
+        let mut message = format!("Invalid arguments for tool `{}`:\n", self.tool);
+        for problem in &problems {
+            let _ = writeln!(message, "- {problem}");
+        }
+        let _ = writeln!(message, "Arguments received: {}", clip(raw.trim(), MAX_ECHO_CHARS));
+        let _ = write!(message, "Fix the arguments and call `{}` again.", self.tool);
+        ToolError::invalid_arguments(message)
+    }
+}
+
+/// The validator for a schema, with integer formats enforced.
+fn compile(schema: &Value) -> Result<jsonschema::Validator, ValidationError<'static>> {
+    jsonschema::draft202012::options()
+        .with_keyword("format", |_, value, _| Ok(Box::new(IntegerFormat::for_format(value.as_str()))))
+        .build(schema)
+}
+
+/// Whether `value` holds a `null` anywhere.
+fn holds_null(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Array(items) => items.iter().any(holds_null),
+        Value::Object(map) => map.values().any(holds_null),
+        _ => false,
+    }
+}

@@ -1,0 +1,271 @@
+//! The leniency pass, compiled: what to drop and what to coerce at each place of the
+//! arguments, worked out from the schema once when the validator is built. A call walks only its
+//! own value against the plan: no schema lookups, and a path string only for a coercion it
+//! records.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::Coercion;
+use crate::schema::{non_null_branch, resolve, schema_types};
+
+/// Index of a [`Node`] in its plan; the root is 0.
+type NodeId = usize;
+
+/// Nesting deeper than this is left as it is (validation still checks it).
+const MAX_DEPTH: usize = 64;
+
+/// The plan for one tool's arguments.
+pub(super) struct Plan {
+    nodes: Vec<Node>,
+}
+
+/// What applies at one place of the arguments (one schema, after `$ref`s and the `null`
+/// branch of an `Option` are looked through).
+#[derive(Default)]
+struct Node {
+    /// What a string found here may be coerced to; `None` when a string is fine as it is.
+    coerce_to: Option<Targets>,
+    /// The declared properties, when the schema declares any (a `null` is dropped only for a
+    /// declared, optional one).
+    properties: Option<Vec<Property>>,
+    /// The plan for every item of an array.
+    items: Option<NodeId>,
+    /// The object forms of an `anyOf`/`oneOf`, tried in order.
+    variants: Vec<Variant>,
+}
+
+struct Property {
+    name: String,
+    node: NodeId,
+    required: bool,
+}
+
+/// One object form of an `anyOf`/`oneOf`: an object takes it when every key it has is declared
+/// (or the form is open) and every fixed value (a `const` tag) matches.
+struct Variant {
+    node: NodeId,
+    fields: Vec<(String, Option<Value>)>,
+    closed: bool,
+}
+
+/// The types a string may be turned into.
+#[derive(Clone, Copy)]
+struct Targets {
+    integer: bool,
+    number: bool,
+    boolean: bool,
+    array: bool,
+    object: bool,
+}
+
+impl Plan {
+    /// Compiles the plan for `root`, an argument schema.
+    pub(super) fn compile(root: &Value) -> Plan {
+        let mut compiler = Compiler { root, nodes: Vec::new(), seen: HashMap::new() };
+        compiler.node(root);
+        Plan { nodes: compiler.nodes }
+    }
+
+    /// Drops `null` for optional properties and, with `coerce`, applies the lenient coercions,
+    /// recording each.
+    pub(super) fn normalize(&self, value: &mut Value, coerce: bool, coercions: &mut Vec<Coercion>) {
+        self.walk(0, value, &Path::Root, coerce, coercions, 0);
+    }
+
+    fn walk(
+        &self,
+        id: NodeId,
+        value: &mut Value,
+        path: &Path<'_>,
+        coerce: bool,
+        coercions: &mut Vec<Coercion>,
+        depth: usize,
+    ) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        let mut node = self.form_of(&self.nodes[id], value);
+        if coerce
+            && let Some(targets) = node.coerce_to
+            && let Some(to) = coerce_string(value, targets)
+        {
+            coercions.push(Coercion { path: path.pointer(), to: to.to_owned() });
+            // A string turned into an object may now take one of the object forms.
+            node = self.form_of(node, value);
+        }
+        match value {
+            Value::Object(map) => {
+                let Some(properties) = &node.properties else { return };
+                map.retain(|key, v| !(v.is_null() && find(properties, key).is_some_and(|p| !p.required)));
+                for (key, v) in map.iter_mut() {
+                    if let Some(property) = find(properties, key) {
+                        self.walk(property.node, v, &Path::Key(path, key), coerce, coercions, depth + 1);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                let Some(item) = node.items else { return };
+                for (i, v) in items.iter_mut().enumerate() {
+                    self.walk(item, v, &Path::Index(path, i), coerce, coercions, depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The object form `value` takes, or `node` itself.
+    fn form_of<'p>(&'p self, node: &'p Node, value: &Value) -> &'p Node {
+        let Value::Object(object) = value else { return node };
+        node.variants
+            .iter()
+            .find(|variant| variant.fits(object))
+            .map_or(node, |variant| &self.nodes[variant.node])
+    }
+}
+
+fn find<'p>(properties: &'p [Property], key: &str) -> Option<&'p Property> {
+    properties.iter().find(|p| p.name == key)
+}
+
+impl Variant {
+    fn fits(&self, object: &Map<String, Value>) -> bool {
+        object.iter().all(|(key, value)| match self.fields.iter().find(|(name, _)| name == key) {
+            Some((_, fixed)) => fixed.as_ref().is_none_or(|fixed| fixed == value),
+            None => !self.closed,
+        })
+    }
+}
+
+/// Replaces a string with the number, boolean, array or object it spells, when `targets`
+/// allows that type; returns the type's name.
+fn coerce_string(value: &mut Value, targets: Targets) -> Option<&'static str> {
+    let Value::String(text) = value else { return None };
+    let trimmed = text.trim();
+    let (replacement, to) = if targets.integer
+        && let Ok(n) = trimmed.parse::<i64>()
+    {
+        (Value::from(n), "integer")
+    } else if targets.integer
+        && let Ok(n) = trimmed.parse::<u64>()
+    {
+        (Value::from(n), "integer")
+    } else if targets.number
+        && let Some(n) = trimmed.parse::<f64>().ok().and_then(serde_json::Number::from_f64)
+    {
+        (Value::Number(n), "number")
+    } else if targets.boolean && matches!(trimmed, "true" | "false" | "True" | "False") {
+        (Value::Bool(trimmed.eq_ignore_ascii_case("true")), "boolean")
+    } else if targets.array || targets.object {
+        match serde_json::from_str::<Value>(trimmed) {
+            Ok(parsed @ Value::Array(_)) if targets.array => (parsed, "array"),
+            Ok(parsed @ Value::Object(_)) if targets.object => (parsed, "object"),
+            _ => return None,
+        }
+    } else {
+        return None;
+    };
+    *value = replacement;
+    Some(to)
+}
+
+/// Where a value sits in the arguments, as a chain on the stack; written out as a JSON
+/// pointer only when a coercion is recorded.
+enum Path<'a> {
+    Root,
+    Key(&'a Path<'a>, &'a str),
+    Index(&'a Path<'a>, usize),
+}
+
+impl Path<'_> {
+    fn pointer(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
+    }
+
+    fn write(&self, out: &mut String) {
+        match self {
+            Path::Root => {}
+            Path::Key(parent, key) => {
+                parent.write(out);
+                out.push('/');
+                out.push_str(&key.replace('~', "~0").replace('/', "~1"));
+            }
+            Path::Index(parent, index) => {
+                parent.write(out);
+                out.push('/');
+                out.push_str(&index.to_string());
+            }
+        }
+    }
+}
+
+struct Compiler<'s> {
+    root: &'s Value,
+    nodes: Vec<Node>,
+    /// Schemas already compiled, by address, so a recursive `$ref` ends in a cycle of ids.
+    seen: HashMap<*const Value, NodeId>,
+}
+
+impl<'s> Compiler<'s> {
+    fn node(&mut self, schema: &'s Value) -> NodeId {
+        let schema = non_null_branch(self.root, resolve(self.root, schema));
+        if let Some(&id) = self.seen.get(&(schema as *const Value)) {
+            return id;
+        }
+        let id = self.nodes.len();
+        self.nodes.push(Node::default());
+        self.seen.insert(schema, id);
+
+        let types = schema_types(schema);
+        let coerce_to = (!types.is_empty() && !types.contains(&"string")).then(|| Targets {
+            integer: types.contains(&"integer"),
+            number: types.contains(&"number"),
+            boolean: types.contains(&"boolean"),
+            array: types.contains(&"array"),
+            object: types.contains(&"object"),
+        });
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let properties = schema.get("properties").and_then(Value::as_object).map(|declared| {
+            declared
+                .iter()
+                .map(|(name, sub)| Property {
+                    name: name.clone(),
+                    node: self.node(sub),
+                    required: required.contains(&name.as_str()),
+                })
+                .collect()
+        });
+        let items = schema.get("items").filter(|items| items.is_object()).map(|items| self.node(items));
+        let mut variants = Vec::new();
+        for keyword in ["anyOf", "oneOf"] {
+            let Some(branches) = schema.get(keyword).and_then(Value::as_array) else { continue };
+            for branch in branches.iter().map(|b| resolve(self.root, b)) {
+                let Some(declared) = branch.get("properties").and_then(Value::as_object) else { continue };
+                let fields = declared
+                    .iter()
+                    .map(|(name, property)| (name.clone(), fixed_value(resolve(self.root, property))))
+                    .collect();
+                let closed = branch.get("additionalProperties") == Some(&Value::Bool(false));
+                variants.push(Variant { node: self.node(branch), fields, closed });
+            }
+        }
+        self.nodes[id] = Node { coerce_to, properties, items, variants };
+        id
+    }
+}
+
+/// The one value a property allows (`const`, or an `enum` of one): how a tagged enum marks its
+/// variants.
+fn fixed_value(property: &Value) -> Option<Value> {
+    property
+        .get("const")
+        .or_else(|| property.get("enum").and_then(Value::as_array).filter(|e| e.len() == 1).map(|e| &e[0]))
+        .cloned()
+}
