@@ -315,7 +315,7 @@ impl DispatcherBatch1 {
 }
 
 fn add_call() -> ToolCall {
-    ToolCall { id: "call_1".to_owned(), name: "add".to_owned(), arguments: ADD_ARGS.to_owned() }
+    ToolCall::new("call_1", "add", ADD_ARGS)
 }
 
 impl Row for DispatcherBatch1 {

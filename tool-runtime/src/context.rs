@@ -3,7 +3,7 @@
 use std::any::{Any, TypeId, type_name};
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -272,6 +272,18 @@ impl ToolContext {
     }
 }
 
+/// The empty dependency set, shared by every context built without one (it cannot change).
+fn no_dependencies() -> Arc<Dependencies> {
+    static EMPTY: OnceLock<Arc<Dependencies>> = OnceLock::new();
+    EMPTY.get_or_init(Arc::default).clone()
+}
+
+/// [`DefaultPermissions`], shared by every context built without a hook (it holds no state).
+fn default_permissions() -> Arc<dyn PermissionHook> {
+    static DEFAULT: OnceLock<Arc<dyn PermissionHook>> = OnceLock::new();
+    DEFAULT.get_or_init(|| Arc::new(DefaultPermissions)).clone()
+}
+
 fn missing_dependency<T>(tool: &str) -> ToolError {
     ToolError::execution(format!(
         "the tool `{tool}` is not configured correctly on this system (a dependency is missing); this is not caused by the arguments"
@@ -387,7 +399,10 @@ impl ContextBuilder {
                     .session_id
                     .or_else(|| base.as_ref().map(|b| b.session_id.clone()))
                     .unwrap_or_default(),
-                deps: self.deps.or_else(|| base.as_ref().map(|b| b.deps.clone())).unwrap_or_default(),
+                deps: self
+                    .deps
+                    .or_else(|| base.as_ref().map(|b| b.deps.clone()))
+                    .unwrap_or_else(no_dependencies),
                 session: self
                     .session
                     .or_else(|| base.as_ref().map(|b| b.session.clone()))
@@ -395,7 +410,7 @@ impl ContextBuilder {
                 permissions: self
                     .permissions
                     .or_else(|| base.as_ref().map(|b| b.permissions.clone()))
-                    .unwrap_or_else(|| Arc::new(DefaultPermissions)),
+                    .unwrap_or_else(default_permissions),
             }),
         };
         ToolContext {

@@ -91,7 +91,9 @@ pub(crate) async fn execute(
     cancel: CancellationToken,
     stop_batch: Option<CancellationToken>,
 ) -> Outcome {
-    let outcome = inner.run_call(ready, cancel).await;
+    // Boxed: the stages' state is large, and every future holding it (a task's, a caller's)
+    // would otherwise be that large too, and be copied whole each time it moves.
+    let outcome = Box::pin(inner.run_call(ready, cancel)).await;
     if outcome.fatal.is_some()
         && let Some(batch) = stop_batch
     {
