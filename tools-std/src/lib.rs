@@ -36,9 +36,8 @@
 //! ```
 //!
 //! (Naming the crate is enough: rustc keeps every `#[used]` registration of a crate it links,
-//! in debug and release builds alike; `tests/tests/tools_std_linkage.rs` checks it.) Calling
-//! [`init`] does the same where a call reads better than an import, and building the registry
-//! from [`all`] needs no inventory at all.
+//! in debug and release builds alike; `tests/tests/tools_std_linkage.rs` checks it.) Building
+//! the registry from [`all`] needs no inventory at all.
 //!
 //! [`OutputStore`]: tool_runtime::OutputStore
 #![deny(missing_docs)]
@@ -94,10 +93,6 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(todo_read::TodoReadTool),
     ]
 }
-
-/// Keeps this crate, and with it every tool's `inventory` registration, linked into the binary:
-/// the same as `use tools_std as _;`, as a call. It does nothing else.
-pub fn init() {}
 
 /// The dependencies the tools need, for a local workspace rooted at `root`: the [`Workspace`]
 /// and the [`OutputStore`] in its default directory, with the [`read_hint`] of these tools.
