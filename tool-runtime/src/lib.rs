@@ -48,6 +48,7 @@ pub mod spec;
 pub mod tool;
 pub mod truncate;
 pub mod validate;
+mod words;
 
 #[doc(hidden)]
 #[allow(missing_docs)]

@@ -10,7 +10,9 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tool_runtime::output_store::{OutputStore, StoredOutput};
-use tool_runtime::truncate::{ReadHint, TruncationInfo, TruncationLimits, TruncationStream, mark_truncated};
+use tool_runtime::truncate::{
+    ReadHint, TruncationInfo, TruncationLimits, TruncationStream, append_notice, mark_truncated,
+};
 use tool_runtime::{
     Dep, PermissionKind, PermissionRequest, Progress, ToolContext, ToolError, ToolOutput, tool,
 };
@@ -261,8 +263,7 @@ impl Ended {
             );
         }
         for note in &notes {
-            text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
-            text.push_str(note);
+            append_notice(&mut text, note);
         }
         let mut output = ToolOutput::text(text)
             .with_metadata("exit_code", json!(code))

@@ -6,6 +6,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use serde_json::json;
+use tool_runtime::truncate::count_lines;
 use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
@@ -338,11 +339,6 @@ fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Failure> {
     }
     out.extend_from_slice(&body[copied..]);
     Ok(Edited { bytes: out, tier, replacements, lines })
-}
-
-/// Lines a piece of text spans (a trailing newline does not start another).
-fn count_lines(text: &[u8]) -> usize {
-    memchr::memchr_iter(b'\n', text).count() + usize::from(text.last().is_some_and(|&b| b != b'\n'))
 }
 
 enum Endings {
