@@ -572,7 +572,7 @@ fn reindent(text: &str, f: impl Fn(&str) -> String) -> String {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tool_runtime::{ErrorKind, Tool};
+    use tool_runtime::ErrorKind;
 
     use super::*;
     use crate::testing::Fixture;
@@ -580,12 +580,6 @@ mod tests {
     fn edit_text(content: &str, old: &str, new: &str) -> Result<String, Failure> {
         apply(content.as_bytes(), &Request { old, new, replace_all: false })
             .map(|e| String::from_utf8(e.bytes).unwrap())
-    }
-
-    #[test]
-    fn annotations() {
-        let spec = EditTool.spec();
-        assert!(!spec.parallel && spec.annotations.destructive);
     }
 
     #[tokio::test]
