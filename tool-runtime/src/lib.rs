@@ -45,6 +45,8 @@ pub mod providers;
 pub mod registry;
 pub mod schema;
 pub mod spec;
+#[cfg(test)]
+mod testing;
 pub mod tool;
 pub mod truncate;
 pub mod validate;
