@@ -109,7 +109,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let task =
         if task.is_empty() { "Give a one-paragraph summary of this directory.".to_owned() } else { task };
 
-    tools_std::init();
     let registry = Registry::from_inventory()?;
     let tools = backend.provider.definitions(&registry, &DefinitionOptions::default())?;
     let dispatcher = Dispatcher::builder(registry).dependencies(tools_std::dependencies(".")?).build();

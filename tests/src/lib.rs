@@ -1,5 +1,6 @@
 //! Shared helpers for the workspace tests.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -29,6 +30,21 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Skips the running test for `reason` (something it needs is missing), saying so on stderr past
+/// the test harness's capture, so the skip shows in the run's output. Under CI (`CI=true`),
+/// whose script installs everything the tests need, a skip is a failure instead.
+///
+/// Call it and return from the test.
+pub fn skip(reason: &str) {
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    if matches!(std::env::var("CI").as_deref(), Ok("true" | "1")) {
+        panic!("{test} cannot run under CI: {reason} (.ci/run installs what the tests need; see its output)");
+    }
+    // `eprintln!` would be captured and shown only for a failing test.
+    let _ = writeln!(std::io::stderr(), "skipped {test}: {reason}");
 }
 
 /// Every file under `dir` (recursively, not following links) with its content, for comparing a

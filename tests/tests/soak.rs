@@ -17,7 +17,6 @@
 //! `SOAK_CALLS` (default 10000) and `SOAK_SEED` change the run.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -27,6 +26,7 @@ use tool_runtime::{
     CallOptions, CallStatus, CancellationToken, Dispatcher, ErrorKind, Progress, Registry, ToolCall,
     ToolContext, ToolError, ToolEvent, ToolResult, tool,
 };
+use tool_tests::TempDir;
 use tools_std::Workspace;
 
 /// Tool futures alive right now: incremented when a tool starts, decremented when its future is
@@ -327,14 +327,6 @@ async fn settle(limit: Duration, mut probe: impl FnMut() -> usize) -> (usize, us
     (first, last, start.elapsed())
 }
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[derive(Default)]
 struct Tally {
     statuses: HashMap<CallStatus, usize>,
@@ -357,8 +349,7 @@ fn soak() {
     let seed: u64 = std::env::var("SOAK_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_50A4);
     eprintln!("soak: {calls} calls, seed {seed}");
 
-    let dir = TempDir(std::env::temp_dir().join(format!("tool-soak-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::new("soak");
     let registry = Registry::builder()
         .tool(WorkTool)
         .tool(WorkAloneTool)
@@ -367,7 +358,7 @@ fn soak() {
         .expect("registry");
     let (events_tx, mut events_rx) = mpsc::unbounded_channel::<ToolEvent>();
     let dispatcher = Dispatcher::builder(registry)
-        .dependency(Workspace::new(&dir.0).expect("workspace"))
+        .dependency(Workspace::new(dir.path()).expect("workspace"))
         .events(events_tx)
         // Long enough for a tool that watches its token to answer, short enough for hanging
         // tools not to dominate the run.
@@ -390,7 +381,8 @@ fn soak() {
         .spawn()
         .expect("bash");
     let deadline = Instant::now() + Duration::from_secs(5);
-    while marked_processes(&marker).is_empty() && Instant::now() < deadline {
+    // While bash execs, the process's command line is briefly empty: wait for the exec'd one.
+    while marked_processes(&marker) != [probe.id()] && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(marked_processes(&marker), vec![probe.id()], "the process check finds a marked process");

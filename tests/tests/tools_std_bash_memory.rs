@@ -1,23 +1,15 @@
 //! `bash` on a command printing 1 GiB: the output is spilled to the output store, which keeps its
 //! size limit (64 MiB by default), and the tool stays within about 64 MiB of extra memory.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
 use tool_runtime::output_store::DEFAULT_MAX_OUTPUT_BYTES;
 use tool_runtime::{Dependencies, OutputStore, Registry, ToolContext};
+use tool_tests::TempDir;
 use tools_std::Workspace;
 
 const GIB: u64 = 1024 * 1024 * 1024;
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A field of /proc/self/status, in bytes.
 #[cfg(target_os = "linux")]
@@ -31,12 +23,16 @@ fn status_bytes(field: &str) -> u64 {
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_gigabyte_of_output_runs_in_bounded_memory() {
-    let dir = TempDir(std::env::temp_dir().join(format!("tools-std-bash-memory-{}", std::process::id())));
-    std::fs::create_dir_all(dir.0.join("ws")).unwrap();
+    let dir = TempDir::new("bash-memory");
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     let mut deps = Dependencies::new();
-    deps.insert(Workspace::new(dir.0.join("ws")).unwrap());
+    deps.insert(Workspace::new(dir.path().join("ws")).unwrap());
     deps.insert(
-        OutputStore::builder().dir(dir.0.join("outputs")).read_hint(tools_std::read_hint()).open().unwrap(),
+        OutputStore::builder()
+            .dir(dir.path().join("outputs"))
+            .read_hint(tools_std::read_hint())
+            .open()
+            .unwrap(),
     );
     let deps = Arc::new(deps);
     let registry = Registry::builder().tools(tools_std::all()).build().unwrap();

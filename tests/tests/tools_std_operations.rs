@@ -1,6 +1,7 @@
 //! The tools reach files and processes only through `Operations`: a workspace at `/sandbox`,
 //! a path that exists nowhere on this machine, served by an implementation that maps it onto a
-//! temporary directory, works for every tool.
+//! temporary directory, works for every tool. Recording what the tools ask of it also checks
+//! each tool's annotations against what the tool does.
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -8,13 +9,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use tool_runtime::{Dependencies, Registry, ToolContext, ToolOutput};
+use tool_runtime::{Dependencies, OutputStore, Registry, SessionState, ToolContext, ToolOutput};
+use tool_tests::{TempDir, snapshot};
 use tools_std::LocalOperations;
 use tools_std::Workspace;
 use tools_std::ops::{
     DirEntry, FileInfo, Operations, Precondition, Scope, ShellProcess, ShellRequest, Target, WalkEntry,
     WalkOptions, Written,
 };
+use tools_std::todo_write::TodoList;
 
 const SANDBOX: &str = "/sandbox-that-does-not-exist";
 
@@ -26,6 +29,8 @@ struct Remapped {
     local: LocalOperations,
     calls: AtomicUsize,
     commands: Mutex<Vec<String>>,
+    /// The targets of every write and directory creation, in order.
+    changes: Mutex<Vec<PathBuf>>,
 }
 
 impl Remapped {
@@ -71,10 +76,12 @@ impl Operations for Remapped {
     }
     fn create_dir_all(&self, path: &Target) -> io::Result<()> {
         self.count(path)?;
+        self.changes.lock().unwrap().push(path.path().to_path_buf());
         self.local.create_dir_all(path)
     }
     fn write_atomic(&self, path: &Target, contents: &[u8], check: Precondition) -> io::Result<Written> {
         self.count(path)?;
+        self.changes.lock().unwrap().push(path.path().to_path_buf());
         self.local.write_atomic(path, contents, check)
     }
     fn walk(
@@ -94,40 +101,40 @@ impl Operations for Remapped {
 }
 
 struct Setup {
+    /// The directory the sandbox is served from.
     dir: PathBuf,
+    /// Holds `dir` (`sandbox`) and the output store (`outputs`), outside the sandbox.
+    temp: TempDir,
     ops: Arc<Remapped>,
     registry: Registry,
     deps: Arc<Dependencies>,
-}
-
-impl Drop for Setup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    session: SessionState,
 }
 
 impl Setup {
     fn new() -> Self {
-        let dir = std::env::temp_dir().join(format!("tools-std-ops-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let temp = TempDir::new("operations");
+        let dir = temp.path().join("sandbox");
         std::fs::create_dir_all(&dir).unwrap();
-        let dir = std::fs::canonicalize(dir).unwrap();
         let ops = Arc::new(Remapped {
             real: dir.clone(),
             local: LocalOperations::open(&dir).unwrap(),
             calls: AtomicUsize::new(0),
             commands: Mutex::new(Vec::new()),
+            changes: Mutex::new(Vec::new()),
         });
         let workspace = Workspace::with_operations(SANDBOX, ops.clone()).unwrap();
         assert_eq!(workspace.root(), Path::new(SANDBOX));
         let mut deps = Dependencies::new();
         deps.insert(workspace);
+        deps.insert(OutputStore::open_dir(temp.path().join("outputs")).unwrap());
         let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
-        Setup { dir, ops, registry, deps: Arc::new(deps) }
+        Setup { dir, temp, ops, registry, deps: Arc::new(deps), session: SessionState::new() }
     }
 
     async fn call(&self, tool: &str, args: Value) -> ToolOutput {
-        let ctx = ToolContext::builder(tool).dependencies(self.deps.clone()).build();
+        let ctx =
+            ToolContext::builder(tool).dependencies(self.deps.clone()).session(self.session.clone()).build();
         match self.registry.call(tool, &args.to_string(), ctx).await {
             Ok(out) => out,
             Err(e) => panic!("{tool} {args}: {}", e.message()),
@@ -174,4 +181,103 @@ async fn every_tool_works_through_the_operations() {
     assert_eq!(out.text_content(), "main.rs\n");
     assert_eq!(*s.ops.commands.lock().unwrap(), ["ls src"]);
     assert!(s.ops.calls.load(Ordering::SeqCst) > 10);
+}
+
+/// Everything a tool call can change: files (the sandbox and the output store), what was asked of
+/// the operations, the session's todo list.
+#[derive(Debug, PartialEq)]
+struct World {
+    files: Vec<(PathBuf, Vec<u8>)>,
+    changes: usize,
+    commands: usize,
+    todos: Option<String>,
+}
+
+impl World {
+    fn of(s: &Setup) -> World {
+        World {
+            files: snapshot(s.temp.path()),
+            changes: s.ops.changes.lock().unwrap().len(),
+            commands: s.ops.commands.lock().unwrap().len(),
+            todos: s.session.get::<TodoList>().map(|list| format!("{:?}", list.items())),
+        }
+    }
+
+    /// Whether a file that existed in `self` holds other content (or is gone) in `after`.
+    fn overwritten_in(&self, after: &World) -> bool {
+        self.files.iter().any(|(path, content)| {
+            !content.is_empty() && after.files.iter().all(|(p, c)| p != path || c != content)
+        })
+    }
+}
+
+/// Each tool's annotations, checked against a typical call: a read-only tool changes no file, runs
+/// no command and leaves the session as it was, and every other tool changes one of them; an
+/// open-world tool runs a command and no other tool does; a destructive tool replaces content that
+/// was there; an idempotent tool called twice leaves what one call left; and a tool that runs in
+/// parallel with others is read-only.
+#[tokio::test]
+async fn annotations_match_what_each_tool_does() {
+    let s = Setup::new();
+    std::fs::create_dir_all(s.dir.join("src")).unwrap();
+    std::fs::write(s.dir.join("src/main.rs"), "fn main() {\n    old();\n}\n").unwrap();
+    std::fs::write(s.dir.join("notes.txt"), "first\n").unwrap();
+    let store = s.deps.get::<OutputStore>().unwrap();
+    let stored = store.save("line 1\nline 2\n").unwrap().reference.to_string();
+    s.session.get_or_insert_with(TodoList::default);
+
+    let cases = [
+        ("read", json!({"path": "src/main.rs"})),
+        ("glob", json!({"pattern": "**/*"})),
+        ("grep", json!({"pattern": "main"})),
+        ("ls", json!({})),
+        ("tool_output_read", json!({"ref": stored})),
+        ("tool_output_grep", json!({"ref": stored, "pattern": "line"})),
+        ("todo_read", json!({})),
+        ("write", json!({"path": "notes.txt", "content": "second\n"})),
+        ("edit", json!({"path": "src/main.rs", "old_string": "old();", "new_string": "new();"})),
+        ("bash", json!({"command": "true"})),
+        ("todo_write", json!({"todos": [{"content": "Check the annotations", "status": "in_progress"}]})),
+    ];
+    let covered: Vec<&str> = cases.iter().map(|(tool, _)| *tool).collect();
+    for name in s.registry.names() {
+        assert!(covered.contains(&name), "add a typical call of `{name}` to this test");
+    }
+
+    for (tool, args) in cases {
+        let spec = s.registry.get(tool).unwrap().spec();
+        let annotations = &spec.annotations;
+        assert!(!spec.parallel || annotations.read_only, "`{tool}` runs in parallel but is not read-only");
+        assert!(!annotations.destructive || !annotations.read_only, "`{tool}` is destructive and read-only");
+
+        let before = World::of(&s);
+        let out = s.call(tool, args.clone()).await;
+        assert!(!out.is_error, "{tool} {args}: {}", out.text_content());
+        let after = World::of(&s);
+        if annotations.read_only {
+            assert_eq!(before, after, "`{tool}` is read-only but its call changed something");
+        } else {
+            assert_ne!(before, after, "`{tool}` is not read-only, yet its call changed nothing");
+        }
+        let ran_a_command = after.commands > before.commands;
+        assert_eq!(
+            ran_a_command, annotations.open_world,
+            "`{tool}`: open_world, and whether it ran a command"
+        );
+        if annotations.destructive {
+            assert!(before.overwritten_in(&after), "`{tool}` is destructive but replaced nothing");
+        }
+        if annotations.idempotent {
+            s.call(tool, args.clone()).await;
+            let again = World::of(&s);
+            assert_eq!(
+                after.files, again.files,
+                "`{tool}` is idempotent, but a second call changed the files"
+            );
+            assert_eq!(
+                after.todos, again.todos,
+                "`{tool}` is idempotent, but a second call changed the todos"
+            );
+        }
+    }
 }

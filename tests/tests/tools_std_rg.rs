@@ -1,38 +1,23 @@
 //! `grep` and `glob` against `rg` on a generated tree: the same files, the same matching lines.
 //!
-//! Skipped, with a message, where `rg` is not installed.
+//! Skipped, with a message, where `rg` is not installed; under CI, which installs it, that fails.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tool_runtime::{Dependencies, Registry, ToolContext};
+use tool_tests::TempDir;
 use tools_std::Workspace;
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let path = std::env::temp_dir().join(format!("tools-std-rg-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(std::fs::canonicalize(path).unwrap())
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+/// Whether `rg` runs; skips the test (see [`tool_tests::skip`]) when it does not.
 fn rg_available() -> bool {
     match Command::new("rg").arg("--version").output() {
         Ok(out) if out.status.success() => true,
         _ => {
-            eprintln!("skipping the ripgrep comparison: `rg` is not installed");
+            tool_tests::skip("rg (ripgrep) is not installed, so there is nothing to compare with");
             false
         }
     }
@@ -221,7 +206,7 @@ async fn grep_finds_exactly_what_rg_finds() {
         return;
     }
     let dir = TempDir::new("grep");
-    generate(&dir.0);
+    generate(dir.path());
     let cases: &[(&str, Option<&str>, bool)] = &[
         ("foo", None, false),
         ("fn \\w+", None, false),
@@ -253,8 +238,8 @@ async fn grep_finds_exactly_what_rg_finds() {
             rg_args.push("--ignore-case");
         }
         rg_args.extend(["-e", pattern]);
-        let ours = parse_grep(&call(&dir.0, "grep", args).await);
-        let theirs = parse_rg(&rg(&dir.0, &rg_args));
+        let ours = parse_grep(&call(dir.path(), "grep", args).await);
+        let theirs = parse_rg(&rg(dir.path(), &rg_args));
         assert!(!theirs.is_empty(), "{pattern:?} {glob:?}: the case should match something");
         assert_eq!(
             ours,
@@ -274,7 +259,7 @@ async fn glob_lists_exactly_the_files_rg_lists() {
         return;
     }
     let dir = TempDir::new("glob");
-    generate(&dir.0);
+    generate(dir.path());
     let lines = |text: &str| -> BTreeSet<String> {
         text.lines()
             .take_while(|l| !l.is_empty())
@@ -283,7 +268,7 @@ async fn glob_lists_exactly_the_files_rg_lists() {
     };
     for hidden in [false, true] {
         let hidden_flag: &[&str] = if hidden { &["--hidden"] } else { &[] };
-        let unfiltered = lines(&rg(&dir.0, &[&["--files"], hidden_flag].concat()));
+        let unfiltered = lines(&rg(dir.path(), &[&["--files"], hidden_flag].concat()));
         assert!(unfiltered.len() > 30, "{}", unfiltered.len());
         for pattern in [
             "*",
@@ -299,10 +284,10 @@ async fn glob_lists_exactly_the_files_rg_lists() {
             "gen_?.*",
         ] {
             // rg's globs override ignore rules; `glob` only filters what the ignore rules keep.
-            let globbed = lines(&rg(&dir.0, &[&["--files", "--glob", pattern], hidden_flag].concat()));
+            let globbed = lines(&rg(dir.path(), &[&["--files", "--glob", pattern], hidden_flag].concat()));
             let theirs: BTreeSet<String> = globbed.intersection(&unfiltered).cloned().collect();
             let ours = lines(
-                &call(&dir.0, "glob", json!({"pattern": pattern, "hidden": hidden, "limit": 1_000_000}))
+                &call(dir.path(), "glob", json!({"pattern": pattern, "hidden": hidden, "limit": 1_000_000}))
                     .await,
             );
             let ours: BTreeSet<String> =

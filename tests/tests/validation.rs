@@ -2,7 +2,6 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use tool_runtime::{ErrorKind, Registry, ToolContext, ValidationOptions, tool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -176,32 +175,49 @@ fn unknown_tools_list_the_real_ones() {
     assert_eq!(err.message(), "Unknown tool `read_prt`. Available tools: `read_part`.");
 }
 
+/// Odd input never panics: it is accepted as an object, or refused with a message that names the
+/// tool, lists each problem on a line of its own and says what to do next.
 #[test]
-fn validation_never_panics_on_odd_input() {
+fn odd_input_is_accepted_or_refused_with_its_problems_listed() {
     let registry = registry();
     let long_nesting = "[".repeat(10_000);
-    let inputs = [
-        "",
-        "null",
-        "true",
-        "1",
-        "\"\"",
-        "{",
-        "}",
-        "{}",
-        "[]",
-        "\u{0}",
-        "{\"path\": \"\u{1F600}\"}",
-        "{\"path\": 1e400}",
-        &long_nesting,
-        "{\"ranges\": [null, 1, \"x\", {}]}",
-        "{\"ranges\": \"[[[\"}",
-        "\"\\\"{\\\"\"",
+    // Each input with the problem its error must list (`None`: the input is valid).
+    let cases: [(&str, Option<&str>); 16] = [
+        ("", Some("- /path: missing required property")),
+        ("null", Some("- the arguments must be a JSON object with named properties, received null")),
+        ("true", Some("- the arguments must be a JSON object with named properties, received true")),
+        ("1", Some("- the arguments must be a JSON object with named properties, received 1")),
+        ("\"\"", Some("- the arguments must be a JSON object with named properties, received \"\"")),
+        ("{", Some("- the arguments are not valid JSON: the JSON ends too early")),
+        ("}", Some("- the arguments are not valid JSON: expected value at line 1 column 1")),
+        ("{}", Some("- /path: missing required property")),
+        ("[]", Some("- the arguments must be a JSON object with named properties, received []")),
+        ("\u{0}", Some("- the arguments are not valid JSON")),
+        ("{\"path\": \"\u{1F600}\"}", None),
+        ("{\"path\": 1e400}", Some("- the arguments are not valid JSON: number out of range")),
+        (&long_nesting, Some("- the arguments are not valid JSON: recursion limit exceeded")),
+        ("{\"ranges\": [null, 1, \"x\", {}]}", Some("- /ranges/3/end: missing required property")),
+        ("{\"ranges\": \"[[[\"}", Some("- /ranges: expected an array or null, received \"[[[\"")),
+        ("\"\\\"{\\\"\"", Some("- the arguments must be a JSON object with named properties, received")),
     ];
-    for raw in inputs {
-        let _ = registry.validate("read_part", raw);
+    for (raw, problem) in cases {
+        let shown = &raw[..raw.len().min(40)];
+        match (registry.validate("read_part", raw), problem) {
+            (Ok(args), None) => assert!(args.value.is_object(), "{shown:?}: {:?}", args.value),
+            (Ok(args), Some(problem)) => {
+                panic!("{shown:?} was accepted as {:?}; expected {problem:?}", args.value)
+            }
+            (Err(error), None) => panic!("{shown:?} was refused: {}", error.message()),
+            (Err(error), Some(problem)) => {
+                let message = error.message();
+                assert_eq!(error.kind(), ErrorKind::InvalidArguments, "{shown:?}");
+                assert!(message.starts_with("Invalid arguments for tool `read_part`:\n"), "{message}");
+                assert!(message.lines().any(|line| line.starts_with(problem)), "{shown:?}: {message}");
+                assert!(message.ends_with("Fix the arguments and call `read_part` again."), "{message}");
+                assert!(message.len() < 3000, "{shown:?}: the echo is not clipped");
+            }
+        }
     }
-    let _ = json!(null);
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

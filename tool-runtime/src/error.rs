@@ -54,18 +54,12 @@ pub struct ToolError {
     kind: ErrorKind,
     message: String,
     source: Option<Box<dyn StdError + Send + Sync + 'static>>,
-    retryable: bool,
 }
 
 impl ToolError {
     /// An error of `kind` with a model-facing `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        ToolError {
-            kind,
-            message: message.into(),
-            source: None,
-            retryable: matches!(kind, ErrorKind::Timeout),
-        }
+        ToolError { kind, message: message.into(), source: None }
     }
 
     /// The model sent arguments the tool cannot use.
@@ -134,13 +128,7 @@ impl ToolError {
         self
     }
 
-    /// Marks whether retrying the same call may succeed.
-    pub fn with_retryable(mut self, retryable: bool) -> Self {
-        self.retryable = retryable;
-        self
-    }
-
-    /// Replaces the model-facing message, keeping kind, source and retryability.
+    /// Replaces the model-facing message, keeping kind and source.
     pub fn with_message(mut self, message: impl Into<String>) -> Self {
         self.message = message.into();
         self
@@ -154,11 +142,6 @@ impl ToolError {
     /// The model-facing message.
     pub fn message(&self) -> &str {
         &self.message
-    }
-
-    /// Whether retrying the same call may succeed.
-    pub fn is_retryable(&self) -> bool {
-        self.retryable
     }
 
     /// Whether this error must stop the whole turn.
@@ -189,7 +172,6 @@ impl fmt::Debug for ToolError {
             .field("kind", &self.kind)
             .field("message", &self.message)
             .field("source", &self.source)
-            .field("retryable", &self.retryable)
             .finish()
     }
 }
@@ -231,9 +213,9 @@ mod tests {
     }
 
     #[test]
-    fn timeouts_are_retryable_by_default() {
-        assert!(ToolError::timeout("slow").is_retryable());
-        assert!(!ToolError::execution("bad").is_retryable());
+    fn only_fatal_errors_are_fatal() {
         assert!(ToolError::fatal("stop").is_fatal());
+        assert!(!ToolError::timeout("slow").is_fatal());
+        assert!(!ToolError::execution("bad").is_fatal());
     }
 }

@@ -6,8 +6,8 @@ use std::future::Future;
 use serde_json::Value;
 
 use crate::error::ToolError;
+use crate::future::BoxFuture;
 use crate::output::ToolOutput;
-use crate::tool::BoxFuture;
 
 /// The call a hook is looking at.
 #[derive(Debug, Clone, PartialEq)]

@@ -33,6 +33,7 @@ pub mod context;
 pub mod dispatch;
 pub mod error;
 pub mod events;
+mod future;
 pub mod hooks;
 pub mod inject;
 #[cfg(feature = "mcp")]
@@ -44,9 +45,12 @@ pub mod providers;
 pub mod registry;
 pub mod schema;
 pub mod spec;
+#[cfg(test)]
+mod testing;
 pub mod tool;
 pub mod truncate;
 pub mod validate;
+mod words;
 
 #[doc(hidden)]
 #[allow(missing_docs)]
@@ -58,6 +62,7 @@ pub use context::{ContextBuilder, ContextSink, Dependencies, Progress, SessionSt
 pub use dispatch::{CallOptions, Dispatcher, DispatcherBuilder, RepeatAction, RepeatGuard};
 pub use error::{ErrorKind, ToolError};
 pub use events::{CallStatus, EventFn, EventSink, ToolEvent};
+pub use future::BoxFuture;
 pub use hooks::{AfterFn, AfterHook, BeforeDecision, BeforeFn, BeforeHook, HookCall};
 pub use inject::{Dep, FromContext};
 pub use output::{Content, IntoToolOutput, IntoToolResult, Json, ToolOutput};
@@ -70,7 +75,7 @@ pub use providers::{DefinitionOptions, LoweringError, ParseError, Provider};
 pub use registry::{Registry, RegistryBuilder, RegistryError, registered_tools};
 pub use spec::{SourceLocation, ToolAnnotations, ToolSpec, TruncationDirection, TruncationPolicy};
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{BoxFuture, FnTool, Tool};
+pub use tool::{FnTool, Tool};
 pub use truncate::{TruncationInfo, TruncationLimits, truncate_output, truncate_text};
 pub use validate::{ArgumentValidator, Coercion, ValidatedArgs, ValidationOptions};
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::tool::BoxFuture;
+use crate::future::BoxFuture;
 
 /// What a tool wants permission for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -34,18 +34,6 @@ pub enum TruncationDirection {
     Middle,
 }
 
-impl TruncationDirection {
-    /// Parses `head`, `tail` or `middle`.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "head" => Some(Self::Head),
-            "tail" => Some(Self::Tail),
-            "middle" => Some(Self::Middle),
-            _ => None,
-        }
-    }
-}
-
 /// A tool's truncation settings; unset limits fall back to the dispatcher's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TruncationPolicy {
@@ -185,48 +173,9 @@ pub fn is_valid_tool_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// Parses a duration such as `500ms`, `30s`, `2m`, `1h` or `1m30s`.
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let mut total = Duration::ZERO;
-    let mut rest = text.trim();
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        let value: u64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
-        let part = match &rest[..unit_len] {
-            "ms" => Duration::from_millis(value),
-            "s" => Duration::from_secs(value),
-            "m" => Duration::from_secs(value.checked_mul(60)?),
-            "h" => Duration::from_secs(value.checked_mul(3600)?),
-            _ => return None,
-        };
-        total = total.checked_add(part)?;
-        rest = &rest[unit_len..];
-    }
-    Some(total)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
-        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_duration("2h"), Some(Duration::from_secs(7200)));
-        for bad in ["", "30", "s", "30 s", "1.5s", "30sec", "-1s", "1d"] {
-            assert_eq!(parse_duration(bad), None, "{bad:?}");
-        }
-    }
 
     #[test]
     fn tool_names() {

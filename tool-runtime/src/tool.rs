@@ -1,7 +1,5 @@
 //! The object-safe `Tool` trait, implemented by `#[tool]`, by hand, or from a closure.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -11,8 +9,8 @@ use crate::error::ToolError;
 use crate::output::ToolOutput;
 use crate::spec::ToolSpec;
 
-/// A boxed, `Send` future.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+// Kept at its old path for the modules that still import it from here.
+pub use crate::future::BoxFuture;
 
 /// A tool the model can call.
 ///

@@ -10,7 +10,9 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tool_runtime::output_store::{OutputStore, StoredOutput};
-use tool_runtime::truncate::{ReadHint, TruncationInfo, TruncationLimits, TruncationStream, mark_truncated};
+use tool_runtime::truncate::{
+    ReadHint, TruncationInfo, TruncationLimits, TruncationStream, append_notice, mark_truncated,
+};
 use tool_runtime::{
     Dep, PermissionKind, PermissionRequest, Progress, ToolContext, ToolError, ToolOutput, tool,
 };
@@ -261,8 +263,7 @@ impl Ended {
             );
         }
         for note in &notes {
-            text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
-            text.push_str(note);
+            append_notice(&mut text, note);
         }
         let mut output = ToolOutput::text(text)
             .with_metadata("exit_code", json!(code))
@@ -519,11 +520,13 @@ mod tests {
     use crate::testing::Fixture;
 
     #[test]
-    fn annotations() {
+    fn the_call_limit_leaves_time_to_stop_the_longest_command() {
         let spec = BashTool.spec();
-        assert!(!spec.parallel && spec.annotations.open_world && !spec.annotations.read_only);
-        assert_eq!(spec.timeout, Some(Duration::from_secs(660)));
-        assert_eq!(spec.input_schema["properties"]["timeout_secs"]["maximum"], json!(600));
+        let longest = spec.input_schema["properties"]["timeout_secs"]["maximum"].as_u64().unwrap();
+        assert_eq!(Duration::from_secs(longest), MAX_TIMEOUT);
+        // Past its own limit a command is killed and its last output drained, which takes seconds:
+        // the call's limit must not cut that short, or the result would not say what was killed.
+        assert!(spec.timeout.unwrap() >= MAX_TIMEOUT + Duration::from_secs(10), "{:?}", spec.timeout);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use serde_json::json;
+use tool_runtime::truncate::count_lines;
 use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
@@ -340,11 +341,6 @@ fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Failure> {
     Ok(Edited { bytes: out, tier, replacements, lines })
 }
 
-/// Lines a piece of text spans (a trailing newline does not start another).
-fn count_lines(text: &[u8]) -> usize {
-    memchr::memchr_iter(b'\n', text).count() + usize::from(text.last().is_some_and(|&b| b != b'\n'))
-}
-
 enum Endings {
     Crlf,
     Lf,
@@ -576,7 +572,7 @@ fn reindent(text: &str, f: impl Fn(&str) -> String) -> String {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tool_runtime::{ErrorKind, Tool};
+    use tool_runtime::ErrorKind;
 
     use super::*;
     use crate::testing::Fixture;
@@ -584,12 +580,6 @@ mod tests {
     fn edit_text(content: &str, old: &str, new: &str) -> Result<String, Failure> {
         apply(content.as_bytes(), &Request { old, new, replace_all: false })
             .map(|e| String::from_utf8(e.bytes).unwrap())
-    }
-
-    #[test]
-    fn annotations() {
-        let spec = EditTool.spec();
-        assert!(!spec.parallel && spec.annotations.destructive);
     }
 
     #[tokio::test]

@@ -120,7 +120,7 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use serde_json::json;
-    use tool_runtime::{ErrorKind, Tool};
+    use tool_runtime::ErrorKind;
 
     use super::*;
     use crate::testing::Fixture;
@@ -129,12 +129,6 @@ mod tests {
         let time = SystemTime::now() - Duration::from_secs(seconds_ago);
         let file = std::fs::File::options().write(true).open(path).unwrap();
         file.set_modified(time).unwrap();
-    }
-
-    #[test]
-    fn annotations() {
-        let spec = GlobTool.spec();
-        assert!(spec.parallel && spec.annotations.read_only);
     }
 
     #[tokio::test]

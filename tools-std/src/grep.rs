@@ -213,19 +213,13 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use serde_json::json;
-    use tool_runtime::{ErrorKind, Tool};
+    use tool_runtime::ErrorKind;
 
     use crate::testing::Fixture;
 
     fn age(path: &std::path::Path, seconds: u64) {
         let file = std::fs::File::options().write(true).open(path).unwrap();
         file.set_modified(SystemTime::now() - Duration::from_secs(seconds)).unwrap();
-    }
-
-    #[test]
-    fn annotations() {
-        let spec = super::GrepTool.spec();
-        assert!(spec.parallel && spec.annotations.read_only);
     }
 
     #[tokio::test]

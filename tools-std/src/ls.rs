@@ -156,15 +156,9 @@ impl Tree {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tool_runtime::{ErrorKind, Tool};
+    use tool_runtime::ErrorKind;
 
     use crate::testing::Fixture;
-
-    #[test]
-    fn annotations() {
-        let spec = super::LsTool.spec();
-        assert!(spec.parallel && spec.annotations.read_only);
-    }
 
     #[tokio::test]
     async fn tree_with_directories_marked_and_ignores() {

@@ -263,16 +263,10 @@ pub(crate) fn spawn_local(_request: &ShellRequest) -> io::Result<ShellProcess> {
 /// A value no other command of any process on this machine has: this process's id, a counter,
 /// and randomness (against a pid reused by a later process).
 fn new_command_id() -> String {
-    use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(n);
-    hasher.write_u128(
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
-    );
-    format!("{}-{n}-{:016x}", std::process::id(), hasher.finish())
+    format!("{}-{n}-{:016x}", std::process::id(), crate::text::random_u64())
 }
 
 #[cfg(target_os = "linux")]

@@ -12,6 +12,8 @@ use tool_runtime::{
 use crate::Workspace;
 
 /// A directory under the system's temporary directory, removed on drop.
+///
+/// The workspace's shared one (in `tool-tests`) is out of reach: `tool-tests` depends on this crate.
 pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {

@@ -7,7 +7,7 @@ use std::path::Path;
 /// How many bytes at the start of a file are inspected to tell text from binary.
 pub(crate) const SNIFF_BYTES: usize = 8 * 1024;
 
-/// 64 random bits, for names that must not collide (temporary files).
+/// 64 random bits, for names that must not collide (temporary files, command markers).
 pub(crate) fn random_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     // Each `RandomState` draws fresh keys, seeded from the OS.

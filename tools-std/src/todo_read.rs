@@ -14,14 +14,3 @@ pub async fn todo_read(session: SessionState) -> ToolOutput {
     let items = session.get::<TodoList>().map(|list| list.items()).unwrap_or_default();
     ToolOutput::text(render(&items)).with_metadata("todos", json!(items))
 }
-
-#[cfg(test)]
-mod tests {
-    use tool_runtime::Tool;
-
-    #[test]
-    fn annotations() {
-        let spec = super::TodoReadTool.spec();
-        assert!(spec.parallel && spec.annotations.read_only);
-    }
-}

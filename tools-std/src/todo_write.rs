@@ -89,15 +89,9 @@ pub async fn todo_write(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tool_runtime::{ErrorKind, Tool};
+    use tool_runtime::ErrorKind;
 
     use crate::testing::Fixture;
-
-    #[test]
-    fn annotations() {
-        let spec = super::TodoWriteTool.spec();
-        assert!(!spec.parallel && !spec.annotations.read_only);
-    }
 
     #[tokio::test]
     async fn write_then_read_in_the_same_session_only() {

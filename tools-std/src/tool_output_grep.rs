@@ -167,19 +167,13 @@ impl Sink for Collector {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tool_runtime::{ErrorKind, Tool};
+    use tool_runtime::ErrorKind;
 
     use super::*;
     use crate::testing::Fixture;
 
     fn stored(fx: &Fixture, text: &str) -> String {
         fx.deps.get::<OutputStore>().unwrap().save(text).unwrap().reference.to_string()
-    }
-
-    #[test]
-    fn annotations() {
-        let spec = ToolOutputGrepTool.spec();
-        assert!(spec.parallel && spec.annotations.read_only);
     }
 
     #[tokio::test]

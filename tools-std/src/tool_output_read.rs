@@ -49,17 +49,10 @@ pub async fn tool_output_read(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tool_runtime::{ErrorKind, Tool};
+    use tool_runtime::ErrorKind;
 
     use super::*;
     use crate::testing::Fixture;
-
-    #[test]
-    fn annotations() {
-        let spec = ToolOutputReadTool.spec();
-        assert!(spec.parallel && spec.annotations.read_only);
-        assert!(spec.input_schema["properties"].get("ref").is_some());
-    }
 
     #[tokio::test]
     async fn pages_through_a_stored_output() {

@@ -71,16 +71,9 @@ fn write_error(display: &str, error: io::Error) -> ToolError {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tool_runtime::{ErrorKind, Tool};
+    use tool_runtime::ErrorKind;
 
-    use super::*;
     use crate::testing::Fixture;
-
-    #[test]
-    fn annotations() {
-        let spec = WriteTool.spec();
-        assert!(!spec.parallel && spec.annotations.destructive && !spec.annotations.read_only);
-    }
 
     #[tokio::test]
     async fn creates_parents_and_reports_bytes() {

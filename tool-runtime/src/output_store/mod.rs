@@ -497,4 +497,4 @@ fn create_private_file(dir: &Dir, name: &str) -> io::Result<File> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;

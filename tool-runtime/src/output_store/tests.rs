@@ -1,35 +1,7 @@
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use super::*;
 use crate::spec::{TruncationDirection, TruncationPolicy};
+use crate::testing::TempDir;
 use crate::truncate::{TruncationLimits, cut_output};
-
-/// A fresh directory under the system temp dir, removed on drop.
-pub(crate) struct TempDir(PathBuf);
-
-impl TempDir {
-    pub(crate) fn new(tag: &str) -> Self {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "tool-runtime-test-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = fs::remove_dir_all(&path);
-        fs::create_dir_all(&path).expect("create temp dir");
-        TempDir(path)
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
 
 fn age(path: &Path, age: Duration) {
     let file = fs::OpenOptions::new().write(true).open(path).expect("open for set_modified");

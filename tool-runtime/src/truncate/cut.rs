@@ -17,7 +17,10 @@ use super::notice;
 use crate::spec::TruncationDirection;
 
 /// Number of lines: a `\n` ends a line; text after the last `\n` is one more line.
-pub(crate) fn count_lines(bytes: &[u8]) -> usize {
+///
+/// The count the notice and [`TruncationInfo`] report; a tool that reports line counts of its
+/// own uses it so the two agree.
+pub fn count_lines(bytes: &[u8]) -> usize {
     memchr_iter(b'\n', bytes).count() + usize::from(bytes.last().is_some_and(|&b| b != b'\n'))
 }
 

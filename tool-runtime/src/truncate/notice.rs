@@ -12,6 +12,7 @@ use std::fmt::{self, Write as _};
 
 use super::info::{LinePart, TruncationInfo};
 use crate::spec::TruncationDirection;
+use crate::words::plural;
 
 /// Upper bound on what truncation adds beyond `max_bytes`: the notice with its separator, plus
 /// the marker between the two ends for `middle`, for any [`ReadHint`] and any reference of at
@@ -229,23 +230,18 @@ impl TruncationInfo {
 
     fn write_shown(&self, out: &mut String) {
         let total = self.total_lines;
-        let bytes =
-            format!("({} of {} {})", self.kept_bytes, self.total_bytes, plural(self.total_bytes, "byte"));
-        let lines = plural(total, "line");
+        let bytes = format!("({} of {})", self.kept_bytes, plural(self.total_bytes as u64, "byte"));
+        let lines = plural(total as u64, "line");
         let _ = match (self.direction, self.kept_ranges.as_slice()) {
-            (TruncationDirection::Head, []) => write!(out, "showing the first 0 of {total} {lines} {bytes}"),
+            (TruncationDirection::Head, []) => write!(out, "showing the first 0 of {lines} {bytes}"),
             (TruncationDirection::Head, [range]) if range.first_line == 1 && range.partial.is_none() => {
-                write!(out, "showing the first {} of {total} {lines} {bytes}", range.last_line)
+                write!(out, "showing the first {} of {lines} {bytes}", range.last_line)
             }
-            (TruncationDirection::Tail, []) => write!(out, "showing the last 0 of {total} {lines} {bytes}"),
+            (TruncationDirection::Tail, []) => write!(out, "showing the last 0 of {lines} {bytes}"),
             (TruncationDirection::Tail, [range]) if range.last_line == total && range.partial.is_none() => {
-                write!(
-                    out,
-                    "showing the last {} of {total} {lines} {bytes}",
-                    range.last_line + 1 - range.first_line
-                )
+                write!(out, "showing the last {} of {lines} {bytes}", range.last_line + 1 - range.first_line)
             }
-            (_, []) => write!(out, "showing none of the {total} {lines} {bytes}"),
+            (_, []) => write!(out, "showing none of the {lines} {bytes}"),
             (_, [first, second])
                 if first.first_line == second.first_line
                     && first.partial.is_some()
@@ -283,20 +279,18 @@ impl TruncationInfo {
 /// The line standing where `middle` cut `lines` lines (`bytes` bytes) out.
 pub(crate) fn marker(lines: usize, bytes: usize) -> String {
     if lines == 0 {
-        format!("[... {bytes} {} cut ...]", plural(bytes, "byte"))
+        format!("[... {} cut ...]", plural(bytes as u64, "byte"))
     } else {
-        format!("[... {lines} {} ({bytes} {}) cut ...]", plural(lines, "line"), plural(bytes, "byte"))
+        format!("[... {} ({}) cut ...]", plural(lines as u64, "line"), plural(bytes as u64, "byte"))
     }
 }
 
-/// Appends `notice` after one blank line (or as the whole text when `text` is empty).
-pub(crate) fn append_notice(text: &mut String, notice: &str) {
+/// Appends `notice` after one blank line (or as the whole text when `text` is empty), where the
+/// truncation notice goes; a tool that adds notes of its own below its output uses it too, so
+/// every note stands apart the same way.
+pub fn append_notice(text: &mut String, notice: &str) {
     if !text.is_empty() {
         text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
     }
     text.push_str(notice);
-}
-
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 { word.to_owned() } else { format!("{word}s") }
 }

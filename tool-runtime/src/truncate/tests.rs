@@ -6,8 +6,8 @@ use super::cut::{Source, cut};
 use super::*;
 use crate::output::{Content, ToolOutput};
 use crate::output_store::OutputStore;
-use crate::output_store::tests::TempDir;
 use crate::spec::{TruncationDirection, TruncationPolicy};
+use crate::testing::TempDir;
 
 const REF: &str = "out_20261121T163000_ab12cd34";
 const NOT_SAVED: &str = "The full output was not saved, so the rest is not available; narrow the request (for \

@@ -3,41 +3,15 @@
 #![allow(dead_code)]
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::Value;
 use tool_runtime::Registry;
+pub use tool_tests::TempDir;
 
 /// The built binary.
 pub const TOOLS: &str = env!("CARGO_BIN_EXE_tools");
-
-/// A directory under the system's temporary directory, removed on drop.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn new() -> Self {
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path = std::env::temp_dir().join(format!("tools-cli-{}-{n}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&path).expect("create a temporary directory");
-        TempDir(std::fs::canonicalize(&path).expect("canonical temporary directory"))
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A workspace `dir/ws` (so `dir` itself is outside it) with `hello.txt`, and a private data
 /// directory for the output store.
@@ -47,7 +21,7 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn new() -> Self {
-        let dir = TempDir::new();
+        let dir = TempDir::new("cli");
         std::fs::create_dir_all(dir.path().join("ws")).expect("workspace");
         std::fs::write(dir.path().join("ws/hello.txt"), "hello\nworld\n").expect("hello.txt");
         std::fs::write(dir.path().join("outside.txt"), "secret\n").expect("outside.txt");
