@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use tool_runtime::mcp::McpServer;
+use tool_runtime::mcp_server::McpServer;
 use tool_runtime::{Dispatcher, Json, Progress, Registry, ToolContext, ToolError, tool};
 
 /// What `word_count` returns: sent as `structuredContent`, with a JSON text mirror.

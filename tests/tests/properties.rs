@@ -15,10 +15,10 @@ use proptest::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use tool_runtime::truncate::{NOTICE_OVERHEAD_MAX_BYTES, TruncationStream, truncate_output};
+use tool_runtime::truncate::{NOTICE_OVERHEAD_MAX_BYTES, TruncationStream, truncate_output, truncate_text};
 use tool_runtime::{
     Content, ErrorKind, Registry, ToolContext, ToolOutput, TruncationDirection, TruncationLimits,
-    TruncationPolicy, tool, truncate_text,
+    TruncationPolicy, tool,
 };
 
 /// Cases per property unless `PROPTEST_CASES` says otherwise.

@@ -26,7 +26,7 @@ use rmcp::{RoleClient, RoleServer, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::runtime::Runtime;
-use tool_runtime::mcp::McpServer;
+use tool_runtime::mcp_server::McpServer;
 use tool_runtime::{
     CancellationToken, Dispatcher, Registry, RepeatGuard, ToolCall, ToolContext, ToolError, ToolOutput, tool,
 };

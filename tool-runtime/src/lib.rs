@@ -26,30 +26,48 @@
 //! assert_eq!(out.text_content(), "42");
 //! # });
 //! ```
+//!
+//! What you write is at the root: the [`tool`] macro, [`Registry`], [`Dispatcher`],
+//! [`ToolContext`], [`ToolError`], [`ToolOutput`], [`Content`], [`Json`], [`Provider`], the hook
+//! and permission types and the events. The modules hold the rest:
+//!
+//! - [`providers`]: each LLM API's tool definitions, call parsing and result rendering
+//!   (`providers::mcp` is MCP's JSON format);
+//! - [`mcp_server`] (feature `mcp`): serving a dispatcher's tools to MCP clients;
+//! - [`truncate`]: the truncation engine and its streaming form, for tools that cut their own
+//!   output; [`output_store`]: where full outputs are kept;
+//! - [`schema`]: the argument schemas, for tools written by hand; [`events`]: the event
+//!   stream's sinks.
+//!
+//! One call, from a provider's message to its result: a provider adapter makes a [`ToolCall`]
+//! whose [`Arguments`] stay as sent; the [`Dispatcher`] looks the tool up and validates them
+//! (`registry.rs`, `validate/`), takes the call's guard (`dispatch/gate.rs`), runs the stages
+//! (`dispatch/run.rs`: repeat guard, hooks, the tool under its limit, truncation) and returns
+//! one [`ToolResult`] (`dispatch/record.rs`).
 #![deny(missing_docs)]
 
-pub mod call;
-pub mod context;
-pub mod dispatch;
-pub mod error;
+mod call;
+mod context;
+mod dispatch;
+mod error;
 pub mod events;
 mod future;
-pub mod hooks;
-pub mod inject;
+mod hooks;
+mod inject;
 #[cfg(feature = "mcp")]
-pub mod mcp;
-pub mod output;
+pub mod mcp_server;
+mod output;
 pub mod output_store;
-pub mod permission;
+mod permission;
 pub mod providers;
-pub mod registry;
+mod registry;
 pub mod schema;
-pub mod spec;
+mod spec;
 #[cfg(test)]
 mod testing;
-pub mod tool;
+mod tool;
 pub mod truncate;
-pub mod validate;
+mod validate;
 mod words;
 
 #[doc(hidden)]
@@ -66,17 +84,17 @@ pub use future::BoxFuture;
 pub use hooks::{AfterFn, AfterHook, BeforeDecision, BeforeFn, BeforeHook, HookCall};
 pub use inject::{Dep, FromContext};
 pub use output::{Content, IntoToolOutput, IntoToolResult, Json, ToolOutput};
-pub use output_store::{OutputRef, OutputStore, OutputStoreError};
+pub use output_store::OutputStore;
 pub use permission::{
     AllowAll, DefaultPermissions, PermissionDecision, PermissionFn, PermissionHook, PermissionKind,
     PermissionRequest,
 };
-pub use providers::{DefinitionOptions, LoweringError, ParseError, Provider};
+pub use providers::{DefinitionOptions, Provider};
 pub use registry::{Registry, RegistryBuilder, RegistryError, registered_tools};
 pub use spec::{SourceLocation, ToolAnnotations, ToolSpec, TruncationDirection, TruncationPolicy};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{FnTool, Tool};
-pub use truncate::{TruncationInfo, TruncationLimits, truncate_output, truncate_text};
-pub use validate::{ArgumentValidator, Coercion, ValidatedArgs, ValidationOptions};
+pub use truncate::TruncationLimits;
+pub use validate::{Coercion, ValidatedArgs, ValidationOptions};
 
 pub use tool_macros::tool;

@@ -1103,8 +1103,8 @@ async fn every_call_has_queued_started_exactly_one_finished_and_serializes_to_js
 #[tokio::test]
 async fn long_outputs_are_truncated_once_with_the_full_text_in_the_store() {
     use tool_runtime::output_store::OutputStore;
-    use tool_runtime::spec::{TruncationDirection, TruncationPolicy};
     use tool_runtime::truncate::TruncationLimits;
+    use tool_runtime::{TruncationDirection, TruncationPolicy};
 
     let lines = |n: usize| (1..=n).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");
     let long = tool("long", true, move |_ctx, _args| {
@@ -1170,8 +1170,8 @@ async fn report_limits(ctx: ToolContext, _args: Value) -> Result<ToolOutput, Too
 
 #[tokio::test]
 async fn the_limits_in_force_reach_the_tool_through_its_context() {
-    use tool_runtime::spec::{TruncationDirection, TruncationPolicy};
     use tool_runtime::truncate::TruncationLimits;
+    use tool_runtime::{TruncationDirection, TruncationPolicy};
 
     let own_policy = TruncationPolicy {
         enabled: true,
@@ -1207,8 +1207,8 @@ async fn the_limits_in_force_reach_the_tool_through_its_context() {
 
 #[tokio::test]
 async fn the_notice_reads_back_as_the_store_installer_says() {
+    use tool_runtime::TruncationDirection;
     use tool_runtime::output_store::OutputStore;
-    use tool_runtime::spec::TruncationDirection;
     use tool_runtime::truncate::{ReadHint, TruncationLimits};
 
     let long = || tool("long", true, |_ctx, _args| async { Ok(ToolOutput::text("a\nb\nc\n")) });

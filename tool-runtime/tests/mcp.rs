@@ -1,4 +1,4 @@
-//! `tool_runtime::mcp` on an in-memory transport: structured output, numeric progress, titles and
+//! `tool_runtime::mcp_server` on an in-memory transport: structured output, numeric progress, titles and
 //! the application's own event sink, with rmcp's client on the other end.
 
 use std::sync::{Arc, Mutex};
@@ -9,7 +9,7 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tool_runtime::mcp::McpServer;
+use tool_runtime::mcp_server::McpServer;
 use tool_runtime::{Dispatcher, EventFn, Json, Progress, Registry, ToolContext, ToolError, ToolEvent, tool};
 
 #[derive(serde::Serialize, schemars::JsonSchema)]

@@ -213,7 +213,7 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
 
 async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     let builder = dispatcher(registry()?, &args.workspace)?;
-    let server = tool_runtime::mcp::McpServer::builder(builder)
+    let server = tool_runtime::mcp_server::McpServer::builder(builder)
         .name("tools")
         .version(env!("CARGO_PKG_VERSION"))
         .build()

@@ -267,7 +267,7 @@ fn input_that_is_not_a_request_gets_an_error_never_silence() {
 #[test]
 fn a_line_past_the_limit_is_skipped_and_answered() {
     let mut server = Server::initialized("2025-11-25");
-    let limit = tool_runtime::mcp::DEFAULT_MAX_MESSAGE_BYTES;
+    let limit = tool_runtime::mcp_server::DEFAULT_MAX_MESSAGE_BYTES;
     let mut line = br#"{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"write","arguments":{"path":"big.txt","content":""#.to_vec();
     line.resize(limit + 1000, b'a');
     line.extend_from_slice(br#""}}}"#);

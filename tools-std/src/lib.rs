@@ -156,7 +156,7 @@ mod tests {
         text.push_str(&format!("{}\n", "b".repeat(23)).repeat(400));
         text.push_str(&format!("{}\n", "c".repeat(49)).repeat(46212));
         text.push_str(&format!("{}\n", "d".repeat(9841)));
-        let mut info = tool_runtime::truncate_text(&text, &limits).info;
+        let mut info = tool_runtime::truncate::truncate_text(&text, &limits).info;
         info.record_saved("out_20261121T163000_ab12cd34", text.len(), usize::MAX);
         assert_eq!(
             info.notice_with(&hint).expect("truncated"),

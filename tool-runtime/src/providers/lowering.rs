@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value, json};
 
 use super::{LoweringError, Provider, json_kind};
+use crate::words;
 
 /// Which tool is being lowered for which provider, for error messages.
 #[derive(Clone, Copy)]
@@ -214,8 +215,12 @@ fn types_of(map: &Map<String, Value>) -> Vec<&str> {
     }
 }
 
+/// A count from a schema keyword with its noun; a value that is not a count stays as written.
 fn plural(n: &Value, unit: &str) -> String {
-    if n.as_u64() == Some(1) { format!("{n} {unit}") } else { format!("{n} {unit}s") }
+    match n.as_u64() {
+        Some(n) => words::plural(n, unit),
+        None => format!("{n} {unit}s"),
+    }
 }
 
 /// A constraint the provider cannot check, said in words for the description, so the model

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::{ArgumentValidator, compile};
 use crate::schema::{schema_at, schema_types};
+use crate::words::plural;
 
 const MAX_VALUE_CHARS: usize = 80;
 
@@ -68,24 +69,24 @@ impl ArgumentValidator {
                 vec![format!("{}: must be less than {limit}, received {received}", at(&pointer))]
             }
             ValidationErrorKind::MinLength { limit } => vec![format!(
-                "{}: must be at least {limit} character{} long, received {received}",
+                "{}: must be at least {} long, received {received}",
                 at(&pointer),
-                plural(*limit)
+                plural(*limit, "character")
             )],
             ValidationErrorKind::MaxLength { limit } => vec![format!(
-                "{}: must be at most {limit} character{} long, received {received}",
+                "{}: must be at most {} long, received {received}",
                 at(&pointer),
-                plural(*limit)
+                plural(*limit, "character")
             )],
             ValidationErrorKind::MinItems { limit } => vec![format!(
-                "{}: must have at least {limit} item{}, received {received}",
+                "{}: must have at least {}, received {received}",
                 at(&pointer),
-                plural(*limit)
+                plural(*limit, "item")
             )],
             ValidationErrorKind::MaxItems { limit } => vec![format!(
-                "{}: must have at most {limit} item{}, received {received}",
+                "{}: must have at most {}, received {received}",
                 at(&pointer),
-                plural(*limit)
+                plural(*limit, "item")
             )],
             ValidationErrorKind::Pattern { pattern } => vec![format!(
                 "{}: must match the regular expression {pattern}, received {received}",
@@ -175,10 +176,6 @@ fn allowed_values(schema: &Value) -> Option<Vec<Value>> {
         }
     }
     None
-}
-
-fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 fn type_phrase(t: &str) -> String {

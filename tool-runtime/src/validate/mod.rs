@@ -2,9 +2,9 @@
 //! every problem.
 //!
 //! A valid call is checked by the compiled JSON Schema alone. Only a call that fails it (or holds
-//! a `null`) goes through the leniency pass ([`plan`]: `null` for an optional property is absent,
+//! a `null`) goes through the leniency pass (`plan.rs`: `null` for an optional property is absent,
 //! strings are coerced where the schema wants a number, boolean, array or object) and is checked
-//! again; a call that still fails gets every problem described ([`describe`]).
+//! again; a call that still fails gets every problem described (`describe.rs`).
 
 mod describe;
 mod format;
@@ -56,7 +56,7 @@ pub struct ValidatedArgs {
 }
 
 /// A compiled validator for one tool's argument schema, with its leniency plan.
-pub struct ArgumentValidator {
+pub(crate) struct ArgumentValidator {
     tool: String,
     schema: Value,
     validator: jsonschema::Validator,

@@ -201,7 +201,7 @@ fn tool_list(dispatcher: &Dispatcher) -> Result<Vec<Tool>, LoweringError> {
 /// use tool_runtime::{Dispatcher, Registry};
 ///
 /// let registry = Registry::from_inventory()?;
-/// tool_runtime::mcp::serve_stdio(Dispatcher::builder(registry)).await?;
+/// tool_runtime::mcp_server::serve_stdio(Dispatcher::builder(registry)).await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
