@@ -9,7 +9,6 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use schemars::JsonSchema;
 use serde::Deserialize;
 use tool_runtime::{CancellationToken, Dispatcher, Registry, ToolCall, ToolError, ToolOutput, tool};
 
@@ -41,69 +40,9 @@ async fn baseline(raw: &str) -> ToolOutput {
     }
 }
 
-/// How `search` reports matches.
-#[derive(Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-enum Mode {
-    /// Matching lines.
-    Content,
-    /// Only the names of matching files.
-    FilesWithMatches,
-    /// A count per file.
-    Count,
-}
-
-/// A range of lines.
-#[derive(Deserialize, JsonSchema)]
-#[allow(dead_code)]
-struct LineRange {
-    /// First line, 1-based.
-    #[schemars(range(min = 1))]
-    start: u32,
-    /// Last line, inclusive.
-    end: Option<u32>,
-}
-
-/// Search file contents (a tool with a rich schema: constraints, an enum, an array, a nested
-/// object and optional fields).
-#[tool(parallel)]
-#[allow(clippy::too_many_arguments)]
-async fn search(
-    /// Regular expression to search for.
-    #[schemars(length(min = 1))]
-    pattern: String,
-    /// Directory to search.
-    path: Option<String>,
-    /// Glob patterns of files to include.
-    globs: Vec<String>,
-    /// What to report.
-    mode: Mode,
-    /// Maximum number of matches.
-    #[arg(default = 100)]
-    #[schemars(range(min = 1, max = 1000))]
-    limit: u32,
-    /// Ignore case.
-    case_insensitive: Option<bool>,
-    /// Only search these lines of each file.
-    lines: Option<LineRange>,
-) -> Result<String, ToolError> {
-    let _ = (path, globs, mode, limit, case_insensitive, lines);
-    Ok(pattern)
-}
-
-/// The same arguments for serde alone.
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct SearchArgs {
-    pattern: String,
-    path: Option<String>,
-    globs: Vec<String>,
-    mode: Mode,
-    #[serde(default)]
-    limit: Option<u32>,
-    case_insensitive: Option<bool>,
-    lines: Option<LineRange>,
-}
+#[path = "common/search.rs"]
+mod search;
+use search::{SearchArgs, SearchTool};
 
 const ADD_VALID: &str = r#"{"a": 40, "b": 2}"#;
 /// Three problems: a wrong type, a missing argument, an unknown one.
