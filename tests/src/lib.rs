@@ -33,16 +33,13 @@ impl Drop for TempDir {
 }
 
 /// Skips the running test for `reason` (something it needs is missing), saying so on stderr past
-/// the test harness's capture, so the skip shows in the run's output. Under CI (`CI=true`),
-/// whose script installs everything the tests need, a skip is a failure instead.
+/// the test harness's capture, so the skip shows in the run's output (`.ci/run` installs what
+/// these tests need and says so when it cannot).
 ///
 /// Call it and return from the test.
 pub fn skip(reason: &str) {
     let thread = std::thread::current();
     let test = thread.name().unwrap_or("a test");
-    if matches!(std::env::var("CI").as_deref(), Ok("true" | "1")) {
-        panic!("{test} cannot run under CI: {reason} (.ci/run installs what the tests need; see its output)");
-    }
     // `eprintln!` would be captured and shown only for a failing test.
     let _ = writeln!(std::io::stderr(), "skipped {test}: {reason}");
 }

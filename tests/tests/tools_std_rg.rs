@@ -1,6 +1,6 @@
 //! `grep` and `glob` against `rg` on a generated tree: the same files, the same matching lines.
 //!
-//! Skipped, with a message, where `rg` is not installed; under CI, which installs it, that fails.
+//! Skipped, with a message, where `rg` is not installed (`.ci/run` installs it).
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -10,7 +10,7 @@ use crate::output::ToolOutput;
 use crate::spec::ToolSpec;
 
 // Kept at its old path for the modules that still import it from here.
-pub use crate::future::BoxFuture;
+use crate::future::BoxFuture;
 
 /// A tool the model can call.
 ///

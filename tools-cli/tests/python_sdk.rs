@@ -4,8 +4,7 @@
 //!
 //! The SDK lives in a virtual environment that `scripts/python-sdk-env.sh` creates at
 //! `target/py-mcp` (or `$MCP_PYTHON` names its interpreter). Without it these tests pass with a
-//! message saying they were skipped, so a machine without Python or PyPI can still run the suite;
-//! under CI, whose script creates it, they fail instead.
+//! message saying they were skipped, so a machine without Python or PyPI can still run the suite.
 
 mod common;
 

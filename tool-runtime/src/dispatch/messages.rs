@@ -9,8 +9,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::error::ToolError;
+use crate::future::BoxFuture;
 use crate::permission::{PermissionKind, PermissionRequest};
-use crate::tool::BoxFuture;
 
 /// `850ms`, `3s`, `1.5s`, `2m30s`, `1h5m`.
 pub(crate) fn human_duration(duration: Duration) -> String {
