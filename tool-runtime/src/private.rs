@@ -19,11 +19,12 @@ pub use serde_json;
 
 pub use crate::context::ToolContext;
 pub use crate::error::ToolError;
+pub use crate::future::BoxFuture;
 pub use crate::inject::FromContext;
 pub use crate::output::{IntoToolOutput, IntoToolResult, ToolOutput};
 pub use crate::registry::ToolRegistration;
 pub use crate::spec::{ToolSpec, TruncationDirection, TruncationPolicy};
-pub use crate::tool::{BoxFuture, Tool};
+pub use crate::tool::Tool;
 
 pub use arguments::{
     Arguments, Field, MaybeSerialize, NoSerialize, ToolArgument, Whole, WholeFields, assert_argument,

@@ -10,9 +10,10 @@ use serde_json::Value;
 use super::arguments::Arguments;
 use crate::context::ToolContext;
 use crate::error::ToolError;
+use crate::future::BoxFuture;
 use crate::output::{IntoToolOutput, IntoToolResult, ToolOutput};
 use crate::spec::{SourceLocation, ToolAnnotations, ToolSpec, TruncationPolicy};
-use crate::tool::{BoxFuture, Tool};
+use crate::tool::Tool;
 
 /// What the macro knows about a tool at compile time; one `static` per tool, which also caches
 /// the tool's [`ToolSpec`] once it is first asked for.
