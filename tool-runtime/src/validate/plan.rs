@@ -269,3 +269,76 @@ fn fixed_value(property: &Value) -> Option<Value> {
         .or_else(|| property.get("enum").and_then(Value::as_array).filter(|e| e.len() == 1).map(|e| &e[0]))
         .cloned()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn normalized(schema: &Value, mut value: Value) -> (Value, Vec<(String, String)>) {
+        let mut coercions = Vec::new();
+        Plan::compile(schema).normalize(&mut value, true, &mut coercions);
+        (value, coercions.into_iter().map(|c| (c.path, c.to)).collect())
+    }
+
+    #[test]
+    fn a_recursive_schema_is_followed_to_any_depth() {
+        let schema = json!({
+            "type": "object",
+            "properties": { "root": { "$ref": "#/$defs/Node" } },
+            "$defs": { "Node": {
+                "type": "object",
+                "properties": {
+                    "size": { "type": "integer" },
+                    "label": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+                    "children": { "type": "array", "items": { "$ref": "#/$defs/Node" } }
+                },
+                "required": ["size"]
+            }}
+        });
+        let value = json!({ "root": { "size": "1", "label": null, "children": [
+            { "size": 2, "children": [{ "size": "3", "label": null, "children": [] }] }
+        ]}});
+        let (value, coercions) = normalized(&schema, value);
+        assert_eq!(
+            value,
+            json!({ "root": { "size": 1, "children": [{ "size": 2, "children": [{ "size": 3, "children": [] }] }] } })
+        );
+        assert_eq!(
+            coercions,
+            [
+                ("/root/size".to_owned(), "integer".to_owned()),
+                ("/root/children/0/children/0/size".to_owned(), "integer".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tagged_object_takes_its_own_variant_and_odd_keys_are_escaped() {
+        let schema = json!({
+            "type": "object",
+            "properties": { "shape": { "oneOf": [
+                { "type": "object", "properties": { "kind": { "const": "circle" }, "r": { "type": "number" } },
+                  "required": ["kind", "r"], "additionalProperties": false },
+                { "type": "object", "properties": { "kind": { "const": "square" }, "side": { "type": "number" },
+                  "a/b~c": { "type": "boolean" } },
+                  "required": ["kind", "side"], "additionalProperties": false }
+            ]}}
+        });
+        let (value, coercions) =
+            normalized(&schema, json!({ "shape": { "kind": "square", "side": "2.5", "a/b~c": "true" } }));
+        assert_eq!(value, json!({ "shape": { "kind": "square", "side": 2.5, "a/b~c": true } }));
+        assert_eq!(
+            coercions,
+            [
+                ("/shape/side".to_owned(), "number".to_owned()),
+                ("/shape/a~1b~0c".to_owned(), "boolean".to_owned())
+            ]
+        );
+        // Where only object forms are allowed (no `type` beside the `oneOf`), a string is left
+        // for validation to report.
+        let (value, _) = normalized(&schema, json!({ "shape": "{\"kind\": \"circle\", \"r\": \"1\"}" }));
+        assert_eq!(value, json!({ "shape": "{\"kind\": \"circle\", \"r\": \"1\"}" }));
+    }
+}
