@@ -318,7 +318,8 @@ impl fmt::Debug for Dispatcher {
     }
 }
 
-enum Stop {
+/// Why a batch starts no more calls: every later call gets this result.
+enum BatchStop {
     Cancelled,
     Skipped,
 }
@@ -498,14 +499,14 @@ impl Dispatcher {
         let mut stop = None;
         for (pending, arguments) in pending {
             if stop.is_none() && batch.is_cancelled() {
-                stop = Some(Stop::Cancelled);
+                stop = Some(BatchStop::Cancelled);
             }
             match stop {
-                Some(Stop::Cancelled) => {
+                Some(BatchStop::Cancelled) => {
                     slots.push(Slotted::Done(Box::new(inner.cancelled_before_start(&pending))));
                     continue;
                 }
-                Some(Stop::Skipped) => {
+                Some(BatchStop::Skipped) => {
                     slots.push(Slotted::Done(Box::new(inner.skipped(&pending))));
                     continue;
                 }
@@ -525,14 +526,14 @@ impl Dispatcher {
             let slot = match inner.acquire(ready.parallel(), &batch).await {
                 Some(slot) if !batch.is_cancelled() => slot,
                 _ => {
-                    stop = Some(Stop::Cancelled);
+                    stop = Some(BatchStop::Cancelled);
                     slots.push(Slotted::Done(Box::new(inner.cancelled_before_start(&ready.pending))));
                     continue;
                 }
             };
             if inner.should_skip() {
                 drop(slot);
-                stop = Some(Stop::Skipped);
+                stop = Some(BatchStop::Skipped);
                 slots.push(Slotted::Done(Box::new(inner.skipped(&ready.pending))));
                 continue;
             }
