@@ -29,15 +29,21 @@ async fn add(
     Json(Sum { total: a + b })
 }
 
-/// Count to `n`, reporting each step as progress.
+/// Count to `n`, reporting each step as progress; the first from a thread of the tool's own,
+/// outside the runtime, as a tool doing blocking work might.
 #[tool]
 async fn count(ctx: &ToolContext, n: u32) -> Result<String, ToolError> {
     for i in 1..=n {
-        ctx.progress(Progress {
+        let step = Progress {
             message: Some(format!("step {i}")),
             progress: Some(f64::from(i)),
             total: Some(f64::from(n)),
-        });
+        };
+        if i == 1 {
+            std::thread::scope(|scope| scope.spawn(|| ctx.progress(step)).join().expect("progress"));
+        } else {
+            ctx.progress(step);
+        }
     }
     Ok(format!("counted to {n}"))
 }

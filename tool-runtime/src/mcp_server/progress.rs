@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
+use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -16,6 +17,8 @@ use crate::context::{ContextSink, Progress};
 pub(super) struct ProgressForwarder {
     token: ProgressToken,
     peer: Peer<RoleServer>,
+    /// The server's runtime: a tool may report progress from a thread of its own.
+    runtime: Handle,
     state: Mutex<State>,
 }
 
@@ -29,7 +32,8 @@ enum State {
 
 impl ProgressForwarder {
     pub(super) fn new(token: ProgressToken, peer: Peer<RoleServer>) -> Arc<Self> {
-        Arc::new(ProgressForwarder { token, peer, state: Mutex::new(State::Idle) })
+        let runtime = Handle::current();
+        Arc::new(ProgressForwarder { token, peer, runtime, state: Mutex::new(State::Idle) })
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -39,7 +43,7 @@ impl ProgressForwarder {
     fn start(&self) -> (mpsc::UnboundedSender<Progress>, JoinHandle<()>) {
         let (sender, mut receiver) = mpsc::unbounded_channel::<Progress>();
         let (token, peer) = (self.token.clone(), self.peer.clone());
-        let task = tokio::spawn(async move {
+        let task = self.runtime.spawn(async move {
             let mut figure = ProgressFigure::default();
             while let Some(update) = receiver.recv().await {
                 let mut param = ProgressNotificationParam::new(token.clone(), figure.next(&update));
