@@ -26,6 +26,7 @@ use crate::registry::Registry;
 use crate::truncate::TruncationLimits;
 
 use record::{Outcome, Pending};
+use run::CallToken;
 
 /// What the repeat guard does when the same call comes `threshold` times in a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -429,11 +430,13 @@ impl Dispatcher {
         cancel: CancellationToken,
     ) -> Outcome {
         let cancel = cancel.child_token();
-        let _cancel_on_drop = cancel.clone().drop_guard();
+        let cancel_on_drop = cancel.clone().drop_guard();
         let (pending, arguments) = self.inner.queue(0, call, options, sink);
         let mut dropped = FinishOnDrop { inner: &self.inner, pending: Some(pending.clone()) };
         let outcome = self.run_queued(pending, arguments, cancel).await;
         dropped.pending = None;
+        // Finished: nothing is left to stop, as for a call of a batch.
+        cancel_on_drop.disarm();
         outcome
     }
 
@@ -454,7 +457,7 @@ impl Dispatcher {
             drop(slot);
             return self.inner.skipped(&ready.pending);
         }
-        run::execute(self.inner.clone(), ready, slot, cancel, None).await
+        run::execute(self.inner.clone(), ready, slot, CallToken::Own(cancel), None).await
     }
 
     /// Runs the calls of one model turn and returns exactly one result per call, in the order of
@@ -538,7 +541,13 @@ impl Dispatcher {
                 continue;
             }
             let pending = ready.pending.clone();
-            let task = run::execute(inner.clone(), ready, slot, batch.clone(), Some(batch.clone()));
+            let task = run::execute(
+                inner.clone(),
+                ready,
+                slot,
+                CallToken::Batch(batch.clone()),
+                Some(batch.clone()),
+            );
             slots.push(Slotted::Running(tokio::spawn(task), pending));
         }
 

@@ -82,13 +82,22 @@ struct Done {
     started_at: Instant,
 }
 
+/// The token a call runs under.
+pub(crate) enum CallToken {
+    /// The batch's, shared with the other calls: a call with a time limit gets a child of it,
+    /// so that stopping the call stops nothing else.
+    Batch(CancellationToken),
+    /// The call's own already.
+    Own(CancellationToken),
+}
+
 /// Runs a call that holds its guard, then releases the guard after the finished event. A
 /// `Fatal` result cancels `stop_batch`.
 pub(crate) async fn execute(
     inner: Arc<Inner>,
     ready: Ready,
     slot: Slot,
-    cancel: CancellationToken,
+    cancel: CallToken,
     stop_batch: Option<CancellationToken>,
 ) -> Outcome {
     // Boxed: the stages' state is large, and every future holding it (a task's, a caller's)
@@ -126,7 +135,7 @@ impl Inner {
     }
 
     /// The stages after the guard was taken, and the call's result.
-    pub(crate) async fn run_call(&self, ready: Ready, cancel: CancellationToken) -> Outcome {
+    pub(crate) async fn run_call(&self, ready: Ready, cancel: CallToken) -> Outcome {
         let pending = ready.pending.clone();
         match self.stages(ready, cancel).await {
             Ok(Done { output, error, started_at }) => {
@@ -146,7 +155,7 @@ impl Inner {
         }
     }
 
-    async fn stages(&self, ready: Ready, cancel: CancellationToken) -> Result<Done, Stop> {
+    async fn stages(&self, ready: Ready, cancel: CallToken) -> Result<Done, Stop> {
         let Ready { pending, tool, arguments, coercions, repeat_count } = ready;
         let spec = tool.spec();
         let timeout = pending.options.timeout.or(spec.timeout).or(self.default_timeout);
@@ -174,16 +183,19 @@ impl Inner {
     }
 
     /// The call's context: its own ids, token, deadline and limits, and the dispatcher's
-    /// shared parts. A call with a time limit gets its own token, so stopping it also tells any
-    /// work the tool left running; otherwise the batch's token is enough.
+    /// shared parts. A call with a time limit has a token of its own, so stopping it also tells
+    /// any work the tool left running; otherwise the batch's token is enough.
     fn context(
         &self,
         pending: &Arc<Pending>,
         spec: &ToolSpec,
-        cancel: CancellationToken,
+        cancel: CallToken,
         timeout: Option<Duration>,
     ) -> ToolContext {
-        let token = if timeout.is_some() { cancel.child_token() } else { cancel };
+        let token = match cancel {
+            CallToken::Batch(batch) if timeout.is_some() => batch.child_token(),
+            CallToken::Batch(token) | CallToken::Own(token) => token,
+        };
         let deadline = timeout.and_then(|limit| Instant::now().checked_add(limit)).map(Instant::into_std);
         let mut ctx = ToolContext::builder(pending.tool.as_str())
             .call_id(pending.call_id.as_str())

@@ -46,6 +46,14 @@ pub(crate) fn check(line: &[u8]) -> Inbound {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Inbound::Ignore;
     }
+    match plain_message(line) {
+        Some(message) => Inbound::Message(Box::new(message)),
+        None => checked(line),
+    }
+}
+
+/// Every check of a message, on its parsed value.
+fn checked(line: &[u8]) -> Inbound {
     let value: Value = match serde_json::from_slice(line) {
         Ok(value) => value,
         Err(error) => return Inbound::Reply(error_response(read_id(line), PARSE_ERROR, parse_error(&error))),
@@ -61,6 +69,105 @@ pub(crate) fn check(line: &[u8]) -> Inbound {
                 json_kind(&other)
             ),
         )),
+    }
+}
+
+/// A request or notification that every check below would pass as it is, parsed straight into
+/// `rmcp`'s type: an object with `jsonrpc` "2.0", a string or integer `id` (or none), a string
+/// `method`, object `params` (or none), that `rmcp` reads as a method it knows. Anything else,
+/// including every message that gets an error, is left to the checks (`None`).
+fn plain_message(line: &[u8]) -> Option<ClientJsonRpcMessage> {
+    if line.iter().find(|byte| !byte.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    let envelope: Envelope<'_> = serde_json::from_slice(line).ok()?;
+    if envelope.jsonrpc != "2.0" || envelope.method.as_deref()? == "tools/list" {
+        return None;
+    }
+    let message: ClientJsonRpcMessage = serde_json::from_slice(line).ok()?;
+    match &message {
+        JsonRpcMessage::Request(request) if !matches!(request.request, ClientRequest::CustomRequest(_)) => {
+            Some(message)
+        }
+        JsonRpcMessage::Notification(_) if matches!(envelope.id, Member::Absent) => Some(message),
+        _ => None,
+    }
+}
+
+/// The members of a message the checks look at. A member of another type than the checks
+/// allow (a `null` included) fails the parse.
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    id: Member<Id>,
+    #[serde(default, borrow)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, rename = "params")]
+    _params: Member<Object>,
+}
+
+/// A member that may be absent, but not `null`: present when `T` reads it.
+enum Member<T> {
+    Absent,
+    Present(std::marker::PhantomData<T>),
+}
+
+impl<T> Default for Member<T> {
+    fn default() -> Self {
+        Member::Absent
+    }
+}
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Member<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(|_| Member::Present(std::marker::PhantomData))
+    }
+}
+
+/// A request id MCP allows: a string or an integer that fits an `i64`.
+struct Id;
+
+impl<'de> serde::Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct IdVisitor;
+        impl Visitor<'_> for IdVisitor {
+            type Value = Id;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an integer")
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Id, E> {
+                Ok(Id)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Id, E> {
+                Ok(Id)
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Id, E> {
+                i64::try_from(n).map(|_| Id).map_err(|_| E::custom("an id past i64"))
+            }
+        }
+        deserializer.deserialize_any(IdVisitor)
+    }
+}
+
+/// Any JSON object, skipped.
+struct Object;
+
+impl<'de> serde::Deserialize<'de> for Object {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor;
+        impl<'de> Visitor<'de> for ObjectVisitor {
+            type Value = Object;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Object, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Object)
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor)
     }
 }
 
@@ -320,6 +427,43 @@ mod tests {
         match check(line.as_bytes()) {
             Inbound::Reply(value) => value,
             other => panic!("{line}: expected a reply, got {other:?}"),
+        }
+    }
+
+    /// The lines `plain_message` takes are those the checks pass as they are, read the same.
+    #[test]
+    fn plain_messages_skip_only_checks_they_would_pass() {
+        let plain = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1.5,"b":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"add"}}"#,
+            r#" {"method":"ping","id":9223372036854775807,"jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+        ];
+        for line in plain {
+            let fast = plain_message(line.as_bytes()).unwrap_or_else(|| panic!("not plain: {line}"));
+            let Inbound::Message(slow) = checked(line.as_bytes()) else { panic!("checks refuse {line}") };
+            assert_eq!(serde_json::to_value(fast).ok(), serde_json::to_value(*slow).ok(), "{line}");
+        }
+        let checked_only = [
+            r#"{"jsonrpc":"2.0","id":1.0,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+            r#"{"id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":5}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"no/such/method"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+        ];
+        for line in checked_only {
+            assert!(plain_message(line.as_bytes()).is_none(), "taken as plain: {line}");
         }
     }
 

@@ -5,6 +5,7 @@
 use std::io;
 
 use rmcp::RoleServer;
+use rmcp::model::JsonRpcMessage;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
@@ -208,6 +209,11 @@ async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut queue: mpsc::Unbo
 /// One message as a line. An error response whose request `id` was unknown carries `"id": null`:
 /// `rmcp` leaves the member out, which JSON-RPC 2.0 and the Python SDK's message model reject.
 fn encode(message: &TxJsonRpcMessage<RoleServer>) -> io::Result<Vec<u8>> {
+    if !matches!(message, JsonRpcMessage::Error(_)) {
+        let mut bytes = serde_json::to_vec(message).map_err(io::Error::other)?;
+        bytes.push(b'\n');
+        return Ok(bytes);
+    }
     let mut value = serde_json::to_value(message).map_err(io::Error::other)?;
     if let Value::Object(object) = &mut value
         && object.contains_key("error")
