@@ -151,8 +151,8 @@ impl McpServer {
     ///   state (a todo list, say), parallel gate and repeat guard, and session id `http-N`.
     ///   Registry, dependencies, hooks, output store and concurrency cap are shared. Revision
     ///   2026-07-28 has no sessions: each of its requests has a state of its own.
-    /// - When a session ends, its calls in flight are cancelled, which kills the processes they
-    ///   started.
+    /// - When a session ends, its calls in flight are cancelled once `rmcp` stops waiting for
+    ///   their answers (5 seconds), which kills the processes they started.
     /// - A request with an `Origin` that is not allowed gets `403`, one whose `Host` is not
     ///   allowed `403`, one without the token (when one is set) `401`: none of them runs anything.
     ///
