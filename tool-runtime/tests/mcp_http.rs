@@ -254,13 +254,16 @@ async fn without_the_token_a_request_gets_401_and_nothing_runs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_browser_origin_is_refused_unless_allowed() {
-    let served = serve(HttpOptions::new().allow_origin("http://localhost:5173")).await;
+    let served = serve(HttpOptions::new().allow_origin("http://app.example:5173")).await;
     let url = &served.url;
+    // A rebinding attack's page has its own origin even when its name resolves to 127.0.0.1.
     let refused = post(url, &initialize(), None, None, Some("http://evil.example")).await;
     assert_eq!(refused.status(), 403);
-    // A rebinding attack's page has its own origin even when it reaches a loopback address.
-    assert_eq!(post(url, &initialize(), None, None, Some("http://localhost:8000")).await.status(), 403);
-    assert_eq!(post(url, &initialize(), None, None, Some("http://localhost:5173")).await.status(), 200);
+    assert_eq!(post(url, &initialize(), None, None, Some("http://app.example:8000")).await.status(), 403);
+    assert_eq!(post(url, &initialize(), None, None, Some("http://app.example:5173")).await.status(), 200);
+    // Pages of this machine may call it, as with the MCP SDKs' servers.
+    assert_eq!(post(url, &initialize(), None, None, Some("http://localhost:8000")).await.status(), 200);
+    assert_eq!(post(url, &initialize(), None, None, Some("http://127.0.0.1:3000")).await.status(), 200);
     // Clients that are not browsers send no Origin.
     assert_eq!(post(url, &initialize(), None, None, None).await.status(), 200);
 

@@ -36,6 +36,16 @@ const CLOSE_CONNECTIONS: Duration = Duration::from_secs(5);
 /// A pause after a failed `accept` (out of file descriptors, say), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
+/// The origins of pages served by this machine, allowed as the MCP SDKs allow them.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
 type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 
 /// How [`McpServer::serve_http`] serves: who may connect, the token they need, and when and how
@@ -43,9 +53,11 @@ type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 ///
 /// The defaults fit a server on a loopback address: requests must name a loopback host
 /// (`localhost`, `127.0.0.1`, `[::1]`) or the address the server listens on in `Host`, and a
-/// request with an `Origin` header (a browser's) is refused with `403` unless the origin is
-/// allowed: that is the DNS-rebinding protection the MCP specification asks for. Clients that are
-/// not browsers send no `Origin` and pass.
+/// request with an `Origin` header (a browser's) is refused with `403` unless it is a page of
+/// this machine (`http://localhost:PORT`, `http://127.0.0.1:PORT`, `http://[::1]:PORT`, or
+/// `https`) or the origin is allowed: that is the DNS-rebinding protection the MCP specification
+/// asks for (a rebinding page's origin is its own name, such as `http://evil.example`). Clients
+/// that are not browsers send no `Origin` and pass.
 #[must_use]
 #[derive(Clone)]
 pub struct HttpOptions {
@@ -153,7 +165,7 @@ impl McpServer {
     ///   2026-07-28 has no sessions: each of its requests has a state of its own.
     /// - When a session ends, its calls in flight are cancelled once `rmcp` stops waiting for
     ///   their answers (5 seconds), which kills the processes they started.
-    /// - A request with an `Origin` that is not allowed gets `403`, one whose `Host` is not
+    /// - A request with an `Origin` that is not a loopback one or allowed gets `403`, one whose `Host` is not
     ///   allowed `403`, one without the token (when one is set) `401`: none of them runs anything.
     ///
     /// Shutdown: the server stops accepting connections and requests, lets calls in flight
@@ -249,7 +261,9 @@ fn rmcp_config(
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(sessions)
         .with_legacy_session_mode(!options.stateless)
-        .with_allowed_origins(options.allowed_origins.clone())
+        .with_allowed_origins(
+            LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).chain(options.allowed_origins.iter().cloned()),
+        )
         .enforce_origin_validation();
     if options.any_host {
         return config.disable_allowed_hosts();
