@@ -168,7 +168,9 @@ fn tool_list(dispatcher: &Dispatcher) -> Result<Vec<Tool>, LoweringError> {
 /// dispatcher (its parallel gate and session).
 ///
 /// [`McpServer::serve`] serves one client on a pair of byte streams, [`McpServer::serve_stdio`]
-/// on standard input and output, and [`serve_stdio`] does it all in one call. It also implements
+/// on standard input and output, and [`serve_stdio`] does it all in one call; with feature
+/// `mcp-http`, `McpServer::serve_http` serves many clients over Streamable HTTP, each session
+/// with a dispatcher of its own. It also implements
 /// `rmcp`'s [`ServerHandler`], for `rmcp`'s other transports (which then do their own framing).
 ///
 /// - `tools/list` returns exactly [`providers::mcp::definitions`]: title, description, input
