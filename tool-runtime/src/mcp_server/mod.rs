@@ -1,8 +1,14 @@
 //! Serving a registry over the Model Context Protocol with `rmcp` (feature `mcp`).
 
+mod calls;
+#[cfg(feature = "mcp-http")]
+mod http;
 mod inbound;
 mod lines;
 mod progress;
+
+#[cfg(feature = "mcp-http")]
+pub use http::{DEFAULT_SHUTDOWN_GRACE, HttpOptions, MCP_PATH};
 
 use std::fmt;
 use std::sync::Arc;
@@ -29,6 +35,7 @@ use crate::events::EventSink;
 use crate::output::{Content, ToolOutput};
 use crate::providers::{self, DefinitionOptions, LoweringError};
 
+use calls::InFlight;
 use lines::LineTransport;
 use progress::ProgressForwarder;
 
@@ -126,13 +133,14 @@ impl McpServerBuilder {
         }
         Ok(McpServer {
             inner: Arc::new(ServerInner {
-                dispatcher,
                 tools,
                 config,
                 next_call: AtomicU64::new(1),
                 max_message_bytes: self.max_message_bytes,
             }),
+            dispatcher,
             input_closed: CancellationToken::new(),
+            in_flight: Arc::new(InFlight::default()),
         })
     }
 }
@@ -160,7 +168,9 @@ fn tool_list(dispatcher: &Dispatcher) -> Result<Vec<Tool>, LoweringError> {
 /// dispatcher (its parallel gate and session).
 ///
 /// [`McpServer::serve`] serves one client on a pair of byte streams, [`McpServer::serve_stdio`]
-/// on standard input and output, and [`serve_stdio`] does it all in one call. It also implements
+/// on standard input and output, and [`serve_stdio`] does it all in one call; with feature
+/// `mcp-http`, `McpServer::serve_http` serves many clients over Streamable HTTP, each session
+/// with a dispatcher of its own. It also implements
 /// `rmcp`'s [`ServerHandler`], for `rmcp`'s other transports (which then do their own framing).
 ///
 /// - `tools/list` returns exactly [`providers::mcp::definitions`]: title, description, input
@@ -207,12 +217,14 @@ fn tool_list(dispatcher: &Dispatcher) -> Result<Vec<Tool>, LoweringError> {
 #[derive(Clone)]
 pub struct McpServer {
     inner: Arc<ServerInner>,
+    /// Runs the calls of this session (over HTTP, each session has its own).
+    dispatcher: Dispatcher,
     /// Cancelled when the session's client stops sending.
     input_closed: CancellationToken,
+    in_flight: Arc<InFlight>,
 }
 
 struct ServerInner {
-    dispatcher: Dispatcher,
     tools: Vec<Tool>,
     config: ServerConfig,
     next_call: AtomicU64,
@@ -222,7 +234,7 @@ struct ServerInner {
 impl fmt::Debug for McpServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpServer")
-            .field("dispatcher", &self.inner.dispatcher)
+            .field("dispatcher", &self.dispatcher)
             .field("server_info", &self.inner.config.server_info)
             .finish_non_exhaustive()
     }
@@ -296,7 +308,7 @@ impl McpServer {
 
     /// The dispatcher that runs the calls.
     pub fn dispatcher(&self) -> &Dispatcher {
-        &self.inner.dispatcher
+        &self.dispatcher
     }
 
     /// The `tools/list` entries.
@@ -314,7 +326,7 @@ impl McpServer {
         let input_closed = CancellationToken::new();
         let transport =
             LineTransport::new(reader, writer, self.inner.max_message_bytes, input_closed.clone());
-        let session = McpServer { inner: self.inner, input_closed };
+        let session = McpServer { input_closed, ..self };
         let running = match rmcp::serve_server(session, transport).await {
             Ok(running) => running,
             Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
@@ -339,7 +351,7 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let inner = &self.inner;
-        let registry = inner.dispatcher.registry();
+        let registry = self.dispatcher.registry();
         if !registry.contains(&request.name) {
             return Err(ErrorData::invalid_params(
                 registry.unknown_tool(&request.name).message().to_owned(),
@@ -358,7 +370,9 @@ impl McpServer {
             .map(|token| ProgressForwarder::new(token, context.peer.clone()));
         let call = ToolCall { id: call_id, name: request.name.into_owned(), arguments };
         let sink = progress.clone().map(|progress| progress as Arc<dyn ContextSink>);
-        let result = inner.dispatcher.run_with_sink(call, sink, context.ct.clone()).await;
+        let cancel = context.ct.child_token();
+        let run = self.dispatcher.run_with_sink(call, sink, cancel.clone());
+        let result = self.in_flight.run(&cancel, run).await;
         if let Some(progress) = progress {
             // Once the client stops sending, rmcp still delivers responses but no notifications:
             // stop waiting for them then.
@@ -515,6 +529,8 @@ enum ServeErrorKind {
     Lowering(LoweringError),
     Initialize(Box<ServerInitializeError>),
     Join(tokio::task::JoinError),
+    #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+    Io(std::io::Error),
 }
 
 impl fmt::Display for ServeError {
@@ -523,6 +539,7 @@ impl fmt::Display for ServeError {
             ServeErrorKind::Lowering(error) => error.fmt(f),
             ServeErrorKind::Initialize(error) => write!(f, "the MCP session could not start: {error}"),
             ServeErrorKind::Join(error) => write!(f, "the MCP session stopped unexpectedly: {error}"),
+            ServeErrorKind::Io(error) => write!(f, "the MCP server cannot serve: {error}"),
         }
     }
 }
@@ -533,6 +550,7 @@ impl std::error::Error for ServeError {
             ServeErrorKind::Lowering(error) => Some(error),
             ServeErrorKind::Initialize(error) => Some(&**error),
             ServeErrorKind::Join(error) => Some(error),
+            ServeErrorKind::Io(error) => Some(error),
         }
     }
 }

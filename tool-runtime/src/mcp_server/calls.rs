@@ -1,0 +1,117 @@
+//! What a server has in flight (calls, responses being written): counted, so that a shutdown
+//! can wait for them, and calls stopped together once it stops waiting.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// A count of things in flight that can be waited on until it is zero.
+#[derive(Debug, Clone)]
+pub(crate) struct Gauge(Arc<watch::Sender<usize>>);
+
+impl Default for Gauge {
+    fn default() -> Self {
+        Gauge(Arc::new(watch::Sender::new(0)))
+    }
+}
+
+impl Gauge {
+    /// Counts one more until the returned guard is dropped.
+    pub(crate) fn enter(&self) -> Entered {
+        self.0.send_modify(|n| *n += 1);
+        Entered(self.0.clone())
+    }
+
+    /// Waits until the count is zero.
+    pub(crate) async fn idle(&self) {
+        let mut count = self.0.subscribe();
+        // The sender lives in `self`, so the wait cannot fail.
+        let _ = count.wait_for(|n| *n == 0).await;
+    }
+
+    #[cfg(test)]
+    fn count(&self) -> usize {
+        *self.0.borrow()
+    }
+}
+
+/// One thing in flight: counted until dropped, however it ends (a dropped request included).
+#[derive(Debug)]
+pub(crate) struct Entered(Arc<watch::Sender<usize>>);
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// The calls of every session of one served server.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    calls: Gauge,
+    stop: CancellationToken,
+}
+
+impl InFlight {
+    /// Runs `call` as one call in flight. Once [`InFlight::stop`] is called, `cancel` is
+    /// cancelled and `call` still runs to its end (the dispatcher then answers within its cancel
+    /// grace), so that the client gets its result.
+    pub(crate) async fn run<T>(&self, cancel: &CancellationToken, call: impl Future<Output = T>) -> T {
+        let _entered = self.calls.enter();
+        let mut call = std::pin::pin!(call);
+        tokio::select! {
+            biased;
+            output = &mut call => output,
+            () = self.stop.cancelled() => {
+                cancel.cancel();
+                call.await
+            }
+        }
+    }
+
+    /// Waits until no call is in flight.
+    #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+    pub(crate) async fn idle(&self) {
+        self.calls.idle().await;
+    }
+
+    /// Cancels every call in flight and every later one.
+    #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+    pub(crate) fn stop(&self) {
+        self.stop.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn stopping_cancels_calls_in_flight_and_waits_for_their_results() {
+        let in_flight = Arc::new(InFlight::default());
+        let cancel = CancellationToken::new();
+        let (started_tx, started) = tokio::sync::oneshot::channel();
+        let call = {
+            let in_flight = in_flight.clone();
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                let token = cancel.clone();
+                in_flight
+                    .run(&cancel, async move {
+                        let _ = started_tx.send(());
+                        token.cancelled().await;
+                        "partial"
+                    })
+                    .await
+            })
+        };
+        started.await.unwrap();
+        assert_eq!(in_flight.calls.count(), 1);
+        in_flight.stop();
+        assert_eq!(call.await.unwrap(), "partial");
+        in_flight.idle().await;
+        assert!(cancel.is_cancelled());
+    }
+}

@@ -1,0 +1,382 @@
+//! Serving over MCP's Streamable HTTP transport (feature `mcp-http`): one session state per
+//! client, the `Origin`, `Host` and bearer-token checks, and graceful shutdown.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode, header};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use subtle::ConstantTimeEq;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::calls::{Entered, Gauge, InFlight};
+use super::{McpServer, ServeError, ServeErrorKind};
+
+/// The path of the MCP endpoint: `http://ADDR/mcp`.
+pub const MCP_PATH: &str = "/mcp";
+
+/// How long a shutdown lets calls in flight finish before it cancels them, unless configured.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// How long the connections may take to close once every call has answered: the responses are
+/// written and the event streams end by then, unless a client stopped reading.
+const CLOSE_CONNECTIONS: Duration = Duration::from_secs(5);
+
+/// A pause after a failed `accept` (out of file descriptors, say), so the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// The origins of pages served by this machine, allowed as the MCP SDKs allow them.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
+type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
+
+/// How [`McpServer::serve_http`] serves: who may connect, the token they need, and when and how
+/// it stops.
+///
+/// The defaults fit a server on a loopback address: requests must name a loopback host
+/// (`localhost`, `127.0.0.1`, `[::1]`) or the address the server listens on in `Host`, and a
+/// request with an `Origin` header (a browser's) is refused with `403` unless it is a page of
+/// this machine (`http://localhost:PORT`, `http://127.0.0.1:PORT`, `http://[::1]:PORT`, or
+/// `https`) or the origin is allowed: that is the DNS-rebinding protection the MCP specification
+/// asks for (a rebinding page's origin is its own name, such as `http://evil.example`). Clients
+/// that are not browsers send no `Origin` and pass.
+#[must_use]
+#[derive(Clone)]
+pub struct HttpOptions {
+    allowed_origins: Vec<String>,
+    allowed_hosts: Vec<String>,
+    any_host: bool,
+    token: Option<Arc<[u8]>>,
+    shutdown: CancellationToken,
+    grace: Duration,
+    stateless: bool,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            any_host: false,
+            token: None,
+            shutdown: CancellationToken::new(),
+            grace: DEFAULT_SHUTDOWN_GRACE,
+            stateless: false,
+        }
+    }
+}
+
+impl fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("allowed_origins", &self.allowed_origins)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("any_host", &self.any_host)
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("grace", &self.grace)
+            .field("stateless", &self.stateless)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpOptions {
+    /// The defaults: loopback hosts only, no browser origin, no token, a shutdown grace of
+    /// [`DEFAULT_SHUTDOWN_GRACE`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Accepts requests from the browser origin `origin`: a scheme, host and port such as
+    /// `http://localhost:5173` (`:*` for any port, `null` for `Origin: null`).
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
+    }
+
+    /// Accepts requests whose `Host` is `host` (a name, or `name:port`), besides the loopback
+    /// names and the address the server listens on.
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+
+    /// Accepts requests whatever their `Host` (a server reached through names it cannot know).
+    /// The `Origin` check and the token still apply.
+    pub fn allow_any_host(mut self) -> Self {
+        self.any_host = true;
+        self
+    }
+
+    /// Requires `Authorization: Bearer TOKEN` on every request. A request without it, or with
+    /// another token, is answered `401` and nothing runs. Tokens are compared in constant time.
+    pub fn bearer_token(mut self, token: impl AsRef<[u8]>) -> Self {
+        self.token = Some(Arc::from(token.as_ref()));
+        self
+    }
+
+    /// Shuts the server down once `token` is cancelled (see [`McpServer::serve_http`]).
+    pub fn shutdown_on(mut self, token: CancellationToken) -> Self {
+        self.shutdown = token;
+        self
+    }
+
+    /// How long a shutdown lets calls in flight finish before it cancels them (default
+    /// [`DEFAULT_SHUTDOWN_GRACE`]).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Serves every request on its own, with no session (no `Mcp-Session-Id`), even for
+    /// clients of revisions before 2026-07-28 (which has no sessions at all). Each request then
+    /// has a session state of its own.
+    pub fn stateless(mut self) -> Self {
+        self.stateless = true;
+        self
+    }
+}
+
+impl McpServer {
+    /// Serves MCP's Streamable HTTP transport at [`MCP_PATH`] on `listener`, to any number of
+    /// clients at once, until [`HttpOptions::shutdown_on`]'s token is cancelled.
+    ///
+    /// - Each session (a client of a revision before 2026-07-28, from `initialize` until it
+    ///   sends `DELETE` or stays idle for 5 minutes) has a dispatcher of its own: its own session
+    ///   state (a todo list, say), parallel gate and repeat guard, and session id `http-N`.
+    ///   Registry, dependencies, hooks, output store and concurrency cap are shared. Revision
+    ///   2026-07-28 has no sessions: each of its requests has a state of its own.
+    /// - When a session ends, its calls in flight are cancelled once `rmcp` stops waiting for
+    ///   their answers (5 seconds), which kills the processes they started.
+    /// - A request with an `Origin` that is not a loopback one or allowed gets `403`, one whose `Host` is not
+    ///   allowed `403`, one without the token (when one is set) `401`: none of them runs anything.
+    ///
+    /// Shutdown: the server stops accepting connections and requests, lets calls in flight
+    /// finish for [`HttpOptions::shutdown_grace`], then cancels the rest (they answer within the
+    /// dispatcher's cancel grace, and the processes they started are killed), ends every session
+    /// and returns once the connections are closed.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use tool_runtime::mcp_server::{HttpOptions, McpServer};
+    /// use tool_runtime::{CancellationToken, Dispatcher, Registry};
+    ///
+    /// let server = McpServer::new(Dispatcher::builder(Registry::from_inventory()?))?;
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+    /// let stop = CancellationToken::new();
+    /// server.serve_http(listener, HttpOptions::new().bearer_token("s3cret").shutdown_on(stop)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn serve_http(self, listener: TcpListener, options: HttpOptions) -> Result<(), ServeError> {
+        let local = listener.local_addr().map_err(|e| ServeError(ServeErrorKind::Io(e)))?;
+        let in_flight = Arc::new(InFlight::default());
+        let sessions = CancellationToken::new();
+        let cancel_grace = self.dispatcher.cancel_grace();
+        let template = McpServer { in_flight: in_flight.clone(), ..self };
+        let next_session = AtomicU64::new(1);
+        let factory = move || {
+            let id = format!("http-{}", next_session.fetch_add(1, Ordering::Relaxed));
+            Ok(template.for_session(id))
+        };
+        let service = StreamableHttpService::new(
+            factory,
+            Arc::new(LocalSessionManager::default()),
+            rmcp_config(&options, local, sessions.clone()),
+        );
+        let responses = Gauge::default();
+        let endpoint =
+            Arc::new(Endpoint { service, token: options.token.clone(), responses: responses.clone() });
+
+        let graceful = GracefulShutdown::new();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        let endpoint = endpoint.clone();
+                        let service = hyper::service::service_fn(move |request| {
+                            let endpoint = endpoint.clone();
+                            async move { Ok::<_, Infallible>(endpoint.handle(request).await) }
+                        });
+                        let connection = hyper::server::conn::http1::Builder::new()
+                            .timer(TokioTimer::new())
+                            .serve_connection(TokioIo::new(stream), service);
+                        let connection = graceful.watch(connection);
+                        tokio::spawn(async move {
+                            // A connection's error (the client went away) concerns that client only.
+                            let _ = connection.await;
+                        });
+                    }
+                    Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
+                },
+                () = options.shutdown.cancelled() => break,
+            }
+        }
+        drop(listener);
+        // Idle connections close now, busy ones after their request: no new request is read.
+        let closed = tokio::spawn(graceful.shutdown());
+        let _ = tokio::time::timeout(options.grace, in_flight.idle()).await;
+        in_flight.stop();
+        let _ = tokio::time::timeout(cancel_grace + Duration::from_secs(1), in_flight.idle()).await;
+        // Every call has answered; once the answers are written, end the sessions, and with them
+        // the event streams that would keep their connections open.
+        let _ = tokio::time::timeout(CLOSE_CONNECTIONS, responses.idle()).await;
+        sessions.cancel();
+        let _ = tokio::time::timeout(CLOSE_CONNECTIONS, closed).await;
+        Ok(())
+    }
+
+    /// This server for a new HTTP session: a dispatcher of its own, the rest shared.
+    fn for_session(&self, session_id: String) -> McpServer {
+        McpServer {
+            inner: self.inner.clone(),
+            dispatcher: self.dispatcher.new_session(session_id),
+            input_closed: CancellationToken::new(),
+            in_flight: self.in_flight.clone(),
+        }
+    }
+}
+
+fn rmcp_config(
+    options: &HttpOptions,
+    local: std::net::SocketAddr,
+    sessions: CancellationToken,
+) -> StreamableHttpServerConfig {
+    let config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(sessions)
+        .with_legacy_session_mode(!options.stateless)
+        .with_allowed_origins(
+            LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).chain(options.allowed_origins.iter().cloned()),
+        )
+        .enforce_origin_validation();
+    if options.any_host {
+        return config.disable_allowed_hosts();
+    }
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(str::to_owned).to_vec();
+    if !local.ip().is_unspecified() && !local.ip().is_loopback() {
+        hosts.push(local.ip().to_string());
+    }
+    hosts.extend(options.allowed_hosts.iter().cloned());
+    config.with_allowed_hosts(hosts)
+}
+
+/// The HTTP endpoint: the path and token checks in front of `rmcp`'s service.
+struct Endpoint {
+    service: StreamableHttpService<McpServer, LocalSessionManager>,
+    token: Option<Arc<[u8]>>,
+    /// The answers to POSTs still being written (a call's answer is an event stream that ends
+    /// after the result).
+    responses: Gauge,
+}
+
+impl Endpoint {
+    async fn handle(&self, request: Request<Incoming>) -> HttpResponse {
+        if request.uri().path() != MCP_PATH {
+            return plain(
+                StatusCode::NOT_FOUND,
+                format!("Not found: the MCP endpoint of this server is {MCP_PATH}."),
+            );
+        }
+        if let Some(token) = &self.token
+            && !authorized(request.headers().get(header::AUTHORIZATION), token)
+        {
+            let mut response = plain(
+                StatusCode::UNAUTHORIZED,
+                "Unauthorized: send this server's token as `Authorization: Bearer TOKEN`.".to_owned(),
+            );
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer realm=\"mcp\""));
+            return response;
+        }
+        let counted = (request.method() == http::Method::POST).then(|| self.responses.enter());
+        let mut service = self.service.clone();
+        let response = match tower_service::Service::call(&mut service, request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+        match counted {
+            Some(entered) => response.map(|body| Counted { body, _entered: entered }.boxed()),
+            None => response,
+        }
+    }
+}
+
+/// A response body counted in flight until it is written or dropped.
+struct Counted {
+    body: BoxBody<Bytes, Infallible>,
+    _entered: Entered,
+}
+
+impl http_body::Body for Counted {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// Whether `value` is `Bearer TOKEN` with the right token. The scheme is case-insensitive (RFC
+/// 9110); the token is compared in constant time, so its bytes cannot be guessed one by one from
+/// response times.
+fn authorized(value: Option<&http::HeaderValue>, token: &[u8]) -> bool {
+    let Some(value) = value else { return false };
+    let value = value.as_bytes();
+    let Some((scheme, credentials)) = value.split_at_checked(7) else { return false };
+    scheme.eq_ignore_ascii_case(b"bearer ") && bool::from(credentials.ct_eq(token))
+}
+
+fn plain(status: StatusCode, text: String) -> HttpResponse {
+    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_exact_bearer_token_is_authorized() {
+        let header = |text: &str| http::HeaderValue::from_str(text).unwrap();
+        assert!(authorized(Some(&header("Bearer s3cret")), b"s3cret"));
+        assert!(authorized(Some(&header("bearer s3cret")), b"s3cret"));
+        for wrong in
+            ["Bearer s3cre", "Bearer s3crett", "Bearer S3CRET", "Basic s3cret", "s3cret", "Bearer", ""]
+        {
+            assert!(!authorized(Some(&header(wrong)), b"s3cret"), "{wrong:?}");
+        }
+        assert!(!authorized(None, b"s3cret"));
+    }
+}

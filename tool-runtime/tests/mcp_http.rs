@@ -1,0 +1,347 @@
+//! `McpServer::serve_http` with rmcp's Streamable HTTP client and plain HTTP requests: a state
+//! per session, the `Origin` and token checks, calls cancelled with their session, and graceful
+//! shutdown.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc};
+use tool_runtime::mcp_server::{HttpOptions, McpServer};
+use tool_runtime::{
+    CancellationToken, Dispatcher, FnTool, Registry, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+/// What the tools tell the test: each `hold` call that started, how each ended, how many calls
+/// ran at all; and the switches that release a `hold` call.
+#[derive(Default)]
+struct Probe {
+    started: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    ended: Mutex<HashMap<String, &'static str>>,
+    releases: Mutex<HashMap<String, Arc<Notify>>>,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl Probe {
+    fn release(&self, key: &str) -> Arc<Notify> {
+        self.releases.lock().unwrap().entry(key.to_owned()).or_default().clone()
+    }
+
+    fn ended(&self, key: &str) -> Option<&'static str> {
+        self.ended.lock().unwrap().get(key).copied()
+    }
+}
+
+fn key_schema(name: &str) -> Value {
+    json!({"type": "object", "properties": {name: {"type": "string"}}, "required": [name]})
+}
+
+/// `note` keeps its texts in the session state and returns them all with the session id;
+/// `hold` runs until it is released or cancelled.
+fn registry(probe: &Arc<Probe>) -> Registry {
+    let seen = probe.clone();
+    let note = FnTool::new(
+        ToolSpec::new("note", "Adds a note to this session's notes.", key_schema("text")).with_parallel(true),
+        move |ctx: ToolContext, args: Value| {
+            seen.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                let notes = ctx.session().get_or_insert_with(|| Mutex::new(Vec::<String>::new()));
+                let mut notes = notes.lock().unwrap();
+                notes.push(args["text"].as_str().unwrap_or_default().to_owned());
+                Ok(ToolOutput::text(format!("{} {}", ctx.session_id(), notes.join(","))))
+            }
+        },
+    );
+    let probe = probe.clone();
+    let hold = FnTool::new(
+        ToolSpec::new("hold", "Runs until released.", key_schema("key")).with_parallel(true),
+        move |ctx: ToolContext, args: Value| {
+            let probe = probe.clone();
+            async move {
+                let key = args["key"].as_str().unwrap_or_default().to_owned();
+                let release = probe.release(&key);
+                if let Some(started) = probe.started.lock().unwrap().as_ref() {
+                    let _ = started.send(key.clone());
+                }
+                let token = ctx.cancellation_token().clone();
+                let ended = tokio::select! {
+                    () = release.notified() => "released",
+                    () = token.cancelled() => "cancelled",
+                };
+                probe.ended.lock().unwrap().insert(key.clone(), ended);
+                if ended == "cancelled" {
+                    return Err(ToolError::cancelled(format!("{key} was cancelled")));
+                }
+                Ok(ToolOutput::text(format!("{key} {ended}")))
+            }
+        },
+    );
+    Registry::builder().tool(note).tool(hold).build().unwrap()
+}
+
+struct Served {
+    url: String,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+    probe: Arc<Probe>,
+    started: mpsc::UnboundedReceiver<String>,
+}
+
+async fn serve(options: HttpOptions) -> Served {
+    let probe = Arc::new(Probe::default());
+    let (tx, started) = mpsc::unbounded_channel();
+    *probe.started.lock().unwrap() = Some(tx);
+    let server = McpServer::new(Dispatcher::builder(registry(&probe))).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let options = options.shutdown_on(stop.clone());
+    let task = tokio::spawn(async move { server.serve_http(listener, options).await.expect("serve_http") });
+    Served { url, stop, task, probe, started }
+}
+
+async fn client(url: &str, token: Option<&str>) -> RunningService<RoleClient, ()> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    if let Some(token) = token {
+        config = config.auth_header(token.to_owned());
+    }
+    ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("initialize over HTTP")
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else { panic!("object") };
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
+}
+
+fn text(result: &CallToolResult) -> String {
+    let value = serde_json::to_value(result).unwrap();
+    value["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_client_has_its_own_session_state() {
+    let served = serve(HttpOptions::new()).await;
+    let clients: Vec<_> = futures_join(8, |i| {
+        let url = served.url.clone();
+        async move {
+            let client = client(&url, None).await;
+            let mut last = String::new();
+            for n in 0..3 {
+                last = text(
+                    &client.call_tool(call("note", json!({"text": format!("c{i}n{n}")}))).await.unwrap(),
+                );
+            }
+            (i, last, client)
+        }
+    })
+    .await;
+    let mut sessions = std::collections::HashSet::new();
+    for (i, last, client) in clients {
+        let (session, notes) = last.split_once(' ').unwrap();
+        assert_eq!(notes, format!("c{i}n0,c{i}n1,c{i}n2"), "client {i} saw another session's notes");
+        assert!(session.starts_with("http-"), "{session}");
+        sessions.insert(session.to_owned());
+        client.cancel().await.unwrap();
+    }
+    assert_eq!(sessions.len(), 8);
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
+/// Runs `n` futures made by `make` at once and returns their outputs in order.
+async fn futures_join<F, T>(n: usize, make: impl Fn(usize) -> F) -> Vec<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let handles: Vec<_> = (0..n).map(|i| tokio::spawn(make(i))).collect();
+    let mut outputs = Vec::new();
+    for handle in handles {
+        outputs.push(handle.await.unwrap());
+    }
+    outputs
+}
+
+/// A plain JSON-RPC POST; `session` and `token` add their headers.
+async fn post(
+    url: &str,
+    body: &Value,
+    session: Option<&str>,
+    token: Option<&str>,
+    origin: Option<&str>,
+) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
+    }
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    request.send().await.expect("HTTP request")
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "plain", "version": "1"}}})
+}
+
+/// The JSON-RPC messages of a response, whether it is JSON or an event stream.
+async fn messages(response: reqwest::Response) -> Vec<Value> {
+    let body = response.text().await.unwrap();
+    if let Ok(value) = serde_json::from_str::<Value>(&body) {
+        return vec![value];
+    }
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_token_a_request_gets_401_and_nothing_runs() {
+    let served = serve(HttpOptions::new().bearer_token("s3cret")).await;
+    let url = &served.url;
+
+    let refused = post(url, &initialize(), None, None, None).await;
+    assert_eq!(refused.status(), 401);
+    assert_eq!(refused.headers()["www-authenticate"], "Bearer realm=\"mcp\"");
+    assert!(refused.text().await.unwrap().contains("Authorization: Bearer TOKEN"));
+    assert_eq!(post(url, &initialize(), None, Some("wrong"), None).await.status(), 401);
+
+    let opened = post(url, &initialize(), None, Some("s3cret"), None).await;
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let init = messages(opened).await;
+    assert_eq!(init[0]["result"]["capabilities"], json!({"tools": {}}), "{init:?}");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(url, &initialized, Some(&session), Some("s3cret"), None).await.status(), 202);
+
+    // A session id is no credential: the call is refused before it reaches the session.
+    let note = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "note", "arguments": {"text": "x"}}});
+    for token in [None, Some("s3cre"), Some("s3cret2"), Some("S3CRET")] {
+        assert_eq!(post(url, &note, Some(&session), token, None).await.status(), 401, "{token:?}");
+    }
+    assert_eq!(served.probe.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    let ran = post(url, &note, Some(&session), Some("s3cret"), None).await;
+    assert_eq!(ran.status(), 200);
+    let ran = messages(ran).await;
+    assert_eq!(ran.last().unwrap()["result"]["content"][0]["text"], "http-1 x", "{ran:?}");
+    assert_eq!(served.probe.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    // rmcp's own client, with the token.
+    let client = client(url, Some("s3cret")).await;
+    let result = client.call_tool(call("note", json!({"text": "y"}))).await.unwrap();
+    assert_eq!(text(&result), "http-2 y");
+    client.cancel().await.unwrap();
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_origin_is_refused_unless_allowed() {
+    let served = serve(HttpOptions::new().allow_origin("http://app.example:5173")).await;
+    let url = &served.url;
+    // A rebinding attack's page has its own origin even when its name resolves to 127.0.0.1.
+    let refused = post(url, &initialize(), None, None, Some("http://evil.example")).await;
+    assert_eq!(refused.status(), 403);
+    assert_eq!(post(url, &initialize(), None, None, Some("http://app.example:8000")).await.status(), 403);
+    assert_eq!(post(url, &initialize(), None, None, Some("http://app.example:5173")).await.status(), 200);
+    // Pages of this machine may call it, as with the MCP SDKs' servers.
+    assert_eq!(post(url, &initialize(), None, None, Some("http://localhost:8000")).await.status(), 200);
+    assert_eq!(post(url, &initialize(), None, None, Some("http://127.0.0.1:3000")).await.status(), 200);
+    // Clients that are not browsers send no Origin.
+    assert_eq!(post(url, &initialize(), None, None, None).await.status(), 200);
+
+    let foreign_host = reqwest::Client::new()
+        .post(url)
+        .header("host", "attacker.example")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(initialize().to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign_host.status(), 403);
+
+    let elsewhere = reqwest::get(url.replace("/mcp", "/other")).await.unwrap();
+    assert_eq!(elsewhere.status(), 404);
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ending_a_session_cancels_its_calls() {
+    let mut served = serve(HttpOptions::new()).await;
+    let client = Arc::new(client(&served.url, None).await);
+    let calling = client.clone();
+    let call_task = tokio::spawn(async move { calling.call_tool(call("hold", json!({"key": "a"}))).await });
+    assert_eq!(served.started.recv().await.unwrap(), "a");
+    // Another client's session is not touched.
+    let other = client_for(&served.url).await;
+    let other_call = {
+        let other = other.clone();
+        tokio::spawn(async move { other.call_tool(call("hold", json!({"key": "b"}))).await })
+    };
+    assert_eq!(served.started.recv().await.unwrap(), "b");
+
+    call_task.abort();
+    let _ = call_task.await;
+    let client = Arc::into_inner(client).expect("the only reference");
+    client.cancel().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while served.probe.ended("a").is_none() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the call of the ended session was cancelled");
+    assert_eq!(served.probe.ended("a"), Some("cancelled"));
+    assert_eq!(served.probe.ended("b"), None);
+
+    served.probe.release("b").notify_one();
+    assert_eq!(text(&other_call.await.unwrap().unwrap()), "b released");
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
+async fn client_for(url: &str) -> Arc<RunningService<RoleClient, ()>> {
+    Arc::new(client(url, None).await)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_calls_finish_within_the_grace_then_cancels_the_rest() {
+    let mut served = serve(HttpOptions::new().shutdown_grace(Duration::from_secs(2))).await;
+    let client = client_for(&served.url).await;
+    let mut calls = Vec::new();
+    for key in ["finishes", "overstays"] {
+        let client = client.clone();
+        calls.push(tokio::spawn(async move { client.call_tool(call("hold", json!({"key": key}))).await }));
+        assert_eq!(served.started.recv().await.unwrap(), key);
+    }
+    served.stop.cancel();
+    served.probe.release("finishes").notify_one();
+    let overstays = calls.pop().unwrap().await.unwrap().unwrap();
+    let finishes = calls.pop().unwrap().await.unwrap().unwrap();
+    assert_eq!((text(&finishes).as_str(), finishes.is_error), ("finishes released", Some(false)));
+    assert_eq!(overstays.is_error, Some(true));
+    assert!(text(&overstays).contains("overstays was cancelled"), "{}", text(&overstays));
+    assert_eq!(served.probe.ended("overstays"), Some("cancelled"));
+    tokio::time::timeout(Duration::from_secs(20), served.task).await.expect("serve_http returned").unwrap();
+    // Nothing listens any more.
+    assert!(reqwest::get(&served.url).await.is_err());
+}

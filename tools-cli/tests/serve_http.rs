@@ -1,0 +1,223 @@
+//! `tools serve --http`: the built binary on a free port, driven by rmcp's Streamable HTTP client
+//! and plain HTTP requests; the address checks, the token file, and shutdown on SIGTERM.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use common::{Fixture, registry};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tool_runtime::Provider;
+use tool_runtime::providers::DefinitionOptions;
+
+/// A running `tools serve --http 127.0.0.1:0`, killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn start(fx: &Fixture, extra: &[&str]) -> Server {
+        let mut command = fx.command(&["serve", "--http", "127.0.0.1:0"]);
+        command.args(extra).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = command.spawn().expect("spawn tools serve --http");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("read the address");
+        let url = line
+            .trim()
+            .strip_prefix("tools serve: listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        Server { child, url }
+    }
+
+    /// Sends `signal` and waits for the exit; the exit code.
+    fn stop(mut self, signal: &str) -> Option<i32> {
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        self.child.wait().unwrap().code()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn client(url: &str, token: Option<&str>) -> RunningService<RoleClient, ()> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    if let Some(token) = token {
+        config = config.auth_header(token.to_owned());
+    }
+    ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("initialize over HTTP")
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    let Value::Object(arguments) = arguments else { panic!("object") };
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments)
+}
+
+fn text(result: &CallToolResult) -> String {
+    let value = serde_json::to_value(result).unwrap();
+    value["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serves_the_tools_with_a_todo_list_per_session() {
+    let fx = Fixture::new();
+    let server = Server::start(&fx, &[]);
+    let first = client(&server.url, None).await;
+    let second = client(&server.url, None).await;
+
+    let tools = serde_json::to_value(first.list_all_tools().await.unwrap()).unwrap();
+    let expected = Provider::Mcp.definitions(&registry(), &DefinitionOptions::default()).unwrap();
+    assert_eq!(tools, Value::Array(expected));
+
+    let read = first.call_tool(call("read", json!({"path": "hello.txt"}))).await.unwrap();
+    assert!(text(&read).contains("hello"), "{}", text(&read));
+
+    let todos = json!({"todos": [{"content": "Write the HTTP server", "status": "in_progress"}]});
+    let wrote = first.call_tool(call("todo_write", todos)).await.unwrap();
+    assert_eq!(wrote.is_error, Some(false), "{}", text(&wrote));
+    let own = first.call_tool(call("todo_read", json!({}))).await.unwrap();
+    assert!(text(&own).contains("[>] Write the HTTP server (in progress)"), "{}", text(&own));
+    let others = second.call_tool(call("todo_read", json!({}))).await.unwrap();
+    assert_eq!(text(&others), "The todo list is empty.");
+
+    first.cancel().await.unwrap();
+    second.cancel().await.unwrap();
+    assert_eq!(server.stop("TERM"), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_file_guards_every_request() {
+    let fx = Fixture::new();
+    let token_file = fx.dir.path().join("token");
+    std::fs::write(&token_file, "  t0ken-from-file\n").unwrap();
+    let server = Server::start(&fx, &["--auth-token-file", token_file.to_str().unwrap()]);
+
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "plain", "version": "1"}}});
+    for authorization in [None, Some("Bearer wrong"), Some("Bearer   t0ken-from-file")] {
+        let mut request = reqwest::Client::new()
+            .post(&server.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(initialize.to_string());
+        if let Some(authorization) = authorization {
+            request = request.header("authorization", authorization);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 401, "{authorization:?}");
+    }
+
+    let client = client(&server.url, Some("t0ken-from-file")).await;
+    let ls = client.call_tool(call("ls", json!({}))).await.unwrap();
+    assert!(text(&ls).contains("hello.txt"), "{}", text(&ls));
+    client.cancel().await.unwrap();
+    assert_eq!(server.stop("INT"), Some(0));
+}
+
+#[test]
+fn http_flags_are_checked_before_anything_listens() {
+    let fx = Fixture::new();
+    let remote = fx.run(&["serve", "--http", "0.0.0.0:0"], None);
+    assert_eq!(remote.code, 2);
+    assert_eq!(
+        remote.stderr.trim(),
+        "tools: --http 0.0.0.0:0: 0.0.0.0 is not a loopback address, so other hosts could reach the tools; \
+         pass --allow-remote to serve there (with --auth-token-file), or listen on 127.0.0.1"
+    );
+
+    let without_http = fx.run(&["serve", "--allow-remote"], None);
+    assert_eq!(without_http.code, 2);
+    assert!(without_http.stderr.contains("--http <ADDR>"), "{}", without_http.stderr);
+
+    let empty = fx.dir.path().join("empty-token");
+    std::fs::write(&empty, "\n").unwrap();
+    let empty = fx.run(&["serve", "--http", "0", "--auth-token-file", empty.to_str().unwrap()], None);
+    assert_eq!(empty.code, 2);
+    assert!(empty.stderr.contains("the file is empty; write the token in it"), "{}", empty.stderr);
+}
+
+#[test]
+fn a_remote_address_is_served_when_asked_for() {
+    let fx = Fixture::new();
+    let mut command = fx.command(&["serve", "--http", "0.0.0.0:0", "--allow-remote"]);
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let output = child.wait_with_output().unwrap();
+    assert!(line.starts_with("tools serve: listening on http://0.0.0.0:"), "{line}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("without --auth-token-file: anyone who can reach it can run the tools"),
+        "{stderr}"
+    );
+}
+
+fn wait_for_file(path: &Path) -> String {
+    for _ in 0..2000 {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && !text.trim().is_empty()
+        {
+            return text.trim().to_owned();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_calls_finish_within_the_grace_and_kills_the_rest() {
+    let fx = Fixture::new();
+    let server = Server::start(&fx, &["--shutdown-grace-secs", "3"]);
+    let finishing = client(&server.url, None).await;
+    let overstaying = client(&server.url, None).await;
+    let finishes = tokio::spawn(async move {
+        let command = "echo waiting > waiting; while [ ! -e go ]; do sleep 0.02; done; echo finished";
+        finishing.call_tool(call("bash", json!({"command": command}))).await
+    });
+    let overstays = tokio::spawn(async move {
+        overstaying.call_tool(call("bash", json!({"command": "echo $$ > sleeper.pid; exec sleep 600"}))).await
+    });
+    wait_for_file(&fx.ws().join("waiting"));
+    let sleeper: i32 = wait_for_file(&fx.ws().join("sleeper.pid")).parse().unwrap();
+
+    let pid = server.child.id();
+    let status = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
+    assert!(status.success());
+    // Within the grace, the first call finishes with its output.
+    std::fs::write(fx.ws().join("go"), "").unwrap();
+    let finished = finishes.await.unwrap().expect("the call in flight is answered");
+    assert_eq!((text(&finished).trim(), finished.is_error), ("finished", Some(false)));
+    // After the grace, the other is cancelled and its command killed.
+    let cancelled = overstays.await.unwrap().expect("the cancelled call is answered");
+    assert_eq!(cancelled.is_error, Some(true), "{}", text(&cancelled));
+    // Killed before the answer went out; being reaped takes a moment.
+    for _ in 0..500 {
+        if !tool_tests::runs(sleeper) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!tool_tests::runs(sleeper), "the command of the cancelled call still runs");
+    let mut server = server;
+    assert_eq!(server.child.wait().unwrap().code(), Some(0));
+}
