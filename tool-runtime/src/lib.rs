@@ -34,6 +34,7 @@
 //! - [`providers`]: each LLM API's tool definitions, call parsing and result rendering
 //!   (`providers::mcp` is MCP's JSON format);
 //! - [`mcp_server`] (feature `mcp`): serving a dispatcher's tools to MCP clients;
+//!   [`mcp_client`] (feature `mcp`): mounting other MCP servers' tools;
 //! - [`truncate`]: the truncation engine and its streaming form, for tools that cut their own
 //!   output; [`output_store`]: where full outputs are kept;
 //! - [`schema`]: the argument schemas, for tools written by hand; [`events`]: the event
@@ -54,6 +55,8 @@ pub mod events;
 mod future;
 mod hooks;
 mod inject;
+#[cfg(feature = "mcp")]
+pub mod mcp_client;
 #[cfg(feature = "mcp")]
 pub mod mcp_server;
 mod output;

@@ -1,0 +1,306 @@
+//! Mounting an MCP server: rmcp's own server (`tests/fixture/mcp_fixture_server.rs`) started as
+//! a child process, its tools called through our registry and dispatcher.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_runtime::mcp_client::{McpConfig, McpMount, ServerConfig, connect_all};
+use tool_runtime::{
+    CallOptions, CancellationToken, Content, Dispatcher, ErrorKind, EventFn, Registry, ToolCall, ToolEvent,
+    ToolResult,
+};
+
+const FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-fixture-server");
+
+fn fixture(name: &str) -> ServerConfig {
+    ServerConfig::stdio(name, FIXTURE)
+}
+
+type Events = Arc<Mutex<Vec<ToolEvent>>>;
+
+async fn mounted(config: ServerConfig) -> (McpMount, Dispatcher, Events) {
+    let mount = McpMount::connect(config).await.expect("mount the fixture");
+    let registry = Registry::builder().tools(mount.tools()).build().expect("registry");
+    let events: Events = Arc::default();
+    let seen = events.clone();
+    let dispatcher =
+        Dispatcher::builder(registry).events(EventFn(move |event| seen.lock().unwrap().push(event))).build();
+    (mount, dispatcher, events)
+}
+
+async fn call(dispatcher: &Dispatcher, name: &str, arguments: Value) -> ToolResult {
+    dispatcher.run(ToolCall::new("c1", name, arguments.to_string()), CancellationToken::new()).await
+}
+
+fn temp_marker(test: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("mcp-mount-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// Waits (at most 10 s) until `path` exists: the fixture writes it when it sees a cancellation.
+async fn appears(path: &PathBuf) -> bool {
+    for _ in 0..200 {
+        if path.exists() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_of_tools_is_mounted_with_its_spec() {
+    let (mount, dispatcher, _) = mounted(fixture("fx")).await;
+    let names: Vec<String> = mount.tools().iter().map(|t| t.spec().name.clone()).collect();
+    assert_eq!(
+        names,
+        [
+            "fx__echo",
+            "fx__every_content",
+            "fx__fail",
+            "fx__slow",
+            "fx__hang",
+            "fx__chatty",
+            "fx__crash",
+            "fx__pid",
+            "fx__add_tool"
+        ],
+        "three pages of three"
+    );
+    let registry = dispatcher.registry();
+    let echo = registry.get("fx__echo").unwrap().spec();
+    assert_eq!(echo.description, "Echo the text.");
+    assert!(echo.parallel && echo.annotations.read_only, "readOnlyHint makes a tool parallel-safe");
+    assert_eq!(echo.input_schema["properties"]["count"], json!({"type": "integer", "minimum": 1}));
+    assert_eq!(echo.tags, ["mcp", "mcp:fx"]);
+    let fail = registry.get("fx__fail").unwrap().spec();
+    assert!(!fail.parallel);
+    let every = registry.get("fx__every_content").unwrap().spec();
+    assert_eq!(every.annotations.title.as_deref(), Some("Every content"));
+    assert_eq!(every.output_schema.as_ref().unwrap()["properties"]["n"]["type"], "integer");
+    // Our MCP definitions of a mounted tool carry the server's schemas and hints.
+    let definition = tool_runtime::Provider::Mcp.definition(echo, &Default::default()).unwrap();
+    assert_eq!(definition["annotations"], json!({"readOnlyHint": true}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_are_validated_locally_then_answered_by_the_server() {
+    let (_mount, dispatcher, _) = mounted(fixture("fx")).await;
+    let echo = call(&dispatcher, "fx__echo", json!({"text": "ab", "count": "2"})).await;
+    assert!(!echo.output.is_error, "{:?}", echo.output);
+    assert_eq!(echo.output.text_content(), "abab", "the string was coerced to the schema's integer");
+    assert_eq!(echo.output.metadata["mcp_server"], "fx");
+
+    let invalid = call(&dispatcher, "fx__echo", json!({"text": "ab", "count": 0})).await;
+    assert!(invalid.output.is_error);
+    let message = invalid.output.text_content();
+    assert!(message.contains("count") && message.contains("1"), "our usual validation text: {message}");
+
+    let failed = call(&dispatcher, "fx__fail", json!({})).await;
+    assert!(failed.output.is_error);
+    assert_eq!(failed.output.text_content(), "it went wrong");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_content_type_comes_back_without_losing_an_item() {
+    let (_mount, dispatcher, _) = mounted(fixture("fx")).await;
+    let result = call(&dispatcher, "fx__every_content", json!({})).await;
+    let output = &result.output;
+    assert!(!output.is_error);
+    assert_eq!(
+        output.content,
+        vec![
+            Content::text("plain text"),
+            Content::image("image/png", "iVBORw0KGgo="),
+            Content::text("[audio/wav audio of 12 bytes: audio cannot be shown here]"),
+            Content::text("[resource: file:///notes.txt]\nembedded text"),
+            Content::image("image/png", "iVBORw0KGgo="),
+            Content::text("[resource: file:///data.bin, application/octet-stream data of 4 bytes]"),
+            Content::text("[resource link: file:///big.log (big.log)]"),
+        ]
+    );
+    assert_eq!(output.structured, Some(json!({"n": 7})));
+    let original = output.metadata["mcp_content"].as_array().unwrap();
+    assert_eq!(original.len(), 7);
+    assert_eq!(original[2]["type"], "audio");
+    assert_eq!(original[5]["resource"]["blob"], "AAECAw==");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_becomes_our_progress_events_and_keeps_a_slow_call_alive() {
+    // 8 steps 250 ms apart take 2 s, twice the time limit; each notification resets it.
+    let (_mount, dispatcher, events) = mounted(fixture("fx").timeout(Duration::from_secs(1))).await;
+    let result = call(&dispatcher, "fx__slow", json!({"steps": 8, "delay_ms": 250})).await;
+    assert!(!result.output.is_error, "{}", result.output.text_content());
+    assert_eq!(result.output.text_content(), "done after 8 steps");
+    let progress: Vec<(Option<String>, Option<f64>, Option<f64>)> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|event| match event {
+            ToolEvent::Progress { update, tool, .. } if tool == "fx__slow" => {
+                Some((update.message.clone(), update.progress, update.total))
+            }
+            _ => None,
+        })
+        .collect();
+    let expected: Vec<_> =
+        (1..=8).map(|i| (Some(format!("step {i}")), Some(f64::from(i)), Some(8.0))).collect();
+    assert_eq!(progress, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_server_times_out_and_is_told_to_cancel() {
+    let (_mount, dispatcher, _) = mounted(fixture("fx").timeout(Duration::from_millis(300))).await;
+    let marker = temp_marker("silent");
+    let result = call(&dispatcher, "fx__hang", json!({"marker": marker})).await;
+    assert!(result.output.is_error);
+    assert_eq!(
+        result.output.text_content(),
+        "The MCP server `fx` did not answer the call of `hang` for 300 ms (no result and no progress), so the call was cancelled. Try again with a smaller request, or use another tool."
+    );
+    assert!(appears(&marker).await, "the server received notifications/cancelled");
+    let _ = std::fs::remove_file(marker);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_does_not_extend_a_call_past_its_total_limit() {
+    let config = fixture("fx").timeout(Duration::from_secs(5)).total_timeout(Duration::from_millis(700));
+    let (_mount, dispatcher, _) = mounted(config).await;
+    let result = call(&dispatcher, "fx__chatty", json!({"delay_ms": 50})).await;
+    assert!(result.output.is_error);
+    assert_eq!(
+        result.output.text_content(),
+        "The MCP server `fx` did not finish `chatty` within its limit of 700 ms, so the call was cancelled. Try again with a smaller request, or use another tool."
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_call_sends_notifications_cancelled() {
+    let (_mount, dispatcher, events) = mounted(fixture("fx")).await;
+    let marker = temp_marker("cancel");
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let watched = events.clone();
+    tokio::spawn(async move {
+        // Cancel once the call is running on the server.
+        loop {
+            let started = watched.lock().unwrap().iter().any(|e| matches!(e, ToolEvent::Started { .. }));
+            if started {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                trigger.cancel();
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let call = ToolCall::new("c1", "fx__hang", json!({"marker": marker}).to_string());
+    let result = dispatcher.run_with(call, CallOptions::default(), cancel).await;
+    assert!(result.output.is_error);
+    assert!(appears(&marker).await, "the server received notifications/cancelled");
+    let _ = std::fs::remove_file(marker);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_mid_call_is_an_error_naming_the_server_and_the_next_call_restarts_it() {
+    let (_mount, dispatcher, events) = mounted(fixture("fx")).await;
+    let before = call(&dispatcher, "fx__pid", json!({})).await.output.text_content();
+    let crashed = call(&dispatcher, "fx__crash", json!({})).await;
+    assert!(crashed.output.is_error);
+    assert_eq!(
+        crashed.output.text_content(),
+        "The MCP server `fx` stopped while running `crash` (its process exited or the connection closed), so the call's effect is unknown. The server is started again on the next call: retry if repeating the call is safe."
+    );
+    let detail = events.lock().unwrap().iter().rev().find_map(|e| match e {
+        ToolEvent::Finished { detail, .. } => detail.clone(),
+        _ => None,
+    });
+    assert!(
+        detail.as_deref().is_some_and(|d| d.contains("fixture: crashing on purpose")),
+        "the operator sees the server's last words: {detail:?}"
+    );
+    let after = call(&dispatcher, "fx__pid", json!({})).await;
+    assert!(!after.output.is_error, "{}", after.output.text_content());
+    assert_ne!(after.output.text_content(), before, "a new process");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_cannot_be_started_is_a_mount_error_then_a_call_error() {
+    let error = McpMount::connect(ServerConfig::stdio("gone", "/nonexistent/mcp-server")).await.unwrap_err();
+    assert!(
+        error.to_string().starts_with("MCP server `gone`: cannot start `/nonexistent/mcp-server`: "),
+        "{error}"
+    );
+    assert!(error.to_string().ends_with("; check `command` in the configuration"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changed_refreshes_the_mounted_tools() {
+    let (mount, dispatcher, _) = mounted(fixture("fx")).await;
+    let mut changes = mount.changes();
+    assert_eq!(mount.tools().len(), 9);
+    let added = call(&dispatcher, "fx__add_tool", json!({})).await;
+    assert_eq!(added.output.text_content(), "added");
+    tokio::time::timeout(Duration::from_secs(10), changes.changed())
+        .await
+        .expect("a refresh within 10 s")
+        .unwrap();
+    let tools = mount.tools();
+    assert_eq!(tools.len(), 10);
+    assert_eq!(tools[9].spec().name, "fx__extra");
+    // An application rebuilds its registry from the new list.
+    let registry = Registry::builder().tools(tools).build().unwrap();
+    let extra =
+        Dispatcher::new(registry).run(ToolCall::new("c2", "fx__extra", "{}"), CancellationToken::new()).await;
+    assert_eq!(extra.output.text_content(), "extra");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_mount_side_by_side_and_a_clash_names_both() {
+    let text = json!({"mcpServers": {
+        "one": {"command": FIXTURE},
+        "two": {"command": FIXTURE, "toolPrefix": "two_"}
+    }})
+    .to_string();
+    let mounts = connect_all(&McpConfig::parse(&text).unwrap()).await.unwrap();
+    let names: Vec<String> = mounts.iter().flat_map(|m| m.tools()).map(|t| t.spec().name.clone()).collect();
+    assert!(names.contains(&"one__echo".to_owned()) && names.contains(&"two_echo".to_owned()), "{names:?}");
+
+    let clash = json!({"mcpServers": {
+        "one": {"command": FIXTURE, "toolPrefix": ""},
+        "two": {"command": FIXTURE, "toolPrefix": ""}
+    }})
+    .to_string();
+    let error = connect_all(&McpConfig::parse(&clash).unwrap()).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "MCP server `two`: its tool `echo` has the name of a tool of the server `one`; give one of them a `toolPrefix`"
+    );
+
+    // A clash with a tool of the application is the registry's usual duplicate-name error.
+    let bare = McpMount::connect(fixture("x").naming(tool_runtime::mcp_client::Naming::Bare)).await.unwrap();
+    let own = tool_runtime::FnTool::new(
+        tool_runtime::ToolSpec::new("echo", "Ours.", tool_runtime::schema::empty_args_schema()),
+        |_, _| async { Ok(tool_runtime::ToolOutput::text("ours")) },
+    );
+    let duplicate = Registry::builder().tool(own).tools(bare.tools()).build().unwrap_err();
+    assert!(
+        matches!(duplicate, tool_runtime::RegistryError::DuplicateName { ref name, .. } if name == "echo")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_that_cannot_be_lowered_names_server_tool_and_place() {
+    let error = McpMount::connect(fixture("odd").env("FIXTURE_BAD_SCHEMA", "1")).await.unwrap_err();
+    let message = error.to_string();
+    assert!(message.starts_with("MCP server `odd`: its tool `bad` cannot be described to "), "{message}");
+    assert!(message.contains("`options`"), "{message}");
+}
+
+#[allow(dead_code)]
+fn kinds(result: &ToolResult) -> Option<ErrorKind> {
+    result.output.metadata.get("error_kind").and_then(|k| serde_json::from_value(k.clone()).ok())
+}
