@@ -304,3 +304,66 @@ async fn a_schema_that_cannot_be_lowered_names_server_tool_and_place() {
 fn kinds(result: &ToolResult) -> Option<ErrorKind> {
     result.output.metadata.get("error_kind").and_then(|k| serde_json::from_value(k.clone()).ok())
 }
+
+/// The cost of mounting: the same server's `echo` called directly with rmcp's client and as a
+/// mounted tool (through `Registry::call`, and through the dispatcher), in the same run. Prints
+/// the figures for BENCHMARKS.md:
+/// `cargo test --release -p tool-runtime --features mcp --test mcp_mount -- --ignored --nocapture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check; run it by name"]
+async fn mounted_call_overhead() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::TokioChildProcess;
+    use std::time::Instant;
+
+    const CALLS: u32 = 2000;
+    let Value::Object(arguments) = json!({"text": "hello"}) else { unreachable!() };
+    let direct =
+        ().serve(TokioChildProcess::new(tokio::process::Command::new(FIXTURE)).unwrap()).await.unwrap();
+    let (mount, dispatcher, _) = mounted(fixture("fx")).await;
+    let registry = dispatcher.registry().clone();
+    // Identical calls in a row are the point here, not a loop to stop.
+    let dispatcher =
+        Dispatcher::builder(registry.clone()).repeat_guard(tool_runtime::RepeatGuard::DISABLED).build();
+    let text = json!({"text": "hello"}).to_string();
+
+    let mut rows: Vec<(&str, Vec<f64>)> = vec![
+        ("rmcp client, direct", vec![]),
+        ("mounted, Registry::call", vec![]),
+        ("mounted, Dispatcher::run", vec![]),
+    ];
+    // Interleaved rounds, so that a busy moment of the machine hits every row alike.
+    for _round in 0..5 {
+        let start = Instant::now();
+        for _ in 0..CALLS / 5 {
+            let params = CallToolRequestParams::new("echo").with_arguments(arguments.clone());
+            let result = direct.call_tool(params).await.unwrap();
+            assert_eq!(result.is_error, None);
+        }
+        rows[0].1.push(start.elapsed().as_secs_f64() * 1e6 / f64::from(CALLS / 5));
+
+        let start = Instant::now();
+        for _ in 0..CALLS / 5 {
+            let ctx = tool_runtime::ToolContext::builder("fx__echo").build();
+            let output = registry.call("fx__echo", text.as_str(), ctx).await.unwrap();
+            assert_eq!(output.text_content(), "hello");
+        }
+        rows[1].1.push(start.elapsed().as_secs_f64() * 1e6 / f64::from(CALLS / 5));
+
+        let start = Instant::now();
+        for _ in 0..CALLS / 5 {
+            let result = call(&dispatcher, "fx__echo", json!({"text": "hello"})).await;
+            assert_eq!(result.output.text_content(), "hello");
+        }
+        rows[2].1.push(start.elapsed().as_secs_f64() * 1e6 / f64::from(CALLS / 5));
+    }
+    println!("{CALLS} sequential calls of `echo` on the fixture server (stdio child process), per call:");
+    println!("| path | median of 5 rounds | fastest round |");
+    println!("| --- | ---: | ---: |");
+    for (name, mut times) in rows {
+        times.sort_by(f64::total_cmp);
+        println!("| {name} | {:.1} µs | {:.1} µs |", times[2], times[0]);
+    }
+    drop(mount);
+}
