@@ -8,8 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tool_runtime::mcp_client::{McpConfig, McpMount, ServerConfig, connect_all};
 use tool_runtime::{
-    CallOptions, CancellationToken, Content, Dispatcher, ErrorKind, EventFn, Registry, ToolCall, ToolEvent,
-    ToolResult,
+    CallOptions, CancellationToken, Content, Dispatcher, EventFn, Registry, ToolCall, ToolEvent, ToolResult,
 };
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-fixture-server");
@@ -300,9 +299,29 @@ async fn a_schema_that_cannot_be_lowered_names_server_tool_and_place() {
     assert!(message.contains("`options`"), "{message}");
 }
 
-#[allow(dead_code)]
-fn kinds(result: &ToolResult) -> Option<ErrorKind> {
-    result.output.metadata.get("error_kind").and_then(|k| serde_json::from_value(k.clone()).ok())
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_mount_and_its_tools_stops_the_server() {
+    let (mount, dispatcher, _) = mounted(fixture("fx")).await;
+    let pid = call(&dispatcher, "fx__pid", json!({})).await.output.text_content();
+    let stat = PathBuf::from(format!("/proc/{pid}/stat"));
+    assert!(stat.exists(), "the server runs as {pid}");
+    drop(dispatcher);
+    drop(mount);
+    let mut stopped = false;
+    for _ in 0..200 {
+        // Gone, or a zombie nobody waits for any more.
+        match std::fs::read_to_string(&stat) {
+            Err(_) => stopped = true,
+            Ok(text) => {
+                stopped = text.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'))
+            }
+        }
+        if stopped {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(stopped, "the server process {pid} still runs");
 }
 
 /// The cost of mounting: the same server's `echo` called directly with rmcp's client and as a

@@ -65,21 +65,28 @@ impl std::error::Error for MountError {}
 /// process group.
 #[derive(Clone)]
 pub struct McpMount {
-    inner: Arc<MountInner>,
+    state: Arc<MountState>,
 }
 
 impl fmt::Debug for McpMount {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("McpMount").field("server", &self.inner.config.name).finish_non_exhaustive()
+        f.debug_struct("McpMount").field("server", &self.state.inner.config.name).finish_non_exhaustive()
     }
 }
 
+/// The tool list. Kept apart from [`MountInner`], which every tool holds, so that the tools in
+/// the list do not keep their own connection alive.
+struct MountState {
+    inner: Arc<MountInner>,
+    tools: RwLock<Vec<Arc<dyn Tool>>>,
+    generation: watch::Sender<u64>,
+}
+
+/// The connection, shared by the mount and its tools.
 pub(crate) struct MountInner {
     pub(crate) config: ServerConfig,
     routes: Arc<ProgressRoutes>,
     session: Mutex<Option<Arc<Session>>>,
-    tools: RwLock<Vec<Arc<dyn Tool>>>,
-    generation: watch::Sender<u64>,
     list_changed: mpsc::UnboundedSender<()>,
 }
 
@@ -99,67 +106,78 @@ impl McpMount {
         let name = config.name.clone();
         let error = |message: String| MountError { server: name.clone(), message };
         let (list_changed, mut changes) = mpsc::unbounded_channel();
-        let inner = Arc::new(MountInner {
-            config,
-            routes: Arc::default(),
-            session: Mutex::new(None),
-            tools: RwLock::new(Vec::new()),
-            generation: watch::channel(0).0,
-            list_changed,
-        });
+        let inner =
+            Arc::new(MountInner { config, routes: Arc::default(), session: Mutex::new(None), list_changed });
         let session = connection::start(&inner.config, inner.handler()).await.map_err(&error)?;
         let session = Arc::new(session);
         *inner.session.lock().await = Some(session.clone());
         let tools = inner.list(&session).await.map_err(&error)?;
-        *inner.tools.write().unwrap_or_else(|p| p.into_inner()) = tools;
+        let state =
+            Arc::new(MountState { inner, tools: RwLock::new(tools), generation: watch::channel(0).0 });
 
-        let weak: Weak<MountInner> = Arc::downgrade(&inner);
+        let weak: Weak<MountState> = Arc::downgrade(&state);
         tokio::spawn(async move {
             while changes.recv().await.is_some() {
                 // Several notifications in a row need one listing.
                 while changes.try_recv().is_ok() {}
-                let Some(inner) = weak.upgrade() else { return };
-                inner.refresh().await;
+                let Some(state) = weak.upgrade() else { return };
+                state.refresh().await;
             }
         });
-        Ok(McpMount { inner })
+        Ok(McpMount { state })
     }
 
     /// The server's name.
     pub fn name(&self) -> &str {
-        &self.inner.config.name
+        &self.state.inner.config.name
     }
 
     /// The server's tools as last listed.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.inner.tools.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.state.tools.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// A receiver whose value goes up each time the tool list changed (after
     /// `notifications/tools/list_changed`, or a restart that listed other tools).
     pub fn changes(&self) -> watch::Receiver<u64> {
-        self.inner.generation.subscribe()
+        self.state.generation.subscribe()
     }
 
     /// Lists the server's tools again now.
     pub async fn refresh(&self) -> Result<(), MountError> {
-        let session = self.inner.live().await.map_err(|e| MountError {
-            server: self.inner.config.name.clone(),
-            message: e.message().to_owned(),
-        })?;
-        let tools = self
-            .inner
-            .list(&session)
-            .await
-            .map_err(|message| MountError { server: self.inner.config.name.clone(), message })?;
-        self.inner.replace_tools(tools);
+        let inner = &self.state.inner;
+        let error = |message: String| MountError { server: inner.config.name.clone(), message };
+        let session = inner.live().await.map_err(|e| error(e.message().to_owned()))?;
+        let tools = inner.list(&session).await.map_err(error)?;
+        self.state.replace_tools(tools);
         Ok(())
     }
 
     /// Ends the session now (the next call starts the server again).
     pub async fn close(&self) {
-        if let Some(session) = self.inner.session.lock().await.take() {
+        if let Some(session) = self.state.inner.session.lock().await.take() {
             session.close();
+        }
+    }
+}
+
+impl MountState {
+    fn replace_tools(&self, tools: Vec<Arc<dyn Tool>>) {
+        *self.tools.write().unwrap_or_else(|p| p.into_inner()) = tools;
+        self.generation.send_modify(|generation| *generation += 1);
+    }
+
+    /// Lists the tools again after a change; on failure the old list stays.
+    async fn refresh(&self) {
+        let Ok(session) = self.inner.live().await else { return };
+        if let Ok(tools) = self.inner.list(&session).await {
+            let same = {
+                let current = self.tools.read().unwrap_or_else(|p| p.into_inner());
+                current.len() == tools.len() && current.iter().zip(&tools).all(|(a, b)| a.spec() == b.spec())
+            };
+            if !same {
+                self.replace_tools(tools);
+            }
         }
     }
 }
@@ -204,25 +222,6 @@ impl MountInner {
             session.peer().list_all_tools().await.map_err(|e| format!("it did not list its tools ({e})"))?;
         let listed: Vec<Value> = listed.iter().filter_map(|tool| serde_json::to_value(tool).ok()).collect();
         mounted_tools(self, &listed)
-    }
-
-    fn replace_tools(&self, tools: Vec<Arc<dyn Tool>>) {
-        *self.tools.write().unwrap_or_else(|p| p.into_inner()) = tools;
-        self.generation.send_modify(|generation| *generation += 1);
-    }
-
-    /// Lists the tools again after a change; on failure the old list stays.
-    async fn refresh(self: &Arc<Self>) {
-        let Ok(session) = self.live().await else { return };
-        if let Ok(tools) = self.list(&session).await {
-            let same = {
-                let current = self.tools.read().unwrap_or_else(|p| p.into_inner());
-                current.len() == tools.len() && current.iter().zip(&tools).all(|(a, b)| a.spec() == b.spec())
-            };
-            if !same {
-                self.replace_tools(tools);
-            }
-        }
     }
 
     /// The session, restarting the server when it stopped.
