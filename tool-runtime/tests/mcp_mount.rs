@@ -40,7 +40,7 @@ fn temp_marker(test: &str) -> PathBuf {
 }
 
 /// Waits (at most 10 s) until `path` exists: the fixture writes it when it sees a cancellation.
-async fn appears(path: &PathBuf) -> bool {
+async fn appears(path: &std::path::Path) -> bool {
     for _ in 0..200 {
         if path.exists() {
             return true;

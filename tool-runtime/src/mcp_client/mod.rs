@@ -35,5 +35,5 @@ pub use config::{
     Transport,
 };
 pub use mount::{McpMount, MountError, connect_all};
-pub use naming::{Naming, tool_name};
+pub use naming::{NameFn, Naming, tool_name};
 pub use result::{ORIGINAL_CONTENT_KEY, SERVER_KEY};

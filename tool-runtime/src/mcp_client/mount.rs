@@ -354,7 +354,7 @@ impl MountInner {
 
 fn seconds(duration: Duration) -> String {
     let ms = duration.as_millis();
-    if ms % 1000 == 0 { format!("{} s", ms / 1000) } else { format!("{ms} ms") }
+    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{ms} ms") }
 }
 
 /// Sends `notifications/cancelled` for a call whose future is dropped before its answer (a

@@ -8,6 +8,9 @@ use crate::spec::is_valid_tool_name;
 /// The longest tool name every provider accepts.
 const MAX_NAME: usize = 64;
 
+/// A naming rule: `(server, tool) -> name`.
+pub type NameFn = dyn Fn(&str, &str) -> String + Send + Sync;
+
 /// How a mounted tool is named in the registry. Whatever a rule returns is then made a valid
 /// tool name ([`tool_name`]).
 #[derive(Clone, Default)]
@@ -20,7 +23,7 @@ pub enum Naming {
     /// `<prefix><tool>` with a prefix of your choice.
     Prefix(String),
     /// Any rule: `(server, tool) -> name`.
-    Custom(Arc<dyn Fn(&str, &str) -> String + Send + Sync>),
+    Custom(Arc<NameFn>),
 }
 
 impl fmt::Debug for Naming {
