@@ -234,6 +234,23 @@ async fn a_server_that_cannot_be_started_is_a_mount_error_then_a_call_error() {
         "{error}"
     );
     assert!(error.to_string().ends_with("; check `command` in the configuration"), "{error}");
+
+    // Starts once; every restart after a crash fails.
+    let marker = temp_marker("once");
+    let script = format!(
+        "if [ -e '{0}' ]; then echo 'no second start' >&2; exit 1; fi; : > '{0}'; exec '{FIXTURE}'",
+        marker.display()
+    );
+    let (_mount, dispatcher, _) = mounted(ServerConfig::stdio("once", "/bin/sh").args(["-c", &script])).await;
+    let crashed = call(&dispatcher, "once__crash", json!({})).await;
+    assert!(crashed.output.text_content().starts_with("The MCP server `once` stopped while running `crash`"));
+    let after = call(&dispatcher, "once__pid", json!({})).await;
+    assert!(after.output.is_error);
+    assert_eq!(
+        after.output.text_content(),
+        "The MCP server `once` is not running and could not be started again (3 attempts). Its tools cannot be used now; go on without them and tell the user the server is down."
+    );
+    let _ = std::fs::remove_file(marker);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
