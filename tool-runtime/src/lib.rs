@@ -35,6 +35,7 @@
 //!   (`providers::mcp` is MCP's JSON format);
 //! - [`mcp_server`] (feature `mcp`): serving a dispatcher's tools to MCP clients (over
 //!   Streamable HTTP too, with feature `mcp-http`);
+//!   [`mcp_client`] (feature `mcp`): mounting other MCP servers' tools;
 //! - [`truncate`]: the truncation engine and its streaming form, for tools that cut their own
 //!   output; [`output_store`]: where full outputs are kept;
 //! - [`schema`]: the argument schemas, for tools written by hand; [`events`]: the event
@@ -55,6 +56,8 @@ pub mod events;
 mod future;
 mod hooks;
 mod inject;
+#[cfg(feature = "mcp")]
+pub mod mcp_client;
 #[cfg(feature = "mcp")]
 pub mod mcp_server;
 mod output;

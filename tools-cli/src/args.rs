@@ -43,6 +43,17 @@ pub struct ListArgs {
     /// OpenAI strict mode: every property required, optional ones nullable, objects closed.
     #[arg(long)]
     pub strict: bool,
+    #[command(flatten)]
+    pub mcp: McpArgs,
+}
+
+/// Other MCP servers whose tools are mounted next to the built-in ones.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Mount the tools of the MCP servers listed in FILE (an `mcpServers` file as Claude Desktop,
+    /// Cursor and Claude Code write it), named `<server>__<tool>`.
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
 }
 
 /// Where the tools work and what they may touch.
@@ -73,6 +84,8 @@ pub struct CallArgs {
     /// Time limit of the call in milliseconds (wins over the tool's own).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout_ms: Option<u64>,
+    #[command(flatten)]
+    pub mcp: McpArgs,
 }
 
 /// `tools turn`.
@@ -90,6 +103,8 @@ pub struct TurnArgs {
     /// standard error.
     #[arg(long)]
     pub events: bool,
+    #[command(flatten)]
+    pub mcp: McpArgs,
 }
 
 /// `tools serve`.
@@ -104,6 +119,8 @@ pub struct ServeArgs {
     pub workspace: WorkspaceArgs,
     #[command(flatten)]
     pub http: HttpArgs,
+    #[command(flatten)]
+    pub mcp: McpArgs,
 }
 
 /// `tools serve --http` and its options.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tool_runtime::mcp_client::{McpConfig, McpMount};
 use tool_runtime::providers::DefinitionOptions;
 use tool_runtime::{
     BoxFuture, CallOptions, CancellationToken, DefaultPermissions, Dispatcher, DispatcherBuilder, EventFn,
@@ -17,7 +18,7 @@ use tool_runtime::{
 };
 use tools_std::Workspace;
 
-use args::{CallArgs, Command, ListArgs, Parsed, ServeArgs, TurnArgs, WorkspaceArgs};
+use args::{CallArgs, Command, ListArgs, McpArgs, Parsed, ServeArgs, TurnArgs, WorkspaceArgs};
 use signals::Termination;
 
 /// The tool ran and succeeded (or the command did its job).
@@ -70,7 +71,7 @@ fn report(failure: &Failure) -> i32 {
 
 fn run(command: Command) -> Result<i32, Failure> {
     match command {
-        Command::List(args) => list(&args),
+        Command::List(args) => block_on(list(args)),
         Command::Call(args) => block_on(call(args)),
         Command::Turn(args) => block_on(turn(args)),
         Command::Serve(args) => block_on(serve(args)),
@@ -91,13 +92,24 @@ fn block_on<F: Future<Output = Result<i32, Failure>>>(future: F) -> Result<i32, 
 }
 
 /// Every tools-std tool (in its documented order), then every other `#[tool]` linked into the
-/// binary. Inventory entries for the tools-std tools are the same definitions and are dropped.
-fn registry() -> Result<Registry, Failure> {
+/// binary, then the tools of the mounted MCP servers. Inventory entries for the tools-std tools
+/// are the same definitions and are dropped.
+fn registry(mounts: &[McpMount]) -> Result<Registry, Failure> {
     Registry::builder()
         .tools(tools_std::all())
         .tools(tool_runtime::registered_tools())
+        .tools(mounts.iter().flat_map(McpMount::tools))
         .build()
         .map_err(|e| Failure::usage(e.to_string()))
+}
+
+/// Starts the MCP servers of `--mcp-config` (none without it). They stop when the mounts are
+/// dropped. A file that cannot be used is a usage error; a server that does not start, a runtime
+/// failure naming it.
+async fn mount(args: &McpArgs) -> Result<Vec<McpMount>, Failure> {
+    let Some(path) = &args.mcp_config else { return Ok(Vec::new()) };
+    let config = McpConfig::load(path).map_err(|e| Failure::usage(format!("--mcp-config: {e}")))?;
+    tool_runtime::mcp_client::connect_all(&config).await.map_err(|e| Failure::runtime(e.to_string()))
 }
 
 /// A dispatcher over `registry` for the workspace `args` names.
@@ -144,8 +156,9 @@ impl PermissionHook for AllowOutsideRoot {
     }
 }
 
-fn list(args: &ListArgs) -> Result<i32, Failure> {
-    print_json(&definitions(&registry()?, args.format.provider(), args.strict)?)?;
+async fn list(args: ListArgs) -> Result<i32, Failure> {
+    let mounts = mount(&args.mcp).await?;
+    print_json(&definitions(&registry(&mounts)?, args.format.provider(), args.strict)?)?;
     Ok(EXIT_OK)
 }
 
@@ -158,7 +171,8 @@ fn definitions(registry: &Registry, provider: Provider, strict: bool) -> Result<
 }
 
 async fn call(args: CallArgs) -> Result<i32, Failure> {
-    let registry = registry()?;
+    let mounts = mount(&args.mcp).await?;
+    let registry = registry(&mounts)?;
     if !registry.contains(&args.name) {
         return Err(Failure::usage(registry.unknown_tool(&args.name).message().to_owned()));
     }
@@ -189,7 +203,8 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
 
 async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     let provider = args.format.provider();
-    let registry = registry()?;
+    let mounts = mount(&args.mcp).await?;
+    let registry = registry(&mounts)?;
     let text = read_stdin("the assistant message")?;
     if text.trim().is_empty() {
         return Err(Failure::usage(format!(
@@ -213,7 +228,9 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
 }
 
 async fn serve(args: ServeArgs) -> Result<i32, Failure> {
-    let builder = dispatcher(registry()?, &args.workspace)?;
+    // The mounted servers' tools are served with ours, for as long as we serve.
+    let mounts = mount(&args.mcp).await?;
+    let builder = dispatcher(registry(&mounts)?, &args.workspace)?;
     let server = tool_runtime::mcp_server::McpServer::builder(builder)
         .name("tools")
         .version(env!("CARGO_PKG_VERSION"))

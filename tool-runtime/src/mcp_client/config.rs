@@ -1,0 +1,419 @@
+//! Which MCP servers to mount: the `mcpServers` file of Claude Desktop, Cursor and Claude Code.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::naming::Naming;
+
+/// How long a call may go without an answer or a progress notification, unless configured.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a call may take in all, progress or not, unless configured.
+pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long a server may take to start and answer `initialize`, unless configured (long enough
+/// for `npx` to fetch a package).
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How to reach one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// A child process speaking MCP on its standard input and output.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables added to (or replacing in) the inherited environment.
+        env: BTreeMap<String, String>,
+        /// Its working directory (default: ours).
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// The endpoint's URL.
+        url: String,
+        /// Headers sent with every request (for example `Authorization`).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// One server to mount: its name, how to reach it, its time limits and how its tools are named.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ServerConfig {
+    /// The server's name (the key in `mcpServers`): in tool names and in every error about it.
+    pub name: String,
+    /// How to reach it.
+    pub transport: Transport,
+    /// How long a call may go without an answer or progress ([`DEFAULT_TIMEOUT`]).
+    pub timeout: Duration,
+    /// How long a call may take in all ([`DEFAULT_TOTAL_TIMEOUT`]).
+    pub total_timeout: Duration,
+    /// How long starting and initializing the server may take ([`DEFAULT_STARTUP_TIMEOUT`]).
+    pub startup_timeout: Duration,
+    /// How its tools are named ([`Naming::Prefixed`]).
+    pub naming: Naming,
+    /// How many times a call tries to restart a server that stopped (default 3).
+    pub restart_attempts: u32,
+}
+
+impl ServerConfig {
+    fn with_transport(name: impl Into<String>, transport: Transport) -> Self {
+        ServerConfig {
+            name: name.into(),
+            transport,
+            timeout: DEFAULT_TIMEOUT,
+            total_timeout: DEFAULT_TOTAL_TIMEOUT,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            naming: Naming::default(),
+            restart_attempts: 3,
+        }
+    }
+
+    /// A server started as `command` with no arguments.
+    pub fn stdio(name: impl Into<String>, command: impl Into<String>) -> Self {
+        Self::with_transport(
+            name,
+            Transport::Stdio { command: command.into(), args: Vec::new(), env: BTreeMap::new(), cwd: None },
+        )
+    }
+
+    /// A server at a Streamable HTTP `url`.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::with_transport(name, Transport::Http { url: url.into(), headers: BTreeMap::new() })
+    }
+
+    /// Adds arguments (stdio servers).
+    pub fn args<I, S>(mut self, more: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        if let Transport::Stdio { args, .. } = &mut self.transport {
+            args.extend(more.into_iter().map(Into::into));
+        }
+        self
+    }
+
+    /// Sets an environment variable (stdio servers).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        if let Transport::Stdio { env, .. } = &mut self.transport {
+            env.insert(key.into(), value.into());
+        }
+        self
+    }
+
+    /// Sets a header (HTTP servers).
+    pub fn header(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        if let Transport::Http { headers, .. } = &mut self.transport {
+            headers.insert(key.into(), value.into());
+        }
+        self
+    }
+
+    /// Sets the time a call may go without an answer or progress.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets the time a call may take in all.
+    pub fn total_timeout(mut self, timeout: Duration) -> Self {
+        self.total_timeout = timeout;
+        self
+    }
+
+    /// Sets the time starting the server may take.
+    pub fn startup_timeout(mut self, timeout: Duration) -> Self {
+        self.startup_timeout = timeout;
+        self
+    }
+
+    /// Sets how the server's tools are named.
+    pub fn naming(mut self, naming: Naming) -> Self {
+        self.naming = naming;
+        self
+    }
+
+    /// Sets how many times a call tries to restart a server that stopped.
+    pub fn restart_attempts(mut self, attempts: u32) -> Self {
+        self.restart_attempts = attempts;
+        self
+    }
+}
+
+/// The servers of an `mcpServers` file, in the file's order.
+#[derive(Debug, Clone, Default)]
+pub struct McpConfig {
+    /// Every server that is not `"disabled": true`.
+    pub servers: Vec<ServerConfig>,
+}
+
+/// A configuration that cannot be used, with where and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file, when read from one.
+    pub path: Option<PathBuf>,
+    /// What is wrong, naming the server and the key.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.path {
+            Some(path) => write!(f, "MCP configuration {}: {}", path.display(), self.message),
+            None => write!(f, "MCP configuration: {}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl McpConfig {
+    /// Reads an `mcpServers` file.
+    pub fn load(path: impl AsRef<Path>) -> Result<McpConfig, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            path: Some(path.to_owned()),
+            message: format!("cannot read the file: {e}"),
+        })?;
+        Self::parse(&text).map_err(|mut e| {
+            e.path = Some(path.to_owned());
+            e
+        })
+    }
+
+    /// Parses the text of an `mcpServers` file:
+    ///
+    /// ```json
+    /// {"mcpServers": {
+    ///   "files": {"command": "npx", "args": ["-y", "some-server"], "env": {"TOKEN": "${TOKEN}"}},
+    ///   "remote": {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${KEY}"}}
+    /// }}
+    /// ```
+    ///
+    /// As in Claude Code, `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`, `url` and
+    /// `headers` are replaced from the environment. Besides the usual keys (`command`, `args`,
+    /// `env`, `cwd`, `type`, `url`, `headers`, `disabled`), a server may set `timeout` (ms
+    /// without an answer or progress), `totalTimeout` (ms in all), `startupTimeout` (ms) and
+    /// `toolPrefix` (names its tools `<toolPrefix><tool>`; `""` keeps the server's names). Other
+    /// keys, which other clients write, are ignored.
+    pub fn parse(text: &str) -> Result<McpConfig, ConfigError> {
+        Self::parse_with_env(text, &|name| std::env::var(name).ok())
+    }
+
+    fn parse_with_env(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<McpConfig, ConfigError> {
+        let error = |message: String| ConfigError { path: None, message };
+        let root: Value = serde_json::from_str(text).map_err(|e| error(format!("not valid JSON: {e}")))?;
+        let servers = root
+            .get("mcpServers")
+            .ok_or_else(|| error("no `mcpServers` object at the top level".to_owned()))?
+            .as_object()
+            .ok_or_else(|| error("`mcpServers` must be an object of servers by name".to_owned()))?;
+        let mut config = McpConfig::default();
+        for (name, entry) in servers {
+            let entry = entry
+                .as_object()
+                .ok_or_else(|| error(format!("server `{name}`: its entry must be an object")))?;
+            if entry.get("disabled").and_then(Value::as_bool) == Some(true) {
+                continue;
+            }
+            let server =
+                parse_server(name, entry, env).map_err(|m| error(format!("server `{name}`: {m}")))?;
+            config.servers.push(server);
+        }
+        Ok(config)
+    }
+}
+
+fn parse_server(
+    name: &str,
+    entry: &Map<String, Value>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerConfig, String> {
+    if name.is_empty() {
+        return Err("a server needs a non-empty name".to_owned());
+    }
+    let kind = optional_string(entry, "type")?;
+    let has_url = entry.contains_key("url");
+    let transport = match (kind.as_deref(), has_url) {
+        (Some("stdio"), _) | (None, false) => {
+            let command = optional_string(entry, "command")?
+                .ok_or("`command` is missing (or give `url` for an HTTP server)")?;
+            let args = match entry.get("args") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|item| item.as_str().map(|s| expand(s, env)).ok_or("`args` must hold strings"))
+                    .collect::<Result<Result<Vec<_>, _>, _>>()??,
+                Some(_) => return Err("`args` must be an array of strings".to_owned()),
+            };
+            let cwd = optional_string(entry, "cwd")?.map(|cwd| expand(&cwd, env)).transpose()?;
+            Transport::Stdio {
+                command: expand(&command, env)?,
+                args,
+                env: string_map(entry, "env", env)?,
+                cwd: cwd.map(PathBuf::from),
+            }
+        }
+        (Some("http" | "streamable-http" | "streamableHttp"), _) | (None, true) => {
+            let url = optional_string(entry, "url")?.ok_or("`url` is missing")?;
+            Transport::Http { url: expand(&url, env)?, headers: string_map(entry, "headers", env)? }
+        }
+        (Some("sse"), _) => {
+            return Err("the SSE transport is not supported; use the server's Streamable HTTP endpoint (`\"type\": \"http\"`)".to_owned());
+        }
+        (Some(other), _) => {
+            return Err(format!("unknown `type` `{other}`; expected `stdio` or `http`"));
+        }
+    };
+    let mut server = ServerConfig::with_transport(name, transport);
+    if let Some(ms) = millis(entry, "timeout")? {
+        server.timeout = ms;
+    }
+    if let Some(ms) = millis(entry, "totalTimeout")? {
+        server.total_timeout = ms;
+    }
+    if let Some(ms) = millis(entry, "startupTimeout")? {
+        server.startup_timeout = ms;
+    }
+    match optional_string(entry, "toolPrefix")? {
+        Some(prefix) if prefix.is_empty() => server.naming = Naming::Bare,
+        Some(prefix) => server.naming = Naming::Prefix(prefix),
+        None => {}
+    }
+    Ok(server)
+}
+
+fn optional_string(entry: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("`{key}` must be a string")),
+    }
+}
+
+fn string_map(
+    entry: &Map<String, Value>,
+    key: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<BTreeMap<String, String>, String> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), expand(s, env)?)),
+                _ => Err(format!("`{key}.{k}` must be a string")),
+            })
+            .collect(),
+        Some(_) => Err(format!("`{key}` must be an object of strings")),
+    }
+}
+
+fn millis(entry: &Map<String, Value>, key: &str) -> Result<Option<Duration>, String> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => match value.as_u64() {
+            Some(ms) if ms > 0 => Ok(Some(Duration::from_millis(ms))),
+            _ => Err(format!("`{key}` must be a positive number of milliseconds")),
+        },
+    }
+}
+
+/// Replaces `${VAR}` and `${VAR:-default}` from the environment; a missing variable without a
+/// default is an error naming it.
+fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let body = &after[..end];
+        let (name, default) = match body.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (body, None),
+        };
+        match env(name).or_else(|| default.map(str::to_owned)) {
+            Some(value) => out.push_str(&value),
+            None => {
+                return Err(format!(
+                    "the environment variable `{name}` is not set (write `${{{name}:-default}}` for a default)"
+                ));
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<McpConfig, ConfigError> {
+        McpConfig::parse_with_env(text, &|name| (name == "HOME_DIR").then(|| "/home/me".to_owned()))
+    }
+
+    #[test]
+    fn reads_claude_desktop_style_files() {
+        let config = parse(
+            r#"{"mcpServers": {
+                "files": {"command": "npx", "args": ["-y", "srv", "${HOME_DIR}/x"], "env": {"A": "${NOPE:-1}"}, "timeout": 5000},
+                "off": {"command": "x", "disabled": true},
+                "web": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer t"}, "toolPrefix": ""}
+            }}"#,
+        )
+        .unwrap();
+        assert_eq!(config.servers.len(), 2);
+        let files = &config.servers[0];
+        assert_eq!(files.name, "files");
+        assert_eq!(
+            files.transport,
+            Transport::Stdio {
+                command: "npx".into(),
+                args: vec!["-y".into(), "srv".into(), "/home/me/x".into()],
+                env: [("A".to_owned(), "1".to_owned())].into(),
+                cwd: None,
+            }
+        );
+        assert_eq!(files.timeout, Duration::from_secs(5));
+        assert_eq!(files.total_timeout, DEFAULT_TOTAL_TIMEOUT);
+        let web = &config.servers[1];
+        assert!(
+            matches!(&web.transport, Transport::Http { url, headers } if url == "http://127.0.0.1:1/mcp" && headers["Authorization"] == "Bearer t")
+        );
+        assert_eq!(web.naming.name("web", "fetch"), "fetch");
+    }
+
+    #[test]
+    fn errors_name_the_server_and_the_key() {
+        let message = |text: &str| parse(text).unwrap_err().to_string();
+        assert_eq!(message("[]"), "MCP configuration: no `mcpServers` object at the top level");
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"args": []}}}"#),
+            "MCP configuration: server `a`: `command` is missing (or give `url` for an HTTP server)"
+        );
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "${MISSING}"}}}}"#),
+            "MCP configuration: server `a`: the environment variable `MISSING` is not set (write `${MISSING:-default}` for a default)"
+        );
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"command": "x", "timeout": -1}}}"#),
+            "MCP configuration: server `a`: `timeout` must be a positive number of milliseconds"
+        );
+        assert!(
+            message(r#"{"mcpServers": {"a": {"type": "sse", "url": "x"}}}"#)
+                .contains("SSE transport is not supported")
+        );
+    }
+}

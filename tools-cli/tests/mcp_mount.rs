@@ -1,0 +1,145 @@
+//! `--mcp-config`: `tools list`, `call`, `turn` and `serve` with another MCP server's tools
+//! mounted. The mounted server is `tools serve` itself (another process, reached with rmcp's
+//! client), so these tests need nothing but the built binary.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{Fixture, TOOLS};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use serde_json::{Value, json};
+
+const HELLO: &str = "     1\thello\n     2\tworld\n";
+
+/// An `mcpServers` file mounting `tools serve` (confined to the fixture's workspace) as `inner`.
+fn config(fx: &Fixture) -> PathBuf {
+    let path = fx.dir.path().join("mcp.json");
+    let ws = fx.ws();
+    let text = json!({"mcpServers": {
+        "inner": {"command": TOOLS, "args": ["serve", "--root", ws.to_str().unwrap()]},
+        "off": {"command": "/nonexistent", "disabled": true}
+    }});
+    std::fs::write(&path, text.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn list_shows_the_mounted_tools_after_the_built_in_ones() {
+    let fx = Fixture::new();
+    let config = config(&fx);
+    let run = fx.run(&["list", "--mcp-config", config.to_str().unwrap()], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stderr, "");
+    let definitions = run.json();
+    let names: Vec<&str> =
+        definitions.as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+    let read = names.iter().position(|n| *n == "read").unwrap();
+    let inner_read = names.iter().position(|n| *n == "inner__read").expect("the mounted read");
+    assert!(read < inner_read, "{names:?}");
+    assert_eq!(names.iter().filter(|n| n.starts_with("inner__")).count() * 2, names.len(), "{names:?}");
+    let mounted = &definitions[inner_read];
+    assert_eq!(mounted["inputSchema"], definitions[read]["inputSchema"], "the schema passes through");
+    assert_eq!(mounted["annotations"]["readOnlyHint"], true);
+
+    for format in ["openai-chat", "anthropic", "gemini"] {
+        let run = fx.run(&["list", "--format", format, "--mcp-config", config.to_str().unwrap()], None);
+        assert_eq!(run.code, 0, "{format}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn call_runs_a_mounted_tool() {
+    let fx = Fixture::new();
+    let config = config(&fx);
+    let run = fx.run(
+        &["call", "inner__read", r#"{"path": "hello.txt"}"#, "--mcp-config", config.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let result = run.json();
+    assert_eq!(result["tool"], "inner__read");
+    assert_eq!(result["output"], HELLO);
+    assert_eq!(result["metadata"]["mcp_server"], "inner");
+
+    // Validation happens here first, with our usual text; the server's own errors come back as
+    // error results.
+    let invalid = fx.run(&["call", "inner__read", "{}", "--mcp-config", config.to_str().unwrap()], None);
+    assert_eq!(invalid.code, 1, "{}", invalid.stderr);
+    assert_eq!(
+        invalid.json()["output"],
+        "Invalid arguments for tool `inner__read`:\n- /path: missing required property\nArguments received: {}\nFix the arguments and call `inner__read` again."
+    );
+}
+
+#[test]
+fn turn_runs_mounted_and_built_in_tools_together() {
+    let fx = Fixture::new();
+    let config = config(&fx);
+    let message = json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "inner__read", "input": {"path": "hello.txt"}},
+        {"type": "tool_use", "id": "t2", "name": "read", "input": {"path": "hello.txt"}},
+    ]});
+    let run = fx.run(
+        &["turn", "--format", "anthropic", "--mcp-config", config.to_str().unwrap()],
+        Some(message.to_string().as_bytes()),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.json(),
+        json!([{"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": HELLO},
+            {"type": "tool_result", "tool_use_id": "t2", "content": HELLO},
+        ]}])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_aggregates_the_mounted_servers_behind_one_endpoint() {
+    let fx = Fixture::new();
+    let config = config(&fx);
+    let ws = fx.ws();
+    let data = fx.dir.path().join("data");
+    let command = tokio::process::Command::new(TOOLS).configure(|cmd| {
+        cmd.args(["serve", "--mcp-config", config.to_str().unwrap()])
+            .current_dir(&ws)
+            .env("XDG_DATA_HOME", &data);
+    });
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.expect("initialize");
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert!(names.contains(&"read") && names.contains(&"inner__read"), "{names:?}");
+    let Value::Object(arguments) = json!({"path": "hello.txt"}) else { unreachable!() };
+    let result =
+        client.call_tool(CallToolRequestParams::new("inner__read").with_arguments(arguments)).await.unwrap();
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(serde_json::to_value(&result.content).unwrap(), json!([{"type": "text", "text": HELLO}]));
+}
+
+#[test]
+fn a_bad_file_is_a_usage_error_and_a_server_that_does_not_start_a_runtime_error() {
+    let fx = Fixture::new();
+    let path = fx.dir.path().join("bad.json");
+    std::fs::write(&path, r#"{"servers": {}}"#).unwrap();
+    let run = fx.run(&["list", "--mcp-config", path.to_str().unwrap()], None);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "tools: --mcp-config: MCP configuration {}: no `mcpServers` object at the top level\n",
+            path.display()
+        )
+    );
+
+    std::fs::write(&path, r#"{"mcpServers": {"gone": {"command": "/nonexistent/server"}}}"#).unwrap();
+    let run =
+        fx.run(&["call", "read", r#"{"path": "hello.txt"}"#, "--mcp-config", path.to_str().unwrap()], None);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.starts_with("tools: MCP server `gone`: cannot start `/nonexistent/server`: "),
+        "{}",
+        run.stderr
+    );
+}
