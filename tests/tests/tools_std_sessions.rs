@@ -66,9 +66,15 @@ impl Fx {
 
     /// Starts `command` in the background and returns its session id.
     async fn start(&self, args: Value) -> u64 {
+        self.start_with_output(args).await.0
+    }
+
+    /// Starts `command` in the background and returns its session id and the result, which
+    /// shows what it printed until its yield time.
+    async fn start_with_output(&self, args: Value) -> (u64, ToolOutput) {
         let out = self.call("bash", args).await;
         assert_eq!(out.metadata["running"], json!(true), "{}", out.text_content());
-        out.metadata["session_id"].as_u64().expect("a session id")
+        (out.metadata["session_id"].as_u64().expect("a session id"), out)
     }
 }
 
@@ -105,12 +111,13 @@ fn lines(out: &ToolOutput) -> Vec<String> {
 #[tokio::test]
 async fn a_server_printing_every_100_ms_is_read_in_three_polls_with_nothing_lost_or_repeated() {
     let fx = Fx::new("sessions-server");
-    let id = fx
-        .start(
+    let (id, first) = fx
+        .start_with_output(
             json!({"command": "for i in $(seq 1 30); do echo line $i; sleep 0.1; done", "background": true}),
         )
         .await;
-    let mut seen = Vec::new();
+    // What it printed before `bash` returned is in `bash`'s result.
+    let mut seen = lines(&first);
     // Two polls while it runs, each waiting for a line it has not seen yet...
     for poll in 1..=2 {
         let until = format!("line {}", poll * 5);
@@ -253,9 +260,12 @@ async fn python_is_driven_through_its_terminal() {
         .await;
     assert!(out.text_content().contains("KeyboardInterrupt"), "{}", out.text_content());
     assert_eq!(out.metadata["running"], json!(true));
+    // Ctrl-D at the prompt ends it. (A REPL that printed a KeyboardInterrupt ends itself with
+    // SIGINT, so that its parent knows it was interrupted: the result reports that signal.)
     let out = fx.call("bash_input", json!({"session_id": id, "keys": ["ctrl_d"], "wait_ms": 60000})).await;
     assert_eq!(out.metadata["running"], json!(false), "{}", out.text_content());
-    assert_eq!(out.metadata["exit_code"], json!(0));
+    assert_eq!(out.metadata["signal"], json!(2), "{:?} {:?}", out.text_content(), out.metadata);
+    assert!(out.text_content().contains(&format!("[session {id} ended after ")), "{}", out.text_content());
 }
 
 #[tokio::test]
@@ -264,15 +274,26 @@ async fn a_prompt_in_a_terminal_is_shown_and_answered() {
     if !terminal(&fx).await {
         return;
     }
-    let id = fx
-        .start(json!({
-            "command": "read -r -p 'Continue? [y/N] ' answer; printf '\\033[1;32manswer=%s\\033[0m\\n' \"$answer\"",
-            "tty": true,
-            "yield_ms": 100
-        }))
+    let out = fx
+        .call(
+            "bash",
+            json!({
+                "command": "read -r -p 'Continue? [y/N] ' answer; printf '\\033[1;32manswer=%s\\033[0m\\n' \"$answer\"",
+                "tty": true,
+                "yield_ms": 100
+            }),
+        )
         .await;
-    let out = fx.call("bash_output", json!({"session_id": id, "until": "[y/N]", "wait_ms": 60000})).await;
-    assert!(out.text_content().starts_with("Continue? [y/N] "), "{}", out.text_content());
+    let id = out.metadata["session_id"].as_u64().expect("a session");
+    let mut prompt = out.text_content();
+    if !prompt.contains("[y/N]") {
+        // Not printed yet at the yield time: it is the next read's.
+        prompt = fx
+            .call("bash_output", json!({"session_id": id, "until": "[y/N]", "wait_ms": 60000}))
+            .await
+            .text_content();
+    }
+    assert!(prompt.starts_with("Continue? [y/N] \n\n[session"), "{prompt}");
     let out = fx.call("bash_input", json!({"session_id": id, "text": "y\n", "wait_ms": 60000})).await;
     // The echo of the typed line, then the answer without its colour codes.
     assert!(out.text_content().starts_with("y\nanswer=y\n"), "{:?}", out.text_content());
@@ -339,7 +360,7 @@ async fn bash_stop_terms_then_kills_and_says_what_it_killed() {
     let fx = Fx::new("sessions-stop");
     let root = fx.root();
     let id = fx
-        .start(json!({"command": "trap 'echo got TERM' TERM; echo $$ > shell.pid; sleep 300 & echo $! > job.pid; \
+        .start(json!({"command": "trap 'echo got TERM' TERM; echo $$ > shell.pid; (trap '' TERM; sh -c 'echo $$ > job.pid; exec sleep 300') & \
                                   while true; do sleep 0.05; done", "background": true}))
         .await;
     let shell = pid_in(&root.join("shell.pid")).await;
@@ -348,6 +369,7 @@ async fn bash_stop_terms_then_kills_and_says_what_it_killed() {
     let text = out.text_content();
     assert!(text.contains("got TERM"), "{text}");
     assert!(text.contains("[stopped with bash_stop"), "{text}");
+    // The shell ignored SIGTERM (it ran its trap), and so did the job: both needed SIGKILL.
     assert!(text.contains("[killed the command and "), "{text}");
     assert!(gone(shell).await && gone(job).await);
     assert!(fx.error("bash_output", json!({"session_id": id})).await.contains("There is no session"));
@@ -356,11 +378,17 @@ async fn bash_stop_terms_then_kills_and_says_what_it_killed() {
 #[tokio::test]
 async fn timeout_secs_still_kills_a_background_session() {
     let fx = Fx::new("sessions-timeout");
-    let id =
-        fx.start(json!({"command": "echo started; sleep 300", "background": true, "timeout_secs": 1})).await;
+    let (id, first) = fx
+        .start_with_output(
+            json!({"command": "echo started; sleep 300", "background": true, "timeout_secs": 1}),
+        )
+        .await;
     let out = fx.call("bash_output", json!({"session_id": id, "wait_ms": 60000})).await;
     let text = out.text_content();
-    assert!(text.starts_with("started\n\n[timed out after 1 s"), "{text}");
+    let mut printed = lines(&first);
+    printed.extend(lines(&out));
+    assert_eq!(printed, ["started"]);
+    assert!(text.contains("[timed out after 1 s: the session was killed at its timeout_secs"), "{text}");
     assert_eq!(out.metadata["timed_out"], json!(true));
     assert!(out.is_error);
 }
@@ -391,8 +419,15 @@ async fn the_number_of_running_sessions_is_limited_with_a_clear_error() {
 #[tokio::test]
 async fn long_output_of_a_session_is_cut_and_stored_whole() {
     let fx = Fx::new("sessions-long");
-    let id = fx.start(json!({"command": "seq 1 5000; sleep 300", "background": true})).await;
-    let out = fx.call("bash_output", json!({"session_id": id, "until": "\n5000\n", "wait_ms": 60000})).await;
+    // It prints once told to, so that all of it is in one read.
+    let id = fx
+        .start(
+            json!({"command": "read -r go; seq 1 5000; sleep 300", "interactive": true, "background": true}),
+        )
+        .await;
+    let out = fx
+        .call("bash_input", json!({"session_id": id, "text": "go\n", "until": "\n5000\n", "wait_ms": 60000}))
+        .await;
     let text = out.text_content();
     assert!(text.starts_with("1\n2\n"), "{}", &text[..20]);
     let reference = out.metadata["truncation"]["output_ref"].as_str().expect("stored").to_owned();
