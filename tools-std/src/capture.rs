@@ -47,6 +47,8 @@ enum Spill {
     Memory(String),
     /// On its way to the store.
     Writing(Writing),
+    /// All of it is in the store (once the output ended), under this reference.
+    Stored(String),
 }
 
 /// Output being written to the store by a blocking task, fed through a bounded channel.
@@ -115,6 +117,7 @@ impl Capture {
     pub(crate) async fn reference(&mut self) -> Option<String> {
         match &mut self.spill {
             Spill::Writing(writing) => writing.reference().await,
+            Spill::Stored(reference) => Some(reference.clone()),
             _ => None,
         }
     }
@@ -126,7 +129,7 @@ impl Capture {
         self.window.push_str(&text);
         self.newlines += memchr::memchr_iter(b'\n', text.as_bytes()).count();
         match &mut self.spill {
-            Spill::Off => {}
+            Spill::Off | Spill::Stored(_) => {}
             Spill::Memory(kept) => {
                 kept.push_str(&text);
                 if kept.len() > SPILL_AT && self.window.is_truncated() {
@@ -169,7 +172,7 @@ impl Capture {
         let stored = match (spill, &store) {
             (Spill::Memory(kept), Some(store)) => Some(Writing::start(store.clone(), kept).finish().await),
             (Spill::Writing(writing), _) => Some(writing.finish().await),
-            _ => None,
+            (Spill::Stored(_), _) | (Spill::Off, _) | (Spill::Memory(_), None) => None,
         };
         match stored {
             Some(Ok(stored)) => stored.record_in(&mut cut.info),
@@ -198,19 +201,28 @@ impl Capture {
         let mut text = cut.text.into_owned();
         let reference = match &mut self.spill {
             Spill::Writing(writing) => writing.flush().await,
+            Spill::Stored(reference) => Some(reference.clone()),
             _ => None,
         };
-        let saving = matches!(self.spill, Spill::Writing(_));
+        let saving = matches!(self.spill, Spill::Writing(_) | Spill::Stored(_));
         let notice = window_notice(&info, first_line, reference.as_deref(), saving);
         info.output_ref = reference;
         tool_runtime::truncate::append_notice(&mut text, &notice);
         Window { text, info: Some(info), bytes }
     }
 
-    /// Ends the stored copy (when there is one) once the command's output ended.
+    /// Ends the stored copy (when there is one) once the command's output ended; later reads
+    /// still name it.
     pub(crate) async fn close(&mut self) -> Option<io::Result<StoredOutput>> {
         match std::mem::replace(&mut self.spill, Spill::Off) {
-            Spill::Writing(writing) => Some(writing.finish().await),
+            Spill::Writing(mut writing) => {
+                let reference = writing.reference().await;
+                let stored = writing.finish().await;
+                if let Some(reference) = reference {
+                    self.spill = Spill::Stored(reference);
+                }
+                Some(stored)
+            }
             other => {
                 self.spill = other;
                 None
