@@ -236,6 +236,9 @@ async fn annotations_match_what_each_tool_does() {
         .call("bash", json!({"command": "read -r line; echo \"$line\" > answer.txt; echo written; sleep 300", "interactive": true, "background": true}))
         .await;
     let session = started.metadata["session_id"].as_u64().expect("a background session");
+    // Listing waits until the session's stored copy exists, which the cases must find in place.
+    let listed = s.call("bash_list", json!({})).await;
+    assert!(listed.metadata["sessions"][0]["output_ref"].is_string(), "{:?}", listed.metadata);
 
     let cases = [
         ("read", json!({"path": "src/main.rs"})),
