@@ -2,7 +2,7 @@
 //! tools hand back partial output when stopped, others never answer), errors, invalid
 //! arguments, unknown tools, `bash` commands that start a grandchild, and `bash` commands that
 //! go on in the background as sessions (stopped with `bash_stop` after their batch, and some
-//! left running until the dispatcher, with its session state, is dropped at the end).
+//! left running, those of the last fifth of the calls, until the dispatcher, with its session state, is dropped at the end).
 //!
 //! Checks, batch after batch: every call gets exactly one result (in order, with its own id) and
 //! exactly one `finished` event, last among its events, whose status agrees with the result; no
@@ -470,7 +470,7 @@ fn soak() {
                 n += 1;
             }
             let has_bash = batch.iter().any(|(_, call, _)| call.name == "bash");
-            let late = n >= calls.saturating_sub(200);
+            let late = n >= calls.saturating_sub(calls / 5);
             let single = rng.below(4) == 0;
 
             let token = CancellationToken::new();
@@ -517,7 +517,7 @@ fn soak() {
             // Sessions go on past their batch and are stopped here; the process and task checks
             // below then prove that stopping one leaves nothing behind. The last batches' are
             // left running for the dispatcher's drop.
-            if n < calls.saturating_sub(200) {
+            if n < calls.saturating_sub(calls / 5) {
                 tally.sessions_stopped += stop_sessions(&dispatcher).await;
                 while events_rx.try_recv().is_ok() {}
             }
