@@ -14,11 +14,12 @@ use tool_tests::{TempDir, runs, skip};
 use tools_std::Workspace;
 use tools_std::session::Sessions;
 
+/// Fields drop in order: the sessions (and their processes) before the directory they use.
 struct Fx {
-    dir: TempDir,
+    state: Option<SessionState>,
     registry: Registry,
     deps: Arc<Dependencies>,
-    state: Option<SessionState>,
+    dir: TempDir,
 }
 
 impl Fx {
@@ -35,7 +36,7 @@ impl Fx {
                 .unwrap(),
         );
         let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
-        Fx { dir, registry, deps: Arc::new(deps), state: Some(SessionState::new()) }
+        Fx { state: Some(SessionState::new()), registry, deps: Arc::new(deps), dir }
     }
 
     fn root(&self) -> PathBuf {
