@@ -1,6 +1,8 @@
 //! Soak: 10,000 calls dispatched in batches, with random panics, timeouts, cancellations (some
 //! tools hand back partial output when stopped, others never answer), errors, invalid
-//! arguments, unknown tools and `bash` commands that start a grandchild.
+//! arguments, unknown tools, `bash` commands that start a grandchild, and `bash` commands that
+//! go on in the background as sessions (stopped with `bash_stop` after their batch, and some
+//! left running, those of the last fifth of the calls, until the dispatcher, with its session state, is dropped at the end).
 //!
 //! Checks, batch after batch: every call gets exactly one result (in order, with its own id) and
 //! exactly one `finished` event, last among its events, whose status agrees with the result; no
@@ -28,6 +30,7 @@ use tool_runtime::{
 };
 use tool_tests::TempDir;
 use tools_std::Workspace;
+use tools_std::session::Sessions;
 
 /// Tool futures alive right now: incremented when a tool starts, decremented when its future is
 /// dropped, whether it returned, panicked, timed out or was cancelled.
@@ -120,6 +123,8 @@ enum Kind {
     BashTimeOut,
     /// `bash` starting a grandchild and sleeping, until the batch is cancelled.
     BashHang,
+    /// `bash` starting a grandchild in the background, as a session.
+    BashBackground,
 }
 
 /// xorshift64*, so a failing run can be repeated with its seed.
@@ -138,7 +143,7 @@ impl Rng {
     }
 
     fn kind(&mut self, cancelled_batch: bool) -> Kind {
-        let table: [(u64, Kind); 13] = [
+        let table: [(u64, Kind); 14] = [
             (30, Kind::Succeed),
             (8, Kind::SucceedAlone),
             (10, Kind::Fail),
@@ -152,6 +157,7 @@ impl Rng {
             (3, Kind::BashEcho),
             (1, Kind::BashTimeOut),
             (1, Kind::BashHang),
+            (1, Kind::BashBackground),
         ];
         let total: u64 = table.iter().map(|(w, _)| w).sum();
         let mut pick = self.below(total);
@@ -221,13 +227,23 @@ fn make_call(n: u64, kind: Kind, rng: &mut Rng) -> (ToolCall, CallOptions) {
         // bash and the dispatcher both stop it at the 300 ms limit; either may report it.
         Kind::BashTimeOut => (bash(sleeper), CallOptions::with_timeout(Duration::from_millis(300))),
         Kind::BashHang => (bash(sleeper), none),
+        Kind::BashBackground => (
+            ToolCall {
+                id: id.clone(),
+                name: "bash".to_owned(),
+                arguments: json!({"command": format!("echo bg {n}; exec -a {marker} sleep 30 & wait"), "background": true})
+                    .to_string()
+                    .into(),
+            },
+            none,
+        ),
     }
 }
 
 fn allowed(kind: Kind, cancelled_batch: bool) -> &'static [CallStatus] {
     use CallStatus::*;
     match (kind, cancelled_batch) {
-        (Kind::Succeed | Kind::SucceedAlone | Kind::BashEcho, false) => &[Completed],
+        (Kind::Succeed | Kind::SucceedAlone | Kind::BashEcho | Kind::BashBackground, false) => &[Completed],
         (Kind::Fail | Kind::Panic | Kind::InvalidArguments | Kind::UnknownTool, false) => &[Failed],
         (Kind::TimeOut | Kind::TimeOutPartial, false) => &[TimedOut],
         // bash reports its own stop as an error result, unless the dispatcher's limit comes first.
@@ -237,7 +253,7 @@ fn allowed(kind: Kind, cancelled_batch: bool) -> &'static [CallStatus] {
         (Kind::Fail | Kind::Panic | Kind::InvalidArguments | Kind::UnknownTool, true) => &[Failed, Cancelled],
         (Kind::TimeOut | Kind::TimeOutPartial, true) => &[TimedOut, Cancelled],
         (Kind::Hang | Kind::HangPartial, true) => &[Cancelled],
-        (Kind::BashEcho | Kind::BashTimeOut | Kind::BashHang, true) => {
+        (Kind::BashEcho | Kind::BashTimeOut | Kind::BashHang | Kind::BashBackground, true) => {
             &[Completed, Failed, TimedOut, Cancelled]
         }
     }
@@ -281,11 +297,48 @@ fn check_call(kind: Kind, cancelled_batch: bool, call: &ToolCall, result: &ToolR
             assert!(text.contains(said), "the model is told the call was stopped: {text}");
         }
         (Kind::BashTimeOut, CallStatus::Failed) => assert!(text.contains("[timed out after"), "{text}"),
+        (Kind::BashBackground, CallStatus::Completed) => {
+            assert!(text.contains(" is still running ("), "{text}");
+            assert_eq!(result.output.metadata["running"], json!(true), "{text}");
+        }
         (Kind::BashEcho, CallStatus::Completed) => {
             assert_eq!(text.trim_end(), format!("ok {}", &call.id["call_".len()..]))
         }
         _ => {}
     }
+}
+
+/// Stops every background session of the dispatcher's session state; returns how many.
+async fn stop_sessions(dispatcher: &Dispatcher) -> usize {
+    let call = |name: &str, arguments: serde_json::Value| ToolCall {
+        id: format!("{name}_{}", arguments),
+        name: name.to_owned(),
+        arguments: arguments.to_string().into(),
+    };
+    let listed = dispatcher
+        .run_with(call("bash_list", json!({})), CallOptions::default(), CancellationToken::new())
+        .await;
+    let ids: Vec<u64> = listed.output.metadata["sessions"]
+        .as_array()
+        .expect("bash_list lists the sessions")
+        .iter()
+        .filter_map(|s| s["session_id"].as_u64())
+        .collect();
+    for id in &ids {
+        let stopped = dispatcher
+            .run_with(
+                call("bash_stop", json!({"session_id": id, "grace_ms": 0})),
+                CallOptions::default(),
+                CancellationToken::new(),
+            )
+            .await;
+        assert!(
+            stopped.output.text_content().contains("[stopped with bash_stop"),
+            "{}",
+            stopped.output.text_content()
+        );
+    }
+    ids.len()
 }
 
 /// Pids of live processes whose command line carries `marker` (zombies have none).
@@ -333,6 +386,8 @@ struct Tally {
     batches: usize,
     cancelled_batches: usize,
     bash_calls: usize,
+    sessions_started: usize,
+    sessions_stopped: usize,
     partial_results: usize,
     tasks_seen_after_batch: usize,
     max_task_release_wait: Duration,
@@ -415,6 +470,7 @@ fn soak() {
                 n += 1;
             }
             let has_bash = batch.iter().any(|(_, call, _)| call.name == "bash");
+            let late = n >= calls.saturating_sub(calls / 5);
             let single = rng.below(4) == 0;
 
             let token = CancellationToken::new();
@@ -455,14 +511,25 @@ fn soak() {
                 let status = events.last().and_then(ToolEvent::status).expect("checked");
                 *tally.statuses.entry(status).or_default() += 1;
                 tally.partial_results += usize::from(result.output.text_content().starts_with("partial "));
+                tally.sessions_started +=
+                    usize::from(result.output.metadata.get("running") == Some(&json!(true)));
+            }
+            // Sessions go on past their batch and are stopped here; the process and task checks
+            // below then prove that stopping one leaves nothing behind. The last batches' are
+            // left running for the dispatcher's drop.
+            if n < calls.saturating_sub(calls / 5) {
+                tally.sessions_stopped += stop_sessions(&dispatcher).await;
+                while events_rx.try_recv().is_ok() {}
             }
 
+            // A session left running keeps the task that reads its output.
+            let sessions = || dispatcher.session().get::<Sessions>().map_or(0, |s| s.running());
             let (tasks_first, tasks_last, waited) =
-                settle(Duration::from_secs(5), || metrics.num_alive_tasks()).await;
+                settle(Duration::from_secs(5), || metrics.num_alive_tasks().saturating_sub(sessions())).await;
             assert_eq!(tasks_last, 0, "a task spawned for a call is still alive");
             tally.tasks_seen_after_batch += usize::from(tasks_first > 0);
             tally.max_task_release_wait = tally.max_task_release_wait.max(waited);
-            if has_bash {
+            if has_bash && !late {
                 let (first, last, waited) =
                     settle(Duration::from_secs(5), || marked_processes(&marker).len()).await;
                 tally.max_child_exit_wait = tally.max_child_exit_wait.max(waited);
@@ -490,6 +557,21 @@ fn soak() {
     });
     let rss_end = status_kib("VmRSS:");
     rss_samples.push((n, rss_end));
+
+    // The sessions of the last batches are still running: dropping the dispatcher (and its
+    // session state) kills them, with every process they started.
+    let left_running = dispatcher.session().get::<Sessions>().map_or(0, |s| s.running());
+    drop(dispatcher);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !marked_processes(&marker).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(marked_processes(&marker), Vec::<u32>::new(), "a session outlived its dispatcher");
+    drop(runtime);
+    eprintln!(
+        "soak: {} background sessions started, {} stopped with bash_stop after their batch, {left_running} left running and killed with the dispatcher",
+        tally.sessions_started, tally.sessions_stopped
+    );
 
     eprintln!(
         "soak: {n} calls in {} batches ({} cancelled) in {:.1} s",

@@ -35,7 +35,7 @@ async fn every_running_command_is_killed_with_its_tree_and_a_finished_one_is_lef
     let request = |cwd: &Path, command: &str| ShellRequest {
         command: command.to_owned(),
         cwd: cwd.to_path_buf(),
-        env: Vec::new(),
+        ..ShellRequest::default()
     };
     let running = "setsid sleep 300 > /dev/null 2>&1 & echo $! > bg.pid; wait";
     let local = LocalOperations::open(&dir).unwrap();

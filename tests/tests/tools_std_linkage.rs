@@ -7,8 +7,12 @@ use tools_std as _;
 
 /// Every tool tools-std defines. Listed by hand: asking `tools_std::all()` would name the crate
 /// and link it by another route.
-const TOOLS: [&str; 11] = [
+const TOOLS: [&str; 15] = [
     "bash",
+    "bash_input",
+    "bash_list",
+    "bash_output",
+    "bash_stop",
     "edit",
     "glob",
     "grep",

@@ -191,6 +191,8 @@ struct World {
     changes: usize,
     commands: usize,
     todos: Option<String>,
+    /// Background sessions running.
+    sessions: usize,
 }
 
 impl World {
@@ -200,6 +202,10 @@ impl World {
             changes: s.ops.changes.lock().unwrap().len(),
             commands: s.ops.commands.lock().unwrap().len(),
             todos: s.session.get::<TodoList>().map(|list| format!("{:?}", list.items())),
+            sessions: s
+                .session
+                .get::<tools_std::session::Sessions>()
+                .map_or(0, |sessions| sessions.running()),
         }
     }
 
@@ -225,6 +231,14 @@ async fn annotations_match_what_each_tool_does() {
     let store = s.deps.get::<OutputStore>().unwrap();
     let stored = store.save("line 1\nline 2\n").unwrap().reference.to_string();
     s.session.get_or_insert_with(TodoList::default);
+    // A background session that answers its input by writing a file.
+    let started = s
+        .call("bash", json!({"command": "read -r line; echo \"$line\" > answer.txt; echo written; sleep 300", "interactive": true, "background": true}))
+        .await;
+    let session = started.metadata["session_id"].as_u64().expect("a background session");
+    // Listing waits until the session's stored copy exists, which the cases must find in place.
+    let listed = s.call("bash_list", json!({})).await;
+    assert!(listed.metadata["sessions"][0]["output_ref"].is_string(), "{:?}", listed.metadata);
 
     let cases = [
         ("read", json!({"path": "src/main.rs"})),
@@ -234,6 +248,10 @@ async fn annotations_match_what_each_tool_does() {
         ("tool_output_read", json!({"ref": stored})),
         ("tool_output_grep", json!({"ref": stored, "pattern": "line"})),
         ("todo_read", json!({})),
+        ("bash_list", json!({})),
+        ("bash_output", json!({"session_id": session})),
+        ("bash_input", json!({"session_id": session, "text": "yes\n", "wait_ms": 60000, "until": "written"})),
+        ("bash_stop", json!({"session_id": session, "grace_ms": 0})),
         ("write", json!({"path": "notes.txt", "content": "second\n"})),
         ("edit", json!({"path": "src/main.rs", "old_string": "old();", "new_string": "new();"})),
         ("bash", json!({"command": "true"})),

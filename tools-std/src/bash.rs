@@ -1,36 +1,37 @@
 //! The `bash` tool: run a command in the workspace, with a timeout, process-tree kill, streaming and bounded capture.
 
 use std::fmt::Write as _;
-use std::io;
-use std::sync::Arc;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tokio::io::AsyncReadExt;
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
-use tool_runtime::output_store::{OutputStore, StoredOutput};
-use tool_runtime::truncate::{
-    ReadHint, TruncationInfo, TruncationLimits, TruncationStream, append_notice, mark_truncated,
-};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tool_runtime::output_store::OutputStore;
+use tool_runtime::truncate::{TruncationInfo, append_notice, mark_truncated};
 use tool_runtime::{
     Dep, PermissionKind, PermissionRequest, Progress, ToolContext, ToolError, ToolOutput, tool,
 };
 
 use crate::Workspace;
-use crate::process::{KillReport, KillScope, ShellExit, ShellProcess, ShellRequest};
+use crate::capture::Capture;
+pub use crate::capture::SPILL_AT;
+use crate::process::{
+    KillReport, KillScope, ShellControl, ShellExit, ShellInput, ShellProcess, ShellRequest,
+};
+use crate::session::{Sessions, Start};
 use crate::text::plural;
 
 /// The timeout when the call gives none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// The longest timeout a call may ask for.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
-/// Output up to this size is kept whole in memory for the output store; once it is longer and
-/// known to be cut, it is written to the store as it comes. The cut itself only ever keeps what
-/// the limits show.
-pub const SPILL_AT: usize = 1024 * 1024;
-/// Chunks of output on their way to the store's file, at most.
-const SPILL_QUEUE: usize = 4;
+/// How long a command runs before it goes on in the background, when the call gives no
+/// `yield_ms` and no `timeout_secs`.
+pub const DEFAULT_YIELD: Duration = Duration::from_secs(30);
+/// The longest `yield_ms` a call may ask for.
+pub const MAX_YIELD: Duration = MAX_TIMEOUT;
+/// The size of the terminal of a `tty` command.
+pub const TERMINAL_SIZE: (u16, u16) = (40, 120);
 /// How long the output is still read after the shell exited, for processes it left behind.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
 /// Progress events carry at most this much output per window; the rest is summarised.
@@ -40,26 +41,49 @@ const PROGRESS_WINDOW: Duration = Duration::from_millis(100);
 /// Run a shell command with `bash -c` in the workspace root.
 ///
 /// Standard output and standard error come back interleaved as the command wrote them, followed
-/// by `[exit code N]` when it is not 0; `(no output)` when there is none. Standard input is
-/// empty, so commands that ask questions fail instead of waiting (use flags such as `-y`). After
-/// `timeout_secs` (default 120, at most 600), or when the call is cancelled, the command and
-/// every process it started are killed (background jobs and daemons included), and the result
-/// keeps what was printed until then and says why it stopped and what was killed. For servers
-/// and other long-running jobs, start them in the background with their output redirected
-/// (`cmd > log.txt 2>&1 &`) and check on them later. Output longer than 2000 lines or 50 KiB is
-/// cut in the middle: the beginning and the end are shown, and the notice names a reference
-/// for `tool_output_read` / `tool_output_grep` to read the full output. Each call starts a new
-/// shell: `cd` and variables do not carry over to the next call. Prefer `read`, `glob`, `grep`
-/// and `ls` over `cat`, `find`, `grep` and `ls` commands.
+/// by `[exit code N]` when it is not 0; `(no output)` when there is none. Output longer than
+/// 2000 lines or 50 KiB is cut in the middle: the beginning and the end are shown, and the
+/// notice names a reference for `tool_output_read` / `tool_output_grep` to read the full output.
+/// Each call starts a new shell: `cd` and variables do not carry over to the next call. Prefer
+/// `read`, `glob`, `grep` and `ls` over `cat`, `find`, `grep` and `ls` commands.
+///
+/// Long-running commands: a command still running after `yield_ms` (default 30000, at most
+/// 600000) keeps running in the background as a *session*, and the result shows its output so
+/// far and its session id. Then use `bash_output` to read what it prints next (waiting for it to
+/// finish if you like), `bash_input` to type into it, `bash_stop` to stop it and `bash_list` to
+/// see every session. Use `background: true` for servers and watchers that never finish (the
+/// result comes back at once), and a short `yield_ms` to check on a slow build or test run early.
+/// With `timeout_secs` (at most 600) and no `yield_ms`, the command is instead killed at that
+/// time, as is every process it started; with both, the session is killed at `timeout_secs`.
+/// A cancelled call kills the command it started, unless it already went to the background.
+///
+/// Input: standard input is empty, so commands that ask questions fail instead of waiting (use
+/// flags such as `-y`), unless `interactive: true` keeps it open for `bash_input`. Programs that
+/// need a terminal (a REPL such as `python3 -i`, `psql`, a `[y/N]` prompt that checks for one,
+/// full-screen programs, coloured output) run with `tty: true`; escape sequences are removed
+/// from what you read.
 #[tool(open_world, timeout = "11m", truncate(direction = "middle"))]
+#[allow(clippy::too_many_arguments)]
 pub async fn bash(
     ws: Dep<Workspace>,
     ctx: &ToolContext,
     /// The command line to run.
     command: String,
-    /// Seconds after which the command is killed (default 120, at most 600).
+    /// Seconds after which the command is killed (default: none once it went to the background;
+    /// at most 600).
     #[schemars(range(min = 1, max = 600))]
     timeout_secs: Option<u64>,
+    /// Milliseconds to wait for the command before it goes on in the background as a session
+    /// (default 30000, at most 600000).
+    #[schemars(range(min = 0, max = 600000))]
+    yield_ms: Option<u64>,
+    /// Start the command in the background at once (a server, a watcher): the same as
+    /// `yield_ms: 0`.
+    background: Option<bool>,
+    /// Keep standard input open, so the command can be answered with `bash_input`.
+    interactive: Option<bool>,
+    /// Run the command in a terminal (implies `interactive`).
+    tty: Option<bool>,
     /// A few words saying what the command does, shown to the user.
     description: Option<String>,
 ) -> Result<ToolOutput, ToolError> {
@@ -70,6 +94,19 @@ pub async fn bash(
         return Err(ToolError::invalid_arguments(
             "The command contains a NUL character, which bash cannot run.",
         ));
+    }
+    let tty = tty.unwrap_or(false);
+    let interactive = tty || interactive.unwrap_or(false);
+    // With only `timeout_secs`, a command is killed at it, as before there were sessions.
+    let yield_after = match (yield_ms, background.unwrap_or(false), timeout_secs) {
+        (Some(ms), _, _) => Some(Duration::from_millis(ms).min(MAX_YIELD)),
+        (None, true, _) => Some(Duration::ZERO),
+        (None, false, None) => Some(DEFAULT_YIELD),
+        (None, false, Some(_)) => None,
+    };
+    let sessions = Sessions::of(ctx.session());
+    if yield_after.is_some() {
+        sessions.check_room()?;
     }
     ctx.ask(PermissionRequest::new(
         PermissionKind::Command { command: command.clone() },
@@ -88,23 +125,57 @@ pub async fn bash(
         _ if timeout_secs.is_some() => (timeout, timeout, Hint::LargerTimeout),
         _ => (timeout, timeout, Hint::Timeout),
     };
+    // In the background, only the command's own `timeout_secs` still applies.
+    let session_timeout = timeout_secs.map(|_| timeout);
+    let input = match (tty, interactive) {
+        (true, _) => ShellInput::Terminal { rows: TERMINAL_SIZE.0, cols: TERMINAL_SIZE.1 },
+        (false, true) => ShellInput::Pipe,
+        (false, false) => ShellInput::Null,
+    };
     let request = ShellRequest {
-        command,
+        command: command.clone(),
         cwd: ws.root().to_path_buf(),
         env: [("PAGER", "cat"), ("GIT_PAGER", "cat"), ("GIT_TERMINAL_PROMPT", "0")]
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect(),
+        input,
     };
-    let process = ws
-        .operations()
-        .spawn_shell(&request)
-        .map_err(|e| ToolError::execution(format!("Cannot start bash: {e}")).with_source(e))?;
+    let started = Instant::now();
+    let process = ws.operations().spawn_shell(&request).map_err(|e| {
+        let what = if tty { "bash in a terminal" } else { "bash" };
+        ToolError::execution(format!("Cannot start {what}: {e}")).with_source(e)
+    })?;
     let store = ctx.dependencies().get::<OutputStore>();
-    let mut capture = Capture::new(store, ctx.truncation());
-    let ended = run(process, ctx, stop_after, &mut capture).await?;
-    let (text, info) = capture.finish().await;
-    Ok(ended.into_output(text, info, hint, limit, description))
+    let mut capture = Capture::new(store, ctx.truncation(), tty);
+    let ShellProcess { output, control, input } = process;
+    // Until the command goes to the background, the call owns its input; a command still
+    // running when the call is dropped is killed with it (the control's `Drop`).
+    match run(output, control, ctx, stop_after, yield_after, &mut capture).await? {
+        Ran::Ended(ended) => {
+            let (text, info) = capture.finish().await;
+            Ok(ended.into_output(text, info, hint, limit, description))
+        }
+        Ran::Yielded { output, control } => {
+            capture.start_writing();
+            let session = sessions.adopt(Start {
+                command,
+                description: description.clone(),
+                tty,
+                output,
+                control,
+                input,
+                capture,
+                deadline: session_timeout.map(|t| (tokio::time::Instant::from_std(started) + t, t)),
+                started,
+            });
+            let mut out = session.render(&sessions).await;
+            if let Some(description) = description.filter(|d| !d.trim().is_empty()) {
+                out = out.with_title(description);
+            }
+            Ok(out)
+        }
+    }
 }
 
 /// What a result stopped at its time limit suggests.
@@ -135,14 +206,29 @@ struct Ended {
     killed: Option<Result<KillReport, String>>,
 }
 
+/// How the call's part of the command ended.
+enum Ran {
+    Ended(Ended),
+    /// Still running at the yield time: the command goes on in the background.
+    Yielded {
+        output: Pin<Box<dyn AsyncRead + Send>>,
+        control: Box<dyn ShellControl>,
+    },
+}
+
 async fn run(
-    process: ShellProcess,
+    mut output: Pin<Box<dyn AsyncRead + Send>>,
+    mut control: Box<dyn ShellControl>,
     ctx: &ToolContext,
     stop_after: Duration,
+    yield_after: Option<Duration>,
     capture: &mut Capture,
-) -> Result<Ended, ToolError> {
-    let ShellProcess { mut output, mut control } = process;
-    let deadline = tokio::time::Instant::now() + stop_after;
+) -> Result<Ran, ToolError> {
+    let now = tokio::time::Instant::now();
+    let deadline = now + stop_after;
+    // The call's own limit wins over a later yield: the command is killed then, as it would be
+    // without sessions.
+    let yield_at = yield_after.map(|y| now + y).filter(|&y| y < deadline);
     let cancel = ctx.cancellation_token().clone();
     let mut progress = ProgressStream::new(ctx);
     let mut buf = vec![0u8; 64 * 1024];
@@ -154,7 +240,7 @@ async fn run(
         tokio::select! {
             read = output.read(&mut buf), if !eof => match read {
                 Ok(0) | Err(_) => eof = true,
-                Ok(n) => capture.push(&buf[..n], &mut progress).await,
+                Ok(n) => progress.send(&capture.push(&buf[..n]).await),
             },
             status = control.wait(), if exit.is_none() => {
                 let status = status.map_err(|e| ToolError::execution(format!("Lost track of the command: {e}")).with_source(e))?;
@@ -165,6 +251,9 @@ async fn run(
             () = tokio::time::sleep_until(deadline), if exit.is_none() => {
                 stop = Some(Stop::TimedOut);
                 break;
+            },
+            () = tokio::time::sleep_until(yield_at.unwrap_or(deadline)), if exit.is_none() && yield_at.is_some() => {
+                return Ok(Ran::Yielded { output, control });
             },
             () = cancel.cancelled(), if exit.is_none() => {
                 // The dispatcher cancels at the call's deadline, possibly just before this loop's timer.
@@ -181,16 +270,16 @@ async fn run(
             loop {
                 match output.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => capture.push(&buf[..n], &mut progress).await,
+                    Ok(n) => progress.send(&capture.push(&buf[..n]).await),
                 }
             }
         };
         let _ = tokio::time::timeout(Duration::from_millis(500), drain).await;
         let _ = tokio::time::timeout(Duration::from_secs(2), control.wait()).await;
-        return Ok(Ended { stop, left_open: false, killed: Some(killed) });
+        return Ok(Ran::Ended(Ended { stop, left_open: false, killed: Some(killed) }));
     }
     let exit = exit.unwrap_or(ShellExit { code: None, signal: None });
-    Ok(Ended { stop: Stop::Exited(exit), left_open: !eof, killed: None })
+    Ok(Ran::Ended(Ended { stop: Stop::Exited(exit), left_open: !eof, killed: None }))
 }
 
 impl Ended {
@@ -211,20 +300,9 @@ impl Ended {
         match self.stop {
             Stop::Exited(exit) => {
                 (code, signal) = (exit.code, exit.signal);
-                match (exit.code, exit.signal) {
-                    (Some(0), _) => {}
-                    (Some(code), _) => {
-                        is_error = true;
-                        notes.push(format!("[exit code {code}]"));
-                    }
-                    (None, Some(signal)) => {
-                        is_error = true;
-                        notes.push(format!("[killed by signal {signal}{}]", signal_name(signal)));
-                    }
-                    (None, None) => {
-                        is_error = true;
-                        notes.push("[the command ended without an exit code]".to_owned());
-                    }
+                if let Some(note) = exit_note(exit) {
+                    is_error = true;
+                    notes.push(note);
                 }
             }
             Stop::TimedOut => {
@@ -284,8 +362,18 @@ impl Ended {
     }
 }
 
+/// How an exit is reported, `None` for success.
+pub(crate) fn exit_note(exit: ShellExit) -> Option<String> {
+    match (exit.code, exit.signal) {
+        (Some(0), _) => None,
+        (Some(code), _) => Some(format!("[exit code {code}]")),
+        (None, Some(signal)) => Some(format!("[killed by signal {signal}{}]", signal_name(signal))),
+        (None, None) => Some("[the command ended without an exit code]".to_owned()),
+    }
+}
+
 /// What stopping the command killed, in one bracketed line.
-fn kill_note(report: &KillReport) -> String {
+pub(crate) fn kill_note(report: &KillReport) -> String {
     let mut note = match report.scope {
         KillScope::ProcessGroup => {
             "[killed the command's process group; processes that had left it were not looked for on \
@@ -330,7 +418,7 @@ fn processes(n: usize) -> String {
     if n == 1 { "1 process".to_owned() } else { format!("{n} processes") }
 }
 
-fn kill_metadata(report: &KillReport) -> serde_json::Value {
+pub(crate) fn kill_metadata(report: &KillReport) -> serde_json::Value {
     let not_killed: Vec<serde_json::Value> =
         report.not_killed.iter().map(|n| json!({"pid": n.pid, "reason": n.reason})).collect();
     json!({
@@ -345,7 +433,7 @@ fn kill_metadata(report: &KillReport) -> serde_json::Value {
     })
 }
 
-fn seconds(duration: Duration) -> String {
+pub(crate) fn seconds(duration: Duration) -> String {
     let millis = duration.as_millis();
     if millis.is_multiple_of(1000) {
         format!("{} s", millis / 1000)
@@ -354,7 +442,7 @@ fn seconds(duration: Duration) -> String {
     }
 }
 
-fn signal_name(signal: i32) -> &'static str {
+pub(crate) fn signal_name(signal: i32) -> &'static str {
     match signal {
         1 => " (SIGHUP)",
         2 => " (SIGINT)",
@@ -403,115 +491,11 @@ impl<'a> ProgressStream<'a> {
     }
 }
 
-/// The command's output, cut as it arrives by the truncation engine's streaming form (to the
-/// call's limits), and kept whole for the output store: in memory up to [`SPILL_AT`], then
-/// written to the store as it comes by a blocking task, so neither the memory nor the runtime's
-/// threads depend on the output's size.
-struct Capture {
-    stream: TruncationStream,
-    store: Option<Arc<OutputStore>>,
-    spill: Spill,
-}
-
-/// Where the full output goes.
-enum Spill {
-    /// No output store: only the cut is kept.
-    Off,
-    /// Everything so far, until it is longer than [`SPILL_AT`] and known to be cut.
-    Memory(String),
-    /// On its way to the store.
-    Writing(Writing),
-}
-
-/// Output being written to the store by a blocking task, fed through a bounded channel.
-struct Writing {
-    chunks: mpsc::Sender<String>,
-    task: JoinHandle<io::Result<StoredOutput>>,
-}
-
-impl Capture {
-    fn new(store: Option<Arc<OutputStore>>, limits: TruncationLimits) -> Self {
-        let spill = if store.is_some() { Spill::Memory(String::new()) } else { Spill::Off };
-        Capture { stream: TruncationStream::new(limits), store, spill }
-    }
-
-    /// Adds raw output: cut, streamed as progress, kept for the store.
-    async fn push(&mut self, bytes: &[u8], progress: &mut ProgressStream<'_>) {
-        let text = self.stream.push_bytes(bytes);
-        progress.send(&text);
-        self.keep(text).await;
-    }
-
-    async fn keep(&mut self, text: String) {
-        match &mut self.spill {
-            Spill::Off => {}
-            Spill::Memory(kept) => {
-                kept.push_str(&text);
-                if kept.len() > SPILL_AT
-                    && self.stream.is_truncated()
-                    && let Some(store) = &self.store
-                {
-                    self.spill = Spill::Writing(Writing::start(store.clone(), std::mem::take(kept)));
-                }
-            }
-            // A send fails only when the task stopped on an error, which `finish` reports.
-            Spill::Writing(writing) => {
-                let _ = writing.chunks.send(text).await;
-            }
-        }
-    }
-
-    /// The text for the model (cut with a notice when too long) and what was cut.
-    async fn finish(mut self) -> (String, Option<TruncationInfo>) {
-        let rest = self.stream.flush();
-        self.keep(rest).await;
-        let Capture { stream, store, spill } = self;
-        let mut cut = stream.finish();
-        if !cut.is_truncated() {
-            return (cut.text.into_owned(), None);
-        }
-        let stored = match (spill, &store) {
-            (Spill::Memory(kept), Some(store)) => Some(Writing::start(store.clone(), kept).finish().await),
-            (Spill::Writing(writing), _) => Some(writing.finish().await),
-            _ => None,
-        };
-        match stored {
-            Some(Ok(stored)) => stored.record_in(&mut cut.info),
-            Some(Err(error)) => cut.info.record_save_error(error),
-            None => {}
-        }
-        let info = cut.info.clone();
-        let hint = store.as_deref().map_or(ReadHint::neutral(), OutputStore::read_hint);
-        (cut.into_text_with_hint(hint), Some(info))
-    }
-}
-
-impl Writing {
-    /// Starts writing `first` and every chunk sent after it to a new output in `store`.
-    fn start(store: Arc<OutputStore>, first: String) -> Self {
-        let (chunks, mut received) = mpsc::channel::<String>(SPILL_QUEUE);
-        let task = tokio::task::spawn_blocking(move || {
-            let mut writer = store.create()?;
-            writer.write_str(&first)?;
-            drop(first);
-            while let Some(text) = received.blocking_recv() {
-                writer.write_str(&text)?;
-            }
-            writer.finish()
-        });
-        Writing { chunks, task }
-    }
-
-    /// Waits until everything sent is written.
-    async fn finish(self) -> io::Result<StoredOutput> {
-        drop(self.chunks);
-        self.task.await.map_err(io::Error::other)?
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
+
+    use tool_runtime::truncate::TruncationLimits;
 
     use serde_json::{Value, json};
     use tool_runtime::{CancellationToken, ContextSink, ErrorKind, Tool};

@@ -1,5 +1,6 @@
-//! Built-in coding tools for `tool-runtime`: `read`, `write`, `edit`, `bash`, `glob`, `grep`,
-//! `ls`, `tool_output_read`, `tool_output_grep`, `todo_write` and `todo_read`.
+//! Built-in coding tools for `tool-runtime`: `read`, `write`, `edit`, `bash` (with its background
+//! sessions: `bash_output`, `bash_input`, `bash_stop`, `bash_list`), `glob`, `grep`, `ls`,
+//! `tool_output_read`, `tool_output_grep`, `todo_write` and `todo_read`.
 //!
 //! The file tools work inside a [`Workspace`], registered as a dependency: every path argument
 //! is resolved against its root, and a path that leaves the root (`..`, an absolute path, a
@@ -48,16 +49,23 @@ use std::sync::Arc;
 use tool_runtime::truncate::ReadHint;
 use tool_runtime::{Dependencies, OutputStore, Tool};
 
+mod capture;
 mod local;
 pub mod ops;
 pub mod process;
 #[cfg(target_os = "linux")]
 mod process_tree;
+pub mod session;
+mod terminal_text;
 mod text;
 mod walk;
 pub mod workspace;
 
 pub mod bash;
+pub mod bash_input;
+pub mod bash_list;
+pub mod bash_output;
+pub mod bash_stop;
 pub mod edit;
 pub mod glob;
 pub mod grep;
@@ -84,6 +92,10 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(write::WriteTool),
         Arc::new(edit::EditTool),
         Arc::new(bash::BashTool),
+        Arc::new(bash_output::BashOutputTool),
+        Arc::new(bash_input::BashInputTool),
+        Arc::new(bash_stop::BashStopTool),
+        Arc::new(bash_list::BashListTool),
         Arc::new(glob::GlobTool),
         Arc::new(grep::GrepTool),
         Arc::new(ls::LsTool),

@@ -7,7 +7,8 @@ use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
 pub use crate::process::{
-    KillReport, KillScope, NotKilled, ShellControl, ShellExit, ShellProcess, ShellRequest,
+    KillReport, KillScope, NotKilled, ShellControl, ShellExit, ShellHandle, ShellInput, ShellProcess,
+    ShellRequest,
 };
 
 /// Where a [`Target`] lives.

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use tokio::io::AsyncRead;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tool_runtime::BoxFuture;
 
 /// The environment variable set, to a value unique to the command, for every local command:
@@ -36,7 +36,7 @@ use tool_runtime::BoxFuture;
 pub const COMMAND_ID_VAR: &str = "TOOLS_COMMAND_ID";
 
 /// A shell command to start.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ShellRequest {
     /// The command line, run with `bash -c`.
     pub command: String,
@@ -44,6 +44,27 @@ pub struct ShellRequest {
     pub cwd: PathBuf,
     /// Extra environment variables.
     pub env: Vec<(String, String)>,
+    /// What the command reads and where it writes.
+    pub input: ShellInput,
+}
+
+/// The command's standard input, and whether it runs in a terminal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ShellInput {
+    /// Empty: a command that reads gets end-of-file at once instead of waiting.
+    #[default]
+    Null,
+    /// A pipe written through [`ShellProcess::input`].
+    Pipe,
+    /// A new pseudo-terminal of this size for input and output alike. The shell leads a new
+    /// session with it as its controlling terminal, so `tty` names it, programs colour their
+    /// output and edit lines, and Ctrl-C written to it interrupts the foreground job.
+    Terminal {
+        /// Lines.
+        rows: u16,
+        /// Columns.
+        cols: u16,
+    },
 }
 
 /// How a shell command ended.
@@ -63,13 +84,31 @@ pub trait ShellControl: Send {
     /// says what was killed. Calling it again, or after the shell exited, kills nothing and
     /// reports nothing killed.
     fn kill_all(&mut self) -> io::Result<KillReport>;
+    /// A handle that signals and kills the command from elsewhere (another task, a `Drop`) while
+    /// this control waits for it; `None` when the implementation has none.
+    fn handle(&self) -> Option<Arc<dyn ShellHandle>> {
+        None
+    }
+}
+
+/// Signals and kills a started command independently of its [`ShellControl`].
+pub trait ShellHandle: Send + Sync {
+    /// Sends `signal` (`SIGINT`, `SIGTERM`, ...) to the command's process group, while its shell
+    /// runs; after that the group id may belong to someone else, and nothing is sent.
+    fn signal_group(&self, signal: i32) -> io::Result<()>;
+    /// Kills every process of the command that can be found, with the same search as
+    /// [`ShellControl::kill_all`], and, unlike it, also after the shell exited: the processes
+    /// it left running are then found through the command's marker (on Linux).
+    fn kill_all(&self) -> io::Result<KillReport>;
 }
 
 /// A started shell command.
 pub struct ShellProcess {
     /// Its standard output and standard error, interleaved in the order they were written (both
-    /// are one pipe). Standard input is empty.
+    /// are one pipe, or the terminal).
     pub output: Pin<Box<dyn AsyncRead + Send>>,
+    /// Its standard input, for [`ShellInput::Pipe`] and [`ShellInput::Terminal`].
+    pub input: Option<Pin<Box<dyn AsyncWrite + Send>>>,
     /// Waiting and killing.
     pub control: Box<dyn ShellControl>,
 }
@@ -214,30 +253,54 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     use std::process::Stdio;
 
     let marker = new_command_id();
-    // One pipe for both streams keeps them interleaved exactly as the command wrote them.
-    let (reader, writer) = io::pipe()?;
     let mut command = tokio::process::Command::new("bash");
+    command.arg("-c").arg(&request.command).current_dir(&request.cwd);
+    let terminal = match request.input {
+        ShellInput::Terminal { rows, cols } => Some(terminal::open(rows, cols)?),
+        ShellInput::Null | ShellInput::Pipe => None,
+    };
+    if terminal.is_some() {
+        // Before the request's own variables, so that a caller can still choose another.
+        command.env("TERM", "xterm-256color");
+    }
     command
-        .arg("-c")
-        .arg(&request.command)
-        .current_dir(&request.cwd)
         .envs(request.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .env(COMMAND_ID_VAR, &marker)
-        .stdin(Stdio::null())
-        .stdout(writer.try_clone()?)
-        .stderr(writer)
-        .process_group(0)
         .kill_on_drop(false);
-    #[cfg(target_os = "linux")]
-    if containment.subreaper {
-        subreaper::set_on_exec(&mut command);
+    let output: Pin<Box<dyn AsyncRead + Send>>;
+    let mut input: Option<Pin<Box<dyn AsyncWrite + Send>>> = None;
+    match &terminal {
+        Some((master, slave)) => {
+            // The shell becomes a session leader (`setsid` in `pre_exec`), which also makes it
+            // the leader of a new process group with its own pid, as `process_group(0)` would;
+            // `setsid` fails in a process that already leads a group, so that is not asked for.
+            command
+                .stdin(Stdio::from(slave.try_clone()?))
+                .stdout(Stdio::from(slave.try_clone()?))
+                .stderr(Stdio::from(slave.try_clone()?));
+            output = Box::pin(master.clone());
+            input = Some(Box::pin(master.clone()));
+        }
+        None => {
+            // One pipe for both streams keeps them interleaved exactly as the command wrote them.
+            let (reader, writer) = io::pipe()?;
+            let stdin = if request.input == ShellInput::Pipe { Stdio::piped() } else { Stdio::null() };
+            command.stdin(stdin).stdout(writer.try_clone()?).stderr(writer).process_group(0);
+            output = Box::pin(tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?);
+        }
     }
+    #[cfg(target_os = "linux")]
+    pre_exec::set(&mut command, containment.subreaper, terminal.is_some());
     #[cfg(not(target_os = "linux"))]
     let _ = containment;
-    let child = command.spawn()?;
-    // The command holds the parent's copies of the write end: drop them so the pipe reaches
-    // end-of-file once every process that inherited it is gone.
+    let mut child = command.spawn()?;
+    // The command holds the parent's copies of the write end (or of the terminal's slave side):
+    // drop them so that reading reaches end-of-file once every process that inherited it is gone.
     drop(command);
+    drop(terminal);
+    if let Some(stdin) = child.stdin.take() {
+        input = Some(Box::pin(stdin));
+    }
     let shell = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
@@ -248,10 +311,15 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
         tree: crate::process_tree::Tree::new(shell, COMMAND_ID_VAR, &marker),
     });
     let registration = register(target.clone());
-    let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
     Ok(ShellProcess {
-        output: Box::pin(receiver),
-        control: Box::new(unix::LocalControl { child, target, registration, exited: false }),
+        output,
+        input,
+        control: Box::new(unix::LocalControl {
+            child,
+            target,
+            registration,
+            exited: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        }),
     })
 }
 
@@ -270,28 +338,139 @@ fn new_command_id() -> String {
 }
 
 #[cfg(target_os = "linux")]
-mod subreaper {
-    //! The one place this crate needs `unsafe`: code run in the child between `fork` and `exec`.
+mod pre_exec {
+    //! Code run in the child between `fork` and `exec`, which needs `unsafe`.
     #![allow(unsafe_code)]
 
-    /// Makes the spawned process a child subreaper. The attribute survives `exec`, so `bash` (and
-    /// whatever it execs into) adopts every process the command orphans, and the command's
-    /// processes stay one tree that can be found from the shell's pid. Doing this in the shell
-    /// rather than in this process leaves this process's own children alone: a subreaper here
-    /// would adopt the orphans of every command, which then could only be told apart from the
-    /// application's own children by guesswork, and would have to be reaped without `waitpid(-1)`
-    /// (which would steal the statuses tokio waits for).
-    pub(super) fn set_on_exec(command: &mut tokio::process::Command) {
+    use std::io;
+
+    /// Makes the spawned process a child subreaper, and with `terminal`, the leader of a new
+    /// session whose controlling terminal is its standard input.
+    ///
+    /// The subreaper attribute survives `exec`, so `bash` (and whatever it execs into) adopts
+    /// every process the command orphans, and the command's processes stay one tree that can be
+    /// found from the shell's pid. Doing this in the shell rather than in this process leaves
+    /// this process's own children alone: a subreaper here would adopt the orphans of every
+    /// command, which then could only be told apart from the application's own children by
+    /// guesswork, and would have to be reaped without `waitpid(-1)` (which would steal the
+    /// statuses tokio waits for).
+    pub(super) fn set(command: &mut tokio::process::Command, subreaper: bool, terminal: bool) {
+        if !subreaper && !terminal {
+            return;
+        }
         // SAFETY: the closure runs in the forked child before `exec`, where only
-        // async-signal-safe calls are allowed: it makes one `prctl` system call and allocates
-        // nothing. A refusal (a seccomp filter, say) is ignored: the command still runs, and its
+        // async-signal-safe calls are allowed: it makes at most three system calls (`prctl`,
+        // `setsid`, `ioctl`) and allocates nothing (`from_raw_os_error` does not allocate). A
+        // refused `prctl` (a seccomp filter, say) is ignored: the command still runs, and its
         // processes are still found through their marker and group; only orphans that dropped
-        // both are not.
+        // both are not. Without its terminal a terminal command would misbehave, so those
+        // errors fail the spawn.
         unsafe {
-            command.pre_exec(|| {
-                let _ = nix::sys::prctl::set_child_subreaper(true);
+            command.pre_exec(move || {
+                if subreaper {
+                    let _ = nix::sys::prctl::set_child_subreaper(true);
+                }
+                if terminal {
+                    nix::unistd::setsid().map_err(|e| io::Error::from_raw_os_error(e as i32))?;
+                    if nix::libc::ioctl(0, nix::libc::TIOCSCTTY as _, 0) == -1 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
                 Ok(())
             });
+        }
+    }
+}
+
+#[cfg(unix)]
+mod terminal {
+    //! A pseudo-terminal's controller side as an async reader and writer.
+
+    use std::fs::File;
+    use std::io::{self, Read, Write};
+    use std::os::fd::{AsFd, OwnedFd};
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, ready};
+
+    use tokio::io::unix::AsyncFd;
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+    /// The controller side of a terminal; clones share it (one reads, one writes).
+    #[derive(Clone)]
+    pub(super) struct Master(Arc<AsyncFd<File>>);
+
+    /// Opens a terminal of `rows` x `cols`: its controller side, and the side the command gets.
+    #[cfg(target_os = "linux")]
+    pub(super) fn open(rows: u16, cols: u16) -> io::Result<(Master, OwnedFd)> {
+        use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
+        let size = nix::pty::Winsize { ws_row: rows.max(1), ws_col: cols.max(1), ws_xpixel: 0, ws_ypixel: 0 };
+        let pty = nix::pty::openpty(&size, None).map_err(io::Error::from)?;
+        // Neither side may leak into another command spawned meanwhile or later: a stray copy of
+        // the controller would keep the terminal open after this command is gone. (`openpty`
+        // cannot set the flag atomically; a fork in the instant between is the one window.)
+        for fd in [&pty.master, &pty.slave] {
+            fcntl(fd.as_fd(), FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).map_err(io::Error::from)?;
+        }
+        let flags =
+            OFlag::from_bits_truncate(fcntl(pty.master.as_fd(), FcntlArg::F_GETFL).map_err(io::Error::from)?);
+        fcntl(pty.master.as_fd(), FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).map_err(io::Error::from)?;
+        Ok((Master(Arc::new(watch(File::from(pty.master))?)), pty.slave))
+    }
+
+    /// Registers the controller side with tokio's reactor.
+    #[allow(unsafe_code)]
+    fn watch(file: File) -> io::Result<AsyncFd<File>> {
+        // SAFETY: the `File` owns its descriptor and moves into the `AsyncFd`, so the descriptor
+        // stays open, and names the same file description, for as long as it is registered.
+        unsafe { AsyncFd::register(file) }.map_err(|e| e.into_parts().1)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn open(_rows: u16, _cols: u16) -> io::Result<(Master, OwnedFd)> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, "terminals for commands are only supported on Linux"))
+    }
+
+    impl AsyncRead for Master {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            loop {
+                let mut guard = ready!(self.0.poll_read_ready(cx))?;
+                match guard.try_io(|fd| (&*fd.get_ref()).read(buf.initialize_unfilled())) {
+                    Ok(Ok(n)) => {
+                        buf.advance(n);
+                        return Poll::Ready(Ok(()));
+                    }
+                    // Linux answers EIO once no process holds the command's side any more: the
+                    // terminal's end-of-file.
+                    Ok(Err(e)) if e.raw_os_error() == Some(nix::libc::EIO) => return Poll::Ready(Ok(())),
+                    Ok(Err(e)) => return Poll::Ready(Err(e)),
+                    Err(_would_block) => {}
+                }
+            }
+        }
+    }
+
+    impl AsyncWrite for Master {
+        fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+            loop {
+                let mut guard = ready!(self.0.poll_write_ready(cx))?;
+                match guard.try_io(|fd| (&*fd.get_ref()).write(data)) {
+                    Ok(result) => return Poll::Ready(result),
+                    Err(_would_block) => {}
+                }
+            }
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
         }
     }
 }
@@ -301,10 +480,11 @@ mod unix {
     use std::io;
     use std::os::unix::process::ExitStatusExt;
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     use tool_runtime::BoxFuture;
 
-    use super::{KillReport, ShellControl, ShellExit, Target};
+    use super::{KillReport, ShellControl, ShellExit, ShellHandle, Target};
 
     pub(super) struct LocalControl {
         pub(super) child: tokio::process::Child,
@@ -313,22 +493,56 @@ mod unix {
         pub(super) registration: u64,
         /// Set once the shell was reaped; from then on its pid may be reused, so nothing is
         /// killed through it any more (processes the command left running in the background
-        /// are the user's).
-        pub(super) exited: bool,
+        /// are the user's, unless a [`ShellHandle`] kills them).
+        pub(super) exited: Arc<AtomicBool>,
+    }
+
+    /// The [`ShellHandle`] of a local command.
+    struct LocalHandle {
+        target: Arc<Target>,
+        exited: Arc<AtomicBool>,
+    }
+
+    impl ShellHandle for LocalHandle {
+        fn signal_group(&self, signal: i32) -> io::Result<()> {
+            use nix::errno::Errno;
+            use nix::sys::signal::{Signal, killpg};
+            if self.exited.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            let signal = Signal::try_from(signal).map_err(io::Error::from)?;
+            match killpg(nix::unistd::Pid::from_raw(self.target.shell), signal) {
+                Ok(()) | Err(Errno::ESRCH) => Ok(()),
+                Err(e) => Err(io::Error::from(e)),
+            }
+        }
+
+        fn kill_all(&self) -> io::Result<KillReport> {
+            // The tree search knows the shell by its start time and the rest by the marker, so
+            // it is safe after the shell's pid was freed; signalling the bare group is not.
+            if self.exited.load(Ordering::SeqCst) && !cfg!(target_os = "linux") {
+                return Ok(KillReport::default());
+            }
+            self.target.kill()
+        }
     }
 
     impl ShellControl for LocalControl {
         fn wait(&mut self) -> BoxFuture<'_, io::Result<ShellExit>> {
             Box::pin(async move {
                 let status = self.child.wait().await?;
-                self.exited = true;
+                self.exited.store(true, Ordering::SeqCst);
                 super::unregister(self.registration);
                 Ok(ShellExit { code: status.code(), signal: status.signal() })
             })
         }
 
+        fn handle(&self) -> Option<Arc<dyn ShellHandle>> {
+            Some(Arc::new(LocalHandle { target: self.target.clone(), exited: self.exited.clone() }))
+        }
+
         fn kill_all(&mut self) -> io::Result<KillReport> {
-            if self.exited {
+            if self.exited.load(Ordering::SeqCst) {
                 return Ok(KillReport::default());
             }
             let report = self.target.kill();
@@ -364,7 +578,7 @@ mod tests {
     use crate::testing::TempDir;
 
     fn request(dir: &Path, command: &str) -> ShellRequest {
-        ShellRequest { command: command.to_owned(), cwd: dir.to_path_buf(), env: Vec::new() }
+        ShellRequest { command: command.to_owned(), cwd: dir.to_path_buf(), ..ShellRequest::default() }
     }
 
     /// The pid the command wrote to `name`, once it is there.

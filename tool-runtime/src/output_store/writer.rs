@@ -85,6 +85,12 @@ impl OutputWriter {
         Ok(())
     }
 
+    /// Writes what is buffered to the file, so that readers of the stored output see everything
+    /// written so far while the output is still growing.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+
     /// Flushes the file and says what was stored.
     pub fn finish(mut self) -> io::Result<StoredOutput> {
         self.file.flush()?;

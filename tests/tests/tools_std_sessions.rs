@@ -1,0 +1,456 @@
+//! Background sessions of `bash`, with real processes: a command that goes on in the
+//! background, read in polls; answered through its input (a pipe or a terminal); interrupted
+//! with Ctrl-C; stopped; limited; and killed, with everything it started, when the session
+//! state is dropped (checked in `/proc`).
+#![cfg(target_os = "linux")]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_runtime::{Dependencies, OutputStore, Registry, SessionState, ToolContext, ToolOutput};
+use tool_tests::{TempDir, runs, skip};
+use tools_std::Workspace;
+use tools_std::session::Sessions;
+
+/// Fields drop in order: the sessions (and their processes) before the directory they use.
+struct Fx {
+    state: Option<SessionState>,
+    registry: Registry,
+    deps: Arc<Dependencies>,
+    dir: TempDir,
+}
+
+impl Fx {
+    fn new(tag: &str) -> Self {
+        let dir = TempDir::new(tag);
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        let mut deps = Dependencies::new();
+        deps.insert(Workspace::new(dir.path().join("ws")).unwrap());
+        deps.insert(
+            OutputStore::builder()
+                .dir(dir.path().join("outputs"))
+                .read_hint(tools_std::read_hint())
+                .open()
+                .unwrap(),
+        );
+        let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
+        Fx { state: Some(SessionState::new()), registry, deps: Arc::new(deps), dir }
+    }
+
+    fn root(&self) -> PathBuf {
+        std::fs::canonicalize(self.dir.path().join("ws")).unwrap()
+    }
+
+    fn state(&self) -> &SessionState {
+        self.state.as_ref().expect("the session state is there")
+    }
+
+    async fn call(&self, tool: &str, args: Value) -> ToolOutput {
+        let ctx =
+            ToolContext::builder(tool).dependencies(self.deps.clone()).session(self.state().clone()).build();
+        match self.registry.call(tool, &args.to_string(), ctx).await {
+            Ok(out) => out,
+            Err(e) => panic!("{tool} {args} failed: {}", e.message()),
+        }
+    }
+
+    async fn error(&self, tool: &str, args: Value) -> String {
+        let ctx =
+            ToolContext::builder(tool).dependencies(self.deps.clone()).session(self.state().clone()).build();
+        match self.registry.call(tool, &args.to_string(), ctx).await {
+            Ok(out) => panic!("{tool} {args} succeeded: {}", out.text_content()),
+            Err(e) => e.message().to_owned(),
+        }
+    }
+
+    /// Starts `command` in the background and returns its session id.
+    async fn start(&self, args: Value) -> u64 {
+        self.start_with_output(args).await.0
+    }
+
+    /// Starts `command` in the background and returns its session id and the result, which
+    /// shows what it printed until its yield time.
+    async fn start_with_output(&self, args: Value) -> (u64, ToolOutput) {
+        let out = self.call("bash", args).await;
+        assert_eq!(out.metadata["running"], json!(true), "{}", out.text_content());
+        (out.metadata["session_id"].as_u64().expect("a session id"), out)
+    }
+}
+
+/// The pid written to `path`, once it is there.
+async fn pid_in(path: &Path) -> i32 {
+    for _ in 0..2000 {
+        if let Some(pid) = std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse().ok()) {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{} was never written", path.display());
+}
+
+async fn gone(pid: i32) -> bool {
+    for _ in 0..1000 {
+        if !runs(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+/// The output's own lines, without the bracketed notes at its end.
+fn lines(out: &ToolOutput) -> Vec<String> {
+    out.text_content()
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('[') && *l != "(no new output)")
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_server_printing_every_100_ms_is_read_in_three_polls_with_nothing_lost_or_repeated() {
+    let fx = Fx::new("sessions-server");
+    let (id, first) = fx
+        .start_with_output(
+            json!({"command": "for i in $(seq 1 30); do echo line $i; sleep 0.1; done", "background": true}),
+        )
+        .await;
+    // What it printed before `bash` returned is in `bash`'s result.
+    let mut seen = lines(&first);
+    // Two polls while it runs, each waiting for a line it has not seen yet...
+    for poll in 1..=2 {
+        let until = format!("line {}", poll * 5);
+        let out = fx.call("bash_output", json!({"session_id": id, "wait_ms": 60000, "until": until})).await;
+        assert_eq!(out.metadata["running"], json!(true), "{}", out.text_content());
+        let got = lines(&out);
+        assert!(!got.is_empty(), "poll {poll} read nothing");
+        assert!(out.text_content().contains(&format!("[session {id} is still running")));
+        seen.extend(got);
+    }
+    // ...and one that waits for the end.
+    let out = fx.call("bash_output", json!({"session_id": id, "wait_ms": 60000})).await;
+    assert_eq!(out.metadata["running"], json!(false));
+    assert_eq!(out.metadata["exit_code"], json!(0));
+    assert!(out.text_content().ends_with(&format!("it is closed now.]")), "{}", out.text_content());
+    seen.extend(lines(&out));
+    let expected: Vec<String> = (1..=30).map(|i| format!("line {i}")).collect();
+    assert_eq!(seen, expected);
+    // Its end was read: the session is gone.
+    let error = fx.error("bash_output", json!({"session_id": id})).await;
+    assert!(error.contains(&format!("There is no session {id}")), "{error}");
+}
+
+#[tokio::test]
+async fn a_short_command_is_not_a_session() {
+    let fx = Fx::new("sessions-short");
+    let out = fx.call("bash", json!({"command": "echo hi; exit 3"})).await;
+    assert_eq!(out.text_content(), "hi\n\n[exit code 3]");
+    assert!(out.metadata.get("session_id").is_none());
+    assert_eq!(fx.call("bash_list", json!({})).await.text_content().lines().count(), 1);
+}
+
+#[tokio::test]
+async fn read_p_is_answered_through_stdin() {
+    let fx = Fx::new("sessions-read");
+    let id = fx
+        .start(json!({
+            "command": "read -r -p 'Continue? [y/N] ' answer; echo \"answer=$answer\"; exit 4",
+            "interactive": true,
+            "yield_ms": 300
+        }))
+        .await;
+    let out = fx.call("bash_input", json!({"session_id": id, "text": "y\n", "wait_ms": 60000})).await;
+    assert_eq!(lines(&out), ["answer=y"]);
+    assert_eq!(out.metadata["exit_code"], json!(4));
+    assert!(out.is_error);
+    assert!(out.text_content().contains("[exit code 4]"), "{}", out.text_content());
+}
+
+#[tokio::test]
+async fn a_command_without_input_says_how_to_get_one() {
+    let fx = Fx::new("sessions-no-input");
+    let id = fx.start(json!({"command": "sleep 300", "background": true})).await;
+    let error = fx.error("bash_input", json!({"session_id": id, "text": "y\n"})).await;
+    assert!(error.contains("interactive=true"), "{error}");
+    fx.call("bash_stop", json!({"session_id": id})).await;
+}
+
+#[tokio::test]
+async fn ctrl_c_through_stdin_stops_a_foreground_loop() {
+    let fx = Fx::new("sessions-ctrl-c");
+    let id = fx
+        .start(json!({
+            "command": "echo looping; while true; do sleep 1; done",
+            "interactive": true,
+            "background": true
+        }))
+        .await;
+    let out = fx.call("bash_input", json!({"session_id": id, "keys": ["ctrl_c"], "wait_ms": 60000})).await;
+    assert_eq!(out.metadata["running"], json!(false), "{}", out.text_content());
+    assert_eq!(out.metadata["signal"], json!(2), "{}", out.text_content());
+    assert!(out.text_content().contains("[killed by signal 2 (SIGINT)]"), "{}", out.text_content());
+}
+
+/// A terminal, or a skip message where none can be opened.
+async fn terminal(fx: &Fx) -> bool {
+    let ctx = ToolContext::builder("bash").dependencies(fx.deps.clone()).session(fx.state().clone()).build();
+    let args = json!({"command": "tty; test -t 0 && test -t 1 && echo both-are-terminals", "tty": true});
+    match fx.registry.call("bash", &args.to_string(), ctx).await {
+        Ok(out) => {
+            let text = out.text_content();
+            assert!(text.starts_with("/dev/pts/"), "{text}");
+            assert!(text.contains("\nboth-are-terminals\n"), "{text}");
+            assert!(!text.contains('\r'), "carriage returns are removed: {text:?}");
+            true
+        }
+        Err(e) if e.message().contains("Cannot start bash in a terminal") => {
+            skip(&format!("no terminal can be opened here: {}", e.message()));
+            false
+        }
+        Err(e) => panic!("{}", e.message()),
+    }
+}
+
+#[tokio::test]
+async fn python_is_driven_through_its_terminal() {
+    let fx = Fx::new("sessions-python");
+    if !terminal(&fx).await {
+        return;
+    }
+    if std::process::Command::new("python3").arg("--version").output().is_err() {
+        return skip("python3 is not installed");
+    }
+    let id = fx.start(json!({"command": "python3 -i -q", "tty": true, "yield_ms": 100})).await;
+    let out = fx
+        .call(
+            "bash_input",
+            json!({"session_id": id, "text": "print(6 * 7)\n", "until": "42", "wait_ms": 60000}),
+        )
+        .await;
+    assert!(out.text_content().contains("42\n"), "{}", out.text_content());
+    // Line editing works: a mistake typed, erased with backspace, and the line finished.
+    fx.call(
+        "bash_input",
+        json!({"session_id": id, "text": "print(1 + 23", "keys": ["backspace"], "wait_ms": 300}),
+    )
+    .await;
+    let out = fx
+        .call("bash_input", json!({"session_id": id, "text": ")\n", "until": "\n>>> ", "wait_ms": 60000}))
+        .await;
+    let answer = out.text_content();
+    assert!(answer.lines().any(|l| l == "3") && !answer.contains("24"), "{answer:?}");
+    let out = fx
+        .call("bash_input", json!({"session_id": id, "text": "import sys; sys.stdout.isatty()\n", "until": "True", "wait_ms": 60000}))
+        .await;
+    assert!(out.text_content().contains("True"), "{}", out.text_content());
+    // Ctrl-C interrupts the running statement, and the REPL goes on.
+    let out = fx
+        .call(
+            "bash_input",
+            json!({"session_id": id, "text": "import time; print('sl' + 'eeping'); time.sleep(300)\n", "until": "\nsleeping\n", "wait_ms": 60000}),
+        )
+        .await;
+    assert_eq!(out.metadata["running"], json!(true), "{}", out.text_content());
+    let out = fx
+        .call(
+            "bash_input",
+            json!({"session_id": id, "keys": ["ctrl_c"], "until": "KeyboardInterrupt", "wait_ms": 60000}),
+        )
+        .await;
+    assert!(out.text_content().contains("KeyboardInterrupt"), "{}", out.text_content());
+    assert_eq!(out.metadata["running"], json!(true));
+    // Ctrl-D at the prompt ends it. (Python 3.11 ends a REPL that printed a KeyboardInterrupt
+    // with SIGINT, so that its parent knows it was interrupted; the result reports either.)
+    let out = fx.call("bash_input", json!({"session_id": id, "keys": ["ctrl_d"], "wait_ms": 60000})).await;
+    assert_eq!(out.metadata["running"], json!(false), "{}", out.text_content());
+    let how = (out.metadata["exit_code"].clone(), out.metadata["signal"].clone());
+    assert!(
+        how == (json!(0), json!(null)) || how == (json!(null), json!(2)),
+        "{:?} {:?}",
+        out.text_content(),
+        out.metadata
+    );
+    assert!(out.text_content().contains(&format!("[session {id} ended after ")), "{}", out.text_content());
+}
+
+#[tokio::test]
+async fn a_prompt_in_a_terminal_is_shown_and_answered() {
+    let fx = Fx::new("sessions-tty-read");
+    if !terminal(&fx).await {
+        return;
+    }
+    let out = fx
+        .call(
+            "bash",
+            json!({
+                "command": "read -r -p 'Continue? [y/N] ' answer; printf '\\033[1;32manswer=%s\\033[0m\\n' \"$answer\"",
+                "tty": true,
+                "yield_ms": 100
+            }),
+        )
+        .await;
+    let id = out.metadata["session_id"].as_u64().expect("a session");
+    let mut prompt = out.text_content();
+    if !prompt.contains("[y/N]") {
+        // Not printed yet at the yield time: it is the next read's.
+        prompt = fx
+            .call("bash_output", json!({"session_id": id, "until": "[y/N]", "wait_ms": 60000}))
+            .await
+            .text_content();
+    }
+    assert!(prompt.starts_with("Continue? [y/N] \n\n[session"), "{prompt}");
+    let out = fx.call("bash_input", json!({"session_id": id, "text": "y\n", "wait_ms": 60000})).await;
+    // The echo of the typed line, then the answer without its colour codes.
+    assert!(out.text_content().starts_with("y\nanswer=y\n"), "{:?}", out.text_content());
+    assert_eq!(out.metadata["exit_code"], json!(0));
+}
+
+#[tokio::test]
+async fn a_full_screen_program_does_not_hang_the_tool() {
+    let fx = Fx::new("sessions-full-screen");
+    if !terminal(&fx).await {
+        return;
+    }
+    if std::process::Command::new("less").arg("--version").output().is_err() {
+        return skip("less is not installed");
+    }
+    std::fs::write(fx.root().join("file.txt"), (1..=500).map(|n| format!("row {n}\n")).collect::<String>())
+        .unwrap();
+    let id = fx.start(json!({"command": "less file.txt", "tty": true, "yield_ms": 1000})).await;
+    let out = fx.call("bash_input", json!({"session_id": id, "text": "q", "wait_ms": 60000})).await;
+    assert_eq!(out.metadata["running"], json!(false), "{}", out.text_content());
+}
+
+#[tokio::test]
+async fn background_sessions_survive_later_calls_and_die_with_the_session_state() {
+    let mut fx = Fx::new("sessions-drop");
+    let root = fx.root();
+    // A plain background job, one in a new session (`setsid`), and a double-forked daemon that
+    // also left the group: all still found through the shell (a subreaper) and the marker.
+    let id = fx
+        .start(json!({
+            "command": "echo $$ > shell.pid; sleep 300 & echo $! > job.pid; \
+                        setsid sleep 300 > /dev/null 2>&1 & echo $! > setsid.pid; \
+                        (setsid sh -c 'sleep 300 & echo $! > daemon.pid' > /dev/null 2>&1 &); wait",
+            "background": true
+        }))
+        .await;
+    let pids: Vec<i32> = {
+        let mut pids = Vec::new();
+        for name in ["shell.pid", "job.pid", "setsid.pid", "daemon.pid"] {
+            pids.push(pid_in(&root.join(name)).await);
+        }
+        pids
+    };
+    // Later calls of the same session state leave it running.
+    assert_eq!(fx.call("bash", json!({"command": "echo later"})).await.text_content(), "later\n");
+    let listed = fx.call("bash_list", json!({})).await;
+    assert!(
+        listed.text_content().starts_with(&format!("session {id}: running, ")),
+        "{}",
+        listed.text_content()
+    );
+    assert_eq!(Sessions::running(&fx.state().get::<Sessions>().unwrap()), 1);
+    for pid in &pids {
+        assert!(runs(*pid), "{pid} died before its session state was dropped");
+    }
+    fx.state = None;
+    for pid in pids {
+        assert!(gone(pid).await, "{pid} outlived its session state");
+    }
+}
+
+#[tokio::test]
+async fn bash_stop_terms_then_kills_and_says_what_it_killed() {
+    let fx = Fx::new("sessions-stop");
+    let root = fx.root();
+    let id = fx
+        .start(json!({"command": "trap 'echo got TERM' TERM; echo $$ > shell.pid; (trap '' TERM; sh -c 'echo $$ > job.pid; exec sleep 300') & \
+                                  while true; do sleep 0.05; done", "background": true}))
+        .await;
+    let shell = pid_in(&root.join("shell.pid")).await;
+    let job = pid_in(&root.join("job.pid")).await;
+    let out = fx.call("bash_stop", json!({"session_id": id, "grace_ms": 300})).await;
+    let text = out.text_content();
+    assert!(text.contains("got TERM"), "{text}");
+    assert!(text.contains("[stopped with bash_stop"), "{text}");
+    // The shell ignored SIGTERM (it ran its trap), and so did the job: both needed SIGKILL.
+    assert!(text.contains("[killed the command and "), "{text}");
+    assert!(gone(shell).await && gone(job).await);
+    assert!(fx.error("bash_output", json!({"session_id": id})).await.contains("There is no session"));
+}
+
+#[tokio::test]
+async fn timeout_secs_still_kills_a_background_session() {
+    let fx = Fx::new("sessions-timeout");
+    let (id, first) = fx
+        .start_with_output(
+            json!({"command": "echo started; sleep 300", "background": true, "timeout_secs": 1}),
+        )
+        .await;
+    let out = fx.call("bash_output", json!({"session_id": id, "wait_ms": 60000})).await;
+    let text = out.text_content();
+    let mut printed = lines(&first);
+    printed.extend(lines(&out));
+    assert_eq!(printed, ["started"]);
+    assert!(text.contains("[timed out after 1 s: the session was killed at its timeout_secs"), "{text}");
+    assert_eq!(out.metadata["timed_out"], json!(true));
+    assert!(out.is_error);
+}
+
+#[tokio::test]
+async fn the_number_of_running_sessions_is_limited_with_a_clear_error() {
+    let fx = Fx::new("sessions-limit");
+    fx.state().get_or_insert_with(|| Sessions::with_limit(2));
+    let a = fx.start(json!({"command": "sleep 300", "background": true})).await;
+    let b = fx.start(json!({"command": "sleep 300", "background": true})).await;
+    let error = fx.error("bash", json!({"command": "sleep 300", "background": true})).await;
+    assert_eq!(
+        error,
+        format!(
+            "2 commands are already running in the background (sessions {a}, {b}), the most allowed at once. Stop \
+             one with bash_stop, or wait for one to finish with bash_output, then run this command again."
+        )
+    );
+    // A command that needs no session still runs.
+    assert_eq!(
+        fx.call("bash", json!({"command": "echo ok", "timeout_secs": 5})).await.text_content(),
+        "ok\n"
+    );
+    fx.call("bash_stop", json!({"session_id": a, "grace_ms": 0})).await;
+    fx.start(json!({"command": "sleep 300", "background": true})).await;
+}
+
+#[tokio::test]
+async fn long_output_of_a_session_is_cut_and_stored_whole() {
+    let fx = Fx::new("sessions-long");
+    // It prints once told to, so that all of it is in one read.
+    let id = fx
+        .start(
+            json!({"command": "read -r go; seq 1 5000; sleep 300", "interactive": true, "background": true}),
+        )
+        .await;
+    let out = fx
+        .call("bash_input", json!({"session_id": id, "text": "go\n", "until": "\n5000\n", "wait_ms": 60000}))
+        .await;
+    let text = out.text_content();
+    assert!(text.starts_with("1\n2\n"), "{}", &text[..20]);
+    let reference = out.metadata["truncation"]["output_ref"].as_str().expect("stored").to_owned();
+    assert!(
+        text.contains(&format!(
+            "[Output truncated: this part of the output is lines 1-5000 (5000 lines); showing lines 1-1000 and \
+             lines 4001-5000 (8893 of 23893 bytes). The full output is saved as {reference}; read the cut lines \
+             with tool_output_read(ref=\"{reference}\", offset=1001)"
+        )),
+        "{text}"
+    );
+    let read = fx.call("tool_output_read", json!({"ref": reference, "offset": 1001, "limit": 2})).await;
+    assert!(
+        read.text_content().contains("1001") && read.text_content().contains("1002"),
+        "{}",
+        read.text_content()
+    );
+    fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
+}

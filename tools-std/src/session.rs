@@ -1,0 +1,676 @@
+//! Background sessions: commands that outlive the `bash` call that started them. They live in
+//! the dispatcher's session state ([`Sessions`]), are read, written to and stopped by the
+//! `bash_output`, `bash_input` and `bash_stop` tools, and are killed, with every process they
+//! started, when that state is dropped.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+use tool_runtime::truncate::{append_notice, mark_truncated};
+use tool_runtime::{CancellationToken, SessionState, ToolError, ToolOutput};
+
+use crate::bash::{exit_note, kill_metadata, kill_note, seconds};
+use crate::capture::Capture;
+use crate::process::{KillReport, ShellControl, ShellExit, ShellHandle};
+
+/// How many sessions may run at once in one session state, unless [`Sessions::with_limit`]
+/// says otherwise.
+pub const DEFAULT_MAX_RUNNING: usize = 32;
+/// How much of the newest unread output is searched for a read's `until` text.
+const UNTIL_WINDOW: usize = 64 * 1024;
+
+/// The background sessions of one session state.
+///
+/// `bash` puts a command here when it is still running at its yield time. Dropping this (with
+/// the [`SessionState`] that holds it, when the dispatcher or the MCP connection goes away)
+/// kills every process of every session, synchronously.
+///
+/// An application that wants another limit on sessions running at once puts its own in the
+/// session state before the first call:
+/// `state.get_or_insert_with(|| tools_std::session::Sessions::with_limit(8));`
+#[derive(Debug)]
+pub struct Sessions {
+    registry: Mutex<Registry>,
+    max_running: usize,
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    next_id: u64,
+    sessions: BTreeMap<u64, Arc<Session>>,
+}
+
+impl Default for Sessions {
+    fn default() -> Self {
+        Sessions::with_limit(DEFAULT_MAX_RUNNING)
+    }
+}
+
+impl Sessions {
+    /// No sessions, and at most `max_running` running at once.
+    pub fn with_limit(max_running: usize) -> Self {
+        Sessions { registry: Mutex::new(Registry { next_id: 1, ..Registry::default() }), max_running }
+    }
+
+    /// The sessions of `state`.
+    pub(crate) fn of(state: &SessionState) -> Arc<Sessions> {
+        state.get_or_insert_with(Sessions::default)
+    }
+
+    fn registry(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// How many sessions are running now.
+    pub fn running(&self) -> usize {
+        self.registry().sessions.values().filter(|s| s.is_running()).count()
+    }
+
+    /// An error when no further session may start.
+    pub(crate) fn check_room(&self) -> Result<(), ToolError> {
+        let registry = self.registry();
+        let running: Vec<u64> = registry.sessions.values().filter(|s| s.is_running()).map(|s| s.id).collect();
+        if running.len() < self.max_running {
+            return Ok(());
+        }
+        Err(ToolError::execution(format!(
+            "{} commands are already running in the background (sessions {}), the most allowed at once. Stop one \
+             with bash_stop, or wait for one to finish with bash_output, then run this command again.",
+            running.len(),
+            running.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+        )))
+    }
+
+    /// Takes over a started command: a task reads its output and waits for it from now on.
+    pub(crate) fn adopt(&self, start: Start) -> Arc<Session> {
+        let Start { command, description, tty, output, control, input, capture, deadline, started } = start;
+        let handle = control.handle();
+        let interactive = input.is_some();
+        let mut registry = self.registry();
+        let id = registry.next_id;
+        registry.next_id += 1;
+        let session = Arc::new(Session {
+            id,
+            command,
+            description,
+            tty,
+            started,
+            capture: tokio::sync::Mutex::new(capture),
+            state: Mutex::new(State::default()),
+            changes: watch::Sender::new(0),
+            input: tokio::sync::Mutex::new(input),
+            interactive,
+            handle,
+            pump: Mutex::new(None),
+        });
+        let task = tokio::spawn(pump(session.clone(), output, control, deadline));
+        *session.pump.lock().unwrap_or_else(|p| p.into_inner()) = Some(task.abort_handle());
+        registry.sessions.insert(id, session.clone());
+        session
+    }
+
+    /// The session with this id, or an error listing the ones there are.
+    pub(crate) fn get(&self, id: u64) -> Result<Arc<Session>, ToolError> {
+        let registry = self.registry();
+        if let Some(session) = registry.sessions.get(&id) {
+            return Ok(session.clone());
+        }
+        let known: Vec<String> = registry.sessions.keys().map(u64::to_string).collect();
+        Err(ToolError::not_found(if known.is_empty() {
+            format!(
+                "There is no session {id}: no command is running in the background (a finished session is \
+                 removed once its end was read). Start one with bash."
+            )
+        } else {
+            format!(
+                "There is no session {id}. The sessions are {}; bash_list shows what each one runs.",
+                known.join(", ")
+            )
+        }))
+    }
+
+    /// Every session, oldest first.
+    pub(crate) fn list(&self) -> Vec<Arc<Session>> {
+        self.registry().sessions.values().cloned().collect()
+    }
+
+    pub(crate) fn remove(&self, id: u64) {
+        self.registry().sessions.remove(&id);
+    }
+}
+
+impl Drop for Sessions {
+    fn drop(&mut self) {
+        let sessions = std::mem::take(&mut self.registry().sessions);
+        for session in sessions.values() {
+            session.shut_down();
+        }
+    }
+}
+
+/// A started command, handed over to [`Sessions::adopt`].
+pub(crate) struct Start {
+    pub(crate) command: String,
+    pub(crate) description: Option<String>,
+    pub(crate) tty: bool,
+    pub(crate) output: Pin<Box<dyn AsyncRead + Send>>,
+    pub(crate) control: Box<dyn ShellControl>,
+    pub(crate) input: Option<Pin<Box<dyn AsyncWrite + Send>>>,
+    /// The output so far; its current window is what the next read shows.
+    pub(crate) capture: Capture,
+    /// When the command is killed, if it still runs (`timeout_secs`).
+    pub(crate) deadline: Option<(tokio::time::Instant, Duration)>,
+    pub(crate) started: Instant,
+}
+
+/// One command running (or ended) in the background.
+pub(crate) struct Session {
+    pub(crate) id: u64,
+    pub(crate) command: String,
+    pub(crate) description: Option<String>,
+    pub(crate) tty: bool,
+    started: Instant,
+    capture: tokio::sync::Mutex<Capture>,
+    state: Mutex<State>,
+    /// Bumped whenever output arrives or the state changes.
+    changes: watch::Sender<u64>,
+    input: tokio::sync::Mutex<Option<Pin<Box<dyn AsyncWrite + Send>>>>,
+    interactive: bool,
+    handle: Option<Arc<dyn ShellHandle>>,
+    pump: Mutex<Option<AbortHandle>>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    ended: Option<Ended>,
+    /// No process holds the output open any more: nothing more will arrive.
+    output_closed: bool,
+    /// `bash_stop` asked for the end.
+    stop_requested: bool,
+    /// The newest unread text, for `until`.
+    recent: String,
+}
+
+/// How a session ended.
+#[derive(Debug, Clone)]
+pub(crate) struct Ended {
+    pub(crate) how: End,
+    pub(crate) after: Duration,
+    pub(crate) exit: Option<ShellExit>,
+    pub(crate) killed: Option<Result<KillReport, String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum End {
+    Exited,
+    /// Killed at its `timeout_secs`.
+    TimedOut(Duration),
+    /// Stopped with `bash_stop`.
+    Stopped,
+    /// Waiting for the shell failed.
+    Lost(String),
+}
+
+/// What a session looks like now, for `bash_list`.
+pub(crate) struct Snapshot {
+    pub(crate) runtime: Duration,
+    pub(crate) ended: Option<Ended>,
+    pub(crate) output_closed: bool,
+    pub(crate) unread_bytes: usize,
+    pub(crate) total_bytes: usize,
+    pub(crate) output_ref: Option<String>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .field("command", &self.command)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    pub(crate) fn is_running(&self) -> bool {
+        self.state().ended.is_none()
+    }
+
+    /// Whether nothing more can happen: the command ended and its output is closed.
+    fn is_over(&self) -> bool {
+        let state = self.state();
+        state.ended.is_some() && state.output_closed
+    }
+
+    pub(crate) fn runtime(&self) -> Duration {
+        self.state().ended.as_ref().map_or_else(|| self.started.elapsed(), |e| e.after)
+    }
+
+    pub(crate) async fn snapshot(&self) -> Snapshot {
+        let mut capture = self.capture.lock().await;
+        let (unread_bytes, total_bytes) = (capture.window_bytes(), capture.total_bytes());
+        let output_ref = capture.reference().await;
+        drop(capture);
+        let state = self.state();
+        Snapshot {
+            runtime: state.ended.as_ref().map_or_else(|| self.started.elapsed(), |e| e.after),
+            ended: state.ended.clone(),
+            output_closed: state.output_closed,
+            unread_bytes,
+            total_bytes,
+            output_ref,
+        }
+    }
+
+    /// Waits up to `wait` for the command to end, or for `until` to appear in its unread
+    /// output, or for the call to be cancelled; then takes the output that arrived since the
+    /// last read and renders it with the session's state.
+    pub(crate) async fn read(
+        &self,
+        sessions: &Sessions,
+        wait: Duration,
+        until: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut changes = self.changes.subscribe();
+        loop {
+            if self.is_over() || until.is_some_and(|text| self.state().recent.contains(text)) {
+                break;
+            }
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { break },
+                () = tokio::time::sleep_until(deadline) => break,
+                () = cancel.cancelled() => break,
+            }
+        }
+        self.render(sessions).await
+    }
+
+    /// The output since the last read, and where the session stands.
+    pub(crate) async fn render(&self, sessions: &Sessions) -> ToolOutput {
+        let window = {
+            let mut capture = self.capture.lock().await;
+            self.state().recent.clear();
+            capture.take_window().await
+        };
+        let (ended, output_closed) = {
+            let state = self.state();
+            (state.ended.clone(), state.output_closed)
+        };
+        let mut text = if window.text.is_empty() { "(no new output)".to_owned() } else { window.text };
+        let mut is_error = false;
+        let id = self.id;
+        let mut output_meta = serde_json::Map::new();
+        match &ended {
+            None => append_notice(
+                &mut text,
+                &format!(
+                    "[session {id} is still running ({} so far). Read more with bash_output(session_id={id}), \
+                     {}stop it with bash_stop(session_id={id}).]",
+                    seconds(self.started.elapsed()),
+                    if self.interactive {
+                        format!("answer it with bash_input(session_id={id}, text=\"...\"), ")
+                    } else {
+                        String::new()
+                    }
+                ),
+            ),
+            Some(ended) => {
+                for note in end_notes(ended, &mut is_error) {
+                    append_notice(&mut text, &note);
+                }
+                let status = if output_closed {
+                    sessions.remove(id);
+                    format!("[session {id} ended after {}; it is closed now.]", seconds(ended.after))
+                } else {
+                    format!(
+                        "[session {id} ended after {}, but processes it started still write to its output: \
+                         read it with bash_output(session_id={id}), stop them with bash_stop(session_id={id}).]",
+                        seconds(ended.after)
+                    )
+                };
+                append_notice(&mut text, &status);
+                let exit = ended.exit.unwrap_or(ShellExit { code: None, signal: None });
+                output_meta.insert("exit_code".into(), json!(exit.code));
+                output_meta.insert("signal".into(), json!(exit.signal));
+                output_meta.insert("timed_out".into(), json!(matches!(ended.how, End::TimedOut(_))));
+                if let Some(Ok(report)) = &ended.killed {
+                    output_meta.insert("killed".into(), kill_metadata(report));
+                }
+            }
+        }
+        let mut output = ToolOutput::text(text)
+            .with_metadata("session_id", json!(id))
+            .with_metadata("running", json!(ended.is_none()))
+            .with_metadata("runtime_ms", json!(self.runtime().as_millis() as u64))
+            .with_metadata("new_output_bytes", json!(window.bytes));
+        for (key, value) in output_meta {
+            output = output.with_metadata(key, value);
+        }
+        output.is_error = is_error;
+        if let Some(info) = window.info {
+            mark_truncated(&mut output, &info);
+        }
+        output
+    }
+
+    /// Writes to the command's standard input.
+    pub(crate) async fn write(&self, bytes: &[u8]) -> Result<(), ToolError> {
+        let mut input = self.input.lock().await;
+        let Some(writer) = input.as_mut() else { return Err(self.no_input()) };
+        let written = async {
+            writer.write_all(bytes).await?;
+            writer.flush().await
+        };
+        written.await.map_err(|e| {
+            ToolError::execution(format!(
+                "Could not write to session {}: {e}. The command may have closed its input or ended; \
+                 bash_output(session_id={}) shows its state.",
+                self.id, self.id
+            ))
+        })
+    }
+
+    /// Closes the command's standard input (end-of-file, as Ctrl-D at the start of a line).
+    pub(crate) async fn close_input(&self) -> Result<(), ToolError> {
+        let mut input = self.input.lock().await;
+        match input.take() {
+            Some(mut writer) => {
+                let _ = writer.shutdown().await;
+                Ok(())
+            }
+            None => Err(self.no_input()),
+        }
+    }
+
+    fn no_input(&self) -> ToolError {
+        let id = self.id;
+        if self.interactive {
+            ToolError::execution(format!(
+                "Session {id}'s input is closed already: it cannot be written to again."
+            ))
+        } else {
+            ToolError::execution(format!(
+                "Session {id} has no input: it was started without one, so it reads end-of-file. To answer \
+                 prompts, start the command with bash(..., interactive=true), or tty=true for programs that \
+                 need a terminal."
+            ))
+        }
+    }
+
+    pub(crate) fn is_interactive(&self) -> bool {
+        self.interactive
+    }
+
+    /// Sends `signal` to the command's process group.
+    pub(crate) fn signal(&self, signal: i32) -> Result<(), ToolError> {
+        let Some(handle) = &self.handle else {
+            return Err(ToolError::execution("Signals cannot be sent to commands run by these operations."));
+        };
+        handle
+            .signal_group(signal)
+            .map_err(|e| ToolError::execution(format!("Could not signal session {}: {e}", self.id)))
+    }
+
+    /// Stops the command: `SIGTERM` to its process group, then, after `grace` (or at once if it
+    /// is gone by then), `SIGKILL` to every process it started that is still there.
+    pub(crate) async fn stop(&self, grace: Duration) -> Option<Result<KillReport, String>> {
+        let mut changes = self.changes.subscribe();
+        let already_ended = {
+            let mut state = self.state();
+            state.stop_requested = true;
+            state.ended.is_some()
+        };
+        if !already_ended {
+            if let Some(handle) = &self.handle {
+                let _ = handle.signal_group(nix_signal::SIGTERM);
+            }
+            let deadline = tokio::time::Instant::now() + grace;
+            while self.is_running() {
+                tokio::select! {
+                    changed = changes.changed() => if changed.is_err() { break },
+                    () = tokio::time::sleep_until(deadline) => break,
+                }
+            }
+        }
+        let killed = self.handle.as_ref().map(|h| h.kill_all().map_err(|e| e.to_string()));
+        {
+            let mut state = self.state();
+            let after = self.started.elapsed();
+            match &mut state.ended {
+                Some(ended) => {
+                    if ended.killed.is_none() {
+                        ended.killed = killed.clone();
+                    }
+                }
+                None => {
+                    state.ended = Some(Ended { how: End::Stopped, after, exit: None, killed: killed.clone() })
+                }
+            }
+        }
+        // What the killed processes wrote last, and their exit, arrive shortly.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while !self.is_over() {
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { break },
+                () = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+        self.changed();
+        killed
+    }
+
+    /// Kills everything at once, for a dropped session state.
+    fn shut_down(&self) {
+        if let Some(handle) = &self.handle {
+            let _ = handle.kill_all();
+        }
+        if let Some(pump) = self.pump.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            pump.abort();
+        }
+    }
+
+    fn record_exit(&self, exit: Result<ShellExit, String>) {
+        let mut state = self.state();
+        let after = self.started.elapsed();
+        let (exit, lost) = match exit {
+            Ok(exit) => (Some(exit), None),
+            Err(error) => (None, Some(error)),
+        };
+        match &mut state.ended {
+            Some(ended) => {
+                if ended.exit.is_none() {
+                    ended.exit = exit;
+                }
+            }
+            None => {
+                let how = match lost {
+                    Some(error) => End::Lost(error),
+                    None if state.stop_requested => End::Stopped,
+                    None => End::Exited,
+                };
+                state.ended = Some(Ended { how, after, exit, killed: None });
+            }
+        }
+        drop(state);
+        self.changed();
+    }
+}
+
+mod nix_signal {
+    //! Signal numbers, without naming `nix` outside Unix.
+    pub(super) const SIGTERM: i32 = 15;
+}
+
+/// The bracketed notes of an ended session, as `bash` writes them.
+fn end_notes(ended: &Ended, is_error: &mut bool) -> Vec<String> {
+    let mut notes = Vec::new();
+    match &ended.how {
+        End::Exited => {
+            if let Some(note) = ended.exit.and_then(exit_note) {
+                *is_error = true;
+                notes.push(note);
+            }
+        }
+        End::TimedOut(limit) => {
+            *is_error = true;
+            notes.push(format!(
+                "[timed out after {}: the session was killed at its timeout_secs; the output above is what it \
+                 printed since the last read.]",
+                seconds(*limit)
+            ));
+        }
+        End::Stopped => {
+            let mut note = "[stopped with bash_stop".to_owned();
+            if let Some(exit) = ended.exit {
+                match (exit.code, exit.signal) {
+                    (Some(code), _) => {
+                        let _ = write!(note, "; the command exited with code {code}");
+                    }
+                    (None, Some(signal)) => {
+                        let _ = write!(
+                            note,
+                            "; the command ended by signal {signal}{}",
+                            crate::bash::signal_name(signal)
+                        );
+                    }
+                    (None, None) => {}
+                }
+            }
+            note.push(']');
+            notes.push(note);
+        }
+        End::Lost(error) => {
+            *is_error = true;
+            notes.push(format!("[lost track of the command: {error}]"));
+        }
+    }
+    match &ended.killed {
+        Some(Ok(report)) if report.shell || report.started > 0 || !report.not_killed.is_empty() => {
+            notes.push(kill_note(report))
+        }
+        Some(Err(error)) => notes.push(format!(
+            "[the command could not be killed ({error}); processes it started may still be running: check with `ps`]"
+        )),
+        _ => {}
+    }
+    notes
+}
+
+/// Reads the command's output into its capture, records its exit, and kills it at its deadline.
+async fn pump(
+    session: Arc<Session>,
+    mut output: Pin<Box<dyn AsyncRead + Send>>,
+    mut control: Box<dyn ShellControl>,
+    deadline: Option<(tokio::time::Instant, Duration)>,
+) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut eof, mut exited, mut timed_out) = (false, false, false);
+    while !(eof && exited) {
+        tokio::select! {
+            read = output.read(&mut buf), if !eof => match read {
+                Ok(0) | Err(_) => {
+                    eof = true;
+                    session.capture.lock().await.flush_input().await;
+                    session.state().output_closed = true;
+                    session.changed();
+                }
+                Ok(n) => {
+                    let text = session.capture.lock().await.push(&buf[..n]).await;
+                    let mut state = session.state();
+                    state.recent.push_str(&text);
+                    if state.recent.len() > UNTIL_WINDOW {
+                        let cut = state.recent.ceil_char_boundary(state.recent.len() - UNTIL_WINDOW / 2);
+                        state.recent.drain(..cut);
+                    }
+                    drop(state);
+                    session.changed();
+                }
+            },
+            status = control.wait(), if !exited => {
+                exited = true;
+                session.record_exit(status.map_err(|e| e.to_string()));
+            },
+            () = tokio::time::sleep_until(deadline.map_or_else(tokio::time::Instant::now, |d| d.0)),
+                if deadline.is_some() && !exited && !timed_out => {
+                timed_out = true;
+                let killed = control.kill_all().map_err(|e| e.to_string());
+                let limit = deadline.map_or(Duration::ZERO, |d| d.1);
+                let mut state = session.state();
+                if state.ended.is_none() {
+                    let after = session.started.elapsed();
+                    state.ended = Some(Ended { how: End::TimedOut(limit), after, exit: None, killed: Some(killed) });
+                }
+                drop(state);
+                session.changed();
+            },
+        }
+    }
+    let _ = session.capture.lock().await.close().await;
+    session.changed();
+}
+
+/// The control characters and keys `bash_input` can send, as a terminal would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Key {
+    /// Interrupt (`SIGINT` to the foreground job).
+    CtrlC,
+    /// End of input.
+    CtrlD,
+    /// Suspend (`SIGTSTP`).
+    CtrlZ,
+    /// Quit (`SIGQUIT`).
+    CtrlBackslash,
+    /// Enter / Return.
+    Enter,
+    /// Tab.
+    Tab,
+    /// Escape.
+    Escape,
+    /// Backspace.
+    Backspace,
+    /// Arrow up.
+    Up,
+    /// Arrow down.
+    Down,
+    /// Arrow left.
+    Left,
+    /// Arrow right.
+    Right,
+}
+
+impl Key {
+    /// What a terminal sends for the key.
+    pub(crate) fn terminal_bytes(self) -> &'static [u8] {
+        match self {
+            Key::CtrlC => b"\x03",
+            Key::CtrlD => b"\x04",
+            Key::CtrlZ => b"\x1a",
+            Key::CtrlBackslash => b"\x1c",
+            Key::Enter => b"\r",
+            Key::Tab => b"\t",
+            Key::Escape => b"\x1b",
+            Key::Backspace => b"\x7f",
+            Key::Up => b"\x1b[A",
+            Key::Down => b"\x1b[B",
+            Key::Right => b"\x1b[C",
+            Key::Left => b"\x1b[D",
+        }
+    }
+}
