@@ -132,6 +132,13 @@ fn dispatcher(registry: Registry, args: &WorkspaceArgs) -> Result<DispatcherBuil
     Ok(builder)
 }
 
+/// `call` and `turn` exit once their calls are answered, which would kill a command left
+/// running in the background: `bash` runs every command to its end there.
+fn one_shot(dispatcher: Dispatcher) -> Dispatcher {
+    dispatcher.session().get_or_insert_with(tools_std::session::Sessions::foreground_only);
+    dispatcher
+}
+
 fn root_error(root: &std::path::Path, error: &io::Error) -> String {
     let shown = root.display();
     match error.kind() {
@@ -184,7 +191,7 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
         }
         Err(e) => return Err(Failure::usage(format!("ARGS_JSON is not valid JSON: {e}"))),
     }
-    let dispatcher = dispatcher(registry, &args.workspace)?.build();
+    let dispatcher = one_shot(dispatcher(registry, &args.workspace)?.build());
     let options = CallOptions { timeout: args.timeout_ms.map(Duration::from_millis) };
     let call = ToolCall::new(CALL_ID, args.name, arguments);
     let cancel = cancel_on_termination()?;
@@ -218,7 +225,7 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     if args.events {
         builder = builder.events(EventFn(print_event));
     }
-    let dispatcher = builder.build();
+    let dispatcher = one_shot(builder.build());
     let results = dispatcher
         .run_batch(calls, cancel_on_termination()?)
         .await

@@ -204,6 +204,23 @@ fn call_exits_1_with_the_error_result_when_the_tool_fails() {
     assert_eq!(result["content"], json!([{"type": "text", "text": output}]));
 }
 
+/// `tools call` exits once the call is answered, so no command may go on in the background.
+#[test]
+fn call_runs_bash_commands_to_their_end_and_refuses_the_background() {
+    let fx = Fixture::new();
+    for arguments in
+        [r#"{"command": "sleep 5", "background": true}"#, r#"{"command": "sleep 5", "yield_ms": 100}"#]
+    {
+        let run = fx.run(&["call", "bash", arguments], None);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        let output = run.json()["output"].as_str().unwrap().to_owned();
+        assert!(output.contains("cannot be used here"), "{output}");
+    }
+    let run = fx.run(&["call", "bash", r#"{"command": "sleep 0.2; echo done"}"#], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.json()["output"].as_str().unwrap().contains("done"));
+}
+
 #[test]
 fn call_reports_invalid_arguments_as_the_model_would_see_them() {
     let fx = Fixture::new();

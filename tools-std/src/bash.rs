@@ -98,13 +98,21 @@ pub async fn bash(
     let tty = tty.unwrap_or(false);
     let interactive = tty || interactive.unwrap_or(false);
     // With only `timeout_secs`, a command is killed at it, as before there were sessions.
+    let sessions = Sessions::of(ctx.session());
     let yield_after = match (yield_ms, background.unwrap_or(false), timeout_secs) {
+        _ if !sessions.keeps_running() && (yield_ms.is_some() || background == Some(true)) => {
+            return Err(ToolError::invalid_arguments(
+                "This host ends every command with its call (it exits once the call is answered), so \
+                 `yield_ms` and `background` cannot be used here. Run the command without them: it then \
+                 runs until it ends or reaches `timeout_secs`.",
+            ));
+        }
+        _ if !sessions.keeps_running() => None,
         (Some(ms), _, _) => Some(Duration::from_millis(ms).min(MAX_YIELD)),
         (None, true, _) => Some(Duration::ZERO),
         (None, false, None) => Some(DEFAULT_YIELD),
         (None, false, Some(_)) => None,
     };
-    let sessions = Sessions::of(ctx.session());
     if yield_after.is_some() {
         sessions.check_room()?;
     }

@@ -39,6 +39,8 @@ const UNTIL_WINDOW: usize = 64 * 1024;
 pub struct Sessions {
     registry: Mutex<Registry>,
     max_running: usize,
+    /// Whether a command may go on after its call (see [`Sessions::foreground_only`]).
+    keep_running: bool,
 }
 
 #[derive(Debug, Default)]
@@ -56,7 +58,29 @@ impl Default for Sessions {
 impl Sessions {
     /// No sessions, and at most `max_running` running at once.
     pub fn with_limit(max_running: usize) -> Self {
-        Sessions { registry: Mutex::new(Registry { next_id: 1, ..Registry::default() }), max_running }
+        Sessions {
+            registry: Mutex::new(Registry { next_id: 1, ..Registry::default() }),
+            max_running,
+            keep_running: true,
+        }
+    }
+
+    /// For a host that exits once its calls are answered (a one-shot command line such as
+    /// `tools call`): no command goes on after its call. `bash` then refuses `yield_ms` and
+    /// `background`, and runs every command until it ends or reaches its time limit. Put it in
+    /// the session state before the first call:
+    /// `dispatcher.session().get_or_insert_with(Sessions::foreground_only)`.
+    pub fn foreground_only() -> Self {
+        Sessions {
+            registry: Mutex::new(Registry { next_id: 1, ..Registry::default() }),
+            max_running: 0,
+            keep_running: false,
+        }
+    }
+
+    /// Whether a command may go on in the background after its call.
+    pub(crate) fn keeps_running(&self) -> bool {
+        self.keep_running
     }
 
     /// The sessions of `state`.
