@@ -20,6 +20,7 @@ mod info;
 mod limits;
 mod notice;
 mod stream;
+mod utf8;
 
 pub use cut::count_lines;
 pub use document::{OutputCut, cut_output, truncate_output};
@@ -27,6 +28,7 @@ pub use info::{KeptRange, LinePart, METADATA_KEY, TruncatedBy, TruncationInfo, m
 pub use limits::{BYTES_PER_TOKEN, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationLimits};
 pub use notice::{NOTICE_OVERHEAD_MAX_BYTES, REFERENCE_MAX_BYTES, ReadHint, ReadHintError, append_notice};
 pub use stream::TruncationStream;
+pub use utf8::Utf8Decoder;
 
 use cut::{Cut, Source, join_ends};
 

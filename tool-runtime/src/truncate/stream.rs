@@ -14,6 +14,7 @@ use memchr::{memchr_iter, memrchr_iter};
 use super::cut::{Source, cut};
 use super::info::TruncationInfo;
 use super::limits::TruncationLimits;
+use super::utf8::Utf8Decoder;
 use super::{Truncated, kept_text};
 
 /// The tail is trimmed once it has grown this much past what it must keep, so each byte is
@@ -41,8 +42,8 @@ const TAIL_SLACK: usize = if cfg!(test) { 16 } else { 64 * 1024 };
 #[derive(Debug, Clone)]
 pub struct TruncationStream {
     limits: TruncationLimits,
-    /// The start of a character split between two byte chunks.
-    pending: Vec<u8>,
+    /// Raw output, decoded as it comes.
+    decoder: Utf8Decoder,
     total_bytes: usize,
     newlines: usize,
     ends_with_newline: bool,
@@ -61,7 +62,7 @@ impl TruncationStream {
     pub fn new(limits: TruncationLimits) -> Self {
         TruncationStream {
             limits,
-            pending: Vec::new(),
+            decoder: Utf8Decoder::default(),
             total_bytes: 0,
             newlines: 0,
             ends_with_newline: true,
@@ -98,37 +99,7 @@ impl TruncationStream {
     /// whole, invalid bytes become U+FFFD. Returns the text added (what a producer saves or
     /// shows as it streams).
     pub fn push_bytes(&mut self, bytes: &[u8]) -> String {
-        let joined;
-        let mut rest: &[u8] = if self.pending.is_empty() {
-            bytes
-        } else {
-            self.pending.extend_from_slice(bytes);
-            joined = std::mem::take(&mut self.pending);
-            &joined
-        };
-        let mut text = String::with_capacity(rest.len());
-        loop {
-            match std::str::from_utf8(rest) {
-                Ok(valid) => {
-                    text.push_str(valid);
-                    break;
-                }
-                Err(error) => {
-                    let (valid, after) = rest.split_at(error.valid_up_to());
-                    text.push_str(std::str::from_utf8(valid).unwrap_or_default());
-                    match error.error_len() {
-                        None => {
-                            self.pending = after.to_vec();
-                            break;
-                        }
-                        Some(len) => {
-                            text.push('\u{FFFD}');
-                            rest = &after[len..];
-                        }
-                    }
-                }
-            }
-        }
+        let text = self.decoder.decode(bytes);
         self.push_str(&text);
         text
     }
@@ -136,11 +107,7 @@ impl TruncationStream {
     /// Ends the input: an incomplete character left at the very end of the bytes becomes U+FFFD.
     /// Returns the text this adds (empty when there was none).
     pub fn flush(&mut self) -> String {
-        if self.pending.is_empty() {
-            return String::new();
-        }
-        self.pending.clear();
-        let text = "\u{FFFD}".to_owned();
+        let text = self.decoder.flush();
         self.push_str(&text);
         text
     }
