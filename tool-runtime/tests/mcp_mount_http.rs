@@ -207,6 +207,13 @@ async fn a_wrong_token_is_a_mount_error_naming_the_server() {
     assert!(message.contains(&served.url) && message.contains("headers"), "{message}");
     assert_eq!(served.probe.calls.load(Ordering::SeqCst), 0);
 
+    let tls = ServerConfig::http("web", "https://127.0.0.1:1/mcp");
+    let message = McpMount::connect(tls).await.err().expect("no TLS in this build").to_string();
+    assert!(
+        message.starts_with("MCP server `web`: `https://127.0.0.1:1/mcp` is not a plain `http://` URL"),
+        "{message}"
+    );
+
     let missing = ServerConfig::http("web", served.url.clone());
     let message = McpMount::connect(missing).await.err().expect("no token").to_string();
     assert!(message.starts_with("MCP server `web`: "), "{message}");

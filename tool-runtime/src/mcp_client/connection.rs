@@ -122,6 +122,13 @@ async fn start_http(
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
+    // reqwest is built without TLS (no crypto library to compile): say so rather than fail
+    // inside the handshake with a transport error.
+    if !url.starts_with("http://") {
+        return Err(format!(
+            "`{url}` is not a plain `http://` URL, the only kind this build reaches; use an `http://` endpoint (a local TLS proxy for a remote server)"
+        ));
+    }
     let mut custom = std::collections::HashMap::new();
     for (name, value) in headers {
         let header = http::HeaderName::try_from(name.as_str())
