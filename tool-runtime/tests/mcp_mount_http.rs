@@ -84,7 +84,8 @@ struct Served {
     url: String,
     probe: Arc<Probe>,
     held: mpsc::UnboundedReceiver<&'static str>,
-    _stop: StopOnDrop,
+    stop: StopOnDrop,
+    task: tokio::task::JoinHandle<()>,
 }
 
 /// Stops the server when the test ends.
@@ -97,16 +98,19 @@ impl Drop for StopOnDrop {
 }
 
 async fn serve() -> Served {
-    let probe = Arc::new(Probe::default());
+    serve_on(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(), Arc::default())
+}
+
+/// Serves on `listener`, reporting to `probe` (which may be another server's before it).
+fn serve_on(listener: tokio::net::TcpListener, probe: Arc<Probe>) -> Served {
     let (tx, held) = mpsc::unbounded_channel();
     *probe.held.lock().unwrap() = Some(tx);
     let server = McpServer::new(Dispatcher::builder(served_registry(&probe))).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let stop = CancellationToken::new();
     let options = HttpOptions::new().bearer_token(TOKEN).shutdown_on(stop.clone());
-    tokio::spawn(async move { server.serve_http(listener, options).await.expect("serve_http") });
-    Served { url, probe, held, _stop: StopOnDrop(stop) }
+    let task = tokio::spawn(async move { server.serve_http(listener, options).await.expect("serve_http") });
+    Served { url, probe, held, stop: StopOnDrop(stop), task }
 }
 
 type Events = Arc<Mutex<Vec<ToolEvent>>>;
@@ -217,4 +221,33 @@ async fn a_wrong_token_is_a_mount_error_naming_the_server() {
     let missing = ServerConfig::http("web", served.url.clone());
     let message = McpMount::connect(missing).await.err().expect("no token").to_string();
     assert!(message.starts_with("MCP server `web`: "), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_went_away_is_reached_again_at_its_address() {
+    let first = serve().await;
+    let (_mount, dispatcher, _) = mounted(&first).await;
+    let greet = json!({"name": "ada", "times": 1});
+    assert_eq!(
+        call(&dispatcher, "web__greet", greet.clone(), CancellationToken::new()).await.output.text_content(),
+        "hello ada"
+    );
+    let address = first.url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    first.stop.0.cancel();
+    first.task.await.unwrap();
+
+    // The same address, a new server that knows nothing of the old session.
+    let second = serve_on(tokio::net::TcpListener::bind(&address).await.unwrap(), first.probe.clone());
+    let mut answers = Vec::new();
+    for _ in 0..2 {
+        let result = call(&dispatcher, "web__greet", greet.clone(), CancellationToken::new()).await;
+        let text = result.output.text_content();
+        answers.push(text.clone());
+        if !result.output.is_error {
+            break;
+        }
+        assert!(text.contains("MCP server `web`") && text.contains("retry"), "{text}");
+    }
+    assert_eq!(answers.last().map(String::as_str), Some("hello ada"), "{answers:?}");
+    assert_eq!(second.probe.calls.load(Ordering::SeqCst), 2, "one call to each server");
 }
