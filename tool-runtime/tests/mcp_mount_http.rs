@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
-use tool_runtime::mcp_client::{McpMount, ServerConfig};
+use tool_runtime::mcp_client::{McpMount, MountError, ServerConfig};
 use tool_runtime::mcp_server::{HttpOptions, McpServer};
 use tool_runtime::{
     CancellationToken, Dispatcher, EventFn, FnTool, Progress, Registry, ToolCall, ToolContext, ToolError,
@@ -201,25 +201,33 @@ async fn cancelling_a_call_cancels_it_on_the_server() {
     assert_eq!(served.held.recv().await, Some("cancelled"), "the server's call saw the cancellation");
 }
 
+/// The message of a mount that had to fail (`McpMount` is not `Debug`, so no `expect_err`).
+fn refused(mounted: Result<McpMount, MountError>, why: &str) -> MountError {
+    match mounted {
+        Ok(mount) => panic!("{why}, yet `{}` was mounted", mount.name()),
+        Err(error) => error,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_token_is_a_mount_error_naming_the_server() {
     let served = serve().await;
     let config = ServerConfig::http("web", served.url.clone()).header("Authorization", "Bearer wrong");
-    let error = McpMount::connect(config).await.err().expect("the server refuses the token");
+    let error = refused(McpMount::connect(config).await, "the server refuses the token");
     let message = error.to_string();
     assert!(message.starts_with("MCP server `web`: "), "{message}");
     assert!(message.contains(&served.url) && message.contains("headers"), "{message}");
     assert_eq!(served.probe.calls.load(Ordering::SeqCst), 0);
 
     let tls = ServerConfig::http("web", "https://127.0.0.1:1/mcp");
-    let message = McpMount::connect(tls).await.err().expect("no TLS in this build").to_string();
+    let message = refused(McpMount::connect(tls).await, "no TLS in this build").to_string();
     assert!(
         message.starts_with("MCP server `web`: `https://127.0.0.1:1/mcp` is not a plain `http://` URL"),
         "{message}"
     );
 
     let missing = ServerConfig::http("web", served.url.clone());
-    let message = McpMount::connect(missing).await.err().expect("no token").to_string();
+    let message = refused(McpMount::connect(missing).await, "no token").to_string();
     assert!(message.starts_with("MCP server `web`: "), "{message}");
 }
 
