@@ -143,3 +143,42 @@ fn a_bad_file_is_a_usage_error_and_a_server_that_does_not_start_a_runtime_error(
         run.stderr
     );
 }
+
+/// A `url` entry with an `Authorization` header mounts `tools serve --http` (guarded by a token)
+/// over Streamable HTTP.
+#[test]
+fn an_http_server_is_mounted_with_its_headers() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let fx = Fixture::new();
+    let token_file = fx.dir.path().join("token");
+    std::fs::write(&token_file, "t0ken\n").unwrap();
+    let mut command =
+        fx.command(&["serve", "--http", "127.0.0.1:0", "--auth-token-file", token_file.to_str().unwrap()]);
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = command.spawn().expect("spawn tools serve --http");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("read the address");
+    let url = line.trim().strip_prefix("tools serve: listening on ").expect("the address line").to_owned();
+
+    let path = fx.dir.path().join("mcp-http.json");
+    let write = |token: &str| {
+        let text = json!({"mcpServers": {"remote": {"url": url, "headers": {"Authorization": format!("Bearer {token}")}}}});
+        std::fs::write(&path, text.to_string()).unwrap();
+    };
+    write("t0ken");
+    let run = fx.run(&["list", "--mcp-config", path.to_str().unwrap()], None);
+    write("wrong");
+    let refused = fx.run(&["list", "--mcp-config", path.to_str().unwrap()], None);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let definitions = run.json();
+    let names: Vec<&str> =
+        definitions.as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"read") && names.contains(&"remote__read"), "{names:?}");
+    assert_ne!(refused.code, 0);
+    assert!(refused.stderr.contains("MCP server `remote`"), "{}", refused.stderr);
+}

@@ -81,28 +81,80 @@ pub(crate) async fn start(config: &ServerConfig, handler: MountHandler) -> Resul
                     }
                 });
             }
-            let started = tokio::time::timeout(config.startup_timeout, handler.serve(process)).await;
-            let with_stderr = |message: String| {
+            let started =
+                handshake(config, &format!("`{command}` started but"), handler.serve(process)).await;
+            started.map(|service| Session { service, stderr: lines.clone() }).map_err(|message| {
                 let tail = tail(&lines);
                 if tail.is_empty() {
                     message
                 } else {
                     format!("{message}; its standard error ended with: {tail}")
                 }
-            };
-            match started {
-                Ok(Ok(service)) => Ok(Session { service, stderr: lines }),
-                Ok(Err(e)) => Err(with_stderr(format!(
-                    "`{command}` started but did not complete the MCP handshake ({e})"
-                ))),
-                Err(_) => Err(with_stderr(format!(
-                    "`{command}` did not complete the MCP handshake within {} s",
-                    config.startup_timeout.as_secs()
-                ))),
-            }
+            })
         }
-        Transport::Http { url, .. } => Err(format!(
-            "it is an HTTP server ({url}), and this build mounts stdio servers only; use a stdio command for it"
+        Transport::Http { url, headers } => start_http(config, url, headers, handler).await,
+    }
+}
+
+/// Awaits `initialize` within the configured startup time, naming `what` in the error.
+async fn handshake<T, E: std::fmt::Display>(
+    config: &ServerConfig,
+    what: &str,
+    serving: impl Future<Output = Result<T, E>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(config.startup_timeout, serving).await {
+        Ok(Ok(service)) => Ok(service),
+        Ok(Err(e)) => Err(format!("{what} did not complete the MCP handshake ({e})")),
+        Err(_) => Err(format!(
+            "{what} did not complete the MCP handshake within {} s",
+            config.startup_timeout.as_secs()
         )),
     }
+}
+
+#[cfg(feature = "mcp-http")]
+async fn start_http(
+    config: &ServerConfig,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    handler: MountHandler,
+) -> Result<Session, String> {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    // reqwest is built without TLS (no crypto library to compile): say so rather than fail
+    // inside the handshake with a transport error.
+    if !url.starts_with("http://") {
+        return Err(format!(
+            "`{url}` is not a plain `http://` URL, the only kind this build reaches; use an `http://` endpoint (a local TLS proxy for a remote server)"
+        ));
+    }
+    let mut custom = std::collections::HashMap::new();
+    for (name, value) in headers {
+        let header = http::HeaderName::try_from(name.as_str())
+            .map_err(|_| format!("`{name}` in `headers` is not a valid HTTP header name; correct it"))?;
+        let value = http::HeaderValue::try_from(value.as_str()).map_err(|_| {
+            format!("the value of header `{name}` is not a valid HTTP header value; correct it in `headers`")
+        })?;
+        custom.insert(header, value);
+    }
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(custom),
+    );
+    let service = handshake(config, &format!("`{url}`"), handler.serve(transport)).await.map_err(|e| {
+        format!("{e}; check `url` and `headers` (a token, for instance) in the configuration")
+    })?;
+    Ok(Session { service, stderr: Arc::default() })
+}
+
+#[cfg(not(feature = "mcp-http"))]
+async fn start_http(
+    _config: &ServerConfig,
+    url: &str,
+    _headers: &std::collections::BTreeMap<String, String>,
+    _handler: MountHandler,
+) -> Result<Session, String> {
+    Err(format!(
+        "it is an HTTP server ({url}), and this build mounts stdio servers only; build with the `mcp-http` feature of tool-runtime to mount it"
+    ))
 }

@@ -1,0 +1,261 @@
+//! Mounting an MCP server over Streamable HTTP: our own `McpServer::serve_http` behind a bearer
+//! token, its tools called through a second registry and dispatcher.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc};
+use tool_runtime::mcp_client::{McpMount, MountError, ServerConfig};
+use tool_runtime::mcp_server::{HttpOptions, McpServer};
+use tool_runtime::{
+    CancellationToken, Dispatcher, EventFn, FnTool, Progress, Registry, ToolCall, ToolContext, ToolError,
+    ToolEvent, ToolOutput, ToolResult, ToolSpec,
+};
+
+const TOKEN: &str = "s3cret-token";
+
+/// What the served tools saw: how many calls reached them, and how each `hold` call ended.
+#[derive(Default)]
+struct Probe {
+    calls: AtomicUsize,
+    held: Mutex<Option<mpsc::UnboundedSender<&'static str>>>,
+    started: Notify,
+    /// Wakes when the mounting side's events show a progress update: the served tool waits for it
+    /// before its next update, since rmcp hands a notification and the call's response to the
+    /// client in separate tasks, and an update still in flight at the response would be lost.
+    progress_seen: Notify,
+}
+
+fn served_registry(probe: &Arc<Probe>) -> Registry {
+    let seen = probe.clone();
+    let greet = FnTool::new(
+        ToolSpec::new(
+            "greet",
+            "Greets someone, reporting progress on the way.",
+            json!({
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "times": {"type": "integer", "minimum": 1}},
+                "required": ["name", "times"]
+            }),
+        ),
+        move |ctx: ToolContext, args: Value| {
+            seen.calls.fetch_add(1, Ordering::SeqCst);
+            let seen = seen.clone();
+            async move {
+                let times = args["times"].as_u64().unwrap_or(1);
+                for i in 1..=times {
+                    ctx.progress(Progress {
+                        message: Some(format!("greeting {i}")),
+                        progress: Some(i as f64),
+                        total: Some(times as f64),
+                    });
+                    let delivered = seen.progress_seen.notified();
+                    if tokio::time::timeout(std::time::Duration::from_secs(10), delivered).await.is_err() {
+                        return Err(ToolError::execution(format!(
+                            "progress {i} never reached the mounting side"
+                        )));
+                    }
+                }
+                let name = args["name"].as_str().unwrap_or_default();
+                Ok(ToolOutput::text(vec![format!("hello {name}"); times as usize].join(", ")))
+            }
+        },
+    );
+    let probe = probe.clone();
+    let hold = FnTool::new(
+        ToolSpec::new("hold", "Runs until cancelled.", json!({"type": "object"})),
+        move |ctx: ToolContext, _args: Value| {
+            let probe = probe.clone();
+            async move {
+                probe.started.notify_one();
+                ctx.cancellation_token().cancelled().await;
+                if let Some(held) = probe.held.lock().unwrap().as_ref() {
+                    let _ = held.send("cancelled");
+                }
+                Err::<ToolOutput, _>(ToolError::cancelled("hold was cancelled"))
+            }
+        },
+    );
+    Registry::builder().tool(greet).tool(hold).build().unwrap()
+}
+
+struct Served {
+    url: String,
+    probe: Arc<Probe>,
+    held: mpsc::UnboundedReceiver<&'static str>,
+    stop: StopOnDrop,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Stops the server when the test ends.
+struct StopOnDrop(CancellationToken);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+async fn serve() -> Served {
+    serve_on(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(), Arc::default())
+}
+
+/// Serves on `listener`, reporting to `probe` (which may be another server's before it).
+fn serve_on(listener: tokio::net::TcpListener, probe: Arc<Probe>) -> Served {
+    let (tx, held) = mpsc::unbounded_channel();
+    *probe.held.lock().unwrap() = Some(tx);
+    let server = McpServer::new(Dispatcher::builder(served_registry(&probe))).unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let options = HttpOptions::new().bearer_token(TOKEN).shutdown_on(stop.clone());
+    let task = tokio::spawn(async move { server.serve_http(listener, options).await.expect("serve_http") });
+    Served { url, probe, held, stop: StopOnDrop(stop), task }
+}
+
+type Events = Arc<Mutex<Vec<ToolEvent>>>;
+
+async fn mounted(served: &Served) -> (McpMount, Dispatcher, Events) {
+    let config =
+        ServerConfig::http("web", served.url.clone()).header("Authorization", format!("Bearer {TOKEN}"));
+    let mount = McpMount::connect(config).await.expect("mount over HTTP");
+    let registry = Registry::builder().tools(mount.tools()).build().expect("registry");
+    let events: Events = Arc::default();
+    let seen = events.clone();
+    let probe = served.probe.clone();
+    let dispatcher = Dispatcher::builder(registry)
+        .events(EventFn(move |event| {
+            if matches!(event, ToolEvent::Progress { .. }) {
+                probe.progress_seen.notify_one();
+            }
+            seen.lock().unwrap().push(event);
+        }))
+        .build();
+    (mount, dispatcher, events)
+}
+
+async fn call(
+    dispatcher: &Dispatcher,
+    name: &str,
+    arguments: Value,
+    cancel: CancellationToken,
+) -> ToolResult {
+    dispatcher.run(ToolCall::new("c1", name, arguments.to_string()), cancel).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_are_mounted_called_and_validated_locally() {
+    let served = serve().await;
+    let (mount, dispatcher, events) = mounted(&served).await;
+    let names: Vec<String> = mount.tools().iter().map(|t| t.spec().name.clone()).collect();
+    assert_eq!(names, ["web__greet", "web__hold"]);
+    assert_eq!(
+        dispatcher.registry().get("web__greet").unwrap().spec().description,
+        "Greets someone, reporting progress on the way."
+    );
+
+    // Every request carries the token (the server refuses any without it), not only `initialize`.
+    let greeted =
+        call(&dispatcher, "web__greet", json!({"name": "ada", "times": 2}), CancellationToken::new()).await;
+    assert!(!greeted.output.is_error, "{}", greeted.output.text_content());
+    assert_eq!(greeted.output.text_content(), "hello ada, hello ada");
+    assert_eq!(greeted.output.metadata["mcp_server"], "web");
+    assert_eq!(served.probe.calls.load(Ordering::SeqCst), 1);
+    let progress: Vec<(Option<String>, Option<f64>)> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|event| match event {
+            ToolEvent::Progress { update, tool, .. } if tool == "web__greet" => {
+                Some((update.message.clone(), update.progress))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        progress,
+        [(Some("greeting 1".to_owned()), Some(1.0)), (Some("greeting 2".to_owned()), Some(2.0))]
+    );
+
+    let invalid =
+        call(&dispatcher, "web__greet", json!({"name": "ada", "times": 0}), CancellationToken::new()).await;
+    assert!(invalid.output.is_error);
+    let message = invalid.output.text_content();
+    assert!(message.contains("times") && message.contains('1'), "our usual validation text: {message}");
+    assert_eq!(served.probe.calls.load(Ordering::SeqCst), 1, "an invalid call never reaches the server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_call_cancels_it_on_the_server() {
+    let mut served = serve().await;
+    let (_mount, dispatcher, _) = mounted(&served).await;
+    let cancel = CancellationToken::new();
+    let started = served.probe.clone();
+    let canceller = cancel.clone();
+    tokio::spawn(async move {
+        started.started.notified().await;
+        canceller.cancel();
+    });
+    let result = call(&dispatcher, "web__hold", json!({}), cancel).await;
+    assert!(result.output.is_error);
+    assert_eq!(served.held.recv().await, Some("cancelled"), "the server's call saw the cancellation");
+}
+
+/// The message of a mount that had to fail (`McpMount` is not `Debug`, so no `expect_err`).
+fn refused(mounted: Result<McpMount, MountError>, why: &str) -> MountError {
+    match mounted {
+        Ok(mount) => panic!("{why}, yet `{}` was mounted", mount.name()),
+        Err(error) => error,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_token_is_a_mount_error_naming_the_server() {
+    let served = serve().await;
+    let config = ServerConfig::http("web", served.url.clone()).header("Authorization", "Bearer wrong");
+    let error = refused(McpMount::connect(config).await, "the server refuses the token");
+    let message = error.to_string();
+    assert!(message.starts_with("MCP server `web`: "), "{message}");
+    assert!(message.contains(&served.url) && message.contains("headers"), "{message}");
+    assert_eq!(served.probe.calls.load(Ordering::SeqCst), 0);
+
+    let tls = ServerConfig::http("web", "https://127.0.0.1:1/mcp");
+    let message = refused(McpMount::connect(tls).await, "no TLS in this build").to_string();
+    assert!(
+        message.starts_with("MCP server `web`: `https://127.0.0.1:1/mcp` is not a plain `http://` URL"),
+        "{message}"
+    );
+
+    let missing = ServerConfig::http("web", served.url.clone());
+    let message = refused(McpMount::connect(missing).await, "no token").to_string();
+    assert!(message.starts_with("MCP server `web`: "), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_went_away_is_reached_again_at_its_address() {
+    let first = serve().await;
+    let (_mount, dispatcher, _) = mounted(&first).await;
+    let greet = json!({"name": "ada", "times": 1});
+    assert_eq!(
+        call(&dispatcher, "web__greet", greet.clone(), CancellationToken::new()).await.output.text_content(),
+        "hello ada"
+    );
+    let address = first.url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    first.stop.0.cancel();
+    first.task.await.unwrap();
+
+    // The same address, a new server that knows nothing of the old session.
+    let second = serve_on(tokio::net::TcpListener::bind(&address).await.unwrap(), first.probe.clone());
+    let mut answers = Vec::new();
+    for _ in 0..2 {
+        let result = call(&dispatcher, "web__greet", greet.clone(), CancellationToken::new()).await;
+        let text = result.output.text_content();
+        answers.push(text.clone());
+        if !result.output.is_error {
+            break;
+        }
+        assert!(text.contains("MCP server `web`") && text.contains("retry"), "{text}");
+    }
+    assert_eq!(answers.last().map(String::as_str), Some("hello ada"), "{answers:?}");
+    assert_eq!(second.probe.calls.load(Ordering::SeqCst), 2, "one call to each server");
+}
