@@ -616,7 +616,7 @@ mod tests {
     /// Leaves the group (`setsid`), clears the environment (`env -i`), closes the output and
     /// double-forks, so that neither the group, nor the marker, nor the parent chain leads to it.
     const ESCAPE: &str = "env -i setsid sh -c 'sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid' > /dev/null 2>&1 < /dev/null & \
-                          while [ ! -s escaped.pid ]; do sleep 0.01; done; echo ready; sleep 300 & wait";
+                          while [ ! -s escaped.pid ]; do sleep 0.01; done; sleep 300 & echo ready; wait";
 
     #[tokio::test]
     async fn an_orphan_that_cleared_its_environment_and_left_the_group_is_adopted_by_the_shell_and_killed() {
