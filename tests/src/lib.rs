@@ -32,6 +32,15 @@ impl Drop for TempDir {
     }
 }
 
+/// A field of this process's /proc/self/status (`VmRSS:`, `VmHWM:`, ...), in bytes.
+#[cfg(target_os = "linux")]
+pub fn status_bytes(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let line = status.lines().find(|l| l.starts_with(field)).expect("the field is there");
+    let kb: u64 = line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("a number of kB");
+    kb * 1024
+}
+
 /// Skips the running test for `reason` (something it needs is missing), saying so on stderr past
 /// the test harness's capture, so the skip shows in the run's output (`.ci/run` installs what
 /// these tests need and says so when it cannot).

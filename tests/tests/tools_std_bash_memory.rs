@@ -6,19 +6,10 @@ use std::sync::Arc;
 use serde_json::json;
 use tool_runtime::output_store::DEFAULT_MAX_OUTPUT_BYTES;
 use tool_runtime::{Dependencies, OutputStore, Registry, ToolContext};
-use tool_tests::TempDir;
+use tool_tests::{TempDir, status_bytes};
 use tools_std::Workspace;
 
 const GIB: u64 = 1024 * 1024 * 1024;
-
-/// A field of /proc/self/status, in bytes.
-#[cfg(target_os = "linux")]
-fn status_bytes(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let line = status.lines().find(|l| l.starts_with(field)).expect("the field is there");
-    let kb: u64 = line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("a number of kB");
-    kb * 1024
-}
 
 #[cfg(target_os = "linux")]
 #[tokio::test]

@@ -6,22 +6,13 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tool_runtime::{Dependencies, OutputStore, Registry, SessionState, ToolContext};
-use tool_tests::TempDir;
+use tool_tests::{TempDir, status_bytes};
 use tools_std::Workspace;
 
 const MIB: u64 = 1024 * 1024;
 const SESSIONS: usize = 20;
 /// The bound checked: far below the 2 GiB printed, and a few MiB per session at most.
 const BOUND: u64 = 96 * MIB;
-
-/// A field of /proc/self/status, in bytes.
-#[cfg(target_os = "linux")]
-fn status_bytes(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let line = status.lines().find(|l| l.starts_with(field)).expect("the field is there");
-    let kb: u64 = line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("a number of kB");
-    kb * 1024
-}
 
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
