@@ -207,6 +207,17 @@ fn expand(def: &ToolDef) -> TokenStream {
                 ) -> #p::BoxFuture<'__tool, ::core::result::Result<#p::ToolOutput, #p::ToolError>> {
                     #p::call::<__Tool>(ctx, args)
                 }
+
+                fn call_text<'__tool>(
+                    &'__tool self,
+                    ctx: #p::ToolContext,
+                    text: &str,
+                ) -> ::core::result::Result<
+                    #p::BoxFuture<'__tool, ::core::result::Result<#p::ToolOutput, #p::ToolError>>,
+                    #p::ToolContext,
+                > {
+                    #p::call_text::<__Tool>(ctx, text)
+                }
             }
 
             #p::inventory::submit! {
@@ -233,6 +244,13 @@ fn field(p: &TokenStream, index: usize, param: &Param, items: &mut Vec<TokenStre
     let span = ty.span();
     let spanned_p = respan(p, span);
     let mut field = quote_spanned!(span=> #spanned_p::Field::<#ty>::new(#name, #title, #description));
+    field = quote! {
+        #field.exact(|| {
+            #[allow(unused_imports)]
+            use #p::NotExact as _;
+            #p::ExactProbe::<#ty>::new().is_exact()
+        })
+    };
     if let Some((_, expr)) = &param.arg.default {
         let default_fn = format_ident!("__tool_default_{}", index);
         items.push(default_fn_item(&default_fn, ty, expr));

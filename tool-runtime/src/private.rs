@@ -27,7 +27,8 @@ pub use crate::spec::{ToolSpec, TruncationDirection, TruncationPolicy};
 pub use crate::tool::Tool;
 
 pub use arguments::{
-    Arguments, Field, MaybeSerialize, NoSerialize, ToolArgument, Whole, WholeFields, assert_argument,
+    Arguments, ExactArgument, ExactProbe, Field, MaybeSerialize, NoSerialize, NotExact, ToolArgument, Whole,
+    WholeFields, assert_argument,
 };
 pub use errors::{ErrTag, ToolErrorMessage, ViaDisplay, ViaIoError, ViaStdError, ViaToolError};
-pub use function::{Returns, ToolFn, ToolMeta, call, finish, make, spec};
+pub use function::{Returns, ToolFn, ToolMeta, call, call_text, finish, make, spec};

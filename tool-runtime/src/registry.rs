@@ -250,6 +250,22 @@ struct Entry {
     validator: OnceLock<Result<ArgumentValidator, String>>,
 }
 
+impl Entry {
+    /// The tool's compiled validator (compiled on first use), or the error every call to a tool
+    /// with a broken schema gets, whatever its arguments.
+    fn validator(&self) -> Result<&ArgumentValidator, ToolError> {
+        let validator =
+            self.validator.get_or_init(|| ArgumentValidator::new(&self.name, &self.tool.spec().input_schema));
+        validator.as_ref().map_err(|message| {
+            ToolError::execution(format!(
+                "the tool `{}` cannot be called because its argument schema is broken; this is not caused by the arguments",
+                self.name
+            ))
+            .with_source(std::io::Error::other(message.clone()))
+        })
+    }
+}
+
 /// The set of tools the model can see and call. Listing and dispatch read the same registry.
 pub struct Registry {
     entries: Vec<Entry>,
@@ -328,18 +344,7 @@ impl Registry {
         arguments: Arguments,
     ) -> Result<(&Arc<dyn Tool>, ValidatedArgs), ToolError> {
         let entry = self.entry(name)?;
-        let validator = entry
-            .validator
-            .get_or_init(|| ArgumentValidator::new(&entry.name, &entry.tool.spec().input_schema));
-        let args = match validator {
-            Ok(validator) => validator.validate(arguments, self.validation)?,
-            Err(message) => {
-                return Err(ToolError::execution(format!(
-                    "the tool `{name}` cannot be called because its argument schema is broken; this is not caused by the arguments"
-                ))
-                .with_source(std::io::Error::other(message.clone())));
-            }
-        };
+        let args = entry.validator()?.validate(arguments, self.validation)?;
         Ok((&entry.tool, args))
     }
 
@@ -353,10 +358,22 @@ impl Registry {
         arguments: impl Into<Arguments>,
         ctx: ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let (tool, args) = self.prepare(name, arguments.into())?;
+        let arguments = arguments.into();
+        let entry = self.entry(name)?;
+        let validator = entry.validator()?;
+        let tool = &entry.tool;
         // The tool's own limits reach it as they would through a dispatcher.
         let limits = ctx.truncation().with_policy(&tool.spec().truncation);
         let ctx = if limits == ctx.truncation() { ctx } else { ctx.with_truncation(limits) };
+        // Text the tool decodes by itself is valid as it is (see `Tool::call_text`).
+        let ctx = match &arguments {
+            Arguments::Text(text) => match tool.call_text(ctx, text) {
+                Ok(call) => return call.await,
+                Err(ctx) => ctx,
+            },
+            Arguments::Json(_) => ctx,
+        };
+        let args = validator.validate(arguments, self.validation)?;
         tool.call(ctx, args.value).await
     }
 

@@ -3,8 +3,11 @@
 //! `#[derive(Deserialize, JsonSchema)]` with `#[serde(deny_unknown_fields)]` gives the same
 //! fields (the tests in `tests/tests/macro_arguments.rs` hold the two side by side).
 
+use std::marker::PhantomData;
+
 use schemars::{JsonSchema, Schema, SchemaGenerator};
-use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// A model-facing parameter type: `Deserialize + JsonSchema`.
@@ -32,6 +35,15 @@ pub trait Arguments: Sized {
     /// Decodes the argument object.
     fn decode(fields: &Self::Fields, value: Value) -> Result<Self, serde_json::Error>;
 
+    /// Decodes the argument object straight from JSON text, when that is sure to accept exactly
+    /// what validating the text against [`schema`](Arguments::schema) and then
+    /// [`decode`](Arguments::decode) would, with the same result. `None` when it is not sure:
+    /// the caller then takes the validating path, which also gives the model-facing errors.
+    fn decode_text(fields: &Self::Fields, text: &str) -> Option<Self> {
+        let _ = (fields, text);
+        None
+    }
+
     /// The argument object's schema (draft 2020-12, closed at the root).
     fn schema(fields: &Self::Fields) -> Value;
 }
@@ -47,9 +59,12 @@ pub struct Field<T> {
     /// The default as the schema shows it, when `T` serializes.
     default_value: Option<fn() -> Option<Value>>,
     decode: fn(Value) -> Result<T, serde_json::Error>,
+    decode_str: fn(&str) -> Result<T, serde_json::Error>,
     missing: fn(&'static str) -> Result<T, serde_json::Error>,
     schema: fn(&mut SchemaGenerator) -> Schema,
     is_option: fn() -> bool,
+    /// Whether `T` is an [`ExactArgument`] (see [`Field::exact`]).
+    exact: fn() -> bool,
 }
 
 impl<T> Field<T> {
@@ -64,11 +79,20 @@ impl<T> Field<T> {
             default: None,
             default_value: None,
             decode: T::deserialize,
+            decode_str: |text| serde_json::from_str::<T>(text),
             missing: |name| T::deserialize(MissingField(name)),
             schema: SchemaGenerator::subschema_for::<T>,
             // schemars' own test of `Option<T>`, the one its derive makes for each field.
             is_option: T::_schemars_private_is_option,
+            exact: || false,
         }
+    }
+
+    /// Whether `T` decodes exactly what its schema accepts, found at the expansion's concrete
+    /// type: `.exact(|| { use NotExact as _; ExactProbe::<T>::new().is_exact() })`.
+    pub const fn exact(mut self, exact: fn() -> bool) -> Self {
+        self.exact = exact;
+        self
     }
 
     /// `#[arg(default = ...)]`: the value, and the value as the schema shows it.
@@ -77,6 +101,79 @@ impl<T> Field<T> {
         self.default_value = Some(default_value);
         self
     }
+}
+
+/// A parameter type whose serde decoding from JSON accepts exactly the values its JSON Schema
+/// (as schemars describes it, with the formats and ranges validation enforces) accepts, and
+/// nothing else. When every parameter of a tool is one, decoding the arguments straight from
+/// the model's text proves them valid, and the call skips building a `Value` and running the
+/// schema validator (see [`Arguments::decode_text`]).
+///
+/// Deliberately short: `f32` (serde rounds numbers too large for it to infinity, the schema
+/// rejects them), `usize`/`isize` (their range depends on the platform) and every type with a
+/// hand-written or derived `Deserialize` are left out, and take the validating path.
+pub trait ExactArgument {}
+
+macro_rules! exact_arguments {
+    ($($t:ty),*) => { $(impl ExactArgument for $t {})* };
+}
+exact_arguments!(bool, String, f64, i8, i16, i32, i64, u8, u16, u32, u64);
+impl<T: ExactArgument> ExactArgument for Option<T> {}
+impl<T: ExactArgument> ExactArgument for Vec<T> {}
+
+/// Tells, at a concrete type, whether it is an [`ExactArgument`]: the inherent method applies
+/// when it is, [`NotExact`]'s otherwise.
+pub struct ExactProbe<T>(PhantomData<T>);
+
+impl<T> ExactProbe<T> {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        ExactProbe(PhantomData)
+    }
+}
+
+impl<T: ExactArgument> ExactProbe<T> {
+    pub fn is_exact(&self) -> bool {
+        true
+    }
+}
+
+pub trait NotExact {
+    fn is_exact(&self) -> bool {
+        false
+    }
+}
+
+impl<T> NotExact for ExactProbe<T> {}
+
+/// Calls `entry` with each member of the JSON object `text`, in order, the value still as
+/// text; stops at the first member `entry` refuses. `None` when `text` is not one object with
+/// plain keys (a key with an escape is refused too: the caller then takes the validating path)
+/// or `entry` refused a member.
+fn each_member<'de>(text: &'de str, entry: impl FnMut(&'de str, &'de RawValue) -> bool) -> Option<()> {
+    struct Members<F>(F);
+
+    impl<'de, F: FnMut(&'de str, &'de RawValue) -> bool> Visitor<'de> for Members<F> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+
+        fn visit_map<M: MapAccess<'de>>(mut self, mut map: M) -> Result<(), M::Error> {
+            while let Some(key) = map.next_key::<&'de str>()? {
+                let value = map.next_value::<&'de RawValue>()?;
+                if !(self.0)(key, value) {
+                    return Err(de::Error::custom("refused"));
+                }
+            }
+            Ok(())
+        }
+    }
+
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    deserializer.deserialize_map(Members(entry)).ok()?;
+    deserializer.end().ok()
 }
 
 /// A tool without model-facing arguments takes any object (the schema is an empty closed one,
@@ -141,6 +238,28 @@ macro_rules! tuple_arguments {
                     }
                 }
                 Ok(($(present_or_default(slots.$i, &fields.$i)?,)+))
+            }
+
+            fn decode_text(fields: &Self::Fields, text: &str) -> Option<Self> {
+                if !($((fields.$i.exact)())&&+) {
+                    return None;
+                }
+                let names = [$(fields.$i.name),+];
+                let mut slots = ($(Option::<$T>::None,)+);
+                // An unknown or repeated key, or a value that does not decode, is refused: the
+                // validating path says what is wrong (or, for a repeated key, takes the last).
+                // So is a `null` for a parameter with a default, which that path drops for the
+                // default to apply.
+                each_member(text, |key, value| match names.iter().position(|name| *name == key) {
+                    $(Some($i) => slots.$i.is_none()
+                        && !(fields.$i.default.is_some() && value.get() == "null")
+                        && {
+                        slots.$i = (fields.$i.decode_str)(value.get()).ok();
+                        slots.$i.is_some()
+                    },)+
+                    _ => false,
+                })?;
+                Some(($(present_or_default(slots.$i, &fields.$i).ok()?,)+))
             }
 
             fn schema(fields: &Self::Fields) -> Value {

@@ -43,9 +43,11 @@ pub struct ToolMeta {
 /// impl forwards to [`spec`] and [`call`]: on the public type, the associated types would make
 /// every argument type part of its public interface, and a private argument type an error.
 ///
-/// No associated type carries a bound: the bounds are on the constructors of [`FIELDS`] and
-/// [`RETURNS`], which the expansion writes on the user's own types, so that a type that does
-/// not fit is reported once, there, and never on `#[tool]` or on a type we generated.
+/// The associated types carry no bound of their own but `Send` on the arguments (which every
+/// tool meets already: the function's future holds them, and it must be `Send`): the bounds
+/// are on the constructors of [`FIELDS`] and [`RETURNS`], which the expansion writes on the
+/// user's own types, so that a type that does not fit is reported there, and never on
+/// `#[tool]` alone.
 ///
 /// [`FIELDS`]: ToolFn::FIELDS
 /// [`RETURNS`]: ToolFn::RETURNS
@@ -53,7 +55,7 @@ pub trait ToolFn: 'static {
     /// The tool's compile-time facts.
     const META: &'static ToolMeta;
     /// The model-facing arguments: `()`, a tuple of parameter types, or [`Whole`](super::Whole).
-    type Args: Arguments;
+    type Args: Arguments + Send;
     /// Names, docs and defaults of the arguments, with the functions that decode them.
     const FIELDS: <Self::Args as Arguments>::Fields;
     /// The function's return type.
@@ -114,9 +116,25 @@ pub fn call<T: ToolFn>(ctx: ToolContext, args: Value) -> BoxFuture<'static, Resu
     Box::pin(run::<T>(ctx, args))
 }
 
+/// A call of the tool `T` on JSON text, when its arguments decode straight from the text (see
+/// [`Arguments::decode_text`]); the context back otherwise.
+pub fn call_text<T: ToolFn>(
+    ctx: ToolContext,
+    text: &str,
+) -> Result<BoxFuture<'static, Result<ToolOutput, ToolError>>, ToolContext> {
+    match <T::Args as Arguments>::decode_text(&T::FIELDS, text) {
+        Some(args) => Ok(Box::pin(run_decoded::<T>(ctx, args))),
+        None => Err(ctx),
+    }
+}
+
 async fn run<T: ToolFn>(ctx: ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
     let args = <T::Args as Arguments>::decode(&T::FIELDS, args)
         .map_err(|error| invalid_arguments(T::META.name, error))?;
+    run_decoded::<T>(ctx, args).await
+}
+
+async fn run_decoded<T: ToolFn>(ctx: ToolContext, args: T::Args) -> Result<ToolOutput, ToolError> {
     let returned = T::run(&ctx, args)?.await;
     (T::RETURNS.finish)(returned)
 }
