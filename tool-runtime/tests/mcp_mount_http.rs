@@ -259,3 +259,63 @@ async fn a_server_that_went_away_is_reached_again_at_its_address() {
     assert_eq!(answers.last().map(String::as_str), Some("hello ada"), "{answers:?}");
     assert_eq!(second.probe.calls.load(Ordering::SeqCst), 2, "one call to each server");
 }
+
+/// A tool counting its calls in the session state: what tells one session from another.
+fn counting_registry() -> Registry {
+    let count = FnTool::new(
+        ToolSpec::new("count", "Counts its calls in this session.", json!({"type": "object"})),
+        |ctx: ToolContext, _args: Value| async move {
+            let calls = ctx.session().get_or_insert_with(AtomicUsize::default);
+            Ok(ToolOutput::text((calls.fetch_add(1, Ordering::SeqCst) + 1).to_string()))
+        },
+    );
+    Registry::builder().tool(count).build().unwrap()
+}
+
+/// The answers of three `count` calls through a mount of a server with `options`, and whether
+/// the server named a session in its answer to `initialize`.
+async fn three_counts(options: HttpOptions) -> (Vec<String>, bool) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let _stop = StopOnDrop(stop.clone());
+    let server = McpServer::new(Dispatcher::builder(counting_registry())).unwrap();
+    tokio::spawn(server.serve_http(listener, options.shutdown_on(stop)));
+
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    });
+    let response = reqwest::Client::new()
+        .post(&url)
+        .header("Accept", "application/json, text/event-stream")
+        .json(&initialize)
+        .send()
+        .await
+        .expect("initialize");
+    assert!(response.status().is_success(), "initialize: {}", response.status());
+    let names_a_session = response.headers().contains_key("mcp-session-id");
+
+    let mount = McpMount::connect(ServerConfig::http("counter", url)).await.expect("mount");
+    let dispatcher = Dispatcher::builder(Registry::builder().tools(mount.tools()).build().unwrap()).build();
+    let mut counts = Vec::new();
+    // Arguments that differ, for the repeat guards on both sides.
+    for i in 0..3 {
+        let result =
+            call(&dispatcher, "counter__count", json!({ "call": i }), CancellationToken::new()).await;
+        assert!(!result.output.is_error, "{}", result.output.text_content());
+        counts.push(result.output.text_content());
+    }
+    (counts, names_a_session)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_server_keeps_no_session_between_requests() {
+    let (counts, names_a_session) = three_counts(HttpOptions::new()).await;
+    assert_eq!(counts, ["1", "2", "3"], "one session: its state lasts from call to call");
+    assert!(names_a_session, "a stateful server names the session");
+
+    let (counts, names_a_session) = three_counts(HttpOptions::new().stateless()).await;
+    assert_eq!(counts, ["1", "1", "1"], "stateless: every request has a state of its own");
+    assert!(!names_a_session, "a stateless server names no session");
+}
