@@ -150,6 +150,19 @@ impl DispatcherBuilder {
         self
     }
 
+    /// Installs a permission policy (rules, hook commands, asker): it becomes the permission
+    /// hook, and its call check (with the `PreToolUse` hooks) and `PostToolUse` hooks are added
+    /// after the hooks already added.
+    pub fn policy(self, policy: crate::permissions::Policy) -> Self {
+        let policy = Arc::new(policy);
+        let mut builder =
+            self.permissions_arc(policy.clone()).before_hook(crate::permissions::Gate(policy.clone()));
+        if policy.has_post_hooks() {
+            builder = builder.after_hook(crate::permissions::After(policy));
+        }
+        builder
+    }
+
     /// Adds a hook that runs before each call's tool, after the ones already added.
     pub fn before_hook(mut self, hook: impl BeforeHook) -> Self {
         self.before.push(Arc::new(hook));
