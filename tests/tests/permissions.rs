@@ -408,3 +408,112 @@ fn malformed_settings_are_errors_naming_the_rule_when_loaded() {
                     "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#;
     assert!(Settings::parse(other, "s.json", base(dir.path())).is_ok());
 }
+
+// ---- read-only commands under the shared guard -----------------------------------------------
+
+fn fifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success());
+}
+
+/// Writes to a FIFO once its reader has opened it.
+async fn feed(path: PathBuf, text: &'static str) {
+    tokio::task::spawn_blocking(move || std::fs::write(path, text).unwrap()).await.unwrap();
+}
+
+fn bash_call(id: &str, command: &str) -> ToolCall {
+    ToolCall::new(id, "bash", json!({"command": command}).to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_commands_run_alongside_each_other_and_mutating_ones_alone() {
+    use tool_runtime::ToolEvent;
+    let dir = TempDir::new("perm-parallel");
+    for name in ["one", "two", "three", "four"] {
+        fifo(&dir.path().join(name));
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToolEvent>();
+    let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
+    let d = Dispatcher::builder(registry)
+        .dependency(Workspace::new(dir.path()).unwrap())
+        .events(tx)
+        .policy(Policy::new(base(dir.path()).build().unwrap()))
+        .build();
+
+    // Both read-only: each blocks until fed, so both must have started before either can end.
+    let batch = {
+        let d = d.clone();
+        tokio::spawn(async move {
+            d.run_batch(vec![bash_call("a", "cat one"), bash_call("b", "cat two")], CancellationToken::new())
+                .await
+        })
+    };
+    let mut started = Vec::new();
+    while started.len() < 2 {
+        let event = tokio::time::timeout(std::time::Duration::from_secs(60), rx.recv()).await;
+        match event {
+            Ok(Some(ToolEvent::Started { call_id, .. })) => started.push(call_id),
+            Ok(Some(_)) => {}
+            _ => panic!("both read-only calls must start before either is fed: {started:?}"),
+        }
+    }
+    feed(dir.path().join("two"), "2").await;
+    feed(dir.path().join("one"), "1").await;
+    let results = batch.await.unwrap().unwrap();
+    let outputs: Vec<String> = results.iter().map(|r| r.output.text_content()).collect();
+    assert_eq!(outputs, ["1", "2"]);
+
+    // A mutating command is exclusive: the read-only one after it starts once it finished.
+    let batch = {
+        let d = d.clone();
+        tokio::spawn(async move {
+            d.run_batch(
+                vec![bash_call("c", "cat three > copied"), bash_call("d", "cat four")],
+                CancellationToken::new(),
+            )
+            .await
+        })
+    };
+    feed(dir.path().join("three"), "3").await;
+    feed(dir.path().join("four"), "4").await;
+    batch.await.unwrap().unwrap();
+    let mut order = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        match event {
+            ToolEvent::Started { call_id, .. } => order.push(format!("started {call_id}")),
+            ToolEvent::Finished { call_id, .. } => order.push(format!("finished {call_id}")),
+            _ => {}
+        }
+    }
+    let position =
+        |entry: &str| order.iter().position(|e| e == entry).unwrap_or_else(|| panic!("{entry}: {order:?}"));
+    assert!(position("finished c") < position("started d"), "{order:?}");
+}
+
+#[tokio::test]
+async fn a_hook_cannot_turn_a_read_only_call_into_a_mutating_one() {
+    let dir = TempDir::new("perm-parallel-rewrite");
+    let script = dir.path().join("rewrite.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/bash\necho '{\"hookSpecificOutput\": {\"updatedInput\": {\"command\": \"touch made\"}}}'\n",
+    )
+    .unwrap();
+    let text = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": format!("bash {}", script.display())}
+    ]}]}})
+    .to_string();
+    let settings = Settings::parse(&text, "settings.json", base(dir.path())).unwrap();
+    let d = dispatcher(dir.path(), Policy::from_settings(settings));
+    let result = call(&d, "bash", json!({"command": "ls"})).await;
+    assert_eq!(
+        result.output.text_content(),
+        "The call to `bash` was not run: it ran alongside other calls because its command only reads, and a hook \
+         rewrote it into a command that may change things. Make that call again on its own turn."
+    );
+    assert!(!dir.path().join("made").exists());
+    // A mutating call may be rewritten: it holds the exclusive guard anyway.
+    let result = call(&d, "bash", json!({"command": "echo x > y"})).await;
+    assert!(!result.output.is_error, "{}", result.output.text_content());
+    assert!(dir.path().join("made").exists());
+}

@@ -9,9 +9,11 @@ use tool_runtime::permissions::{Subject, ToolCatalog};
 /// Code applies its read rules to every tool that reads); `Edit` to `edit` and `write` (every
 /// tool that edits); `Write` to `write`; `Glob`, `Grep`, `LS`, `TodoWrite`, `TodoRead`,
 /// `BashOutput` and `KillShell` to their counterparts. `MultiEdit` and `NotebookEdit` map to
-/// `edit`.
+/// `edit`. A `bash` call whose command only reads runs under the shared guard, alongside other
+/// parallel calls.
 pub fn permission_catalog() -> ToolCatalog {
-    let mut catalog = ToolCatalog::new().subject("bash", Subject::Command);
+    let mut catalog =
+        ToolCatalog::new().subject("bash", Subject::Command).command_argument("bash", "command");
     for tool in ["read", "write", "edit", "glob", "grep", "ls"] {
         catalog = catalog.subject(tool, Subject::Path);
     }

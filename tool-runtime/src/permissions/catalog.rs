@@ -26,6 +26,8 @@ pub struct ToolCatalog {
     rule_names: HashMap<String, Vec<String>>,
     /// A tool and the foreign name a hook matcher may use for it (`bash` and `Bash`).
     hook_names: HashMap<String, String>,
+    /// A tool and the argument that holds its command line (`bash` and `command`).
+    command_arguments: HashMap<String, String>,
 }
 
 impl ToolCatalog {
@@ -54,6 +56,28 @@ impl ToolCatalog {
     pub fn hook_name(mut self, tool: impl Into<String>, name: impl Into<String>) -> Self {
         self.hook_names.insert(tool.into(), name.into());
         self
+    }
+
+    /// `tool`'s command line is its argument `argument`: a call whose command only reads
+    /// ([`shell::classify`](super::shell::classify)) runs under the shared guard, alongside other
+    /// parallel calls, once a policy with this catalog is installed.
+    pub fn command_argument(mut self, tool: impl Into<String>, argument: impl Into<String>) -> Self {
+        self.command_arguments.insert(tool.into(), argument.into());
+        self
+    }
+
+    /// The read-only command line of a call of `tool`, if the catalog knows where it is and it
+    /// only reads.
+    pub(crate) fn runs_read_only(&self, tool: &str, arguments: &serde_json::Value) -> bool {
+        self.command_arguments
+            .get(tool)
+            .and_then(|argument| arguments.get(argument))
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|command| super::shell::classify(command).is_read_only())
+    }
+
+    pub(crate) fn has_command_arguments(&self) -> bool {
+        !self.command_arguments.is_empty()
     }
 
     /// What `tool` asks about, if anything.

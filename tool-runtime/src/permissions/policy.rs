@@ -69,6 +69,16 @@ impl Policy {
         &self.rules
     }
 
+    /// Whether this call of `tool` may run under the shared guard although the tool is
+    /// exclusive: its command line only reads.
+    pub(crate) fn runs_read_only(&self, tool: &str, arguments: &Value) -> bool {
+        self.rules.catalog().runs_read_only(tool, arguments)
+    }
+
+    pub(crate) fn classifies_commands(&self) -> bool {
+        self.rules.catalog().has_command_arguments()
+    }
+
     pub(crate) fn has_post_hooks(&self) -> bool {
         !self.hooks.post_tool_use.is_empty()
     }
