@@ -220,3 +220,34 @@ esac"#;
     assert!(text.contains("exited with code 3"), "{text}");
     assert_eq!(s.runs.load(Ordering::SeqCst), 3);
 }
+
+#[tokio::test]
+async fn a_hooks_allow_lets_a_rules_ask_about_the_call_through_but_not_a_deny() {
+    let dir = TempDir::new("hook-allow");
+    let path = dir.path().join("allow.sh");
+    std::fs::write(
+        &path,
+        "#!/bin/bash\necho '{\"hookSpecificOutput\": {\"permissionDecision\": \"allow\"}}'\n",
+    )
+    .unwrap();
+    let hooks = json!({"PreToolUse": [{"matcher": "echo", "hooks": [
+        {"type": "command", "command": format!("bash {}", path.display())}
+    ]}]});
+    for (rule, runs) in [("ask", true), ("deny", false)] {
+        let text = json!({"permissions": {rule: ["echo"]}, "hooks": hooks}).to_string();
+        let loaded = Settings::parse(&text, "settings.json", Rules::builder(dir.path())).unwrap();
+        let counter = Arc::new(AtomicUsize::new(0));
+        let registry = Registry::builder().tool(echo_tool(counter.clone())).build().unwrap();
+        let dispatcher = Dispatcher::builder(registry).policy(Policy::from_settings(loaded)).build();
+        let s = Setup { dispatcher, runs: counter, _dir: TempDir::new("hook-allow-unused") };
+        let result = call(&s, "hi").await;
+        assert_eq!(s.runs.load(Ordering::SeqCst) == 1, runs, "{rule}: {}", result.output.text_content());
+        if !runs {
+            assert!(
+                result.output.text_content().contains("refused by the rule `deny echo`"),
+                "{}",
+                result.output.text_content()
+            );
+        }
+    }
+}
