@@ -80,7 +80,7 @@ enum Pattern {
     /// `read-only`: a command [`shell::classify`] finds read-only.
     ReadOnly,
     Command(CommandPattern),
-    Path(PathPattern),
+    Path(Box<PathPattern>),
 }
 
 /// Claude Code's command patterns: `prefix:*` (the prefix as whole words), globs with `*`
@@ -483,7 +483,9 @@ impl RulesBuilder {
             if name == EXTERNAL_DIRECTORY {
                 let pattern = match pattern {
                     None => Pattern::Any,
-                    Some(pattern) => Pattern::Path(PathPattern::parse(pattern, &root).map_err(error)?),
+                    Some(pattern) => {
+                        Pattern::Path(Box::new(PathPattern::parse(pattern, &root).map_err(error)?))
+                    }
                 };
                 external.push(Rule { action, pattern, text: text.clone(), origin: origin.clone() });
                 continue;
@@ -497,7 +499,7 @@ impl RulesBuilder {
                             Pattern::Command(CommandPattern::parse(pattern).map_err(error)?)
                         }
                         Some(Subject::Path) => {
-                            Pattern::Path(PathPattern::parse(pattern, &root).map_err(error)?)
+                            Pattern::Path(Box::new(PathPattern::parse(pattern, &root).map_err(error)?))
                         }
                         None => {
                             return Err(error(format!(

@@ -372,15 +372,11 @@ fn git_read_only(args: &[String]) -> Result<(), String> {
                 return refused(arg);
             }
         }
-        "config" => {
-            if !matches!(rest.first(), Some(&("--get" | "--get-all" | "--list" | "-l"))) {
-                return refused(rest.first().copied().unwrap_or(""));
-            }
+        "config" if !matches!(rest.first(), Some(&("--get" | "--get-all" | "--list" | "-l"))) => {
+            return refused(rest.first().copied().unwrap_or(""));
         }
-        "stash" => {
-            if !matches!(rest.first(), Some(&("list" | "show"))) {
-                return refused(rest.first().copied().unwrap_or(""));
-            }
+        "stash" if !matches!(rest.first(), Some(&("list" | "show"))) => {
+            return refused(rest.first().copied().unwrap_or(""));
         }
         _ => {}
     }
