@@ -254,7 +254,8 @@ async fn annotations_match_what_each_tool_does() {
         ("bash_stop", json!({"session_id": session, "grace_ms": 0})),
         ("write", json!({"path": "notes.txt", "content": "second\n"})),
         ("edit", json!({"path": "src/main.rs", "old_string": "old();", "new_string": "new();"})),
-        ("bash", json!({"command": "true"})),
+        // `bash` may destroy: its typical call here replaces a file's content.
+        ("bash", json!({"command": "printf 'third\\n' > notes.txt"})),
         ("todo_write", json!({"todos": [{"content": "Check the annotations", "status": "in_progress"}]})),
     ];
     let covered: Vec<&str> = cases.iter().map(|(tool, _)| *tool).collect();

@@ -38,6 +38,8 @@
 //!   [`mcp_client`] (feature `mcp`): mounting other MCP servers' tools;
 //! - [`truncate`]: the truncation engine and its streaming form, for tools that cut their own
 //!   output; [`output_store`]: where full outputs are kept;
+//! - [`permissions`]: permission rules, Claude Code settings files, hook commands and shell
+//!   command classification;
 //! - [`schema`]: the argument schemas, for tools written by hand; [`events`]: the event
 //!   stream's sinks.
 //!
@@ -63,6 +65,7 @@ pub mod mcp_server;
 mod output;
 pub mod output_store;
 mod permission;
+pub mod permissions;
 pub mod providers;
 mod registry;
 pub mod schema;

@@ -17,6 +17,18 @@ pub enum PermissionKind {
         /// The resolved path that lies outside the root.
         path: PathBuf,
     },
+    /// Using a path inside the workspace root (asked for every path a file tool resolves, so
+    /// that rules can match it).
+    Path {
+        /// The resolved absolute path.
+        path: PathBuf,
+    },
+    /// A call as a whole, before its tool runs (asked by a [`Policy`](crate::permissions::Policy)
+    /// when a rule about the tool says `ask`).
+    Call {
+        /// The call's validated arguments.
+        arguments: Value,
+    },
     /// Running a shell command.
     Command {
         /// The command line.

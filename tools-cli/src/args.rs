@@ -65,6 +65,11 @@ pub struct WorkspaceArgs {
     /// Let the tools use paths outside the workspace root (refused by default).
     #[arg(long)]
     pub allow_outside_root: bool,
+    /// Permission rules and hook commands, in Claude Code's settings shape (`permissions` with
+    /// allow / ask / deny, `hooks` with PreToolUse / PostToolUse). An `ask` is refused, naming
+    /// the rule.
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
 }
 
 /// `tools call`.

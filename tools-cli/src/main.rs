@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_runtime::mcp_client::{McpConfig, McpMount};
+use tool_runtime::permissions::{Action as PermissionAction, EXTERNAL_DIRECTORY, Policy, Rules, Settings};
 use tool_runtime::providers::DefinitionOptions;
 use tool_runtime::{
     BoxFuture, CallOptions, CancellationToken, DefaultPermissions, Dispatcher, DispatcherBuilder, EventFn,
@@ -120,16 +121,38 @@ fn dispatcher(registry: Registry, args: &WorkspaceArgs) -> Result<DispatcherBuil
             .map_err(|e| Failure::usage(format!("cannot use the current directory as the workspace: {e}")))?,
     };
     let workspace = Workspace::new(&root).map_err(|e| Failure::usage(root_error(&root, &e)))?;
+    let policy = match &args.settings {
+        Some(path) => Some(settings_policy(path, workspace.root(), args.allow_outside_root)?),
+        None => None,
+    };
     let mut builder = Dispatcher::builder(registry).dependency(workspace);
     // Without a data directory, truncated outputs are only cut, not saved for reading back.
     if let Ok(store) = OutputStore::builder().read_hint(tools_std::read_hint()).open() {
         let store = Arc::new(store);
         builder = builder.dependency_arc(store.clone()).output_store_arc(store);
     }
-    if args.allow_outside_root {
-        builder = builder.permissions(AllowOutsideRoot);
+    match policy {
+        Some(policy) => builder = builder.policy(policy),
+        None if args.allow_outside_root => builder = builder.permissions(AllowOutsideRoot),
+        None => {}
     }
     Ok(builder)
+}
+
+/// The rules and hooks of `--settings`, checked in full now (a bad rule is a usage error naming
+/// it). `--allow-outside-root` adds a rule allowing outside paths, which the file's own deny
+/// rules still beat.
+fn settings_policy(
+    path: &std::path::Path,
+    root: &std::path::Path,
+    allow_outside_root: bool,
+) -> Result<Policy, Failure> {
+    let mut base = Rules::builder(root).catalog(tools_std::permission_catalog());
+    if allow_outside_root {
+        base = base.rule_from(PermissionAction::Allow, EXTERNAL_DIRECTORY, "--allow-outside-root");
+    }
+    let settings = Settings::load(path, base).map_err(|e| Failure::usage(format!("--settings {e}")))?;
+    Ok(Policy::from_settings(settings))
 }
 
 /// `call` and `turn` exit once their calls are answered, which would kill a command left

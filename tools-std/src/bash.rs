@@ -62,7 +62,7 @@ const PROGRESS_WINDOW: Duration = Duration::from_millis(100);
 /// need a terminal (a REPL such as `python3 -i`, `psql`, a `[y/N]` prompt that checks for one,
 /// full-screen programs, coloured output) run with `tty: true`; escape sequences are removed
 /// from what you read.
-#[tool(open_world, timeout = "11m", truncate(direction = "middle"))]
+#[tool(open_world, destructive, timeout = "11m", truncate(direction = "middle"))]
 #[allow(clippy::too_many_arguments)]
 pub async fn bash(
     ws: Dep<Workspace>,

@@ -52,6 +52,7 @@ use tool_runtime::{Dependencies, OutputStore, Tool};
 mod capture;
 mod local;
 pub mod ops;
+mod permission_catalog;
 pub mod process;
 #[cfg(target_os = "linux")]
 mod process_tree;
@@ -82,6 +83,7 @@ mod testing;
 
 pub use local::LocalOperations;
 pub use ops::{Operations, Target};
+pub use permission_catalog::permission_catalog;
 pub use workspace::{ResolvedPath, Workspace};
 
 /// Every built-in tool, for registries built without `inventory`:

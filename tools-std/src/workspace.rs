@@ -106,7 +106,9 @@ impl Workspace {
     /// request. `action` says what the tool means to do, for the person asked ("read", "write
     /// to", ...).
     ///
-    /// Nothing outside the root is looked at before the permission is granted.
+    /// A path inside the root is offered to the hook too, as a `Path` request with the resolved
+    /// path (the default policy allows it; permission rules match it). Nothing outside the root
+    /// is looked at before the permission is granted.
     pub async fn resolve(
         &self,
         ctx: &ToolContext,
@@ -122,6 +124,10 @@ impl Workspace {
                 .map_err(|e| path_error(path, e))?
         };
         if let Located::Inside(target) = located {
+            // Asked for every path, so that permission rules can match the resolved path.
+            let path = self.absolute(&target);
+            let description = format!("{action} {}", display_path(&path));
+            ctx.ask(PermissionRequest::new(PermissionKind::Path { path }, description)).await?;
             return Ok(ResolvedPath { display: self.display(&target), target });
         }
         let Located::Outside(outside) = located else { unreachable!() };

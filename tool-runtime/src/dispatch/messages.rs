@@ -105,6 +105,13 @@ pub(crate) fn rewritten_arguments_invalid(tool: &str, error: &ToolError) -> Tool
     ))
 }
 
+pub(crate) fn rewritten_read_only_call(tool: &str) -> ToolError {
+    ToolError::permission_denied(format!(
+        "The call to `{tool}` was not run: it ran alongside other calls because its command only reads, and a \
+         hook rewrote it into a command that may change things. Make that call again on its own turn."
+    ))
+}
+
 /// A panic's message, as the operator-only source of a crash error.
 #[derive(Debug)]
 pub(crate) struct Panicked(pub(crate) String);

@@ -104,6 +104,8 @@ pub struct DispatcherBuilder {
     session: SessionState,
     events: Option<Arc<dyn EventSink>>,
     skip: Option<Arc<SkipCheck>>,
+    /// Finds calls of exclusive tools that only read (a read-only shell command).
+    read_only_calls: Option<Arc<crate::permissions::Policy>>,
 }
 
 impl fmt::Debug for DispatcherBuilder {
@@ -148,6 +150,22 @@ impl DispatcherBuilder {
     pub fn permissions_arc(mut self, hook: Arc<dyn PermissionHook>) -> Self {
         self.permissions = hook;
         self
+    }
+
+    /// Installs a permission policy (rules, hook commands, asker): it becomes the permission
+    /// hook, and its call check (with the `PreToolUse` hooks) and `PostToolUse` hooks are added
+    /// after the hooks already added.
+    pub fn policy(self, policy: crate::permissions::Policy) -> Self {
+        let policy = Arc::new(policy);
+        let mut builder =
+            self.permissions_arc(policy.clone()).before_hook(crate::permissions::Gate(policy.clone()));
+        if policy.has_post_hooks() {
+            builder = builder.after_hook(crate::permissions::After(policy.clone()));
+        }
+        if policy.classifies_commands() {
+            builder.read_only_calls = Some(policy);
+        }
+        builder
     }
 
     /// Adds a hook that runs before each call's tool, after the ones already added.
@@ -270,6 +288,7 @@ impl DispatcherBuilder {
                 store: self.store,
                 events: self.events,
                 skip: self.skip,
+                read_only_calls: self.read_only_calls,
             }),
         }
     }
@@ -291,6 +310,7 @@ pub(crate) struct Inner {
     store: Option<Arc<OutputStore>>,
     events: Option<Arc<dyn EventSink>>,
     skip: Option<Arc<SkipCheck>>,
+    read_only_calls: Option<Arc<crate::permissions::Policy>>,
 }
 
 /// Runs tool calls: lookup, validation, the parallel/exclusive gate, hooks, timeouts,
@@ -354,6 +374,7 @@ impl Dispatcher {
             session: SessionState::new(),
             events: None,
             skip: None,
+            read_only_calls: None,
         }
     }
 
@@ -405,6 +426,7 @@ impl Dispatcher {
                 store: inner.store.clone(),
                 events: inner.events.clone(),
                 skip: inner.skip.clone(),
+                read_only_calls: inner.read_only_calls.clone(),
             }),
         }
     }

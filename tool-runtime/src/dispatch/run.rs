@@ -48,11 +48,14 @@ pub(crate) struct Ready {
     arguments: Value,
     coercions: Vec<Coercion>,
     repeat_count: u32,
+    /// An exclusive tool's call that runs under the shared guard because it only reads: its
+    /// arguments as they were when that was decided.
+    read_only_call: Option<Value>,
 }
 
 impl Ready {
     pub(crate) fn parallel(&self) -> bool {
-        self.tool.spec().parallel
+        self.tool.spec().parallel || self.read_only_call.is_some()
     }
 }
 
@@ -119,12 +122,21 @@ impl Inner {
         match self.registry.prepare(&pending.tool, arguments) {
             Ok((tool, args)) => {
                 let repeat_count = self.count_repeat(&pending.tool, Some(&args.value));
+                let read_only_call = match &self.read_only_calls {
+                    Some(policy)
+                        if !tool.spec().parallel && policy.runs_read_only(&pending.tool, &args.value) =>
+                    {
+                        Some(args.value.clone())
+                    }
+                    _ => None,
+                };
                 Ok(Ready {
                     pending,
                     tool: tool.clone(),
                     arguments: args.value,
                     coercions: args.coercions,
                     repeat_count,
+                    read_only_call,
                 })
             }
             Err(error) => {
@@ -156,7 +168,7 @@ impl Inner {
     }
 
     async fn stages(&self, ready: Ready, cancel: CallToken) -> Result<Done, Stop> {
-        let Ready { pending, tool, arguments, coercions, repeat_count } = ready;
+        let Ready { pending, tool, arguments, coercions, repeat_count, read_only_call } = ready;
         let spec = tool.spec();
         let timeout = pending.options.timeout.or(spec.timeout).or(self.default_timeout);
         let ctx = self.context(&pending, spec, cancel, timeout);
@@ -165,6 +177,14 @@ impl Inner {
 
         self.repeat_guard(&pending, repeat_count, &ctx, &cancel).await?;
         let mut hook_call = self.before_hooks(&pending, arguments, &cancel).await?;
+        // A call running alongside others because it only reads must still only read after the
+        // hooks rewrote it.
+        if let (Some(decided), Some(policy)) = (&read_only_call, &self.read_only_calls)
+            && *decided != hook_call.arguments
+            && !policy.runs_read_only(&pending.tool, &hook_call.arguments)
+        {
+            return Err(Stop::Failed(messages::rewritten_read_only_call(&pending.tool), None));
+        }
         // After-hooks read the arguments too; otherwise the tool takes them.
         let arguments = if self.after.is_empty() {
             mem::take(&mut hook_call.arguments)

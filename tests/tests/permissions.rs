@@ -1,0 +1,519 @@
+//! Permission rules end to end: precedence, command patterns, path globs against symbolic links
+//! and `..`, shell command classification, settings files (the README's, and malformed ones).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tool_runtime::permissions::shell::{CommandClass, classify};
+use tool_runtime::permissions::{Action, Policy, Rules, RulesBuilder, Settings};
+use tool_runtime::{
+    BoxFuture, CancellationToken, Dispatcher, PermissionDecision, PermissionHook, PermissionKind,
+    PermissionRequest, Registry, ToolCall, ToolResult,
+};
+use tool_tests::TempDir;
+use tools_std::Workspace;
+
+fn base(root: &Path) -> RulesBuilder {
+    Rules::builder(root).catalog(tools_std::permission_catalog())
+}
+
+fn command(tool: &str, command: &str) -> PermissionRequest {
+    let mut request = PermissionRequest::new(
+        PermissionKind::Command { command: command.to_owned() },
+        format!("run `{command}`"),
+    );
+    request.tool = tool.to_owned();
+    request
+}
+
+async fn decide(policy: &Policy, request: &PermissionRequest) -> PermissionDecision {
+    policy.decide(request).await
+}
+
+fn denial(decision: PermissionDecision) -> String {
+    match decision {
+        PermissionDecision::Deny { reason } => reason,
+        PermissionDecision::Allow => panic!("expected a denial"),
+    }
+}
+
+#[tokio::test]
+async fn deny_beats_ask_beats_allow_whatever_the_order() {
+    let dir = TempDir::new("perm-precedence");
+    // Written in the opposite order of their strength: the order must not matter.
+    let rules = base(dir.path())
+        .deny("Bash(git push --force:*)")
+        .allow("Bash(git:*)")
+        .ask("Bash(git push:*)")
+        .tool_default("bash", Action::Ask)
+        .build()
+        .unwrap();
+    let policy = Policy::new(rules);
+    assert_eq!(decide(&policy, &command("bash", "git status")).await, PermissionDecision::Allow);
+    assert_eq!(
+        decide(&policy, &command("bash", "git status && git log -1")).await,
+        PermissionDecision::Allow
+    );
+    assert_eq!(
+        denial(decide(&policy, &command("bash", "git push origin main")).await),
+        "the rule `ask Bash(git push:*)` in the rules given in code says to ask first, and nobody is here to \
+         answer, so it was not done. Do something else, or ask the user to allow it"
+    );
+    assert_eq!(
+        denial(decide(&policy, &command("bash", "git push --force origin main")).await),
+        "refused by the rule `deny Bash(git push --force:*)` in the rules given in code. Do not try to get \
+         around it: do something else, or ask the user"
+    );
+    // No rule matches: the tool's default.
+    let reason = denial(decide(&policy, &command("bash", "ls")).await);
+    assert!(reason.starts_with("the default for `bash` says to ask first"), "{reason}");
+    // An allowed prefix does not carry a second command with it.
+    let reason = denial(decide(&policy, &command("bash", "git status; rm -rf x")).await);
+    assert!(reason.starts_with("the default for `bash`"), "{reason}");
+    let reason = denial(decide(&policy, &command("bash", "git status $(rm -rf x)")).await);
+    assert!(reason.starts_with("the default for `bash`"), "{reason}");
+}
+
+#[tokio::test]
+async fn a_deny_pattern_finds_its_command_inside_a_compound_or_unparsed_line() {
+    let dir = TempDir::new("perm-compound");
+    let policy = Policy::new(base(dir.path()).deny("Bash(rm -rf:*)").build().unwrap());
+    for line in ["rm -rf x", "ls && rm -rf x", "ls | rm -rf x", "echo $(rm -rf x)", "ls; rm -rf /"] {
+        let reason = denial(decide(&policy, &command("bash", line)).await);
+        assert!(reason.contains("`deny Bash(rm -rf:*)`"), "{line}: {reason}");
+    }
+    assert_eq!(decide(&policy, &command("bash", "rm -r x")).await, PermissionDecision::Allow);
+}
+
+/// Answers every ask with `answer`, remembering the requests.
+struct Recorder {
+    answer: PermissionDecision,
+    seen: Mutex<Vec<PermissionRequest>>,
+}
+
+impl PermissionHook for Recorder {
+    fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision> {
+        self.seen.lock().unwrap().push(request.clone());
+        Box::pin(std::future::ready(self.answer.clone()))
+    }
+}
+
+#[tokio::test]
+async fn ask_reaches_the_asker_with_the_rule_and_deny_never_does() {
+    let dir = TempDir::new("perm-asker");
+    let asker = Arc::new(Recorder { answer: PermissionDecision::Allow, seen: Mutex::default() });
+    let rules = base(dir.path()).ask("Bash(git push:*)").deny("Bash(rm:*)").build().unwrap();
+    let policy = Policy::new(rules).asker_arc(asker.clone());
+    assert_eq!(decide(&policy, &command("bash", "git push")).await, PermissionDecision::Allow);
+    assert!(matches!(decide(&policy, &command("bash", "rm x")).await, PermissionDecision::Deny { .. }));
+    assert_eq!(decide(&policy, &command("bash", "ls")).await, PermissionDecision::Allow);
+    let seen = asker.seen.lock().unwrap();
+    assert_eq!(seen.len(), 1, "only the ask went to the asker: {seen:?}");
+    assert_eq!(seen[0].details["rule"], "the rule `ask Bash(git push:*)` in the rules given in code");
+}
+
+#[tokio::test]
+async fn a_read_only_rule_allows_commands_that_only_read() {
+    let dir = TempDir::new("perm-readonly");
+    let rules = base(dir.path()).allow("Bash(read-only)").tool_default("bash", Action::Deny).build().unwrap();
+    let policy = Policy::new(rules);
+    for line in ["ls -la | wc -l", "git status", "git diff HEAD~1 && git log --oneline", "rg -n foo src"] {
+        assert_eq!(decide(&policy, &command("bash", line)).await, PermissionDecision::Allow, "{line}");
+    }
+    for line in ["ls > listing", "git push", "rg --pre cat foo", "cargo build"] {
+        assert!(
+            matches!(decide(&policy, &command("bash", line)).await, PermissionDecision::Deny { .. }),
+            "{line}"
+        );
+    }
+}
+
+/// Every classification case the parser must get right, with the tricky ones.
+#[test]
+fn shell_classification_table() {
+    let read_only = [
+        "ls",
+        "ls -la src",
+        "cat README.md",
+        "git status",
+        "git diff",
+        "git --no-pager log --oneline -5",
+        "git show HEAD:Cargo.toml",
+        "git branch -a",
+        "git stash list",
+        "grep -rn 'fn main' src",
+        "rg foo | head -20",
+        "cat a.txt | grep x | wc -l",
+        "git status && git diff",
+        "ls || pwd",
+        "echo \"hello world\"",
+        "echo 'a > b'",
+        "find . -name '*.rs'",
+        "sort -r names.txt",
+        "date +%Y",
+        "cd src && ls",
+        "wc -l a b\nwc -c a",
+        "git log --format=%H",
+    ];
+    for line in read_only {
+        assert_eq!(classify(line), CommandClass::ReadOnly, "{line:?} only reads");
+    }
+    let mutating = [
+        ("git status; rm -rf x", "`rm` is not a known read-only program"),
+        ("ls $(rm -rf x)", "`$`"),
+        ("echo `rm -rf x`", "backticks"),
+        ("echo \"$(rm x)\"", "`$`"),
+        ("ls > out.txt", "`>` (output redirection)"),
+        ("ls >> out.txt", "`>` (output redirection)"),
+        ("ls 2>/dev/null", "`>` (output redirection)"),
+        ("cat <<EOF\nx\nEOF", "here-document"),
+        ("cat < file", "`<`"),
+        ("git status && git push", "`git push` is not a known read-only git command"),
+        ("FOO=bar ls", "an environment assignment"),
+        ("PAGER=rm git log", "an environment assignment"),
+        ("sudo ls", "`sudo` is not a known read-only program"),
+        ("ls &", "background"),
+        ("(ls)", "subshell"),
+        ("{ ls; }", "braces"),
+        ("ls *.rs", "glob"),
+        ("ls # comment", "comment"),
+        ("find . -delete", "`find -delete`"),
+        ("find . -exec rm {} ;", "braces"),
+        ("find . -name x -exec rm x ;", "`find -exec`"),
+        ("sort -o out in", "`sort -o`"),
+        ("sort -ro out in", "`sort -ro`"),
+        ("rg --pre=sh foo", "`rg --pre=sh`"),
+        ("git -c core.pager=rm log", "global option"),
+        ("git branch new-branch", "`git branch new-branch`"),
+        ("git diff --output=x", "`git diff --output=x`"),
+        ("git config user.name x", "`git config user.name`"),
+        ("date -s 2020-01-01", "`date -s`"),
+        ("./ls", "`./ls` is not a known read-only program"),
+        ("xargs rm", "`xargs`"),
+        ("sed -i s/a/b/ f", "`sed`"),
+        ("ls |", "after it"),
+        ("'unterminated", "unterminated"),
+        ("ls | tee out", "`tee`"),
+        ("", "no command"),
+    ];
+    for (line, why) in mutating {
+        match classify(line) {
+            CommandClass::Mutating { reason } => assert!(reason.contains(why), "{line:?}: {reason}"),
+            CommandClass::ReadOnly => panic!("{line:?} must count as mutating"),
+        }
+    }
+}
+
+// ---- paths, through the real file tools -------------------------------------------------------
+
+fn dispatcher(root: &Path, policy: Policy) -> Dispatcher {
+    let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
+    Dispatcher::builder(registry).dependency(Workspace::new(root).unwrap()).policy(policy).build()
+}
+
+async fn call(dispatcher: &Dispatcher, tool: &str, arguments: Value) -> ToolResult {
+    dispatcher.run(ToolCall::new("call-1", tool, arguments.to_string()), CancellationToken::new()).await
+}
+
+fn write(path: PathBuf, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[tokio::test]
+async fn path_globs_match_the_resolved_path_through_links_and_dot_dot() {
+    let dir = TempDir::new("perm-paths");
+    let outside = TempDir::new("perm-paths-outside");
+    let root = dir.path();
+    write(root.join("secrets/key"), "hunter2");
+    write(root.join("src/main.rs"), "fn main() {}");
+    write(outside.path().join("notes.txt"), "outside notes");
+    std::os::unix::fs::symlink(root.join("secrets"), root.join("innocent")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("notes.txt"), root.join("notes-link")).unwrap();
+    let policy = Policy::new(
+        base(root)
+            .deny("Read(./secrets/**)")
+            .deny("Edit(*.rs)")
+            .allow(format!("Read(/{}/**)", outside.path().display()))
+            .build()
+            .unwrap(),
+    );
+    let d = dispatcher(root, policy);
+
+    let ok = call(&d, "read", json!({"path": "src/main.rs"})).await;
+    assert!(!ok.output.is_error, "{}", ok.output.text_content());
+    for path in ["secrets/key", "innocent/key", "src/../secrets/key", "./src/../innocent/key"] {
+        let result = call(&d, "read", json!({"path": path})).await;
+        let text = result.output.text_content();
+        assert!(result.output.is_error, "{path}: {text}");
+        assert!(text.contains("refused by the rule `deny Read(./secrets/**)`"), "{path}: {text}");
+        assert!(!text.contains("hunter2"), "{path}: {text}");
+    }
+    // `Read` rules apply to every reading tool: `ls` and `grep` cannot look inside either.
+    let listed = call(&d, "ls", json!({"path": "innocent"})).await;
+    assert!(
+        listed.output.text_content().contains("`deny Read(./secrets/**)`"),
+        "{}",
+        listed.output.text_content()
+    );
+    let grepped = call(&d, "grep", json!({"pattern": "hunter", "path": "secrets"})).await;
+    assert!(grepped.output.is_error, "{}", grepped.output.text_content());
+    // A pattern without a slash matches at any depth; `Edit` covers `write` too.
+    let written = call(&d, "write", json!({"path": "src/new.rs", "content": "x"})).await;
+    assert!(written.output.text_content().contains("`deny Edit(*.rs)`"), "{}", written.output.text_content());
+    assert!(!root.join("src/new.rs").exists());
+    // Outside the root: allowed by a path rule through a link, and refused without one.
+    let linked = call(&d, "read", json!({"path": "notes-link"})).await;
+    assert!(linked.output.text_content().contains("outside notes"), "{}", linked.output.text_content());
+    let etc = call(&d, "read", json!({"path": "/etc/passwd"})).await;
+    assert!(
+        etc.output
+            .text_content()
+            .contains("is outside the workspace root; only paths inside the workspace may be used"),
+        "{}",
+        etc.output.text_content()
+    );
+}
+
+#[tokio::test]
+async fn external_directory_rules_and_their_default() {
+    let dir = TempDir::new("perm-external");
+    let outside = TempDir::new("perm-external-out");
+    write(outside.path().join("a.txt"), "alpha");
+    let target = outside.path().join("a.txt").display().to_string();
+    let open = Policy::new(base(dir.path()).external_directory(Action::Allow).build().unwrap());
+    let result = call(&dispatcher(dir.path(), open), "read", json!({"path": target})).await;
+    assert!(result.output.text_content().contains("alpha"), "{}", result.output.text_content());
+    // An explicit deny rule beats an allowing default.
+    let rules = base(dir.path())
+        .external_directory(Action::Allow)
+        .deny(format!("external_directory(/{}/**)", outside.path().display()))
+        .build()
+        .unwrap();
+    let result = call(&dispatcher(dir.path(), Policy::new(rules)), "read", json!({"path": target})).await;
+    assert!(
+        result.output.text_content().contains("refused by the rule `deny external_directory("),
+        "{}",
+        result.output.text_content()
+    );
+}
+
+#[tokio::test]
+async fn a_tool_without_subjects_is_decided_per_call_and_bash_per_command() {
+    let dir = TempDir::new("perm-call");
+    let rules = base(dir.path())
+        .deny("TodoWrite")
+        .allow("Bash(echo:*)")
+        .tool_default("bash", Action::Deny)
+        .build()
+        .unwrap();
+    let d = dispatcher(dir.path(), Policy::new(rules));
+    let todo = call(&d, "todo_write", json!({"todos": []})).await;
+    assert_eq!(
+        todo.output.text_content(),
+        "The call to `todo_write` was denied: refused by the rule `deny TodoWrite` in the rules given in code. \
+         Do not try to get around it: do something else, or ask the user"
+    );
+    let echo = call(&d, "bash", json!({"command": "echo allowed"})).await;
+    assert_eq!(echo.output.text_content().trim(), "allowed");
+    let other = call(&d, "bash", json!({"command": "touch made"})).await;
+    assert!(
+        other.output.text_content().contains("refused by the default for `bash`"),
+        "{}",
+        other.output.text_content()
+    );
+    assert!(!dir.path().join("made").exists());
+}
+
+// ---- settings files ----------------------------------------------------------------------------
+
+fn readme_settings() -> String {
+    let readme = include_str!("../../README.md");
+    let section = readme.find("## Permissions and hooks").expect("README has the section");
+    let open = "```json\n";
+    let from = section + readme[section..].find(open).expect("a json block") + open.len();
+    let to = from + readme[from..].find("```").expect("closing fence");
+    readme[from..to].to_owned()
+}
+
+#[tokio::test]
+async fn the_readme_settings_file_loads_as_is_and_means_what_it_says() {
+    let dir = TempDir::new("perm-readme");
+    let settings = Settings::parse(&readme_settings(), "README settings", base(dir.path())).unwrap();
+    assert_eq!(settings.hook_counts(), (1, 1));
+    let policy = Policy::from_settings(settings);
+    assert_eq!(decide(&policy, &command("bash", "git status")).await, PermissionDecision::Allow);
+    assert_eq!(decide(&policy, &command("bash", "ls -la | head")).await, PermissionDecision::Allow);
+    let push = denial(decide(&policy, &command("bash", "git push origin main")).await);
+    assert!(push.contains("`ask Bash(git push:*)`") && push.contains("says to ask first"), "{push}");
+    let rm = denial(decide(&policy, &command("bash", "rm -rf build")).await);
+    assert!(rm.contains("`deny Bash(rm -rf:*)`"), "{rm}");
+    let other = denial(decide(&policy, &command("bash", "cargo build")).await);
+    assert!(other.contains("the default for `bash` says to ask first"), "{other}");
+}
+
+#[test]
+fn malformed_settings_are_errors_naming_the_rule_when_loaded() {
+    let dir = TempDir::new("perm-malformed");
+    let cases = [
+        (
+            r#"{"permissions": {"allow": ["Bash(git status"]}}"#,
+            "rule `Bash(git status` in s.json (permissions.allow): a pattern must end with `)`",
+        ),
+        (
+            r#"{"permissions": {"deny": ["Bash()"]}}"#,
+            "rule `Bash()` in s.json (permissions.deny): the pattern is empty",
+        ),
+        (
+            r#"{"permissions": {"ask": ["TodoWrite(x)"]}}"#,
+            "rule `TodoWrite(x)` in s.json (permissions.ask): `todo_write` asks about no command or path",
+        ),
+        (
+            r#"{"permissions": {"allow": ["Read(src/[)"]}}"#,
+            "rule `Read(src/[)` in s.json (permissions.allow): not a valid glob",
+        ),
+        (r#"{"permissions": {"allow": ["Read(../x)"]}}"#, "`..` is not allowed"),
+        (r#"{"permissions": {"allow": ["Ba sh"]}}"#, "`Ba sh` is not a tool name"),
+        (r#"{"permissions": {"allow": "Bash"}}"#, "`permissions.allow` must be an array of strings"),
+        (r#"{"permissions": {"allow": [3]}}"#, "`permissions.allow[0]` must be a string"),
+        (r#"{"permissions": {"alow": []}}"#, "unknown key `permissions.alow`"),
+        (
+            r#"{"permissions": {"defaults": {"bash": "maybe"}}}"#,
+            "`permissions.defaults.bash` must be \"allow\", \"ask\" or \"deny\"",
+        ),
+        (r#"{"hooks": {"PreToolUs": []}}"#, "unknown hook event `hooks.PreToolUs`"),
+        (
+            r#"{"hooks": {"PreToolUse": [{"matcher": "Bash(", "hooks": []}]}}"#,
+            "`hooks.PreToolUse[0].matcher` is not a valid regular expression",
+        ),
+        (
+            r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}"#,
+            "only \"command\" hooks are supported",
+        ),
+        (
+            r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "x", "timeout": 0}]}]}}"#,
+            "`hooks.PreToolUse[0].hooks[0].timeout` must be a number of seconds above 0",
+        ),
+        ("{not json", "not valid JSON"),
+    ];
+    for (text, expected) in cases {
+        let error = Settings::parse(text, "s.json", base(dir.path())).unwrap_err();
+        let message = error.to_string();
+        assert!(message.starts_with("s.json: "), "{message}");
+        assert!(message.contains(expected), "{text}\n  gave: {message}\n  expected: {expected}");
+    }
+    // Claude Code's other keys and events are accepted.
+    let other = r#"{"model": "x", "env": {}, "permissions": {"defaultMode": "acceptEdits", "allow": ["WebFetch"]},
+                    "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#;
+    assert!(Settings::parse(other, "s.json", base(dir.path())).is_ok());
+}
+
+// ---- read-only commands under the shared guard -----------------------------------------------
+
+fn fifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success());
+}
+
+/// Writes to a FIFO once its reader has opened it.
+async fn feed(path: PathBuf, text: &'static str) {
+    tokio::task::spawn_blocking(move || std::fs::write(path, text).unwrap()).await.unwrap();
+}
+
+fn bash_call(id: &str, command: &str) -> ToolCall {
+    ToolCall::new(id, "bash", json!({"command": command}).to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_commands_run_alongside_each_other_and_mutating_ones_alone() {
+    use tool_runtime::ToolEvent;
+    let dir = TempDir::new("perm-parallel");
+    for name in ["one", "two", "three", "four"] {
+        fifo(&dir.path().join(name));
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ToolEvent>();
+    let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
+    let d = Dispatcher::builder(registry)
+        .dependency(Workspace::new(dir.path()).unwrap())
+        .events(tx)
+        .policy(Policy::new(base(dir.path()).build().unwrap()))
+        .build();
+
+    // Both read-only: each blocks until fed, so both must have started before either can end.
+    let batch = {
+        let d = d.clone();
+        tokio::spawn(async move {
+            d.run_batch(vec![bash_call("a", "cat one"), bash_call("b", "cat two")], CancellationToken::new())
+                .await
+        })
+    };
+    let mut started = Vec::new();
+    while started.len() < 2 {
+        let event = tokio::time::timeout(std::time::Duration::from_secs(60), rx.recv()).await;
+        match event {
+            Ok(Some(ToolEvent::Started { call_id, .. })) => started.push(call_id),
+            Ok(Some(_)) => {}
+            _ => panic!("both read-only calls must start before either is fed: {started:?}"),
+        }
+    }
+    feed(dir.path().join("two"), "2").await;
+    feed(dir.path().join("one"), "1").await;
+    let results = batch.await.unwrap().unwrap();
+    let outputs: Vec<String> = results.iter().map(|r| r.output.text_content()).collect();
+    assert_eq!(outputs, ["1", "2"]);
+
+    // A mutating command is exclusive: the read-only one after it starts once it finished.
+    let batch = {
+        let d = d.clone();
+        tokio::spawn(async move {
+            d.run_batch(
+                vec![bash_call("c", "cat three > copied"), bash_call("d", "cat four")],
+                CancellationToken::new(),
+            )
+            .await
+        })
+    };
+    feed(dir.path().join("three"), "3").await;
+    feed(dir.path().join("four"), "4").await;
+    batch.await.unwrap().unwrap();
+    let mut order = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        match event {
+            ToolEvent::Started { call_id, .. } => order.push(format!("started {call_id}")),
+            ToolEvent::Finished { call_id, .. } => order.push(format!("finished {call_id}")),
+            _ => {}
+        }
+    }
+    let position =
+        |entry: &str| order.iter().position(|e| e == entry).unwrap_or_else(|| panic!("{entry}: {order:?}"));
+    assert!(position("finished c") < position("started d"), "{order:?}");
+}
+
+#[tokio::test]
+async fn a_hook_cannot_turn_a_read_only_call_into_a_mutating_one() {
+    let dir = TempDir::new("perm-parallel-rewrite");
+    let script = dir.path().join("rewrite.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/bash\necho '{\"hookSpecificOutput\": {\"updatedInput\": {\"command\": \"touch made\"}}}'\n",
+    )
+    .unwrap();
+    let text = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": format!("bash {}", script.display())}
+    ]}]}})
+    .to_string();
+    let settings = Settings::parse(&text, "settings.json", base(dir.path())).unwrap();
+    let d = dispatcher(dir.path(), Policy::from_settings(settings));
+    let result = call(&d, "bash", json!({"command": "ls"})).await;
+    assert_eq!(
+        result.output.text_content(),
+        "The call to `bash` was not run: it ran alongside other calls because its command only reads, and a hook \
+         rewrote it into a command that may change things. Make that call again on its own turn."
+    );
+    assert!(!dir.path().join("made").exists());
+    // A mutating call may be rewritten: it holds the exclusive guard anyway.
+    let result = call(&d, "bash", json!({"command": "echo x > y"})).await;
+    assert!(!result.output.is_error, "{}", result.output.text_content());
+    assert!(dir.path().join("made").exists());
+}

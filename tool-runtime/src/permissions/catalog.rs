@@ -1,0 +1,101 @@
+//! What the permission rules know about tools: which ones ask about commands or paths, and the
+//! names other agents (Claude Code) use for them.
+
+use std::collections::HashMap;
+
+/// What a tool asks permission for, and so what a rule's pattern on it is matched against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Subject {
+    /// Shell commands (`PermissionKind::Command`): patterns are command globs or `read-only`.
+    Command,
+    /// Files and directories (`PermissionKind::Path` and `ExternalDirectory`): patterns are
+    /// gitignore-style globs on the resolved path.
+    Path,
+}
+
+/// The tools a rule set knows: their subjects and their names in other agents' settings files.
+///
+/// A tool with a subject asks about each command or path it uses (with `ToolContext::ask`), so
+/// its rules with a pattern and its default apply there; a tool without one is decided once per
+/// call. An application lists its tools here (`tools_std::permission_catalog()` lists the
+/// built-in ones).
+#[derive(Debug, Clone, Default)]
+pub struct ToolCatalog {
+    subjects: HashMap<String, Subject>,
+    /// A foreign name (`Read`) and the tools its rules apply to (`read`, `glob`, `grep`, `ls`).
+    rule_names: HashMap<String, Vec<String>>,
+    /// A tool and the foreign name a hook matcher may use for it (`bash` and `Bash`).
+    hook_names: HashMap<String, String>,
+    /// A tool and the argument that holds its command line (`bash` and `command`).
+    command_arguments: HashMap<String, String>,
+}
+
+impl ToolCatalog {
+    /// No tools.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `tool` asks about `subject`.
+    pub fn subject(mut self, tool: impl Into<String>, subject: Subject) -> Self {
+        self.subjects.insert(tool.into(), subject);
+        self
+    }
+
+    /// Rules written for `name` (as in a Claude Code settings file) apply to `tools`.
+    pub fn rule_name<I, S>(mut self, name: impl Into<String>, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.rule_names.entry(name.into()).or_default().extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// Hook matchers that name `name` match `tool` (as Claude Code's `Bash` matches `bash`).
+    pub fn hook_name(mut self, tool: impl Into<String>, name: impl Into<String>) -> Self {
+        self.hook_names.insert(tool.into(), name.into());
+        self
+    }
+
+    /// `tool`'s command line is its argument `argument`: a call whose command only reads
+    /// ([`shell::classify`](super::shell::classify)) runs under the shared guard, alongside other
+    /// parallel calls, once a policy with this catalog is installed.
+    pub fn command_argument(mut self, tool: impl Into<String>, argument: impl Into<String>) -> Self {
+        self.command_arguments.insert(tool.into(), argument.into());
+        self
+    }
+
+    /// The read-only command line of a call of `tool`, if the catalog knows where it is and it
+    /// only reads.
+    pub(crate) fn runs_read_only(&self, tool: &str, arguments: &serde_json::Value) -> bool {
+        self.command_arguments
+            .get(tool)
+            .and_then(|argument| arguments.get(argument))
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|command| super::shell::classify(command).is_read_only())
+    }
+
+    pub(crate) fn has_command_arguments(&self) -> bool {
+        !self.command_arguments.is_empty()
+    }
+
+    /// What `tool` asks about, if anything.
+    pub fn subject_of(&self, tool: &str) -> Option<Subject> {
+        self.subjects.get(tool).copied()
+    }
+
+    /// The tools a rule naming `name` applies to: the mapped ones, or `name` itself.
+    pub(crate) fn tools_named(&self, name: &str) -> Vec<String> {
+        match self.rule_names.get(name) {
+            Some(tools) => tools.clone(),
+            None => vec![name.to_owned()],
+        }
+    }
+
+    /// The other name of `tool` for hook matchers.
+    #[cfg_attr(not(feature = "command-hooks"), allow(dead_code))]
+    pub(crate) fn hook_name_of(&self, tool: &str) -> Option<&str> {
+        self.hook_names.get(tool).map(String::as_str)
+    }
+}

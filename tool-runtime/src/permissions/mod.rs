@@ -1,0 +1,18 @@
+//! Declarative permissions: rules (`allow` / `ask` / `deny` per tool, with command and path
+//! patterns), settings files in Claude Code's shape, hook commands, and shell command
+//! classification. A [`Policy`] puts them together and is installed on a dispatcher with
+//! [`DispatcherBuilder::policy`](crate::DispatcherBuilder::policy).
+
+mod catalog;
+#[cfg(feature = "command-hooks")]
+mod command_hooks;
+mod policy;
+mod rules;
+mod settings;
+pub mod shell;
+
+pub use catalog::{Subject, ToolCatalog};
+pub use policy::Policy;
+pub(crate) use policy::{After, Gate};
+pub use rules::{Action, EXTERNAL_DIRECTORY, RuleError, Rules, RulesBuilder};
+pub use settings::{DEFAULT_HOOK_TIMEOUT, Settings, SettingsError};

@@ -1,0 +1,307 @@
+//! The one place that decides: rules, hook commands and the asker, plugged into a dispatcher as
+//! its permission hook (commands and paths a tool asks about), a before-hook (the call as a
+//! whole, `PreToolUse`) and an after-hook (`PostToolUse`).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::rules::{Action, Because, Rules, Verdict};
+use super::settings::{HookCommands, Settings};
+use crate::error::ToolError;
+use crate::future::BoxFuture;
+use crate::hooks::{AfterHook, BeforeDecision, BeforeHook, HookCall};
+use crate::output::ToolOutput;
+use crate::permission::{
+    DefaultPermissions, PermissionDecision, PermissionHook, PermissionKind, PermissionRequest,
+};
+
+/// Permission rules, hook commands and an asker, installed on a dispatcher with
+/// [`DispatcherBuilder::policy`](crate::DispatcherBuilder::policy).
+///
+/// A call goes through, in order: the `PreToolUse` hook commands (which may deny it, rewrite its
+/// arguments, or say allow / ask), the rules about the tool as a whole, then, inside the tool,
+/// the rules about each command or path it asks about (`ToolContext::ask`). An `ask` goes to the
+/// asker; without one it is refused with a message naming the rule. After the tool, the
+/// `PostToolUse` hook commands see its result.
+pub struct Policy {
+    rules: Rules,
+    hooks: HookCommands,
+    asker: Option<Arc<dyn PermissionHook>>,
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field("rules", &self.rules)
+            .field("pre_tool_use", &self.hooks.pre_tool_use.len())
+            .field("post_tool_use", &self.hooks.post_tool_use.len())
+            .field("asker", &self.asker.is_some())
+            .finish()
+    }
+}
+
+impl Policy {
+    /// A policy of `rules` alone, with nobody to ask.
+    pub fn new(rules: Rules) -> Self {
+        Policy { rules, hooks: HookCommands::default(), asker: None }
+    }
+
+    /// The rules and hook commands of a settings file, with nobody to ask.
+    pub fn from_settings(settings: Settings) -> Self {
+        Policy { rules: settings.rules, hooks: settings.hooks, asker: None }
+    }
+
+    /// Who answers the requests a rule or a hook says to `ask` about (a person, through a UI).
+    /// The request's `details.rule` names the rule. Without an asker they are refused.
+    pub fn asker(self, asker: impl PermissionHook) -> Self {
+        self.asker_arc(Arc::new(asker))
+    }
+
+    /// [`Policy::asker`] with a shared asker.
+    pub fn asker_arc(mut self, asker: Arc<dyn PermissionHook>) -> Self {
+        self.asker = Some(asker);
+        self
+    }
+
+    /// The rules.
+    pub fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    /// Whether this call of `tool` may run under the shared guard although the tool is
+    /// exclusive: its command line only reads.
+    pub(crate) fn runs_read_only(&self, tool: &str, arguments: &Value) -> bool {
+        self.rules.catalog().runs_read_only(tool, arguments)
+    }
+
+    pub(crate) fn classifies_commands(&self) -> bool {
+        self.rules.catalog().has_command_arguments()
+    }
+
+    pub(crate) fn has_post_hooks(&self) -> bool {
+        !self.hooks.post_tool_use.is_empty()
+    }
+
+    /// Answers `request` as `verdict` says: at once, or through the asker.
+    async fn answer(
+        &self,
+        request: &PermissionRequest,
+        action: Action,
+        because: String,
+    ) -> PermissionDecision {
+        match action {
+            Action::Allow => PermissionDecision::Allow,
+            Action::Deny => PermissionDecision::Deny { reason: refused(&because) },
+            Action::Ask => match &self.asker {
+                Some(asker) => {
+                    let mut request = request.clone();
+                    let mut details = match request.details {
+                        Value::Object(map) => map,
+                        _ => serde_json::Map::new(),
+                    };
+                    details.insert("rule".to_owned(), Value::String(because));
+                    request.details = Value::Object(details);
+                    asker.decide(&request).await
+                }
+                None => PermissionDecision::Deny {
+                    reason: format!(
+                        "{because} says to ask first, and nobody is here to answer, so it was not done. \
+                         Do something else, or ask the user to allow it"
+                    ),
+                },
+            },
+        }
+    }
+}
+
+fn refused(because: &str) -> String {
+    format!("refused by {because}. Do not try to get around it: do something else, or ask the user")
+}
+
+fn verdict_reason(verdict: &Verdict, request: &PermissionRequest) -> String {
+    match (&verdict.because, &request.kind, verdict.action) {
+        // The same words as the default policy's, since the same thing happened.
+        (Because::ExternalDefault, PermissionKind::ExternalDirectory { path }, Action::Deny) => format!(
+            "{} is outside the workspace root; only paths inside the workspace may be used",
+            path.display()
+        ),
+        (because, _, _) => because.to_string(),
+    }
+}
+
+impl PermissionHook for Policy {
+    fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision> {
+        let verdict = match &request.kind {
+            PermissionKind::Command { command } => self.rules.decide_command(&request.tool, command),
+            PermissionKind::Path { path } => self.rules.decide_path(&request.tool, path, false),
+            PermissionKind::ExternalDirectory { path } => self.rules.decide_path(&request.tool, path, true),
+            PermissionKind::RepeatedCall { .. } => {
+                return match &self.asker {
+                    Some(asker) => asker.decide(request),
+                    None => DefaultPermissions.decide(request),
+                };
+            }
+            _ => return Box::pin(std::future::ready(PermissionDecision::Allow)),
+        };
+        if verdict.action == Action::Deny && verdict.because == Because::ExternalDefault {
+            let reason = verdict_reason(&verdict, request);
+            return Box::pin(std::future::ready(PermissionDecision::Deny { reason }));
+        }
+        Box::pin(async move { self.answer(request, verdict.action, verdict_reason(&verdict, request)).await })
+    }
+}
+
+/// The policy's before-hook: `PreToolUse` hook commands, then the rules about the whole call.
+pub(crate) struct Gate(pub(crate) Arc<Policy>);
+
+impl BeforeHook for Gate {
+    fn before<'a>(&'a self, call: &'a HookCall) -> BoxFuture<'a, Result<BeforeDecision, ToolError>> {
+        Box::pin(self.0.check_call(call))
+    }
+}
+
+/// What the `PreToolUse` hooks said, together.
+#[derive(Default)]
+struct HookSays {
+    rewritten: Option<Value>,
+    allow: bool,
+    ask: Option<String>,
+}
+
+impl Policy {
+    async fn check_call(&self, call: &HookCall) -> Result<BeforeDecision, ToolError> {
+        let says = match self.pre_tool_use(call).await? {
+            Ok(says) => says,
+            Err(denied) => return Ok(denied),
+        };
+        let Verdict { action, because } = self.rules.decide_call(&call.tool);
+        let (action, because) = match (action, &says.ask) {
+            (Action::Ask, _) if says.allow => (Action::Allow, because.to_string()),
+            (Action::Allow, Some(hook)) => (Action::Ask, hook.clone()),
+            _ => (action, because.to_string()),
+        };
+        let mut request = PermissionRequest::new(
+            PermissionKind::Call {
+                arguments: says.rewritten.clone().unwrap_or_else(|| call.arguments.clone()),
+            },
+            format!("call `{}`", call.tool),
+        );
+        request.tool = call.tool.clone();
+        request.call_id = call.call_id.clone();
+        if let PermissionDecision::Deny { reason } = self.answer(&request, action, because).await {
+            return Ok(BeforeDecision::Deny { reason });
+        }
+        Ok(match says.rewritten {
+            Some(arguments) => BeforeDecision::Rewrite(arguments),
+            None => BeforeDecision::Allow,
+        })
+    }
+
+    /// Runs the matching `PreToolUse` hooks in order; each sees the arguments the one before
+    /// left. `Ok(Err(deny))` when one denied the call.
+    #[cfg(feature = "command-hooks")]
+    async fn pre_tool_use(&self, call: &HookCall) -> Result<Result<HookSays, BeforeDecision>, ToolError> {
+        use super::command_hooks::PreVerdict;
+        let mut says = HookSays::default();
+        let other_name = self.rules.catalog().hook_name_of(&call.tool);
+        for hook in self.hooks.pre_tool_use.iter().filter(|hook| hook.matcher.matches(&call.tool, other_name))
+        {
+            let event = json!({
+                "session_id": call.session_id,
+                "hook_event_name": "PreToolUse",
+                "cwd": self.rules.root(),
+                "tool_name": call.tool,
+                "tool_input": says.rewritten.as_ref().unwrap_or(&call.arguments),
+                "tool_use_id": call.call_id,
+            });
+            let decision = hook.pre_tool_use(&event, self.rules.root()).await.map_err(|problem| {
+                ToolError::execution(format!(
+                    "The call to `{}` was not run: its PreToolUse hook `{}` {problem}. This is a problem with \
+                     the hook, not with the arguments; tell the user.",
+                    call.tool, hook.command
+                ))
+            })?;
+            if let Some(input) = decision.updated_input {
+                says.rewritten = Some(input);
+            }
+            match decision.decision {
+                None => {}
+                Some(PreVerdict::Allow) => says.allow = true,
+                Some(PreVerdict::Ask(reason)) => {
+                    says.ask = Some(format!("the PreToolUse hook `{}` ({reason})", hook.command));
+                }
+                Some(PreVerdict::Deny(reason)) => {
+                    return Ok(Err(BeforeDecision::Deny {
+                        reason: format!("the PreToolUse hook `{}` refused it: {reason}", hook.command),
+                    }));
+                }
+            }
+        }
+        Ok(Ok(says))
+    }
+
+    #[cfg(not(feature = "command-hooks"))]
+    async fn pre_tool_use(&self, _call: &HookCall) -> Result<Result<HookSays, BeforeDecision>, ToolError> {
+        let _ = json!(null);
+        Ok(Ok(HookSays::default()))
+    }
+}
+
+/// The policy's after-hook: the `PostToolUse` hook commands.
+pub(crate) struct After(pub(crate) Arc<Policy>);
+
+impl AfterHook for After {
+    fn after<'a>(
+        &'a self,
+        call: &'a HookCall,
+        output: ToolOutput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(self.0.post_tool_use(call, output))
+    }
+}
+
+impl Policy {
+    #[cfg(feature = "command-hooks")]
+    async fn post_tool_use(&self, call: &HookCall, mut output: ToolOutput) -> Result<ToolOutput, ToolError> {
+        use crate::output::Content;
+        let other_name = self.rules.catalog().hook_name_of(&call.tool);
+        for hook in
+            self.hooks.post_tool_use.iter().filter(|hook| hook.matcher.matches(&call.tool, other_name))
+        {
+            let mut response = json!({"content": output.text_content(), "is_error": output.is_error});
+            if let Some(structured) = &output.structured {
+                response["structured_content"] = structured.clone();
+            }
+            let event = json!({
+                "session_id": call.session_id,
+                "hook_event_name": "PostToolUse",
+                "cwd": self.rules.root(),
+                "tool_name": call.tool,
+                "tool_input": call.arguments,
+                "tool_response": response,
+                "tool_use_id": call.call_id,
+            });
+            let feedback = hook.post_tool_use(&event, self.rules.root()).await.map_err(|problem| {
+                ToolError::execution(format!(
+                    "The call to `{}` ran, but its PostToolUse hook `{}` {problem}, so its result is withheld. \
+                     Check whether the call had its effect before repeating it, and tell the user the hook failed.",
+                    call.tool, hook.command
+                ))
+            })?;
+            if let Some(reason) = feedback.blocked {
+                output.content.push(Content::text(format!("PostToolUse hook `{}`: {reason}", hook.command)));
+                output.is_error = true;
+            }
+            if let Some(context) = feedback.context {
+                output.content.push(Content::text(context));
+            }
+        }
+        Ok(output)
+    }
+
+    #[cfg(not(feature = "command-hooks"))]
+    async fn post_tool_use(&self, _call: &HookCall, output: ToolOutput) -> Result<ToolOutput, ToolError> {
+        Ok(output)
+    }
+}

@@ -1,0 +1,117 @@
+//! `--settings FILE` on `call`, `turn` and `serve`: the README's settings file, run through the
+//! built binary, and a malformed one refused before anything runs.
+
+mod common;
+
+use common::Fixture;
+use serde_json::json;
+
+/// The README's settings file, written into the fixture (its hooks need scripts the README
+/// leaves to the user: this test gives them).
+fn readme_settings(fx: &Fixture) -> String {
+    let readme = include_str!("../../README.md");
+    let section = readme.find("## Permissions and hooks").expect("README has the section");
+    let open = "```json\n";
+    let from = section + readme[section..].find(open).expect("a json block") + open.len();
+    let to = from + readme[from..].find("```").expect("closing fence");
+    let path = fx.dir.path().join("settings.json");
+    std::fs::write(&path, &readme[from..to]).unwrap();
+    let hooks = fx.ws().join(".claude/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    // Refuses `curl`, as a user's check-command.sh might.
+    std::fs::write(
+        hooks.join("check-command.sh"),
+        "#!/bin/bash\ncase \"$(cat)\" in *'\"command\":\"curl'*) echo 'no network from here' >&2; exit 2 ;; esac\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(hooks.join("check-command.sh")).status().unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn call_applies_the_readme_settings() {
+    let fx = Fixture::new();
+    let settings = readme_settings(&fx);
+    let call = |args: serde_json::Value| {
+        let args = args.to_string();
+        fx.run(&["call", "bash", &args, "--settings", &settings], None)
+    };
+    let status = call(json!({"command": "ls hello.txt | wc -l"}));
+    assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);
+    assert_eq!(status.json()["output"].as_str().unwrap().trim(), "1");
+
+    let push = call(json!({"command": "git push origin main"}));
+    assert_eq!(push.code, 1);
+    let output = push.json()["output"].as_str().unwrap().to_owned();
+    assert!(
+        output.contains(&format!(
+            "the rule `ask Bash(git push:*)` in {settings} (permissions.ask) says to ask first, and nobody is here to answer"
+        )),
+        "{output}"
+    );
+
+    let rm = call(json!({"command": "rm -rf hello.txt"}));
+    assert_eq!(rm.code, 1);
+    assert!(rm.json()["output"].as_str().unwrap().contains("`deny Bash(rm -rf:*)`"), "{}", rm.stdout);
+    assert!(fx.ws().join("hello.txt").exists());
+
+    let curl = call(json!({"command": "curl https://example.com"}));
+    assert_eq!(curl.code, 1);
+    assert!(
+        curl.json()["output"].as_str().unwrap().ends_with("refused it: no network from here"),
+        "{}",
+        curl.stdout
+    );
+
+    // Paths: `Read(./.env)` is denied, outside the root is denied, `--allow-outside-root` opens it.
+    std::fs::write(fx.ws().join(".env"), "TOKEN=x\n").unwrap();
+    let env = fx.run(&["call", "read", r#"{"path": ".env"}"#, "--settings", &settings], None);
+    assert!(env.json()["output"].as_str().unwrap().contains("`deny Read(./.env)`"), "{}", env.stdout);
+    let outside = fx.dir.path().join("outside.txt").display().to_string();
+    let args = json!({"path": outside}).to_string();
+    let refused = fx.run(&["call", "read", &args, "--settings", &settings], None);
+    assert!(
+        refused.json()["output"].as_str().unwrap().contains("is outside the workspace root"),
+        "{}",
+        refused.stdout
+    );
+    let opened = fx.run(&["call", "read", &args, "--settings", &settings, "--allow-outside-root"], None);
+    assert!(opened.json()["output"].as_str().unwrap().contains("secret"), "{}", opened.stdout);
+}
+
+#[test]
+fn turn_applies_the_settings_to_every_call() {
+    let fx = Fixture::new();
+    let settings = readme_settings(&fx);
+    let message = json!({"role": "assistant", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"git status --short || true\"}"}},
+        {"id": "b", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"rm -rf x\"}"}},
+    ]});
+    let run = fx.run(
+        &["turn", "--format", "openai-chat", "--settings", &settings],
+        Some(message.to_string().as_bytes()),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let results = run.json();
+    assert!(results[1]["content"].as_str().unwrap().contains("`deny Bash(rm -rf:*)`"), "{results}");
+    assert!(!results[0]["content"].as_str().unwrap().contains("refused"), "{results}");
+}
+
+#[test]
+fn a_malformed_settings_file_is_a_usage_error_naming_the_rule() {
+    let fx = Fixture::new();
+    let path = fx.dir.path().join("bad.json");
+    std::fs::write(&path, r#"{"permissions": {"deny": ["Bash(rm -rf:*"]}}"#).unwrap();
+    let path = path.display().to_string();
+    for command in [&["call", "ls"][..], &["serve"][..]] {
+        let mut args = command.to_vec();
+        args.extend(["--settings", &path]);
+        let run = fx.run(&args, None);
+        assert_eq!(
+            run.usage_error(),
+            format!(
+                "--settings {path}: rule `Bash(rm -rf:*` in {path} (permissions.deny): a pattern must end with `)` and nothing may follow it"
+            )
+        );
+    }
+}
