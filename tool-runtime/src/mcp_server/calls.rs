@@ -3,47 +3,58 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tokio::sync::watch;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-/// A count of things in flight that can be waited on until it is zero.
-#[derive(Debug, Clone)]
-pub(crate) struct Gauge(Arc<watch::Sender<usize>>);
+/// A count of things in flight that can be waited on until it is zero. Entering and leaving
+/// are an atomic add each (they happen on every call); only reaching zero wakes waiters.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Gauge(Arc<GaugeState>);
 
-impl Default for Gauge {
-    fn default() -> Self {
-        Gauge(Arc::new(watch::Sender::new(0)))
-    }
+#[derive(Debug, Default)]
+pub(crate) struct GaugeState {
+    count: AtomicUsize,
+    zero: Notify,
 }
 
 impl Gauge {
     /// Counts one more until the returned guard is dropped.
     pub(crate) fn enter(&self) -> Entered {
-        self.0.send_modify(|n| *n += 1);
+        self.0.count.fetch_add(1, Ordering::AcqRel);
         Entered(self.0.clone())
     }
 
     /// Waits until the count is zero.
     pub(crate) async fn idle(&self) {
-        let mut count = self.0.subscribe();
-        // The sender lives in `self`, so the wait cannot fail.
-        let _ = count.wait_for(|n| *n == 0).await;
+        loop {
+            // Registered before the count is read, so a drop to zero in between still wakes it.
+            let zero = self.0.zero.notified();
+            let mut zero = std::pin::pin!(zero);
+            zero.as_mut().enable();
+            if self.0.count.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            zero.await;
+        }
     }
 
     #[cfg(test)]
     fn count(&self) -> usize {
-        *self.0.borrow()
+        self.0.count.load(Ordering::Acquire)
     }
 }
 
 /// One thing in flight: counted until dropped, however it ends (a dropped request included).
 #[derive(Debug)]
-pub(crate) struct Entered(Arc<watch::Sender<usize>>);
+pub(crate) struct Entered(Arc<GaugeState>);
 
 impl Drop for Entered {
     fn drop(&mut self) {
-        self.0.send_modify(|n| *n = n.saturating_sub(1));
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.zero.notify_waiters();
+        }
     }
 }
 
@@ -87,6 +98,24 @@ impl InFlight {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_gauge_is_idle_once_every_entry_is_dropped() {
+        let gauge = Gauge::default();
+        gauge.idle().await;
+        let (first, second) = (gauge.enter(), gauge.enter());
+        let waiter = tokio::spawn({
+            let gauge = gauge.clone();
+            async move { gauge.idle().await }
+        });
+        drop(first);
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "one entry is still in flight");
+        assert_eq!(gauge.count(), 1);
+        drop(second);
+        waiter.await.unwrap();
+        assert_eq!(gauge.count(), 0);
+    }
 
     #[tokio::test]
     async fn stopping_cancels_calls_in_flight_and_waits_for_their_results() {
