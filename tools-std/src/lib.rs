@@ -49,6 +49,8 @@ use std::sync::Arc;
 use tool_runtime::truncate::ReadHint;
 use tool_runtime::{Dependencies, OutputStore, Tool};
 
+mod apply_patch_parse;
+mod apply_patch_seek;
 mod capture;
 mod local;
 pub mod ops;
@@ -58,9 +60,11 @@ mod process_tree;
 pub mod session;
 mod terminal_text;
 mod text;
+mod text_file;
 mod walk;
 pub mod workspace;
 
+pub mod apply_patch;
 pub mod bash;
 pub mod bash_input;
 pub mod bash_list;
@@ -91,6 +95,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(read::ReadTool),
         Arc::new(write::WriteTool),
         Arc::new(edit::EditTool),
+        Arc::new(apply_patch::ApplyPatchTool),
         Arc::new(bash::BashTool),
         Arc::new(bash_output::BashOutputTool),
         Arc::new(bash_input::BashInputTool),
