@@ -157,3 +157,47 @@ fn a_symbolic_link_out_of_the_root_is_refused_for_every_operation() {
         assert_eq!(std::fs::read_to_string(ws_root.join("in.txt")).unwrap(), "in\n", "{patch}");
     }
 }
+
+/// A write that fails after others succeeded: the files already written get their old content
+/// back, a file already deleted comes back, and the result says so. (A read-only file is refused
+/// by the atomic write even for root, which makes the failure reliable.)
+#[cfg(unix)]
+#[test]
+fn a_failed_write_midway_restores_the_files_already_written() {
+    use std::os::unix::fs::PermissionsExt;
+    let before = BTreeMap::from([
+        ("a.txt".to_owned(), "a\n".to_owned()),
+        ("gone.txt".to_owned(), "still here\n".to_owned()),
+        ("locked.txt".to_owned(), "locked\n".to_owned()),
+    ]);
+    let dir = TempDir::new("apply-patch-rollback");
+    let ws_root = dir.path().join("ws");
+    std::fs::create_dir_all(&ws_root).unwrap();
+    for (path, content) in &before {
+        std::fs::write(ws_root.join(path), content).unwrap();
+    }
+    std::fs::set_permissions(ws_root.join("locked.txt"), std::fs::Permissions::from_mode(0o444)).unwrap();
+    let mut deps = Dependencies::new();
+    deps.insert(Workspace::new(&ws_root).unwrap());
+    let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
+    let ctx = ToolContext::builder("apply_patch").dependencies(Arc::new(deps)).build();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Add File: new/b.txt\n+b\n\
+                 *** Delete File: gone.txt\n*** Update File: locked.txt\n@@\n-locked\n+open\n*** End Patch\n";
+    let result = runtime.block_on(registry.call("apply_patch", &json!({ "patch": patch }).to_string(), ctx));
+    let error = result.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::PermissionDenied, "{}", error.message());
+    assert!(
+        error.message().starts_with("Cannot write locked.txt: the file is read-only"),
+        "{}",
+        error.message()
+    );
+    assert!(
+        error.message().ends_with(
+            " Nothing was changed (3 files already written were restored). Fix the cause and call apply_patch again."
+        ),
+        "{}",
+        error.message()
+    );
+    assert_eq!(tree(&ws_root), before);
+}

@@ -1,4 +1,4 @@
-//! Built-in coding tools for `tool-runtime`: `read`, `write`, `edit`, `bash` (with its background
+//! Built-in coding tools for `tool-runtime`: `read`, `write`, `edit`, `multi_edit`, `apply_patch`, `bash` (with its background
 //! sessions: `bash_output`, `bash_input`, `bash_stop`, `bash_list`), `glob`, `grep`, `ls`,
 //! `tool_output_read`, `tool_output_grep`, `todo_write` and `todo_read`.
 //!
@@ -74,6 +74,7 @@ pub mod edit;
 pub mod glob;
 pub mod grep;
 pub mod ls;
+pub mod multi_edit;
 pub mod read;
 pub mod todo_read;
 pub mod todo_write;
@@ -95,7 +96,6 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(read::ReadTool),
         Arc::new(write::WriteTool),
         Arc::new(edit::EditTool),
-        Arc::new(apply_patch::ApplyPatchTool),
         Arc::new(bash::BashTool),
         Arc::new(bash_output::BashOutputTool),
         Arc::new(bash_input::BashInputTool),
@@ -108,6 +108,8 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(tool_output_grep::ToolOutputGrepTool),
         Arc::new(todo_write::TodoWriteTool),
         Arc::new(todo_read::TodoReadTool),
+        Arc::new(multi_edit::MultiEditTool),
+        Arc::new(apply_patch::ApplyPatchTool),
     ]
 }
 
