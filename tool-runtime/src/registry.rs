@@ -328,9 +328,11 @@ impl Registry {
         arguments: Arguments,
     ) -> Result<(&Arc<dyn Tool>, ValidatedArgs), ToolError> {
         let entry = self.entry(name)?;
-        let validator = entry
-            .validator
-            .get_or_init(|| ArgumentValidator::new(&entry.name, &entry.tool.spec().input_schema));
+        let validator = entry.validator.get_or_init(|| {
+            let spec = entry.tool.spec();
+            ArgumentValidator::new(&entry.name, &spec.input_schema)
+                .map(|v| v.with_freeform(spec.freeform.as_ref().map(|f| f.parameter.as_str())))
+        });
         let args = match validator {
             Ok(validator) => validator.validate(arguments, self.validation)?,
             Err(message) => {

@@ -22,6 +22,12 @@ use crate::text::plural;
 use crate::text_file::{io_error, read_for_edit, unified_diff};
 use crate::{ResolvedPath, Workspace};
 
+/// Applies the hunks of one `*** Update File` section to a file's bytes, in memory, as the tool
+/// does: the new content, or the message the model would read (`display` names the file in it).
+pub fn update_text(content: &[u8], hunks: &[Hunk], display: &str) -> Result<Vec<u8>, String> {
+    apply_hunks(content, hunks, display).map(|updated| updated.bytes).map_err(|e| e.message)
+}
+
 /// The Lark grammar of the patch format, for OpenAI's freeform (`custom`) tools.
 pub const GRAMMAR: &str = include_str!("apply_patch.lark");
 
@@ -50,7 +56,7 @@ pub const GRAMMAR: &str = include_str!("apply_patch.lark");
 /// patch applies as a whole: if any hunk does not apply, no file is changed and the error shows
 /// the lines that were not found and the closest lines of the file. Line endings (CRLF or LF)
 /// and a byte-order mark are kept.
-#[tool(destructive, timeout = "1m")]
+#[tool(destructive, timeout = "1m", freeform(grammar_file = "src/apply_patch.lark"))]
 pub async fn apply_patch(
     ws: Dep<Workspace>,
     ctx: &ToolContext,

@@ -58,6 +58,7 @@ pub mod process;
 #[cfg(target_os = "linux")]
 mod process_tree;
 pub mod session;
+pub mod surface;
 mod terminal_text;
 mod text;
 mod text_file;
