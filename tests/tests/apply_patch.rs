@@ -201,3 +201,37 @@ fn a_failed_write_midway_restores_the_files_already_written() {
     );
     assert_eq!(tree(&ws_root), before);
 }
+
+/// The README's example patch, applied to the tree it assumes, gives the README's result text.
+#[test]
+fn the_readme_example_is_real() {
+    let readme = include_str!("../../README.md");
+    let block = |after: &str| -> String {
+        let start = readme.find(after).expect("README section");
+        let from = start + readme[start..].find("```text\n").expect("code block") + "```text\n".len();
+        let to = from + readme[from..].find("```").expect("closing fence");
+        readme[from..to].to_owned()
+    };
+    let patch = block("**Editing with patches.**");
+    let result = block("The result the model reads");
+    let before = BTreeMap::from([
+        ("src/main.rs".to_owned(), "fn main() {\n    println!(\"hi\");\n}\n".to_owned()),
+        ("NOTES.txt".to_owned(), "notes\n".to_owned()),
+    ]);
+    let outcome = run("apply-patch-readme", &before, &patch);
+    let output = outcome.result.expect("the README's patch applies");
+    assert_eq!(output.text_content(), result.trim_end());
+    assert_eq!(
+        tree(&outcome.dir.path().join("ws")),
+        BTreeMap::from([
+            (
+                "src/bin/hello.rs".to_owned(),
+                "fn main() {\n    println!(\"{}\", app::greeting());\n}\n".to_owned()
+            ),
+            (
+                "src/greeting.rs".to_owned(),
+                "pub fn greeting() -> &'static str {\n    \"hello\"\n}\n".to_owned()
+            ),
+        ])
+    );
+}

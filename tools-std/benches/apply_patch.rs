@@ -5,7 +5,8 @@
 //! format and as a unified diff, and both results are checked to be byte-identical to the
 //! expected file before anything is timed. Each repetition restores the original file (not
 //! timed). Measured: the `apply_patch` tool through `Registry::call` (parse, read, match, atomic
-//! write with fsync), the in-memory part alone (`parse_patch` + `update_text`), and
+//! write with fsync, the `diff` metadata), the in-memory part alone (`parse_patch` +
+//! `update_text`), the `diff` metadata alone, and
 //! `patch -p1 -s` as a child process (which does not fsync).
 //!
 //! Run: `cargo bench -p tools-std --bench apply_patch` (`REPS=N` to change the 15 repetitions).
@@ -152,6 +153,7 @@ fn main() {
     let mut memory = Vec::new();
     let mut parse = Vec::new();
     let mut gnu = Vec::new();
+    let mut diff = Vec::new();
     for _ in 0..reps {
         std::fs::write(&file, &change.original).unwrap();
         let start = Instant::now();
@@ -165,6 +167,15 @@ fn main() {
         let updated = update_text(change.original.as_bytes(), hunks, "big.rs").unwrap();
         memory.push(start.elapsed());
         assert_eq!(updated.len(), change.expected.len());
+
+        // The unified diff the tool returns as UI metadata, alone.
+        let start = Instant::now();
+        let text = similar::TextDiff::from_lines(&change.original, &change.expected)
+            .unified_diff()
+            .context_radius(3)
+            .to_string();
+        diff.push(start.elapsed());
+        assert!(text.len() > HUNKS);
 
         std::fs::write(&file, &change.original).unwrap();
         let start = Instant::now();
@@ -185,6 +196,7 @@ fn main() {
         ("`apply_patch` tool (parse, read, match, atomic write + fsync)", tool),
         ("`parse_patch` + `update_text` in memory", memory),
         ("`parse_patch` alone", parse),
+        ("the `diff` metadata alone (`similar`, unified, 3 lines of context)", diff),
         ("`patch -p1 -s` (GNU patch, a child process)", gnu),
     ] {
         let (median, best) = median(times);
