@@ -5,8 +5,8 @@
 //! with nothing written; only when every hunk of every file applies are the files written, each
 //! atomically (temporary file and rename beneath the root), in patch order. If a write fails
 //! midway, the files already written are put back from the copies held in memory and the
-//! result says so. A crash of the process during those writes is not covered: some files may
-//! then hold the new content and others the old.
+//! result says so (directories created for new files stay). A crash of the process during those
+//! writes is not covered: some files may then hold the new content and others the old.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
