@@ -277,6 +277,42 @@ async fn path_globs_match_the_resolved_path_through_links_and_dot_dot() {
 }
 
 #[tokio::test]
+async fn edit_rules_cover_multi_edit_and_every_file_of_a_patch() {
+    let dir = TempDir::new("perm-edits");
+    let root = dir.path();
+    write(root.join("src/lib.rs"), "pub fn a() {}\n");
+    write(root.join("Cargo.lock"), "version = 3\n");
+    let d = dispatcher(root, Policy::new(base(root).deny("Edit(./Cargo.lock)").build().unwrap()));
+
+    let edits = json!({"path": "Cargo.lock", "edits": [{"old_string": "3", "new_string": "4"}]});
+    let edited = call(&d, "multi_edit", edits).await;
+    assert!(
+        edited.output.text_content().contains("`deny Edit(./Cargo.lock)`"),
+        "{}",
+        edited.output.text_content()
+    );
+    // The refused file is the second of the patch: the first is left as it was too.
+    let patch = "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-pub fn a() {}\n+pub fn b() {}\n\
+                 *** Update File: Cargo.lock\n@@\n-version = 3\n+version = 4\n*** End Patch\n";
+    let patched = call(&d, "apply_patch", json!({ "patch": patch })).await;
+    assert!(patched.output.is_error, "{}", patched.output.text_content());
+    assert!(
+        patched.output.text_content().contains("`deny Edit(./Cargo.lock)`"),
+        "{}",
+        patched.output.text_content()
+    );
+    assert_eq!(std::fs::read_to_string(root.join("Cargo.lock")).unwrap(), "version = 3\n");
+    assert_eq!(std::fs::read_to_string(root.join("src/lib.rs")).unwrap(), "pub fn a() {}\n");
+
+    let allowed =
+        call(&d, "apply_patch", json!({ "patch": patch.replace("Cargo.lock", "src/lib.rs") })).await;
+    assert!(allowed.output.is_error, "the second hunk no longer applies: {}", allowed.output.text_content());
+    let ok = call(&d, "apply_patch", json!({ "patch": "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-pub fn a() {}\n+pub fn b() {}\n*** End Patch\n" })).await;
+    assert!(!ok.output.is_error, "{}", ok.output.text_content());
+    assert_eq!(std::fs::read_to_string(root.join("src/lib.rs")).unwrap(), "pub fn b() {}\n");
+}
+
+#[tokio::test]
 async fn external_directory_rules_and_their_default() {
     let dir = TempDir::new("perm-external");
     let outside = TempDir::new("perm-external-out");

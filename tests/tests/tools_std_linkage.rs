@@ -7,7 +7,8 @@ use tools_std as _;
 
 /// Every tool tools-std defines. Listed by hand: asking `tools_std::all()` would name the crate
 /// and link it by another route.
-const TOOLS: [&str; 15] = [
+const TOOLS: [&str; 17] = [
+    "apply_patch",
     "bash",
     "bash_input",
     "bash_list",
@@ -17,6 +18,7 @@ const TOOLS: [&str; 15] = [
     "glob",
     "grep",
     "ls",
+    "multi_edit",
     "read",
     "todo_read",
     "todo_write",

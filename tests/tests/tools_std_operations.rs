@@ -254,6 +254,14 @@ async fn annotations_match_what_each_tool_does() {
         ("bash_stop", json!({"session_id": session, "grace_ms": 0})),
         ("write", json!({"path": "notes.txt", "content": "second\n"})),
         ("edit", json!({"path": "src/main.rs", "old_string": "old();", "new_string": "new();"})),
+        (
+            "multi_edit",
+            json!({"path": "src/main.rs", "edits": [{"old_string": "new();", "new_string": "newer();"}]}),
+        ),
+        (
+            "apply_patch",
+            json!({"patch": "*** Begin Patch\n*** Update File: src/main.rs\n@@\n-    newer();\n+    newest();\n*** End Patch\n"}),
+        ),
         // `bash` may destroy: its typical call here replaces a file's content.
         ("bash", json!({"command": "printf 'third\\n' > notes.txt"})),
         ("todo_write", json!({"todos": [{"content": "Check the annotations", "status": "in_progress"}]})),

@@ -46,6 +46,24 @@ keys!(
         Title = "title",
         Tags = "tags",
         Crate = "crate",
+        Freeform = "freeform",
+    }
+);
+
+keys!(
+    /// Keys of `freeform(...)`.
+    FreeformKey {
+        Grammar = "grammar",
+        GrammarFile = "grammar_file",
+        Syntax = "syntax",
+    }
+);
+
+keys!(
+    /// Values of `freeform(syntax = "...")`.
+    Syntax {
+        Lark = "lark",
+        Regex = "regex",
     }
 );
 

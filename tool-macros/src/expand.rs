@@ -381,6 +381,29 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
         }
     };
     let line = quote_spanned!(def.func.sig.ident.span()=> ::core::line!());
+    let freeform = option(attr.freeform.as_ref().map(|freeform| {
+        // Validation made sure there is exactly one argument.
+        let parameter = def
+            .params
+            .iter()
+            .find(|p| p.kind == crate::model::ParamKind::Argument)
+            .and_then(crate::model::Param::property_name)
+            .unwrap_or_default();
+        let grammar = option(freeform.grammar.as_ref().map(|grammar| {
+            let syntax = match freeform.syntax.map(|s| s.value) {
+                None | Some(crate::attrs::Syntax::Lark) => quote!(#p::GrammarSyntax::Lark),
+                Some(crate::attrs::Syntax::Regex) => quote!(#p::GrammarSyntax::Regex),
+            };
+            let definition = match grammar {
+                crate::model::GrammarSource::Inline(lit) => quote!(#lit),
+                crate::model::GrammarSource::File(file) => quote! {
+                    ::core::include_str!(::core::concat!(::core::env!("CARGO_MANIFEST_DIR"), "/", #file))
+                },
+            };
+            quote!((#syntax, #definition))
+        }));
+        quote!((#parameter, #grammar))
+    }));
     quote! {
         #p::ToolMeta {
             name: #name,
@@ -394,6 +417,7 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
             idempotent: #idempotent,
             open_world: #open_world,
             tags: &[#(#tags),*],
+            freeform: #freeform,
             module_path: ::core::module_path!(),
             file: ::core::file!(),
             line: #line,

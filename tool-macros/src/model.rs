@@ -6,7 +6,7 @@ use std::time::Duration;
 use proc_macro2::Span;
 use syn::{Attribute, Expr, Ident, ItemFn, LitStr, Pat, Type};
 
-use crate::attrs::Direction;
+use crate::attrs::{Direction, Syntax};
 
 /// A value and the span of the token it was written as.
 #[derive(Clone, Copy, Debug)]
@@ -30,6 +30,23 @@ pub struct TruncateOptions {
     pub direction: Option<Spanned<Direction>>,
 }
 
+/// Where a freeform tool's grammar comes from.
+pub enum GrammarSource {
+    /// `grammar = "..."`.
+    Inline(LitStr),
+    /// `grammar_file = "..."`, relative to the crate's `CARGO_MANIFEST_DIR`.
+    File(LitStr),
+}
+
+/// `freeform` or `freeform(grammar = "..." | grammar_file = "...", syntax = "lark" | "regex")`.
+pub struct FreeformAttr {
+    pub span: Span,
+    pub grammar: Option<GrammarSource>,
+    /// The span of a second grammar source, which validation reports.
+    pub second_grammar: Option<Span>,
+    pub syntax: Option<Spanned<Syntax>>,
+}
+
 /// The parsed `#[tool(...)]` arguments.
 #[derive(Default)]
 pub struct ToolAttr {
@@ -45,6 +62,7 @@ pub struct ToolAttr {
     pub title: Option<LitStr>,
     pub tags: Vec<LitStr>,
     pub krate: Option<syn::Path>,
+    pub freeform: Option<FreeformAttr>,
 }
 
 /// `#[arg(...)]` on a parameter.

@@ -8,10 +8,13 @@ use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::{Attribute, Expr, ExprLit, FnArg, ItemFn, Lit, LitStr, Meta, Pat, Token};
 
-use crate::attrs::{self, ARG, ARGS, ArgKey, Direction, FORWARDED, INJECT, ToolKey, TruncateKey};
+use crate::attrs::{
+    self, ARG, ARGS, ArgKey, Direction, FORWARDED, FreeformKey, INJECT, Syntax, ToolKey, TruncateKey,
+};
 use crate::ctxt::Ctxt;
 use crate::model::{
-    ArgAttr, Param, ParamKind, Spanned as Sp, ToolAttr, ToolDef, TruncateOptions, TruncateSetting,
+    ArgAttr, FreeformAttr, GrammarSource, Param, ParamKind, Spanned as Sp, ToolAttr, ToolDef,
+    TruncateOptions, TruncateSetting,
 };
 
 /// Parses the attribute arguments and the function. Always returns a definition (leaving out
@@ -137,6 +140,7 @@ fn tool_attr(cx: &Ctxt, items: &[Item]) -> ToolAttr {
             ToolKey::Crate => attr.krate = krate(cx, meta),
             ToolKey::Tags => attr.tags = tags(cx, meta),
             ToolKey::Truncate => attr.truncate = truncate(cx, meta),
+            ToolKey::Freeform => attr.freeform = freeform(cx, meta),
         }
     }
     attr
@@ -305,6 +309,110 @@ fn truncate(cx: &Ctxt, meta: &Meta) -> Option<TruncateSetting> {
         complete &= read.is_some();
     }
     complete.then_some(TruncateSetting::Custom(options))
+}
+
+/// `freeform` or `freeform(grammar = "..." | grammar_file = "...", syntax = "lark" | "regex")`.
+fn freeform(cx: &Ctxt, meta: &Meta) -> Option<FreeformAttr> {
+    let list = match meta {
+        Meta::Path(path) => {
+            return Some(FreeformAttr {
+                span: path.span(),
+                grammar: None,
+                second_grammar: None,
+                syntax: None,
+            });
+        }
+        Meta::NameValue(_) => {
+            cx.error_spanned_by(
+                meta,
+                "write `freeform`, or `freeform(grammar = \"...\")`, `freeform(grammar_file = \"tool.lark\")`, with `syntax = \"lark\" | \"regex\"` (default `lark`)",
+            );
+            return None;
+        }
+        Meta::List(list) => list,
+    };
+    let items = match items.parse2(list.tokens.clone()) {
+        Ok(items) => items,
+        Err(e) => {
+            cx.syn_error(e);
+            return None;
+        }
+    };
+    let mut attr = FreeformAttr { span: list.path.span(), grammar: None, second_grammar: None, syntax: None };
+    let mut complete = true;
+    let mut seen = Vec::new();
+    for item in &items {
+        let inner = match item {
+            Item::Meta(inner) => inner,
+            Item::Lit(lit) => {
+                cx.error(
+                    lit.span(),
+                    format!(
+                        "expected `key = value` in `freeform(...)`; keys: {}",
+                        attrs::list(FreeformKey::NAMES)
+                    ),
+                );
+                complete = false;
+                continue;
+            }
+        };
+        let name = key_of(inner);
+        let Some(key) = FreeformKey::parse(&name) else {
+            cx.error_spanned_by(
+                inner.path(),
+                attrs::unknown_key_message(&name, "freeform(...)", FreeformKey::NAMES),
+            );
+            complete = false;
+            continue;
+        };
+        if seen.contains(&key) {
+            cx.error_spanned_by(
+                inner.path(),
+                format!("`{name}` is given twice in `freeform(...)`; keep one"),
+            );
+            complete = false;
+            continue;
+        }
+        seen.push(key);
+        let value = if let Meta::NameValue(nv) = inner
+            && let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value
+        {
+            s.clone()
+        } else {
+            cx.error_spanned_by(inner, format!("`{name}` takes a string: write `{name} = \"...\"`"));
+            complete = false;
+            continue;
+        };
+        match key {
+            FreeformKey::Grammar | FreeformKey::GrammarFile => {
+                let source = if key == FreeformKey::Grammar {
+                    GrammarSource::Inline(value)
+                } else {
+                    GrammarSource::File(value)
+                };
+                if attr.grammar.is_some() {
+                    attr.second_grammar = Some(inner.path().span());
+                } else {
+                    attr.grammar = Some(source);
+                }
+            }
+            FreeformKey::Syntax => match Syntax::parse(&value.value()) {
+                Some(syntax) => attr.syntax = Some(Sp { value: syntax, span: value.span() }),
+                None => {
+                    cx.error(
+                        value.span(),
+                        format!(
+                            "unknown grammar syntax `{}`; expected one of {}",
+                            value.value(),
+                            attrs::list(Syntax::NAMES)
+                        ),
+                    );
+                    complete = false;
+                }
+            },
+        }
+    }
+    complete.then_some(attr)
 }
 
 /// `max_lines = 200` (or `"200"`).

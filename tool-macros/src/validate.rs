@@ -104,6 +104,44 @@ fn tool_attr(cx: &Ctxt, def: &ToolDef) {
             cx.error(tag.span(), "tags cannot be empty");
         }
     }
+    if let Some(freeform) = &attr.freeform {
+        freeform_tool(cx, def, freeform);
+    }
+}
+
+/// A freeform tool takes its text as one `String` argument, and has at most one grammar.
+fn freeform_tool(cx: &Ctxt, def: &ToolDef, freeform: &crate::model::FreeformAttr) {
+    if let Some(span) = freeform.second_grammar {
+        cx.error(span, "`grammar` and `grammar_file` are both given in `freeform(...)`; keep one");
+    }
+    if let (Some(syntax), None) = (&freeform.syntax, &freeform.grammar) {
+        cx.error(syntax.span, "`syntax` needs a grammar: add `grammar = \"...\"` or `grammar_file = \"...\"`, or remove `syntax`");
+    }
+    if let Some(crate::model::GrammarSource::Inline(lit) | crate::model::GrammarSource::File(lit)) =
+        &freeform.grammar
+        && lit.value().trim().is_empty()
+    {
+        cx.error(lit.span(), "the grammar is empty; write one or remove it");
+    }
+    let arguments: Vec<_> = def.params.iter().filter(|p| p.kind != ParamKind::Injected).collect();
+    let is_string = |ty: &syn::Type| {
+        matches!(ty, syn::Type::Path(path) if path.qself.is_none()
+            && path.path.segments.last().is_some_and(|s| s.ident == "String" && s.arguments.is_none()))
+    };
+    match arguments.as_slice() {
+        [one] if one.kind == ParamKind::Argument && is_string(&one.ty) => {}
+        [one] => cx.error(
+            one.ty.span(),
+            "a `freeform` tool receives its text as one `String` argument; make this parameter a `String`",
+        ),
+        _ => cx.error(
+            freeform.span,
+            format!(
+                "a `freeform` tool has exactly one argument, a `String` that receives the text; this one has {}",
+                arguments.len()
+            ),
+        ),
+    }
 }
 
 const ONE_ARGS: &str = "only one parameter can be `#[args]`: it is the whole argument object";

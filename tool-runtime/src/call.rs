@@ -32,23 +32,43 @@ impl ToolCall {
 /// Anthropic, Gemini and MCP wire formats carry a parsed object, and a hook's rewrite is a value.
 ///
 /// Serialized as the text (a JSON string) or as the value itself; a JSON string deserializes as
-/// [`Arguments::Text`], anything else as [`Arguments::Json`].
+/// [`Arguments::Text`], anything else as [`Arguments::Json`]. [`Arguments::Freeform`] is
+/// serialized as `{"freeform": text}` and read back as such.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Arguments {
     /// JSON text exactly as the model wrote it. Empty text stands for no arguments (`{}`).
     Text(String),
+    /// The raw text input of a freeform tool (an OpenAI `custom_tool_call`), not JSON: it
+    /// becomes the tool's one string argument ([`Freeform::parameter`](crate::Freeform)).
+    Freeform {
+        /// The text as the model wrote it.
+        freeform: String,
+    },
     /// Arguments already parsed.
     Json(Value),
 }
 
 impl Arguments {
     /// The arguments as JSON text: the model's own text, or the value written compactly.
+    ///
+    /// A freeform input is written as a JSON string.
     pub fn to_text(&self) -> Cow<'_, str> {
         match self {
             Arguments::Text(text) => Cow::Borrowed(text),
+            Arguments::Freeform { freeform } => Cow::Owned(Value::String(freeform.clone()).to_string()),
             Arguments::Json(value) => Cow::Owned(value.to_string()),
         }
+    }
+
+    /// The raw text input of a freeform tool call.
+    pub fn freeform(text: impl Into<String>) -> Self {
+        Arguments::Freeform { freeform: text.into() }
+    }
+
+    /// Whether this is the raw text input of a freeform tool call.
+    pub fn is_freeform(&self) -> bool {
+        matches!(self, Arguments::Freeform { .. })
     }
 }
 
@@ -57,6 +77,7 @@ impl std::fmt::Display for Arguments {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Arguments::Text(text) => f.write_str(text),
+            Arguments::Freeform { freeform } => write!(f, "{}", Value::String(freeform.clone())),
             Arguments::Json(value) => write!(f, "{value}"),
         }
     }
@@ -102,4 +123,8 @@ pub struct ToolResult {
     pub tool: String,
     /// What the model reads (and UI-only metadata).
     pub output: ToolOutput,
+    /// The call was a freeform one ([`Arguments::Freeform`]): providers that tell the two apart
+    /// (OpenAI Responses) answer it with their freeform result item.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub freeform: bool,
 }

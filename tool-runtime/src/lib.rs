@@ -98,7 +98,10 @@ pub use permission::{
 };
 pub use providers::{DefinitionOptions, Provider};
 pub use registry::{Registry, RegistryBuilder, RegistryError, registered_tools};
-pub use spec::{SourceLocation, ToolAnnotations, ToolSpec, TruncationDirection, TruncationPolicy};
+pub use spec::{
+    Freeform, Grammar, GrammarSyntax, SourceLocation, ToolAnnotations, ToolSpec, TruncationDirection,
+    TruncationPolicy,
+};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{FnTool, Tool};
 pub use truncate::TruncationLimits;

@@ -23,7 +23,7 @@ pub use crate::future::BoxFuture;
 pub use crate::inject::FromContext;
 pub use crate::output::{IntoToolOutput, IntoToolResult, ToolOutput};
 pub use crate::registry::ToolRegistration;
-pub use crate::spec::{ToolSpec, TruncationDirection, TruncationPolicy};
+pub use crate::spec::{GrammarSyntax, ToolSpec, TruncationDirection, TruncationPolicy};
 pub use crate::tool::Tool;
 
 pub use arguments::{

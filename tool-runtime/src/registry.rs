@@ -254,8 +254,11 @@ impl Entry {
     /// The tool's compiled validator (compiled on first use), or the error every call to a tool
     /// with a broken schema gets, whatever its arguments.
     fn validator(&self) -> Result<&ArgumentValidator, ToolError> {
-        let validator =
-            self.validator.get_or_init(|| ArgumentValidator::new(&self.name, &self.tool.spec().input_schema));
+        let validator = self.validator.get_or_init(|| {
+            let spec = self.tool.spec();
+            ArgumentValidator::new(&self.name, &spec.input_schema)
+                .map(|v| v.with_freeform(spec.freeform.as_ref().map(|f| f.parameter.as_str())))
+        });
         validator.as_ref().map_err(|message| {
             ToolError::execution(format!(
                 "the tool `{}` cannot be called because its argument schema is broken; this is not caused by the arguments",
@@ -371,7 +374,7 @@ impl Registry {
                 Ok(call) => return call.await,
                 Err(ctx) => ctx,
             },
-            Arguments::Json(_) => ctx,
+            _ => ctx,
         };
         let args = validator.validate(arguments, self.validation)?;
         tool.call(ctx, args.value).await

@@ -76,6 +76,74 @@ impl fmt::Display for SourceLocation {
     }
 }
 
+/// The language of a freeform tool's grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrammarSyntax {
+    /// A Lark context-free grammar.
+    Lark,
+    /// A regular expression (Rust `regex` syntax, as OpenAI documents it).
+    Regex,
+}
+
+impl GrammarSyntax {
+    /// The name providers use: `lark` or `regex`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GrammarSyntax::Lark => "lark",
+            GrammarSyntax::Regex => "regex",
+        }
+    }
+}
+
+/// A grammar the input of a freeform tool must follow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grammar {
+    /// The grammar's language.
+    pub syntax: GrammarSyntax,
+    /// The grammar itself.
+    pub definition: String,
+}
+
+impl Grammar {
+    /// A Lark grammar.
+    pub fn lark(definition: impl Into<String>) -> Self {
+        Grammar { syntax: GrammarSyntax::Lark, definition: definition.into() }
+    }
+
+    /// A regular-expression grammar.
+    pub fn regex(definition: impl Into<String>) -> Self {
+        Grammar { syntax: GrammarSyntax::Regex, definition: definition.into() }
+    }
+}
+
+/// A tool whose input is raw text rather than a JSON object: OpenAI Responses offers it as a
+/// `custom` tool (optionally constrained by a grammar) and the model writes the text itself;
+/// every other provider sees a function with one string argument, `parameter`.
+///
+/// The tool's input schema is that object (`{"parameter": string}`, required), so the tool runs
+/// the same way whichever route the text came by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Freeform {
+    /// The one string property of the input schema that receives the text.
+    pub parameter: String,
+    /// The grammar the text follows, if any (`{"type": "text"}` in OpenAI terms otherwise).
+    pub grammar: Option<Grammar>,
+}
+
+impl Freeform {
+    /// A freeform tool whose text goes to the property `parameter`, without a grammar.
+    pub fn new(parameter: impl Into<String>) -> Self {
+        Freeform { parameter: parameter.into(), grammar: None }
+    }
+
+    /// Constrains the text with `grammar`.
+    pub fn with_grammar(mut self, grammar: Grammar) -> Self {
+        self.grammar = Some(grammar);
+        self
+    }
+}
+
 /// Everything a registry, a dispatcher and a provider need to know about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
@@ -99,6 +167,9 @@ pub struct ToolSpec {
     pub tags: Vec<String>,
     /// Where the tool was defined, when known.
     pub source: Option<SourceLocation>,
+    /// Set for a tool whose input is raw text ([`Freeform`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freeform: Option<Freeform>,
 }
 
 impl ToolSpec {
@@ -116,7 +187,15 @@ impl ToolSpec {
             truncation: TruncationPolicy::default(),
             tags: Vec::new(),
             source: None,
+            freeform: None,
         }
+    }
+
+    /// Makes the tool freeform: its input is raw text, delivered in the string property
+    /// `freeform.parameter` of its input schema.
+    pub fn with_freeform(mut self, freeform: Freeform) -> Self {
+        self.freeform = Some(freeform);
+        self
     }
 
     /// Marks the tool as parallel-safe.

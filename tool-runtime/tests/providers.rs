@@ -1974,7 +1974,7 @@ const PNG: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
 
 fn result(call_id: &str, tool: &str, output: ToolOutput) -> ToolResult {
-    ToolResult { call_id: call_id.to_owned(), tool: tool.to_owned(), output }
+    ToolResult { call_id: call_id.to_owned(), tool: tool.to_owned(), output, freeform: false }
 }
 
 /// A batch with every kind of result: text, an error, text with a PNG and a TIFF, structured

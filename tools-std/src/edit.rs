@@ -1,7 +1,6 @@
 //! The `edit` tool: replace exact text in a file, keeping its line endings and BOM, with a tolerant fallback.
 
 use std::collections::HashMap;
-use std::io::{self, Read};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -10,12 +9,13 @@ use tool_runtime::truncate::count_lines;
 use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
-use crate::ops::{FileChanged, FileKind, Operations, Precondition, Target, content_hash};
-use crate::text::{SNIFF_BYTES, hard_links_note, looks_binary, plural};
+use crate::ops::{Operations, Precondition, Target, content_hash};
+use crate::text::{hard_links_note, plural};
+use crate::text_file::{
+    BOM, Endings, io_error, line_endings, plain, plain_str, read_for_edit, to_crlf, unified_diff,
+};
 
-/// Files larger than this are not edited.
-pub const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
-const BOM: &[u8] = b"\xEF\xBB\xBF";
+pub use crate::text_file::MAX_EDIT_BYTES;
 
 /// Edit a file in the workspace by replacing `old_string` with `new_string`.
 ///
@@ -56,10 +56,10 @@ pub async fn edit(
     .await?
 }
 
-struct Request<'a> {
-    old: &'a str,
-    new: &'a str,
-    replace_all: bool,
+pub(crate) struct Request<'a> {
+    pub(crate) old: &'a str,
+    pub(crate) new: &'a str,
+    pub(crate) replace_all: bool,
 }
 
 fn edit_blocking(
@@ -68,12 +68,7 @@ fn edit_blocking(
     display: &str,
     request: &Request<'_>,
 ) -> Result<ToolOutput, ToolError> {
-    let info = match ops.metadata(path) {
-        Ok(info) => Some(info),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io_error("read", display, e)),
-    };
-    let Some(info) = info else {
+    let Some(bytes) = read_for_edit(ops, path, display, "edit")? else {
         if !request.old.is_empty() {
             return Err(ToolError::not_found(format!(
                 "File not found: {display}. To create a new file, call edit with an empty old_string (or use write)."
@@ -90,34 +85,6 @@ fn edit_blocking(
             .with_metadata("created", json!(true))
             .with_metadata("diff", json!(unified_diff(display, "", request.new))));
     };
-    match info.kind {
-        FileKind::File => {}
-        FileKind::Dir => {
-            return Err(ToolError::invalid_arguments(format!(
-                "{display} is a directory; give the path of a file inside it."
-            )));
-        }
-        _ => {
-            return Err(ToolError::invalid_arguments(format!(
-                "{display} is not a regular file; edit only edits files."
-            )));
-        }
-    }
-    if info.len > MAX_EDIT_BYTES {
-        return Err(ToolError::invalid_arguments(format!(
-            "{display} is {}, more than the 64 MiB edit handles; change it with bash (for example sed).",
-            plural(info.len, "byte")
-        )));
-    }
-    let mut bytes = Vec::new();
-    ops.open(path)
-        .and_then(|file| file.take(MAX_EDIT_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| io_error("read", display, e))?;
-    if looks_binary(&bytes[..bytes.len().min(SNIFF_BYTES)]) {
-        return Err(ToolError::invalid_arguments(format!(
-            "{display} is a binary file; edit only changes text files."
-        )));
-    }
     if request.old.is_empty() {
         if !bytes.is_empty() {
             return Err(ToolError::invalid_arguments(format!(
@@ -151,28 +118,9 @@ fn edit_blocking(
         .with_metadata("diff", json!(unified_diff(display, &before, &after))))
 }
 
-fn unified_diff(display: &str, before: &str, after: &str) -> String {
-    similar::TextDiff::from_lines(before, after)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{display}"), &format!("b/{display}"))
-        .to_string()
-}
-
-fn io_error(verb: &str, display: &str, error: io::Error) -> ToolError {
-    if FileChanged::is(&error) {
-        return ToolError::execution(format!(
-            "{display} changed while this edit was being made (another process wrote it after it was read); \
-             nothing was written. Read the file again and redo the edit against its current text."
-        ));
-    }
-    let message = format!("Cannot {verb} {display}: {error}");
-    ToolError::from_io(error).with_message(message)
-}
-
 /// How `old_string` was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tier {
+pub(crate) enum Tier {
     /// Byte for byte (after adapting line endings and the BOM).
     Exact,
     /// Equal once typographic quotes, dashes and non-breaking spaces are made plain.
@@ -184,7 +132,7 @@ enum Tier {
 }
 
 impl Tier {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Tier::Exact => "exact",
             Tier::Typography => "typography",
@@ -196,23 +144,23 @@ impl Tier {
 
 /// One region of the original content and what replaces it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Replacement {
+pub(crate) struct Replacement {
     range: Range<usize>,
     /// Shared: `replace_all` over many matches must not copy `new_string` once per match.
     text: Arc<str>,
 }
 
 #[derive(Debug)]
-struct Edited {
-    bytes: Vec<u8>,
-    tier: Tier,
-    replacements: Vec<Replacement>,
+pub(crate) struct Edited {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) tier: Tier,
+    pub(crate) replacements: Vec<Replacement>,
     /// 1-based line of each replacement in the original file, with its old and new line counts.
-    lines: Vec<(usize, usize, usize)>,
+    pub(crate) lines: Vec<(usize, usize, usize)>,
 }
 
 impl Edited {
-    fn summary(&self, display: &str) -> String {
+    pub(crate) fn summary(&self, display: &str) -> String {
         let n = self.replacements.len();
         let mut text = match self.lines.as_slice() {
             [(line, removed, added)] => format!(
@@ -238,7 +186,7 @@ impl Edited {
 
 /// Why an edit could not be made.
 #[derive(Debug, PartialEq, Eq)]
-enum Failure {
+pub(crate) enum Failure {
     NotFound,
     Ambiguous {
         count: usize,
@@ -252,7 +200,7 @@ enum Failure {
 }
 
 impl Failure {
-    fn into_error(self, display: &str) -> ToolError {
+    pub(crate) fn into_error(self, display: &str) -> ToolError {
         match self {
             Failure::NotFound => ToolError::invalid_arguments(format!(
                 "old_string was not found in {display}. It must match the file's current text exactly, including \
@@ -278,7 +226,7 @@ impl Failure {
 }
 
 /// Replaces `request.old` in `content` and returns the new content.
-fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Failure> {
+pub(crate) fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Failure> {
     let (bom, body) = match content.strip_prefix(BOM) {
         Some(body) => (true, body),
         None => (false, content),
@@ -339,53 +287,6 @@ fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Failure> {
     }
     out.extend_from_slice(&body[copied..]);
     Ok(Edited { bytes: out, tier, replacements, lines })
-}
-
-enum Endings {
-    Crlf,
-    Lf,
-    Mixed,
-}
-
-fn line_endings(body: &[u8]) -> Endings {
-    let crlf = memchr::memmem::find_iter(body, b"\r\n").count();
-    let lf = memchr::memchr_iter(b'\n', body).count() - crlf;
-    if crlf == 0 {
-        Endings::Lf
-    } else if crlf > lf {
-        Endings::Crlf
-    } else {
-        Endings::Mixed
-    }
-}
-
-/// Turns every `\n` not already preceded by `\r` into `\r\n`.
-fn to_crlf(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + text.len() / 16);
-    let mut previous = '\0';
-    for c in text.chars() {
-        if c == '\n' && previous != '\r' {
-            out.push('\r');
-        }
-        out.push(c);
-        previous = c;
-    }
-    out
-}
-
-/// The plain character a typographic quote, dash or space stands for.
-fn plain(c: char) -> char {
-    match c {
-        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' | '\u{2032}' => '\'',
-        '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' | '\u{2033}' => '"',
-        '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}' | '\u{2212}' => '-',
-        '\u{00A0}' | '\u{2007}' | '\u{202F}' => ' ',
-        c => c,
-    }
-}
-
-fn plain_str(text: &str) -> String {
-    text.chars().map(plain).collect()
 }
 
 /// The tolerant tiers, in order; the first that finds anything decides.

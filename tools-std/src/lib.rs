@@ -1,4 +1,4 @@
-//! Built-in coding tools for `tool-runtime`: `read`, `write`, `edit`, `bash` (with its background
+//! Built-in coding tools for `tool-runtime`: `read`, `write`, `edit`, `multi_edit`, `apply_patch`, `bash` (with its background
 //! sessions: `bash_output`, `bash_input`, `bash_stop`, `bash_list`), `glob`, `grep`, `ls`,
 //! `tool_output_read`, `tool_output_grep`, `todo_write` and `todo_read`.
 //!
@@ -49,6 +49,8 @@ use std::sync::Arc;
 use tool_runtime::truncate::ReadHint;
 use tool_runtime::{Dependencies, OutputStore, Tool};
 
+mod apply_patch_parse;
+mod apply_patch_seek;
 mod capture;
 mod local;
 pub mod ops;
@@ -57,11 +59,14 @@ pub mod process;
 #[cfg(target_os = "linux")]
 mod process_tree;
 pub mod session;
+pub mod surface;
 mod terminal_text;
 mod text;
+mod text_file;
 mod walk;
 pub mod workspace;
 
+pub mod apply_patch;
 pub mod bash;
 pub mod bash_input;
 pub mod bash_list;
@@ -71,6 +76,7 @@ pub mod edit;
 pub mod glob;
 pub mod grep;
 pub mod ls;
+pub mod multi_edit;
 pub mod read;
 pub mod todo_read;
 pub mod todo_write;
@@ -105,6 +111,8 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(tool_output_grep::ToolOutputGrepTool),
         Arc::new(todo_write::TodoWriteTool),
         Arc::new(todo_read::TodoReadTool),
+        Arc::new(multi_edit::MultiEditTool),
+        Arc::new(apply_patch::ApplyPatchTool),
     ]
 }
 

@@ -195,6 +195,20 @@ impl Operations for LocalOperations {
         write_atomic_in(&dir, Path::new(name), contents, check)
     }
 
+    fn remove_file(&self, path: &Target) -> io::Result<()> {
+        let name = path.file_name().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "the path names a directory, not a file")
+        })?;
+        let parent = path.parent().unwrap_or_else(Target::root);
+        let dir = self.open_dir(&parent)?;
+        // The same lock as `write_atomic`, so a removal never interleaves with a replacement.
+        let lock = dir.open_with(".", OpenOptions::new().read(true))?.into_std();
+        lock.lock()?;
+        dir.remove_file(Path::new(name)).map_err(escape)?;
+        let _ = lock.sync_all();
+        Ok(())
+    }
+
     fn walk(
         &self,
         root: &Target,

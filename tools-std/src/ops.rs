@@ -252,6 +252,13 @@ pub trait Operations: Send + Sync + 'static {
     /// owner; a file without write permission is refused (`PermissionDenied`), and so is
     /// anything but a regular file. See [`Written`] for hard links.
     fn write_atomic(&self, path: &Target, contents: &[u8], check: Precondition) -> io::Result<Written>;
+    /// Removes the file `path` (a symbolic link is removed itself, not its target). A directory
+    /// is refused. The default refuses everything (`Unsupported`): implementations that cannot
+    /// delete files keep compiling, and `apply_patch` reports that deletes are not available.
+    fn remove_file(&self, path: &Target) -> io::Result<()> {
+        let _ = path;
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this workspace's operations cannot delete files"))
+    }
     /// Walks the tree under `root` (which is not itself reported), calling `visit` for every
     /// entry until it returns `false`. Unreadable entries are skipped, symbolic links are
     /// reported, not followed; an invalid glob is an `InvalidInput` error.

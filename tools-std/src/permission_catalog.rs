@@ -4,25 +4,25 @@
 use tool_runtime::permissions::{Subject, ToolCatalog};
 
 /// The built-in tools for [`Rules`](tool_runtime::permissions::Rules): `bash` asks about its
-/// commands; `read`, `write`, `edit`, `glob`, `grep` and `ls` about their paths. Claude Code's
-/// names map onto them: `Bash` to `bash`; `Read` to `read`, `glob`, `grep` and `ls` (as Claude
-/// Code applies its read rules to every tool that reads); `Edit` to `edit` and `write` (every
-/// tool that edits); `Write` to `write`; `Glob`, `Grep`, `LS`, `TodoWrite`, `TodoRead`,
-/// `BashOutput` and `KillShell` to their counterparts. `MultiEdit` and `NotebookEdit` map to
-/// `edit`. A `bash` call whose command only reads runs under the shared guard, alongside other
+/// commands; `read`, `write`, `edit`, `multi_edit`, `apply_patch`, `glob`, `grep` and `ls` about
+/// their paths. Claude Code's names map onto them: `Bash` to `bash`; `Read` to `read`, `glob`,
+/// `grep` and `ls` (as Claude Code applies its read rules to every tool that reads); `Edit` to
+/// `edit`, `multi_edit`, `apply_patch` and `write` (every tool that edits); `Write` to `write`;
+/// `MultiEdit` to `multi_edit`; `Glob`, `Grep`, `LS`, `TodoWrite`, `TodoRead`, `BashOutput` and
+/// `KillShell` to their counterparts. `NotebookEdit` maps to `edit`. A `bash` call whose command only reads runs under the shared guard, alongside other
 /// parallel calls.
 pub fn permission_catalog() -> ToolCatalog {
     let mut catalog =
         ToolCatalog::new().subject("bash", Subject::Command).command_argument("bash", "command");
-    for tool in ["read", "write", "edit", "glob", "grep", "ls"] {
+    for tool in ["read", "write", "edit", "multi_edit", "apply_patch", "glob", "grep", "ls"] {
         catalog = catalog.subject(tool, Subject::Path);
     }
     let names: &[(&str, &[&str])] = &[
         ("Bash", &["bash"]),
         ("Read", &["read", "glob", "grep", "ls"]),
-        ("Edit", &["edit", "write"]),
+        ("Edit", &["edit", "multi_edit", "apply_patch", "write"]),
         ("Write", &["write"]),
-        ("MultiEdit", &["edit"]),
+        ("MultiEdit", &["multi_edit"]),
         ("NotebookEdit", &["edit"]),
         ("Glob", &["glob"]),
         ("Grep", &["grep"]),
@@ -39,6 +39,8 @@ pub fn permission_catalog() -> ToolCatalog {
         ("bash", "Bash"),
         ("read", "Read"),
         ("edit", "Edit"),
+        ("multi_edit", "MultiEdit"),
+        ("apply_patch", "Edit"),
         ("write", "Write"),
         ("glob", "Glob"),
         ("grep", "Grep"),

@@ -22,6 +22,8 @@ pub(crate) struct Pending {
     pub(crate) index: usize,
     pub(crate) call_id: String,
     pub(crate) tool: String,
+    /// The call came as free-form text; its result is rendered as a freeform result.
+    pub(crate) freeform: bool,
     pub(crate) options: CallOptions,
     pub(crate) queued_at: Instant,
     /// When the tool started, once it has.
@@ -106,6 +108,7 @@ impl Inner {
     ) -> (Arc<Pending>, Arguments) {
         let pending = Arc::new(Pending {
             index,
+            freeform: call.arguments.is_freeform(),
             call_id: call.id,
             tool: call.name,
             options,
@@ -189,7 +192,12 @@ impl Inner {
                 detail: error.as_ref().and_then(ToolError::source_chain),
             }
         });
-        let result = ToolResult { call_id: pending.call_id.clone(), tool: pending.tool.clone(), output };
+        let result = ToolResult {
+            call_id: pending.call_id.clone(),
+            tool: pending.tool.clone(),
+            output,
+            freeform: pending.freeform,
+        };
         Outcome { result, fatal: error.filter(ToolError::is_fatal) }
     }
 }

@@ -12,7 +12,9 @@ use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::future::BoxFuture;
 use crate::output::{IntoToolOutput, IntoToolResult, ToolOutput};
-use crate::spec::{SourceLocation, ToolAnnotations, ToolSpec, TruncationPolicy};
+use crate::spec::{
+    Freeform, Grammar, GrammarSyntax, SourceLocation, ToolAnnotations, ToolSpec, TruncationPolicy,
+};
 use crate::tool::Tool;
 
 /// What the macro knows about a tool at compile time; one `static` per tool, which also caches
@@ -32,6 +34,8 @@ pub struct ToolMeta {
     pub module_path: &'static str,
     pub file: &'static str,
     pub line: u32,
+    /// `freeform`: the property that receives the text, and the grammar (syntax, definition).
+    pub freeform: Option<(&'static str, Option<(GrammarSyntax, &'static str)>)>,
     pub spec: OnceLock<ToolSpec>,
 }
 
@@ -172,6 +176,11 @@ fn spec_from_meta(meta: &ToolMeta, input_schema: Value, output_schema: Option<Va
             module_path: meta.module_path.to_owned(),
             file: meta.file.to_owned(),
             line: meta.line,
+        }),
+        freeform: meta.freeform.map(|(parameter, grammar)| Freeform {
+            parameter: parameter.to_owned(),
+            grammar: grammar
+                .map(|(syntax, definition)| Grammar { syntax, definition: definition.to_owned() }),
         }),
     }
 }

@@ -111,7 +111,7 @@ fn synthetic_id(index: usize, name: &str, arguments: &Arguments) -> String {
     hash.add(name.as_bytes());
     hash.add(&[0]);
     match arguments {
-        Arguments::Text(text) => hash.add(text.as_bytes()),
+        Arguments::Text(text) | Arguments::Freeform { freeform: text } => hash.add(text.as_bytes()),
         // The compact JSON text of the arguments, hashed as it is written.
         Arguments::Json(value) => {
             let _ = serde_json::to_writer(&mut hash, value);

@@ -29,7 +29,7 @@
 //! let calls = provider.parse_tool_calls(&message).unwrap();
 //! assert_eq!(calls[0].arguments, Arguments::Json(json!({"a": 1})));
 //!
-//! let results = [ToolResult { call_id: calls[0].id.clone(), tool: "add".into(), output: ToolOutput::text("2") }];
+//! let results = [ToolResult { call_id: calls[0].id.clone(), tool: "add".into(), output: ToolOutput::text("2"), freeform: false }];
 //! assert_eq!(provider.render_results(&results), vec![json!({"role": "user", "content": [
 //!     {"type": "tool_result", "tool_use_id": "toolu_1", "content": "2"}
 //! ]})]);

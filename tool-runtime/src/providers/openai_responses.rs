@@ -1,4 +1,4 @@
-//! OpenAI Responses: `function` tool definitions, `function_call` items, `function_call_output` items.
+//! OpenAI Responses: `function` and `custom` (freeform) tool definitions, their call items and their output items.
 
 use serde_json::{Map, Value, json};
 
@@ -9,7 +9,7 @@ use super::{
 };
 use crate::output::Content;
 use crate::registry::Registry;
-use crate::spec::ToolSpec;
+use crate::spec::{Freeform, ToolSpec};
 
 const PROVIDER: Provider = Provider::OpenAiResponses;
 
@@ -18,7 +18,15 @@ const PROVIDER: Provider = Provider::OpenAiResponses;
 ///
 /// `strict` is always present: the API defaults it to `true`, so leaving it out would ask for
 /// strict mode with a schema that was not lowered for it.
+///
+/// A [freeform](crate::Freeform) tool is a `custom` tool instead:
+/// `{"type": "custom", "name", "description", "format"}`, where `format` is
+/// `{"type": "grammar", "syntax": "lark" | "regex", "definition"}` when the tool has a grammar
+/// and `{"type": "text"}` otherwise.
 pub fn definition(spec: &ToolSpec, options: &DefinitionOptions) -> Result<Value, LoweringError> {
+    if let Some(freeform) = &spec.freeform {
+        return Ok(custom_definition(spec, freeform));
+    }
     let mut tool = Map::new();
     tool.insert("type".to_owned(), json!("function"));
     tool.insert("name".to_owned(), json!(spec.name));
@@ -30,14 +38,34 @@ pub fn definition(spec: &ToolSpec, options: &DefinitionOptions) -> Result<Value,
     Ok(Value::Object(tool))
 }
 
+fn custom_definition(spec: &ToolSpec, freeform: &Freeform) -> Value {
+    let mut tool = Map::new();
+    tool.insert("type".to_owned(), json!("custom"));
+    tool.insert("name".to_owned(), json!(spec.name));
+    if !spec.description.is_empty() {
+        tool.insert("description".to_owned(), json!(spec.description));
+    }
+    let format = match &freeform.grammar {
+        Some(grammar) => json!({
+            "type": "grammar",
+            "syntax": grammar.syntax.as_str(),
+            "definition": grammar.definition,
+        }),
+        None => json!({ "type": "text" }),
+    };
+    tool.insert("format".to_owned(), format);
+    Value::Object(tool)
+}
+
 /// The `tools` array for every tool in `registry`.
 pub fn definitions(registry: &Registry, options: &DefinitionOptions) -> Result<Vec<Value>, LoweringError> {
     PROVIDER.definitions(registry, options)
 }
 
-/// The `function_call` items of a response (`{"output": [...]}`), of an array of output items,
-/// or of a single item. Other items (messages, reasoning, built-in tool calls the API ran
-/// itself) are skipped. The call id is the item's `call_id`; `arguments` is kept as sent.
+/// The `function_call` and `custom_tool_call` items of a response (`{"output": [...]}`), of an
+/// array of output items, or of a single item. Other items (messages, reasoning, built-in tool
+/// calls the API ran itself) are skipped. The call id is the item's `call_id`; a function's
+/// `arguments` are kept as sent, a custom call's `input` becomes [`Arguments::Freeform`].
 pub fn parse_tool_calls(message: &Value) -> Result<Vec<ToolCall>, ParseError> {
     let root = At::root(PROVIDER);
     let (items, base): (Vec<&Value>, &str) = match message {
@@ -74,6 +102,22 @@ pub fn parse_tool_calls(message: &Value) -> Result<Vec<ToolCall>, ParseError> {
 fn parse_item(at: At<'_>, item: &Map<String, Value>) -> Result<Option<ToolCall>, ParseError> {
     match item.get("type") {
         Some(Value::String(kind)) if kind == "function_call" => {}
+        Some(Value::String(kind)) if kind == "custom_tool_call" => {
+            let id = at.string(item, "call_id")?;
+            let name = at.string(item, "name")?;
+            let input = match item.get("input") {
+                Some(Value::String(text)) => text.clone(),
+                None | Some(Value::Null) => return Err(at.error("`input` is missing")),
+                Some(other) => {
+                    return Err(at.error(format!("`input` must be a string, found {}", json_kind(other))));
+                }
+            };
+            return Ok(Some(ToolCall {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                arguments: Arguments::freeform(input),
+            }));
+        }
         Some(Value::String(_)) => return Ok(None),
         Some(other) => return Err(at.error(format!("`type` must be a string, found {}", json_kind(other)))),
         None => return Err(at.error("`type` is missing")),
@@ -91,7 +135,8 @@ fn parse_item(at: At<'_>, item: &Map<String, Value>) -> Result<Option<ToolCall>,
     Ok(Some(ToolCall { id: id.to_owned(), name: name.to_owned(), arguments }))
 }
 
-/// The `function_call_output` item answering one call.
+/// The `function_call_output` item answering one call, or the `custom_tool_call_output` item
+/// answering a freeform call ([`ToolResult::freeform`]), with the same `output`.
 ///
 /// `output` is a string when the result is text only. A result with images becomes a list of
 /// `input_text` and `input_image` (data URL) parts, which `function_call_output` accepts; images
@@ -127,10 +172,11 @@ pub fn render_result(result: &ToolResult) -> Value {
     } else {
         Value::String(flagged_text(output, text_with_placeholders(output)))
     };
-    json!({ "type": "function_call_output", "call_id": result.call_id, "output": rendered })
+    let kind = if result.freeform { "custom_tool_call_output" } else { "function_call_output" };
+    json!({ "type": kind, "call_id": result.call_id, "output": rendered })
 }
 
-/// One `function_call_output` input item per result, in order.
+/// One `function_call_output` (or `custom_tool_call_output`) input item per result, in order.
 pub fn render_results(results: &[ToolResult]) -> Vec<Value> {
     results.iter().map(render_result).collect()
 }

@@ -61,6 +61,8 @@ pub(crate) struct ArgumentValidator {
     schema: Value,
     validator: jsonschema::Validator,
     plan: Plan,
+    /// For a freeform tool, the property that receives free-form text.
+    freeform: Option<String>,
 }
 
 impl std::fmt::Debug for ArgumentValidator {
@@ -81,7 +83,14 @@ impl ArgumentValidator {
             schema: schema.clone(),
             validator,
             plan: Plan::compile(schema),
+            freeform: None,
         })
+    }
+
+    /// Accepts free-form text ([`Arguments::Freeform`]) as the string property `parameter`.
+    pub fn with_freeform(mut self, parameter: Option<&str>) -> Self {
+        self.freeform = parameter.map(str::to_owned);
+        self
     }
 
     /// Validates one call's arguments: text is parsed (empty text is `{}`), a value is taken as
@@ -94,6 +103,18 @@ impl ArgumentValidator {
         match arguments {
             Arguments::Text(text) => self.validate_text(&text, options),
             Arguments::Json(value) => self.check(value, None, options),
+            Arguments::Freeform { freeform } => match &self.freeform {
+                Some(parameter) => {
+                    let mut object = Map::new();
+                    object.insert(parameter.clone(), Value::String(freeform));
+                    self.check(Value::Object(object), None, options)
+                }
+                None => Err(ToolError::invalid_arguments(format!(
+                    "`{}` takes JSON arguments, not free-form text. Call it as a function with a JSON object of \
+                     its arguments.",
+                    self.tool
+                ))),
+            },
         }
     }
 

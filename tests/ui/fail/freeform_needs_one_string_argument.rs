@@ -1,0 +1,15 @@
+use tool_runtime::tool;
+
+/// Two arguments: which one receives the text?
+#[tool(freeform)]
+async fn two(a: String, b: String) -> String {
+    format!("{a}{b}")
+}
+
+/// The text is a `String`, never a number.
+#[tool(freeform)]
+async fn number(n: u32) -> String {
+    n.to_string()
+}
+
+fn main() {}
