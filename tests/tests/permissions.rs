@@ -304,9 +304,6 @@ async fn edit_rules_cover_multi_edit_and_every_file_of_a_patch() {
     assert_eq!(std::fs::read_to_string(root.join("Cargo.lock")).unwrap(), "version = 3\n");
     assert_eq!(std::fs::read_to_string(root.join("src/lib.rs")).unwrap(), "pub fn a() {}\n");
 
-    let allowed =
-        call(&d, "apply_patch", json!({ "patch": patch.replace("Cargo.lock", "src/lib.rs") })).await;
-    assert!(allowed.output.is_error, "the second hunk no longer applies: {}", allowed.output.text_content());
     let ok = call(&d, "apply_patch", json!({ "patch": "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-pub fn a() {}\n+pub fn b() {}\n*** End Patch\n" })).await;
     assert!(!ok.output.is_error, "{}", ok.output.text_content());
     assert_eq!(std::fs::read_to_string(root.join("src/lib.rs")).unwrap(), "pub fn b() {}\n");
