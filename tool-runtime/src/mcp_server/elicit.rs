@@ -36,6 +36,12 @@ impl PermissionHook for ClientAsker {
 impl ClientAsker {
     async fn ask(&self, request: &PermissionRequest) -> PermissionDecision {
         let rule = request.details.get("rule").and_then(Value::as_str).unwrap_or("a permission rule");
+        if self.peer.peer_info().is_none() {
+            // No `initialize`: protocol 2026-07-28 or a stateless HTTP request, neither of which
+            // lets a server send requests to the client.
+            let why = "this MCP session cannot ask the client's user (it has no server-to-client requests)";
+            return PermissionDecision::Deny { reason: unanswered(rule, why) };
+        }
         if !self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
             let why = "this MCP client cannot ask its user (it did not declare the elicitation capability)";
             return PermissionDecision::Deny { reason: unanswered(rule, why) };
