@@ -1,7 +1,7 @@
 """A settings file's `ask` rule reaching the user of an MCP client made with the official Python SDK.
 
 Usage: python elicit.py TOOLS_BINARY WORKSPACE
-Runs `tools serve --settings FILE` with an `ask` rule on `touch`. A client with an
+Runs `tools serve --settings FILE` (stdio, then `--http`) with an `ask` rule on `touch`. A client with an
 `elicitation_callback` (legacy mode: `initialize`, protocol 2025-11-25, the last revision with
 server-to-client requests) accepts one command and declines another; a client without one, and
 one on protocol 2026-07-28, get the refusal naming the rule. Prints one line per check and exits
@@ -10,11 +10,14 @@ non-zero on the first failure.
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import tempfile
 
 import anyio
 from mcp import Client, StdioServerParameters, types
+from mcp.client.streamable_http import streamable_http_client
 
 RULE = "the rule `ask Bash(touch:*)`"
 
@@ -87,6 +90,30 @@ async def main(tools, workspace):
             f"naming the rule: {text_of(refused)!r}",
         )
         check(not questions, "and the user was not asked")
+
+    # Over Streamable HTTP the question travels on the call's event stream.
+    server = subprocess.Popen(
+        [tools, "serve", "--root", workspace, "--settings", settings, "--http", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = server.stdout.readline().strip()
+        url = line.removeprefix("tools serve: listening on ")
+        check(url.startswith("http://"), f"the HTTP server announced {line!r}")
+        questions.clear()
+        transport = streamable_http_client(url)
+        http_client = Client(transport, mode="legacy", read_timeout_seconds=60, elicitation_callback=answer)
+        async with http_client as client:
+            approved = await client.call_tool("bash", {"command": "touch approved.txt http.txt"})
+            check(not approved.is_error, f"over HTTP an accepted command runs: {text_of(approved)!r}")
+            check(os.path.exists(os.path.join(workspace, "http.txt")), "and had its effect")
+            check(len(questions) == 1 and RULE in questions[0].message, "the HTTP client's user was asked")
+            declined = await client.call_tool("bash", {"command": "touch declined-http.txt"})
+            check(declined.is_error and "the user declined it" in text_of(declined), "over HTTP a decline refuses")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
 
     print("passed: elicitation", flush=True)
 
