@@ -67,7 +67,8 @@ pub struct WorkspaceArgs {
     pub allow_outside_root: bool,
     /// Permission rules and hook commands, in Claude Code's settings shape (`permissions` with
     /// allow / ask / deny, `hooks` with PreToolUse / PostToolUse). An `ask` is refused, naming
-    /// the rule.
+    /// the rule, except that `serve` asks the MCP client's user when the client supports
+    /// elicitation.
     #[arg(long, value_name = "FILE")]
     pub settings: Option<PathBuf>,
 }

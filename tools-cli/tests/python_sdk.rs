@@ -88,3 +88,8 @@ fn python_sdk_over_http_default_mode() {
 fn python_sdk_over_http_legacy_mode() {
     run_script("sdk_http.py", &["legacy"]);
 }
+
+#[test]
+fn a_settings_ask_reaches_the_python_clients_user_by_elicitation() {
+    run_script("elicit.py", &[]);
+}

@@ -1,6 +1,7 @@
 //! Serving a registry over the Model Context Protocol with `rmcp` (feature `mcp`).
 
 mod calls;
+mod elicit;
 #[cfg(feature = "mcp-http")]
 mod http;
 mod inbound;
@@ -10,9 +11,12 @@ mod progress;
 #[cfg(feature = "mcp-http")]
 pub use http::{DEFAULT_SHUTDOWN_GRACE, HttpOptions, MCP_PATH};
 
+pub use elicit::DEFAULT_ELICITATION_TIMEOUT;
+
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
@@ -36,6 +40,7 @@ use crate::output::{Content, ToolOutput};
 use crate::providers::{self, DefinitionOptions, LoweringError};
 
 use calls::InFlight;
+use elicit::ClientAsker;
 use lines::LineTransport;
 use progress::ProgressForwarder;
 
@@ -57,6 +62,7 @@ pub struct McpServerBuilder {
     instructions: Option<String>,
     events: Option<Arc<dyn EventSink>>,
     max_message_bytes: usize,
+    elicitation_timeout: Duration,
 }
 
 impl fmt::Debug for McpServerBuilder {
@@ -66,6 +72,7 @@ impl fmt::Debug for McpServerBuilder {
             .field("version", &self.version)
             .field("title", &self.title)
             .field("max_message_bytes", &self.max_message_bytes)
+            .field("elicitation_timeout", &self.elicitation_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -111,6 +118,13 @@ impl McpServerBuilder {
         self
     }
 
+    /// How long the server waits for the client's user to answer a permission question (default
+    /// [`DEFAULT_ELICITATION_TIMEOUT`]); without an answer by then the call is refused.
+    pub fn elicitation_timeout(mut self, timeout: Duration) -> Self {
+        self.elicitation_timeout = timeout;
+        self
+    }
+
     /// Builds the server. Fails when a tool cannot be described to MCP (its input or output
     /// schema is not an object schema).
     pub fn build(self) -> Result<McpServer, LoweringError> {
@@ -137,6 +151,7 @@ impl McpServerBuilder {
                 config,
                 next_call: AtomicU64::new(1),
                 max_message_bytes: self.max_message_bytes,
+                elicitation_timeout: self.elicitation_timeout,
             }),
             dispatcher,
             input_closed: CancellationToken::new(),
@@ -192,6 +207,14 @@ fn tool_list(dispatcher: &Dispatcher) -> Result<Vec<Tool>, LoweringError> {
 ///   `notifications/progress` when the request carried a `progressToken`. The notification's
 ///   `progress` is the tool's own figure when it gives one; message-only updates count up from 1
 ///   until the tool gives a figure, and repeat the last figure after that.
+/// - A call that a [`Policy`](crate::permissions::Policy) rule (or a `PreToolUse` hook) says to
+///   `ask` about, when the policy has no asker of its own, is asked about with an
+///   `elicitation/create` request to the client (its message names the tool, what it wants to do
+///   and the rule; its form is one boolean, `allow`). An accept allows it (unless the form says
+///   `allow: false`); a decline or cancel refuses it. A client that did not declare the
+///   `elicitation` capability, a request that fails (protocol 2026-07-28 has no server-to-client
+///   requests) or no answer within [`McpServerBuilder::elicitation_timeout`] refuses it too, with
+///   a message naming the rule.
 /// - `notifications/cancelled` cancels the call's token, which reaches the tool as
 ///   `ToolContext::cancellation_token`; the dispatcher stops the call and no response is sent.
 /// - When the client closes its input, calls in flight still answer (for a few seconds, then
@@ -229,6 +252,7 @@ struct ServerInner {
     config: ServerConfig,
     next_call: AtomicU64,
     max_message_bytes: usize,
+    elicitation_timeout: Duration,
 }
 
 impl fmt::Debug for McpServer {
@@ -298,6 +322,7 @@ impl McpServer {
             instructions: None,
             events: None,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
         }
     }
 
@@ -371,7 +396,11 @@ impl McpServer {
         let call = ToolCall { id: call_id, name: request.name.into_owned(), arguments };
         let sink = progress.clone().map(|progress| progress as Arc<dyn ContextSink>);
         let cancel = context.ct.child_token();
-        let run = self.dispatcher.run_with_sink(call, sink, cancel.clone());
+        let asker = ClientAsker { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
+        let run = crate::permissions::with_call_asker(
+            Arc::new(asker),
+            self.dispatcher.run_with_sink(call, sink, cancel.clone()),
+        );
         let result = self.in_flight.run(&cancel, run).await;
         if let Some(progress) = progress {
             // Once the client stops sending, rmcp still delivers responses but no notifications:

@@ -93,7 +93,7 @@ impl Policy {
         match action {
             Action::Allow => PermissionDecision::Allow,
             Action::Deny => PermissionDecision::Deny { reason: refused(&because) },
-            Action::Ask => match &self.asker {
+            Action::Ask => match self.asker.clone().or_else(call_asker) {
                 Some(asker) => {
                     let mut request = request.clone();
                     let mut details = match request.details {
@@ -104,15 +104,35 @@ impl Policy {
                     request.details = Value::Object(details);
                     asker.decide(&request).await
                 }
-                None => PermissionDecision::Deny {
-                    reason: format!(
-                        "{because} says to ask first, and nobody is here to answer, so it was not done. \
-                         Do something else, or ask the user to allow it"
-                    ),
-                },
+                None => PermissionDecision::Deny { reason: unanswered(&because, "nobody is here to answer") },
             },
         }
     }
+}
+
+tokio::task_local! {
+    /// Who answers this call's asks when the policy has no asker of its own: the MCP server sets
+    /// it to the client of the call (elicitation) around the call.
+    static CALL_ASKER: Arc<dyn PermissionHook>;
+}
+
+/// Runs `call` with `asker` answering the asks of a policy that has no asker of its own. A
+/// tool that asks from a task it spawned is outside this scope, and gets the policy's answer.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+pub(crate) async fn with_call_asker<T>(asker: Arc<dyn PermissionHook>, call: impl Future<Output = T>) -> T {
+    CALL_ASKER.scope(asker, call).await
+}
+
+fn call_asker() -> Option<Arc<dyn PermissionHook>> {
+    CALL_ASKER.try_with(Arc::clone).ok()
+}
+
+/// Why an ask was refused when nobody answered it (`why`: who could not).
+pub(crate) fn unanswered(because: &str, why: &str) -> String {
+    format!(
+        "{because} says to ask first, and {why}, so it was not done. Do something else, or ask the user to \
+         allow it"
+    )
 }
 
 fn refused(because: &str) -> String {
