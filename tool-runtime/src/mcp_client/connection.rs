@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::RoleClient;
@@ -10,6 +11,7 @@ use rmcp::ServiceExt;
 use rmcp::service::{Peer, RunningService};
 use rmcp::transport::TokioChildProcess;
 use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
 
 use super::config::{ServerConfig, Transport};
 use super::handler::MountHandler;
@@ -17,10 +19,16 @@ use super::handler::MountHandler;
 /// The last lines of a server's standard error kept for error messages.
 const STDERR_LINES: usize = 8;
 
+/// How long the last lines of a server that stopped may take to be read once its connection is
+/// gone (its standard error closes when its process, and whatever it started, exit).
+const STDERR_SETTLE: Duration = Duration::from_millis(500);
+
 /// A running session: the rmcp client and what the server last wrote to its standard error.
 pub(crate) struct Session {
     service: RunningService<RoleClient, MountHandler>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// True once the server's standard error is read to its end (always, over HTTP).
+    stderr_read: watch::Receiver<bool>,
 }
 
 impl Session {
@@ -33,8 +41,12 @@ impl Session {
         self.service.is_closed() || self.service.peer().is_transport_closed()
     }
 
-    /// The server's last lines on standard error, for the operator.
-    pub(crate) fn stderr_tail(&self) -> String {
+    /// The server's last lines on standard error, for the operator, once they are read (within
+    /// [`STDERR_SETTLE`]): a server that crashed writes its last words just before the
+    /// connection closes, and they would otherwise race the error that reports it.
+    pub(crate) async fn last_stderr(&self) -> String {
+        let mut read = self.stderr_read.clone();
+        let _ = tokio::time::timeout(STDERR_SETTLE, read.wait_for(|done| *done)).await;
         tail(&self.stderr)
     }
 
@@ -68,6 +80,7 @@ pub(crate) async fn start(config: &ServerConfig, handler: MountHandler) -> Resul
                     format!("cannot start `{command}`: {e}; check `command` in the configuration")
                 })?;
             let lines: Arc<Mutex<VecDeque<String>>> = Arc::default();
+            let (read_to_end, stderr_read) = watch::channel(stderr.is_none());
             if let Some(stderr) = stderr {
                 let lines = lines.clone();
                 tokio::spawn(async move {
@@ -79,18 +92,21 @@ pub(crate) async fn start(config: &ServerConfig, handler: MountHandler) -> Resul
                         }
                         lines.push_back(line);
                     }
+                    let _ = read_to_end.send(true);
                 });
             }
             let started =
                 handshake(config, &format!("`{command}` started but"), handler.serve(process)).await;
-            started.map(|service| Session { service, stderr: lines.clone() }).map_err(|message| {
-                let tail = tail(&lines);
-                if tail.is_empty() {
-                    message
-                } else {
-                    format!("{message}; its standard error ended with: {tail}")
-                }
-            })
+            started.map(|service| Session { service, stderr: lines.clone(), stderr_read }).map_err(
+                |message| {
+                    let tail = tail(&lines);
+                    if tail.is_empty() {
+                        message
+                    } else {
+                        format!("{message}; its standard error ended with: {tail}")
+                    }
+                },
+            )
         }
         Transport::Http { url, headers } => start_http(config, url, headers, handler).await,
     }
@@ -144,7 +160,7 @@ async fn start_http(
     let service = handshake(config, &format!("`{url}`"), handler.serve(transport)).await.map_err(|e| {
         format!("{e}; check `url` and `headers` (a token, for instance) in the configuration")
     })?;
-    Ok(Session { service, stderr: Arc::default() })
+    Ok(Session { service, stderr: Arc::default(), stderr_read: watch::channel(true).1 })
 }
 
 #[cfg(not(feature = "mcp-http"))]

@@ -288,7 +288,7 @@ impl MountInner {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = match peer.send_request_with_option(request, options).await {
             Ok(handle) => handle,
-            Err(error) => return Err(self.stopped(remote, &session, error)),
+            Err(error) => return Err(self.stopped(remote, &session, error).await),
         };
         let _route = self.routes.register(handle.progress_token.clone(), ctx.clone());
         let mut cancel = CancelOnDrop { peer: Some(peer.clone()), id: handle.id.clone() };
@@ -334,14 +334,14 @@ impl MountInner {
                 "The MCP server `{server}` refused the call of `{remote}`: {} (error {}). Check the arguments against the tool's description and try again.",
                 error.message, error.code.0
             ))),
-            Err(error) => Err(self.stopped(remote, &session, error)),
+            Err(error) => Err(self.stopped(remote, &session, error).await),
         }
     }
 
     /// The error of a call whose connection broke.
-    fn stopped(&self, remote: &str, session: &Session, error: ServiceError) -> ToolError {
+    async fn stopped(&self, remote: &str, session: &Session, error: ServiceError) -> ToolError {
         session.close();
-        let tail = session.stderr_tail();
+        let tail = session.last_stderr().await;
         let detail =
             if tail.is_empty() { error.to_string() } else { format!("{error}; standard error: {tail}") };
         ToolError::execution(format!(
