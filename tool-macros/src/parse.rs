@@ -235,6 +235,54 @@ fn tags(cx: &Ctxt, meta: &Meta) -> Vec<LitStr> {
     tags
 }
 
+/// The `key = value` items of a nested list such as `truncate(...)` (`what`), each with its key
+/// and name. A literal, an unknown key or a key given twice is reported on its own token and left
+/// out; the flag is `false` then, so that the caller leaves the setting out rather than also
+/// calling it incomplete. `None` when the list does not parse.
+fn keyed_items<K: Copy + PartialEq>(
+    cx: &Ctxt,
+    list: &syn::MetaList,
+    what: &str,
+    names: &[&str],
+    parse: fn(&str) -> Option<K>,
+) -> Option<(Vec<(K, String, Meta)>, bool)> {
+    let items = match items.parse2(list.tokens.clone()) {
+        Ok(items) => items,
+        Err(e) => {
+            cx.syn_error(e);
+            return None;
+        }
+    };
+    let mut keyed: Vec<(K, String, Meta)> = Vec::new();
+    let mut complete = true;
+    for item in items {
+        let inner = match item {
+            Item::Meta(inner) => inner,
+            Item::Lit(lit) => {
+                cx.error(
+                    lit.span(),
+                    format!("expected `key = value` in `{what}`; keys: {}", attrs::list(names)),
+                );
+                complete = false;
+                continue;
+            }
+        };
+        let name = key_of(&inner);
+        let Some(key) = parse(&name) else {
+            cx.error_spanned_by(inner.path(), attrs::unknown_key_message(&name, what, names));
+            complete = false;
+            continue;
+        };
+        if keyed.iter().any(|(seen, _, _)| *seen == key) {
+            cx.error_spanned_by(inner.path(), format!("`{name}` is given twice in `{what}`; keep one"));
+            complete = false;
+            continue;
+        }
+        keyed.push((key, name, inner));
+    }
+    Some((keyed, complete))
+}
+
 fn truncate(cx: &Ctxt, meta: &Meta) -> Option<TruncateSetting> {
     let list = match meta {
         Meta::Path(_) => return Some(TruncateSetting::Default),
@@ -253,52 +301,11 @@ fn truncate(cx: &Ctxt, meta: &Meta) -> Option<TruncateSetting> {
         }
         Meta::List(list) => list,
     };
-    let items = match items.parse2(list.tokens.clone()) {
-        Ok(items) => items,
-        Err(e) => {
-            cx.syn_error(e);
-            return None;
-        }
-    };
+    let (items, mut complete) =
+        keyed_items(cx, list, "truncate(...)", TruncateKey::NAMES, TruncateKey::parse)?;
     let mut options =
         TruncateOptions { span: list.span(), max_lines: None, max_bytes: None, direction: None };
-    let mut seen = Vec::new();
-    // A mistake inside is reported on its own token; the setting is then left out, so that
-    // validation does not also call it empty.
-    let mut complete = true;
-    for item in &items {
-        let inner = match item {
-            Item::Meta(inner) => inner,
-            Item::Lit(lit) => {
-                cx.error(
-                    lit.span(),
-                    format!(
-                        "expected `key = value` in `truncate(...)`; keys: {}",
-                        attrs::list(TruncateKey::NAMES)
-                    ),
-                );
-                complete = false;
-                continue;
-            }
-        };
-        let name = key_of(inner);
-        let Some(key) = TruncateKey::parse(&name) else {
-            cx.error_spanned_by(
-                inner.path(),
-                attrs::unknown_key_message(&name, "truncate(...)", TruncateKey::NAMES),
-            );
-            complete = false;
-            continue;
-        };
-        if seen.contains(&key) {
-            cx.error_spanned_by(
-                inner.path(),
-                format!("`{name}` is given twice in `truncate(...)`; keep one"),
-            );
-            complete = false;
-            continue;
-        }
-        seen.push(key);
+    for (key, _, inner) in &items {
         let read = match key {
             TruncateKey::MaxLines => limit(cx, inner, "max_lines = 200").map(|v| options.max_lines = Some(v)),
             TruncateKey::MaxBytes => {
@@ -331,49 +338,11 @@ fn freeform(cx: &Ctxt, meta: &Meta) -> Option<FreeformAttr> {
         }
         Meta::List(list) => list,
     };
-    let items = match items.parse2(list.tokens.clone()) {
-        Ok(items) => items,
-        Err(e) => {
-            cx.syn_error(e);
-            return None;
-        }
-    };
+    let (items, mut complete) =
+        keyed_items(cx, list, "freeform(...)", FreeformKey::NAMES, FreeformKey::parse)?;
     let mut attr = FreeformAttr { span: list.path.span(), grammar: None, second_grammar: None, syntax: None };
-    let mut complete = true;
-    let mut seen = Vec::new();
-    for item in &items {
-        let inner = match item {
-            Item::Meta(inner) => inner,
-            Item::Lit(lit) => {
-                cx.error(
-                    lit.span(),
-                    format!(
-                        "expected `key = value` in `freeform(...)`; keys: {}",
-                        attrs::list(FreeformKey::NAMES)
-                    ),
-                );
-                complete = false;
-                continue;
-            }
-        };
-        let name = key_of(inner);
-        let Some(key) = FreeformKey::parse(&name) else {
-            cx.error_spanned_by(
-                inner.path(),
-                attrs::unknown_key_message(&name, "freeform(...)", FreeformKey::NAMES),
-            );
-            complete = false;
-            continue;
-        };
-        if seen.contains(&key) {
-            cx.error_spanned_by(
-                inner.path(),
-                format!("`{name}` is given twice in `freeform(...)`; keep one"),
-            );
-            complete = false;
-            continue;
-        }
-        seen.push(key);
+    for (key, name, inner) in &items {
+        let key = *key;
         let value = if let Meta::NameValue(nv) = inner
             && let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value
         {
