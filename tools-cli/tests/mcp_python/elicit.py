@@ -19,17 +19,9 @@ import anyio
 from mcp import Client, StdioServerParameters, types
 from mcp.client.streamable_http import streamable_http_client
 
+from checks import check, text_of
+
 RULE = "the rule `ask Bash(touch:*)`"
-
-
-def check(condition, what):
-    if not condition:
-        raise AssertionError(what)
-    print(f"ok: {what}", flush=True)
-
-
-def text_of(result):
-    return "".join(block.text for block in result.content if getattr(block, "type", None) == "text")
 
 
 async def main(tools, workspace):

@@ -13,13 +13,9 @@ from mcp_types.jsonrpc import JSONRPCError, JSONRPCResponse
 from mcp_types.methods import validate_server_result
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
+from checks import check
+
 CLIENT = {"name": "revisions-check", "version": "1.0"}
-
-
-def check(condition, what):
-    if not condition:
-        raise AssertionError(what)
-    print(f"ok: {what}", flush=True)
 
 
 class Server:

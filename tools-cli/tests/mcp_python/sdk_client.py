@@ -14,17 +14,9 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from checks import check, text_of
+
 EXPECTED_VERSION = {"auto": "2026-07-28", "legacy": "2025-11-25"}
-
-
-def check(condition, what):
-    if not condition:
-        raise AssertionError(what)
-    print(f"ok: {what}", flush=True)
-
-
-def text_of(result):
-    return "".join(block.text for block in result.content if getattr(block, "type", None) == "text")
 
 
 def process_alive(pid):

@@ -16,18 +16,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from checks import check, text_of
+
 EXPECTED_VERSION = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 TOKEN = "py-t0ken"
-
-
-def check(condition, what):
-    if not condition:
-        raise AssertionError(what)
-    print(f"ok: {what}", flush=True)
-
-
-def text_of(result):
-    return "".join(block.text for block in result.content if getattr(block, "type", None) == "text")
 
 
 def connect(url, mode, token=TOKEN):
