@@ -1,13 +1,16 @@
 //! A `#[tool]` whose parameters are all plain types (numbers, strings, booleans, and options and
 //! vectors of them) decodes arguments sent as text straight from the text
-//! (`Tool::call_text`), without a `Value` or the schema validator. These tests hold that path
+//! (`Tool::decode_text`), without a `Value` or the schema validator. These tests hold that path
 //! against the validating one: for any text, `Registry::call` answers exactly what validating
 //! the text and then calling the tool answers, and the direct path is taken only for text it is
 //! sure of.
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use tool_runtime::{Arguments, Registry, Tool, ToolContext, tool};
+use tool_runtime::{
+    Arguments, BeforeDecision, BeforeFn, CancellationToken, Dispatcher, Registry, RepeatAction, RepeatGuard,
+    Tool, ToolCall, ToolContext, tool,
+};
 
 /// Plain parameters only.
 #[tool]
@@ -71,7 +74,7 @@ async fn through_validation(registry: &Registry, tool: &str, text: &str) -> Resu
 }
 
 fn takes_direct_path(tool: &dyn Tool, text: &str) -> bool {
-    tool.call_text(ctx(&tool.spec().name), text).is_ok()
+    tool.decode_text(text).is_some()
 }
 
 const BASE: &str = r#""a":1.5,"tags":["x"],"flag":true,"small":-3"#;
@@ -148,6 +151,54 @@ fn a_tool_with_a_parameter_off_the_list_always_validates() {
         assert_eq!(called, block_on(through_validation(&registry, "mixed", text)));
         assert!(called.is_ok(), "{text}: {called:?}");
     }
+}
+
+/// What a dispatcher answers for `text`: the result's text, `Err` for an error result.
+async fn through_dispatcher(dispatcher: &Dispatcher, text: &str) -> Result<String, String> {
+    let result = dispatcher.run(ToolCall::new("call", "plain", text), CancellationToken::new()).await;
+    let text = result.output.text_content();
+    if result.output.is_error { Err(text) } else { Ok(text) }
+}
+
+/// A dispatcher takes the direct path only when no hook reads the arguments; with or without a
+/// hook, it answers as `Registry::call` does.
+#[test]
+fn the_dispatcher_answers_as_registry_call_does_with_and_without_hooks() {
+    let plain = Dispatcher::builder(registry()).repeat_guard(RepeatGuard::DISABLED).build();
+    let hooked = Dispatcher::builder(registry())
+        .repeat_guard(RepeatGuard::DISABLED)
+        .before_hook(BeforeFn(|call: tool_runtime::HookCall| async move {
+            assert!(call.arguments.is_object(), "the hook sees the validated arguments");
+            Ok(BeforeDecision::Allow)
+        }))
+        .build();
+    let registry = registry();
+    block_on(async {
+        for (text, _) in cases() {
+            let called = through_call(&registry, "plain", &text).await;
+            assert_eq!(through_dispatcher(&plain, &text).await, called, "for {text:?}");
+            assert_eq!(through_dispatcher(&hooked, &text).await, called, "with a hook, for {text:?}");
+        }
+    });
+}
+
+/// The repeat guard compares the arguments, not their spelling, on the direct path too.
+#[test]
+fn the_repeat_guard_sees_the_same_call_whatever_the_spelling() {
+    let dispatcher =
+        Dispatcher::builder(registry()).repeat_guard(RepeatGuard::new(2, RepeatAction::Refuse)).build();
+    let first = r#"{"a":1.5,"tags":["x"],"flag":true,"small":-3}"#;
+    let same = "{ \"small\": -3,\n \"flag\": true, \"tags\": [ \"x\" ], \"a\": 1.5 }";
+    let other = r#"{"a":1.5,"tags":["x"],"flag":true,"small":-4}"#;
+    assert!(takes_direct_path(&PlainTool, first) && takes_direct_path(&PlainTool, same));
+    block_on(async {
+        assert!(through_dispatcher(&dispatcher, first).await.is_ok());
+        let refused =
+            through_dispatcher(&dispatcher, same).await.expect_err("the second identical call is refused");
+        assert!(refused.contains("2 times in a row"), "{refused}");
+        assert!(through_dispatcher(&dispatcher, other).await.is_ok(), "a different call starts a new row");
+        assert!(through_dispatcher(&dispatcher, first).await.is_ok());
+    });
 }
 
 /// A JSON value of any kind the parameters might or might not accept.

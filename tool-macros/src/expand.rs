@@ -208,15 +208,8 @@ fn expand(def: &ToolDef) -> TokenStream {
                     #p::call::<__Tool>(ctx, args)
                 }
 
-                fn call_text<'__tool>(
-                    &'__tool self,
-                    ctx: #p::ToolContext,
-                    text: &str,
-                ) -> ::core::result::Result<
-                    #p::BoxFuture<'__tool, ::core::result::Result<#p::ToolOutput, #p::ToolError>>,
-                    #p::ToolContext,
-                > {
-                    #p::call_text::<__Tool>(ctx, text)
+                fn decode_text(&self, text: &str) -> ::core::option::Option<#p::DecodedCall> {
+                    #p::decode_text::<__Tool>(text)
                 }
             }
 

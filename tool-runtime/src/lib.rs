@@ -103,7 +103,7 @@ pub use spec::{
     TruncationPolicy,
 };
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{FnTool, Tool};
+pub use tool::{DecodedCall, FnTool, Tool};
 pub use truncate::TruncationLimits;
 pub use validate::{Coercion, ValidatedArgs, ValidationOptions};
 

@@ -24,11 +24,11 @@ pub use crate::inject::FromContext;
 pub use crate::output::{IntoToolOutput, IntoToolResult, ToolOutput};
 pub use crate::registry::ToolRegistration;
 pub use crate::spec::{GrammarSyntax, ToolSpec, TruncationDirection, TruncationPolicy};
-pub use crate::tool::Tool;
+pub use crate::tool::{DecodedCall, Tool};
 
 pub use arguments::{
     Arguments, ExactArgument, ExactProbe, Field, MaybeSerialize, NoSerialize, NotExact, ToolArgument, Whole,
     WholeFields, assert_argument,
 };
 pub use errors::{ErrTag, ToolErrorMessage, ViaDisplay, ViaIoError, ViaStdError, ViaToolError};
-pub use function::{Returns, ToolFn, ToolMeta, call, call_text, finish, make, spec};
+pub use function::{Returns, ToolFn, ToolMeta, call, decode_text, finish, make, spec};

@@ -269,6 +269,20 @@ impl Entry {
     }
 }
 
+/// A tool found by name, with what checks its arguments.
+pub(crate) struct Found<'a> {
+    pub(crate) tool: &'a Arc<dyn Tool>,
+    validator: &'a ArgumentValidator,
+    options: ValidationOptions,
+}
+
+impl Found<'_> {
+    /// Validates the arguments against the tool's schema.
+    pub(crate) fn validate(&self, arguments: Arguments) -> Result<ValidatedArgs, ToolError> {
+        self.validator.validate(arguments, self.options)
+    }
+}
+
 /// The set of tools the model can see and call. Listing and dispatch read the same registry.
 pub struct Registry {
     entries: Vec<Entry>,
@@ -336,19 +350,17 @@ impl Registry {
     /// Validates the arguments of a call to `name` (compiling and caching the validator on first
     /// use). Unknown tools and invalid arguments come back as model-facing errors.
     pub fn validate(&self, name: &str, arguments: impl Into<Arguments>) -> Result<ValidatedArgs, ToolError> {
-        self.prepare(name, arguments.into()).map(|(_, args)| args)
+        self.lookup(name)?.validate(arguments.into())
     }
 
-    /// Looks `name` up once and validates the arguments against its schema: the tool to run and
-    /// what to run it with.
-    pub(crate) fn prepare(
-        &self,
-        name: &str,
-        arguments: Arguments,
-    ) -> Result<(&Arc<dyn Tool>, ValidatedArgs), ToolError> {
-        let entry = self.entry(name)?;
-        let args = entry.validator()?.validate(arguments, self.validation)?;
-        Ok((&entry.tool, args))
+    /// Looks `name` up once: the tool and its compiled validator. A tool whose schema does not
+    /// compile is an error here, whatever the arguments.
+    pub(crate) fn lookup(&self, name: &str) -> Result<Found<'_>, ToolError> {
+        let entry = match self.index.get(name) {
+            Some(&i) => &self.entries[i],
+            None => return Err(self.unknown_tool(name)),
+        };
+        Ok(Found { tool: &entry.tool, validator: entry.validator()?, options: self.validation })
     }
 
     /// Validates and runs one call without a dispatcher: no hooks, timeouts, truncation or events
@@ -362,29 +374,19 @@ impl Registry {
         ctx: ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let arguments = arguments.into();
-        let entry = self.entry(name)?;
-        let validator = entry.validator()?;
-        let tool = &entry.tool;
+        let found = self.lookup(name)?;
+        let tool = found.tool;
         // The tool's own limits reach it as they would through a dispatcher.
         let limits = ctx.truncation().with_policy(&tool.spec().truncation);
         let ctx = if limits == ctx.truncation() { ctx } else { ctx.with_truncation(limits) };
-        // Text the tool decodes by itself is valid as it is (see `Tool::call_text`).
-        let ctx = match &arguments {
-            Arguments::Text(text) => match tool.call_text(ctx, text) {
-                Ok(call) => return call.await,
-                Err(ctx) => ctx,
-            },
-            _ => ctx,
-        };
-        let args = validator.validate(arguments, self.validation)?;
-        tool.call(ctx, args.value).await
-    }
-
-    fn entry(&self, name: &str) -> Result<&Entry, ToolError> {
-        match self.index.get(name) {
-            Some(&i) => Ok(&self.entries[i]),
-            None => Err(self.unknown_tool(name)),
+        // Text the tool decodes by itself is valid as it is, with nothing to coerce or report.
+        if let Arguments::Text(text) = &arguments
+            && let Some(call) = tool.decode_text(text)
+        {
+            return call(ctx).await;
         }
+        let args = found.validate(arguments)?;
+        tool.call(ctx, args.value).await
     }
 
     /// The model-facing error for a call to a tool that does not exist, listing the real ones.

@@ -23,25 +23,26 @@ pub trait Tool: Send + Sync + 'static {
     /// Runs the tool.
     fn call<'a>(&'a self, ctx: ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 
-    /// Runs the tool on arguments given as JSON text, decoded straight from it, when that
-    /// decoding accepts exactly the objects `spec().input_schema` accepts and gives what
-    /// validating and [`call`](Tool::call) would; otherwise (the default) hands the context
-    /// back, and the caller validates the text and calls [`call`](Tool::call).
+    /// Decodes arguments given as JSON text straight from the text, when that decoding accepts
+    /// exactly the objects `spec().input_schema` accepts and gives what validating and
+    /// [`call`](Tool::call) would: the call, waiting for its context. Otherwise (the default)
+    /// `None`, and the caller validates the text and calls [`call`](Tool::call).
     ///
     /// `#[tool]` implements it for functions whose every parameter is a plain type (numbers,
     /// strings, booleans, and options and vectors of them): such a call builds no
     /// `serde_json::Value` and runs no schema validator. An implementation must refuse
-    /// (return `Err(ctx)`) whatever it is not sure of, including every invalid text: the
+    /// (return `None`) whatever it is not sure of, including every invalid text: the
     /// validating path is the one that explains errors to the model.
-    fn call_text<'a>(
-        &'a self,
-        ctx: ToolContext,
-        text: &str,
-    ) -> Result<BoxFuture<'a, Result<ToolOutput, ToolError>>, ToolContext> {
+    fn decode_text(&self, text: &str) -> Option<DecodedCall> {
         let _ = text;
-        Err(ctx)
+        None
     }
 }
+
+/// A call whose arguments its tool decoded from the model's text (see [`Tool::decode_text`]):
+/// given the call's context, it runs.
+pub type DecodedCall =
+    Box<dyn FnOnce(ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send>;
 
 type DynToolFn =
     dyn Fn(ToolContext, Value) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync;

@@ -1,6 +1,9 @@
 //! Fingerprints of calls for the repeat guard: equal for identical calls, whatever the key order
 //! or whitespace, and computed without allocating.
 
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::Inner;
@@ -14,12 +17,13 @@ pub(super) struct LastCall {
 impl Inner {
     /// Counts identical calls in a row (in the order the dispatcher sees them); returns the
     /// count including this call, or 0 when the guard is off. Calls are compared by a fingerprint
-    /// of the tool name and the validated arguments (key order and whitespace do not matter).
-    pub(super) fn count_repeat(&self, tool: &str, arguments: Option<&Value>) -> u32 {
+    /// of the tool name and the arguments (key order and whitespace do not matter), made only
+    /// when the guard is on; `None` (a call that failed validation) breaks the row.
+    pub(super) fn count_repeat(&self, fingerprint: impl FnOnce() -> Option<u64>) -> u32 {
         if self.repeat.threshold == 0 {
             return 0;
         }
-        let fingerprint = arguments.map(|arguments| fingerprint(tool, arguments));
+        let fingerprint = fingerprint();
         let mut last = self.last_call.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let Some(fingerprint) = fingerprint else {
             *last = None;
@@ -74,27 +78,72 @@ impl Mix {
 
 fn value(mix: Mix, v: &Value) -> Mix {
     match v {
-        Value::Null => mix.word(1),
-        Value::Bool(b) => mix.word(2).word(u64::from(*b)),
+        Value::Null => mix.null(),
+        Value::Bool(b) => mix.bool(*b),
         Value::Number(n) => {
             if let Some(i) = n.as_i64() {
-                mix.word(3).word(i as u64)
+                mix.i64(i)
             } else if let Some(u) = n.as_u64() {
-                mix.word(4).word(u)
+                mix.u64(u)
             } else {
-                mix.word(5).word(n.as_f64().map_or(0, f64::to_bits))
+                mix.f64(n.as_f64().unwrap_or(0.0))
             }
         }
-        Value::String(s) => mix.word(6).bytes(s.as_bytes()),
-        Value::Array(items) => items.iter().fold(mix.word(7).word(items.len() as u64), value),
-        Value::Object(map) => {
-            // Objects compare without regard to key order, so their entries combine commutatively.
-            let entries = map
-                .iter()
-                .map(|(k, v)| value(Mix(0).bytes(k.as_bytes()), v).finish())
-                .fold(0u64, u64::wrapping_add);
-            mix.word(8).word(map.len() as u64).word(entries)
+        Value::String(s) => mix.str(s),
+        Value::Array(items) => items.iter().fold(mix.array_start(), value).array_end(items.len()),
+        Value::Object(map) => mix.object(
+            map.len(),
+            map.iter().map(|(k, v)| value(Mix::key(k), v).finish()).fold(0, u64::wrapping_add),
+        ),
+    }
+}
+
+// One encoding of each kind of JSON value, shared by the value and the text fingerprints. An
+// array's length comes after its items, where a reader of text knows it.
+impl Mix {
+    fn null(self) -> Self {
+        self.word(1)
+    }
+
+    fn bool(self, b: bool) -> Self {
+        self.word(2).word(u64::from(b))
+    }
+
+    fn i64(self, i: i64) -> Self {
+        self.word(3).word(i as u64)
+    }
+
+    fn u64(self, u: u64) -> Self {
+        match i64::try_from(u) {
+            Ok(i) => self.i64(i),
+            Err(_) => self.word(4).word(u),
         }
+    }
+
+    fn f64(self, f: f64) -> Self {
+        self.word(5).word(f.to_bits())
+    }
+
+    fn str(self, s: &str) -> Self {
+        self.word(6).bytes(s.as_bytes())
+    }
+
+    fn array_start(self) -> Self {
+        self.word(7)
+    }
+
+    fn array_end(self, len: usize) -> Self {
+        self.word(9).word(len as u64)
+    }
+
+    /// The state an object's member starts from.
+    fn key(key: &str) -> Self {
+        Mix(0).bytes(key.as_bytes())
+    }
+
+    /// Objects compare without regard to key order, so their members' hashes are summed.
+    fn object(self, len: usize, members: u64) -> Self {
+        self.word(8).word(len as u64).word(members)
     }
 }
 
@@ -103,11 +152,104 @@ pub(crate) fn fingerprint(tool: &str, arguments: &Value) -> u64 {
     value(Mix(0).bytes(tool.as_bytes()), arguments).finish()
 }
 
+/// The fingerprint of a call to `tool` with arguments given as JSON text: the same as that of
+/// the value the text parses to, made without building it. `None` for text that is not JSON.
+pub(crate) fn fingerprint_text(tool: &str, text: &str) -> Option<u64> {
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let mix = Text(Mix(0).bytes(tool.as_bytes())).deserialize(&mut reader).ok()?;
+    reader.end().ok()?;
+    Some(mix.finish())
+}
+
+/// Reads one JSON value into the mixer, as [`value`] would mix it.
+struct Text(Mix);
+
+impl<'de> DeserializeSeed<'de> for Text {
+    type Value = Mix;
+
+    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<Mix, D::Error> {
+        reader.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Text {
+    type Value = Mix;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Mix, E> {
+        Ok(self.0.null())
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Mix, E> {
+        Ok(self.0.bool(b))
+    }
+
+    fn visit_i64<E>(self, i: i64) -> Result<Mix, E> {
+        Ok(self.0.i64(i))
+    }
+
+    fn visit_u64<E>(self, u: u64) -> Result<Mix, E> {
+        Ok(self.0.u64(u))
+    }
+
+    fn visit_f64<E>(self, f: f64) -> Result<Mix, E> {
+        Ok(self.0.f64(f))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Mix, E> {
+        Ok(self.0.str(s))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Mix, A::Error> {
+        let (mut mix, mut len) = (self.0.array_start(), 0);
+        while let Some(next) = items.next_element_seed(Text(mix))? {
+            mix = next;
+            len += 1;
+        }
+        Ok(mix.array_end(len))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Mix, A::Error> {
+        let (mut members, mut len) = (0u64, 0);
+        while let Some(key) = map.next_key_seed(Key)? {
+            members = members.wrapping_add(map.next_value_seed(Text(key))?.finish());
+            len += 1;
+        }
+        Ok(self.0.object(len, members))
+    }
+}
+
+/// Reads an object's key into the state its member starts from.
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Mix;
+
+    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<Mix, D::Error> {
+        reader.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Mix;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<Mix, E> {
+        Ok(Mix::key(key))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
-    use super::fingerprint;
+    use super::{fingerprint, fingerprint_text};
 
     #[test]
     fn identical_calls_match_and_different_ones_do_not() {
@@ -132,6 +274,30 @@ mod tests {
             let f = fingerprint(tool, args);
             assert!(!seen.contains(&f), "{tool} {args}");
             seen.push(f);
+        }
+    }
+
+    #[test]
+    fn text_fingerprints_are_those_of_the_values_the_texts_parse_to() {
+        let texts = [
+            r#"{"path": "a.rs", "limit": 10}"#,
+            r#"{ "limit":10,"path":"a.rs" }"#,
+            r#"{"a": null, "b": true, "c": false, "d": -7, "e": 18446744073709551615, "f": 9223372036854775807}"#,
+            r#"{"x": 1.5, "y": -0.0, "z": 1e300, "w": 10.0}"#,
+            r#"{"s": "tab\there \u00e9\ud83d\ude00", "k\"ey": "v"}"#,
+            r#"{"nested": {"list": [1, [2, [3, {}]], {"a": []}], "empty": {}}}"#,
+            r#"[["a.rs"], 10]"#,
+            r#"[["a.rs", 10]]"#,
+            r#""just a string""#,
+            "42",
+            "null",
+        ];
+        for text in texts {
+            let value: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(fingerprint_text("read", text), Some(fingerprint("read", &value)), "{text}");
+        }
+        for text in ["", "{", r#"{"a": 1} x"#, "[1,]", "nul"] {
+            assert_eq!(fingerprint_text("read", text), None, "{text:?}");
         }
     }
 }

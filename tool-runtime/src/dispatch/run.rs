@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::gate::Slot;
 use super::messages::{self, guarded};
 use super::record::{Outcome, Pending, error_output, status_of};
-use super::{Inner, RepeatAction};
+use super::{Inner, RepeatAction, repeat};
 use crate::call::Arguments;
 use crate::context::ToolContext;
 use crate::error::ToolError;
@@ -22,7 +22,7 @@ use crate::events::{CallStatus, ToolEvent};
 use crate::hooks::{BeforeDecision, HookCall};
 use crate::output::{Content, ToolOutput};
 use crate::spec::ToolSpec;
-use crate::tool::Tool;
+use crate::tool::{DecodedCall, Tool};
 use crate::truncate;
 use crate::validate::Coercion;
 
@@ -45,12 +45,20 @@ pub(crate) use until_cancelled;
 pub(crate) struct Ready {
     pub(crate) pending: Arc<Pending>,
     tool: Arc<dyn Tool>,
-    arguments: Value,
+    input: Input,
     coercions: Vec<Coercion>,
     repeat_count: u32,
     /// An exclusive tool's call that runs under the shared guard because it only reads: its
     /// arguments as they were when that was decided.
     read_only_call: Option<Value>,
+}
+
+/// What the tool runs with.
+enum Input {
+    /// Validated arguments, which hooks read and may rewrite.
+    Value(Value),
+    /// The model's text, decoded by the tool itself: taken only when no hook reads arguments.
+    Decoded(DecodedCall),
 }
 
 impl Ready {
@@ -119,31 +127,54 @@ impl Inner {
     /// Stage 1, lookup and validation, with the call counted by the repeat guard; failures
     /// end the call here.
     pub(crate) fn prepare(&self, pending: Arc<Pending>, arguments: Arguments) -> Result<Ready, Box<Outcome>> {
-        match self.registry.prepare(&pending.tool, arguments) {
-            Ok((tool, args)) => {
-                let repeat_count = self.count_repeat(&pending.tool, Some(&args.value));
-                let read_only_call = match &self.read_only_calls {
-                    Some(policy)
-                        if !tool.spec().parallel && policy.runs_read_only(&pending.tool, &args.value) =>
-                    {
-                        Some(args.value.clone())
-                    }
-                    _ => None,
-                };
-                Ok(Ready {
-                    pending,
-                    tool: tool.clone(),
-                    arguments: args.value,
-                    coercions: args.coercions,
-                    repeat_count,
-                    read_only_call,
-                })
-            }
-            Err(error) => {
-                self.count_repeat(&pending.tool, None);
-                Err(Box::new(self.fail(&pending, error, None)))
-            }
+        let found = match self.registry.lookup(&pending.tool) {
+            Ok(found) => found,
+            Err(error) => return Err(self.invalid(&pending, error)),
+        };
+        let tool = found.tool.clone();
+        // Hooks and the read-only check read arguments as a value; without them, text the tool
+        // decodes by itself needs neither a value nor the validator.
+        if self.before.is_empty()
+            && self.after.is_empty()
+            && self.read_only_calls.is_none()
+            && let Arguments::Text(text) = &arguments
+            && let Some(call) = tool.decode_text(text)
+        {
+            let repeat_count = self.count_repeat(|| repeat::fingerprint_text(&pending.tool, text));
+            return Ok(Ready {
+                pending,
+                tool,
+                input: Input::Decoded(call),
+                coercions: Vec::new(),
+                repeat_count,
+                read_only_call: None,
+            });
         }
+        let args = match found.validate(arguments) {
+            Ok(args) => args,
+            Err(error) => return Err(self.invalid(&pending, error)),
+        };
+        let repeat_count = self.count_repeat(|| Some(repeat::fingerprint(&pending.tool, &args.value)));
+        let read_only_call = match &self.read_only_calls {
+            Some(policy) if !tool.spec().parallel && policy.runs_read_only(&pending.tool, &args.value) => {
+                Some(args.value.clone())
+            }
+            _ => None,
+        };
+        Ok(Ready {
+            pending,
+            tool,
+            input: Input::Value(args.value),
+            coercions: args.coercions,
+            repeat_count,
+            read_only_call,
+        })
+    }
+
+    /// A call that failed lookup or validation: it breaks a row of repeated calls.
+    fn invalid(&self, pending: &Pending, error: ToolError) -> Box<Outcome> {
+        self.count_repeat(|| None);
+        Box::new(self.fail(pending, error, None))
     }
 
     /// The stages after the guard was taken, and the call's result.
@@ -168,7 +199,7 @@ impl Inner {
     }
 
     async fn stages(&self, ready: Ready, cancel: CallToken) -> Result<Done, Stop> {
-        let Ready { pending, tool, arguments, coercions, repeat_count, read_only_call } = ready;
+        let Ready { pending, tool, input, coercions, repeat_count, read_only_call } = ready;
         let spec = tool.spec();
         let timeout = pending.options.timeout.or(spec.timeout).or(self.default_timeout);
         let ctx = self.context(&pending, spec, cancel, timeout);
@@ -176,23 +207,30 @@ impl Inner {
         let cancel = ctx.cancellation_token().clone();
 
         self.repeat_guard(&pending, repeat_count, &ctx, &cancel).await?;
-        let mut hook_call = self.before_hooks(&pending, arguments, &cancel).await?;
-        // A call running alongside others because it only reads must still only read after the
-        // hooks rewrote it.
-        if let (Some(decided), Some(policy)) = (&read_only_call, &self.read_only_calls)
-            && *decided != hook_call.arguments
-            && !policy.runs_read_only(&pending.tool, &hook_call.arguments)
-        {
-            return Err(Stop::Failed(messages::rewritten_read_only_call(&pending.tool), None));
-        }
-        // After-hooks read the arguments too; otherwise the tool takes them.
-        let arguments = if self.after.is_empty() {
-            mem::take(&mut hook_call.arguments)
-        } else {
-            hook_call.arguments.clone()
+        let (input, hook_call) = match input {
+            Input::Decoded(call) => (Input::Decoded(call), None),
+            Input::Value(arguments) => {
+                let mut hook_call = self.before_hooks(&pending, arguments, &cancel).await?;
+                // A call running alongside others because it only reads must still only read
+                // after the hooks rewrote it.
+                if let (Some(decided), Some(policy)) = (&read_only_call, &self.read_only_calls)
+                    && *decided != hook_call.arguments
+                    && !policy.runs_read_only(&pending.tool, &hook_call.arguments)
+                {
+                    return Err(Stop::Failed(messages::rewritten_read_only_call(&pending.tool), None));
+                }
+                // After-hooks read the arguments too; otherwise the tool takes them.
+                let arguments = if self.after.is_empty() {
+                    mem::take(&mut hook_call.arguments)
+                } else {
+                    hook_call.arguments.clone()
+                };
+                (Input::Value(arguments), Some(hook_call))
+            }
         };
-        let (ran, started_at) = self.run_tool(&pending, &tool, ctx, arguments, timeout, &cancel).await?;
-        let (mut output, error) = self.after_hooks(&pending, &hook_call, ran, started_at, &cancel).await?;
+        let (ran, started_at) = self.run_tool(&pending, &tool, ctx, input, timeout, &cancel).await?;
+        let (mut output, error) =
+            self.after_hooks(&pending, hook_call.as_ref(), ran, started_at, &cancel).await?;
         self.truncate(&mut output, spec);
         if !coercions.is_empty()
             && let Ok(value) = serde_json::to_value(&coercions)
@@ -317,7 +355,7 @@ impl Inner {
         pending: &Pending,
         tool: &Arc<dyn Tool>,
         ctx: ToolContext,
-        arguments: Value,
+        input: Input,
         timeout: Option<Duration>,
         cancel: &CancellationToken,
     ) -> Result<(Ran, Instant), Stop> {
@@ -327,7 +365,10 @@ impl Inner {
         pending.emit(|call_id, tool, timestamp_ms| ToolEvent::Started { call_id, tool, timestamp_ms });
         let started_at = Instant::now();
         let _ = pending.started_at.set(started_at);
-        let run = guarded(|| tool.call(ctx, arguments));
+        let run = guarded(|| match input {
+            Input::Value(arguments) => tool.call(ctx, arguments),
+            Input::Decoded(call) => call(ctx),
+        });
         tokio::pin!(run);
         let limit_reached = async {
             match timeout {
@@ -397,7 +438,7 @@ impl Inner {
     async fn after_hooks(
         &self,
         pending: &Pending,
-        hook_call: &HookCall,
+        hook_call: Option<&HookCall>,
         ran: Ran,
         started_at: Instant,
         cancel: &CancellationToken,
@@ -407,6 +448,8 @@ impl Inner {
             Ran::Error(error) => (error_output(&error), Some(error)),
             Ran::TimedOut(output, error) => (output, Some(error)),
         };
+        // A call without a hook call had its text decoded by the tool: there are no after-hooks.
+        let Some(hook_call) = hook_call else { return Ok((output, error)) };
         for hook in &self.after {
             let replaced = guarded(|| hook.after(hook_call, mem::take(&mut output)));
             match until_cancelled!(cancel, replaced) {

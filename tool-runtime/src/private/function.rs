@@ -15,7 +15,7 @@ use crate::output::{IntoToolOutput, IntoToolResult, ToolOutput};
 use crate::spec::{
     Freeform, Grammar, GrammarSyntax, SourceLocation, ToolAnnotations, ToolSpec, TruncationPolicy,
 };
-use crate::tool::Tool;
+use crate::tool::{DecodedCall, Tool};
 
 /// What the macro knows about a tool at compile time; one `static` per tool, which also caches
 /// the tool's [`ToolSpec`] once it is first asked for.
@@ -59,7 +59,7 @@ pub trait ToolFn: 'static {
     /// The tool's compile-time facts.
     const META: &'static ToolMeta;
     /// The model-facing arguments: `()`, a tuple of parameter types, or [`Whole`](super::Whole).
-    type Args: Arguments + Send;
+    type Args: Arguments + Send + 'static;
     /// Names, docs and defaults of the arguments, with the functions that decode them.
     const FIELDS: <Self::Args as Arguments>::Fields;
     /// The function's return type.
@@ -121,15 +121,10 @@ pub fn call<T: ToolFn>(ctx: ToolContext, args: Value) -> BoxFuture<'static, Resu
 }
 
 /// A call of the tool `T` on JSON text, when its arguments decode straight from the text (see
-/// [`Arguments::decode_text`]); the context back otherwise.
-pub fn call_text<T: ToolFn>(
-    ctx: ToolContext,
-    text: &str,
-) -> Result<BoxFuture<'static, Result<ToolOutput, ToolError>>, ToolContext> {
-    match <T::Args as Arguments>::decode_text(&T::FIELDS, text) {
-        Some(args) => Ok(Box::pin(run_decoded::<T>(ctx, args))),
-        None => Err(ctx),
-    }
+/// [`Arguments::decode_text`]).
+pub fn decode_text<T: ToolFn>(text: &str) -> Option<DecodedCall> {
+    let args = <T::Args as Arguments>::decode_text(&T::FIELDS, text)?;
+    Some(Box::new(move |ctx| Box::pin(run_decoded::<T>(ctx, args))))
 }
 
 async fn run<T: ToolFn>(ctx: ToolContext, args: Value) -> Result<ToolOutput, ToolError> {
