@@ -121,16 +121,18 @@ pub trait ContextSink: Send + Sync + 'static {
     fn metadata(&self, call_id: &str, tool: &str, title: Option<String>, metadata: Value);
 }
 
+/// Everything a context holds: the call's own parts and the dispatcher's shared ones. A
+/// dispatcher fills it in one step ([`ToolContext::for_call`]); everyone else uses the builder.
 #[derive(Clone)]
-struct Inner {
-    call_id: String,
-    tool_name: String,
-    cancel: CancellationToken,
-    deadline: Option<Instant>,
-    time_limit: Option<Duration>,
-    sinks: Vec<Arc<dyn ContextSink>>,
-    truncation: TruncationLimits,
-    shared: Arc<Shared>,
+pub(crate) struct Inner {
+    pub(crate) call_id: String,
+    pub(crate) tool_name: String,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) time_limit: Option<Duration>,
+    pub(crate) sinks: Vec<Arc<dyn ContextSink>>,
+    pub(crate) truncation: TruncationLimits,
+    pub(crate) shared: Arc<Shared>,
 }
 
 /// What every call of one dispatcher shares: made once, not per call.
@@ -170,12 +172,16 @@ impl ToolContext {
             time_limit: None,
             sinks: Vec::new(),
             truncation: TruncationLimits::default(),
-            shared: None,
             session_id: None,
             deps: None,
             session: None,
             permissions: None,
         }
+    }
+
+    /// A dispatcher's context for one call.
+    pub(crate) fn for_call(inner: Inner) -> ToolContext {
+        ToolContext { inner: Arc::new(inner) }
     }
 
     /// The id of this call (from the model's tool call).
@@ -311,8 +317,6 @@ pub struct ContextBuilder {
     time_limit: Option<Duration>,
     sinks: Vec<Arc<dyn ContextSink>>,
     truncation: TruncationLimits,
-    /// A dispatcher's shared parts; any part set on the builder replaces its counterpart.
-    shared: Option<Arc<Shared>>,
     session_id: Option<String>,
     deps: Option<Arc<Dependencies>>,
     session: Option<SessionState>,
@@ -380,39 +384,14 @@ impl ContextBuilder {
         self
     }
 
-    /// Sets every shared part at once (what a dispatcher does for each call).
-    pub(crate) fn shared(mut self, shared: Arc<Shared>) -> Self {
-        self.shared = Some(shared);
-        self
-    }
-
     /// Finishes the context.
     pub fn build(self) -> ToolContext {
-        let overridden = self.session_id.is_some()
-            || self.deps.is_some()
-            || self.session.is_some()
-            || self.permissions.is_some();
-        let shared = match self.shared {
-            Some(shared) if !overridden => shared,
-            base => Arc::new(Shared {
-                session_id: self
-                    .session_id
-                    .or_else(|| base.as_ref().map(|b| b.session_id.clone()))
-                    .unwrap_or_default(),
-                deps: self
-                    .deps
-                    .or_else(|| base.as_ref().map(|b| b.deps.clone()))
-                    .unwrap_or_else(no_dependencies),
-                session: self
-                    .session
-                    .or_else(|| base.as_ref().map(|b| b.session.clone()))
-                    .unwrap_or_default(),
-                permissions: self
-                    .permissions
-                    .or_else(|| base.as_ref().map(|b| b.permissions.clone()))
-                    .unwrap_or_else(default_permissions),
-            }),
-        };
+        let shared = Arc::new(Shared {
+            session_id: self.session_id.unwrap_or_default(),
+            deps: self.deps.unwrap_or_else(no_dependencies),
+            session: self.session.unwrap_or_default(),
+            permissions: self.permissions.unwrap_or_else(default_permissions),
+        });
         ToolContext {
             inner: Arc::new(Inner {
                 call_id: self.call_id,

@@ -491,33 +491,28 @@ impl Dispatcher {
     ) -> Outcome {
         let cancel = cancel.child_token();
         let cancel_on_drop = cancel.clone().drop_guard();
-        let (pending, arguments) = self.inner.queue(0, call, options, sink);
-        let mut dropped = FinishOnDrop { inner: &self.inner, pending: Some(pending.clone()) };
-        let outcome = self.run_queued(pending, arguments, cancel).await;
+        let inner = &self.inner;
+        let (pending, arguments) = inner.queue(0, call, options, sink);
+        let mut dropped = FinishOnDrop { inner, pending: Some(pending.clone()) };
+        let outcome = match inner.prepare(pending, arguments) {
+            Err(outcome) => *outcome,
+            Ok(ready) => match inner.acquire(ready.parallel(), &cancel).await {
+                None => inner.cancelled_before_start(&ready.pending),
+                Some(slot) if inner.should_skip() => {
+                    drop(slot);
+                    inner.skipped(&ready.pending)
+                }
+                Some(slot) => {
+                    let outcome = run::boxed(inner.run_call(ready, CallToken::Own(cancel))).await;
+                    drop(slot);
+                    outcome
+                }
+            },
+        };
         dropped.pending = None;
         // Finished: nothing is left to stop, as for a call of a batch.
         cancel_on_drop.disarm();
         outcome
-    }
-
-    async fn run_queued(
-        &self,
-        pending: Arc<Pending>,
-        arguments: Arguments,
-        cancel: CancellationToken,
-    ) -> Outcome {
-        let ready = match self.inner.prepare(pending, arguments) {
-            Ok(ready) => ready,
-            Err(outcome) => return *outcome,
-        };
-        let Some(slot) = self.inner.acquire(ready.parallel(), &cancel).await else {
-            return self.inner.cancelled_before_start(&ready.pending);
-        };
-        if self.inner.should_skip() {
-            drop(slot);
-            return self.inner.skipped(&ready.pending);
-        }
-        run::execute(self.inner.clone(), ready, slot, CallToken::Own(cancel), None).await
     }
 
     /// Runs the calls of one model turn and returns exactly one result per call, in the order of

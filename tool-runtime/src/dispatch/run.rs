@@ -4,6 +4,7 @@
 //! returns a [`Stop`]; [`Inner::run_call`] turns it into the call's one result.
 
 use std::mem;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use super::messages::{self, guarded};
 use super::record::{Outcome, Pending, error_output, status_of};
 use super::{Inner, RepeatAction, repeat};
 use crate::call::Arguments;
-use crate::context::ToolContext;
+use crate::context::{ContextSink, Inner as CallContext, ToolContext};
 use crate::error::ToolError;
 use crate::events::{CallStatus, ToolEvent};
 use crate::hooks::{BeforeDecision, HookCall};
@@ -111,9 +112,7 @@ pub(crate) async fn execute(
     cancel: CallToken,
     stop_batch: Option<CancellationToken>,
 ) -> Outcome {
-    // Boxed: the stages' state is large, and every future holding it (a task's, a caller's)
-    // would otherwise be that large too, and be copied whole each time it moves.
-    let outcome = Box::pin(inner.run_call(ready, cancel)).await;
+    let outcome = boxed(inner.run_call(ready, cancel)).await;
     if outcome.fatal.is_some()
         && let Some(batch) = stop_batch
     {
@@ -121,6 +120,12 @@ pub(crate) async fn execute(
     }
     drop(slot);
     outcome
+}
+
+/// The stages' state is large, and every future holding it (a task's, a caller's) would
+/// otherwise be that large too, and be copied whole each time it moves.
+pub(crate) fn boxed<F: Future>(stages: F) -> Pin<Box<F>> {
+    Box::pin(stages)
 }
 
 impl Inner {
@@ -255,20 +260,23 @@ impl Inner {
             CallToken::Batch(token) | CallToken::Own(token) => token,
         };
         let deadline = timeout.and_then(|limit| Instant::now().checked_add(limit)).map(Instant::into_std);
-        let mut ctx = ToolContext::builder(pending.tool.as_str())
-            .call_id(pending.call_id.as_str())
-            .cancellation_token(token)
-            .deadline(deadline)
-            .time_limit(timeout)
-            .shared(self.shared.clone())
-            .truncation(self.truncation.with_policy(&spec.truncation));
+        let mut sinks: Vec<Arc<dyn ContextSink>> = Vec::new();
         if pending.sink.is_some() {
-            ctx = ctx.sink(pending.clone());
+            sinks.push(pending.clone());
         }
         if let Some(sink) = &pending.call_sink {
-            ctx = ctx.sink(sink.clone());
+            sinks.push(sink.clone());
         }
-        ctx.build()
+        ToolContext::for_call(CallContext {
+            call_id: pending.call_id.clone(),
+            tool_name: pending.tool.clone(),
+            cancel: token,
+            deadline,
+            time_limit: timeout,
+            sinks,
+            truncation: self.truncation.with_policy(&spec.truncation),
+            shared: self.shared.clone(),
+        })
     }
 
     /// Stage 2: the repeat guard, once the same call came often enough in a row.
@@ -405,7 +413,8 @@ impl Inner {
         cancel.cancel();
         let partial = match answered {
             Some(output) => Some(output),
-            None => match tokio::time::timeout(self.cancel_grace, &mut run).await {
+            // Boxed: its timer would otherwise make every call's state larger.
+            None => match Box::pin(tokio::time::timeout(self.cancel_grace, &mut run)).await {
                 Ok(Ok(Ok(output))) => Some(output),
                 Ok(Ok(Err(error))) if !error.is_fatal() => Some(error_output(&error)),
                 _ => None,
