@@ -244,11 +244,21 @@ fn text_result(catalog: &Catalog, outcome: &SearchOutcome) -> ToolResult {
     ToolResult { call_id: outcome.call_id.clone(), tool: TOOL_SEARCH.to_owned(), output, freeform: false }
 }
 
-/// The first line of a description, cut at 160 characters.
+/// The first sentence of a description's first paragraph, cut at 160 characters.
 fn summary(description: &str) -> String {
-    let line = description.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    match line.char_indices().nth(160) {
-        Some((cut, _)) => format!("{}…", &line[..cut]),
-        None => line.to_owned(),
+    let paragraph: Vec<&str> = description
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let paragraph = paragraph.join(" ");
+    let sentence = match paragraph.find(". ") {
+        Some(end) => &paragraph[..=end],
+        None => paragraph.as_str(),
+    };
+    match sentence.char_indices().nth(160) {
+        Some((cut, _)) => format!("{}…", &sentence[..cut]),
+        None => sentence.to_owned(),
     }
 }
