@@ -17,8 +17,26 @@ use tool_runtime::catalog::SearchIndex;
 const SERVICES: usize = 100;
 
 const OBJECTS: [&str; 20] = [
-    "customer", "invoice", "ticket", "channel", "message", "event", "file", "folder", "table", "index",
-    "pod", "deployment", "monitor", "incident", "order", "playlist", "bucket", "lead", "article", "page",
+    "customer",
+    "invoice",
+    "ticket",
+    "channel",
+    "message",
+    "event",
+    "file",
+    "folder",
+    "table",
+    "index",
+    "pod",
+    "deployment",
+    "monitor",
+    "incident",
+    "order",
+    "playlist",
+    "bucket",
+    "lead",
+    "article",
+    "page",
 ];
 
 const OPERATIONS: [(&str, &str); 5] = [
@@ -63,10 +81,8 @@ fn naive_search<'a>(specs: &'a [ToolSpec], query: &str, limit: usize) -> Vec<&'a
     scored.into_iter().take(limit).map(|(_, name)| name).collect()
 }
 
-const QUERIES: [(&str, &str); 2] = [
-    ("one word", "invoice"),
-    ("a sentence", "permanently remove a customer from service 42"),
-];
+const QUERIES: [(&str, &str); 2] =
+    [("one word", "invoice"), ("a sentence", "permanently remove a customer from service 42")];
 
 fn search(c: &mut Criterion) {
     let specs = tools();
