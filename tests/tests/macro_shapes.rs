@@ -316,3 +316,23 @@ async fn functions_stay_callable_directly() {
     assert_eq!(via_reexport(4).await, "8");
     assert_eq!(static_text().await, "static");
 }
+
+/// Archive a project's closed tickets.
+#[tool(defer, tags("tickets"))]
+async fn archive_tickets(
+    /// The project whose closed tickets are archived.
+    project: String,
+) -> Result<String, ToolError> {
+    Ok(project)
+}
+
+#[test]
+fn defer_flag_marks_the_spec_deferred() {
+    let spec = ArchiveTicketsTool.spec();
+    assert!(spec.is_deferred());
+    assert_eq!(spec.tags, ["tickets"]);
+    assert!(!SearchTool.spec().is_deferred());
+    // A deferred spec says so when serialized; a plain one keeps its old shape.
+    assert_eq!(serde_json::to_value(spec).unwrap()["defer"], json!(true));
+    assert!(serde_json::to_value(SearchTool.spec()).unwrap().get("defer").is_none());
+}

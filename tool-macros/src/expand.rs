@@ -339,6 +339,7 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
     let destructive = attr.destructive.is_some();
     let idempotent = attr.idempotent.is_some();
     let open_world = attr.open_world.is_some();
+    let defer = attr.defer.is_some();
     let title = option(attr.title.as_ref().map(ToTokens::to_token_stream));
     let timeout = option(attr.timeout.map(|timeout| {
         // Whole milliseconds: the parse stage builds every timeout from them.
@@ -411,6 +412,7 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
             open_world: #open_world,
             tags: &[#(#tags),*],
             freeform: #freeform,
+            defer: #defer,
             module_path: ::core::module_path!(),
             file: ::core::file!(),
             line: #line,

@@ -53,6 +53,7 @@ use proc_macro::TokenStream;
 /// | `read_only`, `destructive`, `idempotent`, `open_world` | behaviour annotations (MCP hints); `read_only` with `destructive` is an error, `parallel` with `destructive` is allowed |
 /// | `title = "..."` | human-readable title |
 /// | `tags("a", "b")` | tags for registry filters |
+/// | `defer` | deferred definition: providers see the tool only once a tool search found it (large catalogs) |
 /// | `crate = path` | where `tool_runtime` is, for crates that re-export it |
 ///
 /// # Parameters

@@ -63,6 +63,7 @@ pub struct ToolAttr {
     pub tags: Vec<LitStr>,
     pub krate: Option<syn::Path>,
     pub freeform: Option<FreeformAttr>,
+    pub defer: Option<Span>,
 }
 
 /// `#[arg(...)]` on a parameter.

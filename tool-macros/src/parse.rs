@@ -141,6 +141,7 @@ fn tool_attr(cx: &Ctxt, items: &[Item]) -> ToolAttr {
             ToolKey::Tags => attr.tags = tags(cx, meta),
             ToolKey::Truncate => attr.truncate = truncate(cx, meta),
             ToolKey::Freeform => attr.freeform = freeform(cx, meta),
+            ToolKey::Defer => attr.defer = flag(),
         }
     }
     attr

@@ -40,6 +40,8 @@
 //!   output; [`output_store`]: where full outputs are kept;
 //! - [`permissions`]: permission rules, Claude Code settings files, hook commands and shell
 //!   command classification;
+//! - [`catalog`]: large tool catalogs: deferred tools, the tool search, and each provider's
+//!   deferred definitions;
 //! - [`schema`]: the argument schemas, for tools written by hand; [`events`]: the event
 //!   stream's sinks.
 //!
@@ -51,6 +53,7 @@
 #![deny(missing_docs)]
 
 mod call;
+pub mod catalog;
 mod context;
 mod dispatch;
 mod error;

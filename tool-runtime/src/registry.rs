@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use crate::call::Arguments;
+use crate::catalog::SearchIndex;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::output::ToolOutput;
@@ -226,7 +227,7 @@ impl RegistryBuilder {
             index.insert(name.clone(), entries.len());
             entries.push(Entry { name, source, tool, validator: OnceLock::new() });
         }
-        Ok(Registry { entries, index, validation: self.validation })
+        Ok(Registry { entries, index, validation: self.validation, search_index: OnceLock::new() })
     }
 
     fn name_filtered_out(&self, name: &str) -> bool {
@@ -288,6 +289,8 @@ pub struct Registry {
     entries: Vec<Entry>,
     index: HashMap<String, usize>,
     validation: ValidationOptions,
+    /// The tool search's index, built on first use.
+    search_index: OnceLock<SearchIndex>,
 }
 
 impl fmt::Debug for Registry {
@@ -330,6 +333,22 @@ impl Registry {
     /// Specs, in registration order.
     pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
         self.entries.iter().map(|e| e.tool.spec())
+    }
+
+    /// The BM25 index of every tool (see [`crate::catalog`]), built on the first call and
+    /// kept: the registry does not change once built.
+    pub fn search_index(&self) -> &SearchIndex {
+        self.search_index.get_or_init(|| SearchIndex::new(self.specs()))
+    }
+
+    /// The position of the tool `name` in registration order.
+    pub(crate) fn position(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
+    /// The spec of the tool at `position` in registration order.
+    pub(crate) fn spec_at(&self, position: usize) -> &ToolSpec {
+        self.entries[position].tool.spec()
     }
 
     /// Number of tools.

@@ -170,6 +170,14 @@ pub struct ToolSpec {
     /// Set for a tool whose input is raw text ([`Freeform`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freeform: Option<Freeform>,
+    /// Whether the tool's definition is deferred: providers are told about it only once a tool
+    /// search has found it (see [`crate::catalog`]).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub defer: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 impl ToolSpec {
@@ -188,7 +196,19 @@ impl ToolSpec {
             tags: Vec::new(),
             source: None,
             freeform: None,
+            defer: false,
         }
+    }
+
+    /// Defers the tool's definition: a provider sees it only after a tool search found it.
+    pub fn with_defer(mut self, defer: bool) -> Self {
+        self.defer = defer;
+        self
+    }
+
+    /// Whether the tool's definition is deferred until a tool search finds it.
+    pub fn is_deferred(&self) -> bool {
+        self.defer
     }
 
     /// Makes the tool freeform: its input is raw text, delivered in the string property

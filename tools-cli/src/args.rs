@@ -44,7 +44,30 @@ pub struct ListArgs {
     #[arg(long)]
     pub strict: bool,
     #[command(flatten)]
+    pub defer: DeferArgs,
+    /// Deferred tools a search already found (comma-separated, in the order found): OpenAI Chat
+    /// and Gemini get their definitions after the others.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub loaded: Vec<String>,
+    /// Let the provider run the tool search (OpenAI Responses' hosted `tool_search`, Anthropic's
+    /// `tool_search_tool_bm25_20251119`) instead of answering `tool_search` calls with `tools
+    /// turn`.
+    #[arg(long)]
+    pub hosted_search: bool,
+    #[command(flatten)]
     pub mcp: McpArgs,
+}
+
+/// Which tools are deferred: left out of the definitions until a tool search finds them.
+#[derive(Debug, Args)]
+pub struct DeferArgs {
+    /// Defer every tool.
+    #[arg(long)]
+    pub defer_all: bool,
+    /// Defer these tools (comma-separated; repeatable), besides those deferred by their
+    /// definition or by `"defer": true` on their MCP server.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub defer: Vec<String>,
 }
 
 /// Other MCP servers whose tools are mounted next to the built-in ones.
@@ -109,6 +132,13 @@ pub struct TurnArgs {
     /// standard error.
     #[arg(long)]
     pub events: bool,
+    /// With deferred tools, `tool_search` calls (and OpenAI Responses' client `tool_search_call`
+    /// items) are answered here, in the provider's own form.
+    #[command(flatten)]
+    pub defer: DeferArgs,
+    /// OpenAI strict mode for the definitions a search answer carries (OpenAI Responses).
+    #[arg(long)]
+    pub strict: bool,
     #[command(flatten)]
     pub mcp: McpArgs,
 }

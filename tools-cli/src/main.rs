@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tool_runtime::catalog::{Catalog, LoadedTools, SearchMode};
 use tool_runtime::mcp_client::{McpConfig, McpMount};
 use tool_runtime::permissions::{Action as PermissionAction, EXTERNAL_DIRECTORY, Policy, Rules, Settings};
 use tool_runtime::providers::DefinitionOptions;
@@ -19,7 +20,7 @@ use tool_runtime::{
 };
 use tools_std::Workspace;
 
-use args::{CallArgs, Command, ListArgs, McpArgs, Parsed, ServeArgs, TurnArgs, WorkspaceArgs};
+use args::{CallArgs, Command, DeferArgs, ListArgs, McpArgs, Parsed, ServeArgs, TurnArgs, WorkspaceArgs};
 use signals::Termination;
 
 /// The tool ran and succeeded (or the command did its job).
@@ -114,7 +115,10 @@ async fn mount(args: &McpArgs) -> Result<Vec<McpMount>, Failure> {
 }
 
 /// A dispatcher over `registry` for the workspace `args` names.
-fn dispatcher(registry: Registry, args: &WorkspaceArgs) -> Result<DispatcherBuilder, Failure> {
+fn dispatcher(
+    registry: impl Into<Arc<Registry>>,
+    args: &WorkspaceArgs,
+) -> Result<DispatcherBuilder, Failure> {
     let root = match &args.root {
         Some(root) => root.clone(),
         None => std::env::current_dir()
@@ -188,15 +192,41 @@ impl PermissionHook for AllowOutsideRoot {
 
 async fn list(args: ListArgs) -> Result<i32, Failure> {
     let mounts = mount(&args.mcp).await?;
-    print_json(&definitions(&registry(&mounts)?, args.format.provider(), args.strict)?)?;
+    let mode = if args.hosted_search { SearchMode::Hosted } else { SearchMode::Client };
+    let catalog = catalog(registry(&mounts)?, &args.defer)?.with_search_mode(mode);
+    let loaded: LoadedTools = args.loaded.iter().collect();
+    for name in loaded.names() {
+        if !catalog.is_deferred(name) {
+            return Err(Failure::usage(format!(
+                "--loaded {name}: not a deferred tool (defer it with --defer or --defer-all)"
+            )));
+        }
+    }
+    print_json(&definitions(&catalog, args.format.provider(), &loaded, args.strict)?)?;
     Ok(EXIT_OK)
 }
 
-/// The definitions of every tool in `provider`'s shape; a tool that the provider cannot be told
-/// about is a usage error naming it.
-fn definitions(registry: &Registry, provider: Provider, strict: bool) -> Result<Value, Failure> {
+/// The registry as a catalog whose deferred tools are those `args` names, besides those
+/// deferred by their definition; an unknown name is a usage error.
+fn catalog(registry: Registry, args: &DeferArgs) -> Result<Catalog, Failure> {
+    let mut catalog = Catalog::new(registry);
+    if args.defer_all {
+        catalog = catalog.defer_all();
+    }
+    catalog.defer(&args.defer).map_err(|e| Failure::usage(format!("--defer: {e}")))
+}
+
+/// The definitions of a request in `provider`'s shape (its deferred form when tools are
+/// deferred); a tool that the provider cannot be told about is a usage error naming it.
+fn definitions(
+    catalog: &Catalog,
+    provider: Provider,
+    loaded: &LoadedTools,
+    strict: bool,
+) -> Result<Value, Failure> {
     let options = DefinitionOptions::default().with_strict(strict);
-    let definitions = provider.definitions(registry, &options).map_err(|e| Failure::usage(e.to_string()))?;
+    let definitions =
+        catalog.definitions(provider, loaded, &options).map_err(|e| Failure::usage(e.to_string()))?;
     Ok(Value::Array(definitions))
 }
 
@@ -243,12 +273,27 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     }
     let message: Value = serde_json::from_str(&text)
         .map_err(|e| Failure::usage(format!("standard input is not valid JSON: {e}")))?;
-    let calls = provider.parse_tool_calls(&message).map_err(|e| Failure::usage(e.to_string()))?;
-    let mut builder = dispatcher(registry, &args.workspace)?;
+    let catalog = catalog(registry, &args.defer)?;
+    let mut builder = dispatcher(catalog.registry().clone(), &args.workspace)?;
     if args.events {
         builder = builder.events(EventFn(print_event));
     }
     let dispatcher = one_shot(builder.build());
+    if catalog.has_deferred() {
+        // Searches are answered here, the other calls by the dispatcher, in the message's order.
+        let calls = catalog.parse_turn(provider, &message).map_err(|e| Failure::usage(e.to_string()))?;
+        let mut loaded = LoadedTools::new();
+        let results =
+            catalog.run_turn(&dispatcher, calls, &mut loaded, cancel_on_termination()?).await.map_err(
+                |e| Failure::runtime(format!("the turn was stopped by a fatal error: {}", e.message())),
+            )?;
+        let options = DefinitionOptions::default().with_strict(args.strict);
+        let rendered =
+            catalog.render_turn(provider, &results, &options).map_err(|e| Failure::usage(e.to_string()))?;
+        print_json(&Value::Array(rendered))?;
+        return Ok(EXIT_OK);
+    }
+    let calls = provider.parse_tool_calls(&message).map_err(|e| Failure::usage(e.to_string()))?;
     let results = dispatcher
         .run_batch(calls, cancel_on_termination()?)
         .await
@@ -358,9 +403,10 @@ mod tests {
         let tool = FnTool::new(ToolSpec::new("run", "Run with an environment.", schema), |_, _| async {
             Ok(ToolOutput::text("ok"))
         });
-        let registry = Registry::builder().tool(tool).build().unwrap();
-        assert!(definitions(&registry, Provider::OpenAiChat, false).is_ok());
-        let Err(failure) = definitions(&registry, Provider::OpenAiChat, true) else {
+        let catalog = Catalog::new(Registry::builder().tool(tool).build().unwrap());
+        let loaded = LoadedTools::new();
+        assert!(definitions(&catalog, Provider::OpenAiChat, &loaded, false).is_ok());
+        let Err(failure) = definitions(&catalog, Provider::OpenAiChat, &loaded, true) else {
             panic!("strict mode has no maps");
         };
         assert_eq!(failure.code, EXIT_USAGE);

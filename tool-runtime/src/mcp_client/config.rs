@@ -59,6 +59,9 @@ pub struct ServerConfig {
     pub naming: Naming,
     /// How many times a call tries to restart a server that stopped (default 3).
     pub restart_attempts: u32,
+    /// Whether its tools are deferred: offered to the model through a tool search rather than
+    /// in every request (see [`crate::catalog`]).
+    pub defer: bool,
 }
 
 impl ServerConfig {
@@ -71,6 +74,7 @@ impl ServerConfig {
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             naming: Naming::default(),
             restart_attempts: 3,
+            defer: false,
         }
     }
 
@@ -139,6 +143,12 @@ impl ServerConfig {
         self
     }
 
+    /// Defers the server's tools: the model finds them with a tool search.
+    pub fn defer(mut self, defer: bool) -> Self {
+        self.defer = defer;
+        self
+    }
+
     /// Sets how many times a call tries to restart a server that stopped.
     pub fn restart_attempts(mut self, attempts: u32) -> Self {
         self.restart_attempts = attempts;
@@ -200,7 +210,8 @@ impl McpConfig {
     /// `headers` are replaced from the environment. Besides the usual keys (`command`, `args`,
     /// `env`, `cwd`, `type`, `url`, `headers`, `disabled`), a server may set `timeout` (ms
     /// without an answer or progress), `totalTimeout` (ms in all), `startupTimeout` (ms) and
-    /// `toolPrefix` (names its tools `<toolPrefix><tool>`; `""` keeps the server's names). Other
+    /// `toolPrefix` (names its tools `<toolPrefix><tool>`; `""` keeps the server's names) and
+    /// `defer` (`true`: its tools are deferred, found by a tool search). Other
     /// keys, which other clients write, are ignored.
     pub fn parse(text: &str) -> Result<McpConfig, ConfigError> {
         Self::parse_with_env(text, &|name| std::env::var(name).ok())
@@ -280,6 +291,11 @@ fn parse_server(
     }
     if let Some(ms) = millis(entry, "startupTimeout")? {
         server.startup_timeout = ms;
+    }
+    match entry.get("defer") {
+        None | Some(Value::Null) => {}
+        Some(Value::Bool(defer)) => server.defer = *defer,
+        Some(_) => return Err("`defer` must be true or false".to_owned()),
     }
     match optional_string(entry, "toolPrefix")? {
         Some(prefix) if prefix.is_empty() => server.naming = Naming::Bare,
@@ -370,7 +386,7 @@ mod tests {
             r#"{"mcpServers": {
                 "files": {"command": "npx", "args": ["-y", "srv", "${HOME_DIR}/x"], "env": {"A": "${NOPE:-1}"}, "timeout": 5000},
                 "off": {"command": "x", "disabled": true},
-                "web": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer t"}, "toolPrefix": ""}
+                "web": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer t"}, "toolPrefix": "", "defer": true}
             }}"#,
         )
         .unwrap();
@@ -393,6 +409,8 @@ mod tests {
             matches!(&web.transport, Transport::Http { url, headers } if url == "http://127.0.0.1:1/mcp" && headers["Authorization"] == "Bearer t")
         );
         assert_eq!(web.naming.name("web", "fetch"), "fetch");
+        assert!(web.defer);
+        assert!(!files.defer);
     }
 
     #[test]
@@ -410,6 +428,10 @@ mod tests {
         assert_eq!(
             message(r#"{"mcpServers": {"a": {"command": "x", "timeout": -1}}}"#),
             "MCP configuration: server `a`: `timeout` must be a positive number of milliseconds"
+        );
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"command": "x", "defer": "yes"}}}"#),
+            "MCP configuration: server `a`: `defer` must be true or false"
         );
         assert!(
             message(r#"{"mcpServers": {"a": {"type": "sse", "url": "x"}}}"#)

@@ -56,6 +56,7 @@ pub(crate) fn mounted_tools(mount: &Arc<MountInner>, listed: &[Value]) -> Result
         // Only a server's own word that the tool changes nothing lets calls of it overlap.
         spec.parallel = spec.annotations.read_only;
         spec.tags = vec!["mcp".to_owned(), format!("mcp:{server}")];
+        spec.defer = mount.config.defer;
         check_schemas(&spec, &remote)?;
         tools.push(Arc::new(MountedTool { spec, remote, mount: mount.clone() }));
     }

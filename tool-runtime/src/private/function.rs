@@ -36,6 +36,7 @@ pub struct ToolMeta {
     pub line: u32,
     /// `freeform`: the property that receives the text, and the grammar (syntax, definition).
     pub freeform: Option<(&'static str, Option<(GrammarSyntax, &'static str)>)>,
+    pub defer: bool,
     pub spec: OnceLock<ToolSpec>,
 }
 
@@ -177,5 +178,6 @@ fn spec_from_meta(meta: &ToolMeta, input_schema: Value, output_schema: Option<Va
             grammar: grammar
                 .map(|(syntax, definition)| Grammar { syntax, definition: definition.to_owned() }),
         }),
+        defer: meta.defer,
     }
 }

@@ -41,11 +41,13 @@ use std::str::FromStr;
 use serde_json::Value;
 
 pub use crate::call::{Arguments, ToolCall, ToolResult};
+use crate::catalog::{Catalog, LoadedTools, TurnResult};
 use crate::output::{Content, ToolOutput};
 use crate::registry::Registry;
 use crate::spec::ToolSpec;
 
 pub mod anthropic;
+pub mod deferred;
 pub mod gemini;
 mod lowering;
 pub mod mcp;
@@ -106,6 +108,31 @@ impl Provider {
         options: &DefinitionOptions,
     ) -> Result<Vec<Value>, LoweringError> {
         registry.specs().map(|spec| self.definition(spec, options)).collect()
+    }
+
+    /// The definitions of a request over `catalog` when the conversation has found `loaded`:
+    /// each provider's deferred form (see [`crate::catalog`]), the plain
+    /// [`definitions`](Provider::definitions) when no tool is deferred. MCP has no deferred
+    /// form and always gets every tool.
+    pub fn catalog_definitions(
+        self,
+        catalog: &Catalog,
+        loaded: &LoadedTools,
+        options: &DefinitionOptions,
+    ) -> Result<Vec<Value>, LoweringError> {
+        deferred::definitions(self, catalog, loaded, options)
+    }
+
+    /// The messages (or input items) carrying a turn's results, searches included, in order:
+    /// a search's answer is a `tool_search_output` item (OpenAI Responses), a `tool_result` of
+    /// `tool_reference` blocks (Anthropic), or a text naming the found tools (the others).
+    pub fn render_catalog_results(
+        self,
+        catalog: &Catalog,
+        results: &[TurnResult],
+        options: &DefinitionOptions,
+    ) -> Result<Vec<Value>, LoweringError> {
+        deferred::render_results(self, catalog, results, options)
     }
 
     /// The definition of one tool.
