@@ -47,6 +47,7 @@ keys!(
         Tags = "tags",
         Crate = "crate",
         Freeform = "freeform",
+        Example = "example",
     }
 );
 

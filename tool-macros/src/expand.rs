@@ -353,6 +353,9 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
         quote!(::core::time::Duration::from_millis(#ms))
     }));
     let tags = &attr.tags;
+    // Compact, whatever the spacing of the literal: the text providers see is the same for the
+    // same example.
+    let examples = attr.examples.iter().map(|example| example.json.to_string());
     let truncation = match &attr.truncate {
         Some(TruncateSetting::Off) => quote!(#p::TruncationPolicy::DISABLED),
         None | Some(TruncateSetting::Default) => quote! {
@@ -418,6 +421,7 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
             open_world: #open_world,
             tags: &[#(#tags),*],
             freeform: #freeform,
+            examples: &[#(#examples),*],
             module_path: ::core::module_path!(),
             file: ::core::file!(),
             line: #line,

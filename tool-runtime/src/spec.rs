@@ -170,6 +170,11 @@ pub struct ToolSpec {
     /// Set for a tool whose input is raw text ([`Freeform`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freeform: Option<Freeform>,
+    /// Example argument objects (`#[tool(example = ...)]`), each checked against
+    /// `input_schema` when the registry is built. Anthropic receives them as `input_examples`;
+    /// the other providers find them at the end of the description.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Value>,
 }
 
 impl ToolSpec {
@@ -188,7 +193,20 @@ impl ToolSpec {
             tags: Vec::new(),
             source: None,
             freeform: None,
+            examples: Vec::new(),
         }
+    }
+
+    /// Adds example argument objects; [`RegistryBuilder::build`](crate::RegistryBuilder::build)
+    /// fails if one does not match the input schema.
+    pub fn with_examples(mut self, examples: impl IntoIterator<Item = Value>) -> Self {
+        self.examples.extend(examples);
+        self
+    }
+
+    /// The example argument objects, in the order given.
+    pub fn examples(&self) -> &[Value] {
+        &self.examples
     }
 
     /// Makes the tool freeform: its input is raw text, delivered in the string property
