@@ -68,3 +68,34 @@ fn providers_receive_the_examples_compactly() {
         "Search file contents with a regular expression.\n\nExamples:\n{\"pattern\":\"TODO\"}\n{\"pattern\":\"fn main\",\"path\":\"src\",\"limit\":5}"
     );
 }
+
+/// Find TODO comments.
+#[tool(read_only, example = r#"{"path": "src", "limit": 5}"#)]
+async fn find_todos(
+    /// Directory to search.
+    path: String,
+    /// Maximum number of results.
+    #[arg(default = 20)]
+    limit: u32,
+) -> String {
+    format!("{path}:{limit}")
+}
+
+#[test]
+fn the_readme_shows_the_real_folded_description() {
+    let readme = include_str!("../../README.md");
+    let section = &readme[readme.find("### Examples and provider extras").expect("the README section")..];
+    let from = section.find("```text\n").expect("the text block") + "```text\n".len();
+    let to = from + section[from..].find("```").expect("closing fence");
+    let registry = Registry::builder().tool(FindTodosTool).build().unwrap();
+    for provider in [Provider::OpenAiResponses, Provider::Gemini, Provider::Mcp] {
+        let definitions = provider.definitions(&registry, &DefinitionOptions::default()).unwrap();
+        assert_eq!(
+            definitions[0]["description"].as_str().unwrap(),
+            section[from..to].trim_end(),
+            "{provider}"
+        );
+    }
+    let anthropic = Provider::Anthropic.definitions(&registry, &DefinitionOptions::default()).unwrap();
+    assert_eq!(anthropic[0]["input_examples"], json!([{"path": "src", "limit": 5}]));
+}

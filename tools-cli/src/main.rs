@@ -188,15 +188,26 @@ impl PermissionHook for AllowOutsideRoot {
 
 async fn list(args: ListArgs) -> Result<i32, Failure> {
     let mounts = mount(&args.mcp).await?;
-    print_json(&definitions(&registry(&mounts)?, args.format.provider(), args.strict)?)?;
+    let options = definition_options(&args);
+    print_json(&definitions(&registry(&mounts)?, args.format.provider(), &options)?)?;
     Ok(EXIT_OK)
+}
+
+fn definition_options(args: &ListArgs) -> DefinitionOptions {
+    DefinitionOptions::default()
+        .with_strict(args.strict)
+        .with_anthropic_cache_control(args.extras.anthropic_cache_control)
+        .with_gemini_json_schema(args.extras.gemini_json_schema)
 }
 
 /// The definitions of every tool in `provider`'s shape; a tool that the provider cannot be told
 /// about is a usage error naming it.
-fn definitions(registry: &Registry, provider: Provider, strict: bool) -> Result<Value, Failure> {
-    let options = DefinitionOptions::default().with_strict(strict);
-    let definitions = provider.definitions(registry, &options).map_err(|e| Failure::usage(e.to_string()))?;
+fn definitions(
+    registry: &Registry,
+    provider: Provider,
+    options: &DefinitionOptions,
+) -> Result<Value, Failure> {
+    let definitions = provider.definitions(registry, options).map_err(|e| Failure::usage(e.to_string()))?;
     Ok(Value::Array(definitions))
 }
 
@@ -359,8 +370,8 @@ mod tests {
             Ok(ToolOutput::text("ok"))
         });
         let registry = Registry::builder().tool(tool).build().unwrap();
-        assert!(definitions(&registry, Provider::OpenAiChat, false).is_ok());
-        let Err(failure) = definitions(&registry, Provider::OpenAiChat, true) else {
+        assert!(definitions(&registry, Provider::OpenAiChat, &DefinitionOptions::default()).is_ok());
+        let Err(failure) = definitions(&registry, Provider::OpenAiChat, &DefinitionOptions::strict()) else {
             panic!("strict mode has no maps");
         };
         assert_eq!(failure.code, EXIT_USAGE);
