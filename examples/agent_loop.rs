@@ -110,7 +110,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if task.is_empty() { "Give a one-paragraph summary of this directory.".to_owned() } else { task };
 
     let registry = Registry::from_inventory()?;
-    let tools = backend.provider.definitions(&registry, &DefinitionOptions::default())?;
+    // The same definitions go out on every turn: with Anthropic, a cache breakpoint after the
+    // last one makes them a cached prompt prefix (other providers ignore the option).
+    let options = DefinitionOptions::default().with_anthropic_cache_control(true);
+    let tools = backend.provider.definitions(&registry, &options)?;
     let dispatcher = Dispatcher::builder(registry).dependencies(tools_std::dependencies(".")?).build();
     let system = "You are a coding assistant working in the user's current directory. Use the tools to look \
                   before you answer, and answer concisely.";

@@ -48,6 +48,7 @@ keys!(
         Crate = "crate",
         Freeform = "freeform",
         Defer = "defer",
+        Example = "example",
     }
 );
 

@@ -347,6 +347,9 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
         quote!(::core::time::Duration::from_millis(#ms))
     }));
     let tags = &attr.tags;
+    // Compact, whatever the spacing of the literal: the text providers see is the same for the
+    // same example.
+    let examples = attr.examples.iter().map(|example| example.json.to_string());
     let truncation = match &attr.truncate {
         Some(TruncateSetting::Off) => quote!(#p::TruncationPolicy::DISABLED),
         None | Some(TruncateSetting::Default) => quote! {
@@ -413,6 +416,7 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
             tags: &[#(#tags),*],
             freeform: #freeform,
             defer: #defer,
+            examples: &[#(#examples),*],
             module_path: ::core::module_path!(),
             file: ::core::file!(),
             line: #line,

@@ -47,6 +47,12 @@ pub struct FreeformAttr {
     pub syntax: Option<Spanned<Syntax>>,
 }
 
+/// One `example = r#"{...}"#`: the literal as written and the JSON it holds.
+pub struct ExampleAttr {
+    pub lit: LitStr,
+    pub json: serde_json::Value,
+}
+
 /// The parsed `#[tool(...)]` arguments.
 #[derive(Default)]
 pub struct ToolAttr {
@@ -64,6 +70,8 @@ pub struct ToolAttr {
     pub krate: Option<syn::Path>,
     pub freeform: Option<FreeformAttr>,
     pub defer: Option<Span>,
+    /// `example = "..."`, repeatable, in the order written.
+    pub examples: Vec<ExampleAttr>,
 }
 
 /// `#[arg(...)]` on a parameter.

@@ -13,7 +13,7 @@ use crate::attrs::{
 };
 use crate::ctxt::Ctxt;
 use crate::model::{
-    ArgAttr, FreeformAttr, GrammarSource, Param, ParamKind, Spanned as Sp, ToolAttr, ToolDef,
+    ArgAttr, ExampleAttr, FreeformAttr, GrammarSource, Param, ParamKind, Spanned as Sp, ToolAttr, ToolDef,
     TruncateOptions, TruncateSetting,
 };
 
@@ -116,7 +116,8 @@ fn tool_attr(cx: &Ctxt, items: &[Item]) -> ToolAttr {
             cx.error_spanned_by(meta.path(), attrs::unknown_key_message(&name, "#[tool]", ToolKey::NAMES));
             continue;
         };
-        if seen.contains(&key) {
+        // `example` is the one key written once per example.
+        if key != ToolKey::Example && seen.contains(&key) {
             let message = if key == ToolKey::Truncate {
                 "`truncate` is given twice; `truncate = false` and `truncate(...)` contradict each other, so keep one".to_owned()
             } else {
@@ -142,6 +143,7 @@ fn tool_attr(cx: &Ctxt, items: &[Item]) -> ToolAttr {
             ToolKey::Truncate => attr.truncate = truncate(cx, meta),
             ToolKey::Freeform => attr.freeform = freeform(cx, meta),
             ToolKey::Defer => attr.defer = flag(),
+            ToolKey::Example => attr.examples.extend(example(cx, meta)),
         }
     }
     attr
@@ -157,6 +159,48 @@ fn string(cx: &Ctxt, meta: &Meta, key: ToolKey, example: &str) -> Option<LitStr>
     let key = key.as_str();
     cx.error_spanned_by(meta, format!("`{key}` takes a string: write `{key} = {example}`"));
     None
+}
+
+/// `example = r#"{...}"#`: a string literal holding JSON, parsed here once so that a typo is
+/// reported on the literal rather than when the registry is built.
+fn example(cx: &Ctxt, meta: &Meta) -> Option<ExampleAttr> {
+    let lit = match meta {
+        Meta::NameValue(nv) => match &nv.value {
+            Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => s.clone(),
+            other => {
+                cx.error_spanned_by(
+                    other,
+                    "`example` takes the example's arguments as a JSON object in a string literal: write `example = r#\"{\"pattern\": \"TODO\"}\"#`",
+                );
+                return None;
+            }
+        },
+        _ => {
+            cx.error_spanned_by(
+                meta,
+                "`example` takes the example's arguments as a JSON object in a string literal: write `example = r#\"{\"pattern\": \"TODO\"}\"#`",
+            );
+            return None;
+        }
+    };
+    match serde_json::from_str(&lit.value()) {
+        Ok(json) => Some(ExampleAttr { lit, json }),
+        Err(error) => {
+            let mut message = error.to_string();
+            if let Some(at) = message.find(" at line ") {
+                message.truncate(at);
+            }
+            cx.error(
+                lit.span(),
+                format!(
+                    "this example is not valid JSON: {message} at line {} column {} of the string; write the arguments as a JSON object, e.g. r#\"{{\"pattern\": \"TODO\"}}\"#",
+                    error.line(),
+                    error.column()
+                ),
+            );
+            None
+        }
+    }
 }
 
 fn flag(cx: &Ctxt, meta: &Meta, key: ToolKey) -> Option<Span> {

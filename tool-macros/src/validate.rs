@@ -107,6 +107,14 @@ fn tool_attr(cx: &Ctxt, def: &ToolDef) {
     if let Some(freeform) = &attr.freeform {
         freeform_tool(cx, def, freeform);
     }
+    for example in &attr.examples {
+        if !example.json.is_object() {
+            cx.error(
+                example.lit.span(),
+                "an example is the whole argument object the model would send, so it must be a JSON object: write e.g. r#\"{\"pattern\": \"TODO\"}\"# (`{}` for a tool without arguments)",
+            );
+        }
+    }
 }
 
 /// A freeform tool takes its text as one `String` argument, and has at most one grammar.

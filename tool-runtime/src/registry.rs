@@ -69,6 +69,15 @@ pub enum RegistryError {
         /// The offending name.
         name: String,
     },
+    /// One of a tool's examples does not match its input schema.
+    InvalidExample {
+        /// The tool's name.
+        tool: String,
+        /// The example's position among the tool's examples, from 0.
+        index: usize,
+        /// What is wrong, one problem per entry.
+        problems: Vec<String>,
+    },
 }
 
 impl fmt::Display for RegistryError {
@@ -87,6 +96,12 @@ impl fmt::Display for RegistryError {
             RegistryError::InvalidName { name } => write!(
                 f,
                 "invalid tool name `{name}`: use 1 to 64 characters of letters, digits, `_` and `-`"
+            ),
+            RegistryError::InvalidExample { tool, index, problems } => write!(
+                f,
+                "example {} of the tool `{tool}` (counting from 1) does not match its argument schema: {}; fix or remove the example",
+                index + 1,
+                problems.join("; ")
             ),
         }
     }
@@ -224,8 +239,9 @@ impl RegistryBuilder {
                     second: source,
                 });
             }
+            let validator = checked_examples(&name, tool.spec())?;
             index.insert(name.clone(), entries.len());
-            entries.push(Entry { name, source, tool, validator: OnceLock::new() });
+            entries.push(Entry { name, source, tool, validator });
         }
         Ok(Registry { entries, index, validation: self.validation, search_index: OnceLock::new() })
     }
@@ -244,6 +260,43 @@ impl RegistryBuilder {
     }
 }
 
+/// Checks every example of a tool against its input schema. The validator compiled for that is
+/// kept for the tool's calls; a tool without examples compiles its own on first use.
+fn checked_examples(
+    name: &str,
+    spec: &ToolSpec,
+) -> Result<OnceLock<Result<ArgumentValidator, String>>, RegistryError> {
+    let cell = OnceLock::new();
+    if spec.examples.is_empty() {
+        return Ok(cell);
+    }
+    let validator = compile_validator(name, spec);
+    match &validator {
+        Ok(validator) => {
+            for (index, example) in spec.examples.iter().enumerate() {
+                let problems = validator.example_problems(example);
+                if !problems.is_empty() {
+                    return Err(RegistryError::InvalidExample { tool: name.to_owned(), index, problems });
+                }
+            }
+        }
+        Err(message) => {
+            return Err(RegistryError::InvalidExample {
+                tool: name.to_owned(),
+                index: 0,
+                problems: vec![message.clone()],
+            });
+        }
+    }
+    let _ = cell.set(validator);
+    Ok(cell)
+}
+
+fn compile_validator(name: &str, spec: &ToolSpec) -> Result<ArgumentValidator, String> {
+    ArgumentValidator::new(name, &spec.input_schema)
+        .map(|v| v.with_freeform(spec.freeform.as_ref().map(|f| f.parameter.as_str())))
+}
+
 struct Entry {
     name: String,
     source: Option<SourceLocation>,
@@ -255,11 +308,7 @@ impl Entry {
     /// The tool's compiled validator (compiled on first use), or the error every call to a tool
     /// with a broken schema gets, whatever its arguments.
     fn validator(&self) -> Result<&ArgumentValidator, ToolError> {
-        let validator = self.validator.get_or_init(|| {
-            let spec = self.tool.spec();
-            ArgumentValidator::new(&self.name, &spec.input_schema)
-                .map(|v| v.with_freeform(spec.freeform.as_ref().map(|f| f.parameter.as_str())))
-        });
+        let validator = self.validator.get_or_init(|| compile_validator(&self.name, self.tool.spec()));
         validator.as_ref().map_err(|message| {
             ToolError::execution(format!(
                 "the tool `{}` cannot be called because its argument schema is broken; this is not caused by the arguments",

@@ -174,6 +174,11 @@ pub struct ToolSpec {
     /// search has found it (see [`crate::catalog`]).
     #[serde(default, skip_serializing_if = "is_false")]
     pub defer: bool,
+    /// Example argument objects (`#[tool(example = ...)]`), each checked against
+    /// `input_schema` when the registry is built. Anthropic receives them as `input_examples`;
+    /// the other providers find them at the end of the description.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Value>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -197,6 +202,7 @@ impl ToolSpec {
             source: None,
             freeform: None,
             defer: false,
+            examples: Vec::new(),
         }
     }
 
@@ -209,6 +215,18 @@ impl ToolSpec {
     /// Whether the tool's definition is deferred until a tool search finds it.
     pub fn is_deferred(&self) -> bool {
         self.defer
+    }
+
+    /// Adds example argument objects; [`RegistryBuilder::build`](crate::RegistryBuilder::build)
+    /// fails if one does not match the input schema.
+    pub fn with_examples(mut self, examples: impl IntoIterator<Item = Value>) -> Self {
+        self.examples.extend(examples);
+        self
+    }
+
+    /// The example argument objects, in the order given.
+    pub fn examples(&self) -> &[Value] {
+        &self.examples
     }
 
     /// Makes the tool freeform: its input is raw text, delivered in the string property

@@ -40,7 +40,8 @@ pub struct ListArgs {
     /// The provider whose definition shape to print.
     #[arg(long, value_enum, default_value_t = Format::Mcp)]
     pub format: Format,
-    /// OpenAI strict mode: every property required, optional ones nullable, objects closed.
+    /// Strict mode: OpenAI structured outputs (every property required, optional ones
+    /// nullable, objects closed) and Anthropic strict tool use (objects closed).
     #[arg(long)]
     pub strict: bool,
     #[command(flatten)]
@@ -55,6 +56,8 @@ pub struct ListArgs {
     #[arg(long)]
     pub hosted_search: bool,
     #[command(flatten)]
+    pub extras: ExtrasArgs,
+    #[command(flatten)]
     pub mcp: McpArgs,
 }
 
@@ -68,6 +71,19 @@ pub struct DeferArgs {
     /// definition or by `"defer": true` on their MCP server.
     #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
     pub defer: Vec<String>,
+}
+
+/// Provider-specific extras of `tools list`; each is ignored by the other formats.
+#[derive(Debug, Args)]
+pub struct ExtrasArgs {
+    /// Anthropic: mark the last definition `"cache_control": {"type": "ephemeral"}`, so the
+    /// tool definitions are cached as a prompt prefix.
+    #[arg(long)]
+    pub anthropic_cache_control: bool,
+    /// Gemini: the full JSON Schema as `parametersJsonSchema` instead of `parameters` in
+    /// Gemini's OpenAPI subset.
+    #[arg(long)]
+    pub gemini_json_schema: bool,
 }
 
 /// Other MCP servers whose tools are mounted next to the built-in ones.

@@ -202,8 +202,15 @@ async fn list(args: ListArgs) -> Result<i32, Failure> {
             )));
         }
     }
-    print_json(&definitions(&catalog, args.format.provider(), &loaded, args.strict)?)?;
+    print_json(&definitions(&catalog, args.format.provider(), &loaded, &definition_options(&args))?)?;
     Ok(EXIT_OK)
+}
+
+fn definition_options(args: &ListArgs) -> DefinitionOptions {
+    DefinitionOptions::default()
+        .with_strict(args.strict)
+        .with_anthropic_cache_control(args.extras.anthropic_cache_control)
+        .with_gemini_json_schema(args.extras.gemini_json_schema)
 }
 
 /// The registry as a catalog whose deferred tools are those `args` names, besides those
@@ -222,11 +229,10 @@ fn definitions(
     catalog: &Catalog,
     provider: Provider,
     loaded: &LoadedTools,
-    strict: bool,
+    options: &DefinitionOptions,
 ) -> Result<Value, Failure> {
-    let options = DefinitionOptions::default().with_strict(strict);
     let definitions =
-        catalog.definitions(provider, loaded, &options).map_err(|e| Failure::usage(e.to_string()))?;
+        catalog.definitions(provider, loaded, options).map_err(|e| Failure::usage(e.to_string()))?;
     Ok(Value::Array(definitions))
 }
 
@@ -405,8 +411,9 @@ mod tests {
         });
         let catalog = Catalog::new(Registry::builder().tool(tool).build().unwrap());
         let loaded = LoadedTools::new();
-        assert!(definitions(&catalog, Provider::OpenAiChat, &loaded, false).is_ok());
-        let Err(failure) = definitions(&catalog, Provider::OpenAiChat, &loaded, true) else {
+        assert!(definitions(&catalog, Provider::OpenAiChat, &loaded, &DefinitionOptions::default()).is_ok());
+        let Err(failure) = definitions(&catalog, Provider::OpenAiChat, &loaded, &DefinitionOptions::strict())
+        else {
             panic!("strict mode has no maps");
         };
         assert_eq!(failure.code, EXIT_USAGE);

@@ -38,7 +38,13 @@ pub(crate) fn line_too_long(error: &std::io::Error) -> bool {
 /// characters are cut. At most `limit` lines (default 100) are shown, with a notice giving the
 /// total; narrow `path`, `glob` or the pattern to see the rest, or `read` a file around a line.
 /// To find files by name, use `glob`.
-#[tool(parallel, read_only, timeout = "2m")]
+#[tool(
+    parallel,
+    read_only,
+    timeout = "2m",
+    example = r#"{"pattern": "fn\\s+main", "glob": "*.rs"}"#,
+    example = r#"{"pattern": "todo", "path": "src", "ignore_case": true, "limit": 20}"#
+)]
 pub async fn grep(
     ws: Dep<Workspace>,
     ctx: &ToolContext,

@@ -13,7 +13,9 @@ struct Workspace;
     idempotent,
     open_world,
     title = "Everything",
-    tags("a", "b")
+    tags("a", "b"),
+    example = r#"{"v": 3}"#,
+    example = "{}"
 )]
 async fn every(
     _ctx: &ToolContext,

@@ -37,6 +37,8 @@ pub struct ToolMeta {
     /// `freeform`: the property that receives the text, and the grammar (syntax, definition).
     pub freeform: Option<(&'static str, Option<(GrammarSyntax, &'static str)>)>,
     pub defer: bool,
+    /// `example = "..."`: JSON text the macro has parsed and written back compactly.
+    pub examples: &'static [&'static str],
     pub spec: OnceLock<ToolSpec>,
 }
 
@@ -179,5 +181,12 @@ fn spec_from_meta(meta: &ToolMeta, input_schema: Value, output_schema: Option<Va
                 .map(|(syntax, definition)| Grammar { syntax, definition: definition.to_owned() }),
         }),
         defer: meta.defer,
+        // The macro parsed each example already; were one to fail here anyway, it stays as a
+        // string, which the registry then reports as not an argument object.
+        examples: meta
+            .examples
+            .iter()
+            .map(|text| serde_json::from_str(text).unwrap_or_else(|_| Value::String((*text).to_owned())))
+            .collect(),
     }
 }

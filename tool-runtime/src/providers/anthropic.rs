@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::lowering::{Target, check_root};
+use super::lowering::{Target, anthropic_strict, check_root};
 use super::{
     Arguments, At, COMMON_IMAGE_TYPES, DefinitionOptions, LoweringError, ParseError, Piece, Provider,
     ToolCall, ToolResult, json_kind, pieces,
@@ -17,16 +17,31 @@ const PROVIDER: Provider = Provider::Anthropic;
 ///
 /// `input_schema` is the canonical schema unchanged: the API takes JSON Schema draft 2020-12
 /// ("JSON schema for this tool's input"), with `"type": "object"` at the top and no
-/// `anyOf`/`oneOf`/`allOf` there, which is checked. `options.strict` does not apply.
-pub fn definition(spec: &ToolSpec, _options: &DefinitionOptions) -> Result<Value, LoweringError> {
-    let target = Target { provider: PROVIDER, strict: false, tool: &spec.name };
+/// `anyOf`/`oneOf`/`allOf` there, which is checked.
+///
+/// The tool's examples go in `input_examples`. In strict mode (`options.strict`) the definition
+/// has `"strict": true` and the schema is lowered for strict tool use (see
+/// `lowering::anthropic_strict`: closed objects, unsupported constraints in the descriptions,
+/// no recursive types); a schema that cannot be made strict is a [`LoweringError`]. With
+/// `options.anthropic_cache_control`, [`definitions`] marks the last tool as a cache
+/// breakpoint.
+pub fn definition(spec: &ToolSpec, options: &DefinitionOptions) -> Result<Value, LoweringError> {
+    let target = Target { provider: PROVIDER, strict: options.strict, tool: &spec.name };
     check_root(&target, &spec.input_schema, false)?;
     let mut tool = Map::new();
     tool.insert("name".to_owned(), json!(spec.name));
     if !spec.description.is_empty() {
         tool.insert("description".to_owned(), json!(spec.description));
     }
-    tool.insert("input_schema".to_owned(), spec.input_schema.clone());
+    if options.strict {
+        tool.insert("input_schema".to_owned(), anthropic_strict(&target, &spec.input_schema)?);
+        tool.insert("strict".to_owned(), json!(true));
+    } else {
+        tool.insert("input_schema".to_owned(), spec.input_schema.clone());
+    }
+    if !spec.examples.is_empty() {
+        tool.insert("input_examples".to_owned(), Value::Array(spec.examples.clone()));
+    }
     Ok(Value::Object(tool))
 }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::{
-    DefinitionOptions, LoweringError, Provider, anthropic, gemini, mcp, openai_chat, openai_responses,
+    DefinitionOptions, LoweringError, Provider, anthropic, extras, gemini, mcp, openai_chat, openai_responses,
 };
 use crate::call::ToolResult;
 use crate::catalog::{self, Catalog, LoadedTools, SearchMode, SearchOutcome, TOOL_SEARCH, TurnResult};
@@ -73,6 +73,9 @@ pub(crate) fn definitions(
             } else {
                 anthropic::definition(&Catalog::search_tool_spec(), options)?
             });
+            if options.anthropic_cache_control {
+                extras::anthropic_cache_breakpoint(&mut out);
+            }
             Ok(out)
         }
         Provider::OpenAiResponses => {

@@ -2,7 +2,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::lowering::{Target, gemini as lower};
+use super::extras;
+use super::lowering::{Target, check_root, gemini as lower, without_dialect};
 use super::{
     Arguments, At, DefinitionOptions, LoweringError, ParseError, Piece, Provider, ToolCall, ToolResult,
     json_kind, pieces,
@@ -23,16 +24,24 @@ const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/webp"];
 /// `parameters` is the argument schema lowered to Gemini's OpenAPI subset (every type inlined,
 /// `nullable` instead of null types, only the `Schema` fields Gemini has); a tool without
 /// arguments has no `parameters`, since Gemini rejects an OBJECT with empty `properties`. A
-/// recursive argument type cannot be inlined and is a [`LoweringError`]. `options.strict` does
-/// not apply.
-pub fn definition(spec: &ToolSpec, _options: &DefinitionOptions) -> Result<Value, LoweringError> {
+/// recursive argument type cannot be inlined and is a [`LoweringError`].
+///
+/// With `options.gemini_json_schema`, the declaration carries `parametersJsonSchema` instead:
+/// the canonical schema as it is (without `$schema`), `$ref`s and all. `parameters` stays the
+/// default because every Gemini API version accepts it. Examples are appended to the description
+/// (Gemini has no field for them). `options.strict` does not apply.
+pub fn definition(spec: &ToolSpec, options: &DefinitionOptions) -> Result<Value, LoweringError> {
     let target = Target { provider: PROVIDER, strict: false, tool: &spec.name };
     let mut declaration = Map::new();
     declaration.insert("name".to_owned(), json!(spec.name));
-    if !spec.description.is_empty() {
-        declaration.insert("description".to_owned(), json!(spec.description));
+    let description = extras::description_with_examples(spec, extras::compact);
+    if !description.is_empty() {
+        declaration.insert("description".to_owned(), json!(description));
     }
-    if let Some(parameters) = lower(&target, &spec.input_schema)? {
+    if options.gemini_json_schema {
+        check_root(&target, &spec.input_schema, false)?;
+        declaration.insert("parametersJsonSchema".to_owned(), without_dialect(&spec.input_schema));
+    } else if let Some(parameters) = lower(&target, &spec.input_schema)? {
         declaration.insert("parameters".to_owned(), parameters);
     }
     Ok(Value::Object(declaration))

@@ -34,7 +34,11 @@ impl Target<'_> {
     }
 
     fn name(&self) -> &'static str {
-        if self.strict { "OpenAI strict mode" } else { self.provider.display_name() }
+        match (self.strict, self.provider) {
+            (true, Provider::Anthropic) => "Anthropic strict tool use",
+            (true, _) => "OpenAI strict mode",
+            (false, provider) => provider.display_name(),
+        }
     }
 }
 
@@ -238,6 +242,8 @@ fn constraint_note(keyword: &str, value: &Value) -> Option<String> {
         "exclusiveMinimum" => format!("greater than {value}"),
         "exclusiveMaximum" => format!("less than {value}"),
         "format" => format!("format: {}", value.as_str()?),
+        "minimum" => format!("at least {value}"),
+        "maximum" => format!("at most {value}"),
         _ => return None,
     })
 }
@@ -285,9 +291,46 @@ fn add_notes(map: &mut Map<String, Value>, notes: &[String]) {
 /// - The size limits (5000 properties, 10 levels of nesting, 1000 enum values, 120,000
 ///   characters of names and enum values) are checked here rather than by a failed request.
 pub(crate) fn openai_strict(target: &Target<'_>, schema: &Value) -> Result<Value, LoweringError> {
+    let lowered = strict_lowering(target, schema, Dialect::OpenAi)?;
+    check_openai_limits(target, &lowered)?;
+    Ok(lowered)
+}
+
+/// Lowers a canonical argument schema for Anthropic strict tool use, following "JSON Schema
+/// limitations" in Anthropic's structured outputs guide: the OpenAI lowering's closed objects,
+/// `$ref`s without siblings and supported keywords, except that
+///
+/// - optional properties stay optional (Anthropic does not require every property), so a
+///   schema keeps its shape and examples stay valid;
+/// - numeric bounds (`minimum`, `maximum`, `exclusive*`, `multipleOf`), `maxItems` and a
+///   `minItems` above 1, which the API rejects, move into the description as words (the
+///   runtime still validates every argument against the canonical schema);
+/// - a recursive type is an error: recursive schemas are not supported.
+pub(crate) fn anthropic_strict(target: &Target<'_>, schema: &Value) -> Result<Value, LoweringError> {
+    let lowered = strict_lowering(target, schema, Dialect::Anthropic)?;
+    if let Some(name) = recursive_definition(&lowered) {
+        return Err(target.error(
+            "",
+            format!(
+                "has the recursive type `{name}` (it contains itself), which Anthropic strict tool use does not support; turn strict mode off for this tool or bound the nesting with separate types"
+            ),
+        ));
+    }
+    Ok(lowered)
+}
+
+/// Which provider's strict rules [`Strict`] follows where they differ.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    OpenAi,
+    Anthropic,
+}
+
+fn strict_lowering(target: &Target<'_>, schema: &Value, dialect: Dialect) -> Result<Value, LoweringError> {
     check_root(target, schema, false)?;
     let mut strict = Strict {
         target: *target,
+        dialect,
         root: schema,
         inlining: Vec::new(),
         lowering: Vec::new(),
@@ -313,12 +356,54 @@ pub(crate) fn openai_strict(target: &Target<'_>, schema: &Value) -> Result<Value
             }
         }
     }
-    check_openai_limits(target, &lowered)?;
     Ok(lowered)
+}
+
+/// The name of a definition that refers to itself, directly or through others.
+fn recursive_definition(schema: &Value) -> Option<String> {
+    fn references(schema: &Value, found: &mut Vec<String>) {
+        match schema {
+            Value::Object(map) => {
+                if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+                    found.push(reference.to_owned());
+                }
+                for (key, value) in map {
+                    if key != "$defs" && key != "definitions" {
+                        references(value, found);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| references(item, found)),
+            _ => {}
+        }
+    }
+    fn reaches(root: &Value, from: &str, goal: &str, seen: &mut HashSet<String>) -> bool {
+        let Some(target) = from.strip_prefix('#').and_then(|pointer| root.pointer(pointer)) else {
+            return false;
+        };
+        let mut found = Vec::new();
+        references(target, &mut found);
+        found
+            .into_iter()
+            .any(|next| next == goal || (seen.insert(next.clone()) && reaches(root, &next, goal, seen)))
+    }
+    let mut all = Vec::new();
+    references(schema, &mut all);
+    for container in ["$defs", "definitions"] {
+        if let Some(Value::Object(defs)) = schema.get(container) {
+            for def in defs.values() {
+                references(def, &mut all);
+            }
+        }
+    }
+    all.into_iter()
+        .find(|reference| reference == "#" || reaches(schema, reference, reference, &mut HashSet::new()))
+        .map(|reference| reference.rsplit('/').next().unwrap_or(&reference).to_owned())
 }
 
 struct Strict<'a> {
     target: Target<'a>,
+    dialect: Dialect,
     root: &'a Value,
     /// References being inlined right now.
     inlining: Vec<String>,
@@ -421,6 +506,15 @@ impl Strict<'_> {
                 "default" if !value.is_null() => {
                     out.insert(key.clone(), value.clone());
                 }
+                "multipleOf" | "maximum" | "exclusiveMaximum" | "minimum" | "exclusiveMinimum"
+                | "maxItems"
+                    if self.dialect == Dialect::Anthropic =>
+                {
+                    notes.extend(constraint_note(key, value));
+                }
+                "minItems" if self.dialect == Dialect::Anthropic && value.as_u64().is_none_or(|n| n > 1) => {
+                    notes.extend(constraint_note(key, value));
+                }
                 "enum" | "const" | "pattern" | "multipleOf" | "maximum" | "exclusiveMaximum" | "minimum"
                 | "exclusiveMinimum" | "minItems" | "maxItems" => {
                     out.insert(key.clone(), value.clone());
@@ -440,16 +534,22 @@ impl Strict<'_> {
                         return Err(target.error(location, "has `properties` that is not an object"));
                     };
                     let mut lowered = Map::new();
+                    let all_required = self.dialect == Dialect::OpenAi;
                     for (name, property) in properties {
                         let mut property = self.node(property, &child(location, name))?;
-                        if !required.contains(name) {
+                        if all_required && !required.contains(name) {
                             property = make_nullable(property);
                         }
                         lowered.insert(name.clone(), property);
                     }
-                    let all: Vec<Value> = lowered.keys().cloned().map(Value::String).collect();
+                    let listed: Vec<Value> = lowered
+                        .keys()
+                        .filter(|name| all_required || required.contains(*name))
+                        .cloned()
+                        .map(Value::String)
+                        .collect();
                     out.insert("properties".to_owned(), Value::Object(lowered));
-                    out.insert("required".to_owned(), Value::Array(all));
+                    out.insert("required".to_owned(), Value::Array(listed));
                 }
                 "items" => {
                     out.insert(key.clone(), self.node(value, &items_of(location))?);

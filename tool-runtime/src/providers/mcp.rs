@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::extras;
 use super::lowering::{Target, check_root};
 use super::{
     Arguments, At, DefinitionOptions, LoweringError, ParseError, Provider, ToolCall, ToolResult, json_kind,
@@ -23,7 +24,8 @@ const PROVIDER: Provider = Provider::Mcp;
 /// `destructiveHint` (only for tools that are not read-only, where it is meaningful),
 /// `idempotentHint` and `openWorldHint`. Undeclared hints are left out rather than written as
 /// `false`, since MCP's defaults for absent hints are the cautious ones (destructive, open
-/// world). `options.strict` does not apply.
+/// world). Examples are appended to the description (the specification has no field for them).
+/// `options.strict` does not apply.
 pub fn definition(spec: &ToolSpec, _options: &DefinitionOptions) -> Result<Value, LoweringError> {
     let target = Target { provider: PROVIDER, strict: false, tool: &spec.name };
     check_root(&target, &spec.input_schema, true)?;
@@ -32,8 +34,9 @@ pub fn definition(spec: &ToolSpec, _options: &DefinitionOptions) -> Result<Value
     if let Some(title) = &spec.annotations.title {
         tool.insert("title".to_owned(), json!(title));
     }
-    if !spec.description.is_empty() {
-        tool.insert("description".to_owned(), json!(spec.description));
+    let description = extras::description_with_examples(spec, extras::compact);
+    if !description.is_empty() {
+        tool.insert("description".to_owned(), json!(description));
     }
     tool.insert("inputSchema".to_owned(), spec.input_schema.clone());
     if let Some(output_schema) = &spec.output_schema {

@@ -48,6 +48,7 @@ use crate::spec::ToolSpec;
 
 pub mod anthropic;
 pub mod deferred;
+mod extras;
 pub mod gemini;
 mod lowering;
 pub mod mcp;
@@ -107,7 +108,12 @@ impl Provider {
         registry: &Registry,
         options: &DefinitionOptions,
     ) -> Result<Vec<Value>, LoweringError> {
-        registry.specs().map(|spec| self.definition(spec, options)).collect()
+        let mut definitions: Vec<Value> =
+            registry.specs().map(|spec| self.definition(spec, options)).collect::<Result<_, _>>()?;
+        if self == Provider::Anthropic && options.anthropic_cache_control {
+            extras::anthropic_cache_breakpoint(&mut definitions);
+        }
+        Ok(definitions)
     }
 
     /// The definitions of a request over `catalog` when the conversation has found `loaded`:
@@ -136,7 +142,13 @@ impl Provider {
     }
 
     /// The definition of one tool.
+    ///
+    /// A name the provider does not accept (each API has its own rule: OpenAI 1 to 64 characters
+    /// of `[A-Za-z0-9_-]`, Anthropic up to 128 of the same, Gemini a letter or `_` first and
+    /// `.` and `:` allowed, MCP 1 to 128 of `[A-Za-z0-9_.-]`) is a [`LoweringError`] naming the
+    /// tool and the rule.
     pub fn definition(self, spec: &ToolSpec, options: &DefinitionOptions) -> Result<Value, LoweringError> {
+        extras::check_name(self, spec)?;
         match self {
             Provider::OpenAiChat => openai_chat::definition(spec, options),
             Provider::OpenAiResponses => openai_responses::definition(spec, options),
@@ -207,31 +219,58 @@ impl std::error::Error for UnknownProvider {}
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DefinitionOptions {
-    /// OpenAI strict mode (structured outputs for function arguments): every property required,
-    /// optional ones nullable, every object closed. Ignored by the other providers.
+    /// Strict mode: the provider constrains the model's arguments to the schema.
+    ///
+    /// OpenAI (structured outputs for function arguments): every property required, optional
+    /// ones nullable, every object closed, `"strict": true`. Anthropic (strict tool use):
+    /// every object closed, constraints the API does not take moved into descriptions,
+    /// `"strict": true`. Ignored by Gemini and MCP.
     pub strict: bool,
+    /// Anthropic: `"cache_control": {"type": "ephemeral"}` on the last definition, so the
+    /// definitions are cached as a prompt prefix. Ignored by the other providers, which cache
+    /// prefixes without being asked.
+    pub anthropic_cache_control: bool,
+    /// Gemini: the canonical JSON Schema as `parametersJsonSchema` instead of `parameters`
+    /// lowered to Gemini's OpenAPI subset. Off by default: every Gemini API version and model
+    /// accepts `parameters`, while `parametersJsonSchema` is the newer field; turn it on to keep
+    /// what the subset cannot say (`$ref`s, so recursive types, and `anyOf` as written).
+    /// Ignored by the other providers.
+    pub gemini_json_schema: bool,
 }
 
 impl DefinitionOptions {
-    /// Options with OpenAI strict mode on.
+    /// Options with strict mode on.
     pub fn strict() -> Self {
-        DefinitionOptions { strict: true }
+        DefinitionOptions { strict: true, ..DefinitionOptions::default() }
     }
 
-    /// Sets OpenAI strict mode.
+    /// Sets strict mode (OpenAI and Anthropic).
     pub fn with_strict(mut self, strict: bool) -> Self {
         self.strict = strict;
         self
     }
+
+    /// Sets Anthropic's cache breakpoint on the last definition.
+    pub fn with_anthropic_cache_control(mut self, cache_control: bool) -> Self {
+        self.anthropic_cache_control = cache_control;
+        self
+    }
+
+    /// Sets Gemini's `parametersJsonSchema` form.
+    pub fn with_gemini_json_schema(mut self, json_schema: bool) -> Self {
+        self.gemini_json_schema = json_schema;
+        self
+    }
 }
 
-/// A tool whose schema cannot be expressed in a provider's schema dialect.
+/// A tool that cannot be described to a provider: its schema cannot be expressed in the
+/// provider's dialect, or its name breaks the provider's rule for names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LoweringError {
     /// The provider the definition was for.
     pub provider: Provider,
-    /// Whether OpenAI strict mode was on.
+    /// Whether strict mode was on.
     pub strict: bool,
     /// The tool's name.
     pub tool: String,

@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::extras;
 use super::lowering::openai_parameters;
 use super::{
     Arguments, At, DefinitionOptions, LoweringError, ParseError, Provider, ToolCall, ToolResult,
@@ -19,8 +20,9 @@ const PROVIDER: Provider = Provider::OpenAiChat;
 pub fn definition(spec: &ToolSpec, options: &DefinitionOptions) -> Result<Value, LoweringError> {
     let mut function = Map::new();
     function.insert("name".to_owned(), json!(spec.name));
-    if !spec.description.is_empty() {
-        function.insert("description".to_owned(), json!(spec.description));
+    let description = extras::description_with_examples(spec, extras::compact);
+    if !description.is_empty() {
+        function.insert("description".to_owned(), json!(description));
     }
     function.insert("parameters".to_owned(), openai_parameters(spec, options, PROVIDER)?);
     if options.strict {

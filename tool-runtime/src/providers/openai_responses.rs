@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::extras;
 use super::lowering::openai_parameters;
 use super::{
     Arguments, At, COMMON_IMAGE_TYPES, DefinitionOptions, LoweringError, ParseError, Piece, Provider,
@@ -30,8 +31,9 @@ pub fn definition(spec: &ToolSpec, options: &DefinitionOptions) -> Result<Value,
     let mut tool = Map::new();
     tool.insert("type".to_owned(), json!("function"));
     tool.insert("name".to_owned(), json!(spec.name));
-    if !spec.description.is_empty() {
-        tool.insert("description".to_owned(), json!(spec.description));
+    let description = extras::description_with_examples(spec, extras::compact);
+    if !description.is_empty() {
+        tool.insert("description".to_owned(), json!(description));
     }
     tool.insert("parameters".to_owned(), openai_parameters(spec, options, PROVIDER)?);
     tool.insert("strict".to_owned(), json!(options.strict));
@@ -42,8 +44,15 @@ fn custom_definition(spec: &ToolSpec, freeform: &Freeform) -> Value {
     let mut tool = Map::new();
     tool.insert("type".to_owned(), json!("custom"));
     tool.insert("name".to_owned(), json!(spec.name));
-    if !spec.description.is_empty() {
-        tool.insert("description".to_owned(), json!(spec.description));
+    // The model writes a custom tool's input as raw text, so that is what its examples show.
+    let description = extras::description_with_examples(spec, |example| {
+        match example.get(&freeform.parameter).and_then(Value::as_str) {
+            Some(text) => text.to_owned(),
+            None => extras::compact(example),
+        }
+    });
+    if !description.is_empty() {
+        tool.insert("description".to_owned(), json!(description));
     }
     let format = match &freeform.grammar {
         Some(grammar) => json!({

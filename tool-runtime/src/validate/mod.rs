@@ -118,6 +118,21 @@ impl ArgumentValidator {
         }
     }
 
+    /// What is wrong with an example argument object, described as a call's problems are; empty
+    /// when it is valid. No leniency applies: an example shows a call as it should be written.
+    pub(crate) fn example_problems(&self, example: &Value) -> Vec<String> {
+        if !example.is_object() {
+            return vec![format!(
+                "the arguments must be a JSON object with named properties, received {}",
+                describe_value(example)
+            )];
+        }
+        self.validator
+            .iter_errors(example)
+            .flat_map(|error| self.describe_error(error.instance_path().as_str(), &error))
+            .collect()
+    }
+
     /// Validates arguments given as JSON text.
     pub(crate) fn validate_text(
         &self,

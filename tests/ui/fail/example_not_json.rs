@@ -1,0 +1,9 @@
+use tool_runtime::tool;
+
+/// Search files.
+#[tool(example = r#"{"pattern": "TODO",}"#)]
+async fn grep(pattern: String) -> String {
+    pattern
+}
+
+fn main() {}
