@@ -1,21 +1,18 @@
 #!/usr/bin/env bash
 # Checks the deferred tool definitions and tool-search answers of every provider against the
-# official Python SDKs' request types (openai, anthropic, google-genai from PyPI). Not part of CI:
-# it needs the network once, to install the SDKs into $CARGO_TARGET_DIR/py-sdk-shapes.
+# official Python SDKs' request types (openai, anthropic, google-genai, in the pinned virtual
+# environment of check-provider-shapes.sh). Not part of CI: `tools list` shapes are checked
+# there by tools-cli/tests/provider_shapes.rs; this adds the search answers.
 #
 # Usage: scripts/check-catalog-shapes.sh
+# Exit codes: 0 every shape matched, 1 a shape did not match, 2 the SDKs cannot be installed.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
-venv="$target/py-sdk-shapes"
-python="${PYTHON:-python3}"
+venv="${PROVIDER_SDKS_VENV:-$target/py-provider-sdks}"
 
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import openai, anthropic, google.genai" 2>/dev/null; then
-    "$python" -m venv --clear "$venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check openai anthropic google-genai
-fi
-"$venv/bin/python" -c "import openai, anthropic, google.genai as g; print(f'openai {openai.__version__}, anthropic {anthropic.__version__}, google-genai {g.__version__}')"
+bash "$root/scripts/check-provider-shapes.sh" --setup-only >&2
 
 shapes="$(mktemp -d)"
 trap 'rm -rf "$shapes"' EXIT

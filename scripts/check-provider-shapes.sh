@@ -6,7 +6,7 @@
 #
 # Usage: scripts/check-provider-shapes.sh [--setup-only] [TOOLS_BINARY] [-- CHECKER_ARGS...]
 #   TOOLS_BINARY defaults to $CARGO_TARGET_DIR/debug/tools (built with `cargo build -p tools-cli`).
-#   CHECKER_ARGS go to check_provider_shapes.py, e.g. `--flags "--defer-all"` to check every
+#   CHECKER_ARGS go to check_provider_shapes.py, e.g. `--flags=--strict` to check every
 #   format once more with extra `tools list` flags; see its --help.
 # Exit codes: 0 every shape matched, 1 a shape did not match, 2 the environment cannot be made
 # (no python3, no venv module, PyPI unreachable): the caller may skip.

@@ -6,10 +6,11 @@ request's `tools` entry has: pydantic `TypeAdapter`s over the TypedDict params o
 models (which refuse or type-check fields themselves). Before trusting a validator, each case
 checks that it rejects a definition with a made-up key, so a check that cannot fail is caught.
 
-Usage: check_provider_shapes.py TOOLS_BINARY [--flags "FLAG ..."]... [--only FORMAT]...
+Usage: check_provider_shapes.py TOOLS_BINARY [--flags="FLAG ..."]... [--only FORMAT]...
 
-To check more `tools list` flags, add a line to CASES, or pass `--flags "--defer-all"` to run
-every format once more with those flags appended. Prints one line per case and `passed: N
+To check more `tools list` flags, add a line to CASES, or pass `--flags=--strict` to run
+every format once more with that flag appended (`--flags="--strict --defer-all"` for several).
+Prints one line per case and `passed: N
 cases` at the end; exits 1 on the first mismatch (after the remaining cases have run).
 """
 
@@ -38,9 +39,18 @@ CASES: list[tuple[str, list[str]]] = [
     ("gemini", []),
     ("gemini", ["--gemini-json-schema"]),
     ("mcp", []),
+    # Deferred tools: each provider's deferred form and its tool search.
+    ("openai-chat", ["--defer-all"]),
+    ("openai-responses", ["--defer-all"]),
+    ("openai-responses", ["--defer-all", "--hosted-search"]),
+    ("anthropic", ["--defer-all"]),
+    ("anthropic", ["--defer-all", "--hosted-search", "--anthropic-cache-control"]),
+    ("gemini", ["--defer-all"]),
 ]
 
-FORBID = ConfigDict(extra="forbid")
+# Arbitrary types: some request types (Anthropic's document blocks) hold a file object, which
+# pydantic cannot build a schema for otherwise.
+FORBID = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
 
 def forbid_extra_keys(tp: Any, seen: set | None = None) -> None:
