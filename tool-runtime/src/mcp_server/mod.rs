@@ -473,7 +473,11 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.run_call(request, context).await.map(CallToolResponse::from)
+        // rmcp runs each request in a task of its own, moving its future several times on the
+        // way (into the task, and the task's output over it): on the heap, that future is a
+        // pointer, where the call's own state (the dispatcher's stages nested in the permission
+        // and in-flight wrappers) is kilobytes.
+        Box::pin(self.run_call(request, context)).await.map(CallToolResponse::from)
     }
 
     async fn list_prompts(
