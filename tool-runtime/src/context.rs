@@ -3,6 +3,7 @@
 use std::any::{Any, TypeId, type_name};
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -123,16 +124,79 @@ pub trait ContextSink: Send + Sync + 'static {
 
 /// Everything a context holds: the call's own parts and the dispatcher's shared ones. A
 /// dispatcher fills it in one step ([`ToolContext::for_call`]); everyone else uses the builder.
-#[derive(Clone)]
 pub(crate) struct Inner {
     pub(crate) call_id: String,
     pub(crate) tool_name: String,
-    pub(crate) cancel: CancellationToken,
+    pub(crate) cancel: CallCancel,
     pub(crate) deadline: Option<Instant>,
     pub(crate) time_limit: Option<Duration>,
     pub(crate) sinks: Vec<Arc<dyn ContextSink>>,
     pub(crate) truncation: TruncationLimits,
     pub(crate) shared: Arc<Shared>,
+}
+
+/// A call's cancellation. A dispatcher's call gets a token of its own only when its tool asks for
+/// one: a child of the caller's token, already cancelled if the call was stopped before (most
+/// tools never ask, and a child token costs an allocation and two locks of the parent).
+pub(crate) enum CallCancel {
+    /// The token the context was built with.
+    Given(CancellationToken),
+    /// A child of `caller`, made on first use; `stopped` once the dispatcher stopped the call.
+    Lazy { caller: CancellationToken, own: OnceLock<CancellationToken>, stopped: AtomicBool },
+}
+
+impl CallCancel {
+    /// Under `caller`: stopped when `caller` is cancelled, or by [`CallCancel::stop`].
+    pub(crate) fn under(caller: CancellationToken) -> Self {
+        CallCancel::Lazy { caller, own: OnceLock::new(), stopped: AtomicBool::new(false) }
+    }
+
+    fn token(&self) -> &CancellationToken {
+        match self {
+            CallCancel::Given(token) => token,
+            CallCancel::Lazy { caller, own, stopped } => {
+                let token = own.get_or_init(|| caller.child_token());
+                // Sequentially consistent with `stop`: whichever of the two comes second sees
+                // the other, so a call stopped while its token is being made still gets it
+                // cancelled.
+                if stopped.load(Ordering::SeqCst) {
+                    token.cancel();
+                }
+                token
+            }
+        }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        match self {
+            CallCancel::Given(token) => token.is_cancelled(),
+            CallCancel::Lazy { caller, own, stopped } => {
+                stopped.load(Ordering::SeqCst)
+                    || caller.is_cancelled()
+                    || own.get().is_some_and(CancellationToken::is_cancelled)
+            }
+        }
+    }
+
+    /// Stops the call alone: its own token (now or when it is made), not the caller's.
+    fn stop(&self) {
+        match self {
+            CallCancel::Given(token) => token.cancel(),
+            CallCancel::Lazy { own, stopped, .. } => {
+                stopped.store(true, Ordering::SeqCst);
+                if let Some(token) = own.get() {
+                    token.cancel();
+                }
+            }
+        }
+    }
+
+    /// The token whose cancellation stops the call from outside: the caller's.
+    fn caller(&self) -> &CancellationToken {
+        match self {
+            CallCancel::Given(token) | CallCancel::Lazy { caller: token, .. } => token,
+        }
+    }
 }
 
 /// What every call of one dispatcher shares: made once, not per call.
@@ -201,12 +265,23 @@ impl ToolContext {
 
     /// The call's cancellation token. Long-running tools should watch it.
     pub fn cancellation_token(&self) -> &CancellationToken {
-        &self.inner.cancel
+        self.inner.cancel.token()
     }
 
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.inner.cancel.is_cancelled()
+    }
+
+    /// Stops this call (a time limit, a dropped caller): its token is cancelled, the caller's
+    /// is not.
+    pub(crate) fn stop(&self) {
+        self.inner.cancel.stop();
+    }
+
+    /// The token that stops the call from outside, to wait on without making the call's own.
+    pub(crate) fn caller_token(&self) -> &CancellationToken {
+        self.inner.cancel.caller()
     }
 
     /// When the call's time runs out, if it has a limit.
@@ -227,11 +302,22 @@ impl ToolContext {
         self.inner.truncation
     }
 
-    /// This context with other truncation limits.
+    /// This context with other truncation limits; cancelling either cancels both.
     pub(crate) fn with_truncation(&self, limits: TruncationLimits) -> ToolContext {
-        let mut inner = (*self.inner).clone();
-        inner.truncation = limits;
-        ToolContext { inner: Arc::new(inner) }
+        let inner = &self.inner;
+        ToolContext {
+            inner: Arc::new(Inner {
+                call_id: inner.call_id.clone(),
+                tool_name: inner.tool_name.clone(),
+                // One token for both: the call's own, made now if it was not yet.
+                cancel: CallCancel::Given(inner.cancel.token().clone()),
+                deadline: inner.deadline,
+                time_limit: inner.time_limit,
+                sinks: inner.sinks.clone(),
+                truncation: limits,
+                shared: inner.shared.clone(),
+            }),
+        }
     }
 
     /// The dependency of type `T`.
@@ -396,7 +482,7 @@ impl ContextBuilder {
             inner: Arc::new(Inner {
                 call_id: self.call_id,
                 tool_name: self.tool_name,
-                cancel: self.cancel.unwrap_or_default(),
+                cancel: CallCancel::Given(self.cancel.unwrap_or_default()),
                 deadline: self.deadline,
                 time_limit: self.time_limit,
                 sinks: self.sinks,

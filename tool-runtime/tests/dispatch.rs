@@ -1346,6 +1346,59 @@ async fn a_tool_ignoring_its_token_is_dropped_after_the_grace() {
     );
 }
 
+/// The call's own token, whenever the tool takes it: stopped with the call (its time limit, a
+/// dropped caller), never the caller's token, and left alone once the call ended.
+#[tokio::test(start_paused = true)]
+async fn a_calls_token_is_stopped_with_the_call_whenever_the_tool_takes_it() {
+    // Taken only after the time limit fired, during the grace: already cancelled.
+    let late = tool("late", false, |ctx, _args| async move {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let taken_late = ctx.cancellation_token().is_cancelled();
+        Ok(ToolOutput::text(format!("taken late, cancelled: {taken_late}")))
+    });
+    // Hands its token to work of its own that outlives the call.
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let seen = tokens.clone();
+    let spawner = tool("spawner", false, move |ctx, args| {
+        seen.lock().unwrap().push(ctx.cancellation_token().clone());
+        async move {
+            if key(&args) == "wait" {
+                std::future::pending::<()>().await;
+            }
+            Ok(ToolOutput::text("done"))
+        }
+    });
+    let dispatcher = Dispatcher::builder(registry(vec![late, spawner]))
+        .default_timeout(Duration::from_secs(1))
+        .cancel_grace(Duration::from_secs(5))
+        .build();
+    let caller = CancellationToken::new();
+
+    let result = dispatcher.run(call("1", "late", "{}"), caller.clone()).await;
+    assert!(
+        text(&result).starts_with("taken late, cancelled: true\n[The call to `late` timed out"),
+        "{}",
+        text(&result)
+    );
+    assert!(!caller.is_cancelled(), "a call's time limit stopped its caller's token");
+
+    let result = dispatcher.run(call("2", "spawner", r#"{"key":"now"}"#), caller.clone()).await;
+    assert_eq!(text(&result), "done");
+    let finished = tokens.lock().unwrap().pop().unwrap();
+    assert!(!finished.is_cancelled(), "a call that ended cancelled the token it gave away");
+
+    let running = dispatcher.run(call("3", "spawner", r#"{"key":"wait"}"#), caller.clone());
+    let dropped = tokio::time::timeout(Duration::from_millis(10), running).await;
+    assert!(dropped.is_err(), "the waiting call finished");
+    let stopped = tokens.lock().unwrap().pop().unwrap();
+    assert!(stopped.is_cancelled(), "dropping a running call left its token running");
+    assert!(!caller.is_cancelled());
+
+    // The call's token stays under the caller's.
+    caller.cancel();
+    assert!(finished.is_cancelled());
+}
+
 /// Sleeps 10 s whatever happens to its token.
 fn deaf(name: &str) -> FnTool {
     tool(name, false, |_ctx, _args| async move {

@@ -26,7 +26,6 @@ use crate::registry::Registry;
 use crate::truncate::TruncationLimits;
 
 use record::{Outcome, Pending};
-use run::CallToken;
 
 /// What the repeat guard does when the same call comes `threshold` times in a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -489,8 +488,6 @@ impl Dispatcher {
         sink: Option<Arc<dyn ContextSink>>,
         cancel: CancellationToken,
     ) -> Outcome {
-        let cancel = cancel.child_token();
-        let cancel_on_drop = cancel.clone().drop_guard();
         let inner = &self.inner;
         let (pending, arguments) = inner.queue(0, call, options, sink);
         let mut dropped = FinishOnDrop { inner, pending: Some(pending.clone()) };
@@ -503,15 +500,13 @@ impl Dispatcher {
                     inner.skipped(&ready.pending)
                 }
                 Some(slot) => {
-                    let outcome = run::boxed(inner.run_call(ready, CallToken::Own(cancel))).await;
+                    let outcome = run::boxed(inner.run_call(ready, cancel)).await;
                     drop(slot);
                     outcome
                 }
             },
         };
         dropped.pending = None;
-        // Finished: nothing is left to stop, as for a call of a batch.
-        cancel_on_drop.disarm();
         outcome
     }
 
@@ -596,13 +591,7 @@ impl Dispatcher {
                 continue;
             }
             let pending = ready.pending.clone();
-            let task = run::execute(
-                inner.clone(),
-                ready,
-                slot,
-                CallToken::Batch(batch.clone()),
-                Some(batch.clone()),
-            );
+            let task = run::execute(inner.clone(), ready, slot, batch.clone());
             slots.push(Slotted::Running(tokio::spawn(task), pending));
         }
 

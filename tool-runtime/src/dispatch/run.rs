@@ -17,7 +17,7 @@ use super::messages::{self, guarded};
 use super::record::{Outcome, Pending, error_output, status_of};
 use super::{Inner, RepeatAction, repeat};
 use crate::call::Arguments;
-use crate::context::{ContextSink, Inner as CallContext, ToolContext};
+use crate::context::{CallCancel, ContextSink, Inner as CallContext, ToolContext};
 use crate::error::ToolError;
 use crate::events::{CallStatus, ToolEvent};
 use crate::hooks::{BeforeDecision, HookCall};
@@ -94,28 +94,31 @@ struct Done {
     started_at: Instant,
 }
 
-/// The token a call runs under.
-pub(crate) enum CallToken {
-    /// The batch's, shared with the other calls: a call with a time limit gets a child of it,
-    /// so that stopping the call stops nothing else.
-    Batch(CancellationToken),
-    /// The call's own already.
-    Own(CancellationToken),
+/// Stops a call whose future is dropped before the call ended (its caller stopped waiting), so
+/// that work its tool started learns it at once. A call that ended keeps its token as it is.
+struct StopOnDrop {
+    call: ToolContext,
+    ended: bool,
 }
 
-/// Runs a call that holds its guard, then releases the guard after the finished event. A
-/// `Fatal` result cancels `stop_batch`.
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.call.stop();
+        }
+    }
+}
+
+/// Runs a call of a batch that holds its guard, then releases the guard after the finished
+/// event. A `Fatal` result cancels the batch.
 pub(crate) async fn execute(
     inner: Arc<Inner>,
     ready: Ready,
     slot: Slot,
-    cancel: CallToken,
-    stop_batch: Option<CancellationToken>,
+    batch: CancellationToken,
 ) -> Outcome {
-    let outcome = boxed(inner.run_call(ready, cancel)).await;
-    if outcome.fatal.is_some()
-        && let Some(batch) = stop_batch
-    {
+    let outcome = boxed(inner.run_call(ready, batch.clone())).await;
+    if outcome.fatal.is_some() {
         batch.cancel();
     }
     drop(slot);
@@ -182,10 +185,17 @@ impl Inner {
         Box::new(self.fail(pending, error, None))
     }
 
-    /// The stages after the guard was taken, and the call's result.
-    pub(crate) async fn run_call(&self, ready: Ready, cancel: CallToken) -> Outcome {
+    /// The stages after the guard was taken, and the call's result. `caller` stops the call
+    /// from outside (the batch's token, or the caller's own for a lone call).
+    pub(crate) async fn run_call(&self, ready: Ready, caller: CancellationToken) -> Outcome {
         let pending = ready.pending.clone();
-        match self.stages(ready, cancel).await {
+        let spec = ready.tool.spec();
+        let timeout = pending.options.timeout.or(spec.timeout).or(self.default_timeout);
+        let ctx = self.context(&pending, spec, caller, timeout);
+        let mut running = StopOnDrop { call: ctx.clone(), ended: false };
+        let stages = self.stages(ready, ctx, &running.call, timeout).await;
+        running.ended = true;
+        match stages {
             Ok(Done { output, error, started_at }) => {
                 let status = match &error {
                     _ if !output.is_error => CallStatus::Completed,
@@ -203,19 +213,25 @@ impl Inner {
         }
     }
 
-    async fn stages(&self, ready: Ready, cancel: CallToken) -> Result<Done, Stop> {
+    /// `ctx` goes to the tool; `call` is the dispatcher's handle on the same context.
+    async fn stages(
+        &self,
+        ready: Ready,
+        ctx: ToolContext,
+        call: &ToolContext,
+        timeout: Option<Duration>,
+    ) -> Result<Done, Stop> {
         let Ready { pending, tool, input, coercions, repeat_count, read_only_call } = ready;
         let spec = tool.spec();
-        let timeout = pending.options.timeout.or(spec.timeout).or(self.default_timeout);
-        let ctx = self.context(&pending, spec, cancel, timeout);
-        // The call's token, watched below and cancelled when the call times out.
-        let cancel = ctx.cancellation_token().clone();
+        // What stops the call from outside; the call's own token is made only if its tool
+        // asks for it, and is stopped through `call`.
+        let cancel = call.caller_token();
 
-        self.repeat_guard(&pending, repeat_count, &ctx, &cancel).await?;
+        self.repeat_guard(&pending, repeat_count, &ctx, cancel).await?;
         let (input, hook_call) = match input {
             Input::Decoded(call) => (Input::Decoded(call), None),
             Input::Value(arguments) => {
-                let mut hook_call = self.before_hooks(&pending, arguments, &cancel).await?;
+                let mut hook_call = self.before_hooks(&pending, arguments, cancel).await?;
                 // A call running alongside others because it only reads must still only read
                 // after the hooks rewrote it.
                 if let (Some(decided), Some(policy)) = (&read_only_call, &self.read_only_calls)
@@ -233,9 +249,9 @@ impl Inner {
                 (Input::Value(arguments), Some(hook_call))
             }
         };
-        let (ran, started_at) = self.run_tool(&pending, &tool, ctx, input, timeout, &cancel).await?;
+        let (ran, started_at) = self.run_tool(&pending, &tool, ctx, call, input, timeout).await?;
         let (mut output, error) =
-            self.after_hooks(&pending, hook_call.as_ref(), ran, started_at, &cancel).await?;
+            self.after_hooks(&pending, hook_call.as_ref(), ran, started_at, cancel).await?;
         self.truncate(&mut output, spec);
         if !coercions.is_empty()
             && let Ok(value) = serde_json::to_value(&coercions)
@@ -245,20 +261,15 @@ impl Inner {
         Ok(Done { output, error, started_at })
     }
 
-    /// The call's context: its own ids, token, deadline and limits, and the dispatcher's
-    /// shared parts. A call with a time limit has a token of its own, so stopping it also tells
-    /// any work the tool left running; otherwise the batch's token is enough.
+    /// The call's context: its own ids, cancellation under `caller`, deadline and limits, and
+    /// the dispatcher's shared parts.
     fn context(
         &self,
         pending: &Arc<Pending>,
         spec: &ToolSpec,
-        cancel: CallToken,
+        caller: CancellationToken,
         timeout: Option<Duration>,
     ) -> ToolContext {
-        let token = match cancel {
-            CallToken::Batch(batch) if timeout.is_some() => batch.child_token(),
-            CallToken::Batch(token) | CallToken::Own(token) => token,
-        };
         let deadline = timeout.and_then(|limit| Instant::now().checked_add(limit)).map(Instant::into_std);
         let mut sinks: Vec<Arc<dyn ContextSink>> = Vec::new();
         if pending.sink.is_some() {
@@ -270,7 +281,7 @@ impl Inner {
         ToolContext::for_call(CallContext {
             call_id: pending.call_id.clone(),
             tool_name: pending.tool.clone(),
-            cancel: token,
+            cancel: CallCancel::under(caller),
             deadline,
             time_limit: timeout,
             sinks,
@@ -356,17 +367,18 @@ impl Inner {
         Ok(hook_call)
     }
 
-    /// Stage 4: the tool, under its time limit and the call's token, with panics caught. A
+    /// Stage 4: the tool, under its time limit and the caller's token, with panics caught. A
     /// stopped tool gets the cancel grace to hand back what it has so far.
     async fn run_tool(
         &self,
         pending: &Pending,
         tool: &Arc<dyn Tool>,
         ctx: ToolContext,
+        call: &ToolContext,
         input: Input,
         timeout: Option<Duration>,
-        cancel: &CancellationToken,
     ) -> Result<(Ran, Instant), Stop> {
+        let cancel = call.caller_token();
         if cancel.is_cancelled() {
             return Err(Stop::NotStarted);
         }
@@ -394,7 +406,7 @@ impl Inner {
         // A tool that returns once its token fired was stopped, even when it answers in the
         // same poll: its output is what it had so far.
         let first = match first {
-            Ok(Ok(Ok(output))) if cancel.is_cancelled() => Err((None, Some(output))),
+            Ok(Ok(Ok(output))) if call.is_cancelled() => Err((None, Some(output))),
             Ok(value) => Ok(value),
             Err(stop) => Err((stop, None)),
         };
@@ -410,7 +422,7 @@ impl Inner {
             None => messages::cancelled_after(&pending.tool, started_at.elapsed()),
         };
         // Tell the tool, then give it a moment to hand back what it has so far.
-        cancel.cancel();
+        call.stop();
         let partial = match answered {
             Some(output) => Some(output),
             // Boxed: its timer would otherwise make every call's state larger.
