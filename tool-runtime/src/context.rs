@@ -125,14 +125,43 @@ pub trait ContextSink: Send + Sync + 'static {
 /// Everything a context holds: the call's own parts and the dispatcher's shared ones. A
 /// dispatcher fills it in one step ([`ToolContext::for_call`]); everyone else uses the builder.
 pub(crate) struct Inner {
-    pub(crate) call_id: String,
-    pub(crate) tool_name: String,
+    pub(crate) ids: Ids,
     pub(crate) cancel: CallCancel,
     pub(crate) deadline: Option<Instant>,
     pub(crate) time_limit: Option<Duration>,
     pub(crate) sinks: Vec<Arc<dyn ContextSink>>,
     pub(crate) truncation: TruncationLimits,
     pub(crate) shared: Arc<Shared>,
+}
+
+/// The ids of one call, as the record a dispatcher keeps of it holds them.
+pub(crate) trait CallIds: Send + Sync {
+    fn call_id(&self) -> &str;
+    fn tool_name(&self) -> &str;
+}
+
+/// A context's call ids: its own, or read from its dispatcher's record of the call, which a call
+/// then does not copy.
+#[derive(Clone)]
+pub(crate) enum Ids {
+    Own { call_id: String, tool_name: String },
+    Shared(Arc<dyn CallIds>),
+}
+
+impl Ids {
+    fn call_id(&self) -> &str {
+        match self {
+            Ids::Own { call_id, .. } => call_id,
+            Ids::Shared(ids) => ids.call_id(),
+        }
+    }
+
+    fn tool_name(&self) -> &str {
+        match self {
+            Ids::Own { tool_name, .. } => tool_name,
+            Ids::Shared(ids) => ids.tool_name(),
+        }
+    }
 }
 
 /// A call's cancellation. A dispatcher's call gets a token of its own only when its tool asks for
@@ -217,8 +246,8 @@ pub struct ToolContext {
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
-            .field("call_id", &self.inner.call_id)
-            .field("tool_name", &self.inner.tool_name)
+            .field("call_id", &self.call_id())
+            .field("tool_name", &self.tool_name())
             .field("session_id", &self.inner.shared.session_id)
             .field("deadline", &self.inner.deadline)
             .finish_non_exhaustive()
@@ -250,12 +279,12 @@ impl ToolContext {
 
     /// The id of this call (from the model's tool call).
     pub fn call_id(&self) -> &str {
-        &self.inner.call_id
+        self.inner.ids.call_id()
     }
 
     /// The name of the tool being called.
     pub fn tool_name(&self) -> &str {
-        &self.inner.tool_name
+        self.inner.ids.tool_name()
     }
 
     /// The id of the session (conversation) this call belongs to.
@@ -307,8 +336,7 @@ impl ToolContext {
         let inner = &self.inner;
         ToolContext {
             inner: Arc::new(Inner {
-                call_id: inner.call_id.clone(),
-                tool_name: inner.tool_name.clone(),
+                ids: inner.ids.clone(),
                 // One token for both: the call's own, made now if it was not yet.
                 cancel: CallCancel::Given(inner.cancel.token().clone()),
                 deadline: inner.deadline,
@@ -338,8 +366,8 @@ impl ToolContext {
     /// Asks the permission hook. `Ok(())` means go ahead; a denial is a permission-denied
     /// error carrying the hook's reason, ready to return from the tool with `?`.
     pub async fn ask(&self, mut request: PermissionRequest) -> Result<(), ToolError> {
-        request.tool = self.inner.tool_name.clone();
-        request.call_id = self.inner.call_id.clone();
+        request.tool = self.tool_name().to_owned();
+        request.call_id = self.call_id().to_owned();
         match self.inner.shared.permissions.decide(&request).await {
             PermissionDecision::Allow => Ok(()),
             PermissionDecision::Deny { reason } => Err(ToolError::permission_denied(format!(
@@ -352,14 +380,14 @@ impl ToolContext {
     /// Reports progress to the event stream.
     pub fn progress(&self, update: Progress) {
         for sink in &self.inner.sinks {
-            sink.progress(&self.inner.call_id, &self.inner.tool_name, update.clone());
+            sink.progress(self.call_id(), self.tool_name(), update.clone());
         }
     }
 
     /// Reports a title and UI metadata to the event stream.
     pub fn metadata(&self, title: Option<String>, metadata: Value) {
         for sink in &self.inner.sinks {
-            sink.metadata(&self.inner.call_id, &self.inner.tool_name, title.clone(), metadata.clone());
+            sink.metadata(self.call_id(), self.tool_name(), title.clone(), metadata.clone());
         }
     }
 }
@@ -480,8 +508,7 @@ impl ContextBuilder {
         });
         ToolContext {
             inner: Arc::new(Inner {
-                call_id: self.call_id,
-                tool_name: self.tool_name,
+                ids: Ids::Own { call_id: self.call_id, tool_name: self.tool_name },
                 cancel: CallCancel::Given(self.cancel.unwrap_or_default()),
                 deadline: self.deadline,
                 time_limit: self.time_limit,

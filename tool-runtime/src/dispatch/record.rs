@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::messages;
 use super::{CallOptions, Inner};
 use crate::call::{Arguments, ToolCall, ToolResult};
-use crate::context::{ContextSink, Progress};
+use crate::context::{CallIds, ContextSink, Progress};
 use crate::error::{ErrorKind, ToolError};
 use crate::events::{CallStatus, EventSink, ToolEvent, millis, now_unix_ms};
 use crate::output::ToolOutput;
@@ -58,6 +58,16 @@ impl Pending {
             *closed = true;
             sink.emit(make(self.call_id.clone(), self.tool.clone(), now_unix_ms()));
         }
+    }
+}
+
+impl CallIds for Pending {
+    fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    fn tool_name(&self) -> &str {
+        &self.tool
     }
 }
 

@@ -17,7 +17,7 @@ use super::messages::{self, guarded};
 use super::record::{Outcome, Pending, error_output, status_of};
 use super::{Inner, RepeatAction, repeat};
 use crate::call::Arguments;
-use crate::context::{CallCancel, ContextSink, Inner as CallContext, ToolContext};
+use crate::context::{CallCancel, ContextSink, Ids, Inner as CallContext, ToolContext};
 use crate::error::ToolError;
 use crate::events::{CallStatus, ToolEvent};
 use crate::hooks::{BeforeDecision, HookCall};
@@ -279,8 +279,7 @@ impl Inner {
             sinks.push(sink.clone());
         }
         ToolContext::for_call(CallContext {
-            call_id: pending.call_id.clone(),
-            tool_name: pending.tool.clone(),
+            ids: Ids::Shared(pending.clone()),
             cancel: CallCancel::under(caller),
             deadline,
             time_limit: timeout,
