@@ -94,6 +94,7 @@ struct Served {
 }
 
 async fn serve(options: HttpOptions) -> Served {
+    install_tls_provider();
     let probe = Arc::new(Probe::default());
     let (tx, started) = mpsc::unbounded_channel();
     *probe.started.lock().unwrap() = Some(tx);
@@ -344,4 +345,10 @@ async fn shutdown_lets_calls_finish_within_the_grace_then_cancels_the_rest() {
     tokio::time::timeout(Duration::from_secs(20), served.task).await.expect("serve_http returned").unwrap();
     // Nothing listens any more.
     assert!(reqwest::get(&served.url).await.is_err());
+}
+
+/// With `mcp-https`, reqwest is built with TLS but no crypto provider of its own: a client with
+/// its defaults (rmcp's, and this test's plain requests) needs a process-wide one.
+fn install_tls_provider() {
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
 }
