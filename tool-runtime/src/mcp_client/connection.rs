@@ -167,13 +167,13 @@ async fn start_http(
         client,
         StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(custom),
     );
-    let service =
-        handshake(config, &format!("`{url}`"), handler.serve(transport)).await.map_err(|e| match refusal
-            .explain(url)
-        {
-            Some(why) => why,
-            None => format!("{e}; check `url` and `headers` (a token, for instance) in the configuration"),
-        })?;
+    let started = handshake(config, &format!("`{url}`"), handler.serve(transport)).await;
+    // A refused certificate is the whole story; any other failure may be the address or a token.
+    let service = started.map_err(|e| {
+        refusal.explain(url).unwrap_or_else(|| {
+            format!("{e}; check `url` and `headers` (a token, for instance) in the configuration")
+        })
+    })?;
     Ok(Session { service, stderr: Arc::default(), stderr_read: watch::channel(true).1 })
 }
 
