@@ -489,7 +489,11 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.inner.listeners.add(context.peer);
+        // Only a server that declared the announcement keeps its sessions' peers.
+        let announces = self.inner.config.capabilities.tools.as_ref().and_then(|tools| tools.list_changed);
+        if announces == Some(true) {
+            self.inner.listeners.add(context.peer);
+        }
     }
 
     async fn list_tools(
