@@ -194,3 +194,41 @@ async fn progress_precedes_the_response_on_the_wire() {
     drop(lines);
     serving.await.unwrap().unwrap();
 }
+
+/// A client that forwards each `notifications/tools/list_changed` it receives.
+#[derive(Clone)]
+struct ListWatcher(tokio::sync::mpsc::UnboundedSender<()>);
+
+impl ClientHandler for ListWatcher {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.0.send(());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_list_change_is_announced_to_the_client() {
+    let registry = Registry::builder().with_inventory().allow(["add"]).build().unwrap();
+    let server = McpServer::builder(Dispatcher::builder(registry)).tool_list_changes(true).build().unwrap();
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(server.clone().serve(server_io));
+    let (tx, mut announced) = tokio::sync::mpsc::unbounded_channel();
+    let client = ListWatcher(tx).serve(client_io).await.expect("initialize");
+    let capabilities = &client.peer_info().unwrap().capabilities;
+    assert_eq!(capabilities.tools.as_ref().and_then(|tools| tools.list_changed), Some(true));
+
+    // The session counts once the server has read `notifications/initialized`, which the client
+    // sends without waiting for an answer.
+    while server.announce_tool_list_changed().await == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(announced.recv().await, Some(()));
+
+    // Without it declared, the capability says the list does not change.
+    let registry = Registry::builder().with_inventory().allow(["add"]).build().unwrap();
+    let fixed = McpServer::new(Dispatcher::builder(registry)).unwrap();
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(fixed.serve(server_io));
+    let client = ().serve(client_io).await.expect("initialize");
+    let capabilities = &client.peer_info().unwrap().capabilities;
+    assert_eq!(capabilities.tools.as_ref().and_then(|tools| tools.list_changed), None);
+}

@@ -94,6 +94,7 @@ struct Served {
 }
 
 async fn serve(options: HttpOptions) -> Served {
+    install_tls_provider();
     let probe = Arc::new(Probe::default());
     let (tx, started) = mpsc::unbounded_channel();
     *probe.started.lock().unwrap() = Some(tx);
@@ -344,4 +345,51 @@ async fn shutdown_lets_calls_finish_within_the_grace_then_cancels_the_rest() {
     tokio::time::timeout(Duration::from_secs(20), served.task).await.expect("serve_http returned").unwrap();
     // Nothing listens any more.
     assert!(reqwest::get(&served.url).await.is_err());
+}
+
+/// With `mcp-https`, reqwest is built with TLS but no crypto provider of its own: a client with
+/// its defaults (rmcp's, and this test's plain requests) needs a process-wide one.
+fn install_tls_provider() {
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+}
+
+/// A client that forwards each `notifications/tools/list_changed` it receives.
+#[derive(Clone)]
+struct ListWatcher(mpsc::UnboundedSender<()>);
+
+impl rmcp::ClientHandler for ListWatcher {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        let _ = self.0.send(());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_list_change_is_announced_to_every_session() {
+    install_tls_provider();
+    let probe = Arc::new(Probe::default());
+    let server =
+        McpServer::builder(Dispatcher::builder(registry(&probe))).tool_list_changes(true).build().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    tokio::spawn(server.clone().serve_http(listener, HttpOptions::new().shutdown_on(stop.clone())));
+
+    let (tx, mut announced) = mpsc::unbounded_channel();
+    let mut clients = Vec::new();
+    for _ in 0..2 {
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(url.clone()),
+        );
+        clients.push(ListWatcher(tx.clone()).serve(transport).await.expect("initialize over HTTP"));
+    }
+    let capabilities = &clients[0].peer_info().unwrap().capabilities;
+    assert_eq!(capabilities.tools.as_ref().and_then(|tools| tools.list_changed), Some(true));
+
+    // Each session counts once the server has read its `notifications/initialized`.
+    while server.announce_tool_list_changed().await < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(announced.recv().await, Some(()));
+    assert_eq!(announced.recv().await, Some(()));
+    stop.cancel();
 }

@@ -219,11 +219,22 @@ async fn a_wrong_token_is_a_mount_error_naming_the_server() {
     assert!(message.contains(&served.url) && message.contains("headers"), "{message}");
     assert_eq!(served.probe.calls.load(Ordering::SeqCst), 0);
 
-    let tls = ServerConfig::http("web", "https://127.0.0.1:1/mcp");
-    let message = refused(McpMount::connect(tls).await, "no TLS in this build").to_string();
-    assert!(
-        message.starts_with("MCP server `web`: `https://127.0.0.1:1/mcp` is not a plain `http://` URL"),
-        "{message}"
+    #[cfg(not(feature = "mcp-https"))]
+    {
+        let tls = ServerConfig::http("web", "https://127.0.0.1:1/mcp");
+        let message = refused(McpMount::connect(tls).await, "no TLS in this build").to_string();
+        assert!(
+            message.starts_with(
+                "MCP server `web`: `https://127.0.0.1:1/mcp` is an `https://` URL, and this build has no TLS; build tool-runtime with its `mcp-https` feature"
+            ),
+            "{message}"
+        );
+    }
+    let other = ServerConfig::http("web", "ftp://127.0.0.1:1/mcp");
+    let message = refused(McpMount::connect(other).await, "not an HTTP URL").to_string();
+    assert_eq!(
+        message,
+        "MCP server `web`: `ftp://127.0.0.1:1/mcp` is not an `http://` or `https://` URL; correct `url`"
     );
 
     let missing = ServerConfig::http("web", served.url.clone());
@@ -275,6 +286,7 @@ fn counting_registry() -> Registry {
 /// The answers of three `count` calls through a mount of a server with `options`, and whether
 /// the server named a session in its answer to `initialize`.
 async fn three_counts(options: HttpOptions) -> (Vec<String>, bool) {
+    install_tls_provider();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let stop = CancellationToken::new();
@@ -318,4 +330,10 @@ async fn a_stateless_server_keeps_no_session_between_requests() {
     let (counts, names_a_session) = three_counts(HttpOptions::new().stateless()).await;
     assert_eq!(counts, ["1", "1", "1"], "stateless: every request has a state of its own");
     assert!(!names_a_session, "a stateless server names no session");
+}
+
+/// With `mcp-https`, reqwest is built with TLS but no crypto provider of its own: a client with
+/// its defaults (this test's plain requests) needs a process-wide one.
+fn install_tls_provider() {
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
 }

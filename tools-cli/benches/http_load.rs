@@ -112,6 +112,9 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn main() {
+    // reqwest is built with TLS (for `tools`' `https://` mounts) but no crypto provider of its
+    // own: rmcp's default client needs a process-wide one.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let Settings { clients, calls, rounds } = settings();
     let workspace = std::env::temp_dir().join(format!("tools-http-load-{}", std::process::id()));
     std::fs::create_dir_all(&workspace).unwrap();

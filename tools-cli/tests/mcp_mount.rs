@@ -182,3 +182,111 @@ fn an_http_server_is_mounted_with_its_headers() {
     assert_ne!(refused.code, 0);
     assert!(refused.stderr.contains("MCP server `remote`"), "{}", refused.stderr);
 }
+
+/// A CA's PEM and a `localhost` certificate it signed (DER certificate, PKCS#8 key).
+fn test_pki() -> (String, Vec<u8>, Vec<u8>) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(DnType::CommonName, "tools test CA");
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let cert =
+        CertificateParams::new(vec!["localhost".to_owned()]).unwrap().signed_by(&key, &issuer).unwrap();
+    (ca.pem(), cert.der().to_vec(), key.serialize_der())
+}
+
+/// Accepts TLS on a loopback port with `cert` and forwards each connection to `backend`; the port.
+async fn tls_front(cert: Vec<u8>, key: Vec<u8>, backend: String) -> u16 {
+    use std::sync::Arc;
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+    let config =
+        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![CertificateDer::from(cert)],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key)),
+            )
+            .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, backend) = (acceptor.clone(), backend.clone());
+            tokio::spawn(async move {
+                // A client that refuses the certificate ends the handshake: nothing to forward.
+                let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                let Ok(mut plain) = tokio::net::TcpStream::connect(backend).await else { return };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    port
+}
+
+/// An `https://` entry whose `caCert` (a path relative to the file) trusts the CA that signed
+/// the certificate of a TLS front to `tools serve --http`; without it, the mount fails with the
+/// certificate error naming the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_server_is_mounted_trusting_the_ca_of_its_entry() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let fx = Fixture::new();
+    let token_file = fx.dir.path().join("token");
+    std::fs::write(&token_file, "t0ken\n").unwrap();
+    let mut command =
+        fx.command(&["serve", "--http", "127.0.0.1:0", "--auth-token-file", token_file.to_str().unwrap()]);
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = command.spawn().expect("spawn tools serve --http");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("read the address");
+    let plain = line.trim().strip_prefix("tools serve: listening on http://").expect("the address line");
+    let backend = plain.strip_suffix("/mcp").expect("the endpoint path").to_owned();
+
+    let (ca_pem, cert, key) = test_pki();
+    let port = tls_front(cert, key, backend).await;
+    std::fs::create_dir_all(fx.dir.path().join("certs")).unwrap();
+    std::fs::write(fx.dir.path().join("certs/ca.pem"), ca_pem).unwrap();
+    let url = format!("https://localhost:{port}/mcp");
+    let path = fx.dir.path().join("mcp-https.json");
+    let write = |ca_cert: Option<&str>| {
+        let mut entry = json!({"url": url, "headers": {"Authorization": "Bearer t0ken"}});
+        if let Some(ca_cert) = ca_cert {
+            entry["caCert"] = json!(ca_cert);
+        }
+        std::fs::write(&path, json!({"mcpServers": {"remote": entry}}).to_string()).unwrap();
+    };
+
+    write(Some("certs/ca.pem"));
+    let config = path.to_str().unwrap();
+    let call = fx.command(&["call", "remote__read", r#"{"path": "hello.txt"}"#, "--mcp-config", config]);
+    let run = tokio::task::spawn_blocking(move || common::run(call, None)).await.unwrap();
+    write(None);
+    let list = fx.command(&["list", "--mcp-config", config]);
+    let refused = tokio::task::spawn_blocking(move || common::run(list, None)).await.unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let result = run.json();
+    assert_eq!(result["output"], HELLO);
+    assert_eq!(result["metadata"]["mcp_server"], "remote");
+    assert_ne!(refused.code, 0);
+    assert!(
+        refused.stderr.contains(&format!(
+            "MCP server `remote`: its TLS certificate is not signed by a trusted authority (unknown issuer) at `{url}`; if the server uses a private CA, set `caCert`"
+        )),
+        "{}",
+        refused.stderr
+    );
+}

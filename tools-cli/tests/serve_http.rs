@@ -59,6 +59,7 @@ impl Drop for Server {
 }
 
 async fn client(url: &str, token: Option<&str>) -> RunningService<RoleClient, ()> {
+    install_tls_provider();
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
     if let Some(token) = token {
         config = config.auth_header(token.to_owned());
@@ -112,6 +113,7 @@ async fn the_token_file_guards_every_request() {
 
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "plain", "version": "1"}}});
+    install_tls_provider();
     for authorization in [None, Some("Bearer wrong"), Some("Bearer   t0ken-from-file")] {
         let mut request = reqwest::Client::new()
             .post(&server.url)
@@ -220,4 +222,10 @@ async fn sigterm_lets_calls_finish_within_the_grace_and_kills_the_rest() {
     assert!(!tool_tests::runs(sleeper), "the command of the cancelled call still runs");
     let mut server = server;
     assert_eq!(server.child.wait().unwrap().code(), Some(0));
+}
+
+/// `tools` mounts `https://` servers, so reqwest is built with TLS but no crypto provider of its
+/// own: a client with its defaults (rmcp's, and the plain requests here) needs a process-wide one.
+fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }

@@ -38,6 +38,9 @@ pub enum Transport {
         url: String,
         /// Headers sent with every request (for example `Authorization`).
         headers: BTreeMap<String, String>,
+        /// A PEM file of CA certificates trusted for this server besides the public roots
+        /// (`caCert`; feature `mcp-https`), for servers whose certificates a private CA signs.
+        ca_cert: Option<PathBuf>,
     },
 }
 
@@ -88,7 +91,10 @@ impl ServerConfig {
 
     /// A server at a Streamable HTTP `url`.
     pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
-        Self::with_transport(name, Transport::Http { url: url.into(), headers: BTreeMap::new() })
+        Self::with_transport(
+            name,
+            Transport::Http { url: url.into(), headers: BTreeMap::new(), ca_cert: None },
+        )
     }
 
     /// Adds arguments (stdio servers).
@@ -115,6 +121,15 @@ impl ServerConfig {
     pub fn header(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         if let Transport::Http { headers, .. } = &mut self.transport {
             headers.insert(key.into(), value.into());
+        }
+        self
+    }
+
+    /// Trusts the CA certificates of the PEM file `path` for this server, besides the public
+    /// roots (HTTP servers; feature `mcp-https`).
+    pub fn ca_cert(mut self, path: impl Into<PathBuf>) -> Self {
+        if let Transport::Http { ca_cert, .. } = &mut self.transport {
+            *ca_cert = Some(path.into());
         }
         self
     }
@@ -191,10 +206,21 @@ impl McpConfig {
             path: Some(path.to_owned()),
             message: format!("cannot read the file: {e}"),
         })?;
-        Self::parse(&text).map_err(|mut e| {
+        let mut config = Self::parse(&text).map_err(|mut e| {
             e.path = Some(path.to_owned());
             e
-        })
+        })?;
+        // A relative `caCert` is the file's neighbour, wherever the program runs.
+        if let Some(dir) = path.parent() {
+            for server in &mut config.servers {
+                if let Transport::Http { ca_cert: Some(ca_cert), .. } = &mut server.transport
+                    && ca_cert.is_relative()
+                {
+                    *ca_cert = dir.join(&*ca_cert);
+                }
+            }
+        }
+        Ok(config)
     }
 
     /// Parses the text of an `mcpServers` file:
@@ -206,12 +232,14 @@ impl McpConfig {
     /// }}
     /// ```
     ///
-    /// As in Claude Code, `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`, `url` and
-    /// `headers` are replaced from the environment. Besides the usual keys (`command`, `args`,
+    /// As in Claude Code, `${VAR}` and `${VAR:-default}` in `command`, `args`, `env`, `url`,
+    /// `headers` and `caCert` are replaced from the environment. Besides the usual keys (`command`, `args`,
     /// `env`, `cwd`, `type`, `url`, `headers`, `disabled`), a server may set `timeout` (ms
     /// without an answer or progress), `totalTimeout` (ms in all), `startupTimeout` (ms) and
-    /// `toolPrefix` (names its tools `<toolPrefix><tool>`; `""` keeps the server's names) and
-    /// `defer` (`true`: its tools are deferred, found by a tool search). Other
+    /// `toolPrefix` (names its tools `<toolPrefix><tool>`; `""` keeps the server's names),
+    /// `defer` (`true`: its tools are deferred, found by a tool search) and, for an `https://`
+    /// server, `caCert` (a PEM file of CA certificates trusted besides the public roots; a
+    /// relative path is taken from the file's directory by [`McpConfig::load`]). Other
     /// keys, which other clients write, are ignored.
     pub fn parse(text: &str) -> Result<McpConfig, ConfigError> {
         Self::parse_with_env(text, &|name| std::env::var(name).ok())
@@ -273,7 +301,12 @@ fn parse_server(
         }
         (Some("http" | "streamable-http" | "streamableHttp"), _) | (None, true) => {
             let url = optional_string(entry, "url")?.ok_or("`url` is missing")?;
-            Transport::Http { url: expand(&url, env)?, headers: string_map(entry, "headers", env)? }
+            let ca_cert = optional_string(entry, "caCert")?.map(|path| expand(&path, env)).transpose()?;
+            Transport::Http {
+                url: expand(&url, env)?,
+                headers: string_map(entry, "headers", env)?,
+                ca_cert: ca_cert.map(PathBuf::from),
+            }
         }
         (Some("sse"), _) => {
             return Err("the SSE transport is not supported; use the server's Streamable HTTP endpoint (`\"type\": \"http\"`)".to_owned());
@@ -406,11 +439,42 @@ mod tests {
         assert_eq!(files.total_timeout, DEFAULT_TOTAL_TIMEOUT);
         let web = &config.servers[1];
         assert!(
-            matches!(&web.transport, Transport::Http { url, headers } if url == "http://127.0.0.1:1/mcp" && headers["Authorization"] == "Bearer t")
+            matches!(&web.transport, Transport::Http { url, headers, ca_cert: None } if url == "http://127.0.0.1:1/mcp" && headers["Authorization"] == "Bearer t")
         );
         assert_eq!(web.naming.name("web", "fetch"), "fetch");
         assert!(web.defer);
         assert!(!files.defer);
+    }
+
+    #[test]
+    fn ca_cert_is_expanded_and_a_relative_one_is_the_files_neighbour() {
+        let config = parse(
+            r#"{"mcpServers": {"box": {"url": "https://box.internal/mcp", "caCert": "${HOME_DIR}/ca.pem"}}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            &config.servers[0].transport,
+            Transport::Http { ca_cert: Some(path), .. } if path == Path::new("/home/me/ca.pem")
+        ));
+
+        let dir = std::env::temp_dir().join(format!("mcp-config-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("mcp.json");
+        std::fs::write(
+            &file,
+            r#"{"mcpServers": {"box": {"url": "https://box.internal/mcp", "caCert": "certs/ca.pem"}}}"#,
+        )
+        .unwrap();
+        let loaded = McpConfig::load(&file);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(matches!(
+            &loaded.unwrap().servers[0].transport,
+            Transport::Http { ca_cert: Some(path), .. } if *path == dir.join("certs/ca.pem")
+        ));
+        assert_eq!(
+            parse(r#"{"mcpServers": {"a": {"url": "https://x/mcp", "caCert": 1}}}"#).unwrap_err().to_string(),
+            "MCP configuration: server `a`: `caCert` must be a string"
+        );
     }
 
     #[test]

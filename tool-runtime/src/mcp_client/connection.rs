@@ -108,7 +108,9 @@ pub(crate) async fn start(config: &ServerConfig, handler: MountHandler) -> Resul
                 },
             )
         }
-        Transport::Http { url, headers } => start_http(config, url, headers, handler).await,
+        Transport::Http { url, headers, ca_cert } => {
+            start_http(config, url, headers, ca_cert.as_deref(), handler).await
+        }
     }
 }
 
@@ -133,16 +135,22 @@ async fn start_http(
     config: &ServerConfig,
     url: &str,
     headers: &std::collections::BTreeMap<String, String>,
+    ca_cert: Option<&std::path::Path>,
     handler: MountHandler,
 ) -> Result<Session, String> {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
-    // reqwest is built without TLS (no crypto library to compile): say so rather than fail
-    // inside the handshake with a transport error.
-    if !url.starts_with("http://") {
+    let scheme = url.split_once("://").map(|(scheme, _)| scheme.to_ascii_lowercase());
+    let https = match scheme.as_deref() {
+        Some("http") => false,
+        Some("https") => true,
+        _ => return Err(format!("`{url}` is not an `http://` or `https://` URL; correct `url`")),
+    };
+    #[cfg(not(feature = "mcp-https"))]
+    if https {
         return Err(format!(
-            "`{url}` is not a plain `http://` URL, the only kind this build reaches; use an `http://` endpoint (a local TLS proxy for a remote server)"
+            "`{url}` is an `https://` URL, and this build has no TLS; build tool-runtime with its `mcp-https` feature (the `tools` binary has it), or use an `http://` endpoint"
         ));
     }
     let mut custom = std::collections::HashMap::new();
@@ -154,11 +162,17 @@ async fn start_http(
         })?;
         custom.insert(header, value);
     }
-    let transport = StreamableHttpClientTransport::from_config(
+    let (client, refusal) = super::http_client::build(https, ca_cert)?;
+    let transport = StreamableHttpClientTransport::with_client(
+        client,
         StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(custom),
     );
-    let service = handshake(config, &format!("`{url}`"), handler.serve(transport)).await.map_err(|e| {
-        format!("{e}; check `url` and `headers` (a token, for instance) in the configuration")
+    let started = handshake(config, &format!("`{url}`"), handler.serve(transport)).await;
+    // A refused certificate is the whole story; any other failure may be the address or a token.
+    let service = started.map_err(|e| {
+        refusal.explain(url).unwrap_or_else(|| {
+            format!("{e}; check `url` and `headers` (a token, for instance) in the configuration")
+        })
     })?;
     Ok(Session { service, stderr: Arc::default(), stderr_read: watch::channel(true).1 })
 }
@@ -168,6 +182,7 @@ async fn start_http(
     _config: &ServerConfig,
     url: &str,
     _headers: &std::collections::BTreeMap<String, String>,
+    _ca_cert: Option<&std::path::Path>,
     _handler: MountHandler,
 ) -> Result<Session, String> {
     Err(format!(

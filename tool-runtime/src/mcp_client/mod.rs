@@ -24,10 +24,14 @@
 mod config;
 mod connection;
 mod handler;
+#[cfg(feature = "mcp-http")]
+mod http_client;
 mod mount;
 mod naming;
 mod result;
 mod routes;
+#[cfg(feature = "mcp-https")]
+mod tls;
 mod tool;
 
 pub use config::{

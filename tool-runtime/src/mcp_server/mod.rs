@@ -1,5 +1,6 @@
 //! Serving a registry over the Model Context Protocol with `rmcp` (feature `mcp`).
 
+mod announce;
 mod calls;
 mod elicit;
 #[cfg(feature = "mcp-http")]
@@ -25,7 +26,7 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ResultType,
     ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{RequestContext, ServerInitializeError};
+use rmcp::service::{NotificationContext, RequestContext, ServerInitializeError};
 use rmcp::{RoleServer, ServerHandler};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
@@ -39,6 +40,7 @@ use crate::events::EventSink;
 use crate::output::{Content, ToolOutput};
 use crate::providers::{self, DefinitionOptions, LoweringError};
 
+use announce::Listeners;
 use calls::InFlight;
 use elicit::ClientAsker;
 use lines::LineTransport;
@@ -63,6 +65,7 @@ pub struct McpServerBuilder {
     events: Option<Arc<dyn EventSink>>,
     max_message_bytes: usize,
     elicitation_timeout: Duration,
+    tool_list_changes: bool,
 }
 
 impl fmt::Debug for McpServerBuilder {
@@ -73,6 +76,7 @@ impl fmt::Debug for McpServerBuilder {
             .field("title", &self.title)
             .field("max_message_bytes", &self.max_message_bytes)
             .field("elicitation_timeout", &self.elicitation_timeout)
+            .field("tool_list_changes", &self.tool_list_changes)
             .finish_non_exhaustive()
     }
 }
@@ -125,6 +129,14 @@ impl McpServerBuilder {
         self
     }
 
+    /// Declares `tools.listChanged` in the server's capabilities: the server will send
+    /// `notifications/tools/list_changed` ([`McpServer::announce_tool_list_changed`]) when its
+    /// tools change, so clients know to list them again (default: false).
+    pub fn tool_list_changes(mut self, announced: bool) -> Self {
+        self.tool_list_changes = announced;
+        self
+    }
+
     /// Builds the server. Fails when a tool cannot be described to MCP (its input or output
     /// schema is not an object schema).
     pub fn build(self) -> Result<McpServer, LoweringError> {
@@ -140,8 +152,13 @@ impl McpServerBuilder {
         if let Some(title) = self.title {
             implementation = implementation.with_title(title);
         }
-        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(implementation);
+        let capabilities = ServerCapabilities::builder().enable_tools();
+        let capabilities = if self.tool_list_changes {
+            capabilities.enable_tool_list_changed().build()
+        } else {
+            capabilities.build()
+        };
+        let mut config = ServerConfig::new(capabilities).with_server_info(implementation);
         if let Some(instructions) = self.instructions {
             config = config.with_instructions(instructions);
         }
@@ -152,6 +169,7 @@ impl McpServerBuilder {
                 next_call: AtomicU64::new(1),
                 max_message_bytes: self.max_message_bytes,
                 elicitation_timeout: self.elicitation_timeout,
+                listeners: Listeners::default(),
             }),
             dispatcher,
             input_closed: CancellationToken::new(),
@@ -253,6 +271,8 @@ struct ServerInner {
     next_call: AtomicU64,
     max_message_bytes: usize,
     elicitation_timeout: Duration,
+    /// The sessions of this server and of its clones (every HTTP session).
+    listeners: Listeners,
 }
 
 impl fmt::Debug for McpServer {
@@ -323,6 +343,7 @@ impl McpServer {
             events: None,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
+            tool_list_changes: false,
         }
     }
 
@@ -363,6 +384,17 @@ impl McpServer {
             }
             Ok(_) => Ok(()),
         }
+    }
+
+    /// Sends `notifications/tools/list_changed` to every client session of this server and of
+    /// its clones that completed `initialize` and is still connected (on stdio, the one client;
+    /// over HTTP, every session); returns how many it reached. Declare it with
+    /// [`McpServerBuilder::tool_list_changes`].
+    ///
+    /// The announcement only: the tools a server lists and runs are still the ones of the
+    /// dispatcher it was built with.
+    pub async fn announce_tool_list_changed(&self) -> usize {
+        self.inner.listeners.tools_changed().await
     }
 
     /// Serves one client on standard input and output until standard input closes.
@@ -454,6 +486,14 @@ fn not_served(method: &str) -> ErrorData {
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         self.inner.config.clone()
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Only a server that declared the announcement keeps its sessions' peers.
+        let announces = self.inner.config.capabilities.tools.as_ref().and_then(|tools| tools.list_changed);
+        if announces == Some(true) {
+            self.inner.listeners.add(context.peer);
+        }
     }
 
     async fn list_tools(
