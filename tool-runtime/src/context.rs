@@ -3,7 +3,7 @@
 use std::any::{Any, TypeId, type_name};
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering, fence};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -185,9 +185,9 @@ impl CallCancel {
             CallCancel::Given(token) => token,
             CallCancel::Lazy { caller, own, stopped } => {
                 let token = own.get_or_init(|| caller.child_token());
-                // Sequentially consistent with `stop`: whichever of the two comes second sees
-                // the other, so a call stopped while its token is being made still gets it
-                // cancelled.
+                // With the fence in `stop`: of a call stopped while its token is being made,
+                // either this sees `stopped` or `stop` sees the token, so it is cancelled.
+                fence(Ordering::SeqCst);
                 if stopped.load(Ordering::SeqCst) {
                     token.cancel();
                 }
@@ -213,6 +213,7 @@ impl CallCancel {
             CallCancel::Given(token) => token.cancel(),
             CallCancel::Lazy { own, stopped, .. } => {
                 stopped.store(true, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
                 if let Some(token) = own.get() {
                     token.cancel();
                 }
