@@ -40,6 +40,7 @@ impl Sessions {
     /// A new session's slot, made from `from`'s current contents. Under the same lock as
     /// [`Sessions::replace`], so a session that starts during a replacement gets the new
     /// registry either way: from `from` already replaced, or replaced with the others.
+    #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
     pub(crate) fn derive(&self, from: &Slot, make: impl FnOnce(&Served) -> Served) -> Slot {
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         let served = make(&current(from));
