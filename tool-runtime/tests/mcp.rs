@@ -232,3 +232,58 @@ async fn a_tool_list_change_is_announced_to_the_client() {
     let capabilities = &client.peer_info().unwrap().capabilities;
     assert_eq!(capabilities.tools.as_ref().and_then(|tools| tools.list_changed), None);
 }
+
+/// Set once `hold` runs; `hold` answers once `RELEASE` is notified.
+static HELD: tokio::sync::Notify = tokio::sync::Notify::const_new();
+static RELEASE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Wait until released.
+#[tool(parallel)]
+async fn hold() -> String {
+    HELD.notify_one();
+    RELEASE.notified().await;
+    "released".to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_registry_serves_new_calls_while_calls_in_flight_finish_on_the_old_one() {
+    let old = Registry::builder().with_inventory().allow(["count", "hold"]).build().unwrap();
+    let server = McpServer::builder(Dispatcher::builder(old)).tool_list_changes(true).build().unwrap();
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(server.clone().serve(server_io));
+    let (tx, mut announced) = tokio::sync::mpsc::unbounded_channel();
+    let client = ListWatcher(tx).serve(client_io).await.expect("initialize");
+    let names = |tools: Vec<rmcp::model::Tool>| {
+        let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(client.list_all_tools().await.unwrap()), ["count", "hold"]);
+
+    let peer = client.peer().clone();
+    let in_flight = tokio::spawn(async move { peer.call_tool(call("hold", json!({}))).await });
+    HELD.notified().await;
+
+    // `add` is parallel, as `hold` is: it runs beside the call in flight, which holds the gate
+    // the new dispatcher shares.
+    let new = Registry::builder().with_inventory().allow(["add"]).build().unwrap();
+    server.replace_registry(new).await.unwrap();
+    assert_eq!(announced.recv().await, Some(()), "the client hears of the change");
+    assert_eq!(names(client.list_all_tools().await.unwrap()), ["add"]);
+    assert_eq!(names(server.tools()), ["add"]);
+
+    let sum = client.call_tool(call("add", json!({"a": 1, "b": 2}))).await.unwrap();
+    assert_eq!(sum.is_error, Some(false));
+    assert_eq!(sum.structured_content, Some(json!({"total": 3})));
+    let removed = client.call_tool(call("count", json!({"n": 1}))).await.unwrap_err();
+    let rmcp::ServiceError::McpError(removed) = removed else { panic!("{removed:?}") };
+    assert_eq!(removed.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+    assert!(removed.message.starts_with("Unknown tool `count`"), "{}", removed.message);
+    assert!(removed.message.contains("add"), "names the tools there are now: {}", removed.message);
+
+    // `hold` is gone from the registry, and its call still finishes on the one it started on.
+    RELEASE.notify_one();
+    let held = in_flight.await.unwrap().unwrap();
+    assert_eq!(held.is_error, Some(false));
+    assert_eq!(serde_json::to_value(&held.content).unwrap(), json!([{"type": "text", "text": "released"}]));
+}

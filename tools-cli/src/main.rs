@@ -315,8 +315,14 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     let server = tool_runtime::mcp_server::McpServer::builder(builder)
         .name("tools")
         .version(env!("CARGO_PKG_VERSION"))
+        // Only a mounted server's tools can change while we serve.
+        .tool_list_changes(!mounts.is_empty())
         .build()
         .map_err(|e| Failure::usage(e.to_string()))?;
+    // Runs as long as the runtime: the mounts live in the task, and stop with it.
+    if !mounts.is_empty() {
+        tokio::spawn(pass_on_tool_changes(mounts, server.clone()));
+    }
     if let Some(address) = &args.http.http {
         return http::serve(server, address, &args.http).await;
     }
@@ -332,6 +338,37 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// Serves the tools of the registry rebuilt from ours and every mount's current tools each time
+/// a mounted server's tool list changes, and announces it to our clients. A rebuilt registry
+/// that cannot be used (two servers now offer the same name, say) is reported on standard error
+/// and the tools served stay as they were.
+async fn pass_on_tool_changes(mounts: Vec<McpMount>, server: tool_runtime::mcp_server::McpServer) {
+    let (changed, mut changes) = tokio::sync::mpsc::channel::<()>(1);
+    for mount in &mounts {
+        let mut generation = mount.changes();
+        let changed = changed.clone();
+        tokio::spawn(async move {
+            while generation.changed().await.is_ok() {
+                // A full channel already holds a change the rebuild will see.
+                let _ = changed.try_send(());
+            }
+        });
+    }
+    drop(changed);
+    while changes.recv().await.is_some() {
+        let rebuilt = match registry(&mounts) {
+            Ok(registry) => server.replace_registry(registry).await.map_err(|e| e.to_string()),
+            Err(failure) => Err(failure.message),
+        };
+        if let Err(message) = rebuilt {
+            let _ = writeln!(
+                io::stderr().lock(),
+                "tools: a mounted server changed its tools, and they are not served: {message}"
+            );
+        }
+    }
 }
 
 /// One lifecycle event as a JSON line on standard error.

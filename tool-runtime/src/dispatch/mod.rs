@@ -430,6 +430,33 @@ impl Dispatcher {
         }
     }
 
+    /// The same dispatcher over another registry: the session (id and state), dependencies,
+    /// hooks, limits, output store, event sink, parallel gate and concurrency cap are shared
+    /// with `self`, so a call on either waits for the other's exclusive calls. The repeat guard
+    /// starts afresh. Calls already running on `self` finish on its registry.
+    pub fn with_registry(&self, registry: impl Into<Arc<Registry>>) -> Dispatcher {
+        let inner = &self.inner;
+        Dispatcher {
+            inner: Arc::new(Inner {
+                registry: registry.into(),
+                shared: inner.shared.clone(),
+                before: inner.before.clone(),
+                after: inner.after.clone(),
+                default_timeout: inner.default_timeout,
+                cancel_grace: inner.cancel_grace,
+                gate: inner.gate.clone(),
+                cap: inner.cap.clone(),
+                repeat: inner.repeat,
+                last_call: Mutex::new(None),
+                truncation: inner.truncation,
+                store: inner.store.clone(),
+                events: inner.events.clone(),
+                skip: inner.skip.clone(),
+                read_only_calls: inner.read_only_calls.clone(),
+            }),
+        }
+    }
+
     /// How long a stopped call may take to hand back what it has.
     #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
     pub(crate) fn cancel_grace(&self) -> Duration {

@@ -21,6 +21,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::calls::{Entered, Gauge, InFlight};
+use super::served::Served;
 use super::{McpServer, ServeError, ServeErrorKind};
 
 /// The path of the MCP endpoint: `http://ADDR/mcp`.
@@ -188,7 +189,7 @@ impl McpServer {
         let local = listener.local_addr().map_err(|e| ServeError(ServeErrorKind::Io(e)))?;
         let in_flight = Arc::new(InFlight::default());
         let sessions = CancellationToken::new();
-        let cancel_grace = self.dispatcher.cancel_grace();
+        let cancel_grace = self.dispatcher().cancel_grace();
         let template = McpServer { in_flight: in_flight.clone(), ..self };
         let next_session = AtomicU64::new(1);
         let factory = move || {
@@ -246,7 +247,10 @@ impl McpServer {
     fn for_session(&self, session_id: String) -> McpServer {
         McpServer {
             inner: self.inner.clone(),
-            dispatcher: self.dispatcher.new_session(session_id),
+            served: self.inner.sessions.derive(&self.served, |served| Served {
+                tools: served.tools.clone(),
+                dispatcher: served.dispatcher.new_session(session_id),
+            }),
             input_closed: CancellationToken::new(),
             in_flight: self.in_flight.clone(),
         }

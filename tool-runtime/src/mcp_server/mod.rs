@@ -8,6 +8,7 @@ mod http;
 mod inbound;
 mod lines;
 mod progress;
+mod served;
 
 #[cfg(feature = "mcp-http")]
 pub use http::{DEFAULT_SHUTDOWN_GRACE, HttpOptions, MCP_PATH};
@@ -39,12 +40,14 @@ use crate::dispatch::{Dispatcher, DispatcherBuilder, RepeatGuard};
 use crate::events::EventSink;
 use crate::output::{Content, ToolOutput};
 use crate::providers::{self, DefinitionOptions, LoweringError};
+use crate::registry::Registry;
 
 use announce::Listeners;
 use calls::InFlight;
 use elicit::ClientAsker;
 use lines::LineTransport;
 use progress::ProgressForwarder;
+use served::{Served, Sessions, Slot};
 
 /// The `rmcp` crate this module is built on, for transports and model types without a direct
 /// dependency (and without a version skew).
@@ -147,7 +150,7 @@ impl McpServerBuilder {
             dispatcher = dispatcher.events_arc(events);
         }
         let dispatcher = dispatcher.build();
-        let tools = tool_list(&dispatcher)?;
+        let tools = tool_list(dispatcher.registry())?;
         let mut implementation = Implementation::new(self.name, self.version);
         if let Some(title) = self.title {
             implementation = implementation.with_title(title);
@@ -162,16 +165,18 @@ impl McpServerBuilder {
         if let Some(instructions) = self.instructions {
             config = config.with_instructions(instructions);
         }
+        let sessions = Sessions::default();
+        let served = sessions.register(Served { tools: Arc::new(tools), dispatcher });
         Ok(McpServer {
             inner: Arc::new(ServerInner {
-                tools,
+                sessions,
                 config,
                 next_call: AtomicU64::new(1),
                 max_message_bytes: self.max_message_bytes,
                 elicitation_timeout: self.elicitation_timeout,
                 listeners: Listeners::default(),
             }),
-            dispatcher,
+            served,
             input_closed: CancellationToken::new(),
             in_flight: Arc::new(InFlight::default()),
         })
@@ -179,8 +184,8 @@ impl McpServerBuilder {
 }
 
 /// The `tools/list` entries, converted once from the MCP provider's definitions.
-fn tool_list(dispatcher: &Dispatcher) -> Result<Vec<Tool>, LoweringError> {
-    let definitions = providers::mcp::definitions(dispatcher.registry(), &DefinitionOptions::default())?;
+fn tool_list(registry: &Registry) -> Result<Vec<Tool>, LoweringError> {
+    let definitions = providers::mcp::definitions(registry, &DefinitionOptions::default())?;
     definitions
         .into_iter()
         .map(|definition| {
@@ -258,15 +263,17 @@ fn tool_list(dispatcher: &Dispatcher) -> Result<Vec<Tool>, LoweringError> {
 #[derive(Clone)]
 pub struct McpServer {
     inner: Arc<ServerInner>,
-    /// Runs the calls of this session (over HTTP, each session has its own).
-    dispatcher: Dispatcher,
+    /// The tools this session lists and the dispatcher that runs its calls (over HTTP, each
+    /// session has its own dispatcher).
+    served: Slot,
     /// Cancelled when the session's client stops sending.
     input_closed: CancellationToken,
     in_flight: Arc<InFlight>,
 }
 
 struct ServerInner {
-    tools: Vec<Tool>,
+    /// Every session's tools and dispatcher, for [`McpServer::replace_registry`].
+    sessions: Sessions,
     config: ServerConfig,
     next_call: AtomicU64,
     max_message_bytes: usize,
@@ -278,7 +285,7 @@ struct ServerInner {
 impl fmt::Debug for McpServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpServer")
-            .field("dispatcher", &self.dispatcher)
+            .field("dispatcher", &served::current(&self.served).dispatcher)
             .field("server_info", &self.inner.config.server_info)
             .finish_non_exhaustive()
     }
@@ -352,14 +359,37 @@ impl McpServer {
         Self::builder(dispatcher).build()
     }
 
-    /// The dispatcher that runs the calls.
-    pub fn dispatcher(&self) -> &Dispatcher {
-        &self.dispatcher
+    /// The dispatcher that runs this session's new calls (after
+    /// [`McpServer::replace_registry`], the one over the new registry).
+    pub fn dispatcher(&self) -> Dispatcher {
+        served::current(&self.served).dispatcher.clone()
     }
 
     /// The `tools/list` entries.
-    pub fn tools(&self) -> &[Tool] {
-        &self.inner.tools
+    pub fn tools(&self) -> Vec<Tool> {
+        served::current(&self.served).tools.to_vec()
+    }
+
+    /// Serves the tools of `registry` from now on, in every session of this server and of its
+    /// clones (on stdio, the one client; over HTTP, every session, and those that start later),
+    /// then announces it with `notifications/tools/list_changed`
+    /// ([`McpServer::announce_tool_list_changed`], declared with
+    /// [`McpServerBuilder::tool_list_changes`]).
+    ///
+    /// The next `tools/list` lists the new tools and new calls run on the new registry; calls in
+    /// flight finish on the old one. Each session keeps everything else of its dispatcher: its
+    /// session state (a todo list, say), permission policy, hooks, event sink, parallel gate and
+    /// output store. Its repeat guard starts afresh. A call to a tool that is no longer there
+    /// gets the unknown-tool error.
+    ///
+    /// Fails, changing nothing and announcing nothing, when a tool of `registry` cannot be
+    /// described to MCP.
+    pub async fn replace_registry(&self, registry: impl Into<Arc<Registry>>) -> Result<(), LoweringError> {
+        let registry = registry.into();
+        let tools = tool_list(&registry)?;
+        self.inner.sessions.replace(tools, &registry);
+        self.announce_tool_list_changed().await;
+        Ok(())
     }
 
     /// Serves one client on `streams` (a `(reader, writer)` pair, or one stream such as a
@@ -391,8 +421,7 @@ impl McpServer {
     /// over HTTP, every session); returns how many it reached. Declare it with
     /// [`McpServerBuilder::tool_list_changes`].
     ///
-    /// The announcement only: the tools a server lists and runs are still the ones of the
-    /// dispatcher it was built with.
+    /// The announcement only: [`McpServer::replace_registry`] changes the tools and announces.
     pub async fn announce_tool_list_changed(&self) -> usize {
         self.inner.listeners.tools_changed().await
     }
@@ -408,7 +437,9 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let inner = &self.inner;
-        let registry = self.dispatcher.registry();
+        // Read once: the whole call runs on the registry it was looked up in.
+        let dispatcher = served::current(&self.served).dispatcher.clone();
+        let registry = dispatcher.registry();
         if !registry.contains(&request.name) {
             return Err(ErrorData::invalid_params(
                 registry.unknown_tool(&request.name).message().to_owned(),
@@ -431,7 +462,7 @@ impl McpServer {
         let asker = ClientAsker { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
         let run = crate::permissions::with_call_asker(
             Arc::new(asker),
-            self.dispatcher.run_with_sink(call, sink, cancel.clone()),
+            dispatcher.run_with_sink(call, sink, cancel.clone()),
         );
         let result = self.in_flight.run(&cancel, run).await;
         if let Some(progress) = progress {
@@ -501,11 +532,11 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+        Ok(ListToolsResult::with_all_items(served::current(&self.served).tools.to_vec()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.inner.tools.iter().find(|tool| tool.name == name).cloned()
+        served::current(&self.served).tools.iter().find(|tool| tool.name == name).cloned()
     }
 
     async fn call_tool(
