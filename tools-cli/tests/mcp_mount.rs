@@ -26,6 +26,24 @@ fn config(fx: &Fixture) -> PathBuf {
     path
 }
 
+/// `tools serve --http` on a free port of 127.0.0.1 behind the bearer token `t0ken`, and the
+/// endpoint URL it prints.
+fn serve_http_with_token(fx: &Fixture) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let token_file = fx.dir.path().join("token");
+    std::fs::write(&token_file, "t0ken\n").unwrap();
+    let mut command =
+        fx.command(&["serve", "--http", "127.0.0.1:0", "--auth-token-file", token_file.to_str().unwrap()]);
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = command.spawn().expect("spawn tools serve --http");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("read the address");
+    let url = line.trim().strip_prefix("tools serve: listening on ").expect("the address line").to_owned();
+    (child, url)
+}
+
 #[test]
 fn list_shows_the_mounted_tools_after_the_built_in_ones() {
     let fx = Fixture::new();
@@ -148,19 +166,8 @@ fn a_bad_file_is_a_usage_error_and_a_server_that_does_not_start_a_runtime_error(
 /// over Streamable HTTP.
 #[test]
 fn an_http_server_is_mounted_with_its_headers() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
-
     let fx = Fixture::new();
-    let token_file = fx.dir.path().join("token");
-    std::fs::write(&token_file, "t0ken\n").unwrap();
-    let mut command =
-        fx.command(&["serve", "--http", "127.0.0.1:0", "--auth-token-file", token_file.to_str().unwrap()]);
-    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut child = command.spawn().expect("spawn tools serve --http");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("read the address");
-    let url = line.trim().strip_prefix("tools serve: listening on ").expect("the address line").to_owned();
+    let (mut child, url) = serve_http_with_token(&fx);
 
     let path = fx.dir.path().join("mcp-http.json");
     let write = |token: &str| {
@@ -238,19 +245,9 @@ async fn tls_front(cert: Vec<u8>, key: Vec<u8>, backend: String) -> u16 {
 /// certificate error naming the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_https_server_is_mounted_trusting_the_ca_of_its_entry() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
-
     let fx = Fixture::new();
-    let token_file = fx.dir.path().join("token");
-    std::fs::write(&token_file, "t0ken\n").unwrap();
-    let mut command =
-        fx.command(&["serve", "--http", "127.0.0.1:0", "--auth-token-file", token_file.to_str().unwrap()]);
-    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut child = command.spawn().expect("spawn tools serve --http");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("read the address");
-    let plain = line.trim().strip_prefix("tools serve: listening on http://").expect("the address line");
+    let (mut child, url) = serve_http_with_token(&fx);
+    let plain = url.strip_prefix("http://").expect("a plain http address");
     let backend = plain.strip_suffix("/mcp").expect("the endpoint path").to_owned();
 
     let (ca_pem, cert, key) = test_pki();
