@@ -403,31 +403,14 @@ impl Dispatcher {
     /// client's exclusive call does not wait for another client's).
     #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
     pub(crate) fn new_session(&self, session_id: String) -> Dispatcher {
-        let inner = &self.inner;
-        Dispatcher {
-            inner: Arc::new(Inner {
-                registry: inner.registry.clone(),
-                shared: Arc::new(Shared {
-                    session_id,
-                    deps: inner.shared.deps.clone(),
-                    session: SessionState::new(),
-                    permissions: inner.shared.permissions.clone(),
-                }),
-                before: inner.before.clone(),
-                after: inner.after.clone(),
-                default_timeout: inner.default_timeout,
-                cancel_grace: inner.cancel_grace,
-                gate: Arc::new(RwLock::new(())),
-                cap: inner.cap.clone(),
-                repeat: inner.repeat,
-                last_call: Mutex::new(None),
-                truncation: inner.truncation,
-                store: inner.store.clone(),
-                events: inner.events.clone(),
-                skip: inner.skip.clone(),
-                read_only_calls: inner.read_only_calls.clone(),
-            }),
-        }
+        let shared = &self.inner.shared;
+        let shared = Arc::new(Shared {
+            session_id,
+            deps: shared.deps.clone(),
+            session: SessionState::new(),
+            permissions: shared.permissions.clone(),
+        });
+        self.derive(self.inner.registry.clone(), shared, Arc::new(RwLock::new(())))
     }
 
     /// The same dispatcher over another registry: the session (id and state), dependencies,
@@ -435,16 +418,22 @@ impl Dispatcher {
     /// with `self`, so a call on either waits for the other's exclusive calls. The repeat guard
     /// starts afresh. Calls already running on `self` finish on its registry.
     pub fn with_registry(&self, registry: impl Into<Arc<Registry>>) -> Dispatcher {
+        self.derive(registry.into(), self.inner.shared.clone(), self.inner.gate.clone())
+    }
+
+    /// A dispatcher with `self`'s hooks, limits, output store, event sink and concurrency cap
+    /// over the given registry, session and parallel gate, with a fresh repeat guard.
+    fn derive(&self, registry: Arc<Registry>, shared: Arc<Shared>, gate: Arc<RwLock<()>>) -> Dispatcher {
         let inner = &self.inner;
         Dispatcher {
             inner: Arc::new(Inner {
-                registry: registry.into(),
-                shared: inner.shared.clone(),
+                registry,
+                shared,
                 before: inner.before.clone(),
                 after: inner.after.clone(),
                 default_timeout: inner.default_timeout,
                 cancel_grace: inner.cancel_grace,
-                gate: inner.gate.clone(),
+                gate,
                 cap: inner.cap.clone(),
                 repeat: inner.repeat,
                 last_call: Mutex::new(None),
