@@ -6,10 +6,10 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{Fixture, TOOLS};
+use common::{Fixture, HttpServer, TOOLS};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
 const HELLO: &str = "     1\thello\n     2\tworld\n";
@@ -26,22 +26,11 @@ fn config(fx: &Fixture) -> PathBuf {
     path
 }
 
-/// `tools serve --http` on a free port of 127.0.0.1 behind the bearer token `t0ken`, and the
-/// endpoint URL it prints.
-fn serve_http_with_token(fx: &Fixture) -> (std::process::Child, String) {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
-
+/// `tools serve --http` on a free port of 127.0.0.1 behind the bearer token `t0ken`.
+fn serve_http_with_token(fx: &Fixture) -> HttpServer {
     let token_file = fx.dir.path().join("token");
     std::fs::write(&token_file, "t0ken\n").unwrap();
-    let mut command =
-        fx.command(&["serve", "--http", "127.0.0.1:0", "--auth-token-file", token_file.to_str().unwrap()]);
-    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut child = command.spawn().expect("spawn tools serve --http");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("read the address");
-    let url = line.trim().strip_prefix("tools serve: listening on ").expect("the address line").to_owned();
-    (child, url)
+    HttpServer::start(fx, &["--auth-token-file", token_file.to_str().unwrap()])
 }
 
 #[test]
@@ -118,13 +107,8 @@ fn turn_runs_mounted_and_built_in_tools_together() {
 async fn serve_aggregates_the_mounted_servers_behind_one_endpoint() {
     let fx = Fixture::new();
     let config = config(&fx);
-    let ws = fx.ws();
-    let data = fx.dir.path().join("data");
-    let command = tokio::process::Command::new(TOOLS).configure(|cmd| {
-        cmd.args(["serve", "--mcp-config", config.to_str().unwrap()])
-            .current_dir(&ws)
-            .env("XDG_DATA_HOME", &data);
-    });
+    let command =
+        tokio::process::Command::from(fx.command(&["serve", "--mcp-config", config.to_str().unwrap()]));
     let client = ().serve(TokioChildProcess::new(command).unwrap()).await.expect("initialize");
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
@@ -167,7 +151,8 @@ fn a_bad_file_is_a_usage_error_and_a_server_that_does_not_start_a_runtime_error(
 #[test]
 fn an_http_server_is_mounted_with_its_headers() {
     let fx = Fixture::new();
-    let (mut child, url) = serve_http_with_token(&fx);
+    let server = serve_http_with_token(&fx);
+    let url = server.url.clone();
 
     let path = fx.dir.path().join("mcp-http.json");
     let write = |token: &str| {
@@ -178,8 +163,7 @@ fn an_http_server_is_mounted_with_its_headers() {
     let run = fx.run(&["list", "--mcp-config", path.to_str().unwrap()], None);
     write("wrong");
     let refused = fx.run(&["list", "--mcp-config", path.to_str().unwrap()], None);
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
 
     assert_eq!(run.code, 0, "{}", run.stderr);
     let definitions = run.json();
@@ -246,7 +230,8 @@ async fn tls_front(cert: Vec<u8>, key: Vec<u8>, backend: String) -> u16 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_https_server_is_mounted_trusting_the_ca_of_its_entry() {
     let fx = Fixture::new();
-    let (mut child, url) = serve_http_with_token(&fx);
+    let server = serve_http_with_token(&fx);
+    let url = server.url.clone();
     let plain = url.strip_prefix("http://").expect("a plain http address");
     let backend = plain.strip_suffix("/mcp").expect("the endpoint path").to_owned();
 
@@ -271,8 +256,7 @@ async fn an_https_server_is_mounted_trusting_the_ca_of_its_entry() {
     write(None);
     let list = fx.command(&["list", "--mcp-config", config]);
     let refused = tokio::task::spawn_blocking(move || common::run(list, None)).await.unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
 
     assert_eq!(run.code, 0, "{}", run.stderr);
     let result = run.json();

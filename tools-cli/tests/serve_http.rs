@@ -6,10 +6,10 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use common::{Fixture, registry};
+use common::{Fixture, HttpServer, install_tls_provider, registry};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -18,45 +18,6 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tool_runtime::Provider;
 use tool_runtime::providers::DefinitionOptions;
-
-/// A running `tools serve --http 127.0.0.1:0`, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn start(fx: &Fixture, extra: &[&str]) -> Server {
-        let mut command = fx.command(&["serve", "--http", "127.0.0.1:0"]);
-        command.args(extra).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = command.spawn().expect("spawn tools serve --http");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("read the address");
-        let url = line
-            .trim()
-            .strip_prefix("tools serve: listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-            .to_owned();
-        Server { child, url }
-    }
-
-    /// Sends `signal` and waits for the exit; the exit code.
-    fn stop(mut self, signal: &str) -> Option<i32> {
-        let status = std::process::Command::new("kill")
-            .args([&format!("-{signal}"), &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        self.child.wait().unwrap().code()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 async fn client(url: &str, token: Option<&str>) -> RunningService<RoleClient, ()> {
     install_tls_provider();
@@ -80,7 +41,7 @@ fn text(result: &CallToolResult) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serves_the_tools_with_a_todo_list_per_session() {
     let fx = Fixture::new();
-    let server = Server::start(&fx, &[]);
+    let server = HttpServer::start(&fx, &[]);
     let first = client(&server.url, None).await;
     let second = client(&server.url, None).await;
 
@@ -109,7 +70,7 @@ async fn the_token_file_guards_every_request() {
     let fx = Fixture::new();
     let token_file = fx.dir.path().join("token");
     std::fs::write(&token_file, "  t0ken-from-file\n").unwrap();
-    let server = Server::start(&fx, &["--auth-token-file", token_file.to_str().unwrap()]);
+    let server = HttpServer::start(&fx, &["--auth-token-file", token_file.to_str().unwrap()]);
 
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "plain", "version": "1"}}});
@@ -189,7 +150,7 @@ fn wait_for_file(path: &Path) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_calls_finish_within_the_grace_and_kills_the_rest() {
     let fx = Fixture::new();
-    let server = Server::start(&fx, &["--shutdown-grace-secs", "3"]);
+    let server = HttpServer::start(&fx, &["--shutdown-grace-secs", "3"]);
     let finishing = client(&server.url, None).await;
     let overstaying = client(&server.url, None).await;
     let finishes = tokio::spawn(async move {
@@ -222,10 +183,4 @@ async fn sigterm_lets_calls_finish_within_the_grace_and_kills_the_rest() {
     assert!(!tool_tests::runs(sleeper), "the command of the cancelled call still runs");
     let mut server = server;
     assert_eq!(server.child.wait().unwrap().code(), Some(0));
-}
-
-/// `tools` mounts `https://` servers, so reqwest is built with TLS but no crypto provider of its
-/// own: a client with its defaults (rmcp's, and the plain requests here) needs a process-wide one.
-fn install_tls_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
 }

@@ -5,11 +5,12 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use common::{Fixture, TOOLS};
+use common::{Fixture, HttpServer, TOOLS, install_tls_provider};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::NotificationContext;
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::json;
 
@@ -39,6 +40,21 @@ impl ClientHandler for ListWatcher {
     }
 }
 
+/// An `mcpServers` file in the fixture mounting the fixture server as `fx`.
+fn mount_fixture(fx: &Fixture) -> PathBuf {
+    let config = fx.dir.path().join("mcp.json");
+    let server = fixture_server();
+    let text = json!({"mcpServers": {"fx": {"command": server.to_str().unwrap()}}});
+    std::fs::write(&config, text.to_string()).unwrap();
+    config
+}
+
+/// The next announcement a watcher forwards, failing the test if none comes within a minute.
+async fn announced(watcher: &mut tokio::sync::mpsc::UnboundedReceiver<()>) {
+    let heard = tokio::time::timeout(Duration::from_secs(60), watcher.recv()).await;
+    assert_eq!(heard, Ok(Some(())), "tools serve announces the mounted server's change");
+}
+
 fn names(tools: &[rmcp::model::Tool]) -> Vec<&str> {
     tools.iter().map(|t| t.name.as_ref()).collect()
 }
@@ -46,18 +62,10 @@ fn names(tools: &[rmcp::model::Tool]) -> Vec<&str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_passes_a_mounted_servers_tool_list_change_on() {
     let fx = Fixture::new();
-    let config = fx.dir.path().join("mcp.json");
-    let server = fixture_server();
-    let text = json!({"mcpServers": {"fx": {"command": server.to_str().unwrap()}}});
-    std::fs::write(&config, text.to_string()).unwrap();
-    let ws = fx.ws();
-    let data = fx.dir.path().join("data");
-    let command = tokio::process::Command::new(TOOLS).configure(|cmd| {
-        cmd.args(["serve", "--mcp-config", config.to_str().unwrap()])
-            .current_dir(&ws)
-            .env("XDG_DATA_HOME", &data);
-    });
-    let (tx, mut announced) = tokio::sync::mpsc::unbounded_channel();
+    let config = mount_fixture(&fx);
+    let command =
+        tokio::process::Command::from(fx.command(&["serve", "--mcp-config", config.to_str().unwrap()]));
+    let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
     let client = ListWatcher(tx).serve(TokioChildProcess::new(command).unwrap()).await.expect("initialize");
     let capabilities = &client.peer_info().unwrap().capabilities;
     assert_eq!(capabilities.tools.as_ref().and_then(|tools| tools.list_changed), Some(true));
@@ -68,7 +76,7 @@ async fn serve_passes_a_mounted_servers_tool_list_change_on() {
 
     let added = client.call_tool(CallToolRequestParams::new("fx__add_tool")).await.unwrap();
     assert_eq!(added.is_error, Some(false), "{added:?}");
-    assert_eq!(announced.recv().await, Some(()), "tools serve announces the mounted server's change");
+    announced(&mut heard).await;
 
     let after = client.list_all_tools().await.unwrap();
     assert!(names(&after).contains(&"fx__extra"), "{:?}", names(&after));
@@ -82,12 +90,44 @@ async fn serve_passes_a_mounted_servers_tool_list_change_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_without_mounts_declares_a_fixed_tool_list() {
     let fx = Fixture::new();
-    let ws = fx.ws();
-    let data = fx.dir.path().join("data");
-    let command = tokio::process::Command::new(TOOLS).configure(|cmd| {
-        cmd.args(["serve"]).current_dir(&ws).env("XDG_DATA_HOME", &data);
-    });
+    let command = tokio::process::Command::from(fx.command(&["serve"]));
     let client = ().serve(TokioChildProcess::new(command).unwrap()).await.expect("initialize");
     let capabilities = &client.peer_info().unwrap().capabilities;
     assert_eq!(capabilities.tools.as_ref().and_then(|tools| tools.list_changed), None);
+}
+
+/// Over HTTP every session hears of the change, including one that did not cause it, and then
+/// lists and calls the new tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_http_passes_the_change_on_to_every_session() {
+    let fx = Fixture::new();
+    let config = mount_fixture(&fx);
+    let server = HttpServer::start(&fx, &["--mcp-config", config.to_str().unwrap()]);
+    install_tls_provider();
+    let (tx, mut heard_first) = tokio::sync::mpsc::unbounded_channel();
+    let first = ListWatcher(tx)
+        .serve(StreamableHttpClientTransport::from_uri(server.url.clone()))
+        .await
+        .expect("initialize over HTTP");
+    let (tx, mut heard_second) = tokio::sync::mpsc::unbounded_channel();
+    let second = ListWatcher(tx)
+        .serve(StreamableHttpClientTransport::from_uri(server.url.clone()))
+        .await
+        .expect("initialize over HTTP");
+    let capabilities = &second.peer_info().unwrap().capabilities;
+    assert_eq!(capabilities.tools.as_ref().and_then(|tools| tools.list_changed), Some(true));
+    let before = second.list_all_tools().await.unwrap();
+    assert!(!names(&before).contains(&"fx__extra"), "{:?}", names(&before));
+
+    let added = first.call_tool(CallToolRequestParams::new("fx__add_tool")).await.unwrap();
+    assert_eq!(added.is_error, Some(false), "{added:?}");
+    announced(&mut heard_first).await;
+    announced(&mut heard_second).await;
+
+    let after = second.list_all_tools().await.unwrap();
+    assert!(names(&after).contains(&"fx__extra"), "{:?}", names(&after));
+    assert_eq!(after.len(), before.len() + 1, "{:?}", names(&after));
+    let extra = second.call_tool(CallToolRequestParams::new("fx__extra")).await.unwrap();
+    assert_eq!(serde_json::to_value(&extra.content).unwrap(), json!([{"type": "text", "text": "extra"}]));
+    assert_eq!(first.list_all_tools().await.unwrap().len(), after.len());
 }

@@ -2,9 +2,9 @@
 
 #![allow(dead_code)]
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 use tool_runtime::Registry;
@@ -43,6 +43,53 @@ impl Fixture {
     pub fn run(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
         run(self.command(args), stdin)
     }
+}
+
+/// A running `tools serve --http 127.0.0.1:0 EXTRA...` in a fixture's workspace, killed when
+/// dropped.
+pub struct HttpServer {
+    pub child: Child,
+    /// The endpoint it printed, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+}
+
+impl HttpServer {
+    pub fn start(fx: &Fixture, extra: &[&str]) -> HttpServer {
+        let mut command = fx.command(&["serve", "--http", "127.0.0.1:0"]);
+        command.args(extra).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+        let mut child = command.spawn().expect("spawn tools serve --http");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("read the address");
+        let url = line
+            .trim()
+            .strip_prefix("tools serve: listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        HttpServer { child, url }
+    }
+
+    /// Sends `signal` and waits for the exit; the exit code.
+    pub fn stop(mut self, signal: &str) -> Option<i32> {
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        self.child.wait().unwrap().code()
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `tools` mounts `https://` servers, so reqwest is built with TLS but no crypto provider of its
+/// own: a client with its defaults (rmcp's, and plain requests) needs a process-wide one.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 pub fn run(mut command: Command, stdin: Option<&[u8]>) -> Run {
