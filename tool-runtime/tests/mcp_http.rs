@@ -94,11 +94,20 @@ struct Served {
 }
 
 async fn serve(options: HttpOptions) -> Served {
+    serve_limited(options, None).await
+}
+
+/// Serves with `options`, reading messages of at most `max_message_bytes` when given.
+async fn serve_limited(options: HttpOptions, max_message_bytes: Option<usize>) -> Served {
     install_tls_provider();
     let probe = Arc::new(Probe::default());
     let (tx, started) = mpsc::unbounded_channel();
     *probe.started.lock().unwrap() = Some(tx);
-    let server = McpServer::new(Dispatcher::builder(registry(&probe))).unwrap();
+    let mut server = McpServer::builder(Dispatcher::builder(registry(&probe)));
+    if let Some(limit) = max_message_bytes {
+        server = server.max_message_bytes(limit);
+    }
+    let server = server.build().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let stop = CancellationToken::new();
@@ -177,11 +186,22 @@ async fn post(
     token: Option<&str>,
     origin: Option<&str>,
 ) -> reqwest::Response {
+    post_text(url, body.to_string(), session, token, origin).await
+}
+
+/// A POST of any body to the MCP endpoint.
+async fn post_text(
+    url: &str,
+    body: String,
+    session: Option<&str>,
+    token: Option<&str>,
+    origin: Option<&str>,
+) -> reqwest::Response {
     let mut request = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
+        .body(body);
     if let Some(session) = session {
         request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
     }
@@ -249,6 +269,139 @@ async fn without_the_token_a_request_gets_401_and_nothing_runs() {
     let result = client.call_tool(call("note", json!({"text": "y"}))).await.unwrap();
     assert_eq!(text(&result), "http-2 y");
     client.cancel().await.unwrap();
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
+/// Each request body goes through the checks of stdio's lines: a body that is not a message the
+/// server can serve gets its JSON-RPC error (with its `id` whenever it can be read) and nothing
+/// runs, where `rmcp` alone answers `415` in plain text, or `404` "method not found" for a
+/// `tools/call` whose params do not fit. The `Origin` check still comes first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_is_not_a_message_gets_its_json_rpc_error() {
+    let served = serve_limited(HttpOptions::new(), Some(4096)).await;
+    let url = &served.url;
+    let opened = post(url, &initialize(), None, None, None).await;
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(url, &initialized, Some(&session), None, None).await.status(), 202);
+
+    // (body, HTTP status, JSON-RPC code, id, the error's message begins with, then contains)
+    let cases: [(&str, u16, i64, Value, &str, &str); 9] = [
+        (
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"note""#,
+            400,
+            -32700,
+            json!(7),
+            "Parse error: the message is not valid JSON",
+            "per request",
+        ),
+        ("", 400, -32700, Value::Null, "Parse error: the message is empty.", "per request"),
+        (" \r\n", 400, -32700, Value::Null, "Parse error: the message is empty.", "per request"),
+        (
+            "42",
+            400,
+            -32600,
+            Value::Null,
+            "Invalid request: a JSON-RPC message is a JSON object, not a number.",
+            "per request",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"arguments":{"text":"x"}}}"#,
+            200,
+            -32602,
+            json!(3),
+            "Invalid params for `tools/call`",
+            "name",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"five","method":"tools/call","params":[1]}"#,
+            200,
+            -32602,
+            json!("five"),
+            "Invalid params: `params` of `tools/call` must be an object",
+            "an array",
+        ),
+        (
+            r#"{"jsonrpc":"1.0","id":4,"method":"ping"}"#,
+            400,
+            -32600,
+            json!(4),
+            "Invalid request: `jsonrpc` must be",
+            "2.0",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":4.5,"method":"ping"}"#,
+            400,
+            -32600,
+            Value::Null,
+            "Invalid request: `id` must be",
+            "a number",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":"x"}"#,
+            400,
+            -32602,
+            Value::Null,
+            "Invalid params: `params` of `notifications/cancelled`",
+            "a string",
+        ),
+    ];
+    for (body, status, code, id, begins, contains) in cases {
+        let response = post_text(url, body.to_owned(), Some(&session), None, None).await;
+        assert_eq!(response.status(), status, "{body}");
+        assert_eq!(response.headers()["content-type"], "application/json", "{body}");
+        let reply: Value = response.json().await.unwrap();
+        assert_eq!(reply["jsonrpc"], "2.0", "{body}: {reply}");
+        assert_eq!(reply["id"], id, "{body}: {reply}");
+        assert_eq!(reply["error"]["code"], code, "{body}: {reply}");
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(begins) && message.contains(contains), "{body}: {message}");
+    }
+
+    let batch =
+        json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]);
+    let response = post(url, &batch, Some(&session), None, None).await;
+    assert_eq!(response.status(), 400);
+    let replies: Value = response.json().await.unwrap();
+    assert_eq!(replies.as_array().map(Vec::len), Some(2), "{replies}");
+    for (reply, id) in replies.as_array().unwrap().iter().zip([1, 2]) {
+        assert_eq!(reply["id"], id);
+        assert_eq!(reply["error"]["code"], -32600);
+        assert!(reply["error"]["message"].as_str().unwrap().contains("batches are not supported"), "{reply}");
+    }
+
+    // Longer than the server's limit: refused unread (a body without a declared length is read up
+    // to the limit: the unit tests of `http.rs`).
+    let long = format!(
+        r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"note","arguments":{{"text":"{}"}}}}}}"#,
+        "x".repeat(5000)
+    );
+    let response = post_text(url, long.clone(), Some(&session), None, None).await;
+    assert_eq!(response.status(), 413);
+    let reply: Value = response.json().await.unwrap();
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!(
+            "is {} bytes long, more than this server reads in one message (4096 bytes)",
+            long.len()
+        )),
+        "{message}"
+    );
+    // A page of another origin is refused by the DNS-rebinding check before its body is read.
+    let response = post_text(url, "{".to_owned(), Some(&session), None, Some("http://evil.example")).await;
+    assert_eq!(response.status(), 403);
+    assert_eq!(served.probe.calls.load(std::sync::atomic::Ordering::SeqCst), 0, "nothing ran");
+
+    // The session still serves calls.
+    let note = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "note", "arguments": {"text": "fine"}}});
+    let ran = post(url, &note, Some(&session), None, None).await;
+    assert_eq!(ran.status(), 200);
+    let ran = messages(ran).await;
+    assert_eq!(ran.last().unwrap()["result"]["content"][0]["text"], "http-1 fine", "{ran:?}");
     served.stop.cancel();
     served.task.await.unwrap();
 }

@@ -283,16 +283,21 @@ fn counting_registry() -> Registry {
     Registry::builder().tool(count).build().unwrap()
 }
 
+/// Serves `registry` over HTTP on a free port with `options`: the endpoint, and what stops it.
+async fn serve_registry(registry: Registry, options: HttpOptions) -> (String, StopOnDrop) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let server = McpServer::new(Dispatcher::builder(registry)).unwrap();
+    tokio::spawn(server.serve_http(listener, options.shutdown_on(stop.clone())));
+    (url, StopOnDrop(stop))
+}
+
 /// The answers of three `count` calls through a mount of a server with `options`, and whether
 /// the server named a session in its answer to `initialize`.
 async fn three_counts(options: HttpOptions) -> (Vec<String>, bool) {
     install_tls_provider();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let stop = CancellationToken::new();
-    let _stop = StopOnDrop(stop.clone());
-    let server = McpServer::new(Dispatcher::builder(counting_registry())).unwrap();
-    tokio::spawn(server.serve_http(listener, options.shutdown_on(stop)));
+    let (url, _stop) = serve_registry(counting_registry(), options).await;
 
     let initialize = json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -336,4 +341,89 @@ async fn a_stateless_server_keeps_no_session_between_requests() {
 /// its defaults (this test's plain requests) needs a process-wide one.
 fn install_tls_provider() {
     let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+}
+
+/// What mounting costs over HTTP: a call of one `echo` tool served by `McpServer::serve_http`,
+/// made with rmcp's client directly and through a mount (`Registry::call`, and the dispatcher),
+/// in the same run. Prints the figures for BENCHMARKS.md:
+/// `cargo test --release -p tool-runtime --features mcp-http --test mcp_mount_http -- --ignored --nocapture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check; run it by name"]
+async fn mounted_call_overhead_over_http() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use std::time::Instant;
+
+    const CALLS: u32 = 2000;
+    const ROUNDS: u32 = 5;
+    install_tls_provider();
+    let echo = FnTool::new(
+        ToolSpec::new(
+            "echo",
+            "Says the text back.",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+        ),
+        |_ctx: ToolContext, args: Value| async move {
+            Ok(ToolOutput::text(args["text"].as_str().unwrap_or_default()))
+        },
+    );
+    let served = Registry::builder().tool(echo).build().unwrap();
+    let options = HttpOptions::new().bearer_token(TOKEN);
+    let (url, _stop) = serve_registry(served, options).await;
+
+    let config = StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(TOKEN.to_owned());
+    let direct = ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("initialize");
+    let mount =
+        McpMount::connect(ServerConfig::http("web", url).header("Authorization", format!("Bearer {TOKEN}")))
+            .await
+            .expect("mount over HTTP");
+    let registry = Arc::new(Registry::builder().tools(mount.tools()).build().unwrap());
+    // Identical calls in a row are the point here, not a loop to stop.
+    let dispatcher =
+        Dispatcher::builder(registry.clone()).repeat_guard(tool_runtime::RepeatGuard::DISABLED).build();
+    let Value::Object(arguments) = json!({"text": "hello"}) else { unreachable!() };
+    let text = json!({"text": "hello"}).to_string();
+
+    let mut rows: Vec<(&str, Vec<f64>)> = vec![
+        ("rmcp client, direct", vec![]),
+        ("mounted, Registry::call", vec![]),
+        ("mounted, Dispatcher::run", vec![]),
+    ];
+    let per_call = |start: Instant| start.elapsed().as_secs_f64() * 1e6 / f64::from(CALLS / ROUNDS);
+    // Interleaved rounds, so that a busy moment of the machine hits every row alike.
+    for _round in 0..ROUNDS {
+        let start = Instant::now();
+        for _ in 0..CALLS / ROUNDS {
+            let params = CallToolRequestParams::new("echo").with_arguments(arguments.clone());
+            let result = direct.call_tool(params).await.unwrap();
+            assert_eq!(result.is_error, Some(false));
+        }
+        rows[0].1.push(per_call(start));
+
+        let start = Instant::now();
+        for _ in 0..CALLS / ROUNDS {
+            let ctx = ToolContext::builder("web__echo").build();
+            let output = registry.call("web__echo", text.as_str(), ctx).await.unwrap();
+            assert_eq!(output.text_content(), "hello");
+        }
+        rows[1].1.push(per_call(start));
+
+        let start = Instant::now();
+        for _ in 0..CALLS / ROUNDS {
+            let result =
+                call(&dispatcher, "web__echo", json!({"text": "hello"}), CancellationToken::new()).await;
+            assert_eq!(result.output.text_content(), "hello");
+        }
+        rows[2].1.push(per_call(start));
+    }
+    println!("{CALLS} sequential calls of `echo` served by McpServer::serve_http on 127.0.0.1, per call:");
+    println!("| path | median of {ROUNDS} rounds | fastest round |");
+    println!("| --- | ---: | ---: |");
+    for (name, mut times) in rows {
+        times.sort_by(f64::total_cmp);
+        println!("| {name} | {:.1} µs | {:.1} µs |", times[times.len() / 2], times[0]);
+    }
+    drop(mount);
 }

@@ -1,5 +1,6 @@
 //! Serving over MCP's Streamable HTTP transport (feature `mcp-http`): one session state per
-//! client, the `Origin`, `Host` and bearer-token checks, and graceful shutdown.
+//! client, the `Origin`, `Host` and bearer-token checks, the checks of each message (those of
+//! stdio), and graceful shutdown.
 
 use std::convert::Infallible;
 use std::fmt;
@@ -16,11 +17,13 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::calls::{Entered, Gauge, InFlight};
+use super::inbound::{self, Framing, INVALID_PARAMS, Inbound};
 use super::served::Served;
 use super::{McpServer, ServeError, ServeErrorKind};
 
@@ -190,6 +193,7 @@ impl McpServer {
         let in_flight = Arc::new(InFlight::default());
         let sessions = CancellationToken::new();
         let cancel_grace = self.dispatcher().cancel_grace();
+        let max_body = self.inner.max_message_bytes;
         let template = McpServer { in_flight: in_flight.clone(), ..self };
         let next_session = AtomicU64::new(1);
         let factory = move || {
@@ -199,11 +203,15 @@ impl McpServer {
         let service = StreamableHttpService::new(
             factory,
             Arc::new(LocalSessionManager::default()),
-            rmcp_config(&options, local, sessions.clone()),
+            rmcp_config(&options, local, sessions.clone()).with_max_request_body_bytes(max_body),
         );
         let responses = Gauge::default();
-        let endpoint =
-            Arc::new(Endpoint { service, token: options.token.clone(), responses: responses.clone() });
+        let endpoint = Arc::new(Endpoint {
+            service,
+            token: options.token.clone(),
+            max_body,
+            responses: responses.clone(),
+        });
 
         let graceful = GracefulShutdown::new();
         loop {
@@ -280,10 +288,14 @@ fn rmcp_config(
     config.with_allowed_hosts(hosts)
 }
 
-/// The HTTP endpoint: the path and token checks in front of `rmcp`'s service.
+/// The HTTP endpoint: the path, token and message checks in front of `rmcp`'s service.
 struct Endpoint {
     service: StreamableHttpService<McpServer, LocalSessionManager>,
     token: Option<Arc<[u8]>>,
+    /// The longest request body read ([`McpServerBuilder::max_message_bytes`]).
+    ///
+    /// [`McpServerBuilder::max_message_bytes`]: super::McpServerBuilder::max_message_bytes
+    max_body: usize,
     /// The answers to POSTs still being written (a call's answer is an event stream that ends
     /// after the result).
     responses: Gauge,
@@ -309,17 +321,107 @@ impl Endpoint {
                 .insert(header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer realm=\"mcp\""));
             return response;
         }
-        let counted = (request.method() == http::Method::POST).then(|| self.responses.enter());
-        let mut service = self.service.clone();
-        let response = match tower_service::Service::call(&mut service, request).await {
-            Ok(response) => response,
-            Err(never) => match never {},
+        if request.method() != http::Method::POST {
+            return self.service.handle(request).await;
+        }
+        let entered = self.responses.enter();
+        let (parts, body) = request.into_parts();
+        let checked = match read_body(body, self.max_body, declared_length(&parts.headers)).await {
+            Ok(body) => match inbound::check(&body, Framing::Bodies) {
+                Inbound::Message(_) => Ok(body),
+                Inbound::Reply(reply) | Inbound::Unanswered(reply) => Err((status_of(&reply), reply)),
+            },
+            Err(Unread::TooLong { prefix, length }) => {
+                Err((StatusCode::PAYLOAD_TOO_LARGE, inbound::too_long(&prefix, self.max_body, length)))
+            }
+            Err(Unread::Failed(error)) => {
+                return plain(
+                    StatusCode::BAD_REQUEST,
+                    format!("The request body could not be read: {error}."),
+                );
+            }
         };
-        match counted {
-            Some(entered) => response.map(|body| Counted { body, _entered: entered }.boxed()),
-            None => response,
+        match checked {
+            Ok(body) => {
+                let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
+                response.map(|body| Counted { body, _entered: entered }.boxed())
+            }
+            Err((status, reply)) => match self.host_or_origin_refusal(&parts).await {
+                Some(refusal) => refusal,
+                None => json(status, &reply),
+            },
         }
     }
+
+    /// `rmcp`'s answer when the request's `Host` or `Origin` is not allowed. Its service checks
+    /// them before anything else, and serves no `OPTIONS` request: asked one with the same
+    /// headers, it answers `405` exactly when they pass. A message that fails our checks is
+    /// answered only then, so the DNS-rebinding protection comes first for every request.
+    async fn host_or_origin_refusal(&self, parts: &http::request::Parts) -> Option<HttpResponse> {
+        let mut probe = Request::new(http_body_util::Empty::<Bytes>::new());
+        *probe.method_mut() = http::Method::OPTIONS;
+        *probe.uri_mut() = parts.uri.clone();
+        *probe.headers_mut() = parts.headers.clone();
+        let response = self.service.handle(probe).await;
+        (response.status() != StatusCode::METHOD_NOT_ALLOWED).then_some(response)
+    }
+}
+
+/// Why a request body was not read whole.
+#[derive(Debug)]
+enum Unread {
+    /// It is longer than the limit: its first bytes, and its length when declared.
+    TooLong { prefix: Bytes, length: Option<u64> },
+    /// The connection failed while reading it.
+    Failed(String),
+}
+
+/// The `Content-Length` of a request, when it has a readable one.
+fn declared_length(headers: &http::HeaderMap) -> Option<u64> {
+    headers.get(header::CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
+}
+
+/// Reads a request body of at most `limit` bytes; a body declared longer is not read at all,
+/// one that turns out longer is read up to the limit.
+async fn read_body<B>(body: B, limit: usize, declared: Option<u64>) -> Result<Bytes, Unread>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: fmt::Display,
+{
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(Unread::TooLong { prefix: Bytes::new(), length: declared });
+    }
+    let mut body = std::pin::pin!(body);
+    // Most bodies come in one frame, kept as it is; more are joined.
+    let mut first: Option<Bytes> = None;
+    let mut joined: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|error| Unread::Failed(error.to_string()))?;
+        let Ok(data) = frame.into_data() else { continue };
+        let read = first.as_ref().map_or(joined.len(), Bytes::len);
+        if data.len() > limit - read {
+            let mut prefix = first.map_or(joined, |first| first.to_vec());
+            prefix.extend_from_slice(&data[..limit - read]);
+            return Err(Unread::TooLong { prefix: prefix.into(), length: declared });
+        }
+        match first.take() {
+            None if joined.is_empty() => first = Some(data),
+            earlier => {
+                joined.extend_from_slice(earlier.as_deref().unwrap_or_default());
+                joined.extend_from_slice(&data);
+            }
+        }
+    }
+    Ok(first.unwrap_or_else(|| joined.into()))
+}
+
+/// The status of an HTTP response carrying `reply`, an error for a message that failed the
+/// checks: `200` for a request whose params do not fit (the client's request gets its error like
+/// any other), `400` for everything that is not a request the server can read.
+fn status_of(reply: &Value) -> StatusCode {
+    let request_error = reply.get("id").is_some_and(|id| !id.is_null())
+        && reply.pointer("/error/code").and_then(Value::as_i64) == Some(INVALID_PARAMS);
+    if request_error { StatusCode::OK } else { StatusCode::BAD_REQUEST }
 }
 
 /// A response body counted in flight until it is written or dropped.
@@ -358,6 +460,13 @@ fn authorized(value: Option<&http::HeaderValue>, token: &[u8]) -> bool {
     scheme.eq_ignore_ascii_case(b"bearer ") && bool::from(credentials.ct_eq(token))
 }
 
+fn json(status: StatusCode, value: &Value) -> HttpResponse {
+    let mut response = Response::new(Full::new(Bytes::from(value.to_string())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response
+}
+
 fn plain(status: StatusCode, text: String) -> HttpResponse {
     let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
     *response.status_mut() = status;
@@ -382,5 +491,53 @@ mod tests {
             assert!(!authorized(Some(&header(wrong)), b"s3cret"), "{wrong:?}");
         }
         assert!(!authorized(None, b"s3cret"));
+    }
+
+    /// A body sent in the given frames (and then the given error, if any).
+    struct Frames(std::collections::VecDeque<Result<&'static str, &'static str>>);
+
+    impl http_body::Body for Frames {
+        type Data = Bytes;
+        type Error = &'static str;
+
+        fn poll_frame(
+            mut self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, &'static str>>> {
+            let next =
+                self.0.pop_front().map(|frame| frame.map(|text| http_body::Frame::data(Bytes::from(text))));
+            std::task::Poll::Ready(next)
+        }
+    }
+
+    async fn read(
+        frames: &[Result<&'static str, &'static str>],
+        limit: usize,
+        declared: Option<u64>,
+    ) -> Result<Bytes, Unread> {
+        read_body(Frames(frames.iter().copied().collect()), limit, declared).await
+    }
+
+    #[tokio::test]
+    async fn a_body_is_read_whole_up_to_the_limit() {
+        assert_eq!(read(&[Ok("{\"id\":1}")], 8, None).await.unwrap(), "{\"id\":1}");
+        assert_eq!(read(&[Ok("ab"), Ok(""), Ok("cd"), Ok("ef")], 6, None).await.unwrap(), "abcdef");
+        assert_eq!(read(&[], 6, None).await.unwrap(), "");
+        assert_eq!(read(&[Ok(""), Ok("ab")], 6, None).await.unwrap(), "ab");
+
+        for frames in [&[Ok("abcdefg")][..], &[Ok("abc"), Ok("defg")], &[Ok("abcdef"), Ok("g")]] {
+            match read(frames, 6, None).await {
+                Err(Unread::TooLong { prefix, length: None }) => assert_eq!(prefix, "abcdef", "{frames:?}"),
+                other => panic!("{frames:?}: {other:?}"),
+            }
+        }
+        match read(&[Ok("ab")], 6, Some(7)).await {
+            Err(Unread::TooLong { prefix, length: Some(7) }) => assert!(prefix.is_empty()),
+            other => panic!("declared too long: {other:?}"),
+        }
+        match read(&[Ok("ab"), Err("connection reset")], 6, None).await {
+            Err(Unread::Failed(error)) => assert_eq!(error, "connection reset"),
+            other => panic!("a failed read: {other:?}"),
+        }
     }
 }

@@ -27,7 +27,26 @@ pub(crate) const INVALID_PARAMS: i64 = -32602;
 /// The deepest nesting `serde_json` parses (its recursion limit).
 pub(crate) const MAX_DEPTH: usize = 128;
 
-/// What to do with one line of input.
+/// How messages arrive, for the advice an error gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// One message per line (stdio).
+    Lines,
+    /// One message per HTTP request body (Streamable HTTP).
+    Bodies,
+}
+
+impl Framing {
+    /// How many messages go in one unit of input.
+    fn one(self) -> &'static str {
+        match self {
+            Framing::Lines => "per line",
+            Framing::Bodies => "per request",
+        }
+    }
+}
+
+/// What to do with one message of input.
 #[derive(Debug)]
 pub(crate) enum Inbound {
     /// A message for `rmcp`.
@@ -35,38 +54,48 @@ pub(crate) enum Inbound {
     /// Not a message the server can handle: send this reply (an error response, or an array of
     /// them for a batch) instead.
     Reply(Value),
-    /// Nothing to do: a blank line, or a notification or response that cannot be handled (the
-    /// JSON-RPC specification forbids answering those).
-    Ignore,
+    /// Not a message the server can handle nor one to answer: a blank line, or a notification or
+    /// response that cannot be handled (the JSON-RPC specification forbids answering those). This
+    /// error, with no `id`, is for transports whose every request has a response (HTTP's status
+    /// `400`); over stdio nothing is sent.
+    Unanswered(Value),
 }
 
-/// Checks one message (one line, without its newline).
-pub(crate) fn check(line: &[u8]) -> Inbound {
-    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return Inbound::Ignore;
+/// Checks one message (one line without its newline, or one request body).
+pub(crate) fn check(message: &[u8], framing: Framing) -> Inbound {
+    let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
+    if message.iter().all(u8::is_ascii_whitespace) {
+        let text = format!("Parse error: the message is empty. Send one JSON-RPC object {}.", framing.one());
+        return Inbound::Unanswered(error_response(None, PARSE_ERROR, text));
     }
-    match plain_message(line) {
+    match plain_message(message) {
         Some(message) => Inbound::Message(Box::new(message)),
-        None => checked(line),
+        None => checked(message, framing),
     }
 }
 
 /// Every check of a message, on its parsed value.
-fn checked(line: &[u8]) -> Inbound {
-    let value: Value = match serde_json::from_slice(line) {
+fn checked(message: &[u8], framing: Framing) -> Inbound {
+    let value: Value = match serde_json::from_slice(message) {
         Ok(value) => value,
-        Err(error) => return Inbound::Reply(error_response(read_id(line), PARSE_ERROR, parse_error(&error))),
+        Err(error) => {
+            return Inbound::Reply(error_response(
+                read_id(message),
+                PARSE_ERROR,
+                parse_error(&error, framing),
+            ));
+        }
     };
     match value {
-        Value::Array(items) => Inbound::Reply(batch_reply(&items)),
+        Value::Array(items) => Inbound::Reply(batch_reply(&items, framing)),
         Value::Object(object) => check_object(object),
         other => Inbound::Reply(error_response(
             None,
             INVALID_REQUEST,
             format!(
-                "Invalid request: a JSON-RPC message is a JSON object, not {}. Send one object per line.",
-                json_kind(&other)
+                "Invalid request: a JSON-RPC message is a JSON object, not {}. Send one object {}.",
+                json_kind(&other),
+                framing.one()
             ),
         )),
     }
@@ -176,19 +205,24 @@ pub(crate) fn error_response(id: Option<Value>, code: i64, message: String) -> V
     json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": {"code": code, "message": message}})
 }
 
-/// The reply to a line longer than the limit, of which `prefix` is the beginning.
-pub(crate) fn too_long(prefix: &[u8], limit: usize, length: usize) -> Value {
+/// The reply to a message longer than the limit, of which `prefix` is the beginning; its length
+/// when known.
+pub(crate) fn too_long(prefix: &[u8], limit: usize, length: Option<u64>) -> Value {
+    let size = match length {
+        Some(length) => format!("is {length} bytes long, more than"),
+        None => "is longer than".to_owned(),
+    };
     error_response(
         read_id(prefix),
         INVALID_REQUEST,
         format!(
-            "Invalid request: the message is {length} bytes long, more than this server reads in one message \
-             ({limit} bytes), and was not read. Send smaller messages (for example, write a large file in parts)."
+            "Invalid request: the message {size} this server reads in one message ({limit} bytes), and was not \
+             read. Send smaller messages (for example, write a large file in parts)."
         ),
     )
 }
 
-fn parse_error(error: &serde_json::Error) -> String {
+fn parse_error(error: &serde_json::Error, framing: Framing) -> String {
     let text = error.to_string();
     let hint = if text.contains("recursion limit") {
         format!(" The message is nested deeper than {MAX_DEPTH} levels, the most this server parses.")
@@ -200,25 +234,27 @@ fn parse_error(error: &serde_json::Error) -> String {
     } else {
         String::new()
     };
-    format!("Parse error: the message is not valid JSON ({text}).{hint} Send one JSON-RPC object per line.")
+    format!(
+        "Parse error: the message is not valid JSON ({text}).{hint} Send one JSON-RPC object {}.",
+        framing.one()
+    )
 }
 
-fn batch_reply(items: &[Value]) -> Value {
-    const MESSAGE: &str = "Invalid request: JSON-RPC batches are not supported by MCP (since 2025-06-18) nor by \
-                           this server, and nothing in this batch was processed. Send each message on its own line.";
+fn batch_reply(items: &[Value], framing: Framing) -> Value {
+    let message = format!(
+        "Invalid request: JSON-RPC batches are not supported by MCP (since 2025-06-18) nor by this server, and \
+         nothing in this batch was processed. Send one message {}.",
+        framing.one()
+    );
     let replies: Vec<Value> = items
         .iter()
         .filter_map(|item| {
             let object = item.as_object()?;
             let id = object.get("id").and_then(usable_id)?;
-            Some(error_response(Some(id), INVALID_REQUEST, MESSAGE.to_owned()))
+            Some(error_response(Some(id), INVALID_REQUEST, message.clone()))
         })
         .collect();
-    if replies.is_empty() {
-        error_response(None, INVALID_REQUEST, MESSAGE.to_owned())
-    } else {
-        Value::Array(replies)
-    }
+    if replies.is_empty() { error_response(None, INVALID_REQUEST, message) } else { Value::Array(replies) }
 }
 
 fn check_object(object: Map<String, Value>) -> Inbound {
@@ -242,7 +278,7 @@ fn check_object(object: Map<String, Value>) -> Inbound {
     let invalid = |code: i64, message: String| match &id {
         Some(id) => Inbound::Reply(error_response(Some(id.clone()), code, message)),
         // A notification is never answered (JSON-RPC 2.0, section 4.1).
-        None if notification => Inbound::Ignore,
+        None if notification => Inbound::Unanswered(error_response(None, code, message)),
         None => Inbound::Reply(error_response(None, code, message)),
     };
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
@@ -253,7 +289,11 @@ fn check_object(object: Map<String, Value>) -> Inbound {
             // A response to one of the server's requests: `rmcp` matches it, or drops it.
             return match ClientJsonRpcMessage::deserialize(&Value::Object(object)) {
                 Ok(message) => Inbound::Message(Box::new(message)),
-                Err(_) => Inbound::Ignore,
+                Err(error) => Inbound::Unanswered(error_response(
+                    None,
+                    INVALID_REQUEST,
+                    format!("Invalid request: not a response this server can read ({error})."),
+                )),
             };
         }
         return invalid(
@@ -424,7 +464,7 @@ mod tests {
     use super::*;
 
     fn reply(line: &str) -> Value {
-        match check(line.as_bytes()) {
+        match check(line.as_bytes(), Framing::Lines) {
             Inbound::Reply(value) => value,
             other => panic!("{line}: expected a reply, got {other:?}"),
         }
@@ -442,7 +482,9 @@ mod tests {
         ];
         for line in plain {
             let fast = plain_message(line.as_bytes()).unwrap_or_else(|| panic!("not plain: {line}"));
-            let Inbound::Message(slow) = checked(line.as_bytes()) else { panic!("checks refuse {line}") };
+            let Inbound::Message(slow) = checked(line.as_bytes(), Framing::Lines) else {
+                panic!("checks refuse {line}")
+            };
             assert_eq!(serde_json::to_value(fast).ok(), serde_json::to_value(*slow).ok(), "{line}");
         }
         let checked_only = [
@@ -498,7 +540,7 @@ mod tests {
         assert_eq!(value["id"], json!("s"));
         assert!(value["error"]["message"].as_str().unwrap().contains("surrogate"), "{value}");
 
-        let value = match check(b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"p\xff\"}") {
+        let value = match check(b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"p\xff\"}", Framing::Lines) {
             Inbound::Reply(value) => value,
             other => panic!("invalid UTF-8: expected a reply, got {other:?}"),
         };
@@ -547,10 +589,13 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"nope":1}}"#,
         ] {
-            assert!(matches!(check(line.as_bytes()), Inbound::Message(_)), "{line}");
+            assert!(matches!(check(line.as_bytes(), Framing::Lines), Inbound::Message(_)), "{line}");
         }
-        assert!(matches!(check(b"  \r"), Inbound::Ignore));
-        assert!(matches!(check(br#"{"jsonrpc":"2.0","method":"x","params":3}"#), Inbound::Ignore));
+        assert!(matches!(check(b"  \r", Framing::Lines), Inbound::Unanswered(_)));
+        assert!(matches!(
+            check(br#"{"jsonrpc":"2.0","method":"x","params":3}"#, Framing::Lines),
+            Inbound::Unanswered(_)
+        ));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::inbound::{self, Inbound};
+use super::inbound::{self, Framing, Inbound};
 
 /// Read in large pieces: a message can be megabytes (a file's content for `write`).
 const READ_BUFFER: usize = 64 * 1024;
@@ -77,12 +77,14 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineTransport<R> {
     /// Handles the line just completed: a message for `rmcp`, or `None` once answered or ignored.
     fn finish_line(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         let checked = match self.overflow.take() {
-            Some(overflow) => {
-                Inbound::Reply(inbound::too_long(&overflow.prefix, self.max_line, overflow.length))
-            }
+            Some(overflow) => Inbound::Reply(inbound::too_long(
+                &overflow.prefix,
+                self.max_line,
+                Some(overflow.length as u64),
+            )),
             None => {
                 let line = self.line.strip_suffix(b"\r").unwrap_or(&self.line);
-                inbound::check(line)
+                inbound::check(line, Framing::Lines)
             }
         };
         self.line.clear();
@@ -96,7 +98,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineTransport<R> {
                 let _ = encode_value(&reply).and_then(|bytes| self.queue(bytes, None));
                 None
             }
-            Inbound::Ignore => None,
+            Inbound::Unanswered(_) => None,
         }
     }
 }

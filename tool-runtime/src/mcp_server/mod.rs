@@ -119,7 +119,8 @@ impl McpServerBuilder {
     }
 
     /// The longest message, in bytes, the server reads from its input (default
-    /// [`DEFAULT_MAX_MESSAGE_BYTES`]). A longer line is skipped and answered with `-32600`.
+    /// [`DEFAULT_MAX_MESSAGE_BYTES`]). A longer line is skipped and answered with `-32600`; over
+    /// HTTP, a longer request body gets that error with status `413`, unread.
     pub fn max_message_bytes(mut self, limit: usize) -> Self {
         self.max_message_bytes = limit.max(1);
         self
@@ -251,6 +252,13 @@ fn tool_list(registry: &Registry) -> Result<Vec<Tool>, LoweringError> {
 /// error), or an object that is not a JSON-RPC request, and `-32602` for params that are not an
 /// object or do not fit the method (`tools/call` without a `name`, `initialize` without a
 /// `protocolVersion`). Notifications are never answered, as JSON-RPC requires.
+///
+/// Over HTTP (`McpServer::serve_http`, feature `mcp-http`) each request body is one message and gets the same
+/// checks, after the `Host`, `Origin` and token checks: the error comes back as an
+/// `application/json` response with status `200` for a request whose params do not fit (its
+/// answer, like any other), `413` for a body longer than the limit, and `400` for the rest, a
+/// notification or response that cannot be handled included (HTTP answers every request; that
+/// error has no `id`).
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
