@@ -281,6 +281,21 @@ async fn a_replaced_registry_serves_new_calls_while_calls_in_flight_finish_on_th
     assert!(removed.message.starts_with("Unknown tool `count`"), "{}", removed.message);
     assert!(removed.message.contains("add"), "names the tools there are now: {}", removed.message);
 
+    // A registry MCP cannot describe changes nothing and announces nothing.
+    let listing = tool_runtime::FnTool::new(
+        tool_runtime::ToolSpec::new("listing", "Lists.", json!({"type": "object"}))
+            .with_output_schema(json!({"type": "array", "items": {"type": "string"}})),
+        |_ctx: ToolContext, _args: Value| async { Ok(tool_runtime::ToolOutput::text("[]")) },
+    );
+    let unlowerable = Registry::builder().tool(listing).build().unwrap();
+    let error = server.replace_registry(unlowerable).await.unwrap_err();
+    assert!(error.to_string().starts_with("the tool `listing` cannot be described to MCP"), "{error}");
+    assert_eq!(names(client.list_all_tools().await.unwrap()), ["add"]);
+    assert_eq!(names(server.tools()), ["add"]);
+    let sum = client.call_tool(call("add", json!({"a": 2, "b": 2}))).await.unwrap();
+    assert_eq!(sum.structured_content, Some(json!({"total": 4})));
+    assert!(announced.try_recv().is_err(), "no announcement of a change that did not happen");
+
     // `hold` is gone from the registry, and its call still finishes on the one it started on.
     RELEASE.notify_one();
     let held = in_flight.await.unwrap().unwrap();
