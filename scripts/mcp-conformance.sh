@@ -25,6 +25,7 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 work="$target/conformance"
 port="${MCP_CONFORMANCE_PORT:-18031}"
 tools="${1:-}"
+[ -z "$tools" ] || tools="$(realpath "$tools")"
 
 CONFORMANCE="@modelcontextprotocol/conformance@0.1.16"
 EVERYTHING="@modelcontextprotocol/server-everything@2026.8.31"
