@@ -33,6 +33,7 @@ pub(crate) enum Framing {
     /// One message per line (stdio).
     Lines,
     /// One message per HTTP request body (Streamable HTTP).
+    #[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
     Bodies,
 }
 
@@ -58,7 +59,7 @@ pub(crate) enum Inbound {
     /// response that cannot be handled (the JSON-RPC specification forbids answering those). This
     /// error, with no `id`, is for transports whose every request has a response (HTTP's status
     /// `400`); over stdio nothing is sent.
-    Unanswered(Value),
+    Unanswered(#[cfg_attr(not(feature = "mcp-http"), allow(dead_code))] Value),
 }
 
 /// Checks one message (one line without its newline, or one request body).
