@@ -3,6 +3,7 @@
 //! handle it.
 
 use std::io;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::RoleServer;
 use rmcp::model::JsonRpcMessage;
@@ -10,8 +11,6 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::inbound::{self, Framing, Inbound};
@@ -23,9 +22,9 @@ const KEEP_OF_LONG_LINE: usize = 64 * 1024;
 /// A line buffer grown past this is given back once its line is handled.
 const KEEP_CAPACITY: usize = 1024 * 1024;
 
-/// Reads lines from `R`; writes lines on a task of its own, so that what `receive` answers
-/// itself and what `rmcp` sends go out whole and in order, and a `receive` dropped by `rmcp`'s
-/// event loop (it polls `receive` in a `select!`) loses nothing.
+/// Reads lines from `R` and writes lines to the output, so that what `receive` answers itself
+/// and what `rmcp` sends go out whole and in order, and a `receive` dropped by `rmcp`'s event
+/// loop (it polls `receive` in a `select!`) loses nothing.
 pub(super) struct LineTransport<R> {
     reader: BufReader<R>,
     line: Vec<u8>,
@@ -33,8 +32,7 @@ pub(super) struct LineTransport<R> {
     overflow: Option<Overflow>,
     max_line: usize,
     eof: bool,
-    out: Option<mpsc::UnboundedSender<Outgoing>>,
-    writer: Option<JoinHandle<()>>,
+    output: Arc<Output>,
     /// Cancelled when the input ends.
     input_closed: CancellationToken,
 }
@@ -44,9 +42,123 @@ struct Overflow {
     length: usize,
 }
 
-struct Outgoing {
+/// The output side. A line is queued when it is handed over (`send` queues before its future
+/// runs), so lines go out in that order; whoever holds the writer writes every line queued so
+/// far, in the task that waits for it (`rmcp` runs each send in a task of its own), with no
+/// task of the transport's own in between.
+struct Output {
+    queue: Mutex<Queue>,
+    writer: tokio::sync::Mutex<Writer>,
+}
+
+struct Queue {
     bytes: Vec<u8>,
-    sent: Option<oneshot::Sender<io::Result<()>>>,
+    /// How many lines were ever queued: line `n` is written once `Writer::written >= n`.
+    lines: u64,
+    closed: bool,
+}
+
+struct Writer {
+    sink: Option<Box<dyn AsyncWrite + Unpin + Send>>,
+    /// Taken from the queue, not yet all written: a write whose future was dropped halfway
+    /// resumes here, at `offset`, so no line is lost or cut.
+    pending: Vec<u8>,
+    offset: usize,
+    /// The lines of `pending` and those before it.
+    pending_through: u64,
+    written: u64,
+    /// After a failed write, every later one fails the same way.
+    failed: Option<io::ErrorKind>,
+}
+
+impl Output {
+    fn new(sink: Box<dyn AsyncWrite + Unpin + Send>) -> Self {
+        Output {
+            queue: Mutex::new(Queue { bytes: Vec::new(), lines: 0, closed: false }),
+            writer: tokio::sync::Mutex::new(Writer {
+                sink: Some(sink),
+                pending: Vec::new(),
+                offset: 0,
+                pending_through: 0,
+                written: 0,
+                failed: None,
+            }),
+        }
+    }
+
+    /// Queues one line; its number, for [`Output::written_through`].
+    fn queue(&self, bytes: &[u8]) -> io::Result<u64> {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        if queue.closed {
+            return Err(closed());
+        }
+        queue.bytes.extend_from_slice(bytes);
+        queue.lines += 1;
+        Ok(queue.lines)
+    }
+
+    /// Waits until line `line` is written, writing whatever is queued when nobody else is.
+    async fn written_through(&self, line: u64) -> io::Result<()> {
+        let mut writer = self.writer.lock().await;
+        let writer = &mut *writer;
+        loop {
+            if writer.written >= line {
+                return Ok(());
+            }
+            if let Some(kind) = writer.failed {
+                return Err(io::Error::from(kind));
+            }
+            if writer.pending.is_empty() {
+                let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+                std::mem::swap(&mut writer.pending, &mut queue.bytes);
+                writer.offset = 0;
+                writer.pending_through = queue.lines;
+            }
+            let result = match writer.sink.as_mut() {
+                None => Err(closed()),
+                Some(sink) => write_pending(sink, &writer.pending, &mut writer.offset).await,
+            };
+            match result {
+                Ok(()) => {
+                    writer.pending.clear();
+                    writer.written = writer.pending_through;
+                }
+                Err(error) => {
+                    writer.failed = Some(error.kind());
+                    return Err(error);
+                }
+            }
+        }
+    }
+
+    /// Writes what is queued, then closes the output: later lines are refused.
+    async fn close(&self) {
+        let last = {
+            let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            queue.closed = true;
+            queue.lines
+        };
+        let _ = self.written_through(last).await;
+        self.writer.lock().await.sink = None;
+    }
+}
+
+/// Writes `bytes[*offset..]` and flushes, advancing `offset` as the writes return, so that a
+/// future dropped halfway leaves `offset` where the next one must go on.
+async fn write_pending(
+    sink: &mut (dyn AsyncWrite + Unpin + Send),
+    bytes: &[u8],
+    offset: &mut usize,
+) -> io::Result<()> {
+    while *offset < bytes.len() {
+        match sink.write(&bytes[*offset..]).await {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+            Ok(n) => *offset += n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    sink.flush().await
 }
 
 impl<R: AsyncRead + Unpin + Send + 'static> LineTransport<R> {
@@ -56,22 +168,15 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineTransport<R> {
         max_line: usize,
         input_closed: CancellationToken,
     ) -> Self {
-        let (out, queue) = mpsc::unbounded_channel();
         LineTransport {
             reader: BufReader::with_capacity(READ_BUFFER, reader),
             line: Vec::new(),
             overflow: None,
             max_line,
             eof: false,
-            out: Some(out),
-            writer: Some(tokio::spawn(write_lines(writer, queue))),
+            output: Arc::new(Output::new(Box::new(writer))),
             input_closed,
         }
-    }
-
-    fn queue(&self, bytes: Vec<u8>, sent: Option<oneshot::Sender<io::Result<()>>>) -> io::Result<()> {
-        let out = self.out.as_ref().ok_or_else(closed)?;
-        out.send(Outgoing { bytes, sent }).map_err(|_| closed())
     }
 
     /// Handles the line just completed: a message for `rmcp`, or `None` once answered or ignored.
@@ -95,7 +200,10 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineTransport<R> {
             Inbound::Message(message) => Some(*message),
             Inbound::Reply(reply) => {
                 // Nobody to tell when the output is gone; the next send reports it.
-                let _ = encode_value(&reply).and_then(|bytes| self.queue(bytes, None));
+                if let Ok(line) = encode_value(&reply).and_then(|bytes| self.output.queue(&bytes)) {
+                    let output = self.output.clone();
+                    tokio::spawn(async move { output.written_through(line).await });
+                }
                 None
             }
             Inbound::Unanswered(_) => None,
@@ -128,12 +236,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransp
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let (sent, done) = oneshot::channel();
-        let queued = encode(&item).and_then(|bytes| self.queue(bytes, Some(sent)));
-        async move {
-            queued?;
-            done.await.unwrap_or_else(|_| Err(closed()))
-        }
+        let queued = encode(&item).and_then(|bytes| self.output.queue(&bytes));
+        let output = self.output.clone();
+        async move { output.written_through(queued?).await }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
@@ -177,34 +282,8 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransp
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.out = None;
-        if let Some(writer) = self.writer.take() {
-            let _ = writer.await;
-        }
+        self.output.close().await;
         Ok(())
-    }
-}
-
-/// Writes queued lines in order; after a failed write, every later one fails the same way.
-async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut queue: mpsc::UnboundedReceiver<Outgoing>) {
-    let mut failed: Option<io::ErrorKind> = None;
-    while let Some(Outgoing { bytes, sent }) = queue.recv().await {
-        let result = match failed {
-            Some(kind) => Err(io::Error::from(kind)),
-            None => {
-                let result = match writer.write_all(&bytes).await {
-                    Ok(()) => writer.flush().await,
-                    Err(error) => Err(error),
-                };
-                if let Err(error) = &result {
-                    failed = Some(error.kind());
-                }
-                result
-            }
-        };
-        if let Some(sent) = sent {
-            let _ = sent.send(result);
-        }
     }
 }
 
@@ -238,6 +317,56 @@ fn closed() -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::task::Poll;
+    use tokio::io::AsyncReadExt;
+
+    /// An output into a pipe of `capacity` bytes, and the pipe's other end.
+    fn piped(capacity: usize) -> (Arc<Output>, tokio::io::DuplexStream) {
+        let (sink, read) = tokio::io::duplex(capacity);
+        (Arc::new(Output::new(Box::new(sink))), read)
+    }
+
+    #[tokio::test]
+    async fn lines_go_out_whole_and_in_order_even_when_a_write_is_dropped_halfway() {
+        let (output, mut read) = piped(4);
+        let first = output.queue(b"{\"id\":1}\n").unwrap();
+        // The pipe takes 4 bytes, then the write waits: poll it once and drop it there.
+        {
+            let writing = output.written_through(first);
+            tokio::pin!(writing);
+            let polled = std::future::poll_fn(|cx| Poll::Ready(writing.as_mut().poll(cx))).await;
+            assert!(polled.is_pending(), "the pipe is full");
+        }
+        let second = output.queue(b"{\"id\":2}\n").unwrap();
+        assert_eq!((first, second), (1, 2));
+        let reader = tokio::spawn(async move {
+            let mut text = vec![0; 20];
+            read.read_exact(&mut text).await.map(|_| text)
+        });
+        // Waiting for the second line writes the rest of the first, then the second.
+        output.written_through(second).await.unwrap();
+        output.written_through(first).await.unwrap();
+        assert_eq!(reader.await.unwrap().unwrap(), b"{\"id\":1}\n{\"id\":2}\n");
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_fails_every_later_one_and_a_closed_output_takes_nothing() {
+        let (output, read) = piped(64);
+        drop(read);
+        let line = output.queue(b"{}\n").unwrap();
+        let error = output.written_through(line).await.unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::BrokenPipe);
+        let later = output.queue(b"{}\n").unwrap();
+        assert_eq!(output.written_through(later).await.unwrap_err().kind(), io::ErrorKind::BrokenPipe);
+
+        let (output, mut read) = piped(64);
+        output.queue(b"{\"last\":true}\n").unwrap();
+        output.close().await;
+        assert_eq!(output.queue(b"{}\n").unwrap_err().kind(), io::ErrorKind::BrokenPipe);
+        let mut text = String::new();
+        read.read_to_string(&mut text).await.unwrap();
+        assert_eq!(text, "{\"last\":true}\n", "what was queued went out, then the output ended");
+    }
 
     #[test]
     fn long_lines_keep_a_prefix_and_count_every_byte() {
