@@ -121,6 +121,9 @@ impl Output {
             match result {
                 Ok(()) => {
                     writer.pending.clear();
+                    if writer.pending.capacity() > KEEP_CAPACITY {
+                        writer.pending = Vec::new();
+                    }
                     writer.written = writer.pending_through;
                 }
                 Err(error) => {
@@ -339,14 +342,17 @@ mod tests {
         }
         let second = output.queue(b"{\"id\":2}\n").unwrap();
         assert_eq!((first, second), (1, 2));
+        let expected = b"{\"id\":1}\n{\"id\":2}\n";
         let reader = tokio::spawn(async move {
-            let mut text = vec![0; 20];
+            let mut text = vec![0; expected.len()];
             read.read_exact(&mut text).await.map(|_| text)
         });
         // Waiting for the second line writes the rest of the first, then the second.
         output.written_through(second).await.unwrap();
         output.written_through(first).await.unwrap();
-        assert_eq!(reader.await.unwrap().unwrap(), b"{\"id\":1}\n{\"id\":2}\n");
+        // A lost or cut line would leave the reader waiting: fail instead.
+        let read = tokio::time::timeout(std::time::Duration::from_secs(10), reader).await;
+        assert_eq!(read.expect("every byte arrives").unwrap().unwrap(), expected);
     }
 
     #[tokio::test]
