@@ -466,7 +466,10 @@ impl McpServer {
             .map(|token| ProgressForwarder::new(token, context.peer.clone()));
         let call = ToolCall { id: call_id, name: request.name.into_owned(), arguments };
         let sink = progress.clone().map(|progress| progress as Arc<dyn ContextSink>);
-        let cancel = context.ct.child_token();
+        // rmcp gives each request a token of its own, a child of the one it cancels for
+        // `notifications/cancelled`: cancelling it at a shutdown stops this call alone, and its
+        // response still goes out.
+        let cancel = context.ct;
         let asker = ClientAsker { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
         let run = crate::permissions::with_call_asker(
             Arc::new(asker),
@@ -479,7 +482,7 @@ impl McpServer {
             tokio::select! {
                 () = progress.finish() => {}
                 () = self.input_closed.cancelled() => {}
-                () = context.ct.cancelled() => {}
+                () = cancel.cancelled() => {}
             }
         }
         Ok(call_tool_result(result.output))
