@@ -365,7 +365,8 @@ async fn pass_on_tool_changes(mounts: Vec<McpMount>, server: tool_runtime::mcp_s
         if let Err(message) = rebuilt {
             let _ = writeln!(
                 io::stderr().lock(),
-                "tools: a mounted server changed its tools, and they are not served: {message}"
+                "tools: a mounted server changed its tools, but the new set cannot be served ({message}); \
+                 the tools served stay as they were until the next change"
             );
         }
     }

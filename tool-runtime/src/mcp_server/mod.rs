@@ -253,11 +253,11 @@ fn tool_list(registry: &Registry) -> Result<Vec<Tool>, LoweringError> {
 /// object or do not fit the method (`tools/call` without a `name`, `initialize` without a
 /// `protocolVersion`). Notifications are never answered, as JSON-RPC requires.
 ///
-/// Over HTTP (`McpServer::serve_http`, feature `mcp-http`) each request body is one message and gets the same
-/// checks, after the `Host`, `Origin` and token checks: the error comes back as an
-/// `application/json` response with status `200` for a request whose params do not fit (its
-/// answer, like any other), `413` for a body longer than the limit, and `400` for the rest, a
-/// notification or response that cannot be handled included (HTTP answers every request; that
+/// Over HTTP (`McpServer::serve_http`, feature `mcp-http`) each request body is one message
+/// and gets the same checks, after the `Host`, `Origin` and token checks: the error comes back
+/// as an `application/json` response with status `200` for a request whose params do not fit
+/// (its answer, like any other), `413` for a body longer than the limit, and `400` for the rest,
+/// a notification or response that cannot be handled included (HTTP answers every request; that
 /// error has no `id`).
 ///
 /// ```no_run
