@@ -19,8 +19,24 @@ enum Gate {
 }
 
 impl Inner {
-    /// Takes the call's guard (shared for parallel tools, exclusive otherwise) and a concurrency
-    /// permit, or `None` if `cancel` fires first.
+    /// Takes the call's guard and a concurrency permit if both are free at once. The lock and
+    /// the cap are fair: while a call waits for either, this takes nothing.
+    pub(crate) fn try_acquire(&self, parallel: bool) -> Option<Slot> {
+        let gate = if parallel {
+            Gate::Shared(self.gate.clone().try_read_owned().ok()?)
+        } else {
+            Gate::Exclusive(self.gate.clone().try_write_owned().ok()?)
+        };
+        let permit = match &self.cap {
+            None => None,
+            Some(cap) => Some(cap.clone().try_acquire_owned().ok()?),
+        };
+        Some(Slot { _gate: gate, _permit: permit })
+    }
+
+    /// Waits for the call's guard (shared for parallel tools, exclusive otherwise) and a
+    /// concurrency permit, or `None` if `cancel` fires first. Callers try
+    /// [`Inner::try_acquire`] first, so that a call that need not wait never builds this future.
     pub(crate) async fn acquire(&self, parallel: bool, cancel: &CancellationToken) -> Option<Slot> {
         let gate = if parallel {
             Gate::Shared(until_cancelled!(cancel, self.gate.clone().read_owned())?)

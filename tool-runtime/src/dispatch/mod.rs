@@ -458,15 +458,17 @@ impl Dispatcher {
         self.run_inline(call, CallOptions::default(), None, cancel).await.result
     }
 
-    /// Runs one call whose progress and metadata also go to `sink`.
+    /// Runs one call whose progress and metadata also go to `sink`. The call's state is on the
+    /// heap: a caller that moves the future (into a task, through wrappers) moves a pointer.
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) async fn run_with_sink(
+    pub(crate) fn run_with_sink(
         &self,
         call: ToolCall,
         sink: Option<Arc<dyn ContextSink>>,
         cancel: CancellationToken,
-    ) -> ToolResult {
-        self.run_inline(call, CallOptions::default(), sink, cancel).await.result
+    ) -> impl Future<Output = ToolResult> + Send + '_ {
+        let run = Box::pin(self.run_inline(call, CallOptions::default(), sink, cancel));
+        async move { run.await.result }
     }
 
     /// Runs one call with options (such as a per-call timeout).
@@ -506,21 +508,26 @@ impl Dispatcher {
     ) -> Outcome {
         let inner = &self.inner;
         let (pending, arguments) = inner.queue(0, call, options, sink);
-        let mut dropped = FinishOnDrop { inner, pending: Some(pending.clone()) };
-        let outcome = match inner.prepare(pending, arguments) {
-            Err(outcome) => *outcome,
-            Ok(ready) => match inner.acquire(ready.parallel(), &cancel).await {
-                None => inner.cancelled_before_start(&ready.pending),
-                Some(slot) if inner.should_skip() => {
-                    drop(slot);
-                    inner.skipped(&ready.pending)
-                }
-                Some(slot) => {
-                    let outcome = run::boxed(inner.run_call(ready, cancel)).await;
-                    drop(slot);
-                    outcome
-                }
-            },
+        let ready = match inner.prepare(pending, arguments) {
+            Ok(ready) => ready,
+            Err(outcome) => return *outcome,
+        };
+        let mut dropped = FinishOnDrop { inner, pending: Some(ready.pending.clone()) };
+        let slot = match inner.try_acquire(ready.parallel()) {
+            Some(slot) => Some(slot),
+            None => inner.acquire(ready.parallel(), &cancel).await,
+        };
+        let outcome = match slot {
+            None => inner.cancelled_before_start(&ready.pending),
+            Some(slot) if inner.should_skip() => {
+                drop(slot);
+                inner.skipped(&ready.pending)
+            }
+            Some(slot) => {
+                let outcome = run::boxed(inner.run_call(ready, cancel)).await;
+                drop(slot);
+                outcome
+            }
         };
         dropped.pending = None;
         outcome
@@ -528,12 +535,12 @@ impl Dispatcher {
 
     /// Runs the calls of one model turn and returns exactly one result per call, in the order of
     /// the calls. Only a `Fatal` error escapes as `Err`; it cancels the calls still running.
-    pub async fn run_batch(
+    pub fn run_batch(
         &self,
         calls: Vec<ToolCall>,
         cancel: CancellationToken,
-    ) -> Result<Vec<ToolResult>, ToolError> {
-        self.run_batch_with(calls.into_iter().map(|call| (call, CallOptions::default())), cancel).await
+    ) -> impl Future<Output = Result<Vec<ToolResult>, ToolError>> + Send + '_ {
+        self.run_batch_with(calls.into_iter().map(|call| (call, CallOptions::default())), cancel)
     }
 
     /// [`Dispatcher::run_batch`] with options per call.
@@ -592,7 +599,11 @@ impl Dispatcher {
             // taking them inside the tasks would let the runtime reorder them.
             // A guard may come free only because a cancelled call let go of it: check the token
             // after taking it too.
-            let slot = match inner.acquire(ready.parallel(), &batch).await {
+            let slot = match inner.try_acquire(ready.parallel()) {
+                Some(slot) => Some(slot),
+                None => inner.acquire(ready.parallel(), &batch).await,
+            };
+            let slot = match slot {
                 Some(slot) if !batch.is_cancelled() => slot,
                 _ => {
                     stop = Some(BatchStop::Cancelled);

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::gate::Slot;
-use super::messages::{self, guarded};
+use super::messages::{self, CatchUnwind, guarded};
 use super::record::{Outcome, Pending, error_output, status_of};
 use super::{Inner, RepeatAction, repeat};
 use crate::call::Arguments;
@@ -187,78 +187,92 @@ impl Inner {
 
     /// The stages after the guard was taken, and the call's result. `caller` stops the call
     /// from outside (the batch's token, or the caller's own for a lone call).
-    pub(crate) async fn run_call(&self, ready: Ready, caller: CancellationToken) -> Outcome {
+    ///
+    /// This and [`Inner::stages`] do their synchronous part when called and return the rest as
+    /// a future that owns only what it still needs: an `async fn` would keep its arguments next
+    /// to the locals made from them, and the call's state, moved and copied whole, would be
+    /// larger. Stages that rarely run (repeat guard, hooks, a stopped call) are boxed for the
+    /// same reason.
+    pub(crate) fn run_call(
+        &self,
+        ready: Ready,
+        caller: CancellationToken,
+    ) -> impl Future<Output = Outcome> + Send + '_ {
         let pending = ready.pending.clone();
         let spec = ready.tool.spec();
         let timeout = pending.options.timeout.or(spec.timeout).or(self.default_timeout);
         let ctx = self.context(&pending, spec, caller, timeout);
-        let mut running = StopOnDrop { call: ctx.clone(), ended: false };
-        let stages = self.stages(ready, ctx, &running.call, timeout).await;
-        running.ended = true;
-        match stages {
-            Ok(Done { output, error, started_at }) => {
-                let status = match &error {
-                    _ if !output.is_error => CallStatus::Completed,
-                    Some(error) => status_of(error),
-                    None => CallStatus::Failed,
-                };
-                let error = error.filter(|_| output.is_error);
-                self.finish(&pending, status, output, error, Some(started_at))
-            }
-            Err(Stop::NotStarted) => self.cancelled_before_start(&pending),
-            Err(Stop::Failed(error, started_at)) => self.fail(&pending, error, started_at),
-            Err(Stop::Cancelled { output, error, started_at }) => {
-                self.finish(&pending, status_of(&error), output, Some(error), Some(started_at))
+        let running = StopOnDrop { call: ctx.clone(), ended: false };
+        let stages = self.stages(ready, ctx, running.call.clone(), timeout);
+        async move {
+            // Moved in whole: dropping this future before the call ended stops the call.
+            let mut running = running;
+            let stages = stages.await;
+            running.ended = true;
+            match stages {
+                Ok(Done { output, error, started_at }) => {
+                    let status = match &error {
+                        _ if !output.is_error => CallStatus::Completed,
+                        Some(error) => status_of(error),
+                        None => CallStatus::Failed,
+                    };
+                    let error = error.filter(|_| output.is_error);
+                    self.finish(&pending, status, output, error, Some(started_at))
+                }
+                Err(Stop::NotStarted) => self.cancelled_before_start(&pending),
+                Err(Stop::Failed(error, started_at)) => self.fail(&pending, error, started_at),
+                Err(Stop::Cancelled { output, error, started_at }) => {
+                    self.finish(&pending, status_of(&error), output, Some(error), Some(started_at))
+                }
             }
         }
     }
 
     /// `ctx` goes to the tool; `call` is the dispatcher's handle on the same context.
-    async fn stages(
+    fn stages(
         &self,
         ready: Ready,
         ctx: ToolContext,
-        call: &ToolContext,
+        call: ToolContext,
         timeout: Option<Duration>,
-    ) -> Result<Done, Stop> {
+    ) -> impl Future<Output = Result<Done, Stop>> + Send + '_ {
         let Ready { pending, tool, input, coercions, repeat_count, read_only_call } = ready;
-        let spec = tool.spec();
-        // What stops the call from outside; the call's own token is made only if its tool
-        // asks for it, and is stopped through `call`.
-        let cancel = call.caller_token();
-
-        self.repeat_guard(&pending, repeat_count, &ctx, cancel).await?;
-        let (input, hook_call) = match input {
-            Input::Decoded(call) => (Input::Decoded(call), None),
-            Input::Value(arguments) => {
-                let mut hook_call = self.before_hooks(&pending, arguments, cancel).await?;
-                // A call running alongside others because it only reads must still only read
-                // after the hooks rewrote it.
-                if let (Some(decided), Some(policy)) = (&read_only_call, &self.read_only_calls)
-                    && *decided != hook_call.arguments
-                    && !policy.runs_read_only(&pending.tool, &hook_call.arguments)
-                {
-                    return Err(Stop::Failed(messages::rewritten_read_only_call(&pending.tool), None));
-                }
-                // After-hooks read the arguments too; otherwise the tool takes them.
-                let arguments = if self.after.is_empty() {
-                    mem::take(&mut hook_call.arguments)
-                } else {
-                    hook_call.arguments.clone()
-                };
-                (Input::Value(arguments), Some(hook_call))
+        async move {
+            // What stops the call from outside; the call's own token is made only if its tool
+            // asks for it, and is stopped through `call`.
+            let cancel = call.caller_token();
+            if self.repeat.threshold != 0 && repeat_count >= self.repeat.threshold {
+                Box::pin(self.repeat_guard(&pending, repeat_count, &ctx, cancel)).await?;
             }
-        };
-        let (ran, started_at) = self.run_tool(&pending, &tool, ctx, call, input, timeout).await?;
-        let (mut output, error) =
-            self.after_hooks(&pending, hook_call.as_ref(), ran, started_at, cancel).await?;
-        self.truncate(&mut output, spec);
-        if !coercions.is_empty()
-            && let Ok(value) = serde_json::to_value(&coercions)
-        {
-            output.metadata.insert("coercions".to_owned(), value);
+            let (input, hook_call) = match input {
+                Input::Value(arguments) if !self.before.is_empty() || !self.after.is_empty() => {
+                    let hooks = self.before_hooks(&pending, arguments, read_only_call, cancel);
+                    let (arguments, hook_call) = Box::pin(hooks).await?;
+                    (Input::Value(arguments), Some(hook_call))
+                }
+                input => (input, None),
+            };
+            let (ran, started_at) = self.run_tool(&pending, &tool, ctx, &call, input, timeout).await?;
+            let (output, error) = match ran {
+                Ran::Output(output) => (output, None),
+                Ran::Error(error) => (error_output(&error), Some(error)),
+                Ran::TimedOut(output, error) => (output, Some(error)),
+            };
+            let (mut output, error) = match hook_call {
+                Some(hook_call) if !self.after.is_empty() => {
+                    let hooks = self.after_hooks(&pending, hook_call, output, error, started_at, cancel);
+                    Box::pin(hooks).await?
+                }
+                _ => (output, error),
+            };
+            self.truncate(&mut output, tool.spec());
+            if !coercions.is_empty()
+                && let Ok(value) = serde_json::to_value(&coercions)
+            {
+                output.metadata.insert("coercions".to_owned(), value);
+            }
+            Ok(Done { output, error, started_at })
         }
-        Ok(Done { output, error, started_at })
     }
 
     /// The call's context: its own ids, cancellation under `caller`, deadline and limits, and
@@ -289,7 +303,7 @@ impl Inner {
         })
     }
 
-    /// Stage 2: the repeat guard, once the same call came often enough in a row.
+    /// Stage 2: the repeat guard, for a call that came often enough in a row.
     async fn repeat_guard(
         &self,
         pending: &Pending,
@@ -297,9 +311,6 @@ impl Inner {
         ctx: &ToolContext,
         cancel: &CancellationToken,
     ) -> Result<(), Stop> {
-        if self.repeat.threshold == 0 || repeat_count < self.repeat.threshold {
-            return Ok(());
-        }
         let verdict = match self.repeat.action {
             RepeatAction::Refuse => Err(messages::repeat_refused(&pending.tool, repeat_count)),
             RepeatAction::Ask => {
@@ -321,21 +332,21 @@ impl Inner {
     }
 
     /// Stage 3: the before-hooks, in order; each sees the arguments the one before left. A
-    /// rewrite is validated as the model's arguments are, from the value itself.
+    /// rewrite is validated as the model's arguments are, from the value itself. Gives the
+    /// arguments the tool runs with and the hook call the after-hooks read.
     async fn before_hooks(
         &self,
         pending: &Pending,
         arguments: Value,
+        read_only_call: Option<Value>,
         cancel: &CancellationToken,
-    ) -> Result<HookCall, Stop> {
-        let mut hook_call =
-            HookCall { call_id: String::new(), tool: String::new(), session_id: String::new(), arguments };
-        if self.before.is_empty() && self.after.is_empty() {
-            return Ok(hook_call);
-        }
-        hook_call.call_id = pending.call_id.clone();
-        hook_call.tool = pending.tool.clone();
-        hook_call.session_id = self.shared.session_id.clone();
+    ) -> Result<(Value, HookCall), Stop> {
+        let mut hook_call = HookCall {
+            call_id: pending.call_id.clone(),
+            tool: pending.tool.clone(),
+            session_id: self.shared.session_id.clone(),
+            arguments,
+        };
         for hook in &self.before {
             if cancel.is_cancelled() {
                 return Err(Stop::NotStarted);
@@ -363,7 +374,21 @@ impl Inner {
                 },
             }
         }
-        Ok(hook_call)
+        // A call running alongside others because it only reads must still only read after the
+        // hooks rewrote it.
+        if let (Some(decided), Some(policy)) = (&read_only_call, &self.read_only_calls)
+            && *decided != hook_call.arguments
+            && !policy.runs_read_only(&pending.tool, &hook_call.arguments)
+        {
+            return Err(Stop::Failed(messages::rewritten_read_only_call(&pending.tool), None));
+        }
+        // After-hooks read the arguments too; otherwise the tool takes them.
+        let arguments = if self.after.is_empty() {
+            mem::take(&mut hook_call.arguments)
+        } else {
+            hook_call.arguments.clone()
+        };
+        Ok((arguments, hook_call))
     }
 
     /// Stage 4: the tool, under its time limit and the caller's token, with panics caught. A
@@ -389,33 +414,51 @@ impl Inner {
             Input::Decoded(call) => call(ctx),
         });
         tokio::pin!(run);
-        let limit_reached = async {
-            match timeout {
-                Some(limit) => tokio::time::sleep(limit).await,
-                None => std::future::pending().await,
+        // In a block, so that what only the first wait needs is not kept while a stopped call
+        // hands back what it has.
+        let stopped = {
+            let limit_reached = async {
+                match timeout {
+                    Some(limit) => tokio::time::sleep(limit).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::pin!(limit_reached);
+            let first = tokio::select! {
+                biased;
+                value = &mut run => Ok(value),
+                () = cancel.cancelled() => Err(None),
+                () = &mut limit_reached => Err(timeout),
+            };
+            match first {
+                Ok(Err(panic)) => {
+                    return Ok((Ran::Error(messages::crashed(&pending.tool, panic)), started_at));
+                }
+                // A tool that returns once its token fired was stopped, even when it answers in
+                // the same poll: its output is what it had so far.
+                Ok(Ok(Ok(output))) if call.is_cancelled() => (None, Some(output)),
+                Ok(Ok(Err(error))) if error.is_fatal() => return Err(Stop::Failed(error, Some(started_at))),
+                Ok(Ok(Err(error))) => return Ok((Ran::Error(error), started_at)),
+                Ok(Ok(Ok(output))) => return Ok((Ran::Output(output), started_at)),
+                Err(stop) => (stop, None),
             }
         };
-        tokio::pin!(limit_reached);
-        let first = tokio::select! {
-            biased;
-            value = &mut run => Ok(value),
-            () = cancel.cancelled() => Err(None),
-            () = &mut limit_reached => Err(timeout),
-        };
-        // A tool that returns once its token fired was stopped, even when it answers in the
-        // same poll: its output is what it had so far.
-        let first = match first {
-            Ok(Ok(Ok(output))) if call.is_cancelled() => Err((None, Some(output))),
-            Ok(value) => Ok(value),
-            Err(stop) => Err((stop, None)),
-        };
-        let (stop, answered) = match first {
-            Ok(Err(panic)) => return Ok((Ran::Error(messages::crashed(&pending.tool, panic)), started_at)),
-            Ok(Ok(Err(error))) if error.is_fatal() => return Err(Stop::Failed(error, Some(started_at))),
-            Ok(Ok(Err(error))) => return Ok((Ran::Error(error), started_at)),
-            Ok(Ok(Ok(output))) => return Ok((Ran::Output(output), started_at)),
-            Err(stopped) => stopped,
-        };
+        // Boxed: what a stopped call needs would otherwise make every call's state larger.
+        let ran = Box::pin(self.stopped(pending, tool, call, run, stopped, started_at)).await?;
+        Ok((ran, started_at))
+    }
+
+    /// A call stopped by its time limit (`stop` is the limit) or by its caller (`None`), with
+    /// the output it answered with in the same poll, if any.
+    async fn stopped(
+        &self,
+        pending: &Pending,
+        tool: &Arc<dyn Tool>,
+        call: &ToolContext,
+        mut run: Pin<&mut CatchUnwind<'_, Result<ToolOutput, ToolError>>>,
+        (stop, answered): (Option<Duration>, Option<ToolOutput>),
+        started_at: Instant,
+    ) -> Result<Ran, Stop> {
         let stop_error = match stop {
             Some(limit) => messages::timed_out(&pending.tool, limit),
             None => messages::cancelled_after(&pending.tool, started_at.elapsed()),
@@ -424,8 +467,7 @@ impl Inner {
         call.stop();
         let partial = match answered {
             Some(output) => Some(output),
-            // Boxed: its timer would otherwise make every call's state larger.
-            None => match Box::pin(tokio::time::timeout(self.cancel_grace, &mut run)).await {
+            None => match tokio::time::timeout(self.cancel_grace, &mut run).await {
                 Ok(Ok(Ok(output))) => Some(output),
                 Ok(Ok(Err(error))) if !error.is_fatal() => Some(error_output(&error)),
                 _ => None,
@@ -434,7 +476,7 @@ impl Inner {
         let Some(mut output) = partial else {
             return match stop {
                 None => Err(Stop::Failed(stop_error, Some(started_at))),
-                Some(_) => Ok((Ran::Error(stop_error), started_at)),
+                Some(_) => Ok(Ran::Error(stop_error)),
             };
         };
         output.metadata.insert("error_kind".to_owned(), Value::from(stop_error.kind().as_str()));
@@ -449,7 +491,7 @@ impl Inner {
                 self.truncate(&mut output, tool.spec());
                 Err(Stop::Cancelled { output, error: stop_error, started_at })
             }
-            Some(_) => Ok((Ran::TimedOut(output, stop_error), started_at)),
+            Some(_) => Ok(Ran::TimedOut(output, stop_error)),
         }
     }
 
@@ -458,20 +500,14 @@ impl Inner {
     async fn after_hooks(
         &self,
         pending: &Pending,
-        hook_call: Option<&HookCall>,
-        ran: Ran,
+        hook_call: HookCall,
+        mut output: ToolOutput,
+        mut error: Option<ToolError>,
         started_at: Instant,
         cancel: &CancellationToken,
     ) -> Result<(ToolOutput, Option<ToolError>), Stop> {
-        let (mut output, mut error) = match ran {
-            Ran::Output(output) => (output, None),
-            Ran::Error(error) => (error_output(&error), Some(error)),
-            Ran::TimedOut(output, error) => (output, Some(error)),
-        };
-        // A call without a hook call had its text decoded by the tool: there are no after-hooks.
-        let Some(hook_call) = hook_call else { return Ok((output, error)) };
         for hook in &self.after {
-            let replaced = guarded(|| hook.after(hook_call, mem::take(&mut output)));
+            let replaced = guarded(|| hook.after(&hook_call, mem::take(&mut output)));
             match until_cancelled!(cancel, replaced) {
                 None => {
                     let error = messages::cancelled_after(&pending.tool, started_at.elapsed());

@@ -471,6 +471,8 @@ impl McpServer {
         // response still goes out.
         let cancel = context.ct;
         let asker = ClientAsker { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
+        // The dispatcher's future holds the call's state on the heap: rmcp moves this future
+        // several times on its way into the request's task, and each move is a copy.
         let run = crate::permissions::with_call_asker(
             Arc::new(asker),
             dispatcher.run_with_sink(call, sink, cancel.clone()),
@@ -555,11 +557,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // rmcp runs each request in a task of its own, moving its future several times on the
-        // way (into the task, and the task's output over it): on the heap, that future is a
-        // pointer, where the call's own state (the dispatcher's stages nested in the permission
-        // and in-flight wrappers) is kilobytes.
-        Box::pin(self.run_call(request, context)).await.map(CallToolResponse::from)
+        self.run_call(request, context).await.map(CallToolResponse::from)
     }
 
     async fn list_prompts(

@@ -119,8 +119,11 @@ tokio::task_local! {
 /// Runs `call` with `asker` answering the asks of a policy that has no asker of its own. A
 /// tool that asks from a task it spawned is outside this scope, and gets the policy's answer.
 #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-pub(crate) async fn with_call_asker<T>(asker: Arc<dyn PermissionHook>, call: impl Future<Output = T>) -> T {
-    CALL_ASKER.scope(asker, call).await
+pub(crate) fn with_call_asker<F: Future>(
+    asker: Arc<dyn PermissionHook>,
+    call: F,
+) -> impl Future<Output = F::Output> {
+    CALL_ASKER.scope(asker, call)
 }
 
 fn call_asker() -> Option<Arc<dyn PermissionHook>> {
