@@ -496,7 +496,9 @@ impl Dispatcher {
     }
 
     /// Runs one call in the caller's task: the tool's panics are caught where it is polled, so
-    /// it needs no task of its own.
+    /// it needs no task of its own. The call's state is in this future, not on the heap, since
+    /// most callers await it where they made it; one that moves it around (into a task, through
+    /// wrappers) boxes it first, as [`Dispatcher::run_with_sink`] does.
     /// If the caller drops the future, the call's token is cancelled (so work the tool started
     /// learns it at once) and its finished event still goes out, as for a call in a task.
     async fn run_inline(
@@ -524,7 +526,7 @@ impl Dispatcher {
                 inner.skipped(&ready.pending)
             }
             Some(slot) => {
-                let outcome = run::boxed(inner.run_call(ready, cancel)).await;
+                let outcome = inner.run_call(ready, cancel).await;
                 drop(slot);
                 outcome
             }

@@ -1,7 +1,8 @@
 //! One call's record from the moment the dispatcher receives it to its result: its events
 //! (queued, progress, finished) and how it ends.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -26,8 +27,9 @@ pub(crate) struct Pending {
     pub(crate) freeform: bool,
     pub(crate) options: CallOptions,
     pub(crate) queued_at: Instant,
-    /// When the tool started, once it has.
-    pub(crate) started_at: OnceLock<Instant>,
+    /// When the tool started, once it has: nanoseconds after `queued_at`, plus one (0: not
+    /// yet). An atomic, since it is set on every call and read only for a dropped one.
+    started: AtomicU64,
     pub(crate) sink: Option<Arc<dyn EventSink>>,
     /// A sink of this call alone (an MCP request's progress), next to the event stream.
     pub(crate) call_sink: Option<Arc<dyn ContextSink>>,
@@ -48,6 +50,19 @@ impl Pending {
             if !*closed {
                 sink.emit(make(self.call_id.clone(), self.tool.clone(), now_unix_ms()));
             }
+        }
+    }
+
+    pub(crate) fn set_started(&self, at: Instant) {
+        let nanos =
+            u64::try_from(at.saturating_duration_since(self.queued_at).as_nanos()).unwrap_or(u64::MAX - 1);
+        self.started.store(nanos + 1, Ordering::Release);
+    }
+
+    fn started_at(&self) -> Option<Instant> {
+        match self.started.load(Ordering::Acquire) {
+            0 => None,
+            nanos => Some(self.queued_at + Duration::from_nanos(nanos - 1)),
         }
     }
 
@@ -123,7 +138,7 @@ impl Inner {
             tool: call.name,
             options,
             queued_at: Instant::now(),
-            started_at: OnceLock::new(),
+            started: AtomicU64::new(0),
             sink: self.events.clone(),
             call_sink,
             closed: Mutex::new(false),
@@ -147,8 +162,8 @@ impl Inner {
 
     /// The result of a call whose caller stopped waiting for it.
     pub(crate) fn dropped(&self, pending: &Pending) -> Outcome {
-        match pending.started_at.get() {
-            Some(&started_at) => {
+        match pending.started_at() {
+            Some(started_at) => {
                 let error = messages::cancelled_after(&pending.tool, started_at.elapsed());
                 self.fail(pending, error, Some(started_at))
             }

@@ -117,18 +117,14 @@ pub(crate) async fn execute(
     slot: Slot,
     batch: CancellationToken,
 ) -> Outcome {
-    let outcome = boxed(inner.run_call(ready, batch.clone())).await;
+    // Boxed: the task's future is then a pointer, not the stages' whole state, which would
+    // otherwise be copied as the task is made.
+    let outcome = Box::pin(inner.run_call(ready, batch.clone())).await;
     if outcome.fatal.is_some() {
         batch.cancel();
     }
     drop(slot);
     outcome
-}
-
-/// The stages' state is large, and every future holding it (a task's, a caller's) would
-/// otherwise be that large too, and be copied whole each time it moves.
-pub(crate) fn boxed<F: Future>(stages: F) -> Pin<Box<F>> {
-    Box::pin(stages)
 }
 
 impl Inner {
@@ -186,93 +182,78 @@ impl Inner {
     }
 
     /// The stages after the guard was taken, and the call's result. `caller` stops the call
-    /// from outside (the batch's token, or the caller's own for a lone call).
-    ///
-    /// This and [`Inner::stages`] do their synchronous part when called and return the rest as
-    /// a future that owns only what it still needs: an `async fn` would keep its arguments next
-    /// to the locals made from them, and the call's state, moved and copied whole, would be
-    /// larger. Stages that rarely run (repeat guard, hooks, a stopped call) are boxed for the
-    /// same reason.
-    pub(crate) fn run_call(
-        &self,
-        ready: Ready,
-        caller: CancellationToken,
-    ) -> impl Future<Output = Outcome> + Send + '_ {
+    /// from outside (the batch's token, or the caller's own for a lone call). Stages that
+    /// rarely run (repeat guard, hooks, a stopped call) are boxed: their state would otherwise
+    /// make every call's larger, and a call's future is copied whole each time it moves.
+    pub(crate) async fn run_call(&self, ready: Ready, caller: CancellationToken) -> Outcome {
         let pending = ready.pending.clone();
         let spec = ready.tool.spec();
         let timeout = pending.options.timeout.or(spec.timeout).or(self.default_timeout);
         let ctx = self.context(&pending, spec, caller, timeout);
-        let running = StopOnDrop { call: ctx.clone(), ended: false };
-        let stages = self.stages(ready, ctx, running.call.clone(), timeout);
-        async move {
-            // Moved in whole: dropping this future before the call ended stops the call.
-            let mut running = running;
-            let stages = stages.await;
-            running.ended = true;
-            match stages {
-                Ok(Done { output, error, started_at }) => {
-                    let status = match &error {
-                        _ if !output.is_error => CallStatus::Completed,
-                        Some(error) => status_of(error),
-                        None => CallStatus::Failed,
-                    };
-                    let error = error.filter(|_| output.is_error);
-                    self.finish(&pending, status, output, error, Some(started_at))
-                }
-                Err(Stop::NotStarted) => self.cancelled_before_start(&pending),
-                Err(Stop::Failed(error, started_at)) => self.fail(&pending, error, started_at),
-                Err(Stop::Cancelled { output, error, started_at }) => {
-                    self.finish(&pending, status_of(&error), output, Some(error), Some(started_at))
-                }
+        let mut running = StopOnDrop { call: ctx.clone(), ended: false };
+        let stages = self.stages(ready, ctx, &running.call, timeout).await;
+        running.ended = true;
+        match stages {
+            Ok(Done { output, error, started_at }) => {
+                let status = match &error {
+                    _ if !output.is_error => CallStatus::Completed,
+                    Some(error) => status_of(error),
+                    None => CallStatus::Failed,
+                };
+                let error = error.filter(|_| output.is_error);
+                self.finish(&pending, status, output, error, Some(started_at))
+            }
+            Err(Stop::NotStarted) => self.cancelled_before_start(&pending),
+            Err(Stop::Failed(error, started_at)) => self.fail(&pending, error, started_at),
+            Err(Stop::Cancelled { output, error, started_at }) => {
+                self.finish(&pending, status_of(&error), output, Some(error), Some(started_at))
             }
         }
     }
 
     /// `ctx` goes to the tool; `call` is the dispatcher's handle on the same context.
-    fn stages(
+    async fn stages(
         &self,
         ready: Ready,
         ctx: ToolContext,
-        call: ToolContext,
+        call: &ToolContext,
         timeout: Option<Duration>,
-    ) -> impl Future<Output = Result<Done, Stop>> + Send + '_ {
+    ) -> Result<Done, Stop> {
         let Ready { pending, tool, input, coercions, repeat_count, read_only_call } = ready;
-        async move {
-            // What stops the call from outside; the call's own token is made only if its tool
-            // asks for it, and is stopped through `call`.
-            let cancel = call.caller_token();
-            if self.repeat.threshold != 0 && repeat_count >= self.repeat.threshold {
-                Box::pin(self.repeat_guard(&pending, repeat_count, &ctx, cancel)).await?;
-            }
-            let (input, hook_call) = match input {
-                Input::Value(arguments) if !self.before.is_empty() || !self.after.is_empty() => {
-                    let hooks = self.before_hooks(&pending, arguments, read_only_call, cancel);
-                    let (arguments, hook_call) = Box::pin(hooks).await?;
-                    (Input::Value(arguments), Some(hook_call))
-                }
-                input => (input, None),
-            };
-            let (ran, started_at) = self.run_tool(&pending, &tool, ctx, &call, input, timeout).await?;
-            let (output, error) = match ran {
-                Ran::Output(output) => (output, None),
-                Ran::Error(error) => (error_output(&error), Some(error)),
-                Ran::TimedOut(output, error) => (output, Some(error)),
-            };
-            let (mut output, error) = match hook_call {
-                Some(hook_call) if !self.after.is_empty() => {
-                    let hooks = self.after_hooks(&pending, hook_call, output, error, started_at, cancel);
-                    Box::pin(hooks).await?
-                }
-                _ => (output, error),
-            };
-            self.truncate(&mut output, tool.spec());
-            if !coercions.is_empty()
-                && let Ok(value) = serde_json::to_value(&coercions)
-            {
-                output.metadata.insert("coercions".to_owned(), value);
-            }
-            Ok(Done { output, error, started_at })
+        // What stops the call from outside; the call's own token is made only if its tool
+        // asks for it, and is stopped through `call`.
+        let cancel = call.caller_token();
+        if self.repeat.threshold != 0 && repeat_count >= self.repeat.threshold {
+            Box::pin(self.repeat_guard(&pending, repeat_count, &ctx, cancel)).await?;
         }
+        let (input, hook_call) = match input {
+            Input::Value(arguments) if !self.before.is_empty() || !self.after.is_empty() => {
+                let hooks = self.before_hooks(&pending, arguments, read_only_call, cancel);
+                let (arguments, hook_call) = Box::pin(hooks).await?;
+                (Input::Value(arguments), Some(hook_call))
+            }
+            input => (input, None),
+        };
+        let (ran, started_at) = self.run_tool(&pending, &tool, ctx, call, input, timeout).await?;
+        let (output, error) = match ran {
+            Ran::Output(output) => (output, None),
+            Ran::Error(error) => (error_output(&error), Some(error)),
+            Ran::TimedOut(output, error) => (output, Some(error)),
+        };
+        let (mut output, error) = match hook_call {
+            Some(hook_call) if !self.after.is_empty() => {
+                let hooks = self.after_hooks(&pending, hook_call, output, error, started_at, cancel);
+                Box::pin(hooks).await?
+            }
+            _ => (output, error),
+        };
+        self.truncate(&mut output, tool.spec());
+        if !coercions.is_empty()
+            && let Ok(value) = serde_json::to_value(&coercions)
+        {
+            output.metadata.insert("coercions".to_owned(), value);
+        }
+        Ok(Done { output, error, started_at })
     }
 
     /// The call's context: its own ids, cancellation under `caller`, deadline and limits, and
@@ -408,7 +389,7 @@ impl Inner {
         }
         pending.emit(|call_id, tool, timestamp_ms| ToolEvent::Started { call_id, tool, timestamp_ms });
         let started_at = Instant::now();
-        let _ = pending.started_at.set(started_at);
+        pending.set_started(started_at);
         let run = guarded(|| match input {
             Input::Value(arguments) => tool.call(ctx, arguments),
             Input::Decoded(call) => call(ctx),
