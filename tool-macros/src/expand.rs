@@ -208,8 +208,8 @@ fn expand(def: &ToolDef) -> TokenStream {
                     #p::call::<__Tool>(ctx, args)
                 }
 
-                fn decode_text(&self, text: &str) -> ::core::option::Option<#p::DecodedCall> {
-                    #p::decode_text::<__Tool>(text)
+                fn decode(&self, arguments: &#p::CallArguments) -> ::core::option::Option<#p::DecodedCall> {
+                    #p::decode::<__Tool>(arguments)
                 }
             }
 

@@ -17,6 +17,7 @@ pub use schemars;
 pub use serde;
 pub use serde_json;
 
+pub use crate::call::Arguments as CallArguments;
 pub use crate::context::ToolContext;
 pub use crate::error::ToolError;
 pub use crate::future::BoxFuture;
@@ -31,4 +32,4 @@ pub use arguments::{
     WholeFields, assert_argument,
 };
 pub use errors::{ErrTag, ToolErrorMessage, ViaDisplay, ViaIoError, ViaStdError, ViaToolError};
-pub use function::{Returns, ToolFn, ToolMeta, call, decode_text, finish, make, spec};
+pub use function::{Returns, ToolFn, ToolMeta, call, decode, finish, make, spec};

@@ -219,7 +219,7 @@ impl RegistryBuilder {
         }
 
         let mut entries: Vec<Entry> = Vec::with_capacity(candidates.len());
-        let mut index: HashMap<String, usize> = HashMap::with_capacity(candidates.len());
+        let mut index = NameIndex::with_capacity_and_hasher(candidates.len(), Default::default());
         for (name, source, tool) in candidates {
             if !self.spec_accepted(tool.spec()) {
                 continue;
@@ -319,6 +319,11 @@ impl Entry {
     }
 }
 
+/// Tool names to their entries. Every call looks a name up and nothing from a call is ever
+/// inserted, so a fast hash (seeded per process) replaces the standard one, which resists
+/// collisions built from inserted keys at several times the cost.
+type NameIndex = HashMap<String, usize, foldhash::fast::RandomState>;
+
 /// A tool found by name, with what checks its arguments.
 pub(crate) struct Found<'a> {
     pub(crate) tool: &'a Arc<dyn Tool>,
@@ -336,7 +341,7 @@ impl Found<'_> {
 /// The set of tools the model can see and call. Listing and dispatch read the same registry.
 pub struct Registry {
     entries: Vec<Entry>,
-    index: HashMap<String, usize>,
+    index: NameIndex,
     validation: ValidationOptions,
     /// The tool search's index, built on first use.
     search_index: OnceLock<SearchIndex>,
@@ -447,10 +452,9 @@ impl Registry {
         // The tool's own limits reach it as they would through a dispatcher.
         let limits = ctx.truncation().with_policy(&tool.spec().truncation);
         let ctx = if limits == ctx.truncation() { ctx } else { ctx.with_truncation(limits) };
-        // Text the tool decodes by itself is valid as it is, with nothing to coerce or report.
-        if let Arguments::Text(text) = &arguments
-            && let Some(call) = tool.decode_text(text)
-        {
+        // Arguments the tool decodes by itself are valid as they are, with nothing to coerce or
+        // report.
+        if let Some(call) = tool.decode(&arguments) {
             return call(ctx).await;
         }
         let args = found.validate(arguments)?;

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::call::Arguments;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::output::ToolOutput;
@@ -23,23 +24,24 @@ pub trait Tool: Send + Sync + 'static {
     /// Runs the tool.
     fn call<'a>(&'a self, ctx: ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 
-    /// Decodes arguments given as JSON text straight from the text, when that decoding accepts
+    /// Decodes the arguments straight into the tool's parameters, when that decoding accepts
     /// exactly the objects `spec().input_schema` accepts and gives what validating and
     /// [`call`](Tool::call) would: the call, waiting for its context. Otherwise (the default)
-    /// `None`, and the caller validates the text and calls [`call`](Tool::call).
+    /// `None`, and the caller validates the arguments and calls [`call`](Tool::call).
     ///
     /// `#[tool]` implements it for functions whose every parameter is a plain type (numbers,
-    /// strings, booleans, and options and vectors of them): such a call builds no
-    /// `serde_json::Value` and runs no schema validator. An implementation must refuse
-    /// (return `None`) whatever it is not sure of, including every invalid text: the
+    /// strings, booleans, and options and vectors of them), for arguments as text (OpenAI's)
+    /// and as a parsed object (MCP's, Anthropic's, Gemini's): such a call runs no schema
+    /// validator, and from text builds no `serde_json::Value`. An implementation must refuse
+    /// (return `None`) whatever it is not sure of, including every invalid call: the
     /// validating path is the one that explains errors to the model.
-    fn decode_text(&self, text: &str) -> Option<DecodedCall> {
-        let _ = text;
+    fn decode(&self, arguments: &Arguments) -> Option<DecodedCall> {
+        let _ = arguments;
         None
     }
 }
 
-/// A call whose arguments its tool decoded from the model's text (see [`Tool::decode_text`]):
+/// A call whose arguments its tool decoded itself (see [`Tool::decode`]):
 /// given the call's context, it runs.
 pub type DecodedCall =
     Box<dyn FnOnce(ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send>;

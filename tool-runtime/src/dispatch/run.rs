@@ -136,15 +136,18 @@ impl Inner {
             Err(error) => return Err(self.invalid(&pending, error)),
         };
         let tool = found.tool.clone();
-        // Hooks and the read-only check read arguments as a value; without them, text the tool
-        // decodes by itself needs neither a value nor the validator.
+        // Hooks and the read-only check read arguments as a value; without them, arguments the
+        // tool decodes by itself need no validator (and text, no value).
         if self.before.is_empty()
             && self.after.is_empty()
             && self.read_only_calls.is_none()
-            && let Arguments::Text(text) = &arguments
-            && let Some(call) = tool.decode_text(text)
+            && let Some(call) = tool.decode(&arguments)
         {
-            let repeat_count = self.count_repeat(|| repeat::fingerprint_text(&pending.tool, text));
+            let repeat_count = self.count_repeat(|| match &arguments {
+                Arguments::Text(text) => repeat::fingerprint_text(&pending.tool, text),
+                Arguments::Json(value) => Some(repeat::fingerprint(&pending.tool, value)),
+                Arguments::Freeform { .. } => None,
+            });
             return Ok(Ready {
                 pending,
                 tool,

@@ -459,7 +459,8 @@ impl McpServer {
             Some(arguments) => Arguments::Json(Value::Object(arguments)),
             None => Arguments::default(),
         };
-        let call_id = format!("mcp-{}", inner.next_call.fetch_add(1, Ordering::Relaxed));
+        let call_id =
+            ["mcp-", itoa::Buffer::new().format(inner.next_call.fetch_add(1, Ordering::Relaxed))].concat();
         let progress = context
             .meta
             .get_progress_token()

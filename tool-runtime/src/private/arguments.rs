@@ -44,6 +44,14 @@ pub trait Arguments: Sized {
         None
     }
 
+    /// [`decode_text`](Arguments::decode_text) for arguments that arrived parsed (an MCP
+    /// request's `arguments`, an Anthropic `tool_use` block's `input`): decodes the object
+    /// straight into the parameters when that is sure to give what validating it would.
+    fn decode_value(fields: &Self::Fields, value: &Value) -> Option<Self> {
+        let _ = (fields, value);
+        None
+    }
+
     /// The argument object's schema (draft 2020-12, closed at the root).
     fn schema(fields: &Self::Fields) -> Value;
 }
@@ -60,6 +68,7 @@ pub struct Field<T> {
     default_value: Option<fn() -> Option<Value>>,
     decode: fn(Value) -> Result<T, serde_json::Error>,
     decode_str: fn(&str) -> Result<T, serde_json::Error>,
+    decode_ref: fn(&Value) -> Result<T, serde_json::Error>,
     missing: fn(&'static str) -> Result<T, serde_json::Error>,
     schema: fn(&mut SchemaGenerator) -> Schema,
     is_option: fn() -> bool,
@@ -80,6 +89,7 @@ impl<T> Field<T> {
             default_value: None,
             decode: T::deserialize,
             decode_str: |text| serde_json::from_str::<T>(text),
+            decode_ref: |value| T::deserialize(value),
             missing: |name| T::deserialize(MissingField(name)),
             schema: SchemaGenerator::subschema_for::<T>,
             // schemars' own test of `Option<T>`, the one its derive makes for each field.
@@ -259,6 +269,30 @@ macro_rules! tuple_arguments {
                     },)+
                     _ => false,
                 })?;
+                Some(($(present_or_default(slots.$i, &fields.$i).ok()?,)+))
+            }
+
+            fn decode_value(fields: &Self::Fields, value: &Value) -> Option<Self> {
+                if !($((fields.$i.exact)())&&+) {
+                    return None;
+                }
+                let Value::Object(members) = value else { return None };
+                let names = [$(fields.$i.name),+];
+                let mut slots = ($(Option::<$T>::None,)+);
+                // As for text: an unknown key, a value that does not decode, or a `null` for a
+                // parameter with a default (which validation drops for the default to apply) is
+                // left to the validating path.
+                for (key, value) in members {
+                    match names.iter().position(|name| name == key) {
+                        $(Some($i) => {
+                            if fields.$i.default.is_some() && value.is_null() {
+                                return None;
+                            }
+                            slots.$i = Some((fields.$i.decode_ref)(value).ok()?);
+                        })+
+                        _ => return None,
+                    }
+                }
                 Some(($(present_or_default(slots.$i, &fields.$i).ok()?,)+))
             }
 

@@ -123,10 +123,14 @@ pub fn call<T: ToolFn>(ctx: ToolContext, args: Value) -> BoxFuture<'static, Resu
     Box::pin(run::<T>(ctx, args))
 }
 
-/// A call of the tool `T` on JSON text, when its arguments decode straight from the text (see
-/// [`Arguments::decode_text`]).
-pub fn decode_text<T: ToolFn>(text: &str) -> Option<DecodedCall> {
-    let args = <T::Args as Arguments>::decode_text(&T::FIELDS, text)?;
+/// A call of the tool `T`, when its arguments decode straight from the model's text or parsed
+/// object (see [`Arguments::decode_text`] and [`Arguments::decode_value`]).
+pub fn decode<T: ToolFn>(arguments: &crate::Arguments) -> Option<DecodedCall> {
+    let args = match arguments {
+        crate::Arguments::Text(text) => <T::Args as Arguments>::decode_text(&T::FIELDS, text)?,
+        crate::Arguments::Json(value) => <T::Args as Arguments>::decode_value(&T::FIELDS, value)?,
+        crate::Arguments::Freeform { .. } => return None,
+    };
     Some(Box::new(move |ctx| Box::pin(run_decoded::<T>(ctx, args))))
 }
 

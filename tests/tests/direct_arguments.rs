@@ -1,9 +1,10 @@
 //! A `#[tool]` whose parameters are all plain types (numbers, strings, booleans, and options and
-//! vectors of them) decodes arguments sent as text straight from the text
-//! (`Tool::decode_text`), without a `Value` or the schema validator. These tests hold that path
-//! against the validating one: for any text, `Registry::call` answers exactly what validating
-//! the text and then calling the tool answers, and the direct path is taken only for text it is
-//! sure of.
+//! vectors of them) decodes its arguments straight into the parameters (`Tool::decode`):
+//! arguments sent as text (OpenAI's) without a `Value` or the schema validator, arguments sent
+//! as a parsed object (MCP's, Anthropic's, Gemini's) without the validator. These tests hold
+//! that path against the validating one: for any text or object, `Registry::call` and a
+//! dispatcher answer exactly what validating the arguments and then calling the tool answers,
+//! and the direct path is taken only for arguments it is sure of.
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -53,8 +54,12 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 
 /// What `Registry::call` answers for `text`, as the model would read it.
 async fn through_call(registry: &Registry, tool: &str, text: &str) -> Result<String, String> {
+    call_with(registry, tool, Arguments::Text(text.to_owned())).await
+}
+
+async fn call_with(registry: &Registry, tool: &str, arguments: Arguments) -> Result<String, String> {
     registry
-        .call(tool, Arguments::Text(text.to_owned()), ctx(tool))
+        .call(tool, arguments, ctx(tool))
         .await
         .map(|out| out.text_content())
         .map_err(|e| e.message().to_owned())
@@ -62,8 +67,11 @@ async fn through_call(registry: &Registry, tool: &str, text: &str) -> Result<Str
 
 /// What validating `text` and then calling the tool with the validated value answers.
 async fn through_validation(registry: &Registry, tool: &str, text: &str) -> Result<String, String> {
-    let args =
-        registry.validate(tool, Arguments::Text(text.to_owned())).map_err(|e| e.message().to_owned())?;
+    validate_with(registry, tool, Arguments::Text(text.to_owned())).await
+}
+
+async fn validate_with(registry: &Registry, tool: &str, arguments: Arguments) -> Result<String, String> {
+    let args = registry.validate(tool, arguments).map_err(|e| e.message().to_owned())?;
     registry
         .get(tool)
         .expect("tool")
@@ -74,14 +82,19 @@ async fn through_validation(registry: &Registry, tool: &str, text: &str) -> Resu
 }
 
 fn takes_direct_path(tool: &dyn Tool, text: &str) -> bool {
-    tool.decode_text(text).is_some()
+    tool.decode(&Arguments::Text(text.to_owned())).is_some()
+}
+
+/// The object `text` parses to, if it parses to one.
+fn parsed(text: &str) -> Option<Value> {
+    serde_json::from_str::<Value>(text).ok().filter(Value::is_object)
 }
 
 const BASE: &str = r#""a":1.5,"tags":["x"],"flag":true,"small":-3"#;
 
 /// Each text, and whether the direct path takes it.
 fn cases() -> Vec<(String, bool)> {
-    let with = |members: &str| format!("{{{BASE}{members}}}");
+    let with = with_base;
     vec![
         (with(""), true),
         (format!("  {}\n", with("")), true),
@@ -155,7 +168,12 @@ fn a_tool_with_a_parameter_off_the_list_always_validates() {
 
 /// What a dispatcher answers for `text`: the result's text, `Err` for an error result.
 async fn through_dispatcher(dispatcher: &Dispatcher, text: &str) -> Result<String, String> {
-    let result = dispatcher.run(ToolCall::new("call", "plain", text), CancellationToken::new()).await;
+    dispatch_with(dispatcher, Arguments::Text(text.to_owned())).await
+}
+
+async fn dispatch_with(dispatcher: &Dispatcher, arguments: Arguments) -> Result<String, String> {
+    let call = ToolCall { id: "call".to_owned(), name: "plain".to_owned(), arguments };
+    let result = dispatcher.run(call, CancellationToken::new()).await;
     let text = result.output.text_content();
     if result.output.is_error { Err(text) } else { Ok(text) }
 }
@@ -261,5 +279,97 @@ proptest! {
             (through_call(&registry, "plain", &text).await, through_validation(&registry, "plain", &text).await)
         });
         prop_assert_eq!(called, validated, "for {}", text);
+    }
+}
+
+/// Each case's text parsed into an object, as MCP, Anthropic and Gemini hand arguments over:
+/// the direct path takes it exactly when it takes the text, except where parsing already did
+/// what the text path leaves to validation (a repeated key keeps its last value, an escaped key
+/// is its plain name), and answers as validating the object does.
+#[test]
+fn the_direct_path_answers_as_validation_does_for_parsed_objects() {
+    let registry = registry();
+    let parsing_settles =
+        [with_base(r#","a":2"#), r#"{"\u0061":1,"tags":[],"flag":false,"small":1}"#.to_owned()];
+    block_on(async {
+        let mut direct_objects = 0;
+        for (text, direct) in cases() {
+            let Some(value) = parsed(&text) else { continue };
+            let direct = direct || parsing_settles.contains(&text);
+            let arguments = Arguments::Json(value);
+            assert_eq!(PlainTool.decode(&arguments).is_some(), direct, "direct path for {text:?}");
+            let called = call_with(&registry, "plain", arguments.clone()).await;
+            assert_eq!(called, validate_with(&registry, "plain", arguments).await, "for {text:?}");
+            if direct {
+                assert!(called.is_ok(), "{text:?} took the direct path but failed: {called:?}");
+                direct_objects += 1;
+            }
+        }
+        assert!(direct_objects >= 8, "only {direct_objects} objects took the direct path");
+    });
+}
+
+fn with_base(members: &str) -> String {
+    format!("{{{BASE}{members}}}")
+}
+
+#[test]
+fn a_tool_with_a_parameter_off_the_list_always_validates_its_objects() {
+    let registry = registry();
+    for value in [json!({"count": 1}), json!({"count": 1, "extra": {"k": [1, null]}})] {
+        let arguments = Arguments::Json(value);
+        assert!(MixedTool.decode(&arguments).is_none(), "{arguments:?}");
+        let called = block_on(call_with(&registry, "mixed", arguments.clone()));
+        assert_eq!(called, block_on(validate_with(&registry, "mixed", arguments.clone())));
+        assert!(called.is_ok(), "{arguments:?}: {called:?}");
+    }
+}
+
+/// A dispatcher answers a parsed object as `Registry::call` does, with and without a hook (a
+/// hook reads the arguments, so its calls validate), and counts repeats of it on either path.
+#[test]
+fn the_dispatcher_answers_parsed_objects_as_registry_call_does() {
+    let plain = Dispatcher::builder(registry()).repeat_guard(RepeatGuard::DISABLED).build();
+    let hooked = Dispatcher::builder(registry())
+        .repeat_guard(RepeatGuard::DISABLED)
+        .before_hook(BeforeFn(|_: tool_runtime::HookCall| async move { Ok(BeforeDecision::Allow) }))
+        .build();
+    let guarded =
+        Dispatcher::builder(registry()).repeat_guard(RepeatGuard::new(2, RepeatAction::Refuse)).build();
+    let registry = registry();
+    block_on(async {
+        for (text, _) in cases() {
+            let Some(value) = parsed(&text) else { continue };
+            let called = call_with(&registry, "plain", Arguments::Json(value.clone())).await;
+            assert_eq!(dispatch_with(&plain, Arguments::Json(value.clone())).await, called, "for {text:?}");
+            assert_eq!(
+                dispatch_with(&hooked, Arguments::Json(value)).await,
+                called,
+                "with a hook, for {text:?}"
+            );
+        }
+        let first = parsed(&with_base("")).expect("object");
+        assert!(PlainTool.decode(&Arguments::Json(first.clone())).is_some());
+        assert!(dispatch_with(&guarded, Arguments::Json(first.clone())).await.is_ok());
+        let refused = dispatch_with(&guarded, Arguments::Json(first))
+            .await
+            .expect_err("the second identical call is refused");
+        assert!(refused.contains("2 times in a row"), "{refused}");
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn any_parsed_object_answers_as_validation_does(text in prop_oneof![object_text(), near_valid_text()]) {
+        let registry = registry();
+        if let Some(value) = parsed(&text) {
+            let arguments = Arguments::Json(value);
+            let (called, validated) = block_on(async {
+                (call_with(&registry, "plain", arguments.clone()).await, validate_with(&registry, "plain", arguments).await)
+            });
+            prop_assert_eq!(called, validated, "for {}", text);
+        }
     }
 }
