@@ -10,8 +10,9 @@
 use std::fmt;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, DiscoverRequestParams,
-    InitializeRequestParams, JsonRpcMessage, PaginatedRequestParams,
+    CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, DiscoverRequestParams,
+    InitializeRequestParams, JsonObject, JsonRpcMessage, PaginatedRequestParams, RequestId,
+    RequestMetaObject,
 };
 use serde::Deserialize as _;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -111,8 +112,14 @@ fn plain_message(line: &[u8]) -> Option<ClientJsonRpcMessage> {
         return None;
     }
     let envelope: Envelope<'_> = serde_json::from_slice(line).ok()?;
-    if envelope.jsonrpc != "2.0" || envelope.method.as_deref()? == "tools/list" {
+    let method = envelope.method.as_deref()?;
+    if envelope.jsonrpc != "2.0" || method == "tools/list" {
         return None;
+    }
+    if method == "tools/call"
+        && let Some(call) = tool_call(line)
+    {
+        return Some(call);
     }
     let message: ClientJsonRpcMessage = serde_json::from_slice(line).ok()?;
     match &message {
@@ -122,6 +129,42 @@ fn plain_message(line: &[u8]) -> Option<ClientJsonRpcMessage> {
         JsonRpcMessage::Notification(_) if matches!(envelope.id, Member::Absent) => Some(message),
         _ => None,
     }
+}
+
+/// A `tools/call` request that passed the envelope's checks, read straight into `rmcp`'s type.
+/// `rmcp`'s own reading buffers the message and tries each kind of message and each request in
+/// turn (tens of thousands of instructions for one call: most of what a call costs a server);
+/// this reads the one shape a call has, and builds what that reading gives: the `_meta` object
+/// in the request's extensions, the rest in its parameters. Any other member, a duplicate, or a
+/// member of another type leaves the line to `rmcp` (`None`).
+fn tool_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Call<'a> {
+        #[serde(borrow, rename = "jsonrpc")]
+        _jsonrpc: std::borrow::Cow<'a, str>,
+        id: RequestId,
+        #[serde(borrow, rename = "method")]
+        _method: std::borrow::Cow<'a, str>,
+        params: Params,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Params {
+        name: String,
+        #[serde(default)]
+        arguments: Option<JsonObject>,
+        #[serde(default, rename = "_meta")]
+        meta: Option<JsonObject>,
+    }
+    let call: Call<'_> = serde_json::from_slice(line).ok()?;
+    let mut params = CallToolRequestParams::new(call.params.name);
+    params.arguments = call.params.arguments;
+    let mut request = CallToolRequest::new(params);
+    if let Some(meta) = call.params.meta {
+        request.extensions.insert(RequestMetaObject::from(meta));
+    }
+    Some(JsonRpcMessage::request(ClientRequest::CallToolRequest(request), call.id))
 }
 
 /// The members of a message the checks look at. A member of another type than the checks
@@ -507,6 +550,74 @@ mod tests {
         ];
         for line in checked_only {
             assert!(plain_message(line.as_bytes()).is_none(), "taken as plain: {line}");
+        }
+    }
+
+    /// A `tools/call` read straight into rmcp's type is what rmcp's own reading gives: the same
+    /// message on the wire, the same parameters, the same `_meta` where the handler reads it.
+    /// Every other shape is left to rmcp.
+    #[test]
+    fn a_tool_call_reads_as_rmcp_reads_it() {
+        let read = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1.5,"b":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":"x-1","method":"tools/call","params":{"name":"add"}}"#,
+            r#"{"params":{"_meta":{"progressToken":"p1","k":[1,{"x":null}]},"arguments":{"nested":{"deep":[true,"é\n"]}},"name":"read_file"},"method":"tools/call","id":-7,"jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":9223372036854775807,"method":"tools/call","params":{"name":"n\u00e9","arguments":null,"_meta":null}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{},"_meta":{"progressToken":3}}}"#,
+            " {\"jsonrpc\" : \"2.0\", \"id\":3,\n\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}} ",
+        ];
+        for line in read {
+            let fast = tool_call(line.as_bytes()).unwrap_or_else(|| panic!("not read: {line}"));
+            let slow: ClientJsonRpcMessage = serde_json::from_str(line).expect(line);
+            assert_eq!(serde_json::to_value(&fast).ok(), serde_json::to_value(&slow).ok(), "{line}");
+            let (JsonRpcMessage::Request(fast), JsonRpcMessage::Request(slow)) = (fast, slow) else {
+                panic!("not a request: {line}")
+            };
+            assert_eq!(fast.id, slow.id, "{line}");
+            let (ClientRequest::CallToolRequest(fast), ClientRequest::CallToolRequest(slow)) =
+                (fast.request, slow.request)
+            else {
+                panic!("not a tool call: {line}")
+            };
+            assert_eq!(fast.params, slow.params, "{line}");
+            let meta = |request: &CallToolRequest| request.extensions.get::<RequestMetaObject>().cloned();
+            assert_eq!(meta(&fast), meta(&slow), "{line}");
+            // Through the checks, as the transport reads it.
+            let Inbound::Message(message) = check(line.as_bytes(), Framing::Lines) else { panic!("{line}") };
+            assert!(matches!(*message, JsonRpcMessage::Request(_)), "{line}");
+        }
+        let left = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add"},"extra":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","requestState":"s"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","task":{"ttl":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":[1]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#,
+        ];
+        for line in left {
+            assert!(tool_call(line.as_bytes()).is_none(), "read: {line}");
+            // What the transport makes of it is what rmcp's reading (or the checks) make of it.
+            let taken = check(line.as_bytes(), Framing::Lines);
+            let before = match plain_message_by_rmcp(line.as_bytes()) {
+                Some(message) => Inbound::Message(Box::new(message)),
+                None => checked(line.as_bytes(), Framing::Lines),
+            };
+            assert_eq!(format!("{taken:?}"), format!("{before:?}"), "{line}");
+        }
+    }
+
+    /// `plain_message` as it reads a line without the `tools/call` shortcut.
+    fn plain_message_by_rmcp(line: &[u8]) -> Option<ClientJsonRpcMessage> {
+        let message: ClientJsonRpcMessage = serde_json::from_slice(line).ok()?;
+        match &message {
+            JsonRpcMessage::Request(request)
+                if !matches!(request.request, ClientRequest::CustomRequest(_)) =>
+            {
+                Some(message)
+            }
+            _ => None,
         }
     }
 
