@@ -50,8 +50,9 @@ pub(crate) struct Ready {
     coercions: Vec<Coercion>,
     repeat_count: u32,
     /// An exclusive tool's call that runs under the shared guard because it only reads: its
-    /// arguments as they were when that was decided.
-    read_only_call: Option<Value>,
+    /// arguments as they were when that was decided. Boxed, as it is rare and every future of
+    /// the call's stages holds this record.
+    read_only_call: Option<Box<Value>>,
 }
 
 /// What the tool runs with.
@@ -164,7 +165,7 @@ impl Inner {
         let repeat_count = self.count_repeat(|| Some(repeat::fingerprint(&pending.tool, &args.value)));
         let read_only_call = match &self.read_only_calls {
             Some(policy) if !tool.spec().parallel && policy.runs_read_only(&pending.tool, &args.value) => {
-                Some(args.value.clone())
+                Some(Box::new(args.value.clone()))
             }
             _ => None,
         };
@@ -322,7 +323,7 @@ impl Inner {
         &self,
         pending: &Pending,
         arguments: Value,
-        read_only_call: Option<Value>,
+        read_only_call: Option<Box<Value>>,
         cancel: &CancellationToken,
     ) -> Result<(Value, HookCall), Stop> {
         let mut hook_call = HookCall {
@@ -361,7 +362,7 @@ impl Inner {
         // A call running alongside others because it only reads must still only read after the
         // hooks rewrote it.
         if let (Some(decided), Some(policy)) = (&read_only_call, &self.read_only_calls)
-            && *decided != hook_call.arguments
+            && **decided != hook_call.arguments
             && !policy.runs_read_only(&pending.tool, &hook_call.arguments)
         {
             return Err(Stop::Failed(messages::rewritten_read_only_call(&pending.tool), None));
