@@ -111,15 +111,12 @@ fn plain_message(line: &[u8]) -> Option<ClientJsonRpcMessage> {
     if line.iter().find(|byte| !byte.is_ascii_whitespace()) != Some(&b'{') {
         return None;
     }
-    let envelope: Envelope<'_> = serde_json::from_slice(line).ok()?;
-    let method = envelope.method.as_deref()?;
-    if envelope.jsonrpc != "2.0" || method == "tools/list" {
-        return None;
-    }
-    if method == "tools/call"
-        && let Some(call) = tool_call(line)
-    {
+    if let Some(call) = tool_call(line) {
         return Some(call);
+    }
+    let envelope: Envelope<'_> = serde_json::from_slice(line).ok()?;
+    if envelope.jsonrpc != "2.0" || envelope.method.as_deref()? == "tools/list" {
+        return None;
     }
     let message: ClientJsonRpcMessage = serde_json::from_slice(line).ok()?;
     match &message {
@@ -131,22 +128,23 @@ fn plain_message(line: &[u8]) -> Option<ClientJsonRpcMessage> {
     }
 }
 
-/// A `tools/call` request that passed the envelope's checks, read straight into `rmcp`'s type.
-/// `rmcp`'s own reading buffers the message and tries each kind of message and each request in
-/// turn (tens of thousands of instructions for one call: most of what a call costs a server);
-/// this reads the one shape a call has, and builds what that reading gives: the `_meta` object
-/// in the request's extensions, the rest in its parameters. Any other member, a duplicate, or a
-/// member of another type leaves the line to `rmcp` (`None`).
+/// A `tools/call` request, read straight into `rmcp`'s type in one pass that also makes the
+/// envelope's checks (`jsonrpc` "2.0", a string or integer `id`, an object `params`). `rmcp`'s own
+/// reading buffers the message and tries each kind of message and each request in turn (tens of
+/// thousands of instructions for one call: most of what a call costs a server); this reads the
+/// one shape a call has, and builds what that reading gives: the `_meta` object in the request's
+/// extensions, the rest in its parameters. Any other member, a duplicate, or a member of another
+/// type leaves the line to the checks and `rmcp` (`None`).
 fn tool_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Call<'a> {
-        #[serde(borrow, rename = "jsonrpc")]
-        _jsonrpc: std::borrow::Cow<'a, str>,
-        id: RequestId,
-        #[serde(borrow, rename = "method")]
-        _method: std::borrow::Cow<'a, str>,
-        params: Params,
+        #[serde(borrow)]
+        jsonrpc: std::borrow::Cow<'a, str>,
+        id: Id,
+        #[serde(borrow)]
+        method: std::borrow::Cow<'a, str>,
+        params: ObjectOf<Params>,
     }
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -158,13 +156,36 @@ fn tool_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
         meta: Option<JsonObject>,
     }
     let call: Call<'_> = serde_json::from_slice(line).ok()?;
-    let mut params = CallToolRequestParams::new(call.params.name);
-    params.arguments = call.params.arguments;
+    if call.jsonrpc != "2.0" || call.method != "tools/call" {
+        return None;
+    }
+    let ObjectOf(Params { name, arguments, meta }) = call.params;
+    let mut params = CallToolRequestParams::new(name);
+    params.arguments = arguments;
     let mut request = CallToolRequest::new(params);
-    if let Some(meta) = call.params.meta {
+    if let Some(meta) = meta {
         request.extensions.insert(RequestMetaObject::from(meta));
     }
-    Some(JsonRpcMessage::request(ClientRequest::CallToolRequest(request), call.id))
+    Some(JsonRpcMessage::request(ClientRequest::CallToolRequest(request), call.id.0))
+}
+
+/// `T` read from a JSON object only: serde's derived structs also read an array, by position.
+struct ObjectOf<T>(T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for ObjectOf<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor(std::marker::PhantomData)).map(ObjectOf)
+    }
 }
 
 /// The members of a message the checks look at. A member of another type than the checks
@@ -200,7 +221,7 @@ impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Member<T> {
 }
 
 /// A request id MCP allows: a string or an integer that fits an `i64`.
-struct Id;
+struct Id(RequestId);
 
 impl<'de> serde::Deserialize<'de> for Id {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -210,14 +231,14 @@ impl<'de> serde::Deserialize<'de> for Id {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a string or an integer")
             }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Id, E> {
-                Ok(Id)
+            fn visit_str<E: de::Error>(self, id: &str) -> Result<Id, E> {
+                Ok(Id(RequestId::String(id.into())))
             }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Id, E> {
-                Ok(Id)
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Id, E> {
+                Ok(Id(RequestId::Number(n)))
             }
             fn visit_u64<E: de::Error>(self, n: u64) -> Result<Id, E> {
-                i64::try_from(n).map(|_| Id).map_err(|_| E::custom("an id past i64"))
+                i64::try_from(n).map(|n| Id(RequestId::Number(n))).map_err(|_| E::custom("an id past i64"))
             }
         }
         deserializer.deserialize_any(IdVisitor)
@@ -541,6 +562,17 @@ mod tests {
             r#"{"id":1,"method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[]}"#,
+            // A call breaking the envelope's rules is not read by the `tools/call` shortcut
+            // either (rmcp itself would take the first two).
+            r#"{"jsonrpc":"2.0","id":1.0,"method":"tools/call","params":{"name":"add"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["add",{"a":1}]}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"add"}}"#,
+            r#"{"jsonrpc":"2.0","id":true,"method":"tools/call","params":{"name":"add"}}"#,
+            r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/call","params":{"name":"add"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"add"}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"add"}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"name":"add"}}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add"}}]"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":5}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"no/such/method"}"#,
