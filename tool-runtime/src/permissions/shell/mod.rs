@@ -10,76 +10,17 @@
 
 use std::fmt;
 
-/// Programs whose every use (apart from the options refused per program) only reads.
-/// `git` counts with the subcommands of [`READ_ONLY_GIT`] only.
-pub const READ_ONLY_PROGRAMS: &[&str] = &[
-    "basename",
-    "cat",
-    "cd",
-    "cmp",
-    "column",
-    "cut",
-    "date",
-    "df",
-    "diff",
-    "dirname",
-    "du",
-    "echo",
-    "egrep",
-    "false",
-    "fgrep",
-    "file",
-    "find",
-    "git",
-    "grep",
-    "head",
-    "id",
-    "jq",
-    "ls",
-    "md5sum",
-    "nl",
-    "od",
-    "printf",
-    "pwd",
-    "readlink",
-    "realpath",
-    "rg",
-    "seq",
-    "sha1sum",
-    "sha256sum",
-    "sha512sum",
-    "sort",
-    "stat",
-    "tail",
-    "tr",
-    "tree",
-    "true",
-    "uname",
-    "wc",
-    "which",
-    "whoami",
-];
+mod options;
+mod read_only;
+pub(crate) mod see_through;
 
-/// The `git` subcommands that only read (`branch`, `tag`, `remote`, `config` and `stash` only in
-/// their listing forms).
-pub const READ_ONLY_GIT: &[&str] = &[
-    "blame",
-    "branch",
-    "cat-file",
-    "config",
-    "describe",
-    "diff",
-    "grep",
-    "log",
-    "ls-files",
-    "ls-tree",
-    "remote",
-    "rev-parse",
-    "shortlog",
-    "show",
-    "stash",
-    "status",
-    "tag",
+pub use read_only::{READ_ONLY_GIT, READ_ONLY_PROGRAMS};
+
+/// Shell reserved words: at the start of a simple command they make a line one this parser does
+/// not model, so neither `read-only` nor an allow pattern matches it.
+const KEYWORDS: &[&str] = &[
+    "if", "then", "elif", "else", "fi", "while", "until", "for", "select", "do", "done", "case", "esac",
+    "in", "function", "time", "coproc", "[[", "]]", "!", "{", "}",
 ];
 
 /// What running a command line may do.
@@ -108,7 +49,7 @@ pub fn classify(command: &str) -> CommandClass {
         Err(unknown) => return CommandClass::Mutating { reason: unknown.to_string() },
     };
     for words in &commands {
-        if let Err(reason) = read_only(words) {
+        if let Err(reason) = read_only::read_only(words) {
             return CommandClass::Mutating { reason };
         }
     }
@@ -152,6 +93,7 @@ fn parse(command: &str) -> Result<Vec<Vec<String>>, Unknown> {
                 Ok(())
             };
         }
+        check_start(words)?;
         commands.push(std::mem::take(words));
         Ok(())
     }
@@ -246,12 +188,26 @@ fn parse(command: &str) -> Result<Vec<Vec<String>>, Unknown> {
             return Err(Unknown("an operator without a command after it"));
         }
     } else {
+        check_start(&words)?;
         commands.push(words);
     }
     if commands.is_empty() {
         return Err(Unknown("no command at all"));
     }
     Ok(commands)
+}
+
+/// Refuses a simple command that starts with a shell keyword or an assignment (`X+=1 rm`,
+/// `A[0]=1 rm`), which this parser does not model.
+fn check_start(words: &[String]) -> Result<(), Unknown> {
+    let first = words[0].as_str();
+    if KEYWORDS.contains(&first) {
+        return Err(Unknown("a shell keyword (`if`, `while`, `time`, ...)"));
+    }
+    if see_through::is_assignment(first) {
+        return Err(Unknown("an environment assignment"));
+    }
+    Ok(())
 }
 
 fn ends_with_operator(command: &str) -> bool {
@@ -263,124 +219,6 @@ fn is_name(word: &str) -> bool {
     let mut chars = word.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// `Ok` when one simple command only reads; otherwise why not.
-fn read_only(words: &[String]) -> Result<(), String> {
-    let program = words[0].as_str();
-    let args = &words[1..];
-    if !READ_ONLY_PROGRAMS.contains(&program) {
-        return Err(format!("`{program}` is not a known read-only program"));
-    }
-    let refused = |option: &str| Err(format!("`{program} {option}` may write or run other programs"));
-    match program {
-        "find" => {
-            const WRITES: &[&str] =
-                &["-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"];
-            if let Some(option) = args.iter().find(|a| WRITES.contains(&a.as_str())) {
-                return refused(option);
-            }
-        }
-        "rg" => {
-            if let Some(option) = args.iter().find(|a| a.starts_with("--pre")) {
-                return refused(option);
-            }
-        }
-        "sort" => {
-            if let Some(option) = args.iter().find(|a| {
-                a.starts_with("--output")
-                    || a.starts_with("--compress-program")
-                    || short_flags_contain(a, 'o')
-            }) {
-                return refused(option);
-            }
-        }
-        "date" => {
-            if let Some(option) = args
-                .iter()
-                .find(|a| a.starts_with("--set") || short_flags_contain(a, 's') || !a.starts_with(['-', '+']))
-            {
-                return refused(option);
-            }
-        }
-        "git" => return git_read_only(args),
-        _ => {}
-    }
-    Ok(())
-}
-
-/// Whether `arg` is a cluster of short options (`-ro`) that contains `flag`.
-fn short_flags_contain(arg: &str, flag: char) -> bool {
-    arg.starts_with('-') && !arg.starts_with("--") && arg[1..].contains(flag)
-}
-
-fn git_read_only(args: &[String]) -> Result<(), String> {
-    let mut args = args.iter().map(String::as_str).skip_while(|a| *a == "--no-pager");
-    let Some(subcommand) = args.next() else { return Ok(()) };
-    let rest: Vec<&str> = args.collect();
-    if subcommand.starts_with('-') {
-        return Err(format!("`git {subcommand}` (a global option) is not checked"));
-    }
-    if !READ_ONLY_GIT.contains(&subcommand) {
-        return Err(format!("`git {subcommand}` is not a known read-only git command"));
-    }
-    let refused = |what: &str| {
-        Err(format!("`git {subcommand} {what}` may change the repository or run other programs"))
-    };
-    match subcommand {
-        "diff" | "log" | "show" => {
-            if let Some(option) =
-                rest.iter().find(|a| a.starts_with("--output") || a.starts_with("--ext-diff"))
-            {
-                return refused(option);
-            }
-        }
-        "grep" => {
-            if let Some(option) =
-                rest.iter().find(|a| a.starts_with("--open-files-in-pager") || a.starts_with("-O"))
-            {
-                return refused(option);
-            }
-        }
-        "branch" => {
-            const LISTING: &[&str] = &[
-                "-a",
-                "-r",
-                "-v",
-                "-vv",
-                "-l",
-                "--list",
-                "--all",
-                "--remotes",
-                "--show-current",
-                "--verbose",
-                "--no-color",
-                "--merged",
-                "--no-merged",
-            ];
-            if let Some(arg) = rest.iter().find(|a| !LISTING.contains(a)) {
-                return refused(arg);
-            }
-        }
-        "tag" => {
-            if let Some(arg) = rest.iter().find(|a| !matches!(**a, "-l" | "--list" | "-n")) {
-                return refused(arg);
-            }
-        }
-        "remote" => {
-            if let Some(arg) = rest.iter().find(|a| !matches!(**a, "-v" | "--verbose")) {
-                return refused(arg);
-            }
-        }
-        "config" if !matches!(rest.first(), Some(&("--get" | "--get-all" | "--list" | "-l"))) => {
-            return refused(rest.first().copied().unwrap_or(""));
-        }
-        "stash" if !matches!(rest.first(), Some(&("list" | "show"))) => {
-            return refused(rest.first().copied().unwrap_or(""));
-        }
-        _ => {}
-    }
-    Ok(())
 }
 
 #[cfg(test)]
