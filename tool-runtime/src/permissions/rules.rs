@@ -403,7 +403,13 @@ impl Rules {
         }
         let verdict = strictest(matched.into_iter()).unwrap_or_else(|| self.default_for(tool));
         match self.command_reads(&seen) {
-            Some(reads) if reads.action > verdict.action => reads,
+            // A default says less than the rule about the path.
+            Some(reads)
+                if reads.action > verdict.action
+                    || reads.action == verdict.action && !matches!(verdict.because, Because::Rule { .. }) =>
+            {
+                reads
+            }
             _ => verdict,
         }
     }
