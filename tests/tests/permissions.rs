@@ -746,6 +746,8 @@ fn options_not_known_to_only_read_are_mutating_however_spelled() {
         "git remote add x y",
         "git remote set-url x y",
         "git remote rm x",
+        "cd vendor/x && git status",
+        "cd /tmp; git log",
     ];
     for line in mutating {
         assert!(!classify(line).is_read_only(), "{line:?} must count as mutating");
@@ -878,6 +880,17 @@ async fn a_deny_rule_sees_through_keywords_wrappers_spellings_and_expansions() {
         "bash <<EOF\nrm -rf x\nEOF",
         "cat <<EOF\n$(rm -rf x)\nEOF",
         "hash -p /bin/rm ls; ls -rf x",
+        // Found by trying to get past these rules.
+        "env -iS'rm -rf' x",
+        "env --split-string='rm -rf' x",
+        "git -c alias.x='!rm -rf y' x",
+        "sudo --us=root rm -rf x",
+        "timeout --sig=KILL 5 rm -rf x",
+        "xargs -a list rm -rf",
+        "ssh host 'rm -rf x'",
+        "cat <<< \"$(rm -rf x)\"",
+        "if true;then rm -rf x;fi",
+        "[[ -n x ]] && rm -rf x",
         "alias ls=rm; ls -rf x",
     ];
     for line in lines {
@@ -972,6 +985,8 @@ async fn read_rules_cover_the_paths_a_command_names() {
         "base64 .env",
         "cat .e*",
         "if true; then cat .env; fi",
+        "cat < .env",
+        "echo \"$(< .env)\"",
         "bash -c 'cat .env'",
     ] {
         let reason = denial(decide(&policy, &command("bash", line)).await);

@@ -18,6 +18,11 @@ pub(crate) fn named_paths(seen: &Seen, root: &Path) -> Vec<(PathBuf, String)> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut bases = vec![root.to_path_buf()];
     let mut paths = Vec::new();
+    for word in seen.redirections.iter().filter(|word| word.resolved()) {
+        for path in resolve(root, &word.text, word, home.as_deref()) {
+            paths.push((path, word.text.clone()));
+        }
+    }
     for run in &seen.runs {
         for word in run.args.iter().filter(|word| word.resolved()) {
             for candidate in candidates(&word.text) {

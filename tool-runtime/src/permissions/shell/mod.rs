@@ -53,6 +53,17 @@ pub fn classify(command: &str) -> CommandClass {
             return CommandClass::Mutating { reason };
         }
     }
+    // Another directory may hold a repository whose configuration runs programs
+    // (`core.fsmonitor`, `core.pager`): git only counts as reading in the workspace's own.
+    let cd = commands.iter().position(|words| words[0] == "cd");
+    if cd.is_some_and(|cd| commands[cd..].iter().any(|words| words[0] == "git")) {
+        return CommandClass::Mutating {
+            reason:
+                "`git` after `cd` may run programs another repository's configuration names, so it counts \
+                     as changing things"
+                    .to_owned(),
+        };
+    }
     CommandClass::ReadOnly
 }
 

@@ -55,6 +55,8 @@ pub(crate) struct Seen {
     /// Set when some part may run anything at all (`source`, a here-document, a shell reading a
     /// script), with what that part is.
     pub(crate) opaque: Option<&'static str>,
+    /// The files redirections name (`< .env`, `> out`).
+    pub(crate) redirections: Vec<Word>,
 }
 
 /// What `command` may run.
@@ -315,26 +317,29 @@ impl Lexer<'_> {
         let mut word: Option<Word> = None;
         // The next word is a redirection's target, not an argument.
         let mut target = false;
-        let finish = |word: &mut Option<Word>, words: &mut Vec<Word>, target: &mut bool| {
-            if let Some(mut done) = word.take() {
-                if done.text.contains('{')
-                    && done.text != "{"
-                    && done.text != "{}"
-                    && !done.text.starts_with("${")
-                {
-                    // Brace expansion (`-{r,f}`) makes other words.
-                    done.text.push(UNKNOWN);
+        let mut targets: Vec<Word> = Vec::new();
+        let finish =
+            |word: &mut Option<Word>, words: &mut Vec<Word>, target: &mut bool, targets: &mut Vec<Word>| {
+                if let Some(mut done) = word.take() {
+                    if done.text.contains('{')
+                        && done.text != "{"
+                        && done.text != "{}"
+                        && !done.text.starts_with("${")
+                    {
+                        // Brace expansion (`-{r,f}`) makes other words.
+                        done.text.push(UNKNOWN);
+                    }
+                    if std::mem::take(target) {
+                        targets.push(done);
+                        return;
+                    }
+                    words.push(done);
                 }
-                if std::mem::take(target) {
-                    return;
-                }
-                words.push(done);
-            }
-        };
+            };
         while let Some(c) = self.peek() {
             self.pos += 1;
             match c {
-                ' ' | '\t' => finish(&mut word, &mut words, &mut target),
+                ' ' | '\t' => finish(&mut word, &mut words, &mut target, &mut targets),
                 '\\' => match self.peek() {
                     Some('\n') => self.pos += 1,
                     Some(c) => {
@@ -425,7 +430,7 @@ impl Lexer<'_> {
                     {
                         word = None;
                     }
-                    finish(&mut word, &mut words, &mut target);
+                    finish(&mut word, &mut words, &mut target, &mut targets);
                     if self.peek() == Some('(') {
                         // Process substitution.
                         self.pos += 1;
@@ -452,7 +457,7 @@ impl Lexer<'_> {
                     target = true;
                 }
                 '&' if self.peek() == Some('>') => {
-                    finish(&mut word, &mut words, &mut target);
+                    finish(&mut word, &mut words, &mut target, &mut targets);
                     while matches!(self.peek(), Some('>')) {
                         self.pos += 1;
                     }
@@ -476,7 +481,7 @@ impl Lexer<'_> {
                     w.glob = true;
                 }
                 '\n' | ';' | '&' | '|' | '(' | ')' => {
-                    finish(&mut word, &mut words, &mut target);
+                    finish(&mut word, &mut words, &mut target, &mut targets);
                     target = false;
                     if !words.is_empty() {
                         commands.push(std::mem::take(&mut words));
@@ -498,10 +503,11 @@ impl Lexer<'_> {
                 c => word.get_or_insert_default().text.push(c),
             }
         }
-        finish(&mut word, &mut words, &mut target);
+        finish(&mut word, &mut words, &mut target, &mut targets);
         if !words.is_empty() {
             commands.push(words);
         }
+        self.seen.redirections.extend(targets);
         commands
     }
 }
@@ -672,6 +678,19 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
                 }
             }
         }
+        "git" => {
+            // `-c alias.x='!cmd'`, `-c core.pager=cmd`, `--config-env`: values may be commands.
+            let mut words = texts.iter();
+            while let Some(text) = words.next() {
+                let value = match text.as_str() {
+                    "-c" | "--config-env" => words.next().map(String::as_str),
+                    t => t.strip_prefix("-c").or_else(|| t.strip_prefix("--config-env=")),
+                };
+                if let Some((_, command)) = value.and_then(|v| v.split_once('=')) {
+                    line(command.trim_start_matches('!'), depth + 1, seen);
+                }
+            }
+        }
         name if SHELLS.contains(&name) => shell(&args, depth, seen),
         name if RUNNERS.contains(&name) => any_word_runs(&args, depth, seen),
         name => {
@@ -688,16 +707,28 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
             let mut split: Vec<Word> = Vec::new();
             if name == "env" {
                 // `env -S 'cmd args'` splits its string into words.
-                if let Some(at) = texts.iter().position(|t| {
-                    t == "-S"
-                        || t == "--split-string"
-                        || t.starts_with("-S")
-                        || t.starts_with("--split-string=")
-                }) {
-                    let string = match texts[at].as_str() {
-                        "-S" | "--split-string" => texts.get(at + 1).cloned().unwrap_or_default(),
-                        t => t.trim_start_matches("--split-string=").trim_start_matches("-S").to_owned(),
-                    };
+                let options = &texts[..texts.len() - scanned.positionals.len()];
+                let split_at = options.iter().enumerate().find_map(|(at, t)| {
+                    if t == "--split-string" {
+                        return Some(texts.get(at + 1).cloned().unwrap_or_default());
+                    }
+                    if let Some(value) = t.strip_prefix("--split-string=") {
+                        return Some(value.to_owned());
+                    }
+                    // In a bundle (`-iS'cmd'`), after the options that take no value.
+                    let cluster = t.strip_prefix('-').filter(|c| !c.starts_with('-'))?;
+                    let s = cluster.find('S')?;
+                    if cluster[..s].contains(['u', 'C', 'a']) {
+                        return None;
+                    }
+                    let rest = &cluster[s + 1..];
+                    Some(if rest.is_empty() {
+                        texts.get(at + 1).cloned().unwrap_or_default()
+                    } else {
+                        rest.to_owned()
+                    })
+                });
+                if let Some(string) = split_at {
                     let mut inner = Seen::default();
                     let commands =
                         Lexer { chars: string.chars().collect(), pos: 0, depth: depth + 1, seen: &mut inner }
@@ -969,6 +1000,10 @@ mod tests {
         assert_eq!(programs("command rm x"), ["command", "rm"]);
         assert_eq!(programs("env -i -u HOME A=1 rm x"), ["env", "rm"]);
         assert_eq!(programs("env -S 'rm -rf' x"), ["env", "rm"]);
+        assert_eq!(programs("env -iS'rm -rf' x"), ["env", "rm"]);
+        assert_eq!(programs("env --split-string='rm -rf' x"), ["env", "rm"]);
+        assert_eq!(programs("git -c alias.x='!rm -rf y' x"), ["git", "rm"]);
+        assert_eq!(see("cat < .env > out").redirections, [Word::literal(".env"), Word::literal("out")]);
         assert_eq!(programs("sudo -u root -E rm x"), ["sudo", "rm"]);
         assert_eq!(
             programs("nice -n 5 nohup timeout -s KILL 5 stdbuf -oL rm x"),
