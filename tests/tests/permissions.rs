@@ -891,6 +891,10 @@ async fn a_deny_rule_sees_through_keywords_wrappers_spellings_and_expansions() {
         "cat <<< \"$(rm -rf x)\"",
         "if true;then rm -rf x;fi",
         "[[ -n x ]] && rm -rf x",
+        "PAGER='rm -rf x' git log",
+        "env GIT_SSH_COMMAND='rm -rf x' git fetch",
+        "PATH=.:$PATH ls -rf x",
+        "LD_PRELOAD=./x.so ls",
         "alias ls=rm; ls -rf x",
     ];
     for line in lines {

@@ -539,6 +539,7 @@ fn command(words: &[Word], depth: usize, seen: &mut Seen) {
             // Words, not a program (their substitutions were parsed already).
             return;
         } else if is_assignment(text) {
+            assignment(word, depth, seen);
             at += 1;
         } else {
             break;
@@ -546,6 +547,62 @@ fn command(words: &[Word], depth: usize, seen: &mut Seen) {
     }
     if at < words.len() {
         run(&words[at..], depth, seen);
+    }
+}
+
+/// Variables whose value is a command some program runs (`PAGER='rm -rf x' git log`).
+const COMMAND_VARIABLES: &[&str] = &[
+    "PAGER",
+    "GIT_PAGER",
+    "MANPAGER",
+    "EDITOR",
+    "VISUAL",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "BROWSER",
+    "PROMPT_COMMAND",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "GIT_PROXY_COMMAND",
+    "FCEDIT",
+];
+
+/// Variables that make a program load code the rules cannot see.
+const CODE_VARIABLES: &[&str] = &[
+    "BASH_ENV",
+    "ENV",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_EXEC_PATH",
+    "GIT_DIR",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "PATH",
+];
+
+/// An assignment before a command: its value is parsed when the variable names a command, and
+/// a variable that loads code makes the line opaque.
+fn assignment(word: &Word, depth: usize, seen: &mut Seen) {
+    let Some((name, value)) = word.text.split_once('=') else { return };
+    let name = name.trim_end_matches('+');
+    if CODE_VARIABLES.contains(&name) {
+        seen.opaque.get_or_insert(
+            "a variable that makes programs load other code (`PATH`, `LD_PRELOAD`, `BASH_ENV`, ...)",
+        );
+    } else if COMMAND_VARIABLES.contains(&name) || name.starts_with("GIT_CONFIG_VALUE_") {
+        if word.resolved() {
+            line(value.trim_start_matches('!'), depth + 1, seen);
+        } else {
+            seen.opaque.get_or_insert("a command in a variable that is not known");
+        }
     }
 }
 
@@ -746,7 +803,7 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
             }
             if assignments {
                 while rest.first().is_some_and(|w| is_assignment(&w.text)) {
-                    rest.remove(0);
+                    assignment(&rest.remove(0), depth, seen);
                 }
             }
             match name {
@@ -1003,6 +1060,10 @@ mod tests {
         assert_eq!(programs("env -iS'rm -rf' x"), ["env", "rm"]);
         assert_eq!(programs("env --split-string='rm -rf' x"), ["env", "rm"]);
         assert_eq!(programs("git -c alias.x='!rm -rf y' x"), ["git", "rm"]);
+        assert_eq!(programs("PAGER='rm -rf x' git log"), ["rm", "git"]);
+        assert_eq!(programs("env GIT_SSH_COMMAND='rm -rf x' git fetch"), ["env", "rm", "git"]);
+        assert!(see("PATH=. ls").opaque.is_some());
+        assert!(see("BASH_ENV=x.sh bash -c true").opaque.is_some());
         assert_eq!(see("cat < .env > out").redirections, [Word::literal(".env"), Word::literal("out")]);
         assert_eq!(programs("sudo -u root -E rm x"), ["sudo", "rm"]);
         assert_eq!(
