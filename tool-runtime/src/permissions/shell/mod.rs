@@ -1,12 +1,83 @@
-//! Shell command classification: which command lines only read, decided by a conservative parser.
+//! Shell command lines as the permission rules see them: which lines only read, and what a
+//! line will run.
 //!
-//! The parser understands a small part of the shell language: words (unquoted, `'single'`,
-//! `"double"` without expansions, backslash escapes) joined into simple commands by `|`, `&&`,
-//! `||`, `;` and newlines. Anything else (expansions `$`, backticks, redirections, globs, here
-//! documents, subshells, braces, background jobs, comments, environment assignments) makes the
-//! command *unknown*, and an unknown command counts as mutating. A command is read-only when it
-//! parses and every simple command in it runs a program of [`READ_ONLY_PROGRAMS`] with arguments
-//! that program cannot use to write or to run something else.
+//! Rules are policy, not a boundary: they read the command's text before it runs and cannot
+//! follow everything a shell and its programs do. Contain commands with a kernel sandbox.
+//!
+//! # Read-only (`Bash(read-only)`, and the shared guard)
+//!
+//! A strict parser understands words (unquoted, `'single'`, `"double"` without expansions,
+//! backslash escapes) joined into simple commands by `|`, `&&`, `||`, `;` and newlines. Anything
+//! else (expansions `$`, backticks, redirections, globs, here-documents, subshells, braces,
+//! background jobs, comments, assignments such as `X=1` or `X+=1`, shell keywords such as `if`
+//! or `time`) makes the line *unknown*, and an unknown line counts as mutating.
+//!
+//! A line is read-only when every simple command runs a program of [`READ_ONLY_PROGRAMS`] (a
+//! `git` subcommand of [`READ_ONLY_GIT`]) with only the options listed for that program as
+//! harmless. The list is an allowlist: an option not on it makes the line mutating, whatever its
+//! spelling: an unknown long option, a GNU-style abbreviation of a listed one (`sort --o=FILE`,
+//! `git grep --op=CMD`: only exact spellings count), a bundle with one unknown letter
+//! (`git grep -iO'CMD'`), a value given to a flag. Values of listed options (`-n 5`, `-n5`,
+//! `--lines=5`) are skipped, `--` ends the options. Per program: `find` takes only the tests and
+//! actions that read (no `-exec`, `-execdir`, `-ok`, `-okdir`, `-delete`, `-fprint*`, `-fls`);
+//! `date` only `+FORMAT` arguments (not a date to set); `printf` no `-v`; `sort` no `-o`, `-T`,
+//! `--compress-program`; `rg` no `--pre`, `-z`, `--hostname-bin`; `tree` no `-o`, `-R`; `git`
+//! takes as its own options only `--no-pager`/`-P` and a few pathspec switches (never `-c`,
+//! `--config-env`, `-C`, `--git-dir`, `--work-tree`, `--exec-path`, `-p`/`--paginate`), no
+//! aliases (a subcommand not on the list), no `--output`, `--ext-diff`, `--show-signature`,
+//! `-O`/`--open-files-in-pager`; `branch`, `tag`, `remote`, `config` and `stash` only in their
+//! listing forms; and no `git` after a `cd` in the same line.
+//!
+//! Not seen: what `PATH` or a shell function outside the line points a name to; a repository's
+//! own configuration (`core.fsmonitor`, `core.pager`, `diff.external`, textconv drivers), which
+//! git runs even for `git status`: the workspace's git configuration is trusted.
+//!
+//! # What a line runs (deny and ask rules)
+//!
+//! A second, lenient parser reads the whole shell language loosely and lists every program the line may
+//! run, each with its arguments, so deny and ask patterns match what will run:
+//!
+//! - inside keywords and groups (`if`/`then`/`elif`/`else`, `while`/`until`/`do`, `for`,
+//!   `case`, `time`, `coproc`, `!`, `{ }`, `( )`, functions), past assignments (`X+=1 rm`),
+//!   redirections and comments, in `$(...)`, backticks, `<(...)`, `${X:-$(...)}` and arithmetic;
+//! - through wrappers: `command`, `builtin`, `exec`, `env` (options, assignments, `-S`),
+//!   `nice`, `nohup`, `setsid`, `stdbuf`, `time`, `timeout`, `sudo`, `doas`, `xargs` (whose
+//!   arguments from standard input are unknown), `find -exec`, `busybox`, and `bash`/`sh`/`zsh`/...
+//!   `-c STRING`, `eval`, `trap`, `su -c`, `watch`, `ssh` (strings parsed as command lines); after
+//!   programs such as `strace`, `chrt`, `flock` or `chroot`, any later word may be the program;
+//! - in the values of `git -c`/`--config-env` and of variables that name commands (`PAGER`,
+//!   `EDITOR`, `GIT_SSH_COMMAND`, ...);
+//! - the program by its base name (`/bin/rm`, `./rm` and `\rm` are `rm`), `$'\x72m'` decoded.
+//!
+//! A prefix or exact pattern (`rm -rf:*`) matches a run of the same program whose options, as a
+//! set, include the pattern's (`-fr`, `-r -f`, `-rfv`, `-R`, `--recursive --force` and
+//! abbreviations such as `--recur` for the programs whose long and short names are known:
+//! `rm`, `cp`, `mv`, `chmod`, `chown`, `chgrp`, `rmdir`, `shred`, `sed -i`, `git -f`/`-d`), and
+//! whose other words include the pattern's in order (`git -C x push` is a `git push`). Whatever
+//! the parser cannot resolve may match: a program or argument from an expansion
+//! (`rm${IFS}-rf`, `$CMD`, `rm $FLAGS`), brace expansion, and anything opaque (`source`, `.`,
+//! `eval` or `-c` of unknown text, a shell reading a script or standard input, a here-document,
+//! `alias`, `hash -p`, `enable`, `PATH`/`LD_PRELOAD`/`BASH_ENV` assignments) makes every deny
+//! and ask pattern apply. Allow patterns never see through: they match only lines the strict
+//! parser understands, each simple command as written.
+//!
+//! Not seen: programs that run other programs in ways not listed (`make`, `npm run`,
+//! `python -c`, `perl -e`), a program copied or linked under another name, another program with
+//! the same effect (`find -delete` is not `rm`), options whose equivalence is not known
+//! (`git push origin +main` is a forced push), and options of other programs spelled another
+//! way.
+//!
+//! # Paths a line names (Read rules)
+//!
+//! Read path rules that deny or ask (`Read(./.env)`) also apply to a command: every argument of
+//! every program the line runs (as above), and every redirection target, is taken as a path (the
+//! whole word, the part after `=` or after the first `:` as in `HEAD:.env`, the value of a short
+//! option as in `-f.env`), resolved against the workspace root and any directory an earlier `cd`
+//! in the line moves to, `~` as the home directory, links followed, a glob in the last component
+//! expanded. If a rule covers one, the command is refused (deny) or asked about (ask), whatever
+//! allowed it. Not seen: a path that is computed (`cat "$F"`, `cat $(echo .env)`, brace
+//! expansion), the files beneath a directory argument (`grep -r TOKEN .` reads a denied `.env`),
+//! a link the same line creates, and files a program opens by itself.
 
 use std::fmt;
 
