@@ -12,7 +12,7 @@ const MAX_ENTRIES: usize = 10_000;
 /// Every path the line's arguments may name, each with the word as written, resolved against
 /// `root` and every directory an earlier `cd` in the line may have moved to. A word is read as a
 /// path whole, after `=` (`--file=x`, `if=x`), after a short option (`-fx`) and after the first
-/// `:` (`HEAD:.env`); `~` is the home directory; a glob in the last component is expanded.
+/// `:` (`HEAD:.env`); `~` is the home directory; a glob in the glob is expanded.
 /// Links are followed where the path exists, as the command will follow them.
 pub(crate) fn named_paths(seen: &Seen, root: &Path) -> Vec<(PathBuf, String)> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -112,21 +112,37 @@ fn follow(path: &Path) -> Option<PathBuf> {
     std::fs::canonicalize(parent).ok().map(|dir| dir.join(name))
 }
 
-/// The entries a glob in the last component matches (`.e*`); globs in directories are not
-/// expanded.
+/// The paths a glob matches (`.e*`, `s*/key`), component by component as the shell expands it
+/// (but with `*` also matching a leading dot), up to a bound.
 fn expand(path: &Path) -> Vec<PathBuf> {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
-        return Vec::new();
-    };
-    let Ok(glob) = globset::GlobBuilder::new(name).literal_separator(true).build() else {
-        return Vec::new();
-    };
-    let glob = glob.compile_matcher();
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    entries
-        .take(MAX_ENTRIES)
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.file_name().is_some_and(|name| glob.is_match(name)))
-        .collect()
+    let mut found = vec![PathBuf::new()];
+    let mut looked = 0;
+    for component in path.components() {
+        let text = component.as_os_str().to_string_lossy();
+        if !text.contains(['*', '?', '[']) {
+            for path in &mut found {
+                path.push(component);
+            }
+            continue;
+        }
+        let Ok(glob) = globset::GlobBuilder::new(&text).literal_separator(true).build() else {
+            return Vec::new();
+        };
+        let glob = glob.compile_matcher();
+        let mut next = Vec::new();
+        for dir in &found {
+            let Ok(entries) = std::fs::read_dir(dir) else { continue };
+            for entry in entries.filter_map(Result::ok) {
+                looked += 1;
+                if looked > MAX_ENTRIES {
+                    return next;
+                }
+                if glob.is_match(entry.file_name()) {
+                    next.push(entry.path());
+                }
+            }
+        }
+        found = next;
+    }
+    found
 }

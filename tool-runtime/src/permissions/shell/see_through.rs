@@ -724,8 +724,7 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
             }
         }
         "find" => {
-            let mut rest = args.iter().enumerate();
-            while let Some((at, word)) = rest.next() {
+            for (at, word) in args.iter().enumerate() {
                 if matches!(word.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
                     let end = args[at + 1..]
                         .iter()
