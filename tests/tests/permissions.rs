@@ -906,6 +906,21 @@ async fn a_deny_rule_sees_through_keywords_wrappers_spellings_and_expansions() {
             PermissionDecision::Allow => panic!("{line:?} must be refused by `deny Bash(rm -rf:*)`"),
         }
     }
+    // When a rule applies only because part of the line cannot be followed, the reason says so.
+    let reason = denial(decide(&policy, &command("bash", "source ./env.sh && ls")).await);
+    assert_eq!(
+        reason,
+        "refused by the rule `deny Bash(rm -rf:*)` in the rules given in code (the command uses `source` (a \
+         script file), which the rules cannot follow, so it may run what the rule matches). Do not try to get \
+         around it: do something else, or ask the user"
+    );
+    let reason = denial(decide(&policy, &command("bash", "rm $FLAGS x")).await);
+    assert!(reason.contains("uses a program or argument whose value is not known until it runs"), "{reason}");
+    let reason = denial(decide(&policy, &command("bash", "rm -fr x")).await);
+    assert!(
+        reason.starts_with("refused by the rule `deny Bash(rm -rf:*)` in the rules given in code. Do"),
+        "{reason}"
+    );
     // What it does not match: other flags, another program, the words as data.
     for line in
         ["rm -r x", "rm x", "rm -- -rf", "echo rm -rf", "git commit -m 'rm -rf x'", "rmdir -p x", "ls -rf"]

@@ -252,6 +252,13 @@ pub(crate) enum Because {
         text: String,
         origin: Arc<str>,
     },
+    /// A deny or ask command rule that applies because part of the line cannot be followed.
+    Unresolved {
+        action: Action,
+        text: String,
+        origin: Arc<str>,
+        why: &'static str,
+    },
     /// A Read path rule that covers a path a command names.
     Reads {
         action: Action,
@@ -270,6 +277,11 @@ impl fmt::Display for Because {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Because::Rule { action, text, origin } => write!(f, "the rule `{action} {text}` in {origin}"),
+            Because::Unresolved { action, text, origin, why } => write!(
+                f,
+                "the rule `{action} {text}` in {origin} (the command uses {why}, which the rules cannot follow, \
+                 so it may run what the rule matches)"
+            ),
             Because::Reads { action, text, origin, word } => {
                 write!(
                     f,
@@ -401,7 +413,29 @@ impl Rules {
                 matched.push(first);
             }
         }
-        let verdict = strictest(matched.into_iter()).unwrap_or_else(|| self.default_for(tool));
+        let mut verdict = strictest(matched.into_iter()).unwrap_or_else(|| self.default_for(tool));
+        // Say so when a rule applies only because part of the line cannot be followed.
+        if let Because::Rule { action, text, origin } = &verdict.because
+            && let Some(Pattern::Command(pattern)) = rules
+                .iter()
+                .find(|rule| rule.text == *text && rule.action == *action)
+                .map(|rule| &rule.pattern)
+        {
+            let known = pattern.matches(command)
+                || parts.iter().flatten().any(|part| pattern.matches(part))
+                || seen
+                    .runs
+                    .iter()
+                    .any(|run| run.program.is_some() && !run.has_unknown_args() && pattern.sees(run));
+            if !known {
+                let why = match seen.opaque {
+                    Some(why) if !seen.runs.iter().any(|run| pattern.sees(run)) => why,
+                    _ => "a program or argument whose value is not known until it runs",
+                };
+                verdict.because =
+                    Because::Unresolved { action: *action, text: text.clone(), origin: origin.clone(), why };
+            }
+        }
         match self.command_reads(&seen) {
             // A default says less than the rule about the path.
             Some(reads)
