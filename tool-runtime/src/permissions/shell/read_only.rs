@@ -164,7 +164,7 @@ static PROGRAMS: LazyLock<HashMap<&'static str, Spec>> = LazyLock::new(|| {
             "-b -i -L -h -z -Z -k -s -N -E -0 -r -e= -F= -P= -f= --brief --mime --mime-type --mime-encoding \
              --dereference --no-dereference --keep-going --special-files --exclude= --exclude-quiet= \
              --separator= --parameter= --raw --no-pad --print0 --uncompress --uncompress-noreport \
-             --no-sandbox --preserve-date --files-from= --extension --apple",
+             --preserve-date --files-from= --extension --apple",
             false,
         ),
         ("head", "-c= -n= -q -v -z --bytes= --lines= --quiet --silent --verbose --zero-terminated", true),

@@ -975,9 +975,11 @@ pub(crate) struct Shape {
 impl Shape {
     /// The shape of a pattern's text; `None` when it has no words.
     pub(crate) fn new(pattern: &str, exact: bool) -> Option<Shape> {
-        let mut parts = pattern.split_whitespace();
-        let program = base_name(parts.next()?).to_owned();
-        let (options, words) = options_and_words(&program, parts);
+        // Read as a command line, so quotes in the pattern are removed as in the command.
+        let seen = see(pattern);
+        let run = seen.runs.first()?;
+        let program = run.program.clone()?;
+        let (options, words) = options_and_words(&program, run.args.iter().map(|w| w.text.as_str()));
         let words = words.into_iter().map(str::to_owned).collect();
         Some(Shape { program, options, words, exact })
     }
@@ -1133,5 +1135,6 @@ mod shape_tests {
         assert!(sees("git push", "git --no-pager push"));
         assert!(!sees("git push", "git status"));
         assert!(sees("rm -rf", "rm $FLAGS x"));
+        assert!(sees("git commit -m 'a b'", "git commit -m \"a b\" -q"));
     }
 }
