@@ -1010,14 +1010,31 @@ async fn read_rules_cover_the_paths_a_command_names() {
     ] {
         let reason = denial(decide(&policy, &command("bash", line)).await);
         assert!(reason.starts_with("refused by the rule `deny Read(./.env)`"), "{line:?}: {reason}");
-        assert!(reason.contains("(the command names `"), "{line:?}: {reason}");
+        assert!(reason.contains("(the command reads `"), "{line:?}: {reason}");
     }
-    for line in ["cat secrets/key", "ls secrets", "cd secrets && cat key", "cat s*/key", "cat secrets/*"] {
+    for line in
+        ["cat secrets/key", "ls secrets", "cd secrets && cat key", "cat s*/key", "cat secrets/*", "rg TOKEN"]
+    {
         let reason = denial(decide(&policy, &command("bash", line)).await);
         assert!(reason.contains("`ask Read(./secrets/**)`"), "{line:?}: {reason}");
         assert!(reason.contains("says to ask first"), "{line:?}: {reason}");
     }
-    for line in ["cat src/main.rs", "ls -la", "git status", "grep -rn main src"] {
+    // A recursive search of a directory that holds a denied file reads it.
+    for line in [
+        "grep -r TOKEN .",
+        "grep -rn TOKEN",
+        "rg --hidden TOKEN",
+        "rg -uu TOKEN",
+        "git grep --no-index TOKEN",
+        "tar cf - . | cat",
+        "cp -r . /tmp/copy",
+    ] {
+        let reason = denial(decide(&policy, &command("bash", line)).await);
+        assert!(reason.starts_with("refused by the rule `deny Read(./.env)`"), "{line:?}: {reason}");
+        assert!(reason.contains("(which holds `.env`)"), "{line:?}: {reason}");
+    }
+    // A search elsewhere does not reach it.
+    for line in ["cat src/main.rs", "ls -la", "git status", "grep -rn main src", "rg -n TOKEN src"] {
         assert_eq!(decide(&policy, &command("bash", line)).await, PermissionDecision::Allow, "{line:?}");
     }
 }

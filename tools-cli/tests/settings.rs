@@ -122,7 +122,6 @@ fn a_malformed_settings_file_is_a_usage_error_naming_the_rule() {
 fn the_readme_rules_hold_against_known_bypasses() {
     let fx = Fixture::new();
     let settings = readme_settings(&fx);
-    std::fs::write(fx.ws().join(".env"), "TOKEN=hunter2\n").unwrap();
     let call = |command: &str| {
         let args = json!({ "command": command }).to_string();
         let run = fx.run(&["call", "bash", &args, "--settings", &settings], None);
@@ -155,7 +154,8 @@ fn the_readme_rules_hold_against_known_bypasses() {
         assert!(output.contains("`deny Bash(rm -rf:*)`"), "{command}: {output}");
     }
     assert!(fx.ws().join("hello.txt").exists());
-    for command in ["cat .env", "grep TOKEN .env", "cat ./hello.txt ../ws/.env"] {
+    std::fs::write(fx.ws().join(".env"), "TOKEN=hunter2\n").unwrap();
+    for command in ["cat .env", "grep TOKEN .env", "cat ./hello.txt ../ws/.env", "grep -r TOKEN"] {
         let output = call(command);
         assert!(output.contains("`deny Read(./.env)`"), "{command}: {output}");
         assert!(!output.contains("hunter2"), "{command}: {output}");

@@ -2,35 +2,109 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use super::shell::see_through::{Seen, Word};
+use super::shell::see_through::{Run, Seen, Word};
 
 /// At most this many directories a line may `cd` into are followed.
 const MAX_BASES: usize = 16;
 /// At most this many directory entries are looked at to expand one glob.
 const MAX_ENTRIES: usize = 10_000;
 
+/// A path a command names.
+pub(crate) struct Named {
+    pub(crate) path: PathBuf,
+    /// The word as written.
+    pub(crate) word: String,
+    /// The command reads what is beneath it (`grep -r x dir`, `rg x`), when it is a directory.
+    pub(crate) beneath: Option<Beneath>,
+}
+
+/// How a recursive command walks a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Beneath {
+    /// Every entry.
+    All,
+    /// Not hidden entries (ripgrep's default).
+    Visible,
+}
+
+/// Whether `run` reads what is beneath its directory arguments, and how many leading
+/// positional arguments are not paths (a search pattern, git's subcommand).
+fn recursive(run: &Run) -> Option<(Beneath, usize)> {
+    let texts: Vec<&str> = run.args.iter().map(|w| w.text.as_str()).collect();
+    let short = |letters: &str| {
+        texts
+            .iter()
+            .any(|t| t.starts_with('-') && !t.starts_with("--") && t.contains(|c| letters.contains(c)))
+    };
+    let long = |names: &[&str]| texts.iter().any(|t| names.iter().any(|n| t.starts_with(n)));
+    let pattern = usize::from(!short("ef") && !long(&["--regexp", "--file"]));
+    match run.program.as_deref()? {
+        "rg" => {
+            let hidden = short(".u") || long(&["--hidden", "--no-ignore", "--unrestricted"]);
+            let beneath = if hidden { Beneath::All } else { Beneath::Visible };
+            Some((beneath, pattern))
+        }
+        "ag" | "ack" | "ugrep" => Some((Beneath::All, pattern)),
+        "grep" | "egrep" | "fgrep" => (short("rR")
+            || long(&["--recursive", "--dereference-recursive", "--directories=recurse"])
+            || texts.windows(2).any(|w| w == ["-d", "recurse"]))
+        .then_some((Beneath::All, pattern)),
+        "git" => texts
+            .iter()
+            .find(|t| !t.starts_with('-'))
+            .is_some_and(|sub| *sub == "grep")
+            .then_some((Beneath::All, pattern + 1)),
+        "cp" | "scp" => (short("rRa") || long(&["--recursive", "--archive"])).then_some((Beneath::All, 0)),
+        "tar" | "zip" | "rsync" | "7z" | "zstd" | "gzip" => Some((Beneath::All, 0)),
+        "find" => long(&["-exec", "-ok"]).then_some((Beneath::All, 0)),
+        _ => None,
+    }
+}
+
 /// Every path the line's arguments may name, each with the word as written, resolved against
 /// `root` and every directory an earlier `cd` in the line may have moved to. A word is read as a
 /// path whole, after `=` (`--file=x`, `if=x`), after a short option (`-fx`) and after the first
 /// `:` (`HEAD:.env`); `~` is the home directory; a glob in the glob is expanded.
 /// Links are followed where the path exists, as the command will follow them.
-pub(crate) fn named_paths(seen: &Seen, root: &Path) -> Vec<(PathBuf, String)> {
+/// A recursive command (`rg x`, `grep -r x`, `git grep x`) that names no existing path after its
+/// pattern searches the current directory.
+pub(crate) fn named_paths(seen: &Seen, root: &Path) -> Vec<Named> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut bases = vec![root.to_path_buf()];
     let mut paths = Vec::new();
     for word in seen.redirections.iter().filter(|word| word.resolved()) {
         for path in resolve(root, &word.text, word, home.as_deref()) {
-            paths.push((path, word.text.clone()));
+            paths.push(Named { path, word: word.text.clone(), beneath: None });
         }
     }
     for run in &seen.runs {
+        let walks = recursive(run);
+        let mut positional = 0;
+        let mut names_a_path = false;
         for word in run.args.iter().filter(|word| word.resolved()) {
+            let is_positional = !word.text.starts_with('-');
+            positional += usize::from(is_positional);
             for candidate in candidates(&word.text) {
                 for base in &bases {
                     for path in resolve(base, candidate, word, home.as_deref()) {
-                        paths.push((path, word.text.clone()));
+                        let beneath = walks.map(|(how, _)| how).filter(|_| path.is_dir());
+                        if let Some((_, skip)) = walks
+                            && is_positional
+                            && positional > skip
+                            && path.exists()
+                        {
+                            names_a_path = true;
+                        }
+                        paths.push(Named { path, word: word.text.clone(), beneath });
                     }
                 }
+            }
+        }
+        if let Some((how, _)) = walks
+            && !names_a_path
+        {
+            for base in &bases {
+                paths.push(Named { path: base.clone(), word: ".".to_owned(), beneath: Some(how) });
             }
         }
         if run.program.as_deref() == Some("cd") {
@@ -143,6 +217,32 @@ fn expand(path: &Path) -> Vec<PathBuf> {
             }
         }
         found = next;
+    }
+    found
+}
+
+/// The entries beneath `dir`, nearest first, skipping `.git` (and hidden entries for
+/// [`Beneath::Visible`]), up to a bound.
+pub(crate) fn walk(dir: &Path, how: Beneath) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut queue = std::collections::VecDeque::from([dir.to_path_buf()]);
+    while let Some(dir) = queue.pop_front() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.filter_map(Result::ok) {
+            if found.len() >= MAX_ENTRIES {
+                return found;
+            }
+            let name = entry.file_name();
+            let hidden = name.to_string_lossy().starts_with('.');
+            if name == ".git" || how == Beneath::Visible && hidden {
+                continue;
+            }
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                queue.push_back(path.clone());
+            }
+            found.push(path);
+        }
     }
     found
 }

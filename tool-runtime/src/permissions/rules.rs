@@ -10,7 +10,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use regex::Regex;
 
 use super::catalog::{Subject, ToolCatalog};
-use super::command_paths::named_paths;
+use super::command_paths::{named_paths, walk};
 use super::shell;
 use super::shell::see_through::{self, Run, Seen, Shape};
 
@@ -283,9 +283,10 @@ impl fmt::Display for Because {
                  so it may run what the rule matches)"
             ),
             Because::Reads { action, text, origin, word } => {
+                let tick = if word.ends_with(')') { "" } else { "`" };
                 write!(
                     f,
-                    "the rule `{action} {text}` in {origin} (the command names `{word}`, which it covers)"
+                    "the rule `{action} {text}` in {origin} (the command reads `{word}{tick}, which the rule covers)"
                 )
             }
             Because::ToolDefault(tool) => write!(f, "the default for `{tool}`"),
@@ -464,10 +465,20 @@ impl Rules {
             return None;
         }
         let mut best: Option<(&Rule, String)> = None;
-        for (path, word) in named_paths(seen, &self.root) {
+        let mut consider = |path: &Path, word: &dyn Fn() -> String| {
             for (rule, pattern) in &rules {
-                if best.as_ref().is_none_or(|(b, _)| rule.action > b.action) && pattern.matches(&path) {
-                    best = Some((rule, word.clone()));
+                if best.as_ref().is_none_or(|(b, _)| rule.action > b.action) && pattern.matches(path) {
+                    best = Some((rule, word()));
+                }
+            }
+        };
+        for named in named_paths(seen, &self.root) {
+            consider(&named.path, &|| named.word.clone());
+            if let Some(how) = named.beneath {
+                for path in walk(&named.path, how) {
+                    let inside = path.strip_prefix(&named.path).unwrap_or(&path).display().to_string();
+                    let word = || format!("{}` (which holds `{inside}`)", named.word);
+                    consider(&path, &word);
                 }
             }
         }
