@@ -1019,6 +1019,11 @@ async fn read_rules_cover_the_paths_a_command_names() {
         assert!(reason.contains("`ask Read(./secrets/**)`"), "{line:?}: {reason}");
         assert!(reason.contains("says to ask first"), "{line:?}: {reason}");
     }
+    assert_eq!(
+        denial(decide(&policy, &command("bash", "cat .env")).await),
+        "refused by the rule `deny Read(./.env)` in the rules given in code (the command reads `.env`, which the \
+         rule covers). Do not try to get around it: do something else, or ask the user"
+    );
     // A recursive search of a directory that holds a denied file reads it.
     for line in [
         "grep -r TOKEN .",
@@ -1031,8 +1036,19 @@ async fn read_rules_cover_the_paths_a_command_names() {
     ] {
         let reason = denial(decide(&policy, &command("bash", line)).await);
         assert!(reason.starts_with("refused by the rule `deny Read(./.env)`"), "{line:?}: {reason}");
-        assert!(reason.contains("(which holds `.env`)"), "{line:?}: {reason}");
+        assert!(
+            reason.contains("(the command reads `.`, which holds `.env`, which the rule covers)"),
+            "{line:?}: {reason}"
+        );
     }
+    // A line that names more paths than can be checked is refused, and checking stays fast.
+    let many = format!("cat {}", "a ".repeat(5000));
+    let started = std::time::Instant::now();
+    let reason = denial(decide(&policy, &command("bash", &many)).await);
+    assert!(reason.contains("(the command reads more than 4096 paths, too many to check"), "{reason}");
+    let runner = format!("strace {}", "a ".repeat(20_000));
+    let _ = decide(&policy, &command("bash", &runner)).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
     // A search elsewhere does not reach it.
     for line in ["cat src/main.rs", "ls -la", "git status", "grep -rn main src", "rg -n TOKEN src"] {
         assert_eq!(decide(&policy, &command("bash", line)).await, PermissionDecision::Allow, "{line:?}");

@@ -4,6 +4,9 @@ use std::path::{Component, Path, PathBuf};
 
 use super::shell::see_through::{Run, Seen, Word};
 
+/// At most this many paths are checked for one line; a line that names more is refused or
+/// asked about by the strictest Read rule, since it cannot be checked.
+pub(crate) const MAX_PATHS: usize = 4096;
 /// At most this many directories a line may `cd` into are followed.
 const MAX_BASES: usize = 16;
 /// At most this many directory entries are looked at to expand one glob.

@@ -10,7 +10,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use regex::Regex;
 
 use super::catalog::{Subject, ToolCatalog};
-use super::command_paths::{named_paths, walk};
+use super::command_paths::{MAX_PATHS, named_paths, walk};
 use super::shell;
 use super::shell::see_through::{self, Run, Seen, Shape};
 
@@ -283,11 +283,7 @@ impl fmt::Display for Because {
                  so it may run what the rule matches)"
             ),
             Because::Reads { action, text, origin, word } => {
-                let tick = if word.ends_with(')') { "" } else { "`" };
-                write!(
-                    f,
-                    "the rule `{action} {text}` in {origin} (the command reads `{word}{tick}, which the rule covers)"
-                )
+                write!(f, "the rule `{action} {text}` in {origin} (the command reads {word})")
             }
             Because::ToolDefault(tool) => write!(f, "the default for `{tool}`"),
             Because::Default => f.write_str("the default for every tool"),
@@ -472,12 +468,27 @@ impl Rules {
                 }
             }
         };
-        for named in named_paths(seen, &self.root) {
-            consider(&named.path, &|| named.word.clone());
+        let named_paths = named_paths(seen, &self.root);
+        if named_paths.len() > MAX_PATHS {
+            let (rule, _) = rules.iter().max_by_key(|(rule, _)| rule.action)?;
+            return Some(Verdict {
+                action: rule.action,
+                because: Because::Reads {
+                    action: rule.action,
+                    text: rule.text.clone(),
+                    origin: rule.origin.clone(),
+                    word: format!(
+                        "more than {MAX_PATHS} paths, too many to check, so it may read what the rule covers"
+                    ),
+                },
+            });
+        }
+        for named in named_paths {
+            consider(&named.path, &|| format!("`{}`, which the rule covers", named.word));
             if let Some(how) = named.beneath {
                 for path in walk(&named.path, how) {
                     let inside = path.strip_prefix(&named.path).unwrap_or(&path).display().to_string();
-                    let word = || format!("{}` (which holds `{inside}`)", named.word);
+                    let word = || format!("`{}`, which holds `{inside}`, which the rule covers", named.word);
                     consider(&path, &word);
                 }
             }

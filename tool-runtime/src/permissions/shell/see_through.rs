@@ -8,6 +8,10 @@ use super::options::{Spec, scan};
 /// Stands in a word's text for a part whose value is not known (an expansion, a substitution).
 pub(crate) const UNKNOWN: char = '\0';
 
+/// After a program that runs others (`strace`), at most this many words are each taken as the
+/// possible program; more make the line opaque.
+const MAX_RUNNER_WORDS: usize = 256;
+
 /// How deep `bash -c`, `eval` and substitutions may nest before the line counts as opaque.
 const MAX_DEPTH: usize = 8;
 
@@ -886,6 +890,10 @@ fn shell(args: &[Word], depth: usize, seen: &mut Seen) {
 /// After a program that runs a command somewhere in its arguments: every later word may be the
 /// program, and a word that looks like a command line (`watch 'rm -rf x'`) is parsed as one.
 fn any_word_runs(args: &[Word], depth: usize, seen: &mut Seen) {
+    if args.len() > MAX_RUNNER_WORDS {
+        seen.opaque.get_or_insert("too many words after a program that runs others to follow");
+        return;
+    }
     for (at, word) in args.iter().enumerate() {
         if !word.resolved() {
             seen.runs.push(Run { program: None, args: args[at + 1..].to_vec() });
