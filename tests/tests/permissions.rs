@@ -71,8 +71,9 @@ async fn deny_beats_ask_beats_allow_whatever_the_order() {
     // An allowed prefix does not carry a second command with it.
     let reason = denial(decide(&policy, &command("bash", "git status; rm -rf x")).await);
     assert!(reason.starts_with("the default for `bash`"), "{reason}");
+    // The substitution's output is not known, so it may be `push --force`: the deny rule applies.
     let reason = denial(decide(&policy, &command("bash", "git status $(rm -rf x)")).await);
-    assert!(reason.starts_with("the default for `bash`"), "{reason}");
+    assert!(reason.starts_with("refused by the rule `deny Bash(git push --force:*)`"), "{reason}");
 }
 
 #[tokio::test]
@@ -187,7 +188,7 @@ fn shell_classification_table() {
         ("git -c core.pager=rm log", "global option"),
         ("git branch new-branch", "`git branch new-branch`"),
         ("git diff --output=x", "`git diff --output=x`"),
-        ("git config user.name x", "`git config user.name`"),
+        ("git config user.name x", "`git config user.name x`"),
         ("date -s 2020-01-01", "`date -s`"),
         ("./ls", "`./ls` is not a known read-only program"),
         ("xargs rm", "`xargs`"),
@@ -549,4 +550,507 @@ async fn a_hook_cannot_turn_a_read_only_call_into_a_mutating_one() {
     let result = call(&d, "bash", json!({"command": "echo x > y"})).await;
     assert!(!result.output.is_error, "{}", result.output.text_content());
     assert!(dir.path().join("made").exists());
+}
+
+// ---- the read-only allowlist: abbreviations, bundles and attached values ----------------------
+
+/// Common read-only uses that must stay read-only under the allowlist.
+#[test]
+fn common_read_only_commands_stay_read_only() {
+    let read_only = [
+        "sort -rn -k2 names.txt",
+        "sort -t: -k3,3n passwd",
+        "git log --oneline -5",
+        "git log -p -- src",
+        "git log --format=%H --author=me --since=2024-01-01",
+        "git diff --stat HEAD~1",
+        "git diff --name-only --cached",
+        "git diff --no-index a b",
+        "git show --stat HEAD",
+        "git status --porcelain=v1 -b",
+        "git --no-pager status -sb",
+        "git -P log -1",
+        "git grep -n foo -- '*.rs'",
+        "git grep -in -e foo -e bar",
+        "git branch -vv",
+        "git branch --list 'feat*'",
+        "git branch --merged main",
+        "git tag -l",
+        "git config --get user.name",
+        "git config user.name",
+        "git config --list --show-origin",
+        "git remote -v",
+        "git stash list",
+        "git stash show -p",
+        "git rev-parse --show-toplevel",
+        "git blame -L 1,5 README.md",
+        "git shortlog -sn HEAD",
+        "git cat-file -p HEAD",
+        "git ls-files -z --others --exclude-standard",
+        "find . -type f -name '*.rs' -maxdepth 2",
+        "find src -newer Cargo.toml -print0",
+        "rg -n --hidden -g '!target' foo",
+        "rg -uuu -C2 foo",
+        "rg --files --sort=path",
+        "grep -rn -C3 foo src",
+        "grep -5 foo a.txt",
+        "head -n 20 a.txt",
+        "head -20 a.txt",
+        "tail -n +5 a.txt",
+        "ls -la",
+        "ls -lhS --color=never",
+        "du -sh .",
+        "df -h",
+        "jq -r '.a' x.json",
+        "jq --arg a b --rawfile c notes.txt '.x' f.json",
+        "cut -d: -f1 passwd",
+        "date +%Y-%m-%d",
+        "date -u +%s",
+        "date -d yesterday +%F",
+        "stat -c %s a.txt",
+        "tree -L 2 -a",
+        "diff -u a b",
+        "diff --to-file=b a",
+        "cat -n a.txt",
+        "printf '%s\\n' a",
+        "seq -w 1 10",
+        "echo -e a",
+        "md5sum a",
+        "uname -a",
+        "which -a git",
+        "readlink -f a",
+        "realpath --relative-to=. a",
+        "basename -s .rs a.rs",
+        "od -c a",
+        "nl -ba a",
+        "column -t a",
+        "cmp a b",
+        "file -b a",
+        "cd src && ls",
+    ];
+    for line in read_only {
+        assert_eq!(classify(line), CommandClass::ReadOnly, "{line:?} only reads");
+    }
+}
+
+/// Each option that writes or runs a program, spelled every way the program accepts it, and
+/// options nobody listed: all mutating. The first ones are the issue's own cases.
+#[test]
+fn options_not_known_to_only_read_are_mutating_however_spelled() {
+    let mutating = [
+        "git grep --no-index --open='touch pwned' x",
+        "git grep --no-index --op='touch pwned' x",
+        "git grep --no-index --open-files-in='touch pwned' x",
+        "git grep --no-index --open-files-in-pager='touch pwned' x",
+        "git grep --no-index -iO'touch pwned' x",
+        "git grep -O 'touch pwned' x",
+        "git grep -nOless x",
+        "printf 'x' | sort --o=.git/config",
+        "sort --ou=f x",
+        "sort --output=f x",
+        "sort -o f x",
+        "sort -ro f x",
+        "sort -rof x",
+        "sort --compress-program=sh x",
+        "sort --compress=sh x",
+        "sort -T /tmp x",
+        "sort --temporary-directory=/tmp x",
+        "date --s=2020-01-01",
+        "date --se=2020-01-01",
+        "date --set=2020-01-01",
+        "date -s 2020-01-01",
+        "date -us 2020-01-01",
+        "date 010100002020",
+        "git -c core.pager=sh log",
+        "git -ccore.pager=sh log",
+        "git --config-env=core.pager=X log",
+        "git --exec-path=/tmp log",
+        "git --exec-path log",
+        "git -C /tmp log",
+        "git --git-dir=/tmp/x log",
+        "git --work-tree=/tmp status",
+        "git --namespace=x log",
+        "git -p log",
+        "git --paginate log",
+        "git --pag log",
+        "git --no-pager -c x=y log",
+        "git -Pc x=y log",
+        "git diff --ext-diff",
+        "git diff --ext",
+        "git diff --output=x",
+        "git diff --out=x",
+        "git diff --output x",
+        "git log --output=x",
+        "git log --outp=x",
+        "git log --show-signature",
+        "git show --output=x",
+        "git stash show --output=x",
+        "git status --porcelain --output=x",
+        "git blame --output=x a",
+        "git help log",
+        "git log --help",
+        "git my-alias",
+        "find . -exec rm x ;",
+        "find . -execdir rm x ;",
+        "find . -ok rm x ;",
+        "find . -okdir rm x ;",
+        "find . -delete",
+        "find . -fprint f",
+        "find . -fprint0 f",
+        "find . -fprintf f x",
+        "find . -fls f",
+        "find . -name x -fls f",
+        "find . -exe rm x ;",
+        "rg --pre=sh x",
+        "rg --pre sh x",
+        "rg --pr=sh x",
+        "rg --pre-glob=x x",
+        "rg -z x",
+        "rg --search-zip x",
+        "rg -uz x",
+        "rg --hostname-bin=sh x",
+        "tree -o f",
+        "tree -ao f",
+        "tree -R -H . -L 1",
+        "tree --output=f",
+        "file -C -m magic",
+        "printf -v PATH /tmp",
+        "ls --zzz",
+        "cat -Az a",
+        "cat --sh a",
+        "head --l=5 a",
+        "grep --fil=x a",
+        "jq --arg",
+        "du --files0 x",
+        "diff --to=b a",
+        "git branch -D x",
+        "git branch -vD x",
+        "git branch --delete x",
+        "git branch --del x",
+        "git branch -m a b",
+        "git branch new-branch",
+        "git tag -d v1",
+        "git tag -a v1",
+        "git tag v1",
+        "git config --unset x",
+        "git config --add a b",
+        "git config a b",
+        "git config --edit",
+        "git config --e",
+        "git config set a b",
+        "git config --file x --list",
+        "git stash",
+        "git stash pop",
+        "git stash drop",
+        "git stash -p",
+        "git remote add x y",
+        "git remote set-url x y",
+        "git remote rm x",
+        "cd vendor/x && git status",
+        "cd /tmp; git log",
+    ];
+    for line in mutating {
+        assert!(!classify(line).is_read_only(), "{line:?} must count as mutating");
+    }
+    // The reason names what was refused, as written.
+    match classify("printf 'x' | sort --o=FILE") {
+        CommandClass::Mutating { reason } => assert_eq!(
+            reason,
+            "`sort --o=FILE` is not an option known to only read, so it counts as changing things"
+        ),
+        CommandClass::ReadOnly => unreachable!(),
+    }
+}
+
+/// Every program on the list refuses an option nobody listed, long, abbreviated, bundled or
+/// with an attached value.
+#[test]
+fn every_read_only_program_refuses_unknown_options() {
+    use tool_runtime::permissions::shell::{READ_ONLY_GIT, READ_ONLY_PROGRAMS};
+    for program in READ_ONLY_PROGRAMS {
+        if matches!(*program, "echo" | "true" | "false" | "printf" | "git") {
+            continue;
+        }
+        for option in ["--zzz", "--zzz=x", "-@", "-@x"] {
+            let line = format!("{program} {option} a");
+            assert!(!classify(&line).is_read_only(), "{line:?} must count as mutating");
+        }
+    }
+    for subcommand in READ_ONLY_GIT {
+        for option in ["--zzz", "--zzz=x", "-@"] {
+            let line = format!("git {subcommand} {option}");
+            assert!(!classify(&line).is_read_only(), "{line:?} must count as mutating");
+        }
+    }
+}
+
+// ---- deny and ask rules see what the command will run -----------------------------------------
+
+#[tokio::test]
+async fn a_deny_rule_sees_through_keywords_wrappers_spellings_and_expansions() {
+    let dir = TempDir::new("perm-see-through");
+    let policy = Policy::new(base(dir.path()).deny("Bash(rm -rf:*)").build().unwrap());
+    let lines = [
+        // Keywords and groups.
+        "if true; then rm -rf x; fi",
+        "if false; then :; elif true; then rm -rf x; else rm -rf y; fi",
+        "while true; do rm -rf x; done",
+        "until false; do rm -rf x; done",
+        "for f in a b; do rm -rf $f; done",
+        "case a in a) rm -rf x;; esac",
+        "time rm -rf x",
+        "time -p rm -rf x",
+        "coproc rm -rf x",
+        "! rm -rf x",
+        "{ rm -rf x; }",
+        "(rm -rf x)",
+        "X+=1 rm -rf x",
+        "A[0]=1 B=2 rm -rf x",
+        "f() { rm -rf x; }; f",
+        "function f { rm -rf x; }",
+        "true && rm -rf x &",
+        "ls\nrm -rf x",
+        // Wrappers.
+        "command rm -rf x",
+        "command -p rm -rf x",
+        "builtin command rm -rf x",
+        "env rm -rf x",
+        "env -i PATH=/bin rm -rf x",
+        "env -u HOME -C / rm -rf x",
+        "env -S 'rm -rf' x",
+        "exec rm -rf x",
+        "exec -a name rm -rf x",
+        "nice rm -rf x",
+        "nice -n 10 rm -rf x",
+        "nice -10 rm -rf x",
+        "nohup rm -rf x",
+        "timeout 5 rm -rf x",
+        "timeout -s KILL 5 rm -rf x",
+        "stdbuf -oL rm -rf x",
+        "sudo rm -rf x",
+        "sudo -u root -E rm -rf x",
+        "sudo -s rm -rf x",
+        "setsid rm -rf x",
+        "echo x | xargs rm -rf",
+        "echo x | xargs -0 -n1 rm -rf",
+        "echo -rf | xargs rm",
+        "bash -c 'rm -rf x'",
+        "sh -c \"rm -rf x\"",
+        "zsh -c 'rm -rf x'",
+        "bash -ec 'cd /; rm -rf x'",
+        "bash -c 'bash -c \"rm -rf x\"'",
+        "eval rm -rf x",
+        "eval 'rm -rf x'",
+        "find . -exec rm -rf {} \\;",
+        "strace -f rm -rf x",
+        "busybox rm -rf x",
+        "watch -n1 'rm -rf x'",
+        "trap 'rm -rf x' EXIT",
+        // Other spellings of the same flags, and of the program.
+        "rm -fr x",
+        "rm -r -f x",
+        "rm -rfv x",
+        "rm -Rf x",
+        "rm --recursive --force x",
+        "rm --recur --forc x",
+        "rm -r x -f",
+        "/bin/rm -rf x",
+        "./rm -rf x",
+        "\\rm -rf x",
+        "'rm' -rf x",
+        "r\"m\" -rf x",
+        "$'\\x72\\x6d' -rf x",
+        // What the parser cannot resolve may be anything.
+        "rm${IFS}-rf x",
+        "rm $FLAGS x",
+        "rm -{r,f} x",
+        "$CMD -rf x",
+        "`echo rm` -rf x",
+        "$(echo rm) -rf x",
+        "echo $(rm -rf x)",
+        "echo \"$(rm -rf x)\"",
+        "echo ${X:-$(rm -rf x)}",
+        "cat <(rm -rf x)",
+        "eval \"$X\"",
+        "bash -c \"$X\"",
+        "source ./script.sh",
+        ". ./script.sh",
+        "bash script.sh",
+        "echo 'rm -rf x' | sh",
+        "bash <<EOF\nrm -rf x\nEOF",
+        "cat <<EOF\n$(rm -rf x)\nEOF",
+        "hash -p /bin/rm ls; ls -rf x",
+        // Found by trying to get past these rules.
+        "env -iS'rm -rf' x",
+        "env --split-string='rm -rf' x",
+        "git -c alias.x='!rm -rf y' x",
+        "sudo --us=root rm -rf x",
+        "timeout --sig=KILL 5 rm -rf x",
+        "xargs -a list rm -rf",
+        "ssh host 'rm -rf x'",
+        "cat <<< \"$(rm -rf x)\"",
+        "if true;then rm -rf x;fi",
+        "[[ -n x ]] && rm -rf x",
+        "PAGER='rm -rf x' git log",
+        "env GIT_SSH_COMMAND='rm -rf x' git fetch",
+        "PATH=.:$PATH ls -rf x",
+        "LD_PRELOAD=./x.so ls",
+        "alias ls=rm; ls -rf x",
+    ];
+    for line in lines {
+        let decision = decide(&policy, &command("bash", line)).await;
+        match decision {
+            PermissionDecision::Deny { reason } => {
+                assert!(reason.contains("`deny Bash(rm -rf:*)`"), "{line:?}: {reason}");
+            }
+            PermissionDecision::Allow => panic!("{line:?} must be refused by `deny Bash(rm -rf:*)`"),
+        }
+    }
+    // When a rule applies only because part of the line cannot be followed, the reason says so.
+    let reason = denial(decide(&policy, &command("bash", "source ./env.sh && ls")).await);
+    assert_eq!(
+        reason,
+        "refused by the rule `deny Bash(rm -rf:*)` in the rules given in code (the command uses `source` (a \
+         script file), which the rules cannot follow, so it may run what the rule matches). Do not try to get \
+         around it: do something else, or ask the user"
+    );
+    let reason = denial(decide(&policy, &command("bash", "rm $FLAGS x")).await);
+    assert!(reason.contains("uses a program or argument whose value is not known until it runs"), "{reason}");
+    let reason = denial(decide(&policy, &command("bash", "rm -fr x")).await);
+    assert!(
+        reason.starts_with("refused by the rule `deny Bash(rm -rf:*)` in the rules given in code. Do"),
+        "{reason}"
+    );
+    // What it does not match: other flags, another program, the words as data.
+    for line in
+        ["rm -r x", "rm x", "rm -- -rf", "echo rm -rf", "git commit -m 'rm -rf x'", "rmdir -p x", "ls -rf"]
+    {
+        assert_eq!(decide(&policy, &command("bash", line)).await, PermissionDecision::Allow, "{line:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_ask_rule_sees_through_too_and_allow_rules_stay_strict() {
+    let dir = TempDir::new("perm-ask-through");
+    let asker = Arc::new(Recorder {
+        answer: PermissionDecision::Deny { reason: "no".into() },
+        seen: Mutex::default(),
+    });
+    let rules = base(dir.path())
+        .ask("Bash(git push:*)")
+        .allow("Bash(npm run test:*)")
+        .allow("Bash(echo:*)")
+        .allow("Bash(git:*)")
+        .tool_default("bash", Action::Deny)
+        .build()
+        .unwrap();
+    let policy = Policy::new(rules).asker_arc(asker.clone());
+    for line in ["git -C x push", "env GIT_DIR=x git push", "if true; then git push; fi", "git $SUB origin"] {
+        let reason = denial(decide(&policy, &command("bash", line)).await);
+        assert_eq!(reason, "no", "{line:?} went to the asker");
+    }
+    assert_eq!(asker.seen.lock().unwrap().len(), 4);
+    // Allow rules match only lines the strict parser understands, each simple command covered.
+    assert_eq!(decide(&policy, &command("bash", "npm run test -- --watch")).await, PermissionDecision::Allow);
+    assert_eq!(decide(&policy, &command("bash", "echo a && npm run test")).await, PermissionDecision::Allow);
+    for line in [
+        "if true; then npm run test; fi",
+        "time npm run test",
+        "X+=1 npm run test",
+        "echo $(rm -rf x)",
+        "echo `rm -rf x`",
+        "echo a; rm -rf x",
+        "npm run test && bash -c 'rm -rf x'",
+        "echo x > /etc/passwd",
+    ] {
+        let reason = denial(decide(&policy, &command("bash", line)).await);
+        assert!(reason.starts_with("refused by the default for `bash`"), "{line:?}: {reason}");
+    }
+}
+
+// ---- Read rules apply to the paths a command names --------------------------------------------
+
+#[tokio::test]
+async fn read_rules_cover_the_paths_a_command_names() {
+    let dir = TempDir::new("perm-command-reads");
+    let root = dir.path();
+    write(root.join(".env"), "TOKEN=x\n");
+    write(root.join("secrets/key"), "hunter2");
+    write(root.join("src/main.rs"), "fn main() {}");
+    std::os::unix::fs::symlink(root.join(".env"), root.join("src/innocent")).unwrap();
+    let policy = Policy::new(
+        base(root)
+            .allow("Bash(read-only)")
+            .allow("Bash(base64:*)")
+            .allow("Bash(cat:*)")
+            .deny("Read(./.env)")
+            .ask("Read(./secrets/**)")
+            .tool_default("bash", Action::Ask)
+            .build()
+            .unwrap(),
+    );
+    for line in [
+        "cat .env",
+        "cat ./.env",
+        "cat src/../.env",
+        "cd src && cat ../.env",
+        "cat src/innocent",
+        "head -n1 .env",
+        "grep TOKEN .env",
+        "grep -f .env src/main.rs",
+        "git diff --no-index .env src/main.rs",
+        "diff --to-file=.env src/main.rs",
+        "git show HEAD:.env",
+        "base64 .env",
+        "cat .e*",
+        "if true; then cat .env; fi",
+        "cat < .env",
+        "echo \"$(< .env)\"",
+        "bash -c 'cat .env'",
+    ] {
+        let reason = denial(decide(&policy, &command("bash", line)).await);
+        assert!(reason.starts_with("refused by the rule `deny Read(./.env)`"), "{line:?}: {reason}");
+        assert!(reason.contains("(the command reads `"), "{line:?}: {reason}");
+    }
+    for line in
+        ["cat secrets/key", "ls secrets", "cd secrets && cat key", "cat s*/key", "cat secrets/*", "rg TOKEN"]
+    {
+        let reason = denial(decide(&policy, &command("bash", line)).await);
+        assert!(reason.contains("`ask Read(./secrets/**)`"), "{line:?}: {reason}");
+        assert!(reason.contains("says to ask first"), "{line:?}: {reason}");
+    }
+    assert_eq!(
+        denial(decide(&policy, &command("bash", "cat .env")).await),
+        "refused by the rule `deny Read(./.env)` in the rules given in code (the command reads `.env`, which the \
+         rule covers). Do not try to get around it: do something else, or ask the user"
+    );
+    // A recursive search of a directory that holds a denied file reads it.
+    for line in [
+        "grep -r TOKEN .",
+        "grep -rn TOKEN",
+        "rg --hidden TOKEN",
+        "rg -uu TOKEN",
+        "git grep --no-index TOKEN",
+        "tar cf - . | cat",
+        "cp -r . /tmp/copy",
+    ] {
+        let reason = denial(decide(&policy, &command("bash", line)).await);
+        assert!(reason.starts_with("refused by the rule `deny Read(./.env)`"), "{line:?}: {reason}");
+        assert!(
+            reason.contains("(the command reads `.`, which holds `.env`, which the rule covers)"),
+            "{line:?}: {reason}"
+        );
+    }
+    // A line that names more paths than can be checked is refused, and checking stays fast.
+    let many = format!("cat {}", "a ".repeat(5000));
+    let started = std::time::Instant::now();
+    let reason = denial(decide(&policy, &command("bash", &many)).await);
+    assert!(reason.contains("(the command reads more than 4096 paths, too many to check"), "{reason}");
+    let runner = format!("strace {}", "a ".repeat(20_000));
+    let _ = decide(&policy, &command("bash", &runner)).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
+    // A search elsewhere does not reach it.
+    for line in ["cat src/main.rs", "ls -la", "git status", "grep -rn main src", "rg -n TOKEN src"] {
+        assert_eq!(decide(&policy, &command("bash", line)).await, PermissionDecision::Allow, "{line:?}");
+    }
 }

@@ -115,3 +115,49 @@ fn a_malformed_settings_file_is_a_usage_error_naming_the_rule() {
         );
     }
 }
+
+/// The bypasses of `Bash(read-only)`, `Bash(rm -rf:*)` and `Read(./.env)`, run for real
+/// through the binary with the README's settings: none of them may have its effect.
+#[test]
+fn the_readme_rules_hold_against_known_bypasses() {
+    let fx = Fixture::new();
+    let settings = readme_settings(&fx);
+    let call = |command: &str| {
+        let args = json!({ "command": command }).to_string();
+        let run = fx.run(&["call", "bash", &args, "--settings", &settings], None);
+        assert_eq!(run.code, 1, "{command}: {}{}", run.stdout, run.stderr);
+        run.json()["output"].as_str().unwrap().to_owned()
+    };
+    // Options that run a program or write a file are not read-only, however spelled: the
+    // README's default for Bash (ask) applies, and nobody is here to answer.
+    for command in [
+        "git grep --no-index --open='touch pwned' hello",
+        "git grep --no-index --op='touch pwned' hello",
+        "git grep --no-index --open-files-in='touch pwned' hello",
+        "git grep --no-index -iO'touch pwned' hello",
+        "printf 'x' | sort --o=pwned",
+        "date --s=2001-01-01",
+    ] {
+        let output = call(command);
+        assert!(output.contains("the default for `bash` says to ask first"), "{command}: {output}");
+    }
+    assert!(!fx.ws().join("pwned").exists(), "a refused command ran");
+    for command in [
+        "if true; then rm -rf hello.txt; fi",
+        "command rm -rf hello.txt",
+        "env rm -fr hello.txt",
+        "bash -c 'rm -r -f hello.txt'",
+        "/bin/rm --recursive --force hello.txt",
+        "rm${IFS}-rf hello.txt",
+    ] {
+        let output = call(command);
+        assert!(output.contains("`deny Bash(rm -rf:*)`"), "{command}: {output}");
+    }
+    assert!(fx.ws().join("hello.txt").exists());
+    std::fs::write(fx.ws().join(".env"), "TOKEN=hunter2\n").unwrap();
+    for command in ["cat .env", "grep TOKEN .env", "cat ./hello.txt ../ws/.env", "grep -r TOKEN"] {
+        let output = call(command);
+        assert!(output.contains("`deny Read(./.env)`"), "{command}: {output}");
+        assert!(!output.contains("hunter2"), "{command}: {output}");
+    }
+}

@@ -10,7 +10,12 @@ use globset::{GlobBuilder, GlobMatcher};
 use regex::Regex;
 
 use super::catalog::{Subject, ToolCatalog};
+use super::command_paths::{MAX_PATHS, named_paths, walk};
 use super::shell;
+use super::shell::see_through::{self, Run, Seen, Shape};
+
+/// The rule name (Claude Code's) whose path rules also apply to the paths a command names.
+const READ_RULES: &str = "Read";
 
 /// The rule name that governs paths outside the workspace root, whatever the tool.
 pub const EXTERNAL_DIRECTORY: &str = "external_directory";
@@ -84,12 +89,15 @@ enum Pattern {
 }
 
 /// Claude Code's command patterns: `prefix:*` (the prefix as whole words), globs with `*`
-/// (a final ` *` also matches nothing), or the exact command.
+/// (a final ` *` also matches nothing), or the exact command. Allow rules match them against the
+/// text of each simple command; deny and ask rules also against what the line runs
+/// ([`see_through`]), by [`Shape`].
 #[derive(Debug, Clone)]
 enum CommandPattern {
-    Prefix(String),
-    Glob(Regex),
-    Exact(String),
+    Prefix(String, Option<Shape>),
+    /// The regex, and the pattern's first word when it has no `*`.
+    Glob(Regex, Option<String>),
+    Exact(String, Option<Shape>),
 }
 
 impl CommandPattern {
@@ -98,10 +106,12 @@ impl CommandPattern {
             if prefix.contains('*') {
                 return Err("a `prefix:*` pattern cannot contain another `*`".to_owned());
             }
-            return Ok(CommandPattern::Prefix(prefix.trim().to_owned()));
+            let prefix = prefix.trim();
+            return Ok(CommandPattern::Prefix(prefix.to_owned(), Shape::new(prefix, false)));
         }
         if !pattern.contains('*') {
-            return Ok(CommandPattern::Exact(pattern.trim().to_owned()));
+            let exact = pattern.trim();
+            return Ok(CommandPattern::Exact(exact.to_owned(), Shape::new(exact, true)));
         }
         let (body, optional_tail) = match pattern.strip_suffix(" *") {
             Some(body) if !body.contains('*') => (body, true),
@@ -114,31 +124,49 @@ impl CommandPattern {
             regex.push_str("(?: .*)?");
         }
         regex.push('$');
-        Regex::new(&regex).map(CommandPattern::Glob).map_err(|e| format!("not a valid pattern: {e}"))
+        let first = pattern.split_whitespace().next().filter(|word| !word.contains('*'));
+        let program = first.map(|word| see_through::base_name(word).to_owned());
+        Regex::new(&regex)
+            .map(|regex| CommandPattern::Glob(regex, program))
+            .map_err(|e| format!("not a valid pattern: {e}"))
     }
 
     fn matches(&self, command: &str) -> bool {
         let command = command.trim();
         match self {
-            CommandPattern::Prefix(prefix) => {
+            CommandPattern::Prefix(prefix, _) => {
                 command == prefix
                     || command.strip_prefix(prefix.as_str()).is_some_and(|rest| rest.starts_with([' ', '\t']))
             }
-            CommandPattern::Glob(regex) => regex.is_match(command),
-            CommandPattern::Exact(exact) => command == exact,
+            CommandPattern::Glob(regex, _) => regex.is_match(command),
+            CommandPattern::Exact(exact, _) => command == exact,
         }
     }
 
-    /// Whether the pattern's fixed text appears anywhere in `command`.
-    fn occurs_in(&self, command: &str) -> bool {
+    /// Whether `run` may be what the pattern describes (for deny and ask rules: a run that is
+    /// not fully known may be).
+    fn sees(&self, run: &Run) -> bool {
         match self {
-            CommandPattern::Prefix(text) | CommandPattern::Exact(text) => command.contains(text.as_str()),
-            CommandPattern::Glob(_) => false,
+            CommandPattern::Prefix(_, shape) | CommandPattern::Exact(_, shape) => {
+                shape.as_ref().is_some_and(|shape| shape.matches(run))
+            }
+            CommandPattern::Glob(regex, program) => {
+                let Some(name) = &run.program else { return true };
+                if program.as_ref().is_some_and(|program| program != name) {
+                    return false;
+                }
+                let mut text = name.clone();
+                for arg in &run.args {
+                    text.push(' ');
+                    text.push_str(&arg.text);
+                }
+                regex.is_match(&text) || run.has_unknown_args()
+            }
         }
     }
 
     fn is_exact(&self) -> bool {
-        matches!(self, CommandPattern::Exact(_))
+        matches!(self, CommandPattern::Exact(..))
     }
 }
 
@@ -224,6 +252,20 @@ pub(crate) enum Because {
         text: String,
         origin: Arc<str>,
     },
+    /// A deny or ask command rule that applies because part of the line cannot be followed.
+    Unresolved {
+        action: Action,
+        text: String,
+        origin: Arc<str>,
+        why: &'static str,
+    },
+    /// A Read path rule that covers a path a command names.
+    Reads {
+        action: Action,
+        text: String,
+        origin: Arc<str>,
+        word: String,
+    },
     ToolDefault(String),
     Default,
     ExternalDefault,
@@ -235,6 +277,14 @@ impl fmt::Display for Because {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Because::Rule { action, text, origin } => write!(f, "the rule `{action} {text}` in {origin}"),
+            Because::Unresolved { action, text, origin, why } => write!(
+                f,
+                "the rule `{action} {text}` in {origin} (the command uses {why}, which the rules cannot follow, \
+                 so it may run what the rule matches)"
+            ),
+            Because::Reads { action, text, origin, word } => {
+                write!(f, "the rule `{action} {text}` in {origin} (the command reads {word})")
+            }
             Because::ToolDefault(tool) => write!(f, "the default for `{tool}`"),
             Because::Default => f.write_str("the default for every tool"),
             Because::ExternalDefault => f.write_str("the default for paths outside the workspace root"),
@@ -310,24 +360,29 @@ impl Rules {
         }
     }
 
-    /// The answer for running `command`. A deny or ask pattern matches the whole command or any
-    /// simple command in it; allow patterns must cover every simple command (so `git status:*`
-    /// does not allow `git status; rm -rf x`), and only match a line the parser understands
-    /// (or the exact line, for a pattern without wildcards).
+    /// The answer for running `command`. A deny or ask pattern matches the whole line, any
+    /// simple command in it, or anything the line may run as far as [`see_through`] can tell
+    /// (through keywords, wrappers and `-c` strings; a part it cannot resolve may be anything).
+    /// Allow patterns must cover every simple command (so `git status:*` does not allow
+    /// `git status; rm -rf x`), and only match a line the strict parser understands (or the
+    /// exact line, for a pattern without wildcards). Read path rules that deny or ask apply to
+    /// the paths the line names.
     pub(crate) fn decide_command(&self, tool: &str, command: &str) -> Verdict {
         let rules = self.tool_rules(tool);
         let parts = shell::simple_commands(command);
+        let seen = see_through::see(command);
         let class = std::cell::OnceCell::new();
         let read_only = |text: &str| shell::classify(text).is_read_only();
         let whole_read_only = || *class.get_or_init(|| read_only(command));
         let matches_any = |rule: &Rule| match &rule.pattern {
             Pattern::Any => true,
             Pattern::ReadOnly => whole_read_only(),
-            Pattern::Command(pattern) => match &parts {
-                Some(parts) => pattern.matches(command) || parts.iter().any(|part| pattern.matches(part)),
-                // A line the parser does not understand may hide the command anywhere in it.
-                None => pattern.matches(command) || pattern.occurs_in(command),
-            },
+            Pattern::Command(pattern) => {
+                pattern.matches(command)
+                    || parts.iter().flatten().any(|part| pattern.matches(part))
+                    || seen.opaque.is_some()
+                    || seen.runs.iter().any(|run| pattern.sees(run))
+            }
             Pattern::Path(_) => false,
         };
         let mut matched: Vec<&Rule> =
@@ -355,7 +410,98 @@ impl Rules {
                 matched.push(first);
             }
         }
-        strictest(matched.into_iter()).unwrap_or_else(|| self.default_for(tool))
+        let mut verdict = strictest(matched.into_iter()).unwrap_or_else(|| self.default_for(tool));
+        // Say so when a rule applies only because part of the line cannot be followed.
+        if let Because::Rule { action, text, origin } = &verdict.because
+            && let Some(Pattern::Command(pattern)) = rules
+                .iter()
+                .find(|rule| rule.text == *text && rule.action == *action)
+                .map(|rule| &rule.pattern)
+        {
+            let known = pattern.matches(command)
+                || parts.iter().flatten().any(|part| pattern.matches(part))
+                || seen
+                    .runs
+                    .iter()
+                    .any(|run| run.program.is_some() && !run.has_unknown_args() && pattern.sees(run));
+            if !known {
+                let why = match seen.opaque {
+                    Some(why) if !seen.runs.iter().any(|run| pattern.sees(run)) => why,
+                    _ => "a program or argument whose value is not known until it runs",
+                };
+                verdict.because =
+                    Because::Unresolved { action: *action, text: text.clone(), origin: origin.clone(), why };
+            }
+        }
+        match self.command_reads(&seen) {
+            // A default says less than the rule about the path.
+            Some(reads)
+                if reads.action > verdict.action
+                    || reads.action == verdict.action && !matches!(verdict.because, Because::Rule { .. }) =>
+            {
+                reads
+            }
+            _ => verdict,
+        }
+    }
+
+    /// The strictest Read path rule (deny or ask) that covers a path the line names.
+    fn command_reads(&self, seen: &Seen) -> Option<Verdict> {
+        let rules: Vec<(&Rule, &PathPattern)> = self
+            .catalog
+            .tools_named(READ_RULES)
+            .iter()
+            .flat_map(|tool| self.tool_rules(tool))
+            .filter_map(|rule| match &rule.pattern {
+                Pattern::Path(pattern) if rule.action != Action::Allow => Some((rule, &**pattern)),
+                _ => None,
+            })
+            .collect();
+        if rules.is_empty() {
+            return None;
+        }
+        let mut best: Option<(&Rule, String)> = None;
+        let mut consider = |path: &Path, word: &dyn Fn() -> String| {
+            for (rule, pattern) in &rules {
+                if best.as_ref().is_none_or(|(b, _)| rule.action > b.action) && pattern.matches(path) {
+                    best = Some((rule, word()));
+                }
+            }
+        };
+        let named_paths = named_paths(seen, &self.root);
+        if named_paths.len() > MAX_PATHS {
+            let (rule, _) = rules.iter().max_by_key(|(rule, _)| rule.action)?;
+            return Some(Verdict {
+                action: rule.action,
+                because: Because::Reads {
+                    action: rule.action,
+                    text: rule.text.clone(),
+                    origin: rule.origin.clone(),
+                    word: format!(
+                        "more than {MAX_PATHS} paths, too many to check, so it may read what the rule covers"
+                    ),
+                },
+            });
+        }
+        for named in named_paths {
+            consider(&named.path, &|| format!("`{}`, which the rule covers", named.word));
+            if let Some(how) = named.beneath {
+                for path in walk(&named.path, how) {
+                    let inside = path.strip_prefix(&named.path).unwrap_or(&path).display().to_string();
+                    let word = || format!("`{}`, which holds `{inside}`, which the rule covers", named.word);
+                    consider(&path, &word);
+                }
+            }
+        }
+        best.map(|(rule, word)| Verdict {
+            action: rule.action,
+            because: Because::Reads {
+                action: rule.action,
+                text: rule.text.clone(),
+                origin: rule.origin.clone(),
+                word,
+            },
+        })
     }
 
     /// The answer for `tool` using `path` (absolute, resolved), inside or outside the root.
