@@ -6,6 +6,7 @@
 mod catalog;
 #[cfg(feature = "command-hooks")]
 mod command_hooks;
+mod input;
 mod policy;
 mod rules;
 mod settings;

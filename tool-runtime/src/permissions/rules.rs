@@ -229,6 +229,9 @@ pub(crate) enum Because {
     ExternalDefault,
     /// A tool that asks about its commands or paths, decided there.
     Deferred,
+    /// Typing into a shell or interpreter (this command line) while rules about commands are
+    /// in force.
+    InputDefault(String),
 }
 
 impl fmt::Display for Because {
@@ -239,6 +242,11 @@ impl fmt::Display for Because {
             Because::Default => f.write_str("the default for every tool"),
             Because::ExternalDefault => f.write_str("the default for paths outside the workspace root"),
             Because::Deferred => f.write_str("no rule"),
+            Because::InputDefault(command) => write!(
+                f,
+                "the default for typing into `{command}`, which may run what it reads as commands or code, \
+                 while rules about commands are in force"
+            ),
         }
     }
 }
@@ -288,6 +296,21 @@ impl Rules {
 
     fn tool_rules(&self, tool: &str) -> &[Rule] {
         self.by_tool.get(tool).map_or(&[], Vec::as_slice)
+    }
+
+    /// The strictest rule of `tool` without a pattern, if any.
+    pub(crate) fn bare_verdict(&self, tool: &str) -> Option<Verdict> {
+        strictest(self.tool_rules(tool).iter().filter(|rule| matches!(rule.pattern, Pattern::Any)))
+    }
+
+    /// Whether a rule or a default of its own is about `tool`.
+    pub(crate) fn has_rules_for(&self, tool: &str) -> bool {
+        !self.tool_rules(tool).is_empty() || self.defaults.contains_key(tool)
+    }
+
+    /// What happens to `tool` when no rule matches.
+    pub(crate) fn default_verdict(&self, tool: &str) -> Verdict {
+        self.default_for(tool)
     }
 
     fn default_for(&self, tool: &str) -> Verdict {
@@ -500,6 +523,12 @@ impl RulesBuilder {
                         }
                         Some(Subject::Path) => {
                             Pattern::Path(Box::new(PathPattern::parse(pattern, &root).map_err(error)?))
+                        }
+                        Some(Subject::Input) => {
+                            return Err(error(format!(
+                                "`{tool}` rules take no pattern: what is typed is checked against the rules \
+                                 about commands (`Bash(...)`); write `{name}` alone"
+                            )));
                         }
                         None => {
                             return Err(error(format!(
