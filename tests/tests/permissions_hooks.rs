@@ -251,3 +251,66 @@ async fn a_hooks_allow_lets_a_rules_ask_about_the_call_through_but_not_a_deny() 
         }
     }
 }
+
+/// A dispatcher of the built-in tools in `dir/ws` with the hooks and rules of `settings`.
+fn std_dispatcher(dir: &Path, settings: &Value) -> Dispatcher {
+    let root = dir.join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    let base = Rules::builder(&root).catalog(tools_std::permission_catalog());
+    let loaded = Settings::parse(&settings.to_string(), "settings.json", base).unwrap();
+    let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
+    Dispatcher::builder(registry)
+        .session_id("s-9")
+        .dependency(tools_std::Workspace::new(&root).unwrap())
+        .policy(Policy::from_settings(loaded))
+        .build()
+}
+
+async fn run(dispatcher: &Dispatcher, id: &str, tool: &str, args: Value) -> ToolResult {
+    dispatcher.run(ToolCall::new(id, tool, args.to_string()), CancellationToken::new()).await
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_bash_input_hook_sees_the_session_and_its_command_once_per_call() {
+    let dir = TempDir::new("hook-bash-input");
+    let log = dir.path().join("events.jsonl");
+    let script = dir.path().join("input-hook.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/bash\ninput=$(cat)\nprintf '%s\\n' \"$input\" >> {}\ncase \"$input\" in *secret*) echo 'no secrets' >&2; exit 2 ;; esac\nexit 0\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "bash_input", "hooks": [
+        {"type": "command", "command": format!("bash {}", script.display())}
+    ]}]}});
+    let dispatcher = std_dispatcher(dir.path(), &settings);
+    let started =
+        run(&dispatcher, "c-1", "bash", json!({"command": "cat", "interactive": true, "background": true}))
+            .await;
+    let id = started.output.metadata["session_id"].as_u64().expect("a session");
+    let typed =
+        run(&dispatcher, "c-2", "bash_input", json!({"session_id": id, "text": "hello\n", "until": "hello"}))
+            .await;
+    assert_eq!(typed.output.text_content().lines().next(), Some("hello"), "{}", typed.output.text_content());
+    let refused =
+        run(&dispatcher, "c-3", "bash_input", json!({"session_id": id, "text": "the secret\n"})).await;
+    let text = refused.output.text_content();
+    assert!(refused.output.is_error && text.ends_with("refused it: no secrets"), "{text}");
+    let events: Vec<Value> =
+        std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // Not for `bash`, and once for each `bash_input` call.
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0]["tool_name"], json!("bash_input"));
+    assert_eq!(events[0]["session_id"], json!("s-9"));
+    assert_eq!(events[0]["tool_use_id"], json!("c-2"));
+    assert_eq!(
+        events[0]["tool_input"],
+        json!({"session_id": id, "session_command": "cat", "text": "hello\n"})
+    );
+    assert_eq!(events[1]["tool_input"]["text"], json!("the secret\n"));
+    run(&dispatcher, "c-4", "bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
+}

@@ -95,7 +95,7 @@ pub async fn bash_input(
     let mut out = target.read(&sessions, wait, until.as_deref(), ctx.cancellation_token()).await;
     if let Some((sent, total)) = cut {
         let note = format!(
-                "[only {} of the {total} bytes were sent (the lines that fit); the rest, from byte {} of what \
+            "[only {} of the {total} bytes were sent (the lines that fit); the rest, from byte {} of what \
                  was to be typed, was not. Session {session_id} has {} bytes of input it has not read yet, and \
                  at most {INPUT_BUFFER} may wait: send the rest once the command has read more, or stop it if it \
                  does not read its input.]",

@@ -319,7 +319,10 @@ impl Policy {
             tool_input["line_so_far"] = json!(line_so_far);
         }
         let session = request.details.get("session").and_then(Value::as_str).unwrap_or_default();
-        let says = match self.run_pre_hooks(&request.tool, &request.call_id, session, &tool_input, false).await {
+        let says = match self
+            .run_pre_hooks(&request.tool, &request.call_id, session, &tool_input, false)
+            .await
+        {
             Ok(says) => says,
             Err(HookStop::Denied(reason)) => return PermissionDecision::Deny { reason },
             Err(HookStop::Failed { hook, problem }) => {
@@ -334,7 +337,9 @@ impl Policy {
         let typed = format!("{line_so_far}{text}");
         let verdict = super::input::decide_input(&self.rules, &request.tool, command, &typed);
         let (action, because) = match (verdict.action, &verdict.because, &says.ask) {
-            (Action::Ask, Because::InputDefault(_), _) if says.allow => (Action::Allow, verdict.because.to_string()),
+            (Action::Ask, Because::InputDefault(_), _) if says.allow => {
+                (Action::Allow, verdict.because.to_string())
+            }
             (Action::Allow, _, Some(hook)) => (Action::Ask, hook.clone()),
             (action, because, _) => (action, because.to_string()),
         };
