@@ -314,3 +314,43 @@ async fn a_bash_input_hook_sees_the_session_and_its_command_once_per_call() {
     assert_eq!(events[1]["tool_input"]["text"], json!("the secret\n"));
     run(&dispatcher, "c-4", "bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
 }
+
+/// The README's settings file, its `PostToolUse` hook replaced by one that logs the tool it
+/// ran for: the matcher is the README's.
+#[tokio::test]
+async fn the_readmes_after_edit_hook_runs_after_every_tool_that_edits() {
+    let readme = include_str!("../../README.md");
+    let section = readme.find("## Permissions and hooks").expect("README has the section");
+    let from = section + readme[section..].find("```json\n").expect("a json block") + "```json\n".len();
+    let to = from + readme[from..].find("```").expect("closing fence");
+    let mut settings: Value = serde_json::from_str(&readme[from..to]).unwrap();
+    let dir = TempDir::new("hook-readme-edit");
+    let log = dir.path().join("ran.txt");
+    let script = dir.path().join("log.sh");
+    std::fs::write(&script, format!("#!/bin/bash\ncat >> {}\necho >> {}\n", log.display(), log.display()))
+        .unwrap();
+    settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"] = json!(format!("bash {}", script.display()));
+    settings["hooks"]["PreToolUse"] = json!([]);
+    settings["permissions"] = json!({});
+    let dispatcher = std_dispatcher(dir.path(), &settings);
+    let calls = [
+        ("write", json!({"path": "a.txt", "content": "one\n"})),
+        ("edit", json!({"path": "a.txt", "old_string": "one", "new_string": "two"})),
+        ("multi_edit", json!({"path": "a.txt", "edits": [{"old_string": "two", "new_string": "three"}]})),
+        (
+            "apply_patch",
+            json!({"patch": "*** Begin Patch\n*** Update File: a.txt\n@@\n-three\n+four\n*** End Patch\n"}),
+        ),
+    ];
+    for (n, (tool, args)) in calls.iter().enumerate() {
+        let result = run(&dispatcher, &format!("e-{n}"), tool, args.clone()).await;
+        assert!(!result.output.is_error, "{tool}: {}", result.output.text_content());
+    }
+    let ran: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["tool_name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ran, ["write", "edit", "multi_edit", "apply_patch"]);
+}
