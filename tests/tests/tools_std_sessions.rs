@@ -703,3 +703,55 @@ async fn a_window_past_the_stores_limit_says_what_is_saved() {
     assert_eq!(out.metadata["truncation"]["stored_bytes"], json!(30000));
     fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
 }
+
+/// Leaves the group (`setsid`), clears the environment (`env -i`) and double-forks, then the
+/// session's shell exits: neither the shell, nor the group, nor the marker leads to it.
+const ESCAPE: &str = "env -i setsid sh -c 'sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > escaped.pid' \
+                      > /dev/null 2>&1 < /dev/null & while [ ! -s escaped.pid ]; do sleep 0.01; done; echo started";
+
+/// Starts [`ESCAPE`] in the background and waits until its shell has exited.
+async fn escaped(fx: &Fx) -> (u64, i32) {
+    let id = fx.start(json!({"command": format!("sleep 0.3; {ESCAPE}"), "background": true})).await;
+    let pid = pid_in(&fx.root().join("escaped.pid")).await;
+    for _ in 0..100 {
+        let list = fx.call("bash_list", json!({})).await;
+        if list.metadata["sessions"][0]["running"] == json!(false) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(runs(pid), "the escaped process {pid} runs");
+    (id, pid)
+}
+
+#[tokio::test]
+async fn bash_stop_kills_what_escaped_a_shell_that_has_exited() {
+    let fx = Fx::new("sessions-escape-stop");
+    let (id, pid) = escaped(&fx).await;
+    let out = fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
+    let survived = !gone(pid).await;
+    let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    assert!(!survived, "the escaped process {pid} survived bash_stop: {}", out.text_content());
+}
+
+#[tokio::test]
+async fn dropping_the_session_state_kills_what_escaped_a_shell_that_has_exited() {
+    let mut fx = Fx::new("sessions-escape-drop");
+    let (_, pid) = escaped(&fx).await;
+    fx.state = None;
+    let survived = !gone(pid).await;
+    let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    assert!(!survived, "the escaped process {pid} survived the end of its session state");
+}
+
+#[tokio::test]
+async fn what_escaped_a_session_whose_end_was_read_dies_with_the_session_state() {
+    let mut fx = Fx::new("sessions-escape-read");
+    let (id, pid) = escaped(&fx).await;
+    let out = fx.call("bash_output", json!({"session_id": id, "wait_ms": 10000})).await;
+    assert!(out.text_content().contains("it is closed now"), "{}", out.text_content());
+    fx.state = None;
+    let survived = !gone(pid).await;
+    let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    assert!(!survived, "the escaped process {pid} survived the end of its session state");
+}

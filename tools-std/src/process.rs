@@ -159,12 +159,21 @@ pub struct KillReport {
 /// and reports what each kill killed. For a signal handler that is about to exit the process;
 /// commands of other [`Operations`](crate::Operations) implementations are not known here.
 pub fn kill_running_commands() -> Vec<KillReport> {
-    let running: Vec<Arc<Target>> =
+    let mut running: Vec<Arc<Target>> =
         live().lock().map(|live| live.iter().map(|(_, t)| t.clone()).collect()).unwrap_or_default();
+    // A background session is registered by its shell and by its handle.
+    let mut seen: Vec<*const Target> = Vec::new();
+    running.retain(|target| {
+        let first = !seen.contains(&Arc::as_ptr(target));
+        seen.push(Arc::as_ptr(target));
+        first
+    });
     running.iter().filter_map(|target| target.kill().ok()).collect()
 }
 
-/// The local commands whose shell has not been seen to exit, by registration number.
+/// The local commands whose shell has not been seen to exit, and those a [`ShellHandle`] can
+/// still stop (background sessions, whose processes may outlive their shell), by registration
+/// number.
 fn live() -> &'static Mutex<Vec<(u64, Arc<Target>)>> {
     static LIVE: Mutex<Vec<(u64, Arc<Target>)>> = Mutex::new(Vec::new());
     &LIVE
@@ -234,11 +243,13 @@ impl Target {
 pub(crate) struct Containment {
     /// Make the shell a child subreaper, so orphaned processes stay in its tree (Linux).
     pub(crate) subreaper: bool,
+    /// Run the command in a cgroup of its own, where this process may create one (Linux).
+    pub(crate) cgroup: bool,
 }
 
 impl Default for Containment {
     fn default() -> Self {
-        Containment { subreaper: true }
+        Containment { subreaper: true, cgroup: true }
     }
 }
 
@@ -290,10 +301,30 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
         }
     }
     #[cfg(target_os = "linux")]
-    pre_exec::set(&mut command, containment.subreaper, terminal.is_some());
+    let cgroup = containment.cgroup.then(crate::cgroup::Cgroup::create).flatten();
+    #[cfg(target_os = "linux")]
+    let join = cgroup.as_ref().and_then(|cgroup| cgroup.procs_for_joining().ok());
+    #[cfg(target_os = "linux")]
+    pre_exec::set(&mut command, containment.subreaper, terminal.is_some(), join.as_ref());
     #[cfg(not(target_os = "linux"))]
     let _ = containment;
-    let mut child = command.spawn()?;
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        #[cfg(target_os = "linux")]
+        Err(error) if join.is_some() => {
+            // Joining the cgroup may be what failed (a hierarchy this process may create
+            // cgroups in but not move processes into): without it, the command runs as before.
+            drop((command, terminal, cgroup, join));
+            let retried = spawn_contained(request, Containment { cgroup: false, ..containment });
+            if retried.is_ok() {
+                crate::cgroup::Cgroup::unavailable();
+            }
+            return retried.map_err(|_| error);
+        }
+        Err(error) => return Err(error),
+    };
+    #[cfg(target_os = "linux")]
+    drop(join);
     // The command holds the parent's copies of the write end (or of the terminal's slave side):
     // drop them so that reading reaches end-of-file once every process that inherited it is gone.
     drop(command);
@@ -308,7 +339,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     let target = Arc::new(Target {
         shell,
         #[cfg(target_os = "linux")]
-        tree: crate::process_tree::Tree::new(shell, COMMAND_ID_VAR, &marker),
+        tree: crate::process_tree::Tree::new(shell, COMMAND_ID_VAR, &marker, cgroup),
     });
     let registration = register(target.clone());
     Ok(ShellProcess {
@@ -354,19 +385,33 @@ mod pre_exec {
     /// command, which then could only be told apart from the application's own children by
     /// guesswork, and would have to be reaped without `waitpid(-1)` (which would steal the
     /// statuses tokio waits for).
-    pub(super) fn set(command: &mut tokio::process::Command, subreaper: bool, terminal: bool) {
-        if !subreaper && !terminal {
+    pub(super) fn set(
+        command: &mut tokio::process::Command,
+        subreaper: bool,
+        terminal: bool,
+        cgroup: Option<&std::os::fd::OwnedFd>,
+    ) {
+        use std::os::fd::AsRawFd;
+        let cgroup = cgroup.map(AsRawFd::as_raw_fd);
+        if !subreaper && !terminal && cgroup.is_none() {
             return;
         }
         // SAFETY: the closure runs in the forked child before `exec`, where only
-        // async-signal-safe calls are allowed: it makes at most three system calls (`prctl`,
-        // `setsid`, `ioctl`) and allocates nothing (`from_raw_os_error` does not allocate). A
+        // async-signal-safe calls are allowed: it makes at most four system calls (`write` to the
+        // cgroup's `cgroup.procs`, opened by the parent and still open in the child until `exec`
+        // closes it, `prctl`, `setsid`, `ioctl`) and allocates nothing (`from_raw_os_error` does not allocate). A
         // refused `prctl` (a seccomp filter, say) is ignored: the command still runs, and its
         // processes are still found through their marker and group; only orphans that dropped
         // both are not. Without its terminal a terminal command would misbehave, so those
         // errors fail the spawn.
         unsafe {
             command.pre_exec(move || {
+                // `0` moves the writer into the cgroup, before it can start anything.
+                if let Some(fd) = cgroup
+                    && nix::libc::write(fd, b"0".as_ptr().cast(), 1) != 1
+                {
+                    return Err(io::Error::last_os_error());
+                }
                 if subreaper {
                     let _ = nix::sys::prctl::set_child_subreaper(true);
                 }
@@ -497,10 +542,19 @@ mod unix {
         pub(super) exited: Arc<AtomicBool>,
     }
 
-    /// The [`ShellHandle`] of a local command.
+    /// The [`ShellHandle`] of a local command. While it lives, the command is registered:
+    /// [`kill_running_commands`](super::kill_running_commands) also kills what it left running
+    /// after its shell exited.
     struct LocalHandle {
         target: Arc<Target>,
         exited: Arc<AtomicBool>,
+        registration: u64,
+    }
+
+    impl Drop for LocalHandle {
+        fn drop(&mut self) {
+            super::unregister(self.registration);
+        }
     }
 
     impl ShellHandle for LocalHandle {
@@ -538,7 +592,12 @@ mod unix {
         }
 
         fn handle(&self) -> Option<Arc<dyn ShellHandle>> {
-            Some(Arc::new(LocalHandle { target: self.target.clone(), exited: self.exited.clone() }))
+            let registration = super::register(self.target.clone());
+            Some(Arc::new(LocalHandle {
+                target: self.target.clone(),
+                exited: self.exited.clone(),
+                registration,
+            }))
         }
 
         fn kill_all(&mut self) -> io::Result<KillReport> {
@@ -645,7 +704,8 @@ mod tests {
     async fn without_the_subreaper_such_an_orphan_escapes_and_is_not_counted() {
         let dir = TempDir::new();
         let mut process =
-            spawn_contained(&request(dir.path(), ESCAPE), Containment { subreaper: false }).unwrap();
+            spawn_contained(&request(dir.path(), ESCAPE), Containment { subreaper: false, cgroup: false })
+                .unwrap();
         let mut ready = [0u8; 6];
         process.output.read_exact(&mut ready).await.unwrap();
         let escaped = pid_in(dir.path(), "escaped.pid").await;

@@ -3,12 +3,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill as send};
 use nix::unistd::Pid;
 
+use crate::cgroup::Cgroup;
 use crate::process::{KillReport, KillScope, NotKilled};
 
 /// Scans in one freeze before giving up on a tree that keeps changing (a fork bomb).
@@ -28,12 +30,19 @@ pub(crate) struct Tree {
     shell_start: Option<u64>,
     /// `NAME=value` as it appears between NULs in `/proc/PID/environ`.
     marker: Vec<u8>,
+    /// The command's own cgroup, when it has one: every process in it is the command's.
+    cgroup: Option<Arc<Cgroup>>,
 }
 
 impl Tree {
-    pub(crate) fn new(shell: i32, var: &str, value: &str) -> Self {
+    pub(crate) fn new(shell: i32, var: &str, value: &str, cgroup: Option<Cgroup>) -> Self {
         let shell_start = read_stat(shell).map(|stat| stat.start);
-        Tree { shell, shell_start, marker: format!("{var}={value}").into_bytes() }
+        Tree {
+            shell,
+            shell_start,
+            marker: format!("{var}={value}").into_bytes(),
+            cgroup: cgroup.map(Arc::new),
+        }
     }
 }
 
@@ -110,11 +119,14 @@ fn members<'a>(tree: &Tree, procs: &'a [Stat], marked: &mut HashMap<(i32, u64), 
     }
     let mut found: HashSet<i32> = HashSet::new();
     let mut queue: Vec<&Stat> = Vec::new();
+    let in_cgroup: HashSet<i32> =
+        tree.cgroup.as_ref().map(|c| c.pids().into_iter().collect()).unwrap_or_default();
     for p in procs {
         if p.pid == me {
             continue;
         }
-        let seed = (shell_present && (p.pid == tree.shell || p.pgid == tree.shell))
+        let seed = in_cgroup.contains(&p.pid)
+            || (shell_present && (p.pid == tree.shell || p.pgid == tree.shell))
             || (!p.is_zombie()
                 && *marked.entry((p.pid, p.start)).or_insert_with(|| carries(p.pid, &tree.marker)));
         if seed && found.insert(p.pid) {
@@ -229,6 +241,15 @@ pub(crate) fn kill(tree: &Tree) -> io::Result<KillReport> {
         }
     }
     not_killed.sort_by_key(|n| n.pid);
+    if let Some(cgroup) = &tree.cgroup {
+        // The killed processes leave it within moments; what is still there keeps it.
+        for _ in 0..20 {
+            if cgroup.pids().is_empty() && cgroup.remove() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
     let shell = killed.get(&tree.shell).is_some_and(|h| Some(h.start) == tree.shell_start);
     let others = killed.iter().filter(|(pid, _)| !(shell && **pid == tree.shell));
     let (started, outside_group) =
@@ -260,8 +281,12 @@ mod tests {
         let me = std::process::id() as i32;
         // PATH is set for every test run; any variable of this process's environment would do.
         let entry = format!("PATH={}", std::env::var("PATH").expect("PATH is set"));
-        let tree =
-            Tree { shell: me, shell_start: read_stat(me).map(|s| s.start), marker: entry.into_bytes() };
+        let tree = Tree {
+            shell: me,
+            shell_start: read_stat(me).map(|s| s.start),
+            marker: entry.into_bytes(),
+            cgroup: None,
+        };
         assert!(carries(me, &tree.marker));
         assert!(!find(&tree).unwrap().contains(&me));
     }

@@ -38,12 +38,24 @@ pub const INPUT_BUFFER: usize = 256 * 1024;
 /// An application that wants another limit on sessions running at once puts its own in the
 /// session state before the first call:
 /// `state.get_or_insert_with(|| tools_std::session::Sessions::with_limit(8));`
-#[derive(Debug)]
 pub struct Sessions {
     registry: Mutex<Registry>,
     max_running: usize,
     /// Whether a command may go on after its call (see [`Sessions::foreground_only`]).
     keep_running: bool,
+    /// The handles of removed sessions (their end was read): processes they left running are
+    /// killed with the rest when this is dropped.
+    removed: Mutex<Vec<Arc<dyn ShellHandle>>>,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions")
+            .field("registry", &self.registry)
+            .field("max_running", &self.max_running)
+            .field("keep_running", &self.keep_running)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -65,6 +77,7 @@ impl Sessions {
             registry: Mutex::new(Registry { next_id: 1, ..Registry::default() }),
             max_running,
             keep_running: true,
+            removed: Mutex::default(),
         }
     }
 
@@ -78,6 +91,7 @@ impl Sessions {
             registry: Mutex::new(Registry { next_id: 1, ..Registry::default() }),
             max_running: 0,
             keep_running: false,
+            removed: Mutex::default(),
         }
     }
 
@@ -170,7 +184,10 @@ impl Sessions {
     }
 
     pub(crate) fn remove(&self, id: u64) {
-        self.registry().sessions.remove(&id);
+        let removed = self.registry().sessions.remove(&id);
+        if let Some(handle) = removed.and_then(|session| session.handle.clone()) {
+            self.removed.lock().unwrap_or_else(|p| p.into_inner()).push(handle);
+        }
     }
 }
 
@@ -179,6 +196,9 @@ impl Drop for Sessions {
         let sessions = std::mem::take(&mut self.registry().sessions);
         for session in sessions.values() {
             session.shut_down();
+        }
+        for handle in std::mem::take(&mut *self.removed.lock().unwrap_or_else(|p| p.into_inner())) {
+            let _ = handle.kill_all();
         }
     }
 }

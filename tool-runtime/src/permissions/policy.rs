@@ -348,6 +348,7 @@ impl Policy {
 }
 
 /// Why the `PreToolUse` hooks stopped a call.
+#[cfg_attr(not(feature = "command-hooks"), allow(dead_code))]
 enum HookStop {
     /// A hook denied it (the reason names the hook).
     Denied(String),
