@@ -3,22 +3,34 @@
 //!
 //! # What is killed, and what can escape
 //!
-//! A local command runs as `bash -c` in its own process group. On Linux the shell is also made a
-//! *child subreaper* (`PR_SET_CHILD_SUBREAPER`, kept across `exec`): a process the command
-//! orphans (a double fork, `setsid … &`, `nohup … &`, a daemon) is re-parented to the shell
-//! instead of to init, so while the shell runs, every process the command started is one of its
-//! descendants. Every process also inherits [`COMMAND_ID_VAR`], unique to the command. Killing
-//! the command ([`ShellControl::kill_all`]) scans `/proc` for the shell, its descendants, its
-//! process group and every process carrying the marker, freezes them all with `SIGSTOP` (so none
-//! can fork past the scan), repeats until a scan finds nothing new, then sends `SIGKILL` and
-//! reports exactly what it killed ([`KillReport`]).
+//! A local command runs as `bash -c` in its own process group. On Linux, where this process may
+//! create a cgroup (v2) beneath its own (root, a delegated systemd service, most containers), the
+//! shell joins a new cgroup of its own before it runs anything: every process the command starts
+//! is in it, whatever it does to its parent, group, session or environment, and only the kernel
+//! could move it out. The shell is also made a *child subreaper* (`PR_SET_CHILD_SUBREAPER`, kept
+//! across `exec`): a process the command orphans (a double fork, `setsid … &`, `nohup … &`, a
+//! daemon) is re-parented to the shell instead of to init, so while the shell runs, every process
+//! the command started is one of its descendants. Every process also inherits [`COMMAND_ID_VAR`],
+//! unique to the command. Killing the command ([`ShellControl::kill_all`]) scans `/proc` for the
+//! shell, its descendants, its process group, every process carrying the marker and every
+//! process in its cgroup, freezes them all with `SIGSTOP` (so none can fork past the scan),
+//! repeats until a scan finds nothing new, then sends `SIGKILL` and reports exactly what it
+//! killed ([`KillReport`]).
+//!
+//! A background session may outlive its shell: what the shell left running is killed with the
+//! session (`bash_stop`, the end of the session state, [`kill_running_commands`]). Without a
+//! cgroup, those processes are found by their marker, or, if they cleared their environment
+//! (`env -i`) and left the group, because they were seen beneath the shell while it ran (a
+//! session's processes are looked at every 200 ms, [`ShellHandle::remember_processes`]); one
+//! that did all that within the last moments before its shell exited is not found. A foreground
+//! `bash` command whose shell exited leaves its background jobs alone (they are the user's, as
+//! a terminal would).
 //!
 //! What still escapes: a process started through another service rather than forked (`ssh`,
-//! `systemd-run`, `at`, a container runtime's daemon), one that runs as another user (`sudo`; it
-//! is found but cannot be killed, and the report says so), and — only if the shell itself died
-//! before the stop — a process that both cleared its environment (`env -i`) and left the
-//! process group. Off Linux only the process group is killed. The command itself is not
-//! sandboxed: it can read and write whatever the user running the tools can.
+//! `systemd-run`, `at`, a container runtime's daemon), and one that runs as another user
+//! (`sudo`; it is found but cannot be killed, and the report says so). Off Linux only the process
+//! group is killed. The command itself is not sandboxed: it can read and write whatever the user
+//! running the tools can.
 
 #![cfg_attr(not(unix), allow(dead_code))]
 
@@ -100,6 +112,10 @@ pub trait ShellHandle: Send + Sync {
     /// [`ShellControl::kill_all`], and, unlike it, also after the shell exited: the processes
     /// it left running are then found through the command's marker (on Linux).
     fn kill_all(&self) -> io::Result<KillReport>;
+    /// Remembers the command's processes as they are now, so that `kill_all` finds them after
+    /// the shell exited even if they left every other trace. Called periodically while the
+    /// shell runs; by default nothing is remembered.
+    fn remember_processes(&self) {}
 }
 
 /// A started shell command.
@@ -571,6 +587,11 @@ mod unix {
             }
         }
 
+        fn remember_processes(&self) {
+            #[cfg(target_os = "linux")]
+            self.target.tree.track();
+        }
+
         fn kill_all(&self) -> io::Result<KillReport> {
             // The tree search knows the shell by its start time and the rest by the marker, so
             // it is safe after the shell's pid was freed; signalling the bare group is not.
@@ -716,6 +737,48 @@ mod tests {
         assert!(survived, "the orphan {escaped} was found without the subreaper");
         // The report claims only what it killed: the shell and its foreground `sleep`.
         assert_eq!((report.shell, report.started, report.outside_group), (true, 1, 0));
+    }
+
+    #[tokio::test]
+    async fn without_a_cgroup_an_escaped_orphan_seen_while_the_shell_ran_is_killed_after_it_exited() {
+        let dir = TempDir::new();
+        let command = "env -i setsid sh -c 'sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid' > /dev/null 2>&1 \
+                       < /dev/null & while [ ! -s escaped.pid ]; do sleep 0.01; done; sleep 0.3";
+        let containment = Containment { subreaper: true, cgroup: false };
+        let mut process = spawn_contained(&request(dir.path(), command), containment).unwrap();
+        let handle = process.control.handle().unwrap();
+        let escaped = pid_in(dir.path(), "escaped.pid").await;
+        handle.remember_processes();
+        process.control.wait().await.unwrap();
+        assert!(runs(escaped), "the orphan {escaped} runs after the shell exited");
+        let report = handle.kill_all().unwrap();
+        let killed = gone(escaped).await;
+        let _ =
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(escaped), nix::sys::signal::Signal::SIGKILL);
+        assert!(killed, "the orphan {escaped} survived");
+        assert_eq!((report.shell, report.started, report.outside_group), (false, 1, 1));
+    }
+
+    #[tokio::test]
+    async fn in_a_cgroup_an_escaped_orphan_is_killed_after_the_shell_exited_without_being_looked_for() {
+        let dir = TempDir::new();
+        let command = "env -i setsid sh -c 'sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid' > /dev/null 2>&1 \
+                       < /dev/null & while [ ! -s escaped.pid ]; do sleep 0.01; done";
+        let Some(probe) = crate::cgroup::Cgroup::create() else {
+            eprintln!("skipped: this process cannot create cgroups here");
+            return;
+        };
+        drop(probe);
+        let mut process = spawn_local(&request(dir.path(), command)).unwrap();
+        let handle = process.control.handle().unwrap();
+        let escaped = pid_in(dir.path(), "escaped.pid").await;
+        process.control.wait().await.unwrap();
+        let report = handle.kill_all().unwrap();
+        let killed = gone(escaped).await;
+        let _ =
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(escaped), nix::sys::signal::Signal::SIGKILL);
+        assert!(killed, "the orphan {escaped} survived");
+        assert_eq!((report.shell, report.started, report.outside_group), (false, 1, 1));
     }
 
     #[tokio::test]

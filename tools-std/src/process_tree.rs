@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nix::errno::Errno;
@@ -19,6 +19,8 @@ const FREEZE_ROUNDS: usize = 64;
 const KILL_ATTEMPTS: usize = 4;
 /// How long to let sent `SIGSTOP`s land before looking again.
 const SETTLE: Duration = Duration::from_micros(500);
+/// Processes of one command remembered by [`Tree::track`], at most.
+const MAX_TRACKED: usize = 4096;
 
 /// What identifies one command's processes.
 #[derive(Debug, Clone)]
@@ -32,6 +34,9 @@ pub(crate) struct Tree {
     marker: Vec<u8>,
     /// The command's own cgroup, when it has one: every process in it is the command's.
     cgroup: Option<Arc<Cgroup>>,
+    /// Without a cgroup: the processes seen beneath the shell while it ran (pid and start
+    /// time), found again after it exited whatever they did meanwhile.
+    tracked: Arc<Mutex<HashMap<i32, u64>>>,
 }
 
 impl Tree {
@@ -42,8 +47,60 @@ impl Tree {
             shell_start,
             marker: format!("{var}={value}").into_bytes(),
             cgroup: cgroup.map(Arc::new),
+            tracked: Arc::default(),
         }
     }
+
+    /// Remembers the processes beneath the shell now, while it runs (the shell adopts what the
+    /// command orphans, so they are all there), for a kill after the shell is gone: a process
+    /// that cleared its environment and left the group is found by its pid and start time.
+    /// Only what lived at one of these looks is found: call it periodically. Nothing to do with
+    /// a cgroup, which holds every process anyway.
+    pub(crate) fn track(&self) {
+        if self.cgroup.is_some() || self.shell_start.is_none() {
+            return;
+        }
+        if read_stat(self.shell).map(|stat| stat.start) != self.shell_start {
+            return;
+        }
+        let mut seen: HashMap<i32, u64> = HashMap::new();
+        let mut queue = vec![self.shell];
+        while let Some(pid) = queue.pop() {
+            for child in children(pid) {
+                if seen.len() >= MAX_TRACKED {
+                    break;
+                }
+                if let Some(stat) = read_stat(child).filter(|stat| !stat.is_zombie())
+                    && seen.insert(child, stat.start).is_none()
+                {
+                    queue.push(child);
+                }
+            }
+        }
+        let mut tracked = self.tracked.lock().unwrap_or_else(|p| p.into_inner());
+        tracked.retain(|pid, start| {
+            read_stat(*pid).is_some_and(|stat| stat.start == *start && !stat.is_zombie())
+        });
+        for (pid, start) in seen {
+            if tracked.len() >= MAX_TRACKED {
+                break;
+            }
+            tracked.insert(pid, start);
+        }
+    }
+}
+
+/// The children of every thread of `pid` (`/proc/PID/task/TID/children`; empty on kernels
+/// built without it).
+fn children(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    let mut children = Vec::new();
+    for task in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            children.extend(text.split_ascii_whitespace().filter_map(|n| n.parse::<i32>().ok()));
+        }
+    }
+    children
 }
 
 /// One line of `/proc/PID/stat`, the fields that matter here.
@@ -121,11 +178,13 @@ fn members<'a>(tree: &Tree, procs: &'a [Stat], marked: &mut HashMap<(i32, u64), 
     let mut queue: Vec<&Stat> = Vec::new();
     let in_cgroup: HashSet<i32> =
         tree.cgroup.as_ref().map(|c| c.pids().into_iter().collect()).unwrap_or_default();
+    let tracked = tree.tracked.lock().unwrap_or_else(|p| p.into_inner()).clone();
     for p in procs {
         if p.pid == me {
             continue;
         }
         let seed = in_cgroup.contains(&p.pid)
+            || tracked.get(&p.pid) == Some(&p.start)
             || (shell_present && (p.pid == tree.shell || p.pgid == tree.shell))
             || (!p.is_zombie()
                 && *marked.entry((p.pid, p.start)).or_insert_with(|| carries(p.pid, &tree.marker)));
@@ -286,6 +345,7 @@ mod tests {
             shell_start: read_stat(me).map(|s| s.start),
             marker: entry.into_bytes(),
             cgroup: None,
+            tracked: Arc::default(),
         };
         assert!(carries(me, &tree.marker));
         assert!(!find(&tree).unwrap().contains(&me));

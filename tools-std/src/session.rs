@@ -25,6 +25,9 @@ use crate::process::{KillReport, ShellControl, ShellExit, ShellHandle};
 pub const DEFAULT_MAX_RUNNING: usize = 32;
 /// How much of the newest unread output is searched for a read's `until` text.
 const UNTIL_WINDOW: usize = 64 * 1024;
+/// How often the processes of a running session are looked at, so that those its shell leaves
+/// behind are found again when it is stopped (where a cgroup does not hold them anyway).
+const REMEMBER_EVERY: Duration = Duration::from_millis(200);
 /// How many bytes typed into a session may wait for its command to read them; more is refused
 /// until it has read some. This is also the longest line that can be typed.
 pub const INPUT_BUFFER: usize = 256 * 1024;
@@ -791,8 +794,15 @@ async fn pump(
 ) {
     let mut buf = vec![0u8; 64 * 1024];
     let (mut eof, mut exited, mut timed_out) = (false, false, false);
+    let mut look = tokio::time::interval(REMEMBER_EVERY);
+    look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !(eof && exited) {
         tokio::select! {
+            _ = look.tick(), if !exited => {
+                if let Some(handle) = &session.handle {
+                    handle.remember_processes();
+                }
+            },
             read = output.read(&mut buf), if !eof => match read {
                 Ok(0) | Err(_) => {
                     eof = true;
