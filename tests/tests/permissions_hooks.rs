@@ -354,3 +354,36 @@ async fn the_readmes_after_edit_hook_runs_after_every_tool_that_edits() {
         .collect();
     assert_eq!(ran, ["write", "edit", "multi_edit", "apply_patch"]);
 }
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn what_a_hook_leaves_running_dies_with_it_and_does_not_hold_the_call() {
+    let dir = TempDir::new("hook-setsid");
+    let pids = dir.path().join("pids");
+    // One child leaves the group and closes its output; one leaves the group and keeps it.
+    let script = format!(
+        "setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $! >> {p}\n(setsid sh -c 'echo $$ >> {p}; exec sleep 300' &)\nuntil [ \"$(wc -l < {p})\" -ge 2 ]; do sleep 0.01; done\nexit 0",
+        p = pids.display()
+    );
+    let s = setup("hook-setsid", "PreToolUse", "echo", &script, 10.0);
+    let started = std::time::Instant::now();
+    let result = call(&s, "hi").await;
+    let elapsed = started.elapsed();
+    assert_eq!(result.output.text_content(), "hi", "the hook's own exit allows the call");
+    let pids: Vec<i32> =
+        std::fs::read_to_string(&pids).unwrap().lines().filter_map(|l| l.trim().parse().ok()).collect();
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    let mut survivors = pids.clone();
+    for _ in 0..200 {
+        survivors.retain(|pid| tool_tests::runs(*pid));
+        if survivors.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    for pid in &survivors {
+        let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    }
+    assert!(survivors.is_empty(), "the hook's children {survivors:?} outlived it");
+    assert!(elapsed < std::time::Duration::from_secs(5), "the call waited {elapsed:?} for the hook's child");
+}

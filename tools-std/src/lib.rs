@@ -52,14 +52,10 @@ use tool_runtime::{Dependencies, OutputStore, Tool};
 mod apply_patch_parse;
 mod apply_patch_seek;
 mod capture;
-#[cfg(target_os = "linux")]
-mod cgroup;
 mod local;
 pub mod ops;
 mod permission_catalog;
 pub mod process;
-#[cfg(target_os = "linux")]
-mod process_tree;
 pub mod session;
 pub mod surface;
 mod terminal_text;

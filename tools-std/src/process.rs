@@ -43,9 +43,11 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tool_runtime::BoxFuture;
 
+pub use tool_runtime::process_tree::{KillReport, KillScope, NotKilled};
+
 /// The environment variable set, to a value unique to the command, for every local command:
 /// its descendants inherit it, which is how they are found when it is stopped.
-pub const COMMAND_ID_VAR: &str = "TOOLS_COMMAND_ID";
+pub const COMMAND_ID_VAR: &str = tool_runtime::process_tree::MARKER_VAR;
 
 /// A shell command to start.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -135,42 +137,6 @@ impl fmt::Debug for ShellProcess {
     }
 }
 
-/// How the processes of a command were found when it was killed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum KillScope {
-    /// Every process of the command was looked for (its descendants, its process group, and
-    /// every process carrying its marker), and the counts are exact.
-    #[default]
-    ProcessTree,
-    /// Only the command's process group was signalled; processes that left it were not looked
-    /// for, and nothing was counted.
-    ProcessGroup,
-}
-
-/// A process of the command that was found but could not be killed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotKilled {
-    /// Its process id.
-    pub pid: i32,
-    /// Why, in words.
-    pub reason: String,
-}
-
-/// What [`ShellControl::kill_all`] killed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KillReport {
-    /// How the processes were found; with [`KillScope::ProcessGroup`] the counts below are 0.
-    pub scope: KillScope,
-    /// The shell itself was still running and was killed.
-    pub shell: bool,
-    /// Processes the command started (other than the shell) that were killed.
-    pub started: usize,
-    /// How many of `started` had left the shell's process group (`set -m`, `setsid`, a daemon).
-    pub outside_group: usize,
-    /// Processes of the command that were found but survived.
-    pub not_killed: Vec<NotKilled>,
-}
-
 /// Kills every local command still running in this process, each with its whole process tree,
 /// and reports what each kill killed. For a signal handler that is about to exit the process;
 /// commands of other [`Operations`](crate::Operations) implementations are not known here.
@@ -217,13 +183,13 @@ struct Target {
     /// The shell's pid, which is also its process group's id (`process_group(0)`).
     shell: i32,
     #[cfg(target_os = "linux")]
-    tree: crate::process_tree::Tree,
+    tree: tool_runtime::process_tree::Tree,
 }
 
 impl Target {
     #[cfg(target_os = "linux")]
     fn kill(&self) -> io::Result<KillReport> {
-        match crate::process_tree::kill(&self.tree) {
+        match self.tree.kill() {
             Ok(report) => Ok(report),
             // Without a readable /proc the tree cannot be walked: the group is all there is.
             Err(_) => self.kill_group(),
@@ -279,7 +245,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     use std::os::fd::OwnedFd;
     use std::process::Stdio;
 
-    let marker = new_command_id();
+    let marker = tool_runtime::process_tree::new_marker();
     let mut command = tokio::process::Command::new("bash");
     command.arg("-c").arg(&request.command).current_dir(&request.cwd);
     let terminal = match request.input {
@@ -317,7 +283,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
         }
     }
     #[cfg(target_os = "linux")]
-    let cgroup = containment.cgroup.then(crate::cgroup::Cgroup::create).flatten();
+    let cgroup = containment.cgroup.then(tool_runtime::process_tree::Cgroup::create).flatten();
     #[cfg(target_os = "linux")]
     let join = cgroup.as_ref().and_then(|cgroup| cgroup.procs_for_joining().ok());
     #[cfg(target_os = "linux")]
@@ -333,7 +299,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
             drop((command, terminal, cgroup, join));
             let retried = spawn_contained(request, Containment { cgroup: false, ..containment });
             if retried.is_ok() {
-                crate::cgroup::Cgroup::unavailable();
+                tool_runtime::process_tree::Cgroup::unavailable();
             }
             return retried.map_err(|_| error);
         }
@@ -355,7 +321,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     let target = Arc::new(Target {
         shell,
         #[cfg(target_os = "linux")]
-        tree: crate::process_tree::Tree::new(shell, COMMAND_ID_VAR, &marker, cgroup),
+        tree: tool_runtime::process_tree::Tree::new(shell, COMMAND_ID_VAR, &marker, cgroup),
     });
     let registration = register(target.clone());
     Ok(ShellProcess {
@@ -373,15 +339,6 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
 #[cfg(not(unix))]
 pub(crate) fn spawn_local(_request: &ShellRequest) -> io::Result<ShellProcess> {
     Err(io::Error::new(io::ErrorKind::Unsupported, "running commands is only supported on Unix"))
-}
-
-/// A value no other command of any process on this machine has: this process's id, a counter,
-/// and randomness (against a pid reused by a later process).
-fn new_command_id() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("{}-{n}-{:016x}", std::process::id(), crate::text::random_u64())
 }
 
 #[cfg(target_os = "linux")]
@@ -764,7 +721,7 @@ mod tests {
         let dir = TempDir::new();
         let command = "env -i setsid sh -c 'sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid' > /dev/null 2>&1 \
                        < /dev/null & while [ ! -s escaped.pid ]; do sleep 0.01; done";
-        let Some(probe) = crate::cgroup::Cgroup::create() else {
+        let Some(probe) = tool_runtime::process_tree::Cgroup::create() else {
             eprintln!("skipped: this process cannot create cgroups here");
             return;
         };

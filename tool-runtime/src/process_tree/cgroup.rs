@@ -12,14 +12,14 @@ static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
 
 /// One command's cgroup directory.
 #[derive(Debug)]
-pub(crate) struct Cgroup {
+pub struct Cgroup {
     dir: PathBuf,
 }
 
 impl Cgroup {
     /// A new, empty cgroup beneath this process's own, or `None` when there is no writable
     /// cgroup v2 hierarchy here (no permission, cgroup v1 only, not Linux).
-    pub(crate) fn create() -> Option<Cgroup> {
+    pub fn create() -> Option<Cgroup> {
         if UNAVAILABLE.load(Ordering::Relaxed) {
             return None;
         }
@@ -39,25 +39,25 @@ impl Cgroup {
     }
 
     /// Remembers that cgroups cannot be used by this process.
-    pub(crate) fn unavailable() {
+    pub fn unavailable() {
         UNAVAILABLE.store(true, Ordering::Relaxed);
     }
 
     /// Its `cgroup.procs`, open for writing: a process that writes `0` to it joins the cgroup.
-    pub(crate) fn procs_for_joining(&self) -> io::Result<OwnedFd> {
+    pub fn procs_for_joining(&self) -> io::Result<OwnedFd> {
         let file = std::fs::OpenOptions::new().write(true).open(self.dir.join("cgroup.procs"))?;
         Ok(OwnedFd::from(file))
     }
 
     /// The processes in it now.
-    pub(crate) fn pids(&self) -> Vec<i32> {
+    pub fn pids(&self) -> Vec<i32> {
         std::fs::read_to_string(self.dir.join("cgroup.procs"))
             .map(|text| text.lines().filter_map(|line| line.trim().parse().ok()).collect())
             .unwrap_or_default()
     }
 
     /// Removes it if no process is left in it (it stays otherwise, holding what still runs).
-    pub(crate) fn remove(&self) -> bool {
+    pub fn remove(&self) -> bool {
         std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists()
     }
 }

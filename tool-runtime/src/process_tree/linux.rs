@@ -1,5 +1,5 @@
 //! One command's processes found through `/proc` (descendants of its shell, its process group,
-//! carriers of its marker), frozen with `SIGSTOP`, then killed.
+//! carriers of its marker, members of its cgroup), frozen with `SIGSTOP`, then killed.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -10,8 +10,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill as send};
 use nix::unistd::Pid;
 
-use crate::cgroup::Cgroup;
-use crate::process::{KillReport, KillScope, NotKilled};
+use super::{Cgroup, KillReport, KillScope, NotKilled};
 
 /// Scans in one freeze before giving up on a tree that keeps changing (a fork bomb).
 const FREEZE_ROUNDS: usize = 64;
@@ -22,9 +21,10 @@ const SETTLE: Duration = Duration::from_micros(500);
 /// Processes of one command remembered by [`Tree::track`], at most.
 const MAX_TRACKED: usize = 4096;
 
-/// What identifies one command's processes.
+/// What identifies one command's processes: its shell (the process started for it, by pid and
+/// start time), its marker, and its cgroup when it has one.
 #[derive(Debug, Clone)]
-pub(crate) struct Tree {
+pub struct Tree {
     /// The shell's pid, also its process group's id.
     shell: i32,
     /// The shell's start time: a process with the shell's pid but another start time is not
@@ -40,7 +40,10 @@ pub(crate) struct Tree {
 }
 
 impl Tree {
-    pub(crate) fn new(shell: i32, var: &str, value: &str, cgroup: Option<Cgroup>) -> Self {
+    /// The tree of the command whose shell is `shell` (its process group is `shell` too),
+    /// whose processes carry `var=value`, and that runs in `cgroup`. Call it right after the
+    /// shell was started, while its pid is surely its own.
+    pub fn new(shell: i32, var: &str, value: &str, cgroup: Option<Cgroup>) -> Self {
         let shell_start = read_stat(shell).map(|stat| stat.start);
         Tree {
             shell,
@@ -56,7 +59,7 @@ impl Tree {
     /// that cleared its environment and left the group is found by its pid and start time.
     /// Only what lived at one of these looks is found: call it periodically. Nothing to do with
     /// a cgroup, which holds every process anyway.
-    pub(crate) fn track(&self) {
+    pub fn track(&self) {
         if self.cgroup.is_some() || self.shell_start.is_none() {
             return;
         }
@@ -87,6 +90,14 @@ impl Tree {
             }
             tracked.insert(pid, start);
         }
+    }
+}
+
+impl Tree {
+    /// Kills every process of the command that can be found (see [`Tree`]), and says what was
+    /// killed. Errors only when `/proc` cannot be read.
+    pub fn kill(&self) -> io::Result<KillReport> {
+        kill(self)
     }
 }
 
@@ -204,7 +215,7 @@ fn members<'a>(tree: &Tree, procs: &'a [Stat], marked: &mut HashMap<(i32, u64), 
 
 /// The live processes of `tree`, by pid.
 #[cfg(test)]
-pub(crate) fn find(tree: &Tree) -> io::Result<Vec<i32>> {
+fn find(tree: &Tree) -> io::Result<Vec<i32>> {
     let procs = snapshot()?;
     Ok(members(tree, &procs, &mut HashMap::new()).iter().map(|p| p.pid).collect())
 }
@@ -224,7 +235,7 @@ struct Held {
 /// `SIGSTOP` is checked: should the pid have been reused in between by an unrelated process,
 /// that process is continued again and left alone. A stopped process keeps its pid until
 /// `SIGKILL`, so the kill itself cannot hit a reused pid.
-pub(crate) fn kill(tree: &Tree) -> io::Result<KillReport> {
+fn kill(tree: &Tree) -> io::Result<KillReport> {
     let mut marked = HashMap::new();
     let mut stopped: HashMap<i32, Held> = HashMap::new();
     let mut killed: HashMap<i32, Held> = HashMap::new();
