@@ -678,7 +678,7 @@ async fn a_window_past_the_stores_limit_says_what_is_saved() {
     );
     fx.deps = Arc::new(deps);
     let id = fx
-        .start(json!({"command": "read -r go; seq 1 5000; read -r go; seq 5001 10000; sleep 300", "interactive": true, "background": true}))
+        .start(json!({"command": "read -r go; seq 1 5000; read -r go; seq 5001 10000; read -r go; seq 10001 13000; sleep 300", "interactive": true, "background": true}))
         .await;
     // The first 23893 bytes are all saved.
     let out = fx
@@ -701,6 +701,18 @@ async fn a_window_past_the_stores_limit_says_what_is_saved() {
     );
     assert!(!text.contains("The full output is saved"), "{text}");
     assert_eq!(out.metadata["truncation"]["stored_bytes"], json!(30000));
+    // This one lies wholly past it.
+    let out = fx
+        .call("bash_input", json!({"session_id": id, "text": "go\n", "until": "\n13000\n", "wait_ms": 60000}))
+        .await;
+    let text = out.text_content();
+    assert!(
+        text.contains(&format!(
+            "This part is not saved: the output store keeps only the first 30000 bytes of an output, and this \
+             part starts after them ({reference} holds the beginning of the output).]"
+        )),
+        "{text}"
+    );
     fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
 }
 

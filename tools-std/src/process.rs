@@ -118,6 +118,11 @@ pub trait ShellHandle: Send + Sync {
     /// the shell exited even if they left every other trace. Called periodically while the
     /// shell runs; by default nothing is remembered.
     fn remember_processes(&self) {}
+    /// Whether processes of the command may still run (`false` only when that is known, as with
+    /// an empty cgroup); by default `true`.
+    fn may_have_processes(&self) -> bool {
+        true
+    }
 }
 
 /// A started shell command.
@@ -547,6 +552,13 @@ mod unix {
         fn remember_processes(&self) {
             #[cfg(target_os = "linux")]
             self.target.tree.track();
+        }
+
+        fn may_have_processes(&self) -> bool {
+            #[cfg(target_os = "linux")]
+            return self.target.tree.may_have_processes();
+            #[cfg(not(target_os = "linux"))]
+            true
         }
 
         fn kill_all(&self) -> io::Result<KillReport> {

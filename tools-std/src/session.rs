@@ -25,6 +25,9 @@ use crate::process::{KillReport, ShellControl, ShellExit, ShellHandle};
 pub const DEFAULT_MAX_RUNNING: usize = 32;
 /// How much of the newest unread output is searched for a read's `until` text.
 const UNTIL_WINDOW: usize = 64 * 1024;
+/// How many removed sessions that may have left processes running are remembered, to kill
+/// those with the session state.
+const MAX_REMOVED_KEPT: usize = 1024;
 /// How often the processes of a running session are looked at, so that those its shell leaves
 /// behind are found again when it is stopped (where a cgroup does not hold them anyway).
 const REMEMBER_EVERY: Duration = Duration::from_millis(200);
@@ -189,7 +192,13 @@ impl Sessions {
     pub(crate) fn remove(&self, id: u64) {
         let removed = self.registry().sessions.remove(&id);
         if let Some(handle) = removed.and_then(|session| session.handle.clone()) {
-            self.removed.lock().unwrap_or_else(|p| p.into_inner()).push(handle);
+            let mut kept = self.removed.lock().unwrap_or_else(|p| p.into_inner());
+            kept.retain(|handle| handle.may_have_processes());
+            if kept.len() >= MAX_REMOVED_KEPT {
+                // Forgotten, not killed: what the oldest one left running goes on.
+                kept.remove(0);
+            }
+            kept.push(handle);
         }
     }
 }

@@ -24,7 +24,11 @@ impl Cgroup {
             return None;
         }
         static NEXT: AtomicU64 = AtomicU64::new(0);
+        static SWEPT: AtomicBool = AtomicBool::new(false);
         let created = own_dir().and_then(|base| {
+            if !SWEPT.swap(true, Ordering::Relaxed) {
+                sweep(&base);
+            }
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let dir = base.join(format!("tools-command-{}-{n}", std::process::id()));
             std::fs::create_dir(&dir).map(|()| Cgroup { dir })
@@ -67,6 +71,28 @@ impl Drop for Cgroup {
         // Once nobody can stop the command any more: empty, it goes; still holding processes
         // (jobs a finished command left running, which are the user's), it stays.
         self.remove();
+    }
+}
+
+/// Removes the empty cgroups that processes no longer running left beneath `base` (a cgroup
+/// stays while jobs a finished command left running are in it, and nobody is there to remove it
+/// once they end).
+fn sweep(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix("tools-command-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if owner != std::process::id() && !Path::new(&format!("/proc/{owner}")).exists() {
+            // Fails, and leaves it, while a process is still in it.
+            let _ = std::fs::remove_dir(entry.path());
+        }
     }
 }
 

@@ -94,6 +94,12 @@ impl Tree {
 }
 
 impl Tree {
+    /// Whether processes of the command may still run: `false` only when its cgroup is known to
+    /// be empty (without one this is not known cheaply, and the answer is `true`).
+    pub fn may_have_processes(&self) -> bool {
+        self.cgroup.as_ref().is_none_or(|cgroup| !cgroup.pids().is_empty())
+    }
+
     /// Kills every process of the command that can be found (see [`Tree`]), and says what was
     /// killed. Errors only when `/proc` cannot be read.
     pub fn kill(&self) -> io::Result<KillReport> {
