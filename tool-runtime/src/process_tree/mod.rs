@@ -50,7 +50,7 @@ pub struct NotKilled {
     pub reason: String,
 }
 
-/// What [`ShellControl::kill_all`] killed.
+/// What a kill of a command's tree killed ([`Tree::kill`] on Linux).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KillReport {
     /// How the processes were found; with [`KillScope::ProcessGroup`] the counts below are 0.
