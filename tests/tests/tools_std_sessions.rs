@@ -767,3 +767,49 @@ async fn what_escaped_a_session_whose_end_was_read_dies_with_the_session_state()
     let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
     assert!(!survived, "the escaped process {pid} survived the end of its session state");
 }
+
+#[tokio::test]
+async fn in_a_terminal_backspaces_and_history_keys_do_not_get_around_a_deny_rule() {
+    let fx = Fx::new("sessions-input-tty");
+    if !terminal(&fx).await {
+        return;
+    }
+    std::fs::create_dir_all(fx.root().join("x")).unwrap();
+    let rules = policy(&fx, |b| b.allow("Bash(bash --norc)").allow("bash_input").deny("Bash(rm -rf:*)"));
+    let rules: Arc<dyn PermissionHook> = Arc::new(rules);
+    let started = call_with(
+        &fx,
+        rules.clone(),
+        "bash",
+        json!({"command": "bash --norc", "tty": true, "background": true}),
+    )
+    .await
+    .unwrap();
+    let id = started.metadata["session_id"].as_u64().unwrap();
+    // `allow bash_input` lets ordinary lines through.
+    let out = call_with(
+        &fx,
+        rules.clone(),
+        "bash_input",
+        json!({"session_id": id, "text": "echo fine\n", "until": "fine"}),
+    )
+    .await;
+    assert!(out.is_ok(), "{out:?}");
+    // The line editor turns `rm -rg<DEL>f x` into `rm -rf x`.
+    let refused =
+        call_with(&fx, rules.clone(), "bash_input", json!({"session_id": id, "text": "rm -rg\u{7f}f x\n"}))
+            .await;
+    assert!(refused.as_ref().is_err_and(|e| e.contains("deny Bash(rm -rf:*)")), "{refused:?}");
+    // Arrows move the cursor: `rm -f x`, three to the left, then `r`.
+    let refused = call_with(
+        &fx,
+        rules.clone(),
+        "bash_input",
+        json!({"session_id": id, "text": "rm -f x", "keys": ["left", "left", "left"]}),
+    )
+    .await;
+    assert!(refused.as_ref().is_err_and(|e| e.contains("deny Bash(rm -rf:*)")), "{refused:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(fx.root().join("x").is_dir());
+    fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
+}

@@ -249,23 +249,29 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, command: &str, typed: &str
     let reader = reader(command);
     let command_tools = rules.catalog().tools_with(Subject::Command);
     let mut found: Vec<Verdict> = rules.bare_verdict(tool).into_iter().collect();
-    let lines: Vec<&str> =
-        typed.split(['\n', '\r', '\u{4}']).map(str::trim).filter(|line| !line.is_empty()).collect();
+    let lines = lines(typed);
     let mut allowed = None;
     let mut covered = reader == Reader::Shell && !lines.is_empty();
     for line in &lines {
-        let plain: String = line.chars().filter(|c| !c.is_control() || *c == '\t').collect();
         for command_tool in &command_tools {
-            let verdict = rules.decide_command(command_tool, &plain);
-            match (&verdict.because, verdict.action) {
-                (Because::Rule { .. }, Action::Allow) if plain == *line => {
-                    allowed.get_or_insert(verdict);
+            // As a line editor leaves it (a terminal), and as typed (a pipe).
+            for form in [&line.edited, &line.typed] {
+                let verdict = rules.decide_command(command_tool, form);
+                match (&verdict.because, verdict.action) {
+                    (Because::Rule { .. }, Action::Allow) if line.plain => {
+                        allowed.get_or_insert(verdict);
+                    }
+                    (_, Action::Allow) => covered = false,
+                    (Because::Rule { .. }, _) => found.push(verdict),
+                    // The default for commands is for command lines: a shell's lines.
+                    _ if reader == Reader::Shell => found.push(verdict),
+                    _ => covered = false,
                 }
-                (_, Action::Allow) => covered = false,
-                (Because::Rule { .. }, _) => found.push(verdict),
-                // The default for commands is for command lines: a shell's lines.
-                _ if reader == Reader::Shell => found.push(verdict),
-                _ => covered = false,
+            }
+            // Cursor keys, history, completion: what runs cannot be known, so any rule may match.
+            if line.unresolved && reader != Reader::Other {
+                covered = false;
+                found.extend(rules.strictest_refusal(command_tool));
             }
         }
     }
@@ -281,6 +287,63 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, command: &str, typed: &str
         return Verdict { action: Action::Ask, because: Because::InputDefault(shown) };
     }
     rules.default_verdict(tool)
+}
+
+/// One line of what is typed.
+#[derive(Debug, PartialEq)]
+struct Line {
+    /// With backspaces and line kills applied, as a terminal's line editor leaves it, control
+    /// characters removed.
+    edited: String,
+    /// As typed, control characters removed (a program reading a pipe gets them as they are).
+    typed: String,
+    /// No control character in it (but tabs).
+    plain: bool,
+    /// It holds keys whose effect on the line cannot be known: escape sequences (arrows,
+    /// history), completion, other control characters.
+    unresolved: bool,
+}
+
+/// The lines of `typed`, ended by newlines, carriage returns or end of input; empty ones left out.
+fn lines(typed: &str) -> Vec<Line> {
+    let mut lines = Vec::new();
+    let mut raw = String::new();
+    let mut edited = String::new();
+    let mut push = |raw: &mut String, edited: &mut String| {
+        let typed: String = raw.chars().filter(|c| !c.is_control() || *c == '\t').collect();
+        let plain = typed.len() == raw.len();
+        let unresolved = raw
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\t' | '\u{7f}' | '\u{8}' | '\u{15}' | '\u{3}'));
+        let line =
+            Line { edited: edited.trim().to_owned(), typed: typed.trim().to_owned(), plain, unresolved };
+        if !line.typed.is_empty() || !line.edited.is_empty() || line.unresolved {
+            lines.push(line);
+        }
+        raw.clear();
+        edited.clear();
+    };
+    for c in typed.chars() {
+        match c {
+            '\n' | '\r' | '\u{4}' => push(&mut raw, &mut edited),
+            '\u{3}' | '\u{15}' => {
+                raw.push(c);
+                edited.clear();
+            }
+            '\u{7f}' | '\u{8}' => {
+                raw.push(c);
+                edited.pop();
+            }
+            c => {
+                raw.push(c);
+                if !c.is_control() || c == '\t' {
+                    edited.push(c);
+                }
+            }
+        }
+    }
+    push(&mut raw, &mut edited);
+    lines
 }
 
 /// The strictest verdict; among equals, the first.
@@ -329,5 +392,20 @@ mod tests {
         for other in ["read -r answer; echo got it", "cat > notes.txt", "sleep 300", "sort -u", "grep -c x"] {
             assert_eq!(reader(other), Reader::Other, "{other}");
         }
+    }
+
+    #[test]
+    fn lines_as_a_line_editor_and_a_pipe_see_them() {
+        let lines = lines("rm -rg\u{7f}f x\r\nls\u{15}pwd\n\u{1b}[A\n");
+        let shown: Vec<(&str, &str, bool, bool)> =
+            lines.iter().map(|l| (l.edited.as_str(), l.typed.as_str(), l.plain, l.unresolved)).collect();
+        assert_eq!(
+            shown,
+            [
+                ("rm -rf x", "rm -rgf x", false, false),
+                ("pwd", "lspwd", false, false),
+                ("[A", "[A", false, true)
+            ]
+        );
     }
 }

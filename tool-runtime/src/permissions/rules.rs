@@ -303,6 +303,12 @@ impl Rules {
         strictest(self.tool_rules(tool).iter().filter(|rule| matches!(rule.pattern, Pattern::Any)))
     }
 
+    /// The strictest `ask` or `deny` rule of `tool`, whatever its pattern: what applies to a
+    /// command that cannot be resolved at all.
+    pub(crate) fn strictest_refusal(&self, tool: &str) -> Option<Verdict> {
+        strictest(self.tool_rules(tool).iter().filter(|rule| rule.action != Action::Allow))
+    }
+
     /// Whether a rule or a default of its own is about `tool`.
     pub(crate) fn has_rules_for(&self, tool: &str) -> bool {
         !self.tool_rules(tool).is_empty() || self.defaults.contains_key(tool)
