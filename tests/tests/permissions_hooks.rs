@@ -387,3 +387,33 @@ async fn what_a_hook_leaves_running_dies_with_it_and_does_not_hold_the_call() {
     assert!(survivors.is_empty(), "the hook's children {survivors:?} outlived it");
     assert!(elapsed < std::time::Duration::from_secs(5), "the call waited {elapsed:?} for the hook's child");
 }
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_hooks_child_that_cleared_its_environment_and_left_its_group_dies_with_it() {
+    let dir = TempDir::new("hook-escape");
+    let pid_file = dir.path().join("escaped.pid");
+    let script = format!(
+        "env -i setsid sh -c 'sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > {p}' > /dev/null 2>&1 < /dev/null &\n\
+         until [ -s {p} ]; do sleep 0.01; done\nexit 0",
+        p = pid_file.display()
+    );
+    let s = setup("hook-escape", "PreToolUse", "echo", &script, 10.0);
+    assert_eq!(call(&s, "hi").await.output.text_content(), "hi");
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let mut survived = true;
+    for _ in 0..200 {
+        if !tool_tests::runs(pid) {
+            survived = false;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    if survived && tool_runtime::process_tree::Cgroup::create().is_none() {
+        return tool_tests::skip(
+            "this process cannot create cgroups here, and only one finds such a process",
+        );
+    }
+    assert!(!survived, "the hook's escaped child {pid} outlived it");
+}

@@ -10,6 +10,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::settings::HookCommand;
 
+/// Run as `sh -c JOIN_THEN_RUN sh PROCS COMMAND`: joins the cgroup whose `cgroup.procs` is
+/// `PROCS` (a builtin and a redirection: nothing is started before), then runs the hook.
+#[cfg(target_os = "linux")]
+const JOIN_THEN_RUN: &str = r#"{ printf 0 > "$1"; } 2>/dev/null; exec sh -c "$2""#;
+
 /// At most this much of a hook's standard output and error is read.
 const MAX_OUTPUT: u64 = 1024 * 1024;
 
@@ -52,9 +57,22 @@ impl HookCommand {
     async fn run(&self, event: &Value, cwd: &Path) -> Result<Finished, String> {
         let marker = crate::process_tree::new_marker();
         let mut command = tokio::process::Command::new("sh");
+        #[cfg(target_os = "linux")]
+        let cgroup = crate::process_tree::Cgroup::create();
+        #[cfg(target_os = "linux")]
+        match &cgroup {
+            // The shell moves itself into the cgroup before it starts anything, then becomes
+            // the hook's shell; where it may not, the hook runs all the same.
+            Some(cgroup) => {
+                command.arg("-c").arg(JOIN_THEN_RUN).arg("sh").arg(cgroup.procs_path()).arg(&self.command);
+            }
+            None => {
+                command.arg("-c").arg(&self.command);
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        command.arg("-c").arg(&self.command);
         command
-            .arg("-c")
-            .arg(&self.command)
             .current_dir(cwd)
             .env(crate::process_tree::MARKER_VAR, &marker)
             .stdin(Stdio::piped())
@@ -63,6 +81,9 @@ impl HookCommand {
         let mut wrapped = CommandWrap::from(command);
         wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
         let mut child = wrapped.spawn().map_err(|e| format!("could not be started: {e}"))?;
+        #[cfg(target_os = "linux")]
+        let tree = KillTree::new(child.id(), &marker, cgroup);
+        #[cfg(not(target_os = "linux"))]
         let tree = KillTree::new(child.id(), &marker);
         let input = serde_json::to_vec(event).unwrap_or_default();
         let stdin = child.stdin().take();
@@ -140,14 +161,22 @@ struct KillTree {
 }
 
 impl KillTree {
+    #[cfg(target_os = "linux")]
+    fn new(pid: Option<u32>, marker: &str, cgroup: Option<crate::process_tree::Cgroup>) -> KillTree {
+        let pid = pid.and_then(|pid| i32::try_from(pid).ok());
+        KillTree {
+            tree: pid.map(|pid| {
+                crate::process_tree::Tree::new(pid, crate::process_tree::MARKER_VAR, marker, cgroup)
+            }),
+            killed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
     #[cfg_attr(not(unix), allow(unused_variables))]
     fn new(pid: Option<u32>, marker: &str) -> KillTree {
         let pid = pid.and_then(|pid| i32::try_from(pid).ok());
         KillTree {
-            #[cfg(target_os = "linux")]
-            tree: pid.map(|pid| {
-                crate::process_tree::Tree::new(pid, crate::process_tree::MARKER_VAR, marker, None)
-            }),
             #[cfg(all(unix, not(target_os = "linux")))]
             group: pid,
             killed: std::sync::atomic::AtomicBool::new(false),

@@ -53,6 +53,11 @@ impl Cgroup {
         Ok(OwnedFd::from(file))
     }
 
+    /// Its `cgroup.procs`: writing `0` to it moves the writer into the cgroup.
+    pub fn procs_path(&self) -> PathBuf {
+        self.dir.join("cgroup.procs")
+    }
+
     /// The processes in it now.
     pub fn pids(&self) -> Vec<i32> {
         std::fs::read_to_string(self.dir.join("cgroup.procs"))
