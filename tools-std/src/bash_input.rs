@@ -24,6 +24,11 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(1);
 /// group), and `ctrl_d` closes the input. Afterwards it waits `wait_ms` (default 1000) for the
 /// answer, or until `until` appears, or the command ends, and returns the new output as
 /// `bash_output` does.
+///
+/// What is typed is checked like a command: typing into a shell or an interpreter may be asked
+/// about or refused by the permission rules. Input is written in the background; at most
+/// 256 KiB may wait for the command to read it, and longer text is sent in whole lines up to
+/// that (the result says how much).
 #[tool(timeout = "6m")]
 pub async fn bash_input(
     session: SessionState,
