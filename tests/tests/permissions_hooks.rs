@@ -251,3 +251,169 @@ async fn a_hooks_allow_lets_a_rules_ask_about_the_call_through_but_not_a_deny() 
         }
     }
 }
+
+/// A dispatcher of the built-in tools in `dir/ws` with the hooks and rules of `settings`.
+fn std_dispatcher(dir: &Path, settings: &Value) -> Dispatcher {
+    let root = dir.join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    let base = Rules::builder(&root).catalog(tools_std::permission_catalog());
+    let loaded = Settings::parse(&settings.to_string(), "settings.json", base).unwrap();
+    let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
+    Dispatcher::builder(registry)
+        .session_id("s-9")
+        .dependency(tools_std::Workspace::new(&root).unwrap())
+        .policy(Policy::from_settings(loaded))
+        .build()
+}
+
+async fn run(dispatcher: &Dispatcher, id: &str, tool: &str, args: Value) -> ToolResult {
+    dispatcher.run(ToolCall::new(id, tool, args.to_string()), CancellationToken::new()).await
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_bash_input_hook_sees_the_session_and_its_command_once_per_call() {
+    let dir = TempDir::new("hook-bash-input");
+    let log = dir.path().join("events.jsonl");
+    let script = dir.path().join("input-hook.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/bash\ninput=$(cat)\nprintf '%s\\n' \"$input\" >> {}\ncase \"$input\" in *secret*) echo 'no secrets' >&2; exit 2 ;; esac\nexit 0\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "bash_input", "hooks": [
+        {"type": "command", "command": format!("bash {}", script.display())}
+    ]}]}});
+    let dispatcher = std_dispatcher(dir.path(), &settings);
+    let started =
+        run(&dispatcher, "c-1", "bash", json!({"command": "cat", "interactive": true, "background": true}))
+            .await;
+    let id = started.output.metadata["session_id"].as_u64().expect("a session");
+    let typed =
+        run(&dispatcher, "c-2", "bash_input", json!({"session_id": id, "text": "hello\n", "until": "hello"}))
+            .await;
+    assert_eq!(typed.output.text_content().lines().next(), Some("hello"), "{}", typed.output.text_content());
+    let refused =
+        run(&dispatcher, "c-3", "bash_input", json!({"session_id": id, "text": "the secret\n"})).await;
+    let text = refused.output.text_content();
+    assert!(refused.output.is_error && text.ends_with("refused it: no secrets"), "{text}");
+    let events: Vec<Value> =
+        std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // Not for `bash`, and once for each `bash_input` call.
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0]["tool_name"], json!("bash_input"));
+    assert_eq!(events[0]["session_id"], json!("s-9"));
+    assert_eq!(events[0]["tool_use_id"], json!("c-2"));
+    assert_eq!(
+        events[0]["tool_input"],
+        json!({"session_id": id, "session_command": "cat", "text": "hello\n"})
+    );
+    assert_eq!(events[1]["tool_input"]["text"], json!("the secret\n"));
+    run(&dispatcher, "c-4", "bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
+}
+
+/// The README's settings file, its `PostToolUse` hook replaced by one that logs the tool it
+/// ran for: the matcher is the README's.
+#[tokio::test]
+async fn the_readmes_after_edit_hook_runs_after_every_tool_that_edits() {
+    let readme = include_str!("../../README.md");
+    let section = readme.find("## Permissions and hooks").expect("README has the section");
+    let from = section + readme[section..].find("```json\n").expect("a json block") + "```json\n".len();
+    let to = from + readme[from..].find("```").expect("closing fence");
+    let mut settings: Value = serde_json::from_str(&readme[from..to]).unwrap();
+    let dir = TempDir::new("hook-readme-edit");
+    let log = dir.path().join("ran.txt");
+    let script = dir.path().join("log.sh");
+    std::fs::write(&script, format!("#!/bin/bash\ncat >> {}\necho >> {}\n", log.display(), log.display()))
+        .unwrap();
+    settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"] = json!(format!("bash {}", script.display()));
+    settings["hooks"]["PreToolUse"] = json!([]);
+    settings["permissions"] = json!({});
+    let dispatcher = std_dispatcher(dir.path(), &settings);
+    let calls = [
+        ("write", json!({"path": "a.txt", "content": "one\n"})),
+        ("edit", json!({"path": "a.txt", "old_string": "one", "new_string": "two"})),
+        ("multi_edit", json!({"path": "a.txt", "edits": [{"old_string": "two", "new_string": "three"}]})),
+        (
+            "apply_patch",
+            json!({"patch": "*** Begin Patch\n*** Update File: a.txt\n@@\n-three\n+four\n*** End Patch\n"}),
+        ),
+    ];
+    for (n, (tool, args)) in calls.iter().enumerate() {
+        let result = run(&dispatcher, &format!("e-{n}"), tool, args.clone()).await;
+        assert!(!result.output.is_error, "{tool}: {}", result.output.text_content());
+    }
+    let ran: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["tool_name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ran, ["write", "edit", "multi_edit", "apply_patch"]);
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn what_a_hook_leaves_running_dies_with_it_and_does_not_hold_the_call() {
+    let dir = TempDir::new("hook-setsid");
+    let pids = dir.path().join("pids");
+    // One child leaves the group and closes its output; one leaves the group and keeps it.
+    let script = format!(
+        "setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $! >> {p}\n(setsid sh -c 'echo $$ >> {p}; exec sleep 300' &)\nuntil [ \"$(wc -l < {p})\" -ge 2 ]; do sleep 0.01; done\nexit 0",
+        p = pids.display()
+    );
+    let s = setup("hook-setsid", "PreToolUse", "echo", &script, 10.0);
+    let started = std::time::Instant::now();
+    let result = call(&s, "hi").await;
+    let elapsed = started.elapsed();
+    assert_eq!(result.output.text_content(), "hi", "the hook's own exit allows the call");
+    let pids: Vec<i32> =
+        std::fs::read_to_string(&pids).unwrap().lines().filter_map(|l| l.trim().parse().ok()).collect();
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    let mut survivors = pids.clone();
+    for _ in 0..200 {
+        survivors.retain(|pid| tool_tests::runs(*pid));
+        if survivors.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    for pid in &survivors {
+        let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    }
+    assert!(survivors.is_empty(), "the hook's children {survivors:?} outlived it");
+    assert!(elapsed < std::time::Duration::from_secs(5), "the call waited {elapsed:?} for the hook's child");
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_hooks_child_that_cleared_its_environment_and_left_its_group_dies_with_it() {
+    let dir = TempDir::new("hook-escape");
+    let pid_file = dir.path().join("escaped.pid");
+    let script = format!(
+        "env -i setsid sh -c 'sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > {p}' > /dev/null 2>&1 < /dev/null &\n\
+         until [ -s {p} ]; do sleep 0.01; done\nexit 0",
+        p = pid_file.display()
+    );
+    let s = setup("hook-escape", "PreToolUse", "echo", &script, 10.0);
+    assert_eq!(call(&s, "hi").await.output.text_content(), "hi");
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let mut survived = true;
+    for _ in 0..200 {
+        if !tool_tests::runs(pid) {
+            survived = false;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    if survived && tool_runtime::process_tree::Cgroup::create().is_none() {
+        return tool_tests::skip(
+            "this process cannot create cgroups here, and only one finds such a process",
+        );
+    }
+    assert!(!survived, "the hook's escaped child {pid} outlived it");
+}

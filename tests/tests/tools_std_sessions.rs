@@ -9,7 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_runtime::{Dependencies, OutputStore, Registry, SessionState, ToolContext, ToolOutput};
+use tool_runtime::permissions::{Policy, Rules, RulesBuilder};
+use tool_runtime::{
+    BoxFuture, Dependencies, OutputStore, PermissionDecision, PermissionHook, PermissionKind,
+    PermissionRequest, Registry, SessionState, ToolContext, ToolOutput,
+};
 use tool_tests::{TempDir, runs, skip};
 use tools_std::Workspace;
 use tools_std::session::Sessions;
@@ -452,5 +456,360 @@ async fn long_output_of_a_session_is_cut_and_stored_whole() {
         "{}",
         read.text_content()
     );
+    fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
+}
+
+/// Calls `tool` with `permissions` answering its asks; the error message when it fails.
+async fn call_with(
+    fx: &Fx,
+    permissions: Arc<dyn PermissionHook>,
+    tool: &str,
+    args: Value,
+) -> Result<ToolOutput, String> {
+    let ctx = ToolContext::builder(tool)
+        .dependencies(fx.deps.clone())
+        .session(fx.state().clone())
+        .permissions(permissions)
+        .build();
+    fx.registry.call(tool, &args.to_string(), ctx).await.map_err(|e| e.message().to_owned())
+}
+
+/// Records every request, then answers with the policy's rules (or allows, with `allow_asks`).
+struct Recorder {
+    policy: Policy,
+    seen: std::sync::Mutex<Vec<PermissionRequest>>,
+}
+
+impl PermissionHook for Recorder {
+    fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision> {
+        self.seen.lock().unwrap().push(request.clone());
+        self.policy.decide(request)
+    }
+}
+
+fn policy(fx: &Fx, rules: impl FnOnce(RulesBuilder) -> RulesBuilder) -> Policy {
+    let base = Rules::builder(fx.root()).catalog(tools_std::permission_catalog());
+    Policy::new(rules(base).build().unwrap())
+}
+
+#[tokio::test]
+async fn typing_into_an_allowed_python_session_is_asked_and_the_deny_rules_read_it() {
+    if !std::process::Command::new("python3").arg("-c").arg("pass").status().is_ok_and(|s| s.success()) {
+        return skip("python3 is not installed");
+    }
+    let fx = Fx::new("sessions-input-rules");
+    std::fs::create_dir_all(fx.root().join("x")).unwrap();
+    let rules = |b: RulesBuilder| b.allow("Bash(python3:*)").deny("Bash(rm -rf:*)");
+    let nobody: Arc<dyn PermissionHook> = Arc::new(policy(&fx, rules));
+    let started = call_with(
+        &fx,
+        nobody.clone(),
+        "bash",
+        json!({"command": "python3 -u -i", "interactive": true, "background": true}),
+    )
+    .await
+    .unwrap();
+    let id = started.metadata["session_id"].as_u64().unwrap();
+    // The python session was allowed; what is typed into it is another matter.
+    let asked = call_with(
+        &fx,
+        nobody.clone(),
+        "bash_input",
+        json!({"session_id": id, "text": "import os; os.system('rm -rf x')\n"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(asked.contains("refused by the rule `deny Bash(rm -rf:*)`"), "{asked}");
+    let asked = call_with(
+        &fx,
+        nobody.clone(),
+        "bash_input",
+        json!({"session_id": id, "text": "import shutil; shutil.rmtree('x')\n"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        asked.contains("the default for typing into `python3 -u -i`, which may run what it reads as commands or code, while rules about commands are in force says to ask first, and nobody is here to answer"),
+        "{asked}"
+    );
+    // Typed in two parts, the line is read whole.
+    let yes = Arc::new(Recorder {
+        policy: policy(&fx, rules).asker(tool_runtime::AllowAll),
+        seen: Default::default(),
+    });
+    let first = call_with(
+        &fx,
+        yes.clone(),
+        "bash_input",
+        json!({"session_id": id, "text": "os.system('rm -r", "wait_ms": 0}),
+    )
+    .await;
+    assert!(first.is_ok(), "{first:?}");
+    let second = call_with(&fx, yes.clone(), "bash_input", json!({"session_id": id, "text": "f x')\n"}))
+        .await
+        .unwrap_err();
+    assert!(second.contains("refused by the rule `deny Bash(rm -rf:*)`"), "{second}");
+    let seen = yes.seen.lock().unwrap().clone();
+    assert_eq!(
+        seen.last().unwrap().kind,
+        PermissionKind::Input {
+            session_id: id,
+            command: "python3 -u -i".to_owned(),
+            text: "f x')\n".to_owned(),
+            line_so_far: "os.system('rm -r".to_owned()
+        }
+    );
+    // Ending the half line as it is (a syntax error for python), then an allowed line runs.
+    let out = call_with(
+        &fx,
+        yes.clone(),
+        "bash_input",
+        json!({"session_id": id, "keys": ["enter"], "wait_ms": 200}),
+    )
+    .await;
+    assert!(out.is_ok(), "{out:?}");
+    let out =
+        call_with(&fx, yes, "bash_input", json!({"session_id": id, "text": "print(6 * 7)\n", "until": "42"}))
+            .await
+            .unwrap();
+    assert!(out.text_content().contains("42"), "{}", out.text_content());
+    assert!(fx.root().join("x").is_dir(), "the directory was removed through the session");
+    fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
+}
+
+#[tokio::test]
+async fn a_shell_session_runs_the_lines_the_bash_rules_allow_and_no_other() {
+    let fx = Fx::new("sessions-input-shell");
+    std::fs::create_dir_all(fx.root().join("x")).unwrap();
+    let nobody: Arc<dyn PermissionHook> =
+        Arc::new(policy(&fx, |b| b.allow("Bash(bash)").allow("Bash(read-only)").deny("Bash(rm -rf:*)")));
+    let started = call_with(
+        &fx,
+        nobody.clone(),
+        "bash",
+        json!({"command": "bash", "interactive": true, "background": true}),
+    )
+    .await
+    .unwrap();
+    let id = started.metadata["session_id"].as_u64().unwrap();
+    let out = call_with(
+        &fx,
+        nobody.clone(),
+        "bash_input",
+        json!({"session_id": id, "text": "ls\necho done\n", "until": "done"}),
+    )
+    .await
+    .unwrap();
+    assert!(out.text_content().starts_with("x\ndone\n"), "{}", out.text_content());
+    for text in ["rm -rf x\n", "/bin/rm -rf x\n", "touch y\n", "ls; rm -fr x\n"] {
+        let refused =
+            call_with(&fx, nobody.clone(), "bash_input", json!({"session_id": id, "text": text})).await;
+        assert!(refused.is_err(), "{text:?} was typed: {refused:?}");
+    }
+    // Half a line is not a way around the rules either.
+    let half = call_with(&fx, nobody.clone(), "bash_input", json!({"session_id": id, "text": "rm -r"})).await;
+    assert!(half.is_err(), "{half:?}");
+    assert!(fx.root().join("x").is_dir());
+    assert!(!fx.root().join("y").exists());
+    fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
+}
+
+#[tokio::test]
+async fn a_megabyte_typed_into_a_command_that_does_not_read_never_blocks_the_session() {
+    let fx = Fx::new("sessions-input-full");
+    let id = fx.start(json!({"command": "sleep 300", "interactive": true, "background": true})).await;
+    let line = format!("{}\n", "y".repeat(99));
+    let megabyte = line.repeat(10_000);
+    let limit = Duration::from_secs(20);
+    let out = tokio::time::timeout(
+        limit,
+        fx.call("bash_input", json!({"session_id": id, "text": megabyte, "wait_ms": 0})),
+    )
+    .await
+    .expect("bash_input came back");
+    let accepted = out.metadata["input_sent_bytes"].as_u64().expect("says how much was sent") as usize;
+    assert!(accepted > 0 && accepted < 1_000_000 && accepted % 100 == 0, "{accepted}");
+    assert!(
+        out.text_content().contains(&format!(
+            "[only {accepted} of the 1000000 bytes were sent (the lines that fit); the rest, from byte {accepted}"
+        )),
+        "{}",
+        out.text_content()
+    );
+    // Every other call still answers at once.
+    let read =
+        tokio::time::timeout(limit, fx.call("bash_output", json!({"session_id": id, "wait_ms": 0}))).await;
+    assert!(read.is_ok(), "bash_output blocked");
+    let list = tokio::time::timeout(limit, fx.call("bash_list", json!({}))).await;
+    assert!(list.is_ok(), "bash_list blocked");
+    // Once the pipe is full too, nothing more is taken.
+    let mut refused = None;
+    for _ in 0..4 {
+        let ctx = ToolContext::builder("bash_input")
+            .dependencies(fx.deps.clone())
+            .session(fx.state().clone())
+            .build();
+        let args = json!({"session_id": id, "text": megabyte, "wait_ms": 0}).to_string();
+        let sent =
+            tokio::time::timeout(limit, fx.registry.call("bash_input", &args, ctx)).await.expect("came back");
+        if let Err(e) = sent {
+            refused = Some(e.message().to_owned());
+            break;
+        }
+    }
+    let refused = refused.expect("refused once full");
+    assert!(refused.starts_with(&format!("Nothing was sent: session {id} has not read the ")), "{refused}");
+    let stop =
+        tokio::time::timeout(limit, fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0}))).await;
+    assert!(stop.is_ok(), "bash_stop blocked");
+}
+
+#[tokio::test]
+async fn a_window_past_the_stores_limit_says_what_is_saved() {
+    let mut fx = Fx::new("sessions-store-limit");
+    let mut deps = (*fx.deps).clone();
+    deps.insert(
+        OutputStore::builder()
+            .dir(fx.dir.path().join("small"))
+            .max_output_bytes(30_000)
+            .read_hint(tools_std::read_hint())
+            .open()
+            .unwrap(),
+    );
+    fx.deps = Arc::new(deps);
+    let id = fx
+        .start(json!({"command": "read -r go; seq 1 5000; read -r go; seq 5001 10000; read -r go; seq 10001 13000; sleep 300", "interactive": true, "background": true}))
+        .await;
+    // The first 23893 bytes are all saved.
+    let out = fx
+        .call("bash_input", json!({"session_id": id, "text": "go\n", "until": "\n5000\n", "wait_ms": 60000}))
+        .await;
+    let text = out.text_content();
+    assert!(text.contains(" The full output is saved as "), "{text}");
+    // These 29 KB cross the limit at 30000 bytes.
+    let out = fx
+        .call("bash_input", json!({"session_id": id, "text": "go\n", "until": "\n10000\n", "wait_ms": 60000}))
+        .await;
+    let text = out.text_content();
+    let reference = out.metadata["truncation"]["output_ref"].as_str().expect("stored").to_owned();
+    assert!(
+        text.contains(&format!(
+            "Only the first 30000 bytes of the output are saved, as {reference} (the store's limit for one \
+             output): this part is saved up to its byte 6107; read the cut lines"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("The full output is saved"), "{text}");
+    assert_eq!(out.metadata["truncation"]["stored_bytes"], json!(30000));
+    // This one lies wholly past it.
+    let out = fx
+        .call("bash_input", json!({"session_id": id, "text": "go\n", "until": "\n13000\n", "wait_ms": 60000}))
+        .await;
+    let text = out.text_content();
+    assert!(
+        text.contains(&format!(
+            "This part is not saved: the output store keeps only the first 30000 bytes of an output, and this \
+             part starts after them ({reference} holds the beginning of the output).]"
+        )),
+        "{text}"
+    );
+    fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
+}
+
+/// Leaves the group (`setsid`), clears the environment (`env -i`) and double-forks, then the
+/// session's shell exits: neither the shell, nor the group, nor the marker leads to it.
+const ESCAPE: &str = "env -i setsid sh -c 'sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > escaped.pid' \
+                      > /dev/null 2>&1 < /dev/null & while [ ! -s escaped.pid ]; do sleep 0.01; done; echo started";
+
+/// Starts [`ESCAPE`] in the background and waits until its shell has exited.
+async fn escaped(fx: &Fx) -> (u64, i32) {
+    let id = fx.start(json!({"command": format!("sleep 0.3; {ESCAPE}"), "background": true})).await;
+    let pid = pid_in(&fx.root().join("escaped.pid")).await;
+    for _ in 0..100 {
+        let list = fx.call("bash_list", json!({})).await;
+        if list.metadata["sessions"][0]["running"] == json!(false) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(runs(pid), "the escaped process {pid} runs");
+    (id, pid)
+}
+
+#[tokio::test]
+async fn bash_stop_kills_what_escaped_a_shell_that_has_exited() {
+    let fx = Fx::new("sessions-escape-stop");
+    let (id, pid) = escaped(&fx).await;
+    let out = fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
+    let survived = !gone(pid).await;
+    let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    assert!(!survived, "the escaped process {pid} survived bash_stop: {}", out.text_content());
+}
+
+#[tokio::test]
+async fn dropping_the_session_state_kills_what_escaped_a_shell_that_has_exited() {
+    let mut fx = Fx::new("sessions-escape-drop");
+    let (_, pid) = escaped(&fx).await;
+    fx.state = None;
+    let survived = !gone(pid).await;
+    let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    assert!(!survived, "the escaped process {pid} survived the end of its session state");
+}
+
+#[tokio::test]
+async fn what_escaped_a_session_whose_end_was_read_dies_with_the_session_state() {
+    let mut fx = Fx::new("sessions-escape-read");
+    let (id, pid) = escaped(&fx).await;
+    let out = fx.call("bash_output", json!({"session_id": id, "wait_ms": 10000})).await;
+    assert!(out.text_content().contains("it is closed now"), "{}", out.text_content());
+    fx.state = None;
+    let survived = !gone(pid).await;
+    let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    assert!(!survived, "the escaped process {pid} survived the end of its session state");
+}
+
+#[tokio::test]
+async fn in_a_terminal_backspaces_and_history_keys_do_not_get_around_a_deny_rule() {
+    let fx = Fx::new("sessions-input-tty");
+    if !terminal(&fx).await {
+        return;
+    }
+    std::fs::create_dir_all(fx.root().join("x")).unwrap();
+    let rules = policy(&fx, |b| b.allow("Bash(bash --norc)").allow("bash_input").deny("Bash(rm -rf:*)"));
+    let rules: Arc<dyn PermissionHook> = Arc::new(rules);
+    let started = call_with(
+        &fx,
+        rules.clone(),
+        "bash",
+        json!({"command": "bash --norc", "tty": true, "background": true}),
+    )
+    .await
+    .unwrap();
+    let id = started.metadata["session_id"].as_u64().unwrap();
+    // `allow bash_input` lets ordinary lines through.
+    let out = call_with(
+        &fx,
+        rules.clone(),
+        "bash_input",
+        json!({"session_id": id, "text": "echo fine\n", "until": "fine"}),
+    )
+    .await;
+    assert!(out.is_ok(), "{out:?}");
+    // The line editor turns `rm -rg<DEL>f x` into `rm -rf x`.
+    let refused =
+        call_with(&fx, rules.clone(), "bash_input", json!({"session_id": id, "text": "rm -rg\u{7f}f x\n"}))
+            .await;
+    assert!(refused.as_ref().is_err_and(|e| e.contains("deny Bash(rm -rf:*)")), "{refused:?}");
+    // Arrows move the cursor: `rm -f x`, three to the left, then `r`.
+    let refused = call_with(
+        &fx,
+        rules.clone(),
+        "bash_input",
+        json!({"session_id": id, "text": "rm -f x", "keys": ["left", "left", "left"]}),
+    )
+    .await;
+    assert!(refused.as_ref().is_err_and(|e| e.contains("deny Bash(rm -rf:*)")), "{refused:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(fx.root().join("x").is_dir());
     fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
 }

@@ -69,6 +69,8 @@ mod output;
 pub mod output_store;
 mod permission;
 pub mod permissions;
+#[cfg(feature = "process-tree")]
+pub mod process_tree;
 pub mod providers;
 mod registry;
 pub mod schema;

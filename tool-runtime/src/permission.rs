@@ -34,6 +34,21 @@ pub enum PermissionKind {
         /// The command line.
         command: String,
     },
+    /// Typing into a command that is running (a background session's input or terminal): a
+    /// shell or an interpreter runs what it reads, so this is decided like running a command.
+    Input {
+        /// The running command's id (its session).
+        session_id: u64,
+        /// The command line the session runs (`python3`, `bash -i`, ...).
+        command: String,
+        /// What is typed: the text, then keys as the bytes they send; a line end where the
+        /// input is closed.
+        text: String,
+        /// What was typed before on the line `text` continues (nothing since its last line
+        /// end): the command reads it together with `text`.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        line_so_far: String,
+    },
     /// Repeating the same call several times in a row.
     RepeatedCall {
         /// How many identical calls in a row, including this one.

@@ -1,117 +1,59 @@
-//! `tools serve` with background sessions: a client that goes away (its end of the connection
-//! closed) leaves no process of any session behind, including jobs that left the command's
-//! process group. Checked in `/proc`.
+//! `tools serve` ends its background sessions with everything they started, also what one left
+//! running after its shell exited (`env -i setsid` and a double fork).
 #![cfg(target_os = "linux")]
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{ChildStdin, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
-use common::Fixture;
-use serde_json::{Value, json};
-use tool_tests::runs;
+use common::{Fixture, TOOLS};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use serde_json::json;
 
-/// A safety net against a hang, not a measurement.
-const WITHIN: Duration = Duration::from_secs(60);
-
-fn send(input: &mut ChildStdin, message: &Value) {
-    writeln!(input, "{message}").expect("write a line");
-    input.flush().expect("flush");
+fn runs(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+    })
 }
 
-/// The reply to request `id`, skipping notifications.
-fn reply(lines: &mpsc::Receiver<String>, id: u64) -> Value {
-    loop {
-        let line = lines.recv_timeout(WITHIN).expect("a reply");
-        let value: Value = serde_json::from_str(&line).expect("JSON");
-        if value["id"] == json!(id) {
-            return value;
-        }
-    }
-}
-
-fn pid_in(path: &Path) -> i32 {
-    for _ in 0..3000 {
-        if let Some(pid) = std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse().ok()) {
-            return pid;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("{} was never written", path.display());
-}
-
-#[test]
-fn a_client_that_goes_away_leaves_no_session_process_behind() {
+#[tokio::test]
+async fn the_end_of_tools_serve_kills_what_a_finished_session_left_running() {
     let fx = Fixture::new();
-    let mut command = fx.command(&["serve"]);
-    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut server = command.spawn().expect("spawn tools serve");
-    let mut input = server.stdin.take().expect("stdin");
-    let output = server.stdout.take().expect("stdout");
-    let (sender, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(output).lines() {
-            let Ok(line) = line else { break };
-            if sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    send(
-        &mut input,
-        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
-    );
-    assert!(reply(&lines, 0)["result"].is_object());
-    send(&mut input, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let command = "echo $$ > shell.pid; sleep 300 & echo $! > job.pid; \
-                   setsid sleep 300 > /dev/null 2>&1 & echo $! > setsid.pid; echo started; wait";
-    send(
-        &mut input,
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "bash", "arguments": {"command": command, "background": true}}}),
-    );
-    let answer = reply(&lines, 1);
-    let text = answer["result"]["content"][0]["text"].as_str().expect("text").to_owned();
-    assert!(text.contains("[session 1 is still running"), "{answer}");
     let ws = fx.ws();
-    let pids: Vec<i32> = ["shell.pid", "job.pid", "setsid.pid"].iter().map(|n| pid_in(&ws.join(n))).collect();
-    for pid in &pids {
-        assert!(runs(*pid), "{pid} is not running");
-    }
-    // Another call: the session goes on.
-    send(
-        &mut input,
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "bash_list", "arguments": {}}}),
-    );
-    let listed = reply(&lines, 2);
-    assert!(listed.to_string().contains("session 1: running"), "{listed}");
-
-    // The client goes away: its end of the connection closes.
-    drop(input);
-    let mut exited = false;
-    for _ in 0..(WITHIN.as_millis() / 50) {
-        if server.try_wait().expect("wait").is_some() {
-            exited = true;
+    let data = fx.dir.path().join("data");
+    let command = tokio::process::Command::new(TOOLS).configure(|cmd| {
+        cmd.arg("serve").current_dir(&ws).env("XDG_DATA_HOME", &data);
+    });
+    let client = ().serve(TokioChildProcess::new(command).expect("spawn")).await.expect("initialize");
+    let escape = "env -i setsid sh -c 'sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > escaped.pid' \
+                  > /dev/null 2>&1 < /dev/null & while [ ! -s escaped.pid ]; do sleep 0.01; done";
+    let arguments = json!({"command": escape, "background": true});
+    let call = CallToolRequestParams::new("bash").with_arguments(arguments.as_object().unwrap().clone());
+    client.call_tool(call).await.expect("bash");
+    let pid_file = ws.join("escaped.pid");
+    let mut pid = None;
+    for _ in 0..500 {
+        pid = std::fs::read_to_string(&pid_file).ok().and_then(|t| t.trim().parse::<i32>().ok());
+        if pid.is_some() {
             break;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(exited, "tools serve did not exit when its client went away");
-    for pid in pids {
-        let mut dead = false;
-        for _ in 0..600 {
-            if !runs(pid) {
-                dead = true;
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
+    let pid = pid.expect("the escaped process wrote its pid");
+    // The session's shell exits right after; the escaped process goes on.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(runs(pid), "{pid} runs while the server does");
+    client.cancel().await.expect("close");
+    let mut survived = true;
+    for _ in 0..500 {
+        if !runs(pid) {
+            survived = false;
+            break;
         }
-        assert!(dead, "{pid} outlived the client that started it");
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    assert!(!survived, "{pid} outlived tools serve");
 }

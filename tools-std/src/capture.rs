@@ -192,6 +192,7 @@ impl Capture {
         let first_line = self.newlines_before_window + 1;
         self.newlines_before_window = self.newlines;
         let bytes = window.total_bytes();
+        let start = self.bytes_before_window;
         self.bytes_before_window += bytes;
         let cut = window.finish();
         if !cut.is_truncated() {
@@ -205,7 +206,13 @@ impl Capture {
             _ => None,
         };
         let saving = matches!(self.spill, Spill::Writing(_) | Spill::Stored(_));
-        let notice = window_notice(&info, first_line, reference.as_deref(), saving);
+        let limit = self.store.as_deref().map_or(usize::MAX, OutputStore::max_output_bytes);
+        let kept = Kept { start, end: start + bytes, limit };
+        let notice = window_notice(&info, first_line, reference.as_deref(), saving, kept);
+        if reference.is_some() && kept.end > limit {
+            // The stored copy is the output's beginning; the window may lie past it.
+            (info.stored_bytes, info.store_limit) = (Some(limit), Some(limit));
+        }
         info.output_ref = reference;
         tool_runtime::truncate::append_notice(&mut text, &notice);
         Window { text, info: Some(info), bytes }
@@ -231,8 +238,22 @@ impl Capture {
     }
 }
 
+/// Where a window lies in the whole output (in bytes), and how much of the output the store keeps.
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    start: usize,
+    end: usize,
+    limit: usize,
+}
+
 /// The notice of a cut window: what it shows, and where the rest of it is in the stored copy.
-fn window_notice(info: &TruncationInfo, first_line: usize, reference: Option<&str>, saving: bool) -> String {
+fn window_notice(
+    info: &TruncationInfo,
+    first_line: usize,
+    reference: Option<&str>,
+    saving: bool,
+    kept: Kept,
+) -> String {
     let last_line = first_line + info.total_lines.saturating_sub(1);
     let shown: Vec<String> = info
         .kept_ranges
@@ -250,16 +271,30 @@ fn window_notice(info: &TruncationInfo, first_line: usize, reference: Option<&st
         info.total_bytes,
     );
     match (reference, saving) {
+        (Some(reference), _) if kept.start >= kept.limit => notice.push_str(&format!(
+            " This part is not saved: the output store keeps only the first {} bytes of an output, and this \
+             part starts after them ({reference} holds the beginning of the output).]",
+            kept.limit
+        )),
         (Some(reference), _) => {
             let offset = info
                 .kept_ranges
                 .first()
                 .filter(|r| r.first_line == 1 && r.partial.is_none())
                 .map_or(first_line, |r| first_line + r.last_line);
+            let saved = if kept.end > kept.limit {
+                format!(
+                    "Only the first {} bytes of the output are saved, as {reference} (the store's limit for \
+                     one output): this part is saved up to its byte {}",
+                    kept.limit,
+                    kept.limit - kept.start
+                )
+            } else {
+                format!("The full output is saved as {reference}")
+            };
             notice.push_str(&format!(
-                " The full output is saved as {reference}; read the cut lines with \
-                 tool_output_read(ref=\"{reference}\", offset={offset}) or search it with \
-                 tool_output_grep(ref=\"{reference}\", pattern=\"...\").]"
+                " {saved}; read the cut lines with tool_output_read(ref=\"{reference}\", offset={offset}) or \
+                 search it with tool_output_grep(ref=\"{reference}\", pattern=\"...\").]"
             ));
         }
         (None, true) => notice.push_str(" The full output could not be saved in the output store.]"),

@@ -56,8 +56,6 @@ mod local;
 pub mod ops;
 mod permission_catalog;
 pub mod process;
-#[cfg(target_os = "linux")]
-mod process_tree;
 pub mod session;
 pub mod surface;
 mod terminal_text;

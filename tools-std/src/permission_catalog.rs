@@ -10,10 +10,14 @@ use tool_runtime::permissions::{Subject, ToolCatalog};
 /// `edit`, `multi_edit`, `apply_patch` and `write` (every tool that edits); `Write` to `write`;
 /// `MultiEdit` to `multi_edit`; `Glob`, `Grep`, `LS`, `TodoWrite`, `TodoRead`, `BashOutput` and
 /// `KillShell` to their counterparts. `NotebookEdit` maps to `edit`. A `bash` call whose command only reads runs under the shared guard, alongside other
-/// parallel calls.
+/// parallel calls. `bash_input` asks about what it types (its `PreToolUse` hooks run then, with
+/// the session's command): the `Bash` rules read it, and typing into a shell or interpreter is
+/// asked about while any `Bash` rule is in force.
 pub fn permission_catalog() -> ToolCatalog {
-    let mut catalog =
-        ToolCatalog::new().subject("bash", Subject::Command).command_argument("bash", "command");
+    let mut catalog = ToolCatalog::new()
+        .subject("bash", Subject::Command)
+        .command_argument("bash", "command")
+        .subject("bash_input", Subject::Input);
     for tool in ["read", "write", "edit", "multi_edit", "apply_patch", "glob", "grep", "ls"] {
         catalog = catalog.subject(tool, Subject::Path);
     }

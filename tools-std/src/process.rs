@@ -3,22 +3,34 @@
 //!
 //! # What is killed, and what can escape
 //!
-//! A local command runs as `bash -c` in its own process group. On Linux the shell is also made a
-//! *child subreaper* (`PR_SET_CHILD_SUBREAPER`, kept across `exec`): a process the command
-//! orphans (a double fork, `setsid … &`, `nohup … &`, a daemon) is re-parented to the shell
-//! instead of to init, so while the shell runs, every process the command started is one of its
-//! descendants. Every process also inherits [`COMMAND_ID_VAR`], unique to the command. Killing
-//! the command ([`ShellControl::kill_all`]) scans `/proc` for the shell, its descendants, its
-//! process group and every process carrying the marker, freezes them all with `SIGSTOP` (so none
-//! can fork past the scan), repeats until a scan finds nothing new, then sends `SIGKILL` and
-//! reports exactly what it killed ([`KillReport`]).
+//! A local command runs as `bash -c` in its own process group. On Linux, where this process may
+//! create a cgroup (v2) beneath its own (root, a delegated systemd service, most containers), the
+//! shell joins a new cgroup of its own before it runs anything: every process the command starts
+//! is in it, whatever it does to its parent, group, session or environment, and only the kernel
+//! could move it out. The shell is also made a *child subreaper* (`PR_SET_CHILD_SUBREAPER`, kept
+//! across `exec`): a process the command orphans (a double fork, `setsid … &`, `nohup … &`, a
+//! daemon) is re-parented to the shell instead of to init, so while the shell runs, every process
+//! the command started is one of its descendants. Every process also inherits [`COMMAND_ID_VAR`],
+//! unique to the command. Killing the command ([`ShellControl::kill_all`]) scans `/proc` for the
+//! shell, its descendants, its process group, every process carrying the marker and every
+//! process in its cgroup, freezes them all with `SIGSTOP` (so none can fork past the scan),
+//! repeats until a scan finds nothing new, then sends `SIGKILL` and reports exactly what it
+//! killed ([`KillReport`]).
+//!
+//! A background session may outlive its shell: what the shell left running is killed with the
+//! session (`bash_stop`, the end of the session state, [`kill_running_commands`]). Without a
+//! cgroup, those processes are found by their marker, or, if they cleared their environment
+//! (`env -i`) and left the group, because they were seen beneath the shell while it ran (a
+//! session's processes are looked at every 200 ms, [`ShellHandle::remember_processes`]); one
+//! that did all that within the last moments before its shell exited is not found. A foreground
+//! `bash` command whose shell exited leaves its background jobs alone (they are the user's, as
+//! a terminal would).
 //!
 //! What still escapes: a process started through another service rather than forked (`ssh`,
-//! `systemd-run`, `at`, a container runtime's daemon), one that runs as another user (`sudo`; it
-//! is found but cannot be killed, and the report says so), and — only if the shell itself died
-//! before the stop — a process that both cleared its environment (`env -i`) and left the
-//! process group. Off Linux only the process group is killed. The command itself is not
-//! sandboxed: it can read and write whatever the user running the tools can.
+//! `systemd-run`, `at`, a container runtime's daemon), and one that runs as another user
+//! (`sudo`; it is found but cannot be killed, and the report says so). Off Linux only the process
+//! group is killed. The command itself is not sandboxed: it can read and write whatever the user
+//! running the tools can.
 
 #![cfg_attr(not(unix), allow(dead_code))]
 
@@ -31,9 +43,11 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tool_runtime::BoxFuture;
 
+pub use tool_runtime::process_tree::{KillReport, KillScope, NotKilled};
+
 /// The environment variable set, to a value unique to the command, for every local command:
 /// its descendants inherit it, which is how they are found when it is stopped.
-pub const COMMAND_ID_VAR: &str = "TOOLS_COMMAND_ID";
+pub const COMMAND_ID_VAR: &str = tool_runtime::process_tree::MARKER_VAR;
 
 /// A shell command to start.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -100,6 +114,15 @@ pub trait ShellHandle: Send + Sync {
     /// [`ShellControl::kill_all`], and, unlike it, also after the shell exited: the processes
     /// it left running are then found through the command's marker (on Linux).
     fn kill_all(&self) -> io::Result<KillReport>;
+    /// Remembers the command's processes as they are now, so that `kill_all` finds them after
+    /// the shell exited even if they left every other trace. Called periodically while the
+    /// shell runs; by default nothing is remembered.
+    fn remember_processes(&self) {}
+    /// Whether processes of the command may still run (`false` only when that is known, as with
+    /// an empty cgroup); by default `true`.
+    fn may_have_processes(&self) -> bool {
+        true
+    }
 }
 
 /// A started shell command.
@@ -119,52 +142,25 @@ impl fmt::Debug for ShellProcess {
     }
 }
 
-/// How the processes of a command were found when it was killed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum KillScope {
-    /// Every process of the command was looked for (its descendants, its process group, and
-    /// every process carrying its marker), and the counts are exact.
-    #[default]
-    ProcessTree,
-    /// Only the command's process group was signalled; processes that left it were not looked
-    /// for, and nothing was counted.
-    ProcessGroup,
-}
-
-/// A process of the command that was found but could not be killed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotKilled {
-    /// Its process id.
-    pub pid: i32,
-    /// Why, in words.
-    pub reason: String,
-}
-
-/// What [`ShellControl::kill_all`] killed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KillReport {
-    /// How the processes were found; with [`KillScope::ProcessGroup`] the counts below are 0.
-    pub scope: KillScope,
-    /// The shell itself was still running and was killed.
-    pub shell: bool,
-    /// Processes the command started (other than the shell) that were killed.
-    pub started: usize,
-    /// How many of `started` had left the shell's process group (`set -m`, `setsid`, a daemon).
-    pub outside_group: usize,
-    /// Processes of the command that were found but survived.
-    pub not_killed: Vec<NotKilled>,
-}
-
 /// Kills every local command still running in this process, each with its whole process tree,
 /// and reports what each kill killed. For a signal handler that is about to exit the process;
 /// commands of other [`Operations`](crate::Operations) implementations are not known here.
 pub fn kill_running_commands() -> Vec<KillReport> {
-    let running: Vec<Arc<Target>> =
+    let mut running: Vec<Arc<Target>> =
         live().lock().map(|live| live.iter().map(|(_, t)| t.clone()).collect()).unwrap_or_default();
+    // A background session is registered by its shell and by its handle.
+    let mut seen: Vec<*const Target> = Vec::new();
+    running.retain(|target| {
+        let first = !seen.contains(&Arc::as_ptr(target));
+        seen.push(Arc::as_ptr(target));
+        first
+    });
     running.iter().filter_map(|target| target.kill().ok()).collect()
 }
 
-/// The local commands whose shell has not been seen to exit, by registration number.
+/// The local commands whose shell has not been seen to exit, and those a [`ShellHandle`] can
+/// still stop (background sessions, whose processes may outlive their shell), by registration
+/// number.
 fn live() -> &'static Mutex<Vec<(u64, Arc<Target>)>> {
     static LIVE: Mutex<Vec<(u64, Arc<Target>)>> = Mutex::new(Vec::new());
     &LIVE
@@ -192,13 +188,13 @@ struct Target {
     /// The shell's pid, which is also its process group's id (`process_group(0)`).
     shell: i32,
     #[cfg(target_os = "linux")]
-    tree: crate::process_tree::Tree,
+    tree: tool_runtime::process_tree::Tree,
 }
 
 impl Target {
     #[cfg(target_os = "linux")]
     fn kill(&self) -> io::Result<KillReport> {
-        match crate::process_tree::kill(&self.tree) {
+        match self.tree.kill() {
             Ok(report) => Ok(report),
             // Without a readable /proc the tree cannot be walked: the group is all there is.
             Err(_) => self.kill_group(),
@@ -234,11 +230,13 @@ impl Target {
 pub(crate) struct Containment {
     /// Make the shell a child subreaper, so orphaned processes stay in its tree (Linux).
     pub(crate) subreaper: bool,
+    /// Run the command in a cgroup of its own, where this process may create one (Linux).
+    pub(crate) cgroup: bool,
 }
 
 impl Default for Containment {
     fn default() -> Self {
-        Containment { subreaper: true }
+        Containment { subreaper: true, cgroup: true }
     }
 }
 
@@ -252,7 +250,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     use std::os::fd::OwnedFd;
     use std::process::Stdio;
 
-    let marker = new_command_id();
+    let marker = tool_runtime::process_tree::new_marker();
     let mut command = tokio::process::Command::new("bash");
     command.arg("-c").arg(&request.command).current_dir(&request.cwd);
     let terminal = match request.input {
@@ -290,10 +288,30 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
         }
     }
     #[cfg(target_os = "linux")]
-    pre_exec::set(&mut command, containment.subreaper, terminal.is_some());
+    let cgroup = containment.cgroup.then(tool_runtime::process_tree::Cgroup::create).flatten();
+    #[cfg(target_os = "linux")]
+    let join = cgroup.as_ref().and_then(|cgroup| cgroup.procs_for_joining().ok());
+    #[cfg(target_os = "linux")]
+    pre_exec::set(&mut command, containment.subreaper, terminal.is_some(), join.as_ref());
     #[cfg(not(target_os = "linux"))]
     let _ = containment;
-    let mut child = command.spawn()?;
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        #[cfg(target_os = "linux")]
+        Err(error) if join.is_some() => {
+            // Joining the cgroup may be what failed (a hierarchy this process may create
+            // cgroups in but not move processes into): without it, the command runs as before.
+            drop((command, terminal, cgroup, join));
+            let retried = spawn_contained(request, Containment { cgroup: false, ..containment });
+            if retried.is_ok() {
+                tool_runtime::process_tree::Cgroup::unavailable();
+            }
+            return retried.map_err(|_| error);
+        }
+        Err(error) => return Err(error),
+    };
+    #[cfg(target_os = "linux")]
+    drop(join);
     // The command holds the parent's copies of the write end (or of the terminal's slave side):
     // drop them so that reading reaches end-of-file once every process that inherited it is gone.
     drop(command);
@@ -308,7 +326,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     let target = Arc::new(Target {
         shell,
         #[cfg(target_os = "linux")]
-        tree: crate::process_tree::Tree::new(shell, COMMAND_ID_VAR, &marker),
+        tree: tool_runtime::process_tree::Tree::new(shell, COMMAND_ID_VAR, &marker, cgroup),
     });
     let registration = register(target.clone());
     Ok(ShellProcess {
@@ -328,15 +346,6 @@ pub(crate) fn spawn_local(_request: &ShellRequest) -> io::Result<ShellProcess> {
     Err(io::Error::new(io::ErrorKind::Unsupported, "running commands is only supported on Unix"))
 }
 
-/// A value no other command of any process on this machine has: this process's id, a counter,
-/// and randomness (against a pid reused by a later process).
-fn new_command_id() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("{}-{n}-{:016x}", std::process::id(), crate::text::random_u64())
-}
-
 #[cfg(target_os = "linux")]
 mod pre_exec {
     //! Code run in the child between `fork` and `exec`, which needs `unsafe`.
@@ -354,19 +363,33 @@ mod pre_exec {
     /// command, which then could only be told apart from the application's own children by
     /// guesswork, and would have to be reaped without `waitpid(-1)` (which would steal the
     /// statuses tokio waits for).
-    pub(super) fn set(command: &mut tokio::process::Command, subreaper: bool, terminal: bool) {
-        if !subreaper && !terminal {
+    pub(super) fn set(
+        command: &mut tokio::process::Command,
+        subreaper: bool,
+        terminal: bool,
+        cgroup: Option<&std::os::fd::OwnedFd>,
+    ) {
+        use std::os::fd::AsRawFd;
+        let cgroup = cgroup.map(AsRawFd::as_raw_fd);
+        if !subreaper && !terminal && cgroup.is_none() {
             return;
         }
         // SAFETY: the closure runs in the forked child before `exec`, where only
-        // async-signal-safe calls are allowed: it makes at most three system calls (`prctl`,
-        // `setsid`, `ioctl`) and allocates nothing (`from_raw_os_error` does not allocate). A
+        // async-signal-safe calls are allowed: it makes at most four system calls (`write` to the
+        // cgroup's `cgroup.procs`, opened by the parent and still open in the child until `exec`
+        // closes it, `prctl`, `setsid`, `ioctl`) and allocates nothing (`from_raw_os_error` does not allocate). A
         // refused `prctl` (a seccomp filter, say) is ignored: the command still runs, and its
         // processes are still found through their marker and group; only orphans that dropped
         // both are not. Without its terminal a terminal command would misbehave, so those
         // errors fail the spawn.
         unsafe {
             command.pre_exec(move || {
+                // `0` moves the writer into the cgroup, before it can start anything.
+                if let Some(fd) = cgroup
+                    && nix::libc::write(fd, b"0".as_ptr().cast(), 1) != 1
+                {
+                    return Err(io::Error::last_os_error());
+                }
                 if subreaper {
                     let _ = nix::sys::prctl::set_child_subreaper(true);
                 }
@@ -497,10 +520,19 @@ mod unix {
         pub(super) exited: Arc<AtomicBool>,
     }
 
-    /// The [`ShellHandle`] of a local command.
+    /// The [`ShellHandle`] of a local command. While it lives, the command is registered:
+    /// [`kill_running_commands`](super::kill_running_commands) also kills what it left running
+    /// after its shell exited.
     struct LocalHandle {
         target: Arc<Target>,
         exited: Arc<AtomicBool>,
+        registration: u64,
+    }
+
+    impl Drop for LocalHandle {
+        fn drop(&mut self) {
+            super::unregister(self.registration);
+        }
     }
 
     impl ShellHandle for LocalHandle {
@@ -515,6 +547,18 @@ mod unix {
                 Ok(()) | Err(Errno::ESRCH) => Ok(()),
                 Err(e) => Err(io::Error::from(e)),
             }
+        }
+
+        fn remember_processes(&self) {
+            #[cfg(target_os = "linux")]
+            self.target.tree.track();
+        }
+
+        fn may_have_processes(&self) -> bool {
+            #[cfg(target_os = "linux")]
+            return self.target.tree.may_have_processes();
+            #[cfg(not(target_os = "linux"))]
+            true
         }
 
         fn kill_all(&self) -> io::Result<KillReport> {
@@ -538,7 +582,12 @@ mod unix {
         }
 
         fn handle(&self) -> Option<Arc<dyn ShellHandle>> {
-            Some(Arc::new(LocalHandle { target: self.target.clone(), exited: self.exited.clone() }))
+            let registration = super::register(self.target.clone());
+            Some(Arc::new(LocalHandle {
+                target: self.target.clone(),
+                exited: self.exited.clone(),
+                registration,
+            }))
         }
 
         fn kill_all(&mut self) -> io::Result<KillReport> {
@@ -645,7 +694,8 @@ mod tests {
     async fn without_the_subreaper_such_an_orphan_escapes_and_is_not_counted() {
         let dir = TempDir::new();
         let mut process =
-            spawn_contained(&request(dir.path(), ESCAPE), Containment { subreaper: false }).unwrap();
+            spawn_contained(&request(dir.path(), ESCAPE), Containment { subreaper: false, cgroup: false })
+                .unwrap();
         let mut ready = [0u8; 6];
         process.output.read_exact(&mut ready).await.unwrap();
         let escaped = pid_in(dir.path(), "escaped.pid").await;
@@ -656,6 +706,48 @@ mod tests {
         assert!(survived, "the orphan {escaped} was found without the subreaper");
         // The report claims only what it killed: the shell and its foreground `sleep`.
         assert_eq!((report.shell, report.started, report.outside_group), (true, 1, 0));
+    }
+
+    #[tokio::test]
+    async fn without_a_cgroup_an_escaped_orphan_seen_while_the_shell_ran_is_killed_after_it_exited() {
+        let dir = TempDir::new();
+        let command = "env -i setsid sh -c 'sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid' > /dev/null 2>&1 \
+                       < /dev/null & while [ ! -s escaped.pid ]; do sleep 0.01; done; sleep 0.3";
+        let containment = Containment { subreaper: true, cgroup: false };
+        let mut process = spawn_contained(&request(dir.path(), command), containment).unwrap();
+        let handle = process.control.handle().unwrap();
+        let escaped = pid_in(dir.path(), "escaped.pid").await;
+        handle.remember_processes();
+        process.control.wait().await.unwrap();
+        assert!(runs(escaped), "the orphan {escaped} runs after the shell exited");
+        let report = handle.kill_all().unwrap();
+        let killed = gone(escaped).await;
+        let _ =
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(escaped), nix::sys::signal::Signal::SIGKILL);
+        assert!(killed, "the orphan {escaped} survived");
+        assert_eq!((report.shell, report.started, report.outside_group), (false, 1, 1));
+    }
+
+    #[tokio::test]
+    async fn in_a_cgroup_an_escaped_orphan_is_killed_after_the_shell_exited_without_being_looked_for() {
+        let dir = TempDir::new();
+        let command = "env -i setsid sh -c 'sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid' > /dev/null 2>&1 \
+                       < /dev/null & while [ ! -s escaped.pid ]; do sleep 0.01; done";
+        let Some(probe) = tool_runtime::process_tree::Cgroup::create() else {
+            eprintln!("skipped: this process cannot create cgroups here");
+            return;
+        };
+        drop(probe);
+        let mut process = spawn_local(&request(dir.path(), command)).unwrap();
+        let handle = process.control.handle().unwrap();
+        let escaped = pid_in(dir.path(), "escaped.pid").await;
+        process.control.wait().await.unwrap();
+        let report = handle.kill_all().unwrap();
+        let killed = gone(escaped).await;
+        let _ =
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(escaped), nix::sys::signal::Signal::SIGKILL);
+        assert!(killed, "the orphan {escaped} survived");
+        assert_eq!((report.shell, report.started, report.outside_group), (false, 1, 1));
     }
 
     #[tokio::test]

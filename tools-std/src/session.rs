@@ -3,7 +3,7 @@
 //! `bash_output`, `bash_input` and `bash_stop` tools, and are killed, with every process they
 //! started, when that state is dropped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::task::AbortHandle;
 use tool_runtime::truncate::{append_notice, mark_truncated};
 use tool_runtime::{CancellationToken, SessionState, ToolError, ToolOutput};
@@ -25,6 +25,15 @@ use crate::process::{KillReport, ShellControl, ShellExit, ShellHandle};
 pub const DEFAULT_MAX_RUNNING: usize = 32;
 /// How much of the newest unread output is searched for a read's `until` text.
 const UNTIL_WINDOW: usize = 64 * 1024;
+/// How many removed sessions that may have left processes running are remembered, to kill
+/// those with the session state.
+const MAX_REMOVED_KEPT: usize = 1024;
+/// How often the processes of a running session are looked at, so that those its shell leaves
+/// behind are found again when it is stopped (where a cgroup does not hold them anyway).
+const REMEMBER_EVERY: Duration = Duration::from_millis(200);
+/// How many bytes typed into a session may wait for its command to read them; more is refused
+/// until it has read some. This is also the longest line that can be typed.
+pub const INPUT_BUFFER: usize = 256 * 1024;
 
 /// The background sessions of one session state.
 ///
@@ -35,12 +44,24 @@ const UNTIL_WINDOW: usize = 64 * 1024;
 /// An application that wants another limit on sessions running at once puts its own in the
 /// session state before the first call:
 /// `state.get_or_insert_with(|| tools_std::session::Sessions::with_limit(8));`
-#[derive(Debug)]
 pub struct Sessions {
     registry: Mutex<Registry>,
     max_running: usize,
     /// Whether a command may go on after its call (see [`Sessions::foreground_only`]).
     keep_running: bool,
+    /// The handles of removed sessions (their end was read): processes they left running are
+    /// killed with the rest when this is dropped.
+    removed: Mutex<Vec<Arc<dyn ShellHandle>>>,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions")
+            .field("registry", &self.registry)
+            .field("max_running", &self.max_running)
+            .field("keep_running", &self.keep_running)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -62,6 +83,7 @@ impl Sessions {
             registry: Mutex::new(Registry { next_id: 1, ..Registry::default() }),
             max_running,
             keep_running: true,
+            removed: Mutex::default(),
         }
     }
 
@@ -75,6 +97,7 @@ impl Sessions {
             registry: Mutex::new(Registry { next_id: 1, ..Registry::default() }),
             max_running: 0,
             keep_running: false,
+            removed: Mutex::default(),
         }
     }
 
@@ -117,6 +140,7 @@ impl Sessions {
         let Start { command, description, tty, output, control, input, capture, deadline, started } = start;
         let handle = control.handle();
         let interactive = input.is_some();
+        let feeder = input.map(Feeder::start);
         let mut registry = self.registry();
         let id = registry.next_id;
         registry.next_id += 1;
@@ -129,7 +153,7 @@ impl Sessions {
             capture: tokio::sync::Mutex::new(capture),
             state: Mutex::new(State::default()),
             changes: watch::Sender::new(0),
-            input: tokio::sync::Mutex::new(input),
+            input: feeder,
             interactive,
             handle,
             pump: Mutex::new(None),
@@ -166,7 +190,16 @@ impl Sessions {
     }
 
     pub(crate) fn remove(&self, id: u64) {
-        self.registry().sessions.remove(&id);
+        let removed = self.registry().sessions.remove(&id);
+        if let Some(handle) = removed.and_then(|session| session.handle.clone()) {
+            let mut kept = self.removed.lock().unwrap_or_else(|p| p.into_inner());
+            kept.retain(|handle| handle.may_have_processes());
+            if kept.len() >= MAX_REMOVED_KEPT {
+                // Forgotten, not killed: what the oldest one left running goes on.
+                kept.remove(0);
+            }
+            kept.push(handle);
+        }
     }
 }
 
@@ -175,6 +208,9 @@ impl Drop for Sessions {
         let sessions = std::mem::take(&mut self.registry().sessions);
         for session in sessions.values() {
             session.shut_down();
+        }
+        for handle in std::mem::take(&mut *self.removed.lock().unwrap_or_else(|p| p.into_inner())) {
+            let _ = handle.kill_all();
         }
     }
 }
@@ -205,7 +241,8 @@ pub(crate) struct Session {
     state: Mutex<State>,
     /// Bumped whenever output arrives or the state changes.
     changes: watch::Sender<u64>,
-    input: tokio::sync::Mutex<Option<Pin<Box<dyn AsyncWrite + Send>>>>,
+    /// Its standard input (or terminal), written in the background.
+    input: Option<Feeder>,
     interactive: bool,
     handle: Option<Arc<dyn ShellHandle>>,
     pump: Mutex<Option<AbortHandle>>,
@@ -393,36 +430,77 @@ impl Session {
         output
     }
 
-    /// Writes to the command's standard input.
-    pub(crate) async fn write(&self, bytes: &[u8]) -> Result<(), ToolError> {
-        let mut input = self.input.lock().await;
-        let Some(writer) = input.as_mut() else { return Err(self.no_input()) };
-        let written = async {
-            writer.write_all(bytes).await?;
-            writer.flush().await
-        };
-        written.await.map_err(|e| {
-            ToolError::execution(format!(
-                "Could not write to session {}: {e}. The command may have closed its input or ended; \
-                 bash_output(session_id={}) shows its state.",
-                self.id, self.id
-            ))
-        })
-    }
-
-    /// Closes the command's standard input (end-of-file, as Ctrl-D at the start of a line).
-    pub(crate) async fn close_input(&self) -> Result<(), ToolError> {
-        let mut input = self.input.lock().await;
-        match input.take() {
-            Some(mut writer) => {
-                let _ = writer.shutdown().await;
-                Ok(())
-            }
-            None => Err(self.no_input()),
+    /// Queues `bytes` for the command's standard input, all of them or, when they do not all fit
+    /// in [`INPUT_BUFFER`], the lines that do. Never waits for the command to read.
+    pub(crate) fn send(&self, bytes: &[u8]) -> Result<Sent, ToolError> {
+        let Some(feeder) = &self.input else { return Err(self.no_input()) };
+        let id = self.id;
+        let mut state = feeder.state();
+        if let Some(error) = &state.failed {
+            return Err(ToolError::execution(format!(
+                "Could not write to session {id}: {error}. The command may have closed its input or ended; \
+                 bash_output(session_id={id}) shows its state."
+            )));
         }
+        if state.closed {
+            return Err(self.no_input());
+        }
+        let room = INPUT_BUFFER.saturating_sub(state.queued);
+        let accepted = if bytes.len() <= room {
+            bytes.len()
+        } else {
+            // Whole lines only: half a line typed now would run as another command once the
+            // rest of it came.
+            bytes[..room].iter().rposition(|&b| b == b'\n').map_or(0, |end| end + 1)
+        };
+        let line_after = line_after(&state.line, &bytes[..accepted]);
+        if line_after.len() > INPUT_BUFFER {
+            return Err(ToolError::invalid_arguments(format!(
+                "This would make the line typed into session {id} longer than {INPUT_BUFFER} bytes, the most \
+                 that can be typed before a line ends. Send shorter lines, or write long input to a file and \
+                 have the command read it."
+            )));
+        }
+        if accepted == 0 && !bytes.is_empty() {
+            return Err(ToolError::execution(format!(
+                "Nothing was sent: session {id} has not read the {} bytes of input already sent to it, and at \
+                 most {INPUT_BUFFER} bytes may wait (its command may not be reading its input){}. Check what it \
+                 does with bash_output(session_id={id}), or stop it with bash_stop(session_id={id}).",
+                state.queued,
+                if state.queued == 0 { "; a line longer than that cannot be typed at all" } else { "" }
+            )));
+        }
+        state.line = line_after;
+        state.queued += accepted;
+        state.queue.push_back(bytes[..accepted].to_vec());
+        let waiting = state.queued;
+        drop(state);
+        feeder.shared.wake.notify_one();
+        Ok(Sent { accepted, waiting })
     }
 
-    fn no_input(&self) -> ToolError {
+    /// What was typed since the last line ended (newline, carriage return or end of input), as
+    /// the command has not yet received it as a line.
+    pub(crate) fn line_so_far(&self) -> String {
+        self.input.as_ref().map(|feeder| feeder.state().line.clone()).unwrap_or_default()
+    }
+
+    /// Closes the command's standard input (end-of-file, as Ctrl-D at the start of a line) once
+    /// what was typed before is written.
+    pub(crate) fn close_input(&self) -> Result<(), ToolError> {
+        let Some(feeder) = &self.input else { return Err(self.no_input()) };
+        let mut state = feeder.state();
+        if state.closed {
+            return Err(self.no_input());
+        }
+        state.closed = true;
+        state.line.clear();
+        drop(state);
+        feeder.shared.wake.notify_one();
+        Ok(())
+    }
+
+    pub(crate) fn no_input(&self) -> ToolError {
         let id = self.id;
         if self.interactive {
             ToolError::execution(format!(
@@ -504,6 +582,9 @@ impl Session {
         if let Some(handle) = &self.handle {
             let _ = handle.kill_all();
         }
+        if let Some(feeder) = &self.input {
+            feeder.task.abort();
+        }
         if let Some(pump) = self.pump.lock().unwrap_or_else(|p| p.into_inner()).take() {
             pump.abort();
         }
@@ -534,6 +615,123 @@ impl Session {
         drop(state);
         self.changed();
     }
+}
+
+/// What [`Session::send`] queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sent {
+    /// Bytes accepted (the rest did not fit).
+    pub(crate) accepted: usize,
+    /// Bytes now waiting for the command to read them, these included.
+    pub(crate) waiting: usize,
+}
+
+/// A session's input, written by a task of its own: a command that does not read its input
+/// holds up that task, never a call.
+struct Feeder {
+    shared: Arc<FeederShared>,
+    task: AbortHandle,
+}
+
+struct FeederShared {
+    state: Mutex<FeedState>,
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct FeedState {
+    queue: VecDeque<Vec<u8>>,
+    /// Bytes queued and not yet written.
+    queued: usize,
+    /// End-of-file was asked for: written after the queue, and nothing is accepted after it.
+    closed: bool,
+    /// Why writing failed (the command closed its input, or ended).
+    failed: Option<String>,
+    /// What was typed since the last line ended.
+    line: String,
+}
+
+impl Feeder {
+    fn start(writer: Pin<Box<dyn AsyncWrite + Send>>) -> Feeder {
+        let shared = Arc::new(FeederShared { state: Mutex::new(FeedState::default()), wake: Notify::new() });
+        let task = tokio::spawn(feed(shared.clone(), writer)).abort_handle();
+        Feeder { shared, task }
+    }
+
+    fn state(&self) -> MutexGuard<'_, FeedState> {
+        self.shared.state()
+    }
+}
+
+impl FeederShared {
+    fn state(&self) -> MutexGuard<'_, FeedState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Drop for Feeder {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Writes what is queued, as the command reads it, then closes the input when asked to.
+async fn feed(shared: Arc<FeederShared>, mut writer: Pin<Box<dyn AsyncWrite + Send>>) {
+    loop {
+        let (chunk, close) = {
+            let mut state = shared.state();
+            (state.queue.pop_front(), state.closed)
+        };
+        match chunk {
+            Some(chunk) => {
+                let mut rest = chunk.as_slice();
+                while !rest.is_empty() {
+                    let written = match writer.write(rest).await {
+                        Ok(0) => Err("the input accepts nothing more".to_owned()),
+                        Ok(n) => Ok(n),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    let mut state = shared.state();
+                    match written {
+                        Ok(n) => {
+                            rest = &rest[n..];
+                            state.queued -= n;
+                        }
+                        Err(error) => {
+                            state.failed = Some(error);
+                            state.queue.clear();
+                            state.queued = 0;
+                            return;
+                        }
+                    }
+                }
+                let _ = writer.flush().await;
+            }
+            None if close => {
+                let _ = writer.shutdown().await;
+                return;
+            }
+            None => shared.wake.notified().await,
+        }
+    }
+}
+
+/// The line typed so far after `bytes` are typed on `line`: what follows the last line end
+/// (newline, carriage return, end of input, or a Ctrl-C or Ctrl-U that discards the line), with
+/// backspaces applied.
+pub(crate) fn line_after(line: &str, bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut line = line.to_owned();
+    for c in text.chars() {
+        match c {
+            '\n' | '\r' | '\u{4}' | '\u{3}' | '\u{15}' => line.clear(),
+            '\u{7f}' | '\u{8}' => {
+                line.pop();
+            }
+            c => line.push(c),
+        }
+    }
+    line
 }
 
 mod nix_signal {
@@ -605,8 +803,15 @@ async fn pump(
 ) {
     let mut buf = vec![0u8; 64 * 1024];
     let (mut eof, mut exited, mut timed_out) = (false, false, false);
+    let mut look = tokio::time::interval(REMEMBER_EVERY);
+    look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !(eof && exited) {
         tokio::select! {
+            _ = look.tick(), if !exited => {
+                if let Some(handle) = &session.handle {
+                    handle.remember_processes();
+                }
+            },
             read = output.read(&mut buf), if !eof => match read {
                 Ok(0) | Err(_) => {
                     eof = true;

@@ -11,6 +11,10 @@ pub enum Subject {
     /// Files and directories (`PermissionKind::Path` and `ExternalDirectory`): patterns are
     /// gitignore-style globs on the resolved path.
     Path,
+    /// Text typed into a running command (`PermissionKind::Input`): decided by the rules about
+    /// commands and the tool's rules without a pattern; its `PreToolUse` hooks run when the
+    /// tool asks, with the session's command in their input.
+    Input,
 }
 
 /// The tools a rule set knows: their subjects and their names in other agents' settings files.
@@ -78,6 +82,14 @@ impl ToolCatalog {
 
     pub(crate) fn has_command_arguments(&self) -> bool {
         !self.command_arguments.is_empty()
+    }
+
+    /// The tools that ask about `subject`, sorted.
+    pub(crate) fn tools_with(&self, subject: Subject) -> Vec<&str> {
+        let mut tools: Vec<&str> =
+            self.subjects.iter().filter(|(_, s)| **s == subject).map(|(tool, _)| tool.as_str()).collect();
+        tools.sort_unstable();
+        tools
     }
 
     /// What `tool` asks about, if anything.

@@ -10,6 +10,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::settings::HookCommand;
 
+/// Run as `sh -c JOIN_THEN_RUN sh PROCS COMMAND`: joins the cgroup whose `cgroup.procs` is
+/// `PROCS` (a builtin and a redirection: nothing is started before), then runs the hook.
+#[cfg(target_os = "linux")]
+const JOIN_THEN_RUN: &str = r#"{ printf 0 > "$1"; } 2>/dev/null; exec sh -c "$2""#;
+
 /// At most this much of a hook's standard output and error is read.
 const MAX_OUTPUT: u64 = 1024 * 1024;
 
@@ -44,20 +49,42 @@ pub(crate) struct PostFeedback {
 }
 
 impl HookCommand {
-    /// Runs the command with `event` on its standard input, in a process group of its own that
-    /// is killed when the time limit passes (or when the returned future is dropped).
+    /// Runs the command with `event` on its standard input, in a process group of its own.
+    /// When it exits, passes its time limit, or the returned future is dropped, every process
+    /// it started is killed with it (`process_tree`, as for `bash`): a hook is a check, and what
+    /// it leaves running (a `setsid` child, say) would otherwise outlive it, holding its output
+    /// open until the time limit.
     async fn run(&self, event: &Value, cwd: &Path) -> Result<Finished, String> {
+        let marker = crate::process_tree::new_marker();
         let mut command = tokio::process::Command::new("sh");
+        #[cfg(target_os = "linux")]
+        let cgroup = crate::process_tree::Cgroup::create();
+        #[cfg(target_os = "linux")]
+        match &cgroup {
+            // The shell moves itself into the cgroup before it starts anything, then becomes
+            // the hook's shell; where it may not, the hook runs all the same.
+            Some(cgroup) => {
+                command.arg("-c").arg(JOIN_THEN_RUN).arg("sh").arg(cgroup.procs_path()).arg(&self.command);
+            }
+            None => {
+                command.arg("-c").arg(&self.command);
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        command.arg("-c").arg(&self.command);
         command
-            .arg("-c")
-            .arg(&self.command)
             .current_dir(cwd)
+            .env(crate::process_tree::MARKER_VAR, &marker)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut wrapped = CommandWrap::from(command);
         wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
         let mut child = wrapped.spawn().map_err(|e| format!("could not be started: {e}"))?;
+        #[cfg(target_os = "linux")]
+        let tree = KillTree::new(child.id(), &marker, cgroup);
+        #[cfg(not(target_os = "linux"))]
+        let tree = KillTree::new(child.id(), &marker);
         let input = serde_json::to_vec(event).unwrap_or_default();
         let stdin = child.stdin().take();
         let stdout = child.stdout().take();
@@ -69,13 +96,19 @@ impl HookCommand {
                     let _ = stdin.write_all(&input).await;
                 }
             };
-            let (_, stdout, stderr) = tokio::join!(write, read_capped(stdout), read_capped(stderr));
-            let status = child.wait().await;
+            let wait = async {
+                let status = child.wait().await;
+                // What it left running would hold its output open: the reads end once it is gone.
+                tree.kill_once();
+                status
+            };
+            let (_, stdout, stderr, status) =
+                tokio::join!(write, read_capped(stdout), read_capped(stderr), wait);
             (stdout, stderr, status)
         };
         match tokio::time::timeout(self.timeout, work).await {
             Err(_) => {
-                let _ = child.start_kill();
+                tree.kill_once();
                 Err(format!(
                     "did not finish within its time limit of {}s and was killed",
                     trim_seconds(self.timeout.as_secs_f64())
@@ -114,6 +147,64 @@ impl HookCommand {
             }),
             code => Err(failed(code, &finished.stderr)),
         }
+    }
+}
+
+/// A hook's processes, killed when this is dropped (the call abandoned) or asked to.
+struct KillTree {
+    #[cfg(target_os = "linux")]
+    tree: Option<crate::process_tree::Tree>,
+    /// The hook's process group, for systems without `/proc`.
+    #[cfg(all(unix, not(target_os = "linux")))]
+    group: Option<i32>,
+    killed: std::sync::atomic::AtomicBool,
+}
+
+impl KillTree {
+    #[cfg(target_os = "linux")]
+    fn new(pid: Option<u32>, marker: &str, cgroup: Option<crate::process_tree::Cgroup>) -> KillTree {
+        let pid = pid.and_then(|pid| i32::try_from(pid).ok());
+        KillTree {
+            tree: pid.map(|pid| {
+                crate::process_tree::Tree::new(pid, crate::process_tree::MARKER_VAR, marker, cgroup)
+            }),
+            killed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    #[cfg_attr(not(unix), allow(unused_variables))]
+    fn new(pid: Option<u32>, marker: &str) -> KillTree {
+        let pid = pid.and_then(|pid| i32::try_from(pid).ok());
+        KillTree {
+            #[cfg(all(unix, not(target_os = "linux")))]
+            group: pid,
+            killed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Kills the hook's processes, unless that was done already.
+    fn kill_once(&self) {
+        if self.killed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(tree) = &self.tree {
+            let _ = tree.kill();
+        }
+        #[cfg(all(unix, not(target_os = "linux")))]
+        if let Some(group) = self.group {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(group),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+impl Drop for KillTree {
+    fn drop(&mut self) {
+        self.kill_once();
     }
 }
 

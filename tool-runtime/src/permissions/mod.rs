@@ -7,6 +7,7 @@ mod catalog;
 #[cfg(feature = "command-hooks")]
 mod command_hooks;
 mod command_paths;
+mod input;
 mod policy;
 mod rules;
 mod settings;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::catalog::Subject;
 use super::rules::{Action, Because, Rules, Verdict};
 use super::settings::{HookCommands, Settings};
 use crate::error::ToolError;
@@ -159,6 +160,7 @@ impl PermissionHook for Policy {
             PermissionKind::Command { command } => self.rules.decide_command(&request.tool, command),
             PermissionKind::Path { path } => self.rules.decide_path(&request.tool, path, false),
             PermissionKind::ExternalDirectory { path } => self.rules.decide_path(&request.tool, path, true),
+            PermissionKind::Input { .. } => return Box::pin(self.decide_input(request)),
             PermissionKind::RepeatedCall { .. } => {
                 return match &self.asker {
                     Some(asker) => asker.decide(request),
@@ -221,31 +223,57 @@ impl Policy {
         })
     }
 
-    /// Runs the matching `PreToolUse` hooks in order; each sees the arguments the one before
-    /// left. `Ok(Err(deny))` when one denied the call.
-    #[cfg(feature = "command-hooks")]
+    /// Runs the matching `PreToolUse` hooks of a call in order; each sees the arguments the one
+    /// before left. `Ok(Err(deny))` when one denied the call. A tool that asks about what is
+    /// typed into a session has its hooks run when it asks (see [`Policy::decide_input`]).
     async fn pre_tool_use(&self, call: &HookCall) -> Result<Result<HookSays, BeforeDecision>, ToolError> {
+        if self.rules.catalog().subject_of(&call.tool) == Some(Subject::Input) {
+            return Ok(Ok(HookSays::default()));
+        }
+        let hooks = self.run_pre_hooks(&call.tool, &call.call_id, &call.session_id, &call.arguments, true);
+        match hooks.await {
+            Ok(says) => Ok(Ok(says)),
+            Err(HookStop::Denied(reason)) => Ok(Err(BeforeDecision::Deny { reason })),
+            Err(HookStop::Failed { hook, problem }) => Err(ToolError::execution(format!(
+                "The call to `{}` was not run: its PreToolUse hook `{hook}` {problem}. This is a problem with \
+                 the hook, not with the arguments; tell the user.",
+                call.tool
+            ))),
+        }
+    }
+
+    /// Runs the `PreToolUse` hooks matching `tool` with `tool_input`, in order.
+    #[cfg(feature = "command-hooks")]
+    async fn run_pre_hooks(
+        &self,
+        tool: &str,
+        call_id: &str,
+        session_id: &str,
+        tool_input: &Value,
+        may_rewrite: bool,
+    ) -> Result<HookSays, HookStop> {
         use super::command_hooks::PreVerdict;
         let mut says = HookSays::default();
-        let other_name = self.rules.catalog().hook_name_of(&call.tool);
-        for hook in self.hooks.pre_tool_use.iter().filter(|hook| hook.matcher.matches(&call.tool, other_name))
-        {
+        let other_name = self.rules.catalog().hook_name_of(tool);
+        for hook in self.hooks.pre_tool_use.iter().filter(|hook| hook.matcher.matches(tool, other_name)) {
             let event = json!({
-                "session_id": call.session_id,
+                "session_id": session_id,
                 "hook_event_name": "PreToolUse",
                 "cwd": self.rules.root(),
-                "tool_name": call.tool,
-                "tool_input": says.rewritten.as_ref().unwrap_or(&call.arguments),
-                "tool_use_id": call.call_id,
+                "tool_name": tool,
+                "tool_input": says.rewritten.as_ref().unwrap_or(tool_input),
+                "tool_use_id": call_id,
             });
-            let decision = hook.pre_tool_use(&event, self.rules.root()).await.map_err(|problem| {
-                ToolError::execution(format!(
-                    "The call to `{}` was not run: its PreToolUse hook `{}` {problem}. This is a problem with \
-                     the hook, not with the arguments; tell the user.",
-                    call.tool, hook.command
-                ))
-            })?;
+            let failed = |problem: String| HookStop::Failed { hook: hook.command.clone(), problem };
+            let decision = hook.pre_tool_use(&event, self.rules.root()).await.map_err(failed)?;
             if let Some(input) = decision.updated_input {
+                if !may_rewrite {
+                    return Err(failed(
+                        "answered with `updatedInput`, which cannot change what is typed into a session \
+                         (allow, ask or deny it instead)"
+                            .to_owned(),
+                    ));
+                }
                 says.rewritten = Some(input);
             }
             match decision.decision {
@@ -255,20 +283,77 @@ impl Policy {
                     says.ask = Some(format!("the PreToolUse hook `{}` ({reason})", hook.command));
                 }
                 Some(PreVerdict::Deny(reason)) => {
-                    return Ok(Err(BeforeDecision::Deny {
-                        reason: format!("the PreToolUse hook `{}` refused it: {reason}", hook.command),
-                    }));
+                    return Err(HookStop::Denied(format!(
+                        "the PreToolUse hook `{}` refused it: {reason}",
+                        hook.command
+                    )));
                 }
             }
         }
-        Ok(Ok(says))
+        Ok(says)
     }
 
     #[cfg(not(feature = "command-hooks"))]
-    async fn pre_tool_use(&self, _call: &HookCall) -> Result<Result<HookSays, BeforeDecision>, ToolError> {
+    async fn run_pre_hooks(
+        &self,
+        _tool: &str,
+        _call_id: &str,
+        _session_id: &str,
+        _tool_input: &Value,
+        _may_rewrite: bool,
+    ) -> Result<HookSays, HookStop> {
         let _ = json!(null);
-        Ok(Ok(HookSays::default()))
+        Ok(HookSays::default())
     }
+
+    /// Typing into a running command: the `PreToolUse` hooks of the tool (their `tool_input`
+    /// holds `session_id`, `session_command` and `text`), then the rules
+    /// ([`decide_input`](super::input::decide_input)). A hook's `allow` lets the default ask
+    /// about a shell or interpreter through, not a rule's.
+    async fn decide_input(&self, request: &PermissionRequest) -> PermissionDecision {
+        let PermissionKind::Input { session_id, command, text, line_so_far } = &request.kind else {
+            return PermissionDecision::Allow;
+        };
+        let mut tool_input = json!({"session_id": session_id, "session_command": command, "text": text});
+        if !line_so_far.is_empty() {
+            tool_input["line_so_far"] = json!(line_so_far);
+        }
+        let session = request.details.get("session").and_then(Value::as_str).unwrap_or_default();
+        let says = match self
+            .run_pre_hooks(&request.tool, &request.call_id, session, &tool_input, false)
+            .await
+        {
+            Ok(says) => says,
+            Err(HookStop::Denied(reason)) => return PermissionDecision::Deny { reason },
+            Err(HookStop::Failed { hook, problem }) => {
+                return PermissionDecision::Deny {
+                    reason: format!(
+                        "the PreToolUse hook `{hook}` {problem}, so nothing was typed. This is a problem with \
+                         the hook, not with the text; tell the user"
+                    ),
+                };
+            }
+        };
+        let typed = format!("{line_so_far}{text}");
+        let verdict = super::input::decide_input(&self.rules, &request.tool, command, &typed);
+        let (action, because) = match (verdict.action, &verdict.because, &says.ask) {
+            (Action::Ask, Because::InputDefault(_), _) if says.allow => {
+                (Action::Allow, verdict.because.to_string())
+            }
+            (Action::Allow, _, Some(hook)) => (Action::Ask, hook.clone()),
+            (action, because, _) => (action, because.to_string()),
+        };
+        self.answer(request, action, because).await
+    }
+}
+
+/// Why the `PreToolUse` hooks stopped a call.
+#[cfg_attr(not(feature = "command-hooks"), allow(dead_code))]
+enum HookStop {
+    /// A hook denied it (the reason names the hook).
+    Denied(String),
+    /// A hook failed: which one, and how.
+    Failed { hook: String, problem: String },
 }
 
 /// The policy's after-hook: the `PostToolUse` hook commands.

@@ -271,6 +271,9 @@ pub(crate) enum Because {
     ExternalDefault,
     /// A tool that asks about its commands or paths, decided there.
     Deferred,
+    /// Typing into a shell or interpreter (this command line) while rules about commands are
+    /// in force.
+    InputDefault(String),
 }
 
 impl fmt::Display for Because {
@@ -289,6 +292,11 @@ impl fmt::Display for Because {
             Because::Default => f.write_str("the default for every tool"),
             Because::ExternalDefault => f.write_str("the default for paths outside the workspace root"),
             Because::Deferred => f.write_str("no rule"),
+            Because::InputDefault(command) => write!(
+                f,
+                "the default for typing into `{command}`, which may run what it reads as commands or code, \
+                 while rules about commands are in force"
+            ),
         }
     }
 }
@@ -338,6 +346,27 @@ impl Rules {
 
     fn tool_rules(&self, tool: &str) -> &[Rule] {
         self.by_tool.get(tool).map_or(&[], Vec::as_slice)
+    }
+
+    /// The strictest rule of `tool` without a pattern, if any.
+    pub(crate) fn bare_verdict(&self, tool: &str) -> Option<Verdict> {
+        strictest(self.tool_rules(tool).iter().filter(|rule| matches!(rule.pattern, Pattern::Any)))
+    }
+
+    /// The strictest `ask` or `deny` rule of `tool`, whatever its pattern: what applies to a
+    /// command that cannot be resolved at all.
+    pub(crate) fn strictest_refusal(&self, tool: &str) -> Option<Verdict> {
+        strictest(self.tool_rules(tool).iter().filter(|rule| rule.action != Action::Allow))
+    }
+
+    /// Whether a rule or a default of its own is about `tool`.
+    pub(crate) fn has_rules_for(&self, tool: &str) -> bool {
+        !self.tool_rules(tool).is_empty() || self.defaults.contains_key(tool)
+    }
+
+    /// What happens to `tool` when no rule matches.
+    pub(crate) fn default_verdict(&self, tool: &str) -> Verdict {
+        self.default_for(tool)
     }
 
     fn default_for(&self, tool: &str) -> Verdict {
@@ -646,6 +675,12 @@ impl RulesBuilder {
                         }
                         Some(Subject::Path) => {
                             Pattern::Path(Box::new(PathPattern::parse(pattern, &root).map_err(error)?))
+                        }
+                        Some(Subject::Input) => {
+                            return Err(error(format!(
+                                "`{tool}` rules take no pattern: what is typed is checked against the rules \
+                                 about commands (`Bash(...)`); write `{name}` alone"
+                            )));
                         }
                         None => {
                             return Err(error(format!(

@@ -1,15 +1,16 @@
 //! One command's processes found through `/proc` (descendants of its shell, its process group,
-//! carriers of its marker), frozen with `SIGSTOP`, then killed.
+//! carriers of its marker, members of its cgroup), frozen with `SIGSTOP`, then killed.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill as send};
 use nix::unistd::Pid;
 
-use crate::process::{KillReport, KillScope, NotKilled};
+use super::{Cgroup, KillReport, KillScope, NotKilled};
 
 /// Scans in one freeze before giving up on a tree that keeps changing (a fork bomb).
 const FREEZE_ROUNDS: usize = 64;
@@ -17,10 +18,13 @@ const FREEZE_ROUNDS: usize = 64;
 const KILL_ATTEMPTS: usize = 4;
 /// How long to let sent `SIGSTOP`s land before looking again.
 const SETTLE: Duration = Duration::from_micros(500);
+/// Processes of one command remembered by [`Tree::track`], at most.
+const MAX_TRACKED: usize = 4096;
 
-/// What identifies one command's processes.
+/// What identifies one command's processes: its shell (the process started for it, by pid and
+/// start time), its marker, and its cgroup when it has one.
 #[derive(Debug, Clone)]
-pub(crate) struct Tree {
+pub struct Tree {
     /// The shell's pid, also its process group's id.
     shell: i32,
     /// The shell's start time: a process with the shell's pid but another start time is not
@@ -28,13 +32,92 @@ pub(crate) struct Tree {
     shell_start: Option<u64>,
     /// `NAME=value` as it appears between NULs in `/proc/PID/environ`.
     marker: Vec<u8>,
+    /// The command's own cgroup, when it has one: every process in it is the command's.
+    cgroup: Option<Arc<Cgroup>>,
+    /// Without a cgroup: the processes seen beneath the shell while it ran (pid and start
+    /// time), found again after it exited whatever they did meanwhile.
+    tracked: Arc<Mutex<HashMap<i32, u64>>>,
 }
 
 impl Tree {
-    pub(crate) fn new(shell: i32, var: &str, value: &str) -> Self {
+    /// The tree of the command whose shell is `shell` (its process group is `shell` too),
+    /// whose processes carry `var=value`, and that runs in `cgroup`. Call it right after the
+    /// shell was started, while its pid is surely its own.
+    pub fn new(shell: i32, var: &str, value: &str, cgroup: Option<Cgroup>) -> Self {
         let shell_start = read_stat(shell).map(|stat| stat.start);
-        Tree { shell, shell_start, marker: format!("{var}={value}").into_bytes() }
+        Tree {
+            shell,
+            shell_start,
+            marker: format!("{var}={value}").into_bytes(),
+            cgroup: cgroup.map(Arc::new),
+            tracked: Arc::default(),
+        }
     }
+
+    /// Remembers the processes beneath the shell now, while it runs (the shell adopts what the
+    /// command orphans, so they are all there), for a kill after the shell is gone: a process
+    /// that cleared its environment and left the group is found by its pid and start time.
+    /// Only what lived at one of these looks is found: call it periodically. Nothing to do with
+    /// a cgroup, which holds every process anyway.
+    pub fn track(&self) {
+        if self.cgroup.is_some() || self.shell_start.is_none() {
+            return;
+        }
+        if read_stat(self.shell).map(|stat| stat.start) != self.shell_start {
+            return;
+        }
+        let mut seen: HashMap<i32, u64> = HashMap::new();
+        let mut queue = vec![self.shell];
+        while let Some(pid) = queue.pop() {
+            for child in children(pid) {
+                if seen.len() >= MAX_TRACKED {
+                    break;
+                }
+                if let Some(stat) = read_stat(child).filter(|stat| !stat.is_zombie())
+                    && seen.insert(child, stat.start).is_none()
+                {
+                    queue.push(child);
+                }
+            }
+        }
+        let mut tracked = self.tracked.lock().unwrap_or_else(|p| p.into_inner());
+        tracked.retain(|pid, start| {
+            read_stat(*pid).is_some_and(|stat| stat.start == *start && !stat.is_zombie())
+        });
+        for (pid, start) in seen {
+            if tracked.len() >= MAX_TRACKED {
+                break;
+            }
+            tracked.insert(pid, start);
+        }
+    }
+}
+
+impl Tree {
+    /// Whether processes of the command may still run: `false` only when its cgroup is known to
+    /// be empty (without one this is not known cheaply, and the answer is `true`).
+    pub fn may_have_processes(&self) -> bool {
+        self.cgroup.as_ref().is_none_or(|cgroup| !cgroup.pids().is_empty())
+    }
+
+    /// Kills every process of the command that can be found (see [`Tree`]), and says what was
+    /// killed. Errors only when `/proc` cannot be read.
+    pub fn kill(&self) -> io::Result<KillReport> {
+        kill(self)
+    }
+}
+
+/// The children of every thread of `pid` (`/proc/PID/task/TID/children`; empty on kernels
+/// built without it).
+fn children(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    let mut children = Vec::new();
+    for task in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            children.extend(text.split_ascii_whitespace().filter_map(|n| n.parse::<i32>().ok()));
+        }
+    }
+    children
 }
 
 /// One line of `/proc/PID/stat`, the fields that matter here.
@@ -110,11 +193,16 @@ fn members<'a>(tree: &Tree, procs: &'a [Stat], marked: &mut HashMap<(i32, u64), 
     }
     let mut found: HashSet<i32> = HashSet::new();
     let mut queue: Vec<&Stat> = Vec::new();
+    let in_cgroup: HashSet<i32> =
+        tree.cgroup.as_ref().map(|c| c.pids().into_iter().collect()).unwrap_or_default();
+    let tracked = tree.tracked.lock().unwrap_or_else(|p| p.into_inner()).clone();
     for p in procs {
         if p.pid == me {
             continue;
         }
-        let seed = (shell_present && (p.pid == tree.shell || p.pgid == tree.shell))
+        let seed = in_cgroup.contains(&p.pid)
+            || tracked.get(&p.pid) == Some(&p.start)
+            || (shell_present && (p.pid == tree.shell || p.pgid == tree.shell))
             || (!p.is_zombie()
                 && *marked.entry((p.pid, p.start)).or_insert_with(|| carries(p.pid, &tree.marker)));
         if seed && found.insert(p.pid) {
@@ -133,7 +221,7 @@ fn members<'a>(tree: &Tree, procs: &'a [Stat], marked: &mut HashMap<(i32, u64), 
 
 /// The live processes of `tree`, by pid.
 #[cfg(test)]
-pub(crate) fn find(tree: &Tree) -> io::Result<Vec<i32>> {
+fn find(tree: &Tree) -> io::Result<Vec<i32>> {
     let procs = snapshot()?;
     Ok(members(tree, &procs, &mut HashMap::new()).iter().map(|p| p.pid).collect())
 }
@@ -153,7 +241,7 @@ struct Held {
 /// `SIGSTOP` is checked: should the pid have been reused in between by an unrelated process,
 /// that process is continued again and left alone. A stopped process keeps its pid until
 /// `SIGKILL`, so the kill itself cannot hit a reused pid.
-pub(crate) fn kill(tree: &Tree) -> io::Result<KillReport> {
+fn kill(tree: &Tree) -> io::Result<KillReport> {
     let mut marked = HashMap::new();
     let mut stopped: HashMap<i32, Held> = HashMap::new();
     let mut killed: HashMap<i32, Held> = HashMap::new();
@@ -229,6 +317,15 @@ pub(crate) fn kill(tree: &Tree) -> io::Result<KillReport> {
         }
     }
     not_killed.sort_by_key(|n| n.pid);
+    if let Some(cgroup) = &tree.cgroup {
+        // The killed processes leave it within moments; what is still there keeps it.
+        for _ in 0..20 {
+            if cgroup.pids().is_empty() && cgroup.remove() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
     let shell = killed.get(&tree.shell).is_some_and(|h| Some(h.start) == tree.shell_start);
     let others = killed.iter().filter(|(pid, _)| !(shell && **pid == tree.shell));
     let (started, outside_group) =
@@ -260,8 +357,13 @@ mod tests {
         let me = std::process::id() as i32;
         // PATH is set for every test run; any variable of this process's environment would do.
         let entry = format!("PATH={}", std::env::var("PATH").expect("PATH is set"));
-        let tree =
-            Tree { shell: me, shell_start: read_stat(me).map(|s| s.start), marker: entry.into_bytes() };
+        let tree = Tree {
+            shell: me,
+            shell_start: read_stat(me).map(|s| s.start),
+            marker: entry.into_bytes(),
+            cgroup: None,
+            tracked: Arc::default(),
+        };
         assert!(carries(me, &tree.marker));
         assert!(!find(&tree).unwrap().contains(&me));
     }
