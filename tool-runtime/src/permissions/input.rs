@@ -240,7 +240,8 @@ fn program_name(word: &str) -> String {
 ///
 /// - The rules of `tool` without a pattern apply (`allow bash_input`, `deny bash_input`).
 /// - Every line is read as a command line by the rules about commands (`Bash(...)`): a deny or
-///   ask rule that matches a line applies whatever the session runs.
+///   ask rule that matches a line applies whatever the session runs; into an interpreter, so
+///   does one that matches a string literal of the line (`os.system('rm -rf x')`).
 /// - Into a plain shell, lines that the command rules allow, every one of them, are allowed,
 ///   and the command tools' defaults apply to its lines.
 /// - Otherwise, into a shell or interpreter, while any rule about commands is in force: ask.
@@ -253,7 +254,15 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, command: &str, typed: &str
     let mut allowed = None;
     let mut covered = reader == Reader::Shell && !lines.is_empty();
     for line in &lines {
+        // An interpreter's string literals may be handed to a shell (`os.system('rm -rf x')`).
+        let strings = if reader == Reader::Interpreter { quoted(&line.edited) } else { Vec::new() };
         for command_tool in &command_tools {
+            for string in &strings {
+                let verdict = rules.decide_command(command_tool, string);
+                if matches!(verdict.because, Because::Rule { .. }) && verdict.action != Action::Allow {
+                    found.push(verdict);
+                }
+            }
             // As a line editor leaves it (a terminal), and as typed (a pipe).
             for form in [&line.edited, &line.typed] {
                 let verdict = rules.decide_command(command_tool, form);
@@ -346,6 +355,30 @@ fn lines(typed: &str) -> Vec<Line> {
     lines
 }
 
+/// The string literals of a line of code (`'...'`, `"..."`, `` `...` ``), backslash escapes
+/// kept as written; an unterminated one runs to the end of the line.
+fn quoted(line: &str) -> Vec<String> {
+    let mut strings = Vec::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if !matches!(c, '\'' | '"' | '`') {
+            continue;
+        }
+        let mut string = String::new();
+        while let Some(next) = chars.next() {
+            match next {
+                '\\' => string.extend(chars.next()),
+                close if close == c => break,
+                other => string.push(other),
+            }
+        }
+        if !string.trim().is_empty() {
+            strings.push(string);
+        }
+    }
+    strings
+}
+
 /// The strictest verdict; among equals, the first.
 fn strictest(verdicts: Vec<Verdict>) -> Option<Verdict> {
     let mut best: Option<Verdict> = None;
@@ -392,6 +425,13 @@ mod tests {
         for other in ["read -r answer; echo got it", "cat > notes.txt", "sleep 300", "sort -u", "grep -c x"] {
             assert_eq!(reader(other), Reader::Other, "{other}");
         }
+    }
+
+    #[test]
+    fn an_interpreters_string_literals_are_read_as_command_lines() {
+        assert_eq!(quoted("import os; os.system('rm -rf x')"), ["rm -rf x"]);
+        assert_eq!(quoted(r#"run("a \"b\"", `c`) 'open"#), [r#"a "b""#, "c", "open"]);
+        assert_eq!(quoted("print(1) # '' \"  \""), Vec::<String>::new());
     }
 
     #[test]

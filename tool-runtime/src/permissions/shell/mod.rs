@@ -56,10 +56,13 @@
 //! whose other words include the pattern's in order (`git -C x push` is a `git push`). Whatever
 //! the parser cannot resolve may match: a program or argument from an expansion
 //! (`rm${IFS}-rf`, `$CMD`, `rm $FLAGS`), brace expansion, and anything opaque (`source`, `.`,
-//! `eval` or `-c` of unknown text, a shell reading a script or standard input, a here-document,
+//! `eval` or `-c` of unknown text, a shell reading a script or a standard input the line gives
+//! it (a pipe, a redirection, a line of more than one command), a here-document,
 //! `alias`, `hash -p`, `enable`, `PATH`/`LD_PRELOAD`/`BASH_ENV` assignments) makes every deny
 //! and ask pattern apply. Allow patterns never see through: they match only lines the strict
-//! parser understands, each simple command as written.
+//! parser understands, each simple command as written. A line that is only a shell (`bash`,
+//! `sh -i`) reads what the call gives it: nothing in the foreground, and in a
+//! background session what is typed with `bash_input`, which the rules decide line by line.
 //!
 //! Not seen: programs that run other programs in ways not listed (`make`, `npm run`,
 //! `python -c`, `perl -e`), a program copied or linked under another name, another program with

@@ -61,6 +61,10 @@ pub(crate) struct Seen {
     pub(crate) opaque: Option<&'static str>,
     /// The files redirections name (`< .env`, `> out`).
     pub(crate) redirections: Vec<Word>,
+    /// The line is one command without redirections, so its standard input is the one the
+    /// command is given (nothing in a foreground call; what is typed into a session, which is
+    /// decided on its own).
+    given_stdin: bool,
 }
 
 /// What `command` may run.
@@ -99,6 +103,9 @@ fn line(text: &str, depth: usize, seen: &mut Seen) {
         return;
     }
     let commands = Lexer { chars: text.chars().collect(), pos: 0, depth, seen }.commands();
+    if depth == 0 {
+        seen.given_stdin = commands.len() == 1 && seen.redirections.is_empty() && seen.opaque.is_none();
+    }
     for words in commands {
         command(&words, depth, seen);
     }
@@ -881,6 +888,8 @@ fn shell(args: &[Word], depth: usize, seen: &mut Seen) {
         Some(_) => {
             seen.opaque.get_or_insert("a shell running a script file");
         }
+        // Reading its standard input: what the command is given is not part of the line.
+        None if depth == 0 && seen.given_stdin => {}
         None => {
             seen.opaque.get_or_insert("a shell reading commands from standard input");
         }
