@@ -96,8 +96,8 @@ pub use inject::{Dep, FromContext};
 pub use output::{Content, IntoToolOutput, IntoToolResult, Json, ToolOutput};
 pub use output_store::OutputStore;
 pub use permission::{
-    AllowAll, DefaultPermissions, PermissionDecision, PermissionFn, PermissionHook, PermissionKind,
-    PermissionRequest,
+    AllowAll, DefaultPermissions, PathScreen, PermissionDecision, PermissionFn, PermissionHook,
+    PermissionKind, PermissionRequest, Screened,
 };
 pub use providers::{DefinitionOptions, Provider};
 pub use registry::{Registry, RegistryBuilder, RegistryError, registered_tools};

@@ -58,6 +58,7 @@ mod permission_catalog;
 pub mod process;
 #[cfg(target_os = "linux")]
 mod process_tree;
+mod screen;
 pub mod session;
 pub mod surface;
 mod terminal_text;

@@ -18,10 +18,17 @@ pub(crate) fn random_u64() -> u64 {
     hasher.finish()
 }
 
-/// `word` with an `s` unless `n` is 1.
+/// `n` and `word`, plural unless `n` is 1 (a consonant and `y` take `ies`: "entries", "keys").
 pub(crate) fn plural(n: impl Into<u64>, word: &str) -> String {
     let n = n.into();
-    if n == 1 { format!("{n} {word}") } else { format!("{n} {word}s") }
+    if n == 1 {
+        return format!("{n} {word}");
+    }
+    // "entries", but "keys".
+    match word.strip_suffix('y').filter(|stem| stem.ends_with(|c: char| !"aeiou".contains(c))) {
+        Some(stem) if !stem.is_empty() => format!("{n} {stem}ies"),
+        _ => format!("{n} {word}s"),
+    }
 }
 
 /// How a message names a displayed directory: the root is "the workspace root".
