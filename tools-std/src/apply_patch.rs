@@ -19,7 +19,7 @@ pub use crate::apply_patch_parse::{FileChange, Hunk, ParseError, Patch, parse_pa
 use crate::apply_patch_seek::{Fallback, apply_hunks};
 use crate::ops::{Operations, Precondition, Target, content_hash};
 use crate::text::plural;
-use crate::text_file::{io_error, read_for_edit, unified_diff};
+use crate::text_file::{Diff, MAX_DIFF_BYTES, WithDiff, io_error, read_for_edit, unified_diff};
 use crate::{ResolvedPath, Workspace};
 
 /// Applies the hunks of one `*** Update File` section to a file's bytes, in memory, as the tool
@@ -338,16 +338,23 @@ fn report(plan: &Plan) -> ToolOutput {
             fallback_notes.join("; ")
         );
     }
-    let mut diff = String::new();
+    // One budget for the diffs of every file.
+    let mut diff = Diff::default();
     for file in &plan.files {
         if file.new != file.original {
             let before = String::from_utf8_lossy(file.original.as_deref().unwrap_or_default());
             let after = String::from_utf8_lossy(file.new.as_deref().unwrap_or_default());
-            diff.push_str(&unified_diff(&file.display, &before, &after));
+            let room = MAX_DIFF_BYTES.saturating_sub(diff.text.len());
+            let one = unified_diff(&file.display, &before, &after, room);
+            diff.text.push_str(&one.text);
+            if one.cut {
+                diff.cut = true;
+                break;
+            }
         }
     }
     ToolOutput::text(text.trim_end().to_owned())
         .with_title(format!("apply_patch: {}", plural(plan.lines.len() as u64, "file")))
         .with_metadata("files", json!(files_meta))
-        .with_metadata("diff", json!(diff))
+        .with_diff(diff)
 }
