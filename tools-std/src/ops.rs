@@ -271,6 +271,15 @@ pub trait Operations: Send + Sync + 'static {
         let _ = path;
         Err(io::Error::new(io::ErrorKind::Unsupported, "this workspace's operations cannot delete files"))
     }
+    /// Removes the empty directory `path` (one that is not empty is an error). The default
+    /// refuses (`Unsupported`), as [`Operations::remove_file`] does.
+    fn remove_dir(&self, path: &Target) -> io::Result<()> {
+        let _ = path;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this workspace's operations cannot delete directories",
+        ))
+    }
     /// Walks the tree under `root` (which is not itself reported), calling `visit` for every
     /// entry until it returns `false`. Unreadable entries are skipped, symbolic links are
     /// reported, not followed; an invalid glob is an `InvalidInput` error.
