@@ -78,7 +78,7 @@ mod testing;
 mod tool;
 pub mod truncate;
 mod validate;
-mod words;
+pub mod words;
 
 #[doc(hidden)]
 #[allow(missing_docs)]

@@ -9,7 +9,7 @@ use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 use crate::Workspace;
 use crate::ops::{FileKind, Target, WalkOptions};
 use crate::screen::Screening;
-use crate::text::place;
+use crate::text::{excerpt, place};
 
 /// Find files by path pattern, newest first.
 ///
@@ -91,7 +91,8 @@ pub async fn glob(
     if total == 0 {
         let skipped = if hidden { "Files" } else { "Hidden files and files" };
         return Ok(ToolOutput::text(format!(
-            "No files match `{pattern}` in {}. {skipped} ignored by .gitignore, .ignore or .rgignore are skipped.{screened}",
+            "No files match `{}` in {}. {skipped} ignored by .gitignore, .ignore or .rgignore are skipped.{screened}",
+            excerpt(&pattern),
             place(&dir.display)
         ))
         .with_metadata("count", json!(0))

@@ -12,7 +12,7 @@ use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 use crate::Workspace;
 use crate::ops::{FileKind, Target, WalkOptions};
 use crate::screen::Screening;
-use crate::text::{ECHO_CHARS, clip, cut_line, place, plural};
+use crate::text::{clip, cut_line, excerpt, place, plural};
 
 /// Matching lines longer than this many characters are cut.
 pub const MAX_LINE_CHARS: usize = 500;
@@ -174,7 +174,7 @@ pub async fn grep(
     if result.total == 0 {
         return Ok(ToolOutput::text(format!(
             "No matches for `{}` in {}. Hidden files, binary files and files ignored by .gitignore, .ignore or .rgignore are not searched.{skipped}",
-            cut_line(&pattern, ECHO_CHARS, 0),
+            excerpt(&pattern),
             place(&target.display)
         ))
         .with_metadata("matches", json!(0))

@@ -134,25 +134,14 @@ pub(crate) fn hard_links_note(other_links: u64) -> String {
     }
 }
 
-/// How many characters of an argument an error message repeats.
-pub(crate) const ECHO_CHARS: usize = 200;
-
-/// A model's argument as an error message repeats it: quoted, and cut after [`ECHO_CHARS`]
-/// characters with the length of the rest, so a huge argument does not come back whole.
-pub(crate) fn echo(arg: &str) -> String {
-    match arg.char_indices().nth(ECHO_CHARS) {
-        None => format!("{arg:?}"),
-        Some((end, _)) => {
-            let rest = arg[end..].chars().count();
-            format!("{:?}… ({} more)", &arg[..end], plural(rest as u64, "character"))
-        }
-    }
-}
+/// A model's argument as an error message repeats it: the runtime's one way of quoting, cut
+/// after 200 characters.
+pub(crate) use tool_runtime::words::{excerpt, quote as echo};
 
 /// A message built from a model's argument (a parser's error quoting it, say), cut after 2000
 /// characters.
 pub(crate) fn clip(message: &str) -> Cow<'_, str> {
-    cut_line(message, 2000, 0)
+    tool_runtime::words::excerpt_of(message, 2000)
 }
 
 /// `line` cut to at most `max_chars` characters, with a marker saying how long it was.

@@ -31,6 +31,7 @@ impl ArgumentValidator {
                 unexpected
                     .iter()
                     .map(|name| {
+                        let name = crate::words::excerpt(name);
                         if valid.is_empty() {
                             format!("{pointer}/{name}: unknown property; this object takes no properties")
                         } else {
@@ -202,12 +203,5 @@ pub(super) fn describe_value(value: &Value) -> String {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     };
-    format!("{} ({kind})", clip(&value.to_string(), MAX_VALUE_CHARS))
-}
-
-pub(super) fn clip(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        None => text.to_owned(),
-        Some((cut, _)) => format!("{}... ({} characters in all)", &text[..cut], text.chars().count()),
-    }
+    format!("{} ({kind})", crate::words::excerpt_of(&value.to_string(), MAX_VALUE_CHARS))
 }
