@@ -322,8 +322,12 @@ fn write_one(ops: &dyn Operations, file: &Staged, made: &mut Vec<Target>) -> io:
                         _ => break,
                     }
                 }
-                ops.create_dir_all(&parent)?;
-                made.extend(missing.into_iter().rev());
+                let created = ops.create_dir_all(&parent);
+                // Outermost first; a failure midway may have made some of them.
+                made.extend(
+                    missing.into_iter().rev().filter(|dir| created.is_ok() || ops.metadata(dir).is_ok()),
+                );
+                created?;
             }
             let check = match &file.original {
                 Some(original) => Precondition::Unchanged(content_hash(original)),
