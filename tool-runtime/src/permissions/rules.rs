@@ -394,7 +394,12 @@ impl Rules {
                 rule.action,
                 pattern.clone(),
                 Arc::<str>::from(
-                    strictest(std::iter::once(rule)).map(|v| v.because.to_string()).unwrap_or_default(),
+                    Because::Rule {
+                        action: rule.action,
+                        text: rule.text.clone(),
+                        origin: rule.origin.clone(),
+                    }
+                    .to_string(),
                 ),
             )),
             _ => None,
