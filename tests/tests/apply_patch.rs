@@ -182,8 +182,10 @@ fn a_failed_write_midway_restores_the_files_already_written() {
     let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
     let ctx = ToolContext::builder("apply_patch").dependencies(Arc::new(deps)).build();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Add File: new/b.txt\n+b\n\
-                 *** Delete File: gone.txt\n*** Update File: locked.txt\n@@\n-locked\n+open\n*** End Patch\n";
+    std::fs::create_dir_all(ws_root.join("old")).unwrap();
+    let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Add File: new/deeper/b.txt\n+b\n\
+                 *** Add File: old/new/c.txt\n+c\n*** Delete File: gone.txt\n*** Update File: locked.txt\n@@\n\
+                 -locked\n+open\n*** End Patch\n";
     let result = runtime.block_on(registry.call("apply_patch", &json!({ "patch": patch }).to_string(), ctx));
     let error = result.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::PermissionDenied, "{}", error.message());
@@ -194,12 +196,15 @@ fn a_failed_write_midway_restores_the_files_already_written() {
     );
     assert!(
         error.message().ends_with(
-            " Nothing was changed (3 files already written were restored). Fix the cause and call apply_patch again."
+            " Nothing was changed (4 files already written were restored). Fix the cause and call apply_patch again."
         ),
         "{}",
         error.message()
     );
     assert_eq!(tree(&ws_root), before);
+    // The directories made for the new files are gone; the one that was there stays.
+    assert!(!ws_root.join("new").exists());
+    assert!(ws_root.join("old").is_dir() && !ws_root.join("old/new").exists());
 }
 
 /// The README's example patch, applied to the tree it assumes, gives the README's result text.

@@ -164,8 +164,28 @@ async fn empty_arguments_are_an_empty_object() {
 async fn long_arguments_are_clipped_in_the_echo() {
     let long = "x".repeat(5000);
     let err = call(&format!(r#"{{"path": "{long}"}}"#)).await.unwrap_err();
-    assert!(err.contains("... (5012 characters in all)\nFix the arguments"), "{}", &err[err.len() - 200..]);
-    assert!(err.len() < 3000);
+    assert!(err.contains("… (4812 more characters)\nFix the arguments"), "{}", &err[err.len() - 200..]);
+    assert!(err.len() < 600);
+}
+
+#[tokio::test]
+async fn a_huge_unknown_property_name_is_quoted_200_characters_long() {
+    let name = "k".repeat(1_000_000);
+    let err = call(&format!(r#"{{"path": "a", "{name}": 1}}"#)).await.unwrap_err();
+    assert!(
+        err.contains(&format!(
+            "- /{}… (999800 more characters): unknown property; valid properties are",
+            "k".repeat(200)
+        )),
+        "{}",
+        &err[..400]
+    );
+    assert!(err.len() < 2000, "{} bytes", err.len());
+    // The tool name of an unknown tool too.
+    let err = registry().validate(&"t".repeat(100_000), "{}").unwrap_err();
+    assert!(
+        err.message().starts_with(&format!("Unknown tool `{}… (99800 more characters)`.", "t".repeat(200)))
+    );
 }
 
 #[test]

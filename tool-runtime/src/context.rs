@@ -12,7 +12,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ToolError;
-use crate::permission::{DefaultPermissions, PermissionDecision, PermissionHook, PermissionRequest};
+use crate::permission::{
+    DefaultPermissions, PathScreen, PermissionDecision, PermissionHook, PermissionRequest,
+};
 use crate::truncate::TruncationLimits;
 
 /// Typed values registered once (a workspace, a file system, a client) and fetched by type.
@@ -376,6 +378,13 @@ impl ToolContext {
                 request.description
             ))),
         }
+    }
+
+    /// The screen that the paths this call finds by itself (the files a search opens, the
+    /// entries a walk lists) must pass: the permission hook's deny and ask rules for them,
+    /// compiled once. A path it stops is left out, and the result says how many were.
+    pub fn path_screen(&self) -> PathScreen {
+        self.inner.shared.permissions.path_screen(self.tool_name())
     }
 
     /// Reports progress to the event stream.

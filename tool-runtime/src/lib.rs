@@ -80,7 +80,7 @@ mod testing;
 mod tool;
 pub mod truncate;
 mod validate;
-mod words;
+pub mod words;
 
 #[doc(hidden)]
 #[allow(missing_docs)]
@@ -98,8 +98,8 @@ pub use inject::{Dep, FromContext};
 pub use output::{Content, IntoToolOutput, IntoToolResult, Json, ToolOutput};
 pub use output_store::OutputStore;
 pub use permission::{
-    AllowAll, DefaultPermissions, PermissionDecision, PermissionFn, PermissionHook, PermissionKind,
-    PermissionRequest,
+    AllowAll, DefaultPermissions, PathScreen, PermissionDecision, PermissionFn, PermissionHook,
+    PermissionKind, PermissionRequest, Screened,
 };
 pub use providers::{DefinitionOptions, Provider};
 pub use registry::{Registry, RegistryBuilder, RegistryError, registered_tools};

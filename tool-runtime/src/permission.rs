@@ -1,6 +1,8 @@
 //! Permission requests a tool raises with `ToolContext::ask`, and the hooks that answer them.
 
-use std::path::PathBuf;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -113,6 +115,59 @@ pub enum PermissionDecision {
 pub trait PermissionHook: Send + Sync + 'static {
     /// Answers one request.
     fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision>;
+
+    /// What this hook says, without asking anyone, about the paths `tool` finds by itself (the
+    /// files a search opens, the entries a walk lists) rather than being given: the screen they
+    /// must pass. A hook that denies or asks about some paths returns a screen that stops them,
+    /// since nobody can be asked about each file of a walk. The default lets every path pass.
+    fn path_screen(&self, tool: &str) -> PathScreen {
+        let _ = tool;
+        PathScreen::default()
+    }
+}
+
+/// Why a [`PathScreen`] stopped a path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Screened {
+    /// `true` when the rule says to ask (nobody can be asked about each file a walk finds),
+    /// `false` when it denies.
+    pub ask: bool,
+    /// What stopped it, for the reader of a result: "the rule `deny Read(./.env)` in FILE".
+    pub because: Arc<str>,
+}
+
+type ScreenFn = dyn Fn(&Path) -> Option<Screened> + Send + Sync;
+
+/// The check a tool applies to every path it finds by itself (a walk's entries, the files a
+/// search opens): built once per call by [`PermissionHook::path_screen`], cheap per path.
+///
+/// The default screen lets everything pass.
+#[derive(Clone, Default)]
+pub struct PathScreen {
+    check: Option<Arc<ScreenFn>>,
+}
+
+impl fmt::Debug for PathScreen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PathScreen").field("empty", &self.is_empty()).finish()
+    }
+}
+
+impl PathScreen {
+    /// A screen that stops the absolute paths for which `check` says why.
+    pub fn new(check: impl Fn(&Path) -> Option<Screened> + Send + Sync + 'static) -> Self {
+        PathScreen { check: Some(Arc::new(check)) }
+    }
+
+    /// Whether it lets every path pass (so a tool need not even build the absolute paths).
+    pub fn is_empty(&self) -> bool {
+        self.check.is_none()
+    }
+
+    /// Why the absolute path `path` is stopped, or `None` when it passes.
+    pub fn check(&self, path: &Path) -> Option<Screened> {
+        self.check.as_ref().and_then(|check| check(path))
+    }
 }
 
 /// The default policy: allows ordinary requests, denies paths outside the workspace root

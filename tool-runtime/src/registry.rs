@@ -464,7 +464,7 @@ impl Registry {
     /// The model-facing error for a call to a tool that does not exist, listing the real ones.
     pub fn unknown_tool(&self, name: &str) -> ToolError {
         let available = self.names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
-        let mut message = format!("Unknown tool `{name}`.");
+        let mut message = format!("Unknown tool `{}`.", crate::words::excerpt(name));
         if available.is_empty() {
             message.push_str(" No tools are available.");
         } else {

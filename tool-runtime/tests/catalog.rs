@@ -297,6 +297,24 @@ fn anthropic_search_answers_are_tool_references() {
 }
 
 #[test]
+fn a_huge_search_query_is_quoted_200_characters_long() {
+    let catalog = Catalog::new(registry());
+    let query = "z".repeat(10_000_000);
+    let message = json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "tool_search", "input": {"query": query}},
+    ]});
+    let (_, rendered) = answered(&catalog, Provider::Anthropic, message);
+    assert_eq!(
+        rendered[0]["content"][0]["content"],
+        json!(format!(
+            "No tool matches \"{}\"… (9999800 more characters). Search again with other words: what the tool should \
+             do, or the kind of thing it works on.",
+            "z".repeat(200)
+        ))
+    );
+}
+
+#[test]
 fn openai_responses_client_search_is_answered_with_a_tool_search_output() {
     let catalog = Catalog::new(registry());
     let message = json!({"output": [

@@ -161,3 +161,41 @@ fn the_readme_rules_hold_against_known_bypasses() {
         assert!(!output.contains("hunter2"), "{command}: {output}");
     }
 }
+
+#[test]
+fn searches_and_listings_skip_what_read_rules_deny_or_ask_about() {
+    let fx = Fixture::new();
+    let path = fx.dir.path().join("read-rules.json");
+    std::fs::write(&path, r#"{"permissions": {"deny": ["Read(./.env)"], "ask": ["Read(./secrets/**)"]}}"#)
+        .unwrap();
+    let settings = path.display().to_string();
+    std::fs::write(fx.ws().join(".env"), "TOKEN=from-env\n").unwrap();
+    std::fs::create_dir_all(fx.ws().join("secrets")).unwrap();
+    std::fs::write(fx.ws().join("secrets/key.txt"), "TOKEN=from-secrets\n").unwrap();
+    std::fs::write(fx.ws().join("plain.txt"), "TOKEN=plain\n").unwrap();
+    let call = |tool: &str, args: serde_json::Value| {
+        let run = fx.run(&["call", tool, &args.to_string(), "--settings", &settings], None);
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        run.json()["output"].as_str().unwrap().to_owned()
+    };
+    let denied = format!("refused by the rule `deny Read(./.env)` in {settings} (permissions.deny).");
+    let asked =
+        format!("the rule `ask Read(./secrets/**)` in {settings} (permissions.ask) says to ask first");
+
+    let env = call("grep", json!({"pattern": "TOKEN", "glob": ".env"}));
+    assert!(!env.contains("from-env"), "{env}");
+    assert!(env.ends_with(&format!("[1 file not searched: {denied}]")), "{env}");
+    let all = call("grep", json!({"pattern": "TOKEN", "glob": "{.env,**/*.txt}"}));
+    assert!(all.starts_with("plain.txt\n  1: TOKEN=plain\n"), "{all}");
+    assert!(!all.contains("from-"), "{all}");
+    assert!(all.contains(&format!("[1 file not searched: {denied}]")), "{all}");
+    assert!(all.contains(&format!("[1 file not searched: {asked}")), "{all}");
+
+    let listed = call("glob", json!({"pattern": "**/*", "hidden": true}));
+    assert!(listed.lines().any(|line| line == "plain.txt") && !listed.contains("key.txt"), "{listed}");
+    assert!(listed.contains(&format!("[1 file not listed: {denied}]")), "{listed}");
+    let tree = call("ls", json!({}));
+    assert!(!tree.contains(".env") || tree.contains("Read(./.env)"), "{tree}");
+    assert!(!tree.contains("key.txt"), "{tree}");
+    assert!(tree.contains(&format!("[2 entries not listed: {asked}")), "{tree}");
+}

@@ -5,7 +5,7 @@
 //! with nothing written; only when every hunk of every file applies are the files written, each
 //! atomically (temporary file and rename beneath the root), in patch order. If a write fails
 //! midway, the files already written are put back from the copies held in memory and the
-//! result says so (directories created for new files stay). A crash of the process during those
+//! result says so (directories created for new files are removed again). A crash of the process during those
 //! writes is not covered: some files may then hold the new content and others the old.
 
 use std::collections::HashMap;
@@ -18,8 +18,8 @@ use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 pub use crate::apply_patch_parse::{FileChange, Hunk, ParseError, Patch, parse_patch};
 use crate::apply_patch_seek::{Fallback, apply_hunks};
 use crate::ops::{Operations, Precondition, Target, content_hash};
-use crate::text::plural;
-use crate::text_file::{io_error, read_for_edit, unified_diff};
+use crate::text::{display_path, plural};
+use crate::text_file::{Diff, MAX_DIFF_BYTES, WithDiff, io_error, read_for_edit, unified_diff};
 use crate::{ResolvedPath, Workspace};
 
 /// Applies the hunks of one `*** Update File` section to a file's bytes, in memory, as the tool
@@ -194,9 +194,11 @@ fn stage(
                 match move_to {
                     Some(to) if resolved[to].target != files[i].target => {
                         let j = entry(to, &mut files, true)?;
+                        let existed = files[j].new.is_some();
                         files[i].new = None;
                         files[j].new = Some(bytes);
-                        let text = format!("{} -> {}", files[i].display, files[j].display);
+                        let replaced = if existed { " (replaced the existing file)" } else { "" };
+                        let text = format!("{} -> {}{replaced}", files[i].display, files[j].display);
                         lines.push(Line { status: 'R', text, hunks: hunks.len(), fallbacks });
                     }
                     _ => {
@@ -247,8 +249,10 @@ fn read_any(ops: &dyn Operations, target: &Target, display: &str) -> Result<Opti
 /// Writes every changed file; on a failure, restores those already written.
 fn commit(ops: &dyn Operations, plan: &Plan) -> Result<(), ToolError> {
     let changed: Vec<&Staged> = plan.files.iter().filter(|f| f.new != f.original).collect();
+    // The directories made for new files, outermost first: removed again on a rollback.
+    let mut made: Vec<Target> = Vec::new();
     for (done, file) in changed.iter().enumerate() {
-        if let Err(error) = write_one(ops, file) {
+        if let Err(error) = write_one(ops, file, &mut made) {
             let verb = if file.new.is_some() { "write" } else { "delete" };
             let mut message = format!("Cannot {verb} {}: {error}.", file.display);
             let mut failed = Vec::new();
@@ -259,8 +263,15 @@ fn commit(ops: &dyn Operations, plan: &Plan) -> Result<(), ToolError> {
                     original: earlier.new.clone(),
                     new: earlier.original.clone(),
                 };
-                if let Err(e) = write_one(ops, &undo) {
+                if let Err(e) = write_one(ops, &undo, &mut Vec::new()) {
                     failed.push(format!("{} ({e})", earlier.display));
+                }
+            }
+            // Innermost first; one that is not empty (something else was put there) stays.
+            let mut kept = Vec::new();
+            for dir in made.iter().rev() {
+                if let Err(e) = ops.remove_dir(dir) {
+                    kept.push(format!("{} ({e})", display_path(dir.path())));
                 }
             }
             if failed.is_empty() {
@@ -285,6 +296,9 @@ fn commit(ops: &dyn Operations, plan: &Plan) -> Result<(), ToolError> {
                     failed.join(", ")
                 );
             }
+            if !kept.is_empty() {
+                let _ = write!(message, " Directories it created remain: {}.", kept.join(", "));
+            }
             let kind_source = ToolError::from_io(io::Error::new(error.kind(), error.to_string()));
             return Err(kind_source.with_message(message));
         }
@@ -292,11 +306,28 @@ fn commit(ops: &dyn Operations, plan: &Plan) -> Result<(), ToolError> {
     Ok(())
 }
 
-fn write_one(ops: &dyn Operations, file: &Staged) -> io::Result<()> {
+/// Writes (or deletes) one file; the directories it had to create are added to `made`.
+fn write_one(ops: &dyn Operations, file: &Staged, made: &mut Vec<Target>) -> io::Result<()> {
     match &file.new {
         Some(bytes) => {
             if let Some(parent) = file.target.parent() {
-                ops.create_dir_all(&parent)?;
+                let mut missing = Vec::new();
+                let mut dir = Some(parent.clone());
+                while let Some(at) = dir {
+                    match ops.metadata(&at) {
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                            dir = at.parent();
+                            missing.push(at);
+                        }
+                        _ => break,
+                    }
+                }
+                let created = ops.create_dir_all(&parent);
+                // Outermost first; a failure midway may have made some of them.
+                made.extend(
+                    missing.into_iter().rev().filter(|dir| created.is_ok() || ops.metadata(dir).is_ok()),
+                );
+                created?;
             }
             let check = match &file.original {
                 Some(original) => Precondition::Unchanged(content_hash(original)),
@@ -338,16 +369,23 @@ fn report(plan: &Plan) -> ToolOutput {
             fallback_notes.join("; ")
         );
     }
-    let mut diff = String::new();
+    // One budget for the diffs of every file.
+    let mut diff = Diff::default();
     for file in &plan.files {
         if file.new != file.original {
             let before = String::from_utf8_lossy(file.original.as_deref().unwrap_or_default());
             let after = String::from_utf8_lossy(file.new.as_deref().unwrap_or_default());
-            diff.push_str(&unified_diff(&file.display, &before, &after));
+            let room = MAX_DIFF_BYTES.saturating_sub(diff.text.len());
+            let one = unified_diff(&file.display, &before, &after, room);
+            diff.text.push_str(&one.text);
+            if one.cut {
+                diff.cut = true;
+                break;
+            }
         }
     }
     ToolOutput::text(text.trim_end().to_owned())
         .with_title(format!("apply_patch: {}", plural(plan.lines.len() as u64, "file")))
         .with_metadata("files", json!(files_meta))
-        .with_metadata("diff", json!(diff))
+        .with_diff(diff)
 }

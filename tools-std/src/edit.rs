@@ -1,6 +1,6 @@
 //! The `edit` tool: replace exact text in a file, keeping its line endings and BOM, with a tolerant fallback.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -12,7 +12,8 @@ use crate::Workspace;
 use crate::ops::{Operations, Precondition, Target, content_hash};
 use crate::text::{hard_links_note, plural};
 use crate::text_file::{
-    BOM, Endings, io_error, line_endings, plain, plain_str, read_for_edit, to_crlf, unified_diff,
+    BOM, Endings, MAX_DIFF_BYTES, WithDiff, io_error, line_endings, plain, plain_str, read_for_edit, to_crlf,
+    unified_diff,
 };
 
 pub use crate::text_file::MAX_EDIT_BYTES;
@@ -83,7 +84,7 @@ fn edit_blocking(
         return Ok(ToolOutput::text(format!("Created {display} ({}).", plural(written.bytes, "byte")))
             .with_title(display.to_owned())
             .with_metadata("created", json!(true))
-            .with_metadata("diff", json!(unified_diff(display, "", request.new))));
+            .with_diff(unified_diff(display, "", request.new, MAX_DIFF_BYTES)));
     };
     if request.old.is_empty() {
         if !bytes.is_empty() {
@@ -102,7 +103,7 @@ fn edit_blocking(
             hard_links_note(written.other_links)
         ))
         .with_title(display.to_owned())
-        .with_metadata("diff", json!(unified_diff(display, "", request.new))));
+        .with_diff(unified_diff(display, "", request.new, MAX_DIFF_BYTES)));
     }
 
     let edited = apply(&bytes, request).map_err(|failure| failure.into_error(display))?;
@@ -113,9 +114,9 @@ fn edit_blocking(
     let after = String::from_utf8_lossy(&edited.bytes);
     Ok(ToolOutput::text(edited.summary(display) + &hard_links_note(written.other_links))
         .with_title(display.to_owned())
-        .with_metadata("replacements", json!(edited.replacements.len()))
+        .with_metadata("replacements", json!(edited.count))
         .with_metadata("match", json!(edited.tier.name()))
-        .with_metadata("diff", json!(unified_diff(display, &before, &after))))
+        .with_diff(unified_diff(display, &before, &after, MAX_DIFF_BYTES)))
 }
 
 /// How `old_string` was found.
@@ -142,35 +143,32 @@ impl Tier {
     }
 }
 
-/// One region of the original content and what replaces it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Replacement {
-    range: Range<usize>,
-    /// Shared: `replace_all` over many matches must not copy `new_string` once per match.
-    text: Arc<str>,
-}
-
 #[derive(Debug)]
 pub(crate) struct Edited {
     pub(crate) bytes: Vec<u8>,
     pub(crate) tier: Tier,
-    pub(crate) replacements: Vec<Replacement>,
-    /// 1-based line of each replacement in the original file, with its old and new line counts.
+    /// How many places were replaced.
+    pub(crate) count: usize,
+    /// 1-based line of the replacements in the original file (each line once, the first
+    /// [`SUMMARY_LINES`] lines), with their old and new line counts.
     pub(crate) lines: Vec<(usize, usize, usize)>,
 }
 
+/// How many replacements a summary names by line.
+const SUMMARY_LINES: usize = 10;
+
 impl Edited {
     pub(crate) fn summary(&self, display: &str) -> String {
-        let n = self.replacements.len();
+        let n = self.count;
         let mut text = match self.lines.as_slice() {
-            [(line, removed, added)] => format!(
+            [(line, removed, added)] if n == 1 => format!(
                 "Edited {display}: replaced 1 occurrence at line {line} ({} removed, {} added).",
                 plural(*removed as u64, "line"),
                 plural(*added as u64, "line")
             ),
             many => {
-                let at: Vec<String> = many.iter().take(10).map(|(line, _, _)| line.to_string()).collect();
-                let more = if many.len() > 10 { ", ..." } else { "" };
+                let at: Vec<String> = many.iter().map(|(line, _, _)| line.to_string()).collect();
+                let more = if n > many.len() && many.len() == SUMMARY_LINES { ", ..." } else { "" };
                 format!("Edited {display}: replaced {n} occurrences (at lines {}{more}).", at.join(", "))
             }
         };
@@ -225,7 +223,57 @@ impl Failure {
     }
 }
 
+/// Where `old` is found in a text, by one tier. A search can run twice (once to count the
+/// matches and size the result, once to build it), so no state per match is ever kept: the
+/// memory an edit needs is the file, the result and (for the tolerant tiers) one plain copy.
+struct Search<'a> {
+    tier: Tier,
+    body: &'a [u8],
+    old: &'a str,
+    new: &'a str,
+}
+
+impl Search<'_> {
+    /// Calls `visit` with each match, left to right, and the text that replaces it.
+    fn run(&self, visit: &mut dyn FnMut(Range<usize>, &str)) -> Result<(), Failure> {
+        let text = || std::str::from_utf8(self.body).map_err(|_| Failure::NotFound);
+        match self.tier {
+            Tier::Exact => {
+                let finder = memchr::memmem::Finder::new(self.old.as_bytes());
+                let mut next_free = 0;
+                for start in finder.find_iter(self.body) {
+                    // Non-overlapping, left to right, like `str::match_indices`.
+                    if start >= next_free {
+                        next_free = start + self.old.len();
+                        visit(start..next_free, self.new);
+                    }
+                }
+                Ok(())
+            }
+            Tier::Typography => {
+                typography_matches(text()?, self.old, self.new, visit);
+                Ok(())
+            }
+            Tier::ShiftedLines => line_matches(text()?, self.old, self.new, true, visit),
+            Tier::LooseLines => line_matches(text()?, self.old, self.new, false, visit),
+        }
+    }
+
+    /// How many matches, and the size of the content once they are replaced.
+    fn survey(&self, content_len: usize) -> Result<(usize, u64), Failure> {
+        let (mut count, mut size) = (0usize, content_len as u64);
+        self.run(&mut |range, text| {
+            count += 1;
+            size = size + text.len() as u64 - range.len() as u64;
+        })?;
+        Ok((count, size))
+    }
+}
+
 /// Replaces `request.old` in `content` and returns the new content.
+///
+/// The matches are counted and the size of the result computed before a byte of it is built:
+/// an ambiguous or oversized edit is refused having cost one pass over the file.
 pub(crate) fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Failure> {
     let (bom, body) = match content.strip_prefix(BOM) {
         Some(body) => (true, body),
@@ -239,183 +287,157 @@ pub(crate) fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Fai
         Endings::Mixed => (old.to_owned(), new.to_owned()),
     };
 
-    let shared: Arc<str> = Arc::from(new.as_str());
-    let exact: Vec<Replacement> = memchr::memmem::find_iter(body, old.as_bytes())
-        .scan(0usize, |next_free, start| {
-            // Non-overlapping, left to right, like `str::match_indices`.
-            if start < *next_free {
-                return Some(None);
-            }
-            *next_free = start + old.len();
-            Some(Some(Replacement { range: start..start + old.len(), text: shared.clone() }))
-        })
-        .flatten()
-        .collect();
-    let (tier, replacements) = if exact.is_empty() {
-        let text = std::str::from_utf8(body).map_err(|_| Failure::NotFound)?;
-        tolerant_matches(text, &old, &shared)?.ok_or(Failure::NotFound)?
-    } else {
-        (Tier::Exact, exact)
-    };
-    if replacements.len() > 1 && !request.replace_all {
-        return Err(Failure::Ambiguous { count: replacements.len(), tier });
+    // The first tier that finds anything decides.
+    let mut found = None;
+    for tier in [Tier::Exact, Tier::Typography, Tier::ShiftedLines, Tier::LooseLines] {
+        if tier != Tier::Exact && old.trim().is_empty() {
+            break;
+        }
+        let search = Search { tier, body, old: &old, new: &new };
+        let (count, size) = match search.survey(content.len()) {
+            Err(Failure::NotFound) if tier != Tier::Exact => break,
+            other => other?,
+        };
+        if count > 0 {
+            found = Some((search, count, size));
+            break;
+        }
     }
-    // The size of the result, known before a byte of it is built.
-    let size = replacements
-        .iter()
-        .fold(content.len() as u64, |size, r| size + r.text.len() as u64 - r.range.len() as u64);
+    let (search, count, size) = found.ok_or(Failure::NotFound)?;
+    if count > 1 && !request.replace_all {
+        return Err(Failure::Ambiguous { count, tier: search.tier });
+    }
     if size > MAX_EDIT_BYTES {
-        return Err(Failure::TooLarge { count: replacements.len(), size });
+        return Err(Failure::TooLarge { count, size });
     }
 
     let mut out = Vec::with_capacity(size as usize);
     if bom {
         out.extend_from_slice(BOM);
     }
-    let mut lines = Vec::with_capacity(replacements.len());
+    let mut lines = Vec::with_capacity(count.min(SUMMARY_LINES));
     let mut copied = 0;
     let mut line = 1;
-    for replacement in &replacements {
-        let before = &body[copied..replacement.range.start];
+    search.run(&mut |range, text| {
+        let before = &body[copied..range.start];
         line += memchr::memchr_iter(b'\n', before).count();
-        let removed = &body[replacement.range.clone()];
-        lines.push((line, count_lines(removed), count_lines(replacement.text.as_bytes())));
+        let removed = &body[range.clone()];
+        // Several replacements on one line name it once.
+        if lines.len() < SUMMARY_LINES && lines.last().is_none_or(|&(at, _, _)| at != line) {
+            lines.push((line, count_lines(removed), count_lines(text.as_bytes())));
+        }
         line += memchr::memchr_iter(b'\n', removed).count();
         out.extend_from_slice(before);
-        out.extend_from_slice(replacement.text.as_bytes());
-        copied = replacement.range.end;
-    }
+        out.extend_from_slice(text.as_bytes());
+        copied = range.end;
+    })?;
     out.extend_from_slice(&body[copied..]);
-    Ok(Edited { bytes: out, tier, replacements, lines })
-}
-
-/// The tolerant tiers, in order; the first that finds anything decides.
-fn tolerant_matches(
-    content: &str,
-    old: &str,
-    new: &Arc<str>,
-) -> Result<Option<(Tier, Vec<Replacement>)>, Failure> {
-    if old.trim().is_empty() {
-        return Ok(None);
-    }
-    let typography = typography_matches(content, old, new);
-    if !typography.is_empty() {
-        return Ok(Some((Tier::Typography, typography)));
-    }
-    let lines = Lines::new(content);
-    let shifted = lines.matches(old, new, true)?;
-    if !shifted.is_empty() {
-        return Ok(Some((Tier::ShiftedLines, shifted)));
-    }
-    let loose = lines.matches(old, new, false)?;
-    Ok((!loose.is_empty()).then_some((Tier::LooseLines, loose)))
+    Ok(Edited { bytes: out, tier: search.tier, count, lines })
 }
 
 /// Matches after mapping typographic characters to plain ones, one character for one, so every
 /// match maps back to an exact range of the original.
-fn typography_matches(content: &str, old: &str, new: &Arc<str>) -> Vec<Replacement> {
+fn typography_matches(content: &str, old: &str, new: &str, visit: &mut dyn FnMut(Range<usize>, &str)) {
     let plain_old = plain_str(old);
-    let mut plain_content = String::with_capacity(content.len());
-    // The original byte offset of each byte of `plain_content`, plus one for its end.
-    let mut offsets = Vec::with_capacity(content.len() + 1);
-    for (at, c) in content.char_indices() {
-        let p = plain(c);
-        for _ in 0..p.len_utf8() {
-            offsets.push(at);
+    if plain_old == old && content.chars().all(|c| plain(c) == c) {
+        return;
+    }
+    let plain_content = plain_str(content);
+    // Walks the original alongside the plain text, to map the (increasing) offsets of the
+    // matches back without a table of every offset.
+    let mut chars = content.chars();
+    let (mut plain_at, mut original_at) = (0, 0);
+    let mut original = |offset: usize| {
+        while plain_at < offset {
+            let Some(c) = chars.next() else { break };
+            plain_at += plain(c).len_utf8();
+            original_at += c.len_utf8();
         }
-        plain_content.push(p);
+        original_at
+    };
+    for (start, matched) in plain_content.match_indices(&plain_old) {
+        let range = original(start)..original(start + matched.len());
+        visit(range, new);
     }
-    offsets.push(content.len());
-    if plain_content == content && plain_old == old {
-        return Vec::new();
-    }
-    plain_content
-        .match_indices(&plain_old)
-        .map(|(start, matched)| Replacement {
-            range: offsets[start]..offsets[start + matched.len()],
-            text: new.clone(),
-        })
-        .collect()
 }
 
-/// The content's lines: byte ranges without and with their terminator, and the plain text of
-/// each with trailing whitespace removed.
-struct Lines<'a> {
-    content: &'a str,
-    spans: Vec<(Range<usize>, usize)>,
-    plain: Vec<String>,
-}
-
-impl<'a> Lines<'a> {
-    fn new(content: &'a str) -> Self {
-        let mut spans = Vec::new();
-        let mut start = 0;
-        while start < content.len() {
-            let end = content[start..].find('\n').map_or(content.len(), |i| start + i);
-            let next = (end + 1).min(content.len());
-            spans.push((start..end, next));
-            start = next;
+/// Whole-line matches of `old` in `content`. With `shift`, lines must be equal but for
+/// trailing whitespace and one indentation prefix missing (or extra) on every non-blank line of
+/// `old`; `new` is re-indented the same way. Without, leading whitespace is ignored too and
+/// `new` is inserted as given.
+///
+/// The lines are compared in a window as long as `old`, so memory does not grow with the file.
+/// Re-indented texts are built once per indentation, and their total is bounded: past
+/// [`MAX_EDIT_BYTES`] the search stops with [`Failure::TooLarge`].
+fn line_matches(
+    content: &str,
+    old: &str,
+    new: &str,
+    shift: bool,
+    visit: &mut dyn FnMut(Range<usize>, &str),
+) -> Result<(), Failure> {
+    let (old_lines, through_newline) = split_lines(old);
+    let old_plain: Vec<String> = old_lines.iter().map(|l| plain_str(l.trim_end())).collect();
+    let k = old_plain.len();
+    let mut texts: HashMap<Option<Indent>, Arc<str>> = HashMap::new();
+    let mut built = 0u64;
+    let mut found = 0usize;
+    // The window: each line's range without its terminator, where the next line starts, and
+    // its plain text without trailing whitespace.
+    let mut spans: VecDeque<(Range<usize>, usize)> = VecDeque::with_capacity(k);
+    let mut window: VecDeque<String> = VecDeque::with_capacity(k);
+    let mut start = 0;
+    while k > 0 && start < content.len() {
+        let end = content[start..].find('\n').map_or(content.len(), |i| start + i);
+        let next = (end + 1).min(content.len());
+        spans.push_back((start..end, next));
+        window.push_back(plain_str(content[start..end].trim_end()));
+        start = next;
+        if window.len() < k {
+            continue;
         }
-        let plain = spans.iter().map(|(range, _)| plain_str(content[range.clone()].trim_end())).collect();
-        Lines { content, spans, plain }
-    }
-
-    /// Whole-line matches of `old`. With `shift`, lines must be equal but for trailing
-    /// whitespace and one indentation prefix missing (or extra) on every non-blank line of
-    /// `old`; `new` is re-indented the same way. Without, leading whitespace is ignored too and
-    /// `new` is inserted as given.
-    ///
-    /// Re-indented texts are built once per indentation, and their total is bounded: past
-    /// [`MAX_EDIT_BYTES`] the search stops with [`Failure::TooLarge`].
-    fn matches(&self, old: &str, new: &Arc<str>, shift: bool) -> Result<Vec<Replacement>, Failure> {
-        let (old_lines, through_newline) = split_lines(old);
-        let old_plain: Vec<String> = old_lines.iter().map(|l| plain_str(l.trim_end())).collect();
-        let k = old_plain.len();
-        let mut found = Vec::new();
-        let mut texts: HashMap<Option<Indent>, Arc<str>> = HashMap::new();
-        let mut built = 0u64;
-        let mut i = 0;
-        while k > 0 && i + k <= self.plain.len() {
-            let window = &self.plain[i..i + k];
-            let indent = if shift { shift_between(window, &old_plain) } else { None };
-            let equal = if shift {
-                indent.is_some()
-            } else {
-                window.iter().zip(&old_plain).all(|(a, b)| a.trim_start() == b.trim_start())
-            };
-            if !equal {
-                i += 1;
-                continue;
-            }
-            let start = self.spans[i].0.start;
-            let last = &self.spans[i + k - 1];
-            let end = if through_newline { last.1 } else { last.0.end };
-            let text = match texts.get(&indent) {
-                Some(text) => text.clone(),
-                None => {
-                    let text: Arc<str> = match &indent {
-                        Some(Indent::Add(prefix)) => reindent(new, |line| format!("{prefix}{line}")).into(),
-                        Some(Indent::Remove(prefix)) => reindent(new, |line| {
-                            line.strip_prefix(prefix.as_str()).unwrap_or(line).to_owned()
-                        })
-                        .into(),
-                        None => new.clone(),
-                    };
-                    built += text.len() as u64;
-                    if built > MAX_EDIT_BYTES {
-                        return Err(Failure::TooLarge { count: found.len() + 1, size: built });
+        let lines = window.make_contiguous();
+        let indent = if shift { shift_between(lines, &old_plain) } else { None };
+        let equal = if shift {
+            indent.is_some()
+        } else {
+            lines.iter().zip(&old_plain).all(|(a, b)| a.trim_start() == b.trim_start())
+        };
+        if !equal {
+            window.pop_front();
+            spans.pop_front();
+            continue;
+        }
+        let first = spans[0].0.start;
+        let last = &spans[k - 1];
+        let end = if through_newline { last.1 } else { last.0.end };
+        let text = match texts.get(&indent) {
+            Some(text) => text.clone(),
+            None => {
+                let text: Arc<str> = match &indent {
+                    Some(Indent::Add(prefix)) => reindent(new, |line| format!("{prefix}{line}")).into(),
+                    Some(Indent::Remove(prefix)) => {
+                        reindent(new, |line| line.strip_prefix(prefix.as_str()).unwrap_or(line).to_owned())
+                            .into()
                     }
-                    texts.insert(indent, text.clone());
-                    text
+                    None => Arc::from(new),
+                };
+                built += text.len() as u64;
+                if built > MAX_EDIT_BYTES {
+                    return Err(Failure::TooLarge { count: found + 1, size: built });
                 }
-            };
-            // Never cut a CRLF in two: a match ending before `\r\n` keeps the `\r` outside.
-            let end = if !through_newline && self.content[..end].ends_with('\r') { end - 1 } else { end };
-            found.push(Replacement { range: start..end, text });
-            i += k;
-        }
-        Ok(found)
+                texts.insert(indent, text.clone());
+                text
+            }
+        };
+        // Never cut a CRLF in two: a match ending before `\r\n` keeps the `\r` outside.
+        let end = if !through_newline && content[..end].ends_with('\r') { end - 1 } else { end };
+        visit(first..end, &text);
+        found += 1;
+        window.clear();
+        spans.clear();
     }
+    Ok(())
 }
 
 /// `text` split into lines without terminators (and without `\r`), and whether it ended with a

@@ -8,7 +8,8 @@ use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
 use crate::ops::{FileKind, Target, WalkOptions};
-use crate::text::place;
+use crate::screen::Screening;
+use crate::text::{excerpt, place};
 
 /// Find files by path pattern, newest first.
 ///
@@ -51,7 +52,8 @@ pub async fn glob(
     // back files that ignore rules or `hidden` leave out.
     let matcher = crate::ops::overrides(root.path(), std::slice::from_ref(&pattern))
         .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
-    let mut found: Vec<(Option<SystemTime>, Target)> = ws
+    let mut screening = Screening::new(ctx.path_screen(), ws.0.clone());
+    let (mut found, screening): (Vec<(Option<SystemTime>, Target)>, Screening) = ws
         .blocking(move |ops| -> Result<_, ToolError> {
             match ops.metadata(&root) {
                 Ok(info) if info.kind == FileKind::Dir => {}
@@ -67,7 +69,10 @@ pub async fn glob(
             }
             let mut found = Vec::new();
             ops.walk(&root, &options, &mut |entry| {
-                if entry.kind == FileKind::File && matcher.matched(entry.path.path(), false).is_whitelist() {
+                if entry.kind == FileKind::File
+                    && matcher.matched(entry.path.path(), false).is_whitelist()
+                    && screening.passes(&entry.path)
+                {
                     found.push((entry.modified, entry.path));
                 }
                 !cancel.is_cancelled()
@@ -76,19 +81,22 @@ pub async fn glob(
             if cancel.is_cancelled() {
                 return Err(ToolError::cancelled("The search was cancelled."));
             }
-            Ok(found)
+            Ok((found, screening))
         })
         .await??;
+    let screened = screening.notice("file", "listed");
     // Newest first over the whole result set; ties (and unknown times, last) by path.
     found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let total = found.len();
     if total == 0 {
         let skipped = if hidden { "Files" } else { "Hidden files and files" };
         return Ok(ToolOutput::text(format!(
-            "No files match `{pattern}` in {}. {skipped} ignored by .gitignore, .ignore or .rgignore are skipped.",
+            "No files match `{}` in {}. {skipped} ignored by .gitignore, .ignore or .rgignore are skipped.{screened}",
+            excerpt(&pattern),
             place(&dir.display)
         ))
-        .with_metadata("count", json!(0)));
+        .with_metadata("count", json!(0))
+        .with_metadata("screened", json!(screening.count())));
     }
     let shown = total.min(limit as usize);
     let mut text: String = found[..shown].iter().map(|(_, p)| ws.display(p) + "\n").collect();
@@ -97,9 +105,11 @@ pub async fn glob(
             "\n[showing {shown} of {total} matching files, newest first; use a more specific pattern or path to see the others]"
         ));
     }
+    text.push_str(&screened);
     Ok(ToolOutput::text(text)
         .with_metadata("count", json!(total))
-        .with_metadata("truncated", json!(shown < total)))
+        .with_metadata("truncated", json!(shown < total))
+        .with_metadata("screened", json!(screening.count())))
 }
 
 /// Makes a pattern relative to the searched directory: drops a leading `./`, and the directory

@@ -11,7 +11,8 @@ use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
 use crate::ops::{FileKind, Target, WalkOptions};
-use crate::text::{ECHO_CHARS, clip, cut_line, place, plural};
+use crate::screen::Screening;
+use crate::text::{clip, cut_line, excerpt, place, plural};
 
 /// Matching lines longer than this many characters are cut.
 pub const MAX_LINE_CHARS: usize = 500;
@@ -78,8 +79,9 @@ pub async fn grep(
     let root = target.target.clone();
     let display = target.display.clone();
     let limit = limit.max(1) as usize;
+    let mut screening = Screening::new(ctx.path_screen(), ws.0.clone());
     let result = ws
-        .blocking(move |ops| -> Result<Found, ToolError> {
+        .blocking(move |ops| -> Result<(Found, Screening), ToolError> {
             let info = ops.metadata(&root).map_err(|e| {
                 let message = format!("Cannot search {display}: {e}");
                 ToolError::from_io(e).with_message(message)
@@ -91,10 +93,11 @@ pub async fn grep(
                     FileKind::Other.describe()
                 )));
             }
-            if info.kind == FileKind::Dir {
+            let explicit = info.kind != FileKind::Dir;
+            if !explicit {
                 let options = WalkOptions { globs, ..WalkOptions::default() };
                 ops.walk(&root, &options, &mut |entry| {
-                    if entry.kind == FileKind::File {
+                    if entry.kind == FileKind::File && screening.passes(&entry.path) {
                         files.push((entry.modified, entry.path));
                     }
                     !cancel.is_cancelled()
@@ -115,8 +118,16 @@ pub async fn grep(
                 if cancel.is_cancelled() {
                     return Err(ToolError::cancelled("The search was cancelled."));
                 }
-                // An unreadable file is skipped, as ripgrep does.
-                let Ok(reader) = ops.open(&path) else { continue };
+                // An unreadable file found by the walk is skipped, as ripgrep does; the file the
+                // model named is an error saying why.
+                let reader = match ops.open(&path) {
+                    Ok(reader) => reader,
+                    Err(e) if explicit => {
+                        let message = format!("Cannot search {display}: {e}.");
+                        return Err(ToolError::from_io(e).with_message(message));
+                    }
+                    Err(_) => continue,
+                };
                 let mut shown = Vec::new();
                 let mut count = 0usize;
                 let room = limit.saturating_sub(found.shown);
@@ -134,7 +145,11 @@ pub async fn grep(
                         Ok(true)
                     }),
                 );
-                if searched.is_err() {
+                if let Err(e) = searched {
+                    if explicit && !line_too_long(&e) {
+                        let message = format!("Cannot search {display}: {e}.");
+                        return Err(ToolError::from_io(e).with_message(message));
+                    }
                     // A line too long to hold in memory, or a read error: say so rather than
                     // pretend the file had no match.
                     found.skipped.push(workspace.display(&path));
@@ -150,18 +165,20 @@ pub async fn grep(
                     found.groups.push((workspace.display(&path), shown));
                 }
             }
-            Ok(found)
+            Ok((found, screening))
         })
         .await??;
+    let (result, screening) = result;
 
-    let skipped = skipped_notice(&result.skipped);
+    let skipped = skipped_notice(&result.skipped) + &screening.notice("file", "searched");
     if result.total == 0 {
         return Ok(ToolOutput::text(format!(
             "No matches for `{}` in {}. Hidden files, binary files and files ignored by .gitignore, .ignore or .rgignore are not searched.{skipped}",
-            cut_line(&pattern, ECHO_CHARS, 0),
+            excerpt(&pattern),
             place(&target.display)
         ))
-        .with_metadata("matches", json!(0)));
+        .with_metadata("matches", json!(0))
+        .with_metadata("screened", json!(screening.count())));
     }
     let mut text = String::new();
     for (i, (file, lines)) in result.groups.iter().enumerate() {
@@ -187,7 +204,8 @@ pub async fn grep(
     Ok(ToolOutput::text(text)
         .with_metadata("matches", json!(result.total))
         .with_metadata("files", json!(result.files))
-        .with_metadata("truncated", json!(result.shown < result.total)))
+        .with_metadata("truncated", json!(result.shown < result.total))
+        .with_metadata("screened", json!(screening.count())))
 }
 
 #[derive(Debug, Default)]
@@ -215,12 +233,13 @@ fn skipped_notice(skipped: &[String]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::time::{Duration, SystemTime};
 
     use serde_json::json;
     use tool_runtime::ErrorKind;
 
+    use crate::ops::{Target, WalkOptions};
     use crate::testing::Fixture;
 
     fn age(path: &std::path::Path, seconds: u64) {
@@ -279,6 +298,126 @@ mod tests {
                 "x".repeat(494)
             )
         );
+    }
+
+    /// A policy of `Read(./.env)` denied and `Read(./secrets/**)` asked, in code.
+    pub(crate) fn read_rules(fx: &Fixture) -> std::sync::Arc<dyn tool_runtime::PermissionHook> {
+        let rules = tool_runtime::permissions::Rules::builder(fx.root())
+            .catalog(crate::permission_catalog())
+            .deny("Read(./.env)")
+            .ask("Read(./secrets/**)")
+            .build()
+            .unwrap();
+        std::sync::Arc::new(tool_runtime::permissions::Policy::new(rules))
+    }
+
+    #[tokio::test]
+    async fn read_rules_stop_the_files_a_search_finds() {
+        let fx = Fixture::new();
+        fx.write(".env", "TOKEN=env\n");
+        fx.write("secrets/key.txt", "TOKEN=key\n");
+        fx.write("secrets/deep/more.txt", "TOKEN=more\n");
+        fx.write("src/a.txt", "TOKEN=fine\n");
+        let policy = read_rules(&fx);
+        let fx = &fx;
+        let grep = |args: serde_json::Value| {
+            let ctx = fx.ctx_with("grep", policy.clone());
+            async move { fx.call_with(ctx, "grep", args).await }
+        };
+        let out = grep(json!({"pattern": "TOKEN", "glob": ".env"})).await.unwrap();
+        assert_eq!(
+            out.text_content(),
+            "No matches for `TOKEN` in the workspace root. Hidden files, binary files and files ignored by \
+             .gitignore, .ignore or .rgignore are not searched.\n[1 file not searched: refused by the rule \
+             `deny Read(./.env)` in the rules given in code.]"
+        );
+        assert_eq!(out.metadata["screened"], json!(1));
+        let text = grep(json!({"pattern": "TOKEN"})).await.unwrap().text_content();
+        assert_eq!(
+            text,
+            "src/a.txt\n  1: TOKEN=fine\n\n[2 files not searched: the rule `ask Read(./secrets/**)` in the rules \
+             given in code says to ask first, and nobody can be asked about each file a search or listing finds. \
+             Name one as path to be asked about it.]"
+        );
+        // Named as the path, the file is asked about (and refused, with nobody to ask).
+        let err = grep(json!({"pattern": "TOKEN", "path": "secrets/key.txt"})).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::PermissionDenied);
+        let err = grep(json!({"pattern": "TOKEN", "path": "./secrets/../.env"})).await.unwrap_err();
+        assert!(err.message().contains("`deny Read(./.env)`"), "{}", err.message());
+        // Without rules, everything is searched.
+        let all = fx.text("grep", json!({"pattern": "TOKEN", "glob": "{.env,**/*.txt}"})).await;
+        assert_eq!(all.matches("TOKEN=").count(), 4, "{all}");
+    }
+
+    /// Local operations, except that opening a file named `name` fails as an unreadable file
+    /// does (root reads files whatever their mode, so the mode cannot stand for it here).
+    struct Unreadable(crate::LocalOperations, &'static str);
+
+    impl crate::Operations for Unreadable {
+        fn metadata(&self, path: &Target) -> std::io::Result<crate::ops::FileInfo> {
+            self.0.metadata(path)
+        }
+        fn symlink_metadata(&self, path: &Target) -> std::io::Result<crate::ops::FileInfo> {
+            self.0.symlink_metadata(path)
+        }
+        fn read_link(&self, path: &Target) -> std::io::Result<std::path::PathBuf> {
+            self.0.read_link(path)
+        }
+        fn open(&self, path: &Target) -> std::io::Result<Box<dyn std::io::Read + Send>> {
+            if path.file_name().is_some_and(|name| name == self.1) {
+                return Err(std::io::Error::from_raw_os_error(13));
+            }
+            self.0.open(path)
+        }
+        fn read_dir(&self, path: &Target) -> std::io::Result<Vec<crate::ops::DirEntry>> {
+            self.0.read_dir(path)
+        }
+        fn create_dir_all(&self, path: &Target) -> std::io::Result<()> {
+            self.0.create_dir_all(path)
+        }
+        fn write_atomic(
+            &self,
+            path: &Target,
+            contents: &[u8],
+            check: crate::ops::Precondition,
+        ) -> std::io::Result<crate::ops::Written> {
+            self.0.write_atomic(path, contents, check)
+        }
+        fn walk(
+            &self,
+            root: &Target,
+            options: &WalkOptions,
+            visit: &mut dyn FnMut(crate::ops::WalkEntry) -> bool,
+        ) -> std::io::Result<()> {
+            self.0.walk(root, options, visit)
+        }
+        fn spawn_shell(
+            &self,
+            request: &crate::ops::ShellRequest,
+        ) -> std::io::Result<crate::ops::ShellProcess> {
+            self.0.spawn_shell(request)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_named_file_that_cannot_be_read_is_an_error() {
+        let fx = Fixture::new();
+        fx.write("locked.txt", "needle\n");
+        let ops = Unreadable(crate::LocalOperations::open(fx.root()).unwrap(), "locked.txt");
+        let ws = crate::Workspace::with_operations(fx.root(), std::sync::Arc::new(ops)).unwrap();
+        let mut deps = tool_runtime::Dependencies::new();
+        deps.insert(ws);
+        let deps = std::sync::Arc::new(deps);
+        let ctx = || tool_runtime::ToolContext::builder("grep").dependencies(deps.clone()).build();
+        let err = fx
+            .call_with(ctx(), "grep", json!({"pattern": "needle", "path": "locked.txt"}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::PermissionDenied);
+        assert_eq!(err.message(), "Cannot search locked.txt: Permission denied (os error 13).");
+        // Found by a walk, it is skipped as ripgrep skips it.
+        let out = fx.call_with(ctx(), "grep", json!({"pattern": "needle"})).await.unwrap();
+        assert!(out.text_content().starts_with("No matches"), "{}", out.text_content());
     }
 
     #[tokio::test]

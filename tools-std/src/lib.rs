@@ -56,6 +56,7 @@ mod local;
 pub mod ops;
 mod permission_catalog;
 pub mod process;
+mod screen;
 pub mod session;
 pub mod surface;
 mod terminal_text;

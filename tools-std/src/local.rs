@@ -209,6 +209,15 @@ impl Operations for LocalOperations {
         Ok(())
     }
 
+    fn remove_dir(&self, path: &Target) -> io::Result<()> {
+        let name = path.file_name().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "the path names the root, which is never removed")
+        })?;
+        let parent = path.parent().unwrap_or_else(Target::root);
+        let dir = self.open_dir(&parent)?;
+        dir.remove_dir(Path::new(name)).map_err(escape)
+    }
+
     fn walk(
         &self,
         root: &Target,

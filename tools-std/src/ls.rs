@@ -8,7 +8,8 @@ use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
 use crate::ops::{FileKind, WalkOptions};
-use crate::text::{display_path, place};
+use crate::screen::Screening;
+use crate::text::{display_path, place, plural};
 
 /// At most this many entries are read from one tree.
 pub const MAX_ENTRIES_READ: usize = 200_000;
@@ -47,7 +48,8 @@ pub async fn ls(
     let cancel = ctx.cancellation_token().clone();
     let root = dir.target.clone();
     let display = dir.display.clone();
-    let (entries, complete) = ws
+    let mut screening = Screening::new(ctx.path_screen(), ws.0.clone());
+    let (entries, complete, hidden, screening) = ws
         .blocking(move |ops| -> Result<_, ToolError> {
             match ops.metadata(&root) {
                 Ok(info) if info.kind == FileKind::Dir => {}
@@ -61,10 +63,16 @@ pub async fn ls(
                     return Err(ToolError::from_io(e).with_message(message));
                 }
             }
-            let options = WalkOptions { hidden: true, globs, ..WalkOptions::default() };
+            let options =
+                WalkOptions { hidden: true, globs, report_excluded: true, ..WalkOptions::default() };
             let mut entries = Vec::new();
+            let mut hidden = 0usize;
             ops.walk(&root, &options, &mut |entry| {
-                entries.push((entry.depth, entry.path.path().to_path_buf(), entry.kind == FileKind::Dir));
+                if entry.excluded {
+                    hidden += 1;
+                } else if screening.passes(&entry.path) {
+                    entries.push((entry.depth, entry.path.path().to_path_buf(), entry.kind == FileKind::Dir));
+                }
                 entries.len() < MAX_ENTRIES_READ && !cancel.is_cancelled()
             })
             .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
@@ -72,14 +80,26 @@ pub async fn ls(
                 return Err(ToolError::cancelled("The listing was cancelled."));
             }
             let complete = entries.len() < MAX_ENTRIES_READ;
-            Ok((entries, complete))
+            Ok((entries, complete, hidden, screening))
         })
         .await??;
 
     let header = if dir.display == "." { "./".to_owned() } else { format!("{}/", dir.display) };
+    let mut notes = String::new();
+    if hidden > 0 {
+        notes.push_str(&format!("\n[{} hidden by the ignore patterns]", plural(hidden as u64, "entry")));
+    }
+    notes.push_str(&screening.notice("entry", "listed"));
     if entries.is_empty() {
-        return Ok(ToolOutput::text(format!("{header}\n[{} is empty]", place(&dir.display)))
-            .with_metadata("entries", json!(0)));
+        let text = if notes.is_empty() {
+            format!("{header}\n[{} is empty]", place(&dir.display))
+        } else {
+            format!("{header}\n[every entry of {} is hidden]{notes}", place(&dir.display))
+        };
+        return Ok(ToolOutput::text(text)
+            .with_metadata("entries", json!(0))
+            .with_metadata("hidden", json!(hidden))
+            .with_metadata("screened", json!(screening.count())));
     }
     let total = entries.len();
     let tree = Tree::new(dir.target.path(), entries, limit as usize);
@@ -93,9 +113,12 @@ pub async fn ls(
             tree.shown
         ));
     }
+    text.push_str(&notes);
     Ok(ToolOutput::text(text)
         .with_metadata("entries", json!(total))
-        .with_metadata("shown", json!(tree.shown)))
+        .with_metadata("shown", json!(tree.shown))
+        .with_metadata("hidden", json!(hidden))
+        .with_metadata("screened", json!(screening.count())))
 }
 
 /// The entries chosen for display, by parent directory.
@@ -176,11 +199,40 @@ mod tests {
         );
         assert_eq!(
             fx.text("ls", json!({"path": "src", "ignore": ["*.log", "tools/"]})).await,
-            "src/\n  main.rs\n"
+            "src/\n  main.rs\n\n[1 entry hidden by the ignore patterns]"
         );
         assert_eq!(
             fx.text("ls", json!({"ignore": ["*.log", ".github", "src"]})).await,
-            "./\n  .gitignore\n  README.md\n"
+            "./\n  .gitignore\n  README.md\n\n[3 entries hidden by the ignore patterns]"
+        );
+    }
+
+    #[tokio::test]
+    async fn read_rules_stop_the_entries_a_listing_finds() {
+        let fx = Fixture::new();
+        fx.write(".env", "x");
+        fx.write("secrets/key.txt", "x");
+        fx.write("src/a.txt", "x");
+        let policy = crate::grep::tests::read_rules(&fx);
+        let out = fx.call_with(fx.ctx_with("ls", policy.clone()), "ls", json!({})).await.unwrap();
+        assert_eq!(
+            out.text_content(),
+            "./\n  src/\n    a.txt\n\n[1 entry not listed: refused by the rule `deny Read(./.env)` in the rules \
+             given in code.]\n[2 entries not listed: the rule `ask Read(./secrets/**)` in the rules given in code \
+             says to ask first, and nobody can be asked about each file a search or listing finds. Name one as path \
+             to be asked about it.]"
+        );
+        assert_eq!(out.metadata["screened"], json!(3));
+        let out = fx
+            .call_with(fx.ctx_with("glob", policy), "glob", json!({"pattern": "**/*", "hidden": true}))
+            .await
+            .unwrap();
+        assert_eq!(
+            out.text_content(),
+            "src/a.txt\n\n[1 file not listed: refused by the rule `deny Read(./.env)` in the rules given in code.]\
+             \n[1 file not listed: the rule `ask Read(./secrets/**)` in the rules given in code says to ask first, \
+             and nobody can be asked about each file a search or listing finds. Name one as path to be asked about \
+             it.]"
         );
     }
 
@@ -207,6 +259,13 @@ mod tests {
         );
         std::fs::create_dir_all(fx.root().join("empty")).unwrap();
         assert_eq!(fx.text("ls", json!({"path": "empty"})).await, "empty/\n[empty is empty]");
+        // Every entry hidden by the ignore patterns: not an empty directory.
+        let out = fx.call("ls", json!({"path": "dir", "ignore": ["*.txt"]})).await.unwrap();
+        assert_eq!(
+            out.text_content(),
+            "dir/\n[every entry of dir is hidden]\n[2 entries hidden by the ignore patterns]"
+        );
+        assert_eq!(out.metadata["hidden"], json!(2));
         let err = fx.error("ls", json!({"path": "dir/with space.txt"})).await;
         assert_eq!(
             err.message(),

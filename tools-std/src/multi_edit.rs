@@ -9,7 +9,7 @@ use crate::Workspace;
 use crate::edit::{Request, Tier, apply};
 use crate::ops::{Operations, Precondition, Target, content_hash};
 use crate::text::{hard_links_note, plural};
-use crate::text_file::{io_error, read_for_edit, unified_diff};
+use crate::text_file::{MAX_DIFF_BYTES, WithDiff, io_error, read_for_edit, unified_diff};
 
 /// One replacement of a `multi_edit` call, with the meaning it has in `edit`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -145,7 +145,7 @@ fn multi_edit_blocking(
         .with_metadata("edits", json!(total))
         .with_metadata("created", json!(created))
         .with_metadata("tolerant_match", json!(loose))
-        .with_metadata("diff", json!(unified_diff(display, &before, &after))))
+        .with_diff(unified_diff(display, &before, &after, MAX_DIFF_BYTES)))
 }
 
 #[cfg(test)]

@@ -146,11 +146,20 @@ pub struct WalkOptions {
     pub globs: Vec<String>,
     /// How deep to descend (the root's children are at depth 1).
     pub max_depth: Option<usize>,
+    /// Report the entries that `globs` leave out too, marked [`WalkEntry::excluded`] (never
+    /// descended into), so that a caller can say how many there were.
+    pub report_excluded: bool,
 }
 
 impl Default for WalkOptions {
     fn default() -> Self {
-        WalkOptions { hidden: false, respect_ignore_files: true, globs: Vec::new(), max_depth: None }
+        WalkOptions {
+            hidden: false,
+            respect_ignore_files: true,
+            globs: Vec::new(),
+            max_depth: None,
+            report_excluded: false,
+        }
     }
 }
 
@@ -165,6 +174,9 @@ pub struct WalkEntry {
     pub kind: FileKind,
     /// Last modification time, when known.
     pub modified: Option<SystemTime>,
+    /// Left out by [`WalkOptions::globs`], reported because of
+    /// [`WalkOptions::report_excluded`]; an excluded directory is not descended into.
+    pub excluded: bool,
 }
 
 /// What [`Operations::write_atomic`] checks before it replaces a file.
@@ -258,6 +270,15 @@ pub trait Operations: Send + Sync + 'static {
     fn remove_file(&self, path: &Target) -> io::Result<()> {
         let _ = path;
         Err(io::Error::new(io::ErrorKind::Unsupported, "this workspace's operations cannot delete files"))
+    }
+    /// Removes the empty directory `path` (one that is not empty is an error). The default
+    /// refuses (`Unsupported`), as [`Operations::remove_file`] does.
+    fn remove_dir(&self, path: &Target) -> io::Result<()> {
+        let _ = path;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this workspace's operations cannot delete directories",
+        ))
     }
     /// Walks the tree under `root` (which is not itself reported), calling `visit` for every
     /// entry until it returns `false`. Unreadable entries are skipped, symbolic links are

@@ -122,12 +122,155 @@ fn read_image(reader: Reader, display: &str, mime: &str, len: u64) -> Result<Too
             "{display} is an image ({mime}) larger than the 5 MiB `read` returns."
         )));
     }
+    let (width, height) = image_size(&bytes, mime).map_err(|problem| {
+        ToolError::invalid_arguments(format!(
+            "{display} starts like an image ({mime}) but is not a valid one: {problem}. It was not sent as an \
+             image; inspect it with `bash` (for example `file` or `xxd | head`)."
+        ))
+    })?;
     let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
     Ok(ToolOutput::text(format!("Image {display} ({mime}, {})", plural(bytes.len() as u64, "byte")))
         .with_content(Content::image(mime, data))
         .with_title(display.to_owned())
         .with_metadata("mime_type", json!(mime))
-        .with_metadata("bytes", json!(bytes.len())))
+        .with_metadata("bytes", json!(bytes.len()))
+        .with_metadata("width", json!(width))
+        .with_metadata("height", json!(height)))
+}
+
+/// The width and height an image's header gives, once the header is checked as a decoder
+/// would read it; otherwise what is wrong. `mime` is what [`image_mime`] found from the magic
+/// bytes.
+fn image_size(bytes: &[u8], mime: &str) -> Result<(u32, u32), &'static str> {
+    let be16 = |at: usize| bytes.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    let le16 = |at: usize| bytes.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let be32 = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    let le32 = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let nonzero =
+        |w: u32, h: u32| if w == 0 || h == 0 { Err("its width or height is 0") } else { Ok((w, h)) };
+    match mime {
+        "image/png" => {
+            // The signature, then the IHDR chunk: 13 bytes of data and a CRC over type and data.
+            if be32(8) != Some(13) || bytes.get(12..16) != Some(b"IHDR") {
+                return Err("its first chunk is not a 13-byte IHDR header");
+            }
+            let crc = be32(29).ok_or("it ends inside its IHDR header")?;
+            if crc32(&bytes[12..29]) != crc {
+                return Err("the checksum of its IHDR header does not match");
+            }
+            let (width, height) = (be32(16).unwrap_or(0), be32(20).unwrap_or(0));
+            if width > i32::MAX as u32 || height > i32::MAX as u32 {
+                return Err("its width or height is out of range");
+            }
+            let (depth, color) = (bytes[24], bytes[25]);
+            let depth_ok = match color {
+                0 => matches!(depth, 1 | 2 | 4 | 8 | 16),
+                3 => matches!(depth, 1 | 2 | 4 | 8),
+                2 | 4 | 6 => matches!(depth, 8 | 16),
+                _ => false,
+            };
+            if !depth_ok || bytes[26] != 0 || bytes[27] != 0 || bytes[28] > 1 {
+                return Err("its IHDR header names a colour type, bit depth or method that does not exist");
+            }
+            nonzero(width, height)
+        }
+        "image/jpeg" => {
+            // Segments after SOI, up to the frame header (SOFn) with the size.
+            let mut at = 2;
+            loop {
+                match bytes.get(at) {
+                    Some(0xFF) => {}
+                    Some(_) => return Err("a segment does not start with a marker where one must be"),
+                    None => return Err("it ends before its frame header"),
+                }
+                while bytes.get(at) == Some(&0xFF) {
+                    at += 1;
+                }
+                let marker = *bytes.get(at).ok_or("it ends before its frame header")?;
+                at += 1;
+                match marker {
+                    0xD0..=0xD7 | 0x01 => continue,
+                    0xD9 | 0xDA => return Err("it has no frame header before its image data"),
+                    0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => {
+                        let length = be16(at).ok_or("it ends inside its frame header")?;
+                        let components = *bytes.get(at + 7).ok_or("it ends inside its frame header")?;
+                        if length < 8 || !(1..=4).contains(&components) || length != 8 + 3 * components as u16
+                        {
+                            return Err("its frame header is malformed");
+                        }
+                        let (height, width) = (be16(at + 3).unwrap_or(0), be16(at + 5).unwrap_or(0));
+                        return nonzero(width.into(), height.into());
+                    }
+                    _ => {
+                        let length = be16(at).ok_or("it ends inside a segment")?;
+                        if length < 2 {
+                            return Err("a segment has an impossible length");
+                        }
+                        at += length as usize;
+                    }
+                }
+            }
+        }
+        "image/gif" => {
+            // The logical screen descriptor, the global colour table, then a block.
+            let (width, height) = (le16(6).ok_or("it ends inside its header")?, le16(8).unwrap_or(0));
+            let flags = *bytes.get(10).ok_or("it ends inside its header")?;
+            let table = if flags & 0x80 != 0 { 3 << ((flags & 7) + 1) } else { 0 };
+            match bytes.get(13 + table) {
+                Some(0x2C | 0x21 | 0x3B) => nonzero(width.into(), height.into()),
+                Some(_) => Err("no image or extension block follows its header"),
+                None => Err("it ends before its first block"),
+            }
+        }
+        "image/webp" => {
+            let riff = le32(4).ok_or("it ends inside its header")? as usize;
+            if riff.saturating_add(8) > bytes.len() || riff < 4 + 8 {
+                return Err("it is shorter than its RIFF header says");
+            }
+            let chunk = bytes.get(12..16).ok_or("it ends inside its header")?;
+            let data = 20;
+            match chunk {
+                b"VP8 " => {
+                    if bytes.get(data + 3..data + 6) != Some(&[0x9D, 0x01, 0x2A]) {
+                        return Err("its VP8 frame has no start code");
+                    }
+                    let width = le16(data + 6).unwrap_or(0) & 0x3FFF;
+                    let height = le16(data + 8).unwrap_or(0) & 0x3FFF;
+                    nonzero(width.into(), height.into())
+                }
+                b"VP8L" => {
+                    if bytes.get(data) != Some(&0x2F) {
+                        return Err("its VP8L bitstream has no signature");
+                    }
+                    let bits = le32(data + 1).ok_or("it ends inside its VP8L header")?;
+                    if bits >> 29 != 0 {
+                        return Err("its VP8L header has an unknown version");
+                    }
+                    Ok(((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1))
+                }
+                b"VP8X" => {
+                    let le24 = |at: usize| le32(at).map(|v| v & 0x00FF_FFFF);
+                    let width = le24(data + 4).ok_or("it ends inside its VP8X header")? + 1;
+                    let height = le24(data + 7).ok_or("it ends inside its VP8X header")? + 1;
+                    Ok((width, height))
+                }
+                _ => Err("its first chunk is not VP8, VP8L or VP8X"),
+            }
+        }
+        _ => Err("its format is not one `read` returns"),
+    }
+}
+
+/// The CRC-32 of PNG chunks (ISO 3309), bit by bit: it runs over 17 bytes.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for &byte in bytes {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
 }
 
 /// The lines shown by one call, and where the file stands.
@@ -408,25 +551,99 @@ mod tests {
         assert!(fx.error("read", json!({"path": "noise.dat"})).await.message().contains("is a binary file"));
     }
 
+    /// Tiny images written by Pillow, 3 by 2 pixels each.
+    fn hex(text: &str) -> Vec<u8> {
+        (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap()).collect()
+    }
+    const PNG: &str = "89504e470d0a1a0a0000000d49484452000000030000000208020000001216f14d0000001049444154789c63fccf00\
+                       054c3006030013290103f0d807840000000049454e44ae426082";
+    const JPEG_HEAD: &str = "ffd8ffe000104a46494600010100000100010000ffc00011080002000303012200021101031101ffda000c03010002\
+                             110311003f00e2e8a28af993f713ffd9";
+    const GIF: &str =
+        "47494638376103000200810000ff00000000000000000000002c00000000030002000008060001081c1810003b";
+    const WEBP: &str = "524946463c000000574542505650382030000000d001009d012a0300020001402625a00274ba01f80003b000fef2eb7\
+                        ffcd815cd73eff7ffd2e0fd2e0fd2e0ffd2900000";
+    const WEBP_LOSSLESS: &str = "524946461c000000574542505650384c0f0000002f024000000710fd8ffe0722a2ff0100";
+    const WEBP_EXTENDED: &str = "524946465e00000057454250565038580a00000010000000020000010000414c504807000000008080808080\
+                                 80005650382030000000d001009d012a0300020001402625a00274ba01f80003b000fef2eb7ffcd815cd7\
+                                 3eff7ffd2e0fd2e0fd2e0ffd2900000";
+
     #[tokio::test]
     async fn images_are_detected_by_content_not_extension() {
         let fx = Fixture::new();
-        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        let png = hex(PNG);
         fx.write("picture.txt", &png);
         let out = fx.call("read", json!({"path": "picture.txt"})).await.unwrap();
-        assert_eq!(out.text_content(), "Image picture.txt (image/png, 16 bytes)");
+        assert_eq!(out.text_content(), "Image picture.txt (image/png, 73 bytes)");
         assert_eq!(
             out.content[1],
             Content::image("image/png", base64::engine::general_purpose::STANDARD.encode(&png))
         );
+        assert_eq!((out.metadata["width"].clone(), out.metadata["height"].clone()), (json!(3), json!(2)));
         for (bytes, mime) in [
-            (b"\xFF\xD8\xFF\xE0\0\x10JFIF".to_vec(), "image/jpeg"),
-            (b"GIF89a\x01\0\x01\0".to_vec(), "image/gif"),
-            (b"RIFF\x24\0\0\0WEBPVP8 ".to_vec(), "image/webp"),
+            (hex(JPEG_HEAD), "image/jpeg"),
+            (hex(GIF), "image/gif"),
+            (hex(WEBP), "image/webp"),
+            (hex(WEBP_LOSSLESS), "image/webp"),
+            (hex(WEBP_EXTENDED), "image/webp"),
         ] {
             fx.write("img.png", &bytes);
             let out = fx.call("read", json!({"path": "img.png"})).await.unwrap();
             assert!(matches!(&out.content[1], Content::Image { mime_type, .. } if mime_type == mime));
+            assert_eq!(
+                (out.metadata["width"].clone(), out.metadata["height"].clone()),
+                (json!(3), json!(2)),
+                "{mime}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn an_image_whose_header_does_not_decode_is_an_error() {
+        let fx = Fixture::new();
+        let png = hex(PNG);
+        let mut bad_crc = png.clone();
+        bad_crc[17] ^= 1;
+        let mut bad_depth = png.clone();
+        bad_depth[24] = 3;
+        let crc = super::crc32(&bad_depth[12..29]).to_be_bytes();
+        bad_depth[29..33].copy_from_slice(&crc);
+        let mut webp_short = hex(WEBP);
+        webp_short.truncate(40);
+        let cases = [
+            (b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec(), "image/png", "it ends inside its IHDR header"),
+            (bad_crc, "image/png", "the checksum of its IHDR header does not match"),
+            (
+                bad_depth,
+                "image/png",
+                "its IHDR header names a colour type, bit depth or method that does not exist",
+            ),
+            (b"\xFF\xD8\xFF\xE0\0\x10JFIF".to_vec(), "image/jpeg", "it ends before its frame header"),
+            (
+                b"\xFF\xD8\xFF\xDA\0\x02".to_vec(),
+                "image/jpeg",
+                "it has no frame header before its image data",
+            ),
+            (b"GIF89a\x01\0\x01\0".to_vec(), "image/gif", "it ends inside its header"),
+            (
+                b"GIF89a\x01\0\x01\0\0\0\0hello".to_vec(),
+                "image/gif",
+                "no image or extension block follows its header",
+            ),
+            (b"RIFF\x24\0\0\0WEBPVP8 ".to_vec(), "image/webp", "it is shorter than its RIFF header says"),
+            (webp_short, "image/webp", "it is shorter than its RIFF header says"),
+        ];
+        for (bytes, mime, problem) in cases {
+            fx.write("img.bin", &bytes);
+            let err = fx.error("read", json!({"path": "img.bin"})).await;
+            assert_eq!(err.kind(), ErrorKind::InvalidArguments);
+            assert_eq!(
+                err.message(),
+                format!(
+                    "img.bin starts like an image ({mime}) but is not a valid one: {problem}. It was not sent as an \
+                     image; inspect it with `bash` (for example `file` or `xxd | head`)."
+                )
+            );
         }
     }
 

@@ -18,10 +18,17 @@ pub(crate) fn random_u64() -> u64 {
     hasher.finish()
 }
 
-/// `word` with an `s` unless `n` is 1.
+/// `n` and `word`, plural unless `n` is 1 (a consonant and `y` take `ies`: "entries", "keys").
 pub(crate) fn plural(n: impl Into<u64>, word: &str) -> String {
     let n = n.into();
-    if n == 1 { format!("{n} {word}") } else { format!("{n} {word}s") }
+    if n == 1 {
+        return format!("{n} {word}");
+    }
+    // "entries", but "keys".
+    match word.strip_suffix('y').filter(|stem| stem.ends_with(|c: char| !"aeiou".contains(c))) {
+        Some(stem) if !stem.is_empty() => format!("{n} {stem}ies"),
+        _ => format!("{n} {word}s"),
+    }
 }
 
 /// How a message names a displayed directory: the root is "the workspace root".
@@ -127,25 +134,14 @@ pub(crate) fn hard_links_note(other_links: u64) -> String {
     }
 }
 
-/// How many characters of an argument an error message repeats.
-pub(crate) const ECHO_CHARS: usize = 200;
-
-/// A model's argument as an error message repeats it: quoted, and cut after [`ECHO_CHARS`]
-/// characters with the length of the rest, so a huge argument does not come back whole.
-pub(crate) fn echo(arg: &str) -> String {
-    match arg.char_indices().nth(ECHO_CHARS) {
-        None => format!("{arg:?}"),
-        Some((end, _)) => {
-            let rest = arg[end..].chars().count();
-            format!("{:?}… ({} more)", &arg[..end], plural(rest as u64, "character"))
-        }
-    }
-}
+/// A model's argument as an error message repeats it: the runtime's one way of quoting, cut
+/// after 200 characters.
+pub(crate) use tool_runtime::words::{excerpt, quote as echo};
 
 /// A message built from a model's argument (a parser's error quoting it, say), cut after 2000
 /// characters.
 pub(crate) fn clip(message: &str) -> Cow<'_, str> {
-    cut_line(message, 2000, 0)
+    tool_runtime::words::excerpt_of(message, 2000)
 }
 
 /// `line` cut to at most `max_chars` characters, with a marker saying how long it was.

@@ -10,7 +10,7 @@ use tool_runtime::output_store::OutputStore;
 use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::grep::{MAX_LINE_BYTES, line_too_long};
-use crate::text::{ECHO_CHARS, clip, cut_line, plural};
+use crate::text::{clip, cut_line, excerpt, plural};
 
 /// Matching lines longer than this many characters are cut.
 pub const MAX_LINE_CHARS: usize = 500;
@@ -85,7 +85,7 @@ pub async fn tool_output_grep(
     if collector.total == 0 {
         return Ok(ToolOutput::text(format!(
             "No lines of {reference} match `{}`.{}",
-            cut_line(&pattern, ECHO_CHARS, 0),
+            excerpt(&pattern),
             stopped.unwrap_or_default()
         ))
         .with_metadata("matches", json!(0)));

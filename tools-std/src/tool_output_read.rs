@@ -83,6 +83,16 @@ mod tests {
         let err = fx.error("tool_output_read", json!({"ref": "../../etc/passwd"})).await;
         assert_eq!(err.kind(), ErrorKind::InvalidArguments);
         assert!(err.message().contains("is not an output reference"), "{}", err.message());
+        let long = format!("out_{}", "0".repeat(10_000_000));
+        let err = fx.error("tool_output_read", json!({"ref": long})).await;
+        assert_eq!(
+            err.message(),
+            format!(
+                "{:?}… (9999804 more characters) is not an output reference: use the reference from a truncation \
+                 notice, such as out_20261121T163000_ab12cd34",
+                &long[..200]
+            )
+        );
         let err = fx.error("tool_output_read", json!({"ref": "out_20200101T000000_00000000"})).await;
         assert_eq!(err.kind(), ErrorKind::NotFound);
     }

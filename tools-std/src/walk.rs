@@ -123,6 +123,21 @@ pub(crate) fn walk(
                 continue;
             }
             let absolute = pending.absolute.join(&name);
+            if options.report_excluded
+                && overrides.as_ref().is_some_and(|o| o.matched(&absolute, is_dir).is_ignore())
+            {
+                let entry = WalkEntry {
+                    path: pending.target.join(&name),
+                    depth,
+                    kind,
+                    modified: None,
+                    excluded: true,
+                };
+                if !visit(entry) {
+                    return Ok(());
+                }
+                continue;
+            }
             if !kept(&absolute, &name, is_dir, options, overrides.as_ref(), level.as_deref(), global.as_ref())
             {
                 continue;
@@ -134,7 +149,7 @@ pub(crate) fn walk(
                 .ok()
                 .and_then(|m| m.modified().ok())
                 .map(|t| t.into_std());
-            if !visit(WalkEntry { path: target.clone(), depth, kind, modified }) {
+            if !visit(WalkEntry { path: target.clone(), depth, kind, modified, excluded: false }) {
                 return Ok(());
             }
             if is_dir && depth < max_depth {

@@ -70,8 +70,9 @@ impl fmt::Display for OutputStoreError {
         match self {
             OutputStoreError::InvalidReference(text) => write!(
                 f,
-                "{text:?} is not an output reference: use the reference from a truncation notice, \
-                 such as out_20261121T163000_ab12cd34"
+                "{} is not an output reference: use the reference from a truncation notice, \
+                 such as out_20261121T163000_ab12cd34",
+                crate::words::quote(text)
             ),
             OutputStoreError::NotFound(reference) => write!(
                 f,

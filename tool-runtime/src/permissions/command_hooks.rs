@@ -248,13 +248,11 @@ fn output_object(stdout: &str) -> Result<Option<Map<String, Value>>, String> {
     }
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(object)) => Ok(Some(object)),
-        _ => {
-            let shown: String = text.chars().take(200).collect();
-            Err(format!(
-                "printed something that is not a JSON object on standard output (a hook prints nothing, \
-                 or one JSON decision): {shown}"
-            ))
-        }
+        _ => Err(format!(
+            "printed something that is not a JSON object on standard output (a hook prints nothing, \
+                 or one JSON decision): {}",
+            crate::words::excerpt(text)
+        )),
     }
 }
 

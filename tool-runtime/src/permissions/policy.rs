@@ -175,6 +175,10 @@ impl PermissionHook for Policy {
         }
         Box::pin(async move { self.answer(request, verdict.action, verdict_reason(&verdict, request)).await })
     }
+
+    fn path_screen(&self, tool: &str) -> crate::permission::PathScreen {
+        self.rules.path_screen(tool)
+    }
 }
 
 /// The policy's before-hook: `PreToolUse` hook commands, then the rules about the whole call.

@@ -558,6 +558,49 @@ impl Rules {
     }
 }
 
+impl Rules {
+    /// The screen for the paths `tool` finds by itself: its deny and ask rules on paths (and,
+    /// for a path outside the root, the `external_directory` ones), compiled once; the strictest
+    /// matching rule stops a path. Allow rules and defaults play no part: they cannot lift a
+    /// deny or an ask, and the tool's own path was already decided.
+    pub(crate) fn path_screen(&self, tool: &str) -> crate::permission::PathScreen {
+        let screening = |rule: &Rule| match &rule.pattern {
+            Pattern::Path(pattern) if rule.action != Action::Allow => Some((
+                rule.action,
+                pattern.clone(),
+                Arc::<str>::from(
+                    Because::Rule {
+                        action: rule.action,
+                        text: rule.text.clone(),
+                        origin: rule.origin.clone(),
+                    }
+                    .to_string(),
+                ),
+            )),
+            _ => None,
+        };
+        let inside: Vec<_> = self.tool_rules(tool).iter().filter_map(screening).collect();
+        let outside: Vec<_> = self.external.iter().filter_map(screening).collect();
+        if inside.is_empty() && outside.is_empty() {
+            return crate::permission::PathScreen::default();
+        }
+        let root = self.root.clone();
+        crate::permission::PathScreen::new(move |path| {
+            let external = if path.starts_with(&root) { &[][..] } else { outside.as_slice() };
+            let mut best: Option<&(Action, Box<PathPattern>, Arc<str>)> = None;
+            for rule in inside.iter().chain(external) {
+                if best.is_none_or(|b| rule.0 > b.0) && rule.1.matches(path) {
+                    best = Some(rule);
+                }
+            }
+            best.map(|(action, _, because)| crate::permission::Screened {
+                ask: *action == Action::Ask,
+                because: because.clone(),
+            })
+        })
+    }
+}
+
 /// The strictest of the matching rules; among equals, the first.
 fn strictest<'a>(rules: impl Iterator<Item = &'a Rule>) -> Option<Verdict> {
     let mut best: Option<&Rule> = None;

@@ -223,14 +223,14 @@ fn text_result(catalog: &Catalog, outcome: &SearchOutcome) -> ToolResult {
     let output = match &outcome.found {
         Err(message) => ToolOutput::error(message.clone()),
         Ok(found) if found.is_empty() => ToolOutput::text(format!(
-            "No tool matches \"{}\". Search again with other words: what the tool should do, or the kind of thing it works on.",
-            outcome.query
+            "No tool matches {}. Search again with other words: what the tool should do, or the kind of thing it works on.",
+            crate::words::quote(&outcome.query)
         )),
         Ok(found) => {
             let mut text = format!(
-                "Found {} for \"{}\"; {} can be called now:",
+                "Found {} for {}; {} can be called now:",
                 crate::words::plural(found.len() as u64, "tool"),
-                outcome.query,
+                crate::words::quote(&outcome.query),
                 if found.len() == 1 { "it" } else { "they" },
             );
             for name in found {

@@ -14,12 +14,15 @@ impl ArgumentValidator {
     /// The problems `error` stands for, with `pointer` its full path in the arguments.
     pub(super) fn describe_error(&self, pointer: &str, error: &ValidationError<'_>) -> Vec<String> {
         let pointer = pointer.to_owned();
-        let at = |p: &str| if p.is_empty() { "(arguments)".to_owned() } else { p.to_owned() };
+        // A path holds the model's own keys where an object takes any: quoted at most 200
+        // characters long, like every argument.
+        let shown = crate::words::excerpt(&pointer).into_owned();
+        let at = |_: &str| if shown.is_empty() { "(arguments)".to_owned() } else { shown.clone() };
         let received = describe_value(error.instance());
         match error.kind() {
             ValidationErrorKind::Required { property } => {
                 let name = property.as_str().map(str::to_owned).unwrap_or_else(|| property.to_string());
-                vec![format!("{pointer}/{name}: missing required property")]
+                vec![format!("{shown}/{name}: missing required property")]
             }
             ValidationErrorKind::AdditionalProperties { unexpected }
             | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
@@ -31,10 +34,11 @@ impl ArgumentValidator {
                 unexpected
                     .iter()
                     .map(|name| {
+                        let name = crate::words::excerpt(name);
                         if valid.is_empty() {
-                            format!("{pointer}/{name}: unknown property; this object takes no properties")
+                            format!("{shown}/{name}: unknown property; this object takes no properties")
                         } else {
-                            format!("{pointer}/{name}: unknown property; valid properties are {valid}")
+                            format!("{shown}/{name}: unknown property; valid properties are {valid}")
                         }
                     })
                     .collect()
@@ -202,12 +206,5 @@ pub(super) fn describe_value(value: &Value) -> String {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     };
-    format!("{} ({kind})", clip(&value.to_string(), MAX_VALUE_CHARS))
-}
-
-pub(super) fn clip(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        None => text.to_owned(),
-        Some((cut, _)) => format!("{}... ({} characters in all)", &text[..cut], text.chars().count()),
-    }
+    format!("{} ({kind})", crate::words::excerpt_of(&value.to_string(), MAX_VALUE_CHARS))
 }

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::call::Arguments;
 use crate::error::ToolError;
-use describe::{clip, describe_value};
+use describe::describe_value;
 use format::IntegerFormat;
 use plan::Plan;
 
@@ -70,8 +70,6 @@ impl std::fmt::Debug for ArgumentValidator {
         f.debug_struct("ArgumentValidator").field("tool", &self.tool).finish_non_exhaustive()
     }
 }
-
-const MAX_ECHO_CHARS: usize = 2000;
 
 impl ArgumentValidator {
     /// Compiles `schema` for the tool `tool`. Fails when the schema itself is invalid.
@@ -213,7 +211,7 @@ impl ArgumentValidator {
         for problem in &problems {
             let _ = writeln!(message, "- {problem}");
         }
-        let _ = writeln!(message, "Arguments received: {}", clip(raw.trim(), MAX_ECHO_CHARS));
+        let _ = writeln!(message, "Arguments received: {}", crate::words::excerpt(raw.trim()));
         let _ = write!(message, "Fix the arguments and call `{}` again.", self.tool);
         ToolError::invalid_arguments(message)
     }
