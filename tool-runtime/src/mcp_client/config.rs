@@ -65,6 +65,9 @@ pub struct ServerConfig {
     /// Whether its tools are deferred: offered to the model through a tool search rather than
     /// in every request (see [`crate::catalog`]).
     pub defer: bool,
+    /// The values that `${VAR}` expanded to in this entry, with their `${VAR}` form, longest
+    /// first: messages show the form, never the value (a token, say).
+    expanded: Vec<(String, String)>,
 }
 
 impl ServerConfig {
@@ -78,7 +81,24 @@ impl ServerConfig {
             naming: Naming::default(),
             restart_attempts: 3,
             defer: false,
+            expanded: Vec::new(),
         }
+    }
+
+    /// `text` with every value that a `${VAR}` of this server's entry expanded to put back in its
+    /// `${VAR}` form (also where it appears percent-encoded, as in a URL), so that a message
+    /// about the server never shows a secret taken from the environment. Every error of a mount
+    /// is redacted so.
+    pub fn redact(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for (value, form) in &self.expanded {
+            text = text.replace(value.as_str(), form);
+            let encoded = percent_encoded(value);
+            if encoded != *value {
+                text = text.replace(encoded.as_str(), form);
+            }
+        }
+        text
     }
 
     /// A server started as `command` with no arguments.
@@ -261,8 +281,26 @@ impl McpConfig {
             if entry.get("disabled").and_then(Value::as_bool) == Some(true) {
                 continue;
             }
-            let server =
-                parse_server(name, entry, env).map_err(|m| error(format!("server `{name}`: {m}")))?;
+            let expanded = std::cell::RefCell::new(Vec::new());
+            let recording = |variable: &str| {
+                let value = env(variable);
+                if let Some(value) = value.as_ref().filter(|value| !value.trim().is_empty()) {
+                    expanded.borrow_mut().push((value.clone(), format!("${{{variable}}}")));
+                }
+                value
+            };
+            let server = parse_server(name, entry, &recording);
+            let mut expanded = expanded.into_inner();
+            let redact = |message: String| {
+                let mut redacted = ServerConfig::stdio(name.as_str(), "");
+                redacted.expanded = expanded.clone();
+                redacted.redact(&message)
+            };
+            let mut server = server.map_err(|m| error(redact(format!("server `{name}`: {m}"))))?;
+            // Longest first: a value that holds another is put back whole.
+            expanded.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+            expanded.dedup();
+            server.expanded = expanded;
             config.servers.push(server);
         }
         Ok(config)
@@ -372,6 +410,19 @@ fn millis(entry: &Map<String, Value>, key: &str) -> Result<Option<Duration>, Str
             _ => Err(format!("`{key}` must be a positive number of milliseconds")),
         },
     }
+}
+
+/// `text` percent-encoded as a URL's query or path shows it: every byte but the unreserved ones.
+fn percent_encoded(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
 }
 
 /// Replaces `${VAR}` and `${VAR:-default}` from the environment; a missing variable without a

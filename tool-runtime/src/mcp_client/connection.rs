@@ -9,10 +9,10 @@ use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::RoleClient;
 use rmcp::ServiceExt;
 use rmcp::service::{Peer, RunningService};
-use rmcp::transport::TokioChildProcess;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
+use super::child::{ChildTransport, MAX_ANSWER_BYTES};
 use super::config::{ServerConfig, Transport};
 use super::handler::MountHandler;
 
@@ -75,10 +75,18 @@ pub(crate) async fn start(config: &ServerConfig, handler: MountHandler) -> Resul
             let mut wrapped = CommandWrap::from(cmd);
             // A group of its own: stopping the server stops whatever it started (npx starts node).
             wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-            let (process, stderr) =
-                TokioChildProcess::builder(wrapped).stderr(Stdio::piped()).spawn().map_err(|e| {
-                    format!("cannot start `{command}`: {e}; check `command` in the configuration")
-                })?;
+            wrapped.command_mut().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+            let cannot_start = |e: std::io::Error| {
+                format!("cannot start `{command}`: {e}; check `command` in the configuration")
+            };
+            let mut child = wrapped.spawn().map_err(cannot_start)?;
+            let (Some(stdin), Some(stdout)) = (child.stdin().take(), child.stdout().take()) else {
+                return Err(cannot_start(std::io::Error::other(
+                    "its standard input or output is not a pipe",
+                )));
+            };
+            let stderr = child.stderr().take();
+            let process = ChildTransport::new(child, stdout, stdin, MAX_ANSWER_BYTES);
             let lines: Arc<Mutex<VecDeque<String>>> = Arc::default();
             let (read_to_end, stderr_read) = watch::channel(stderr.is_none());
             if let Some(stderr) = stderr {
