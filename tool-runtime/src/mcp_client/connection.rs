@@ -175,7 +175,9 @@ async fn start_http(
         client,
         StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(custom),
     );
-    let started = handshake(config, &format!("`{url}`"), handler.serve(transport)).await;
+    let serving =
+        async { handler.serve(transport).await.map_err(|error| HttpFailure(describe_http(&error))) };
+    let started = handshake(config, &format!("`{url}`"), serving).await;
     // A refused certificate is the whole story; any other failure may be the address or a token.
     let service = started.map_err(|e| {
         refusal.explain(url).unwrap_or_else(|| {
@@ -183,6 +185,66 @@ async fn start_http(
         })
     })?;
     Ok(Session { service, stderr: Arc::default(), stderr_read: watch::channel(true).1 })
+}
+
+/// Why a handshake over HTTP failed, in words.
+#[cfg(feature = "mcp-http")]
+struct HttpFailure(String);
+
+#[cfg(feature = "mcp-http")]
+impl std::fmt::Display for HttpFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What went wrong with an HTTP server's handshake, for a person: the HTTP client's own words
+/// (a refused connection, a status), not rmcp's wrappers, which name the transport's Rust type.
+#[cfg(feature = "mcp-http")]
+fn describe_http(error: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError;
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    use rmcp::transport::worker::WorkerQuitReason;
+
+    let ClientInitializeError::TransportError { error, .. } = error else {
+        return match error {
+            ClientInitializeError::JsonRpcError(error) => {
+                format!("it answered `initialize` with an error: {} (error {})", error.message, error.code.0)
+            }
+            ClientInitializeError::ConnectionClosed(_) => {
+                "the connection closed during `initialize`".to_owned()
+            }
+            _ => "it did not answer `initialize` as an MCP server does".to_owned(),
+        };
+    };
+    let quit = error.error.downcast_ref::<WorkerQuitReason<StreamableHttpError<reqwest::Error>>>();
+    let http = match quit {
+        Some(WorkerQuitReason::Fatal { error, .. }) => Some(error),
+        _ => error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
+    };
+    let Some(error) = http else {
+        return innermost(&*error.error);
+    };
+    match error {
+        StreamableHttpError::Client(error) if error.is_connect() => {
+            format!("could not connect to it ({})", innermost(error))
+        }
+        StreamableHttpError::Client(error) if error.is_timeout() => {
+            "the connection to it timed out".to_owned()
+        }
+        StreamableHttpError::Client(error) => innermost(error),
+        other => other.to_string(),
+    }
+}
+
+/// The innermost cause of `error`: the operating system's words for a refused connection, say.
+#[cfg(feature = "mcp-http")]
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
 }
 
 #[cfg(not(feature = "mcp-http"))]

@@ -228,8 +228,11 @@ impl MountInner {
 
     /// Every page of `tools/list`, as tools.
     async fn list(self: &Arc<Self>, session: &Session) -> Result<Vec<Arc<dyn Tool>>, String> {
-        let listed =
-            session.peer().list_all_tools().await.map_err(|e| format!("it did not list its tools ({e})"))?;
+        let listed = session
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("it did not list its tools ({})", described(&e)))?;
         let listed: Vec<Value> = listed.iter().filter_map(|tool| serde_json::to_value(tool).ok()).collect();
         mounted_tools(self, &listed)
     }
@@ -364,13 +367,29 @@ impl MountInner {
     async fn stopped(&self, remote: &str, session: &Session, error: ServiceError) -> ToolError {
         session.close();
         let tail = session.last_stderr().await;
-        let detail =
-            if tail.is_empty() { error.to_string() } else { format!("{error}; standard error: {tail}") };
+        let error = described(&error);
+        let detail = if tail.is_empty() { error } else { format!("{error}; standard error: {tail}") };
         ToolError::execution(format!(
             "The MCP server `{}` stopped while running `{remote}` (its process exited or the connection closed), so the call's effect is unknown. The server is started again on the next call: retry if repeating the call is safe.",
             self.config.name
         ))
         .with_source(std::io::Error::other(self.config.redact(&detail)))
+    }
+}
+
+/// A request's failure in words: a transport's failure by its innermost cause, without the
+/// transport's Rust type, which rmcp's own message names.
+fn described(error: &ServiceError) -> String {
+    match error {
+        ServiceError::TransportSend(error) => {
+            let mut cause: &(dyn std::error::Error + 'static) = &*error.error;
+            while let Some(source) = cause.source() {
+                cause = source;
+            }
+            format!("the connection failed: {cause}")
+        }
+        ServiceError::McpError(error) => format!("error {}: {}", error.code.0, error.message),
+        other => other.to_string(),
     }
 }
 
