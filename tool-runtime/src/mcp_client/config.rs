@@ -529,6 +529,30 @@ mod tests {
     }
 
     #[test]
+    fn messages_show_the_variable_never_its_value() {
+        let env = |name: &str| match name {
+            "KEY" => Some("sk-4f9a".to_owned()),
+            "USER" => Some("ann smith/ops".to_owned()),
+            "SHORT" => Some(" ".to_owned()),
+            _ => None,
+        };
+        let config = McpConfig::parse_with_env(
+            r#"{"mcpServers": {"r": {"url": "http://h/mcp?k=${KEY}&u=${USER}${SHORT}", "headers": {"Authorization": "Bearer ${KEY}"}}}}"#,
+            &env,
+        )
+        .unwrap();
+        let server = &config.servers[0];
+        assert_eq!(
+            server.redact("GET http://h/mcp?k=sk-4f9a&u=ann smith/ops and ann%20smith%2Fops, Bearer sk-4f9a"),
+            "GET http://h/mcp?k=${KEY}&u=${USER} and ${USER}, Bearer ${KEY}"
+        );
+        // A blank value is not a secret: text is left as it is.
+        assert_eq!(server.redact("a b"), "a b");
+        // Another server's entry has nothing to redact.
+        assert_eq!(ServerConfig::http("x", "http://h").redact("sk-4f9a"), "sk-4f9a");
+    }
+
+    #[test]
     fn errors_name_the_server_and_the_key() {
         let message = |text: &str| parse(text).unwrap_err().to_string();
         assert_eq!(message("[]"), "MCP configuration: no `mcpServers` object at the top level");
