@@ -546,3 +546,302 @@ async fn a_tool_list_change_is_announced_to_every_session() {
     assert_eq!(announced.recv().await, Some(()));
     stop.cancel();
 }
+
+/// A raw connection to the server at `url` from the loopback address `source`.
+async fn connect_from(url: &str, source: &str) -> tokio::net::TcpStream {
+    let address: std::net::SocketAddr =
+        url.trim_start_matches("http://").trim_end_matches("/mcp").parse().unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    socket.connect(address).await.unwrap()
+}
+
+/// Starts a request and sends its headers one byte at a time, every 50 ms, until dropped.
+fn trickle(mut stream: tokio::net::TcpStream) -> tokio::task::JoinHandle<()> {
+    use tokio::io::AsyncWriteExt;
+    tokio::spawn(async move {
+        let head = b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-slow: ";
+        for byte in head.iter().chain(std::iter::repeat(&b'a')) {
+            if stream.write_all(&[*byte]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+}
+
+/// Everything the server sends on `stream` until it closes it (at most 5 s).
+async fn read_all(stream: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut text = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut text)).await;
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+/// An rmcp client whose connections come from the loopback address `source`.
+async fn client_from(url: &str, source: &str, token: &str) -> RunningService<RoleClient, ()> {
+    let http = reqwest::Client::builder()
+        .local_address(source.parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap();
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
+    ().serve(StreamableHttpClientTransport::with_client(http, config)).await.expect("initialize over HTTP")
+}
+
+/// Slow clients hold connections up to their own limit, then the server's: the next connection
+/// from one of them is refused `429`, from anyone `503`, each with a sentence; a client with the
+/// token, from elsewhere, is served at once while they trickle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trickling_clients_get_their_limit_and_a_real_client_is_still_served() {
+    let options = HttpOptions::new()
+        .bearer_token("s3cret")
+        .max_connections(12)
+        .max_connections_per_client(4)
+        .header_read_timeout(Duration::from_secs(30));
+    let served = serve(options).await;
+    let mut trickles = Vec::new();
+    for source in ["127.0.0.1", "127.0.0.3"] {
+        for _ in 0..4 {
+            trickles.push(trickle(connect_from(&served.url, source).await));
+        }
+    }
+    let mut last = Vec::new();
+    for _ in 0..4 {
+        last.push(trickle(connect_from(&served.url, "127.0.0.4").await));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let mut refused = connect_from(&served.url, "127.0.0.1").await;
+    let answer = read_all(&mut refused).await;
+    assert!(answer.starts_with("HTTP/1.1 429 Too Many Requests\r\n"), "{answer}");
+    assert!(answer.contains("127.0.0.1 already has 4 connections open"), "{answer}");
+    let mut full = connect_from(&served.url, "127.0.0.5").await;
+    let answer = read_all(&mut full).await;
+    assert!(answer.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{answer}");
+    assert!(answer.contains("already has 12 connections open"), "{answer}");
+
+    // Four connections end: the client with the token gets served while the others trickle.
+    for task in last {
+        task.abort();
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = std::time::Instant::now();
+    let real = client_from(&served.url, "127.0.0.2", "s3cret").await;
+    let result = real.call_tool(call("note", json!({"text": "served"}))).await.unwrap();
+    assert!(text(&result).ends_with(" served"), "{result:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(trickles.iter().all(|task| !task.is_finished()), "the slow clients were cut off");
+    real.cancel().await.unwrap();
+    for task in trickles {
+        task.abort();
+    }
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
+/// A connection whose headers do not arrive in time is closed; a body that does not arrive in
+/// time is answered `408` with a sentence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_headers_and_slow_bodies_time_out() {
+    use tokio::io::AsyncWriteExt;
+    let options = HttpOptions::new()
+        .header_read_timeout(Duration::from_millis(400))
+        .body_read_timeout(Duration::from_millis(400));
+    let served = serve(options).await;
+
+    let slow = connect_from(&served.url, "127.0.0.1").await;
+    let started = std::time::Instant::now();
+    let (mut read, write) = slow.into_split();
+    let writer = tokio::spawn(async move {
+        let mut write = write;
+        for byte in b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" {
+            if write.write_all(&[*byte]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let mut sink = Vec::new();
+    let closed = tokio::time::timeout(
+        Duration::from_secs(3),
+        tokio::io::AsyncReadExt::read_to_end(&mut read, &mut sink),
+    )
+    .await;
+    assert!(closed.is_ok(), "a connection sending its headers slowly stayed open");
+    assert!(started.elapsed() < Duration::from_secs(2), "closed after {:?}", started.elapsed());
+    writer.abort();
+
+    let mut slow_body = connect_from(&served.url, "127.0.0.1").await;
+    slow_body
+        .write_all(
+            b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: 100\r\n\r\n{\"jsonrpc\":",
+        )
+        .await
+        .unwrap();
+    let answer = read_all(&mut slow_body).await;
+    assert!(answer.starts_with("HTTP/1.1 408 Request Timeout\r\n"), "{answer}");
+    assert!(answer.contains("did not arrive whole within 400 ms"), "{answer}");
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
+/// Sessions past the limit are refused with a JSON-RPC error naming it; a session that ends
+/// (`DELETE`, answered `200`, or idle too long) makes room for another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_capped_and_an_ended_session_makes_room() {
+    let options = HttpOptions::new().max_sessions(2).session_idle_timeout(Duration::from_millis(1500));
+    let served = serve(options).await;
+    let session_of = |response: &reqwest::Response| {
+        response.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned())
+    };
+    let first = post(&served.url, &initialize(), None, None, None).await;
+    assert_eq!(first.status(), 200);
+    let first = session_of(&first).unwrap();
+    let second = post(&served.url, &initialize(), None, None, None).await;
+    assert_eq!(second.status(), 200);
+
+    let refused = post(&served.url, &initialize(), None, None, None).await;
+    assert_eq!(refused.status(), 503);
+    assert!(session_of(&refused).is_none());
+    let error = &messages(refused).await[0];
+    assert_eq!(error["id"], json!(1));
+    assert_eq!(error["error"]["code"], json!(-32000));
+    assert!(error["error"]["message"].as_str().unwrap().contains("already has 2 sessions open"), "{error}");
+
+    // DELETE ends a session with `200` (the MCP SDKs accept 200 or 204).
+    let deleted = reqwest::Client::new()
+        .delete(&served.url)
+        .header("mcp-session-id", &first)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 200);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let third = post(&served.url, &initialize(), None, None, None).await;
+    assert_eq!(third.status(), 200, "a deleted session still counts");
+    assert_eq!(post(&served.url, &initialize(), None, None, None).await.status(), 503);
+
+    // Idle sessions end by themselves, and leave room.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    for _ in 0..2 {
+        assert_eq!(
+            post(&served.url, &initialize(), None, None, None).await.status(),
+            200,
+            "idle sessions still count"
+        );
+    }
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
+/// A quick call's answer is written whole, with its length, not as a chunked stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quick_answer_is_written_in_one_piece() {
+    let served = serve(HttpOptions::new()).await;
+    let init = post(&served.url, &initialize(), None, None, None).await;
+    let session = init.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_owned();
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "note", "arguments": {"text": "x"}}});
+    let response = post(&served.url, &call, Some(&session), None, None).await;
+    assert_eq!(response.headers().get("content-type").unwrap(), "text/event-stream");
+    assert!(response.headers().get("transfer-encoding").is_none(), "{:?}", response.headers());
+    assert!(response.headers().get("content-length").is_some(), "{:?}", response.headers());
+    let messages = messages(response).await;
+    assert_eq!(messages.last().unwrap()["id"], json!(2), "{messages:?}");
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
+/// Revision 2026-07-28 has no `initialize` (nor `ping`): `404` and `-32601` with a sentence, as
+/// for every method the server does not serve. An `initialize` that only proposes that
+/// revision, as a client of an earlier one may, still gets a session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_on_revision_2026_07_28_is_method_not_found() {
+    let served = serve(HttpOptions::new()).await;
+    let http = reqwest::Client::new();
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let mut init = initialize();
+    init["params"]["protocolVersion"] = json!("2026-07-28");
+    let send = |body: Value, method: &str, header: bool| {
+        let mut request = http
+            .post(&served.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-method", method)
+            .body(body.to_string());
+        if header {
+            request = request.header("mcp-protocol-version", "2026-07-28");
+        }
+        request.send()
+    };
+    let mut with_meta = init.clone();
+    with_meta["params"]["_meta"] = meta.clone();
+    for (body, header) in [
+        (init.clone(), true),
+        (with_meta, true),
+        (
+            {
+                let mut only_meta = init.clone();
+                only_meta["params"]["_meta"] = meta.clone();
+                only_meta
+            },
+            false,
+        ),
+    ] {
+        let response = send(body, "initialize", header).await.unwrap();
+        assert_eq!(response.status(), 404);
+        let error = &messages(response).await[0];
+        assert_eq!(
+            (error["id"].clone(), error["error"]["code"].clone()),
+            (json!(1), json!(-32601)),
+            "{error}"
+        );
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains("`initialize` does not exist in protocol revision 2026-07-28"), "{message}");
+    }
+    // `ping` on that revision: the same status and code, and a sentence, not the method's name.
+    let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"_meta": meta}});
+    let response = send(ping, "ping", true).await.unwrap();
+    assert_eq!(response.status(), 404);
+    let error = &messages(response).await[0];
+    assert_eq!(error["error"]["code"], json!(-32601));
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Method not found: this server does not serve `ping`"),
+        "{error}"
+    );
+
+    // A legacy `initialize` proposing the newer revision negotiates an older one.
+    let response = post(&served.url, &init, None, None, None).await;
+    assert_eq!(response.status(), 200);
+    assert!(response.headers().contains_key("mcp-session-id"));
+    let result = &messages(response).await[0]["result"];
+    assert_eq!(result["protocolVersion"], json!("2025-11-25"), "{result}");
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
+/// `-32601` errors that rmcp gives with only the method's name (`tasks/get` in a session, say)
+/// are sentences.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn method_not_found_errors_are_sentences() {
+    let served = serve(HttpOptions::new()).await;
+    let init = post(&served.url, &initialize(), None, None, None).await;
+    let session = init.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_owned();
+    for method in ["tasks/get", "tasks/list", "prompts/get"] {
+        let request =
+            json!({"jsonrpc": "2.0", "id": 5, "method": method, "params": {"taskId": "t", "name": "p"}});
+        let response = post(&served.url, &request, Some(&session), None, None).await;
+        let error = messages(response).await.into_iter().find(|m| m["id"] == json!(5)).unwrap();
+        assert_eq!(error["error"]["code"], json!(-32601), "{method}: {error}");
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("Method not found: ") && message.contains(&format!("`{method}`")),
+            "{method}: {message}"
+        );
+    }
+    served.stop.cancel();
+    served.task.await.unwrap();
+}

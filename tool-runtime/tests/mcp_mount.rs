@@ -403,3 +403,58 @@ async fn mounted_call_overhead() {
     }
     drop(mount);
 }
+
+/// Served again (as `tools serve --mcp-config` does), a mounted server's result keeps every item
+/// in its own type: audio, embedded resources and resource links included, not their text form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mounted_result_is_served_again_item_by_item_in_its_own_type() {
+    use rmcp::ServiceExt;
+    let mount = McpMount::connect(fixture("fx")).await.expect("mount the fixture");
+    let registry = Registry::builder().tools(mount.tools()).build().expect("registry");
+    let server = tool_runtime::mcp_server::McpServer::new(Dispatcher::builder(registry)).unwrap();
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move { server.serve(server_io).await });
+    let client = ().serve(client_io).await.expect("initialize");
+    let result =
+        client.call_tool(rmcp::model::CallToolRequestParams::new("fx__every_content")).await.expect("call");
+    let content = serde_json::to_value(&result.content).unwrap();
+    assert_eq!(
+        content,
+        json!([
+            {"type": "text", "text": "plain text"},
+            {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="},
+            {"type": "audio", "mimeType": "audio/wav", "data": "UklGRiQAAABXQVZF"},
+            {"type": "resource", "resource": {"uri": "file:///notes.txt", "mimeType": "text/plain", "text": "embedded text"}},
+            {"type": "resource", "resource": {"uri": "file:///logo.png", "mimeType": "image/png", "blob": "iVBORw0KGgo="}},
+            {"type": "resource", "resource": {"uri": "file:///data.bin", "mimeType": "application/octet-stream", "blob": "AAECAw=="}},
+            {"type": "resource_link", "uri": "file:///big.log", "name": "big.log", "mimeType": "text/plain"}
+        ])
+    );
+    assert_eq!(result.structured_content, Some(json!({"n": 7})));
+    client.cancel().await.unwrap();
+}
+
+/// An answer longer than a mounted server's answer may be is reported as too large at once, not
+/// after the time limit; the server keeps answering the next calls. A result of very many tiny
+/// items is refused too, by their number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_answer_is_reported_as_too_large_at_once() {
+    let (_mount, dispatcher, _) = mounted(fixture("fx").timeout(Duration::from_secs(60))).await;
+    let started = std::time::Instant::now();
+    let huge = call(&dispatcher, "fx__echo", json!({"text": "x", "count": 17 * 1024 * 1024})).await;
+    assert!(huge.output.is_error);
+    let message = huge.output.text_content();
+    assert!(message.contains("with more than 16 MiB"), "{message}");
+    assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+
+    let many = call(&dispatcher, "fx__echo", json!({"text": "", "items": 20_000})).await;
+    assert!(many.output.is_error);
+    assert!(
+        many.output.text_content().contains("with 20000 content items, more than the 10000"),
+        "{:?}",
+        many.output
+    );
+
+    let next = call(&dispatcher, "fx__echo", json!({"text": "ok"})).await;
+    assert_eq!(next.output.text_content(), "ok");
+}

@@ -202,6 +202,33 @@ pub struct HttpArgs {
     /// Seconds a shutdown lets calls in flight finish before it cancels them.
     #[arg(long, value_name = "SECS", default_value_t = 10, requires = "http")]
     pub shutdown_grace_secs: u64,
+    /// The most connections open at once; one past it is answered 503 and closed.
+    #[arg(long, value_name = "N", default_value_t = tool_runtime::mcp_server::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..), requires = "http")]
+    pub max_connections: usize,
+    /// The most connections one client (IP address, or IPv6 /64) may have open at once; one past
+    /// it is answered 429 and closed.
+    #[arg(long, value_name = "N", default_value_t = tool_runtime::mcp_server::DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..), requires = "http")]
+    pub max_connections_per_client: usize,
+    /// Seconds a client may take to send a request's headers (or stay idle between requests)
+    /// before its connection is closed.
+    #[arg(long, value_name = "SECS", default_value_t = tool_runtime::mcp_server::DEFAULT_HEADER_READ_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..), requires = "http")]
+    pub header_timeout_secs: u64,
+    /// Seconds a client may take to send a request's body; a slower one is answered 408.
+    #[arg(long, value_name = "SECS", default_value_t = tool_runtime::mcp_server::DEFAULT_BODY_READ_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..), requires = "http")]
+    pub body_timeout_secs: u64,
+    /// The most sessions open at once; an `initialize` past it is answered 503 with a JSON-RPC
+    /// error naming the limit.
+    #[arg(long, value_name = "N", default_value_t = tool_runtime::mcp_server::DEFAULT_MAX_SESSIONS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..), requires = "http")]
+    pub max_sessions: usize,
+    /// Seconds a session may go without a request before it ends.
+    #[arg(long, value_name = "SECS", default_value_t = tool_runtime::mcp_server::DEFAULT_SESSION_IDLE_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..), requires = "http")]
+    pub session_idle_secs: u64,
 }
 
 /// Every provider format.

@@ -14,7 +14,14 @@ use crate::{EXIT_OK, Failure, signal_failure};
 
 pub(crate) async fn serve(server: McpServer, address: &str, args: &HttpArgs) -> Result<i32, Failure> {
     let address = socket_address(address, args.allow_remote)?;
-    let mut options = HttpOptions::new().shutdown_grace(Duration::from_secs(args.shutdown_grace_secs));
+    let mut options = HttpOptions::new()
+        .shutdown_grace(Duration::from_secs(args.shutdown_grace_secs))
+        .max_connections(args.max_connections)
+        .max_connections_per_client(args.max_connections_per_client)
+        .header_read_timeout(Duration::from_secs(args.header_timeout_secs))
+        .body_read_timeout(Duration::from_secs(args.body_timeout_secs))
+        .max_sessions(args.max_sessions)
+        .session_idle_timeout(Duration::from_secs(args.session_idle_secs));
     for origin in &args.allow_origin {
         options = options.allow_origin(origin);
     }

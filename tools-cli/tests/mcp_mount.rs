@@ -271,3 +271,31 @@ async fn an_https_server_is_mounted_trusting_the_ca_of_its_entry() {
         refused.stderr
     );
 }
+
+/// A server that cannot be reached: the message is a sentence without Rust type names, and the
+/// secret that `${VAR}` put in its URL is shown as `${VAR}`, also where the URL encodes it.
+#[test]
+fn an_unreachable_http_mount_is_reported_without_its_secrets_or_type_names() {
+    let fx = Fixture::new();
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let path = fx.dir.path().join("mcp.json");
+    let text = json!({"mcpServers": {"remote": {
+        "url": format!("http://127.0.0.1:{port}/mcp?key=${{MOUNT_KEY}}&user=${{MOUNT_USER}}"),
+        "headers": {"Authorization": "Bearer ${MOUNT_KEY}"}
+    }}});
+    std::fs::write(&path, text.to_string()).unwrap();
+    let mut command = fx.command(&["list", "--mcp-config", path.to_str().unwrap()]);
+    command.env("MOUNT_KEY", "sk-live-4f9a2b").env("MOUNT_USER", "ann smith");
+    let run = common::run(command, None);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.starts_with("tools: MCP server `remote`: "), "{}", run.stderr);
+    for secret in ["sk-live-4f9a2b", "ann smith", "ann%20smith", "ann+smith"] {
+        assert!(!run.stderr.contains(secret), "{secret} shown: {}", run.stderr);
+    }
+    assert!(run.stderr.contains("key=${MOUNT_KEY}&user=${MOUNT_USER}"), "{}", run.stderr);
+    for rust in ["::", "Error<", "Error(", "reqwest", "hyper", "Some(", "kind:"] {
+        assert!(!run.stderr.contains(rust), "`{rust}` in: {}", run.stderr);
+    }
+    assert!(run.stderr.contains("could not connect") || run.stderr.contains("refused"), "{}", run.stderr);
+}

@@ -184,3 +184,54 @@ async fn sigterm_lets_calls_finish_within_the_grace_and_kills_the_rest() {
     let mut server = server;
     assert_eq!(server.child.wait().unwrap().code(), Some(0));
 }
+
+/// The limits' flags reach the server: a second session past `--max-sessions 1` is refused with
+/// the limit named, a second connection past `--max-connections-per-client 1` gets `429`, and a
+/// limit of 0 is a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_limit_flags_reach_the_server() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let fx = Fixture::new();
+    let server = HttpServer::start(
+        &fx,
+        &["--max-sessions", "1", "--max-connections-per-client", "1", "--header-timeout-secs", "5"],
+    );
+    let address = server.url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "plain", "version": "1"}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\naccept: application/json, \
+         text/event-stream\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{initialize}",
+        initialize.len()
+    );
+    // One connection at a time: each is closed before the next.
+    let mut answers = Vec::new();
+    for _ in 0..2 {
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut answer))
+            .await
+            .unwrap()
+            .unwrap();
+        answers.push(answer);
+        // The server counts the connection until it has seen it close.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(answers[0].starts_with("HTTP/1.1 200 OK\r\n"), "{}", answers[0]);
+    assert!(answers[1].starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{}", answers[1]);
+    assert!(answers[1].contains("already has 1 sessions open"), "{}", answers[1]);
+
+    let _held = tokio::net::TcpStream::connect(&address).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut second = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let mut refusal = String::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), second.read_to_string(&mut refusal)).await;
+    assert!(refusal.starts_with("HTTP/1.1 429 Too Many Requests\r\n"), "{refusal}");
+    drop(_held);
+    assert_eq!(server.stop("TERM"), Some(0));
+
+    let zero = fx.run(&["serve", "--http", "127.0.0.1:0", "--max-connections", "0"], None);
+    assert_eq!(zero.code, 2, "{}", zero.stderr);
+}

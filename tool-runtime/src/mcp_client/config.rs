@@ -65,6 +65,9 @@ pub struct ServerConfig {
     /// Whether its tools are deferred: offered to the model through a tool search rather than
     /// in every request (see [`crate::catalog`]).
     pub defer: bool,
+    /// The values that `${VAR}` expanded to in this entry, with their `${VAR}` form, longest
+    /// first: messages show the form, never the value (a token, say).
+    expanded: Vec<(String, String)>,
 }
 
 impl ServerConfig {
@@ -78,7 +81,24 @@ impl ServerConfig {
             naming: Naming::default(),
             restart_attempts: 3,
             defer: false,
+            expanded: Vec::new(),
         }
+    }
+
+    /// `text` with every value that a `${VAR}` of this server's entry expanded to put back in its
+    /// `${VAR}` form (also where it appears percent-encoded, as in a URL), so that a message
+    /// about the server never shows a secret taken from the environment. Every error of a mount
+    /// is redacted so.
+    pub fn redact(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for (value, form) in &self.expanded {
+            text = text.replace(value.as_str(), form);
+            let encoded = percent_encoded(value);
+            if encoded != *value {
+                text = text.replace(encoded.as_str(), form);
+            }
+        }
+        text
     }
 
     /// A server started as `command` with no arguments.
@@ -261,8 +281,26 @@ impl McpConfig {
             if entry.get("disabled").and_then(Value::as_bool) == Some(true) {
                 continue;
             }
-            let server =
-                parse_server(name, entry, env).map_err(|m| error(format!("server `{name}`: {m}")))?;
+            let expanded = std::cell::RefCell::new(Vec::new());
+            let recording = |variable: &str| {
+                let value = env(variable);
+                if let Some(value) = value.as_ref().filter(|value| !value.trim().is_empty()) {
+                    expanded.borrow_mut().push((value.clone(), format!("${{{variable}}}")));
+                }
+                value
+            };
+            let server = parse_server(name, entry, &recording);
+            let mut expanded = expanded.into_inner();
+            let redact = |message: String| {
+                let mut redacted = ServerConfig::stdio(name.as_str(), "");
+                redacted.expanded = expanded.clone();
+                redacted.redact(&message)
+            };
+            let mut server = server.map_err(|m| error(redact(format!("server `{name}`: {m}"))))?;
+            // Longest first: a value that holds another is put back whole.
+            expanded.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+            expanded.dedup();
+            server.expanded = expanded;
             config.servers.push(server);
         }
         Ok(config)
@@ -374,6 +412,19 @@ fn millis(entry: &Map<String, Value>, key: &str) -> Result<Option<Duration>, Str
     }
 }
 
+/// `text` percent-encoded as a URL's query or path shows it: every byte but the unreserved ones.
+fn percent_encoded(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
+}
+
 /// Replaces `${VAR}` and `${VAR:-default}` from the environment; a missing variable without a
 /// default is an error naming it.
 fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
@@ -475,6 +526,30 @@ mod tests {
             parse(r#"{"mcpServers": {"a": {"url": "https://x/mcp", "caCert": 1}}}"#).unwrap_err().to_string(),
             "MCP configuration: server `a`: `caCert` must be a string"
         );
+    }
+
+    #[test]
+    fn messages_show_the_variable_never_its_value() {
+        let env = |name: &str| match name {
+            "KEY" => Some("sk-4f9a".to_owned()),
+            "USER" => Some("ann smith/ops".to_owned()),
+            "SHORT" => Some(" ".to_owned()),
+            _ => None,
+        };
+        let config = McpConfig::parse_with_env(
+            r#"{"mcpServers": {"r": {"url": "http://h/mcp?k=${KEY}&u=${USER}${SHORT}", "headers": {"Authorization": "Bearer ${KEY}"}}}}"#,
+            &env,
+        )
+        .unwrap();
+        let server = &config.servers[0];
+        assert_eq!(
+            server.redact("GET http://h/mcp?k=sk-4f9a&u=ann smith/ops and ann%20smith%2Fops, Bearer sk-4f9a"),
+            "GET http://h/mcp?k=${KEY}&u=${USER} and ${USER}, Bearer ${KEY}"
+        );
+        // A blank value is not a secret: text is left as it is.
+        assert_eq!(server.redact("a b"), "a b");
+        // Another server's entry has nothing to redact.
+        assert_eq!(ServerConfig::http("x", "http://h").redact("sk-4f9a"), "sk-4f9a");
     }
 
     #[test]

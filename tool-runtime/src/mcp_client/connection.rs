@@ -9,10 +9,10 @@ use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::RoleClient;
 use rmcp::ServiceExt;
 use rmcp::service::{Peer, RunningService};
-use rmcp::transport::TokioChildProcess;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
+use super::child::{ChildTransport, MAX_ANSWER_BYTES};
 use super::config::{ServerConfig, Transport};
 use super::handler::MountHandler;
 
@@ -75,10 +75,18 @@ pub(crate) async fn start(config: &ServerConfig, handler: MountHandler) -> Resul
             let mut wrapped = CommandWrap::from(cmd);
             // A group of its own: stopping the server stops whatever it started (npx starts node).
             wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-            let (process, stderr) =
-                TokioChildProcess::builder(wrapped).stderr(Stdio::piped()).spawn().map_err(|e| {
-                    format!("cannot start `{command}`: {e}; check `command` in the configuration")
-                })?;
+            wrapped.command_mut().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+            let cannot_start = |e: std::io::Error| {
+                format!("cannot start `{command}`: {e}; check `command` in the configuration")
+            };
+            let mut child = wrapped.spawn().map_err(cannot_start)?;
+            let (Some(stdin), Some(stdout)) = (child.stdin().take(), child.stdout().take()) else {
+                return Err(cannot_start(std::io::Error::other(
+                    "its standard input or output is not a pipe",
+                )));
+            };
+            let stderr = child.stderr().take();
+            let process = ChildTransport::new(child, stdout, stdin, MAX_ANSWER_BYTES);
             let lines: Arc<Mutex<VecDeque<String>>> = Arc::default();
             let (read_to_end, stderr_read) = watch::channel(stderr.is_none());
             if let Some(stderr) = stderr {
@@ -167,7 +175,9 @@ async fn start_http(
         client,
         StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(custom),
     );
-    let started = handshake(config, &format!("`{url}`"), handler.serve(transport)).await;
+    let serving =
+        async { handler.serve(transport).await.map_err(|error| HttpFailure(describe_http(&error))) };
+    let started = handshake(config, &format!("`{url}`"), serving).await;
     // A refused certificate is the whole story; any other failure may be the address or a token.
     let service = started.map_err(|e| {
         refusal.explain(url).unwrap_or_else(|| {
@@ -175,6 +185,66 @@ async fn start_http(
         })
     })?;
     Ok(Session { service, stderr: Arc::default(), stderr_read: watch::channel(true).1 })
+}
+
+/// Why a handshake over HTTP failed, in words.
+#[cfg(feature = "mcp-http")]
+struct HttpFailure(String);
+
+#[cfg(feature = "mcp-http")]
+impl std::fmt::Display for HttpFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What went wrong with an HTTP server's handshake, for a person: the HTTP client's own words
+/// (a refused connection, a status), not rmcp's wrappers, which name the transport's Rust type.
+#[cfg(feature = "mcp-http")]
+fn describe_http(error: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError;
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    use rmcp::transport::worker::WorkerQuitReason;
+
+    let ClientInitializeError::TransportError { error, .. } = error else {
+        return match error {
+            ClientInitializeError::JsonRpcError(error) => {
+                format!("it answered `initialize` with an error: {} (error {})", error.message, error.code.0)
+            }
+            ClientInitializeError::ConnectionClosed(_) => {
+                "the connection closed during `initialize`".to_owned()
+            }
+            _ => "it did not answer `initialize` as an MCP server does".to_owned(),
+        };
+    };
+    let quit = error.error.downcast_ref::<WorkerQuitReason<StreamableHttpError<reqwest::Error>>>();
+    let http = match quit {
+        Some(WorkerQuitReason::Fatal { error, .. }) => Some(error),
+        _ => error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
+    };
+    let Some(error) = http else {
+        return innermost(&*error.error);
+    };
+    match error {
+        StreamableHttpError::Client(error) if error.is_connect() => {
+            format!("could not connect to it ({})", innermost(error))
+        }
+        StreamableHttpError::Client(error) if error.is_timeout() => {
+            "the connection to it timed out".to_owned()
+        }
+        StreamableHttpError::Client(error) => innermost(error),
+        other => other.to_string(),
+    }
+}
+
+/// The innermost cause of `error`: the operating system's words for a refused connection, say.
+#[cfg(feature = "mcp-http")]
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
 }
 
 #[cfg(not(feature = "mcp-http"))]

@@ -21,6 +21,7 @@
 //! named `<server>__<tool>` unless the server's [`Naming`] says otherwise, always within the
 //! 64 characters of `[A-Za-z0-9_-]` every provider accepts ([`tool_name`]).
 
+mod child;
 mod config;
 mod connection;
 mod handler;
@@ -28,7 +29,7 @@ mod handler;
 mod http_client;
 mod mount;
 mod naming;
-mod result;
+pub(crate) mod result;
 mod routes;
 #[cfg(feature = "mcp-https")]
 mod tls;

@@ -14,6 +14,7 @@ use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use serde_json::Value;
 use tokio::sync::{Mutex, mpsc, watch};
 
+use super::child::{ANSWER_TOO_LARGE, MAX_ANSWER_BYTES};
 use super::config::ServerConfig;
 use super::connection::{self, Session};
 use super::handler::MountHandler;
@@ -24,6 +25,10 @@ use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::output::ToolOutput;
 use crate::tool::Tool;
+
+/// The most content items a mounted tool's result may hold: each item costs far more in memory
+/// than its few bytes of JSON.
+const MAX_CONTENT_ITEMS: usize = 10_000;
 
 /// The first wait before restarting a server that stopped; it doubles with each attempt.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -104,7 +109,9 @@ impl McpMount {
     /// that does not compile or cannot be given to a provider; two tools with one name).
     pub async fn connect(config: ServerConfig) -> Result<McpMount, MountError> {
         let name = config.name.clone();
-        let error = |message: String| MountError { server: name.clone(), message };
+        let redacting = config.clone();
+        let error =
+            |message: String| MountError { server: name.clone(), message: redacting.redact(&message) };
         let (list_changed, mut changes) = mpsc::unbounded_channel();
         let inner =
             Arc::new(MountInner { config, routes: Arc::default(), session: Mutex::new(None), list_changed });
@@ -146,7 +153,10 @@ impl McpMount {
     /// Lists the server's tools again now.
     pub async fn refresh(&self) -> Result<(), MountError> {
         let inner = &self.state.inner;
-        let error = |message: String| MountError { server: inner.config.name.clone(), message };
+        let error = |message: String| MountError {
+            server: inner.config.name.clone(),
+            message: inner.config.redact(&message),
+        };
         let session = inner.live().await.map_err(|e| error(e.message().to_owned()))?;
         let tools = inner.list(&session).await.map_err(error)?;
         self.state.replace_tools(tools);
@@ -218,8 +228,11 @@ impl MountInner {
 
     /// Every page of `tools/list`, as tools.
     async fn list(self: &Arc<Self>, session: &Session) -> Result<Vec<Arc<dyn Tool>>, String> {
-        let listed =
-            session.peer().list_all_tools().await.map_err(|e| format!("it did not list its tools ({e})"))?;
+        let listed = session
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("it did not list its tools ({})", described(&e)))?;
         let listed: Vec<Value> = listed.iter().filter_map(|tool| serde_json::to_value(tool).ok()).collect();
         mounted_tools(self, &listed)
     }
@@ -258,7 +271,7 @@ impl MountInner {
             "The MCP server `{}` is not running and could not be started again ({attempts} attempts). Its tools cannot be used now; go on without them and tell the user the server is down.",
             self.config.name
         ))
-        .with_source(std::io::Error::other(last)))
+        .with_source(std::io::Error::other(self.config.redact(&last))))
     }
 
     /// One `tools/call` of the server's tool `remote`.
@@ -306,6 +319,12 @@ impl MountInner {
         cancel.peer = None;
         match response {
             Ok(ServerResult::CallToolResult(result)) => {
+                if result.content.len() > MAX_CONTENT_ITEMS {
+                    return Err(ToolError::execution(format!(
+                        "The MCP server `{server}` answered the call of `{remote}` with {} content items, more than the {MAX_CONTENT_ITEMS} a mounted tool's result may hold, so the answer was dropped. Ask for less (a smaller range or a narrower query), or use another tool.",
+                        result.content.len()
+                    )));
+                }
                 let value = serde_json::to_value(&result).map_err(ToolError::from_std)?;
                 Ok(result::to_output(server, &value))
             }
@@ -330,6 +349,12 @@ impl MountInner {
                     "The MCP server `{server}` {what}, so the call was cancelled. Try again with a smaller request, or use another tool."
                 )))
             }
+            Err(ServiceError::McpError(error)) if error.code.0 == ANSWER_TOO_LARGE => {
+                Err(ToolError::execution(format!(
+                    "The MCP server `{server}` answered the call of `{remote}` with more than {} MiB, the most a mounted server's answer may be, so the answer was dropped. Ask for less (a smaller range or a narrower query), or use another tool.",
+                    MAX_ANSWER_BYTES / (1024 * 1024)
+                )))
+            }
             Err(ServiceError::McpError(error)) => Err(ToolError::execution(format!(
                 "The MCP server `{server}` refused the call of `{remote}`: {} (error {}). Check the arguments against the tool's description and try again.",
                 error.message, error.code.0
@@ -342,13 +367,29 @@ impl MountInner {
     async fn stopped(&self, remote: &str, session: &Session, error: ServiceError) -> ToolError {
         session.close();
         let tail = session.last_stderr().await;
-        let detail =
-            if tail.is_empty() { error.to_string() } else { format!("{error}; standard error: {tail}") };
+        let error = described(&error);
+        let detail = if tail.is_empty() { error } else { format!("{error}; standard error: {tail}") };
         ToolError::execution(format!(
             "The MCP server `{}` stopped while running `{remote}` (its process exited or the connection closed), so the call's effect is unknown. The server is started again on the next call: retry if repeating the call is safe.",
             self.config.name
         ))
-        .with_source(std::io::Error::other(detail))
+        .with_source(std::io::Error::other(self.config.redact(&detail)))
+    }
+}
+
+/// A request's failure in words: a transport's failure by its innermost cause, without the
+/// transport's Rust type, which rmcp's own message names.
+fn described(error: &ServiceError) -> String {
+    match error {
+        ServiceError::TransportSend(error) => {
+            let mut cause: &(dyn std::error::Error + 'static) = &*error.error;
+            while let Some(source) = cause.source() {
+                cause = source;
+            }
+            format!("the connection failed: {cause}")
+        }
+        ServiceError::McpError(error) => format!("error {}: {}", error.code.0, error.message),
+        other => other.to_string(),
     }
 }
 

@@ -42,7 +42,7 @@ pub fn to_output(server: &str, result: &Value) -> ToolOutput {
 }
 
 /// One content item as ours, and whether nothing was lost.
-fn item_content(item: &Value) -> (Content, bool) {
+pub(crate) fn item_content(item: &Value) -> (Content, bool) {
     let field = |key: &str| item.get(key).and_then(Value::as_str);
     match field("type") {
         Some("text") => (Content::text(field("text").unwrap_or_default()), true),

@@ -15,6 +15,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
@@ -23,7 +24,9 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::calls::{Entered, Gauge, InFlight};
+use super::http_sessions::{self, CappedSessions};
 use super::inbound::{self, Framing, INVALID_PARAMS, Inbound};
+use super::limits::Connections;
 use super::served::Served;
 use super::{McpServer, ServeError, ServeErrorKind};
 
@@ -39,6 +42,31 @@ const CLOSE_CONNECTIONS: Duration = Duration::from_secs(5);
 
 /// A pause after a failed `accept` (out of file descriptors, say), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// The most connections open at once, unless configured.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+
+/// The most connections one client (one IP address, or one IPv6 /64) may have open at once,
+/// unless configured.
+pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 128;
+
+/// How long a client may take to send a request's headers (counted from the connection's start,
+/// or from the end of its previous answer), unless configured.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a client may take to send a request's body, unless configured.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most sessions open at once, unless configured.
+pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+
+/// How long a session may stay idle before it ends, unless configured.
+pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long the answer to a POST is held back, at most, to be written whole in one go: an answer
+/// that is ready by then is sent with its headers in one write; a call still running by then gets
+/// its headers, and its events as they come.
+const GATHER_WINDOW: Duration = Duration::from_secs(1);
 
 /// The origins of pages served by this machine, allowed as the MCP SDKs allow them.
 const LOOPBACK_ORIGINS: [&str; 6] = [
@@ -72,6 +100,12 @@ pub struct HttpOptions {
     shutdown: CancellationToken,
     grace: Duration,
     stateless: bool,
+    max_connections: usize,
+    max_connections_per_client: usize,
+    header_read_timeout: Duration,
+    body_read_timeout: Duration,
+    max_sessions: usize,
+    session_idle_timeout: Duration,
 }
 
 impl Default for HttpOptions {
@@ -84,6 +118,12 @@ impl Default for HttpOptions {
             shutdown: CancellationToken::new(),
             grace: DEFAULT_SHUTDOWN_GRACE,
             stateless: false,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
         }
     }
 }
@@ -97,6 +137,12 @@ impl fmt::Debug for HttpOptions {
             .field("token", &self.token.as_ref().map(|_| "<set>"))
             .field("grace", &self.grace)
             .field("stateless", &self.stateless)
+            .field("max_connections", &self.max_connections)
+            .field("max_connections_per_client", &self.max_connections_per_client)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
+            .field("max_sessions", &self.max_sessions)
+            .field("session_idle_timeout", &self.session_idle_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -156,6 +202,55 @@ impl HttpOptions {
         self.stateless = true;
         self
     }
+
+    /// The most connections open at once (default [`DEFAULT_MAX_CONNECTIONS`], at least 1). A
+    /// connection past it is answered `503` with a sentence saying so, and closed.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// The most connections one client may have open at once (default
+    /// [`DEFAULT_MAX_CONNECTIONS_PER_CLIENT`], at least 1): one IP address, or one IPv6 /64
+    /// network. A connection past it is answered `429` with a sentence saying so, and closed. A
+    /// client that holds many connections open without finishing its requests thus cannot take
+    /// every connection from the others.
+    pub fn max_connections_per_client(mut self, max: usize) -> Self {
+        self.max_connections_per_client = max.max(1);
+        self
+    }
+
+    /// How long a client may take to send a request's headers (default
+    /// [`DEFAULT_HEADER_READ_TIMEOUT`]), counted from the start of the connection or the end of
+    /// its previous answer: a connection that is idle or sends its headers slowly is closed then.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long a client may take to send a request's body once its headers are in (default
+    /// [`DEFAULT_BODY_READ_TIMEOUT`]). A body still incomplete then is answered `408` with a
+    /// sentence saying so, and the connection is closed.
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The most sessions open at once (default [`DEFAULT_MAX_SESSIONS`], at least 1). An
+    /// `initialize` past it is answered `503` with a JSON-RPC error naming the limit; a session
+    /// ends with `DELETE`, when it is idle for [`HttpOptions::session_idle_timeout`], or at
+    /// shutdown.
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max.max(1);
+        self
+    }
+
+    /// How long a session may go without a request before it ends
+    /// (default [`DEFAULT_SESSION_IDLE_TIMEOUT`]).
+    pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.session_idle_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
 }
 
 impl McpServer {
@@ -200,9 +295,12 @@ impl McpServer {
             let id = format!("http-{}", next_session.fetch_add(1, Ordering::Relaxed));
             Ok(template.for_session(id))
         };
+        let mut local_sessions = LocalSessionManager::default();
+        local_sessions.session_config.keep_alive = Some(options.session_idle_timeout);
+        let capped = Arc::new(CappedSessions::new(local_sessions, options.max_sessions));
         let service = StreamableHttpService::new(
             factory,
-            Arc::new(LocalSessionManager::default()),
+            capped.clone(),
             rmcp_config(&options, local, sessions.clone()).with_max_request_body_bytes(max_body),
         );
         let responses = Gauge::default();
@@ -210,26 +308,40 @@ impl McpServer {
             service,
             token: options.token.clone(),
             max_body,
+            body_read_timeout: options.body_read_timeout,
+            sessions: if options.stateless { None } else { Some(capped) },
             responses: responses.clone(),
         });
+        let connections = Connections::new(options.max_connections, options.max_connections_per_client);
+        let mut http1 = hyper::server::conn::http1::Builder::new();
+        http1.timer(TokioTimer::new()).header_read_timeout(options.header_read_timeout);
 
         let graceful = GracefulShutdown::new();
         loop {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => {
+                    Ok((stream, peer)) => {
+                        let admitted = match connections.admit(peer.ip()) {
+                            Ok(admitted) => admitted,
+                            Err(refused) => {
+                                connections.refuse(stream, &refused);
+                                continue;
+                            }
+                        };
+                        // Each answer goes out at once: small writes must not wait for the
+                        // client's delayed acknowledgement of the previous one.
+                        let _ = stream.set_nodelay(true);
                         let endpoint = endpoint.clone();
                         let service = hyper::service::service_fn(move |request| {
                             let endpoint = endpoint.clone();
                             async move { Ok::<_, Infallible>(endpoint.handle(request).await) }
                         });
-                        let connection = hyper::server::conn::http1::Builder::new()
-                            .timer(TokioTimer::new())
-                            .serve_connection(TokioIo::new(stream), service);
+                        let connection = http1.serve_connection(TokioIo::new(stream), service);
                         let connection = graceful.watch(connection);
                         tokio::spawn(async move {
                             // A connection's error (the client went away) concerns that client only.
                             let _ = connection.await;
+                            drop(admitted);
                         });
                     }
                     Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
@@ -290,8 +402,12 @@ fn rmcp_config(
 
 /// The HTTP endpoint: the path, token and message checks in front of `rmcp`'s service.
 struct Endpoint {
-    service: StreamableHttpService<McpServer, LocalSessionManager>,
+    service: StreamableHttpService<McpServer, CappedSessions>,
     token: Option<Arc<[u8]>>,
+    /// [`HttpOptions::body_read_timeout`].
+    body_read_timeout: Duration,
+    /// The sessions, to refuse an `initialize` past their limit (none when stateless).
+    sessions: Option<Arc<CappedSessions>>,
     /// The longest request body read ([`McpServerBuilder::max_message_bytes`]).
     ///
     /// [`McpServerBuilder::max_message_bytes`]: super::McpServerBuilder::max_message_bytes
@@ -321,14 +437,38 @@ impl Endpoint {
                 .insert(header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer realm=\"mcp\""));
             return response;
         }
+        if request.method() == http::Method::DELETE {
+            // rmcp answers a session's end `202 Accepted`; the MCP SDKs expect `200` (or `204`).
+            let mut response = self.service.handle(request).await;
+            if response.status() == StatusCode::ACCEPTED {
+                *response.status_mut() = StatusCode::OK;
+            }
+            return response;
+        }
         if request.method() != http::Method::POST {
             return self.service.handle(request).await;
         }
         let entered = self.responses.enter();
         let (parts, body) = request.into_parts();
-        let checked = match read_body(body, self.max_body, declared_length(&parts.headers)).await {
+        let reading = read_body(body, self.max_body, declared_length(&parts.headers));
+        let Ok(read) = tokio::time::timeout(self.body_read_timeout, reading).await else {
+            let mut response = plain(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "Request timeout: the request body did not arrive whole within {}, the time this server \
+                     waits for one. Send the whole body at once.",
+                    seconds(self.body_read_timeout)
+                ),
+            );
+            response.headers_mut().insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+            return response;
+        };
+        let checked = match read {
             Ok(body) => match inbound::check(&body, Framing::Bodies) {
-                Inbound::Message(_) => Ok(body),
+                Inbound::Message(message) => match self.refusal(&parts, &message).await {
+                    None => Ok(body),
+                    Some(refused) => Err(refused),
+                },
                 Inbound::Reply(reply) | Inbound::Unanswered(reply) => Err((status_of(&reply), reply)),
             },
             Err(Unread::TooLong { prefix, length }) => {
@@ -344,13 +484,49 @@ impl Endpoint {
         match checked {
             Ok(body) => {
                 let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
-                response.map(|body| Counted { body, _entered: entered }.boxed())
+                gathered(response).await.map(|body| Counted { body, _entered: entered }.boxed())
             }
             Err((status, reply)) => match self.host_or_origin_refusal(&parts).await {
                 Some(refusal) => refusal,
                 None => json(status, &reply),
             },
         }
+    }
+
+    /// The error answer to a message that passed the checks but is not served: an `initialize`
+    /// past the sessions' limit, or one sent on a revision without it (2026-07-28 on).
+    async fn refusal(
+        &self,
+        parts: &http::request::Parts,
+        message: &ClientJsonRpcMessage,
+    ) -> Option<(StatusCode, Value)> {
+        let JsonRpcMessage::Request(request) = message else { return None };
+        if !matches!(request.request, ClientRequest::InitializeRequest(_)) {
+            return None;
+        }
+        let id = serde_json::to_value(&request.id).ok();
+        if let Some(revision) = stateless_revision(parts, &request.request) {
+            return Some((
+                StatusCode::NOT_FOUND,
+                inbound::error_response(
+                    id,
+                    inbound::METHOD_NOT_FOUND,
+                    format!(
+                        "Method not found: `initialize` does not exist in protocol revision {revision}, which \
+                         has no handshake. Send `server/discover` to learn what this server supports, or leave \
+                         out the {revision} protocol version to use `initialize` on an earlier revision."
+                    ),
+                ),
+            ));
+        }
+        let sessions = self.sessions.as_ref()?;
+        if parts.headers.contains_key(SESSION_ID_HEADER) || sessions.open() < sessions.max() {
+            return None;
+        }
+        Some((
+            StatusCode::SERVICE_UNAVAILABLE,
+            inbound::error_response(id, inbound::SERVER_BUSY, http_sessions::full_message(sessions.max())),
+        ))
     }
 
     /// `rmcp`'s answer when the request's `Host` or `Origin` is not allowed. Its service checks
@@ -365,6 +541,153 @@ impl Endpoint {
         let response = self.service.handle(probe).await;
         (response.status() != StatusCode::METHOD_NOT_ALLOWED).then_some(response)
     }
+}
+
+/// The header naming a session.
+const SESSION_ID_HEADER: &str = "mcp-session-id";
+
+/// The first protocol revision without the `initialize` handshake.
+const FIRST_STATELESS_REVISION: &str = "2026-07-28";
+
+/// The revision a request says it speaks, when that revision has no `initialize` (2026-07-28 and
+/// later): from its `MCP-Protocol-Version` header, which a client sends only once it speaks a
+/// revision, or from its `_meta`. The version an `initialize` proposes in its params is only a
+/// proposal, answered with a revision this server speaks, and does not count.
+fn stateless_revision(parts: &http::request::Parts, request: &ClientRequest) -> Option<String> {
+    let header = parts.headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let meta = request.get_meta().protocol_version().map(|version| version.to_string());
+    // Revisions are dates: their text sorts as they do.
+    [header, meta].into_iter().flatten().find(|revision| revision.as_str() >= FIRST_STATELESS_REVISION)
+}
+
+/// `response`, written in one go when it can be: an event stream that ends within
+/// [`GATHER_WINDOW`] is sent whole, as one body of known length; one that has sent a message and
+/// goes on (progress, a call still running) is sent as it comes, after what was gathered.
+async fn gathered(response: HttpResponse) -> HttpResponse {
+    let streams = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
+    if !streams {
+        return worded_json(response).await;
+    }
+    let (parts, mut body) = response.into_parts();
+    let mut gathered: Vec<u8> = Vec::new();
+    let window = tokio::time::sleep(GATHER_WINDOW);
+    let mut window = std::pin::pin!(window);
+    let mut has_message = false;
+    loop {
+        let next = if has_message {
+            // Only what is ready now: a message already waits for this write.
+            match tokio::time::timeout(Duration::ZERO, body.frame()).await {
+                Ok(next) => next,
+                Err(_) => break,
+            }
+        } else {
+            tokio::select! {
+                biased;
+                next = body.frame() => next,
+                () = &mut window => break,
+            }
+        };
+        match next {
+            None => {
+                let body = worded_events(gathered);
+                return Response::from_parts(parts, Full::new(Bytes::from(body)).boxed());
+            }
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    has_message |= carries_message(&data);
+                    gathered.extend_from_slice(&data);
+                }
+            }
+            Some(Err(never)) => match never {},
+        }
+    }
+    let rest =
+        Prefixed { prefix: Some(Bytes::from(worded_events(gathered))).filter(|p| !p.is_empty()), body };
+    Response::from_parts(parts, rest.boxed())
+}
+
+/// A JSON error answer (a request of revision 2026-07-28 on) with its `-32601` message worded
+/// (see [`inbound::word_method_not_found`]).
+async fn worded_json(response: HttpResponse) -> HttpResponse {
+    if response.status() != StatusCode::NOT_FOUND
+        || response.headers().get(header::CONTENT_TYPE).map(http::HeaderValue::as_bytes)
+            != Some(b"application/json".as_slice())
+    {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(collected) = body.collect().await;
+    let bytes = collected.to_bytes();
+    let Ok(mut value) = serde_json::from_slice::<Value>(&bytes) else {
+        return Response::from_parts(parts, Full::new(bytes).boxed());
+    };
+    if !inbound::word_method_not_found(&mut value) {
+        return Response::from_parts(parts, Full::new(bytes).boxed());
+    }
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Full::new(Bytes::from(value.to_string())).boxed())
+}
+
+/// An event stream's text with each `-32601` message worded.
+fn worded_events(events: Vec<u8>) -> Vec<u8> {
+    if memchr::memmem::find(&events, b"-32601").is_none() {
+        return events;
+    }
+    let mut worded = Vec::with_capacity(events.len() + 256);
+    for line in events.split_inclusive(|&byte| byte == b'\n') {
+        let mut message =
+            line.strip_prefix(b"data:").and_then(|rest| serde_json::from_slice::<Value>(rest).ok());
+        let reworded = message.as_mut().is_some_and(inbound::word_method_not_found);
+        match message {
+            Some(message) if reworded => {
+                worded.extend_from_slice(b"data: ");
+                worded.extend_from_slice(message.to_string().as_bytes());
+                worded.push(b'\n');
+            }
+            _ => worded.extend_from_slice(line),
+        }
+    }
+    worded
+}
+
+/// Whether a piece of an event stream holds a message (a priming event's `data` is empty).
+fn carries_message(data: &[u8]) -> bool {
+    data.split(|&byte| byte == b'\n').any(|line| {
+        line.strip_prefix(b"data:").is_some_and(|rest| rest.iter().any(|byte| !byte.is_ascii_whitespace()))
+    })
+}
+
+/// A body whose first bytes were already read.
+struct Prefixed {
+    prefix: Option<Bytes>,
+    body: BoxBody<Bytes, Infallible>,
+}
+
+impl http_body::Body for Prefixed {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        if let Some(prefix) = self.prefix.take() {
+            return std::task::Poll::Ready(Some(Ok(http_body::Frame::data(prefix))));
+        }
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.prefix.is_none() && self.body.is_end_stream()
+    }
+}
+
+fn seconds(duration: Duration) -> String {
+    let ms = duration.as_millis();
+    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{ms} ms") }
 }
 
 /// Why a request body was not read whole.

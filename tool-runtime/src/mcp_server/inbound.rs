@@ -24,6 +24,10 @@ use crate::providers::json_kind;
 pub(crate) const PARSE_ERROR: i64 = -32700;
 pub(crate) const INVALID_REQUEST: i64 = -32600;
 pub(crate) const INVALID_PARAMS: i64 = -32602;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+/// A server error (JSON-RPC's range for implementations): too busy to take the request.
+#[cfg_attr(not(feature = "mcp-http"), allow(dead_code))]
+pub(crate) const SERVER_BUSY: i64 = -32000;
 
 /// The deepest nesting `serde_json` parses (its recursion limit).
 pub(crate) const MAX_DEPTH: usize = 128;
@@ -268,6 +272,28 @@ impl<'de> serde::Deserialize<'de> for Object {
 /// An error response; `id` is `null` when it could not be read, as JSON-RPC 2.0 requires.
 pub(crate) fn error_response(id: Option<Value>, code: i64, message: String) -> Value {
     json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": {"code": code, "message": message}})
+}
+
+/// Words an error response whose `-32601` message is only the method's name (as `rmcp` answers
+/// a method its own dispatch refuses: `ping` on a revision without it, `tasks/*`,
+/// `subscriptions/listen`) as a sentence a person can act on. Whether it changed the response.
+pub(crate) fn word_method_not_found(response: &mut Value) -> bool {
+    let Some(error) = response.get_mut("error").and_then(Value::as_object_mut) else { return false };
+    if error.get("code").and_then(Value::as_i64) != Some(METHOD_NOT_FOUND) {
+        return false;
+    }
+    let Some(method) =
+        error.get("message").and_then(Value::as_str).filter(|m| !m.is_empty() && !m.contains(' '))
+    else {
+        return false;
+    };
+    let message = format!(
+        "Method not found: this server does not serve `{method}` on the protocol revision this request uses \
+         (2026-07-28 has no `initialize` nor `ping`, and this server declares only the tools capability). Use \
+         tools/list and tools/call."
+    );
+    error.insert("message".to_owned(), Value::String(message));
+    true
 }
 
 /// The reply to a message longer than the limit, of which `prefix` is the beginning; its length

@@ -304,6 +304,7 @@ fn encode(message: &TxJsonRpcMessage<RoleServer>) -> io::Result<Vec<u8>> {
     {
         object.entry("id").or_insert(Value::Null);
     }
+    super::inbound::word_method_not_found(&mut value);
     encode_value(&value)
 }
 

@@ -5,15 +5,24 @@ mod calls;
 mod elicit;
 #[cfg(feature = "mcp-http")]
 mod http;
+#[cfg(feature = "mcp-http")]
+mod http_sessions;
 mod inbound;
+#[cfg(feature = "mcp-http")]
+mod limits;
 mod lines;
 mod progress;
 mod served;
 
 #[cfg(feature = "mcp-http")]
-pub use http::{DEFAULT_SHUTDOWN_GRACE, HttpOptions, MCP_PATH};
+pub use http::{
+    DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS_PER_CLIENT, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_SHUTDOWN_GRACE, HttpOptions, MCP_PATH,
+};
 
 pub use elicit::DEFAULT_ELICITATION_TIMEOUT;
+pub(crate) use inbound::read_id;
 
 use std::fmt;
 use std::sync::Arc;
@@ -495,13 +504,32 @@ impl McpServer {
 /// The MCP result of one output, built directly: text and images in order, structured output
 /// (an object) in `structuredContent` next to its text mirror, and `resultType` set (2026-07-28
 /// requires it; rmcp removes it for older revisions).
+///
+/// The items of a mounted server's result that our output holds as text (audio, embedded
+/// resources, resource links) are served as the server sent them, in their own type, as long as
+/// nothing changed them on the way (a hook, or truncation, makes the item ours).
 fn call_tool_result(output: ToolOutput) -> CallToolResult {
+    let originals = output
+        .metadata
+        .get(crate::mcp_client::ORIGINAL_CONTENT_KEY)
+        .and_then(Value::as_array)
+        .filter(|originals| originals.len() == output.content.len());
     let content = output
         .content
         .into_iter()
-        .map(|item| match item {
-            Content::Text { text } => ContentBlock::text(text),
-            Content::Image { mime_type, data } => ContentBlock::image(data, mime_type),
+        .enumerate()
+        .map(|(index, item)| {
+            let original = originals.and_then(|originals| originals.get(index));
+            if let Some(original) = original
+                && crate::mcp_client::result::item_content(original).0 == item
+                && let Ok(block) = serde_json::from_value::<ContentBlock>(original.clone())
+            {
+                return block;
+            }
+            match item {
+                Content::Text { text } => ContentBlock::text(text),
+                Content::Image { mime_type, data } => ContentBlock::image(data, mime_type),
+            }
         })
         .collect();
     let mut result =

@@ -6,6 +6,7 @@ MODE is "auto" (the SDK's default: `server/discover`, protocol 2026-07-28, no se
 port with a token file, prints one line per check and exits non-zero on the first failure.
 """
 
+import logging
 import os
 import signal
 import subprocess
@@ -42,7 +43,13 @@ async def main(tools, workspace, mode):
         prefix = "tools serve: listening on "
         check(line.startswith(prefix), f"server announced {line!r}")
         url = line[len(prefix):]
+        # The SDK's client ends its session with DELETE when it closes, and warns unless the
+        # server answers 200 or 204.
+        warnings = Warnings()
+        logging.getLogger("mcp.client.streamable_http").addHandler(warnings)
         await drive(url, mode, workspace)
+        failed = [message for message in warnings.messages if "Session termination failed" in message]
+        check(not failed, f"the sessions ended cleanly: {failed}")
     finally:
         server.send_signal(signal.SIGTERM)
         code = server.wait(timeout=30)
@@ -108,6 +115,17 @@ async def drive(url, mode, workspace):
         response = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
                                    headers={"Accept": "application/json, text/event-stream"})
     check(response.status_code == 401, f"the wrong token gets HTTP {response.status_code}")
+
+
+class Warnings(logging.Handler):
+    """The warnings a logger wrote."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
 
 
 def alive(pid):
