@@ -39,6 +39,17 @@ pub enum PermissionKind {
         /// How many identical calls in a row, including this one.
         count: u32,
     },
+    /// Running a shell command with more rights than the sandbox gives it (`escalated`: no
+    /// sandbox; `network`: the network on). Only a person (or a rule) can grant it: the default
+    /// policy refuses it, since nobody is there to answer.
+    SandboxEscalation {
+        /// The command line.
+        command: String,
+        /// The rights asked for, in words.
+        rights: String,
+        /// Why the model says it needs them.
+        justification: String,
+    },
     /// Anything else, named by the tool.
     Other {
         /// A short machine-readable name for the permission.
@@ -117,6 +128,12 @@ impl PermissionHook for DefaultPermissions {
             PermissionKind::RepeatedCall { count } => PermissionDecision::Deny {
                 reason: format!(
                     "this exact call (same tool, same arguments) was made {count} times in a row, which looks like a loop, so it was not run; change the arguments or try a different approach"
+                ),
+            },
+            PermissionKind::SandboxEscalation { command, rights, .. } => PermissionDecision::Deny {
+                reason: format!(
+                    "running `{command}` with {rights} needs a person's approval, and nobody is here to answer; \
+                     run it inside the sandbox, or ask the user to run it"
                 ),
             },
             _ => PermissionDecision::Allow,

@@ -17,8 +17,8 @@
 //! `systemd-run`, `at`, a container runtime's daemon), one that runs as another user (`sudo`; it
 //! is found but cannot be killed, and the report says so), and — only if the shell itself died
 //! before the stop — a process that both cleared its environment (`env -i`) and left the
-//! process group. Off Linux only the process group is killed. The command itself is not
-//! sandboxed: it can read and write whatever the user running the tools can.
+//! process group. Off Linux only the process group is killed. The command runs in the request's
+//! [sandbox](ShellRequest::sandbox), entered between `fork` and `exec`.
 
 #![cfg_attr(not(unix), allow(dead_code))]
 
@@ -46,6 +46,9 @@ pub struct ShellRequest {
     pub env: Vec<(String, String)>,
     /// What the command reads and where it writes.
     pub input: ShellInput,
+    /// The sandbox it runs in; `None` runs it with every right of this process. An
+    /// [`Operations`](crate::Operations) implementation that cannot apply it must refuse.
+    pub sandbox: Option<Arc<tool_sandbox::Sandbox>>,
 }
 
 /// The command's standard input, and whether it runs in a terminal.
@@ -293,6 +296,10 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     pre_exec::set(&mut command, containment.subreaper, terminal.is_some());
     #[cfg(not(target_os = "linux"))]
     let _ = containment;
+    // After the subreaper and the terminal (its `pre_exec` runs after theirs): seccomp comes last.
+    if let Some(sandbox) = &request.sandbox {
+        sandbox.apply(command.as_std_mut(), &request.cwd)?;
+    }
     let mut child = command.spawn()?;
     // The command holds the parent's copies of the write end (or of the terminal's slave side):
     // drop them so that reading reaches end-of-file once every process that inherited it is gone.

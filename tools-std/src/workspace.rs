@@ -7,7 +7,11 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
+use std::sync::OnceLock;
+
 use tool_runtime::{PermissionKind, PermissionRequest, ToolContext, ToolError};
+
+use tool_sandbox::{Sandbox, SandboxError, SandboxPolicy};
 
 use crate::local::LocalOperations;
 use crate::ops::{FileKind, Operations, Scope, Target};
@@ -27,10 +31,27 @@ pub const MAX_PATH_BYTES: usize = 4096;
 /// implementation has the kernel resolve every path beneath the root's directory handle, so a
 /// path that this check misjudges, or a tree that changes while a tool works, still cannot
 /// reach outside.
+///
+/// Commands (`bash`) run in the workspace's [sandbox](Workspace::with_sandbox): by default
+/// `workspace-write` (write beneath the root and the temporary directory, read everywhere,
+/// network off), enforced by the kernel, and refused where the kernel cannot enforce it.
 #[derive(Clone)]
 pub struct Workspace {
     root: PathBuf,
     ops: Arc<dyn Operations>,
+    sandbox: Arc<SandboxSlot>,
+}
+
+/// A sandbox policy, and the sandbox made from it on first use.
+struct SandboxSlot {
+    policy: SandboxPolicy,
+    ready: OnceLock<Result<Arc<Sandbox>, SandboxError>>,
+}
+
+impl SandboxSlot {
+    fn new(policy: SandboxPolicy) -> Arc<SandboxSlot> {
+        Arc::new(SandboxSlot { policy, ready: OnceLock::new() })
+    }
 }
 
 impl fmt::Debug for Workspace {
@@ -68,7 +89,8 @@ impl Workspace {
             ));
         }
         let ops = LocalOperations::open(&root)?;
-        Ok(Workspace { root, ops: Arc::new(ops) })
+        let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
+        Ok(Workspace { root, ops: Arc::new(ops), sandbox })
     }
 
     /// A workspace reached through `ops` (a remote sandbox, for example), whose root is the
@@ -87,12 +109,33 @@ impl Workspace {
                 format!("the workspace root {} is not a directory", root.display()),
             ));
         }
-        Ok(Workspace { root: normal(root), ops })
+        let root = normal(root);
+        let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
+        Ok(Workspace { root, ops, sandbox })
     }
 
     /// The canonical root directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The same workspace, with commands confined by `policy` (see [`tool_sandbox`]). The
+    /// policy's writable roots should include the root itself
+    /// (`SandboxPolicy::workspace_write(ws.root())`).
+    pub fn with_sandbox(mut self, policy: SandboxPolicy) -> Workspace {
+        self.sandbox = SandboxSlot::new(policy);
+        self
+    }
+
+    /// The sandbox policy commands run under.
+    pub fn sandbox_policy(&self) -> &SandboxPolicy {
+        &self.sandbox.policy
+    }
+
+    /// The sandbox commands run in, checked against the kernel on first use; the error says what
+    /// the kernel lacks and how to opt out.
+    pub fn sandbox(&self) -> Result<Arc<Sandbox>, SandboxError> {
+        self.sandbox.ready.get_or_init(|| Sandbox::new(self.sandbox.policy.clone()).map(Arc::new)).clone()
     }
 
     /// The operations the tools use.

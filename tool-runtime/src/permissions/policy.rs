@@ -159,6 +159,13 @@ impl PermissionHook for Policy {
             PermissionKind::Command { command } => self.rules.decide_command(&request.tool, command),
             PermissionKind::Path { path } => self.rules.decide_path(&request.tool, path, false),
             PermissionKind::ExternalDirectory { path } => self.rules.decide_path(&request.tool, path, true),
+            // Only a person can grant it: the policy's asker, or the call's (MCP elicitation).
+            PermissionKind::SandboxEscalation { .. } => {
+                return match self.asker.clone().or_else(call_asker) {
+                    Some(asker) => Box::pin(async move { asker.decide(request).await }),
+                    None => DefaultPermissions.decide(request),
+                };
+            }
             PermissionKind::RepeatedCall { .. } => {
                 return match &self.asker {
                     Some(asker) => asker.decide(request),
