@@ -118,6 +118,7 @@ async fn mount(args: &McpArgs) -> Result<Vec<McpMount>, Failure> {
 fn dispatcher(
     registry: impl Into<Arc<Registry>>,
     args: &WorkspaceArgs,
+    announce: bool,
 ) -> Result<DispatcherBuilder, Failure> {
     let root = match &args.root {
         Some(root) => root.clone(),
@@ -125,6 +126,15 @@ fn dispatcher(
             .map_err(|e| Failure::usage(format!("cannot use the current directory as the workspace: {e}")))?,
     };
     let workspace = Workspace::new(&root).map_err(|e| Failure::usage(root_error(&root, &e)))?;
+    let workspace = sandboxed(workspace, args)?;
+    if announce {
+        // Once, at the start: what confines every command of this session.
+        let line = match workspace.sandbox() {
+            Ok(sandbox) => sandbox.report().to_string(),
+            Err(e) => e.to_string(),
+        };
+        let _ = writeln!(io::stderr().lock(), "tools: {line}");
+    }
     let policy = match &args.settings {
         Some(path) => Some(settings_policy(path, workspace.root(), args.allow_outside_root)?),
         None => None,
@@ -141,6 +151,23 @@ fn dispatcher(
         None => {}
     }
     Ok(builder)
+}
+
+/// The workspace with the sandbox of `--sandbox` and `--writable-root`; the settings file, when
+/// there is one, is protected from commands too.
+fn sandboxed(workspace: Workspace, args: &WorkspaceArgs) -> Result<Workspace, Failure> {
+    let mut policy = tool_sandbox::SandboxPolicy::for_mode(args.sandbox, workspace.root());
+    if args.sandbox == tool_sandbox::SandboxMode::WorkspaceWrite {
+        for root in &args.writable_roots {
+            let root = std::fs::canonicalize(root)
+                .map_err(|e| Failure::usage(format!("--writable-root {}: {e}", root.display())))?;
+            policy = policy.with_writable_root(root);
+        }
+    }
+    if let Some(settings) = args.settings.as_ref().and_then(|s| std::fs::canonicalize(s).ok()) {
+        policy = policy.with_protected(settings);
+    }
+    Ok(workspace.with_sandbox(policy))
 }
 
 /// The rules and hooks of `--settings`, checked in full now (a bad rule is a usage error naming
@@ -250,7 +277,7 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
         }
         Err(e) => return Err(Failure::usage(format!("ARGS_JSON is not valid JSON: {e}"))),
     }
-    let dispatcher = one_shot(dispatcher(registry, &args.workspace)?.build());
+    let dispatcher = one_shot(dispatcher(registry, &args.workspace, false)?.build());
     let options = CallOptions { timeout: args.timeout_ms.map(Duration::from_millis) };
     let call = ToolCall::new(CALL_ID, args.name, arguments);
     let cancel = cancel_on_termination()?;
@@ -280,7 +307,7 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     let message: Value = serde_json::from_str(&text)
         .map_err(|e| Failure::usage(format!("standard input is not valid JSON: {e}")))?;
     let catalog = catalog(registry, &args.defer)?;
-    let mut builder = dispatcher(catalog.registry().clone(), &args.workspace)?;
+    let mut builder = dispatcher(catalog.registry().clone(), &args.workspace, false)?;
     if args.events {
         builder = builder.events(EventFn(print_event));
     }
@@ -311,7 +338,7 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
 async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     // The mounted servers' tools are served with ours, for as long as we serve.
     let mounts = mount(&args.mcp).await?;
-    let builder = dispatcher(registry(&mounts)?, &args.workspace)?;
+    let builder = dispatcher(registry(&mounts)?, &args.workspace, true)?;
     let server = tool_runtime::mcp_server::McpServer::builder(builder)
         .name("tools")
         .version(env!("CARGO_PKG_VERSION"))
