@@ -77,7 +77,7 @@ async fn a_refused_write_says_it_was_the_sandbox_and_the_result_names_the_sandbo
     if !layers() {
         return;
     }
-    let fx = Fx::new("refused", SandboxPolicy::workspace_write);
+    let fx = Fx::new("refused", |root| SandboxPolicy::workspace_write(root));
     let target = fx.outside.join("evil");
     let out = fx.bash(json!({"command": format!("echo x > {}", target.display())})).await;
     assert!(out.is_error);
@@ -107,7 +107,7 @@ async fn background_sessions_and_terminals_are_confined_too() {
     if !layers() {
         return;
     }
-    let fx = Fx::new("sessions", SandboxPolicy::workspace_write);
+    let fx = Fx::new("sessions", |root| SandboxPolicy::workspace_write(root));
     let o = fx.outside.display();
     let out = fx
         .bash(json!({"command": format!("sleep 0.2; echo x > {o}/background; echo status $?"), "background": true}))
@@ -145,7 +145,7 @@ async fn escalation_asks_the_asker_and_is_refused_when_nobody_answers() {
     if !layers() {
         return;
     }
-    let fx = Fx::new("escalation", SandboxPolicy::workspace_write);
+    let fx = Fx::new("escalation", |root| SandboxPolicy::workspace_write(root));
     let target = fx.outside.join("escalated");
     let args = json!({
         "command": format!("echo x > {}", target.display()),

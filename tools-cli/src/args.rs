@@ -113,8 +113,9 @@ pub struct WorkspaceArgs {
     /// How `bash` commands are confined by the kernel: `read-only`, `workspace-write` (write only
     /// beneath the root and the temporary directory, network off) or `off` (unconfined).
     /// Refused where the kernel cannot enforce it, rather than run unconfined.
-    #[arg(long, value_name = "MODE", default_value = "workspace-write", value_parser = parse_sandbox)]
-    pub sandbox: tool_sandbox::SandboxMode,
+    /// [default: workspace-write, or off when the settings file says `"sandbox": {"enabled": false}`]
+    #[arg(long, value_name = "MODE", value_parser = parse_sandbox)]
+    pub sandbox: Option<tool_sandbox::SandboxMode>,
     /// Another directory sandboxed commands may write beneath (repeatable).
     #[arg(long = "writable-root", value_name = "DIR")]
     pub writable_roots: Vec<PathBuf>,

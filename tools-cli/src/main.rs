@@ -11,7 +11,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tool_runtime::catalog::{Catalog, LoadedTools, SearchMode};
 use tool_runtime::mcp_client::{McpConfig, McpMount};
-use tool_runtime::permissions::{Action as PermissionAction, EXTERNAL_DIRECTORY, Policy, Rules, Settings};
+use tool_runtime::permissions::{
+    Action as PermissionAction, EXTERNAL_DIRECTORY, Policy, Rules, SandboxSettings, Settings,
+};
 use tool_runtime::providers::DefinitionOptions;
 use tool_runtime::{
     BoxFuture, CallOptions, CancellationToken, DefaultPermissions, Dispatcher, DispatcherBuilder, EventFn,
@@ -126,7 +128,14 @@ fn dispatcher(
             .map_err(|e| Failure::usage(format!("cannot use the current directory as the workspace: {e}")))?,
     };
     let workspace = Workspace::new(&root).map_err(|e| Failure::usage(root_error(&root, &e)))?;
-    let workspace = sandboxed(workspace, args)?;
+    let (policy, sandbox_settings) = match &args.settings {
+        Some(path) => {
+            let (policy, sandbox) = settings_policy(path, workspace.root(), args.allow_outside_root)?;
+            (Some(policy), sandbox)
+        }
+        None => (None, SandboxSettings::default()),
+    };
+    let workspace = sandboxed(workspace, args, &sandbox_settings)?;
     if announce {
         // Once, at the start: what confines every command of this session.
         let line = match workspace.sandbox() {
@@ -135,10 +144,6 @@ fn dispatcher(
         };
         let _ = writeln!(io::stderr().lock(), "tools: {line}");
     }
-    let policy = match &args.settings {
-        Some(path) => Some(settings_policy(path, workspace.root(), args.allow_outside_root)?),
-        None => None,
-    };
     let mut builder = Dispatcher::builder(registry).dependency(workspace);
     // Without a data directory, truncated outputs are only cut, not saved for reading back.
     if let Ok(store) = OutputStore::builder().read_hint(tools_std::read_hint()).open() {
@@ -155,19 +160,36 @@ fn dispatcher(
 
 /// The workspace with the sandbox of `--sandbox` and `--writable-root`; the settings file, when
 /// there is one, is protected from commands too.
-fn sandboxed(workspace: Workspace, args: &WorkspaceArgs) -> Result<Workspace, Failure> {
-    let mut policy = tool_sandbox::SandboxPolicy::for_mode(args.sandbox, workspace.root());
-    if args.sandbox == tool_sandbox::SandboxMode::WorkspaceWrite {
-        for root in &args.writable_roots {
+fn sandboxed(
+    workspace: Workspace,
+    args: &WorkspaceArgs,
+    settings: &SandboxSettings,
+) -> Result<Workspace, Failure> {
+    use tool_sandbox::SandboxMode;
+    // `--sandbox` wins over the settings file's `enabled`.
+    let mode = match (args.sandbox, settings.enabled) {
+        (Some(mode), _) => mode,
+        (None, Some(false)) => SandboxMode::Off,
+        (None, _) => SandboxMode::WorkspaceWrite,
+    };
+    let mut policy = tool_sandbox::SandboxPolicy::for_mode(mode, workspace.root());
+    if mode == SandboxMode::WorkspaceWrite {
+        for root in args.writable_roots.iter().chain(&settings.allow_write) {
             let root = std::fs::canonicalize(root)
-                .map_err(|e| Failure::usage(format!("--writable-root {}: {e}", root.display())))?;
+                .map_err(|e| Failure::usage(format!("writable root {}: {e}", root.display())))?;
             policy = policy.with_writable_root(root);
         }
+    }
+    for path in &settings.deny_write {
+        policy = policy.with_protected(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
     }
     if let Some(settings) = args.settings.as_ref().and_then(|s| std::fs::canonicalize(s).ok()) {
         policy = policy.with_protected(settings);
     }
-    Ok(workspace.with_sandbox(policy))
+    Ok(workspace.with_sandbox(policy).with_unsandboxed_commands(
+        settings.excluded_commands.clone(),
+        settings.allow_unsandboxed_commands != Some(false),
+    ))
 }
 
 /// The rules and hooks of `--settings`, checked in full now (a bad rule is a usage error naming
@@ -177,13 +199,14 @@ fn settings_policy(
     path: &std::path::Path,
     root: &std::path::Path,
     allow_outside_root: bool,
-) -> Result<Policy, Failure> {
+) -> Result<(Policy, SandboxSettings), Failure> {
     let mut base = Rules::builder(root).catalog(tools_std::permission_catalog());
     if allow_outside_root {
         base = base.rule_from(PermissionAction::Allow, EXTERNAL_DIRECTORY, "--allow-outside-root");
     }
     let settings = Settings::load(path, base).map_err(|e| Failure::usage(format!("--settings {e}")))?;
-    Ok(Policy::from_settings(settings))
+    let sandbox = settings.sandbox().clone();
+    Ok((Policy::from_settings(settings), sandbox))
 }
 
 /// `call` and `turn` exit once their calls are answered, which would kill a command left

@@ -223,7 +223,16 @@ async fn sandbox_for(
     justification: Option<String>,
 ) -> Result<Arc<Sandbox>, ToolError> {
     let refused = |e: tool_sandbox::SandboxError| ToolError::permission_denied(e.to_string()).with_source(e);
+    if ws.runs_unsandboxed(command) {
+        return Sandbox::new(SandboxPolicy::off()).map(Arc::new).map_err(refused);
+    }
     let Some(escalation) = escalation else { return ws.sandbox().map_err(refused) };
+    if !ws.escalation_allowed() {
+        return Err(ToolError::permission_denied(
+            "Running commands with more rights than the sandbox gives is turned off here \
+             (allowUnsandboxedCommands: false): run the command inside the sandbox, or ask the user to run it.",
+        ));
+    }
     let justification = justification.filter(|j| !j.trim().is_empty()).ok_or_else(|| {
         ToolError::invalid_arguments(
             "`sandbox` asks the user for more rights: give a `justification` saying why.",

@@ -46,11 +46,15 @@ pub struct Workspace {
 struct SandboxSlot {
     policy: SandboxPolicy,
     ready: OnceLock<Result<Arc<Sandbox>, SandboxError>>,
+    /// Simple commands starting with one of these run unsandboxed.
+    excluded: Vec<String>,
+    /// Whether a call may ask to run a command unsandboxed.
+    escalation: bool,
 }
 
 impl SandboxSlot {
     fn new(policy: SandboxPolicy) -> Arc<SandboxSlot> {
-        Arc::new(SandboxSlot { policy, ready: OnceLock::new() })
+        Arc::new(SandboxSlot { policy, ready: OnceLock::new(), excluded: Vec::new(), escalation: true })
     }
 }
 
@@ -123,8 +127,51 @@ impl Workspace {
     /// policy's writable roots should include the root itself
     /// (`SandboxPolicy::workspace_write(ws.root())`).
     pub fn with_sandbox(mut self, policy: SandboxPolicy) -> Workspace {
-        self.sandbox = SandboxSlot::new(policy);
+        let slot = SandboxSlot {
+            policy,
+            ready: OnceLock::new(),
+            excluded: self.sandbox.excluded.clone(),
+            escalation: self.sandbox.escalation,
+        };
+        self.sandbox = Arc::new(slot);
         self
+    }
+
+    /// The same workspace, where simple commands (no `;`, `&`, `|`, redirections, substitutions
+    /// or line breaks) that start with one of `commands` (a program name, or a longer prefix such
+    /// as `docker compose`; a trailing `:*` or ` *` is ignored) run unsandboxed, as Claude Code's
+    /// `sandbox.excludedCommands`; and, with `escalation` false, where no call may ask to run
+    /// unsandboxed (`allowUnsandboxedCommands: false`).
+    pub fn with_unsandboxed_commands(mut self, commands: Vec<String>, escalation: bool) -> Workspace {
+        let slot = SandboxSlot {
+            policy: self.sandbox.policy.clone(),
+            ready: OnceLock::new(),
+            excluded: commands,
+            escalation,
+        };
+        self.sandbox = Arc::new(slot);
+        self
+    }
+
+    /// Whether `command` is one the workspace runs unsandboxed.
+    pub fn runs_unsandboxed(&self, command: &str) -> bool {
+        let simple = !command
+            .contains(|c: char| matches!(c, ';' | '&' | '|' | '<' | '>' | '`' | '$' | '\n' | '(' | ')'));
+        simple
+            && self.sandbox.excluded.iter().any(|entry| {
+                let prefix = entry.trim_end_matches(":*").trim_end_matches(" *").trim();
+                !prefix.is_empty()
+                    && (command.trim() == prefix
+                        || command
+                            .trim_start()
+                            .strip_prefix(prefix)
+                            .is_some_and(|rest| rest.starts_with(' ')))
+            })
+    }
+
+    /// Whether a call may ask to run a command with more rights than the sandbox gives.
+    pub fn escalation_allowed(&self) -> bool {
+        self.sandbox.escalation
     }
 
     /// The sandbox policy commands run under.
@@ -433,5 +480,38 @@ mod tests {
         symlink("a", dir.path().join("b")).unwrap();
         let err = located(dir.path(), "a/x").unwrap_err();
         assert!(err.to_string().contains("more than 40 symbolic links"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod sandbox_tests {
+    use super::*;
+
+    #[test]
+    fn only_simple_commands_with_an_excluded_prefix_run_unsandboxed() {
+        let dir = crate::testing::TempDir::new();
+        let ws = Workspace::new(dir.path())
+            .unwrap()
+            .with_unsandboxed_commands(vec!["docker".into(), "cargo build:*".into()], true);
+        assert!(ws.runs_unsandboxed("docker ps"));
+        assert!(ws.runs_unsandboxed("docker"));
+        assert!(ws.runs_unsandboxed("cargo build --release"));
+        for command in [
+            "dockerd",
+            "cargo test",
+            "docker ps; rm -rf ~",
+            "docker ps && curl x",
+            "docker ps | sh",
+            "docker run $(cat x)",
+            "docker run `id`",
+            "docker ps > /etc/x",
+            "docker ps\nrm -rf ~",
+            "docker ps & rm x",
+        ] {
+            assert!(!ws.runs_unsandboxed(command), "{command:?}");
+        }
+        // Setting the policy afterwards keeps the list.
+        let ws = ws.with_sandbox(SandboxPolicy::read_only());
+        assert!(ws.runs_unsandboxed("docker ps"));
     }
 }

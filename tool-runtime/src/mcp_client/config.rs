@@ -65,6 +65,8 @@ pub struct ServerConfig {
     /// Whether its tools are deferred: offered to the model through a tool search rather than
     /// in every request (see [`crate::catalog`]).
     pub defer: bool,
+    /// The kernel sandbox a stdio server runs in (`None`: unconfined, as its user).
+    pub sandbox: Option<std::sync::Arc<tool_sandbox::Sandbox>>,
 }
 
 impl ServerConfig {
@@ -78,6 +80,7 @@ impl ServerConfig {
             naming: Naming::default(),
             restart_attempts: 3,
             defer: false,
+            sandbox: None,
         }
     }
 
@@ -155,6 +158,13 @@ impl ServerConfig {
     /// Sets how the server's tools are named.
     pub fn naming(mut self, naming: Naming) -> Self {
         self.naming = naming;
+        self
+    }
+
+    /// Runs a stdio server in `sandbox` (see [`tool_sandbox`]): a server that only reads and
+    /// computes can be given `SandboxPolicy::read_only()`.
+    pub fn sandbox(mut self, sandbox: std::sync::Arc<tool_sandbox::Sandbox>) -> Self {
+        self.sandbox = Some(sandbox);
         self
     }
 

@@ -17,4 +17,4 @@ pub(crate) use policy::{After, Gate};
 #[cfg(feature = "mcp")]
 pub(crate) use policy::{unanswered, with_call_asker};
 pub use rules::{Action, EXTERNAL_DIRECTORY, RuleError, Rules, RulesBuilder};
-pub use settings::{DEFAULT_HOOK_TIMEOUT, Settings, SettingsError};
+pub use settings::{DEFAULT_HOOK_TIMEOUT, SandboxSettings, Settings, SettingsError};
