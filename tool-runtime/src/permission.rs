@@ -118,6 +118,12 @@ pub struct DefaultPermissions;
 
 impl PermissionHook for DefaultPermissions {
     fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision> {
+        // A person may be there after all: the MCP client of the call (elicitation).
+        if let (PermissionKind::SandboxEscalation { .. }, Some(asker)) =
+            (&request.kind, crate::permissions::call_asker())
+        {
+            return Box::pin(async move { asker.decide(request).await });
+        }
         let decision = match &request.kind {
             PermissionKind::ExternalDirectory { path } => PermissionDecision::Deny {
                 reason: format!(

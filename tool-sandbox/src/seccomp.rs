@@ -112,6 +112,22 @@ fn build(network: Network, arch: TargetArch) -> Result<Vec<sock_filter>, seccomp
         refused().into_iter().map(|nr| (nr, Vec::new())).collect();
     rules.insert(libc::SYS_unshare, any_flag(0, NAMESPACE_FLAGS | CLONE_NEWTIME)?);
     rules.insert(libc::SYS_clone, any_flag(0, NAMESPACE_FLAGS)?);
+    // Pushing characters into a terminal's input: a command could type into the shell of the
+    // terminal the tools were started from.
+    rules.insert(
+        libc::SYS_ioctl,
+        [libc::TIOCSTI, libc::TIOCLINUX]
+            .into_iter()
+            .map(|request| {
+                SeccompRule::new(vec![SeccompCondition::new(
+                    1,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Eq,
+                    request as u64,
+                )?])
+            })
+            .collect::<Result<_, _>>()?,
+    );
     let socket = match network {
         // Every family but Unix sockets: Internet, packet, netlink (as root it configures
         // interfaces), and the rest.

@@ -155,6 +155,7 @@ fn protected_paths_stay_read_only_inside_the_root() {
         return;
     }
     let fx = fixture("protected");
+    std::env::set_current_dir(&fx.root).unwrap();
     std::fs::create_dir_all(fx.root.join(".git/hooks")).unwrap();
     std::fs::write(fx.root.join(".git/config"), "[core]\n").unwrap();
     std::fs::write(fx.root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
@@ -168,6 +169,9 @@ fn protected_paths_stay_read_only_inside_the_root() {
         "mv .git .git-old",
         "rm -rf .git",
         "cd .git && echo evil > hooks/pre-commit",
+        // Through the magic links of a process outside the sandbox, which see no read-only mounts.
+        &format!("echo evil > /proc/{}/cwd/.git/hooks/pre-commit", std::process::id()),
+        &format!("echo evil > /proc/{}/root{}/.git/hooks/pre-commit", std::process::id(), fx.root.display()),
     ] {
         let (code, out) = run(&fx.policy, &fx.root, script);
         assert_ne!(code, 0, "`{script}` succeeded: {out}");
@@ -234,6 +238,15 @@ fn ptrace_and_new_namespaces_are_refused() {
     assert!(out.contains("Operation not permitted"), "{out}");
     let (code, out) = run(&fx.policy, &fx.root, "unshare -n true");
     assert_ne!(code, 0, "{out}");
+    // Typing into the terminal the tools run in.
+    let tiocsti = "python3 -c 'import pty, fcntl, termios; m, s = pty.openpty(); \
+                   fcntl.ioctl(s, termios.TIOCSTI, b\"x\"); print(\"typed\")'";
+    let (code, out) = run(&fx.policy, &fx.root, tiocsti);
+    assert!(code != 0 && out.contains("Operation not permitted"), "{out}");
+    let (_, unconfined) = run(&SandboxPolicy::off(), &fx.root, tiocsti);
+    if unconfined == "typed\n" {
+        eprintln!("TIOCSTI works unconfined here, and was refused in the sandbox");
+    }
     let ptrace = "python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); \
                   print(l.ptrace(0, 0, 0, 0), ctypes.get_errno())'";
     let (code, out) = run(&fx.policy, &fx.root, ptrace);

@@ -120,7 +120,7 @@ async fn mount(args: &McpArgs) -> Result<Vec<McpMount>, Failure> {
 fn dispatcher(
     registry: impl Into<Arc<Registry>>,
     args: &WorkspaceArgs,
-    announce: bool,
+    announce: Option<&mut String>,
 ) -> Result<DispatcherBuilder, Failure> {
     let root = match &args.root {
         Some(root) => root.clone(),
@@ -136,13 +136,12 @@ fn dispatcher(
         None => (None, SandboxSettings::default()),
     };
     let workspace = sandboxed(workspace, args, &sandbox_settings)?;
-    if announce {
-        // Once, at the start: what confines every command of this session.
-        let line = match workspace.sandbox() {
+    if let Some(announce) = announce {
+        // What confines every command of this session, said once when serving starts.
+        *announce = match workspace.sandbox() {
             Ok(sandbox) => sandbox.report().to_string(),
             Err(e) => e.to_string(),
         };
-        let _ = writeln!(io::stderr().lock(), "tools: {line}");
     }
     let mut builder = Dispatcher::builder(registry).dependency(workspace);
     // Without a data directory, truncated outputs are only cut, not saved for reading back.
@@ -300,7 +299,7 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
         }
         Err(e) => return Err(Failure::usage(format!("ARGS_JSON is not valid JSON: {e}"))),
     }
-    let dispatcher = one_shot(dispatcher(registry, &args.workspace, false)?.build());
+    let dispatcher = one_shot(dispatcher(registry, &args.workspace, None)?.build());
     let options = CallOptions { timeout: args.timeout_ms.map(Duration::from_millis) };
     let call = ToolCall::new(CALL_ID, args.name, arguments);
     let cancel = cancel_on_termination()?;
@@ -330,7 +329,7 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     let message: Value = serde_json::from_str(&text)
         .map_err(|e| Failure::usage(format!("standard input is not valid JSON: {e}")))?;
     let catalog = catalog(registry, &args.defer)?;
-    let mut builder = dispatcher(catalog.registry().clone(), &args.workspace, false)?;
+    let mut builder = dispatcher(catalog.registry().clone(), &args.workspace, None)?;
     if args.events {
         builder = builder.events(EventFn(print_event));
     }
@@ -361,7 +360,8 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
 async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     // The mounted servers' tools are served with ours, for as long as we serve.
     let mounts = mount(&args.mcp).await?;
-    let builder = dispatcher(registry(&mounts)?, &args.workspace, true)?;
+    let mut sandbox = String::new();
+    let builder = dispatcher(registry(&mounts)?, &args.workspace, Some(&mut sandbox))?;
     let server = tool_runtime::mcp_server::McpServer::builder(builder)
         .name("tools")
         .version(env!("CARGO_PKG_VERSION"))
@@ -374,8 +374,9 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
         tokio::spawn(pass_on_tool_changes(mounts, server.clone()));
     }
     if let Some(address) = &args.http.http {
-        return http::serve(server, address, &args.http).await;
+        return http::serve(server, address, &args.http, &sandbox).await;
     }
+    let _ = writeln!(io::stderr().lock(), "tools: {sandbox}");
     let mut termination = Termination::register().map_err(signal_failure)?;
     tokio::select! {
         served = server.serve_stdio() => {

@@ -126,7 +126,7 @@ pub(crate) fn with_call_asker<F: Future>(
     CALL_ASKER.scope(asker, call)
 }
 
-fn call_asker() -> Option<Arc<dyn PermissionHook>> {
+pub(crate) fn call_asker() -> Option<Arc<dyn PermissionHook>> {
     CALL_ASKER.try_with(Arc::clone).ok()
 }
 
