@@ -123,7 +123,8 @@ fn build(network: Network, arch: TargetArch) -> Result<Vec<sock_filter>, seccomp
                     1,
                     SeccompCmpArgLen::Dword,
                     SeccompCmpOp::Eq,
-                    request as u64,
+                    #[allow(clippy::unnecessary_cast)] // `c_ulong` here, `c_int` on other C libraries.
+                    (request as u64),
                 )?])
             })
             .collect::<Result<_, _>>()?,

@@ -172,6 +172,11 @@ fn sandboxed(
         (None, _) => SandboxMode::WorkspaceWrite,
     };
     let mut policy = tool_sandbox::SandboxPolicy::for_mode(mode, workspace.root());
+    if mode != SandboxMode::WorkspaceWrite && !args.writable_roots.is_empty() {
+        return Err(Failure::usage(format!(
+            "--writable-root only applies to --sandbox workspace-write, and the sandbox is {mode}"
+        )));
+    }
     if mode == SandboxMode::WorkspaceWrite {
         for root in args.writable_roots.iter().chain(&settings.allow_write) {
             let root = std::fs::canonicalize(root)

@@ -375,6 +375,7 @@ async fn run(
 }
 
 impl Ended {
+    #[allow(clippy::too_many_arguments)]
     fn into_output(
         self,
         mut text: String,

@@ -155,8 +155,7 @@ impl Workspace {
 
     /// Whether `command` is one the workspace runs unsandboxed.
     pub fn runs_unsandboxed(&self, command: &str) -> bool {
-        let simple = !command
-            .contains(|c: char| matches!(c, ';' | '&' | '|' | '<' | '>' | '`' | '$' | '\n' | '(' | ')'));
+        let simple = !command.contains([';', '&', '|', '<', '>', '`', '$', '\n', '(', ')']);
         simple
             && self.sandbox.excluded.iter().any(|entry| {
                 let prefix = entry.trim_end_matches(":*").trim_end_matches(" *").trim();
