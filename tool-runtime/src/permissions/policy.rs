@@ -52,6 +52,13 @@ impl Policy {
         Policy { rules: settings.rules, hooks: settings.hooks, asker: None }
     }
 
+    /// Runs the hook commands in `sandbox` (see [`tool_sandbox`]) instead of unconfined.
+    #[cfg(feature = "command-hooks")]
+    pub fn hook_sandbox(mut self, sandbox: Arc<tool_sandbox::Sandbox>) -> Self {
+        self.hooks.sandbox = Some(sandbox);
+        self
+    }
+
     /// Who answers the requests a rule or a hook says to `ask` about (a person, through a UI).
     /// The request's `details.rule` names the rule. Without an asker they are refused.
     pub fn asker(self, asker: impl PermissionHook) -> Self {
@@ -245,7 +252,7 @@ impl Policy {
                 "tool_input": says.rewritten.as_ref().unwrap_or(&call.arguments),
                 "tool_use_id": call.call_id,
             });
-            let decision = hook.pre_tool_use(&event, self.rules.root()).await.map_err(|problem| {
+            let decision = hook.pre_tool_use(&event, self.rules.root(), self.hooks.sandbox.as_deref()).await.map_err(|problem| {
                 ToolError::execution(format!(
                     "The call to `{}` was not run: its PreToolUse hook `{}` {problem}. This is a problem with \
                      the hook, not with the arguments; tell the user.",
@@ -312,7 +319,7 @@ impl Policy {
                 "tool_response": response,
                 "tool_use_id": call.call_id,
             });
-            let feedback = hook.post_tool_use(&event, self.rules.root()).await.map_err(|problem| {
+            let feedback = hook.post_tool_use(&event, self.rules.root(), self.hooks.sandbox.as_deref()).await.map_err(|problem| {
                 ToolError::execution(format!(
                     "The call to `{}` ran, but its PostToolUse hook `{}` {problem}, so its result is withheld. \
                      Check whether the call had its effect before repeating it, and tell the user the hook failed.",

@@ -85,6 +85,9 @@ pub(crate) struct HookCommand {
 pub(crate) struct HookCommands {
     pub(crate) pre_tool_use: Vec<HookCommand>,
     pub(crate) post_tool_use: Vec<HookCommand>,
+    /// The kernel sandbox the hook commands run in (`None`: unconfined).
+    #[cfg(feature = "command-hooks")]
+    pub(crate) sandbox: Option<Arc<tool_sandbox::Sandbox>>,
 }
 
 /// Permission rules and hooks, loaded from a settings file and checked in full when loaded.
