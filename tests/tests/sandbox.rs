@@ -195,3 +195,40 @@ async fn escalation_asks_the_asker_and_is_refused_when_nobody_answers() {
         .unwrap_err();
     assert!(err.message().contains("give a `justification`"), "{}", err.message());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn excluded_commands_run_unsandboxed_and_escalation_can_be_turned_off() {
+    if !layers() {
+        return;
+    }
+    let root = dir("excluded-root");
+    let outside = dir("excluded-outside");
+    let mut deps = Dependencies::new();
+    let ws = Workspace::new(&root)
+        .unwrap()
+        .with_sandbox(SandboxPolicy::workspace_write(&root))
+        .with_unsandboxed_commands(vec!["touch".into()], false);
+    deps.insert(ws);
+    let fx = Fx {
+        state: SessionState::new(),
+        registry: Registry::builder().tools(tools_std::all()).build().unwrap(),
+        deps: Arc::new(deps),
+        root,
+        outside: outside.clone(),
+    };
+    let out = fx.bash(json!({"command": format!("touch {}/excluded", outside.display())})).await;
+    assert!(!out.is_error, "{}", out.text_content());
+    assert_eq!(out.metadata["sandbox"]["mode"], json!("off"));
+    assert!(outside.join("excluded").exists());
+    // A compound command is not a simple `touch`: sandboxed.
+    let out = fx
+        .bash(json!({"command": format!("touch {o}/compound; touch {o}/compound2", o = outside.display())}))
+        .await;
+    assert!(out.is_error);
+    assert!(!outside.join("compound").exists());
+    // allowUnsandboxedCommands: false refuses escalation before anyone is asked.
+    let args = json!({"command": "true", "sandbox": "escalated", "justification": "because"});
+    let ctx = fx.ctx().permissions(Arc::new(tool_runtime::AllowAll)).build();
+    let err = fx.registry.call("bash", &args.to_string(), ctx).await.unwrap_err();
+    assert!(err.message().contains("allowUnsandboxedCommands: false"), "{}", err.message());
+}
