@@ -41,7 +41,6 @@ struct Fx {
     state: SessionState,
     registry: Registry,
     deps: Arc<Dependencies>,
-    root: PathBuf,
     outside: PathBuf,
 }
 
@@ -53,7 +52,7 @@ impl Fx {
         deps.insert(Workspace::new(&root).unwrap().with_sandbox(policy(&root)));
         deps.insert(OutputStore::builder().dir(dir(&format!("{tag}-store"))).open().unwrap());
         let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
-        Fx { state: SessionState::new(), registry, deps: Arc::new(deps), root, outside }
+        Fx { state: SessionState::new(), registry, deps: Arc::new(deps), outside }
     }
 
     fn ctx(&self) -> tool_runtime::ContextBuilder {
@@ -213,7 +212,6 @@ async fn excluded_commands_run_unsandboxed_and_escalation_can_be_turned_off() {
         state: SessionState::new(),
         registry: Registry::builder().tools(tools_std::all()).build().unwrap(),
         deps: Arc::new(deps),
-        root,
         outside: outside.clone(),
     };
     let out = fx.bash(json!({"command": format!("touch {}/excluded", outside.display())})).await;
