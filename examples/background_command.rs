@@ -23,13 +23,20 @@ async fn call(dispatcher: &Dispatcher, name: &str, arguments: Value) -> (String,
     (text, Value::Object(result.output.metadata.into_iter().collect()))
 }
 
+use tools_std::tool_sandbox::{Network, SandboxPolicy};
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let workspace = std::env::temp_dir().join(format!("tool-background-{}", std::process::id()));
     std::fs::create_dir_all(&workspace)?;
     std::fs::write(workspace.join("index.html"), "<h1>served from the workspace</h1>\n")?;
     let registry = Registry::builder().tools(tools_std::all()).build()?;
-    let dispatcher = Dispatcher::builder(registry).dependencies(tools_std::dependencies(&workspace)?).build();
+    let mut deps = tools_std::dependencies(&workspace)?;
+    // The server listens on a port and `curl` connects to it: the sandbox's network must be on.
+    let ws = tools_std::Workspace::new(&workspace)?;
+    let policy = SandboxPolicy::workspace_write(ws.root()).with_network(Network::On);
+    deps.insert(ws.with_sandbox(policy));
+    let dispatcher = Dispatcher::builder(registry).dependencies(deps).build();
 
     // A server never finishes: start it in the background and keep its session id.
     let (_, started) = call(

@@ -417,3 +417,38 @@ async fn a_hooks_child_that_cleared_its_environment_and_left_its_group_dies_with
     }
     assert!(!survived, "the hook's escaped child {pid} outlived it");
 }
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread")]
+async fn hook_commands_can_run_in_a_sandbox() {
+    use tool_sandbox::{Probe, Sandbox, SandboxPolicy};
+    let probe = Probe::get();
+    if probe.landlock_abi.is_none() || !probe.seccomp {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must have Landlock and seccomp: {probe}");
+        tool_tests::skip(&format!("the kernel lacks Landlock or seccomp ({probe})"));
+        return;
+    }
+    let dir = TempDir::new("hook-sandbox");
+    let marker = dir.path().join("hook-wrote");
+    let script = format!("echo x > {} || exit 1; exit 0", marker.display());
+    let text = settings(dir.path(), "PreToolUse", "echo", &script, 10.0);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let registry = Arc::new(Registry::builder().tool(echo_tool(runs.clone())).build().unwrap());
+    // Read-only: the hook may not write, so it fails, and the call is not run.
+    let sandbox = Arc::new(Sandbox::new(SandboxPolicy::read_only()).unwrap());
+    let loaded = Settings::parse(&text, "settings.json", Rules::builder(dir.path())).unwrap();
+    let policy = Policy::from_settings(loaded).hook_sandbox(sandbox);
+    let dispatcher = Dispatcher::builder(registry.clone()).policy(policy).build();
+    let result =
+        dispatcher.run(ToolCall::new("c", "echo", r#"{"text": "hi"}"#), CancellationToken::new()).await;
+    assert!(result.output.is_error, "{}", result.output.text_content());
+    assert!(!marker.exists());
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    // Unconfined, the same hook writes and the call runs.
+    let loaded = Settings::parse(&text, "settings.json", Rules::builder(dir.path())).unwrap();
+    let dispatcher = Dispatcher::builder(registry).policy(Policy::from_settings(loaded)).build();
+    let result =
+        dispatcher.run(ToolCall::new("c", "echo", r#"{"text": "hi"}"#), CancellationToken::new()).await;
+    assert!(!result.output.is_error, "{}", result.output.text_content());
+    assert!(marker.exists());
+}

@@ -56,6 +56,17 @@ pub enum PermissionKind {
         /// How many identical calls in a row, including this one.
         count: u32,
     },
+    /// Running a shell command with more rights than the sandbox gives it (`escalated`: no
+    /// sandbox; `network`: the network on). Only a person (or a rule) can grant it: the default
+    /// policy refuses it, since nobody is there to answer.
+    SandboxEscalation {
+        /// The command line.
+        command: String,
+        /// The rights asked for, in words.
+        rights: String,
+        /// Why the model says it needs them.
+        justification: String,
+    },
     /// Anything else, named by the tool.
     Other {
         /// A short machine-readable name for the permission.
@@ -177,6 +188,12 @@ pub struct DefaultPermissions;
 
 impl PermissionHook for DefaultPermissions {
     fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision> {
+        // A person may be there after all: the MCP client of the call (elicitation).
+        if let (PermissionKind::SandboxEscalation { .. }, Some(asker)) =
+            (&request.kind, crate::permissions::call_asker())
+        {
+            return Box::pin(async move { asker.decide(request).await });
+        }
         let decision = match &request.kind {
             PermissionKind::ExternalDirectory { path } => PermissionDecision::Deny {
                 reason: format!(
@@ -187,6 +204,12 @@ impl PermissionHook for DefaultPermissions {
             PermissionKind::RepeatedCall { count } => PermissionDecision::Deny {
                 reason: format!(
                     "this exact call (same tool, same arguments) was made {count} times in a row, which looks like a loop, so it was not run; change the arguments or try a different approach"
+                ),
+            },
+            PermissionKind::SandboxEscalation { command, rights, .. } => PermissionDecision::Deny {
+                reason: format!(
+                    "running `{command}` with {rights} needs a person's approval, and nobody is here to answer; \
+                     run it inside the sandbox, or ask the user to run it"
                 ),
             },
             _ => PermissionDecision::Allow,

@@ -237,3 +237,58 @@ async fn the_applications_own_asker_answers_instead_of_the_client() {
     assert!(user.questions().is_empty(), "the client was asked although the application answers");
     client.cancel().await.unwrap();
 }
+
+/// Pretend to run a command with more rights than the sandbox gives, as `bash` asks for them.
+#[tool]
+async fn escalate(ctx: &ToolContext, command: String) -> Result<String, ToolError> {
+    ctx.ask(PermissionRequest::new(
+        PermissionKind::SandboxEscalation {
+            command: command.clone(),
+            rights: "the network on".into(),
+            justification: "it downloads the crates".into(),
+        },
+        format!("run `{command}` with the network on, because: it downloads the crates"),
+    ))
+    .await?;
+    Ok(format!("ran {command} with the network"))
+}
+
+async fn serve_default(user: &User) -> RunningService<RoleClient, User> {
+    let registry = Registry::builder().with_inventory().allow(["escalate"]).build().unwrap();
+    let server = McpServer::builder(Dispatcher::builder(registry)).build().unwrap();
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move { server.serve(server_io).await });
+    user.clone().serve(client_io).await.expect("initialize")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandbox_escalation_is_asked_of_the_client_even_under_the_default_permissions() {
+    let user = User::new(Answer::Give(ElicitationAction::Accept, Some(json!({"allow": true}))));
+    let client = serve_default(&user).await;
+    let (failed, text) = call(&client, "escalate", json!({"command": "cargo fetch"})).await;
+    assert!(!failed, "{text}");
+    assert_eq!(text, "ran cargo fetch with the network");
+    let questions = user.questions();
+    assert_eq!(questions.len(), 1, "{questions:?}");
+    assert!(
+        questions[0].0.contains("run `cargo fetch` with the network on, because: it downloads the crates"),
+        "{}",
+        questions[0].0
+    );
+    client.cancel().await.unwrap();
+
+    let user = User::new(Answer::Give(ElicitationAction::Decline, None));
+    let client = serve_default(&user).await;
+    let (failed, text) = call(&client, "escalate", json!({"command": "cargo fetch"})).await;
+    assert!(failed, "{text}");
+    client.cancel().await.unwrap();
+
+    // Without elicitation, nobody can answer: refused.
+    let mut user = User::new(Answer::Give(ElicitationAction::Accept, Some(json!({"allow": true}))));
+    user.declares_elicitation = false;
+    let client = serve_default(&user).await;
+    let (failed, text) = call(&client, "escalate", json!({"command": "cargo fetch"})).await;
+    assert!(failed, "{text}");
+    assert!(user.questions().is_empty());
+    client.cancel().await.unwrap();
+}

@@ -458,3 +458,28 @@ async fn an_oversized_answer_is_reported_as_too_large_at_once() {
     let next = call(&dispatcher, "fx__echo", json!({"text": "ok"})).await;
     assert_eq!(next.output.text_content(), "ok");
 }
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_can_run_in_a_sandbox() {
+    use tool_sandbox::{Probe, Sandbox, SandboxPolicy};
+    let probe = Probe::get();
+    if probe.landlock_abi.is_none() || !probe.seccomp {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must have Landlock and seccomp: {probe}");
+        eprintln!("skipped: the kernel lacks Landlock or seccomp ({probe})");
+        return;
+    }
+    // The server's start tries a write, which a read-only sandbox refuses; the server still runs.
+    let marker = temp_marker("sandboxed");
+    let script = format!("echo x > '{0}'; exec '{FIXTURE}'", marker.display());
+    let sandbox = Arc::new(Sandbox::new(SandboxPolicy::read_only()).unwrap());
+    let config = ServerConfig::stdio("sbx", "/bin/sh").args(["-c", &script]).sandbox(sandbox);
+    let (_mount, dispatcher, _) = mounted(config).await;
+    let echo = call(&dispatcher, "sbx__echo", json!({"text": "ab", "count": 1})).await;
+    assert_eq!(echo.output.text_content(), "ab");
+    assert!(!marker.exists(), "the sandboxed server wrote outside");
+    // Unconfined, the same start writes.
+    let (_mount, _, _) = mounted(ServerConfig::stdio("free", "/bin/sh").args(["-c", &script])).await;
+    assert!(marker.exists());
+    let _ = std::fs::remove_file(marker);
+}

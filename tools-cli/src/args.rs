@@ -110,6 +110,19 @@ pub struct WorkspaceArgs {
     /// elicitation.
     #[arg(long, value_name = "FILE")]
     pub settings: Option<PathBuf>,
+    /// How `bash` commands are confined by the kernel: `read-only`, `workspace-write` (write only
+    /// beneath the root and the temporary directory, network off) or `off` (unconfined).
+    /// Refused where the kernel cannot enforce it, rather than run unconfined.
+    /// [default: workspace-write, or off when the settings file says `"sandbox": {"enabled": false}`]
+    #[arg(long, value_name = "MODE", value_parser = parse_sandbox)]
+    pub sandbox: Option<tool_sandbox::SandboxMode>,
+    /// Another directory sandboxed commands may write beneath (repeatable).
+    #[arg(long = "writable-root", value_name = "DIR")]
+    pub writable_roots: Vec<PathBuf>,
+}
+
+fn parse_sandbox(value: &str) -> Result<tool_sandbox::SandboxMode, String> {
+    value.parse()
 }
 
 /// `tools call`.

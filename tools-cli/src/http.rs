@@ -12,7 +12,13 @@ use crate::args::HttpArgs;
 use crate::signals::Termination;
 use crate::{EXIT_OK, Failure, signal_failure};
 
-pub(crate) async fn serve(server: McpServer, address: &str, args: &HttpArgs) -> Result<i32, Failure> {
+/// `sandbox` names what confines commands: printed on standard error once the flags are checked.
+pub(crate) async fn serve(
+    server: McpServer,
+    address: &str,
+    args: &HttpArgs,
+    sandbox: &str,
+) -> Result<i32, Failure> {
     let address = socket_address(address, args.allow_remote)?;
     let mut options = HttpOptions::new()
         .shutdown_grace(Duration::from_secs(args.shutdown_grace_secs))
@@ -38,6 +44,7 @@ pub(crate) async fn serve(server: McpServer, address: &str, args: &HttpArgs) -> 
         )),
         None => {}
     }
+    let _ = writeln!(io::stderr().lock(), "tools: {sandbox}");
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|e| Failure::runtime(format!("cannot listen on {address}: {e}")))?;

@@ -11,7 +11,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tool_runtime::catalog::{Catalog, LoadedTools, SearchMode};
 use tool_runtime::mcp_client::{McpConfig, McpMount};
-use tool_runtime::permissions::{Action as PermissionAction, EXTERNAL_DIRECTORY, Policy, Rules, Settings};
+use tool_runtime::permissions::{
+    Action as PermissionAction, EXTERNAL_DIRECTORY, Policy, Rules, SandboxSettings, Settings,
+};
 use tool_runtime::providers::DefinitionOptions;
 use tool_runtime::{
     BoxFuture, CallOptions, CancellationToken, DefaultPermissions, Dispatcher, DispatcherBuilder, EventFn,
@@ -118,6 +120,7 @@ async fn mount(args: &McpArgs) -> Result<Vec<McpMount>, Failure> {
 fn dispatcher(
     registry: impl Into<Arc<Registry>>,
     args: &WorkspaceArgs,
+    announce: Option<&mut String>,
 ) -> Result<DispatcherBuilder, Failure> {
     let root = match &args.root {
         Some(root) => root.clone(),
@@ -125,10 +128,21 @@ fn dispatcher(
             .map_err(|e| Failure::usage(format!("cannot use the current directory as the workspace: {e}")))?,
     };
     let workspace = Workspace::new(&root).map_err(|e| Failure::usage(root_error(&root, &e)))?;
-    let policy = match &args.settings {
-        Some(path) => Some(settings_policy(path, workspace.root(), args.allow_outside_root)?),
-        None => None,
+    let (policy, sandbox_settings) = match &args.settings {
+        Some(path) => {
+            let (policy, sandbox) = settings_policy(path, workspace.root(), args.allow_outside_root)?;
+            (Some(policy), sandbox)
+        }
+        None => (None, SandboxSettings::default()),
     };
+    let workspace = sandboxed(workspace, args, &sandbox_settings)?;
+    if let Some(announce) = announce {
+        // What confines every command of this session, said once when serving starts.
+        *announce = match workspace.sandbox() {
+            Ok(sandbox) => sandbox.report().to_string(),
+            Err(e) => e.to_string(),
+        };
+    }
     let mut builder = Dispatcher::builder(registry).dependency(workspace);
     // Without a data directory, truncated outputs are only cut, not saved for reading back.
     if let Ok(store) = OutputStore::builder().read_hint(tools_std::read_hint()).open() {
@@ -143,6 +157,45 @@ fn dispatcher(
     Ok(builder)
 }
 
+/// The workspace with the sandbox of `--sandbox` and `--writable-root`; the settings file, when
+/// there is one, is protected from commands too.
+fn sandboxed(
+    workspace: Workspace,
+    args: &WorkspaceArgs,
+    settings: &SandboxSettings,
+) -> Result<Workspace, Failure> {
+    use tool_sandbox::SandboxMode;
+    // `--sandbox` wins over the settings file's `enabled`.
+    let mode = match (args.sandbox, settings.enabled) {
+        (Some(mode), _) => mode,
+        (None, Some(false)) => SandboxMode::Off,
+        (None, _) => SandboxMode::WorkspaceWrite,
+    };
+    let mut policy = tool_sandbox::SandboxPolicy::for_mode(mode, workspace.root());
+    if mode != SandboxMode::WorkspaceWrite && !args.writable_roots.is_empty() {
+        return Err(Failure::usage(format!(
+            "--writable-root only applies to --sandbox workspace-write, and the sandbox is {mode}"
+        )));
+    }
+    if mode == SandboxMode::WorkspaceWrite {
+        for root in args.writable_roots.iter().chain(&settings.allow_write) {
+            let root = std::fs::canonicalize(root)
+                .map_err(|e| Failure::usage(format!("writable root {}: {e}", root.display())))?;
+            policy = policy.with_writable_root(root);
+        }
+    }
+    for path in &settings.deny_write {
+        policy = policy.with_protected(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
+    }
+    if let Some(settings) = args.settings.as_ref().and_then(|s| std::fs::canonicalize(s).ok()) {
+        policy = policy.with_protected(settings);
+    }
+    Ok(workspace.with_sandbox(policy).with_unsandboxed_commands(
+        settings.excluded_commands.clone(),
+        settings.allow_unsandboxed_commands != Some(false),
+    ))
+}
+
 /// The rules and hooks of `--settings`, checked in full now (a bad rule is a usage error naming
 /// it). `--allow-outside-root` adds a rule allowing outside paths, which the file's own deny
 /// rules still beat.
@@ -150,13 +203,14 @@ fn settings_policy(
     path: &std::path::Path,
     root: &std::path::Path,
     allow_outside_root: bool,
-) -> Result<Policy, Failure> {
+) -> Result<(Policy, SandboxSettings), Failure> {
     let mut base = Rules::builder(root).catalog(tools_std::permission_catalog());
     if allow_outside_root {
         base = base.rule_from(PermissionAction::Allow, EXTERNAL_DIRECTORY, "--allow-outside-root");
     }
     let settings = Settings::load(path, base).map_err(|e| Failure::usage(format!("--settings {e}")))?;
-    Ok(Policy::from_settings(settings))
+    let sandbox = settings.sandbox().clone();
+    Ok((Policy::from_settings(settings), sandbox))
 }
 
 /// `call` and `turn` exit once their calls are answered, which would kill a command left
@@ -250,7 +304,7 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
         }
         Err(e) => return Err(Failure::usage(format!("ARGS_JSON is not valid JSON: {e}"))),
     }
-    let dispatcher = one_shot(dispatcher(registry, &args.workspace)?.build());
+    let dispatcher = one_shot(dispatcher(registry, &args.workspace, None)?.build());
     let options = CallOptions { timeout: args.timeout_ms.map(Duration::from_millis) };
     let call = ToolCall::new(CALL_ID, args.name, arguments);
     let cancel = cancel_on_termination()?;
@@ -280,7 +334,7 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     let message: Value = serde_json::from_str(&text)
         .map_err(|e| Failure::usage(format!("standard input is not valid JSON: {e}")))?;
     let catalog = catalog(registry, &args.defer)?;
-    let mut builder = dispatcher(catalog.registry().clone(), &args.workspace)?;
+    let mut builder = dispatcher(catalog.registry().clone(), &args.workspace, None)?;
     if args.events {
         builder = builder.events(EventFn(print_event));
     }
@@ -311,7 +365,8 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
 async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     // The mounted servers' tools are served with ours, for as long as we serve.
     let mounts = mount(&args.mcp).await?;
-    let builder = dispatcher(registry(&mounts)?, &args.workspace)?;
+    let mut sandbox = String::new();
+    let builder = dispatcher(registry(&mounts)?, &args.workspace, Some(&mut sandbox))?;
     let server = tool_runtime::mcp_server::McpServer::builder(builder)
         .name("tools")
         .version(env!("CARGO_PKG_VERSION"))
@@ -324,8 +379,9 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
         tokio::spawn(pass_on_tool_changes(mounts, server.clone()));
     }
     if let Some(address) = &args.http.http {
-        return http::serve(server, address, &args.http).await;
+        return http::serve(server, address, &args.http, &sandbox).await;
     }
+    let _ = writeln!(io::stderr().lock(), "tools: {sandbox}");
     let mut termination = Termination::register().map_err(signal_failure)?;
     tokio::select! {
         served = server.serve_stdio() => {

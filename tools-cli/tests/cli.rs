@@ -621,3 +621,64 @@ fn turn_runs_exclusive_calls_one_at_a_time_in_order() {
             .collect();
     assert_eq!(lifecycle, expected, "bash is exclusive: the second call starts after the first finished");
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn call_sandboxes_bash_by_default_and_takes_writable_roots() {
+    let probe = tool_sandbox_probe();
+    if !probe {
+        return;
+    }
+    let root = tools_test_dir("sandbox-root");
+    let extra = tools_test_dir("sandbox-extra");
+    let target = extra.join("written");
+    let args = format!(r#"{{"command": "echo x > {}"}}"#, target.display());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tools"))
+        .args(["call", "bash", &args, "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("[sandbox: writing to"));
+    assert!(!target.exists());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tools"))
+        .args(["call", "bash", &args, "--root"])
+        .arg(&root)
+        .arg("--writable-root")
+        .arg(&extra)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(target.exists());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tools"))
+        .args(["call", "bash", &args, "--sandbox", "read-only", "--writable-root"])
+        .arg(&extra)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "tools: --writable-root only applies to --sandbox workspace-write, and the sandbox is read-only"
+    );
+}
+
+/// Whether the kernel has Landlock and seccomp (under CI it must).
+#[cfg(target_os = "linux")]
+fn tool_sandbox_probe() -> bool {
+    let landlock = std::path::Path::new("/sys/kernel/security/landlock").exists()
+        || std::process::Command::new("python3")
+            .args(["-c", "import ctypes; l = ctypes.CDLL(None); raise SystemExit(0 if l.syscall(444, None, 0, 1) > 0 else 1)"])
+            .status()
+            .is_ok_and(|s| s.success());
+    assert!(landlock || std::env::var("CI").as_deref() != Ok("true"), "CI must have Landlock");
+    landlock
+}
+
+/// A new directory outside the temporary directory, which sandboxed commands may write.
+fn tools_test_dir(tag: &str) -> std::path::PathBuf {
+    let path =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&path);
+    std::fs::create_dir_all(&path).unwrap();
+    path.canonicalize().unwrap()
+}

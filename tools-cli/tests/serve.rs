@@ -244,7 +244,18 @@ fn a_closed_stdin_ends_serve_cleanly() {
     let fx = Fixture::new();
     // No client at all.
     let run = fx.run(&["serve"], None);
-    assert_eq!((run.code, run.stdout.as_str(), run.stderr.as_str()), (0, "", ""));
+    // Standard error holds the one line that names the sandbox, and nothing else.
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""));
+    assert!(
+        run.stderr.starts_with("tools: sandbox workspace-write") && run.stderr.lines().count() == 1,
+        "{}",
+        run.stderr
+    );
+    let run = fx.run(&["serve", "--sandbox", "off"], None);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, "", "tools: sandbox off (commands run unconfined)\n")
+    );
 
     // A client that initializes, calls and leaves without waiting: the calls still answer,
     // including one whose progress can no longer be sent.

@@ -12,6 +12,10 @@ use tool_runtime::{
     Dep, PermissionKind, PermissionRequest, Progress, ToolContext, ToolError, ToolOutput, tool,
 };
 
+use std::sync::Arc;
+
+use tool_sandbox::{Network, Sandbox, SandboxPolicy};
+
 use crate::Workspace;
 use crate::capture::Capture;
 pub use crate::capture::SPILL_AT;
@@ -62,6 +66,12 @@ const PROGRESS_WINDOW: Duration = Duration::from_millis(100);
 /// need a terminal (a REPL such as `python3 -i`, `psql`, a `[y/N]` prompt that checks for one,
 /// full-screen programs, coloured output) run with `tty: true`; escape sequences are removed
 /// from what you read.
+///
+/// Sandbox: commands run confined by the kernel: they may read everywhere but write only inside
+/// the workspace and the temporary directory (`.git/hooks`, `.git/config` and similar stay
+/// read-only), and the network is off. When a command needs more (a download, a write outside
+/// the workspace), call again with `sandbox: "network"` or `sandbox: "escalated"` (no sandbox)
+/// and a `justification`: the user is asked, and may refuse.
 #[tool(open_world, destructive, timeout = "11m", truncate(direction = "middle"))]
 #[allow(clippy::too_many_arguments)]
 pub async fn bash(
@@ -86,6 +96,11 @@ pub async fn bash(
     tty: Option<bool>,
     /// A few words saying what the command does, shown to the user.
     description: Option<String>,
+    /// Ask to run with more rights than the sandbox gives: `network` (the network on) or
+    /// `escalated` (no sandbox at all). The user is asked; give a `justification`.
+    sandbox: Option<Escalation>,
+    /// Why the command needs the rights `sandbox` asks for, shown to the user.
+    justification: Option<String>,
 ) -> Result<ToolOutput, ToolError> {
     if command.trim().is_empty() {
         return Err(ToolError::invalid_arguments("The command is empty."));
@@ -121,6 +136,7 @@ pub async fn bash(
         format!("run `{command}`"),
     ))
     .await?;
+    let sandbox = sandbox_for(&ws, ctx, &command, sandbox, justification).await?;
     let timeout =
         timeout_secs.map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.clamp(1, MAX_TIMEOUT.as_secs())));
     // Both limits are kept as given: the command's own, and the call's (at its deadline the
@@ -148,6 +164,7 @@ pub async fn bash(
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect(),
         input,
+        sandbox: sandbox.policy().is_enforced().then(|| sandbox.clone()),
     };
     let started = Instant::now();
     let process = ws.operations().spawn_shell(&request).map_err(|e| {
@@ -162,7 +179,7 @@ pub async fn bash(
     match run(output, control, ctx, stop_after, yield_after, &mut capture).await? {
         Ran::Ended(ended) => {
             let (text, info) = capture.finish().await;
-            Ok(ended.into_output(text, info, hint, limit, description))
+            Ok(ended.into_output(text, info, hint, limit, description, &sandbox, ws.root()))
         }
         Ran::Yielded { output, control } => {
             capture.start_writing();
@@ -181,9 +198,76 @@ pub async fn bash(
             if let Some(description) = description.filter(|d| !d.trim().is_empty()) {
                 out = out.with_title(description);
             }
-            Ok(out)
+            Ok(out.with_metadata("sandbox", sandbox_metadata(&sandbox)))
         }
     }
+}
+
+/// More rights than the sandbox gives, asked for one command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Escalation {
+    /// No sandbox at all.
+    Escalated,
+    /// The sandbox, with the network on.
+    Network,
+}
+
+/// The sandbox the command runs in: the workspace's, or, when the call asks for more and the
+/// user grants it, a wider one.
+async fn sandbox_for(
+    ws: &Workspace,
+    ctx: &ToolContext,
+    command: &str,
+    escalation: Option<Escalation>,
+    justification: Option<String>,
+) -> Result<Arc<Sandbox>, ToolError> {
+    let refused = |e: tool_sandbox::SandboxError| ToolError::permission_denied(e.to_string()).with_source(e);
+    if ws.runs_unsandboxed(command) {
+        return Sandbox::new(SandboxPolicy::off()).map(Arc::new).map_err(refused);
+    }
+    let Some(escalation) = escalation else { return ws.sandbox().map_err(refused) };
+    if !ws.escalation_allowed() {
+        return Err(ToolError::permission_denied(
+            "Running commands with more rights than the sandbox gives is turned off here \
+             (allowUnsandboxedCommands: false): run the command inside the sandbox, or ask the user to run it.",
+        ));
+    }
+    let justification = justification.filter(|j| !j.trim().is_empty()).ok_or_else(|| {
+        ToolError::invalid_arguments(
+            "`sandbox` asks the user for more rights: give a `justification` saying why.",
+        )
+    })?;
+    let current = ws.sandbox_policy();
+    let (rights, policy) = match escalation {
+        Escalation::Escalated => ("no sandbox (every right of the user)", SandboxPolicy::off()),
+        Escalation::Network => ("the network on", current.clone().with_network(Network::On)),
+    };
+    if !current.is_enforced() {
+        return ws.sandbox().map_err(refused);
+    }
+    ctx.ask(
+        PermissionRequest::new(
+            PermissionKind::SandboxEscalation {
+                command: command.to_owned(),
+                rights: rights.to_owned(),
+                justification: justification.clone(),
+            },
+            format!("run `{command}` with {rights}, because: {justification}"),
+        )
+        .with_details(json!({"command": command, "rights": rights, "justification": justification})),
+    )
+    .await?;
+    Sandbox::new(policy).map(Arc::new).map_err(refused)
+}
+
+/// The `sandbox` metadata of a result: what confined the command.
+fn sandbox_metadata(sandbox: &Sandbox) -> serde_json::Value {
+    let mut value = serde_json::to_value(sandbox.report()).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        map.insert("summary".to_owned(), json!(sandbox.report().to_string()));
+    }
+    value
 }
 
 /// What a result stopped at its time limit suggests.
@@ -291,6 +375,7 @@ async fn run(
 }
 
 impl Ended {
+    #[allow(clippy::too_many_arguments)]
     fn into_output(
         self,
         mut text: String,
@@ -298,11 +383,19 @@ impl Ended {
         hint: Hint,
         stop_after: Duration,
         description: Option<String>,
+        sandbox: &Sandbox,
+        cwd: &std::path::Path,
     ) -> ToolOutput {
         if text.is_empty() {
             text.push_str("(no output)");
         }
         let mut notes = Vec::new();
+        let violations = match self.stop {
+            Stop::Exited(exit) if exit.code != Some(0) => {
+                tool_sandbox::violation::detect(sandbox.policy(), cwd, &text)
+            }
+            _ => Vec::new(),
+        };
         let mut is_error = false;
         let (mut code, mut signal) = (None, None);
         match self.stop {
@@ -348,6 +441,7 @@ impl Ended {
                     .to_owned(),
             );
         }
+        notes.extend(violations.iter().map(|v| v.explain()));
         for note in &notes {
             append_notice(&mut text, note);
         }
@@ -355,7 +449,11 @@ impl Ended {
             .with_metadata("exit_code", json!(code))
             .with_metadata("signal", json!(signal))
             .with_metadata("timed_out", json!(self.stop == Stop::TimedOut))
-            .with_metadata("cancelled", json!(self.stop == Stop::Cancelled));
+            .with_metadata("cancelled", json!(self.stop == Stop::Cancelled))
+            .with_metadata("sandbox", sandbox_metadata(sandbox));
+        if !violations.is_empty() {
+            output = output.with_metadata("sandbox_violations", json!(violations));
+        }
         if let Some(Ok(report)) = &self.killed {
             output = output.with_metadata("killed", kill_metadata(report));
         }

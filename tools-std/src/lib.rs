@@ -89,6 +89,8 @@ mod testing;
 pub use local::LocalOperations;
 pub use ops::{Operations, Target};
 pub use permission_catalog::permission_catalog;
+/// The kernel sandbox commands run in ([`Workspace::with_sandbox`]).
+pub use tool_sandbox;
 pub use workspace::{ResolvedPath, Workspace};
 
 /// Every built-in tool, for registries built without `inventory`:

@@ -29,8 +29,8 @@
 //! What still escapes: a process started through another service rather than forked (`ssh`,
 //! `systemd-run`, `at`, a container runtime's daemon), and one that runs as another user
 //! (`sudo`; it is found but cannot be killed, and the report says so). Off Linux only the process
-//! group is killed. The command itself is not sandboxed: it can read and write whatever the user
-//! running the tools can.
+//! group is killed. The command runs in the request's [sandbox](ShellRequest::sandbox), entered
+//! between `fork` and `exec`.
 
 #![cfg_attr(not(unix), allow(dead_code))]
 
@@ -60,6 +60,9 @@ pub struct ShellRequest {
     pub env: Vec<(String, String)>,
     /// What the command reads and where it writes.
     pub input: ShellInput,
+    /// The sandbox it runs in; `None` runs it with every right of this process. An
+    /// [`Operations`](crate::Operations) implementation that cannot apply it must refuse.
+    pub sandbox: Option<Arc<tool_sandbox::Sandbox>>,
 }
 
 /// The command's standard input, and whether it runs in a terminal.
@@ -295,6 +298,10 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     pre_exec::set(&mut command, containment.subreaper, terminal.is_some(), join.as_ref());
     #[cfg(not(target_os = "linux"))]
     let _ = containment;
+    // After the subreaper and the terminal (its `pre_exec` runs after theirs): seccomp comes last.
+    if let Some(sandbox) = &request.sandbox {
+        sandbox.apply(command.as_std_mut(), &request.cwd)?;
+    }
     let mut child = match command.spawn() {
         Ok(child) => child,
         #[cfg(target_os = "linux")]

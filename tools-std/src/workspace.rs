@@ -7,7 +7,11 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
+use std::sync::OnceLock;
+
 use tool_runtime::{PermissionKind, PermissionRequest, ToolContext, ToolError};
+
+use tool_sandbox::{Sandbox, SandboxError, SandboxPolicy};
 
 use crate::local::LocalOperations;
 use crate::ops::{FileKind, Operations, Scope, Target};
@@ -27,10 +31,31 @@ pub const MAX_PATH_BYTES: usize = 4096;
 /// implementation has the kernel resolve every path beneath the root's directory handle, so a
 /// path that this check misjudges, or a tree that changes while a tool works, still cannot
 /// reach outside.
+///
+/// Commands (`bash`) run in the workspace's [sandbox](Workspace::with_sandbox): by default
+/// `workspace-write` (write beneath the root and the temporary directory, read everywhere,
+/// network off), enforced by the kernel, and refused where the kernel cannot enforce it.
 #[derive(Clone)]
 pub struct Workspace {
     root: PathBuf,
     ops: Arc<dyn Operations>,
+    sandbox: Arc<SandboxSlot>,
+}
+
+/// A sandbox policy, and the sandbox made from it on first use.
+struct SandboxSlot {
+    policy: SandboxPolicy,
+    ready: OnceLock<Result<Arc<Sandbox>, SandboxError>>,
+    /// Simple commands starting with one of these run unsandboxed.
+    excluded: Vec<String>,
+    /// Whether a call may ask to run a command unsandboxed.
+    escalation: bool,
+}
+
+impl SandboxSlot {
+    fn new(policy: SandboxPolicy) -> Arc<SandboxSlot> {
+        Arc::new(SandboxSlot { policy, ready: OnceLock::new(), excluded: Vec::new(), escalation: true })
+    }
 }
 
 impl fmt::Debug for Workspace {
@@ -68,7 +93,8 @@ impl Workspace {
             ));
         }
         let ops = LocalOperations::open(&root)?;
-        Ok(Workspace { root, ops: Arc::new(ops) })
+        let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
+        Ok(Workspace { root, ops: Arc::new(ops), sandbox })
     }
 
     /// A workspace reached through `ops` (a remote sandbox, for example), whose root is the
@@ -87,12 +113,75 @@ impl Workspace {
                 format!("the workspace root {} is not a directory", root.display()),
             ));
         }
-        Ok(Workspace { root: normal(root), ops })
+        let root = normal(root);
+        let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
+        Ok(Workspace { root, ops, sandbox })
     }
 
     /// The canonical root directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The same workspace, with commands confined by `policy` (see [`tool_sandbox`]). The
+    /// policy's writable roots should include the root itself
+    /// (`SandboxPolicy::workspace_write(ws.root())`).
+    pub fn with_sandbox(mut self, policy: SandboxPolicy) -> Workspace {
+        let slot = SandboxSlot {
+            policy,
+            ready: OnceLock::new(),
+            excluded: self.sandbox.excluded.clone(),
+            escalation: self.sandbox.escalation,
+        };
+        self.sandbox = Arc::new(slot);
+        self
+    }
+
+    /// The same workspace, where simple commands (no `;`, `&`, `|`, redirections, substitutions
+    /// or line breaks) that start with one of `commands` (a program name, or a longer prefix such
+    /// as `docker compose`; a trailing `:*` or ` *` is ignored) run unsandboxed, as Claude Code's
+    /// `sandbox.excludedCommands`; and, with `escalation` false, where no call may ask to run
+    /// unsandboxed (`allowUnsandboxedCommands: false`).
+    pub fn with_unsandboxed_commands(mut self, commands: Vec<String>, escalation: bool) -> Workspace {
+        let slot = SandboxSlot {
+            policy: self.sandbox.policy.clone(),
+            ready: OnceLock::new(),
+            excluded: commands,
+            escalation,
+        };
+        self.sandbox = Arc::new(slot);
+        self
+    }
+
+    /// Whether `command` is one the workspace runs unsandboxed.
+    pub fn runs_unsandboxed(&self, command: &str) -> bool {
+        let simple = !command.contains([';', '&', '|', '<', '>', '`', '$', '\n', '(', ')']);
+        simple
+            && self.sandbox.excluded.iter().any(|entry| {
+                let prefix = entry.trim_end_matches(":*").trim_end_matches(" *").trim();
+                !prefix.is_empty()
+                    && (command.trim() == prefix
+                        || command
+                            .trim_start()
+                            .strip_prefix(prefix)
+                            .is_some_and(|rest| rest.starts_with(' ')))
+            })
+    }
+
+    /// Whether a call may ask to run a command with more rights than the sandbox gives.
+    pub fn escalation_allowed(&self) -> bool {
+        self.sandbox.escalation
+    }
+
+    /// The sandbox policy commands run under.
+    pub fn sandbox_policy(&self) -> &SandboxPolicy {
+        &self.sandbox.policy
+    }
+
+    /// The sandbox commands run in, checked against the kernel on first use; the error says what
+    /// the kernel lacks and how to opt out.
+    pub fn sandbox(&self) -> Result<Arc<Sandbox>, SandboxError> {
+        self.sandbox.ready.get_or_init(|| Sandbox::new(self.sandbox.policy.clone()).map(Arc::new)).clone()
     }
 
     /// The operations the tools use.
@@ -390,5 +479,38 @@ mod tests {
         symlink("a", dir.path().join("b")).unwrap();
         let err = located(dir.path(), "a/x").unwrap_err();
         assert!(err.to_string().contains("more than 40 symbolic links"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod sandbox_tests {
+    use super::*;
+
+    #[test]
+    fn only_simple_commands_with_an_excluded_prefix_run_unsandboxed() {
+        let dir = crate::testing::TempDir::new();
+        let ws = Workspace::new(dir.path())
+            .unwrap()
+            .with_unsandboxed_commands(vec!["docker".into(), "cargo build:*".into()], true);
+        assert!(ws.runs_unsandboxed("docker ps"));
+        assert!(ws.runs_unsandboxed("docker"));
+        assert!(ws.runs_unsandboxed("cargo build --release"));
+        for command in [
+            "dockerd",
+            "cargo test",
+            "docker ps; rm -rf ~",
+            "docker ps && curl x",
+            "docker ps | sh",
+            "docker run $(cat x)",
+            "docker run `id`",
+            "docker ps > /etc/x",
+            "docker ps\nrm -rf ~",
+            "docker ps & rm x",
+        ] {
+            assert!(!ws.runs_unsandboxed(command), "{command:?}");
+        }
+        // Setting the policy afterwards keeps the list.
+        let ws = ws.with_sandbox(SandboxPolicy::read_only());
+        assert!(ws.runs_unsandboxed("docker ps"));
     }
 }

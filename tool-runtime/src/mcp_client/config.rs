@@ -68,6 +68,8 @@ pub struct ServerConfig {
     /// The values that `${VAR}` expanded to in this entry, with their `${VAR}` form, longest
     /// first: messages show the form, never the value (a token, say).
     expanded: Vec<(String, String)>,
+    /// The kernel sandbox a stdio server runs in (`None`: unconfined, as its user).
+    pub sandbox: Option<std::sync::Arc<tool_sandbox::Sandbox>>,
 }
 
 impl ServerConfig {
@@ -82,6 +84,7 @@ impl ServerConfig {
             restart_attempts: 3,
             defer: false,
             expanded: Vec::new(),
+            sandbox: None,
         }
     }
 
@@ -175,6 +178,13 @@ impl ServerConfig {
     /// Sets how the server's tools are named.
     pub fn naming(mut self, naming: Naming) -> Self {
         self.naming = naming;
+        self
+    }
+
+    /// Runs a stdio server in `sandbox` (see [`tool_sandbox`]): a server that only reads and
+    /// computes can be given `SandboxPolicy::read_only()`.
+    pub fn sandbox(mut self, sandbox: std::sync::Arc<tool_sandbox::Sandbox>) -> Self {
+        self.sandbox = Some(sandbox);
         self
     }
 

@@ -72,6 +72,16 @@ pub(crate) async fn start(config: &ServerConfig, handler: MountHandler) -> Resul
             if let Some(cwd) = cwd {
                 cmd.current_dir(cwd);
             }
+            if let Some(sandbox) = &config.sandbox {
+                let dir = match cwd {
+                    Some(cwd) => std::path::PathBuf::from(cwd),
+                    None => std::env::current_dir()
+                        .map_err(|e| format!("cannot read the current directory: {e}"))?,
+                };
+                sandbox
+                    .apply(cmd.as_std_mut(), &dir)
+                    .map_err(|e| format!("cannot prepare the sandbox for `{command}`: {e}"))?;
+            }
             let mut wrapped = CommandWrap::from(cmd);
             // A group of its own: stopping the server stops whatever it started (npx starts node).
             wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);

@@ -49,12 +49,17 @@ pub(crate) struct PostFeedback {
 }
 
 impl HookCommand {
-    /// Runs the command with `event` on its standard input, in a process group of its own.
-    /// When it exits, passes its time limit, or the returned future is dropped, every process
-    /// it started is killed with it (`process_tree`, as for `bash`): a hook is a check, and what
-    /// it leaves running (a `setsid` child, say) would otherwise outlive it, holding its output
-    /// open until the time limit.
-    async fn run(&self, event: &Value, cwd: &Path) -> Result<Finished, String> {
+    /// Runs the command with `event` on its standard input, in a process group of its own (in
+    /// `sandbox` when one is given). When it exits, passes its time limit, or the returned future
+    /// is dropped, every process it started is killed with it (`process_tree`, as for `bash`): a
+    /// hook is a check, and what it leaves running (a `setsid` child, say) would otherwise
+    /// outlive it, holding its output open until the time limit.
+    async fn run(
+        &self,
+        event: &Value,
+        cwd: &Path,
+        sandbox: Option<&tool_sandbox::Sandbox>,
+    ) -> Result<Finished, String> {
         let marker = crate::process_tree::new_marker();
         let mut command = tokio::process::Command::new("sh");
         #[cfg(target_os = "linux")]
@@ -78,6 +83,9 @@ impl HookCommand {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if let Some(sandbox) = sandbox {
+            sandbox.apply(command.as_std_mut(), cwd).map_err(|e| format!("could not be sandboxed: {e}"))?;
+        }
         let mut wrapped = CommandWrap::from(command);
         wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
         let mut child = wrapped.spawn().map_err(|e| format!("could not be started: {e}"))?;
@@ -121,8 +129,13 @@ impl HookCommand {
 
     /// Runs a `PreToolUse` hook: `Err` is a failure of the hook (it crashed, timed out, or said
     /// something that is not a decision).
-    pub(crate) async fn pre_tool_use(&self, event: &Value, cwd: &Path) -> Result<PreDecision, String> {
-        let finished = self.run(event, cwd).await?;
+    pub(crate) async fn pre_tool_use(
+        &self,
+        event: &Value,
+        cwd: &Path,
+        sandbox: Option<&tool_sandbox::Sandbox>,
+    ) -> Result<PreDecision, String> {
+        let finished = self.run(event, cwd, sandbox).await?;
         match finished.code {
             Some(0) => parse_pre(&finished.stdout),
             Some(2) => Ok(PreDecision {
@@ -137,8 +150,13 @@ impl HookCommand {
     }
 
     /// Runs a `PostToolUse` hook; `Err` is a failure of the hook.
-    pub(crate) async fn post_tool_use(&self, event: &Value, cwd: &Path) -> Result<PostFeedback, String> {
-        let finished = self.run(event, cwd).await?;
+    pub(crate) async fn post_tool_use(
+        &self,
+        event: &Value,
+        cwd: &Path,
+        sandbox: Option<&tool_sandbox::Sandbox>,
+    ) -> Result<PostFeedback, String> {
+        let finished = self.run(event, cwd, sandbox).await?;
         match finished.code {
             Some(0) => parse_post(&finished.stdout),
             Some(2) => Ok(PostFeedback {

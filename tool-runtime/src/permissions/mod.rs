@@ -15,8 +15,9 @@ pub mod shell;
 
 pub use catalog::{Subject, ToolCatalog};
 pub use policy::Policy;
+pub(crate) use policy::call_asker;
 pub(crate) use policy::{After, Gate};
 #[cfg(feature = "mcp")]
 pub(crate) use policy::{unanswered, with_call_asker};
 pub use rules::{Action, EXTERNAL_DIRECTORY, RuleError, Rules, RulesBuilder};
-pub use settings::{DEFAULT_HOOK_TIMEOUT, Settings, SettingsError};
+pub use settings::{DEFAULT_HOOK_TIMEOUT, SandboxSettings, Settings, SettingsError};

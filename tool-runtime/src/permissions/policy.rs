@@ -53,6 +53,13 @@ impl Policy {
         Policy { rules: settings.rules, hooks: settings.hooks, asker: None }
     }
 
+    /// Runs the hook commands in `sandbox` (see [`tool_sandbox`]) instead of unconfined.
+    #[cfg(feature = "command-hooks")]
+    pub fn hook_sandbox(mut self, sandbox: Arc<tool_sandbox::Sandbox>) -> Self {
+        self.hooks.sandbox = Some(sandbox);
+        self
+    }
+
     /// Who answers the requests a rule or a hook says to `ask` about (a person, through a UI).
     /// The request's `details.rule` names the rule. Without an asker they are refused.
     pub fn asker(self, asker: impl PermissionHook) -> Self {
@@ -127,7 +134,7 @@ pub(crate) fn with_call_asker<F: Future>(
     CALL_ASKER.scope(asker, call)
 }
 
-fn call_asker() -> Option<Arc<dyn PermissionHook>> {
+pub(crate) fn call_asker() -> Option<Arc<dyn PermissionHook>> {
     CALL_ASKER.try_with(Arc::clone).ok()
 }
 
@@ -161,6 +168,13 @@ impl PermissionHook for Policy {
             PermissionKind::Path { path } => self.rules.decide_path(&request.tool, path, false),
             PermissionKind::ExternalDirectory { path } => self.rules.decide_path(&request.tool, path, true),
             PermissionKind::Input { .. } => return Box::pin(self.decide_input(request)),
+            // Only a person can grant it: the policy's asker, or the call's (MCP elicitation).
+            PermissionKind::SandboxEscalation { .. } => {
+                return match self.asker.clone().or_else(call_asker) {
+                    Some(asker) => Box::pin(async move { asker.decide(request).await }),
+                    None => DefaultPermissions.decide(request),
+                };
+            }
             PermissionKind::RepeatedCall { .. } => {
                 return match &self.asker {
                     Some(asker) => asker.decide(request),
@@ -269,7 +283,7 @@ impl Policy {
                 "tool_use_id": call_id,
             });
             let failed = |problem: String| HookStop::Failed { hook: hook.command.clone(), problem };
-            let decision = hook.pre_tool_use(&event, self.rules.root()).await.map_err(failed)?;
+            let decision = hook.pre_tool_use(&event, self.rules.root(), self.hooks.sandbox.as_deref()).await.map_err(failed)?;
             if let Some(input) = decision.updated_input {
                 if !may_rewrite {
                     return Err(failed(
@@ -394,7 +408,7 @@ impl Policy {
                 "tool_response": response,
                 "tool_use_id": call.call_id,
             });
-            let feedback = hook.post_tool_use(&event, self.rules.root()).await.map_err(|problem| {
+            let feedback = hook.post_tool_use(&event, self.rules.root(), self.hooks.sandbox.as_deref()).await.map_err(|problem| {
                 ToolError::execution(format!(
                     "The call to `{}` ran, but its PostToolUse hook `{}` {problem}, so its result is withheld. \
                      Check whether the call had its effect before repeating it, and tell the user the hook failed.",

@@ -85,6 +85,9 @@ pub(crate) struct HookCommand {
 pub(crate) struct HookCommands {
     pub(crate) pre_tool_use: Vec<HookCommand>,
     pub(crate) post_tool_use: Vec<HookCommand>,
+    /// The kernel sandbox the hook commands run in (`None`: unconfined).
+    #[cfg(feature = "command-hooks")]
+    pub(crate) sandbox: Option<Arc<tool_sandbox::Sandbox>>,
 }
 
 /// Permission rules and hooks, loaded from a settings file and checked in full when loaded.
@@ -92,6 +95,26 @@ pub(crate) struct HookCommands {
 pub struct Settings {
     pub(crate) rules: Rules,
     pub(crate) hooks: HookCommands,
+    pub(crate) sandbox: SandboxSettings,
+}
+
+/// The `sandbox` object of a settings file, in Claude Code's shape: `enabled`,
+/// `excludedCommands`, `allowUnsandboxedCommands`, and `filesystem` with `allowWrite` and
+/// `denyWrite` (paths relative to the workspace root, `~` for the home directory). The
+/// application that starts commands applies it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxSettings {
+    /// `enabled`: `false` runs commands unconfined, `true` in the default sandbox.
+    pub enabled: Option<bool>,
+    /// `excludedCommands`: simple commands (no `;`, `&`, `|`, redirections or substitutions)
+    /// starting with one of these run outside the sandbox.
+    pub excluded_commands: Vec<String>,
+    /// `allowUnsandboxedCommands`: `false` refuses every request to run a command unsandboxed.
+    pub allow_unsandboxed_commands: Option<bool>,
+    /// `filesystem.allowWrite`: more writable roots.
+    pub allow_write: Vec<PathBuf>,
+    /// `filesystem.denyWrite`: more protected paths.
+    pub deny_write: Vec<PathBuf>,
 }
 
 impl Settings {
@@ -130,8 +153,12 @@ impl Settings {
                     .to_owned(),
             ));
         }
+        let sandbox = match top.get("sandbox") {
+            Some(sandbox) => sandbox_section(sandbox, &root).map_err(error)?,
+            None => SandboxSettings::default(),
+        };
         let rules = builder.build().map_err(|e: RuleError| error(e.to_string()))?;
-        Ok(Settings { rules, hooks })
+        Ok(Settings { rules, hooks, sandbox })
     }
 
     /// The rules.
@@ -139,10 +166,59 @@ impl Settings {
         &self.rules
     }
 
+    /// The `sandbox` object.
+    pub fn sandbox(&self) -> &SandboxSettings {
+        &self.sandbox
+    }
+
     /// How many `PreToolUse` and `PostToolUse` hook commands the file has.
     pub fn hook_counts(&self) -> (usize, usize) {
         (self.hooks.pre_tool_use.len(), self.hooks.post_tool_use.len())
     }
+}
+
+fn sandbox_section(value: &Value, root: &Path) -> Result<SandboxSettings, String> {
+    let Value::Object(section) = value else { return Err("`sandbox` must be an object".to_owned()) };
+    let flag = |value: &Value, key: &str| {
+        value.as_bool().ok_or_else(|| format!("`sandbox.{key}` must be true or false"))
+    };
+    let paths = |value: &Value, key: &str| -> Result<Vec<PathBuf>, String> {
+        string_list(value, key)?.iter().map(|p| Ok(root.join(expand_home(p)?))).collect()
+    };
+    let mut out = SandboxSettings::default();
+    for (key, value) in section {
+        match key.as_str() {
+            "enabled" => out.enabled = Some(flag(value, key)?),
+            "allowUnsandboxedCommands" => out.allow_unsandboxed_commands = Some(flag(value, key)?),
+            "excludedCommands" => out.excluded_commands = string_list(value, "sandbox.excludedCommands")?,
+            "filesystem" => {
+                let Value::Object(fs) = value else {
+                    return Err("`sandbox.filesystem` must be an object".to_owned());
+                };
+                for (key, value) in fs {
+                    match key.as_str() {
+                        "allowWrite" => out.allow_write = paths(value, "sandbox.filesystem.allowWrite")?,
+                        "denyWrite" => out.deny_write = paths(value, "sandbox.filesystem.denyWrite")?,
+                        other => {
+                            return Err(format!(
+                                "`sandbox.filesystem.{other}` is not supported (reads are confined only by \
+                                 listing what may be read); expected allowWrite or denyWrite"
+                            ));
+                        }
+                    }
+                }
+            }
+            // Claude Code's keys with no counterpart: accepted, no effect.
+            "autoAllowBashIfSandboxed" | "enableWeakerNestedSandbox" | "network" | "ignoreViolations" => {}
+            other => {
+                return Err(format!(
+                    "unknown key `sandbox.{other}`; expected one of enabled, excludedCommands, \
+                     allowUnsandboxedCommands, filesystem"
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn permissions_section(
@@ -302,4 +378,45 @@ fn hook_command(value: &Value, at: &str, matcher: Matcher) -> Result<HookCommand
         },
     };
     Ok(HookCommand { matcher, command, timeout })
+}
+
+#[cfg(test)]
+mod sandbox_tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<SandboxSettings, String> {
+        let base = Rules::builder("/w");
+        Settings::parse(text, "s.json", base).map(|s| s.sandbox().clone()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_sandbox_object_in_claude_codes_shape() {
+        let settings = parse(
+            r#"{"sandbox": {"enabled": true, "excludedCommands": ["docker"], "allowUnsandboxedCommands": false,
+                "autoAllowBashIfSandboxed": true,
+                "filesystem": {"allowWrite": ["build", "/cache"], "denyWrite": ["secrets"]}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            settings,
+            SandboxSettings {
+                enabled: Some(true),
+                excluded_commands: vec!["docker".into()],
+                allow_unsandboxed_commands: Some(false),
+                allow_write: vec![PathBuf::from("/w/build"), PathBuf::from("/cache")],
+                deny_write: vec![PathBuf::from("/w/secrets")],
+            }
+        );
+        assert_eq!(parse("{}").unwrap(), SandboxSettings::default());
+    }
+
+    #[test]
+    fn what_cannot_be_enforced_is_refused() {
+        let err = parse(r#"{"sandbox": {"filesystem": {"denyRead": ["~/.ssh"]}}}"#).unwrap_err();
+        assert!(err.contains("`sandbox.filesystem.denyRead` is not supported"), "{err}");
+        let err = parse(r#"{"sandbox": {"enabld": true}}"#).unwrap_err();
+        assert!(err.contains("unknown key `sandbox.enabld`"), "{err}");
+        let err = parse(r#"{"sandbox": {"enabled": "yes"}}"#).unwrap_err();
+        assert!(err.contains("`sandbox.enabled` must be true or false"), "{err}");
+    }
 }

@@ -1,0 +1,219 @@
+//! The seccomp filter: system calls a confined command has no business making, refused with
+//! `EPERM`, and Internet sockets when the network is off.
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    TargetArch, sock_filter,
+};
+
+use crate::policy::Network;
+
+/// System calls refused outright: debugging other processes, the kernel's administration
+/// (mounts, modules, kexec, keyrings, BPF, perf, clocks, host names), namespace changes, and the
+/// interfaces that would get around the other rules (io_uring's own socket and open operations,
+/// opening files by handle, the new mount API).
+fn refused() -> Vec<i64> {
+    let mut calls = vec![
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_chroot,
+        libc::SYS_open_tree,
+        libc::SYS_move_mount,
+        libc::SYS_fsopen,
+        libc::SYS_fsconfig,
+        libc::SYS_fsmount,
+        libc::SYS_fspick,
+        libc::SYS_mount_setattr,
+        libc::SYS_bpf,
+        libc::SYS_setns,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_perf_event_open,
+        libc::SYS_kexec_load,
+        libc::SYS_kexec_file_load,
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_delete_module,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_open_by_handle_at,
+        libc::SYS_name_to_handle_at,
+        libc::SYS_userfaultfd,
+        libc::SYS_swapon,
+        libc::SYS_swapoff,
+        libc::SYS_reboot,
+        libc::SYS_acct,
+        libc::SYS_quotactl,
+        libc::SYS_settimeofday,
+        libc::SYS_clock_settime,
+        libc::SYS_clock_adjtime,
+        libc::SYS_adjtimex,
+        libc::SYS_sethostname,
+        libc::SYS_setdomainname,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([libc::SYS_iopl, libc::SYS_ioperm, libc::SYS_umount2]);
+    calls.sort_unstable();
+    calls.dedup();
+    calls
+}
+
+/// Every `CLONE_NEW*` flag: `unshare` and `clone` may not make namespaces (a user namespace
+/// would give the command every capability inside it). `CLONE_NEWTIME` shares its bit with the
+/// exit signal in `clone`, so it is only checked for `unshare`.
+const NAMESPACE_FLAGS: u64 = (libc::CLONE_NEWNS
+    | libc::CLONE_NEWCGROUP
+    | libc::CLONE_NEWUTS
+    | libc::CLONE_NEWIPC
+    | libc::CLONE_NEWUSER
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWNET) as u64;
+const CLONE_NEWTIME: u64 = 0x80;
+
+fn target_arch() -> Result<TargetArch, String> {
+    TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|_| format!("seccomp filters are not built for the {} architecture", std::env::consts::ARCH))
+}
+
+/// Rules matching any call whose `arg` has one of `flags` set.
+fn any_flag(arg: u8, flags: u64) -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+    let mut rules = Vec::new();
+    let mut bit = 1u64;
+    while bit != 0 {
+        if flags & bit != 0 {
+            rules.push(SeccompRule::new(vec![SeccompCondition::new(
+                arg,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )?])?);
+        }
+        bit <<= 1;
+    }
+    Ok(rules)
+}
+
+/// Compiles the filter for `network`, for this machine's architecture.
+pub(crate) fn program(network: Network) -> Result<Vec<sock_filter>, String> {
+    let arch = target_arch()?;
+    build(network, arch).map_err(|e| format!("the seccomp filter could not be built: {e}"))
+}
+
+fn build(network: Network, arch: TargetArch) -> Result<Vec<sock_filter>, seccompiler::BackendError> {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+        refused().into_iter().map(|nr| (nr, Vec::new())).collect();
+    rules.insert(libc::SYS_unshare, any_flag(0, NAMESPACE_FLAGS | CLONE_NEWTIME)?);
+    rules.insert(libc::SYS_clone, any_flag(0, NAMESPACE_FLAGS)?);
+    // Pushing characters into a terminal's input: a command could type into the shell of the
+    // terminal the tools were started from.
+    rules.insert(
+        libc::SYS_ioctl,
+        [libc::TIOCSTI, libc::TIOCLINUX]
+            .into_iter()
+            .map(|request| {
+                SeccompRule::new(vec![SeccompCondition::new(
+                    1,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Eq,
+                    #[allow(clippy::unnecessary_cast)] // `c_ulong` here, `c_int` on other C libraries.
+                    (request as u64),
+                )?])
+            })
+            .collect::<Result<_, _>>()?,
+    );
+    let socket = match network {
+        // Every family but Unix sockets: Internet, packet, netlink (as root it configures
+        // interfaces), and the rest.
+        Network::Off => vec![SeccompRule::new(vec![SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Ne,
+            libc::AF_UNIX as u64,
+        )?])?],
+        // TCP to the proxy is for Landlock to judge; UDP and raw sockets have no Landlock rule.
+        Network::Proxy { .. } => [libc::AF_INET, libc::AF_INET6]
+            .into_iter()
+            .flat_map(|family| {
+                [libc::SOCK_DGRAM, libc::SOCK_RAW].map(|kind| {
+                    SeccompRule::new(vec![
+                        SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, family as u64)?,
+                        SeccompCondition::new(
+                            1,
+                            SeccompCmpArgLen::Dword,
+                            SeccompCmpOp::MaskedEq(0xf),
+                            kind as u64,
+                        )?,
+                    ])
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        Network::On => Vec::new(),
+    };
+    if !socket.is_empty() {
+        rules.insert(libc::SYS_socket, socket);
+    }
+    let filter =
+        SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)?;
+    let mut program: BpfProgram = filter.try_into()?;
+    // `clone3` passes its flags in memory a filter cannot read: answer ENOSYS, so that the C
+    // library falls back to `clone`, whose flags the filter checks.
+    let clone3 = [
+        stmt(BPF_LD_W_ABS, SECCOMP_DATA_NR),
+        jump(BPF_JEQ_K, libc::SYS_clone3 as u32, 0, 1),
+        stmt(BPF_RET_K, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+    ];
+    let mut prefix = clone3.to_vec();
+    if arch == TargetArch::x86_64 {
+        // x32 system calls carry the same architecture with bit 30 set in the number: refuse
+        // them all rather than match each number twice.
+        prefix.extend([
+            stmt(BPF_LD_W_ABS, SECCOMP_DATA_NR),
+            jump(BPF_JGE_K, 0x4000_0000, 0, 1),
+            stmt(BPF_RET_K, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        ]);
+    }
+    // After the architecture check (three instructions, whose jump lands on the fourth), which
+    // must come first: system call numbers mean nothing before it.
+    program.splice(3..3, prefix);
+    Ok(program)
+}
+
+/// `BPF_LD | BPF_W | BPF_ABS`.
+const BPF_LD_W_ABS: u16 = 0x20;
+const BPF_JEQ_K: u16 = 0x05 | 0x10;
+const BPF_JGE_K: u16 = 0x05 | 0x30;
+const BPF_RET_K: u16 = 0x06;
+const SECCOMP_DATA_NR: u32 = 0;
+
+fn stmt(code: u16, k: u32) -> sock_filter {
+    sock_filter { code, jt: 0, jf: 0, k }
+}
+
+fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
+    sock_filter { code, jt, jf, k }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filter_builds_for_every_network_and_both_architectures() {
+        for network in [Network::Off, Network::Proxy { port: 3128 }, Network::On] {
+            for arch in [TargetArch::x86_64, TargetArch::aarch64] {
+                let program = build(network, arch).unwrap();
+                // The architecture check stays first, and kills on a foreign one.
+                assert_eq!(program[2].k, libc::SECCOMP_RET_KILL_PROCESS);
+                assert!(program.len() < 4096, "{}", program.len());
+            }
+        }
+    }
+}
