@@ -1,0 +1,1 @@
+//! Claude Code's settings as an egress policy.
