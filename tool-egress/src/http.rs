@@ -202,7 +202,11 @@ fn bad(request: &Request<Incoming>, problem: String, protocol: Protocol) -> Refu
 fn refused(ctx: &Ctx, refusal: &Refusal) -> Response<Body> {
     ctx.record(refusal);
     let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::FORBIDDEN);
-    text(status, refusal.to_string())
+    let mut response = text(status, refusal.to_string());
+    // A refused CONNECT leaves the connection in no state to reuse; a plain request's client
+    // opens a new one as cheaply.
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 fn text(status: StatusCode, message: String) -> Response<Body> {
