@@ -98,6 +98,18 @@ impl EgressProxy {
     pub fn drain_refusals(&self) -> Vec<Refusal> {
         self.log.drain()
     }
+
+    /// Takes the refusals recorded since the last call as a note to append to a command's
+    /// result (one line per distinct refusal, see [`summarize`](crate::summarize)), or `None`
+    /// when nothing was refused. A client often shows only "403" or "connection not allowed";
+    /// the note says which host, which rule, and how to allow it.
+    pub fn refusal_note(&self) -> Option<String> {
+        let lines = crate::summarize(&self.drain_refusals());
+        if lines.is_empty() {
+            return None;
+        }
+        Some(lines.iter().map(|line| format!("[{line}]")).collect::<Vec<_>>().join("\n"))
+    }
 }
 
 impl Drop for EgressProxy {

@@ -190,9 +190,20 @@ async fn a_denied_host_is_refused_with_the_rule_in_the_answer_and_the_log() {
     assert_eq!(proxy.drain_refusals(), [], "draining empties the log");
     assert_eq!(server.connections.load(Ordering::SeqCst), 0, "nothing reached the server");
     if have("curl") {
-        let (code, _) = curl(&proxy, &["--fail", &format!("http://evil.test:{port}/")]).await;
+        // A client that retries shows "403" three times; the note says why, once.
+        let url = format!("http://evil.test:{port}/");
+        let (code, _) =
+            curl(&proxy, &["--fail", "--retry", "2", "--retry-all-errors", "--retry-delay", "0", &url]).await;
         assert_ne!(code, 0);
-        assert_eq!(proxy.drain_refusals().len(), 1);
+        assert_eq!(
+            proxy.refusal_note().unwrap(),
+            format!(
+                "[the network proxy refused evil.test:{port} (plain HTTP): it is denied by `evil.test` in \
+                 sandbox.network.deniedDomains in test-settings.json; a denied host stays refused even when \
+                 another rule allows it, so only removing that entry lets it through]"
+            )
+        );
+        assert_eq!(proxy.refusal_note(), None);
     }
 }
 

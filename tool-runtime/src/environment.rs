@@ -37,6 +37,15 @@ pub const BASE_VARIABLES: &[&str] = &[
     "XDG_RUNTIME_DIR",
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",
+    // Where toolchains live, when not in their default places: locations, not secrets.
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "GOPATH",
+    "GOROOT",
+    "JAVA_HOME",
+    "PYENV_ROOT",
+    "VIRTUAL_ENV",
+    "NVM_DIR",
     // Windows: what a program needs to start at all.
     "SYSTEMROOT",
     "SYSTEMDRIVE",
@@ -126,16 +135,8 @@ impl EnvFilter {
     }
 
     /// Clears `command`'s environment and sets the variables of this process that pass; set a
-    /// child's own variables after this.
+    /// child's own variables after this. (For a tokio command: `apply(command.as_std_mut())`.)
     pub fn apply(&self, command: &mut std::process::Command) {
-        if !self.inherit_all {
-            command.env_clear().envs(self.inherited());
-        }
-    }
-
-    /// [`apply`](Self::apply) for a tokio command.
-    #[cfg(any(feature = "mcp", feature = "command-hooks"))]
-    pub fn apply_tokio(&self, command: &mut tokio::process::Command) {
         if !self.inherit_all {
             command.env_clear().envs(self.inherited());
         }

@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tool_runtime::BoxFuture;
+use tool_runtime::environment::EnvFilter;
 
 /// The environment variable set, to a value unique to the command, for every local command:
 /// its descendants inherit it, which is how they are found when it is stopped.
@@ -42,7 +43,8 @@ pub struct ShellRequest {
     pub command: String,
     /// The working directory.
     pub cwd: PathBuf,
-    /// Extra environment variables.
+    /// Extra environment variables, set on top of the inherited ones that the operations let
+    /// through (see `LocalOperations::environment`).
     pub env: Vec<(String, String)>,
     /// What the command reads and where it writes.
     pub input: ShellInput,
@@ -230,19 +232,21 @@ impl Target {
 }
 
 /// How a local command is contained; everything is on by default.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Containment {
     /// Make the shell a child subreaper, so orphaned processes stay in its tree (Linux).
     pub(crate) subreaper: bool,
+    /// Which of this process's environment variables the command inherits.
+    pub(crate) environment: EnvFilter,
 }
 
 impl Default for Containment {
     fn default() -> Self {
-        Containment { subreaper: true }
+        Containment { subreaper: true, environment: EnvFilter::base() }
     }
 }
 
-#[cfg(unix)]
+#[cfg(all(unix, test))]
 pub(crate) fn spawn_local(request: &ShellRequest) -> io::Result<ShellProcess> {
     spawn_contained(request, Containment::default())
 }
@@ -255,6 +259,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     let marker = new_command_id();
     let mut command = tokio::process::Command::new("bash");
     command.arg("-c").arg(&request.command).current_dir(&request.cwd);
+    containment.environment.apply(command.as_std_mut());
     let terminal = match request.input {
         ShellInput::Terminal { rows, cols } => Some(terminal::open(rows, cols)?),
         ShellInput::Null | ShellInput::Pipe => None,
@@ -324,7 +329,10 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
 }
 
 #[cfg(not(unix))]
-pub(crate) fn spawn_local(_request: &ShellRequest) -> io::Result<ShellProcess> {
+pub(crate) fn spawn_contained(
+    _request: &ShellRequest,
+    _containment: Containment,
+) -> io::Result<ShellProcess> {
     Err(io::Error::new(io::ErrorKind::Unsupported, "running commands is only supported on Unix"))
 }
 
@@ -483,6 +491,7 @@ mod unix {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use tool_runtime::BoxFuture;
+    use tool_runtime::environment::EnvFilter;
 
     use super::{KillReport, ShellControl, ShellExit, ShellHandle, Target};
 
@@ -644,8 +653,11 @@ mod tests {
     #[tokio::test]
     async fn without_the_subreaper_such_an_orphan_escapes_and_is_not_counted() {
         let dir = TempDir::new();
-        let mut process =
-            spawn_contained(&request(dir.path(), ESCAPE), Containment { subreaper: false }).unwrap();
+        let mut process = spawn_contained(
+            &request(dir.path(), ESCAPE),
+            Containment { subreaper: false, ..Containment::default() },
+        )
+        .unwrap();
         let mut ready = [0u8; 6];
         process.output.read_exact(&mut ready).await.unwrap();
         let escaped = pid_in(dir.path(), "escaped.pid").await;

@@ -48,6 +48,7 @@ impl HookCommand {
     /// is killed when the time limit passes (or when the returned future is dropped).
     async fn run(&self, event: &Value, cwd: &Path) -> Result<Finished, String> {
         let mut command = tokio::process::Command::new("sh");
+        self.environment.apply(command.as_std_mut());
         command
             .arg("-c")
             .arg(&self.command)
@@ -263,5 +264,34 @@ mod tests {
                 .unwrap_err()
                 .contains("maybe")
         );
+    }
+
+    #[tokio::test]
+    async fn a_hook_inherits_only_what_the_environment_filter_lets_through() {
+        use std::sync::Arc;
+        use std::time::Duration;
+
+        use crate::environment::EnvFilter;
+        use crate::permissions::settings::Matcher;
+
+        // Cargo sets CARGO_MANIFEST_DIR for its tests: a variable of ours that is not on the list.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        let seen = |environment: EnvFilter| async move {
+            let hook = HookCommand {
+                matcher: Matcher::All,
+                command: "env >&2; exit 2".to_owned(),
+                timeout: Duration::from_secs(30),
+                environment: Arc::new(environment),
+            };
+            match hook.pre_tool_use(&Value::Null, Path::new(".")).await.unwrap().decision {
+                Some(PreVerdict::Deny(printed)) => printed,
+                other => panic!("{other:?}"),
+            }
+        };
+        let base = seen(EnvFilter::base()).await;
+        assert!(!base.lines().any(|l| l.starts_with("CARGO_MANIFEST_DIR=")), "{base}");
+        assert!(base.lines().any(|l| l.starts_with("PATH=")), "{base}");
+        let all = seen(EnvFilter::inherit_all()).await;
+        assert!(all.lines().any(|l| l.starts_with("CARGO_MANIFEST_DIR=")), "{all}");
     }
 }
