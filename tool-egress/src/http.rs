@@ -150,6 +150,9 @@ async fn forward(mut request: Request<Incoming>, ctx: Ctx) -> Response<Body> {
     if let Ok(value) = HeaderValue::from_str(&host_header) {
         request.headers_mut().insert(header::HOST, value);
     }
+    if let Some(host) = crate::policy::normalize(authority.host()) {
+        swap_secrets(&ctx.decider.policy, &host, port, request.headers_mut());
+    }
     match sender.send_request(request).await {
         Ok(response) => {
             let (mut parts, body) = response.into_parts();
@@ -158,6 +161,20 @@ async fn forward(mut request: Request<Incoming>, ctx: Ctx) -> Response<Body> {
         }
         Err(e) => {
             text(StatusCode::BAD_GATEWAY, format!("the network proxy's request to {authority} failed: {e}"))
+        }
+    }
+}
+
+/// Puts the secrets allowed for `host` in place of their placeholders.
+fn swap_secrets(policy: &crate::EgressPolicy, host: &str, port: u16, headers: &mut HeaderMap) {
+    for secret in policy.secrets.iter().filter(|s| s.hosts.iter().any(|p| p.matches(host, port))) {
+        for value in headers.values_mut() {
+            let Ok(text) = value.to_str() else { continue };
+            if text.contains(&secret.placeholder)
+                && let Ok(swapped) = HeaderValue::from_str(&text.replace(&secret.placeholder, &secret.value))
+            {
+                *value = swapped;
+            }
         }
     }
 }

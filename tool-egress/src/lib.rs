@@ -22,6 +22,22 @@
 //! [`settings`] maps Claude Code's settings (`WebFetch(domain:...)` rules, `sandbox.network`)
 //! to a policy.
 //!
+//! # Running commands through it
+//!
+//! Keep one [`Egress`] per session (its "allow for the session" answers are shared) and start
+//! one proxy per command with [`Egress::start`], so that the refusals drained after the command
+//! are that command's own:
+//!
+//! 1. start the proxy; give the command [`EgressProxy::env`] on top of its environment;
+//! 2. confine the command so that its only TCP destination is `127.0.0.1:`[`EgressProxy::port`]
+//!    (a kernel sandbox's "network through a proxy on this port" mode);
+//! 3. when it ends, append [`EgressProxy::refusal_note`] to its result, then drop the proxy
+//!    (which closes whatever connections the command left open).
+//!
+//! The [`Asker`] is where a person is asked ("allow `crates.io` for this session?"), through a
+//! permission prompt or an MCP client's elicitation; without one, hosts no rule names are
+//! refused with a sentence saying how to allow them.
+//!
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
 //! use tool_egress::{AskAnswer, EgressPolicy, EgressProxy, asker};
@@ -55,7 +71,7 @@ use std::net::SocketAddr;
 
 pub use addr::{AddressRule, special_range};
 pub use decide::{AskAnswer, AskFuture, AskRequest, Asker, asker};
-pub use policy::{EgressPolicy, HostPattern, HostRule};
+pub use policy::{EgressPolicy, HostPattern, HostRule, placeholder};
 pub use proxy::{Egress, EgressProxy};
 pub use refusal::{Protocol, Reason, Refusal, summarize};
 

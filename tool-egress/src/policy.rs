@@ -168,6 +168,34 @@ pub struct EgressPolicy {
     pub(crate) never_ask: bool,
     pub(crate) overrides: HashMap<String, Vec<IpAddr>>,
     pub(crate) system_resolver: Option<bool>,
+    pub(crate) secrets: Vec<Secret>,
+}
+
+/// A secret a command sees only as a placeholder, swapped back by the proxy in the headers of
+/// plain-HTTP requests to the hosts allowed for it.
+#[derive(Clone)]
+pub(crate) struct Secret {
+    pub(crate) placeholder: String,
+    pub(crate) value: String,
+    pub(crate) hosts: Vec<HostPattern>,
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The value never reaches a log.
+        f.debug_struct("Secret").field("placeholder", &self.placeholder).field("hosts", &self.hosts).finish()
+    }
+}
+
+/// A fresh placeholder for the secret `name`: what the command gets in its environment instead
+/// of the value (`egress-placeholder-NAME-<random hex>`).
+pub fn placeholder(name: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut random = std::collections::hash_map::RandomState::new().build_hasher();
+    random.write(name.as_bytes());
+    let mut more = std::collections::hash_map::RandomState::new().build_hasher();
+    more.write_u64(random.finish());
+    format!("egress-placeholder-{name}-{:016x}{:016x}", random.finish(), more.finish())
 }
 
 impl EgressPolicy {
@@ -225,6 +253,22 @@ impl EgressPolicy {
         self
     }
 
+    /// Swaps `placeholder` (see [`placeholder`]) back to `value` in the headers of plain-HTTP
+    /// requests to hosts matching one of `hosts`; a request to any other host carries the
+    /// placeholder, which is worth nothing. (Requests inside a `CONNECT` tunnel are encrypted
+    /// and left alone.)
+    pub fn secret(mut self, placeholder: &str, value: &str, hosts: &[&str]) -> Result<Self, String> {
+        if placeholder.len() < 16 {
+            return Err(
+                "a secret's placeholder must be at least 16 characters, so that it cannot occur by chance"
+                    .into(),
+            );
+        }
+        let hosts = hosts.iter().map(|h| HostPattern::parse(h)).collect::<Result<_, _>>()?;
+        self.secrets.push(Secret { placeholder: placeholder.to_owned(), value: value.to_owned(), hosts });
+        Ok(self)
+    }
+
     /// Whether the policy is in limited mode.
     pub fn is_limited(&self) -> bool {
         self.limited
@@ -239,6 +283,7 @@ impl EgressPolicy {
         self.limited |= other.limited;
         self.never_ask |= other.never_ask;
         self.overrides.extend(other.overrides);
+        self.secrets.extend(other.secrets);
         self.system_resolver = other.system_resolver.or(self.system_resolver);
         self
     }

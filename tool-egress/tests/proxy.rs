@@ -407,3 +407,60 @@ async fn dropping_the_proxy_ends_its_tunnels() {
     let read = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
     assert!(read.is_ok(), "the tunnel was not closed");
 }
+
+/// A server that answers with the request's `Authorization` header.
+async fn echo_authorization() -> SocketAddr {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                if stream.read(&mut byte).await.unwrap_or(0) == 0 {
+                    break;
+                }
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&head).into_owned();
+            let auth = head
+                .lines()
+                .find_map(|l| l.strip_prefix("authorization: ").or_else(|| l.strip_prefix("Authorization: ")))
+                .unwrap_or("")
+                .to_owned();
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{auth}",
+                auth.len()
+            );
+            let _ = stream.write_all(response.as_bytes()).await;
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_secret_placeholder_is_swapped_only_for_its_hosts() {
+    let server = echo_authorization().await;
+    let port = server.port();
+    let token = tool_egress::placeholder("GITHUB_TOKEN");
+    assert!(token.starts_with("egress-placeholder-GITHUB_TOKEN-"));
+    assert_ne!(token, tool_egress::placeholder("GITHUB_TOKEN"), "a fresh one each time");
+    let proxy = EgressProxy::start(
+        with_loopback(policy()).secret(&token, "real-secret", &["allowed.test"]).unwrap(),
+        None,
+    )
+    .await
+    .unwrap();
+    let request = |host: &str| {
+        format!(
+            "GET http://{host}:{port}/ HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+        )
+    };
+    let answer = raw(&proxy, &request("allowed.test")).await;
+    assert!(answer.ends_with("Bearer real-secret"), "{answer}");
+    // `rebind.test` is allowed too, but not for this secret: it gets the placeholder.
+    let answer = raw(&proxy, &request("rebind.test")).await;
+    assert!(answer.ends_with(&format!("Bearer {token}")), "{answer}");
+    assert!(!answer.contains("real-secret"), "{answer}");
+    assert!(!format!("{:?}", proxy.egress()).contains("real-secret"), "the value stays out of debug output");
+}
