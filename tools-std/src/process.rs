@@ -491,7 +491,6 @@ mod unix {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use tool_runtime::BoxFuture;
-    use tool_runtime::environment::EnvFilter;
 
     use super::{KillReport, ShellControl, ShellExit, ShellHandle, Target};
 
