@@ -176,6 +176,11 @@ fn permissions_section(
                 let action = Action::parse(key).unwrap_or(Action::Deny);
                 let key_origin: Arc<str> = format!("{origin} (permissions.{key})").into();
                 for rule in string_list(value, &format!("permissions.{key}"))? {
+                    // `WebFetch(domain:HOST)` names a host for the network proxy's rules, not a
+                    // tool call: it is read there and skipped here.
+                    if is_domain_rule(&rule) {
+                        continue;
+                    }
                     builder = builder.rule_from(action, rule, key_origin.clone());
                 }
             }
@@ -216,6 +221,14 @@ fn permissions_section(
         }
     }
     Ok(builder)
+}
+
+/// `WebFetch(domain:example.com)`: Claude Code's way of naming a host in permission rules.
+fn is_domain_rule(rule: &str) -> bool {
+    rule.trim()
+        .strip_prefix("WebFetch(")
+        .and_then(|r| r.strip_suffix(')'))
+        .is_some_and(|r| r.trim().starts_with("domain:"))
 }
 
 fn expand_home(dir: &str) -> Result<PathBuf, String> {
