@@ -70,7 +70,13 @@ impl Decider {
     }
 
     /// Decides, resolves, checks and connects; the refusal says which rule refused.
-    pub(crate) async fn open(&self, host: &str, port: u16, protocol: Protocol) -> Result<TcpStream, Refusal> {
+    pub(crate) async fn open(
+        &self,
+        host: &str,
+        port: u16,
+        protocol: Protocol,
+        asker: Option<&Asker>,
+    ) -> Result<TcpStream, Refusal> {
         let refuse = |host: &str, reason| Refusal { host: host.to_owned(), port, protocol, reason };
         let Some(host) = normalize(host).filter(|h| !h.contains('*')) else {
             return Err(refuse(
@@ -87,7 +93,7 @@ impl Decider {
         if self.policy.limited && protocol != Protocol::Http {
             return Err(refuse(&host, Reason::LimitedTunnel));
         }
-        self.decide(&host, port, protocol).await.map_err(|reason| refuse(&host, reason))?;
+        self.decide(&host, port, protocol, asker).await.map_err(|reason| refuse(&host, reason))?;
         let addresses = self.resolve(&host, port).await.map_err(|reason| refuse(&host, reason))?;
         let mut refused = None;
         let mut last_error = None;
@@ -117,7 +123,13 @@ impl Decider {
         ))
     }
 
-    async fn decide(&self, host: &str, port: u16, protocol: Protocol) -> Result<(), Reason> {
+    async fn decide(
+        &self,
+        host: &str,
+        port: u16,
+        protocol: Protocol,
+        asker: Option<&Asker>,
+    ) -> Result<(), Reason> {
         let policy = &self.policy;
         if let Some(rule) = policy.denied_by(host, port) {
             return Err(Reason::Denied {
@@ -136,7 +148,7 @@ impl Decider {
         if self.in_session(host) {
             return Ok(());
         }
-        let Some(asker) = self.asker.as_ref().filter(|_| !policy.never_ask) else {
+        let Some(asker) = asker.or(self.asker.as_ref()).filter(|_| !policy.never_ask) else {
             return Err(Reason::NotAllowed { asked: false });
         };
         let turn = {

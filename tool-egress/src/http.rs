@@ -45,7 +45,7 @@ async fn connect(request: Request<Incoming>, ctx: Ctx) -> Response<Body> {
             format!("`CONNECT {}` does not name a host and a port (`CONNECT host:443`)", request.uri());
         return refused(&ctx, &bad(&request, problem, Protocol::Connect));
     };
-    let upstream = match ctx.decider.open(&host, port, Protocol::Connect).await {
+    let upstream = match ctx.open(&host, port, Protocol::Connect).await {
         Ok(upstream) => upstream,
         Err(refusal) => return refused(&ctx, &refusal),
     };
@@ -119,7 +119,7 @@ async fn forward(mut request: Request<Incoming>, ctx: Ctx) -> Response<Body> {
         };
         return refused(&ctx, &refusal);
     }
-    let upstream = match ctx.decider.open(&host, port, Protocol::Http).await {
+    let upstream = match ctx.open(&host, port, Protocol::Http).await {
         Ok(upstream) => upstream,
         Err(refusal) => return refused(&ctx, &refusal),
     };

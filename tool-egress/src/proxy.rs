@@ -48,10 +48,24 @@ impl Egress {
     /// Starts a proxy on `127.0.0.1` and a port the system picks, with a refusal log of its own.
     /// It serves until the returned handle is dropped, which also ends its open connections.
     pub async fn start(&self) -> io::Result<EgressProxy> {
+        self.start_with(None).await
+    }
+
+    /// Starts a proxy whose questions go to `asker` instead of the session's (a command's own
+    /// call, whose user is the one to ask); the answers "for the session" are still shared.
+    pub async fn start_asking(&self, asker: Asker) -> io::Result<EgressProxy> {
+        self.start_with(Some(asker)).await
+    }
+
+    async fn start_with(&self, asker: Option<Asker>) -> io::Result<EgressProxy> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
-        let ctx =
-            Ctx { decider: self.decider.clone(), log: RefusalLog::default(), stop: CancellationToken::new() };
+        let ctx = Ctx {
+            decider: self.decider.clone(),
+            asker,
+            log: RefusalLog::default(),
+            stop: CancellationToken::new(),
+        };
         tokio::spawn(accept_loop(listener, ctx.clone()));
         Ok(EgressProxy { addr, log: ctx.log, stop: ctx.stop, egress: self.clone() })
     }
@@ -122,6 +136,8 @@ impl Drop for EgressProxy {
 #[derive(Clone)]
 pub(crate) struct Ctx {
     pub(crate) decider: Arc<Decider>,
+    /// Asked instead of the session's asker, when set.
+    pub(crate) asker: Option<Asker>,
     pub(crate) log: RefusalLog,
     pub(crate) stop: CancellationToken,
 }
@@ -136,6 +152,16 @@ impl Ctx {
                 () = work => {}
             }
         });
+    }
+
+    /// Decides and connects, asking this proxy's asker if it has one.
+    pub(crate) async fn open(
+        &self,
+        host: &str,
+        port: u16,
+        protocol: crate::Protocol,
+    ) -> Result<TcpStream, Refusal> {
+        self.decider.open(host, port, protocol, self.asker.as_ref()).await
     }
 
     pub(crate) fn record(&self, refusal: &Refusal) {

@@ -38,7 +38,7 @@ pub(crate) async fn serve(mut client: TcpStream, ctx: Ctx) {
         let _ = client.write_all(&reply(COMMAND_NOT_SUPPORTED, None)).await;
         return;
     }
-    match ctx.decider.open(&host, port, Protocol::Socks5).await {
+    match ctx.open(&host, port, Protocol::Socks5).await {
         Err(refusal) => {
             ctx.record(&refusal);
             let code = match refusal.reason {

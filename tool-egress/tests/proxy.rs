@@ -464,3 +464,30 @@ async fn a_secret_placeholder_is_swapped_only_for_its_hosts() {
     assert!(!answer.contains("real-secret"), "{answer}");
     assert!(!format!("{:?}", proxy.egress()).contains("real-secret"), "the value stays out of debug output");
 }
+
+#[tokio::test]
+async fn each_command_may_have_its_own_asker_and_session_answers_are_shared() {
+    let server = server().await;
+    let port = server.addr.port();
+    let egress = tool_egress::Egress::new(with_loopback(policy()), None);
+    let first_asked = Arc::new(AtomicUsize::new(0));
+    let count = first_asked.clone();
+    let first = egress
+        .start_asking(asker(move |_| {
+            count.fetch_add(1, Ordering::SeqCst);
+            async { AskAnswer::AllowForSession }
+        }))
+        .await
+        .unwrap();
+    let answer = raw(&first, &get("asked.test", port)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(first_asked.load(Ordering::SeqCst), 1);
+    // Another command of the session: allowed without asking; a proxy without an asker of its
+    // own and a session without one refuses what nobody allowed.
+    let second = egress.start_asking(asker(|_| async { panic!("asked again") })).await.unwrap();
+    let answer = raw(&second, &get("asked.test", port)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let third = egress.start().await.unwrap();
+    let answer = raw(&third, &get("other.test", port)).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+}
