@@ -40,6 +40,8 @@
 //!   output; [`output_store`]: where full outputs are kept;
 //! - [`permissions`]: permission rules, Claude Code settings files, hook commands and shell
 //!   command classification;
+//! - [`environment`]: which of our environment variables commands, hooks and stdio servers
+//!   inherit;
 //! - [`catalog`]: large tool catalogs: deferred tools, the tool search, and each provider's
 //!   deferred definitions;
 //! - [`schema`]: the argument schemas, for tools written by hand; [`events`]: the event
@@ -56,6 +58,7 @@ mod call;
 pub mod catalog;
 mod context;
 mod dispatch;
+pub mod environment;
 mod error;
 pub mod events;
 mod future;

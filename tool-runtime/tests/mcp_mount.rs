@@ -483,3 +483,35 @@ async fn a_stdio_server_can_run_in_a_sandbox() {
     assert!(marker.exists());
     let _ = std::fs::remove_file(marker);
 }
+
+/// What a stdio server started through `sh` saw in its environment (written before `exec`).
+async fn server_environment(test: &str, config: impl FnOnce(ServerConfig) -> ServerConfig) -> String {
+    let marker = temp_marker(test);
+    let script = format!("env > '{}'; exec '{FIXTURE}'", marker.display());
+    let server =
+        config(ServerConfig::stdio("envcheck", "/bin/sh").args(["-c", &script]).env("SET_FOR_SERVER", "yes"));
+    let (mount, _, _) = mounted(server).await;
+    let seen = std::fs::read_to_string(&marker).expect("the server wrote its environment");
+    let _ = std::fs::remove_file(marker);
+    drop(mount);
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_inherits_only_the_base_variables_and_its_own_env() {
+    // Cargo sets CARGO_MANIFEST_DIR for its tests: a variable of ours that is not on the list.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let seen = server_environment("env-base", |c| c).await;
+    let has = |prefix: &str| seen.lines().any(|line| line.starts_with(prefix));
+    assert!(!has("CARGO_MANIFEST_DIR="), "{seen}");
+    assert!(has("PATH="), "{seen}");
+    assert!(seen.lines().any(|line| line == "SET_FOR_SERVER=yes"), "{seen}");
+
+    let seen =
+        server_environment("env-all", |c| c.environment(tool_runtime::environment::EnvFilter::inherit_all()))
+            .await;
+    assert!(seen.lines().any(|line| line.starts_with("CARGO_MANIFEST_DIR=")), "{seen}");
+    let named = tool_runtime::environment::EnvFilter::base().with("CARGO_MANIFEST_*");
+    let seen = server_environment("env-named", |c| c.environment(named)).await;
+    assert!(seen.lines().any(|line| line.starts_with("CARGO_MANIFEST_DIR=")), "{seen}");
+}

@@ -675,6 +675,18 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_command_inherits_only_the_base_variables() {
+        // Cargo sets CARGO_MANIFEST_DIR for its tests: a variable of ours that is not on the list.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        let fx = Fixture::new();
+        let out = run_bash(&fx, json!({"command": "env"})).await;
+        let seen = out.text_content();
+        assert!(!seen.lines().any(|l| l.starts_with("CARGO_MANIFEST_DIR=")), "{seen}");
+        assert!(seen.lines().any(|l| l.starts_with("PATH=")), "{seen}");
+        assert!(seen.lines().any(|l| l == "PAGER=cat"), "the command's own variables are set: {seen}");
+    }
+
+    #[tokio::test]
     async fn non_zero_exit_is_an_error_result_with_the_output() {
         let fx = Fixture::new();
         let out = run_bash(&fx, json!({"command": "echo partial; exit 3"})).await;

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
+use tool_runtime::environment::EnvFilter;
 
 use crate::ops::{
     DirEntry, FileChanged, FileInfo, FileKind, Operations, Precondition, Scope, ShellProcess, ShellRequest,
@@ -27,6 +28,7 @@ pub struct LocalOperations {
     root: Arc<Dir>,
     root_path: Arc<PathBuf>,
     host: Arc<OnceLock<Dir>>,
+    environment: Arc<EnvFilter>,
 }
 
 impl std::fmt::Debug for LocalOperations {
@@ -40,7 +42,20 @@ impl LocalOperations {
     pub fn open(root: impl AsRef<Path>) -> io::Result<LocalOperations> {
         let root_path = root.as_ref().to_path_buf();
         let root = Dir::open_ambient_dir(&root_path, ambient_authority())?;
-        Ok(LocalOperations { root: Arc::new(root), root_path: Arc::new(root_path), host: Arc::default() })
+        Ok(LocalOperations {
+            root: Arc::new(root),
+            root_path: Arc::new(root_path),
+            host: Arc::default(),
+            environment: Arc::new(EnvFilter::base()),
+        })
+    }
+
+    /// Sets which of this process's environment variables commands inherit (default:
+    /// [`EnvFilter::base`], so that API keys in the agent's environment do not reach them).
+    #[must_use]
+    pub fn environment(mut self, filter: EnvFilter) -> Self {
+        self.environment = Arc::new(filter);
+        self
     }
 
     /// The directory handle `target` is resolved from, and the path relative to it.
@@ -228,7 +243,11 @@ impl Operations for LocalOperations {
     }
 
     fn spawn_shell(&self, request: &ShellRequest) -> io::Result<ShellProcess> {
-        crate::process::spawn_local(request)
+        let containment = crate::process::Containment {
+            environment: (*self.environment).clone(),
+            ..crate::process::Containment::default()
+        };
+        crate::process::spawn_contained(request, containment)
     }
 }
 
@@ -343,6 +362,28 @@ mod tests {
 
     fn local(dir: &TempDir) -> LocalOperations {
         LocalOperations::open(dir.path()).unwrap()
+    }
+
+    /// What `env` prints in a command spawned through `ops`.
+    async fn command_env(ops: &LocalOperations, dir: &TempDir) -> String {
+        use tokio::io::AsyncReadExt;
+        let request =
+            ShellRequest { command: "env".into(), cwd: dir.path().to_path_buf(), ..ShellRequest::default() };
+        let mut process = ops.spawn_shell(&request).unwrap();
+        let mut seen = String::new();
+        process.output.read_to_string(&mut seen).await.unwrap();
+        seen
+    }
+
+    #[tokio::test]
+    async fn commands_inherit_what_the_environment_filter_lets_through() {
+        use tool_runtime::environment::EnvFilter;
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some(), "cargo sets it for its tests");
+        let dir = TempDir::new();
+        let has = |seen: &str| seen.lines().any(|l| l.starts_with("CARGO_MANIFEST_DIR="));
+        assert!(!has(&command_env(&local(&dir), &dir).await));
+        assert!(has(&command_env(&local(&dir).environment(EnvFilter::inherit_all()), &dir).await));
+        assert!(has(&command_env(&local(&dir).environment(EnvFilter::base().with("CARGO_*")), &dir).await));
     }
 
     #[test]

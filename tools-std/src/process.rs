@@ -42,6 +42,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tool_runtime::BoxFuture;
+use tool_runtime::environment::EnvFilter;
 
 pub use tool_runtime::process_tree::{KillReport, KillScope, NotKilled};
 
@@ -56,7 +57,8 @@ pub struct ShellRequest {
     pub command: String,
     /// The working directory.
     pub cwd: PathBuf,
-    /// Extra environment variables.
+    /// Extra environment variables, set on top of the inherited ones that the operations let
+    /// through (see `LocalOperations::environment`).
     pub env: Vec<(String, String)>,
     /// What the command reads and where it writes.
     pub input: ShellInput,
@@ -229,21 +231,23 @@ impl Target {
 }
 
 /// How a local command is contained; everything is on by default.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Containment {
     /// Make the shell a child subreaper, so orphaned processes stay in its tree (Linux).
     pub(crate) subreaper: bool,
     /// Run the command in a cgroup of its own, where this process may create one (Linux).
     pub(crate) cgroup: bool,
+    /// Which of this process's environment variables the command inherits.
+    pub(crate) environment: EnvFilter,
 }
 
 impl Default for Containment {
     fn default() -> Self {
-        Containment { subreaper: true, cgroup: true }
+        Containment { subreaper: true, cgroup: true, environment: EnvFilter::base() }
     }
 }
 
-#[cfg(unix)]
+#[cfg(all(unix, test))]
 pub(crate) fn spawn_local(request: &ShellRequest) -> io::Result<ShellProcess> {
     spawn_contained(request, Containment::default())
 }
@@ -256,6 +260,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     let marker = tool_runtime::process_tree::new_marker();
     let mut command = tokio::process::Command::new("bash");
     command.arg("-c").arg(&request.command).current_dir(&request.cwd);
+    containment.environment.apply(command.as_std_mut());
     let terminal = match request.input {
         ShellInput::Terminal { rows, cols } => Some(terminal::open(rows, cols)?),
         ShellInput::Null | ShellInput::Pipe => None,
@@ -349,7 +354,10 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
 }
 
 #[cfg(not(unix))]
-pub(crate) fn spawn_local(_request: &ShellRequest) -> io::Result<ShellProcess> {
+pub(crate) fn spawn_contained(
+    _request: &ShellRequest,
+    _containment: Containment,
+) -> io::Result<ShellProcess> {
     Err(io::Error::new(io::ErrorKind::Unsupported, "running commands is only supported on Unix"))
 }
 
@@ -700,9 +708,11 @@ mod tests {
     #[tokio::test]
     async fn without_the_subreaper_such_an_orphan_escapes_and_is_not_counted() {
         let dir = TempDir::new();
-        let mut process =
-            spawn_contained(&request(dir.path(), ESCAPE), Containment { subreaper: false, cgroup: false })
-                .unwrap();
+        let mut process = spawn_contained(
+            &request(dir.path(), ESCAPE),
+            Containment { subreaper: false, cgroup: false, ..Containment::default() },
+        )
+        .unwrap();
         let mut ready = [0u8; 6];
         process.output.read_exact(&mut ready).await.unwrap();
         let escaped = pid_in(dir.path(), "escaped.pid").await;
@@ -720,7 +730,7 @@ mod tests {
         let dir = TempDir::new();
         let command = "env -i setsid sh -c 'sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid' > /dev/null 2>&1 \
                        < /dev/null & while [ ! -s escaped.pid ]; do sleep 0.01; done; sleep 0.3";
-        let containment = Containment { subreaper: true, cgroup: false };
+        let containment = Containment { subreaper: true, cgroup: false, ..Containment::default() };
         let mut process = spawn_contained(&request(dir.path(), command), containment).unwrap();
         let handle = process.control.handle().unwrap();
         let escaped = pid_in(dir.path(), "escaped.pid").await;

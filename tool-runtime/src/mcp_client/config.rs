@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::naming::Naming;
+use crate::environment::EnvFilter;
 
 /// How long a call may go without an answer or a progress notification, unless configured.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -27,7 +28,8 @@ pub enum Transport {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Variables added to (or replacing in) the inherited environment.
+        /// Variables set on top of the inherited environment (which
+        /// [`ServerConfig::environment`] filters).
         env: BTreeMap<String, String>,
         /// Its working directory (default: ours).
         cwd: Option<PathBuf>,
@@ -70,6 +72,9 @@ pub struct ServerConfig {
     expanded: Vec<(String, String)>,
     /// The kernel sandbox a stdio server runs in (`None`: unconfined, as its user).
     pub sandbox: Option<std::sync::Arc<tool_sandbox::Sandbox>>,
+    /// Which of our environment variables a stdio server inherits (default: the base list of
+    /// [`EnvFilter`], so API keys in our environment stay out; its `env` is set on top).
+    pub environment: EnvFilter,
 }
 
 impl ServerConfig {
@@ -85,6 +90,7 @@ impl ServerConfig {
             defer: false,
             expanded: Vec::new(),
             sandbox: None,
+            environment: EnvFilter::base(),
         }
     }
 
@@ -194,6 +200,12 @@ impl ServerConfig {
         self
     }
 
+    /// Sets which of our environment variables a stdio server inherits.
+    pub fn environment(mut self, filter: EnvFilter) -> Self {
+        self.environment = filter;
+        self
+    }
+
     /// Sets how many times a call tries to restart a server that stopped.
     pub fn restart_attempts(mut self, attempts: u32) -> Self {
         self.restart_attempts = attempts;
@@ -229,6 +241,15 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl McpConfig {
+    /// Sets which of our environment variables every stdio server inherits.
+    #[must_use]
+    pub fn environment(mut self, filter: &EnvFilter) -> Self {
+        for server in &mut self.servers {
+            server.environment = filter.clone();
+        }
+        self
+    }
+
     /// Reads an `mcpServers` file.
     pub fn load(path: impl AsRef<Path>) -> Result<McpConfig, ConfigError> {
         let path = path.as_ref();

@@ -68,6 +68,7 @@ pub(crate) async fn start(config: &ServerConfig, handler: MountHandler) -> Resul
     match &config.transport {
         Transport::Stdio { command, args, env, cwd } => {
             let mut cmd = tokio::process::Command::new(command);
+            config.environment.apply(cmd.as_std_mut());
             cmd.args(args).envs(env);
             if let Some(cwd) = cwd {
                 cmd.current_dir(cwd);

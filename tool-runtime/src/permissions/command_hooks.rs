@@ -77,6 +77,7 @@ impl HookCommand {
         }
         #[cfg(not(target_os = "linux"))]
         command.arg("-c").arg(&self.command);
+        self.environment.apply(command.as_std_mut());
         command
             .current_dir(cwd)
             .env(crate::process_tree::MARKER_VAR, &marker)
@@ -370,5 +371,34 @@ mod tests {
                 .unwrap_err()
                 .contains("maybe")
         );
+    }
+
+    #[tokio::test]
+    async fn a_hook_inherits_only_what_the_environment_filter_lets_through() {
+        use std::sync::Arc;
+        use std::time::Duration;
+
+        use crate::environment::EnvFilter;
+        use crate::permissions::settings::Matcher;
+
+        // Cargo sets CARGO_MANIFEST_DIR for its tests: a variable of ours that is not on the list.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        let seen = |environment: EnvFilter| async move {
+            let hook = HookCommand {
+                matcher: Matcher::All,
+                command: "env >&2; exit 2".to_owned(),
+                timeout: Duration::from_secs(30),
+                environment: Arc::new(environment),
+            };
+            match hook.pre_tool_use(&Value::Null, Path::new("."), None).await.unwrap().decision {
+                Some(PreVerdict::Deny(printed)) => printed,
+                other => panic!("{other:?}"),
+            }
+        };
+        let base = seen(EnvFilter::base()).await;
+        assert!(!base.lines().any(|l| l.starts_with("CARGO_MANIFEST_DIR=")), "{base}");
+        assert!(base.lines().any(|l| l.starts_with("PATH=")), "{base}");
+        let all = seen(EnvFilter::inherit_all()).await;
+        assert!(all.lines().any(|l| l.starts_with("CARGO_MANIFEST_DIR=")), "{all}");
     }
 }

@@ -283,7 +283,10 @@ impl Policy {
                 "tool_use_id": call_id,
             });
             let failed = |problem: String| HookStop::Failed { hook: hook.command.clone(), problem };
-            let decision = hook.pre_tool_use(&event, self.rules.root(), self.hooks.sandbox.as_deref()).await.map_err(failed)?;
+            let decision = hook
+                .pre_tool_use(&event, self.rules.root(), self.hooks.sandbox.as_deref())
+                .await
+                .map_err(failed)?;
             if let Some(input) = decision.updated_input {
                 if !may_rewrite {
                     return Err(failed(

@@ -13,6 +13,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::rules::{Action, EXTERNAL_DIRECTORY, RuleError, Rules, RulesBuilder};
+use crate::environment::EnvFilter;
 
 /// How long a hook may run when its entry sets no `timeout` (Claude Code's default).
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -78,6 +79,8 @@ pub(crate) struct HookCommand {
     pub(crate) matcher: Matcher,
     pub(crate) command: String,
     pub(crate) timeout: Duration,
+    /// Which of our environment variables it inherits (the file's `environment`).
+    pub(crate) environment: Arc<EnvFilter>,
 }
 
 /// The hook commands of a settings file.
@@ -95,6 +98,7 @@ pub(crate) struct HookCommands {
 pub struct Settings {
     pub(crate) rules: Rules,
     pub(crate) hooks: HookCommands,
+    environment: EnvFilter,
     pub(crate) sandbox: SandboxSettings,
 }
 
@@ -134,6 +138,7 @@ impl Settings {
     pub fn parse(text: &str, origin: &str, base: RulesBuilder) -> Result<Settings, SettingsError> {
         let error = |problem: String| SettingsError { origin: origin.to_owned(), problem };
         let value: Value = serde_json::from_str(text).map_err(|e| error(format!("not valid JSON: {e}")))?;
+        let environment = EnvFilter::from_settings(&value).map_err(error)?;
         let Value::Object(top) = value else {
             return Err(error("the settings must be a JSON object".to_owned()));
         };
@@ -142,10 +147,14 @@ impl Settings {
         if let Some(permissions) = top.get("permissions") {
             builder = permissions_section(permissions, origin, &root, builder).map_err(error)?;
         }
-        let hooks = match top.get("hooks") {
+        let mut hooks = match top.get("hooks") {
             Some(hooks) => hooks_section(hooks).map_err(error)?,
             None => HookCommands::default(),
         };
+        let shared = Arc::new(environment.clone());
+        for hook in hooks.pre_tool_use.iter_mut().chain(hooks.post_tool_use.iter_mut()) {
+            hook.environment = shared.clone();
+        }
         #[cfg(not(feature = "command-hooks"))]
         if !hooks.pre_tool_use.is_empty() || !hooks.post_tool_use.is_empty() {
             return Err(error(
@@ -158,7 +167,14 @@ impl Settings {
             None => SandboxSettings::default(),
         };
         let rules = builder.build().map_err(|e: RuleError| error(e.to_string()))?;
-        Ok(Settings { rules, hooks, sandbox })
+        Ok(Settings { rules, hooks, sandbox, environment })
+    }
+
+    /// Which of our environment variables hook commands, and the commands and stdio servers of
+    /// a program that reads this file, inherit: the file's `environment` object (see
+    /// [`crate::environment`]), or the base list without one.
+    pub fn environment(&self) -> &EnvFilter {
+        &self.environment
     }
 
     /// The rules.
@@ -236,6 +252,11 @@ fn permissions_section(
                 let action = Action::parse(key).unwrap_or(Action::Deny);
                 let key_origin: Arc<str> = format!("{origin} (permissions.{key})").into();
                 for rule in string_list(value, &format!("permissions.{key}"))? {
+                    // `WebFetch(domain:HOST)` names a host for the network proxy's rules, not a
+                    // tool call: it is read there and skipped here.
+                    if is_domain_rule(&rule) {
+                        continue;
+                    }
                     builder = builder.rule_from(action, rule, key_origin.clone());
                 }
             }
@@ -276,6 +297,14 @@ fn permissions_section(
         }
     }
     Ok(builder)
+}
+
+/// `WebFetch(domain:example.com)`: Claude Code's way of naming a host in permission rules.
+fn is_domain_rule(rule: &str) -> bool {
+    rule.trim()
+        .strip_prefix("WebFetch(")
+        .and_then(|r| r.strip_suffix(')'))
+        .is_some_and(|r| r.trim().starts_with("domain:"))
 }
 
 fn expand_home(dir: &str) -> Result<PathBuf, String> {
@@ -377,7 +406,7 @@ fn hook_command(value: &Value, at: &str, matcher: Matcher) -> Result<HookCommand
             _ => return Err(format!("`{at}.timeout` must be a number of seconds above 0, found {value}")),
         },
     };
-    Ok(HookCommand { matcher, command, timeout })
+    Ok(HookCommand { matcher, command, timeout, environment: Arc::default() })
 }
 
 #[cfg(test)]

@@ -1,0 +1,241 @@
+//! HTTP on the proxy's port: `CONNECT` tunnels and absolute-form plain-HTTP requests (hyper).
+
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use crate::proxy::{Ctx, TUNNEL_BUFFER};
+use crate::refusal::{Protocol, Reason, Refusal};
+
+type Body = BoxBody<Bytes, hyper::Error>;
+
+pub(crate) async fn serve(stream: TcpStream, ctx: Ctx) {
+    let service = hyper::service::service_fn(move |request| {
+        let ctx = ctx.clone();
+        async move { Ok::<_, Infallible>(handle(request, ctx).await) }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .preserve_header_case(true)
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades()
+        .await;
+}
+
+async fn handle(request: Request<Incoming>, ctx: Ctx) -> Response<Body> {
+    if request.method() == Method::CONNECT {
+        connect(request, ctx).await
+    } else {
+        forward(request, ctx).await
+    }
+}
+
+/// `CONNECT host:port`: decide, connect, answer 200, then copy bytes both ways.
+async fn connect(request: Request<Incoming>, ctx: Ctx) -> Response<Body> {
+    let target = request.uri().authority().and_then(|a| Some((a.host().to_owned(), a.port_u16()?)));
+    let Some((host, port)) = target else {
+        let problem =
+            format!("`CONNECT {}` does not name a host and a port (`CONNECT host:443`)", request.uri());
+        return refused(&ctx, &bad(&request, problem, Protocol::Connect));
+    };
+    let upstream = match ctx.open(&host, port, Protocol::Connect).await {
+        Ok(upstream) => upstream,
+        Err(refusal) => return refused(&ctx, &refusal),
+    };
+    ctx.spawn(async move {
+        if let Ok(upgraded) = hyper::upgrade::on(request).await {
+            tunnel(upgraded, upstream).await;
+        }
+    });
+    Response::new(empty())
+}
+
+async fn tunnel(upgraded: hyper::upgrade::Upgraded, mut upstream: TcpStream) {
+    // The client's own socket, when hyper hands it back, copies without hyper's layers.
+    match upgraded.downcast::<TokioIo<TcpStream>>() {
+        Ok(parts) => {
+            let mut client = parts.io.into_inner();
+            if !parts.read_buf.is_empty() && upstream.write_all(&parts.read_buf).await.is_err() {
+                return;
+            }
+            let _ = tokio::io::copy_bidirectional_with_sizes(
+                &mut client,
+                &mut upstream,
+                TUNNEL_BUFFER,
+                TUNNEL_BUFFER,
+            )
+            .await;
+        }
+        Err(upgraded) => {
+            let mut client = TokioIo::new(upgraded);
+            let _ = tokio::io::copy_bidirectional_with_sizes(
+                &mut client,
+                &mut upstream,
+                TUNNEL_BUFFER,
+                TUNNEL_BUFFER,
+            )
+            .await;
+        }
+    }
+}
+
+/// `GET http://host/path`: decide, connect, send the request in origin form, stream the answer.
+async fn forward(mut request: Request<Incoming>, ctx: Ctx) -> Response<Body> {
+    let uri = request.uri().clone();
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some(other) => {
+            let problem = format!(
+                "`{other}://` URLs are not proxied as plain requests; clients tunnel them with CONNECT"
+            );
+            return refused(&ctx, &bad(&request, problem, Protocol::Http));
+        }
+        None => {
+            let problem = "this is a proxy: send absolute-form requests (`GET http://host/path`) or `CONNECT host:port`"
+                .to_owned();
+            return refused(&ctx, &bad(&request, problem, Protocol::Http));
+        }
+    }
+    let Some(authority) = uri.authority().cloned() else {
+        let problem = format!("`{uri}` has no host");
+        return refused(&ctx, &bad(&request, problem, Protocol::Http));
+    };
+    let port = authority.port_u16().unwrap_or(80);
+    let host = authority.host().to_owned();
+    let method = request.method();
+    if ctx.decider.policy.limited && !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
+        let refusal = Refusal {
+            host: crate::policy::normalize(&host).unwrap_or(host),
+            port,
+            protocol: Protocol::Http,
+            reason: Reason::LimitedMethod { method: method.to_string() },
+        };
+        return refused(&ctx, &refusal);
+    }
+    let upstream = match ctx.open(&host, port, Protocol::Http).await {
+        Ok(upstream) => upstream,
+        Err(refusal) => return refused(&ctx, &refusal),
+    };
+    let handshake = hyper::client::conn::http1::Builder::new()
+        .preserve_header_case(true)
+        .handshake::<_, Incoming>(TokioIo::new(upstream))
+        .await;
+    let (mut sender, connection) = match handshake {
+        Ok(pair) => pair,
+        Err(e) => {
+            return text(
+                StatusCode::BAD_GATEWAY,
+                format!("the network proxy could not talk to {authority}: {e}"),
+            );
+        }
+    };
+    ctx.spawn(async move {
+        let _ = connection.await;
+    });
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    *request.uri_mut() = path.parse().unwrap_or_default();
+    strip_hop_by_hop(request.headers_mut());
+    // The host connected to is the one the rules checked, whatever the client's Host header said.
+    let host_header = match authority.port() {
+        Some(port) => format!("{}:{port}", authority.host()),
+        None => authority.host().to_owned(),
+    };
+    if let Ok(value) = HeaderValue::from_str(&host_header) {
+        request.headers_mut().insert(header::HOST, value);
+    }
+    if let Some(host) = crate::policy::normalize(authority.host()) {
+        swap_secrets(&ctx.decider.policy, &host, port, request.headers_mut());
+    }
+    match sender.send_request(request).await {
+        Ok(response) => {
+            let (mut parts, body) = response.into_parts();
+            strip_hop_by_hop(&mut parts.headers);
+            Response::from_parts(parts, body.boxed())
+        }
+        Err(e) => {
+            text(StatusCode::BAD_GATEWAY, format!("the network proxy's request to {authority} failed: {e}"))
+        }
+    }
+}
+
+/// Puts the secrets allowed for `host` in place of their placeholders.
+fn swap_secrets(policy: &crate::EgressPolicy, host: &str, port: u16, headers: &mut HeaderMap) {
+    for secret in policy.secrets.iter().filter(|s| s.hosts.iter().any(|p| p.matches(host, port))) {
+        for value in headers.values_mut() {
+            let Ok(text) = value.to_str() else { continue };
+            if text.contains(&secret.placeholder)
+                && let Ok(swapped) = HeaderValue::from_str(&text.replace(&secret.placeholder, &secret.value))
+            {
+                *value = swapped;
+            }
+        }
+    }
+}
+
+/// Removes the headers that concern one hop only (RFC 9110 §7.6.1), and those `Connection` names.
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in [
+        "connection",
+        "proxy-connection",
+        "keep-alive",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "upgrade",
+    ] {
+        headers.remove(name);
+    }
+}
+
+fn bad(request: &Request<Incoming>, problem: String, protocol: Protocol) -> Refusal {
+    let authority = request.uri().authority();
+    Refusal {
+        host: authority.map(|a| a.host().to_owned()).unwrap_or_default(),
+        port: authority.and_then(|a| a.port_u16()).unwrap_or(0),
+        protocol,
+        reason: Reason::BadRequest { problem },
+    }
+}
+
+/// Records the refusal and answers it: its status, and its sentence as the body.
+fn refused(ctx: &Ctx, refusal: &Refusal) -> Response<Body> {
+    ctx.record(refusal);
+    let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::FORBIDDEN);
+    let mut response = text(status, refusal.to_string());
+    // A refused CONNECT leaves the connection in no state to reuse; a plain request's client
+    // opens a new one as cheaply.
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+fn text(status: StatusCode, message: String) -> Response<Body> {
+    let mut response =
+        Response::new(Full::new(Bytes::from(message + "\n")).map_err(|never| match never {}).boxed());
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+}
+
+fn empty() -> Body {
+    Full::new(Bytes::new()).map_err(|never| match never {}).boxed()
+}

@@ -1,0 +1,291 @@
+//! Claude Code's settings as an egress policy.
+//!
+//! | settings (Claude Code's shape) | policy |
+//! |---|---|
+//! | `permissions.allow`: `"WebFetch(domain:example.com)"` | `example.com` allowed |
+//! | `permissions.deny`: `"WebFetch(domain:example.com)"` | `example.com` denied |
+//! | `permissions.deny`: `"WebFetch"` (no domain) | every host denied |
+//! | `permissions.ask`: `"WebFetch(domain:...)"`, `permissions.allow`: `"WebFetch"` | nothing: a host no rule allows is asked about anyway |
+//! | `sandbox.network.allowedDomains` | allowed hosts: `example.com`, `*.example.com` (subdomains only), `example.com:443` (that port only), `*` (every host) |
+//! | `sandbox.network.deniedDomains` | denied hosts, same patterns |
+//! | `sandbox.network.allowedAddresses` | addresses and networks (`127.0.0.1`, `10.0.0.0/8`) that may be reached although not public |
+//! | `sandbox.network.limited` | limited mode: plain-HTTP `GET`, `HEAD`, `OPTIONS` only |
+//! | `sandbox.network.strictAllowlist` | never ask: a host no rule allows is refused |
+//! | `sandbox.network.allowLocalBinding`, `allowUnixSockets`, `allowAllUnixSockets` | returned in [`NetworkSettings`] for the sandbox |
+//! | `sandbox.network.allowManagedDomainsOnly`, `allowMachLookup`, `httpProxyPort`, `socksProxyPort`, `tlsTerminate` | accepted, no effect |
+//!
+//! An entry of `allowedDomains` (or of `--allow-host`, see [`allow_cli_hosts`]) that is an
+//! address or a network (`192.168.1.10`, `10.0.0.0/8`) is an address rule: naming an address
+//! is asking for it, private or not. `allowedAddresses` and `limited` are this proxy's own keys;
+//! any other unknown key of `sandbox.network` is an error naming the known ones.
+//!
+//! ```
+//! let settings = serde_json::json!({
+//!     "permissions": {"allow": ["WebFetch(domain:docs.rs)"], "deny": ["WebFetch(domain:evil.example)"]},
+//!     "sandbox": {"network": {"allowedDomains": ["crates.io", "*.crates.io"], "deniedDomains": ["*.internal"]}}
+//! });
+//! let network = tool_egress::settings::from_settings(&settings, ".claude/settings.json").unwrap();
+//! assert!(!network.policy.is_limited());
+//! ```
+
+use serde_json::Value;
+
+use crate::addr::AddressRule;
+use crate::policy::EgressPolicy;
+
+/// What a settings file says about the network: the proxy's policy and the sandbox's switches.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct NetworkSettings {
+    /// The proxy's rules.
+    pub policy: EgressPolicy,
+    /// `sandbox.network.allowLocalBinding`: commands may listen on local ports.
+    pub allow_local_binding: bool,
+    /// `sandbox.network.allowUnixSockets`: Unix socket paths commands may connect to.
+    pub allow_unix_sockets: Vec<String>,
+    /// `sandbox.network.allowAllUnixSockets`.
+    pub allow_all_unix_sockets: bool,
+}
+
+impl NetworkSettings {
+    /// Adds `other`'s rules and switches (a user file, then a project file, say).
+    pub fn merge(mut self, other: NetworkSettings) -> NetworkSettings {
+        self.policy = self.policy.merge(other.policy);
+        self.allow_local_binding |= other.allow_local_binding;
+        self.allow_unix_sockets.extend(other.allow_unix_sockets);
+        self.allow_all_unix_sockets |= other.allow_all_unix_sockets;
+        self
+    }
+}
+
+const KNOWN_KEYS: &str = "allowedDomains, deniedDomains, allowedAddresses, limited, strictAllowlist, \
+allowLocalBinding, allowUnixSockets, allowAllUnixSockets, allowManagedDomainsOnly, allowMachLookup, \
+httpProxyPort, socksProxyPort, tlsTerminate";
+
+/// Reads the network rules of one settings file (the whole JSON object); `origin` (the file's
+/// path) is named in errors and in the proxy's refusals. The error names the key at fault.
+pub fn from_settings(settings: &Value, origin: &str) -> Result<NetworkSettings, String> {
+    let mut out = NetworkSettings::default();
+    let mut policy = EgressPolicy::new();
+    if let Some(permissions) = settings.get("permissions") {
+        for (key, deny) in [("allow", false), ("deny", true)] {
+            let Some(rules) = permissions.get(key) else { continue };
+            let where_ = format!("permissions.{key}");
+            for rule in strings(rules, &where_)? {
+                let Some(domain) = web_fetch_domain(&rule) else { continue };
+                let rule_origin = format!("`{rule}` of {where_} in {origin}");
+                policy = match (domain, deny) {
+                    (None, true) => policy.deny_host("*", &rule_origin),
+                    (None, false) => Ok(policy),
+                    (Some(domain), true) => policy.deny_host(domain, &rule_origin),
+                    (Some(domain), false) => allow_entry(policy, domain, &rule_origin),
+                }
+                .map_err(|e| format!("{where_}: {e}"))?;
+            }
+        }
+    }
+    let network = settings.get("sandbox").and_then(|s| s.get("network"));
+    if let Some(network) = network {
+        let Value::Object(network) = network else {
+            return Err("`sandbox.network` must be an object".to_owned());
+        };
+        for (key, value) in network {
+            let at = format!("sandbox.network.{key}");
+            let key_origin = format!("{at} in {origin}");
+            match key.as_str() {
+                "allowedDomains" => {
+                    for entry in strings(value, &at)? {
+                        policy =
+                            allow_entry(policy, &entry, &key_origin).map_err(|e| format!("{at}: {e}"))?;
+                    }
+                }
+                "deniedDomains" => {
+                    for entry in strings(value, &at)? {
+                        policy = policy.deny_host(&entry, &key_origin).map_err(|e| format!("{at}: {e}"))?;
+                    }
+                }
+                "allowedAddresses" => {
+                    for entry in strings(value, &at)? {
+                        policy =
+                            policy.allow_address(&entry, &key_origin).map_err(|e| format!("{at}: {e}"))?;
+                    }
+                }
+                "limited" => policy = policy.limited(boolean(value, &at)?),
+                "strictAllowlist" => policy = policy.never_ask(boolean(value, &at)?),
+                "allowLocalBinding" => out.allow_local_binding = boolean(value, &at)?,
+                "allowAllUnixSockets" => out.allow_all_unix_sockets = boolean(value, &at)?,
+                "allowUnixSockets" => out.allow_unix_sockets = strings(value, &at)?,
+                "allowManagedDomainsOnly"
+                | "allowMachLookup"
+                | "httpProxyPort"
+                | "socksProxyPort"
+                | "tlsTerminate" => {}
+                other => {
+                    return Err(format!(
+                        "unknown key `sandbox.network.{other}`; expected one of {KNOWN_KEYS}"
+                    ));
+                }
+            }
+        }
+    }
+    out.policy = policy;
+    Ok(out)
+}
+
+/// Adds the hosts of `--allow-host` (each a host pattern, an address or a network).
+pub fn allow_cli_hosts(policy: EgressPolicy, hosts: &[String]) -> Result<EgressPolicy, String> {
+    hosts.iter().try_fold(policy, |policy, host| {
+        allow_entry(policy, host, "--allow-host").map_err(|e| format!("--allow-host: {e}"))
+    })
+}
+
+/// An entry naming an address or a network is an address rule; anything else a host pattern.
+fn allow_entry(policy: EgressPolicy, entry: &str, origin: &str) -> Result<EgressPolicy, String> {
+    if entry.parse::<AddressRule>().is_ok() {
+        policy.allow_address(entry, origin)
+    } else {
+        policy.allow_host(entry, origin)
+    }
+}
+
+/// `WebFetch(domain:example.com)` is `Some(Some("example.com"))`, a bare `WebFetch` is
+/// `Some(None)`, any other rule `None`.
+fn web_fetch_domain(rule: &str) -> Option<Option<&str>> {
+    let rule = rule.trim();
+    if rule == "WebFetch" || rule == "WebFetch(*)" {
+        return Some(None);
+    }
+    let inner = rule.strip_prefix("WebFetch(")?.strip_suffix(')')?;
+    Some(Some(inner.trim().strip_prefix("domain:")?.trim()))
+}
+
+fn strings(value: &Value, at: &str) -> Result<Vec<String>, String> {
+    let Value::Array(items) = value else {
+        return Err(format!("`{at}` must be an array of strings"));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            item.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("`{at}[{i}]` must be a string, found {item}"))
+        })
+        .collect()
+}
+
+fn boolean(value: &Value, at: &str) -> Result<bool, String> {
+    value.as_bool().ok_or_else(|| format!("`{at}` must be true or false, found {value}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn web_fetch_rules_and_sandbox_lists_become_host_rules() {
+        let settings = json!({
+            "permissions": {
+                "allow": ["Bash(ls:*)", "WebFetch(domain:docs.rs)", "WebFetch"],
+                "deny": ["WebFetch(domain:evil.example)"],
+                "ask": ["WebFetch(domain:maybe.example)"]
+            },
+            "sandbox": {"network": {
+                "allowedDomains": ["crates.io", "*.crates.io", "10.1.2.0/24", "api.example:8443"],
+                "deniedDomains": ["*.internal"],
+                "allowedAddresses": ["127.0.0.1"],
+                "allowLocalBinding": true,
+                "allowUnixSockets": ["/run/docker.sock"],
+                "httpProxyPort": 8080
+            }}
+        });
+        let network = from_settings(&settings, "s.json").unwrap();
+        let policy = &network.policy;
+        assert!(policy.allowed_by("docs.rs", 443).is_some());
+        assert!(policy.allowed_by("crates.io", 443).is_some());
+        assert!(policy.allowed_by("static.crates.io", 443).is_some());
+        assert!(policy.allowed_by("api.example", 8443).is_some());
+        assert!(policy.allowed_by("api.example", 443).is_none());
+        assert!(policy.allowed_by("maybe.example", 443).is_none(), "ask rules allow nothing");
+        assert!(policy.allowed_by("anything.example", 443).is_none(), "a bare WebFetch allow opens nothing");
+        let denied = policy.denied_by("evil.example", 443).unwrap();
+        assert_eq!(&*denied.origin, "`WebFetch(domain:evil.example)` of permissions.deny in s.json");
+        assert_eq!(
+            &*policy.denied_by("db.internal", 5432).unwrap().origin,
+            "sandbox.network.deniedDomains in s.json"
+        );
+        assert!(policy.address_allowed("10.1.2.3".parse().unwrap()));
+        assert!(policy.address_allowed("127.0.0.1".parse().unwrap()));
+        assert!(!policy.address_allowed("10.1.3.1".parse().unwrap()));
+        assert!(network.allow_local_binding);
+        assert_eq!(network.allow_unix_sockets, ["/run/docker.sock"]);
+    }
+
+    #[test]
+    fn a_bare_web_fetch_deny_denies_every_host() {
+        let network = from_settings(&json!({"permissions": {"deny": ["WebFetch"]}}), "s.json").unwrap();
+        assert!(network.policy.denied_by("example.com", 443).is_some());
+    }
+
+    #[test]
+    fn limited_and_strict_switches() {
+        let network =
+            from_settings(&json!({"sandbox": {"network": {"limited": true, "strictAllowlist": true}}}), "s")
+                .unwrap();
+        assert!(network.policy.is_limited());
+        assert!(network.policy.never_ask);
+    }
+
+    #[test]
+    fn mistakes_name_the_key() {
+        let cases = [
+            (
+                json!({"sandbox": {"network": {"allowedDomain": ["x"]}}}),
+                "unknown key `sandbox.network.allowedDomain`",
+            ),
+            (
+                json!({"sandbox": {"network": {"allowedDomains": "x"}}}),
+                "`sandbox.network.allowedDomains` must be an array",
+            ),
+            (
+                json!({"sandbox": {"network": {"deniedDomains": ["https://x.com"]}}}),
+                "sandbox.network.deniedDomains: `https://x.com` is not a host pattern",
+            ),
+            (
+                json!({"sandbox": {"network": {"allowedAddresses": ["localhost"]}}}),
+                "sandbox.network.allowedAddresses: `localhost` is not an address",
+            ),
+            (
+                json!({"sandbox": {"network": {"limited": "yes"}}}),
+                "`sandbox.network.limited` must be true or false",
+            ),
+            (
+                json!({"permissions": {"allow": ["WebFetch(domain:a b)"]}}),
+                "permissions.allow: `a b` is not a host pattern",
+            ),
+        ];
+        for (settings, expected) in cases {
+            let error = from_settings(&settings, "s").unwrap_err();
+            assert!(error.contains(expected), "{error}");
+        }
+    }
+
+    #[test]
+    fn cli_hosts_are_patterns_or_addresses() {
+        let policy = allow_cli_hosts(
+            EgressPolicy::new(),
+            &["example.org".into(), "*.github.com".into(), "192.168.1.10".into()],
+        )
+        .unwrap();
+        assert!(policy.allowed_by("example.org", 80).is_some());
+        assert!(policy.allowed_by("api.github.com", 443).is_some());
+        assert!(policy.address_allowed("192.168.1.10".parse().unwrap()));
+        assert_eq!(&*policy.allowed_by("example.org", 80).unwrap().origin, "--allow-host");
+        assert!(
+            allow_cli_hosts(EgressPolicy::new(), &["bad host".into()])
+                .unwrap_err()
+                .starts_with("--allow-host: ")
+        );
+    }
+}

@@ -1,0 +1,493 @@
+//! The proxy against real clients (`curl`, Python's `urllib`) and hand-written ones, all on
+//! loopback: fake names are mapped to 127.0.0.1 with the proxy's resolver override.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tool_egress::{AskAnswer, EgressPolicy, EgressProxy, Protocol, Reason, asker};
+
+const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// A local HTTP server answering `<method> <path> host=<Host header>` and counting connections.
+struct Server {
+    addr: SocketAddr,
+    connections: Arc<AtomicUsize>,
+}
+
+async fn server() -> Server {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let count = connections.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if stream.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let mut words = head.split_whitespace();
+                let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+                let host = head
+                    .lines()
+                    .find_map(|l| l.to_ascii_lowercase().strip_prefix("host:").map(|h| h.trim().to_owned()))
+                    .unwrap_or_default();
+                let body = format!("{method} {path} host={host}");
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    Server { addr, connections }
+}
+
+/// Names mapped to loopback, loopback allowed by address, `allowed.test` allowed by name.
+fn policy() -> EgressPolicy {
+    EgressPolicy::new()
+        .resolve("allowed.test", [LOOPBACK])
+        .resolve("evil.test", [LOOPBACK])
+        .resolve("asked.test", [LOOPBACK])
+        .resolve("rebind.test", [LOOPBACK])
+        .allow_host("allowed.test", "the test's allowedDomains")
+        .unwrap()
+        .allow_host("rebind.test", "the test's allowedDomains")
+        .unwrap()
+        .deny_host("evil.test", "sandbox.network.deniedDomains in test-settings.json")
+        .unwrap()
+}
+
+fn with_loopback(policy: EgressPolicy) -> EgressPolicy {
+    policy.allow_address("127.0.0.1", "the test").unwrap()
+}
+
+/// Sends `request` to the proxy and reads the whole answer.
+async fn raw(proxy: &EgressProxy, request: &str) -> String {
+    let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    stream.read_to_end(&mut out).await.unwrap();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn get(host: &str, port: u16) -> String {
+    format!("GET http://{host}:{port}/page HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n")
+}
+
+fn have(program: &str) -> bool {
+    std::process::Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// Runs `curl` with the proxy's environment; returns (exit code, stdout).
+async fn curl(proxy: &EgressProxy, args: &[&str]) -> (i32, String) {
+    let out = tokio::process::Command::new("curl")
+        .args(["-sS", "--max-time", "20"])
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(proxy.env())
+        .output()
+        .await
+        .unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[tokio::test]
+async fn an_allowed_host_is_reached_by_curl_through_every_protocol() {
+    if !have("curl") {
+        eprintln!("curl is not installed; skipping");
+        return;
+    }
+    let server = server().await;
+    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let url = format!("http://allowed.test:{}/page", server.addr.port());
+    // Plain HTTP through `http_proxy`.
+    let (code, body) = curl(&proxy, &[&url]).await;
+    assert_eq!(
+        (code, body.as_str()),
+        (0, format!("GET /page host=allowed.test:{}", server.addr.port()).as_str())
+    );
+    // CONNECT, as for HTTPS.
+    let (code, body) = curl(&proxy, &["--proxytunnel", &url]).await;
+    assert_eq!(code, 0, "{body}");
+    assert!(body.starts_with("GET /page host=allowed.test"), "{body}");
+    // SOCKS5 with the name resolved by the proxy.
+    let socks = format!("socks5h://{}", proxy.addr());
+    let (code, body) = curl(&proxy, &["--proxy", &socks, &url]).await;
+    assert_eq!(code, 0, "{body}");
+    assert!(body.starts_with("GET /page host=allowed.test"), "{body}");
+    assert_eq!(proxy.drain_refusals(), []);
+}
+
+#[tokio::test]
+async fn an_allowed_host_is_reached_by_python_urllib() {
+    if !have("python3") {
+        eprintln!("python3 is not installed; skipping");
+        return;
+    }
+    let server = server().await;
+    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let script = format!(
+        "import urllib.request; print(urllib.request.urlopen('http://allowed.test:{}/py', timeout=20).read().decode())",
+        server.addr.port()
+    );
+    let out = tokio::process::Command::new("python3")
+        .args(["-c", &script])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(proxy.env())
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("GET /py host=allowed.test:{}", server.addr.port())
+    );
+}
+
+#[tokio::test]
+async fn a_denied_host_is_refused_with_the_rule_in_the_answer_and_the_log() {
+    let server = server().await;
+    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let port = server.addr.port();
+    // A trailing dot and upper case name the same host.
+    for host in ["evil.test", "EVIL.test."] {
+        let answer = raw(&proxy, &get(host, port)).await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+        assert!(
+            answer.contains(&format!(
+                "the network proxy refused evil.test:{port} (plain HTTP): it is denied by `evil.test` in \
+                 sandbox.network.deniedDomains in test-settings.json"
+            )),
+            "{answer}"
+        );
+    }
+    let answer =
+        raw(&proxy, &format!("CONNECT evil.test:{port} HTTP/1.1\r\nHost: evil.test:{port}\r\n\r\n")).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    let refusals = proxy.drain_refusals();
+    assert_eq!(refusals.len(), 3);
+    assert_eq!(refusals[2].protocol, Protocol::Connect);
+    assert!(matches!(&refusals[0].reason, Reason::Denied { pattern, .. } if pattern == "evil.test"));
+    assert_eq!(proxy.drain_refusals(), [], "draining empties the log");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 0, "nothing reached the server");
+    if have("curl") {
+        // A client that retries shows "403" three times; the note says why, once.
+        let url = format!("http://evil.test:{port}/");
+        let (code, _) =
+            curl(&proxy, &["--fail", "--retry", "2", "--retry-all-errors", "--retry-delay", "0", &url]).await;
+        assert_ne!(code, 0);
+        assert_eq!(
+            proxy.refusal_note().unwrap(),
+            format!(
+                "[the network proxy refused evil.test:{port} (plain HTTP): it is denied by `evil.test` in \
+                 sandbox.network.deniedDomains in test-settings.json; a denied host stays refused even when \
+                 another rule allows it, so only removing that entry lets it through]"
+            )
+        );
+        assert_eq!(proxy.refusal_note(), None);
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_host_is_asked_about_once_per_session() {
+    let server = server().await;
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    let ask = asker(move |request| {
+        let count = count.clone();
+        async move {
+            count.fetch_add(1, Ordering::SeqCst);
+            assert_eq!(request.protocol, Protocol::Http);
+            if request.host == "asked.test" { AskAnswer::AllowForSession } else { AskAnswer::Deny }
+        }
+    });
+    let proxy = EgressProxy::start(with_loopback(policy().resolve("declined.test", [LOOPBACK])), Some(ask))
+        .await
+        .unwrap();
+    let port = server.addr.port();
+    for _ in 0..2 {
+        let answer = raw(&proxy, &get("asked.test", port)).await;
+        assert!(answer.ends_with(&format!("GET /page host=asked.test:{port}")), "{answer}");
+    }
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "allowed for the session: asked once");
+    let answer = raw(&proxy, &get("declined.test", port)).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(
+        answer.contains("no rule allows `declined.test` and the user declined it when asked"),
+        "{answer}"
+    );
+    assert!(answer.contains("--allow-host declined.test"), "{answer}");
+    // Denied hosts are never asked about; allowed ones neither.
+    raw(&proxy, &get("evil.test", port)).await;
+    raw(&proxy, &get("allowed.test", port)).await;
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn without_an_asker_an_unknown_host_is_refused_naming_how_to_allow_it() {
+    let proxy = EgressProxy::start(policy().resolve("other.test", [LOOPBACK]), None).await.unwrap();
+    let answer = raw(&proxy, &get("other.test", 80)).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(
+        answer.contains(
+            "no rule allows `other.test`; to allow it, add it to `sandbox.network.allowedDomains` in the settings \
+             (or a `WebFetch(domain:other.test)` allow rule), or pass `--allow-host other.test`"
+        ),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn a_name_resolving_to_a_private_address_is_refused_after_resolution() {
+    let server = server().await;
+    // `rebind.test` is allowed by name, but resolves to 127.0.0.1, which no address rule allows.
+    let proxy = EgressProxy::start(policy(), None).await.unwrap();
+    let port = server.addr.port();
+    let answer = raw(&proxy, &get("rebind.test", port)).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(
+        answer.contains("`rebind.test` resolves to 127.0.0.1, a loopback (127.0.0.0/8) address"),
+        "{answer}"
+    );
+    let answer = raw(&proxy, &format!("CONNECT rebind.test:{port} HTTP/1.1\r\n\r\n")).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 0, "nothing reached the server");
+    // Metadata addresses given literally, even with every name allowed.
+    let open = EgressProxy::start(EgressPolicy::new().allow_host("*", "test").unwrap(), None).await.unwrap();
+    for target in [
+        "169.254.169.254:80",
+        "[fd00:ec2::254]:80",
+        "100.100.100.200:80",
+        "[::ffff:127.0.0.1]:80",
+        "0.0.0.0:80",
+    ] {
+        let answer = raw(&open, &format!("CONNECT {target} HTTP/1.1\r\n\r\n")).await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{target}: {answer}");
+        assert!(answer.contains("which is reached only when allowed by address"), "{target}: {answer}");
+    }
+    // With the address allowed, the same name goes through.
+    let allowed = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let answer = raw(&allowed, &get("rebind.test", port)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[tokio::test]
+async fn limited_mode_allows_only_reading_methods_and_no_tunnels() {
+    let server = server().await;
+    let proxy = EgressProxy::start(with_loopback(policy()).limited(true), None).await.unwrap();
+    let port = server.addr.port();
+    let post = format!(
+        "POST http://allowed.test:{port}/form HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi"
+    );
+    let answer = raw(&proxy, &post).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(
+        answer.contains("plain HTTP allows only GET, HEAD and OPTIONS, and this request was POST"),
+        "{answer}"
+    );
+    for method in ["GET", "HEAD", "OPTIONS"] {
+        let request =
+            format!("{method} http://allowed.test:{port}/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let answer = raw(&proxy, &request).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{method}: {answer}");
+    }
+    let answer = raw(&proxy, &format!("CONNECT allowed.test:{port} HTTP/1.1\r\n\r\n")).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("a tunnel (HTTPS through CONNECT, or SOCKS5) cannot be inspected"), "{answer}");
+    assert_eq!(socks_connect(&proxy, Target::Name("allowed.test"), port).await.0, 2);
+}
+
+enum Target<'a> {
+    Name(&'a str),
+    V4(Ipv4Addr),
+}
+
+/// A SOCKS5 CONNECT by hand: returns the reply code and the stream.
+async fn socks_connect(proxy: &EgressProxy, target: Target<'_>, port: u16) -> (u8, TcpStream) {
+    let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
+    stream.write_all(&[5, 1, 0]).await.unwrap();
+    let mut choice = [0u8; 2];
+    stream.read_exact(&mut choice).await.unwrap();
+    assert_eq!(choice, [5, 0]);
+    let mut request = vec![5, 1, 0];
+    match target {
+        Target::Name(name) => {
+            request.push(3);
+            request.push(name.len() as u8);
+            request.extend_from_slice(name.as_bytes());
+        }
+        Target::V4(ip) => {
+            request.push(1);
+            request.extend_from_slice(&ip.octets());
+        }
+    }
+    request.extend_from_slice(&port.to_be_bytes());
+    stream.write_all(&request).await.unwrap();
+    let mut reply = [0u8; 10];
+    stream.read_exact(&mut reply).await.unwrap();
+    (reply[1], stream)
+}
+
+#[tokio::test]
+async fn socks5_connects_by_name_and_by_address_and_refuses_by_rule() {
+    let server = server().await;
+    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let port = server.addr.port();
+    for target in [Target::Name("allowed.test"), Target::V4(Ipv4Addr::LOCALHOST)] {
+        let (code, mut stream) = socks_connect(&proxy, target, port).await;
+        assert_eq!(code, 0);
+        stream.write_all(b"GET /socks HTTP/1.1\r\nHost: s\r\n\r\n").await.unwrap();
+        let mut out = String::new();
+        stream.read_to_string(&mut out).await.unwrap();
+        assert!(out.ends_with("GET /socks host=s"), "{out}");
+    }
+    assert_eq!(socks_connect(&proxy, Target::Name("evil.test"), port).await.0, 2, "not allowed by ruleset");
+    assert_eq!(socks_connect(&proxy, Target::Name("nowhere.test"), port).await.0, 2);
+    let refusals = proxy.drain_refusals();
+    assert_eq!(refusals.len(), 2);
+    assert!(refusals.iter().all(|r| r.protocol == Protocol::Socks5));
+    // Without the loopback address rule, the address itself is refused.
+    let strict = EgressProxy::start(policy(), None).await.unwrap();
+    assert_eq!(socks_connect(&strict, Target::V4(Ipv4Addr::LOCALHOST), port).await.0, 2);
+    assert_eq!(socks_connect(&strict, Target::Name("rebind.test"), port).await.0, 2);
+}
+
+#[tokio::test]
+async fn requests_the_proxy_does_not_serve_are_answered_not_dropped() {
+    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let answer = raw(&proxy, "GET /page HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("this is a proxy"), "{answer}");
+    let answer =
+        raw(&proxy, "GET https://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n")
+            .await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let answer = raw(&proxy, &get("unknown-name.test", 80)).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "not allowed, so not even resolved: {answer}");
+}
+
+#[tokio::test]
+async fn dropping_the_proxy_ends_its_tunnels() {
+    // An upstream that accepts and never answers.
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
+    stream.write_all(format!("CONNECT allowed.test:{port} HTTP/1.1\r\n\r\n").as_bytes()).await.unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    drop(proxy);
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "the tunnel was not closed");
+}
+
+/// A server that answers with the request's `Authorization` header.
+async fn echo_authorization() -> SocketAddr {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                if stream.read(&mut byte).await.unwrap_or(0) == 0 {
+                    break;
+                }
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&head).into_owned();
+            let auth = head
+                .lines()
+                .find_map(|l| l.strip_prefix("authorization: ").or_else(|| l.strip_prefix("Authorization: ")))
+                .unwrap_or("")
+                .to_owned();
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{auth}",
+                auth.len()
+            );
+            let _ = stream.write_all(response.as_bytes()).await;
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_secret_placeholder_is_swapped_only_for_its_hosts() {
+    let server = echo_authorization().await;
+    let port = server.port();
+    let token = tool_egress::placeholder("GITHUB_TOKEN");
+    assert!(token.starts_with("egress-placeholder-GITHUB_TOKEN-"));
+    assert_ne!(token, tool_egress::placeholder("GITHUB_TOKEN"), "a fresh one each time");
+    let proxy = EgressProxy::start(
+        with_loopback(policy()).secret(&token, "real-secret", &["allowed.test"]).unwrap(),
+        None,
+    )
+    .await
+    .unwrap();
+    let request = |host: &str| {
+        format!(
+            "GET http://{host}:{port}/ HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+        )
+    };
+    let answer = raw(&proxy, &request("allowed.test")).await;
+    assert!(answer.ends_with("Bearer real-secret"), "{answer}");
+    // `rebind.test` is allowed too, but not for this secret: it gets the placeholder.
+    let answer = raw(&proxy, &request("rebind.test")).await;
+    assert!(answer.ends_with(&format!("Bearer {token}")), "{answer}");
+    assert!(!answer.contains("real-secret"), "{answer}");
+    assert!(!format!("{:?}", proxy.egress()).contains("real-secret"), "the value stays out of debug output");
+}
+
+#[tokio::test]
+async fn each_command_may_have_its_own_asker_and_session_answers_are_shared() {
+    let server = server().await;
+    let port = server.addr.port();
+    let egress = tool_egress::Egress::new(with_loopback(policy()), None);
+    let first_asked = Arc::new(AtomicUsize::new(0));
+    let count = first_asked.clone();
+    let first = egress
+        .start_asking(asker(move |_| {
+            count.fetch_add(1, Ordering::SeqCst);
+            async { AskAnswer::AllowForSession }
+        }))
+        .await
+        .unwrap();
+    let answer = raw(&first, &get("asked.test", port)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(first_asked.load(Ordering::SeqCst), 1);
+    // Another command of the session: allowed without asking; a proxy without an asker of its
+    // own and a session without one refuses what nobody allowed.
+    let second = egress.start_asking(asker(|_| async { panic!("asked again") })).await.unwrap();
+    let answer = raw(&second, &get("asked.test", port)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let third = egress.start().await.unwrap();
+    let answer = raw(&third, &get("other.test", port)).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+}

@@ -1,0 +1,35 @@
+//! The README's "Network egress" settings file means what the README says, for the proxy and
+//! for the settings reader of tool-runtime (rules, hooks, environment) alike.
+
+use tool_egress::{EgressProxy, settings};
+use tool_runtime::environment::EnvFilter;
+use tool_runtime::permissions::{Rules, Settings};
+
+fn readme_settings() -> String {
+    let readme = include_str!("../../README.md");
+    let section = readme.find("## Network egress").expect("README has the section");
+    let open = "```json\n";
+    let from = section + readme[section..].find(open).expect("a json block") + open.len();
+    let to = from + readme[from..].find("```").expect("closing fence");
+    readme[from..to].to_owned()
+}
+
+#[tokio::test]
+async fn the_readme_settings_file_is_read_by_both_readers() {
+    let text = readme_settings();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let network = settings::from_settings(&value, "README").unwrap();
+    let proxy = EgressProxy::start(network.policy, None).await.unwrap();
+    // A denied host is refused by its rule, without being resolved.
+    let mut stream = tokio::net::TcpStream::connect(proxy.addr()).await.unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream.write_all(b"CONNECT pastebin.com:443 HTTP/1.1\r\n\r\n").await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("`WebFetch(domain:pastebin.com)` of permissions.deny in README"), "{answer}");
+
+    let dir = std::env::temp_dir();
+    let parsed = Settings::parse(&text, "README", Rules::builder(&dir)).unwrap();
+    assert_eq!(parsed.environment(), &EnvFilter::base().with("AWS_PROFILE").with("CARGO_*"));
+}
