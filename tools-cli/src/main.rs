@@ -110,9 +110,26 @@ fn registry(mounts: &[McpMount]) -> Result<Registry, Failure> {
 /// Starts the MCP servers of `--mcp-config` (none without it). They stop when the mounts are
 /// dropped. A file that cannot be used is a usage error; a server that does not start, a runtime
 /// failure naming it.
-async fn mount(args: &McpArgs) -> Result<Vec<McpMount>, Failure> {
+/// A server whose entry names a `"sandbox"` mode runs in it, for the workspace `root` (`--root`,
+/// or the current directory).
+async fn mount(args: &McpArgs, root: Option<&std::path::Path>) -> Result<Vec<McpMount>, Failure> {
     let Some(path) = &args.mcp_config else { return Ok(Vec::new()) };
-    let config = McpConfig::load(path).map_err(|e| Failure::usage(format!("--mcp-config: {e}")))?;
+    let mut config = McpConfig::load(path).map_err(|e| Failure::usage(format!("--mcp-config: {e}")))?;
+    if config.servers.iter().any(|server| server.sandbox_mode.is_some()) {
+        config = config
+            .sandboxed(&workspace_root(root)?)
+            .map_err(|e| Failure::runtime(format!("--mcp-config: {e}")))?;
+        for server in &config.servers {
+            if let Some(sandbox) = &server.sandbox {
+                let _ = writeln!(
+                    io::stderr().lock(),
+                    "tools: MCP server `{}`: {}",
+                    server.name,
+                    sandbox.report()
+                );
+            }
+        }
+    }
     tool_runtime::mcp_client::connect_all(&config).await.map_err(|e| Failure::runtime(e.to_string()))
 }
 
@@ -122,11 +139,7 @@ fn dispatcher(
     args: &WorkspaceArgs,
     announce: Option<&mut String>,
 ) -> Result<DispatcherBuilder, Failure> {
-    let root = match &args.root {
-        Some(root) => root.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| Failure::usage(format!("cannot use the current directory as the workspace: {e}")))?,
-    };
+    let root = workspace_root(args.root.as_deref())?;
     let workspace = Workspace::new(&root).map_err(|e| Failure::usage(root_error(&root, &e)))?;
     let (policy, sandbox_settings) = match &args.settings {
         Some(path) => {
@@ -136,6 +149,11 @@ fn dispatcher(
         None => (None, SandboxSettings::default()),
     };
     let workspace = sandboxed(workspace, args, &sandbox_settings)?;
+    // Hook commands run in the sandbox the commands run in.
+    let policy = policy.map(|policy| match workspace.sandbox() {
+        Ok(sandbox) if sandbox.policy().is_enforced() => policy.hook_sandbox(sandbox),
+        _ => policy,
+    });
     if let Some(announce) = announce {
         // What confines every command of this session, said once when serving starts.
         *announce = match workspace.sandbox() {
@@ -155,6 +173,15 @@ fn dispatcher(
         None => {}
     }
     Ok(builder)
+}
+
+/// The workspace root `--root` names, or the current directory.
+fn workspace_root(root: Option<&std::path::Path>) -> Result<std::path::PathBuf, Failure> {
+    match root {
+        Some(root) => Ok(root.to_path_buf()),
+        None => std::env::current_dir()
+            .map_err(|e| Failure::usage(format!("cannot use the current directory as the workspace: {e}"))),
+    }
 }
 
 /// The workspace with the sandbox of `--sandbox` and `--writable-root`; the settings file, when
@@ -245,7 +272,7 @@ impl PermissionHook for AllowOutsideRoot {
 }
 
 async fn list(args: ListArgs) -> Result<i32, Failure> {
-    let mounts = mount(&args.mcp).await?;
+    let mounts = mount(&args.mcp, None).await?;
     let mode = if args.hosted_search { SearchMode::Hosted } else { SearchMode::Client };
     let catalog = catalog(registry(&mounts)?, &args.defer)?.with_search_mode(mode);
     let loaded: LoadedTools = args.loaded.iter().collect();
@@ -291,7 +318,7 @@ fn definitions(
 }
 
 async fn call(args: CallArgs) -> Result<i32, Failure> {
-    let mounts = mount(&args.mcp).await?;
+    let mounts = mount(&args.mcp, args.workspace.root.as_deref()).await?;
     let registry = registry(&mounts)?;
     if !registry.contains(&args.name) {
         return Err(Failure::usage(registry.unknown_tool(&args.name).message().to_owned()));
@@ -323,7 +350,7 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
 
 async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     let provider = args.format.provider();
-    let mounts = mount(&args.mcp).await?;
+    let mounts = mount(&args.mcp, args.workspace.root.as_deref()).await?;
     let registry = registry(&mounts)?;
     let text = read_stdin("the assistant message")?;
     if text.trim().is_empty() {
@@ -364,7 +391,7 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
 
 async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     // The mounted servers' tools are served with ours, for as long as we serve.
-    let mounts = mount(&args.mcp).await?;
+    let mounts = mount(&args.mcp, args.workspace.root.as_deref()).await?;
     let mut sandbox = String::new();
     let builder = dispatcher(registry(&mounts)?, &args.workspace, Some(&mut sandbox))?;
     let server = tool_runtime::mcp_server::McpServer::builder(builder)

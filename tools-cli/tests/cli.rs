@@ -682,3 +682,77 @@ fn tools_test_dir(tag: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&path).unwrap();
     path.canonicalize().unwrap()
 }
+
+/// Through the binary, a hook command runs in the commands' sandbox, and a mounted stdio server
+/// whose entry says `"sandbox": "read-only"` runs in that one: neither can write outside the
+/// workspace, while the same server without the key can.
+#[cfg(target_os = "linux")]
+#[test]
+fn hooks_and_mounted_servers_with_a_sandbox_key_run_sandboxed() {
+    if !tool_sandbox_probe() {
+        return;
+    }
+    let root = tools_test_dir("sandbox-hook-root");
+    let outside = tools_test_dir("sandbox-hook-outside");
+    let marker = outside.join("hook-wrote");
+    let settings = outside.join("settings.json");
+    let hook = format!("echo x > {} || exit 1; exit 0", marker.display());
+    let text = serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "ls", "hooks": [
+        {"type": "command", "command": hook}
+    ]}]}});
+    std::fs::write(&settings, text.to_string()).unwrap();
+    let tools = env!("CARGO_BIN_EXE_tools");
+    let call = |extra: &[&str]| {
+        std::process::Command::new(tools)
+            .args(["call", "ls", "{}", "--root"])
+            .arg(&root)
+            .arg("--settings")
+            .arg(&settings)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = call(&[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("PreToolUse hook"), "{stdout}");
+    assert!(!marker.exists(), "the sandboxed hook wrote outside the workspace");
+    let out = call(&["--sandbox", "off"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(marker.exists(), "unconfined, the hook writes");
+
+    // A server that writes a file outside the workspace as it starts, then serves.
+    let written = |name: &str| outside.join(format!("{name}-wrote"));
+    let server = |name: &str| {
+        let script =
+            format!("echo x > {}; exec {tools} serve --root {}", written(name).display(), root.display());
+        serde_json::json!({"command": "/bin/sh", "args": ["-c", script]})
+    };
+    let mut confined = server("confined");
+    confined["sandbox"] = serde_json::json!("read-only");
+    let config = outside.join("mcp.json");
+    let text = serde_json::json!({"mcpServers": {"confined": confined, "free": server("free")}});
+    std::fs::write(&config, text.to_string()).unwrap();
+    let out = std::process::Command::new(tools)
+        .args(["call", "confined__ls", "{}", "--sandbox", "off", "--root"])
+        .arg(&root)
+        .arg("--mcp-config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{}{stderr}", String::from_utf8_lossy(&out.stdout));
+    assert!(stderr.contains("tools: MCP server `confined`: sandbox read-only"), "{stderr}");
+    assert!(!stderr.contains("`free`"), "{stderr}");
+    assert!(!written("confined").exists(), "the sandboxed server wrote outside the workspace");
+    assert!(written("free").exists(), "the server without a sandbox key runs unconfined");
+
+    std::fs::write(&config, r#"{"mcpServers": {"x": {"command": "true", "sandbox": "sometimes"}}}"#).unwrap();
+    let out = std::process::Command::new(tools).args(["list", "--mcp-config"]).arg(&config).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("`sandbox`"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

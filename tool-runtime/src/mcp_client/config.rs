@@ -72,6 +72,9 @@ pub struct ServerConfig {
     expanded: Vec<(String, String)>,
     /// The kernel sandbox a stdio server runs in (`None`: unconfined, as its user).
     pub sandbox: Option<std::sync::Arc<tool_sandbox::Sandbox>>,
+    /// The entry's `"sandbox"` mode (`read-only`, `workspace-write`, `off`), turned into
+    /// [`ServerConfig::sandbox`] by [`McpConfig::sandboxed`] once the workspace is known.
+    pub sandbox_mode: Option<tool_sandbox::SandboxMode>,
     /// Which of our environment variables a stdio server inherits (default: the base list of
     /// [`EnvFilter`], so API keys in our environment stay out; its `env` is set on top).
     pub environment: EnvFilter,
@@ -90,6 +93,7 @@ impl ServerConfig {
             defer: false,
             expanded: Vec::new(),
             sandbox: None,
+            sandbox_mode: None,
             environment: EnvFilter::base(),
         }
     }
@@ -250,6 +254,26 @@ impl McpConfig {
         self
     }
 
+    /// Builds the sandbox of every server whose entry names a `"sandbox"` mode, for the
+    /// workspace `root` (`workspace-write` lets the server write beneath it and the temporary
+    /// directory; the network is off in both sandboxed modes). The error names the server and
+    /// what the kernel lacks.
+    pub fn sandboxed(mut self, root: &Path) -> Result<McpConfig, ConfigError> {
+        for server in &mut self.servers {
+            let Some(mode) = server.sandbox_mode else { continue };
+            let policy = tool_sandbox::SandboxPolicy::for_mode(mode, root);
+            if !policy.is_enforced() {
+                continue;
+            }
+            let sandbox = tool_sandbox::Sandbox::new(policy).map_err(|e| ConfigError {
+                path: None,
+                message: format!("server `{}`: its sandbox ({mode}) cannot be used: {e}", server.name),
+            })?;
+            server.sandbox = Some(std::sync::Arc::new(sandbox));
+        }
+        Ok(self)
+    }
+
     /// Reads an `mcpServers` file.
     pub fn load(path: impl AsRef<Path>) -> Result<McpConfig, ConfigError> {
         let path = path.as_ref();
@@ -398,6 +422,12 @@ fn parse_server(
         None | Some(Value::Null) => {}
         Some(Value::Bool(defer)) => server.defer = *defer,
         Some(_) => return Err("`defer` must be true or false".to_owned()),
+    }
+    if let Some(mode) = optional_string(entry, "sandbox")? {
+        if !matches!(server.transport, Transport::Stdio { .. }) {
+            return Err("`sandbox` applies to stdio servers (the ones started here) only".to_owned());
+        }
+        server.sandbox_mode = Some(mode.parse().map_err(|e| format!("`sandbox`: {e}"))?);
     }
     match optional_string(entry, "toolPrefix")? {
         Some(prefix) if prefix.is_empty() => server.naming = Naming::Bare,
@@ -602,6 +632,14 @@ mod tests {
         assert_eq!(
             message(r#"{"mcpServers": {"a": {"command": "x", "defer": "yes"}}}"#),
             "MCP configuration: server `a`: `defer` must be true or false"
+        );
+        assert!(
+            message(r#"{"mcpServers": {"a": {"command": "x", "sandbox": "sometimes"}}}"#)
+                .starts_with("MCP configuration: server `a`: `sandbox`: "),
+        );
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"url": "http://127.0.0.1:1/mcp", "sandbox": "read-only"}}}"#),
+            "MCP configuration: server `a`: `sandbox` applies to stdio servers (the ones started here) only"
         );
         assert!(
             message(r#"{"mcpServers": {"a": {"type": "sse", "url": "x"}}}"#)
