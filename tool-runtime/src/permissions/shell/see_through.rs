@@ -848,10 +848,32 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
     }
 }
 
+/// Short options of shells that change nothing about what runs: interactive, login, read from
+/// standard input, tracing, `errexit`, `nounset`, `noexec`, restricted, privileged, `noglob`.
+const PLAIN_SHELL_FLAGS: &str = "ilsxveunrpf";
+
+/// Long options of shells that change nothing about what runs.
+const PLAIN_LONG_SHELL_OPTIONS: &[&str] = &[
+    "norc",
+    "noprofile",
+    "login",
+    "posix",
+    "noediting",
+    "interactive",
+    "restricted",
+    "verbose",
+    "no-config",
+    "private",
+    "no-rcs",
+];
+
 /// A shell's arguments: `-c STRING` (alone or in a bundle such as `-ec`) is parsed; a script
 /// file or commands on standard input are opaque.
 fn shell(args: &[Word], depth: usize, seen: &mut Seen) {
     let mut command_string = false;
+    // Only options known to change nothing about what runs (`-i`, `-l`, `--norc`, ...): others
+    // (`fish -C`, `--init-command`) may run code of their own.
+    let mut plain_options = true;
     let mut at = 0;
     while let Some(word) = args.get(at) {
         let text = word.text.as_str();
@@ -864,11 +886,14 @@ fn shell(args: &[Word], depth: usize, seen: &mut Seen) {
             break;
         }
         if let Some(long) = text.strip_prefix("--") {
-            if matches!(long, "rcfile" | "init-file") {
-                at += 1;
+            if matches!(long.split('=').next(), Some("rcfile" | "init-file")) {
+                seen.opaque.get_or_insert("a shell reading a start-up file");
+                return;
             }
+            plain_options &= PLAIN_LONG_SHELL_OPTIONS.contains(&long);
         } else if let Some(cluster) = text.strip_prefix('-').or_else(|| text.strip_prefix('+')) {
             command_string |= cluster.contains('c');
+            plain_options &= cluster.chars().all(|c| PLAIN_SHELL_FLAGS.contains(c) || c == 'o' || c == 'O');
             if cluster.contains('o') || cluster.contains('O') {
                 at += 1;
             }
@@ -889,7 +914,7 @@ fn shell(args: &[Word], depth: usize, seen: &mut Seen) {
             seen.opaque.get_or_insert("a shell running a script file");
         }
         // Reading its standard input: what the command is given is not part of the line.
-        None if depth == 0 && seen.given_stdin => {}
+        None if depth == 0 && seen.given_stdin && plain_options => {}
         None => {
             seen.opaque.get_or_insert("a shell reading commands from standard input");
         }
