@@ -51,11 +51,12 @@ pub const GRAMMAR: &str = include_str!("apply_patch.lark");
 /// *** End Patch
 ///
 /// Give about three lines of context around each change and never repeat a line in two hunks.
-/// Each hunk is found after the previous one; context is matched exactly first, then ignoring
+/// Each hunk is found after the previous one (a hunk of only `+` lines with a bare `@@` is
+/// appended at the end of the file); context is matched exactly first, then ignoring
 /// trailing whitespace, then surrounding whitespace, then typographic quotes and dashes. The
 /// patch applies as a whole: if any hunk does not apply, no file is changed and the error shows
-/// the lines that were not found and the closest lines of the file. Line endings (CRLF or LF)
-/// and a byte-order mark are kept.
+/// the lines that were not found and the closest lines of the file. Line endings (CRLF or LF;
+/// a replaced line keeps its own) and a byte-order mark are kept.
 #[tool(destructive, timeout = "1m", freeform(grammar_file = "src/apply_patch.lark"))]
 pub async fn apply_patch(
     ws: Dep<Workspace>,
