@@ -52,6 +52,8 @@ use tool_runtime::{Dependencies, OutputStore, Tool};
 mod apply_patch_parse;
 mod apply_patch_seek;
 mod capture;
+mod closest;
+mod line_numbers;
 mod local;
 pub mod ops;
 mod permission_catalog;

@@ -110,10 +110,16 @@ fn multi_edit_blocking(
     let offset = total - rest.len();
     let mut summaries = Vec::new();
     let mut loose = false;
+    let mut tolerances: Vec<&'static str> = Vec::new();
     for (k, edit) in rest.iter().enumerate() {
         let request = Request { old: &edit.old_string, new: &edit.new_string, replace_all: edit.replace_all };
         let edited = apply(&content, &request).map_err(|f| failed(offset + k, f.into_error(display)))?;
-        loose |= edited.tier != Tier::Exact;
+        loose |= edited.tier != Tier::Exact || edited.line_numbers;
+        for tolerance in edited.tolerances() {
+            if !tolerances.contains(&tolerance) {
+                tolerances.push(tolerance);
+            }
+        }
         let summary = edited.summary(display);
         let summary = summary.strip_prefix(&format!("Edited {display}: ")).unwrap_or(&summary).to_owned();
         summaries.push(format!("{}. {summary}", offset + k + 1));
@@ -145,6 +151,7 @@ fn multi_edit_blocking(
         .with_metadata("edits", json!(total))
         .with_metadata("created", json!(created))
         .with_metadata("tolerant_match", json!(loose))
+        .with_metadata("tolerances", json!(tolerances))
         .with_diff(unified_diff(display, &before, &after, MAX_DIFF_BYTES)))
 }
 
@@ -193,7 +200,7 @@ mod tests {
             .await;
         assert_eq!(
             err.message(),
-            "Edit 2 of 2 failed: old_string occurs 2 times in a.txt, but it must identify exactly one place. Include \
+            "Edit 2 of 2 failed: old_string occurs 2 times in a.txt (at lines 1 and 2), but it must identify exactly one place. Include \
              more surrounding lines to make it unique, or set replace_all to true to replace all 2. No edit was \
              applied: the file is unchanged."
         );
@@ -208,8 +215,8 @@ mod tests {
         assert_eq!(
             err.message(),
             "Edit 1 of 1 failed: old_string was not found in a.txt. It must match the file's current text exactly, \
-             including whitespace and line breaks; read the file again and copy the text to replace from it. No edit \
-             was applied: the file is unchanged."
+             including whitespace and line breaks. No line of the file resembles it: check that this is the right file, \
+             or read it again. No edit was applied: the file is unchanged."
         );
         // CRLF and the BOM survive LF edits.
         fx.text(
