@@ -55,7 +55,8 @@ pub const GRAMMAR: &str = include_str!("apply_patch.lark");
 /// appended at the end of the file); context is matched exactly first, then ignoring
 /// trailing whitespace, then surrounding whitespace, then typographic quotes and dashes. The
 /// patch applies as a whole: if any hunk does not apply, no file is changed and the error shows
-/// the lines that were not found and the closest lines of the file. Line endings (CRLF or LF;
+/// the lines that were not found, the closest lines of the file and the first difference. Line
+/// numbers copied from `read` onto every line of a hunk are removed. Line endings (CRLF or LF;
 /// a replaced line keeps its own) and a byte-order mark are kept.
 #[tool(destructive, timeout = "1m", freeform(grammar_file = "src/apply_patch.lark"))]
 pub async fn apply_patch(
@@ -112,6 +113,8 @@ struct Line {
     text: String,
     hunks: usize,
     fallbacks: Vec<(usize, Fallback)>,
+    /// The hunks found only once `read`'s line numbers were removed from their lines.
+    line_numbers: Vec<usize>,
 }
 
 struct Plan {
@@ -159,7 +162,13 @@ fn stage(
                 let display = &files[i].display;
                 let text =
                     if existed { format!("{display} (replaced the existing file)") } else { display.clone() };
-                lines.push(Line { status: 'A', text, hunks: 0, fallbacks: Vec::new() });
+                lines.push(Line {
+                    status: 'A',
+                    text,
+                    hunks: 0,
+                    fallbacks: Vec::new(),
+                    line_numbers: Vec::new(),
+                });
             }
             FileChange::Delete { path } => {
                 let i = entry(path, &mut files, true)?;
@@ -172,6 +181,7 @@ fn stage(
                     text: files[i].display.clone(),
                     hunks: 0,
                     fallbacks: Vec::new(),
+                    line_numbers: Vec::new(),
                 });
             }
             FileChange::Update { path, move_to, hunks } => {
@@ -179,12 +189,12 @@ fn stage(
                 let Some(current) = &files[i].new else {
                     return Err(missing(&files[i].display, section, "update"));
                 };
-                let (bytes, fallbacks) = if hunks.is_empty() {
-                    (current.clone(), Vec::new())
+                let (bytes, fallbacks, line_numbers) = if hunks.is_empty() {
+                    (current.clone(), Vec::new(), Vec::new())
                 } else {
                     let updated = apply_hunks(current, hunks, &files[i].display)
                         .map_err(|e| ToolError::invalid_arguments(e.message))?;
-                    (updated.bytes, updated.fallbacks)
+                    (updated.bytes, updated.fallbacks, updated.line_numbers)
                 };
                 let fallbacks: Vec<(usize, Fallback)> = fallbacks
                     .into_iter()
@@ -200,12 +210,12 @@ fn stage(
                         files[j].new = Some(bytes);
                         let replaced = if existed { " (replaced the existing file)" } else { "" };
                         let text = format!("{} -> {}{replaced}", files[i].display, files[j].display);
-                        lines.push(Line { status: 'R', text, hunks: hunks.len(), fallbacks });
+                        lines.push(Line { status: 'R', text, hunks: hunks.len(), fallbacks, line_numbers });
                     }
                     _ => {
                         files[i].new = Some(bytes);
                         let text = files[i].display.clone();
-                        lines.push(Line { status: 'M', text, hunks: hunks.len(), fallbacks });
+                        lines.push(Line { status: 'M', text, hunks: hunks.len(), fallbacks, line_numbers });
                     }
                 }
             }
@@ -356,11 +366,18 @@ fn report(plan: &Plan) -> ToolOutput {
         for (hunk, fallback) in &line.fallbacks {
             fallback_notes.push(format!("hunk {hunk} of {} matched {}", line.text, fallback.describe()));
         }
+        for hunk in &line.line_numbers {
+            fallback_notes.push(format!(
+                "hunk {hunk} of {} carried the line numbers read shows, which were removed",
+                line.text
+            ));
+        }
         files_meta.push(json!({
             "status": line.status.to_string(),
             "path": line.text,
             "hunks": line.hunks,
             "fallbacks": line.fallbacks.iter().map(|(h, f)| json!({"hunk": h, "match": f.name()})).collect::<Vec<_>>(),
+            "line_numbers_removed": line.line_numbers,
         }));
     }
     if !fallback_notes.is_empty() {

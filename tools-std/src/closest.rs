@@ -100,7 +100,8 @@ pub(crate) fn closest(file: &[&str], wanted: &[&str]) -> Option<Window> {
 /// `lines` numbered from `first` as `read` shows them, each cut, at most [`SHOWN_LINES`].
 pub(crate) fn show_numbered(out: &mut String, lines: &[&str], first: usize) {
     for (i, line) in lines.iter().take(SHOWN_LINES).enumerate() {
-        let _ = writeln!(out, "{:>6}\t{}", first + i, cut_line(line, SHOWN_CHARS, 0));
+        let number = crate::line_numbers::prefix((first + i) as u64);
+        let _ = writeln!(out, "{number}{}", cut_line(line, SHOWN_CHARS, 0));
     }
     if lines.len() > SHOWN_LINES {
         let _ = writeln!(out, "    ... ({})", plural((lines.len() - SHOWN_LINES) as u64, "more line"));
@@ -108,15 +109,22 @@ pub(crate) fn show_numbered(out: &mut String, lines: &[&str], first: usize) {
 }
 
 /// The first wanted line, aligned at `start`, that the file does not hold as it is, said in one
-/// sentence (`what` names the wanted text: "old_string", "the hunk"). The first wanted line may
-/// start inside the file's line and the last may end inside it, as a text cut from a file does.
-pub(crate) fn first_difference(file: &[&str], start: usize, wanted: &[&str], what: &str) -> Option<String> {
+/// sentence (`what` names the wanted text: "old_string", "the hunk"). With `partial`, the first
+/// wanted line may start inside the file's line and the last may end inside it, as a text cut
+/// from a file does; without, the wanted lines are whole lines.
+pub(crate) fn first_difference(
+    file: &[&str],
+    start: usize,
+    wanted: &[&str],
+    what: &str,
+    partial: bool,
+) -> Option<String> {
     let last = wanted.len().checked_sub(1)?;
     for (j, want) in wanted.iter().enumerate() {
         let Some(have) = file.get(start + j) else {
             return Some(format!("{what} goes on past the end of the file (line {}).", file.len()));
         };
-        let fits = match (j == 0, j == last) {
+        let fits = match (partial && j == 0, partial && j == last) {
             (true, true) => have.contains(want),
             (true, false) => have.ends_with(want),
             (false, true) => have.starts_with(want),
@@ -125,7 +133,7 @@ pub(crate) fn first_difference(file: &[&str], start: usize, wanted: &[&str], wha
         if fits {
             continue;
         }
-        let (at_have, at_want) = parting(have, want, j == 0);
+        let (at_have, at_want) = parting(have, want, partial && j == 0);
         let only = if normal(have) == normal(want) { " only in whitespace or typography" } else { "" };
         return Some(format!(
             "Line {} differs{only}: the file has {} where {what} has {}.",
@@ -208,30 +216,30 @@ mod tests {
     fn the_first_difference_is_quoted_where_the_lines_part() {
         let file = ["fn main() {", "    let x = 1;", "}"];
         assert_eq!(
-            first_difference(&file, 0, &["fn main() {", "    let x = 10;"], "old_string").unwrap(),
+            first_difference(&file, 0, &["fn main() {", "    let x = 10;"], "old_string", true).unwrap(),
             r#"Line 2 differs: the file has "    let x = 1;" where old_string has "    let x = 10;"."#
         );
         assert_eq!(
-            first_difference(&file, 1, &["let x = 1;", "}"], "old_string"),
+            first_difference(&file, 1, &["let x = 1;", "}"], "old_string", true),
             None,
             "a first line may start inside the file's line"
         );
         assert_eq!(
-            first_difference(&file, 1, &["\tlet x = 1;"], "the hunk").unwrap(),
+            first_difference(&file, 1, &["\tlet x = 1;"], "the hunk", false).unwrap(),
             r#"Line 2 differs only in whitespace or typography: the file has "    let x = 1;" where the hunk has "\tlet x = 1;"."#
         );
         // Part of a line: where the longest start of it stops matching.
         assert_eq!(
-            first_difference(&file, 1, &["x = 2"], "old_string").unwrap(),
+            first_difference(&file, 1, &["x = 2"], "old_string", true).unwrap(),
             r#"Line 2 differs: the file has "    let x = 1;" where old_string has "x = 2"."#
         );
         assert_eq!(
-            first_difference(&file, 2, &["}", "more"], "old_string").unwrap(),
+            first_difference(&file, 2, &["}", "more"], "old_string", true).unwrap(),
             "old_string goes on past the end of the file (line 3)."
         );
         let long = format!("{}X{}", "a".repeat(100), "b".repeat(100));
         let want = format!("{}Y{}", "a".repeat(100), "b".repeat(100));
-        let text = first_difference(&[long.as_str()], 0, &[want.as_str()], "old_string").unwrap();
+        let text = first_difference(&[long.as_str()], 0, &[want.as_str()], "old_string", true).unwrap();
         assert_eq!(
             text,
             format!(

@@ -297,7 +297,9 @@ fn not_found_hint(body: &[u8], old: &str) -> String {
         plural(wanted.len() as u64, "line")
     );
     crate::closest::show_numbered(&mut hint, &file[window.start..end], window.start + 1);
-    if let Some(difference) = crate::closest::first_difference(&file, window.start, &wanted, "old_string") {
+    if let Some(difference) =
+        crate::closest::first_difference(&file, window.start, &wanted, "old_string", true)
+    {
         hint.push_str(&difference);
         hint.push('\n');
     }

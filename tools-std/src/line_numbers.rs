@@ -5,16 +5,20 @@
 //! carries a prefix of exactly that form, the edit tools remove the prefixes and try again.
 
 /// The prefix `read` shows before line `n`.
-pub(crate) fn prefix(n: usize) -> String {
+pub(crate) fn prefix(n: u64) -> String {
     format!("{n:>6}\t")
 }
 
-/// `line` without `read`'s prefix and the number it named, if it carries one. A numbered empty
-/// line may have lost its tab (trailing whitespace is often dropped).
-fn split(line: &str) -> Option<(usize, &str)> {
+/// `line` without `read`'s prefix and the number it named, if it carries one. With `tabless`, a
+/// numbered empty line may have lost its tab (trailing whitespace is often dropped); only lines
+/// numbered consecutively are read so, where a lone number cannot be meant. With `in_patch`, the prefix
+/// may be one space narrower: a patch's context line copied from `read` as it is lends the first
+/// space of the prefix to the context marker.
+fn split(line: &str, tabless: bool, in_patch: bool) -> Option<(usize, &str)> {
     let (head, text) = match line.split_once('\t') {
         Some(parts) => parts,
-        None => (line, ""),
+        None if tabless => (line, ""),
+        None => return None,
     };
     let digits = head.trim_start_matches(' ');
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -22,16 +26,26 @@ fn split(line: &str) -> Option<(usize, &str)> {
     }
     let n: usize = digits.parse().ok()?;
     // Exactly read's width: `{n:>6}` pads to six columns, never more.
-    (n > 0 && head.len() == digits.len().max(6)).then_some((n, text))
+    let width_ok = head.len() == digits.len().max(6) || (in_patch && head.len() == digits.len().max(5));
+    (n > 0 && width_ok).then_some((n, text))
 }
 
 /// The lines of `lines` without their prefixes, when every one carries one; with `consecutive`,
 /// only when the numbers also follow each other (as they do for lines copied from a file).
 pub(crate) fn strip_lines<'a>(lines: &[&'a str], consecutive: bool) -> Option<Vec<&'a str>> {
+    strip(lines, consecutive, false)
+}
+
+/// [`strip_lines`] for the lines of a patch's hunk, where a prefix may be one space narrower.
+pub(crate) fn strip_patch_lines<'a>(lines: &[&'a str], consecutive: bool) -> Option<Vec<&'a str>> {
+    strip(lines, consecutive, true)
+}
+
+fn strip<'a>(lines: &[&'a str], consecutive: bool, in_patch: bool) -> Option<Vec<&'a str>> {
     let mut out = Vec::with_capacity(lines.len());
     let mut expected = None;
     for line in lines {
-        let (n, text) = split(line)?;
+        let (n, text) = split(line, consecutive, in_patch)?;
         if consecutive && expected.is_some_and(|e| e != n) {
             return None;
         }
@@ -82,5 +96,9 @@ mod tests {
             assert_eq!(strip_text(not_numbered, true), None, "{not_numbered:?}");
         }
         assert_eq!(strip_text("     1\ta\n     3\tb", false).as_deref(), Some("a\nb"));
+        assert_eq!(strip_lines(&["    1\ta"], true), None);
+        assert_eq!(strip_lines(&["     1"], true), Some(vec![""]));
+        assert_eq!(strip_lines(&["     1"], false), None, "a lone number is text");
+        assert_eq!(strip_patch_lines(&["    1\ta", "     2\tb"], true), Some(vec!["a", "b"]));
     }
 }

@@ -388,7 +388,11 @@ impl Page {
     fn push_line(&mut self, line_no: u64, bytes: &[u8], more_chars: usize) {
         let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         let text = String::from_utf8_lossy(bytes);
-        let line = format!("{line_no:>6}\t{}\n", cut_line(&text, MAX_LINE_CHARS, more_chars));
+        let line = format!(
+            "{}{}\n",
+            crate::line_numbers::prefix(line_no),
+            cut_line(&text, MAX_LINE_CHARS, more_chars)
+        );
         if self.text.len() + line.len() > MAX_OUTPUT_BYTES && !self.text.is_empty() {
             self.hit_byte_limit = true;
             return;
