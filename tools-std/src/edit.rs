@@ -35,6 +35,7 @@ pub async fn edit(
     ws: Dep<Workspace>,
     ctx: &ToolContext,
     /// The file to edit, relative to the workspace root.
+    #[arg(alias = "file_path", alias = "filePath")]
     path: String,
     /// The exact text to replace (empty to create a new file).
     old_string: String,
@@ -883,6 +884,28 @@ mod tests {
         let err = fx.error("edit", json!({"path": "m.rs", "old_string": old, "new_string": "z"})).await;
         assert!(err.message().lines().count() <= 20, "{}", err.message());
         assert!(err.message().contains("    ... (22 more lines)\nLine 1 differs"), "{}", err.message());
+    }
+
+    #[tokio::test]
+    async fn argument_names_of_other_agents_are_accepted() {
+        let fx = Fixture::new();
+        fx.write("a.txt", "one two\n");
+        // Claude Code's names, then opencode's.
+        fx.text("edit", json!({"file_path": "a.txt", "old_string": "one", "new_string": "1"})).await;
+        fx.text(
+            "edit",
+            json!({"filePath": "a.txt", "oldString": "two", "newString": "2", "replaceAll": true}),
+        )
+        .await;
+        assert_eq!(fx.read("a.txt"), b"1 2\n");
+        fx.text(
+            "multi_edit",
+            json!({"filePath": "a.txt", "edits": [{"oldString": "1", "newString": "one"}]}),
+        )
+        .await;
+        fx.text("write", json!({"file_path": "b.txt", "content": "b\n"})).await;
+        assert_eq!(fx.text("read", json!({"filePath": "b.txt"})).await, "     1\tb\n");
+        assert_eq!(fx.read("a.txt"), b"one 2\n");
     }
 
     #[tokio::test]

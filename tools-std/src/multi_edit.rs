@@ -37,6 +37,7 @@ pub async fn multi_edit(
     ws: Dep<Workspace>,
     ctx: &ToolContext,
     /// The file to edit, relative to the workspace root.
+    #[arg(alias = "file_path", alias = "filePath")]
     path: String,
     /// The edits, applied in order.
     #[schemars(length(min = 1))]

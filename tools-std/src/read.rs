@@ -35,6 +35,7 @@ pub async fn read(
     ws: Dep<Workspace>,
     ctx: &ToolContext,
     /// The file to read, relative to the workspace root.
+    #[arg(alias = "file_path", alias = "filePath")]
     path: String,
     /// The 1-based line number to start at (default 1).
     #[schemars(range(min = 1))]

@@ -22,6 +22,7 @@ pub async fn write(
     ws: Dep<Workspace>,
     ctx: &ToolContext,
     /// The file to write, relative to the workspace root.
+    #[arg(alias = "file_path", alias = "filePath")]
     path: String,
     /// The complete new content of the file.
     content: String,
