@@ -17,6 +17,7 @@ use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 pub use crate::apply_patch_parse::{FileChange, Hunk, ParseError, Patch, parse_patch};
 use crate::apply_patch_seek::{Fallback, apply_hunks};
+use crate::file_versions::FileVersions;
 use crate::ops::{Operations, Precondition, Target, content_hash};
 use crate::text::{display_path, plural};
 use crate::text_file::{Diff, MAX_DIFF_BYTES, WithDiff, io_error, read_for_edit, unified_diff};
@@ -90,9 +91,16 @@ pub async fn apply_patch(
             }
         }
     }
+    let versions = FileVersions::of(ctx);
     ws.blocking(move |ops| {
-        let staged = stage(ops, &parsed, &resolved)?;
+        let staged = stage(ops, &versions, &parsed, &resolved)?;
         commit(ops, &staged)?;
+        for file in staged.files.iter().filter(|f| f.new != f.original) {
+            match &file.new {
+                Some(bytes) => versions.saw(&file.target, bytes),
+                None => versions.forget(&file.target),
+            }
+        }
         Ok(report(&staged))
     })
     .await?
@@ -126,6 +134,7 @@ struct Plan {
 /// sees what an earlier one made of the same file.
 fn stage(
     ops: &dyn Operations,
+    versions: &FileVersions,
     patch: &Patch,
     resolved: &HashMap<String, ResolvedPath>,
 ) -> Result<Plan, ToolError> {
@@ -143,6 +152,9 @@ fn stage(
         } else {
             read_for_edit(ops, &path.target, &path.display, "apply_patch")?
         };
+        if let Some(bytes) = &original {
+            versions.check(&path.target, &path.display, bytes, "apply_patch")?;
+        }
         files.push(Staged {
             target: path.target.clone(),
             display: path.display.clone(),

@@ -9,6 +9,7 @@ use tool_runtime::truncate::count_lines;
 use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
+use crate::file_versions::FileVersions;
 use crate::ops::{Operations, Precondition, Target, content_hash};
 use crate::text::{hard_links_note, plural};
 use crate::text_file::{
@@ -28,8 +29,9 @@ pub use crate::text_file::MAX_EDIT_BYTES;
 /// changes only the matched region. Line numbers copied from `read` are removed. `new_string` is
 /// inserted literally. If `old_string` is not found, the error shows the closest lines of the
 /// file and the first difference. An empty `old_string` creates a file that does not exist yet. Line endings (CRLF or LF) and a byte-order mark are
-/// kept whatever line endings you send. The write is atomic. The result summarises the change;
-/// read the file again before a second edit if you are unsure of its current text.
+/// kept whatever line endings you send. A file changed by something else since you last read or
+/// edited it is refused until you read it again. The write is atomic. The result summarises the
+/// change; read the file again before a second edit if you are unsure of its current text.
 #[tool(destructive, timeout = "1m")]
 pub async fn edit(
     ws: Dep<Workspace>,
@@ -53,9 +55,10 @@ pub async fn edit(
     let resolved = ws.resolve(ctx, &path, "edit").await?;
     let display = resolved.display.clone();
     let target = resolved.target;
+    let versions = FileVersions::of(ctx);
     ws.blocking(move |ops| {
         let request = Request { old: &old_string, new: &new_string, replace_all };
-        edit_blocking(ops, &target, &display, &request)
+        edit_blocking(ops, &versions, &target, &display, &request)
     })
     .await?
 }
@@ -68,6 +71,7 @@ pub(crate) struct Request<'a> {
 
 fn edit_blocking(
     ops: &dyn Operations,
+    versions: &FileVersions,
     path: &Target,
     display: &str,
     request: &Request<'_>,
@@ -84,11 +88,13 @@ fn edit_blocking(
         let written = ops
             .write_atomic(path, request.new.as_bytes(), Precondition::None)
             .map_err(|e| io_error("write", display, e))?;
+        versions.saw(path, request.new.as_bytes());
         return Ok(ToolOutput::text(format!("Created {display} ({}).", plural(written.bytes, "byte")))
             .with_title(display.to_owned())
             .with_metadata("created", json!(true))
             .with_diff(unified_diff(display, "", request.new, MAX_DIFF_BYTES)));
     };
+    versions.check(path, display, &bytes, "edit")?;
     if request.old.is_empty() {
         if !bytes.is_empty() {
             return Err(ToolError::invalid_arguments(format!(
@@ -100,6 +106,7 @@ fn edit_blocking(
         let written = ops
             .write_atomic(path, request.new.as_bytes(), Precondition::Unchanged(content_hash(&bytes)))
             .map_err(|e| io_error("write", display, e))?;
+        versions.saw(path, request.new.as_bytes());
         return Ok(ToolOutput::text(format!(
             "Wrote {} to the empty file {display}.{}",
             plural(written.bytes, "byte"),
@@ -113,6 +120,7 @@ fn edit_blocking(
     let written = ops
         .write_atomic(path, &edited.bytes, Precondition::Unchanged(content_hash(&bytes)))
         .map_err(|e| io_error("write", display, e))?;
+    versions.saw(path, &edited.bytes);
     let before = String::from_utf8_lossy(&bytes);
     let after = String::from_utf8_lossy(&edited.bytes);
     Ok(ToolOutput::text(edited.summary(display) + &hard_links_note(written.other_links))

@@ -74,6 +74,7 @@ pub mod bash_list;
 pub mod bash_output;
 pub mod bash_stop;
 pub mod edit;
+pub mod file_versions;
 pub mod glob;
 pub mod grep;
 pub mod ls;

@@ -7,6 +7,7 @@ use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
 use crate::edit::{Request, Tier, apply};
+use crate::file_versions::FileVersions;
 use crate::ops::{Operations, Precondition, Target, content_hash};
 use crate::text::{hard_links_note, plural};
 use crate::text_file::{MAX_DIFF_BYTES, WithDiff, io_error, read_for_edit, unified_diff};
@@ -63,17 +64,22 @@ pub async fn multi_edit(
     let resolved = ws.resolve(ctx, &path, "edit").await?;
     let display = resolved.display.clone();
     let target = resolved.target;
-    ws.blocking(move |ops| multi_edit_blocking(ops, &target, &display, &edits)).await?
+    let versions = FileVersions::of(ctx);
+    ws.blocking(move |ops| multi_edit_blocking(ops, &versions, &target, &display, &edits)).await?
 }
 
 fn multi_edit_blocking(
     ops: &dyn Operations,
+    versions: &FileVersions,
     path: &Target,
     display: &str,
     edits: &[EditOperation],
 ) -> Result<ToolOutput, ToolError> {
     let total = edits.len();
     let original = read_for_edit(ops, path, display, "multi_edit")?;
+    if let Some(bytes) = &original {
+        versions.check(path, display, bytes, "multi_edit")?;
+    }
     let failed = |i: usize, error: ToolError| {
         let message = format!(
             "Edit {} of {total} failed: {} No edit was applied: the file is unchanged.",
@@ -139,6 +145,7 @@ fn multi_edit_blocking(
         None => Precondition::None,
     };
     let written = ops.write_atomic(path, &content, check).map_err(|e| io_error("write", display, e))?;
+    versions.saw(path, &content);
     let before = String::from_utf8_lossy(original.as_deref().unwrap_or_default());
     let after = String::from_utf8_lossy(&content);
     let mut text =
