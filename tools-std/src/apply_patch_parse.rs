@@ -17,8 +17,9 @@
 //!
 //! The parser is lenient where models are sloppy without being ambiguous: surrounding blank
 //! lines and a `<<'EOF'` heredoc wrapper are ignored, `\r\n` line ends are accepted, an empty
-//! line inside a hunk is an empty context line, and the first hunk of a file may leave out its
-//! `@@` line.
+//! line inside a hunk is an empty context line, the first hunk of a file may leave out its `@@`
+//! line, a section header may be indented where a section is expected (as codex accepts), and
+//! blank lines after `*** End of File` are spacing.
 
 use std::fmt;
 
