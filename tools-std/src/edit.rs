@@ -28,10 +28,11 @@ pub use crate::text_file::MAX_EDIT_BYTES;
 /// last, on whole lines matching one place only, runs of spaces and tabs inside lines; it
 /// changes only the matched region. Line numbers copied from `read` are removed. `new_string` is
 /// inserted literally. If `old_string` is not found, the error shows the closest lines of the
-/// file and the first difference. An empty `old_string` creates a file that does not exist yet. Line endings (CRLF or LF) and a byte-order mark are
-/// kept whatever line endings you send. A file changed by something else since you last read or
-/// edited it is refused until you read it again. The write is atomic. The result summarises the
-/// change; read the file again before a second edit if you are unsure of its current text.
+/// file and the first difference. An empty `old_string` creates a file that does not exist yet.
+/// Line endings (CRLF or LF) and a byte-order mark are kept whatever line endings you send. A
+/// file changed by something else since you last read or edited it is refused until you read it
+/// again. The write is atomic. The result summarises the change; read the file again before a
+/// second edit if you are unsure of its current text.
 #[tool(destructive, timeout = "1m")]
 pub async fn edit(
     ws: Dep<Workspace>,

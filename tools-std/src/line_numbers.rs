@@ -11,9 +11,9 @@ pub(crate) fn prefix(n: u64) -> String {
 
 /// `line` without `read`'s prefix and the number it named, if it carries one. With `tabless`, a
 /// numbered empty line may have lost its tab (trailing whitespace is often dropped); only lines
-/// numbered consecutively are read so, where a lone number cannot be meant. With `in_patch`, the prefix
-/// may be one space narrower: a patch's context line copied from `read` as it is lends the first
-/// space of the prefix to the context marker.
+/// numbered consecutively are read so, where a lone number cannot be meant. With `in_patch`, the
+/// prefix may be one space narrower: a patch's context line copied from `read` as it is lends
+/// the first space of the prefix to the context marker.
 fn split(line: &str, tabless: bool, in_patch: bool) -> Option<(usize, &str)> {
     let (head, text) = match line.split_once('\t') {
         Some(parts) => parts,
