@@ -137,6 +137,63 @@ async fn strings_are_coerced_to_numbers_booleans_and_arrays() {
     assert_eq!(out, "a:1:false:None:None:None");
 }
 
+/// Replace text in a file.
+#[tool]
+async fn replace_text(
+    /// The file.
+    #[arg(alias = "file_path", alias = "filePath")]
+    path: String,
+    /// The text to replace.
+    old_string: String,
+    /// Replace every occurrence.
+    #[arg(default = false)]
+    replace_all: bool,
+) -> String {
+    format!("{path}:{old_string}:{replace_all}")
+}
+
+#[tokio::test]
+async fn aliases_and_camel_case_names_are_recorded_renames() {
+    let registry = Registry::builder().with_inventory().allow(["replace_text"]).build().unwrap();
+    let spec = registry.get("replace_text").unwrap().spec().clone();
+    assert_eq!(
+        spec.input_schema["properties"].as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["path", "old_string", "replace_all"],
+        "the schema keeps the parameters' own names"
+    );
+    assert_eq!(spec.aliases.len(), 2);
+    // As Claude Code and opencode send them.
+    for (raw, expected) in [
+        (r#"{"file_path": "a", "old_string": "x"}"#, vec![("/file_path", "/path")]),
+        (
+            r#"{"filePath": "a", "oldString": "x", "replaceAll": true}"#,
+            vec![("/filePath", "/path"), ("/oldString", "/old_string"), ("/replaceAll", "/replace_all")],
+        ),
+    ] {
+        let validated = registry.validate("replace_text", raw).unwrap();
+        let mut moved: Vec<_> =
+            validated.coercions.iter().map(|c| (c.path.as_str(), c.to.as_str())).collect();
+        moved.sort();
+        assert_eq!(moved, expected, "{raw}");
+        let out =
+            registry.call("replace_text", raw, ToolContext::builder("replace_text").build()).await.unwrap();
+        assert!(out.text_content().starts_with("a:x:"), "{}", out.text_content());
+    }
+    // Two different values under the parameter's names are refused, not guessed between.
+    let err = registry
+        .validate("replace_text", r#"{"path": "a", "file_path": "b", "old_string": "x"}"#)
+        .unwrap_err();
+    assert!(err.message().contains("file_path"), "{}", err.message());
+    // Without leniency, an alias is an unknown property.
+    let strict = Registry::builder()
+        .with_inventory()
+        .allow(["replace_text"])
+        .validation(ValidationOptions { coerce: false })
+        .build()
+        .unwrap();
+    assert!(strict.validate("replace_text", r#"{"file_path": "a", "old_string": "x"}"#).is_err());
+}
+
 #[tokio::test]
 async fn coercion_can_be_switched_off() {
     let registry = Registry::builder()

@@ -93,6 +93,7 @@ keys!(
         Default = "default",
         Rename = "rename",
         Description = "description",
+        Alias = "alias",
     }
 );
 

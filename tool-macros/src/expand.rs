@@ -350,6 +350,11 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
     // Compact, whatever the spacing of the literal: the text providers see is the same for the
     // same example.
     let examples = attr.examples.iter().map(|example| example.json.to_string());
+    let aliases =
+        def.params.iter().filter(|p| p.kind == crate::model::ParamKind::Argument).flat_map(|param| {
+            let parameter = param.property_name().unwrap_or_default();
+            param.arg.aliases.iter().map(move |alias| quote!((#alias, #parameter)))
+        });
     let truncation = match &attr.truncate {
         Some(TruncateSetting::Off) => quote!(#p::TruncationPolicy::DISABLED),
         None | Some(TruncateSetting::Default) => quote! {
@@ -417,6 +422,7 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
             freeform: #freeform,
             defer: #defer,
             examples: &[#(#examples),*],
+            aliases: &[#(#aliases),*],
             module_path: ::core::module_path!(),
             file: ::core::file!(),
             line: #line,

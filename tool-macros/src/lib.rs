@@ -61,7 +61,10 @@ use proc_macro::TokenStream;
 /// - **Arguments** (the default): each becomes a property of the argument object. `Option<T>`
 ///   is optional; `#[arg(default = EXPR)]` makes a property optional with a default (a string
 ///   literal is converted with `From`, so `#[arg(default = "head")] mode: String` works);
-///   `#[arg(rename = "...")]` renames it; `#[arg(description = "...")]` replaces its `///` doc.
+///   `#[arg(rename = "...")]` renames it; `#[arg(description = "...")]` replaces its `///` doc;
+///   `#[arg(alias = "file_path", alias = "filePath")]` accepts other names for it (moved to its
+///   own name as recorded coercions; the schema shows only its own name, and an alias must be a
+///   name no parameter has). A camelCase spelling of a snake_case name needs no alias.
 ///   schemars attributes (`#[schemars(range(..), length(..), regex(..))]`, `#[validate(..)]`,
 ///   `#[garde(..)]`) and `#[serde(..)]` are copied to the generated field: constraints appear in
 ///   the schema and are enforced by validation. The type must implement `Deserialize` and

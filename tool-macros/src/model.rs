@@ -82,6 +82,8 @@ pub struct ArgAttr {
     pub default: Option<(Span, Expr)>,
     pub rename: Option<LitStr>,
     pub description: Option<LitStr>,
+    /// `alias = "..."`, repeatable: other names the model may send the argument under.
+    pub aliases: Vec<LitStr>,
 }
 
 /// How a parameter is filled.

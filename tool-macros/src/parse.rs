@@ -527,7 +527,8 @@ fn arg_attr(cx: &Ctxt, attr: &Attribute, param: &mut Param) {
     let result = attr.parse_nested_meta(|meta| {
         let name = meta.path.get_ident().map(ToString::to_string).unwrap_or_default();
         let key = match ArgKey::parse(&name) {
-            Some(key) if !seen.contains(&key) => key,
+            // `alias` is the one repeatable key: a parameter may have several other names.
+            Some(key) if key == ArgKey::Alias || !seen.contains(&key) => key,
             parsed => {
                 let message = match parsed {
                     Some(_) => format!("`{name}` is set twice in `#[arg]`; keep one"),
@@ -549,6 +550,7 @@ fn arg_attr(cx: &Ctxt, attr: &Attribute, param: &mut Param) {
             }
             ArgKey::Rename => param.arg.rename = Some(meta.value()?.parse()?),
             ArgKey::Description => param.arg.description = Some(meta.value()?.parse()?),
+            ArgKey::Alias => param.arg.aliases.push(meta.value()?.parse()?),
         }
         Ok(())
     });

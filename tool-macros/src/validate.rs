@@ -262,6 +262,41 @@ fn params(cx: &Ctxt, def: &ToolDef) {
             }
         }
     }
+    aliases(cx, &argument_params);
+}
+
+/// Each alias is a name no parameter has, declared once.
+fn aliases(cx: &Ctxt, argument_params: &[&crate::model::Param]) {
+    let names: Vec<String> = argument_params.iter().filter_map(|p| p.property_name()).collect();
+    let mut declared: Vec<(String, String)> = Vec::new();
+    for param in argument_params {
+        let own = param.property_name().unwrap_or_default();
+        for alias in &param.arg.aliases {
+            let value = alias.value();
+            if value.is_empty() {
+                cx.error(alias.span(), "the alias is empty; write the other name the model may send");
+            } else if names.contains(&value) {
+                let whose = if value == own {
+                    "this parameter's own name".to_owned()
+                } else {
+                    format!("the name of the parameter `{value}`")
+                };
+                cx.error(
+                    alias.span(),
+                    format!("the alias `{value}` is {whose}; an alias must be a name no parameter has"),
+                );
+            } else if let Some((_, first)) = declared.iter().find(|(a, _)| *a == value) {
+                cx.error(
+                    alias.span(),
+                    format!(
+                        "the alias `{value}` is declared twice (first for `{first}`); an alias stands for one parameter, so keep one"
+                    ),
+                );
+            } else {
+                declared.push((value, own.clone()));
+            }
+        }
+    }
 }
 
 fn contains_impl_trait(ty: &Type) -> bool {
@@ -359,6 +394,32 @@ mod tests {
         assert_eq!(errors.len(), 2, "{errors:?}");
         assert!(errors[0].starts_with("this parameter would be a model-facing argument next to `#[args] a`"));
         assert!(errors[1].starts_with("`#[arg]` has no effect on an injected parameter"));
+    }
+
+    #[test]
+    fn aliases_are_names_no_parameter_has_declared_once() {
+        let errors = errors_for(
+            quote!(),
+            quote! { async fn f(
+                #[arg(alias = "file_path", alias = "filePath", alias = "file_path")] path: String,
+                #[arg(alias = "path", alias = "filePath", alias = "")] old_string: String,
+                #[arg(alias = "new_string")] new_string: String,
+            ) {} },
+        );
+        assert_eq!(
+            errors,
+            [
+                "the alias `file_path` is declared twice (first for `path`); an alias stands for one parameter, so keep one",
+                "the alias `path` is the name of the parameter `path`; an alias must be a name no parameter has",
+                "the alias `filePath` is declared twice (first for `path`); an alias stands for one parameter, so keep one",
+                "the alias is empty; write the other name the model may send",
+                "the alias `new_string` is this parameter's own name; an alias must be a name no parameter has",
+            ]
+        );
+        assert!(
+            errors_for(quote!(), quote! { async fn f(#[arg(alias = "p", alias = "q")] path: String) {} })
+                .is_empty()
+        );
     }
 
     #[test]

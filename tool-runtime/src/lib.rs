@@ -107,8 +107,8 @@ pub use permission::{
 pub use providers::{DefinitionOptions, Provider};
 pub use registry::{Registry, RegistryBuilder, RegistryError, registered_tools};
 pub use spec::{
-    Freeform, Grammar, GrammarSyntax, SourceLocation, ToolAnnotations, ToolSpec, TruncationDirection,
-    TruncationPolicy,
+    Freeform, Grammar, GrammarSyntax, ParameterAlias, SourceLocation, ToolAnnotations, ToolSpec,
+    TruncationDirection, TruncationPolicy,
 };
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{DecodedCall, FnTool, Tool};

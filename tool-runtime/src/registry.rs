@@ -293,8 +293,9 @@ fn checked_examples(
 }
 
 fn compile_validator(name: &str, spec: &ToolSpec) -> Result<ArgumentValidator, String> {
-    ArgumentValidator::new(name, &spec.input_schema)
-        .map(|v| v.with_freeform(spec.freeform.as_ref().map(|f| f.parameter.as_str())))
+    ArgumentValidator::new(name, &spec.input_schema).map(|v| {
+        v.with_freeform(spec.freeform.as_ref().map(|f| f.parameter.as_str())).with_aliases(&spec.aliases)
+    })
 }
 
 struct Entry {

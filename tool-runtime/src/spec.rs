@@ -179,6 +179,27 @@ pub struct ToolSpec {
     /// the other providers find them at the end of the description.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<Value>,
+    /// Other names the model may send a parameter under (`file_path` for `path`), accepted as
+    /// recorded coercions when validation is lenient; the schema shows only the parameters' own
+    /// names. (A camelCase spelling of a snake_case parameter is accepted without one.)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<ParameterAlias>,
+}
+
+/// Another name for one of a tool's top-level parameters (`#[arg(alias = "...")]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParameterAlias {
+    /// The name a model may send.
+    pub alias: String,
+    /// The parameter it stands for.
+    pub parameter: String,
+}
+
+impl ParameterAlias {
+    /// `alias` stands for the parameter `parameter`.
+    pub fn new(alias: impl Into<String>, parameter: impl Into<String>) -> Self {
+        ParameterAlias { alias: alias.into(), parameter: parameter.into() }
+    }
 }
 
 fn is_false(value: &bool) -> bool {
@@ -203,7 +224,14 @@ impl ToolSpec {
             freeform: None,
             defer: false,
             examples: Vec::new(),
+            aliases: Vec::new(),
         }
+    }
+
+    /// Adds other names for parameters; see [`ToolSpec::aliases`].
+    pub fn with_aliases(mut self, aliases: impl IntoIterator<Item = ParameterAlias>) -> Self {
+        self.aliases.extend(aliases);
+        self
     }
 
     /// Defers the tool's definition: a provider sees it only after a tool search found it.

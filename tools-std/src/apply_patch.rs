@@ -17,6 +17,7 @@ use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 pub use crate::apply_patch_parse::{FileChange, Hunk, ParseError, Patch, parse_patch};
 use crate::apply_patch_seek::{Fallback, apply_hunks};
+use crate::file_versions::FileVersions;
 use crate::ops::{Operations, Precondition, Target, content_hash};
 use crate::text::{display_path, plural};
 use crate::text_file::{Diff, MAX_DIFF_BYTES, WithDiff, io_error, read_for_edit, unified_diff};
@@ -51,11 +52,13 @@ pub const GRAMMAR: &str = include_str!("apply_patch.lark");
 /// *** End Patch
 ///
 /// Give about three lines of context around each change and never repeat a line in two hunks.
-/// Each hunk is found after the previous one; context is matched exactly first, then ignoring
+/// Each hunk is found after the previous one (a hunk of only `+` lines with a bare `@@` is
+/// appended at the end of the file); context is matched exactly first, then ignoring
 /// trailing whitespace, then surrounding whitespace, then typographic quotes and dashes. The
 /// patch applies as a whole: if any hunk does not apply, no file is changed and the error shows
-/// the lines that were not found and the closest lines of the file. Line endings (CRLF or LF)
-/// and a byte-order mark are kept.
+/// the lines that were not found, the closest lines of the file and the first difference. Line
+/// numbers copied from `read` onto every line of a hunk are removed. Line endings (CRLF or LF;
+/// a replaced line keeps its own) and a byte-order mark are kept.
 #[tool(destructive, timeout = "1m", freeform(grammar_file = "src/apply_patch.lark"))]
 pub async fn apply_patch(
     ws: Dep<Workspace>,
@@ -88,9 +91,16 @@ pub async fn apply_patch(
             }
         }
     }
+    let versions = FileVersions::of(ctx);
     ws.blocking(move |ops| {
-        let staged = stage(ops, &parsed, &resolved)?;
+        let staged = stage(ops, &versions, &parsed, &resolved)?;
         commit(ops, &staged)?;
+        for file in staged.files.iter().filter(|f| f.new != f.original) {
+            match &file.new {
+                Some(bytes) => versions.saw(&file.target, bytes),
+                None => versions.forget(&file.target),
+            }
+        }
         Ok(report(&staged))
     })
     .await?
@@ -111,6 +121,8 @@ struct Line {
     text: String,
     hunks: usize,
     fallbacks: Vec<(usize, Fallback)>,
+    /// The hunks found only once `read`'s line numbers were removed from their lines.
+    line_numbers: Vec<usize>,
 }
 
 struct Plan {
@@ -122,6 +134,7 @@ struct Plan {
 /// sees what an earlier one made of the same file.
 fn stage(
     ops: &dyn Operations,
+    versions: &FileVersions,
     patch: &Patch,
     resolved: &HashMap<String, ResolvedPath>,
 ) -> Result<Plan, ToolError> {
@@ -139,6 +152,9 @@ fn stage(
         } else {
             read_for_edit(ops, &path.target, &path.display, "apply_patch")?
         };
+        if let Some(bytes) = &original {
+            versions.check(&path.target, &path.display, bytes, "apply_patch")?;
+        }
         files.push(Staged {
             target: path.target.clone(),
             display: path.display.clone(),
@@ -158,7 +174,13 @@ fn stage(
                 let display = &files[i].display;
                 let text =
                     if existed { format!("{display} (replaced the existing file)") } else { display.clone() };
-                lines.push(Line { status: 'A', text, hunks: 0, fallbacks: Vec::new() });
+                lines.push(Line {
+                    status: 'A',
+                    text,
+                    hunks: 0,
+                    fallbacks: Vec::new(),
+                    line_numbers: Vec::new(),
+                });
             }
             FileChange::Delete { path } => {
                 let i = entry(path, &mut files, true)?;
@@ -171,6 +193,7 @@ fn stage(
                     text: files[i].display.clone(),
                     hunks: 0,
                     fallbacks: Vec::new(),
+                    line_numbers: Vec::new(),
                 });
             }
             FileChange::Update { path, move_to, hunks } => {
@@ -178,12 +201,12 @@ fn stage(
                 let Some(current) = &files[i].new else {
                     return Err(missing(&files[i].display, section, "update"));
                 };
-                let (bytes, fallbacks) = if hunks.is_empty() {
-                    (current.clone(), Vec::new())
+                let (bytes, fallbacks, line_numbers) = if hunks.is_empty() {
+                    (current.clone(), Vec::new(), Vec::new())
                 } else {
                     let updated = apply_hunks(current, hunks, &files[i].display)
                         .map_err(|e| ToolError::invalid_arguments(e.message))?;
-                    (updated.bytes, updated.fallbacks)
+                    (updated.bytes, updated.fallbacks, updated.line_numbers)
                 };
                 let fallbacks: Vec<(usize, Fallback)> = fallbacks
                     .into_iter()
@@ -199,12 +222,12 @@ fn stage(
                         files[j].new = Some(bytes);
                         let replaced = if existed { " (replaced the existing file)" } else { "" };
                         let text = format!("{} -> {}{replaced}", files[i].display, files[j].display);
-                        lines.push(Line { status: 'R', text, hunks: hunks.len(), fallbacks });
+                        lines.push(Line { status: 'R', text, hunks: hunks.len(), fallbacks, line_numbers });
                     }
                     _ => {
                         files[i].new = Some(bytes);
                         let text = files[i].display.clone();
-                        lines.push(Line { status: 'M', text, hunks: hunks.len(), fallbacks });
+                        lines.push(Line { status: 'M', text, hunks: hunks.len(), fallbacks, line_numbers });
                     }
                 }
             }
@@ -355,11 +378,18 @@ fn report(plan: &Plan) -> ToolOutput {
         for (hunk, fallback) in &line.fallbacks {
             fallback_notes.push(format!("hunk {hunk} of {} matched {}", line.text, fallback.describe()));
         }
+        for hunk in &line.line_numbers {
+            fallback_notes.push(format!(
+                "hunk {hunk} of {} carried the line numbers read shows, which were removed",
+                line.text
+            ));
+        }
         files_meta.push(json!({
             "status": line.status.to_string(),
             "path": line.text,
             "hunks": line.hunks,
             "fallbacks": line.fallbacks.iter().map(|(h, f)| json!({"hunk": h, "match": f.name()})).collect::<Vec<_>>(),
+            "line_numbers_removed": line.line_numbers,
         }));
     }
     if !fallback_notes.is_empty() {

@@ -17,8 +17,9 @@
 //!
 //! The parser is lenient where models are sloppy without being ambiguous: surrounding blank
 //! lines and a `<<'EOF'` heredoc wrapper are ignored, `\r\n` line ends are accepted, an empty
-//! line inside a hunk is an empty context line, and the first hunk of a file may leave out its
-//! `@@` line.
+//! line inside a hunk is an empty context line, the first hunk of a file may leave out its `@@`
+//! line, a section header may be indented where a section is expected (as codex accepts), and
+//! blank lines after `*** End of File` are spacing.
 
 use std::fmt;
 
@@ -209,6 +210,8 @@ impl Parser<'_> {
     }
 
     fn file_change(&mut self, line: &str) -> Result<FileChange, ParseError> {
+        // A section is expected here: indentation before its header is the model's, not meaning.
+        let line = line.trim_start();
         if let Some(rest) = strip(line, ADD) {
             let path = self.path(rest, ADD)?;
             self.lines.advance();
@@ -254,7 +257,7 @@ impl Parser<'_> {
     fn expect_section_end(&self, hint: &str) -> Result<(), ParseError> {
         match self.lines.peek() {
             None => Ok(()),
-            Some(line) if starts_section(line) => Ok(()),
+            Some(line) if starts_section(line.trim_start()) => Ok(()),
             Some(line) => Err(self.error(format!(
                 "{hint}; found {}, expected a `*** ` line starting the next file or `{END}`",
                 shown(line)
@@ -265,7 +268,10 @@ impl Parser<'_> {
     fn hunks(&mut self) -> Result<Vec<Hunk>, ParseError> {
         let mut hunks = Vec::new();
         while let Some(line) = self.lines.peek() {
-            if starts_section(line) {
+            // Before the first hunk, a line starting with a space is a context line (a file may
+            // hold `*** ` lines); after one, only `@@` or a section can follow, so an indented
+            // section header is one.
+            if starts_section(line) || (!hunks.is_empty() && starts_section(line.trim_start())) {
                 break;
             }
             let start = self.lines.number();
@@ -303,6 +309,10 @@ impl Parser<'_> {
                 if line.trim_end() == END_OF_FILE {
                     self.lines.advance();
                     hunk.end_of_file = true;
+                    // Nothing of the file can follow: blank lines after the marker are spacing.
+                    while self.lines.peek().is_some_and(|l| l.trim().is_empty()) {
+                        self.lines.advance();
+                    }
                     break;
                 }
                 match line.chars().next() {
@@ -321,6 +331,8 @@ impl Parser<'_> {
                         hunk.new.push(line[1..].to_owned());
                         changed = true;
                     }
+                    // Not a hunk line, so an indented section header (a tab, say) is one.
+                    Some(_) if starts_section(line.trim_start()) => break,
                     Some(_) => {
                         return Err(self.error(format!(
                             "every line of a hunk starts with ` ` (context), `-` (removed) or `+` (added); found {}. \
@@ -445,6 +457,53 @@ mod tests {
                 ]
             )]
         );
+    }
+
+    #[test]
+    fn indented_section_headers_where_a_section_is_expected() {
+        let patch = "*** Begin Patch\n  *** Add File: a\n+x\n  *** Update File: f\n@@\n-a\n+b\n\t*** Delete File: g\n\
+                     \x20  *** Delete File: i\n\t*** Update File: h\n@@\n-c\n+d\n *** End Patch\n";
+        let parsed = parse_patch(patch).unwrap();
+        let paths: Vec<&str> = parsed.files.iter().map(FileChange::path).collect();
+        assert_eq!(paths, ["a", "f", "g", "i", "h"]);
+        // Before the first hunk, a line starting with a space is context: the file may hold it.
+        let parsed =
+            parse_patch("*** Begin Patch\n*** Update File: f\n *** Update File: g\n-a\n+b\n*** End Patch")
+                .unwrap();
+        assert_eq!(
+            parsed.files,
+            vec![update(
+                "f",
+                vec![hunk(
+                    None,
+                    &["*** Update File: g", "a"],
+                    &["*** Update File: g", "b"],
+                    &[Some(0), None],
+                    false,
+                    3
+                )]
+            )]
+        );
+    }
+
+    #[test]
+    fn blank_lines_after_end_of_file_are_spacing() {
+        let patch = "*** Begin Patch\n*** Update File: f\n@@\n-a\n+b\n*** End of File\n\n*** Update File: g\n@@\n-c\n\
+                     +d\n*** End of File\n  \n\n*** End Patch\n";
+        let parsed = parse_patch(patch).unwrap();
+        assert_eq!(
+            parsed.files,
+            vec![
+                update("f", vec![hunk(None, &["a"], &["b"], &[None], true, 3)]),
+                update("g", vec![hunk(None, &["c"], &["d"], &[None], true, 9)]),
+            ]
+        );
+        // What follows the blank lines must still be a hunk or a section.
+        let err = parse_patch(
+            "*** Begin Patch\n*** Update File: f\n@@\n-a\n+b\n*** End of File\n\n x\n*** End Patch",
+        )
+        .unwrap_err();
+        assert_eq!(err.line, 8, "{err}");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 use std::fmt::Write as _;
 
 use crate::apply_patch_parse::Hunk;
+use crate::closest::first_difference;
+use crate::line_numbers::strip_patch_lines;
 use crate::text::{cut_line, plural};
 use crate::text_file::{BOM, Endings, line_endings, plain};
 
@@ -88,6 +90,8 @@ impl<'a> FileLines<'a> {
 /// Where one hunk applies: `old_len` lines from `start` are replaced by the hunk's new lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Placement {
+    /// The hunk's index in the patch.
+    hunk: usize,
     start: usize,
     old_len: usize,
     /// The hunk's lines, with a trailing blank line left out when only that made it fit.
@@ -101,6 +105,8 @@ pub(crate) struct Updated {
     pub(crate) bytes: Vec<u8>,
     /// How each hunk was found, in order.
     pub(crate) fallbacks: Vec<Fallback>,
+    /// The hunks (1-based) found only once `read`'s line numbers were removed from their lines.
+    pub(crate) line_numbers: Vec<usize>,
 }
 
 /// A hunk that does not apply: the message says which, what was not found, and the closest
@@ -133,6 +139,9 @@ pub(crate) fn apply_hunks(content: &[u8], hunks: &[Hunk], display: &str) -> Resu
     let file = FileLines::new(body);
     let mut placements = Vec::with_capacity(hunks.len());
     let mut fallbacks = Vec::with_capacity(hunks.len());
+    // The hunks as applied: some without the line numbers copied from `read`.
+    let mut stripped: Vec<Option<Hunk>> = vec![None; hunks.len()];
+    let mut line_numbers = Vec::new();
     let mut cursor = 0;
     for (index, hunk) in hunks.iter().enumerate() {
         let number = index + 1;
@@ -145,30 +154,77 @@ pub(crate) fn apply_hunks(content: &[u8], hunks: &[Hunk], display: &str) -> Resu
             }
         }
         if hunk.old.is_empty() {
-            // Only added lines: after the header line if there was one, else at the end.
+            // Only added lines: after the header line if there was one (which moved the cursor
+            // there), else appended at the end of the file without moving the cursor, so a
+            // later hunk may still apply above (as codex does).
             let start = if hunk.header.is_some() { cursor } else { file.lines.len() };
-            placements.push(Placement { start, old_len: 0, drop_trailing_blank: false });
+            placements.push(Placement { hunk: index, start, old_len: 0, drop_trailing_blank: false });
             fallbacks.push(Fallback::Exact);
-            cursor = start;
             continue;
         }
-        let mut found = seek(&file.lines, &hunk.old, cursor, hunk.end_of_file)
-            .map(|(start, fallback)| (start, fallback, false));
-        if found.is_none() && hunk.old.len() > 1 && hunk.old.last().is_some_and(|l| l.trim().is_empty()) {
-            // A blank line at the end of a hunk is often the model's, not the file's.
-            let shorter = &hunk.old[..hunk.old.len() - 1];
-            found = seek(&file.lines, shorter, cursor, hunk.end_of_file)
-                .map(|(start, fallback)| (start, fallback, true));
+        let mut found = locate(&file, hunk, cursor);
+        if found.is_none()
+            && let Some(plain) = without_line_numbers(hunk)
+        {
+            found = locate(&file, &plain, cursor);
+            if found.is_some() {
+                stripped[index] = Some(plain);
+                line_numbers.push(number);
+            }
         }
         let Some((start, fallback, drop_trailing_blank)) = found else {
             return Err(not_found_error(&file, hunk, number, hunks.len(), display, cursor));
         };
         let old_len = hunk.old.len() - usize::from(drop_trailing_blank);
-        placements.push(Placement { start, old_len, drop_trailing_blank });
+        placements.push(Placement { hunk: index, start, old_len, drop_trailing_blank });
         fallbacks.push(fallback);
         cursor = start + old_len;
     }
-    Ok(Updated { bytes: render(&file, hunks, &placements, bom, body), fallbacks })
+    // In file order; hunks at the same place (an append at the end) keep the patch's order.
+    placements.sort_by_key(|p| p.start);
+    let applied: Vec<&Hunk> =
+        hunks.iter().zip(&stripped).map(|(hunk, plain)| plain.as_ref().unwrap_or(hunk)).collect();
+    Ok(Updated { bytes: render(&file, &applied, &placements, bom, body), fallbacks, line_numbers })
+}
+
+/// Where a hunk's lines are, from `cursor` on: the start, how they matched, and whether a
+/// trailing blank line of the hunk had to be left out.
+fn locate(file: &FileLines<'_>, hunk: &Hunk, cursor: usize) -> Option<(usize, Fallback, bool)> {
+    let found = seek(&file.lines, &hunk.old, cursor, hunk.end_of_file)
+        .map(|(start, fallback)| (start, fallback, false));
+    if found.is_none() && hunk.old.len() > 1 && hunk.old.last().is_some_and(|l| l.trim().is_empty()) {
+        // A blank line at the end of a hunk is often the model's, not the file's.
+        let shorter = &hunk.old[..hunk.old.len() - 1];
+        return seek(&file.lines, shorter, cursor, hunk.end_of_file)
+            .map(|(start, fallback)| (start, fallback, true));
+    }
+    found
+}
+
+/// The hunk without `read`'s line numbers, when every line it expects in the file (context and
+/// removed lines, numbered consecutively) carries one; its added lines lose theirs too when every
+/// one of them has one.
+fn without_line_numbers(hunk: &Hunk) -> Option<Hunk> {
+    let old: Vec<&str> = hunk.old.iter().map(String::as_str).collect();
+    let old = strip_patch_lines(&old, true)?;
+    let added: Vec<&str> = hunk
+        .new
+        .iter()
+        .zip(&hunk.kept)
+        .filter(|(_, kept)| kept.is_none())
+        .map(|(line, _)| line.as_str())
+        .collect();
+    let plain_added = strip_patch_lines(&added, false).unwrap_or(added);
+    let mut plain_added = plain_added.into_iter();
+    let new = hunk
+        .kept
+        .iter()
+        .map(|kept| match kept {
+            Some(o) => old[*o].to_owned(),
+            None => plain_added.next().unwrap_or_default().to_owned(),
+        })
+        .collect();
+    Some(Hunk { old: old.into_iter().map(str::to_owned).collect(), new, ..hunk.clone() })
 }
 
 /// The first place at or after `from` where `pattern` matches, trying each fallback over the
@@ -198,17 +254,21 @@ fn seek(lines: &[&str], pattern: &[String], from: usize, at_end: bool) -> Option
     None
 }
 
-/// The new content: untouched lines byte for byte, replaced and added lines with the file's
-/// line end (CRLF in a CRLF file).
-fn render(file: &FileLines<'_>, hunks: &[Hunk], placements: &[Placement], bom: bool, body: &str) -> Vec<u8> {
-    let new_crlf = line_endings(body.as_bytes()) == Endings::Crlf;
+/// The new content: untouched lines byte for byte; a context line keeps the file's text and
+/// line end; a line that replaces another keeps that line's end (a file with mixed line ends
+/// stays mixed where it was not changed); any other added line takes the end of the line before
+/// it.
+fn render(file: &FileLines<'_>, hunks: &[&Hunk], placements: &[Placement], bom: bool, body: &str) -> Vec<u8> {
+    let common_crlf = line_endings(body.as_bytes()) == Endings::Crlf;
     let mut out = Vec::with_capacity(body.len() + 64 * hunks.len() + 3);
     if bom {
         out.extend_from_slice(BOM);
     }
-    // Every line keeps the line end it had (the last one may have none); the patch's lines get
-    // the file's.
-    let terminated = |i: usize| i + 1 < file.lines.len() || file.final_newline;
+    let count = file.lines.len();
+    // Whether file line `i` ends with `\r\n` (`None`: the last line, without a line end).
+    let end = |i: usize| (i + 1 < count || file.final_newline).then_some(file.crlf[i]);
+    // The end a patch line takes from file line `i`: a patch line always ends its line.
+    let end_taken = |i: usize| end(i).unwrap_or(common_crlf);
     let push = |out: &mut Vec<u8>, line: &str, end: Option<bool>| {
         out.extend_from_slice(line.as_bytes());
         match end {
@@ -218,42 +278,67 @@ fn render(file: &FileLines<'_>, hunks: &[Hunk], placements: &[Placement], bom: b
         }
     };
     let mut next = 0;
-    for (hunk, placement) in hunks.iter().zip(placements) {
+    // Whether the output ends in the file's last line, left without a line end.
+    let mut open = false;
+    for placement in placements {
+        let hunk = hunks[placement.hunk];
         for i in next..placement.start {
-            push(&mut out, file.lines[i], terminated(i).then_some(file.crlf[i]));
+            push(&mut out, file.lines[i], end(i));
+            open = end(i).is_none();
         }
         let mut new_lines: &[String] = &hunk.new;
         if placement.drop_trailing_blank && new_lines.last().is_some_and(|l| l.trim().is_empty()) {
             new_lines = &new_lines[..new_lines.len() - 1];
         }
-        if !new_lines.is_empty()
-            && placement.start == file.lines.len()
-            && !file.final_newline
-            && placement.start > 0
-        {
+        if !new_lines.is_empty() && open {
             // Lines added after a last line that had no line end: it gets one first.
-            out.extend_from_slice(if new_crlf { b"\r\n" } else { b"\n" });
+            out.extend_from_slice(if common_crlf { b"\r\n" } else { b"\n" });
+            open = false;
         }
-        for (k, line) in new_lines.iter().enumerate() {
-            match hunk.kept.get(k).copied().flatten() {
-                // A context line keeps the file's own text and line end (it may have matched
-                // only loosely).
-                Some(o) if o < placement.old_len => {
-                    let i = placement.start + o;
-                    let crlf = if i + 1 == file.lines.len() && !file.final_newline {
-                        new_crlf
-                    } else {
-                        file.crlf[i]
-                    };
-                    push(&mut out, file.lines[i], Some(crlf));
-                }
-                _ => push(&mut out, line, Some(new_crlf)),
+        // The context line each patch line repeats, if it does (and matched within the place).
+        let context = |k: usize| hunk.kept.get(k).copied().flatten().filter(|&o| o < placement.old_len);
+        // For each patch line, the index in `old` of the next context line (or `old_len`).
+        let mut next_context = vec![placement.old_len; new_lines.len()];
+        let mut following = placement.old_len;
+        for k in (0..new_lines.len()).rev() {
+            next_context[k] = following;
+            if let Some(o) = context(k) {
+                following = o;
             }
+        }
+        // The first removed line of the current run of changes, and the added lines since.
+        let mut removed_from = 0;
+        let mut rank = 0;
+        let mut previous = placement.start.checked_sub(1).map_or(common_crlf, end_taken);
+        for (k, line) in new_lines.iter().enumerate() {
+            let crlf = match context(k) {
+                Some(o) => {
+                    removed_from = o + 1;
+                    rank = 0;
+                    // It keeps the file's own text too: it may have matched only loosely.
+                    let i = placement.start + o;
+                    push(&mut out, file.lines[i], Some(end_taken(i)));
+                    previous = end_taken(i);
+                    continue;
+                }
+                None => {
+                    let removed = next_context[k].saturating_sub(removed_from);
+                    let crlf = if removed > 0 {
+                        end_taken(placement.start + removed_from + rank.min(removed - 1))
+                    } else {
+                        previous
+                    };
+                    rank += 1;
+                    crlf
+                }
+            };
+            push(&mut out, line, Some(crlf));
+            previous = crlf;
         }
         next = placement.start + placement.old_len;
     }
-    for i in next..file.lines.len() {
-        push(&mut out, file.lines[i], terminated(i).then_some(file.crlf[i]));
+    for i in next..count {
+        push(&mut out, file.lines[i], end(i));
     }
     out
 }
@@ -315,6 +400,11 @@ fn not_found_error(
                 plural(hunk.old.len() as u64, "line")
             );
             show_lines(&mut message, file.lines[start..end].iter().copied(), Some(start + 1));
+            let wanted: Vec<&str> = hunk.old.iter().map(String::as_str).collect();
+            if let Some(difference) = first_difference(&file.lines, start, &wanted, "the hunk", false) {
+                message.push_str(&difference);
+                message.push('\n');
+            }
         }
         None => message.push_str("No line of the hunk occurs in the file, even ignoring whitespace.\n"),
     }
@@ -440,6 +530,54 @@ mod tests {
     }
 
     #[test]
+    fn an_append_without_context_keeps_the_place_for_later_hunks() {
+        // codex appends such a hunk at the end and goes on searching from where it was.
+        let (out, _) = apply("a\nb\nc\n", "@@\n+end\n@@\n-a\n+A\n@@\n+end2\n").unwrap();
+        assert_eq!(out, "A\nb\nc\nend\nend2\n");
+        // After a hunk that ends the file without a final line end, an append adds one line end.
+        let (out, _) = apply("a\nb", "@@\n-b\n+B\n*** End of File\n@@\n+c\n").unwrap();
+        assert_eq!(out, "a\nB\nc\n");
+        let (out, _) = apply("a\nb", "@@\n+c\n@@\n-a\n+A\n").unwrap();
+        assert_eq!(out, "A\nb\nc\n");
+    }
+
+    #[test]
+    fn line_numbers_copied_from_read_are_removed_when_every_line_has_one() {
+        let content = "fn a() {}\nfn b() {\n    1\n}\n";
+        // Context copied as read shows it (its first space taken as the marker), removed lines
+        // after `-`, added lines with numbers too.
+        let body = "@@\n     2\tfn b() {\n-     3\t    1\n+     3\t    2\n      4\t}\n";
+        let updated = apply_hunks(content.as_bytes(), &hunks(body), "f").unwrap();
+        assert_eq!(String::from_utf8(updated.bytes).unwrap(), "fn a() {}\nfn b() {\n    2\n}\n");
+        assert_eq!(updated.line_numbers, [1]);
+        // Added lines without numbers are kept as they are.
+        let updated = apply_hunks(content.as_bytes(), &hunks("@@\n-     3\t    1\n+    3\n"), "f").unwrap();
+        assert_eq!(String::from_utf8(updated.bytes).unwrap(), "fn a() {}\nfn b() {\n    3\n}\n");
+        // Not every line numbered, or not consecutively: not a copy of read's output.
+        assert!(apply(content, "@@\n     2\tfn b() {\n-    1\n+    2\n").is_err());
+        assert!(apply(content, "@@\n     2\tfn b() {\n-     4\t    1\n+    2\n").is_err());
+        // A file that holds such text is matched as it is.
+        let listing = "     1\tone\n     2\ttwo\n";
+        let updated =
+            apply_hunks(listing.as_bytes(), &hunks("@@\n-     2\ttwo\n+     2\tTWO\n"), "f").unwrap();
+        assert_eq!(String::from_utf8(updated.bytes).unwrap(), "     1\tone\n     2\tTWO\n");
+        assert!(updated.line_numbers.is_empty());
+    }
+
+    #[test]
+    fn a_replaced_line_keeps_the_line_end_it_had() {
+        // Mostly CRLF, one LF line: the LF line stays LF when replaced.
+        let (out, _) = apply("a\r\nb\nc\r\nd\r\n", "@@\n-b\n+B\n").unwrap();
+        assert_eq!(out, "a\r\nB\nc\r\nd\r\n");
+        // Two lines replaced by three: each keeps its own end, the extra one the last one's.
+        let (out, _) = apply("a\r\nb\nc\r\nd\n", "@@\n a\n-b\n-c\n+B\n+C\n+C2\n d\n").unwrap();
+        assert_eq!(out, "a\r\nB\nC\r\nC2\r\nd\n");
+        // A line inserted without a counterpart takes the end of the line before it.
+        let (out, _) = apply("a\nb\r\nc\r\n", "@@\n a\n+x\n b\n").unwrap();
+        assert_eq!(out, "a\nx\nb\r\nc\r\n");
+    }
+
+    #[test]
     fn line_ends_bom_and_a_missing_final_newline_are_kept() {
         let (out, _) = apply("\u{feff}a\r\nb\r\nc\r\n", "@@\n a\n-b\n+B\n+B2\n").unwrap();
         assert_eq!(out, "\u{feff}a\r\nB\r\nB2\r\nc\r\n");
@@ -466,7 +604,8 @@ mod tests {
             "Hunk 1 of 1 for f (patch line 3) does not apply: these 3 lines were not found in the file, not even \
              ignoring whitespace and typographic quotes and dashes:\n    fn main() {\n        let x = 10;\n        \
              let y = 2;\nThe closest lines in the file are lines 1-3 (2 of 3 lines the same ignoring surrounding \
-             whitespace):\n     1\tfn main() {\n     2\t    let x = 1;\n     3\t    let y = 2;\nNothing was \
+             whitespace):\n     1\tfn main() {\n     2\t    let x = 1;\n     3\t    let y = 2;\nLine 2 differs: the \
+             file has \"    let x = 1;\" where the hunk has \"    let x = 10;\".\nNothing was \
              changed: no file of the patch was written. Read the file again and rewrite this hunk against its \
              current text (context lines start with a space and must match the file)."
         );

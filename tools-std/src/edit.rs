@@ -9,6 +9,7 @@ use tool_runtime::truncate::count_lines;
 use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
+use crate::file_versions::FileVersions;
 use crate::ops::{Operations, Precondition, Target, content_hash};
 use crate::text::{hard_links_note, plural};
 use crate::text_file::{
@@ -23,16 +24,21 @@ pub use crate::text_file::MAX_EDIT_BYTES;
 /// `old_string` must match the file's current text exactly, including indentation and line
 /// breaks, and must occur exactly once unless `replace_all` is set; include a few surrounding
 /// lines to make it unique. Only when there is no exact match, a tolerant match is tried that
-/// ignores differences in trailing whitespace, indentation, typographic quotes and dashes; it
-/// changes only the matched region. `new_string` is inserted literally. An empty `old_string`
-/// creates a file that does not exist yet. Line endings (CRLF or LF) and a byte-order mark are
-/// kept whatever line endings you send. The write is atomic. The result summarises the change;
-/// read the file again before a second edit if you are unsure of its current text.
+/// ignores differences in trailing whitespace, indentation, typographic quotes and dashes, and
+/// last, on whole lines matching one place only, runs of spaces and tabs inside lines; it
+/// changes only the matched region. Line numbers copied from `read` are removed. `new_string` is
+/// inserted literally. If `old_string` is not found, the error shows the closest lines of the
+/// file and the first difference. An empty `old_string` creates a file that does not exist yet.
+/// Line endings (CRLF or LF) and a byte-order mark are kept whatever line endings you send. A
+/// file changed by something else since you last read or edited it is refused until you read it
+/// again. The write is atomic. The result summarises the change; read the file again before a
+/// second edit if you are unsure of its current text.
 #[tool(destructive, timeout = "1m")]
 pub async fn edit(
     ws: Dep<Workspace>,
     ctx: &ToolContext,
     /// The file to edit, relative to the workspace root.
+    #[arg(alias = "file_path", alias = "filePath")]
     path: String,
     /// The exact text to replace (empty to create a new file).
     old_string: String,
@@ -50,9 +56,10 @@ pub async fn edit(
     let resolved = ws.resolve(ctx, &path, "edit").await?;
     let display = resolved.display.clone();
     let target = resolved.target;
+    let versions = FileVersions::of(ctx);
     ws.blocking(move |ops| {
         let request = Request { old: &old_string, new: &new_string, replace_all };
-        edit_blocking(ops, &target, &display, &request)
+        edit_blocking(ops, &versions, &target, &display, &request)
     })
     .await?
 }
@@ -65,6 +72,7 @@ pub(crate) struct Request<'a> {
 
 fn edit_blocking(
     ops: &dyn Operations,
+    versions: &FileVersions,
     path: &Target,
     display: &str,
     request: &Request<'_>,
@@ -81,11 +89,13 @@ fn edit_blocking(
         let written = ops
             .write_atomic(path, request.new.as_bytes(), Precondition::None)
             .map_err(|e| io_error("write", display, e))?;
+        versions.saw(path, request.new.as_bytes());
         return Ok(ToolOutput::text(format!("Created {display} ({}).", plural(written.bytes, "byte")))
             .with_title(display.to_owned())
             .with_metadata("created", json!(true))
             .with_diff(unified_diff(display, "", request.new, MAX_DIFF_BYTES)));
     };
+    versions.check(path, display, &bytes, "edit")?;
     if request.old.is_empty() {
         if !bytes.is_empty() {
             return Err(ToolError::invalid_arguments(format!(
@@ -97,6 +107,7 @@ fn edit_blocking(
         let written = ops
             .write_atomic(path, request.new.as_bytes(), Precondition::Unchanged(content_hash(&bytes)))
             .map_err(|e| io_error("write", display, e))?;
+        versions.saw(path, request.new.as_bytes());
         return Ok(ToolOutput::text(format!(
             "Wrote {} to the empty file {display}.{}",
             plural(written.bytes, "byte"),
@@ -110,12 +121,14 @@ fn edit_blocking(
     let written = ops
         .write_atomic(path, &edited.bytes, Precondition::Unchanged(content_hash(&bytes)))
         .map_err(|e| io_error("write", display, e))?;
+    versions.saw(path, &edited.bytes);
     let before = String::from_utf8_lossy(&bytes);
     let after = String::from_utf8_lossy(&edited.bytes);
     Ok(ToolOutput::text(edited.summary(display) + &hard_links_note(written.other_links))
         .with_title(display.to_owned())
         .with_metadata("replacements", json!(edited.count))
         .with_metadata("match", json!(edited.tier.name()))
+        .with_metadata("tolerances", json!(edited.tolerances()))
         .with_diff(unified_diff(display, &before, &after, MAX_DIFF_BYTES)))
 }
 
@@ -130,6 +143,9 @@ pub(crate) enum Tier {
     ShiftedLines,
     /// Equal line by line ignoring all leading and trailing whitespace.
     LooseLines,
+    /// Equal line by line once every run of whitespace is one space (`const   x =  5;` for
+    /// `const x = 5;`, tabs for spaces); only where it matches one place.
+    InnerWhitespace,
 }
 
 impl Tier {
@@ -139,6 +155,7 @@ impl Tier {
             Tier::Typography => "typography",
             Tier::ShiftedLines => "indentation",
             Tier::LooseLines => "whitespace",
+            Tier::InnerWhitespace => "inner_whitespace",
         }
     }
 }
@@ -152,12 +169,27 @@ pub(crate) struct Edited {
     /// 1-based line of the replacements in the original file (each line once, the first
     /// [`SUMMARY_LINES`] lines), with their old and new line counts.
     pub(crate) lines: Vec<(usize, usize, usize)>,
+    /// `old_string` carried `read`'s line numbers on every line, and they were removed.
+    pub(crate) line_numbers: bool,
 }
 
 /// How many replacements a summary names by line.
 const SUMMARY_LINES: usize = 10;
 
 impl Edited {
+    /// What was tolerated to find `old_string`, for the result's metadata: the match tier when
+    /// not exact, and `line_numbers` when read's prefixes were removed.
+    pub(crate) fn tolerances(&self) -> Vec<&'static str> {
+        let mut applied = Vec::new();
+        if self.line_numbers {
+            applied.push("line_numbers");
+        }
+        if self.tier != Tier::Exact {
+            applied.push(self.tier.name());
+        }
+        applied
+    }
+
     pub(crate) fn summary(&self, display: &str) -> String {
         let n = self.count;
         let mut text = match self.lines.as_slice() {
@@ -178,6 +210,12 @@ impl Edited {
                  quotes or dashes were ignored, and only the matched text was replaced.",
             );
         }
+        if self.line_numbers {
+            text.push_str(
+                " old_string carried the line numbers read shows on every line; they were removed (from \
+                 new_string too where it had them) before matching. Leave them out next time.",
+            );
+        }
         text
     }
 }
@@ -185,42 +223,100 @@ impl Edited {
 /// Why an edit could not be made.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Failure {
-    NotFound,
+    /// Not found; `hint` shows the closest part of the file and what differs (empty while the
+    /// search goes on).
+    NotFound { hint: String },
     Ambiguous {
         count: usize,
         tier: Tier,
+        /// The 1-based lines where the first matches start.
+        lines: Vec<usize>,
     },
     /// The edited file would be larger than [`MAX_EDIT_BYTES`].
-    TooLarge {
-        count: usize,
-        size: u64,
-    },
+    TooLarge { count: usize, size: u64 },
 }
 
 impl Failure {
     pub(crate) fn into_error(self, display: &str) -> ToolError {
         match self {
-            Failure::NotFound => ToolError::invalid_arguments(format!(
+            Failure::NotFound { hint } => ToolError::invalid_arguments(format!(
                 "old_string was not found in {display}. It must match the file's current text exactly, including \
-                 whitespace and line breaks; read the file again and copy the text to replace from it."
+                 whitespace and line breaks.{hint}"
             )),
-            Failure::Ambiguous { count, tier: Tier::Exact } => ToolError::invalid_arguments(format!(
-                "old_string occurs {count} times in {display}, but it must identify exactly one place. Include more \
-                 surrounding lines to make it unique, or set replace_all to true to replace all {count}."
+            Failure::Ambiguous { count, tier: Tier::Exact, lines } => ToolError::invalid_arguments(format!(
+                "old_string occurs {count} times in {display} ({}), but it must identify exactly one place. Include \
+                 more surrounding lines to make it unique, or set replace_all to true to replace all {count}.",
+                at_lines(&lines, count)
             )),
+            Failure::Ambiguous { count, tier: Tier::InnerWhitespace, lines } => {
+                ToolError::invalid_arguments(format!(
+                    "old_string does not occur exactly in {display}; once runs of whitespace are ignored it matches \
+                 {count} places ({}), and such a loose match is only made where it is unique. Read the file again \
+                 and copy the exact text, with enough surrounding lines to make it unique.",
+                    at_lines(&lines, count)
+                ))
+            }
             Failure::TooLarge { count, size } => ToolError::invalid_arguments(format!(
                 "Replacing {} in {display} would make it {}, more than the 64 MiB edit writes; nothing was \
                  written. Replace fewer occurrences (a longer old_string, or replace_all set to false), or use bash.",
                 plural(count as u64, "occurrence"),
                 plural(size, "byte")
             )),
-            Failure::Ambiguous { count, .. } => ToolError::invalid_arguments(format!(
+            Failure::Ambiguous { count, lines, .. } => ToolError::invalid_arguments(format!(
                 "old_string does not occur exactly in {display}, and ignoring whitespace, quote and dash differences \
-                 it matches {count} places. Read the file again and copy the exact text, with enough surrounding \
-                 lines to make it unique, or set replace_all to true to replace all {count}."
+                 it matches {count} places ({}). Read the file again and copy the exact text, with enough surrounding \
+                 lines to make it unique, or set replace_all to true to replace all {count}.",
+                at_lines(&lines, count)
             )),
         }
     }
+}
+
+/// "at lines 3, 17 and 40", or the first ones and how many more.
+fn at_lines(lines: &[usize], count: usize) -> String {
+    let mut names: Vec<String> = lines.iter().map(usize::to_string).collect();
+    if count > lines.len() {
+        names.push(format!("{} more", count - lines.len()));
+    }
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("at lines {} and {last}", rest.join(", ")),
+        _ => format!("at line {}", names.join("")),
+    }
+}
+
+/// The closest part of `body` to `old`, with line numbers, and the first difference: what a
+/// not-found error adds, at most about 20 lines.
+fn not_found_hint(body: &[u8], old: &str) -> String {
+    let text = String::from_utf8_lossy(body);
+    let trimmed = text.strip_suffix('\n').unwrap_or(&text);
+    let file: Vec<&str> = if text.is_empty() {
+        Vec::new()
+    } else {
+        trimmed.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect()
+    };
+    let (wanted, _) = split_lines(old);
+    let Some(window) = crate::closest::closest(&file, &wanted) else {
+        return " No line of the file resembles it: check that this is the right file, or read it again."
+            .to_owned();
+    };
+    let end = window.start + window.len;
+    let mut hint = format!(
+        "\nThe closest part of the file is {} ({} of {} the same ignoring whitespace):\n",
+        if window.len == 1 { format!("line {end}") } else { format!("lines {}-{end}", window.start + 1) },
+        window.same,
+        plural(wanted.len() as u64, "line")
+    );
+    crate::closest::show_numbered(&mut hint, &file[window.start..end], window.start + 1);
+    if let Some(difference) =
+        crate::closest::first_difference(&file, window.start, &wanted, "old_string", true)
+    {
+        hint.push_str(&difference);
+        hint.push('\n');
+    }
+    hint.push_str(
+        "Copy the text to replace from the file as it is (without the line numbers), or read it again.",
+    );
+    hint
 }
 
 /// Where `old` is found in a text, by one tier. A search can run twice (once to count the
@@ -236,7 +332,7 @@ struct Search<'a> {
 impl Search<'_> {
     /// Calls `visit` with each match, left to right, and the text that replaces it.
     fn run(&self, visit: &mut dyn FnMut(Range<usize>, &str)) -> Result<(), Failure> {
-        let text = || std::str::from_utf8(self.body).map_err(|_| Failure::NotFound);
+        let text = || std::str::from_utf8(self.body).map_err(|_| Failure::NotFound { hint: String::new() });
         match self.tier {
             Tier::Exact => {
                 let finder = memchr::memmem::Finder::new(self.old.as_bytes());
@@ -254,8 +350,9 @@ impl Search<'_> {
                 typography_matches(text()?, self.old, self.new, visit);
                 Ok(())
             }
-            Tier::ShiftedLines => line_matches(text()?, self.old, self.new, true, visit),
-            Tier::LooseLines => line_matches(text()?, self.old, self.new, false, visit),
+            Tier::ShiftedLines | Tier::LooseLines | Tier::InnerWhitespace => {
+                line_matches(text()?, self.old, self.new, self.tier, visit)
+            }
         }
     }
 
@@ -273,8 +370,30 @@ impl Search<'_> {
 /// Replaces `request.old` in `content` and returns the new content.
 ///
 /// The matches are counted and the size of the result computed before a byte of it is built:
-/// an ambiguous or oversized edit is refused having cost one pass over the file.
+/// an ambiguous or oversized edit is refused having cost one pass over the file. When nothing
+/// matches and every line of `old` carries `read`'s line number, they are removed (from `new`
+/// too when every line of it has one) and the search runs again.
 pub(crate) fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Failure> {
+    match apply_as_given(content, request) {
+        Err(Failure::NotFound { .. }) => {}
+        other => return other,
+    }
+    let numbered = crate::line_numbers::strip_text(request.old, true);
+    if let Some(old) = &numbered {
+        let new = crate::line_numbers::strip_text(request.new, false);
+        let stripped =
+            Request { old, new: new.as_deref().unwrap_or(request.new), replace_all: request.replace_all };
+        match apply_as_given(content, &stripped) {
+            Ok(edited) => return Ok(Edited { line_numbers: true, ..edited }),
+            Err(Failure::NotFound { .. }) => {}
+            Err(other) => return Err(other),
+        }
+    }
+    let body = content.strip_prefix(BOM).unwrap_or(content);
+    Err(Failure::NotFound { hint: not_found_hint(body, numbered.as_deref().unwrap_or(request.old)) })
+}
+
+fn apply_as_given(content: &[u8], request: &Request<'_>) -> Result<Edited, Failure> {
     let (bom, body) = match content.strip_prefix(BOM) {
         Some(body) => (true, body),
         None => (false, content),
@@ -289,13 +408,13 @@ pub(crate) fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Fai
 
     // The first tier that finds anything decides.
     let mut found = None;
-    for tier in [Tier::Exact, Tier::Typography, Tier::ShiftedLines, Tier::LooseLines] {
+    for tier in [Tier::Exact, Tier::Typography, Tier::ShiftedLines, Tier::LooseLines, Tier::InnerWhitespace] {
         if tier != Tier::Exact && old.trim().is_empty() {
             break;
         }
         let search = Search { tier, body, old: &old, new: &new };
         let (count, size) = match search.survey(content.len()) {
-            Err(Failure::NotFound) if tier != Tier::Exact => break,
+            Err(Failure::NotFound { .. }) if tier != Tier::Exact => break,
             other => other?,
         };
         if count > 0 {
@@ -303,9 +422,20 @@ pub(crate) fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Fai
             break;
         }
     }
-    let (search, count, size) = found.ok_or(Failure::NotFound)?;
-    if count > 1 && !request.replace_all {
-        return Err(Failure::Ambiguous { count, tier: search.tier });
+    let (search, count, size) = found.ok_or(Failure::NotFound { hint: String::new() })?;
+    // The loosest tier replaces only a unique match, even with replace_all.
+    if count > 1 && (!request.replace_all || search.tier == Tier::InnerWhitespace) {
+        let mut lines = Vec::with_capacity(SUMMARY_LINES);
+        let mut line = 1;
+        let mut counted = 0;
+        search.run(&mut |range, _| {
+            line += memchr::memchr_iter(b'\n', &body[counted..range.start]).count();
+            counted = range.start;
+            if lines.len() < SUMMARY_LINES {
+                lines.push(line);
+            }
+        })?;
+        return Err(Failure::Ambiguous { count, tier: search.tier, lines });
     }
     if size > MAX_EDIT_BYTES {
         return Err(Failure::TooLarge { count, size });
@@ -332,7 +462,7 @@ pub(crate) fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Fai
         copied = range.end;
     })?;
     out.extend_from_slice(&body[copied..]);
-    Ok(Edited { bytes: out, tier: search.tier, count, lines })
+    Ok(Edited { bytes: out, tier: search.tier, count, lines, line_numbers: false })
 }
 
 /// Matches after mapping typographic characters to plain ones, one character for one, so every
@@ -361,10 +491,11 @@ fn typography_matches(content: &str, old: &str, new: &str, visit: &mut dyn FnMut
     }
 }
 
-/// Whole-line matches of `old` in `content`. With `shift`, lines must be equal but for
-/// trailing whitespace and one indentation prefix missing (or extra) on every non-blank line of
-/// `old`; `new` is re-indented the same way. Without, leading whitespace is ignored too and
-/// `new` is inserted as given.
+/// Whole-line matches of `old` in `content`. For [`Tier::ShiftedLines`], lines must be equal but
+/// for trailing whitespace and one indentation prefix missing (or extra) on every non-blank line
+/// of `old`; `new` is re-indented the same way. For [`Tier::LooseLines`], leading whitespace is
+/// ignored too, and for [`Tier::InnerWhitespace`] every run of whitespace; `new` is then
+/// inserted as given.
 ///
 /// The lines are compared in a window as long as `old`, so memory does not grow with the file.
 /// Re-indented texts are built once per indentation, and their total is bounded: past
@@ -373,9 +504,10 @@ fn line_matches(
     content: &str,
     old: &str,
     new: &str,
-    shift: bool,
+    tier: Tier,
     visit: &mut dyn FnMut(Range<usize>, &str),
 ) -> Result<(), Failure> {
+    let shift = tier == Tier::ShiftedLines;
     let (old_lines, through_newline) = split_lines(old);
     let old_plain: Vec<String> = old_lines.iter().map(|l| plain_str(l.trim_end())).collect();
     let k = old_plain.len();
@@ -398,17 +530,24 @@ fn line_matches(
         }
         let lines = window.make_contiguous();
         let indent = if shift { shift_between(lines, &old_plain) } else { None };
-        let equal = if shift {
-            indent.is_some()
-        } else {
-            lines.iter().zip(&old_plain).all(|(a, b)| a.trim_start() == b.trim_start())
+        let equal = match tier {
+            Tier::ShiftedLines => indent.is_some(),
+            Tier::InnerWhitespace => {
+                lines.iter().zip(&old_plain).all(|(a, b)| a.split_whitespace().eq(b.split_whitespace()))
+            }
+            _ => lines.iter().zip(&old_plain).all(|(a, b)| a.trim_start() == b.trim_start()),
         };
         if !equal {
             window.pop_front();
             spans.pop_front();
             continue;
         }
-        let first = spans[0].0.start;
+        let mut first = spans[0].0.start;
+        if tier == Tier::InnerWhitespace && !old_lines[0].starts_with(char::is_whitespace) {
+            // old_string starts at the text of the line: its indentation stays.
+            let line = &content[spans[0].0.clone()];
+            first += line.len() - line.trim_start().len();
+        }
         let last = &spans[k - 1];
         let end = if through_newline { last.1 } else { last.0.end };
         let text = match texts.get(&indent) {
@@ -537,13 +676,13 @@ mod tests {
         let err = fx.error("edit", json!({"path": "a.txt", "old_string": "y = 2", "new_string": "z"})).await;
         assert_eq!(
             err.message(),
-            "old_string was not found in a.txt. It must match the file's current text exactly, including whitespace and line breaks; read the file again and copy the text to replace from it."
+            "old_string was not found in a.txt. It must match the file's current text exactly, including whitespace and line breaks. No line of the file resembles it: check that this is the right file, or read it again."
         );
         let err =
             fx.error("edit", json!({"path": "a.txt", "old_string": "x = 1", "new_string": "x = 2"})).await;
         assert_eq!(
             err.message(),
-            "old_string occurs 3 times in a.txt, but it must identify exactly one place. Include more surrounding lines to make it unique, or set replace_all to true to replace all 3."
+            "old_string occurs 3 times in a.txt (at lines 1, 2 and 3), but it must identify exactly one place. Include more surrounding lines to make it unique, or set replace_all to true to replace all 3."
         );
         let err =
             fx.error("edit", json!({"path": "a.txt", "old_string": "x = 1", "new_string": "x = 1"})).await;
@@ -655,13 +794,127 @@ mod tests {
         let content = "  foo( )\n\tfoo( )\n";
         assert_eq!(
             edit_text(content, "foo( ) \n", "bar"),
-            Err(Failure::Ambiguous { count: 2, tier: Tier::ShiftedLines })
+            Err(Failure::Ambiguous { count: 2, tier: Tier::ShiftedLines, lines: vec![1, 2] })
         );
-        let err = Failure::Ambiguous { count: 2, tier: Tier::LooseLines }.into_error("f");
+        let err = Failure::Ambiguous { count: 2, tier: Tier::LooseLines, lines: vec![4, 9] }.into_error("f");
         assert_eq!(
             err.message(),
-            "old_string does not occur exactly in f, and ignoring whitespace, quote and dash differences it matches 2 places. Read the file again and copy the exact text, with enough surrounding lines to make it unique, or set replace_all to true to replace all 2."
+            "old_string does not occur exactly in f, and ignoring whitespace, quote and dash differences it matches 2 places (at lines 4 and 9). Read the file again and copy the exact text, with enough surrounding lines to make it unique, or set replace_all to true to replace all 2."
         );
+    }
+
+    #[test]
+    fn runs_of_whitespace_inside_lines_are_tolerated_on_whole_unique_lines() {
+        let content = "fn f() {\n    const x = 5;\n\tif (a)  {\n}\n";
+        let out = edit_text(content, "const   x    =     5;", "const x = 6;").unwrap();
+        assert_eq!(out, "fn f() {\n    const x = 6;\n\tif (a)  {\n}\n");
+        // Spaces for the file's tab, one space for its two.
+        let out = edit_text(content, "    const x = 5;\n    if (a) {\n", "    go();\n").unwrap();
+        assert_eq!(out, "fn f() {\n    go();\n}\n");
+        let edited =
+            apply(content.as_bytes(), &Request { old: "const x  = 5;", new: "y", replace_all: false });
+        assert_eq!(edited.unwrap().tolerances(), ["inner_whitespace"]);
+        // Only whole lines: part of a line with other spacing is not found.
+        assert!(matches!(edit_text(content, "x  = 5", "y"), Err(Failure::NotFound { .. })));
+        // Only a unique match, even with replace_all.
+        let content = "x  = 1\ny\nx =  1\n";
+        for replace_all in [false, true] {
+            let result = apply(content.as_bytes(), &Request { old: "x = 1", new: "z", replace_all });
+            assert_eq!(
+                result.unwrap_err(),
+                Failure::Ambiguous { count: 2, tier: Tier::InnerWhitespace, lines: vec![1, 3] }
+            );
+        }
+        assert_eq!(
+            Failure::Ambiguous { count: 2, tier: Tier::InnerWhitespace, lines: vec![1, 3] }
+                .into_error("f")
+                .message(),
+            "old_string does not occur exactly in f; once runs of whitespace are ignored it matches 2 places (at \
+             lines 1 and 3), and such a loose match is only made where it is unique. Read the file again and copy \
+             the exact text, with enough surrounding lines to make it unique."
+        );
+    }
+
+    #[tokio::test]
+    async fn line_numbers_copied_from_read_are_removed() {
+        let fx = Fixture::new();
+        fx.write("a.rs", "fn a() {}\nfn b() {\n    1\n}\n");
+        let shown = fx.text("read", json!({"path": "a.rs"})).await;
+        let old: String = shown.lines().skip(1).take(3).map(|l| format!("{l}\n")).collect();
+        assert_eq!(old, "     2\tfn b() {\n     3\t    1\n     4\t}\n", "read's own format");
+        let new = "     2\tfn b() {\n     3\t    2\n     4\t}\n";
+        let out =
+            fx.call("edit", json!({"path": "a.rs", "old_string": old, "new_string": new})).await.unwrap();
+        assert_eq!(fx.read("a.rs"), b"fn a() {}\nfn b() {\n    2\n}\n");
+        assert_eq!(out.metadata["tolerances"], json!(["line_numbers"]));
+        assert!(out.text_content().contains("they were removed"), "{}", out.text_content());
+        // new_string without numbers is taken as it is.
+        let out = fx
+            .call("edit", json!({"path": "a.rs", "old_string": "     3\t    2\n", "new_string": "    3\n"}))
+            .await
+            .unwrap();
+        assert_eq!(fx.read("a.rs"), b"fn a() {}\nfn b() {\n    3\n}\n");
+        assert_eq!(out.metadata["tolerances"], json!(["line_numbers"]));
+        // A file whose text really has such prefixes is matched as it is first.
+        fx.write("listing.txt", "     1\tone\n     2\ttwo\n");
+        let out = fx
+            .call(
+                "edit",
+                json!({"path": "listing.txt", "old_string": "     2\ttwo", "new_string": "     2\tTWO"}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(fx.read("listing.txt"), b"     1\tone\n     2\tTWO\n");
+        assert_eq!(out.metadata["tolerances"], json!([]));
+    }
+
+    #[tokio::test]
+    async fn not_found_shows_the_closest_lines_and_what_differs() {
+        let fx = Fixture::new();
+        let mut content: String = (1..=30).map(|i| format!("let v{i} = {i};\n")).collect();
+        content.push_str("fn main() {\n    let x = 1;\n    let y = 2;\n}\n");
+        fx.write("m.rs", &content);
+        let err = fx
+            .error(
+                "edit",
+                json!({"path": "m.rs", "old_string": "fn main() {\n    let x = 10;\n    let y = 2;", "new_string": "z"}),
+            )
+            .await;
+        assert_eq!(
+            err.message(),
+            "old_string was not found in m.rs. It must match the file's current text exactly, including whitespace \
+             and line breaks.\nThe closest part of the file is lines 31-33 (2 of 3 lines the same ignoring \
+             whitespace):\n    31\tfn main() {\n    32\t    let x = 1;\n    33\t    let y = 2;\nLine 32 differs: the \
+             file has \"    let x = 1;\" where old_string has \"    let x = 10;\".\nCopy the text to replace from the \
+             file as it is (without the line numbers), or read it again."
+        );
+        // A long old_string: the error stays short.
+        let old: String = (1..=40).map(|i| format!("let v{i} = {};\n", i + 1)).collect();
+        let err = fx.error("edit", json!({"path": "m.rs", "old_string": old, "new_string": "z"})).await;
+        assert!(err.message().lines().count() <= 20, "{}", err.message());
+        assert!(err.message().contains("    ... (22 more lines)\nLine 1 differs"), "{}", err.message());
+    }
+
+    #[tokio::test]
+    async fn argument_names_of_other_agents_are_accepted() {
+        let fx = Fixture::new();
+        fx.write("a.txt", "one two\n");
+        // Claude Code's names, then opencode's.
+        fx.text("edit", json!({"file_path": "a.txt", "old_string": "one", "new_string": "1"})).await;
+        fx.text(
+            "edit",
+            json!({"filePath": "a.txt", "oldString": "two", "newString": "2", "replaceAll": true}),
+        )
+        .await;
+        assert_eq!(fx.read("a.txt"), b"1 2\n");
+        fx.text(
+            "multi_edit",
+            json!({"filePath": "a.txt", "edits": [{"oldString": "1", "newString": "one"}]}),
+        )
+        .await;
+        fx.text("write", json!({"file_path": "b.txt", "content": "b\n"})).await;
+        assert_eq!(fx.text("read", json!({"filePath": "b.txt"})).await, "     1\tb\n");
+        assert_eq!(fx.read("a.txt"), b"one 2\n");
     }
 
     #[tokio::test]

@@ -7,6 +7,7 @@ use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
 use crate::edit::{Request, Tier, apply};
+use crate::file_versions::FileVersions;
 use crate::ops::{Operations, Precondition, Target, content_hash};
 use crate::text::{hard_links_note, plural};
 use crate::text_file::{MAX_DIFF_BYTES, WithDiff, io_error, read_for_edit, unified_diff};
@@ -37,6 +38,7 @@ pub async fn multi_edit(
     ws: Dep<Workspace>,
     ctx: &ToolContext,
     /// The file to edit, relative to the workspace root.
+    #[arg(alias = "file_path", alias = "filePath")]
     path: String,
     /// The edits, applied in order.
     #[schemars(length(min = 1))]
@@ -62,17 +64,22 @@ pub async fn multi_edit(
     let resolved = ws.resolve(ctx, &path, "edit").await?;
     let display = resolved.display.clone();
     let target = resolved.target;
-    ws.blocking(move |ops| multi_edit_blocking(ops, &target, &display, &edits)).await?
+    let versions = FileVersions::of(ctx);
+    ws.blocking(move |ops| multi_edit_blocking(ops, &versions, &target, &display, &edits)).await?
 }
 
 fn multi_edit_blocking(
     ops: &dyn Operations,
+    versions: &FileVersions,
     path: &Target,
     display: &str,
     edits: &[EditOperation],
 ) -> Result<ToolOutput, ToolError> {
     let total = edits.len();
     let original = read_for_edit(ops, path, display, "multi_edit")?;
+    if let Some(bytes) = &original {
+        versions.check(path, display, bytes, "multi_edit")?;
+    }
     let failed = |i: usize, error: ToolError| {
         let message = format!(
             "Edit {} of {total} failed: {} No edit was applied: the file is unchanged.",
@@ -110,10 +117,16 @@ fn multi_edit_blocking(
     let offset = total - rest.len();
     let mut summaries = Vec::new();
     let mut loose = false;
+    let mut tolerances: Vec<&'static str> = Vec::new();
     for (k, edit) in rest.iter().enumerate() {
         let request = Request { old: &edit.old_string, new: &edit.new_string, replace_all: edit.replace_all };
         let edited = apply(&content, &request).map_err(|f| failed(offset + k, f.into_error(display)))?;
-        loose |= edited.tier != Tier::Exact;
+        loose |= edited.tier != Tier::Exact || edited.line_numbers;
+        for tolerance in edited.tolerances() {
+            if !tolerances.contains(&tolerance) {
+                tolerances.push(tolerance);
+            }
+        }
         let summary = edited.summary(display);
         let summary = summary.strip_prefix(&format!("Edited {display}: ")).unwrap_or(&summary).to_owned();
         summaries.push(format!("{}. {summary}", offset + k + 1));
@@ -132,6 +145,7 @@ fn multi_edit_blocking(
         None => Precondition::None,
     };
     let written = ops.write_atomic(path, &content, check).map_err(|e| io_error("write", display, e))?;
+    versions.saw(path, &content);
     let before = String::from_utf8_lossy(original.as_deref().unwrap_or_default());
     let after = String::from_utf8_lossy(&content);
     let mut text =
@@ -145,6 +159,7 @@ fn multi_edit_blocking(
         .with_metadata("edits", json!(total))
         .with_metadata("created", json!(created))
         .with_metadata("tolerant_match", json!(loose))
+        .with_metadata("tolerances", json!(tolerances))
         .with_diff(unified_diff(display, &before, &after, MAX_DIFF_BYTES)))
 }
 
@@ -193,7 +208,7 @@ mod tests {
             .await;
         assert_eq!(
             err.message(),
-            "Edit 2 of 2 failed: old_string occurs 2 times in a.txt, but it must identify exactly one place. Include \
+            "Edit 2 of 2 failed: old_string occurs 2 times in a.txt (at lines 1 and 2), but it must identify exactly one place. Include \
              more surrounding lines to make it unique, or set replace_all to true to replace all 2. No edit was \
              applied: the file is unchanged."
         );
@@ -208,8 +223,8 @@ mod tests {
         assert_eq!(
             err.message(),
             "Edit 1 of 1 failed: old_string was not found in a.txt. It must match the file's current text exactly, \
-             including whitespace and line breaks; read the file again and copy the text to replace from it. No edit \
-             was applied: the file is unchanged."
+             including whitespace and line breaks. No line of the file resembles it: check that this is the right file, \
+             or read it again. No edit was applied: the file is unchanged."
         );
         // CRLF and the BOM survive LF edits.
         fx.text(

@@ -1,12 +1,14 @@
 //! The `read` tool: a page of a text file with numbered lines, or an image.
 
 use std::io::{self, BufRead, BufReader, Read};
+use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use serde_json::json;
 use tool_runtime::{CancellationToken, Content, Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
+use crate::file_versions::{ContentHasher, FileVersions};
 use crate::ops::{FileKind, Operations, Target};
 use crate::text::{SNIFF_BYTES, cut_line, image_mime, looks_binary, plural, similar_names};
 
@@ -35,6 +37,7 @@ pub async fn read(
     ws: Dep<Workspace>,
     ctx: &ToolContext,
     /// The file to read, relative to the workspace root.
+    #[arg(alias = "file_path", alias = "filePath")]
     path: String,
     /// The 1-based line number to start at (default 1).
     #[schemars(range(min = 1))]
@@ -50,13 +53,18 @@ pub async fn read(
     let cancel = ctx.cancellation_token().clone();
     let workspace = ws.0.clone();
     let display = resolved.display.clone();
-    ws.blocking(move |ops| read_blocking(ops, &workspace, &resolved.target, &display, offset, limit, &cancel))
-        .await?
+    let versions = FileVersions::of(ctx);
+    ws.blocking(move |ops| {
+        read_blocking(ops, &workspace, &versions, &resolved.target, &display, offset, limit, &cancel)
+    })
+    .await?
 }
 
+#[allow(clippy::too_many_arguments)]
 fn read_blocking(
     ops: &dyn Operations,
     ws: &Workspace,
+    versions: &FileVersions,
     path: &Target,
     display: &str,
     offset: u64,
@@ -81,7 +89,12 @@ fn read_blocking(
             )));
         }
     }
-    let file = ops.open(path).map_err(|e| io_error(display, e))?;
+    let mut file = ops.open(path).map_err(|e| io_error(display, e))?;
+    // What the whole file held, for the stale-write guard of the editing tools.
+    let hasher = Arc::new(Mutex::new(ContentHasher::new()));
+    if versions.is_enabled() {
+        file = Box::new(Hashing { inner: file, hasher: hasher.clone() });
+    }
     let (head, mut reader) = sniff(file, SNIFF_BYTES).map_err(|e| io_error(display, e))?;
     if let Some(mime) = image_mime(&head) {
         return read_image(reader, display, mime, info.len);
@@ -94,7 +107,26 @@ fn read_blocking(
         )));
     }
     let page = read_lines(&mut reader, offset, limit, cancel).map_err(|e| io_error(display, e))?;
+    if versions.is_enabled() {
+        // read_lines reads to the end: the hasher has seen every byte.
+        let hashed = std::mem::take(&mut *hasher.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+        versions.record(path, hashed);
+    }
     page.into_output(display, offset)
+}
+
+/// A reader that feeds what passes through it to a [`ContentHasher`].
+struct Hashing {
+    inner: Box<dyn Read + Send>,
+    hasher: Arc<Mutex<ContentHasher>>,
+}
+
+impl Read for Hashing {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).update(&buf[..n]);
+        Ok(n)
+    }
 }
 
 type Reader = BufReader<Box<dyn Read + Send>>;
@@ -388,7 +420,11 @@ impl Page {
     fn push_line(&mut self, line_no: u64, bytes: &[u8], more_chars: usize) {
         let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         let text = String::from_utf8_lossy(bytes);
-        let line = format!("{line_no:>6}\t{}\n", cut_line(&text, MAX_LINE_CHARS, more_chars));
+        let line = format!(
+            "{}{}\n",
+            crate::line_numbers::prefix(line_no),
+            cut_line(&text, MAX_LINE_CHARS, more_chars)
+        );
         if self.text.len() + line.len() > MAX_OUTPUT_BYTES && !self.text.is_empty() {
             self.hit_byte_limit = true;
             return;

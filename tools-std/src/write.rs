@@ -5,9 +5,13 @@ use std::io;
 use serde_json::json;
 use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
+use std::io::Read as _;
+
 use crate::Workspace;
-use crate::ops::{FileKind, Precondition, Written};
+use crate::file_versions::FileVersions;
+use crate::ops::{FileChanged, FileKind, Precondition, Written, content_hash};
 use crate::text::{hard_links_note, plural};
+use crate::text_file::{MAX_EDIT_BYTES, io_error};
 
 /// Write a file in the workspace, creating it (and its missing parent directories) or replacing
 /// all of its content.
@@ -22,6 +26,7 @@ pub async fn write(
     ws: Dep<Workspace>,
     ctx: &ToolContext,
     /// The file to write, relative to the workspace root.
+    #[arg(alias = "file_path", alias = "filePath")]
     path: String,
     /// The complete new content of the file.
     content: String,
@@ -29,6 +34,7 @@ pub async fn write(
     let resolved = ws.resolve(ctx, &path, "write to").await?;
     let display = resolved.display.clone();
     let target = resolved.target;
+    let versions = FileVersions::of(ctx);
     let (previous, written) = ws
         .blocking(move |ops| -> Result<(Option<u64>, Written), ToolError> {
             let previous = match ops.metadata(&target) {
@@ -41,12 +47,25 @@ pub async fn write(
                 Err(e) if e.kind() == io::ErrorKind::NotFound => None,
                 Err(e) => return Err(write_error(&display, e)),
             };
+            // A file this session has seen must still hold what it held then.
+            let mut check = Precondition::None;
+            if previous.is_some() && versions.knows(&target) {
+                let mut current = Vec::new();
+                let read = ops
+                    .open(&target)
+                    .and_then(|file| file.take(MAX_EDIT_BYTES + 1).read_to_end(&mut current));
+                if read.is_ok() && current.len() as u64 <= MAX_EDIT_BYTES {
+                    versions.check(&target, &display, &current, "write")?;
+                    check = Precondition::Unchanged(content_hash(&current));
+                }
+            }
             if let Some(parent) = target.parent() {
                 ops.create_dir_all(&parent).map_err(|e| write_error(&display, e))?;
             }
-            let written = ops
-                .write_atomic(&target, content.as_bytes(), Precondition::None)
-                .map_err(|e| write_error(&display, e))?;
+            let written = ops.write_atomic(&target, content.as_bytes(), check).map_err(|e| {
+                if FileChanged::is(&e) { io_error("write", &display, e) } else { write_error(&display, e) }
+            })?;
+            versions.saw(&target, content.as_bytes());
             Ok((previous, written))
         })
         .await??;

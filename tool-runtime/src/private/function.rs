@@ -13,7 +13,8 @@ use crate::error::ToolError;
 use crate::future::BoxFuture;
 use crate::output::{IntoToolOutput, IntoToolResult, ToolOutput};
 use crate::spec::{
-    Freeform, Grammar, GrammarSyntax, SourceLocation, ToolAnnotations, ToolSpec, TruncationPolicy,
+    Freeform, Grammar, GrammarSyntax, ParameterAlias, SourceLocation, ToolAnnotations, ToolSpec,
+    TruncationPolicy,
 };
 use crate::tool::{DecodedCall, Tool};
 
@@ -39,6 +40,8 @@ pub struct ToolMeta {
     pub defer: bool,
     /// `example = "..."`: JSON text the macro has parsed and written back compactly.
     pub examples: &'static [&'static str],
+    /// `#[arg(alias = "...")]`: (alias, parameter) pairs.
+    pub aliases: &'static [(&'static str, &'static str)],
     pub spec: OnceLock<ToolSpec>,
 }
 
@@ -191,6 +194,11 @@ fn spec_from_meta(meta: &ToolMeta, input_schema: Value, output_schema: Option<Va
             .examples
             .iter()
             .map(|text| serde_json::from_str(text).unwrap_or_else(|_| Value::String((*text).to_owned())))
+            .collect(),
+        aliases: meta
+            .aliases
+            .iter()
+            .map(|(alias, parameter)| ParameterAlias::new(*alias, *parameter))
             .collect(),
     }
 }

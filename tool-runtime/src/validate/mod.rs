@@ -3,8 +3,9 @@
 //!
 //! A valid call is checked by the compiled JSON Schema alone. Only a call that fails it (or holds
 //! a `null`) goes through the leniency pass (`plan.rs`: `null` for an optional property is absent,
-//! strings are coerced where the schema wants a number, boolean, array or object) and is checked
-//! again; a call that still fails gets every problem described (`describe.rs`).
+//! strings are coerced where the schema wants a number, boolean, array or object, an argument
+//! sent under a declared alias or in camelCase is moved to its parameter) and is checked again; a
+//! call that still fails gets every problem described (`describe.rs`).
 
 mod describe;
 mod format;
@@ -27,7 +28,9 @@ use plan::Plan;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ValidationOptions {
     /// Turn strings into numbers/booleans (`"10"` -> `10`, `"true"` -> `true`) and JSON-encoded
-    /// strings into the arrays/objects the schema expects, before validating. Default: on.
+    /// strings into the arrays/objects the schema expects, and move arguments sent under an alias
+    /// or in camelCase (`filePath`, `oldString`) to their parameters, before validating. Default:
+    /// on.
     pub coerce: bool,
 }
 
@@ -42,7 +45,9 @@ impl Default for ValidationOptions {
 pub struct Coercion {
     /// JSON pointer of the value that was changed (empty for the whole object).
     pub path: String,
-    /// What the value was turned into: `integer`, `number`, `boolean`, `array` or `object`.
+    /// What the value was turned into: `integer`, `number`, `boolean`, `array` or `object`; or,
+    /// for an argument sent under an alias of a parameter (or the camelCase spelling of a
+    /// snake_case one), the JSON pointer it was moved to (`/path` for `/file_path`).
     pub to: String,
 }
 
@@ -83,6 +88,15 @@ impl ArgumentValidator {
             plan: Plan::compile(schema),
             freeform: None,
         })
+    }
+
+    /// Accepts the arguments sent under these aliases (see [`ToolSpec::aliases`]) as the
+    /// parameters they name, when leniency is on.
+    ///
+    /// [`ToolSpec::aliases`]: crate::ToolSpec::aliases
+    pub fn with_aliases(mut self, aliases: &[crate::spec::ParameterAlias]) -> Self {
+        self.plan.add_root_aliases(aliases.iter().map(|a| (a.alias.as_str(), a.parameter.as_str())));
+        self
     }
 
     /// Accepts free-form text ([`Arguments::Freeform`]) as the string property `parameter`.

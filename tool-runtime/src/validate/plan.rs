@@ -34,6 +34,8 @@ struct Node {
     items: Option<NodeId>,
     /// The object forms of an `anyOf`/`oneOf`, tried in order.
     variants: Vec<Variant>,
+    /// Declared aliases of the properties: (alias, property).
+    aliases: Vec<(String, String)>,
 }
 
 struct Property {
@@ -68,6 +70,12 @@ impl Plan {
         Plan { nodes: compiler.nodes }
     }
 
+    /// Declares aliases of the top-level properties: an argument sent under `alias` is moved to
+    /// `property`. An alias that is itself a declared property is never applied.
+    pub(super) fn add_root_aliases<'a>(&mut self, aliases: impl IntoIterator<Item = (&'a str, &'a str)>) {
+        self.nodes[0].aliases.extend(aliases.into_iter().map(|(a, p)| (a.to_owned(), p.to_owned())));
+    }
+
     /// Drops `null` for optional properties and, with `coerce`, applies the lenient coercions,
     /// recording each.
     pub(super) fn normalize(&self, value: &mut Value, coerce: bool, coercions: &mut Vec<Coercion>) {
@@ -98,6 +106,9 @@ impl Plan {
         match value {
             Value::Object(map) => {
                 let Some(properties) = &node.properties else { return };
+                if coerce {
+                    rename_keys(map, properties, &node.aliases, path, coercions);
+                }
                 map.retain(|key, v| !(v.is_null() && find(properties, key).is_some_and(|p| !p.required)));
                 for (key, v) in map.iter_mut() {
                     if let Some(property) = find(properties, key) {
@@ -127,6 +138,62 @@ impl Plan {
 
 fn find<'p>(properties: &'p [Property], key: &str) -> Option<&'p Property> {
     properties.iter().find(|p| p.name == key)
+}
+
+/// Moves an argument sent under a declared alias of a property, or under the camelCase
+/// spelling of a snake_case property (`oldString` for `old_string`), to the property's own
+/// name, recording each move as a coercion from the old place to the new. The same value sent
+/// under both names counts once; two different values are left for validation to refuse.
+fn rename_keys(
+    map: &mut Map<String, Value>,
+    properties: &[Property],
+    aliases: &[(String, String)],
+    path: &Path<'_>,
+    coercions: &mut Vec<Coercion>,
+) {
+    if map.keys().all(|key| find(properties, key).is_some()) {
+        return;
+    }
+    let unknown: Vec<String> = map.keys().filter(|key| find(properties, key).is_none()).cloned().collect();
+    for key in unknown {
+        let declared = aliases.iter().find(|(alias, _)| *alias == key).map(|(_, property)| property.clone());
+        let Some(target) = declared.or_else(|| snake_case(&key)).filter(|t| find(properties, t).is_some())
+        else {
+            continue;
+        };
+        match map.get(&target) {
+            Some(existing) if Some(existing) != map.get(&key) => continue,
+            Some(_) => {
+                map.remove(&key);
+            }
+            None => {
+                if let Some(value) = map.remove(&key) {
+                    map.insert(target.clone(), value);
+                }
+            }
+        }
+        coercions
+            .push(Coercion { path: Path::Key(path, &key).pointer(), to: Path::Key(path, &target).pointer() });
+    }
+}
+
+/// `oldString` as `old_string`; `None` for a name without an ASCII capital.
+fn snake_case(name: &str) -> Option<String> {
+    if !name.bytes().any(|b| b.is_ascii_uppercase()) {
+        return None;
+    }
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, c) in name.char_indices() {
+        if c.is_ascii_uppercase() {
+            if i > 0 && !out.ends_with('_') {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    Some(out)
 }
 
 impl Variant {
@@ -256,7 +323,7 @@ impl<'s> Compiler<'s> {
                 variants.push(Variant { node: self.node(branch), fields, closed });
             }
         }
-        self.nodes[id] = Node { coerce_to, properties, items, variants };
+        self.nodes[id] = Node { coerce_to, properties, items, variants, aliases: Vec::new() };
         id
     }
 }
@@ -280,6 +347,59 @@ mod tests {
         let mut coercions = Vec::new();
         Plan::compile(schema).normalize(&mut value, true, &mut coercions);
         (value, coercions.into_iter().map(|c| (c.path, c.to)).collect())
+    }
+
+    #[test]
+    fn aliases_and_camel_case_names_move_to_the_declared_property() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": { "type": "string" },
+                "old_string": { "type": "string" },
+                "replace_all": { "type": "boolean" },
+                "edits": { "type": "array", "items": { "type": "object",
+                    "properties": { "old_string": { "type": "string" } } } }
+            },
+            "required": ["path", "old_string"]
+        });
+        let mut plan = Plan::compile(&schema);
+        plan.add_root_aliases([("file_path", "path"), ("filePath", "path")]);
+        let mut value = json!({ "filePath": "a", "oldString": "x", "replaceAll": "true",
+            "edits": [{ "oldString": "y" }], "other": 1 });
+        let mut coercions = Vec::new();
+        plan.normalize(&mut value, true, &mut coercions);
+        assert_eq!(
+            value,
+            json!({ "path": "a", "old_string": "x", "replace_all": true, "edits": [{ "old_string": "y" }], "other": 1 })
+        );
+        let coercions: Vec<(String, String)> = coercions.into_iter().map(|c| (c.path, c.to)).collect();
+        for expected in [
+            ("/filePath", "/path"),
+            ("/oldString", "/old_string"),
+            ("/replaceAll", "/replace_all"),
+            ("/replace_all", "boolean"),
+            ("/edits/0/oldString", "/edits/0/old_string"),
+        ] {
+            assert!(coercions.contains(&(expected.0.to_owned(), expected.1.to_owned())), "{coercions:?}");
+        }
+        assert_eq!(coercions.len(), 5, "{coercions:?}");
+        // The same value under two names counts once; different values are left as they are.
+        let (value, _) = {
+            let mut value = json!({ "path": "a", "file_path": "a", "old_string": "x" });
+            let mut coercions = Vec::new();
+            plan.normalize(&mut value, true, &mut coercions);
+            (value, coercions)
+        };
+        assert_eq!(value, json!({ "path": "a", "old_string": "x" }));
+        let mut value = json!({ "path": "a", "file_path": "b", "filePath": "c", "old_string": "x" });
+        plan.normalize(&mut value, true, &mut Vec::new());
+        assert_eq!(value, json!({ "path": "a", "file_path": "b", "filePath": "c", "old_string": "x" }));
+        // Without leniency nothing moves.
+        let mut value = json!({ "file_path": "a", "oldString": "x" });
+        plan.normalize(&mut value, false, &mut Vec::new());
+        assert_eq!(value, json!({ "file_path": "a", "oldString": "x" }));
+        assert_eq!(snake_case("URLPath"), Some("u_r_l_path".to_owned()));
+        assert_eq!(snake_case("path"), None);
     }
 
     #[test]
