@@ -119,6 +119,12 @@ pub struct WorkspaceArgs {
     /// Another directory sandboxed commands may write beneath (repeatable).
     #[arg(long = "writable-root", value_name = "DIR")]
     pub writable_roots: Vec<PathBuf>,
+    /// Let sandboxed commands reach HOST through their network proxy (repeatable): `crates.io`,
+    /// `*.github.com` (its subdomains), `example.com:443` (that port only), an address or a
+    /// network (`10.0.0.0/8`). Hosts no rule names are asked about (MCP elicitation under
+    /// `serve`) or refused.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
 }
 
 fn parse_sandbox(value: &str) -> Result<tool_sandbox::SandboxMode, String> {
@@ -210,7 +216,7 @@ pub struct HttpArgs {
     pub allow_origin: Vec<String>,
     /// Accept requests for this Host name besides the loopback names (repeatable; with
     /// --allow-remote and none given, any Host).
-    #[arg(long, value_name = "HOST", requires = "http")]
+    #[arg(long = "allow-http-host", value_name = "HOST", requires = "http")]
     pub allow_host: Vec<String>,
     /// Seconds a shutdown lets calls in flight finish before it cancels them.
     #[arg(long, value_name = "SECS", default_value_t = 10, requires = "http")]

@@ -53,6 +53,7 @@ mod apply_patch_parse;
 mod apply_patch_seek;
 mod capture;
 mod local;
+mod network;
 pub mod ops;
 mod permission_catalog;
 pub mod process;
@@ -90,6 +91,7 @@ pub use local::LocalOperations;
 pub use ops::{Operations, Target};
 pub use permission_catalog::permission_catalog;
 /// The kernel sandbox commands run in ([`Workspace::with_sandbox`]).
+pub use tool_egress;
 pub use tool_sandbox;
 pub use workspace::{ResolvedPath, Workspace};
 

@@ -1,0 +1,138 @@
+//! The network of one sandboxed command: an egress proxy started for it, the sandbox that lets
+//! it reach only that proxy, the questions about new hosts, and the refusals for its result.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use tool_egress::{AskAnswer, AskRequest, Asker, EgressProxy, Reason, Refusal};
+use tool_runtime::words::excerpt;
+use tool_runtime::{CallAsker, PermissionKind, PermissionRequest, ToolContext};
+use tool_sandbox::{Network, Sandbox};
+
+use crate::Workspace;
+
+/// A command's proxy, and what starting it changed.
+pub(crate) struct CommandNetwork {
+    /// The proxy, kept as long as the command runs.
+    pub(crate) proxy: EgressProxy,
+    /// The sandbox with TCP to the proxy's port only.
+    pub(crate) sandbox: Arc<Sandbox>,
+}
+
+/// What the command gets: its proxy, or the reason it has none (said in its result).
+pub(crate) enum Prepared {
+    /// No egress, or the command is not sandboxed with the network off: nothing changes.
+    Unchanged,
+    /// The command reaches the network through this proxy.
+    Proxy(CommandNetwork),
+    /// The egress could not be used; the network stays off, for this reason.
+    Off(String),
+}
+
+/// Starts a proxy for `command` when the workspace has an egress and `sandbox` confines the
+/// command with the network off. Hosts no rule names are asked about through `ctx`'s
+/// permission hook, from the proxy's tasks (for as long as the command runs).
+pub(crate) async fn prepare(ws: &Workspace, ctx: &ToolContext, command: &str, sandbox: &Sandbox) -> Prepared {
+    let Some(egress) = ws.egress() else { return Prepared::Unchanged };
+    let policy = sandbox.policy();
+    if !policy.is_enforced() || policy.network != Network::Off {
+        return Prepared::Unchanged;
+    }
+    let proxy = match egress.start_asking(host_asker(ctx.asker(), command)).await {
+        Ok(proxy) => proxy,
+        Err(e) => return Prepared::Off(format!("the network proxy could not start ({e})")),
+    };
+    let confined = policy.clone().with_network(Network::Proxy { port: proxy.port() });
+    match Sandbox::new(confined) {
+        Ok(sandbox) => Prepared::Proxy(CommandNetwork { proxy, sandbox: Arc::new(sandbox) }),
+        Err(e) => Prepared::Off(format!("the sandbox cannot confine TCP to the proxy here ({e})")),
+    }
+}
+
+/// The note of a command that ran without its proxy.
+pub(crate) fn off_note(reason: &str) -> String {
+    format!("[the network stayed off for this command: {reason}]")
+}
+
+/// The refusals since the last call, as notes for the result, and as metadata. When a host
+/// was refused for want of a rule, the last line says how the model can ask for the network.
+pub(crate) fn refusals(proxy: &EgressProxy, can_escalate: bool) -> (Option<String>, Vec<Refusal>) {
+    let refusals = proxy.drain_refusals();
+    let mut lines: Vec<String> =
+        tool_egress::summarize(&refusals).iter().map(|line| format!("[{line}]")).collect();
+    let unnamed =
+        refusals.iter().any(|r| matches!(r.reason, Reason::NotAllowed { .. } | Reason::AskRefused { .. }));
+    if unnamed && can_escalate {
+        lines.push(ASK_NOTE.to_owned());
+    }
+    let note = (!lines.is_empty()).then(|| lines.join("\n"));
+    (note, refusals)
+}
+
+/// How the model asks for more network than the rules give.
+const ASK_NOTE: &str = "[if the command needs that host, call bash again with `sandbox: \"network\"` and a \
+`justification`: the user is asked to let this command use the network]";
+
+/// The refusals as a result's `network_refusals` metadata.
+pub(crate) fn refusals_metadata(refusals: &[Refusal]) -> serde_json::Value {
+    refusals
+        .iter()
+        .map(|r| {
+            json!({
+                "host": r.host,
+                "port": r.port,
+                "protocol": r.protocol.to_string(),
+                "message": r.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Asks the call's permission hook about a host no rule names, as a
+/// [`PermissionKind::NetworkHost`] request; a host allowed once is allowed for the rest of the
+/// command, so that a client that opens many connections asks once.
+fn host_asker(asker: CallAsker, command: &str) -> Asker {
+    let command: Arc<str> = command.into();
+    let allowed: Arc<Mutex<HashSet<String>>> = Arc::default();
+    tool_egress::asker(move |request: AskRequest| {
+        let (asker, command, allowed) = (asker.clone(), command.clone(), allowed.clone());
+        async move {
+            let known = |allowed: &Mutex<HashSet<String>>| {
+                allowed.lock().unwrap_or_else(|p| p.into_inner()).contains(&request.host)
+            };
+            if known(&allowed) {
+                return AskAnswer::AllowOnce;
+            }
+            let AskRequest { host, port, protocol } = &request;
+            let description = format!(
+                "let the command `{}` connect to `{host}` (port {port}, {protocol}) for the rest of its run; \
+                 no network rule allows that host",
+                excerpt(&command)
+            );
+            let permission = PermissionRequest::new(
+                PermissionKind::NetworkHost { command: command.to_string(), host: host.clone(), port: *port },
+                description.clone(),
+            )
+            .with_details(json!({
+                "command": &*command,
+                "host": host,
+                "port": port,
+                "protocol": protocol.to_string(),
+            }));
+            match asker.ask(permission).await {
+                Ok(()) => {
+                    allowed.lock().unwrap_or_else(|p| p.into_inner()).insert(host.clone());
+                    AskAnswer::AllowOnce
+                }
+                Err(e) => {
+                    // The hook's own words, without the description the result already shows.
+                    let message = e.message();
+                    let prefix = format!("Permission denied ({description}): ");
+                    let reason = message.strip_prefix(&prefix).unwrap_or(message);
+                    AskAnswer::Refused { reason: reason.to_owned() }
+                }
+            }
+        }
+    })
+}
