@@ -165,7 +165,10 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
     let workspace = if workspace.sandbox_policy().is_enforced() {
         // Commands whose network is off reach what the rules allow through a proxy of their own;
         // a host no rule names is asked about, and refused when nobody can answer.
-        announce.push(format!("network through a proxy per command: {}", egress_policy.describe()));
+        announce.push(format!(
+            "network: off, except through a proxy per command, which {}",
+            egress_policy.describe()
+        ));
         workspace.with_egress(tool_egress::Egress::new(egress_policy, None))
     } else {
         if !args.allow_hosts.is_empty() {

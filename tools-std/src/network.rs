@@ -115,6 +115,8 @@ fn host_asker(asker: CallAsker, command: &str) -> Asker {
                 description.clone(),
             )
             .with_details(json!({
+                // Who asks, in an MCP client's refusal: "the user declined it (the network proxy asked them)".
+                "rule": "the network proxy",
                 "command": &*command,
                 "host": host,
                 "port": port,
