@@ -277,7 +277,7 @@ async fn an_unknown_host_is_asked_through_the_mcp_clients_elicitation() {
     assert_eq!(
         asked[0],
         format!(
-            "Allow the tool `bash` to let the command `{command}` connect to `localhost` (port {port}, plain HTTP) \
+            "Allow the tool `bash` to let the command `{command}` connect to `localhost` on port {port} (plain HTTP) \
              for the rest of its run; no network rule allows that host?\n\nAsked because no network rule allows \
              `localhost`; declining refuses only this host."
         )

@@ -72,8 +72,9 @@ const PROGRESS_WINDOW: Duration = Duration::from_millis(100);
 ///
 /// Sandbox: commands run confined by the kernel: they may read everywhere but write only inside
 /// the workspace and the temporary directory (`.git/hooks`, `.git/config` and similar stay
-/// read-only), and the network is off. When a command needs more (a download, a write outside
-/// the workspace), call again with `sandbox: "network"` or `sandbox: "escalated"` (no sandbox)
+/// read-only), and the network is off, or open only to the hosts the user allows through a
+/// proxy (a refused host is named at the end of the result). When a command needs more (a
+/// download, a write outside the workspace), call again with `sandbox: "network"` or `sandbox: "escalated"` (no sandbox)
 /// and a `justification`: the user is asked, and may refuse.
 #[tool(open_world, destructive, timeout = "11m", truncate(direction = "middle"))]
 #[allow(clippy::too_many_arguments)]
@@ -422,12 +423,16 @@ impl Ended {
             text.push_str("(no output)");
         }
         let mut notes = Vec::new();
-        let violations = match self.stop {
+        let mut violations = match self.stop {
             Stop::Exited(exit) if exit.code != Some(0) => {
                 tool_sandbox::violation::detect(sandbox.policy(), cwd, &text)
             }
             _ => Vec::new(),
         };
+        // The proxy's own notes say which host was refused and why: more than a guess from the output.
+        if network.refused.is_some() {
+            violations.retain(|v| *v != tool_sandbox::Violation::Network);
+        }
         let mut is_error = false;
         let (mut code, mut signal) = (None, None);
         match self.stop {

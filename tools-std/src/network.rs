@@ -90,23 +90,21 @@ pub(crate) fn refusals_metadata(refusals: &[Refusal]) -> serde_json::Value {
 }
 
 /// Asks the call's permission hook about a host no rule names, as a
-/// [`PermissionKind::NetworkHost`] request; a host allowed once is allowed for the rest of the
-/// command, so that a client that opens many connections asks once.
+/// [`PermissionKind::NetworkHost`] request; a host and port allowed once are allowed for the rest
+/// of the command, so that a client that opens many connections asks once.
 fn host_asker(asker: CallAsker, command: &str) -> Asker {
     let command: Arc<str> = command.into();
-    let allowed: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let allowed: Arc<Mutex<HashSet<(String, u16)>>> = Arc::default();
     tool_egress::asker(move |request: AskRequest| {
         let (asker, command, allowed) = (asker.clone(), command.clone(), allowed.clone());
         async move {
-            let known = |allowed: &Mutex<HashSet<String>>| {
-                allowed.lock().unwrap_or_else(|p| p.into_inner()).contains(&request.host)
-            };
-            if known(&allowed) {
+            let key = (request.host.clone(), request.port);
+            if allowed.lock().unwrap_or_else(|p| p.into_inner()).contains(&key) {
                 return AskAnswer::AllowOnce;
             }
             let AskRequest { host, port, protocol } = &request;
             let description = format!(
-                "let the command `{}` connect to `{host}` (port {port}, {protocol}) for the rest of its run; \
+                "let the command `{}` connect to `{host}` on port {port} ({protocol}) for the rest of its run; \
                  no network rule allows that host",
                 excerpt(&command)
             );
@@ -124,7 +122,7 @@ fn host_asker(asker: CallAsker, command: &str) -> Asker {
             }));
             match asker.ask(permission).await {
                 Ok(()) => {
-                    allowed.lock().unwrap_or_else(|p| p.into_inner()).insert(host.clone());
+                    allowed.lock().unwrap_or_else(|p| p.into_inner()).insert(key);
                     AskAnswer::AllowOnce
                 }
                 Err(e) => {
