@@ -1,7 +1,7 @@
 //! The network of one sandboxed command: an egress proxy started for it, the sandbox that lets
 //! it reach only that proxy, the questions about new hosts, and the refusals for its result.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
@@ -89,18 +89,43 @@ pub(crate) fn refusals_metadata(refusals: &[Refusal]) -> serde_json::Value {
         .collect()
 }
 
+/// After this many hosts were refused for one command, the rest are refused without asking: a
+/// command trying host after host must not flood the person with questions.
+pub(crate) const MAX_REFUSED_QUESTIONS: usize = 3;
+
+/// The answers given for one command, by host and port.
+#[derive(Default)]
+struct Answers {
+    given: HashMap<(String, u16), Option<String>>,
+    refused: usize,
+}
+
 /// Asks the call's permission hook about a host no rule names, as a
-/// [`PermissionKind::NetworkHost`] request; a host and port allowed once are allowed for the rest
-/// of the command, so that a client that opens many connections asks once.
+/// [`PermissionKind::NetworkHost`] request. The answer holds for the rest of the command (a
+/// client that opens many connections, or retries, asks once), and after
+/// [`MAX_REFUSED_QUESTIONS`] refusals no more questions are asked.
 fn host_asker(asker: CallAsker, command: &str) -> Asker {
     let command: Arc<str> = command.into();
-    let allowed: Arc<Mutex<HashSet<(String, u16)>>> = Arc::default();
+    let answers: Arc<Mutex<Answers>> = Arc::default();
     tool_egress::asker(move |request: AskRequest| {
-        let (asker, command, allowed) = (asker.clone(), command.clone(), allowed.clone());
+        let (asker, command, answers) = (asker.clone(), command.clone(), answers.clone());
         async move {
             let key = (request.host.clone(), request.port);
-            if allowed.lock().unwrap_or_else(|p| p.into_inner()).contains(&key) {
-                return AskAnswer::AllowOnce;
+            {
+                let answers = answers.lock().unwrap_or_else(|p| p.into_inner());
+                match answers.given.get(&key) {
+                    Some(None) => return AskAnswer::AllowOnce,
+                    Some(Some(reason)) => return AskAnswer::Refused { reason: reason.clone() },
+                    None if answers.refused >= MAX_REFUSED_QUESTIONS => {
+                        return AskAnswer::Refused {
+                            reason: format!(
+                                "{MAX_REFUSED_QUESTIONS} hosts were already refused for this command, so no more \
+                                 are asked about"
+                            ),
+                        };
+                    }
+                    None => {}
+                }
             }
             let AskRequest { host, port, protocol } = &request;
             let description = format!(
@@ -120,18 +145,21 @@ fn host_asker(asker: CallAsker, command: &str) -> Asker {
                 "port": port,
                 "protocol": protocol.to_string(),
             }));
-            match asker.ask(permission).await {
-                Ok(()) => {
-                    allowed.lock().unwrap_or_else(|p| p.into_inner()).insert(key);
-                    AskAnswer::AllowOnce
-                }
+            let answer = match asker.ask(permission).await {
+                Ok(()) => None,
                 Err(e) => {
                     // The hook's own words, without the description the result already shows.
                     let message = e.message();
                     let prefix = format!("Permission denied ({description}): ");
-                    let reason = message.strip_prefix(&prefix).unwrap_or(message);
-                    AskAnswer::Refused { reason: reason.to_owned() }
+                    Some(message.strip_prefix(&prefix).unwrap_or(message).to_owned())
                 }
+            };
+            let mut answers = answers.lock().unwrap_or_else(|p| p.into_inner());
+            answers.refused += usize::from(answer.is_some());
+            answers.given.insert(key, answer.clone());
+            match answer {
+                None => AskAnswer::AllowOnce,
+                Some(reason) => AskAnswer::Refused { reason },
             }
         }
     })

@@ -246,12 +246,25 @@ async fn an_unknown_host_is_asked_through_the_calls_permission_hook() {
     let out = fx.call(ctx, "bash", json!({"command": command})).await;
     assert_eq!(out.text_content(), format!("hello host=asked.test:{port}\n").repeat(2), "{out:?}");
     assert_eq!(*asked.lock().unwrap(), vec![(command.clone(), "asked.test".to_owned(), port)]);
-    // The answer was for that command only: the next one asks again, and is refused this time.
+    // The answer was for that command only: the next one asks again, and is refused this time;
+    // a retry is not asked again, and after three refused hosts no more are asked about.
     let refused = Arc::new(Mutex::new(Vec::new()));
     let ctx = fx.ctx().permissions(host_hook(false, refused.clone())).build();
-    let out =
-        fx.call(ctx, "bash", json!({"command": format!("curl -sS -f http://asked.test:{port}/")})).await;
+    let command = format!(
+        "curl -sS -f http://asked.test:{port}/; curl -sS -f -p http://asked.test:{port}/; \
+         for h in one two three; do curl -sS -f http://$h.test:{port}/; done"
+    );
+    let out = fx.call(ctx, "bash", json!({"command": command})).await;
     let text = out.text_content();
+    let hosts: Vec<String> = refused.lock().unwrap().iter().map(|(_, host, _)| host.clone()).collect();
+    assert_eq!(hosts, ["asked.test", "one.test", "two.test"]);
+    assert!(
+        text.contains(&format!(
+            "[the network proxy refused three.test:{port} (plain HTTP): no rule allows `three.test`, and asking for \
+             it was refused (3 hosts were already refused for this command, so no more are asked about)"
+        )),
+        "{text}"
+    );
     assert!(out.is_error, "{text}");
     assert!(
         text.contains(&format!(
@@ -261,7 +274,6 @@ async fn an_unknown_host_is_asked_through_the_calls_permission_hook() {
         "{text}"
     );
     assert!(text.ends_with("call bash again with `sandbox: \"network\"` and a `justification`: the user is asked to let this command use the network]"), "{text}");
-    assert_eq!(refused.lock().unwrap().len(), 1);
     // The default permissions: nobody is here to answer.
     let out = fx.bash(json!({"command": format!("curl -sS -f http://asked.test:{port}/")})).await;
     assert!(
