@@ -74,8 +74,8 @@ const PROGRESS_WINDOW: Duration = Duration::from_millis(100);
 /// the workspace and the temporary directory (`.git/hooks`, `.git/config` and similar stay
 /// read-only), and the network is off, or open only to the hosts the user allows through a
 /// proxy (a refused host is named at the end of the result). When a command needs more (a
-/// download, a write outside the workspace), call again with `sandbox: "network"` or `sandbox: "escalated"` (no sandbox)
-/// and a `justification`: the user is asked, and may refuse.
+/// download, a write outside the workspace), call again with `sandbox: "network"` or
+/// `sandbox: "escalated"` (no sandbox) and a `justification`: the user is asked, and may refuse.
 #[tool(open_world, destructive, timeout = "11m", truncate(direction = "middle"))]
 #[allow(clippy::too_many_arguments)]
 pub async fn bash(
