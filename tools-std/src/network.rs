@@ -8,7 +8,7 @@ use serde_json::json;
 use tool_egress::{AskAnswer, AskRequest, Asker, EgressProxy, Reason, Refusal};
 use tool_runtime::words::excerpt;
 use tool_runtime::{CallAsker, PermissionKind, PermissionRequest, ToolContext};
-use tool_sandbox::{Network, Sandbox};
+use tool_sandbox::{Network, Probe, Sandbox, SandboxPolicy};
 
 use crate::Workspace;
 
@@ -43,10 +43,25 @@ pub(crate) async fn prepare(ws: &Workspace, ctx: &ToolContext, command: &str, sa
         Ok(proxy) => proxy,
         Err(e) => return Prepared::Off(format!("the network proxy could not start ({e})")),
     };
-    let confined = policy.clone().with_network(Network::Proxy { port: proxy.port() });
-    match Sandbox::new(confined) {
+    match confine(policy, proxy.port(), Probe::get()) {
         Ok(sandbox) => Prepared::Proxy(CommandNetwork { proxy, sandbox: Arc::new(sandbox) }),
-        Err(e) => Prepared::Off(format!("the sandbox cannot confine TCP to the proxy here ({e})")),
+        Err(reason) => Prepared::Off(reason),
+    }
+}
+
+/// `policy` with TCP allowed to `port` only, on a kernel with `probe`'s layers; the reason
+/// when the kernel cannot confine TCP to one port.
+fn confine(policy: &SandboxPolicy, port: u16, probe: Probe) -> Result<Sandbox, String> {
+    let confined = policy.clone().with_network(Network::Proxy { port });
+    let cannot = |missing: &[String]| {
+        format!("the kernel cannot confine TCP to the proxy's port ({})", missing.join("; "))
+    };
+    match Sandbox::with_probe(confined, probe) {
+        // Without Landlock's TCP rule (a best-effort sandbox on an older kernel), seccomp alone
+        // would let the command connect anywhere: the network stays off instead.
+        Ok(sandbox) if sandbox.report().layers.contains(&"landlock-tcp") => Ok(sandbox),
+        Ok(sandbox) => Err(cannot(&sandbox.report().missing)),
+        Err(e) => Err(cannot(e.missing())),
     }
 }
 
@@ -163,4 +178,28 @@ fn host_asker(asker: CallAsker, command: &str) -> Asker {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tool_sandbox::Fallback;
+
+    #[test]
+    fn without_landlocks_tcp_rule_the_network_stays_off_even_at_best_effort() {
+        let root = std::env::temp_dir();
+        let old =
+            Probe { landlock_abi: Some(3), seccomp: true, mount_namespace: false, user_namespaces: false };
+        for fallback in [Fallback::Refuse, Fallback::BestEffort] {
+            let policy = SandboxPolicy::workspace_write(&root).with_fallback(fallback);
+            let reason = confine(&policy, 3128, old).map(|_| ()).unwrap_err();
+            assert!(reason.starts_with("the kernel cannot confine TCP to the proxy's port ("), "{reason}");
+            assert!(reason.contains("Landlock ABI 4"), "{reason}");
+        }
+        let probe = Probe::get();
+        if probe.landlock_abi.is_some_and(|abi| abi >= 4) && probe.seccomp {
+            let sandbox = confine(&SandboxPolicy::workspace_write(&root), 3128, probe).unwrap();
+            assert_eq!(sandbox.report().network, Network::Proxy { port: 3128 });
+        }
+    }
 }
