@@ -29,14 +29,20 @@ pub struct AskRequest {
 }
 
 /// The asker's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AskAnswer {
     /// Allow this one connection.
     AllowOnce,
     /// Allow the host, on every port, until the [`Egress`](crate::Egress) is dropped.
     AllowForSession,
-    /// Refuse it.
+    /// Refuse it: the person asked declined.
     Deny,
+    /// Refuse it, for a reason the refusal repeats: who declined and why, or why nobody could
+    /// be asked (a permission hook's words).
+    Refused {
+        /// The reason, as a sentence.
+        reason: String,
+    },
 }
 
 /// A future of an answer.
@@ -167,6 +173,7 @@ impl Decider {
                 Ok(())
             }
             AskAnswer::Deny => Err(Reason::NotAllowed { asked: true }),
+            AskAnswer::Refused { reason } => Err(Reason::AskRefused { reason }),
         }
     }
 

@@ -269,6 +269,33 @@ impl EgressPolicy {
         Ok(self)
     }
 
+    /// The rules in one line, for a program to say once what its commands may reach:
+    /// `allows crates.io, *.crates.io; denies *.internal; other hosts are asked about`.
+    pub fn describe(&self) -> String {
+        let list =
+            |rules: &[HostRule]| rules.iter().map(|r| r.pattern.to_string()).collect::<Vec<_>>().join(", ");
+        let mut parts = Vec::new();
+        parts.push(if self.allowed.is_empty() {
+            "allows no host by name".to_owned()
+        } else {
+            format!("allows {}", list(&self.allowed))
+        });
+        if !self.addresses.is_empty() {
+            let addresses: Vec<String> = self.addresses.iter().map(|(rule, _)| rule.to_string()).collect();
+            parts.push(format!("allows the addresses {}", addresses.join(", ")));
+        }
+        if !self.denied.is_empty() {
+            parts.push(format!("denies {}", list(&self.denied)));
+        }
+        if self.limited {
+            parts.push("limited mode (plain-HTTP GET, HEAD and OPTIONS only)".to_owned());
+        }
+        parts.push(
+            if self.never_ask { "other hosts are refused" } else { "other hosts are asked about" }.to_owned(),
+        );
+        parts.join("; ")
+    }
+
     /// Whether the policy is in limited mode.
     pub fn is_limited(&self) -> bool {
         self.limited

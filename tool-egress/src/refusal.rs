@@ -44,6 +44,11 @@ pub enum Reason {
         /// Whether someone was asked and declined.
         asked: bool,
     },
+    /// No rule allows the host, and asking about it was refused, for this reason.
+    AskRefused {
+        /// The asker's reason.
+        reason: String,
+    },
     /// The host resolved only to addresses that are not on the public internet.
     PrivateAddress {
         /// The first such address.
@@ -127,6 +132,12 @@ impl fmt::Display for Refusal {
             Reason::NotAllowed { asked: false } => {
                 write!(f, "no rule allows `{host}`; to allow it, {}", ALLOW_HINT.replace("HOST", host))
             }
+            Reason::AskRefused { reason } => write!(
+                f,
+                "no rule allows `{host}`, and asking for it was refused ({}); to allow it, {}",
+                reason.trim_end_matches('.'),
+                ALLOW_HINT.replace("HOST", host)
+            ),
             Reason::PrivateAddress { address, range } => write!(
                 f,
                 "`{host}` resolves to {address}, a {range} address, which is reached only when allowed by \

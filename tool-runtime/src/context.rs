@@ -380,6 +380,14 @@ impl ToolContext {
         }
     }
 
+    /// This call's way to ask its permission hook from a task it spawns, or from work that
+    /// outlives it (a background command's network proxy asking about a host). [`ToolContext::ask`]
+    /// called from another task loses the asker the call runs with (an MCP server's client,
+    /// asked through elicitation); the [`CallAsker`] keeps it.
+    pub fn asker(&self) -> CallAsker {
+        CallAsker { ctx: self.clone(), call: crate::permissions::call_asker() }
+    }
+
     /// The screen that the paths this call finds by itself (the files a search opens, the
     /// entries a walk lists) must pass: the permission hook's deny and ask rules for them,
     /// compiled once. A path it stops is left out, and the result says how many were.
@@ -398,6 +406,30 @@ impl ToolContext {
     pub fn metadata(&self, title: Option<String>, metadata: Value) {
         for sink in &self.inner.sinks {
             sink.metadata(self.call_id(), self.tool_name(), title.clone(), metadata.clone());
+        }
+    }
+}
+
+/// Asks a call's permission hook from any task, with the asker the call runs with (see
+/// [`ToolContext::asker`]). Cheap to clone.
+#[derive(Clone)]
+pub struct CallAsker {
+    ctx: ToolContext,
+    call: Option<Arc<dyn PermissionHook>>,
+}
+
+impl fmt::Debug for CallAsker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallAsker").field("ctx", &self.ctx).field("call_asker", &self.call.is_some()).finish()
+    }
+}
+
+impl CallAsker {
+    /// Asks as [`ToolContext::ask`] does, from whatever task this runs in.
+    pub async fn ask(&self, request: PermissionRequest) -> Result<(), ToolError> {
+        match &self.call {
+            Some(asker) => crate::permissions::with_call_asker(asker.clone(), self.ctx.ask(request)).await,
+            None => self.ctx.ask(request).await,
         }
     }
 }

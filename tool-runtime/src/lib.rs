@@ -91,7 +91,9 @@ pub mod words;
 pub mod __private;
 
 pub use call::{Arguments, ToolCall, ToolResult};
-pub use context::{ContextBuilder, ContextSink, Dependencies, Progress, SessionState, ToolContext};
+pub use context::{
+    CallAsker, ContextBuilder, ContextSink, Dependencies, Progress, SessionState, ToolContext,
+};
 pub use dispatch::{CallOptions, Dispatcher, DispatcherBuilder, RepeatAction, RepeatGuard};
 pub use error::{ErrorKind, ToolError};
 pub use events::{CallStatus, EventFn, EventSink, ToolEvent};

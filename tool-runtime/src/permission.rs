@@ -67,6 +67,20 @@ pub enum PermissionKind {
         /// Why the model says it needs them.
         justification: String,
     },
+    /// Letting a sandboxed command reach a network host that no rule allows (asked by the
+    /// egress proxy when the command connects). Decided like [`SandboxEscalation`]: only a
+    /// person can grant it (the policy's asker, or the MCP client's elicitation); nobody there
+    /// means refused.
+    ///
+    /// [`SandboxEscalation`]: PermissionKind::SandboxEscalation
+    NetworkHost {
+        /// The command line whose process connects.
+        command: String,
+        /// The host it connects to, as the client named it (lower case).
+        host: String,
+        /// The port.
+        port: u16,
+    },
     /// Anything else, named by the tool.
     Other {
         /// A short machine-readable name for the permission.
@@ -189,7 +203,7 @@ pub struct DefaultPermissions;
 impl PermissionHook for DefaultPermissions {
     fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision> {
         // A person may be there after all: the MCP client of the call (elicitation).
-        if let (PermissionKind::SandboxEscalation { .. }, Some(asker)) =
+        if let (PermissionKind::SandboxEscalation { .. } | PermissionKind::NetworkHost { .. }, Some(asker)) =
             (&request.kind, crate::permissions::call_asker())
         {
             return Box::pin(async move { asker.decide(request).await });
@@ -210,6 +224,11 @@ impl PermissionHook for DefaultPermissions {
                 reason: format!(
                     "running `{command}` with {rights} needs a person's approval, and nobody is here to answer; \
                      run it inside the sandbox, or ask the user to run it"
+                ),
+            },
+            PermissionKind::NetworkHost { host, port, .. } => PermissionDecision::Deny {
+                reason: format!(
+                    "connecting to {host}:{port} needs a person's approval, and nobody is here to answer"
                 ),
             },
             _ => PermissionDecision::Allow,

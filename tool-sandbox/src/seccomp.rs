@@ -101,6 +101,34 @@ fn any_flag(arg: u8, flags: u64) -> Result<Vec<SeccompRule>, seccompiler::Backen
     Ok(rules)
 }
 
+/// The `socket` calls refused when TCP may only reach the proxy: every family but Unix and
+/// Internet sockets; every Internet socket type but `SOCK_STREAM` (the type is the low four bits
+/// of the argument, the rest are flags); every protocol but 0 and `IPPROTO_TCP`.
+fn proxy_socket_rules() -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+    let arg = |index: u8, op: SeccompCmpOp, value: i32| {
+        SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value as u64)
+    };
+    let mut rules = vec![SeccompRule::new(vec![
+        arg(0, SeccompCmpOp::Ne, libc::AF_UNIX)?,
+        arg(0, SeccompCmpOp::Ne, libc::AF_INET)?,
+        arg(0, SeccompCmpOp::Ne, libc::AF_INET6)?,
+    ])?];
+    for family in [libc::AF_INET, libc::AF_INET6] {
+        for kind in (0..16).filter(|&kind| kind != libc::SOCK_STREAM) {
+            rules.push(SeccompRule::new(vec![
+                arg(0, SeccompCmpOp::Eq, family)?,
+                arg(1, SeccompCmpOp::MaskedEq(0xf), kind)?,
+            ])?);
+        }
+        rules.push(SeccompRule::new(vec![
+            arg(0, SeccompCmpOp::Eq, family)?,
+            arg(2, SeccompCmpOp::Ne, 0)?,
+            arg(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP)?,
+        ])?);
+    }
+    Ok(rules)
+}
+
 /// Compiles the filter for `network`, for this machine's architecture.
 pub(crate) fn program(network: Network) -> Result<Vec<sock_filter>, String> {
     let arch = target_arch()?;
@@ -138,23 +166,10 @@ fn build(network: Network, arch: TargetArch) -> Result<Vec<sock_filter>, seccomp
             SeccompCmpOp::Ne,
             libc::AF_UNIX as u64,
         )?])?],
-        // TCP to the proxy is for Landlock to judge; UDP and raw sockets have no Landlock rule.
-        Network::Proxy { .. } => [libc::AF_INET, libc::AF_INET6]
-            .into_iter()
-            .flat_map(|family| {
-                [libc::SOCK_DGRAM, libc::SOCK_RAW].map(|kind| {
-                    SeccompRule::new(vec![
-                        SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, family as u64)?,
-                        SeccompCondition::new(
-                            1,
-                            SeccompCmpArgLen::Dword,
-                            SeccompCmpOp::MaskedEq(0xf),
-                            kind as u64,
-                        )?,
-                    ])
-                })
-            })
-            .collect::<Result<_, _>>()?,
+        // Only plain TCP, which Landlock judges (the proxy's port only), and Unix sockets: no
+        // UDP or raw sockets, no other socket type, and no other protocol over a stream socket
+        // (MPTCP and SCTP connect where Landlock's TCP rules do not look), and no other family.
+        Network::Proxy { .. } => proxy_socket_rules()?,
         Network::On => Vec::new(),
     };
     if !socket.is_empty() {

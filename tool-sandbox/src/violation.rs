@@ -36,9 +36,10 @@ impl Violation {
                  \"escalated\"` and a `justification` to ask the user.]",
                 path.display()
             ),
-            Violation::Network => "[sandbox: the network is off for commands, so this connection was refused. If \
-                                   the command needs the network, run it again with `sandbox: \"network\"` and a \
-                                   `justification` to ask the user.]"
+            Violation::Network => "[sandbox: commands may not open network connections of their own (where some \
+                                   hosts are allowed, only through the proxy that HTTP_PROXY and ALL_PROXY name), \
+                                   so this connection was refused. If the command needs the network, run it again \
+                                   with `sandbox: \"network\"` and a `justification` to ask the user.]"
                 .to_owned(),
         }
     }

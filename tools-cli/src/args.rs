@@ -119,6 +119,12 @@ pub struct WorkspaceArgs {
     /// Another directory sandboxed commands may write beneath (repeatable).
     #[arg(long = "writable-root", value_name = "DIR")]
     pub writable_roots: Vec<PathBuf>,
+    /// Let sandboxed commands reach HOST through their network proxy (repeatable): `crates.io`,
+    /// `*.github.com` (its subdomains), `example.com:443` (that port only), an address or a
+    /// network (`10.0.0.0/8`). Hosts no rule names are asked about (MCP elicitation under
+    /// `serve`) or refused.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
 }
 
 fn parse_sandbox(value: &str) -> Result<tool_sandbox::SandboxMode, String> {
@@ -210,7 +216,7 @@ pub struct HttpArgs {
     pub allow_origin: Vec<String>,
     /// Accept requests for this Host name besides the loopback names (repeatable; with
     /// --allow-remote and none given, any Host).
-    #[arg(long, value_name = "HOST", requires = "http")]
+    #[arg(long = "allow-http-host", value_name = "HOST", requires = "http")]
     pub allow_host: Vec<String>,
     /// Seconds a shutdown lets calls in flight finish before it cancels them.
     #[arg(long, value_name = "SECS", default_value_t = 10, requires = "http")]
@@ -297,7 +303,8 @@ impl TurnFormat {
 
 /// What parsing the command line ended in.
 pub enum Parsed {
-    Run(Cli),
+    /// Boxed: the flags are many times the size of the other answers.
+    Run(Box<Cli>),
     /// `--help` or `--version`: print this on standard output and exit 0.
     Print(String),
     /// A usage error, already on one line.
@@ -312,7 +319,7 @@ where
 {
     let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
     match Cli::try_parse_from(&args) {
-        Ok(cli) => Parsed::Run(cli),
+        Ok(cli) => Parsed::Run(Box::new(cli)),
         Err(error) => match error.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                 Parsed::Print(error.render().to_string())
@@ -403,7 +410,10 @@ mod tests {
     #[test]
     fn a_dash_is_the_arguments_not_a_flag() {
         match parse(["tools", "call", "read", "-"]) {
-            Parsed::Run(Cli { command: Command::Call(call) }) => assert_eq!(call.arguments, "-"),
+            Parsed::Run(cli) => match cli.command {
+                Command::Call(call) => assert_eq!(call.arguments, "-"),
+                other => panic!("parsed: {other:?}"),
+            },
             _ => panic!("not parsed"),
         }
     }

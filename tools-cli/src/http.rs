@@ -12,12 +12,13 @@ use crate::args::HttpArgs;
 use crate::signals::Termination;
 use crate::{EXIT_OK, Failure, signal_failure};
 
-/// `sandbox` names what confines commands: printed on standard error once the flags are checked.
+/// `confinement` names what confines commands (the sandbox, the network): printed on standard error
+/// once the flags are checked, a line each.
 pub(crate) async fn serve(
     server: McpServer,
     address: &str,
     args: &HttpArgs,
-    sandbox: &str,
+    confinement: &[String],
 ) -> Result<i32, Failure> {
     let address = socket_address(address, args.allow_remote)?;
     let mut options = HttpOptions::new()
@@ -44,7 +45,9 @@ pub(crate) async fn serve(
         )),
         None => {}
     }
-    let _ = writeln!(io::stderr().lock(), "tools: {sandbox}");
+    for line in confinement {
+        let _ = writeln!(io::stderr().lock(), "tools: {line}");
+    }
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|e| Failure::runtime(format!("cannot listen on {address}: {e}")))?;

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tool_egress::settings::NetworkSettings;
 use tool_runtime::catalog::{Catalog, LoadedTools, SearchMode};
+use tool_runtime::environment::EnvFilter;
 use tool_runtime::mcp_client::{McpConfig, McpMount};
 use tool_runtime::permissions::{
     Action as PermissionAction, EXTERNAL_DIRECTORY, Policy, Rules, SandboxSettings, Settings,
@@ -20,7 +22,7 @@ use tool_runtime::{
     OutputStore, PermissionDecision, PermissionHook, PermissionKind, PermissionRequest, Provider, Registry,
     ToolCall, ToolEvent,
 };
-use tools_std::Workspace;
+use tools_std::{LocalOperations, Workspace, tool_egress};
 
 use args::{CallArgs, Command, DeferArgs, ListArgs, McpArgs, Parsed, ServeArgs, TurnArgs, WorkspaceArgs};
 use signals::Termination;
@@ -107,14 +109,19 @@ fn registry(mounts: &[McpMount]) -> Result<Registry, Failure> {
         .map_err(|e| Failure::usage(e.to_string()))
 }
 
-/// Starts the MCP servers of `--mcp-config` (none without it). They stop when the mounts are
-/// dropped. A file that cannot be used is a usage error; a server that does not start, a runtime
-/// failure naming it.
-/// A server whose entry names a `"sandbox"` mode runs in it, for the workspace `root` (`--root`,
-/// or the current directory).
-async fn mount(args: &McpArgs, root: Option<&std::path::Path>) -> Result<Vec<McpMount>, Failure> {
+/// Starts the MCP servers of `--mcp-config` (none without it), each stdio server inheriting
+/// what `environment` lets through (besides its entry's own `env`); a server whose entry names a
+/// `"sandbox"` mode runs in it, for the workspace `root` (`--root`, or the current directory).
+/// They stop when the mounts are dropped. A file that cannot be used is a usage error; a server
+/// that does not start, a runtime failure naming it.
+async fn mount(
+    args: &McpArgs,
+    environment: &EnvFilter,
+    root: Option<&std::path::Path>,
+) -> Result<Vec<McpMount>, Failure> {
     let Some(path) = &args.mcp_config else { return Ok(Vec::new()) };
-    let mut config = McpConfig::load(path).map_err(|e| Failure::usage(format!("--mcp-config: {e}")))?;
+    let config = McpConfig::load(path).map_err(|e| Failure::usage(format!("--mcp-config: {e}")))?;
+    let mut config = config.environment(environment);
     if config.servers.iter().any(|server| server.sandbox_mode.is_some()) {
         config = config
             .sandboxed(&workspace_root(root)?)
@@ -133,20 +140,36 @@ async fn mount(args: &McpArgs, root: Option<&std::path::Path>) -> Result<Vec<Mcp
     tool_runtime::mcp_client::connect_all(&config).await.map_err(|e| Failure::runtime(e.to_string()))
 }
 
-/// A dispatcher over `registry` for the workspace `args` names.
-fn dispatcher(
-    registry: impl Into<Arc<Registry>>,
-    args: &WorkspaceArgs,
-    announce: Option<&mut String>,
-) -> Result<DispatcherBuilder, Failure> {
+/// What the workspace flags and the settings file set up, before the tools are mounted.
+struct Setup {
+    workspace: Workspace,
+    policy: Option<Policy>,
+    /// Which of our variables commands and mounted stdio servers inherit.
+    environment: EnvFilter,
+    /// What confines every command, and what the network lets through, in a line each.
+    announce: Vec<String>,
+}
+
+/// The workspace `args` names, in its sandbox, with its egress and filtered environment, and
+/// the settings file's permission policy.
+fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
     let root = workspace_root(args.root.as_deref())?;
     let workspace = Workspace::new(&root).map_err(|e| Failure::usage(root_error(&root, &e)))?;
-    let (policy, sandbox_settings) = match &args.settings {
+    let (policy, sandbox_settings, environment, network) = match &args.settings {
         Some(path) => {
-            let (policy, sandbox) = settings_policy(path, workspace.root(), args.allow_outside_root)?;
-            (Some(policy), sandbox)
+            let loaded = settings_policy(path, workspace.root(), args.allow_outside_root)?;
+            (Some(loaded.policy), loaded.sandbox, loaded.environment, loaded.network)
         }
-        None => (None, SandboxSettings::default()),
+        None => (None, SandboxSettings::default(), EnvFilter::base(), NetworkSettings::default()),
+    };
+    let workspace = if environment == EnvFilter::base() {
+        workspace
+    } else {
+        let ops = LocalOperations::open(workspace.root())
+            .map_err(|e| Failure::usage(root_error(&root, &e)))?
+            .environment(environment.clone());
+        Workspace::with_operations(workspace.root(), Arc::new(ops))
+            .map_err(|e| Failure::usage(root_error(&root, &e)))?
     };
     let workspace = sandboxed(workspace, args, &sandbox_settings)?;
     // Hook commands run in the sandbox the commands run in.
@@ -154,13 +177,34 @@ fn dispatcher(
         Ok(sandbox) if sandbox.policy().is_enforced() => policy.hook_sandbox(sandbox),
         _ => policy,
     });
-    if let Some(announce) = announce {
-        // What confines every command of this session, said once when serving starts.
-        *announce = match workspace.sandbox() {
-            Ok(sandbox) => sandbox.report().to_string(),
-            Err(e) => e.to_string(),
-        };
-    }
+    let mut announce = vec![match workspace.sandbox() {
+        Ok(sandbox) => sandbox.report().to_string(),
+        Err(e) => e.to_string(),
+    }];
+    let egress_policy =
+        tool_egress::settings::allow_cli_hosts(network.policy, &args.allow_hosts).map_err(Failure::usage)?;
+    let workspace = if workspace.sandbox_policy().is_enforced() {
+        // Commands whose network is off reach what the rules allow through a proxy of their own;
+        // a host no rule names is asked about, and refused when nobody can answer.
+        announce.push(format!(
+            "network: off, except through a proxy per command, which {}",
+            egress_policy.describe()
+        ));
+        workspace.with_egress(tool_egress::Egress::new(egress_policy, None))
+    } else {
+        if !args.allow_hosts.is_empty() {
+            return Err(Failure::usage(
+                "--allow-host applies to sandboxed commands, and the sandbox is off (commands have the whole network)",
+            ));
+        }
+        workspace
+    };
+    Ok(Setup { workspace, policy, environment, announce })
+}
+
+/// A dispatcher over `registry` for the workspace of `setup`.
+fn dispatcher(registry: impl Into<Arc<Registry>>, setup: Setup, args: &WorkspaceArgs) -> DispatcherBuilder {
+    let Setup { workspace, policy, .. } = setup;
     let mut builder = Dispatcher::builder(registry).dependency(workspace);
     // Without a data directory, truncated outputs are only cut, not saved for reading back.
     if let Ok(store) = OutputStore::builder().read_hint(tools_std::read_hint()).open() {
@@ -172,7 +216,7 @@ fn dispatcher(
         None if args.allow_outside_root => builder = builder.permissions(AllowOutsideRoot),
         None => {}
     }
-    Ok(builder)
+    builder
 }
 
 /// The workspace root `--root` names, or the current directory.
@@ -230,14 +274,31 @@ fn settings_policy(
     path: &std::path::Path,
     root: &std::path::Path,
     allow_outside_root: bool,
-) -> Result<(Policy, SandboxSettings), Failure> {
+) -> Result<LoadedSettings, Failure> {
     let mut base = Rules::builder(root).catalog(tools_std::permission_catalog());
     if allow_outside_root {
         base = base.rule_from(PermissionAction::Allow, EXTERNAL_DIRECTORY, "--allow-outside-root");
     }
     let settings = Settings::load(path, base).map_err(|e| Failure::usage(format!("--settings {e}")))?;
     let sandbox = settings.sandbox().clone();
-    Ok((Policy::from_settings(settings), sandbox))
+    let environment = settings.environment().clone();
+    // The network rules (`WebFetch(domain:...)`, `sandbox.network`) are the proxy's; the file
+    // was read and checked just now.
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?;
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?;
+    let network = tool_egress::settings::from_settings(&value, &path.display().to_string())
+        .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?;
+    Ok(LoadedSettings { policy: Policy::from_settings(settings), sandbox, environment, network })
+}
+
+/// What one settings file says.
+struct LoadedSettings {
+    policy: Policy,
+    sandbox: SandboxSettings,
+    environment: EnvFilter,
+    network: NetworkSettings,
 }
 
 /// `call` and `turn` exit once their calls are answered, which would kill a command left
@@ -272,7 +333,7 @@ impl PermissionHook for AllowOutsideRoot {
 }
 
 async fn list(args: ListArgs) -> Result<i32, Failure> {
-    let mounts = mount(&args.mcp, None).await?;
+    let mounts = mount(&args.mcp, &EnvFilter::base(), None).await?;
     let mode = if args.hosted_search { SearchMode::Hosted } else { SearchMode::Client };
     let catalog = catalog(registry(&mounts)?, &args.defer)?.with_search_mode(mode);
     let loaded: LoadedTools = args.loaded.iter().collect();
@@ -318,7 +379,8 @@ fn definitions(
 }
 
 async fn call(args: CallArgs) -> Result<i32, Failure> {
-    let mounts = mount(&args.mcp, args.workspace.root.as_deref()).await?;
+    let setup = setup(&args.workspace)?;
+    let mounts = mount(&args.mcp, &setup.environment, args.workspace.root.as_deref()).await?;
     let registry = registry(&mounts)?;
     if !registry.contains(&args.name) {
         return Err(Failure::usage(registry.unknown_tool(&args.name).message().to_owned()));
@@ -331,7 +393,7 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
         }
         Err(e) => return Err(Failure::usage(format!("ARGS_JSON is not valid JSON: {e}"))),
     }
-    let dispatcher = one_shot(dispatcher(registry, &args.workspace, None)?.build());
+    let dispatcher = one_shot(dispatcher(registry, setup, &args.workspace).build());
     let options = CallOptions { timeout: args.timeout_ms.map(Duration::from_millis) };
     let call = ToolCall::new(CALL_ID, args.name, arguments);
     let cancel = cancel_on_termination()?;
@@ -350,7 +412,8 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
 
 async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     let provider = args.format.provider();
-    let mounts = mount(&args.mcp, args.workspace.root.as_deref()).await?;
+    let setup = setup(&args.workspace)?;
+    let mounts = mount(&args.mcp, &setup.environment, args.workspace.root.as_deref()).await?;
     let registry = registry(&mounts)?;
     let text = read_stdin("the assistant message")?;
     if text.trim().is_empty() {
@@ -361,7 +424,7 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     let message: Value = serde_json::from_str(&text)
         .map_err(|e| Failure::usage(format!("standard input is not valid JSON: {e}")))?;
     let catalog = catalog(registry, &args.defer)?;
-    let mut builder = dispatcher(catalog.registry().clone(), &args.workspace, None)?;
+    let mut builder = dispatcher(catalog.registry().clone(), setup, &args.workspace);
     if args.events {
         builder = builder.events(EventFn(print_event));
     }
@@ -391,9 +454,11 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
 
 async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     // The mounted servers' tools are served with ours, for as long as we serve.
-    let mounts = mount(&args.mcp, args.workspace.root.as_deref()).await?;
-    let mut sandbox = String::new();
-    let builder = dispatcher(registry(&mounts)?, &args.workspace, Some(&mut sandbox))?;
+    let setup = setup(&args.workspace)?;
+    let mounts = mount(&args.mcp, &setup.environment, args.workspace.root.as_deref()).await?;
+    // What confines every command of this session, said once when serving starts.
+    let announce = setup.announce.clone();
+    let builder = dispatcher(registry(&mounts)?, setup, &args.workspace);
     let server = tool_runtime::mcp_server::McpServer::builder(builder)
         .name("tools")
         .version(env!("CARGO_PKG_VERSION"))
@@ -406,9 +471,11 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
         tokio::spawn(pass_on_tool_changes(mounts, server.clone()));
     }
     if let Some(address) = &args.http.http {
-        return http::serve(server, address, &args.http, &sandbox).await;
+        return http::serve(server, address, &args.http, &announce).await;
     }
-    let _ = writeln!(io::stderr().lock(), "tools: {sandbox}");
+    for line in &announce {
+        let _ = writeln!(io::stderr().lock(), "tools: {line}");
+    }
     let mut termination = Termination::register().map_err(signal_failure)?;
     tokio::select! {
         served = server.serve_stdio() => {

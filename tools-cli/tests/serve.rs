@@ -244,10 +244,13 @@ fn a_closed_stdin_ends_serve_cleanly() {
     let fx = Fixture::new();
     // No client at all.
     let run = fx.run(&["serve"], None);
-    // Standard error holds the one line that names the sandbox, and nothing else.
+    // Standard error holds the line that names the sandbox and the one that names what the
+    // network allows, and nothing else.
     assert_eq!((run.code, run.stdout.as_str()), (0, ""));
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert!(lines.len() == 2 && lines[0].starts_with("tools: sandbox workspace-write"), "{}", run.stderr);
     assert!(
-        run.stderr.starts_with("tools: sandbox workspace-write") && run.stderr.lines().count() == 1,
+        lines[1].starts_with("tools: network: off, except through a proxy per command"),
         "{}",
         run.stderr
     );

@@ -16,9 +16,12 @@ use std::sync::Arc;
 
 use tool_sandbox::{Network, Sandbox, SandboxPolicy};
 
+use tool_egress::EgressProxy;
+
 use crate::Workspace;
 use crate::capture::Capture;
 pub use crate::capture::SPILL_AT;
+use crate::network::{self, CommandNetwork, Prepared};
 use crate::process::{
     KillReport, KillScope, ShellControl, ShellExit, ShellInput, ShellProcess, ShellRequest,
 };
@@ -69,9 +72,10 @@ const PROGRESS_WINDOW: Duration = Duration::from_millis(100);
 ///
 /// Sandbox: commands run confined by the kernel: they may read everywhere but write only inside
 /// the workspace and the temporary directory (`.git/hooks`, `.git/config` and similar stay
-/// read-only), and the network is off. When a command needs more (a download, a write outside
-/// the workspace), call again with `sandbox: "network"` or `sandbox: "escalated"` (no sandbox)
-/// and a `justification`: the user is asked, and may refuse.
+/// read-only), and the network is off, or open only to the hosts the user allows through a
+/// proxy (a refused host is named at the end of the result). When a command needs more (a
+/// download, a write outside the workspace), call again with `sandbox: "network"` or
+/// `sandbox: "escalated"` (no sandbox) and a `justification`: the user is asked, and may refuse.
 #[tool(open_world, destructive, timeout = "11m", truncate(direction = "middle"))]
 #[allow(clippy::too_many_arguments)]
 pub async fn bash(
@@ -137,6 +141,13 @@ pub async fn bash(
     ))
     .await?;
     let sandbox = sandbox_for(&ws, ctx, &command, sandbox, justification).await?;
+    // With an egress, a command whose network is off reaches the hosts it allows through a proxy
+    // of its own, kept until the command ends.
+    let (sandbox, proxy, off_note) = match network::prepare(&ws, ctx, &command, &sandbox).await {
+        Prepared::Unchanged => (sandbox, None, None),
+        Prepared::Proxy(CommandNetwork { proxy, sandbox }) => (sandbox, Some(proxy), None),
+        Prepared::Off(reason) => (sandbox, None, Some(network::off_note(&reason))),
+    };
     let timeout =
         timeout_secs.map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.clamp(1, MAX_TIMEOUT.as_secs())));
     // Both limits are kept as given: the command's own, and the call's (at its deadline the
@@ -162,6 +173,7 @@ pub async fn bash(
         env: [("PAGER", "cat"), ("GIT_PAGER", "cat"), ("GIT_TERMINAL_PROMPT", "0")]
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .chain(proxy.iter().flat_map(EgressProxy::env))
             .collect(),
         input,
         sandbox: sandbox.policy().is_enforced().then(|| sandbox.clone()),
@@ -179,7 +191,15 @@ pub async fn bash(
     match run(output, control, ctx, stop_after, yield_after, &mut capture).await? {
         Ran::Ended(ended) => {
             let (text, info) = capture.finish().await;
-            Ok(ended.into_output(text, info, hint, limit, description, &sandbox, ws.root()))
+            let (refused, refusals) =
+                proxy.as_ref().map(|p| network::refusals(p, ws.escalation_allowed())).unwrap_or_default();
+            let network = NetworkNotes { refused, off: off_note };
+            let mut out =
+                ended.into_output(text, info, hint, limit, description, &sandbox, ws.root(), network);
+            if !refusals.is_empty() {
+                out = out.with_metadata("network_refusals", network::refusals_metadata(&refusals));
+            }
+            Ok(out)
         }
         Ran::Yielded { output, control } => {
             capture.start_writing();
@@ -193,6 +213,9 @@ pub async fn bash(
                 capture,
                 deadline: session_timeout.map(|t| (tokio::time::Instant::from_std(started) + t, t)),
                 started,
+                proxy,
+                notes: off_note.into_iter().collect(),
+                can_escalate: ws.escalation_allowed(),
             });
             let mut out = session.render(&sessions).await;
             if let Some(description) = description.filter(|d| !d.trim().is_empty()) {
@@ -268,6 +291,15 @@ fn sandbox_metadata(sandbox: &Sandbox) -> serde_json::Value {
         map.insert("summary".to_owned(), json!(sandbox.report().to_string()));
     }
     value
+}
+
+/// What the command's network has to say in its result.
+#[derive(Debug, Default)]
+struct NetworkNotes {
+    /// The proxy's refusals, one line each.
+    refused: Option<String>,
+    /// Why the network stayed off although the workspace has an egress.
+    off: Option<String>,
 }
 
 /// What a result stopped at its time limit suggests.
@@ -385,17 +417,22 @@ impl Ended {
         description: Option<String>,
         sandbox: &Sandbox,
         cwd: &std::path::Path,
+        network: NetworkNotes,
     ) -> ToolOutput {
         if text.is_empty() {
             text.push_str("(no output)");
         }
         let mut notes = Vec::new();
-        let violations = match self.stop {
+        let mut violations = match self.stop {
             Stop::Exited(exit) if exit.code != Some(0) => {
                 tool_sandbox::violation::detect(sandbox.policy(), cwd, &text)
             }
             _ => Vec::new(),
         };
+        // The proxy's own notes say which host was refused and why: more than a guess from the output.
+        if network.refused.is_some() {
+            violations.retain(|v| *v != tool_sandbox::Violation::Network);
+        }
         let mut is_error = false;
         let (mut code, mut signal) = (None, None);
         match self.stop {
@@ -442,6 +479,11 @@ impl Ended {
             );
         }
         notes.extend(violations.iter().map(|v| v.explain()));
+        notes.extend(network.refused);
+        // Said only when the command failed: a command that needed no network need not hear of it.
+        if is_error {
+            notes.extend(network.off);
+        }
         for note in &notes {
             append_notice(&mut text, note);
         }

@@ -55,6 +55,7 @@ mod capture;
 mod closest;
 mod line_numbers;
 mod local;
+mod network;
 pub mod ops;
 mod permission_catalog;
 pub mod process;
@@ -93,6 +94,7 @@ pub use local::LocalOperations;
 pub use ops::{Operations, Target};
 pub use permission_catalog::permission_catalog;
 /// The kernel sandbox commands run in ([`Workspace::with_sandbox`]).
+pub use tool_egress;
 pub use tool_sandbox;
 pub use workspace::{ResolvedPath, Workspace};
 

@@ -137,7 +137,20 @@ impl Sessions {
 
     /// Takes over a started command: a task reads its output and waits for it from now on.
     pub(crate) fn adopt(&self, start: Start) -> Arc<Session> {
-        let Start { command, description, tty, output, control, input, capture, deadline, started } = start;
+        let Start {
+            command,
+            description,
+            tty,
+            output,
+            control,
+            input,
+            capture,
+            deadline,
+            started,
+            proxy,
+            notes,
+            can_escalate,
+        } = start;
         let handle = control.handle();
         let interactive = input.is_some();
         let feeder = input.map(Feeder::start);
@@ -157,6 +170,9 @@ impl Sessions {
             interactive,
             handle,
             pump: Mutex::new(None),
+            proxy,
+            notes: Mutex::new(notes),
+            can_escalate,
         });
         let task = tokio::spawn(pump(session.clone(), output, control, deadline));
         *session.pump.lock().unwrap_or_else(|p| p.into_inner()) = Some(task.abort_handle());
@@ -228,6 +244,13 @@ pub(crate) struct Start {
     /// When the command is killed, if it still runs (`timeout_secs`).
     pub(crate) deadline: Option<(tokio::time::Instant, Duration)>,
     pub(crate) started: Instant,
+    /// The command's network proxy, kept as long as the session; its refusals are shown with
+    /// the output they came with.
+    pub(crate) proxy: Option<tool_egress::EgressProxy>,
+    /// Notes for the next read (why the network stayed off, say).
+    pub(crate) notes: Vec<String>,
+    /// Whether a refusal may suggest asking for the network (`sandbox: "network"`).
+    pub(crate) can_escalate: bool,
 }
 
 /// One command running (or ended) in the background.
@@ -246,6 +269,12 @@ pub(crate) struct Session {
     interactive: bool,
     handle: Option<Arc<dyn ShellHandle>>,
     pump: Mutex<Option<AbortHandle>>,
+    /// The command's network proxy: it serves until the session is dropped.
+    proxy: Option<tool_egress::EgressProxy>,
+    /// Notes the next read shows.
+    notes: Mutex<Vec<String>>,
+    /// Whether a refusal may suggest asking for the network (`sandbox: "network"`).
+    can_escalate: bool,
 }
 
 #[derive(Debug, Default)]
@@ -374,6 +403,16 @@ impl Session {
             (state.ended.clone(), state.output_closed)
         };
         let mut text = if window.text.is_empty() { "(no new output)".to_owned() } else { window.text };
+        let mut notes = std::mem::take(&mut *self.notes.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut refusals = Vec::new();
+        if let Some(proxy) = &self.proxy {
+            let (note, seen) = crate::network::refusals(proxy, self.can_escalate);
+            notes.extend(note);
+            refusals = seen;
+        }
+        for note in &notes {
+            append_notice(&mut text, note);
+        }
         let mut is_error = false;
         let id = self.id;
         let mut output_meta = serde_json::Map::new();
@@ -422,6 +461,9 @@ impl Session {
             .with_metadata("new_output_bytes", json!(window.bytes));
         for (key, value) in output_meta {
             output = output.with_metadata(key, value);
+        }
+        if !refusals.is_empty() {
+            output = output.with_metadata("network_refusals", crate::network::refusals_metadata(&refusals));
         }
         output.is_error = is_error;
         if let Some(info) = window.info {

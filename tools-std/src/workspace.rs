@@ -34,12 +34,15 @@ pub const MAX_PATH_BYTES: usize = 4096;
 ///
 /// Commands (`bash`) run in the workspace's [sandbox](Workspace::with_sandbox): by default
 /// `workspace-write` (write beneath the root and the temporary directory, read everywhere,
-/// network off), enforced by the kernel, and refused where the kernel cannot enforce it.
+/// network off), enforced by the kernel, and refused where the kernel cannot enforce it. With
+/// an [egress](Workspace::with_egress), a sandboxed command whose network is off reaches the
+/// hosts the egress allows through a proxy.
 #[derive(Clone)]
 pub struct Workspace {
     root: PathBuf,
     ops: Arc<dyn Operations>,
     sandbox: Arc<SandboxSlot>,
+    egress: Option<tool_egress::Egress>,
 }
 
 /// A sandbox policy, and the sandbox made from it on first use.
@@ -94,7 +97,7 @@ impl Workspace {
         }
         let ops = LocalOperations::open(&root)?;
         let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
-        Ok(Workspace { root, ops: Arc::new(ops), sandbox })
+        Ok(Workspace { root, ops: Arc::new(ops), sandbox, egress: None })
     }
 
     /// A workspace reached through `ops` (a remote sandbox, for example), whose root is the
@@ -115,7 +118,7 @@ impl Workspace {
         }
         let root = normal(root);
         let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
-        Ok(Workspace { root, ops, sandbox })
+        Ok(Workspace { root, ops, sandbox, egress: None })
     }
 
     /// The canonical root directory.
@@ -151,6 +154,40 @@ impl Workspace {
         };
         self.sandbox = Arc::new(slot);
         self
+    }
+
+    /// The same workspace, where a sandboxed command whose network is off gets the hosts
+    /// `egress` allows instead (see [`tool_egress`]).
+    ///
+    /// `bash` then starts a proxy for each command (it lives as long as the command, a
+    /// background session included), confines the command's TCP to the proxy's loopback port
+    /// (Landlock ABI 4; UDP and other sockets stay refused), and points its clients at it with
+    /// `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and their lowercase forms. A host no rule names
+    /// is asked about through the call's permission hook as a
+    /// [`PermissionKind::NetworkHost`] request, which only a person can grant (the policy's
+    /// asker, or the MCP client's elicitation), and an allowed answer holds for the rest of that
+    /// command; every refusal is appended to the command's result, naming the host, the rule,
+    /// and how to allow it. Where the kernel cannot confine TCP to one port, commands keep the
+    /// network off, and the result says why. The proxy listens on this machine: give an egress
+    /// only to a workspace whose commands run here (local operations).
+    ///
+    /// ```no_run
+    /// # fn main() -> std::io::Result<()> {
+    /// use tools_std::Workspace;
+    /// use tools_std::tool_egress::{Egress, EgressPolicy};
+    ///
+    /// let policy = EgressPolicy::new().allow_host("crates.io", "my settings").expect("a host pattern");
+    /// let ws = Workspace::new(".")?.with_egress(Egress::new(policy, None));
+    /// # let _ = ws; Ok(()) }
+    /// ```
+    pub fn with_egress(mut self, egress: tool_egress::Egress) -> Workspace {
+        self.egress = Some(egress);
+        self
+    }
+
+    /// The egress of [`Workspace::with_egress`], if any.
+    pub fn egress(&self) -> Option<&tool_egress::Egress> {
+        self.egress.as_ref()
     }
 
     /// Whether `command` is one the workspace runs unsandboxed.

@@ -108,6 +108,14 @@ fn question(request: &PermissionRequest, rule: &str) -> String {
             }
             format!("Allow a call of the tool `{}` with the arguments {shown}?", request.tool)
         }
+        // The sandbox's network proxy met a host no rule names: no rule asked.
+        PermissionKind::NetworkHost { host, .. } => {
+            return format!(
+                "Allow the tool `{}` to {}?\n\nAsked because no network rule allows `{host}`; \
+                 declining refuses only this host.",
+                request.tool, request.description
+            );
+        }
         _ => format!("Allow the tool `{}` to {}?", request.tool, request.description),
     };
     format!("{what}\n\nAsked because {rule} says to ask first.")

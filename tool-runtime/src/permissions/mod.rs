@@ -16,8 +16,9 @@ pub mod shell;
 pub use catalog::{Subject, ToolCatalog};
 pub use policy::Policy;
 pub(crate) use policy::call_asker;
-pub(crate) use policy::{After, Gate};
 #[cfg(feature = "mcp")]
-pub(crate) use policy::{unanswered, with_call_asker};
+pub(crate) use policy::unanswered;
+pub(crate) use policy::with_call_asker;
+pub(crate) use policy::{After, Gate};
 pub use rules::{Action, EXTERNAL_DIRECTORY, RuleError, Rules, RulesBuilder};
 pub use settings::{DEFAULT_HOOK_TIMEOUT, SandboxSettings, Settings, SettingsError};

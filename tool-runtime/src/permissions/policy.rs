@@ -126,7 +126,6 @@ tokio::task_local! {
 
 /// Runs `call` with `asker` answering the asks of a policy that has no asker of its own. A
 /// tool that asks from a task it spawned is outside this scope, and gets the policy's answer.
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) fn with_call_asker<F: Future>(
     asker: Arc<dyn PermissionHook>,
     call: F,
@@ -169,7 +168,7 @@ impl PermissionHook for Policy {
             PermissionKind::ExternalDirectory { path } => self.rules.decide_path(&request.tool, path, true),
             PermissionKind::Input { .. } => return Box::pin(self.decide_input(request)),
             // Only a person can grant it: the policy's asker, or the call's (MCP elicitation).
-            PermissionKind::SandboxEscalation { .. } => {
+            PermissionKind::SandboxEscalation { .. } | PermissionKind::NetworkHost { .. } => {
                 return match self.asker.clone().or_else(call_asker) {
                     Some(asker) => Box::pin(async move { asker.decide(request).await }),
                     None => DefaultPermissions.decide(request),

@@ -1,0 +1,398 @@
+//! `bash` with an egress: sandboxed commands reach the hosts the rules allow through a proxy of
+//! their own, and nothing else. Real `curl` and `python3` against a local HTTP server; made-up
+//! names are mapped to 127.0.0.1 with the proxy's resolver override, so nothing leaves loopback.
+#![cfg(target_os = "linux")]
+
+use std::io::Write as _;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tool_runtime::{
+    Dependencies, OutputStore, PermissionDecision, PermissionFn, PermissionHook, PermissionKind,
+    PermissionRequest, Registry, SessionState, ToolContext, ToolOutput,
+};
+use tools_std::Workspace;
+use tools_std::tool_egress::{Egress, EgressPolicy};
+use tools_std::tool_sandbox::{Probe, SandboxPolicy};
+
+const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+fn skip(reason: &str) {
+    let thread = std::thread::current();
+    let _ = writeln!(std::io::stderr(), "skipped {}: {reason}", thread.name().unwrap_or("a test"));
+}
+
+/// Whether the kernel can confine TCP to one port (Landlock ABI 4) and has seccomp; under CI it
+/// must.
+fn kernel() -> bool {
+    let probe = Probe::get();
+    if probe.landlock_abi.is_some_and(|abi| abi >= 4) && probe.seccomp {
+        return true;
+    }
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must have Landlock ABI 4 and seccomp: {probe}");
+    skip(&format!("the kernel cannot confine TCP to a port ({probe})"));
+    false
+}
+
+fn have(program: &str) -> bool {
+    let found = std::process::Command::new(program)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        skip(&format!("`{program}` is not installed"));
+    }
+    found
+}
+
+/// A local HTTP server answering `host=<Host header>` and counting its connections.
+struct Server {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+}
+
+async fn server() -> Server {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+    let addr: SocketAddr = listener.local_addr().unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let count = connections.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if stream.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let host = head
+                    .lines()
+                    .find_map(|l| l.to_ascii_lowercase().strip_prefix("host:").map(|h| h.trim().to_owned()))
+                    .unwrap_or_default();
+                let body = format!("hello host={host}\n");
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    Server { port: addr.port(), connections }
+}
+
+fn dir(tag: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::SeqCst);
+    let path =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("egress-{tag}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&path);
+    std::fs::create_dir_all(&path).unwrap();
+    path.canonicalize().unwrap()
+}
+
+/// `allowed.test` allowed by name, `evil.test` denied, `asked.test` named by no rule; all three
+/// map to 127.0.0.1, which is allowed by address (the local server lives there).
+fn policy() -> EgressPolicy {
+    EgressPolicy::new()
+        .resolve("allowed.test", [LOOPBACK])
+        .resolve("evil.test", [LOOPBACK])
+        .resolve("asked.test", [LOOPBACK])
+        .resolve("rebind.test", ["127.0.0.2".parse().unwrap()])
+        .allow_host("allowed.test", "the test's rules")
+        .and_then(|p| p.allow_host("rebind.test", "the test's rules"))
+        .and_then(|p| p.deny_host("evil.test", "the test's rules"))
+        .and_then(|p| p.allow_address("127.0.0.1", "the test's rules"))
+        .unwrap()
+}
+
+struct Fx {
+    state: SessionState,
+    registry: Registry,
+    deps: Arc<Dependencies>,
+}
+
+impl Fx {
+    fn new(tag: &str) -> Fx {
+        let root = dir(tag);
+        let ws = Workspace::new(&root)
+            .unwrap()
+            .with_sandbox(SandboxPolicy::workspace_write(&root))
+            .with_egress(Egress::new(policy(), None));
+        let mut deps = Dependencies::new();
+        deps.insert(ws);
+        deps.insert(OutputStore::builder().dir(dir(&format!("{tag}-store"))).open().unwrap());
+        let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
+        Fx { state: SessionState::new(), registry, deps: Arc::new(deps) }
+    }
+
+    fn ctx(&self) -> tool_runtime::ContextBuilder {
+        ToolContext::builder("bash").dependencies(self.deps.clone()).session(self.state.clone())
+    }
+
+    async fn bash(&self, args: Value) -> ToolOutput {
+        self.call(self.ctx().build(), "bash", args).await
+    }
+
+    async fn call(&self, ctx: ToolContext, tool: &str, args: Value) -> ToolOutput {
+        match self.registry.call(tool, &args.to_string(), ctx).await {
+            Ok(out) => out,
+            Err(e) => panic!("{tool} {args} failed: {}", e.message()),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn curl_and_python_reach_an_allowed_host_through_the_proxy() {
+    if !kernel() || !have("curl") || !have("python3") {
+        return;
+    }
+    let server = server().await;
+    let fx = Fx::new("allowed");
+    let port = server.port;
+    // Plain HTTP, a CONNECT tunnel (`-p`), and SOCKS5 with the name resolved by the proxy.
+    let out = fx
+        .bash(json!({"command": format!(
+            "curl -sS http://allowed.test:{port}/ && curl -sS -p http://allowed.test:{port}/ && curl -sS -x \"$ALL_PROXY\" http://allowed.test:{port}/"
+        )}))
+        .await;
+    assert_eq!(out.text_content(), format!("hello host=allowed.test:{port}\n").repeat(3), "{out:?}");
+    assert_eq!(out.metadata["sandbox"]["network"]["kind"], json!("proxy"), "{:?}", out.metadata);
+    assert!(out.metadata.get("network_refusals").is_none());
+    let python = format!(
+        "import urllib.request; print(urllib.request.urlopen('http://allowed.test:{port}/', timeout=20).read().decode(), end='')"
+    );
+    let out = fx.bash(json!({"command": format!("python3 -c \"{python}\"")})).await;
+    assert_eq!(out.text_content(), format!("hello host=allowed.test:{port}\n"), "{out:?}");
+    // Every variable clients read is set, and no host skips the proxy.
+    let out = fx.bash(json!({"command": "env | grep -i _proxy= | sort"})).await;
+    let vars = out.text_content();
+    for name in
+        ["HTTP_PROXY=http://127.0.0.1:", "https_proxy=http://127.0.0.1:", "ALL_PROXY=socks5h://127.0.0.1:"]
+    {
+        assert!(vars.contains(name), "{name}: {vars}");
+    }
+    assert!(vars.lines().any(|l| l == "NO_PROXY=") && vars.lines().any(|l| l == "no_proxy="), "{vars}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_denied_host_is_refused_with_the_rule_in_the_result() {
+    if !kernel() || !have("curl") {
+        return;
+    }
+    let server = server().await;
+    let fx = Fx::new("denied");
+    let port = server.port;
+    let before = server.connections.load(Ordering::SeqCst);
+    let out = fx.bash(json!({"command": format!("curl -sS -f http://evil.test:{port}/; curl -sS -p http://evil.test:{port}/")})).await;
+    let text = out.text_content();
+    assert!(
+        text.contains(&format!(
+            "[the network proxy refused evil.test:{port} (plain HTTP): it is denied by `evil.test` in the test's rules"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "[the network proxy refused evil.test:{port} (HTTP CONNECT): it is denied by `evil.test`"
+        )),
+        "{text}"
+    );
+    // Denied by a rule: asking for the network would not help, so it is not suggested.
+    assert!(!text.contains("sandbox: \"network\""), "{text}");
+    assert_eq!(out.metadata["network_refusals"][0]["host"], json!("evil.test"));
+    assert_eq!(server.connections.load(Ordering::SeqCst), before, "the denied host was reached");
+}
+
+/// A hook that answers network-host questions with `allow` and records them; other requests pass.
+fn host_hook(allow: bool, asked: Arc<Mutex<Vec<(String, String, u16)>>>) -> Arc<dyn PermissionHook> {
+    Arc::new(PermissionFn(move |request: PermissionRequest| {
+        let asked = asked.clone();
+        async move {
+            if let PermissionKind::NetworkHost { command, host, port } = &request.kind {
+                asked.lock().unwrap().push((command.clone(), host.clone(), *port));
+                if !allow {
+                    return PermissionDecision::Deny { reason: "the user said no".into() };
+                }
+            }
+            PermissionDecision::Allow
+        }
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_host_is_asked_through_the_calls_permission_hook() {
+    if !kernel() || !have("curl") {
+        return;
+    }
+    let server = server().await;
+    let fx = Fx::new("asked");
+    let port = server.port;
+    let command = format!("curl -sS http://asked.test:{port}/ && curl -sS -p http://asked.test:{port}/");
+    // Allowed: asked once for the command, though it connects twice.
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let ctx = fx.ctx().permissions(host_hook(true, asked.clone())).build();
+    let out = fx.call(ctx, "bash", json!({"command": command})).await;
+    assert_eq!(out.text_content(), format!("hello host=asked.test:{port}\n").repeat(2), "{out:?}");
+    assert_eq!(*asked.lock().unwrap(), vec![(command.clone(), "asked.test".to_owned(), port)]);
+    // The answer was for that command only: the next one asks again, and is refused this time;
+    // a retry is not asked again, and after three refused hosts no more are asked about.
+    let refused = Arc::new(Mutex::new(Vec::new()));
+    let ctx = fx.ctx().permissions(host_hook(false, refused.clone())).build();
+    let command = format!(
+        "curl -sS -f http://asked.test:{port}/; curl -sS -f -p http://asked.test:{port}/; \
+         for h in one two three; do curl -sS -f http://$h.test:{port}/; done"
+    );
+    let out = fx.call(ctx, "bash", json!({"command": command})).await;
+    let text = out.text_content();
+    let hosts: Vec<String> = refused.lock().unwrap().iter().map(|(_, host, _)| host.clone()).collect();
+    assert_eq!(hosts, ["asked.test", "one.test", "two.test"]);
+    assert!(
+        text.contains(&format!(
+            "[the network proxy refused three.test:{port} (plain HTTP): no rule allows `three.test`, and asking for \
+             it was refused (3 hosts were already refused for this command, so no more are asked about)"
+        )),
+        "{text}"
+    );
+    assert!(out.is_error, "{text}");
+    assert!(
+        text.contains(&format!(
+            "[the network proxy refused asked.test:{port} (plain HTTP): no rule allows `asked.test`, and asking \
+             for it was refused (the user said no); to allow it, add it to `sandbox.network.allowedDomains`"
+        )),
+        "{text}"
+    );
+    assert!(text.ends_with("call bash again with `sandbox: \"network\"` and a `justification`: the user is asked to let this command use the network]"), "{text}");
+    // The default permissions: nobody is here to answer.
+    let out = fx.bash(json!({"command": format!("curl -sS -f http://asked.test:{port}/")})).await;
+    assert!(
+        out.text_content().contains(&format!(
+            "asking for it was refused (connecting to asked.test:{port} needs a person's approval, and nobody is here to answer)"
+        )),
+        "{}",
+        out.text_content()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connections_around_the_proxy_are_refused_by_the_kernel() {
+    if !kernel() || !have("curl") || !have("python3") {
+        return;
+    }
+    let server = server().await;
+    let fx = Fx::new("bypass");
+    let port = server.port;
+    let before = server.connections.load(Ordering::SeqCst);
+    // curl told to skip the proxy, a plain TCP socket, IPv6, MPTCP (which Landlock's TCP rules
+    // do not see), SCTP, UDP (DNS), and a raw socket.
+    let script = format!(
+        r#"
+import socket
+def attempt(name, family, kind, proto, addr):
+    try:
+        s = socket.socket(family, kind, proto)
+        s.settimeout(5)
+        s.connect(addr) if kind == socket.SOCK_STREAM else s.sendto(b"x", addr)
+        print(name, "connected")
+    except OSError as e:
+        print(name, "refused", e.errno)
+attempt("tcp", socket.AF_INET, socket.SOCK_STREAM, 0, ("127.0.0.1", {port}))
+attempt("tcp6", socket.AF_INET6, socket.SOCK_STREAM, 0, ("::1", {port}))
+attempt("mptcp", socket.AF_INET, socket.SOCK_STREAM, 262, ("127.0.0.1", {port}))
+attempt("sctp", socket.AF_INET, socket.SOCK_STREAM, 132, ("127.0.0.1", {port}))
+attempt("udp", socket.AF_INET, socket.SOCK_DGRAM, 0, ("127.0.0.1", 53))
+attempt("raw", socket.AF_INET, socket.SOCK_RAW, 1, ("127.0.0.1", 0))
+attempt("netlink", socket.AF_NETLINK, socket.SOCK_RAW, 0, (0, 0))
+"#
+    );
+    std::fs::write(fx.deps.get::<Workspace>().unwrap().root().join("attempt.py"), script).unwrap();
+    let out = fx
+        .bash(json!({"command": format!("curl -sS --noproxy '*' http://127.0.0.1:{port}/; echo curl $?; python3 attempt.py")}))
+        .await;
+    let text = out.text_content();
+    assert!(text.contains("curl 7"), "curl could not connect: {text}");
+    for line in [
+        "tcp refused 13",
+        "tcp6 refused 13",
+        "mptcp refused 1",
+        "sctp refused 1",
+        "udp refused 1",
+        "raw refused 1",
+        "netlink refused 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line}: {text}");
+    }
+    assert_eq!(server.connections.load(Ordering::SeqCst), before, "a connection got around the proxy");
+    // Through the proxy, an address no rule allows is refused (the proxy's own port, here), and
+    // so is an allowed name that resolves to a loopback address no rule allows.
+    let out =
+        fx.bash(json!({"command": "curl -sS -f -p \"http://127.0.0.2:${HTTP_PROXY##*:}/\"; echo $?"})).await;
+    assert!(out.text_content().contains("[the network proxy refused 127.0.0.2:"), "{}", out.text_content());
+    let out = fx.bash(json!({"command": format!("curl -sS -f http://rebind.test:{port}/")})).await;
+    assert!(
+        out.text_content().contains("`rebind.test` resolves to 127.0.0.2, a loopback (127.0.0.0/8) address"),
+        "{}",
+        out.text_content()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_host_a_request_names_is_the_one_checked_and_reached() {
+    if !kernel() || !have("curl") {
+        return;
+    }
+    let server = server().await;
+    let fx = Fx::new("smuggle");
+    let port = server.port;
+    // A Host header naming another host is replaced with the one the rules checked.
+    let out = fx
+        .bash(json!({"command": format!("curl -sS -H 'Host: evil.test' http://allowed.test:{port}/")}))
+        .await;
+    assert_eq!(out.text_content(), format!("hello host=allowed.test:{port}\n"));
+    // A denied host behind an allowed one's credentials, or spelled another way, is still denied.
+    for url in [format!("http://allowed.test@evil.test:{port}/"), format!("http://EVIL.test.:{port}/")] {
+        let out = fx.bash(json!({"command": format!("curl -sS -f '{url}'; curl -sS -f -p '{url}'")})).await;
+        let text = out.text_content();
+        assert!(!text.contains("hello"), "{url}: {text}");
+        assert!(text.contains("it is denied by `evil.test`"), "{url}: {text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn background_sessions_and_terminals_keep_their_proxy() {
+    if !kernel() || !have("curl") {
+        return;
+    }
+    let server = server().await;
+    let fx = Fx::new("session");
+    let port = server.port;
+    // The proxy outlives the call that started the session, and its refusals reach bash_output.
+    let out = fx
+        .bash(json!({"command": format!(
+            "sleep 1; curl -sS http://allowed.test:{port}/; curl -sS -f http://evil.test:{port}/; echo done"
+        ), "background": true}))
+        .await;
+    let id = out.metadata["session_id"].as_u64().expect("a session id");
+    let out = fx.call(fx.ctx().build(), "bash_output", json!({"session_id": id, "wait_ms": 60000})).await;
+    let text = out.text_content();
+    assert!(text.starts_with(&format!("hello host=allowed.test:{port}\n")), "{text}");
+    assert!(text.contains("it is denied by `evil.test`"), "{text}");
+    assert_eq!(out.metadata["network_refusals"][0]["host"], json!("evil.test"));
+    let out = fx.bash(json!({"command": format!("curl -sS http://allowed.test:{port}/"), "tty": true})).await;
+    assert!(
+        out.text_content().contains(&format!("hello host=allowed.test:{port}")),
+        "{}",
+        out.text_content()
+    );
+}
