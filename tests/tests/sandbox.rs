@@ -230,3 +230,51 @@ async fn excluded_commands_run_unsandboxed_and_escalation_can_be_turned_off() {
     let err = fx.registry.call("bash", &args.to_string(), ctx).await.unwrap_err();
     assert!(err.message().contains("allowUnsandboxedCommands: false"), "{}", err.message());
 }
+
+/// `sandbox.networkCommands`: a simple command starting with a listed prefix runs sandboxed with
+/// the network on, without asking; any other command, or the same one in a compound line, keeps
+/// the network off.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread")]
+async fn networked_commands_get_the_network_and_nothing_else_does() {
+    if !layers() {
+        return;
+    }
+    if !std::process::Command::new("python3").arg("-c").arg("pass").status().is_ok_and(|s| s.success()) {
+        return tool_tests::skip("python3 is not installed");
+    }
+    let root = dir("networked-root");
+    let outside = dir("networked-outside");
+    std::fs::write(
+        root.join("connect.sh"),
+        "exec python3 -c \"import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5); print('connected')\" \"$1\"\n",
+    )
+    .unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut deps = Dependencies::new();
+    let ws = Workspace::new(&root)
+        .unwrap()
+        .with_sandbox(SandboxPolicy::workspace_write(&root))
+        .with_networked_commands(vec!["sh connect.sh".into(), "touch".into()]);
+    deps.insert(ws);
+    let fx = Fx {
+        state: SessionState::new(),
+        registry: Registry::builder().tools(tools_std::all()).build().unwrap(),
+        deps: Arc::new(deps),
+        outside: outside.clone(),
+    };
+    let out = fx.bash(json!({"command": format!("sh connect.sh {port}")})).await;
+    assert!(!out.is_error, "{}", out.text_content());
+    assert!(out.text_content().contains("connected"));
+    assert_eq!(out.metadata["sandbox"]["mode"], json!("workspace-write"));
+    // Only the network is granted: files stay confined.
+    let out = fx.bash(json!({"command": format!("touch {}/x", outside.display())})).await;
+    assert!(out.is_error, "{}", out.text_content());
+    assert!(!outside.join("x").exists());
+    for command in [format!("bash connect.sh {port}"), format!("sh connect.sh {port}; true")] {
+        let out = fx.bash(json!({ "command": command })).await;
+        assert!(!out.text_content().contains("connected"), "{command}: {}", out.text_content());
+        assert!(out.text_content().contains("Traceback"), "{command}: {}", out.text_content());
+    }
+}

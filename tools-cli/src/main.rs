@@ -261,10 +261,13 @@ fn sandboxed(
     if let Some(settings) = args.settings.as_ref().and_then(|s| std::fs::canonicalize(s).ok()) {
         policy = policy.with_protected(settings);
     }
-    Ok(workspace.with_sandbox(policy).with_unsandboxed_commands(
-        settings.excluded_commands.clone(),
-        settings.allow_unsandboxed_commands != Some(false),
-    ))
+    Ok(workspace
+        .with_sandbox(policy)
+        .with_unsandboxed_commands(
+            settings.excluded_commands.clone(),
+            settings.allow_unsandboxed_commands != Some(false),
+        )
+        .with_networked_commands(settings.network_commands.clone()))
 }
 
 /// The rules and hooks of `--settings`, checked in full now (a bad rule is a usage error naming

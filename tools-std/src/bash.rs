@@ -249,7 +249,12 @@ async fn sandbox_for(
     if ws.runs_unsandboxed(command) {
         return Sandbox::new(SandboxPolicy::off()).map(Arc::new).map_err(refused);
     }
-    let Some(escalation) = escalation else { return ws.sandbox().map_err(refused) };
+    let Some(escalation) = escalation else {
+        return match ws.networked_sandbox(command) {
+            Some(networked) => networked.map_err(refused),
+            None => ws.sandbox().map_err(refused),
+        };
+    };
     if !ws.escalation_allowed() {
         return Err(ToolError::permission_denied(
             "Running commands with more rights than the sandbox gives is turned off here \

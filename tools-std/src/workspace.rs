@@ -51,13 +51,36 @@ struct SandboxSlot {
     ready: OnceLock<Result<Arc<Sandbox>, SandboxError>>,
     /// Simple commands starting with one of these run unsandboxed.
     excluded: Vec<String>,
+    /// Simple commands starting with one of these run sandboxed with the network on.
+    networked: Vec<String>,
+    /// The sandbox of those, made on first use.
+    networked_ready: OnceLock<Result<Arc<Sandbox>, SandboxError>>,
     /// Whether a call may ask to run a command unsandboxed.
     escalation: bool,
 }
 
 impl SandboxSlot {
     fn new(policy: SandboxPolicy) -> Arc<SandboxSlot> {
-        Arc::new(SandboxSlot { policy, ready: OnceLock::new(), excluded: Vec::new(), escalation: true })
+        Arc::new(SandboxSlot {
+            policy,
+            ready: OnceLock::new(),
+            excluded: Vec::new(),
+            networked: Vec::new(),
+            networked_ready: OnceLock::new(),
+            escalation: true,
+        })
+    }
+
+    /// A new slot with this one's settings (the sandboxes are made again on first use).
+    fn settings(&self) -> SandboxSlot {
+        SandboxSlot {
+            policy: self.policy.clone(),
+            ready: OnceLock::new(),
+            excluded: self.excluded.clone(),
+            networked: self.networked.clone(),
+            networked_ready: OnceLock::new(),
+            escalation: self.escalation,
+        }
     }
 }
 
@@ -130,13 +153,7 @@ impl Workspace {
     /// policy's writable roots should include the root itself
     /// (`SandboxPolicy::workspace_write(ws.root())`).
     pub fn with_sandbox(mut self, policy: SandboxPolicy) -> Workspace {
-        let slot = SandboxSlot {
-            policy,
-            ready: OnceLock::new(),
-            excluded: self.sandbox.excluded.clone(),
-            escalation: self.sandbox.escalation,
-        };
-        self.sandbox = Arc::new(slot);
+        self.sandbox = Arc::new(SandboxSlot { policy, ..self.sandbox.settings() });
         self
     }
 
@@ -146,13 +163,17 @@ impl Workspace {
     /// `sandbox.excludedCommands`; and, with `escalation` false, where no call may ask to run
     /// unsandboxed (`allowUnsandboxedCommands: false`).
     pub fn with_unsandboxed_commands(mut self, commands: Vec<String>, escalation: bool) -> Workspace {
-        let slot = SandboxSlot {
-            policy: self.sandbox.policy.clone(),
-            ready: OnceLock::new(),
-            excluded: commands,
-            escalation,
-        };
-        self.sandbox = Arc::new(slot);
+        self.sandbox = Arc::new(SandboxSlot { excluded: commands, escalation, ..self.sandbox.settings() });
+        self
+    }
+
+    /// The same workspace, where simple commands that start with one of `commands` (matched as
+    /// for [`Workspace::with_unsandboxed_commands`]) run in the sandbox with the network on,
+    /// without asking: the settings' `sandbox.networkCommands`, for commands such as
+    /// `cargo build` or `npm install` that fetch from hosts no list names. Their files stay
+    /// confined; only the network is granted, to whatever they run (build scripts included).
+    pub fn with_networked_commands(mut self, commands: Vec<String>) -> Workspace {
+        self.sandbox = Arc::new(SandboxSlot { networked: commands, ..self.sandbox.settings() });
         self
     }
 
@@ -192,17 +213,19 @@ impl Workspace {
 
     /// Whether `command` is one the workspace runs unsandboxed.
     pub fn runs_unsandboxed(&self, command: &str) -> bool {
-        let simple = !command.contains([';', '&', '|', '<', '>', '`', '$', '\n', '(', ')']);
-        simple
-            && self.sandbox.excluded.iter().any(|entry| {
-                let prefix = entry.trim_end_matches(":*").trim_end_matches(" *").trim();
-                !prefix.is_empty()
-                    && (command.trim() == prefix
-                        || command
-                            .trim_start()
-                            .strip_prefix(prefix)
-                            .is_some_and(|rest| rest.starts_with(' ')))
-            })
+        simple_command_starts_with(command, &self.sandbox.excluded)
+    }
+
+    /// The sandbox `command` runs in with the network granted by
+    /// [`Workspace::with_networked_commands`], when it is one of those and commands are
+    /// sandboxed.
+    pub fn networked_sandbox(&self, command: &str) -> Option<Result<Arc<Sandbox>, SandboxError>> {
+        let slot = &self.sandbox;
+        if !slot.policy.is_enforced() || !simple_command_starts_with(command, &slot.networked) {
+            return None;
+        }
+        let policy = slot.policy.clone().with_network(tool_sandbox::Network::On);
+        Some(slot.networked_ready.get_or_init(|| Sandbox::new(policy).map(Arc::new)).clone())
     }
 
     /// Whether a call may ask to run a command with more rights than the sandbox gives.
@@ -456,6 +479,20 @@ fn locate(ops: &dyn Operations, root: &Path, path: &Path, look_outside: bool) ->
         Ok(rel) => Located::Inside(Target::root().join(rel)),
         Err(_) => Located::Outside(current),
     })
+}
+
+/// Whether `command` is a simple command (no `;`, `&`, `|`, redirections, substitutions or
+/// line breaks) that is one of `entries` or starts with one followed by a blank (a trailing
+/// `:*` or ` *` of an entry is ignored).
+fn simple_command_starts_with(command: &str, entries: &[String]) -> bool {
+    let simple = !command.contains([';', '&', '|', '<', '>', '`', '$', '\n', '(', ')']);
+    simple
+        && entries.iter().any(|entry| {
+            let prefix = entry.trim_end_matches(":*").trim_end_matches(" *").trim();
+            !prefix.is_empty()
+                && (command.trim() == prefix
+                    || command.trim_start().strip_prefix(prefix).is_some_and(|rest| rest.starts_with(' ')))
+        })
 }
 
 #[cfg(test)]

@@ -113,6 +113,9 @@ pub struct SandboxSettings {
     /// `excludedCommands`: simple commands (no `;`, `&`, `|`, redirections or substitutions)
     /// starting with one of these run outside the sandbox.
     pub excluded_commands: Vec<String>,
+    /// `networkCommands`: simple commands starting with one of these run in the sandbox with
+    /// the network on, without asking (`cargo build`, `npm install`).
+    pub network_commands: Vec<String>,
     /// `allowUnsandboxedCommands`: `false` refuses every request to run a command unsandboxed.
     pub allow_unsandboxed_commands: Option<bool>,
     /// `filesystem.allowWrite`: more writable roots.
@@ -207,6 +210,7 @@ fn sandbox_section(value: &Value, root: &Path) -> Result<SandboxSettings, String
             "enabled" => out.enabled = Some(flag(value, key)?),
             "allowUnsandboxedCommands" => out.allow_unsandboxed_commands = Some(flag(value, key)?),
             "excludedCommands" => out.excluded_commands = string_list(value, "sandbox.excludedCommands")?,
+            "networkCommands" => out.network_commands = string_list(value, "sandbox.networkCommands")?,
             "filesystem" => {
                 let Value::Object(fs) = value else {
                     return Err("`sandbox.filesystem` must be an object".to_owned());
@@ -229,7 +233,7 @@ fn sandbox_section(value: &Value, root: &Path) -> Result<SandboxSettings, String
             other => {
                 return Err(format!(
                     "unknown key `sandbox.{other}`; expected one of enabled, excludedCommands, \
-                     allowUnsandboxedCommands, filesystem"
+                     networkCommands, allowUnsandboxedCommands, filesystem, network"
                 ));
             }
         }
@@ -422,7 +426,7 @@ mod sandbox_tests {
     fn the_sandbox_object_in_claude_codes_shape() {
         let settings = parse(
             r#"{"sandbox": {"enabled": true, "excludedCommands": ["docker"], "allowUnsandboxedCommands": false,
-                "autoAllowBashIfSandboxed": true,
+                "autoAllowBashIfSandboxed": true, "networkCommands": ["cargo build"],
                 "filesystem": {"allowWrite": ["build", "/cache"], "denyWrite": ["secrets"]}}}"#,
         )
         .unwrap();
@@ -431,6 +435,7 @@ mod sandbox_tests {
             SandboxSettings {
                 enabled: Some(true),
                 excluded_commands: vec!["docker".into()],
+                network_commands: vec!["cargo build".into()],
                 allow_unsandboxed_commands: Some(false),
                 allow_write: vec![PathBuf::from("/w/build"), PathBuf::from("/cache")],
                 deny_write: vec![PathBuf::from("/w/secrets")],
