@@ -115,6 +115,9 @@ async fn background_sessions_and_terminals_are_confined_too() {
     assert_eq!(out.metadata["sandbox"]["mode"], json!("workspace-write"));
     let out = fx.call(fx.ctx().build(), "bash_output", json!({"session_id": id, "wait_ms": 60000})).await;
     assert!(out.text_content().contains("status 1"), "{}", out.text_content());
+    // The session's output explains the refusal, as a foreground result does.
+    assert!(out.text_content().contains("[sandbox: writing to"), "{}", out.text_content());
+    assert_eq!(out.metadata["sandbox_violations"].as_array().map(Vec::len), Some(1), "{:?}", out.metadata);
     let out = fx.bash(json!({"command": format!("tty >/dev/null && echo x > {o}/terminal; echo status $?"), "tty": true})).await;
     assert!(out.text_content().contains("status 1"), "{}", out.text_content());
     assert_eq!(std::fs::read_dir(&fx.outside).unwrap().count(), 0);

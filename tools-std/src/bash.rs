@@ -216,6 +216,7 @@ pub async fn bash(
                 proxy,
                 notes: off_note.into_iter().collect(),
                 can_escalate: ws.escalation_allowed(),
+                confined: Some((sandbox.policy().clone(), ws.root().to_path_buf())),
             });
             let mut out = session.render(&sessions).await;
             if let Some(description) = description.filter(|d| !d.trim().is_empty()) {

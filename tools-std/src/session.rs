@@ -150,6 +150,7 @@ impl Sessions {
             proxy,
             notes,
             can_escalate,
+            confined,
         } = start;
         let handle = control.handle();
         let interactive = input.is_some();
@@ -173,6 +174,7 @@ impl Sessions {
             proxy,
             notes: Mutex::new(notes),
             can_escalate,
+            confined,
         });
         let task = tokio::spawn(pump(session.clone(), output, control, deadline));
         *session.pump.lock().unwrap_or_else(|p| p.into_inner()) = Some(task.abort_handle());
@@ -251,6 +253,9 @@ pub(crate) struct Start {
     pub(crate) notes: Vec<String>,
     /// Whether a refusal may suggest asking for the network (`sandbox: "network"`).
     pub(crate) can_escalate: bool,
+    /// The sandbox the command runs in and its working directory: refusals the sandbox caused
+    /// are explained with the output that shows them.
+    pub(crate) confined: Option<(tool_sandbox::SandboxPolicy, std::path::PathBuf)>,
 }
 
 /// One command running (or ended) in the background.
@@ -275,6 +280,8 @@ pub(crate) struct Session {
     notes: Mutex<Vec<String>>,
     /// Whether a refusal may suggest asking for the network (`sandbox: "network"`).
     can_escalate: bool,
+    /// See [`Start::confined`].
+    confined: Option<(tool_sandbox::SandboxPolicy, std::path::PathBuf)>,
 }
 
 #[derive(Debug, Default)]
@@ -410,6 +417,16 @@ impl Session {
             notes.extend(note);
             refusals = seen;
         }
+        // What the sandbox refused, as this window's output shows it (the proxy's own notes name
+        // the refused hosts better than a guess from the output).
+        let mut violations = match &self.confined {
+            Some((policy, cwd)) => tool_sandbox::violation::detect(policy, cwd, &text),
+            None => Vec::new(),
+        };
+        if !refusals.is_empty() {
+            violations.retain(|v| *v != tool_sandbox::Violation::Network);
+        }
+        notes.extend(violations.iter().map(|v| v.explain()));
         for note in &notes {
             append_notice(&mut text, note);
         }
@@ -464,6 +481,9 @@ impl Session {
         }
         if !refusals.is_empty() {
             output = output.with_metadata("network_refusals", crate::network::refusals_metadata(&refusals));
+        }
+        if !violations.is_empty() {
+            output = output.with_metadata("sandbox_violations", json!(violations));
         }
         output.is_error = is_error;
         if let Some(info) = window.info {
