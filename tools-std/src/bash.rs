@@ -137,6 +137,12 @@ pub async fn bash(
     ))
     .await?;
     let sandbox = sandbox_for(&ws, ctx, &command, sandbox, justification).await?;
+    // A command that can write the workspace gets a checkpoint, kept when the call ends.
+    let _checkpoint = if !sandbox.policy().is_enforced() || sandbox.policy().allows_write(ws.root()) {
+        crate::checkpoint::begin(&ws, ctx, "bash").await
+    } else {
+        None
+    };
     let timeout =
         timeout_secs.map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.clamp(1, MAX_TIMEOUT.as_secs())));
     // Both limits are kept as given: the command's own, and the call's (at its deadline the

@@ -40,6 +40,8 @@ pub struct Workspace {
     root: PathBuf,
     ops: Arc<dyn Operations>,
     sandbox: Arc<SandboxSlot>,
+    /// Whether the root is on the local file system (made by [`Workspace::new`]).
+    local: bool,
 }
 
 /// A sandbox policy, and the sandbox made from it on first use.
@@ -94,7 +96,7 @@ impl Workspace {
         }
         let ops = LocalOperations::open(&root)?;
         let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
-        Ok(Workspace { root, ops: Arc::new(ops), sandbox })
+        Ok(Workspace { root, ops: Arc::new(ops), sandbox, local: true })
     }
 
     /// A workspace reached through `ops` (a remote sandbox, for example), whose root is the
@@ -115,12 +117,18 @@ impl Workspace {
         }
         let root = normal(root);
         let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
-        Ok(Workspace { root, ops, sandbox })
+        Ok(Workspace { root, ops, sandbox, local: false })
     }
 
     /// The canonical root directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Whether the workspace is on the local file system ([`Workspace::new`]), where
+    /// [checkpoints](crate::checkpoint) are recorded.
+    pub fn is_local(&self) -> bool {
+        self.local
     }
 
     /// The same workspace, with commands confined by `policy` (see [`tool_sandbox`]). The

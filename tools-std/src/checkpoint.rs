@@ -1,0 +1,874 @@
+//! Checkpoints: the workspace's files as they were before each mutating call, kept in a shadow store outside the workspace, so that a call can be undone.
+//!
+//! Before `write`, `edit`, `multi_edit`, `apply_patch`, and `bash` when its sandbox lets it
+//! write the workspace (`workspace-write`, or no sandbox), the workspace is scanned and every
+//! file's content is kept, by its SHA-256, in a content-addressed store outside the workspace
+//! (a temporary directory by default, removed with the session). After the call it is scanned
+//! again; the files that differ are the call's changes. A scan reuses what the previous one
+//! learnt about a file whose size, modification and change times, inode and mode are unchanged
+//! (and old enough that a second write in the same clock tick cannot hide), so a scan of a
+//! workspace where nothing changed reads no file.
+//!
+//! Left out of the store, and so never touched by an undo: what `.gitignore`, `.ignore` and
+//! `.git/info/exclude` ignore, the `.git` directory, and files larger than
+//! [`CheckpointConfig::max_file_bytes`] (their size and times are still recorded, so an undo
+//! can say it left them alone).
+//!
+//! [`Checkpoints::undo`] (and the `undo` tool) puts the files one or more calls changed back as
+//! they were before (removing the files and directories they created), after checking that each
+//! of those files still holds what the calls left: a file changed since is a conflict, and the
+//! undo is refused, naming it, with nothing written. An undo is itself a call with a checkpoint,
+//! so undoing it brings the change back.
+//!
+//! The checkpoints live in the dispatcher's session state and are on by default for a local
+//! [`Workspace`](crate::Workspace). An application configures them, or turns them off, by
+//! putting its own in the session state before the first call:
+//! `state.get_or_insert_with(|| Checkpoints::new(CheckpointConfig::default()))`, or
+//! `state.get_or_insert_with(Checkpoints::off)`.
+//!
+//! A command left running in the background (`bash` with `background` or `yield_ms`) can keep
+//! changing files after its call ended: those changes belong to no checkpoint, and an undo of a
+//! later call sees them as conflicts when they touch the same files.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+use tool_runtime::{SessionState, ToolContext};
+
+use crate::Workspace;
+use crate::text::plural;
+
+/// Limits of a session's checkpoints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointConfig {
+    /// Files larger than this are not kept (default 1 MiB).
+    pub max_file_bytes: u64,
+    /// How many checkpoints are kept; past it the oldest is dropped (default 100).
+    pub max_checkpoints: usize,
+    /// How many bytes the store may hold; past it the oldest checkpoints are dropped until it
+    /// fits or none is left (default 512 MiB). The copy of the current files is always kept.
+    pub max_store_bytes: u64,
+    /// Where the store lives; a new temporary directory, removed with the session, when `None`.
+    /// A directory given here is kept.
+    pub dir: Option<PathBuf>,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> Self {
+        CheckpointConfig {
+            max_file_bytes: 1024 * 1024,
+            max_checkpoints: 100,
+            max_store_bytes: 512 * 1024 * 1024,
+            dir: None,
+        }
+    }
+}
+
+/// A file's content id: the SHA-256 of its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BlobId([u8; 32]);
+
+impl BlobId {
+    fn of(bytes: &[u8]) -> BlobId {
+        BlobId(Sha256::digest(bytes).into())
+    }
+
+    fn hex(&self) -> String {
+        let mut out = String::with_capacity(64);
+        for byte in self.0 {
+            let _ = write!(out, "{byte:02x}");
+        }
+        out
+    }
+}
+
+/// What a path held at a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileState {
+    /// A regular file, kept in the store, with its permission bits.
+    File {
+        /// Its content.
+        blob: BlobId,
+        /// Its permission bits (`0o644`).
+        mode: u32,
+    },
+    /// A symbolic link, whose target is kept in the store.
+    Link {
+        /// Its target's bytes.
+        blob: BlobId,
+    },
+    /// A directory.
+    Dir,
+    /// A file over the size limit: not kept; its size and modification time tell a change.
+    TooLarge {
+        /// Its size in bytes.
+        size: u64,
+        /// Its modification time, in nanoseconds since the epoch.
+        mtime: i128,
+    },
+}
+
+type Manifest = BTreeMap<PathBuf, FileState>;
+
+/// One path a call changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Relative to the workspace root.
+    pub path: PathBuf,
+    /// Before the call; `None` when it did not exist.
+    pub before: Option<FileState>,
+    /// After the call; `None` when it did not exist.
+    pub after: Option<FileState>,
+}
+
+/// What one call changed.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    /// Its number in the session, from 1.
+    pub id: u64,
+    /// The call's id.
+    pub call_id: String,
+    /// The tool called.
+    pub tool: String,
+    /// When the call started.
+    pub time: SystemTime,
+    /// The paths it changed, in order.
+    pub changes: Vec<Change>,
+    /// The number of the checkpoint of the undo that undid it, if one did.
+    pub undone_by: Option<u64>,
+}
+
+/// Which calls to undo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UndoTarget {
+    /// The latest call with this id.
+    Call(String),
+    /// The last `n` calls that changed files.
+    Last(usize),
+}
+
+/// What an undo did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UndoReport {
+    /// The checkpoints undone, oldest first.
+    pub undone: Vec<u64>,
+    /// Files written back.
+    pub restored: Vec<PathBuf>,
+    /// Files and directories the calls created, removed.
+    pub removed: Vec<PathBuf>,
+    /// Directories the calls removed, made again.
+    pub recreated: Vec<PathBuf>,
+    /// Files over the size limit the calls changed, left as they are.
+    pub too_large: Vec<PathBuf>,
+    /// Directories the calls created that are not empty now (they hold ignored files), kept.
+    pub kept_dirs: Vec<PathBuf>,
+}
+
+/// Why an undo did nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UndoError {
+    /// Checkpoints are off, or the workspace is not on the local file system.
+    Off,
+    /// No checkpoint matches.
+    NotFound(String),
+    /// Files changed since the calls: `(path, what happened)`. Nothing was written.
+    Conflicts(Vec<(PathBuf, String)>),
+    /// Reading or writing failed (after the checks: some files may be restored).
+    Io(String),
+}
+
+impl std::fmt::Display for UndoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UndoError::Off => f.write_str(
+                "Checkpoints are off in this session (or the workspace is not on the local file system), so there is \
+                 nothing to undo.",
+            ),
+            UndoError::NotFound(message) | UndoError::Io(message) => f.write_str(message),
+            UndoError::Conflicts(conflicts) => {
+                write!(
+                    f,
+                    "Undo refused: {} changed after the call{}, and undoing would discard that later change. Nothing \
+                     was written. Conflicting:",
+                    plural(conflicts.len() as u64, "file"),
+                    if conflicts.len() == 1 { "" } else { "s" }
+                )?;
+                for (path, what) in conflicts {
+                    write!(f, "\n- {} ({what})", path.display())?;
+                }
+                f.write_str(
+                    "\nUndo the later calls first (newest first), or change these files back by hand with the \
+                     file tools.",
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for UndoError {}
+
+/// What a scan learnt about a file, to reuse when its metadata has not changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    mtime: i128,
+    ctime: i128,
+    ino: u64,
+    mode: u32,
+}
+
+#[derive(Debug)]
+struct Cached {
+    stamp: Stamp,
+    state: FileState,
+}
+
+#[derive(Debug)]
+struct Store {
+    dir: PathBuf,
+    owned: bool,
+    /// Every blob in the store, with its size.
+    blobs: HashMap<BlobId, u64>,
+    bytes: u64,
+}
+
+impl Store {
+    fn open(config: &CheckpointConfig) -> io::Result<Store> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let (dir, owned) = match &config.dir {
+            Some(dir) => (dir.clone(), false),
+            None => {
+                let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+                let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+                (
+                    std::env::temp_dir()
+                        .join(format!("tools-checkpoints-{}-{n}-{nanos}", std::process::id())),
+                    true,
+                )
+            }
+        };
+        std::fs::create_dir_all(dir.join("objects"))?;
+        let dir = std::fs::canonicalize(&dir)?;
+        Ok(Store { dir, owned, blobs: HashMap::new(), bytes: 0 })
+    }
+
+    fn path(&self, id: &BlobId) -> PathBuf {
+        let hex = id.hex();
+        self.dir.join("objects").join(&hex[..2]).join(&hex[2..])
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> io::Result<BlobId> {
+        let id = BlobId::of(bytes);
+        if self.blobs.contains_key(&id) {
+            return Ok(id);
+        }
+        let path = self.path(&id);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let temp = path.with_extension("tmp");
+        std::fs::write(&temp, bytes)?;
+        std::fs::rename(&temp, &path)?;
+        self.blobs.insert(id, bytes.len() as u64);
+        self.bytes += bytes.len() as u64;
+        Ok(id)
+    }
+
+    fn get(&self, id: &BlobId) -> io::Result<Vec<u8>> {
+        let bytes = std::fs::read(self.path(id))?;
+        if BlobId::of(&bytes) != *id {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a stored copy is damaged (its hash differs)",
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// Deletes every blob not in `keep`.
+    fn collect(&mut self, keep: &BTreeSet<BlobId>) {
+        let drop: Vec<BlobId> = self.blobs.keys().filter(|id| !keep.contains(id)).copied().collect();
+        for id in drop {
+            if std::fs::remove_file(self.path(&id)).is_ok() || !self.path(&id).exists() {
+                self.bytes -= self.blobs.remove(&id).unwrap_or(0);
+            }
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if self.owned {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    store: Option<Store>,
+    /// The last scan, by path relative to the root.
+    cache: HashMap<PathBuf, Cached>,
+    list: VecDeque<Checkpoint>,
+    next: u64,
+    /// The last error, shown by the listing.
+    error: Option<String>,
+}
+
+/// A session's checkpoints (see the module documentation).
+#[derive(Debug)]
+pub struct Checkpoints {
+    enabled: bool,
+    config: CheckpointConfig,
+    inner: Mutex<Inner>,
+}
+
+impl Default for Checkpoints {
+    fn default() -> Self {
+        Checkpoints::new(CheckpointConfig::default())
+    }
+}
+
+/// A file modified this recently may be modified again within the same tick of the file
+/// system's clock without its times changing: its content is read again at the next scan.
+const RACY: Duration = Duration::from_secs(2);
+
+fn nanos(time: io::Result<SystemTime>) -> i128 {
+    match time {
+        Ok(t) => match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => d.as_nanos() as i128,
+            Err(e) => -(e.duration().as_nanos() as i128),
+        },
+        Err(_) => 0,
+    }
+}
+
+#[cfg(unix)]
+fn stamp(meta: &std::fs::Metadata) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    Stamp {
+        size: meta.len(),
+        mtime: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
+        ctime: meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128,
+        ino: meta.ino(),
+        mode: meta.mode(),
+    }
+}
+
+#[cfg(not(unix))]
+fn stamp(meta: &std::fs::Metadata) -> Stamp {
+    Stamp {
+        size: meta.len(),
+        mtime: nanos(meta.modified()),
+        ctime: 0,
+        ino: 0,
+        mode: meta.permissions().readonly() as u32,
+    }
+}
+
+fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
+    inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Checkpoints {
+    /// Checkpoints with these limits.
+    pub fn new(config: CheckpointConfig) -> Self {
+        Checkpoints { enabled: true, config, inner: Mutex::new(Inner::default()) }
+    }
+
+    /// No checkpoints: nothing is recorded, and nothing can be undone.
+    pub fn off() -> Self {
+        Checkpoints {
+            enabled: false,
+            config: CheckpointConfig::default(),
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    /// Whether checkpoints are recorded.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The limits.
+    pub fn config(&self) -> &CheckpointConfig {
+        &self.config
+    }
+
+    /// The session's checkpoints (on, with the default limits, unless the application put its
+    /// own in the session state).
+    pub fn in_state(state: &SessionState) -> Arc<Checkpoints> {
+        state.get_or_insert_with(Checkpoints::default)
+    }
+
+    /// The checkpoints kept, oldest first.
+    pub fn list(&self) -> Vec<Checkpoint> {
+        lock(&self.inner).list.iter().cloned().collect()
+    }
+
+    /// Where the store is, once the first checkpoint made it.
+    pub fn store_dir(&self) -> Option<PathBuf> {
+        lock(&self.inner).store.as_ref().map(|s| s.dir.clone())
+    }
+
+    /// How many bytes the store holds.
+    pub fn store_bytes(&self) -> u64 {
+        lock(&self.inner).store.as_ref().map_or(0, |s| s.bytes)
+    }
+
+    /// The last error met while recording, if any (a checkpoint that failed is not recorded;
+    /// the call itself goes on).
+    pub fn last_error(&self) -> Option<String> {
+        lock(&self.inner).error.clone()
+    }
+
+    /// Scans the workspace at `root`: every file not ignored, its content kept in the store.
+    pub fn scan(&self, root: &Path) -> io::Result<BTreeMap<PathBuf, FileState>> {
+        let mut inner = lock(&self.inner);
+        self.scan_locked(&mut inner, root)
+    }
+
+    fn scan_locked(&self, inner: &mut Inner, root: &Path) -> io::Result<Manifest> {
+        if inner.store.is_none() {
+            inner.store = Some(Store::open(&self.config)?);
+        }
+        let Inner { store, cache, .. } = inner;
+        let store = store.as_mut().expect("opened above");
+        let store_dir = store.dir.clone();
+        let started = SystemTime::now();
+        let racy = nanos(Ok(started)) - RACY.as_nanos() as i128;
+        let walker = ignore::WalkBuilder::new(root)
+            .hidden(false)
+            .parents(false)
+            .require_git(false)
+            .follow_links(false)
+            .filter_entry(move |entry| entry.file_name() != ".git" && entry.path() != store_dir)
+            .build();
+        let mut manifest = Manifest::new();
+        let mut seen = HashMap::with_capacity(cache.len());
+        for entry in walker {
+            let entry = entry.map_err(|e| io::Error::other(e.to_string()))?;
+            let Ok(rel) = entry.path().strip_prefix(root) else { continue };
+            if rel.as_os_str().is_empty() {
+                continue;
+            }
+            let rel = rel.to_path_buf();
+            let Some(kind) = entry.file_type() else { continue };
+            if kind.is_dir() {
+                manifest.insert(rel, FileState::Dir);
+                continue;
+            }
+            let meta = match std::fs::symlink_metadata(entry.path()) {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            let stamp = stamp(&meta);
+            if let Some(cached) = cache.remove(&rel)
+                && cached.stamp == stamp
+                && stamp.mtime < racy
+                && stamp.ctime < racy
+            {
+                manifest.insert(rel.clone(), cached.state.clone());
+                seen.insert(rel, cached);
+                continue;
+            }
+            let state = if kind.is_symlink() {
+                let target = std::fs::read_link(entry.path())?;
+                FileState::Link { blob: store.put(target.as_os_str().as_encoded_bytes())? }
+            } else if !kind.is_file() {
+                continue;
+            } else if meta.len() > self.config.max_file_bytes {
+                FileState::TooLarge { size: meta.len(), mtime: nanos(meta.modified()) }
+            } else {
+                let bytes = match std::fs::read(entry.path()) {
+                    Ok(bytes) => bytes,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                };
+                if bytes.len() as u64 > self.config.max_file_bytes {
+                    FileState::TooLarge { size: bytes.len() as u64, mtime: nanos(meta.modified()) }
+                } else {
+                    FileState::File { blob: store.put(&bytes)?, mode: stamp.mode & 0o7777 }
+                }
+            };
+            manifest.insert(rel.clone(), state.clone());
+            seen.insert(rel, Cached { stamp, state });
+        }
+        *cache = seen;
+        Ok(manifest)
+    }
+
+    /// Records the workspace before a call; the checkpoint is kept when the returned guard is
+    /// finished or dropped, with what the call changed. `None` when checkpoints are off or the
+    /// scan failed (see [`last_error`](Self::last_error)).
+    pub fn begin(self: &Arc<Self>, root: &Path, call_id: &str, tool: &str) -> Option<CallGuard> {
+        if !self.enabled {
+            return None;
+        }
+        let time = SystemTime::now();
+        let mut inner = lock(&self.inner);
+        match self.scan_locked(&mut inner, root) {
+            Ok(before) => Some(CallGuard {
+                checkpoints: self.clone(),
+                root: root.to_path_buf(),
+                before: Some(before),
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                time,
+            }),
+            Err(e) => {
+                inner.error = Some(format!("Cannot record a checkpoint of {}: {e}", root.display()));
+                None
+            }
+        }
+    }
+
+    fn finish(&self, guard: &mut CallGuard) -> Option<u64> {
+        let before = guard.before.take()?;
+        let mut inner = lock(&self.inner);
+        let after = match self.scan_locked(&mut inner, &guard.root) {
+            Ok(after) => after,
+            Err(e) => {
+                inner.error = Some(format!("Cannot record a checkpoint of {}: {e}", guard.root.display()));
+                return None;
+            }
+        };
+        let changes = diff(&before, &after);
+        if changes.is_empty() {
+            return None;
+        }
+        inner.next += 1;
+        let id = inner.next;
+        inner.list.push_back(Checkpoint {
+            id,
+            call_id: guard.call_id.clone(),
+            tool: guard.tool.clone(),
+            time: guard.time,
+            changes,
+            undone_by: None,
+        });
+        self.retain(&mut inner);
+        Some(id)
+    }
+
+    /// Drops the oldest checkpoints past the limits, and the stored files nothing needs.
+    fn retain(&self, inner: &mut Inner) {
+        while inner.list.len() > self.config.max_checkpoints {
+            inner.list.pop_front();
+        }
+        loop {
+            let mut keep: BTreeSet<BlobId> = inner.cache.values().filter_map(|c| blob_of(&c.state)).collect();
+            for checkpoint in &inner.list {
+                for change in &checkpoint.changes {
+                    keep.extend(change.before.as_ref().and_then(blob_of));
+                    keep.extend(change.after.as_ref().and_then(blob_of));
+                }
+            }
+            let Some(store) = inner.store.as_mut() else { return };
+            store.collect(&keep);
+            if store.bytes <= self.config.max_store_bytes || inner.list.is_empty() {
+                return;
+            }
+            inner.list.pop_front();
+        }
+    }
+
+    /// Puts back the files the calls `target` names changed, as they were before them; see
+    /// the module documentation. `call_id` and `tool` name the undo's own call, recorded as a
+    /// checkpoint so that it can be undone in turn.
+    pub fn undo(
+        self: &Arc<Self>,
+        root: &Path,
+        target: &UndoTarget,
+        call_id: &str,
+        tool: &str,
+    ) -> Result<UndoReport, UndoError> {
+        if !self.enabled {
+            return Err(UndoError::Off);
+        }
+        let selected = self.select(target)?;
+        let mut guard = self.begin(root, call_id, tool);
+        let report = self.apply(root, &selected);
+        if let Some(guard) = guard.as_mut()
+            && let Some(id) = self.finish(guard)
+            && report.is_ok()
+        {
+            let mut inner = lock(&self.inner);
+            for checkpoint in inner.list.iter_mut() {
+                if selected.iter().any(|s| s.id == checkpoint.id) {
+                    checkpoint.undone_by = Some(id);
+                } else if checkpoint.undone_by.is_some_and(|by| selected.iter().any(|s| s.id == by)) {
+                    // Undoing an undo brings that change back.
+                    checkpoint.undone_by = None;
+                }
+            }
+        }
+        report
+    }
+
+    fn select(&self, target: &UndoTarget) -> Result<Vec<Checkpoint>, UndoError> {
+        let inner = lock(&self.inner);
+        if inner.list.is_empty() {
+            return Err(UndoError::NotFound(
+                "There is nothing to undo: no call has changed a file in this session (or its checkpoints were \
+                 dropped)."
+                    .to_owned(),
+            ));
+        }
+        let selected: Vec<Checkpoint> = match target {
+            UndoTarget::Call(id) => {
+                let Some(found) = inner.list.iter().rev().find(|c| &c.call_id == id) else {
+                    let known: Vec<&str> =
+                        inner.list.iter().rev().take(10).map(|c| c.call_id.as_str()).collect();
+                    return Err(UndoError::NotFound(format!(
+                        "No checkpoint of a call with id {id:?} (a call that changed no file has none). The latest \
+                         calls that changed files: {}. The checkpoints tool lists them all.",
+                        known.join(", ")
+                    )));
+                };
+                vec![found.clone()]
+            }
+            UndoTarget::Last(0) => {
+                return Err(UndoError::NotFound("`last` must be at least 1.".to_owned()));
+            }
+            UndoTarget::Last(n) => {
+                let skip = inner.list.len().saturating_sub(*n);
+                inner.list.iter().skip(skip).cloned().collect()
+            }
+        };
+        if let [one] = selected.as_slice()
+            && let Some(by) = one.undone_by
+        {
+            let undo = inner
+                .list
+                .iter()
+                .find(|c| c.id == by)
+                .map_or(String::new(), |c| format!(" ({:?})", c.call_id));
+            return Err(UndoError::NotFound(format!(
+                "Call {:?} was already undone by checkpoint #{by}{undo}; undo that call to bring its change back.",
+                one.call_id
+            )));
+        }
+        Ok(selected)
+    }
+
+    fn apply(&self, root: &Path, selected: &[Checkpoint]) -> Result<UndoReport, UndoError> {
+        // For each path: what it held before the first selected call that changed it, and what
+        // it should hold now (after the last one).
+        let mut plan: BTreeMap<PathBuf, (Option<FileState>, Option<FileState>)> = BTreeMap::new();
+        for checkpoint in selected {
+            for change in &checkpoint.changes {
+                plan.entry(change.path.clone())
+                    .and_modify(|(_, expected)| *expected = change.after.clone())
+                    .or_insert((change.before.clone(), change.after.clone()));
+            }
+        }
+        let mut inner = lock(&self.inner);
+        let current = self
+            .scan_locked(&mut inner, root)
+            .map_err(|e| UndoError::Io(format!("Cannot scan the workspace: {e}")))?;
+        let mut report =
+            UndoReport { undone: selected.iter().map(|c| c.id).collect(), ..UndoReport::default() };
+        let mut conflicts = Vec::new();
+        for (path, (before, expected)) in &plan {
+            let now = current.get(path);
+            let large = |s: &Option<FileState>| matches!(s, Some(FileState::TooLarge { .. }));
+            if large(before) || large(expected) {
+                report.too_large.push(path.clone());
+                continue;
+            }
+            if now == expected.as_ref() || before.as_ref() == now {
+                continue;
+            }
+            // A directory the calls created may hold ignored files now: not a conflict.
+            if matches!(expected, Some(FileState::Dir)) && root.join(path).is_dir() {
+                continue;
+            }
+            let what = match (expected, now) {
+                (Some(_), None) => "deleted since".to_owned(),
+                (None, Some(_)) => "created since".to_owned(),
+                _ => "changed since".to_owned(),
+            };
+            conflicts.push((path.clone(), what));
+        }
+        if !conflicts.is_empty() {
+            return Err(UndoError::Conflicts(conflicts));
+        }
+        let store = inner.store.as_ref().ok_or(UndoError::Off)?;
+        let io = |path: &Path, e: io::Error| {
+            UndoError::Io(format!(
+                "Cannot restore {}: {e}. The files before it in this list may already be restored; run checkpoints \
+                 to see the state.",
+                path.display()
+            ))
+        };
+        let todo: Vec<(&PathBuf, &Option<FileState>)> =
+            plan.iter().filter(|(p, _)| !report.too_large.contains(p)).map(|(p, (b, _))| (p, b)).collect();
+        // 1. Files and links that must go (gone before, or a directory there before).
+        for (path, before) in &todo {
+            let full = root.join(path);
+            let Ok(meta) = std::fs::symlink_metadata(&full) else { continue };
+            if meta.is_dir() {
+                continue;
+            }
+            if matches!(before, None | Some(FileState::Dir)) || matches!(before, Some(FileState::Link { .. }))
+            {
+                std::fs::remove_file(&full).map_err(|e| io(path, e))?;
+                if before.is_none() {
+                    report.removed.push((*path).clone());
+                }
+            }
+        }
+        // 2. Directories the calls created, deepest first.
+        for (path, before) in todo.iter().rev() {
+            let full = root.join(path);
+            let is_dir = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir());
+            if is_dir && !matches!(before, Some(FileState::Dir)) {
+                match std::fs::remove_dir(&full) {
+                    Ok(()) => report.removed.push((*path).clone()),
+                    Err(_) => report.kept_dirs.push((*path).clone()),
+                }
+            }
+        }
+        // 3. Directories the calls removed, then files and links.
+        for (path, before) in &todo {
+            let full = root.join(path);
+            match before {
+                Some(FileState::Dir) => {
+                    if !full.is_dir() {
+                        std::fs::create_dir_all(&full).map_err(|e| io(path, e))?;
+                        report.recreated.push((*path).clone());
+                    }
+                }
+                Some(FileState::File { blob, mode }) => {
+                    let bytes = store.get(blob).map_err(|e| io(path, e))?;
+                    if let Some(parent) = full.parent() {
+                        std::fs::create_dir_all(parent).map_err(|e| io(path, e))?;
+                    }
+                    write_file(&full, &bytes, *mode).map_err(|e| io(path, e))?;
+                    report.restored.push((*path).clone());
+                }
+                Some(FileState::Link { blob }) => {
+                    let bytes = store.get(blob).map_err(|e| io(path, e))?;
+                    make_link(&full, &bytes).map_err(|e| io(path, e))?;
+                    report.restored.push((*path).clone());
+                }
+                Some(FileState::TooLarge { .. }) | None => {}
+            }
+        }
+        Ok(report)
+    }
+}
+
+fn blob_of(state: &FileState) -> Option<BlobId> {
+    match state {
+        FileState::File { blob, .. } | FileState::Link { blob } => Some(*blob),
+        FileState::Dir | FileState::TooLarge { .. } => None,
+    }
+}
+
+fn diff(before: &Manifest, after: &Manifest) -> Vec<Change> {
+    let paths: BTreeSet<&PathBuf> = before.keys().chain(after.keys()).collect();
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let (b, a) = (before.get(path), after.get(path));
+            (b != a).then(|| Change { path: path.clone(), before: b.cloned(), after: a.cloned() })
+        })
+        .collect()
+}
+
+/// Writes `bytes` to `path` through a temporary file renamed over it, with `mode`.
+fn write_file(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = path.with_file_name(format!(".{name}.undo-{}", std::process::id()));
+    std::fs::write(&temp, bytes)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(mode))?;
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        std::fs::remove_dir_all(path)?;
+    }
+    std::fs::rename(&temp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temp);
+    })
+}
+
+fn make_link(path: &Path, target: &[u8]) -> io::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        std::fs::remove_file(path)?;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), path)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = target;
+        Err(io::Error::other("symbolic links are restored on Unix only"))
+    }
+}
+
+/// The checkpoint of one call in progress: kept, with the call's changes, when finished or
+/// dropped.
+#[derive(Debug)]
+pub struct CallGuard {
+    checkpoints: Arc<Checkpoints>,
+    root: PathBuf,
+    before: Option<Manifest>,
+    call_id: String,
+    tool: String,
+    time: SystemTime,
+}
+
+impl CallGuard {
+    /// Records what the call changed; returns the checkpoint's number, or `None` when the call
+    /// changed nothing.
+    pub fn finish(mut self) -> Option<u64> {
+        let checkpoints = self.checkpoints.clone();
+        checkpoints.finish(&mut self)
+    }
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if self.before.is_some() {
+            let checkpoints = self.checkpoints.clone();
+            checkpoints.finish(self);
+        }
+    }
+}
+
+/// Records a checkpoint before a mutating call of `tool` on `ws`, when the session has
+/// checkpoints on and the workspace is local; keep the guard until the call ends.
+pub(crate) async fn begin(ws: &Workspace, ctx: &ToolContext, tool: &str) -> Option<CallGuard> {
+    if !ws.is_local() {
+        return None;
+    }
+    let checkpoints = Checkpoints::in_state(ctx.session());
+    if !checkpoints.is_enabled() {
+        return None;
+    }
+    let root = ws.root().to_path_buf();
+    let call_id = ctx.call_id().to_owned();
+    let tool = tool.to_owned();
+    tokio::task::spawn_blocking(move || checkpoints.begin(&root, &call_id, &tool)).await.ok().flatten()
+}
+
+/// A time as `HH:MM:SS` UTC.
+pub(crate) fn clock(time: SystemTime) -> String {
+    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    format!("{:02}:{:02}:{:02} UTC", secs / 3600 % 24, secs / 60 % 60, secs % 60)
+}
