@@ -6,7 +6,7 @@ use tool_runtime::{SessionState, ToolOutput, tool};
 use crate::checkpoint::{Checkpoints, clock};
 
 /// How many paths a line names before it counts the rest.
-const SHOWN_PATHS: usize = 8;
+const SHOWN_PATHS: usize = 20;
 
 /// List the calls of this session that changed files and can be undone with `undo`, oldest
 /// first: the checkpoint number, the call id, the tool, the time the call started, and the
