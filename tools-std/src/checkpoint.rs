@@ -114,7 +114,8 @@ pub enum FileState {
     },
 }
 
-type Manifest = BTreeMap<PathBuf, FileState>;
+/// A scan: every path with what it held and the metadata that held it.
+type Snapshot = HashMap<PathBuf, Cached>;
 
 /// One path a call changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,9 +224,10 @@ struct Stamp {
     mode: u32,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Cached {
-    stamp: Stamp,
+    /// `None` for a directory.
+    stamp: Option<Stamp>,
     state: FileState,
 }
 
@@ -314,7 +316,7 @@ impl Drop for Store {
 struct Inner {
     store: Option<Store>,
     /// The last scan, by path relative to the root.
-    cache: HashMap<PathBuf, Cached>,
+    cache: Arc<Snapshot>,
     list: VecDeque<Checkpoint>,
     next: u64,
     /// The last error, shown by the listing.
@@ -431,10 +433,11 @@ impl Checkpoints {
     /// Scans the workspace at `root`: every file not ignored, its content kept in the store.
     pub fn scan(&self, root: &Path) -> io::Result<BTreeMap<PathBuf, FileState>> {
         let mut inner = lock(&self.inner);
-        self.scan_locked(&mut inner, root)
+        let snapshot = self.scan_locked(&mut inner, root)?;
+        Ok(snapshot.iter().map(|(path, cached)| (path.clone(), cached.state.clone())).collect())
     }
 
-    fn scan_locked(&self, inner: &mut Inner, root: &Path) -> io::Result<Manifest> {
+    fn scan_locked(&self, inner: &mut Inner, root: &Path) -> io::Result<Arc<Snapshot>> {
         if inner.store.is_none() {
             inner.store = Some(Store::open(&self.config)?);
         }
@@ -450,8 +453,7 @@ impl Checkpoints {
             .follow_links(false)
             .filter_entry(move |entry| entry.file_name() != ".git" && entry.path() != store_dir)
             .build();
-        let mut manifest = Manifest::new();
-        let mut seen = HashMap::with_capacity(cache.len());
+        let mut seen = Snapshot::with_capacity(cache.len() + 16);
         for entry in walker {
             let entry = entry.map_err(|e| io::Error::other(e.to_string()))?;
             let Ok(rel) = entry.path().strip_prefix(root) else { continue };
@@ -461,7 +463,7 @@ impl Checkpoints {
             let rel = rel.to_path_buf();
             let Some(kind) = entry.file_type() else { continue };
             if kind.is_dir() {
-                manifest.insert(rel, FileState::Dir);
+                seen.insert(rel, Cached { stamp: None, state: FileState::Dir });
                 continue;
             }
             let meta = match std::fs::symlink_metadata(entry.path()) {
@@ -470,12 +472,12 @@ impl Checkpoints {
                 Err(e) => return Err(e),
             };
             let stamp = stamp(&meta);
-            if let Some(cached) = cache.remove(&rel)
-                && cached.stamp == stamp
+            if let Some(cached) = cache.get(&rel)
+                && cached.stamp.as_ref() == Some(&stamp)
                 && stamp.mtime < racy
                 && stamp.ctime < racy
             {
-                manifest.insert(rel.clone(), cached.state.clone());
+                let cached = cached.clone();
                 seen.insert(rel, cached);
                 continue;
             }
@@ -498,11 +500,10 @@ impl Checkpoints {
                     FileState::File { blob: store.put(&bytes)?, mode: stamp.mode & 0o7777 }
                 }
             };
-            manifest.insert(rel.clone(), state.clone());
-            seen.insert(rel, Cached { stamp, state });
+            seen.insert(rel, Cached { stamp: Some(stamp), state });
         }
-        *cache = seen;
-        Ok(manifest)
+        *cache = Arc::new(seen);
+        Ok(cache.clone())
     }
 
     /// Records the workspace before a call; the checkpoint is kept when the returned guard is
@@ -678,7 +679,7 @@ impl Checkpoints {
             UndoReport { undone: selected.iter().map(|c| c.id).collect(), ..UndoReport::default() };
         let mut conflicts = Vec::new();
         for (path, (before, expected)) in &plan {
-            let now = current.get(path);
+            let now = current.get(path).map(|c| &c.state);
             let large = |s: &Option<FileState>| matches!(s, Some(FileState::TooLarge { .. }));
             if large(before) || large(expected) {
                 report.too_large.push(path.clone());
@@ -774,15 +775,24 @@ fn blob_of(state: &FileState) -> Option<BlobId> {
     }
 }
 
-fn diff(before: &Manifest, after: &Manifest) -> Vec<Change> {
-    let paths: BTreeSet<&PathBuf> = before.keys().chain(after.keys()).collect();
-    paths
-        .into_iter()
-        .filter_map(|path| {
-            let (b, a) = (before.get(path), after.get(path));
-            (b != a).then(|| Change { path: path.clone(), before: b.cloned(), after: a.cloned() })
+fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
+    let state = |s: Option<&Cached>| s.map(|c| c.state.clone());
+    let mut changes: Vec<Change> = before
+        .iter()
+        .filter(|(path, b)| after.get(*path).is_none_or(|a| a.state != b.state))
+        .map(|(path, b)| Change {
+            path: path.clone(),
+            before: Some(b.state.clone()),
+            after: state(after.get(path)),
         })
-        .collect()
+        .collect();
+    changes.extend(after.iter().filter(|(path, _)| !before.contains_key(*path)).map(|(path, a)| Change {
+        path: path.clone(),
+        before: None,
+        after: Some(a.state.clone()),
+    }));
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    changes
 }
 
 /// Writes `bytes` to `path` through a temporary file renamed over it, with `mode`.
@@ -827,7 +837,7 @@ fn make_link(path: &Path, target: &[u8]) -> io::Result<()> {
 pub struct CallGuard {
     checkpoints: Arc<Checkpoints>,
     root: PathBuf,
-    before: Option<Manifest>,
+    before: Option<Arc<Snapshot>>,
     call_id: String,
     tool: String,
     time: SystemTime,
