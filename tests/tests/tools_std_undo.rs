@@ -180,6 +180,21 @@ async fn a_file_changed_since_the_call_is_a_conflict_and_nothing_is_written() {
 }
 
 #[tokio::test]
+async fn undo_never_writes_through_a_parent_made_a_link_since() {
+    let s = Session::new(None);
+    s.write("sub/f.txt", "secret\n");
+    let (id, _) = s.ok("bash", json!({"command": "rm sub/f.txt"})).await;
+    let outside = s.root.parent().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::remove_dir(s.root.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&outside, s.root.join("sub")).unwrap();
+    let (_, out) = s.call("undo", json!({"call_id": id})).await;
+    let text = out.text_content();
+    assert!(out.is_error && text.contains("- sub/f.txt (its parent sub is not a directory now"), "{text}");
+    assert!(!outside.join("f.txt").exists(), "written outside the workspace");
+}
+
+#[tokio::test]
 async fn ignored_and_large_files_are_left_alone_and_the_result_says_so() {
     let s = Session::new(Some(CheckpointConfig { max_file_bytes: 64, ..CheckpointConfig::default() }));
     s.write(".gitignore", "ignored.txt\nbuild/\n");

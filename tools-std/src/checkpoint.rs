@@ -679,6 +679,17 @@ impl Checkpoints {
             UndoReport { undone: selected.iter().map(|c| c.id).collect(), ..UndoReport::default() };
         let mut conflicts = Vec::new();
         for (path, (before, expected)) in &plan {
+            // Never write through a link: a parent made a link since would lead the write out.
+            if let Some(link) = linked_parent(root, path) {
+                conflicts.push((
+                    path.clone(),
+                    format!(
+                        "its parent {} is not a directory now, but a symbolic link or a file",
+                        link.display()
+                    ),
+                ));
+                continue;
+            }
             let now = current.get(path).map(|c| &c.state);
             let large = |s: &Option<FileState>| matches!(s, Some(FileState::TooLarge { .. }));
             if large(before) || large(expected) {
@@ -766,6 +777,21 @@ impl Checkpoints {
         }
         Ok(report)
     }
+}
+
+/// The first parent of `path` (relative to `root`) that exists and is not a directory (a
+/// symbolic link, say).
+fn linked_parent(root: &Path, path: &Path) -> Option<PathBuf> {
+    let mut parents: Vec<&Path> = path.ancestors().skip(1).filter(|p| !p.as_os_str().is_empty()).collect();
+    parents.reverse();
+    for parent in parents {
+        match std::fs::symlink_metadata(root.join(parent)) {
+            Ok(meta) if !meta.is_dir() => return Some(parent.to_path_buf()),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 fn blob_of(state: &FileState) -> Option<BlobId> {
