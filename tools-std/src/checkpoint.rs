@@ -21,7 +21,7 @@
 //! so undoing it brings the change back.
 //!
 //! The checkpoints live in the dispatcher's session state and are on by default for a local
-//! [`Workspace`](crate::Workspace). An application configures them, or turns them off, by
+//! [`Workspace`](crate::Workspace) (a remote one has none). An application configures them, or turns them off, by
 //! putting its own in the session state before the first call:
 //! `state.get_or_insert_with(|| Checkpoints::new(CheckpointConfig::default()))`, or
 //! `state.get_or_insert_with(Checkpoints::off)`.
@@ -374,6 +374,50 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
     }
 }
 
+/// One entry of a walk.
+struct Found {
+    rel: PathBuf,
+    path: PathBuf,
+    kind: std::fs::FileType,
+    /// `None` for a directory.
+    meta: Option<std::fs::Metadata>,
+    /// What the last scan found, when the metadata says it still holds.
+    known: Option<Cached>,
+}
+
+/// The entries one walking thread found, added to the shared list when it ends.
+struct Batch<'a> {
+    found: &'a Mutex<Vec<Found>>,
+    entries: Vec<Found>,
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        let mut found = self.found.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        found.append(&mut self.entries);
+    }
+}
+
+/// What a walk learns about `entry` without reading it.
+fn look(root: &Path, entry: &ignore::DirEntry, previous: &Snapshot, racy: i128) -> Option<Found> {
+    let rel = entry.path().strip_prefix(root).ok()?;
+    if rel.as_os_str().is_empty() {
+        return None;
+    }
+    let rel = rel.to_path_buf();
+    let kind = entry.file_type()?;
+    if kind.is_dir() {
+        return Some(Found { rel, path: PathBuf::new(), kind, meta: None, known: None });
+    }
+    let meta = std::fs::symlink_metadata(entry.path()).ok()?;
+    let now = stamp(&meta);
+    let known = previous
+        .get(&rel)
+        .filter(|cached| cached.stamp.as_ref() == Some(&now) && now.mtime < racy && now.ctime < racy)
+        .cloned();
+    Some(Found { rel, path: entry.path().to_path_buf(), kind, meta: Some(meta), known })
+}
+
 fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
     inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -446,50 +490,51 @@ impl Checkpoints {
         let store_dir = store.dir.clone();
         let started = SystemTime::now();
         let racy = nanos(Ok(started)) - RACY.as_nanos() as i128;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         let walker = ignore::WalkBuilder::new(root)
             .hidden(false)
             .parents(false)
             .require_git(false)
             .follow_links(false)
+            .threads(threads)
             .filter_entry(move |entry| entry.file_name() != ".git" && entry.path() != store_dir)
-            .build();
-        let mut seen = Snapshot::with_capacity(cache.len() + 16);
-        for entry in walker {
-            let entry = entry.map_err(|e| io::Error::other(e.to_string()))?;
-            let Ok(rel) = entry.path().strip_prefix(root) else { continue };
-            if rel.as_os_str().is_empty() {
-                continue;
-            }
-            let rel = rel.to_path_buf();
-            let Some(kind) = entry.file_type() else { continue };
-            if kind.is_dir() {
+            .build_parallel();
+        // Walked in parallel: each entry's metadata, and its state when the last scan's still holds.
+        let found: Mutex<Vec<Found>> = Mutex::new(Vec::with_capacity(cache.len() + 16));
+        let previous = cache.clone();
+        walker.run(|| {
+            let (found, previous) = (&found, previous.clone());
+            let mut batch = Batch { found, entries: Vec::new() };
+            Box::new(move |entry| {
+                if let Ok(entry) = entry
+                    && let Some(item) = look(root, &entry, &previous, racy)
+                {
+                    batch.entries.push(item);
+                }
+                ignore::WalkState::Continue
+            })
+        });
+        let found = found.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut seen = Snapshot::with_capacity(found.len());
+        for Found { rel, path, kind, meta, known } in found {
+            let Some(meta) = meta else {
                 seen.insert(rel, Cached { stamp: None, state: FileState::Dir });
                 continue;
-            }
-            let meta = match std::fs::symlink_metadata(entry.path()) {
-                Ok(meta) => meta,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e),
             };
-            let stamp = stamp(&meta);
-            if let Some(cached) = cache.get(&rel)
-                && cached.stamp.as_ref() == Some(&stamp)
-                && stamp.mtime < racy
-                && stamp.ctime < racy
-            {
-                let cached = cached.clone();
-                seen.insert(rel, cached);
+            if let Some(known) = known {
+                seen.insert(rel, known);
                 continue;
             }
+            let stamp = stamp(&meta);
             let state = if kind.is_symlink() {
-                let target = std::fs::read_link(entry.path())?;
+                let Ok(target) = std::fs::read_link(&path) else { continue };
                 FileState::Link { blob: store.put(target.as_os_str().as_encoded_bytes())? }
             } else if !kind.is_file() {
                 continue;
             } else if meta.len() > self.config.max_file_bytes {
                 FileState::TooLarge { size: meta.len(), mtime: nanos(meta.modified()) }
             } else {
-                let bytes = match std::fs::read(entry.path()) {
+                let bytes = match std::fs::read(&path) {
                     Ok(bytes) => bytes,
                     Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                     Err(e) => return Err(e),
