@@ -26,6 +26,36 @@
 //! `state.get_or_insert_with(|| Checkpoints::new(CheckpointConfig::default()))`, or
 //! `state.get_or_insert_with(Checkpoints::off)`.
 //!
+//! A host records and undoes without the tools, through the same session state:
+//!
+//! ```
+//! use tools_std::checkpoint::{CheckpointConfig, Checkpoints, UndoTarget};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let root = std::env::temp_dir().join(format!("checkpoint-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&root)?;
+//! let root = std::fs::canonicalize(&root)?;
+//! std::fs::write(root.join("notes.txt"), "first\n")?;
+//!
+//! let state = tool_runtime::SessionState::new();
+//! let config = CheckpointConfig { max_file_bytes: 256 * 1024, ..CheckpointConfig::default() };
+//! let checkpoints = state.get_or_insert_with(|| Checkpoints::new(config));
+//!
+//! // What a mutating tool does around its work (the built-in ones do it themselves):
+//! let call = checkpoints.begin(&root, "call_7", "my_tool").expect("recorded");
+//! std::fs::write(root.join("notes.txt"), "second\n")?;
+//! std::fs::write(root.join("new.txt"), "made by the call\n")?;
+//! assert_eq!(call.finish(), Some(1));
+//!
+//! let listed = checkpoints.list();
+//! assert_eq!((listed[0].call_id.as_str(), listed[0].changes.len()), ("call_7", 2));
+//! let report = checkpoints.undo(&root, &UndoTarget::Call("call_7".into()), "host_undo", "undo")?;
+//! assert_eq!(report.removed, [std::path::PathBuf::from("new.txt")]);
+//! assert_eq!(std::fs::read_to_string(root.join("notes.txt"))?, "first\n");
+//! # std::fs::remove_dir_all(&root)?;
+//! # Ok(()) }
+//! ```
+//!
 //! A command left running in the background (`bash` with `background` or `yield_ms`) can keep
 //! changing files after its call ended: those changes belong to no checkpoint, and an undo of a
 //! later call sees them as conflicts when they touch the same files.
