@@ -146,8 +146,14 @@ async fn undo_of_the_last_calls_restores_their_first_state() {
     // A call that changed nothing has no checkpoint.
     s.ok("bash", json!({"command": "true"})).await;
     assert_eq!(s.checkpoints().list().len(), 4);
-    let text = s.ok("undo", json!({"last": 4})).await.1;
+    let text = s.ok("undo", json!({"last": 3})).await.1;
+    assert!(text.starts_with("Undid checkpoints #2, #3, #4."), "{text}");
+    // Again: further back, not the undo just made.
+    let text = s.ok("undo", json!({})).await.1;
+    assert!(text.starts_with("Undid checkpoint #1."), "{text}");
     assert_eq!(s.tree(), before, "{text}");
+    let (_, out) = s.call("undo", json!({})).await;
+    assert!(out.is_error && out.text_content().contains("undone already"), "{}", out.text_content());
 }
 
 #[tokio::test]

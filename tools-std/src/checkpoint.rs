@@ -173,6 +173,8 @@ pub struct Checkpoint {
     pub changes: Vec<Change>,
     /// The number of the checkpoint of the undo that undid it, if one did.
     pub undone_by: Option<u64>,
+    /// When it is an undo's: the checkpoints it undid.
+    pub undoes: Vec<u64>,
 }
 
 /// Which calls to undo.
@@ -180,7 +182,8 @@ pub struct Checkpoint {
 pub enum UndoTarget {
     /// The latest call with this id.
     Call(String),
-    /// The last `n` calls that changed files.
+    /// The last `n` calls that changed files and are not undone, undos left out: undoing the
+    /// last call twice undoes the two last calls. (An undo is undone by its call id.)
     Last(usize),
 }
 
@@ -629,6 +632,7 @@ impl Checkpoints {
             time: guard.time,
             changes,
             undone_by: None,
+            undoes: Vec::new(),
         });
         self.retain(&mut inner);
         Some(id)
@@ -678,7 +682,9 @@ impl Checkpoints {
         {
             let mut inner = lock(&self.inner);
             for checkpoint in inner.list.iter_mut() {
-                if selected.iter().any(|s| s.id == checkpoint.id) {
+                if checkpoint.id == id {
+                    checkpoint.undoes = selected.iter().map(|s| s.id).collect();
+                } else if selected.iter().any(|s| s.id == checkpoint.id) {
                     checkpoint.undone_by = Some(id);
                 } else if checkpoint.undone_by.is_some_and(|by| selected.iter().any(|s| s.id == by)) {
                     // Undoing an undo brings that change back.
@@ -715,8 +721,23 @@ impl Checkpoints {
                 return Err(UndoError::NotFound("`last` must be at least 1.".to_owned()));
             }
             UndoTarget::Last(n) => {
-                let skip = inner.list.len().saturating_sub(*n);
-                inner.list.iter().skip(skip).cloned().collect()
+                let mut last: Vec<Checkpoint> = inner
+                    .list
+                    .iter()
+                    .rev()
+                    .filter(|c| c.undone_by.is_none() && c.undoes.is_empty())
+                    .take(*n)
+                    .cloned()
+                    .collect();
+                if last.is_empty() {
+                    return Err(UndoError::NotFound(
+                        "Every call kept has been undone already; undo an undo by its call id (see checkpoints) to \
+                         bring its change back."
+                            .to_owned(),
+                    ));
+                }
+                last.reverse();
+                last
             }
         };
         if let [one] = selected.as_slice()

@@ -11,7 +11,8 @@ use crate::text::plural;
 /// `bash` commands (including `sed -i`, `rm`, `mv` and files they created).
 ///
 /// Give `call_id` to undo one call (the `checkpoints` tool lists them), or `last` to undo the
-/// last N calls that changed files (1 by default). The files those calls changed are put back
+/// last N calls that changed files (1 by default; calls already undone, and undos, are skipped, so
+/// calling it again goes further back). The files those calls changed are put back
 /// exactly as they were before them, and the files and directories they created are removed.
 /// When a file changed again after those calls, nothing is written and the result names the
 /// conflicting files: undo the later calls first. Files that `.gitignore` ignores and files
