@@ -201,6 +201,27 @@ async fn undo_never_writes_through_a_parent_made_a_link_since() {
 }
 
 #[tokio::test]
+async fn a_change_between_calls_belongs_to_no_call() {
+    let s = Session::new(None);
+    s.write("deep/er/a.txt", "a\n");
+    s.write("b.txt", "b\n");
+    s.ok("write", json!({"path": "c.txt", "content": "c\n"})).await;
+    // Outside any call: an in-place write deep down, of the same size.
+    std::fs::write(s.root.join("deep/er/a.txt"), "A\n").unwrap();
+    s.ok("bash", json!({"command": "true"})).await;
+    let (id, _) = s.ok("edit", json!({"path": "b.txt", "old_string": "b", "new_string": "B"})).await;
+    let list = s.checkpoints().list();
+    assert_eq!(list.len(), 2, "{list:?}");
+    let paths: Vec<_> = list[1].changes.iter().map(|c| c.path.clone()).collect();
+    assert_eq!(list[1].call_id, id);
+    assert_eq!(paths, [std::path::PathBuf::from("b.txt")]);
+    // And a command's in-place write deep down is its own.
+    let (id, _) = s.ok("bash", json!({"command": "printf 'Z\\n' > deep/er/a.txt"})).await;
+    s.ok("undo", json!({"call_id": id})).await;
+    assert_eq!(std::fs::read_to_string(s.root.join("deep/er/a.txt")).unwrap(), "A\n");
+}
+
+#[tokio::test]
 async fn ignored_and_large_files_are_left_alone_and_the_result_says_so() {
     let s = Session::new(Some(CheckpointConfig { max_file_bytes: 64, ..CheckpointConfig::default() }));
     s.write(".gitignore", "ignored.txt\nbuild/\n");

@@ -29,7 +29,7 @@ fn cpu_ticks() -> Option<u64> {
 
 fn cpu_per(start: Option<u64>, reps: usize) -> String {
     match (start, cpu_ticks()) {
-        (Some(a), Some(b)) => format!("{:.1} ms CPU", (b - a) as f64 * 10.0 / reps as f64),
+        (Some(a), Some(b)) => format!("{:.2} ms CPU", (b - a) as f64 * 10.0 / reps as f64),
         _ => "CPU time unknown".to_owned(),
     }
 }
@@ -85,13 +85,13 @@ fn main() {
     }
     let changed_cpu = cpu_per(cpu, reps);
     println!("checkpoint of {files} files ({} KB stored):", checkpoints.store_bytes() / 1024);
-    println!("  first checkpoint (every file read and stored): {:.1} ms", first_scan.as_secs_f64() * 1e3);
+    println!("  first checkpoint (every file read and stored): {:.2} ms", first_scan.as_secs_f64() * 1e3);
     println!(
         "  one scan, nothing changed (median of {reps}):     {:.1} ms",
         median(scans).as_secs_f64() * 1e3
     );
     println!(
-        "  a call that changed nothing (two scans):        {:.1} ms ({idle_cpu})",
+        "  a call that changed nothing (two scans):        {:.3} ms ({idle_cpu})",
         median(calls).as_secs_f64() * 1e3
     );
     println!(

@@ -354,6 +354,10 @@ struct Inner {
     next: u64,
     /// The last error, shown by the listing.
     error: Option<String>,
+    /// Change notifications on every directory of the last scan, when the system has them.
+    watch: Option<watch::Watch>,
+    /// The root the last scan walked.
+    scanned: Option<PathBuf>,
 }
 
 /// A session's checkpoints (see the module documentation).
@@ -432,7 +436,13 @@ impl Drop for Batch<'_> {
 }
 
 /// What a walk learns about `entry` without reading it.
-fn look(root: &Path, entry: &ignore::DirEntry, previous: &Snapshot, racy: i128) -> Option<Found> {
+fn look(
+    root: &Path,
+    entry: &ignore::DirEntry,
+    previous: &Snapshot,
+    racy: i128,
+    watch: Option<&watch::Watch>,
+) -> Option<Found> {
     let rel = entry.path().strip_prefix(root).ok()?;
     if rel.as_os_str().is_empty() {
         return None;
@@ -440,6 +450,9 @@ fn look(root: &Path, entry: &ignore::DirEntry, previous: &Snapshot, racy: i128) 
     let rel = rel.to_path_buf();
     let kind = entry.file_type()?;
     if kind.is_dir() {
+        if let Some(watch) = watch {
+            watch.add(entry.path());
+        }
         return Some(Found { rel, path: PathBuf::new(), kind, meta: None, known: None });
     }
     let meta = std::fs::symlink_metadata(entry.path()).ok()?;
@@ -518,7 +531,15 @@ impl Checkpoints {
         if inner.store.is_none() {
             inner.store = Some(Store::open(&self.config)?);
         }
-        let Inner { store, cache, .. } = inner;
+        // Nothing changed since the last scan (no directory it walked saw an event): it holds.
+        if inner.scanned.as_deref() == Some(root) && inner.watch.as_ref().is_some_and(|w| w.quiet()) {
+            return Ok(inner.cache.clone());
+        }
+        // Watched before the walk reads them, so a change during the walk is seen next time.
+        inner.watch = watch::Watch::new(root);
+        inner.scanned = None;
+        let Inner { store, cache, watch, .. } = inner;
+        let watch = watch.as_ref();
         let store = store.as_mut().expect("opened above");
         let store_dir = store.dir.clone();
         let started = SystemTime::now();
@@ -540,7 +561,7 @@ impl Checkpoints {
             let mut batch = Batch { found, entries: Vec::new() };
             Box::new(move |entry| {
                 if let Ok(entry) = entry
-                    && let Some(item) = look(root, &entry, &previous, racy)
+                    && let Some(item) = look(root, &entry, &previous, racy, watch)
                 {
                     batch.entries.push(item);
                 }
@@ -580,6 +601,10 @@ impl Checkpoints {
             };
             seen.insert(rel, Cached { stamp: Some(stamp), state });
         }
+        if watch.is_some_and(|w| w.complete()) {
+            inner.scanned = Some(root.to_path_buf());
+        }
+        let cache = &mut inner.cache;
         *cache = Arc::new(seen);
         Ok(cache.clone())
     }
@@ -619,7 +644,7 @@ impl Checkpoints {
                 return None;
             }
         };
-        let changes = diff(&before, &after);
+        let changes = if Arc::ptr_eq(&before, &after) { Vec::new() } else { diff(&before, &after) };
         if changes.is_empty() {
             return None;
         }
@@ -1003,4 +1028,82 @@ pub(crate) async fn begin(ws: &Workspace, ctx: &ToolContext, tool: &str) -> Opti
 pub(crate) fn clock(time: SystemTime) -> String {
     let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     format!("{:02}:{:02}:{:02} UTC", secs / 3600 % 24, secs / 60 % 60, secs % 60)
+}
+
+/// Change notifications (inotify) on the directories a scan walks: while none arrives, nothing
+/// beneath them changed, and the last scan still holds without a file being looked at.
+mod watch {
+    use std::path::Path;
+
+    #[cfg(target_os = "linux")]
+    pub(super) struct Watch {
+        inotify: nix::sys::inotify::Inotify,
+        /// A directory could not be watched (the system's limit of watches, say).
+        failed: std::sync::atomic::AtomicBool,
+    }
+
+    #[cfg(target_os = "linux")]
+    impl Watch {
+        /// Every change to an entry of a directory, or to the directory itself.
+        fn mask() -> nix::sys::inotify::AddWatchFlags {
+            use nix::sys::inotify::AddWatchFlags as F;
+            F::IN_MODIFY
+                | F::IN_ATTRIB
+                | F::IN_CREATE
+                | F::IN_DELETE
+                | F::IN_MOVED_FROM
+                | F::IN_MOVED_TO
+                | F::IN_DELETE_SELF
+                | F::IN_MOVE_SELF
+                | F::IN_DONT_FOLLOW
+                | F::IN_ONLYDIR
+        }
+
+        /// Notifications on `root` (its subdirectories are added by [`add`](Self::add)).
+        pub(super) fn new(root: &Path) -> Option<Watch> {
+            use nix::sys::inotify::{InitFlags, Inotify};
+            let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+            inotify.add_watch(root, Self::mask()).ok()?;
+            Some(Watch { inotify, failed: std::sync::atomic::AtomicBool::new(false) })
+        }
+
+        pub(super) fn add(&self, dir: &Path) {
+            if self.inotify.add_watch(dir, Self::mask()).is_err() {
+                self.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+
+        /// Whether every directory walked is watched.
+        pub(super) fn complete(&self) -> bool {
+            !self.failed.load(std::sync::atomic::Ordering::Relaxed)
+        }
+
+        /// Whether no notification (nor a lost one) arrived since the watches were made.
+        pub(super) fn quiet(&self) -> bool {
+            self.complete() && matches!(self.inotify.read_events(), Err(nix::errno::Errno::EAGAIN))
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) struct Watch;
+
+    #[cfg(not(target_os = "linux"))]
+    impl Watch {
+        pub(super) fn new(_root: &Path) -> Option<Watch> {
+            None
+        }
+        pub(super) fn add(&self, _dir: &Path) {}
+        pub(super) fn complete(&self) -> bool {
+            false
+        }
+        pub(super) fn quiet(&self) -> bool {
+            false
+        }
+    }
+
+    impl std::fmt::Debug for Watch {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Watch")
+        }
+    }
 }
