@@ -221,6 +221,27 @@ async fn a_change_between_calls_belongs_to_no_call() {
     assert_eq!(std::fs::read_to_string(s.root.join("deep/er/a.txt")).unwrap(), "A\n");
 }
 
+/// Past the limit of watched directories every checkpoint is a full scan, and still sees
+/// every change.
+#[tokio::test]
+async fn without_change_notifications_changes_are_still_seen() {
+    for limit in [0, 2] {
+        let s =
+            Session::new(Some(CheckpointConfig { max_watched_dirs: limit, ..CheckpointConfig::default() }));
+        s.write("a/b/c.txt", "c\n");
+        s.write("a/d.txt", "d\n");
+        s.ok("write", json!({"path": "x.txt", "content": "x\n"})).await;
+        std::fs::write(s.root.join("a/b/c.txt"), "C\n").unwrap();
+        let (id, _) = s.ok("bash", json!({"command": "echo D > a/d.txt"})).await;
+        let list = s.checkpoints().list();
+        let paths: Vec<_> = list[1].changes.iter().map(|c| c.path.clone()).collect();
+        assert_eq!(paths, [std::path::PathBuf::from("a/d.txt")], "limit {limit}");
+        s.ok("undo", json!({"call_id": id})).await;
+        assert_eq!(std::fs::read_to_string(s.root.join("a/d.txt")).unwrap(), "d\n");
+        assert_eq!(std::fs::read_to_string(s.root.join("a/b/c.txt")).unwrap(), "C\n");
+    }
+}
+
 #[tokio::test]
 async fn ignored_and_large_files_are_left_alone_and_the_result_says_so() {
     let s = Session::new(Some(CheckpointConfig { max_file_bytes: 64, ..CheckpointConfig::default() }));

@@ -89,6 +89,10 @@ pub struct CheckpointConfig {
     /// Where the store lives; a new temporary directory, removed with the session, when `None`.
     /// A directory given here is kept.
     pub dir: Option<PathBuf>,
+    /// At most this many directories are watched for changes (inotify, on Linux; default
+    /// 4096, 0 for none): a workspace with more is scanned in full at every checkpoint, which
+    /// leaves the system's shared limit of watches to other programs.
+    pub max_watched_dirs: usize,
 }
 
 impl Default for CheckpointConfig {
@@ -98,6 +102,7 @@ impl Default for CheckpointConfig {
             max_checkpoints: 100,
             max_store_bytes: 512 * 1024 * 1024,
             dir: None,
+            max_watched_dirs: 4096,
         }
     }
 }
@@ -538,7 +543,7 @@ impl Checkpoints {
             return Ok(inner.cache.clone());
         }
         // Watched before the walk reads them, so a change during the walk is seen next time.
-        inner.watch = watch::Watch::new(root);
+        inner.watch = watch::Watch::new(root, self.config.max_watched_dirs);
         inner.scanned = None;
         let Inner { store, cache, watch, .. } = inner;
         let watch = watch.as_ref();
@@ -1040,8 +1045,10 @@ mod watch {
     #[cfg(target_os = "linux")]
     pub(super) struct Watch {
         inotify: nix::sys::inotify::Inotify,
-        /// A directory could not be watched (the system's limit of watches, say).
+        /// A directory could not be watched (the system's limit of watches, or ours).
         failed: std::sync::atomic::AtomicBool,
+        /// How many more directories may be watched.
+        left: std::sync::atomic::AtomicUsize,
     }
 
     #[cfg(target_os = "linux")]
@@ -1062,15 +1069,28 @@ mod watch {
         }
 
         /// Notifications on `root` (its subdirectories are added by [`add`](Self::add)).
-        pub(super) fn new(root: &Path) -> Option<Watch> {
+        pub(super) fn new(root: &Path, limit: usize) -> Option<Watch> {
             use nix::sys::inotify::{InitFlags, Inotify};
+            if limit == 0 {
+                return None;
+            }
             let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
             inotify.add_watch(root, Self::mask()).ok()?;
-            Some(Watch { inotify, failed: std::sync::atomic::AtomicBool::new(false) })
+            Some(Watch {
+                inotify,
+                failed: std::sync::atomic::AtomicBool::new(false),
+                left: std::sync::atomic::AtomicUsize::new(limit - 1),
+            })
         }
 
         pub(super) fn add(&self, dir: &Path) {
-            if self.inotify.add_watch(dir, Self::mask()).is_err() {
+            use std::sync::atomic::Ordering;
+            if self.failed.load(Ordering::Relaxed) {
+                return;
+            }
+            let within =
+                self.left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
+            if !within || self.inotify.add_watch(dir, Self::mask()).is_err() {
                 self.failed.store(true, std::sync::atomic::Ordering::Relaxed);
             }
         }
@@ -1091,7 +1111,7 @@ mod watch {
 
     #[cfg(not(target_os = "linux"))]
     impl Watch {
-        pub(super) fn new(_root: &Path) -> Option<Watch> {
+        pub(super) fn new(_root: &Path, _limit: usize) -> Option<Watch> {
             None
         }
         pub(super) fn add(&self, _dir: &Path) {}
