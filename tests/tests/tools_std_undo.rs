@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use tool_runtime::{AllowAll, Dependencies, Registry, SessionState, ToolContext, ToolOutput};
+use tool_runtime::{
+    AllowAll, BoxFuture, Dependencies, PermissionDecision, PermissionHook, PermissionKind, PermissionRequest,
+    Registry, SessionState, ToolContext, ToolOutput,
+};
 use tool_tests::{TempDir, snapshot};
 use tools_std::Workspace;
 use tools_std::checkpoint::{CheckpointConfig, Checkpoints};
@@ -46,13 +49,22 @@ impl Session {
 
     /// Calls `tool` with a new call id `c1`, `c2`, ...; returns the id and the output.
     async fn call(&self, tool: &str, args: Value) -> (String, ToolOutput) {
+        self.call_with(tool, args, Arc::new(AllowAll)).await
+    }
+
+    async fn call_with(
+        &self,
+        tool: &str,
+        args: Value,
+        hook: Arc<dyn PermissionHook>,
+    ) -> (String, ToolOutput) {
         let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let id = format!("c{n}");
         let ctx = ToolContext::builder(tool)
             .call_id(id.clone())
             .dependencies(self.deps.clone())
             .session(self.state.clone())
-            .permissions(Arc::new(AllowAll))
+            .permissions(hook)
             .build();
         let out = match self.registry.call(tool, &args.to_string(), ctx).await {
             Ok(out) => out,
@@ -240,6 +252,32 @@ async fn without_change_notifications_changes_are_still_seen() {
         assert_eq!(std::fs::read_to_string(s.root.join("a/d.txt")).unwrap(), "d\n");
         assert_eq!(std::fs::read_to_string(s.root.join("a/b/c.txt")).unwrap(), "C\n");
     }
+}
+
+/// Denies the paths whose name is `.0`.
+struct DenyName(&'static str);
+
+impl PermissionHook for DenyName {
+    fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision> {
+        let denied = matches!(&request.kind, PermissionKind::Path { path } if path.ends_with(self.0));
+        Box::pin(std::future::ready(if denied {
+            PermissionDecision::Deny { reason: format!("{} is protected", self.0) }
+        } else {
+            PermissionDecision::Allow
+        }))
+    }
+}
+
+#[tokio::test]
+async fn undo_asks_the_permission_hook_for_every_path_first() {
+    let s = Session::new(None);
+    s.write("a.txt", "a\n");
+    s.write(".env", "KEY=1\n");
+    let (id, _) = s.ok("bash", json!({"command": "echo A > a.txt; echo KEY=2 > .env"})).await;
+    let (_, out) = s.call_with("undo", json!({"call_id": id}), Arc::new(DenyName(".env"))).await;
+    assert!(out.is_error && out.text_content().contains(".env is protected"), "{}", out.text_content());
+    assert_eq!(std::fs::read_to_string(s.root.join("a.txt")).unwrap(), "A\n", "nothing written");
+    assert_eq!(std::fs::read_to_string(s.root.join(".env")).unwrap(), "KEY=2\n");
 }
 
 #[tokio::test]

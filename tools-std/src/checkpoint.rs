@@ -727,6 +727,17 @@ impl Checkpoints {
         report
     }
 
+    /// The paths an undo of `target` would put back (relative to the root), for a host or a
+    /// permission hook to check first.
+    pub fn paths(&self, target: &UndoTarget) -> Result<Vec<PathBuf>, UndoError> {
+        if !self.enabled {
+            return Err(UndoError::Off);
+        }
+        let paths: BTreeSet<PathBuf> =
+            self.select(target)?.iter().flat_map(|c| c.changes.iter().map(|ch| ch.path.clone())).collect();
+        Ok(paths.into_iter().collect())
+    }
+
     fn select(&self, target: &UndoTarget) -> Result<Vec<Checkpoint>, UndoError> {
         let inner = lock(&self.inner);
         if inner.list.is_empty() {

@@ -1,7 +1,7 @@
 //! The `undo` tool: put back the files one or more earlier calls changed.
 
 use serde_json::json;
-use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
+use tool_runtime::{Dep, PermissionKind, PermissionRequest, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
 use crate::checkpoint::{Checkpoints, UndoError, UndoReport, UndoTarget};
@@ -41,17 +41,24 @@ pub async fn undo(
     }
     let checkpoints = Checkpoints::in_state(ctx.session());
     let root = ws.root().to_path_buf();
+    // Each path is offered to the permission hook, as the file tools offer the paths they write.
+    let paths = checkpoints.paths(&target).map_err(undo_error)?;
+    for path in &paths {
+        let path = root.join(path);
+        let description = format!("undo the changes to {}", path.display());
+        ctx.ask(PermissionRequest::new(PermissionKind::Path { path }, description)).await?;
+    }
     let (call, tool) = (ctx.call_id().to_owned(), ctx.tool_name().to_owned());
     let result = tokio::task::spawn_blocking(move || checkpoints.undo(&root, &target, &call, &tool))
         .await
         .map_err(|e| ToolError::execution(format!("The undo stopped: {e}")))?;
-    match result {
-        Ok(report) => Ok(render(&report)),
-        Err(UndoError::Conflicts(conflicts)) => {
-            Err(ToolError::execution(UndoError::Conflicts(conflicts).to_string()))
-        }
-        Err(UndoError::NotFound(message)) => Err(ToolError::invalid_arguments(message)),
-        Err(e) => Err(ToolError::execution(e.to_string())),
+    result.map(|report| render(&report)).map_err(undo_error)
+}
+
+fn undo_error(error: UndoError) -> ToolError {
+    match error {
+        UndoError::NotFound(message) => ToolError::invalid_arguments(message),
+        e => ToolError::execution(e.to_string()),
     }
 }
 
