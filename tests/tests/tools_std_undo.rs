@@ -334,6 +334,23 @@ async fn retention_drops_the_oldest_checkpoints_and_their_stored_files() {
     assert!(s.checkpoints().store_bytes() <= 2500);
 }
 
+/// A store a killed process left behind is removed by the next session's first checkpoint.
+#[tokio::test]
+async fn stores_of_processes_gone_are_removed() {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone = child.id();
+    child.wait().unwrap();
+    let left = std::env::temp_dir().join(format!("tools-checkpoints-{gone}-0-1"));
+    std::fs::create_dir_all(left.join("objects/ab")).unwrap();
+    let mine = std::env::temp_dir().join(format!("tools-checkpoints-{}-999-1", std::process::id()));
+    std::fs::create_dir_all(mine.join("objects")).unwrap();
+    let s = Session::new(None);
+    s.ok("write", json!({"path": "f.txt", "content": "x"})).await;
+    assert!(!left.exists(), "a store of a process gone is removed");
+    assert!(mine.exists(), "a store of a running process is kept");
+    std::fs::remove_dir_all(mine).unwrap();
+}
+
 #[tokio::test]
 async fn checkpoints_off_record_nothing() {
     let s = Session::new(None);

@@ -23,7 +23,7 @@
 //! so undoing it brings the change back.
 //!
 //! The checkpoints live in the dispatcher's session state and are on by default for a local
-//! [`Workspace`](crate::Workspace) (a remote one has none). An application configures them, or turns them off, by
+//! [`Workspace`] (a remote one has none). An application configures them, or turns them off, by
 //! putting its own in the session state before the first call:
 //! `state.get_or_insert_with(|| Checkpoints::new(CheckpointConfig::default()))`, or
 //! `state.get_or_insert_with(Checkpoints::off)`.
@@ -286,13 +286,10 @@ impl Store {
         let (dir, owned) = match &config.dir {
             Some(dir) => (dir.clone(), false),
             None => {
+                remove_abandoned_stores();
                 let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
                 let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-                (
-                    std::env::temp_dir()
-                        .join(format!("tools-checkpoints-{}-{n}-{nanos}", std::process::id())),
-                    true,
-                )
+                (std::env::temp_dir().join(format!("{STORE_PREFIX}{}-{n}-{nanos}", std::process::id())), true)
             }
         };
         std::fs::create_dir_all(dir.join("objects"))?;
@@ -340,6 +337,26 @@ impl Store {
             if std::fs::remove_file(self.path(&id)).is_ok() || !self.path(&id).exists() {
                 self.bytes -= self.blobs.remove(&id).unwrap_or(0);
             }
+        }
+    }
+}
+
+/// The prefix of the stores made in the temporary directory, followed by the process id.
+const STORE_PREFIX: &str = "tools-checkpoints-";
+
+/// Removes the stores that processes which no longer run left in the temporary directory (a
+/// process killed does not remove its own). Linux only: elsewhere nothing says a process ended.
+fn remove_abandoned_stores() {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(STORE_PREFIX)) else { continue };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if !Path::new("/proc").join(pid.to_string()).exists() && entry.path().join("objects").is_dir() {
+            let _ = std::fs::remove_dir_all(entry.path());
         }
     }
 }
