@@ -7,13 +7,14 @@ use tools_std as _;
 
 /// Every tool tools-std defines. Listed by hand: asking `tools_std::all()` would name the crate
 /// and link it by another route.
-const TOOLS: [&str; 17] = [
+const TOOLS: [&str; 19] = [
     "apply_patch",
     "bash",
     "bash_input",
     "bash_list",
     "bash_output",
     "bash_stop",
+    "checkpoints",
     "edit",
     "glob",
     "grep",
@@ -24,6 +25,7 @@ const TOOLS: [&str; 17] = [
     "todo_write",
     "tool_output_grep",
     "tool_output_read",
+    "undo",
     "write",
 ];
 

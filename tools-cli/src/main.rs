@@ -305,9 +305,11 @@ struct LoadedSettings {
 }
 
 /// `call` and `turn` exit once their calls are answered, which would kill a command left
-/// running in the background: `bash` runs every command to its end there.
+/// running in the background: `bash` runs every command to its end there. Nothing could undo
+/// their calls later either, so they record no checkpoints (a copy of the workspace per process).
 fn one_shot(dispatcher: Dispatcher) -> Dispatcher {
     dispatcher.session().get_or_insert_with(tools_std::session::Sessions::foreground_only);
+    dispatcher.session().get_or_insert_with(tools_std::checkpoint::Checkpoints::off);
     dispatcher
 }
 

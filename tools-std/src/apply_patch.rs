@@ -66,6 +66,7 @@ pub async fn apply_patch(
     /// The whole patch, from `*** Begin Patch` to `*** End Patch`.
     patch: String,
 ) -> Result<ToolOutput, ToolError> {
+    let _checkpoint = crate::checkpoint::begin(&ws, ctx, "apply_patch").await;
     let parsed = parse_patch(&patch).map_err(|e| {
         ToolError::invalid_arguments(format!(
             "The patch is not valid: {e}. Nothing was changed. Fix the patch and call apply_patch again; it starts \

@@ -141,6 +141,12 @@ pub async fn bash(
     ))
     .await?;
     let sandbox = sandbox_for(&ws, ctx, &command, sandbox, justification).await?;
+    // A command that can write the workspace gets a checkpoint, kept when the call ends.
+    let _checkpoint = if !sandbox.policy().is_enforced() || sandbox.policy().allows_write(ws.root()) {
+        crate::checkpoint::begin(&ws, ctx, "bash").await
+    } else {
+        None
+    };
     // With an egress, a command whose network is off reaches the hosts it allows through a proxy
     // of its own, kept until the command ends.
     let (sandbox, proxy, off_note) = match network::prepare(&ws, ctx, &command, &sandbox).await {

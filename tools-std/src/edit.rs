@@ -54,6 +54,7 @@ pub async fn edit(
         ));
     }
     let resolved = ws.resolve(ctx, &path, "edit").await?;
+    let _checkpoint = crate::checkpoint::begin(&ws, ctx, "edit").await;
     let display = resolved.display.clone();
     let target = resolved.target;
     let versions = FileVersions::of(ctx);

@@ -1,6 +1,7 @@
 //! Built-in coding tools for `tool-runtime`: `read`, `write`, `edit`, `multi_edit`, `apply_patch`, `bash` (with its background
 //! sessions: `bash_output`, `bash_input`, `bash_stop`, `bash_list`), `glob`, `grep`, `ls`,
-//! `tool_output_read`, `tool_output_grep`, `todo_write` and `todo_read`.
+//! `tool_output_read`, `tool_output_grep`, `todo_write` and `todo_read`, and `undo` and
+//! `checkpoints` over the [checkpoints](checkpoint) recorded before every call that changes files.
 //!
 //! The file tools work inside a [`Workspace`], registered as a dependency: every path argument
 //! is resolved against its root, and a path that leaves the root (`..`, an absolute path, a
@@ -74,6 +75,8 @@ pub mod bash_input;
 pub mod bash_list;
 pub mod bash_output;
 pub mod bash_stop;
+pub mod checkpoint;
+pub mod checkpoints;
 pub mod edit;
 pub mod file_versions;
 pub mod glob;
@@ -85,6 +88,7 @@ pub mod todo_read;
 pub mod todo_write;
 pub mod tool_output_grep;
 pub mod tool_output_read;
+pub mod undo;
 pub mod write;
 
 #[cfg(test)]
@@ -119,6 +123,8 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(todo_read::TodoReadTool),
         Arc::new(multi_edit::MultiEditTool),
         Arc::new(apply_patch::ApplyPatchTool),
+        Arc::new(undo::UndoTool),
+        Arc::new(checkpoints::CheckpointsTool),
     ]
 }
 

@@ -44,6 +44,7 @@ pub async fn multi_edit(
     #[schemars(length(min = 1))]
     edits: Vec<EditOperation>,
 ) -> Result<ToolOutput, ToolError> {
+    let _checkpoint = crate::checkpoint::begin(&ws, ctx, "multi_edit").await;
     let total = edits.len();
     for (i, edit) in edits.iter().enumerate() {
         if edit.old_string == edit.new_string {

@@ -43,6 +43,8 @@ pub struct Workspace {
     ops: Arc<dyn Operations>,
     sandbox: Arc<SandboxSlot>,
     egress: Option<tool_egress::Egress>,
+    /// Whether the root is on the local file system (made by [`Workspace::new`]).
+    local: bool,
 }
 
 /// A sandbox policy, and the sandbox made from it on first use.
@@ -120,7 +122,7 @@ impl Workspace {
         }
         let ops = LocalOperations::open(&root)?;
         let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
-        Ok(Workspace { root, ops: Arc::new(ops), sandbox, egress: None })
+        Ok(Workspace { root, ops: Arc::new(ops), sandbox, egress: None, local: true })
     }
 
     /// A workspace reached through `ops` (a remote sandbox, for example), whose root is the
@@ -141,12 +143,18 @@ impl Workspace {
         }
         let root = normal(root);
         let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
-        Ok(Workspace { root, ops, sandbox, egress: None })
+        Ok(Workspace { root, ops, sandbox, egress: None, local: false })
     }
 
     /// The canonical root directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Whether the workspace is on the local file system ([`Workspace::new`]), where
+    /// [checkpoints](crate::checkpoint) are recorded.
+    pub fn is_local(&self) -> bool {
+        self.local
     }
 
     /// The same workspace, with commands confined by `policy` (see [`tool_sandbox`]). The

@@ -32,6 +32,7 @@ pub async fn write(
     content: String,
 ) -> Result<ToolOutput, ToolError> {
     let resolved = ws.resolve(ctx, &path, "write to").await?;
+    let _checkpoint = crate::checkpoint::begin(&ws, ctx, "write").await;
     let display = resolved.display.clone();
     let target = resolved.target;
     let versions = FileVersions::of(ctx);

@@ -1,0 +1,397 @@
+//! Checkpoints and `undo` on real files: a `bash` call's `sed -i`, `rm`, `mv` and new files
+//! undone exactly, an `edit` undone byte for byte (a property), conflicts refused, ignored and
+//! large files left alone, and retention.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use tool_runtime::{
+    AllowAll, BoxFuture, Dependencies, PermissionDecision, PermissionHook, PermissionKind, PermissionRequest,
+    Registry, SessionState, ToolContext, ToolOutput,
+};
+use tool_tests::{TempDir, snapshot};
+use tools_std::Workspace;
+use tools_std::checkpoint::{CheckpointConfig, Checkpoints};
+
+struct Session {
+    _dir: TempDir,
+    root: std::path::PathBuf,
+    deps: Arc<Dependencies>,
+    state: SessionState,
+    registry: Registry,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl Session {
+    fn new(config: Option<CheckpointConfig>) -> Session {
+        let dir = TempDir::new("undo");
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(&root).unwrap();
+        let ws = Workspace::new(&root).unwrap();
+        let root = ws.root().to_path_buf();
+        let mut deps = Dependencies::new();
+        deps.insert(ws);
+        let state = SessionState::new();
+        if let Some(config) = config {
+            state.get_or_insert_with(|| Checkpoints::new(config));
+        }
+        let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
+        Session { _dir: dir, root, deps: Arc::new(deps), state, registry, calls: Default::default() }
+    }
+
+    fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
+        let path = self.root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+
+    /// Calls `tool` with a new call id `c1`, `c2`, ...; returns the id and the output.
+    async fn call(&self, tool: &str, args: Value) -> (String, ToolOutput) {
+        self.call_with(tool, args, Arc::new(AllowAll)).await
+    }
+
+    async fn call_with(
+        &self,
+        tool: &str,
+        args: Value,
+        hook: Arc<dyn PermissionHook>,
+    ) -> (String, ToolOutput) {
+        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let id = format!("c{n}");
+        let ctx = ToolContext::builder(tool)
+            .call_id(id.clone())
+            .dependencies(self.deps.clone())
+            .session(self.state.clone())
+            .permissions(hook)
+            .build();
+        let out = match self.registry.call(tool, &args.to_string(), ctx).await {
+            Ok(out) => out,
+            Err(e) => ToolOutput::error(e.message().to_owned()),
+        };
+        (id, out)
+    }
+
+    async fn ok(&self, tool: &str, args: Value) -> (String, String) {
+        let (id, out) = self.call(tool, args.clone()).await;
+        assert!(!out.is_error, "{tool} {args}: {}", out.text_content());
+        (id, out.text_content())
+    }
+
+    fn tree(&self) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+        snapshot(&self.root)
+    }
+
+    fn checkpoints(&self) -> Arc<Checkpoints> {
+        Checkpoints::in_state(&self.state)
+    }
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode()
+}
+
+#[tokio::test]
+async fn undo_of_a_bash_call_restores_the_tree_exactly_and_can_itself_be_undone() {
+    let s = Session::new(None);
+    s.write("src/lib.rs", "fn old() {}\nfn keep() {}\n");
+    s.write("gone.txt", "to be removed\n");
+    s.write("docs/moved.md", "# title\n");
+    s.write("docs/deep/only.txt", "only file of its directory\n");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(s.root.join("src/lib.rs"), std::fs::Permissions::from_mode(0o754)).unwrap();
+    }
+    std::os::unix::fs::symlink("src/lib.rs", s.root.join("link")).unwrap();
+    let before = s.tree();
+    let lib_mode = mode(&s.root.join("src/lib.rs"));
+
+    let (bash_id, _) = s
+        .ok(
+            "bash",
+            json!({"command": "sed -i 's/old/new/' src/lib.rs && rm gone.txt && mv docs/moved.md moved.md \
+                   && rm -r docs/deep && mkdir -p made/inner && echo new > made/inner/file.txt && echo x > fresh \
+                   && ln -sf fresh link"}),
+        )
+        .await;
+    let after = s.tree();
+    assert_ne!(before, after);
+    let listing = s.ok("checkpoints", json!({})).await.1;
+    assert!(listing.contains(&format!("call_id={bash_id} bash")), "{listing}");
+    assert!(
+        listing.contains("~src/lib.rs") && listing.contains("-gone.txt") && listing.contains("+fresh"),
+        "{listing}"
+    );
+
+    let (undo_id, text) = s.ok("undo", json!({"call_id": bash_id})).await;
+    assert_eq!(s.tree(), before, "{text}");
+    assert_eq!(mode(&s.root.join("src/lib.rs")), lib_mode);
+    assert_eq!(std::fs::read_link(s.root.join("link")).unwrap(), Path::new("src/lib.rs"));
+    assert!(text.contains("Removed (created by the calls)"), "{text}");
+
+    // Undone already: said so, nothing written.
+    let (_, again) = s.call("undo", json!({"call_id": bash_id})).await;
+    assert!(again.is_error && again.text_content().contains("already undone"), "{}", again.text_content());
+    assert_eq!(s.tree(), before);
+
+    // Undoing the undo brings the command's changes back.
+    s.ok("undo", json!({"call_id": undo_id})).await;
+    assert_eq!(s.tree(), after);
+    assert_eq!(std::fs::read_link(s.root.join("link")).unwrap(), Path::new("fresh"));
+}
+
+#[tokio::test]
+async fn undo_of_the_last_calls_restores_their_first_state() {
+    let s = Session::new(None);
+    s.write("a.txt", "one\n");
+    let before = s.tree();
+    s.ok("edit", json!({"path": "a.txt", "old_string": "one", "new_string": "two"})).await;
+    s.ok("write", json!({"path": "b.txt", "content": "b\n"})).await;
+    s.ok(
+        "apply_patch",
+        json!({"patch": "*** Begin Patch\n*** Update File: a.txt\n@@\n-two\n+three\n*** End Patch\n"}),
+    )
+    .await;
+    s.ok("multi_edit", json!({"path": "b.txt", "edits": [{"old_string": "b", "new_string": "c"}]})).await;
+    // A call that changed nothing has no checkpoint.
+    s.ok("bash", json!({"command": "true"})).await;
+    assert_eq!(s.checkpoints().list().len(), 4);
+    let text = s.ok("undo", json!({"last": 3})).await.1;
+    assert!(text.starts_with("Undid checkpoints #2, #3, #4."), "{text}");
+    // Again: further back, not the undo just made.
+    let text = s.ok("undo", json!({})).await.1;
+    assert!(text.starts_with("Undid checkpoint #1."), "{text}");
+    assert_eq!(s.tree(), before, "{text}");
+    let (_, out) = s.call("undo", json!({})).await;
+    assert!(out.is_error && out.text_content().contains("undone already"), "{}", out.text_content());
+}
+
+#[tokio::test]
+async fn a_file_changed_since_the_call_is_a_conflict_and_nothing_is_written() {
+    let s = Session::new(None);
+    s.write("a.txt", "one\n");
+    s.write("b.txt", "bee\n");
+    let (id, _) =
+        s.ok("bash", json!({"command": "echo two > a.txt; echo buzz > b.txt; echo n > new.txt"})).await;
+    // Later work, outside any call: a.txt and new.txt changed, b.txt removed.
+    s.write("a.txt", "later work\n");
+    s.write("new.txt", "later work\n");
+    std::fs::remove_file(s.root.join("b.txt")).unwrap();
+    let tree = s.tree();
+    let (_, out) = s.call("undo", json!({"call_id": id})).await;
+    let text = out.text_content();
+    assert!(out.is_error, "{text}");
+    assert!(text.contains("3 files changed after the call"), "{text}");
+    assert!(text.contains("- a.txt (changed since)") && text.contains("- b.txt (deleted since)"), "{text}");
+    assert!(text.contains("- new.txt (changed since)"), "{text}");
+    assert_eq!(s.tree(), tree, "a refused undo writes nothing");
+    // Put back as the call left it, the undo goes through.
+    s.write("a.txt", "two\n");
+    s.write("new.txt", "n\n");
+    s.write("b.txt", "buzz\n");
+    s.ok("undo", json!({"call_id": id})).await;
+    assert_eq!(std::fs::read_to_string(s.root.join("a.txt")).unwrap(), "one\n");
+    assert_eq!(std::fs::read_to_string(s.root.join("b.txt")).unwrap(), "bee\n");
+    assert!(!s.root.join("new.txt").exists());
+}
+
+#[tokio::test]
+async fn undo_never_writes_through_a_parent_made_a_link_since() {
+    let s = Session::new(None);
+    s.write("sub/f.txt", "secret\n");
+    let (id, _) = s.ok("bash", json!({"command": "rm sub/f.txt"})).await;
+    let outside = s.root.parent().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::remove_dir(s.root.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&outside, s.root.join("sub")).unwrap();
+    let (_, out) = s.call("undo", json!({"call_id": id})).await;
+    let text = out.text_content();
+    assert!(out.is_error && text.contains("- sub/f.txt (its parent sub is not a directory now"), "{text}");
+    assert!(!outside.join("f.txt").exists(), "written outside the workspace");
+}
+
+#[tokio::test]
+async fn a_change_between_calls_belongs_to_no_call() {
+    let s = Session::new(None);
+    s.write("deep/er/a.txt", "a\n");
+    s.write("b.txt", "b\n");
+    s.ok("write", json!({"path": "c.txt", "content": "c\n"})).await;
+    // Outside any call: an in-place write deep down, of the same size.
+    std::fs::write(s.root.join("deep/er/a.txt"), "A\n").unwrap();
+    s.ok("bash", json!({"command": "true"})).await;
+    let (id, _) = s.ok("edit", json!({"path": "b.txt", "old_string": "b", "new_string": "B"})).await;
+    let list = s.checkpoints().list();
+    assert_eq!(list.len(), 2, "{list:?}");
+    let paths: Vec<_> = list[1].changes.iter().map(|c| c.path.clone()).collect();
+    assert_eq!(list[1].call_id, id);
+    assert_eq!(paths, [std::path::PathBuf::from("b.txt")]);
+    // And a command's in-place write deep down is its own.
+    let (id, _) = s.ok("bash", json!({"command": "printf 'Z\\n' > deep/er/a.txt"})).await;
+    s.ok("undo", json!({"call_id": id})).await;
+    assert_eq!(std::fs::read_to_string(s.root.join("deep/er/a.txt")).unwrap(), "A\n");
+}
+
+/// Past the limit of watched directories every checkpoint is a full scan, and still sees
+/// every change.
+#[tokio::test]
+async fn without_change_notifications_changes_are_still_seen() {
+    for limit in [0, 2] {
+        let s =
+            Session::new(Some(CheckpointConfig { max_watched_dirs: limit, ..CheckpointConfig::default() }));
+        s.write("a/b/c.txt", "c\n");
+        s.write("a/d.txt", "d\n");
+        s.ok("write", json!({"path": "x.txt", "content": "x\n"})).await;
+        std::fs::write(s.root.join("a/b/c.txt"), "C\n").unwrap();
+        let (id, _) = s.ok("bash", json!({"command": "echo D > a/d.txt"})).await;
+        let list = s.checkpoints().list();
+        let paths: Vec<_> = list[1].changes.iter().map(|c| c.path.clone()).collect();
+        assert_eq!(paths, [std::path::PathBuf::from("a/d.txt")], "limit {limit}");
+        s.ok("undo", json!({"call_id": id})).await;
+        assert_eq!(std::fs::read_to_string(s.root.join("a/d.txt")).unwrap(), "d\n");
+        assert_eq!(std::fs::read_to_string(s.root.join("a/b/c.txt")).unwrap(), "C\n");
+    }
+}
+
+/// Denies the paths whose name is `.0`.
+struct DenyName(&'static str);
+
+impl PermissionHook for DenyName {
+    fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision> {
+        let denied = matches!(&request.kind, PermissionKind::Path { path } if path.ends_with(self.0));
+        Box::pin(std::future::ready(if denied {
+            PermissionDecision::Deny { reason: format!("{} is protected", self.0) }
+        } else {
+            PermissionDecision::Allow
+        }))
+    }
+}
+
+#[tokio::test]
+async fn undo_asks_the_permission_hook_for_every_path_first() {
+    let s = Session::new(None);
+    s.write("a.txt", "a\n");
+    s.write(".env", "KEY=1\n");
+    let (id, _) = s.ok("bash", json!({"command": "echo A > a.txt; echo KEY=2 > .env"})).await;
+    let (_, out) = s.call_with("undo", json!({"call_id": id}), Arc::new(DenyName(".env"))).await;
+    assert!(out.is_error && out.text_content().contains(".env is protected"), "{}", out.text_content());
+    assert_eq!(std::fs::read_to_string(s.root.join("a.txt")).unwrap(), "A\n", "nothing written");
+    assert_eq!(std::fs::read_to_string(s.root.join(".env")).unwrap(), "KEY=2\n");
+}
+
+#[tokio::test]
+async fn ignored_and_large_files_are_left_alone_and_the_result_says_so() {
+    let s = Session::new(Some(CheckpointConfig { max_file_bytes: 64, ..CheckpointConfig::default() }));
+    s.write(".gitignore", "ignored.txt\nbuild/\n");
+    s.write("ignored.txt", "ignored before\n");
+    s.write("big.bin", vec![b'a'; 100]);
+    s.write("small.txt", "small before\n");
+    let (id, _) = s
+        .ok(
+            "bash",
+            json!({"command": "echo after > ignored.txt; printf '%0100d' 0 > big.bin; echo after > small.txt; \
+                   mkdir build; echo out > build/out.o"}),
+        )
+        .await;
+    let cp = &s.checkpoints().list()[0];
+    assert!(cp.changes.iter().all(|c| !c.path.starts_with("ignored.txt") && !c.path.starts_with("build")));
+    let store = s.checkpoints().store_dir().unwrap();
+    assert!(!store.starts_with(&s.root), "the store is outside the workspace");
+    let text = s.ok("undo", json!({"call_id": id})).await.1;
+    assert_eq!(std::fs::read_to_string(s.root.join("small.txt")).unwrap(), "small before\n");
+    assert_eq!(std::fs::read_to_string(s.root.join("ignored.txt")).unwrap(), "after\n");
+    assert_eq!(std::fs::read(s.root.join("big.bin")).unwrap(), format!("{:0100}", 0).into_bytes());
+    assert!(s.root.join("build/out.o").exists());
+    assert!(text.contains("over the size limit and not recorded (1): big.bin"), "{text}");
+    assert!(text.contains(".gitignore ignores are not recorded"), "{text}");
+}
+
+#[tokio::test]
+async fn retention_drops_the_oldest_checkpoints_and_their_stored_files() {
+    let s = Session::new(Some(CheckpointConfig { max_checkpoints: 2, ..CheckpointConfig::default() }));
+    let mut ids = Vec::new();
+    for n in 0..4 {
+        ids.push(
+            s.ok("write", json!({"path": "f.txt", "content": format!("version {n} {}", "x".repeat(1000))}))
+                .await
+                .0,
+        );
+    }
+    let kept: Vec<String> = s.checkpoints().list().iter().map(|c| c.call_id.clone()).collect();
+    assert_eq!(kept, ids[2..]);
+    // Versions 0 and 1 are needed by no checkpoint left: only 2 and 3 (and the current file) stay.
+    assert_eq!(s.checkpoints().store_bytes(), 3 * 1010);
+    let (_, out) = s.call("undo", json!({"call_id": ids[0]})).await;
+    assert!(out.is_error && out.text_content().contains("No checkpoint of a call"), "{}", out.text_content());
+
+    // By size: a store smaller than two versions keeps one checkpoint.
+    let s = Session::new(Some(CheckpointConfig { max_store_bytes: 2500, ..CheckpointConfig::default() }));
+    for n in 0..4 {
+        s.ok("write", json!({"path": "f.txt", "content": format!("version {n} {}", "x".repeat(1000))})).await;
+    }
+    assert_eq!(s.checkpoints().list().len(), 1);
+    assert!(s.checkpoints().store_bytes() <= 2500);
+}
+
+/// A store a killed process left behind is removed by the next session's first checkpoint.
+#[tokio::test]
+async fn stores_of_processes_gone_are_removed() {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone = child.id();
+    child.wait().unwrap();
+    let left = std::env::temp_dir().join(format!("tools-checkpoints-{gone}-0-1"));
+    std::fs::create_dir_all(left.join("objects/ab")).unwrap();
+    let mine = std::env::temp_dir().join(format!("tools-checkpoints-{}-999-1", std::process::id()));
+    std::fs::create_dir_all(mine.join("objects")).unwrap();
+    let s = Session::new(None);
+    s.ok("write", json!({"path": "f.txt", "content": "x"})).await;
+    assert!(!left.exists(), "a store of a process gone is removed");
+    assert!(mine.exists(), "a store of a running process is kept");
+    std::fs::remove_dir_all(mine).unwrap();
+}
+
+#[tokio::test]
+async fn checkpoints_off_record_nothing() {
+    let s = Session::new(None);
+    s.state.get_or_insert_with(Checkpoints::off);
+    s.ok("write", json!({"path": "f.txt", "content": "x"})).await;
+    assert!(s.checkpoints().list().is_empty());
+    let (_, out) = s.call("undo", json!({})).await;
+    assert!(out.is_error && out.text_content().contains("Checkpoints are off"), "{}", out.text_content());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Any file edited through `edit`, then undone, is byte-identical to the original.
+    #[test]
+    fn an_edit_undone_is_byte_identical(
+        prefix in "[ -~\t\r\n\u{e9}\u{4e2d}\u{1f600}]{0,300}",
+        suffix in "[ -~\t\r\n\u{e9}\u{4e2d}\u{1f600}]{0,300}",
+        new in "[ -~\t\n\u{e9}]{0,60}",
+        exec in any::<bool>(),
+        crlf in any::<bool>(),
+    ) {
+        let marker = "\u{2603}MARK\u{2603}";
+        prop_assume!(!prefix.contains(marker) && !suffix.contains(marker) && !new.contains(marker));
+        let fix = |t: String| if crlf { t.replace('\n', "\r\n") } else { t };
+        let original = fix(format!("{prefix}{marker}{suffix}"));
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let s = Session::new(None);
+            s.write("f.txt", &original);
+            let file = s.root.join("f.txt");
+            if exec {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            let mode_before = mode(&file);
+            let (id, _) = s.ok("edit", json!({"path": "f.txt", "old_string": marker, "new_string": new})).await;
+            assert_ne!(std::fs::read(&file).unwrap(), original.as_bytes());
+            s.ok("undo", json!({"call_id": id})).await;
+            assert_eq!(std::fs::read(&file).unwrap(), original.as_bytes());
+            assert_eq!(mode(&file), mode_before);
+        });
+    }
+}

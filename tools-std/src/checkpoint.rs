@@ -1,0 +1,1159 @@
+//! Checkpoints: the workspace's files as they were before each mutating call, kept in a shadow store outside the workspace, so that a call can be undone.
+//!
+//! Before `write`, `edit`, `multi_edit`, `apply_patch`, and `bash` when its sandbox lets it
+//! write the workspace (`workspace-write`, or no sandbox), the workspace is scanned and every
+//! file's content is kept, by its SHA-256, in a content-addressed store outside the workspace
+//! (a temporary directory by default, removed with the session). After the call it is scanned
+//! again; the files that differ are the call's changes. A scan reuses what the previous one
+//! learnt about a file whose size, modification and change times, inode and mode are unchanged
+//! (and old enough that a second write in the same clock tick cannot hide), so a scan of a
+//! workspace where nothing changed reads no file. On Linux every directory walked is watched
+//! (inotify, set before the directory is read): while no notification arrives, the last scan
+//! still holds and nothing is walked at all (see BENCHMARKS.md for the cost per call).
+//!
+//! Left out of the store, and so never touched by an undo: what `.gitignore`, `.ignore` and
+//! `.git/info/exclude` ignore, the `.git` directory, and files larger than
+//! [`CheckpointConfig::max_file_bytes`] (their size and times are still recorded, so an undo
+//! can say it left them alone).
+//!
+//! [`Checkpoints::undo`] (and the `undo` tool) puts the files one or more calls changed back as
+//! they were before (removing the files and directories they created), after checking that each
+//! of those files still holds what the calls left: a file changed since is a conflict, and the
+//! undo is refused, naming it, with nothing written. An undo is itself a call with a checkpoint,
+//! so undoing it brings the change back.
+//!
+//! The checkpoints live in the dispatcher's session state and are on by default for a local
+//! [`Workspace`] (a remote one has none). An application configures them, or turns them off, by
+//! putting its own in the session state before the first call:
+//! `state.get_or_insert_with(|| Checkpoints::new(CheckpointConfig::default()))`, or
+//! `state.get_or_insert_with(Checkpoints::off)`.
+//!
+//! A host records and undoes without the tools, through the same session state:
+//!
+//! ```
+//! use tools_std::checkpoint::{CheckpointConfig, Checkpoints, UndoTarget};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let root = std::env::temp_dir().join(format!("checkpoint-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&root)?;
+//! let root = std::fs::canonicalize(&root)?;
+//! std::fs::write(root.join("notes.txt"), "first\n")?;
+//!
+//! let state = tool_runtime::SessionState::new();
+//! let config = CheckpointConfig { max_file_bytes: 256 * 1024, ..CheckpointConfig::default() };
+//! let checkpoints = state.get_or_insert_with(|| Checkpoints::new(config));
+//!
+//! // What a mutating tool does around its work (the built-in ones do it themselves):
+//! let call = checkpoints.begin(&root, "call_7", "my_tool").expect("recorded");
+//! std::fs::write(root.join("notes.txt"), "second\n")?;
+//! std::fs::write(root.join("new.txt"), "made by the call\n")?;
+//! assert_eq!(call.finish(), Some(1));
+//!
+//! let listed = checkpoints.list();
+//! assert_eq!((listed[0].call_id.as_str(), listed[0].changes.len()), ("call_7", 2));
+//! let report = checkpoints.undo(&root, &UndoTarget::Call("call_7".into()), "host_undo", "undo")?;
+//! assert_eq!(report.removed, [std::path::PathBuf::from("new.txt")]);
+//! assert_eq!(std::fs::read_to_string(root.join("notes.txt"))?, "first\n");
+//! # std::fs::remove_dir_all(&root)?;
+//! # Ok(()) }
+//! ```
+//!
+//! A command left running in the background (`bash` with `background` or `yield_ms`) can keep
+//! changing files after its call ended: those changes belong to no checkpoint, and an undo of a
+//! later call sees them as conflicts when they touch the same files.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+use tool_runtime::{SessionState, ToolContext};
+
+use crate::Workspace;
+use crate::text::plural;
+
+/// Limits of a session's checkpoints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointConfig {
+    /// Files larger than this are not kept (default 1 MiB).
+    pub max_file_bytes: u64,
+    /// How many checkpoints are kept; past it the oldest is dropped (default 100).
+    pub max_checkpoints: usize,
+    /// How many bytes the store may hold; past it the oldest checkpoints are dropped until it
+    /// fits or none is left (default 512 MiB). The copy of the current files is always kept.
+    pub max_store_bytes: u64,
+    /// Where the store lives; a new temporary directory, removed with the session, when `None`.
+    /// A directory given here is kept.
+    pub dir: Option<PathBuf>,
+    /// At most this many directories are watched for changes (inotify, on Linux; default
+    /// 4096, 0 for none): a workspace with more is scanned in full at every checkpoint, which
+    /// leaves the system's shared limit of watches to other programs.
+    pub max_watched_dirs: usize,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> Self {
+        CheckpointConfig {
+            max_file_bytes: 1024 * 1024,
+            max_checkpoints: 100,
+            max_store_bytes: 512 * 1024 * 1024,
+            dir: None,
+            max_watched_dirs: 4096,
+        }
+    }
+}
+
+/// A file's content id: the SHA-256 of its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BlobId([u8; 32]);
+
+impl BlobId {
+    fn of(bytes: &[u8]) -> BlobId {
+        BlobId(Sha256::digest(bytes).into())
+    }
+
+    fn hex(&self) -> String {
+        let mut out = String::with_capacity(64);
+        for byte in self.0 {
+            let _ = write!(out, "{byte:02x}");
+        }
+        out
+    }
+}
+
+/// What a path held at a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileState {
+    /// A regular file, kept in the store, with its permission bits.
+    File {
+        /// Its content.
+        blob: BlobId,
+        /// Its permission bits (`0o644`).
+        mode: u32,
+    },
+    /// A symbolic link, whose target is kept in the store.
+    Link {
+        /// Its target's bytes.
+        blob: BlobId,
+    },
+    /// A directory.
+    Dir,
+    /// A file over the size limit: not kept; its size and modification time tell a change.
+    TooLarge {
+        /// Its size in bytes.
+        size: u64,
+        /// Its modification time, in nanoseconds since the epoch.
+        mtime: i128,
+    },
+}
+
+/// A scan: every path with what it held and the metadata that held it.
+type Snapshot = HashMap<PathBuf, Cached>;
+
+/// One path a call changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Relative to the workspace root.
+    pub path: PathBuf,
+    /// Before the call; `None` when it did not exist.
+    pub before: Option<FileState>,
+    /// After the call; `None` when it did not exist.
+    pub after: Option<FileState>,
+}
+
+/// What one call changed.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    /// Its number in the session, from 1.
+    pub id: u64,
+    /// The call's id.
+    pub call_id: String,
+    /// The tool called.
+    pub tool: String,
+    /// When the call started.
+    pub time: SystemTime,
+    /// The paths it changed, in order.
+    pub changes: Vec<Change>,
+    /// The number of the checkpoint of the undo that undid it, if one did.
+    pub undone_by: Option<u64>,
+    /// When it is an undo's: the checkpoints it undid.
+    pub undoes: Vec<u64>,
+}
+
+/// Which calls to undo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UndoTarget {
+    /// The latest call with this id.
+    Call(String),
+    /// The last `n` calls that changed files and are not undone, undos left out: undoing the
+    /// last call twice undoes the two last calls. (An undo is undone by its call id.)
+    Last(usize),
+}
+
+/// What an undo did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UndoReport {
+    /// The checkpoints undone, oldest first.
+    pub undone: Vec<u64>,
+    /// Files written back.
+    pub restored: Vec<PathBuf>,
+    /// Files and directories the calls created, removed.
+    pub removed: Vec<PathBuf>,
+    /// Directories the calls removed, made again.
+    pub recreated: Vec<PathBuf>,
+    /// Files over the size limit the calls changed, left as they are.
+    pub too_large: Vec<PathBuf>,
+    /// Directories the calls created that are not empty now (they hold ignored files), kept.
+    pub kept_dirs: Vec<PathBuf>,
+}
+
+/// Why an undo did nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UndoError {
+    /// Checkpoints are off, or the workspace is not on the local file system.
+    Off,
+    /// No checkpoint matches.
+    NotFound(String),
+    /// Files changed since the calls: `(path, what happened)`. Nothing was written.
+    Conflicts(Vec<(PathBuf, String)>),
+    /// Reading or writing failed (after the checks: some files may be restored).
+    Io(String),
+}
+
+impl std::fmt::Display for UndoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UndoError::Off => f.write_str(
+                "Checkpoints are off in this session (or the workspace is not on the local file system), so there is \
+                 nothing to undo.",
+            ),
+            UndoError::NotFound(message) | UndoError::Io(message) => f.write_str(message),
+            UndoError::Conflicts(conflicts) => {
+                write!(
+                    f,
+                    "Undo refused: {} changed after the call{}, and undoing would discard that later change. Nothing \
+                     was written. Conflicting:",
+                    plural(conflicts.len() as u64, "file"),
+                    if conflicts.len() == 1 { "" } else { "s" }
+                )?;
+                for (path, what) in conflicts {
+                    write!(f, "\n- {} ({what})", path.display())?;
+                }
+                f.write_str(
+                    "\nUndo the later calls first (newest first), or change these files back by hand with the \
+                     file tools.",
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for UndoError {}
+
+/// What a scan learnt about a file, to reuse when its metadata has not changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    mtime: i128,
+    ctime: i128,
+    ino: u64,
+    mode: u32,
+}
+
+#[derive(Debug, Clone)]
+struct Cached {
+    /// `None` for a directory.
+    stamp: Option<Stamp>,
+    state: FileState,
+}
+
+#[derive(Debug)]
+struct Store {
+    dir: PathBuf,
+    owned: bool,
+    /// Every blob in the store, with its size.
+    blobs: HashMap<BlobId, u64>,
+    bytes: u64,
+}
+
+impl Store {
+    fn open(config: &CheckpointConfig) -> io::Result<Store> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let (dir, owned) = match &config.dir {
+            Some(dir) => (dir.clone(), false),
+            None => {
+                remove_abandoned_stores();
+                let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+                let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+                (std::env::temp_dir().join(format!("{STORE_PREFIX}{}-{n}-{nanos}", std::process::id())), true)
+            }
+        };
+        std::fs::create_dir_all(dir.join("objects"))?;
+        let dir = std::fs::canonicalize(&dir)?;
+        Ok(Store { dir, owned, blobs: HashMap::new(), bytes: 0 })
+    }
+
+    fn path(&self, id: &BlobId) -> PathBuf {
+        let hex = id.hex();
+        self.dir.join("objects").join(&hex[..2]).join(&hex[2..])
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> io::Result<BlobId> {
+        let id = BlobId::of(bytes);
+        if self.blobs.contains_key(&id) {
+            return Ok(id);
+        }
+        let path = self.path(&id);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let temp = path.with_extension("tmp");
+        std::fs::write(&temp, bytes)?;
+        std::fs::rename(&temp, &path)?;
+        self.blobs.insert(id, bytes.len() as u64);
+        self.bytes += bytes.len() as u64;
+        Ok(id)
+    }
+
+    fn get(&self, id: &BlobId) -> io::Result<Vec<u8>> {
+        let bytes = std::fs::read(self.path(id))?;
+        if BlobId::of(&bytes) != *id {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a stored copy is damaged (its hash differs)",
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// Deletes every blob not in `keep`.
+    fn collect(&mut self, keep: &BTreeSet<BlobId>) {
+        let drop: Vec<BlobId> = self.blobs.keys().filter(|id| !keep.contains(id)).copied().collect();
+        for id in drop {
+            if std::fs::remove_file(self.path(&id)).is_ok() || !self.path(&id).exists() {
+                self.bytes -= self.blobs.remove(&id).unwrap_or(0);
+            }
+        }
+    }
+}
+
+/// The prefix of the stores made in the temporary directory, followed by the process id.
+const STORE_PREFIX: &str = "tools-checkpoints-";
+
+/// Removes the stores that processes which no longer run left in the temporary directory (a
+/// process killed does not remove its own). Linux only: elsewhere nothing says a process ended.
+fn remove_abandoned_stores() {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(STORE_PREFIX)) else { continue };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if !Path::new("/proc").join(pid.to_string()).exists() && entry.path().join("objects").is_dir() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if self.owned {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    store: Option<Store>,
+    /// The last scan, by path relative to the root.
+    cache: Arc<Snapshot>,
+    list: VecDeque<Checkpoint>,
+    next: u64,
+    /// The last error, shown by the listing.
+    error: Option<String>,
+    /// Change notifications on every directory of the last scan, when the system has them.
+    watch: Option<watch::Watch>,
+    /// The root the last scan walked.
+    scanned: Option<PathBuf>,
+}
+
+/// A session's checkpoints (see the module documentation).
+#[derive(Debug)]
+pub struct Checkpoints {
+    enabled: bool,
+    config: CheckpointConfig,
+    inner: Mutex<Inner>,
+}
+
+impl Default for Checkpoints {
+    fn default() -> Self {
+        Checkpoints::new(CheckpointConfig::default())
+    }
+}
+
+/// A file modified this recently may be modified again within the same tick of the file
+/// system's clock without its times changing: its content is read again at the next scan.
+const RACY: Duration = Duration::from_secs(2);
+
+fn nanos(time: io::Result<SystemTime>) -> i128 {
+    match time {
+        Ok(t) => match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => d.as_nanos() as i128,
+            Err(e) => -(e.duration().as_nanos() as i128),
+        },
+        Err(_) => 0,
+    }
+}
+
+#[cfg(unix)]
+fn stamp(meta: &std::fs::Metadata) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    Stamp {
+        size: meta.len(),
+        mtime: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
+        ctime: meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128,
+        ino: meta.ino(),
+        mode: meta.mode(),
+    }
+}
+
+#[cfg(not(unix))]
+fn stamp(meta: &std::fs::Metadata) -> Stamp {
+    Stamp {
+        size: meta.len(),
+        mtime: nanos(meta.modified()),
+        ctime: 0,
+        ino: 0,
+        mode: meta.permissions().readonly() as u32,
+    }
+}
+
+/// One entry of a walk.
+struct Found {
+    rel: PathBuf,
+    path: PathBuf,
+    kind: std::fs::FileType,
+    /// `None` for a directory.
+    meta: Option<std::fs::Metadata>,
+    /// What the last scan found, when the metadata says it still holds.
+    known: Option<Cached>,
+}
+
+/// The entries one walking thread found, added to the shared list when it ends.
+struct Batch<'a> {
+    found: &'a Mutex<Vec<Found>>,
+    entries: Vec<Found>,
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        let mut found = self.found.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        found.append(&mut self.entries);
+    }
+}
+
+/// What a walk learns about `entry` without reading it.
+fn look(
+    root: &Path,
+    entry: &ignore::DirEntry,
+    previous: &Snapshot,
+    racy: i128,
+    watch: Option<&watch::Watch>,
+) -> Option<Found> {
+    let rel = entry.path().strip_prefix(root).ok()?;
+    if rel.as_os_str().is_empty() {
+        return None;
+    }
+    let rel = rel.to_path_buf();
+    let kind = entry.file_type()?;
+    if kind.is_dir() {
+        if let Some(watch) = watch {
+            watch.add(entry.path());
+        }
+        return Some(Found { rel, path: PathBuf::new(), kind, meta: None, known: None });
+    }
+    let meta = std::fs::symlink_metadata(entry.path()).ok()?;
+    let now = stamp(&meta);
+    let known = previous
+        .get(&rel)
+        .filter(|cached| cached.stamp.as_ref() == Some(&now) && now.mtime < racy && now.ctime < racy)
+        .cloned();
+    Some(Found { rel, path: entry.path().to_path_buf(), kind, meta: Some(meta), known })
+}
+
+fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
+    inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Checkpoints {
+    /// Checkpoints with these limits.
+    pub fn new(config: CheckpointConfig) -> Self {
+        Checkpoints { enabled: true, config, inner: Mutex::new(Inner::default()) }
+    }
+
+    /// No checkpoints: nothing is recorded, and nothing can be undone.
+    pub fn off() -> Self {
+        Checkpoints {
+            enabled: false,
+            config: CheckpointConfig::default(),
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    /// Whether checkpoints are recorded.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The limits.
+    pub fn config(&self) -> &CheckpointConfig {
+        &self.config
+    }
+
+    /// The session's checkpoints (on, with the default limits, unless the application put its
+    /// own in the session state).
+    pub fn in_state(state: &SessionState) -> Arc<Checkpoints> {
+        state.get_or_insert_with(Checkpoints::default)
+    }
+
+    /// The checkpoints kept, oldest first.
+    pub fn list(&self) -> Vec<Checkpoint> {
+        lock(&self.inner).list.iter().cloned().collect()
+    }
+
+    /// Where the store is, once the first checkpoint made it.
+    pub fn store_dir(&self) -> Option<PathBuf> {
+        lock(&self.inner).store.as_ref().map(|s| s.dir.clone())
+    }
+
+    /// How many bytes the store holds.
+    pub fn store_bytes(&self) -> u64 {
+        lock(&self.inner).store.as_ref().map_or(0, |s| s.bytes)
+    }
+
+    /// The last error met while recording, if any (a checkpoint that failed is not recorded;
+    /// the call itself goes on).
+    pub fn last_error(&self) -> Option<String> {
+        lock(&self.inner).error.clone()
+    }
+
+    /// Scans the workspace at `root`: every file not ignored, its content kept in the store.
+    pub fn scan(&self, root: &Path) -> io::Result<BTreeMap<PathBuf, FileState>> {
+        let mut inner = lock(&self.inner);
+        let snapshot = self.scan_locked(&mut inner, root)?;
+        Ok(snapshot.iter().map(|(path, cached)| (path.clone(), cached.state.clone())).collect())
+    }
+
+    fn scan_locked(&self, inner: &mut Inner, root: &Path) -> io::Result<Arc<Snapshot>> {
+        if inner.store.is_none() {
+            inner.store = Some(Store::open(&self.config)?);
+        }
+        // Nothing changed since the last scan (no directory it walked saw an event): it holds.
+        if inner.scanned.as_deref() == Some(root) && inner.watch.as_ref().is_some_and(|w| w.quiet()) {
+            return Ok(inner.cache.clone());
+        }
+        // Watched before the walk reads them, so a change during the walk is seen next time.
+        inner.watch = watch::Watch::new(root, self.config.max_watched_dirs);
+        inner.scanned = None;
+        let Inner { store, cache, watch, .. } = inner;
+        let watch = watch.as_ref();
+        let store = store.as_mut().expect("opened above");
+        let store_dir = store.dir.clone();
+        let started = SystemTime::now();
+        let racy = nanos(Ok(started)) - RACY.as_nanos() as i128;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        let walker = ignore::WalkBuilder::new(root)
+            .hidden(false)
+            .parents(false)
+            .require_git(false)
+            .follow_links(false)
+            .threads(threads)
+            .filter_entry(move |entry| entry.file_name() != ".git" && entry.path() != store_dir)
+            .build_parallel();
+        // Walked in parallel: each entry's metadata, and its state when the last scan's still holds.
+        let found: Mutex<Vec<Found>> = Mutex::new(Vec::with_capacity(cache.len() + 16));
+        let previous = cache.clone();
+        walker.run(|| {
+            let (found, previous) = (&found, previous.clone());
+            let mut batch = Batch { found, entries: Vec::new() };
+            Box::new(move |entry| {
+                if let Ok(entry) = entry
+                    && let Some(item) = look(root, &entry, &previous, racy, watch)
+                {
+                    batch.entries.push(item);
+                }
+                ignore::WalkState::Continue
+            })
+        });
+        let found = found.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut seen = Snapshot::with_capacity(found.len());
+        for Found { rel, path, kind, meta, known } in found {
+            let Some(meta) = meta else {
+                seen.insert(rel, Cached { stamp: None, state: FileState::Dir });
+                continue;
+            };
+            if let Some(known) = known {
+                seen.insert(rel, known);
+                continue;
+            }
+            let stamp = stamp(&meta);
+            let state = if kind.is_symlink() {
+                let Ok(target) = std::fs::read_link(&path) else { continue };
+                FileState::Link { blob: store.put(target.as_os_str().as_encoded_bytes())? }
+            } else if !kind.is_file() {
+                continue;
+            } else if meta.len() > self.config.max_file_bytes {
+                FileState::TooLarge { size: meta.len(), mtime: nanos(meta.modified()) }
+            } else {
+                let bytes = match std::fs::read(&path) {
+                    Ok(bytes) => bytes,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                };
+                if bytes.len() as u64 > self.config.max_file_bytes {
+                    FileState::TooLarge { size: bytes.len() as u64, mtime: nanos(meta.modified()) }
+                } else {
+                    FileState::File { blob: store.put(&bytes)?, mode: stamp.mode & 0o7777 }
+                }
+            };
+            seen.insert(rel, Cached { stamp: Some(stamp), state });
+        }
+        if watch.is_some_and(|w| w.complete()) {
+            inner.scanned = Some(root.to_path_buf());
+        }
+        let cache = &mut inner.cache;
+        *cache = Arc::new(seen);
+        Ok(cache.clone())
+    }
+
+    /// Records the workspace before a call; the checkpoint is kept when the returned guard is
+    /// finished or dropped, with what the call changed. `None` when checkpoints are off or the
+    /// scan failed (see [`last_error`](Self::last_error)).
+    pub fn begin(self: &Arc<Self>, root: &Path, call_id: &str, tool: &str) -> Option<CallGuard> {
+        if !self.enabled {
+            return None;
+        }
+        let time = SystemTime::now();
+        let mut inner = lock(&self.inner);
+        match self.scan_locked(&mut inner, root) {
+            Ok(before) => Some(CallGuard {
+                checkpoints: self.clone(),
+                root: root.to_path_buf(),
+                before: Some(before),
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                time,
+            }),
+            Err(e) => {
+                inner.error = Some(format!("Cannot record a checkpoint of {}: {e}", root.display()));
+                None
+            }
+        }
+    }
+
+    fn finish(&self, guard: &mut CallGuard) -> Option<u64> {
+        let before = guard.before.take()?;
+        let mut inner = lock(&self.inner);
+        let after = match self.scan_locked(&mut inner, &guard.root) {
+            Ok(after) => after,
+            Err(e) => {
+                inner.error = Some(format!("Cannot record a checkpoint of {}: {e}", guard.root.display()));
+                return None;
+            }
+        };
+        let changes = if Arc::ptr_eq(&before, &after) { Vec::new() } else { diff(&before, &after) };
+        if changes.is_empty() {
+            return None;
+        }
+        inner.next += 1;
+        let id = inner.next;
+        inner.list.push_back(Checkpoint {
+            id,
+            call_id: guard.call_id.clone(),
+            tool: guard.tool.clone(),
+            time: guard.time,
+            changes,
+            undone_by: None,
+            undoes: Vec::new(),
+        });
+        self.retain(&mut inner);
+        Some(id)
+    }
+
+    /// Drops the oldest checkpoints past the limits, and the stored files nothing needs.
+    fn retain(&self, inner: &mut Inner) {
+        while inner.list.len() > self.config.max_checkpoints {
+            inner.list.pop_front();
+        }
+        loop {
+            let mut keep: BTreeSet<BlobId> = inner.cache.values().filter_map(|c| blob_of(&c.state)).collect();
+            for checkpoint in &inner.list {
+                for change in &checkpoint.changes {
+                    keep.extend(change.before.as_ref().and_then(blob_of));
+                    keep.extend(change.after.as_ref().and_then(blob_of));
+                }
+            }
+            let Some(store) = inner.store.as_mut() else { return };
+            store.collect(&keep);
+            if store.bytes <= self.config.max_store_bytes || inner.list.is_empty() {
+                return;
+            }
+            inner.list.pop_front();
+        }
+    }
+
+    /// Puts back the files the calls `target` names changed, as they were before them; see
+    /// the module documentation. `call_id` and `tool` name the undo's own call, recorded as a
+    /// checkpoint so that it can be undone in turn.
+    pub fn undo(
+        self: &Arc<Self>,
+        root: &Path,
+        target: &UndoTarget,
+        call_id: &str,
+        tool: &str,
+    ) -> Result<UndoReport, UndoError> {
+        if !self.enabled {
+            return Err(UndoError::Off);
+        }
+        let selected = self.select(target)?;
+        let mut guard = self.begin(root, call_id, tool);
+        let report = self.apply(root, &selected);
+        if let Some(guard) = guard.as_mut()
+            && let Some(id) = self.finish(guard)
+            && report.is_ok()
+        {
+            let mut inner = lock(&self.inner);
+            for checkpoint in inner.list.iter_mut() {
+                if checkpoint.id == id {
+                    checkpoint.undoes = selected.iter().map(|s| s.id).collect();
+                } else if selected.iter().any(|s| s.id == checkpoint.id) {
+                    checkpoint.undone_by = Some(id);
+                } else if checkpoint.undone_by.is_some_and(|by| selected.iter().any(|s| s.id == by)) {
+                    // Undoing an undo brings that change back.
+                    checkpoint.undone_by = None;
+                }
+            }
+        }
+        report
+    }
+
+    /// The paths an undo of `target` would put back (relative to the root), for a host or a
+    /// permission hook to check first.
+    pub fn paths(&self, target: &UndoTarget) -> Result<Vec<PathBuf>, UndoError> {
+        if !self.enabled {
+            return Err(UndoError::Off);
+        }
+        let paths: BTreeSet<PathBuf> =
+            self.select(target)?.iter().flat_map(|c| c.changes.iter().map(|ch| ch.path.clone())).collect();
+        Ok(paths.into_iter().collect())
+    }
+
+    fn select(&self, target: &UndoTarget) -> Result<Vec<Checkpoint>, UndoError> {
+        let inner = lock(&self.inner);
+        if inner.list.is_empty() {
+            return Err(UndoError::NotFound(
+                "There is nothing to undo: no call has changed a file in this session (or its checkpoints were \
+                 dropped)."
+                    .to_owned(),
+            ));
+        }
+        let selected: Vec<Checkpoint> = match target {
+            UndoTarget::Call(id) => {
+                let Some(found) = inner.list.iter().rev().find(|c| &c.call_id == id) else {
+                    let known: Vec<&str> =
+                        inner.list.iter().rev().take(10).map(|c| c.call_id.as_str()).collect();
+                    return Err(UndoError::NotFound(format!(
+                        "No checkpoint of a call with id {id:?} (a call that changed no file has none). The latest \
+                         calls that changed files: {}. The checkpoints tool lists them all.",
+                        known.join(", ")
+                    )));
+                };
+                vec![found.clone()]
+            }
+            UndoTarget::Last(0) => {
+                return Err(UndoError::NotFound("`last` must be at least 1.".to_owned()));
+            }
+            UndoTarget::Last(n) => {
+                let mut last: Vec<Checkpoint> = inner
+                    .list
+                    .iter()
+                    .rev()
+                    .filter(|c| c.undone_by.is_none() && c.undoes.is_empty())
+                    .take(*n)
+                    .cloned()
+                    .collect();
+                if last.is_empty() {
+                    return Err(UndoError::NotFound(
+                        "Every call kept has been undone already; undo an undo by its call id (see checkpoints) to \
+                         bring its change back."
+                            .to_owned(),
+                    ));
+                }
+                last.reverse();
+                last
+            }
+        };
+        if let [one] = selected.as_slice()
+            && let Some(by) = one.undone_by
+        {
+            let undo = inner
+                .list
+                .iter()
+                .find(|c| c.id == by)
+                .map_or(String::new(), |c| format!(" ({:?})", c.call_id));
+            return Err(UndoError::NotFound(format!(
+                "Call {:?} was already undone by checkpoint #{by}{undo}; undo that call to bring its change back.",
+                one.call_id
+            )));
+        }
+        Ok(selected)
+    }
+
+    fn apply(&self, root: &Path, selected: &[Checkpoint]) -> Result<UndoReport, UndoError> {
+        // For each path: what it held before the first selected call that changed it, and what
+        // it should hold now (after the last one).
+        let mut plan: BTreeMap<PathBuf, (Option<FileState>, Option<FileState>)> = BTreeMap::new();
+        for checkpoint in selected {
+            for change in &checkpoint.changes {
+                plan.entry(change.path.clone())
+                    .and_modify(|(_, expected)| *expected = change.after.clone())
+                    .or_insert((change.before.clone(), change.after.clone()));
+            }
+        }
+        let mut inner = lock(&self.inner);
+        let current = self
+            .scan_locked(&mut inner, root)
+            .map_err(|e| UndoError::Io(format!("Cannot scan the workspace: {e}")))?;
+        let mut report =
+            UndoReport { undone: selected.iter().map(|c| c.id).collect(), ..UndoReport::default() };
+        let mut conflicts = Vec::new();
+        for (path, (before, expected)) in &plan {
+            // Never write through a link: a parent made a link since would lead the write out.
+            if let Some(link) = linked_parent(root, path) {
+                conflicts.push((
+                    path.clone(),
+                    format!(
+                        "its parent {} is not a directory now, but a symbolic link or a file",
+                        link.display()
+                    ),
+                ));
+                continue;
+            }
+            let now = current.get(path).map(|c| &c.state);
+            let large = |s: &Option<FileState>| matches!(s, Some(FileState::TooLarge { .. }));
+            if large(before) || large(expected) {
+                report.too_large.push(path.clone());
+                continue;
+            }
+            if now == expected.as_ref() || before.as_ref() == now {
+                continue;
+            }
+            // A directory the calls created may hold ignored files now: not a conflict.
+            if matches!(expected, Some(FileState::Dir)) && root.join(path).is_dir() {
+                continue;
+            }
+            let what = match (expected, now) {
+                (Some(_), None) => "deleted since".to_owned(),
+                (None, Some(_)) => "created since".to_owned(),
+                _ => "changed since".to_owned(),
+            };
+            conflicts.push((path.clone(), what));
+        }
+        if !conflicts.is_empty() {
+            return Err(UndoError::Conflicts(conflicts));
+        }
+        let store = inner.store.as_ref().ok_or(UndoError::Off)?;
+        let io = |path: &Path, e: io::Error| {
+            UndoError::Io(format!(
+                "Cannot restore {}: {e}. The files before it in this list may already be restored; run checkpoints \
+                 to see the state.",
+                path.display()
+            ))
+        };
+        let todo: Vec<(&PathBuf, &Option<FileState>)> =
+            plan.iter().filter(|(p, _)| !report.too_large.contains(p)).map(|(p, (b, _))| (p, b)).collect();
+        // 1. Files and links that must go (gone before, or a directory there before).
+        for (path, before) in &todo {
+            let full = root.join(path);
+            let Ok(meta) = std::fs::symlink_metadata(&full) else { continue };
+            if meta.is_dir() {
+                continue;
+            }
+            if matches!(before, None | Some(FileState::Dir)) || matches!(before, Some(FileState::Link { .. }))
+            {
+                std::fs::remove_file(&full).map_err(|e| io(path, e))?;
+                if before.is_none() {
+                    report.removed.push((*path).clone());
+                }
+            }
+        }
+        // 2. Directories the calls created, deepest first.
+        for (path, before) in todo.iter().rev() {
+            let full = root.join(path);
+            let is_dir = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir());
+            if is_dir && !matches!(before, Some(FileState::Dir)) {
+                match std::fs::remove_dir(&full) {
+                    Ok(()) => report.removed.push((*path).clone()),
+                    Err(_) => report.kept_dirs.push((*path).clone()),
+                }
+            }
+        }
+        // 3. Directories the calls removed, then files and links.
+        for (path, before) in &todo {
+            let full = root.join(path);
+            match before {
+                Some(FileState::Dir) => {
+                    if !full.is_dir() {
+                        std::fs::create_dir_all(&full).map_err(|e| io(path, e))?;
+                        report.recreated.push((*path).clone());
+                    }
+                }
+                Some(FileState::File { blob, mode }) => {
+                    let bytes = store.get(blob).map_err(|e| io(path, e))?;
+                    if let Some(parent) = full.parent() {
+                        std::fs::create_dir_all(parent).map_err(|e| io(path, e))?;
+                    }
+                    write_file(&full, &bytes, *mode).map_err(|e| io(path, e))?;
+                    report.restored.push((*path).clone());
+                }
+                Some(FileState::Link { blob }) => {
+                    let bytes = store.get(blob).map_err(|e| io(path, e))?;
+                    make_link(&full, &bytes).map_err(|e| io(path, e))?;
+                    report.restored.push((*path).clone());
+                }
+                Some(FileState::TooLarge { .. }) | None => {}
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// The first parent of `path` (relative to `root`) that exists and is not a directory (a
+/// symbolic link, say).
+fn linked_parent(root: &Path, path: &Path) -> Option<PathBuf> {
+    let mut parents: Vec<&Path> = path.ancestors().skip(1).filter(|p| !p.as_os_str().is_empty()).collect();
+    parents.reverse();
+    for parent in parents {
+        match std::fs::symlink_metadata(root.join(parent)) {
+            Ok(meta) if !meta.is_dir() => return Some(parent.to_path_buf()),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+fn blob_of(state: &FileState) -> Option<BlobId> {
+    match state {
+        FileState::File { blob, .. } | FileState::Link { blob } => Some(*blob),
+        FileState::Dir | FileState::TooLarge { .. } => None,
+    }
+}
+
+fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
+    let state = |s: Option<&Cached>| s.map(|c| c.state.clone());
+    let mut changes: Vec<Change> = before
+        .iter()
+        .filter(|(path, b)| after.get(*path).is_none_or(|a| a.state != b.state))
+        .map(|(path, b)| Change {
+            path: path.clone(),
+            before: Some(b.state.clone()),
+            after: state(after.get(path)),
+        })
+        .collect();
+    changes.extend(after.iter().filter(|(path, _)| !before.contains_key(*path)).map(|(path, a)| Change {
+        path: path.clone(),
+        before: None,
+        after: Some(a.state.clone()),
+    }));
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    changes
+}
+
+/// Writes `bytes` to `path` through a temporary file renamed over it, with `mode`.
+fn write_file(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = path.with_file_name(format!(".{name}.undo-{}", std::process::id()));
+    std::fs::write(&temp, bytes)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(mode))?;
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        std::fs::remove_dir_all(path)?;
+    }
+    std::fs::rename(&temp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temp);
+    })
+}
+
+fn make_link(path: &Path, target: &[u8]) -> io::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        std::fs::remove_file(path)?;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), path)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = target;
+        Err(io::Error::other("symbolic links are restored on Unix only"))
+    }
+}
+
+/// The checkpoint of one call in progress: kept, with the call's changes, when finished or
+/// dropped.
+#[derive(Debug)]
+pub struct CallGuard {
+    checkpoints: Arc<Checkpoints>,
+    root: PathBuf,
+    before: Option<Arc<Snapshot>>,
+    call_id: String,
+    tool: String,
+    time: SystemTime,
+}
+
+impl CallGuard {
+    /// Records what the call changed; returns the checkpoint's number, or `None` when the call
+    /// changed nothing.
+    pub fn finish(mut self) -> Option<u64> {
+        let checkpoints = self.checkpoints.clone();
+        checkpoints.finish(&mut self)
+    }
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if self.before.is_some() {
+            let checkpoints = self.checkpoints.clone();
+            checkpoints.finish(self);
+        }
+    }
+}
+
+/// Records a checkpoint before a mutating call of `tool` on `ws`, when the session has
+/// checkpoints on and the workspace is local; keep the guard until the call ends.
+pub(crate) async fn begin(ws: &Workspace, ctx: &ToolContext, tool: &str) -> Option<CallGuard> {
+    if !ws.is_local() {
+        return None;
+    }
+    let checkpoints = Checkpoints::in_state(ctx.session());
+    if !checkpoints.is_enabled() {
+        return None;
+    }
+    let root = ws.root().to_path_buf();
+    let call_id = ctx.call_id().to_owned();
+    let tool = tool.to_owned();
+    tokio::task::spawn_blocking(move || checkpoints.begin(&root, &call_id, &tool)).await.ok().flatten()
+}
+
+/// A time as `HH:MM:SS` UTC.
+pub(crate) fn clock(time: SystemTime) -> String {
+    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    format!("{:02}:{:02}:{:02} UTC", secs / 3600 % 24, secs / 60 % 60, secs % 60)
+}
+
+/// Change notifications (inotify) on the directories a scan walks: while none arrives, nothing
+/// beneath them changed, and the last scan still holds without a file being looked at.
+mod watch {
+    use std::path::Path;
+
+    #[cfg(target_os = "linux")]
+    pub(super) struct Watch {
+        inotify: nix::sys::inotify::Inotify,
+        /// A directory could not be watched (the system's limit of watches, or ours).
+        failed: std::sync::atomic::AtomicBool,
+        /// How many more directories may be watched.
+        left: std::sync::atomic::AtomicUsize,
+    }
+
+    #[cfg(target_os = "linux")]
+    impl Watch {
+        /// Every change to an entry of a directory, or to the directory itself.
+        fn mask() -> nix::sys::inotify::AddWatchFlags {
+            use nix::sys::inotify::AddWatchFlags as F;
+            F::IN_MODIFY
+                | F::IN_ATTRIB
+                | F::IN_CREATE
+                | F::IN_DELETE
+                | F::IN_MOVED_FROM
+                | F::IN_MOVED_TO
+                | F::IN_DELETE_SELF
+                | F::IN_MOVE_SELF
+                | F::IN_DONT_FOLLOW
+                | F::IN_ONLYDIR
+        }
+
+        /// Notifications on `root` (its subdirectories are added by [`add`](Self::add)).
+        pub(super) fn new(root: &Path, limit: usize) -> Option<Watch> {
+            use nix::sys::inotify::{InitFlags, Inotify};
+            if limit == 0 {
+                return None;
+            }
+            let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+            inotify.add_watch(root, Self::mask()).ok()?;
+            Some(Watch {
+                inotify,
+                failed: std::sync::atomic::AtomicBool::new(false),
+                left: std::sync::atomic::AtomicUsize::new(limit - 1),
+            })
+        }
+
+        pub(super) fn add(&self, dir: &Path) {
+            use std::sync::atomic::Ordering;
+            if self.failed.load(Ordering::Relaxed) {
+                return;
+            }
+            let within =
+                self.left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
+            if !within || self.inotify.add_watch(dir, Self::mask()).is_err() {
+                self.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+
+        /// Whether every directory walked is watched.
+        pub(super) fn complete(&self) -> bool {
+            !self.failed.load(std::sync::atomic::Ordering::Relaxed)
+        }
+
+        /// Whether no notification (nor a lost one) arrived since the watches were made.
+        pub(super) fn quiet(&self) -> bool {
+            self.complete() && matches!(self.inotify.read_events(), Err(nix::errno::Errno::EAGAIN))
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) struct Watch;
+
+    #[cfg(not(target_os = "linux"))]
+    impl Watch {
+        pub(super) fn new(_root: &Path, _limit: usize) -> Option<Watch> {
+            None
+        }
+        pub(super) fn add(&self, _dir: &Path) {}
+        pub(super) fn complete(&self) -> bool {
+            false
+        }
+        pub(super) fn quiet(&self) -> bool {
+            false
+        }
+    }
+
+    impl std::fmt::Debug for Watch {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Watch")
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The `checkpoints` tool: list the calls that changed files, which `undo` can undo.
+
+use serde_json::json;
+use tool_runtime::{SessionState, ToolOutput, tool};
+
+use crate::checkpoint::{Checkpoints, clock};
+
+/// How many paths a line names before it counts the rest.
+const SHOWN_PATHS: usize = 20;
+
+/// List the calls of this session that changed files and can be undone with `undo`, oldest
+/// first: the checkpoint number, the call id, the tool, the time the call started, and the
+/// files it changed (`+` created, `-` removed, `~` changed).
+///
+/// A call that changed no file has no checkpoint. Only the latest checkpoints are kept (the
+/// oldest are dropped past the session's limits). Files that `.gitignore` ignores and files
+/// over the size limit are not recorded.
+#[tool(parallel, read_only, timeout = "10s")]
+pub async fn checkpoints(session: SessionState) -> ToolOutput {
+    let checkpoints = Checkpoints::in_state(&session);
+    if !checkpoints.is_enabled() {
+        return ToolOutput::text("Checkpoints are off in this session: no call can be undone.");
+    }
+    let list = checkpoints.list();
+    let mut text = String::new();
+    if list.is_empty() {
+        text.push_str("No checkpoints: no call has changed a file in this session yet.");
+    }
+    for checkpoint in &list {
+        let paths: Vec<String> = checkpoint
+            .changes
+            .iter()
+            .map(|c| {
+                let mark = match (&c.before, &c.after) {
+                    (None, _) => '+',
+                    (_, None) => '-',
+                    _ => '~',
+                };
+                format!("{mark}{}", c.path.display())
+            })
+            .collect();
+        let mut shown = paths.iter().take(SHOWN_PATHS).cloned().collect::<Vec<_>>().join(" ");
+        if paths.len() > SHOWN_PATHS {
+            shown.push_str(&format!(" and {} more", paths.len() - SHOWN_PATHS));
+        }
+        text.push_str(&format!(
+            "#{} call_id={} {} at {}: {shown}",
+            checkpoint.id,
+            checkpoint.call_id,
+            checkpoint.tool,
+            clock(checkpoint.time)
+        ));
+        if let Some(by) = checkpoint.undone_by {
+            text.push_str(&format!(" (undone by #{by})"));
+        }
+        text.push('\n');
+    }
+    if let Some(error) = checkpoints.last_error() {
+        text.push_str(&format!("Last error: {error}\n"));
+    }
+    let listing: Vec<_> = list
+        .iter()
+        .map(|c| {
+            json!({
+                "id": c.id,
+                "call_id": c.call_id,
+                "tool": c.tool,
+                "time": c.time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+                "files": c.changes.iter().map(|ch| ch.path.display().to_string()).collect::<Vec<_>>(),
+                "undone_by": c.undone_by,
+            })
+        })
+        .collect();
+    ToolOutput::text(text.trim_end().to_owned()).with_metadata("checkpoints", json!(listing))
+}

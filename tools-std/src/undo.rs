@@ -1,0 +1,90 @@
+//! The `undo` tool: put back the files one or more earlier calls changed.
+
+use serde_json::json;
+use tool_runtime::{Dep, PermissionKind, PermissionRequest, ToolContext, ToolError, ToolOutput, tool};
+
+use crate::Workspace;
+use crate::checkpoint::{Checkpoints, UndoError, UndoReport, UndoTarget};
+use crate::text::plural;
+
+/// Undo earlier calls that changed files: `write`, `edit`, `multi_edit`, `apply_patch`, and
+/// `bash` commands (including `sed -i`, `rm`, `mv` and files they created).
+///
+/// Give `call_id` to undo one call (the `checkpoints` tool lists them), or `last` to undo the
+/// last N calls that changed files (1 by default; calls already undone, and undos, are skipped, so
+/// calling it again goes further back). The files those calls changed are put back
+/// exactly as they were before them, and the files and directories they created are removed.
+/// When a file changed again after those calls, nothing is written and the result names the
+/// conflicting files: undo the later calls first. Files that `.gitignore` ignores and files
+/// over the size limit are not recorded, so they are left as they are. An undo can itself be
+/// undone (by its own call id) to bring the change back.
+#[tool(destructive, timeout = "1m")]
+pub async fn undo(
+    ws: Dep<Workspace>,
+    ctx: &ToolContext,
+    /// The id of the call to undo, as listed by `checkpoints`.
+    call_id: Option<String>,
+    /// Undo the last N calls that changed files (default 1), newest first.
+    last: Option<u32>,
+) -> Result<ToolOutput, ToolError> {
+    let target = match (call_id, last) {
+        (Some(_), Some(_)) => {
+            return Err(ToolError::invalid_arguments(
+                "Give either `call_id` or `last`, not both: `call_id` undoes one call, `last` the last N calls.",
+            ));
+        }
+        (Some(id), None) => UndoTarget::Call(id),
+        (None, last) => UndoTarget::Last(last.unwrap_or(1) as usize),
+    };
+    if !ws.is_local() {
+        return Err(ToolError::execution(UndoError::Off.to_string()));
+    }
+    let checkpoints = Checkpoints::in_state(ctx.session());
+    let root = ws.root().to_path_buf();
+    // Each path is offered to the permission hook, as the file tools offer the paths they write.
+    let paths = checkpoints.paths(&target).map_err(undo_error)?;
+    for path in &paths {
+        let path = root.join(path);
+        let description = format!("undo the changes to {}", path.display());
+        ctx.ask(PermissionRequest::new(PermissionKind::Path { path }, description)).await?;
+    }
+    let (call, tool) = (ctx.call_id().to_owned(), ctx.tool_name().to_owned());
+    let result = tokio::task::spawn_blocking(move || checkpoints.undo(&root, &target, &call, &tool))
+        .await
+        .map_err(|e| ToolError::execution(format!("The undo stopped: {e}")))?;
+    result.map(|report| render(&report)).map_err(undo_error)
+}
+
+fn undo_error(error: UndoError) -> ToolError {
+    match error {
+        UndoError::NotFound(message) => ToolError::invalid_arguments(message),
+        e => ToolError::execution(e.to_string()),
+    }
+}
+
+fn render(report: &UndoReport) -> ToolOutput {
+    let ids: Vec<String> = report.undone.iter().map(|id| format!("#{id}")).collect();
+    let mut text = format!("Undid checkpoint{} {}.", if ids.len() == 1 { "" } else { "s" }, ids.join(", "));
+    let list = |text: &mut String, what: &str, paths: &[std::path::PathBuf]| {
+        if !paths.is_empty() {
+            let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            text.push_str(&format!("\n{what} ({}): {}", paths.len(), names.join(", ")));
+        }
+    };
+    list(&mut text, "Restored", &report.restored);
+    list(&mut text, "Removed (created by the calls)", &report.removed);
+    list(&mut text, "Made again (removed by the calls)", &report.recreated);
+    list(&mut text, "Left as they are, over the size limit and not recorded", &report.too_large);
+    list(&mut text, "Kept, not empty (they hold files not recorded)", &report.kept_dirs);
+    if report.restored.is_empty() && report.removed.is_empty() && report.recreated.is_empty() {
+        text.push_str("\nNo file needed to change: they already held their earlier content.");
+    }
+    text.push_str("\nFiles that .gitignore ignores are not recorded and were left as they are.");
+    let total = report.restored.len() + report.removed.len() + report.recreated.len();
+    ToolOutput::text(text)
+        .with_title(format!("undo: {}", plural(total as u64, "path")))
+        .with_metadata("undone", json!(report.undone))
+        .with_metadata("restored", json!(report.restored))
+        .with_metadata("removed", json!(report.removed))
+        .with_metadata("too_large", json!(report.too_large))
+}
