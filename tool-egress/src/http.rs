@@ -12,7 +12,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use crate::proxy::{Ctx, TUNNEL_BUFFER};
+use crate::proxy::Ctx;
 use crate::refusal::{Protocol, Reason, Refusal};
 
 type Body = BoxBody<Bytes, hyper::Error>;
@@ -65,23 +65,11 @@ async fn tunnel(upgraded: hyper::upgrade::Upgraded, mut upstream: TcpStream) {
             if !parts.read_buf.is_empty() && upstream.write_all(&parts.read_buf).await.is_err() {
                 return;
             }
-            let _ = tokio::io::copy_bidirectional_with_sizes(
-                &mut client,
-                &mut upstream,
-                TUNNEL_BUFFER,
-                TUNNEL_BUFFER,
-            )
-            .await;
+            crate::proxy::splice(&mut client, &mut upstream).await;
         }
         Err(upgraded) => {
             let mut client = TokioIo::new(upgraded);
-            let _ = tokio::io::copy_bidirectional_with_sizes(
-                &mut client,
-                &mut upstream,
-                TUNNEL_BUFFER,
-                TUNNEL_BUFFER,
-            )
-            .await;
+            crate::proxy::splice(&mut client, &mut upstream).await;
         }
     }
 }

@@ -15,7 +15,15 @@ use crate::refusal::{Refusal, RefusalLog};
 
 /// The buffer size of each direction of a tunnel: large reads keep a bulk download's cost per
 /// byte low.
-pub(crate) const TUNNEL_BUFFER: usize = 256 * 1024;
+const TUNNEL_BUFFER: usize = 256 * 1024;
+
+/// Copies both ways between a client and the host it reaches until either side closes.
+pub(crate) async fn splice<C>(client: &mut C, upstream: &mut TcpStream)
+where
+    C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let _ = tokio::io::copy_bidirectional_with_sizes(client, upstream, TUNNEL_BUFFER, TUNNEL_BUFFER).await;
+}
 
 /// How long a client may take to send its first byte, and to finish a SOCKS5 handshake.
 pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);

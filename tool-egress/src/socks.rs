@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::proxy::{Ctx, HANDSHAKE_TIMEOUT, TUNNEL_BUFFER};
+use crate::proxy::{Ctx, HANDSHAKE_TIMEOUT};
 use crate::refusal::{Protocol, Reason, Refusal};
 
 /// Reply codes.
@@ -53,13 +53,7 @@ pub(crate) async fn serve(mut client: TcpStream, ctx: Ctx) {
             if client.write_all(&reply(SUCCEEDED, upstream.local_addr().ok())).await.is_err() {
                 return;
             }
-            let _ = tokio::io::copy_bidirectional_with_sizes(
-                &mut client,
-                &mut upstream,
-                TUNNEL_BUFFER,
-                TUNNEL_BUFFER,
-            )
-            .await;
+            crate::proxy::splice(&mut client, &mut upstream).await;
         }
     }
 }
