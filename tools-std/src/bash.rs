@@ -367,7 +367,7 @@ async fn run(
     let yield_at = yield_after.map(|y| now + y).filter(|&y| y < deadline);
     let cancel = ctx.cancellation_token().clone();
     let mut progress = ProgressStream::new(ctx);
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = vec![0u8; crate::process::PIPE_BYTES];
     let mut exit: Option<ShellExit> = None;
     let mut eof = false;
     let mut drain_until: Option<tokio::time::Instant> = None;
@@ -376,7 +376,7 @@ async fn run(
         tokio::select! {
             read = output.read(&mut buf), if !eof => match read {
                 Ok(0) | Err(_) => eof = true,
-                Ok(n) => progress.send(&capture.push(&buf[..n]).await),
+                Ok(n) => capture.push(&buf[..n], |text| progress.send(text)).await,
             },
             status = control.wait(), if exit.is_none() => {
                 let status = status.map_err(|e| ToolError::execution(format!("Lost track of the command: {e}")).with_source(e))?;
@@ -406,7 +406,7 @@ async fn run(
             loop {
                 match output.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => progress.send(&capture.push(&buf[..n]).await),
+                    Ok(n) => capture.push(&buf[..n], |text| progress.send(text)).await,
                 }
             }
         };

@@ -32,9 +32,10 @@ pub(crate) struct Capture {
     decoder: Utf8Decoder,
     /// For a terminal: escape sequences and CR LF removed before anything else sees the text.
     filter: Option<TerminalFilter>,
-    /// Line feeds so far, and before the current window: the line numbers of the stored copy.
-    newlines: usize,
+    /// Line feeds before the current window: the line numbers of the stored copy. (The
+    /// window counts its own; with whether its text ends with one, that gives its line feeds.)
     newlines_before_window: usize,
+    window_ends_with_newline: bool,
     /// Bytes of text before the current window.
     bytes_before_window: usize,
 }
@@ -87,20 +88,21 @@ impl Capture {
             spill,
             decoder: Utf8Decoder::default(),
             filter: terminal.then(TerminalFilter::default),
-            newlines: 0,
             newlines_before_window: 0,
+            window_ends_with_newline: true,
             bytes_before_window: 0,
         }
     }
 
-    /// Adds raw output: decoded, cut, kept for the store. Returns the text it added.
-    pub(crate) async fn push(&mut self, bytes: &[u8]) -> String {
+    /// Adds raw output: decoded, cut, kept for the store. `seen` is shown the text it adds
+    /// first, so the text is moved on to the store rather than copied.
+    pub(crate) async fn push(&mut self, bytes: &[u8], seen: impl FnOnce(&str)) {
         let text = match &mut self.filter {
             Some(filter) => self.decoder.decode(&filter.filter(bytes)),
             None => self.decoder.decode(bytes),
         };
-        self.add(text.clone()).await;
-        text
+        seen(&text);
+        self.add(text).await;
     }
 
     /// Bytes of output in the current window.
@@ -127,7 +129,7 @@ impl Capture {
             return;
         }
         self.window.push_str(&text);
-        self.newlines += memchr::memchr_iter(b'\n', text.as_bytes()).count();
+        self.window_ends_with_newline = text.ends_with('\n');
         match &mut self.spill {
             Spill::Off | Spill::Stored(_) => {}
             Spill::Memory(kept) => {
@@ -188,9 +190,11 @@ impl Capture {
     /// starts empty. When the window is cut, the stored copy is flushed first, so the notice's
     /// line numbers can be read back at once.
     pub(crate) async fn take_window(&mut self) -> Window {
+        let newlines = self.window.total_lines() - usize::from(!self.window_ends_with_newline);
+        self.window_ends_with_newline = true;
         let window = std::mem::replace(&mut self.window, TruncationStream::new(self.limits));
         let first_line = self.newlines_before_window + 1;
-        self.newlines_before_window = self.newlines;
+        self.newlines_before_window += newlines;
         let bytes = window.total_bytes();
         let start = self.bytes_before_window;
         self.bytes_before_window += bytes;
@@ -357,5 +361,31 @@ impl Writing {
     async fn finish(self) -> io::Result<StoredOutput> {
         drop(self.chunks);
         self.task.await.map_err(io::Error::other)?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tool_runtime::TruncationDirection;
+    use tool_runtime::truncate::TruncationLimits;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn each_window_numbers_its_lines_from_where_the_previous_one_ended() {
+        let limits = TruncationLimits::new(2, 1 << 20, TruncationDirection::Head);
+        let mut capture = Capture::new(None, limits, false);
+        let mut seen = String::new();
+        capture.push(b"1\n2\n3\n4\n5", |text| seen.push_str(text)).await;
+        assert_eq!(seen, "1\n2\n3\n4\n5");
+        let first = capture.take_window().await;
+        assert!(first.text.contains("this part of the output is lines 1-5 (5 lines)"), "{}", first.text);
+        // The fifth line goes on in the second window.
+        capture.push(b"5\n6\n7\n8\n", |_| {}).await;
+        let second = capture.take_window().await;
+        assert!(second.text.contains("this part of the output is lines 5-8 (4 lines)"), "{}", second.text);
+        capture.push(b"9\n10\n11\n", |_| {}).await;
+        let third = capture.take_window().await;
+        assert!(third.text.contains("this part of the output is lines 9-11 (3 lines)"), "{}", third.text);
     }
 }

@@ -1,6 +1,7 @@
 //! The `glob` tool: files whose path matches a pattern, newest first, ignore files honoured.
 
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
 use serde_json::json;
@@ -52,7 +53,7 @@ pub async fn glob(
     // back files that ignore rules or `hidden` leave out.
     let matcher = crate::ops::overrides(root.path(), std::slice::from_ref(&pattern))
         .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
-    let mut screening = Screening::new(ctx.path_screen(), ws.0.clone());
+    let screening = Screening::new(ctx.path_screen(), ws.0.clone());
     let (mut found, screening): (Vec<(Option<SystemTime>, Target)>, Screening) = ws
         .blocking(move |ops| -> Result<_, ToolError> {
             match ops.metadata(&root) {
@@ -67,13 +68,16 @@ pub async fn glob(
                     return Err(ToolError::from_io(e).with_message(message));
                 }
             }
-            let mut found = Vec::new();
-            ops.walk(&root, &options, &mut |entry| {
+            // The walk's threads read each file's time for the newest-first sort as they find it.
+            let found = Mutex::new(Vec::new());
+            let screening = Mutex::new(screening);
+            ops.walk_parallel(&root, &options, &|entry, file| {
                 if entry.kind == FileKind::File
                     && matcher.matched(entry.path.path(), false).is_whitelist()
-                    && screening.passes(&entry.path)
+                    && lock(&screening).passes(&entry.path)
                 {
-                    found.push((entry.modified, entry.path));
+                    let modified = file.symlink_metadata().ok().and_then(|info| info.modified);
+                    lock(&found).push((modified, entry.path));
                 }
                 !cancel.is_cancelled()
             })
@@ -81,7 +85,10 @@ pub async fn glob(
             if cancel.is_cancelled() {
                 return Err(ToolError::cancelled("The search was cancelled."));
             }
-            Ok((found, screening))
+            Ok((
+                found.into_inner().unwrap_or_else(PoisonError::into_inner),
+                screening.into_inner().unwrap_or_else(PoisonError::into_inner),
+            ))
         })
         .await??;
     let screened = screening.notice("file", "listed");
@@ -110,6 +117,10 @@ pub async fn glob(
         .with_metadata("count", json!(total))
         .with_metadata("truncated", json!(shown < total))
         .with_metadata("screened", json!(screening.count())))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Makes a pattern relative to the searched directory: drops a leading `./`, and the directory

@@ -1,6 +1,9 @@
 //! The `grep` tool: regex search over file contents with ripgrep's own crates, grouped by file, newest first.
 
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
 use grep_regex::RegexMatcherBuilder;
@@ -79,91 +82,64 @@ pub async fn grep(
     let root = target.target.clone();
     let display = target.display.clone();
     let limit = limit.max(1) as usize;
-    let mut screening = Screening::new(ctx.path_screen(), ws.0.clone());
+    let screening = Screening::new(ctx.path_screen(), ws.0.clone());
     let result = ws
         .blocking(move |ops| -> Result<(Found, Screening), ToolError> {
             let info = ops.metadata(&root).map_err(|e| {
                 let message = format!("Cannot search {display}: {e}");
                 ToolError::from_io(e).with_message(message)
             })?;
-            let mut files: Vec<(Option<SystemTime>, Target)> = Vec::new();
             if info.kind == FileKind::Other {
                 return Err(ToolError::invalid_arguments(format!(
                     "{display} is {}, not a regular file; grep searches files and directories.",
                     FileKind::Other.describe()
                 )));
             }
-            let explicit = info.kind != FileKind::Dir;
-            if !explicit {
-                let options = WalkOptions { globs, ..WalkOptions::default() };
-                ops.walk(&root, &options, &mut |entry| {
-                    if entry.kind == FileKind::File && screening.passes(&entry.path) {
-                        files.push((entry.modified, entry.path));
-                    }
-                    !cancel.is_cancelled()
-                })
-                .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
-            } else {
-                files.push((info.modified, root.clone()));
-            }
-            files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-
-            let mut searcher = SearcherBuilder::new()
-                .binary_detection(BinaryDetection::quit(b'\x00'))
-                .line_number(true)
-                .heap_limit(Some(MAX_LINE_BYTES))
-                .build();
-            let mut found = Found::default();
-            for (_, path) in files {
-                if cancel.is_cancelled() {
-                    return Err(ToolError::cancelled("The search was cancelled."));
-                }
-                // An unreadable file found by the walk is skipped, as ripgrep does; the file the
-                // model named is an error saying why.
-                let reader = match ops.open(&path) {
-                    Ok(reader) => reader,
-                    Err(e) if explicit => {
-                        let message = format!("Cannot search {display}: {e}.");
-                        return Err(ToolError::from_io(e).with_message(message));
-                    }
-                    Err(_) => continue,
+            let mut searcher = new_searcher();
+            if info.kind != FileKind::Dir {
+                // The file the model named: an error says why it cannot be searched.
+                let mut found = Found::default();
+                let cannot = |e: std::io::Error| {
+                    let message = format!("Cannot search {display}: {e}.");
+                    ToolError::from_io(e).with_message(message)
                 };
-                let mut shown = Vec::new();
-                let mut count = 0usize;
-                let room = limit.saturating_sub(found.shown);
-                let searched = searcher.search_reader(
-                    &matcher,
-                    reader,
-                    Bytes(|line_number, bytes| {
-                        count += 1;
-                        if shown.len() < room {
-                            let line = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-                            let line = line.strip_suffix(b"\r").unwrap_or(line);
-                            let text = String::from_utf8_lossy(line);
-                            shown.push((line_number, cut_line(&text, MAX_LINE_CHARS, 0).into_owned()));
-                        }
-                        Ok(true)
-                    }),
-                );
-                if let Err(e) = searched {
-                    if explicit && !line_too_long(&e) {
-                        let message = format!("Cannot search {display}: {e}.");
-                        return Err(ToolError::from_io(e).with_message(message));
-                    }
-                    // A line too long to hold in memory, or a read error: say so rather than
-                    // pretend the file had no match.
-                    found.skipped.push(workspace.display(&path));
-                    continue;
+                let reader = ops.open(&root).map_err(cannot)?;
+                let searched = search_one(&mut searcher, &matcher, reader, limit, true).map_err(cannot)?;
+                found.add(searched, limit, || workspace.display(&root));
+                return Ok((found, screening));
+            }
+            // Each file is searched in the walk's thread that found it; the results are put in
+            // the promised order (newest first, then by path) as they come.
+            let searchers = Mutex::new(vec![searcher]);
+            let results = Mutex::new(Results::new(limit));
+            let screening = Mutex::new(screening);
+            let options = WalkOptions { globs, ..WalkOptions::default() };
+            ops.walk_parallel(&root, &options, &|entry, file| {
+                if cancel.is_cancelled() {
+                    return false;
                 }
-                if count == 0 {
-                    continue;
+                if entry.kind != FileKind::File || !lock(&screening).passes(&entry.path) {
+                    return true;
                 }
-                found.total += count;
-                found.files += 1;
-                found.shown += shown.len();
-                if !shown.is_empty() {
-                    found.groups.push((workspace.display(&path), shown));
+                let mut searcher = lock(&searchers).pop().unwrap_or_else(new_searcher);
+                // An unreadable file found by the walk is skipped, as ripgrep skips it.
+                if let Ok((reader, info)) = file.open() {
+                    let searched = search_one(&mut searcher, &matcher, reader, limit, false)
+                        .unwrap_or(Searched::Skipped);
+                    lock(&results).add(info.modified, entry.path, searched);
                 }
+                lock(&searchers).push(searcher);
+                true
+            })
+            .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
+            if cancel.is_cancelled() {
+                return Err(ToolError::cancelled("The search was cancelled."));
+            }
+            let screening = screening.into_inner().unwrap_or_else(PoisonError::into_inner);
+            let results = results.into_inner().unwrap_or_else(PoisonError::into_inner);
+            let mut found = Found::default();
+            for ((_, path), searched) in results.files {
+                found.add(searched, limit, || workspace.display(&path));
             }
             Ok((found, screening))
         })
@@ -219,6 +195,129 @@ struct Found {
     skipped: Vec<String>,
 }
 
+impl Found {
+    /// Adds the next file's result, in the order the files are shown.
+    fn add(&mut self, searched: Searched, limit: usize, display: impl FnOnce() -> String) {
+        match searched {
+            Searched::NoMatch => {}
+            Searched::Skipped => self.skipped.push(display()),
+            Searched::Matches { count, mut shown } => {
+                self.total += count;
+                self.files += 1;
+                shown.truncate(limit.saturating_sub(self.shown));
+                self.shown += shown.len();
+                if !shown.is_empty() {
+                    self.groups.push((display(), shown));
+                }
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn new_searcher() -> grep_searcher::Searcher {
+    SearcherBuilder::new()
+        .binary_detection(BinaryDetection::quit(b'\x00'))
+        .line_number(true)
+        .heap_limit(Some(MAX_LINE_BYTES))
+        .build()
+}
+
+/// What the search of one file found.
+enum Searched {
+    /// `count` matching lines, the first of them (as many as there was room for) shown.
+    Matches {
+        count: usize,
+        shown: Vec<(u64, String)>,
+    },
+    NoMatch,
+    /// Not searched to the end: a line too long, or a read error.
+    Skipped,
+}
+
+/// The order files are shown in: newest first, then by path (unknown times last).
+type Rank = (Reverse<Option<SystemTime>>, Target);
+
+/// Files with matches (or skipped), in the order they are shown. The lines of files that come
+/// after `limit` shown lines are dropped as the results come, so memory stays near `limit`
+/// lines whatever the tree holds.
+struct Results {
+    files: BTreeMap<Rank, Searched>,
+    limit: usize,
+    /// Lines held in `files`, and the count at which they are trimmed next.
+    held: usize,
+    trim_at: usize,
+}
+
+impl Results {
+    fn new(limit: usize) -> Self {
+        Results { files: BTreeMap::new(), limit, held: 0, trim_at: limit.saturating_mul(2) }
+    }
+
+    fn add(&mut self, modified: Option<SystemTime>, path: Target, searched: Searched) {
+        if let Searched::Matches { shown, .. } = &searched {
+            self.held += shown.len();
+        } else if matches!(searched, Searched::NoMatch) {
+            return;
+        }
+        self.files.insert((Reverse(modified), path), searched);
+        if self.held > self.trim_at {
+            self.trim();
+        }
+    }
+
+    /// Drops the lines that can no longer be shown: those after the first `limit`.
+    fn trim(&mut self) {
+        let mut before = 0usize;
+        for searched in self.files.values_mut() {
+            if let Searched::Matches { shown, .. } = searched {
+                shown.truncate(self.limit.saturating_sub(before));
+                before += shown.len();
+            }
+        }
+        self.held = before;
+        self.trim_at = self.held.max(self.limit).saturating_mul(2);
+    }
+}
+
+/// Searches one file, keeping at most `room` of its matching lines. A read error in the file
+/// the model named (`explicit`) is an error. A line too long to hold in memory, or a read error
+/// in a file the walk found, is [`Searched::Skipped`], so that the result says so rather than
+/// pretend the file had no match.
+fn search_one(
+    searcher: &mut grep_searcher::Searcher,
+    matcher: &grep_regex::RegexMatcher,
+    reader: Box<dyn std::io::Read + Send>,
+    room: usize,
+    explicit: bool,
+) -> std::io::Result<Searched> {
+    let mut shown = Vec::new();
+    let mut count = 0usize;
+    let searched = searcher.search_reader(
+        matcher,
+        reader,
+        Bytes(|line_number, bytes| {
+            count += 1;
+            if shown.len() < room {
+                let line = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                let text = String::from_utf8_lossy(line);
+                shown.push((line_number, cut_line(&text, MAX_LINE_CHARS, 0).into_owned()));
+            }
+            Ok(true)
+        }),
+    );
+    match searched {
+        Err(e) if explicit && !line_too_long(&e) => Err(e),
+        Err(_) => Ok(Searched::Skipped),
+        Ok(()) if count == 0 => Ok(Searched::NoMatch),
+        Ok(()) => Ok(Searched::Matches { count, shown }),
+    }
+}
+
 fn skipped_notice(skipped: &[String]) -> String {
     if skipped.is_empty() {
         return String::new();
@@ -269,6 +368,40 @@ pub(crate) mod tests {
             fx.text("grep", json!({"pattern": "helper", "path": "old.rs"})).await,
             "old.rs\n  3: fn helper() {}\n"
         );
+    }
+
+    #[test]
+    fn results_keep_the_first_lines_in_the_promised_order_whatever_order_they_come_in() {
+        use super::{Found, Results, Searched};
+        let at = |seconds: u64| Some(SystemTime::UNIX_EPOCH + Duration::from_secs(seconds));
+        let lines = |n: u64| Searched::Matches {
+            count: n as usize,
+            shown: (1..=n).map(|i| (i, format!("{i}"))).collect(),
+        };
+        let mut results = Results::new(5);
+        // Older files first, as a walk may find them; enough of them to be trimmed many times.
+        for i in 0..200u64 {
+            results.add(at(i), Target::root().join(format!("f{i:03}")), lines(2));
+        }
+        results.add(None, Target::root().join("unknown"), lines(2));
+        results.add(at(150), Target::root().join("a-tie"), lines(3));
+        results.add(at(500), Target::root().join("skipped"), Searched::Skipped);
+        results.add(at(600), Target::root().join("nothing"), Searched::NoMatch);
+        assert!(results.held <= 4 * 5, "{} lines held", results.held);
+        let mut found = Found::default();
+        for ((_, path), searched) in results.files {
+            found.add(searched, 5, || path.path().display().to_string());
+        }
+        let groups: Vec<(&str, usize)> = found.groups.iter().map(|(f, l)| (f.as_str(), l.len())).collect();
+        assert_eq!(groups, [("f199", 2), ("f198", 2), ("f197", 1)]);
+        assert_eq!((found.shown, found.total, found.files), (5, 2 * 201 + 3, 202));
+        assert_eq!(found.skipped, ["skipped"]);
+        // Two files of the same time come by path.
+        let mut results = Results::new(10);
+        results.add(at(1), Target::root().join("b"), lines(1));
+        results.add(at(1), Target::root().join("a"), lines(1));
+        let order: Vec<_> = results.files.keys().map(|(_, p)| p.path().to_path_buf()).collect();
+        assert_eq!(order, [std::path::PathBuf::from("a"), "b".into()]);
     }
 
     #[tokio::test]

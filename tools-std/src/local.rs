@@ -151,6 +151,20 @@ pub(crate) fn open_regular(dir: &Dir, path: &Path) -> io::Result<std::fs::File> 
     Ok(file.into_std())
 }
 
+/// Opens the regular file `name` that a listing of `dir` found, without following a link: the
+/// listing already said it is a regular file (as the `stat` of [`open_regular`] would), and the
+/// open file is checked again. Its information comes from the open file.
+pub(crate) fn open_listed(dir: &Dir, name: &Path) -> io::Result<(std::fs::File, FileInfo)> {
+    let mut options = OpenOptions::new();
+    options.read(true).nonblock(true).follow(FollowSymlinks::No);
+    #[cfg(unix)]
+    options.custom_flags(nix::libc::O_NOCTTY);
+    let file = dir.open_with(name, &options).map_err(escape)?;
+    let meta = file.metadata()?;
+    not_special(&meta)?;
+    Ok((file.into_std(), info(&meta)))
+}
+
 fn not_special(meta: &Metadata) -> io::Result<()> {
     if meta.is_file() {
         return Ok(());
@@ -240,6 +254,15 @@ impl Operations for LocalOperations {
         visit: &mut dyn FnMut(WalkEntry) -> bool,
     ) -> io::Result<()> {
         crate::walk::walk(self, root, options, visit)
+    }
+
+    fn walk_parallel(
+        &self,
+        root: &Target,
+        options: &WalkOptions,
+        visit: &(dyn Fn(WalkEntry, &dyn crate::ops::Found) -> bool + Sync),
+    ) -> io::Result<()> {
+        crate::walk::walk_parallel(self, root, options, visit)
     }
 
     fn spawn_shell(&self, request: &ShellRequest) -> io::Result<ShellProcess> {

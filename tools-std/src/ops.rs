@@ -289,8 +289,52 @@ pub trait Operations: Send + Sync + 'static {
         options: &WalkOptions,
         visit: &mut dyn FnMut(WalkEntry) -> bool,
     ) -> io::Result<()>;
+    /// Walks as [`Operations::walk`] does, but may call `visit` from several threads at once and
+    /// in any order (a caller that needs an order sorts what it kept). Entries come without
+    /// `modified`; `visit` reads what it needs through the [`Found`] it is given, which reaches
+    /// the entry where the walk found it. The default walks on the calling thread and resolves
+    /// each entry again; [`LocalOperations`](crate::LocalOperations) reads directories on one
+    /// thread per core and reaches each entry through its directory's handle.
+    fn walk_parallel(
+        &self,
+        root: &Target,
+        options: &WalkOptions,
+        visit: &(dyn Fn(WalkEntry, &dyn Found) -> bool + Sync),
+    ) -> io::Result<()> {
+        self.walk(root, options, &mut |mut entry| {
+            entry.modified = None;
+            let found = Resolved { ops: self, path: &entry.path };
+            visit(entry.clone(), &found)
+        })
+    }
     /// Starts `bash -c command` in its own process group.
     fn spawn_shell(&self, request: &ShellRequest) -> io::Result<ShellProcess>;
+}
+
+/// An entry of [`Operations::walk_parallel`], reached where the walk found it.
+pub trait Found {
+    /// The entry's information, not following a symbolic link.
+    fn symlink_metadata(&self) -> io::Result<FileInfo>;
+    /// Opens the entry, a regular file, for reading as [`Operations::open`] does, with its
+    /// information read from the open file.
+    fn open(&self) -> io::Result<(Box<dyn Read + Send>, FileInfo)>;
+}
+
+/// A [`Found`] entry resolved again by its path.
+struct Resolved<'a, O: ?Sized> {
+    ops: &'a O,
+    path: &'a Target,
+}
+
+impl<O: Operations + ?Sized> Found for Resolved<'_, O> {
+    fn symlink_metadata(&self) -> io::Result<FileInfo> {
+        self.ops.symlink_metadata(self.path)
+    }
+
+    fn open(&self) -> io::Result<(Box<dyn Read + Send>, FileInfo)> {
+        let reader = self.ops.open(self.path)?;
+        Ok((reader, self.ops.metadata(self.path)?))
+    }
 }
 
 /// ripgrep `--glob` patterns relative to `root`, compiled; an invalid one is an `InvalidInput`

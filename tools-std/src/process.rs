@@ -49,6 +49,9 @@ pub use tool_runtime::process_tree::{KillReport, KillScope, NotKilled};
 /// The environment variable set, to a value unique to the command, for every local command:
 /// its descendants inherit it, which is how they are found when it is stopped.
 pub const COMMAND_ID_VAR: &str = tool_runtime::process_tree::MARKER_VAR;
+/// The size asked for a command's output pipe (Linux's default limit for an unprivileged
+/// process), and the most one read of it returns.
+pub(crate) const PIPE_BYTES: usize = 1024 * 1024;
 
 /// A shell command to start.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -290,6 +293,11 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
         None => {
             // One pipe for both streams keeps them interleaved exactly as the command wrote them.
             let (reader, writer) = io::pipe()?;
+            // A larger pipe than the default 64 KiB lets the command write, and the capture
+            // read, in larger blocks: fewer wake-ups on both sides. Where the system refuses
+            // (a lower `pipe-max-size`), the default pipe serves.
+            #[cfg(target_os = "linux")]
+            let _ = nix::fcntl::fcntl(&reader, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES as i32));
             let stdin = if request.input == ShellInput::Pipe { Stdio::piped() } else { Stdio::null() };
             command.stdin(stdin).stdout(writer.try_clone()?).stderr(writer).process_group(0);
             output = Box::pin(tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?);

@@ -882,7 +882,9 @@ async fn pump(
                     session.changed();
                 }
                 Ok(n) => {
-                    let text = session.capture.lock().await.push(&buf[..n]).await;
+                    // The state is locked after the capture is released, never inside it.
+                    let mut text = String::new();
+                    session.capture.lock().await.push(&buf[..n], |seen| text.push_str(seen)).await;
                     let mut state = session.state();
                     state.recent.push_str(&text);
                     if state.recent.len() > UNTIL_WINDOW {
