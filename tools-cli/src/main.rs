@@ -22,7 +22,7 @@ use tool_runtime::{
     OutputStore, PermissionDecision, PermissionHook, PermissionKind, PermissionRequest, Provider, Registry,
     ToolCall, ToolEvent,
 };
-use tools_std::{LocalOperations, Workspace, tool_egress};
+use tools_std::{Workspace, tool_egress};
 
 use args::{CallArgs, Command, DeferArgs, ListArgs, McpArgs, Parsed, ServeArgs, TurnArgs, WorkspaceArgs};
 use signals::Termination;
@@ -165,11 +165,7 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
     let workspace = if environment == EnvFilter::base() {
         workspace
     } else {
-        let ops = LocalOperations::open(workspace.root())
-            .map_err(|e| Failure::usage(root_error(&root, &e)))?
-            .environment(environment.clone());
-        Workspace::with_operations(workspace.root(), Arc::new(ops))
-            .map_err(|e| Failure::usage(root_error(&root, &e)))?
+        workspace.with_environment(environment.clone()).map_err(|e| Failure::usage(root_error(&root, &e)))?
     };
     let workspace = sandboxed(workspace, args, &sandbox_settings)?;
     // Hook commands run in the sandbox the commands run in.

@@ -146,6 +146,22 @@ impl Workspace {
         Ok(Workspace { root, ops, sandbox, egress: None, local: false })
     }
 
+    /// The same local workspace, whose commands inherit what `filter` lets through of this
+    /// process's environment (see [`LocalOperations::environment`]; by default
+    /// [`EnvFilter::base`](tool_runtime::environment::EnvFilter::base)). It stays local
+    /// ([`Workspace::is_local`]); a workspace reached through other operations is refused,
+    /// since its commands do not run here.
+    pub fn with_environment(mut self, filter: tool_runtime::environment::EnvFilter) -> io::Result<Workspace> {
+        if !self.local {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "only the commands of a local workspace inherit this process's environment",
+            ));
+        }
+        self.ops = Arc::new(LocalOperations::open(&self.root)?.environment(filter));
+        Ok(self)
+    }
+
     /// The canonical root directory.
     pub fn root(&self) -> &Path {
         &self.root
@@ -507,6 +523,17 @@ fn simple_command_starts_with(command: &str, entries: &[String]) -> bool {
 mod tests {
     use super::*;
     use crate::testing::TempDir;
+
+    #[test]
+    fn a_workspace_with_its_own_environment_stays_local() {
+        let dir = TempDir::new();
+        let filter = tool_runtime::environment::EnvFilter::base();
+        let ws = Workspace::new(dir.path()).unwrap().with_environment(filter.clone()).unwrap();
+        assert!(ws.is_local());
+        let ops = Arc::new(LocalOperations::open(dir.path()).unwrap());
+        let remote = Workspace::with_operations(ws.root(), ops).unwrap();
+        assert!(remote.with_environment(filter).is_err());
+    }
 
     fn located(ws: &Path, path: &str) -> io::Result<Located> {
         let ops = LocalOperations::open(ws).unwrap();
