@@ -93,6 +93,7 @@ pub async fn apply_patch(
         }
     }
     let versions = FileVersions::of(ctx);
+    let known = versions.clone();
     let (output, changed) = ws
         .blocking(move |ops| -> Result<_, ToolError> {
             let staged = stage(ops, &versions, &parsed, &resolved)?;
@@ -110,7 +111,7 @@ pub async fn apply_patch(
             Ok((report(&staged), changed))
         })
         .await??;
-    Ok(crate::verify::after_edit(&ws, &changed, false, output).await)
+    Ok(crate::verify::after_edit(&ws, &known, &changed, false, output).await)
 }
 
 /// One file the patch touches: what it held and what it will hold (`None`: absent).

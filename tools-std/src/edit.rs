@@ -58,13 +58,14 @@ pub async fn edit(
     let display = resolved.display.clone();
     let target = resolved.target.clone();
     let versions = FileVersions::of(ctx);
+    let known = versions.clone();
     let output = ws
         .blocking(move |ops| {
             let request = Request { old: &old_string, new: &new_string, replace_all };
             edit_blocking(ops, &versions, &target, &display, &request)
         })
         .await??;
-    Ok(crate::verify::after_edit(&ws, &[(resolved.target, resolved.display)], true, output).await)
+    Ok(crate::verify::after_edit(&ws, &known, &[(resolved.target, resolved.display)], true, output).await)
 }
 
 pub(crate) struct Request<'a> {

@@ -66,9 +66,10 @@ pub async fn multi_edit(
     let display = resolved.display.clone();
     let target = resolved.target.clone();
     let versions = FileVersions::of(ctx);
+    let known = versions.clone();
     let output =
         ws.blocking(move |ops| multi_edit_blocking(ops, &versions, &target, &display, &edits)).await??;
-    Ok(crate::verify::after_edit(&ws, &[(resolved.target, resolved.display)], true, output).await)
+    Ok(crate::verify::after_edit(&ws, &known, &[(resolved.target, resolved.display)], true, output).await)
 }
 
 fn multi_edit_blocking(

@@ -8,7 +8,8 @@ use tokio::io::AsyncReadExt as _;
 use tool_runtime::{Content, ToolOutput};
 
 use crate::Workspace;
-use crate::ops::{Scope, Target};
+use crate::file_versions::FileVersions;
+use crate::ops::{Operations, Scope, Target};
 use crate::process::{ShellInput, ShellProcess, ShellRequest};
 
 /// The environment variable that holds the path of the file being verified; the command line
@@ -29,7 +30,8 @@ pub const MAX_OUTPUT_BYTES: usize = 4096;
 /// ([`Verify::DEFAULT_TIMEOUT`] unless [`Verify::timeout`] says otherwise). Its outcome (passed,
 /// failed with its exit code and the start of its output, or timed out) is added to the edit's
 /// result, in the text and in the metadata `verification`; the edit stays applied whatever the
-/// outcome.
+/// outcome. A check that changes the file (a formatter) is reported as such, and the session's
+/// [stale-write guard](crate::file_versions) takes the new content as known.
 ///
 /// ```
 /// # fn main() -> std::io::Result<()> {
@@ -140,6 +142,8 @@ struct Outcome {
     signal: Option<i32>,
     output: String,
     timeout: Duration,
+    /// The check changed the file (a formatter): what the session knows of it is updated.
+    changed_file: bool,
 }
 
 impl Outcome {
@@ -158,6 +162,7 @@ impl Outcome {
             "output": self.output,
             "timed_out": self.status == Status::TimedOut,
             "timeout_secs": self.timeout.as_secs_f64(),
+            "changed_file": self.changed_file,
         });
         if let Status::Error(message) = &self.status {
             value["error"] = json!(message);
@@ -190,6 +195,9 @@ impl Outcome {
                 )
             }
         };
+        if self.changed_file {
+            text.push_str(&format!(" It changed {}: read it again before editing it.", self.display));
+        }
         if self.status != Status::Passed && !self.output.is_empty() {
             text.push_str(" Its output:\n");
             text.push_str(&self.output);
@@ -209,6 +217,7 @@ fn trim_seconds(limit: Duration) -> String {
 /// nothing.
 pub(crate) async fn after_edit(
     ws: &Workspace,
+    versions: &std::sync::Arc<FileVersions>,
     files: &[(Target, String)],
     single: bool,
     mut output: ToolOutput,
@@ -221,7 +230,17 @@ pub(crate) async fn after_edit(
         let Some(verify) = ws.verifiers().iter().find(|v| v.matches(target.path())) else {
             continue;
         };
-        outcomes.push(run(ws, verify, target, display).await);
+        let before = content(ws, target).await;
+        let mut outcome = run(ws, verify, target, display).await;
+        let after = content(ws, target).await;
+        if after != before {
+            outcome.changed_file = true;
+            match after {
+                Some(bytes) => versions.saw(target, &bytes),
+                None => versions.forget(target),
+            }
+        }
+        outcomes.push(outcome);
     }
     if outcomes.is_empty() {
         return output;
@@ -245,6 +264,24 @@ pub(crate) async fn after_edit(
     output.with_metadata("verification", metadata)
 }
 
+/// What `target` holds now (`None`: absent or unreadable).
+async fn content(ws: &Workspace, target: &Target) -> Option<Vec<u8>> {
+    let target = target.clone();
+    ws.blocking(move |ops: &dyn Operations| {
+        let mut bytes = Vec::new();
+        let file = ops.open(&target).ok()?;
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, crate::text_file::MAX_EDIT_BYTES + 1),
+            &mut bytes,
+        )
+        .ok()?;
+        Some(bytes)
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
 /// The path the command receives: `./` and the path beneath the root (so a name starting with
 /// `-` is never taken for an option), or the absolute path outside it.
 fn argument(ws: &Workspace, target: &Target) -> PathBuf {
@@ -264,6 +301,7 @@ async fn run(ws: &Workspace, verify: &Verify, target: &Target, display: &str) ->
         signal: None,
         output: String::new(),
         timeout: verify.timeout,
+        changed_file: false,
     };
     let Some(file) = argument.to_str() else {
         outcome.status = Status::Error("the file's path is not valid UTF-8".to_owned());
@@ -464,6 +502,24 @@ mod tests {
         let out = fx.call("write", json!({"path": "-n.txt", "content": "x"})).await.unwrap();
         assert_eq!(out.metadata["verification"]["command"], "cat ./-n.txt");
         assert_eq!(out.metadata["verification"]["status"], "passed", "{}", out.text_content());
+    }
+
+    #[tokio::test]
+    async fn a_formatter_that_changes_the_file_is_reported_and_the_next_edit_accepted() {
+        let script = r#"printf 'formatted\n' > "$1""#;
+        let fx = fixture(vec![Verify::new(["txt"], ["sh", "-c", script, "sh", Verify::FILE])]);
+        fx.write("h.txt", "raw\n");
+        let out = fx
+            .call("edit", json!({"path": "h.txt", "old_string": "raw", "new_string": "raw2"}))
+            .await
+            .unwrap();
+        assert!(out.text_content().ends_with("passed. It changed h.txt: read it again before editing it."));
+        assert_eq!(out.metadata["verification"]["changed_file"], true);
+        assert_eq!(fx.read("h.txt"), b"formatted\n");
+        // The session knows the formatted text: an edit of it is not refused as stale.
+        let out =
+            fx.call("edit", json!({"path": "h.txt", "old_string": "formatted", "new_string": "x"})).await;
+        assert!(out.is_ok(), "{:?}", out.err().map(|e| e.message().to_owned()));
     }
 
     #[tokio::test]

@@ -81,7 +81,8 @@ pub async fn write(
         .with_title(display.clone())
         .with_metadata("bytes", json!(written.bytes))
         .with_metadata("created", json!(previous.is_none()));
-    Ok(crate::verify::after_edit(&ws, &[(resolved.target, display)], true, output).await)
+    Ok(crate::verify::after_edit(&ws, &FileVersions::of(ctx), &[(resolved.target, display)], true, output)
+        .await)
 }
 
 fn write_error(display: &str, error: io::Error) -> ToolError {
