@@ -281,3 +281,26 @@ async fn networked_commands_get_the_network_and_nothing_else_does() {
         assert!(out.text_content().contains("Traceback"), "{command}: {}", out.text_content());
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_check_after_an_edit_runs_in_the_workspace_sandbox() {
+    if !layers() {
+        return;
+    }
+    use tools_std::verify::Verify;
+    let root = dir("verify-root");
+    let outside = dir("verify-outside");
+    let target = outside.join("evil");
+    let script = format!("echo x > '{}'", target.display());
+    let mut deps = Dependencies::new();
+    let ws = Workspace::new(&root).unwrap().with_verifiers(vec![Verify::new(["txt"], ["sh", "-c", &script])]);
+    deps.insert(ws);
+    deps.insert(OutputStore::builder().dir(dir("verify-store")).open().unwrap());
+    let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
+    let ctx = ToolContext::builder("write").dependencies(Arc::new(deps)).session(SessionState::new()).build();
+    let out =
+        registry.call("write", &json!({"path": "a.txt", "content": "x"}).to_string(), ctx).await.unwrap();
+    assert_eq!(out.metadata["verification"]["status"], json!("failed"), "{}", out.text_content());
+    assert!(!target.exists());
+    assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"x");
+}

@@ -93,18 +93,25 @@ pub async fn apply_patch(
         }
     }
     let versions = FileVersions::of(ctx);
-    ws.blocking(move |ops| {
-        let staged = stage(ops, &versions, &parsed, &resolved)?;
-        commit(ops, &staged)?;
-        for file in staged.files.iter().filter(|f| f.new != f.original) {
-            match &file.new {
-                Some(bytes) => versions.saw(&file.target, bytes),
-                None => versions.forget(&file.target),
+    let known = versions.clone();
+    let (output, changed) = ws
+        .blocking(move |ops| -> Result<_, ToolError> {
+            let staged = stage(ops, &versions, &parsed, &resolved)?;
+            commit(ops, &staged)?;
+            let mut changed = Vec::new();
+            for file in staged.files.iter().filter(|f| f.new != f.original) {
+                match &file.new {
+                    Some(bytes) => {
+                        versions.saw(&file.target, bytes);
+                        changed.push((file.target.clone(), file.display.clone()));
+                    }
+                    None => versions.forget(&file.target),
+                }
             }
-        }
-        Ok(report(&staged))
-    })
-    .await?
+            Ok((report(&staged), changed))
+        })
+        .await??;
+    Ok(crate::verify::after_edit(&ws, &known, &changed, false, output).await)
 }
 
 /// One file the patch touches: what it held and what it will hold (`None`: absent).

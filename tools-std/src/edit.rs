@@ -56,13 +56,16 @@ pub async fn edit(
     let resolved = ws.resolve(ctx, &path, "edit").await?;
     let _checkpoint = crate::checkpoint::begin(&ws, ctx, "edit").await;
     let display = resolved.display.clone();
-    let target = resolved.target;
+    let target = resolved.target.clone();
     let versions = FileVersions::of(ctx);
-    ws.blocking(move |ops| {
-        let request = Request { old: &old_string, new: &new_string, replace_all };
-        edit_blocking(ops, &versions, &target, &display, &request)
-    })
-    .await?
+    let known = versions.clone();
+    let output = ws
+        .blocking(move |ops| {
+            let request = Request { old: &old_string, new: &new_string, replace_all };
+            edit_blocking(ops, &versions, &target, &display, &request)
+        })
+        .await??;
+    Ok(crate::verify::after_edit(&ws, &known, &[(resolved.target, resolved.display)], true, output).await)
 }
 
 pub(crate) struct Request<'a> {

@@ -89,6 +89,7 @@ pub mod todo_write;
 pub mod tool_output_grep;
 pub mod tool_output_read;
 pub mod undo;
+pub mod verify;
 pub mod write;
 
 #[cfg(test)]

@@ -64,9 +64,12 @@ pub async fn multi_edit(
     }
     let resolved = ws.resolve(ctx, &path, "edit").await?;
     let display = resolved.display.clone();
-    let target = resolved.target;
+    let target = resolved.target.clone();
     let versions = FileVersions::of(ctx);
-    ws.blocking(move |ops| multi_edit_blocking(ops, &versions, &target, &display, &edits)).await?
+    let known = versions.clone();
+    let output =
+        ws.blocking(move |ops| multi_edit_blocking(ops, &versions, &target, &display, &edits)).await??;
+    Ok(crate::verify::after_edit(&ws, &known, &[(resolved.target, resolved.display)], true, output).await)
 }
 
 fn multi_edit_blocking(

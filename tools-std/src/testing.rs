@@ -51,10 +51,15 @@ pub(crate) struct Fixture {
 
 impl Fixture {
     pub(crate) fn new() -> Self {
+        Fixture::with_workspace(|ws| ws)
+    }
+
+    /// A fixture whose workspace is `configure`d first.
+    pub(crate) fn with_workspace(configure: impl FnOnce(Workspace) -> Workspace) -> Self {
         let dir = TempDir::new();
         let root = dir.path().join("ws");
         std::fs::create_dir_all(&root).expect("create the workspace");
-        let ws = Workspace::new(&root).expect("workspace");
+        let ws = configure(Workspace::new(&root).expect("workspace"));
         let mut deps = Dependencies::new();
         deps.insert(ws.clone());
         let store = tool_runtime::OutputStore::builder()

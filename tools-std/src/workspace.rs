@@ -45,6 +45,8 @@ pub struct Workspace {
     egress: Option<tool_egress::Egress>,
     /// Whether the root is on the local file system (made by [`Workspace::new`]).
     local: bool,
+    /// The checks run after an edit, by file extension.
+    verifiers: Arc<Vec<crate::verify::Verify>>,
 }
 
 /// A sandbox policy, and the sandbox made from it on first use.
@@ -122,7 +124,14 @@ impl Workspace {
         }
         let ops = LocalOperations::open(&root)?;
         let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
-        Ok(Workspace { root, ops: Arc::new(ops), sandbox, egress: None, local: true })
+        Ok(Workspace {
+            root,
+            ops: Arc::new(ops),
+            sandbox,
+            egress: None,
+            local: true,
+            verifiers: Arc::default(),
+        })
     }
 
     /// A workspace reached through `ops` (a remote sandbox, for example), whose root is the
@@ -143,7 +152,7 @@ impl Workspace {
         }
         let root = normal(root);
         let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
-        Ok(Workspace { root, ops, sandbox, egress: None, local: false })
+        Ok(Workspace { root, ops, sandbox, egress: None, local: false, verifiers: Arc::default() })
     }
 
     /// The same local workspace, whose commands inherit what `filter` lets through of this
@@ -228,6 +237,21 @@ impl Workspace {
     pub fn with_egress(mut self, egress: tool_egress::Egress) -> Workspace {
         self.egress = Some(egress);
         self
+    }
+
+    /// The same workspace, where `edit`, `multi_edit`, `write` and `apply_patch` run the first of
+    /// `verifiers` whose extension matches each file they changed (a formatter's check, a
+    /// linter), and add its outcome to their result: passed, failed (exit code and the start of
+    /// its output), or timed out. See [`Verify`](crate::verify::Verify). Replaces any verifiers
+    /// set before; an empty list turns verification off (the default).
+    pub fn with_verifiers(mut self, verifiers: Vec<crate::verify::Verify>) -> Workspace {
+        self.verifiers = Arc::new(verifiers);
+        self
+    }
+
+    /// The verifiers of [`Workspace::with_verifiers`].
+    pub fn verifiers(&self) -> &[crate::verify::Verify] {
+        &self.verifiers
     }
 
     /// The egress of [`Workspace::with_egress`], if any.

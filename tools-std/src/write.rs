@@ -34,7 +34,7 @@ pub async fn write(
     let resolved = ws.resolve(ctx, &path, "write to").await?;
     let _checkpoint = crate::checkpoint::begin(&ws, ctx, "write").await;
     let display = resolved.display.clone();
-    let target = resolved.target;
+    let target = resolved.target.clone();
     let versions = FileVersions::of(ctx);
     let (previous, written) = ws
         .blocking(move |ops| -> Result<(Option<u64>, Written), ToolError> {
@@ -77,10 +77,12 @@ pub async fn write(
     };
     let mut text = format!("Wrote {} to {display} ({what}).", plural(written.bytes, "byte"));
     text.push_str(&hard_links_note(written.other_links));
-    Ok(ToolOutput::text(text)
-        .with_title(display)
+    let output = ToolOutput::text(text)
+        .with_title(display.clone())
         .with_metadata("bytes", json!(written.bytes))
-        .with_metadata("created", json!(previous.is_none())))
+        .with_metadata("created", json!(previous.is_none()));
+    Ok(crate::verify::after_edit(&ws, &FileVersions::of(ctx), &[(resolved.target, display)], true, output)
+        .await)
 }
 
 fn write_error(display: &str, error: io::Error) -> ToolError {
