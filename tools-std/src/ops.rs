@@ -240,8 +240,8 @@ pub struct Written {
 /// Paths are [`Target`]s made by the [`Workspace`](crate::Workspace): relative to the workspace
 /// root, or absolute outside it where the permission hook granted access. An implementation
 /// resolves a [`Scope::Workspace`] target beneath the root and never outside it, whatever the
-/// tree holds or however it changes meanwhile ([`LocalOperations`] has the kernel enforce this
-/// with `openat2(RESOLVE_BENEATH)`). The file-system methods block; the tools call them from a
+/// tree holds or however it changes meanwhile ([`LocalOperations`](crate::LocalOperations) has
+/// the kernel enforce this with `openat2(RESOLVE_BENEATH)`). The file-system methods block; the tools call them from a
 /// blocking thread, so an implementation for a remote sandbox may wait on the network inside
 /// them.
 pub trait Operations: Send + Sync + 'static {
