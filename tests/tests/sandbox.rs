@@ -30,8 +30,7 @@ fn layers() -> bool {
 fn dir(tag: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let path =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("sandbox-{tag}-{}-{n}", std::process::id()));
+    let path = outside_temp_base().join(format!("sandbox-{tag}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&path);
     std::fs::create_dir_all(&path).unwrap();
     path.canonicalize().unwrap()
@@ -304,3 +303,5 @@ async fn a_check_after_an_edit_runs_in_the_workspace_sandbox() {
     assert!(!target.exists());
     assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"x");
 }
+
+include!("../../tool-sandbox/tests/support/outside_temp.rs");

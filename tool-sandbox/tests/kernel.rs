@@ -20,7 +20,7 @@ fn layers() -> bool {
 
 /// A new directory outside the temporary directory (which commands may write).
 fn dir(name: &str) -> PathBuf {
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tool-sandbox");
+    let base = outside_temp_base().join("tool-sandbox");
     std::fs::create_dir_all(&base).unwrap();
     let path = base.join(format!("{name}-{}-{}", std::process::id(), rand()));
     std::fs::create_dir_all(&path).unwrap();
@@ -318,3 +318,5 @@ fn the_report_names_the_layers() {
     assert!(text.starts_with("sandbox workspace-write, Landlock ABI "), "{text}");
     let _ = std::io::stderr().write_all(format!("{text}\n").as_bytes());
 }
+
+include!("support/outside_temp.rs");

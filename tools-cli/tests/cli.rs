@@ -676,8 +676,7 @@ fn tool_sandbox_probe() -> bool {
 
 /// A new directory outside the temporary directory, which sandboxed commands may write.
 fn tools_test_dir(tag: &str) -> std::path::PathBuf {
-    let path =
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{tag}-{}", std::process::id()));
+    let path = outside_temp_base().join(format!("{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&path);
     std::fs::create_dir_all(&path).unwrap();
     path.canonicalize().unwrap()
@@ -756,3 +755,5 @@ fn hooks_and_mounted_servers_with_a_sandbox_key_run_sandboxed() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+include!("../../tool-sandbox/tests/support/outside_temp.rs");

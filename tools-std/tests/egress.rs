@@ -5,7 +5,7 @@
 
 use std::io::Write as _;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -95,8 +95,7 @@ async fn server() -> Server {
 fn dir(tag: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     let n = N.fetch_add(1, Ordering::SeqCst);
-    let path =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("egress-{tag}-{}-{n}", std::process::id()));
+    let path = outside_temp_base().join(format!("egress-{tag}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&path);
     std::fs::create_dir_all(&path).unwrap();
     path.canonicalize().unwrap()
@@ -396,3 +395,5 @@ async fn background_sessions_and_terminals_keep_their_proxy() {
         out.text_content()
     );
 }
+
+include!("../../tool-sandbox/tests/support/outside_temp.rs");
