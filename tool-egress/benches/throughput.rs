@@ -23,7 +23,7 @@ async fn server() -> SocketAddr {
             let chunk = chunk.clone();
             tokio::spawn(async move {
                 let _ = stream.set_nodelay(true);
-                let head = read_head(&mut stream).await;
+                let head = read_head(&mut stream).await.unwrap_or_default();
                 let size: usize = head
                     .split_whitespace()
                     .nth(1)
@@ -44,18 +44,6 @@ async fn server() -> SocketAddr {
         }
     });
     addr
-}
-
-async fn read_head(stream: &mut TcpStream) -> String {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        if stream.read(&mut byte).await.unwrap_or(0) == 0 {
-            break;
-        }
-        head.push(byte[0]);
-    }
-    String::from_utf8_lossy(&head).into_owned()
 }
 
 #[derive(Clone, Copy)]
@@ -92,7 +80,7 @@ async fn download(route: Route, server: SocketAddr, proxy: SocketAddr, size: usi
                 .write_all(format!("CONNECT {host} HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes())
                 .await
                 .unwrap();
-            let head = read_head(&mut stream).await;
+            let head = read_head(&mut stream).await.unwrap_or_default();
             assert!(head.starts_with("HTTP/1.1 200"), "{head}");
             (stream, format!("GET /{size} HTTP/1.1\r\nHost: {host}\r\n\r\n"))
         }
@@ -118,7 +106,7 @@ async fn download(route: Route, server: SocketAddr, proxy: SocketAddr, size: usi
     };
     let _ = stream.set_nodelay(true);
     stream.write_all(request.as_bytes()).await.unwrap();
-    let head = read_head(&mut stream).await;
+    let head = read_head(&mut stream).await.unwrap_or_default();
     let first = start.elapsed();
     let length: usize = head
         .lines()
@@ -232,3 +220,5 @@ fn main() {
         }
     });
 }
+
+include!("../tests/support/read_head.rs");

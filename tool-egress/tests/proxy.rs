@@ -27,15 +27,7 @@ async fn server() -> Server {
         while let Ok((mut stream, _)) = listener.accept().await {
             count.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    if stream.read(&mut byte).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(byte[0]);
-                }
-                let head = String::from_utf8_lossy(&head).into_owned();
+                let Some(head) = read_head(&mut stream).await else { return };
                 let mut words = head.split_whitespace();
                 let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
                 let host = head
@@ -414,15 +406,7 @@ async fn echo_authorization() -> SocketAddr {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") {
-                if stream.read(&mut byte).await.unwrap_or(0) == 0 {
-                    break;
-                }
-                head.push(byte[0]);
-            }
-            let head = String::from_utf8_lossy(&head).into_owned();
+            let head = read_head(&mut stream).await.unwrap_or_default();
             let auth = head
                 .lines()
                 .find_map(|l| l.strip_prefix("authorization: ").or_else(|| l.strip_prefix("Authorization: ")))
@@ -491,3 +475,5 @@ async fn each_command_may_have_its_own_asker_and_session_answers_are_shared() {
     let answer = raw(&third, &get("other.test", port)).await;
     assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
 }
+
+include!("support/read_head.rs");

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tool_runtime::{
     Dependencies, OutputStore, PermissionDecision, PermissionFn, PermissionHook, PermissionKind,
@@ -67,15 +67,7 @@ async fn server() -> Server {
         while let Ok((mut stream, _)) = listener.accept().await {
             count.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    if stream.read(&mut byte).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(byte[0]);
-                }
-                let head = String::from_utf8_lossy(&head).into_owned();
+                let Some(head) = read_head(&mut stream).await else { return };
                 let host = head
                     .lines()
                     .find_map(|l| l.to_ascii_lowercase().strip_prefix("host:").map(|h| h.trim().to_owned()))
@@ -397,3 +389,5 @@ async fn background_sessions_and_terminals_keep_their_proxy() {
 }
 
 include!("../../tool-sandbox/tests/support/outside_temp.rs");
+
+include!("../../tool-egress/tests/support/read_head.rs");
