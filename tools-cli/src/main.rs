@@ -398,7 +398,8 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
         Err(e) => return Err(Failure::usage(format!("ARGS_JSON is not valid JSON: {e}"))),
     }
     let dispatcher = one_shot(dispatcher(registry, setup, &args.workspace).build());
-    let options = CallOptions { timeout: args.timeout_ms.map(Duration::from_millis), ..CallOptions::default() };
+    let options =
+        CallOptions { timeout: args.timeout_ms.map(Duration::from_millis), ..CallOptions::default() };
     let call = ToolCall::new(CALL_ID, args.name, arguments);
     let cancel = cancel_on_termination()?;
     let result = dispatcher.run_with(call, options, cancel).await;

@@ -23,7 +23,7 @@
 //! ```
 //! use serde_json::json;
 //! use tool_runtime::catalog::{Catalog, LoadedTools, SearchRequest};
-//! use tool_runtime::{DefinitionOptions, FnTool, Provider, Registry, ToolOutput, ToolSpec};
+//! use tool_runtime::{Registry, ToolOutput, ToolSpec, providers::{DefinitionOptions, Provider}, spec::FnTool};
 //!
 //! let tool = |name: &str, description: &str, defer: bool| {
 //!     let spec = ToolSpec::new(name, description, json!({"type": "object"})).with_defer(defer);
