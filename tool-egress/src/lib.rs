@@ -59,6 +59,7 @@
 //! ```
 
 mod addr;
+mod conn;
 mod decide;
 mod http;
 mod policy;

@@ -1,6 +1,7 @@
 //! The dispatcher: runs one call or a model turn's batch under the parallel policy, with hooks,
 //! timeouts, cancellation, panic isolation and events.
 
+mod cancel;
 mod gate;
 mod messages;
 mod record;

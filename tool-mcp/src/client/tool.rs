@@ -80,7 +80,7 @@ fn annotations(entry: &Value) -> ToolAnnotations {
 }
 
 fn check_schemas(spec: &ToolSpec, remote: &str) -> Result<(), String> {
-    if let Err(reason) = tool_core::schema::check_input_schema(&spec.name, &spec.input_schema) {
+    if let Err(reason) = tool_core::check_input_schema(&spec.name, &spec.input_schema) {
         return Err(format!("the input schema of its tool `{remote}` cannot be used: {reason}"));
     }
     for provider in Provider::ALL {
