@@ -4,6 +4,8 @@ mod announce;
 mod calls;
 mod elicit;
 #[cfg(feature = "http")]
+mod host_check;
+#[cfg(feature = "http")]
 mod http;
 #[cfg(feature = "http")]
 mod http_sessions;
