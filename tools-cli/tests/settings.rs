@@ -1,4 +1,4 @@
-//! `--settings FILE` on `call`, `turn` and `serve`: the README's settings file, run through the
+//! `--settings FILE` on `call`, `turn` and `serve`: the manual's settings file, run through the
 //! built binary, and a malformed one refused before anything runs.
 
 mod common;
@@ -6,13 +6,12 @@ mod common;
 use common::Fixture;
 use serde_json::json;
 
-/// The README's settings file, written into the fixture (its hooks need scripts the README
-/// leaves to the user: this test gives them).
+/// The manual's settings file (tool-runtime's `docs/permissions.md`), written into the fixture
+/// (its hooks need scripts the manual leaves to the user: this test gives them).
 fn readme_settings(fx: &Fixture) -> String {
-    let readme = include_str!("../../README.md");
-    let section = readme.find("## Permissions and hooks").expect("README has the section");
+    let readme = include_str!("../../tool-runtime/docs/permissions.md");
     let open = "```json\n";
-    let from = section + readme[section..].find(open).expect("a json block") + open.len();
+    let from = readme.find(open).expect("a json block") + open.len();
     let to = from + readme[from..].find("```").expect("closing fence");
     let path = fx.dir.path().join("settings.json");
     std::fs::write(&path, &readme[from..to]).unwrap();
@@ -117,7 +116,7 @@ fn a_malformed_settings_file_is_a_usage_error_naming_the_rule() {
 }
 
 /// The issue's bypasses of `Bash(read-only)`, `Bash(rm -rf:*)` and `Read(./.env)`, run for real
-/// through the binary with the README's settings: none of them may have its effect.
+/// through the binary with the manual's settings: none of them may have its effect.
 #[test]
 fn the_readme_rules_hold_against_known_bypasses() {
     let fx = Fixture::new();
@@ -129,7 +128,7 @@ fn the_readme_rules_hold_against_known_bypasses() {
         run.json()["output"].as_str().unwrap().to_owned()
     };
     // Options that run a program or write a file are not read-only, however spelled: the
-    // README's default for Bash (ask) applies, and nobody is here to answer.
+    // the manual's default for Bash (ask) applies, and nobody is here to answer.
     for command in [
         "git grep --no-index --open='touch pwned' hello",
         "git grep --no-index --op='touch pwned' hello",
