@@ -1,4 +1,4 @@
-//! The README's "Network egress" settings file means what the README says, for the proxy and
+//! The settings file of the crate's documentation (`docs/egress.md`) means what it says, for the proxy and
 //! for the settings reader of tool-runtime (rules, hooks, environment) alike.
 
 use tool_egress::{EgressProxy, settings};
@@ -6,8 +6,8 @@ use tool_runtime::environment::EnvFilter;
 use tool_runtime::permissions::{Rules, Settings};
 
 fn readme_settings() -> String {
-    let readme = include_str!("../../README.md");
-    let section = readme.find("## Network egress").expect("README has the section");
+    let readme = include_str!("../docs/egress.md");
+    let section = readme.find("# Policy and settings").expect("the manual has the section");
     let open = "```json\n";
     let from = section + readme[section..].find(open).expect("a json block") + open.len();
     let to = from + readme[from..].find("```").expect("closing fence");
