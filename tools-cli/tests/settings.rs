@@ -8,13 +8,13 @@ use serde_json::json;
 
 /// The manual's settings file (tool-runtime's `docs/permissions.md`), written into the fixture
 /// (its hooks need scripts the manual leaves to the user: this test gives them).
-fn readme_settings(fx: &Fixture) -> String {
-    let readme = include_str!("../../tool-runtime/docs/permissions.md");
+fn manual_settings(fx: &Fixture) -> String {
+    let manual = include_str!("../../tool-runtime/docs/permissions.md");
     let open = "```json\n";
-    let from = readme.find(open).expect("a json block") + open.len();
-    let to = from + readme[from..].find("```").expect("closing fence");
+    let from = manual.find(open).expect("a json block") + open.len();
+    let to = from + manual[from..].find("```").expect("closing fence");
     let path = fx.dir.path().join("settings.json");
-    std::fs::write(&path, &readme[from..to]).unwrap();
+    std::fs::write(&path, &manual[from..to]).unwrap();
     let hooks = fx.ws().join(".claude/hooks");
     std::fs::create_dir_all(&hooks).unwrap();
     // Refuses `curl`, as a user's check-command.sh might.
@@ -28,9 +28,9 @@ fn readme_settings(fx: &Fixture) -> String {
 }
 
 #[test]
-fn call_applies_the_readme_settings() {
+fn call_applies_the_manual_settings() {
     let fx = Fixture::new();
-    let settings = readme_settings(&fx);
+    let settings = manual_settings(&fx);
     let call = |args: serde_json::Value| {
         let args = args.to_string();
         fx.run(&["call", "bash", &args, "--settings", &settings], None)
@@ -81,7 +81,7 @@ fn call_applies_the_readme_settings() {
 #[test]
 fn turn_applies_the_settings_to_every_call() {
     let fx = Fixture::new();
-    let settings = readme_settings(&fx);
+    let settings = manual_settings(&fx);
     let message = json!({"role": "assistant", "tool_calls": [
         {"id": "a", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"git status --short || true\"}"}},
         {"id": "b", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"rm -rf x\"}"}},
@@ -118,9 +118,9 @@ fn a_malformed_settings_file_is_a_usage_error_naming_the_rule() {
 /// The issue's bypasses of `Bash(read-only)`, `Bash(rm -rf:*)` and `Read(./.env)`, run for real
 /// through the binary with the manual's settings: none of them may have its effect.
 #[test]
-fn the_readme_rules_hold_against_known_bypasses() {
+fn the_manual_rules_hold_against_known_bypasses() {
     let fx = Fixture::new();
-    let settings = readme_settings(&fx);
+    let settings = manual_settings(&fx);
     let call = |command: &str| {
         let args = json!({ "command": command }).to_string();
         let run = fx.run(&["call", "bash", &args, "--settings", &settings], None);
