@@ -1,4 +1,4 @@
-//! The `tools` command: `list`, `call`, `turn` and `serve` for the built-in tools.
+#![doc = include_str!("../docs/tools.md")]
 
 mod args;
 mod http;

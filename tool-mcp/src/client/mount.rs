@@ -51,7 +51,7 @@ impl std::error::Error for MountError {}
 
 /// One mounted MCP server: a live session and the tools it lists, as ordinary [`Tool`]s.
 ///
-/// Add [`tools`](McpMount::tools) to a [`RegistryBuilder`](crate::RegistryBuilder). Each call of
+/// Add [`tools`](McpMount::tools) to a [`RegistryBuilder`](tool_core::RegistryBuilder). Each call of
 /// one validates its arguments against the server's schema (as for every tool), sends
 /// `tools/call`, turns the server's progress notifications into the call's progress, sends
 /// `notifications/cancelled` when the call is cancelled or dropped, and gives up when the server
