@@ -106,7 +106,7 @@ async fn ask_reaches_the_asker_with_the_rule_and_deny_never_does() {
     let dir = TempDir::new("perm-asker");
     let asker = Arc::new(Recorder { answer: PermissionDecision::Allow, seen: Mutex::default() });
     let rules = base(dir.path()).ask("Bash(git push:*)").deny("Bash(rm:*)").build().unwrap();
-    let policy = Policy::new(rules).asker_arc(asker.clone());
+    let policy = Policy::new(rules).asker(asker.clone());
     assert_eq!(decide(&policy, &command("bash", "git push")).await, PermissionDecision::Allow);
     assert!(matches!(decide(&policy, &command("bash", "rm x")).await, PermissionDecision::Deny { .. }));
     assert_eq!(decide(&policy, &command("bash", "ls")).await, PermissionDecision::Allow);
@@ -952,7 +952,7 @@ async fn an_ask_rule_sees_through_too_and_allow_rules_stay_strict() {
         .tool_default("bash", Action::Deny)
         .build()
         .unwrap();
-    let policy = Policy::new(rules).asker_arc(asker.clone());
+    let policy = Policy::new(rules).asker(asker.clone());
     for line in ["git -C x push", "env GIT_DIR=x git push", "if true; then git push; fi", "git $SUB origin"] {
         let reason = denial(decide(&policy, &command("bash", line)).await);
         assert_eq!(reason, "no", "{line:?} went to the asker");

@@ -157,7 +157,7 @@ impl McpServerBuilder {
         // repeat guard is an agent loop's policy, kept only when the application set it.
         let mut dispatcher = self.dispatcher.repeat_guard_unless_set(RepeatGuard::DISABLED);
         if let Some(events) = self.events {
-            dispatcher = dispatcher.events_arc(events);
+            dispatcher = dispatcher.events(events);
         }
         let dispatcher = dispatcher.build();
         let tools = tool_list(dispatcher.registry())?;
