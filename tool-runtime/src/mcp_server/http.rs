@@ -373,6 +373,7 @@ impl McpServer {
             }),
             input_closed: CancellationToken::new(),
             in_flight: self.in_flight.clone(),
+            subscriptions: Arc::default(),
         }
     }
 }

@@ -477,6 +477,13 @@ fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
             typed_problem::<InitializeRequestParams>(params)
         }
         "tools/list" => params.and_then(typed_problem::<PaginatedRequestParams>),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+            typed_problem::<rmcp::model::SubscribeRequestParams>(params.unwrap_or(&empty))
+        }
+        "prompts/get" => typed_problem::<rmcp::model::GetPromptRequestParams>(params.unwrap_or(&empty)),
+        "completion/complete" => {
+            typed_problem::<rmcp::model::CompleteRequestParams>(params.unwrap_or(&empty))
+        }
         "server/discover" => typed_problem::<DiscoverRequestParams>(params.unwrap_or(&empty)),
         _ => None,
     }
