@@ -13,6 +13,7 @@ use super::routes::ProgressRoutes;
 pub(crate) struct MountHandler {
     pub(crate) routes: Arc<ProgressRoutes>,
     pub(crate) list_changed: mpsc::UnboundedSender<()>,
+    pub(crate) extras: Arc<super::resources::Extras>,
 }
 
 impl ClientHandler for MountHandler {
@@ -26,6 +27,22 @@ impl ClientHandler for MountHandler {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.list_changed.send(());
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.list_changed.send(());
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.list_changed.send(());
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.extras.updated(params.uri);
     }
 
     fn get_info(&self) -> ClientConfig {

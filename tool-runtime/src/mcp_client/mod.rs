@@ -29,6 +29,7 @@ mod handler;
 mod http_client;
 mod mount;
 mod naming;
+mod resources;
 pub(crate) mod result;
 mod routes;
 #[cfg(feature = "mcp-https")]
@@ -41,4 +42,5 @@ pub use config::{
 };
 pub use mount::{McpMount, MountError, connect_all};
 pub use naming::{NameFn, Naming, tool_name};
+pub use resources::{resource_tools, served_resources_and_prompts};
 pub use result::{ORIGINAL_CONTENT_KEY, SERVER_KEY};

@@ -93,6 +93,8 @@ pub(crate) struct MountInner {
     routes: Arc<ProgressRoutes>,
     session: Mutex<Option<Arc<Session>>>,
     list_changed: mpsc::UnboundedSender<()>,
+    /// Its resources, templates and prompts.
+    pub(crate) extras: Arc<super::resources::Extras>,
 }
 
 impl Drop for MountInner {
@@ -113,12 +115,18 @@ impl McpMount {
         let error =
             |message: String| MountError { server: name.clone(), message: redacting.redact(&message) };
         let (list_changed, mut changes) = mpsc::unbounded_channel();
-        let inner =
-            Arc::new(MountInner { config, routes: Arc::default(), session: Mutex::new(None), list_changed });
+        let inner = Arc::new(MountInner {
+            config,
+            routes: Arc::default(),
+            session: Mutex::new(None),
+            list_changed,
+            extras: Arc::default(),
+        });
         let session = connection::start(&inner.config, inner.handler()).await.map_err(&error)?;
         let session = Arc::new(session);
         *inner.session.lock().await = Some(session.clone());
         let tools = inner.list(&session).await.map_err(&error)?;
+        inner.extras.refresh(&session).await;
         let state =
             Arc::new(MountState { inner, tools: RwLock::new(tools), generation: watch::channel(0).0 });
 
@@ -132,6 +140,14 @@ impl McpMount {
             }
         });
         Ok(McpMount { state })
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<MountInner> {
+        &self.state.inner
+    }
+
+    pub(crate) fn extras(&self) -> &super::resources::Extras {
+        &self.state.inner.extras
     }
 
     /// The server's name.
@@ -160,6 +176,7 @@ impl McpMount {
         let session = inner.live().await.map_err(|e| error(e.message().to_owned()))?;
         let tools = inner.list(&session).await.map_err(error)?;
         self.state.replace_tools(tools);
+        inner.extras.refresh(&session).await;
         Ok(())
     }
 
@@ -189,6 +206,7 @@ impl MountState {
                 self.replace_tools(tools);
             }
         }
+        self.inner.extras.refresh(&session).await;
     }
 }
 
@@ -223,7 +241,11 @@ pub async fn connect_all(config: &super::config::McpConfig) -> Result<Vec<McpMou
 
 impl MountInner {
     fn handler(&self) -> MountHandler {
-        MountHandler { routes: self.routes.clone(), list_changed: self.list_changed.clone() }
+        MountHandler {
+            routes: self.routes.clone(),
+            list_changed: self.list_changed.clone(),
+            extras: self.extras.clone(),
+        }
     }
 
     /// Every page of `tools/list`, as tools.
@@ -238,7 +260,7 @@ impl MountInner {
     }
 
     /// The session, restarting the server when it stopped.
-    async fn live(self: &Arc<Self>) -> Result<Arc<Session>, ToolError> {
+    pub(crate) async fn live(self: &Arc<Self>) -> Result<Arc<Session>, ToolError> {
         let mut slot = self.session.lock().await;
         if let Some(session) = slot.as_ref()
             && !session.is_closed()

@@ -12,7 +12,7 @@ mod inbound;
 mod limits;
 mod lines;
 mod progress;
-mod resources;
+pub(crate) mod resources;
 mod served;
 
 #[cfg(feature = "mcp-http")]
