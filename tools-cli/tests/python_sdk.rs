@@ -94,22 +94,8 @@ fn a_settings_ask_reaches_the_python_clients_user_by_elicitation() {
     run_script("elicit.py", &[]);
 }
 
-/// The resources fixture server of tool-runtime, built with its tests
-/// (`cargo test --workspace` or `cargo build -p tool-runtime --features mcp --bin
-/// mcp-resources-server`), next to the `tools` binary.
-fn resources_fixture() -> Option<PathBuf> {
-    let fixture = PathBuf::from(TOOLS).with_file_name("mcp-resources-server");
-    fixture.exists().then_some(fixture)
-}
-
 #[test]
 fn the_python_client_reads_served_and_mounted_resources_and_prompts() {
-    let Some(fixture) = resources_fixture() else {
-        tool_tests::skip(
-            "resources.py: the fixture server mcp-resources-server is not built; build it with `cargo build -p \
-             tool-runtime --features mcp --bin mcp-resources-server`",
-        );
-        return;
-    };
+    let fixture = common::resources_fixture();
     run_script("resources.py", &[fixture.to_str().unwrap()]);
 }
