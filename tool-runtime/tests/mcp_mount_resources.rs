@@ -244,3 +244,71 @@ async fn server_everythings_resources_and_prompts_are_mounted() {
         .unwrap();
     assert_eq!(completion.values, ["David", "Eve", "Frank"]);
 }
+
+/// Answers every question with `colour: teal`, counting them.
+struct Teal(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl tool_runtime::user_question::UserAsker for Teal {
+    fn ask<'a>(
+        &'a self,
+        message: &'a str,
+        schema: &'a Value,
+    ) -> tool_runtime::BoxFuture<'a, Result<tool_runtime::user_question::UserAnswer, String>> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(message, "Which colour?");
+        assert_eq!(schema["properties"]["colour"]["type"], "string");
+        let content = json!({"colour": "teal"}).as_object().unwrap().clone();
+        Box::pin(async move { Ok(tool_runtime::user_question::UserAnswer::Accept(content)) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mounted_servers_question_reaches_our_user_under_the_permission_policy() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tool_runtime::mcp_client::ELICITATION_PERMISSION;
+    use tool_runtime::user_question::AskerDependency;
+    use tool_runtime::{PermissionDecision, PermissionFn, PermissionKind};
+
+    let mount = McpMount::connect(ServerConfig::stdio("fx", FIXTURE)).await.unwrap();
+    let registry = Arc::new(Registry::builder().tools(mount.tools()).build().unwrap());
+    let asked = Arc::new(AtomicUsize::new(0));
+    let answered = Dispatcher::builder(registry.clone())
+        .dependency(AskerDependency(Arc::new(Teal(asked.clone()))))
+        .build();
+    let result = call(&answered, "fx__ask_colour", json!({})).await;
+    assert_eq!(result.output.text_content(), "colour: \"teal\"");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+
+    // A policy that refuses the server's questions: the user is never asked.
+    let refusing = Dispatcher::builder(registry.clone())
+        .dependency(AskerDependency(Arc::new(Teal(asked.clone()))))
+        .permissions(PermissionFn(|request: tool_runtime::PermissionRequest| async move {
+            match &request.kind {
+                PermissionKind::Other { name } if name == ELICITATION_PERMISSION => {
+                    assert!(
+                        request.description.contains("`fx` ask the user: Which colour?"),
+                        "{}",
+                        request.description
+                    );
+                    PermissionDecision::Deny { reason: "no questions from servers".to_owned() }
+                }
+                _ => PermissionDecision::Allow,
+            }
+        }))
+        .build();
+    let result = call(&refusing, "fx__ask_colour", json!({})).await;
+    assert!(result.output.is_error);
+    assert!(
+        result.output.text_content().contains("no questions from servers"),
+        "{}",
+        result.output.text_content()
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "the refused question never reached the user");
+
+    // Nobody to ask: the server hears why.
+    let headless = Dispatcher::new(registry);
+    let result = call(&headless, "fx__ask_colour", json!({})).await;
+    assert!(result.output.is_error);
+    assert!(result.output.text_content().contains("a headless host"), "{}", result.output.text_content());
+}

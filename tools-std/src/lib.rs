@@ -1,7 +1,8 @@
 //! Built-in coding tools for `tool-runtime`: `read`, `write`, `edit`, `multi_edit`, `apply_patch`, `bash` (with its background
 //! sessions: `bash_output`, `bash_input`, `bash_stop`, `bash_list`), `glob`, `grep`, `ls`,
 //! `tool_output_read`, `tool_output_grep`, `todo_write` and `todo_read`, and `undo` and
-//! `checkpoints` over the [checkpoints](checkpoint) recorded before every call that changes files.
+//! `checkpoints` over the [checkpoints](checkpoint) recorded before every call that changes files,
+//! and `ask_user`, a question to the user (answered over MCP by elicitation).
 //!
 //! The file tools work inside a [`Workspace`], registered as a dependency: every path argument
 //! is resolved against its root, and a path that leaves the root (`..`, an absolute path, a
@@ -70,6 +71,7 @@ mod walk;
 pub mod workspace;
 
 pub mod apply_patch;
+pub mod ask_user;
 pub mod bash;
 pub mod bash_input;
 pub mod bash_list;
@@ -126,6 +128,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(apply_patch::ApplyPatchTool),
         Arc::new(undo::UndoTool),
         Arc::new(checkpoints::CheckpointsTool),
+        Arc::new(ask_user::AskUserTool),
     ]
 }
 

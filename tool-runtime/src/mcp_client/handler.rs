@@ -14,6 +14,8 @@ pub(crate) struct MountHandler {
     pub(crate) routes: Arc<ProgressRoutes>,
     pub(crate) list_changed: mpsc::UnboundedSender<()>,
     pub(crate) extras: Arc<super::resources::Extras>,
+    pub(crate) askers: Arc<super::elicit::Askers>,
+    pub(crate) server: String,
 }
 
 impl ClientHandler for MountHandler {
@@ -45,10 +47,20 @@ impl ClientHandler for MountHandler {
         self.extras.updated(params.uri);
     }
 
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.askers.elicit(&self.server, request).await
+    }
+
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("tool-runtime", env!("CARGO_PKG_VERSION")),
-        )
+        // Form questions are passed on to our user (see `elicit.rs`).
+        let mut capabilities = ClientCapabilities::default();
+        let mut elicitation = rmcp::model::ElicitationCapability::default();
+        elicitation.form = Some(rmcp::model::FormElicitationCapability::new());
+        capabilities.elicitation = Some(elicitation);
+        ClientConfig::new(capabilities, Implementation::new("tool-runtime", env!("CARGO_PKG_VERSION")))
     }
 }

@@ -24,6 +24,7 @@
 mod child;
 mod config;
 mod connection;
+mod elicit;
 mod handler;
 #[cfg(feature = "mcp-http")]
 mod http_client;
@@ -40,6 +41,7 @@ pub use config::{
     ConfigError, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, McpConfig, ServerConfig,
     Transport,
 };
+pub use elicit::ELICITATION_PERMISSION;
 pub use mount::{McpMount, MountError, connect_all};
 pub use naming::{NameFn, Naming, tool_name};
 pub use resources::{resource_tools, served_resources_and_prompts};

@@ -95,6 +95,8 @@ pub(crate) struct MountInner {
     list_changed: mpsc::UnboundedSender<()>,
     /// Its resources, templates and prompts.
     pub(crate) extras: Arc<super::resources::Extras>,
+    /// The calls in flight, for the server's questions.
+    askers: Arc<super::elicit::Askers>,
 }
 
 impl Drop for MountInner {
@@ -121,6 +123,7 @@ impl McpMount {
             session: Mutex::new(None),
             list_changed,
             extras: Arc::default(),
+            askers: Arc::default(),
         });
         let session = connection::start(&inner.config, inner.handler()).await.map_err(&error)?;
         let session = Arc::new(session);
@@ -245,6 +248,8 @@ impl MountInner {
             routes: self.routes.clone(),
             list_changed: self.list_changed.clone(),
             extras: self.extras.clone(),
+            askers: self.askers.clone(),
+            server: self.config.name.clone(),
         }
     }
 
@@ -304,6 +309,7 @@ impl MountInner {
         ctx: ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let server = &self.config.name;
+        let _asking = self.askers.enter(&ctx);
         let session = self.live().await?;
         let mut params = CallToolRequestParams::new(remote.to_owned());
         match args {

@@ -12,6 +12,7 @@ mod inbound;
 mod limits;
 mod lines;
 mod progress;
+mod question;
 pub(crate) mod resources;
 mod served;
 
@@ -498,9 +499,13 @@ impl McpServer {
         let asker = ClientAsker { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
         // The dispatcher's future holds the call's state on the heap: rmcp moves this future
         // several times on its way into the request's task, and each move is a copy.
+        let user = question::ClientUser { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
         let run = crate::permissions::with_call_asker(
             Arc::new(asker),
-            dispatcher.run_with_sink(call, sink, cancel.clone()),
+            crate::user_question::with_call_user(
+                Arc::new(user),
+                dispatcher.run_with_sink(call, sink, cancel.clone()),
+            ),
         );
         let result = self.in_flight.run(&cancel, run).await;
         if let Some(progress) = progress {
