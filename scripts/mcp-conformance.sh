@@ -13,7 +13,7 @@
 # Most scenarios need fixtures only a conformance test server has (tools named test_simple_text,
 # test_image_content, ..., prompts, resources, logging). The suite's resources and prompts
 # (test://static-text, test_prompt_with_arguments, ...) come from the fixture server
-# tool-runtime/tests/fixture/mcp_resources_server.rs, written with tool_runtime::mcp_server and
+# tool-mcp/tests/fixture/mcp_resources_server.rs, written with tool_runtime::mcp_server and
 # mounted into `tools serve` with --mcp-config (`"toolPrefix": ""`, so its prompts keep their
 # names): those scenarios check serving resources and prompts and passing a mounted server's on.
 # The suite's fixture tools are not there: a server of coding tools fails those by design. The
@@ -46,7 +46,7 @@ fi
 if [ -z "$fixture" ]; then
     fixture="$(dirname "$tools")/mcp-resources-server"
     if [ ! -x "$fixture" ]; then
-        (cd "$root" && cargo build --quiet -p tool-runtime --features mcp --bin mcp-resources-server)
+        (cd "$root" && cargo build --quiet -p tool-mcp --bin mcp-resources-server)
         fixture="$target/debug/mcp-resources-server"
     fi
 fi

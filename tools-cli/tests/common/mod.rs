@@ -147,7 +147,7 @@ impl Run {
 pub fn registry() -> Registry {
     Registry::builder()
         .tools(tools_std::all())
-        .tools(tool_runtime::registered_tools())
+        .tools(tool_runtime::spec::registered_tools())
         .build()
         .expect("no duplicate tools")
 }
@@ -164,10 +164,10 @@ pub fn resources_fixture() -> std::path::PathBuf {
     if !path.exists() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let status = std::process::Command::new(cargo)
-            .args(["build", "-p", "tool-runtime", "--features", "mcp", "--bin", "mcp-resources-server"])
+            .args(["build", "-p", "tool-mcp", "--bin", "mcp-resources-server"])
             .status()
             .expect("run cargo to build the resources fixture server");
-        assert!(status.success(), "cannot build tool-runtime's mcp-resources-server");
+        assert!(status.success(), "cannot build tool-mcp's mcp-resources-server");
     }
     assert!(path.exists(), "no resources fixture server at {}", path.display());
     path
