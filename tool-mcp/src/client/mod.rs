@@ -20,6 +20,16 @@
 //! ([`McpConfig`]); [`McpMount`] is one connected server and says what a call does. A tool is
 //! named `<server>__<tool>` unless the server's [`Naming`] says otherwise, always within the
 //! 64 characters of `[A-Za-z0-9_-]` every provider accepts ([`tool_name`]).
+//!
+//! A mount also follows its server's resources, resource templates and prompts
+//! ([`McpMount::resources`], [`McpMount::read_resource`], [`McpMount::get_prompt`], ...):
+//! [`resource_tools`] gives the model `list_mcp_resources`, `list_mcp_resource_templates` and
+//! `read_mcp_resource` for them, and [`served_resources_and_prompts`] serves them again from an
+//! `McpServer`. A server's question to its user (`elicitation/create`, form mode) goes to whoever
+//! answers the questions of the call in flight (the MCP client of `tools serve`, or the
+//! application's [`AskerDependency`](tool_core::user_question::AskerDependency)), once that
+//! call's permission policy allows [`ELICITATION_PERMISSION`]; nobody there, and the server is
+//! told so.
 
 mod child;
 mod config;

@@ -223,7 +223,9 @@ fn tool_list(registry: &Registry) -> Result<Vec<Tool>, LoweringError> {
 }
 
 /// An MCP server for the tools of one dispatcher: `initialize` (or `server/discover` for
-/// protocol 2026-07-28), `ping`, `tools/list` and `tools/call`. Cheap to clone; clones share the
+/// protocol 2026-07-28), `ping`, `tools/list` and `tools/call`; and, when the application
+/// registers them ([`ResourcesAndPrompts`], [`McpServerBuilder::resource`], ...), resources,
+/// resource templates, prompts, completions and resource subscriptions. Cheap to clone; clones share the
 /// dispatcher (its parallel gate and session).
 ///
 /// [`McpServer::serve`] serves one client on a pair of byte streams, [`McpServer::serve_stdio`]
@@ -244,9 +246,13 @@ fn tool_list(registry: &Registry) -> Result<Vec<Tool>, LoweringError> {
 ///   2026-07-28 on, none before).
 /// - The repeat guard is off unless the [`DispatcherBuilder`] sets one: repeated identical
 ///   calls are normal for a server's clients.
-/// - The server declares the `tools` capability only, and answers every other method
-///   (`prompts/*`, `resources/*`, `completion/complete`, `logging/setLevel`, ...) with `-32601`
-///   (method not found).
+/// - The server declares the `tools` capability, and `resources` (with `subscribe`), `prompts`
+///   and `completions` only when something of theirs is registered (see
+///   [`ResourcesAndPrompts`] for what it answers); a method of a capability it does not declare
+///   (`logging/setLevel`, say) gets `-32601` (method not found) naming the capabilities it does.
+/// - A tool's question ([`tool_core::user_question::ask_user`], the `ask_user` tool) becomes an
+///   `elicitation/create` request to the client, under the same conditions as a permission
+///   question below; without them the tool gets an error saying why.
 /// - Progress updates a tool sends with `ToolContext::progress` become
 ///   `notifications/progress` when the request carried a `progressToken`. The notification's
 ///   `progress` is the tool's own figure when it gives one; message-only updates count up from 1
