@@ -27,6 +27,7 @@ struct Asking {
     permission: CallAsker,
     user: Option<Arc<dyn UserAsker>>,
     tool: String,
+    session: String,
 }
 
 /// One call in flight, until dropped.
@@ -47,8 +48,12 @@ impl Askers {
     /// is dropped.
     pub(crate) fn enter(self: &Arc<Self>, ctx: &ToolContext) -> Entered {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let asking =
-            Asking { permission: ctx.asker(), user: user_asker(ctx), tool: ctx.tool_name().to_owned() };
+        let asking = Asking {
+            permission: ctx.asker(),
+            user: user_asker(ctx),
+            tool: ctx.tool_name().to_owned(),
+            session: ctx.session_id().to_owned(),
+        };
         self.calls.lock().unwrap_or_else(|p| p.into_inner()).push((id, asking));
         Entered { askers: self.clone(), id }
     }
@@ -67,13 +72,25 @@ impl Askers {
                     .to_owned(),
             ));
         };
-        let latest =
-            self.calls.lock().unwrap_or_else(|p| p.into_inner()).last().map(|(_, asking)| asking.clone());
-        let Some(asking) = latest else {
-            return Err(refused(
-                "Nobody can answer: this client asks its user only while one of your tools runs for it."
-                    .to_owned(),
-            ));
+        // A question says nothing of the call it is for: with the calls of several sessions (the
+        // users of several clients of `tools serve --http`) in flight, it could reach the wrong
+        // person, so it reaches none.
+        let asking = {
+            let calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+            let Some((_, latest)) = calls.last() else {
+                return Err(refused(
+                    "Nobody can answer: this client asks its user only while one of your tools runs for it."
+                        .to_owned(),
+                ));
+            };
+            if calls.iter().any(|(_, asking)| asking.session != latest.session) {
+                return Err(refused(
+                    "Nobody can answer now: calls of your tools from several sessions are running, and the \
+                     question cannot be told apart as one session's. Ask again when one call runs."
+                        .to_owned(),
+                ));
+            }
+            latest.clone()
         };
         let mut permission = PermissionRequest::new(
             PermissionKind::Other { name: ELICITATION_PERMISSION.to_owned() },
@@ -100,5 +117,54 @@ impl Askers {
             Ok(UserAnswer::Cancel) => Ok(ElicitResult::new(ElicitationAction::Cancel)),
             Err(why) => Err(refused(format!("The question could not be put to the user: {why}."))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::ElicitationSchema;
+    use tool_core::BoxFuture;
+
+    struct Yes;
+
+    impl UserAsker for Yes {
+        fn ask<'a>(&'a self, _: &'a str, _: &'a Value) -> BoxFuture<'a, Result<UserAnswer, String>> {
+            Box::pin(async { Ok(UserAnswer::Accept(serde_json::Map::new())) })
+        }
+    }
+
+    fn question() -> ElicitRequestParams {
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: "Which?".to_owned(),
+            requested_schema: ElicitationSchema::builder().build_unchecked(),
+        }
+    }
+
+    fn call(session: &str) -> ToolContext {
+        ToolContext::builder("tool").session_id(session).user(Arc::new(Yes)).build()
+    }
+
+    #[tokio::test]
+    async fn a_question_reaches_no_one_while_several_sessions_have_calls_in_flight() {
+        let askers = Arc::new(Askers::default());
+        let error = askers.elicit("fx", question()).await.unwrap_err();
+        assert!(error.message.starts_with("Nobody can answer: this client asks its user only while"));
+
+        let first = askers.enter(&call("alice"));
+        assert_eq!(askers.elicit("fx", question()).await.unwrap().action, ElicitationAction::Accept);
+        let same = askers.enter(&call("alice"));
+        assert_eq!(askers.elicit("fx", question()).await.unwrap().action, ElicitationAction::Accept);
+        let other = askers.enter(&call("bob"));
+        let error = askers.elicit("fx", question()).await.unwrap_err();
+        assert!(
+            error.message.contains("calls of your tools from several sessions are running"),
+            "{}",
+            error.message
+        );
+        drop((first, same));
+        assert_eq!(askers.elicit("fx", question()).await.unwrap().action, ElicitationAction::Accept);
+        drop(other);
     }
 }
