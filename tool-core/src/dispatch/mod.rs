@@ -1,6 +1,7 @@
 //! The dispatcher: runs one call or a model turn's batch under the parallel policy, with hooks,
 //! timeouts, cancellation, panic isolation and events.
 
+mod cancel;
 mod gate;
 mod messages;
 mod record;
@@ -181,21 +182,18 @@ impl DispatcherBuilder {
         self
     }
 
-    /// Registers (or overrides) one shared dependency.
+    /// Registers (or overrides) one dependency shared with others, as a `T`: a dependency is
+    /// looked up by its type, so an `Arc<T>` given to [`DispatcherBuilder::dependency`] would be
+    /// found as `Arc<T>`.
     pub fn dependency_arc<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Self {
         self.deps.insert_arc(value);
         self
     }
 
     /// Sets the permission hook that answers `ToolContext::ask` and the repeat guard
-    /// (default: [`DefaultPermissions`]).
-    pub fn permissions(self, hook: impl PermissionHook) -> Self {
-        self.permissions_arc(Arc::new(hook))
-    }
-
-    /// Sets a shared permission hook.
-    pub fn permissions_arc(mut self, hook: Arc<dyn PermissionHook>) -> Self {
-        self.permissions = hook;
+    /// (default: [`DefaultPermissions`]); a shared hook is an `Arc` of one.
+    pub fn permissions(mut self, hook: impl PermissionHook) -> Self {
+        self.permissions = Arc::new(hook);
         self
     }
 
@@ -263,14 +261,10 @@ impl DispatcherBuilder {
         self
     }
 
-    /// Saves the full text of every truncated output to `store`, so the model can read it back.
-    pub fn output_store(self, store: OutputStore) -> Self {
-        self.output_store_arc(Arc::new(store))
-    }
-
-    /// Saves full outputs to a shared store.
-    pub fn output_store_arc(mut self, store: Arc<OutputStore>) -> Self {
-        self.store = Some(store);
+    /// Saves the full text of every truncated output to `store` (or a shared `Arc` of one), so
+    /// the model can read it back.
+    pub fn output_store(mut self, store: impl Into<Arc<OutputStore>>) -> Self {
+        self.store = Some(store.into());
         self
     }
 
@@ -286,14 +280,10 @@ impl DispatcherBuilder {
         self
     }
 
-    /// Sends lifecycle events to `sink` (for example an `mpsc::UnboundedSender<ToolEvent>`).
-    pub fn events(self, sink: impl EventSink) -> Self {
-        self.events_arc(Arc::new(sink))
-    }
-
-    /// Sends lifecycle events to a shared sink.
-    pub fn events_arc(mut self, sink: Arc<dyn EventSink>) -> Self {
-        self.events = Some(sink);
+    /// Sends lifecycle events to `sink` (for example an `mpsc::UnboundedSender<ToolEvent>`, or
+    /// a shared `Arc` of a sink).
+    pub fn events(mut self, sink: impl EventSink) -> Self {
+        self.events = Some(Arc::new(sink));
         self
     }
 

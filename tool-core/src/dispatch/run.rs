@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::cancel::until_cancelled;
 use super::gate::Slot;
 use super::messages::{self, CatchUnwind, guarded};
 use super::record::{Outcome, Pending, error_output, status_of};
@@ -26,21 +27,6 @@ use crate::spec::ToolSpec;
 use crate::tool::{DecodedCall, Tool};
 use crate::truncate;
 use crate::validate::Coercion;
-
-/// `None` when `cancel` fires before `future` completes. The future is polled first, so one that
-/// is ready at once never registers a waiter on the token; callers check the token themselves
-/// where a cancellation that came earlier must win. A macro rather than an `async fn`, so the
-/// future is not stored twice in the caller's state.
-macro_rules! until_cancelled {
-    ($cancel:expr, $future:expr) => {
-        tokio::select! {
-            biased;
-            value = $future => Some(value),
-            () = $cancel.cancelled() => None,
-        }
-    };
-}
-pub(crate) use until_cancelled;
 
 /// A call that was found and validated, waiting for its guard.
 pub(crate) struct Ready {

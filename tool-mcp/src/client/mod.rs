@@ -41,12 +41,12 @@ mod http_client;
 mod mount;
 mod naming;
 mod resources;
-pub(crate) mod result;
 mod routes;
 #[cfg(feature = "https")]
 mod tls;
 mod tool;
 
+pub use crate::wire::{ORIGINAL_CONTENT_KEY, SERVER_KEY};
 pub use config::{
     ConfigError, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, McpConfig, ServerConfig,
     Transport,
@@ -55,4 +55,3 @@ pub use elicit::ELICITATION_PERMISSION;
 pub use mount::{McpMount, MountError, connect_all};
 pub use naming::{NameFn, Naming, tool_name};
 pub use resources::{resource_tools, served_resources_and_prompts};
-pub use result::{ORIGINAL_CONTENT_KEY, SERVER_KEY};

@@ -16,7 +16,6 @@ use tokio::sync::{broadcast, watch};
 
 use super::connection::Session;
 use super::mount::McpMount;
-use super::result;
 use crate::server::ResourcesAndPrompts;
 use tool_core::ToolContext;
 use tool_core::ToolError;
@@ -489,9 +488,9 @@ fn listing_output(
 
 /// The contents of a read: each one an item, as a tool result's embedded resources are.
 fn read_output(server: &str, uri: &str, read: &ReadResourceResult) -> ToolOutput {
-    let items: Vec<Value> =
-        read.contents.iter().map(|contents| json!({"type": "resource", "resource": contents})).collect();
-    let mut output = result::to_output(server, &json!({"content": items}));
+    let items: Vec<rmcp::model::ContentBlock> =
+        read.contents.iter().cloned().map(rmcp::model::ContentBlock::resource).collect();
+    let mut output = crate::wire::tool_output(server, &rmcp::model::CallToolResult::success(items));
     if output.content.is_empty() {
         output = ToolOutput::text(format!("The resource `{uri}` of the MCP server `{server}` is empty."));
     }
