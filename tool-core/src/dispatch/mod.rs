@@ -137,19 +137,27 @@ pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_millis(200);
 #[must_use]
 pub struct DispatcherBuilder {
     registry: Arc<Registry>,
+    /// What every call's context shares, but the session state, which the builder holds apart.
     deps: Dependencies,
     permissions: Arc<dyn PermissionHook>,
+    session_id: String,
+    session: SessionState,
+    max_concurrency: Option<usize>,
+    /// `None` until set: the default guard, unless the dispatcher's user has another default.
+    repeat: Option<RepeatGuard>,
+    config: Config,
+}
+
+/// The settings a call's stages read: its hooks, limits, output store and event sink. A
+/// dispatcher derived from another (another session, another registry) has the same.
+#[derive(Clone)]
+struct Config {
     before: Vec<Arc<dyn BeforeHook>>,
     after: Vec<Arc<dyn AfterHook>>,
     default_timeout: Option<Duration>,
     cancel_grace: Duration,
-    max_concurrency: Option<usize>,
-    /// `None` until set: the default guard, unless the dispatcher's user has another default.
-    repeat: Option<RepeatGuard>,
     truncation: TruncationLimits,
     store: Option<Arc<OutputStore>>,
-    session_id: String,
-    session: SessionState,
     events: Option<Arc<dyn EventSink>>,
     skip: Option<Arc<SkipCheck>>,
     /// Finds calls of exclusive tools that only read (a read-only shell command).
@@ -160,10 +168,10 @@ impl fmt::Debug for DispatcherBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DispatcherBuilder")
             .field("registry", &self.registry)
-            .field("default_timeout", &self.default_timeout)
+            .field("default_timeout", &self.config.default_timeout)
             .field("max_concurrency", &self.max_concurrency)
             .field("repeat", &self.repeat)
-            .field("truncation", &self.truncation)
+            .field("truncation", &self.config.truncation)
             .field("session_id", &self.session_id)
             .finish_non_exhaustive()
     }
@@ -201,19 +209,19 @@ impl DispatcherBuilder {
     /// run beside parallel calls, as a `parallel` tool's calls do. A permission policy that
     /// classifies commands installs its own.
     pub fn read_only_calls(mut self, check: Arc<dyn ReadOnlyCalls>) -> Self {
-        self.read_only_calls = Some(check);
+        self.config.read_only_calls = Some(check);
         self
     }
 
     /// Adds a hook that runs before each call's tool, after the ones already added.
     pub fn before_hook(mut self, hook: impl BeforeHook) -> Self {
-        self.before.push(Arc::new(hook));
+        self.config.before.push(Arc::new(hook));
         self
     }
 
     /// Adds a hook that runs after each call's tool, after the ones already added.
     pub fn after_hook(mut self, hook: impl AfterHook) -> Self {
-        self.after.push(Arc::new(hook));
+        self.config.after.push(Arc::new(hook));
         self
     }
 
@@ -224,13 +232,13 @@ impl DispatcherBuilder {
     /// cancelled or timed out, naming the time limit. So a stopped call returns at most this long
     /// after the cancellation or the time limit.
     pub fn cancel_grace(mut self, grace: Duration) -> Self {
-        self.cancel_grace = grace;
+        self.config.cancel_grace = grace;
         self
     }
 
     /// The time limit of calls whose tool and options set none.
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
-        self.default_timeout = Some(timeout);
+        self.config.default_timeout = Some(timeout);
         self
     }
 
@@ -257,14 +265,14 @@ impl DispatcherBuilder {
     /// The truncation limits of tools whose policy sets none (default: 2000 lines, 51200 bytes,
     /// keep the head).
     pub fn truncation_defaults(mut self, limits: TruncationLimits) -> Self {
-        self.truncation = limits;
+        self.config.truncation = limits;
         self
     }
 
     /// Saves the full text of every truncated output to `store` (or a shared `Arc` of one), so
     /// the model can read it back.
     pub fn output_store(mut self, store: impl Into<Arc<OutputStore>>) -> Self {
-        self.store = Some(store.into());
+        self.config.store = Some(store.into());
         self
     }
 
@@ -283,14 +291,14 @@ impl DispatcherBuilder {
     /// Sends lifecycle events to `sink` (for example an `mpsc::UnboundedSender<ToolEvent>`, or
     /// a shared `Arc` of a sink).
     pub fn events(mut self, sink: impl EventSink) -> Self {
-        self.events = Some(Arc::new(sink));
+        self.config.events = Some(Arc::new(sink));
         self
     }
 
     /// Consulted before each call starts; once it returns `true`, that call and the rest of the
     /// batch are skipped (for example because the user typed a new message).
     pub fn skip_check(mut self, check: impl Fn() -> bool + Send + Sync + 'static) -> Self {
-        self.skip = Some(Arc::new(check));
+        self.config.skip = Some(Arc::new(check));
         self
     }
 
@@ -305,19 +313,11 @@ impl DispatcherBuilder {
                     session: self.session,
                     permissions: self.permissions,
                 }),
-                before: self.before,
-                after: self.after,
-                default_timeout: self.default_timeout,
-                cancel_grace: self.cancel_grace,
                 gate: Arc::new(RwLock::new(())),
                 cap: self.max_concurrency.map(|n| Arc::new(Semaphore::new(n))),
                 repeat: self.repeat.unwrap_or_default(),
                 last_call: Mutex::new(None),
-                truncation: self.truncation,
-                store: self.store,
-                events: self.events,
-                skip: self.skip,
-                read_only_calls: self.read_only_calls,
+                config: self.config,
             }),
         }
     }
@@ -327,19 +327,14 @@ pub(crate) struct Inner {
     registry: Arc<Registry>,
     /// What every call's context shares: session id and state, dependencies, permission hook.
     shared: Arc<Shared>,
-    before: Vec<Arc<dyn BeforeHook>>,
-    after: Vec<Arc<dyn AfterHook>>,
-    default_timeout: Option<Duration>,
-    pub(crate) cancel_grace: Duration,
+    /// The parallel gate ([`gate`]) and the concurrency cap.
     gate: Arc<RwLock<()>>,
     cap: Option<Arc<Semaphore>>,
+    /// The repeat guard ([`repeat`]) and the call it compares the next one with.
     repeat: RepeatGuard,
     last_call: Mutex<Option<repeat::LastCall>>,
-    truncation: TruncationLimits,
-    store: Option<Arc<OutputStore>>,
-    events: Option<Arc<dyn EventSink>>,
-    skip: Option<Arc<SkipCheck>>,
-    read_only_calls: Option<Arc<dyn ReadOnlyCalls>>,
+    /// What the stages read ([`run`]).
+    config: Config,
 }
 
 /// Runs tool calls: lookup, validation, the parallel/exclusive gate, hooks, timeouts,
@@ -361,7 +356,7 @@ impl fmt::Debug for Dispatcher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Dispatcher")
             .field("registry", &self.inner.registry)
-            .field("default_timeout", &self.inner.default_timeout)
+            .field("default_timeout", &self.inner.config.default_timeout)
             .field("repeat", &self.inner.repeat)
             .field("session_id", &self.inner.shared.session_id)
             .finish_non_exhaustive()
@@ -391,19 +386,21 @@ impl Dispatcher {
             registry: registry.into(),
             deps: Dependencies::new(),
             permissions: Arc::new(DefaultPermissions),
-            before: Vec::new(),
-            after: Vec::new(),
-            default_timeout: None,
-            cancel_grace: DEFAULT_CANCEL_GRACE,
-            max_concurrency: None,
-            repeat: None,
-            truncation: TruncationLimits::default(),
-            store: None,
             session_id: String::new(),
             session: SessionState::new(),
-            events: None,
-            skip: None,
-            read_only_calls: None,
+            max_concurrency: None,
+            repeat: None,
+            config: Config {
+                before: Vec::new(),
+                after: Vec::new(),
+                default_timeout: None,
+                cancel_grace: DEFAULT_CANCEL_GRACE,
+                truncation: TruncationLimits::default(),
+                store: None,
+                events: None,
+                skip: None,
+                read_only_calls: None,
+            },
         }
     }
 
@@ -458,19 +455,11 @@ impl Dispatcher {
             inner: Arc::new(Inner {
                 registry,
                 shared,
-                before: inner.before.clone(),
-                after: inner.after.clone(),
-                default_timeout: inner.default_timeout,
-                cancel_grace: inner.cancel_grace,
                 gate,
                 cap: inner.cap.clone(),
                 repeat: inner.repeat,
                 last_call: Mutex::new(None),
-                truncation: inner.truncation,
-                store: inner.store.clone(),
-                events: inner.events.clone(),
-                skip: inner.skip.clone(),
-                read_only_calls: inner.read_only_calls.clone(),
+                config: inner.config.clone(),
             }),
         }
     }
@@ -478,7 +467,7 @@ impl Dispatcher {
     /// How long a stopped call may take to hand back what it has
     /// ([`DispatcherBuilder::cancel_grace`]).
     pub fn cancel_grace(&self) -> Duration {
-        self.inner.cancel_grace
+        self.inner.config.cancel_grace
     }
 
     /// Runs one call. Every failure, including a `Fatal` error, comes back as an error result;
@@ -672,6 +661,6 @@ impl Drop for FinishOnDrop<'_> {
 
 impl Inner {
     fn should_skip(&self) -> bool {
-        self.skip.as_ref().is_some_and(|check| check())
+        self.config.skip.as_ref().is_some_and(|check| check())
     }
 }
