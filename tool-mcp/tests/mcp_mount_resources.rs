@@ -313,3 +313,66 @@ async fn a_mounted_servers_question_reaches_our_user_under_the_permission_policy
     assert!(result.output.is_error);
     assert!(result.output.text_content().contains("a headless host"), "{}", result.output.text_content());
 }
+
+/// Counts the `notifications/resources/updated` a client gets.
+#[derive(Clone, Default)]
+struct Updates(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl ClientHandler for Updates {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params.uri);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)]
+async fn one_session_letting_go_of_a_mounted_resource_leaves_the_others_subscribed() {
+    use rmcp::model::{SubscribeRequestParams, UnsubscribeRequestParams};
+    let mount = McpMount::connect(ServerConfig::stdio("fx", FIXTURE)).await.unwrap();
+    let registry = Registry::builder().tools(mount.tools()).build().unwrap();
+    let server = McpServer::builder(Dispatcher::builder(registry))
+        .resources_and_prompts(served_resources_and_prompts(&[mount.clone()]))
+        .build()
+        .unwrap();
+    let connect = |updates: Updates| {
+        let server = server.clone();
+        async move {
+            let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+            tokio::spawn(async move { server.serve(server_io).await });
+            updates.serve(client_io).await.unwrap()
+        }
+    };
+    let (first_seen, second_seen) = (Updates::default(), Updates::default());
+    let first = connect(first_seen.clone()).await;
+    let second = connect(second_seen.clone()).await;
+    let uri = "test://watched-resource";
+    first.subscribe(SubscribeRequestParams::new(uri)).await.unwrap();
+    second.subscribe(SubscribeRequestParams::new(uri)).await.unwrap();
+    first.unsubscribe(UnsubscribeRequestParams::new(uri)).await.unwrap();
+
+    // The mounted server still tells us, and we tell the session still subscribed.
+    let mut updates = mount.resource_updates();
+    let forward = {
+        let server = server.clone();
+        tokio::spawn(async move {
+            let uri = updates.recv().await.unwrap();
+            server.announce_resource_updated(&uri).await
+        })
+    };
+    let touched =
+        first.call_tool(rmcp::model::CallToolRequestParams::new("fx__touch_watched")).await.unwrap();
+    assert!(format!("{touched:?}").contains("1 subscriber(s) told"), "{touched:?}");
+    assert_eq!(tokio::time::timeout(Duration::from_secs(10), forward).await.unwrap().unwrap(), 1);
+    for _ in 0..200 {
+        if !second_seen.0.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(*second_seen.0.lock().unwrap(), [uri]);
+    assert!(first_seen.0.lock().unwrap().is_empty());
+}

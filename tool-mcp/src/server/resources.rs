@@ -803,18 +803,29 @@ pub(crate) struct Subscribers {
 }
 
 impl Subscribers {
-    fn change(&self, peer: &Peer<RoleServer>, session: &Arc<Mutex<HashSet<String>>>, uri: &str, add: bool) {
+    /// Adds or removes `uri` in the subscriptions of `session`; whether any live session is
+    /// still subscribed to it afterwards.
+    fn change(
+        &self,
+        peer: &Peer<RoleServer>,
+        session: &Arc<Mutex<HashSet<String>>>,
+        uri: &str,
+        add: bool,
+    ) -> bool {
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.retain(|(peer, _)| !peer.is_transport_closed());
         if !sessions.iter().any(|(_, known)| Arc::ptr_eq(known, session)) {
             sessions.push((peer.clone(), session.clone()));
         }
-        let mut uris = session.lock().unwrap_or_else(|p| p.into_inner());
-        if add {
-            uris.insert(uri.to_owned());
-        } else {
-            uris.remove(uri);
+        {
+            let mut uris = session.lock().unwrap_or_else(|p| p.into_inner());
+            if add {
+                uris.insert(uri.to_owned());
+            } else {
+                uris.remove(uri);
+            }
         }
+        sessions.iter().any(|(_, uris)| uris.lock().unwrap_or_else(|p| p.into_inner()).contains(uri))
     }
 
     async fn updated(&self, uri: &str) -> usize {
@@ -1040,11 +1051,13 @@ impl McpServer {
         self.declared(method, |c| c.resources.as_ref().and_then(|r| r.subscribe) == Some(true))?;
         if subscribe {
             self.resources_and_prompts().subscribe(uri, true).await?;
-        } else {
-            // Unsubscribing from what is no longer there is no error; telling its server may fail.
+            self.inner.subscribers.change(peer, &self.subscriptions, uri, true);
+        } else if !self.inner.subscribers.change(peer, &self.subscriptions, uri, false) {
+            // The last session let go of it (a mounted server's subscription serves every
+            // session). Unsubscribing from what is no longer there is no error; telling its
+            // server may fail.
             let _ = self.resources_and_prompts().subscribe(uri, false).await;
         }
-        self.inner.subscribers.change(peer, &self.subscriptions, uri, subscribe);
         Ok(())
     }
 
