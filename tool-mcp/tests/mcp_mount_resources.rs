@@ -21,8 +21,11 @@ const FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-resources-server");
 
 async fn mounted(name: &str) -> (McpMount, Dispatcher) {
     let mount = McpMount::connect(ServerConfig::stdio(name, FIXTURE)).await.expect("mount the fixture");
-    let registry =
-        Registry::builder().tools(mount.tools()).tools(resource_tools(&[mount.clone()])).build().unwrap();
+    let registry = Registry::builder()
+        .tools(mount.tools())
+        .tools(resource_tools(std::slice::from_ref(&mount)))
+        .build()
+        .unwrap();
     (mount, Dispatcher::new(registry))
 }
 
@@ -198,7 +201,11 @@ async fn server_everythings_resources_and_prompts_are_mounted() {
     let config = ServerConfig::stdio("everything", "node").args([script.to_str().unwrap(), "stdio"]);
     let mount = McpMount::connect(config).await.expect("mount server-everything");
     let dispatcher = Dispatcher::new(
-        Registry::builder().tools(mount.tools()).tools(resource_tools(&[mount.clone()])).build().unwrap(),
+        Registry::builder()
+            .tools(mount.tools())
+            .tools(resource_tools(std::slice::from_ref(&mount)))
+            .build()
+            .unwrap(),
     );
     let resources = mount.resources();
     assert!(!resources.is_empty(), "server-everything lists resources");
@@ -335,7 +342,7 @@ async fn one_session_letting_go_of_a_mounted_resource_leaves_the_others_subscrib
     let mount = McpMount::connect(ServerConfig::stdio("fx", FIXTURE)).await.unwrap();
     let registry = Registry::builder().tools(mount.tools()).build().unwrap();
     let server = McpServer::builder(Dispatcher::builder(registry))
-        .resources_and_prompts(served_resources_and_prompts(&[mount.clone()]))
+        .resources_and_prompts(served_resources_and_prompts(std::slice::from_ref(&mount)))
         .build()
         .unwrap();
     let connect = |updates: Updates| {

@@ -744,7 +744,7 @@ fn match_parts(parts: &[Part], uri: &str, variables: &mut UriVariables, budget: 
         }
         Part::Simple(name) | Part::Any(name) => {
             let simple = matches!(first, Part::Simple(_));
-            let allowed = |value: &str| !value.is_empty() && !(simple && value.contains(['/', '?', '#']));
+            let allowed = |value: &str| !value.is_empty() && (!simple || !value.contains(['/', '?', '#']));
             let ends: Vec<usize> = match rest.first() {
                 None => vec![uri.len()],
                 Some(Part::Literal(literal)) => {
@@ -799,8 +799,11 @@ fn percent_decoded(text: &str) -> String {
 /// The URIs each session subscribed to, for `notifications/resources/updated`.
 #[derive(Default)]
 pub(crate) struct Subscribers {
-    sessions: Mutex<Vec<(Peer<RoleServer>, Arc<Mutex<HashSet<String>>>)>>,
+    sessions: Mutex<Vec<(Peer<RoleServer>, SessionUris)>>,
 }
+
+/// The URIs one session subscribed to.
+type SessionUris = Arc<Mutex<HashSet<String>>>;
 
 impl Subscribers {
     /// Adds or removes `uri` in the subscriptions of `session`; whether any live session is
