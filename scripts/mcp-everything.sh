@@ -2,7 +2,8 @@
 # Mounts the reference MCP server `@modelcontextprotocol/server-everything` (npm, pinned) into
 # the `tools` binary with --mcp-config and checks what comes back through `tools list`, `call`
 # and `turn`: schemas and annotations, validation and coercion, text, images, embedded resources,
-# resource links, structured content and progress events.
+# resource links, structured content and progress events, and its resources through the
+# resource tools (`list_mcp_resources`, `list_mcp_resource_templates`, `read_mcp_resource`).
 #
 # Needs node and npm (the package is installed under $CARGO_TARGET_DIR/npm-everything); without
 # them it says so and exits 0, so CI never depends on it.
@@ -72,6 +73,15 @@ call everything__get-resource-links '{"count": 2}'
 check "call get-resource-links: every link" '(d.output.match(/\[resource link: /g) || []).length === 2' "$work/out.json"
 call everything__get-structured-content '{"location": "Chicago"}'
 check "call get-structured-content" 'd.output.includes("temperature")' "$work/out.json"
+
+call list_mcp_resources '{"server": "everything"}'
+check "call list_mcp_resources: its resources, each with its server" 'JSON.parse(d.output).resources.length > 0 && JSON.parse(d.output).resources.every(r => r.server === "everything")' "$work/out.json"
+call list_mcp_resource_templates '{}'
+check "call list_mcp_resource_templates: its templates" 'JSON.parse(d.output).resourceTemplates.some(t => t.uriTemplate === "demo://resource/dynamic/text/{resourceId}")' "$work/out.json"
+call read_mcp_resource '{"server": "everything", "uri": "demo://resource/dynamic/text/1"}'
+check "call read_mcp_resource: a text resource" 'd.output.startsWith("[resource: demo://resource/dynamic/text/1]\nResource 1:")' "$work/out.json"
+call read_mcp_resource '{"server": "everything", "uri": "demo://resource/dynamic/blob/2"}'
+check "call read_mcp_resource: a blob is one line, the original kept" 'd.output.startsWith("[resource: demo://resource/dynamic/blob/2, text/plain data of") && d.metadata.mcp_content[0].resource.blob.length > 0' "$work/out.json"
 
 echo '{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "everything__trigger-long-running-operation", "input": {"duration": 2, "steps": 4}}]}' |
     "$tools" turn --format anthropic --events --mcp-config "$config" >"$work/turn.json" 2>"$work/events.txt"

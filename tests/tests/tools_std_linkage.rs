@@ -7,8 +7,9 @@ use tools_std as _;
 
 /// Every tool tools-std defines. Listed by hand: asking `tools_std::all()` would name the crate
 /// and link it by another route.
-const TOOLS: [&str; 19] = [
+const TOOLS: [&str; 20] = [
     "apply_patch",
+    "ask_user",
     "bash",
     "bash_input",
     "bash_list",

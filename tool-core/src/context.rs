@@ -137,6 +137,8 @@ pub(crate) struct Inner {
     pub(crate) shared: Arc<Shared>,
     /// Who answers for the person behind the call ([`CallOptions::asker`](crate::CallOptions)).
     pub(crate) asker: Option<Arc<dyn PermissionHook>>,
+    /// Who answers the call's questions ([`CallOptions::user`](crate::CallOptions)).
+    pub(crate) user: Option<Arc<dyn crate::user_question::UserAsker>>,
 }
 
 /// The ids of one call, as the record a dispatcher keeps of it holds them.
@@ -276,6 +278,7 @@ impl ToolContext {
             session: None,
             permissions: None,
             asker: None,
+            user: None,
         }
     }
 
@@ -352,6 +355,7 @@ impl ToolContext {
                 truncation: limits,
                 shared: inner.shared.clone(),
                 asker: inner.asker.clone(),
+                user: inner.user.clone(),
             }),
         }
     }
@@ -391,6 +395,12 @@ impl ToolContext {
     /// the call runs with (an MCP server's client, asked through elicitation).
     pub fn asker(&self) -> CallAsker {
         CallAsker { ctx: self.clone() }
+    }
+
+    /// Who answers this call's questions when the call was given one
+    /// ([`CallOptions::user`](crate::CallOptions)); see [`crate::user_question::user_asker`].
+    pub(crate) fn call_user(&self) -> Option<Arc<dyn crate::user_question::UserAsker>> {
+        self.inner.user.clone()
     }
 
     /// The screen that the paths this call finds by itself (the files a search opens, the
@@ -473,6 +483,7 @@ pub struct ContextBuilder {
     session: Option<SessionState>,
     permissions: Option<Arc<dyn PermissionHook>>,
     asker: Option<Arc<dyn PermissionHook>>,
+    user: Option<Arc<dyn crate::user_question::UserAsker>>,
 }
 
 impl ContextBuilder {
@@ -531,6 +542,12 @@ impl ContextBuilder {
         self
     }
 
+    /// Sets who answers the call's questions (see [`CallOptions::user`](crate::CallOptions)).
+    pub fn user(mut self, user: Arc<dyn crate::user_question::UserAsker>) -> Self {
+        self.user = Some(user);
+        self
+    }
+
     /// Adds a sink for progress and metadata updates.
     pub fn sink(mut self, sink: Arc<dyn ContextSink>) -> Self {
         self.sinks.push(sink);
@@ -561,6 +578,7 @@ impl ContextBuilder {
                 truncation: self.truncation,
                 shared,
                 asker: self.asker,
+                user: self.user,
             }),
         }
     }

@@ -39,6 +39,7 @@ mod spec;
 mod testing;
 mod tool;
 pub mod truncate;
+pub mod user_question;
 mod validate;
 pub mod words;
 

@@ -2,6 +2,7 @@
 
 mod args;
 mod http;
+mod mounted;
 mod signals;
 
 use std::io::{self, Read, Write};
@@ -108,6 +109,7 @@ fn registry(mounts: &[McpMount]) -> Result<Registry, Failure> {
         .tools(tools_std::all())
         .tools(tool_runtime::spec::registered_tools())
         .tools(mounts.iter().flat_map(McpMount::tools))
+        .tools(tool_runtime::mcp_client::resource_tools(mounts))
         .build()
         .map_err(|e| Failure::usage(e.to_string()))
 }
@@ -468,11 +470,12 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
         .name("tools")
         .version(env!("CARGO_PKG_VERSION"))
         // Only a mounted server's tools can change while we serve.
-        .tool_list_changes(!mounts.is_empty())
-        .build()
-        .map_err(|e| Failure::usage(e.to_string()))?;
+        .tool_list_changes(!mounts.is_empty());
+    let server =
+        mounted::serve_their_content(server, &mounts).build().map_err(|e| Failure::usage(e.to_string()))?;
     // Runs as long as the runtime: the mounts live in the task, and stop with it.
     if !mounts.is_empty() {
+        tokio::spawn(mounted::pass_on_their_changes(mounts.clone(), server.clone()));
         tokio::spawn(pass_on_tool_changes(mounts, server.clone()));
     }
     if let Some(address) = &args.http.http {

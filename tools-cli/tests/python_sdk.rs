@@ -93,3 +93,14 @@ fn python_sdk_over_http_legacy_mode() {
 fn a_settings_ask_reaches_the_python_clients_user_by_elicitation() {
     run_script("elicit.py", &[]);
 }
+
+#[test]
+fn the_python_client_reads_served_and_mounted_resources_and_prompts() {
+    let fixture = common::resources_fixture();
+    run_script("resources.py", &[fixture.to_str().unwrap()]);
+}
+
+#[test]
+fn ask_user_reaches_the_python_clients_user_directly_and_through_a_mount() {
+    run_script("ask_user.py", &[]);
+}

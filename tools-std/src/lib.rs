@@ -29,6 +29,7 @@ mod walk;
 pub mod workspace;
 
 pub mod apply_patch;
+pub mod ask_user;
 pub mod bash;
 pub mod bash_input;
 pub mod bash_list;
@@ -85,6 +86,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(apply_patch::ApplyPatchTool),
         Arc::new(undo::UndoTool),
         Arc::new(checkpoints::CheckpointsTool),
+        Arc::new(ask_user::AskUserTool),
     ]
 }
 

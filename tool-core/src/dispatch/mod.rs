@@ -78,6 +78,9 @@ pub struct CallOptions {
     /// Where this call's progress and metadata also go, besides the dispatcher's event sink (an
     /// MCP server's progress notifications).
     pub sink: Option<Arc<dyn ContextSink>>,
+    /// Who answers the questions the call's tool puts to the person behind the call
+    /// ([`user_question`](crate::user_question)): an MCP server's client, through elicitation.
+    pub user: Option<Arc<dyn crate::user_question::UserAsker>>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -86,6 +89,7 @@ impl fmt::Debug for CallOptions {
             .field("timeout", &self.timeout)
             .field("asker", &self.asker.is_some())
             .field("sink", &self.sink.is_some())
+            .field("user", &self.user.is_some())
             .finish()
     }
 }
@@ -99,6 +103,12 @@ impl CallOptions {
     /// These options with `asker` answering for the person behind the call.
     pub fn asker(mut self, asker: Arc<dyn PermissionHook>) -> Self {
         self.asker = Some(asker);
+        self
+    }
+
+    /// These options with `user` answering the questions of the call's tool.
+    pub fn user(mut self, user: Arc<dyn crate::user_question::UserAsker>) -> Self {
+        self.user = Some(user);
         self
     }
 

@@ -272,6 +272,7 @@ impl Inner {
             truncation: self.config.truncation.with_policy(&spec.truncation),
             shared: self.shared.clone(),
             asker: pending.options.asker.clone(),
+            user: pending.options.user.clone(),
         })
     }
 

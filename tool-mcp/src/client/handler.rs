@@ -13,6 +13,9 @@ use super::routes::ProgressRoutes;
 pub(crate) struct MountHandler {
     pub(crate) routes: Arc<ProgressRoutes>,
     pub(crate) list_changed: mpsc::UnboundedSender<()>,
+    pub(crate) extras: Arc<super::resources::Extras>,
+    pub(crate) askers: Arc<super::elicit::Askers>,
+    pub(crate) server: String,
 }
 
 impl ClientHandler for MountHandler {
@@ -28,10 +31,36 @@ impl ClientHandler for MountHandler {
         let _ = self.list_changed.send(());
     }
 
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.list_changed.send(());
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.list_changed.send(());
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.extras.updated(params.uri);
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.askers.elicit(&self.server, request).await
+    }
+
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("tool-runtime", env!("CARGO_PKG_VERSION")),
-        )
+        // Form questions are passed on to our user (see `elicit.rs`).
+        let mut capabilities = ClientCapabilities::default();
+        let mut elicitation = rmcp::model::ElicitationCapability::default();
+        elicitation.form = Some(rmcp::model::FormElicitationCapability::new());
+        capabilities.elicitation = Some(elicitation);
+        ClientConfig::new(capabilities, Implementation::new("tool-runtime", env!("CARGO_PKG_VERSION")))
     }
 }

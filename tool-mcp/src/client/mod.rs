@@ -20,15 +20,27 @@
 //! ([`McpConfig`]); [`McpMount`] is one connected server and says what a call does. A tool is
 //! named `<server>__<tool>` unless the server's [`Naming`] says otherwise, always within the
 //! 64 characters of `[A-Za-z0-9_-]` every provider accepts ([`tool_name`]).
+//!
+//! A mount also follows its server's resources, resource templates and prompts
+//! ([`McpMount::resources`], [`McpMount::read_resource`], [`McpMount::get_prompt`], ...):
+//! [`resource_tools`] gives the model `list_mcp_resources`, `list_mcp_resource_templates` and
+//! `read_mcp_resource` for them, and [`served_resources_and_prompts`] serves them again from an
+//! `McpServer`. A server's question to its user (`elicitation/create`, form mode) goes to whoever
+//! answers the questions of the call in flight (the MCP client of `tools serve`, or the
+//! application's [`AskerDependency`](tool_core::user_question::AskerDependency)), once that
+//! call's permission policy allows [`ELICITATION_PERMISSION`]; nobody there, and the server is
+//! told so.
 
 mod child;
 mod config;
 mod connection;
+mod elicit;
 mod handler;
 #[cfg(feature = "http")]
 mod http_client;
 mod mount;
 mod naming;
+mod resources;
 mod routes;
 #[cfg(feature = "https")]
 mod tls;
@@ -39,5 +51,7 @@ pub use config::{
     ConfigError, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, McpConfig, ServerConfig,
     Transport,
 };
+pub use elicit::ELICITATION_PERMISSION;
 pub use mount::{McpMount, MountError, connect_all};
 pub use naming::{NameFn, Naming, tool_name};
+pub use resources::{resource_tools, served_resources_and_prompts};

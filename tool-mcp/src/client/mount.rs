@@ -92,6 +92,10 @@ pub(crate) struct MountInner {
     routes: Arc<ProgressRoutes>,
     session: Mutex<Option<Arc<Session>>>,
     list_changed: mpsc::UnboundedSender<()>,
+    /// Its resources, templates and prompts.
+    pub(crate) extras: Arc<super::resources::Extras>,
+    /// The calls in flight, for the server's questions.
+    askers: Arc<super::elicit::Askers>,
 }
 
 impl Drop for MountInner {
@@ -112,12 +116,19 @@ impl McpMount {
         let error =
             |message: String| MountError { server: name.clone(), message: redacting.redact(&message) };
         let (list_changed, mut changes) = mpsc::unbounded_channel();
-        let inner =
-            Arc::new(MountInner { config, routes: Arc::default(), session: Mutex::new(None), list_changed });
+        let inner = Arc::new(MountInner {
+            config,
+            routes: Arc::default(),
+            session: Mutex::new(None),
+            list_changed,
+            extras: Arc::default(),
+            askers: Arc::default(),
+        });
         let session = connection::start(&inner.config, inner.handler()).await.map_err(&error)?;
         let session = Arc::new(session);
         *inner.session.lock().await = Some(session.clone());
         let tools = inner.list(&session).await.map_err(&error)?;
+        inner.extras.refresh(&session).await;
         let state =
             Arc::new(MountState { inner, tools: RwLock::new(tools), generation: watch::channel(0).0 });
 
@@ -131,6 +142,14 @@ impl McpMount {
             }
         });
         Ok(McpMount { state })
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<MountInner> {
+        &self.state.inner
+    }
+
+    pub(crate) fn extras(&self) -> &super::resources::Extras {
+        &self.state.inner.extras
     }
 
     /// The server's name.
@@ -159,6 +178,7 @@ impl McpMount {
         let session = inner.live().await.map_err(|e| error(e.message().to_owned()))?;
         let tools = inner.list(&session).await.map_err(error)?;
         self.state.replace_tools(tools);
+        inner.extras.refresh(&session).await;
         Ok(())
     }
 
@@ -188,6 +208,7 @@ impl MountState {
                 self.replace_tools(tools);
             }
         }
+        self.inner.extras.refresh(&session).await;
     }
 }
 
@@ -222,7 +243,13 @@ pub async fn connect_all(config: &super::config::McpConfig) -> Result<Vec<McpMou
 
 impl MountInner {
     fn handler(&self) -> MountHandler {
-        MountHandler { routes: self.routes.clone(), list_changed: self.list_changed.clone() }
+        MountHandler {
+            routes: self.routes.clone(),
+            list_changed: self.list_changed.clone(),
+            extras: self.extras.clone(),
+            askers: self.askers.clone(),
+            server: self.config.name.clone(),
+        }
     }
 
     /// Every page of `tools/list`, as tools.
@@ -236,7 +263,7 @@ impl MountInner {
     }
 
     /// The session, restarting the server when it stopped.
-    async fn live(self: &Arc<Self>) -> Result<Arc<Session>, ToolError> {
+    pub(crate) async fn live(self: &Arc<Self>) -> Result<Arc<Session>, ToolError> {
         let mut slot = self.session.lock().await;
         if let Some(session) = slot.as_ref()
             && !session.is_closed()
@@ -280,6 +307,7 @@ impl MountInner {
         ctx: ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let server = &self.config.name;
+        let _asking = self.askers.enter(&ctx);
         let session = self.live().await?;
         let mut params = CallToolRequestParams::new(remote.to_owned());
         match args {

@@ -21,6 +21,13 @@ impl Listeners {
         peers.push(peer);
     }
 
+    /// Every live session.
+    pub(crate) fn live(&self) -> Vec<Peer<RoleServer>> {
+        let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        peers.retain(|peer| !peer.is_transport_closed());
+        peers.clone()
+    }
+
     /// Sends `notifications/tools/list_changed` to every live session; how many it reached.
     pub(crate) async fn tools_changed(&self) -> usize {
         let peers: Vec<Peer<RoleServer>> = {

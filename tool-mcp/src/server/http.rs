@@ -368,6 +368,7 @@ impl McpServer {
             }),
             input_closed: CancellationToken::new(),
             in_flight: self.in_flight.clone(),
+            subscriptions: Arc::default(),
         }
     }
 }

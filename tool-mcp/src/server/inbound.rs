@@ -480,6 +480,13 @@ fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
             typed_problem::<InitializeRequestParams>(params)
         }
         "tools/list" => params.and_then(typed_problem::<PaginatedRequestParams>),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+            typed_problem::<rmcp::model::SubscribeRequestParams>(params.unwrap_or(&empty))
+        }
+        "prompts/get" => typed_problem::<rmcp::model::GetPromptRequestParams>(params.unwrap_or(&empty)),
+        "completion/complete" => {
+            typed_problem::<rmcp::model::CompleteRequestParams>(params.unwrap_or(&empty))
+        }
         "server/discover" => typed_problem::<DiscoverRequestParams>(params.unwrap_or(&empty)),
         _ => None,
     }
@@ -689,6 +696,22 @@ mod tests {
         );
         assert_eq!(value["error"]["code"], json!(INVALID_PARAMS));
         assert!(value["error"]["message"].as_str().unwrap().contains("`params.protocolVersion` is missing"));
+        // The methods of resources, prompts and completion are checked the same way.
+        for (line, missing) in [
+            (r#"{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"nope":1}}"#, "name"),
+            (r#"{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{}}"#, "uri"),
+            (
+                r#"{"jsonrpc":"2.0","id":5,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"}}}"#,
+                "argument",
+            ),
+        ] {
+            let value = reply(line);
+            assert_eq!(
+                (value["id"].clone(), value["error"]["code"].clone()),
+                (json!(5), json!(INVALID_PARAMS))
+            );
+            assert!(value["error"]["message"].as_str().unwrap().contains(missing), "{value}");
+        }
         let value = reply(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","params":"x"}"#);
         assert_eq!((value["id"].clone(), value["error"]["code"].clone()), (json!(4), json!(INVALID_PARAMS)));
     }
@@ -699,7 +722,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ls","arguments":{}}}"#,
             r#"{"jsonrpc":"2.0","id":"x","method":"tools/list"}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"nope":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p","nope":1}}"#,
         ] {
             assert!(matches!(check(line.as_bytes(), Framing::Lines), Inbound::Message(_)), "{line}");
         }

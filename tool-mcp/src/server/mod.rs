@@ -14,6 +14,8 @@ mod inbound;
 mod limits;
 mod lines;
 mod progress;
+mod question;
+pub(crate) mod resources;
 mod served;
 
 #[cfg(feature = "http")]
@@ -24,6 +26,7 @@ pub use http::{
 };
 
 pub use elicit::DEFAULT_ELICITATION_TIMEOUT;
+pub use resources::{Prompt, PromptArguments, ResourcesAndPrompts, UriVariables};
 
 use std::fmt;
 use std::sync::Arc;
@@ -32,8 +35,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    CustomRequest, CustomResult, ErrorCode, ErrorData, GetPromptRequestParams, GetPromptResponse,
-    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
     ServerConfig, Tool,
 };
@@ -78,6 +81,8 @@ pub struct McpServerBuilder {
     max_message_bytes: usize,
     elicitation_timeout: Duration,
     tool_list_changes: bool,
+    content: ResourcesAndPrompts,
+    declared: resources::Declared,
 }
 
 impl fmt::Debug for McpServerBuilder {
@@ -166,11 +171,12 @@ impl McpServerBuilder {
             implementation = implementation.with_title(title);
         }
         let capabilities = ServerCapabilities::builder().enable_tools();
-        let capabilities = if self.tool_list_changes {
+        let mut capabilities = if self.tool_list_changes {
             capabilities.enable_tool_list_changed().build()
         } else {
             capabilities.build()
         };
+        self.content.declare(&mut capabilities, self.declared);
         let mut config = ServerConfig::new(capabilities).with_server_info(implementation);
         if let Some(instructions) = self.instructions {
             config = config.with_instructions(instructions);
@@ -185,10 +191,13 @@ impl McpServerBuilder {
                 max_message_bytes: self.max_message_bytes,
                 elicitation_timeout: self.elicitation_timeout,
                 listeners: Listeners::default(),
+                content: std::sync::RwLock::new(Arc::new(self.content)),
+                subscribers: resources::Subscribers::default(),
             }),
             served,
             input_closed: CancellationToken::new(),
             in_flight: Arc::new(InFlight::default()),
+            subscriptions: Arc::default(),
         })
     }
 }
@@ -214,7 +223,9 @@ fn tool_list(registry: &Registry) -> Result<Vec<Tool>, LoweringError> {
 }
 
 /// An MCP server for the tools of one dispatcher: `initialize` (or `server/discover` for
-/// protocol 2026-07-28), `ping`, `tools/list` and `tools/call`. Cheap to clone; clones share the
+/// protocol 2026-07-28), `ping`, `tools/list` and `tools/call`; and, when the application
+/// registers them ([`ResourcesAndPrompts`], [`McpServerBuilder::resource`], ...), resources,
+/// resource templates, prompts, completions and resource subscriptions. Cheap to clone; clones share the
 /// dispatcher (its parallel gate and session).
 ///
 /// [`McpServer::serve`] serves one client on a pair of byte streams, [`McpServer::serve_stdio`]
@@ -235,9 +246,13 @@ fn tool_list(registry: &Registry) -> Result<Vec<Tool>, LoweringError> {
 ///   2026-07-28 on, none before).
 /// - The repeat guard is off unless the [`DispatcherBuilder`] sets one: repeated identical
 ///   calls are normal for a server's clients.
-/// - The server declares the `tools` capability only, and answers every other method
-///   (`prompts/*`, `resources/*`, `completion/complete`, `logging/setLevel`, ...) with `-32601`
-///   (method not found).
+/// - The server declares the `tools` capability, and `resources` (with `subscribe`), `prompts`
+///   and `completions` only when something of theirs is registered (see
+///   [`ResourcesAndPrompts`] for what it answers); a method of a capability it does not declare
+///   (`logging/setLevel`, say) gets `-32601` (method not found) naming the capabilities it does.
+/// - A tool's question ([`tool_core::user_question::ask_user`], the `ask_user` tool) becomes an
+///   `elicitation/create` request to the client, under the same conditions as a permission
+///   question below; without them the tool gets an error saying why.
 /// - Progress updates a tool sends with `ToolContext::progress` become
 ///   `notifications/progress` when the request carried a `progressToken`. The notification's
 ///   `progress` is the tool's own figure when it gives one; message-only updates count up from 1
@@ -288,6 +303,8 @@ pub struct McpServer {
     /// Cancelled when the session's client stops sending.
     input_closed: CancellationToken,
     in_flight: Arc<InFlight>,
+    /// The URIs this session subscribed to.
+    subscriptions: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 struct ServerInner {
@@ -299,6 +316,9 @@ struct ServerInner {
     elicitation_timeout: Duration,
     /// The sessions of this server and of its clones (every HTTP session).
     listeners: Listeners,
+    /// The resources, templates and prompts every session serves.
+    content: std::sync::RwLock<Arc<ResourcesAndPrompts>>,
+    subscribers: resources::Subscribers,
 }
 
 impl fmt::Debug for McpServer {
@@ -370,6 +390,8 @@ impl McpServer {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
             tool_list_changes: false,
+            content: ResourcesAndPrompts::default(),
+            declared: resources::Declared::default(),
         }
     }
 
@@ -421,7 +443,7 @@ impl McpServer {
         let input_closed = CancellationToken::new();
         let transport =
             LineTransport::new(reader, writer, self.inner.max_message_bytes, input_closed.clone());
-        let session = McpServer { input_closed, ..self };
+        let session = McpServer { input_closed, subscriptions: Arc::default(), ..self };
         let running = match rmcp::serve_server(session, transport).await {
             Ok(running) => running,
             Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
@@ -485,7 +507,8 @@ impl McpServer {
         let asker = ClientAsker { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
         // The dispatcher's future holds the call's state on the heap: rmcp moves this future
         // several times on its way into the request's task, and each move is a copy.
-        let mut options = CallOptions::default().asker(Arc::new(asker));
+        let user = question::ClientUser { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
+        let mut options = CallOptions::default().asker(Arc::new(asker)).user(Arc::new(user));
         options.sink = sink;
         let run = Box::pin(dispatcher.run_with(call, options, cancel.clone()));
         let result = self.in_flight.run(&cancel, run).await;
@@ -502,30 +525,20 @@ impl McpServer {
     }
 }
 
-/// `-32601` for a method this server does not serve. rmcp's default handlers answer
-/// `prompts/list`, `resources/list`, `resources/templates/list` and `completion/complete` with
-/// empty results although the server declares none of those capabilities, and give the bare
-/// method name as the message of the others.
-fn not_served(method: &str) -> ErrorData {
-    ErrorData::new(
-        ErrorCode::METHOD_NOT_FOUND,
-        format!(
-            "Method not found: `{method}`. This server declares only the tools capability: use tools/list and \
-             tools/call."
-        ),
-        None,
-    )
-}
-
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         self.inner.config.clone()
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        // Only a server that declared the announcement keeps its sessions' peers.
-        let announces = self.inner.config.capabilities.tools.as_ref().and_then(|tools| tools.list_changed);
-        if announces == Some(true) {
+        // Only a server that declared an announcement keeps its sessions' peers.
+        let capabilities = &self.inner.config.capabilities;
+        let announces = [
+            capabilities.tools.as_ref().and_then(|tools| tools.list_changed),
+            capabilities.resources.as_ref().and_then(|resources| resources.list_changed),
+            capabilities.prompts.as_ref().and_then(|prompts| prompts.list_changed),
+        ];
+        if announces.contains(&Some(true)) {
             self.inner.listeners.add(context.peer);
         }
     }
@@ -555,7 +568,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Err(not_served("prompts/list"))
+        self.list_prompts_now().await
     }
 
     async fn get_prompt(
@@ -563,7 +576,7 @@ impl ServerHandler for McpServer {
         _request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        Err(not_served("prompts/get"))
+        self.get_prompt_now(_request).await.map(GetPromptResponse::from)
     }
 
     async fn list_resources(
@@ -571,7 +584,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Err(not_served("resources/list"))
+        self.list_resources_now().await
     }
 
     async fn list_resource_templates(
@@ -579,7 +592,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Err(not_served("resources/templates/list"))
+        self.list_templates_now().await
     }
 
     async fn read_resource(
@@ -587,7 +600,7 @@ impl ServerHandler for McpServer {
         _request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        Err(not_served("resources/read"))
+        self.read_now(_request).await.map(ReadResourceResponse::from)
     }
 
     async fn complete(
@@ -595,7 +608,25 @@ impl ServerHandler for McpServer {
         _request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        Err(not_served("completion/complete"))
+        self.complete_now(_request).await
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscribe_now(&request.uri, true, &context.peer).await
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscribe_now(&request.uri, false, &context.peer).await
     }
 
     // Logging is deprecated in rmcp (SEP-2577), and this server does not declare it.
@@ -605,7 +636,7 @@ impl ServerHandler for McpServer {
         _request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        Err(not_served("logging/setLevel"))
+        Err(resources::not_declared("logging/setLevel", &self.inner.config.capabilities))
     }
 
     async fn on_custom_request(
@@ -613,7 +644,7 @@ impl ServerHandler for McpServer {
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        Err(not_served(&request.method))
+        Err(resources::not_declared(&request.method, &self.inner.config.capabilities))
     }
 }
 

@@ -156,3 +156,19 @@ pub fn registry() -> Registry {
 pub fn unknown_tool_message(name: &str) -> String {
     registry().unknown_tool(name).message().to_owned()
 }
+
+/// The resources fixture server, built next to `tools` (a binary of another package is not
+/// built for this one's tests, so it is built here when missing).
+pub fn resources_fixture() -> std::path::PathBuf {
+    let path = std::path::Path::new(TOOLS).with_file_name("mcp-resources-server");
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "-p", "tool-mcp", "--bin", "mcp-resources-server"])
+            .status()
+            .expect("run cargo to build the resources fixture server");
+        assert!(status.success(), "cannot build tool-mcp's mcp-resources-server");
+    }
+    assert!(path.exists(), "no resources fixture server at {}", path.display());
+    path
+}
