@@ -2,17 +2,17 @@
 
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
-use cap_std::ambient_authority;
-use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
 use tool_runtime::environment::EnvFilter;
 
 use crate::fs::ops::{
-    DirEntry, FileChanged, FileInfo, FileKind, Operations, Precondition, Scope, ShellProcess, ShellRequest,
-    Target, WalkEntry, WalkOptions, Written, content_hash,
+    DirEntry, FileChanged, FileInfo, FileKind, Operations, Precondition, ShellProcess, ShellRequest, Target,
+    WalkEntry, WalkOptions, Written, content_hash,
 };
+use crate::fs::roots::{Roots, escape, info, kind_of, not_special, open_regular};
 
 /// The local file system and local processes.
 ///
@@ -25,29 +25,20 @@ use crate::fs::ops::{
 /// from `/`.
 #[derive(Clone)]
 pub struct LocalOperations {
-    root: Arc<Dir>,
-    root_path: Arc<PathBuf>,
-    host: Arc<OnceLock<Dir>>,
+    roots: Roots,
     environment: Arc<EnvFilter>,
 }
 
 impl std::fmt::Debug for LocalOperations {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LocalOperations").field("root", &self.root_path).finish_non_exhaustive()
+        f.debug_struct("LocalOperations").field("root", &self.roots.root_path()).finish_non_exhaustive()
     }
 }
 
 impl LocalOperations {
     /// Opens the directory `root` as the workspace root.
     pub fn open(root: impl AsRef<Path>) -> io::Result<LocalOperations> {
-        let root_path = root.as_ref().to_path_buf();
-        let root = Dir::open_ambient_dir(&root_path, ambient_authority())?;
-        Ok(LocalOperations {
-            root: Arc::new(root),
-            root_path: Arc::new(root_path),
-            host: Arc::default(),
-            environment: Arc::new(EnvFilter::base()),
-        })
+        Ok(LocalOperations { roots: Roots::open(root.as_ref())?, environment: Arc::new(EnvFilter::base()) })
     }
 
     /// Sets which of this process's environment variables commands inherit (default:
@@ -57,150 +48,33 @@ impl LocalOperations {
         self.environment = Arc::new(filter);
         self
     }
-
-    /// The directory handle `target` is resolved from, and the path relative to it.
-    fn anchor<'a>(&self, target: &'a Target) -> io::Result<(&Dir, &'a Path)> {
-        let path = target.path();
-        match target.scope() {
-            Scope::Workspace => Ok((&self.root, dot_if_empty(path))),
-            Scope::Outside => {
-                let host = match self.host.get() {
-                    Some(host) => host,
-                    None => {
-                        let dir = Dir::open_ambient_dir("/", ambient_authority())?;
-                        self.host.get_or_init(|| dir)
-                    }
-                };
-                Ok((host, dot_if_empty(path.strip_prefix("/").unwrap_or(path))))
-            }
-        }
-    }
-
-    /// Opens the directory `target` (following links beneath its anchor).
-    pub(crate) fn open_dir(&self, target: &Target) -> io::Result<Dir> {
-        let (dir, path) = self.anchor(target)?;
-        dir.open_dir(path).map_err(escape)
-    }
-
-    /// The workspace root's absolute path.
-    pub(crate) fn root_path(&self) -> &Path {
-        &self.root_path
-    }
-
-    /// The absolute path `target` names, for messages and ignore-file matching.
-    pub(crate) fn absolute(&self, target: &Target) -> PathBuf {
-        match target.scope() {
-            Scope::Workspace if target.path().as_os_str().is_empty() => self.root_path.to_path_buf(),
-            Scope::Workspace => self.root_path.join(target.path()),
-            Scope::Outside => target.path().to_path_buf(),
-        }
-    }
-}
-
-fn dot_if_empty(path: &Path) -> &Path {
-    if path.as_os_str().is_empty() { Path::new(".") } else { path }
-}
-
-/// cap-std reports an escape attempt as a bare `PermissionDenied`; name it.
-fn escape(error: io::Error) -> io::Error {
-    if error.kind() == io::ErrorKind::PermissionDenied
-        && error.to_string().contains("outside of the filesystem")
-    {
-        io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            "the path leads outside the workspace root (through a symbolic link or `..`), which is not allowed",
-        )
-    } else {
-        error
-    }
-}
-
-pub(crate) fn kind_of(file_type: cap_std::fs::FileType) -> FileKind {
-    if file_type.is_symlink() {
-        FileKind::Symlink
-    } else if file_type.is_dir() {
-        FileKind::Dir
-    } else if file_type.is_file() {
-        FileKind::File
-    } else {
-        FileKind::Other
-    }
-}
-
-pub(crate) fn info(meta: &Metadata) -> FileInfo {
-    FileInfo {
-        kind: kind_of(meta.file_type()),
-        len: meta.len(),
-        modified: meta.modified().ok().map(|t| t.into_std()),
-        mode: Some(meta.mode()),
-    }
-}
-
-/// Opens a regular file for reading without blocking on a FIFO or a device: anything but a
-/// regular file is refused before it is opened, and again after (in case it was swapped in
-/// meanwhile), and the open itself is non-blocking and never acquires a controlling terminal.
-/// (Regular files ignore `O_NONBLOCK`, so reads behave as usual.)
-pub(crate) fn open_regular(dir: &Dir, path: &Path) -> io::Result<std::fs::File> {
-    not_special(&dir.metadata(path).map_err(escape)?)?;
-    let mut options = OpenOptions::new();
-    options.read(true).nonblock(true);
-    #[cfg(unix)]
-    options.custom_flags(nix::libc::O_NOCTTY);
-    let file = dir.open_with(path, &options).map_err(escape)?;
-    not_special(&file.metadata()?)?;
-    Ok(file.into_std())
-}
-
-/// Opens the regular file `name` that a listing of `dir` found, without following a link: the
-/// listing already said it is a regular file (as the `stat` of [`open_regular`] would), and the
-/// open file is checked again. Its information comes from the open file.
-pub(crate) fn open_listed(dir: &Dir, name: &Path) -> io::Result<(std::fs::File, FileInfo)> {
-    let mut options = OpenOptions::new();
-    options.read(true).nonblock(true).follow(FollowSymlinks::No);
-    #[cfg(unix)]
-    options.custom_flags(nix::libc::O_NOCTTY);
-    let file = dir.open_with(name, &options).map_err(escape)?;
-    let meta = file.metadata()?;
-    not_special(&meta)?;
-    Ok((file.into_std(), info(&meta)))
-}
-
-fn not_special(meta: &Metadata) -> io::Result<()> {
-    if meta.is_file() {
-        return Ok(());
-    }
-    let kind = kind_of(meta.file_type());
-    Err(io::Error::new(
-        if kind == FileKind::Dir { io::ErrorKind::IsADirectory } else { io::ErrorKind::InvalidInput },
-        format!("it is {}, not a regular file", kind.describe()),
-    ))
 }
 
 impl Operations for LocalOperations {
     fn metadata(&self, path: &Target) -> io::Result<FileInfo> {
-        let (dir, path) = self.anchor(path)?;
+        let (dir, path) = self.roots.anchor(path)?;
         dir.metadata(path).map(|m| info(&m)).map_err(escape)
     }
 
     fn symlink_metadata(&self, path: &Target) -> io::Result<FileInfo> {
-        let (dir, path) = self.anchor(path)?;
+        let (dir, path) = self.roots.anchor(path)?;
         dir.symlink_metadata(path).map(|m| info(&m)).map_err(escape)
     }
 
     fn read_link(&self, path: &Target) -> io::Result<PathBuf> {
-        let (dir, path) = self.anchor(path)?;
+        let (dir, path) = self.roots.anchor(path)?;
         // `read_link_contents` returns the link as stored, absolute targets included; whether
         // following it stays inside is the caller's (and the kernel's) business.
         dir.read_link_contents(path).map_err(escape)
     }
 
     fn open(&self, path: &Target) -> io::Result<Box<dyn Read + Send>> {
-        let (dir, path) = self.anchor(path)?;
+        let (dir, path) = self.roots.anchor(path)?;
         Ok(Box::new(open_regular(dir, path)?))
     }
 
     fn read_dir(&self, path: &Target) -> io::Result<Vec<DirEntry>> {
-        let dir = self.open_dir(path)?;
+        let dir = self.roots.open_dir(path)?;
         let mut entries = Vec::new();
         for entry in dir.entries()? {
             let entry = entry?;
@@ -211,7 +85,7 @@ impl Operations for LocalOperations {
     }
 
     fn create_dir_all(&self, path: &Target) -> io::Result<()> {
-        let (dir, path) = self.anchor(path)?;
+        let (dir, path) = self.roots.anchor(path)?;
         dir.create_dir_all(path).map_err(escape)
     }
 
@@ -220,7 +94,7 @@ impl Operations for LocalOperations {
             io::Error::new(io::ErrorKind::InvalidInput, "the path names a directory, not a file")
         })?;
         let parent = path.parent().unwrap_or_else(Target::root);
-        let dir = self.open_dir(&parent)?;
+        let dir = self.roots.open_dir(&parent)?;
         write_atomic_in(&dir, Path::new(name), contents, check)
     }
 
@@ -229,7 +103,7 @@ impl Operations for LocalOperations {
             io::Error::new(io::ErrorKind::InvalidInput, "the path names a directory, not a file")
         })?;
         let parent = path.parent().unwrap_or_else(Target::root);
-        let dir = self.open_dir(&parent)?;
+        let dir = self.roots.open_dir(&parent)?;
         // The same lock as `write_atomic`, so a removal never interleaves with a replacement.
         let lock = dir.open_with(".", OpenOptions::new().read(true))?.into_std();
         lock.lock()?;
@@ -243,7 +117,7 @@ impl Operations for LocalOperations {
             io::Error::new(io::ErrorKind::InvalidInput, "the path names the root, which is never removed")
         })?;
         let parent = path.parent().unwrap_or_else(Target::root);
-        let dir = self.open_dir(&parent)?;
+        let dir = self.roots.open_dir(&parent)?;
         dir.remove_dir(Path::new(name)).map_err(escape)
     }
 
@@ -253,7 +127,7 @@ impl Operations for LocalOperations {
         options: &WalkOptions,
         visit: &mut dyn FnMut(WalkEntry) -> bool,
     ) -> io::Result<()> {
-        crate::fs::walk::walk(self, root, options, visit)
+        crate::fs::walk::walk(&self.roots, root, options, visit)
     }
 
     fn walk_parallel(
@@ -262,7 +136,7 @@ impl Operations for LocalOperations {
         options: &WalkOptions,
         visit: &(dyn Fn(WalkEntry, &dyn crate::fs::ops::Found) -> bool + Sync),
     ) -> io::Result<()> {
-        crate::fs::walk::walk_parallel(self, root, options, visit)
+        crate::fs::walk::walk_parallel(&self.roots, root, options, visit)
     }
 
     fn spawn_shell(&self, request: &ShellRequest) -> io::Result<ShellProcess> {
@@ -379,6 +253,8 @@ mod tests {
     use std::ffi::OsString;
     use std::fs;
     use std::os::unix::fs::PermissionsExt;
+
+    use cap_std::ambient_authority;
 
     use super::*;
     use crate::testing::TempDir;

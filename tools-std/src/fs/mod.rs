@@ -4,6 +4,7 @@
 
 pub(crate) mod local;
 pub mod ops;
+pub(crate) mod roots;
 pub(crate) mod screen;
 pub(crate) mod walk;
 pub mod workspace;

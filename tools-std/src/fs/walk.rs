@@ -10,8 +10,8 @@ use cap_std::fs::Dir;
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-use crate::fs::local::{LocalOperations, info, kind_of, open_listed, open_regular};
 use crate::fs::ops::{FileInfo, FileKind, Found, Scope, Target, WalkEntry, WalkOptions, overrides};
+use crate::fs::roots::{Roots, info, kind_of, open_listed, open_regular};
 
 /// Ignore files larger than this are not read (no real one comes close).
 const MAX_IGNORE_FILE_BYTES: u64 = 4 * 1024 * 1024;
@@ -100,17 +100,20 @@ struct Walker<'a> {
 impl<'a> Walker<'a> {
     /// The walker and the root's directory, waiting to be read.
     fn start(
-        ops: &LocalOperations,
+        roots: &Roots,
         root: &Target,
         options: &'a WalkOptions,
         all_times: bool,
     ) -> io::Result<(Walker<'a>, Pending)> {
-        let absolute_root = ops.absolute(root);
+        let absolute_root = roots.absolute(root);
         let overrides =
             if options.globs.is_empty() { None } else { Some(overrides(&absolute_root, &options.globs)?) };
-        let dir = ops.open_dir(root)?;
-        let (level, global) =
-            if options.respect_ignore_files { (ancestors(ops, root), global_rules()) } else { (None, None) };
+        let dir = roots.open_dir(root)?;
+        let (level, global) = if options.respect_ignore_files {
+            (ancestors(roots, root), global_rules())
+        } else {
+            (None, None)
+        };
         let max_depth = options.max_depth.unwrap_or(MAX_DEPTH).min(MAX_DEPTH);
         let walker = Walker { options, overrides, global, max_depth, all_times };
         Ok((walker, Pending { dir, target: root.clone(), absolute: absolute_root, depth: 0, level }))
@@ -200,12 +203,12 @@ impl<'a> Walker<'a> {
 /// handle with `O_NOFOLLOW`, so a directory swapped for a symbolic link while the walk runs is
 /// skipped, never followed out of the tree. Entries come depth first, in name order.
 pub(crate) fn walk(
-    ops: &LocalOperations,
+    roots: &Roots,
     root: &Target,
     options: &WalkOptions,
     visit: &mut dyn FnMut(WalkEntry) -> bool,
 ) -> io::Result<()> {
-    let (walker, first) = Walker::start(ops, root, options, true)?;
+    let (walker, first) = Walker::start(roots, root, options, true)?;
     let mut stack = vec![first];
     let mut subdirs = Vec::new();
     while let Some(pending) = stack.pop() {
@@ -250,12 +253,12 @@ impl Found for Listed<'_> {
 /// directory's handle (in the walk's threads, where the `stat` a newest-first sort needs costs
 /// least).
 pub(crate) fn walk_parallel(
-    ops: &LocalOperations,
+    roots: &Roots,
     root: &Target,
     options: &WalkOptions,
     visit: &(dyn Fn(WalkEntry, &dyn Found) -> bool + Sync),
 ) -> io::Result<()> {
-    let (walker, first) = Walker::start(ops, root, options, false)?;
+    let (walker, first) = Walker::start(roots, root, options, false)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS);
     let queue = Mutex::new(Queue { pending: vec![first], busy: 0, stopped: false });
     let ready = Condvar::new();
@@ -341,17 +344,17 @@ fn kept(
 /// The rules of the directories above the walk's root, the innermost first. Inside the
 /// workspace they are read through the root's handle; above it (a workspace inside a
 /// repository) by their fixed names only, as ripgrep reads them.
-fn ancestors(ops: &LocalOperations, root: &Target) -> Option<Arc<Level>> {
+fn ancestors(roots: &Roots, root: &Target) -> Option<Arc<Level>> {
     let mut chain: Vec<Rules> = Vec::new();
     let mut next = root.parent();
     while let Some(target) = next {
-        if let Ok(dir) = ops.open_dir(&target) {
-            chain.push(read_rules(&dir, &ops.absolute(&target)));
+        if let Ok(dir) = roots.open_dir(&target) {
+            chain.push(read_rules(&dir, &roots.absolute(&target)));
         }
         next = target.parent();
     }
     if root.scope() == Scope::Workspace {
-        let mut next = ops.root_path().parent();
+        let mut next = roots.root_path().parent();
         while let Some(path) = next {
             if let Ok(dir) = Dir::open_ambient_dir(path, cap_std::ambient_authority()) {
                 chain.push(read_rules(&dir, path));
@@ -448,9 +451,9 @@ mod tests {
         dir
     }
 
-    fn sequential(ops: &LocalOperations, options: &WalkOptions) -> BTreeSet<(PathBuf, bool)> {
+    fn sequential(roots: &Roots, options: &WalkOptions) -> BTreeSet<(PathBuf, bool)> {
         let mut seen = BTreeSet::new();
-        walk(ops, &Target::root(), options, &mut |entry| {
+        walk(roots, &Target::root(), options, &mut |entry| {
             seen.insert((entry.path.path().to_path_buf(), entry.excluded));
             true
         })
@@ -458,9 +461,9 @@ mod tests {
         seen
     }
 
-    fn parallel(ops: &LocalOperations, options: &WalkOptions) -> BTreeSet<(PathBuf, bool)> {
+    fn parallel(roots: &Roots, options: &WalkOptions) -> BTreeSet<(PathBuf, bool)> {
         let seen = Mutex::new(BTreeSet::new());
-        walk_parallel(ops, &Target::root(), options, &|entry, _| {
+        walk_parallel(roots, &Target::root(), options, &|entry, _| {
             assert_eq!(entry.modified, None);
             seen.lock().unwrap().insert((entry.path.path().to_path_buf(), entry.excluded));
             true
@@ -472,7 +475,7 @@ mod tests {
     #[test]
     fn the_parallel_walk_finds_what_the_sequential_walk_finds() {
         let dir = tree();
-        let ops = LocalOperations::open(dir.path()).unwrap();
+        let ops = Roots::open(dir.path()).unwrap();
         let defaults = WalkOptions::default();
         let found = sequential(&ops, &defaults);
         let names: BTreeSet<&str> = found.iter().filter_map(|(p, _)| p.to_str()).collect();
@@ -497,7 +500,7 @@ mod tests {
     #[test]
     fn the_parallel_walk_stops_when_asked() {
         let dir = tree();
-        let ops = LocalOperations::open(dir.path()).unwrap();
+        let ops = Roots::open(dir.path()).unwrap();
         let seen = std::sync::atomic::AtomicUsize::new(0);
         walk_parallel(&ops, &Target::root(), &WalkOptions::default(), &|_, _| {
             seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 4

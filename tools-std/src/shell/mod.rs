@@ -3,6 +3,7 @@
 
 pub(crate) mod capture;
 pub(crate) mod network;
+pub(crate) mod notes;
 pub mod process;
 pub mod session;
 pub(crate) mod terminal_text;

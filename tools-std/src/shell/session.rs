@@ -17,8 +17,8 @@ use tool_runtime::truncate::{append_notice, mark_truncated};
 use tool_runtime::{CancellationToken, SessionState, ToolError, ToolOutput};
 
 use crate::shell::capture::Capture;
+use crate::shell::notes::{exit_note, kill_metadata, kill_note, seconds, signal_name};
 use crate::shell::process::{KillReport, ShellControl, ShellExit, ShellHandle};
-use crate::tools::bash::{exit_note, kill_metadata, kill_note, seconds};
 
 /// How many sessions may run at once in one session state, unless [`Sessions::with_limit`]
 /// says otherwise.
@@ -828,11 +828,7 @@ fn end_notes(ended: &Ended, is_error: &mut bool) -> Vec<String> {
                         let _ = write!(note, "; the command exited with code {code}");
                     }
                     (None, Some(signal)) => {
-                        let _ = write!(
-                            note,
-                            "; the command ended by signal {signal}{}",
-                            crate::tools::bash::signal_name(signal)
-                        );
+                        let _ = write!(note, "; the command ended by signal {signal}{}", signal_name(signal));
                     }
                     (None, None) => {}
                 }

@@ -3,8 +3,8 @@
 use serde_json::json;
 use tool_runtime::{SessionState, ToolOutput, tool};
 
+use crate::shell::notes::seconds;
 use crate::shell::session::{End, Sessions};
-use crate::tools::bash::seconds;
 
 /// List the background sessions: each one's id, state (running, or how it ended), run time,
 /// exit code, unread output and command.
