@@ -10,13 +10,12 @@
 //! `state.get_or_insert_with(tools_std::file_versions::FileVersions::off);`
 
 use std::collections::HashMap;
-use std::hash::Hasher;
 use std::sync::{Arc, Mutex};
 
 use tool_runtime::{SessionState, ToolContext, ToolError};
 
 use crate::editing::text_file::unified_diff;
-use crate::fs::ops::Target;
+use crate::fs::ops::{ContentHash, Target};
 use crate::text::plural;
 
 /// How many files a session remembers; past it, the one seen longest ago is forgotten.
@@ -61,7 +60,7 @@ impl Default for FileVersions {
 /// The hash the guard compares: the same for the same bytes however they were read in pieces.
 #[derive(Default)]
 pub(crate) struct ContentHasher {
-    hasher: std::collections::hash_map::DefaultHasher,
+    hasher: ContentHash,
     len: usize,
     /// The bytes, while they fit in [`MAX_KEPT_FILE`].
     kept: Option<Vec<u8>>,
@@ -73,7 +72,7 @@ impl ContentHasher {
     }
 
     pub(crate) fn update(&mut self, bytes: &[u8]) {
-        self.hasher.write(bytes);
+        self.hasher.update(bytes);
         self.len += bytes.len();
         if self.len > MAX_KEPT_FILE {
             self.kept = None;

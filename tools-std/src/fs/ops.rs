@@ -217,11 +217,28 @@ impl FileChanged {
 /// A hash of a file's content, for [`Precondition::Unchanged`]. Not cryptographic: it detects
 /// changes, it does not resist someone crafting a collision.
 pub fn content_hash(bytes: &[u8]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    // `DefaultHasher::new()` has fixed keys: the same bytes give the same hash in one build.
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    bytes.hash(&mut hasher);
-    hasher.finish()
+    let mut hash = ContentHash::default();
+    hash.update(bytes);
+    hash.finish()
+}
+
+/// [`content_hash`] fed in pieces, as a file is read: the same for the same bytes however they
+/// are cut.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ContentHash(std::collections::hash_map::DefaultHasher);
+
+impl ContentHash {
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
+        use std::hash::Hasher;
+        // SipHash buffers what it is fed, so the pieces do not matter; `DefaultHasher::default()`
+        // has fixed keys, so the same bytes give the same hash in one build.
+        self.0.write(bytes);
+    }
+
+    pub(crate) fn finish(&self) -> u64 {
+        use std::hash::Hasher;
+        self.0.finish()
+    }
 }
 
 /// What [`Operations::write_atomic`] did.
