@@ -11,7 +11,10 @@
 //! paths outside it are refused. Without a key the example explains itself and exits.
 
 use serde_json::{Value, json};
-use tool_runtime::{CancellationToken, DefinitionOptions, Dispatcher, Provider, Registry};
+use tool_runtime::{
+    CancellationToken, Dispatcher, Registry,
+    providers::{DefinitionOptions, Provider},
+};
 
 const MAX_TURNS: usize = 12;
 

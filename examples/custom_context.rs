@@ -5,8 +5,10 @@
 use std::sync::Mutex;
 
 use tool_runtime::{
-    BeforeDecision, BeforeFn, CancellationToken, Dep, Dispatcher, PermissionDecision, PermissionFn,
-    PermissionKind, PermissionRequest, Registry, ToolCall, ToolContext, ToolError, tool,
+    CancellationToken, Dep, Dispatcher, PermissionKind, PermissionRequest, Registry, ToolCall, ToolContext,
+    ToolError,
+    hooks::{BeforeDecision, BeforeFn, PermissionDecision, PermissionFn},
+    tool,
 };
 
 /// An in-memory key-value store, shared by every call through `Dep<Store>`.
@@ -59,7 +61,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }))
         // A before-hook: clamp `limit` so no call lists more than 2 keys.
-        .before_hook(BeforeFn(|call: tool_runtime::HookCall| async move {
+        .before_hook(BeforeFn(|call: tool_runtime::hooks::HookCall| async move {
             if call.tool == "keys" && call.arguments["limit"].as_u64().is_some_and(|n| n > 2) {
                 let mut args = call.arguments.clone();
                 args["limit"] = 2.into();

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tool_runtime::catalog::{Catalog, LoadedTools, TurnResult};
 use tool_runtime::{
-    CancellationToken, DefinitionOptions, Dispatcher, FnTool, Provider, Registry, Tool, ToolOutput, ToolSpec,
+    CancellationToken, Dispatcher, Registry, Tool, ToolOutput, ToolSpec,
+    providers::{DefinitionOptions, Provider},
+    spec::FnTool,
 };
 
 /// The tools a mounted server `server` would bring: named `<server>__<verb>_<object>` and tagged

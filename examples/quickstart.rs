@@ -6,8 +6,10 @@
 
 use serde_json::{Value, json};
 use tool_runtime::{
-    CancellationToken, DefinitionOptions, Dispatcher, EventFn, Provider, Registry, ToolContext, ToolError,
-    ToolEvent, tool,
+    CancellationToken, Dispatcher, Registry, ToolContext, ToolError,
+    events::{EventFn, ToolEvent},
+    providers::{DefinitionOptions, Provider},
+    tool,
 };
 use tools_std as _; // links the built-in tools (read, write, edit, bash, glob, grep, ls, ...)
 

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
-use tool_runtime::{Dependencies, Registry, ToolContext};
+use tool_runtime::{Registry, ToolContext, context::Dependencies};
 use tools_std::Workspace;
 
 const MARKER: &str = "FUZZ-SECRET-7f3a";

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::json;
-use tool_runtime::{Dependencies, ErrorKind, Registry, ToolContext};
+use tool_runtime::{ErrorKind, Registry, ToolContext, context::Dependencies};
 use tool_tests::{TempDir, snapshot};
 use tools_std::Workspace;
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_runtime::{Dependencies, ErrorKind, Registry, ToolContext, ToolError, ToolOutput};
+use tool_runtime::{ErrorKind, Registry, ToolContext, ToolError, ToolOutput, context::Dependencies};
 use tool_tests::{TempDir, snapshot};
 use tools_std::ops::Precondition;
 use tools_std::{Target, Workspace};

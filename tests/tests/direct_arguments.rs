@@ -9,8 +9,10 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use tool_runtime::{
-    Arguments, BeforeDecision, BeforeFn, CancellationToken, Dispatcher, Registry, RepeatAction, RepeatGuard,
-    Tool, ToolCall, ToolContext, tool,
+    Arguments, CancellationToken, Dispatcher, Registry, Tool, ToolCall, ToolContext,
+    dispatch::{RepeatAction, RepeatGuard},
+    hooks::{BeforeDecision, BeforeFn},
+    tool,
 };
 
 /// Plain parameters only.
@@ -185,7 +187,7 @@ fn the_dispatcher_answers_as_registry_call_does_with_and_without_hooks() {
     let plain = Dispatcher::builder(registry()).repeat_guard(RepeatGuard::DISABLED).build();
     let hooked = Dispatcher::builder(registry())
         .repeat_guard(RepeatGuard::DISABLED)
-        .before_hook(BeforeFn(|call: tool_runtime::HookCall| async move {
+        .before_hook(BeforeFn(|call: tool_runtime::hooks::HookCall| async move {
             assert!(call.arguments.is_object(), "the hook sees the validated arguments");
             Ok(BeforeDecision::Allow)
         }))
@@ -332,7 +334,7 @@ fn the_dispatcher_answers_parsed_objects_as_registry_call_does() {
     let plain = Dispatcher::builder(registry()).repeat_guard(RepeatGuard::DISABLED).build();
     let hooked = Dispatcher::builder(registry())
         .repeat_guard(RepeatGuard::DISABLED)
-        .before_hook(BeforeFn(|_: tool_runtime::HookCall| async move { Ok(BeforeDecision::Allow) }))
+        .before_hook(BeforeFn(|_: tool_runtime::hooks::HookCall| async move { Ok(BeforeDecision::Allow) }))
         .build();
     let guarded =
         Dispatcher::builder(registry()).repeat_guard(RepeatGuard::new(2, RepeatAction::Refuse)).build();

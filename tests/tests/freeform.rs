@@ -8,8 +8,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tool_runtime::providers::{DefinitionOptions, Provider, openai_responses};
 use tool_runtime::{
-    Arguments, CancellationToken, Dependencies, Dispatcher, ErrorKind, Freeform, Grammar, GrammarSyntax,
-    Registry, ToolCall, ToolContext, ToolError, tool,
+    Arguments, CancellationToken, Dispatcher, ErrorKind, Registry, ToolCall, ToolContext, ToolError,
+    context::Dependencies,
+    spec::{Freeform, Grammar, GrammarSyntax},
+    tool,
 };
 use tool_tests::TempDir;
 use tools_std::Workspace;

@@ -7,8 +7,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tool_runtime::{
-    CancellationToken, Content, Dep, Dependencies, ErrorKind, FromContext, Json, Registry, SessionState,
-    Tool, ToolContext, ToolError, ToolOutput, TruncationDirection, tool,
+    CancellationToken, Content, Dep, ErrorKind, Json, Registry, SessionState, Tool, ToolContext, ToolError,
+    ToolOutput,
+    context::{Dependencies, FromContext},
+    spec::TruncationDirection,
+    tool,
 };
 
 /// Search file contents with a regular expression.

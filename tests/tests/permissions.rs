@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tool_runtime::permissions::shell::{CommandClass, classify};
-use tool_runtime::permissions::{Action, Policy, Rules, RulesBuilder, Settings};
+use tool_runtime::permissions::{Action, Policy, PolicyExt, Rules, RulesBuilder, Settings};
 use tool_runtime::{
-    BoxFuture, CancellationToken, Dispatcher, PermissionDecision, PermissionHook, PermissionKind,
-    PermissionRequest, Registry, ToolCall, ToolResult,
+    BoxFuture, CancellationToken, Dispatcher, PermissionKind, PermissionRequest, Registry, ToolCall,
+    ToolResult,
+    hooks::{PermissionDecision, PermissionHook},
 };
 use tool_tests::TempDir;
 use tools_std::Workspace;
@@ -461,7 +462,7 @@ fn bash_call(id: &str, command: &str) -> ToolCall {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_only_commands_run_alongside_each_other_and_mutating_ones_alone() {
-    use tool_runtime::ToolEvent;
+    use tool_runtime::events::ToolEvent;
     let dir = TempDir::new("perm-parallel");
     for name in ["one", "two", "three", "four"] {
         fifo(&dir.path().join(name));

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
-use tool_runtime::permissions::{Policy, Rules, Settings};
+use tool_runtime::permissions::{Policy, PolicyExt, Rules, Settings};
 use tool_runtime::{
-    CancellationToken, Dispatcher, FnTool, Registry, ToolCall, ToolOutput, ToolResult, ToolSpec,
+    CancellationToken, Dispatcher, Registry, ToolCall, ToolOutput, ToolResult, ToolSpec, spec::FnTool,
 };
 use tool_tests::TempDir;
 

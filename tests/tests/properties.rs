@@ -17,8 +17,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use tool_runtime::truncate::{NOTICE_OVERHEAD_MAX_BYTES, TruncationStream, truncate_output, truncate_text};
 use tool_runtime::{
-    Content, ErrorKind, Registry, ToolContext, ToolOutput, TruncationDirection, TruncationLimits,
-    TruncationPolicy, tool,
+    Content, ErrorKind, Registry, ToolContext, ToolOutput,
+    spec::{TruncationDirection, TruncationPolicy},
+    tool,
+    truncate::TruncationLimits,
 };
 
 /// Cases per property unless `PROPTEST_CASES` says otherwise.

@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tool_runtime::{
-    FnTool, Registry, RegistryError, Tool, ToolContext, ToolOutput, ToolSpec, registered_tools, tool,
+    Registry, RegistryError, Tool, ToolContext, ToolOutput, ToolSpec,
+    spec::{FnTool, registered_tools},
+    tool,
 };
 
 /// Lists things.

@@ -8,8 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tool_runtime::{
-    Dependencies, OutputStore, PermissionDecision, PermissionFn, PermissionKind, PermissionRequest, Registry,
-    SessionState, ToolContext, ToolOutput,
+    PermissionKind, PermissionRequest, Registry, SessionState, ToolContext, ToolOutput,
+    context::Dependencies,
+    hooks::{PermissionDecision, PermissionFn},
+    output_store::OutputStore,
 };
 use tool_sandbox::{Probe, SandboxPolicy};
 use tool_tests::skip;
@@ -54,7 +56,7 @@ impl Fx {
         Fx { state: SessionState::new(), registry, deps: Arc::new(deps), outside }
     }
 
-    fn ctx(&self) -> tool_runtime::ContextBuilder {
+    fn ctx(&self) -> tool_runtime::context::ContextBuilder {
         ToolContext::builder("bash").dependencies(self.deps.clone()).session(self.state.clone())
     }
 
@@ -228,7 +230,7 @@ async fn excluded_commands_run_unsandboxed_and_escalation_can_be_turned_off() {
     assert!(!outside.join("compound").exists());
     // allowUnsandboxedCommands: false refuses escalation before anyone is asked.
     let args = json!({"command": "true", "sandbox": "escalated", "justification": "because"});
-    let ctx = fx.ctx().permissions(Arc::new(tool_runtime::AllowAll)).build();
+    let ctx = fx.ctx().permissions(Arc::new(tool_runtime::hooks::AllowAll)).build();
     let err = fx.registry.call("bash", &args.to_string(), ctx).await.unwrap_err();
     assert!(err.message().contains("allowUnsandboxedCommands: false"), "{}", err.message());
 }

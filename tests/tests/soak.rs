@@ -25,8 +25,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tool_runtime::{
-    CallOptions, CallStatus, CancellationToken, Dispatcher, ErrorKind, Progress, Registry, ToolCall,
-    ToolContext, ToolError, ToolEvent, ToolResult, tool,
+    CallOptions, CancellationToken, Dispatcher, ErrorKind, Progress, Registry, ToolCall, ToolContext,
+    ToolError, ToolResult,
+    events::{CallStatus, ToolEvent},
+    tool,
 };
 use tool_tests::TempDir;
 use tools_std::Workspace;
@@ -486,9 +488,9 @@ fn soak() {
             let run = async {
                 if size == 1 && !cancelled_batch && single {
                     let (_, call, options) = &batch[0];
-                    vec![dispatcher.run_with(call.clone(), *options, token.clone()).await]
+                    vec![dispatcher.run_with(call.clone(), options.clone(), token.clone()).await]
                 } else {
-                    let calls = batch.iter().map(|(_, call, options)| (call.clone(), *options));
+                    let calls = batch.iter().map(|(_, call, options)| (call.clone(), options.clone()));
                     dispatcher.run_batch_with(calls, token.clone()).await.expect("no fatal error")
                 }
             };

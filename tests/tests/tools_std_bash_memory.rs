@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tool_runtime::output_store::DEFAULT_MAX_OUTPUT_BYTES;
-use tool_runtime::{Dependencies, OutputStore, Registry, ToolContext};
+use tool_runtime::{Registry, ToolContext, context::Dependencies, output_store::OutputStore};
 use tool_tests::{TempDir, status_bytes};
 use tools_std::Workspace;
 

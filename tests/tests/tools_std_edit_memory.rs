@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tool_runtime::{Dependencies, Registry, ToolContext, ToolOutput};
+use tool_runtime::{Registry, ToolContext, ToolOutput, context::Dependencies};
 use tool_tests::{TempDir, status_bytes};
 use tools_std::Workspace;
 

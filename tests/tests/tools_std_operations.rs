@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use tool_runtime::{Dependencies, OutputStore, Registry, SessionState, ToolContext, ToolOutput};
+use tool_runtime::{
+    Registry, SessionState, ToolContext, ToolOutput, context::Dependencies, output_store::OutputStore,
+};
 use tool_tests::{TempDir, snapshot};
 use tools_std::LocalOperations;
 use tools_std::Workspace;

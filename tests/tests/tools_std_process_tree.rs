@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_runtime::{CancellationToken, Dependencies, Registry, ToolContext, ToolOutput};
+use tool_runtime::{CancellationToken, Registry, ToolContext, ToolOutput, context::Dependencies};
 use tool_tests::{carriers, runs};
 use tools_std::Workspace;
 

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tool_runtime::{Dependencies, Registry, ToolContext};
+use tool_runtime::{Registry, ToolContext, context::Dependencies};
 use tool_tests::TempDir;
 use tools_std::Workspace;
 

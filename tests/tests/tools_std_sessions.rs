@@ -11,8 +11,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tool_runtime::permissions::{Policy, Rules, RulesBuilder};
 use tool_runtime::{
-    BoxFuture, Dependencies, OutputStore, PermissionDecision, PermissionHook, PermissionKind,
-    PermissionRequest, Registry, SessionState, ToolContext, ToolOutput,
+    BoxFuture, PermissionKind, PermissionRequest, Registry, SessionState, ToolContext, ToolOutput,
+    context::Dependencies,
+    hooks::{PermissionDecision, PermissionHook},
+    output_store::OutputStore,
 };
 use tool_tests::{TempDir, runs, skip};
 use tools_std::Workspace;
@@ -535,7 +537,7 @@ async fn typing_into_an_allowed_python_session_is_asked_and_the_deny_rules_read_
     );
     // Typed in two parts, the line is read whole.
     let yes = Arc::new(Recorder {
-        policy: policy(&fx, rules).asker(tool_runtime::AllowAll),
+        policy: policy(&fx, rules).asker(tool_runtime::hooks::AllowAll),
         seen: Default::default(),
     });
     let first = call_with(

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use tool_runtime::{
-    AllowAll, BoxFuture, Dependencies, PermissionDecision, PermissionHook, PermissionKind, PermissionRequest,
-    Registry, SessionState, ToolContext, ToolOutput,
+    BoxFuture, PermissionKind, PermissionRequest, Registry, SessionState, ToolContext, ToolOutput,
+    context::Dependencies,
+    hooks::{AllowAll, PermissionDecision, PermissionHook},
 };
 use tool_tests::{TempDir, snapshot};
 use tools_std::Workspace;

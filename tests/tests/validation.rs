@@ -2,7 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use tool_runtime::{ErrorKind, Registry, ToolContext, ValidationOptions, tool};
+use tool_runtime::{ErrorKind, Registry, ToolContext, tool, validate::ValidationOptions};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

@@ -28,7 +28,8 @@ use serde::Deserialize;
 use tokio::runtime::Runtime;
 use tool_runtime::mcp_server::McpServer;
 use tool_runtime::{
-    CancellationToken, Dispatcher, Registry, RepeatGuard, ToolCall, ToolContext, ToolError, ToolOutput, tool,
+    CancellationToken, Dispatcher, Registry, ToolCall, ToolContext, ToolError, ToolOutput,
+    dispatch::RepeatGuard, tool,
 };
 
 /// The arguments every `add` row sends, as the model would write them.

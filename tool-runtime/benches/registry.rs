@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use tool_runtime::providers::{DefinitionOptions, Provider};
-use tool_runtime::{FnTool, Registry, Tool, ToolError, ToolOutput, ToolSpec, tool};
+use tool_runtime::{Registry, Tool, ToolError, ToolOutput, ToolSpec, spec::FnTool, tool};
 
 const TOOLS: usize = 1000;
 

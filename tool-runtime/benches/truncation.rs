@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use tool_runtime::TruncationDirection;
+use tool_runtime::spec::TruncationDirection;
 use tool_runtime::truncate::{TruncationLimits, TruncationStream, truncate_text};
 
 const KIB: usize = 1024;

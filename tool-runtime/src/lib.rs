@@ -27,94 +27,101 @@
 //! # });
 //! ```
 //!
-//! What you write is at the root: the [`tool`] macro, [`Registry`], [`Dispatcher`],
-//! [`ToolContext`], [`ToolError`], [`ToolOutput`], [`Content`], [`Json`], [`Provider`], the hook
-//! and permission types and the events. The modules hold the rest:
+//! This crate is the facade: it re-exports the `#[tool]` macro, the core (`tool-core`) at the
+//! root and in the modules below, and each adapter behind a feature, so an application depends
+//! on it alone and pays only for the parts it turns on:
 //!
-//! - [`providers`]: each LLM API's tool definitions, call parsing and result rendering
-//!   (`providers::mcp` is MCP's JSON format);
-//! - [`mcp_server`] (feature `mcp`): serving a dispatcher's tools to MCP clients (over
-//!   Streamable HTTP too, with feature `mcp-http`);
-//!   [`mcp_client`] (feature `mcp`): mounting other MCP servers' tools;
-//! - [`truncate`]: the truncation engine and its streaming form, for tools that cut their own
-//!   output; [`output_store`]: where full outputs are kept;
-//! - [`permissions`]: permission rules, Claude Code settings files, hook commands and shell
-//!   command classification;
-//! - [`environment`]: which of our environment variables commands, hooks and stdio servers
-//!   inherit;
-//! - [`catalog`]: large tool catalogs: deferred tools, the tool search, and each provider's
-//!   deferred definitions;
-//! - [`schema`]: the argument schemas, for tools written by hand; [`events`]: the event
-//!   stream's sinks.
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `providers` | yes | [`providers`] (each LLM API's tool format) and [`catalog`] (deferred tools and the tool search), from `tool-providers` |
+//! | `permissions` | yes | [`permissions`]: rules, shell command classification, Claude Code settings, from `tool-permissions` |
+//! | `command-hooks` | no | `PreToolUse` / `PostToolUse` hook commands in [`permissions`] |
+//! | `processes` | no | [`process_tree`] and [`environment`]: the processes tools start, from `tool-sandbox` |
+//! | `mcp` | no | [`mcp_server`] and [`mcp_client`], from `tool-mcp`; `mcp-http` adds Streamable HTTP, `mcp-https` TLS for mounts |
 //!
-//! One call, from a provider's message to its result: a provider adapter makes a [`ToolCall`]
-//! whose [`Arguments`] stay as sent; the [`Dispatcher`] looks the tool up and validates them
-//! (`registry.rs`, `validate/`), takes the call's guard (`dispatch/gate.rs`), runs the stages
-//! (`dispatch/run.rs`: repeat guard, hooks, the tool under its limit, truncation) and returns
-//! one [`ToolResult`] (`dispatch/record.rs`).
+//! What you write most is at the root: the [`tool`] macro, [`Registry`], [`Dispatcher`],
+//! [`ToolContext`], [`ToolError`], [`ToolOutput`], [`Content`], [`Json`] and the permission
+//! request types. The modules hold the rest: [`context`], [`dispatch`], [`hooks`] (before-,
+//! after- and permission hooks), [`events`], [`spec`], [`validate`], [`schema`], [`truncate`],
+//! [`output_store`] and [`words`].
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
-mod call;
-pub mod catalog;
-mod context;
-mod dispatch;
-pub mod environment;
-mod error;
-pub mod events;
-mod future;
-mod hooks;
-mod inject;
+pub use tool_macros::tool;
+
+pub use tool_core::{
+    Arguments, BoxFuture, CallOptions, CancellationToken, Content, Dep, Dispatcher, DispatcherBuilder,
+    ErrorKind, Json, PermissionKind, PermissionRequest, Progress, Registry, RegistryBuilder, RegistryError,
+    SessionState, Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolResult, ToolSpec,
+};
+
+pub use tool_core::{events, output_store, schema, truncate, words};
+
+/// A call's context and what it reaches: dependencies, the session's state, progress sinks,
+/// and the asker a call's spawned work keeps.
+pub mod context {
+    pub use tool_core::{
+        CallAsker, ContextBuilder, ContextSink, Dependencies, FromContext, Progress, SessionState,
+        ToolContext,
+    };
+}
+
+/// The dispatcher's settings: the repeat guard, calls that only read.
+pub mod dispatch {
+    pub use tool_core::{
+        CallOptions, Dispatcher, DispatcherBuilder, ReadOnlyCalls, RepeatAction, RepeatGuard,
+    };
+}
+
+/// Hooks around a call: before-hooks that allow, deny or rewrite it, after-hooks that see or
+/// replace its result, and the permission hooks that answer [`ToolContext::ask`].
+pub mod hooks {
+    pub use tool_core::{
+        AfterFn, AfterHook, AllowAll, BeforeDecision, BeforeFn, BeforeHook, DefaultPermissions, HookCall,
+        PathScreen, PermissionDecision, PermissionFn, PermissionHook, PermissionKind, PermissionRequest,
+        Screened,
+    };
+}
+
+/// A tool's spec beyond its name and schema: annotations, freeform input, parameter aliases,
+/// truncation policy; tools written by hand ([`FnTool`](spec::FnTool)); the tools `#[tool]`
+/// registered.
+pub mod spec {
+    pub use tool_core::{
+        DecodedCall, FnTool, Freeform, Grammar, GrammarSyntax, IntoToolOutput, IntoToolResult,
+        ParameterAlias, SourceLocation, ToolAnnotations, ToolSpec, TruncationDirection, TruncationPolicy,
+        registered_tools,
+    };
+}
+
+/// Argument validation: how lenient it is, and what it changed.
+pub mod validate {
+    pub use tool_core::{Coercion, ValidatedArgs, ValidationOptions};
+}
+
+#[cfg(feature = "providers")]
+#[doc(inline)]
+pub use tool_providers as providers;
+
+#[cfg(feature = "providers")]
+#[doc(inline)]
+pub use tool_providers::catalog;
+
+#[cfg(feature = "permissions")]
+#[doc(inline)]
+pub use tool_permissions as permissions;
+
+#[cfg(feature = "processes")]
+#[doc(inline)]
+pub use tool_sandbox::{environment, process_tree};
+
 #[cfg(feature = "mcp")]
-pub mod mcp_client;
+#[doc(inline)]
+pub use tool_mcp::server as mcp_server;
+
 #[cfg(feature = "mcp")]
-pub mod mcp_server;
-mod output;
-pub mod output_store;
-mod permission;
-pub mod permissions;
-#[cfg(feature = "process-tree")]
-pub mod process_tree;
-pub mod providers;
-mod registry;
-pub mod schema;
-mod spec;
-#[cfg(test)]
-mod testing;
-mod tool;
-pub mod truncate;
-mod validate;
-pub mod words;
+#[doc(inline)]
+pub use tool_mcp::client as mcp_client;
 
 #[doc(hidden)]
-#[allow(missing_docs)]
-#[path = "private.rs"]
-pub mod __private;
-
-pub use call::{Arguments, ToolCall, ToolResult};
-pub use context::{
-    CallAsker, ContextBuilder, ContextSink, Dependencies, Progress, SessionState, ToolContext,
-};
-pub use dispatch::{CallOptions, Dispatcher, DispatcherBuilder, RepeatAction, RepeatGuard};
-pub use error::{ErrorKind, ToolError};
-pub use events::{CallStatus, EventFn, EventSink, ToolEvent};
-pub use future::BoxFuture;
-pub use hooks::{AfterFn, AfterHook, BeforeDecision, BeforeFn, BeforeHook, HookCall};
-pub use inject::{Dep, FromContext};
-pub use output::{Content, IntoToolOutput, IntoToolResult, Json, ToolOutput};
-pub use output_store::OutputStore;
-pub use permission::{
-    AllowAll, DefaultPermissions, PathScreen, PermissionDecision, PermissionFn, PermissionHook,
-    PermissionKind, PermissionRequest, Screened,
-};
-pub use providers::{DefinitionOptions, Provider};
-pub use registry::{Registry, RegistryBuilder, RegistryError, registered_tools};
-pub use spec::{
-    Freeform, Grammar, GrammarSyntax, ParameterAlias, SourceLocation, ToolAnnotations, ToolSpec,
-    TruncationDirection, TruncationPolicy,
-};
-pub use tokio_util::sync::CancellationToken;
-pub use tool::{DecodedCall, FnTool, Tool};
-pub use truncate::TruncationLimits;
-pub use validate::{Coercion, ValidatedArgs, ValidationOptions};
-
-pub use tool_macros::tool;
+pub use tool_core::__private;

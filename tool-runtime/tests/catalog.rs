@@ -3,7 +3,11 @@
 
 use serde_json::{Value, json};
 use tool_runtime::catalog::{Catalog, LoadedTools, SearchMode, TurnCall, TurnResult};
-use tool_runtime::{DefinitionOptions, FnTool, Provider, Registry, ToolOutput, ToolResult, ToolSpec};
+use tool_runtime::{
+    Registry, ToolOutput, ToolResult, ToolSpec,
+    providers::{DefinitionOptions, Provider},
+    spec::FnTool,
+};
 
 fn tool(spec: ToolSpec) -> FnTool {
     FnTool::new(spec, |_, args| async move { Ok(ToolOutput::text(format!("ran with {args}"))) })

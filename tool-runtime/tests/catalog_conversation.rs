@@ -6,7 +6,9 @@
 use serde_json::{Value, json};
 use tool_runtime::catalog::{Catalog, LoadedTools, TurnResult};
 use tool_runtime::{
-    CancellationToken, DefinitionOptions, Dispatcher, FnTool, Provider, Registry, ToolOutput, ToolSpec,
+    CancellationToken, Dispatcher, Registry, ToolOutput, ToolSpec,
+    providers::{DefinitionOptions, Provider},
+    spec::FnTool,
 };
 
 /// A service: its name in tool names, its name in prose, and its kinds of object, each with a

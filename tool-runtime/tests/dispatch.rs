@@ -13,10 +13,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::{Barrier, Notify, Semaphore};
 use tool_runtime::{
-    AfterFn, AllowAll, BeforeDecision, BeforeFn, CallOptions, CallStatus, CancellationToken, Dispatcher,
-    DispatcherBuilder, ErrorKind, EventSink, FnTool, PermissionDecision, PermissionFn, PermissionKind,
-    PermissionRequest, Progress, Registry, RepeatAction, RepeatGuard, ToolCall, ToolContext, ToolError,
-    ToolEvent, ToolOutput, ToolResult, ToolSpec,
+    CallOptions, CancellationToken, Dispatcher, DispatcherBuilder, ErrorKind, PermissionKind,
+    PermissionRequest, Progress, Registry, ToolCall, ToolContext, ToolError, ToolOutput, ToolResult,
+    ToolSpec,
+    dispatch::{RepeatAction, RepeatGuard},
+    events::{CallStatus, EventSink, ToolEvent},
+    hooks::{AfterFn, AllowAll, BeforeDecision, BeforeFn, PermissionDecision, PermissionFn},
+    spec::FnTool,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -808,7 +811,7 @@ async fn before_hooks_allow_deny_and_rewrite_arguments() {
     });
     let (dispatcher, events) = with_events(
         Dispatcher::builder(registry(vec![write]))
-            .before_hook(BeforeFn(|call: tool_runtime::HookCall| async move {
+            .before_hook(BeforeFn(|call: tool_runtime::hooks::HookCall| async move {
                 Ok(match key(&call.arguments).as_str() {
                     ".env" => BeforeDecision::deny("secrets files are protected"),
                     "relative.txt" => BeforeDecision::Rewrite(json!({"key": "/work/relative.txt"})),
@@ -817,7 +820,7 @@ async fn before_hooks_allow_deny_and_rewrite_arguments() {
                 })
             }))
             // A second hook sees the first one's rewrite.
-            .before_hook(BeforeFn(|call: tool_runtime::HookCall| async move {
+            .before_hook(BeforeFn(|call: tool_runtime::hooks::HookCall| async move {
                 assert_ne!(key(&call.arguments), "relative.txt");
                 Ok(BeforeDecision::Allow)
             })),
@@ -849,14 +852,14 @@ async fn before_hooks_allow_deny_and_rewrite_arguments() {
 async fn hook_failures_and_panics_are_results() {
     let (dispatcher, events) = with_events(
         Dispatcher::builder(registry(vec![echo("echo", true)]))
-            .before_hook(BeforeFn(|call: tool_runtime::HookCall| async move {
+            .before_hook(BeforeFn(|call: tool_runtime::hooks::HookCall| async move {
                 match key(&call.arguments).as_str() {
                     "err" => Err(ToolError::execution("the policy service is unreachable")),
                     "panic" => panic!("hook bug"),
                     _ => Ok(BeforeDecision::Allow),
                 }
             }))
-            .after_hook(AfterFn(|call: tool_runtime::HookCall, output: ToolOutput| async move {
+            .after_hook(AfterFn(|call: tool_runtime::hooks::HookCall, output: ToolOutput| async move {
                 match key(&call.arguments).as_str() {
                     "after-err" => Err(ToolError::execution("could not scan the output")),
                     "after-panic" => panic!("after hook bug"),
@@ -893,11 +896,11 @@ async fn after_hooks_inspect_and_replace_results_including_errors() {
     let failing = tool("failing", true, |_ctx, _args| async move { Err(ToolError::execution("disk full")) });
     let (dispatcher, events) = with_events(
         Dispatcher::builder(registry(vec![echo("echo", true), failing]))
-            .after_hook(AfterFn(move |call: tool_runtime::HookCall, output: ToolOutput| {
+            .after_hook(AfterFn(move |call: tool_runtime::hooks::HookCall, output: ToolOutput| {
                 log.lock().unwrap().push((call.call_id.clone(), output.is_error, call.arguments.clone()));
                 async move { Ok(output) }
             }))
-            .after_hook(AfterFn(|_call: tool_runtime::HookCall, output: ToolOutput| async move {
+            .after_hook(AfterFn(|_call: tool_runtime::hooks::HookCall, output: ToolOutput| async move {
                 let redacted = output.text_content().replace("hunter2", "[redacted]");
                 Ok(ToolOutput { content: vec![tool_runtime::Content::text(redacted)], ..output })
             })),
@@ -1013,7 +1016,7 @@ struct Clock(u64);
 async fn dependencies_are_fetched_by_type_and_overridden_per_dispatcher() {
     let now = tool("now", true, |ctx, _args| async move {
         let clock = ctx.dep::<Clock>()?;
-        let dep = <tool_runtime::Dep<Clock> as tool_runtime::FromContext<'_>>::from_context(&ctx)?;
+        let dep = <tool_runtime::Dep<Clock> as tool_runtime::context::FromContext<'_>>::from_context(&ctx)?;
         Ok(ToolOutput::text(format!("{} {}", clock.0, dep.0.0)))
     });
     let reg = registry(vec![now]);
@@ -1103,8 +1106,8 @@ async fn every_call_has_queued_started_exactly_one_finished_and_serializes_to_js
 #[tokio::test]
 async fn long_outputs_are_truncated_once_with_the_full_text_in_the_store() {
     use tool_runtime::output_store::OutputStore;
+    use tool_runtime::spec::{TruncationDirection, TruncationPolicy};
     use tool_runtime::truncate::TruncationLimits;
-    use tool_runtime::{TruncationDirection, TruncationPolicy};
 
     let lines = |n: usize| (1..=n).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");
     let long = tool("long", true, move |_ctx, _args| {
@@ -1170,8 +1173,8 @@ async fn report_limits(ctx: ToolContext, _args: Value) -> Result<ToolOutput, Too
 
 #[tokio::test]
 async fn the_limits_in_force_reach_the_tool_through_its_context() {
+    use tool_runtime::spec::{TruncationDirection, TruncationPolicy};
     use tool_runtime::truncate::TruncationLimits;
-    use tool_runtime::{TruncationDirection, TruncationPolicy};
 
     let own_policy = TruncationPolicy {
         enabled: true,
@@ -1207,8 +1210,8 @@ async fn the_limits_in_force_reach_the_tool_through_its_context() {
 
 #[tokio::test]
 async fn the_notice_reads_back_as_the_store_installer_says() {
-    use tool_runtime::TruncationDirection;
     use tool_runtime::output_store::OutputStore;
+    use tool_runtime::spec::TruncationDirection;
     use tool_runtime::truncate::{ReadHint, TruncationLimits};
 
     let long = || tool("long", true, |_ctx, _args| async { Ok(ToolOutput::text("a\nb\nc\n")) });
@@ -1254,7 +1257,7 @@ async fn a_hook_waiting_for_a_person_is_cut_short_by_cancel() {
         async move { Ok(ToolOutput::text("wrote")) }
     });
     let (dispatcher, events) = with_events(Dispatcher::builder(registry(vec![write])).before_hook(BeforeFn(
-        move |_call: tool_runtime::HookCall| {
+        move |_call: tool_runtime::hooks::HookCall| {
             let signal = signal.clone();
             async move {
                 signal.notify_one();

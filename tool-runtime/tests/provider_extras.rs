@@ -7,7 +7,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tool_runtime::providers::{DefinitionOptions, Provider, anthropic, gemini};
 use tool_runtime::schema::{args_schema, empty_args_schema};
-use tool_runtime::{FnTool, Freeform, Registry, RegistryError, ToolOutput, ToolSpec};
+use tool_runtime::{
+    Registry, RegistryError, ToolOutput, ToolSpec,
+    spec::{FnTool, Freeform},
+};
 
 /// Lines of context around each match.
 #[derive(Deserialize, JsonSchema)]

@@ -12,8 +12,8 @@ use tool_runtime::providers::{
 };
 use tool_runtime::schema::{args_schema, empty_args_schema, generator, root_schema_with};
 use tool_runtime::{
-    Arguments, Content, FnTool, IntoToolOutput, Json, Registry, ToolAnnotations, ToolCall, ToolOutput,
-    ToolResult, ToolSpec,
+    Arguments, Content, Json, Registry, ToolCall, ToolOutput, ToolResult, ToolSpec,
+    spec::{FnTool, IntoToolOutput, ToolAnnotations},
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -19,14 +19,21 @@
 //!
 //! The crate knows nothing of tools: [`violation::detect`] explains a refusal from a command's
 //! output, for a caller that wants to tell the model.
+//!
+//! Beside confinement, the rest of what a started process gets and how it ends:
+//! [`environment`] filters the variables it inherits (API keys stay out), [`process_tree`]
+//! finds its whole tree (descendants, process group, marker, cgroup) and kills it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 #[cfg(target_os = "linux")]
 mod child;
+pub mod environment;
 #[cfg(target_os = "linux")]
 mod landlock_rules;
 mod policy;
 mod probe;
+pub mod process_tree;
 mod sandbox;
 #[cfg(target_os = "linux")]
 mod seccomp;

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use tool_runtime::Provider;
+use tool_runtime::providers::Provider;
 
 /// Lists, calls and serves the built-in coding tools (read, write, edit, bash, glob, grep, ls,
 /// ...) and any other tool linked into this binary.

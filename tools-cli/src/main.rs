@@ -14,13 +14,16 @@ use tool_runtime::catalog::{Catalog, LoadedTools, SearchMode};
 use tool_runtime::environment::EnvFilter;
 use tool_runtime::mcp_client::{McpConfig, McpMount};
 use tool_runtime::permissions::{
-    Action as PermissionAction, EXTERNAL_DIRECTORY, Policy, Rules, SandboxSettings, Settings,
+    Action as PermissionAction, EXTERNAL_DIRECTORY, Policy, PolicyExt, Rules, SandboxSettings, Settings,
 };
 use tool_runtime::providers::DefinitionOptions;
 use tool_runtime::{
-    BoxFuture, CallOptions, CancellationToken, DefaultPermissions, Dispatcher, DispatcherBuilder, EventFn,
-    OutputStore, PermissionDecision, PermissionHook, PermissionKind, PermissionRequest, Provider, Registry,
-    ToolCall, ToolEvent,
+    BoxFuture, CallOptions, CancellationToken, Dispatcher, DispatcherBuilder, PermissionKind,
+    PermissionRequest, Registry, ToolCall,
+    events::{EventFn, ToolEvent},
+    hooks::{DefaultPermissions, PermissionDecision, PermissionHook},
+    output_store::OutputStore,
+    providers::Provider,
 };
 use tools_std::{Workspace, tool_egress};
 
@@ -103,7 +106,7 @@ fn block_on<F: Future<Output = Result<i32, Failure>>>(future: F) -> Result<i32, 
 fn registry(mounts: &[McpMount]) -> Result<Registry, Failure> {
     Registry::builder()
         .tools(tools_std::all())
-        .tools(tool_runtime::registered_tools())
+        .tools(tool_runtime::spec::registered_tools())
         .tools(mounts.iter().flat_map(McpMount::tools))
         .build()
         .map_err(|e| Failure::usage(e.to_string()))
@@ -395,7 +398,8 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
         Err(e) => return Err(Failure::usage(format!("ARGS_JSON is not valid JSON: {e}"))),
     }
     let dispatcher = one_shot(dispatcher(registry, setup, &args.workspace).build());
-    let options = CallOptions { timeout: args.timeout_ms.map(Duration::from_millis) };
+    let options =
+        CallOptions { timeout: args.timeout_ms.map(Duration::from_millis), ..CallOptions::default() };
     let call = ToolCall::new(CALL_ID, args.name, arguments);
     let cancel = cancel_on_termination()?;
     let result = dispatcher.run_with(call, options, cancel).await;
@@ -586,7 +590,7 @@ fn kind(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tool_runtime::{FnTool, ToolOutput, ToolSpec};
+    use tool_runtime::{ToolOutput, ToolSpec, spec::FnTool};
 
     #[test]
     fn a_tool_a_provider_cannot_describe_is_a_one_line_usage_error() {

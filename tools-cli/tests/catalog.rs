@@ -6,7 +6,7 @@ mod common;
 use common::{Fixture, registry};
 use serde_json::{Value, json};
 use tool_runtime::catalog::{Catalog, LoadedTools, SearchMode};
-use tool_runtime::{DefinitionOptions, Provider};
+use tool_runtime::providers::{DefinitionOptions, Provider};
 
 fn catalog() -> Catalog {
     Catalog::new(registry()).defer_all()

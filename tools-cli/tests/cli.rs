@@ -5,8 +5,8 @@ mod common;
 
 use common::{Fixture, registry, unknown_tool_message};
 use serde_json::{Value, json};
-use tool_runtime::Provider;
 use tool_runtime::providers::DefinitionOptions;
+use tool_runtime::providers::Provider;
 
 const HELLO: &str = "     1\thello\n     2\tworld\n";
 

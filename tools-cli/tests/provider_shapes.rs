@@ -13,8 +13,8 @@ use std::process::Command;
 
 use common::{Fixture, TOOLS, registry};
 use serde_json::Value;
-use tool_runtime::Provider;
 use tool_runtime::providers::DefinitionOptions;
+use tool_runtime::providers::Provider;
 
 #[test]
 fn list_extras_flags_reach_the_definitions() {

@@ -15,8 +15,8 @@ use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
-use tool_runtime::Provider;
 use tool_runtime::providers::DefinitionOptions;
+use tool_runtime::providers::Provider;
 
 /// A client that keeps every progress notification it receives.
 #[derive(Clone, Default)]

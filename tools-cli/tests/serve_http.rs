@@ -16,8 +16,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use tool_runtime::Provider;
 use tool_runtime::providers::DefinitionOptions;
+use tool_runtime::providers::Provider;
 
 async fn client(url: &str, token: Option<&str>) -> RunningService<RoleClient, ()> {
     install_tls_provider();

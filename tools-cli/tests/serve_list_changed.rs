@@ -21,10 +21,10 @@ fn fixture_server() -> PathBuf {
     if !path.exists() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let status = std::process::Command::new(cargo)
-            .args(["build", "-p", "tool-runtime", "--features", "mcp", "--bin", "mcp-fixture-server"])
+            .args(["build", "-p", "tool-mcp", "--bin", "mcp-fixture-server"])
             .status()
             .expect("run cargo to build the fixture server");
-        assert!(status.success(), "cannot build tool-runtime's mcp-fixture-server");
+        assert!(status.success(), "cannot build tool-mcp's mcp-fixture-server");
     }
     assert!(path.exists(), "no fixture server at {}", path.display());
     path

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tool_runtime::{Dependencies, Registry, ToolContext};
+use tool_runtime::{Registry, ToolContext, context::Dependencies};
 use tools_std::Workspace;
 use tools_std::apply_patch::{FileChange, parse_patch, update_text};
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tool_runtime::{Dependencies, Registry, SessionState, ToolContext};
+use tool_runtime::{Registry, SessionState, ToolContext, context::Dependencies};
 use tools_std::Workspace;
 use tools_std::tool_egress::{Egress, EgressPolicy};
 

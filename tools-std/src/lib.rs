@@ -41,14 +41,14 @@
 //! in debug and release builds alike; `tests/tests/tools_std_linkage.rs` checks it.) Building
 //! the registry from [`all`] needs no inventory at all.
 //!
-//! [`OutputStore`]: tool_runtime::OutputStore
+//! [`OutputStore`]: tool_runtime::output_store::OutputStore
 #![deny(missing_docs)]
 
 use std::path::Path;
 use std::sync::Arc;
 
 use tool_runtime::truncate::ReadHint;
-use tool_runtime::{Dependencies, OutputStore, Tool};
+use tool_runtime::{Tool, context::Dependencies, output_store::OutputStore};
 
 // One concept per folder: the tools a model calls, one file each; the file system they reach;
 // what the editing tools share; the `apply_patch` format; shell commands and their sessions.
@@ -144,7 +144,7 @@ mod tests {
         let unique: BTreeSet<&str> = listed.iter().map(String::as_str).collect();
         assert_eq!(unique.len(), listed.len());
         let registered: BTreeSet<String> =
-            tool_runtime::registered_tools().map(|t| t.spec().name.clone()).collect();
+            tool_runtime::spec::registered_tools().map(|t| t.spec().name.clone()).collect();
         assert_eq!(registered, listed.iter().cloned().collect::<BTreeSet<_>>());
     }
 
@@ -163,7 +163,7 @@ mod tests {
     fn the_read_hint_names_the_tools_that_read_stored_outputs() {
         let hint = ReadHint::new(READ_HINT).expect("a valid template");
         assert_eq!(read_hint(), hint);
-        let limits = tool_runtime::TruncationLimits::default();
+        let limits = tool_runtime::truncate::TruncationLimits::default();
         // 2000 lines of exactly 51200 bytes, then 46213 more lines: 48213 lines, 2371642 bytes.
         let mut text = String::new();
         text.push_str(&format!("{}\n", "a".repeat(25)).repeat(1600));
@@ -179,7 +179,7 @@ mod tests {
              tool_output_read(ref=\"out_20261121T163000_ab12cd34\", offset=2001) or search it with \
              tool_output_grep(ref=\"out_20261121T163000_ab12cd34\", pattern=\"...\").]"
         );
-        info.direction = tool_runtime::TruncationDirection::Tail;
+        info.direction = tool_runtime::spec::TruncationDirection::Tail;
         assert!(info.notice_with(&hint).expect("truncated").contains(
             "; read the earlier lines with tool_output_read(ref=\"out_20261121T163000_ab12cd34\", offset=1) or"
         ));

@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::Value;
 use tool_runtime::{
-    AllowAll, Dependencies, PermissionHook, Registry, SessionState, ToolContext, ToolError, ToolOutput,
+    Registry, SessionState, ToolContext, ToolError, ToolOutput,
+    context::Dependencies,
+    hooks::{AllowAll, PermissionHook},
 };
 
 use crate::Workspace;
@@ -62,7 +64,7 @@ impl Fixture {
         let ws = configure(Workspace::new(&root).expect("workspace"));
         let mut deps = Dependencies::new();
         deps.insert(ws.clone());
-        let store = tool_runtime::OutputStore::builder()
+        let store = tool_runtime::output_store::OutputStore::builder()
             .dir(dir.path().join("outputs"))
             .read_hint(crate::read_hint());
         deps.insert(store.open().expect("output store"));
@@ -89,7 +91,7 @@ impl Fixture {
     }
 
     pub(crate) fn ctx(&self, tool: &str) -> ToolContext {
-        self.ctx_with(tool, Arc::new(tool_runtime::DefaultPermissions))
+        self.ctx_with(tool, Arc::new(tool_runtime::hooks::DefaultPermissions))
     }
 
     pub(crate) fn ctx_allow_all(&self, tool: &str) -> ToolContext {

@@ -13,8 +13,10 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tool_runtime::{
-    Dependencies, OutputStore, PermissionDecision, PermissionFn, PermissionHook, PermissionKind,
-    PermissionRequest, Registry, SessionState, ToolContext, ToolOutput,
+    PermissionKind, PermissionRequest, Registry, SessionState, ToolContext, ToolOutput,
+    context::Dependencies,
+    hooks::{PermissionDecision, PermissionFn, PermissionHook},
+    output_store::OutputStore,
 };
 use tools_std::Workspace;
 use tools_std::tool_egress::{Egress, EgressPolicy};
@@ -128,7 +130,7 @@ impl Fx {
         Fx { state: SessionState::new(), registry, deps: Arc::new(deps) }
     }
 
-    fn ctx(&self) -> tool_runtime::ContextBuilder {
+    fn ctx(&self) -> tool_runtime::context::ContextBuilder {
         ToolContext::builder("bash").dependencies(self.deps.clone()).session(self.state.clone())
     }
 

@@ -147,7 +147,7 @@ impl Run {
 pub fn registry() -> Registry {
     Registry::builder()
         .tools(tools_std::all())
-        .tools(tool_runtime::registered_tools())
+        .tools(tool_runtime::spec::registered_tools())
         .build()
         .expect("no duplicate tools")
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use tool_runtime::{PathScreen, Screened};
+use tool_runtime::hooks::{PathScreen, Screened};
 
 use crate::Workspace;
 use crate::fs::ops::Target;

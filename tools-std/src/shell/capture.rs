@@ -366,7 +366,7 @@ impl Writing {
 
 #[cfg(test)]
 mod tests {
-    use tool_runtime::TruncationDirection;
+    use tool_runtime::spec::TruncationDirection;
     use tool_runtime::truncate::TruncationLimits;
 
     use super::*;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use tool_egress::{AskAnswer, AskRequest, Asker, EgressProxy, Reason, Refusal};
 use tool_runtime::words::excerpt;
-use tool_runtime::{CallAsker, PermissionKind, PermissionRequest, ToolContext};
+use tool_runtime::{PermissionKind, PermissionRequest, ToolContext, context::CallAsker};
 use tool_sandbox::{Network, Probe, Sandbox, SandboxPolicy};
 
 use crate::Workspace;

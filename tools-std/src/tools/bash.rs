@@ -563,7 +563,7 @@ mod tests {
     use tool_runtime::truncate::TruncationLimits;
 
     use serde_json::{Value, json};
-    use tool_runtime::{CancellationToken, ContextSink, ErrorKind, Tool};
+    use tool_runtime::{CancellationToken, ErrorKind, Tool, context::ContextSink};
 
     use super::*;
     use crate::testing::Fixture;
@@ -806,7 +806,7 @@ mod tests {
         deps.insert(store);
         let deps = Arc::new(deps);
         // The caller's limits, with bash's own `direction = "middle"` over them.
-        let limits = TruncationLimits::new(4, 1000, tool_runtime::TruncationDirection::Tail);
+        let limits = TruncationLimits::new(4, 1000, tool_runtime::spec::TruncationDirection::Tail);
         let ctx = ToolContext::builder("bash").dependencies(deps.clone()).truncation(limits).build();
         // About 2 MB: past SPILL_AT, so the output is written to the store as it comes.
         let out = fx.call_with(ctx, "bash", json!({"command": "seq 1 300000"})).await.unwrap();
@@ -855,12 +855,12 @@ mod tests {
     #[tokio::test]
     async fn permission_hook_sees_the_command() {
         let fx = Fixture::new();
-        let hook = tool_runtime::PermissionFn(|request: PermissionRequest| async move {
+        let hook = tool_runtime::hooks::PermissionFn(|request: PermissionRequest| async move {
             match request.kind {
                 PermissionKind::Command { command } if command.contains("rm") => {
-                    tool_runtime::PermissionDecision::Deny { reason: "no deleting".into() }
+                    tool_runtime::hooks::PermissionDecision::Deny { reason: "no deleting".into() }
                 }
-                _ => tool_runtime::PermissionDecision::Allow,
+                _ => tool_runtime::hooks::PermissionDecision::Allow,
             }
         });
         let err =

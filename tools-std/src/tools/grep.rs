@@ -434,7 +434,7 @@ pub(crate) mod tests {
     }
 
     /// A policy of `Read(./.env)` denied and `Read(./secrets/**)` asked, in code.
-    pub(crate) fn read_rules(fx: &Fixture) -> std::sync::Arc<dyn tool_runtime::PermissionHook> {
+    pub(crate) fn read_rules(fx: &Fixture) -> std::sync::Arc<dyn tool_runtime::hooks::PermissionHook> {
         let rules = tool_runtime::permissions::Rules::builder(fx.root())
             .catalog(crate::permission_catalog())
             .deny("Read(./.env)")
@@ -538,7 +538,7 @@ pub(crate) mod tests {
         fx.write("locked.txt", "needle\n");
         let ops = Unreadable(crate::LocalOperations::open(fx.root()).unwrap(), "locked.txt");
         let ws = crate::Workspace::with_operations(fx.root(), std::sync::Arc::new(ops)).unwrap();
-        let mut deps = tool_runtime::Dependencies::new();
+        let mut deps = tool_runtime::context::Dependencies::new();
         deps.insert(ws);
         let deps = std::sync::Arc::new(deps);
         let ctx = || tool_runtime::ToolContext::builder("grep").dependencies(deps.clone()).build();

@@ -1,0 +1,566 @@
+//! `ToolContext`: what a running call knows about itself and can reach (deps, session, hooks).
+
+use std::any::{Any, TypeId, type_name};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering, fence};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ToolError;
+use crate::permission::{
+    DefaultPermissions, PathScreen, PermissionDecision, PermissionHook, PermissionRequest,
+};
+use crate::truncate::TruncationLimits;
+
+/// Typed values registered once (a workspace, a file system, a client) and fetched by type.
+#[derive(Clone, Default)]
+pub struct Dependencies {
+    values: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+}
+
+impl Dependencies {
+    /// No dependencies.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `value`, replacing any earlier value of the same type (this is how tests
+    /// override a dependency).
+    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> &mut Self {
+        self.values.insert(TypeId::of::<T>(), Arc::new(value));
+        self
+    }
+
+    /// Registers a shared value.
+    pub fn insert_arc<T: Send + Sync + 'static>(&mut self, value: Arc<T>) -> &mut Self {
+        self.values.insert(TypeId::of::<T>(), value);
+        self
+    }
+
+    /// The value of type `T`, if registered.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.values.get(&TypeId::of::<T>()).cloned().and_then(|v| v.downcast().ok())
+    }
+
+    /// Whether a value of type `T` is registered.
+    pub fn contains<T: Send + Sync + 'static>(&self) -> bool {
+        self.values.contains_key(&TypeId::of::<T>())
+    }
+}
+
+impl fmt::Debug for Dependencies {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dependencies").field("len", &self.values.len()).finish()
+    }
+}
+
+/// State shared by every call of one session (a todo list, a cache), keyed by type.
+#[derive(Clone, Default)]
+pub struct SessionState {
+    values: Arc<Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>,
+}
+
+impl SessionState {
+    /// Empty state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The session's value of type `T`, created with `init` on first use. Put a `Mutex` or an
+    /// atomic inside `T` to mutate it.
+    pub fn get_or_insert_with<T: Send + Sync + 'static>(&self, init: impl FnOnce() -> T) -> Arc<T> {
+        let mut values = self.values.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let entry = values.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(init()));
+        match entry.clone().downcast::<T>() {
+            Ok(value) => value,
+            Err(_) => unreachable!("session state is keyed by TypeId"),
+        }
+    }
+
+    /// The session's value of type `T`, if any.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        let values = self.values.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        values.get(&TypeId::of::<T>()).cloned().and_then(|v| v.downcast().ok())
+    }
+}
+
+impl fmt::Debug for SessionState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionState").finish_non_exhaustive()
+    }
+}
+
+/// A progress update from inside a running tool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    /// A human-readable message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Work done so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<f64>,
+    /// Total work, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+}
+
+impl Progress {
+    /// A message-only update.
+    pub fn message(message: impl Into<String>) -> Self {
+        Progress { message: Some(message.into()), ..Default::default() }
+    }
+}
+
+/// Where a call's in-flight updates go (the dispatcher's event stream, an MCP session).
+pub trait ContextSink: Send + Sync + 'static {
+    /// A progress update.
+    fn progress(&self, call_id: &str, tool: &str, update: Progress);
+    /// A title and UI metadata update.
+    fn metadata(&self, call_id: &str, tool: &str, title: Option<String>, metadata: Value);
+}
+
+/// Everything a context holds: the call's own parts and the dispatcher's shared ones. A
+/// dispatcher fills it in one step ([`ToolContext::for_call`]); everyone else uses the builder.
+pub(crate) struct Inner {
+    pub(crate) ids: Ids,
+    pub(crate) cancel: CallCancel,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) time_limit: Option<Duration>,
+    pub(crate) sinks: Vec<Arc<dyn ContextSink>>,
+    pub(crate) truncation: TruncationLimits,
+    pub(crate) shared: Arc<Shared>,
+    /// Who answers for the person behind the call ([`CallOptions::asker`](crate::CallOptions)).
+    pub(crate) asker: Option<Arc<dyn PermissionHook>>,
+}
+
+/// The ids of one call, as the record a dispatcher keeps of it holds them.
+pub(crate) trait CallIds: Send + Sync {
+    fn call_id(&self) -> &str;
+    fn tool_name(&self) -> &str;
+}
+
+/// A context's call ids: its own, or read from its dispatcher's record of the call, which a call
+/// then does not copy.
+#[derive(Clone)]
+pub(crate) enum Ids {
+    Own { call_id: String, tool_name: String },
+    Shared(Arc<dyn CallIds>),
+}
+
+impl Ids {
+    fn call_id(&self) -> &str {
+        match self {
+            Ids::Own { call_id, .. } => call_id,
+            Ids::Shared(ids) => ids.call_id(),
+        }
+    }
+
+    fn tool_name(&self) -> &str {
+        match self {
+            Ids::Own { tool_name, .. } => tool_name,
+            Ids::Shared(ids) => ids.tool_name(),
+        }
+    }
+}
+
+/// A call's cancellation. A dispatcher's call gets a token of its own only when its tool asks for
+/// one: a child of the caller's token, already cancelled if the call was stopped before (most
+/// tools never ask, and a child token costs an allocation and two locks of the parent).
+pub(crate) enum CallCancel {
+    /// The token the context was built with.
+    Given(CancellationToken),
+    /// A child of `caller`, made on first use; `stopped` once the dispatcher stopped the call.
+    Lazy { caller: CancellationToken, own: OnceLock<CancellationToken>, stopped: AtomicBool },
+}
+
+impl CallCancel {
+    /// Under `caller`: stopped when `caller` is cancelled, or by [`CallCancel::stop`].
+    pub(crate) fn under(caller: CancellationToken) -> Self {
+        CallCancel::Lazy { caller, own: OnceLock::new(), stopped: AtomicBool::new(false) }
+    }
+
+    fn token(&self) -> &CancellationToken {
+        match self {
+            CallCancel::Given(token) => token,
+            CallCancel::Lazy { caller, own, stopped } => {
+                let token = own.get_or_init(|| caller.child_token());
+                // With the fence in `stop`: of a call stopped while its token is being made,
+                // either this sees `stopped` or `stop` sees the token, so it is cancelled.
+                fence(Ordering::SeqCst);
+                if stopped.load(Ordering::SeqCst) {
+                    token.cancel();
+                }
+                token
+            }
+        }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        match self {
+            CallCancel::Given(token) => token.is_cancelled(),
+            CallCancel::Lazy { caller, own, stopped } => {
+                stopped.load(Ordering::SeqCst)
+                    || caller.is_cancelled()
+                    || own.get().is_some_and(CancellationToken::is_cancelled)
+            }
+        }
+    }
+
+    /// Stops the call alone: its own token (now or when it is made), not the caller's.
+    fn stop(&self) {
+        match self {
+            CallCancel::Given(token) => token.cancel(),
+            CallCancel::Lazy { own, stopped, .. } => {
+                stopped.store(true, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
+                if let Some(token) = own.get() {
+                    token.cancel();
+                }
+            }
+        }
+    }
+
+    /// The token whose cancellation stops the call from outside: the caller's.
+    fn caller(&self) -> &CancellationToken {
+        match self {
+            CallCancel::Given(token) | CallCancel::Lazy { caller: token, .. } => token,
+        }
+    }
+}
+
+/// What every call of one dispatcher shares: made once, not per call.
+pub(crate) struct Shared {
+    pub(crate) session_id: String,
+    pub(crate) deps: Arc<Dependencies>,
+    pub(crate) session: SessionState,
+    pub(crate) permissions: Arc<dyn PermissionHook>,
+}
+
+/// What a running call knows about itself: ids, cancellation, deadline, dependencies, session
+/// state, the permission hook, and a channel for progress. Cheap to clone.
+#[derive(Clone)]
+pub struct ToolContext {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.call_id())
+            .field("tool_name", &self.tool_name())
+            .field("session_id", &self.inner.shared.session_id)
+            .field("deadline", &self.inner.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolContext {
+    /// Starts a context for a call of `tool_name`.
+    pub fn builder(tool_name: impl Into<String>) -> ContextBuilder {
+        ContextBuilder {
+            call_id: String::new(),
+            tool_name: tool_name.into(),
+            cancel: None,
+            deadline: None,
+            time_limit: None,
+            sinks: Vec::new(),
+            truncation: TruncationLimits::default(),
+            session_id: None,
+            deps: None,
+            session: None,
+            permissions: None,
+            asker: None,
+        }
+    }
+
+    /// A dispatcher's context for one call.
+    pub(crate) fn for_call(inner: Inner) -> ToolContext {
+        ToolContext { inner: Arc::new(inner) }
+    }
+
+    /// The id of this call (from the model's tool call).
+    pub fn call_id(&self) -> &str {
+        self.inner.ids.call_id()
+    }
+
+    /// The name of the tool being called.
+    pub fn tool_name(&self) -> &str {
+        self.inner.ids.tool_name()
+    }
+
+    /// The id of the session (conversation) this call belongs to.
+    pub fn session_id(&self) -> &str {
+        &self.inner.shared.session_id
+    }
+
+    /// The call's cancellation token. Long-running tools should watch it.
+    pub fn cancellation_token(&self) -> &CancellationToken {
+        self.inner.cancel.token()
+    }
+
+    /// Whether the call has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// Stops this call (a time limit, a dropped caller): its token is cancelled, the caller's
+    /// is not.
+    pub(crate) fn stop(&self) {
+        self.inner.cancel.stop();
+    }
+
+    /// The token that stops the call from outside, to wait on without making the call's own.
+    pub(crate) fn caller_token(&self) -> &CancellationToken {
+        self.inner.cancel.caller()
+    }
+
+    /// When the call's time runs out, if it has a limit.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.inner.deadline
+    }
+
+    /// The time limit the deadline was set from, as the user or the tool's policy gave it: what
+    /// a tool stopped at its deadline names in its result.
+    pub fn time_limit(&self) -> Option<Duration> {
+        self.inner.time_limit
+    }
+
+    /// The truncation limits in force for this call: the dispatcher's defaults with the tool's
+    /// own `truncate(...)` settings. A tool that cuts its own output (or streams it through a
+    /// [`TruncationStream`](crate::truncate::TruncationStream)) cuts to these.
+    pub fn truncation(&self) -> TruncationLimits {
+        self.inner.truncation
+    }
+
+    /// This context with other truncation limits; cancelling either cancels both.
+    pub(crate) fn with_truncation(&self, limits: TruncationLimits) -> ToolContext {
+        let inner = &self.inner;
+        ToolContext {
+            inner: Arc::new(Inner {
+                ids: inner.ids.clone(),
+                // One token for both: the call's own, made now if it was not yet.
+                cancel: CallCancel::Given(inner.cancel.token().clone()),
+                deadline: inner.deadline,
+                time_limit: inner.time_limit,
+                sinks: inner.sinks.clone(),
+                truncation: limits,
+                shared: inner.shared.clone(),
+                asker: inner.asker.clone(),
+            }),
+        }
+    }
+
+    /// The dependency of type `T`.
+    pub fn dep<T: Send + Sync + 'static>(&self) -> Result<Arc<T>, ToolError> {
+        self.inner.shared.deps.get::<T>().ok_or_else(|| missing_dependency::<T>(self.tool_name()))
+    }
+
+    /// All registered dependencies.
+    pub fn dependencies(&self) -> &Dependencies {
+        &self.inner.shared.deps
+    }
+
+    /// State shared by every call of this session.
+    pub fn session(&self) -> &SessionState {
+        &self.inner.shared.session
+    }
+
+    /// Asks the permission hook. `Ok(())` means go ahead; a denial is a permission-denied
+    /// error carrying the hook's reason, ready to return from the tool with `?`.
+    pub async fn ask(&self, mut request: PermissionRequest) -> Result<(), ToolError> {
+        request.tool = self.tool_name().to_owned();
+        request.call_id = self.call_id().to_owned();
+        request.asker.clone_from(&self.inner.asker);
+        match self.inner.shared.permissions.decide(&request).await {
+            PermissionDecision::Allow => Ok(()),
+            PermissionDecision::Deny { reason } => Err(ToolError::permission_denied(format!(
+                "Permission denied ({}): {reason}",
+                request.description
+            ))),
+        }
+    }
+
+    /// This call's way to ask its permission hook from a task it spawns, or from work that
+    /// outlives it (a background command's network proxy asking about a host), with the asker
+    /// the call runs with (an MCP server's client, asked through elicitation).
+    pub fn asker(&self) -> CallAsker {
+        CallAsker { ctx: self.clone() }
+    }
+
+    /// The screen that the paths this call finds by itself (the files a search opens, the
+    /// entries a walk lists) must pass: the permission hook's deny and ask rules for them,
+    /// compiled once. A path it stops is left out, and the result says how many were.
+    pub fn path_screen(&self) -> PathScreen {
+        self.inner.shared.permissions.path_screen(self.tool_name())
+    }
+
+    /// Reports progress to the event stream.
+    pub fn progress(&self, update: Progress) {
+        for sink in &self.inner.sinks {
+            sink.progress(self.call_id(), self.tool_name(), update.clone());
+        }
+    }
+
+    /// Reports a title and UI metadata to the event stream.
+    pub fn metadata(&self, title: Option<String>, metadata: Value) {
+        for sink in &self.inner.sinks {
+            sink.metadata(self.call_id(), self.tool_name(), title.clone(), metadata.clone());
+        }
+    }
+}
+
+/// Asks a call's permission hook from any task, with the asker the call runs with (see
+/// [`ToolContext::asker`]). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct CallAsker {
+    ctx: ToolContext,
+}
+
+impl CallAsker {
+    /// Asks as [`ToolContext::ask`] does, from whatever task this runs in.
+    pub async fn ask(&self, request: PermissionRequest) -> Result<(), ToolError> {
+        self.ctx.ask(request).await
+    }
+}
+
+/// The empty dependency set, shared by every context built without one (it cannot change).
+fn no_dependencies() -> Arc<Dependencies> {
+    static EMPTY: OnceLock<Arc<Dependencies>> = OnceLock::new();
+    EMPTY.get_or_init(Arc::default).clone()
+}
+
+/// [`DefaultPermissions`], shared by every context built without a hook (it holds no state).
+fn default_permissions() -> Arc<dyn PermissionHook> {
+    static DEFAULT: OnceLock<Arc<dyn PermissionHook>> = OnceLock::new();
+    DEFAULT.get_or_init(|| Arc::new(DefaultPermissions)).clone()
+}
+
+fn missing_dependency<T>(tool: &str) -> ToolError {
+    ToolError::execution(format!(
+        "the tool `{tool}` is not configured correctly on this system (a dependency is missing); this is not caused by the arguments"
+    ))
+    .with_source(MissingDependency(type_name::<T>()))
+}
+
+#[derive(Debug)]
+struct MissingDependency(&'static str);
+
+impl fmt::Display for MissingDependency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no dependency of type `{}` is registered", self.0)
+    }
+}
+
+impl std::error::Error for MissingDependency {}
+
+/// Builds a [`ToolContext`]; dispatchers make one per call, tests make them by hand.
+pub struct ContextBuilder {
+    call_id: String,
+    tool_name: String,
+    cancel: Option<CancellationToken>,
+    deadline: Option<Instant>,
+    time_limit: Option<Duration>,
+    sinks: Vec<Arc<dyn ContextSink>>,
+    truncation: TruncationLimits,
+    session_id: Option<String>,
+    deps: Option<Arc<Dependencies>>,
+    session: Option<SessionState>,
+    permissions: Option<Arc<dyn PermissionHook>>,
+    asker: Option<Arc<dyn PermissionHook>>,
+}
+
+impl ContextBuilder {
+    /// Sets the call id.
+    pub fn call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = call_id.into();
+        self
+    }
+
+    /// Sets the session id.
+    pub fn session_id(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = Some(session_id.into());
+        self
+    }
+
+    /// Sets the cancellation token (default: a fresh one).
+    pub fn cancellation_token(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Sets the deadline.
+    pub fn deadline(mut self, deadline: Option<Instant>) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Sets the time limit the deadline comes from.
+    pub fn time_limit(mut self, limit: Option<Duration>) -> Self {
+        self.time_limit = limit;
+        self
+    }
+
+    /// Sets the dependencies.
+    pub fn dependencies(mut self, deps: Arc<Dependencies>) -> Self {
+        self.deps = Some(deps);
+        self
+    }
+
+    /// Sets the session state.
+    pub fn session(mut self, session: SessionState) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// Sets the permission hook (default: [`DefaultPermissions`]).
+    pub fn permissions(mut self, hook: Arc<dyn PermissionHook>) -> Self {
+        self.permissions = Some(hook);
+        self
+    }
+
+    /// Sets who answers for the person behind the call (see
+    /// [`CallOptions::asker`](crate::CallOptions)).
+    pub fn asker(mut self, asker: Arc<dyn PermissionHook>) -> Self {
+        self.asker = Some(asker);
+        self
+    }
+
+    /// Adds a sink for progress and metadata updates.
+    pub fn sink(mut self, sink: Arc<dyn ContextSink>) -> Self {
+        self.sinks.push(sink);
+        self
+    }
+
+    /// Sets the truncation limits in force for the call (default: [`TruncationLimits::default`]).
+    pub fn truncation(mut self, limits: TruncationLimits) -> Self {
+        self.truncation = limits;
+        self
+    }
+
+    /// Finishes the context.
+    pub fn build(self) -> ToolContext {
+        let shared = Arc::new(Shared {
+            session_id: self.session_id.unwrap_or_default(),
+            deps: self.deps.unwrap_or_else(no_dependencies),
+            session: self.session.unwrap_or_default(),
+            permissions: self.permissions.unwrap_or_else(default_permissions),
+        });
+        ToolContext {
+            inner: Arc::new(Inner {
+                ids: Ids::Own { call_id: self.call_id, tool_name: self.tool_name },
+                cancel: CallCancel::Given(self.cancel.unwrap_or_default()),
+                deadline: self.deadline,
+                time_limit: self.time_limit,
+                sinks: self.sinks,
+                truncation: self.truncation,
+                shared,
+                asker: self.asker,
+            }),
+        }
+    }
+}

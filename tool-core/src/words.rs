@@ -1,0 +1,96 @@
+//! Words of the messages the runtime and its tools write: a count with its noun, and a model's
+//! argument quoted back without repeating a huge one whole.
+
+use std::borrow::Cow;
+
+/// The most characters of an argument a message repeats.
+pub const QUOTE_CHARS: usize = 200;
+
+/// `text` as a message repeats a model's argument: in double quotes with Rust's escapes, cut
+/// after [`QUOTE_CHARS`] characters with the number left out, so a 10 MB argument comes back as
+/// 200 characters: `"abc…"… (9999800 more characters)`.
+pub fn quote(text: &str) -> String {
+    match cut_at(text, QUOTE_CHARS) {
+        None => format!("{text:?}"),
+        Some(end) => format!("{:?}{}", &text[..end], more(&text[end..])),
+    }
+}
+
+/// `text` cut after [`QUOTE_CHARS`] characters, followed by how many were left out, for a
+/// message that shows it as written (between backticks, in a list of names).
+pub fn excerpt(text: &str) -> Cow<'_, str> {
+    excerpt_of(text, QUOTE_CHARS)
+}
+
+/// [`excerpt`] with another limit, for text that is not an argument (a library's message).
+pub fn excerpt_of(text: &str, max_chars: usize) -> Cow<'_, str> {
+    match cut_at(text, max_chars) {
+        None => Cow::Borrowed(text),
+        Some(end) => Cow::Owned(format!("{}{}", &text[..end], more(&text[end..]))),
+    }
+}
+
+/// Where `text` is cut to keep `max_chars` characters, if it is longer.
+fn cut_at(text: &str, max_chars: usize) -> Option<usize> {
+    text.char_indices().nth(max_chars).map(|(end, _)| end)
+}
+
+fn more(rest: &str) -> String {
+    let n = rest.chars().count();
+    format!("… ({n} more {})", if n == 1 { "character" } else { "characters" })
+}
+
+/// `n` and `word`, plural unless `n` is 1: "1 line", "3 lines", "2 entries".
+///
+/// A word ending in a consonant and `y` takes `ies` ("entries", but "keys"); every other word
+/// takes `s`, so pass a word with a regular plural.
+pub fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        return format!("1 {word}");
+    }
+    let consonant_y = word.strip_suffix('y').filter(|stem| stem.ends_with(|c: char| !"aeiou".contains(c)));
+    match consonant_y {
+        Some(stem) if !stem.is_empty() => format!("{n} {stem}ies"),
+        _ => format!("{n} {word}s"),
+    }
+}
+
+/// What kind of JSON value `value` is, for error messages: "a string", "an array", "null", ...
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_take_their_plural() {
+        assert_eq!(plural(1, "line"), "1 line");
+        assert_eq!(plural(0, "line"), "0 lines");
+        assert_eq!(plural(3, "byte"), "3 bytes");
+        assert_eq!(plural(2, "entry"), "2 entries");
+        assert_eq!(plural(1, "entry"), "1 entry");
+        assert_eq!(plural(2, "key"), "2 keys");
+        assert_eq!(plural(2, "y"), "2 ys");
+    }
+
+    #[test]
+    fn quotes_stop_at_200_characters() {
+        assert_eq!(quote("a\"b\n"), r#""a\"b\n""#);
+        let long = "é".repeat(10_000);
+        let quoted = quote(&long);
+        assert_eq!(quoted, format!("{:?}… (9800 more characters)", "é".repeat(200)));
+        assert_eq!(excerpt(&"x".repeat(201)), format!("{}… (1 more character)", "x".repeat(200)));
+        assert_eq!(excerpt("short"), "short");
+        assert_eq!(excerpt_of("abcdef", 3), "abc… (3 more characters)");
+    }
+}

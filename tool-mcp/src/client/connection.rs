@@ -1,0 +1,272 @@
+//! Starting one session with a server: spawn (or reach) it and run `initialize`.
+
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::RoleClient;
+use rmcp::ServiceExt;
+use rmcp::service::{Peer, RunningService};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
+
+use super::child::{ChildTransport, MAX_ANSWER_BYTES};
+use super::config::{ServerConfig, Transport};
+use super::handler::MountHandler;
+
+/// The last lines of a server's standard error kept for error messages.
+const STDERR_LINES: usize = 8;
+
+/// How long the last lines of a server that stopped may take to be read once its connection is
+/// gone (its standard error closes when its process, and whatever it started, exit).
+const STDERR_SETTLE: Duration = Duration::from_millis(500);
+
+/// A running session: the rmcp client and what the server last wrote to its standard error.
+pub(crate) struct Session {
+    service: RunningService<RoleClient, MountHandler>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    /// True once the server's standard error is read to its end (always, over HTTP).
+    stderr_read: watch::Receiver<bool>,
+}
+
+impl Session {
+    pub(crate) fn peer(&self) -> &Peer<RoleClient> {
+        self.service.peer()
+    }
+
+    /// Whether the connection is gone (the process exited, the stream closed).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.service.is_closed() || self.service.peer().is_transport_closed()
+    }
+
+    /// The server's last lines on standard error, for the operator, once they are read (within
+    /// [`STDERR_SETTLE`]): a server that crashed writes its last words just before the
+    /// connection closes, and they would otherwise race the error that reports it.
+    pub(crate) async fn last_stderr(&self) -> String {
+        let mut read = self.stderr_read.clone();
+        let _ = tokio::time::timeout(STDERR_SETTLE, read.wait_for(|done| *done)).await;
+        tail(&self.stderr)
+    }
+
+    /// Ends the session: closes the server's input, and stops its process group if it does not
+    /// exit by itself.
+    pub(crate) fn close(&self) {
+        self.service.cancellation_token().cancel();
+    }
+}
+
+fn tail(lines: &Mutex<VecDeque<String>>) -> String {
+    let lines = lines.lock().unwrap_or_else(|p| p.into_inner());
+    lines.iter().cloned().collect::<Vec<_>>().join("\n")
+}
+
+/// Starts a session with `config`'s server. The error is a sentence for the model and the
+/// operator alike, without the server's name (the caller adds it).
+pub(crate) async fn start(config: &ServerConfig, handler: MountHandler) -> Result<Session, String> {
+    match &config.transport {
+        Transport::Stdio { command, args, env, cwd } => {
+            let mut cmd = tokio::process::Command::new(command);
+            config.environment.apply(cmd.as_std_mut());
+            cmd.args(args).envs(env);
+            if let Some(cwd) = cwd {
+                cmd.current_dir(cwd);
+            }
+            if let Some(sandbox) = &config.sandbox {
+                let dir = match cwd {
+                    Some(cwd) => std::path::PathBuf::from(cwd),
+                    None => std::env::current_dir()
+                        .map_err(|e| format!("cannot read the current directory: {e}"))?,
+                };
+                sandbox
+                    .apply(cmd.as_std_mut(), &dir)
+                    .map_err(|e| format!("cannot prepare the sandbox for `{command}`: {e}"))?;
+            }
+            let mut wrapped = CommandWrap::from(cmd);
+            // A group of its own: stopping the server stops whatever it started (npx starts node).
+            wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+            wrapped.command_mut().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+            let cannot_start = |e: std::io::Error| {
+                format!("cannot start `{command}`: {e}; check `command` in the configuration")
+            };
+            let mut child = wrapped.spawn().map_err(cannot_start)?;
+            let (Some(stdin), Some(stdout)) = (child.stdin().take(), child.stdout().take()) else {
+                return Err(cannot_start(std::io::Error::other(
+                    "its standard input or output is not a pipe",
+                )));
+            };
+            let stderr = child.stderr().take();
+            let process = ChildTransport::new(child, stdout, stdin, MAX_ANSWER_BYTES);
+            let lines: Arc<Mutex<VecDeque<String>>> = Arc::default();
+            let (read_to_end, stderr_read) = watch::channel(stderr.is_none());
+            if let Some(stderr) = stderr {
+                let lines = lines.clone();
+                tokio::spawn(async move {
+                    let mut reader = BufReader::new(stderr).lines();
+                    while let Ok(Some(line)) = reader.next_line().await {
+                        let mut lines = lines.lock().unwrap_or_else(|p| p.into_inner());
+                        if lines.len() == STDERR_LINES {
+                            lines.pop_front();
+                        }
+                        lines.push_back(line);
+                    }
+                    let _ = read_to_end.send(true);
+                });
+            }
+            let started =
+                handshake(config, &format!("`{command}` started but"), handler.serve(process)).await;
+            started.map(|service| Session { service, stderr: lines.clone(), stderr_read }).map_err(
+                |message| {
+                    let tail = tail(&lines);
+                    if tail.is_empty() {
+                        message
+                    } else {
+                        format!("{message}; its standard error ended with: {tail}")
+                    }
+                },
+            )
+        }
+        Transport::Http { url, headers, ca_cert } => {
+            start_http(config, url, headers, ca_cert.as_deref(), handler).await
+        }
+    }
+}
+
+/// Awaits `initialize` within the configured startup time, naming `what` in the error.
+async fn handshake<T, E: std::fmt::Display>(
+    config: &ServerConfig,
+    what: &str,
+    serving: impl Future<Output = Result<T, E>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(config.startup_timeout, serving).await {
+        Ok(Ok(service)) => Ok(service),
+        Ok(Err(e)) => Err(format!("{what} did not complete the MCP handshake ({e})")),
+        Err(_) => Err(format!(
+            "{what} did not complete the MCP handshake within {} s",
+            config.startup_timeout.as_secs()
+        )),
+    }
+}
+
+#[cfg(feature = "http")]
+async fn start_http(
+    config: &ServerConfig,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    ca_cert: Option<&std::path::Path>,
+    handler: MountHandler,
+) -> Result<Session, String> {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let scheme = url.split_once("://").map(|(scheme, _)| scheme.to_ascii_lowercase());
+    let https = match scheme.as_deref() {
+        Some("http") => false,
+        Some("https") => true,
+        _ => return Err(format!("`{url}` is not an `http://` or `https://` URL; correct `url`")),
+    };
+    #[cfg(not(feature = "https"))]
+    if https {
+        return Err(format!(
+            "`{url}` is an `https://` URL, and this build has no TLS; build tool-runtime with its `mcp-https` feature (the `tools` binary has it), or use an `http://` endpoint"
+        ));
+    }
+    let mut custom = std::collections::HashMap::new();
+    for (name, value) in headers {
+        let header = http::HeaderName::try_from(name.as_str())
+            .map_err(|_| format!("`{name}` in `headers` is not a valid HTTP header name; correct it"))?;
+        let value = http::HeaderValue::try_from(value.as_str()).map_err(|_| {
+            format!("the value of header `{name}` is not a valid HTTP header value; correct it in `headers`")
+        })?;
+        custom.insert(header, value);
+    }
+    let (client, refusal) = super::http_client::build(https, ca_cert)?;
+    let transport = StreamableHttpClientTransport::with_client(
+        client,
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(custom),
+    );
+    let serving =
+        async { handler.serve(transport).await.map_err(|error| HttpFailure(describe_http(&error))) };
+    let started = handshake(config, &format!("`{url}`"), serving).await;
+    // A refused certificate is the whole story; any other failure may be the address or a token.
+    let service = started.map_err(|e| {
+        refusal.explain(url).unwrap_or_else(|| {
+            format!("{e}; check `url` and `headers` (a token, for instance) in the configuration")
+        })
+    })?;
+    Ok(Session { service, stderr: Arc::default(), stderr_read: watch::channel(true).1 })
+}
+
+/// Why a handshake over HTTP failed, in words.
+#[cfg(feature = "http")]
+struct HttpFailure(String);
+
+#[cfg(feature = "http")]
+impl std::fmt::Display for HttpFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What went wrong with an HTTP server's handshake, for a person: the HTTP client's own words
+/// (a refused connection, a status), not rmcp's wrappers, which name the transport's Rust type.
+#[cfg(feature = "http")]
+fn describe_http(error: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError;
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    use rmcp::transport::worker::WorkerQuitReason;
+
+    let ClientInitializeError::TransportError { error, .. } = error else {
+        return match error {
+            ClientInitializeError::JsonRpcError(error) => {
+                format!("it answered `initialize` with an error: {} (error {})", error.message, error.code.0)
+            }
+            ClientInitializeError::ConnectionClosed(_) => {
+                "the connection closed during `initialize`".to_owned()
+            }
+            _ => "it did not answer `initialize` as an MCP server does".to_owned(),
+        };
+    };
+    let quit = error.error.downcast_ref::<WorkerQuitReason<StreamableHttpError<reqwest::Error>>>();
+    let http = match quit {
+        Some(WorkerQuitReason::Fatal { error, .. }) => Some(error),
+        _ => error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
+    };
+    let Some(error) = http else {
+        return innermost(&*error.error);
+    };
+    match error {
+        StreamableHttpError::Client(error) if error.is_connect() => {
+            format!("could not connect to it ({})", innermost(error))
+        }
+        StreamableHttpError::Client(error) if error.is_timeout() => {
+            "the connection to it timed out".to_owned()
+        }
+        StreamableHttpError::Client(error) => innermost(error),
+        other => other.to_string(),
+    }
+}
+
+/// The innermost cause of `error`: the operating system's words for a refused connection, say.
+#[cfg(feature = "http")]
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
+}
+
+#[cfg(not(feature = "http"))]
+async fn start_http(
+    _config: &ServerConfig,
+    url: &str,
+    _headers: &std::collections::BTreeMap<String, String>,
+    _ca_cert: Option<&std::path::Path>,
+    _handler: MountHandler,
+) -> Result<Session, String> {
+    Err(format!(
+        "it is an HTTP server ({url}), and this build mounts stdio servers only; build with the `mcp-http` feature of tool-runtime to mount it"
+    ))
+}

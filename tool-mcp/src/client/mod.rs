@@ -1,0 +1,44 @@
+//! Mounting other MCP servers' tools into a registry (feature `mcp`).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use tool_runtime::Registry;
+//! use tool_runtime::mcp_client::{McpConfig, connect_all};
+//!
+//! // {"mcpServers": {"files": {"command": "npx", "args": ["-y", "some-mcp-server"]}}}
+//! let config = McpConfig::load("mcp.json")?;
+//! let mounts = connect_all(&config).await?;
+//! let registry = Registry::builder()
+//!     .with_inventory()
+//!     .tools(mounts.iter().flat_map(|mount| mount.tools()))
+//!     .build()?;
+//! // `files__read_file` and the rest are now tools like any other.
+//! # Ok(()) }
+//! ```
+//!
+//! The configuration is the `mcpServers` file of Claude Desktop, Cursor and Claude Code
+//! ([`McpConfig`]); [`McpMount`] is one connected server and says what a call does. A tool is
+//! named `<server>__<tool>` unless the server's [`Naming`] says otherwise, always within the
+//! 64 characters of `[A-Za-z0-9_-]` every provider accepts ([`tool_name`]).
+
+mod child;
+mod config;
+mod connection;
+mod handler;
+#[cfg(feature = "http")]
+mod http_client;
+mod mount;
+mod naming;
+pub(crate) mod result;
+mod routes;
+#[cfg(feature = "https")]
+mod tls;
+mod tool;
+
+pub use config::{
+    ConfigError, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, McpConfig, ServerConfig,
+    Transport,
+};
+pub use mount::{McpMount, MountError, connect_all};
+pub use naming::{NameFn, Naming, tool_name};
+pub use result::{ORIGINAL_CONTENT_KEY, SERVER_KEY};

@@ -1,0 +1,13 @@
+//! The Model Context Protocol for the tool framework: [`server`] serves a dispatcher's tools to
+//! MCP clients (over stdio, and over Streamable HTTP with feature `http`); [`client`] mounts
+//! other MCP servers' tools into a registry (over Streamable HTTP with `http`, and `https://`
+//! with `https`). Both are built on [`rmcp`].
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![deny(missing_docs)]
+
+pub mod client;
+pub mod server;
+
+/// The `rmcp` crate this crate is built on, for transports and model types without a direct
+/// dependency (and without a version skew).
+pub use rmcp;

@@ -1,0 +1,699 @@
+//! Serving a registry over the Model Context Protocol with `rmcp` (feature `mcp`).
+
+mod announce;
+mod calls;
+mod elicit;
+#[cfg(feature = "http")]
+mod http;
+#[cfg(feature = "http")]
+mod http_sessions;
+mod inbound;
+#[cfg(feature = "http")]
+mod limits;
+mod lines;
+mod progress;
+mod served;
+
+#[cfg(feature = "http")]
+pub use http::{
+    DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS_PER_CLIENT, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_SHUTDOWN_GRACE, HttpOptions, MCP_PATH,
+};
+
+pub use elicit::DEFAULT_ELICITATION_TIMEOUT;
+pub(crate) use inbound::read_id;
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, CustomRequest, CustomResult, ErrorCode, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ResultType,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, ServerInitializeError};
+use rmcp::{RoleServer, ServerHandler};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::sync::CancellationToken;
+
+use serde_json::Value;
+
+use tool_core::ContextSink;
+use tool_core::Registry;
+use tool_core::events::EventSink;
+use tool_core::{Arguments, ToolCall};
+use tool_core::{CallOptions, Dispatcher, DispatcherBuilder, RepeatGuard};
+use tool_core::{Content, ToolOutput};
+use tool_providers::{DefinitionOptions, LoweringError};
+
+use announce::Listeners;
+use calls::InFlight;
+use elicit::ClientAsker;
+use lines::LineTransport;
+use progress::ProgressForwarder;
+use served::{Served, Sessions, Slot};
+
+/// The `rmcp` crate this module is built on, for transports and model types without a direct
+/// dependency (and without a version skew).
+pub use rmcp;
+
+/// The longest message (one line of input) a server reads unless configured: 16 MiB, as
+/// `rmcp`'s own stdio transport. A longer one is answered with `-32600` and skipped.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Configures an [`McpServer`].
+#[must_use]
+pub struct McpServerBuilder {
+    dispatcher: DispatcherBuilder,
+    name: String,
+    version: String,
+    title: Option<String>,
+    instructions: Option<String>,
+    events: Option<Arc<dyn EventSink>>,
+    max_message_bytes: usize,
+    elicitation_timeout: Duration,
+    tool_list_changes: bool,
+}
+
+impl fmt::Debug for McpServerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServerBuilder")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("title", &self.title)
+            .field("max_message_bytes", &self.max_message_bytes)
+            .field("elicitation_timeout", &self.elicitation_timeout)
+            .field("tool_list_changes", &self.tool_list_changes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServerBuilder {
+    /// The server's name in the `initialize` result (default: `tool-runtime`).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The server's version in the `initialize` result (default: this crate's version).
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
+
+    /// A human-readable title for the server.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Instructions for the client's model, sent in the `initialize` result.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Also sends every lifecycle event of the dispatcher to `sink`.
+    ///
+    /// The server installs its own event sink on the dispatcher (that is how progress reaches
+    /// the client), replacing one set on the [`DispatcherBuilder`]; give yours here instead.
+    pub fn events(mut self, sink: impl EventSink) -> Self {
+        self.events = Some(Arc::new(sink));
+        self
+    }
+
+    /// The longest message, in bytes, the server reads from its input (default
+    /// [`DEFAULT_MAX_MESSAGE_BYTES`]). A longer line is skipped and answered with `-32600`; over
+    /// HTTP, a longer request body gets that error with status `413`, unread.
+    pub fn max_message_bytes(mut self, limit: usize) -> Self {
+        self.max_message_bytes = limit.max(1);
+        self
+    }
+
+    /// How long the server waits for the client's user to answer a permission question (default
+    /// [`DEFAULT_ELICITATION_TIMEOUT`]); without an answer by then the call is refused.
+    pub fn elicitation_timeout(mut self, timeout: Duration) -> Self {
+        self.elicitation_timeout = timeout;
+        self
+    }
+
+    /// Declares `tools.listChanged` in the server's capabilities: the server will send
+    /// `notifications/tools/list_changed` ([`McpServer::announce_tool_list_changed`]) when its
+    /// tools change, so clients know to list them again (default: false).
+    pub fn tool_list_changes(mut self, announced: bool) -> Self {
+        self.tool_list_changes = announced;
+        self
+    }
+
+    /// Builds the server. Fails when a tool cannot be described to MCP (its input or output
+    /// schema is not an object schema).
+    pub fn build(self) -> Result<McpServer, LoweringError> {
+        // Repeated identical calls are normal for a server's clients (polling, load tests): the
+        // repeat guard is an agent loop's policy, kept only when the application set it.
+        let mut dispatcher = self.dispatcher.repeat_guard_unless_set(RepeatGuard::DISABLED);
+        if let Some(events) = self.events {
+            dispatcher = dispatcher.events_arc(events);
+        }
+        let dispatcher = dispatcher.build();
+        let tools = tool_list(dispatcher.registry())?;
+        let mut implementation = Implementation::new(self.name, self.version);
+        if let Some(title) = self.title {
+            implementation = implementation.with_title(title);
+        }
+        let capabilities = ServerCapabilities::builder().enable_tools();
+        let capabilities = if self.tool_list_changes {
+            capabilities.enable_tool_list_changed().build()
+        } else {
+            capabilities.build()
+        };
+        let mut config = ServerConfig::new(capabilities).with_server_info(implementation);
+        if let Some(instructions) = self.instructions {
+            config = config.with_instructions(instructions);
+        }
+        let sessions = Sessions::default();
+        let served = sessions.register(Served { tools: Arc::new(tools), dispatcher });
+        Ok(McpServer {
+            inner: Arc::new(ServerInner {
+                sessions,
+                config,
+                next_call: AtomicU64::new(1),
+                max_message_bytes: self.max_message_bytes,
+                elicitation_timeout: self.elicitation_timeout,
+                listeners: Listeners::default(),
+            }),
+            served,
+            input_closed: CancellationToken::new(),
+            in_flight: Arc::new(InFlight::default()),
+        })
+    }
+}
+
+/// The `tools/list` entries, converted once from the MCP provider's definitions.
+fn tool_list(registry: &Registry) -> Result<Vec<Tool>, LoweringError> {
+    let definitions = tool_providers::mcp::definitions(registry, &DefinitionOptions::default())?;
+    definitions
+        .into_iter()
+        .map(|definition| {
+            let name = definition.get("name").and_then(|n| n.as_str()).unwrap_or_default().to_owned();
+            serde_json::from_value::<Tool>(definition).map_err(|error| {
+                LoweringError::new(
+                    tool_providers::Provider::Mcp,
+                    false,
+                    name,
+                    "",
+                    format!("its definition is not a valid MCP tool: {error}"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// An MCP server for the tools of one dispatcher: `initialize` (or `server/discover` for
+/// protocol 2026-07-28), `ping`, `tools/list` and `tools/call`. Cheap to clone; clones share the
+/// dispatcher (its parallel gate and session).
+///
+/// [`McpServer::serve`] serves one client on a pair of byte streams, [`McpServer::serve_stdio`]
+/// on standard input and output, and [`serve_stdio`] does it all in one call; with feature
+/// `mcp-http`, `McpServer::serve_http` serves many clients over Streamable HTTP, each session
+/// with a dispatcher of its own. It also implements
+/// `rmcp`'s [`ServerHandler`], for `rmcp`'s other transports (which then do their own framing).
+///
+/// - `tools/list` returns exactly [`tool_providers::mcp::definitions`]: title, description, input
+///   schema, output schema (for `Json<T>` tools) and annotations.
+/// - `tools/call` runs the call through the [`Dispatcher`], so hooks, permissions, timeouts,
+///   truncation and the parallel policy apply as for any other provider. Everything that goes
+///   wrong with the call itself (invalid arguments, a tool error, a timeout, a refusal) is a
+///   result with `isError: true` whose text the model can read and act on. The only protocol
+///   error is a call to a tool that does not exist: JSON-RPC `-32602` (invalid params) with the
+///   message `Unknown tool `NAME`. Available tools: ...`, as the MCP specification's example
+///   shows. Every result has the shape of the negotiated revision (`resultType` from
+///   2026-07-28 on, none before).
+/// - The repeat guard is off unless the [`DispatcherBuilder`] sets one: repeated identical
+///   calls are normal for a server's clients.
+/// - The server declares the `tools` capability only, and answers every other method
+///   (`prompts/*`, `resources/*`, `completion/complete`, `logging/setLevel`, ...) with `-32601`
+///   (method not found).
+/// - Progress updates a tool sends with `ToolContext::progress` become
+///   `notifications/progress` when the request carried a `progressToken`. The notification's
+///   `progress` is the tool's own figure when it gives one; message-only updates count up from 1
+///   until the tool gives a figure, and repeat the last figure after that.
+/// - A call that a [`Policy`](tool_permissions::Policy) rule (or a `PreToolUse` hook) says to
+///   `ask` about, when the policy has no asker of its own, is asked about with an
+///   `elicitation/create` request to the client (its message names the tool, what it wants to do
+///   and the rule; its form is one boolean, `allow`). An accept allows it (unless the form says
+///   `allow: false`); a decline or cancel refuses it. A client that did not declare the
+///   `elicitation` capability, a request that fails (protocol 2026-07-28 has no server-to-client
+///   requests) or no answer within [`McpServerBuilder::elicitation_timeout`] refuses it too, with
+///   a message naming the rule.
+/// - `notifications/cancelled` cancels the call's token, which reaches the tool as
+///   `ToolContext::cancellation_token`; the dispatcher stops the call and no response is sent.
+/// - When the client closes its input, calls in flight still answer (for a few seconds, then
+///   they are cancelled), and the session ends.
+///
+/// Input that is not a request the server can handle gets a JSON-RPC error response, never
+/// silence, with the request's `id` whenever it can be read (`null` otherwise): `-32700` for a
+/// line that is not JSON (including invalid UTF-8, lone surrogate escapes, and nesting deeper
+/// than 128 levels), `-32600` for a line longer than [`McpServerBuilder::max_message_bytes`], a
+/// batch (an array; MCP has no batches since 2025-06-18, and each request in it gets its own
+/// error), or an object that is not a JSON-RPC request, and `-32602` for params that are not an
+/// object or do not fit the method (`tools/call` without a `name`, `initialize` without a
+/// `protocolVersion`). Notifications are never answered, as JSON-RPC requires.
+///
+/// Over HTTP (`McpServer::serve_http`, feature `mcp-http`) each request body is one message
+/// and gets the same checks, after the `Host`, `Origin` and token checks: the error comes back
+/// as an `application/json` response with status `200` for a request whose params do not fit
+/// (its answer, like any other), `413` for a body longer than the limit, and `400` for the rest,
+/// a notification or response that cannot be handled included (HTTP answers every request; that
+/// error has no `id`).
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use tool_runtime::{Dispatcher, Registry};
+///
+/// let registry = Registry::from_inventory()?;
+/// tool_runtime::mcp_server::serve_stdio(Dispatcher::builder(registry)).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<ServerInner>,
+    /// The tools this session lists and the dispatcher that runs its calls (over HTTP, each
+    /// session has its own dispatcher).
+    served: Slot,
+    /// Cancelled when the session's client stops sending.
+    input_closed: CancellationToken,
+    in_flight: Arc<InFlight>,
+}
+
+struct ServerInner {
+    /// Every session's tools and dispatcher, for [`McpServer::replace_registry`].
+    sessions: Sessions,
+    config: ServerConfig,
+    next_call: AtomicU64,
+    max_message_bytes: usize,
+    elicitation_timeout: Duration,
+    /// The sessions of this server and of its clones (every HTTP session).
+    listeners: Listeners,
+}
+
+impl fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("dispatcher", &served::current(&self.served).dispatcher)
+            .field("server_info", &self.inner.config.server_info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Byte streams a server can serve one client on: a `(reader, writer)` pair, or one stream that
+/// reads and writes (such as one end of `tokio::io::duplex`). `Kind` only tells the two apart.
+pub trait ServerStreams<Kind>: Send + 'static {
+    /// Where messages come from.
+    type Reader: AsyncRead + Unpin + Send + 'static;
+    /// Where messages go.
+    type Writer: AsyncWrite + Unpin + Send + 'static;
+    /// The two ends.
+    fn into_streams(self) -> (Self::Reader, Self::Writer);
+}
+
+/// The [`ServerStreams`] kind of a `(reader, writer)` pair.
+#[derive(Debug)]
+pub enum StreamPair {}
+
+/// The [`ServerStreams`] kind of one stream that reads and writes.
+#[derive(Debug)]
+pub enum OneStream {}
+
+impl<R, W> ServerStreams<StreamPair> for (R, W)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Reader = R;
+    type Writer = W;
+
+    fn into_streams(self) -> (R, W) {
+        self
+    }
+}
+
+impl<S> ServerStreams<OneStream> for S
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    type Reader = tokio::io::ReadHalf<S>;
+    type Writer = tokio::io::WriteHalf<S>;
+
+    fn into_streams(self) -> (Self::Reader, Self::Writer) {
+        tokio::io::split(self)
+    }
+}
+
+impl McpServer {
+    /// Starts configuring a server for the dispatcher `dispatcher` will build.
+    ///
+    /// The server takes a builder rather than a dispatcher because it adds its own event sink
+    /// (see [`McpServerBuilder::events`]).
+    pub fn builder(dispatcher: DispatcherBuilder) -> McpServerBuilder {
+        McpServerBuilder {
+            dispatcher,
+            name: "tool-runtime".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            title: None,
+            instructions: None,
+            events: None,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
+            tool_list_changes: false,
+        }
+    }
+
+    /// A server with default settings.
+    pub fn new(dispatcher: DispatcherBuilder) -> Result<McpServer, LoweringError> {
+        Self::builder(dispatcher).build()
+    }
+
+    /// The dispatcher that runs this session's new calls (after
+    /// [`McpServer::replace_registry`], the one over the new registry).
+    pub fn dispatcher(&self) -> Dispatcher {
+        served::current(&self.served).dispatcher.clone()
+    }
+
+    /// The `tools/list` entries.
+    pub fn tools(&self) -> Vec<Tool> {
+        served::current(&self.served).tools.to_vec()
+    }
+
+    /// Serves the tools of `registry` from now on, in every session of this server and of its
+    /// clones (on stdio, the one client; over HTTP, every session, and those that start later),
+    /// then announces it with `notifications/tools/list_changed`
+    /// ([`McpServer::announce_tool_list_changed`], declared with
+    /// [`McpServerBuilder::tool_list_changes`]).
+    ///
+    /// The next `tools/list` lists the new tools and new calls run on the new registry; calls in
+    /// flight finish on the old one. Each session keeps everything else of its dispatcher: its
+    /// session state (a todo list, say), permission policy, hooks, event sink, parallel gate and
+    /// output store. Its repeat guard starts afresh. A call to a tool that is no longer there
+    /// gets the unknown-tool error.
+    ///
+    /// Fails, changing nothing and announcing nothing, when a tool of `registry` cannot be
+    /// described to MCP.
+    pub async fn replace_registry(&self, registry: impl Into<Arc<Registry>>) -> Result<(), LoweringError> {
+        let registry = registry.into();
+        let tools = tool_list(&registry)?;
+        self.inner.sessions.replace(tools, &registry);
+        self.announce_tool_list_changed().await;
+        Ok(())
+    }
+
+    /// Serves one client on `streams` (a `(reader, writer)` pair, or one stream such as a
+    /// `tokio::io::duplex` end), one JSON-RPC message per line as MCP's stdio transport, until
+    /// the input closes.
+    ///
+    /// A client that goes away before `initialize` ends the session without an error.
+    pub async fn serve<Kind>(self, streams: impl ServerStreams<Kind>) -> Result<(), ServeError> {
+        let (reader, writer) = streams.into_streams();
+        let input_closed = CancellationToken::new();
+        let transport =
+            LineTransport::new(reader, writer, self.inner.max_message_bytes, input_closed.clone());
+        let session = McpServer { input_closed, ..self };
+        let running = match rmcp::serve_server(session, transport).await {
+            Ok(running) => running,
+            Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(error) => return Err(ServeError(ServeErrorKind::Initialize(Box::new(error)))),
+        };
+        match running.waiting().await {
+            Ok(rmcp::service::QuitReason::JoinError(error)) | Err(error) => {
+                Err(ServeError(ServeErrorKind::Join(error)))
+            }
+            Ok(_) => Ok(()),
+        }
+    }
+
+    /// Sends `notifications/tools/list_changed` to every client session of this server and of
+    /// its clones that completed `initialize` and is still connected (on stdio, the one client;
+    /// over HTTP, every session); returns how many it reached. Declare it with
+    /// [`McpServerBuilder::tool_list_changes`].
+    ///
+    /// The announcement only: [`McpServer::replace_registry`] changes the tools and announces.
+    pub async fn announce_tool_list_changed(&self) -> usize {
+        self.inner.listeners.tools_changed().await
+    }
+
+    /// Serves one client on standard input and output until standard input closes.
+    pub async fn serve_stdio(self) -> Result<(), ServeError> {
+        self.serve(rmcp::transport::stdio_pipes()).await
+    }
+
+    async fn run_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let inner = &self.inner;
+        // Read once: the whole call runs on the registry it was looked up in.
+        let dispatcher = served::current(&self.served).dispatcher.clone();
+        let registry = dispatcher.registry();
+        if !registry.contains(&request.name) {
+            return Err(ErrorData::invalid_params(
+                registry.unknown_tool(&request.name).message().to_owned(),
+                None,
+            ));
+        }
+        // The arguments object goes to validation as it is: never written out and parsed again.
+        let arguments = match request.arguments {
+            Some(arguments) => Arguments::Json(Value::Object(arguments)),
+            None => Arguments::default(),
+        };
+        let call_id =
+            ["mcp-", itoa::Buffer::new().format(inner.next_call.fetch_add(1, Ordering::Relaxed))].concat();
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressForwarder::new(token, context.peer.clone()));
+        let call = ToolCall { id: call_id, name: request.name.into_owned(), arguments };
+        let sink = progress.clone().map(|progress| progress as Arc<dyn ContextSink>);
+        // rmcp gives each request a token of its own, a child of the one it cancels for
+        // `notifications/cancelled`: cancelling it at a shutdown stops this call alone, and its
+        // response still goes out.
+        let cancel = context.ct;
+        let asker = ClientAsker { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
+        // The dispatcher's future holds the call's state on the heap: rmcp moves this future
+        // several times on its way into the request's task, and each move is a copy.
+        let mut options = CallOptions::default().asker(Arc::new(asker));
+        options.sink = sink;
+        let run = Box::pin(dispatcher.run_with(call, options, cancel.clone()));
+        let result = self.in_flight.run(&cancel, run).await;
+        if let Some(progress) = progress {
+            // Once the client stops sending, rmcp still delivers responses but no notifications:
+            // stop waiting for them then.
+            tokio::select! {
+                () = progress.finish() => {}
+                () = self.input_closed.cancelled() => {}
+                () = cancel.cancelled() => {}
+            }
+        }
+        Ok(call_tool_result(result.output))
+    }
+}
+
+/// The MCP result of one output, built directly: text and images in order, structured output
+/// (an object) in `structuredContent` next to its text mirror, and `resultType` set (2026-07-28
+/// requires it; rmcp removes it for older revisions).
+///
+/// The items of a mounted server's result that our output holds as text (audio, embedded
+/// resources, resource links) are served as the server sent them, in their own type, as long as
+/// nothing changed them on the way (a hook, or truncation, makes the item ours).
+fn call_tool_result(output: ToolOutput) -> CallToolResult {
+    let originals = output
+        .metadata
+        .get(crate::client::ORIGINAL_CONTENT_KEY)
+        .and_then(Value::as_array)
+        .filter(|originals| originals.len() == output.content.len());
+    let content = output
+        .content
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let original = originals.and_then(|originals| originals.get(index));
+            if let Some(original) = original
+                && crate::client::result::item_content(original).0 == item
+                && let Ok(block) = serde_json::from_value::<ContentBlock>(original.clone())
+            {
+                return block;
+            }
+            match item {
+                Content::Text { text } => ContentBlock::text(text),
+                Content::Image { mime_type, data } => ContentBlock::image(data, mime_type),
+            }
+        })
+        .collect();
+    let mut result =
+        if output.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    if let Some(structured @ Value::Object(_)) = output.structured {
+        result.structured_content = Some(structured);
+    }
+    result.result_type = Some(ResultType::COMPLETE);
+    result
+}
+
+/// `-32601` for a method this server does not serve. rmcp's default handlers answer
+/// `prompts/list`, `resources/list`, `resources/templates/list` and `completion/complete` with
+/// empty results although the server declares none of those capabilities, and give the bare
+/// method name as the message of the others.
+fn not_served(method: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!(
+            "Method not found: `{method}`. This server declares only the tools capability: use tools/list and \
+             tools/call."
+        ),
+        None,
+    )
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        self.inner.config.clone()
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Only a server that declared the announcement keeps its sessions' peers.
+        let announces = self.inner.config.capabilities.tools.as_ref().and_then(|tools| tools.list_changed);
+        if announces == Some(true) {
+            self.inner.listeners.add(context.peer);
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(served::current(&self.served).tools.to_vec()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        served::current(&self.served).tools.iter().find(|tool| tool.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.run_call(request, context).await.map(CallToolResponse::from)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(not_served("prompts/list"))
+    }
+
+    async fn get_prompt(
+        &self,
+        _request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        Err(not_served("prompts/get"))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(not_served("resources/list"))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(not_served("resources/templates/list"))
+    }
+
+    async fn read_resource(
+        &self,
+        _request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        Err(not_served("resources/read"))
+    }
+
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Err(not_served("completion/complete"))
+    }
+
+    // Logging is deprecated in rmcp (SEP-2577), and this server does not declare it.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Err(not_served("logging/setLevel"))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(not_served(&request.method))
+    }
+}
+
+/// Serves every tool of the dispatcher `dispatcher` builds over MCP on standard input and
+/// output, until standard input closes. See [`McpServer`] for what is served and how.
+pub async fn serve_stdio(dispatcher: DispatcherBuilder) -> Result<(), ServeError> {
+    McpServer::new(dispatcher).map_err(|e| ServeError(ServeErrorKind::Lowering(e)))?.serve_stdio().await
+}
+
+/// Why an MCP session ended with an error.
+#[derive(Debug)]
+pub struct ServeError(ServeErrorKind);
+
+#[derive(Debug)]
+enum ServeErrorKind {
+    Lowering(LoweringError),
+    Initialize(Box<ServerInitializeError>),
+    Join(tokio::task::JoinError),
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    Io(std::io::Error),
+}
+
+impl fmt::Display for ServeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            ServeErrorKind::Lowering(error) => error.fmt(f),
+            ServeErrorKind::Initialize(error) => write!(f, "the MCP session could not start: {error}"),
+            ServeErrorKind::Join(error) => write!(f, "the MCP session stopped unexpectedly: {error}"),
+            ServeErrorKind::Io(error) => write!(f, "the MCP server cannot serve: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for ServeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.0 {
+            ServeErrorKind::Lowering(error) => Some(error),
+            ServeErrorKind::Initialize(error) => Some(&**error),
+            ServeErrorKind::Join(error) => Some(error),
+            ServeErrorKind::Io(error) => Some(error),
+        }
+    }
+}

@@ -1,0 +1,409 @@
+//! External hook commands speaking Claude Code's `PreToolUse` / `PostToolUse` JSON: the event on
+//! standard input; exit code 2 (reason on standard error) or a JSON decision on standard output.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use serde_json::{Map, Value};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+use crate::settings::HookCommand;
+
+/// Run as `sh -c JOIN_THEN_RUN sh PROCS COMMAND`: joins the cgroup whose `cgroup.procs` is
+/// `PROCS` (a builtin and a redirection: nothing is started before), then runs the hook.
+#[cfg(target_os = "linux")]
+const JOIN_THEN_RUN: &str = r#"{ printf 0 > "$1"; } 2>/dev/null; exec sh -c "$2""#;
+
+/// At most this much of a hook's standard output and error is read.
+const MAX_OUTPUT: u64 = 1024 * 1024;
+
+/// What a hook process did.
+struct Finished {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// A `PreToolUse` hook's decision.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct PreDecision {
+    /// `Some(Allow | Ask | Deny)` when the hook decided.
+    pub(crate) decision: Option<PreVerdict>,
+    /// `updatedInput`: the arguments to use instead.
+    pub(crate) updated_input: Option<Value>,
+}
+
+#[derive(Debug, PartialEq)]
+pub(crate) enum PreVerdict {
+    Allow,
+    Ask(String),
+    Deny(String),
+}
+
+/// A `PostToolUse` hook's answer: feedback for the model, and whether it flags a problem.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct PostFeedback {
+    pub(crate) blocked: Option<String>,
+    pub(crate) context: Option<String>,
+}
+
+impl HookCommand {
+    /// Runs the command with `event` on its standard input, in a process group of its own (in
+    /// `sandbox` when one is given). When it exits, passes its time limit, or the returned future
+    /// is dropped, every process it started is killed with it (`process_tree`, as for `bash`): a
+    /// hook is a check, and what it leaves running (a `setsid` child, say) would otherwise
+    /// outlive it, holding its output open until the time limit.
+    async fn run(
+        &self,
+        event: &Value,
+        cwd: &Path,
+        sandbox: Option<&tool_sandbox::Sandbox>,
+    ) -> Result<Finished, String> {
+        let marker = tool_sandbox::process_tree::new_marker();
+        let mut command = tokio::process::Command::new("sh");
+        #[cfg(target_os = "linux")]
+        let cgroup = tool_sandbox::process_tree::Cgroup::create();
+        #[cfg(target_os = "linux")]
+        match &cgroup {
+            // The shell moves itself into the cgroup before it starts anything, then becomes
+            // the hook's shell; where it may not, the hook runs all the same.
+            Some(cgroup) => {
+                command.arg("-c").arg(JOIN_THEN_RUN).arg("sh").arg(cgroup.procs_path()).arg(&self.command);
+            }
+            None => {
+                command.arg("-c").arg(&self.command);
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        command.arg("-c").arg(&self.command);
+        self.environment.apply(command.as_std_mut());
+        command
+            .current_dir(cwd)
+            .env(tool_sandbox::process_tree::MARKER_VAR, &marker)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(sandbox) = sandbox {
+            sandbox.apply(command.as_std_mut(), cwd).map_err(|e| format!("could not be sandboxed: {e}"))?;
+        }
+        let mut wrapped = CommandWrap::from(command);
+        wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+        let mut child = wrapped.spawn().map_err(|e| format!("could not be started: {e}"))?;
+        #[cfg(target_os = "linux")]
+        let tree = KillTree::new(child.id(), &marker, cgroup);
+        #[cfg(not(target_os = "linux"))]
+        let tree = KillTree::new(child.id(), &marker);
+        let input = serde_json::to_vec(event).unwrap_or_default();
+        let stdin = child.stdin().take();
+        let stdout = child.stdout().take();
+        let stderr = child.stderr().take();
+        let work = async {
+            let write = async move {
+                if let Some(mut stdin) = stdin {
+                    // A hook that does not read its input closes the pipe early: that is fine.
+                    let _ = stdin.write_all(&input).await;
+                }
+            };
+            let wait = async {
+                let status = child.wait().await;
+                // What it left running would hold its output open: the reads end once it is gone.
+                tree.kill_once();
+                status
+            };
+            let (_, stdout, stderr, status) =
+                tokio::join!(write, read_capped(stdout), read_capped(stderr), wait);
+            (stdout, stderr, status)
+        };
+        match tokio::time::timeout(self.timeout, work).await {
+            Err(_) => {
+                tree.kill_once();
+                Err(format!(
+                    "did not finish within its time limit of {}s and was killed",
+                    trim_seconds(self.timeout.as_secs_f64())
+                ))
+            }
+            Ok((_, _, Err(e))) => Err(format!("could not be waited for: {e}")),
+            Ok((stdout, stderr, Ok(status))) => Ok(Finished { code: status.code(), stdout, stderr }),
+        }
+    }
+
+    /// Runs a `PreToolUse` hook: `Err` is a failure of the hook (it crashed, timed out, or said
+    /// something that is not a decision).
+    pub(crate) async fn pre_tool_use(
+        &self,
+        event: &Value,
+        cwd: &Path,
+        sandbox: Option<&tool_sandbox::Sandbox>,
+    ) -> Result<PreDecision, String> {
+        let finished = self.run(event, cwd, sandbox).await?;
+        match finished.code {
+            Some(0) => parse_pre(&finished.stdout),
+            Some(2) => Ok(PreDecision {
+                decision: Some(PreVerdict::Deny(reason_or(
+                    &finished.stderr,
+                    "the hook blocked the call (exit code 2)",
+                ))),
+                updated_input: None,
+            }),
+            code => Err(failed(code, &finished.stderr)),
+        }
+    }
+
+    /// Runs a `PostToolUse` hook; `Err` is a failure of the hook.
+    pub(crate) async fn post_tool_use(
+        &self,
+        event: &Value,
+        cwd: &Path,
+        sandbox: Option<&tool_sandbox::Sandbox>,
+    ) -> Result<PostFeedback, String> {
+        let finished = self.run(event, cwd, sandbox).await?;
+        match finished.code {
+            Some(0) => parse_post(&finished.stdout),
+            Some(2) => Ok(PostFeedback {
+                blocked: Some(reason_or(&finished.stderr, "the hook reported a problem (exit code 2)")),
+                context: None,
+            }),
+            code => Err(failed(code, &finished.stderr)),
+        }
+    }
+}
+
+/// A hook's processes, killed when this is dropped (the call abandoned) or asked to.
+struct KillTree {
+    #[cfg(target_os = "linux")]
+    tree: Option<tool_sandbox::process_tree::Tree>,
+    /// The hook's process group, for systems without `/proc`.
+    #[cfg(all(unix, not(target_os = "linux")))]
+    group: Option<i32>,
+    killed: std::sync::atomic::AtomicBool,
+}
+
+impl KillTree {
+    #[cfg(target_os = "linux")]
+    fn new(pid: Option<u32>, marker: &str, cgroup: Option<tool_sandbox::process_tree::Cgroup>) -> KillTree {
+        let pid = pid.and_then(|pid| i32::try_from(pid).ok());
+        KillTree {
+            tree: pid.map(|pid| {
+                tool_sandbox::process_tree::Tree::new(
+                    pid,
+                    tool_sandbox::process_tree::MARKER_VAR,
+                    marker,
+                    cgroup,
+                )
+            }),
+            killed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    #[cfg_attr(not(unix), allow(unused_variables))]
+    fn new(pid: Option<u32>, marker: &str) -> KillTree {
+        let pid = pid.and_then(|pid| i32::try_from(pid).ok());
+        KillTree {
+            #[cfg(all(unix, not(target_os = "linux")))]
+            group: pid,
+            killed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Kills the hook's processes, unless that was done already.
+    fn kill_once(&self) {
+        if self.killed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(tree) = &self.tree {
+            let _ = tree.kill();
+        }
+        #[cfg(all(unix, not(target_os = "linux")))]
+        if let Some(group) = self.group {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(group),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+impl Drop for KillTree {
+    fn drop(&mut self) {
+        self.kill_once();
+    }
+}
+
+async fn read_capped(stream: Option<impl AsyncRead + Unpin>) -> String {
+    let mut bytes = Vec::new();
+    if let Some(stream) = stream {
+        let _ = stream.take(MAX_OUTPUT).read_to_end(&mut bytes).await;
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn trim_seconds(seconds: f64) -> String {
+    let text = format!("{seconds:.1}");
+    text.strip_suffix(".0").map(str::to_owned).unwrap_or(text)
+}
+
+fn reason_or(stderr: &str, fallback: &str) -> String {
+    let reason = stderr.trim();
+    if reason.is_empty() { fallback.to_owned() } else { reason.to_owned() }
+}
+
+fn failed(code: Option<i32>, stderr: &str) -> String {
+    let how = match code {
+        Some(code) => format!("exited with code {code}"),
+        None => "was killed by a signal".to_owned(),
+    };
+    let stderr = stderr.trim();
+    if stderr.is_empty() {
+        how
+    } else {
+        let tail: String = stderr.chars().rev().take(500).collect::<Vec<_>>().into_iter().rev().collect();
+        format!("{how}: {tail}")
+    }
+}
+
+/// Standard output as a JSON object; empty output is no decision.
+fn output_object(stdout: &str) -> Result<Option<Map<String, Value>>, String> {
+    let text = stdout.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(object)) => Ok(Some(object)),
+        _ => Err(format!(
+            "printed something that is not a JSON object on standard output (a hook prints nothing, \
+                 or one JSON decision): {}",
+            tool_core::words::excerpt(text)
+        )),
+    }
+}
+
+fn string_field<'a>(object: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, String> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(other) => Err(format!("printed `{key}` as {other}; it must be a string")),
+    }
+}
+
+fn parse_pre(stdout: &str) -> Result<PreDecision, String> {
+    let Some(object) = output_object(stdout)? else { return Ok(PreDecision::default()) };
+    let mut decision = PreDecision::default();
+    if object.get("continue") == Some(&Value::Bool(false)) {
+        let reason = string_field(&object, "stopReason")?.unwrap_or("the hook stopped the call");
+        decision.decision = Some(PreVerdict::Deny(reason.to_owned()));
+        return Ok(decision);
+    }
+    // The older top-level form: {"decision": "approve" | "block", "reason": "..."}.
+    let legacy_reason = string_field(&object, "reason")?.unwrap_or("").to_owned();
+    match string_field(&object, "decision")? {
+        None => {}
+        Some("approve") => decision.decision = Some(PreVerdict::Allow),
+        Some("block") => {
+            decision.decision = Some(PreVerdict::Deny(non_empty(legacy_reason, "blocked by the hook")))
+        }
+        Some(other) => return Err(format!("printed `decision: {other}`; expected \"approve\" or \"block\"")),
+    }
+    let Some(specific) = object.get("hookSpecificOutput") else { return Ok(decision) };
+    let Value::Object(specific) = specific else {
+        return Err("printed `hookSpecificOutput` that is not an object".to_owned());
+    };
+    let reason = string_field(specific, "permissionDecisionReason")?.unwrap_or("").to_owned();
+    match string_field(specific, "permissionDecision")? {
+        None | Some("defer") => {}
+        Some("allow") => decision.decision = Some(PreVerdict::Allow),
+        Some("ask") => {
+            decision.decision = Some(PreVerdict::Ask(non_empty(reason, "the hook asks for approval")))
+        }
+        Some("deny") => decision.decision = Some(PreVerdict::Deny(non_empty(reason, "denied by the hook"))),
+        Some(other) => {
+            return Err(format!(
+                "printed `permissionDecision: {other}`; expected \"allow\", \"deny\" or \"ask\""
+            ));
+        }
+    }
+    match specific.get("updatedInput") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(input)) => decision.updated_input = Some(Value::Object(input.clone())),
+        Some(other) => return Err(format!("printed `updatedInput` as {other}; it must be an object")),
+    }
+    Ok(decision)
+}
+
+fn parse_post(stdout: &str) -> Result<PostFeedback, String> {
+    let Some(object) = output_object(stdout)? else { return Ok(PostFeedback::default()) };
+    let mut feedback = PostFeedback::default();
+    let reason = string_field(&object, "reason")?.unwrap_or("").to_owned();
+    match string_field(&object, "decision")? {
+        None => {}
+        Some("block") => feedback.blocked = Some(non_empty(reason, "the hook reported a problem")),
+        Some(other) => return Err(format!("printed `decision: {other}`; expected \"block\" or nothing")),
+    }
+    if object.get("continue") == Some(&Value::Bool(false)) && feedback.blocked.is_none() {
+        let reason = string_field(&object, "stopReason")?.unwrap_or("the hook reported a problem");
+        feedback.blocked = Some(reason.to_owned());
+    }
+    if let Some(Value::Object(specific)) = object.get("hookSpecificOutput") {
+        feedback.context = string_field(specific, "additionalContext")?.map(str::to_owned);
+    }
+    Ok(feedback)
+}
+
+fn non_empty(text: String, fallback: &str) -> String {
+    if text.trim().is_empty() { fallback.to_owned() } else { text }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decisions_are_read_in_both_forms() {
+        let deny = parse_pre(
+            r#"{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "no"}}"#,
+        );
+        assert_eq!(deny.unwrap().decision, Some(PreVerdict::Deny("no".to_owned())));
+        assert_eq!(
+            parse_pre(r#"{"decision": "block", "reason": "x"}"#).unwrap().decision,
+            Some(PreVerdict::Deny("x".to_owned()))
+        );
+        assert_eq!(parse_pre("  \n").unwrap(), PreDecision::default());
+        assert!(parse_pre("hello").unwrap_err().contains("not a JSON object"));
+        assert!(
+            parse_pre(r#"{"hookSpecificOutput": {"permissionDecision": "maybe"}}"#)
+                .unwrap_err()
+                .contains("maybe")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_hook_inherits_only_what_the_environment_filter_lets_through() {
+        use std::sync::Arc;
+        use std::time::Duration;
+
+        use crate::settings::Matcher;
+        use tool_sandbox::environment::EnvFilter;
+
+        // Cargo sets CARGO_MANIFEST_DIR for its tests: a variable of ours that is not on the list.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        let seen = |environment: EnvFilter| async move {
+            let hook = HookCommand {
+                matcher: Matcher::All,
+                command: "env >&2; exit 2".to_owned(),
+                timeout: Duration::from_secs(30),
+                environment: Arc::new(environment),
+            };
+            match hook.pre_tool_use(&Value::Null, Path::new("."), None).await.unwrap().decision {
+                Some(PreVerdict::Deny(printed)) => printed,
+                other => panic!("{other:?}"),
+            }
+        };
+        let base = seen(EnvFilter::base()).await;
+        assert!(!base.lines().any(|l| l.starts_with("CARGO_MANIFEST_DIR=")), "{base}");
+        assert!(base.lines().any(|l| l.starts_with("PATH=")), "{base}");
+        let all = seen(EnvFilter::inherit_all()).await;
+        assert!(all.lines().any(|l| l.starts_with("CARGO_MANIFEST_DIR=")), "{all}");
+    }
+}

@@ -1,0 +1,251 @@
+//! The files a command line names, so that Read rules apply to them as they apply to `read`.
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::shell::see_through::{Run, Seen, Word};
+
+/// At most this many paths are checked for one line; a line that names more is refused or
+/// asked about by the strictest Read rule, since it cannot be checked.
+pub(crate) const MAX_PATHS: usize = 4096;
+/// At most this many directories a line may `cd` into are followed.
+const MAX_BASES: usize = 16;
+/// At most this many directory entries are looked at to expand one glob.
+const MAX_ENTRIES: usize = 10_000;
+
+/// A path a command names.
+pub(crate) struct Named {
+    pub(crate) path: PathBuf,
+    /// The word as written.
+    pub(crate) word: String,
+    /// The command reads what is beneath it (`grep -r x dir`, `rg x`), when it is a directory.
+    pub(crate) beneath: Option<Beneath>,
+}
+
+/// How a recursive command walks a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Beneath {
+    /// Every entry.
+    All,
+    /// Not hidden entries (ripgrep's default).
+    Visible,
+}
+
+/// Whether `run` reads what is beneath its directory arguments, and how many leading
+/// positional arguments are not paths (a search pattern, git's subcommand).
+fn recursive(run: &Run) -> Option<(Beneath, usize)> {
+    let texts: Vec<&str> = run.args.iter().map(|w| w.text.as_str()).collect();
+    let short = |letters: &str| {
+        texts
+            .iter()
+            .any(|t| t.starts_with('-') && !t.starts_with("--") && t.contains(|c| letters.contains(c)))
+    };
+    let long = |names: &[&str]| texts.iter().any(|t| names.iter().any(|n| t.starts_with(n)));
+    let pattern = usize::from(!short("ef") && !long(&["--regexp", "--file"]));
+    match run.program.as_deref()? {
+        "rg" => {
+            let hidden = short(".u") || long(&["--hidden", "--no-ignore", "--unrestricted"]);
+            let beneath = if hidden { Beneath::All } else { Beneath::Visible };
+            Some((beneath, pattern))
+        }
+        "ag" | "ack" | "ugrep" => Some((Beneath::All, pattern)),
+        "grep" | "egrep" | "fgrep" => (short("rR")
+            || long(&["--recursive", "--dereference-recursive", "--directories=recurse"])
+            || texts.windows(2).any(|w| w == ["-d", "recurse"]))
+        .then_some((Beneath::All, pattern)),
+        "git" => texts
+            .iter()
+            .find(|t| !t.starts_with('-'))
+            .is_some_and(|sub| *sub == "grep")
+            .then_some((Beneath::All, pattern + 1)),
+        "cp" | "scp" => (short("rRa") || long(&["--recursive", "--archive"])).then_some((Beneath::All, 0)),
+        "tar" | "zip" | "rsync" | "7z" | "zstd" | "gzip" => Some((Beneath::All, 0)),
+        "find" => long(&["-exec", "-ok"]).then_some((Beneath::All, 0)),
+        _ => None,
+    }
+}
+
+/// Every path the line's arguments may name, each with the word as written, resolved against
+/// `root` and every directory an earlier `cd` in the line may have moved to. A word is read as a
+/// path whole, after `=` (`--file=x`, `if=x`), after a short option (`-fx`) and after the first
+/// `:` (`HEAD:.env`); `~` is the home directory; a glob in the glob is expanded.
+/// Links are followed where the path exists, as the command will follow them.
+/// A recursive command (`rg x`, `grep -r x`, `git grep x`) that names no existing path after its
+/// pattern searches the current directory.
+pub(crate) fn named_paths(seen: &Seen, root: &Path) -> Vec<Named> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut bases = vec![root.to_path_buf()];
+    let mut paths = Vec::new();
+    for word in seen.redirections.iter().filter(|word| word.resolved()) {
+        for path in resolve(root, &word.text, word, home.as_deref()) {
+            paths.push(Named { path, word: word.text.clone(), beneath: None });
+        }
+    }
+    for run in &seen.runs {
+        let walks = recursive(run);
+        let mut positional = 0;
+        let mut names_a_path = false;
+        for word in run.args.iter().filter(|word| word.resolved()) {
+            let is_positional = !word.text.starts_with('-');
+            positional += usize::from(is_positional);
+            for candidate in candidates(&word.text) {
+                for base in &bases {
+                    for path in resolve(base, candidate, word, home.as_deref()) {
+                        let beneath = walks.map(|(how, _)| how).filter(|_| path.is_dir());
+                        if let Some((_, skip)) = walks
+                            && is_positional
+                            && positional > skip
+                            && path.exists()
+                        {
+                            names_a_path = true;
+                        }
+                        paths.push(Named { path, word: word.text.clone(), beneath });
+                    }
+                }
+            }
+        }
+        if let Some((how, _)) = walks
+            && !names_a_path
+        {
+            for base in &bases {
+                paths.push(Named { path: base.clone(), word: ".".to_owned(), beneath: Some(how) });
+            }
+        }
+        if run.program.as_deref() == Some("cd") {
+            let target = run.args.iter().find(|word| !word.text.starts_with('-'));
+            let moved: Vec<PathBuf> = match target {
+                Some(word) if word.resolved() => {
+                    bases.iter().flat_map(|base| resolve(base, &word.text, word, home.as_deref())).collect()
+                }
+                Some(_) => Vec::new(),
+                None => home.iter().cloned().collect(),
+            };
+            for base in moved {
+                if bases.len() < MAX_BASES && !bases.contains(&base) {
+                    bases.push(base);
+                }
+            }
+        }
+    }
+    paths
+}
+
+/// The parts of a word that may be a path.
+fn candidates(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    if !text.starts_with('-') {
+        out.push(text);
+    } else if !text.starts_with("--") && text.len() > 2 {
+        out.push(&text[2..]);
+    }
+    if let Some((_, value)) = text.split_once('=') {
+        out.push(value);
+    }
+    if let Some((_, value)) = text.split_once(':') {
+        out.push(value);
+    }
+    out.retain(|c| !c.is_empty() && !c.starts_with('-'));
+    out
+}
+
+fn resolve(base: &Path, text: &str, word: &Word, home: Option<&Path>) -> Vec<PathBuf> {
+    let joined = match (text.strip_prefix('~'), home) {
+        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
+            home.join(rest.trim_start_matches('/'))
+        }
+        _ => base.join(text),
+    };
+    let lexical = normalize(&joined);
+    let mut out = Vec::new();
+    if word.glob {
+        out.extend(expand(&lexical));
+    }
+    out.push(lexical);
+    let resolved: Vec<PathBuf> = out.iter().filter_map(|path| follow(path)).collect();
+    out.extend(resolved);
+    out
+}
+
+/// `..` and `.` removed as text (the kernel's answer is added by [`follow`]).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The path with its links followed, when it (or its directory) exists.
+fn follow(path: &Path) -> Option<PathBuf> {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return Some(real);
+    }
+    let (parent, name) = (path.parent()?, path.file_name()?);
+    std::fs::canonicalize(parent).ok().map(|dir| dir.join(name))
+}
+
+/// The paths a glob matches (`.e*`, `s*/key`), component by component as the shell expands it
+/// (but with `*` also matching a leading dot), up to a bound.
+fn expand(path: &Path) -> Vec<PathBuf> {
+    let mut found = vec![PathBuf::new()];
+    let mut looked = 0;
+    for component in path.components() {
+        let text = component.as_os_str().to_string_lossy();
+        if !text.contains(['*', '?', '[']) {
+            for path in &mut found {
+                path.push(component);
+            }
+            continue;
+        }
+        let Ok(glob) = globset::GlobBuilder::new(&text).literal_separator(true).build() else {
+            return Vec::new();
+        };
+        let glob = glob.compile_matcher();
+        let mut next = Vec::new();
+        for dir in &found {
+            let Ok(entries) = std::fs::read_dir(dir) else { continue };
+            for entry in entries.filter_map(Result::ok) {
+                looked += 1;
+                if looked > MAX_ENTRIES {
+                    return next;
+                }
+                if glob.is_match(entry.file_name()) {
+                    next.push(entry.path());
+                }
+            }
+        }
+        found = next;
+    }
+    found
+}
+
+/// The entries beneath `dir`, nearest first, skipping `.git` (and hidden entries for
+/// [`Beneath::Visible`]), up to a bound.
+pub(crate) fn walk(dir: &Path, how: Beneath) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut queue = std::collections::VecDeque::from([dir.to_path_buf()]);
+    while let Some(dir) = queue.pop_front() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.filter_map(Result::ok) {
+            if found.len() >= MAX_ENTRIES {
+                return found;
+            }
+            let name = entry.file_name();
+            let hidden = name.to_string_lossy().starts_with('.');
+            if name == ".git" || how == Beneath::Visible && hidden {
+                continue;
+            }
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                queue.push_back(path.clone());
+            }
+            found.push(path);
+        }
+    }
+    found
+}

@@ -1,0 +1,451 @@
+//! Text typed into a running command (`PermissionKind::Input`): which commands run what they
+//! read (shells, interpreters), and how the rules decide about it.
+
+use crate::catalog::Subject;
+use crate::rules::{Action, Because, Rules, Verdict};
+
+/// Shells: a line typed into one is a command line, so the command rules read it as one.
+const SHELLS: &[&str] = &[
+    "sh",
+    "bash",
+    "rbash",
+    "dash",
+    "ash",
+    "zsh",
+    "ksh",
+    "mksh",
+    "oksh",
+    "pdksh",
+    "yash",
+    "fish",
+    "csh",
+    "tcsh",
+    "busybox",
+    "elvish",
+    "nu",
+    "xonsh",
+    "pwsh",
+    "powershell",
+];
+
+/// Programs that run what they read, or can be told to (`:!cmd`, `\!`, `.shell`, `os.system`):
+/// interpreters, REPLs, debuggers, editors and pagers, database shells, remote shells, and
+/// programs that run a command per line of input.
+const RUNS_INPUT: &[&str] = &[
+    "python",
+    "ipython",
+    "pypy",
+    "jython",
+    "micropython",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "ts-node",
+    "tsx",
+    "ruby",
+    "irb",
+    "pry",
+    "jruby",
+    "perl",
+    "php",
+    "lua",
+    "luajit",
+    "tclsh",
+    "wish",
+    "expect",
+    "r",
+    "rscript",
+    "julia",
+    "ghci",
+    "stack",
+    "cabal",
+    "scala",
+    "amm",
+    "groovysh",
+    "groovy",
+    "jshell",
+    "kotlin",
+    "kotlinc",
+    "clojure",
+    "clj",
+    "lein",
+    "bb",
+    "guile",
+    "racket",
+    "sbcl",
+    "clisp",
+    "ecl",
+    "ocaml",
+    "utop",
+    "erl",
+    "iex",
+    "elixir",
+    "swipl",
+    "gforth",
+    "octave",
+    "matlab",
+    "maxima",
+    "gdb",
+    "lldb",
+    "pdb",
+    "sqlite",
+    "psql",
+    "mysql",
+    "mariadb",
+    "redis-cli",
+    "mongo",
+    "mongosh",
+    "cqlsh",
+    "bc",
+    "dc",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "sed",
+    "ed",
+    "ex",
+    "vi",
+    "vim",
+    "nvim",
+    "view",
+    "emacs",
+    "nano",
+    "less",
+    "more",
+    "most",
+    "man",
+    "ssh",
+    "telnet",
+    "nc",
+    "ncat",
+    "netcat",
+    "socat",
+    "ftp",
+    "sftp",
+    "sudo",
+    "su",
+    "doas",
+    "runuser",
+    "pkexec",
+    "docker",
+    "podman",
+    "kubectl",
+    "nsenter",
+    "chroot",
+    "script",
+    "screen",
+    "tmux",
+    "xargs",
+    "parallel",
+    "eval",
+    "source",
+    "exec",
+    "env",
+    "watch",
+    "timeout",
+    "nohup",
+    "nice",
+    "stdbuf",
+    "setsid",
+    "java",
+    "dotnet",
+    "mono",
+    "osascript",
+    "wsl",
+    "cmd",
+];
+
+/// What reads the input of a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reader {
+    /// A plain shell (`bash`, `sh -i`, `/bin/zsh`): every line is a command line.
+    Shell,
+    /// A program that runs what it reads, or a command line that cannot be resolved (`$CMD`,
+    /// `eval`, a glob): what it reads may run as code.
+    Interpreter,
+    /// Anything else (`read -r answer`, `cat > notes.txt`, a prompt).
+    Other,
+}
+
+/// Who reads what is typed into a session running `command`.
+pub(crate) fn reader(command: &str) -> Reader {
+    let (words, unresolved) = words(command);
+    let mut programs = words.iter().filter(|word| !is_assignment(word)).map(|word| program_name(word));
+    let first = programs.next();
+    let runs_input = |name: &str| SHELLS.contains(&name) || RUNS_INPUT.contains(&name);
+    if unresolved {
+        return Reader::Interpreter;
+    }
+    let options_only =
+        words.iter().skip_while(|word| is_assignment(word)).skip(1).all(|w| w.starts_with('-'));
+    match first {
+        Some(name) if SHELLS.contains(&name.as_str()) && options_only && words.len() < 8 => Reader::Shell,
+        _ if words.iter().any(|word| {
+            runs_input(&program_name(word))
+                || word.split_once('=').is_some_and(|(_, value)| runs_input(&program_name(value)))
+        }) =>
+        {
+            Reader::Interpreter
+        }
+        _ => Reader::Other,
+    }
+}
+
+/// The words of a command line with quotes and backslashes removed, split at blanks and shell
+/// operators; and whether any part is resolved only when it runs (an expansion, a glob).
+fn words(command: &str) -> (Vec<String>, bool) {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut unresolved = false;
+    for c in command.chars() {
+        match c {
+            '\'' | '"' | '\\' => {}
+            '$' | '`' | '*' | '?' | '[' | '~' | '!' => {
+                unresolved = true;
+                word.push(c);
+            }
+            c if c.is_whitespace() || "|&;()<>{}".contains(c) => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    (words, unresolved)
+}
+
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    })
+}
+
+/// A program's name without its directory and version: `/usr/bin/python3.12` is `python`.
+fn program_name(word: &str) -> String {
+    let base = word.rsplit('/').next().unwrap_or(word).to_ascii_lowercase();
+    let base = base.strip_suffix(".exe").unwrap_or(&base);
+    let trimmed =
+        base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.').trim_end_matches(['-', '_']);
+    if trimmed.is_empty() { base.to_owned() } else { trimmed.to_owned() }
+}
+
+/// The answer for typing `typed` (what was typed before on the line, then the new text) into a
+/// session of `tool`'s that runs `command`.
+///
+/// - The rules of `tool` without a pattern apply (`allow bash_input`, `deny bash_input`).
+/// - Every line is read as a command line by the rules about commands (`Bash(...)`): a deny or
+///   ask rule that matches a line applies whatever the session runs; into an interpreter, so
+///   does one that matches a string literal of the line (`os.system('rm -rf x')`).
+/// - Into a plain shell, lines that the command rules allow, every one of them, are allowed,
+///   and the command tools' defaults apply to its lines.
+/// - Otherwise, into a shell or interpreter, while any rule about commands is in force: ask.
+/// - Otherwise the tool's default.
+pub(crate) fn decide_input(rules: &Rules, tool: &str, command: &str, typed: &str) -> Verdict {
+    let reader = reader(command);
+    let command_tools = rules.catalog().tools_with(Subject::Command);
+    let mut found: Vec<Verdict> = rules.bare_verdict(tool).into_iter().collect();
+    let lines = lines(typed);
+    let mut allowed = None;
+    let mut covered = reader == Reader::Shell && !lines.is_empty();
+    for line in &lines {
+        // An interpreter's string literals may be handed to a shell (`os.system('rm -rf x')`).
+        let strings = if reader == Reader::Interpreter { quoted(&line.edited) } else { Vec::new() };
+        for command_tool in &command_tools {
+            for string in &strings {
+                let verdict = rules.decide_command(command_tool, string);
+                if matches!(verdict.because, Because::Rule { .. }) && verdict.action != Action::Allow {
+                    found.push(verdict);
+                }
+            }
+            // As a line editor leaves it (a terminal), and as typed (a pipe).
+            for form in [&line.edited, &line.typed] {
+                let verdict = rules.decide_command(command_tool, form);
+                match (&verdict.because, verdict.action) {
+                    (Because::Rule { .. }, Action::Allow) if line.plain => {
+                        allowed.get_or_insert(verdict);
+                    }
+                    (_, Action::Allow) => covered = false,
+                    (Because::Rule { .. }, _) => found.push(verdict),
+                    // The default for commands is for command lines: a shell's lines.
+                    _ if reader == Reader::Shell => found.push(verdict),
+                    _ => covered = false,
+                }
+            }
+            // Cursor keys, history, completion: what runs cannot be known, so any rule may match.
+            if line.unresolved && reader != Reader::Other {
+                covered = false;
+                found.extend(rules.strictest_refusal(command_tool));
+            }
+        }
+    }
+    if covered && let Some(verdict) = allowed {
+        found.push(verdict);
+    }
+    if let Some(verdict) = strictest(found) {
+        return verdict;
+    }
+    let governed = command_tools.iter().any(|command_tool| rules.has_rules_for(command_tool));
+    if reader != Reader::Other && governed {
+        let shown: String = command.chars().take(80).collect();
+        return Verdict { action: Action::Ask, because: Because::InputDefault(shown) };
+    }
+    rules.default_verdict(tool)
+}
+
+/// One line of what is typed.
+#[derive(Debug, PartialEq)]
+struct Line {
+    /// With backspaces and line kills applied, as a terminal's line editor leaves it, control
+    /// characters removed.
+    edited: String,
+    /// As typed, control characters removed (a program reading a pipe gets them as they are).
+    typed: String,
+    /// No control character in it (but tabs).
+    plain: bool,
+    /// It holds keys whose effect on the line cannot be known: escape sequences (arrows,
+    /// history), completion, other control characters.
+    unresolved: bool,
+}
+
+/// The lines of `typed`, ended by newlines, carriage returns or end of input; empty ones left out.
+fn lines(typed: &str) -> Vec<Line> {
+    let mut lines = Vec::new();
+    let mut raw = String::new();
+    let mut edited = String::new();
+    let mut push = |raw: &mut String, edited: &mut String| {
+        let typed: String = raw.chars().filter(|c| !c.is_control() || *c == '\t').collect();
+        let plain = typed.len() == raw.len();
+        let unresolved = raw
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\t' | '\u{7f}' | '\u{8}' | '\u{15}' | '\u{3}'));
+        let line =
+            Line { edited: edited.trim().to_owned(), typed: typed.trim().to_owned(), plain, unresolved };
+        if !line.typed.is_empty() || !line.edited.is_empty() || line.unresolved {
+            lines.push(line);
+        }
+        raw.clear();
+        edited.clear();
+    };
+    for c in typed.chars() {
+        match c {
+            '\n' | '\r' | '\u{4}' => push(&mut raw, &mut edited),
+            '\u{3}' | '\u{15}' => {
+                raw.push(c);
+                edited.clear();
+            }
+            '\u{7f}' | '\u{8}' => {
+                raw.push(c);
+                edited.pop();
+            }
+            c => {
+                raw.push(c);
+                if !c.is_control() || c == '\t' {
+                    edited.push(c);
+                }
+            }
+        }
+    }
+    push(&mut raw, &mut edited);
+    lines
+}
+
+/// The string literals of a line of code (`'...'`, `"..."`, `` `...` ``), backslash escapes
+/// kept as written; an unterminated one runs to the end of the line.
+fn quoted(line: &str) -> Vec<String> {
+    let mut strings = Vec::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if !matches!(c, '\'' | '"' | '`') {
+            continue;
+        }
+        let mut string = String::new();
+        while let Some(next) = chars.next() {
+            match next {
+                '\\' => string.extend(chars.next()),
+                close if close == c => break,
+                other => string.push(other),
+            }
+        }
+        if !string.trim().is_empty() {
+            strings.push(string);
+        }
+    }
+    strings
+}
+
+/// The strictest verdict; among equals, the first.
+fn strictest(verdicts: Vec<Verdict>) -> Option<Verdict> {
+    let mut best: Option<Verdict> = None;
+    for verdict in verdicts {
+        if best.as_ref().is_none_or(|b| verdict.action > b.action) {
+            best = Some(verdict);
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shells_interpreters_and_the_rest() {
+        for shell in ["bash", "sh", "/bin/bash --norc -i", "zsh -l", "dash"] {
+            assert_eq!(reader(shell), Reader::Shell, "{shell}");
+        }
+        for interpreter in [
+            "python3",
+            "python3.12 -i",
+            "/usr/local/bin/python3.12",
+            "PYTHONPATH=. python3 -q",
+            "cd src && node",
+            "cat | python3",
+            "env -i perl",
+            "ruby2.7",
+            "pypy3",
+            "luajit-2.1",
+            "bash -c 'read x; echo $x'",
+            "while read -r l; do eval \"$l\"; done",
+            "$SHELL",
+            "/usr/bin/pyth*",
+            "sudo -i",
+            "ssh build-host",
+            "xargs -I{} sh -c {}",
+            "py\"\"thon3",
+            "p\\ython3",
+        ] {
+            assert_eq!(reader(interpreter), Reader::Interpreter, "{interpreter}");
+        }
+        for other in ["read -r answer; echo got it", "cat > notes.txt", "sleep 300", "sort -u", "grep -c x"] {
+            assert_eq!(reader(other), Reader::Other, "{other}");
+        }
+    }
+
+    #[test]
+    fn an_interpreters_string_literals_are_read_as_command_lines() {
+        assert_eq!(quoted("import os; os.system('rm -rf x')"), ["rm -rf x"]);
+        assert_eq!(quoted(r#"run("a \"b\"", `c`) 'open"#), [r#"a "b""#, "c", "open"]);
+        assert_eq!(quoted("print(1) # '' \"  \""), Vec::<String>::new());
+    }
+
+    #[test]
+    fn lines_as_a_line_editor_and_a_pipe_see_them() {
+        let lines = lines("rm -rg\u{7f}f x\r\nls\u{15}pwd\n\u{1b}[A\n");
+        let shown: Vec<(&str, &str, bool, bool)> =
+            lines.iter().map(|l| (l.edited.as_str(), l.typed.as_str(), l.plain, l.unresolved)).collect();
+        assert_eq!(
+            shown,
+            [
+                ("rm -rf x", "rm -rgf x", false, false),
+                ("pwd", "lspwd", false, false),
+                ("[A", "[A", false, true)
+            ]
+        );
+    }
+}

@@ -1,0 +1,443 @@
+//! The one place that decides: rules, hook commands and the asker, plugged into a dispatcher as
+//! its permission hook (commands and paths a tool asks about), a before-hook (the call as a
+//! whole, `PreToolUse`) and an after-hook (`PostToolUse`).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use tool_core::{
+    AfterHook, BeforeDecision, BeforeHook, BoxFuture, DefaultPermissions, DispatcherBuilder, HookCall,
+    PermissionDecision, PermissionHook, PermissionKind, PermissionRequest, ReadOnlyCalls, ToolError,
+    ToolOutput,
+};
+
+use crate::catalog::Subject;
+use crate::rules::{Action, Because, Rules, Verdict};
+use crate::settings::{HookCommands, Settings};
+
+/// Permission rules, hook commands and an asker, installed on a dispatcher with
+/// [`PolicyExt::policy`].
+///
+/// A call goes through, in order: the `PreToolUse` hook commands (which may deny it, rewrite its
+/// arguments, or say allow / ask), the rules about the tool as a whole, then, inside the tool,
+/// the rules about each command or path it asks about (`ToolContext::ask`). An `ask` goes to the
+/// asker; without one it is refused with a message naming the rule. After the tool, the
+/// `PostToolUse` hook commands see its result.
+pub struct Policy {
+    rules: Rules,
+    hooks: HookCommands,
+    asker: Option<Arc<dyn PermissionHook>>,
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field("rules", &self.rules)
+            .field("pre_tool_use", &self.hooks.pre_tool_use.len())
+            .field("post_tool_use", &self.hooks.post_tool_use.len())
+            .field("asker", &self.asker.is_some())
+            .finish()
+    }
+}
+
+impl Policy {
+    /// A policy of `rules` alone, with nobody to ask.
+    pub fn new(rules: Rules) -> Self {
+        Policy { rules, hooks: HookCommands::default(), asker: None }
+    }
+
+    /// The rules and hook commands of a settings file, with nobody to ask.
+    pub fn from_settings(settings: Settings) -> Self {
+        Policy { rules: settings.rules, hooks: settings.hooks, asker: None }
+    }
+
+    /// Runs the hook commands in `sandbox` (see [`tool_sandbox`]) instead of unconfined.
+    #[cfg(feature = "command-hooks")]
+    pub fn hook_sandbox(mut self, sandbox: Arc<tool_sandbox::Sandbox>) -> Self {
+        self.hooks.sandbox = Some(sandbox);
+        self
+    }
+
+    /// Who answers the requests a rule or a hook says to `ask` about (a person, through a UI).
+    /// The request's `details.rule` names the rule. Without an asker they are refused.
+    pub fn asker(self, asker: impl PermissionHook) -> Self {
+        self.asker_arc(Arc::new(asker))
+    }
+
+    /// [`Policy::asker`] with a shared asker.
+    pub fn asker_arc(mut self, asker: Arc<dyn PermissionHook>) -> Self {
+        self.asker = Some(asker);
+        self
+    }
+
+    /// The rules.
+    pub fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    fn classifies_commands(&self) -> bool {
+        self.rules.catalog().has_command_arguments()
+    }
+
+    fn has_post_hooks(&self) -> bool {
+        !self.hooks.post_tool_use.is_empty()
+    }
+
+    /// Answers `request` as `verdict` says: at once, or through the asker.
+    async fn answer(
+        &self,
+        request: &PermissionRequest,
+        action: Action,
+        because: String,
+    ) -> PermissionDecision {
+        match action {
+            Action::Allow => PermissionDecision::Allow,
+            Action::Deny => PermissionDecision::Deny { reason: refused(&because) },
+            Action::Ask => match self.asker.clone().or_else(|| request.asker.clone()) {
+                Some(asker) => {
+                    let mut request = request.clone();
+                    let mut details = match request.details {
+                        Value::Object(map) => map,
+                        _ => serde_json::Map::new(),
+                    };
+                    details.insert("rule".to_owned(), Value::String(because));
+                    request.details = Value::Object(details);
+                    asker.decide(&request).await
+                }
+                None => PermissionDecision::Deny { reason: unanswered(&because, "nobody is here to answer") },
+            },
+        }
+    }
+}
+
+/// Why an ask was refused when nobody answered it (`why`: who could not), in the words every
+/// refusal of an unanswered ask uses.
+pub fn unanswered(because: &str, why: &str) -> String {
+    format!(
+        "{because} says to ask first, and {why}, so it was not done. Do something else, or ask the user to \
+         allow it"
+    )
+}
+
+fn refused(because: &str) -> String {
+    format!("refused by {because}. Do not try to get around it: do something else, or ask the user")
+}
+
+fn verdict_reason(verdict: &Verdict, request: &PermissionRequest) -> String {
+    match (&verdict.because, &request.kind, verdict.action) {
+        // The same words as the default policy's, since the same thing happened.
+        (Because::ExternalDefault, PermissionKind::ExternalDirectory { path }, Action::Deny) => format!(
+            "{} is outside the workspace root; only paths inside the workspace may be used",
+            path.display()
+        ),
+        (because, _, _) => because.to_string(),
+    }
+}
+
+impl PermissionHook for Policy {
+    fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision> {
+        let verdict = match &request.kind {
+            PermissionKind::Command { command } => self.rules.decide_command(&request.tool, command),
+            PermissionKind::Path { path } => self.rules.decide_path(&request.tool, path, false),
+            PermissionKind::ExternalDirectory { path } => self.rules.decide_path(&request.tool, path, true),
+            PermissionKind::Input { .. } => return Box::pin(self.decide_input(request)),
+            // Only a person can grant it: the policy's asker, or the call's (MCP elicitation).
+            PermissionKind::SandboxEscalation { .. } | PermissionKind::NetworkHost { .. } => {
+                return match self.asker.clone().or_else(|| request.asker.clone()) {
+                    Some(asker) => Box::pin(async move { asker.decide(request).await }),
+                    None => DefaultPermissions.decide(request),
+                };
+            }
+            PermissionKind::RepeatedCall { .. } => {
+                return match &self.asker {
+                    Some(asker) => asker.decide(request),
+                    None => DefaultPermissions.decide(request),
+                };
+            }
+            _ => return Box::pin(std::future::ready(PermissionDecision::Allow)),
+        };
+        if verdict.action == Action::Deny && verdict.because == Because::ExternalDefault {
+            let reason = verdict_reason(&verdict, request);
+            return Box::pin(std::future::ready(PermissionDecision::Deny { reason }));
+        }
+        Box::pin(async move { self.answer(request, verdict.action, verdict_reason(&verdict, request)).await })
+    }
+
+    fn path_screen(&self, tool: &str) -> tool_core::PathScreen {
+        self.rules.path_screen(tool)
+    }
+}
+
+/// The policy's before-hook: `PreToolUse` hook commands, then the rules about the whole call.
+struct Gate(Arc<Policy>);
+
+impl BeforeHook for Gate {
+    fn before<'a>(&'a self, call: &'a HookCall) -> BoxFuture<'a, Result<BeforeDecision, ToolError>> {
+        Box::pin(self.0.check_call(call))
+    }
+}
+
+/// What the `PreToolUse` hooks said, together.
+#[derive(Default)]
+struct HookSays {
+    rewritten: Option<Value>,
+    allow: bool,
+    ask: Option<String>,
+}
+
+impl Policy {
+    async fn check_call(&self, call: &HookCall) -> Result<BeforeDecision, ToolError> {
+        let says = match self.pre_tool_use(call).await? {
+            Ok(says) => says,
+            Err(denied) => return Ok(denied),
+        };
+        let Verdict { action, because } = self.rules.decide_call(&call.tool);
+        let (action, because) = match (action, &says.ask) {
+            (Action::Ask, _) if says.allow => (Action::Allow, because.to_string()),
+            (Action::Allow, Some(hook)) => (Action::Ask, hook.clone()),
+            _ => (action, because.to_string()),
+        };
+        let mut request = PermissionRequest::new(
+            PermissionKind::Call {
+                arguments: says.rewritten.clone().unwrap_or_else(|| call.arguments.clone()),
+            },
+            format!("call `{}`", call.tool),
+        );
+        request.tool = call.tool.clone();
+        request.call_id = call.call_id.clone();
+        request.asker.clone_from(&call.asker);
+        if let PermissionDecision::Deny { reason } = self.answer(&request, action, because).await {
+            return Ok(BeforeDecision::Deny { reason });
+        }
+        Ok(match says.rewritten {
+            Some(arguments) => BeforeDecision::Rewrite(arguments),
+            None => BeforeDecision::Allow,
+        })
+    }
+
+    /// Runs the matching `PreToolUse` hooks of a call in order; each sees the arguments the one
+    /// before left. `Ok(Err(deny))` when one denied the call. A tool that asks about what is
+    /// typed into a session has its hooks run when it asks (see [`Policy::decide_input`]).
+    async fn pre_tool_use(&self, call: &HookCall) -> Result<Result<HookSays, BeforeDecision>, ToolError> {
+        if self.rules.catalog().subject_of(&call.tool) == Some(Subject::Input) {
+            return Ok(Ok(HookSays::default()));
+        }
+        let hooks = self.run_pre_hooks(&call.tool, &call.call_id, &call.session_id, &call.arguments, true);
+        match hooks.await {
+            Ok(says) => Ok(Ok(says)),
+            Err(HookStop::Denied(reason)) => Ok(Err(BeforeDecision::Deny { reason })),
+            Err(HookStop::Failed { hook, problem }) => Err(ToolError::execution(format!(
+                "The call to `{}` was not run: its PreToolUse hook `{hook}` {problem}. This is a problem with \
+                 the hook, not with the arguments; tell the user.",
+                call.tool
+            ))),
+        }
+    }
+
+    /// Runs the `PreToolUse` hooks matching `tool` with `tool_input`, in order.
+    #[cfg(feature = "command-hooks")]
+    async fn run_pre_hooks(
+        &self,
+        tool: &str,
+        call_id: &str,
+        session_id: &str,
+        tool_input: &Value,
+        may_rewrite: bool,
+    ) -> Result<HookSays, HookStop> {
+        use super::command_hooks::PreVerdict;
+        let mut says = HookSays::default();
+        let other_name = self.rules.catalog().hook_name_of(tool);
+        for hook in self.hooks.pre_tool_use.iter().filter(|hook| hook.matcher.matches(tool, other_name)) {
+            let event = json!({
+                "session_id": session_id,
+                "hook_event_name": "PreToolUse",
+                "cwd": self.rules.root(),
+                "tool_name": tool,
+                "tool_input": says.rewritten.as_ref().unwrap_or(tool_input),
+                "tool_use_id": call_id,
+            });
+            let failed = |problem: String| HookStop::Failed { hook: hook.command.clone(), problem };
+            let decision = hook
+                .pre_tool_use(&event, self.rules.root(), self.hooks.sandbox.as_deref())
+                .await
+                .map_err(failed)?;
+            if let Some(input) = decision.updated_input {
+                if !may_rewrite {
+                    return Err(failed(
+                        "answered with `updatedInput`, which cannot change what is typed into a session \
+                         (allow, ask or deny it instead)"
+                            .to_owned(),
+                    ));
+                }
+                says.rewritten = Some(input);
+            }
+            match decision.decision {
+                None => {}
+                Some(PreVerdict::Allow) => says.allow = true,
+                Some(PreVerdict::Ask(reason)) => {
+                    says.ask = Some(format!("the PreToolUse hook `{}` ({reason})", hook.command));
+                }
+                Some(PreVerdict::Deny(reason)) => {
+                    return Err(HookStop::Denied(format!(
+                        "the PreToolUse hook `{}` refused it: {reason}",
+                        hook.command
+                    )));
+                }
+            }
+        }
+        Ok(says)
+    }
+
+    #[cfg(not(feature = "command-hooks"))]
+    async fn run_pre_hooks(
+        &self,
+        _tool: &str,
+        _call_id: &str,
+        _session_id: &str,
+        _tool_input: &Value,
+        _may_rewrite: bool,
+    ) -> Result<HookSays, HookStop> {
+        let _ = json!(null);
+        Ok(HookSays::default())
+    }
+
+    /// Typing into a running command: the `PreToolUse` hooks of the tool (their `tool_input`
+    /// holds `session_id`, `session_command` and `text`), then the rules
+    /// ([`decide_input`](super::input::decide_input)). A hook's `allow` lets the default ask
+    /// about a shell or interpreter through, not a rule's.
+    async fn decide_input(&self, request: &PermissionRequest) -> PermissionDecision {
+        let PermissionKind::Input { session_id, command, text, line_so_far } = &request.kind else {
+            return PermissionDecision::Allow;
+        };
+        let mut tool_input = json!({"session_id": session_id, "session_command": command, "text": text});
+        if !line_so_far.is_empty() {
+            tool_input["line_so_far"] = json!(line_so_far);
+        }
+        let session = request.details.get("session").and_then(Value::as_str).unwrap_or_default();
+        let says = match self
+            .run_pre_hooks(&request.tool, &request.call_id, session, &tool_input, false)
+            .await
+        {
+            Ok(says) => says,
+            Err(HookStop::Denied(reason)) => return PermissionDecision::Deny { reason },
+            Err(HookStop::Failed { hook, problem }) => {
+                return PermissionDecision::Deny {
+                    reason: format!(
+                        "the PreToolUse hook `{hook}` {problem}, so nothing was typed. This is a problem with \
+                         the hook, not with the text; tell the user"
+                    ),
+                };
+            }
+        };
+        let typed = format!("{line_so_far}{text}");
+        let verdict = super::input::decide_input(&self.rules, &request.tool, command, &typed);
+        let (action, because) = match (verdict.action, &verdict.because, &says.ask) {
+            (Action::Ask, Because::InputDefault(_), _) if says.allow => {
+                (Action::Allow, verdict.because.to_string())
+            }
+            (Action::Allow, _, Some(hook)) => (Action::Ask, hook.clone()),
+            (action, because, _) => (action, because.to_string()),
+        };
+        self.answer(request, action, because).await
+    }
+}
+
+/// Why the `PreToolUse` hooks stopped a call.
+#[cfg_attr(not(feature = "command-hooks"), allow(dead_code))]
+enum HookStop {
+    /// A hook denied it (the reason names the hook).
+    Denied(String),
+    /// A hook failed: which one, and how.
+    Failed { hook: String, problem: String },
+}
+
+/// The policy's after-hook: the `PostToolUse` hook commands.
+struct After(Arc<Policy>);
+
+impl AfterHook for After {
+    fn after<'a>(
+        &'a self,
+        call: &'a HookCall,
+        output: ToolOutput,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(self.0.post_tool_use(call, output))
+    }
+}
+
+impl Policy {
+    #[cfg(feature = "command-hooks")]
+    async fn post_tool_use(&self, call: &HookCall, mut output: ToolOutput) -> Result<ToolOutput, ToolError> {
+        use tool_core::Content;
+        let other_name = self.rules.catalog().hook_name_of(&call.tool);
+        for hook in
+            self.hooks.post_tool_use.iter().filter(|hook| hook.matcher.matches(&call.tool, other_name))
+        {
+            let mut response = json!({"content": output.text_content(), "is_error": output.is_error});
+            if let Some(structured) = &output.structured {
+                response["structured_content"] = structured.clone();
+            }
+            let event = json!({
+                "session_id": call.session_id,
+                "hook_event_name": "PostToolUse",
+                "cwd": self.rules.root(),
+                "tool_name": call.tool,
+                "tool_input": call.arguments,
+                "tool_response": response,
+                "tool_use_id": call.call_id,
+            });
+            let feedback = hook.post_tool_use(&event, self.rules.root(), self.hooks.sandbox.as_deref()).await.map_err(|problem| {
+                ToolError::execution(format!(
+                    "The call to `{}` ran, but its PostToolUse hook `{}` {problem}, so its result is withheld. \
+                     Check whether the call had its effect before repeating it, and tell the user the hook failed.",
+                    call.tool, hook.command
+                ))
+            })?;
+            if let Some(reason) = feedback.blocked {
+                output.content.push(Content::text(format!("PostToolUse hook `{}`: {reason}", hook.command)));
+                output.is_error = true;
+            }
+            if let Some(context) = feedback.context {
+                output.content.push(Content::text(context));
+            }
+        }
+        Ok(output)
+    }
+
+    #[cfg(not(feature = "command-hooks"))]
+    async fn post_tool_use(&self, _call: &HookCall, output: ToolOutput) -> Result<ToolOutput, ToolError> {
+        Ok(output)
+    }
+}
+
+impl ReadOnlyCalls for Policy {
+    /// Whether this call of `tool` may run under the shared guard although the tool is
+    /// exclusive: its command line only reads.
+    fn runs_read_only(&self, tool: &str, arguments: &Value) -> bool {
+        self.rules.catalog().runs_read_only(tool, arguments)
+    }
+}
+
+/// Installs a [`Policy`] on a dispatcher.
+pub trait PolicyExt {
+    /// Installs a permission policy (rules, hook commands, asker): it becomes the permission
+    /// hook, its call check (with the `PreToolUse` hooks) and `PostToolUse` hooks are added
+    /// after the hooks already added, and, when its rules classify commands, calls of exclusive
+    /// tools whose command only reads run beside parallel calls.
+    #[must_use]
+    fn policy(self, policy: Policy) -> Self;
+}
+
+impl PolicyExt for DispatcherBuilder {
+    fn policy(self, policy: Policy) -> Self {
+        let policy = Arc::new(policy);
+        let mut builder = self.permissions_arc(policy.clone()).before_hook(Gate(policy.clone()));
+        if policy.has_post_hooks() {
+            builder = builder.after_hook(After(policy.clone()));
+        }
+        if policy.classifies_commands() {
+            builder = builder.read_only_calls(policy);
+        }
+        builder
+    }
+}

@@ -1,0 +1,812 @@
+//! Declarative permission rules: `allow`, `ask` or `deny` per tool, with an optional pattern on
+//! the command or path the tool asks about; deny beats ask beats allow; defaults per tool.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use globset::{GlobBuilder, GlobMatcher};
+use regex::Regex;
+
+use crate::catalog::{Subject, ToolCatalog};
+use crate::command_paths::{MAX_PATHS, named_paths, walk};
+use crate::shell;
+use crate::shell::see_through::{self, Run, Seen, Shape};
+
+/// The rule name (Claude Code's) whose path rules also apply to the paths a command names.
+const READ_RULES: &str = "Read";
+
+/// The rule name that governs paths outside the workspace root, whatever the tool.
+pub const EXTERNAL_DIRECTORY: &str = "external_directory";
+
+/// What a rule says about what it matches. Ordered by strictness: deny beats ask beats allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Action {
+    /// Go ahead without asking.
+    Allow,
+    /// Ask the application's asker (without one: refused, naming the rule).
+    Ask,
+    /// Refuse, naming the rule.
+    Deny,
+}
+
+impl Action {
+    /// `allow`, `ask` or `deny`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Allow => "allow",
+            Action::Ask => "ask",
+            Action::Deny => "deny",
+        }
+    }
+
+    /// Parses `allow`, `ask` or `deny`.
+    pub fn parse(text: &str) -> Option<Action> {
+        match text {
+            "allow" => Some(Action::Allow),
+            "ask" => Some(Action::Ask),
+            "deny" => Some(Action::Deny),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A rule that cannot be used, found when the rules are built (never at call time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleError {
+    /// The rule as written.
+    pub rule: String,
+    /// Where it came from (`permissions.allow` of a file, or the builder).
+    pub origin: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rule `{}` in {}: {}", self.rule, self.origin, self.problem)
+    }
+}
+
+impl std::error::Error for RuleError {}
+
+/// What a rule's parenthesised part matches.
+#[derive(Debug, Clone)]
+enum Pattern {
+    /// No pattern: every use of the tool.
+    Any,
+    /// `read-only`: a command [`shell::classify`] finds read-only.
+    ReadOnly,
+    Command(CommandPattern),
+    Path(Box<PathPattern>),
+}
+
+/// Claude Code's command patterns: `prefix:*` (the prefix as whole words), globs with `*`
+/// (a final ` *` also matches nothing), or the exact command. Allow rules match them against the
+/// text of each simple command; deny and ask rules also against what the line runs
+/// ([`see_through`]), by [`Shape`].
+#[derive(Debug, Clone)]
+enum CommandPattern {
+    Prefix(String, Option<Shape>),
+    /// The regex, and the pattern's first word when it has no `*`.
+    Glob(Regex, Option<String>),
+    Exact(String, Option<Shape>),
+}
+
+impl CommandPattern {
+    fn parse(pattern: &str) -> Result<CommandPattern, String> {
+        if let Some(prefix) = pattern.strip_suffix(":*") {
+            if prefix.contains('*') {
+                return Err("a `prefix:*` pattern cannot contain another `*`".to_owned());
+            }
+            let prefix = prefix.trim();
+            return Ok(CommandPattern::Prefix(prefix.to_owned(), Shape::new(prefix, false)));
+        }
+        if !pattern.contains('*') {
+            let exact = pattern.trim();
+            return Ok(CommandPattern::Exact(exact.to_owned(), Shape::new(exact, true)));
+        }
+        let (body, optional_tail) = match pattern.strip_suffix(" *") {
+            Some(body) if !body.contains('*') => (body, true),
+            _ => (pattern, false),
+        };
+        let mut regex = String::from("(?s)^");
+        let parts: Vec<String> = body.split('*').map(regex::escape).collect();
+        regex.push_str(&parts.join(".*"));
+        if optional_tail {
+            regex.push_str("(?: .*)?");
+        }
+        regex.push('$');
+        let first = pattern.split_whitespace().next().filter(|word| !word.contains('*'));
+        let program = first.map(|word| see_through::base_name(word).to_owned());
+        Regex::new(&regex)
+            .map(|regex| CommandPattern::Glob(regex, program))
+            .map_err(|e| format!("not a valid pattern: {e}"))
+    }
+
+    fn matches(&self, command: &str) -> bool {
+        let command = command.trim();
+        match self {
+            CommandPattern::Prefix(prefix, _) => {
+                command == prefix
+                    || command.strip_prefix(prefix.as_str()).is_some_and(|rest| rest.starts_with([' ', '\t']))
+            }
+            CommandPattern::Glob(regex, _) => regex.is_match(command),
+            CommandPattern::Exact(exact, _) => command == exact,
+        }
+    }
+
+    /// Whether `run` may be what the pattern describes (for deny and ask rules: a run that is
+    /// not fully known may be).
+    fn sees(&self, run: &Run) -> bool {
+        match self {
+            CommandPattern::Prefix(_, shape) | CommandPattern::Exact(_, shape) => {
+                shape.as_ref().is_some_and(|shape| shape.matches(run))
+            }
+            CommandPattern::Glob(regex, program) => {
+                let Some(name) = &run.program else { return true };
+                if program.as_ref().is_some_and(|program| program != name) {
+                    return false;
+                }
+                let mut text = name.clone();
+                for arg in &run.args {
+                    text.push(' ');
+                    text.push_str(&arg.text);
+                }
+                regex.is_match(&text) || run.has_unknown_args()
+            }
+        }
+    }
+
+    fn is_exact(&self) -> bool {
+        matches!(self, CommandPattern::Exact(..))
+    }
+}
+
+/// A gitignore-style glob on absolute paths: `//abs`, `~/home`, `/from-root`, `./from-root`,
+/// `name` (at any depth below the root). It also matches everything beneath what it matches.
+#[derive(Debug, Clone)]
+struct PathPattern {
+    glob: GlobMatcher,
+    beneath: GlobMatcher,
+    /// For `dir/**`: `dir` itself, since listing or searching it reads what is beneath.
+    itself: Option<GlobMatcher>,
+}
+
+impl PathPattern {
+    fn parse(pattern: &str, root: &Path) -> Result<PathPattern, String> {
+        let home = || {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .ok_or_else(|| "`~` is used but HOME is not set".to_owned())
+        };
+        let (base, rest, anchored) = if let Some(rest) = pattern.strip_prefix("//") {
+            (PathBuf::from("/"), rest, true)
+        } else if pattern == "~" {
+            (home()?, "", true)
+        } else if let Some(rest) = pattern.strip_prefix("~/") {
+            (home()?, rest, true)
+        } else if let Some(rest) = pattern.strip_prefix('/') {
+            (root.to_path_buf(), rest, true)
+        } else if let Some(rest) = pattern.strip_prefix("./") {
+            (root.to_path_buf(), rest, true)
+        } else {
+            (root.to_path_buf(), pattern, pattern.trim_end_matches('/').contains('/'))
+        };
+        let rest = rest.trim_end_matches('/');
+        if rest.split('/').any(|part| part == "..") {
+            return Err("`..` is not allowed in a path pattern; write the path it leads to".to_owned());
+        }
+        let base = base.to_string_lossy();
+        let base = globset::escape(base.trim_end_matches('/'));
+        let text = match (rest.is_empty(), anchored) {
+            (true, _) if base.is_empty() => "/".to_owned(),
+            (true, _) => base,
+            (false, true) => format!("{base}/{rest}"),
+            (false, false) => format!("{base}/**/{rest}"),
+        };
+        let build = |text: &str| {
+            GlobBuilder::new(text)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map(|glob| glob.compile_matcher())
+                .map_err(|e| format!("not a valid glob: {}", e.kind()))
+        };
+        let beneath = if text.ends_with('/') { format!("{text}**") } else { format!("{text}/**") };
+        let itself = match text.strip_suffix("/**") {
+            Some(dir) if !dir.is_empty() => Some(build(dir)?),
+            _ => None,
+        };
+        Ok(PathPattern { glob: build(&text)?, beneath: build(&beneath)?, itself })
+    }
+
+    fn matches(&self, path: &Path) -> bool {
+        self.glob.is_match(path)
+            || self.beneath.is_match(path)
+            || self.itself.as_ref().is_some_and(|itself| itself.is_match(path))
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Rule {
+    action: Action,
+    pattern: Pattern,
+    /// As written, for messages.
+    text: String,
+    origin: Arc<str>,
+}
+
+/// Why a request got its answer: a rule, or a default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Because {
+    Rule {
+        action: Action,
+        text: String,
+        origin: Arc<str>,
+    },
+    /// A deny or ask command rule that applies because part of the line cannot be followed.
+    Unresolved {
+        action: Action,
+        text: String,
+        origin: Arc<str>,
+        why: &'static str,
+    },
+    /// A Read path rule that covers a path a command names.
+    Reads {
+        action: Action,
+        text: String,
+        origin: Arc<str>,
+        word: String,
+    },
+    ToolDefault(String),
+    Default,
+    ExternalDefault,
+    /// A tool that asks about its commands or paths, decided there.
+    Deferred,
+    /// Typing into a shell or interpreter (this command line) while rules about commands are
+    /// in force.
+    InputDefault(String),
+}
+
+impl fmt::Display for Because {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Because::Rule { action, text, origin } => write!(f, "the rule `{action} {text}` in {origin}"),
+            Because::Unresolved { action, text, origin, why } => write!(
+                f,
+                "the rule `{action} {text}` in {origin} (the command uses {why}, which the rules cannot follow, \
+                 so it may run what the rule matches)"
+            ),
+            Because::Reads { action, text, origin, word } => {
+                write!(f, "the rule `{action} {text}` in {origin} (the command reads {word})")
+            }
+            Because::ToolDefault(tool) => write!(f, "the default for `{tool}`"),
+            Because::Default => f.write_str("the default for every tool"),
+            Because::ExternalDefault => f.write_str("the default for paths outside the workspace root"),
+            Because::Deferred => f.write_str("no rule"),
+            Because::InputDefault(command) => write!(
+                f,
+                "the default for typing into `{command}`, which may run what it reads as commands or code, \
+                 while rules about commands are in force"
+            ),
+        }
+    }
+}
+
+/// An answer and its reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Verdict {
+    pub(crate) action: Action,
+    pub(crate) because: Because,
+}
+
+/// A checked rule set. Build one with [`Rules::builder`] or load it from a settings file with
+/// [`Settings`](super::Settings).
+#[derive(Debug, Clone)]
+pub struct Rules {
+    by_tool: HashMap<String, Vec<Rule>>,
+    external: Vec<Rule>,
+    defaults: HashMap<String, Action>,
+    default: Action,
+    external_default: Action,
+    catalog: ToolCatalog,
+    root: PathBuf,
+}
+
+impl Rules {
+    /// Starts a rule set for the workspace at `root` (relative path patterns start there).
+    pub fn builder(root: impl Into<PathBuf>) -> RulesBuilder {
+        RulesBuilder {
+            root: root.into(),
+            catalog: ToolCatalog::new(),
+            rules: Vec::new(),
+            defaults: HashMap::new(),
+            default: Action::Allow,
+            external_default: Action::Deny,
+        }
+    }
+
+    /// The workspace root (canonical when it exists).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The catalog the rules were built with.
+    pub fn catalog(&self) -> &ToolCatalog {
+        &self.catalog
+    }
+
+    fn tool_rules(&self, tool: &str) -> &[Rule] {
+        self.by_tool.get(tool).map_or(&[], Vec::as_slice)
+    }
+
+    /// The strictest rule of `tool` without a pattern, if any.
+    pub(crate) fn bare_verdict(&self, tool: &str) -> Option<Verdict> {
+        strictest(self.tool_rules(tool).iter().filter(|rule| matches!(rule.pattern, Pattern::Any)))
+    }
+
+    /// The strictest `ask` or `deny` rule of `tool`, whatever its pattern: what applies to a
+    /// command that cannot be resolved at all.
+    pub(crate) fn strictest_refusal(&self, tool: &str) -> Option<Verdict> {
+        strictest(self.tool_rules(tool).iter().filter(|rule| rule.action != Action::Allow))
+    }
+
+    /// Whether a rule or a default of its own is about `tool`.
+    pub(crate) fn has_rules_for(&self, tool: &str) -> bool {
+        !self.tool_rules(tool).is_empty() || self.defaults.contains_key(tool)
+    }
+
+    /// What happens to `tool` when no rule matches.
+    pub(crate) fn default_verdict(&self, tool: &str) -> Verdict {
+        self.default_for(tool)
+    }
+
+    fn default_for(&self, tool: &str) -> Verdict {
+        match self.defaults.get(tool) {
+            Some(&action) => Verdict { action, because: Because::ToolDefault(tool.to_owned()) },
+            None => Verdict { action: self.default, because: Because::Default },
+        }
+    }
+
+    /// The answer for a call as a whole: a rule without a pattern, or else (for a tool that asks
+    /// about nothing narrower) the tool's default.
+    pub(crate) fn decide_call(&self, tool: &str) -> Verdict {
+        let bare = self.tool_rules(tool).iter().filter(|rule| matches!(rule.pattern, Pattern::Any));
+        if let Some(verdict) = strictest(bare) {
+            return verdict;
+        }
+        match self.catalog.subject_of(tool) {
+            Some(_) => Verdict { action: Action::Allow, because: Because::Deferred },
+            None => self.default_for(tool),
+        }
+    }
+
+    /// The answer for running `command`. A deny or ask pattern matches the whole line, any
+    /// simple command in it, or anything the line may run as far as [`see_through`] can tell
+    /// (through keywords, wrappers and `-c` strings; a part it cannot resolve may be anything).
+    /// Allow patterns must cover every simple command (so `git status:*` does not allow
+    /// `git status; rm -rf x`), and only match a line the strict parser understands (or the
+    /// exact line, for a pattern without wildcards). Read path rules that deny or ask apply to
+    /// the paths the line names.
+    pub(crate) fn decide_command(&self, tool: &str, command: &str) -> Verdict {
+        let rules = self.tool_rules(tool);
+        let parts = shell::simple_commands(command);
+        let seen = see_through::see(command);
+        let class = std::cell::OnceCell::new();
+        let read_only = |text: &str| shell::classify(text).is_read_only();
+        let whole_read_only = || *class.get_or_init(|| read_only(command));
+        let matches_any = |rule: &Rule| match &rule.pattern {
+            Pattern::Any => true,
+            Pattern::ReadOnly => whole_read_only(),
+            Pattern::Command(pattern) => {
+                pattern.matches(command)
+                    || parts.iter().flatten().any(|part| pattern.matches(part))
+                    || seen.opaque.is_some()
+                    || seen.runs.iter().any(|run| pattern.sees(run))
+            }
+            Pattern::Path(_) => false,
+        };
+        let mut matched: Vec<&Rule> =
+            rules.iter().filter(|rule| rule.action != Action::Allow && matches_any(rule)).collect();
+        let allows: Vec<&Rule> = rules.iter().filter(|rule| rule.action == Action::Allow).collect();
+        let allowed_by = |text: &str| {
+            allows.iter().copied().find(|rule| match &rule.pattern {
+                Pattern::Any => true,
+                Pattern::ReadOnly => read_only(text),
+                Pattern::Command(pattern) => pattern.matches(text),
+                Pattern::Path(_) => false,
+            })
+        };
+        let whole = allows.iter().copied().find(|rule| match &rule.pattern {
+            Pattern::Any => true,
+            Pattern::ReadOnly => whole_read_only(),
+            Pattern::Command(pattern) => pattern.is_exact() && pattern.matches(command),
+            Pattern::Path(_) => false,
+        });
+        if let Some(rule) = whole {
+            matched.push(rule);
+        } else if let Some(parts) = &parts {
+            let covering: Option<Vec<&Rule>> = parts.iter().map(|part| allowed_by(part)).collect();
+            if let Some(first) = covering.and_then(|rules| rules.into_iter().next()) {
+                matched.push(first);
+            }
+        }
+        let mut verdict = strictest(matched.into_iter()).unwrap_or_else(|| self.default_for(tool));
+        // Say so when a rule applies only because part of the line cannot be followed.
+        if let Because::Rule { action, text, origin } = &verdict.because
+            && let Some(Pattern::Command(pattern)) = rules
+                .iter()
+                .find(|rule| rule.text == *text && rule.action == *action)
+                .map(|rule| &rule.pattern)
+        {
+            let known = pattern.matches(command)
+                || parts.iter().flatten().any(|part| pattern.matches(part))
+                || seen
+                    .runs
+                    .iter()
+                    .any(|run| run.program.is_some() && !run.has_unknown_args() && pattern.sees(run));
+            if !known {
+                let why = match seen.opaque {
+                    Some(why) if !seen.runs.iter().any(|run| pattern.sees(run)) => why,
+                    _ => "a program or argument whose value is not known until it runs",
+                };
+                verdict.because =
+                    Because::Unresolved { action: *action, text: text.clone(), origin: origin.clone(), why };
+            }
+        }
+        match self.command_reads(&seen) {
+            // A default says less than the rule about the path.
+            Some(reads)
+                if reads.action > verdict.action
+                    || reads.action == verdict.action && !matches!(verdict.because, Because::Rule { .. }) =>
+            {
+                reads
+            }
+            _ => verdict,
+        }
+    }
+
+    /// The strictest Read path rule (deny or ask) that covers a path the line names.
+    fn command_reads(&self, seen: &Seen) -> Option<Verdict> {
+        let rules: Vec<(&Rule, &PathPattern)> = self
+            .catalog
+            .tools_named(READ_RULES)
+            .iter()
+            .flat_map(|tool| self.tool_rules(tool))
+            .filter_map(|rule| match &rule.pattern {
+                Pattern::Path(pattern) if rule.action != Action::Allow => Some((rule, &**pattern)),
+                _ => None,
+            })
+            .collect();
+        if rules.is_empty() {
+            return None;
+        }
+        let mut best: Option<(&Rule, String)> = None;
+        let mut consider = |path: &Path, word: &dyn Fn() -> String| {
+            for (rule, pattern) in &rules {
+                if best.as_ref().is_none_or(|(b, _)| rule.action > b.action) && pattern.matches(path) {
+                    best = Some((rule, word()));
+                }
+            }
+        };
+        let named_paths = named_paths(seen, &self.root);
+        if named_paths.len() > MAX_PATHS {
+            let (rule, _) = rules.iter().max_by_key(|(rule, _)| rule.action)?;
+            return Some(Verdict {
+                action: rule.action,
+                because: Because::Reads {
+                    action: rule.action,
+                    text: rule.text.clone(),
+                    origin: rule.origin.clone(),
+                    word: format!(
+                        "more than {MAX_PATHS} paths, too many to check, so it may read what the rule covers"
+                    ),
+                },
+            });
+        }
+        for named in named_paths {
+            consider(&named.path, &|| format!("`{}`, which the rule covers", named.word));
+            if let Some(how) = named.beneath {
+                for path in walk(&named.path, how) {
+                    let inside = path.strip_prefix(&named.path).unwrap_or(&path).display().to_string();
+                    let word = || format!("`{}`, which holds `{inside}`, which the rule covers", named.word);
+                    consider(&path, &word);
+                }
+            }
+        }
+        best.map(|(rule, word)| Verdict {
+            action: rule.action,
+            because: Because::Reads {
+                action: rule.action,
+                text: rule.text.clone(),
+                origin: rule.origin.clone(),
+                word,
+            },
+        })
+    }
+
+    /// The answer for `tool` using `path` (absolute, resolved), inside or outside the root.
+    /// Outside, the tool's rules without a pattern cannot allow it: only a path rule or an
+    /// `external_directory` rule can; with no matching rule the external default applies.
+    pub(crate) fn decide_path(&self, tool: &str, path: &Path, outside: bool) -> Verdict {
+        let tool_rules = self.tool_rules(tool).iter().filter(|rule| match &rule.pattern {
+            Pattern::Any => !outside || rule.action != Action::Allow,
+            Pattern::Path(pattern) => pattern.matches(path),
+            Pattern::ReadOnly | Pattern::Command(_) => false,
+        });
+        let external = self.external.iter().filter(|rule| {
+            outside
+                && match &rule.pattern {
+                    Pattern::Any => true,
+                    Pattern::Path(pattern) => pattern.matches(path),
+                    Pattern::ReadOnly | Pattern::Command(_) => false,
+                }
+        });
+        match strictest(tool_rules.chain(external)) {
+            Some(verdict) => verdict,
+            None if outside => Verdict { action: self.external_default, because: Because::ExternalDefault },
+            None => self.default_for(tool),
+        }
+    }
+}
+
+impl Rules {
+    /// The screen for the paths `tool` finds by itself: its deny and ask rules on paths (and,
+    /// for a path outside the root, the `external_directory` ones), compiled once; the strictest
+    /// matching rule stops a path. Allow rules and defaults play no part: they cannot lift a
+    /// deny or an ask, and the tool's own path was already decided.
+    pub(crate) fn path_screen(&self, tool: &str) -> tool_core::PathScreen {
+        let screening = |rule: &Rule| match &rule.pattern {
+            Pattern::Path(pattern) if rule.action != Action::Allow => Some((
+                rule.action,
+                pattern.clone(),
+                Arc::<str>::from(
+                    Because::Rule {
+                        action: rule.action,
+                        text: rule.text.clone(),
+                        origin: rule.origin.clone(),
+                    }
+                    .to_string(),
+                ),
+            )),
+            _ => None,
+        };
+        let inside: Vec<_> = self.tool_rules(tool).iter().filter_map(screening).collect();
+        let outside: Vec<_> = self.external.iter().filter_map(screening).collect();
+        if inside.is_empty() && outside.is_empty() {
+            return tool_core::PathScreen::default();
+        }
+        let root = self.root.clone();
+        tool_core::PathScreen::new(move |path| {
+            let external = if path.starts_with(&root) { &[][..] } else { outside.as_slice() };
+            let mut best: Option<&(Action, Box<PathPattern>, Arc<str>)> = None;
+            for rule in inside.iter().chain(external) {
+                if best.is_none_or(|b| rule.0 > b.0) && rule.1.matches(path) {
+                    best = Some(rule);
+                }
+            }
+            best.map(|(action, _, because)| tool_core::Screened {
+                ask: *action == Action::Ask,
+                because: because.clone(),
+            })
+        })
+    }
+}
+
+/// The strictest of the matching rules; among equals, the first.
+fn strictest<'a>(rules: impl Iterator<Item = &'a Rule>) -> Option<Verdict> {
+    let mut best: Option<&Rule> = None;
+    for rule in rules {
+        if best.is_none_or(|b| rule.action > b.action) {
+            best = Some(rule);
+        }
+    }
+    best.map(|rule| Verdict {
+        action: rule.action,
+        because: Because::Rule { action: rule.action, text: rule.text.clone(), origin: rule.origin.clone() },
+    })
+}
+
+/// Builds [`Rules`]; every rule is checked in [`RulesBuilder::build`].
+#[derive(Debug)]
+#[must_use]
+pub struct RulesBuilder {
+    root: PathBuf,
+    catalog: ToolCatalog,
+    rules: Vec<(Action, String, Arc<str>)>,
+    defaults: HashMap<String, Action>,
+    default: Action,
+    external_default: Action,
+}
+
+impl RulesBuilder {
+    pub(crate) fn root_dir(&self) -> &Path {
+        &self.root
+    }
+
+    pub(crate) fn catalog_ref(&self) -> &ToolCatalog {
+        &self.catalog
+    }
+
+    /// The tools the rules know (which ones ask about commands or paths, their other names).
+    pub fn catalog(mut self, catalog: ToolCatalog) -> Self {
+        self.catalog = catalog;
+        self
+    }
+
+    /// Adds a rule: `tool`, `tool(pattern)` or `external_directory(pattern)`, with our tool
+    /// names or the catalog's other names (`Bash(git status)`).
+    pub fn rule(self, action: Action, rule: impl Into<String>) -> Self {
+        self.rule_from(action, rule, "the rules given in code")
+    }
+
+    /// Adds a rule, saying where it came from for error messages.
+    pub fn rule_from(mut self, action: Action, rule: impl Into<String>, origin: impl Into<Arc<str>>) -> Self {
+        self.rules.push((action, rule.into(), origin.into()));
+        self
+    }
+
+    /// Adds an `allow` rule.
+    pub fn allow(self, rule: impl Into<String>) -> Self {
+        self.rule(Action::Allow, rule)
+    }
+
+    /// Adds an `ask` rule.
+    pub fn ask(self, rule: impl Into<String>) -> Self {
+        self.rule(Action::Ask, rule)
+    }
+
+    /// Adds a `deny` rule.
+    pub fn deny(self, rule: impl Into<String>) -> Self {
+        self.rule(Action::Deny, rule)
+    }
+
+    /// What happens to `tool` when no rule matches (default: the default for every tool).
+    pub fn tool_default(mut self, tool: impl Into<String>, action: Action) -> Self {
+        self.defaults.insert(tool.into(), action);
+        self
+    }
+
+    /// What happens when no rule matches and the tool has no default of its own (default:
+    /// allow).
+    pub fn default(mut self, action: Action) -> Self {
+        self.default = action;
+        self
+    }
+
+    /// What happens to a path outside the root that no rule matches (default: deny, since
+    /// nobody may be there to answer).
+    pub fn external_directory(mut self, action: Action) -> Self {
+        self.external_default = action;
+        self
+    }
+
+    /// Checks every rule and builds the set; the first unusable rule is the error.
+    pub fn build(self) -> Result<Rules, RuleError> {
+        let root = std::fs::canonicalize(&self.root).unwrap_or(self.root);
+        let mut by_tool: HashMap<String, Vec<Rule>> = HashMap::new();
+        let mut external = Vec::new();
+        for (action, text, origin) in self.rules {
+            let error =
+                |problem: String| RuleError { rule: text.clone(), origin: origin.to_string(), problem };
+            let (name, pattern) = split_rule(&text).map_err(error)?;
+            if name == EXTERNAL_DIRECTORY {
+                let pattern = match pattern {
+                    None => Pattern::Any,
+                    Some(pattern) => {
+                        Pattern::Path(Box::new(PathPattern::parse(pattern, &root).map_err(error)?))
+                    }
+                };
+                external.push(Rule { action, pattern, text: text.clone(), origin: origin.clone() });
+                continue;
+            }
+            for tool in self.catalog.tools_named(name) {
+                let pattern = match pattern {
+                    None => Pattern::Any,
+                    Some(pattern) => match self.catalog.subject_of(&tool) {
+                        Some(Subject::Command) if pattern == "read-only" => Pattern::ReadOnly,
+                        Some(Subject::Command) => {
+                            Pattern::Command(CommandPattern::parse(pattern).map_err(error)?)
+                        }
+                        Some(Subject::Path) => {
+                            Pattern::Path(Box::new(PathPattern::parse(pattern, &root).map_err(error)?))
+                        }
+                        Some(Subject::Input) => {
+                            return Err(error(format!(
+                                "`{tool}` rules take no pattern: what is typed is checked against the rules \
+                                 about commands (`Bash(...)`); write `{name}` alone"
+                            )));
+                        }
+                        None => {
+                            return Err(error(format!(
+                                "`{tool}` asks about no command or path, so its rules take no pattern; \
+                                 write `{name}` alone"
+                            )));
+                        }
+                    },
+                };
+                by_tool.entry(tool).or_default().push(Rule {
+                    action,
+                    pattern,
+                    text: text.clone(),
+                    origin: origin.clone(),
+                });
+            }
+        }
+        Ok(Rules {
+            by_tool,
+            external,
+            defaults: self.defaults,
+            default: self.default,
+            external_default: self.external_default,
+            catalog: self.catalog,
+            root,
+        })
+    }
+}
+
+/// `name` or `name(pattern)`.
+fn split_rule(text: &str) -> Result<(&str, Option<&str>), String> {
+    let text = text.trim();
+    let (name, pattern) = match text.find('(') {
+        None => (text, None),
+        Some(open) => {
+            let Some(inner) = text[open + 1..].strip_suffix(')') else {
+                return Err("a pattern must end with `)` and nothing may follow it".to_owned());
+            };
+            (&text[..open], Some(inner))
+        }
+    };
+    if name.is_empty() {
+        return Err("the tool name is missing (expected `Tool` or `Tool(pattern)`)".to_owned());
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        return Err(format!(
+            "`{name}` is not a tool name (letters, digits, `_` and `-`; expected `Tool` or `Tool(pattern)`)"
+        ));
+    }
+    match pattern {
+        Some(pattern) if pattern.trim().is_empty() => {
+            Err(format!("the pattern is empty; write `{name}` alone to match every use"))
+        }
+        Some("*") => Ok((name, None)),
+        _ => Ok((name, pattern)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_patterns_follow_claude_code() {
+        let p = |text: &str| CommandPattern::parse(text).unwrap();
+        assert!(p("git status").matches("git status"));
+        assert!(!p("git status").matches("git status --short"));
+        assert!(p("npm run test:*").matches("npm run test"));
+        assert!(p("npm run test:*").matches("npm run test -- --watch"));
+        assert!(!p("npm run test:*").matches("npm run tests"));
+        assert!(p("ls *").matches("ls"));
+        assert!(p("ls *").matches("ls -la"));
+        assert!(!p("ls *").matches("lsof"));
+        assert!(p("git * main").matches("git push origin main"));
+        assert!(!p("git * main").matches("git push origin dev"));
+    }
+
+    #[test]
+    fn rule_text_errors_say_what_is_wrong() {
+        assert!(split_rule("Bash(git status").unwrap_err().contains("must end with `)`"));
+        assert!(split_rule("Bash()").unwrap_err().contains("pattern is empty"));
+        assert!(split_rule("(x)").unwrap_err().contains("tool name is missing"));
+        assert!(split_rule("Ba sh").unwrap_err().contains("not a tool name"));
+        assert_eq!(split_rule("Bash(*)").unwrap(), ("Bash", None));
+    }
+}

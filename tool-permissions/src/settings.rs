@@ -1,0 +1,456 @@
+//! Loading rules and hooks from a settings file in Claude Code's shape
+//! (`{"permissions": {"allow": [...], "ask": [...], "deny": [...]}, "hooks": {...}}`).
+
+// Without `command-hooks`, hook entries are still checked when a file is loaded, but never run.
+#![cfg_attr(not(feature = "command-hooks"), allow(dead_code))]
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use crate::rules::{Action, EXTERNAL_DIRECTORY, RuleError, Rules, RulesBuilder};
+use tool_sandbox::environment::EnvFilter;
+
+/// How long a hook may run when its entry sets no `timeout` (Claude Code's default).
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Claude Code's hook events that have no counterpart here: accepted and not run.
+const OTHER_EVENTS: &[&str] = &[
+    "PostToolUseFailure",
+    "PermissionRequest",
+    "Notification",
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "SessionStart",
+    "SessionEnd",
+    "Setup",
+];
+
+/// Keys of `permissions` that Claude Code uses and that have no effect here.
+const IGNORED_PERMISSION_KEYS: &[&str] = &["defaultMode", "disableBypassPermissionsMode"];
+
+/// A settings file that cannot be used: which file, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingsError {
+    /// The file (or the name given for the text).
+    pub origin: String,
+    /// What is wrong, naming the key or the rule.
+    pub problem: String,
+}
+
+impl fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.origin, self.problem)
+    }
+}
+
+impl std::error::Error for SettingsError {}
+
+/// Which tools a hook entry applies to: every tool (`""`, `"*"` or no matcher), or a regular
+/// expression matched against the whole tool name (ours, or the catalog's other name).
+#[derive(Debug, Clone)]
+pub(crate) enum Matcher {
+    All,
+    Pattern(Regex),
+}
+
+impl Matcher {
+    pub(crate) fn matches(&self, tool: &str, other_name: Option<&str>) -> bool {
+        match self {
+            Matcher::All => true,
+            Matcher::Pattern(regex) => {
+                regex.is_match(tool) || other_name.is_some_and(|name| regex.is_match(name))
+            }
+        }
+    }
+}
+
+/// One external hook command.
+#[derive(Debug, Clone)]
+pub(crate) struct HookCommand {
+    pub(crate) matcher: Matcher,
+    pub(crate) command: String,
+    pub(crate) timeout: Duration,
+    /// Which of our environment variables it inherits (the file's `environment`).
+    pub(crate) environment: Arc<EnvFilter>,
+}
+
+/// The hook commands of a settings file.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HookCommands {
+    pub(crate) pre_tool_use: Vec<HookCommand>,
+    pub(crate) post_tool_use: Vec<HookCommand>,
+    /// The kernel sandbox the hook commands run in (`None`: unconfined).
+    #[cfg(feature = "command-hooks")]
+    pub(crate) sandbox: Option<Arc<tool_sandbox::Sandbox>>,
+}
+
+/// Permission rules and hooks, loaded from a settings file and checked in full when loaded.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub(crate) rules: Rules,
+    pub(crate) hooks: HookCommands,
+    environment: EnvFilter,
+    pub(crate) sandbox: SandboxSettings,
+}
+
+/// The `sandbox` object of a settings file, in Claude Code's shape: `enabled`,
+/// `excludedCommands`, `allowUnsandboxedCommands`, and `filesystem` with `allowWrite` and
+/// `denyWrite` (paths relative to the workspace root, `~` for the home directory). The
+/// application that starts commands applies it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxSettings {
+    /// `enabled`: `false` runs commands unconfined, `true` in the default sandbox.
+    pub enabled: Option<bool>,
+    /// `excludedCommands`: simple commands (no `;`, `&`, `|`, redirections or substitutions)
+    /// starting with one of these run outside the sandbox.
+    pub excluded_commands: Vec<String>,
+    /// `networkCommands`: simple commands starting with one of these run in the sandbox with
+    /// the network on, without asking (`cargo build`, `npm install`).
+    pub network_commands: Vec<String>,
+    /// `allowUnsandboxedCommands`: `false` refuses every request to run a command unsandboxed.
+    pub allow_unsandboxed_commands: Option<bool>,
+    /// `filesystem.allowWrite`: more writable roots.
+    pub allow_write: Vec<PathBuf>,
+    /// `filesystem.denyWrite`: more protected paths.
+    pub deny_write: Vec<PathBuf>,
+}
+
+impl Settings {
+    /// Reads `path` and adds its rules to `base` (which sets the root, the catalog and the
+    /// defaults the file does not set).
+    pub fn load(path: impl AsRef<Path>, base: RulesBuilder) -> Result<Settings, SettingsError> {
+        let path = path.as_ref();
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| SettingsError {
+            origin: origin.clone(),
+            problem: format!("cannot read the file: {e}"),
+        })?;
+        Self::parse(&text, &origin, base)
+    }
+
+    /// Parses settings JSON; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str, base: RulesBuilder) -> Result<Settings, SettingsError> {
+        let error = |problem: String| SettingsError { origin: origin.to_owned(), problem };
+        let value: Value = serde_json::from_str(text).map_err(|e| error(format!("not valid JSON: {e}")))?;
+        let environment = EnvFilter::from_settings(&value).map_err(error)?;
+        let Value::Object(top) = value else {
+            return Err(error("the settings must be a JSON object".to_owned()));
+        };
+        let root = base.root_dir().to_path_buf();
+        let mut builder = base;
+        if let Some(permissions) = top.get("permissions") {
+            builder = permissions_section(permissions, origin, &root, builder).map_err(error)?;
+        }
+        let mut hooks = match top.get("hooks") {
+            Some(hooks) => hooks_section(hooks).map_err(error)?,
+            None => HookCommands::default(),
+        };
+        let shared = Arc::new(environment.clone());
+        for hook in hooks.pre_tool_use.iter_mut().chain(hooks.post_tool_use.iter_mut()) {
+            hook.environment = shared.clone();
+        }
+        #[cfg(not(feature = "command-hooks"))]
+        if !hooks.pre_tool_use.is_empty() || !hooks.post_tool_use.is_empty() {
+            return Err(error(
+                "`hooks` needs tool-runtime's `command-hooks` feature, which this program was built without"
+                    .to_owned(),
+            ));
+        }
+        let sandbox = match top.get("sandbox") {
+            Some(sandbox) => sandbox_section(sandbox, &root).map_err(error)?,
+            None => SandboxSettings::default(),
+        };
+        let rules = builder.build().map_err(|e: RuleError| error(e.to_string()))?;
+        Ok(Settings { rules, hooks, sandbox, environment })
+    }
+
+    /// Which of our environment variables hook commands, and the commands and stdio servers of
+    /// a program that reads this file, inherit: the file's `environment` object (see
+    /// [`tool_sandbox::environment`]), or the base list without one.
+    pub fn environment(&self) -> &EnvFilter {
+        &self.environment
+    }
+
+    /// The rules.
+    pub fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    /// The `sandbox` object.
+    pub fn sandbox(&self) -> &SandboxSettings {
+        &self.sandbox
+    }
+
+    /// How many `PreToolUse` and `PostToolUse` hook commands the file has.
+    pub fn hook_counts(&self) -> (usize, usize) {
+        (self.hooks.pre_tool_use.len(), self.hooks.post_tool_use.len())
+    }
+}
+
+fn sandbox_section(value: &Value, root: &Path) -> Result<SandboxSettings, String> {
+    let Value::Object(section) = value else { return Err("`sandbox` must be an object".to_owned()) };
+    let flag = |value: &Value, key: &str| {
+        value.as_bool().ok_or_else(|| format!("`sandbox.{key}` must be true or false"))
+    };
+    let paths = |value: &Value, key: &str| -> Result<Vec<PathBuf>, String> {
+        string_list(value, key)?.iter().map(|p| Ok(root.join(expand_home(p)?))).collect()
+    };
+    let mut out = SandboxSettings::default();
+    for (key, value) in section {
+        match key.as_str() {
+            "enabled" => out.enabled = Some(flag(value, key)?),
+            "allowUnsandboxedCommands" => out.allow_unsandboxed_commands = Some(flag(value, key)?),
+            "excludedCommands" => out.excluded_commands = string_list(value, "sandbox.excludedCommands")?,
+            "networkCommands" => out.network_commands = string_list(value, "sandbox.networkCommands")?,
+            "filesystem" => {
+                let Value::Object(fs) = value else {
+                    return Err("`sandbox.filesystem` must be an object".to_owned());
+                };
+                for (key, value) in fs {
+                    match key.as_str() {
+                        "allowWrite" => out.allow_write = paths(value, "sandbox.filesystem.allowWrite")?,
+                        "denyWrite" => out.deny_write = paths(value, "sandbox.filesystem.denyWrite")?,
+                        other => {
+                            return Err(format!(
+                                "`sandbox.filesystem.{other}` is not supported (reads are confined only by \
+                                 listing what may be read); expected allowWrite or denyWrite"
+                            ));
+                        }
+                    }
+                }
+            }
+            // Claude Code's keys with no counterpart: accepted, no effect.
+            "autoAllowBashIfSandboxed" | "enableWeakerNestedSandbox" | "network" | "ignoreViolations" => {}
+            other => {
+                return Err(format!(
+                    "unknown key `sandbox.{other}`; expected one of enabled, excludedCommands, \
+                     networkCommands, allowUnsandboxedCommands, filesystem, network"
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn permissions_section(
+    value: &Value,
+    origin: &str,
+    root: &Path,
+    mut builder: RulesBuilder,
+) -> Result<RulesBuilder, String> {
+    let Value::Object(section) = value else {
+        return Err("`permissions` must be an object".to_owned());
+    };
+    for (key, value) in section {
+        match key.as_str() {
+            "allow" | "ask" | "deny" => {
+                let action = Action::parse(key).unwrap_or(Action::Deny);
+                let key_origin: Arc<str> = format!("{origin} (permissions.{key})").into();
+                for rule in string_list(value, &format!("permissions.{key}"))? {
+                    // `WebFetch(domain:HOST)` names a host for the network proxy's rules, not a
+                    // tool call: it is read there and skipped here.
+                    if is_domain_rule(&rule) {
+                        continue;
+                    }
+                    builder = builder.rule_from(action, rule, key_origin.clone());
+                }
+            }
+            "additionalDirectories" => {
+                let key_origin: Arc<str> = format!("{origin} (permissions.additionalDirectories)").into();
+                for dir in string_list(value, "permissions.additionalDirectories")? {
+                    let path = root.join(expand_home(&dir)?);
+                    let path = std::fs::canonicalize(&path).unwrap_or(path);
+                    let shown = path.to_string_lossy();
+                    let pattern = format!("{EXTERNAL_DIRECTORY}(/{}/**)", globset::escape(&shown));
+                    builder = builder.rule_from(Action::Allow, pattern, key_origin.clone());
+                }
+            }
+            "default" => builder = builder.default(action_value(value, "permissions.default")?),
+            "external_directory" => {
+                builder = builder.external_directory(action_value(value, "permissions.external_directory")?);
+            }
+            "defaults" => {
+                let Value::Object(defaults) = value else {
+                    return Err(
+                        "`permissions.defaults` must be an object of tool name to allow/ask/deny".to_owned()
+                    );
+                };
+                for (tool, action) in defaults {
+                    let action = action_value(action, &format!("permissions.defaults.{tool}"))?;
+                    for tool in builder.catalog_ref().tools_named(tool) {
+                        builder = builder.tool_default(tool, action);
+                    }
+                }
+            }
+            key if IGNORED_PERMISSION_KEYS.contains(&key) => {}
+            other => {
+                return Err(format!(
+                    "unknown key `permissions.{other}`; expected one of allow, ask, deny, additionalDirectories, \
+                     default, defaults, external_directory (defaultMode is accepted and has no effect)"
+                ));
+            }
+        }
+    }
+    Ok(builder)
+}
+
+/// `WebFetch(domain:example.com)`: Claude Code's way of naming a host in permission rules.
+fn is_domain_rule(rule: &str) -> bool {
+    rule.trim()
+        .strip_prefix("WebFetch(")
+        .and_then(|r| r.strip_suffix(')'))
+        .is_some_and(|r| r.trim().starts_with("domain:"))
+}
+
+fn expand_home(dir: &str) -> Result<PathBuf, String> {
+    match dir.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map(|home| PathBuf::from(home).join(rest))
+            .ok_or_else(|| format!("`{dir}` uses `~` but HOME is not set")),
+        None => Ok(PathBuf::from(dir)),
+    }
+}
+
+fn string_list(value: &Value, key: &str) -> Result<Vec<String>, String> {
+    let Value::Array(items) = value else {
+        return Err(format!("`{key}` must be an array of strings"));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| match item {
+            Value::String(text) => Ok(text.clone()),
+            other => Err(format!("`{key}[{i}]` must be a string, found {other}")),
+        })
+        .collect()
+}
+
+fn action_value(value: &Value, key: &str) -> Result<Action, String> {
+    value
+        .as_str()
+        .and_then(Action::parse)
+        .ok_or_else(|| format!("`{key}` must be \"allow\", \"ask\" or \"deny\", found {value}"))
+}
+
+fn hooks_section(value: &Value) -> Result<HookCommands, String> {
+    let Value::Object(events) = value else {
+        return Err("`hooks` must be an object of event name to a list of matchers".to_owned());
+    };
+    let mut hooks = HookCommands::default();
+    for (event, entries) in events {
+        let list = match event.as_str() {
+            "PreToolUse" => &mut hooks.pre_tool_use,
+            "PostToolUse" => &mut hooks.post_tool_use,
+            other if OTHER_EVENTS.contains(&other) => continue,
+            other => {
+                return Err(format!(
+                    "unknown hook event `hooks.{other}`; expected PreToolUse or PostToolUse"
+                ));
+            }
+        };
+        let Value::Array(entries) = entries else {
+            return Err(format!("`hooks.{event}` must be an array of {{\"matcher\", \"hooks\"}} objects"));
+        };
+        for (i, entry) in entries.iter().enumerate() {
+            let at = format!("hooks.{event}[{i}]");
+            let Value::Object(entry) = entry else {
+                return Err(format!("`{at}` must be an object with `matcher` and `hooks`"));
+            };
+            let matcher = matcher(entry, &at)?;
+            let Some(Value::Array(commands)) = entry.get("hooks") else {
+                return Err(format!(
+                    "`{at}.hooks` must be an array of {{\"type\": \"command\", \"command\"}} objects"
+                ));
+            };
+            for (j, command) in commands.iter().enumerate() {
+                list.push(hook_command(command, &format!("{at}.hooks[{j}]"), matcher.clone())?);
+            }
+        }
+    }
+    Ok(hooks)
+}
+
+fn matcher(entry: &Map<String, Value>, at: &str) -> Result<Matcher, String> {
+    match entry.get("matcher") {
+        None => Ok(Matcher::All),
+        Some(Value::String(text)) if text.is_empty() || text == "*" => Ok(Matcher::All),
+        Some(Value::String(text)) => Regex::new(&format!("^(?:{text})$"))
+            .map(Matcher::Pattern)
+            .map_err(|e| format!("`{at}.matcher` is not a valid regular expression: {e}")),
+        Some(other) => Err(format!("`{at}.matcher` must be a string, found {other}")),
+    }
+}
+
+fn hook_command(value: &Value, at: &str, matcher: Matcher) -> Result<HookCommand, String> {
+    let Value::Object(hook) = value else {
+        return Err(format!("`{at}` must be an object like {{\"type\": \"command\", \"command\": \"...\"}}"));
+    };
+    match hook.get("type") {
+        Some(Value::String(kind)) if kind == "command" => {}
+        Some(other) => return Err(format!("`{at}.type` is {other}; only \"command\" hooks are supported")),
+        None => return Err(format!("`{at}.type` is missing; expected \"command\"")),
+    }
+    let command = match hook.get("command") {
+        Some(Value::String(command)) if !command.trim().is_empty() => command.clone(),
+        _ => return Err(format!("`{at}.command` must be a non-empty string")),
+    };
+    let timeout = match hook.get("timeout") {
+        None => DEFAULT_HOOK_TIMEOUT,
+        Some(value) => match value.as_f64() {
+            Some(seconds) if seconds > 0.0 && seconds <= 86_400.0 => Duration::from_secs_f64(seconds),
+            _ => return Err(format!("`{at}.timeout` must be a number of seconds above 0, found {value}")),
+        },
+    };
+    Ok(HookCommand { matcher, command, timeout, environment: Arc::default() })
+}
+
+#[cfg(test)]
+mod sandbox_tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<SandboxSettings, String> {
+        let base = Rules::builder("/w");
+        Settings::parse(text, "s.json", base).map(|s| s.sandbox().clone()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_sandbox_object_in_claude_codes_shape() {
+        let settings = parse(
+            r#"{"sandbox": {"enabled": true, "excludedCommands": ["docker"], "allowUnsandboxedCommands": false,
+                "autoAllowBashIfSandboxed": true, "networkCommands": ["cargo build"],
+                "filesystem": {"allowWrite": ["build", "/cache"], "denyWrite": ["secrets"]}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            settings,
+            SandboxSettings {
+                enabled: Some(true),
+                excluded_commands: vec!["docker".into()],
+                network_commands: vec!["cargo build".into()],
+                allow_unsandboxed_commands: Some(false),
+                allow_write: vec![PathBuf::from("/w/build"), PathBuf::from("/cache")],
+                deny_write: vec![PathBuf::from("/w/secrets")],
+            }
+        );
+        assert_eq!(parse("{}").unwrap(), SandboxSettings::default());
+    }
+
+    #[test]
+    fn what_cannot_be_enforced_is_refused() {
+        let err = parse(r#"{"sandbox": {"filesystem": {"denyRead": ["~/.ssh"]}}}"#).unwrap_err();
+        assert!(err.contains("`sandbox.filesystem.denyRead` is not supported"), "{err}");
+        let err = parse(r#"{"sandbox": {"enabld": true}}"#).unwrap_err();
+        assert!(err.contains("unknown key `sandbox.enabld`"), "{err}");
+        let err = parse(r#"{"sandbox": {"enabled": "yes"}}"#).unwrap_err();
+        assert!(err.contains("`sandbox.enabled` must be true or false"), "{err}");
+    }
+}
