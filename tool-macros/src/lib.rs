@@ -54,6 +54,8 @@ use proc_macro::TokenStream;
 /// | `title = "..."` | human-readable title |
 /// | `tags("a", "b")` | tags for registry filters |
 /// | `defer` | deferred definition: providers see the tool only once a tool search found it (large catalogs) |
+/// | `permission = "path" \| "command" \| "input"` | what the tool asks permission for (`ToolContext::ask`): permission rules with a pattern on the tool match its paths or command lines; `input` is text typed into a running command |
+/// | `command_argument = "..."` | with `permission = "command"`: the argument holding the command line, so a call whose command only reads may run alongside parallel calls |
 /// | `crate = path` | where `tool_runtime` is, for crates that re-export it |
 ///
 /// # Parameters

@@ -9,7 +9,8 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Expr, ExprLit, FnArg, ItemFn, Lit, LitStr, Meta, Pat, Token};
 
 use crate::attrs::{
-    self, ARG, ARGS, ArgKey, Direction, FORWARDED, FreeformKey, INJECT, Syntax, ToolKey, TruncateKey,
+    self, ARG, ARGS, ArgKey, Direction, FORWARDED, FreeformKey, INJECT, PermissionSubject, Syntax, ToolKey,
+    TruncateKey,
 };
 use crate::ctxt::Ctxt;
 use crate::model::{
@@ -144,6 +145,10 @@ fn tool_attr(cx: &Ctxt, items: &[Item]) -> ToolAttr {
             ToolKey::Freeform => attr.freeform = freeform(cx, meta),
             ToolKey::Defer => attr.defer = flag(),
             ToolKey::Example => attr.examples.extend(example(cx, meta)),
+            ToolKey::Permission => attr.permission = permission(cx, meta),
+            ToolKey::CommandArgument => {
+                attr.command_argument = string(cx, meta, key, "\"command\"");
+            }
         }
     }
     attr
@@ -444,6 +449,36 @@ fn limit(cx: &Ctxt, meta: &Meta, example: &str) -> Option<Sp<usize>> {
         }
     }
     cx.error_spanned_by(meta, format!("a truncation limit is a whole number: write e.g. `{example}`"));
+    None
+}
+
+/// `permission = "path"`: what the tool asks permission for.
+fn permission(cx: &Ctxt, meta: &Meta) -> Option<Sp<PermissionSubject>> {
+    if let Meta::NameValue(nv) = meta
+        && let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value
+    {
+        return match PermissionSubject::parse(&s.value()) {
+            Some(value) => Some(Sp { value, span: s.span() }),
+            None => {
+                cx.error(
+                    s.span(),
+                    format!(
+                        "unknown permission subject `{}`; expected one of {} (what the tool asks permission for)",
+                        s.value(),
+                        attrs::list(PermissionSubject::NAMES)
+                    ),
+                );
+                None
+            }
+        };
+    }
+    cx.error_spanned_by(
+        meta,
+        format!(
+            "`permission` takes a string: write `permission = \"path\"` (one of {})",
+            attrs::list(PermissionSubject::NAMES)
+        ),
+    );
     None
 }
 

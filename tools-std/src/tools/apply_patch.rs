@@ -59,7 +59,12 @@ pub const GRAMMAR: &str = include_str!("../patch/apply_patch.lark");
 /// the lines that were not found, the closest lines of the file and the first difference. Line
 /// numbers copied from `read` onto every line of a hunk are removed. Line endings (CRLF or LF;
 /// a replaced line keeps its own) and a byte-order mark are kept.
-#[tool(destructive, timeout = "1m", freeform(grammar_file = "src/patch/apply_patch.lark"))]
+#[tool(
+    destructive,
+    permission = "path",
+    timeout = "1m",
+    freeform(grammar_file = "src/patch/apply_patch.lark")
+)]
 pub async fn apply_patch(
     ws: Dep<Workspace>,
     ctx: &ToolContext,

@@ -74,7 +74,14 @@ const PROGRESS_WINDOW: Duration = Duration::from_millis(100);
 /// proxy (a refused host is named at the end of the result). When a command needs more (a
 /// download, a write outside the workspace), call again with `sandbox: "network"` or
 /// `sandbox: "escalated"` (no sandbox) and a `justification`: the user is asked, and may refuse.
-#[tool(open_world, destructive, timeout = "11m", truncate(direction = "middle"))]
+#[tool(
+    open_world,
+    destructive,
+    permission = "command",
+    command_argument = "command",
+    timeout = "11m",
+    truncate(direction = "middle")
+)]
 #[allow(clippy::too_many_arguments)]
 pub async fn bash(
     ws: Dep<Workspace>,

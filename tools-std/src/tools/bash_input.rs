@@ -29,7 +29,7 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(1);
 /// about or refused by the permission rules. Input is written in the background; at most
 /// 256 KiB may wait for the command to read it, and longer text is sent in whole lines up to
 /// that (the result says how much).
-#[tool(timeout = "6m")]
+#[tool(permission = "input", timeout = "6m")]
 pub async fn bash_input(
     session: SessionState,
     ctx: &ToolContext,

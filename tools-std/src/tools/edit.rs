@@ -33,7 +33,7 @@ pub use crate::editing::text_file::MAX_EDIT_BYTES;
 /// file changed by something else since you last read or edited it is refused until you read it
 /// again. The write is atomic. The result summarises the change; read the file again before a
 /// second edit if you are unsure of its current text.
-#[tool(destructive, timeout = "1m")]
+#[tool(destructive, permission = "path", timeout = "1m")]
 pub async fn edit(
     ws: Dep<Workspace>,
     ctx: &ToolContext,

@@ -23,7 +23,7 @@ use crate::text::{excerpt, place};
 /// `hidden` is true. Results are sorted by modification time, newest first, across all matches,
 /// and cut at `limit` (default 100) with a notice; narrow the pattern or `path` to see others.
 /// To search file contents, use `grep`.
-#[tool(parallel, read_only, timeout = "2m", example = r#"{"pattern": "src/**/*.ts"}"#)]
+#[tool(parallel, read_only, permission = "path", timeout = "2m", example = r#"{"pattern": "src/**/*.ts"}"#)]
 pub async fn glob(
     ws: Dep<Workspace>,
     ctx: &ToolContext,

@@ -45,6 +45,7 @@ pub(crate) fn line_too_long(error: &std::io::Error) -> bool {
 #[tool(
     parallel,
     read_only,
+    permission = "path",
     timeout = "2m",
     example = r#"{"pattern": "fn\\s+main", "glob": "*.rs"}"#,
     example = r#"{"pattern": "todo", "path": "src", "ignore_case": true, "limit": 20}"#

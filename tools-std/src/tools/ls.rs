@@ -24,7 +24,7 @@ pub const MAX_ENTRIES_READ: usize = 200_000;
 /// large tree shows its top levels whole; a directory with entries not shown gets a
 /// `… N more` line, and a notice says how to see them (list a subdirectory, or add ignore
 /// patterns). To find files by name, `glob` is faster.
-#[tool(parallel, read_only, timeout = "1m")]
+#[tool(parallel, read_only, permission = "path", timeout = "1m")]
 pub async fn ls(
     ws: Dep<Workspace>,
     ctx: &ToolContext,

@@ -33,7 +33,7 @@ pub struct EditOperation {
 /// why. Plan the edits so that an earlier one does not change the text a later one looks for.
 /// A first edit with an empty `old_string` creates a file that does not exist yet. Line endings
 /// (CRLF or LF) and a byte-order mark are kept; the write is atomic.
-#[tool(destructive, timeout = "1m")]
+#[tool(destructive, permission = "path", timeout = "1m")]
 pub async fn multi_edit(
     ws: Dep<Workspace>,
     ctx: &ToolContext,

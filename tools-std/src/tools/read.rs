@@ -32,7 +32,7 @@ const LINE_BYTES_KEPT: usize = MAX_LINE_CHARS * 4 + 4;
 /// see the rest. PNG, JPEG, GIF and WebP images (recognised by their content, up to 5 MiB) come
 /// back as images. Binary files are refused (inspect them with `bash`), a directory is listed
 /// with `ls`, and to find something in a large file `grep` is faster than paging through it.
-#[tool(parallel, read_only, truncate = false, timeout = "1m")]
+#[tool(parallel, read_only, permission = "path", truncate = false, timeout = "1m")]
 pub async fn read(
     ws: Dep<Workspace>,
     ctx: &ToolContext,

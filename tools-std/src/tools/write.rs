@@ -21,7 +21,7 @@ use crate::text::{hard_links_note, plural};
 /// the file never holds a mix of old and new content; an existing file keeps its permissions.
 /// The result says how many bytes were written. To change part of an existing file, `edit` is
 /// safer and cheaper than rewriting it whole.
-#[tool(destructive, idempotent, timeout = "1m")]
+#[tool(destructive, idempotent, permission = "path", timeout = "1m")]
 pub async fn write(
     ws: Dep<Workspace>,
     ctx: &ToolContext,
