@@ -454,47 +454,54 @@ fn limit(cx: &Ctxt, meta: &Meta, example: &str) -> Option<Sp<usize>> {
 
 /// `permission = "path"`: what the tool asks permission for.
 fn permission(cx: &Ctxt, meta: &Meta) -> Option<Sp<PermissionSubject>> {
-    if let Meta::NameValue(nv) = meta
-        && let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value
-    {
-        return match PermissionSubject::parse(&s.value()) {
-            Some(value) => Some(Sp { value, span: s.span() }),
-            None => {
-                cx.error(
-                    s.span(),
-                    format!(
-                        "unknown permission subject `{}`; expected one of {} (what the tool asks permission for)",
-                        s.value(),
-                        attrs::list(PermissionSubject::NAMES)
-                    ),
-                );
-                None
-            }
-        };
-    }
-    cx.error_spanned_by(
-        meta,
-        format!(
-            "`permission` takes a string: write `permission = \"path\"` (one of {})",
-            attrs::list(PermissionSubject::NAMES)
-        ),
-    );
-    None
+    let choices = Choices {
+        parse: PermissionSubject::parse,
+        names: PermissionSubject::NAMES,
+        unknown: "permission subject",
+        the: "the permission subject",
+        example: "permission = \"path\"",
+    };
+    choice(cx, meta, &choices)
 }
 
 fn direction(cx: &Ctxt, meta: &Meta) -> Option<Sp<Direction>> {
+    let choices = Choices {
+        parse: Direction::parse,
+        names: Direction::NAMES,
+        unknown: "truncation direction",
+        the: "the direction",
+        example: "direction = \"tail\"",
+    };
+    choice(cx, meta, &choices)
+}
+
+/// A value that is one of a set of words, and how messages name it.
+struct Choices<T> {
+    parse: fn(&str) -> Option<T>,
+    names: &'static [&'static str],
+    /// "unknown {unknown} `x`".
+    unknown: &'static str,
+    /// "{the} is a string".
+    the: &'static str,
+    /// The key written with a valid value.
+    example: &'static str,
+}
+
+/// `key = "word"`, one of `choices`.
+fn choice<T>(cx: &Ctxt, meta: &Meta, choices: &Choices<T>) -> Option<Sp<T>> {
     if let Meta::NameValue(nv) = meta
         && let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value
     {
-        return match Direction::parse(&s.value()) {
+        return match (choices.parse)(&s.value()) {
             Some(value) => Some(Sp { value, span: s.span() }),
             None => {
                 cx.error(
                     s.span(),
                     format!(
-                        "unknown truncation direction `{}`; expected one of {}",
+                        "unknown {} `{}`; expected one of {}",
+                        choices.unknown,
                         s.value(),
-                        attrs::list(Direction::NAMES)
+                        attrs::list(choices.names)
                     ),
                 );
                 None
@@ -504,8 +511,10 @@ fn direction(cx: &Ctxt, meta: &Meta) -> Option<Sp<Direction>> {
     cx.error_spanned_by(
         meta,
         format!(
-            "the direction is a string: write `direction = \"tail\"` (one of {})",
-            attrs::list(Direction::NAMES)
+            "{} is a string: write `{}` (one of {})",
+            choices.the,
+            choices.example,
+            attrs::list(choices.names)
         ),
     );
     None

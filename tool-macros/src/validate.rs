@@ -394,9 +394,7 @@ mod tests {
         assert!(errors_for(quote!(permission = "path"), item.clone()).is_empty());
         assert_eq!(
             errors_for(quote!(permission = "file"), item.clone()),
-            [
-                "unknown permission subject `file`; expected one of `path`, `command`, `input` (what the tool asks permission for)"
-            ]
+            ["unknown permission subject `file`; expected one of `path`, `command`, `input`"]
         );
         assert_eq!(
             errors_for(quote!(permission = "command", command_argument = "cwd"), item.clone()),

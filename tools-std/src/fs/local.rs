@@ -23,6 +23,9 @@ use crate::fs::roots::{Roots, escape, info, kind_of, not_special, open_regular};
 /// while a tool works, makes the operation fail; nothing outside is opened. Paths outside the
 /// root ([`Scope::Outside`], only made after the permission hook granted them) are resolved
 /// from `/`.
+///
+/// [`Scope::Workspace`]: crate::fs::ops::Scope::Workspace
+/// [`Scope::Outside`]: crate::fs::ops::Scope::Outside
 #[derive(Clone)]
 pub struct LocalOperations {
     roots: Roots,
