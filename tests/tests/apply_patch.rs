@@ -207,24 +207,25 @@ fn a_failed_write_midway_restores_the_files_already_written() {
     assert!(ws_root.join("old").is_dir() && !ws_root.join("old/new").exists());
 }
 
-/// The README's example patch, applied to the tree it assumes, gives the README's result text.
+/// The manual's example patch (tools-std's "Editing with patches"), applied to the tree it
+/// assumes, gives the manual's result text.
 #[test]
-fn the_readme_example_is_real() {
-    let readme = include_str!("../../README.md");
+fn the_manual_example_is_real() {
+    let manual = include_str!("../../tools-std/docs/tools.md");
     let block = |after: &str| -> String {
-        let start = readme.find(after).expect("README section");
-        let from = start + readme[start..].find("```text\n").expect("code block") + "```text\n".len();
-        let to = from + readme[from..].find("```").expect("closing fence");
-        readme[from..to].to_owned()
+        let start = manual.find(after).expect("the manual's section");
+        let from = start + manual[start..].find("```text\n").expect("code block") + "```text\n".len();
+        let to = from + manual[from..].find("```").expect("closing fence");
+        manual[from..to].to_owned()
     };
-    let patch = block("**Editing with patches.**");
+    let patch = block("# Editing with patches");
     let result = block("The result the model reads");
     let before = BTreeMap::from([
         ("src/main.rs".to_owned(), "fn main() {\n    println!(\"hi\");\n}\n".to_owned()),
         ("NOTES.txt".to_owned(), "notes\n".to_owned()),
     ]);
-    let outcome = run("apply-patch-readme", &before, &patch);
-    let output = outcome.result.expect("the README's patch applies");
+    let outcome = run("apply-patch-manual", &before, &patch);
+    let output = outcome.result.expect("the manual's patch applies");
     assert_eq!(output.text_content(), result.trim_end());
     assert_eq!(
         tree(&outcome.dir.path().join("ws")),

@@ -82,9 +82,9 @@ async fn find_todos(
 }
 
 #[test]
-fn the_readme_shows_the_real_folded_description() {
-    let readme = include_str!("../../README.md");
-    let section = &readme[readme.find("### Examples and provider extras").expect("the README section")..];
+fn the_manual_shows_the_real_folded_description() {
+    let manual = include_str!("../../tool-runtime/docs/providers.md");
+    let section = &manual[manual.find("# Examples and provider extras").expect("the manual's section")..];
     let from = section.find("```text\n").expect("the text block") + "```text\n".len();
     let to = from + section[from..].find("```").expect("closing fence");
     let registry = Registry::builder().tool(FindTodosTool).build().unwrap();

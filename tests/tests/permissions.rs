@@ -1,5 +1,5 @@
 //! Permission rules end to end: precedence, command patterns, path globs against symbolic links
-//! and `..`, shell command classification, settings files (the README's, and malformed ones).
+//! and `..`, shell command classification, settings files (the manual's, and malformed ones).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -106,7 +106,7 @@ async fn ask_reaches_the_asker_with_the_rule_and_deny_never_does() {
     let dir = TempDir::new("perm-asker");
     let asker = Arc::new(Recorder { answer: PermissionDecision::Allow, seen: Mutex::default() });
     let rules = base(dir.path()).ask("Bash(git push:*)").deny("Bash(rm:*)").build().unwrap();
-    let policy = Policy::new(rules).asker_arc(asker.clone());
+    let policy = Policy::new(rules).asker(asker.clone());
     assert_eq!(decide(&policy, &command("bash", "git push")).await, PermissionDecision::Allow);
     assert!(matches!(decide(&policy, &command("bash", "rm x")).await, PermissionDecision::Deny { .. }));
     assert_eq!(decide(&policy, &command("bash", "ls")).await, PermissionDecision::Allow);
@@ -363,19 +363,18 @@ async fn a_tool_without_subjects_is_decided_per_call_and_bash_per_command() {
 
 // ---- settings files ----------------------------------------------------------------------------
 
-fn readme_settings() -> String {
-    let readme = include_str!("../../README.md");
-    let section = readme.find("## Permissions and hooks").expect("README has the section");
+fn manual_settings() -> String {
+    let manual = include_str!("../../tool-runtime/docs/permissions.md");
     let open = "```json\n";
-    let from = section + readme[section..].find(open).expect("a json block") + open.len();
-    let to = from + readme[from..].find("```").expect("closing fence");
-    readme[from..to].to_owned()
+    let from = manual.find(open).expect("a json block") + open.len();
+    let to = from + manual[from..].find("```").expect("closing fence");
+    manual[from..to].to_owned()
 }
 
 #[tokio::test]
-async fn the_readme_settings_file_loads_as_is_and_means_what_it_says() {
-    let dir = TempDir::new("perm-readme");
-    let settings = Settings::parse(&readme_settings(), "README settings", base(dir.path())).unwrap();
+async fn the_manual_settings_file_loads_as_is_and_means_what_it_says() {
+    let dir = TempDir::new("perm-manual");
+    let settings = Settings::parse(&manual_settings(), "the manual's settings", base(dir.path())).unwrap();
     assert_eq!(settings.hook_counts(), (1, 1));
     let policy = Policy::from_settings(settings);
     assert_eq!(decide(&policy, &command("bash", "git status")).await, PermissionDecision::Allow);
@@ -953,7 +952,7 @@ async fn an_ask_rule_sees_through_too_and_allow_rules_stay_strict() {
         .tool_default("bash", Action::Deny)
         .build()
         .unwrap();
-    let policy = Policy::new(rules).asker_arc(asker.clone());
+    let policy = Policy::new(rules).asker(asker.clone());
     for line in ["git -C x push", "env GIT_DIR=x git push", "if true; then git push; fi", "git $SUB origin"] {
         let reason = denial(decide(&policy, &command("bash", line)).await);
         assert_eq!(reason, "no", "{line:?} went to the asker");

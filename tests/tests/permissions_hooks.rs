@@ -315,16 +315,15 @@ async fn a_bash_input_hook_sees_the_session_and_its_command_once_per_call() {
     run(&dispatcher, "c-4", "bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
 }
 
-/// The README's settings file, its `PostToolUse` hook replaced by one that logs the tool it
-/// ran for: the matcher is the README's.
+/// The manual's settings file (tool-runtime's `docs/permissions.md`), its `PostToolUse` hook
+/// replaced by one that logs the tool it ran for: the matcher is the manual's.
 #[tokio::test]
-async fn the_readmes_after_edit_hook_runs_after_every_tool_that_edits() {
-    let readme = include_str!("../../README.md");
-    let section = readme.find("## Permissions and hooks").expect("README has the section");
-    let from = section + readme[section..].find("```json\n").expect("a json block") + "```json\n".len();
-    let to = from + readme[from..].find("```").expect("closing fence");
-    let mut settings: Value = serde_json::from_str(&readme[from..to]).unwrap();
-    let dir = TempDir::new("hook-readme-edit");
+async fn the_manuals_after_edit_hook_runs_after_every_tool_that_edits() {
+    let manual = include_str!("../../tool-runtime/docs/permissions.md");
+    let from = manual.find("```json\n").expect("a json block") + "```json\n".len();
+    let to = from + manual[from..].find("```").expect("closing fence");
+    let mut settings: Value = serde_json::from_str(&manual[from..to]).unwrap();
+    let dir = TempDir::new("hook-manual-edit");
     let log = dir.path().join("ran.txt");
     let script = dir.path().join("log.sh");
     std::fs::write(&script, format!("#!/bin/bash\ncat >> {}\necho >> {}\n", log.display(), log.display()))

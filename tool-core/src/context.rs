@@ -36,7 +36,8 @@ impl Dependencies {
         self
     }
 
-    /// Registers a shared value.
+    /// Registers a value shared with others, as a `T` (not as an `Arc<T>`, which
+    /// [`Dependencies::insert`] would make the key).
     pub fn insert_arc<T: Send + Sync + 'static>(&mut self, value: Arc<T>) -> &mut Self {
         self.values.insert(TypeId::of::<T>(), value);
         self

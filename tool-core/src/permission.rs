@@ -181,6 +181,17 @@ pub trait PermissionHook: Send + Sync + 'static {
     }
 }
 
+/// A shared hook.
+impl<H: PermissionHook + ?Sized> PermissionHook for Arc<H> {
+    fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision> {
+        (**self).decide(request)
+    }
+
+    fn path_screen(&self, tool: &str) -> PathScreen {
+        (**self).path_screen(tool)
+    }
+}
+
 /// Why a [`PathScreen`] stopped a path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Screened {

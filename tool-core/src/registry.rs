@@ -10,7 +10,7 @@ use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::output::ToolOutput;
 use crate::spec::{SourceLocation, ToolSpec, is_valid_tool_name};
-use crate::tool::Tool;
+use crate::tool::{DecodedCall, Tool};
 use crate::validate::{ArgumentValidator, ValidatedArgs, ValidationOptions};
 
 /// A link-time registration made by `#[tool]`. Collected with `inventory`.
@@ -332,9 +332,28 @@ pub(crate) struct Found<'a> {
     options: ValidationOptions,
 }
 
+/// How a call's arguments reach its tool.
+pub(crate) enum ToolInput {
+    /// Decoded by the tool itself: valid as they are, with nothing to coerce or report. The
+    /// arguments are kept for whoever still reads them (the repeat guard).
+    Decoded { call: DecodedCall, arguments: Arguments },
+    /// Validated against the tool's schema, with the coercions made.
+    Validated(ValidatedArgs),
+}
+
 impl Found<'_> {
+    /// How the arguments reach the tool, decided here for the registry and the dispatcher
+    /// alike: decoded by the tool itself when `may_decode` (nothing reads them as a value
+    /// first) and the tool takes them as they are, validated against its schema otherwise.
+    pub(crate) fn input(&self, arguments: Arguments, may_decode: bool) -> Result<ToolInput, ToolError> {
+        if may_decode && let Some(call) = self.tool.decode(&arguments) {
+            return Ok(ToolInput::Decoded { call, arguments });
+        }
+        self.validate(arguments).map(ToolInput::Validated)
+    }
+
     /// Validates the arguments against the tool's schema.
-    pub(crate) fn validate(&self, arguments: Arguments) -> Result<ValidatedArgs, ToolError> {
+    fn validate(&self, arguments: Arguments) -> Result<ValidatedArgs, ToolError> {
         self.validator.validate(arguments, self.options)
     }
 }
@@ -462,13 +481,10 @@ impl Registry {
         // The tool's own limits reach it as they would through a dispatcher.
         let limits = ctx.truncation().with_policy(&tool.spec().truncation);
         let ctx = if limits == ctx.truncation() { ctx } else { ctx.with_truncation(limits) };
-        // Arguments the tool decodes by itself are valid as they are, with nothing to coerce or
-        // report.
-        if let Some(call) = tool.decode(&arguments) {
-            return call(ctx).await;
+        match found.input(arguments, true)? {
+            ToolInput::Decoded { call, .. } => call(ctx).await,
+            ToolInput::Validated(args) => tool.call(ctx, args.value).await,
         }
-        let args = found.validate(arguments)?;
-        tool.call(ctx, args.value).await
     }
 
     /// The model-facing error for a call to a tool that does not exist, listing the real ones.

@@ -105,37 +105,6 @@ pub fn non_null_branch<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
     schema
 }
 
-/// The branch of an `anyOf`/`oneOf` that `value` belongs to: the only non-null branch, or for
-/// an object the first branch whose tag (`const` or one-value `enum` properties) and closed
-/// property set fit it. Falls back to the schema itself.
-pub fn branch_for<'a>(root: &'a Value, schema: &'a Value, value: &Value) -> &'a Value {
-    let schema = non_null_branch(root, schema);
-    let Value::Object(object) = value else { return schema };
-    for keyword in ["anyOf", "oneOf"] {
-        let Some(branches) = schema.get(keyword).and_then(Value::as_array) else { continue };
-        for branch in branches.iter().map(|b| resolve(root, b)) {
-            if object_fits(root, branch, object) {
-                return branch;
-            }
-        }
-    }
-    schema
-}
-
-fn object_fits(root: &Value, branch: &Value, object: &Map<String, Value>) -> bool {
-    let Some(properties) = branch.get("properties").and_then(Value::as_object) else { return false };
-    let closed = branch.get("additionalProperties") == Some(&Value::Bool(false));
-    object.iter().all(|(key, value)| match properties.get(key).map(|p| resolve(root, p)) {
-        Some(property) => {
-            let fixed = property.get("const").or_else(|| {
-                property.get("enum").and_then(Value::as_array).filter(|e| e.len() == 1).map(|e| &e[0])
-            });
-            fixed.is_none_or(|fixed| fixed == value)
-        }
-        None => !closed,
-    })
-}
-
 /// The schema that applies at a JSON pointer into an instance, following `properties`,
 /// `items`, `$ref` and single-branch `anyOf`.
 pub fn schema_at<'a>(root: &'a Value, pointer: &str) -> Option<&'a Value> {
@@ -185,11 +154,4 @@ mod tests {
         assert_eq!(schema_at(&root, "/opt/line"), Some(&json!({"type": "integer"})));
         assert_eq!(schema_at(&root, "/missing"), None);
     }
-}
-
-/// Checks that `schema` can be a tool's argument schema (a valid JSON Schema the validator
-/// compiles), for tools whose schema comes from elsewhere (a mounted server); the error says
-/// why not, naming `tool`.
-pub fn check_input_schema(tool: &str, schema: &Value) -> Result<(), String> {
-    crate::validate::ArgumentValidator::new(tool, schema).map(drop)
 }

@@ -171,7 +171,7 @@ pub struct ToolSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freeform: Option<Freeform>,
     /// Whether the tool's definition is deferred: providers are told about it only once a tool
-    /// search has found it (see [`crate::catalog`]).
+    /// search has found it (see the catalog of `tool-providers`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub defer: bool,
     /// Example argument objects (`#[tool(example = ...)]`), each checked against

@@ -12,7 +12,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use crate::proxy::Ctx;
+use crate::conn::Ctx;
 use crate::refusal::{Protocol, Reason, Refusal};
 
 type Body = BoxBody<Bytes, hyper::Error>;
@@ -65,11 +65,11 @@ async fn tunnel(upgraded: hyper::upgrade::Upgraded, mut upstream: TcpStream) {
             if !parts.read_buf.is_empty() && upstream.write_all(&parts.read_buf).await.is_err() {
                 return;
             }
-            crate::proxy::splice(&mut client, &mut upstream).await;
+            crate::conn::splice(&mut client, &mut upstream).await;
         }
         Err(upgraded) => {
             let mut client = TokioIo::new(upgraded);
-            crate::proxy::splice(&mut client, &mut upstream).await;
+            crate::conn::splice(&mut client, &mut upstream).await;
         }
     }
 }

@@ -9,24 +9,10 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
+use crate::conn::{Ctx, HANDSHAKE_TIMEOUT};
 use crate::decide::{Asker, Decider};
 use crate::policy::EgressPolicy;
 use crate::refusal::{Refusal, RefusalLog};
-
-/// The buffer size of each direction of a tunnel: large reads keep a bulk download's cost per
-/// byte low.
-const TUNNEL_BUFFER: usize = 256 * 1024;
-
-/// Copies both ways between a client and the host it reaches until either side closes.
-pub(crate) async fn splice<C>(client: &mut C, upstream: &mut TcpStream)
-where
-    C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-{
-    let _ = tokio::io::copy_bidirectional_with_sizes(client, upstream, TUNNEL_BUFFER, TUNNEL_BUFFER).await;
-}
-
-/// How long a client may take to send its first byte, and to finish a SOCKS5 handshake.
-pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The decisions of a session: a policy, an optional asker, and the hosts the asker allowed for
 /// the session. Cheap to clone; every [`EgressProxy`] started from it (one per command, say)
@@ -137,43 +123,6 @@ impl EgressProxy {
 impl Drop for EgressProxy {
     fn drop(&mut self) {
         self.stop.cancel();
-    }
-}
-
-/// What every connection of one proxy shares.
-#[derive(Clone)]
-pub(crate) struct Ctx {
-    pub(crate) decider: Arc<Decider>,
-    /// Asked instead of the session's asker, when set.
-    pub(crate) asker: Option<Asker>,
-    pub(crate) log: RefusalLog,
-    pub(crate) stop: CancellationToken,
-}
-
-impl Ctx {
-    /// Runs `work` until it ends or the proxy stops.
-    pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
-        let stop = self.stop.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                () = stop.cancelled() => {}
-                () = work => {}
-            }
-        });
-    }
-
-    /// Decides and connects, asking this proxy's asker if it has one.
-    pub(crate) async fn open(
-        &self,
-        host: &str,
-        port: u16,
-        protocol: crate::Protocol,
-    ) -> Result<TcpStream, Refusal> {
-        self.decider.open(host, port, protocol, self.asker.as_ref()).await
-    }
-
-    pub(crate) fn record(&self, refusal: &Refusal) {
-        self.log.record(refusal.clone());
     }
 }
 

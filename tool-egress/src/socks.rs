@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::proxy::{Ctx, HANDSHAKE_TIMEOUT};
+use crate::conn::{Ctx, HANDSHAKE_TIMEOUT};
 use crate::refusal::{Protocol, Reason, Refusal};
 
 /// Reply codes.
@@ -53,7 +53,7 @@ pub(crate) async fn serve(mut client: TcpStream, ctx: Ctx) {
             if client.write_all(&reply(SUCCEEDED, upstream.local_addr().ok())).await.is_err() {
                 return;
             }
-            crate::proxy::splice(&mut client, &mut upstream).await;
+            crate::conn::splice(&mut client, &mut upstream).await;
         }
     }
 }

@@ -6,7 +6,9 @@
 #![deny(missing_docs)]
 
 pub mod client;
+mod jsonrpc;
 pub mod server;
+pub mod wire;
 
 /// The `rmcp` crate this crate is built on, for transports and model types without a direct
 /// dependency (and without a version skew).

@@ -61,13 +61,9 @@ impl Policy {
 
     /// Who answers the requests a rule or a hook says to `ask` about (a person, through a UI).
     /// The request's `details.rule` names the rule. Without an asker they are refused.
-    pub fn asker(self, asker: impl PermissionHook) -> Self {
-        self.asker_arc(Arc::new(asker))
-    }
-
-    /// [`Policy::asker`] with a shared asker.
-    pub fn asker_arc(mut self, asker: Arc<dyn PermissionHook>) -> Self {
-        self.asker = Some(asker);
+    /// A shared asker is an `Arc` of one.
+    pub fn asker(mut self, asker: impl PermissionHook) -> Self {
+        self.asker = Some(Arc::new(asker));
         self
     }
 
@@ -431,7 +427,7 @@ pub trait PolicyExt {
 impl PolicyExt for DispatcherBuilder {
     fn policy(self, policy: Policy) -> Self {
         let policy = Arc::new(policy);
-        let mut builder = self.permissions_arc(policy.clone()).before_hook(Gate(policy.clone()));
+        let mut builder = self.permissions(policy.clone()).before_hook(Gate(policy.clone()));
         if policy.has_post_hooks() {
             builder = builder.after_hook(After(policy.clone()));
         }

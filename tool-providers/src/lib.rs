@@ -44,7 +44,6 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
-use crate::catalog::{Catalog, LoadedTools, TurnResult};
 use tool_core::Registry;
 use tool_core::ToolSpec;
 pub use tool_core::{Arguments, ToolCall, ToolResult};
@@ -52,7 +51,6 @@ use tool_core::{Content, ToolOutput};
 
 pub mod anthropic;
 pub mod catalog;
-pub mod deferred;
 mod extras;
 pub mod gemini;
 mod lowering;
@@ -119,31 +117,6 @@ impl Provider {
             extras::anthropic_cache_breakpoint(&mut definitions);
         }
         Ok(definitions)
-    }
-
-    /// The definitions of a request over `catalog` when the conversation has found `loaded`:
-    /// each provider's deferred form (see [`crate::catalog`]), the plain
-    /// [`definitions`](Provider::definitions) when no tool is deferred. MCP has no deferred
-    /// form and always gets every tool.
-    pub fn catalog_definitions(
-        self,
-        catalog: &Catalog,
-        loaded: &LoadedTools,
-        options: &DefinitionOptions,
-    ) -> Result<Vec<Value>, LoweringError> {
-        deferred::definitions(self, catalog, loaded, options)
-    }
-
-    /// The messages (or input items) carrying a turn's results, searches included, in order:
-    /// a search's answer is a `tool_search_output` item (OpenAI Responses), a `tool_result` of
-    /// `tool_reference` blocks (Anthropic), or a text naming the found tools (the others).
-    pub fn render_catalog_results(
-        self,
-        catalog: &Catalog,
-        results: &[TurnResult],
-        options: &DefinitionOptions,
-    ) -> Result<Vec<Value>, LoweringError> {
-        deferred::render_results(self, catalog, results, options)
     }
 
     /// The definition of one tool.

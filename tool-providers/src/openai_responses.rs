@@ -20,7 +20,7 @@ const PROVIDER: Provider = Provider::OpenAiResponses;
 /// `strict` is always present: the API defaults it to `true`, so leaving it out would ask for
 /// strict mode with a schema that was not lowered for it.
 ///
-/// A [freeform](crate::Freeform) tool is a `custom` tool instead:
+/// A [freeform](tool_core::Freeform) tool is a `custom` tool instead:
 /// `{"type": "custom", "name", "description", "format"}`, where `format` is
 /// `{"type": "grammar", "syntax": "lark" | "regex", "definition"}` when the tool has a grammar
 /// and `{"type": "text"}` otherwise.

@@ -1,31 +1,6 @@
-//! A framework for the tools of coding agents.
+#![doc = include_str!("../docs/overview.md")]
 //!
-//! Write a tool as a plain `async fn` with `#[tool]`; the macro derives its JSON Schema from the
-//! parameters and their `///` docs and registers it at link time. A [`Registry`] collects the
-//! registered tools, validates the model's arguments against each schema, and runs them.
-//!
-//! ```
-//! use tool_runtime::{tool, Registry, ToolContext, ToolError};
-//!
-//! /// Add two numbers.
-//! #[tool(parallel, read_only)]
-//! async fn add(
-//!     /// The first number.
-//!     a: i64,
-//!     /// The second number.
-//!     #[arg(default = 1)]
-//!     b: i64,
-//! ) -> Result<String, ToolError> {
-//!     Ok((a + b).to_string())
-//! }
-//!
-//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-//! let registry = Registry::from_inventory().unwrap();
-//! let ctx = ToolContext::builder("add").build();
-//! let out = registry.call("add", r#"{"a": 40, "b": "2"}"#, ctx).await.unwrap();
-//! assert_eq!(out.text_content(), "42");
-//! # });
-//! ```
+//! # Features
 //!
 //! This crate is the facade: it re-exports the `#[tool]` macro, the core (`tool-core`) at the
 //! root and in the modules below, and each adapter behind a feature, so an application depends
@@ -47,12 +22,17 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
+#[doc = include_str!("../docs/macro.md")]
 pub use tool_macros::tool;
 
+#[doc = include_str!("../docs/dispatcher.md")]
+pub use tool_core::Dispatcher;
+#[doc = include_str!("../docs/registry.md")]
+pub use tool_core::Registry;
 pub use tool_core::{
-    Arguments, BoxFuture, CallOptions, CancellationToken, Content, Dep, Dispatcher, DispatcherBuilder,
-    ErrorKind, Json, PermissionKind, PermissionRequest, Progress, Registry, RegistryBuilder, RegistryError,
-    SessionState, Tool, ToolCall, ToolContext, ToolError, ToolOutput, ToolResult, ToolSpec,
+    Arguments, BoxFuture, CallOptions, CancellationToken, Content, Dep, DispatcherBuilder, ErrorKind, Json,
+    PermissionKind, PermissionRequest, Progress, RegistryBuilder, RegistryError, SessionState, Tool,
+    ToolCall, ToolContext, ToolError, ToolOutput, ToolResult, ToolSpec,
 };
 
 pub use tool_core::{events, output_store, schema, truncate, words};
@@ -101,26 +81,36 @@ pub mod validate {
 
 #[cfg(feature = "providers")]
 #[doc(inline)]
+#[doc = include_str!("../docs/providers.md")]
 pub use tool_providers as providers;
 
 #[cfg(feature = "providers")]
 #[doc(inline)]
+#[doc = include_str!("../docs/catalog.md")]
 pub use tool_providers::catalog;
 
 #[cfg(feature = "permissions")]
 #[doc(inline)]
+#[doc = include_str!("../docs/permissions.md")]
 pub use tool_permissions as permissions;
 
 #[cfg(feature = "processes")]
 #[doc(inline)]
-pub use tool_sandbox::{environment, process_tree};
+#[doc = include_str!("../docs/environment.md")]
+pub use tool_sandbox::environment;
+
+#[cfg(feature = "processes")]
+#[doc(inline)]
+pub use tool_sandbox::process_tree;
 
 #[cfg(feature = "mcp")]
 #[doc(inline)]
+#[doc = include_str!("../docs/mcp_server.md")]
 pub use tool_mcp::server as mcp_server;
 
 #[cfg(feature = "mcp")]
 #[doc(inline)]
+#[doc = include_str!("../docs/mcp_client.md")]
 pub use tool_mcp::client as mcp_client;
 
 #[doc(hidden)]

@@ -1135,7 +1135,7 @@ async fn long_outputs_are_truncated_once_with_the_full_text_in_the_store() {
     let store = Arc::new(OutputStore::open_dir(&dir).unwrap());
     let dispatcher = Dispatcher::builder(registry(vec![long, raw, tail, echo("short", true)]))
         .truncation_defaults(TruncationLimits::new(10, 51_200, TruncationDirection::Head))
-        .output_store_arc(store.clone())
+        .output_store(store.clone())
         .build();
     let calls = vec![
         call("1", "long", "{}"),

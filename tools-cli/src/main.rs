@@ -1,4 +1,4 @@
-//! The `tools` command: `list`, `call`, `turn` and `serve` for the built-in tools.
+#![doc = include_str!("../docs/tools.md")]
 
 mod args;
 mod http;
@@ -208,7 +208,7 @@ fn dispatcher(registry: impl Into<Arc<Registry>>, setup: Setup, args: &Workspace
     // Without a data directory, truncated outputs are only cut, not saved for reading back.
     if let Ok(store) = OutputStore::builder().read_hint(tools_std::read_hint()).open() {
         let store = Arc::new(store);
-        builder = builder.dependency_arc(store.clone()).output_store_arc(store);
+        builder = builder.dependency_arc(store.clone()).output_store(store);
     }
     match policy {
         Some(policy) => builder = builder.policy(policy),

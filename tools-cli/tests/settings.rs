@@ -1,4 +1,4 @@
-//! `--settings FILE` on `call`, `turn` and `serve`: the README's settings file, run through the
+//! `--settings FILE` on `call`, `turn` and `serve`: the manual's settings file, run through the
 //! built binary, and a malformed one refused before anything runs.
 
 mod common;
@@ -6,16 +6,15 @@ mod common;
 use common::Fixture;
 use serde_json::json;
 
-/// The README's settings file, written into the fixture (its hooks need scripts the README
-/// leaves to the user: this test gives them).
-fn readme_settings(fx: &Fixture) -> String {
-    let readme = include_str!("../../README.md");
-    let section = readme.find("## Permissions and hooks").expect("README has the section");
+/// The manual's settings file (tool-runtime's `docs/permissions.md`), written into the fixture
+/// (its hooks need scripts the manual leaves to the user: this test gives them).
+fn manual_settings(fx: &Fixture) -> String {
+    let manual = include_str!("../../tool-runtime/docs/permissions.md");
     let open = "```json\n";
-    let from = section + readme[section..].find(open).expect("a json block") + open.len();
-    let to = from + readme[from..].find("```").expect("closing fence");
+    let from = manual.find(open).expect("a json block") + open.len();
+    let to = from + manual[from..].find("```").expect("closing fence");
     let path = fx.dir.path().join("settings.json");
-    std::fs::write(&path, &readme[from..to]).unwrap();
+    std::fs::write(&path, &manual[from..to]).unwrap();
     let hooks = fx.ws().join(".claude/hooks");
     std::fs::create_dir_all(&hooks).unwrap();
     // Refuses `curl`, as a user's check-command.sh might.
@@ -29,9 +28,9 @@ fn readme_settings(fx: &Fixture) -> String {
 }
 
 #[test]
-fn call_applies_the_readme_settings() {
+fn call_applies_the_manual_settings() {
     let fx = Fixture::new();
-    let settings = readme_settings(&fx);
+    let settings = manual_settings(&fx);
     let call = |args: serde_json::Value| {
         let args = args.to_string();
         fx.run(&["call", "bash", &args, "--settings", &settings], None)
@@ -82,7 +81,7 @@ fn call_applies_the_readme_settings() {
 #[test]
 fn turn_applies_the_settings_to_every_call() {
     let fx = Fixture::new();
-    let settings = readme_settings(&fx);
+    let settings = manual_settings(&fx);
     let message = json!({"role": "assistant", "tool_calls": [
         {"id": "a", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"git status --short || true\"}"}},
         {"id": "b", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"rm -rf x\"}"}},
@@ -117,11 +116,11 @@ fn a_malformed_settings_file_is_a_usage_error_naming_the_rule() {
 }
 
 /// The issue's bypasses of `Bash(read-only)`, `Bash(rm -rf:*)` and `Read(./.env)`, run for real
-/// through the binary with the README's settings: none of them may have its effect.
+/// through the binary with the manual's settings: none of them may have its effect.
 #[test]
-fn the_readme_rules_hold_against_known_bypasses() {
+fn the_manual_rules_hold_against_known_bypasses() {
     let fx = Fixture::new();
-    let settings = readme_settings(&fx);
+    let settings = manual_settings(&fx);
     let call = |command: &str| {
         let args = json!({ "command": command }).to_string();
         let run = fx.run(&["call", "bash", &args, "--settings", &settings], None);
@@ -129,7 +128,7 @@ fn the_readme_rules_hold_against_known_bypasses() {
         run.json()["output"].as_str().unwrap().to_owned()
     };
     // Options that run a program or write a file are not read-only, however spelled: the
-    // README's default for Bash (ask) applies, and nobody is here to answer.
+    // the manual's default for Bash (ask) applies, and nobody is here to answer.
     for command in [
         "git grep --no-index --open='touch pwned' hello",
         "git grep --no-index --op='touch pwned' hello",

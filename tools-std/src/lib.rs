@@ -1,47 +1,6 @@
-//! Built-in coding tools for `tool-runtime`: `read`, `write`, `edit`, `multi_edit`, `apply_patch`, `bash` (with its background
-//! sessions: `bash_output`, `bash_input`, `bash_stop`, `bash_list`), `glob`, `grep`, `ls`,
-//! `tool_output_read`, `tool_output_grep`, `todo_write` and `todo_read`, and `undo` and
-//! `checkpoints` over the [checkpoints](checkpoint) recorded before every call that changes files.
-//!
-//! The file tools work inside a [`Workspace`], registered as a dependency: every path argument
-//! is resolved against its root, and a path that leaves the root (`..`, an absolute path, a
-//! symbolic link, through any number of hops) needs the context's permission (an
-//! external-directory request, which the default policy denies). File-system and process access
-//! go through the [`Operations`] trait ([`LocalOperations`] by default), so the same tools can
-//! run against a remote sandbox. `bash` and the `tool_output_*` tools also use the
-//! [`OutputStore`] when one is registered.
-//!
-//! ```no_run
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use std::sync::Arc;
-//! use tool_runtime::{Registry, ToolContext};
-//!
-//! let registry = Registry::builder().tools(tools_std::all()).build()?;
-//! let deps = Arc::new(tools_std::dependencies(".")?);
-//! let ctx = ToolContext::builder("read").dependencies(deps).build();
-//! let out = registry.call("read", r#"{"path": "Cargo.toml"}"#, ctx).await?;
-//! println!("{}", out.text_content());
-//! # Ok(()) }
-//! ```
-//!
-//! # Linking
-//!
-//! The tools also register themselves with `inventory`, for `Registry::from_inventory()`. A
-//! crate that nothing in a binary names is not linked, and its registrations vanish with it. One
-//! line in the binary keeps them:
-//!
-//! ```
-//! use tools_std as _;
-//!
-//! let registry = tool_runtime::Registry::from_inventory().unwrap();
-//! assert!(registry.contains("read") && registry.contains("bash"));
-//! ```
-//!
-//! (Naming the crate is enough: rustc keeps every `#[used]` registration of a crate it links,
-//! in debug and release builds alike; `tests/tests/tools_std_linkage.rs` checks it.) Building
-//! the registry from [`all`] needs no inventory at all.
-//!
-//! [`OutputStore`]: tool_runtime::output_store::OutputStore
+#![doc = include_str!("../docs/tools.md")]
+#![doc = include_str!("../docs/security.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 use std::path::Path;

@@ -5,7 +5,7 @@ use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, OwnedSemaphorePer
 use tokio_util::sync::CancellationToken;
 
 use super::Inner;
-use super::run::until_cancelled;
+use super::cancel::until_cancelled;
 
 /// The guards a running call holds; dropped after its finished event.
 pub(crate) struct Slot {

@@ -1,6 +1,7 @@
 //! The dispatcher: runs one call or a model turn's batch under the parallel policy, with hooks,
 //! timeouts, cancellation, panic isolation and events.
 
+mod cancel;
 mod gate;
 mod messages;
 mod record;
@@ -126,19 +127,27 @@ pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_millis(200);
 #[must_use]
 pub struct DispatcherBuilder {
     registry: Arc<Registry>,
+    /// What every call's context shares, but the session state, which the builder holds apart.
     deps: Dependencies,
     permissions: Arc<dyn PermissionHook>,
+    session_id: String,
+    session: SessionState,
+    max_concurrency: Option<usize>,
+    /// `None` until set: the default guard, unless the dispatcher's user has another default.
+    repeat: Option<RepeatGuard>,
+    config: Config,
+}
+
+/// The settings a call's stages read: its hooks, limits, output store and event sink. A
+/// dispatcher derived from another (another session, another registry) has the same.
+#[derive(Clone)]
+struct Config {
     before: Vec<Arc<dyn BeforeHook>>,
     after: Vec<Arc<dyn AfterHook>>,
     default_timeout: Option<Duration>,
     cancel_grace: Duration,
-    max_concurrency: Option<usize>,
-    /// `None` until set: the default guard, unless the dispatcher's user has another default.
-    repeat: Option<RepeatGuard>,
     truncation: TruncationLimits,
     store: Option<Arc<OutputStore>>,
-    session_id: String,
-    session: SessionState,
     events: Option<Arc<dyn EventSink>>,
     skip: Option<Arc<SkipCheck>>,
     /// Finds calls of exclusive tools that only read (a read-only shell command).
@@ -149,10 +158,10 @@ impl fmt::Debug for DispatcherBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DispatcherBuilder")
             .field("registry", &self.registry)
-            .field("default_timeout", &self.default_timeout)
+            .field("default_timeout", &self.config.default_timeout)
             .field("max_concurrency", &self.max_concurrency)
             .field("repeat", &self.repeat)
-            .field("truncation", &self.truncation)
+            .field("truncation", &self.config.truncation)
             .field("session_id", &self.session_id)
             .finish_non_exhaustive()
     }
@@ -171,21 +180,18 @@ impl DispatcherBuilder {
         self
     }
 
-    /// Registers (or overrides) one shared dependency.
+    /// Registers (or overrides) one dependency shared with others, as a `T`: a dependency is
+    /// looked up by its type, so an `Arc<T>` given to [`DispatcherBuilder::dependency`] would be
+    /// found as `Arc<T>`.
     pub fn dependency_arc<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Self {
         self.deps.insert_arc(value);
         self
     }
 
     /// Sets the permission hook that answers `ToolContext::ask` and the repeat guard
-    /// (default: [`DefaultPermissions`]).
-    pub fn permissions(self, hook: impl PermissionHook) -> Self {
-        self.permissions_arc(Arc::new(hook))
-    }
-
-    /// Sets a shared permission hook.
-    pub fn permissions_arc(mut self, hook: Arc<dyn PermissionHook>) -> Self {
-        self.permissions = hook;
+    /// (default: [`DefaultPermissions`]); a shared hook is an `Arc` of one.
+    pub fn permissions(mut self, hook: impl PermissionHook) -> Self {
+        self.permissions = Arc::new(hook);
         self
     }
 
@@ -193,19 +199,19 @@ impl DispatcherBuilder {
     /// run beside parallel calls, as a `parallel` tool's calls do. A permission policy that
     /// classifies commands installs its own.
     pub fn read_only_calls(mut self, check: Arc<dyn ReadOnlyCalls>) -> Self {
-        self.read_only_calls = Some(check);
+        self.config.read_only_calls = Some(check);
         self
     }
 
     /// Adds a hook that runs before each call's tool, after the ones already added.
     pub fn before_hook(mut self, hook: impl BeforeHook) -> Self {
-        self.before.push(Arc::new(hook));
+        self.config.before.push(Arc::new(hook));
         self
     }
 
     /// Adds a hook that runs after each call's tool, after the ones already added.
     pub fn after_hook(mut self, hook: impl AfterHook) -> Self {
-        self.after.push(Arc::new(hook));
+        self.config.after.push(Arc::new(hook));
         self
     }
 
@@ -216,13 +222,13 @@ impl DispatcherBuilder {
     /// cancelled or timed out, naming the time limit. So a stopped call returns at most this long
     /// after the cancellation or the time limit.
     pub fn cancel_grace(mut self, grace: Duration) -> Self {
-        self.cancel_grace = grace;
+        self.config.cancel_grace = grace;
         self
     }
 
     /// The time limit of calls whose tool and options set none.
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
-        self.default_timeout = Some(timeout);
+        self.config.default_timeout = Some(timeout);
         self
     }
 
@@ -249,18 +255,14 @@ impl DispatcherBuilder {
     /// The truncation limits of tools whose policy sets none (default: 2000 lines, 51200 bytes,
     /// keep the head).
     pub fn truncation_defaults(mut self, limits: TruncationLimits) -> Self {
-        self.truncation = limits;
+        self.config.truncation = limits;
         self
     }
 
-    /// Saves the full text of every truncated output to `store`, so the model can read it back.
-    pub fn output_store(self, store: OutputStore) -> Self {
-        self.output_store_arc(Arc::new(store))
-    }
-
-    /// Saves full outputs to a shared store.
-    pub fn output_store_arc(mut self, store: Arc<OutputStore>) -> Self {
-        self.store = Some(store);
+    /// Saves the full text of every truncated output to `store` (or a shared `Arc` of one), so
+    /// the model can read it back.
+    pub fn output_store(mut self, store: impl Into<Arc<OutputStore>>) -> Self {
+        self.config.store = Some(store.into());
         self
     }
 
@@ -276,21 +278,17 @@ impl DispatcherBuilder {
         self
     }
 
-    /// Sends lifecycle events to `sink` (for example an `mpsc::UnboundedSender<ToolEvent>`).
-    pub fn events(self, sink: impl EventSink) -> Self {
-        self.events_arc(Arc::new(sink))
-    }
-
-    /// Sends lifecycle events to a shared sink.
-    pub fn events_arc(mut self, sink: Arc<dyn EventSink>) -> Self {
-        self.events = Some(sink);
+    /// Sends lifecycle events to `sink` (for example an `mpsc::UnboundedSender<ToolEvent>`, or
+    /// a shared `Arc` of a sink).
+    pub fn events(mut self, sink: impl EventSink) -> Self {
+        self.config.events = Some(Arc::new(sink));
         self
     }
 
     /// Consulted before each call starts; once it returns `true`, that call and the rest of the
     /// batch are skipped (for example because the user typed a new message).
     pub fn skip_check(mut self, check: impl Fn() -> bool + Send + Sync + 'static) -> Self {
-        self.skip = Some(Arc::new(check));
+        self.config.skip = Some(Arc::new(check));
         self
     }
 
@@ -305,19 +303,11 @@ impl DispatcherBuilder {
                     session: self.session,
                     permissions: self.permissions,
                 }),
-                before: self.before,
-                after: self.after,
-                default_timeout: self.default_timeout,
-                cancel_grace: self.cancel_grace,
                 gate: Arc::new(RwLock::new(())),
                 cap: self.max_concurrency.map(|n| Arc::new(Semaphore::new(n))),
                 repeat: self.repeat.unwrap_or_default(),
                 last_call: Mutex::new(None),
-                truncation: self.truncation,
-                store: self.store,
-                events: self.events,
-                skip: self.skip,
-                read_only_calls: self.read_only_calls,
+                config: self.config,
             }),
         }
     }
@@ -327,19 +317,14 @@ pub(crate) struct Inner {
     registry: Arc<Registry>,
     /// What every call's context shares: session id and state, dependencies, permission hook.
     shared: Arc<Shared>,
-    before: Vec<Arc<dyn BeforeHook>>,
-    after: Vec<Arc<dyn AfterHook>>,
-    default_timeout: Option<Duration>,
-    pub(crate) cancel_grace: Duration,
+    /// The parallel gate ([`gate`]) and the concurrency cap.
     gate: Arc<RwLock<()>>,
     cap: Option<Arc<Semaphore>>,
+    /// The repeat guard ([`repeat`]) and the call it compares the next one with.
     repeat: RepeatGuard,
     last_call: Mutex<Option<repeat::LastCall>>,
-    truncation: TruncationLimits,
-    store: Option<Arc<OutputStore>>,
-    events: Option<Arc<dyn EventSink>>,
-    skip: Option<Arc<SkipCheck>>,
-    read_only_calls: Option<Arc<dyn ReadOnlyCalls>>,
+    /// What the stages read ([`run`]).
+    config: Config,
 }
 
 /// Runs tool calls: lookup, validation, the parallel/exclusive gate, hooks, timeouts,
@@ -361,7 +346,7 @@ impl fmt::Debug for Dispatcher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Dispatcher")
             .field("registry", &self.inner.registry)
-            .field("default_timeout", &self.inner.default_timeout)
+            .field("default_timeout", &self.inner.config.default_timeout)
             .field("repeat", &self.inner.repeat)
             .field("session_id", &self.inner.shared.session_id)
             .finish_non_exhaustive()
@@ -391,19 +376,21 @@ impl Dispatcher {
             registry: registry.into(),
             deps: Dependencies::new(),
             permissions: Arc::new(DefaultPermissions),
-            before: Vec::new(),
-            after: Vec::new(),
-            default_timeout: None,
-            cancel_grace: DEFAULT_CANCEL_GRACE,
-            max_concurrency: None,
-            repeat: None,
-            truncation: TruncationLimits::default(),
-            store: None,
             session_id: String::new(),
             session: SessionState::new(),
-            events: None,
-            skip: None,
-            read_only_calls: None,
+            max_concurrency: None,
+            repeat: None,
+            config: Config {
+                before: Vec::new(),
+                after: Vec::new(),
+                default_timeout: None,
+                cancel_grace: DEFAULT_CANCEL_GRACE,
+                truncation: TruncationLimits::default(),
+                store: None,
+                events: None,
+                skip: None,
+                read_only_calls: None,
+            },
         }
     }
 
@@ -458,19 +445,11 @@ impl Dispatcher {
             inner: Arc::new(Inner {
                 registry,
                 shared,
-                before: inner.before.clone(),
-                after: inner.after.clone(),
-                default_timeout: inner.default_timeout,
-                cancel_grace: inner.cancel_grace,
                 gate,
                 cap: inner.cap.clone(),
                 repeat: inner.repeat,
                 last_call: Mutex::new(None),
-                truncation: inner.truncation,
-                store: inner.store.clone(),
-                events: inner.events.clone(),
-                skip: inner.skip.clone(),
-                read_only_calls: inner.read_only_calls.clone(),
+                config: inner.config.clone(),
             }),
         }
     }
@@ -478,7 +457,7 @@ impl Dispatcher {
     /// How long a stopped call may take to hand back what it has
     /// ([`DispatcherBuilder::cancel_grace`]).
     pub fn cancel_grace(&self) -> Duration {
-        self.inner.cancel_grace
+        self.inner.config.cancel_grace
     }
 
     /// Runs one call. Every failure, including a `Fatal` error, comes back as an error result;
@@ -672,6 +651,6 @@ impl Drop for FinishOnDrop<'_> {
 
 impl Inner {
     fn should_skip(&self) -> bool {
-        self.skip.as_ref().is_some_and(|check| check())
+        self.config.skip.as_ref().is_some_and(|check| check())
     }
 }

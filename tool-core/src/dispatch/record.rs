@@ -136,7 +136,7 @@ impl Inner {
             options,
             queued_at: Instant::now(),
             started: AtomicU64::new(0),
-            sink: self.events.clone(),
+            sink: self.config.events.clone(),
             closed: Mutex::new(false),
         });
         if pending.sink.is_some() {

@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::cancel::until_cancelled;
 use super::gate::Slot;
 use super::messages::{self, CatchUnwind, guarded};
 use super::record::{Outcome, Pending, error_output, status_of};
@@ -22,25 +23,11 @@ use crate::error::ToolError;
 use crate::events::{CallStatus, ToolEvent};
 use crate::hooks::{BeforeDecision, HookCall};
 use crate::output::{Content, ToolOutput};
+use crate::registry::ToolInput;
 use crate::spec::ToolSpec;
 use crate::tool::{DecodedCall, Tool};
 use crate::truncate;
 use crate::validate::Coercion;
-
-/// `None` when `cancel` fires before `future` completes. The future is polled first, so one that
-/// is ready at once never registers a waiter on the token; callers check the token themselves
-/// where a cancellation that came earlier must win. A macro rather than an `async fn`, so the
-/// future is not stored twice in the caller's state.
-macro_rules! until_cancelled {
-    ($cancel:expr, $future:expr) => {
-        tokio::select! {
-            biased;
-            value = $future => Some(value),
-            () = $cancel.cancelled() => None,
-        }
-    };
-}
-pub(crate) use until_cancelled;
 
 /// A call that was found and validated, waiting for its guard.
 pub(crate) struct Ready {
@@ -139,31 +126,30 @@ impl Inner {
         let tool = found.tool.clone();
         // Hooks and the read-only check read arguments as a value; without them, arguments the
         // tool decodes by itself need no validator (and text, no value).
-        if self.before.is_empty()
-            && self.after.is_empty()
-            && self.read_only_calls.is_none()
-            && let Some(call) = tool.decode(&arguments)
-        {
-            let repeat_count = self.count_repeat(|| match &arguments {
-                Arguments::Text(text) => repeat::fingerprint_text(&pending.tool, text),
-                Arguments::Json(value) => Some(repeat::fingerprint(&pending.tool, value)),
-                Arguments::Freeform { .. } => None,
-            });
-            return Ok(Ready {
-                pending,
-                tool,
-                input: Input::Decoded(call),
-                coercions: Vec::new(),
-                repeat_count,
-                read_only_call: None,
-            });
-        }
-        let args = match found.validate(arguments) {
-            Ok(args) => args,
+        let may_decode = self.config.before.is_empty()
+            && self.config.after.is_empty()
+            && self.config.read_only_calls.is_none();
+        let args = match found.input(arguments, may_decode) {
+            Ok(ToolInput::Decoded { call, arguments }) => {
+                let repeat_count = self.count_repeat(|| match &arguments {
+                    Arguments::Text(text) => repeat::fingerprint_text(&pending.tool, text),
+                    Arguments::Json(value) => Some(repeat::fingerprint(&pending.tool, value)),
+                    Arguments::Freeform { .. } => None,
+                });
+                return Ok(Ready {
+                    pending,
+                    tool,
+                    input: Input::Decoded(call),
+                    coercions: Vec::new(),
+                    repeat_count,
+                    read_only_call: None,
+                });
+            }
+            Ok(ToolInput::Validated(args)) => args,
             Err(error) => return Err(self.invalid(&pending, error)),
         };
         let repeat_count = self.count_repeat(|| Some(repeat::fingerprint(&pending.tool, &args.value)));
-        let read_only_call = match &self.read_only_calls {
+        let read_only_call = match &self.config.read_only_calls {
             Some(policy) if !tool.spec().parallel && policy.runs_read_only(&pending.tool, &args.value) => {
                 Some(Box::new(args.value.clone()))
             }
@@ -192,7 +178,7 @@ impl Inner {
     pub(crate) async fn run_call(&self, ready: Ready, caller: CancellationToken) -> Outcome {
         let pending = ready.pending.clone();
         let spec = ready.tool.spec();
-        let timeout = pending.options.timeout.or(spec.timeout).or(self.default_timeout);
+        let timeout = pending.options.timeout.or(spec.timeout).or(self.config.default_timeout);
         let ctx = self.context(&pending, spec, caller, timeout);
         let mut running = StopOnDrop { call: ctx.clone(), ended: false };
         let stages = self.stages(ready, ctx, &running.call, timeout).await;
@@ -231,7 +217,7 @@ impl Inner {
             Box::pin(self.repeat_guard(&pending, repeat_count, &ctx, cancel)).await?;
         }
         let (input, hook_call) = match input {
-            Input::Value(arguments) if !self.before.is_empty() || !self.after.is_empty() => {
+            Input::Value(arguments) if !self.config.before.is_empty() || !self.config.after.is_empty() => {
                 let hooks = self.before_hooks(&pending, arguments, read_only_call, cancel);
                 let (arguments, hook_call) = Box::pin(hooks).await?;
                 (Input::Value(arguments), Some(hook_call))
@@ -245,7 +231,7 @@ impl Inner {
             Ran::TimedOut(output, error) => (output, Some(error)),
         };
         let (mut output, error) = match hook_call {
-            Some(hook_call) if !self.after.is_empty() => {
+            Some(hook_call) if !self.config.after.is_empty() => {
                 let hooks = self.after_hooks(&pending, hook_call, output, error, started_at, cancel);
                 Box::pin(hooks).await?
             }
@@ -283,7 +269,7 @@ impl Inner {
             deadline,
             time_limit: timeout,
             sinks,
-            truncation: self.truncation.with_policy(&spec.truncation),
+            truncation: self.config.truncation.with_policy(&spec.truncation),
             shared: self.shared.clone(),
             asker: pending.options.asker.clone(),
         })
@@ -334,7 +320,7 @@ impl Inner {
             arguments,
             asker: pending.options.asker.clone(),
         };
-        for hook in &self.before {
+        for hook in &self.config.before {
             if cancel.is_cancelled() {
                 return Err(Stop::NotStarted);
             }
@@ -363,14 +349,14 @@ impl Inner {
         }
         // A call running alongside others because it only reads must still only read after the
         // hooks rewrote it.
-        if let (Some(decided), Some(policy)) = (&read_only_call, &self.read_only_calls)
+        if let (Some(decided), Some(policy)) = (&read_only_call, &self.config.read_only_calls)
             && **decided != hook_call.arguments
             && !policy.runs_read_only(&pending.tool, &hook_call.arguments)
         {
             return Err(Stop::Failed(messages::rewritten_read_only_call(&pending.tool), None));
         }
         // After-hooks read the arguments too; otherwise the tool takes them.
-        let arguments = if self.after.is_empty() {
+        let arguments = if self.config.after.is_empty() {
             mem::take(&mut hook_call.arguments)
         } else {
             hook_call.arguments.clone()
@@ -454,7 +440,7 @@ impl Inner {
         call.stop();
         let partial = match answered {
             Some(output) => Some(output),
-            None => match tokio::time::timeout(self.cancel_grace, &mut run).await {
+            None => match tokio::time::timeout(self.config.cancel_grace, &mut run).await {
                 Ok(Ok(Ok(output))) => Some(output),
                 Ok(Ok(Err(error))) if !error.is_fatal() => Some(error_output(&error)),
                 _ => None,
@@ -493,7 +479,7 @@ impl Inner {
         started_at: Instant,
         cancel: &CancellationToken,
     ) -> Result<(ToolOutput, Option<ToolError>), Stop> {
-        for hook in &self.after {
+        for hook in &self.config.after {
             let replaced = guarded(|| hook.after(&hook_call, mem::take(&mut output)));
             match until_cancelled!(cancel, replaced) {
                 None => {
@@ -521,8 +507,10 @@ impl Inner {
     /// Stage 6: framework truncation of a tool's output (unless the tool opted out or cut it
     /// already), with the full text saved to the output store.
     fn truncate(&self, output: &mut ToolOutput, spec: &ToolSpec) {
-        let Some(cut) = truncate::cut_output(output, &spec.truncation, &self.truncation) else { return };
-        match self.store.as_deref() {
+        let Some(cut) = truncate::cut_output(output, &spec.truncation, &self.config.truncation) else {
+            return;
+        };
+        match self.config.store.as_deref() {
             Some(store) => store.save_cut(cut, output),
             None => cut.apply(output, truncate::ReadHint::neutral()),
         };

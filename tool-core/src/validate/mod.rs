@@ -60,6 +60,13 @@ pub struct ValidatedArgs {
     pub coercions: Vec<Coercion>,
 }
 
+/// Checks that `schema` can be a tool's argument schema (a valid JSON Schema the validator
+/// compiles), for tools whose schema comes from elsewhere (a mounted server); the error says
+/// why not, naming `tool`.
+pub fn check_input_schema(tool: &str, schema: &Value) -> Result<(), String> {
+    ArgumentValidator::new(tool, schema).map(drop)
+}
+
 /// A compiled validator for one tool's argument schema, with its leniency plan.
 pub(crate) struct ArgumentValidator {
     tool: String,

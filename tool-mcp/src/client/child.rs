@@ -136,7 +136,7 @@ impl<R> LimitedLines<R> {
             self.head.extend_from_slice(&segment[..keep]);
             if self.line + content > self.limit {
                 self.ready.push(b'\n');
-                if let Some(id) = crate::server::read_id(&self.head) {
+                if let Some(id) = crate::jsonrpc::read_id(&self.head) {
                     let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
                         "code": ANSWER_TOO_LARGE,
                         "message": format!("the answer is longer than {} bytes", self.limit),

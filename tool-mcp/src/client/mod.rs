@@ -29,16 +29,15 @@ mod handler;
 mod http_client;
 mod mount;
 mod naming;
-pub(crate) mod result;
 mod routes;
 #[cfg(feature = "https")]
 mod tls;
 mod tool;
 
+pub use crate::wire::{ORIGINAL_CONTENT_KEY, SERVER_KEY};
 pub use config::{
     ConfigError, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, McpConfig, ServerConfig,
     Transport,
 };
 pub use mount::{McpMount, MountError, connect_all};
 pub use naming::{NameFn, Naming, tool_name};
-pub use result::{ORIGINAL_CONTENT_KEY, SERVER_KEY};

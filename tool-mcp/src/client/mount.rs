@@ -18,7 +18,6 @@ use super::child::{ANSWER_TOO_LARGE, MAX_ANSWER_BYTES};
 use super::config::ServerConfig;
 use super::connection::{self, Session};
 use super::handler::MountHandler;
-use super::result;
 use super::routes::ProgressRoutes;
 use super::tool::mounted_tools;
 use tool_core::Tool;
@@ -52,7 +51,7 @@ impl std::error::Error for MountError {}
 
 /// One mounted MCP server: a live session and the tools it lists, as ordinary [`Tool`]s.
 ///
-/// Add [`tools`](McpMount::tools) to a [`RegistryBuilder`](crate::RegistryBuilder). Each call of
+/// Add [`tools`](McpMount::tools) to a [`RegistryBuilder`](tool_core::RegistryBuilder). Each call of
 /// one validates its arguments against the server's schema (as for every tool), sends
 /// `tools/call`, turns the server's progress notifications into the call's progress, sends
 /// `notifications/cancelled` when the call is cancelled or dropped, and gives up when the server
@@ -233,7 +232,6 @@ impl MountInner {
             .list_all_tools()
             .await
             .map_err(|e| format!("it did not list its tools ({})", described(&e)))?;
-        let listed: Vec<Value> = listed.iter().filter_map(|tool| serde_json::to_value(tool).ok()).collect();
         mounted_tools(self, &listed)
     }
 
@@ -325,8 +323,7 @@ impl MountInner {
                         result.content.len()
                     )));
                 }
-                let value = serde_json::to_value(&result).map_err(ToolError::from_std)?;
-                Ok(result::to_output(server, &value))
+                Ok(crate::wire::tool_output(server, &result))
             }
             Ok(ServerResult::InputRequiredResult(_) | ServerResult::CreateTaskResult(_)) => {
                 Err(ToolError::execution(format!(

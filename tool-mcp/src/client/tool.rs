@@ -10,7 +10,7 @@ use tool_core::Tool;
 use tool_core::ToolContext;
 use tool_core::ToolError;
 use tool_core::ToolOutput;
-use tool_core::{ToolAnnotations, ToolSpec};
+use tool_core::ToolSpec;
 use tool_providers::{DefinitionOptions, Provider};
 
 /// A tool of a mounted server.
@@ -31,27 +31,27 @@ impl Tool for MountedTool {
     }
 }
 
-/// Builds the tools of one `tools/list` answer (in wire form). Each input and output schema must
-/// compile and lower to every provider; the error names the tool and the place in its schema.
-pub(crate) fn mounted_tools(mount: &Arc<MountInner>, listed: &[Value]) -> Result<Vec<Arc<dyn Tool>>, String> {
+/// Builds the tools of one `tools/list` answer. Each input and output schema must compile and
+/// lower to every provider; the error names the tool and the place in its schema.
+pub(crate) fn mounted_tools(
+    mount: &Arc<MountInner>,
+    listed: &[rmcp::model::Tool],
+) -> Result<Vec<Arc<dyn Tool>>, String> {
     let server = &mount.config.name;
     let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(listed.len());
     let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    for entry in listed {
-        let field = |key: &str| entry.get(key).and_then(Value::as_str);
-        let remote = field("name").ok_or("it listed a tool without a name")?.to_owned();
+    for listed in listed {
+        let remote = listed.name.to_string();
+        if remote.is_empty() {
+            return Err("it listed a tool without a name".to_owned());
+        }
         let name = mount.config.naming.name(server, &remote);
         if let Some(first) = seen.insert(name.clone(), remote.clone()) {
             return Err(format!(
                 "its tools `{first}` and `{remote}` would both be named `{name}`; give the server another naming rule"
             ));
         }
-        let input_schema = entry.get("inputSchema").cloned().unwrap_or(Value::Null);
-        let mut spec = ToolSpec::new(name, field("description").unwrap_or_default(), input_schema);
-        if let Some(output_schema) = entry.get("outputSchema").filter(|s| !s.is_null()) {
-            spec.output_schema = Some(output_schema.clone());
-        }
-        spec.annotations = annotations(entry);
+        let mut spec = crate::wire::tool_spec(listed, name);
         // Only a server's own word that the tool changes nothing lets calls of it overlap.
         spec.parallel = spec.annotations.read_only;
         spec.tags = vec!["mcp".to_owned(), format!("mcp:{server}")];
@@ -62,25 +62,8 @@ pub(crate) fn mounted_tools(mount: &Arc<MountInner>, listed: &[Value]) -> Result
     Ok(tools)
 }
 
-fn annotations(entry: &Value) -> ToolAnnotations {
-    let hints = entry.get("annotations");
-    let hint = |key: &str| hints.and_then(|h| h.get(key)).and_then(Value::as_bool) == Some(true);
-    let title = entry
-        .get("title")
-        .or_else(|| hints.and_then(|h| h.get("title")))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    ToolAnnotations {
-        title,
-        read_only: hint("readOnlyHint"),
-        destructive: hint("destructiveHint"),
-        idempotent: hint("idempotentHint"),
-        open_world: hint("openWorldHint"),
-    }
-}
-
 fn check_schemas(spec: &ToolSpec, remote: &str) -> Result<(), String> {
-    if let Err(reason) = tool_core::schema::check_input_schema(&spec.name, &spec.input_schema) {
+    if let Err(reason) = tool_core::check_input_schema(&spec.name, &spec.input_schema) {
         return Err(format!("the input schema of its tool `{remote}` cannot be used: {reason}"));
     }
     for provider in Provider::ALL {

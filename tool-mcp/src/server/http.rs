@@ -24,6 +24,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::calls::{Entered, Gauge, InFlight};
+use super::host_check::HostCheck;
 use super::http_sessions::{self, CappedSessions};
 use super::inbound::{self, Framing, INVALID_PARAMS, Inbound};
 use super::limits::Connections;
@@ -68,16 +69,6 @@ pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// its headers, and its events as they come.
 const GATHER_WINDOW: Duration = Duration::from_secs(1);
 
-/// The origins of pages served by this machine, allowed as the MCP SDKs allow them.
-const LOOPBACK_ORIGINS: [&str; 6] = [
-    "http://localhost:*",
-    "http://127.0.0.1:*",
-    "http://[::1]:*",
-    "https://localhost:*",
-    "https://127.0.0.1:*",
-    "https://[::1]:*",
-];
-
 type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 
 /// How [`McpServer::serve_http`] serves: who may connect, the token they need, and when and how
@@ -93,9 +84,9 @@ type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 #[must_use]
 #[derive(Clone)]
 pub struct HttpOptions {
-    allowed_origins: Vec<String>,
-    allowed_hosts: Vec<String>,
-    any_host: bool,
+    pub(super) allowed_origins: Vec<String>,
+    pub(super) allowed_hosts: Vec<String>,
+    pub(super) any_host: bool,
     token: Option<Arc<[u8]>>,
     shutdown: CancellationToken,
     grace: Duration,
@@ -285,6 +276,9 @@ impl McpServer {
     /// ```
     pub async fn serve_http(self, listener: TcpListener, options: HttpOptions) -> Result<(), ServeError> {
         let local = listener.local_addr().map_err(|e| ServeError(ServeErrorKind::Io(e)))?;
+        let host_check = HostCheck::new(&options, local).map_err(|reason| {
+            ServeError(ServeErrorKind::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, reason)))
+        })?;
         let in_flight = Arc::new(InFlight::default());
         let sessions = CancellationToken::new();
         let cancel_grace = self.dispatcher().cancel_grace();
@@ -301,11 +295,12 @@ impl McpServer {
         let service = StreamableHttpService::new(
             factory,
             capped.clone(),
-            rmcp_config(&options, local, sessions.clone()).with_max_request_body_bytes(max_body),
+            rmcp_config(&options, sessions.clone()).with_max_request_body_bytes(max_body),
         );
         let responses = Gauge::default();
         let endpoint = Arc::new(Endpoint {
             service,
+            host_check,
             token: options.token.clone(),
             max_body,
             body_read_timeout: options.body_read_timeout,
@@ -377,32 +372,21 @@ impl McpServer {
     }
 }
 
-fn rmcp_config(
-    options: &HttpOptions,
-    local: std::net::SocketAddr,
-    sessions: CancellationToken,
-) -> StreamableHttpServerConfig {
-    let config = StreamableHttpServerConfig::default()
+fn rmcp_config(options: &HttpOptions, sessions: CancellationToken) -> StreamableHttpServerConfig {
+    // `Host` and `Origin` are checked in front of rmcp ([`HostCheck`]), once, with this server's
+    // own rules and answers.
+    StreamableHttpServerConfig::default()
         .with_cancellation_token(sessions)
         .with_legacy_session_mode(!options.stateless)
-        .with_allowed_origins(
-            LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).chain(options.allowed_origins.iter().cloned()),
-        )
-        .enforce_origin_validation();
-    if options.any_host {
-        return config.disable_allowed_hosts();
-    }
-    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(str::to_owned).to_vec();
-    if !local.ip().is_unspecified() && !local.ip().is_loopback() {
-        hosts.push(local.ip().to_string());
-    }
-    hosts.extend(options.allowed_hosts.iter().cloned());
-    config.with_allowed_hosts(hosts)
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
 }
 
 /// The HTTP endpoint: the path, token and message checks in front of `rmcp`'s service.
 struct Endpoint {
     service: StreamableHttpService<McpServer, CappedSessions>,
+    /// The DNS-rebinding check, ahead of everything else.
+    host_check: HostCheck,
     token: Option<Arc<[u8]>>,
     /// [`HttpOptions::body_read_timeout`].
     body_read_timeout: Duration,
@@ -424,6 +408,9 @@ impl Endpoint {
                 StatusCode::NOT_FOUND,
                 format!("Not found: the MCP endpoint of this server is {MCP_PATH}."),
             );
+        }
+        if let Err((status, message)) = self.host_check.check(request.uri(), request.headers()) {
+            return plain(status, message);
         }
         if let Some(token) = &self.token
             && !authorized(request.headers().get(header::AUTHORIZATION), token)
@@ -486,10 +473,7 @@ impl Endpoint {
                 let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
                 gathered(response).await.map(|body| Counted { body, _entered: entered }.boxed())
             }
-            Err((status, reply)) => match self.host_or_origin_refusal(&parts).await {
-                Some(refusal) => refusal,
-                None => json(status, &reply),
-            },
+            Err((status, reply)) => json(status, &reply),
         }
     }
 
@@ -527,19 +511,6 @@ impl Endpoint {
             StatusCode::SERVICE_UNAVAILABLE,
             inbound::error_response(id, inbound::SERVER_BUSY, http_sessions::full_message(sessions.max())),
         ))
-    }
-
-    /// `rmcp`'s answer when the request's `Host` or `Origin` is not allowed. Its service checks
-    /// them before anything else, and serves no `OPTIONS` request: asked one with the same
-    /// headers, it answers `405` exactly when they pass. A message that fails our checks is
-    /// answered only then, so the DNS-rebinding protection comes first for every request.
-    async fn host_or_origin_refusal(&self, parts: &http::request::Parts) -> Option<HttpResponse> {
-        let mut probe = Request::new(http_body_util::Empty::<Bytes>::new());
-        *probe.method_mut() = http::Method::OPTIONS;
-        *probe.uri_mut() = parts.uri.clone();
-        *probe.headers_mut() = parts.headers.clone();
-        let response = self.service.handle(probe).await;
-        (response.status() != StatusCode::METHOD_NOT_ALLOWED).then_some(response)
     }
 }
 

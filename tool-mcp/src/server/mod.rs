@@ -4,6 +4,8 @@ mod announce;
 mod calls;
 mod elicit;
 #[cfg(feature = "http")]
+mod host_check;
+#[cfg(feature = "http")]
 mod http;
 #[cfg(feature = "http")]
 mod http_sessions;
@@ -22,7 +24,6 @@ pub use http::{
 };
 
 pub use elicit::DEFAULT_ELICITATION_TIMEOUT;
-pub(crate) use inbound::read_id;
 
 use std::fmt;
 use std::sync::Arc;
@@ -31,10 +32,10 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ContentBlock, CustomRequest, CustomResult, ErrorCode, ErrorData, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ResultType,
-    ServerCapabilities, ServerConfig, Tool,
+    CustomRequest, CustomResult, ErrorCode, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, ServerInitializeError};
 use rmcp::{RoleServer, ServerHandler};
@@ -48,7 +49,6 @@ use tool_core::Registry;
 use tool_core::events::EventSink;
 use tool_core::{Arguments, ToolCall};
 use tool_core::{CallOptions, Dispatcher, DispatcherBuilder, RepeatGuard};
-use tool_core::{Content, ToolOutput};
 use tool_providers::{DefinitionOptions, LoweringError};
 
 use announce::Listeners;
@@ -157,7 +157,7 @@ impl McpServerBuilder {
         // repeat guard is an agent loop's policy, kept only when the application set it.
         let mut dispatcher = self.dispatcher.repeat_guard_unless_set(RepeatGuard::DISABLED);
         if let Some(events) = self.events {
-            dispatcher = dispatcher.events_arc(events);
+            dispatcher = dispatcher.events(events);
         }
         let dispatcher = dispatcher.build();
         let tools = tool_list(dispatcher.registry())?;
@@ -498,48 +498,8 @@ impl McpServer {
                 () = cancel.cancelled() => {}
             }
         }
-        Ok(call_tool_result(result.output))
+        Ok(crate::wire::call_tool_result(result.output))
     }
-}
-
-/// The MCP result of one output, built directly: text and images in order, structured output
-/// (an object) in `structuredContent` next to its text mirror, and `resultType` set (2026-07-28
-/// requires it; rmcp removes it for older revisions).
-///
-/// The items of a mounted server's result that our output holds as text (audio, embedded
-/// resources, resource links) are served as the server sent them, in their own type, as long as
-/// nothing changed them on the way (a hook, or truncation, makes the item ours).
-fn call_tool_result(output: ToolOutput) -> CallToolResult {
-    let originals = output
-        .metadata
-        .get(crate::client::ORIGINAL_CONTENT_KEY)
-        .and_then(Value::as_array)
-        .filter(|originals| originals.len() == output.content.len());
-    let content = output
-        .content
-        .into_iter()
-        .enumerate()
-        .map(|(index, item)| {
-            let original = originals.and_then(|originals| originals.get(index));
-            if let Some(original) = original
-                && crate::client::result::item_content(original).0 == item
-                && let Ok(block) = serde_json::from_value::<ContentBlock>(original.clone())
-            {
-                return block;
-            }
-            match item {
-                Content::Text { text } => ContentBlock::text(text),
-                Content::Image { mime_type, data } => ContentBlock::image(data, mime_type),
-            }
-        })
-        .collect();
-    let mut result =
-        if output.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
-    if let Some(structured @ Value::Object(_)) = output.structured {
-        result.structured_content = Some(structured);
-    }
-    result.result_type = Some(ResultType::COMPLETE);
-    result
 }
 
 /// `-32601` for a method this server does not serve. rmcp's default handlers answer

@@ -4,7 +4,7 @@
 //! A tool is deferred by `#[tool(defer)]`, [`ToolSpec::with_defer`], `"defer": true` on a
 //! mounted MCP server, or here for a whole registry ([`Catalog::defer_all`],
 //! [`Catalog::defer`]). A deferred tool's full definition is left out of a request until a tool
-//! search finds it; [`Provider::catalog_definitions`] writes each provider's own form of that:
+//! search finds it; [`Catalog::definitions`] writes each provider's own form of that:
 //!
 //! - OpenAI Responses: deferred functions carry `"defer_loading": true` (grouped into one
 //!   `namespace` per mounted MCP server), next to a `tool_search` tool, executed by the client
@@ -51,8 +51,8 @@
 //! ```
 //!
 //! [`ToolSpec::with_defer`]: crate::ToolSpec::with_defer
-//! [`Provider::catalog_definitions`]: crate::Provider::catalog_definitions
 
+mod deferred;
 mod index;
 mod loaded;
 mod request;
@@ -223,7 +223,7 @@ impl Catalog {
         loaded: &LoadedTools,
         options: &DefinitionOptions,
     ) -> Result<Vec<Value>, LoweringError> {
-        provider.catalog_definitions(self, loaded, options)
+        deferred::definitions(provider, self, loaded, options)
     }
 
     /// The spec of the search tool (`tool_search`, `{"query", "limit"?}`) as an ordinary tool.

@@ -148,7 +148,7 @@ impl Catalog {
         results: &[TurnResult],
         options: &DefinitionOptions,
     ) -> Result<Vec<Value>, LoweringError> {
-        provider.render_catalog_results(self, results, options)
+        super::deferred::render_results(provider, self, results, options)
     }
 }
 

@@ -13,13 +13,13 @@ use tool_core::ToolResult;
 use tool_core::ToolSpec;
 
 /// Anthropic's hosted BM25 search tool: its `type` and its fixed `name`.
-pub const ANTHROPIC_BM25_TYPE: &str = "tool_search_tool_bm25_20251119";
+pub(crate) const ANTHROPIC_BM25_TYPE: &str = "tool_search_tool_bm25_20251119";
 /// The `name` Anthropic fixes for [`ANTHROPIC_BM25_TYPE`].
-pub const ANTHROPIC_BM25_NAME: &str = "tool_search_tool_bm25";
+pub(crate) const ANTHROPIC_BM25_NAME: &str = "tool_search_tool_bm25";
 /// How many tool names a namespace's description lists.
 const NAMESPACE_LISTED: usize = 12;
 
-/// See [`Provider::catalog_definitions`].
+/// See [`Catalog::definitions`].
 pub(crate) fn definitions(
     provider: Provider,
     catalog: &Catalog,
@@ -147,7 +147,7 @@ fn responses_grouped<'a>(
     Ok(out)
 }
 
-/// See [`Provider::render_catalog_results`].
+/// See [`Catalog::render_turn`].
 pub(crate) fn render_results(
     provider: Provider,
     catalog: &Catalog,
