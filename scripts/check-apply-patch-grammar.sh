@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the Lark grammar of apply_patch (tools-std/src/apply_patch.lark, the `format` of its
+# Checks the Lark grammar of apply_patch (tools-std/src/patch/apply_patch.lark, the `format` of its
 # OpenAI `custom` tool definition) with the `lark` package from PyPI: every patch of the table
 # in tests/data/apply_patch_cases.json marked `"grammar": true` must parse, the ones marked
 # false (not patches, or accepted only by the parser's leniency: CRLF, a heredoc wrapper) and a
@@ -24,7 +24,7 @@ from pathlib import Path
 import lark
 
 root = Path(sys.argv[1])
-grammar = (root / "tools-std/src/apply_patch.lark").read_text()
+grammar = (root / "tools-std/src/patch/apply_patch.lark").read_text()
 parser = lark.Lark(grammar, start="start", parser="earley")
 
 def parses(text):

@@ -66,8 +66,8 @@ pub use permission::{
 };
 pub use registry::{Registry, RegistryBuilder, RegistryError, registered_tools};
 pub use spec::{
-    Freeform, Grammar, GrammarSyntax, ParameterAlias, SourceLocation, ToolAnnotations, ToolSpec,
-    TruncationDirection, TruncationPolicy, is_valid_tool_name,
+    Freeform, Grammar, GrammarSyntax, ParameterAlias, PermissionSubject, SourceLocation, ToolAnnotations,
+    ToolSpec, TruncationDirection, TruncationPolicy, is_valid_tool_name,
 };
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{DecodedCall, FnTool, Tool};

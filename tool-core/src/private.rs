@@ -24,7 +24,7 @@ pub use crate::future::BoxFuture;
 pub use crate::inject::FromContext;
 pub use crate::output::{IntoToolOutput, IntoToolResult, ToolOutput};
 pub use crate::registry::ToolRegistration;
-pub use crate::spec::{GrammarSyntax, ToolSpec, TruncationDirection, TruncationPolicy};
+pub use crate::spec::{GrammarSyntax, PermissionSubject, ToolSpec, TruncationDirection, TruncationPolicy};
 pub use crate::tool::{DecodedCall, Tool};
 
 pub use arguments::{

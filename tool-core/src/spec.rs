@@ -184,6 +184,32 @@ pub struct ToolSpec {
     /// names. (A camelCase spelling of a snake_case parameter is accepted without one.)
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<ParameterAlias>,
+    /// What the tool asks permission for beyond the call itself (`#[tool(permission = "path")]`):
+    /// permission rules take it from here, so that their patterns on the tool match its paths or
+    /// command lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission: Option<PermissionSubject>,
+    /// The argument that holds the command line, for a tool that asks about commands
+    /// (`#[tool(command_argument = "command")]`): with a permission policy installed, a call whose
+    /// command only reads runs alongside other parallel calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_argument: Option<String>,
+}
+
+/// What a tool asks permission for with [`ToolContext::ask`](crate::ToolContext::ask), beyond
+/// the call itself, and so what the patterns of permission rules on the tool are matched against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionSubject {
+    /// Shell commands (`PermissionKind::Command`): patterns are command globs or `read-only`.
+    Command,
+    /// Files and directories (`PermissionKind::Path` and `ExternalDirectory`): patterns are
+    /// gitignore-style globs on the resolved path.
+    Path,
+    /// Text typed into a running command (`PermissionKind::Input`): decided by the rules about
+    /// commands and the tool's rules without a pattern; its `PreToolUse` hooks run when the
+    /// tool asks, with the session's command in their input.
+    Input,
 }
 
 /// Another name for one of a tool's top-level parameters (`#[arg(alias = "...")]`).
@@ -225,7 +251,21 @@ impl ToolSpec {
             defer: false,
             examples: Vec::new(),
             aliases: Vec::new(),
+            permission: None,
+            command_argument: None,
         }
+    }
+
+    /// Declares what the tool asks permission for; see [`ToolSpec::permission`].
+    pub fn with_permission(mut self, subject: PermissionSubject) -> Self {
+        self.permission = Some(subject);
+        self
+    }
+
+    /// Names the argument that holds the command line; see [`ToolSpec::command_argument`].
+    pub fn with_command_argument(mut self, argument: impl Into<String>) -> Self {
+        self.command_argument = Some(argument.into());
+        self
     }
 
     /// Adds other names for parameters; see [`ToolSpec::aliases`].

@@ -49,6 +49,18 @@ keys!(
         Freeform = "freeform",
         Defer = "defer",
         Example = "example",
+        Permission = "permission",
+        CommandArgument = "command_argument",
+    }
+);
+
+keys!(
+    /// Values of `permission = "..."`: what a tool asks permission for, which its permission
+    /// rules' patterns are matched against.
+    PermissionSubject {
+        Path = "path",
+        Command = "command",
+        Input = "input",
     }
 );
 

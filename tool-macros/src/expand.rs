@@ -340,6 +340,15 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
     let idempotent = attr.idempotent.is_some();
     let open_world = attr.open_world.is_some();
     let defer = attr.defer.is_some();
+    let permission = option(attr.permission.map(|subject| {
+        let variant = match subject.value {
+            crate::attrs::PermissionSubject::Path => quote!(Path),
+            crate::attrs::PermissionSubject::Command => quote!(Command),
+            crate::attrs::PermissionSubject::Input => quote!(Input),
+        };
+        quote!(#p::PermissionSubject::#variant)
+    }));
+    let command_argument = option(attr.command_argument.as_ref().map(ToTokens::to_token_stream));
     let title = option(attr.title.as_ref().map(ToTokens::to_token_stream));
     let timeout = option(attr.timeout.map(|timeout| {
         // Whole milliseconds: the parse stage builds every timeout from them.
@@ -421,6 +430,8 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
             tags: &[#(#tags),*],
             freeform: #freeform,
             defer: #defer,
+            permission: #permission,
+            command_argument: #command_argument,
             examples: &[#(#examples),*],
             aliases: &[#(#aliases),*],
             module_path: ::core::module_path!(),

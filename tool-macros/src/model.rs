@@ -6,7 +6,7 @@ use std::time::Duration;
 use proc_macro2::Span;
 use syn::{Attribute, Expr, Ident, ItemFn, LitStr, Pat, Type};
 
-use crate::attrs::{Direction, Syntax};
+use crate::attrs::{Direction, PermissionSubject, Syntax};
 
 /// A value and the span of the token it was written as.
 #[derive(Clone, Copy, Debug)]
@@ -72,6 +72,10 @@ pub struct ToolAttr {
     pub defer: Option<Span>,
     /// `example = "..."`, repeatable, in the order written.
     pub examples: Vec<ExampleAttr>,
+    /// `permission = "path" | "command" | "input"`.
+    pub permission: Option<Spanned<PermissionSubject>>,
+    /// `command_argument = "..."`: the argument that holds the command line.
+    pub command_argument: Option<LitStr>,
 }
 
 /// `#[arg(...)]` on a parameter.

@@ -9,7 +9,8 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Expr, ExprLit, FnArg, ItemFn, Lit, LitStr, Meta, Pat, Token};
 
 use crate::attrs::{
-    self, ARG, ARGS, ArgKey, Direction, FORWARDED, FreeformKey, INJECT, Syntax, ToolKey, TruncateKey,
+    self, ARG, ARGS, ArgKey, Direction, FORWARDED, FreeformKey, INJECT, PermissionSubject, Syntax, ToolKey,
+    TruncateKey,
 };
 use crate::ctxt::Ctxt;
 use crate::model::{
@@ -144,6 +145,10 @@ fn tool_attr(cx: &Ctxt, items: &[Item]) -> ToolAttr {
             ToolKey::Freeform => attr.freeform = freeform(cx, meta),
             ToolKey::Defer => attr.defer = flag(),
             ToolKey::Example => attr.examples.extend(example(cx, meta)),
+            ToolKey::Permission => attr.permission = permission(cx, meta),
+            ToolKey::CommandArgument => {
+                attr.command_argument = string(cx, meta, key, "\"command\"");
+            }
         }
     }
     attr
@@ -447,19 +452,56 @@ fn limit(cx: &Ctxt, meta: &Meta, example: &str) -> Option<Sp<usize>> {
     None
 }
 
+/// `permission = "path"`: what the tool asks permission for.
+fn permission(cx: &Ctxt, meta: &Meta) -> Option<Sp<PermissionSubject>> {
+    let choices = Choices {
+        parse: PermissionSubject::parse,
+        names: PermissionSubject::NAMES,
+        unknown: "permission subject",
+        the: "the permission subject",
+        example: "permission = \"path\"",
+    };
+    choice(cx, meta, &choices)
+}
+
 fn direction(cx: &Ctxt, meta: &Meta) -> Option<Sp<Direction>> {
+    let choices = Choices {
+        parse: Direction::parse,
+        names: Direction::NAMES,
+        unknown: "truncation direction",
+        the: "the direction",
+        example: "direction = \"tail\"",
+    };
+    choice(cx, meta, &choices)
+}
+
+/// A value that is one of a set of words, and how messages name it.
+struct Choices<T> {
+    parse: fn(&str) -> Option<T>,
+    names: &'static [&'static str],
+    /// "unknown {unknown} `x`".
+    unknown: &'static str,
+    /// "{the} is a string".
+    the: &'static str,
+    /// The key written with a valid value.
+    example: &'static str,
+}
+
+/// `key = "word"`, one of `choices`.
+fn choice<T>(cx: &Ctxt, meta: &Meta, choices: &Choices<T>) -> Option<Sp<T>> {
     if let Meta::NameValue(nv) = meta
         && let Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) = &nv.value
     {
-        return match Direction::parse(&s.value()) {
+        return match (choices.parse)(&s.value()) {
             Some(value) => Some(Sp { value, span: s.span() }),
             None => {
                 cx.error(
                     s.span(),
                     format!(
-                        "unknown truncation direction `{}`; expected one of {}",
+                        "unknown {} `{}`; expected one of {}",
+                        choices.unknown,
                         s.value(),
-                        attrs::list(Direction::NAMES)
+                        attrs::list(choices.names)
                     ),
                 );
                 None
@@ -469,8 +511,10 @@ fn direction(cx: &Ctxt, meta: &Meta) -> Option<Sp<Direction>> {
     cx.error_spanned_by(
         meta,
         format!(
-            "the direction is a string: write `direction = \"tail\"` (one of {})",
-            attrs::list(Direction::NAMES)
+            "{} is a string: write `{}` (one of {})",
+            choices.the,
+            choices.example,
+            attrs::list(choices.names)
         ),
     );
     None

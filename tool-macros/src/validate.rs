@@ -107,6 +107,9 @@ fn tool_attr(cx: &Ctxt, def: &ToolDef) {
     if let Some(freeform) = &attr.freeform {
         freeform_tool(cx, def, freeform);
     }
+    if let Some(argument) = &attr.command_argument {
+        command_argument(cx, def, argument);
+    }
     for example in &attr.examples {
         if !example.json.is_object() {
             cx.error(
@@ -114,6 +117,40 @@ fn tool_attr(cx: &Ctxt, def: &ToolDef) {
                 "an example is the whole argument object the model would send, so it must be a JSON object: write e.g. r#\"{\"pattern\": \"TODO\"}\"# (`{}` for a tool without arguments)",
             );
         }
+    }
+}
+
+/// `command_argument` names one of the tool's arguments, of a tool that asks about commands.
+fn command_argument(cx: &Ctxt, def: &ToolDef, argument: &syn::LitStr) {
+    let is_command = def.attr.permission.is_some_and(|p| p.value == crate::attrs::PermissionSubject::Command);
+    if !is_command {
+        cx.error(
+            argument.span(),
+            "`command_argument` names the argument that holds a command line, so the tool asks about commands: add `permission = \"command\"`",
+        );
+    }
+    // The properties of a whole argument object (`#[args]`) are not known here.
+    if def.params.iter().any(|p| p.kind == ParamKind::Args) {
+        return;
+    }
+    let names: Vec<String> = def
+        .params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Argument)
+        .filter_map(|p| p.property_name())
+        .collect();
+    let wanted = argument.value();
+    if !names.contains(&wanted) {
+        let known: Vec<&str> = names.iter().map(String::as_str).collect();
+        let choices = if known.is_empty() {
+            "the tool has no arguments".to_owned()
+        } else {
+            format!("expected one of {}", crate::attrs::list(&known))
+        };
+        cx.error(
+            argument.span(),
+            format!("`command_argument` names no argument of the tool: `{wanted}`; {choices}"),
+        );
     }
 }
 
@@ -347,6 +384,35 @@ mod tests {
             },
         );
         assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn the_permission_subject_and_command_argument_are_checked() {
+        let item = quote! { async fn run(command: String, #[arg(rename = "dir")] cwd: Option<String>) -> String { todo!() } };
+        let ok = errors_for(quote!(permission = "command", command_argument = "command"), item.clone());
+        assert!(ok.is_empty(), "{ok:?}");
+        assert!(errors_for(quote!(permission = "path"), item.clone()).is_empty());
+        assert_eq!(
+            errors_for(quote!(permission = "file"), item.clone()),
+            ["unknown permission subject `file`; expected one of `path`, `command`, `input`"]
+        );
+        assert_eq!(
+            errors_for(quote!(permission = "command", command_argument = "cwd"), item.clone()),
+            ["`command_argument` names no argument of the tool: `cwd`; expected one of `command`, `dir`"]
+        );
+        assert_eq!(
+            errors_for(quote!(permission = "path", command_argument = "command"), item.clone()),
+            [
+                "`command_argument` names the argument that holds a command line, so the tool asks about commands: add `permission = \"command\"`"
+            ]
+        );
+        assert_eq!(
+            errors_for(quote!(command_argument = "line"), quote! { async fn run() -> String { todo!() } }),
+            [
+                "`command_argument` names the argument that holds a command line, so the tool asks about commands: add `permission = \"command\"`",
+                "`command_argument` names no argument of the tool: `line`; the tool has no arguments"
+            ]
+        );
     }
 
     #[test]

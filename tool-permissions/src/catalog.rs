@@ -3,26 +3,20 @@
 
 use std::collections::HashMap;
 
-/// What a tool asks permission for, and so what a rule's pattern on it is matched against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Subject {
-    /// Shell commands (`PermissionKind::Command`): patterns are command globs or `read-only`.
-    Command,
-    /// Files and directories (`PermissionKind::Path` and `ExternalDirectory`): patterns are
-    /// gitignore-style globs on the resolved path.
-    Path,
-    /// Text typed into a running command (`PermissionKind::Input`): decided by the rules about
-    /// commands and the tool's rules without a pattern; its `PreToolUse` hooks run when the
-    /// tool asks, with the session's command in their input.
-    Input,
-}
+use tool_core::ToolSpec;
+
+/// What a tool asks permission for, and so what a rule's pattern on it is matched against: the
+/// [`ToolSpec::permission`] a tool declares (`#[tool(permission = "path")]`).
+pub use tool_core::PermissionSubject as Subject;
 
 /// The tools a rule set knows: their subjects and their names in other agents' settings files.
 ///
 /// A tool with a subject asks about each command or path it uses (with `ToolContext::ask`), so
 /// its rules with a pattern and its default apply there; a tool without one is decided once per
-/// call. An application lists its tools here (`tools_std::permission_catalog()` lists the
-/// built-in ones).
+/// call. Each tool declares its subject on its own spec ([`ToolSpec::permission`]), and
+/// [`ToolCatalog::tools`] takes them from there (`ToolCatalog::new().tools(registry.specs())`);
+/// [`ToolCatalog::subject`] adds one by hand. `tools_std::permission_catalog()` is the built-in
+/// tools' catalog, with Claude Code's names for them.
 #[derive(Debug, Clone, Default)]
 pub struct ToolCatalog {
     subjects: HashMap<String, Subject>,
@@ -38,6 +32,20 @@ impl ToolCatalog {
     /// No tools.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// What each of `specs` asks about ([`ToolSpec::permission`]) and where its command line is
+    /// ([`ToolSpec::command_argument`]), for the tools that declare them; nothing for the others.
+    pub fn tools<'a>(mut self, specs: impl IntoIterator<Item = &'a ToolSpec>) -> Self {
+        for spec in specs {
+            if let Some(subject) = spec.permission {
+                self.subjects.insert(spec.name.clone(), subject);
+            }
+            if let Some(argument) = &spec.command_argument {
+                self.command_arguments.insert(spec.name.clone(), argument.clone());
+            }
+        }
+        self
     }
 
     /// `tool` asks about `subject`.

@@ -64,13 +64,13 @@ pub mod hooks {
 }
 
 /// A tool's spec beyond its name and schema: annotations, freeform input, parameter aliases,
-/// truncation policy; tools written by hand ([`FnTool`](spec::FnTool)); the tools `#[tool]`
+/// truncation policy, what it asks permission for; tools written by hand ([`FnTool`](spec::FnTool)); the tools `#[tool]`
 /// registered.
 pub mod spec {
     pub use tool_core::{
         DecodedCall, FnTool, Freeform, Grammar, GrammarSyntax, IntoToolOutput, IntoToolResult,
-        ParameterAlias, SourceLocation, ToolAnnotations, ToolSpec, TruncationDirection, TruncationPolicy,
-        registered_tools,
+        ParameterAlias, PermissionSubject, SourceLocation, ToolAnnotations, ToolSpec, TruncationDirection,
+        TruncationPolicy, registered_tools,
     };
 }
 

@@ -279,7 +279,11 @@ fn settings_policy(
     root: &std::path::Path,
     allow_outside_root: bool,
 ) -> Result<LoadedSettings, Failure> {
-    let mut base = Rules::builder(root).catalog(tools_std::permission_catalog());
+    // What each tool linked into the binary asks about comes from its own spec; the built-in
+    // tools' catalog adds Claude Code's names for them.
+    let linked: Vec<_> = tool_runtime::spec::registered_tools().collect();
+    let catalog = tools_std::permission_catalog().tools(linked.iter().map(|tool| tool.spec()));
+    let mut base = Rules::builder(root).catalog(catalog);
     if allow_outside_root {
         base = base.rule_from(PermissionAction::Allow, EXTERNAL_DIRECTORY, "--allow-outside-root");
     }

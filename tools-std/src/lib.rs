@@ -9,53 +9,31 @@ use std::sync::Arc;
 use tool_runtime::truncate::ReadHint;
 use tool_runtime::{Tool, context::Dependencies, output_store::OutputStore};
 
-mod apply_patch_parse;
-mod apply_patch_seek;
-mod capture;
-mod closest;
-mod line_numbers;
-mod local;
-mod network;
-pub mod ops;
+// One concept per folder: the tools a model calls, one file each; the file system they reach;
+// what the editing tools share; the `apply_patch` format; shell commands and their sessions.
+mod editing;
+mod fs;
+mod patch;
 mod permission_catalog;
-pub mod process;
-mod screen;
-pub mod session;
-pub mod surface;
-mod terminal_text;
+mod shell;
 mod text;
-mod text_file;
-mod walk;
-pub mod workspace;
+mod tools;
 
-pub mod apply_patch;
-pub mod ask_user;
-pub mod bash;
-pub mod bash_input;
-pub mod bash_list;
-pub mod bash_output;
-pub mod bash_stop;
 pub mod checkpoint;
-pub mod checkpoints;
-pub mod edit;
-pub mod file_versions;
-pub mod glob;
-pub mod grep;
-pub mod ls;
-pub mod multi_edit;
-pub mod read;
-pub mod todo_read;
-pub mod todo_write;
-pub mod tool_output_grep;
-pub mod tool_output_read;
-pub mod undo;
-pub mod verify;
-pub mod write;
+pub mod surface;
+
+pub use editing::{file_versions, verify};
+pub use fs::{ops, workspace};
+pub use shell::{process, session};
+pub use tools::{
+    apply_patch, ask_user, bash, bash_input, bash_list, bash_output, bash_stop, checkpoints, edit, glob,
+    grep, ls, multi_edit, read, todo_read, todo_write, tool_output_grep, tool_output_read, undo, write,
+};
 
 #[cfg(test)]
 mod testing;
 
-pub use local::LocalOperations;
+pub use fs::local::LocalOperations;
 pub use ops::{Operations, Target};
 pub use permission_catalog::permission_catalog;
 /// The kernel sandbox commands run in ([`Workspace::with_sandbox`]).

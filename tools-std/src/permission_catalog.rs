@@ -1,26 +1,20 @@
-//! What permission rules need to know about the built-in tools: which ask about commands or
-//! paths, and Claude Code's names for them.
+//! What permission rules need to know about the built-in tools beyond their specs: Claude Code's
+//! names for them.
 
-use tool_runtime::permissions::{Subject, ToolCatalog};
+use tool_runtime::permissions::ToolCatalog;
 
-/// The built-in tools for [`Rules`](tool_runtime::permissions::Rules): `bash` asks about its
-/// commands; `read`, `write`, `edit`, `multi_edit`, `apply_patch`, `glob`, `grep` and `ls` about
-/// their paths. Claude Code's names map onto them: `Bash` to `bash`; `Read` to `read`, `glob`,
-/// `grep` and `ls` (as Claude Code applies its read rules to every tool that reads); `Edit` to
-/// `edit`, `multi_edit`, `apply_patch` and `write` (every tool that edits); `Write` to `write`;
-/// `MultiEdit` to `multi_edit`; `Glob`, `Grep`, `LS`, `TodoWrite`, `TodoRead`, `BashOutput` and
-/// `KillShell` to their counterparts. `NotebookEdit` maps to `edit`. A `bash` call whose command only reads runs under the shared guard, alongside other
-/// parallel calls. `bash_input` asks about what it types (its `PreToolUse` hooks run then, with
-/// the session's command): the `Bash` rules read it, and typing into a shell or interpreter is
-/// asked about while any `Bash` rule is in force.
+/// The built-in tools for [`Rules`](tool_runtime::permissions::Rules): what each asks about,
+/// taken from its spec (`#[tool(permission = "...")]`), and Claude Code's names for them: `Bash` to `bash`; `Read` to `read`, `glob`, `grep` and `ls` (as Claude Code
+/// applies its read rules to every tool that reads); `Edit` to `edit`, `multi_edit`,
+/// `apply_patch` and `write` (every tool that edits); `Write` to `write`; `MultiEdit` to
+/// `multi_edit`; `Glob`, `Grep`, `LS`, `TodoWrite`, `TodoRead`, `BashOutput` and `KillShell` to
+/// their counterparts. `NotebookEdit` maps to `edit`. A `bash` call whose command only reads runs
+/// under the shared guard, alongside other parallel calls. `bash_input` asks about what it types
+/// (its `PreToolUse` hooks run then, with the session's command): the `Bash` rules read it, and
+/// typing into a shell or interpreter is asked about while any `Bash` rule is in force.
 pub fn permission_catalog() -> ToolCatalog {
-    let mut catalog = ToolCatalog::new()
-        .subject("bash", Subject::Command)
-        .command_argument("bash", "command")
-        .subject("bash_input", Subject::Input);
-    for tool in ["read", "write", "edit", "multi_edit", "apply_patch", "glob", "grep", "ls"] {
-        catalog = catalog.subject(tool, Subject::Path);
-    }
+    let builtin = crate::all();
+    let mut catalog = ToolCatalog::new().tools(builtin.iter().map(|tool| tool.spec()));
     let names: &[(&str, &[&str])] = &[
         ("Bash", &["bash"]),
         ("Read", &["read", "glob", "grep", "ls"]),

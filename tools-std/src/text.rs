@@ -18,18 +18,8 @@ pub(crate) fn random_u64() -> u64 {
     hasher.finish()
 }
 
-/// `n` and `word`, plural unless `n` is 1 (a consonant and `y` take `ies`: "entries", "keys").
-pub(crate) fn plural(n: impl Into<u64>, word: &str) -> String {
-    let n = n.into();
-    if n == 1 {
-        return format!("{n} {word}");
-    }
-    // "entries", but "keys".
-    match word.strip_suffix('y').filter(|stem| stem.ends_with(|c: char| !"aeiou".contains(c))) {
-        Some(stem) if !stem.is_empty() => format!("{n} {stem}ies"),
-        _ => format!("{n} {word}s"),
-    }
-}
+/// `n` and `word`, plural unless `n` is 1: the runtime's one way of counting.
+pub(crate) use tool_runtime::words::plural;
 
 /// How a message names a displayed directory: the root is "the workspace root".
 pub(crate) fn place(display: &str) -> String {

@@ -15,7 +15,9 @@ struct Workspace;
     title = "Everything",
     tags("a", "b"),
     example = r#"{"v": 3}"#,
-    example = "{}"
+    example = "{}",
+    permission = "command",
+    command_argument = "v"
 )]
 async fn every(
     _ctx: &ToolContext,
@@ -40,5 +42,7 @@ fn main() {
     assert_eq!(spec.name, "everything");
     assert_eq!(spec.description, "Overrides the doc comment.");
     assert_eq!(spec.timeout, Some(std::time::Duration::from_secs(90)));
+    assert_eq!(spec.permission, Some(tool_runtime::spec::PermissionSubject::Command));
+    assert_eq!(spec.command_argument.as_deref(), Some("v"));
     assert!(!PlainTool.spec().truncation.enabled);
 }

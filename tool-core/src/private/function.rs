@@ -13,8 +13,8 @@ use crate::error::ToolError;
 use crate::future::BoxFuture;
 use crate::output::{IntoToolOutput, IntoToolResult, ToolOutput};
 use crate::spec::{
-    Freeform, Grammar, GrammarSyntax, ParameterAlias, SourceLocation, ToolAnnotations, ToolSpec,
-    TruncationPolicy,
+    Freeform, Grammar, GrammarSyntax, ParameterAlias, PermissionSubject, SourceLocation, ToolAnnotations,
+    ToolSpec, TruncationPolicy,
 };
 use crate::tool::{DecodedCall, Tool};
 
@@ -42,6 +42,10 @@ pub struct ToolMeta {
     pub examples: &'static [&'static str],
     /// `#[arg(alias = "...")]`: (alias, parameter) pairs.
     pub aliases: &'static [(&'static str, &'static str)],
+    /// `permission = "..."`: what the tool asks permission for.
+    pub permission: Option<PermissionSubject>,
+    /// `command_argument = "..."`: the argument that holds the command line.
+    pub command_argument: Option<&'static str>,
     pub spec: OnceLock<ToolSpec>,
 }
 
@@ -200,5 +204,7 @@ fn spec_from_meta(meta: &ToolMeta, input_schema: Value, output_schema: Option<Va
             .iter()
             .map(|(alias, parameter)| ParameterAlias::new(*alias, *parameter))
             .collect(),
+        permission: meta.permission,
+        command_argument: meta.command_argument.map(str::to_owned),
     }
 }

@@ -1,0 +1,8 @@
+use tool_runtime::tool;
+
+#[tool(permission = "command", command_argument = "cmd")]
+async fn run(command: String) -> String {
+    command
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use tool_runtime::tool;
+
+#[tool(permission = "file")]
+async fn open(path: String) -> String {
+    path
+}
+
+fn main() {}

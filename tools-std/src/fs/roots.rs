@@ -1,0 +1,147 @@
+//! The directory handles every path is opened beneath: the workspace root, and `/` for the
+//! paths outside it that a permission granted; files opened through them without following
+//! links or blocking on special files.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
+
+use crate::fs::ops::{FileInfo, FileKind, Scope, Target};
+
+/// The workspace root's directory handle and path, and the host's root, opened when first needed.
+#[derive(Clone)]
+pub(crate) struct Roots {
+    root: Arc<Dir>,
+    root_path: Arc<PathBuf>,
+    host: Arc<OnceLock<Dir>>,
+}
+
+impl Roots {
+    /// Opens the directory `root` as the workspace root.
+    pub(crate) fn open(root: &Path) -> io::Result<Roots> {
+        let root_path = root.to_path_buf();
+        let root = Dir::open_ambient_dir(&root_path, ambient_authority())?;
+        Ok(Roots { root: Arc::new(root), root_path: Arc::new(root_path), host: Arc::default() })
+    }
+
+    /// The directory handle `target` is resolved from, and the path relative to it.
+    pub(crate) fn anchor<'a>(&self, target: &'a Target) -> io::Result<(&Dir, &'a Path)> {
+        let path = target.path();
+        match target.scope() {
+            Scope::Workspace => Ok((&self.root, dot_if_empty(path))),
+            Scope::Outside => {
+                let host = match self.host.get() {
+                    Some(host) => host,
+                    None => {
+                        let dir = Dir::open_ambient_dir("/", ambient_authority())?;
+                        self.host.get_or_init(|| dir)
+                    }
+                };
+                Ok((host, dot_if_empty(path.strip_prefix("/").unwrap_or(path))))
+            }
+        }
+    }
+
+    /// Opens the directory `target` (following links beneath its anchor).
+    pub(crate) fn open_dir(&self, target: &Target) -> io::Result<Dir> {
+        let (dir, path) = self.anchor(target)?;
+        dir.open_dir(path).map_err(escape)
+    }
+
+    /// The workspace root's absolute path.
+    pub(crate) fn root_path(&self) -> &Path {
+        &self.root_path
+    }
+
+    /// The absolute path `target` names, for messages and ignore-file matching.
+    pub(crate) fn absolute(&self, target: &Target) -> PathBuf {
+        match target.scope() {
+            Scope::Workspace if target.path().as_os_str().is_empty() => self.root_path.to_path_buf(),
+            Scope::Workspace => self.root_path.join(target.path()),
+            Scope::Outside => target.path().to_path_buf(),
+        }
+    }
+}
+
+fn dot_if_empty(path: &Path) -> &Path {
+    if path.as_os_str().is_empty() { Path::new(".") } else { path }
+}
+
+/// cap-std reports an escape attempt as a bare `PermissionDenied`; name it.
+pub(crate) fn escape(error: io::Error) -> io::Error {
+    if error.kind() == io::ErrorKind::PermissionDenied
+        && error.to_string().contains("outside of the filesystem")
+    {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "the path leads outside the workspace root (through a symbolic link or `..`), which is not allowed",
+        )
+    } else {
+        error
+    }
+}
+
+pub(crate) fn kind_of(file_type: cap_std::fs::FileType) -> FileKind {
+    if file_type.is_symlink() {
+        FileKind::Symlink
+    } else if file_type.is_dir() {
+        FileKind::Dir
+    } else if file_type.is_file() {
+        FileKind::File
+    } else {
+        FileKind::Other
+    }
+}
+
+pub(crate) fn info(meta: &Metadata) -> FileInfo {
+    FileInfo {
+        kind: kind_of(meta.file_type()),
+        len: meta.len(),
+        modified: meta.modified().ok().map(|t| t.into_std()),
+        mode: Some(meta.mode()),
+    }
+}
+
+/// Opens a regular file for reading without blocking on a FIFO or a device: anything but a
+/// regular file is refused before it is opened, and again after (in case it was swapped in
+/// meanwhile), and the open itself is non-blocking and never acquires a controlling terminal.
+/// (Regular files ignore `O_NONBLOCK`, so reads behave as usual.)
+pub(crate) fn open_regular(dir: &Dir, path: &Path) -> io::Result<std::fs::File> {
+    not_special(&dir.metadata(path).map_err(escape)?)?;
+    let mut options = OpenOptions::new();
+    options.read(true).nonblock(true);
+    #[cfg(unix)]
+    options.custom_flags(nix::libc::O_NOCTTY);
+    let file = dir.open_with(path, &options).map_err(escape)?;
+    not_special(&file.metadata()?)?;
+    Ok(file.into_std())
+}
+
+/// Opens the regular file `name` that a listing of `dir` found, without following a link: the
+/// listing already said it is a regular file (as the `stat` of [`open_regular`] would), and the
+/// open file is checked again. Its information comes from the open file.
+pub(crate) fn open_listed(dir: &Dir, name: &Path) -> io::Result<(std::fs::File, FileInfo)> {
+    let mut options = OpenOptions::new();
+    options.read(true).nonblock(true).follow(FollowSymlinks::No);
+    #[cfg(unix)]
+    options.custom_flags(nix::libc::O_NOCTTY);
+    let file = dir.open_with(name, &options).map_err(escape)?;
+    let meta = file.metadata()?;
+    not_special(&meta)?;
+    Ok((file.into_std(), info(&meta)))
+}
+
+pub(crate) fn not_special(meta: &Metadata) -> io::Result<()> {
+    if meta.is_file() {
+        return Ok(());
+    }
+    let kind = kind_of(meta.file_type());
+    Err(io::Error::new(
+        if kind == FileKind::Dir { io::ErrorKind::IsADirectory } else { io::ErrorKind::InvalidInput },
+        format!("it is {}, not a regular file", kind.describe()),
+    ))
+}

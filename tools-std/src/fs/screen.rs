@@ -1,0 +1,59 @@
+//! The permission screen over the paths a search or a walk finds by itself, and what a result says of those it stopped.
+
+use std::sync::Arc;
+
+use tool_runtime::hooks::{PathScreen, Screened};
+
+use crate::Workspace;
+use crate::fs::ops::Target;
+use crate::text::plural;
+
+/// The paths one call stopped, counted by the rule that stopped them.
+pub(crate) struct Screening {
+    screen: PathScreen,
+    workspace: Arc<Workspace>,
+    stopped: Vec<(Screened, usize)>,
+}
+
+impl Screening {
+    pub(crate) fn new(screen: PathScreen, workspace: Arc<Workspace>) -> Self {
+        Screening { screen, workspace, stopped: Vec::new() }
+    }
+
+    /// Whether `target` passes the screen; one that does not is counted.
+    pub(crate) fn passes(&mut self, target: &Target) -> bool {
+        if self.screen.is_empty() {
+            return true;
+        }
+        let Some(screened) = self.screen.check(&self.workspace.absolute(target)) else { return true };
+        match self.stopped.iter_mut().find(|(seen, _)| *seen == screened) {
+            Some((_, count)) => *count += 1,
+            None => self.stopped.push((screened, 1)),
+        }
+        false
+    }
+
+    /// How many paths were stopped.
+    pub(crate) fn count(&self) -> usize {
+        self.stopped.iter().map(|(_, n)| n).sum()
+    }
+
+    /// What the result says of the stopped paths, one line per rule (empty when none were):
+    /// `noun` names them ("file", "entry"), `verb` what was not done ("searched", "listed").
+    pub(crate) fn notice(&self, noun: &str, verb: &str) -> String {
+        let mut text = String::new();
+        for (screened, n) in &self.stopped {
+            let what = plural(*n as u64, noun);
+            if screened.ask {
+                text.push_str(&format!(
+                    "\n[{what} not {verb}: {} says to ask first, and nobody can be asked about each file a \
+                     search or listing finds. Name one as path to be asked about it.]",
+                    screened.because
+                ));
+            } else {
+                text.push_str(&format!("\n[{what} not {verb}: refused by {}.]", screened.because));
+            }
+        }
+        text
+    }
+}

@@ -1,0 +1,649 @@
+//! `Workspace`: the root every path argument is resolved against, and the operations used to reach it.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use std::sync::OnceLock;
+
+use tool_runtime::{PermissionKind, PermissionRequest, ToolContext, ToolError};
+
+use tool_sandbox::{Sandbox, SandboxError, SandboxPolicy};
+
+use crate::fs::local::LocalOperations;
+use crate::fs::ops::{FileKind, Operations, Scope, Target};
+use crate::text::{display_path, echo};
+
+/// How many symbolic links one path may pass through, as Linux allows.
+const MAX_SYMLINK_HOPS: usize = 40;
+/// The longest path argument accepted, in bytes (Linux's `PATH_MAX`).
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// The directory the file tools work in, and the [`Operations`] that reach it.
+///
+/// Register it as a dependency (`deps.insert(Workspace::new(root)?)`, or use
+/// [`crate::dependencies`]). Every path argument is resolved beneath [`Workspace::root`]; a
+/// path that leads outside it (`..`, an absolute path, a symbolic link) needs the context's
+/// permission (an external-directory request), which the default policy denies. The local
+/// implementation has the kernel resolve every path beneath the root's directory handle, so a
+/// path that this check misjudges, or a tree that changes while a tool works, still cannot
+/// reach outside.
+///
+/// Commands (`bash`) run in the workspace's [sandbox](Workspace::with_sandbox): by default
+/// `workspace-write` (write beneath the root and the temporary directory, read everywhere,
+/// network off), enforced by the kernel, and refused where the kernel cannot enforce it. With
+/// an [egress](Workspace::with_egress), a sandboxed command whose network is off reaches the
+/// hosts the egress allows through a proxy.
+#[derive(Clone)]
+pub struct Workspace {
+    root: PathBuf,
+    ops: Arc<dyn Operations>,
+    sandbox: Arc<SandboxSlot>,
+    egress: Option<tool_egress::Egress>,
+    /// Whether the root is on the local file system (made by [`Workspace::new`]).
+    local: bool,
+    /// The checks run after an edit, by file extension.
+    verifiers: Arc<Vec<crate::editing::verify::Verify>>,
+}
+
+/// A sandbox policy, and the sandbox made from it on first use.
+struct SandboxSlot {
+    policy: SandboxPolicy,
+    ready: OnceLock<Result<Arc<Sandbox>, SandboxError>>,
+    /// Simple commands starting with one of these run unsandboxed.
+    excluded: Vec<String>,
+    /// Simple commands starting with one of these run sandboxed with the network on.
+    networked: Vec<String>,
+    /// The sandbox of those, made on first use.
+    networked_ready: OnceLock<Result<Arc<Sandbox>, SandboxError>>,
+    /// Whether a call may ask to run a command unsandboxed.
+    escalation: bool,
+}
+
+impl SandboxSlot {
+    fn new(policy: SandboxPolicy) -> Arc<SandboxSlot> {
+        Arc::new(SandboxSlot {
+            policy,
+            ready: OnceLock::new(),
+            excluded: Vec::new(),
+            networked: Vec::new(),
+            networked_ready: OnceLock::new(),
+            escalation: true,
+        })
+    }
+
+    /// A new slot with this one's settings (the sandboxes are made again on first use).
+    fn settings(&self) -> SandboxSlot {
+        SandboxSlot {
+            policy: self.policy.clone(),
+            ready: OnceLock::new(),
+            excluded: self.excluded.clone(),
+            networked: self.networked.clone(),
+            networked_ready: OnceLock::new(),
+            escalation: self.escalation,
+        }
+    }
+}
+
+impl fmt::Debug for Workspace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Workspace").field("root", &self.root).finish_non_exhaustive()
+    }
+}
+
+/// A path argument after resolution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedPath {
+    /// What the tool operates on: beneath the root, or outside it after the permission hook
+    /// allowed it.
+    pub target: Target,
+    /// How to name it to the model: relative to the root when inside it, absolute otherwise.
+    pub display: String,
+}
+
+impl ResolvedPath {
+    /// Whether it lies inside the workspace root.
+    pub fn inside(&self) -> bool {
+        self.target.scope() == Scope::Workspace
+    }
+}
+
+impl Workspace {
+    /// A workspace on the local file system: `root` is made absolute and canonical, and opened
+    /// as a directory handle that every path is resolved beneath.
+    pub fn new(root: impl AsRef<Path>) -> io::Result<Workspace> {
+        let root = std::fs::canonicalize(root.as_ref())?;
+        if !root.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("the workspace root {} is not a directory", root.display()),
+            ));
+        }
+        let ops = LocalOperations::open(&root)?;
+        let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
+        Ok(Workspace {
+            root,
+            ops: Arc::new(ops),
+            sandbox,
+            egress: None,
+            local: true,
+            verifiers: Arc::default(),
+        })
+    }
+
+    /// A workspace reached through `ops` (a remote sandbox, for example), whose root is the
+    /// absolute path `root` there (used to show paths and to start commands in).
+    pub fn with_operations(root: impl AsRef<Path>, ops: Arc<dyn Operations>) -> io::Result<Workspace> {
+        let root = root.as_ref();
+        if !root.is_absolute() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the workspace root {} must be an absolute path", root.display()),
+            ));
+        }
+        if ops.metadata(&Target::root())?.kind != FileKind::Dir {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("the workspace root {} is not a directory", root.display()),
+            ));
+        }
+        let root = normal(root);
+        let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
+        Ok(Workspace { root, ops, sandbox, egress: None, local: false, verifiers: Arc::default() })
+    }
+
+    /// The same local workspace, whose commands inherit what `filter` lets through of this
+    /// process's environment (see [`LocalOperations::environment`]; by default
+    /// [`EnvFilter::base`](tool_runtime::environment::EnvFilter::base)). It stays local
+    /// ([`Workspace::is_local`]); a workspace reached through other operations is refused,
+    /// since its commands do not run here.
+    pub fn with_environment(mut self, filter: tool_runtime::environment::EnvFilter) -> io::Result<Workspace> {
+        if !self.local {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "only the commands of a local workspace inherit this process's environment",
+            ));
+        }
+        self.ops = Arc::new(LocalOperations::open(&self.root)?.environment(filter));
+        Ok(self)
+    }
+
+    /// The canonical root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether the workspace is on the local file system ([`Workspace::new`]), where
+    /// [checkpoints](crate::checkpoint) are recorded.
+    pub fn is_local(&self) -> bool {
+        self.local
+    }
+
+    /// The same workspace, with commands confined by `policy` (see [`tool_sandbox`]). The
+    /// policy's writable roots should include the root itself
+    /// (`SandboxPolicy::workspace_write(ws.root())`).
+    pub fn with_sandbox(mut self, policy: SandboxPolicy) -> Workspace {
+        self.sandbox = Arc::new(SandboxSlot { policy, ..self.sandbox.settings() });
+        self
+    }
+
+    /// The same workspace, where simple commands (no `;`, `&`, `|`, redirections, substitutions
+    /// or line breaks) that start with one of `commands` (a program name, or a longer prefix such
+    /// as `docker compose`; a trailing `:*` or ` *` is ignored) run unsandboxed, as Claude Code's
+    /// `sandbox.excludedCommands`; and, with `escalation` false, where no call may ask to run
+    /// unsandboxed (`allowUnsandboxedCommands: false`).
+    pub fn with_unsandboxed_commands(mut self, commands: Vec<String>, escalation: bool) -> Workspace {
+        self.sandbox = Arc::new(SandboxSlot { excluded: commands, escalation, ..self.sandbox.settings() });
+        self
+    }
+
+    /// The same workspace, where simple commands that start with one of `commands` (matched as
+    /// for [`Workspace::with_unsandboxed_commands`]) run in the sandbox with the network on,
+    /// without asking: the settings' `sandbox.networkCommands`, for commands such as
+    /// `cargo build` or `npm install` that fetch from hosts no list names. Their files stay
+    /// confined; only the network is granted, to whatever they run (build scripts included).
+    pub fn with_networked_commands(mut self, commands: Vec<String>) -> Workspace {
+        self.sandbox = Arc::new(SandboxSlot { networked: commands, ..self.sandbox.settings() });
+        self
+    }
+
+    /// The same workspace, where a sandboxed command whose network is off gets the hosts
+    /// `egress` allows instead (see [`tool_egress`]).
+    ///
+    /// `bash` then starts a proxy for each command (it lives as long as the command, a
+    /// background session included), confines the command's TCP to the proxy's loopback port
+    /// (Landlock ABI 4; UDP and other sockets stay refused), and points its clients at it with
+    /// `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and their lowercase forms. A host no rule names
+    /// is asked about through the call's permission hook as a
+    /// [`PermissionKind::NetworkHost`] request, which only a person can grant (the policy's
+    /// asker, or the MCP client's elicitation), and an allowed answer holds for the rest of that
+    /// command; every refusal is appended to the command's result, naming the host, the rule,
+    /// and how to allow it. Where the kernel cannot confine TCP to one port, commands keep the
+    /// network off, and the result says why. The proxy listens on this machine: give an egress
+    /// only to a workspace whose commands run here (local operations).
+    ///
+    /// ```no_run
+    /// # fn main() -> std::io::Result<()> {
+    /// use tools_std::Workspace;
+    /// use tools_std::tool_egress::{Egress, EgressPolicy};
+    ///
+    /// let policy = EgressPolicy::new().allow_host("crates.io", "my settings").expect("a host pattern");
+    /// let ws = Workspace::new(".")?.with_egress(Egress::new(policy, None));
+    /// # let _ = ws; Ok(()) }
+    /// ```
+    pub fn with_egress(mut self, egress: tool_egress::Egress) -> Workspace {
+        self.egress = Some(egress);
+        self
+    }
+
+    /// The same workspace, where `edit`, `multi_edit`, `write` and `apply_patch` run the first of
+    /// `verifiers` whose extension matches each file they changed (a formatter's check, a
+    /// linter), and add its outcome to their result: passed, failed (exit code and the start of
+    /// its output), or timed out. See [`Verify`](crate::editing::verify::Verify). Replaces any verifiers
+    /// set before; an empty list turns verification off (the default).
+    pub fn with_verifiers(mut self, verifiers: Vec<crate::editing::verify::Verify>) -> Workspace {
+        self.verifiers = Arc::new(verifiers);
+        self
+    }
+
+    /// The verifiers of [`Workspace::with_verifiers`].
+    pub fn verifiers(&self) -> &[crate::editing::verify::Verify] {
+        &self.verifiers
+    }
+
+    /// The egress of [`Workspace::with_egress`], if any.
+    pub fn egress(&self) -> Option<&tool_egress::Egress> {
+        self.egress.as_ref()
+    }
+
+    /// Whether `command` is one the workspace runs unsandboxed.
+    pub fn runs_unsandboxed(&self, command: &str) -> bool {
+        simple_command_starts_with(command, &self.sandbox.excluded)
+    }
+
+    /// The sandbox `command` runs in with the network granted by
+    /// [`Workspace::with_networked_commands`], when it is one of those and commands are
+    /// sandboxed.
+    pub fn networked_sandbox(&self, command: &str) -> Option<Result<Arc<Sandbox>, SandboxError>> {
+        let slot = &self.sandbox;
+        if !slot.policy.is_enforced() || !simple_command_starts_with(command, &slot.networked) {
+            return None;
+        }
+        let policy = slot.policy.clone().with_network(tool_sandbox::Network::On);
+        Some(slot.networked_ready.get_or_init(|| Sandbox::new(policy).map(Arc::new)).clone())
+    }
+
+    /// Whether a call may ask to run a command with more rights than the sandbox gives.
+    pub fn escalation_allowed(&self) -> bool {
+        self.sandbox.escalation
+    }
+
+    /// The sandbox policy commands run under.
+    pub fn sandbox_policy(&self) -> &SandboxPolicy {
+        &self.sandbox.policy
+    }
+
+    /// The sandbox commands run in, checked against the kernel on first use; the error says what
+    /// the kernel lacks and how to opt out.
+    pub fn sandbox(&self) -> Result<Arc<Sandbox>, SandboxError> {
+        self.sandbox.ready.get_or_init(|| Sandbox::new(self.sandbox.policy.clone()).map(Arc::new)).clone()
+    }
+
+    /// The operations the tools use.
+    pub fn operations(&self) -> &Arc<dyn Operations> {
+        &self.ops
+    }
+
+    /// Resolves a path argument from the model: relative paths start at the root, symbolic
+    /// links inside the root are followed (any number of hops), and a path that leads outside
+    /// the root is only returned when the context's permission hook allows an external-directory
+    /// request. `action` says what the tool means to do, for the person asked ("read", "write
+    /// to", ...).
+    ///
+    /// A path inside the root is offered to the hook too, as a `Path` request with the resolved
+    /// path (the default policy allows it; permission rules match it). Nothing outside the root
+    /// is looked at before the permission is granted.
+    pub async fn resolve(
+        &self,
+        ctx: &ToolContext,
+        path: &str,
+        action: &str,
+    ) -> Result<ResolvedPath, ToolError> {
+        check_argument(path)?;
+        let raw = PathBuf::from(path);
+        let located = {
+            let (root, raw) = (self.root.clone(), raw.clone());
+            self.blocking(move |ops| locate(ops, &root, &raw, false))
+                .await?
+                .map_err(|e| path_error(path, e))?
+        };
+        if let Located::Inside(target) = located {
+            // Asked for every path, so that permission rules can match the resolved path.
+            let path = self.absolute(&target);
+            let description = format!("{action} {}", display_path(&path));
+            ctx.ask(PermissionRequest::new(PermissionKind::Path { path }, description)).await?;
+            return Ok(ResolvedPath { display: self.display(&target), target });
+        }
+        let Located::Outside(outside) = located else { unreachable!() };
+        let request = PermissionRequest::new(
+            PermissionKind::ExternalDirectory { path: outside.clone() },
+            format!(
+                "{action} {}, outside the workspace root {}",
+                display_path(&outside),
+                self.root.display()
+            ),
+        );
+        ctx.ask(request).await?;
+        // Granted: now follow the links outside the root too.
+        let root = self.root.clone();
+        let located = self
+            .blocking(move |ops| locate(ops, &root, &raw, true))
+            .await?
+            .map_err(|e| path_error(path, e))?;
+        let target = match located {
+            Located::Inside(target) => target,
+            Located::Outside(path) => Target::outside(path),
+        };
+        Ok(ResolvedPath { display: self.display(&target), target })
+    }
+
+    /// The absolute path `target` names.
+    pub fn absolute(&self, target: &Target) -> PathBuf {
+        match target.scope() {
+            Scope::Workspace if target.path().as_os_str().is_empty() => self.root.clone(),
+            Scope::Workspace => self.root.join(target.path()),
+            Scope::Outside => target.path().to_path_buf(),
+        }
+    }
+
+    /// How the model sees `target`: relative to the root when inside it (`.` for the root
+    /// itself), absolute otherwise; names that are not plain text are quoted with escapes.
+    pub fn display(&self, target: &Target) -> String {
+        match target.scope() {
+            Scope::Workspace if target.path().as_os_str().is_empty() => ".".to_owned(),
+            Scope::Workspace | Scope::Outside => display_path(target.path()),
+        }
+    }
+
+    /// Runs blocking file-system work on a blocking thread.
+    pub(crate) async fn blocking<T, F>(&self, work: F) -> Result<T, ToolError>
+    where
+        F: FnOnce(&dyn Operations) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let ops = self.ops.clone();
+        tokio::task::spawn_blocking(move || work(ops.as_ref())).await.map_err(|e| {
+            ToolError::execution("the file-system work of this call failed unexpectedly").with_source(e)
+        })
+    }
+}
+
+/// Refuses what no file name can hold, before anything is resolved: a NUL, or more bytes than
+/// the kernel takes. The message never repeats a huge argument whole.
+fn check_argument(path: &str) -> Result<(), ToolError> {
+    if path.len() > MAX_PATH_BYTES {
+        return Err(ToolError::invalid_arguments(format!(
+            "The path {} is {} bytes long; paths are at most {MAX_PATH_BYTES} bytes.",
+            echo(path),
+            path.len()
+        )));
+    }
+    if path.contains('\0') {
+        return Err(ToolError::invalid_arguments(format!(
+            "The path {} contains a NUL character, which no file name can contain.",
+            echo(path)
+        )));
+    }
+    Ok(())
+}
+
+fn path_error(path: &str, error: io::Error) -> ToolError {
+    let message = format!("Cannot resolve the path {}: {error}.", echo(path));
+    ToolError::from_io(error).with_message(message)
+}
+
+/// Where a path argument leads.
+#[derive(Debug, PartialEq, Eq)]
+enum Located {
+    /// Beneath the root.
+    Inside(Target),
+    /// Outside it, at this absolute path.
+    Outside(PathBuf),
+}
+
+enum Part {
+    Parent,
+    Name(OsString),
+}
+
+fn parts(path: &Path) -> (bool, Vec<Part>) {
+    let mut absolute = false;
+    let mut parts = Vec::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => absolute = true,
+            Component::CurDir => {}
+            Component::ParentDir => parts.push(Part::Parent),
+            Component::Normal(name) => parts.push(Part::Name(name.to_owned())),
+        }
+    }
+    (absolute, parts)
+}
+
+fn normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Joins `path` to `root` and follows every symbolic link on the way, the way the kernel will:
+/// a `..` after a name that does not exist, or after a file, is an error, as it is for the
+/// kernel. Names are looked up through `ops` only beneath the root, unless `look_outside`
+/// (after the user granted access outside); outside, without it, names are taken as written.
+fn locate(ops: &dyn Operations, root: &Path, path: &Path, look_outside: bool) -> io::Result<Located> {
+    let (absolute, first) = parts(path);
+    let mut current = if absolute { PathBuf::from("/") } else { root.to_path_buf() };
+    let mut queue: VecDeque<Part> = first.into();
+    // Set once a name was not found (or was not a directory): from there on names are joined
+    // as written, and a `..` is an error.
+    let mut missing: Option<(io::ErrorKind, PathBuf)> = None;
+    let mut hops = 0;
+    while let Some(part) = queue.pop_front() {
+        match part {
+            Part::Parent => {
+                if let Some((kind, at)) = missing {
+                    let at = at.strip_prefix(root).map_or(at.clone(), Path::to_path_buf);
+                    let what =
+                        if kind == io::ErrorKind::NotFound { "does not exist" } else { "is not a directory" };
+                    return Err(io::Error::new(
+                        kind,
+                        format!(
+                            "{} {what}, so a `..` after it leads nowhere (the system resolves `..` after following the names before it, not by removing text)",
+                            display_path(&at)
+                        ),
+                    ));
+                }
+                // `current` has no links left in it, so its parent is the real parent.
+                current.pop();
+            }
+            Part::Name(name) => {
+                let candidate = current.join(&name);
+                let target = match candidate.strip_prefix(root) {
+                    Ok(rel) => Some(Target::root().join(rel)),
+                    Err(_) if look_outside => Some(Target::outside(candidate.clone())),
+                    Err(_) => None,
+                };
+                let Some(target) = target.filter(|_| missing.is_none()) else {
+                    current = candidate;
+                    continue;
+                };
+                match ops.symlink_metadata(&target) {
+                    Ok(info) if info.kind == FileKind::Symlink => {
+                        hops += 1;
+                        if hops > MAX_SYMLINK_HOPS {
+                            return Err(io::Error::new(
+                                io::ErrorKind::InvalidInput,
+                                format!(
+                                    "it passes through more than {MAX_SYMLINK_HOPS} symbolic links (a loop?)"
+                                ),
+                            ));
+                        }
+                        let link = ops.read_link(&target)?;
+                        let (link_absolute, link_parts) = parts(&link);
+                        if link_absolute {
+                            current = PathBuf::from("/");
+                        }
+                        for part in link_parts.into_iter().rev() {
+                            queue.push_front(part);
+                        }
+                    }
+                    Ok(info) => {
+                        if info.kind != FileKind::Dir && !queue.is_empty() {
+                            missing = Some((io::ErrorKind::NotADirectory, candidate.clone()));
+                        }
+                        current = candidate;
+                    }
+                    Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+                        missing = Some((e.kind(), candidate.clone()));
+                        current = candidate;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+    Ok(match current.strip_prefix(root) {
+        Ok(rel) => Located::Inside(Target::root().join(rel)),
+        Err(_) => Located::Outside(current),
+    })
+}
+
+/// Whether `command` is a simple command (no `;`, `&`, `|`, redirections, substitutions or
+/// line breaks) that is one of `entries` or starts with one followed by a blank (a trailing
+/// `:*` or ` *` of an entry is ignored).
+fn simple_command_starts_with(command: &str, entries: &[String]) -> bool {
+    let simple = !command.contains([';', '&', '|', '<', '>', '`', '$', '\n', '(', ')']);
+    simple
+        && entries.iter().any(|entry| {
+            let prefix = entry.trim_end_matches(":*").trim_end_matches(" *").trim();
+            !prefix.is_empty()
+                && (command.trim() == prefix
+                    || command.trim_start().strip_prefix(prefix).is_some_and(|rest| rest.starts_with(' ')))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TempDir;
+
+    #[test]
+    fn a_workspace_with_its_own_environment_stays_local() {
+        let dir = TempDir::new();
+        let filter = tool_runtime::environment::EnvFilter::base();
+        let ws = Workspace::new(dir.path()).unwrap().with_environment(filter.clone()).unwrap();
+        assert!(ws.is_local());
+        let ops = Arc::new(LocalOperations::open(dir.path()).unwrap());
+        let remote = Workspace::with_operations(ws.root(), ops).unwrap();
+        assert!(remote.with_environment(filter).is_err());
+    }
+
+    fn located(ws: &Path, path: &str) -> io::Result<Located> {
+        let ops = LocalOperations::open(ws).unwrap();
+        locate(&ops, ws, Path::new(path), false)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_are_followed_through_every_hop() {
+        use std::os::unix::fs::symlink;
+        let dir = TempDir::new();
+        let root = dir.path().to_path_buf();
+        std::fs::create_dir_all(root.join("ws/sub")).unwrap();
+        std::fs::create_dir_all(root.join("outside")).unwrap();
+        symlink("../outside", root.join("ws/hop2")).unwrap();
+        symlink("hop2", root.join("ws/sub/../hop1")).unwrap();
+        symlink("sub", root.join("ws/inner")).unwrap();
+        let ws = root.join("ws");
+        // Leaving the root stops the lookup: nothing outside is looked at.
+        assert_eq!(located(&ws, "hop1/file.txt").unwrap(), Located::Outside(root.join("outside/file.txt")));
+        assert_eq!(located(&ws, "inner/x").unwrap(), Located::Inside(Target::root().join("sub/x")));
+        assert_eq!(located(&ws, "sub/../x").unwrap(), Located::Inside(Target::root().join("x")));
+        assert_eq!(located(&ws, "../ws/./sub").unwrap(), Located::Inside(Target::root().join("sub")));
+        let abs = format!("{}/sub", ws.display());
+        assert_eq!(located(&ws, &abs).unwrap(), Located::Inside(Target::root().join("sub")));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn dot_dot_after_a_missing_name_or_a_file_is_an_error_as_for_the_kernel() {
+        use std::os::unix::fs::symlink;
+        let dir = TempDir::new();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(dir.path().join("outside")).unwrap();
+        std::fs::write(ws.join("in.txt"), "x").unwrap();
+        symlink("../outside", ws.join("link")).unwrap();
+        let err = located(&ws, "nope/../link/secret.txt").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        let err = located(&ws, "in.txt/x/../../link/secret.txt").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotADirectory, "{err}");
+        // Names after a missing one are fine: that is how new files are created.
+        assert_eq!(located(&ws, "new/dir/f").unwrap(), Located::Inside(Target::root().join("new/dir/f")));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_loop_is_an_error_not_a_hang() {
+        use std::os::unix::fs::symlink;
+        let dir = TempDir::new();
+        symlink("b", dir.path().join("a")).unwrap();
+        symlink("a", dir.path().join("b")).unwrap();
+        let err = located(dir.path(), "a/x").unwrap_err();
+        assert!(err.to_string().contains("more than 40 symbolic links"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod sandbox_tests {
+    use super::*;
+
+    #[test]
+    fn only_simple_commands_with_an_excluded_prefix_run_unsandboxed() {
+        let dir = crate::testing::TempDir::new();
+        let ws = Workspace::new(dir.path())
+            .unwrap()
+            .with_unsandboxed_commands(vec!["docker".into(), "cargo build:*".into()], true);
+        assert!(ws.runs_unsandboxed("docker ps"));
+        assert!(ws.runs_unsandboxed("docker"));
+        assert!(ws.runs_unsandboxed("cargo build --release"));
+        for command in [
+            "dockerd",
+            "cargo test",
+            "docker ps; rm -rf ~",
+            "docker ps && curl x",
+            "docker ps | sh",
+            "docker run $(cat x)",
+            "docker run `id`",
+            "docker ps > /etc/x",
+            "docker ps\nrm -rf ~",
+            "docker ps & rm x",
+        ] {
+            assert!(!ws.runs_unsandboxed(command), "{command:?}");
+        }
+        // Setting the policy afterwards keeps the list.
+        let ws = ws.with_sandbox(SandboxPolicy::read_only());
+        assert!(ws.runs_unsandboxed("docker ps"));
+    }
+}

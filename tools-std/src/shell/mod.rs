@@ -1,0 +1,9 @@
+//! Shell commands: processes and their trees, the capture of their output as text, the network
+//! of a sandboxed command, and the background sessions that outlive a `bash` call.
+
+pub(crate) mod capture;
+pub(crate) mod network;
+pub(crate) mod notes;
+pub mod process;
+pub mod session;
+pub(crate) mod terminal_text;
