@@ -151,7 +151,7 @@ pub async fn with_defaults(
 }
 
 mod reexport {
-    pub use tool_runtime as rt;
+    pub(crate) use tool_runtime as rt;
 }
 
 #[tool(crate = reexport::rt)]

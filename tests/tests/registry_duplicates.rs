@@ -7,7 +7,7 @@ mod first {
 
     /// One `read`.
     #[tool]
-    pub async fn read() -> &'static str {
+    pub(crate) async fn read() -> &'static str {
         "first"
     }
 }
@@ -17,7 +17,7 @@ mod second {
 
     /// Another `read`.
     #[tool(name = "read")]
-    pub async fn open() -> &'static str {
+    pub(crate) async fn open() -> &'static str {
         "second"
     }
 }

@@ -469,6 +469,18 @@ impl fmt::Display for MissingDependency {
 
 impl std::error::Error for MissingDependency {}
 
+impl fmt::Debug for ContextBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ContextBuilder")
+            .field("call_id", &self.call_id)
+            .field("tool_name", &self.tool_name)
+            .field("session_id", &self.session_id)
+            .field("deadline", &self.deadline)
+            .field("time_limit", &self.time_limit)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Builds a [`ToolContext`]; dispatchers make one per call, tests make them by hand.
 pub struct ContextBuilder {
     call_id: String,

@@ -44,7 +44,7 @@ mod validate;
 pub mod words;
 
 #[doc(hidden)]
-#[allow(missing_docs)]
+#[allow(missing_docs, missing_debug_implementations)]
 #[path = "private.rs"]
 pub mod __private;
 

@@ -291,6 +291,12 @@ impl PermissionHook for AllowAll {
 /// A permission hook from an async closure.
 pub struct PermissionFn<F>(pub F);
 
+impl<F> fmt::Debug for PermissionFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PermissionFn")
+    }
+}
+
 impl<F, Fut> PermissionHook for PermissionFn<F>
 where
     F: Fn(PermissionRequest) -> Fut + Send + Sync + 'static,

@@ -15,6 +15,7 @@ use crate::validate::{ArgumentValidator, ValidatedArgs, ValidationOptions};
 
 /// A link-time registration made by `#[tool]`. Collected with `inventory`.
 #[doc(hidden)]
+#[allow(missing_debug_implementations)]
 pub struct ToolRegistration {
     pub(crate) name: &'static str,
     pub(crate) module_path: &'static str,
@@ -110,6 +111,15 @@ impl fmt::Display for RegistryError {
 impl std::error::Error for RegistryError {}
 
 type Predicate = Box<dyn Fn(&ToolSpec) -> bool + Send + Sync>;
+
+impl fmt::Debug for RegistryBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegistryBuilder")
+            .field("inventory", &self.inventory)
+            .field("tools", &self.explicit.iter().map(|tool| &tool.spec().name).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
 
 /// Collects tools and filters, then builds a [`Registry`].
 #[must_use]

@@ -55,6 +55,12 @@ pub fn plural(n: u64, word: &str) -> String {
     }
 }
 
+/// A time limit in words: whole seconds as `30 s`, anything else in milliseconds (`1500 ms`).
+pub fn seconds(duration: std::time::Duration) -> String {
+    let ms = duration.as_millis();
+    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{ms} ms") }
+}
+
 /// What kind of JSON value `value` is, for error messages: "a string", "an array", "null", ...
 pub fn json_kind(value: &serde_json::Value) -> &'static str {
     use serde_json::Value;

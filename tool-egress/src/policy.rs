@@ -8,11 +8,11 @@ use std::sync::Arc;
 use crate::addr::AddressRule;
 
 /// Where the settings file or the command line names a host to allow, for refusal messages.
-pub const ALLOW_HINT: &str = "add it to `sandbox.network.allowedDomains` in the settings (or a \
+pub(crate) const ALLOW_HINT: &str = "add it to `sandbox.network.allowedDomains` in the settings (or a \
 `WebFetch(domain:HOST)` allow rule), or pass `--allow-host HOST`";
 
 /// Where an address is allowed, for refusal messages.
-pub const ALLOW_ADDRESS_HINT: &str = "`sandbox.network.allowedAddresses` in the settings";
+pub(crate) const ALLOW_ADDRESS_HINT: &str = "`sandbox.network.allowedAddresses` in the settings";
 
 /// A host name pattern, optionally limited to one port: `example.com`, `*.example.com`,
 /// `example.com:443`, or `*` for every host.
@@ -114,7 +114,7 @@ fn split_port(text: &str) -> Option<(&str, Option<u16>)> {
 /// A host name in the form rules compare: lower case, no trailing dot, brackets removed from
 /// an IPv6 address. `None` for text that is no host name (spaces, control characters, `@`,
 /// percent signs, anything outside letters, digits, `-`, `_`, `.`, `*` and an address's `:`).
-pub fn normalize(host: &str) -> Option<String> {
+pub(crate) fn normalize(host: &str) -> Option<String> {
     let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Some(ip.to_canonical().to_string());

@@ -5,15 +5,15 @@ macro_rules! keys {
     ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal,)* }) => {
         $(#[$doc])*
         #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-        pub enum $name {
+        pub(crate) enum $name {
             $($variant,)*
         }
 
         impl $name {
             /// Every spelling, in the order messages list them.
-            pub const NAMES: &'static [&'static str] = &[$($text),*];
+            pub(crate) const NAMES: &'static [&'static str] = &[$($text),*];
 
-            pub fn parse(text: &str) -> Option<Self> {
+            pub(crate) fn parse(text: &str) -> Option<Self> {
                 match text {
                     $($text => Some(Self::$variant),)*
                     _ => None,
@@ -22,7 +22,7 @@ macro_rules! keys {
 
             // Messages need it for some key sets only.
             #[allow(dead_code)]
-            pub fn as_str(self) -> &'static str {
+            pub(crate) fn as_str(self) -> &'static str {
                 match self {
                     $(Self::$variant => $text,)*
                 }
@@ -110,30 +110,30 @@ keys!(
 );
 
 /// Marks a parameter's own settings.
-pub const ARG: &str = "arg";
+pub(crate) const ARG: &str = "arg";
 /// Marks the one parameter that is the whole argument object.
-pub const ARGS: &str = "args";
+pub(crate) const ARGS: &str = "args";
 /// Marks a parameter the runtime provides through `FromContext`.
-pub const INJECT: &str = "inject";
+pub(crate) const INJECT: &str = "inject";
 
 /// Parameter attributes copied onto the generated argument field (schema constraints and serde
 /// options, read by the schemars and serde derives).
-pub const FORWARDED: &[&str] = &["schemars", "validate", "garde", "serde"];
+pub(crate) const FORWARDED: &[&str] = &["schemars", "validate", "garde", "serde"];
 
 /// Type names injected without `#[inject]` (besides any reference type such as `&ToolContext`).
-pub const INJECTED_TYPES: &[&str] = &["ToolContext", "CancellationToken", "Dep", "SessionState"];
+pub(crate) const INJECTED_TYPES: &[&str] = &["ToolContext", "CancellationToken", "Dep", "SessionState"];
 
 /// Environment variable that makes the macro print its expansion: `1` for every tool, or a
 /// tool's function name.
-pub const DEBUG_ENV: &str = "TOOL_MACROS_DEBUG";
+pub(crate) const DEBUG_ENV: &str = "TOOL_MACROS_DEBUG";
 
 /// `` `a`, `b`, `c` `` for messages.
-pub fn list(keys: &[&str]) -> String {
+pub(crate) fn list(keys: &[&str]) -> String {
     keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
 }
 
 /// The closest known key to `unknown`, if it is close enough to be a typo.
-pub fn suggest<'a>(unknown: &str, keys: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn suggest<'a>(unknown: &str, keys: &[&'a str]) -> Option<&'a str> {
     keys.iter()
         .map(|k| (edit_distance(unknown, k), *k))
         .filter(|(d, k)| *d <= 2.max(k.len() / 3))
@@ -156,7 +156,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// "unknown key `x` in `#[tool]`; did you mean `y`? expected one of ...".
-pub fn unknown_key_message(key: &str, context: &str, keys: &[&str]) -> String {
+pub(crate) fn unknown_key_message(key: &str, context: &str, keys: &[&str]) -> String {
     match suggest(key, keys) {
         Some(close) => format!(
             "unknown key `{key}` in `{context}`; did you mean `{close}`? expected one of {}",

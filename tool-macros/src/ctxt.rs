@@ -9,27 +9,27 @@ use quote::ToTokens;
 
 /// Collects errors; must be [`check`](Ctxt::check)ed before it is dropped, so that no error is
 /// ever lost on some path.
-pub struct Ctxt {
+pub(crate) struct Ctxt {
     errors: RefCell<Option<Vec<syn::Error>>>,
 }
 
 impl Ctxt {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Ctxt { errors: RefCell::new(Some(Vec::new())) }
     }
 
     /// An error on one token.
-    pub fn error(&self, span: Span, message: impl Display) {
+    pub(crate) fn error(&self, span: Span, message: impl Display) {
         self.push(syn::Error::new(span, message));
     }
 
     /// An error covering `tokens` from their first to their last token.
-    pub fn error_spanned_by(&self, tokens: impl ToTokens, message: impl Display) {
+    pub(crate) fn error_spanned_by(&self, tokens: impl ToTokens, message: impl Display) {
         self.push(syn::Error::new_spanned(tokens.into_token_stream(), message));
     }
 
     /// An error from syn's own parsing.
-    pub fn syn_error(&self, error: syn::Error) {
+    pub(crate) fn syn_error(&self, error: syn::Error) {
         self.push(error);
     }
 
@@ -38,13 +38,13 @@ impl Ctxt {
     }
 
     /// The errors reported so far, as one `compile_error!` each, or `None` when there are none.
-    pub fn check(self) -> Option<TokenStream> {
+    pub(crate) fn check(self) -> Option<TokenStream> {
         let errors = self.into_errors();
         (!errors.is_empty()).then(|| errors.iter().map(syn::Error::to_compile_error).collect())
     }
 
     /// The errors reported so far, in order.
-    pub fn into_errors(self) -> Vec<syn::Error> {
+    pub(crate) fn into_errors(self) -> Vec<syn::Error> {
         self.errors.borrow_mut().take().expect("the context was checked already")
     }
 }

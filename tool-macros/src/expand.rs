@@ -17,7 +17,7 @@ use crate::model::{Param, ParamKind, ToolDef, TruncateSetting};
 const MAX_TUPLE_FIELDS: usize = 16;
 
 /// The macro's entry point on `proc_macro2` tokens: parse, validate, expand.
-pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+pub(crate) fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     let func: ItemFn = match syn::parse2(item.clone()) {
         Ok(func) => func,
         Err(_) => {

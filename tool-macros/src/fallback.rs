@@ -7,7 +7,7 @@ use quote::quote;
 
 use crate::model::ToolDef;
 
-pub fn expand(def: &ToolDef) -> TokenStream {
+pub(crate) fn expand(def: &ToolDef) -> TokenStream {
     let func = &def.func;
     if def.receiver.is_some() {
         // A method: items cannot go into its `impl` block, and there is no tool to name.

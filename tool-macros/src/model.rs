@@ -10,20 +10,20 @@ use crate::attrs::{Direction, PermissionSubject, Syntax};
 
 /// A value and the span of the token it was written as.
 #[derive(Clone, Copy, Debug)]
-pub struct Spanned<T> {
+pub(crate) struct Spanned<T> {
     pub value: T,
     pub span: Span,
 }
 
 /// `truncate = false`, bare `truncate` (or `truncate = true`), or `truncate(...)`.
-pub enum TruncateSetting {
+pub(crate) enum TruncateSetting {
     Off,
     Default,
     Custom(TruncateOptions),
 }
 
 /// The contents of `truncate(...)`.
-pub struct TruncateOptions {
+pub(crate) struct TruncateOptions {
     pub span: Span,
     pub max_lines: Option<Spanned<usize>>,
     pub max_bytes: Option<Spanned<usize>>,
@@ -31,7 +31,7 @@ pub struct TruncateOptions {
 }
 
 /// Where a freeform tool's grammar comes from.
-pub enum GrammarSource {
+pub(crate) enum GrammarSource {
     /// `grammar = "..."`.
     Inline(LitStr),
     /// `grammar_file = "..."`, relative to the crate's `CARGO_MANIFEST_DIR`.
@@ -39,7 +39,7 @@ pub enum GrammarSource {
 }
 
 /// `freeform` or `freeform(grammar = "..." | grammar_file = "...", syntax = "lark" | "regex")`.
-pub struct FreeformAttr {
+pub(crate) struct FreeformAttr {
     pub span: Span,
     pub grammar: Option<GrammarSource>,
     /// The span of a second grammar source, which validation reports.
@@ -48,14 +48,14 @@ pub struct FreeformAttr {
 }
 
 /// One `example = r#"{...}"#`: the literal as written and the JSON it holds.
-pub struct ExampleAttr {
+pub(crate) struct ExampleAttr {
     pub lit: LitStr,
     pub json: serde_json::Value,
 }
 
 /// The parsed `#[tool(...)]` arguments.
 #[derive(Default)]
-pub struct ToolAttr {
+pub(crate) struct ToolAttr {
     pub name: Option<LitStr>,
     pub description: Option<LitStr>,
     pub parallel: Option<Span>,
@@ -80,7 +80,7 @@ pub struct ToolAttr {
 
 /// `#[arg(...)]` on a parameter.
 #[derive(Default)]
-pub struct ArgAttr {
+pub(crate) struct ArgAttr {
     /// The whole attribute, for messages about it.
     pub attr: Option<Attribute>,
     pub default: Option<(Span, Expr)>,
@@ -92,7 +92,7 @@ pub struct ArgAttr {
 
 /// How a parameter is filled.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum ParamKind {
+pub(crate) enum ParamKind {
     /// One property of the argument object.
     Argument,
     /// The whole argument object (`#[args]`).
@@ -102,7 +102,7 @@ pub enum ParamKind {
 }
 
 /// One parameter of the tool function.
-pub struct Param {
+pub(crate) struct Param {
     /// The parameter's binding, when it is a plain identifier.
     pub ident: Option<Ident>,
     pub pat: Box<Pat>,
@@ -121,7 +121,7 @@ pub struct Param {
 
 impl Param {
     /// The property name the model uses.
-    pub fn property_name(&self) -> Option<String> {
+    pub(crate) fn property_name(&self) -> Option<String> {
         if let Some(rename) = &self.arg.rename {
             return Some(rename.value());
         }
@@ -129,7 +129,7 @@ impl Param {
     }
 
     /// The span of the property name (the rename literal or the identifier).
-    pub fn name_span(&self) -> Span {
+    pub(crate) fn name_span(&self) -> Span {
         match (&self.arg.rename, &self.ident) {
             (Some(rename), _) => rename.span(),
             (None, Some(ident)) => ident.span(),
@@ -139,7 +139,7 @@ impl Param {
 
     /// The `///` doc as schemars' derive reads it: the lines joined with `\n`, one leading space
     /// dropped from each; `None` when a doc attribute is not a plain string (a macro call).
-    pub fn schemars_doc(&self) -> Option<String> {
+    pub(crate) fn schemars_doc(&self) -> Option<String> {
         let mut lines = Vec::new();
         for attr in &self.docs {
             let syn::Meta::NameValue(nv) = &attr.meta else { return None };
@@ -152,7 +152,7 @@ impl Param {
 }
 
 /// A whole tool definition.
-pub struct ToolDef {
+pub(crate) struct ToolDef {
     /// The user's function with our parameter attributes removed; emitted as written otherwise.
     pub func: ItemFn,
     pub attr: ToolAttr,
@@ -165,7 +165,7 @@ pub struct ToolDef {
 
 impl ToolDef {
     /// The tool's name: `name = "..."` or the function's name.
-    pub fn name(&self) -> (String, Span) {
+    pub(crate) fn name(&self) -> (String, Span) {
         match &self.attr.name {
             Some(name) => (name.value(), name.span()),
             None => (unraw(&self.func.sig.ident.to_string()), self.func.sig.ident.span()),
@@ -173,7 +173,7 @@ impl ToolDef {
     }
 
     /// The generated type: `read_file` -> `ReadFileTool`, at the function name's span.
-    pub fn tool_type(&self) -> Ident {
+    pub(crate) fn tool_type(&self) -> Ident {
         let ident = &self.func.sig.ident;
         let mut name = String::new();
         for part in unraw(&ident.to_string()).split('_').filter(|p| !p.is_empty()) {
@@ -187,7 +187,7 @@ impl ToolDef {
     }
 
     /// Where `tool_runtime` is: `crate = path`, or `::tool_runtime`.
-    pub fn runtime(&self) -> proc_macro2::TokenStream {
+    pub(crate) fn runtime(&self) -> proc_macro2::TokenStream {
         match &self.attr.krate {
             Some(path) => quote::ToTokens::to_token_stream(path),
             None => quote::quote!(::tool_runtime),
@@ -195,7 +195,7 @@ impl ToolDef {
     }
 
     /// The tool's description: `description = "..."` or the doc comment.
-    pub fn description(&self) -> String {
+    pub(crate) fn description(&self) -> String {
         match &self.attr.description {
             Some(d) => d.value(),
             None => self.doc.clone().unwrap_or_default(),
@@ -209,7 +209,7 @@ fn unraw(ident: &str) -> String {
 
 /// Whether a parameter type is injected without `#[inject]`: references (`&ToolContext`) and
 /// the runtime's injectable types.
-pub fn is_injected_type(ty: &Type) -> bool {
+pub(crate) fn is_injected_type(ty: &Type) -> bool {
     match ty {
         Type::Reference(_) => true,
         Type::Paren(inner) => is_injected_type(&inner.elem),
@@ -224,7 +224,7 @@ pub fn is_injected_type(ty: &Type) -> bool {
 }
 
 /// Whether a type is written as `Option<...>`.
-pub fn is_option(ty: &Type) -> bool {
+pub(crate) fn is_option(ty: &Type) -> bool {
     match ty {
         Type::Path(path) if path.qself.is_none() => {
             path.path.segments.last().is_some_and(|seg| seg.ident == "Option" && !seg.arguments.is_empty())
@@ -235,7 +235,7 @@ pub fn is_option(ty: &Type) -> bool {
 }
 
 /// Joins `///` lines: one leading space dropped per line, blank lines kept as paragraph breaks.
-pub fn join_docs(attrs: &[Attribute]) -> Option<String> {
+pub(crate) fn join_docs(attrs: &[Attribute]) -> Option<String> {
     let mut lines = Vec::new();
     for attr in attrs {
         if !attr.path().is_ident("doc") {
@@ -260,7 +260,7 @@ pub fn join_docs(attrs: &[Attribute]) -> Option<String> {
 
 /// schemars' split of a doc into title and description (its `get_title_and_description`): a
 /// doc that starts with `#` has its first line as the title; both parts are trimmed.
-pub fn title_and_description(doc: &str) -> (&str, &str) {
+pub(crate) fn title_and_description(doc: &str) -> (&str, &str) {
     let doc = doc.trim_matches(|c: char| c.is_ascii_whitespace());
     if let Some(rest) = doc.strip_prefix('#') {
         let (title, description) = rest.split_once('\n').unwrap_or((rest, ""));

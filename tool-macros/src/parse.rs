@@ -20,7 +20,7 @@ use crate::model::{
 
 /// Parses the attribute arguments and the function. Always returns a definition (leaving out
 /// what was malformed) so validation can report everything at once.
-pub fn tool_def(cx: &Ctxt, attr: TokenStream, mut func: ItemFn) -> ToolDef {
+pub(crate) fn tool_def(cx: &Ctxt, attr: TokenStream, mut func: ItemFn) -> ToolDef {
     let attr = match items.parse2(attr) {
         Ok(items) => tool_attr(cx, &items),
         Err(e) => {
@@ -604,7 +604,7 @@ fn arg_attr(cx: &Ctxt, attr: &Attribute, param: &mut Param) {
 }
 
 /// `500ms`, `30s`, `2m`, `1h`, `1m30s`: whole numbers with a unit, summed.
-pub fn parse_duration(text: &str) -> Option<Duration> {
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     let mut rest = text;
     let mut total_ms: u64 = 0;
     if rest.is_empty() {

@@ -7,7 +7,7 @@ use crate::ctxt::Ctxt;
 use crate::model::{ParamKind, ToolDef, TruncateSetting, is_option};
 
 /// Checks every rule, reporting each violation to `cx`.
-pub fn check(cx: &Ctxt, def: &ToolDef) {
+pub(crate) fn check(cx: &Ctxt, def: &ToolDef) {
     signature(cx, def);
     tool_attr(cx, def);
     params(cx, def);
@@ -349,7 +349,7 @@ fn contains_impl_trait(ty: &Type) -> bool {
 }
 
 /// 1 to 64 characters of `[A-Za-z0-9_-]`.
-pub fn is_valid_tool_name(name: &str) -> bool {
+pub(crate) fn is_valid_tool_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }

@@ -72,12 +72,12 @@ mod rmcp_server {
     /// default, a bare `#[tool_handler]`, calls `Self::tool_router()` on every call (see
     /// [`DefaultRouter`]); the kept router is the faster of the two, so it is the comparator.
     #[derive(Clone)]
-    pub struct AddServer {
+    pub(crate) struct AddServer {
         tool_router: ToolRouter<Self>,
     }
 
     impl AddServer {
-        pub fn new() -> Self {
+        pub(crate) fn new() -> Self {
             AddServer { tool_router: Self::tool_router() }
         }
     }
@@ -102,7 +102,7 @@ mod rmcp_server {
     /// [`AddServer`] as a bare `#[tool_handler]` serves it: its `call_tool` is that macro's
     /// expansion in rmcp-macros 3.9 (a router built by `AddServer::tool_router()` per call).
     #[derive(Clone)]
-    pub struct DefaultRouter(pub AddServer);
+    pub(crate) struct DefaultRouter(pub AddServer);
 
     impl ServerHandler for DefaultRouter {
         fn get_info(&self) -> ServerConfig {

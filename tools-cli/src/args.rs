@@ -12,7 +12,7 @@ use tool_runtime::providers::Provider;
 /// error (bad flags, unknown tool, unreadable input).
 #[derive(Debug, Parser)]
 #[command(name = "tools", version, disable_help_subcommand = true, subcommand_required = true)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -20,7 +20,7 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Print the tool definitions as a JSON array in a provider's shape.
     List(ListArgs),
     /// Run one tool call and print its result as one JSON object.
@@ -36,7 +36,7 @@ pub enum Command {
 
 /// `tools list`.
 #[derive(Debug, Args)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// The provider whose definition shape to print.
     #[arg(long, value_enum, default_value_t = Format::Mcp)]
     pub format: Format,
@@ -63,7 +63,7 @@ pub struct ListArgs {
 
 /// Which tools are deferred: left out of the definitions until a tool search finds them.
 #[derive(Debug, Args)]
-pub struct DeferArgs {
+pub(crate) struct DeferArgs {
     /// Defer every tool.
     #[arg(long)]
     pub defer_all: bool,
@@ -75,7 +75,7 @@ pub struct DeferArgs {
 
 /// Provider-specific extras of `tools list`; each is ignored by the other formats.
 #[derive(Debug, Args)]
-pub struct ExtrasArgs {
+pub(crate) struct ExtrasArgs {
     /// Anthropic: mark the last definition `"cache_control": {"type": "ephemeral"}`, so the
     /// tool definitions are cached as a prompt prefix.
     #[arg(long)]
@@ -88,7 +88,7 @@ pub struct ExtrasArgs {
 
 /// Other MCP servers whose tools are mounted next to the built-in ones.
 #[derive(Debug, Args)]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     /// Mount the tools of the MCP servers listed in FILE (an `mcpServers` file as Claude Desktop,
     /// Cursor and Claude Code write it), named `<server>__<tool>`.
     #[arg(long, value_name = "FILE")]
@@ -97,7 +97,7 @@ pub struct McpArgs {
 
 /// Where the tools work and what they may touch.
 #[derive(Debug, Args)]
-pub struct WorkspaceArgs {
+pub(crate) struct WorkspaceArgs {
     /// The workspace the file tools are confined to [default: the current directory].
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
@@ -137,7 +137,7 @@ fn parse_sandbox(value: &str) -> Result<tool_sandbox::SandboxMode, String> {
     after_help = "Prints {\"call_id\", \"tool\", \"is_error\", \"output\", \"content\", \"metadata\"}, where \
 `output` is the text the model would see.\nExit codes: 0 the tool succeeded, 1 it returned an error result, 2 usage error."
 )]
-pub struct CallArgs {
+pub(crate) struct CallArgs {
     /// The tool to call.
     pub name: String,
     /// The arguments as a JSON object; `-` reads them from standard input.
@@ -157,7 +157,7 @@ pub struct CallArgs {
 #[command(after_help = "Reads one assistant message (JSON) on standard input. The calls run through the \
 dispatcher, parallel tools at once and the others one at a time, in the message's order.\n\
 Exit codes: 0 the turn ran (tool errors are in the results), 1 a fatal error stopped it, 2 usage error.")]
-pub struct TurnArgs {
+pub(crate) struct TurnArgs {
     /// The provider format of the message on standard input and of the results.
     #[arg(long, value_enum)]
     pub format: TurnFormat,
@@ -185,7 +185,7 @@ pub struct TurnArgs {
 it listens (port 0 picks a free port), and stops on SIGINT, SIGTERM or SIGHUP: no new requests, calls in flight \
 get the grace to finish, then the rest are cancelled and their commands killed. A second signal stops at once."
 )]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub workspace: WorkspaceArgs,
     #[command(flatten)]
@@ -196,7 +196,7 @@ pub struct ServeArgs {
 
 /// `tools serve --http` and its options.
 #[derive(Debug, Args)]
-pub struct HttpArgs {
+pub(crate) struct HttpArgs {
     /// Serve MCP's Streamable HTTP transport at http://ADDR/mcp instead of standard input and
     /// output. ADDR is HOST:PORT, or a PORT on 127.0.0.1; only loopback hosts unless
     /// --allow-remote.
@@ -252,7 +252,7 @@ pub struct HttpArgs {
 
 /// Every provider format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// OpenAI Chat Completions.
     OpenaiChat,
     /// OpenAI Responses.
@@ -266,7 +266,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub fn provider(self) -> Provider {
+    pub(crate) fn provider(self) -> Provider {
         match self {
             Format::OpenaiChat => Provider::OpenAiChat,
             Format::OpenaiResponses => Provider::OpenAiResponses,
@@ -279,7 +279,7 @@ impl Format {
 
 /// The formats of an assistant message (MCP has none: use `tools serve`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TurnFormat {
+pub(crate) enum TurnFormat {
     /// OpenAI Chat Completions.
     OpenaiChat,
     /// OpenAI Responses.
@@ -291,7 +291,7 @@ pub enum TurnFormat {
 }
 
 impl TurnFormat {
-    pub fn provider(self) -> Provider {
+    pub(crate) fn provider(self) -> Provider {
         match self {
             TurnFormat::OpenaiChat => Provider::OpenAiChat,
             TurnFormat::OpenaiResponses => Provider::OpenAiResponses,
@@ -302,7 +302,7 @@ impl TurnFormat {
 }
 
 /// What parsing the command line ended in.
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// Boxed: the flags are many times the size of the other answers.
     Run(Box<Cli>),
     /// `--help` or `--version`: print this on standard output and exit 0.
@@ -312,7 +312,7 @@ pub enum Parsed {
 }
 
 /// Parses `args` (including the program name).
-pub fn parse<I, T>(args: I) -> Parsed
+pub(crate) fn parse<I, T>(args: I) -> Parsed
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,

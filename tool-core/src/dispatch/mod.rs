@@ -131,7 +131,7 @@ pub trait ReadOnlyCalls: Send + Sync + 'static {
 /// How long a stopped call may take to return its partial result, unless configured: long
 /// enough for a tool that watches its token to kill what it started and hand back its output,
 /// short enough that a stopped call comes back at once for the person waiting on it.
-pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_millis(200);
+pub(crate) const DEFAULT_CANCEL_GRACE: Duration = Duration::from_millis(200);
 
 /// Configures a [`Dispatcher`].
 #[must_use]

@@ -85,7 +85,7 @@ impl std::fmt::Debug for ArgumentValidator {
 
 impl ArgumentValidator {
     /// Compiles `schema` for the tool `tool`. Fails when the schema itself is invalid.
-    pub fn new(tool: &str, schema: &Value) -> Result<Self, String> {
+    pub(crate) fn new(tool: &str, schema: &Value) -> Result<Self, String> {
         let validator =
             compile(schema).map_err(|e| format!("the input schema of tool `{tool}` is invalid: {e}"))?;
         Ok(ArgumentValidator {
@@ -101,20 +101,20 @@ impl ArgumentValidator {
     /// parameters they name, when leniency is on.
     ///
     /// [`ToolSpec::aliases`]: crate::ToolSpec::aliases
-    pub fn with_aliases(mut self, aliases: &[crate::spec::ParameterAlias]) -> Self {
+    pub(crate) fn with_aliases(mut self, aliases: &[crate::spec::ParameterAlias]) -> Self {
         self.plan.add_root_aliases(aliases.iter().map(|a| (a.alias.as_str(), a.parameter.as_str())));
         self
     }
 
     /// Accepts free-form text ([`Arguments::Freeform`]) as the string property `parameter`.
-    pub fn with_freeform(mut self, parameter: Option<&str>) -> Self {
+    pub(crate) fn with_freeform(mut self, parameter: Option<&str>) -> Self {
         self.freeform = parameter.map(str::to_owned);
         self
     }
 
     /// Validates one call's arguments: text is parsed (empty text is `{}`), a value is taken as
     /// it is.
-    pub fn validate(
+    pub(crate) fn validate(
         &self,
         arguments: Arguments,
         options: ValidationOptions,

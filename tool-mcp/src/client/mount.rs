@@ -363,11 +363,14 @@ impl MountInner {
             ))),
             Err(ServiceError::Timeout { timeout }) => {
                 let what = if timeout == self.config.total_timeout && timeout != self.config.timeout {
-                    format!("did not finish `{remote}` within its limit of {}", seconds(timeout))
+                    format!(
+                        "did not finish `{remote}` within its limit of {}",
+                        tool_core::words::seconds(timeout)
+                    )
                 } else {
                     format!(
                         "did not answer the call of `{remote}` for {} (no result and no progress)",
-                        seconds(timeout)
+                        tool_core::words::seconds(timeout)
                     )
                 };
                 Err(ToolError::timeout(format!(
@@ -416,11 +419,6 @@ fn described(error: &ServiceError) -> String {
         ServiceError::McpError(error) => format!("error {}: {}", error.code.0, error.message),
         other => other.to_string(),
     }
-}
-
-fn seconds(duration: Duration) -> String {
-    let ms = duration.as_millis();
-    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{ms} ms") }
 }
 
 /// Sends `notifications/cancelled` for a call whose future is dropped before its answer (a

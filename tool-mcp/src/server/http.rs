@@ -445,7 +445,7 @@ impl Endpoint {
                 format!(
                     "Request timeout: the request body did not arrive whole within {}, the time this server \
                      waits for one. Send the whole body at once.",
-                    seconds(self.body_read_timeout)
+                    tool_core::words::seconds(self.body_read_timeout)
                 ),
             );
             response.headers_mut().insert(header::CONNECTION, http::HeaderValue::from_static("close"));
@@ -655,11 +655,6 @@ impl http_body::Body for Prefixed {
     fn is_end_stream(&self) -> bool {
         self.prefix.is_none() && self.body.is_end_stream()
     }
-}
-
-fn seconds(duration: Duration) -> String {
-    let ms = duration.as_millis();
-    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{ms} ms") }
 }
 
 /// Why a request body was not read whole.

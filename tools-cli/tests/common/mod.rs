@@ -8,19 +8,19 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 use tool_runtime::Registry;
-pub use tool_tests::TempDir;
+pub(crate) use tool_tests::TempDir;
 
 /// The built binary.
-pub const TOOLS: &str = env!("CARGO_BIN_EXE_tools");
+pub(crate) const TOOLS: &str = env!("CARGO_BIN_EXE_tools");
 
 /// A workspace `dir/ws` (so `dir` itself is outside it) with `hello.txt`, and a private data
 /// directory for the output store.
-pub struct Fixture {
+pub(crate) struct Fixture {
     pub dir: TempDir,
 }
 
 impl Fixture {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = TempDir::new("cli");
         std::fs::create_dir_all(dir.path().join("ws")).expect("workspace");
         std::fs::write(dir.path().join("ws/hello.txt"), "hello\nworld\n").expect("hello.txt");
@@ -28,33 +28,33 @@ impl Fixture {
         Fixture { dir }
     }
 
-    pub fn ws(&self) -> PathBuf {
+    pub(crate) fn ws(&self) -> PathBuf {
         self.dir.path().join("ws")
     }
 
     /// A `tools` command run in the workspace, with the output store under the fixture.
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(TOOLS);
         command.args(args).current_dir(self.ws()).env("XDG_DATA_HOME", self.dir.path().join("data"));
         command
     }
 
     /// Runs `tools ARGS` with `stdin` (empty when `None`) and waits for it.
-    pub fn run(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
+    pub(crate) fn run(&self, args: &[&str], stdin: Option<&[u8]>) -> Run {
         run(self.command(args), stdin)
     }
 }
 
 /// A running `tools serve --http 127.0.0.1:0 EXTRA...` in a fixture's workspace, killed when
 /// dropped.
-pub struct HttpServer {
+pub(crate) struct HttpServer {
     pub child: Child,
     /// The endpoint it printed, `http://127.0.0.1:PORT/mcp`.
     pub url: String,
 }
 
 impl HttpServer {
-    pub fn start(fx: &Fixture, extra: &[&str]) -> HttpServer {
+    pub(crate) fn start(fx: &Fixture, extra: &[&str]) -> HttpServer {
         let mut command = fx.command(&["serve", "--http", "127.0.0.1:0"]);
         command.args(extra).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
         let mut child = command.spawn().expect("spawn tools serve --http");
@@ -69,7 +69,7 @@ impl HttpServer {
     }
 
     /// Sends `signal` and waits for the exit; the exit code.
-    pub fn stop(mut self, signal: &str) -> Option<i32> {
+    pub(crate) fn stop(mut self, signal: &str) -> Option<i32> {
         let status = Command::new("kill")
             .args([&format!("-{signal}"), &self.child.id().to_string()])
             .status()
@@ -88,11 +88,11 @@ impl Drop for HttpServer {
 
 /// `tools` mounts `https://` servers, so reqwest is built with TLS but no crypto provider of its
 /// own: a client with its defaults (rmcp's, and plain requests) needs a process-wide one.
-pub fn install_tls_provider() {
+pub(crate) fn install_tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-pub fn run(mut command: Command, stdin: Option<&[u8]>) -> Run {
+pub(crate) fn run(mut command: Command, stdin: Option<&[u8]>) -> Run {
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = command.spawn().expect("spawn tools");
     let mut input = child.stdin.take().expect("stdin");
@@ -109,7 +109,7 @@ pub fn run(mut command: Command, stdin: Option<&[u8]>) -> Run {
 }
 
 /// A finished run.
-pub struct Run {
+pub(crate) struct Run {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
@@ -127,14 +127,14 @@ impl From<Output> for Run {
 
 impl Run {
     /// Standard output as JSON.
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}\nstderr: {}", self.stdout, self.stderr))
     }
 
     /// Asserts a usage error: exit 2, nothing on stdout, and exactly `tools: MESSAGE` as one line
     /// on stderr. Returns the message.
-    pub fn usage_error(&self) -> &str {
+    pub(crate) fn usage_error(&self) -> &str {
         assert_eq!(self.code, 2, "stdout: {}\nstderr: {}", self.stdout, self.stderr);
         assert_eq!(self.stdout, "", "stderr: {}", self.stderr);
         let line = self.stderr.strip_suffix('\n').unwrap_or_else(|| panic!("no newline: {:?}", self.stderr));
@@ -144,7 +144,7 @@ impl Run {
 }
 
 /// The registry the binary serves, built the same way.
-pub fn registry() -> Registry {
+pub(crate) fn registry() -> Registry {
     Registry::builder()
         .tools(tools_std::all())
         .tools(tool_runtime::spec::registered_tools())
@@ -153,13 +153,13 @@ pub fn registry() -> Registry {
 }
 
 /// The model-facing message for a call to a tool that does not exist.
-pub fn unknown_tool_message(name: &str) -> String {
+pub(crate) fn unknown_tool_message(name: &str) -> String {
     registry().unknown_tool(name).message().to_owned()
 }
 
 /// The resources fixture server, built next to `tools` (a binary of another package is not
 /// built for this one's tests, so it is built here when missing).
-pub fn resources_fixture() -> std::path::PathBuf {
+pub(crate) fn resources_fixture() -> std::path::PathBuf {
     let path = std::path::Path::new(TOOLS).with_file_name("mcp-resources-server");
     if !path.exists() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
