@@ -16,6 +16,7 @@ use crate::permission::{
     DefaultPermissions, PathScreen, PermissionDecision, PermissionHook, PermissionRequest,
 };
 use crate::truncate::TruncationLimits;
+use crate::user_question::{AskerDependency, UserAnswer, UserAsker};
 
 /// Typed values registered once (a workspace, a file system, a client) and fetched by type.
 #[derive(Clone, Default)]
@@ -138,7 +139,7 @@ pub(crate) struct Inner {
     /// Who answers for the person behind the call ([`CallOptions::asker`](crate::CallOptions)).
     pub(crate) asker: Option<Arc<dyn PermissionHook>>,
     /// Who answers the call's questions ([`CallOptions::user`](crate::CallOptions)).
-    pub(crate) user: Option<Arc<dyn crate::user_question::UserAsker>>,
+    pub(crate) user: Option<Arc<dyn UserAsker>>,
 }
 
 /// The ids of one call, as the record a dispatcher keeps of it holds them.
@@ -397,10 +398,34 @@ impl ToolContext {
         CallAsker { ctx: self.clone() }
     }
 
-    /// Who answers this call's questions when the call was given one
-    /// ([`CallOptions::user`](crate::CallOptions)); see [`crate::user_question::user_asker`].
-    pub(crate) fn call_user(&self) -> Option<Arc<dyn crate::user_question::UserAsker>> {
-        self.inner.user.clone()
+    /// Who answers the questions of this call, if anyone: the one the call was given
+    /// ([`CallOptions::user`](crate::CallOptions): an MCP client, by elicitation), else the
+    /// application's [`AskerDependency`].
+    pub fn user_asker(&self) -> Option<Arc<dyn UserAsker>> {
+        self.inner
+            .user
+            .clone()
+            .or_else(|| self.dependencies().get::<AskerDependency>().map(|asker| asker.0.clone()))
+    }
+
+    /// Asks the person at the host `message` with the form `schema` (see
+    /// [`user_question`](crate::user_question)). Fails, with a message the model can act on,
+    /// when nobody can answer (a headless host: no MCP client that answers questions, no
+    /// application asker) or asking failed.
+    pub async fn ask_user(&self, message: &str, schema: &Value) -> Result<UserAnswer, ToolError> {
+        let Some(asker) = self.user_asker() else {
+            return Err(ToolError::execution(
+                "Nobody can answer a question here: this host runs without a person to ask (no MCP client that \
+                 answers questions, no asker set up by the application). Decide with what you know and say what you \
+                 assumed, or stop and say what you need to know.",
+            ));
+        };
+        asker.ask(message, schema).await.map_err(|why| {
+            ToolError::execution(format!(
+                "The question could not be put to the user: {why}. Decide with what you know and say what you \
+                 assumed, or stop and say what you need to know."
+            ))
+        })
     }
 
     /// The screen that the paths this call finds by itself (the files a search opens, the
@@ -495,7 +520,7 @@ pub struct ContextBuilder {
     session: Option<SessionState>,
     permissions: Option<Arc<dyn PermissionHook>>,
     asker: Option<Arc<dyn PermissionHook>>,
-    user: Option<Arc<dyn crate::user_question::UserAsker>>,
+    user: Option<Arc<dyn UserAsker>>,
 }
 
 impl ContextBuilder {
@@ -555,7 +580,7 @@ impl ContextBuilder {
     }
 
     /// Sets who answers the call's questions (see [`CallOptions::user`](crate::CallOptions)).
-    pub fn user(mut self, user: Arc<dyn crate::user_question::UserAsker>) -> Self {
+    pub fn user(mut self, user: Arc<dyn UserAsker>) -> Self {
         self.user = Some(user);
         self
     }

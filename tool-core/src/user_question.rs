@@ -1,6 +1,8 @@
-//! Asking the person at the host a question from inside a tool: who answers (the MCP client of
-//! `McpServer`, by elicitation; an application's own [`UserAsker`]), and the refusal when
-//! nobody can.
+//! Asking the person at the host a question from inside a tool ([`ToolContext::ask_user`]):
+//! who answers (the MCP client of `McpServer`, by elicitation; an application's own
+//! [`UserAsker`]).
+//!
+//! [`ToolContext::ask_user`]: crate::ToolContext::ask_user
 //!
 //! A question is a message and a form: a flat JSON Schema object whose properties are strings,
 //! numbers, booleans or enums (single or multiple choice), as MCP's `elicitation/create` has it.
@@ -8,7 +10,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use serde_json::{Value, json};
-//! use tool_runtime::user_question::{AskerDependency, UserAnswer, UserAsker, ask_user};
+//! use tool_runtime::context::{AskerDependency, UserAnswer, UserAsker};
 //! use tool_runtime::{BoxFuture, Dispatcher, Registry};
 //!
 //! /// Answers every question with its first option, as a scripted test would.
@@ -24,15 +26,13 @@
 //! let dispatcher = Dispatcher::builder(Registry::builder().build().unwrap())
 //!     .dependency(AskerDependency(Arc::new(FirstOption)))
 //!     .build();
-//! # let _ = (dispatcher, ask_user);
+//! # let _ = dispatcher;
 //! ```
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::context::ToolContext;
-use crate::error::ToolError;
 use crate::future::BoxFuture;
 
 /// What the person did with a question.
@@ -64,29 +64,4 @@ impl std::fmt::Debug for AskerDependency {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("AskerDependency(..)")
     }
-}
-
-/// Who answers the questions of the call `ctx` belongs to, if anyone: the MCP client of the
-/// call, else the application's [`AskerDependency`].
-pub fn user_asker(ctx: &ToolContext) -> Option<Arc<dyn UserAsker>> {
-    ctx.call_user().or_else(|| ctx.dependencies().get::<AskerDependency>().map(|asker| asker.0.clone()))
-}
-
-/// Asks the person at the host `message` with the form `schema`. Fails, with a message the
-/// model can act on, when nobody can answer (a headless host: no MCP client that answers
-/// questions, no application asker) or asking failed.
-pub async fn ask_user(ctx: &ToolContext, message: &str, schema: &Value) -> Result<UserAnswer, ToolError> {
-    let Some(asker) = user_asker(ctx) else {
-        return Err(ToolError::execution(
-            "Nobody can answer a question here: this host runs without a person to ask (no MCP client that \
-             answers questions, no asker set up by the application). Decide with what you know and say what you \
-             assumed, or stop and say what you need to know.",
-        ));
-    };
-    asker.ask(message, schema).await.map_err(|why| {
-        ToolError::execution(format!(
-            "The question could not be put to the user: {why}. Decide with what you know and say what you \
-             assumed, or stop and say what you need to know."
-        ))
-    })
 }

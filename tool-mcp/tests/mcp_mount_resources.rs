@@ -255,17 +255,17 @@ async fn server_everythings_resources_and_prompts_are_mounted() {
 /// Answers every question with `colour: teal`, counting them.
 struct Teal(std::sync::Arc<std::sync::atomic::AtomicUsize>);
 
-impl tool_runtime::user_question::UserAsker for Teal {
+impl tool_runtime::context::UserAsker for Teal {
     fn ask<'a>(
         &'a self,
         message: &'a str,
         schema: &'a Value,
-    ) -> tool_runtime::BoxFuture<'a, Result<tool_runtime::user_question::UserAnswer, String>> {
+    ) -> tool_runtime::BoxFuture<'a, Result<tool_runtime::context::UserAnswer, String>> {
         self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         assert_eq!(message, "Which colour?");
         assert_eq!(schema["properties"]["colour"]["type"], "string");
         let content = json!({"colour": "teal"}).as_object().unwrap().clone();
-        Box::pin(async move { Ok(tool_runtime::user_question::UserAnswer::Accept(content)) })
+        Box::pin(async move { Ok(tool_runtime::context::UserAnswer::Accept(content)) })
     }
 }
 
@@ -274,9 +274,9 @@ async fn a_mounted_servers_question_reaches_our_user_under_the_permission_policy
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tool_runtime::PermissionKind;
+    use tool_runtime::context::AskerDependency;
     use tool_runtime::hooks::{PermissionDecision, PermissionFn};
     use tool_runtime::mcp_client::ELICITATION_PERMISSION;
-    use tool_runtime::user_question::AskerDependency;
 
     let mount = McpMount::connect(ServerConfig::stdio("fx", FIXTURE)).await.unwrap();
     let registry = Arc::new(Registry::builder().tools(mount.tools()).build().unwrap());

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, ErrorData};
 use serde_json::{Value, json};
 
-use tool_core::user_question::{UserAnswer, UserAsker, user_asker};
+use tool_core::user_question::{UserAnswer, UserAsker};
 use tool_core::{CallAsker, ToolContext};
 use tool_core::{PermissionKind, PermissionRequest};
 
@@ -50,7 +50,7 @@ impl Askers {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let asking = Asking {
             permission: ctx.asker(),
-            user: user_asker(ctx),
+            user: ctx.user_asker(),
             tool: ctx.tool_name().to_owned(),
             session: ctx.session_id().to_owned(),
         };

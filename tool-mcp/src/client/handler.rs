@@ -13,7 +13,7 @@ use super::routes::ProgressRoutes;
 pub(crate) struct MountHandler {
     pub(crate) routes: Arc<ProgressRoutes>,
     pub(crate) list_changed: mpsc::UnboundedSender<()>,
-    pub(crate) extras: Arc<super::resources::Extras>,
+    pub(crate) extras: Arc<super::extras::Extras>,
     pub(crate) askers: Arc<super::elicit::Askers>,
     pub(crate) server: String,
 }

@@ -35,6 +35,7 @@ mod child;
 mod config;
 mod connection;
 mod elicit;
+mod extras;
 mod handler;
 #[cfg(feature = "http")]
 mod http_client;

@@ -19,11 +19,11 @@ use super::config::ServerConfig;
 use super::connection::{self, Session};
 use super::handler::MountHandler;
 use super::routes::ProgressRoutes;
-use super::tool::mounted_tools;
-use tool_core::Tool;
+use super::tool::{Server, mounted_tools};
 use tool_core::ToolContext;
 use tool_core::ToolError;
 use tool_core::ToolOutput;
+use tool_core::{BoxFuture, Tool};
 
 /// The most content items a mounted tool's result may hold: each item costs far more in memory
 /// than its few bytes of JSON.
@@ -93,7 +93,7 @@ pub(crate) struct MountInner {
     session: Mutex<Option<Arc<Session>>>,
     list_changed: mpsc::UnboundedSender<()>,
     /// Its resources, templates and prompts.
-    pub(crate) extras: Arc<super::resources::Extras>,
+    pub(crate) extras: Arc<super::extras::Extras>,
     /// The calls in flight, for the server's questions.
     askers: Arc<super::elicit::Askers>,
 }
@@ -128,7 +128,7 @@ impl McpMount {
         let session = Arc::new(session);
         *inner.session.lock().await = Some(session.clone());
         let tools = inner.list(&session).await.map_err(&error)?;
-        inner.extras.refresh(&session).await;
+        inner.extras.refresh(session.peer()).await;
         let state =
             Arc::new(MountState { inner, tools: RwLock::new(tools), generation: watch::channel(0).0 });
 
@@ -148,7 +148,7 @@ impl McpMount {
         &self.state.inner
     }
 
-    pub(crate) fn extras(&self) -> &super::resources::Extras {
+    pub(crate) fn extras(&self) -> &super::extras::Extras {
         &self.state.inner.extras
     }
 
@@ -178,7 +178,7 @@ impl McpMount {
         let session = inner.live().await.map_err(|e| error(e.message().to_owned()))?;
         let tools = inner.list(&session).await.map_err(error)?;
         self.state.replace_tools(tools);
-        inner.extras.refresh(&session).await;
+        inner.extras.refresh(session.peer()).await;
         Ok(())
     }
 
@@ -208,7 +208,7 @@ impl MountState {
                 self.replace_tools(tools);
             }
         }
-        self.inner.extras.refresh(&session).await;
+        self.inner.extras.refresh(session.peer()).await;
     }
 }
 
@@ -259,7 +259,8 @@ impl MountInner {
             .list_all_tools()
             .await
             .map_err(|e| format!("it did not list its tools ({})", described(&e)))?;
-        mounted_tools(self, &listed)
+        let server: Arc<dyn Server> = Arc::new(Caller(self.clone()));
+        mounted_tools(&self.config.name, &self.config.naming, self.config.defer, &server, &listed)
     }
 
     /// The session, restarting the server when it stopped.
@@ -437,5 +438,19 @@ impl Drop for CancelOnDrop {
         runtime.spawn(async move {
             let _ = peer.notify_cancelled(notice).await;
         });
+    }
+}
+
+/// A mounted tool's way to its server.
+struct Caller(Arc<MountInner>);
+
+impl Server for Caller {
+    fn call_tool<'a>(
+        &'a self,
+        remote: &'a str,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(self.0.call(remote, args, ctx))
     }
 }

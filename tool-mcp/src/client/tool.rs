@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::mount::MountInner;
+use super::naming::Naming;
 use tool_core::BoxFuture;
 use tool_core::Tool;
 use tool_core::ToolContext;
@@ -13,12 +13,23 @@ use tool_core::ToolOutput;
 use tool_core::ToolSpec;
 use tool_providers::{DefinitionOptions, Provider};
 
+/// Where a mounted tool's calls go: its server's connection.
+pub(crate) trait Server: Send + Sync + 'static {
+    /// One `tools/call` of the server's tool `remote`.
+    fn call_tool<'a>(
+        &'a self,
+        remote: &'a str,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+}
+
 /// A tool of a mounted server.
 pub(crate) struct MountedTool {
     spec: ToolSpec,
     /// The server's own name for it.
     remote: String,
-    mount: Arc<MountInner>,
+    server: Arc<dyn Server>,
 }
 
 impl Tool for MountedTool {
@@ -27,17 +38,21 @@ impl Tool for MountedTool {
     }
 
     fn call<'a>(&'a self, ctx: ToolContext, args: Value) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(self.mount.call(&self.remote, args, ctx))
+        self.server.call_tool(&self.remote, args, ctx)
     }
 }
 
-/// Builds the tools of one `tools/list` answer. Each input and output schema must compile and
+/// Builds the tools of one `tools/list` answer of the server `name` (named by `naming`, deferred
+/// when `defer`), whose calls go to `server`. Each input and output schema must compile and
 /// lower to every provider; the error names the tool and the place in its schema.
 pub(crate) fn mounted_tools(
-    mount: &Arc<MountInner>,
+    name: &str,
+    naming: &Naming,
+    defer: bool,
+    server: &Arc<dyn Server>,
     listed: &[rmcp::model::Tool],
 ) -> Result<Vec<Arc<dyn Tool>>, String> {
-    let server = &mount.config.name;
+    let mount_name = name;
     let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(listed.len());
     let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for listed in listed {
@@ -45,7 +60,7 @@ pub(crate) fn mounted_tools(
         if remote.is_empty() {
             return Err("it listed a tool without a name".to_owned());
         }
-        let name = mount.config.naming.name(server, &remote);
+        let name = naming.name(mount_name, &remote);
         if let Some(first) = seen.insert(name.clone(), remote.clone()) {
             return Err(format!(
                 "its tools `{first}` and `{remote}` would both be named `{name}`; give the server another naming rule"
@@ -54,10 +69,10 @@ pub(crate) fn mounted_tools(
         let mut spec = crate::wire::tool_spec(listed, name);
         // Only a server's own word that the tool changes nothing lets calls of it overlap.
         spec.parallel = spec.annotations.read_only;
-        spec.tags = vec!["mcp".to_owned(), format!("mcp:{server}")];
-        spec.defer = mount.config.defer;
+        spec.tags = vec!["mcp".to_owned(), format!("mcp:{mount_name}")];
+        spec.defer = defer;
         check_schemas(&spec, &remote)?;
-        tools.push(Arc::new(MountedTool { spec, remote, mount: mount.clone() }));
+        tools.push(Arc::new(MountedTool { spec, remote, server: server.clone() }));
     }
     Ok(tools)
 }

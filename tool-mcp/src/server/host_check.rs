@@ -9,12 +9,10 @@ use http::header::{HOST, ORIGIN};
 use http::uri::Authority;
 use http::{HeaderMap, StatusCode, Uri};
 
-use super::http::HttpOptions;
-
 /// What a request's `Host` and `Origin` must be.
 #[derive(Debug)]
 pub(super) struct HostCheck {
-    /// `None` accepts any host ([`HttpOptions::allow_any_host`]).
+    /// `None` accepts any host (`HttpOptions::allow_any_host`).
     hosts: Option<Vec<AllowedHost>>,
     origins: Vec<AllowedOrigin>,
 }
@@ -45,17 +43,23 @@ const LOOPBACK_ORIGINS: [&str; 6] = [
 ];
 
 impl HostCheck {
-    /// The check of a server listening on `local` with `options`; an allowed host or origin
-    /// that is no host or origin is an error naming it.
-    pub(super) fn new(options: &HttpOptions, local: SocketAddr) -> Result<HostCheck, String> {
-        let hosts = if options.any_host {
+    /// The check of a server listening on `local` that also answers to `allowed_hosts` (any
+    /// host when `any_host`) and to pages of `allowed_origins`; an allowed host or origin that
+    /// is no host or origin is an error naming it.
+    pub(super) fn new(
+        allowed_hosts: &[String],
+        any_host: bool,
+        allowed_origins: &[String],
+        local: SocketAddr,
+    ) -> Result<HostCheck, String> {
+        let hosts = if any_host {
             None
         } else {
             let mut names: Vec<String> = ["localhost", "127.0.0.1", "[::1]"].map(str::to_owned).to_vec();
             if !local.ip().is_unspecified() && !local.ip().is_loopback() {
                 names.push(SocketAddr::new(local.ip(), 0).to_string().trim_end_matches(":0").to_owned());
             }
-            names.extend(options.allowed_hosts.iter().cloned());
+            names.extend(allowed_hosts.iter().cloned());
             let parsed = names.iter().map(|name| {
                 allowed_host(name).ok_or_else(|| format!("`{name}` is not a host name (or `name:port`)"))
             });
@@ -64,7 +68,7 @@ impl HostCheck {
         let origins = LOOPBACK_ORIGINS
             .iter()
             .copied()
-            .chain(options.allowed_origins.iter().map(String::as_str))
+            .chain(allowed_origins.iter().map(String::as_str))
             .map(|origin| {
                 allowed_origin(origin).ok_or_else(|| {
                     format!("`{origin}` is not an origin: write a scheme, host and port (`http://localhost:5173`, `:*` for any port) or `null`")
@@ -191,8 +195,9 @@ fn allows(allowed: &AllowedOrigin, page: &AllowedOrigin) -> bool {
 mod tests {
     use super::*;
 
-    fn check(options: HttpOptions, local: &str) -> HostCheck {
-        HostCheck::new(&options, local.parse().unwrap()).unwrap()
+    fn check(hosts: &[&str], any_host: bool, origins: &[&str], local: &str) -> HostCheck {
+        let strings = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        HostCheck::new(&strings(hosts), any_host, &strings(origins), local.parse().unwrap()).unwrap()
     }
 
     fn request(host: Option<&str>, origin: Option<&str>) -> HeaderMap {
@@ -216,7 +221,7 @@ mod tests {
 
     #[test]
     fn hosts_are_the_loopback_names_the_listening_address_and_the_allowed_ones() {
-        let check = check(HttpOptions::new().allow_host("mcp.internal:8080"), "10.0.0.5:8080");
+        let check = check(&["mcp.internal:8080"], false, &[], "10.0.0.5:8080");
         for host in [
             "localhost:8080",
             "127.0.0.1:8080",
@@ -232,7 +237,7 @@ mod tests {
         }
         assert_eq!(status(&check, Some("bad host"), None), 400);
         assert_eq!(status(&check, None, None), 400, "no Host and no authority");
-        let any = super::tests::check(HttpOptions::new().allow_any_host(), "127.0.0.1:1");
+        let any = super::tests::check(&[], true, &[], "127.0.0.1:1");
         assert_eq!(status(&any, Some("attacker.example"), None), 200);
         assert_eq!(
             status(&any, Some("attacker.example"), Some("http://evil.example")),
@@ -243,13 +248,8 @@ mod tests {
 
     #[test]
     fn origins_are_pages_of_this_machine_and_the_allowed_ones() {
-        let check = check(
-            HttpOptions::new()
-                .allow_origin("http://app.example:5173")
-                .allow_origin("https://docs.example")
-                .allow_origin("null"),
-            "127.0.0.1:1",
-        );
+        let check =
+            check(&[], false, &["http://app.example:5173", "https://docs.example", "null"], "127.0.0.1:1");
         let host = Some("localhost");
         for origin in [
             "http://localhost:8000",
@@ -276,15 +276,16 @@ mod tests {
             assert_eq!(status(&check, host, Some(origin)), 403, "{origin}");
         }
         assert_eq!(status(&check, host, None), 200, "clients that are not browsers send no Origin");
-        let strict = super::tests::check(HttpOptions::new(), "127.0.0.1:1");
+        let strict = super::tests::check(&[], false, &[], "127.0.0.1:1");
         assert_eq!(status(&strict, host, Some("null")), 403);
     }
 
     #[test]
     fn an_allowed_entry_that_is_no_host_or_origin_is_refused_at_start() {
         let local = "127.0.0.1:1".parse().unwrap();
-        assert!(HostCheck::new(&HttpOptions::new().allow_origin("app.example"), local).is_err());
-        assert!(HostCheck::new(&HttpOptions::new().allow_origin("http://app.example:80:*"), local).is_err());
-        assert!(HostCheck::new(&HttpOptions::new().allow_host("a b"), local).is_err());
+        let one = |text: &str| vec![text.to_owned()];
+        assert!(HostCheck::new(&[], false, &one("app.example"), local).is_err());
+        assert!(HostCheck::new(&[], false, &one("http://app.example:80:*"), local).is_err());
+        assert!(HostCheck::new(&one("a b"), false, &[], local).is_err());
     }
 }

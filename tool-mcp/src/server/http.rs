@@ -84,9 +84,9 @@ type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 #[must_use]
 #[derive(Clone)]
 pub struct HttpOptions {
-    pub(super) allowed_origins: Vec<String>,
-    pub(super) allowed_hosts: Vec<String>,
-    pub(super) any_host: bool,
+    allowed_origins: Vec<String>,
+    allowed_hosts: Vec<String>,
+    any_host: bool,
     token: Option<Arc<[u8]>>,
     shutdown: CancellationToken,
     grace: Duration,
@@ -276,9 +276,14 @@ impl McpServer {
     /// ```
     pub async fn serve_http(self, listener: TcpListener, options: HttpOptions) -> Result<(), ServeError> {
         let local = listener.local_addr().map_err(|e| ServeError(ServeErrorKind::Io(e)))?;
-        let host_check = HostCheck::new(&options, local).map_err(|reason| {
-            ServeError(ServeErrorKind::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, reason)))
-        })?;
+        let host_check =
+            HostCheck::new(&options.allowed_hosts, options.any_host, &options.allowed_origins, local)
+                .map_err(|reason| {
+                    ServeError(ServeErrorKind::Io(std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        reason,
+                    )))
+                })?;
         let in_flight = Arc::new(InFlight::default());
         let sessions = CancellationToken::new();
         let cancel_grace = self.dispatcher().cancel_grace();

@@ -250,7 +250,7 @@ fn tool_list(registry: &Registry) -> Result<Vec<Tool>, LoweringError> {
 ///   and `completions` only when something of theirs is registered (see
 ///   [`ResourcesAndPrompts`] for what it answers); a method of a capability it does not declare
 ///   (`logging/setLevel`, say) gets `-32601` (method not found) naming the capabilities it does.
-/// - A tool's question ([`tool_core::user_question::ask_user`], the `ask_user` tool) becomes an
+/// - A tool's question ([`ToolContext::ask_user`](tool_core::ToolContext::ask_user), the `ask_user` tool) becomes an
 ///   `elicitation/create` request to the client, under the same conditions as a permission
 ///   question below; without them the tool gets an error saying why.
 /// - Progress updates a tool sends with `ToolContext::progress` become

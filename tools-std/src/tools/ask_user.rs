@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use tool_runtime::user_question::{UserAnswer, ask_user as ask};
+use tool_runtime::context::UserAnswer;
 use tool_runtime::{ToolContext, ToolError, tool};
 
 /// One answer the user can pick.
@@ -50,7 +50,7 @@ pub async fn ask_user(
 ) -> Result<String, ToolError> {
     let options = options.unwrap_or_default();
     let schema = form(&options, multi_select, allow_other);
-    match ask(ctx, &question, &schema).await? {
+    match ctx.ask_user(&question, &schema).await? {
         UserAnswer::Accept(content) => Ok(answer_text(&content, &options)),
         UserAnswer::Decline => Ok("The user declined to answer. Do not ask again; go on without it, or stop.".to_owned()),
         UserAnswer::Cancel => Ok(
