@@ -399,7 +399,10 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
     match serde_json::from_str::<Value>(&arguments) {
         Ok(Value::Object(_)) => {}
         Ok(other) => {
-            return Err(Failure::usage(format!("ARGS_JSON must be a JSON object, found {}", kind(&other))));
+            return Err(Failure::usage(format!(
+                "ARGS_JSON must be a JSON object, found {}",
+                tool_runtime::words::json_kind(&other)
+            )));
         }
         Err(e) => return Err(Failure::usage(format!("ARGS_JSON is not valid JSON: {e}"))),
     }
@@ -507,18 +510,7 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
 /// that cannot be used (two servers now offer the same name, say) is reported on standard error
 /// and the tools served stay as they were.
 async fn pass_on_tool_changes(mounts: Vec<McpMount>, server: tool_runtime::mcp_server::McpServer) {
-    let (changed, mut changes) = tokio::sync::mpsc::channel::<()>(1);
-    for mount in &mounts {
-        let mut generation = mount.changes();
-        let changed = changed.clone();
-        tokio::spawn(async move {
-            while generation.changed().await.is_ok() {
-                // A full channel already holds a change the rebuild will see.
-                let _ = changed.try_send(());
-            }
-        });
-    }
-    drop(changed);
+    let mut changes = mounted::any_changed(mounts.iter().map(McpMount::changes));
     while changes.recv().await.is_some() {
         let rebuilt = match registry(&mounts) {
             Ok(registry) => server.replace_registry(registry).await.map_err(|e| e.to_string()),
@@ -580,17 +572,6 @@ fn write_stdout(text: &str) -> Result<(), Failure> {
         // The reader went away (`tools list | head`): nothing left to tell anyone.
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(Failure::runtime(format!("cannot write to standard output: {e}"))),
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

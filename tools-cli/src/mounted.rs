@@ -37,9 +37,19 @@ pub(crate) async fn pass_on_their_changes(mounts: Vec<McpMount>, server: McpServ
             }
         });
     }
-    let (changed, mut changes) = tokio::sync::mpsc::channel::<()>(1);
-    for mount in &mounts {
-        let mut generation = mount.resource_and_prompt_changes();
+    let mut changes = any_changed(mounts.iter().map(McpMount::resource_and_prompt_changes));
+    while changes.recv().await.is_some() {
+        server.replace_resources_and_prompts(served_resources_and_prompts(&mounts)).await;
+    }
+}
+
+/// A receiver that gets a message whenever one of `generations` moves on, until all of them
+/// end. At most one message waits: a rebuild it starts sees every change made before it.
+pub(crate) fn any_changed(
+    generations: impl Iterator<Item = tokio::sync::watch::Receiver<u64>>,
+) -> tokio::sync::mpsc::Receiver<()> {
+    let (changed, changes) = tokio::sync::mpsc::channel::<()>(1);
+    for mut generation in generations {
         let changed = changed.clone();
         tokio::spawn(async move {
             while generation.changed().await.is_ok() {
@@ -48,8 +58,5 @@ pub(crate) async fn pass_on_their_changes(mounts: Vec<McpMount>, server: McpServ
             }
         });
     }
-    drop(changed);
-    while changes.recv().await.is_some() {
-        server.replace_resources_and_prompts(served_resources_and_prompts(&mounts)).await;
-    }
+    changes
 }
