@@ -85,6 +85,9 @@ impl HostCheck {
                 Some(value) => value.to_str().ok().and_then(|text| Authority::try_from(text).ok()),
                 None => uri.authority().cloned(),
             };
+            // A host is a name and a port: `user@localhost` names `localhost` to the parser, and
+            // no client reaching this server sends it.
+            let named = named.filter(|named| !named.as_str().contains('@'));
             let Some(named) = named else {
                 return Err((
                     StatusCode::BAD_REQUEST,
@@ -132,7 +135,7 @@ fn normalized(host: &str) -> String {
 }
 
 fn allowed_host(text: &str) -> Option<AllowedHost> {
-    let authority = Authority::try_from(text.trim()).ok()?;
+    let authority = Authority::try_from(text.trim()).ok().filter(|a| !a.as_str().contains('@'))?;
     Some(AllowedHost { name: normalized(authority.host()), port: authority.port_u16() })
 }
 
@@ -236,6 +239,7 @@ mod tests {
             assert_eq!(status(&check, Some(host), None), 403, "{host}");
         }
         assert_eq!(status(&check, Some("bad host"), None), 400);
+        assert_eq!(status(&check, Some("attacker.example@localhost"), None), 400, "userinfo is no host");
         assert_eq!(status(&check, None, None), 400, "no Host and no authority");
         let any = super::tests::check(&[], true, &[], "127.0.0.1:1");
         assert_eq!(status(&any, Some("attacker.example"), None), 200);
