@@ -402,7 +402,7 @@ async fn timeout_secs_still_kills_a_background_session() {
     let mut printed = lines(&first);
     printed.extend(lines(&out));
     assert_eq!(printed, ["started"]);
-    assert!(text.contains("[timed out after 1 s: the session was killed at its timeout_secs"), "{text}");
+    assert!(text.contains("[timed out after 1s: the session was killed at its timeout_secs"), "{text}");
     assert_eq!(out.metadata["timed_out"], json!(true));
     assert!(out.is_error);
 }

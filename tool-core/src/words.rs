@@ -1,4 +1,4 @@
-//! Words of the messages the runtime and its tools write: a count with its noun, and a model's
+//! Words of the messages the runtime and its tools write: a count with its noun, a span of time, and a model's
 //! argument quoted back without repeating a huge one whole.
 
 use std::borrow::Cow;
@@ -55,10 +55,27 @@ pub fn plural(n: u64, word: &str) -> String {
     }
 }
 
-/// A time limit in words: whole seconds as `30 s`, anything else in milliseconds (`1500 ms`).
-pub fn seconds(duration: std::time::Duration) -> String {
-    let ms = duration.as_millis();
-    if ms.is_multiple_of(1000) { format!("{} s", ms / 1000) } else { format!("{ms} ms") }
+/// A span of time in words, as every message of the runtime and its tools writes one:
+/// `850ms`, `3s`, `1.5s`, `2m30s`, `1h5m`.
+pub fn duration(duration: std::time::Duration) -> String {
+    use std::fmt::Write as _;
+    let millis = duration.as_millis();
+    if millis < 1000 {
+        return format!("{millis}ms");
+    }
+    let secs = duration.as_secs();
+    if secs < 60 {
+        let tenths = duration.subsec_millis() / 100;
+        return if tenths == 0 { format!("{secs}s") } else { format!("{secs}.{tenths}s") };
+    }
+    let (hours, minutes, seconds) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let mut out = String::new();
+    for (value, unit) in [(hours, 'h'), (minutes, 'm'), (seconds, 's')] {
+        if value > 0 {
+            let _ = write!(out, "{value}{unit}");
+        }
+    }
+    out
 }
 
 /// What kind of JSON value `value` is, for error messages: "a string", "an array", "null", ...
@@ -77,6 +94,18 @@ pub fn json_kind(value: &serde_json::Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_read_naturally() {
+        use std::time::Duration;
+        assert_eq!(duration(Duration::ZERO), "0ms");
+        assert_eq!(duration(Duration::from_millis(850)), "850ms");
+        assert_eq!(duration(Duration::from_secs(3)), "3s");
+        assert_eq!(duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(duration(Duration::from_secs(150)), "2m30s");
+        assert_eq!(duration(Duration::from_secs(120)), "2m");
+        assert_eq!(duration(Duration::from_secs(3900)), "1h5m");
+    }
 
     #[test]
     fn counts_take_their_plural() {

@@ -190,12 +190,10 @@ impl fmt::Debug for Secret {
 /// A fresh placeholder for the secret `name`: what the command gets in its environment instead
 /// of the value (`egress-placeholder-NAME-<random hex>`).
 pub fn placeholder(name: &str) -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut random = std::collections::hash_map::RandomState::new().build_hasher();
-    random.write(name.as_bytes());
-    let mut more = std::collections::hash_map::RandomState::new().build_hasher();
-    more.write_u64(random.finish());
-    format!("egress-placeholder-{name}-{:016x}{:016x}", random.finish(), more.finish())
+    let mut random = [0u8; 16];
+    // The placeholder is no secret; randomness only keeps it from matching text a command writes.
+    let _ = getrandom::fill(&mut random);
+    format!("egress-placeholder-{name}-{:032x}", u128::from_le_bytes(random))
 }
 
 impl EgressPolicy {

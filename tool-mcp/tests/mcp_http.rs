@@ -680,7 +680,7 @@ async fn slow_headers_and_slow_bodies_time_out() {
         .unwrap();
     let answer = read_all(&mut slow_body).await;
     assert!(answer.starts_with("HTTP/1.1 408 Request Timeout\r\n"), "{answer}");
-    assert!(answer.contains("did not arrive whole within 400 ms"), "{answer}");
+    assert!(answer.contains("did not arrive whole within 400ms"), "{answer}");
     served.stop.cancel();
     served.task.await.unwrap();
 }

@@ -160,7 +160,7 @@ async fn a_silent_server_times_out_and_is_told_to_cancel() {
     assert!(result.output.is_error);
     assert_eq!(
         result.output.text_content(),
-        "The MCP server `fx` did not answer the call of `hang` for 300 ms (no result and no progress), so the call was cancelled. Try again with a smaller request, or use another tool."
+        "The MCP server `fx` did not answer the call of `hang` for 300ms (no result and no progress), so the call was cancelled. Try again with a smaller request, or use another tool."
     );
     assert!(appears(&marker).await, "the server received notifications/cancelled");
     let _ = std::fs::remove_file(marker);
@@ -174,7 +174,7 @@ async fn progress_does_not_extend_a_call_past_its_total_limit() {
     assert!(result.output.is_error);
     assert_eq!(
         result.output.text_content(),
-        "The MCP server `fx` did not finish `chatty` within its limit of 700 ms, so the call was cancelled. Try again with a smaller request, or use another tool."
+        "The MCP server `fx` did not finish `chatty` within its limit of 700ms, so the call was cancelled. Try again with a smaller request, or use another tool."
     );
 }
 

@@ -119,8 +119,8 @@ impl HookCommand {
             Err(_) => {
                 tree.kill_once();
                 Err(format!(
-                    "did not finish within its time limit of {}s and was killed",
-                    trim_seconds(self.timeout.as_secs_f64())
+                    "did not finish within its time limit of {} and was killed",
+                    tool_core::words::duration(self.timeout)
                 ))
             }
             Ok((_, _, Err(e))) => Err(format!("could not be waited for: {e}")),
@@ -238,11 +238,6 @@ async fn read_capped(stream: Option<impl AsyncRead + Unpin>) -> String {
         let _ = stream.take(MAX_OUTPUT).read_to_end(&mut bytes).await;
     }
     String::from_utf8_lossy(&bytes).into_owned()
-}
-
-fn trim_seconds(seconds: f64) -> String {
-    let text = format!("{seconds:.1}");
-    text.strip_suffix(".0").map(str::to_owned).unwrap_or(text)
 }
 
 fn reason_or(stderr: &str, fallback: &str) -> String {

@@ -28,10 +28,7 @@ fn dir(name: &str) -> PathBuf {
 }
 
 fn rand() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64);
-    h.finish()
+    getrandom::u64().unwrap()
 }
 
 /// Runs `script` with `bash -c` in `cwd` under `policy`: exit code and combined output.

@@ -292,7 +292,7 @@ fn call_timeout_ms_is_kept_and_named_in_the_result() {
     let output = result["output"].as_str().unwrap();
     assert!(
         output.starts_with(
-            "before-limit\n\n[timed out after 1 s: the output above is what the command printed until then."
+            "before-limit\n\n[timed out after 1s: the output above is what the command printed until then."
         ),
         "{output}"
     );

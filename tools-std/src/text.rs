@@ -9,13 +9,10 @@ pub(crate) const SNIFF_BYTES: usize = 8 * 1024;
 
 /// 64 random bits, for names that must not collide (temporary files, command markers).
 pub(crate) fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    // Each `RandomState` draws fresh keys, seeded from the OS.
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
-    );
-    hasher.finish()
+    // The OS's randomness; the time stands in should it ever fail.
+    getrandom::u64().unwrap_or_else(|_| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    })
 }
 
 /// `n` and `word`, plural unless `n` is 1: the runtime's one way of counting.

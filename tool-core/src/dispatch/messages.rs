@@ -1,7 +1,7 @@
 //! The texts of framework-made results, and panic isolation for tool and hook futures.
 
 use std::any::Any;
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
@@ -11,43 +11,23 @@ use std::time::Duration;
 use crate::error::ToolError;
 use crate::future::BoxFuture;
 use crate::permission::{PermissionKind, PermissionRequest};
-
-/// `850ms`, `3s`, `1.5s`, `2m30s`, `1h5m`.
-pub(crate) fn human_duration(duration: Duration) -> String {
-    let millis = duration.as_millis();
-    if millis < 1000 {
-        return format!("{millis}ms");
-    }
-    let secs = duration.as_secs();
-    if secs < 60 {
-        let tenths = duration.subsec_millis() / 100;
-        return if tenths == 0 { format!("{secs}s") } else { format!("{secs}.{tenths}s") };
-    }
-    let (hours, minutes, seconds) = (secs / 3600, secs / 60 % 60, secs % 60);
-    let mut out = String::new();
-    for (value, unit) in [(hours, 'h'), (minutes, 'm'), (seconds, 's')] {
-        if value > 0 {
-            let _ = write!(out, "{value}{unit}");
-        }
-    }
-    out
-}
+use crate::words::duration;
 
 pub(crate) fn timed_out(tool: &str, limit: Duration) -> ToolError {
     ToolError::timeout(format!(
         "The call to `{tool}` timed out after {} and was stopped. Try a smaller task or narrower arguments.",
-        human_duration(limit)
+        duration(limit)
     ))
 }
 
 pub(crate) fn cancelled_after(tool: &str, elapsed: Duration) -> ToolError {
-    ToolError::cancelled(format!("The call to `{tool}` was cancelled after {}.", human_duration(elapsed)))
+    ToolError::cancelled(format!("The call to `{tool}` was cancelled after {}.", duration(elapsed)))
 }
 
 pub(crate) fn cancelled_before_start(tool: &str, waited: Duration) -> ToolError {
     ToolError::cancelled(format!(
         "The call to `{tool}` was cancelled after {}, before it started.",
-        human_duration(waited)
+        duration(waited)
     ))
 }
 
@@ -171,21 +151,5 @@ impl<T> Future for CatchUnwind<'_, T> {
                 Poll::Ready(Err(message.take().unwrap_or_else(|| "polled after a panic".to_owned())))
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_read_naturally() {
-        assert_eq!(human_duration(Duration::ZERO), "0ms");
-        assert_eq!(human_duration(Duration::from_millis(850)), "850ms");
-        assert_eq!(human_duration(Duration::from_secs(3)), "3s");
-        assert_eq!(human_duration(Duration::from_millis(1500)), "1.5s");
-        assert_eq!(human_duration(Duration::from_secs(150)), "2m30s");
-        assert_eq!(human_duration(Duration::from_secs(120)), "2m");
-        assert_eq!(human_duration(Duration::from_secs(3900)), "1h5m");
     }
 }

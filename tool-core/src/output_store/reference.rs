@@ -1,8 +1,6 @@
 //! References to stored outputs: their one exact shape and how new ones are made.
 
-use std::collections::hash_map::RandomState;
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -53,13 +51,9 @@ impl OutputRef {
     pub(crate) fn new_random() -> OutputRef {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        // `RandomState` is seeded from the OS once per thread, so ids differ across processes and
-        // threads even when clocks collide; the counter separates ids within one thread.
-        let mut hasher = RandomState::new().build_hasher();
-        hasher.write_u128(now.as_nanos());
-        hasher.write_u32(std::process::id());
-        hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-        let random = hasher.finish() as u32;
+        // The OS's randomness separates ids across processes; should it ever fail, the counter
+        // still separates the ids of this process.
+        let random = getrandom::u32().unwrap_or(0) ^ COUNTER.fetch_add(1, Ordering::Relaxed) as u32;
         OutputRef(format!("{REF_PREFIX}{}_{random:08x}", utc_timestamp(now.as_secs())))
     }
 }

@@ -366,12 +366,12 @@ impl MountInner {
                 let what = if timeout == self.config.total_timeout && timeout != self.config.timeout {
                     format!(
                         "did not finish `{remote}` within its limit of {}",
-                        tool_core::words::seconds(timeout)
+                        tool_core::words::duration(timeout)
                     )
                 } else {
                     format!(
                         "did not answer the call of `{remote}` for {} (no result and no progress)",
-                        tool_core::words::seconds(timeout)
+                        tool_core::words::duration(timeout)
                     )
                 };
                 Err(ToolError::timeout(format!(

@@ -61,8 +61,10 @@ impl ClientAsker {
                 _ => format!("the user dismissed the question without allowing it ({rule} asked them)"),
             },
             Err(ServiceError::Timeout { timeout }) => {
-                let why =
-                    format!("the MCP client's user did not answer within {} seconds", timeout.as_secs());
+                let why = format!(
+                    "the MCP client's user did not answer within {}",
+                    tool_core::words::duration(timeout)
+                );
                 return PermissionDecision::Deny { reason: unanswered(rule, &why) };
             }
             Err(error) => {

@@ -450,7 +450,7 @@ impl Endpoint {
                 format!(
                     "Request timeout: the request body did not arrive whole within {}, the time this server \
                      waits for one. Send the whole body at once.",
-                    tool_core::words::seconds(self.body_read_timeout)
+                    tool_core::words::duration(self.body_read_timeout)
                 ),
             );
             response.headers_mut().insert(header::CONNECTION, http::HeaderValue::from_static("close"));

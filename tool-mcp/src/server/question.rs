@@ -51,9 +51,10 @@ impl ClientUser {
                 ElicitationAction::Decline => UserAnswer::Decline,
                 _ => UserAnswer::Cancel,
             }),
-            Err(ServiceError::Timeout { timeout }) => {
-                Err(format!("the MCP client's user did not answer within {} seconds", timeout.as_secs()))
-            }
+            Err(ServiceError::Timeout { timeout }) => Err(format!(
+                "the MCP client's user did not answer within {}",
+                tool_core::words::duration(timeout)
+            )),
             Err(error) => Err(format!("asking the MCP client's user failed ({error})")),
         }
     }

@@ -20,13 +20,11 @@ pub const MARKER_VAR: &str = "TOOLS_COMMAND_ID";
 /// A value no other command of any process on this machine has: this process's id, a counter,
 /// and randomness (against a pid reused by a later process).
 pub fn new_marker() -> String {
-    use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(n);
-    format!("{}-{n}-{:016x}", std::process::id(), hasher.finish())
+    // The pid and counter are unique among live processes; randomness covers a reused pid.
+    format!("{}-{n}-{:016x}", std::process::id(), getrandom::u64().unwrap_or(0))
 }
 
 /// How the processes of a command were found when it was killed.

@@ -92,7 +92,7 @@ async def main(tools, workspace, mode):
         check(text_of(after).strip() == "still-serving", "the server serves after a cancellation")
 
         limited = await client.call_tool("bash", {"command": "echo before-limit; sleep 30", "timeout_secs": 1})
-        check(limited.is_error and text_of(limited).startswith("before-limit\n\n[timed out after 1 s"),
+        check(limited.is_error and text_of(limited).startswith("before-limit\n\n[timed out after 1s"),
               f"a timed-out command keeps its output: {text_of(limited)[:60]!r}")
     print(f"passed: {mode}", flush=True)
 

@@ -183,9 +183,9 @@ impl Outcome {
                 format!("Check `{command}` failed {how} (the edit of {} is applied).", self.display)
             }
             Status::TimedOut => format!(
-                "Check `{command}` timed out: it did not finish within its limit of {}s and was killed (the edit \
+                "Check `{command}` timed out: it did not finish within its limit of {} and was killed (the edit \
                  of {} is applied; its check has no outcome).",
-                trim_seconds(self.timeout),
+                tool_runtime::words::duration(self.timeout),
                 self.display
             ),
             Status::Error(message) => {
@@ -204,11 +204,6 @@ impl Outcome {
         }
         text
     }
-}
-
-fn trim_seconds(limit: Duration) -> String {
-    let secs = limit.as_secs_f64();
-    if secs.fract() == 0.0 { format!("{}", secs as u64) } else { format!("{secs}") }
 }
 
 /// Runs the checks for the files a call changed (`files`: the target and how the result names

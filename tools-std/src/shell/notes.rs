@@ -2,7 +2,6 @@
 //! metadata), and how long it ran.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use serde_json::json;
 
@@ -77,15 +76,6 @@ pub(crate) fn kill_metadata(report: &KillReport) -> serde_json::Value {
         "outside_group": report.outside_group,
         "not_killed": not_killed,
     })
-}
-
-pub(crate) fn seconds(duration: Duration) -> String {
-    let millis = duration.as_millis();
-    if millis.is_multiple_of(1000) {
-        format!("{} s", millis / 1000)
-    } else {
-        format!("{:.1} s", duration.as_secs_f64())
-    }
 }
 
 pub(crate) fn signal_name(signal: i32) -> &'static str {

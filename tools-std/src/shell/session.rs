@@ -14,10 +14,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, watch};
 use tokio::task::AbortHandle;
 use tool_runtime::truncate::{append_notice, mark_truncated};
+use tool_runtime::words::duration;
 use tool_runtime::{CancellationToken, SessionState, ToolError, ToolOutput};
 
 use crate::shell::capture::Capture;
-use crate::shell::notes::{exit_note, kill_metadata, kill_note, seconds, signal_name};
+use crate::shell::notes::{exit_note, kill_metadata, kill_note, signal_name};
 use crate::shell::process::{KillReport, ShellControl, ShellExit, ShellHandle};
 
 /// How many sessions may run at once in one session state, unless [`Sessions::with_limit`]
@@ -439,7 +440,7 @@ impl Session {
                 &format!(
                     "[session {id} is still running ({} so far). Read more with bash_output(session_id={id}), \
                      {}stop it with bash_stop(session_id={id}).]",
-                    seconds(self.started.elapsed()),
+                    duration(self.started.elapsed()),
                     if self.interactive {
                         format!("answer it with bash_input(session_id={id}, text=\"...\"), ")
                     } else {
@@ -453,12 +454,12 @@ impl Session {
                 }
                 let status = if output_closed {
                     sessions.remove(id);
-                    format!("[session {id} ended after {}; it is closed now.]", seconds(ended.after))
+                    format!("[session {id} ended after {}; it is closed now.]", duration(ended.after))
                 } else {
                     format!(
                         "[session {id} ended after {}, but processes it started still write to its output: \
                          read it with bash_output(session_id={id}), stop them with bash_stop(session_id={id}).]",
-                        seconds(ended.after)
+                        duration(ended.after)
                     )
                 };
                 append_notice(&mut text, &status);
@@ -817,7 +818,7 @@ fn end_notes(ended: &Ended, is_error: &mut bool) -> Vec<String> {
             notes.push(format!(
                 "[timed out after {}: the session was killed at its timeout_secs; the output above is what it \
                  printed since the last read.]",
-                seconds(*limit)
+                duration(*limit)
             ));
         }
         End::Stopped => {

@@ -7,6 +7,7 @@ use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tool_runtime::output_store::OutputStore;
 use tool_runtime::truncate::{TruncationInfo, append_notice, mark_truncated};
+use tool_runtime::words::duration;
 use tool_runtime::{
     Dep, PermissionKind, PermissionRequest, Progress, ToolContext, ToolError, ToolOutput, tool,
 };
@@ -21,7 +22,7 @@ use crate::Workspace;
 use crate::shell::capture::Capture;
 pub use crate::shell::capture::SPILL_AT;
 use crate::shell::network::{self, CommandNetwork, Prepared};
-use crate::shell::notes::{exit_note, kill_metadata, kill_note, seconds};
+use crate::shell::notes::{exit_note, kill_metadata, kill_note};
 use crate::shell::process::{KillReport, ShellControl, ShellExit, ShellInput, ShellProcess, ShellRequest};
 use crate::shell::session::{Sessions, Start};
 use crate::text::plural;
@@ -472,7 +473,7 @@ impl Ended {
                 notes.push(format!(
                     "[timed out after {}: the output above is what the command printed until then. Run long jobs in the background with their output redirected to a \
                      file (`cmd > log.txt 2>&1 &`), or {hint}.]",
-                    seconds(stop_after)
+                    duration(stop_after)
                 ));
             }
             Stop::Cancelled => {
@@ -669,7 +670,7 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(60));
         assert!(out.is_error);
         let text = out.text_content();
-        assert!(text.starts_with("started\n\n[timed out after 1 s"), "{text}");
+        assert!(text.starts_with("started\n\n[timed out after 1s"), "{text}");
         // The subshell and its `sleep`.
         assert!(text.ends_with("]\n\n[killed the command and 2 processes it started]"), "{text}");
         assert_eq!(out.metadata["timed_out"], json!(true));

@@ -1,9 +1,9 @@
 //! The `bash_list` tool: the background sessions, with their state.
 
 use serde_json::json;
+use tool_runtime::words::duration;
 use tool_runtime::{SessionState, ToolOutput, tool};
 
-use crate::shell::notes::seconds;
 use crate::shell::session::{End, Sessions};
 
 /// List the background sessions: each one's id, state (running, or how it ended), run time,
@@ -42,7 +42,7 @@ pub async fn bash_list(session: SessionState) -> ToolOutput {
         let mut line = format!(
             "session {}: {status}, {}{}, {} unread of {} bytes: {}",
             s.id,
-            seconds(snap.runtime),
+            duration(snap.runtime),
             if s.tty {
                 ", terminal"
             } else if s.is_interactive() {
