@@ -222,6 +222,28 @@ mod tests {
         assert_eq!(served["content"][0], json!({"type": "text", "text": "rewritten by a hook"}));
     }
 
+    /// The rmcp-typed result served here and the JSON of the provider format `tool_providers::mcp`
+    /// (for applications that speak MCP themselves) are two renderings of one output: they must
+    /// not drift apart.
+    #[test]
+    fn the_served_result_is_the_provider_formats_json() {
+        let outputs = [
+            ToolOutput::text("plain"),
+            ToolOutput::error("it failed"),
+            ToolOutput::text("a")
+                .with_content(Content::image("image/png", "iVBORw=="))
+                .with_content(Content::text("b")),
+            ToolOutput::structured(json!({"n": 1})),
+            ToolOutput::structured(json!([1])),
+            ToolOutput::default(),
+        ];
+        for output in outputs {
+            let mut served = serde_json::to_value(call_tool_result(output.clone())).unwrap();
+            assert_eq!(served.as_object_mut().unwrap().remove("resultType"), Some(json!("complete")));
+            assert_eq!(served, tool_providers::mcp::render_output(&output), "{output:?}");
+        }
+    }
+
     #[test]
     fn a_tools_spec_takes_its_schemas_title_and_hints() {
         let tool: Tool = serde_json::from_value(json!({
