@@ -51,8 +51,20 @@ impl Egress {
         self.start_with(Some(asker)).await
     }
 
+    /// Serves on `listener`, made elsewhere: one listening inside the network namespace of the
+    /// commands it serves (`tool_sandbox::NetworkNamespace`), where it is the only thing they
+    /// can reach. Questions go to `asker` when given (see [`Egress::start_asking`]). The
+    /// connections it makes are this process's, in its own namespace.
+    pub fn serve(&self, listener: std::net::TcpListener, asker: Option<Asker>) -> io::Result<EgressProxy> {
+        listener.set_nonblocking(true)?;
+        self.serve_on(TcpListener::from_std(listener)?, asker)
+    }
+
     async fn start_with(&self, asker: Option<Asker>) -> io::Result<EgressProxy> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        self.serve_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?, asker)
+    }
+
+    fn serve_on(&self, listener: TcpListener, asker: Option<Asker>) -> io::Result<EgressProxy> {
         let addr = listener.local_addr()?;
         let ctx = Ctx {
             decider: self.decider.clone(),

@@ -16,7 +16,9 @@ pub struct SandboxReport {
     /// The mode.
     pub mode: SandboxMode,
     /// The layers that apply: `landlock` (files), `landlock-tcp`, `landlock-scope` (signals and
-    /// abstract Unix sockets), `seccomp`, `read-only-mounts` (protected paths).
+    /// abstract Unix sockets), `seccomp`, `read-only-mounts` (protected paths),
+    /// `network-namespace` (a network namespace of the commands' own: only loopback, and only
+    /// the proxy listening there).
     pub layers: Vec<&'static str>,
     /// The Landlock ABI in use.
     pub landlock_abi: Option<u32>,
@@ -88,6 +90,9 @@ pub struct Sandbox {
     landlock: Option<Arc<std::os::fd::OwnedFd>>,
     #[cfg(target_os = "linux")]
     seccomp: Option<Arc<Vec<seccompiler::sock_filter>>>,
+    /// The network namespace commands join.
+    #[cfg(target_os = "linux")]
+    namespace: Option<Arc<crate::child::NamespaceFds>>,
     protect: bool,
 }
 
@@ -152,6 +157,10 @@ impl Sandbox {
                 ));
             }
         }
+        if let Network::Proxy { port } = policy.network {
+            // Until a namespace is joined (`in_network_namespace`).
+            report.missing.push(unconfined_port(port, probe.network_namespace));
+        }
         let protect = probe.can_protect_paths() && !policy.protected_paths().is_empty();
         if !probe.can_protect_paths() && policy.mode == SandboxMode::WorkspaceWrite {
             report.missing.push(
@@ -175,6 +184,8 @@ impl Sandbox {
             landlock: None,
             #[cfg(target_os = "linux")]
             seccomp: None,
+            #[cfg(target_os = "linux")]
+            namespace: None,
             protect: false,
         }
     }
@@ -224,7 +235,20 @@ impl Sandbox {
         if protect {
             report.layers.push("read-only-mounts");
         }
-        Ok(Sandbox { policy, report, landlock, seccomp, protect })
+        // With the network off, an empty network namespace is one more wall (shared by this
+        // sandbox's commands; nothing in it is up). It is not required: seccomp already refuses
+        // every socket but Unix ones.
+        let mut namespace = None;
+        if policy.network == Network::Off && probe.network_namespace {
+            match crate::NetworkNamespace::empty() {
+                Ok(made) => {
+                    report.layers.push(NAMESPACE_LAYER);
+                    namespace = Some(made.fds);
+                }
+                Err(e) => report.missing.push(format!("a network namespace of the commands' own ({e})")),
+            }
+        }
+        Ok(Sandbox { policy, report, landlock, seccomp, namespace, protect })
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -247,6 +271,29 @@ impl Sandbox {
         &self.report
     }
 
+    /// The same sandbox, whose commands start inside `namespace`: with
+    /// [`Network::Proxy`], the one thing they can connect to is then the proxy listening in it
+    /// (see [`NetworkNamespace`](crate::NetworkNamespace)), instead of the proxy's port on every
+    /// address. The report names the `network-namespace` layer.
+    pub fn in_network_namespace(mut self, namespace: crate::NetworkNamespace) -> Sandbox {
+        if let Network::Proxy { port } = self.policy.network {
+            for available in [true, false] {
+                let note = unconfined_port(port, available);
+                self.report.missing.retain(|m| *m != note);
+            }
+        }
+        if !self.report.layers.contains(&NAMESPACE_LAYER) {
+            self.report.layers.push(NAMESPACE_LAYER);
+        }
+        #[cfg(target_os = "linux")]
+        {
+            self.namespace = Some(namespace.fds);
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = namespace;
+        self
+    }
+
     /// Makes `command` start confined: its child enters the sandbox between `fork` and `exec`.
     /// `cwd` is the directory the command starts in (set it on the command too). The read-only
     /// mounts of the protected paths that exist now are prepared here, before the fork.
@@ -258,6 +305,7 @@ impl Sandbox {
             }
             let mounts = if self.protect { self.mount_plan(cwd)? } else { None };
             let plan = crate::child::ChildPlan {
+                network: self.namespace.clone(),
                 mounts,
                 landlock: self.landlock.clone(),
                 seccomp: self.seccomp.clone(),
@@ -306,6 +354,23 @@ impl Sandbox {
             cwd: c(cwd)?,
         }))
     }
+}
+
+/// The report's name of the network namespace layer.
+const NAMESPACE_LAYER: &str = "network-namespace";
+
+/// What is not enforced when commands reach a proxy's port without a network namespace of
+/// their own.
+fn unconfined_port(port: u16, namespace_available: bool) -> String {
+    let why = if namespace_available {
+        "none was joined"
+    } else {
+        "this process can make none: it needs CAP_SYS_ADMIN or unprivileged user namespaces"
+    };
+    format!(
+        "the proxy alone: Landlock's TCP rule allows port {port} on every address (127.0.0.2, ::1, other \
+         machines), which only a network namespace of the commands' own would close ({why})"
+    )
 }
 
 /// The read-only mounts and pinned directories that protect a policy's paths.

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tool_sandbox::{Fallback, Network, Probe, Sandbox, SandboxMode, SandboxPolicy};
+use tool_sandbox::{Fallback, Network, NetworkNamespace, Probe, Sandbox, SandboxMode, SandboxPolicy};
 
 /// Whether the kernel has the layers; without them the test is skipped, except under CI.
 fn layers() -> bool {
@@ -36,7 +36,11 @@ fn rand() -> u64 {
 
 /// Runs `script` with `bash -c` in `cwd` under `policy`: exit code and combined output.
 fn run(policy: &SandboxPolicy, cwd: &Path, script: &str) -> (i32, String) {
-    let sandbox = Sandbox::new(policy.clone()).unwrap();
+    run_in(&Sandbox::new(policy.clone()).unwrap(), cwd, script)
+}
+
+/// Runs `script` as [`run`] does, in a sandbox made already.
+fn run_in(sandbox: &Sandbox, cwd: &Path, script: &str) -> (i32, String) {
     let mut command = Command::new("bash");
     command.arg("-c").arg(format!("exec 2>&1; {script}")).current_dir(cwd);
     sandbox.apply(&mut command, cwd).unwrap();
@@ -234,6 +238,151 @@ fn the_proxy_port_alone_is_reachable() {
     assert_eq!((code, out.as_str()), (0, "proxy\n"));
     let (code, out) = run(&policy, &fx.root, &format!("exec 3<>/dev/tcp/127.0.0.1/{q} && echo other"));
     assert_ne!(code, 0, "{out}");
+}
+
+/// Whether this process can make a network namespace; without one the test is skipped (it is
+/// an added layer, which no machine is required to offer).
+fn network_namespace() -> bool {
+    if Probe::get().network_namespace {
+        return true;
+    }
+    eprintln!(
+        "skipped: this process can make no network namespace (it needs CAP_SYS_ADMIN or unprivileged user \
+         namespaces: {})",
+        Probe::get()
+    );
+    false
+}
+
+/// Python that connects to each `(name, host, port)` and prints `name connected` or
+/// `name refused ERRNO`.
+fn connect_script(targets: &[(&str, &str, u16)]) -> String {
+    let mut script = String::from(
+        "import socket\n\
+         def attempt(name, host, port):\n    \
+             try:\n        \
+                 s = socket.create_connection((host, port), timeout=5)\n        \
+                 print(name, 'connected')\n    \
+             except OSError as e:\n        \
+                 print(name, 'refused', e.errno)\n",
+    );
+    for (name, host, port) in targets {
+        script.push_str(&format!("attempt('{name}', '{host}', {port})\n"));
+    }
+    format!("python3 -c \"{script}\"")
+}
+
+/// A local address of this machine that is not loopback, if it has one (the one it would reach
+/// a documentation address from; nothing is sent).
+fn other_local_address() -> Option<std::net::IpAddr> {
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    probe.connect("198.51.100.1:9").ok()?;
+    let ip = probe.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// How many connections `listener` has waiting, accepting them.
+fn accepted(listener: &std::net::TcpListener) -> usize {
+    listener.set_nonblocking(true).unwrap();
+    std::iter::from_fn(|| listener.accept().ok()).count()
+}
+
+#[test]
+fn in_a_network_namespace_the_proxy_is_the_only_thing_reachable() {
+    if !layers() || Probe::get().landlock_abi < Some(4) || !network_namespace() {
+        return;
+    }
+    let fx = fixture("netns");
+    let (namespace, proxy) = NetworkNamespace::with_listener().unwrap();
+    let port = proxy.local_addr().unwrap().port();
+    // Listeners on the same port outside the namespace, where Landlock's TCP rule alone would
+    // let a command reach them: another loopback address, IPv6 loopback, this machine's other
+    // address, and, when the port is free here too, 127.0.0.1 itself.
+    let mut outside = vec![(
+        "loopback2",
+        "127.0.0.2".to_owned(),
+        std::net::TcpListener::bind(("127.0.0.2", port)).unwrap(),
+    )];
+    if let Ok(v6) = std::net::TcpListener::bind(("::1", port)) {
+        outside.push(("ipv6", "::1".to_owned(), v6));
+    }
+    if let Some((ip, listener)) =
+        other_local_address().and_then(|ip| Some((ip, std::net::TcpListener::bind((ip, port)).ok()?)))
+    {
+        outside.push(("machine", ip.to_string(), listener));
+    }
+    // And 127.0.0.1 on this side, when the port is free here too: the command's 127.0.0.1 is the
+    // namespace's, where the proxy listens.
+    let host_loopback = std::net::TcpListener::bind(("127.0.0.1", port)).ok();
+    let policy = fx.policy.clone().with_network(Network::Proxy { port });
+    let sandbox = Sandbox::new(policy.clone()).unwrap().in_network_namespace(namespace);
+    let report = sandbox.report();
+    assert!(report.layers.contains(&"network-namespace"), "{report}");
+    assert!(!report.to_string().contains("NOT ENFORCED"), "{report}");
+    let mut targets = vec![("proxy", "127.0.0.1", port)];
+    targets.extend(outside.iter().map(|(name, host, _)| (*name, host.as_str(), port)));
+    let script = connect_script(&targets);
+    let (code, out) = run_in(&sandbox, &fx.root, &script);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.lines().any(|l| l == "proxy connected"), "{out}");
+    assert_eq!(accepted(&proxy), 1, "{out}");
+    if let Some(host_loopback) = &host_loopback {
+        assert_eq!(accepted(host_loopback), 0, "127.0.0.1 outside the namespace was reached: {out}");
+    }
+    for (name, host, listener) in &outside {
+        // Refused (nothing listens there in the namespace) or unreachable (no route out).
+        assert!(
+            out.lines().any(|l| l == format!("{name} refused 111") || l == format!("{name} refused 101")),
+            "{name} ({host}:{port}): {out}"
+        );
+        assert_eq!(accepted(listener), 0, "{name} ({host}:{port}) was reached: {out}");
+    }
+    // Without the namespace, the report says what is open, and the same command reaches the
+    // other loopback address: what the namespace closes.
+    let bare = Sandbox::new(policy).unwrap();
+    assert!(!bare.report().layers.contains(&"network-namespace"));
+    assert!(
+        bare.report().to_string().contains(&format!(
+            "NOT ENFORCED: the proxy alone: Landlock's TCP rule allows port {port} on every address"
+        )),
+        "{}",
+        bare.report()
+    );
+    let (_, out) = run_in(&bare, &fx.root, &connect_script(&[("loopback2", "127.0.0.2", port)]));
+    assert_eq!(out, "loopback2 connected\n");
+    assert_eq!(accepted(&outside[0].2), 1);
+}
+
+#[test]
+fn with_the_network_off_commands_run_in_an_empty_network_namespace() {
+    if !layers() || !network_namespace() {
+        return;
+    }
+    let fx = fixture("netns-off");
+    let sandbox = Sandbox::new(fx.policy.clone()).unwrap();
+    assert!(sandbox.report().layers.contains(&"network-namespace"), "{}", sandbox.report());
+    // Only a loopback interface, and down; the machine's interfaces are not there.
+    let (code, out) = run_in(&sandbox, &fx.root, "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '");
+    assert_eq!((code, out.as_str()), (0, "lo\n"));
+    let (_, unconfined) = run(&SandboxPolicy::off(), &fx.root, "cat /proc/net/dev | tail -n +3 | wc -l");
+    eprintln!("interfaces outside the namespace: {unconfined}");
+    // An abstract Unix socket of this process is out of reach (it lives in another namespace).
+    let name = format!("tool-sandbox-test-{}", std::process::id());
+    let listener = std::os::unix::net::UnixListener::bind_addr(
+        &<std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(
+            name.as_bytes(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let connect = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect(b'\\0{name}'); print('connected')\""
+    );
+    let (code, out) = run_in(&sandbox, &fx.root, &connect);
+    assert_ne!(code, 0, "{out}");
+    let (code, out) = run(&SandboxPolicy::off(), &fx.root, &connect);
+    assert_eq!((code, out.as_str()), (0, "connected\n"));
+    drop(listener);
 }
 
 #[test]

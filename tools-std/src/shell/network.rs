@@ -8,7 +8,7 @@ use serde_json::json;
 use tool_egress::{AskAnswer, AskRequest, Asker, EgressProxy, Reason, Refusal};
 use tool_runtime::words::excerpt;
 use tool_runtime::{PermissionKind, PermissionRequest, ToolContext, context::CallAsker};
-use tool_sandbox::{Network, Probe, Sandbox, SandboxPolicy};
+use tool_sandbox::{Network, NetworkNamespace, Probe, Sandbox, SandboxPolicy};
 
 use crate::Workspace;
 
@@ -31,7 +31,8 @@ pub(crate) enum Prepared {
 }
 
 /// Starts a proxy for `command` when the workspace has an egress and `sandbox` confines the
-/// command with the network off. Hosts no rule names are asked about through `ctx`'s
+/// command with the network off: in a network namespace made for the command, where the proxy's
+/// listener is the only thing to connect to, when this process can make one. Hosts no rule names are asked about through `ctx`'s
 /// permission hook, from the proxy's tasks (for as long as the command runs).
 pub(crate) async fn prepare(ws: &Workspace, ctx: &ToolContext, command: &str, sandbox: &Sandbox) -> Prepared {
     let Some(egress) = ws.egress() else { return Prepared::Unchanged };
@@ -39,12 +40,28 @@ pub(crate) async fn prepare(ws: &Workspace, ctx: &ToolContext, command: &str, sa
     if !policy.is_enforced() || policy.network != Network::Off {
         return Prepared::Unchanged;
     }
-    let proxy = match egress.start_asking(host_asker(ctx.asker(), command)).await {
+    let asker = host_asker(ctx.asker(), command);
+    let probe = Probe::get();
+    // In a network namespace of its own, the proxy listening there is all the command can reach;
+    // without one, Landlock's TCP rule lets it reach the proxy's port on any address, and the
+    // sandbox's report says so.
+    let namespace = probe.network_namespace.then(NetworkNamespace::with_listener).and_then(Result::ok);
+    let (proxy, namespace) = match namespace {
+        Some((namespace, listener)) => (egress.serve(listener, Some(asker)), Some(namespace)),
+        None => (egress.start_asking(asker).await, None),
+    };
+    let proxy = match proxy {
         Ok(proxy) => proxy,
         Err(e) => return Prepared::Off(format!("the network proxy could not start ({e})")),
     };
-    match confine(policy, proxy.port(), Probe::get()) {
-        Ok(sandbox) => Prepared::Proxy(CommandNetwork { proxy, sandbox: Arc::new(sandbox) }),
+    match confine(policy, proxy.port(), probe) {
+        Ok(sandbox) => {
+            let sandbox = match namespace {
+                Some(namespace) => sandbox.in_network_namespace(namespace),
+                None => sandbox,
+            };
+            Prepared::Proxy(CommandNetwork { proxy, sandbox: Arc::new(sandbox) })
+        }
         Err(reason) => Prepared::Off(reason),
     }
 }
@@ -188,8 +205,13 @@ mod tests {
     #[test]
     fn without_landlocks_tcp_rule_the_network_stays_off_even_at_best_effort() {
         let root = std::env::temp_dir();
-        let old =
-            Probe { landlock_abi: Some(3), seccomp: true, mount_namespace: false, user_namespaces: false };
+        let old = Probe {
+            landlock_abi: Some(3),
+            seccomp: true,
+            mount_namespace: false,
+            user_namespaces: false,
+            network_namespace: false,
+        };
         for fallback in [Fallback::Refuse, Fallback::BestEffort] {
             let policy = SandboxPolicy::workspace_write(&root).with_fallback(fallback);
             let reason = confine(&policy, 3128, old).map(|_| ()).unwrap_err();
