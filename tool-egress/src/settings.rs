@@ -11,7 +11,8 @@
 //! | `sandbox.network.allowedAddresses` | addresses and networks (`127.0.0.1`, `10.0.0.0/8`) that may be reached although not public |
 //! | `sandbox.network.limited` | limited mode: plain-HTTP `GET`, `HEAD`, `OPTIONS` only |
 //! | `sandbox.network.strictAllowlist` | never ask: a host no rule allows is refused |
-//! | `sandbox.network.allowLocalBinding`, `allowUnixSockets`, `allowAllUnixSockets` | returned in [`NetworkSettings`] for the sandbox |
+//! | `sandbox.network.allowLocalBinding` | returned in [`NetworkSettings`] for the sandbox: commands may bind and listen on TCP ports (`tool_sandbox::SandboxPolicy::allow_local_binding`) |
+//! | `sandbox.network.allowUnixSockets`, `allowAllUnixSockets` | returned in [`NetworkSettings`] for the sandbox (`unix_sockets`, `all_unix_sockets`): abstract sockets are scoped unless all are allowed; sockets by path are judged only on Landlock ABI 9 |
 //! | `sandbox.network.allowManagedDomainsOnly`, `allowMachLookup`, `httpProxyPort`, `socksProxyPort`, `tlsTerminate` | accepted, no effect |
 //!
 //! An entry of `allowedDomains` (or of `--allow-host`, see [`allow_cli_hosts`]) that is an

@@ -284,17 +284,19 @@ pub(crate) fn step_error(step: usize, errno: i32) -> io::Error {
 
 /// Makes a network namespace in a short-lived thread of this process (which needs
 /// `CAP_SYS_ADMIN`: a thread may change its network namespace, unlike its user namespace), with
-/// the loopback interface up and, when `listen`, a socket listening on `127.0.0.1` (port picked
+/// the loopback interface up when `up` or `listen` and, when `listen`, a socket listening on `127.0.0.1` (port picked
 /// by the kernel) created inside it. The thread ends at once; the namespace lives on while a
 /// handle, the listener or a process in it does.
-pub(crate) fn namespace_by_thread(listen: bool) -> io::Result<MadeNamespace> {
+pub(crate) fn namespace_by_thread(up: bool, listen: bool) -> io::Result<MadeNamespace> {
     let made = std::thread::Builder::new().name("tool-sandbox-netns".into()).spawn(move || {
         nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).map_err(|e| {
             io::Error::new(io::Error::from(e).kind(), format!("creating a network namespace (unshare): {e}"))
         })?;
         let net = OwnedFd::from(std::fs::File::open("/proc/thread-self/ns/net")?);
-        let listener = if listen {
+        if up || listen {
             loopback_up().map_err(|e| step_error(2, e.raw_os_error().unwrap_or(libc::EIO)))?;
+        }
+        let listener = if listen {
             Some(std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?)
         } else {
             None
@@ -308,7 +310,7 @@ pub(crate) fn namespace_by_thread(listen: bool) -> io::Result<MadeNamespace> {
 /// of many threads cannot enter a new user namespace), which sets them up as
 /// [`namespace_by_thread`] does, sends their handles (and the listener) back over a Unix socket
 /// pair, and exits.
-pub(crate) fn namespace_by_helper(listen: bool) -> io::Result<MadeNamespace> {
+pub(crate) fn namespace_by_helper(up: bool, listen: bool) -> io::Result<MadeNamespace> {
     use nix::sys::socket::{AddressFamily, ControlMessageOwned, MsgFlags, SockFlag, SockType};
     let (ours, theirs) =
         nix::sys::socket::socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC)?;
@@ -318,7 +320,7 @@ pub(crate) fn namespace_by_helper(listen: bool) -> io::Result<MadeNamespace> {
     let pid = fork()?;
     if pid == 0 {
         // The child: only async-signal-safe calls on what was prepared above, then `_exit`.
-        let (step, errno) = match helper(&theirs, listen, &uid_map, &gid_map) {
+        let (step, errno) = match helper(&theirs, up || listen, listen, &uid_map, &gid_map) {
             Ok(()) => exit(0),
             Err(failed) => failed,
         };
@@ -373,7 +375,13 @@ pub(crate) fn namespace_by_helper(listen: bool) -> io::Result<MadeNamespace> {
 }
 
 /// The helper's work, after the fork; `Err((step, errno))` names the step that failed.
-fn helper(sock: &OwnedFd, listen: bool, uid_map: &CStr, gid_map: &CStr) -> Result<(), (usize, i32)> {
+fn helper(
+    sock: &OwnedFd,
+    up: bool,
+    listen: bool,
+    uid_map: &CStr,
+    gid_map: &CStr,
+) -> Result<(), (usize, i32)> {
     let errno = |e: io::Error| e.raw_os_error().unwrap_or(libc::EIO);
     unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET).map_err(|e| (0, errno(e)))?;
     write_file(c"/proc/self/setgroups", c"deny")
@@ -382,8 +390,10 @@ fn helper(sock: &OwnedFd, listen: bool, uid_map: &CStr, gid_map: &CStr) -> Resul
         .map_err(|e| (1, errno(e)))?;
     let mut fds = [-1; 3];
     let mut count = 2;
-    if listen {
+    if up {
         loopback_up().map_err(|e| (2, errno(e)))?;
+    }
+    if listen {
         fds[2] = listen_on_loopback().map_err(|e| (3, errno(e)))?;
         count = 3;
     }

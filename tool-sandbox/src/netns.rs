@@ -50,7 +50,7 @@ impl NetworkNamespace {
     /// A new namespace with its loopback interface up and a TCP socket listening on
     /// `127.0.0.1` inside it, on a port the kernel picks (`local_addr` says which).
     pub fn with_listener() -> io::Result<(NetworkNamespace, std::net::TcpListener)> {
-        let (namespace, listener) = Self::make(true)?;
+        let (namespace, listener) = Self::make(true, true)?;
         let listener = listener.ok_or_else(|| io::Error::other("no listener was made in the namespace"))?;
         Ok((namespace, listener))
     }
@@ -59,7 +59,13 @@ impl NetworkNamespace {
     /// Internet socket can connect anywhere, and abstract Unix sockets (which live in a network
     /// namespace) are those of its processes only.
     pub fn empty() -> io::Result<NetworkNamespace> {
-        Self::make(false).map(|(namespace, _)| namespace)
+        Self::make(false, false).map(|(namespace, _)| namespace)
+    }
+
+    /// A new namespace with its loopback interface up and nothing listening: its processes
+    /// reach each other's servers on `127.0.0.1`, and nothing outside.
+    pub fn loopback() -> io::Result<NetworkNamespace> {
+        Self::make(true, false).map(|(namespace, _)| namespace)
     }
 
     /// Whether it was made inside a user namespace of its own (this process lacks
@@ -69,14 +75,14 @@ impl NetworkNamespace {
     }
 
     #[cfg(target_os = "linux")]
-    fn make(listen: bool) -> io::Result<(NetworkNamespace, Option<std::net::TcpListener>)> {
-        match crate::child::namespace_by_thread(listen) {
+    fn make(up: bool, listen: bool) -> io::Result<(NetworkNamespace, Option<std::net::TcpListener>)> {
+        match crate::child::namespace_by_thread(up, listen) {
             Ok(made) => {
                 Ok((NetworkNamespace { fds: Arc::new(made.fds), in_user_namespace: false }, made.listener))
             }
             // Without CAP_SYS_ADMIN, through a user namespace.
             Err(direct) if direct.kind() == io::ErrorKind::PermissionDenied => {
-                Self::make_in_user_namespace(listen).map_err(|e| {
+                Self::make_in_user_namespace(up, listen).map_err(|e| {
                     io::Error::new(e.kind(), format!("{direct}; in a user namespace of its own: {e}"))
                 })
             }
@@ -87,14 +93,15 @@ impl NetworkNamespace {
     /// Makes the namespace inside a user namespace of its own, whatever this process's rights.
     #[cfg(target_os = "linux")]
     pub(crate) fn make_in_user_namespace(
+        up: bool,
         listen: bool,
     ) -> io::Result<(NetworkNamespace, Option<std::net::TcpListener>)> {
-        let made = crate::child::namespace_by_helper(listen)?;
+        let made = crate::child::namespace_by_helper(up, listen)?;
         Ok((NetworkNamespace { fds: Arc::new(made.fds), in_user_namespace: true }, made.listener))
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn make(_listen: bool) -> io::Result<(NetworkNamespace, Option<std::net::TcpListener>)> {
+    fn make(_up: bool, _listen: bool) -> io::Result<(NetworkNamespace, Option<std::net::TcpListener>)> {
         Err(io::Error::new(io::ErrorKind::Unsupported, "network namespaces exist on Linux only"))
     }
 }
@@ -114,7 +121,7 @@ mod tests {
             eprintln!("skipped: no user namespaces, Landlock ABI 4 or seccomp here ({probe})");
             return;
         }
-        let (namespace, listener) = NetworkNamespace::make_in_user_namespace(true).unwrap();
+        let (namespace, listener) = NetworkNamespace::make_in_user_namespace(true, true).unwrap();
         assert!(namespace.in_user_namespace());
         let listener = listener.unwrap();
         let port = listener.local_addr().unwrap().port();

@@ -172,7 +172,7 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
     } else {
         workspace.with_environment(environment.clone()).map_err(|e| Failure::usage(root_error(&root, &e)))?
     };
-    let workspace = sandboxed(workspace, args, &sandbox_settings)?;
+    let workspace = sandboxed(workspace, args, &sandbox_settings, &network)?;
     // Hook commands run in the sandbox the commands run in.
     let policy = policy.map(|policy| match workspace.sandbox() {
         Ok(sandbox) if sandbox.policy().is_enforced() => policy.hook_sandbox(sandbox),
@@ -235,6 +235,7 @@ fn sandboxed(
     workspace: Workspace,
     args: &WorkspaceArgs,
     settings: &SandboxSettings,
+    network: &NetworkSettings,
 ) -> Result<Workspace, Failure> {
     use tool_sandbox::SandboxMode;
     // `--sandbox` wins over the settings file's `enabled`.
@@ -261,6 +262,13 @@ fn sandboxed(
     }
     if let Some(settings) = args.settings.as_ref().and_then(|s| std::fs::canonicalize(s).ok()) {
         policy = policy.with_protected(settings);
+    }
+    // `sandbox.network`'s switches for the sandbox itself (the rest is the proxy's).
+    policy = policy
+        .with_local_binding(network.allow_local_binding)
+        .with_all_unix_sockets(network.allow_all_unix_sockets);
+    for socket in &network.allow_unix_sockets {
+        policy = policy.with_unix_socket(socket);
     }
     Ok(workspace
         .with_sandbox(policy)

@@ -190,6 +190,41 @@ fn the_settings_network_rules_and_environment_apply_to_commands_and_mounted_serv
 }
 
 #[test]
+fn allow_local_binding_in_the_settings_lets_commands_listen() {
+    if !ready() {
+        return;
+    }
+    let fx = Fixture::new();
+    // Listens on a port of 127.0.0.1 and connects to it.
+    let command = "python3 -c \"
+import socket
+try:
+    s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); print('listening')
+    socket.create_connection(s.getsockname(), timeout=5); print('served')
+except OSError as e:
+    print('refused', e.errno)
+\"";
+    let args = json!({"command": command}).to_string();
+    let mut outcomes = Vec::new();
+    for allow in [false, true] {
+        let settings = fx.dir.path().join(format!("binding-{allow}.json"));
+        let file = json!({"sandbox": {"network": {"allowLocalBinding": allow}}});
+        std::fs::write(&settings, file.to_string()).unwrap();
+        let run =
+            common::run(fx.command(&["call", "bash", &args, "--settings", settings.to_str().unwrap()]), None);
+        let layers = run.json()["metadata"]["sandbox"]["layers"].clone();
+        outcomes.push((output(&run), layers));
+    }
+    assert_eq!(outcomes[0].0, "refused 13\n", "Landlock refuses the bind");
+    // Allowed: in a network namespace of its own, the command may also reach its own server;
+    // without one, only the proxy's port.
+    let namespaced = outcomes[1].1.as_array().is_some_and(|l| l.contains(&json!("network-namespace")));
+    assert_eq!(namespaced, Probe::get().network_namespace, "{:?}", outcomes[1].1);
+    let expected = if namespaced { "listening\nserved\n" } else { "listening\nrefused 13\n" };
+    assert_eq!(outcomes[1].0, expected);
+}
+
+#[test]
 fn serve_says_what_the_network_allows_once_at_start() {
     let fx = Fixture::new();
     let mut command = fx.command(&["serve", "--allow-host", "crates.io", "--allow-host", "*.crates.io"]);

@@ -475,17 +475,26 @@ for name, host in [("loopback2", "127.0.0.2"), ("ipv6", "::1"), ("machine", os.e
         text.push_str(&more.text_content());
     }
     let port: u16 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("port="))
-        .and_then(|p| p.trim().parse().ok())
+        .split("port=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no port in {text}"));
-    let mut outside = vec![("loopback2", std::net::TcpListener::bind(("127.0.0.2", port)).unwrap())];
-    if let Ok(v6) = std::net::TcpListener::bind(("::1", port)) {
-        outside.push(("ipv6", v6));
+    // A port the namespace picked may be taken here (by a listener on every address, say):
+    // that address is then left out, but one of them must be there.
+    let mut outside = Vec::new();
+    for (name, ip) in [
+        ("loopback2", Some("127.0.0.2".parse().unwrap())),
+        ("ipv6", Some(IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1]))),
+        ("machine", machine),
+    ] {
+        let Some(ip) = ip else { continue };
+        match std::net::TcpListener::bind((ip, port)) {
+            Ok(listener) => outside.push((name, listener)),
+            Err(e) => eprintln!("{name}: {ip}:{port} cannot be listened on here ({e}); left out"),
+        }
     }
-    if let Some(listener) = machine.and_then(|ip| std::net::TcpListener::bind((ip, port)).ok()) {
-        outside.push(("machine", listener));
-    }
+    assert!(!outside.is_empty(), "no listener could be made on port {port}");
     std::fs::write(root.join("ready"), "").unwrap();
     let out = fx.call(fx.ctx().build(), "bash_output", json!({"session_id": id, "wait_ms": 60000})).await;
     let text = out.text_content();

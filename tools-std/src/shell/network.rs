@@ -45,7 +45,10 @@ pub(crate) async fn prepare(ws: &Workspace, ctx: &ToolContext, command: &str, sa
     // In a network namespace of its own, the proxy listening there is all the command can reach;
     // without one, Landlock's TCP rule lets it reach the proxy's port on any address, and the
     // sandbox's report says so.
-    let namespace = probe.network_namespace.then(NetworkNamespace::with_listener).and_then(Result::ok);
+    // Not when every Unix socket is allowed: the abstract ones live in this machine's namespace.
+    let namespace = (probe.network_namespace && !policy.all_unix_sockets)
+        .then(NetworkNamespace::with_listener)
+        .and_then(Result::ok);
     let (proxy, namespace) = match namespace {
         Some((namespace, listener)) => (egress.serve(listener, Some(asker)), Some(namespace)),
         None => (egress.start_asking(asker).await, None),
