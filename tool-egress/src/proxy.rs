@@ -109,9 +109,13 @@ impl EgressProxy {
         &self.egress
     }
 
-    /// The variables that send clients through it (see [`proxy_env`](crate::proxy_env)).
+    /// The variables that send clients through it (see [`proxy_env`](crate::proxy_env)), and
+    /// the placeholders of the policy's secrets in their variables
+    /// ([`EgressPolicy::secret_var`]).
     pub fn env(&self) -> Vec<(String, String)> {
-        crate::proxy_env(self.addr)
+        let mut vars = crate::proxy_env(self.addr);
+        vars.extend(self.egress.policy().placeholders());
+        vars
     }
 
     /// Takes the refusals recorded since the last call, oldest first.

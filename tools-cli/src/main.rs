@@ -182,6 +182,14 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
         Ok(sandbox) => sandbox.report().to_string(),
         Err(e) => e.to_string(),
     }];
+    // Secrets named in the settings: commands see placeholders, the proxy swaps them back.
+    let (network, unset) =
+        network.with_secrets_from(|name| std::env::var(name).ok()).map_err(Failure::usage)?;
+    for name in unset {
+        announce.push(format!(
+            "secret {name}: not set in this environment, so there is nothing to keep from commands"
+        ));
+    }
     let egress_policy =
         tool_egress::settings::allow_cli_hosts(network.policy, &args.allow_hosts).map_err(Failure::usage)?;
     let workspace = if workspace.sandbox_policy().is_enforced() {
