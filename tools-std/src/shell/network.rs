@@ -46,9 +46,8 @@ pub(crate) async fn prepare(ws: &Workspace, ctx: &ToolContext, command: &str, sa
     // without one, Landlock's TCP rule lets it reach the proxy's port on any address, and the
     // sandbox's report says so.
     // Not when every Unix socket is allowed: the abstract ones live in this machine's namespace.
-    let namespace = (probe.network_namespace && !policy.all_unix_sockets)
-        .then(NetworkNamespace::with_listener)
-        .and_then(Result::ok);
+    let namespace =
+        if probe.network_namespace && !policy.all_unix_sockets { spare_namespace().await } else { None };
     let (proxy, namespace) = match namespace {
         Some((namespace, listener)) => (egress.serve(listener, Some(asker)), Some(namespace)),
         None => (egress.start_asking(asker).await, None),
@@ -67,6 +66,24 @@ pub(crate) async fn prepare(ws: &Workspace, ctx: &ToolContext, command: &str, sa
         }
         Err(reason) => Prepared::Off(reason),
     }
+}
+
+/// A network namespace with the proxy's listener in it, for one command: the one made ahead
+/// for it, and another made in the background for the next command, so that making one (about
+/// a millisecond) is not on a command's way.
+async fn spare_namespace() -> Option<(NetworkNamespace, std::net::TcpListener)> {
+    static SPARE: Mutex<Option<(NetworkNamespace, std::net::TcpListener)>> = Mutex::new(None);
+    let taken = SPARE.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let made = match taken {
+        Some(made) => Some(made),
+        None => tokio::task::spawn_blocking(NetworkNamespace::with_listener).await.ok()?.ok(),
+    };
+    tokio::task::spawn_blocking(|| {
+        if let Ok(next) = NetworkNamespace::with_listener() {
+            SPARE.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(next);
+        }
+    });
+    made
 }
 
 /// `policy` with TCP allowed to `port` only, on a kernel with `probe`'s layers; the reason
