@@ -96,6 +96,12 @@ async fn a_refused_write_says_it_was_the_sandbox_and_the_result_names_the_sandbo
     assert_eq!(sandbox["mode"], json!("workspace-write"));
     assert_eq!(sandbox["landlock_abi"], json!(Probe::get().landlock_abi));
     assert!(sandbox["layers"].as_array().unwrap().contains(&json!("seccomp")), "{sandbox}");
+    // With the network off, an empty network namespace too, wherever one can be made.
+    assert_eq!(
+        sandbox["layers"].as_array().unwrap().contains(&json!("network-namespace")),
+        Probe::get().network_namespace,
+        "{sandbox}"
+    );
     // Inside the workspace, the same command works, and the metadata is there too.
     let out = fx.bash(json!({"command": "echo x > inside && cat inside"})).await;
     assert_eq!(out.text_content(), "x\n");

@@ -175,6 +175,8 @@ pub struct EgressPolicy {
 /// plain-HTTP requests to the hosts allowed for it.
 #[derive(Clone)]
 pub(crate) struct Secret {
+    /// The environment variable that holds the placeholder in commands, when one does.
+    pub(crate) var: Option<String>,
     pub(crate) placeholder: String,
     pub(crate) value: String,
     pub(crate) hosts: Vec<HostPattern>,
@@ -183,7 +185,11 @@ pub(crate) struct Secret {
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The value never reaches a log.
-        f.debug_struct("Secret").field("placeholder", &self.placeholder).field("hosts", &self.hosts).finish()
+        f.debug_struct("Secret")
+            .field("var", &self.var)
+            .field("placeholder", &self.placeholder)
+            .field("hosts", &self.hosts)
+            .finish()
     }
 }
 
@@ -263,8 +269,42 @@ impl EgressPolicy {
             );
         }
         let hosts = hosts.iter().map(|h| HostPattern::parse(h)).collect::<Result<_, _>>()?;
-        self.secrets.push(Secret { placeholder: placeholder.to_owned(), value: value.to_owned(), hosts });
+        self.secrets.push(Secret {
+            var: None,
+            placeholder: placeholder.to_owned(),
+            value: value.to_owned(),
+            hosts,
+        });
         Ok(self)
+    }
+
+    /// The secret `value` of the environment variable `var`: commands started with
+    /// [`EgressProxy::env`](crate::EgressProxy::env) get a fresh [`placeholder`] in `var`
+    /// instead, which the proxy swaps back to `value` only in the headers of plain-HTTP requests
+    /// to `hosts` (as [`EgressPolicy::secret`] does). The settings file names them in
+    /// `sandbox.network.secrets` (see [`settings`](crate::settings)).
+    pub fn secret_var(self, var: &str, value: &str, hosts: &[&str]) -> Result<Self, String> {
+        let valid = !var.is_empty()
+            && !var.starts_with(|c: char| c.is_ascii_digit())
+            && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(format!(
+                "`{var}` is not an environment variable name (letters, digits and `_`, not starting with a digit)"
+            ));
+        }
+        if hosts.is_empty() {
+            return Err(format!("the secret `{var}` names no host it may be sent to"));
+        }
+        let mut policy = self.secret(&placeholder(var), value, hosts)?;
+        if let Some(secret) = policy.secrets.last_mut() {
+            secret.var = Some(var.to_owned());
+        }
+        Ok(policy)
+    }
+
+    /// The environment variables that hold secrets' placeholders, with their placeholders.
+    pub fn placeholders(&self) -> Vec<(String, String)> {
+        self.secrets.iter().filter_map(|s| Some((s.var.clone()?, s.placeholder.clone()))).collect()
     }
 
     /// The rules in one line, for a program to say once what its commands may reach:
@@ -287,6 +327,13 @@ impl EgressPolicy {
         }
         if self.limited {
             parts.push("limited mode (plain-HTTP GET, HEAD and OPTIONS only)".to_owned());
+        }
+        let secrets: Vec<String> = self.placeholders().into_iter().map(|(var, _)| var).collect();
+        if !secrets.is_empty() {
+            parts.push(format!(
+                "commands see placeholders for {}, put back only in plain-HTTP request headers to their hosts",
+                secrets.join(", ")
+            ));
         }
         parts.push(
             if self.never_ask { "other hosts are refused" } else { "other hosts are asked about" }.to_owned(),

@@ -51,8 +51,20 @@ impl Egress {
         self.start_with(Some(asker)).await
     }
 
+    /// Serves on `listener`, made elsewhere: one listening inside the network namespace of the
+    /// commands it serves (`tool_sandbox::NetworkNamespace`), where it is the only thing they
+    /// can reach. Questions go to `asker` when given (see [`Egress::start_asking`]). The
+    /// connections it makes are this process's, in its own namespace.
+    pub fn serve(&self, listener: std::net::TcpListener, asker: Option<Asker>) -> io::Result<EgressProxy> {
+        listener.set_nonblocking(true)?;
+        self.serve_on(TcpListener::from_std(listener)?, asker)
+    }
+
     async fn start_with(&self, asker: Option<Asker>) -> io::Result<EgressProxy> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        self.serve_on(TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?, asker)
+    }
+
+    fn serve_on(&self, listener: TcpListener, asker: Option<Asker>) -> io::Result<EgressProxy> {
         let addr = listener.local_addr()?;
         let ctx = Ctx {
             decider: self.decider.clone(),
@@ -97,9 +109,13 @@ impl EgressProxy {
         &self.egress
     }
 
-    /// The variables that send clients through it (see [`proxy_env`](crate::proxy_env)).
+    /// The variables that send clients through it (see [`proxy_env`](crate::proxy_env)), and
+    /// the placeholders of the policy's secrets in their variables
+    /// ([`EgressPolicy::secret_var`]).
     pub fn env(&self) -> Vec<(String, String)> {
-        crate::proxy_env(self.addr)
+        let mut vars = crate::proxy_env(self.addr);
+        vars.extend(self.egress.policy().placeholders());
+        vars
     }
 
     /// Takes the refusals recorded since the last call, oldest first.

@@ -11,12 +11,14 @@
 //! | `sandbox.network.allowedAddresses` | addresses and networks (`127.0.0.1`, `10.0.0.0/8`) that may be reached although not public |
 //! | `sandbox.network.limited` | limited mode: plain-HTTP `GET`, `HEAD`, `OPTIONS` only |
 //! | `sandbox.network.strictAllowlist` | never ask: a host no rule allows is refused |
-//! | `sandbox.network.allowLocalBinding`, `allowUnixSockets`, `allowAllUnixSockets` | returned in [`NetworkSettings`] for the sandbox |
+//! | `sandbox.network.secrets`: `{"GITHUB_TOKEN": ["api.github.com"]}` | commands see a placeholder in `GITHUB_TOKEN`; the proxy puts the value back only in plain-HTTP request headers to those hosts ([`NetworkSettings::with_secrets_from`]) |
+//! | `sandbox.network.allowLocalBinding` | returned in [`NetworkSettings`] for the sandbox: commands may bind and listen on TCP ports (`tool_sandbox::SandboxPolicy::allow_local_binding`) |
+//! | `sandbox.network.allowUnixSockets`, `allowAllUnixSockets` | returned in [`NetworkSettings`] for the sandbox (`unix_sockets`, `all_unix_sockets`): abstract sockets are scoped unless all are allowed; sockets by path are judged only on Landlock ABI 9 |
 //! | `sandbox.network.allowManagedDomainsOnly`, `allowMachLookup`, `httpProxyPort`, `socksProxyPort`, `tlsTerminate` | accepted, no effect |
 //!
 //! An entry of `allowedDomains` (or of `--allow-host`, see [`allow_cli_hosts`]) that is an
 //! address or a network (`192.168.1.10`, `10.0.0.0/8`) is an address rule: naming an address
-//! is asking for it, private or not. `allowedAddresses` and `limited` are this proxy's own keys;
+//! is asking for it, private or not. `allowedAddresses`, `limited` and `secrets` are this proxy's own keys;
 //! any other unknown key of `sandbox.network` is an error naming the known ones.
 //!
 //! ```
@@ -45,6 +47,9 @@ pub struct NetworkSettings {
     pub allow_unix_sockets: Vec<String>,
     /// `sandbox.network.allowAllUnixSockets`.
     pub allow_all_unix_sockets: bool,
+    /// `sandbox.network.secrets`: environment variables holding secrets, each with the host
+    /// patterns it may be sent to (see [`NetworkSettings::with_secrets_from`]).
+    pub secrets: Vec<(String, Vec<String>)>,
 }
 
 impl NetworkSettings {
@@ -54,11 +59,36 @@ impl NetworkSettings {
         self.allow_local_binding |= other.allow_local_binding;
         self.allow_unix_sockets.extend(other.allow_unix_sockets);
         self.allow_all_unix_sockets |= other.allow_all_unix_sockets;
+        self.secrets.extend(other.secrets);
         self
+    }
+
+    /// Adds each secret of [`NetworkSettings::secrets`] whose variable `lookup` finds (the
+    /// agent's environment, say: `|name| std::env::var(name).ok()`) to the policy as an
+    /// [`EgressPolicy::secret_var`]: commands then see a placeholder in that variable, and the
+    /// proxy swaps the value back only in plain-HTTP request headers to the secret's hosts.
+    /// Returns the names `lookup` did not find, which have nothing to protect.
+    pub fn with_secrets_from(
+        mut self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<(NetworkSettings, Vec<String>), String> {
+        let mut unset = Vec::new();
+        for (var, hosts) in &self.secrets {
+            let Some(value) = lookup(var) else {
+                unset.push(var.clone());
+                continue;
+            };
+            let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
+            self.policy = self
+                .policy
+                .secret_var(var, &value, &hosts)
+                .map_err(|e| format!("sandbox.network.secrets: {e}"))?;
+        }
+        Ok((self, unset))
     }
 }
 
-const KNOWN_KEYS: &str = "allowedDomains, deniedDomains, allowedAddresses, limited, strictAllowlist, \
+const KNOWN_KEYS: &str = "allowedDomains, deniedDomains, allowedAddresses, limited, strictAllowlist, secrets, \
 allowLocalBinding, allowUnixSockets, allowAllUnixSockets, allowManagedDomainsOnly, allowMachLookup, \
 httpProxyPort, socksProxyPort, tlsTerminate";
 
@@ -115,6 +145,23 @@ pub fn from_settings(settings: &Value, origin: &str) -> Result<NetworkSettings, 
                 "allowLocalBinding" => out.allow_local_binding = boolean(value, &at)?,
                 "allowAllUnixSockets" => out.allow_all_unix_sockets = boolean(value, &at)?,
                 "allowUnixSockets" => out.allow_unix_sockets = strings(value, &at)?,
+                "secrets" => {
+                    let Value::Object(secrets) = value else {
+                        return Err(format!(
+                            "`{at}` must be an object naming environment variables, each with the hosts it may be \
+                             sent to: {{\"GITHUB_TOKEN\": [\"api.github.com\"]}}"
+                        ));
+                    };
+                    for (var, hosts) in secrets {
+                        let hosts = strings(hosts, &format!("{at}.{var}"))?;
+                        // Checked now, with a stand-in value: the name and the host patterns.
+                        let patterns: Vec<&str> = hosts.iter().map(String::as_str).collect();
+                        EgressPolicy::new()
+                            .secret_var(var, "checked", &patterns)
+                            .map_err(|e| format!("{at}.{var}: {e}"))?;
+                        out.secrets.push((var.clone(), hosts));
+                    }
+                }
                 "allowManagedDomainsOnly"
                 | "allowMachLookup"
                 | "httpProxyPort"
@@ -220,6 +267,40 @@ mod tests {
         assert!(!policy.address_allowed("10.1.3.1".parse().unwrap()));
         assert!(network.allow_local_binding);
         assert_eq!(network.allow_unix_sockets, ["/run/docker.sock"]);
+    }
+
+    #[test]
+    fn secrets_take_their_values_from_the_lookup_and_their_placeholders_go_to_commands() {
+        let settings = json!({"sandbox": {"network": {"secrets": {
+            "GITHUB_TOKEN": ["api.github.com"], "UNSET_TOKEN": ["example.com"]
+        }}}});
+        let network = from_settings(&settings, "s.json").unwrap();
+        let lookup = |name: &str| (name == "GITHUB_TOKEN").then(|| "ghp-real".to_owned());
+        let (network, unset) = network.with_secrets_from(lookup).unwrap();
+        assert_eq!(unset, ["UNSET_TOKEN"]);
+        let placeholders = network.policy.placeholders();
+        assert_eq!(placeholders.len(), 1);
+        assert_eq!(placeholders[0].0, "GITHUB_TOKEN");
+        assert!(placeholders[0].1.starts_with("egress-placeholder-GITHUB_TOKEN-"), "{placeholders:?}");
+        assert!(!format!("{:?}", network.policy).contains("ghp-real"), "the value stays out of debug output");
+        for (bad, message) in [
+            (json!({"secrets": ["GITHUB_TOKEN"]}), "`sandbox.network.secrets` must be an object naming"),
+            (
+                json!({"secrets": {"GITHUB-TOKEN": ["x.com"]}}),
+                "sandbox.network.secrets.GITHUB-TOKEN: `GITHUB-TOKEN` is not an environment variable name",
+            ),
+            (
+                json!({"secrets": {"T": []}}),
+                "sandbox.network.secrets.T: the secret `T` names no host it may be sent to",
+            ),
+            (
+                json!({"secrets": {"T": ["https://x.com"]}}),
+                "sandbox.network.secrets.T: `https://x.com` is not a host pattern",
+            ),
+        ] {
+            let error = from_settings(&json!({"sandbox": {"network": bad}}), "s.json").unwrap_err();
+            assert!(error.starts_with(message), "{error}");
+        }
     }
 
     #[test]

@@ -476,4 +476,30 @@ async fn each_command_may_have_its_own_asker_and_session_answers_are_shared() {
     assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
 }
 
+#[tokio::test]
+async fn a_listener_made_elsewhere_is_served_and_closed_with_the_proxy() {
+    let server = server().await;
+    let port = server.addr.port();
+    let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let proxy = tool_egress::Egress::new(with_loopback(policy()), None).serve(listener, None).unwrap();
+    assert_eq!(proxy.addr(), addr);
+    assert!(proxy.env().contains(&("HTTP_PROXY".to_owned(), format!("http://{addr}"))));
+    let answer = raw(&proxy, &get("allowed.test", port)).await;
+    assert!(answer.ends_with(&format!("GET /page host=allowed.test:{port}")), "{answer}");
+    let answer = raw(&proxy, &get("evil.test", port)).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    drop(proxy);
+    // The listener is closed once its accept loop sees the proxy dropped.
+    let mut refused = false;
+    for _ in 0..100 {
+        if TcpStream::connect(addr).await.is_err() {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(refused, "the listener outlived the proxy");
+}
+
 include!("support/read_head.rs");

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tool_sandbox::{Sandbox, SandboxPolicy};
+use tool_sandbox::{Network, NetworkNamespace, Probe, Sandbox, SandboxPolicy};
 
 const RUNS: usize = 300;
 
@@ -19,6 +19,29 @@ fn once(sandbox: Option<&Sandbox>, cwd: &Path) -> Duration {
     let status = command.status().expect("bash runs");
     assert!(status.success());
     started.elapsed()
+}
+
+/// What a command with a proxy pays: a network namespace with a listener made for it, its
+/// sandbox built for the listener's port and joined to the namespace, then `bash -c true`.
+fn proxied(root: &Path, namespace: bool) -> (Duration, Duration) {
+    let started = Instant::now();
+    let (namespace, port) = if namespace {
+        let (namespace, listener) = NetworkNamespace::with_listener().expect("a network namespace");
+        let port = listener.local_addr().unwrap().port();
+        (Some((namespace, listener)), port)
+    } else {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        (None, listener.local_addr().unwrap().port())
+    };
+    let made = started.elapsed();
+    let policy = SandboxPolicy { protected: Vec::new(), ..SandboxPolicy::workspace_write(root) }
+        .with_network(Network::Proxy { port });
+    let mut sandbox = Sandbox::new(policy).expect("the kernel has the sandbox's layers");
+    if let Some((namespace, _listener)) = namespace {
+        sandbox = sandbox.in_network_namespace(namespace);
+    }
+    once(Some(&sandbox), root);
+    (made, started.elapsed())
 }
 
 fn median(mut times: Vec<Duration>) -> Duration {
@@ -38,7 +61,16 @@ fn main() {
     let without_mounts =
         Sandbox::new(SandboxPolicy { protected: Vec::new(), ..SandboxPolicy::workspace_write(&root) })
             .expect("the kernel has the sandbox's layers");
-    let (mut off, mut on, mut no_mounts) = (Vec::new(), Vec::new(), Vec::new());
+    // The same, where no network namespace can be made (the network is off by seccomp alone).
+    let no_namespace = Probe { network_namespace: false, ..Probe::get() };
+    let without_namespace = Sandbox::with_probe(
+        SandboxPolicy { protected: Vec::new(), ..SandboxPolicy::workspace_write(&root) },
+        no_namespace,
+    )
+    .expect("the kernel has the sandbox's layers");
+    let namespaces = Probe::get().network_namespace;
+    let (mut off, mut on, mut no_mounts, mut no_netns) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut make, mut proxy, mut proxy_bare) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..10 {
         once(None, &root);
         once(Some(&sandbox), &root);
@@ -47,17 +79,41 @@ fn main() {
         off.push(once(None, &root));
         on.push(once(Some(&sandbox), &root));
         no_mounts.push(once(Some(&without_mounts), &root));
+        no_netns.push(once(Some(&without_namespace), &root));
+        proxy_bare.push(proxied(&root, false).1);
+        if namespaces {
+            let (made, total) = proxied(&root, true);
+            make.push(made);
+            proxy.push(total);
+        }
     }
-    let (off, on, no_mounts) = (median(off), median(on), median(no_mounts));
+    let (off, on, no_mounts, no_netns) = (median(off), median(on), median(no_mounts), median(no_netns));
     println!("{}", sandbox.report());
     println!("preparing the sandbox once:                  {:>8.3} ms", prepare.as_secs_f64() * 1e3);
     println!("bash -c true, unconfined (median of {RUNS}):     {:>8.3} ms", off.as_secs_f64() * 1e3);
     println!("bash -c true, sandboxed (median of {RUNS}):      {:>8.3} ms", on.as_secs_f64() * 1e3);
     println!("bash -c true, sandboxed without mounts:      {:>8.3} ms", no_mounts.as_secs_f64() * 1e3);
+    println!("bash -c true, without the network namespace: {:>8.3} ms", no_netns.as_secs_f64() * 1e3);
     println!(
-        "added: {:.3} ms (with the read-only mounts), {:.3} ms (Landlock and seccomp alone)",
+        "added: {:.3} ms (with the read-only mounts), {:.3} ms (without mounts), {:.3} ms (Landlock and seccomp alone)",
         (on.as_secs_f64() - off.as_secs_f64()) * 1e3,
-        (no_mounts.as_secs_f64() - off.as_secs_f64()) * 1e3
+        (no_mounts.as_secs_f64() - off.as_secs_f64()) * 1e3,
+        (no_netns.as_secs_f64() - off.as_secs_f64()) * 1e3
     );
+    let proxy_bare = median(proxy_bare);
+    println!(
+        "bash -c true with a proxy's port, the sandbox built (no namespace): {:>8.3} ms (added {:.3} ms)",
+        proxy_bare.as_secs_f64() * 1e3,
+        (proxy_bare.as_secs_f64() - off.as_secs_f64()) * 1e3
+    );
+    if namespaces {
+        let (make, proxy) = (median(make), median(proxy));
+        println!("a network namespace with a listener, made:   {:>8.3} ms", make.as_secs_f64() * 1e3);
+        println!(
+            "bash -c true with a proxy's namespace made, the sandbox built and joined: {:>8.3} ms (added {:.3} ms)",
+            proxy.as_secs_f64() * 1e3,
+            (proxy.as_secs_f64() - off.as_secs_f64()) * 1e3
+        );
+    }
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -14,6 +14,8 @@ use seccompiler::sock_filter;
 /// What the child does before `exec`, in this order.
 #[derive(Debug, Default)]
 pub(crate) struct ChildPlan {
+    /// A network namespace to join (and the user namespace that owns it, when it has one).
+    pub(crate) network: Option<Arc<NamespaceFds>>,
     /// A mount namespace with read-only bind mounts.
     pub(crate) mounts: Option<MountPlan>,
     /// The Landlock ruleset to enforce.
@@ -39,6 +41,10 @@ pub(crate) struct MountPlan {
 impl ChildPlan {
     /// Runs the plan in the child. Async-signal-safe: system calls on prepared data only.
     fn run(&self) -> io::Result<()> {
+        // First: a user namespace joined here owns the mount namespace made next.
+        if let Some(network) = &self.network {
+            network.join()?;
+        }
         if let Some(mounts) = &self.mounts {
             mounts.run()?;
         }
@@ -84,7 +90,7 @@ impl MountPlan {
 /// Makes `command` run `plan` in its child before `exec`.
 pub(crate) fn install(command: &mut std::process::Command, plan: ChildPlan) {
     // SAFETY: the closure runs in the forked child before `exec`. `ChildPlan::run` only makes
-    // system calls (`unshare`, `open`/`write`/`close`, `mount`, `chdir`, `prctl`,
+    // system calls (`setns`, `unshare`, `open`/`write`/`close`, `mount`, `chdir`, `prctl`,
     // `landlock_restrict_self`, `seccomp`) on data prepared before the fork, allocates nothing
     // (`io::Error::last_os_error` holds a bare errno) and takes no lock, so it is
     // async-signal-safe as `pre_exec` requires.
@@ -230,4 +236,269 @@ pub(crate) fn locked_mount_flags(path: &CStr) -> libc::c_ulong {
 pub(crate) fn ids() -> (u32, u32) {
     // SAFETY: neither call can fail or touch memory.
     unsafe { (libc::geteuid(), libc::getegid()) }
+}
+
+/// A network namespace made for commands, held open by its handles: `/proc/…/ns/net` of the
+/// thread or process that made it, and `/proc/…/ns/user` when it was made inside a user
+/// namespace of its own (a process without `CAP_SYS_ADMIN`).
+#[derive(Debug)]
+pub(crate) struct NamespaceFds {
+    pub(crate) net: OwnedFd,
+    pub(crate) user: Option<OwnedFd>,
+}
+
+impl NamespaceFds {
+    /// Joins the namespaces, in the child. Async-signal-safe: two `setns` calls.
+    fn join(&self) -> io::Result<()> {
+        if let Some(user) = &self.user {
+            // A process whose user owns the namespace has every capability in it once joined,
+            // which `setns` of the network namespace below needs.
+            nix::sched::setns(user, nix::sched::CloneFlags::CLONE_NEWUSER).map_err(io::Error::from)?;
+        }
+        nix::sched::setns(&self.net, nix::sched::CloneFlags::CLONE_NEWNET).map_err(io::Error::from)
+    }
+}
+
+/// What making a namespace gives: its handles, and the listener made inside it when one was
+/// asked for.
+#[derive(Debug)]
+pub(crate) struct MadeNamespace {
+    pub(crate) fds: NamespaceFds,
+    pub(crate) listener: Option<std::net::TcpListener>,
+}
+
+/// Where making a namespace failed, for the error's words.
+const STEPS: &[&str] = &[
+    "creating a user and network namespace (unshare)",
+    "writing the user namespace's setgroups, uid_map or gid_map",
+    "bringing the loopback interface up",
+    "listening on 127.0.0.1 inside the namespace",
+    "opening the namespace's handles in /proc/self/ns",
+    "sending the handles back",
+];
+
+pub(crate) fn step_error(step: usize, errno: i32) -> io::Error {
+    let os = io::Error::from_raw_os_error(errno);
+    io::Error::new(os.kind(), format!("{}: {os}", STEPS.get(step).copied().unwrap_or("an unknown step")))
+}
+
+/// Makes a network namespace in a short-lived thread of this process (which needs
+/// `CAP_SYS_ADMIN`: a thread may change its network namespace, unlike its user namespace), with
+/// the loopback interface up when `up` or `listen` and, when `listen`, a socket listening on `127.0.0.1` (port picked
+/// by the kernel) created inside it. The thread ends at once; the namespace lives on while a
+/// handle, the listener or a process in it does.
+pub(crate) fn namespace_by_thread(up: bool, listen: bool) -> io::Result<MadeNamespace> {
+    let made = std::thread::Builder::new().name("tool-sandbox-netns".into()).spawn(move || {
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).map_err(|e| {
+            io::Error::new(io::Error::from(e).kind(), format!("creating a network namespace (unshare): {e}"))
+        })?;
+        let net = OwnedFd::from(std::fs::File::open("/proc/thread-self/ns/net")?);
+        if up || listen {
+            loopback_up().map_err(|e| step_error(2, e.raw_os_error().unwrap_or(libc::EIO)))?;
+        }
+        let listener = if listen {
+            Some(std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?)
+        } else {
+            None
+        };
+        Ok(MadeNamespace { fds: NamespaceFds { net, user: None }, listener })
+    })?;
+    made.join().map_err(|_| io::Error::other("the thread making a network namespace panicked"))?
+}
+
+/// Makes a user namespace and a network namespace in it, in a forked helper process (a process
+/// of many threads cannot enter a new user namespace), which sets them up as
+/// [`namespace_by_thread`] does, sends their handles (and the listener) back over a Unix socket
+/// pair, and exits.
+pub(crate) fn namespace_by_helper(up: bool, listen: bool) -> io::Result<MadeNamespace> {
+    use nix::sys::socket::{AddressFamily, ControlMessageOwned, MsgFlags, SockFlag, SockType};
+    let (ours, theirs) =
+        nix::sys::socket::socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC)?;
+    let (uid, gid) = ids();
+    let uid_map = CString::new(format!("{uid} {uid} 1")).map_err(io::Error::other)?;
+    let gid_map = CString::new(format!("{gid} {gid} 1")).map_err(io::Error::other)?;
+    let pid = fork()?;
+    if pid == 0 {
+        // The child: only async-signal-safe calls on what was prepared above, then `_exit`.
+        let (step, errno) = match helper(&theirs, up || listen, listen, &uid_map, &gid_map) {
+            Ok(()) => exit(0),
+            Err(failed) => failed,
+        };
+        let mut report = [0u8; 8];
+        report[..4].copy_from_slice(&(step as u32).to_ne_bytes());
+        report[4..].copy_from_slice(&errno.to_ne_bytes());
+        let _ = send(&theirs, &report, &[]);
+        exit(1);
+    }
+    drop(theirs);
+    let mut data = [0u8; 8];
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 3]);
+    let received = {
+        let mut iov = [io::IoSliceMut::new(&mut data)];
+        nix::sys::socket::recvmsg::<()>(
+            ours.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        )
+        .map(|msg| {
+            let mut fds = Vec::new();
+            for cmsg in msg.cmsgs().into_iter().flatten() {
+                if let ControlMessageOwned::ScmRights(received) = cmsg {
+                    fds.extend(received);
+                }
+            }
+            (msg.bytes, fds)
+        })
+    };
+    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+    let (bytes, fds) = received?;
+    // SAFETY: the kernel just installed these descriptors in this process for this message;
+    // nothing else owns them.
+    let mut fds: std::collections::VecDeque<OwnedFd> =
+        fds.into_iter().map(|fd| unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }).collect();
+    if bytes == 8 && fds.is_empty() {
+        let step = u32::from_ne_bytes(data[..4].try_into().unwrap_or_default()) as usize;
+        let errno = i32::from_ne_bytes(data[4..].try_into().unwrap_or_default());
+        return Err(step_error(step, errno));
+    }
+    let expected = if listen { 3 } else { 2 };
+    if fds.len() != expected {
+        return Err(io::Error::other(format!(
+            "the helper making a network namespace sent {} handles instead of {expected}",
+            fds.len()
+        )));
+    }
+    let (Some(net), Some(user)) = (fds.pop_front(), fds.pop_front()) else { unreachable!() };
+    let listener = fds.pop_front().map(std::net::TcpListener::from);
+    Ok(MadeNamespace { fds: NamespaceFds { net, user: Some(user) }, listener })
+}
+
+/// The helper's work, after the fork; `Err((step, errno))` names the step that failed.
+fn helper(
+    sock: &OwnedFd,
+    up: bool,
+    listen: bool,
+    uid_map: &CStr,
+    gid_map: &CStr,
+) -> Result<(), (usize, i32)> {
+    let errno = |e: io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET).map_err(|e| (0, errno(e)))?;
+    write_file(c"/proc/self/setgroups", c"deny")
+        .and_then(|()| write_file(c"/proc/self/uid_map", uid_map))
+        .and_then(|()| write_file(c"/proc/self/gid_map", gid_map))
+        .map_err(|e| (1, errno(e)))?;
+    let mut fds = [-1; 3];
+    let mut count = 2;
+    if up {
+        loopback_up().map_err(|e| (2, errno(e)))?;
+    }
+    if listen {
+        fds[2] = listen_on_loopback().map_err(|e| (3, errno(e)))?;
+        count = 3;
+    }
+    fds[0] = open_read(c"/proc/self/ns/net").map_err(|e| (4, errno(e)))?;
+    fds[1] = open_read(c"/proc/self/ns/user").map_err(|e| (4, errno(e)))?;
+    send(sock, &[0], &fds[..count]).map_err(|e| (5, errno(e)))
+}
+
+fn fork() -> io::Result<libc::pid_t> {
+    // SAFETY: the child (0) runs `helper` and `exit` only: system calls on data prepared before
+    // the fork, no allocation, no lock (async-signal-safe, as a fork of a process of many
+    // threads requires).
+    let pid = unsafe { libc::fork() };
+    check(pid.into())?;
+    Ok(pid)
+}
+
+fn exit(code: i32) -> ! {
+    // SAFETY: `_exit` ends the forked helper without running this process's destructors or
+    // `atexit` handlers, which belong to the parent.
+    unsafe { libc::_exit(code) }
+}
+
+/// Brings the loopback interface of this thread's network namespace up (`SIOCSIFFLAGS`), as
+/// `ip link set lo up` does. Async-signal-safe.
+pub(crate) fn loopback_up() -> io::Result<()> {
+    // SAFETY: `socket` takes integers only.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    check(fd.into())?;
+    // SAFETY: `fd` was just created and is ours alone.
+    let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    // SAFETY: `ifreq` is plain data, for which all zeroes is valid.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *slot = *byte as libc::c_char;
+    }
+    // SAFETY: `request` is a valid `ifreq` naming the interface; the kernel writes its flags.
+    check(unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFFLAGS, &mut request) }.into())?;
+    // SAFETY: SIOCGIFFLAGS filled in `ifru_flags`, the union's member read and written here.
+    unsafe { request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
+    // SAFETY: as above; the kernel reads the flags.
+    check(unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCSIFFLAGS, &request) }.into())
+}
+
+/// A TCP socket listening on `127.0.0.1` and a port the kernel picks. Async-signal-safe.
+fn listen_on_loopback() -> io::Result<libc::c_int> {
+    // SAFETY: `socket` takes integers only.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    check(fd.into())?;
+    let addr = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr { s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be() },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: `addr` is a valid `sockaddr_in` of `len` bytes that outlives the call.
+    check(unsafe { libc::bind(fd, (&addr as *const libc::sockaddr_in).cast(), len) }.into())?;
+    // SAFETY: `listen` takes integers only.
+    check(unsafe { libc::listen(fd, libc::SOMAXCONN) }.into())?;
+    Ok(fd)
+}
+
+fn open_read(path: &CStr) -> io::Result<libc::c_int> {
+    // SAFETY: `path` is NUL-terminated and outlives the call.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    check(fd.into())?;
+    Ok(fd)
+}
+
+/// Room for three descriptors in one `SCM_RIGHTS` message, aligned as a `cmsghdr`.
+#[repr(C)]
+struct Rights {
+    header: libc::cmsghdr,
+    fds: [libc::c_int; 3],
+}
+
+/// Sends `data` and the descriptors `fds` (at most three) over the Unix socket `sock`.
+/// Async-signal-safe: the message is built on the stack.
+fn send(sock: &OwnedFd, data: &[u8], fds: &[libc::c_int]) -> io::Result<()> {
+    let count = fds.len().min(3);
+    let mut rights = Rights {
+        // SAFETY: `cmsghdr` is plain data, for which all zeroes is valid.
+        header: unsafe { std::mem::zeroed() },
+        fds: [-1; 3],
+    };
+    rights.fds[..count].copy_from_slice(&fds[..count]);
+    let bytes = (count * std::mem::size_of::<libc::c_int>()) as libc::c_uint;
+    // SAFETY: `CMSG_LEN` and `CMSG_SPACE` compute sizes only.
+    let (len, space) = unsafe { (libc::CMSG_LEN(bytes), libc::CMSG_SPACE(bytes)) };
+    rights.header.cmsg_len = len as _;
+    rights.header.cmsg_level = libc::SOL_SOCKET;
+    rights.header.cmsg_type = libc::SCM_RIGHTS;
+    let mut iov = libc::iovec { iov_base: data.as_ptr().cast_mut().cast(), iov_len: data.len() };
+    // SAFETY: `msghdr` is plain data, for which all zeroes is valid.
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_iov = &mut iov;
+    message.msg_iovlen = 1;
+    if count > 0 {
+        message.msg_control = (&mut rights as *mut Rights).cast();
+        message.msg_controllen = space as _;
+    }
+    // SAFETY: `message` points at `iov` (over `data`) and `rights`, which outlive the call;
+    // `CMSG_SPACE` of the descriptors' bytes fits in `Rights`, whose data starts right after the
+    // aligned header, where `CMSG_DATA` puts it.
+    let sent = unsafe { libc::sendmsg(sock.as_raw_fd(), &message, libc::MSG_NOSIGNAL) };
+    check(sent as libc::c_long)
 }

@@ -27,16 +27,31 @@ pub(crate) struct Enforced {
 }
 
 /// Builds the ruleset for `policy` at the kernel's ABI `kernel_abi`, refusing (rather than
-/// silently dropping) any right the kernel lacks.
-pub(crate) fn ruleset(policy: &SandboxPolicy, kernel_abi: u32) -> Result<(OwnedFd, Enforced), String> {
+/// silently dropping) any right the kernel lacks. `namespaced`: the commands run in a network
+/// namespace of their own, where connecting anywhere reaches only what is inside it.
+pub(crate) fn ruleset(
+    policy: &SandboxPolicy,
+    kernel_abi: u32,
+    namespaced: bool,
+) -> Result<(OwnedFd, Enforced), String> {
     let abi = ABI::from(kernel_abi as i32);
     let all = AccessFs::from_all(abi);
     let read = AccessFs::from_read(abi);
     // Block and character devices made inside a writable root would open the disks and memory.
     let write = all & !(AccessFs::MakeBlock | AccessFs::MakeChar);
     let device = read | AccessFs::WriteFile | (all & AccessFs::IoctlDev);
-    let tcp = kernel_abi >= 4 && policy.network != Network::On;
+    let tcp_rules = kernel_abi >= 4 && policy.network != Network::On;
+    let mut net = BitFlags::<AccessNet>::EMPTY;
+    if tcp_rules && !policy.allow_local_binding {
+        net |= AccessNet::BindTcp;
+    }
+    if tcp_rules && !(namespaced && policy.allow_local_binding) {
+        net |= AccessNet::ConnectTcp;
+    }
+    let tcp = !net.is_empty();
     let scopes = kernel_abi >= 6;
+    // Abstract Unix sockets of other processes stay reachable when every Unix socket is allowed.
+    let scope = if policy.all_unix_sockets { Scope::Signal.into() } else { Scope::from_all(ABI::V6) };
     let fail = |e: landlock::RulesetError| format!("the Landlock ruleset could not be built: {e}");
 
     let mut ruleset = Ruleset::default()
@@ -44,10 +59,10 @@ pub(crate) fn ruleset(policy: &SandboxPolicy, kernel_abi: u32) -> Result<(OwnedF
         .handle_access(all)
         .map_err(fail)?;
     if tcp {
-        ruleset = ruleset.handle_access(AccessNet::from_all(ABI::V4)).map_err(fail)?;
+        ruleset = ruleset.handle_access(net).map_err(fail)?;
     }
     if scopes {
-        ruleset = ruleset.scope(Scope::from_all(ABI::V6)).map_err(fail)?;
+        ruleset = ruleset.scope(scope).map_err(fail)?;
     }
     let mut created = ruleset.create().map_err(fail)?;
     let readable: Vec<PathBuf> = match &policy.readable_roots {
@@ -58,11 +73,19 @@ pub(crate) fn ruleset(policy: &SandboxPolicy, kernel_abi: u32) -> Result<(OwnedF
     rules.extend(policy.writable().into_iter().map(|p| (p, write)));
     rules.extend(DEVICES.iter().map(|d| (PathBuf::from(d), device & file_rights(abi))));
     rules.extend(DEVICE_DIRS.iter().map(|d| (PathBuf::from(d), device)));
+    // ABI 9 handles connecting to Unix sockets by path (outside the writable roots, refused):
+    // the sockets listed, or all of them, are granted.
+    if all.contains(AccessFs::ResolveUnix) {
+        if policy.all_unix_sockets {
+            rules.push((PathBuf::from("/"), AccessFs::ResolveUnix.into()));
+        }
+        rules.extend(policy.unix_sockets.iter().map(|p| (p.clone(), AccessFs::ResolveUnix.into())));
+    }
     for (path, access) in rules {
         let Some(fd) = open(&path) else { continue };
         created = created.add_rule(PathBeneath::new(fd, access)).map_err(fail)?;
     }
-    if let (true, Network::Proxy { port }) = (tcp, policy.network) {
+    if let (true, Network::Proxy { port }) = (net.contains(AccessNet::ConnectTcp), policy.network) {
         created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp)).map_err(fail)?;
     }
     let fd: Option<OwnedFd> = created.into();

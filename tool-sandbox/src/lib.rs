@@ -7,6 +7,7 @@ mod child;
 pub mod environment;
 #[cfg(target_os = "linux")]
 mod landlock_rules;
+mod netns;
 mod policy;
 mod probe;
 pub mod process_tree;
@@ -15,6 +16,7 @@ mod sandbox;
 mod seccomp;
 pub mod violation;
 
+pub use netns::NetworkNamespace;
 pub use policy::{DEFAULT_PROTECTED, Fallback, Network, SandboxMode, SandboxPolicy};
 pub use probe::Probe;
 pub use sandbox::{Sandbox, SandboxError, SandboxReport};

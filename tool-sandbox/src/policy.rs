@@ -123,6 +123,20 @@ pub struct SandboxPolicy {
     pub fallback: Fallback,
     /// Refuse unless the kernel offers at least this Landlock ABI (for tests and strict hosts).
     pub require_landlock_abi: Option<u32>,
+    /// Whether commands may bind and listen on TCP ports (the settings'
+    /// `sandbox.network.allowLocalBinding`; Landlock ABI 4). Inside a network namespace of
+    /// their own, they may then also connect to any port there (their own servers, the proxy),
+    /// since nothing else is there; without one, connecting stays limited to the proxy's port.
+    /// With the network off, Internet stream sockets are then allowed, for that.
+    pub allow_local_binding: bool,
+    /// Unix sockets named by path that commands may connect to (`allowUnixSockets`): enforced
+    /// only on kernels with Landlock ABI 9 (`LANDLOCK_ACCESS_FS_RESOLVE_UNIX`); before that,
+    /// every socket file the user may write is reachable.
+    pub unix_sockets: Vec<PathBuf>,
+    /// Every Unix socket (`allowAllUnixSockets`): abstract sockets of processes outside the
+    /// sandbox too (which Landlock ABI 6 otherwise scopes away), and no network namespace with
+    /// the network off (abstract sockets live in a network namespace).
+    pub all_unix_sockets: bool,
 }
 
 impl SandboxPolicy {
@@ -138,6 +152,9 @@ impl SandboxPolicy {
             network: Network::Off,
             fallback: Fallback::Refuse,
             require_landlock_abi: None,
+            allow_local_binding: false,
+            unix_sockets: Vec::new(),
+            all_unix_sockets: false,
         }
     }
 
@@ -192,6 +209,24 @@ impl SandboxPolicy {
     /// must be listed too).
     pub fn with_readable_roots(mut self, roots: Vec<PathBuf>) -> Self {
         self.readable_roots = Some(roots);
+        self
+    }
+
+    /// Lets commands bind and listen on TCP ports (see [`SandboxPolicy::allow_local_binding`]).
+    pub fn with_local_binding(mut self, allow: bool) -> Self {
+        self.allow_local_binding = allow;
+        self
+    }
+
+    /// Lets commands connect to the Unix socket at `path` (see [`SandboxPolicy::unix_sockets`]).
+    pub fn with_unix_socket(mut self, path: impl Into<PathBuf>) -> Self {
+        self.unix_sockets.push(path.into());
+        self
+    }
+
+    /// Lets commands connect to every Unix socket (see [`SandboxPolicy::all_unix_sockets`]).
+    pub fn with_all_unix_sockets(mut self, allow: bool) -> Self {
+        self.all_unix_sockets = allow;
         self
     }
 

@@ -17,6 +17,9 @@ pub struct Probe {
     pub mount_namespace: bool,
     /// Whether a child can create a user namespace (and a mount namespace in it).
     pub user_namespaces: bool,
+    /// Whether a [`NetworkNamespace`](crate::NetworkNamespace) can be made (with
+    /// `CAP_SYS_ADMIN`, or in a user namespace): one was made, with a listener, and dropped.
+    pub network_namespace: bool,
 }
 
 impl Probe {
@@ -34,12 +37,19 @@ impl Probe {
             seccomp: crate::child::seccomp_available(),
             mount_namespace,
             user_namespaces,
+            network_namespace: crate::NetworkNamespace::with_listener().is_ok(),
         }
     }
 
     #[cfg(not(target_os = "linux"))]
     fn run() -> Probe {
-        Probe { landlock_abi: None, seccomp: false, mount_namespace: false, user_namespaces: false }
+        Probe {
+            landlock_abi: None,
+            seccomp: false,
+            mount_namespace: false,
+            user_namespaces: false,
+            network_namespace: false,
+        }
     }
 
     /// Whether read-only mounts can protect paths inside the writable roots.
@@ -60,7 +70,8 @@ impl fmt::Display for Probe {
             (true, false) => ", mount namespaces (no user namespaces)",
             (false, true) => ", user namespaces",
             (false, false) => ", no namespaces",
-        })
+        })?;
+        f.write_str(if self.network_namespace { ", network namespaces" } else { ", no network namespaces" })
     }
 }
 
@@ -70,12 +81,25 @@ mod tests {
 
     #[test]
     fn display_names_every_layer() {
-        let probe =
-            Probe { landlock_abi: Some(7), seccomp: true, mount_namespace: true, user_namespaces: false };
-        assert_eq!(probe.to_string(), "Landlock ABI 7, seccomp, mount namespaces (no user namespaces)");
-        let none =
-            Probe { landlock_abi: None, seccomp: false, mount_namespace: false, user_namespaces: false };
-        assert_eq!(none.to_string(), "no Landlock, no seccomp, no namespaces");
+        let probe = Probe {
+            landlock_abi: Some(7),
+            seccomp: true,
+            mount_namespace: true,
+            user_namespaces: false,
+            network_namespace: true,
+        };
+        assert_eq!(
+            probe.to_string(),
+            "Landlock ABI 7, seccomp, mount namespaces (no user namespaces), network namespaces"
+        );
+        let none = Probe {
+            landlock_abi: None,
+            seccomp: false,
+            mount_namespace: false,
+            user_namespaces: false,
+            network_namespace: false,
+        };
+        assert_eq!(none.to_string(), "no Landlock, no seccomp, no namespaces, no network namespaces");
     }
 
     #[cfg(target_os = "linux")]

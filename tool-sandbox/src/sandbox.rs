@@ -16,7 +16,9 @@ pub struct SandboxReport {
     /// The mode.
     pub mode: SandboxMode,
     /// The layers that apply: `landlock` (files), `landlock-tcp`, `landlock-scope` (signals and
-    /// abstract Unix sockets), `seccomp`, `read-only-mounts` (protected paths).
+    /// abstract Unix sockets), `seccomp`, `read-only-mounts` (protected paths),
+    /// `network-namespace` (a network namespace of the commands' own: only loopback, and only
+    /// the proxy listening there).
     pub layers: Vec<&'static str>,
     /// The Landlock ABI in use.
     pub landlock_abi: Option<u32>,
@@ -88,6 +90,9 @@ pub struct Sandbox {
     landlock: Option<Arc<std::os::fd::OwnedFd>>,
     #[cfg(target_os = "linux")]
     seccomp: Option<Arc<Vec<seccompiler::sock_filter>>>,
+    /// The network namespace commands join.
+    #[cfg(target_os = "linux")]
+    namespace: Option<Arc<crate::child::NamespaceFds>>,
     protect: bool,
 }
 
@@ -152,6 +157,27 @@ impl Sandbox {
                 ));
             }
         }
+        if !policy.unix_sockets.is_empty() && !policy.all_unix_sockets && probe.landlock_abi < Some(9) {
+            report.missing.push(format!(
+                "Unix sockets by path limited to those listed (allowUnixSockets): it needs Landlock ABI 9 \
+                 (the kernel offers {}), so every socket file this user may write can be connected to",
+                probe.landlock_abi.map_or("none".to_owned(), |abi| abi.to_string())
+            ));
+        }
+        if let Network::Proxy { port } = policy.network {
+            // Until a namespace is joined (`in_network_namespace`).
+            let why = match (probe.network_namespace, policy.all_unix_sockets) {
+                (false, _) => {
+                    "this process can make none: it needs CAP_SYS_ADMIN or unprivileged user namespaces"
+                }
+                (true, true) => {
+                    "allowAllUnixSockets keeps commands in this machine's, where the abstract Unix sockets they \
+                     may reach live"
+                }
+                (true, false) => "none was joined",
+            };
+            report.missing.push(unconfined_port(port, why));
+        }
         let protect = probe.can_protect_paths() && !policy.protected_paths().is_empty();
         if !probe.can_protect_paths() && policy.mode == SandboxMode::WorkspaceWrite {
             report.missing.push(
@@ -175,6 +201,8 @@ impl Sandbox {
             landlock: None,
             #[cfg(target_os = "linux")]
             seccomp: None,
+            #[cfg(target_os = "linux")]
+            namespace: None,
             protect: false,
         }
     }
@@ -194,9 +222,27 @@ impl Sandbox {
                 Ok(())
             }
         };
+        // With the network off, an empty network namespace is one more wall (shared by this
+        // sandbox's commands; only its loopback interface, up when they may listen). It is not
+        // required: seccomp already refuses every socket but Unix ones, and Landlock's TCP rules
+        // every connection. Not when every Unix socket is allowed: abstract ones live in a
+        // network namespace.
+        let mut namespace = None;
+        if policy.network == Network::Off && probe.network_namespace && !policy.all_unix_sockets {
+            let made = if policy.allow_local_binding {
+                crate::NetworkNamespace::loopback()
+            } else {
+                crate::NetworkNamespace::empty()
+            };
+            match made {
+                Ok(made) => namespace = Some(made.fds),
+                Err(e) => report.missing.push(format!("a network namespace of the commands' own ({e})")),
+            }
+        }
         let mut landlock = None;
+        let mut tcp = false;
         if let Some(abi) = probe.landlock_abi {
-            match crate::landlock_rules::ruleset(&policy, abi) {
+            match crate::landlock_rules::ruleset(&policy, abi, namespace.is_some()) {
                 Ok((fd, enforced)) => {
                     report.landlock_abi = Some(enforced.abi);
                     report.layers.push("landlock");
@@ -206,14 +252,26 @@ impl Sandbox {
                     if enforced.scopes {
                         report.layers.push("landlock-scope");
                     }
+                    tcp = abi >= 4;
                     landlock = Some(Arc::new(fd));
                 }
                 Err(e) => refuse(e, &mut report)?,
             }
         }
+        // Listening needs Internet stream sockets, which seccomp refuses with the network off;
+        // they are let through only where Landlock judges their connections (and binds).
+        let local_tcp = policy.network == Network::Off && policy.allow_local_binding && tcp;
+        if policy.network == Network::Off && policy.allow_local_binding && !tcp {
+            report.missing.push(
+                "listening on TCP ports (allowLocalBinding): it needs Landlock ABI 4's TCP rules, so Internet \
+                 sockets stay refused"
+                    .to_owned(),
+            );
+        }
         let mut seccomp = None;
         if probe.seccomp {
-            match crate::seccomp::program(policy.network) {
+            let network = if local_tcp { Network::Proxy { port: 0 } } else { policy.network };
+            match crate::seccomp::program(network) {
                 Ok(program) => {
                     report.layers.push("seccomp");
                     seccomp = Some(Arc::new(program));
@@ -224,7 +282,10 @@ impl Sandbox {
         if protect {
             report.layers.push("read-only-mounts");
         }
-        Ok(Sandbox { policy, report, landlock, seccomp, protect })
+        if namespace.is_some() {
+            report.layers.push(NAMESPACE_LAYER);
+        }
+        Ok(Sandbox { policy, report, landlock, seccomp, namespace, protect })
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -247,6 +308,38 @@ impl Sandbox {
         &self.report
     }
 
+    /// The same sandbox, whose commands start inside `namespace`: with
+    /// [`Network::Proxy`], the one thing they can connect to is then the proxy listening in it
+    /// (see [`NetworkNamespace`](crate::NetworkNamespace)), instead of the proxy's port on every
+    /// address. The report names the `network-namespace` layer.
+    pub fn in_network_namespace(mut self, namespace: crate::NetworkNamespace) -> Sandbox {
+        if let Network::Proxy { port } = self.policy.network {
+            let note = unconfined_port(port, "");
+            let prefix = note.trim_end_matches("()");
+            self.report.missing.retain(|m| !m.starts_with(prefix));
+        }
+        if !self.report.layers.contains(&NAMESPACE_LAYER) {
+            self.report.layers.push(NAMESPACE_LAYER);
+        }
+        #[cfg(target_os = "linux")]
+        {
+            self.namespace = Some(namespace.fds);
+            // Commands that may listen may connect to any port in there too: only the proxy and
+            // their own servers are inside.
+            if let (true, Some(abi)) = (self.policy.allow_local_binding, self.report.landlock_abi) {
+                if let Ok((fd, enforced)) = crate::landlock_rules::ruleset(&self.policy, abi, true) {
+                    self.landlock = Some(Arc::new(fd));
+                    if !enforced.tcp {
+                        self.report.layers.retain(|l| *l != "landlock-tcp");
+                    }
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = namespace;
+        self
+    }
+
     /// Makes `command` start confined: its child enters the sandbox between `fork` and `exec`.
     /// `cwd` is the directory the command starts in (set it on the command too). The read-only
     /// mounts of the protected paths that exist now are prepared here, before the fork.
@@ -258,6 +351,7 @@ impl Sandbox {
             }
             let mounts = if self.protect { self.mount_plan(cwd)? } else { None };
             let plan = crate::child::ChildPlan {
+                network: self.namespace.clone(),
                 mounts,
                 landlock: self.landlock.clone(),
                 seccomp: self.seccomp.clone(),
@@ -306,6 +400,18 @@ impl Sandbox {
             cwd: c(cwd)?,
         }))
     }
+}
+
+/// The report's name of the network namespace layer.
+const NAMESPACE_LAYER: &str = "network-namespace";
+
+/// What is not enforced when commands reach a proxy's port without a network namespace of
+/// their own, and `why`.
+fn unconfined_port(port: u16, why: &str) -> String {
+    format!(
+        "the proxy alone: Landlock's TCP rule allows port {port} on every address (127.0.0.2, ::1, other \
+         machines), which only a network namespace of the commands' own would close ({why})"
+    )
 }
 
 /// The read-only mounts and pinned directories that protect a policy's paths.

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tool_sandbox::{Fallback, Network, Probe, Sandbox, SandboxMode, SandboxPolicy};
+use tool_sandbox::{Fallback, Network, NetworkNamespace, Probe, Sandbox, SandboxMode, SandboxPolicy};
 
 /// Whether the kernel has the layers; without them the test is skipped, except under CI.
 fn layers() -> bool {
@@ -33,7 +33,11 @@ fn rand() -> u64 {
 
 /// Runs `script` with `bash -c` in `cwd` under `policy`: exit code and combined output.
 fn run(policy: &SandboxPolicy, cwd: &Path, script: &str) -> (i32, String) {
-    let sandbox = Sandbox::new(policy.clone()).unwrap();
+    run_in(&Sandbox::new(policy.clone()).unwrap(), cwd, script)
+}
+
+/// Runs `script` as [`run`] does, in a sandbox made already.
+fn run_in(sandbox: &Sandbox, cwd: &Path, script: &str) -> (i32, String) {
     let mut command = Command::new("bash");
     command.arg("-c").arg(format!("exec 2>&1; {script}")).current_dir(cwd);
     sandbox.apply(&mut command, cwd).unwrap();
@@ -231,6 +235,257 @@ fn the_proxy_port_alone_is_reachable() {
     assert_eq!((code, out.as_str()), (0, "proxy\n"));
     let (code, out) = run(&policy, &fx.root, &format!("exec 3<>/dev/tcp/127.0.0.1/{q} && echo other"));
     assert_ne!(code, 0, "{out}");
+}
+
+/// Whether this process can make a network namespace; without one the test is skipped (it is
+/// an added layer, which no machine is required to offer).
+fn network_namespace() -> bool {
+    if Probe::get().network_namespace {
+        return true;
+    }
+    eprintln!(
+        "skipped: this process can make no network namespace (it needs CAP_SYS_ADMIN or unprivileged user \
+         namespaces: {})",
+        Probe::get()
+    );
+    false
+}
+
+/// Python that connects to each `(name, host, port)` and prints `name connected` or
+/// `name refused ERRNO`.
+fn connect_script(targets: &[(&str, &str, u16)]) -> String {
+    let mut script = String::from(
+        "import socket\n\
+         def attempt(name, host, port):\n    \
+             try:\n        \
+                 s = socket.create_connection((host, port), timeout=5)\n        \
+                 print(name, 'connected')\n    \
+             except OSError as e:\n        \
+                 print(name, 'refused', e.errno)\n",
+    );
+    for (name, host, port) in targets {
+        script.push_str(&format!("attempt('{name}', '{host}', {port})\n"));
+    }
+    format!("python3 -c \"{script}\"")
+}
+
+/// A local address of this machine that is not loopback, if it has one (the one it would reach
+/// a documentation address from; nothing is sent).
+fn other_local_address() -> Option<std::net::IpAddr> {
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    probe.connect("198.51.100.1:9").ok()?;
+    let ip = probe.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// How many connections `listener` has waiting, accepting them.
+fn accepted(listener: &std::net::TcpListener) -> usize {
+    listener.set_nonblocking(true).unwrap();
+    std::iter::from_fn(|| listener.accept().ok()).count()
+}
+
+#[test]
+fn in_a_network_namespace_the_proxy_is_the_only_thing_reachable() {
+    if !layers() || Probe::get().landlock_abi < Some(4) || !network_namespace() {
+        return;
+    }
+    let fx = fixture("netns");
+    let (namespace, proxy) = NetworkNamespace::with_listener().unwrap();
+    let port = proxy.local_addr().unwrap().port();
+    // Listeners on the same port outside the namespace, where Landlock's TCP rule alone would
+    // let a command reach them: another loopback address, IPv6 loopback, this machine's other
+    // address, and, when the port is free here too, 127.0.0.1 itself.
+    // A port the namespace picked may be taken here (by a listener on every address, say):
+    // that address is then left out, but 127.0.0.2 or ::1 must be there.
+    let mut outside = Vec::new();
+    for (name, host) in [("loopback2", "127.0.0.2"), ("ipv6", "::1")] {
+        match std::net::TcpListener::bind((host, port)) {
+            Ok(listener) => outside.push((name, host.to_owned(), listener)),
+            Err(e) => eprintln!("{name}: {host}:{port} cannot be listened on here ({e}); left out"),
+        }
+    }
+    assert!(!outside.is_empty(), "no listener could be made on port {port}");
+    if let Some((ip, listener)) =
+        other_local_address().and_then(|ip| Some((ip, std::net::TcpListener::bind((ip, port)).ok()?)))
+    {
+        outside.push(("machine", ip.to_string(), listener));
+    }
+    // And 127.0.0.1 on this side, when the port is free here too: the command's 127.0.0.1 is the
+    // namespace's, where the proxy listens.
+    let host_loopback = std::net::TcpListener::bind(("127.0.0.1", port)).ok();
+    let policy = fx.policy.clone().with_network(Network::Proxy { port });
+    let sandbox = Sandbox::new(policy.clone()).unwrap().in_network_namespace(namespace);
+    let report = sandbox.report();
+    assert!(report.layers.contains(&"network-namespace"), "{report}");
+    assert!(!report.to_string().contains("NOT ENFORCED"), "{report}");
+    let mut targets = vec![("proxy", "127.0.0.1", port)];
+    targets.extend(outside.iter().map(|(name, host, _)| (*name, host.as_str(), port)));
+    let script = connect_script(&targets);
+    let (code, out) = run_in(&sandbox, &fx.root, &script);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.lines().any(|l| l == "proxy connected"), "{out}");
+    assert_eq!(accepted(&proxy), 1, "{out}");
+    if let Some(host_loopback) = &host_loopback {
+        assert_eq!(accepted(host_loopback), 0, "127.0.0.1 outside the namespace was reached: {out}");
+    }
+    for (name, host, listener) in &outside {
+        // Refused (nothing listens there in the namespace) or unreachable (no route out).
+        assert!(
+            out.lines().any(|l| l == format!("{name} refused 111") || l == format!("{name} refused 101")),
+            "{name} ({host}:{port}): {out}"
+        );
+        assert_eq!(accepted(listener), 0, "{name} ({host}:{port}) was reached: {out}");
+    }
+    // Without the namespace, the report says what is open, and the same command reaches the
+    // other loopback address: what the namespace closes.
+    let bare = Sandbox::new(policy).unwrap();
+    assert!(!bare.report().layers.contains(&"network-namespace"));
+    assert!(
+        bare.report().to_string().contains(&format!(
+            "NOT ENFORCED: the proxy alone: Landlock's TCP rule allows port {port} on every address"
+        )),
+        "{}",
+        bare.report()
+    );
+    let (name, host, listener) = &outside[0];
+    let (_, out) = run_in(&bare, &fx.root, &connect_script(&[(name, host, port)]));
+    assert_eq!(out, format!("{name} connected\n"));
+    assert_eq!(accepted(listener), 1);
+}
+
+#[test]
+fn with_the_network_off_commands_run_in_an_empty_network_namespace() {
+    if !layers() || !network_namespace() {
+        return;
+    }
+    let fx = fixture("netns-off");
+    let sandbox = Sandbox::new(fx.policy.clone()).unwrap();
+    assert!(sandbox.report().layers.contains(&"network-namespace"), "{}", sandbox.report());
+    // Only a loopback interface, and down; the machine's interfaces are not there.
+    let (code, out) = run_in(&sandbox, &fx.root, "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '");
+    assert_eq!((code, out.as_str()), (0, "lo\n"));
+    let (_, unconfined) = run(&SandboxPolicy::off(), &fx.root, "cat /proc/net/dev | tail -n +3 | wc -l");
+    eprintln!("interfaces outside the namespace: {unconfined}");
+    // An abstract Unix socket of this process is out of reach (it lives in another namespace).
+    let name = format!("tool-sandbox-test-{}", std::process::id());
+    let listener = std::os::unix::net::UnixListener::bind_addr(
+        &<std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(
+            name.as_bytes(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let connect = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect(b'\\0{name}'); print('connected')\""
+    );
+    let (code, out) = run_in(&sandbox, &fx.root, &connect);
+    assert_ne!(code, 0, "{out}");
+    let (code, out) = run(&SandboxPolicy::off(), &fx.root, &connect);
+    assert_eq!((code, out.as_str()), (0, "connected\n"));
+    drop(listener);
+}
+
+/// Python that listens on a TCP port of 127.0.0.1 and connects to it: `listening`, `served`,
+/// or `refused ERRNO` at the step that failed.
+const LISTEN_AND_CONNECT: &str = "python3 -c \"
+import socket
+try:
+    s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); print('listening')
+    socket.create_connection(s.getsockname(), timeout=5); print('served')
+except OSError as e:
+    print('refused', e.errno)
+\"";
+
+#[test]
+fn binding_a_tcp_port_is_refused_unless_local_binding_is_allowed() {
+    if !layers() || Probe::get().landlock_abi < Some(4) {
+        return;
+    }
+    let fx = fixture("bind");
+    let proxy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = proxy.local_addr().unwrap().port();
+    let proxied = fx.policy.clone().with_network(Network::Proxy { port });
+    // Refused by Landlock's bind rule (EACCES), with the proxy and with the network off (where
+    // seccomp refuses the socket itself, EPERM).
+    assert_eq!(run(&proxied, &fx.root, LISTEN_AND_CONNECT), (0, "refused 13\n".to_owned()));
+    assert_eq!(run(&fx.policy, &fx.root, LISTEN_AND_CONNECT), (0, "refused 1\n".to_owned()));
+    // Allowed: the port is bound. Without a network namespace, connecting stays limited to the
+    // proxy's port, so the command's own server is out of its reach.
+    let bare = Probe { network_namespace: false, ..Probe::get() };
+    for policy in [proxied.clone(), fx.policy.clone()] {
+        let sandbox = Sandbox::with_probe(policy.with_local_binding(true), bare).unwrap();
+        assert_eq!(run_in(&sandbox, &fx.root, LISTEN_AND_CONNECT), (0, "listening\nrefused 13\n".to_owned()));
+    }
+    if !network_namespace() {
+        return;
+    }
+    // In a namespace of their own, nothing but the proxy and their own servers is there, so
+    // commands may connect to any port in it; what is outside stays out of reach.
+    let (namespace, listener) = NetworkNamespace::with_listener().unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // (Unless the port is taken here: then only the refusal is checked.)
+    let outside = std::net::TcpListener::bind(("127.0.0.2", port)).ok();
+    let policy = fx.policy.clone().with_network(Network::Proxy { port }).with_local_binding(true);
+    let sandbox = Sandbox::new(policy).unwrap().in_network_namespace(namespace);
+    let (code, out) = run_in(&sandbox, &fx.root, LISTEN_AND_CONNECT);
+    assert_eq!((code, out.as_str()), (0, "listening\nserved\n"), "{}", sandbox.report());
+    let (_, out) = run_in(
+        &sandbox,
+        &fx.root,
+        &connect_script(&[("proxy", "127.0.0.1", port), ("loopback2", "127.0.0.2", port)]),
+    );
+    assert_eq!(out, "proxy connected\nloopback2 refused 111\n");
+    assert_eq!(outside.as_ref().map_or(0, accepted), 0);
+    // With the network off: the sandbox's namespace has its loopback up; nothing else.
+    let sandbox = Sandbox::new(fx.policy.clone().with_local_binding(true)).unwrap();
+    assert!(sandbox.report().layers.contains(&"network-namespace"), "{}", sandbox.report());
+    assert_eq!(run_in(&sandbox, &fx.root, LISTEN_AND_CONNECT), (0, "listening\nserved\n".to_owned()));
+    let (_, out) = run_in(&sandbox, &fx.root, &connect_script(&[("loopback2", "127.0.0.2", port)]));
+    assert_eq!(out, "loopback2 refused 111\n");
+    let (_, out) = run_in(
+        &sandbox,
+        &fx.root,
+        "python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\" 2>&1 | tail -1",
+    );
+    assert!(out.contains("Operation not permitted"), "UDP stays refused: {out}");
+}
+
+#[test]
+fn abstract_unix_sockets_outside_the_sandbox_are_scoped_unless_all_are_allowed() {
+    if !layers() || Probe::get().landlock_abi < Some(6) {
+        return;
+    }
+    let fx = fixture("unix");
+    let name = format!("tool-sandbox-scope-{}", std::process::id());
+    let _listener = std::os::unix::net::UnixListener::bind_addr(
+        &<std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(
+            name.as_bytes(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let connect = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect(b'\\0{name}'); print('connected')\" 2>&1 | tail -1"
+    );
+    // Landlock's scope alone (no network namespace): refused with EPERM.
+    let bare = Probe { network_namespace: false, ..Probe::get() };
+    let scoped = Sandbox::with_probe(fx.policy.clone(), bare).unwrap();
+    let (_, out) = run_in(&scoped, &fx.root, &connect);
+    assert!(out.contains("PermissionError") || out.contains("Operation not permitted"), "{out}");
+    // Every Unix socket allowed: no scope, and no network namespace either.
+    let all = Sandbox::new(fx.policy.clone().with_all_unix_sockets(true)).unwrap();
+    assert!(!all.report().layers.contains(&"network-namespace"), "{}", all.report());
+    assert_eq!(run_in(&all, &fx.root, &connect), (0, "connected\n".to_owned()));
+    // A socket named by path is reached either way on this kernel (Landlock ABI 9 would judge it).
+    let path = fx.root.join("named.sock");
+    let _named = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let connect_path = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); print('connected')\"",
+        path.display()
+    );
+    if Probe::get().landlock_abi < Some(9) {
+        assert_eq!(run_in(&scoped, &fx.root, &connect_path), (0, "connected\n".to_owned()));
+    }
 }
 
 #[test]

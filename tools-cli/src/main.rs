@@ -172,7 +172,7 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
     } else {
         workspace.with_environment(environment.clone()).map_err(|e| Failure::usage(root_error(&root, &e)))?
     };
-    let workspace = sandboxed(workspace, args, &sandbox_settings)?;
+    let workspace = sandboxed(workspace, args, &sandbox_settings, &network)?;
     // Hook commands run in the sandbox the commands run in.
     let policy = policy.map(|policy| match workspace.sandbox() {
         Ok(sandbox) if sandbox.policy().is_enforced() => policy.hook_sandbox(sandbox),
@@ -182,6 +182,14 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
         Ok(sandbox) => sandbox.report().to_string(),
         Err(e) => e.to_string(),
     }];
+    // Secrets named in the settings: commands see placeholders, the proxy swaps them back.
+    let (network, unset) =
+        network.with_secrets_from(|name| std::env::var(name).ok()).map_err(Failure::usage)?;
+    for name in unset {
+        announce.push(format!(
+            "secret {name}: not set in this environment, so there is nothing to keep from commands"
+        ));
+    }
     let egress_policy =
         tool_egress::settings::allow_cli_hosts(network.policy, &args.allow_hosts).map_err(Failure::usage)?;
     let workspace = if workspace.sandbox_policy().is_enforced() {
@@ -235,6 +243,7 @@ fn sandboxed(
     workspace: Workspace,
     args: &WorkspaceArgs,
     settings: &SandboxSettings,
+    network: &NetworkSettings,
 ) -> Result<Workspace, Failure> {
     use tool_sandbox::SandboxMode;
     // `--sandbox` wins over the settings file's `enabled`.
@@ -261,6 +270,13 @@ fn sandboxed(
     }
     if let Some(settings) = args.settings.as_ref().and_then(|s| std::fs::canonicalize(s).ok()) {
         policy = policy.with_protected(settings);
+    }
+    // `sandbox.network`'s switches for the sandbox itself (the rest is the proxy's).
+    policy = policy
+        .with_local_binding(network.allow_local_binding)
+        .with_all_unix_sockets(network.allow_all_unix_sockets);
+    for socket in &network.allow_unix_sockets {
+        policy = policy.with_unix_socket(socket);
     }
     Ok(workspace
         .with_sandbox(policy)

@@ -190,6 +190,127 @@ fn the_settings_network_rules_and_environment_apply_to_commands_and_mounted_serv
 }
 
 #[test]
+fn allow_local_binding_in_the_settings_lets_commands_listen() {
+    if !ready() {
+        return;
+    }
+    let fx = Fixture::new();
+    // Listens on a port of 127.0.0.1 and connects to it.
+    let command = "python3 -c \"
+import socket
+try:
+    s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); print('listening')
+    socket.create_connection(s.getsockname(), timeout=5); print('served')
+except OSError as e:
+    print('refused', e.errno)
+\"";
+    let args = json!({"command": command}).to_string();
+    let mut outcomes = Vec::new();
+    for allow in [false, true] {
+        let settings = fx.dir.path().join(format!("binding-{allow}.json"));
+        let file = json!({"sandbox": {"network": {"allowLocalBinding": allow}}});
+        std::fs::write(&settings, file.to_string()).unwrap();
+        let run =
+            common::run(fx.command(&["call", "bash", &args, "--settings", settings.to_str().unwrap()]), None);
+        let layers = run.json()["metadata"]["sandbox"]["layers"].clone();
+        outcomes.push((output(&run), layers));
+    }
+    assert_eq!(outcomes[0].0, "refused 13\n", "Landlock refuses the bind");
+    // Allowed: in a network namespace of its own, the command may also reach its own server;
+    // without one, only the proxy's port.
+    let namespaced = outcomes[1].1.as_array().is_some_and(|l| l.contains(&json!("network-namespace")));
+    assert_eq!(namespaced, Probe::get().network_namespace, "{:?}", outcomes[1].1);
+    let expected = if namespaced { "listening\nserved\n" } else { "listening\nrefused 13\n" };
+    assert_eq!(outcomes[1].0, expected);
+}
+
+/// A local HTTP server on 127.0.0.1 that keeps each request's `Host` and `Authorization`
+/// headers and answers `seen`.
+/// Each request's `Host` and `Authorization`, in order.
+type Seen = Arc<Mutex<Vec<(String, String)>>>;
+
+fn header_server() -> (u16, Seen) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let record = record.clone();
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if stream.read(&mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let header = |name: &str| {
+                    head.lines()
+                        .find_map(|l| {
+                            let (key, value) = l.split_once(':')?;
+                            key.eq_ignore_ascii_case(name).then(|| value.trim().to_owned())
+                        })
+                        .unwrap_or_default()
+                };
+                record.lock().unwrap().push((header("host"), header("authorization")));
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nseen\n");
+            });
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn a_secret_named_in_the_settings_reaches_only_its_host_and_commands_see_a_placeholder() {
+    if !ready() {
+        return;
+    }
+    let fx = Fixture::new();
+    let (port, seen) = header_server();
+    let settings = fx.dir.path().join("secrets.json");
+    std::fs::write(
+        &settings,
+        json!({
+            "permissions": {"allow": ["WebFetch(domain:localhost)"]},
+            "sandbox": {"network": {"allowedAddresses": ["127.0.0.1"], "secrets": {"EGRESS_TOKEN": ["localhost"]}}},
+            "environment": {"inheritAll": true}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    // The same request to the secret's host, and to another host (the same server by address).
+    let command = format!(
+        "env | grep ^EGRESS_TOKEN=; for host in localhost 127.0.0.1; do \
+         curl -sS -H \"Authorization: Bearer $EGRESS_TOKEN\" http://$host:{port}/; done"
+    );
+    let args = json!({"command": command}).to_string();
+    let mut call = fx.command(&["call", "bash", &args, "--settings", settings.to_str().unwrap()]);
+    call.env("EGRESS_TOKEN", "sk-real-secret");
+    let run = common::run(call, None);
+    let text = output(&run);
+    assert!(!text.contains("sk-real-secret"), "the command saw the secret: {text}");
+    let placeholder = text
+        .lines()
+        .find_map(|l| l.strip_prefix("EGRESS_TOKEN="))
+        .unwrap_or_else(|| panic!("no placeholder in the command's environment: {text}"))
+        .to_owned();
+    assert!(placeholder.starts_with("egress-placeholder-EGRESS_TOKEN-"), "{placeholder}");
+    assert!(text.ends_with("seen\nseen\n"), "{text}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            (format!("localhost:{port}"), "Bearer sk-real-secret".to_owned()),
+            (format!("127.0.0.1:{port}"), format!("Bearer {placeholder}")),
+        ]
+    );
+}
+
+#[test]
 fn serve_says_what_the_network_allows_once_at_start() {
     let fx = Fixture::new();
     let mut command = fx.command(&["serve", "--allow-host", "crates.io", "--allow-host", "*.crates.io"]);

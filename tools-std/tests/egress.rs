@@ -162,6 +162,7 @@ async fn curl_and_python_reach_an_allowed_host_through_the_proxy() {
         .await;
     assert_eq!(out.text_content(), format!("hello host=allowed.test:{port}\n").repeat(3), "{out:?}");
     assert_eq!(out.metadata["sandbox"]["network"]["kind"], json!("proxy"), "{:?}", out.metadata);
+    namespace_used(&out.metadata["sandbox"]);
     assert!(out.metadata.get("network_refusals").is_none());
     let python = format!(
         "import urllib.request; print(urllib.request.urlopen('http://allowed.test:{port}/', timeout=20).read().decode(), end='')"
@@ -370,24 +371,143 @@ async fn background_sessions_and_terminals_keep_their_proxy() {
     let server = server().await;
     let fx = Fx::new("session");
     let port = server.port;
-    // The proxy outlives the call that started the session, and its refusals reach bash_output.
+    // The proxy outlives the call that started the session, and its refusals reach bash_output;
+    // plain HTTP, a CONNECT tunnel and SOCKS5 all go through it.
+    let every_protocol = format!(
+        "curl -sS http://allowed.test:{port}/ && curl -sS -p http://allowed.test:{port}/ && \
+         curl -sS -x \"$ALL_PROXY\" http://allowed.test:{port}/"
+    );
     let out = fx
         .bash(json!({"command": format!(
-            "sleep 1; curl -sS http://allowed.test:{port}/; curl -sS -f http://evil.test:{port}/; echo done"
+            "sleep 1; {every_protocol}; curl -sS -f http://evil.test:{port}/; echo done"
         ), "background": true}))
         .await;
+    namespace_used(&out.metadata["sandbox"]);
     let id = out.metadata["session_id"].as_u64().expect("a session id");
     let out = fx.call(fx.ctx().build(), "bash_output", json!({"session_id": id, "wait_ms": 60000})).await;
     let text = out.text_content();
-    assert!(text.starts_with(&format!("hello host=allowed.test:{port}\n")), "{text}");
+    assert!(text.starts_with(&format!("hello host=allowed.test:{port}\n").repeat(3)), "{text}");
     assert!(text.contains("it is denied by `evil.test`"), "{text}");
     assert_eq!(out.metadata["network_refusals"][0]["host"], json!("evil.test"));
-    let out = fx.bash(json!({"command": format!("curl -sS http://allowed.test:{port}/"), "tty": true})).await;
-    assert!(
-        out.text_content().contains(&format!("hello host=allowed.test:{port}")),
+    let out = fx.bash(json!({"command": every_protocol, "tty": true})).await;
+    namespace_used(&out.metadata["sandbox"]);
+    assert_eq!(
+        out.text_content().matches(&format!("hello host=allowed.test:{port}")).count(),
+        3,
         "{}",
         out.text_content()
     );
+}
+
+/// Whether commands get a network namespace of their own; asserted wherever the probe says one
+/// can be made, and otherwise the namespace tests skip (the port-only confinement remains).
+fn namespace_used(sandbox: &Value) -> bool {
+    let used = sandbox["layers"].as_array().is_some_and(|l| l.contains(&json!("network-namespace")));
+    let probe = Probe::get();
+    if probe.network_namespace {
+        assert!(
+            used,
+            "the probe says a network namespace can be made, but the command ran without one: {sandbox}"
+        );
+    } else {
+        assert!(!used, "{sandbox}");
+        let summary = sandbox["summary"].as_str().unwrap_or_default();
+        assert!(summary.contains("NOT ENFORCED: the proxy alone"), "{summary}");
+        skip(&format!("this process can make no network namespace ({probe})"));
+    }
+    used
+}
+
+/// A local address of this machine that is not loopback, if it has one.
+fn other_local_address() -> Option<IpAddr> {
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    probe.connect("198.51.100.1:9").ok()?;
+    let ip = probe.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_its_network_namespace_a_command_reaches_the_proxy_and_nothing_else_on_its_port() {
+    if !kernel() || !have("curl") || !have("python3") {
+        return;
+    }
+    let server = server().await;
+    let fx = Fx::new("netns");
+    let root = fx.deps.get::<Workspace>().unwrap().root().to_path_buf();
+    // The command says its proxy's port and waits until listeners on that port are ready
+    // outside its namespace: on another loopback address, on IPv6 loopback, on this machine's
+    // other address. Landlock's rule (that port, any address) lets each of them through.
+    let script = r#"
+import os, socket
+port = int(os.environ["HTTP_PROXY"].rsplit(":", 1)[1])
+for name, host in [("loopback2", "127.0.0.2"), ("ipv6", "::1"), ("machine", os.environ.get("MACHINE", "192.0.2.1"))]:
+    try:
+        socket.create_connection((host, port), timeout=5)
+        print(name, "connected")
+    except OSError as e:
+        print(name, "refused", e.errno)
+"#;
+    std::fs::write(root.join("attempt.py"), script).unwrap();
+    let machine = other_local_address();
+    let command = format!(
+        "echo \"port=${{HTTP_PROXY##*:}}\"; while [ ! -e ready ]; do sleep 0.05; done; MACHINE={} python3 attempt.py; \
+         curl -sS http://allowed.test:{}/",
+        machine.map(|ip| ip.to_string()).unwrap_or_else(|| "192.0.2.1".into()),
+        server.port
+    );
+    let out = fx.bash(json!({"command": command, "background": true})).await;
+    if !namespace_used(&out.metadata["sandbox"]) {
+        let id = out.metadata["session_id"].as_u64().unwrap();
+        std::fs::write(root.join("ready"), "").unwrap();
+        fx.call(fx.ctx().build(), "bash_output", json!({"session_id": id, "wait_ms": 60000})).await;
+        return;
+    }
+    let id = out.metadata["session_id"].as_u64().expect("a session id");
+    let mut text = out.text_content();
+    if !text.contains("port=") {
+        let more = fx
+            .call(
+                fx.ctx().build(),
+                "bash_output",
+                json!({"session_id": id, "wait_ms": 30000, "until": "port="}),
+            )
+            .await;
+        text.push_str(&more.text_content());
+    }
+    let port: u16 = text
+        .split("port=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {text}"));
+    // A port the namespace picked may be taken here (by a listener on every address, say):
+    // that address is then left out, but one of them must be there.
+    let mut outside = Vec::new();
+    for (name, ip) in [
+        ("loopback2", Some("127.0.0.2".parse().unwrap())),
+        ("ipv6", Some(IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1]))),
+        ("machine", machine),
+    ] {
+        let Some(ip) = ip else { continue };
+        match std::net::TcpListener::bind((ip, port)) {
+            Ok(listener) => outside.push((name, listener)),
+            Err(e) => eprintln!("{name}: {ip}:{port} cannot be listened on here ({e}); left out"),
+        }
+    }
+    assert!(!outside.is_empty(), "no listener could be made on port {port}");
+    std::fs::write(root.join("ready"), "").unwrap();
+    let out = fx.call(fx.ctx().build(), "bash_output", json!({"session_id": id, "wait_ms": 60000})).await;
+    let text = out.text_content();
+    for (name, listener) in &outside {
+        assert!(
+            text.lines().any(|l| l == format!("{name} refused 111") || l == format!("{name} refused 101")),
+            "{name}: {text}"
+        );
+        listener.set_nonblocking(true).unwrap();
+        assert!(listener.accept().is_err(), "{name} was reached on port {port}: {text}");
+    }
+    // The proxy itself still serves the command.
+    assert!(text.contains(&format!("hello host=allowed.test:{}\n", server.port)), "{text}");
 }
 
 include!("../../tool-sandbox/tests/support/outside_temp.rs");

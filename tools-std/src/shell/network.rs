@@ -8,7 +8,7 @@ use serde_json::json;
 use tool_egress::{AskAnswer, AskRequest, Asker, EgressProxy, Reason, Refusal};
 use tool_runtime::words::excerpt;
 use tool_runtime::{PermissionKind, PermissionRequest, ToolContext, context::CallAsker};
-use tool_sandbox::{Network, Probe, Sandbox, SandboxPolicy};
+use tool_sandbox::{Network, NetworkNamespace, Probe, Sandbox, SandboxPolicy};
 
 use crate::Workspace;
 
@@ -31,7 +31,8 @@ pub(crate) enum Prepared {
 }
 
 /// Starts a proxy for `command` when the workspace has an egress and `sandbox` confines the
-/// command with the network off. Hosts no rule names are asked about through `ctx`'s
+/// command with the network off: in a network namespace made for the command, where the proxy's
+/// listener is the only thing to connect to, when this process can make one. Hosts no rule names are asked about through `ctx`'s
 /// permission hook, from the proxy's tasks (for as long as the command runs).
 pub(crate) async fn prepare(ws: &Workspace, ctx: &ToolContext, command: &str, sandbox: &Sandbox) -> Prepared {
     let Some(egress) = ws.egress() else { return Prepared::Unchanged };
@@ -39,14 +40,50 @@ pub(crate) async fn prepare(ws: &Workspace, ctx: &ToolContext, command: &str, sa
     if !policy.is_enforced() || policy.network != Network::Off {
         return Prepared::Unchanged;
     }
-    let proxy = match egress.start_asking(host_asker(ctx.asker(), command)).await {
+    let asker = host_asker(ctx.asker(), command);
+    let probe = Probe::get();
+    // In a network namespace of its own, the proxy listening there is all the command can reach;
+    // without one, Landlock's TCP rule lets it reach the proxy's port on any address, and the
+    // sandbox's report says so.
+    // Not when every Unix socket is allowed: the abstract ones live in this machine's namespace.
+    let namespace =
+        if probe.network_namespace && !policy.all_unix_sockets { spare_namespace().await } else { None };
+    let (proxy, namespace) = match namespace {
+        Some((namespace, listener)) => (egress.serve(listener, Some(asker)), Some(namespace)),
+        None => (egress.start_asking(asker).await, None),
+    };
+    let proxy = match proxy {
         Ok(proxy) => proxy,
         Err(e) => return Prepared::Off(format!("the network proxy could not start ({e})")),
     };
-    match confine(policy, proxy.port(), Probe::get()) {
-        Ok(sandbox) => Prepared::Proxy(CommandNetwork { proxy, sandbox: Arc::new(sandbox) }),
+    match confine(policy, proxy.port(), probe) {
+        Ok(sandbox) => {
+            let sandbox = match namespace {
+                Some(namespace) => sandbox.in_network_namespace(namespace),
+                None => sandbox,
+            };
+            Prepared::Proxy(CommandNetwork { proxy, sandbox: Arc::new(sandbox) })
+        }
         Err(reason) => Prepared::Off(reason),
     }
+}
+
+/// A network namespace with the proxy's listener in it, for one command: the one made ahead
+/// for it, and another made in the background for the next command, so that making one (about
+/// a millisecond) is not on a command's way.
+async fn spare_namespace() -> Option<(NetworkNamespace, std::net::TcpListener)> {
+    static SPARE: Mutex<Option<(NetworkNamespace, std::net::TcpListener)>> = Mutex::new(None);
+    let taken = SPARE.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let made = match taken {
+        Some(made) => Some(made),
+        None => tokio::task::spawn_blocking(NetworkNamespace::with_listener).await.ok()?.ok(),
+    };
+    tokio::task::spawn_blocking(|| {
+        if let Ok(next) = NetworkNamespace::with_listener() {
+            SPARE.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(next);
+        }
+    });
+    made
 }
 
 /// `policy` with TCP allowed to `port` only, on a kernel with `probe`'s layers; the reason
@@ -188,8 +225,13 @@ mod tests {
     #[test]
     fn without_landlocks_tcp_rule_the_network_stays_off_even_at_best_effort() {
         let root = std::env::temp_dir();
-        let old =
-            Probe { landlock_abi: Some(3), seccomp: true, mount_namespace: false, user_namespaces: false };
+        let old = Probe {
+            landlock_abi: Some(3),
+            seccomp: true,
+            mount_namespace: false,
+            user_namespaces: false,
+            network_namespace: false,
+        };
         for fallback in [Fallback::Refuse, Fallback::BestEffort] {
             let policy = SandboxPolicy::workspace_write(&root).with_fallback(fallback);
             let reason = confine(&policy, 3128, old).map(|_| ()).unwrap_err();
