@@ -19,8 +19,8 @@ use super::http::OAuthHttp;
 use super::store::{Entry, EntryStore, TokenFile};
 use crate::client::OAuthConfig;
 
-/// A token is refreshed when it has less than this many seconds left, so that it does not expire
-/// on its way to the server.
+/// A token is refreshed when it has less than this many seconds left (or half its lifetime, when
+/// that is shorter), so that it does not expire on its way to the server.
 const REFRESH_MARGIN_SECS: u64 = 60;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
@@ -33,8 +33,8 @@ enum Cached {
     Unread,
     /// The file holds no token for the server: requests go without one.
     Nothing,
-    /// The access token and when it expires (seconds since the epoch), if it says.
-    Token { access: String, expires_at: Option<u64> },
+    /// The access token and when to refresh it (seconds since the epoch), if it expires.
+    Token { access: String, refresh_at: Option<u64> },
 }
 
 /// One server's token, for one session with it.
@@ -53,18 +53,23 @@ fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
-fn fresh(expires_at: Option<u64>) -> bool {
-    expires_at.is_none_or(|at| at > now() + REFRESH_MARGIN_SECS)
+fn fresh(refresh_at: Option<u64>) -> bool {
+    refresh_at.is_none_or(|at| now() < at)
 }
 
-/// The access token of an entry and when it expires.
+/// When to refresh a token received at `received` that lives `lifetime` seconds.
+fn refresh_time(received: u64, lifetime: u64) -> u64 {
+    received.saturating_add(lifetime - REFRESH_MARGIN_SECS.min(lifetime / 2))
+}
+
+/// The access token of an entry and when to refresh it.
 fn token_of(entry: &Entry) -> Option<(String, Option<u64>)> {
     let response = entry.credentials.token_response.as_ref()?;
-    let expires_at = match (response.expires_in(), entry.credentials.token_received_at) {
-        (Some(lifetime), Some(received)) => Some(received.saturating_add(lifetime.as_secs())),
+    let refresh_at = match (response.expires_in(), entry.credentials.token_received_at) {
+        (Some(lifetime), Some(received)) => Some(refresh_time(received, lifetime.as_secs())),
         _ => None,
     };
-    Some((response.access_token().secret().clone(), expires_at))
+    Some((response.access_token().secret().clone(), refresh_at))
 }
 
 /// The sentence that tells a person how to log in to `server`.
@@ -106,19 +111,19 @@ impl Tokens {
     pub(crate) async fn current(&self) -> Result<Option<String>, String> {
         match &*self.cached.lock().unwrap_or_else(|p| p.into_inner()) {
             Cached::Nothing => return Ok(None),
-            Cached::Token { access, expires_at } if fresh(*expires_at) => return Ok(Some(access.clone())),
+            Cached::Token { access, refresh_at } if fresh(*refresh_at) => return Ok(Some(access.clone())),
             _ => {}
         }
         let Some(entry) = self.file.entry(&self.url)? else {
             self.cache(Cached::Nothing);
             return Ok(None);
         };
-        let Some((access, expires_at)) = token_of(&entry) else {
+        let Some((access, refresh_at)) = token_of(&entry) else {
             self.cache(Cached::Nothing);
             return Ok(None);
         };
-        if fresh(expires_at) {
-            self.cache(Cached::Token { access: access.clone(), expires_at });
+        if fresh(refresh_at) {
+            self.cache(Cached::Token { access: access.clone(), refresh_at });
             return Ok(Some(access));
         }
         self.refresh(Some(&access)).await.map(Some)
@@ -128,9 +133,9 @@ impl Tokens {
     /// another task or process stored meanwhile, or a new one from the authorization server.
     pub(crate) async fn refresh(&self, stale: Option<&str>) -> Result<String, String> {
         let _one = self.refreshing.lock().await;
-        if let Cached::Token { access, expires_at } = &*self.cached.lock().unwrap_or_else(|p| p.into_inner())
+        if let Cached::Token { access, refresh_at } = &*self.cached.lock().unwrap_or_else(|p| p.into_inner())
             && Some(access.as_str()) != stale
-            && fresh(*expires_at)
+            && fresh(*refresh_at)
         {
             return Ok(access.clone());
         }
@@ -138,10 +143,10 @@ impl Tokens {
         // Read again under the lock: another process may have refreshed it.
         let entry =
             self.file.entry(&self.url)?.ok_or_else(|| self.login_needed("its OAuth tokens were removed"))?;
-        let (access, expires_at) =
+        let (access, refresh_at) =
             token_of(&entry).ok_or_else(|| self.login_needed("no OAuth token is stored for it"))?;
-        if Some(access.as_str()) != stale && fresh(expires_at) {
-            self.cache(Cached::Token { access: access.clone(), expires_at });
+        if Some(access.as_str()) != stale && fresh(refresh_at) {
+            self.cache(Cached::Token { access: access.clone(), refresh_at });
             return Ok(access);
         }
         let has_refresh_token = entry
@@ -158,9 +163,9 @@ impl Tokens {
         match manager.refresh_token().await {
             Ok(response) => {
                 let access = response.access_token().secret().clone();
-                let expires_at =
-                    response.expires_in().map(|lifetime| now().saturating_add(lifetime.as_secs()));
-                self.cache(Cached::Token { access: access.clone(), expires_at });
+                let refresh_at =
+                    response.expires_in().map(|lifetime| refresh_time(now(), lifetime.as_secs()));
+                self.cache(Cached::Token { access: access.clone(), refresh_at });
                 Ok(access)
             }
             Err(AuthError::TokenRefreshRejected(_) | AuthError::AuthorizationRequired) => {
