@@ -728,6 +728,46 @@ mod tests {
     }
 
     #[test]
+    fn oauth_settings_are_read_expanded_and_checked() {
+        let config = parse(
+            r#"{"mcpServers": {
+                "a": {"url": "https://a/mcp", "oauth": {"clientId": "id-${HOME_DIR}", "clientSecret": "${NOPE:-s3}", "scopes": "read write", "callbackPort": 8765}},
+                "b": {"url": "https://b/mcp", "oauth": {"scopes": ["mcp"]}},
+                "c": {"url": "https://c/mcp"}
+            }}"#,
+        )
+        .unwrap();
+        let a = &config.servers[0].oauth;
+        assert_eq!(a.client_id.as_deref(), Some("id-/home/me"));
+        assert_eq!(a.client_secret.as_deref(), Some("s3"));
+        assert_eq!(a.scopes, ["read", "write"]);
+        assert_eq!(a.callback_port, Some(8765));
+        assert!(!format!("{a:?}").contains("s3"), "the secret stays out of debug output");
+        assert_eq!(config.servers[1].oauth.scopes, ["mcp"]);
+        assert_eq!(config.servers[2].oauth, OAuthConfig::default());
+        let named = config.login_command("tools mcp login");
+        assert_eq!(named.servers[1].oauth.login_command.as_deref(), Some("tools mcp login b"));
+
+        let message = |text: &str| parse(text).unwrap_err().to_string();
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"command": "x", "oauth": {}}}}"#),
+            "MCP configuration: server `a`: `oauth` applies to HTTP servers (`url`) only"
+        );
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"url": "https://a", "oauth": {"clientID": "x"}}}}"#),
+            "MCP configuration: server `a`: unknown key `oauth.clientID`; expected one of `clientId`, `clientSecret`, `scopes`, `callbackPort`"
+        );
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"url": "https://a", "oauth": {"callbackPort": 70000}}}}"#),
+            "MCP configuration: server `a`: `oauth.callbackPort` must be a port number (1-65535)"
+        );
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"url": "https://a", "oauth": {"clientSecret": "s"}}}}"#),
+            "MCP configuration: server `a`: `oauth.clientSecret` needs `oauth.clientId`"
+        );
+    }
+
+    #[test]
     fn errors_name_the_server_and_the_key() {
         let message = |text: &str| parse(text).unwrap_err().to_string();
         assert_eq!(message("[]"), "MCP configuration: no `mcpServers` object at the top level");

@@ -376,7 +376,7 @@ mod tests {
         std::fs::create_dir(dir.join("real")).unwrap();
         std::os::unix::fs::symlink(dir.join("real"), dir.join("linked")).unwrap();
         let file = TokenFile::at(dir.join("linked/credentials.json"));
-        let error = file.set_entry("http://127.0.0.1:9/mcp", entry("a1")).err().expect("refused");
+        let error = file.set_entry("http://127.0.0.1:9/mcp", entry("a1")).expect_err("refused");
         assert!(error.contains("not a directory"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
