@@ -14,6 +14,19 @@
 //! the refresh. Besides its checks, plain `http://` is refused for every endpoint not on this
 //! machine.
 //!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use tool_runtime::mcp_client::{McpConfig, connect_all, oauth};
+//!
+//! // {"mcpServers": {"linear": {"url": "https://mcp.linear.app/mcp"}}}
+//! let config = McpConfig::load("mcp.json")?.login_command("my-agent login");
+//! let server = config.servers.iter().find(|server| server.name == "linear").ok_or("no `linear`")?;
+//! let tokens = oauth::login(server, oauth::LOGIN_TIMEOUT, |url| println!("Open {url}")).await?;
+//! println!("tokens stored in {}", tokens.path().display());
+//! let mounts = connect_all(&config).await?; // sends, and refreshes, the stored token
+//! # Ok(()) }
+//! ```
+//!
 //! [`OAuthConfig::login_command`]: crate::client::OAuthConfig::login_command
 
 mod bearer;
