@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{Fixture, TOOLS};
+use common::{Fixture, HttpServer, TOOLS};
 use oauth_server::{OAuthServer, Options};
 use serde_json::{Value, json};
 
@@ -404,6 +404,50 @@ fn a_token_file_others_may_read_is_refused_with_the_fix() {
     assert!(stderr.contains(&format!("chmod 600 {}", file.display())), "{stderr}");
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     assert_eq!(setup.call_secret().0, 0);
+}
+
+#[test]
+fn a_client_id_of_the_entry_is_used_without_registering() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let redirect = format!("http://127.0.0.1:{port}/callback");
+    let setup = Setup::new(Options {
+        preregistered: Some(("fixed-client".to_owned(), redirect)),
+        ..Options::default()
+    });
+    let text = json!({"mcpServers": {"secure": {"url": setup.server.mcp_url(), "oauth": {"clientId": "fixed-client", "callbackPort": port}}}});
+    std::fs::write(&setup.config, text.to_string()).unwrap();
+    setup.login();
+    assert_eq!(setup.stored()["credentials"]["client_id"], "fixed-client");
+    let stats = setup.server.stats();
+    assert_eq!((stats.registrations, stats.code_exchanges), (0, 1), "{stats:?}");
+    assert_eq!(setup.call_secret().0, 0);
+}
+
+#[test]
+fn a_server_without_oauth_mounts_whatever_the_token_file_holds() {
+    let setup = Setup::new(Options::default());
+    let file = setup.token_file();
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, r#"{"version":1,"servers":{}}"#).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let open = HttpServer::start(&setup.fx, &[]);
+    let config = setup.fx.dir.path().join("open.json");
+    std::fs::write(&config, json!({"mcpServers": {"open": {"url": open.url}}}).to_string()).unwrap();
+    let output = setup
+        .command(&[
+            "call",
+            "open__read",
+            r#"{"path": "hello.txt"}"#,
+            "--mcp-config",
+            config.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    // The protected server gets the reason its token cannot be read.
+    let (code, _, stderr) = setup.call_secret();
+    assert_eq!(code, 1);
+    assert!(stderr.contains("may be read by other users (mode 0644)"), "{stderr}");
 }
 
 #[test]

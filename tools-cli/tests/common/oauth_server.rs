@@ -47,6 +47,8 @@ pub(crate) struct Options {
     pub token_endpoint: Option<String>,
     /// How long the token endpoint takes to answer a refresh, to widen a race.
     pub refresh_delay: Duration,
+    /// A client registered beforehand: its id and redirect URI.
+    pub preregistered: Option<(String, String)>,
 }
 
 #[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,7 +105,11 @@ impl OAuthServer {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.set_nonblocking(true).unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let state = Arc::new(Mutex::new(State::default()));
+        let mut initial = State::default();
+        if let Some((client_id, redirect_uri)) = &options.preregistered {
+            initial.clients.insert(client_id.clone(), vec![redirect_uri.clone()]);
+        }
+        let state = Arc::new(Mutex::new(initial));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let app = Arc::new(App { base: base.clone(), options, state: state.clone(), mcp: mcp_service() });
         let thread = std::thread::spawn(move || {

@@ -33,6 +33,9 @@ enum Cached {
     Unread,
     /// The file holds no token for the server: requests go without one.
     Nothing,
+    /// The file cannot be used (others may read it, say): requests go without a token, and
+    /// this is the error of one the server refuses.
+    Unusable(String),
     /// The access token and when to refresh it (seconds since the epoch), if it expires.
     Token { access: String, refresh_at: Option<u64> },
 }
@@ -111,10 +114,18 @@ impl Tokens {
     pub(crate) async fn current(&self) -> Result<Option<String>, String> {
         match &*self.cached.lock().unwrap_or_else(|p| p.into_inner()) {
             Cached::Nothing => return Ok(None),
+            Cached::Unusable(problem) => return Err(problem.clone()),
             Cached::Token { access, refresh_at } if fresh(*refresh_at) => return Ok(Some(access.clone())),
             _ => {}
         }
-        let Some(entry) = self.file.entry(&self.url)? else {
+        let entry = match self.file.entry(&self.url) {
+            Ok(entry) => entry,
+            Err(problem) => {
+                self.cache(Cached::Unusable(problem.clone()));
+                return Err(problem);
+            }
+        };
+        let Some(entry) = entry else {
             self.cache(Cached::Nothing);
             return Ok(None);
         };
@@ -169,7 +180,11 @@ impl Tokens {
                 Ok(access)
             }
             Err(AuthError::TokenRefreshRejected(_) | AuthError::AuthorizationRequired) => {
-                Err(self.login_needed("the authorization server refused to refresh its OAuth token"))
+                let problem =
+                    self.login_needed("the authorization server refused to refresh its OAuth token");
+                // Not asked again for this session: only a new login helps.
+                self.cache(Cached::Unusable(problem.clone()));
+                Err(problem)
             }
             Err(error) => Err(format!("refreshing its OAuth token failed ({error}); try again")),
         }
@@ -240,9 +255,17 @@ impl BearerClient {
         if given.is_some() {
             return call(given).await;
         }
-        let token = self.tokens.current().await.map_err(auth_error)?;
+        // A token that cannot be had (an unusable file, a refused refresh) matters only to a
+        // server that asks for one: the request goes without it, and its 401 gets the reason.
+        let (token, problem) = match self.tokens.current().await {
+            Ok(token) => (token, None),
+            Err(problem) => (None, Some(problem)),
+        };
         match call(token.clone()).await {
             Err(StreamableHttpError::AuthRequired(challenge)) => {
+                if let Some(problem) = problem {
+                    return Err(auth_error(problem));
+                }
                 let Some(sent) = token else { return Err(StreamableHttpError::AuthRequired(challenge)) };
                 let fresh = self.tokens.refresh(Some(&sent)).await.map_err(auth_error)?;
                 call(Some(fresh)).await
