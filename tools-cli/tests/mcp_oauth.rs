@@ -451,6 +451,35 @@ fn a_server_without_oauth_mounts_whatever_the_token_file_holds() {
 }
 
 #[test]
+fn a_401_without_oauth_metadata_asks_for_a_token_and_a_refused_header_names_it() {
+    let setup = Setup::new(Options::default());
+    let token_file = setup.fx.dir.path().join("token");
+    std::fs::write(&token_file, "t0ken\n").unwrap();
+    let guarded = HttpServer::start(&setup.fx, &["--auth-token-file", token_file.to_str().unwrap()]);
+    let config = setup.fx.dir.path().join("guarded.json");
+    let stderr_with = |entry: Value| {
+        std::fs::write(&config, json!({"mcpServers": {"guarded": entry}}).to_string()).unwrap();
+        let output = setup.command(&["list", "--mcp-config", config.to_str().unwrap()]).output().unwrap();
+        assert_eq!(output.status.code(), Some(1));
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let stderr = stderr_with(json!({"url": guarded.url}));
+    assert!(
+        stderr.contains("it requires authorization (HTTP 401, `WWW-Authenticate: Bearer realm=\"mcp\"`); set its token in `headers`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("if it supports OAuth, log in with `tools mcp login guarded`"), "{stderr}");
+    let stderr = stderr_with(json!({"url": guarded.url, "headers": {"Authorization": "Bearer wrong"}}));
+    assert!(
+        stderr.contains(
+            "it refused the `Authorization` header of its entry (HTTP 401); check the token in `headers`"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("tools mcp login"), "{stderr}");
+}
+
+#[test]
 fn login_names_the_servers_when_the_name_is_unknown() {
     let setup = Setup::new(Options::default());
     let output = setup

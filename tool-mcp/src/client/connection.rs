@@ -280,20 +280,8 @@ fn describe_http(error: &rmcp::service::ClientInitializeError, config: &ServerCo
         return failure(innermost(&*error.error));
     };
     match error {
-        StreamableHttpError::AuthRequired(_) => {
-            #[cfg(feature = "oauth")]
-            let advice = super::oauth::login_advice(&config.oauth);
-            #[cfg(not(feature = "oauth"))]
-            let advice = {
-                let _ = config;
-                "this build has no OAuth (feature `mcp-oauth` of tool-runtime), so set a token in `headers`"
-            };
-            HttpFailure {
-                message: format!(
-                    "it requires OAuth authorization (HTTP 401) and no valid token for it is stored; {advice}"
-                ),
-                complete: true,
-            }
+        StreamableHttpError::AuthRequired(challenge) => {
+            HttpFailure { message: unauthorized(&challenge.www_authenticate_header, config), complete: true }
         }
         #[cfg(feature = "oauth")]
         StreamableHttpError::Auth(rmcp::transport::auth::AuthError::AuthorizationFailed(message)) => {
@@ -307,6 +295,30 @@ fn describe_http(error: &rmcp::service::ClientInitializeError, config: &ServerCo
         }
         StreamableHttpError::Client(error) => failure(innermost(error)),
         other => failure(other.to_string()),
+    }
+}
+
+/// What to do about a 401: fix the entry's own `Authorization` header, or log in when the server
+/// speaks OAuth (its challenge names its resource metadata), or give it a token.
+#[cfg(feature = "http")]
+fn unauthorized(challenge: &str, config: &ServerConfig) -> String {
+    let Transport::Http { headers, .. } = &config.transport else { return String::new() };
+    if headers.keys().any(|name| name.eq_ignore_ascii_case("authorization")) {
+        return "it refused the `Authorization` header of its entry (HTTP 401); check the token in `headers`"
+            .to_owned();
+    }
+    #[cfg(feature = "oauth")]
+    let login = super::oauth::login_advice(&config.oauth);
+    #[cfg(not(feature = "oauth"))]
+    let login = "this build has no OAuth (feature `mcp-oauth` of tool-runtime)".to_owned();
+    if challenge.to_ascii_lowercase().contains("resource_metadata=") {
+        format!("it requires OAuth authorization (HTTP 401) and no valid token for it is stored; {login}")
+    } else {
+        // The server's words, but not a page of them.
+        let challenge: String = challenge.chars().filter(|c| !c.is_control()).take(200).collect();
+        format!(
+            "it requires authorization (HTTP 401, `WWW-Authenticate: {challenge}`); set its token in `headers` (`\"Authorization\": \"Bearer ${{TOKEN}}\"`), or, if it supports OAuth, {login}"
+        )
     }
 }
 
