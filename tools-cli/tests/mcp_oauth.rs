@@ -281,6 +281,26 @@ fn a_token_the_server_refuses_is_refreshed_once_and_the_request_sent_again() {
 }
 
 #[test]
+fn a_refresh_token_never_goes_to_another_authorization_server() {
+    let setup = Setup::new(Options { token_ttl: Some(1), ..Options::default() });
+    setup.login();
+    let other = OAuthServer::start(Options::default());
+    setup.server.move_to_authorization_server(&other.base);
+    std::thread::sleep(Duration::from_millis(2100));
+    let (code, _, stderr) = setup.call_secret();
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "its authorization server is now `{}`, not `{}` that issued the stored tokens; log in with `tools mcp login secure`",
+            other.base, setup.server.base
+        )),
+        "{stderr}"
+    );
+    assert_eq!((other.stats().refreshes, other.stats().refused_refreshes), (0, 0));
+    assert_eq!(setup.server.stats().refreshes, 0);
+}
+
+#[test]
 fn two_processes_with_an_expired_token_refresh_it_once() {
     let setup = Setup::new(Options {
         token_ttl: Some(1),

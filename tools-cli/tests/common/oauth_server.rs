@@ -78,6 +78,8 @@ struct State {
     stats: Stats,
     /// Every query the authorization endpoint received, for the tests to inspect.
     authorize_queries: Vec<HashMap<String, String>>,
+    /// The authorization server its resource metadata names from now on (default: itself).
+    authorization_server: Option<String>,
 }
 
 /// The running server, stopped when dropped.
@@ -156,6 +158,11 @@ impl OAuthServer {
         self.state.lock().unwrap().authorize_queries.clone()
     }
 
+    /// Names another authorization server in the resource metadata from now on.
+    pub(crate) fn move_to_authorization_server(&self, base: &str) {
+        self.state.lock().unwrap().authorization_server = Some(base.to_owned());
+    }
+
     /// Makes every access token issued so far expire now.
     pub(crate) fn expire_access_tokens(&self) {
         let now = Instant::now();
@@ -208,9 +215,16 @@ impl App {
                 "/.well-known/oauth-protected-resource/mcp" | "/.well-known/oauth-protected-resource",
             ) => {
                 let resource = self.options.resource.clone().unwrap_or_else(|| format!("{}/mcp", self.base));
+                let server = self
+                    .state
+                    .lock()
+                    .unwrap()
+                    .authorization_server
+                    .clone()
+                    .unwrap_or_else(|| self.base.clone());
                 reply(
                     StatusCode::OK,
-                    json!({"resource": resource, "authorization_servers": [self.base], "scopes_supported": ["mcp"]}),
+                    json!({"resource": resource, "authorization_servers": [server], "scopes_supported": ["mcp"]}),
                 )
             }
             ("GET", "/.well-known/oauth-authorization-server") => {
