@@ -375,3 +375,21 @@ impl StreamableHttpClient for BearerClient {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_refreshed_a_minute_or_half_its_lifetime_before_it_expires() {
+        assert_eq!(refresh_time(1000, 3600), 1000 + 3540);
+        assert_eq!(refresh_time(1000, 120), 1000 + 60);
+        assert_eq!(refresh_time(1000, 30), 1000 + 15);
+        assert_eq!(refresh_time(1000, 1), 1001);
+        assert_eq!(refresh_time(1000, 0), 1000);
+        assert_eq!(refresh_time(u64::MAX, 3600), u64::MAX);
+        assert!(fresh(None), "a token that does not say when it expires is used until refused");
+        assert!(fresh(Some(now() + 5)));
+        assert!(!fresh(Some(now())));
+    }
+}
