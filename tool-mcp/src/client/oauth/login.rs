@@ -66,7 +66,12 @@ pub async fn login(
     let resolution = manager
         .resolve_metadata()
         .await
-        .map_err(|e| error(format!("OAuth discovery failed: {}", super::describe(&e))))?;
+        .map_err(|e| {
+            error(format!(
+                "OAuth discovery failed, so no login was attempted: {}; check `url`, or have the server's operator correct its OAuth metadata",
+                super::describe(&e)
+            ))
+        })?;
     if !resolution.source.is_discovered() {
         return Err(error(format!(
             "`{url}` publishes no OAuth metadata (no `WWW-Authenticate: Bearer resource_metadata=...` on its 401, no protected resource or authorization server metadata at its well-known URIs), so there is nothing to log in to; if it needs a token, set it in `headers`"
