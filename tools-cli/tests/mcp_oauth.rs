@@ -103,6 +103,7 @@ impl Setup {
     }
 
     /// Starts `tools mcp login secure` and reads the authorization URL it prints.
+    #[allow(clippy::zombie_processes, reason = "the child goes to the caller, which waits for it")]
     fn start_login(&self) -> (Child, String) {
         let mut child = self
             .command(&[
