@@ -1,6 +1,11 @@
 //! A mount's bearer token: read from the token file, refreshed before it expires (under the
 //! file's lock, once for every process), and sent with each request of the Streamable HTTP
 //! client.
+//!
+//! rmcp's `AuthClient` would refresh under the store's guard too, but without reading again
+//! whether another process refreshed meanwhile: the second would refresh once more. Here the
+//! token is read again under the lock, and only a token still stale is refreshed, with rmcp's
+//! `AuthorizationManager::refresh_token`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
