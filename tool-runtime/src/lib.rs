@@ -12,7 +12,7 @@
 //! | `permissions` | yes | [`permissions`]: rules, shell command classification, Claude Code settings, from `tool-permissions` |
 //! | `command-hooks` | no | `PreToolUse` / `PostToolUse` hook commands in [`permissions`] |
 //! | `processes` | no | [`process_tree`] and [`environment`]: the processes tools start, from `tool-sandbox` |
-//! | `mcp` | no | [`mcp_server`] and [`mcp_client`], from `tool-mcp`; `mcp-http` adds Streamable HTTP, `mcp-https` TLS for mounts |
+//! | `mcp` | no | [`mcp_server`] and [`mcp_client`], from `tool-mcp`; `mcp-http` adds Streamable HTTP, `mcp-https` TLS for mounts, `mcp-oauth` OAuth logins for mounts |
 //!
 //! What you write most is at the root: the [`tool`] macro, [`Registry`], [`Dispatcher`],
 //! [`ToolContext`], [`ToolError`], [`ToolOutput`], [`Content`], [`Json`] and the permission

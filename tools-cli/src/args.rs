@@ -32,6 +32,49 @@ pub(crate) enum Command {
     /// stop signal (SIGINT, SIGTERM, SIGHUP) arrives, which first kills every running command;
     /// or over Streamable HTTP with --http.
     Serve(ServeArgs),
+    /// Log in to (or out of) an MCP server that asks for OAuth.
+    #[command(subcommand)]
+    Mcp(McpCommand),
+}
+
+/// `tools mcp`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// Log in to the HTTP server NAME of --mcp-config with OAuth: prints the URL to open (and
+    /// opens it in a browser when there is a display), waits for the browser to come back to a
+    /// listener on 127.0.0.1, and stores the tokens in
+    /// $XDG_CONFIG_HOME/tools/mcp-oauth/credentials.json (mode 0600), where mounting the server
+    /// finds them.
+    Login(McpLoginArgs),
+    /// Remove the stored OAuth tokens of the server NAME of --mcp-config.
+    Logout(McpLogoutArgs),
+}
+
+/// `tools mcp login`.
+#[derive(Debug, Args)]
+pub(crate) struct McpLoginArgs {
+    /// The server's name in the `mcpServers` file.
+    pub name: String,
+    /// The `mcpServers` file that lists the server.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub mcp_config: PathBuf,
+    /// Print the URL only; never open a browser.
+    #[arg(long)]
+    pub no_browser: bool,
+    /// Seconds to wait for the browser to come back.
+    #[arg(long, value_name = "SECS", default_value_t = tool_runtime::mcp_client::oauth::LOGIN_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_secs: u64,
+}
+
+/// `tools mcp logout`.
+#[derive(Debug, Args)]
+pub(crate) struct McpLogoutArgs {
+    /// The server's name in the `mcpServers` file.
+    pub name: String,
+    /// The `mcpServers` file that lists the server.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub mcp_config: PathBuf,
 }
 
 /// `tools list`.
@@ -327,8 +370,10 @@ where
             clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
                 Parsed::Usage(match subcommand(&args) {
                     Some(name) => format!("`tools {name}` is missing arguments (see `tools {name} --help`)"),
-                    None => "missing command: expected one of list, call, turn, serve (see `tools --help`)"
-                        .to_owned(),
+                    None => {
+                        "missing command: expected one of list, call, turn, serve, mcp (see `tools --help`)"
+                            .to_owned()
+                    }
                 })
             }
             _ => Parsed::Usage(one_line(&error.render().to_string(), subcommand(&args))),
@@ -339,7 +384,7 @@ where
 /// The subcommand named on the command line, if any.
 fn subcommand(args: &[std::ffi::OsString]) -> Option<&'static str> {
     let first = args.iter().skip(1).find(|arg| !arg.to_string_lossy().starts_with('-'))?;
-    ["list", "call", "turn", "serve"].into_iter().find(|name| first == name)
+    ["list", "call", "turn", "serve", "mcp"].into_iter().find(|name| first == name)
 }
 
 /// Folds clap's multi-line error into one line: the error, its details and tips, and where to
@@ -394,7 +439,7 @@ mod tests {
 
         assert_eq!(
             usage(&[]),
-            "missing command: expected one of list, call, turn, serve (see `tools --help`)"
+            "missing command: expected one of list, call, turn, serve, mcp (see `tools --help`)"
         );
 
         assert_eq!(

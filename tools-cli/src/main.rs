@@ -2,6 +2,7 @@
 
 mod args;
 mod http;
+mod login;
 mod mounted;
 mod signals;
 
@@ -85,6 +86,7 @@ fn run(command: Command) -> Result<i32, Failure> {
         Command::Call(args) => block_on(call(args)),
         Command::Turn(args) => block_on(turn(args)),
         Command::Serve(args) => block_on(serve(args)),
+        Command::Mcp(command) => block_on(login::run(command)),
     }
 }
 
@@ -126,7 +128,7 @@ async fn mount(
 ) -> Result<Vec<McpMount>, Failure> {
     let Some(path) = &args.mcp_config else { return Ok(Vec::new()) };
     let config = McpConfig::load(path).map_err(|e| Failure::usage(format!("--mcp-config: {e}")))?;
-    let mut config = config.environment(environment);
+    let mut config = config.environment(environment).login_command(login::LOGIN_COMMAND);
     if config.servers.iter().any(|server| server.sandbox_mode.is_some()) {
         config = config
             .sandboxed(&workspace_root(root)?)

@@ -93,7 +93,7 @@ fn list_rejects_an_unknown_format_and_bad_flags() {
     );
     assert_eq!(
         fx.run(&[], None).usage_error(),
-        "missing command: expected one of list, call, turn, serve (see `tools --help`)"
+        "missing command: expected one of list, call, turn, serve, mcp (see `tools --help`)"
     );
 }
 

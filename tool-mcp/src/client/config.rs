@@ -78,6 +78,46 @@ pub struct ServerConfig {
     /// Which of our environment variables a stdio server inherits (default: the base list of
     /// [`EnvFilter`], so API keys in our environment stay out; its `env` is set on top).
     pub environment: EnvFilter,
+    /// How an HTTP server that asks for OAuth is authorized (the entry's `oauth` object;
+    /// feature `mcp-oauth`).
+    pub oauth: OAuthConfig,
+}
+
+/// The OAuth settings of one HTTP server: the entry's `"oauth": {"clientId", "clientSecret",
+/// "scopes", "callbackPort"}`, and where its tokens are kept. Everything is optional: without a
+/// client id, the client registers itself with the authorization server (RFC 7591).
+#[derive(Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OAuthConfig {
+    /// A client id registered with the authorization server beforehand (`clientId`).
+    pub client_id: Option<String>,
+    /// That client's secret (`clientSecret`), for a confidential client.
+    pub client_secret: Option<String>,
+    /// The scopes to ask for (`scopes`, a list or a space-separated string); by default those
+    /// the server's challenge or metadata name.
+    pub scopes: Vec<String>,
+    /// The port of the loopback redirect of a login (`callbackPort`), for a client id
+    /// registered with one fixed redirect URI; by default a free port.
+    pub callback_port: Option<u16>,
+    /// The token file (default: `$XDG_CONFIG_HOME/tools/mcp-oauth/credentials.json`, or under
+    /// `~/.config`).
+    pub token_file: Option<PathBuf>,
+    /// What a person runs to log in to this server, named in the error of a mount that needs
+    /// it (the `tools` binary sets `tools mcp login NAME`).
+    pub login_command: Option<String>,
+}
+
+impl fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "[redacted]"))
+            .field("scopes", &self.scopes)
+            .field("callback_port", &self.callback_port)
+            .field("token_file", &self.token_file)
+            .field("login_command", &self.login_command)
+            .finish()
+    }
 }
 
 impl ServerConfig {
@@ -95,6 +135,7 @@ impl ServerConfig {
             sandbox: None,
             sandbox_mode: None,
             environment: EnvFilter::base(),
+            oauth: OAuthConfig::default(),
         }
     }
 
@@ -210,6 +251,12 @@ impl ServerConfig {
         self
     }
 
+    /// Sets how an HTTP server that asks for OAuth is authorized.
+    pub fn oauth(mut self, oauth: OAuthConfig) -> Self {
+        self.oauth = oauth;
+        self
+    }
+
     /// Sets how many times a call tries to restart a server that stopped.
     pub fn restart_attempts(mut self, attempts: u32) -> Self {
         self.restart_attempts = attempts;
@@ -245,6 +292,16 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl McpConfig {
+    /// Names the command that logs in to a server in the error of a mount that needs it:
+    /// `command` followed by the server's name (the `tools` binary: `tools mcp login`).
+    #[must_use]
+    pub fn login_command(mut self, command: &str) -> Self {
+        for server in &mut self.servers {
+            server.oauth.login_command = Some(format!("{command} {}", server.name));
+        }
+        self
+    }
+
     /// Sets which of our environment variables every stdio server inherits.
     #[must_use]
     pub fn environment(mut self, filter: &EnvFilter) -> Self {
@@ -314,7 +371,8 @@ impl McpConfig {
     /// `toolPrefix` (names its tools `<toolPrefix><tool>`; `""` keeps the server's names),
     /// `defer` (`true`: its tools are deferred, found by a tool search) and, for an `https://`
     /// server, `caCert` (a PEM file of CA certificates trusted besides the public roots; a
-    /// relative path is taken from the file's directory by [`McpConfig::load`]). Other
+    /// relative path is taken from the file's directory by [`McpConfig::load`]) and `oauth`
+    /// (`{"clientId", "clientSecret", "scopes", "callbackPort"}`, see [`OAuthConfig`]). Other
     /// keys, which other clients write, are ignored.
     pub fn parse(text: &str) -> Result<McpConfig, ConfigError> {
         Self::parse_with_env(text, &|name| std::env::var(name).ok())
@@ -429,12 +487,68 @@ fn parse_server(
         }
         server.sandbox_mode = Some(mode.parse().map_err(|e| format!("`sandbox`: {e}"))?);
     }
+    if let Some(oauth) = entry.get("oauth").filter(|value| !value.is_null()) {
+        if !matches!(server.transport, Transport::Http { .. }) {
+            return Err("`oauth` applies to HTTP servers (`url`) only".to_owned());
+        }
+        server.oauth = parse_oauth(oauth, env)?;
+    }
     match optional_string(entry, "toolPrefix")? {
         Some(prefix) if prefix.is_empty() => server.naming = Naming::Bare,
         Some(prefix) => server.naming = Naming::Prefix(prefix),
         None => {}
     }
     Ok(server)
+}
+
+fn parse_oauth(value: &Value, env: &dyn Fn(&str) -> Option<String>) -> Result<OAuthConfig, String> {
+    let entry = value
+        .as_object()
+        .ok_or("`oauth` must be an object (`clientId`, `clientSecret`, `scopes`, `callbackPort`)")?;
+    let known = ["clientId", "clientSecret", "scopes", "callbackPort"];
+    if let Some(unknown) = entry.keys().find(|key| !known.contains(&key.as_str())) {
+        return Err(format!(
+            "unknown key `oauth.{unknown}`; expected one of `clientId`, `clientSecret`, `scopes`, `callbackPort`"
+        ));
+    }
+    let string = |key: &str| -> Result<Option<String>, String> {
+        match entry.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => expand(s, env).map(Some),
+            Some(_) => Err(format!("`oauth.{key}` must be a string")),
+        }
+    };
+    let scopes = match entry.get("scopes") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(s)) => s.split_whitespace().map(str::to_owned).collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| item.as_str().map(str::to_owned).ok_or("`oauth.scopes` must hold strings"))
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("`oauth.scopes` must be a list of strings".to_owned()),
+    };
+    let callback_port = match entry.get("callbackPort") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(
+            value
+                .as_u64()
+                .and_then(|port| u16::try_from(port).ok())
+                .filter(|port| *port > 0)
+                .ok_or("`oauth.callbackPort` must be a port number (1-65535)")?,
+        ),
+    };
+    let oauth = OAuthConfig {
+        client_id: string("clientId")?.filter(|id| !id.is_empty()),
+        client_secret: string("clientSecret")?.filter(|secret| !secret.is_empty()),
+        scopes,
+        callback_port,
+        token_file: None,
+        login_command: None,
+    };
+    if oauth.client_secret.is_some() && oauth.client_id.is_none() {
+        return Err("`oauth.clientSecret` needs `oauth.clientId`".to_owned());
+    }
+    Ok(oauth)
 }
 
 fn optional_string(entry: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
@@ -611,6 +725,46 @@ mod tests {
         assert_eq!(server.redact("a b"), "a b");
         // Another server's entry has nothing to redact.
         assert_eq!(ServerConfig::http("x", "http://h").redact("sk-4f9a"), "sk-4f9a");
+    }
+
+    #[test]
+    fn oauth_settings_are_read_expanded_and_checked() {
+        let config = parse(
+            r#"{"mcpServers": {
+                "a": {"url": "https://a/mcp", "oauth": {"clientId": "id-${HOME_DIR}", "clientSecret": "${NOPE:-s3}", "scopes": "read write", "callbackPort": 8765}},
+                "b": {"url": "https://b/mcp", "oauth": {"scopes": ["mcp"]}},
+                "c": {"url": "https://c/mcp"}
+            }}"#,
+        )
+        .unwrap();
+        let a = &config.servers[0].oauth;
+        assert_eq!(a.client_id.as_deref(), Some("id-/home/me"));
+        assert_eq!(a.client_secret.as_deref(), Some("s3"));
+        assert_eq!(a.scopes, ["read", "write"]);
+        assert_eq!(a.callback_port, Some(8765));
+        assert!(!format!("{a:?}").contains("s3"), "the secret stays out of debug output");
+        assert_eq!(config.servers[1].oauth.scopes, ["mcp"]);
+        assert_eq!(config.servers[2].oauth, OAuthConfig::default());
+        let named = config.login_command("tools mcp login");
+        assert_eq!(named.servers[1].oauth.login_command.as_deref(), Some("tools mcp login b"));
+
+        let message = |text: &str| parse(text).unwrap_err().to_string();
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"command": "x", "oauth": {}}}}"#),
+            "MCP configuration: server `a`: `oauth` applies to HTTP servers (`url`) only"
+        );
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"url": "https://a", "oauth": {"clientID": "x"}}}}"#),
+            "MCP configuration: server `a`: unknown key `oauth.clientID`; expected one of `clientId`, `clientSecret`, `scopes`, `callbackPort`"
+        );
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"url": "https://a", "oauth": {"callbackPort": 70000}}}}"#),
+            "MCP configuration: server `a`: `oauth.callbackPort` must be a port number (1-65535)"
+        );
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"url": "https://a", "oauth": {"clientSecret": "s"}}}}"#),
+            "MCP configuration: server `a`: `oauth.clientSecret` needs `oauth.clientId`"
+        );
     }
 
     #[test]

@@ -182,17 +182,55 @@ async fn start_http(
         custom.insert(header, value);
     }
     let (client, refusal) = super::http_client::build(https, ca_cert)?;
-    let transport = StreamableHttpClientTransport::with_client(
-        client,
-        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(custom),
-    );
-    let serving =
-        async { handler.serve(transport).await.map_err(|error| HttpFailure(describe_http(&error))) };
+    let transport_config =
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(custom);
+    // A server with an `Authorization` header of its own is not ours to authorize.
+    #[cfg(feature = "oauth")]
+    if !headers.keys().any(|name| name.eq_ignore_ascii_case("authorization"))
+        && let Ok(tokens) = super::oauth::Tokens::new(
+            &config.name,
+            url,
+            &config.oauth,
+            ca_cert.map(std::path::Path::to_owned),
+        )
+    {
+        let client = super::oauth::BearerClient { inner: client, tokens: Arc::new(tokens) };
+        let transport = StreamableHttpClientTransport::with_client(client, transport_config);
+        let serving = handler.serve(transport);
+        return finish_http(config, url, serving, &refusal).await;
+    }
+    let transport = StreamableHttpClientTransport::with_client(client, transport_config);
+    finish_http(config, url, handler.serve(transport), &refusal).await
+}
+
+/// Awaits the handshake of an HTTP server and makes it a session.
+#[cfg(feature = "http")]
+async fn finish_http(
+    config: &ServerConfig,
+    url: &str,
+    serving: impl Future<
+        Output = Result<RunningService<RoleClient, MountHandler>, rmcp::service::ClientInitializeError>,
+    >,
+    refusal: &super::http_client::CertificateRefusal,
+) -> Result<Session, String> {
+    let complete = std::sync::atomic::AtomicBool::new(false);
+    let serving = async {
+        serving.await.map_err(|error| {
+            let failure = describe_http(&error, config);
+            complete.store(failure.complete, std::sync::atomic::Ordering::Relaxed);
+            failure
+        })
+    };
     let started = handshake(config, &format!("`{url}`"), serving).await;
-    // A refused certificate is the whole story; any other failure may be the address or a token.
+    // A refused certificate is the whole story; an authorization failure says what to do; any
+    // other failure may be the address or a token.
     let service = started.map_err(|e| {
         refusal.explain(url).unwrap_or_else(|| {
-            format!("{e}; check `url` and `headers` (a token, for instance) in the configuration")
+            if complete.load(std::sync::atomic::Ordering::Relaxed) {
+                e
+            } else {
+                format!("{e}; check `url` and `headers` (a token, for instance) in the configuration")
+            }
         })
     })?;
     Ok(Session { service, stderr: Arc::default(), stderr_read: watch::channel(true).1 })
@@ -200,25 +238,30 @@ async fn start_http(
 
 /// Why a handshake over HTTP failed, in words.
 #[cfg(feature = "http")]
-struct HttpFailure(String);
+struct HttpFailure {
+    message: String,
+    /// The message says all there is to do (log in, say).
+    complete: bool,
+}
 
 #[cfg(feature = "http")]
 impl std::fmt::Display for HttpFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
 /// What went wrong with an HTTP server's handshake, for a person: the HTTP client's own words
 /// (a refused connection, a status), not rmcp's wrappers, which name the transport's Rust type.
 #[cfg(feature = "http")]
-fn describe_http(error: &rmcp::service::ClientInitializeError) -> String {
+fn describe_http(error: &rmcp::service::ClientInitializeError, config: &ServerConfig) -> HttpFailure {
     use rmcp::service::ClientInitializeError;
     use rmcp::transport::streamable_http_client::StreamableHttpError;
     use rmcp::transport::worker::WorkerQuitReason;
 
+    let failure = |message: String| HttpFailure { message, complete: false };
     let ClientInitializeError::TransportError { error, .. } = error else {
-        return match error {
+        return failure(match error {
             ClientInitializeError::JsonRpcError(error) => {
                 format!("it answered `initialize` with an error: {} (error {})", error.message, error.code.0)
             }
@@ -226,7 +269,7 @@ fn describe_http(error: &rmcp::service::ClientInitializeError) -> String {
                 "the connection closed during `initialize`".to_owned()
             }
             _ => "it did not answer `initialize` as an MCP server does".to_owned(),
-        };
+        });
     };
     let quit = error.error.downcast_ref::<WorkerQuitReason<StreamableHttpError<reqwest::Error>>>();
     let http = match quit {
@@ -234,17 +277,48 @@ fn describe_http(error: &rmcp::service::ClientInitializeError) -> String {
         _ => error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
     };
     let Some(error) = http else {
-        return innermost(&*error.error);
+        return failure(innermost(&*error.error));
     };
     match error {
+        StreamableHttpError::AuthRequired(challenge) => {
+            HttpFailure { message: unauthorized(&challenge.www_authenticate_header, config), complete: true }
+        }
+        #[cfg(feature = "oauth")]
+        StreamableHttpError::Auth(rmcp::transport::auth::AuthError::AuthorizationFailed(message)) => {
+            HttpFailure { message: message.clone(), complete: true }
+        }
         StreamableHttpError::Client(error) if error.is_connect() => {
-            format!("could not connect to it ({})", innermost(error))
+            failure(format!("could not connect to it ({})", innermost(error)))
         }
         StreamableHttpError::Client(error) if error.is_timeout() => {
-            "the connection to it timed out".to_owned()
+            failure("the connection to it timed out".to_owned())
         }
-        StreamableHttpError::Client(error) => innermost(error),
-        other => other.to_string(),
+        StreamableHttpError::Client(error) => failure(innermost(error)),
+        other => failure(other.to_string()),
+    }
+}
+
+/// What to do about a 401: fix the entry's own `Authorization` header, or log in when the server
+/// speaks OAuth (its challenge names its resource metadata), or give it a token.
+#[cfg(feature = "http")]
+fn unauthorized(challenge: &str, config: &ServerConfig) -> String {
+    let Transport::Http { headers, .. } = &config.transport else { return String::new() };
+    if headers.keys().any(|name| name.eq_ignore_ascii_case("authorization")) {
+        return "it refused the `Authorization` header of its entry (HTTP 401); check the token in `headers`"
+            .to_owned();
+    }
+    #[cfg(feature = "oauth")]
+    let login = super::oauth::login_advice(&config.oauth);
+    #[cfg(not(feature = "oauth"))]
+    let login = "this build has no OAuth (feature `mcp-oauth` of tool-runtime)".to_owned();
+    if challenge.to_ascii_lowercase().contains("resource_metadata=") {
+        format!("it requires OAuth authorization (HTTP 401) and no valid token for it is stored; {login}")
+    } else {
+        // The server's words, but not a page of them.
+        let challenge: String = challenge.chars().filter(|c| !c.is_control()).take(200).collect();
+        format!(
+            "it requires authorization (HTTP 401, `WWW-Authenticate: {challenge}`); set its token in `headers` (`\"Authorization\": \"Bearer ${{TOKEN}}\"`), or, if it supports OAuth, {login}"
+        )
     }
 }
 

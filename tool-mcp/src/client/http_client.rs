@@ -31,7 +31,19 @@ pub(crate) fn build(
 ) -> Result<(reqwest::Client, CertificateRefusal), String> {
     // As rmcp's default client: no idle pool (a reused connection whose last body was not read
     // to its end stalls on delayed ACKs), and only the redirects that keep the request intact.
-    let builder = reqwest::Client::builder().pool_max_idle_per_host(0).redirect(same_origin_redirects());
+    build_with(
+        reqwest::Client::builder().pool_max_idle_per_host(0).redirect(same_origin_redirects()),
+        https,
+        ca_cert,
+    )
+}
+
+/// A client from `builder` with the TLS set-up of [`build`].
+pub(crate) fn build_with(
+    builder: reqwest::ClientBuilder,
+    https: bool,
+    ca_cert: Option<&std::path::Path>,
+) -> Result<(reqwest::Client, CertificateRefusal), String> {
     #[cfg(feature = "https")]
     {
         let refusals = tls::Refusals::default();

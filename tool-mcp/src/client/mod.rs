@@ -41,6 +41,8 @@ mod handler;
 mod http_client;
 mod mount;
 mod naming;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 mod resources;
 mod routes;
 #[cfg(feature = "https")]
@@ -49,8 +51,8 @@ mod tool;
 
 pub use crate::wire::{ORIGINAL_CONTENT_KEY, SERVER_KEY};
 pub use config::{
-    ConfigError, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, McpConfig, ServerConfig,
-    Transport,
+    ConfigError, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, McpConfig, OAuthConfig,
+    ServerConfig, Transport,
 };
 pub use elicit::ELICITATION_PERMISSION;
 pub use mount::{McpMount, MountError, connect_all};

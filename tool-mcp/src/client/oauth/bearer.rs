@@ -1,0 +1,400 @@
+//! A mount's bearer token: read from the token file, refreshed before it expires (under the
+//! file's lock, once for every process), and sent with each request of the Streamable HTTP
+//! client.
+//!
+//! rmcp's `AuthClient` would refresh under the store's guard too, but without reading again
+//! whether another process refreshed meanwhile: the second would refresh once more. Here the
+//! token is read again under the lock, and only a token still stale is refreshed, with rmcp's
+//! `AuthorizationManager::refresh_token`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use http::{HeaderName, HeaderValue};
+use oauth2::TokenResponse;
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::auth::{AuthError, AuthorizationManager, OAuthClientConfig};
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+};
+
+use super::http::OAuthHttp;
+use super::store::{Entry, EntryStore, TokenFile};
+use crate::client::OAuthConfig;
+
+/// A token is refreshed when it has less than this many seconds left (or half its lifetime, when
+/// that is shorter), so that it does not expire on its way to the server.
+const REFRESH_MARGIN_SECS: u64 = 60;
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+type EventStream =
+    std::pin::Pin<Box<dyn futures_core::Stream<Item = Result<sse_stream::Sse, SseError>> + Send + 'static>>;
+
+/// What a mount knows of its token.
+enum Cached {
+    /// The file was not read yet.
+    Unread,
+    /// The file holds no token for the server: requests go without one.
+    Nothing,
+    /// The file cannot be used (others may read it, say): requests go without a token, and
+    /// this is the error of one the server refuses.
+    Unusable(String),
+    /// The access token and when to refresh it (seconds since the epoch), if it expires.
+    Token { access: String, refresh_at: Option<u64> },
+}
+
+/// One server's token, for one session with it.
+pub(crate) struct Tokens {
+    url: String,
+    server: String,
+    file: TokenFile,
+    ca_cert: Option<PathBuf>,
+    login: String,
+    cached: std::sync::Mutex<Cached>,
+    /// One refresh at a time in this process (the file's lock orders processes).
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+fn fresh(refresh_at: Option<u64>) -> bool {
+    refresh_at.is_none_or(|at| now() < at)
+}
+
+/// When to refresh a token received at `received` that lives `lifetime` seconds.
+fn refresh_time(received: u64, lifetime: u64) -> u64 {
+    received.saturating_add(lifetime - REFRESH_MARGIN_SECS.min(lifetime / 2))
+}
+
+/// The access token of an entry and when to refresh it.
+fn token_of(entry: &Entry) -> Option<(String, Option<u64>)> {
+    let response = entry.credentials.token_response.as_ref()?;
+    let refresh_at = match (response.expires_in(), entry.credentials.token_received_at) {
+        (Some(lifetime), Some(received)) => Some(refresh_time(received, lifetime.as_secs())),
+        _ => None,
+    };
+    Some((response.access_token().secret().clone(), refresh_at))
+}
+
+/// The sentence that tells a person how to log in to `server`.
+pub(crate) fn login_advice(config: &OAuthConfig) -> String {
+    match &config.login_command {
+        Some(command) => format!("log in with `{command}`"),
+        None => "log in to it first (`mcp_client::oauth::login`)".to_owned(),
+    }
+}
+
+impl Tokens {
+    pub(crate) fn new(
+        server: &str,
+        url: &str,
+        config: &OAuthConfig,
+        ca_cert: Option<PathBuf>,
+    ) -> Result<Tokens, String> {
+        Ok(Tokens {
+            url: url.to_owned(),
+            server: server.to_owned(),
+            file: TokenFile::for_config(config)?,
+            ca_cert,
+            login: login_advice(config),
+            cached: std::sync::Mutex::new(Cached::Unread),
+            refreshing: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    fn login_needed(&self, reason: &str) -> String {
+        format!("{reason}; {}", self.login)
+    }
+
+    fn cache(&self, value: Cached) {
+        *self.cached.lock().unwrap_or_else(|p| p.into_inner()) = value;
+    }
+
+    /// The token to send now: none when none is stored, refreshed first when it is about to
+    /// expire.
+    pub(crate) async fn current(&self) -> Result<Option<String>, String> {
+        match &*self.cached.lock().unwrap_or_else(|p| p.into_inner()) {
+            Cached::Nothing => return Ok(None),
+            Cached::Unusable(problem) => return Err(problem.clone()),
+            Cached::Token { access, refresh_at } if fresh(*refresh_at) => return Ok(Some(access.clone())),
+            _ => {}
+        }
+        let entry = match self.file.entry(&self.url) {
+            Ok(entry) => entry,
+            Err(problem) => {
+                self.cache(Cached::Unusable(problem.clone()));
+                return Err(problem);
+            }
+        };
+        let Some(entry) = entry else {
+            self.cache(Cached::Nothing);
+            return Ok(None);
+        };
+        let Some((access, refresh_at)) = token_of(&entry) else {
+            self.cache(Cached::Nothing);
+            return Ok(None);
+        };
+        if fresh(refresh_at) {
+            self.cache(Cached::Token { access: access.clone(), refresh_at });
+            return Ok(Some(access));
+        }
+        self.refresh(Some(&access)).await.map(Some)
+    }
+
+    /// A token other than `stale` (one about to expire, or one the server refused): the one
+    /// another task or process stored meanwhile, or a new one from the authorization server.
+    pub(crate) async fn refresh(&self, stale: Option<&str>) -> Result<String, String> {
+        let _one = self.refreshing.lock().await;
+        if let Cached::Token { access, refresh_at } = &*self.cached.lock().unwrap_or_else(|p| p.into_inner())
+            && Some(access.as_str()) != stale
+            && fresh(*refresh_at)
+        {
+            return Ok(access.clone());
+        }
+        let _lock = self.file.lock().await?;
+        // Read again under the lock: another process may have refreshed it.
+        let entry =
+            self.file.entry(&self.url)?.ok_or_else(|| self.login_needed("its OAuth tokens were removed"))?;
+        let (access, refresh_at) =
+            token_of(&entry).ok_or_else(|| self.login_needed("no OAuth token is stored for it"))?;
+        if Some(access.as_str()) != stale && fresh(refresh_at) {
+            self.cache(Cached::Token { access: access.clone(), refresh_at });
+            return Ok(access);
+        }
+        let has_refresh_token = entry
+            .credentials
+            .token_response
+            .as_ref()
+            .is_some_and(|response| response.refresh_token().is_some());
+        if !has_refresh_token {
+            return Err(self.login_needed(
+                "its OAuth access token expired and the authorization server gave no refresh token",
+            ));
+        }
+        let manager = self.manager(&entry).await?;
+        match manager.refresh_token().await {
+            Ok(response) => {
+                let access = response.access_token().secret().clone();
+                let refresh_at =
+                    response.expires_in().map(|lifetime| refresh_time(now(), lifetime.as_secs()));
+                self.cache(Cached::Token { access: access.clone(), refresh_at });
+                Ok(access)
+            }
+            Err(AuthError::TokenRefreshRejected(_) | AuthError::AuthorizationRequired) => {
+                let problem =
+                    self.login_needed("the authorization server refused to refresh its OAuth token");
+                // Not asked again for this session: only a new login helps.
+                self.cache(Cached::Unusable(problem.clone()));
+                Err(problem)
+            }
+            Err(error) => Err(format!("refreshing its OAuth token failed ({error}); try again")),
+        }
+    }
+
+    /// rmcp's manager for a refresh: the authorization server found again (its issuer must be
+    /// the one that issued the tokens), the stored client, and the entry as its store.
+    async fn manager(&self, entry: &Entry) -> Result<AuthorizationManager, String> {
+        let http = OAuthHttp::new(self.ca_cert.as_deref())?;
+        let mut manager = AuthorizationManager::new_with_oauth_http_client(self.url.as_str(), Arc::new(http))
+            .await
+            .map_err(|e| format!("cannot set up OAuth for `{}` ({e})", self.url))?;
+        let resolution = manager.resolve_metadata().await.map_err(|e| {
+            format!(
+                "cannot find its OAuth authorization server to refresh the token ({})",
+                super::describe(&e)
+            )
+        })?;
+        if !resolution.source.is_discovered() {
+            return Err(self.login_needed("it no longer publishes OAuth metadata"));
+        }
+        super::check_metadata(&resolution.metadata, false)?;
+        if let Some(issuer) = &entry.credentials.issuer
+            && resolution.metadata.issuer.as_ref() != Some(issuer)
+        {
+            return Err(self.login_needed(&format!(
+                "its authorization server is now `{}`, not `{issuer}` that issued the stored tokens",
+                resolution.metadata.issuer.as_deref().unwrap_or("(none)")
+            )));
+        }
+        manager.set_metadata(resolution.metadata);
+        let mut client =
+            OAuthClientConfig::new(entry.credentials.client_id.clone(), entry.redirect_uri.clone());
+        if let Some(secret) = &entry.client_secret {
+            client = client.with_client_secret(secret.clone());
+        }
+        manager.configure_client(client).map_err(|e| format!("cannot set up the OAuth client ({e})"))?;
+        manager.set_credential_store(EntryStore {
+            file: self.file.clone(),
+            url: self.url.clone(),
+            server: self.server.clone(),
+            client_secret: entry.client_secret.clone(),
+            redirect_uri: entry.redirect_uri.clone(),
+        });
+        Ok(manager)
+    }
+}
+
+/// The Streamable HTTP client of a server that may ask for OAuth: each request carries the
+/// stored token (refreshed before it expires); a request the server answers 401 is sent once more
+/// with a refreshed token.
+#[derive(Clone)]
+pub(crate) struct BearerClient {
+    pub(crate) inner: reqwest::Client,
+    pub(crate) tokens: Arc<Tokens>,
+}
+
+fn auth_error(message: String) -> HttpError {
+    StreamableHttpError::Auth(AuthError::AuthorizationFailed(message))
+}
+
+impl BearerClient {
+    async fn with_token<T, F, Fut>(&self, given: Option<String>, call: F) -> Result<T, HttpError>
+    where
+        F: Fn(Option<String>) -> Fut,
+        Fut: Future<Output = Result<T, HttpError>>,
+    {
+        if given.is_some() {
+            return call(given).await;
+        }
+        // A token that cannot be had (an unusable file, a refused refresh) matters only to a
+        // server that asks for one: the request goes without it, and its 401 gets the reason.
+        let (token, problem) = match self.tokens.current().await {
+            Ok(token) => (token, None),
+            Err(problem) => (None, Some(problem)),
+        };
+        match call(token.clone()).await {
+            Err(StreamableHttpError::AuthRequired(challenge)) => {
+                if let Some(problem) = problem {
+                    return Err(auth_error(problem));
+                }
+                let Some(sent) = token else { return Err(StreamableHttpError::AuthRequired(challenge)) };
+                let fresh = self.tokens.refresh(Some(&sent)).await.map_err(auth_error)?;
+                call(Some(fresh)).await
+            }
+            result => result,
+        }
+    }
+}
+
+impl StreamableHttpClient for BearerClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.with_token(auth_header, |token| {
+            self.inner.post_message(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
+        })
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.with_token(auth_header, |token| {
+            self.inner.post_message_with_max_sse_event_size(
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+                max_sse_event_size,
+            )
+        })
+        .await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), HttpError> {
+        self.with_token(auth_header, |token| {
+            self.inner.delete_session(uri.clone(), session_id.clone(), token, custom_headers.clone())
+        })
+        .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<EventStream, HttpError> {
+        self.with_token(auth_header, |token| {
+            self.inner.get_stream(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
+        })
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<EventStream, HttpError> {
+        self.with_token(auth_header, |token| {
+            self.inner.get_stream_with_max_sse_event_size(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                token,
+                custom_headers.clone(),
+                max_sse_event_size,
+            )
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_refreshed_a_minute_or_half_its_lifetime_before_it_expires() {
+        assert_eq!(refresh_time(1000, 3600), 1000 + 3540);
+        assert_eq!(refresh_time(1000, 120), 1000 + 60);
+        assert_eq!(refresh_time(1000, 30), 1000 + 15);
+        assert_eq!(refresh_time(1000, 1), 1001);
+        assert_eq!(refresh_time(1000, 0), 1000);
+        assert_eq!(refresh_time(u64::MAX, 3600), u64::MAX);
+        assert!(fresh(None), "a token that does not say when it expires is used until refused");
+        assert!(fresh(Some(now() + 5)));
+        assert!(!fresh(Some(now())));
+    }
+}
