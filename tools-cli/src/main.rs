@@ -443,14 +443,18 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
         builder = builder.events(EventFn(print_event));
     }
     let dispatcher = one_shot(builder.build());
+    // The calls of the message are one turn.
+    let options = CallOptions::default().turn(turn_id());
     if catalog.has_deferred() {
         // Searches are answered here, the other calls by the dispatcher, in the message's order.
         let calls = catalog.parse_turn(provider, &message).map_err(|e| Failure::usage(e.to_string()))?;
         let mut loaded = LoadedTools::new();
-        let results =
-            catalog.run_turn(&dispatcher, calls, &mut loaded, cancel_on_termination()?).await.map_err(
-                |e| Failure::runtime(format!("the turn was stopped by a fatal error: {}", e.message())),
-            )?;
+        let results = catalog
+            .run_turn_with(&dispatcher, calls, &mut loaded, options, cancel_on_termination()?)
+            .await
+            .map_err(|e| {
+                Failure::runtime(format!("the turn was stopped by a fatal error: {}", e.message()))
+            })?;
         let options = DefinitionOptions::default().with_strict(args.strict);
         let rendered =
             catalog.render_turn(provider, &results, &options).map_err(|e| Failure::usage(e.to_string()))?;
@@ -459,11 +463,18 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     }
     let calls = provider.parse_tool_calls(&message).map_err(|e| Failure::usage(e.to_string()))?;
     let results = dispatcher
-        .run_batch(calls, cancel_on_termination()?)
+        .run_batch_with(calls.into_iter().map(|call| (call, options.clone())), cancel_on_termination()?)
         .await
         .map_err(|e| Failure::runtime(format!("the turn was stopped by a fatal error: {}", e.message())))?;
     print_json(&Value::Array(provider.render_results(&results)))?;
     Ok(EXIT_OK)
+}
+
+/// A turn id unlike any other of this machine's: `turn-` with the time and the process id.
+fn turn_id() -> String {
+    let millis =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    format!("turn-{millis}-{}", std::process::id())
 }
 
 async fn serve(args: ServeArgs) -> Result<i32, Failure> {

@@ -181,6 +181,9 @@ pub struct Checkpoint {
     pub id: u64,
     /// The call's id.
     pub call_id: String,
+    /// The turn the call belonged to, when the host gave one
+    /// ([`ToolContext::turn_id`](tool_runtime::ToolContext::turn_id)).
+    pub turn: Option<String>,
     /// The tool called.
     pub tool: String,
     /// When the call started.
@@ -198,6 +201,9 @@ pub struct Checkpoint {
 pub enum UndoTarget {
     /// The latest call with this id.
     Call(String),
+    /// Every call of the turn with this id that is not undone, newest first (their changes
+    /// are undone together, as one).
+    Turn(String),
     /// The last `n` calls that changed files and are not undone, undos left out: undoing the
     /// last call twice undoes the two last calls. (An undo is undone by its call id.)
     Last(usize),
@@ -783,6 +789,18 @@ impl Checkpoints {
     /// finished or dropped, with what the call changed. `None` when checkpoints are off or the
     /// scan failed (see [`last_error`](Self::last_error)).
     pub fn begin(self: &Arc<Self>, root: &Path, call_id: &str, tool: &str) -> Option<CallGuard> {
+        self.begin_in_turn(root, call_id, None, tool)
+    }
+
+    /// [`begin`](Self::begin) for a call of turn `turn`, which an undo of the turn
+    /// ([`UndoTarget::Turn`]) then undoes with the turn's other calls.
+    pub fn begin_in_turn(
+        self: &Arc<Self>,
+        root: &Path,
+        call_id: &str,
+        turn: Option<&str>,
+        tool: &str,
+    ) -> Option<CallGuard> {
         if !self.enabled {
             return None;
         }
@@ -794,6 +812,7 @@ impl Checkpoints {
                 root: root.to_path_buf(),
                 before: Some(before),
                 call_id: call_id.to_owned(),
+                turn: turn.map(str::to_owned),
                 tool: tool.to_owned(),
                 time,
             }),
@@ -832,6 +851,7 @@ impl Checkpoints {
         inner.list.push_back(Checkpoint {
             id,
             call_id: guard.call_id.clone(),
+            turn: guard.turn.clone(),
             tool: guard.tool.clone(),
             time: guard.time,
             changes,
@@ -874,11 +894,23 @@ impl Checkpoints {
         call_id: &str,
         tool: &str,
     ) -> Result<UndoReport, UndoError> {
+        self.undo_in_turn(root, target, call_id, None, tool)
+    }
+
+    /// [`undo`](Self::undo) by a call of turn `turn` (the undo's own checkpoint records it).
+    pub fn undo_in_turn(
+        self: &Arc<Self>,
+        root: &Path,
+        target: &UndoTarget,
+        call_id: &str,
+        turn: Option<&str>,
+        tool: &str,
+    ) -> Result<UndoReport, UndoError> {
         if !self.enabled {
             return Err(UndoError::Off);
         }
         let selected = self.select(target)?;
-        let mut guard = self.begin(root, call_id, tool);
+        let mut guard = self.begin_in_turn(root, call_id, turn, tool);
         let report = self.apply(root, &selected);
         if let Some(guard) = guard.as_mut()
             && let Some(id) = self.finish(guard)
@@ -922,8 +954,8 @@ impl Checkpoints {
         let selected: Vec<Checkpoint> = match target {
             UndoTarget::Call(id) => {
                 let Some(found) = inner.list.iter().rev().find(|c| &c.call_id == id) else {
-                    let known: Vec<&str> =
-                        inner.list.iter().rev().take(10).map(|c| c.call_id.as_str()).collect();
+                    let known: Vec<String> =
+                        inner.list.iter().rev().take(10).map(|c| shown_id(&c.call_id)).collect();
                     return Err(UndoError::NotFound(format!(
                         "No checkpoint of a call with id {id:?} (a call that changed no file has none). The latest \
                          calls that changed files: {}. The checkpoints tool lists them all.",
@@ -931,6 +963,50 @@ impl Checkpoints {
                     )));
                 };
                 vec![found.clone()]
+            }
+            UndoTarget::Turn(turn) => {
+                let of_turn: Vec<&Checkpoint> =
+                    inner.list.iter().filter(|c| c.turn.as_deref() == Some(turn.as_str())).collect();
+                if of_turn.is_empty() {
+                    let mut turns: Vec<String> = Vec::new();
+                    for c in inner.list.iter().rev() {
+                        if let Some(t) = &c.turn
+                            && !turns.contains(&shown_id(t))
+                            && turns.len() < 10
+                        {
+                            turns.push(shown_id(t));
+                        }
+                    }
+                    let known = if turns.is_empty() {
+                        "No call kept has a turn id.".to_owned()
+                    } else {
+                        format!("The latest turns with calls that changed files: {}.", turns.join(", "))
+                    };
+                    return Err(UndoError::NotFound(format!(
+                        "No checkpoint of a call in turn {} (a call that changed no file has none). {known} The \
+                         checkpoints tool lists them all.",
+                        shown_id(turn)
+                    )));
+                }
+                let ids: BTreeSet<u64> = of_turn.iter().map(|c| c.id).collect();
+                // A call undone within the turn is undone again with its undo (together they
+                // changed nothing); one undone by a call of another turn is left out.
+                let selected: Vec<Checkpoint> = of_turn
+                    .iter()
+                    .filter(|c| c.undone_by.is_none_or(|by| ids.contains(&by)))
+                    .map(|c| (*c).clone())
+                    .collect();
+                if selected.is_empty() {
+                    let by: BTreeSet<String> =
+                        of_turn.iter().filter_map(|c| c.undone_by).map(|id| format!("#{id}")).collect();
+                    return Err(UndoError::NotFound(format!(
+                        "Every call of turn {} that changed files was already undone (by checkpoint {}); undo \
+                         that undo, by its call id, to bring the change back.",
+                        shown_id(turn),
+                        by.into_iter().collect::<Vec<_>>().join(", ")
+                    )));
+                }
+                selected
             }
             UndoTarget::Last(0) => {
                 return Err(UndoError::NotFound("`last` must be at least 1.".to_owned()));
@@ -1182,6 +1258,23 @@ fn make_link(path: &Path, target: &[u8]) -> io::Result<()> {
     }
 }
 
+/// An id (of a call, of a turn) as a listing shows it: as it is when it is made of letters,
+/// digits and `-_.:/@+#` (and not too long), else quoted with its control characters escaped,
+/// so that an id cannot pass for more lines of the listing.
+pub(crate) fn shown_id(id: &str) -> String {
+    const LONGEST: usize = 100;
+    let plain = !id.is_empty()
+        && id.len() <= LONGEST
+        && id.chars().all(|c| c.is_alphanumeric() || "-_.:/@+#".contains(c));
+    if plain {
+        return id.to_owned();
+    }
+    match id.char_indices().nth(LONGEST) {
+        Some((cut, _)) => format!("{:?}...", &id[..cut]),
+        None => format!("{id:?}"),
+    }
+}
+
 /// The checkpoint of one call in progress: kept, with the call's changes, when finished or
 /// dropped.
 #[derive(Debug)]
@@ -1190,6 +1283,7 @@ pub struct CallGuard {
     root: PathBuf,
     before: Option<Arc<Snapshot>>,
     call_id: String,
+    turn: Option<String>,
     tool: String,
     time: SystemTime,
 }
@@ -1224,8 +1318,12 @@ pub(crate) async fn begin(ws: &Workspace, ctx: &ToolContext, tool: &str) -> Opti
     }
     let root = ws.root().to_path_buf();
     let call_id = ctx.call_id().to_owned();
+    let turn = ctx.turn_id().map(str::to_owned);
     let tool = tool.to_owned();
-    tokio::task::spawn_blocking(move || checkpoints.begin(&root, &call_id, &tool)).await.ok().flatten()
+    tokio::task::spawn_blocking(move || checkpoints.begin_in_turn(&root, &call_id, turn.as_deref(), &tool))
+        .await
+        .ok()
+        .flatten()
 }
 
 /// A time as `HH:MM:SS` UTC.
