@@ -160,13 +160,14 @@ struct Setup {
 fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
     let root = workspace_root(args.root.as_deref())?;
     let workspace = Workspace::new(&root).map_err(|e| Failure::usage(root_error(&root, &e)))?;
-    let (policy, sandbox_settings, environment, network) = match &args.settings {
+    let (policy, sandbox_settings, environment, network, verify) = match &args.settings {
         Some(path) => {
             let loaded = settings_policy(path, workspace.root(), args.allow_outside_root)?;
-            (Some(loaded.policy), loaded.sandbox, loaded.environment, loaded.network)
+            (Some(loaded.policy), loaded.sandbox, loaded.environment, loaded.network, loaded.verify)
         }
-        None => (None, SandboxSettings::default(), EnvFilter::base(), NetworkSettings::default()),
+        None => (None, SandboxSettings::default(), EnvFilter::base(), NetworkSettings::default(), Vec::new()),
     };
+    let verifiers = verifiers(&args.verify, verify)?;
     let workspace = if environment == EnvFilter::base() {
         workspace
     } else {
@@ -200,7 +201,31 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
         }
         workspace
     };
+    let workspace = workspace.with_verifiers(verifiers);
     Ok(Setup { workspace, policy, environment, announce })
+}
+
+/// The checks after edits: `--verify`'s, then the settings file's for the other extensions.
+fn verifiers(
+    flags: &[tools_std::verify::Verify],
+    settings: Vec<tools_std::verify::Verify>,
+) -> Result<Vec<tools_std::verify::Verify>, Failure> {
+    let mut named: Vec<&str> = Vec::new();
+    for check in flags {
+        for ext in check.extensions() {
+            if named.contains(&ext) {
+                return Err(Failure::usage(format!(
+                    "--verify names the extension {ext:?} twice; give one command per extension"
+                )));
+            }
+            named.push(ext);
+        }
+    }
+    let mut all = flags.to_vec();
+    // A flag wins over the settings file's entry for its extensions; the entry still checks
+    // its other extensions.
+    all.extend(settings.into_iter().filter_map(|check| check.without_extensions(&named)));
+    Ok(all)
 }
 
 /// A dispatcher over `registry` for the workspace of `setup`.
@@ -298,7 +323,12 @@ fn settings_policy(
         .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?;
     let network = tool_egress::settings::from_settings(&value, &path.display().to_string())
         .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?;
-    Ok(LoadedSettings { policy: Policy::from_settings(settings), sandbox, environment, network })
+    let verify = match value.get("verify") {
+        Some(verify) => tools_std::verify::Verify::from_settings(verify)
+            .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?,
+        None => Vec::new(),
+    };
+    Ok(LoadedSettings { policy: Policy::from_settings(settings), sandbox, environment, network, verify })
 }
 
 /// What one settings file says.
@@ -307,6 +337,8 @@ struct LoadedSettings {
     sandbox: SandboxSettings,
     environment: EnvFilter,
     network: NetworkSettings,
+    /// The `verify` object: checks after edits.
+    verify: Vec<tools_std::verify::Verify>,
 }
 
 /// `call` and `turn` exit once their calls are answered, which would kill a command left
