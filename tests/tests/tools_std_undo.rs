@@ -554,7 +554,10 @@ async fn the_dispatcher_gives_each_call_the_turn_of_its_options() {
         calls.into_iter().map(move |call| (call, options.clone())).collect::<Vec<_>>()
     };
     let results = dispatcher
-        .run_batch_with(turn(vec![write("a", "a.txt"), write("b", "b.txt")], "turn-1"), CancellationToken::new())
+        .run_batch_with(
+            turn(vec![write("a", "a.txt"), write("b", "b.txt")], "turn-1"),
+            CancellationToken::new(),
+        )
         .await
         .unwrap();
     assert!(results.iter().all(|r| !r.output.is_error), "{results:?}");
@@ -563,7 +566,8 @@ async fn the_dispatcher_gives_each_call_the_turn_of_its_options() {
         .await
         .unwrap();
     let listed = Checkpoints::in_state(dispatcher.session()).list();
-    let turns: Vec<(&str, Option<&str>)> = listed.iter().map(|c| (c.call_id.as_str(), c.turn.as_deref())).collect();
+    let turns: Vec<(&str, Option<&str>)> =
+        listed.iter().map(|c| (c.call_id.as_str(), c.turn.as_deref())).collect();
     assert_eq!(turns, [("a", Some("turn-1")), ("b", Some("turn-1")), ("c", Some("turn-2"))]);
 
     let undo = ToolCall::new("u", "undo", json!({"turn": "turn-1"}));

@@ -1721,7 +1721,7 @@ mod tests {
             let dir: PathBuf = (0..depth).map(|_| names[next(names.len())]).collect();
             let path = tree.0.join(&dir).join(format!("{}{}", names[next(4)], next(3)));
             let _ = match next(7) {
-                0 | 1 => std::fs::create_dir_all(&path.parent().unwrap().to_path_buf())
+                0 | 1 => std::fs::create_dir_all(path.parent().unwrap())
                     .and_then(|()| std::fs::write(&path, format!("step {step}\n"))),
                 2 => std::fs::remove_file(&path),
                 3 => std::fs::create_dir_all(&path),
