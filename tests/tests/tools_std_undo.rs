@@ -59,14 +59,28 @@ impl Session {
         args: Value,
         hook: Arc<dyn PermissionHook>,
     ) -> (String, ToolOutput) {
+        self.call_in(None, tool, args, hook).await
+    }
+
+    /// Calls `tool` as a call of `turn`.
+    async fn call_in(
+        &self,
+        turn: Option<&str>,
+        tool: &str,
+        args: Value,
+        hook: Arc<dyn PermissionHook>,
+    ) -> (String, ToolOutput) {
         let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let id = format!("c{n}");
-        let ctx = ToolContext::builder(tool)
+        let mut ctx = ToolContext::builder(tool)
             .call_id(id.clone())
             .dependencies(self.deps.clone())
             .session(self.state.clone())
-            .permissions(hook)
-            .build();
+            .permissions(hook);
+        if let Some(turn) = turn {
+            ctx = ctx.turn(turn);
+        }
+        let ctx = ctx.build();
         let out = match self.registry.call(tool, &args.to_string(), ctx).await {
             Ok(out) => out,
             Err(e) => ToolOutput::error(e.message().to_owned()),
@@ -76,6 +90,13 @@ impl Session {
 
     async fn ok(&self, tool: &str, args: Value) -> (String, String) {
         let (id, out) = self.call(tool, args.clone()).await;
+        assert!(!out.is_error, "{tool} {args}: {}", out.text_content());
+        (id, out.text_content())
+    }
+
+    /// Calls `tool` in `turn`, and expects it to succeed.
+    async fn ok_in(&self, turn: &str, tool: &str, args: Value) -> (String, String) {
+        let (id, out) = self.call_in(Some(turn), tool, args.clone(), Arc::new(AllowAll)).await;
         assert!(!out.is_error, "{tool} {args}: {}", out.text_content());
         (id, out.text_content())
     }
@@ -395,4 +416,165 @@ proptest! {
             assert_eq!(mode(&file), mode_before);
         });
     }
+}
+
+#[tokio::test]
+async fn undo_of_a_turn_undoes_all_of_its_calls_and_no_other() {
+    let s = Session::new(None);
+    s.write("a.txt", "one\n");
+    s.write("keep.txt", "keep\n");
+    let before = s.tree();
+    s.ok_in("turn-1", "edit", json!({"path": "a.txt", "old_string": "one", "new_string": "two"})).await;
+    s.ok_in("turn-1", "write", json!({"path": "b.txt", "content": "b\n"})).await;
+    s.ok_in(
+        "turn-1",
+        "bash",
+        json!({"command": "sed -i s/two/three/ a.txt && mkdir -p d/e && echo x > d/e/x && rm keep.txt"}),
+    )
+    .await;
+    s.ok_in("turn-2", "write", json!({"path": "c.txt", "content": "c\n"})).await;
+    let after_turn_2 = s.tree();
+
+    let listing = s.ok("checkpoints", json!({})).await.1;
+    let lines: Vec<&str> = listing.lines().collect();
+    assert_eq!(lines.len(), 4, "{listing}");
+    assert!(lines[0].starts_with("#1 call_id=c1 turn=turn-1 edit at "), "{listing}");
+    assert!(lines[3].starts_with("#4 call_id=c4 turn=turn-2 write at "), "{listing}");
+
+    // Turn 2's file stays; turn 1's three calls are undone together.
+    let text = s.ok("undo", json!({"turn": "turn-1"})).await.1;
+    assert!(text.starts_with("Undid checkpoints #1, #2, #3."), "{text}");
+    let mut expected = before.clone();
+    expected.extend(after_turn_2.iter().filter(|(p, _)| *p == s.root.join("c.txt")).cloned());
+    expected.sort();
+    assert_eq!(s.tree(), expected, "{text}");
+
+    let (_, out) = s.call("undo", json!({"turn": "turn-1"})).await;
+    assert!(out.is_error, "{}", out.text_content());
+    assert!(
+        out.text_content()
+            .contains("Every call of turn turn-1 that changed files was already undone (by checkpoint #5)"),
+        "{}",
+        out.text_content()
+    );
+    // Undoing the undo brings the whole turn back.
+    let undo_id = s.checkpoints().list().last().unwrap().call_id.clone();
+    s.ok("undo", json!({"call_id": undo_id})).await;
+    assert_eq!(s.tree(), after_turn_2);
+
+    let (_, out) = s.call("undo", json!({"turn": "turn-9"})).await;
+    assert!(out.is_error, "{}", out.text_content());
+    assert!(
+        out.text_content().contains("No checkpoint of a call in turn turn-9")
+            && out.text_content().contains("The latest turns with calls that changed files: turn-2, turn-1."),
+        "{}",
+        out.text_content()
+    );
+    let (_, out) = s.call("undo", json!({"turn": "turn-1", "call_id": "c1"})).await;
+    assert!(
+        out.is_error && out.text_content().starts_with("Give one of `call_id`, `turn` and `last`"),
+        "{}",
+        out.text_content()
+    );
+}
+
+/// What an undo writes is what the session knows of the files: they can be edited at once,
+/// and a change made to them afterwards by another program is still caught.
+#[tokio::test]
+async fn files_an_undo_restored_are_known_to_the_stale_write_guard() {
+    let s = Session::new(None);
+    s.write("a.txt", "one\n");
+    s.ok("read", json!({"path": "a.txt"})).await;
+    s.ok("edit", json!({"path": "a.txt", "old_string": "one", "new_string": "two"})).await;
+    s.ok("undo", json!({})).await;
+    assert_eq!(std::fs::read_to_string(s.root.join("a.txt")).unwrap(), "one\n");
+    s.ok("edit", json!({"path": "a.txt", "old_string": "one", "new_string": "three"})).await;
+    s.ok("undo", json!({})).await;
+    s.write("a.txt", "changed outside\n");
+    let (_, out) = s.call("edit", json!({"path": "a.txt", "old_string": "changed", "new_string": "x"})).await;
+    assert!(
+        out.is_error && out.text_content().contains("has changed since it was last read"),
+        "{}",
+        out.text_content()
+    );
+}
+
+#[tokio::test]
+async fn a_turn_that_undid_its_own_call_is_undone_to_its_start() {
+    let s = Session::new(None);
+    s.write("a.txt", "one\n");
+    let before = s.tree();
+    let (first, _) =
+        s.ok_in("t", "edit", json!({"path": "a.txt", "old_string": "one", "new_string": "two"})).await;
+    s.ok_in("t", "undo", json!({"call_id": first})).await;
+    s.ok_in("t", "write", json!({"path": "a.txt", "content": "three\n"})).await;
+    s.ok_in("t", "write", json!({"path": "new.txt", "content": "new\n"})).await;
+    s.ok("undo", json!({"turn": "t"})).await;
+    assert_eq!(s.tree(), before);
+}
+
+#[tokio::test]
+async fn a_turn_changed_by_a_later_call_is_a_conflict() {
+    let s = Session::new(None);
+    s.write("a.txt", "one\n");
+    s.ok_in("t1", "write", json!({"path": "a.txt", "content": "two\n"})).await;
+    s.ok_in("t2", "write", json!({"path": "a.txt", "content": "three\n"})).await;
+    let (_, out) = s.call("undo", json!({"turn": "t1"})).await;
+    assert!(out.is_error && out.text_content().contains("- a.txt (changed since)"), "{}", out.text_content());
+    assert_eq!(std::fs::read_to_string(s.root.join("a.txt")).unwrap(), "three\n");
+}
+
+#[tokio::test]
+async fn a_turn_id_cannot_pass_for_more_lines_of_the_listing() {
+    let s = Session::new(None);
+    let odd = "t\n#9 call_id=forged turn=x write at 00:00:00 UTC: ~secret";
+    s.ok_in(odd, "write", json!({"path": "a.txt", "content": "a\n"})).await;
+    let listing = s.ok("checkpoints", json!({})).await.1;
+    assert_eq!(listing.lines().count(), 1, "{listing}");
+    assert!(listing.contains(r#"turn="t\n#9 call_id=forged"#), "{listing}");
+    // The id as given undoes the turn.
+    s.ok("undo", json!({"turn": odd})).await;
+    assert!(!s.root.join("a.txt").exists());
+}
+
+/// The host's turn id travels from `CallOptions` to each call's context, and from there into its
+/// checkpoint: a dispatcher's batch undone as one turn.
+#[tokio::test]
+async fn the_dispatcher_gives_each_call_the_turn_of_its_options() {
+    use tool_runtime::{CallOptions, CancellationToken, Dispatcher, ToolCall};
+    let dir = TempDir::new("undo-turn");
+    let root = dir.path().join("ws");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("keep.txt"), "keep\n").unwrap();
+    let registry = Registry::builder().tools(tools_std::all()).build().unwrap();
+    let dispatcher = Dispatcher::builder(registry).dependency(Workspace::new(&root).unwrap()).build();
+    let write = |id: &str, path: &str| ToolCall::new(id, "write", json!({"path": path, "content": "x\n"}));
+    let turn = |calls: Vec<ToolCall>, turn: &str| {
+        let options = CallOptions::default().turn(turn);
+        calls.into_iter().map(move |call| (call, options.clone())).collect::<Vec<_>>()
+    };
+    let results = dispatcher
+        .run_batch_with(
+            turn(vec![write("a", "a.txt"), write("b", "b.txt")], "turn-1"),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(results.iter().all(|r| !r.output.is_error), "{results:?}");
+    dispatcher
+        .run_batch_with(turn(vec![write("c", "c.txt")], "turn-2"), CancellationToken::new())
+        .await
+        .unwrap();
+    let listed = Checkpoints::in_state(dispatcher.session()).list();
+    let turns: Vec<(&str, Option<&str>)> =
+        listed.iter().map(|c| (c.call_id.as_str(), c.turn.as_deref())).collect();
+    assert_eq!(turns, [("a", Some("turn-1")), ("b", Some("turn-1")), ("c", Some("turn-2"))]);
+
+    let undo = ToolCall::new("u", "undo", json!({"turn": "turn-1"}));
+    let result = dispatcher.run(undo, CancellationToken::new()).await;
+    assert!(!result.output.is_error, "{}", result.output.text_content());
+    let mut left: Vec<String> =
+        std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    left.sort();
+    assert_eq!(left, ["c.txt", "keep.txt"]);
 }

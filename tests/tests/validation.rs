@@ -379,3 +379,49 @@ async fn an_enum_with_documented_variants_lists_its_values() {
          Fix the arguments and call `open_file` again."
     );
 }
+
+/// Hand-written specs declare aliases without the macro's checks: the registry refuses one that
+/// could not be told apart from another name, naming the tool and the alias.
+#[test]
+fn an_alias_that_is_another_name_is_refused_when_the_registry_is_built() {
+    use tool_runtime::spec::FnTool;
+    use tool_runtime::spec::ParameterAlias as A;
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "file_path": {"type": "string"}, "old_string": {"type": "string"}},
+    });
+    let build = |aliases: Vec<A>| {
+        let spec =
+            tool_runtime::spec::ToolSpec::new("replace", "Replace.", schema.clone()).with_aliases(aliases);
+        Registry::builder()
+            .tool(FnTool::new(spec, |_ctx, _args| async { Ok(tool_runtime::ToolOutput::text("")) }))
+            .build()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(build(vec![A::new("filepath", "path"), A::new("oldString2", "old_string")]), Ok(()));
+    assert_eq!(
+        build(vec![A::new("file_path", "path")]).unwrap_err(),
+        "the alias `file_path` of the tool `replace` is also the name of a parameter, so an argument sent under it \
+         would be ambiguous; rename or remove the alias"
+    );
+    assert_eq!(
+        build(vec![A::new("p", "path"), A::new("p", "old_string")]).unwrap_err(),
+        "the alias `p` of the tool `replace` is declared for two parameters, `path` and `old_string`, so an \
+         argument sent under it would be ambiguous; rename or remove the alias"
+    );
+    assert_eq!(
+        build(vec![A::new("p", "path"), A::new("p", "path")]).unwrap_err(),
+        "the alias `p` of the tool `replace` is declared twice for the parameter `path`; rename or remove the alias"
+    );
+    assert_eq!(
+        build(vec![A::new("filePath", "path")]).unwrap_err(),
+        "the alias `filePath` of the tool `replace` is the camelCase spelling of the parameter `file_path` \
+         (accepted for it already), so an argument sent under it would be ambiguous; rename or remove the alias"
+    );
+    assert_eq!(
+        build(vec![A::new("target", "dest")]).unwrap_err(),
+        "the alias `target` of the tool `replace` stands for `dest`, which is not a top-level parameter of the \
+         tool; rename or remove the alias"
+    );
+}

@@ -140,6 +140,8 @@ pub(crate) struct Inner {
     pub(crate) asker: Option<Arc<dyn PermissionHook>>,
     /// Who answers the call's questions ([`CallOptions::user`](crate::CallOptions)).
     pub(crate) user: Option<Arc<dyn UserAsker>>,
+    /// The turn the call belongs to ([`CallOptions::turn`](crate::CallOptions)).
+    pub(crate) turn: Option<Arc<str>>,
 }
 
 /// The ids of one call, as the record a dispatcher keeps of it holds them.
@@ -280,6 +282,7 @@ impl ToolContext {
             permissions: None,
             asker: None,
             user: None,
+            turn: None,
         }
     }
 
@@ -296,6 +299,13 @@ impl ToolContext {
     /// The name of the tool being called.
     pub fn tool_name(&self) -> &str {
         self.inner.ids.tool_name()
+    }
+
+    /// The id of the turn this call belongs to, when the host gave one
+    /// ([`CallOptions::turn`](crate::CallOptions)): the calls of one model message share it, so
+    /// that what they did can be told apart, and undone, together.
+    pub fn turn_id(&self) -> Option<&str> {
+        self.inner.turn.as_deref()
     }
 
     /// The id of the session (conversation) this call belongs to.
@@ -357,6 +367,7 @@ impl ToolContext {
                 shared: inner.shared.clone(),
                 asker: inner.asker.clone(),
                 user: inner.user.clone(),
+                turn: inner.turn.clone(),
             }),
         }
     }
@@ -521,6 +532,7 @@ pub struct ContextBuilder {
     permissions: Option<Arc<dyn PermissionHook>>,
     asker: Option<Arc<dyn PermissionHook>>,
     user: Option<Arc<dyn UserAsker>>,
+    turn: Option<Arc<str>>,
 }
 
 impl ContextBuilder {
@@ -585,6 +597,12 @@ impl ContextBuilder {
         self
     }
 
+    /// Sets the turn the call belongs to (see [`CallOptions::turn`](crate::CallOptions)).
+    pub fn turn(mut self, turn: impl Into<Arc<str>>) -> Self {
+        self.turn = Some(turn.into());
+        self
+    }
+
     /// Adds a sink for progress and metadata updates.
     pub fn sink(mut self, sink: Arc<dyn ContextSink>) -> Self {
         self.sinks.push(sink);
@@ -616,6 +634,7 @@ impl ContextBuilder {
                 shared,
                 asker: self.asker,
                 user: self.user,
+                turn: self.turn,
             }),
         }
     }

@@ -79,6 +79,16 @@ pub enum RegistryError {
         /// What is wrong, one problem per entry.
         problems: Vec<String>,
     },
+    /// One of a tool's parameter aliases ([`ToolSpec::aliases`]) cannot be told apart from
+    /// another name: it is a parameter's own name, another alias, or stands for no parameter.
+    InvalidAlias {
+        /// The tool's name.
+        tool: String,
+        /// The alias.
+        alias: String,
+        /// What is wrong with it, as a sentence.
+        problem: String,
+    },
 }
 
 impl fmt::Display for RegistryError {
@@ -104,6 +114,9 @@ impl fmt::Display for RegistryError {
                 index + 1,
                 problems.join("; ")
             ),
+            RegistryError::InvalidAlias { tool, alias, problem } => {
+                write!(f, "the alias `{alias}` of the tool `{tool}` {problem}; rename or remove the alias")
+            }
         }
     }
 }
@@ -249,6 +262,7 @@ impl RegistryBuilder {
                     second: source,
                 });
             }
+            checked_aliases(&name, tool.spec())?;
             let validator = checked_examples(&name, tool.spec())?;
             index.insert(name.clone(), entries.len());
             entries.push(Entry { name, source, tool, validator });
@@ -268,6 +282,44 @@ impl RegistryBuilder {
         }
         self.predicates.iter().all(|p| p(spec))
     }
+}
+
+/// Checks that every alias of a tool names one parameter and is no other name: an argument sent
+/// under it must be movable to one place only.
+fn checked_aliases(name: &str, spec: &ToolSpec) -> Result<(), RegistryError> {
+    let parameters = spec.input_schema.get("properties").and_then(|p| p.as_object());
+    let is_parameter = |key: &str| parameters.is_some_and(|p| p.contains_key(key));
+    for (i, alias) in spec.aliases.iter().enumerate() {
+        let camel_of =
+            crate::validate::snake_case(&alias.alias).filter(|p| is_parameter(p) && *p != alias.parameter);
+        let problem = if is_parameter(&alias.alias) {
+            "is also the name of a parameter, so an argument sent under it would be ambiguous".to_owned()
+        } else if let Some(other) = camel_of {
+            format!(
+                "is the camelCase spelling of the parameter `{other}` (accepted for it already), so an argument sent \
+                 under it would be ambiguous"
+            )
+        } else if let Some(earlier) = spec.aliases[..i].iter().find(|a| a.alias == alias.alias) {
+            if earlier.parameter == alias.parameter {
+                format!("is declared twice for the parameter `{}`", alias.parameter)
+            } else {
+                format!(
+                    "is declared for two parameters, `{}` and `{}`, so an argument sent under it would be ambiguous",
+                    earlier.parameter, alias.parameter
+                )
+            }
+        } else if !is_parameter(&alias.parameter) {
+            format!("stands for `{}`, which is not a top-level parameter of the tool", alias.parameter)
+        } else {
+            continue;
+        };
+        return Err(RegistryError::InvalidAlias {
+            tool: name.to_owned(),
+            alias: alias.alias.clone(),
+            problem,
+        });
+    }
+    Ok(())
 }
 
 /// Checks every example of a tool against its input schema. The validator compiled for that is

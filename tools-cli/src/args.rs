@@ -168,6 +168,17 @@ pub(crate) struct WorkspaceArgs {
     /// `serve`) or refused.
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_hosts: Vec<String>,
+    /// Check each file that `edit`, `multi_edit`, `write` or `apply_patch` changed whose
+    /// extension is EXT (`rs`, or several: `py,pyi`) with COMMAND, split into words as a shell
+    /// would (`rs=rustfmt --check {file}`; `{file}` is the file's path), run in the sandbox `bash`
+    /// runs in, within 10 s; its outcome comes with the edit's result (repeatable; wins over the
+    /// settings file's `verify` for the same extension).
+    #[arg(long = "verify", value_name = "EXT=COMMAND", value_parser = parse_verify)]
+    pub verify: Vec<tools_std::verify::Verify>,
+}
+
+fn parse_verify(value: &str) -> Result<tools_std::verify::Verify, String> {
+    tools_std::verify::Verify::from_flag(value)
 }
 
 fn parse_sandbox(value: &str) -> Result<tool_sandbox::SandboxMode, String> {

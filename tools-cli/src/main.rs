@@ -162,13 +162,14 @@ struct Setup {
 fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
     let root = workspace_root(args.root.as_deref())?;
     let workspace = Workspace::new(&root).map_err(|e| Failure::usage(root_error(&root, &e)))?;
-    let (policy, sandbox_settings, environment, network) = match &args.settings {
+    let (policy, sandbox_settings, environment, network, verify) = match &args.settings {
         Some(path) => {
             let loaded = settings_policy(path, workspace.root(), args.allow_outside_root)?;
-            (Some(loaded.policy), loaded.sandbox, loaded.environment, loaded.network)
+            (Some(loaded.policy), loaded.sandbox, loaded.environment, loaded.network, loaded.verify)
         }
-        None => (None, SandboxSettings::default(), EnvFilter::base(), NetworkSettings::default()),
+        None => (None, SandboxSettings::default(), EnvFilter::base(), NetworkSettings::default(), Vec::new()),
     };
+    let verifiers = verifiers(&args.verify, verify)?;
     let workspace = if environment == EnvFilter::base() {
         workspace
     } else {
@@ -210,7 +211,31 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
         }
         workspace
     };
+    let workspace = workspace.with_verifiers(verifiers);
     Ok(Setup { workspace, policy, environment, announce })
+}
+
+/// The checks after edits: `--verify`'s, then the settings file's for the other extensions.
+fn verifiers(
+    flags: &[tools_std::verify::Verify],
+    settings: Vec<tools_std::verify::Verify>,
+) -> Result<Vec<tools_std::verify::Verify>, Failure> {
+    let mut named: Vec<&str> = Vec::new();
+    for check in flags {
+        for ext in check.extensions() {
+            if named.contains(&ext) {
+                return Err(Failure::usage(format!(
+                    "--verify names the extension {ext:?} twice; give one command per extension"
+                )));
+            }
+            named.push(ext);
+        }
+    }
+    let mut all = flags.to_vec();
+    // A flag wins over the settings file's entry for its extensions; the entry still checks
+    // its other extensions.
+    all.extend(settings.into_iter().filter_map(|check| check.without_extensions(&named)));
+    Ok(all)
 }
 
 /// A dispatcher over `registry` for the workspace of `setup`.
@@ -316,7 +341,12 @@ fn settings_policy(
         .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?;
     let network = tool_egress::settings::from_settings(&value, &path.display().to_string())
         .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?;
-    Ok(LoadedSettings { policy: Policy::from_settings(settings), sandbox, environment, network })
+    let verify = match value.get("verify") {
+        Some(verify) => tools_std::verify::Verify::from_settings(verify)
+            .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?,
+        None => Vec::new(),
+    };
+    Ok(LoadedSettings { policy: Policy::from_settings(settings), sandbox, environment, network, verify })
 }
 
 /// What one settings file says.
@@ -325,6 +355,8 @@ struct LoadedSettings {
     sandbox: SandboxSettings,
     environment: EnvFilter,
     network: NetworkSettings,
+    /// The `verify` object: checks after edits.
+    verify: Vec<tools_std::verify::Verify>,
 }
 
 /// `call` and `turn` exit once their calls are answered, which would kill a command left
@@ -461,14 +493,18 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
         builder = builder.events(EventFn(print_event));
     }
     let dispatcher = one_shot(builder.build());
+    // The calls of the message are one turn.
+    let options = CallOptions::default().turn(turn_id());
     if catalog.has_deferred() {
         // Searches are answered here, the other calls by the dispatcher, in the message's order.
         let calls = catalog.parse_turn(provider, &message).map_err(|e| Failure::usage(e.to_string()))?;
         let mut loaded = LoadedTools::new();
-        let results =
-            catalog.run_turn(&dispatcher, calls, &mut loaded, cancel_on_termination()?).await.map_err(
-                |e| Failure::runtime(format!("the turn was stopped by a fatal error: {}", e.message())),
-            )?;
+        let results = catalog
+            .run_turn_with(&dispatcher, calls, &mut loaded, options, cancel_on_termination()?)
+            .await
+            .map_err(|e| {
+                Failure::runtime(format!("the turn was stopped by a fatal error: {}", e.message()))
+            })?;
         let options = DefinitionOptions::default().with_strict(args.strict);
         let rendered =
             catalog.render_turn(provider, &results, &options).map_err(|e| Failure::usage(e.to_string()))?;
@@ -477,11 +513,18 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     }
     let calls = provider.parse_tool_calls(&message).map_err(|e| Failure::usage(e.to_string()))?;
     let results = dispatcher
-        .run_batch(calls, cancel_on_termination()?)
+        .run_batch_with(calls.into_iter().map(|call| (call, options.clone())), cancel_on_termination()?)
         .await
         .map_err(|e| Failure::runtime(format!("the turn was stopped by a fatal error: {}", e.message())))?;
     print_json(&Value::Array(provider.render_results(&results)))?;
     Ok(EXIT_OK)
+}
+
+/// A turn id unlike any other of this machine's: `turn-` with the time and the process id.
+fn turn_id() -> String {
+    let millis =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    format!("turn-{millis}-{}", std::process::id())
 }
 
 async fn serve(args: ServeArgs) -> Result<i32, Failure> {

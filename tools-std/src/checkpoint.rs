@@ -9,7 +9,14 @@
 //! (and old enough that a second write in the same clock tick cannot hide), so a scan of a
 //! workspace where nothing changed reads no file. On Linux every directory walked is watched
 //! (inotify, set before the directory is read): while no notification arrives, the last scan
-//! still holds and nothing is walked at all (see BENCHMARKS.md for the cost per call).
+//! still holds and nothing is walked at all; when some arrive, only the directories they name
+//! are listed again, and the directories created, removed or moved walked in full (see
+//! BENCHMARKS.md for the cost per call). The whole workspace is walked again when that cannot be
+//! trusted: notifications were lost (the kernel's queue overflowed), an ignore file (`.gitignore`,
+//! `.ignore`) or `.git` changed, the root itself moved, or a directory could not be watched
+//! (past [`CheckpointConfig::max_watched_dirs`] or the system's limit). Changes the kernel does
+//! not notify are not seen until then: a write through a hard link from outside the workspace,
+//! or through a shared memory mapping.
 //!
 //! Left out of the store, and so never touched by an undo: what `.gitignore`, `.ignore` and
 //! `.git/info/exclude` ignore, the `.git` directory, and files larger than
@@ -62,7 +69,7 @@
 //! changing files after its call ended: those changes belong to no checkpoint, and an undo of a
 //! later call sees them as conflicts when they touch the same files.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -152,7 +159,9 @@ pub enum FileState {
 }
 
 /// A scan: every path with what it held and the metadata that held it.
-type Snapshot = HashMap<PathBuf, Cached>;
+/// (foldhash, seeded at random: several times cheaper than the default hasher on the tens of
+/// thousands of paths a scan and a diff look up.)
+type Snapshot = HashMap<PathBuf, Cached, foldhash::fast::RandomState>;
 
 /// One path a call changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,6 +181,9 @@ pub struct Checkpoint {
     pub id: u64,
     /// The call's id.
     pub call_id: String,
+    /// The turn the call belonged to, when the host gave one
+    /// ([`ToolContext::turn_id`](tool_runtime::ToolContext::turn_id)).
+    pub turn: Option<String>,
     /// The tool called.
     pub tool: String,
     /// When the call started.
@@ -189,6 +201,9 @@ pub struct Checkpoint {
 pub enum UndoTarget {
     /// The latest call with this id.
     Call(String),
+    /// Every call of the turn with this id that is not undone, newest first (their changes
+    /// are undone together, as one).
+    Turn(String),
     /// The last `n` calls that changed files and are not undone, undos left out: undoing the
     /// last call twice undoes the two last calls. (An undo is undone by its call id.)
     Last(usize),
@@ -379,9 +394,22 @@ struct Inner {
     /// The last error, shown by the listing.
     error: Option<String>,
     /// Change notifications on every directory of the last scan, when the system has them.
-    watch: Option<watch::Watch>,
-    /// The root the last scan walked.
+    watch: Option<Arc<watch::Watch>>,
+    /// The root the last scan walked, when its notifications can say what changed since.
     scanned: Option<PathBuf>,
+    /// How many scans walked the whole workspace, and how many only the directories that
+    /// notifications named.
+    scans: ScanCounts,
+    /// The last partial scan: the scan it started from, the one it made, and the only paths
+    /// that can differ between them (so that a diff of the two looks at those alone).
+    last_partial: Option<(std::sync::Weak<Snapshot>, Arc<Snapshot>, Vec<PathBuf>)>,
+}
+
+/// How many scans of each kind a session made (to test that the cheap one is taken).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct ScanCounts {
+    full: u64,
+    partial: u64,
 }
 
 /// A session's checkpoints (see the module documentation).
@@ -459,24 +487,85 @@ impl Drop for Batch<'_> {
     }
 }
 
-/// What a walk learns about `entry` without reading it.
+/// The part of the workspace a scan walks when notifications named what changed; everything
+/// else is taken from the last scan.
+struct Scope {
+    /// Directories whose entries are read again (not their subdirectories').
+    dirty: HashSet<PathBuf>,
+    /// Directories walked again in full (created, removed or moved).
+    deep: HashSet<PathBuf>,
+    /// The directories above those, walked through to reach them with the ignore rules of
+    /// each level; their own entries are taken from the last scan.
+    through: HashSet<PathBuf>,
+    previous: Arc<Snapshot>,
+}
+
+impl Scope {
+    fn new(dirty: HashSet<PathBuf>, deep: HashSet<PathBuf>, previous: Arc<Snapshot>) -> Scope {
+        let through = dirty
+            .iter()
+            .chain(&deep)
+            .flat_map(|dir| dir.ancestors().skip(1).map(Path::to_path_buf))
+            .collect();
+        Scope { dirty, deep, through, previous }
+    }
+
+    /// Whether the entries of `dir` are read again: it was named, it lies in a directory walked
+    /// in full, or the last scan did not have it (it is new).
+    fn lists(&self, dir: &Path) -> bool {
+        self.named(dir)
+            || !(dir.as_os_str().is_empty()
+                || matches!(self.previous.get(dir), Some(Cached { state: FileState::Dir, .. })))
+    }
+
+    /// Whether `dir` was named, or lies in a directory named to walk in full.
+    fn named(&self, dir: &Path) -> bool {
+        self.dirty.contains(dir) || (!self.deep.is_empty() && dir.ancestors().any(|a| self.deep.contains(a)))
+    }
+
+    fn descends(&self, dir: &Path) -> bool {
+        self.through.contains(dir) || self.lists(dir)
+    }
+
+    /// Whether the last scan's entry at `path` still holds: no directory above it is listed
+    /// again, or the directory below the nearest one that is was seen again by this walk
+    /// (`refound`); the entries of a listed directory themselves come from the walk.
+    fn keeps(&self, path: &Path, refound: &HashSet<PathBuf>) -> bool {
+        if !self.dirty.iter().chain(&self.deep).any(|d| path.starts_with(d)) {
+            return true;
+        }
+        let mut child = path;
+        for dir in path.ancestors().skip(1) {
+            if self.named(dir) {
+                return refound.contains(child);
+            }
+            child = dir;
+        }
+        true
+    }
+}
+
+/// What a walk learns about `entry` without reading it; `None` for an entry of a directory
+/// the scope takes from the last scan.
 fn look(
     root: &Path,
     entry: &ignore::DirEntry,
     previous: &Snapshot,
     racy: i128,
-    watch: Option<&watch::Watch>,
+    scope: Option<&Scope>,
 ) -> Option<Found> {
     let rel = entry.path().strip_prefix(root).ok()?;
     if rel.as_os_str().is_empty() {
         return None;
     }
+    if let Some(scope) = scope
+        && !scope.lists(rel.parent().unwrap_or(Path::new("")))
+    {
+        return None;
+    }
     let rel = rel.to_path_buf();
     let kind = entry.file_type()?;
     if kind.is_dir() {
-        if let Some(watch) = watch {
-            watch.add(entry.path());
-        }
         return Some(Found { rel, path: PathBuf::new(), kind, meta: None, known: None });
     }
     let meta = std::fs::symlink_metadata(entry.path()).ok()?;
@@ -555,37 +644,78 @@ impl Checkpoints {
         if inner.store.is_none() {
             inner.store = Some(Store::open(&self.config)?);
         }
-        // Nothing changed since the last scan (no directory it walked saw an event): it holds.
-        if inner.scanned.as_deref() == Some(root) && inner.watch.as_ref().is_some_and(|w| w.quiet()) {
-            return Ok(inner.cache.clone());
-        }
-        // Watched before the walk reads them, so a change during the walk is seen next time.
-        inner.watch = watch::Watch::new(root, self.config.max_watched_dirs);
+        let changes = match &inner.watch {
+            Some(watch) if inner.scanned.as_deref() == Some(root) => watch.changes(),
+            _ => watch::Changes::Full,
+        };
+        let scope = match changes {
+            // No directory the last scan walked saw a change: it holds.
+            watch::Changes::None => return Ok(inner.cache.clone()),
+            watch::Changes::Dirs { dirty, deep } => {
+                inner.scans.partial += 1;
+                Some(Arc::new(Scope::new(dirty, deep, inner.cache.clone())))
+            }
+            watch::Changes::Full => {
+                inner.scans.full += 1;
+                // Watched before the walk reads them, so a change during the walk is seen next time.
+                inner.watch = watch::Watch::new(root, self.config.max_watched_dirs).map(Arc::new);
+                None
+            }
+        };
+        // Until this scan ends well, the notifications it consumed are not to be trusted.
         inner.scanned = None;
         let Inner { store, cache, watch, .. } = inner;
-        let watch = watch.as_ref();
+        let watch = watch.clone();
         let store = store.as_mut().expect("opened above");
         let store_dir = store.dir.clone();
         let started = SystemTime::now();
         let racy = nanos(Ok(started)) - RACY.as_nanos() as i128;
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        let threads = match &scope {
+            Some(_) => 1,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+        };
+        // The subdirectories of listed directories that are not walked again: their last scan holds.
+        let kept: Arc<Mutex<HashSet<PathBuf>>> = Arc::default();
+        let filter = {
+            let (root, scope, kept, watch) = (root.to_path_buf(), scope.clone(), kept.clone(), watch.clone());
+            move |entry: &ignore::DirEntry| {
+                if entry.file_name() == ".git" || entry.path() == store_dir {
+                    return false;
+                }
+                if !entry.file_type().is_some_and(|t| t.is_dir()) {
+                    return true;
+                }
+                let Ok(rel) = entry.path().strip_prefix(&root) else { return true };
+                let descend = scope.as_ref().is_none_or(|s| s.descends(rel));
+                if descend {
+                    // Called before the walk reads the directory.
+                    if let Some(watch) = &watch {
+                        watch.add(entry.path(), rel);
+                    }
+                } else if scope.as_ref().is_some_and(|s| s.lists(rel.parent().unwrap_or(Path::new("")))) {
+                    kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(rel.to_path_buf());
+                }
+                descend
+            }
+        };
         let walker = ignore::WalkBuilder::new(root)
             .hidden(false)
             .parents(false)
             .require_git(false)
             .follow_links(false)
             .threads(threads)
-            .filter_entry(move |entry| entry.file_name() != ".git" && entry.path() != store_dir)
+            .filter_entry(filter)
             .build_parallel();
         // Walked in parallel: each entry's metadata, and its state when the last scan's still holds.
-        let found: Mutex<Vec<Found>> = Mutex::new(Vec::with_capacity(cache.len() + 16));
+        let found: Mutex<Vec<Found>> =
+            Mutex::new(Vec::with_capacity(if scope.is_some() { 64 } else { cache.len() + 16 }));
         let previous = cache.clone();
         walker.run(|| {
-            let (found, previous) = (&found, previous.clone());
+            let (found, previous, scope) = (&found, previous.clone(), scope.clone());
             let mut batch = Batch { found, entries: Vec::new() };
             Box::new(move |entry| {
                 if let Ok(entry) = entry
-                    && let Some(item) = look(root, &entry, &previous, racy, watch)
+                    && let Some(item) = look(root, &entry, &previous, racy, scope.as_deref())
                 {
                     batch.entries.push(item);
                 }
@@ -593,7 +723,28 @@ impl Checkpoints {
             })
         });
         let found = found.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut seen = Snapshot::with_capacity(found.len());
+        let mut touched: Vec<PathBuf> = Vec::new();
+        let mut seen = match &scope {
+            Some(scope) => {
+                let mut refound =
+                    std::mem::take(&mut *kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+                refound.extend(found.iter().filter(|f| f.meta.is_none()).map(|f| f.rel.clone()));
+                // Cloned whole (no path hashed again), then the listed directories' entries dropped.
+                let mut seen = (*previous).clone();
+                seen.retain(|path, _| {
+                    let keep = scope.keeps(path, &refound);
+                    if !keep {
+                        touched.push(path.clone());
+                    }
+                    keep
+                });
+                seen
+            }
+            None => Snapshot::with_capacity_and_hasher(found.len(), Default::default()),
+        };
+        if scope.is_some() {
+            touched.extend(found.iter().map(|f| f.rel.clone()));
+        }
         for Found { rel, path, kind, meta, known } in found {
             let Some(meta) = meta else {
                 seen.insert(rel, Cached { stamp: None, state: FileState::Dir });
@@ -628,15 +779,28 @@ impl Checkpoints {
         if watch.is_some_and(|w| w.complete()) {
             inner.scanned = Some(root.to_path_buf());
         }
-        let cache = &mut inner.cache;
-        *cache = Arc::new(seen);
-        Ok(cache.clone())
+        let seen = Arc::new(seen);
+        inner.last_partial = scope.is_some().then(|| (Arc::downgrade(&previous), seen.clone(), touched));
+        inner.cache = seen.clone();
+        Ok(seen)
     }
 
     /// Records the workspace before a call; the checkpoint is kept when the returned guard is
     /// finished or dropped, with what the call changed. `None` when checkpoints are off or the
     /// scan failed (see [`last_error`](Self::last_error)).
     pub fn begin(self: &Arc<Self>, root: &Path, call_id: &str, tool: &str) -> Option<CallGuard> {
+        self.begin_in_turn(root, call_id, None, tool)
+    }
+
+    /// [`begin`](Self::begin) for a call of turn `turn`, which an undo of the turn
+    /// ([`UndoTarget::Turn`]) then undoes with the turn's other calls.
+    pub fn begin_in_turn(
+        self: &Arc<Self>,
+        root: &Path,
+        call_id: &str,
+        turn: Option<&str>,
+        tool: &str,
+    ) -> Option<CallGuard> {
         if !self.enabled {
             return None;
         }
@@ -648,6 +812,7 @@ impl Checkpoints {
                 root: root.to_path_buf(),
                 before: Some(before),
                 call_id: call_id.to_owned(),
+                turn: turn.map(str::to_owned),
                 tool: tool.to_owned(),
                 time,
             }),
@@ -668,7 +833,16 @@ impl Checkpoints {
                 return None;
             }
         };
-        let changes = if Arc::ptr_eq(&before, &after) { Vec::new() } else { diff(&before, &after) };
+        let changes = match &inner.last_partial {
+            _ if Arc::ptr_eq(&before, &after) => Vec::new(),
+            // One partial scan since `before`: only the paths it looked at can differ.
+            Some((base, made, touched))
+                if std::ptr::eq(base.as_ptr(), Arc::as_ptr(&before)) && Arc::ptr_eq(made, &after) =>
+            {
+                diff_paths(&before, &after, touched)
+            }
+            _ => diff(&before, &after),
+        };
         if changes.is_empty() {
             return None;
         }
@@ -677,6 +851,7 @@ impl Checkpoints {
         inner.list.push_back(Checkpoint {
             id,
             call_id: guard.call_id.clone(),
+            turn: guard.turn.clone(),
             tool: guard.tool.clone(),
             time: guard.time,
             changes,
@@ -719,11 +894,23 @@ impl Checkpoints {
         call_id: &str,
         tool: &str,
     ) -> Result<UndoReport, UndoError> {
+        self.undo_in_turn(root, target, call_id, None, tool)
+    }
+
+    /// [`undo`](Self::undo) by a call of turn `turn` (the undo's own checkpoint records it).
+    pub fn undo_in_turn(
+        self: &Arc<Self>,
+        root: &Path,
+        target: &UndoTarget,
+        call_id: &str,
+        turn: Option<&str>,
+        tool: &str,
+    ) -> Result<UndoReport, UndoError> {
         if !self.enabled {
             return Err(UndoError::Off);
         }
         let selected = self.select(target)?;
-        let mut guard = self.begin(root, call_id, tool);
+        let mut guard = self.begin_in_turn(root, call_id, turn, tool);
         let report = self.apply(root, &selected);
         if let Some(guard) = guard.as_mut()
             && let Some(id) = self.finish(guard)
@@ -767,8 +954,8 @@ impl Checkpoints {
         let selected: Vec<Checkpoint> = match target {
             UndoTarget::Call(id) => {
                 let Some(found) = inner.list.iter().rev().find(|c| &c.call_id == id) else {
-                    let known: Vec<&str> =
-                        inner.list.iter().rev().take(10).map(|c| c.call_id.as_str()).collect();
+                    let known: Vec<String> =
+                        inner.list.iter().rev().take(10).map(|c| shown_id(&c.call_id)).collect();
                     return Err(UndoError::NotFound(format!(
                         "No checkpoint of a call with id {id:?} (a call that changed no file has none). The latest \
                          calls that changed files: {}. The checkpoints tool lists them all.",
@@ -776,6 +963,50 @@ impl Checkpoints {
                     )));
                 };
                 vec![found.clone()]
+            }
+            UndoTarget::Turn(turn) => {
+                let of_turn: Vec<&Checkpoint> =
+                    inner.list.iter().filter(|c| c.turn.as_deref() == Some(turn.as_str())).collect();
+                if of_turn.is_empty() {
+                    let mut turns: Vec<String> = Vec::new();
+                    for c in inner.list.iter().rev() {
+                        if let Some(t) = &c.turn
+                            && !turns.contains(&shown_id(t))
+                            && turns.len() < 10
+                        {
+                            turns.push(shown_id(t));
+                        }
+                    }
+                    let known = if turns.is_empty() {
+                        "No call kept has a turn id.".to_owned()
+                    } else {
+                        format!("The latest turns with calls that changed files: {}.", turns.join(", "))
+                    };
+                    return Err(UndoError::NotFound(format!(
+                        "No checkpoint of a call in turn {} (a call that changed no file has none). {known} The \
+                         checkpoints tool lists them all.",
+                        shown_id(turn)
+                    )));
+                }
+                let ids: BTreeSet<u64> = of_turn.iter().map(|c| c.id).collect();
+                // A call undone within the turn is undone again with its undo (together they
+                // changed nothing); one undone by a call of another turn is left out.
+                let selected: Vec<Checkpoint> = of_turn
+                    .iter()
+                    .filter(|c| c.undone_by.is_none_or(|by| ids.contains(&by)))
+                    .map(|c| (*c).clone())
+                    .collect();
+                if selected.is_empty() {
+                    let by: BTreeSet<String> =
+                        of_turn.iter().filter_map(|c| c.undone_by).map(|id| format!("#{id}")).collect();
+                    return Err(UndoError::NotFound(format!(
+                        "Every call of turn {} that changed files was already undone (by checkpoint {}); undo \
+                         that undo, by its call id, to bring the change back.",
+                        shown_id(turn),
+                        by.into_iter().collect::<Vec<_>>().join(", ")
+                    )));
+                }
+                selected
             }
             UndoTarget::Last(0) => {
                 return Err(UndoError::NotFound("`last` must be at least 1.".to_owned()));
@@ -977,6 +1208,20 @@ fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
     changes
 }
 
+/// [`diff`] of two scans that can differ only at `paths`.
+fn diff_paths(before: &Snapshot, after: &Snapshot, paths: &[PathBuf]) -> Vec<Change> {
+    let mut paths: Vec<&PathBuf> = paths.iter().collect();
+    paths.sort();
+    paths.dedup();
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let (b, a) = (before.get(path).map(|c| &c.state), after.get(path).map(|c| &c.state));
+            (b != a).then(|| Change { path: path.clone(), before: b.cloned(), after: a.cloned() })
+        })
+        .collect()
+}
+
 /// Writes `bytes` to `path` through a temporary file renamed over it, with `mode`.
 fn write_file(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -1013,6 +1258,23 @@ fn make_link(path: &Path, target: &[u8]) -> io::Result<()> {
     }
 }
 
+/// An id (of a call, of a turn) as a listing shows it: as it is when it is made of letters,
+/// digits and `-_.:/@+#` (and not too long), else quoted with its control characters escaped,
+/// so that an id cannot pass for more lines of the listing.
+pub(crate) fn shown_id(id: &str) -> String {
+    const LONGEST: usize = 100;
+    let plain = !id.is_empty()
+        && id.len() <= LONGEST
+        && id.chars().all(|c| c.is_alphanumeric() || "-_.:/@+#".contains(c));
+    if plain {
+        return id.to_owned();
+    }
+    match id.char_indices().nth(LONGEST) {
+        Some((cut, _)) => format!("{:?}...", &id[..cut]),
+        None => format!("{id:?}"),
+    }
+}
+
 /// The checkpoint of one call in progress: kept, with the call's changes, when finished or
 /// dropped.
 #[derive(Debug)]
@@ -1021,6 +1283,7 @@ pub struct CallGuard {
     root: PathBuf,
     before: Option<Arc<Snapshot>>,
     call_id: String,
+    turn: Option<String>,
     tool: String,
     time: SystemTime,
 }
@@ -1055,8 +1318,12 @@ pub(crate) async fn begin(ws: &Workspace, ctx: &ToolContext, tool: &str) -> Opti
     }
     let root = ws.root().to_path_buf();
     let call_id = ctx.call_id().to_owned();
+    let turn = ctx.turn_id().map(str::to_owned);
     let tool = tool.to_owned();
-    tokio::task::spawn_blocking(move || checkpoints.begin(&root, &call_id, &tool)).await.ok().flatten()
+    tokio::task::spawn_blocking(move || checkpoints.begin_in_turn(&root, &call_id, turn.as_deref(), &tool))
+        .await
+        .ok()
+        .flatten()
 }
 
 /// A time as `HH:MM:SS` UTC.
@@ -1066,17 +1333,44 @@ pub(crate) fn clock(time: SystemTime) -> String {
 }
 
 /// Change notifications (inotify) on the directories a scan walks: while none arrives, nothing
-/// beneath them changed, and the last scan still holds without a file being looked at.
+/// beneath them changed, and the last scan still holds without a file being looked at; when
+/// some arrive, they name the directories to list again.
 mod watch {
-    use std::path::Path;
+    use std::collections::HashSet;
+    use std::path::{Path, PathBuf};
+
+    /// What changed since the last time the notifications were read.
+    #[derive(Debug, PartialEq, Eq)]
+    pub(super) enum Changes {
+        /// Nothing: the last scan holds.
+        None,
+        /// Only beneath these directories (relative to the root).
+        Dirs {
+            /// Directories whose entries changed: each is listed again (not its subdirectories).
+            dirty: HashSet<PathBuf>,
+            /// Directories created, removed or moved: each is walked again in full.
+            deep: HashSet<PathBuf>,
+        },
+        /// Anything may have changed: notifications were lost (the queue overflowed), the root
+        /// itself moved, an ignore file changed, or a directory is not watched.
+        Full,
+    }
+
+    /// Names whose change can change what is ignored anywhere beneath their directory.
+    #[cfg(target_os = "linux")]
+    fn changes_ignore_rules(name: &std::ffi::OsStr) -> bool {
+        name == ".gitignore" || name == ".ignore" || name == ".git"
+    }
 
     #[cfg(target_os = "linux")]
     pub(super) struct Watch {
         inotify: nix::sys::inotify::Inotify,
+        /// Each watched directory, relative to the root (the root is the empty path).
+        dirs: std::sync::Mutex<std::collections::HashMap<nix::sys::inotify::WatchDescriptor, PathBuf>>,
         /// A directory could not be watched (the system's limit of watches, or ours).
         failed: std::sync::atomic::AtomicBool,
-        /// How many more directories may be watched.
-        left: std::sync::atomic::AtomicUsize,
+        /// How many directories may be watched.
+        limit: usize,
     }
 
     #[cfg(target_os = "linux")]
@@ -1103,23 +1397,49 @@ mod watch {
                 return None;
             }
             let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
-            inotify.add_watch(root, Self::mask()).ok()?;
+            let wd = inotify.add_watch(root, Self::mask()).ok()?;
             Some(Watch {
                 inotify,
+                dirs: std::sync::Mutex::new(std::collections::HashMap::from([(wd, PathBuf::new())])),
                 failed: std::sync::atomic::AtomicBool::new(false),
-                left: std::sync::atomic::AtomicUsize::new(limit - 1),
+                limit,
             })
         }
 
-        pub(super) fn add(&self, dir: &Path) {
+        fn dirs(
+            &self,
+        ) -> std::sync::MutexGuard<'_, std::collections::HashMap<nix::sys::inotify::WatchDescriptor, PathBuf>>
+        {
+            self.dirs.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        }
+
+        /// Watches the directory `dir`, at `rel` beneath the root; called before it is read, so
+        /// that a change made while it is read is notified. A directory watched already (moved
+        /// here from elsewhere in the tree) keeps its watch, now under its new name.
+        pub(super) fn add(&self, dir: &Path, rel: &Path) {
             use std::sync::atomic::Ordering;
             if self.failed.load(Ordering::Relaxed) {
                 return;
             }
-            let within =
-                self.left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
-            if !within || self.inotify.add_watch(dir, Self::mask()).is_err() {
-                self.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+            let mut dirs = self.dirs();
+            let added = if dirs.len() >= self.limit {
+                // Past our limit only a directory watched already may be named again.
+                match self.inotify.add_watch(dir, Self::mask()) {
+                    Ok(wd) if dirs.contains_key(&wd) => Some(wd),
+                    Ok(wd) => {
+                        let _ = self.inotify.rm_watch(wd);
+                        None
+                    }
+                    Err(_) => None,
+                }
+            } else {
+                self.inotify.add_watch(dir, Self::mask()).ok()
+            };
+            match added {
+                Some(wd) => {
+                    dirs.insert(wd, rel.to_path_buf());
+                }
+                None => self.failed.store(true, Ordering::Relaxed),
             }
         }
 
@@ -1128,9 +1448,76 @@ mod watch {
             !self.failed.load(std::sync::atomic::Ordering::Relaxed)
         }
 
-        /// Whether no notification (nor a lost one) arrived since the watches were made.
-        pub(super) fn quiet(&self) -> bool {
-            self.complete() && matches!(self.inotify.read_events(), Err(nix::errno::Errno::EAGAIN))
+        /// Reads the notifications that arrived since the last call (or since the watches
+        /// were made), and says what they leave to scan again.
+        pub(super) fn changes(&self) -> Changes {
+            use nix::sys::inotify::AddWatchFlags as F;
+            if !self.complete() {
+                return Changes::Full;
+            }
+            let mut dirty = HashSet::new();
+            let mut deep = HashSet::new();
+            let mut full = false;
+            loop {
+                let events = match self.inotify.read_events() {
+                    Ok(events) if !events.is_empty() => events,
+                    Err(nix::errno::Errno::EAGAIN) => break,
+                    // End of the stream, or an error: nothing says what changed.
+                    _ => return Changes::Full,
+                };
+                // Every notification is read even after one asks for a full scan, so that the
+                // next call starts from an empty queue.
+                if full {
+                    continue;
+                }
+                let mut dirs = self.dirs();
+                for event in events {
+                    if event.mask.intersects(F::IN_Q_OVERFLOW | F::IN_UNMOUNT) {
+                        full = true;
+                        break;
+                    }
+                    if event.mask.contains(F::IN_IGNORED) {
+                        // The directory is gone (its parent's notification says so).
+                        dirs.remove(&event.wd);
+                        continue;
+                    }
+                    let Some(dir) = dirs.get(&event.wd) else {
+                        full = true;
+                        break;
+                    };
+                    match event.name {
+                        None if dir.as_os_str().is_empty()
+                            && event.mask.intersects(F::IN_DELETE_SELF | F::IN_MOVE_SELF) =>
+                        {
+                            full = true;
+                            break;
+                        }
+                        // A directory's own change: its parent's notification names it too.
+                        None => {}
+                        Some(name) => {
+                            if changes_ignore_rules(&name) {
+                                full = true;
+                                break;
+                            }
+                            if event.mask.contains(F::IN_ISDIR)
+                                && event.mask.intersects(
+                                    F::IN_CREATE | F::IN_DELETE | F::IN_MOVED_FROM | F::IN_MOVED_TO,
+                                )
+                            {
+                                deep.insert(dir.join(&name));
+                            }
+                            dirty.insert(dir.clone());
+                        }
+                    }
+                }
+            }
+            if full {
+                Changes::Full
+            } else if dirty.is_empty() {
+                Changes::None
+            } else {
+                Changes::Dirs { dirty, deep }
+            }
         }
     }
 
@@ -1142,12 +1529,12 @@ mod watch {
         pub(super) fn new(_root: &Path, _limit: usize) -> Option<Watch> {
             None
         }
-        pub(super) fn add(&self, _dir: &Path) {}
+        pub(super) fn add(&self, _dir: &Path, _rel: &Path) {}
         pub(super) fn complete(&self) -> bool {
             false
         }
-        pub(super) fn quiet(&self) -> bool {
-            false
+        pub(super) fn changes(&self) -> Changes {
+            Changes::Full
         }
     }
 
@@ -1155,5 +1542,228 @@ mod watch {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("Watch")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A workspace in a new temporary directory, removed at the end.
+    struct Tree(PathBuf);
+
+    impl Tree {
+        fn new(name: &str) -> Tree {
+            let root = std::env::temp_dir().join(format!("checkpoint-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&root);
+            std::fs::create_dir_all(&root).unwrap();
+            Tree(std::fs::canonicalize(&root).unwrap())
+        }
+
+        fn write(&self, rel: &str, content: &str) {
+            let path = self.0.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+    }
+
+    impl Drop for Tree {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn counts(checkpoints: &Checkpoints) -> ScanCounts {
+        lock(&checkpoints.inner).scans
+    }
+
+    /// What a scan that walks everything finds, with no notifications involved.
+    fn truth(root: &Path) -> BTreeMap<PathBuf, FileState> {
+        let config = CheckpointConfig { max_watched_dirs: 0, ..CheckpointConfig::default() };
+        Checkpoints::new(config).scan(root).unwrap()
+    }
+
+    fn state(checkpoints: &Checkpoints, root: &Path, rel: &str) -> Option<FileState> {
+        checkpoints.scan(root).unwrap().remove(Path::new(rel))
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_change_in_a_deep_directory_is_caught_by_listing_that_directory_only() {
+        let tree = Tree::new("deep");
+        for i in 0..20 {
+            tree.write(&format!("src/m{i}/f.rs"), "fn f() {}\n");
+        }
+        tree.write("a/b/c/d/e/deep.txt", "one\n");
+        let checkpoints = Checkpoints::default();
+        let first = state(&checkpoints, &tree.0, "a/b/c/d/e/deep.txt");
+        assert_eq!(counts(&checkpoints), ScanCounts { full: 1, partial: 0 });
+
+        tree.write("a/b/c/d/e/deep.txt", "two\n");
+        let scan = checkpoints.scan(&tree.0).unwrap();
+        assert_ne!(scan.get(Path::new("a/b/c/d/e/deep.txt")), first.as_ref());
+        assert_eq!(scan, truth(&tree.0));
+        assert_eq!(counts(&checkpoints), ScanCounts { full: 1, partial: 1 });
+
+        // Nothing since: the last scan holds, nothing is walked.
+        assert_eq!(checkpoints.scan(&tree.0).unwrap(), scan);
+        assert_eq!(counts(&checkpoints), ScanCounts { full: 1, partial: 1 });
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn lost_notifications_fall_back_to_a_full_scan() {
+        let tree = Tree::new("overflow");
+        tree.write("noisy/a", "");
+        tree.write("noisy/b", "");
+        tree.write("deep/x/y/z.txt", "before\n");
+        let checkpoints = Checkpoints::default();
+        checkpoints.scan(&tree.0).unwrap();
+        // More notifications than the kernel queues: the later ones are lost, the change to
+        // z.txt among them, and only an overflow notice says so.
+        let queued: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+            .ok()
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(16384);
+        let mut files = [tree.0.join("noisy/a"), tree.0.join("noisy/b")]
+            .map(|p| std::fs::OpenOptions::new().append(true).open(p).unwrap());
+        for n in 0..queued + 10 {
+            // Alternating, so that the kernel does not merge them into one.
+            std::io::Write::write_all(&mut files[n % 2], b"x").unwrap();
+        }
+        tree.write("deep/x/y/z.txt", "after\n");
+        let scan = checkpoints.scan(&tree.0).unwrap();
+        assert_eq!(scan, truth(&tree.0), "the change to deep/x/y/z.txt is seen");
+        assert_eq!(counts(&checkpoints), ScanCounts { full: 2, partial: 0 });
+        // The queue was emptied: the next change is back to the cheap scan.
+        tree.write("deep/x/y/z.txt", "later\n");
+        assert_eq!(checkpoints.scan(&tree.0).unwrap(), truth(&tree.0));
+        assert_eq!(counts(&checkpoints), ScanCounts { full: 2, partial: 1 });
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_directory_a_call_created_is_watched_from_then_on() {
+        let tree = Tree::new("newdir");
+        tree.write("README", "hello\n");
+        let checkpoints = Arc::new(Checkpoints::default());
+        let call = checkpoints.begin(&tree.0, "call_1", "bash").unwrap();
+        tree.write("made/by/the/call.txt", "1\n");
+        assert_eq!(call.finish(), Some(1));
+        assert_eq!(counts(&checkpoints), ScanCounts { full: 1, partial: 1 });
+        let changes: Vec<PathBuf> = checkpoints.list()[0].changes.iter().map(|c| c.path.clone()).collect();
+        assert_eq!(changes, ["made", "made/by", "made/by/the", "made/by/the/call.txt"].map(PathBuf::from));
+
+        // Changed between calls, beneath the new directory only.
+        tree.write("made/by/the/call.txt", "changed outside\n");
+        tree.write("made/by/the/other.txt", "new outside\n");
+        assert_eq!(checkpoints.scan(&tree.0).unwrap(), truth(&tree.0));
+        assert_eq!(counts(&checkpoints), ScanCounts { full: 1, partial: 2 });
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_directory_moved_within_the_tree_is_followed_under_its_new_name() {
+        let tree = Tree::new("moved");
+        tree.write("a/sub/inner/f.txt", "1\n");
+        tree.write("b/keep.txt", "k\n");
+        let checkpoints = Checkpoints::default();
+        checkpoints.scan(&tree.0).unwrap();
+        std::fs::rename(tree.0.join("a/sub"), tree.0.join("b/sub")).unwrap();
+        assert_eq!(checkpoints.scan(&tree.0).unwrap(), truth(&tree.0));
+        // Its old watch now speaks for its new place.
+        tree.write("b/sub/inner/f.txt", "2\n");
+        assert_eq!(checkpoints.scan(&tree.0).unwrap(), truth(&tree.0));
+        // A directory put where another was moved from is a new one, walked in full.
+        tree.write("a/sub/inner/g.txt", "g\n");
+        assert_eq!(checkpoints.scan(&tree.0).unwrap(), truth(&tree.0));
+        assert_eq!(counts(&checkpoints), ScanCounts { full: 1, partial: 3 });
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn an_ignore_file_changed_rescans_everything() {
+        let tree = Tree::new("ignore");
+        tree.write("deep/er/build/out.o", "object\n");
+        tree.write("deep/er/.gitignore", "build/\n");
+        let checkpoints = Checkpoints::default();
+        assert!(!checkpoints.scan(&tree.0).unwrap().contains_key(Path::new("deep/er/build/out.o")));
+        tree.write("deep/er/.gitignore", "");
+        let scan = checkpoints.scan(&tree.0).unwrap();
+        assert!(scan.contains_key(Path::new("deep/er/build/out.o")));
+        assert_eq!(scan, truth(&tree.0));
+        assert_eq!(counts(&checkpoints).full, 2);
+    }
+
+    /// Random changes between scans (files written, removed and renamed, directories made,
+    /// removed and moved, links): each scan that lists only the directories notifications
+    /// named finds what a full walk finds.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn partial_scans_find_what_a_full_walk_finds() {
+        let tree = Tree::new("random");
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let names = ["a", "b", "c", "d"];
+        let checkpoints = Arc::new(Checkpoints::default());
+        checkpoints.scan(&tree.0).unwrap();
+        let mut known = truth(&tree.0);
+        for step in 0..300 {
+            // Some changes are a call's (recorded as its checkpoint), some made between calls.
+            let call = next(2) == 0;
+            let guard = call.then(|| checkpoints.begin(&tree.0, &format!("call{step}"), "test").unwrap());
+            let depth = next(4);
+            let dir: PathBuf = (0..depth).map(|_| names[next(names.len())]).collect();
+            let path = tree.0.join(&dir).join(format!("{}{}", names[next(4)], next(3)));
+            let _ = match next(7) {
+                0 | 1 => std::fs::create_dir_all(path.parent().unwrap())
+                    .and_then(|()| std::fs::write(&path, format!("step {step}\n"))),
+                2 => std::fs::remove_file(&path),
+                3 => std::fs::create_dir_all(&path),
+                4 if depth > 0 => std::fs::remove_dir_all(tree.0.join(&dir))
+                    .and_then(|()| std::fs::create_dir_all(tree.0.join(&dir))),
+                4 => Ok(()),
+                5 => {
+                    let to: PathBuf = (0..next(3)).map(|_| names[next(names.len())]).collect();
+                    std::fs::rename(&path, tree.0.join(to).join(format!("moved{step}")))
+                }
+                _ => std::os::unix::fs::symlink(format!("target{step}"), &path),
+            };
+            let now = truth(&tree.0);
+            if let Some(guard) = guard {
+                let expected: Vec<PathBuf> = known
+                    .keys()
+                    .chain(now.keys())
+                    .filter(|p| known.get(*p) != now.get(*p))
+                    .cloned()
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                match guard.finish() {
+                    None => assert!(expected.is_empty(), "after step {step}: {expected:?}"),
+                    Some(id) => {
+                        let listed = checkpoints.list();
+                        let recorded = listed.iter().find(|c| c.id == id).unwrap();
+                        let paths: Vec<PathBuf> = recorded.changes.iter().map(|c| c.path.clone()).collect();
+                        assert_eq!(paths, expected, "after step {step}");
+                        for change in &recorded.changes {
+                            assert_eq!(change.before.as_ref(), known.get(&change.path), "{step}");
+                            assert_eq!(change.after.as_ref(), now.get(&change.path), "{step}");
+                        }
+                    }
+                }
+            } else if next(3) != 0 {
+                assert_eq!(checkpoints.scan(&tree.0).unwrap(), now, "after step {step}");
+            }
+            known = now;
+        }
+        let scans = counts(&checkpoints);
+        assert_eq!(scans.full, 1, "every later scan listed only what changed");
+        assert!(scans.partial > 100, "{scans:?}");
     }
 }

@@ -81,6 +81,10 @@ pub struct CallOptions {
     /// Who answers the questions the call's tool puts to the person behind the call
     /// ([`user_question`](crate::user_question)): an MCP server's client, through elicitation.
     pub user: Option<Arc<dyn crate::user_question::UserAsker>>,
+    /// The turn this call belongs to: an id the host gives every call of one model message
+    /// (any text; the host chooses it, and it is shown as given). The call's tool reads it as
+    /// [`ToolContext::turn_id`](crate::ToolContext::turn_id).
+    pub turn: Option<Arc<str>>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -90,6 +94,7 @@ impl fmt::Debug for CallOptions {
             .field("asker", &self.asker.is_some())
             .field("sink", &self.sink.is_some())
             .field("user", &self.user.is_some())
+            .field("turn", &self.turn)
             .finish()
     }
 }
@@ -109,6 +114,12 @@ impl CallOptions {
     /// These options with `user` answering the questions of the call's tool.
     pub fn user(mut self, user: Arc<dyn crate::user_question::UserAsker>) -> Self {
         self.user = Some(user);
+        self
+    }
+
+    /// These options with the call in turn `turn`.
+    pub fn turn(mut self, turn: impl Into<Arc<str>>) -> Self {
+        self.turn = Some(turn.into());
         self
     }
 

@@ -10,6 +10,7 @@
 mod describe;
 mod format;
 mod plan;
+pub(crate) use plan::snake_case;
 
 use std::borrow::Cow;
 use std::fmt::Write as _;

@@ -178,7 +178,7 @@ fn rename_keys(
 }
 
 /// `oldString` as `old_string`; `None` for a name without an ASCII capital.
-fn snake_case(name: &str) -> Option<String> {
+pub(crate) fn snake_case(name: &str) -> Option<String> {
     if !name.bytes().any(|b| b.is_ascii_uppercase()) {
         return None;
     }

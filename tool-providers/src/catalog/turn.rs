@@ -7,9 +7,9 @@ use super::request::{SearchRequest, TOOL_SEARCH};
 use super::{Catalog, LoadedTools};
 use crate::{DefinitionOptions, LoweringError, ParseError, Provider};
 use tool_core::CancellationToken;
-use tool_core::Dispatcher;
 use tool_core::ToolError;
 use tool_core::{Arguments, ToolCall, ToolResult};
+use tool_core::{CallOptions, Dispatcher};
 
 /// One call of an assistant message.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,6 +117,19 @@ impl Catalog {
         loaded: &mut LoadedTools,
         cancel: CancellationToken,
     ) -> Result<Vec<TurnResult>, ToolError> {
+        self.run_turn_with(dispatcher, calls, loaded, CallOptions::default(), cancel).await
+    }
+
+    /// [`run_turn`](Self::run_turn) with `options` for every call of the turn (its
+    /// [`turn`](CallOptions::turn) id, say).
+    pub async fn run_turn_with(
+        &self,
+        dispatcher: &Dispatcher,
+        calls: Vec<TurnCall>,
+        loaded: &mut LoadedTools,
+        options: CallOptions,
+        cancel: CancellationToken,
+    ) -> Result<Vec<TurnResult>, ToolError> {
         let mut slots: Vec<Option<TurnResult>> = Vec::with_capacity(calls.len());
         let mut batch = Vec::new();
         for call in calls {
@@ -133,7 +146,10 @@ impl Catalog {
         let mut results = if batch.is_empty() {
             Vec::new().into_iter()
         } else {
-            dispatcher.run_batch(batch, cancel).await?.into_iter()
+            dispatcher
+                .run_batch_with(batch.into_iter().map(|call| (call, options.clone())), cancel)
+                .await?
+                .into_iter()
         };
         Ok(slots
             .into_iter()

@@ -314,6 +314,53 @@ mod tests {
         fx.text("edit", json!({"path": "b.txt", "old_string": "b", "new_string": "c"})).await;
     }
 
+    /// A file reached through a symbolic link inside the workspace is one file: what the session
+    /// saw through one name guards a change through the other, and a link pointed elsewhere
+    /// since is not taken for the file it pointed at.
+    #[tokio::test]
+    #[cfg(unix)]
+    async fn a_file_and_a_link_to_it_are_guarded_as_one_file() {
+        use serde_json::json;
+        let fx = crate::testing::Fixture::new();
+        fx.write("src/a.txt", "x = 1\n");
+        fx.write("b.txt", "b = 1\n");
+        std::os::unix::fs::symlink("src/a.txt", fx.root().join("link.txt")).unwrap();
+        std::os::unix::fs::symlink("src", fx.root().join("dir")).unwrap();
+        for (seen_as, changed_as) in
+            [("link.txt", "src/a.txt"), ("src/a.txt", "link.txt"), ("dir/a.txt", "link.txt")]
+        {
+            fx.write("src/a.txt", "x = 1\n");
+            fx.text("read", json!({"path": seen_as})).await;
+            fx.write("src/a.txt", "x = 1\ny = 2\n");
+            let err = fx
+                .error("edit", json!({"path": changed_as, "old_string": "x = 1", "new_string": "x = 3"}))
+                .await;
+            assert!(
+                err.message()
+                    .starts_with("src/a.txt has changed since it was last read or written in this session"),
+                "{seen_as} then {changed_as}: {}",
+                err.message()
+            );
+            let err = fx.error("write", json!({"path": changed_as, "content": "w\n"})).await;
+            assert!(err.message().contains("has changed since"), "{}", err.message());
+        }
+        assert_eq!(fx.read("src/a.txt"), b"x = 1\ny = 2\n", "nothing was written");
+        // Our own write through the link is what the session saw of the file.
+        fx.text("read", json!({"path": "src/a.txt"})).await;
+        fx.text("write", json!({"path": "link.txt", "content": "w\n"})).await;
+        fx.text("edit", json!({"path": "src/a.txt", "old_string": "w", "new_string": "v"})).await;
+        assert!(std::fs::symlink_metadata(fx.root().join("link.txt")).unwrap().is_symlink(), "still a link");
+        // The link swapped to another file between calls: the file it names now was never seen
+        // under any name, so nothing is known to be lost; the one it named is still guarded.
+        fx.write("src/a.txt", "changed outside\n");
+        std::fs::remove_file(fx.root().join("link.txt")).unwrap();
+        std::os::unix::fs::symlink("b.txt", fx.root().join("link.txt")).unwrap();
+        fx.text("edit", json!({"path": "link.txt", "old_string": "b = 1", "new_string": "b = 2"})).await;
+        assert_eq!(fx.read("b.txt"), b"b = 2\n");
+        let err = fx.error("write", json!({"path": "src/a.txt", "content": "w\n"})).await;
+        assert!(err.message().contains("has changed since"), "{}", err.message());
+    }
+
     #[tokio::test]
     async fn the_guard_can_be_turned_off() {
         use serde_json::json;

@@ -87,6 +87,18 @@ impl Verify {
         self
     }
 
+    /// The extensions of the files this check is for (without the dot).
+    pub fn extensions(&self) -> impl Iterator<Item = &str> {
+        self.extensions.iter().map(String::as_str)
+    }
+
+    /// This check without the extensions `others` (another check's), or `None` when none is
+    /// left.
+    pub fn without_extensions(mut self, others: &[&str]) -> Option<Verify> {
+        self.extensions.retain(|ext| !others.contains(&ext.as_str()));
+        (!self.extensions.is_empty()).then_some(self)
+    }
+
     /// Whether this check is for `path` (by its extension).
     pub fn matches(&self, path: &Path) -> bool {
         path.extension().and_then(|e| e.to_str()).is_some_and(|ext| self.extensions.iter().any(|x| x == ext))
@@ -122,6 +134,203 @@ impl Verify {
     fn shown(&self, file: &str) -> String {
         self.command.iter().map(|arg| arg.replace(Verify::FILE, file)).collect::<Vec<_>>().join(" ")
     }
+
+    /// The checks of a settings file's `verify` object: each key names one or more extensions
+    /// (`"rs"`, `"py,pyi"`), each value is the command, as a list of strings (a program, then
+    /// its arguments, [`Verify::FILE`] for the file), or an object with that list as
+    /// `"command"` and a time limit in seconds as `"timeout"`:
+    ///
+    /// ```
+    /// use tools_std::verify::Verify;
+    ///
+    /// let settings = serde_json::json!({
+    ///     "rs": ["rustfmt", "--check", "--edition", "2024", "{file}"],
+    ///     "py,pyi": {"command": ["ruff", "check", "{file}"], "timeout": 5}
+    /// });
+    /// let checks = Verify::from_settings(&settings).unwrap();
+    /// assert!(checks.iter().any(|v| v.matches(std::path::Path::new("src/main.rs"))));
+    /// assert!(Verify::from_settings(&serde_json::json!({"rs": "cargo check"})).is_err());
+    /// ```
+    ///
+    /// An extension named twice, an empty command, a time limit that is not a number of
+    /// seconds from 0.1 to 3600, and any other key are refused with a sentence naming the
+    /// entry.
+    pub fn from_settings(value: &Value) -> Result<Vec<Verify>, String> {
+        let Value::Object(entries) = value else {
+            return Err(
+                "`verify` must be an object whose keys are file extensions (`\"rs\"`, `\"py,pyi\"`) and \
+                        whose values are commands (`[\"rustfmt\", \"--check\", \"{file}\"]`)"
+                    .to_owned(),
+            );
+        };
+        let mut checks: Vec<Verify> = Vec::new();
+        for (key, entry) in entries {
+            let extensions = extensions(key).map_err(|e| format!("`verify` key {key:?}: {e}"))?;
+            let (command, timeout) = match entry {
+                Value::Array(_) => (entry, None),
+                Value::Object(fields) => {
+                    if let Some(other) = fields.keys().find(|k| *k != "command" && *k != "timeout") {
+                        return Err(format!(
+                            "`verify.{key}` has an unknown key {other:?}; expected `command` and `timeout`"
+                        ));
+                    }
+                    let command = fields.get("command").ok_or_else(|| {
+                        format!("`verify.{key}` has no `command` (a list: program, then arguments)")
+                    })?;
+                    (command, fields.get("timeout"))
+                }
+                _ => {
+                    return Err(format!(
+                        "`verify.{key}` must be a command as a list of strings (`[\"rustfmt\", \"--check\", \
+                         \"{{file}}\"]`) or an object with `command` and `timeout`"
+                    ));
+                }
+            };
+            let command = words(command).map_err(|e| format!("`verify.{key}.command`: {e}"))?;
+            let mut check = Verify::new(extensions, command);
+            if let Some(timeout) = timeout {
+                check.timeout = seconds(timeout).map_err(|e| format!("`verify.{key}.timeout`: {e}"))?;
+            }
+            for ext in &check.extensions {
+                if let Some(earlier) = checks.iter().find(|c| c.extensions.contains(ext)) {
+                    return Err(format!(
+                        "`verify`: the extension {ext:?} is named twice (for `{}` and `{}`); name each extension once",
+                        earlier.command.join(" "),
+                        check.command.join(" ")
+                    ));
+                }
+            }
+            checks.push(check);
+        }
+        Ok(checks)
+    }
+
+    /// One check from a command-line value `EXT=COMMAND` (`rs=rustfmt --check {file}`,
+    /// `py,pyi=ruff check {file}`): the extensions before the first `=`, the command after it,
+    /// split into words as a shell would (single and double quotes group, a backslash escapes),
+    /// though no shell runs it. The time limit is [`Verify::DEFAULT_TIMEOUT`].
+    ///
+    /// ```
+    /// use tools_std::verify::Verify;
+    ///
+    /// let check = Verify::from_flag("rs=rustfmt --config 'max_width=100' {file}").unwrap();
+    /// assert_eq!(check, Verify::new(["rs"], ["rustfmt", "--config", "max_width=100", "{file}"]));
+    /// assert!(Verify::from_flag("rustfmt {file}").is_err());
+    /// ```
+    pub fn from_flag(text: &str) -> Result<Verify, String> {
+        let Some((keys, command)) = text.split_once('=') else {
+            return Err(format!(
+                "{text:?} is not EXT=COMMAND: name the file extensions, then `=`, then the command (`rs=rustfmt \
+                 --check {{file}}`)"
+            ));
+        };
+        let extensions = extensions(keys).map_err(|e| format!("{text:?}: {e}"))?;
+        let command = split_words(command).map_err(|e| format!("{text:?}: {e}"))?;
+        if command.is_empty() {
+            return Err(format!("{text:?}: the command after `=` is empty"));
+        }
+        Ok(Verify::new(extensions, command))
+    }
+}
+
+/// The extensions of a settings key or a flag: comma-separated, a leading dot dropped.
+fn extensions(keys: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for key in keys.split(',') {
+        let ext = key.trim().trim_start_matches('.');
+        if ext.is_empty() {
+            return Err(
+                "an extension is empty; name extensions without the dot, separated by commas (`rs,toml`)"
+                    .to_owned(),
+            );
+        }
+        if ext.contains(['.', '/', '\\', '=']) || ext.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(format!(
+                "{ext:?} is not a file extension (the part of a name after its last dot, such as `rs`)"
+            ));
+        }
+        out.push(ext.to_owned());
+    }
+    Ok(out)
+}
+
+/// A command as a list of strings, the program first.
+fn words(value: &Value) -> Result<Vec<String>, String> {
+    let Value::Array(items) = value else {
+        return Err("must be a list of strings: the program, then its arguments".to_owned());
+    };
+    let words: Vec<String> = items
+        .iter()
+        .map(|item| item.as_str().map(str::to_owned))
+        .collect::<Option<_>>()
+        .ok_or("must be a list of strings: the program, then its arguments")?;
+    match words.first() {
+        None => Err("is empty; give the program, then its arguments".to_owned()),
+        Some(program) if program.trim().is_empty() => {
+            Err("names no program (its first string is blank)".to_owned())
+        }
+        Some(_) => Ok(words),
+    }
+}
+
+fn seconds(value: &Value) -> Result<Duration, String> {
+    match value.as_f64() {
+        Some(secs) if (0.1..=3600.0).contains(&secs) => Ok(Duration::from_secs_f64(secs)),
+        _ => Err(format!("{value} is not a time limit in seconds from 0.1 to 3600")),
+    }
+}
+
+/// Splits `text` into words as a POSIX shell would, without expanding anything: blanks
+/// separate words, single quotes keep everything, double quotes keep everything but `\"` and
+/// `\\`, a backslash outside quotes keeps the next character.
+fn split_words(text: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if let Some(done) = word.take() {
+                    words.push(done);
+                }
+            }
+            '\'' => {
+                let current = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => current.push(c),
+                        None => return Err("a single quote is not closed".to_owned()),
+                    }
+                }
+            }
+            '"' => {
+                let current = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\')) => current.push(c),
+                            Some(c) => {
+                                current.push('\\');
+                                current.push(c);
+                            }
+                            None => return Err("a double quote is not closed".to_owned()),
+                        },
+                        Some(c) => current.push(c),
+                        None => return Err("a double quote is not closed".to_owned()),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some(c) => word.get_or_insert_with(String::new).push(c),
+                None => return Err("it ends with a lone backslash".to_owned()),
+            },
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    Ok(words)
 }
 
 /// How one check ended.
@@ -386,6 +595,82 @@ mod tests {
 
     fn fixture(verifiers: Vec<Verify>) -> Fixture {
         Fixture::with_workspace(|ws| ws.with_verifiers(verifiers))
+    }
+
+    #[test]
+    fn settings_entries_are_commands_or_objects_with_a_time_limit() {
+        let checks = Verify::from_settings(&json!({
+            "rs": ["rustfmt", "--check", "{file}"],
+            ".py, pyi": {"command": ["ruff", "check", "{file}"], "timeout": 2.5},
+        }))
+        .unwrap();
+        assert_eq!(
+            checks,
+            [
+                Verify::new(["rs"], ["rustfmt", "--check", "{file}"]),
+                Verify::new(["py", "pyi"], ["ruff", "check", "{file}"]).timeout(Duration::from_millis(2500)),
+            ]
+        );
+    }
+
+    #[test]
+    fn settings_that_cannot_be_meant_are_refused_naming_the_entry() {
+        let refused = |value: serde_json::Value| Verify::from_settings(&value).unwrap_err();
+        assert_eq!(
+            refused(json!({"rs": "cargo check"})),
+            "`verify.rs` must be a command as a list of strings (`[\"rustfmt\", \"--check\", \"{file}\"]`) or an \
+             object with `command` and `timeout`"
+        );
+        assert_eq!(
+            refused(json!({"rs": []})),
+            "`verify.rs.command`: is empty; give the program, then its arguments"
+        );
+        assert_eq!(
+            refused(json!({"rs": ["", "x"]})),
+            "`verify.rs.command`: names no program (its first string is blank)"
+        );
+        assert_eq!(
+            refused(json!({"rs": {"command": ["x"], "timout": 3}})),
+            "`verify.rs` has an unknown key \"timout\"; expected `command` and `timeout`"
+        );
+        assert_eq!(
+            refused(json!({"rs": {"command": ["x"], "timeout": 0}})),
+            "`verify.rs.timeout`: 0 is not a time limit in seconds from 0.1 to 3600"
+        );
+        assert_eq!(
+            refused(json!({"rs": ["a"], "rs,toml": ["b"]})),
+            "`verify`: the extension \"rs\" is named twice (for `a` and `b`); name each extension once"
+        );
+        assert_eq!(
+            refused(json!({"tar.gz": ["x"]})),
+            "`verify` key \"tar.gz\": \"tar.gz\" is not a file extension (the part of a name after its last dot, such as \
+             `rs`)"
+        );
+        assert_eq!(
+            refused(json!({"rs,": ["x"]})),
+            "`verify` key \"rs,\": an extension is empty; name extensions without the dot, separated by commas (`rs,toml`)"
+        );
+        assert!(refused(json!(["rs"])).starts_with("`verify` must be an object"));
+    }
+
+    #[test]
+    fn a_flag_is_extensions_then_a_command_split_as_a_shell_would() {
+        assert_eq!(
+            Verify::from_flag(r#"rs,toml=sh -c 'exit 3' "two words" a\ b "q\"d" {file}"#).unwrap(),
+            Verify::new(["rs", "toml"], ["sh", "-c", "exit 3", "two words", "a b", "q\"d", "{file}"])
+        );
+        // Only the first `=` separates: the command may hold more.
+        assert_eq!(
+            Verify::from_flag("rs=rustfmt --config=max_width=100").unwrap(),
+            Verify::new(["rs"], ["rustfmt", "--config=max_width=100"])
+        );
+        assert!(Verify::from_flag("rustfmt").unwrap_err().contains("is not EXT=COMMAND"));
+        assert_eq!(Verify::from_flag("rs=  ").unwrap_err(), "\"rs=  \": the command after `=` is empty");
+        assert_eq!(
+            Verify::from_flag("rs=sh -c 'x").unwrap_err(),
+            "\"rs=sh -c 'x\": a single quote is not closed"
+        );
+        assert!(Verify::from_flag("my file=x").unwrap_err().contains("is not a file extension"));
     }
 
     #[tokio::test]

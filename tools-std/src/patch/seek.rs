@@ -364,6 +364,24 @@ fn header_error(
             " It occurs at line {}, before the place the previous hunk ended; hunks must be in file order.",
             at.0 + 1
         );
+    } else if let Some(window) = crate::editing::closest::closest(&file.lines, &[header]) {
+        // The line the header most likely meant, and where the two part.
+        let _ = writeln!(message, " The closest line in the file is line {}:", window.start + 1);
+        crate::editing::closest::show_numbered(
+            &mut message,
+            &file.lines[window.start..=window.start],
+            window.start + 1,
+        );
+        if let Some(difference) =
+            first_difference(&file.lines, window.start, &[header], "the `@@` line", false)
+        {
+            message.push_str(&difference);
+        }
+        message.push_str(
+            " The text after `@@ ` must be one whole line of the file (a function's first line, say).",
+        );
+    } else {
+        message.push_str(" No line of the file comes close to it.");
     }
     message.push_str(NEXT_STEP);
     HunkError { message }
@@ -613,8 +631,19 @@ mod tests {
         assert_eq!(
             err,
             "Hunk 1 of 1 for f (patch line 3) does not apply: its `@@ fn other() {` line was not found in the file. \
-             Nothing was changed: no file of the patch was written. Read the file again and rewrite this hunk \
-             against its current text (context lines start with a space and must match the file)."
+             The closest line in the file is line 1:\n     1\tfn main() {\nLine 1 differs: the file has \"fn main() \
+             {\" where the `@@` line has \"fn other() {\". The text after `@@ ` must be one whole line of the file (a \
+             function's first line, say). Nothing was changed: no file of the patch was written. Read the file \
+             again and rewrite this hunk against its current text (context lines start with a space and must match \
+             the file)."
+        );
+        let err = apply(content, "@@     let  y =   2;\n-    println!(\"{x}\");\n+    println!(\"{y}\");\n")
+            .unwrap_err();
+        assert!(err.contains("The closest line in the file is line 3:\n     3\t    let y = 2;\n"), "{err}");
+        let err = apply(content, "@@ zzz\n-x\n+y\n").unwrap_err();
+        assert!(
+            err.contains("line was not found in the file. No line of the file comes close to it. Nothing"),
+            "{err}"
         );
         let err = apply("a\nb\n", "@@\n-b\n+B\n@@\n-a\n+A\n").unwrap_err();
         assert!(err.contains("The lines do occur at line 1, before the place the previous hunk ended (line 2); hunks must be in file order."), "{err}");

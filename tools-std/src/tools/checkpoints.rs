@@ -3,13 +3,14 @@
 use serde_json::json;
 use tool_runtime::{SessionState, ToolOutput, tool};
 
-use crate::checkpoint::{Checkpoints, clock};
+use crate::checkpoint::{Checkpoints, clock, shown_id};
 
 /// How many paths a line names before it counts the rest.
 const SHOWN_PATHS: usize = 20;
 
 /// List the calls of this session that changed files and can be undone with `undo`, oldest
-/// first: the checkpoint number, the call id, the tool, the time the call started, and the
+/// first: the checkpoint number, the call id, the turn (when the host gave calls one; `undo`
+/// with `turn` undoes all of a turn's calls), the tool, the time the call started, and the
 /// files it changed (`+` created, `-` removed, `~` changed).
 ///
 /// A call that changed no file has no checkpoint. Only the latest checkpoints are kept (the
@@ -43,10 +44,12 @@ pub async fn checkpoints(session: SessionState) -> ToolOutput {
         if paths.len() > SHOWN_PATHS {
             shown.push_str(&format!(" and {} more", paths.len() - SHOWN_PATHS));
         }
+        let turn =
+            checkpoint.turn.as_deref().map_or(String::new(), |turn| format!(" turn={}", shown_id(turn)));
         text.push_str(&format!(
-            "#{} call_id={} {} at {}: {shown}",
+            "#{} call_id={}{turn} {} at {}: {shown}",
             checkpoint.id,
-            checkpoint.call_id,
+            shown_id(&checkpoint.call_id),
             checkpoint.tool,
             clock(checkpoint.time)
         ));
@@ -64,6 +67,7 @@ pub async fn checkpoints(session: SessionState) -> ToolOutput {
             json!({
                 "id": c.id,
                 "call_id": c.call_id,
+                "turn": c.turn,
                 "tool": c.tool,
                 "time": c.time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
                 "files": c.changes.iter().map(|ch| ch.path.display().to_string()).collect::<Vec<_>>(),

@@ -5,14 +5,17 @@ use tool_runtime::{Dep, PermissionKind, PermissionRequest, ToolContext, ToolErro
 
 use crate::Workspace;
 use crate::checkpoint::{Checkpoints, UndoError, UndoReport, UndoTarget};
+use crate::editing::file_versions::FileVersions;
+use crate::fs::ops::{FileKind, Target};
 use crate::text::plural;
 
 /// Undo earlier calls that changed files: `write`, `edit`, `multi_edit`, `apply_patch`, and
 /// `bash` commands (including `sed -i`, `rm`, `mv` and files they created).
 ///
-/// Give `call_id` to undo one call (the `checkpoints` tool lists them), or `last` to undo the
-/// last N calls that changed files (1 by default; calls already undone, and undos, are skipped, so
-/// calling it again goes further back). The files those calls changed are put back
+/// Give `call_id` to undo one call (the `checkpoints` tool lists them), `turn` to undo every
+/// call of one turn (the calls of one assistant message, newest first, as one undo), or `last`
+/// to undo the last N calls that changed files (1 by default; calls already undone, and undos,
+/// are skipped, so calling it again goes further back). The files those calls changed are put back
 /// exactly as they were before them, and the files and directories they created are removed.
 /// When a file changed again after those calls, nothing is written and the result names the
 /// conflicting files: undo the later calls first. Files that `.gitignore` ignores and files
@@ -26,15 +29,19 @@ pub async fn undo(
     call_id: Option<String>,
     /// Undo the last N calls that changed files (default 1), newest first.
     last: Option<u32>,
+    /// The id of a turn whose calls to undo, as listed by `checkpoints` (`turn=`).
+    turn: Option<String>,
 ) -> Result<ToolOutput, ToolError> {
-    let target = match (call_id, last) {
-        (Some(_), Some(_)) => {
+    let target = match (call_id, last, turn) {
+        (Some(id), None, None) => UndoTarget::Call(id),
+        (None, None, Some(turn)) => UndoTarget::Turn(turn),
+        (None, last, None) => UndoTarget::Last(last.unwrap_or(1) as usize),
+        _ => {
             return Err(ToolError::invalid_arguments(
-                "Give either `call_id` or `last`, not both: `call_id` undoes one call, `last` the last N calls.",
+                "Give one of `call_id`, `turn` and `last`: `call_id` undoes one call, `turn` every call of one \
+                 turn, `last` the last N calls.",
             ));
         }
-        (Some(id), None) => UndoTarget::Call(id),
-        (None, last) => UndoTarget::Last(last.unwrap_or(1) as usize),
     };
     if !ws.is_local() {
         return Err(ToolError::execution(UndoError::Off.to_string()));
@@ -49,10 +56,48 @@ pub async fn undo(
         ctx.ask(PermissionRequest::new(PermissionKind::Path { path }, description)).await?;
     }
     let (call, tool) = (ctx.call_id().to_owned(), ctx.tool_name().to_owned());
-    let result = tokio::task::spawn_blocking(move || checkpoints.undo(&root, &target, &call, &tool))
-        .await
-        .map_err(|e| ToolError::execution(format!("The undo stopped: {e}")))?;
-    result.map(|report| render(&report)).map_err(undo_error)
+    let turn = ctx.turn_id().map(str::to_owned);
+    let result = tokio::task::spawn_blocking(move || {
+        checkpoints.undo_in_turn(&root, &target, &call, turn.as_deref(), &tool)
+    })
+    .await
+    .map_err(|e| ToolError::execution(format!("The undo stopped: {e}")))?;
+    let report = result.map_err(undo_error)?;
+    known_to_the_guard(&ws, ctx, &report).await;
+    Ok(render(&report))
+}
+
+/// Tells the session's stale-write guard what the undo wrote, as `write` does after writing:
+/// the files put back can be edited at once, and a later change to them by another program is
+/// still caught; the files removed are forgotten.
+async fn known_to_the_guard(ws: &Workspace, ctx: &ToolContext, report: &UndoReport) {
+    let versions = FileVersions::of(ctx);
+    if !versions.is_enabled() {
+        return;
+    }
+    let restored: Vec<Target> = report.restored.iter().map(|p| Target::root().join(p)).collect();
+    let removed: Vec<Target> = report.removed.iter().map(|p| Target::root().join(p)).collect();
+    let _ = ws
+        .blocking(move |ops| {
+            for target in &removed {
+                versions.forget(target);
+            }
+            for target in &restored {
+                let is_file = ops.symlink_metadata(target).is_ok_and(|info| info.kind == FileKind::File);
+                let mut bytes = Vec::new();
+                let read = is_file
+                    && ops
+                        .open(target)
+                        .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes))
+                        .is_ok();
+                if read {
+                    versions.saw(target, &bytes);
+                } else {
+                    versions.forget(target);
+                }
+            }
+        })
+        .await;
 }
 
 fn undo_error(error: UndoError) -> ToolError {
