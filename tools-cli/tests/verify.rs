@@ -61,7 +61,7 @@ fn the_settings_file_sets_checks_with_time_limits_and_the_flag_wins() {
         out["output"]
             .as_str()
             .unwrap()
-            .contains("Check `sleep 5` timed out: it did not finish within its limit of 0.5s"),
+            .contains("Check `sleep 5` timed out: it did not finish within its limit of 500ms"),
         "{out}"
     );
     // The flag's check replaces the file's for `txt`; the file's `md` entry still applies.
