@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ToolError;
+use crate::handoff::{Remainder, TaskTaker};
 use crate::permission::{
     DefaultPermissions, PathScreen, PermissionDecision, PermissionHook, PermissionRequest,
 };
@@ -140,6 +141,8 @@ pub(crate) struct Inner {
     pub(crate) asker: Option<Arc<dyn PermissionHook>>,
     /// Who answers the call's questions ([`CallOptions::user`](crate::CallOptions)).
     pub(crate) user: Option<Arc<dyn UserAsker>>,
+    /// Who takes over work the call leaves running ([`CallOptions::tasks`](crate::CallOptions)).
+    pub(crate) tasks: Option<Arc<dyn TaskTaker>>,
 }
 
 /// The ids of one call, as the record a dispatcher keeps of it holds them.
@@ -280,6 +283,7 @@ impl ToolContext {
             permissions: None,
             asker: None,
             user: None,
+            tasks: None,
         }
     }
 
@@ -357,6 +361,7 @@ impl ToolContext {
                 shared: inner.shared.clone(),
                 asker: inner.asker.clone(),
                 user: inner.user.clone(),
+                tasks: inner.tasks.clone(),
             }),
         }
     }
@@ -406,6 +411,21 @@ impl ToolContext {
             .user
             .clone()
             .or_else(|| self.dependencies().get::<AskerDependency>().map(|asker| asker.0.clone()))
+    }
+
+    /// Hands the rest of this call's work to the caller, which runs it as a task and reports its
+    /// output as the call's final result (see [`handoff`](crate::handoff)); `Err(rest)` when the
+    /// caller takes no tasks (the tool then goes on as without), or already took one of this call.
+    pub fn hand_off(&self, rest: Remainder) -> Result<(), Remainder> {
+        match &self.inner.tasks {
+            Some(tasks) => tasks.take(rest),
+            None => Err(rest),
+        }
+    }
+
+    /// Whether the caller takes over work this call leaves running ([`ToolContext::hand_off`]).
+    pub fn takes_tasks(&self) -> bool {
+        self.inner.tasks.is_some()
     }
 
     /// Asks the person at the host `message` with the form `schema` (see
@@ -521,6 +541,7 @@ pub struct ContextBuilder {
     permissions: Option<Arc<dyn PermissionHook>>,
     asker: Option<Arc<dyn PermissionHook>>,
     user: Option<Arc<dyn UserAsker>>,
+    tasks: Option<Arc<dyn TaskTaker>>,
 }
 
 impl ContextBuilder {
@@ -585,6 +606,13 @@ impl ContextBuilder {
         self
     }
 
+    /// Sets who takes over work the call leaves running (see
+    /// [`CallOptions::tasks`](crate::CallOptions)).
+    pub fn tasks(mut self, tasks: Arc<dyn TaskTaker>) -> Self {
+        self.tasks = Some(tasks);
+        self
+    }
+
     /// Adds a sink for progress and metadata updates.
     pub fn sink(mut self, sink: Arc<dyn ContextSink>) -> Self {
         self.sinks.push(sink);
@@ -616,6 +644,7 @@ impl ContextBuilder {
                 shared,
                 asker: self.asker,
                 user: self.user,
+                tasks: self.tasks,
             }),
         }
     }

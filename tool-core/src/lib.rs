@@ -27,6 +27,7 @@ mod dispatch;
 mod error;
 pub mod events;
 mod future;
+pub mod handoff;
 mod hooks;
 mod inject;
 mod output;

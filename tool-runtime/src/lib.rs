@@ -35,7 +35,7 @@ pub use tool_core::{
     ToolCall, ToolContext, ToolError, ToolOutput, ToolResult, ToolSpec,
 };
 
-pub use tool_core::{events, output_store, schema, truncate, words};
+pub use tool_core::{events, handoff, output_store, schema, truncate, words};
 
 /// A call's context and what it reaches: dependencies, the session's state, progress sinks,
 /// the asker a call's spawned work keeps, and who answers its questions to the user.

@@ -477,7 +477,8 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
         .name("tools")
         .version(env!("CARGO_PKG_VERSION"))
         // Only a mounted server's tools can change while we serve.
-        .tool_list_changes(!mounts.is_empty());
+        .tool_list_changes(!mounts.is_empty())
+        .tasks(true);
     let server =
         mounted::serve_their_content(server, &mounts).build().map_err(|e| Failure::usage(e.to_string()))?;
     // Runs as long as the runtime: the mounts live in the task, and stop with it.

@@ -81,6 +81,9 @@ pub struct CallOptions {
     /// Who answers the questions the call's tool puts to the person behind the call
     /// ([`user_question`](crate::user_question)): an MCP server's client, through elicitation.
     pub user: Option<Arc<dyn crate::user_question::UserAsker>>,
+    /// Who takes over the rest of the call's work when its tool would leave it running in the
+    /// background ([`handoff`](crate::handoff)): an MCP server whose client supports tasks.
+    pub tasks: Option<Arc<dyn crate::handoff::TaskTaker>>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -90,6 +93,7 @@ impl fmt::Debug for CallOptions {
             .field("asker", &self.asker.is_some())
             .field("sink", &self.sink.is_some())
             .field("user", &self.user.is_some())
+            .field("tasks", &self.tasks.is_some())
             .finish()
     }
 }

@@ -273,6 +273,7 @@ impl Inner {
             shared: self.shared.clone(),
             asker: pending.options.asker.clone(),
             user: pending.options.user.clone(),
+            tasks: pending.options.tasks.clone(),
         })
     }
 
