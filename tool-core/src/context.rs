@@ -16,6 +16,7 @@ use crate::handoff::{Remainder, TaskTaker};
 use crate::permission::{
     DefaultPermissions, PathScreen, PermissionDecision, PermissionHook, PermissionRequest,
 };
+use crate::sampling::Sampler;
 use crate::truncate::TruncationLimits;
 use crate::user_question::{AskerDependency, UserAnswer, UserAsker};
 
@@ -143,6 +144,8 @@ pub(crate) struct Inner {
     pub(crate) user: Option<Arc<dyn UserAsker>>,
     /// Who takes over work the call leaves running ([`CallOptions::tasks`](crate::CallOptions)).
     pub(crate) tasks: Option<Arc<dyn TaskTaker>>,
+    /// Who samples for the call ([`CallOptions::sampler`](crate::CallOptions)).
+    pub(crate) sampler: Option<Arc<dyn Sampler>>,
 }
 
 /// The ids of one call, as the record a dispatcher keeps of it holds them.
@@ -284,6 +287,7 @@ impl ToolContext {
             asker: None,
             user: None,
             tasks: None,
+            sampler: None,
         }
     }
 
@@ -362,6 +366,7 @@ impl ToolContext {
                 asker: inner.asker.clone(),
                 user: inner.user.clone(),
                 tasks: inner.tasks.clone(),
+                sampler: inner.sampler.clone(),
             }),
         }
     }
@@ -421,6 +426,15 @@ impl ToolContext {
             Some(tasks) => tasks.take(rest),
             None => Err(rest),
         }
+    }
+
+    /// Who asks a model for completions for this call, if anyone: the one the call was given
+    /// ([`CallOptions::sampler`](crate::CallOptions): an MCP client that declared `sampling`),
+    /// else the application's [`SamplerDependency`](crate::sampling::SamplerDependency).
+    pub fn sampler(&self) -> Option<Arc<dyn Sampler>> {
+        self.inner.sampler.clone().or_else(|| {
+            self.dependencies().get::<crate::sampling::SamplerDependency>().map(|sampler| sampler.0.clone())
+        })
     }
 
     /// Whether the caller takes over work this call leaves running ([`ToolContext::hand_off`]).
@@ -542,6 +556,7 @@ pub struct ContextBuilder {
     asker: Option<Arc<dyn PermissionHook>>,
     user: Option<Arc<dyn UserAsker>>,
     tasks: Option<Arc<dyn TaskTaker>>,
+    sampler: Option<Arc<dyn Sampler>>,
 }
 
 impl ContextBuilder {
@@ -613,6 +628,12 @@ impl ContextBuilder {
         self
     }
 
+    /// Sets who samples for the call (see [`CallOptions::sampler`](crate::CallOptions)).
+    pub fn sampler(mut self, sampler: Arc<dyn Sampler>) -> Self {
+        self.sampler = Some(sampler);
+        self
+    }
+
     /// Adds a sink for progress and metadata updates.
     pub fn sink(mut self, sink: Arc<dyn ContextSink>) -> Self {
         self.sinks.push(sink);
@@ -645,6 +666,7 @@ impl ContextBuilder {
                 asker: self.asker,
                 user: self.user,
                 tasks: self.tasks,
+                sampler: self.sampler,
             }),
         }
     }

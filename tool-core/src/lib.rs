@@ -34,6 +34,7 @@ mod output;
 pub mod output_store;
 mod permission;
 mod registry;
+pub mod sampling;
 pub mod schema;
 mod spec;
 #[cfg(test)]

@@ -84,6 +84,9 @@ pub struct CallOptions {
     /// Who takes over the rest of the call's work when its tool would leave it running in the
     /// background ([`handoff`](crate::handoff)): an MCP server whose client supports tasks.
     pub tasks: Option<Arc<dyn crate::handoff::TaskTaker>>,
+    /// Who asks a model for completions for the call ([`sampling`](crate::sampling)): an MCP
+    /// server's client that declared `sampling`.
+    pub sampler: Option<Arc<dyn crate::sampling::Sampler>>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -94,6 +97,7 @@ impl fmt::Debug for CallOptions {
             .field("sink", &self.sink.is_some())
             .field("user", &self.user.is_some())
             .field("tasks", &self.tasks.is_some())
+            .field("sampler", &self.sampler.is_some())
             .finish()
     }
 }

@@ -274,6 +274,7 @@ impl Inner {
             asker: pending.options.asker.clone(),
             user: pending.options.user.clone(),
             tasks: pending.options.tasks.clone(),
+            sampler: pending.options.sampler.clone(),
         })
     }
 

@@ -78,6 +78,12 @@ pub struct ServerConfig {
     /// Which of our environment variables a stdio server inherits (default: the base list of
     /// [`EnvFilter`], so API keys in our environment stay out; its `env` is set on top).
     pub environment: EnvFilter,
+    /// Whether the server may ask for completions (`sampling/createMessage`): the mount then
+    /// declares the `sampling` capability and passes each request to the sampler of the call in
+    /// flight ([`ToolContext::sampler`](tool_core::ToolContext::sampler)), once that call's
+    /// permission policy allows [`SAMPLING_PERMISSION`](super::SAMPLING_PERMISSION). Default
+    /// false: the capability is not declared, and a request is refused.
+    pub sampling: bool,
 }
 
 impl ServerConfig {
@@ -95,6 +101,7 @@ impl ServerConfig {
             sandbox: None,
             sandbox_mode: None,
             environment: EnvFilter::base(),
+            sampling: false,
         }
     }
 
@@ -210,6 +217,12 @@ impl ServerConfig {
         self
     }
 
+    /// Lets the server ask for completions (see the field [`ServerConfig::sampling`]).
+    pub fn sampling(mut self, allowed: bool) -> Self {
+        self.sampling = allowed;
+        self
+    }
+
     /// Sets how many times a call tries to restart a server that stopped.
     pub fn restart_attempts(mut self, attempts: u32) -> Self {
         self.restart_attempts = attempts;
@@ -250,6 +263,17 @@ impl McpConfig {
     pub fn environment(mut self, filter: &EnvFilter) -> Self {
         for server in &mut self.servers {
             server.environment = filter.clone();
+        }
+        self
+    }
+
+    /// Lets every server ask for completions ([`ServerConfig::sampling`]); for an application
+    /// that samples (a [`SamplerDependency`](tool_core::sampling::SamplerDependency)) or serves
+    /// its tools to an MCP client that does.
+    #[must_use]
+    pub fn sampling(mut self, allowed: bool) -> Self {
+        for server in &mut self.servers {
+            server.sampling = allowed;
         }
         self
     }

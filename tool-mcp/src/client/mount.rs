@@ -249,6 +249,7 @@ impl MountInner {
             extras: self.extras.clone(),
             askers: self.askers.clone(),
             server: self.config.name.clone(),
+            sampling: self.config.sampling,
         }
     }
 

@@ -16,6 +16,7 @@ mod lines;
 mod progress;
 mod question;
 pub(crate) mod resources;
+mod sampling;
 mod served;
 mod tasks;
 
@@ -283,6 +284,9 @@ fn tool_list(registry: &Registry) -> Result<Vec<Tool>, LoweringError> {
 ///   `elicitation` capability, a request that fails (protocol 2026-07-28 has no server-to-client
 ///   requests) or no answer within [`McpServerBuilder::elicitation_timeout`] refuses it too, with
 ///   a message naming the rule.
+/// - A client that declared `sampling` is the call's sampler
+///   ([`ToolContext::sampler`](tool_core::ToolContext::sampler)): a request for a completion
+///   (a mounted server's `sampling/createMessage`) becomes a `sampling/createMessage` to it.
 /// - With [`McpServerBuilder::tasks`], a call whose tool hands its remaining work over (a
 ///   `bash` command that goes to the background) becomes a task for a client that declares the
 ///   tasks extension: `tasks/get`, `tasks/cancel` and `tasks/update` answer for it (see there).
@@ -541,6 +545,12 @@ impl McpServer {
             && context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks()))
         .then(|| Arc::new(tasks::CallTaker::new(self.tasks.clone())));
         options.tasks = taker.clone().map(|taker| taker as Arc<dyn tool_core::handoff::TaskTaker>);
+        // A mounted server's `sampling/createMessage` reaches this client when it samples.
+        if sampling::ClientSampler::declared(&context.peer) {
+            let sampler =
+                sampling::ClientSampler { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
+            options.sampler = Some(Arc::new(sampler));
+        }
         let run = Box::pin(dispatcher.run_with(call, options, cancel.clone()));
         let result = self.in_flight.run(&cancel, run).await;
         if let Some(progress) = progress {
