@@ -44,6 +44,7 @@ mod handler;
 mod http_client;
 mod mount;
 mod naming;
+mod pages;
 mod resources;
 mod routes;
 #[cfg(feature = "https")]

@@ -13,6 +13,7 @@ mod inbound;
 #[cfg(feature = "http")]
 mod limits;
 mod lines;
+mod pages;
 mod progress;
 mod question;
 pub(crate) mod resources;
@@ -28,6 +29,7 @@ pub use http::{
 };
 
 pub use elicit::DEFAULT_ELICITATION_TIMEOUT;
+pub use pages::DEFAULT_PAGE_SIZE;
 pub use resources::{Prompt, PromptArguments, ResourcesAndPrompts, UriVariables};
 
 use std::fmt;
@@ -84,6 +86,7 @@ pub struct McpServerBuilder {
     elicitation_timeout: Duration,
     tool_list_changes: bool,
     tasks: bool,
+    page_size: usize,
     content: ResourcesAndPrompts,
     declared: resources::Declared,
 }
@@ -98,6 +101,7 @@ impl fmt::Debug for McpServerBuilder {
             .field("elicitation_timeout", &self.elicitation_timeout)
             .field("tool_list_changes", &self.tool_list_changes)
             .field("tasks", &self.tasks)
+            .field("page_size", &self.page_size)
             .finish_non_exhaustive()
     }
 }
@@ -174,6 +178,15 @@ impl McpServerBuilder {
         self
     }
 
+    /// How many items one page of `tools/list`, `resources/list`, `resources/templates/list` and
+    /// `prompts/list` holds (default [`DEFAULT_PAGE_SIZE`], at least 1). A longer list ends its
+    /// page with `nextCursor`, an opaque cursor that gets the next page; a cursor this server did
+    /// not give for that list, or one past the end of a list that shrank since, gets `-32602`.
+    pub fn page_size(mut self, size: usize) -> Self {
+        self.page_size = size.max(1);
+        self
+    }
+
     /// Builds the server. Fails when a tool cannot be described to MCP (its input or output
     /// schema is not an object schema).
     pub fn build(self) -> Result<McpServer, LoweringError> {
@@ -208,6 +221,7 @@ impl McpServerBuilder {
                 next_call: AtomicU64::new(1),
                 max_message_bytes: self.max_message_bytes,
                 elicitation_timeout: self.elicitation_timeout,
+                page_size: self.page_size,
                 listeners: Listeners::default(),
                 content: std::sync::RwLock::new(Arc::new(self.content)),
                 subscribers: resources::Subscribers::default(),
@@ -341,6 +355,8 @@ struct ServerInner {
     next_call: AtomicU64,
     max_message_bytes: usize,
     elicitation_timeout: Duration,
+    /// How many items a page of a list holds.
+    page_size: usize,
     /// The sessions of this server and of its clones (every HTTP session).
     listeners: Listeners,
     /// The resources, templates and prompts every session serves.
@@ -418,6 +434,7 @@ impl McpServer {
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
             tool_list_changes: false,
             tasks: false,
+            page_size: DEFAULT_PAGE_SIZE,
             content: ResourcesAndPrompts::default(),
             declared: resources::Declared::default(),
         }
@@ -499,6 +516,26 @@ impl McpServer {
     /// Serves one client on standard input and output until standard input closes.
     pub async fn serve_stdio(self) -> Result<(), ServeError> {
         self.serve(rmcp::transport::stdio_pipes()).await
+    }
+
+    /// The page of `items` the request's cursor names, and the next page's cursor.
+    fn page<T: Clone>(
+        &self,
+        items: &[T],
+        request: Option<PaginatedRequestParams>,
+        method: &str,
+    ) -> Result<(Vec<T>, Option<String>), ErrorData> {
+        pages::page(items, request.and_then(|r| r.cursor).as_deref(), self.inner.page_size, method)
+    }
+
+    /// Like [`McpServer::page`], for a cursor already taken from its request.
+    pub(crate) fn page_at<T: Clone>(
+        &self,
+        items: &[T],
+        cursor: Option<String>,
+        method: &str,
+    ) -> Result<(Vec<T>, Option<String>), ErrorData> {
+        pages::page(items, cursor.as_deref(), self.inner.page_size, method)
     }
 
     async fn run_call(
@@ -589,10 +626,14 @@ impl ServerHandler for McpServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(served::current(&self.served).tools.to_vec()))
+        let served = served::current(&self.served);
+        let (tools, next) = self.page(&served.tools, request, "tools/list")?;
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -633,10 +674,10 @@ impl ServerHandler for McpServer {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.list_prompts_now().await
+        self.list_prompts_now(request.and_then(|r| r.cursor)).await
     }
 
     async fn get_prompt(
@@ -649,18 +690,18 @@ impl ServerHandler for McpServer {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.list_resources_now().await
+        self.list_resources_now(request.and_then(|r| r.cursor)).await
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.list_templates_now().await
+        self.list_templates_now(request.and_then(|r| r.cursor)).await
     }
 
     async fn read_resource(
