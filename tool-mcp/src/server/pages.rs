@@ -7,7 +7,7 @@
 //! (made up, edited, from another list, from a server run before) is refused with `-32602`, as is
 //! one past the end of a list that shrank since.
 
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::OnceLock;
 
 use rmcp::model::ErrorData;
@@ -63,9 +63,7 @@ fn key() -> &'static std::collections::hash_map::RandomState {
 }
 
 fn tag(offset: usize, method: &str) -> u64 {
-    let mut hasher = key().build_hasher();
-    (offset, method).hash(&mut hasher);
-    hasher.finish()
+    key().hash_one((offset, method))
 }
 
 fn write(offset: usize, method: &str) -> String {
