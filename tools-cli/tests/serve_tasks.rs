@@ -177,6 +177,55 @@ async fn the_end_of_the_session_kills_a_task_still_running() {
     assert!(gone, "{child} outlived the session");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_a_task_is_polled_and_cancelled_in_its_session() {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let fx = Fixture::new();
+    let server = common::HttpServer::start(&fx, &[]);
+    common::install_tls_provider();
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(server.url.clone()),
+    );
+    let client = Client { tasks: true }.serve(transport).await.expect("initialize over HTTP");
+
+    let done =
+        client.call_tool_once(bash(json!({"command": "echo over http", "background": true}))).await.unwrap();
+    let CallToolResponse::Task(done) = done else { panic!("expected a task, got {done:?}") };
+    let ended = serde_json::to_value(until_ended(&client, &done.task.task_id).await).unwrap();
+    assert_eq!(ended["status"], "completed", "{ended}");
+    assert!(ended["result"]["content"][0]["text"].as_str().unwrap().starts_with("over http\n"), "{ended}");
+
+    let command = "sleep 300 & echo $! > http-child.pid; wait";
+    let response =
+        client.call_tool_once(bash(json!({"command": command, "background": true}))).await.unwrap();
+    let CallToolResponse::Task(created) = response else { panic!("expected a task, got {response:?}") };
+    let child = read_pid(&fx.ws().join("http-child.pid"));
+    assert!(runs(child));
+    // Another session does not see this session's tasks.
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(server.url.clone()),
+    );
+    let other = Client { tasks: true }.serve(transport).await.expect("a second session");
+    let error = other.get_task(GetTaskParams::new(&created.task.task_id)).await.unwrap_err().to_string();
+    assert!(error.contains("This session has no tasks"), "{error}");
+    other.cancel().await.unwrap();
+
+    client.cancel_task(CancelTaskParams::new(&created.task.task_id)).await.unwrap();
+    let ended = until_ended(&client, &created.task.task_id).await;
+    assert_eq!(ended.task.status(), TaskStatus::Cancelled, "{ended:?}");
+    let gone = (0..200).any(|_| {
+        std::thread::sleep(Duration::from_millis(10));
+        !runs(child)
+    });
+    let _ =
+        std::process::Command::new("kill").args(["-KILL", &child.to_string()]).stderr(Stdio::null()).status();
+    assert!(gone, "{child} still runs after tasks/cancel over HTTP");
+
+    client.cancel().await.unwrap();
+    server.stop("TERM");
+}
+
 #[tokio::test]
 async fn a_client_without_the_extension_gets_the_session_result() {
     let fx = Fixture::new();
