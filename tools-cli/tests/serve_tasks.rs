@@ -369,3 +369,38 @@ fn a_raw_client_without_the_extension_never_gets_a_task() {
     let refused = raw.request(3, "tasks/get", json!({"taskId": "task-1"}));
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
 }
+
+#[test]
+fn on_protocol_2026_07_28_the_extension_is_declared_per_request() {
+    let fx = Fixture::new();
+    let mut raw = Raw::start(&fx);
+    let meta = |tasks: bool| {
+        let extensions = if tasks { json!({"io.modelcontextprotocol/tasks": {}}) } else { json!({}) };
+        json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientCapabilities": {"extensions": extensions},
+               "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}})
+    };
+    let call = |tasks: bool| json!({"name": "bash", "arguments": {"command": "sleep 0.3; echo late", "yield_ms": 50}, "_meta": meta(tasks)});
+    let plain = raw.request(1, "tools/call", call(false));
+    assert_eq!(plain["result"]["resultType"], "complete", "{plain}");
+    assert!(plain["result"]["content"][0]["text"].as_str().unwrap().contains("is still running"), "{plain}");
+
+    let created = raw.request(2, "tools/call", call(true));
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task_id = created["result"]["taskId"].clone();
+    let start = Instant::now();
+    let got = loop {
+        let got = raw.request(3, "tasks/get", json!({"taskId": task_id, "_meta": meta(true)}));
+        if got["result"]["status"] != "working" {
+            break got;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{got}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+    assert_eq!(got["result"]["resultType"], "complete", "{got}");
+    assert!(got["result"]["result"]["content"][0]["text"].as_str().unwrap().starts_with("late\n"), "{got}");
+    // Without the extension on the request itself, tasks/get is refused.
+    let refused = raw.request(4, "tasks/get", json!({"taskId": task_id, "_meta": meta(false)}));
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+}
