@@ -24,6 +24,7 @@ use tool_runtime::{
 };
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-resources-server");
+const CARELESS: &str = env!("CARGO_BIN_EXE_mcp-fixture-server");
 
 /// Answers "42" and keeps every request.
 #[derive(Clone, Default)]
@@ -106,6 +107,30 @@ async fn without_a_sampler_or_without_sampling_allowed_the_server_is_told_why() 
         Dispatcher::builder(registry).dependency(SamplerDependency(Arc::new(FortyTwo::default()))).build();
     let result = call(&dispatcher, "fx__ask_model").await;
     assert_eq!(result.output.text_content(), "no sampler");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_samples_without_the_capability_gets_a_clear_error() {
+    // An rmcp server that asks whatever its client declared: refused with -32601 and why, before
+    // any sampler or policy is asked.
+    let config = ServerConfig::stdio("careless", CARELESS).env("FIXTURE_SAMPLES", "1");
+    let mount = McpMount::connect(config).await.unwrap();
+    let registry = Registry::builder().tools(mount.tools()).build().unwrap();
+    let sampler = FortyTwo::default();
+    let dispatcher =
+        Dispatcher::builder(registry).dependency(SamplerDependency(Arc::new(sampler.clone()))).build();
+    let text = call(&dispatcher, "careless__sample").await.output.text_content();
+    assert!(text.starts_with("refused: ") && text.contains("-32601"), "{text}");
+    assert!(text.contains("did not declare the sampling capability"), "{text}");
+    assert!(sampler.0.lock().unwrap().is_empty());
+
+    // Allowed, the same request reaches the sampler.
+    let config = ServerConfig::stdio("careless", CARELESS).env("FIXTURE_SAMPLES", "1").sampling(true);
+    let mount = McpMount::connect(config).await.unwrap();
+    let registry = Registry::builder().tools(mount.tools()).build().unwrap();
+    let dispatcher =
+        Dispatcher::builder(registry).dependency(SamplerDependency(Arc::new(sampler.clone()))).build();
+    assert_eq!(call(&dispatcher, "careless__sample").await.output.text_content(), "answered by forty-two");
 }
 
 /// A client that samples: answers with the text of the last message reversed.
