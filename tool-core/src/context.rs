@@ -12,9 +12,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ToolError;
+use crate::handoff::{Remainder, TaskTaker};
 use crate::permission::{
     DefaultPermissions, PathScreen, PermissionDecision, PermissionHook, PermissionRequest,
 };
+use crate::sampling::Sampler;
 use crate::truncate::TruncationLimits;
 use crate::user_question::{AskerDependency, UserAnswer, UserAsker};
 
@@ -142,6 +144,10 @@ pub(crate) struct Inner {
     pub(crate) user: Option<Arc<dyn UserAsker>>,
     /// The turn the call belongs to ([`CallOptions::turn`](crate::CallOptions)).
     pub(crate) turn: Option<Arc<str>>,
+    /// Who takes over work the call leaves running ([`CallOptions::tasks`](crate::CallOptions)).
+    pub(crate) tasks: Option<Arc<dyn TaskTaker>>,
+    /// Who samples for the call ([`CallOptions::sampler`](crate::CallOptions)).
+    pub(crate) sampler: Option<Arc<dyn Sampler>>,
 }
 
 /// The ids of one call, as the record a dispatcher keeps of it holds them.
@@ -283,6 +289,8 @@ impl ToolContext {
             asker: None,
             user: None,
             turn: None,
+            tasks: None,
+            sampler: None,
         }
     }
 
@@ -368,6 +376,8 @@ impl ToolContext {
                 asker: inner.asker.clone(),
                 user: inner.user.clone(),
                 turn: inner.turn.clone(),
+                tasks: inner.tasks.clone(),
+                sampler: inner.sampler.clone(),
             }),
         }
     }
@@ -417,6 +427,30 @@ impl ToolContext {
             .user
             .clone()
             .or_else(|| self.dependencies().get::<AskerDependency>().map(|asker| asker.0.clone()))
+    }
+
+    /// Hands the rest of this call's work to the caller, which runs it as a task and reports its
+    /// output as the call's final result (see [`handoff`](crate::handoff)); `Err(rest)` when the
+    /// caller takes no tasks (the tool then goes on as without), or already took one of this call.
+    pub fn hand_off(&self, rest: Remainder) -> Result<(), Remainder> {
+        match &self.inner.tasks {
+            Some(tasks) => tasks.take(rest),
+            None => Err(rest),
+        }
+    }
+
+    /// Who asks a model for completions for this call, if anyone: the one the call was given
+    /// ([`CallOptions::sampler`](crate::CallOptions): an MCP client that declared `sampling`),
+    /// else the application's [`SamplerDependency`](crate::sampling::SamplerDependency).
+    pub fn sampler(&self) -> Option<Arc<dyn Sampler>> {
+        self.inner.sampler.clone().or_else(|| {
+            self.dependencies().get::<crate::sampling::SamplerDependency>().map(|sampler| sampler.0.clone())
+        })
+    }
+
+    /// Whether the caller takes over work this call leaves running ([`ToolContext::hand_off`]).
+    pub fn takes_tasks(&self) -> bool {
+        self.inner.tasks.is_some()
     }
 
     /// Asks the person at the host `message` with the form `schema` (see
@@ -533,6 +567,8 @@ pub struct ContextBuilder {
     asker: Option<Arc<dyn PermissionHook>>,
     user: Option<Arc<dyn UserAsker>>,
     turn: Option<Arc<str>>,
+    tasks: Option<Arc<dyn TaskTaker>>,
+    sampler: Option<Arc<dyn Sampler>>,
 }
 
 impl ContextBuilder {
@@ -603,6 +639,19 @@ impl ContextBuilder {
         self
     }
 
+    /// Sets who takes over work the call leaves running (see
+    /// [`CallOptions::tasks`](crate::CallOptions)).
+    pub fn tasks(mut self, tasks: Arc<dyn TaskTaker>) -> Self {
+        self.tasks = Some(tasks);
+        self
+    }
+
+    /// Sets who samples for the call (see [`CallOptions::sampler`](crate::CallOptions)).
+    pub fn sampler(mut self, sampler: Arc<dyn Sampler>) -> Self {
+        self.sampler = Some(sampler);
+        self
+    }
+
     /// Adds a sink for progress and metadata updates.
     pub fn sink(mut self, sink: Arc<dyn ContextSink>) -> Self {
         self.sinks.push(sink);
@@ -635,6 +684,8 @@ impl ContextBuilder {
                 asker: self.asker,
                 user: self.user,
                 turn: self.turn,
+                tasks: self.tasks,
+                sampler: self.sampler,
             }),
         }
     }

@@ -27,12 +27,14 @@ mod dispatch;
 mod error;
 pub mod events;
 mod future;
+pub mod handoff;
 mod hooks;
 mod inject;
 mod output;
 pub mod output_store;
 mod permission;
 mod registry;
+pub mod sampling;
 pub mod schema;
 mod spec;
 #[cfg(test)]

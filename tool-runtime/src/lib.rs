@@ -35,11 +35,12 @@ pub use tool_core::{
     ToolCall, ToolContext, ToolError, ToolOutput, ToolResult, ToolSpec,
 };
 
-pub use tool_core::{events, output_store, schema, truncate, words};
+pub use tool_core::{events, handoff, output_store, schema, truncate, words};
 
 /// A call's context and what it reaches: dependencies, the session's state, progress sinks,
 /// the asker a call's spawned work keeps, and who answers its questions to the user.
 pub mod context {
+    pub use tool_core::sampling::{Sampler, SamplerDependency};
     pub use tool_core::user_question::{AskerDependency, UserAnswer, UserAsker};
     pub use tool_core::{
         CallAsker, ContextBuilder, ContextSink, Dependencies, FromContext, Progress, SessionState,

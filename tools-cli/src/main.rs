@@ -121,14 +121,17 @@ fn registry(mounts: &[McpMount]) -> Result<Registry, Failure> {
 /// `"sandbox"` mode runs in it, for the workspace `root` (`--root`, or the current directory).
 /// They stop when the mounts are dropped. A file that cannot be used is a usage error; a server
 /// that does not start, a runtime failure naming it.
+/// The servers of `--mcp-config`, mounted. With `sampling` (`tools serve`, whose MCP client may
+/// sample), they may ask for completions, which go to that client.
 async fn mount(
     args: &McpArgs,
     environment: &EnvFilter,
     root: Option<&std::path::Path>,
+    sampling: bool,
 ) -> Result<Vec<McpMount>, Failure> {
     let Some(path) = &args.mcp_config else { return Ok(Vec::new()) };
     let config = McpConfig::load(path).map_err(|e| Failure::usage(format!("--mcp-config: {e}")))?;
-    let mut config = config.environment(environment).login_command(login::LOGIN_COMMAND);
+    let mut config = config.environment(environment).login_command(login::LOGIN_COMMAND).sampling(sampling);
     if config.servers.iter().any(|server| server.sandbox_mode.is_some()) {
         config = config
             .sandboxed(&workspace_root(root)?)
@@ -393,7 +396,7 @@ impl PermissionHook for AllowOutsideRoot {
 }
 
 async fn list(args: ListArgs) -> Result<i32, Failure> {
-    let mounts = mount(&args.mcp, &EnvFilter::base(), None).await?;
+    let mounts = mount(&args.mcp, &EnvFilter::base(), None, false).await?;
     let mode = if args.hosted_search { SearchMode::Hosted } else { SearchMode::Client };
     let catalog = catalog(registry(&mounts)?, &args.defer)?.with_search_mode(mode);
     let loaded: LoadedTools = args.loaded.iter().collect();
@@ -440,7 +443,7 @@ fn definitions(
 
 async fn call(args: CallArgs) -> Result<i32, Failure> {
     let setup = setup(&args.workspace)?;
-    let mounts = mount(&args.mcp, &setup.environment, args.workspace.root.as_deref()).await?;
+    let mounts = mount(&args.mcp, &setup.environment, args.workspace.root.as_deref(), false).await?;
     let registry = registry(&mounts)?;
     if !registry.contains(&args.name) {
         return Err(Failure::usage(registry.unknown_tool(&args.name).message().to_owned()));
@@ -477,7 +480,7 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
 async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     let provider = args.format.provider();
     let setup = setup(&args.workspace)?;
-    let mounts = mount(&args.mcp, &setup.environment, args.workspace.root.as_deref()).await?;
+    let mounts = mount(&args.mcp, &setup.environment, args.workspace.root.as_deref(), false).await?;
     let registry = registry(&mounts)?;
     let text = read_stdin("the assistant message")?;
     if text.trim().is_empty() {
@@ -530,7 +533,7 @@ fn turn_id() -> String {
 async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     // The mounted servers' tools are served with ours, for as long as we serve.
     let setup = setup(&args.workspace)?;
-    let mounts = mount(&args.mcp, &setup.environment, args.workspace.root.as_deref()).await?;
+    let mounts = mount(&args.mcp, &setup.environment, args.workspace.root.as_deref(), true).await?;
     // What confines every command of this session, said once when serving starts.
     let announce = setup.announce.clone();
     let builder = dispatcher(registry(&mounts)?, setup, &args.workspace);
@@ -538,7 +541,8 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
         .name("tools")
         .version(env!("CARGO_PKG_VERSION"))
         // Only a mounted server's tools can change while we serve.
-        .tool_list_changes(!mounts.is_empty());
+        .tool_list_changes(!mounts.is_empty())
+        .tasks(true);
     let server =
         mounted::serve_their_content(server, &mounts).build().map_err(|e| Failure::usage(e.to_string()))?;
     // Runs as long as the runtime: the mounts live in the task, and stop with it.

@@ -101,6 +101,12 @@ fn the_python_client_reads_served_and_mounted_resources_and_prompts() {
 }
 
 #[test]
+fn a_mounted_servers_sampling_reaches_the_python_clients_model() {
+    let fixture = common::resources_fixture();
+    run_script("sampling.py", &[fixture.to_str().unwrap()]);
+}
+
+#[test]
 fn ask_user_reaches_the_python_clients_user_directly_and_through_a_mount() {
     run_script("ask_user.py", &[]);
 }

@@ -168,7 +168,9 @@ fn only_the_declared_tools_capability_is_served() {
     let mut server = Server::start();
     let reply = server.ask(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}));
-    assert_eq!(reply["result"]["capabilities"], json!({"tools": {}}), "{reply}");
+    // The tools capability, and the tasks extension (a background `bash` command as a task).
+    let declared = json!({"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    assert_eq!(reply["result"]["capabilities"], declared, "{reply}");
     server.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
     let requests = [
         ("prompts/list", json!({})),

@@ -85,6 +85,12 @@ pub struct CallOptions {
     /// (any text; the host chooses it, and it is shown as given). The call's tool reads it as
     /// [`ToolContext::turn_id`](crate::ToolContext::turn_id).
     pub turn: Option<Arc<str>>,
+    /// Who takes over the rest of the call's work when its tool would leave it running in the
+    /// background ([`handoff`](crate::handoff)): an MCP server whose client supports tasks.
+    pub tasks: Option<Arc<dyn crate::handoff::TaskTaker>>,
+    /// Who asks a model for completions for the call ([`sampling`](crate::sampling)): an MCP
+    /// server's client that declared `sampling`.
+    pub sampler: Option<Arc<dyn crate::sampling::Sampler>>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -95,6 +101,8 @@ impl fmt::Debug for CallOptions {
             .field("sink", &self.sink.is_some())
             .field("user", &self.user.is_some())
             .field("turn", &self.turn)
+            .field("tasks", &self.tasks.is_some())
+            .field("sampler", &self.sampler.is_some())
             .finish()
     }
 }

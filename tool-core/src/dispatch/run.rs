@@ -274,6 +274,8 @@ impl Inner {
             asker: pending.options.asker.clone(),
             user: pending.options.user.clone(),
             turn: pending.options.turn.clone(),
+            tasks: pending.options.tasks.clone(),
+            sampler: pending.options.sampler.clone(),
         })
     }
 

@@ -81,6 +81,12 @@ pub struct ServerConfig {
     /// How an HTTP server that asks for OAuth is authorized (the entry's `oauth` object;
     /// feature `mcp-oauth`).
     pub oauth: OAuthConfig,
+    /// Whether the server may ask for completions (`sampling/createMessage`): the mount then
+    /// declares the `sampling` capability and passes each request to the sampler of the call in
+    /// flight ([`ToolContext::sampler`](tool_core::ToolContext::sampler)), once that call's
+    /// permission policy allows [`SAMPLING_PERMISSION`](super::SAMPLING_PERMISSION). Default
+    /// false: the capability is not declared, and a request is refused.
+    pub sampling: bool,
 }
 
 /// The OAuth settings of one HTTP server: the entry's `"oauth": {"clientId", "clientSecret",
@@ -136,6 +142,7 @@ impl ServerConfig {
             sandbox_mode: None,
             environment: EnvFilter::base(),
             oauth: OAuthConfig::default(),
+            sampling: false,
         }
     }
 
@@ -257,6 +264,12 @@ impl ServerConfig {
         self
     }
 
+    /// Lets the server ask for completions (see the field [`ServerConfig::sampling`]).
+    pub fn sampling(mut self, allowed: bool) -> Self {
+        self.sampling = allowed;
+        self
+    }
+
     /// Sets how many times a call tries to restart a server that stopped.
     pub fn restart_attempts(mut self, attempts: u32) -> Self {
         self.restart_attempts = attempts;
@@ -307,6 +320,17 @@ impl McpConfig {
     pub fn environment(mut self, filter: &EnvFilter) -> Self {
         for server in &mut self.servers {
             server.environment = filter.clone();
+        }
+        self
+    }
+
+    /// Lets every server ask for completions ([`ServerConfig::sampling`]); for an application
+    /// that samples (a [`SamplerDependency`](tool_core::sampling::SamplerDependency)) or serves
+    /// its tools to an MCP client that does.
+    #[must_use]
+    pub fn sampling(mut self, allowed: bool) -> Self {
+        for server in &mut self.servers {
+            server.sampling = allowed;
         }
         self
     }

@@ -1,12 +1,20 @@
 //! A mounted server's `elicitation/create`, put to our user for the call of its tools that is in
-//! flight, under that call's permission policy.
+//! flight, under that call's permission policy; and its `sampling/createMessage`, passed to that
+//! call's sampler the same way.
+
+// Sampling is deprecated in rmcp (SEP-2577), and still what servers of 2025-11-25 and before send.
+#![allow(deprecated)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, ErrorData};
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ErrorCode, ErrorData,
+};
 use serde_json::{Value, json};
 
+use tool_core::sampling::Sampler;
 use tool_core::user_question::{UserAnswer, UserAsker};
 use tool_core::{CallAsker, ToolContext};
 use tool_core::{PermissionKind, PermissionRequest};
@@ -14,6 +22,10 @@ use tool_core::{PermissionKind, PermissionRequest};
 /// The permission asked before a mounted server's question reaches the user
 /// (`PermissionKind::Other`), so that a policy can refuse or ask about it.
 pub const ELICITATION_PERMISSION: &str = "mcp_elicitation";
+
+/// The permission asked before a mounted server's request for a completion reaches the sampler
+/// (`PermissionKind::Other`), so that a policy can refuse or ask about it.
+pub const SAMPLING_PERMISSION: &str = "mcp_sampling";
 
 /// The calls of a server's tools in flight, each with who answers its questions.
 #[derive(Default)]
@@ -26,6 +38,7 @@ pub(crate) struct Askers {
 struct Asking {
     permission: CallAsker,
     user: Option<Arc<dyn UserAsker>>,
+    sampler: Option<Arc<dyn Sampler>>,
     tool: String,
     session: String,
 }
@@ -51,11 +64,69 @@ impl Askers {
         let asking = Asking {
             permission: ctx.asker(),
             user: ctx.user_asker(),
+            sampler: ctx.sampler(),
             tool: ctx.tool_name().to_owned(),
             session: ctx.session_id().to_owned(),
         };
         self.calls.lock().unwrap_or_else(|p| p.into_inner()).push((id, asking));
         Entered { askers: self.clone(), id }
+    }
+
+    /// The latest call in flight, when every call in flight is of one session; else why nobody
+    /// can answer for them.
+    fn latest(&self) -> Result<Asking, String> {
+        let calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((_, latest)) = calls.last() else {
+            return Err(
+                "Nobody can answer: this client asks its user only while one of your tools runs for it."
+                    .to_owned(),
+            );
+        };
+        if calls.iter().any(|(_, asking)| asking.session != latest.session) {
+            return Err(
+                "Nobody can answer now: calls of your tools from several sessions are running, and the \
+                        request cannot be told apart as one session's. Ask again when one call runs."
+                    .to_owned(),
+            );
+        }
+        Ok(latest.clone())
+    }
+
+    /// Passes the server's request for a completion to the sampler of the latest call in flight,
+    /// once the call's permission policy allows it.
+    pub(crate) async fn sample(
+        &self,
+        server: &str,
+        request: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let refused = |message: String| ErrorData::new(ErrorCode::INVALID_REQUEST, message, None);
+        let asking = self.latest().map_err(refused)?;
+        let Some(sampler) = asking.sampler else {
+            return Err(refused(
+                "Nobody can sample: this client's host has no model to ask for you (its MCP client does not \
+                 sample, and the application set up no sampler). Go on without a completion."
+                    .to_owned(),
+            ));
+        };
+        let request = match serde_json::to_value(&request) {
+            Ok(Value::Object(request)) => request,
+            _ => return Err(refused("The request could not be read.".to_owned())),
+        };
+        let mut permission = PermissionRequest::new(
+            PermissionKind::Other { name: SAMPLING_PERMISSION.to_owned() },
+            format!("let the MCP server `{server}` ask the model for a completion"),
+        )
+        .with_details(json!({"server": server, "request": request}));
+        permission.tool = asking.tool.clone();
+        if let Err(error) = asking.permission.ask(permission).await {
+            return Err(refused(format!("The completion was not asked for: {}", error.message())));
+        }
+        let result = sampler
+            .sample(&request)
+            .await
+            .map_err(|why| refused(format!("The completion could not be made: {why}.")))?;
+        serde_json::from_value(Value::Object(result))
+            .map_err(|error| refused(format!("The sampler's answer is not a CreateMessageResult ({error}).")))
     }
 
     /// Puts the server's question to the user of the latest call in flight, once the call's
@@ -75,23 +146,7 @@ impl Askers {
         // A question says nothing of the call it is for: with the calls of several sessions (the
         // users of several clients of `tools serve --http`) in flight, it could reach the wrong
         // person, so it reaches none.
-        let asking = {
-            let calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
-            let Some((_, latest)) = calls.last() else {
-                return Err(refused(
-                    "Nobody can answer: this client asks its user only while one of your tools runs for it."
-                        .to_owned(),
-                ));
-            };
-            if calls.iter().any(|(_, asking)| asking.session != latest.session) {
-                return Err(refused(
-                    "Nobody can answer now: calls of your tools from several sessions are running, and the \
-                     question cannot be told apart as one session's. Ask again when one call runs."
-                        .to_owned(),
-                ));
-            }
-            latest.clone()
-        };
+        let asking = self.latest().map_err(refused)?;
         let mut permission = PermissionRequest::new(
             PermissionKind::Other { name: ELICITATION_PERMISSION.to_owned() },
             format!("let the MCP server `{server}` ask the user: {message}"),

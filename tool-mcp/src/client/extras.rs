@@ -4,9 +4,11 @@
 use std::sync::RwLock;
 
 use rmcp::RoleClient;
-use rmcp::model::{Prompt, Resource, ResourceTemplate, ServerCapabilities};
+use rmcp::model::{PaginatedRequestParams, Prompt, Resource, ResourceTemplate, ServerCapabilities};
 use rmcp::service::Peer;
 use tokio::sync::{broadcast, watch};
+
+use super::pages::every;
 
 /// How many `notifications/resources/updated` a receiver may fall behind before it misses some.
 const UPDATES_BUFFER: usize = 256;
@@ -47,18 +49,29 @@ impl Extras {
         let capabilities = peer.peer_info().map(|info| info.capabilities.clone()).unwrap_or_default();
         let old = self.listed.read().unwrap_or_else(|p| p.into_inner()).clone();
         let mut listed = old.clone();
+        let params = |cursor| Some(PaginatedRequestParams::default().with_cursor(cursor));
         if capabilities.resources.is_some() {
-            if let Ok(mut resources) = peer.list_all_resources().await {
+            let resources = every("resources/list", |cursor| async move {
+                peer.list_resources(params(cursor)).await.map(|page| (page.resources, page.next_cursor))
+            });
+            if let Ok(mut resources) = resources.await {
                 resources.truncate(MAX_LISTED);
                 listed.resources = resources;
             }
-            if let Ok(mut templates) = peer.list_all_resource_templates().await {
+            let templates = every("resources/templates/list", |cursor| async move {
+                let page = peer.list_resource_templates(params(cursor)).await?;
+                Ok((page.resource_templates, page.next_cursor))
+            });
+            if let Ok(mut templates) = templates.await {
                 templates.truncate(MAX_LISTED);
                 listed.templates = templates;
             }
         }
+        let prompts = every("prompts/list", |cursor| async move {
+            peer.list_prompts(params(cursor)).await.map(|page| (page.prompts, page.next_cursor))
+        });
         if capabilities.prompts.is_some()
-            && let Ok(mut prompts) = peer.list_all_prompts().await
+            && let Ok(mut prompts) = prompts.await
         {
             prompts.truncate(MAX_LISTED);
             listed.prompts = prompts;

@@ -29,7 +29,10 @@
 //! answers the questions of the call in flight (the MCP client of `tools serve`, or the
 //! application's [`AskerDependency`](tool_core::user_question::AskerDependency)), once that
 //! call's permission policy allows [`ELICITATION_PERMISSION`]; nobody there, and the server is
-//! told so.
+//! told so. A server's `sampling/createMessage` goes the same way to the call's sampler (the MCP
+//! client of `tools serve` when it samples, or the application's
+//! [`SamplerDependency`](tool_core::sampling::SamplerDependency)), under
+//! [`SAMPLING_PERMISSION`], for the servers allowed to sample ([`ServerConfig::sampling`]).
 
 mod child;
 mod config;
@@ -43,6 +46,7 @@ mod mount;
 mod naming;
 #[cfg(feature = "oauth")]
 pub mod oauth;
+mod pages;
 mod resources;
 mod routes;
 #[cfg(feature = "https")]
@@ -54,7 +58,7 @@ pub use config::{
     ConfigError, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT, McpConfig, OAuthConfig,
     ServerConfig, Transport,
 };
-pub use elicit::ELICITATION_PERMISSION;
+pub use elicit::{ELICITATION_PERMISSION, SAMPLING_PERMISSION};
 pub use mount::{McpMount, MountError, connect_all};
 pub use naming::{NameFn, Naming, tool_name};
 pub use resources::{resource_tools, served_resources_and_prompts};

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, RequestId,
-    ServerResult,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    PaginatedRequestParams, RequestId, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use serde_json::Value;
@@ -249,16 +249,22 @@ impl MountInner {
             extras: self.extras.clone(),
             askers: self.askers.clone(),
             server: self.config.name.clone(),
+            sampling: self.config.sampling,
         }
     }
 
     /// Every page of `tools/list`, as tools.
     async fn list(self: &Arc<Self>, session: &Session) -> Result<Vec<Arc<dyn Tool>>, String> {
-        let listed = session
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|e| format!("it did not list its tools ({})", described(&e)))?;
+        let peer = session.peer();
+        let listed = super::pages::every("tools/list", |cursor| async move {
+            let page = peer.list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor))).await?;
+            Ok((page.tools, page.next_cursor))
+        })
+        .await
+        .map_err(|e| match e {
+            super::pages::PageError::Service(e) => format!("it did not list its tools ({})", described(&e)),
+            super::pages::PageError::Endless(why) => format!("it did not list its tools: {why}"),
+        })?;
         let server: Arc<dyn Server> = Arc::new(Caller(self.clone()));
         mounted_tools(&self.config.name, &self.config.naming, self.config.defer, &server, &listed)
     }

@@ -374,6 +374,7 @@ impl McpServer {
             input_closed: CancellationToken::new(),
             in_flight: self.in_flight.clone(),
             subscriptions: Arc::default(),
+            tasks: Arc::default(),
         }
     }
 }

@@ -13,10 +13,13 @@ mod inbound;
 #[cfg(feature = "http")]
 mod limits;
 mod lines;
+mod pages;
 mod progress;
 mod question;
 pub(crate) mod resources;
+mod sampling;
 mod served;
+mod tasks;
 
 #[cfg(feature = "http")]
 pub use http::{
@@ -26,6 +29,7 @@ pub use http::{
 };
 
 pub use elicit::DEFAULT_ELICITATION_TIMEOUT;
+pub use pages::DEFAULT_PAGE_SIZE;
 pub use resources::{Prompt, PromptArguments, ResourcesAndPrompts, UriVariables};
 
 use std::fmt;
@@ -34,11 +38,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse, Implementation,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams, CompleteResult,
+    CreateTaskResult, CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    GetTaskParams, GetTaskResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, ServerInitializeError};
 use rmcp::{RoleServer, ServerHandler};
@@ -81,6 +85,8 @@ pub struct McpServerBuilder {
     max_message_bytes: usize,
     elicitation_timeout: Duration,
     tool_list_changes: bool,
+    tasks: bool,
+    page_size: usize,
     content: ResourcesAndPrompts,
     declared: resources::Declared,
 }
@@ -94,6 +100,8 @@ impl fmt::Debug for McpServerBuilder {
             .field("max_message_bytes", &self.max_message_bytes)
             .field("elicitation_timeout", &self.elicitation_timeout)
             .field("tool_list_changes", &self.tool_list_changes)
+            .field("tasks", &self.tasks)
+            .field("page_size", &self.page_size)
             .finish_non_exhaustive()
     }
 }
@@ -155,6 +163,30 @@ impl McpServerBuilder {
         self
     }
 
+    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`) in the server's
+    /// capabilities (default: false). Then, for a client that declares it too (at `initialize`, or
+    /// in the request's `_meta`), a call whose tool hands the rest of its work over
+    /// ([`ToolContext::hand_off`](tool_core::ToolContext::hand_off): a `bash` command still
+    /// running at its yield time) is answered with a task (`resultType: "task"`) instead of a
+    /// result: `tasks/get` reports it (`working`, then `completed` with the call's final result,
+    /// the command's whole output; or `cancelled`), `tasks/cancel` stops it (the command and
+    /// every process it started), and `tasks/update` is acknowledged (these tasks never wait for
+    /// input). A session's tasks are cancelled when the session ends. Clients that do not
+    /// declare the extension get results as without it.
+    pub fn tasks(mut self, enabled: bool) -> Self {
+        self.tasks = enabled;
+        self
+    }
+
+    /// How many items one page of `tools/list`, `resources/list`, `resources/templates/list` and
+    /// `prompts/list` holds (default [`DEFAULT_PAGE_SIZE`], at least 1). A longer list ends its
+    /// page with `nextCursor`, an opaque cursor that gets the next page; a cursor this server did
+    /// not give for that list, or one past the end of a list that shrank since, gets `-32602`.
+    pub fn page_size(mut self, size: usize) -> Self {
+        self.page_size = size.max(1);
+        self
+    }
+
     /// Builds the server. Fails when a tool cannot be described to MCP (its input or output
     /// schema is not an object schema).
     pub fn build(self) -> Result<McpServer, LoweringError> {
@@ -171,11 +203,10 @@ impl McpServerBuilder {
             implementation = implementation.with_title(title);
         }
         let capabilities = ServerCapabilities::builder().enable_tools();
-        let mut capabilities = if self.tool_list_changes {
-            capabilities.enable_tool_list_changed().build()
-        } else {
-            capabilities.build()
-        };
+        let capabilities =
+            if self.tool_list_changes { capabilities.enable_tool_list_changed() } else { capabilities };
+        let mut capabilities =
+            if self.tasks { capabilities.enable_tasks().build() } else { capabilities.build() };
         self.content.declare(&mut capabilities, self.declared);
         let mut config = ServerConfig::new(capabilities).with_server_info(implementation);
         if let Some(instructions) = self.instructions {
@@ -190,6 +221,7 @@ impl McpServerBuilder {
                 next_call: AtomicU64::new(1),
                 max_message_bytes: self.max_message_bytes,
                 elicitation_timeout: self.elicitation_timeout,
+                page_size: self.page_size,
                 listeners: Listeners::default(),
                 content: std::sync::RwLock::new(Arc::new(self.content)),
                 subscribers: resources::Subscribers::default(),
@@ -198,6 +230,7 @@ impl McpServerBuilder {
             input_closed: CancellationToken::new(),
             in_flight: Arc::new(InFlight::default()),
             subscriptions: Arc::default(),
+            tasks: Arc::default(),
         })
     }
 }
@@ -265,6 +298,12 @@ fn tool_list(registry: &Registry) -> Result<Vec<Tool>, LoweringError> {
 ///   `elicitation` capability, a request that fails (protocol 2026-07-28 has no server-to-client
 ///   requests) or no answer within [`McpServerBuilder::elicitation_timeout`] refuses it too, with
 ///   a message naming the rule.
+/// - A client that declared `sampling` is the call's sampler
+///   ([`ToolContext::sampler`](tool_core::ToolContext::sampler)): a request for a completion
+///   (a mounted server's `sampling/createMessage`) becomes a `sampling/createMessage` to it.
+/// - With [`McpServerBuilder::tasks`], a call whose tool hands its remaining work over (a
+///   `bash` command that goes to the background) becomes a task for a client that declares the
+///   tasks extension: `tasks/get`, `tasks/cancel` and `tasks/update` answer for it (see there).
 /// - `notifications/cancelled` cancels the call's token, which reaches the tool as
 ///   `ToolContext::cancellation_token`; the dispatcher stops the call and no response is sent.
 /// - When the client closes its input, calls in flight still answer (for a few seconds, then
@@ -305,6 +344,8 @@ pub struct McpServer {
     in_flight: Arc<InFlight>,
     /// The URIs this session subscribed to.
     subscriptions: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    /// This session's tasks, cancelled when the session ends.
+    tasks: Arc<tasks::SessionTasks>,
 }
 
 struct ServerInner {
@@ -314,6 +355,8 @@ struct ServerInner {
     next_call: AtomicU64,
     max_message_bytes: usize,
     elicitation_timeout: Duration,
+    /// How many items a page of a list holds.
+    page_size: usize,
     /// The sessions of this server and of its clones (every HTTP session).
     listeners: Listeners,
     /// The resources, templates and prompts every session serves.
@@ -390,6 +433,8 @@ impl McpServer {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
             tool_list_changes: false,
+            tasks: false,
+            page_size: DEFAULT_PAGE_SIZE,
             content: ResourcesAndPrompts::default(),
             declared: resources::Declared::default(),
         }
@@ -443,7 +488,8 @@ impl McpServer {
         let input_closed = CancellationToken::new();
         let transport =
             LineTransport::new(reader, writer, self.inner.max_message_bytes, input_closed.clone());
-        let session = McpServer { input_closed, subscriptions: Arc::default(), ..self };
+        let session =
+            McpServer { input_closed, subscriptions: Arc::default(), tasks: Arc::default(), ..self };
         let running = match rmcp::serve_server(session, transport).await {
             Ok(running) => running,
             Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
@@ -472,11 +518,31 @@ impl McpServer {
         self.serve(rmcp::transport::stdio_pipes()).await
     }
 
+    /// The page of `items` the request's cursor names, and the next page's cursor.
+    fn page<T: Clone>(
+        &self,
+        items: &[T],
+        request: Option<PaginatedRequestParams>,
+        method: &str,
+    ) -> Result<(Vec<T>, Option<String>), ErrorData> {
+        pages::page(items, request.and_then(|r| r.cursor).as_deref(), self.inner.page_size, method)
+    }
+
+    /// Like [`McpServer::page`], for a cursor already taken from its request.
+    pub(crate) fn page_at<T: Clone>(
+        &self,
+        items: &[T],
+        cursor: Option<String>,
+        method: &str,
+    ) -> Result<(Vec<T>, Option<String>), ErrorData> {
+        pages::page(items, cursor.as_deref(), self.inner.page_size, method)
+    }
+
     async fn run_call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let inner = &self.inner;
         // Read once: the whole call runs on the registry it was looked up in.
         let dispatcher = served::current(&self.served).dispatcher.clone();
@@ -503,13 +569,25 @@ impl McpServer {
         // rmcp gives each request a token of its own, a child of the one it cancels for
         // `notifications/cancelled`: cancelling it at a shutdown stops this call alone, and its
         // response still goes out.
-        let cancel = context.ct;
+        let cancel = context.ct.clone();
         let asker = ClientAsker { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
         // The dispatcher's future holds the call's state on the heap: rmcp moves this future
         // several times on its way into the request's task, and each move is a copy.
         let user = question::ClientUser { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
         let mut options = CallOptions::default().asker(Arc::new(asker)).user(Arc::new(user));
         options.sink = sink;
+        // Only a client that declares the tasks extension (on this request, or at `initialize`)
+        // may be answered with a task, and only by a server that declares it.
+        let taker = (inner.config.capabilities.supports_tasks()
+            && context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks()))
+        .then(|| Arc::new(tasks::CallTaker::new(self.tasks.clone())));
+        options.tasks = taker.clone().map(|taker| taker as Arc<dyn tool_core::handoff::TaskTaker>);
+        // A mounted server's `sampling/createMessage` reaches this client when it samples.
+        if sampling::ClientSampler::declared(&context.peer) {
+            let sampler =
+                sampling::ClientSampler { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
+            options.sampler = Some(Arc::new(sampler));
+        }
         let run = Box::pin(dispatcher.run_with(call, options, cancel.clone()));
         let result = self.in_flight.run(&cancel, run).await;
         if let Some(progress) = progress {
@@ -521,7 +599,10 @@ impl McpServer {
                 () = cancel.cancelled() => {}
             }
         }
-        Ok(crate::wire::call_tool_result(result.output))
+        if let Some(task) = taker.and_then(|taker| taker.created()) {
+            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+        }
+        Ok(crate::wire::call_tool_result(result.output).into())
     }
 }
 
@@ -545,10 +626,14 @@ impl ServerHandler for McpServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(served::current(&self.served).tools.to_vec()))
+        let served = served::current(&self.served);
+        let (tools, next) = self.page(&served.tools, request, "tools/list")?;
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -560,15 +645,39 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.run_call(request, context).await.map(CallToolResponse::from)
+        self.run_call(request, context).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.update(&request.task_id)
     }
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.list_prompts_now().await
+        self.list_prompts_now(request.and_then(|r| r.cursor)).await
     }
 
     async fn get_prompt(
@@ -581,18 +690,18 @@ impl ServerHandler for McpServer {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.list_resources_now().await
+        self.list_resources_now(request.and_then(|r| r.cursor)).await
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.list_templates_now().await
+        self.list_templates_now(request.and_then(|r| r.cursor)).await
     }
 
     async fn read_resource(

@@ -1000,14 +1000,28 @@ impl McpServer {
         self.inner.subscribers.updated(uri).await
     }
 
-    pub(crate) async fn list_resources_now(&self) -> Result<ListResourcesResult, ErrorData> {
+    pub(crate) async fn list_resources_now(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<ListResourcesResult, ErrorData> {
         self.declared("resources/list", |c| c.resources.is_some())?;
-        Ok(ListResourcesResult::with_all_items(self.resources_and_prompts().resources()))
+        let (items, next) =
+            self.page_at(&self.resources_and_prompts().resources(), cursor, "resources/list")?;
+        let mut result = ListResourcesResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
-    pub(crate) async fn list_templates_now(&self) -> Result<ListResourceTemplatesResult, ErrorData> {
+    pub(crate) async fn list_templates_now(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.declared("resources/templates/list", |c| c.resources.is_some())?;
-        Ok(ListResourceTemplatesResult::with_all_items(self.resources_and_prompts().resource_templates()))
+        let templates = self.resources_and_prompts().resource_templates();
+        let (items, next) = self.page_at(&templates, cursor, "resources/templates/list")?;
+        let mut result = ListResourceTemplatesResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     pub(crate) async fn read_now(
@@ -1020,9 +1034,15 @@ impl McpServer {
         Ok(result)
     }
 
-    pub(crate) async fn list_prompts_now(&self) -> Result<ListPromptsResult, ErrorData> {
+    pub(crate) async fn list_prompts_now(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<ListPromptsResult, ErrorData> {
         self.declared("prompts/list", |c| c.prompts.is_some())?;
-        Ok(ListPromptsResult::with_all_items(self.resources_and_prompts().prompts()))
+        let (items, next) = self.page_at(&self.resources_and_prompts().prompts(), cursor, "prompts/list")?;
+        let mut result = ListPromptsResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     pub(crate) async fn get_prompt_now(

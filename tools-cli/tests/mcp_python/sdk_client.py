@@ -36,7 +36,10 @@ async def main(tools, workspace, mode):
     params = StdioServerParameters(command=tools, args=["serve", "--root", workspace], cwd=workspace)
     async with Client(params, mode=mode, read_timeout_seconds=60) as client:
         check(client.protocol_version == EXPECTED_VERSION[mode], f"negotiated {client.protocol_version}")
-        check(set(client.server_capabilities.model_dump(exclude_none=True)) == {"tools"}, "declares tools only")
+        capabilities = client.server_capabilities.model_dump(exclude_none=True)
+        extensions = capabilities.pop("extensions", {})
+        check(set(capabilities) == {"tools"}, "declares tools only")
+        check(set(extensions) == {"io.modelcontextprotocol/tasks"}, f"and the tasks extension: {extensions}")
 
         listed = await client.list_tools()
         names = [tool.name for tool in listed.tools]

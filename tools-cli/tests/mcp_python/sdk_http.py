@@ -60,7 +60,10 @@ async def main(tools, workspace, mode):
 async def drive(url, mode, workspace):
     async with connect(url, mode) as client, connect(url, mode) as other:
         check(client.protocol_version == EXPECTED_VERSION[mode], f"negotiated {client.protocol_version}")
-        check(set(client.server_capabilities.model_dump(exclude_none=True)) == {"tools"}, "declares tools only")
+        capabilities = client.server_capabilities.model_dump(exclude_none=True)
+        extensions = capabilities.pop("extensions", {})
+        check(set(capabilities) == {"tools"}, "declares tools only")
+        check(set(extensions) == {"io.modelcontextprotocol/tasks"}, f"and the tasks extension: {extensions}")
         listed = await client.list_tools()
         names = [tool.name for tool in listed.tools]
         for name in ["read", "write", "bash", "todo_write", "todo_read"]:

@@ -32,6 +32,15 @@ const MAX_REMOVED_KEPT: usize = 1024;
 /// How often the processes of a running session are looked at, so that those its shell leaves
 /// behind are found again when it is stopped (where a cgroup does not hold them anyway).
 const REMEMBER_EVERY: Duration = Duration::from_millis(200);
+/// How long [`Session::finish`] still reads after the command ended, for processes it left.
+const FINISH_DRAIN: Duration = Duration::from_secs(1);
+/// How long a cancelled [`Session::finish`] waits after `SIGTERM` before `SIGKILL`.
+const FINISH_STOP_GRACE: Duration = Duration::from_secs(2);
+
+fn far_future() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(86_400 * 365)
+}
+
 /// How many bytes typed into a session may wait for its command to read them; more is refused
 /// until it has read some. This is also the longest line that can be typed.
 pub const INPUT_BUFFER: usize = 256 * 1024;
@@ -292,6 +301,8 @@ struct State {
     output_closed: bool,
     /// `bash_stop` asked for the end.
     stop_requested: bool,
+    /// Who stopped it, when not `bash_stop`: the note says so.
+    stopped_by: Option<&'static str>,
     /// The newest unread text, for `until`.
     recent: String,
 }
@@ -300,6 +311,8 @@ struct State {
 #[derive(Debug, Clone)]
 pub(crate) struct Ended {
     pub(crate) how: End,
+    /// Who stopped it ([`End::Stopped`]), when not `bash_stop`.
+    pub(crate) stopped_by: Option<&'static str>,
     pub(crate) after: Duration,
     pub(crate) exit: Option<ShellExit>,
     pub(crate) killed: Option<Result<KillReport, String>>,
@@ -625,7 +638,13 @@ impl Session {
                     }
                 }
                 None => {
-                    state.ended = Some(Ended { how: End::Stopped, after, exit: None, killed: killed.clone() })
+                    state.ended = Some(Ended {
+                        how: End::Stopped,
+                        stopped_by: state.stopped_by,
+                        after,
+                        exit: None,
+                        killed: killed.clone(),
+                    })
                 }
             }
         }
@@ -639,6 +658,31 @@ impl Session {
         }
         self.changed();
         killed
+    }
+
+    /// Waits for the command to end and renders everything no read took, as the final result of
+    /// a call whose rest its caller took over ([`tool_runtime::handoff`]). Processes the command
+    /// left behind get [`FINISH_DRAIN`] more to close its output (the result then says they still
+    /// run). When `cancel` fires first, the command is stopped as `bash_stop` stops it, with every
+    /// process it started.
+    pub(crate) async fn finish(&self, sessions: &Sessions, cancel: &CancellationToken) -> ToolOutput {
+        let mut changes = self.changes.subscribe();
+        let mut drain_until = None;
+        while !self.is_over() {
+            if drain_until.is_none() && !self.is_running() {
+                drain_until = Some(tokio::time::Instant::now() + FINISH_DRAIN);
+            }
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { break },
+                () = tokio::time::sleep_until(drain_until.unwrap_or_else(far_future)), if drain_until.is_some() => break,
+                () = cancel.cancelled() => {
+                    self.state().stopped_by = Some("because the task was cancelled");
+                    self.stop(FINISH_STOP_GRACE).await;
+                    break;
+                }
+            }
+        }
+        self.render(sessions).await
     }
 
     /// Kills everything at once, for a dropped session state.
@@ -673,7 +717,7 @@ impl Session {
                     None if state.stop_requested => End::Stopped,
                     None => End::Exited,
                 };
-                state.ended = Some(Ended { how, after, exit, killed: None });
+                state.ended = Some(Ended { how, stopped_by: state.stopped_by, after, exit, killed: None });
             }
         }
         drop(state);
@@ -822,7 +866,7 @@ fn end_notes(ended: &Ended, is_error: &mut bool) -> Vec<String> {
             ));
         }
         End::Stopped => {
-            let mut note = "[stopped with bash_stop".to_owned();
+            let mut note = format!("[stopped {}", ended.stopped_by.unwrap_or("with bash_stop"));
             if let Some(exit) = ended.exit {
                 match (exit.code, exit.signal) {
                     (Some(code), _) => {
@@ -905,7 +949,13 @@ async fn pump(
                 let mut state = session.state();
                 if state.ended.is_none() {
                     let after = session.started.elapsed();
-                    state.ended = Some(Ended { how: End::TimedOut(limit), after, exit: None, killed: Some(killed) });
+                    state.ended = Some(Ended {
+                        how: End::TimedOut(limit),
+                        stopped_by: None,
+                        after,
+                        exit: None,
+                        killed: Some(killed),
+                    });
                 }
                 drop(state);
                 session.changed();

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tool_runtime::handoff::Remainder;
 use tool_runtime::output_store::OutputStore;
 use tool_runtime::truncate::{TruncationInfo, append_notice, mark_truncated};
 use tool_runtime::words::duration;
@@ -230,12 +231,45 @@ pub async fn bash(
                 can_escalate: ws.escalation_allowed(),
                 confined: Some((sandbox.policy().clone(), ws.root().to_path_buf())),
             });
-            let mut out = session.render(&sessions).await;
-            if let Some(description) = description.filter(|d| !d.trim().is_empty()) {
-                out = out.with_title(description);
+            let description = description.filter(|d| !d.trim().is_empty());
+            let sandbox = sandbox_metadata(&sandbox);
+            let finish = |mut out: ToolOutput, description: Option<String>, sandbox| {
+                if let Some(description) = description {
+                    out = out.with_title(description);
+                }
+                out.with_metadata("sandbox", sandbox)
+            };
+            // A caller that tracks tasks (an MCP client with the tasks extension) takes the rest:
+            // the command's whole output, once it ended, is the call's final result.
+            if ctx.takes_tasks() {
+                let id = session.id;
+                let rest = {
+                    let (session, sessions) = (session.clone(), sessions.clone());
+                    let (description, sandbox) = (description.clone(), sandbox.clone());
+                    move |cancel: tool_runtime::CancellationToken| -> tool_runtime::BoxFuture<'static, ToolOutput> {
+                        Box::pin(async move { finish(session.finish(&sessions, &cancel).await, description, sandbox) })
+                    }
+                };
+                let status = format!("session {id} is running `{}`", one_line(&session.command));
+                if ctx.hand_off(Remainder { status, work: Box::new(rest) }).is_ok() {
+                    return Ok(ToolOutput::text(format!(
+                        "[session {id}: the command goes on as a task; its output is the task's result.]"
+                    ))
+                    .with_metadata("session_id", json!(id))
+                    .with_metadata("task", json!(true)));
+                }
             }
-            Ok(out.with_metadata("sandbox", sandbox_metadata(&sandbox)))
+            Ok(finish(session.render(&sessions).await, description, sandbox))
         }
+    }
+}
+
+/// `command` on one line, at most 80 characters, for a status line.
+fn one_line(command: &str) -> String {
+    let line: String = command.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}...", &line[..cut]),
+        None => line,
     }
 }
 
