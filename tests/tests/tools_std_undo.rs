@@ -164,6 +164,36 @@ async fn undo_of_a_bash_call_restores_the_tree_exactly_and_can_itself_be_undone(
     assert_eq!(std::fs::read_link(s.root.join("link")).unwrap(), Path::new("fresh"));
 }
 
+/// `apply_patch` removes a symbolic link itself (on a delete, and as the source of a move), and
+/// an undo brings back the link, pointing where it pointed, not a file with its target's content.
+#[tokio::test]
+async fn undo_of_a_patch_that_removed_a_link_brings_back_the_link() {
+    let s = Session::new(None);
+    s.write("src/a.txt", "one\ntwo\n");
+    std::os::unix::fs::symlink("src/a.txt", s.root.join("link")).unwrap();
+    std::os::unix::fs::symlink("src/a.txt", s.root.join("moved")).unwrap();
+    std::os::unix::fs::symlink("nowhere.txt", s.root.join("dangling")).unwrap();
+    let before = s.tree();
+    let patch = "*** Begin Patch\n*** Delete File: link\n*** Delete File: dangling\n*** Update File: moved\n\
+                 *** Move to: b.txt\n@@\n-one\n+uno\n*** End Patch\n";
+    let (id, _) = s.ok("apply_patch", json!({ "patch": patch })).await;
+    for name in ["link", "dangling", "moved"] {
+        assert!(std::fs::symlink_metadata(s.root.join(name)).is_err(), "{name} was removed");
+    }
+    assert_eq!(std::fs::read_to_string(s.root.join("src/a.txt")).unwrap(), "one\ntwo\n");
+    assert_eq!(std::fs::read_to_string(s.root.join("b.txt")).unwrap(), "uno\ntwo\n");
+
+    let (_, text) = s.ok("undo", json!({ "call_id": id })).await;
+    assert_eq!(s.tree(), before, "{text}");
+    for (name, to) in [("link", "src/a.txt"), ("moved", "src/a.txt"), ("dangling", "nowhere.txt")] {
+        let meta = std::fs::symlink_metadata(s.root.join(name)).unwrap();
+        assert!(meta.file_type().is_symlink(), "{name} is a link again, not a file: {text}");
+        assert_eq!(std::fs::read_link(s.root.join(name)).unwrap(), Path::new(to));
+    }
+    assert!(!s.root.join("b.txt").exists());
+    assert_eq!(std::fs::read_to_string(s.root.join("src/a.txt")).unwrap(), "one\ntwo\n");
+}
+
 #[tokio::test]
 async fn undo_of_the_last_calls_restores_their_first_state() {
     let s = Session::new(None);

@@ -312,11 +312,38 @@ impl Workspace {
         path: &str,
         action: &str,
     ) -> Result<ResolvedPath, ToolError> {
+        self.resolve_as(ctx, path, action, Last::Follow).await
+    }
+
+    /// Resolves a path argument as [`Workspace::resolve`] does, except that a symbolic link in
+    /// its last component is not followed (as `lstat`, `unlink` and `O_NOFOLLOW` treat it): the
+    /// result names the link itself, wherever it points, and nothing it points to is looked at.
+    /// The directories before the last name are followed and confined exactly as by
+    /// [`Workspace::resolve`], and the permission request names the link's own path. For
+    /// operations on a name rather than on what it leads to, such as a deletion.
+    ///
+    /// A trailing `/` or `/.` does not make the last link followed here.
+    pub async fn resolve_nofollow(
+        &self,
+        ctx: &ToolContext,
+        path: &str,
+        action: &str,
+    ) -> Result<ResolvedPath, ToolError> {
+        self.resolve_as(ctx, path, action, Last::Keep).await
+    }
+
+    async fn resolve_as(
+        &self,
+        ctx: &ToolContext,
+        path: &str,
+        action: &str,
+        last: Last,
+    ) -> Result<ResolvedPath, ToolError> {
         check_argument(path)?;
         let raw = PathBuf::from(path);
         let located = {
             let (root, raw) = (self.root.clone(), raw.clone());
-            self.blocking(move |ops| locate(ops, &root, &raw, false))
+            self.blocking(move |ops| locate(ops, &root, &raw, false, last))
                 .await?
                 .map_err(|e| path_error(path, e))?
         };
@@ -340,7 +367,7 @@ impl Workspace {
         // Granted: now follow the links outside the root too.
         let root = self.root.clone();
         let located = self
-            .blocking(move |ops| locate(ops, &root, &raw, true))
+            .blocking(move |ops| locate(ops, &root, &raw, true, last))
             .await?
             .map_err(|e| path_error(path, e))?;
         let target = match located {
@@ -405,6 +432,15 @@ fn path_error(path: &str, error: io::Error) -> ToolError {
     ToolError::from_io(error).with_message(message)
 }
 
+/// What [`locate`] does with a symbolic link in the last component of a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Last {
+    /// Follow it, as `stat` and `open` do.
+    Follow,
+    /// Stop at the link itself, as `lstat` and `unlink` do.
+    Keep,
+}
+
 /// Where a path argument leads.
 #[derive(Debug, PartialEq, Eq)]
 enum Located {
@@ -451,7 +487,14 @@ fn normal(path: &Path) -> PathBuf {
 /// a `..` after a name that does not exist, or after a file, is an error, as it is for the
 /// kernel. Names are looked up through `ops` only beneath the root, unless `look_outside`
 /// (after the user granted access outside); outside, without it, names are taken as written.
-fn locate(ops: &dyn Operations, root: &Path, path: &Path, look_outside: bool) -> io::Result<Located> {
+/// With [`Last::Keep`], a link that is the last name of the path is not followed.
+fn locate(
+    ops: &dyn Operations,
+    root: &Path,
+    path: &Path,
+    look_outside: bool,
+    last: Last,
+) -> io::Result<Located> {
     let (absolute, first) = parts(path);
     let mut current = if absolute { PathBuf::from("/") } else { root.to_path_buf() };
     let mut queue: VecDeque<Part> = first.into();
@@ -489,7 +532,9 @@ fn locate(ops: &dyn Operations, root: &Path, path: &Path, look_outside: bool) ->
                     continue;
                 };
                 match ops.symlink_metadata(&target) {
-                    Ok(info) if info.kind == FileKind::Symlink => {
+                    Ok(info)
+                        if info.kind == FileKind::Symlink && (last == Last::Follow || !queue.is_empty()) =>
+                    {
                         hops += 1;
                         if hops > MAX_SYMLINK_HOPS {
                             return Err(io::Error::new(
@@ -561,7 +606,7 @@ mod tests {
 
     fn located(ws: &Path, path: &str) -> io::Result<Located> {
         let ops = LocalOperations::open(ws).unwrap();
-        locate(&ops, ws, Path::new(path), false)
+        locate(&ops, ws, Path::new(path), false, Last::Follow)
     }
 
     #[cfg(unix)]
@@ -601,6 +646,38 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::NotADirectory, "{err}");
         // Names after a missing one are fine: that is how new files are created.
         assert_eq!(located(&ws, "new/dir/f").unwrap(), Located::Inside(Target::root().join("new/dir/f")));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn keeping_the_last_link_names_the_link_and_still_follows_the_directories_before_it() {
+        use std::os::unix::fs::symlink;
+        let dir = TempDir::new();
+        let root = dir.path().to_path_buf();
+        std::fs::create_dir_all(root.join("ws/sub")).unwrap();
+        std::fs::create_dir_all(root.join("outside")).unwrap();
+        std::fs::write(root.join("ws/sub/a.txt"), "a").unwrap();
+        symlink("sub/a.txt", root.join("ws/link")).unwrap();
+        symlink("../outside/secret.txt", root.join("ws/out")).unwrap();
+        symlink("sub", root.join("ws/dirlink")).unwrap();
+        symlink("../outside", root.join("ws/outdir")).unwrap();
+        symlink("a.txt", root.join("ws/sub/inner")).unwrap();
+        let ws = root.join("ws");
+        let kept = |path: &str| {
+            let ops = LocalOperations::open(&ws).unwrap();
+            locate(&ops, &ws, Path::new(path), false, Last::Keep).unwrap()
+        };
+        let inside = |path: &str| Located::Inside(Target::root().join(path));
+        assert_eq!(kept("link"), inside("link"));
+        assert_eq!(located(&ws, "link").unwrap(), inside("sub/a.txt"));
+        // A link out of the root is itself inside: nothing outside is looked at.
+        assert_eq!(kept("out"), inside("out"));
+        assert_eq!(kept("./link/"), inside("link"));
+        // The directories before the last name are followed, and a link among them still leads out.
+        assert_eq!(kept("dirlink/inner"), inside("sub/inner"));
+        assert_eq!(kept("outdir/x"), Located::Outside(root.join("outside/x")));
+        // A `..` after the link makes it a directory on the way, which is followed.
+        assert_eq!(kept("dirlink/.."), Located::Inside(Target::root()));
     }
 
     #[cfg(unix)]
