@@ -65,11 +65,11 @@ async fn tunnel(upgraded: hyper::upgrade::Upgraded, mut upstream: TcpStream) {
             if !parts.read_buf.is_empty() && upstream.write_all(&parts.read_buf).await.is_err() {
                 return;
             }
-            crate::conn::splice(&mut client, &mut upstream).await;
+            crate::conn::relay(&mut client, &mut upstream).await;
         }
         Err(upgraded) => {
             let mut client = TokioIo::new(upgraded);
-            crate::conn::splice(&mut client, &mut upstream).await;
+            crate::conn::copy(&mut client, &mut upstream).await;
         }
     }
 }

@@ -10,6 +10,8 @@ mod proxy;
 mod refusal;
 pub mod settings;
 mod socks;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod splice;
 
 use std::net::SocketAddr;
 
