@@ -45,6 +45,9 @@ pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone)]
 pub(crate) struct Ctx {
     pub(crate) decider: Arc<Decider>,
+    /// The session's TLS termination, when it has secrets to put in.
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<Arc<crate::tls::Terminator>>,
     /// Asked instead of the session's asker, when set.
     pub(crate) asker: Option<Asker>,
     pub(crate) log: RefusalLog,

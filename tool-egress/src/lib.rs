@@ -12,6 +12,8 @@ pub mod settings;
 mod socks;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod splice;
+#[cfg(feature = "tls")]
+mod tls;
 
 use std::net::SocketAddr;
 
