@@ -1,8 +1,8 @@
 //! A 100 MB download from a local server, directly and through the proxy (CONNECT tunnel, plain
 //! HTTP, SOCKS5), and the time to the first byte of a small answer.
 //!
-//! `cargo bench -p tool-egress --bench throughput` (`-- --mb N --runs N` to change the size and
-//! the number of runs; the median run is reported).
+//! `cargo bench -p tool-egress --bench throughput` (`-- --mb N --runs N --routes connect,http,socks5`
+//! to change the size, the number of rounds and the routes; medians are reported).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -130,92 +130,166 @@ fn median(mut values: Vec<Duration>) -> Duration {
     values[values.len() / 2]
 }
 
-fn arg(name: &str, default: usize) -> usize {
+fn median_f64(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn arg(name: &str, default: &str) -> String {
     let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned().unwrap_or(default.to_owned())
+}
+
+fn number(name: &str, default: usize) -> usize {
+    let value = arg(name, &default.to_string());
+    value.parse().unwrap_or_else(|_| panic!("{name} takes a number, not `{value}`"))
+}
+
+/// A thread of this process, named by `/proc/thread-self` from inside it.
+#[derive(Clone)]
+struct Thread(std::path::PathBuf);
+
+impl Thread {
+    fn current() -> Thread {
+        Thread(std::fs::read_link("/proc/thread-self").unwrap_or_default())
+    }
+
+    /// Time on the CPU and context switches (voluntary + involuntary) so far.
+    fn usage(&self) -> (Duration, u64) {
+        let dir = std::path::Path::new("/proc").join(&self.0);
+        let cpu = std::fs::read_to_string(dir.join("schedstat"))
+            .ok()
+            .and_then(|text| text.split_whitespace().next()?.parse().ok())
+            .map_or(Duration::ZERO, Duration::from_nanos);
+        let switches = std::fs::read_to_string(dir.join("status"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("ctxt_switches:"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum();
+        (cpu, switches)
+    }
 }
 
 /// Runs `make` on a runtime of its own, on a thread of its own, and returns what it made.
 fn on_own_thread<T: Send + 'static>(
     make: impl FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>> + Send + 'static,
-) -> T {
+) -> (T, Thread) {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async move {
-            let _ = tx.send(make().await);
+            let _ = tx.send((make().await, Thread::current()));
             std::future::pending::<()>().await;
         });
     });
     rx.recv().unwrap()
 }
 
+/// What one route's downloads measured.
+#[derive(Default)]
+struct Samples {
+    totals: Vec<Duration>,
+    firsts: Vec<Duration>,
+    /// Time on the CPU per download of the server's, the proxy's and the client's thread.
+    cpu: [Duration; 3],
+    /// Context switches of the same threads, all downloads together.
+    switches: [u64; 3],
+}
+
 fn main() {
-    let mb = arg("--mb", 100);
-    let runs = arg("--runs", 7);
+    let mb = number("--mb", 100);
+    let runs = number("--runs", 11);
+    let routes: Vec<Route> = arg("--routes", "connect,http,socks5")
+        .split(',')
+        .map(|name| match name {
+            "connect" => Route::Connect,
+            "http" => Route::PlainHttp,
+            "socks5" => Route::Socks5,
+            other => panic!("--routes takes connect, http and socks5, not `{other}`"),
+        })
+        .collect();
     // The server, the proxy and the client each on a thread of their own, as the three
     // processes they are in use; none waits for another's turn on a shared runtime.
-    let server = on_own_thread(|| Box::pin(server()));
-    let proxy = on_own_thread(|| {
+    let (server, server_thread) = on_own_thread(|| Box::pin(server()));
+    let (proxy, proxy_thread) = on_own_thread(|| {
         Box::pin(async {
             let policy = EgressPolicy::new()
                 .resolve("bench.test", [Ipv4Addr::LOCALHOST.into()])
                 .allow_host("bench.test", "bench")
                 .and_then(|p| p.allow_address("127.0.0.1", "bench"))
                 .unwrap();
-            let proxy = Box::leak(Box::new(EgressProxy::start(policy, None).await.unwrap()));
-            // The proxy's thread, whose time on the CPU is read from outside it.
-            let thread = std::fs::read_link("/proc/thread-self").ok();
-            (proxy.addr(), thread)
+            Box::leak(Box::new(EgressProxy::start(policy, None).await.unwrap())).addr()
         })
     });
-    let (proxy, proxy_thread) = proxy;
-    let proxy_cpu = move || -> Option<Duration> {
-        let path = std::path::Path::new("/proc").join(proxy_thread.as_ref()?).join("schedstat");
-        let text = std::fs::read_to_string(path).ok()?;
-        Some(Duration::from_nanos(text.split_whitespace().next()?.parse().ok()?))
-    };
+    let client_thread = Thread::current();
+    let threads = [server_thread, proxy_thread, client_thread];
+    let usage = || threads.clone().map(|t| t.usage());
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let size = mb * 1024 * 1024;
-        println!("{mb} MB download from a loopback server, median of {runs} runs (after one warm-up):");
-        let mut direct_rate = 0.0;
-        for route in [Route::Direct, Route::Connect, Route::PlainHttp, Route::Socks5] {
+        let all: Vec<Route> = std::iter::once(Route::Direct).chain(routes.iter().copied()).collect();
+        for &route in &all {
             download(route, server, proxy, size).await;
-            let mut totals = Vec::new();
-            let mut firsts = Vec::new();
-            let cpu_before = proxy_cpu();
-            for _ in 0..runs {
-                totals.push(download(route, server, proxy, size).await.1);
+        }
+        let mut samples: Vec<Samples> = all.iter().map(|_| Samples::default()).collect();
+        // Round after round, every route once, so that a change of load on the machine falls
+        // on all of them alike; the first route of a round moves along each time.
+        for round in 0..runs {
+            for k in 0..all.len() {
+                let i = (round + k) % all.len();
+                let before = usage();
+                let total = download(all[i], server, proxy, size).await.1;
+                let after = usage();
+                let sample = &mut samples[i];
+                sample.totals.push(total);
+                for t in 0..3 {
+                    sample.cpu[t] += after[t].0 - before[t].0;
+                    sample.switches[t] += after[t].1 - before[t].1;
+                }
+                sample.firsts.push(download(all[i], server, proxy, 16).await.0);
             }
-            let cpu = proxy_cpu().zip(cpu_before).map(|(after, before)| (after - before) / runs as u32);
-            for _ in 0..runs {
-                firsts.push(download(route, server, proxy, 16).await.0);
-            }
-            let total = median(totals);
-            let rate = size as f64 / total.as_secs_f64() / 1e6;
-            if let Route::Direct = route {
-                direct_rate = rate;
-            }
-            let cpu = match (route, cpu) {
-                (Route::Direct, _) | (_, None) => String::new(),
-                (_, Some(cpu)) => format!(
-                    "   proxy CPU {:.1} ms per download ({:.0} MB/s per core)",
-                    cpu.as_secs_f64() * 1e3,
-                    size as f64 / cpu.as_secs_f64() / 1e6
-                ),
-            };
+        }
+        println!(
+            "{mb} MB download from a loopback server, {runs} rounds of every route in turn \
+             (after one warm-up each); medians, and the CPU time of each thread per download:"
+        );
+        println!(
+            "  {:<22} {:>9} {:>10} {:>8} {:>11}   {:>7} {:>7} {:>7}  {:>14}",
+            "route", "time", "rate", "/direct", "first byte", "server", "proxy", "client", "switches s/p/c"
+        );
+        let direct = median(samples[0].totals.clone());
+        for (route, sample) in all.iter().zip(&samples) {
+            let total = median(sample.totals.clone());
+            let ms = |d: Duration| format!("{:.1}", d.as_secs_f64() * 1e3 / runs as f64);
             println!(
-                "  {:<22} {:>7.1} ms {:>6.0} MB/s {:>5.2}x direct  first byte (16 B): {:>5.0} µs{cpu}",
+                "  {:<22} {:>6.1} ms {:>5.0} MB/s {:>7.2}x {:>8.0} µs   {:>7} {:>7} {:>7}  {:>14}",
                 route.name(),
                 total.as_secs_f64() * 1e3,
-                rate,
-                rate / direct_rate,
-                median(firsts).as_secs_f64() * 1e6,
+                size as f64 / total.as_secs_f64() / 1e6,
+                direct.as_secs_f64() / total.as_secs_f64(),
+                median(sample.firsts.clone()).as_secs_f64() * 1e6,
+                ms(sample.cpu[0]),
+                if let Route::Direct = route { "-".to_owned() } else { ms(sample.cpu[1]) },
+                ms(sample.cpu[2]),
+                sample.switches.map(|n| (n / runs as u64).to_string()).join("/"),
+            );
+        }
+        // Each proxied run against the direct run of its round: steadier than the medians'
+        // ratio when the load changes between rounds.
+        for (route, sample) in all.iter().zip(&samples).skip(1) {
+            let ratios: Vec<f64> = samples[0]
+                .totals
+                .iter()
+                .zip(&sample.totals)
+                .map(|(d, p)| d.as_secs_f64() / p.as_secs_f64())
+                .collect();
+            let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+            println!(
+                "  {:<22} throughput / direct, per round: median {:.2}x, lowest {:.2}x",
+                route.name(),
+                median_f64(ratios),
+                low
             );
         }
     });

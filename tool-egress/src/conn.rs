@@ -10,12 +10,28 @@ use tokio_util::sync::CancellationToken;
 use crate::decide::{Asker, Decider};
 use crate::refusal::{Refusal, RefusalLog};
 
-/// The buffer size of each direction of a tunnel: large reads keep a bulk download's cost per
-/// byte low.
+/// Joins a client to the host it reaches, both ways, until both sides have closed (each
+/// direction's end is passed on as a half-close) or either fails.
+///
+/// Between two TCP sockets on Linux the bytes go through a pipe with `splice(2)`: the kernel
+/// moves references to its pages from one socket to the other, and the proxy neither copies nor
+/// sees the bytes. Elsewhere, or for a client that is not a plain socket, they are copied through
+/// a buffer in each direction.
+pub(crate) async fn relay(client: &mut TcpStream, upstream: &mut TcpStream) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Ok(pipes) = crate::splice::Pipes::new() {
+        let _ = pipes.relay(&*client, &*upstream).await;
+        return;
+    }
+    copy(client, upstream).await;
+}
+
+/// The buffer size of each direction of a copied tunnel: large reads keep a bulk download's
+/// cost per byte low.
 const TUNNEL_BUFFER: usize = 256 * 1024;
 
-/// Copies both ways between a client and the host it reaches until either side closes.
-pub(crate) async fn splice<C>(client: &mut C, upstream: &mut TcpStream)
+/// Copies both ways between a client and the host it reaches until both sides close.
+pub(crate) async fn copy<C>(client: &mut C, upstream: &mut TcpStream)
 where
     C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
@@ -29,6 +45,9 @@ pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone)]
 pub(crate) struct Ctx {
     pub(crate) decider: Arc<Decider>,
+    /// The session's TLS termination, when it has secrets to put in.
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<Arc<crate::tls::Terminator>>,
     /// Asked instead of the session's asker, when set.
     pub(crate) asker: Option<Asker>,
     pub(crate) log: RefusalLog,

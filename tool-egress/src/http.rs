@@ -49,6 +49,13 @@ async fn connect(request: Request<Incoming>, ctx: Ctx) -> Response<Body> {
         Ok(upstream) => upstream,
         Err(refusal) => return refused(&ctx, &refusal),
     };
+    #[cfg(feature = "tls")]
+    if let Some(tls) = ctx.tls.clone()
+        && let Some(name) = crate::policy::normalize(&host)
+        && ctx.decider.policy.secrets.iter().any(|s| s.hosts.iter().any(|p| p.matches(&name, port)))
+    {
+        return terminate(request, ctx, tls, name, port, upstream).await;
+    }
     ctx.spawn(async move {
         if let Ok(upgraded) = hyper::upgrade::on(request).await {
             tunnel(upgraded, upstream).await;
@@ -65,13 +72,97 @@ async fn tunnel(upgraded: hyper::upgrade::Upgraded, mut upstream: TcpStream) {
             if !parts.read_buf.is_empty() && upstream.write_all(&parts.read_buf).await.is_err() {
                 return;
             }
-            crate::conn::splice(&mut client, &mut upstream).await;
+            crate::conn::relay(&mut client, &mut upstream).await;
         }
         Err(upgraded) => {
             let mut client = TokioIo::new(upgraded);
-            crate::conn::splice(&mut client, &mut upstream).await;
+            crate::conn::copy(&mut client, &mut upstream).await;
         }
     }
+}
+
+/// A `CONNECT` to a host a secret may be sent to: TLS to the host first (a host that fails
+/// verification is refused before the client is answered), then TLS with the client under a
+/// certificate of the session's CA, and its requests forwarded one by one with the secret put in.
+#[cfg(feature = "tls")]
+async fn terminate(
+    request: Request<Incoming>,
+    ctx: Ctx,
+    tls: std::sync::Arc<crate::tls::Terminator>,
+    host: String,
+    port: u16,
+    upstream: TcpStream,
+) -> Response<Body> {
+    let upstream = match tls.connect(&host, upstream).await {
+        Ok(upstream) => upstream,
+        Err(problem) => {
+            let refusal =
+                Refusal { host, port, protocol: Protocol::Connect, reason: Reason::Certificate { problem } };
+            return refused(&ctx, &refusal);
+        }
+    };
+    let acceptor = match tls.acceptor(&host) {
+        Ok(acceptor) => acceptor,
+        Err(e) => {
+            return text(
+                StatusCode::BAD_GATEWAY,
+                format!("the network proxy could not make a certificate for {host}: {e}"),
+            );
+        }
+    };
+    let handshake = hyper::client::conn::http1::Builder::new()
+        .preserve_header_case(true)
+        .handshake::<_, Incoming>(TokioIo::new(upstream))
+        .await;
+    let (sender, connection) = match handshake {
+        Ok(pair) => pair,
+        Err(e) => {
+            return text(StatusCode::BAD_GATEWAY, format!("the network proxy could not talk to {host}: {e}"));
+        }
+    };
+    let conn_ctx = ctx.clone();
+    ctx.spawn(async move {
+        let _ = connection.await;
+    });
+    ctx.spawn(async move {
+        let Ok(upgraded) = hyper::upgrade::on(request).await else { return };
+        let Ok(client) = acceptor.accept(TokioIo::new(upgraded)).await else { return };
+        let sender = std::sync::Arc::new(tokio::sync::Mutex::new(sender));
+        let authority = if port == 443 { host.clone() } else { format!("{host}:{port}") };
+        let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+            let (sender, ctx, host, authority) =
+                (sender.clone(), conn_ctx.clone(), host.clone(), authority.clone());
+            async move {
+                strip_hop_by_hop(request.headers_mut());
+                // The host whose certificate was checked is the one named, whatever the client said.
+                if let Ok(value) = HeaderValue::from_str(&authority) {
+                    request.headers_mut().insert(header::HOST, value);
+                }
+                swap_secrets(&ctx.decider.policy, &host, port, request.headers_mut());
+                let mut sender = sender.lock().await;
+                let response = match sender.ready().await {
+                    Ok(()) => sender.send_request(request).await,
+                    Err(e) => Err(e),
+                };
+                Ok::<_, Infallible>(match response {
+                    Ok(response) => {
+                        let (mut parts, body) = response.into_parts();
+                        strip_hop_by_hop(&mut parts.headers);
+                        Response::from_parts(parts, body.boxed())
+                    }
+                    Err(e) => text(
+                        StatusCode::BAD_GATEWAY,
+                        format!("the network proxy's request to {authority} failed: {e}"),
+                    ),
+                })
+            }
+        });
+        let _ = hyper::server::conn::http1::Builder::new()
+            .preserve_header_case(true)
+            .serve_connection(TokioIo::new(client), service)
+            .await;
+    });
+    Response::new(empty())
 }
 
 /// `GET http://host/path`: decide, connect, send the request in origin form, stream the answer.

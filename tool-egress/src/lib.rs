@@ -10,6 +10,10 @@ mod proxy;
 mod refusal;
 pub mod settings;
 mod socks;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod splice;
+#[cfg(feature = "tls")]
+mod tls;
 
 use std::net::SocketAddr;
 

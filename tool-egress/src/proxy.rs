@@ -20,6 +20,15 @@ use crate::refusal::{Refusal, RefusalLog};
 #[derive(Clone)]
 pub struct Egress {
     decider: Arc<Decider>,
+    #[cfg(feature = "tls")]
+    tls: Arc<std::sync::Mutex<TlsSlot>>,
+}
+
+/// The session's TLS termination, made when the first proxy starts.
+#[cfg(feature = "tls")]
+struct TlsSlot {
+    roots: crate::tls::UpstreamRoots,
+    made: Option<Arc<crate::tls::Terminator>>,
 }
 
 impl std::fmt::Debug for Egress {
@@ -31,7 +40,50 @@ impl std::fmt::Debug for Egress {
 impl Egress {
     /// Decisions by `policy`, asking `asker` about hosts no rule names (refused without one).
     pub fn new(policy: EgressPolicy, asker: Option<Asker>) -> Egress {
-        Egress { decider: Arc::new(Decider::new(policy, asker)) }
+        Egress {
+            decider: Arc::new(Decider::new(policy, asker)),
+            #[cfg(feature = "tls")]
+            tls: Arc::new(std::sync::Mutex::new(TlsSlot {
+                roots: crate::tls::UpstreamRoots::Mozilla,
+                made: None,
+            })),
+        }
+    }
+
+    /// Trusts only the certificates of `pem` (a PEM text) for the hosts whose TLS the proxy
+    /// terminates, instead of Mozilla's roots (`webpki-roots`): a private CA, or a test's.
+    /// Call it before the first proxy starts; an error names what is wrong with the text.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn with_upstream_roots(self, pem: &str) -> Result<Egress, String> {
+        let certs = crate::tls::parse_pem(pem)?;
+        let mut slot = self.tls.lock().unwrap_or_else(|p| p.into_inner());
+        slot.roots = crate::tls::UpstreamRoots::Only(certs);
+        slot.made = None;
+        drop(slot);
+        Ok(self)
+    }
+
+    /// The session's TLS termination, made on first use, when a secret needs it.
+    #[cfg(feature = "tls")]
+    fn terminator(&self) -> io::Result<Option<Arc<crate::tls::Terminator>>> {
+        if self.decider.policy.secrets.is_empty() {
+            return Ok(None);
+        }
+        let mut slot = self.tls.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.made.is_none() {
+            slot.made = Some(Arc::new(crate::tls::Terminator::new(&slot.roots)?));
+        }
+        Ok(slot.made.clone())
+    }
+
+    /// The file of trusted roots handed to commands (the system's roots and the session's CA),
+    /// when the session terminates TLS for a secret's hosts; made with the first proxy.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn ca_bundle(&self) -> Option<std::path::PathBuf> {
+        let slot = self.tls.lock().unwrap_or_else(|p| p.into_inner());
+        slot.made.as_ref().map(|t| t.bundle().to_path_buf())
     }
 
     /// The policy.
@@ -68,12 +120,18 @@ impl Egress {
         let addr = listener.local_addr()?;
         let ctx = Ctx {
             decider: self.decider.clone(),
+            #[cfg(feature = "tls")]
+            tls: self.terminator()?,
             asker,
             log: RefusalLog::default(),
             stop: CancellationToken::new(),
         };
         tokio::spawn(accept_loop(listener, ctx.clone()));
-        Ok(EgressProxy { addr, log: ctx.log, stop: ctx.stop, egress: self.clone() })
+        #[cfg(feature = "tls")]
+        let tls_env = ctx.tls.as_ref().map(|t| t.env()).unwrap_or_default();
+        #[cfg(not(feature = "tls"))]
+        let tls_env = Vec::new();
+        Ok(EgressProxy { addr, log: ctx.log, stop: ctx.stop, egress: self.clone(), tls_env })
     }
 }
 
@@ -86,6 +144,8 @@ pub struct EgressProxy {
     log: RefusalLog,
     stop: CancellationToken,
     egress: Egress,
+    /// The variables that make clients trust the session's CA, when TLS is terminated.
+    tls_env: Vec<(String, String)>,
 }
 
 impl EgressProxy {
@@ -109,12 +169,15 @@ impl EgressProxy {
         &self.egress
     }
 
-    /// The variables that send clients through it (see [`proxy_env`](crate::proxy_env)), and
-    /// the placeholders of the policy's secrets in their variables
-    /// ([`EgressPolicy::secret_var`]).
+    /// The variables that send clients through it (see [`proxy_env`](crate::proxy_env)), the
+    /// placeholders of the policy's secrets in their variables ([`EgressPolicy::secret_var`]),
+    /// and, with the `tls` feature and a secret, the variables that point clients at the bundle
+    /// of trusted roots holding the session's CA (`SSL_CERT_FILE`, `CURL_CA_BUNDLE`,
+    /// `GIT_SSL_CAINFO`, `CARGO_HTTP_CAINFO`, `REQUESTS_CA_BUNDLE`, `NODE_EXTRA_CA_CERTS`).
     pub fn env(&self) -> Vec<(String, String)> {
         let mut vars = crate::proxy_env(self.addr);
         vars.extend(self.egress.policy().placeholders());
+        vars.extend(self.tls_env.iter().cloned());
         vars
     }
 

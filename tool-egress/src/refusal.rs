@@ -73,6 +73,12 @@ pub enum Reason {
         /// What the last attempt met.
         error: String,
     },
+    /// The host's TLS certificate failed verification, where the proxy opens TLS itself to put a
+    /// secret in (the `tls` feature).
+    Certificate {
+        /// What the verification met.
+        problem: String,
+    },
     /// The request was not one the proxy serves (not a valid host, an origin-form request ...).
     BadRequest {
         /// What is wrong.
@@ -98,7 +104,7 @@ impl Refusal {
     /// 400 for a request the proxy does not serve.
     pub fn status(&self) -> u16 {
         match self.reason {
-            Reason::Unresolved { .. } | Reason::Unreachable { .. } => 502,
+            Reason::Unresolved { .. } | Reason::Unreachable { .. } | Reason::Certificate { .. } => 502,
             Reason::BadRequest { .. } => 400,
             _ => 403,
         }
@@ -155,6 +161,12 @@ impl fmt::Display for Refusal {
             ),
             Reason::Unresolved { error } => write!(f, "`{host}` could not be resolved: {error}"),
             Reason::Unreachable { error } => f.write_str(error),
+            Reason::Certificate { problem } => write!(
+                f,
+                "a secret may be sent to `{host}`, so the proxy opens TLS to it itself and checks its \
+                 certificate, which failed ({problem}); nothing was sent. If `{host}` is reached through \
+                 another proxy or its certificate is from a private CA, the secret cannot be used with it"
+            ),
             Reason::BadRequest { problem } => f.write_str(problem),
         }
     }

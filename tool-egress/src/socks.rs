@@ -53,7 +53,7 @@ pub(crate) async fn serve(mut client: TcpStream, ctx: Ctx) {
             if client.write_all(&reply(SUCCEEDED, upstream.local_addr().ok())).await.is_err() {
                 return;
             }
-            crate::conn::splice(&mut client, &mut upstream).await;
+            crate::conn::relay(&mut client, &mut upstream).await;
         }
     }
 }

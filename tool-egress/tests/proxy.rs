@@ -400,6 +400,84 @@ async fn dropping_the_proxy_ends_its_tunnels() {
     assert!(read.is_ok(), "the tunnel was not closed");
 }
 
+/// A server that reads until the client's half-close, then answers with every byte it got,
+/// reversed in order of bytes, and closes.
+async fn reverse_after_eof() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                stream.read_to_end(&mut got).await.unwrap();
+                got.reverse();
+                stream.write_all(&got).await.unwrap();
+            });
+        }
+    });
+    port
+}
+
+/// Bytes no two positions of which repeat in a short cycle, so a lost or doubled block shows.
+fn pattern(len: usize) -> Vec<u8> {
+    let mut state = 0x2545_f491_u32;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state as u8
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn tunnels_carry_many_megabytes_both_ways_and_pass_each_half_close_on() {
+    let port = reverse_after_eof().await;
+    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    // More than the pipes and socket buffers of a tunnel hold, so the relay goes round many times.
+    let sent = pattern(5 * 1024 * 1024 + 123);
+    let mut expected = sent.clone();
+    expected.reverse();
+    let connect = TcpStream::connect(proxy.addr()).await.unwrap();
+    let (code, socks) = socks_connect(&proxy, Target::Name("allowed.test"), port).await;
+    assert_eq!(code, 0);
+    let mut tunnels = vec![("socks5", socks)];
+    let mut stream = connect;
+    // The request and the first bytes for the host in one write: the proxy must pass on what it
+    // read past the request's head.
+    let mut first = format!("CONNECT allowed.test:{port} HTTP/1.1\r\n\r\n").into_bytes();
+    first.extend_from_slice(&sent[..1000]);
+    stream.write_all(&first).await.unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    let mut rest = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut rest).await.unwrap();
+        head = [&head[1..], &rest[..]].concat().try_into().unwrap();
+    }
+    tunnels.push(("connect", stream));
+    for (route, stream) in tunnels {
+        let (mut read, mut write) = stream.into_split();
+        let body = if route == "connect" { sent[1000..].to_vec() } else { sent.clone() };
+        let writer = tokio::spawn(async move {
+            write.write_all(&body).await.unwrap();
+            // Only the write half: the answer comes after the host sees the end.
+            write.shutdown().await.unwrap();
+            write
+        });
+        let mut got = Vec::new();
+        tokio::time::timeout(std::time::Duration::from_secs(30), read.read_to_end(&mut got))
+            .await
+            .unwrap_or_else(|_| panic!("{route}: the host's answer did not end"))
+            .unwrap();
+        let _ = writer.await.unwrap();
+        assert_eq!(got.len(), expected.len(), "{route}");
+        assert!(got == expected, "{route}: the bytes came back changed");
+    }
+}
+
 /// A server that answers with the request's `Authorization` header.
 async fn echo_authorization() -> SocketAddr {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();

@@ -510,6 +510,109 @@ for name, host in [("loopback2", "127.0.0.2"), ("ipv6", "::1"), ("machine", os.e
     assert!(text.contains(&format!("hello host=allowed.test:{}\n", server.port)), "{text}");
 }
 
+/// An HTTPS server on loopback for `secret.test` and `other.test`, its certificate signed by a CA
+/// made here; it answers with the request's `Authorization` header. Returns (port, CA as PEM).
+async fn https_server() -> (u16, String) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    use tokio::io::AsyncReadExt;
+    use tokio_rustls::rustls;
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    // A subject of its own: with the same (empty) name as the server's, OpenSSL takes the
+    // server's certificate for a self-signed one.
+    ca_params.distinguished_name.push(DnType::CommonName, "tools-std test CA");
+    let ca_pem = ca_params.self_signed(&ca_key).unwrap().pem();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["secret.test".to_owned(), "other.test".to_owned()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    let config =
+        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            )
+            .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut stream) = acceptor.accept(stream).await else { return };
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).await.unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                let auth = head.lines().find_map(|l| l.strip_prefix("authorization:")).unwrap_or("").trim();
+                let body = format!("auth={auth}\n");
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(response.as_bytes()).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    (port, ca_pem)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_secret_reaches_its_https_host_from_a_sandboxed_curl_and_no_other_host() {
+    if !kernel() || !have("curl") {
+        return;
+    }
+    let (port, ca_pem) = https_server().await;
+    let policy = EgressPolicy::new()
+        .resolve("secret.test", [LOOPBACK])
+        .resolve("other.test", [LOOPBACK])
+        .allow_host("secret.test", "the test's rules")
+        .and_then(|p| p.allow_host("other.test", "the test's rules"))
+        .and_then(|p| p.allow_address("127.0.0.1", "the test's rules"))
+        .and_then(|p| p.secret_var("API_TOKEN", "value-of-the-secret-42", &["secret.test"]))
+        .unwrap();
+    let egress = Egress::new(policy, None).with_upstream_roots(&ca_pem).unwrap();
+    let root = dir("tls");
+    let ws = Workspace::new(&root)
+        .unwrap()
+        .with_sandbox(SandboxPolicy::workspace_write(&root))
+        .with_egress(egress);
+    std::fs::write(root.join("server-ca.pem"), &ca_pem).unwrap();
+    let mut deps = Dependencies::new();
+    deps.insert(ws);
+    deps.insert(OutputStore::builder().dir(dir("tls-store")).open().unwrap());
+    let fx = Fx {
+        state: SessionState::new(),
+        registry: Registry::builder().tools(tools_std::all()).build().unwrap(),
+        deps: Arc::new(deps),
+    };
+    // curl trusts the session's CA through the proxy's variables (CURL_CA_BUNDLE), read inside
+    // the sandbox; the server sees the value, the command only the placeholder.
+    let command = format!(
+        "curl -sS -H \"Authorization: Bearer $API_TOKEN\" https://secret.test:{port}/ && echo \"$API_TOKEN\" | cut -c1-19"
+    );
+    let out = fx.bash(json!({"command": command})).await;
+    assert_eq!(out.text_content(), "auth=bearer value-of-the-secret-42\negress-placeholder-\n", "{out:?}");
+    // Another host: a blind tunnel, verified with the server's own CA; the placeholder stays.
+    let command = format!(
+        "curl -sS --cacert server-ca.pem -H \"Authorization: Bearer $API_TOKEN\" https://other.test:{port}/"
+    );
+    let out = fx.bash(json!({"command": command})).await;
+    let text = out.text_content();
+    assert!(text.starts_with("auth=bearer egress-placeholder-api_token-"), "{out:?}");
+    assert!(!text.contains("value-of-the-secret"), "{out:?}");
+}
+
 include!("../../tool-sandbox/tests/support/outside_temp.rs");
 
 include!("../../tool-egress/tests/support/read_head.rs");

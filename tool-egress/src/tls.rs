@@ -1,0 +1,190 @@
+//! TLS termination for the `CONNECT` targets a secret may be sent to: the proxy answers the
+//! client's TLS with a certificate of a CA of its own session, reads the HTTP/1.1 requests
+//! inside, puts the secret in place of its placeholder in their headers, and sends them on over
+//! TLS of its own to the host, whose certificate it verifies. Every other tunnel stays blind.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+use tokio::net::TcpStream;
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+/// The bundles of trusted roots clients read, in the order they are looked for; the first
+/// that exists is copied into the session's bundle, ahead of the session's CA.
+const SYSTEM_BUNDLES: [&str; 5] = [
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+];
+
+/// Variables that point common clients at a bundle of trusted roots: OpenSSL and Go
+/// (`SSL_CERT_FILE`), `curl`, `git`, cargo, Python's `requests`, and Node (which adds to its own).
+const BUNDLE_VARS: [&str; 6] = [
+    "SSL_CERT_FILE",
+    "CURL_CA_BUNDLE",
+    "GIT_SSL_CAINFO",
+    "CARGO_HTTP_CAINFO",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+];
+
+/// What is trusted for the hosts the proxy opens TLS to.
+#[derive(Clone)]
+pub(crate) enum UpstreamRoots {
+    /// Mozilla's roots (`webpki-roots`), the same on every machine.
+    Mozilla,
+    /// These certificates only.
+    Only(Vec<CertificateDer<'static>>),
+}
+
+/// A session's CA, the certificates it made, and the bundle file handed to commands.
+pub(crate) struct Terminator {
+    issuer: Issuer<'static, KeyPair>,
+    ca_der: CertificateDer<'static>,
+    acceptors: Mutex<HashMap<String, TlsAcceptor>>,
+    connector: TlsConnector,
+    bundle: Bundle,
+}
+
+/// The bundle file, removed when the session ends. It holds certificates only, no key.
+struct Bundle {
+    path: PathBuf,
+    /// Whether it holds the system's roots as well as the session's CA: only then may it replace
+    /// a client's roots (`SSL_CERT_FILE`); without them only Node's variable, which adds, is set.
+    complete: bool,
+}
+
+impl Drop for Bundle {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn crypto() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn invalid(error: impl std::fmt::Display) -> io::Error {
+    io::Error::other(error.to_string())
+}
+
+impl Terminator {
+    /// Makes the session's CA (its key stays in this process's memory) and writes the bundle
+    /// (the system's roots, then the CA) to a file of its own in the temporary directory.
+    pub(crate) fn new(roots: &UpstreamRoots) -> io::Result<Terminator> {
+        let key = KeyPair::generate().map_err(invalid)?;
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(invalid)?;
+        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        params.distinguished_name.push(DnType::CommonName, "tool-egress session CA");
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca = params.self_signed(&key).map_err(invalid)?;
+        let ca_pem = ca.pem();
+        let ca_der = ca.der().clone();
+        let issuer = Issuer::new(params, key);
+
+        let system = SYSTEM_BUNDLES.iter().find_map(|path| std::fs::read_to_string(path).ok());
+        let complete = system.is_some();
+        let mut text = system.unwrap_or_default();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&ca_pem);
+        let mut random = [0u8; 8];
+        getrandom::fill(&mut random).map_err(invalid)?;
+        let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let path = std::env::temp_dir().join(format!("tool-egress-ca-{name}.pem"));
+        std::fs::write(&path, text)?;
+        let bundle = Bundle { path, complete };
+
+        let mut store = rustls::RootCertStore::empty();
+        match roots {
+            UpstreamRoots::Mozilla => store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+            UpstreamRoots::Only(certs) => {
+                for cert in certs {
+                    store.add(cert.clone()).map_err(invalid)?;
+                }
+            }
+        }
+        let mut client = rustls::ClientConfig::builder_with_provider(crypto())
+            .with_safe_default_protocol_versions()
+            .map_err(invalid)?
+            .with_root_certificates(store)
+            .with_no_client_auth();
+        client.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Terminator {
+            issuer,
+            ca_der,
+            acceptors: Mutex::new(HashMap::new()),
+            connector: TlsConnector::from(Arc::new(client)),
+            bundle,
+        })
+    }
+
+    /// The variables that make clients trust the session's CA.
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
+        let path = self.bundle.path.display().to_string();
+        BUNDLE_VARS
+            .iter()
+            .filter(|var| self.bundle.complete || **var == "NODE_EXTRA_CA_CERTS")
+            .map(|var| ((*var).to_owned(), path.clone()))
+            .collect()
+    }
+
+    /// The bundle file.
+    pub(crate) fn bundle(&self) -> &Path {
+        &self.bundle.path
+    }
+
+    /// Opens TLS to `host` over `stream`, verifying its certificate; the error is a sentence.
+    pub(crate) async fn connect(
+        &self,
+        host: &str,
+        stream: TcpStream,
+    ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, String> {
+        let name = ServerName::try_from(host.to_owned())
+            .map_err(|_| format!("`{host}` is not a name a certificate can be checked against"))?;
+        self.connector.connect(name, stream).await.map_err(|e| e.to_string())
+    }
+
+    /// The acceptor presenting a certificate for `host`, made once per host.
+    pub(crate) fn acceptor(&self, host: &str) -> io::Result<TlsAcceptor> {
+        let mut acceptors = self.acceptors.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(acceptor) = acceptors.get(host) {
+            return Ok(acceptor.clone());
+        }
+        let key = KeyPair::generate().map_err(invalid)?;
+        let mut params = CertificateParams::new(vec![host.to_owned()]).map_err(invalid)?;
+        params.distinguished_name.push(DnType::CommonName, host);
+        let leaf = params.signed_by(&key, &self.issuer).map_err(invalid)?;
+        let chain = vec![leaf.der().clone(), self.ca_der.clone()];
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        let mut server = rustls::ServerConfig::builder_with_provider(crypto())
+            .with_safe_default_protocol_versions()
+            .map_err(invalid)?
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .map_err(invalid)?;
+        server.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let acceptor = TlsAcceptor::from(Arc::new(server));
+        acceptors.insert(host.to_owned(), acceptor.clone());
+        Ok(acceptor)
+    }
+}
+
+/// Reads the certificates of a PEM text.
+pub(crate) fn parse_pem(pem: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("the roots are not PEM certificates: {e}"))?;
+    if certs.is_empty() {
+        return Err("the roots hold no PEM certificate (`-----BEGIN CERTIFICATE-----`)".to_owned());
+    }
+    Ok(certs)
+}
