@@ -9,7 +9,8 @@
 #   TREE=/tmp/search-bench-tree  the test tree (built when missing: crates copied from the cargo
 #                                registry until FILES files, then `git init`-ed)
 #   FILES=10000  RUNS=10  CAPTURE=1G (bytes of output for the capture case; `head -c` syntax)
-#   CASES="grep glob capture"    which cases to run
+#   CASES="startup grep glob capture"  which cases to run (startup: an empty directory, so
+#                                the time is the process's start and exit)
 #   BASELINE=/path/to/tools      another build of the binary, run alternately with the others
 set -euo pipefail
 
@@ -18,7 +19,7 @@ TREE=${TREE:-/tmp/search-bench-tree}
 FILES=${FILES:-10000}
 RUNS=${RUNS:-10}
 CAPTURE=${CAPTURE:-1G}
-CASES=${CASES:-grep glob capture}
+CASES=${CASES:-startup grep glob capture}
 REGISTRY=${REGISTRY:-$HOME/.cargo/registry/src}
 
 [ -x "$TOOLS" ] || { echo "no tools binary at $TOOLS; build it with: cargo build --release -p tools-cli" >&2; exit 2; }
@@ -102,6 +103,17 @@ def grep_lines(outs):
     ours = json.loads(outs["tools grep"])["metadata"]["matches"]
     print(f"  matching lines: tools {ours}, rg {rg_lines(outs['rg'])}, rg -j1 {rg_lines(outs['rg -j1'])}")
     assert ours == rg_lines(outs["rg"]) == rg_lines(outs["rg -j1"]), "the match counts differ"
+
+if "startup" in CASES:
+    import tempfile
+    empty = tempfile.mkdtemp(prefix="search-bench-empty.")
+    compare("start-up: glob `**/*.rs` in an empty directory", [
+        ("tools glob", [TOOLS, "call", "glob", json.dumps({"pattern": "**/*.rs"}), "--root", empty, "--sandbox", "off"]),
+        ("rg --files", ["rg", "--files", empty]),
+        ("fd", [FD, "--glob", "*.rs", empty]),
+    ] + ([("baseline glob", [BASELINE, "call", "glob", json.dumps({"pattern": "**/*.rs"}), "--root", empty, "--sandbox", "off"])]
+         if BASELINE else []))
+    os.rmdir(empty)
 
 if "grep" in CASES:
     for pattern in [r"fn\s+new\b", "unreachable_unchecked", r"[A-Z][a-z]+Error\b"]:

@@ -156,7 +156,8 @@ struct Setup {
     policy: Option<Policy>,
     /// Which of our variables commands and mounted stdio servers inherit.
     environment: EnvFilter,
-    /// What confines every command, and what the network lets through, in a line each.
+    /// What the network lets through, and which secrets are unset, in a line each (what confines
+    /// every command is [`sandbox_line`], asked when announced: the kernel is probed then).
     announce: Vec<String>,
 }
 
@@ -179,15 +180,14 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
         workspace.with_environment(environment.clone()).map_err(|e| Failure::usage(root_error(&root, &e)))?
     };
     let workspace = sandboxed(workspace, args, &sandbox_settings, &network)?;
-    // Hook commands run in the sandbox the commands run in.
-    let policy = policy.map(|policy| match workspace.sandbox() {
-        Ok(sandbox) if sandbox.policy().is_enforced() => policy.hook_sandbox(sandbox),
-        _ => policy,
-    });
-    let mut announce = vec![match workspace.sandbox() {
-        Ok(sandbox) => sandbox.report().to_string(),
-        Err(e) => e.to_string(),
-    }];
+    // Hook commands run in the sandbox the commands run in. Without one (`--sandbox off`) the
+    // kernel is not probed for it.
+    let policy =
+        policy.map(|policy| match workspace.sandbox_policy().is_enforced().then(|| workspace.sandbox()) {
+            Some(Ok(sandbox)) if sandbox.policy().is_enforced() => policy.hook_sandbox(sandbox),
+            _ => policy,
+        });
+    let mut announce = Vec::new();
     // Secrets named in the settings: commands see placeholders, the proxy swaps them back.
     let (network, unset) =
         network.with_secrets_from(|name| std::env::var(name).ok()).map_err(Failure::usage)?;
@@ -239,6 +239,15 @@ fn verifiers(
     // its other extensions.
     all.extend(settings.into_iter().filter_map(|check| check.without_extensions(&named)));
     Ok(all)
+}
+
+/// What confines every command of `workspace`, in a line: its sandbox's report, or why the
+/// sandbox cannot start. The first call probes the kernel (a one-shot `call` never asks).
+fn sandbox_line(workspace: &Workspace) -> String {
+    match workspace.sandbox() {
+        Ok(sandbox) => sandbox.report().to_string(),
+        Err(e) => e.to_string(),
+    }
 }
 
 /// A dispatcher over `registry` for the workspace of `setup`.
@@ -535,7 +544,8 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     let setup = setup(&args.workspace)?;
     let mounts = mount(&args.mcp, &setup.environment, args.workspace.root.as_deref(), true).await?;
     // What confines every command of this session, said once when serving starts.
-    let announce = setup.announce.clone();
+    let announce: Vec<String> =
+        std::iter::once(sandbox_line(&setup.workspace)).chain(setup.announce.iter().cloned()).collect();
     let builder = dispatcher(registry(&mounts)?, setup, &args.workspace);
     let server = tool_runtime::mcp_server::McpServer::builder(builder)
         .name("tools")

@@ -5,6 +5,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
+#[cfg(not(target_os = "linux"))]
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 use ignore::Match;
@@ -108,7 +109,7 @@ impl<'a> Walker<'a> {
         let absolute_root = roots.absolute(root);
         let overrides =
             if options.globs.is_empty() { None } else { Some(overrides(&absolute_root, &options.globs)?) };
-        let dir = roots.open_dir(root)?;
+        let dir = listable(roots.open_dir(root)?)?;
         let (level, global) = if options.respect_ignore_files {
             (ancestors(roots, root), global_rules())
         } else {
@@ -129,11 +130,7 @@ impl<'a> Walker<'a> {
         subdirs: &mut Vec<Pending>,
     ) -> bool {
         let options = self.options;
-        let Ok(entries) = pending.dir.entries() else { return true };
-        let mut names: Vec<(std::ffi::OsString, FileKind)> = entries
-            .filter_map(Result::ok)
-            .map(|entry| (entry.file_name(), entry.file_type().map_or(FileKind::Other, kind_of)))
-            .collect();
+        let Ok(mut names) = list(&pending.dir) else { return true };
         if sorted {
             names.sort_by(|a, b| a.0.cmp(&b.0));
         }
@@ -189,7 +186,7 @@ impl<'a> Walker<'a> {
             if is_dir && depth < self.max_depth {
                 // Never follow a link here: an entry that was a directory when listed and is a
                 // link now is skipped.
-                if let Ok(dir) = pending.dir.open_dir_nofollow(&name) {
+                if let Ok(dir) = open_subdir(&pending.dir, &name) {
                     subdirs.push(Pending { dir, target, absolute, depth, level: level.clone() });
                 }
             }
@@ -310,6 +307,98 @@ pub(crate) fn walk_parallel(
         });
     }
     Ok(())
+}
+
+/// Opens the subdirectory `name` of `parent` (a name its listing holds) for reading, without
+/// following a link: one `openat` beneath `parent` with `O_NOFOLLOW | O_DIRECTORY`, refused when
+/// `name` is now a link or anything but a directory. `name` is one component (no `/`, not `.` or
+/// `..`), so the open cannot leave `parent`. The handle can be listed by [`list`] without opening
+/// the directory again (cap-std opens directories with `O_PATH`, which cannot be read).
+#[cfg(target_os = "linux")]
+fn open_subdir(parent: &Dir, name: &OsStr) -> io::Result<Dir> {
+    use rustix::fs::{Mode, OFlags, openat};
+    let bytes = name.as_encoded_bytes();
+    if bytes.is_empty() || bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not the name of an entry of the directory"));
+    }
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = openat(parent, name, flags, Mode::empty())?;
+    Ok(Dir::from_std_file(std::fs::File::from(fd)))
+}
+
+/// Opens the subdirectory `name` of `parent` without following a link.
+#[cfg(not(target_os = "linux"))]
+fn open_subdir(parent: &Dir, name: &OsStr) -> io::Result<Dir> {
+    parent.open_dir_nofollow(name)
+}
+
+/// The directory `dir` opened again for reading, when its handle cannot be read (cap-std opens
+/// directories with `O_PATH`): once per walk, for its root.
+#[cfg(target_os = "linux")]
+fn listable(dir: Dir) -> io::Result<Dir> {
+    use rustix::fs::{Mode, OFlags, openat};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = openat(&dir, ".", flags, Mode::empty())?;
+    Ok(Dir::from_std_file(std::fs::File::from(fd)))
+}
+
+/// The directory `dir`, which [`list`] reads as it is elsewhere.
+#[cfg(not(target_os = "linux"))]
+fn listable(dir: Dir) -> io::Result<Dir> {
+    Ok(dir)
+}
+
+/// Bytes of directory entries read by one `getdents64` call.
+#[cfg(target_os = "linux")]
+const LIST_BUFFER_BYTES: usize = 32 * 1024;
+
+/// The names and kinds of the entries of `dir`, read from the handle itself (opened by
+/// [`open_subdir`] or [`listable`]): the directory is not opened again (cap-std's `entries()`
+/// opens `.` beneath it: one `fcntl`, one `openat` and one `close` more per directory). The
+/// handle's read position moves to the end: each directory of a walk is listed once. An entry whose kind the file system does not report is
+/// asked with `lstat`, never following a link.
+#[cfg(target_os = "linux")]
+fn list(dir: &Dir) -> io::Result<Vec<(std::ffi::OsString, FileKind)>> {
+    use rustix::fs::{FileType, RawDir};
+    use std::os::unix::ffi::OsStrExt;
+
+    let mut buffer = Vec::with_capacity(LIST_BUFFER_BYTES);
+    let mut entries = RawDir::new(dir, buffer.spare_capacity_mut());
+    let mut names = Vec::new();
+    while let Some(entry) = entries.next() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            // What was read before an error is kept, as a listing that stops early would be.
+            Err(_) if !names.is_empty() => break,
+            Err(error) => return Err(error.into()),
+        };
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let name = OsStr::from_bytes(name);
+        let kind = match entry.file_type() {
+            FileType::Directory => FileKind::Dir,
+            FileType::RegularFile => FileKind::File,
+            FileType::Symlink => FileKind::Symlink,
+            FileType::Unknown => {
+                dir.symlink_metadata(name).map_or(FileKind::Other, |m| kind_of(m.file_type()))
+            }
+            _ => FileKind::Other,
+        };
+        names.push((name.to_os_string(), kind));
+    }
+    Ok(names)
+}
+
+/// The names and kinds of the entries of `dir`.
+#[cfg(not(target_os = "linux"))]
+fn list(dir: &Dir) -> io::Result<Vec<(std::ffi::OsString, FileKind)>> {
+    Ok(dir
+        .entries()?
+        .filter_map(Result::ok)
+        .map(|entry| (entry.file_name(), entry.file_type().map_or(FileKind::Other, kind_of)))
+        .collect())
 }
 
 fn kept(
@@ -509,6 +598,85 @@ mod tests {
         // Each thread may finish the entry it holds, no more.
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS);
         assert!(seen.into_inner() <= 5 + threads);
+    }
+
+    /// Swaps the directory `sub` for a link to `outside` when the walk reports it: after the
+    /// listing that found it, before it is opened.
+    fn swap_on_visit(dir: &Path, outside: &Path, entry: &WalkEntry) {
+        if entry.path.path() == Path::new("sub") {
+            fs::rename(dir.join("sub"), dir.join("sub-moved")).unwrap();
+            std::os::unix::fs::symlink(outside, dir.join("sub")).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_link_between_listing_and_opening_is_not_followed() {
+        for parallel in [false, true] {
+            let dir = TempDir::new();
+            let outside = TempDir::new();
+            fs::write(outside.path().join("escaped.txt"), "x").unwrap();
+            fs::create_dir(dir.path().join("sub")).unwrap();
+            fs::write(dir.path().join("sub/inside.txt"), "x").unwrap();
+            let ops = Roots::open(dir.path()).unwrap();
+            let seen = Mutex::new(Vec::new());
+            let record = |entry: WalkEntry| {
+                swap_on_visit(dir.path(), outside.path(), &entry);
+                seen.lock().unwrap().push(entry.path.path().to_path_buf());
+                true
+            };
+            if parallel {
+                walk_parallel(&ops, &Target::root(), &WalkOptions::default(), &|entry, _| record(entry))
+                    .unwrap();
+            } else {
+                walk(&ops, &Target::root(), &WalkOptions::default(), &mut |entry| record(entry)).unwrap();
+            }
+            let seen = seen.into_inner().unwrap();
+            assert!(seen.contains(&PathBuf::from("sub")), "{seen:?}");
+            assert!(
+                !seen.iter().any(|path| path.starts_with("sub") && path != Path::new("sub")),
+                "the walk went through the link (parallel: {parallel}): {seen:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_listing_reports_every_entry_and_its_kind() {
+        let dir = TempDir::new();
+        for i in 0..3000 {
+            // Enough names that one read of the directory does not hold them all.
+            fs::write(dir.path().join(format!("file-with-a-long-name-{i:05}")), "").unwrap();
+        }
+        fs::create_dir(dir.path().join("d")).unwrap();
+        std::os::unix::fs::symlink("d", dir.path().join("l")).unwrap();
+        nix::unistd::mkfifo(&dir.path().join("p"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let handle =
+            listable(Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).unwrap()).unwrap();
+        let names = list(&handle).unwrap();
+        assert_eq!(names.len(), 3003);
+        let kind = |wanted: &str| names.iter().find(|(name, _)| name == wanted).map(|(_, kind)| *kind);
+        assert_eq!(kind("d"), Some(FileKind::Dir));
+        assert_eq!(kind("l"), Some(FileKind::Symlink));
+        assert_eq!(kind("p"), Some(FileKind::Other));
+        assert_eq!(kind("file-with-a-long-name-02999"), Some(FileKind::File));
+        assert!(kind(".").is_none() && kind("..").is_none());
+    }
+
+    #[test]
+    fn a_subdirectory_is_opened_beneath_its_parent_and_never_through_a_link() {
+        let dir = TempDir::new();
+        let outside = TempDir::new();
+        fs::write(outside.path().join("escaped.txt"), "x").unwrap();
+        fs::create_dir_all(dir.path().join("d/e")).unwrap();
+        fs::write(dir.path().join("file"), "x").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        std::os::unix::fs::symlink("d", dir.path().join("in")).unwrap();
+        let handle = Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).unwrap();
+        let d = open_subdir(&handle, OsStr::new("d")).unwrap();
+        let names: Vec<_> = list(&d).unwrap().into_iter().map(|(name, _)| name).collect();
+        assert_eq!(names, ["e"]);
+        for refused in ["out", "in", "file", "missing", "..", ".", "", "d/e", "../d"] {
+            assert!(open_subdir(&handle, OsStr::new(refused)).is_err(), "{refused} was opened");
+        }
     }
 
     #[test]
