@@ -78,6 +78,36 @@ pub fn duration(duration: std::time::Duration) -> String {
     out
 }
 
+/// A moment in UTC, as ISO 8601 with milliseconds (`2026-11-27T09:30:00.123Z`), from its time
+/// since the Unix epoch (`SystemTime::now().duration_since(UNIX_EPOCH)`). The text always has
+/// this width: years past 9999 wrap.
+pub fn utc_time(since_epoch: std::time::Duration) -> String {
+    let secs = since_epoch.as_secs();
+    let (year, month, day) = civil_from_days(secs / 86_400);
+    let rem = secs % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since_epoch.subsec_millis()
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year % 10_000, month, day)
+}
+
 /// What kind of JSON value `value` is, for error messages: "a string", "an array", "null", ...
 pub fn json_kind(value: &serde_json::Value) -> &'static str {
     use serde_json::Value;
@@ -94,6 +124,16 @@ pub fn json_kind(value: &serde_json::Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn moments_are_iso_8601_in_utc() {
+        use std::time::Duration;
+        assert_eq!(utc_time(Duration::ZERO), "1970-01-01T00:00:00.000Z");
+        assert_eq!(utc_time(Duration::from_secs(951_782_400)), "2000-02-29T00:00:00.000Z");
+        assert_eq!(utc_time(Duration::from_millis(1_795_278_600_123)), "2026-11-21T16:30:00.123Z");
+        assert_eq!(utc_time(Duration::from_secs(4_102_444_799)), "2099-12-31T23:59:59.000Z");
+        assert_eq!(utc_time(Duration::from_secs(20_454 * 86_400)), "2026-01-01T00:00:00.000Z");
+    }
 
     #[test]
     fn durations_read_naturally() {

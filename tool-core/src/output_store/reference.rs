@@ -72,24 +72,9 @@ impl AsRef<str> for OutputRef {
 
 /// `YYYYMMDDTHHMMSS` in UTC for seconds since the Unix epoch.
 fn utc_timestamp(secs: u64) -> String {
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    format!("{year:04}{month:02}{day:02}T{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year % 10_000, month, day)
+    let iso = crate::words::utc_time(std::time::Duration::from_secs(secs));
+    // `2026-11-27T09:30:00.000Z`: the same digits without the separators and the fraction.
+    iso[..19].chars().filter(|c| !matches!(c, '-' | ':')).collect()
 }
 
 #[cfg(test)]

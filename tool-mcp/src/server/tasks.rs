@@ -219,30 +219,7 @@ impl TaskTaker for CallTaker {
 
 /// Now, as ISO 8601 in UTC with milliseconds (`2026-11-27T09:30:00.123Z`).
 fn now_iso8601() -> String {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (year, month, day) = civil_from_days(secs / 86_400);
-    let rem = secs % 86_400;
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_millis()
-    )
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + u64::from(month <= 2), month, day)
+    tool_core::words::utc_time(SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -252,8 +229,6 @@ mod tests {
 
     #[test]
     fn dates_are_iso_8601() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_454), (2026, 1, 1));
         let now = now_iso8601();
         assert_eq!(now.len(), "2026-11-27T09:30:00.123Z".len(), "{now}");
         assert!(now.ends_with('Z') && now.as_bytes()[10] == b'T', "{now}");
