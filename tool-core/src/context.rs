@@ -91,6 +91,16 @@ impl SessionState {
         let values = self.values.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         values.get(&TypeId::of::<T>()).cloned().and_then(|v| v.downcast().ok())
     }
+
+    /// Ends the session's state: drops every value, and with it what the values own (the
+    /// background commands of `tools-std`'s `bash`, which are killed), even a value that refers
+    /// back to this state. For a host whose session ended; a later call starts afresh.
+    pub fn clear(&self) {
+        let values =
+            std::mem::take(&mut *self.values.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+        // Dropped after the lock is released: a value's `Drop` may use the state.
+        drop(values);
+    }
 }
 
 impl fmt::Debug for SessionState {

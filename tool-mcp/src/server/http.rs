@@ -28,8 +28,8 @@ use super::host_check::HostCheck;
 use super::http_sessions::{self, CappedSessions};
 use super::inbound::{self, Framing, INVALID_PARAMS, Inbound};
 use super::limits::Connections;
-use super::served::Served;
-use super::{McpServer, ServeError, ServeErrorKind};
+use super::served::{self, Served, SessionEnd};
+use super::{McpServer, ServeError, ServeErrorKind, tasks};
 
 /// The path of the MCP endpoint: `http://ADDR/mcp`.
 pub const MCP_PATH: &str = "/mcp";
@@ -365,16 +365,22 @@ impl McpServer {
 
     /// This server for a new HTTP session: a dispatcher of its own, the rest shared.
     fn for_session(&self, session_id: String) -> McpServer {
+        let served = self.inner.sessions.derive(&self.served, |served| Served {
+            tools: served.tools.clone(),
+            dispatcher: served.dispatcher.new_session(session_id),
+        });
+        let tasks = Arc::<tasks::SessionTasks>::default();
+        // rmcp drops the session's server once the session ended and its calls answered.
+        let end =
+            SessionEnd { state: served::current(&served).dispatcher.session().clone(), tasks: tasks.clone() };
         McpServer {
             inner: self.inner.clone(),
-            served: self.inner.sessions.derive(&self.served, |served| Served {
-                tools: served.tools.clone(),
-                dispatcher: served.dispatcher.new_session(session_id),
-            }),
+            served,
             input_closed: CancellationToken::new(),
             in_flight: self.in_flight.clone(),
             subscriptions: Arc::default(),
-            tasks: Arc::default(),
+            tasks,
+            _end: Some(Arc::new(end)),
         }
     }
 }
