@@ -700,3 +700,37 @@ impl ContextBuilder {
         }
     }
 }
+
+#[cfg(test)]
+mod session_state_tests {
+    use super::SessionState;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// Holds the state it lives in, as a background command's proxy does through its call's
+    /// context, and says when it is dropped.
+    struct Cycle {
+        _state: SessionState,
+        dropped: Arc<AtomicBool>,
+    }
+
+    impl Drop for Cycle {
+        fn drop(&mut self) {
+            self.dropped.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn clear_drops_a_value_that_holds_its_own_state() {
+        let state = SessionState::new();
+        let dropped = Arc::new(AtomicBool::new(false));
+        state.get_or_insert_with(|| Cycle { _state: state.clone(), dropped: dropped.clone() });
+        drop(state.clone());
+        assert!(!dropped.load(Ordering::SeqCst));
+        state.clear();
+        assert!(dropped.load(Ordering::SeqCst), "clear kept a value alive");
+        assert!(state.get::<Cycle>().is_none());
+        // A later call starts afresh.
+        assert_eq!(*state.get_or_insert_with(|| 7u8), 7);
+    }
+}
