@@ -254,7 +254,9 @@ impl McpServer {
     ///   Registry, dependencies, hooks, output store and concurrency cap are shared. Revision
     ///   2026-07-28 has no sessions: each of its requests has a state of its own.
     /// - When a session ends, its calls in flight are cancelled once `rmcp` stops waiting for
-    ///   their answers (5 seconds), which kills the processes they started.
+    ///   their answers (5 seconds), which kills the processes they started; then its tasks are
+    ///   cancelled and its session state is cleared, which kills its background commands and
+    ///   every process they started.
     /// - A request with an `Origin` that is not a loopback one or allowed gets `403`, one whose `Host` is not
     ///   allowed `403`, one without the token (when one is set) `401`: none of them runs anything.
     ///
