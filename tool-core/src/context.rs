@@ -91,6 +91,16 @@ impl SessionState {
         let values = self.values.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         values.get(&TypeId::of::<T>()).cloned().and_then(|v| v.downcast().ok())
     }
+
+    /// Ends the session's state: drops every value, and with it what the values own (the
+    /// background commands of `tools-std`'s `bash`, which are killed), even a value that refers
+    /// back to this state. For a host whose session ended; a later call starts afresh.
+    pub fn clear(&self) {
+        let values =
+            std::mem::take(&mut *self.values.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+        // Dropped after the lock is released: a value's `Drop` may use the state.
+        drop(values);
+    }
 }
 
 impl fmt::Debug for SessionState {
@@ -688,5 +698,39 @@ impl ContextBuilder {
                 sampler: self.sampler,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod session_state_tests {
+    use super::SessionState;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// Holds the state it lives in, as a background command's proxy does through its call's
+    /// context, and says when it is dropped.
+    struct Cycle {
+        _state: SessionState,
+        dropped: Arc<AtomicBool>,
+    }
+
+    impl Drop for Cycle {
+        fn drop(&mut self) {
+            self.dropped.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn clear_drops_a_value_that_holds_its_own_state() {
+        let state = SessionState::new();
+        let dropped = Arc::new(AtomicBool::new(false));
+        state.get_or_insert_with(|| Cycle { _state: state.clone(), dropped: dropped.clone() });
+        drop(state.clone());
+        assert!(!dropped.load(Ordering::SeqCst));
+        state.clear();
+        assert!(dropped.load(Ordering::SeqCst), "clear kept a value alive");
+        assert!(state.get::<Cycle>().is_none());
+        // A later call starts afresh.
+        assert_eq!(*state.get_or_insert_with(|| 7u8), 7);
     }
 }

@@ -235,3 +235,124 @@ async fn the_limit_flags_reach_the_server() {
     let zero = fx.run(&["serve", "--http", "127.0.0.1:0", "--max-connections", "0"], None);
     assert_eq!(zero.code, 2, "{}", zero.stderr);
 }
+
+/// One JSON-RPC message posted to a session (`None` before `initialize`); the answer's headers
+/// and its JSON-RPC messages (from a JSON body or the `data:` lines of an event stream).
+async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    message: Value,
+) -> (reqwest::header::HeaderMap, Vec<Value>) {
+    let mut request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(message.to_string());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let response = request.send().await.expect("POST /mcp");
+    assert!(response.status().is_success(), "{message}: {}", response.status());
+    let headers = response.headers().clone();
+    let body = response.text().await.unwrap();
+    let messages = if body.trim_start().starts_with('{') {
+        vec![serde_json::from_str(&body).unwrap()]
+    } else {
+        body.lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str(data.trim()).ok())
+            .collect()
+    };
+    (headers, messages)
+}
+
+/// Opens a session and starts a background `bash` command in it that leaves a child; the
+/// session id and the pids of the shell and of its child, both running.
+async fn session_with_a_background_command(
+    http: &reqwest::Client,
+    url: &str,
+    dir: &Path,
+) -> (String, [i32; 2]) {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "plain", "version": "1"}}});
+    let (headers, _) = post(http, url, None, initialize).await;
+    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(http, url, Some(&session), initialized).await;
+    let (shell, child) = (dir.join("shell.pid"), dir.join("child.pid"));
+    let command = format!(
+        "sleep 300 & echo $! > {child}; echo $$ > {shell}; wait",
+        child = child.display(),
+        shell = shell.display()
+    );
+    let arguments = json!({"command": command, "background": true});
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "bash", "arguments": arguments}});
+    let (_, answers) = post(http, url, Some(&session), call).await;
+    let answer = answers.iter().find(|m| m["id"] == 2).unwrap_or_else(|| panic!("{answers:?}"));
+    assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
+    let pids = [wait_for_file(&shell), wait_for_file(&child)].map(|pid| pid.trim().parse::<i32>().unwrap());
+    for pid in pids {
+        assert!(runs(pid), "the background command's process {pid} is not running");
+    }
+    (session, pids)
+}
+
+fn runs(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+    })
+}
+
+/// Whether every process of `pids` is gone within `limit`, checked every 50 ms.
+async fn all_gone_within(pids: &[i32], limit: Duration) -> bool {
+    let start = std::time::Instant::now();
+    while pids.iter().any(|&pid| runs(pid)) {
+        if start.elapsed() > limit {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    true
+}
+
+/// A session's end over HTTP (`DELETE`) kills its background commands and what they started,
+/// as the end of a stdio connection does; the server goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_session_kills_its_background_commands() {
+    install_tls_provider();
+    let fx = Fixture::new();
+    let server = HttpServer::start(&fx, &[]);
+    let http = reqwest::Client::new();
+    let (session, pids) = session_with_a_background_command(&http, &server.url, &fx.ws()).await;
+
+    let deleted = http.delete(&server.url).header("mcp-session-id", &session).send().await.unwrap();
+    assert!(deleted.status().is_success(), "DELETE: {}", deleted.status());
+    assert!(
+        all_gone_within(&pids, Duration::from_secs(5)).await,
+        "the background command {pids:?} outlived its session's DELETE by 5 seconds"
+    );
+    let other = client(&server.url, None).await;
+    let read = other.call_tool(call("read", json!({"path": "hello.txt"}))).await.unwrap();
+    assert!(text(&read).contains("hello"), "{}", text(&read));
+    drop(other);
+    assert_eq!(server.stop("TERM"), Some(0));
+}
+
+/// A session that ends by staying idle past `--session-idle-secs` kills its background commands
+/// too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_ending_kills_its_background_commands() {
+    install_tls_provider();
+    let fx = Fixture::new();
+    let server = HttpServer::start(&fx, &["--session-idle-secs", "1"]);
+    let http = reqwest::Client::new();
+    let (_session, pids) = session_with_a_background_command(&http, &server.url, &fx.ws()).await;
+    assert!(
+        all_gone_within(&pids, Duration::from_secs(1 + 5)).await,
+        "the background command {pids:?} outlived its idle session's end by 5 seconds"
+    );
+    assert_eq!(server.stop("TERM"), Some(0));
+}

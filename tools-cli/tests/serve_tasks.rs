@@ -226,6 +226,44 @@ async fn over_http_a_task_is_polled_and_cancelled_in_its_session() {
     server.stop("TERM");
 }
 
+/// Over HTTP, the end of a session (rmcp's client sends `DELETE` when it stops) kills what its
+/// tasks still run, the command and its child, and the server goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_the_end_of_the_session_kills_its_tasks() {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let fx = Fixture::new();
+    let server = common::HttpServer::start(&fx, &[]);
+    common::install_tls_provider();
+    let connect = || {
+        StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(
+            server.url.clone(),
+        ))
+    };
+    let client = Client { tasks: true }.serve(connect()).await.expect("initialize over HTTP");
+    let command = "sleep 300 & echo $! > child.pid; echo $$ > shell.pid; wait";
+    let response =
+        client.call_tool_once(bash(json!({"command": command, "background": true}))).await.unwrap();
+    assert!(matches!(response, CallToolResponse::Task(_)), "{response:?}");
+    let pids = [read_pid(&fx.ws().join("shell.pid")), read_pid(&fx.ws().join("child.pid"))];
+    assert!(pids.iter().all(|&pid| runs(pid)), "{pids:?}");
+
+    client.cancel().await.unwrap();
+    let start = Instant::now();
+    while pids.iter().any(|&pid| runs(pid)) && start.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let survivors: Vec<i32> = pids.into_iter().filter(|&pid| runs(pid)).collect();
+    for pid in &survivors {
+        let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    }
+    assert!(survivors.is_empty(), "{survivors:?} outlived their HTTP session by 5 seconds");
+
+    let other = Client { tasks: true }.serve(connect()).await.expect("a session after the end of another");
+    other.cancel().await.unwrap();
+    assert_eq!(server.stop("TERM"), Some(0));
+}
+
 #[tokio::test]
 async fn a_client_without_the_extension_gets_the_session_result() {
     let fx = Fixture::new();

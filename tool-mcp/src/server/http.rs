@@ -28,8 +28,8 @@ use super::host_check::HostCheck;
 use super::http_sessions::{self, CappedSessions};
 use super::inbound::{self, Framing, INVALID_PARAMS, Inbound};
 use super::limits::Connections;
-use super::served::Served;
-use super::{McpServer, ServeError, ServeErrorKind};
+use super::served::{self, Served, SessionEnd};
+use super::{McpServer, ServeError, ServeErrorKind, tasks};
 
 /// The path of the MCP endpoint: `http://ADDR/mcp`.
 pub const MCP_PATH: &str = "/mcp";
@@ -254,7 +254,9 @@ impl McpServer {
     ///   Registry, dependencies, hooks, output store and concurrency cap are shared. Revision
     ///   2026-07-28 has no sessions: each of its requests has a state of its own.
     /// - When a session ends, its calls in flight are cancelled once `rmcp` stops waiting for
-    ///   their answers (5 seconds), which kills the processes they started.
+    ///   their answers (5 seconds), which kills the processes they started; then its tasks are
+    ///   cancelled and its session state is cleared, which kills its background commands and
+    ///   every process they started.
     /// - A request with an `Origin` that is not a loopback one or allowed gets `403`, one whose `Host` is not
     ///   allowed `403`, one without the token (when one is set) `401`: none of them runs anything.
     ///
@@ -365,16 +367,22 @@ impl McpServer {
 
     /// This server for a new HTTP session: a dispatcher of its own, the rest shared.
     fn for_session(&self, session_id: String) -> McpServer {
+        let served = self.inner.sessions.derive(&self.served, |served| Served {
+            tools: served.tools.clone(),
+            dispatcher: served.dispatcher.new_session(session_id),
+        });
+        let tasks = Arc::<tasks::SessionTasks>::default();
+        // rmcp drops the session's server once the session ended and its calls answered.
+        let end =
+            SessionEnd { state: served::current(&served).dispatcher.session().clone(), tasks: tasks.clone() };
         McpServer {
             inner: self.inner.clone(),
-            served: self.inner.sessions.derive(&self.served, |served| Served {
-                tools: served.tools.clone(),
-                dispatcher: served.dispatcher.new_session(session_id),
-            }),
+            served,
             input_closed: CancellationToken::new(),
             in_flight: self.in_flight.clone(),
             subscriptions: Arc::default(),
-            tasks: Arc::default(),
+            tasks,
+            _end: Some(Arc::new(end)),
         }
     }
 }

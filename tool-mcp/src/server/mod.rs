@@ -231,6 +231,7 @@ impl McpServerBuilder {
             in_flight: Arc::new(InFlight::default()),
             subscriptions: Arc::default(),
             tasks: Arc::default(),
+            _end: None,
         })
     }
 }
@@ -346,6 +347,8 @@ pub struct McpServer {
     subscriptions: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// This session's tasks, cancelled when the session ends.
     tasks: Arc<tasks::SessionTasks>,
+    /// Over HTTP, ends the session (its tasks, its session state) when its last handle goes.
+    _end: Option<Arc<served::SessionEnd>>,
 }
 
 struct ServerInner {

@@ -7,6 +7,9 @@ use rmcp::model::Tool;
 
 use tool_core::Dispatcher;
 use tool_core::Registry;
+use tool_core::SessionState;
+
+use super::tasks::SessionTasks;
 
 /// The `tools/list` entries and the dispatcher that runs `tools/call`, always from the same
 /// registry: a request reads both at once, so it never lists one registry and runs another.
@@ -62,5 +65,24 @@ impl Sessions {
             let dispatcher = served.dispatcher.with_registry(registry.clone());
             *served = Arc::new(Served { tools: tools.clone(), dispatcher });
         }
+    }
+}
+
+/// Ends one session when the last handle of its server is dropped (the client deleted it, it
+/// stayed idle too long, or the server shut down): its tasks are cancelled and its session state
+/// is cleared, which kills its background commands with every process they started.
+///
+/// Explicit, because dropping the dispatcher is not enough: a background command's network
+/// proxy asks the client about hosts through the call's context, which holds the session state
+/// that holds the command, so the state would outlive the session.
+pub(crate) struct SessionEnd {
+    pub(crate) state: SessionState,
+    pub(crate) tasks: Arc<SessionTasks>,
+}
+
+impl Drop for SessionEnd {
+    fn drop(&mut self) {
+        self.tasks.end();
+        self.state.clear();
     }
 }

@@ -84,6 +84,11 @@ impl SessionTasks {
         task
     }
 
+    /// Cancels every task still running, as the session's end does.
+    pub(crate) fn end(&self) {
+        self.ended.cancel();
+    }
+
     /// `tasks/get`: the task with its payload.
     pub(crate) fn get(&self, task_id: &str) -> Result<GetTaskResult, ErrorData> {
         let store = self.store();
