@@ -189,8 +189,10 @@ async fn over_http_a_task_is_polled_and_cancelled_in_its_session() {
     );
     let client = Client { tasks: true }.serve(transport).await.expect("initialize over HTTP");
 
-    let done =
-        client.call_tool_once(bash(json!({"command": "echo over http", "background": true}))).await.unwrap();
+    // Still running when it goes to the background (a command that ends first is answered
+    // with its result, not a task).
+    let command = "sleep 0.5; echo over http";
+    let done = client.call_tool_once(bash(json!({"command": command, "background": true}))).await.unwrap();
     let CallToolResponse::Task(done) = done else { panic!("expected a task, got {done:?}") };
     let ended = serde_json::to_value(until_ended(&client, &done.task.task_id).await).unwrap();
     assert_eq!(ended["status"], "completed", "{ended}");
