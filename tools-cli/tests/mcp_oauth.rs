@@ -240,6 +240,21 @@ fn login_then_mount_lists_and_calls_the_protected_tool() {
     assert!(stderr.contains("log in with `tools mcp login secure`"), "{stderr}");
 }
 
+/// Discovery starts from the 401 of an MCP request: a server that publishes its metadata only
+/// where its challenge says, and answers no `GET`, is still found, with the challenge's scopes.
+#[test]
+fn the_login_follows_the_challenge_of_a_401_to_the_metadata_and_its_scopes() {
+    let setup = Setup::new(Options { challenge_only: true, ..Options::default() });
+    let (child, url) = setup.start_login();
+    assert_eq!(query(&url)["scope"], "mcp extra", "{url}");
+    let callback = setup.authorize(&url);
+    assert_eq!(http("GET", &callback, None).status, 200);
+    assert_eq!(child.wait_with_output().unwrap().status.code(), Some(0));
+    let (code, stdout, stderr) = setup.call_secret();
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["output"], "the protected secret");
+}
+
 #[test]
 fn an_expired_access_token_is_refreshed_and_the_rotated_refresh_token_stored() {
     let setup = Setup::new(Options { token_ttl: Some(1), ..Options::default() });

@@ -49,6 +49,10 @@ pub(crate) struct Options {
     pub refresh_delay: Duration,
     /// A client registered beforehand: its id and redirect URI.
     pub preregistered: Option<(String, String)>,
+    /// Publishes the protected resource metadata only where the 401's challenge says (not at
+    /// the well-known URIs), asks for the scopes `mcp extra` there, and serves `/mcp` to `POST`
+    /// only, as servers that never answer a `GET` do.
+    pub challenge_only: bool,
 }
 
 #[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,6 +186,9 @@ fn random() -> String {
 
 type Answer = Response<BoxBody<Bytes, Infallible>>;
 
+/// Where the protected resource metadata is with [`Options::challenge_only`].
+const CHALLENGE_ONLY_METADATA: &str = "/custom/metadata/location.json";
+
 fn reply(status: StatusCode, body: Value) -> Answer {
     let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
     *response.status_mut() = status;
@@ -213,19 +220,10 @@ impl App {
             (
                 "GET",
                 "/.well-known/oauth-protected-resource/mcp" | "/.well-known/oauth-protected-resource",
-            ) => {
-                let resource = self.options.resource.clone().unwrap_or_else(|| format!("{}/mcp", self.base));
-                let server = self
-                    .state
-                    .lock()
-                    .unwrap()
-                    .authorization_server
-                    .clone()
-                    .unwrap_or_else(|| self.base.clone());
-                reply(
-                    StatusCode::OK,
-                    json!({"resource": resource, "authorization_servers": [server], "scopes_supported": ["mcp"]}),
-                )
+            ) if !self.options.challenge_only => self.resource_metadata(),
+            ("GET", CHALLENGE_ONLY_METADATA) if self.options.challenge_only => self.resource_metadata(),
+            ("GET", "/mcp") if self.options.challenge_only => {
+                reply(StatusCode::METHOD_NOT_ALLOWED, json!({"error": "POST only"}))
             }
             ("GET", "/.well-known/oauth-authorization-server") => {
                 let issuer = self.options.issuer.clone().unwrap_or_else(|| self.base.clone());
@@ -280,10 +278,17 @@ impl App {
                 if !self.authorized(request.headers().get(header::AUTHORIZATION)) {
                     self.state.lock().unwrap().stats.mcp_unauthorized += 1;
                     let mut response = reply(StatusCode::UNAUTHORIZED, json!({"error": "invalid_token"}));
-                    let challenge = format!(
-                        "Bearer error=\"invalid_token\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"mcp\"",
-                        self.base
-                    );
+                    let challenge = if self.options.challenge_only {
+                        format!(
+                            "Bearer error=\"invalid_token\", resource_metadata=\"{}{CHALLENGE_ONLY_METADATA}\", scope=\"mcp extra\"",
+                            self.base
+                        )
+                    } else {
+                        format!(
+                            "Bearer error=\"invalid_token\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"mcp\"",
+                            self.base
+                        )
+                    };
                     response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge.parse().unwrap());
                     return response;
                 }
@@ -291,6 +296,16 @@ impl App {
             }
             _ => reply(StatusCode::NOT_FOUND, json!({"error": "not found"})),
         }
+    }
+
+    fn resource_metadata(&self) -> Answer {
+        let resource = self.options.resource.clone().unwrap_or_else(|| format!("{}/mcp", self.base));
+        let server =
+            self.state.lock().unwrap().authorization_server.clone().unwrap_or_else(|| self.base.clone());
+        reply(
+            StatusCode::OK,
+            json!({"resource": resource, "authorization_servers": [server], "scopes_supported": ["mcp"]}),
+        )
     }
 
     fn stats_json(&self) -> Value {

@@ -45,6 +45,42 @@ impl OAuthHttp {
     }
 }
 
+impl OAuthHttp {
+    /// The `WWW-Authenticate` challenge of the MCP endpoint at `url`, from a 401 to an
+    /// `initialize` request: where the server says its metadata is (`resource_metadata`) and
+    /// which scopes it wants (`scope`). `None` when it does not answer 401 (a session it opened
+    /// anyway is ended again).
+    pub(crate) async fn challenge(&self, url: &str) -> Option<String> {
+        let initialize = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "tools", "version": env!("CARGO_PKG_VERSION")},
+            },
+        });
+        let response = self
+            .stop
+            .post(url)
+            .header(http::header::ACCEPT, "application/json, text/event-stream")
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(initialize.to_string())
+            .send()
+            .await
+            .ok()?;
+        if response.status() != http::StatusCode::UNAUTHORIZED {
+            if let Some(session) = response.headers().get("mcp-session-id").cloned() {
+                let _ = self.stop.delete(url).header("mcp-session-id", session).send().await;
+            }
+            return None;
+        }
+        let challenge = response.headers().get(http::header::WWW_AUTHENTICATE)?;
+        challenge.to_str().ok().map(str::to_owned)
+    }
+}
+
 impl OAuthHttpClient for OAuthHttp {
     fn execute(&self, request: OAuthHttpRequest) -> OAuthHttpClientFuture<'_> {
         Box::pin(async move {

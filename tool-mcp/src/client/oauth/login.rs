@@ -60,11 +60,14 @@ pub async fn login(
     key(url).map_err(&error)?;
 
     let http = OAuthHttp::new(ca_cert.as_deref()).map_err(&error)?;
+    // Discovery starts where a client meets it: the 401 of an MCP request, whose challenge may
+    // name the metadata and the scopes the server wants.
+    let challenge = http.challenge(url).await;
     let mut manager = AuthorizationManager::new_with_oauth_http_client(url.as_str(), Arc::new(http))
         .await
         .map_err(|e| error(format!("cannot set up OAuth for `{url}` ({e})")))?;
     let resolution = manager
-        .resolve_metadata()
+        .resolve_metadata_from_challenge(challenge.as_deref())
         .await
         .map_err(|e| {
             error(format!(
