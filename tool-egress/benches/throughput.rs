@@ -2,7 +2,9 @@
 //! HTTP, SOCKS5), and the time to the first byte of a small answer.
 //!
 //! `cargo bench -p tool-egress --bench throughput` (`-- --mb N --runs N --routes connect,http,socks5`
-//! to change the size, the number of rounds and the routes; medians are reported).
+//! to change the size, the number of rounds and the routes; medians are reported). With
+//! `--link-mbps N` the server sends at most N MB/s, as a link of that speed would: on loopback
+//! with no limit the download is bound by the CPU that server, proxy and client share.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -13,8 +15,9 @@ use tool_egress::{EgressPolicy, EgressProxy};
 
 const CHUNK: usize = 1024 * 1024;
 
-/// Serves `GET /<bytes>` with that many bytes.
+/// Serves `GET /<bytes>` with that many bytes, at most `--link-mbps` MB/s when given.
 async fn server() -> SocketAddr {
+    let link = number("--link-mbps", 0);
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -33,8 +36,15 @@ async fn server() -> SocketAddr {
                     format!("HTTP/1.1 200 OK\r\ncontent-length: {size}\r\nconnection: close\r\n\r\n");
                 let _ = stream.write_all(header.as_bytes()).await;
                 let mut left = size;
+                let started = tokio::time::Instant::now();
                 while left > 0 {
                     let n = left.min(CHUNK);
+                    if link > 0 {
+                        // Not ahead of what a link of this speed would have carried by now.
+                        let sent = (size - left) as f64;
+                        let due = started + Duration::from_secs_f64(sent / (link as f64 * 1024.0 * 1024.0));
+                        tokio::time::sleep_until(due).await;
+                    }
                     if stream.write_all(&chunk[..n]).await.is_err() {
                         return;
                     }
