@@ -37,6 +37,7 @@ mod registry;
 pub mod sampling;
 pub mod schema;
 mod spec;
+pub mod stable_hash;
 #[cfg(test)]
 mod testing;
 mod tool;

@@ -1,6 +1,8 @@
 //! The files a command line names, so that Read rules apply to them as they apply to `read`.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+use tool_sandbox::lexically_normal;
 
 use crate::shell::see_through::{Run, Seen, Word};
 
@@ -154,7 +156,7 @@ fn resolve(base: &Path, text: &str, word: &Word, home: Option<&Path>) -> Vec<Pat
         }
         _ => base.join(text),
     };
-    let lexical = normalize(&joined);
+    let lexical = lexically_normal(&joined);
     let mut out = Vec::new();
     if word.glob {
         out.extend(expand(&lexical));
@@ -162,21 +164,6 @@ fn resolve(base: &Path, text: &str, word: &Word, home: Option<&Path>) -> Vec<Pat
     out.push(lexical);
     let resolved: Vec<PathBuf> = out.iter().filter_map(|path| follow(path)).collect();
     out.extend(resolved);
-    out
-}
-
-/// `..` and `.` removed as text (the kernel's answer is added by [`follow`]).
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
     out
 }
 

@@ -10,6 +10,7 @@ use crate::{
 };
 use tool_core::Registry;
 use tool_core::ToolSpec;
+use tool_core::stable_hash::Fnv1a;
 
 const PROVIDER: Provider = Provider::Gemini;
 
@@ -116,7 +117,7 @@ pub fn parse_tool_calls(message: &Value) -> Result<Vec<ToolCall>, ParseError> {
 /// `gemini-call-<index>-<FNV-1a of name and arguments>`: the same message always yields the
 /// same ids, and the same position in different turns rarely does.
 fn synthetic_id(index: usize, name: &str, arguments: &Arguments) -> String {
-    let mut hash = Fnv1a(0x811c_9dc5);
+    let mut hash = Fnv1a::new();
     hash.add(name.as_bytes());
     hash.add(&[0]);
     match arguments {
@@ -126,29 +127,7 @@ fn synthetic_id(index: usize, name: &str, arguments: &Arguments) -> String {
             let _ = serde_json::to_writer(&mut hash, value);
         }
     }
-    format!("{SYNTHETIC_ID_PREFIX}{index}-{:08x}", hash.0)
-}
-
-struct Fnv1a(u32);
-
-impl Fnv1a {
-    fn add(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 ^= u32::from(byte);
-            self.0 = self.0.wrapping_mul(0x0100_0193);
-        }
-    }
-}
-
-impl std::io::Write for Fnv1a {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.add(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    format!("{SYNTHETIC_ID_PREFIX}{index}-{:08x}", hash.finish())
 }
 
 /// The `functionResponse` part answering one call.

@@ -7,6 +7,7 @@ mod child;
 pub mod environment;
 #[cfg(target_os = "linux")]
 mod landlock_rules;
+mod lexical;
 mod netns;
 mod policy;
 mod probe;
@@ -16,6 +17,7 @@ mod sandbox;
 mod seccomp;
 pub mod violation;
 
+pub use lexical::lexically_normal;
 pub use netns::NetworkNamespace;
 pub use policy::{DEFAULT_PROTECTED, Fallback, Network, SandboxMode, SandboxPolicy};
 pub use probe::Probe;

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::lexically_normal;
 use crate::policy::{Network, SandboxMode, SandboxPolicy};
 
 /// A refusal the sandbox most likely caused.
@@ -73,7 +74,7 @@ pub fn detect(policy: &SandboxPolicy, cwd: &Path, output: &str) -> Vec<Violation
         if DENIED.iter().any(|d| line.contains(d)) {
             for candidate in paths_in(line) {
                 let path = if candidate.is_absolute() { candidate } else { cwd.join(candidate) };
-                let path = normal(&path);
+                let path = lexically_normal(&path);
                 if policy.allows_write(&path) {
                     continue;
                 }
@@ -136,19 +137,6 @@ fn paths_in(line: &str) -> Vec<PathBuf> {
 }
 
 /// `path` with `.` and `..` removed, without touching the file system.
-fn normal(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
 
 #[cfg(test)]
 mod tests {

@@ -1,55 +1,56 @@
 //! What permission rules need to know about the built-in tools beyond their specs: Claude Code's
 //! names for them.
 
+use tool_runtime::spec::PermissionSubject;
 use tool_runtime::permissions::ToolCatalog;
 
+/// Each built-in tool's name in Claude Code, for its rules (`Bash(npm test)`) and its hooks'
+/// matchers alike.
+const CLAUDE_CODE_NAMES: &[(&str, &str)] = &[
+    ("bash", "Bash"),
+    ("read", "Read"),
+    ("edit", "Edit"),
+    ("multi_edit", "MultiEdit"),
+    ("write", "Write"),
+    ("glob", "Glob"),
+    ("grep", "Grep"),
+    ("ls", "LS"),
+    ("todo_write", "TodoWrite"),
+    ("todo_read", "TodoRead"),
+    ("bash_output", "BashOutput"),
+    ("bash_stop", "KillShell"),
+];
+
 /// The built-in tools for [`Rules`](tool_runtime::permissions::Rules): what each asks about,
-/// taken from its spec (`#[tool(permission = "...")]`), and Claude Code's names for them: `Bash` to `bash`; `Read` to `read`, `glob`, `grep` and `ls` (as Claude Code
-/// applies its read rules to every tool that reads); `Edit` to `edit`, `multi_edit`,
-/// `apply_patch` and `write` (every tool that edits); `Write` to `write`; `MultiEdit` to
-/// `multi_edit`; `Glob`, `Grep`, `LS`, `TodoWrite`, `TodoRead`, `BashOutput` and `KillShell` to
-/// their counterparts. `NotebookEdit` maps to `edit`. A `bash` call whose command only reads runs
-/// under the shared guard, alongside other parallel calls. `bash_input` asks about what it types
-/// (its `PreToolUse` hooks run then, with the session's command): the `Bash` rules read it, and
-/// typing into a shell or interpreter is asked about while any `Bash` rule is in force.
+/// taken from its spec (`#[tool(permission = "...")]`), and Claude Code's names for them: `Bash`
+/// to `bash`, `Glob` to `glob`, `KillShell` to `bash_stop` and so on, for rules and hook matchers
+/// alike. As Claude Code applies its read rules to every tool that reads and its edit rules to
+/// every tool that edits, `Read` also names each tool whose spec asks about paths and is
+/// read-only (`glob`, `grep`, `ls`), and `Edit` each one that asks about paths and changes them
+/// (`multi_edit`, `write`, `apply_patch`, whose hooks `Edit` matches). `NotebookEdit` maps to
+/// `edit`. A `bash` call whose command only reads runs under the shared guard, alongside other
+/// parallel calls. `bash_input` asks about what it types (its `PreToolUse` hooks run then, with
+/// the session's command): the `Bash` rules read it, and typing into a shell or interpreter is
+/// asked about while any `Bash` rule is in force.
 pub fn permission_catalog() -> ToolCatalog {
     let builtin = crate::all();
     let mut catalog = ToolCatalog::new().tools(builtin.iter().map(|tool| tool.spec()));
-    let names: &[(&str, &[&str])] = &[
-        ("Bash", &["bash"]),
-        ("Read", &["read", "glob", "grep", "ls"]),
-        ("Edit", &["edit", "multi_edit", "apply_patch", "write"]),
-        ("Write", &["write"]),
-        ("MultiEdit", &["multi_edit"]),
-        ("NotebookEdit", &["edit"]),
-        ("Glob", &["glob"]),
-        ("Grep", &["grep"]),
-        ("LS", &["ls"]),
-        ("TodoWrite", &["todo_write"]),
-        ("TodoRead", &["todo_read"]),
-        ("BashOutput", &["bash_output"]),
-        ("KillShell", &["bash_stop"]),
-    ];
-    for (name, tools) in names {
-        catalog = catalog.rule_name(*name, tools.iter().copied());
+    for &(tool, name) in CLAUDE_CODE_NAMES {
+        catalog = catalog.rule_name(name, [tool]).hook_name(tool, name);
     }
-    let hook_names = [
-        ("bash", "Bash"),
-        ("read", "Read"),
-        ("edit", "Edit"),
-        ("multi_edit", "MultiEdit"),
-        ("apply_patch", "Edit"),
-        ("write", "Write"),
-        ("glob", "Glob"),
-        ("grep", "Grep"),
-        ("ls", "LS"),
-        ("todo_write", "TodoWrite"),
-        ("todo_read", "TodoRead"),
-        ("bash_output", "BashOutput"),
-        ("bash_stop", "KillShell"),
-    ];
-    for (tool, name) in hook_names {
-        catalog = catalog.hook_name(tool, name);
+    for spec in builtin.iter().map(|tool| tool.spec()) {
+        if spec.permission != Some(PermissionSubject::Path) {
+            continue;
+        }
+        let family = if spec.annotations.read_only { "Read" } else { "Edit" };
+        match CLAUDE_CODE_NAMES.iter().find(|(tool, _)| *tool == spec.name) {
+            Some((_, name)) if *name == family => {}
+            Some(_) => catalog = catalog.rule_name(family, [spec.name.as_str()]),
+            None => {
+                catalog =
+                    catalog.rule_name(family, [spec.name.as_str()]).hook_name(spec.name.as_str(), family)
+            }
+        }
     }
-    catalog
+    catalog.rule_name("NotebookEdit", ["edit"])
 }

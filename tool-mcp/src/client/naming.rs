@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use tool_core::is_valid_tool_name;
+use tool_core::stable_hash::Fnv1a;
 
 /// The longest tool name every provider accepts.
 const MAX_NAME: usize = 64;
@@ -65,20 +66,9 @@ pub fn tool_name(raw: &str) -> String {
     if name.len() > MAX_NAME {
         // The characters are ASCII by now, so byte and character counts agree.
         name.truncate(MAX_NAME - 9);
-        name.push_str(&format!("-{:08x}", fnv1a(raw.as_bytes()) as u32));
+        name.push_str(&format!("-{:08x}", Fnv1a::of(raw.as_bytes())));
     }
     name
-}
-
-/// FNV-1a: a hash that stays the same across Rust versions and platforms, so a mounted tool keeps
-/// its name from one run to the next.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &byte in bytes {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
 }
 
 #[cfg(test)]

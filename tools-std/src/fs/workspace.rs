@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use tool_runtime::{PermissionKind, PermissionRequest, ToolContext, ToolError};
 
-use tool_sandbox::{Sandbox, SandboxError, SandboxPolicy};
+use tool_sandbox::{Sandbox, SandboxError, SandboxPolicy, lexically_normal};
 
 use crate::fs::local::LocalOperations;
 use crate::fs::ops::{FileKind, Operations, Scope, Target};
@@ -150,7 +150,7 @@ impl Workspace {
                 format!("the workspace root {} is not a directory", root.display()),
             ));
         }
-        let root = normal(root);
+        let root = lexically_normal(root);
         let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
         Ok(Workspace { root, ops, sandbox, egress: None, local: false, verifiers: Arc::default() })
     }
@@ -467,20 +467,6 @@ fn parts(path: &Path) -> (bool, Vec<Part>) {
         }
     }
     (absolute, parts)
-}
-
-fn normal(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// Joins `path` to `root` and follows every symbolic link on the way, the way the kernel will:
