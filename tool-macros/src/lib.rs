@@ -1,5 +1,6 @@
 //! The `#[tool]` attribute macro. Use it through `tool_runtime::tool`, which documents it.
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#![deny(missing_docs)]
 
 mod attrs;
 mod ctxt;
