@@ -122,7 +122,7 @@ async fn terminate(
     };
     let conn_ctx = ctx.clone();
     ctx.spawn(async move {
-        let _ = connection.await;
+        let _ = connection.with_upgrades().await;
     });
     ctx.spawn(async move {
         let Ok(upgraded) = hyper::upgrade::on(request).await else { return };
@@ -133,21 +133,58 @@ async fn terminate(
             let (sender, ctx, host, authority) =
                 (sender.clone(), conn_ctx.clone(), host.clone(), authority.clone());
             async move {
+                let websocket = is_websocket_upgrade(request.headers());
                 strip_hop_by_hop(request.headers_mut());
                 // The host whose certificate was checked is the one named, whatever the client said.
                 if let Ok(value) = HeaderValue::from_str(&authority) {
                     request.headers_mut().insert(header::HOST, value);
                 }
                 swap_secrets(&ctx.decider.policy, &host, port, request.headers_mut());
+                // A WebSocket handshake is passed on with its secret put in; once the host
+                // switches protocols the two connections are joined and the frames go by unread.
+                // Any other upgrade (`h2c`) is dropped, as a hop-by-hop header, and the host
+                // answers the request as it stands.
+                let client_upgrade = websocket.then(|| {
+                    set_upgrade(request.headers_mut());
+                    hyper::upgrade::on(&mut request)
+                });
                 let mut sender = sender.lock().await;
                 let response = match sender.ready().await {
                     Ok(()) => sender.send_request(request).await,
                     Err(e) => Err(e),
                 };
+                drop(sender);
                 Ok::<_, Infallible>(match response {
-                    Ok(response) => {
+                    Ok(mut response) => {
+                        let switching = response.status() == StatusCode::SWITCHING_PROTOCOLS;
+                        let upgrades = match client_upgrade {
+                            Some(client) if switching => Some((client, hyper::upgrade::on(&mut response))),
+                            _ => None,
+                        };
                         let (mut parts, body) = response.into_parts();
                         strip_hop_by_hop(&mut parts.headers);
+                        if let Some((client, host_side)) = upgrades {
+                            set_upgrade(&mut parts.headers);
+                            ctx.spawn(async move {
+                                let (Ok(client), Ok(host_side)) = tokio::join!(client, host_side) else {
+                                    return;
+                                };
+                                let _ = tokio::io::copy_bidirectional(
+                                    &mut TokioIo::new(client),
+                                    &mut TokioIo::new(host_side),
+                                )
+                                .await;
+                            });
+                        } else if switching {
+                            // Nothing was asked to switch: a host that switches anyway cannot be
+                            // followed.
+                            return Ok(text(
+                                StatusCode::BAD_GATEWAY,
+                                format!(
+                                    "{authority} switched protocols unasked; the network proxy relays only WebSocket upgrades"
+                                ),
+                            ));
+                        }
                         Response::from_parts(parts, body.boxed())
                     }
                     Err(e) => text(
@@ -160,9 +197,31 @@ async fn terminate(
         let _ = hyper::server::conn::http1::Builder::new()
             .preserve_header_case(true)
             .serve_connection(TokioIo::new(client), service)
+            .with_upgrades()
             .await;
     });
     Response::new(empty())
+}
+
+/// Whether the request asks to switch to WebSocket (`Connection: Upgrade`, `Upgrade: websocket`).
+#[cfg(feature = "tls")]
+fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
+    let has = |name: header::HeaderName, token: &str| {
+        headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|t| {
+            let t = t.trim();
+            // `Upgrade: websocket/13` names a version too.
+            t.eq_ignore_ascii_case(token)
+                || t.split('/').next().is_some_and(|p| p.eq_ignore_ascii_case(token))
+        })
+    };
+    has(header::CONNECTION, "upgrade") && has(header::UPGRADE, "websocket")
+}
+
+/// Puts back the two headers of a WebSocket upgrade that [`strip_hop_by_hop`] removes.
+#[cfg(feature = "tls")]
+fn set_upgrade(headers: &mut HeaderMap) {
+    headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
 }
 
 /// `GET http://host/path`: decide, connect, send the request in origin form, stream the answer.

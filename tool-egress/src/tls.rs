@@ -48,9 +48,47 @@ pub(crate) enum UpstreamRoots {
 pub(crate) struct Terminator {
     issuer: Issuer<'static, KeyPair>,
     ca_der: CertificateDer<'static>,
-    acceptors: Mutex<HashMap<String, TlsAcceptor>>,
+    acceptors: Mutex<LeafCache>,
     connector: TlsConnector,
     bundle: Bundle,
+}
+
+/// How many hosts' certificates a session keeps: a secret's hosts may be a pattern
+/// (`*.example.com`) that names without end, and each certificate is a key and a signature.
+const LEAF_CACHE: usize = 256;
+
+/// The acceptors made for hosts, at most `capacity`; the one used least recently goes first.
+struct LeafCache {
+    capacity: usize,
+    /// Host -> (acceptor, the tick of its last use).
+    entries: HashMap<String, (TlsAcceptor, u64)>,
+    tick: u64,
+}
+
+impl LeafCache {
+    fn new(capacity: usize) -> LeafCache {
+        LeafCache { capacity: capacity.max(1), entries: HashMap::new(), tick: 0 }
+    }
+
+    fn get(&mut self, host: &str) -> Option<TlsAcceptor> {
+        self.tick += 1;
+        let (acceptor, used) = self.entries.get_mut(host)?;
+        *used = self.tick;
+        Some(acceptor.clone())
+    }
+
+    fn insert(&mut self, host: &str, acceptor: TlsAcceptor) {
+        if self.entries.len() >= self.capacity
+            && !self.entries.contains_key(host)
+            && let Some(oldest) =
+                self.entries.iter().min_by_key(|(_, (_, used))| *used).map(|(host, _)| host.clone())
+        {
+            // A scan of at most `LEAF_CACHE` entries costs far less than the key it saves.
+            self.entries.remove(&oldest);
+        }
+        self.tick += 1;
+        self.entries.insert(host.to_owned(), (acceptor, self.tick));
+    }
 }
 
 /// The bundle file, removed when the session ends. It holds certificates only, no key.
@@ -121,7 +159,7 @@ impl Terminator {
         Ok(Terminator {
             issuer,
             ca_der,
-            acceptors: Mutex::new(HashMap::new()),
+            acceptors: Mutex::new(LeafCache::new(LEAF_CACHE)),
             connector: TlsConnector::from(Arc::new(client)),
             bundle,
         })
@@ -153,11 +191,12 @@ impl Terminator {
         self.connector.connect(name, stream).await.map_err(|e| e.to_string())
     }
 
-    /// The acceptor presenting a certificate for `host`, made once per host.
+    /// The acceptor presenting a certificate for `host`, made once per host and kept while it
+    /// is among the `LEAF_CACHE` hosts used most recently.
     pub(crate) fn acceptor(&self, host: &str) -> io::Result<TlsAcceptor> {
         let mut acceptors = self.acceptors.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(acceptor) = acceptors.get(host) {
-            return Ok(acceptor.clone());
+            return Ok(acceptor);
         }
         let key = KeyPair::generate().map_err(invalid)?;
         let mut params = CertificateParams::new(vec![host.to_owned()]).map_err(invalid)?;
@@ -171,9 +210,11 @@ impl Terminator {
             .with_no_client_auth()
             .with_single_cert(chain, key)
             .map_err(invalid)?;
+        // Only HTTP/1.1 is spoken inside: a client that offers `h2` as well falls back to it, and
+        // one that offers `h2` alone is refused in the handshake (`no_application_protocol`).
         server.alpn_protocols = vec![b"http/1.1".to_vec()];
         let acceptor = TlsAcceptor::from(Arc::new(server));
-        acceptors.insert(host.to_owned(), acceptor.clone());
+        acceptors.insert(host, acceptor.clone());
         Ok(acceptor)
     }
 }
@@ -187,4 +228,41 @@ pub(crate) fn parse_pem(pem: &str) -> Result<Vec<CertificateDer<'static>>, Strin
         return Err("the roots hold no PEM certificate (`-----BEGIN CERTIFICATE-----`)".to_owned());
     }
     Ok(certs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn same(a: &TlsAcceptor, b: &TlsAcceptor) -> bool {
+        Arc::ptr_eq(a.config(), b.config())
+    }
+
+    #[test]
+    fn the_leaf_cache_keeps_the_hosts_used_most_recently_and_no_more() {
+        let tls = Terminator::new(&UpstreamRoots::Only(Vec::new())).unwrap();
+        let first = tls.acceptor("host-0.test").unwrap();
+        let second = tls.acceptor("host-1.test").unwrap();
+        for n in 2..LEAF_CACHE {
+            tls.acceptor(&format!("host-{n}.test")).unwrap();
+        }
+        assert_eq!(tls.acceptors.lock().unwrap().entries.len(), LEAF_CACHE);
+        // Used again, the first host becomes the most recent; the next new host evicts the second.
+        assert!(same(&tls.acceptor("host-0.test").unwrap(), &first));
+        tls.acceptor("one-more.test").unwrap();
+        let cache = tls.acceptors.lock().unwrap();
+        assert_eq!(cache.entries.len(), LEAF_CACHE);
+        assert!(cache.entries.contains_key("host-0.test") && cache.entries.contains_key("one-more.test"));
+        assert!(!cache.entries.contains_key("host-1.test"));
+        drop(cache);
+        // An evicted host gets a certificate again when it comes back.
+        assert!(!same(&tls.acceptor("host-1.test").unwrap(), &second));
+        assert!(same(&tls.acceptor("host-0.test").unwrap(), &first));
+    }
+
+    #[test]
+    fn the_leaf_offers_http_1_1_only() {
+        let tls = Terminator::new(&UpstreamRoots::Only(Vec::new())).unwrap();
+        assert_eq!(tls.acceptor("a.test").unwrap().config().alpn_protocols, vec![b"http/1.1".to_vec()]);
+    }
 }

@@ -603,6 +603,14 @@ async fn a_secret_reaches_its_https_host_from_a_sandboxed_curl_and_no_other_host
     );
     let out = fx.bash(json!({"command": command})).await;
     assert_eq!(out.text_content(), "auth=bearer value-of-the-secret-42\negress-placeholder-\n", "{out:?}");
+    // Python's urllib reads the proxy and the bundle (`SSL_CERT_FILE`) from the same variables.
+    if have("python3") {
+        let command = format!(
+            "python3 -c 'import os, urllib.request as u; print(u.urlopen(u.Request(\"https://secret.test:{port}/\", headers={{\"Authorization\": \"Bearer \" + os.environ[\"API_TOKEN\"]}}), timeout=20).read().decode(), end=\"\")'"
+        );
+        let out = fx.bash(json!({"command": command})).await;
+        assert_eq!(out.text_content(), "auth=bearer value-of-the-secret-42\n", "{out:?}");
+    }
     // Another host: a blind tunnel, verified with the server's own CA; the placeholder stays.
     let command = format!(
         "curl -sS --cacert server-ca.pem -H \"Authorization: Bearer $API_TOKEN\" https://other.test:{port}/"
