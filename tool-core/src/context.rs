@@ -409,24 +409,24 @@ impl ToolContext {
 
     /// Asks the permission hook. `Ok(())` means go ahead; a denial is a permission-denied
     /// error carrying the hook's reason, ready to return from the tool with `?`.
-    pub async fn ask(&self, mut request: PermissionRequest) -> Result<(), ToolError> {
-        request.tool = self.tool_name().to_owned();
-        request.call_id = self.call_id().to_owned();
-        request.asker.clone_from(&self.inner.asker);
-        match self.inner.shared.permissions.decide(&request).await {
-            PermissionDecision::Allow => Ok(()),
-            PermissionDecision::Deny { reason } => Err(ToolError::permission_denied(format!(
-                "Permission denied ({}): {reason}",
-                request.description
-            ))),
-        }
+    pub async fn ask(&self, request: PermissionRequest) -> Result<(), ToolError> {
+        self.asker().ask(request).await
     }
 
     /// This call's way to ask its permission hook from a task it spawns, or from work that
     /// outlives it (a background command's network proxy asking about a host), with the asker
     /// the call runs with (an MCP server's client, asked through elicitation).
+    ///
+    /// It holds the call's ids and its permission hooks, not the context: work that outlives the
+    /// call and is kept in the session state (a background command's proxy) keeps no reference
+    /// back to that state, so ending the session frees it.
     pub fn asker(&self) -> CallAsker {
-        CallAsker { ctx: self.clone() }
+        CallAsker {
+            tool_name: self.tool_name().into(),
+            call_id: self.call_id().into(),
+            asker: self.inner.asker.clone(),
+            permissions: self.inner.shared.permissions.clone(),
+        }
     }
 
     /// Who answers the questions of this call, if anyone: the one the call was given
@@ -507,15 +507,36 @@ impl ToolContext {
 
 /// Asks a call's permission hook from any task, with the asker the call runs with (see
 /// [`ToolContext::asker`]). Cheap to clone.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct CallAsker {
-    ctx: ToolContext,
+    tool_name: Arc<str>,
+    call_id: Arc<str>,
+    asker: Option<Arc<dyn PermissionHook>>,
+    permissions: Arc<dyn PermissionHook>,
+}
+
+impl fmt::Debug for CallAsker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallAsker")
+            .field("tool_name", &self.tool_name)
+            .field("call_id", &self.call_id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl CallAsker {
     /// Asks as [`ToolContext::ask`] does, from whatever task this runs in.
-    pub async fn ask(&self, request: PermissionRequest) -> Result<(), ToolError> {
-        self.ctx.ask(request).await
+    pub async fn ask(&self, mut request: PermissionRequest) -> Result<(), ToolError> {
+        request.tool = self.tool_name.to_string();
+        request.call_id = self.call_id.to_string();
+        request.asker.clone_from(&self.asker);
+        match self.permissions.decide(&request).await {
+            PermissionDecision::Allow => Ok(()),
+            PermissionDecision::Deny { reason } => Err(ToolError::permission_denied(format!(
+                "Permission denied ({}): {reason}",
+                request.description
+            ))),
+        }
     }
 }
 
@@ -732,5 +753,53 @@ mod session_state_tests {
         assert!(state.get::<Cycle>().is_none());
         // A later call starts afresh.
         assert_eq!(*state.get_or_insert_with(|| 7u8), 7);
+    }
+}
+
+#[cfg(test)]
+mod call_asker_tests {
+    use super::{CallAsker, SessionState, ToolContext};
+    use crate::permission::{PermissionDecision, PermissionFn, PermissionKind, PermissionRequest};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A background command's proxy: kept in the session state, holding its call's asker.
+    struct Proxy {
+        asker: CallAsker,
+        dropped: Arc<AtomicBool>,
+    }
+
+    impl Drop for Proxy {
+        fn drop(&mut self) {
+            self.dropped.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn an_asker_kept_in_the_session_state_does_not_keep_that_state_alive() {
+        let state = SessionState::new();
+        let hook = PermissionFn(|request: PermissionRequest| async move {
+            match (request.tool.as_str(), request.call_id.as_str()) {
+                ("bash", "call-7") => PermissionDecision::Allow,
+                (tool, call) => PermissionDecision::Deny { reason: format!("asked as {tool} {call}") },
+            }
+        });
+        let ctx = ToolContext::builder("bash")
+            .call_id("call-7")
+            .session(state.clone())
+            .permissions(Arc::new(hook))
+            .build();
+        let dropped = Arc::new(AtomicBool::new(false));
+        let proxy = state.get_or_insert_with(|| Proxy { asker: ctx.asker(), dropped: dropped.clone() });
+        // It still asks, with the call's ids, after the call's context is gone.
+        drop(ctx);
+        let asked = proxy
+            .asker
+            .ask(PermissionRequest::new(PermissionKind::Other { name: "crates.io".into() }, "crates.io"))
+            .await;
+        assert!(asked.is_ok(), "{asked:?}");
+        drop(proxy);
+        drop(state);
+        assert!(dropped.load(Ordering::SeqCst), "the session state was kept alive by its own value");
     }
 }

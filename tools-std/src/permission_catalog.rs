@@ -1,8 +1,8 @@
 //! What permission rules need to know about the built-in tools beyond their specs: Claude Code's
 //! names for them.
 
-use tool_runtime::spec::PermissionSubject;
 use tool_runtime::permissions::ToolCatalog;
+use tool_runtime::spec::PermissionSubject;
 
 /// Each built-in tool's name in Claude Code, for its rules (`Bash(npm test)`) and its hooks'
 /// matchers alike.
