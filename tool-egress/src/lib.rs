@@ -1,5 +1,6 @@
 #![doc = include_str!("../docs/egress.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#![deny(missing_docs)]
 
 mod addr;
 mod conn;
