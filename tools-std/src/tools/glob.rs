@@ -69,7 +69,9 @@ pub async fn glob(
                 }
             }
             // The walk's threads read each file's time for the newest-first sort as they find it.
-            let found = Mutex::new(Vec::new());
+            // The walk's threads send what they find without taking a lock (a lock taken per
+            // file makes a thread sleep whenever the other holds it); it is gathered once, after.
+            let (found, gathered) = std::sync::mpsc::channel();
             let screen_open = screening.is_open();
             let screening = Mutex::new(screening);
             ops.walk_parallel(&root, &options, &|entry, file| {
@@ -78,7 +80,8 @@ pub async fn glob(
                     && (screen_open || lock(&screening).passes(&entry.path))
                 {
                     let modified = file.symlink_metadata().ok().and_then(|info| info.modified);
-                    lock(&found).push((modified, entry.path));
+                    // The receiver lives until the walk is over: the send cannot fail.
+                    let _ = found.send((modified, entry.path));
                 }
                 !cancel.is_cancelled()
             })
@@ -86,8 +89,9 @@ pub async fn glob(
             if cancel.is_cancelled() {
                 return Err(ToolError::cancelled("The search was cancelled."));
             }
+            drop(found);
             Ok((
-                found.into_inner().unwrap_or_else(PoisonError::into_inner),
+                gathered.into_iter().collect(),
                 screening.into_inner().unwrap_or_else(PoisonError::into_inner),
             ))
         })
