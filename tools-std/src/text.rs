@@ -27,14 +27,22 @@ pub(crate) fn place(display: &str) -> String {
 /// escapes (`\n`, `\t`, `\u{..}` for control characters, `\xNN` for bytes that are not UTF-8),
 /// so every name stays on one line and no two names look alike.
 pub(crate) fn display_path(path: &Path) -> String {
+    let mut out = String::new();
+    push_display_path(&mut out, path);
+    out
+}
+
+/// Appends [`display_path`]`(path)` to `out`, without a string of its own.
+pub(crate) fn push_display_path(out: &mut String, path: &Path) {
     let bytes = path_bytes(path);
     let plain = std::str::from_utf8(&bytes)
         .ok()
         .filter(|s| !s.chars().any(|c| c.is_control() || c == '"' && s.starts_with('"')));
     if let Some(text) = plain {
-        return text.to_owned();
+        out.push_str(text);
+        return;
     }
-    let mut out = String::from("\"");
+    out.push('"');
     for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {
             match c {
@@ -54,7 +62,6 @@ pub(crate) fn display_path(path: &Path) -> String {
         }
     }
     out.push('"');
-    out
 }
 
 #[cfg(unix)]

@@ -60,8 +60,22 @@ impl Target {
     /// The path below this one named `name`. Only the plain names in `name` are kept (a `..`, a
     /// `.` or a leading `/` are dropped), so a target never climbs out of its scope.
     pub fn join(&self, name: impl AsRef<OsStr>) -> Target {
+        let name = name.as_ref();
+        let bytes = name.as_encoded_bytes();
+        if cfg!(unix)
+            && !bytes.is_empty()
+            && bytes != b"."
+            && bytes != b".."
+            && !bytes.iter().any(|&b| std::path::is_separator(b as char))
+        {
+            // One plain name (what a directory listing holds): one allocation of the right size.
+            let mut path = PathBuf::with_capacity(self.path.as_os_str().len() + 1 + bytes.len());
+            path.push(&self.path);
+            path.push(name);
+            return Target { scope: self.scope, path };
+        }
         let mut path = self.path.clone();
-        path.extend(Path::new(name.as_ref()).components().filter(|c| matches!(c, Component::Normal(_))));
+        path.extend(Path::new(name).components().filter(|c| matches!(c, Component::Normal(_))));
         Target { scope: self.scope, path }
     }
 
@@ -383,6 +397,14 @@ mod tests {
         let t = Target::root().join("a/../b/./c");
         assert_eq!(t.path(), Path::new("a/b/c"));
         assert_eq!(Target::root().join("/etc/passwd").path(), Path::new("etc/passwd"));
+        // One name, as a listing holds it, and the names that are not plain.
+        assert_eq!(t.join("d.rs").path(), Path::new("a/b/c/d.rs"));
+        for not_plain in ["", ".", "..", "/", "../.."] {
+            assert_eq!(t.join(not_plain).path(), t.path(), "{not_plain:?}");
+        }
+        assert_eq!(t.join("x/..").path(), Path::new("a/b/c/x"));
+        let outside = Target::outside(PathBuf::from("/"));
+        assert_eq!(outside.join("etc").path(), Path::new("/etc"));
         assert_eq!(t.parent().unwrap().path(), Path::new("a/b"));
         assert_eq!(Target::root().parent(), None);
         let outside = Target::outside(PathBuf::from("/tmp/../x"));

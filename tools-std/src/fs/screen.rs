@@ -33,6 +33,12 @@ impl Screening {
         false
     }
 
+    /// Whether the screen stops nothing (no rule applies to found paths): a caller may skip
+    /// [`Screening::passes`] then, and the lock around it.
+    pub(crate) fn is_open(&self) -> bool {
+        self.screen.is_empty()
+    }
+
     /// How many paths were stopped.
     pub(crate) fn count(&self) -> usize {
         self.stopped.iter().map(|(_, n)| n).sum()

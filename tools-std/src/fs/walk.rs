@@ -1,5 +1,6 @@
 //! The local walk: ripgrep's ignore rules over directory handles, each directory opened beneath its parent without following links.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -12,47 +13,73 @@ use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use crate::fs::ops::{FileInfo, FileKind, Found, Scope, Target, WalkEntry, WalkOptions, overrides};
-use crate::fs::roots::{Roots, info, kind_of, open_listed, open_regular};
+use crate::fs::roots::{Roots, kind_of, not_regular, open_regular};
+#[cfg(not(target_os = "linux"))]
+use crate::fs::roots::{info, open_listed};
 
 /// Ignore files larger than this are not read (no real one comes close).
 const MAX_IGNORE_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// A walk never descends deeper than this, whatever `max_depth` says.
 const MAX_DEPTH: usize = 512;
 
-/// The ignore rules of one directory.
+/// The ignore rules of one directory. Each matcher is rooted at `.` and shared by every
+/// directory whose ignore file has the same text (see [`Compiled`]): it is asked about paths
+/// relative to the directory.
 #[derive(Default)]
 struct Rules {
     /// `.rgignore`, then `.ignore`, then `.gitignore`, then `.git/info/exclude`: ripgrep's order
     /// of precedence within one directory.
-    custom: Option<Gitignore>,
-    ignore: Option<Gitignore>,
-    git: Option<Gitignore>,
-    exclude: Option<Gitignore>,
+    custom: Option<Arc<Gitignore>>,
+    ignore: Option<Arc<Gitignore>>,
+    git: Option<Arc<Gitignore>>,
+    exclude: Option<Arc<Gitignore>>,
     /// The directory holds `.git`: git rules from above it do not apply below it.
     has_git: bool,
+}
+
+impl Rules {
+    fn is_empty(&self) -> bool {
+        self.custom.is_none() && self.ignore.is_none() && self.git.is_none() && self.exclude.is_none()
+    }
 }
 
 /// A chain of directories' rules, the innermost first.
 struct Level {
     rules: Rules,
+    /// The directory's absolute path: its rules match the paths below it relative to it.
+    dir: PathBuf,
+    /// This directory or one above it has a rule: without one, no entry below is matched.
+    any: bool,
     parent: Option<Arc<Level>>,
 }
 
 impl Level {
-    /// The verdict of the ignore files on `path`: the innermost directory with an opinion on
-    /// each kind of file wins, and the kinds rank as in [`Rules`].
+    fn new(rules: Rules, dir: PathBuf, parent: Option<Arc<Level>>) -> Level {
+        let any = !rules.is_empty() || parent.as_ref().is_some_and(|p| p.any);
+        Level { rules, dir, any, parent }
+    }
+
+    /// The verdict of the ignore files on `path` (absolute): the innermost directory with an
+    /// opinion on each kind of file wins, and the kinds rank as in [`Rules`].
     fn matched(&self, path: &Path, is_dir: bool, global: Option<&Gitignore>) -> Match<()> {
         let (mut custom, mut ignore, mut git, mut exclude) =
             (Match::None, Match::None, Match::None, Match::None);
         let mut saw_git = false;
         let mut level = Some(self);
         while let Some(current) = level {
+            if !current.any {
+                // Neither this directory nor any above it has a rule.
+                break;
+            }
             let rules = &current.rules;
-            fill(&mut custom, rules.custom.as_ref(), path, is_dir);
-            fill(&mut ignore, rules.ignore.as_ref(), path, is_dir);
-            if !saw_git {
-                fill(&mut git, rules.git.as_ref(), path, is_dir);
-                fill(&mut exclude, rules.exclude.as_ref(), path, is_dir);
+            if !rules.is_empty() {
+                let relative = relative_to(path, &current.dir);
+                fill(&mut custom, rules.custom.as_deref(), relative, is_dir);
+                fill(&mut ignore, rules.ignore.as_deref(), relative, is_dir);
+                if !saw_git {
+                    fill(&mut git, rules.git.as_deref(), relative, is_dir);
+                    fill(&mut exclude, rules.exclude.as_deref(), relative, is_dir);
+                }
             }
             saw_git |= rules.has_git;
             level = current.parent.as_deref();
@@ -61,6 +88,29 @@ impl Level {
         fill(&mut global_match, global, path, is_dir);
         custom.or(ignore).or(git).or(exclude).or(global_match)
     }
+}
+
+/// `path` relative to `dir`, which holds it, as the matcher of an ignore file rooted at `dir`
+/// strips it: the bytes after `dir` and a separator (a path not below `dir` is left whole).
+#[cfg(unix)]
+fn relative_to<'a>(path: &'a Path, dir: &Path) -> &'a Path {
+    use std::os::unix::ffi::OsStrExt;
+    let (bytes, dir) = (path.as_os_str().as_bytes(), dir.as_os_str().as_bytes());
+    let rest = match bytes.strip_prefix(dir) {
+        Some(rest) if dir.ends_with(b"/") => rest,
+        Some(rest) => match rest.strip_prefix(b"/") {
+            Some(rest) => rest,
+            None => return path,
+        },
+        None => return path,
+    };
+    Path::new(OsStr::from_bytes(rest))
+}
+
+/// `path` relative to `dir`, which holds it.
+#[cfg(not(unix))]
+fn relative_to<'a>(path: &'a Path, dir: &Path) -> &'a Path {
+    path.strip_prefix(dir).unwrap_or(path)
 }
 
 fn fill(slot: &mut Match<()>, matcher: Option<&Gitignore>, path: &Path, is_dir: bool) {
@@ -91,6 +141,7 @@ struct Walker<'a> {
     options: &'a WalkOptions,
     overrides: Option<ignore::overrides::Override>,
     global: Option<Gitignore>,
+    compiled: Compiled,
     max_depth: usize,
     /// Read the modification time of every entry kept (the sequential walk), or leave it to the
     /// visitor (the parallel one, whose callers need it for few entries, or get it with `fstat`
@@ -110,43 +161,65 @@ impl<'a> Walker<'a> {
         let overrides =
             if options.globs.is_empty() { None } else { Some(overrides(&absolute_root, &options.globs)?) };
         let dir = listable(roots.open_dir(root)?)?;
+        let compiled = Compiled::default();
         let (level, global) = if options.respect_ignore_files {
-            (ancestors(roots, root), global_rules())
+            (ancestors(roots, root, &compiled), global_rules())
         } else {
             (None, None)
         };
         let max_depth = options.max_depth.unwrap_or(MAX_DEPTH).min(MAX_DEPTH);
-        let walker = Walker { options, overrides, global, max_depth, all_times };
+        let walker = Walker { options, overrides, global, compiled, max_depth, all_times };
         Ok((walker, Pending { dir, target: root.clone(), absolute: absolute_root, depth: 0, level }))
     }
 
     /// Reads one directory: `visit` sees its entries (in name order when `sorted`), and the
     /// subdirectories to descend into are added to `subdirs`. Returns `false` once `visit` did.
+    /// Unsorted, the subdirectories come first, and `publish` is handed them before the first
+    /// file is visited, so that other threads can read them while this one searches the files.
     fn read(
         &self,
         pending: Pending,
         sorted: bool,
         visit: &mut dyn FnMut(WalkEntry, &dyn Found) -> bool,
         subdirs: &mut Vec<Pending>,
+        publish: &mut dyn FnMut(&mut Vec<Pending>),
     ) -> bool {
         let options = self.options;
         let Ok(mut names) = list(&pending.dir) else { return true };
         if sorted {
             names.sort_by(|a, b| a.0.cmp(&b.0));
+        } else {
+            names.sort_unstable_by_key(|(_, kind)| *kind != FileKind::Dir);
         }
+        let mut published = sorted;
         let level = if options.respect_ignore_files {
-            let rules = listed_rules(&pending.dir, &pending.absolute, &names);
-            Some(Arc::new(Level { rules, parent: pending.level.clone() }))
+            let rules = listed_rules(&pending.dir, &pending.absolute, &names, &self.compiled);
+            Some(Arc::new(Level::new(rules, pending.absolute.clone(), pending.level.clone())))
         } else {
             None
         };
         let depth = pending.depth + 1;
+        // Whether any rule can match below here: without one, no path is built to match.
+        let matching = self.overrides.is_some()
+            || self.global.is_some()
+            || level.as_ref().is_some_and(|level| level.any);
+        let mut absolute = PathBuf::new();
         for (name, kind) in names {
             let is_dir = kind == FileKind::Dir;
+            if !published && !is_dir {
+                published = true;
+                if !subdirs.is_empty() {
+                    publish(subdirs);
+                }
+            }
             if is_dir && name == ".git" {
                 continue;
             }
-            let absolute = pending.absolute.join(&name);
+            if matching {
+                absolute.as_mut_os_string().clear();
+                absolute.push(&pending.absolute);
+                absolute.push(&name);
+            }
             if options.report_excluded
                 && self.overrides.as_ref().is_some_and(|o| o.matched(&absolute, is_dir).is_ignore())
             {
@@ -168,7 +241,7 @@ impl<'a> Walker<'a> {
                 is_dir,
                 options,
                 self.overrides.as_ref(),
-                level.as_deref(),
+                level.as_deref().filter(|_| matching),
                 self.global.as_ref(),
             ) {
                 continue;
@@ -179,14 +252,17 @@ impl<'a> Walker<'a> {
             } else {
                 None
             };
-            let entry = WalkEntry { path: target.clone(), depth, kind, modified, excluded: false };
+            let descend = is_dir && depth < self.max_depth;
+            let (path, target) = if descend { (target.clone(), Some(target)) } else { (target, None) };
+            let entry = WalkEntry { path, depth, kind, modified, excluded: false };
             if !visit(entry, &Listed { dir: &pending.dir, name: &name }) {
                 return false;
             }
-            if is_dir && depth < self.max_depth {
+            if let Some(target) = target {
                 // Never follow a link here: an entry that was a directory when listed and is a
                 // link now is skipped.
                 if let Ok(dir) = open_subdir(&pending.dir, &name) {
+                    let absolute = pending.absolute.join(&name);
                     subdirs.push(Pending { dir, target, absolute, depth, level: level.clone() });
                 }
             }
@@ -209,7 +285,7 @@ pub(crate) fn walk(
     let mut stack = vec![first];
     let mut subdirs = Vec::new();
     while let Some(pending) = stack.pop() {
-        if !walker.read(pending, true, &mut |entry, _| visit(entry), &mut subdirs) {
+        if !walker.read(pending, true, &mut |entry, _| visit(entry), &mut subdirs, &mut |_| {}) {
             return Ok(());
         }
         // Depth first, in name order.
@@ -235,14 +311,80 @@ struct Listed<'a> {
 }
 
 impl Found for Listed<'_> {
+    #[cfg(target_os = "linux")]
+    fn symlink_metadata(&self) -> io::Result<FileInfo> {
+        use rustix::fs::{AtFlags, statat};
+        let name = plain_name(self.name)?;
+        Ok(stat_info(&statat(self.dir, name, AtFlags::SYMLINK_NOFOLLOW)?))
+    }
+
+    #[cfg(not(target_os = "linux"))]
     fn symlink_metadata(&self) -> io::Result<FileInfo> {
         self.dir.symlink_metadata(self.name).map(|m| info(&m))
     }
 
+    #[cfg(target_os = "linux")]
+    fn open(&self) -> io::Result<(Box<dyn Read + Send>, FileInfo)> {
+        let (file, info) = open_entry(self.dir, self.name)?;
+        Ok((Box::new(file), info))
+    }
+
+    #[cfg(not(target_os = "linux"))]
     fn open(&self) -> io::Result<(Box<dyn Read + Send>, FileInfo)> {
         let (file, info) = open_listed(self.dir, Path::new(self.name))?;
         Ok((Box::new(file), info))
     }
+}
+
+/// `name` when it is one plain name (not empty, no `/`, not `.` or `..`): what a listing holds,
+/// and so what is opened beneath the listed directory without leaving it.
+#[cfg(target_os = "linux")]
+fn plain_name(name: &OsStr) -> io::Result<&OsStr> {
+    let bytes = name.as_encoded_bytes();
+    if bytes.is_empty() || bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not the name of an entry of the directory"));
+    }
+    Ok(name)
+}
+
+/// Opens the regular file `name` that a listing of `dir` found, as [`open_listed`] does, in one
+/// `openat` beneath `dir` (`O_NOFOLLOW`, non-blocking, no controlling terminal) and one `fstat`:
+/// a link is refused by the open, and anything but a regular file by the `fstat` before a byte
+/// is read. (cap-std's open takes about ten times the instructions, to resolve a whole path.)
+#[cfg(target_os = "linux")]
+fn open_entry(dir: &Dir, name: &OsStr) -> io::Result<(std::fs::File, FileInfo)> {
+    use rustix::fs::{Mode, OFlags, fstat, openat};
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let fd = openat(dir, plain_name(name)?, flags, Mode::empty())?;
+    let info = stat_info(&fstat(&fd)?);
+    if info.kind != FileKind::File {
+        return Err(not_regular(info.kind));
+    }
+    Ok((std::fs::File::from(fd), info))
+}
+
+/// What a `stat` says of a file, as [`info`] reads it from cap-std's metadata.
+#[cfg(target_os = "linux")]
+fn stat_info(stat: &rustix::fs::Stat) -> FileInfo {
+    use rustix::fs::FileType;
+    use std::time::{Duration, SystemTime};
+    let kind = match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => FileKind::File,
+        FileType::Directory => FileKind::Dir,
+        FileType::Symlink => FileKind::Symlink,
+        _ => FileKind::Other,
+    };
+    #[allow(clippy::unnecessary_cast)]
+    let (seconds, nanos) = (stat.st_mtime as i64, stat.st_mtime_nsec as u32);
+    let modified = if seconds >= 0 {
+        SystemTime::UNIX_EPOCH.checked_add(Duration::new(seconds.unsigned_abs(), nanos))
+    } else {
+        SystemTime::UNIX_EPOCH
+            .checked_sub(Duration::from_secs(seconds.unsigned_abs()))
+            .and_then(|t| t.checked_add(Duration::from_nanos(u64::from(nanos))))
+    };
+    #[allow(clippy::unnecessary_cast)]
+    FileInfo { kind, len: stat.st_size as u64, modified, mode: Some(stat.st_mode as u32) }
 }
 
 /// Walks as [`walk`] does, reading directories on one thread per core: `visit` is called from
@@ -260,8 +402,18 @@ pub(crate) fn walk_parallel(
     let queue = Mutex::new(Queue { pending: vec![first], busy: 0, stopped: false });
     let ready = Condvar::new();
     let lock = || queue.lock().unwrap_or_else(PoisonError::into_inner);
+    // Adds directories to the queue while their reader is still busy (so the walk cannot be
+    // taken for over meanwhile).
+    let publish = |subdirs: &mut Vec<Pending>| {
+        let mut state = lock();
+        let added = subdirs.len();
+        state.pending.append(subdirs);
+        drop(state);
+        if added == 1 { ready.notify_one() } else { ready.notify_all() }
+    };
     let work = || {
         let mut subdirs = Vec::new();
+        let mut publish = publish;
         let mut state = lock();
         loop {
             if state.stopped {
@@ -278,7 +430,13 @@ pub(crate) fn walk_parallel(
             };
             state.busy += 1;
             drop(state);
-            let go_on = walker.read(pending, false, &mut |entry, found| visit(entry, found), &mut subdirs);
+            let go_on = walker.read(
+                pending,
+                false,
+                &mut |entry, found| visit(entry, found),
+                &mut subdirs,
+                &mut publish,
+            );
             state = lock();
             state.busy -= 1;
             state.stopped |= !go_on;
@@ -317,12 +475,8 @@ pub(crate) fn walk_parallel(
 #[cfg(target_os = "linux")]
 fn open_subdir(parent: &Dir, name: &OsStr) -> io::Result<Dir> {
     use rustix::fs::{Mode, OFlags, openat};
-    let bytes = name.as_encoded_bytes();
-    if bytes.is_empty() || bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not the name of an entry of the directory"));
-    }
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = openat(parent, name, flags, Mode::empty())?;
+    let fd = openat(parent, plain_name(name)?, flags, Mode::empty())?;
     Ok(Dir::from_std_file(std::fs::File::from(fd)))
 }
 
@@ -433,12 +587,13 @@ fn kept(
 /// The rules of the directories above the walk's root, the innermost first. Inside the
 /// workspace they are read through the root's handle; above it (a workspace inside a
 /// repository) by their fixed names only, as ripgrep reads them.
-fn ancestors(roots: &Roots, root: &Target) -> Option<Arc<Level>> {
-    let mut chain: Vec<Rules> = Vec::new();
+fn ancestors(roots: &Roots, root: &Target, compiled: &Compiled) -> Option<Arc<Level>> {
+    let mut chain: Vec<(Rules, PathBuf)> = Vec::new();
     let mut next = root.parent();
     while let Some(target) = next {
         if let Ok(dir) = roots.open_dir(&target) {
-            chain.push(read_rules(&dir, &roots.absolute(&target)));
+            let absolute = roots.absolute(&target);
+            chain.push((read_rules(&dir, &absolute, compiled), absolute));
         }
         next = target.parent();
     }
@@ -446,12 +601,12 @@ fn ancestors(roots: &Roots, root: &Target) -> Option<Arc<Level>> {
         let mut next = roots.root_path().parent();
         while let Some(path) = next {
             if let Ok(dir) = Dir::open_ambient_dir(path, cap_std::ambient_authority()) {
-                chain.push(read_rules(&dir, path));
+                chain.push((read_rules(&dir, path, compiled), path.to_path_buf()));
             }
             next = path.parent();
         }
     }
-    chain.into_iter().rev().fold(None, |parent, rules| Some(Arc::new(Level { rules, parent })))
+    chain.into_iter().rev().fold(None, |parent, (rules, dir)| Some(Arc::new(Level::new(rules, dir, parent))))
 }
 
 /// The global git excludes file (`core.excludesFile`, or `$XDG_CONFIG_HOME/git/ignore`).
@@ -461,43 +616,72 @@ fn global_rules() -> Option<Gitignore> {
 }
 
 /// Reads the ignore files of the directory `dir` (at `absolute`).
-fn read_rules(dir: &Dir, absolute: &Path) -> Rules {
+fn read_rules(dir: &Dir, absolute: &Path, compiled: &Compiled) -> Rules {
     let has_git = dir.symlink_metadata(".git").is_ok();
+    let read = |name: &str| compiled.rules_from(dir, absolute, name);
     Rules {
-        custom: rules_from(dir, absolute, ".rgignore"),
-        ignore: rules_from(dir, absolute, ".ignore"),
-        git: rules_from(dir, absolute, ".gitignore"),
-        exclude: if has_git { rules_from(dir, absolute, ".git/info/exclude") } else { None },
+        custom: read(".rgignore"),
+        ignore: read(".ignore"),
+        git: read(".gitignore"),
+        exclude: if has_git { read(".git/info/exclude") } else { None },
         has_git,
     }
 }
 
 /// Reads the ignore files of the directory `dir` (at `absolute`) that its listing `names` holds:
 /// no file system call for the names it lacks.
-fn listed_rules(dir: &Dir, absolute: &Path, names: &[(std::ffi::OsString, FileKind)]) -> Rules {
+fn listed_rules(
+    dir: &Dir,
+    absolute: &Path,
+    names: &[(std::ffi::OsString, FileKind)],
+    compiled: &Compiled,
+) -> Rules {
     let listed = |wanted: &str| names.iter().any(|(name, _)| name == wanted);
     let has_git = listed(".git");
-    let read = |name: &str| if listed(name) { rules_from(dir, absolute, name) } else { None };
+    let read = |name: &str| if listed(name) { compiled.rules_from(dir, absolute, name) } else { None };
     Rules {
         custom: read(".rgignore"),
         ignore: read(".ignore"),
         git: read(".gitignore"),
-        exclude: if has_git { rules_from(dir, absolute, ".git/info/exclude") } else { None },
+        exclude: if has_git { compiled.rules_from(dir, absolute, ".git/info/exclude") } else { None },
         has_git,
     }
 }
 
-fn rules_from(dir: &Dir, absolute: &Path, name: &str) -> Option<Gitignore> {
-    let file = open_regular(dir, Path::new(name)).ok()?;
-    let mut text = String::new();
-    file.take(MAX_IGNORE_FILE_BYTES).read_to_string(&mut text).ok()?;
-    let mut builder = GitignoreBuilder::new(absolute);
-    let source = absolute.join(name);
-    for line in text.lines() {
-        // A malformed line is skipped, as ripgrep does.
-        let _ = builder.add_line(Some(source.clone()), line);
+/// The ignore files one walk has compiled, by their text: a matcher is rooted at `.` (it is asked
+/// about paths relative to the directory of the file), so the many copies of one `.gitignore`
+/// in a tree (`/target` and the like) are compiled once. Compiling is most of what an ignore file
+/// costs: a regex set, its automata built eagerly.
+#[derive(Default)]
+struct Compiled {
+    by_text: Mutex<HashMap<String, Option<Arc<Gitignore>>>>,
+}
+
+impl Compiled {
+    /// The rules of the ignore file `name` in `dir` (at `absolute`), when it has any.
+    fn rules_from(&self, dir: &Dir, absolute: &Path, name: &str) -> Option<Arc<Gitignore>> {
+        let file = open_regular(dir, Path::new(name)).ok()?;
+        let mut text = String::new();
+        file.take(MAX_IGNORE_FILE_BYTES).read_to_string(&mut text).ok()?;
+        if let Some(known) = lock(&self.by_text).get(&text) {
+            return known.clone();
+        }
+        // Compiled outside the lock: another thread may compile the same text meanwhile, and
+        // both results are the same.
+        let mut builder = GitignoreBuilder::new(".");
+        let source = absolute.join(name);
+        for line in text.lines() {
+            // A malformed line is skipped, as ripgrep does.
+            let _ = builder.add_line(Some(source.clone()), line);
+        }
+        let rules = builder.build().ok().filter(|g| !g.is_empty()).map(Arc::new);
+        lock(&self.by_text).insert(text, rules.clone());
+        rules
     }
-    builder.build().ok().filter(|g| !g.is_empty())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -680,7 +864,96 @@ mod tests {
     }
 
     #[test]
+    fn copies_of_one_ignore_file_are_compiled_once_and_each_applies_to_its_own_directory() {
+        let dir = TempDir::new();
+        let write = |path: &str, text: &str| {
+            let path = dir.path().join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        };
+        // Anchored and unanchored patterns, in three copies of one text and one other.
+        for top in ["a", "b", "c/d"] {
+            write(&format!("{top}/.gitignore"), "/top.txt\nsub/x.txt\n*.log\n");
+            for file in ["top.txt", "sub/x.txt", "deeper/top.txt", "deeper/sub/x.txt", "e.log", "keep.txt"] {
+                write(&format!("{top}/{file}"), "x");
+            }
+        }
+        write("c/.gitignore", "!d/e.log\n");
+        write("top.txt", "x");
+        let ops = Roots::open(dir.path()).unwrap();
+        let options = WalkOptions::default();
+        let (walker, first) = Walker::start(&ops, &Target::root(), &options, false).unwrap();
+        let mut found = BTreeSet::new();
+        let (mut stack, mut subdirs) = (vec![first], Vec::new());
+        while let Some(pending) = stack.pop() {
+            walker.read(
+                pending,
+                true,
+                &mut |entry: WalkEntry, _: &dyn Found| {
+                    if entry.kind == FileKind::File {
+                        found.insert(entry.path.path().to_str().unwrap().to_owned());
+                    }
+                    true
+                },
+                &mut subdirs,
+                &mut |_| {},
+            );
+            stack.append(&mut subdirs);
+        }
+        let expected: BTreeSet<String> = ["top.txt", "a/deeper/top.txt", "a/deeper/sub/x.txt", "a/keep.txt"]
+            .iter()
+            .flat_map(|p| {
+                let p = p.strip_prefix("a/").map(str::to_owned);
+                match p {
+                    Some(rest) => vec![format!("a/{rest}"), format!("b/{rest}"), format!("c/d/{rest}")],
+                    None => vec!["top.txt".to_owned()],
+                }
+            })
+            // The innermost ignore file decides: `c/d/.gitignore` ignores what `c/.gitignore` keeps.
+            .collect();
+        assert_eq!(found, expected);
+        assert_eq!(lock(&walker.compiled.by_text).len(), 2, "one matcher per distinct text");
+        // The same as the sequential walk of the whole tree.
+        let whole: BTreeSet<String> = sequential(&ops, &options)
+            .into_iter()
+            .filter_map(|(p, _)| p.to_str().map(str::to_owned))
+            .collect();
+        assert!(found.is_subset(&whole), "{found:?} {whole:?}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_entry_is_opened_beneath_its_directory_never_through_a_link_nor_blocking() {
+        let dir = tree();
+        let handle =
+            listable(Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).unwrap()).unwrap();
+        let (_, info) = open_entry(&handle, OsStr::new(".gitignore")).unwrap();
+        assert_eq!((info.kind, info.len), (FileKind::File, 13));
+        let modified = fs::metadata(dir.path().join(".gitignore")).unwrap().modified().unwrap();
+        assert_eq!(info.modified, Some(modified));
+        let listed = Listed { dir: &handle, name: OsStr::new(".gitignore") };
+        assert_eq!(listed.symlink_metadata().unwrap().modified, Some(modified));
+        std::os::unix::fs::symlink(".gitignore", dir.path().join("to-file")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", dir.path().join("out")).unwrap();
+        for link in ["to-file", "out"] {
+            assert!(open_entry(&handle, OsStr::new(link)).is_err(), "{link} was followed");
+            let listed = Listed { dir: &handle, name: OsStr::new(link) };
+            assert_eq!(listed.symlink_metadata().unwrap().kind, FileKind::Symlink);
+        }
+        nix::unistd::mkfifo(&dir.path().join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let err = open_entry(&handle, OsStr::new("fifo")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        let err = open_entry(&handle, OsStr::new("a")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::IsADirectory);
+        for refused in ["a/keep.log", "..", ".", "", "../etc/hostname"] {
+            let err = open_entry(&handle, OsStr::new(refused)).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{refused}");
+        }
+    }
+
+    #[test]
     fn a_listed_file_is_opened_through_its_directory_without_following_links() {
+        use crate::fs::roots::open_listed;
         let dir = tree();
         let handle = Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).unwrap();
         let (_, info) = open_listed(&handle, Path::new("a/keep.log")).unwrap();

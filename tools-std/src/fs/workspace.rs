@@ -395,6 +395,14 @@ impl Workspace {
         }
     }
 
+    /// Appends [`Workspace::display`]`(target)` to `out`.
+    pub(crate) fn push_display(&self, out: &mut String, target: &Target) {
+        match target.scope() {
+            Scope::Workspace if target.path().as_os_str().is_empty() => out.push('.'),
+            Scope::Workspace | Scope::Outside => crate::text::push_display_path(out, target.path()),
+        }
+    }
+
     /// Runs blocking file-system work on a blocking thread.
     pub(crate) async fn blocking<T, F>(&self, work: F) -> Result<T, ToolError>
     where

@@ -69,15 +69,19 @@ pub async fn glob(
                 }
             }
             // The walk's threads read each file's time for the newest-first sort as they find it.
-            let found = Mutex::new(Vec::new());
+            // The walk's threads send what they find without taking a lock (a lock taken per
+            // file makes a thread sleep whenever the other holds it); it is gathered once, after.
+            let (found, gathered) = std::sync::mpsc::channel();
+            let screen_open = screening.is_open();
             let screening = Mutex::new(screening);
             ops.walk_parallel(&root, &options, &|entry, file| {
                 if entry.kind == FileKind::File
                     && matcher.matched(entry.path.path(), false).is_whitelist()
-                    && lock(&screening).passes(&entry.path)
+                    && (screen_open || lock(&screening).passes(&entry.path))
                 {
                     let modified = file.symlink_metadata().ok().and_then(|info| info.modified);
-                    lock(&found).push((modified, entry.path));
+                    // The receiver lives until the walk is over: the send cannot fail.
+                    let _ = found.send((modified, entry.path));
                 }
                 !cancel.is_cancelled()
             })
@@ -85,15 +89,17 @@ pub async fn glob(
             if cancel.is_cancelled() {
                 return Err(ToolError::cancelled("The search was cancelled."));
             }
+            drop(found);
             Ok((
-                found.into_inner().unwrap_or_else(PoisonError::into_inner),
+                gathered.into_iter().collect(),
                 screening.into_inner().unwrap_or_else(PoisonError::into_inner),
             ))
         })
         .await??;
     let screened = screening.notice("file", "listed");
     // Newest first over the whole result set; ties (and unknown times, last) by path.
-    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    // (Paths are unique, so an unstable sort gives the one order.)
+    found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| path_order(&a.1, &b.1)));
     let total = found.len();
     if total == 0 {
         let skipped = if hidden { "Files" } else { "Hidden files and files" };
@@ -106,7 +112,12 @@ pub async fn glob(
         .with_metadata("screened", json!(screening.count())));
     }
     let shown = total.min(limit as usize);
-    let mut text: String = found[..shown].iter().map(|(_, p)| ws.display(p) + "\n").collect();
+    let mut text =
+        String::with_capacity(found[..shown].iter().map(|(_, p)| p.path().as_os_str().len() + 1).sum());
+    for (_, path) in &found[..shown] {
+        ws.push_display(&mut text, path);
+        text.push('\n');
+    }
     if shown < total {
         text.push_str(&format!(
             "\n[showing {shown} of {total} matching files, newest first; use a more specific pattern or path to see the others]"
@@ -117,6 +128,25 @@ pub async fn glob(
         .with_metadata("count", json!(total))
         .with_metadata("truncated", json!(shown < total))
         .with_metadata("screened", json!(screening.count())))
+}
+
+/// The order of [`Target`]'s `Ord` (scope, then path component by component), from the bytes
+/// of the paths: a target's path holds only plain names, so comparing component by component is
+/// comparing the bytes with `/` below every other byte.
+#[cfg(unix)]
+fn path_order(a: &Target, b: &Target) -> std::cmp::Ordering {
+    use std::os::unix::ffi::OsStrExt;
+    let key = |byte: &u8| if *byte == b'/' { 0 } else { u16::from(*byte) + 1 };
+    a.scope().cmp(&b.scope()).then_with(|| {
+        let (a, b) = (a.path().as_os_str().as_bytes(), b.path().as_os_str().as_bytes());
+        let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        a.get(common).map(key).cmp(&b.get(common).map(key))
+    })
+}
+
+#[cfg(not(unix))]
+fn path_order(a: &Target, b: &Target) -> std::cmp::Ordering {
+    a.cmp(b)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -224,6 +254,25 @@ mod tests {
         found.sort();
         assert_eq!(found, ["", "  1: needle", "  1: needle", "\"bad\\xFFname.rs\"", "\"new\\nline.rs\""]);
         assert_eq!(fx.text("ls", json!({})).await, "./\n  \"bad\\xFFname.rs\"\n  \"new\\nline.rs\"\n");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_fast_path_order_is_the_order_of_targets() {
+        use std::os::unix::ffi::OsStrExt;
+        let names: Vec<&[u8]> = vec![
+            b"a", b"a/b", b"a.b", b"a-b/c", b"ab", b"a/b/c", b"a/b.c", b"a0", b"A", b"a\xff", b"a/\xff",
+            b"b", b"a/a",
+        ];
+        let mut targets: Vec<Target> =
+            names.iter().map(|n| Target::root().join(std::ffi::OsStr::from_bytes(n))).collect();
+        targets.push(Target::outside("/a/b".into()));
+        targets.push(Target::outside("/a.b".into()));
+        let mut by_ord = targets.clone();
+        by_ord.sort();
+        let mut fast = targets;
+        fast.sort_by(path_order);
+        assert_eq!(fast, by_ord);
     }
 
     #[test]

@@ -111,25 +111,29 @@ pub async fn grep(
             }
             // Each file is searched in the walk's thread that found it; the results are put in
             // the promised order (newest first, then by path) as they come.
-            let searchers = Mutex::new(vec![searcher]);
+            drop(searcher);
             let results = Mutex::new(Results::new(limit));
+            let screen_open = screening.is_open();
             let screening = Mutex::new(screening);
             let options = WalkOptions { globs, ..WalkOptions::default() };
             ops.walk_parallel(&root, &options, &|entry, file| {
                 if cancel.is_cancelled() {
                     return false;
                 }
-                if entry.kind != FileKind::File || !lock(&screening).passes(&entry.path) {
+                if entry.kind != FileKind::File || !(screen_open || lock(&screening).passes(&entry.path)) {
                     return true;
                 }
-                let mut searcher = lock(&searchers).pop().unwrap_or_else(new_searcher);
                 // An unreadable file found by the walk is skipped, as ripgrep skips it.
                 if let Ok((reader, info)) = file.open() {
-                    let searched = search_one(&mut searcher, &matcher, reader, limit, false)
-                        .unwrap_or(Searched::Skipped);
-                    lock(&results).add(info.modified, entry.path, searched);
+                    // Each walk thread keeps one searcher (and its buffers) for all its files.
+                    let searched = SEARCHER.with_borrow_mut(|searcher| {
+                        let searcher = searcher.get_or_insert_with(new_searcher);
+                        search_one(searcher, &matcher, reader, limit, false).unwrap_or(Searched::Skipped)
+                    });
+                    if !matches!(searched, Searched::NoMatch) {
+                        lock(&results).add(info.modified, entry.path, searched);
+                    }
                 }
-                lock(&searchers).push(searcher);
                 true
             })
             .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
@@ -157,7 +161,13 @@ pub async fn grep(
         .with_metadata("matches", json!(0))
         .with_metadata("screened", json!(screening.count())));
     }
-    let mut text = String::new();
+    // One string of the right size, each line appended without the formatting machinery.
+    let size: usize = result
+        .groups
+        .iter()
+        .map(|(file, lines)| file.len() + 2 + lines.iter().map(|(_, line)| line.len() + 24).sum::<usize>())
+        .sum();
+    let mut text = String::with_capacity(size);
     for (i, (file, lines)) in result.groups.iter().enumerate() {
         if i > 0 {
             text.push('\n');
@@ -165,7 +175,11 @@ pub async fn grep(
         text.push_str(file);
         text.push('\n');
         for (line_number, line) in lines {
-            let _ = writeln!(text, "  {line_number}: {line}");
+            text.push_str("  ");
+            push_number(&mut text, *line_number);
+            text.push_str(": ");
+            text.push_str(line);
+            text.push('\n');
         }
     }
     if result.shown < result.total {
@@ -217,6 +231,11 @@ impl Found {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+thread_local! {
+    /// The searcher of a walk's thread: its line buffer is reused from file to file.
+    static SEARCHER: std::cell::RefCell<Option<grep_searcher::Searcher>> = const { std::cell::RefCell::new(None) };
 }
 
 fn new_searcher() -> grep_searcher::Searcher {
@@ -306,7 +325,13 @@ fn search_one(
                 let line = bytes.strip_suffix(b"\n").unwrap_or(bytes);
                 let line = line.strip_suffix(b"\r").unwrap_or(line);
                 let text = String::from_utf8_lossy(line);
-                shown.push((line_number, cut_line(&text, MAX_LINE_CHARS, 0).into_owned()));
+                // A line of at most MAX_LINE_CHARS bytes has at most as many characters.
+                let text = if text.len() <= MAX_LINE_CHARS {
+                    text
+                } else {
+                    cut_line(&text, MAX_LINE_CHARS, 0).into_owned().into()
+                };
+                shown.push((line_number, text.into_owned()));
             }
             Ok(true)
         }),
@@ -317,6 +342,21 @@ fn search_one(
         Ok(()) if count == 0 => Ok(Searched::NoMatch),
         Ok(()) => Ok(Searched::Matches { count, shown }),
     }
+}
+
+/// Appends `n` in decimal.
+fn push_number(text: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    text.extend(digits[start..].iter().map(|&d| char::from(d)));
 }
 
 fn skipped_notice(skipped: &[String]) -> String {
@@ -403,6 +443,15 @@ pub(crate) mod tests {
         results.add(at(1), Target::root().join("a"), lines(1));
         let order: Vec<_> = results.files.keys().map(|(_, p)| p.path().to_path_buf()).collect();
         assert_eq!(order, [std::path::PathBuf::from("a"), "b".into()]);
+    }
+
+    #[test]
+    fn numbers_are_written_in_decimal() {
+        for n in [0, 7, 10, 99, 100, 12_345, u64::MAX] {
+            let mut text = String::from("x");
+            super::push_number(&mut text, n);
+            assert_eq!(text, format!("x{n}"));
+        }
     }
 
     #[tokio::test]
