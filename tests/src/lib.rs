@@ -2,33 +2,30 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A fresh directory under the system's temporary directory (canonical, so it compares equal
 /// to what the tools report), removed on drop.
 #[derive(Debug)]
-pub struct TempDir(PathBuf);
+pub struct TempDir {
+    /// Removes the directory when dropped.
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
 
 impl TempDir {
     /// A new empty directory whose name contains `tag`.
     pub fn new(tag: &str) -> Self {
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let path = std::env::temp_dir().join(format!("tool-tests-{tag}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("create a temporary directory");
-        TempDir(std::fs::canonicalize(path).expect("canonical temporary directory"))
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("tool-tests-{tag}-"))
+            .tempdir()
+            .expect("create a temporary directory");
+        let path = std::fs::canonicalize(dir.path()).expect("canonical temporary directory");
+        TempDir { _dir: dir, path }
     }
 
-    /// The directory.
+    /// The directory, with its links resolved.
     pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        &self.path
     }
 }
 

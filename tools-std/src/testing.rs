@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::Value;
 use tool_runtime::{
@@ -13,31 +12,25 @@ use tool_runtime::{
 
 use crate::Workspace;
 
-/// A directory under the system's temporary directory, removed on drop.
+/// A directory under the system's temporary directory (canonical), removed on drop.
 ///
-/// The workspace's shared one (in `tool-tests`) is out of reach: `tool-tests` depends on this crate.
-pub(crate) struct TempDir(PathBuf);
+/// `tool-tests`'s, which this mirrors, is out of reach: `tool-tests` depends on this crate.
+pub(crate) struct TempDir {
+    /// Removes the directory when dropped.
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
 
 impl TempDir {
     pub(crate) fn new() -> Self {
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path = std::env::temp_dir().join(format!("tools-std-{}-{n}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&path).expect("create a temporary directory");
-        TempDir(std::fs::canonicalize(&path).expect("canonical temporary directory"))
+        let dir =
+            tempfile::Builder::new().prefix("tools-std-").tempdir().expect("create a temporary directory");
+        let path = std::fs::canonicalize(dir.path()).expect("canonical temporary directory");
+        TempDir { _dir: dir, path }
     }
 
     pub(crate) fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        &self.path
     }
 }
 
