@@ -398,7 +398,8 @@ fn a_stamp_that_is_not_a_regular_file_does_not_stop_the_sweep_and_is_replaced() 
     let outside_modified = fs::metadata(&outside).expect("outside").modified().expect("mtime");
 
     // A link to a recent file, a FIFO (which would block an open for writing) and a directory.
-    let plant: [(&str, &dyn Fn(&Path)); 3] = [
+    type Plant<'a> = (&'a str, &'a dyn Fn(&Path));
+    let plant: [Plant<'_>; 3] = [
         ("link", &|stamp| symlink(&outside, stamp).expect("symlink")),
         ("fifo", &|stamp| {
             let status = std::process::Command::new("mkfifo").arg(stamp).status().expect("mkfifo");
