@@ -113,6 +113,13 @@ if "startup" in CASES:
         ("fd", [FD, "--glob", "*.rs", empty]),
     ] + ([("baseline glob", [BASELINE, "call", "glob", json.dumps({"pattern": "**/*.rs"}), "--root", empty, "--sandbox", "off"])]
          if BASELINE else []))
+    # `ls` decodes its arguments itself (no schema validator compiled); `glob`'s are validated.
+    compare("start-up: ls in an empty directory", [
+        ("tools ls", [TOOLS, "call", "ls", "{}", "--root", empty, "--sandbox", "off"]),
+        ("rg --files", ["rg", "--files", empty]),
+        ("fd", [FD, "--glob", "*.rs", empty]),
+    ] + ([("baseline ls", [BASELINE, "call", "ls", "{}", "--root", empty, "--sandbox", "off"])]
+         if BASELINE else []))
     os.rmdir(empty)
 
 if "grep" in CASES:

@@ -42,6 +42,45 @@ async fn mixed(count: u32, extra: Option<Value>) -> String {
     format!("{:?}", (count, extra))
 }
 
+/// No model-facing parameter: only the empty object is valid.
+#[tool]
+async fn no_arguments() -> String {
+    "none".to_owned()
+}
+
+#[test]
+fn a_tool_without_parameters_decodes_the_empty_object_and_validates_the_rest() {
+    let registry = Registry::builder().tool(NoArgumentsTool).build().expect("registry");
+    let cases = [
+        ("{}", true),
+        (" { }\n", true),
+        ("", true),
+        ("  ", true),
+        (r#"{"a":1}"#, false),
+        (r#"{"a":null}"#, false),
+        ("{} {}", false),
+        ("[]", false),
+        ("null", false),
+        ("{", false),
+    ];
+    block_on(async {
+        for (text, direct) in cases {
+            assert_eq!(takes_direct_path(&NoArgumentsTool, text), direct, "direct path for {text:?}");
+            let called = through_call(&registry, "no_arguments", text).await;
+            assert_eq!(called, through_validation(&registry, "no_arguments", text).await, "for {text:?}");
+            if direct {
+                assert_eq!(called.as_deref(), Ok("none"), "{text:?}");
+            }
+            if let Some(value) = parsed(text) {
+                let arguments = Arguments::Json(value.clone());
+                assert_eq!(NoArgumentsTool.decode(&arguments).is_some(), direct, "direct path for {value}");
+                let called = call_with(&registry, "no_arguments", arguments.clone()).await;
+                assert_eq!(called, validate_with(&registry, "no_arguments", arguments).await, "for {value}");
+            }
+        }
+    });
+}
+
 fn registry() -> Registry {
     Registry::builder().tool(PlainTool).tool(MixedTool).build().expect("registry")
 }

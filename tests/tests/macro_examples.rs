@@ -99,3 +99,26 @@ fn the_manual_shows_the_real_folded_description() {
     let anthropic = Provider::Anthropic.definitions(&registry, &DefinitionOptions::default()).unwrap();
     assert_eq!(anthropic[0]["input_examples"], json!([{"path": "src", "limit": 5}]));
 }
+
+#[test]
+fn a_registry_that_leaves_examples_to_tests_still_checks_run_time_tools_and_check_schemas_finds_the_rest() {
+    use tool_runtime::ToolSpec;
+    use tool_runtime::spec::FnTool;
+    // A tool defined in code: left to the test below.
+    let registry =
+        Registry::builder().examples_checked_by_tests().tool(CountLinesTool).build().expect("unchecked");
+    let error = registry.check_schemas().expect_err("the example is wrong");
+    assert_eq!(
+        error.to_string(),
+        "example 1 of the tool `count_lines` (counting from 1) does not match its argument schema: /file: unknown property; valid properties are `path`; /path: missing required property; fix or remove the example"
+    );
+    // A tool added at run time has no test of its own: still checked while building.
+    let spec = ToolSpec::new("count", "Counts.", CountLinesTool.spec().input_schema.clone())
+        .with_examples([json!({"file": "README.md"})]);
+    let run_time = FnTool::new(spec, |_ctx, _args| async { Ok(tool_runtime::ToolOutput::text("")) });
+    let error = Registry::builder().examples_checked_by_tests().tool(run_time).build().unwrap_err();
+    assert!(
+        matches!(&error, RegistryError::InvalidExample { tool, index: 0, .. } if tool == "count"),
+        "{error:?}"
+    );
+}

@@ -339,3 +339,12 @@ fn defer_flag_marks_the_spec_deferred() {
     assert_eq!(serde_json::to_value(spec).unwrap()["defer"], json!(true));
     assert!(serde_json::to_value(SearchTool.spec()).unwrap().get("defer").is_none());
 }
+
+#[test]
+fn every_shape_has_a_schema_the_meta_schema_accepts() {
+    // A registry compiles a tool's validator only for a call that needs one; the schemas `#[tool]`
+    // generates are checked here, once, against the meta-schema.
+    let registry = Registry::from_inventory().expect("registry");
+    assert!(registry.len() >= 12, "{:?}", registry.names().collect::<Vec<_>>());
+    registry.check_schemas().expect("every schema compiles");
+}

@@ -120,3 +120,86 @@ fn specs_are_built_once() {
     let b = FetchTool.spec() as *const ToolSpec;
     assert_eq!(a, b, "a macro tool's spec is generated once and shared");
 }
+
+/// A tool whose schema is broken (`minimum` must be a number) but which decodes `{}` by itself,
+/// as `#[tool]` tools do: what a registry does with each path of its calls shows whether it
+/// compiled a validator.
+struct BrokenSchema(ToolSpec);
+
+impl BrokenSchema {
+    fn new() -> Self {
+        BrokenSchema(ToolSpec::new(
+            "broken",
+            "A tool with a broken schema.",
+            json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": "one"}}}),
+        ))
+    }
+}
+
+impl Tool for BrokenSchema {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+
+    fn call<'a>(
+        &'a self,
+        _ctx: ToolContext,
+        _args: serde_json::Value,
+    ) -> tool_runtime::BoxFuture<'a, Result<ToolOutput, tool_runtime::ToolError>> {
+        Box::pin(async { Ok(ToolOutput::text("validated")) })
+    }
+
+    fn decode(&self, arguments: &tool_runtime::Arguments) -> Option<tool_runtime::spec::DecodedCall> {
+        let empty = match arguments {
+            tool_runtime::Arguments::Text(text) => text.trim() == "{}",
+            tool_runtime::Arguments::Json(value) => value == &json!({}),
+            tool_runtime::Arguments::Freeform { .. } => false,
+        };
+        empty.then(|| -> tool_runtime::spec::DecodedCall {
+            Box::new(|_ctx| Box::pin(async { Ok(ToolOutput::text("decoded")) }))
+        })
+    }
+}
+
+fn text(output: &ToolOutput) -> String {
+    output.text_content()
+}
+
+#[tokio::test]
+async fn a_call_its_tool_decodes_compiles_no_validator_and_a_validated_one_reports_the_broken_schema() {
+    let registry =
+        Registry::builder().tool(BrokenSchema::new()).build().expect("a broken schema is found later");
+    let ctx = || ToolContext::builder("broken").build();
+    // Decoded by the tool: no validator is needed, so the broken schema is never compiled.
+    let decoded = registry.call("broken", "{}", ctx()).await.expect("decoded call");
+    assert_eq!(text(&decoded), "decoded");
+    // Validated: every such call fails, whatever its arguments, and says it is not their fault.
+    for arguments in [r#"{"n": 1}"#, r#"{"n": "x"}"#] {
+        let error = registry.call("broken", arguments, ctx()).await.expect_err("broken schema");
+        assert_eq!(
+            error.message(),
+            "the tool `broken` cannot be called because its argument schema is broken; this is not caused by the arguments"
+        );
+    }
+    // A test over the registry finds it without a call.
+    let error = registry.check_schemas().expect_err("broken schema");
+    assert!(matches!(&error, RegistryError::InvalidSchema { tool, .. } if tool == "broken"), "{error:?}");
+    assert!(
+        error.to_string().starts_with("the input schema of tool `broken` is invalid: ")
+            && error.to_string().ends_with("; fix the schema"),
+        "{error}"
+    );
+}
+
+#[test]
+fn an_example_its_tool_decodes_needs_no_validator_and_any_other_is_checked_by_one() {
+    let decoded = BrokenSchema(BrokenSchema::new().0.with_examples([json!({})]));
+    Registry::builder().tool(decoded).build().expect("the example decodes");
+    let validated = BrokenSchema(BrokenSchema::new().0.with_examples([json!({}), json!({"n": 1})]));
+    let error = Registry::builder().tool(validated).build().expect_err("the schema does not compile");
+    assert!(
+        matches!(&error, RegistryError::InvalidExample { tool, problems, .. }
+            if tool == "broken" && problems[0].starts_with("the input schema of tool `broken` is invalid: ")),
+        "{error:?}"
+    );
+}

@@ -37,3 +37,13 @@ fn use_tools_std_keeps_every_registration() {
     let missing: Vec<&str> = TOOLS.iter().copied().filter(|t| !names.contains(t)).collect();
     assert!(missing.is_empty(), "missing from the inventory: {missing:?}; present: {names:?}");
 }
+
+#[test]
+fn every_tool_has_a_schema_the_meta_schema_accepts_and_examples_it_accepts() {
+    // The `tools` binary compiles a validator only for a call that needs one and leaves the
+    // examples of these tools to this test (`examples_checked_by_tests`): here every schema is
+    // checked against the meta-schema and every example against its schema, once.
+    let registry = tool_runtime::Registry::from_inventory().expect("no duplicate tool names");
+    assert!(registry.len() >= TOOLS.len());
+    registry.check_schemas().expect("every schema and example is valid");
+}

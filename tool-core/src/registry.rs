@@ -89,6 +89,14 @@ pub enum RegistryError {
         /// What is wrong with it, as a sentence.
         problem: String,
     },
+    /// A tool's input schema is not a JSON Schema the validator compiles (found by
+    /// [`Registry::check_schemas`]).
+    InvalidSchema {
+        /// The tool's name.
+        tool: String,
+        /// What is wrong, as a sentence naming the tool and the validator's complaint.
+        problem: String,
+    },
 }
 
 impl fmt::Display for RegistryError {
@@ -117,6 +125,7 @@ impl fmt::Display for RegistryError {
             RegistryError::InvalidAlias { tool, alias, problem } => {
                 write!(f, "the alias `{alias}` of the tool `{tool}` {problem}; rename or remove the alias")
             }
+            RegistryError::InvalidSchema { problem, .. } => write!(f, "{problem}; fix the schema"),
         }
     }
 }
@@ -144,6 +153,8 @@ pub struct RegistryBuilder {
     tags: Option<HashSet<String>>,
     predicates: Vec<Predicate>,
     validation: ValidationOptions,
+    /// Whether the examples of tools defined in code are checked while building.
+    check_code_examples: bool,
 }
 
 impl Default for RegistryBuilder {
@@ -156,6 +167,7 @@ impl Default for RegistryBuilder {
             tags: None,
             predicates: Vec::new(),
             validation: ValidationOptions::default(),
+            check_code_examples: true,
         }
     }
 }
@@ -221,6 +233,18 @@ impl RegistryBuilder {
         self
     }
 
+    /// Leaves unchecked, while building, the examples of tools defined in code (those with a
+    /// [`ToolSpec::source`], as `#[tool]` gives them): checking an example that its tool does
+    /// not decode itself takes compiling the tool's validator, work a short-lived process (a
+    /// one-shot command) would repeat on every start for examples that cannot change. Check
+    /// them once in a test instead, with [`Registry::check_schemas`] on the same tools. The
+    /// examples of tools added at run time (without a source, such as mounted MCP tools) are
+    /// still checked.
+    pub fn examples_checked_by_tests(mut self) -> Self {
+        self.check_code_examples = false;
+        self
+    }
+
     /// Builds the registry, failing on duplicate or invalid names.
     pub fn build(mut self) -> Result<Registry, RegistryError> {
         let mut candidates: Vec<(String, Option<SourceLocation>, Arc<dyn Tool>)> = Vec::new();
@@ -263,7 +287,11 @@ impl RegistryBuilder {
                 });
             }
             checked_aliases(&name, tool.spec())?;
-            let validator = checked_examples(&name, tool.spec())?;
+            let validator = if self.check_code_examples || source.is_none() {
+                checked_examples(&name, tool.as_ref())?
+            } else {
+                OnceLock::new()
+            };
             index.insert(name.clone(), entries.len());
             entries.push(Entry { name, source, tool, validator });
         }
@@ -322,35 +350,35 @@ fn checked_aliases(name: &str, spec: &ToolSpec) -> Result<(), RegistryError> {
     Ok(())
 }
 
-/// Checks every example of a tool against its input schema. The validator compiled for that is
-/// kept for the tool's calls; a tool without examples compiles its own on first use.
+/// Checks every example of a tool against its input schema. An example the tool decodes itself
+/// ([`Tool::decode`], which accepts exactly what the schema accepts) is valid without a
+/// validator; any other is checked by the tool's validator, compiled here and kept for its
+/// calls. A tool whose examples all decode (or that has none) compiles its validator on the
+/// first call that needs one.
 fn checked_examples(
     name: &str,
-    spec: &ToolSpec,
+    tool: &dyn Tool,
 ) -> Result<OnceLock<Result<ArgumentValidator, String>>, RegistryError> {
     let cell = OnceLock::new();
-    if spec.examples.is_empty() {
-        return Ok(cell);
-    }
-    let validator = compile_validator(name, spec);
-    match &validator {
-        Ok(validator) => {
-            for (index, example) in spec.examples.iter().enumerate() {
-                let problems = validator.example_problems(example);
-                if !problems.is_empty() {
-                    return Err(RegistryError::InvalidExample { tool: name.to_owned(), index, problems });
-                }
+    let spec = tool.spec();
+    for (index, example) in spec.examples.iter().enumerate() {
+        if tool.decode(&Arguments::Json(example.clone())).is_some() {
+            continue;
+        }
+        let problems = match cell.get_or_init(|| compile_validator(name, spec)) {
+            Ok(validator) => validator.example_problems(example),
+            Err(message) => {
+                return Err(RegistryError::InvalidExample {
+                    tool: name.to_owned(),
+                    index: 0,
+                    problems: vec![message.clone()],
+                });
             }
-        }
-        Err(message) => {
-            return Err(RegistryError::InvalidExample {
-                tool: name.to_owned(),
-                index: 0,
-                problems: vec![message.clone()],
-            });
+        };
+        if !problems.is_empty() {
+            return Err(RegistryError::InvalidExample { tool: name.to_owned(), index, problems });
         }
     }
-    let _ = cell.set(validator);
     Ok(cell)
 }
 
@@ -390,7 +418,7 @@ type NameIndex = HashMap<String, usize, foldhash::fast::RandomState>;
 /// A tool found by name, with what checks its arguments.
 pub(crate) struct Found<'a> {
     pub(crate) tool: &'a Arc<dyn Tool>,
-    validator: &'a ArgumentValidator,
+    entry: &'a Entry,
     options: ValidationOptions,
 }
 
@@ -407,6 +435,8 @@ impl Found<'_> {
     /// How the arguments reach the tool, decided here for the registry and the dispatcher
     /// alike: decoded by the tool itself when `may_decode` (nothing reads them as a value
     /// first) and the tool takes them as they are, validated against its schema otherwise.
+    /// Only the validating path compiles the tool's validator: a process whose calls all
+    /// decode never builds one.
     pub(crate) fn input(&self, arguments: Arguments, may_decode: bool) -> Result<ToolInput, ToolError> {
         if may_decode && let Some(call) = self.tool.decode(&arguments) {
             return Ok(ToolInput::Decoded { call, arguments });
@@ -414,9 +444,9 @@ impl Found<'_> {
         self.validate(arguments).map(ToolInput::Validated)
     }
 
-    /// Validates the arguments against the tool's schema.
+    /// Validates the arguments against the tool's schema (compiled on first use).
     fn validate(&self, arguments: Arguments) -> Result<ValidatedArgs, ToolError> {
-        self.validator.validate(arguments, self.options)
+        self.entry.validator()?.validate(arguments, self.options)
     }
 }
 
@@ -511,20 +541,51 @@ impl Registry {
         self.validation
     }
 
+    /// Checks every tool's input schema as validating a call of it would (against the JSON
+    /// Schema meta-schema, and compiled, the validators kept for the calls), and every example
+    /// against its schema. A registry compiles a tool's validator only for the first call that
+    /// needs one (a call its tool decodes itself needs none), so a broken schema otherwise shows
+    /// only then; and [`RegistryBuilder::examples_checked_by_tests`] leaves examples unchecked.
+    /// This is for a test over the tools a binary links:
+    /// `Registry::from_inventory()?.check_schemas()`.
+    pub fn check_schemas(&self) -> Result<(), RegistryError> {
+        for entry in &self.entries {
+            let validator =
+                match entry.validator.get_or_init(|| compile_validator(&entry.name, entry.tool.spec())) {
+                    Ok(validator) => validator,
+                    Err(message) => {
+                        return Err(RegistryError::InvalidSchema {
+                            tool: entry.name.clone(),
+                            problem: message.clone(),
+                        });
+                    }
+                };
+            for (index, example) in entry.tool.spec().examples.iter().enumerate() {
+                let problems = validator.example_problems(example);
+                if !problems.is_empty() {
+                    return Err(RegistryError::InvalidExample { tool: entry.name.clone(), index, problems });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Validates the arguments of a call to `name` (compiling and caching the validator on first
     /// use). Unknown tools and invalid arguments come back as model-facing errors.
     pub fn validate(&self, name: &str, arguments: impl Into<Arguments>) -> Result<ValidatedArgs, ToolError> {
         self.lookup(name)?.validate(arguments.into())
     }
 
-    /// Looks `name` up once: the tool and its compiled validator. A tool whose schema does not
-    /// compile is an error here, whatever the arguments.
+    /// Looks `name` up once: the tool, and what validates its arguments when they need it. A
+    /// tool whose schema does not compile fails every call that is validated, whatever the
+    /// arguments; a call its tool decodes itself ([`Tool::decode`]) needs no validator, as the
+    /// decoding accepts exactly what the schema accepts.
     pub(crate) fn lookup(&self, name: &str) -> Result<Found<'_>, ToolError> {
         let entry = match self.index.get(name) {
             Some(&i) => &self.entries[i],
             None => return Err(self.unknown_tool(name)),
         };
-        Ok(Found { tool: &entry.tool, validator: entry.validator()?, options: self.validation })
+        Ok(Found { tool: &entry.tool, entry, options: self.validation })
     }
 
     /// Validates and runs one call without a dispatcher: no hooks, timeouts, truncation or events

@@ -34,7 +34,9 @@ pub trait Tool: Send + Sync + 'static {
     /// and as a parsed object (MCP's, Anthropic's, Gemini's): such a call runs no schema
     /// validator, and from text builds no `serde_json::Value`. An implementation must refuse
     /// (return `None`) whatever it is not sure of, including every invalid call: the
-    /// validating path is the one that explains errors to the model.
+    /// validating path is the one that explains errors to the model. The registry relies on
+    /// the same promise: an example this decodes is valid, and a process whose calls all
+    /// decode never compiles the schema's validator.
     fn decode(&self, arguments: &Arguments) -> Option<DecodedCall> {
         let _ = arguments;
         None

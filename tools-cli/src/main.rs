@@ -108,6 +108,9 @@ fn block_on<F: Future<Output = Result<i32, Failure>>>(future: F) -> Result<i32, 
 /// are the same definitions and are dropped.
 fn registry(mounts: &[McpMount]) -> Result<Registry, Failure> {
     Registry::builder()
+        // The examples of the linked tools are checked by the workspace's tests
+        // (`tests/tests/registry.rs`), not by every process; a mounted tool's still are.
+        .examples_checked_by_tests()
         .tools(tools_std::all())
         .tools(tool_runtime::spec::registered_tools())
         .tools(mounts.iter().flat_map(McpMount::tools))

@@ -7,10 +7,16 @@
 //! stored copy stops growing and the notice says so. It is read back with
 //! [`OutputStore::open`], which opens only a regular file directly beneath the store's
 //! directory handle and never follows a symbolic link. The directory is created `0700` and each
-//! file `0600` (on unix). Files older than the retention period are deleted when a store is
-//! opened and then at most once per cleanup interval, from [`OutputStore::create`]. Cleanup
-//! only ever deletes regular files whose names are references, directly inside the store's
-//! directory: it never recurses and never follows a symbolic link.
+//! file `0600` (on unix). Files older than the retention period are deleted by a sweep of the
+//! directory, which opening a store and [`OutputStore::create`] start when it is due: when the
+//! last sweep of that directory, by any process sharing it, is at least one cleanup interval old
+//! (or one retention period, if that is shorter). The time of the last sweep is the
+//! modification time of a stamp file in the directory, so a short-lived process (`tools call`)
+//! pays one `stat` when no sweep is due, and an output outlives its retention period by at most
+//! one cleanup interval. A stamp that is not a regular file, or dated in the future, proves
+//! nothing and the sweep runs. A sweep only ever deletes regular files whose names are
+//! references, directly inside the store's directory: it never recurses and never follows a
+//! symbolic link.
 //!
 //! Whoever installs a store also says, with a [`ReadHint`], how the model reads a stored
 //! output back (which tools to call); the notice of every output saved here uses it.
@@ -41,7 +47,7 @@ pub use writer::{OutputWriter, StoredOutput};
 /// How long stored outputs are kept by default: 7 days.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
-/// How often a long-lived store repeats its retention cleanup by default: hourly.
+/// How often the retention cleanup sweeps a store's directory by default: hourly.
 pub const DEFAULT_CLEANUP_INTERVAL: Duration = Duration::from_secs(60 * 60);
 
 /// The largest stored copy of one output by default: 64 MiB.
@@ -52,6 +58,11 @@ pub const APP_DIR_NAME: &str = "tool-runtime";
 
 /// The store's directory inside [`APP_DIR_NAME`].
 pub const STORE_DIR_NAME: &str = "outputs";
+
+/// The file in the store's directory whose modification time is when the directory was last
+/// swept by the retention cleanup, by any process. Not named like a reference, so no reader and
+/// no sweep ever takes it for an output.
+const SWEEP_STAMP: &str = ".last-cleanup";
 
 /// Why a stored output could not be read back.
 #[derive(Debug)]
@@ -159,7 +170,9 @@ impl OutputStoreBuilder {
         self
     }
 
-    /// How often [`OutputStore::create`] repeats the cleanup (default [`DEFAULT_CLEANUP_INTERVAL`]).
+    /// How often the directory is swept of expired outputs, by whichever process sharing it
+    /// opens a store or creates an output when a sweep is due (default
+    /// [`DEFAULT_CLEANUP_INTERVAL`]).
     pub fn cleanup_interval(mut self, interval: Duration) -> Self {
         self.cleanup_interval = interval;
         self
@@ -178,7 +191,8 @@ impl OutputStoreBuilder {
         self
     }
 
-    /// Creates the directory if needed, makes it private, and runs the retention cleanup.
+    /// Creates the directory if needed, makes it private, and runs the retention cleanup if it
+    /// is due (see the [module docs](self)).
     pub fn open(self) -> io::Result<OutputStore> {
         let path = match self.dir {
             Some(dir) => dir,
@@ -200,7 +214,7 @@ impl OutputStoreBuilder {
             read_hint: self.read_hint,
         };
         // Best effort: a failed cleanup must not stop outputs from being saved.
-        let _ = store.cleanup();
+        store.sweep_if_due();
         Ok(store)
     }
 }
@@ -277,8 +291,9 @@ impl OutputStore {
 
     /// Starts a new private file for one output, to be written as it comes.
     ///
-    /// Also repeats the retention cleanup when the cleanup interval has passed, and recreates the
-    /// directory if something removed it while the store was open.
+    /// Also runs the retention cleanup if it is due (checked at most once per cleanup interval
+    /// by each store), and recreates the directory if something removed it while the store was
+    /// open.
     pub fn create(&self) -> io::Result<OutputWriter> {
         self.cleanup_if_due();
         let mut dir = self.handle();
@@ -367,7 +382,8 @@ impl OutputStore {
         Ok(lines_page(&text, offset.max(1), limit))
     }
 
-    /// Deletes expired outputs now (see the module docs for what is ever deleted).
+    /// Deletes expired outputs now (see the module docs for what is ever deleted), and records
+    /// the sweep for every process sharing the directory.
     pub fn cleanup(&self) -> io::Result<CleanupReport> {
         let dir = self.handle();
         let mut report = CleanupReport::default();
@@ -378,6 +394,9 @@ impl OutputStore {
                 continue;
             };
             let name = entry.file_name();
+            if name == SWEEP_STAMP {
+                continue;
+            }
             // `DirEntry::metadata` does not follow symbolic links.
             let regular = entry.metadata().ok().filter(|meta| meta.is_file());
             let (Some(meta), Some(true)) = (regular, name.to_str().map(OutputRef::is_valid)) else {
@@ -395,7 +414,31 @@ impl OutputStore {
                 report.kept += 1;
             }
         }
+        // Best effort: without a stamp, the next store opened sweeps again.
+        let _ = stamp_sweep(&dir, now);
         Ok(report)
+    }
+
+    /// Sweeps the directory unless it was swept, by this or another process, less than a
+    /// cleanup interval (or retention period, if shorter) ago.
+    fn sweep_if_due(&self) {
+        if !self.swept_recently() {
+            let _ = self.cleanup();
+        }
+    }
+
+    /// Whether the stamp of the last sweep is a regular file dated within the last cleanup
+    /// interval (or retention period, if shorter). One `stat`, not following a link.
+    fn swept_recently(&self) -> bool {
+        let period = self.cleanup_interval.min(self.retention);
+        let Ok(meta) = self.handle().symlink_metadata(SWEEP_STAMP) else {
+            return false;
+        };
+        let Some(swept) = meta.modified().ok().filter(|_| meta.is_file()) else {
+            return false;
+        };
+        // A stamp from the future (a clock set back, a file touched by hand) proves nothing.
+        SystemTime::now().duration_since(swept.into_std()).is_ok_and(|age| age < period)
     }
 
     fn handle(&self) -> Arc<Dir> {
@@ -409,13 +452,15 @@ impl OutputStore {
         Ok(handle)
     }
 
+    /// The check of a long-lived store: at most once per cleanup interval, it sweeps if no
+    /// other process did meanwhile.
     fn cleanup_if_due(&self) {
         let Ok(mut last) = self.last_cleanup.try_lock() else {
             return;
         };
-        if last.elapsed() >= self.cleanup_interval {
+        if last.elapsed() >= self.cleanup_interval.min(self.retention) {
             *last = Instant::now();
-            let _ = self.cleanup();
+            self.sweep_if_due();
         }
     }
 }
@@ -487,6 +532,31 @@ fn open_private_dir(path: &Path) -> io::Result<Dir> {
         }
     }
     Dir::open_ambient_dir(path, ambient_authority())
+}
+
+/// Dates the stamp of the last sweep `now`, creating it private, and replacing whatever else
+/// holds its name (a link, a FIFO) without following or blocking on it.
+fn stamp_sweep(dir: &Dir, now: SystemTime) -> io::Result<()> {
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).follow(FollowSymlinks::No).nonblock(true);
+    #[cfg(unix)]
+    cap_std::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let open_regular = || {
+        let file = dir.open_with(SWEEP_STAMP, &options)?;
+        if file.metadata()?.is_file() {
+            Ok(file)
+        } else {
+            Err(io::Error::new(io::ErrorKind::InvalidData, "the sweep stamp is not a regular file"))
+        }
+    };
+    let file = match open_regular() {
+        Ok(file) => file,
+        Err(_) => {
+            dir.remove_file(SWEEP_STAMP)?;
+            open_regular()?
+        }
+    };
+    file.into_std().set_modified(now)
 }
 
 fn create_private_file(dir: &Dir, name: &str) -> io::Result<File> {

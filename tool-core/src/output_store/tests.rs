@@ -9,6 +9,7 @@ fn age(path: &Path, age: Duration) {
 }
 
 const DAY: Duration = Duration::from_secs(86_400);
+const HOUR: Duration = Duration::from_secs(3_600);
 
 #[test]
 fn data_dir_follows_xdg_then_home() {
@@ -131,6 +132,8 @@ fn opening_a_store_deletes_only_expired_outputs() {
     let subdir = dir.join("out_20000101T000000_00000000");
     fs::create_dir(&subdir).expect("mkdir");
 
+    // The sweep on the first open was an hour ago.
+    age(&dir.join(SWEEP_STAMP), HOUR);
     let reopened = OutputStore::open_dir(&dir).expect("reopen");
     assert!(!dir.join(old.as_str()).exists());
     assert_eq!(reopened.read_to_string(fresh.as_str()).expect("fresh"), "fresh");
@@ -331,4 +334,96 @@ fn the_store_directory_swapped_for_a_link_is_not_followed() {
     fs::rename(&dir, tmp.path().join("moved")).expect("move");
     symlink(&elsewhere, &dir).expect("symlink");
     assert_eq!(store.read_to_string(real.as_str()).expect("read"), "mine");
+}
+
+#[test]
+fn a_sweep_by_one_store_spares_the_next_opened_within_the_interval() {
+    let tmp = TempDir::new("stamp");
+    let dir = tmp.path().join("store");
+    let first = OutputStore::open_dir(&dir).expect("open");
+    let expired = first.save("expired").expect("save").reference;
+    age(&dir.join(expired.as_str()), 8 * DAY);
+
+    // Another process opening the store a minute after the first one's sweep does not sweep.
+    age(&dir.join(SWEEP_STAMP), Duration::from_secs(60));
+    OutputStore::open_dir(&dir).expect("open within the interval");
+    assert!(dir.join(expired.as_str()).exists());
+
+    // Once the interval has passed since that sweep, the next store opened sweeps, and dates
+    // the stamp anew.
+    age(&dir.join(SWEEP_STAMP), HOUR);
+    OutputStore::open_dir(&dir).expect("open after the interval");
+    assert!(!dir.join(expired.as_str()).exists());
+    let stamp = fs::symlink_metadata(dir.join(SWEEP_STAMP)).expect("stamp");
+    assert!(stamp.modified().expect("mtime").elapsed().unwrap_or_default() < Duration::from_secs(60));
+    // The stamp is the store's own: not reported, not readable as an output.
+    assert_eq!(first.cleanup().expect("cleanup"), CleanupReport::default());
+    assert!(matches!(first.read_to_string(SWEEP_STAMP), Err(OutputStoreError::InvalidReference(_))));
+}
+
+#[test]
+fn a_retention_shorter_than_the_interval_bounds_the_time_between_sweeps() {
+    let tmp = TempDir::new("short");
+    let open =
+        || OutputStore::builder().dir(tmp.path()).retention(Duration::from_secs(60)).open().expect("open");
+    let store = open();
+    let first = store.save("first").expect("save").reference;
+    age(&tmp.path().join(first.as_str()), Duration::from_secs(120));
+    age(&tmp.path().join(SWEEP_STAMP), Duration::from_secs(61));
+    open();
+    assert!(!tmp.path().join(first.as_str()).exists());
+}
+
+#[test]
+fn a_stamp_from_the_future_does_not_stop_the_sweep() {
+    let tmp = TempDir::new("future");
+    let store = OutputStore::open_dir(tmp.path()).expect("open");
+    let expired = store.save("expired").expect("save").reference;
+    age(&tmp.path().join(expired.as_str()), 8 * DAY);
+    let stamp = fs::OpenOptions::new().write(true).open(tmp.path().join(SWEEP_STAMP)).expect("stamp");
+    stamp.set_modified(SystemTime::now() + DAY).expect("set_modified");
+    OutputStore::open_dir(tmp.path()).expect("reopen");
+    assert!(!tmp.path().join(expired.as_str()).exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_stamp_that_is_not_a_regular_file_does_not_stop_the_sweep_and_is_replaced() {
+    use std::os::unix::fs::symlink;
+    let tmp = TempDir::new("planted");
+    let dir = tmp.path().join("store");
+    let store = OutputStore::open_dir(&dir).expect("open");
+    let outside = tmp.path().join("outside.txt");
+    fs::write(&outside, "recent").expect("write");
+    let outside_modified = fs::metadata(&outside).expect("outside").modified().expect("mtime");
+
+    // A link to a recent file, a FIFO (which would block an open for writing) and a directory.
+    type Plant<'a> = (&'a str, &'a dyn Fn(&Path));
+    let plant: [Plant<'_>; 3] = [
+        ("link", &|stamp| symlink(&outside, stamp).expect("symlink")),
+        ("fifo", &|stamp| {
+            let status = std::process::Command::new("mkfifo").arg(stamp).status().expect("mkfifo");
+            assert!(status.success());
+        }),
+        ("directory", &|stamp| fs::create_dir(stamp).expect("mkdir")),
+    ];
+    for (what, plant) in plant {
+        let expired = store.save("expired").expect("save").reference;
+        age(&dir.join(expired.as_str()), 8 * DAY);
+        fs::remove_file(dir.join(SWEEP_STAMP)).expect("remove stamp");
+        plant(&dir.join(SWEEP_STAMP));
+        OutputStore::open_dir(&dir).expect("reopen");
+        assert!(!dir.join(expired.as_str()).exists(), "a {what} as the stamp stopped the sweep");
+        let stamp = fs::symlink_metadata(dir.join(SWEEP_STAMP)).expect("stamp");
+        if what == "directory" {
+            // Not removable as a file: left alone, and every open sweeps.
+            assert!(stamp.is_dir());
+            fs::remove_dir(dir.join(SWEEP_STAMP)).expect("rmdir");
+            store.cleanup().expect("cleanup");
+        } else {
+            assert!(stamp.is_file(), "the {what} was not replaced by a stamp");
+        }
+    }
+    assert_eq!(fs::read_to_string(&outside).expect("outside"), "recent");
+    assert_eq!(fs::metadata(&outside).expect("outside").modified().expect("mtime"), outside_modified);
 }

@@ -5,7 +5,7 @@ use serde_json::json;
 use super::cut::{Source, cut};
 use super::*;
 use crate::output::{Content, ToolOutput};
-use crate::output_store::OutputStore;
+use crate::output_store::{OutputRef, OutputStore};
 use crate::spec::{TruncationDirection, TruncationPolicy};
 use crate::testing::TempDir;
 
@@ -57,8 +57,10 @@ fn truncate_saving(
     })
 }
 
+/// The outputs stored in `dir` (not the store's stamp of its last cleanup).
 fn files_in(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir).map(|entries| entries.count()).unwrap_or(0)
+    let is_output = |entry: &std::fs::DirEntry| entry.file_name().to_str().is_some_and(OutputRef::is_valid);
+    std::fs::read_dir(dir).map(|entries| entries.flatten().filter(is_output).count()).unwrap_or(0)
 }
 
 #[test]
