@@ -336,13 +336,28 @@ fn auth_error(message: String) -> HttpError {
     StreamableHttpError::Auth(AuthError::AuthorizationFailed(message))
 }
 
-/// The scopes a 403 `insufficient_scope` challenge names.
+/// The most scopes taken from one challenge, and the longest scope.
+const MAX_SCOPES: usize = 32;
+const MAX_SCOPE_LEN: usize = 128;
+
+/// The scopes a 403 `insufficient_scope` challenge names: well-formed scope tokens only (RFC
+/// 6749, section 3.3), so that the server's words reach the model and the token file only as
+/// scopes, a bounded number of bounded length.
 fn needed_scopes(refused: &InsufficientScopeError, url: &str) -> Vec<String> {
     let scope = refused.required_scope.clone().or_else(|| {
         let base = reqwest::Url::parse(url).ok()?;
         WWWAuthenticateParams::parse(&refused.www_authenticate_header, &base).scope
     });
-    scope.map(|scope| scope.split_whitespace().map(str::to_owned).collect()).unwrap_or_default()
+    let mut scopes: Vec<String> = Vec::new();
+    for token in scope.as_deref().unwrap_or("").split(' ') {
+        let well_formed = !token.is_empty()
+            && token.len() <= MAX_SCOPE_LEN
+            && token.bytes().all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b));
+        if well_formed && !scopes.iter().any(|known| known == token) && scopes.len() < MAX_SCOPES {
+            scopes.push(token.to_owned());
+        }
+    }
+    scopes
 }
 
 impl BearerClient {
@@ -490,6 +505,35 @@ impl StreamableHttpClient for BearerClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_well_formed_scopes_of_a_challenge_are_taken() {
+        let refused = |header: &str| InsufficientScopeError::new(header.to_owned(), None);
+        let url = "https://mcp.example/mcp";
+        assert_eq!(
+            needed_scopes(
+                &refused(r#"Bearer error="insufficient_scope", scope="mcp:basic mcp:write mcp:basic""#),
+                url
+            ),
+            ["mcp:basic", "mcp:write"]
+        );
+        let hostile = format!(
+            "Bearer error=\"insufficient_scope\", scope=\"ok \\\"quoted\\\" back\\\\slash tab\tx {} {}\"",
+            "a".repeat(MAX_SCOPE_LEN + 1),
+            (0..100).map(|i| format!("s{i}")).collect::<Vec<_>>().join(" ")
+        );
+        let scopes = needed_scopes(&refused(&hostile), url);
+        assert_eq!(scopes.len(), MAX_SCOPES, "{scopes:?}");
+        assert_eq!(scopes[0], "ok");
+        assert!(
+            scopes.iter().all(|s| !s.contains(['"', '\\', '\t']) && s.len() <= MAX_SCOPE_LEN),
+            "{scopes:?}"
+        );
+        assert_eq!(
+            needed_scopes(&refused(r#"Bearer error="insufficient_scope""#), url),
+            Vec::<String>::new()
+        );
+    }
 
     #[test]
     fn a_token_is_refreshed_a_minute_or_half_its_lifetime_before_it_expires() {
