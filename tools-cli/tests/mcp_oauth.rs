@@ -527,3 +527,111 @@ fn login_names_the_servers_when_the_name_is_unknown() {
     assert!(stderr.contains("no server `nope` (enabled) in it; the servers are: `secure`"), "{stderr}");
     let _ = TOOLS;
 }
+
+/// A 403 `insufficient_scope` names the scopes and the login that grants them; that login asks
+/// for the scopes granted before and those the server wanted, and the call then succeeds.
+#[test]
+fn a_403_for_want_of_scopes_names_them_and_the_next_login_asks_for_them() {
+    let setup = Setup::new(Options { step_up: true, ..Options::default() });
+    setup.login();
+    assert_eq!(setup.server.authorize_queries()[0]["scope"], "mcp");
+
+    let (code, stdout, stderr) = setup.call_secret();
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        result["output"],
+        "The MCP server `secure` refused to run `secret`: it needs the OAuth scopes `mcp write` for this request (HTTP 403 `insufficient_scope`), which its token was not granted; to grant them, log in with `tools mcp login secure` (it will ask for `mcp write`), then try again."
+    );
+    assert_eq!(setup.stored()["wanted_scopes"], json!(["mcp", "write"]));
+    // The session was not given up for a server that stopped: the listing still works.
+    assert_eq!(setup.server.stats().insufficient_scope, 1);
+
+    setup.login();
+    assert_eq!(setup.server.authorize_queries()[1]["scope"], "mcp write");
+    let (code, stdout, stderr) = setup.call_secret();
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["output"], "the protected secret");
+    assert_eq!(setup.stored().get("wanted_scopes"), None, "granted now: {}", setup.stored());
+}
+
+/// With `grantType` `client_credentials` no person logs in: the mount gets a token with the
+/// client's own credentials (HTTP Basic, as the metadata asks), and asks again, with the wider
+/// scopes, when the server answers 403 `insufficient_scope`.
+#[test]
+fn a_client_credentials_client_gets_and_widens_its_token_without_a_person() {
+    let setup = Setup::new(Options {
+        step_up: true,
+        machine_client: Some(("machine".to_owned(), "machine-secret".to_owned())),
+        ..Options::default()
+    });
+    let text = json!({"mcpServers": {"secure": {"url": setup.server.mcp_url(), "oauth": {"grantType": "client_credentials", "clientId": "machine", "clientSecret": "machine-secret"}}}});
+    std::fs::write(&setup.config, text.to_string()).unwrap();
+    let (code, stdout, stderr) = setup.call_secret();
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["output"], "the protected secret");
+    assert_eq!(setup.server.machine_scopes(), ["mcp", "mcp write"]);
+    let stats = setup.server.stats();
+    assert_eq!(
+        (stats.client_credentials, stats.insufficient_scope, stats.authorizations),
+        (2, 1, 0),
+        "{stats:?}"
+    );
+    assert_eq!(setup.stored()["credentials"]["client_id"], "machine");
+
+    // The stored token, with its scopes, serves the next process.
+    assert_eq!(setup.call_secret().0, 0);
+    assert_eq!(setup.server.stats().client_credentials, 2);
+
+    // `tools mcp login` asks for a token the same way, without a browser.
+    let login = setup
+        .command(&["mcp", "login", "secure", "--mcp-config", setup.config.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(login.status.code(), Some(0), "{}", String::from_utf8_lossy(&login.stderr));
+    assert_eq!(setup.server.stats().client_credentials, 3);
+    assert_eq!(setup.server.machine_scopes()[2], "mcp write");
+
+    // A wrong secret is refused with the keys to check.
+    let text = json!({"mcpServers": {"secure": {"url": setup.server.mcp_url(), "oauth": {"grantType": "client_credentials", "clientId": "machine", "clientSecret": "wrong"}}}});
+    std::fs::write(&setup.config, text.to_string()).unwrap();
+    std::fs::remove_file(setup.token_file()).unwrap();
+    let (code, _, stderr) = setup.call_secret();
+    assert_eq!(code, 1);
+    assert!(stderr.contains("check `oauth.clientId` and `oauth.clientSecret`"), "{stderr}");
+}
+
+/// A server of the 2025-03-26 revision that publishes no metadata but answers 401 with a
+/// `Bearer` challenge: the login uses the default endpoints at its origin (`/register`,
+/// `/authorize`, `/token`), and the mount refreshes there.
+#[test]
+fn without_metadata_a_bearer_401_leads_to_the_default_endpoints_at_the_origin() {
+    let setup = Setup::new(Options { no_metadata: true, token_ttl: Some(1), ..Options::default() });
+    setup.login();
+    let stats = setup.server.stats();
+    assert_eq!((stats.registrations, stats.code_exchanges), (1, 1), "{stats:?}");
+    assert_eq!(setup.stored()["credentials"]["issuer"], Value::Null);
+    std::thread::sleep(Duration::from_millis(1100));
+    let (code, stdout, stderr) = setup.call_secret();
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["output"], "the protected secret");
+    assert_eq!(setup.server.stats().refreshes, 1);
+}
+
+/// With `clientMetadataUrl`, a server that takes client ID metadata documents gets that URL as
+/// the client id and no registration; one that does not gets a registration as before.
+#[test]
+fn a_client_metadata_url_is_the_client_id_where_the_server_takes_one() {
+    let document = "https://client.example/tools-client.json";
+    for takes_documents in [true, false] {
+        let setup = Setup::new(Options { metadata_documents: takes_documents, ..Options::default() });
+        let text = json!({"mcpServers": {"secure": {"url": setup.server.mcp_url(), "oauth": {"clientMetadataUrl": document}}}});
+        std::fs::write(&setup.config, text.to_string()).unwrap();
+        setup.login();
+        let client_id = setup.server.authorize_queries()[0]["client_id"].clone();
+        assert_eq!(client_id == document, takes_documents, "{client_id}");
+        assert_eq!(setup.server.stats().registrations, u32::from(!takes_documents));
+        assert_eq!(setup.call_secret().0, 0);
+    }
+}

@@ -90,7 +90,7 @@ pub struct ServerConfig {
 }
 
 /// The OAuth settings of one HTTP server: the entry's `"oauth": {"clientId", "clientSecret",
-/// "scopes", "callbackPort"}`, and where its tokens are kept. Everything is optional: without a
+/// "scopes", "callbackPort", "grantType", "clientMetadataUrl"}`, and where its tokens are kept. Everything is optional: without a
 /// client id, the client registers itself with the authorization server (RFC 7591).
 #[derive(Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -111,6 +111,19 @@ pub struct OAuthConfig {
     /// What a person runs to log in to this server, named in the error of a mount that needs
     /// it (the `tools` binary sets `tools mcp login NAME`).
     pub login_command: Option<String>,
+    /// Whether the client gets its tokens with its own credentials, without a person
+    /// (`"grantType": "client_credentials"`, OAuth 2.1's client credentials grant, for a
+    /// machine-to-machine client; needs `clientId` and `clientSecret`, sent as HTTP Basic when
+    /// the authorization server supports only `client_secret_basic`, else in the request body).
+    /// A mount then asks for a token itself when it has none, when it expires, and when the
+    /// server wants more scopes (a 403 `insufficient_scope`); `tools mcp login NAME` is not
+    /// needed. The default, `"authorization_code"`, is a person's login in a browser.
+    pub client_credentials: bool,
+    /// The `https://` URL of a client ID metadata document this client publishes
+    /// (`clientMetadataUrl`; the MCP revision 2025-11-25's client ID metadata documents): where the
+    /// authorization server says it supports them (`client_id_metadata_document_supported`), a
+    /// login without `clientId` uses the URL as its client id instead of registering itself.
+    pub client_metadata_url: Option<String>,
 }
 
 impl fmt::Debug for OAuthConfig {
@@ -122,6 +135,8 @@ impl fmt::Debug for OAuthConfig {
             .field("callback_port", &self.callback_port)
             .field("token_file", &self.token_file)
             .field("login_command", &self.login_command)
+            .field("client_credentials", &self.client_credentials)
+            .field("client_metadata_url", &self.client_metadata_url)
             .finish()
     }
 }
@@ -396,7 +411,7 @@ impl McpConfig {
     /// `defer` (`true`: its tools are deferred, found by a tool search) and, for an `https://`
     /// server, `caCert` (a PEM file of CA certificates trusted besides the public roots; a
     /// relative path is taken from the file's directory by [`McpConfig::load`]) and `oauth`
-    /// (`{"clientId", "clientSecret", "scopes", "callbackPort"}`, see [`OAuthConfig`]). Other
+    /// (`{"clientId", "clientSecret", "scopes", "callbackPort", "grantType", "clientMetadataUrl"}`, see [`OAuthConfig`]). Other
     /// keys, which other clients write, are ignored.
     pub fn parse(text: &str) -> Result<McpConfig, ConfigError> {
         Self::parse_with_env(text, &|name| std::env::var(name).ok())
@@ -528,11 +543,11 @@ fn parse_server(
 fn parse_oauth(value: &Value, env: &dyn Fn(&str) -> Option<String>) -> Result<OAuthConfig, String> {
     let entry = value
         .as_object()
-        .ok_or("`oauth` must be an object (`clientId`, `clientSecret`, `scopes`, `callbackPort`)")?;
-    let known = ["clientId", "clientSecret", "scopes", "callbackPort"];
+        .ok_or("`oauth` must be an object (`clientId`, `clientSecret`, `scopes`, `callbackPort`, `grantType`, `clientMetadataUrl`)")?;
+    let known = ["clientId", "clientSecret", "scopes", "callbackPort", "grantType", "clientMetadataUrl"];
     if let Some(unknown) = entry.keys().find(|key| !known.contains(&key.as_str())) {
         return Err(format!(
-            "unknown key `oauth.{unknown}`; expected one of `clientId`, `clientSecret`, `scopes`, `callbackPort`"
+            "unknown key `oauth.{unknown}`; expected one of `clientId`, `clientSecret`, `scopes`, `callbackPort`, `grantType`, `clientMetadataUrl`"
         ));
     }
     let string = |key: &str| -> Result<Option<String>, String> {
@@ -568,9 +583,32 @@ fn parse_oauth(value: &Value, env: &dyn Fn(&str) -> Option<String>) -> Result<OA
         callback_port,
         token_file: None,
         login_command: None,
+        client_metadata_url: string("clientMetadataUrl")?.filter(|url| !url.is_empty()),
+        client_credentials: match string("grantType")?.as_deref() {
+            None | Some("authorization_code") => false,
+            Some("client_credentials") => true,
+            Some(other) => {
+                return Err(format!(
+                    "`oauth.grantType` is `{other}`; expected `authorization_code` (a person's login, the default) or `client_credentials`"
+                ));
+            }
+        },
     };
     if oauth.client_secret.is_some() && oauth.client_id.is_none() {
         return Err("`oauth.clientSecret` needs `oauth.clientId`".to_owned());
+    }
+    if let Some(url) = &oauth.client_metadata_url
+        && !url.strip_prefix("https://").and_then(|rest| rest.split_once('/')).is_some_and(|(host, path)| {
+            !host.is_empty() && !path.is_empty() && !url.contains(char::is_whitespace)
+        })
+    {
+        return Err(format!(
+            "`oauth.clientMetadataUrl` `{url}` must be an `https://` URL with a path (where the client ID metadata document is)"
+        ));
+    }
+    if oauth.client_credentials && oauth.client_secret.is_none() {
+        return Err("`oauth.grantType` `client_credentials` needs `oauth.clientId` and `oauth.clientSecret`"
+            .to_owned());
     }
     Ok(oauth)
 }
@@ -779,7 +817,7 @@ mod tests {
         );
         assert_eq!(
             message(r#"{"mcpServers": {"a": {"url": "https://a", "oauth": {"clientID": "x"}}}}"#),
-            "MCP configuration: server `a`: unknown key `oauth.clientID`; expected one of `clientId`, `clientSecret`, `scopes`, `callbackPort`"
+            "MCP configuration: server `a`: unknown key `oauth.clientID`; expected one of `clientId`, `clientSecret`, `scopes`, `callbackPort`, `grantType`, `clientMetadataUrl`"
         );
         assert_eq!(
             message(r#"{"mcpServers": {"a": {"url": "https://a", "oauth": {"callbackPort": 70000}}}}"#),
@@ -789,6 +827,33 @@ mod tests {
             message(r#"{"mcpServers": {"a": {"url": "https://a", "oauth": {"clientSecret": "s"}}}}"#),
             "MCP configuration: server `a`: `oauth.clientSecret` needs `oauth.clientId`"
         );
+        let machine = parse(
+            r#"{"mcpServers": {"m": {"url": "https://m/mcp", "oauth": {"grantType": "client_credentials", "clientId": "i", "clientSecret": "s", "clientMetadataUrl": "https://me.example/c.json"}}}}"#,
+        )
+        .unwrap();
+        assert!(machine.servers[0].oauth.client_credentials);
+        assert_eq!(
+            machine.servers[0].oauth.client_metadata_url.as_deref(),
+            Some("https://me.example/c.json")
+        );
+        assert_eq!(
+            message(
+                r#"{"mcpServers": {"a": {"url": "https://a", "oauth": {"grantType": "client_credentials", "clientId": "i"}}}}"#
+            ),
+            "MCP configuration: server `a`: `oauth.grantType` `client_credentials` needs `oauth.clientId` and `oauth.clientSecret`"
+        );
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"url": "https://a", "oauth": {"grantType": "password"}}}}"#),
+            "MCP configuration: server `a`: `oauth.grantType` is `password`; expected `authorization_code` (a person's login, the default) or `client_credentials`"
+        );
+        for bad in
+            ["http://me.example/c.json", "https://me.example", "https://me.example/", "https:///c.json"]
+        {
+            let text = format!(
+                r#"{{"mcpServers": {{"a": {{"url": "https://a", "oauth": {{"clientMetadataUrl": "{bad}"}}}}}}}}"#
+            );
+            assert!(message(&text).contains("must be an `https://` URL with a path"), "{bad}");
+        }
     }
 
     #[test]

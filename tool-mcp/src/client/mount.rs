@@ -400,6 +400,13 @@ impl MountInner {
 
     /// The error of a call whose connection broke.
     async fn stopped(&self, remote: &str, session: &Session, error: ServiceError) -> ToolError {
+        // A refusal of the request (its token, its scopes) leaves the session as it was.
+        if let Some(reason) = refused(&error) {
+            return ToolError::permission_denied(self.config.redact(&format!(
+                "The MCP server `{}` refused to run `{remote}`: {reason}.",
+                self.config.name
+            )));
+        }
         session.close();
         let tail = session.last_stderr().await;
         let error = described(&error);
@@ -410,6 +417,31 @@ impl MountInner {
         ))
         .with_source(std::io::Error::other(self.config.redact(&detail)))
     }
+}
+
+/// Why the server refused a request for want of authorization (a token, or its scopes), when
+/// that is why it failed.
+fn refused(error: &ServiceError) -> Option<String> {
+    let ServiceError::TransportSend(error) = error else { return None };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&*error.error);
+    while let Some(current) = cause {
+        #[cfg(feature = "oauth")]
+        if let Some(rmcp::transport::auth::AuthError::AuthorizationFailed(message)) = current.downcast_ref() {
+            return Some(message.clone());
+        }
+        #[cfg(feature = "http")]
+        if let Some(refused) =
+            current.downcast_ref::<rmcp::transport::streamable_http_client::InsufficientScopeError>()
+        {
+            let scope = refused.required_scope.as_deref().unwrap_or("(not named)");
+            let scope: String = scope.chars().filter(|c| !c.is_control()).take(200).collect();
+            return Some(format!(
+                "it needs OAuth scopes its token lacks (HTTP 403 `insufficient_scope`; it asks for `{scope}`); give its entry a token with them"
+            ));
+        }
+        cause = current.source();
+    }
+    None
 }
 
 /// A request's failure in words: a transport's failure by its innermost cause, without the

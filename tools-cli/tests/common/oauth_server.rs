@@ -53,6 +53,19 @@ pub(crate) struct Options {
     /// the well-known URIs), asks for the scopes `mcp extra` there, and serves `/mcp` to `POST`
     /// only, as servers that never answer a `GET` do.
     pub challenge_only: bool,
+    /// `tools/call` needs the scopes `mcp write` (a token without `write` gets a 403 with
+    /// `WWW-Authenticate: Bearer error="insufficient_scope", scope="mcp write"`).
+    pub step_up: bool,
+    /// A client of the client credentials grant (its id and secret, sent as HTTP Basic as the
+    /// metadata's only `token_endpoint_auth_methods_supported` says); scopes are granted as asked.
+    pub machine_client: Option<(String, String)>,
+    /// Publishes no metadata at all (a server of the 2025-03-26 revision relying on the default
+    /// endpoints `/authorize`, `/token`, `/register` at its origin): its 401 says only
+    /// `Bearer realm="mcp"`, and its redirect carries no `iss`.
+    pub no_metadata: bool,
+    /// Takes client ID metadata documents (`client_id_metadata_document_supported`): an
+    /// `https://` client id is accepted without registration (the document is not fetched).
+    pub metadata_documents: bool,
 }
 
 #[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +77,8 @@ pub(crate) struct Stats {
     pub refreshes: u32,
     pub refused_refreshes: u32,
     pub mcp_unauthorized: u32,
+    pub insufficient_scope: u32,
+    pub client_credentials: u32,
 }
 
 struct Grant {
@@ -71,6 +86,7 @@ struct Grant {
     redirect_uri: String,
     challenge: String,
     resource: Option<String>,
+    scope: String,
 }
 
 #[derive(Default)]
@@ -78,7 +94,11 @@ struct State {
     clients: HashMap<String, Vec<String>>,
     codes: HashMap<String, Grant>,
     access: HashMap<String, Instant>,
+    /// The scopes of each access token.
+    scopes: HashMap<String, String>,
     refresh: HashMap<String, (String, bool)>,
+    /// The scopes each client credentials token request asked for.
+    machine_scopes: Vec<String>,
     stats: Stats,
     /// Every query the authorization endpoint received, for the tests to inspect.
     authorize_queries: Vec<HashMap<String, String>>,
@@ -162,6 +182,11 @@ impl OAuthServer {
         self.state.lock().unwrap().authorize_queries.clone()
     }
 
+    /// The `scope` of each client credentials token request.
+    pub(crate) fn machine_scopes(&self) -> Vec<String> {
+        self.state.lock().unwrap().machine_scopes.clone()
+    }
+
     /// Names another authorization server in the resource metadata from now on.
     pub(crate) fn move_to_authorization_server(&self, base: &str) {
         self.state.lock().unwrap().authorization_server = Some(base.to_owned());
@@ -220,15 +245,20 @@ impl App {
             (
                 "GET",
                 "/.well-known/oauth-protected-resource/mcp" | "/.well-known/oauth-protected-resource",
-            ) if !self.options.challenge_only => self.resource_metadata(),
+            ) if !self.options.challenge_only && !self.options.no_metadata => self.resource_metadata(),
             ("GET", CHALLENGE_ONLY_METADATA) if self.options.challenge_only => self.resource_metadata(),
             ("GET", "/mcp") if self.options.challenge_only => {
                 reply(StatusCode::METHOD_NOT_ALLOWED, json!({"error": "POST only"}))
             }
-            ("GET", "/.well-known/oauth-authorization-server") => {
+            ("GET", "/.well-known/oauth-authorization-server") if !self.options.no_metadata => {
                 let issuer = self.options.issuer.clone().unwrap_or_else(|| self.base.clone());
                 let token =
                     self.options.token_endpoint.clone().unwrap_or_else(|| format!("{}/token", self.base));
+                let (grants, methods) = if self.options.machine_client.is_some() {
+                    (json!(["client_credentials"]), json!(["client_secret_basic"]))
+                } else {
+                    (json!(["authorization_code", "refresh_token"]), json!(["none"]))
+                };
                 reply(
                     StatusCode::OK,
                     json!({
@@ -237,10 +267,11 @@ impl App {
                         "token_endpoint": token,
                         "registration_endpoint": format!("{}/register", self.base),
                         "response_types_supported": ["code"],
-                        "grant_types_supported": ["authorization_code", "refresh_token"],
+                        "grant_types_supported": grants,
                         "code_challenge_methods_supported": ["S256"],
-                        "token_endpoint_auth_methods_supported": ["none"],
+                        "token_endpoint_auth_methods_supported": methods,
                         "scopes_supported": ["mcp"],
+                        "client_id_metadata_document_supported": self.options.metadata_documents,
                     }),
                 )
             }
@@ -267,8 +298,20 @@ impl App {
             }
             ("GET", "/authorize") => self.authorize(request.uri().query().unwrap_or("")),
             ("POST", "/token") => {
+                let basic = request
+                    .headers()
+                    .get(header::AUTHORIZATION)
+                    .and_then(|h| h.to_str().ok())
+                    .and_then(|h| h.strip_prefix("Basic "))
+                    .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+                    .and_then(|b| String::from_utf8(b).ok());
                 let body = request.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                self.token(form(&body)).await
+                let mut params = form(&body);
+                if let Some((id, secret)) = basic.as_deref().and_then(|b| b.split_once(':')) {
+                    params.insert("basic_id".into(), id.into());
+                    params.insert("basic_secret".into(), secret.into());
+                }
+                self.token(params).await
             }
             ("GET", "/stats") => {
                 let stats = self.stats_json();
@@ -278,7 +321,9 @@ impl App {
                 if !self.authorized(request.headers().get(header::AUTHORIZATION)) {
                     self.state.lock().unwrap().stats.mcp_unauthorized += 1;
                     let mut response = reply(StatusCode::UNAUTHORIZED, json!({"error": "invalid_token"}));
-                    let challenge = if self.options.challenge_only {
+                    let challenge = if self.options.no_metadata {
+                        "Bearer realm=\"mcp\"".to_owned()
+                    } else if self.options.challenge_only {
                         format!(
                             "Bearer error=\"invalid_token\", resource_metadata=\"{}{CHALLENGE_ONLY_METADATA}\", scope=\"mcp extra\"",
                             self.base
@@ -291,6 +336,33 @@ impl App {
                     };
                     response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge.parse().unwrap());
                     return response;
+                }
+                if self.options.step_up {
+                    let (parts, body) = request.into_parts();
+                    let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                    let method = serde_json::from_slice::<Value>(&body).ok().map(|m| m["method"].clone());
+                    let token = parts
+                        .headers
+                        .get(header::AUTHORIZATION)
+                        .and_then(|h| h.to_str().ok())
+                        .and_then(|h| h.strip_prefix("Bearer "))
+                        .unwrap_or_default()
+                        .to_owned();
+                    let scopes = self.state.lock().unwrap().scopes.get(&token).cloned().unwrap_or_default();
+                    if method.as_ref().and_then(Value::as_str) == Some("tools/call")
+                        && !scopes.split(' ').any(|scope| scope == "write")
+                    {
+                        self.state.lock().unwrap().stats.insufficient_scope += 1;
+                        let mut response =
+                            reply(StatusCode::FORBIDDEN, json!({"error": "insufficient_scope"}));
+                        let challenge = format!(
+                            "Bearer error=\"insufficient_scope\", scope=\"mcp write\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+                            self.base
+                        );
+                        response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge.parse().unwrap());
+                        return response;
+                    }
+                    return self.mcp.handle(Request::from_parts(parts, Full::new(body))).await;
                 }
                 self.mcp.handle(request).await
             }
@@ -326,7 +398,8 @@ impl App {
         state.authorize_queries.push(params.clone());
         let get = |key: &str| params.get(key).cloned().unwrap_or_default();
         let (client_id, redirect_uri) = (get("client_id"), get("redirect_uri"));
-        if !state.clients.get(&client_id).is_some_and(|uris| uris.contains(&redirect_uri)) {
+        let documented = self.options.metadata_documents && client_id.starts_with("https://");
+        if !documented && !state.clients.get(&client_id).is_some_and(|uris| uris.contains(&redirect_uri)) {
             return oauth_error("invalid_request", "unknown client or redirect_uri");
         }
         if get("response_type") != "code"
@@ -346,28 +419,30 @@ impl App {
                 redirect_uri: redirect_uri.clone(),
                 challenge: get("code_challenge"),
                 resource: params.get("resource").cloned(),
+                scope: get("scope"),
             },
         );
         state.stats.authorizations += 1;
         let mut location = url::Url::parse(&redirect_uri).unwrap();
-        location
-            .query_pairs_mut()
-            .append_pair("code", &code)
-            .append_pair("state", &get("state"))
-            .append_pair("iss", &self.options.issuer.clone().unwrap_or_else(|| self.base.clone()));
+        location.query_pairs_mut().append_pair("code", &code).append_pair("state", &get("state"));
+        if !self.options.no_metadata {
+            let issuer = self.options.issuer.clone().unwrap_or_else(|| self.base.clone());
+            location.query_pairs_mut().append_pair("iss", &issuer);
+        }
         let mut response = Response::new(Full::new(Bytes::new()).boxed());
         *response.status_mut() = StatusCode::FOUND;
         response.headers_mut().insert(header::LOCATION, location.as_str().parse().unwrap());
         response
     }
 
-    fn issue(&self, state: &mut State, client_id: &str, ttl: Option<u64>) -> Value {
+    fn issue(&self, state: &mut State, client_id: &str, ttl: Option<u64>, scope: &str) -> Value {
         let access = format!("access-{}", random());
         let refresh = format!("refresh-{}", random());
         let ttl = ttl.unwrap_or(3600);
         state.access.insert(access.clone(), Instant::now() + Duration::from_secs(ttl));
+        state.scopes.insert(access.clone(), scope.to_owned());
         state.refresh.insert(refresh.clone(), (client_id.to_owned(), false));
-        json!({"access_token": access, "token_type": "Bearer", "expires_in": ttl, "refresh_token": refresh, "scope": "mcp"})
+        json!({"access_token": access, "token_type": "Bearer", "expires_in": ttl, "refresh_token": refresh, "scope": scope})
     }
 
     async fn token(&self, params: HashMap<String, String>) -> Answer {
@@ -398,7 +473,11 @@ impl App {
                 }
                 let grant = state.codes.remove(&get("code")).unwrap();
                 state.stats.code_exchanges += 1;
-                reply(StatusCode::OK, self.issue(&mut state, &grant.client_id, self.options.token_ttl))
+                let scope = if grant.scope.is_empty() { "mcp".to_owned() } else { grant.scope.clone() };
+                reply(
+                    StatusCode::OK,
+                    self.issue(&mut state, &grant.client_id, self.options.token_ttl, &scope),
+                )
             }
             "refresh_token" => {
                 tokio::time::sleep(self.options.refresh_delay).await;
@@ -409,13 +488,37 @@ impl App {
                         *used = true;
                         let client_id = client_id.clone();
                         state.stats.refreshes += 1;
-                        reply(StatusCode::OK, self.issue(&mut state, &client_id, self.options.refreshed_ttl))
+                        reply(
+                            StatusCode::OK,
+                            self.issue(&mut state, &client_id, self.options.refreshed_ttl, "mcp"),
+                        )
                     }
                     _ => {
                         state.stats.refused_refreshes += 1;
                         oauth_error("invalid_grant", "the refresh token is unknown or was already used")
                     }
                 }
+            }
+            "client_credentials" => {
+                let Some((id, secret)) = &self.options.machine_client else {
+                    return oauth_error("unsupported_grant_type", "no client credentials here");
+                };
+                if params.get("basic_id") != Some(id) || params.get("basic_secret") != Some(secret) {
+                    return reply(
+                        StatusCode::UNAUTHORIZED,
+                        json!({"error": "invalid_client", "error_description": "client_secret_basic expected"}),
+                    );
+                }
+                if params.get("resource") != Some(&format!("{}/mcp", self.base)) {
+                    return oauth_error("invalid_target", "resource must be the MCP endpoint");
+                }
+                let mut state = self.state.lock().unwrap();
+                state.stats.client_credentials += 1;
+                let scope = get("scope");
+                state.machine_scopes.push(scope.clone());
+                let mut answer = self.issue(&mut state, id, self.options.token_ttl, &scope);
+                answer.as_object_mut().unwrap().remove("refresh_token");
+                reply(StatusCode::OK, answer)
             }
             _ => oauth_error("unsupported_grant_type", "authorization_code or refresh_token"),
         }

@@ -15,9 +15,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use http::{HeaderName, HeaderValue};
 use oauth2::TokenResponse;
 use rmcp::model::ClientJsonRpcMessage;
-use rmcp::transport::auth::{AuthError, AuthorizationManager, OAuthClientConfig};
+use rmcp::transport::auth::{AuthError, AuthorizationManager, OAuthClientConfig, WWWAuthenticateParams};
 use rmcp::transport::streamable_http_client::{
-    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    InsufficientScopeError, SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
 };
 
 use super::http::OAuthHttp;
@@ -52,6 +52,7 @@ pub(crate) struct Tokens {
     file: TokenFile,
     ca_cert: Option<PathBuf>,
     login: String,
+    config: OAuthConfig,
     cached: std::sync::Mutex<Cached>,
     /// One refresh at a time in this process (the file's lock orders processes).
     refreshing: tokio::sync::Mutex<()>,
@@ -101,6 +102,7 @@ impl Tokens {
             file: TokenFile::for_config(config)?,
             ca_cert,
             login: login_advice(config),
+            config: config.clone(),
             cached: std::sync::Mutex::new(Cached::Unread),
             refreshing: tokio::sync::Mutex::new(()),
         })
@@ -130,11 +132,10 @@ impl Tokens {
                 return Err(problem);
             }
         };
-        let Some(entry) = entry else {
-            self.cache(Cached::Nothing);
-            return Ok(None);
-        };
-        let Some((access, refresh_at)) = token_of(&entry) else {
+        let Some((access, refresh_at)) = entry.as_ref().and_then(token_of) else {
+            if self.config.client_credentials {
+                return self.refresh(None).await.map(Some);
+            }
             self.cache(Cached::Nothing);
             return Ok(None);
         };
@@ -156,6 +157,9 @@ impl Tokens {
             return Ok(access.clone());
         }
         let _lock = self.file.lock().await?;
+        if self.config.client_credentials {
+            return self.client_credentials_locked(stale, &[]).await;
+        }
         // Read again under the lock: another process may have refreshed it.
         let entry =
             self.file.entry(&self.url)?.ok_or_else(|| self.login_needed("its OAuth tokens were removed"))?;
@@ -195,6 +199,79 @@ impl Tokens {
         }
     }
 
+    /// With the client credentials grant, under the file's lock: the token another process
+    /// stored meanwhile, if it is not `stale` and has every scope of `wanted`, or a new one
+    /// for the scopes stored and `wanted`.
+    async fn client_credentials_locked(
+        &self,
+        stale: Option<&str>,
+        wanted: &[String],
+    ) -> Result<String, String> {
+        let entry = self.file.entry(&self.url)?;
+        if let Some(entry) = &entry
+            && let Some((access, refresh_at)) = token_of(entry)
+            && Some(access.as_str()) != stale
+            && fresh(refresh_at)
+            && wanted.iter().all(|scope| entry.credentials.granted_scopes.contains(scope))
+        {
+            self.cache(Cached::Token { access: access.clone(), refresh_at });
+            return Ok(access);
+        }
+        let earlier = entry
+            .map(|entry| super::union(&entry.credentials.granted_scopes, &entry.wanted_scopes))
+            .unwrap_or_default();
+        let scopes = super::union(&super::union(&self.config.scopes, &earlier), wanted);
+        let access = super::machine::client_credentials(
+            &self.server,
+            &self.url,
+            self.ca_cert.as_deref(),
+            &self.config,
+            &self.file,
+            &scopes,
+        )
+        .await?;
+        let refresh_at = self.file.entry(&self.url)?.as_ref().and_then(token_of).and_then(|(_, at)| at);
+        self.cache(Cached::Token { access: access.clone(), refresh_at });
+        Ok(access)
+    }
+
+    /// The server refused a request for want of the scopes `needed` (a 403 with
+    /// `insufficient_scope`). A refresh may not widen a grant (OAuth 2.1, section 4.3.1), so:
+    /// with the client credentials grant, a new token for the scopes held and `needed`; else
+    /// the scopes are remembered for the next login, and the error says to log in again.
+    pub(crate) async fn step_up(&self, sent: Option<&str>, needed: &[String]) -> Result<String, String> {
+        let _one = self.refreshing.lock().await;
+        let _lock = self.file.lock().await?;
+        if self.config.client_credentials {
+            return self.client_credentials_locked(sent, needed).await;
+        }
+        let what = if needed.is_empty() {
+            "more OAuth scopes than its token was granted (HTTP 403 `insufficient_scope`, naming none)"
+                .to_owned()
+        } else {
+            format!(
+                "the OAuth scope{} `{}` for this request (HTTP 403 `insufficient_scope`), which its token was not granted",
+                if needed.len() == 1 { "" } else { "s" },
+                needed.join(" ")
+            )
+        };
+        let mut asked = needed.to_vec();
+        if let Some(mut entry) = self.file.entry(&self.url)? {
+            let wanted = super::union(&entry.wanted_scopes, needed);
+            asked = super::union(&entry.credentials.granted_scopes, &wanted);
+            if wanted != entry.wanted_scopes {
+                entry.wanted_scopes = wanted;
+                self.file.set_entry(&self.url, entry)?;
+            }
+        }
+        let asked = super::union(&self.config.scopes, &asked);
+        Err(format!(
+            "it needs {what}; to grant them, {} (it will ask for `{}`), then try again",
+            self.login,
+            asked.join(" ")
+        ))
+    }
+
     /// rmcp's manager for a refresh: the authorization server found again (its issuer must be
     /// the one that issued the tokens), the stored client, and the entry as its store.
     async fn manager(&self, entry: &Entry) -> Result<AuthorizationManager, String> {
@@ -208,8 +285,16 @@ impl Tokens {
                 super::describe(&e)
             )
         })?;
-        if !resolution.source.is_discovered() {
-            return Err(self.login_needed("it no longer publishes OAuth metadata"));
+        // The default endpoints of the 2025-03-26 revision serve only tokens they issued: those
+        // of a login that found no metadata, and so no issuer.
+        match (resolution.source.is_discovered(), &entry.credentials.issuer) {
+            (false, Some(_)) => return Err(self.login_needed("it no longer publishes OAuth metadata")),
+            (true, None) => {
+                return Err(self.login_needed(
+                    "it now names an authorization server, not the default endpoints at its origin that issued the stored tokens",
+                ));
+            }
+            _ => {}
         }
         super::check_metadata(&resolution.metadata, false)?;
         if let Some(issuer) = &entry.credentials.issuer
@@ -251,6 +336,30 @@ fn auth_error(message: String) -> HttpError {
     StreamableHttpError::Auth(AuthError::AuthorizationFailed(message))
 }
 
+/// The most scopes taken from one challenge, and the longest scope.
+const MAX_SCOPES: usize = 32;
+const MAX_SCOPE_LEN: usize = 128;
+
+/// The scopes a 403 `insufficient_scope` challenge names: well-formed scope tokens only (RFC
+/// 6749, section 3.3), so that the server's words reach the model and the token file only as
+/// scopes, a bounded number of bounded length.
+fn needed_scopes(refused: &InsufficientScopeError, url: &str) -> Vec<String> {
+    let scope = refused.required_scope.clone().or_else(|| {
+        let base = reqwest::Url::parse(url).ok()?;
+        WWWAuthenticateParams::parse(&refused.www_authenticate_header, &base).scope
+    });
+    let mut scopes: Vec<String> = Vec::new();
+    for token in scope.as_deref().unwrap_or("").split(' ') {
+        let well_formed = !token.is_empty()
+            && token.len() <= MAX_SCOPE_LEN
+            && token.bytes().all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b));
+        if well_formed && !scopes.iter().any(|known| known == token) && scopes.len() < MAX_SCOPES {
+            scopes.push(token.to_owned());
+        }
+    }
+    scopes
+}
+
 impl BearerClient {
     async fn with_token<T, F, Fut>(&self, given: Option<String>, call: F) -> Result<T, HttpError>
     where
@@ -274,6 +383,18 @@ impl BearerClient {
                 let Some(sent) = token else { return Err(StreamableHttpError::AuthRequired(challenge)) };
                 let fresh = self.tokens.refresh(Some(&sent)).await.map_err(auth_error)?;
                 call(Some(fresh)).await
+            }
+            Err(StreamableHttpError::InsufficientScope(refused)) => {
+                let needed = needed_scopes(&refused, &self.tokens.url);
+                let fresh = self.tokens.step_up(token.as_deref(), &needed).await.map_err(auth_error)?;
+                match call(Some(fresh)).await {
+                    // Still too few: the authorization server granted less than was asked.
+                    Err(StreamableHttpError::InsufficientScope(refused)) => Err(auth_error(format!(
+                        "it still needs the OAuth scopes `{}` (HTTP 403 `insufficient_scope`), which the authorization server did not grant to this client",
+                        needed_scopes(&refused, &self.tokens.url).join(" ")
+                    ))),
+                    result => result,
+                }
             }
             result => result,
         }
@@ -384,6 +505,35 @@ impl StreamableHttpClient for BearerClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_well_formed_scopes_of_a_challenge_are_taken() {
+        let refused = |header: &str| InsufficientScopeError::new(header.to_owned(), None);
+        let url = "https://mcp.example/mcp";
+        assert_eq!(
+            needed_scopes(
+                &refused(r#"Bearer error="insufficient_scope", scope="mcp:basic mcp:write mcp:basic""#),
+                url
+            ),
+            ["mcp:basic", "mcp:write"]
+        );
+        let hostile = format!(
+            "Bearer error=\"insufficient_scope\", scope=\"ok \\\"quoted\\\" back\\\\slash tab\tx {} {}\"",
+            "a".repeat(MAX_SCOPE_LEN + 1),
+            (0..100).map(|i| format!("s{i}")).collect::<Vec<_>>().join(" ")
+        );
+        let scopes = needed_scopes(&refused(&hostile), url);
+        assert_eq!(scopes.len(), MAX_SCOPES, "{scopes:?}");
+        assert_eq!(scopes[0], "ok");
+        assert!(
+            scopes.iter().all(|s| !s.contains(['"', '\\', '\t']) && s.len() <= MAX_SCOPE_LEN),
+            "{scopes:?}"
+        );
+        assert_eq!(
+            needed_scopes(&refused(r#"Bearer error="insufficient_scope""#), url),
+            Vec::<String>::new()
+        );
+    }
 
     #[test]
     fn a_token_is_refreshed_a_minute_or_half_its_lifetime_before_it_expires() {

@@ -39,11 +39,15 @@ type Callback = Result<(String, Option<String>), String>;
 /// `WWW-Authenticate: Bearer resource_metadata=...` or the well-known URI) names the
 /// authorization server, whose metadata (RFC 8414 or OpenID Connect discovery) must name itself
 /// as `issuer`; the client registers itself (RFC 7591) unless the entry's `oauth.clientId` is
-/// set; a listener on `127.0.0.1` (a free port, or `oauth.callbackPort`) waits for the redirect;
+/// set, or its `oauth.clientMetadataUrl` is and the authorization server takes client ID metadata
+/// documents (then that URL is the client id); a listener on `127.0.0.1` (a free port, or `oauth.callbackPort`) waits for the redirect;
 /// `open` is given the authorization URL (with a PKCE S256 challenge and a random `state`) to
 /// show to the person or open in a browser; the redirect's `state` must match (another visit is
 /// answered 400 and ignored); the code is exchanged with the PKCE verifier, under the token
-/// file's lock. Plain `http://` is refused for every endpoint but those on this machine. Gives up
+/// file's lock. The scopes asked for are `oauth.scopes` (by default those of the server's challenge
+/// or metadata) with those granted before and those a server's 403 `insufficient_scope` asked for
+/// since (a step-up). With `oauth.grantType` `client_credentials` no person is involved: the
+/// client's own credentials get the token. Plain `http://` is refused for every endpoint but those on this machine. Gives up
 /// after `timeout` without a redirect.
 pub async fn login(
     server: &ServerConfig,
@@ -59,6 +63,27 @@ pub async fn login(
     check_endpoint("URL", url).map_err(&error)?;
     key(url).map_err(&error)?;
 
+    // A step-up: the scopes granted before and those a server's 403 asked for beyond them.
+    let earlier = match file.entry(url) {
+        Ok(Some(entry)) => super::union(&entry.credentials.granted_scopes, &entry.wanted_scopes),
+        _ => Vec::new(),
+    };
+    if server.oauth.client_credentials {
+        let _lock = file.lock().await.map_err(&error)?;
+        let scopes = super::union(&server.oauth.scopes, &earlier);
+        super::machine::client_credentials(
+            &server.name,
+            url,
+            ca_cert.as_deref(),
+            &server.oauth,
+            &file,
+            &scopes,
+        )
+        .await
+        .map_err(&error)?;
+        return Ok(file);
+    }
+
     let http = OAuthHttp::new(ca_cert.as_deref()).map_err(&error)?;
     // Discovery starts where a client meets it: the 401 of an MCP request, whose challenge may
     // name the metadata and the scopes the server wants.
@@ -66,23 +91,18 @@ pub async fn login(
     let mut manager = AuthorizationManager::new_with_oauth_http_client(url.as_str(), Arc::new(http))
         .await
         .map_err(|e| error(format!("cannot set up OAuth for `{url}` ({e})")))?;
-    let resolution = manager
-        .resolve_metadata_from_challenge(challenge.as_deref())
-        .await
-        .map_err(|e| {
-            error(format!(
-                "OAuth discovery failed, so no login was attempted: {}; check `url`, or have the server's operator correct its OAuth metadata",
-                super::describe(&e)
-            ))
-        })?;
-    if !resolution.source.is_discovered() {
-        return Err(error(format!(
-            "`{url}` publishes no OAuth metadata (no `WWW-Authenticate: Bearer resource_metadata=...` on its 401, no protected resource or authorization server metadata at its well-known URIs), so there is nothing to log in to; if it needs a token, set it in `headers`"
-        )));
-    }
     let registering = server.oauth.client_id.is_none();
-    super::check_metadata(&resolution.metadata, registering).map_err(&error)?;
-    manager.set_metadata(resolution.metadata);
+    let metadata = super::discover(&manager, url, challenge.as_deref(), registering).await.map_err(&error)?;
+    // A client ID metadata document stands in for a registration where the server takes one.
+    let metadata_document = server.oauth.client_metadata_url.as_ref().filter(|_| {
+        server.oauth.client_id.is_none()
+            && metadata
+                .additional_fields
+                .get("client_id_metadata_document_supported")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false)
+    });
+    manager.set_metadata(metadata);
 
     let port = server.oauth.callback_port.unwrap_or(0);
     let listener = TcpListener::bind(("127.0.0.1", port))
@@ -97,8 +117,10 @@ pub async fn login(
     } else {
         server.oauth.scopes.clone()
     };
+    let scopes = super::union(&scopes, &earlier);
     let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
-    let client_secret = match &server.oauth.client_id {
+    let client_id = server.oauth.client_id.as_ref().or(metadata_document);
+    let client_secret = match client_id {
         Some(client_id) => {
             let mut client =
                 OAuthClientConfig::new(client_id.clone(), redirect_uri.clone()).with_scopes(scopes.clone());

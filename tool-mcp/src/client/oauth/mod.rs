@@ -8,6 +8,15 @@
 //! A server that answers 401 when no token is stored, or whose refresh is refused, fails to
 //! mount with a sentence naming the login command ([`OAuthConfig::login_command`]).
 //!
+//! A server that answers a request 403 with `WWW-Authenticate: Bearer error="insufficient_scope",
+//! scope="..."` wants scopes the token was not granted, and a refresh may not widen a grant
+//! (OAuth 2.1, section 4.3.1): the call fails with a sentence naming the scopes and the login
+//! command, and the scopes are kept in the token file, so that the next login asks for the
+//! scopes granted before and those (a step-up). A client of the client credentials grant
+//! (`"grantType": "client_credentials"` in the entry's `oauth`, see [`OAuthConfig`]) needs no
+//! person: the mount asks for a token with the client's own credentials when it has none, when
+//! it expires, and, with the wider scopes, after such a 403, then sends the request once more.
+//!
 //! The protocol itself is rmcp's authorization manager: discovery (RFC 9728 protected resource
 //! metadata, RFC 8414 / OpenID Connect authorization server metadata, with the `issuer` and
 //! `resource` checks), dynamic client registration (RFC 7591), PKCE S256, the code exchange and
@@ -28,13 +37,15 @@
 //! ```
 //!
 //! [`OAuthConfig::login_command`]: crate::client::OAuthConfig::login_command
+//! [`OAuthConfig`]: crate::client::OAuthConfig
 
 mod bearer;
 mod http;
 mod login;
+mod machine;
 mod store;
 
-use rmcp::transport::auth::{AuthError, AuthorizationMetadata};
+use rmcp::transport::auth::{AuthError, AuthorizationManager, AuthorizationMetadata};
 
 pub(crate) use bearer::{BearerClient, Tokens, login_advice};
 pub use login::{LOGIN_TIMEOUT, login};
@@ -53,6 +64,36 @@ pub fn logout(server: &ServerConfig) -> Result<bool, MountError> {
     file.remove(url).map_err(error)
 }
 
+/// The authorization server metadata of the MCP server at `url`, found from its 401's
+/// `challenge` (if any) or the well-known URIs, and checked. When neither exists but the server
+/// answered 401 with a `Bearer` challenge, the 2025-03-26 revision's default endpoints at its
+/// origin (`/authorize`, `/token`, `/register`) are used.
+async fn discover(
+    manager: &AuthorizationManager,
+    url: &str,
+    challenge: Option<&str>,
+    registering: bool,
+) -> Result<AuthorizationMetadata, String> {
+    let resolution = manager.resolve_metadata_from_challenge(challenge).await.map_err(|e| {
+        format!(
+            "OAuth discovery failed, so no login was attempted: {}; check `url`, or have the server's operator correct its OAuth metadata",
+            describe(&e)
+        )
+    })?;
+    if !resolution.source.is_discovered() && !challenge.is_some_and(bearer_challenge) {
+        return Err(format!(
+            "`{url}` publishes no OAuth metadata (no `WWW-Authenticate: Bearer resource_metadata=...` on its 401, no protected resource or authorization server metadata at its well-known URIs), so there is nothing to log in to; if it needs a token, set it in `headers`"
+        ));
+    }
+    check_metadata(&resolution.metadata, registering)?;
+    Ok(resolution.metadata)
+}
+
+/// Whether a 401's `WWW-Authenticate` asks for a bearer token.
+fn bearer_challenge(challenge: &str) -> bool {
+    challenge.trim_start().get(..6).is_some_and(|scheme| scheme.eq_ignore_ascii_case("bearer"))
+}
+
 /// Refuses authorization server metadata whose endpoints are plain `http://` away from this
 /// machine (the registration endpoint only when `registering`).
 fn check_metadata(metadata: &AuthorizationMetadata, registering: bool) -> Result<(), String> {
@@ -66,6 +107,17 @@ fn check_metadata(metadata: &AuthorizationMetadata, registering: bool) -> Result
         http::check_endpoint(&format!("{what} registration endpoint"), registration)?;
     }
     Ok(())
+}
+
+/// The scopes of `first` and then those of `more` not among them.
+fn union(first: &[String], more: &[String]) -> Vec<String> {
+    let mut all = first.to_vec();
+    for scope in more {
+        if !all.contains(scope) {
+            all.push(scope.clone());
+        }
+    }
+    all
 }
 
 /// rmcp's error as a sentence, with its cause.

@@ -39,6 +39,10 @@ pub(crate) struct Entry {
     pub client_secret: Option<String>,
     /// The redirect URI the client was registered with.
     pub redirect_uri: String,
+    /// Scopes the server asked for in a 403 `insufficient_scope` challenge beyond those granted:
+    /// the next login asks for them too (a refresh may not widen a grant).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wanted_scopes: Vec<String>,
 }
 
 #[derive(Default, Serialize, Deserialize)]
@@ -283,11 +287,21 @@ impl CredentialStore for EntryStore {
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        // Scopes still wanted are kept until a grant includes them.
+        let wanted_scopes = match self.file.entry(&self.url) {
+            Ok(Some(old)) => old
+                .wanted_scopes
+                .into_iter()
+                .filter(|scope| !credentials.granted_scopes.contains(scope))
+                .collect(),
+            _ => Vec::new(),
+        };
         let entry = Entry {
             server: self.server.clone(),
             credentials,
             client_secret: self.client_secret.clone(),
             redirect_uri: self.redirect_uri.clone(),
+            wanted_scopes,
         };
         self.file.set_entry(&self.url, entry).map_err(store_error)
     }
@@ -326,6 +340,7 @@ mod tests {
             credentials,
             client_secret: None,
             redirect_uri: "http://127.0.0.1:1/callback".into(),
+            wanted_scopes: Vec::new(),
         }
     }
 
