@@ -23,6 +23,8 @@ pub use decide::{AskAnswer, AskFuture, AskRequest, Asker, asker};
 pub use policy::{EgressPolicy, HostPattern, HostRule, placeholder};
 pub use proxy::{Egress, EgressProxy};
 pub use refusal::{Protocol, Reason, Refusal, summarize};
+#[cfg(feature = "tls")]
+pub use tls::CA_BUNDLE_VARIABLES;
 
 /// The environment variables that send a command's clients through the proxy at `addr`.
 ///

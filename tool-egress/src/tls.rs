@@ -26,7 +26,9 @@ const SYSTEM_BUNDLES: [&str; 5] = [
 
 /// Variables that point common clients at a bundle of trusted roots: OpenSSL and Go
 /// (`SSL_CERT_FILE`), `curl`, `git`, cargo, Python's `requests`, and Node (which adds to its own).
-const BUNDLE_VARS: [&str; 6] = [
+/// Where TLS is terminated, a command's environment ([`EgressProxy::env`](crate::EgressProxy::env))
+/// sets each of them to the session's bundle: the system's roots and the session's CA.
+pub const CA_BUNDLE_VARIABLES: [&str; 6] = [
     "SSL_CERT_FILE",
     "CURL_CA_BUNDLE",
     "GIT_SSL_CAINFO",
@@ -168,7 +170,7 @@ impl Terminator {
     /// The variables that make clients trust the session's CA.
     pub(crate) fn env(&self) -> Vec<(String, String)> {
         let path = self.bundle.path.display().to_string();
-        BUNDLE_VARS
+        CA_BUNDLE_VARIABLES
             .iter()
             .filter(|var| self.bundle.complete || **var == "NODE_EXTRA_CA_CERTS")
             .map(|var| ((*var).to_owned(), path.clone()))

@@ -257,16 +257,6 @@ async fn a_secret_host_whose_certificate_fails_verification_is_refused_and_gets_
     );
 }
 
-/// The variables that point clients at the session's bundle.
-const BUNDLE_VARS: [&str; 6] = [
-    "SSL_CERT_FILE",
-    "CURL_CA_BUNDLE",
-    "GIT_SSL_CAINFO",
-    "CARGO_HTTP_CAINFO",
-    "REQUESTS_CA_BUNDLE",
-    "NODE_EXTRA_CA_CERTS",
-];
-
 /// Whether `program` runs; says why the test is skipped when not.
 fn have(program: &str, test: &str) -> bool {
     let found = std::process::Command::new(program)
@@ -303,7 +293,7 @@ async fn run(program: &str, args: &[&str], env: &[(String, String)]) -> (i32, St
 
 /// The proxy's environment without the variables that name the session's bundle.
 fn without_bundle(env: &[(String, String)]) -> Vec<(String, String)> {
-    env.iter().filter(|(k, _)| !BUNDLE_VARS.contains(&k.as_str())).cloned().collect()
+    env.iter().filter(|(k, _)| !tool_egress::CA_BUNDLE_VARIABLES.contains(&k.as_str())).cloned().collect()
 }
 
 async fn started(label: &str) -> (Upstream, Egress, EgressProxy) {
