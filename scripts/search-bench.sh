@@ -12,6 +12,9 @@
 #   CASES="startup grep glob capture"  which cases to run (startup: an empty directory, so
 #                                the time is the process's start and exit)
 #   BASELINE=/path/to/tools      another build of the binary, run alternately with the others
+#   DIRECT=1                     spawn each command directly, without /usr/bin/time (no peak RSS):
+#                                under a forking parent such as time, our parallel walks take
+#                                35-40 ms longer (see BENCHMARKS.md)
 set -euo pipefail
 
 TOOLS=${1:-${CARGO_TARGET_DIR:-target}/release/tools}
@@ -41,13 +44,14 @@ if [ ! -d "$TREE/.git" ]; then
   echo "tree: $TREE, $count files" >&2
 fi
 
-export TOOLS TREE FD RUNS CAPTURE CASES BASELINE=${BASELINE:-}
+export TOOLS TREE FD RUNS CAPTURE CASES BASELINE=${BASELINE:-} DIRECT=${DIRECT:-}
 exec python3 - <<'PY'
 import json, os, statistics, subprocess, sys, time
 
 TOOLS, TREE, FD = os.environ["TOOLS"], os.environ["TREE"], os.environ["FD"]
 RUNS, CAPTURE, CASES = int(os.environ["RUNS"]), os.environ["CAPTURE"], os.environ["CASES"].split()
 
+DIRECT = os.environ.get("DIRECT") == "1"
 RSS_FILE = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"search-bench-rss.{os.getpid()}")
 
 def run(argv):
@@ -55,11 +59,14 @@ def run(argv):
     GNU time reports the peak RSS: a child forked from this Python process would count
     Python's own memory until its exec."""
     start = time.perf_counter()
-    proc = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", RSS_FILE] + argv, stdin=subprocess.DEVNULL,
+    timed = [] if DIRECT else ["/usr/bin/time", "-f", "%M", "-o", RSS_FILE]
+    proc = subprocess.Popen(timed + argv, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=TREE)
     out = proc.stdout.read()
     proc.wait()
     elapsed = time.perf_counter() - start
+    if DIRECT:
+        return elapsed, 0.0, out
     with open(RSS_FILE) as f:
         peak = int(f.read().split()[-1]) / 1024
     return elapsed, peak, out
