@@ -410,7 +410,9 @@ impl ToolContext {
     /// Asks the permission hook. `Ok(())` means go ahead; a denial is a permission-denied
     /// error carrying the hook's reason, ready to return from the tool with `?`.
     pub async fn ask(&self, request: PermissionRequest) -> Result<(), ToolError> {
-        self.asker().ask(request).await
+        let shared = &self.inner.shared;
+        ask_hook(&*shared.permissions, self.inner.asker.as_ref(), self.tool_name(), self.call_id(), request)
+            .await
     }
 
     /// This call's way to ask its permission hook from a task it spawns, or from work that
@@ -526,17 +528,29 @@ impl fmt::Debug for CallAsker {
 
 impl CallAsker {
     /// Asks as [`ToolContext::ask`] does, from whatever task this runs in.
-    pub async fn ask(&self, mut request: PermissionRequest) -> Result<(), ToolError> {
-        request.tool = self.tool_name.to_string();
-        request.call_id = self.call_id.to_string();
-        request.asker.clone_from(&self.asker);
-        match self.permissions.decide(&request).await {
-            PermissionDecision::Allow => Ok(()),
-            PermissionDecision::Deny { reason } => Err(ToolError::permission_denied(format!(
-                "Permission denied ({}): {reason}",
-                request.description
-            ))),
-        }
+    pub async fn ask(&self, request: PermissionRequest) -> Result<(), ToolError> {
+        ask_hook(&*self.permissions, self.asker.as_ref(), &self.tool_name, &self.call_id, request).await
+    }
+}
+
+/// `request`, from the call `call_id` of `tool`, answered by `permissions` (with `asker` for the
+/// person behind the call): a denial becomes a permission-denied error carrying the reason.
+async fn ask_hook(
+    permissions: &dyn PermissionHook,
+    asker: Option<&Arc<dyn PermissionHook>>,
+    tool: &str,
+    call_id: &str,
+    mut request: PermissionRequest,
+) -> Result<(), ToolError> {
+    tool.clone_into(&mut request.tool);
+    call_id.clone_into(&mut request.call_id);
+    request.asker = asker.cloned();
+    match permissions.decide(&request).await {
+        PermissionDecision::Allow => Ok(()),
+        PermissionDecision::Deny { reason } => Err(ToolError::permission_denied(format!(
+            "Permission denied ({}): {reason}",
+            request.description
+        ))),
     }
 }
 
