@@ -89,6 +89,15 @@ impl Setup {
         command
     }
 
+    /// `tools mcp login secure`, waiting at most `timeout_secs` for the browser, no standard input.
+    fn login_command(&self, timeout_secs: &str) -> Command {
+        let config = self.config.to_str().unwrap();
+        let mut command =
+            self.command(&["mcp", "login", "secure", "--mcp-config", config, "--timeout-secs", timeout_secs]);
+        command.stdin(Stdio::null());
+        command
+    }
+
     /// `tools call secure__secret`: its exit code, standard output and error.
     fn call_secret(&self) -> (i32, String, String) {
         let output = self
@@ -106,16 +115,7 @@ impl Setup {
     #[allow(clippy::zombie_processes, reason = "the child goes to the caller, which waits for it")]
     fn start_login(&self) -> (Child, String) {
         let mut child = self
-            .command(&[
-                "mcp",
-                "login",
-                "secure",
-                "--mcp-config",
-                self.config.to_str().unwrap(),
-                "--timeout-secs",
-                "60",
-            ])
-            .stdin(Stdio::null())
+            .login_command("60")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -168,19 +168,7 @@ impl Setup {
 
     /// A login that fails: its exit code and standard error.
     fn failed_login(&self) -> (i32, String) {
-        let output = self
-            .command(&[
-                "mcp",
-                "login",
-                "secure",
-                "--mcp-config",
-                self.config.to_str().unwrap(),
-                "--timeout-secs",
-                "5",
-            ])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let output = self.login_command("5").output().unwrap();
         (output.status.code().unwrap_or(-1), String::from_utf8_lossy(&output.stderr).into_owned())
     }
 }
