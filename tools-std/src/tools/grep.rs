@@ -176,7 +176,7 @@ pub async fn grep(
         text.push('\n');
         for (line_number, line) in lines {
             text.push_str("  ");
-            push_number(&mut text, *line_number);
+            text.push_str(itoa::Buffer::new().format(*line_number));
             text.push_str(": ");
             text.push_str(line);
             text.push('\n');
@@ -344,21 +344,6 @@ fn search_one(
     }
 }
 
-/// Appends `n` in decimal.
-fn push_number(text: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    text.extend(digits[start..].iter().map(|&d| char::from(d)));
-}
-
 fn skipped_notice(skipped: &[String]) -> String {
     if skipped.is_empty() {
         return String::new();
@@ -443,15 +428,6 @@ pub(crate) mod tests {
         results.add(at(1), Target::root().join("a"), lines(1));
         let order: Vec<_> = results.files.keys().map(|(_, p)| p.path().to_path_buf()).collect();
         assert_eq!(order, [std::path::PathBuf::from("a"), "b".into()]);
-    }
-
-    #[test]
-    fn numbers_are_written_in_decimal() {
-        for n in [0, 7, 10, 99, 100, 12_345, u64::MAX] {
-            let mut text = String::from("x");
-            super::push_number(&mut text, n);
-            assert_eq!(text, format!("x{n}"));
-        }
     }
 
     #[tokio::test]
