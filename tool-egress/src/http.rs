@@ -140,10 +140,7 @@ async fn terminate(
                     request.headers_mut().insert(header::HOST, value);
                 }
                 swap_secrets(&ctx.decider.policy, &host, port, request.headers_mut());
-                // A WebSocket handshake is passed on with its secret put in; once the host
-                // switches protocols the two connections are joined and the frames go by unread.
-                // Any other upgrade (`h2c`) is dropped, as a hop-by-hop header, and the host
-                // answers the request as it stands.
+                // A WebSocket handshake is passed on with its secret put in ([`pass_back`]).
                 let client_upgrade = websocket.then(|| {
                     set_upgrade(request.headers_mut());
                     hyper::upgrade::on(&mut request)
@@ -155,38 +152,7 @@ async fn terminate(
                 };
                 drop(sender);
                 Ok::<_, Infallible>(match response {
-                    Ok(mut response) => {
-                        let switching = response.status() == StatusCode::SWITCHING_PROTOCOLS;
-                        let upgrades = match client_upgrade {
-                            Some(client) if switching => Some((client, hyper::upgrade::on(&mut response))),
-                            _ => None,
-                        };
-                        let (mut parts, body) = response.into_parts();
-                        strip_hop_by_hop(&mut parts.headers);
-                        if let Some((client, host_side)) = upgrades {
-                            set_upgrade(&mut parts.headers);
-                            ctx.spawn(async move {
-                                let (Ok(client), Ok(host_side)) = tokio::join!(client, host_side) else {
-                                    return;
-                                };
-                                let _ = tokio::io::copy_bidirectional(
-                                    &mut TokioIo::new(client),
-                                    &mut TokioIo::new(host_side),
-                                )
-                                .await;
-                            });
-                        } else if switching {
-                            // Nothing was asked to switch: a host that switches anyway cannot be
-                            // followed.
-                            return Ok(text(
-                                StatusCode::BAD_GATEWAY,
-                                format!(
-                                    "{authority} switched protocols unasked; the network proxy relays only WebSocket upgrades"
-                                ),
-                            ));
-                        }
-                        Response::from_parts(parts, body.boxed())
-                    }
+                    Ok(response) => pass_back(&ctx, &authority, client_upgrade, response),
                     Err(e) => text(
                         StatusCode::BAD_GATEWAY,
                         format!("the network proxy's request to {authority} failed: {e}"),
@@ -204,7 +170,6 @@ async fn terminate(
 }
 
 /// Whether the request asks to switch to WebSocket (`Connection: Upgrade`, `Upgrade: websocket`).
-#[cfg(feature = "tls")]
 fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
     let has = |name: header::HeaderName, token: &str| {
         headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|t| {
@@ -218,10 +183,42 @@ fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
 }
 
 /// Puts back the two headers of a WebSocket upgrade that [`strip_hop_by_hop`] removes.
-#[cfg(feature = "tls")]
 fn set_upgrade(headers: &mut HeaderMap) {
     headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
     headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+}
+
+/// The host's answer to a forwarded request, passed back to the client without its hop-by-hop
+/// headers. A WebSocket handshake (`client_upgrade`, the client's side of it) that the host
+/// accepts joins the two connections, and the frames go by unread. Any other upgrade (`h2c`) was
+/// dropped from the request as a hop-by-hop header, so the host answers the request as it
+/// stands; a host that switches protocols unasked is not followed.
+fn pass_back(
+    ctx: &Ctx,
+    authority: &str,
+    client_upgrade: Option<hyper::upgrade::OnUpgrade>,
+    mut response: Response<Incoming>,
+) -> Response<Body> {
+    let switching = response.status() == StatusCode::SWITCHING_PROTOCOLS;
+    if switching && client_upgrade.is_none() {
+        return text(
+            StatusCode::BAD_GATEWAY,
+            format!(
+                "{authority} switched protocols unasked; the network proxy relays only WebSocket upgrades"
+            ),
+        );
+    }
+    let host_upgrade = switching.then(|| hyper::upgrade::on(&mut response));
+    let (mut parts, body) = response.into_parts();
+    strip_hop_by_hop(&mut parts.headers);
+    if let (Some(client), Some(host)) = (client_upgrade, host_upgrade) {
+        set_upgrade(&mut parts.headers);
+        ctx.spawn(async move {
+            let (Ok(client), Ok(host)) = tokio::join!(client, host) else { return };
+            let _ = tokio::io::copy_bidirectional(&mut TokioIo::new(client), &mut TokioIo::new(host)).await;
+        });
+    }
+    Response::from_parts(parts, body.boxed())
 }
 
 /// `GET http://host/path`: decide, connect, send the request in origin form, stream the answer.
@@ -248,14 +245,17 @@ async fn forward(mut request: Request<Incoming>, ctx: Ctx) -> Response<Body> {
     let port = authority.port_u16().unwrap_or(80);
     let host = authority.host().to_owned();
     let method = request.method();
-    if ctx.decider.policy.limited && !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
-        let refusal = Refusal {
-            host: crate::policy::normalize(&host).unwrap_or(host),
-            port,
-            protocol: Protocol::Http,
-            reason: Reason::LimitedMethod { method: method.to_string() },
+    let websocket = is_websocket_upgrade(request.headers());
+    if ctx.decider.policy.limited {
+        let reason = if !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
+            Some(Reason::LimitedMethod { method: method.to_string() })
+        } else {
+            websocket.then_some(Reason::LimitedUpgrade)
         };
-        return refused(&ctx, &refusal);
+        if let Some(reason) = reason {
+            let host = crate::policy::normalize(&host).unwrap_or(host);
+            return refused(&ctx, &Refusal { host, port, protocol: Protocol::Http, reason });
+        }
     }
     let upstream = match ctx.open(&host, port, Protocol::Http).await {
         Ok(upstream) => upstream,
@@ -275,7 +275,7 @@ async fn forward(mut request: Request<Incoming>, ctx: Ctx) -> Response<Body> {
         }
     };
     ctx.spawn(async move {
-        let _ = connection.await;
+        let _ = connection.with_upgrades().await;
     });
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     *request.uri_mut() = path.parse().unwrap_or_default();
@@ -291,12 +291,12 @@ async fn forward(mut request: Request<Incoming>, ctx: Ctx) -> Response<Body> {
     if let Some(host) = crate::policy::normalize(authority.host()) {
         swap_secrets(&ctx.decider.policy, &host, port, request.headers_mut());
     }
+    let client_upgrade = websocket.then(|| {
+        set_upgrade(request.headers_mut());
+        hyper::upgrade::on(&mut request)
+    });
     match sender.send_request(request).await {
-        Ok(response) => {
-            let (mut parts, body) = response.into_parts();
-            strip_hop_by_hop(&mut parts.headers);
-            Response::from_parts(parts, body.boxed())
-        }
+        Ok(response) => pass_back(&ctx, authority.as_str(), client_upgrade, response),
         Err(e) => {
             text(StatusCode::BAD_GATEWAY, format!("the network proxy's request to {authority} failed: {e}"))
         }

@@ -158,7 +158,7 @@ pub struct HostRule {
 /// cannot lead it to a local address.
 ///
 /// In **limited** mode only plain-HTTP `GET`, `HEAD` and `OPTIONS` pass; `CONNECT` and SOCKS5
-/// tunnels, whose content the proxy cannot see, are refused.
+/// tunnels and WebSocket upgrades, whose content the proxy cannot see, are refused.
 #[derive(Debug, Clone, Default)]
 pub struct EgressPolicy {
     pub(crate) denied: Vec<HostRule>,

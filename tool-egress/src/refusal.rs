@@ -63,6 +63,8 @@ pub enum Reason {
     },
     /// Limited mode refused a tunnel.
     LimitedTunnel,
+    /// Limited mode refused a plain-HTTP WebSocket upgrade.
+    LimitedUpgrade,
     /// The name could not be resolved.
     Unresolved {
         /// The resolver's words.
@@ -158,6 +160,10 @@ impl fmt::Display for Refusal {
             Reason::LimitedTunnel => f.write_str(
                 "the network is in limited mode, where only plain-HTTP GET, HEAD and OPTIONS pass; a tunnel \
                  (HTTPS through CONNECT, or SOCKS5) cannot be inspected, so it is refused",
+            ),
+            Reason::LimitedUpgrade => f.write_str(
+                "the network is in limited mode, where only plain-HTTP GET, HEAD and OPTIONS pass; a \
+                 WebSocket upgrade opens a two-way channel that cannot be inspected, so it is refused",
             ),
             Reason::Unresolved { error } => write!(f, "`{host}` could not be resolved: {error}"),
             Reason::Unreachable { error } => f.write_str(error),

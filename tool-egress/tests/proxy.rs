@@ -65,12 +65,14 @@ fn with_loopback(policy: EgressPolicy) -> EgressPolicy {
     policy.allow_address("127.0.0.1", "the test").unwrap()
 }
 
-/// Sends `request` to the proxy and reads the whole answer.
+/// Sends `request` to the proxy and reads the whole answer (the connection must close within 20
+/// seconds).
 async fn raw(proxy: &EgressProxy, request: &str) -> String {
     let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut out = Vec::new();
-    stream.read_to_end(&mut out).await.unwrap();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(20), stream.read_to_end(&mut out)).await;
+    assert!(read.is_ok(), "the connection stayed open after: {}", String::from_utf8_lossy(&out));
     String::from_utf8_lossy(&out).into_owned()
 }
 
@@ -306,6 +308,13 @@ async fn limited_mode_allows_only_reading_methods_and_no_tunnels() {
     assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
     assert!(answer.contains("a tunnel (HTTPS through CONNECT, or SOCKS5) cannot be inspected"), "{answer}");
     assert_eq!(socks_connect(&proxy, Target::Name("allowed.test"), port).await.0, 2);
+    // A WebSocket is a GET, but what follows it is a two-way channel: refused as a tunnel is.
+    let answer = raw(&proxy, &websocket_request("allowed.test", port, "/ws", "none")).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(
+        answer.contains("a WebSocket upgrade opens a two-way channel that cannot be inspected"),
+        "{answer}"
+    );
 }
 
 enum Target<'a> {
@@ -525,6 +534,138 @@ async fn a_secret_placeholder_is_swapped_only_for_its_hosts() {
     assert!(answer.ends_with(&format!("Bearer {token}")), "{answer}");
     assert!(!answer.contains("real-secret"), "{answer}");
     assert!(!format!("{:?}", proxy.egress()).contains("real-secret"), "the value stays out of debug output");
+}
+
+/// A host that takes a WebSocket upgrade (`/ws`): it answers `101`, writes `auth=` and the
+/// request's `Authorization` on a line, then echoes what it reads. Any other request gets `200`
+/// with `upgrade=` and the `Upgrade` header it received, so a test sees what reached it.
+async fn websocket_host() -> SocketAddr {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Some(head) = read_head(&mut stream).await else { return };
+                let header = |name: &str| {
+                    head.lines()
+                        .find_map(|l| {
+                            let (key, value) = l.split_once(':')?;
+                            key.eq_ignore_ascii_case(name).then(|| value.trim().to_owned())
+                        })
+                        .unwrap_or_default()
+                };
+                if !head.starts_with("GET /ws ") {
+                    let body = format!("upgrade={}", header("upgrade"));
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(response.as_bytes()).await;
+                    return;
+                }
+                let accepted = "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n\
+                                sec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+                let greeting = format!("{accepted}auth={}\n", header("authorization"));
+                if stream.write_all(greeting.as_bytes()).await.is_err() {
+                    return;
+                }
+                let (mut reader, mut writer) = stream.split();
+                let _ = tokio::io::copy(&mut reader, &mut writer).await;
+            });
+        }
+    });
+    addr
+}
+
+/// A WebSocket handshake sent to the proxy as a plain-HTTP request.
+fn websocket_request(host: &str, port: u16, path: &str, authorization: &str) -> String {
+    format!(
+        "GET http://{host}:{port}{path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: Upgrade\r\n\
+         Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+         Authorization: {authorization}\r\n\r\n"
+    )
+}
+
+/// Reads from `stream` until `expected` has come, and returns what came.
+async fn read_exactly(stream: &mut TcpStream, expected: usize) -> String {
+    let mut got = vec![0u8; expected];
+    stream.read_exact(&mut got).await.unwrap();
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[tokio::test]
+async fn a_plain_http_websocket_upgrade_is_relayed_with_the_secret_put_in() {
+    let host = websocket_host().await;
+    let port = host.port();
+    let token = tool_egress::placeholder("WS_TOKEN");
+    let proxy = EgressProxy::start(
+        with_loopback(policy()).secret(&token, "real-secret", &["allowed.test"]).unwrap(),
+        None,
+    )
+    .await
+    .unwrap();
+    let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
+    let request = websocket_request("allowed.test", port, "/ws", &format!("Bearer {token}"));
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let head = read_head(&mut stream).await.unwrap().to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(head.contains("upgrade: websocket") && head.contains("connection: upgrade"), "{head}");
+    assert!(head.contains("sec-websocket-accept: "), "the host's own headers come back: {head}");
+    // The two connections are joined: both directions, unread, for as long as they last.
+    let greeting = "auth=Bearer real-secret\n";
+    assert_eq!(read_exactly(&mut stream, greeting.len()).await, greeting);
+    for round in ["ping\n", "a second frame, longer than the first\n"] {
+        stream.write_all(round.as_bytes()).await.unwrap();
+        assert_eq!(read_exactly(&mut stream, round.len()).await, round);
+    }
+
+    // An upgrade to anything else is dropped as a hop-by-hop header: the host answers the request.
+    let h2c = format!(
+        "GET http://allowed.test:{port}/api HTTP/1.1\r\nHost: allowed.test\r\nConnection: Upgrade, HTTP2-Settings, close\r\n\
+         Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n"
+    );
+    let answer = raw(&proxy, &h2c).await;
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("upgrade="), "{answer}");
+}
+
+#[tokio::test]
+async fn node_opens_a_websocket_through_the_proxy_as_plain_http() {
+    if !have("node") {
+        eprintln!("skipped: node is not installed, so its HTTP client cannot be tested against the proxy");
+        return;
+    }
+    let host = websocket_host().await;
+    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    // Node's own HTTP client, sending the handshake to the proxy in absolute form, the way a
+    // client configured with an `http://` proxy does; its `upgrade` event hands over the socket.
+    let script = r#"
+const http = require('http');
+const [proxyPort, port] = process.argv.slice(1);
+const req = http.request({
+  host: '127.0.0.1', port: Number(proxyPort), path: `http://allowed.test:${port}/ws`,
+  headers: { host: `allowed.test:${port}`, connection: 'Upgrade', upgrade: 'websocket',
+             'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' },
+});
+req.on('response', (res) => { console.log(`no upgrade: ${res.statusCode}`); process.exit(1); });
+req.on('upgrade', (res, socket, head) => {
+  let got = head.toString();
+  socket.on('data', (d) => {
+    got += d.toString();
+    if (got.endsWith('hello\n')) { console.log(`${res.statusCode} ${JSON.stringify(got)}`); socket.destroy(); }
+  });
+  socket.write('hello\n');
+});
+req.on('error', (e) => { console.log(`error: ${e.message}`); process.exit(1); });
+req.end();
+"#;
+    let out = tokio::process::Command::new("node")
+        .args(["-e", script, &proxy.addr().port().to_string(), &host.port().to_string()])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.trim(), r#"101 "auth=\nhello\n""#);
 }
 
 #[tokio::test]
