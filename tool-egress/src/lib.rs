@@ -31,7 +31,9 @@ pub use tls::CA_BUNDLE_VARIABLES;
 /// Both spellings of each are set, since clients disagree on which they read (`curl` ignores
 /// an upper-case `HTTP_PROXY`; Go and Python read either). `ALL_PROXY` uses `socks5h://` so that
 /// names are resolved, and checked, by the proxy. `NO_PROXY` is set empty, so that no host
-/// inherited from elsewhere skips it.
+/// inherited from elsewhere skips it. `NODE_USE_ENV_PROXY=1` makes Node read them too (its
+/// `http`, `https` and `fetch` from Node 22.21 and 24.5; earlier versions ignore proxy variables
+/// and reach nothing from inside the sandbox).
 pub fn proxy_env(addr: SocketAddr) -> Vec<(String, String)> {
     let http = format!("http://{addr}");
     let socks = format!("socks5h://{addr}");
@@ -42,5 +44,6 @@ pub fn proxy_env(addr: SocketAddr) -> Vec<(String, String)> {
         vars.push((name.to_owned(), value.clone()));
         vars.push((name.to_ascii_lowercase(), value.clone()));
     }
+    vars.push(("NODE_USE_ENV_PROXY".to_owned(), "1".to_owned()));
     vars
 }

@@ -668,6 +668,54 @@ req.end();
     assert_eq!(stdout.trim(), r#"101 "auth=\nhello\n""#);
 }
 
+/// A Node that reads the proxy variables when `NODE_USE_ENV_PROXY=1` (22.21 and later 22s,
+/// 24.5 on): `EGRESS_TEST_NODE` if set, else `node` on the `PATH`; `None` when it is older.
+fn node_reading_proxy_variables() -> Option<String> {
+    let node = std::env::var("EGRESS_TEST_NODE").unwrap_or_else(|_| "node".to_owned());
+    let out = std::process::Command::new(&node).arg("--version").output().ok()?;
+    let version = String::from_utf8_lossy(&out.stdout);
+    let mut parts = version.trim().trim_start_matches('v').split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next()?, parts.next()?);
+    let reads = major >= 25 || (major == 24 && minor >= 5) || (major == 22 && minor >= 21);
+    if !reads {
+        eprintln!(
+            "skipped: {node} is {} and ignores proxy variables; set EGRESS_TEST_NODE to a Node 22.21+ or 24.5+",
+            version.trim()
+        );
+    }
+    reads.then_some(node)
+}
+
+#[tokio::test]
+async fn node_follows_the_proxy_variables_it_is_given() {
+    let Some(node) = node_reading_proxy_variables() else { return };
+    let server = server().await;
+    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    // `allowed.test` exists only in the proxy's resolver: reaching it proves Node went through it.
+    let script = r#"
+require('http').get(process.argv[1], (res) => {
+  let body = '';
+  res.on('data', (d) => body += d);
+  res.on('end', () => console.log(`${res.statusCode} ${body}`));
+}).on('error', (e) => { console.log(`error: ${e.code || e.message}`); process.exit(1); });
+"#;
+    let url = format!("http://allowed.test:{}/by-node", server.addr.port());
+    let out = tokio::process::Command::new(&node)
+        .args(["-e", script, &url])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(proxy.env())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.trim(),
+        format!("200 GET /by-node host=allowed.test:{}", server.addr.port()),
+        "{stdout}"
+    );
+}
+
 #[tokio::test]
 async fn each_command_may_have_its_own_asker_and_session_answers_are_shared() {
     let server = server().await;

@@ -216,7 +216,8 @@ impl Workspace {
     /// `bash` then starts a proxy for each command (it lives as long as the command, a
     /// background session included), confines the command's TCP to the proxy's loopback port
     /// (Landlock ABI 4; UDP and other sockets stay refused), and points its clients at it with
-    /// `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and their lowercase forms. A host no rule names
+    /// `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and their lowercase forms (and
+    /// `NODE_USE_ENV_PROXY=1`, which Node needs to read them). A host no rule names
     /// is asked about through the call's permission hook as a
     /// [`PermissionKind::NetworkHost`] request, which only a person can grant (the policy's
     /// asker, or the MCP client's elicitation), and an allowed answer holds for the rest of that
