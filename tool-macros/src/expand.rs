@@ -40,7 +40,7 @@ pub(crate) fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     if let Ok(filter) = std::env::var(DEBUG_ENV)
-        && (filter == "1" || filter == def.func.sig.ident.to_string())
+        && (filter == "1" || def.func.sig.ident == filter)
     {
         eprintln!("#[tool] expansion of `{}`:\n{output}", def.func.sig.ident);
     }

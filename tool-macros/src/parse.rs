@@ -72,14 +72,18 @@ pub(crate) fn tool_def(cx: &Ctxt, attr: TokenStream, mut func: ItemFn) -> ToolDe
 /// One comma-separated item of an attribute: `key`, `key = value`, `key(...)`, or a stray
 /// literal (reported by the caller).
 enum Item {
-    Meta(Meta),
+    Meta(Box<Meta>),
     Lit(Lit),
 }
 
 fn items(input: ParseStream<'_>) -> syn::Result<Vec<Item>> {
     let mut items = Vec::new();
     while !input.is_empty() {
-        items.push(if input.peek(Lit) { Item::Lit(input.parse()?) } else { Item::Meta(input.parse()?) });
+        items.push(if input.peek(Lit) {
+            Item::Lit(input.parse()?)
+        } else {
+            Item::Meta(Box::new(input.parse()?))
+        });
         if input.is_empty() {
             break;
         }
@@ -285,6 +289,9 @@ fn tags(cx: &Ctxt, meta: &Meta) -> Vec<LitStr> {
     tags
 }
 
+/// Items of a nested list, each with its key, the key's name and the item itself.
+type Keyed<K> = Vec<(K, String, Meta)>;
+
 /// The `key = value` items of a nested list such as `truncate(...)` (`what`), each with its key
 /// and name. A literal, an unknown key or a key given twice is reported on its own token and left
 /// out; the flag is `false` then, so that the caller leaves the setting out rather than also
@@ -295,7 +302,7 @@ fn keyed_items<K: Copy + PartialEq>(
     what: &str,
     names: &[&str],
     parse: fn(&str) -> Option<K>,
-) -> Option<(Vec<(K, String, Meta)>, bool)> {
+) -> Option<(Keyed<K>, bool)> {
     let items = match items.parse2(list.tokens.clone()) {
         Ok(items) => items,
         Err(e) => {
@@ -303,11 +310,11 @@ fn keyed_items<K: Copy + PartialEq>(
             return None;
         }
     };
-    let mut keyed: Vec<(K, String, Meta)> = Vec::new();
+    let mut keyed: Keyed<K> = Vec::new();
     let mut complete = true;
     for item in items {
         let inner = match item {
-            Item::Meta(inner) => inner,
+            Item::Meta(inner) => *inner,
             Item::Lit(lit) => {
                 cx.error(
                     lit.span(),

@@ -326,12 +326,12 @@ impl Sandbox {
             self.namespace = Some(namespace.fds);
             // Commands that may listen may connect to any port in there too: only the proxy and
             // their own servers are inside.
-            if let (true, Some(abi)) = (self.policy.allow_local_binding, self.report.landlock_abi) {
-                if let Ok((fd, enforced)) = crate::landlock_rules::ruleset(&self.policy, abi, true) {
-                    self.landlock = Some(Arc::new(fd));
-                    if !enforced.tcp {
-                        self.report.layers.retain(|l| *l != "landlock-tcp");
-                    }
+            if let (true, Some(abi)) = (self.policy.allow_local_binding, self.report.landlock_abi)
+                && let Ok((fd, enforced)) = crate::landlock_rules::ruleset(&self.policy, abi, true)
+            {
+                self.landlock = Some(Arc::new(fd));
+                if !enforced.tcp {
+                    self.report.layers.retain(|l| *l != "landlock-tcp");
                 }
             }
         }

@@ -136,8 +136,6 @@ fn paths_in(line: &str) -> Vec<PathBuf> {
     out
 }
 
-/// `path` with `.` and `..` removed, without touching the file system.
-
 #[cfg(test)]
 mod tests {
     use super::*;
