@@ -546,14 +546,7 @@ async fn websocket_host() -> SocketAddr {
         while let Ok((mut stream, _)) = listener.accept().await {
             tokio::spawn(async move {
                 let Some(head) = read_head(&mut stream).await else { return };
-                let header = |name: &str| {
-                    head.lines()
-                        .find_map(|l| {
-                            let (key, value) = l.split_once(':')?;
-                            key.eq_ignore_ascii_case(name).then(|| value.trim().to_owned())
-                        })
-                        .unwrap_or_default()
-                };
+                let header = |name: &str| header_value(&head, name);
                 if !head.starts_with("GET /ws ") {
                     let body = format!("upgrade={}", header("upgrade"));
                     let response = format!(

@@ -14,3 +14,14 @@ async fn read_head(stream: &mut tokio::net::TcpStream) -> Option<String> {
     }
     Some(String::from_utf8_lossy(&head).into_owned())
 }
+
+/// The value of the header `name` (any case) in a request or response head; empty when absent.
+#[allow(dead_code)] // Not every includer looks at headers.
+fn header_value(head: &str, name: &str) -> String {
+    head.lines()
+        .find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.eq_ignore_ascii_case(name).then(|| value.trim().to_owned())
+        })
+        .unwrap_or_default()
+}
