@@ -752,6 +752,85 @@ async fn a_quick_answer_is_written_in_one_piece() {
     served.task.await.unwrap();
 }
 
+/// Each body is parsed once, by the checks, and the message they read is the one served: a body
+/// that starts with a byte-order mark (which the checks skip, as RFC 8259 allows a reader to)
+/// would not parse a second time from its bytes. In a session and without one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_body_is_parsed_once() {
+    let with_bom = |message: &Value| format!("\u{FEFF}{message}");
+    let served = serve(HttpOptions::new()).await;
+    let init = post_text(&served.url, with_bom(&initialize()), None, None, None).await;
+    assert_eq!(init.status(), 200);
+    let session = init.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_owned();
+    assert_eq!(messages(init).await[0]["result"]["protocolVersion"], json!("2025-11-25"));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let accepted = post_text(&served.url, with_bom(&initialized), Some(&session), None, None).await;
+    assert_eq!(accepted.status(), 202);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "note", "arguments": {"text": "once"}}});
+    let answer = post_text(&served.url, with_bom(&call), Some(&session), None, None).await;
+    assert_eq!(answer.status(), 200);
+    let answer = messages(answer).await;
+    let text = answer.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert!(text.starts_with("http-") && text.ends_with(" once"), "{answer:?}");
+    served.stop.cancel();
+    served.task.await.unwrap();
+
+    let served = serve(HttpOptions::new().stateless()).await;
+    let answer = post_text(&served.url, with_bom(&call), None, None, None).await;
+    assert_eq!(answer.status(), 200);
+    let answer = messages(answer).await;
+    assert!(
+        answer.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap().ends_with(" once"),
+        "{answer:?}"
+    );
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
+/// GET opens a session's event stream (primed with a retry delay), DELETE ends the session; a
+/// stateless server answers neither, and every other method gets `405` with the methods it has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_and_delete_serve_sessions() {
+    let served = serve(HttpOptions::new()).await;
+    let http = reqwest::Client::new();
+    let init = post(&served.url, &initialize(), None, None, None).await;
+    let session = init.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_owned();
+    let get = |session: Option<&str>, accept: &str| {
+        let mut request = http.get(&served.url).header("accept", accept.to_owned());
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session.to_owned());
+        }
+        request.send()
+    };
+    assert_eq!(get(Some(&session), "application/json").await.unwrap().status(), 406);
+    assert_eq!(get(None, "text/event-stream").await.unwrap().status(), 400);
+    assert_eq!(get(Some("no-such-session"), "text/event-stream").await.unwrap().status(), 404);
+    let mut stream = get(Some(&session), "text/event-stream").await.unwrap();
+    assert_eq!(stream.status(), 200);
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    let first = stream.chunk().await.unwrap().unwrap();
+    assert_eq!(std::str::from_utf8(&first).unwrap(), "data: \nid: 0\nretry: 3000\n\n");
+    drop(stream);
+
+    let deleted = http.delete(&served.url).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(deleted.status(), 200);
+    assert_eq!(get(Some(&session), "text/event-stream").await.unwrap().status(), 404);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    assert_eq!(post(&served.url, &list, Some(&session), None, None).await.status(), 404);
+    let put = http.put(&served.url).send().await.unwrap();
+    assert_eq!((put.status().as_u16(), put.headers()["allow"].to_str().unwrap()), (405, "GET, POST, DELETE"));
+    served.stop.cancel();
+    served.task.await.unwrap();
+
+    let served = serve(HttpOptions::new().stateless()).await;
+    let get = http.get(&served.url).send().await.unwrap();
+    assert_eq!((get.status().as_u16(), get.headers()["allow"].to_str().unwrap()), (405, "POST"));
+    let delete = http.delete(&served.url).header("mcp-session-id", "x").send().await.unwrap();
+    assert_eq!((delete.status().as_u16(), delete.headers()["allow"].to_str().unwrap()), (405, "POST"));
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
 /// Revision 2026-07-28 has no `initialize` (nor `ping`): `404` and `-32601` with a sentence, as
 /// for every method the server does not serve. An `initialize` that only proposes that
 /// revision, as a client of an earlier one may, still gets a session.

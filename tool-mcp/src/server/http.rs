@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::calls::{Entered, Gauge, InFlight};
 use super::host_check::HostCheck;
+use super::http_post::{self, Poster};
 use super::http_sessions::{self, CappedSessions};
 use super::inbound::{self, Framing, INVALID_PARAMS, Inbound};
 use super::limits::Connections;
@@ -292,21 +293,34 @@ impl McpServer {
         let max_body = self.inner.max_message_bytes;
         let template = McpServer { in_flight: in_flight.clone(), ..self };
         let next_session = AtomicU64::new(1);
-        let factory = move || {
+        let revisions = rmcp::Service::<rmcp::RoleServer>::supported_protocol_versions(&template)
+            .iter()
+            .map(|version| version.as_str().to_owned())
+            .collect();
+        let server: Arc<dyn Fn() -> McpServer + Send + Sync> = Arc::new(move || {
             let id = format!("http-{}", next_session.fetch_add(1, Ordering::Relaxed));
-            Ok(template.for_session(id))
+            template.for_session(id)
+        });
+        let factory = {
+            let server = server.clone();
+            move || Ok(server())
         };
         let mut local_sessions = LocalSessionManager::default();
         local_sessions.session_config.keep_alive = Some(options.session_idle_timeout);
         let capped = Arc::new(CappedSessions::new(local_sessions, options.max_sessions));
-        let service = StreamableHttpService::new(
-            factory,
-            capped.clone(),
-            rmcp_config(&options, sessions.clone()).with_max_request_body_bytes(max_body),
-        );
+        let config = rmcp_config(&options, sessions.clone()).with_max_request_body_bytes(max_body);
+        let poster = Poster {
+            sessions: if options.stateless { None } else { Some(capped.clone()) },
+            server,
+            revisions,
+            keep_alive: config.sse_keep_alive,
+            shutdown: sessions.clone(),
+        };
+        let service = StreamableHttpService::new(factory, capped.clone(), config);
         let responses = Gauge::default();
         let endpoint = Arc::new(Endpoint {
             service,
+            poster,
             host_check,
             token: options.token.clone(),
             max_body,
@@ -397,9 +411,13 @@ fn rmcp_config(options: &HttpOptions, sessions: CancellationToken) -> Streamable
         .disable_allowed_origins()
 }
 
-/// The HTTP endpoint: the path, token and message checks in front of `rmcp`'s service.
+/// The HTTP endpoint: the path, token and message checks, then the POST's answer from the checked
+/// message ([`Poster`]); GET and DELETE, and the requests of revision 2026-07-28 on, go to
+/// `rmcp`'s service.
 struct Endpoint {
     service: StreamableHttpService<McpServer, CappedSessions>,
+    /// Answers POSTs from the message the checks read.
+    poster: Poster,
     /// The DNS-rebinding check, ahead of everything else.
     host_check: HostCheck,
     token: Option<Arc<[u8]>>,
@@ -468,7 +486,7 @@ impl Endpoint {
         let checked = match read {
             Ok(body) => match inbound::check(&body, Framing::Bodies) {
                 Inbound::Message(message) => match self.refusal(&parts, &message).await {
-                    None => Ok(body),
+                    None => Ok((body, message)),
                     Some(refused) => Err(refused),
                 },
                 Inbound::Reply(reply) | Inbound::Unanswered(reply) => Err((status_of(&reply), reply)),
@@ -484,9 +502,14 @@ impl Endpoint {
             }
         };
         match checked {
-            Ok(body) => {
+            Ok((body, message)) if revision_of(&parts, &message).is_some() => {
+                // Revision 2026-07-28 on: rmcp checks its headers against the body, and serves it.
                 let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
-                gathered(response).await.map(|body| Counted { body, _entered: entered }.boxed())
+                gathered(response, true).await.map(|body| Counted { body, _entered: entered }.boxed())
+            }
+            Ok((_, message)) => {
+                let response = self.poster.answer(&parts.headers, *message).await;
+                gathered(response, false).await.map(|body| Counted { body, _entered: entered }.boxed())
             }
             Err((status, reply)) => json(status, &reply),
         }
@@ -504,7 +527,7 @@ impl Endpoint {
             return None;
         }
         let id = serde_json::to_value(&request.id).ok();
-        if let Some(revision) = stateless_revision(parts, &request.request) {
+        if let Some(revision) = revision_of(parts, message) {
             return Some((
                 StatusCode::NOT_FOUND,
                 inbound::error_response(
@@ -519,7 +542,7 @@ impl Endpoint {
             ));
         }
         let sessions = self.sessions.as_ref()?;
-        if parts.headers.contains_key(SESSION_ID_HEADER) || sessions.open() < sessions.max() {
+        if parts.headers.contains_key(http_post::SESSION_ID) || sessions.open() < sessions.max() {
             return None;
         }
         Some((
@@ -529,34 +552,43 @@ impl Endpoint {
     }
 }
 
-/// The header naming a session.
-const SESSION_ID_HEADER: &str = "mcp-session-id";
-
 /// The first protocol revision without the `initialize` handshake.
 const FIRST_STATELESS_REVISION: &str = "2026-07-28";
 
-/// The revision a request says it speaks, when that revision has no `initialize` (2026-07-28 and
+/// The revision a message says it speaks, when that revision has no `initialize` (2026-07-28 and
 /// later): from its `MCP-Protocol-Version` header, which a client sends only once it speaks a
-/// revision, or from its `_meta`. The version an `initialize` proposes in its params is only a
-/// proposal, answered with a revision this server speaks, and does not count.
-fn stateless_revision(parts: &http::request::Parts, request: &ClientRequest) -> Option<String> {
-    let header = parts.headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let meta = request.get_meta().protocol_version().map(|version| version.to_string());
-    // Revisions are dates: their text sorts as they do.
-    [header, meta].into_iter().flatten().find(|revision| revision.as_str() >= FIRST_STATELESS_REVISION)
+/// revision, or from a request's `_meta`. The version an `initialize` proposes in its params is
+/// only a proposal, answered with a revision this server speaks, and does not count.
+fn revision_of(parts: &http::request::Parts, message: &ClientJsonRpcMessage) -> Option<String> {
+    let header =
+        parts.headers.get(http_post::PROTOCOL_VERSION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let meta = match message {
+        JsonRpcMessage::Request(request) => {
+            request.request.get_meta().protocol_version().map(|version| version.to_string())
+        }
+        _ => None,
+    };
+    // Revisions are dates: their text sorts as they do. Text that is no date names no revision
+    // (and is refused as one this server does not speak).
+    [header, meta].into_iter().flatten().find(|revision| {
+        revision.starts_with(|c: char| c.is_ascii_digit()) && revision.as_str() >= FIRST_STATELESS_REVISION
+    })
 }
 
 /// `response`, written in one go when it can be: an event stream that ends within
 /// [`GATHER_WINDOW`] is sent whole, as one body of known length; one that has sent a message and
-/// goes on (progress, a call still running) is sent as it comes, after what was gathered.
-async fn gathered(response: HttpResponse) -> HttpResponse {
+/// goes on (progress, a call still running) is sent as it comes, after what was gathered. With
+/// `reword`, `rmcp`'s `-32601` errors in it are worded (this server's own answers are worded
+/// before they are written).
+async fn gathered(response: HttpResponse, reword: bool) -> HttpResponse {
     let streams = response
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
     if !streams {
-        return worded_json(response).await;
+        return if reword { worded_json(response).await } else { response };
     }
+    let worded = |events: Vec<u8>| if reword { worded_events(events) } else { events };
     let (parts, mut body) = response.into_parts();
     let mut gathered: Vec<u8> = Vec::new();
     let window = tokio::time::sleep(GATHER_WINDOW);
@@ -578,7 +610,7 @@ async fn gathered(response: HttpResponse) -> HttpResponse {
         };
         match next {
             None => {
-                let body = worded_events(gathered);
+                let body = worded(gathered);
                 return Response::from_parts(parts, Full::new(Bytes::from(body)).boxed());
             }
             Some(Ok(frame)) => {
@@ -590,8 +622,7 @@ async fn gathered(response: HttpResponse) -> HttpResponse {
             Some(Err(never)) => match never {},
         }
     }
-    let rest =
-        Prefixed { prefix: Some(Bytes::from(worded_events(gathered))).filter(|p| !p.is_empty()), body };
+    let rest = Prefixed { prefix: Some(Bytes::from(worded(gathered))).filter(|p| !p.is_empty()), body };
     Response::from_parts(parts, rest.boxed())
 }
 

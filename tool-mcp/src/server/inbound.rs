@@ -11,7 +11,7 @@ use std::fmt;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, DiscoverRequestParams,
-    InitializeRequestParams, JsonObject, JsonRpcMessage, PaginatedRequestParams, RequestId,
+    ErrorData, InitializeRequestParams, JsonObject, JsonRpcMessage, PaginatedRequestParams, RequestId,
     RequestMetaObject,
 };
 use serde::Deserialize as _;
@@ -285,18 +285,33 @@ pub(crate) fn word_method_not_found(response: &mut Value) -> bool {
     if error.get("code").and_then(Value::as_i64) != Some(METHOD_NOT_FOUND) {
         return false;
     }
-    let Some(method) =
-        error.get("message").and_then(Value::as_str).filter(|m| !m.is_empty() && !m.contains(' '))
+    let Some(worded) = error.get("message").and_then(Value::as_str).and_then(method_not_found_sentence)
     else {
         return false;
     };
-    let message = format!(
+    error.insert("message".to_owned(), Value::String(worded));
+    true
+}
+
+/// The sentence for a `-32601` error whose message is only the method's name (see
+/// [`word_method_not_found`]); `None` for any other error.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+pub(crate) fn worded_method_not_found(error: &ErrorData) -> Option<String> {
+    if i64::from(error.code.0) != METHOD_NOT_FOUND {
+        return None;
+    }
+    method_not_found_sentence(&error.message)
+}
+
+fn method_not_found_sentence(method: &str) -> Option<String> {
+    if method.is_empty() || method.contains(' ') {
+        return None;
+    }
+    Some(format!(
         "Method not found: this server does not serve `{method}` on the protocol revision this request uses \
          (2026-07-28 has no `initialize` nor `ping`, and this server declares only the tools capability). Use \
          tools/list and tools/call."
-    );
-    error.insert("message".to_owned(), Value::String(message));
-    true
+    ))
 }
 
 /// The reply to a message longer than the limit, of which `prefix` is the beginning; its length
