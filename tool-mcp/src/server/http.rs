@@ -68,7 +68,7 @@ pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long the answer to a POST is held back, at most, to be written whole in one go: an answer
 /// that is ready by then is sent with its headers in one write; a call still running by then gets
 /// its headers, and its events as they come.
-const GATHER_WINDOW: Duration = Duration::from_secs(1);
+pub(super) const GATHER_WINDOW: Duration = Duration::from_secs(1);
 
 type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 
@@ -486,7 +486,7 @@ impl Endpoint {
         let checked = match read {
             Ok(body) => match inbound::check(&body, Framing::Bodies) {
                 Inbound::Message(message) => match self.refusal(&parts, &message).await {
-                    None => Ok((body, message)),
+                    None => Ok(message),
                     Some(refused) => Err(refused),
                 },
                 Inbound::Reply(reply) | Inbound::Unanswered(reply) => Err((status_of(&reply), reply)),
@@ -502,14 +502,10 @@ impl Endpoint {
             }
         };
         match checked {
-            Ok((body, message)) if revision_of(&parts, &message).is_some() => {
-                // Revision 2026-07-28 on: rmcp checks its headers against the body, and serves it.
-                let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
-                gathered(response, true).await.map(|body| Counted { body, _entered: entered }.boxed())
-            }
-            Ok((_, message)) => {
-                let response = self.poster.answer(&parts.headers, *message).await;
-                gathered(response, false).await.map(|body| Counted { body, _entered: entered }.boxed())
+            Ok(message) => {
+                let revision = revision_of(&parts, &message);
+                let response = self.poster.answer(&parts.headers, *message, revision).await;
+                gathered(response).await.map(|body| Counted { body, _entered: entered }.boxed())
             }
             Err((status, reply)) => json(status, &reply),
         }
@@ -577,18 +573,15 @@ fn revision_of(parts: &http::request::Parts, message: &ClientJsonRpcMessage) -> 
 
 /// `response`, written in one go when it can be: an event stream that ends within
 /// [`GATHER_WINDOW`] is sent whole, as one body of known length; one that has sent a message and
-/// goes on (progress, a call still running) is sent as it comes, after what was gathered. With
-/// `reword`, `rmcp`'s `-32601` errors in it are worded (this server's own answers are worded
-/// before they are written).
-async fn gathered(response: HttpResponse, reword: bool) -> HttpResponse {
+/// goes on (progress, a call still running) is sent as it comes, after what was gathered.
+async fn gathered(response: HttpResponse) -> HttpResponse {
     let streams = response
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
     if !streams {
-        return if reword { worded_json(response).await } else { response };
+        return response;
     }
-    let worded = |events: Vec<u8>| if reword { worded_events(events) } else { events };
     let (parts, mut body) = response.into_parts();
     let mut gathered: Vec<u8> = Vec::new();
     let window = tokio::time::sleep(GATHER_WINDOW);
@@ -610,8 +603,7 @@ async fn gathered(response: HttpResponse, reword: bool) -> HttpResponse {
         };
         match next {
             None => {
-                let body = worded(gathered);
-                return Response::from_parts(parts, Full::new(Bytes::from(body)).boxed());
+                return Response::from_parts(parts, Full::new(Bytes::from(gathered)).boxed());
             }
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
@@ -622,52 +614,8 @@ async fn gathered(response: HttpResponse, reword: bool) -> HttpResponse {
             Some(Err(never)) => match never {},
         }
     }
-    let rest = Prefixed { prefix: Some(Bytes::from(worded(gathered))).filter(|p| !p.is_empty()), body };
+    let rest = Prefixed { prefix: Some(Bytes::from(gathered)).filter(|p| !p.is_empty()), body };
     Response::from_parts(parts, rest.boxed())
-}
-
-/// A JSON error answer (a request of revision 2026-07-28 on) with its `-32601` message worded
-/// (see [`inbound::word_method_not_found`]).
-async fn worded_json(response: HttpResponse) -> HttpResponse {
-    if response.status() != StatusCode::NOT_FOUND
-        || response.headers().get(header::CONTENT_TYPE).map(http::HeaderValue::as_bytes)
-            != Some(b"application/json".as_slice())
-    {
-        return response;
-    }
-    let (mut parts, body) = response.into_parts();
-    let Ok(collected) = body.collect().await;
-    let bytes = collected.to_bytes();
-    let Ok(mut value) = serde_json::from_slice::<Value>(&bytes) else {
-        return Response::from_parts(parts, Full::new(bytes).boxed());
-    };
-    if !inbound::word_method_not_found(&mut value) {
-        return Response::from_parts(parts, Full::new(bytes).boxed());
-    }
-    parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, Full::new(Bytes::from(value.to_string())).boxed())
-}
-
-/// An event stream's text with each `-32601` message worded.
-fn worded_events(events: Vec<u8>) -> Vec<u8> {
-    if memchr::memmem::find(&events, b"-32601").is_none() {
-        return events;
-    }
-    let mut worded = Vec::with_capacity(events.len() + 256);
-    for line in events.split_inclusive(|&byte| byte == b'\n') {
-        let mut message =
-            line.strip_prefix(b"data:").and_then(|rest| serde_json::from_slice::<Value>(rest).ok());
-        let reworded = message.as_mut().is_some_and(inbound::word_method_not_found);
-        match message {
-            Some(message) if reworded => {
-                worded.extend_from_slice(b"data: ");
-                worded.extend_from_slice(message.to_string().as_bytes());
-                worded.push(b'\n');
-            }
-            _ => worded.extend_from_slice(line),
-        }
-    }
-    worded
 }
 
 /// Whether a piece of an event stream holds a message (a priming event's `data` is empty).

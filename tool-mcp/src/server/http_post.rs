@@ -13,6 +13,12 @@
 //! - a request is answered with an event stream: the messages about it, then its response;
 //! - a notification or a response is answered `202 Accepted`, with no body (a server without
 //!   sessions refuses responses, since it asked nothing).
+//!
+//! Revision 2026-07-28 has no sessions: each request is served on its own, and its headers must
+//! repeat what its body says (`MCP-Protocol-Version` its `_meta` revision, `Mcp-Method` its
+//! method, `Mcp-Name` the tool, prompt or resource it names), else `400` with a `-32020` error;
+//! a revision the server does not speak gets `400` and `-32022` with the ones it does, and a
+//! method it does not serve `404` and `-32601`.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -26,7 +32,7 @@ use futures_core::Stream;
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use rmcp::RoleServer;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::{RunningService, ServiceExt, serve_directly_with_ct};
 use rmcp::transport::OneshotTransport;
 use rmcp::transport::streamable_http_server::SessionManager;
@@ -35,6 +41,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
+use super::http::GATHER_WINDOW;
 use super::http_sessions::{self, CappedSessions, SessionsError};
 use super::inbound;
 
@@ -63,9 +70,20 @@ pub(crate) struct Poster {
 
 impl Poster {
     /// The answer to a POST carrying `message` (already checked), with the request's headers.
-    pub(crate) async fn answer(&self, headers: &HeaderMap, message: ClientJsonRpcMessage) -> HttpResponse {
+    ///
+    /// `revision` is the revision the message says it speaks when that is 2026-07-28 or later
+    /// (from its header or its `_meta`): such a message is served on its own, sessions or not.
+    pub(crate) async fn answer(
+        &self,
+        headers: &HeaderMap,
+        message: ClientJsonRpcMessage,
+        revision: Option<String>,
+    ) -> HttpResponse {
         if let Some(refused) = unacceptable(headers) {
             return refused;
+        }
+        if let Some(revision) = revision {
+            return self.modern(headers, message, &revision).await;
         }
         if let Some(revision) = headers.get(PROTOCOL_VERSION)
             && !self.revisions.iter().any(|spoken| spoken.as_bytes() == revision.as_bytes())
@@ -102,9 +120,72 @@ impl Poster {
                 return json(StatusCode::BAD_REQUEST, &reply);
             }
         }
-        let (transport, messages) = OneshotTransport::<RoleServer>::new(message);
+        event_stream(self.serve_alone(message), self.keep_alive)
+    }
+
+    /// A server of its own serving `request`, and what it sends.
+    fn serve_alone(&self, request: ClientJsonRpcMessage) -> Source {
+        let (transport, messages) = OneshotTransport::<RoleServer>::new(request);
         let running = serve_directly_with_ct((self.server)(), transport, None, self.shutdown.child_token());
-        event_stream(Source::Alone { messages, _running: running }, self.keep_alive)
+        Source::Alone { first: None, messages, _running: running }
+    }
+
+    /// Serves a message of revision 2026-07-28 on (`revision`, from its header or `_meta`).
+    async fn modern(
+        &self,
+        headers: &HeaderMap,
+        message: ClientJsonRpcMessage,
+        revision: &str,
+    ) -> HttpResponse {
+        let request = match &message {
+            JsonRpcMessage::Request(request) => request,
+            JsonRpcMessage::Notification(_) => return accepted(),
+            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {
+                let reply = inbound::error_response(
+                    None,
+                    inbound::INVALID_REQUEST,
+                    "Invalid request: from protocol revision 2026-07-28 on, a server sends no requests, so a \
+                     client sends no responses."
+                        .to_owned(),
+                );
+                return json(StatusCode::BAD_REQUEST, &reply);
+            }
+        };
+        let id = serde_json::to_value(&request.id).ok();
+        if let Some(mismatch) = header_mismatch(headers, &request.request) {
+            let reply = inbound::error_response(id, HEADER_MISMATCH, format!("Header mismatch: {mismatch}"));
+            return json(StatusCode::BAD_REQUEST, &reply);
+        }
+        if !self.revisions.iter().any(|spoken| spoken == revision) {
+            let mut reply = inbound::error_response(
+                id,
+                UNSUPPORTED_PROTOCOL_VERSION,
+                format!(
+                    "Unsupported protocol version: this server does not speak {revision}. It speaks {}; send the \
+                     request again with one of them.",
+                    self.revisions.join(", ")
+                ),
+            );
+            reply["error"]["data"] = serde_json::json!({"supported": self.revisions, "requested": revision});
+            return json(StatusCode::BAD_REQUEST, &reply);
+        }
+        let Source::Alone { messages: mut answers, _running, .. } = self.serve_alone(message) else {
+            unreachable!("serve_alone serves alone")
+        };
+        // A method this server does not serve is answered at once, and gets `404` as the revision
+        // asks; anything else streams. A server slower than the window streams too.
+        let first = tokio::time::timeout(GATHER_WINDOW, answers.recv()).await.ok().flatten();
+        if let Some(ServerJsonRpcMessage::Error(error)) = &first
+            && i64::from(error.error.code.0) == inbound::METHOD_NOT_FOUND
+        {
+            let mut error = error.clone();
+            if let Some(worded) = inbound::worded_method_not_found(&error.error) {
+                error.error.message = worded.into();
+            }
+            let body = serde_json::to_value(ServerJsonRpcMessage::Error(error)).unwrap_or_default();
+            return json(StatusCode::NOT_FOUND, &body);
+        }
+        event_stream(Source::Alone { first, messages: answers, _running }, self.keep_alive)
     }
 
     /// Passes `message` to its session, or opens one for an `initialize`.
@@ -184,6 +265,88 @@ impl Poster {
         response
     }
 }
+
+/// JSON-RPC error codes of MCP for a request whose headers do not repeat its body, and for a
+/// revision the server does not speak.
+const HEADER_MISMATCH: i64 = -32020;
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// How the headers of a request of revision 2026-07-28 on fail to repeat its body, as the end of a
+/// sentence; `None` when they repeat it. Header names are case-insensitive, their values are not.
+fn header_mismatch(headers: &HeaderMap, request: &ClientRequest) -> Option<String> {
+    let revision = request.get_meta().protocol_version();
+    match (headers.get(PROTOCOL_VERSION), &revision) {
+        (None, _) => {
+            return Some(
+                "the MCP-Protocol-Version header is missing; send the revision this request speaks in it."
+                    .to_owned(),
+            );
+        }
+        (Some(header), Some(body)) if header.as_bytes() == body.as_str().as_bytes() => {}
+        (Some(header), body) => {
+            let body = body.as_ref().map_or("none".to_owned(), |body| format!("`{body}`"));
+            return Some(format!(
+                "the MCP-Protocol-Version header says `{}`, and the `_meta` of the request says {body} (its \
+                 `io.modelcontextprotocol/protocolVersion`); send the same revision in both.",
+                String::from_utf8_lossy(header.as_bytes())
+            ));
+        }
+    }
+    let method = request.method();
+    match headers.get(MCP_METHOD) {
+        None => {
+            return Some(format!(
+                "the Mcp-Method header is missing; send the request's method (`{method}`) in it."
+            ));
+        }
+        Some(header) if header.as_bytes() != method.as_bytes() => {
+            return Some(format!(
+                "the Mcp-Method header says `{}`, and the request's method is `{method}`; send the same in both.",
+                String::from_utf8_lossy(header.as_bytes())
+            ));
+        }
+        Some(_) => {}
+    }
+    let (named, what) = match request {
+        ClientRequest::CallToolRequest(call) => (call.params.name.as_ref(), "params.name"),
+        ClientRequest::GetPromptRequest(get) => (get.params.name.as_str(), "params.name"),
+        ClientRequest::ReadResourceRequest(read) => (read.params.uri.as_str(), "params.uri"),
+        _ => return None,
+    };
+    let Some(header) = headers.get(MCP_NAME) else {
+        return Some(format!(
+            "the Mcp-Name header is missing; send the request's `{what}` (`{named}`) in it."
+        ));
+    };
+    match decoded_name(header.as_bytes()) {
+        Some(name) if name == named.as_bytes() => None,
+        Some(name) => Some(format!(
+            "the Mcp-Name header says `{}`, and the request's `{what}` is `{named}`; send the same in both.",
+            String::from_utf8_lossy(&name)
+        )),
+        None => Some(
+            "the Mcp-Name header starts as Base64 (`=?base64?`) but is not Base64 between `=?base64?` and `?=`."
+                .to_owned(),
+        ),
+    }
+}
+
+/// A header value as sent, or decoded when it is in the Base64 form `=?base64?VALUE?=` that
+/// MCP uses for values a header cannot carry; `None` when that form does not decode.
+fn decoded_name(value: &[u8]) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    match value.strip_prefix(b"=?base64?").and_then(|rest| rest.strip_suffix(b"?=")) {
+        Some(encoded) => base64::engine::general_purpose::STANDARD.decode(encoded).ok(),
+        None if value.starts_with(b"=?base64?") => None,
+        None => Some(value.to_vec()),
+    }
+}
+
+/// The header naming a request's method (revision 2026-07-28 on).
+const MCP_METHOD: &str = "mcp-method";
+
+/// The header naming the tool, prompt or resource a request is about (revision 2026-07-28 on).
+const MCP_NAME: &str = "mcp-name";
 
 /// The `406` or `415` answer when the client does not accept both answers a POST may get, or
 /// does not send JSON; `None` when it does both.
@@ -320,7 +483,12 @@ enum Source {
     Session(Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync>>),
     /// What a server serving one request alone sends; it ends after the response, when the
     /// server drops its end. The server is cancelled if the answer is dropped before that.
-    Alone { messages: mpsc::Receiver<ServerJsonRpcMessage>, _running: RunningService<RoleServer, McpServer> },
+    Alone {
+        /// A message already taken from `messages`, sent first.
+        first: Option<ServerJsonRpcMessage>,
+        messages: mpsc::Receiver<ServerJsonRpcMessage>,
+        _running: RunningService<RoleServer, McpServer>,
+    },
     /// Events known already.
     Ready(VecDeque<ServerSseMessage>),
 }
@@ -329,9 +497,10 @@ impl Source {
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<ServerSseMessage>> {
         match self {
             Source::Session(stream) => stream.as_mut().poll_next(cx),
-            Source::Alone { messages, .. } => {
-                messages.poll_recv(cx).map(|next| next.map(ServerSseMessage::from_message))
-            }
+            Source::Alone { first, messages, .. } => match first.take() {
+                Some(first) => Poll::Ready(Some(ServerSseMessage::from_message(first))),
+                None => messages.poll_recv(cx).map(|next| next.map(ServerSseMessage::from_message)),
+            },
             Source::Ready(events) => Poll::Ready(events.pop_front()),
         }
     }

@@ -277,25 +277,9 @@ pub(crate) fn error_response(id: Option<Value>, code: i64, message: String) -> V
     json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": {"code": code, "message": message}})
 }
 
-/// Words an error response whose `-32601` message is only the method's name (as `rmcp` answers
+/// The sentence for a `-32601` error whose message is only the method's name (as `rmcp` answers
 /// a method its own dispatch refuses: `ping` on a revision without it, `tasks/*`,
-/// `subscriptions/listen`) as a sentence a person can act on. Whether it changed the response.
-pub(crate) fn word_method_not_found(response: &mut Value) -> bool {
-    let Some(error) = response.get_mut("error").and_then(Value::as_object_mut) else { return false };
-    if error.get("code").and_then(Value::as_i64) != Some(METHOD_NOT_FOUND) {
-        return false;
-    }
-    let Some(worded) = error.get("message").and_then(Value::as_str).and_then(method_not_found_sentence)
-    else {
-        return false;
-    };
-    error.insert("message".to_owned(), Value::String(worded));
-    true
-}
-
-/// The sentence for a `-32601` error whose message is only the method's name (see
-/// [`word_method_not_found`]); `None` for any other error.
-#[cfg_attr(not(feature = "http"), allow(dead_code))]
+/// `subscriptions/listen`), which a person can act on; `None` for any other error.
 pub(crate) fn worded_method_not_found(error: &ErrorData) -> Option<String> {
     if i64::from(error.code.0) != METHOD_NOT_FOUND {
         return None;
