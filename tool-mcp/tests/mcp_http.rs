@@ -902,6 +902,112 @@ async fn initialize_on_revision_2026_07_28_is_method_not_found() {
     served.task.await.unwrap();
 }
 
+/// A request of revision 2026-07-28 is served only when its headers repeat its body (revision,
+/// method, and the name of the tool it calls, plain or in Base64): otherwise `400` with `-32020`
+/// and a sentence saying which header differs, and nothing runs. A revision the server does not
+/// speak gets `-32022` with the ones it does; a response (that revision has no server requests)
+/// `400`; a notification `202`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_of_revision_2026_07_28_repeat_their_body_in_their_headers() {
+    let served = serve(HttpOptions::new()).await;
+    let http = reqwest::Client::new();
+    let meta = |revision: &str| {
+        json!({"io.modelcontextprotocol/protocolVersion": revision, "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "plain", "version": "1"}})
+    };
+    let call = |revision: &str| {
+        json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+            "params": {"name": "note", "arguments": {"text": "modern"}, "_meta": meta(revision)}})
+    };
+    let send = |body: Value, headers: Vec<(&'static str, &'static str)>| {
+        let mut request = http
+            .post(&served.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        request.send()
+    };
+    let modern =
+        vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "note")];
+    for name in ["note", "=?base64?bm90ZQ==?="] {
+        let mut headers = modern.clone();
+        headers[2].1 = name;
+        let response = send(call("2026-07-28"), headers).await.unwrap();
+        assert_eq!(response.status(), 200, "{name}");
+        let answer = messages(response).await;
+        let text = answer.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+        assert!(text.ends_with(" modern"), "{name}: {answer:?}");
+    }
+
+    type Headers = Vec<(&'static str, &'static str)>;
+    let mismatches: [(Value, Headers, &str); 8] = [
+        (
+            call("2026-07-28"),
+            vec![modern[0], modern[1], ("mcp-name", "other")],
+            "the Mcp-Name header says `other`",
+        ),
+        (call("2026-07-28"), vec![modern[0], modern[1], ("mcp-name", "=?base64?!!?=")], "is not Base64"),
+        (call("2026-07-28"), vec![modern[0], modern[1]], "the Mcp-Name header is missing"),
+        (call("2026-07-28"), vec![modern[0], modern[2]], "the Mcp-Method header is missing"),
+        (
+            call("2026-07-28"),
+            vec![modern[0], ("mcp-method", "Tools/Call"), modern[2]],
+            "the Mcp-Method header says",
+        ),
+        (call("2026-07-28"), vec![modern[1], modern[2]], "the MCP-Protocol-Version header is missing"),
+        (
+            call("2026-07-28"),
+            vec![("mcp-protocol-version", "2025-11-25"), modern[1], modern[2]],
+            "the MCP-Protocol-Version header says `2025-11-25`",
+        ),
+        (
+            call("2026-07-28"),
+            vec![modern[0], modern[1], modern[2], ("mcp-name", "evil")],
+            "the Mcp-Name header is sent 2 times",
+        ),
+    ];
+    for (body, headers, says) in mismatches {
+        let shown = format!("{headers:?}");
+        let response = send(body, headers).await.unwrap();
+        assert_eq!(response.status(), 400, "{shown}");
+        let error = &messages(response).await[0];
+        assert_eq!(
+            (error["id"].clone(), error["error"]["code"].clone()),
+            (json!(8), json!(-32020)),
+            "{error}"
+        );
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("Header mismatch: ") && message.contains(says), "{shown}: {message}");
+    }
+    assert_eq!(served.probe.calls.load(std::sync::atomic::Ordering::SeqCst), 2, "a refused call ran");
+
+    let response =
+        send(call("2027-01-01"), vec![("mcp-protocol-version", "2027-01-01"), modern[1], modern[2]])
+            .await
+            .unwrap();
+    assert_eq!(response.status(), 400);
+    let error = &messages(response).await[0];
+    assert_eq!(error["error"]["code"], json!(-32022), "{error}");
+    assert_eq!(error["error"]["data"]["requested"], json!("2027-01-01"), "{error}");
+    assert!(
+        error["error"]["data"]["supported"].as_array().unwrap().contains(&json!("2026-07-28")),
+        "{error}"
+    );
+
+    let response = send(json!({"jsonrpc": "2.0", "id": 3, "result": {}}), vec![modern[0]]).await.unwrap();
+    assert_eq!(response.status(), 400);
+    assert_eq!(messages(response).await[0]["error"]["code"], json!(-32600));
+    let cancelled =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}});
+    let response = send(cancelled, vec![modern[0], ("mcp-method", "notifications/cancelled")]).await.unwrap();
+    assert_eq!(response.status(), 202);
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
 /// `-32601` errors that rmcp gives with only the method's name (`tasks/get` in a session, say)
 /// are sentences.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -120,14 +120,19 @@ impl Poster {
                 return json(StatusCode::BAD_REQUEST, &reply);
             }
         }
-        event_stream(self.serve_alone(message), self.keep_alive)
+        let (messages, running) = self.serve_alone(message);
+        event_stream(Source::Alone { first: None, messages, _running: running }, self.keep_alive)
     }
 
-    /// A server of its own serving `request`, and what it sends.
-    fn serve_alone(&self, request: ClientJsonRpcMessage) -> Source {
+    /// A server of its own serving `request`: what it sends, and the server (cancelled when
+    /// dropped).
+    fn serve_alone(
+        &self,
+        request: ClientJsonRpcMessage,
+    ) -> (mpsc::Receiver<ServerJsonRpcMessage>, Box<RunningService<RoleServer, McpServer>>) {
         let (transport, messages) = OneshotTransport::<RoleServer>::new(request);
         let running = serve_directly_with_ct((self.server)(), transport, None, self.shutdown.child_token());
-        Source::Alone { first: None, messages, _running: running }
+        (messages, Box::new(running))
     }
 
     /// Serves a message of revision 2026-07-28 on (`revision`, from its header or `_meta`).
@@ -169,9 +174,7 @@ impl Poster {
             reply["error"]["data"] = serde_json::json!({"supported": self.revisions, "requested": revision});
             return json(StatusCode::BAD_REQUEST, &reply);
         }
-        let Source::Alone { messages: mut answers, _running, .. } = self.serve_alone(message) else {
-            unreachable!("serve_alone serves alone")
-        };
+        let (mut answers, running) = self.serve_alone(message);
         // A method this server does not serve is answered at once, and gets `404` as the revision
         // asks; anything else streams. A server slower than the window streams too.
         let first = tokio::time::timeout(GATHER_WINDOW, answers.recv()).await.ok().flatten();
@@ -185,7 +188,10 @@ impl Poster {
             let body = serde_json::to_value(ServerJsonRpcMessage::Error(error)).unwrap_or_default();
             return json(StatusCode::NOT_FOUND, &body);
         }
-        event_stream(Source::Alone { first, messages: answers, _running }, self.keep_alive)
+        event_stream(
+            Source::Alone { first: first.map(Box::new), messages: answers, _running: running },
+            self.keep_alive,
+        )
     }
 
     /// Passes `message` to its session, or opens one for an `initialize`.
@@ -274,6 +280,15 @@ const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// How the headers of a request of revision 2026-07-28 on fail to repeat its body, as the end of a
 /// sentence; `None` when they repeat it. Header names are case-insensitive, their values are not.
 fn header_mismatch(headers: &HeaderMap, request: &ClientRequest) -> Option<String> {
+    // A header sent twice could be read one way here and the other way by a proxy in front.
+    for (name, shown) in
+        [(PROTOCOL_VERSION, "MCP-Protocol-Version"), (MCP_METHOD, "Mcp-Method"), (MCP_NAME, "Mcp-Name")]
+    {
+        let count = headers.get_all(name).iter().count();
+        if count > 1 {
+            return Some(format!("the {shown} header is sent {count} times; send it once."));
+        }
+    }
     let revision = request.get_meta().protocol_version();
     match (headers.get(PROTOCOL_VERSION), &revision) {
         (None, _) => {
@@ -485,9 +500,9 @@ enum Source {
     /// server drops its end. The server is cancelled if the answer is dropped before that.
     Alone {
         /// A message already taken from `messages`, sent first.
-        first: Option<ServerJsonRpcMessage>,
+        first: Option<Box<ServerJsonRpcMessage>>,
         messages: mpsc::Receiver<ServerJsonRpcMessage>,
-        _running: RunningService<RoleServer, McpServer>,
+        _running: Box<RunningService<RoleServer, McpServer>>,
     },
     /// Events known already.
     Ready(VecDeque<ServerSseMessage>),
@@ -498,7 +513,7 @@ impl Source {
         match self {
             Source::Session(stream) => stream.as_mut().poll_next(cx),
             Source::Alone { first, messages, .. } => match first.take() {
-                Some(first) => Poll::Ready(Some(ServerSseMessage::from_message(first))),
+                Some(first) => Poll::Ready(Some(ServerSseMessage::from_message(*first))),
                 None => messages.poll_recv(cx).map(|next| next.map(ServerSseMessage::from_message)),
             },
             Source::Ready(events) => Poll::Ready(events.pop_front()),
