@@ -1,6 +1,6 @@
 //! Serving over MCP's Streamable HTTP transport (feature `mcp-http`): one session state per
 //! client, the `Origin`, `Host` and bearer-token checks, the checks of each message (those of
-//! stdio), and graceful shutdown.
+//! stdio), and graceful shutdown. A POST's answer is [`super::http_post`]'s.
 
 use std::convert::Infallible;
 use std::fmt;
@@ -412,8 +412,7 @@ fn rmcp_config(options: &HttpOptions, sessions: CancellationToken) -> Streamable
 }
 
 /// The HTTP endpoint: the path, token and message checks, then the POST's answer from the checked
-/// message ([`Poster`]); GET and DELETE, and the requests of revision 2026-07-28 on, go to
-/// `rmcp`'s service.
+/// message ([`Poster`]); GET and DELETE go to `rmcp`'s service, over the same sessions.
 struct Endpoint {
     service: StreamableHttpService<McpServer, CappedSessions>,
     /// Answers POSTs from the message the checks read.

@@ -553,7 +553,7 @@ impl http_body::Body for Events {
 
 /// One event's text: its id and retry delay when it has them, then its message as one `data`
 /// line (empty for a priming event), `-32601` errors worded (see
-/// [`inbound::word_method_not_found`]).
+/// [`inbound::worded_method_not_found`]).
 fn event_text(event: ServerSseMessage) -> Bytes {
     let mut text = Vec::with_capacity(256);
     if let Some(id) = &event.event_id {
