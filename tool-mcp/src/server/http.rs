@@ -70,7 +70,8 @@ pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// its headers, and its events as they come.
 pub(super) const GATHER_WINDOW: Duration = Duration::from_secs(1);
 
-type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
+/// A response of this server: a boxed body of bytes that cannot fail.
+pub(super) type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 
 /// How [`McpServer::serve_http`] serves: who may connect, the token they need, and when and how
 /// it stops.
@@ -742,14 +743,16 @@ fn authorized(value: Option<&http::HeaderValue>, token: &[u8]) -> bool {
     scheme.eq_ignore_ascii_case(b"bearer ") && bool::from(credentials.ct_eq(token))
 }
 
-fn json(status: StatusCode, value: &Value) -> HttpResponse {
+/// A JSON answer.
+pub(super) fn json(status: StatusCode, value: &Value) -> HttpResponse {
     let mut response = Response::new(Full::new(Bytes::from(value.to_string())).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
     response
 }
 
-fn plain(status: StatusCode, text: String) -> HttpResponse {
+/// A plain-text answer (a sentence).
+pub(super) fn plain(status: StatusCode, text: String) -> HttpResponse {
     let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
     *response.status_mut() = status;
     response

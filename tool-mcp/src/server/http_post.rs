@@ -41,11 +41,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
-use super::http::GATHER_WINDOW;
+use super::http::{GATHER_WINDOW, HttpResponse, json, plain};
 use super::http_sessions::{self, CappedSessions, SessionsError};
 use super::inbound;
-
-type HttpResponse = Response<http_body_util::combinators::BoxBody<Bytes, Infallible>>;
 
 /// The header naming a session.
 pub(crate) const SESSION_ID: &str = "mcp-session-id";
@@ -628,22 +626,6 @@ fn session_failed(error: &SessionsError) -> HttpResponse {
             format!("Internal error: the session could not take the message ({error}). Try again."),
         ),
     }
-}
-
-fn json(status: StatusCode, value: &serde_json::Value) -> HttpResponse {
-    let mut response = Response::new(http_body_util::Full::new(Bytes::from(value.to_string())).boxed());
-    *response.status_mut() = status;
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
-}
-
-fn plain(status: StatusCode, text: String) -> HttpResponse {
-    let mut response = Response::new(http_body_util::Full::new(Bytes::from(text)).boxed());
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
-    response
 }
 
 #[cfg(test)]
