@@ -787,6 +787,39 @@ async fn each_body_is_parsed_once() {
     served.task.await.unwrap();
 }
 
+/// A stateless server serves each request with a server of its own: no `Mcp-Session-Id`, a
+/// session state per request, an `initialize` answered all the same, notifications `202`, and
+/// responses refused (it sends no requests).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_server_serves_each_request_alone() {
+    let served = serve(HttpOptions::new().stateless()).await;
+    let note = |text: &str| json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "note", "arguments": {"text": text}}});
+    let mut sessions = Vec::new();
+    for text in ["a", "b"] {
+        let response = post(&served.url, &note(text), None, None, None).await;
+        assert_eq!(response.status(), 200);
+        assert!(response.headers().get("mcp-session-id").is_none());
+        let answer = messages(response).await;
+        let said = answer.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+        let (session, notes) = said.split_once(' ').unwrap();
+        assert_eq!(notes, text, "a state was shared: {said}");
+        sessions.push(session.to_owned());
+    }
+    assert_ne!(sessions[0], sessions[1]);
+    let init = post(&served.url, &initialize(), None, None, None).await;
+    assert_eq!(init.status(), 200);
+    assert!(init.headers().get("mcp-session-id").is_none());
+    assert_eq!(messages(init).await[0]["result"]["protocolVersion"], json!("2025-11-25"));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(&served.url, &initialized, None, None, None).await.status(), 202);
+    let response =
+        post(&served.url, &json!({"jsonrpc": "2.0", "id": 7, "result": {}}), None, None, None).await;
+    assert_eq!(response.status(), 400);
+    assert_eq!(messages(response).await[0]["error"]["code"], json!(-32600));
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
 /// GET opens a session's event stream (primed with a retry delay), DELETE ends the session; a
 /// stateless server answers neither, and every other method gets `405` with the methods it has.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

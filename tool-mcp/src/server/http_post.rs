@@ -697,4 +697,63 @@ mod tests {
             assert_eq!(status(both, content_type), Some(415), "{content_type:?}");
         }
     }
+
+    /// A stream that never says anything.
+    struct Silent;
+
+    impl Stream for Silent {
+        type Item = ServerSseMessage;
+
+        fn poll_next(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<ServerSseMessage>> {
+            Poll::Pending
+        }
+    }
+
+    /// A quiet event stream sends a comment each keep-alive period, and none before.
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_stream_sends_a_comment_each_period() {
+        let response = event_stream(Source::Session(Box::pin(Silent)), Some(Duration::from_secs(15)));
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "text/event-stream");
+        let mut body = response.into_body();
+        let early = tokio::time::timeout(Duration::from_secs(14), body.frame()).await;
+        assert!(early.is_err(), "a comment before the period");
+        for _ in 0..2 {
+            let frame =
+                tokio::time::timeout(Duration::from_secs(2), body.frame()).await.unwrap().unwrap().unwrap();
+            assert_eq!(frame.into_data().unwrap(), ": keep-alive\n\n");
+            assert!(tokio::time::timeout(Duration::from_secs(13), body.frame()).await.is_err());
+        }
+    }
+
+    /// Events are written with their id and retry delay; a priming event has empty data; a
+    /// `-32601` error that is only the method's name is worded.
+    #[test]
+    fn events_are_written_as_server_sent_events() {
+        use rmcp::model::{ErrorCode, ErrorData, JsonRpcError, JsonRpcVersion2_0, RequestId};
+        let mut priming = ServerSseMessage::from_message(ServerJsonRpcMessage::Error(JsonRpcError {
+            jsonrpc: JsonRpcVersion2_0,
+            id: None,
+            error: ErrorData::new(ErrorCode(-32601), "x", None),
+        }));
+        priming.message = None;
+        priming.event_id = Some("0/3".to_owned());
+        priming.retry = Some(Duration::from_secs(3));
+        assert_eq!(event_text(priming), "id: 0/3\nretry: 3000\ndata: \n\n");
+        let error = ServerSseMessage::from_message(ServerJsonRpcMessage::Error(JsonRpcError {
+            jsonrpc: JsonRpcVersion2_0,
+            id: Some(RequestId::Number(5)),
+            error: ErrorData::new(ErrorCode(-32601), "tasks/get", None),
+        }));
+        let text = String::from_utf8(event_text(error).to_vec()).unwrap();
+        let data: serde_json::Value =
+            serde_json::from_str(text.strip_prefix("data: ").unwrap().strip_suffix("\n\n").unwrap()).unwrap();
+        assert_eq!(data["id"], 5);
+        assert!(
+            data["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Method not found: this server does not serve `tasks/get`"),
+            "{data}"
+        );
+    }
 }
