@@ -752,6 +752,118 @@ async fn a_quick_answer_is_written_in_one_piece() {
     served.task.await.unwrap();
 }
 
+/// Each body is parsed once, by the checks, and the message they read is the one served: a body
+/// that starts with a byte-order mark (which the checks skip, as RFC 8259 allows a reader to)
+/// would not parse a second time from its bytes. In a session and without one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_body_is_parsed_once() {
+    let with_bom = |message: &Value| format!("\u{FEFF}{message}");
+    let served = serve(HttpOptions::new()).await;
+    let init = post_text(&served.url, with_bom(&initialize()), None, None, None).await;
+    assert_eq!(init.status(), 200);
+    let session = init.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_owned();
+    assert_eq!(messages(init).await[0]["result"]["protocolVersion"], json!("2025-11-25"));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let accepted = post_text(&served.url, with_bom(&initialized), Some(&session), None, None).await;
+    assert_eq!(accepted.status(), 202);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "note", "arguments": {"text": "once"}}});
+    let answer = post_text(&served.url, with_bom(&call), Some(&session), None, None).await;
+    assert_eq!(answer.status(), 200);
+    let answer = messages(answer).await;
+    let text = answer.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert!(text.starts_with("http-") && text.ends_with(" once"), "{answer:?}");
+    served.stop.cancel();
+    served.task.await.unwrap();
+
+    let served = serve(HttpOptions::new().stateless()).await;
+    let answer = post_text(&served.url, with_bom(&call), None, None, None).await;
+    assert_eq!(answer.status(), 200);
+    let answer = messages(answer).await;
+    assert!(
+        answer.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap().ends_with(" once"),
+        "{answer:?}"
+    );
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
+/// A stateless server serves each request with a server of its own: no `Mcp-Session-Id`, a
+/// session state per request, an `initialize` answered all the same, notifications `202`, and
+/// responses refused (it sends no requests).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_server_serves_each_request_alone() {
+    let served = serve(HttpOptions::new().stateless()).await;
+    let note = |text: &str| json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "note", "arguments": {"text": text}}});
+    let mut sessions = Vec::new();
+    for text in ["a", "b"] {
+        let response = post(&served.url, &note(text), None, None, None).await;
+        assert_eq!(response.status(), 200);
+        assert!(response.headers().get("mcp-session-id").is_none());
+        let answer = messages(response).await;
+        let said = answer.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+        let (session, notes) = said.split_once(' ').unwrap();
+        assert_eq!(notes, text, "a state was shared: {said}");
+        sessions.push(session.to_owned());
+    }
+    assert_ne!(sessions[0], sessions[1]);
+    let init = post(&served.url, &initialize(), None, None, None).await;
+    assert_eq!(init.status(), 200);
+    assert!(init.headers().get("mcp-session-id").is_none());
+    assert_eq!(messages(init).await[0]["result"]["protocolVersion"], json!("2025-11-25"));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(&served.url, &initialized, None, None, None).await.status(), 202);
+    let response =
+        post(&served.url, &json!({"jsonrpc": "2.0", "id": 7, "result": {}}), None, None, None).await;
+    assert_eq!(response.status(), 400);
+    assert_eq!(messages(response).await[0]["error"]["code"], json!(-32600));
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
+/// GET opens a session's event stream (primed with a retry delay), DELETE ends the session; a
+/// stateless server answers neither, and every other method gets `405` with the methods it has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_and_delete_serve_sessions() {
+    let served = serve(HttpOptions::new()).await;
+    let http = reqwest::Client::new();
+    let init = post(&served.url, &initialize(), None, None, None).await;
+    let session = init.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_owned();
+    let get = |session: Option<&str>, accept: &str| {
+        let mut request = http.get(&served.url).header("accept", accept.to_owned());
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session.to_owned());
+        }
+        request.send()
+    };
+    assert_eq!(get(Some(&session), "application/json").await.unwrap().status(), 406);
+    assert_eq!(get(None, "text/event-stream").await.unwrap().status(), 400);
+    assert_eq!(get(Some("no-such-session"), "text/event-stream").await.unwrap().status(), 404);
+    let mut stream = get(Some(&session), "text/event-stream").await.unwrap();
+    assert_eq!(stream.status(), 200);
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    let first = stream.chunk().await.unwrap().unwrap();
+    assert_eq!(std::str::from_utf8(&first).unwrap(), "data: \nid: 0\nretry: 3000\n\n");
+    drop(stream);
+
+    let deleted = http.delete(&served.url).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(deleted.status(), 200);
+    assert_eq!(get(Some(&session), "text/event-stream").await.unwrap().status(), 404);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    assert_eq!(post(&served.url, &list, Some(&session), None, None).await.status(), 404);
+    let put = http.put(&served.url).send().await.unwrap();
+    assert_eq!((put.status().as_u16(), put.headers()["allow"].to_str().unwrap()), (405, "GET, POST, DELETE"));
+    served.stop.cancel();
+    served.task.await.unwrap();
+
+    let served = serve(HttpOptions::new().stateless()).await;
+    let get = http.get(&served.url).send().await.unwrap();
+    assert_eq!((get.status().as_u16(), get.headers()["allow"].to_str().unwrap()), (405, "POST"));
+    let delete = http.delete(&served.url).header("mcp-session-id", "x").send().await.unwrap();
+    assert_eq!((delete.status().as_u16(), delete.headers()["allow"].to_str().unwrap()), (405, "POST"));
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
 /// Revision 2026-07-28 has no `initialize` (nor `ping`): `404` and `-32601` with a sentence, as
 /// for every method the server does not serve. An `initialize` that only proposes that
 /// revision, as a client of an earlier one may, still gets a session.
@@ -819,6 +931,112 @@ async fn initialize_on_revision_2026_07_28_is_method_not_found() {
     assert!(response.headers().contains_key("mcp-session-id"));
     let result = &messages(response).await[0]["result"];
     assert_eq!(result["protocolVersion"], json!("2025-11-25"), "{result}");
+    served.stop.cancel();
+    served.task.await.unwrap();
+}
+
+/// A request of revision 2026-07-28 is served only when its headers repeat its body (revision,
+/// method, and the name of the tool it calls, plain or in Base64): otherwise `400` with `-32020`
+/// and a sentence saying which header differs, and nothing runs. A revision the server does not
+/// speak gets `-32022` with the ones it does; a response (that revision has no server requests)
+/// `400`; a notification `202`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_of_revision_2026_07_28_repeat_their_body_in_their_headers() {
+    let served = serve(HttpOptions::new()).await;
+    let http = reqwest::Client::new();
+    let meta = |revision: &str| {
+        json!({"io.modelcontextprotocol/protocolVersion": revision, "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "plain", "version": "1"}})
+    };
+    let call = |revision: &str| {
+        json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+            "params": {"name": "note", "arguments": {"text": "modern"}, "_meta": meta(revision)}})
+    };
+    let send = |body: Value, headers: Vec<(&'static str, &'static str)>| {
+        let mut request = http
+            .post(&served.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        request.send()
+    };
+    let modern =
+        vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "note")];
+    for name in ["note", "=?base64?bm90ZQ==?="] {
+        let mut headers = modern.clone();
+        headers[2].1 = name;
+        let response = send(call("2026-07-28"), headers).await.unwrap();
+        assert_eq!(response.status(), 200, "{name}");
+        let answer = messages(response).await;
+        let text = answer.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+        assert!(text.ends_with(" modern"), "{name}: {answer:?}");
+    }
+
+    type Headers = Vec<(&'static str, &'static str)>;
+    let mismatches: [(Value, Headers, &str); 8] = [
+        (
+            call("2026-07-28"),
+            vec![modern[0], modern[1], ("mcp-name", "other")],
+            "the Mcp-Name header says `other`",
+        ),
+        (call("2026-07-28"), vec![modern[0], modern[1], ("mcp-name", "=?base64?!!?=")], "is not Base64"),
+        (call("2026-07-28"), vec![modern[0], modern[1]], "the Mcp-Name header is missing"),
+        (call("2026-07-28"), vec![modern[0], modern[2]], "the Mcp-Method header is missing"),
+        (
+            call("2026-07-28"),
+            vec![modern[0], ("mcp-method", "Tools/Call"), modern[2]],
+            "the Mcp-Method header says",
+        ),
+        (call("2026-07-28"), vec![modern[1], modern[2]], "the MCP-Protocol-Version header is missing"),
+        (
+            call("2026-07-28"),
+            vec![("mcp-protocol-version", "2025-11-25"), modern[1], modern[2]],
+            "the MCP-Protocol-Version header says `2025-11-25`",
+        ),
+        (
+            call("2026-07-28"),
+            vec![modern[0], modern[1], modern[2], ("mcp-name", "evil")],
+            "the Mcp-Name header is sent 2 times",
+        ),
+    ];
+    for (body, headers, says) in mismatches {
+        let shown = format!("{headers:?}");
+        let response = send(body, headers).await.unwrap();
+        assert_eq!(response.status(), 400, "{shown}");
+        let error = &messages(response).await[0];
+        assert_eq!(
+            (error["id"].clone(), error["error"]["code"].clone()),
+            (json!(8), json!(-32020)),
+            "{error}"
+        );
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("Header mismatch: ") && message.contains(says), "{shown}: {message}");
+    }
+    assert_eq!(served.probe.calls.load(std::sync::atomic::Ordering::SeqCst), 2, "a refused call ran");
+
+    let response =
+        send(call("2027-01-01"), vec![("mcp-protocol-version", "2027-01-01"), modern[1], modern[2]])
+            .await
+            .unwrap();
+    assert_eq!(response.status(), 400);
+    let error = &messages(response).await[0];
+    assert_eq!(error["error"]["code"], json!(-32022), "{error}");
+    assert_eq!(error["error"]["data"]["requested"], json!("2027-01-01"), "{error}");
+    assert!(
+        error["error"]["data"]["supported"].as_array().unwrap().contains(&json!("2026-07-28")),
+        "{error}"
+    );
+
+    let response = send(json!({"jsonrpc": "2.0", "id": 3, "result": {}}), vec![modern[0]]).await.unwrap();
+    assert_eq!(response.status(), 400);
+    assert_eq!(messages(response).await[0]["error"]["code"], json!(-32600));
+    let cancelled =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}});
+    let response = send(cancelled, vec![modern[0], ("mcp-method", "notifications/cancelled")]).await.unwrap();
+    assert_eq!(response.status(), 202);
     served.stop.cancel();
     served.task.await.unwrap();
 }

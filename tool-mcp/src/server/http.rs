@@ -1,6 +1,6 @@
 //! Serving over MCP's Streamable HTTP transport (feature `mcp-http`): one session state per
 //! client, the `Origin`, `Host` and bearer-token checks, the checks of each message (those of
-//! stdio), and graceful shutdown.
+//! stdio), and graceful shutdown. A POST's answer is [`super::http_post`]'s.
 
 use std::convert::Infallible;
 use std::fmt;
@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::calls::{Entered, Gauge, InFlight};
 use super::host_check::HostCheck;
+use super::http_post::{self, Poster};
 use super::http_sessions::{self, CappedSessions};
 use super::inbound::{self, Framing, INVALID_PARAMS, Inbound};
 use super::limits::Connections;
@@ -67,9 +68,10 @@ pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long the answer to a POST is held back, at most, to be written whole in one go: an answer
 /// that is ready by then is sent with its headers in one write; a call still running by then gets
 /// its headers, and its events as they come.
-const GATHER_WINDOW: Duration = Duration::from_secs(1);
+pub(super) const GATHER_WINDOW: Duration = Duration::from_secs(1);
 
-type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
+/// A response of this server: a boxed body of bytes that cannot fail.
+pub(super) type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 
 /// How [`McpServer::serve_http`] serves: who may connect, the token they need, and when and how
 /// it stops.
@@ -292,21 +294,34 @@ impl McpServer {
         let max_body = self.inner.max_message_bytes;
         let template = McpServer { in_flight: in_flight.clone(), ..self };
         let next_session = AtomicU64::new(1);
-        let factory = move || {
+        let revisions = rmcp::Service::<rmcp::RoleServer>::supported_protocol_versions(&template)
+            .iter()
+            .map(|version| version.as_str().to_owned())
+            .collect();
+        let server: Arc<dyn Fn() -> McpServer + Send + Sync> = Arc::new(move || {
             let id = format!("http-{}", next_session.fetch_add(1, Ordering::Relaxed));
-            Ok(template.for_session(id))
+            template.for_session(id)
+        });
+        let factory = {
+            let server = server.clone();
+            move || Ok(server())
         };
         let mut local_sessions = LocalSessionManager::default();
         local_sessions.session_config.keep_alive = Some(options.session_idle_timeout);
         let capped = Arc::new(CappedSessions::new(local_sessions, options.max_sessions));
-        let service = StreamableHttpService::new(
-            factory,
-            capped.clone(),
-            rmcp_config(&options, sessions.clone()).with_max_request_body_bytes(max_body),
-        );
+        let config = rmcp_config(&options, sessions.clone()).with_max_request_body_bytes(max_body);
+        let poster = Poster {
+            sessions: if options.stateless { None } else { Some(capped.clone()) },
+            server,
+            revisions,
+            keep_alive: config.sse_keep_alive,
+            shutdown: sessions.clone(),
+        };
+        let service = StreamableHttpService::new(factory, capped.clone(), config);
         let responses = Gauge::default();
         let endpoint = Arc::new(Endpoint {
             service,
+            poster,
             host_check,
             token: options.token.clone(),
             max_body,
@@ -397,9 +412,12 @@ fn rmcp_config(options: &HttpOptions, sessions: CancellationToken) -> Streamable
         .disable_allowed_origins()
 }
 
-/// The HTTP endpoint: the path, token and message checks in front of `rmcp`'s service.
+/// The HTTP endpoint: the path, token and message checks, then the POST's answer from the checked
+/// message ([`Poster`]); GET and DELETE go to `rmcp`'s service, over the same sessions.
 struct Endpoint {
     service: StreamableHttpService<McpServer, CappedSessions>,
+    /// Answers POSTs from the message the checks read.
+    poster: Poster,
     /// The DNS-rebinding check, ahead of everything else.
     host_check: HostCheck,
     token: Option<Arc<[u8]>>,
@@ -468,7 +486,7 @@ impl Endpoint {
         let checked = match read {
             Ok(body) => match inbound::check(&body, Framing::Bodies) {
                 Inbound::Message(message) => match self.refusal(&parts, &message).await {
-                    None => Ok(body),
+                    None => Ok(message),
                     Some(refused) => Err(refused),
                 },
                 Inbound::Reply(reply) | Inbound::Unanswered(reply) => Err((status_of(&reply), reply)),
@@ -484,8 +502,9 @@ impl Endpoint {
             }
         };
         match checked {
-            Ok(body) => {
-                let response = self.service.handle(Request::from_parts(parts, Full::new(body))).await;
+            Ok(message) => {
+                let revision = revision_of(&parts, &message);
+                let response = self.poster.answer(&parts.headers, *message, revision).await;
                 gathered(response).await.map(|body| Counted { body, _entered: entered }.boxed())
             }
             Err((status, reply)) => json(status, &reply),
@@ -504,7 +523,7 @@ impl Endpoint {
             return None;
         }
         let id = serde_json::to_value(&request.id).ok();
-        if let Some(revision) = stateless_revision(parts, &request.request) {
+        if let Some(revision) = revision_of(parts, message) {
             return Some((
                 StatusCode::NOT_FOUND,
                 inbound::error_response(
@@ -519,7 +538,7 @@ impl Endpoint {
             ));
         }
         let sessions = self.sessions.as_ref()?;
-        if parts.headers.contains_key(SESSION_ID_HEADER) || sessions.open() < sessions.max() {
+        if parts.headers.contains_key(http_post::SESSION_ID) || sessions.open() < sessions.max() {
             return None;
         }
         Some((
@@ -529,21 +548,27 @@ impl Endpoint {
     }
 }
 
-/// The header naming a session.
-const SESSION_ID_HEADER: &str = "mcp-session-id";
-
 /// The first protocol revision without the `initialize` handshake.
 const FIRST_STATELESS_REVISION: &str = "2026-07-28";
 
-/// The revision a request says it speaks, when that revision has no `initialize` (2026-07-28 and
+/// The revision a message says it speaks, when that revision has no `initialize` (2026-07-28 and
 /// later): from its `MCP-Protocol-Version` header, which a client sends only once it speaks a
-/// revision, or from its `_meta`. The version an `initialize` proposes in its params is only a
-/// proposal, answered with a revision this server speaks, and does not count.
-fn stateless_revision(parts: &http::request::Parts, request: &ClientRequest) -> Option<String> {
-    let header = parts.headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let meta = request.get_meta().protocol_version().map(|version| version.to_string());
-    // Revisions are dates: their text sorts as they do.
-    [header, meta].into_iter().flatten().find(|revision| revision.as_str() >= FIRST_STATELESS_REVISION)
+/// revision, or from a request's `_meta`. The version an `initialize` proposes in its params is
+/// only a proposal, answered with a revision this server speaks, and does not count.
+fn revision_of(parts: &http::request::Parts, message: &ClientJsonRpcMessage) -> Option<String> {
+    let header =
+        parts.headers.get(http_post::PROTOCOL_VERSION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let meta = match message {
+        JsonRpcMessage::Request(request) => {
+            request.request.get_meta().protocol_version().map(|version| version.to_string())
+        }
+        _ => None,
+    };
+    // Revisions are dates: their text sorts as they do. Text that is no date names no revision
+    // (and is refused as one this server does not speak).
+    [header, meta].into_iter().flatten().find(|revision| {
+        revision.starts_with(|c: char| c.is_ascii_digit()) && revision.as_str() >= FIRST_STATELESS_REVISION
+    })
 }
 
 /// `response`, written in one go when it can be: an event stream that ends within
@@ -555,7 +580,7 @@ async fn gathered(response: HttpResponse) -> HttpResponse {
         .get(header::CONTENT_TYPE)
         .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
     if !streams {
-        return worded_json(response).await;
+        return response;
     }
     let (parts, mut body) = response.into_parts();
     let mut gathered: Vec<u8> = Vec::new();
@@ -578,8 +603,7 @@ async fn gathered(response: HttpResponse) -> HttpResponse {
         };
         match next {
             None => {
-                let body = worded_events(gathered);
-                return Response::from_parts(parts, Full::new(Bytes::from(body)).boxed());
+                return Response::from_parts(parts, Full::new(Bytes::from(gathered)).boxed());
             }
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
@@ -590,53 +614,8 @@ async fn gathered(response: HttpResponse) -> HttpResponse {
             Some(Err(never)) => match never {},
         }
     }
-    let rest =
-        Prefixed { prefix: Some(Bytes::from(worded_events(gathered))).filter(|p| !p.is_empty()), body };
+    let rest = Prefixed { prefix: Some(Bytes::from(gathered)).filter(|p| !p.is_empty()), body };
     Response::from_parts(parts, rest.boxed())
-}
-
-/// A JSON error answer (a request of revision 2026-07-28 on) with its `-32601` message worded
-/// (see [`inbound::word_method_not_found`]).
-async fn worded_json(response: HttpResponse) -> HttpResponse {
-    if response.status() != StatusCode::NOT_FOUND
-        || response.headers().get(header::CONTENT_TYPE).map(http::HeaderValue::as_bytes)
-            != Some(b"application/json".as_slice())
-    {
-        return response;
-    }
-    let (mut parts, body) = response.into_parts();
-    let Ok(collected) = body.collect().await;
-    let bytes = collected.to_bytes();
-    let Ok(mut value) = serde_json::from_slice::<Value>(&bytes) else {
-        return Response::from_parts(parts, Full::new(bytes).boxed());
-    };
-    if !inbound::word_method_not_found(&mut value) {
-        return Response::from_parts(parts, Full::new(bytes).boxed());
-    }
-    parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, Full::new(Bytes::from(value.to_string())).boxed())
-}
-
-/// An event stream's text with each `-32601` message worded.
-fn worded_events(events: Vec<u8>) -> Vec<u8> {
-    if memchr::memmem::find(&events, b"-32601").is_none() {
-        return events;
-    }
-    let mut worded = Vec::with_capacity(events.len() + 256);
-    for line in events.split_inclusive(|&byte| byte == b'\n') {
-        let mut message =
-            line.strip_prefix(b"data:").and_then(|rest| serde_json::from_slice::<Value>(rest).ok());
-        let reworded = message.as_mut().is_some_and(inbound::word_method_not_found);
-        match message {
-            Some(message) if reworded => {
-                worded.extend_from_slice(b"data: ");
-                worded.extend_from_slice(message.to_string().as_bytes());
-                worded.push(b'\n');
-            }
-            _ => worded.extend_from_slice(line),
-        }
-    }
-    worded
 }
 
 /// Whether a piece of an event stream holds a message (a priming event's `data` is empty).
@@ -764,14 +743,16 @@ fn authorized(value: Option<&http::HeaderValue>, token: &[u8]) -> bool {
     scheme.eq_ignore_ascii_case(b"bearer ") && bool::from(credentials.ct_eq(token))
 }
 
-fn json(status: StatusCode, value: &Value) -> HttpResponse {
+/// A JSON answer.
+pub(super) fn json(status: StatusCode, value: &Value) -> HttpResponse {
     let mut response = Response::new(Full::new(Bytes::from(value.to_string())).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
     response
 }
 
-fn plain(status: StatusCode, text: String) -> HttpResponse {
+/// A plain-text answer (a sentence).
+pub(super) fn plain(status: StatusCode, text: String) -> HttpResponse {
     let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
     *response.status_mut() = status;
     response

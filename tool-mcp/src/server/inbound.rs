@@ -11,7 +11,7 @@ use std::fmt;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, DiscoverRequestParams,
-    InitializeRequestParams, JsonObject, JsonRpcMessage, PaginatedRequestParams, RequestId,
+    ErrorData, InitializeRequestParams, JsonObject, JsonRpcMessage, PaginatedRequestParams, RequestId,
     RequestMetaObject,
 };
 use serde::Deserialize as _;
@@ -277,26 +277,25 @@ pub(crate) fn error_response(id: Option<Value>, code: i64, message: String) -> V
     json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": {"code": code, "message": message}})
 }
 
-/// Words an error response whose `-32601` message is only the method's name (as `rmcp` answers
+/// The sentence for a `-32601` error whose message is only the method's name (as `rmcp` answers
 /// a method its own dispatch refuses: `ping` on a revision without it, `tasks/*`,
-/// `subscriptions/listen`) as a sentence a person can act on. Whether it changed the response.
-pub(crate) fn word_method_not_found(response: &mut Value) -> bool {
-    let Some(error) = response.get_mut("error").and_then(Value::as_object_mut) else { return false };
-    if error.get("code").and_then(Value::as_i64) != Some(METHOD_NOT_FOUND) {
-        return false;
+/// `subscriptions/listen`), which a person can act on; `None` for any other error.
+pub(crate) fn worded_method_not_found(error: &ErrorData) -> Option<String> {
+    if i64::from(error.code.0) != METHOD_NOT_FOUND {
+        return None;
     }
-    let Some(method) =
-        error.get("message").and_then(Value::as_str).filter(|m| !m.is_empty() && !m.contains(' '))
-    else {
-        return false;
-    };
-    let message = format!(
+    method_not_found_sentence(&error.message)
+}
+
+fn method_not_found_sentence(method: &str) -> Option<String> {
+    if method.is_empty() || method.contains(' ') {
+        return None;
+    }
+    Some(format!(
         "Method not found: this server does not serve `{method}` on the protocol revision this request uses \
          (2026-07-28 has no `initialize` nor `ping`, and this server declares only the tools capability). Use \
          tools/list and tools/call."
-    );
-    error.insert("message".to_owned(), Value::String(message));
-    true
+    ))
 }
 
 /// The reply to a message longer than the limit, of which `prefix` is the beginning; its length

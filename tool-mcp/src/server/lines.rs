@@ -292,20 +292,30 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransp
 
 /// One message as a line. An error response whose request `id` was unknown carries `"id": null`:
 /// `rmcp` leaves the member out, which JSON-RPC 2.0 and the Python SDK's message model reject.
+/// A `-32601` error that is only the method's name is worded (see
+/// [`super::inbound::worded_method_not_found`]); the message is written from its type either way.
 fn encode(message: &TxJsonRpcMessage<RoleServer>) -> io::Result<Vec<u8>> {
-    if !matches!(message, JsonRpcMessage::Error(_)) {
-        let mut bytes = serde_json::to_vec(message).map_err(io::Error::other)?;
-        bytes.push(b'\n');
-        return Ok(bytes);
+    /// An error response as written: `id` is `null` rather than absent.
+    #[derive(serde::Serialize)]
+    struct ErrorLine<'a> {
+        jsonrpc: &'a rmcp::model::JsonRpcVersion2_0,
+        id: Option<&'a rmcp::model::RequestId>,
+        error: std::borrow::Cow<'a, rmcp::model::ErrorData>,
     }
-    let mut value = serde_json::to_value(message).map_err(io::Error::other)?;
-    if let Value::Object(object) = &mut value
-        && object.contains_key("error")
-    {
-        object.entry("id").or_insert(Value::Null);
+    let mut bytes = match message {
+        JsonRpcMessage::Error(response) => {
+            let mut error = std::borrow::Cow::Borrowed(&response.error);
+            if let Some(worded) = super::inbound::worded_method_not_found(&response.error) {
+                error.to_mut().message = worded.into();
+            }
+            let line = ErrorLine { jsonrpc: &response.jsonrpc, id: response.id.as_ref(), error };
+            serde_json::to_vec(&line)
+        }
+        other => serde_json::to_vec(other),
     }
-    super::inbound::word_method_not_found(&mut value);
-    encode_value(&value)
+    .map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 fn encode_value(value: &Value) -> io::Result<Vec<u8>> {
@@ -386,5 +396,41 @@ mod tests {
         assert!(line.is_empty());
         assert_eq!(overflow.prefix, b"{\"id\":1,\"x\":\"0123456789\"}");
         assert_eq!(overflow.length, 25);
+    }
+
+    /// Error responses are written from their type: `"id": null` when the id was unknown, a
+    /// `-32601` that is only a method's name worded as a sentence, every other error as it is.
+    #[test]
+    fn error_lines_carry_an_id_and_worded_messages() {
+        use rmcp::model::{ErrorCode, ErrorData, JsonRpcError, JsonRpcVersion2_0, RequestId, ServerResult};
+        let error = |id: Option<RequestId>, code: i32, message: &'static str| {
+            JsonRpcMessage::Error(JsonRpcError {
+                jsonrpc: JsonRpcVersion2_0,
+                id,
+                error: ErrorData::new(ErrorCode(code), message, None),
+            })
+        };
+        let line = |message: TxJsonRpcMessage<RoleServer>| {
+            let bytes = encode(&message).unwrap();
+            assert_eq!(bytes.last(), Some(&b'\n'));
+            serde_json::from_slice::<Value>(&bytes).unwrap()
+        };
+        let worded = line(error(Some(RequestId::Number(4)), -32601, "tasks/get"));
+        assert_eq!(worded["id"], serde_json::json!(4));
+        assert_eq!(
+            worded["error"]["message"],
+            "Method not found: this server does not serve `tasks/get` on the protocol revision this request uses \
+             (2026-07-28 has no `initialize` nor `ping`, and this server declares only the tools capability). Use \
+             tools/list and tools/call."
+        );
+        let unknown = line(error(None, -32700, "Parse error"));
+        assert_eq!(
+            unknown,
+            serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}})
+        );
+        let sentence = line(error(Some(RequestId::String("a".into())), -32601, "Method not found: `x`."));
+        assert_eq!(sentence["error"]["message"], "Method not found: `x`.");
+        let result = line(JsonRpcMessage::response(ServerResult::empty(()), RequestId::Number(1)));
+        assert_eq!(result, serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
     }
 }

@@ -8,6 +8,8 @@ mod host_check;
 #[cfg(feature = "http")]
 mod http;
 #[cfg(feature = "http")]
+mod http_post;
+#[cfg(feature = "http")]
 mod http_sessions;
 mod inbound;
 #[cfg(feature = "http")]
