@@ -744,8 +744,10 @@ fn authorized(value: Option<&http::HeaderValue>, token: &[u8]) -> bool {
 }
 
 /// A JSON answer.
-pub(super) fn json(status: StatusCode, value: &Value) -> HttpResponse {
-    let mut response = Response::new(Full::new(Bytes::from(value.to_string())).boxed());
+pub(super) fn json<T: serde::Serialize>(status: StatusCode, value: &T) -> HttpResponse {
+    // Our error values and rmcp's messages always serialize: their maps have string keys.
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
     response

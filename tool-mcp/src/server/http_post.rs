@@ -183,8 +183,7 @@ impl Poster {
             if let Some(worded) = inbound::worded_method_not_found(&error.error) {
                 error.error.message = worded.into();
             }
-            let body = serde_json::to_value(ServerJsonRpcMessage::Error(error)).unwrap_or_default();
-            return json(StatusCode::NOT_FOUND, &body);
+            return json(StatusCode::NOT_FOUND, &ServerJsonRpcMessage::Error(error));
         }
         event_stream(
             Source::Alone { first: first.map(Box::new), messages: answers, _running: running },
