@@ -320,10 +320,14 @@ pub(crate) fn walk(
 /// A walk uses at most this many threads (ripgrep's default is one per core, up to 12).
 const MAX_THREADS: usize = 12;
 
-/// The directories of a parallel walk waiting to be read, and how many are being read.
+/// The directories of a parallel walk waiting to be read, how many are being read, and how many
+/// threads wait for one.
 struct Queue {
     pending: Vec<Pending>,
     busy: usize,
+    /// Threads asleep on the condition variable: it is notified only when one is (a notification
+    /// is a system call whether or not anyone waits).
+    waiting: usize,
     stopped: bool,
 }
 
@@ -422,7 +426,7 @@ pub(crate) fn walk_parallel(
 ) -> io::Result<()> {
     let (walker, first) = Walker::start(roots, root, options, false)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS);
-    let queue = Mutex::new(Queue { pending: vec![first], busy: 0, stopped: false });
+    let queue = Mutex::new(Queue { pending: vec![first], busy: 0, waiting: 0, stopped: false });
     let ready = Condvar::new();
     let lock = || queue.lock().unwrap_or_else(PoisonError::into_inner);
     // Adds directories to the queue while their reader is still busy (so the walk cannot be
@@ -431,8 +435,13 @@ pub(crate) fn walk_parallel(
         let mut state = lock();
         let added = subdirs.len();
         state.pending.append(subdirs);
+        let waiting = state.waiting;
         drop(state);
-        if added == 1 { ready.notify_one() } else { ready.notify_all() }
+        match (waiting, added) {
+            (0, _) => {}
+            (_, 1) => ready.notify_one(),
+            _ => ready.notify_all(),
+        }
     };
     let work = || {
         let mut subdirs = Vec::new();
@@ -445,10 +454,14 @@ pub(crate) fn walk_parallel(
             let Some(pending) = state.pending.pop() else {
                 if state.busy == 0 {
                     // Nothing waiting and nothing being read: the walk is over.
-                    ready.notify_all();
+                    if state.waiting > 0 {
+                        ready.notify_all();
+                    }
                     return;
                 }
+                state.waiting += 1;
                 state = ready.wait(state).unwrap_or_else(PoisonError::into_inner);
+                state.waiting -= 1;
                 continue;
             };
             state.busy += 1;
@@ -464,12 +477,15 @@ pub(crate) fn walk_parallel(
             state.busy -= 1;
             state.stopped |= !go_on;
             if state.stopped {
-                ready.notify_all();
+                if state.waiting > 0 {
+                    ready.notify_all();
+                }
                 return;
             }
             let added = subdirs.len();
             state.pending.append(&mut subdirs);
             match added {
+                _ if state.waiting == 0 => {}
                 0 if state.busy == 0 && state.pending.is_empty() => ready.notify_all(),
                 0 => {}
                 1 => ready.notify_one(),
