@@ -12,9 +12,8 @@
 #   CASES="startup grep glob capture"  which cases to run (startup: an empty directory, so
 #                                the time is the process's start and exit)
 #   BASELINE=/path/to/tools      another build of the binary, run alternately with the others
-#   DIRECT=1                     spawn each command directly, without /usr/bin/time (no peak RSS):
-#                                under a forking parent such as time, our parallel walks take
-#                                35-40 ms longer (see BENCHMARKS.md)
+#   DIRECT=1                     spawn each command directly, without /usr/bin/time (no peak RSS),
+#                                as an agent's runtime spawns a tool
 set -euo pipefail
 
 TOOLS=${1:-${CARGO_TARGET_DIR:-target}/release/tools}

@@ -35,6 +35,12 @@ pub(crate) fn display_path(path: &Path) -> String {
 /// Appends [`display_path`]`(path)` to `out`, without a string of its own.
 pub(crate) fn push_display_path(out: &mut String, path: &Path) {
     let bytes = path_bytes(path);
+    // Most paths are printable ASCII: told by one pass over the bytes, without decoding.
+    if bytes.first() != Some(&b'"') && bytes.iter().all(|&b| (b' '..=b'~').contains(&b)) {
+        // Printable ASCII is UTF-8 (the check cannot fail).
+        out.push_str(std::str::from_utf8(&bytes).unwrap_or_default());
+        return;
+    }
     let plain = std::str::from_utf8(&bytes)
         .ok()
         .filter(|s| !s.chars().any(|c| c.is_control() || c == '"' && s.starts_with('"')));
@@ -216,6 +222,13 @@ mod tests {
         assert_eq!(display_path(Path::new("src/main.rs")), "src/main.rs");
         assert_eq!(display_path(Path::new("with space/é.txt")), "with space/é.txt");
         assert_eq!(display_path(Path::new("a\nb")), "\"a\\nb\"");
+        // Printable ASCII as it is, a quote inside a name too; DEL, a tab, a leading quote and
+        // C1 controls are escaped.
+        assert_eq!(display_path(Path::new("a \"b\" ~{}.rs")), "a \"b\" ~{}.rs");
+        assert_eq!(display_path(Path::new("del\x7f")), "\"del\\u{7f}\"");
+        assert_eq!(display_path(Path::new("a\tb")), "\"a\\tb\"");
+        assert_eq!(display_path(Path::new("\"quoted\"")), "\"\\\"quoted\\\"\"");
+        assert_eq!(display_path(Path::new("next\u{85}line")), "\"next\\u{85}line\"");
         #[cfg(unix)]
         {
             use std::os::unix::ffi::OsStrExt;

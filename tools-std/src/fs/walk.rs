@@ -125,14 +125,39 @@ fn fill(slot: &mut Match<()>, matcher: Option<&Gitignore>, path: &Path, is_dir: 
     }
 }
 
-/// One directory waiting to be read.
+/// One directory waiting to be read. A subdirectory is not opened until its turn comes: a walk
+/// holds open only the directories being read and those whose subdirectories still wait, about
+/// its depth times its threads, however wide the tree (a handle per waiting directory would
+/// hold hundreds, past the open-file limit in a wide enough tree, and every time a process with
+/// several threads needs a larger table of open files, the kernel waits for all CPUs to pass a
+/// quiescent state: milliseconds each time).
 struct Pending {
-    dir: Dir,
+    source: Source,
     target: Target,
     /// Its absolute path, for matching ignore rules (never for opening anything).
     absolute: PathBuf,
     depth: usize,
     level: Option<Arc<Level>>,
+}
+
+/// Where a waiting directory is opened from.
+enum Source {
+    /// The walk's root, opened when the walk starts.
+    Root(Dir),
+    /// The entry `name` of the directory `parent` (a name its listing held), opened beneath it
+    /// by [`open_subdir`], never through a link.
+    Beneath { parent: Arc<Dir>, name: std::ffi::OsString },
+}
+
+impl Source {
+    /// The directory, readable; the parent's handle is let go here, not when the directory has
+    /// been read.
+    fn open(self) -> io::Result<Dir> {
+        match self {
+            Source::Root(dir) => Ok(dir),
+            Source::Beneath { parent, name } => open_subdir(&parent, &name),
+        }
+    }
 }
 
 /// What every directory of one walk shares: the options, the `--glob` overrides and the global
@@ -169,7 +194,8 @@ impl<'a> Walker<'a> {
         };
         let max_depth = options.max_depth.unwrap_or(MAX_DEPTH).min(MAX_DEPTH);
         let walker = Walker { options, overrides, global, compiled, max_depth, all_times };
-        Ok((walker, Pending { dir, target: root.clone(), absolute: absolute_root, depth: 0, level }))
+        let source = Source::Root(dir);
+        Ok((walker, Pending { source, target: root.clone(), absolute: absolute_root, depth: 0, level }))
     }
 
     /// Reads one directory: `visit` sees its entries (in name order when `sorted`), and the
@@ -185,7 +211,11 @@ impl<'a> Walker<'a> {
         publish: &mut dyn FnMut(&mut Vec<Pending>),
     ) -> bool {
         let options = self.options;
-        let Ok(mut names) = list(&pending.dir) else { return true };
+        let Pending { source, target: here, absolute: here_absolute, depth, level: above } = pending;
+        // A directory that cannot be opened (gone, or a link now) or listed is skipped.
+        let Ok(dir) = source.open() else { return true };
+        let Ok(mut names) = list(&dir) else { return true };
+        let dir = Arc::new(dir);
         if sorted {
             names.sort_by(|a, b| a.0.cmp(&b.0));
         } else {
@@ -193,12 +223,12 @@ impl<'a> Walker<'a> {
         }
         let mut published = sorted;
         let level = if options.respect_ignore_files {
-            let rules = listed_rules(&pending.dir, &pending.absolute, &names, &self.compiled);
-            Some(Arc::new(Level::new(rules, pending.absolute.clone(), pending.level.clone())))
+            let rules = listed_rules(&dir, &here_absolute, &names, &self.compiled);
+            Some(Arc::new(Level::new(rules, here_absolute.clone(), above)))
         } else {
             None
         };
-        let depth = pending.depth + 1;
+        let depth = depth + 1;
         // Whether any rule can match below here: without one, no path is built to match.
         let matching = self.overrides.is_some()
             || self.global.is_some()
@@ -217,20 +247,14 @@ impl<'a> Walker<'a> {
             }
             if matching {
                 absolute.as_mut_os_string().clear();
-                absolute.push(&pending.absolute);
+                absolute.push(&here_absolute);
                 absolute.push(&name);
             }
             if options.report_excluded
                 && self.overrides.as_ref().is_some_and(|o| o.matched(&absolute, is_dir).is_ignore())
             {
-                let entry = WalkEntry {
-                    path: pending.target.join(&name),
-                    depth,
-                    kind,
-                    modified: None,
-                    excluded: true,
-                };
-                if !visit(entry, &Listed { dir: &pending.dir, name: &name }) {
+                let entry = WalkEntry { path: here.join(&name), depth, kind, modified: None, excluded: true };
+                if !visit(entry, &Listed { dir: &dir, name: &name }) {
                     return false;
                 }
                 continue;
@@ -246,25 +270,24 @@ impl<'a> Walker<'a> {
             ) {
                 continue;
             }
-            let target = pending.target.join(&name);
+            let target = here.join(&name);
             let modified = if self.all_times {
-                pending.dir.symlink_metadata(&name).ok().and_then(|m| m.modified().ok()).map(|t| t.into_std())
+                dir.symlink_metadata(&name).ok().and_then(|m| m.modified().ok()).map(|t| t.into_std())
             } else {
                 None
             };
             let descend = is_dir && depth < self.max_depth;
             let (path, target) = if descend { (target.clone(), Some(target)) } else { (target, None) };
             let entry = WalkEntry { path, depth, kind, modified, excluded: false };
-            if !visit(entry, &Listed { dir: &pending.dir, name: &name }) {
+            if !visit(entry, &Listed { dir: &dir, name: &name }) {
                 return false;
             }
             if let Some(target) = target {
-                // Never follow a link here: an entry that was a directory when listed and is a
-                // link now is skipped.
-                if let Ok(dir) = open_subdir(&pending.dir, &name) {
-                    let absolute = pending.absolute.join(&name);
-                    subdirs.push(Pending { dir, target, absolute, depth, level: level.clone() });
-                }
+                // Opened when its turn comes, never through a link: an entry that was a
+                // directory when listed and is a link by then is skipped.
+                let absolute = here_absolute.join(&name);
+                let source = Source::Beneath { parent: Arc::clone(&dir), name };
+                subdirs.push(Pending { source, target, absolute, depth, level: level.clone() });
             }
         }
         true
@@ -297,10 +320,14 @@ pub(crate) fn walk(
 /// A walk uses at most this many threads (ripgrep's default is one per core, up to 12).
 const MAX_THREADS: usize = 12;
 
-/// The directories of a parallel walk waiting to be read, and how many are being read.
+/// The directories of a parallel walk waiting to be read, how many are being read, and how many
+/// threads wait for one.
 struct Queue {
     pending: Vec<Pending>,
     busy: usize,
+    /// Threads asleep on the condition variable: it is notified only when one is (a notification
+    /// is a system call whether or not anyone waits).
+    waiting: usize,
     stopped: bool,
 }
 
@@ -399,7 +426,7 @@ pub(crate) fn walk_parallel(
 ) -> io::Result<()> {
     let (walker, first) = Walker::start(roots, root, options, false)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS);
-    let queue = Mutex::new(Queue { pending: vec![first], busy: 0, stopped: false });
+    let queue = Mutex::new(Queue { pending: vec![first], busy: 0, waiting: 0, stopped: false });
     let ready = Condvar::new();
     let lock = || queue.lock().unwrap_or_else(PoisonError::into_inner);
     // Adds directories to the queue while their reader is still busy (so the walk cannot be
@@ -408,8 +435,13 @@ pub(crate) fn walk_parallel(
         let mut state = lock();
         let added = subdirs.len();
         state.pending.append(subdirs);
+        let waiting = state.waiting;
         drop(state);
-        if added == 1 { ready.notify_one() } else { ready.notify_all() }
+        match (waiting, added) {
+            (0, _) => {}
+            (_, 1) => ready.notify_one(),
+            _ => ready.notify_all(),
+        }
     };
     let work = || {
         let mut subdirs = Vec::new();
@@ -422,10 +454,14 @@ pub(crate) fn walk_parallel(
             let Some(pending) = state.pending.pop() else {
                 if state.busy == 0 {
                     // Nothing waiting and nothing being read: the walk is over.
-                    ready.notify_all();
+                    if state.waiting > 0 {
+                        ready.notify_all();
+                    }
                     return;
                 }
+                state.waiting += 1;
                 state = ready.wait(state).unwrap_or_else(PoisonError::into_inner);
+                state.waiting -= 1;
                 continue;
             };
             state.busy += 1;
@@ -441,12 +477,15 @@ pub(crate) fn walk_parallel(
             state.busy -= 1;
             state.stopped |= !go_on;
             if state.stopped {
-                ready.notify_all();
+                if state.waiting > 0 {
+                    ready.notify_all();
+                }
                 return;
             }
             let added = subdirs.len();
             state.pending.append(&mut subdirs);
             match added {
+                _ if state.waiting == 0 => {}
                 0 if state.busy == 0 && state.pending.is_empty() => ready.notify_all(),
                 0 => {}
                 1 => ready.notify_one(),
