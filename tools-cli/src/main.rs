@@ -90,12 +90,21 @@ fn run(command: Command) -> Result<i32, Failure> {
     }
 }
 
-fn block_on<F: Future<Output = Result<i32, Failure>>>(future: F) -> Result<i32, Failure> {
+fn block_on<F>(future: F) -> Result<i32, Failure>
+where
+    F: Future<Output = Result<i32, Failure>> + Send + 'static,
+{
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::runtime(format!("cannot start the async runtime: {e}")))?;
-    let result = runtime.block_on(future);
+    // The command runs as a task of the runtime's workers, not on this thread: a worker that
+    // learns a pipe or socket is ready then runs the task itself, where a future on this thread
+    // would be woken across threads at each read (a command's output is read thousands of
+    // times a second).
+    let result = runtime
+        .block_on(runtime.spawn(future))
+        .unwrap_or_else(|e| Err(Failure::runtime(format!("the command stopped unexpectedly: {e}"))));
     // Shutting down drops the tasks still running (a cancelled tool that had not yet noticed,
     // say), and their destructors stop what they started. Blocking threads (a read of standard
     // input) are not waited for past the timeout.

@@ -16,8 +16,12 @@ use crate::text::plural;
 /// known to be cut, it is written to the store as it comes. The cut itself only ever keeps what
 /// the limits show.
 pub const SPILL_AT: usize = 1024 * 1024;
-/// Chunks of output on their way to the store's file, at most.
+/// Batches of output on their way to the store's file, at most.
 const SPILL_QUEUE: usize = 4;
+/// Output is sent to the store's writer in batches of about this many bytes: a command writing
+/// in small pieces is read once per piece, and waking the writer's thread for each would cost
+/// more than writing it.
+const SPILL_BATCH: usize = 256 * 1024;
 
 /// The output of one command: the part not yet shown (a *window*, cut to the limits as it
 /// comes), and the whole of it on its way to the output store.
@@ -58,11 +62,14 @@ struct Writing {
     reference: Option<Result<String, String>>,
     created: Option<oneshot::Receiver<Result<String, String>>>,
     chunks: mpsc::Sender<Chunk>,
+    /// Text not sent yet (moved, not copied), and its length in bytes.
+    batch: Vec<String>,
+    batch_bytes: usize,
     task: JoinHandle<io::Result<StoredOutput>>,
 }
 
 enum Chunk {
-    Text(String),
+    Text(Vec<String>),
     /// Write out what is buffered, then answer.
     Flush(oneshot::Sender<()>),
 }
@@ -138,10 +145,7 @@ impl Capture {
                     self.start_writing();
                 }
             }
-            // A send fails only when the task stopped on an error, which `finish` reports.
-            Spill::Writing(writing) => {
-                let _ = writing.chunks.send(Chunk::Text(text)).await;
-            }
+            Spill::Writing(writing) => writing.push(text).await,
         }
     }
 
@@ -327,7 +331,11 @@ impl Writing {
             drop(first);
             while let Some(chunk) = received.blocking_recv() {
                 match chunk {
-                    Chunk::Text(text) => writer.write_str(&text)?,
+                    Chunk::Text(texts) => {
+                        for text in texts {
+                            writer.write_str(&text)?;
+                        }
+                    }
                     Chunk::Flush(done) => {
                         writer.flush()?;
                         let _ = done.send(());
@@ -336,7 +344,27 @@ impl Writing {
             }
             writer.finish()
         });
-        Writing { reference: None, created: Some(created), chunks, task }
+        Writing { reference: None, created: Some(created), chunks, batch: Vec::new(), batch_bytes: 0, task }
+    }
+
+    /// Adds `text` to the batch, and sends the batch once it is [`SPILL_BATCH`] long.
+    async fn push(&mut self, text: String) {
+        self.batch_bytes += text.len();
+        self.batch.push(text);
+        if self.batch_bytes >= SPILL_BATCH {
+            self.send_batch().await;
+        }
+    }
+
+    /// Sends what the batch holds.
+    async fn send_batch(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        self.batch_bytes = 0;
+        let batch = std::mem::take(&mut self.batch);
+        // A send fails only when the task stopped on an error, which `finish` reports.
+        let _ = self.chunks.send(Chunk::Text(batch)).await;
     }
 
     /// The stored copy's reference, `None` when it could not be created.
@@ -350,6 +378,7 @@ impl Writing {
     /// Waits until everything sent so far is in the file; returns the stored copy's reference.
     async fn flush(&mut self) -> Option<String> {
         let reference = self.reference().await?;
+        self.send_batch().await;
         let (done, flushed) = oneshot::channel();
         if self.chunks.send(Chunk::Flush(done)).await.is_ok() {
             let _ = flushed.await;
@@ -357,8 +386,9 @@ impl Writing {
         Some(reference)
     }
 
-    /// Waits until everything sent is written.
-    async fn finish(self) -> io::Result<StoredOutput> {
+    /// Sends the rest and waits until everything is written.
+    async fn finish(mut self) -> io::Result<StoredOutput> {
+        self.send_batch().await;
         drop(self.chunks);
         self.task.await.map_err(io::Error::other)?
     }
