@@ -14,7 +14,10 @@
 //! modification time of a stamp file in the directory, so a short-lived process (`tools call`)
 //! pays one `stat` when no sweep is due, and an output outlives its retention period by at most
 //! one cleanup interval. A stamp that is not a regular file, or dated in the future, proves
-//! nothing and the sweep runs. A sweep only ever deletes regular files whose names are
+//! nothing and the sweep runs. A sweep also keeps the store under a total size (1 GiB by
+//! default, [`OutputStoreBuilder::max_total_bytes`]): past it, the oldest outputs are deleted
+//! first, so between two sweeps the store can outgrow it by what one cleanup interval writes.
+//! A sweep only ever deletes regular files whose names are
 //! references, directly inside the store's directory: it never recurses and never follows a
 //! symbolic link.
 //!
@@ -52,6 +55,9 @@ pub const DEFAULT_CLEANUP_INTERVAL: Duration = Duration::from_secs(60 * 60);
 
 /// The largest stored copy of one output by default: 64 MiB.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
+
+/// The most a store keeps in all by default: 1 GiB (sixteen outputs of the largest size).
+pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// The application directory under the user's data directory.
 pub const APP_DIR_NAME: &str = "tool-runtime";
@@ -141,6 +147,9 @@ pub struct OutputLines {
 pub struct CleanupReport {
     /// Expired outputs deleted.
     pub removed: usize,
+    /// Outputs within the retention period deleted, oldest first, to bring the store under its
+    /// total size.
+    pub trimmed: usize,
     /// Outputs still within the retention period.
     pub kept: usize,
     /// Entries left alone: not a regular file, not named like a reference, or not deletable.
@@ -154,6 +163,7 @@ pub struct OutputStoreBuilder {
     retention: Duration,
     cleanup_interval: Duration,
     max_output_bytes: usize,
+    max_total_bytes: u64,
     read_hint: ReadHint,
 }
 
@@ -184,6 +194,13 @@ impl OutputStoreBuilder {
         self
     }
 
+    /// The most the store keeps in all, in bytes (default [`DEFAULT_MAX_TOTAL_BYTES`]): each
+    /// sweep deletes the oldest outputs past it.
+    pub fn max_total_bytes(mut self, bytes: u64) -> Self {
+        self.max_total_bytes = bytes;
+        self
+    }
+
     /// How the notice tells the model to read an output stored here (default
     /// [`ReadHint::neutral`], which names no tool).
     pub fn read_hint(mut self, hint: ReadHint) -> Self {
@@ -211,6 +228,7 @@ impl OutputStoreBuilder {
             cleanup_interval: self.cleanup_interval,
             last_cleanup: Mutex::new(Instant::now()),
             max_output_bytes: self.max_output_bytes,
+            max_total_bytes: self.max_total_bytes,
             read_hint: self.read_hint,
         };
         // Best effort: a failed cleanup must not stop outputs from being saved.
@@ -229,6 +247,7 @@ pub struct OutputStore {
     cleanup_interval: Duration,
     last_cleanup: Mutex<Instant>,
     max_output_bytes: usize,
+    max_total_bytes: u64,
     read_hint: ReadHint,
 }
 
@@ -240,6 +259,7 @@ impl OutputStore {
             retention: DEFAULT_RETENTION,
             cleanup_interval: DEFAULT_CLEANUP_INTERVAL,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
             read_hint: ReadHint::default(),
         }
     }
@@ -382,12 +402,15 @@ impl OutputStore {
         Ok(lines_page(&text, offset.max(1), limit))
     }
 
-    /// Deletes expired outputs now (see the module docs for what is ever deleted), and records
-    /// the sweep for every process sharing the directory.
+    /// Deletes expired outputs now, then the oldest ones past the total size (see the module
+    /// docs for what is ever deleted), and records the sweep for every process sharing the
+    /// directory.
     pub fn cleanup(&self) -> io::Result<CleanupReport> {
         let dir = self.handle();
         let mut report = CleanupReport::default();
         let now = SystemTime::now();
+        // The outputs kept: when each was last written, its name, its size.
+        let mut kept: Vec<(Option<SystemTime>, OsString, u64)> = Vec::new();
         for entry in dir.entries()? {
             let Ok(entry) = entry else {
                 report.skipped += 1;
@@ -411,8 +434,28 @@ impl OutputStore {
                     Err(_) => report.skipped += 1,
                 }
             } else {
-                report.kept += 1;
+                kept.push((modified, name, meta.len()));
             }
+        }
+        let mut total: u64 = kept.iter().map(|(_, _, len)| len).sum();
+        if total > self.max_total_bytes {
+            // Oldest first; a time that cannot be read counts as oldest. Names order outputs
+            // written in the same instant (they start with their creation time).
+            kept.sort();
+            let mut oldest = kept.into_iter();
+            while total > self.max_total_bytes {
+                let Some((_, name, len)) = oldest.next() else { break };
+                match dir.remove_file(&name) {
+                    Ok(()) => {
+                        report.trimmed += 1;
+                        total -= len;
+                    }
+                    Err(_) => report.skipped += 1,
+                }
+            }
+            report.kept = oldest.len();
+        } else {
+            report.kept = kept.len();
         }
         // Best effort: without a stamp, the next store opened sweeps again.
         let _ = stamp_sweep(&dir, now);

@@ -141,7 +141,10 @@ fn opening_a_store_deletes_only_expired_outputs() {
     assert!(foreign.exists());
     assert!(subdir.is_dir());
     assert!(matches!(reopened.read_to_string(old.as_str()), Err(OutputStoreError::NotFound(_))));
-    assert_eq!(reopened.cleanup().expect("cleanup"), CleanupReport { removed: 0, kept: 2, skipped: 2 });
+    assert_eq!(
+        reopened.cleanup().expect("cleanup"),
+        CleanupReport { removed: 0, trimmed: 0, kept: 2, skipped: 2 }
+    );
 }
 
 #[cfg(unix)]
@@ -196,7 +199,7 @@ fn cleanup_never_follows_symlinks() {
     symlink(&outside_dir, &dir_link).expect("symlink");
 
     let report = store.cleanup().expect("cleanup");
-    assert_eq!(report, CleanupReport { removed: 0, kept: 0, skipped: 2 });
+    assert_eq!(report, CleanupReport { removed: 0, trimmed: 0, kept: 0, skipped: 2 });
     assert_eq!(fs::read_to_string(&outside_file).expect("outside file"), "precious");
     assert_eq!(fs::read_to_string(&outside_nested).expect("outside nested"), "precious too");
     assert!(fs::symlink_metadata(&link).expect("link kept").file_type().is_symlink());
@@ -426,4 +429,27 @@ fn a_stamp_that_is_not_a_regular_file_does_not_stop_the_sweep_and_is_replaced() 
     }
     assert_eq!(fs::read_to_string(&outside).expect("outside"), "recent");
     assert_eq!(fs::metadata(&outside).expect("outside").modified().expect("mtime"), outside_modified);
+}
+
+#[test]
+fn past_the_total_size_the_oldest_outputs_go_first() {
+    let tmp = TempDir::new("total");
+    let store = OutputStore::builder().dir(tmp.path()).max_total_bytes(250).open().expect("open");
+    let text = "x".repeat(100);
+    let saved: Vec<OutputRef> = (0..4).map(|_| store.save(&text).expect("save").reference).collect();
+    // Written an hour, a minute and a second apart, the first the oldest; the last is newest.
+    age(&tmp.path().join(saved[0].as_str()), 3 * HOUR);
+    age(&tmp.path().join(saved[1].as_str()), HOUR);
+    age(&tmp.path().join(saved[2].as_str()), Duration::from_secs(60));
+    let report = store.cleanup().expect("cleanup");
+    assert_eq!(report, CleanupReport { removed: 0, trimmed: 2, kept: 2, skipped: 0 });
+    assert!(!tmp.path().join(saved[0].as_str()).exists());
+    assert!(!tmp.path().join(saved[1].as_str()).exists());
+    assert_eq!(store.read_to_string(saved[2].as_str()).expect("third"), text);
+    assert_eq!(store.read_to_string(saved[3].as_str()).expect("fourth"), text);
+    // Under the limit, nothing more goes.
+    assert_eq!(
+        store.cleanup().expect("cleanup"),
+        CleanupReport { removed: 0, trimmed: 0, kept: 2, skipped: 0 }
+    );
 }
