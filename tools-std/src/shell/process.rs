@@ -485,7 +485,7 @@ mod terminal {
         ) -> Poll<io::Result<()>> {
             loop {
                 let mut guard = ready!(self.0.poll_read_ready(cx))?;
-                match guard.try_io(|fd| (&*fd.get_ref()).read(buf.initialize_unfilled())) {
+                match guard.try_io(|fd| fd.get_ref().read(buf.initialize_unfilled())) {
                     Ok(Ok(n)) => {
                         buf.advance(n);
                         return Poll::Ready(Ok(()));
@@ -504,7 +504,7 @@ mod terminal {
         fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
             loop {
                 let mut guard = ready!(self.0.poll_write_ready(cx))?;
-                match guard.try_io(|fd| (&*fd.get_ref()).write(data)) {
+                match guard.try_io(|fd| fd.get_ref().write(data)) {
                     Ok(result) => return Poll::Ready(result),
                     Err(_would_block) => {}
                 }
