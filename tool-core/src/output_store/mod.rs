@@ -17,9 +17,8 @@
 //! nothing and the sweep runs. A sweep also keeps the store under a total size (1 GiB by
 //! default, [`OutputStoreBuilder::max_total_bytes`]): past it, the oldest outputs are deleted
 //! first, so between two sweeps the store can outgrow it by what one cleanup interval writes.
-//! A sweep only ever deletes regular files whose names are
-//! references, directly inside the store's directory: it never recurses and never follows a
-//! symbolic link.
+//! A sweep only ever deletes regular files whose names are references, directly inside the
+//! store's directory: it never recurses and never follows a symbolic link.
 //!
 //! Whoever installs a store also says, with a [`ReadHint`], how the model reads a stored
 //! output back (which tools to call); the notice of every output saved here uses it.

@@ -281,14 +281,8 @@ pub(crate) fn error_response(id: Option<Value>, code: i64, message: String) -> V
 /// a method its own dispatch refuses: `ping` on a revision without it, `tasks/*`,
 /// `subscriptions/listen`), which a person can act on; `None` for any other error.
 pub(crate) fn worded_method_not_found(error: &ErrorData) -> Option<String> {
-    if i64::from(error.code.0) != METHOD_NOT_FOUND {
-        return None;
-    }
-    method_not_found_sentence(&error.message)
-}
-
-fn method_not_found_sentence(method: &str) -> Option<String> {
-    if method.is_empty() || method.contains(' ') {
+    let method = &error.message;
+    if i64::from(error.code.0) != METHOD_NOT_FOUND || method.is_empty() || method.contains(' ') {
         return None;
     }
     Some(format!(
