@@ -155,15 +155,18 @@ impl fmt::Display for Refusal {
             Reason::LimitedMethod { method } => write!(
                 f,
                 "the network is in limited mode, where plain HTTP allows only GET, HEAD and OPTIONS, and this \
-                 request was {method}"
+                 request was {method}; {LIMITED_HINT}"
             ),
-            Reason::LimitedTunnel => f.write_str(
+            Reason::LimitedTunnel => write!(
+                f,
                 "the network is in limited mode, where only plain-HTTP GET, HEAD and OPTIONS pass; a tunnel \
-                 (HTTPS through CONNECT, or SOCKS5) cannot be inspected, so it is refused",
+                 (HTTPS through CONNECT, or SOCKS5) cannot be inspected, so it is refused; {LIMITED_HINT}"
             ),
-            Reason::LimitedUpgrade => f.write_str(
+            Reason::LimitedUpgrade => write!(
+                f,
                 "the network is in limited mode, where only plain-HTTP GET, HEAD and OPTIONS pass; a \
-                 WebSocket upgrade opens a two-way channel that cannot be inspected, so it is refused",
+                 WebSocket upgrade opens a two-way channel that cannot be inspected, so it is refused; \
+                 {LIMITED_HINT}"
             ),
             Reason::Unresolved { error } => write!(f, "`{host}` could not be resolved: {error}"),
             Reason::Unreachable { error } => f.write_str(error),
@@ -177,6 +180,10 @@ impl fmt::Display for Refusal {
         }
     }
 }
+
+/// What a refusal of limited mode adds: who can lift it.
+const LIMITED_HINT: &str = "only the user can lift limited mode (`sandbox.network.limited` in the settings), so \
+                            read over plain HTTP or ask them";
 
 /// At most this many refusals are kept between two drains; the oldest are dropped.
 const LOG_LIMIT: usize = 256;

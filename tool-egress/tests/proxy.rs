@@ -307,6 +307,7 @@ async fn limited_mode_allows_only_reading_methods_and_no_tunnels() {
     let answer = raw(&proxy, &format!("CONNECT allowed.test:{port} HTTP/1.1\r\n\r\n")).await;
     assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
     assert!(answer.contains("a tunnel (HTTPS through CONNECT, or SOCKS5) cannot be inspected"), "{answer}");
+    assert!(answer.contains("only the user can lift limited mode (`sandbox.network.limited`"), "{answer}");
     assert_eq!(socks_connect(&proxy, Target::Name("allowed.test"), port).await.0, 2);
     // A WebSocket is a GET, but what follows it is a two-way channel: refused as a tunnel is.
     let answer = raw(&proxy, &websocket_request("allowed.test", port, "/ws", "none")).await;
