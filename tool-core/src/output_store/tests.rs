@@ -257,6 +257,15 @@ fn the_stored_copy_stops_at_the_size_limit_on_a_character_boundary() {
     assert!(!exact.is_cut());
     let over = store.save("0123456789\n").expect("save");
     assert_eq!(store.read_to_string(over.reference.as_str()).expect("read"), "0123456789");
+
+    // Bytes given as UTF-8, and text counted without being given: the copy ends there.
+    let mut writer = store.create().expect("create");
+    writer.write_utf8(b"ab\xffc").expect("write");
+    writer.skip(100);
+    writer.write_utf8(b"d").expect("write");
+    let stored = writer.finish().expect("finish");
+    assert_eq!((stored.stored_bytes, stored.total_bytes), (6, 107));
+    assert_eq!(store.read_to_string(stored.reference.as_str()).expect("read"), "ab\u{FFFD}c");
 }
 
 #[test]

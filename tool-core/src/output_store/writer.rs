@@ -85,6 +85,28 @@ impl OutputWriter {
         Ok(())
     }
 
+    /// Appends `bytes`, which should be UTF-8 (invalid sequences are stored as U+FFFD), or what
+    /// still fits of them.
+    pub fn write_utf8(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.full {
+            // Past the limit the text is only counted: it need not be checked.
+            self.total = self.total.saturating_add(bytes.len());
+            return Ok(());
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(text) => self.write_str(text),
+            Err(_) => self.write_str(&String::from_utf8_lossy(bytes)),
+        }
+    }
+
+    /// Counts `bytes` more bytes of text without being given them: the stored copy ends where it
+    /// is, as it does at the limit. (A producer that knows the copy is full need not send the
+    /// rest.)
+    pub fn skip(&mut self, bytes: usize) {
+        self.total = self.total.saturating_add(bytes);
+        self.full = true;
+    }
+
     /// Writes what is buffered to the file, so that readers of the stored output see everything
     /// written so far while the output is still growing.
     pub fn flush(&mut self) -> io::Result<()> {

@@ -201,7 +201,9 @@ impl TruncationStream {
             return;
         }
         let by_bytes = self.tail.floor_char_boundary(self.tail.len().saturating_sub(need));
-        let by_lines = memrchr_iter(b'\n', self.tail.as_bytes()).nth(lines).unwrap_or(0);
+        // Only a line start after `by_bytes` can keep less: the search stops there.
+        let by_lines =
+            memrchr_iter(b'\n', &self.tail.as_bytes()[by_bytes..]).nth(lines).map_or(0, |at| by_bytes + at);
         self.tail.drain(..by_bytes.max(by_lines));
         self.tail_trim_at = self.tail.len().saturating_mul(2).saturating_add(TAIL_SLACK);
     }

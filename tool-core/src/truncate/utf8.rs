@@ -44,6 +44,11 @@ impl Utf8Decoder {
         }
     }
 
+    /// Whether it holds nothing: no character waits for the rest of its bytes.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
     /// Ends the input: an incomplete character left over becomes U+FFFD.
     pub fn flush(&mut self) -> String {
         if self.pending.is_empty() {

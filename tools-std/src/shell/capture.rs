@@ -2,8 +2,9 @@
 //! kept whole in the output store, in memory bounded by the limits whatever its size.
 
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, mpsc as recycle};
 
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tool_runtime::output_store::{OutputStore, StoredOutput};
@@ -18,21 +19,39 @@ use crate::text::plural;
 pub const SPILL_AT: usize = 1024 * 1024;
 /// Batches of output on their way to the store's file, at most.
 const SPILL_QUEUE: usize = 4;
-/// Output is sent to the store's writer in batches of about this many bytes: a command writing
-/// in small pieces is read once per piece, and waking the writer's thread for each would cost
-/// more than writing it.
+/// Output is sent to the store's writer in batches of at least this many bytes: a command
+/// writing in small pieces is read once per piece, and waking the writer's thread for each
+/// would cost more than writing it.
 const SPILL_BATCH: usize = 256 * 1024;
+/// The room each read of the output is given, at least.
+const READ_BYTES: usize = SPILL_BATCH;
+/// A new input buffer's size: a batch not sent yet, and a read after it. (The buffers are reused
+/// once the store's writer is done with them.)
+const INPUT_BYTES: usize = SPILL_BATCH + READ_BYTES;
 
 /// The output of one command: the part not yet shown (a *window*, cut to the limits as it
 /// comes), and the whole of it on its way to the output store.
 ///
 /// `bash` shows one window, the whole output. A background session shows one window per read:
 /// each read takes what arrived since the previous one.
+///
+/// Output is read straight into the buffer that becomes the store's next batch, and checked as
+/// UTF-8 where it lies: on its way from the pipe to the store's file it is copied by the kernel
+/// only. (The window keeps copies of its two ends, no more.) Past the store's limit for one
+/// output the text is only counted, and the same buffer is read into again.
 pub(crate) struct Capture {
     window: TruncationStream,
     limits: TruncationLimits,
     store: Option<Arc<OutputStore>>,
     spill: Spill,
+    /// Output read and not yet passed on: text up to `valid`, then the first bytes of a
+    /// character still to come, then (from `unchecked` on) bytes not looked at yet.
+    input: Vec<u8>,
+    valid: usize,
+    /// Where the bytes not yet filtered or checked start.
+    unchecked: usize,
+    /// Decodes output that is not valid UTF-8 (its invalid sequences become U+FFFD); it holds
+    /// what remains of a character cut at the end of such output.
     decoder: Utf8Decoder,
     /// For a terminal: escape sequences and CR LF removed before anything else sees the text.
     filter: Option<TerminalFilter>,
@@ -50,7 +69,7 @@ enum Spill {
     Off,
     /// Everything so far, until it is longer than [`SPILL_AT`] and known to be cut.
     Memory(String),
-    /// On its way to the store.
+    /// On its way to the store: the capture's input is the next batch.
     Writing(Writing),
     /// All of it is in the store (once the output ended), under this reference.
     Stored(String),
@@ -62,16 +81,23 @@ struct Writing {
     reference: Option<Result<String, String>>,
     created: Option<oneshot::Receiver<Result<String, String>>>,
     chunks: mpsc::Sender<Chunk>,
-    /// Text not sent yet (moved, not copied), and its length in bytes.
-    batch: Vec<String>,
-    batch_bytes: usize,
+    /// Batches the task has written, emptied, to be filled again: their memory stays mapped.
+    written: recycle::Receiver<Vec<u8>>,
+    /// Bytes of text sent, and the most the store keeps of one output: once more was sent, the
+    /// rest is only counted (`skipped`), and told at the end.
+    sent: usize,
+    limit: usize,
+    skipped: usize,
     task: JoinHandle<io::Result<StoredOutput>>,
 }
 
 enum Chunk {
-    Text(Vec<String>),
+    /// UTF-8 text.
+    Text(Vec<u8>),
     /// Write out what is buffered, then answer.
     Flush(oneshot::Sender<()>),
+    /// Bytes of text past the store's limit, not sent.
+    Skipped(usize),
 }
 
 /// One window of output, ready for the model.
@@ -93,6 +119,9 @@ impl Capture {
             limits,
             store,
             spill,
+            input: Vec::new(),
+            valid: 0,
+            unchecked: 0,
             decoder: Utf8Decoder::default(),
             filter: terminal.then(TerminalFilter::default),
             newlines_before_window: 0,
@@ -101,15 +130,98 @@ impl Capture {
         }
     }
 
-    /// Adds raw output: decoded, cut, kept for the store. `seen` is shown the text it adds
-    /// first, so the text is moved on to the store rather than copied.
+    /// Reads once from `output` into the capture: the bytes read, 0 at its end. Cancel-safe:
+    /// dropped before it is ready, it has read nothing. [`added`](Self::added) takes in what it
+    /// read.
+    pub(crate) async fn read_from<R: AsyncRead + Unpin + ?Sized>(
+        &mut self,
+        output: &mut R,
+    ) -> io::Result<usize> {
+        self.input.reserve(READ_BYTES);
+        output.read_buf(&mut self.input).await
+    }
+
+    /// Adds raw output: decoded, cut, kept for the store. `seen` is shown the text it adds.
     pub(crate) async fn push(&mut self, bytes: &[u8], seen: impl FnOnce(&str)) {
-        let text = match &mut self.filter {
-            Some(filter) => self.decoder.decode(&filter.filter(bytes)),
-            None => self.decoder.decode(bytes),
+        self.input.extend_from_slice(bytes);
+        self.added(seen).await;
+    }
+
+    /// Takes in the output read since the last call: decoded, cut, kept for the store. `seen`
+    /// is shown the text it adds.
+    pub(crate) async fn added(&mut self, seen: impl FnOnce(&str)) {
+        if let Some(filter) = &mut self.filter {
+            let raw = self.input.split_off(self.unchecked);
+            self.input.extend_from_slice(&filter.filter(&raw));
+        }
+        let start = self.valid;
+        // Valid UTF-8 is checked where it lies; anything else goes through the decoder, as does
+        // what follows a character the decoder holds the start of.
+        let checked = if self.decoder.is_empty() {
+            simdutf8::compat::from_utf8(&self.input[start..]).map_err(Some)
+        } else {
+            Err(None)
         };
-        seen(&text);
-        self.add(text).await;
+        let text = match checked {
+            Ok(text) => text,
+            Err(Some(error)) if error.error_len().is_none() => {
+                // A character cut at the end: the rest of it comes with the next read.
+                simdutf8::compat::from_utf8(&self.input[start..start + error.valid_up_to()])
+                    .unwrap_or_default()
+            }
+            Err(_) => {
+                let raw = self.input.split_off(start);
+                let decoded = self.decoder.decode(&raw);
+                self.input.extend_from_slice(decoded.as_bytes());
+                std::str::from_utf8(&self.input[start..]).unwrap_or_default()
+            }
+        };
+        let len = text.len();
+        if len > 0 {
+            seen(text);
+            self.window.push_str(text);
+            self.window_ends_with_newline = text.ends_with('\n');
+        }
+        let spill_now = match &mut self.spill {
+            Spill::Memory(kept) => {
+                kept.push_str(text);
+                kept.len() > SPILL_AT && self.window.is_truncated()
+            }
+            _ => false,
+        };
+        self.valid = start + len;
+        self.unchecked = self.input.len();
+        if spill_now {
+            self.start_writing();
+        }
+        self.pass_on(SPILL_BATCH).await;
+    }
+
+    /// Passes the text read so far on: to the store's writer, in batches of at least `batch`
+    /// bytes, while the output is being written there; otherwise it is done with (kept in
+    /// memory, or not kept).
+    async fn pass_on(&mut self, batch: usize) {
+        match &mut self.spill {
+            Spill::Writing(writing) if writing.sent > writing.limit => {
+                // The stored copy is full: the text is only counted, and its buffer read into again.
+                writing.skipped += self.valid;
+                self.input.drain(..self.valid);
+                (self.valid, self.unchecked) = (0, self.input.len());
+            }
+            Spill::Writing(writing) if self.valid >= batch.max(1) => {
+                let mut next = writing.written.try_recv().unwrap_or_else(|_| Vec::with_capacity(INPUT_BYTES));
+                next.extend_from_slice(&self.input[self.valid..]);
+                let mut text = std::mem::replace(&mut self.input, next);
+                text.truncate(self.valid);
+                (self.valid, self.unchecked) = (0, self.input.len());
+                writing.send(text).await;
+            }
+            Spill::Writing(_) => {}
+            Spill::Off | Spill::Memory(_) | Spill::Stored(_) => {
+                self.input.drain(..self.valid);
+                (self.valid, self.unchecked) = (0, self.input.len());
+            }
+        }
     }
 
     /// Bytes of output in the current window.
@@ -131,39 +243,30 @@ impl Capture {
         }
     }
 
-    async fn add(&mut self, text: String) {
-        if text.is_empty() {
-            return;
-        }
-        self.window.push_str(&text);
-        self.window_ends_with_newline = text.ends_with('\n');
-        match &mut self.spill {
-            Spill::Off | Spill::Stored(_) => {}
-            Spill::Memory(kept) => {
-                kept.push_str(&text);
-                if kept.len() > SPILL_AT && self.window.is_truncated() {
-                    self.start_writing();
-                }
-            }
-            Spill::Writing(writing) => writing.push(text).await,
-        }
-    }
-
     /// Sends what is kept in memory to the store, and everything after it as it comes.
     pub(crate) fn start_writing(&mut self) {
         let (Spill::Memory(kept), Some(store)) = (&mut self.spill, &self.store) else { return };
         let kept = std::mem::take(kept);
+        // The text read so far is in `kept`: the input's next batch starts after it.
+        self.input.drain(..self.valid);
+        (self.valid, self.unchecked) = (0, self.input.len());
         self.spill = Spill::Writing(Writing::start(store.clone(), kept));
     }
 
-    /// Ends the input: a character or carriage return held back is added.
+    /// Ends the input: a character cut short at its end becomes U+FFFD, a carriage return held
+    /// back is added.
     pub(crate) async fn flush_input(&mut self) {
-        let mut rest = match &mut self.filter {
-            Some(filter) => self.decoder.decode(&filter.flush()),
-            None => String::new(),
-        };
-        rest.push_str(&self.decoder.flush());
-        self.add(rest).await;
+        let held = self.filter.as_mut().map(TerminalFilter::flush).unwrap_or_default();
+        let cut = self.input.split_off(self.valid);
+        if !cut.is_empty() || !self.decoder.is_empty() || !held.is_empty() {
+            let mut text = self.decoder.decode(&cut);
+            text.push_str(&self.decoder.flush());
+            text.push_str(&String::from_utf8_lossy(&held));
+            self.input.extend_from_slice(text.as_bytes());
+            self.unchecked = self.input.len();
+            self.added(|_| {}).await;
+        }
+        self.pass_on(0).await;
     }
 
     /// The whole output, for `bash`'s result: the text for the model (cut with a notice when
@@ -208,6 +311,7 @@ impl Capture {
         }
         let mut info = cut.info.clone();
         let mut text = cut.text.into_owned();
+        self.pass_on(0).await;
         let reference = match &mut self.spill {
             Spill::Writing(writing) => writing.flush().await,
             Spill::Stored(reference) => Some(reference.clone()),
@@ -229,6 +333,7 @@ impl Capture {
     /// Ends the stored copy (when there is one) once the command's output ended; later reads
     /// still name it.
     pub(crate) async fn close(&mut self) -> Option<io::Result<StoredOutput>> {
+        self.pass_on(0).await;
         match std::mem::replace(&mut self.spill, Spill::Off) {
             Spill::Writing(mut writing) => {
                 let reference = writing.reference().await;
@@ -316,8 +421,10 @@ impl Writing {
     /// store's file is created by the blocking task too: creating one may first clean up
     /// expired outputs.
     fn start(store: Arc<OutputStore>, first: String) -> Self {
+        let (sent, limit) = (first.len(), store.max_output_bytes());
         let (chunks, mut received) = mpsc::channel::<Chunk>(SPILL_QUEUE);
         let (announce, created) = oneshot::channel();
+        let (give_back, written) = recycle::channel();
         let task = tokio::task::spawn_blocking(move || {
             let mut writer = match store.create() {
                 Ok(writer) => writer,
@@ -331,40 +438,28 @@ impl Writing {
             drop(first);
             while let Some(chunk) = received.blocking_recv() {
                 match chunk {
-                    Chunk::Text(texts) => {
-                        for text in texts {
-                            writer.write_str(&text)?;
-                        }
+                    Chunk::Text(mut text) => {
+                        writer.write_utf8(&text)?;
+                        text.clear();
+                        let _ = give_back.send(text);
                     }
                     Chunk::Flush(done) => {
                         writer.flush()?;
                         let _ = done.send(());
                     }
+                    Chunk::Skipped(bytes) => writer.skip(bytes),
                 }
             }
             writer.finish()
         });
-        Writing { reference: None, created: Some(created), chunks, batch: Vec::new(), batch_bytes: 0, task }
+        Writing { reference: None, created: Some(created), chunks, written, sent, limit, skipped: 0, task }
     }
 
-    /// Adds `text` to the batch, and sends the batch once it is [`SPILL_BATCH`] long.
-    async fn push(&mut self, text: String) {
-        self.batch_bytes += text.len();
-        self.batch.push(text);
-        if self.batch_bytes >= SPILL_BATCH {
-            self.send_batch().await;
-        }
-    }
-
-    /// Sends what the batch holds.
-    async fn send_batch(&mut self) {
-        if self.batch.is_empty() {
-            return;
-        }
-        self.batch_bytes = 0;
-        let batch = std::mem::take(&mut self.batch);
+    /// Sends a batch of text to be written.
+    async fn send(&mut self, text: Vec<u8>) {
+        self.sent += text.len();
         // A send fails only when the task stopped on an error, which `finish` reports.
-        let _ = self.chunks.send(Chunk::Text(batch)).await;
+        let _ = self.chunks.send(Chunk::Text(text)).await;
     }
 
     /// The stored copy's reference, `None` when it could not be created.
@@ -378,7 +473,6 @@ impl Writing {
     /// Waits until everything sent so far is in the file; returns the stored copy's reference.
     async fn flush(&mut self) -> Option<String> {
         let reference = self.reference().await?;
-        self.send_batch().await;
         let (done, flushed) = oneshot::channel();
         if self.chunks.send(Chunk::Flush(done)).await.is_ok() {
             let _ = flushed.await;
@@ -386,9 +480,11 @@ impl Writing {
         Some(reference)
     }
 
-    /// Sends the rest and waits until everything is written.
-    async fn finish(mut self) -> io::Result<StoredOutput> {
-        self.send_batch().await;
+    /// Waits until everything sent is written.
+    async fn finish(self) -> io::Result<StoredOutput> {
+        if self.skipped > 0 {
+            let _ = self.chunks.send(Chunk::Skipped(self.skipped)).await;
+        }
         drop(self.chunks);
         self.task.await.map_err(io::Error::other)?
     }
@@ -396,10 +492,89 @@ impl Writing {
 
 #[cfg(test)]
 mod tests {
+    use tool_runtime::output_store::OutputStore;
     use tool_runtime::spec::TruncationDirection;
     use tool_runtime::truncate::TruncationLimits;
 
     use super::*;
+
+    /// Output with multi-byte characters, invalid bytes and a character cut at its very end;
+    /// longer than what is kept in memory before it is written to the store.
+    fn awkward_output() -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for i in 0..100_000 {
+            bytes.extend_from_slice(format!("{i} héllo ✓ 🦀").as_bytes());
+            if i % 997 == 0 {
+                bytes.extend_from_slice(b"\xff\xe2\x9c");
+            }
+            bytes.push(b'\n');
+        }
+        bytes.extend_from_slice("🦀".as_bytes().split_at(2).0);
+        bytes
+    }
+
+    #[tokio::test]
+    async fn text_checked_in_place_is_what_a_lossy_decoding_of_the_whole_gives() {
+        let bytes = awkward_output();
+        let expected = format!("{}\u{FFFD}", String::from_utf8_lossy(&bytes[..bytes.len() - 2]));
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(OutputStore::builder().dir(dir.path()).open().unwrap());
+        const LIMIT: usize = SPILL_AT + 3 * SPILL_BATCH + 1;
+        let small_store =
+            Arc::new(OutputStore::builder().dir(dir.path()).max_output_bytes(LIMIT).open().unwrap());
+        // Every piece size splits characters, invalid sequences and batches somewhere.
+        for piece in [1, 2, 3, 5, 4096, 65_537, bytes.len()] {
+            let limits = TruncationLimits::new(usize::MAX, usize::MAX, TruncationDirection::Head);
+            let mut whole = Capture::new(None, limits, false);
+            let mut seen = String::new();
+            for chunk in bytes.chunks(piece) {
+                whole.push(chunk, |text| seen.push_str(text)).await;
+            }
+            let (text, info) = whole.finish().await;
+            assert!(info.is_none());
+            assert_eq!(text, expected, "pieces of {piece}");
+            assert_eq!(seen, expected[..expected.len() - 3], "pieces of {piece}");
+
+            // Cut, and spilled to the store in batches.
+            let limits = TruncationLimits::new(10, 1000, TruncationDirection::Middle);
+            let mut cut = Capture::new(Some(store.clone()), limits, false);
+            for chunk in bytes.chunks(piece) {
+                cut.push(chunk, |_| {}).await;
+            }
+            let (text, info) = cut.finish().await;
+            let info = info.expect("cut");
+            assert_eq!(info.total_bytes, expected.len(), "pieces of {piece}");
+            let same_cut = tool_runtime::truncate::truncate_text(&expected, &limits);
+            assert!(text.starts_with(&*same_cut.text), "pieces of {piece}: {text}");
+            let reference = info.output_ref.expect("stored");
+            assert_eq!(store.read_to_string(&reference).unwrap(), expected, "pieces of {piece}");
+
+            // Past the store's limit for one output, the rest is counted and not sent.
+            let mut cut = Capture::new(Some(small_store.clone()), limits, false);
+            for chunk in bytes.chunks(piece) {
+                cut.push(chunk, |_| {}).await;
+            }
+            let info = cut.finish().await.1.expect("cut");
+            let kept = &expected[..expected.floor_char_boundary(LIMIT)];
+            assert_eq!(
+                (info.stored_bytes, info.store_limit),
+                (Some(kept.len()), Some(LIMIT)),
+                "pieces of {piece}"
+            );
+            assert_eq!(small_store.read_to_string(&info.output_ref.expect("stored")).unwrap(), kept);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_terminal_s_output_is_filtered_before_it_is_checked() {
+        let limits = TruncationLimits::new(usize::MAX, usize::MAX, TruncationDirection::Head);
+        let mut capture = Capture::new(None, limits, true);
+        let text = "\x1b[1mcaf\u{e9}\x1b[0m\r\nna\u{ef}ve\r";
+        for chunk in text.as_bytes().chunks(1) {
+            capture.push(chunk, |_| {}).await;
+        }
+        assert_eq!(capture.finish().await.0, "caf\u{e9}\nna\u{ef}ve\r");
+    }
 
     #[tokio::test]
     async fn each_window_numbers_its_lines_from_where_the_previous_one_ended() {

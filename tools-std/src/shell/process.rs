@@ -50,7 +50,7 @@ pub use tool_runtime::process_tree::{KillReport, KillScope, NotKilled};
 /// its descendants inherit it, which is how they are found when it is stopped.
 pub const COMMAND_ID_VAR: &str = tool_runtime::process_tree::MARKER_VAR;
 /// The size asked for a command's output pipe (Linux's default limit for an unprivileged
-/// process), and the most one read of it returns.
+/// process): a command writes on while its reader is not running.
 pub(crate) const PIPE_BYTES: usize = 1024 * 1024;
 
 /// A shell command to start.
@@ -485,7 +485,9 @@ mod terminal {
         ) -> Poll<io::Result<()>> {
             loop {
                 let mut guard = ready!(self.0.poll_read_ready(cx))?;
-                match guard.try_io(|fd| fd.get_ref().read(buf.initialize_unfilled())) {
+                // A terminal gives a few KiB at a time: only that much of the buffer is cleared.
+                let room = buf.remaining().min(64 * 1024);
+                match guard.try_io(|fd| fd.get_ref().read(buf.initialize_unfilled_to(room))) {
                     Ok(Ok(n)) => {
                         buf.advance(n);
                         return Poll::Ready(Ok(()));

@@ -4,7 +4,7 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::AsyncRead;
 use tool_runtime::handoff::Remainder;
 use tool_runtime::output_store::OutputStore;
 use tool_runtime::truncate::{TruncationInfo, append_notice, mark_truncated};
@@ -407,31 +407,40 @@ async fn run(
     let yield_at = yield_after.map(|y| now + y).filter(|&y| y < deadline);
     let cancel = ctx.cancellation_token().clone();
     let mut progress = ProgressStream::new(ctx);
-    let mut buf = vec![0u8; crate::shell::process::PIPE_BYTES];
+    // Made once rather than for each read: a command printing fast is read thousands of times a
+    // second, and each new timer is registered with the runtime's driver.
+    let at_deadline = tokio::time::sleep_until(deadline);
+    let yielding = tokio::time::sleep_until(yield_at.unwrap_or(deadline));
+    let drained = tokio::time::sleep_until(deadline);
+    let cancelled = cancel.cancelled();
+    tokio::pin!(at_deadline, yielding, drained, cancelled);
+    let mut exited = control.wait();
     let mut exit: Option<ShellExit> = None;
     let mut eof = false;
-    let mut drain_until: Option<tokio::time::Instant> = None;
+    let mut draining = false;
     let mut stop = None;
     while !(eof && exit.is_some()) {
         tokio::select! {
-            read = output.read(&mut buf), if !eof => match read {
+            read = capture.read_from(&mut output), if !eof => match read {
                 Ok(0) | Err(_) => eof = true,
-                Ok(n) => capture.push(&buf[..n], |text| progress.send(text)).await,
+                Ok(_) => capture.added(|text| progress.send(text)).await,
             },
-            status = control.wait(), if exit.is_none() => {
+            status = &mut exited, if exit.is_none() => {
                 let status = status.map_err(|e| ToolError::execution(format!("Lost track of the command: {e}")).with_source(e))?;
                 exit = Some(status);
-                drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+                drained.as_mut().reset(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+                draining = true;
             },
-            () = tokio::time::sleep_until(drain_until.unwrap_or(deadline)), if drain_until.is_some() => break,
-            () = tokio::time::sleep_until(deadline), if exit.is_none() => {
+            () = &mut drained, if draining => break,
+            () = &mut at_deadline, if exit.is_none() => {
                 stop = Some(Stop::TimedOut);
                 break;
             },
-            () = tokio::time::sleep_until(yield_at.unwrap_or(deadline)), if exit.is_none() && yield_at.is_some() => {
+            () = &mut yielding, if exit.is_none() && yield_at.is_some() => {
+                drop(exited);
                 return Ok(Ran::Yielded { output, control });
             },
-            () = cancel.cancelled(), if exit.is_none() => {
+            () = &mut cancelled, if exit.is_none() => {
                 // The dispatcher cancels at the call's deadline, possibly just before this loop's timer.
                 let timed_out = ctx.deadline().is_some_and(|d| tokio::time::Instant::now().into_std() >= d);
                 stop = Some(if timed_out { Stop::TimedOut } else { Stop::Cancelled });
@@ -439,14 +448,15 @@ async fn run(
             },
         }
     }
+    drop(exited);
     if let Some(stop) = stop {
         let killed = control.kill_all().map_err(|e| e.to_string());
         // Whatever was written before the kill is still in the pipe: read it, briefly.
         let drain = async {
             loop {
-                match output.read(&mut buf).await {
+                match capture.read_from(&mut output).await {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => capture.push(&buf[..n], |text| progress.send(text)).await,
+                    Ok(_) => capture.added(|text| progress.send(text)).await,
                 }
             }
         };
