@@ -18,7 +18,7 @@ use crate::text::plural;
 /// the limits show.
 pub const SPILL_AT: usize = 1024 * 1024;
 /// Batches of output on their way to the store's file, at most.
-const SPILL_QUEUE: usize = 4;
+const SPILL_QUEUE: usize = 2;
 /// Output is sent to the store's writer in batches of at least this many bytes: a command
 /// writing in small pieces is read once per piece, and waking the writer's thread for each
 /// would cost more than writing it.
@@ -162,6 +162,7 @@ impl Capture {
         } else {
             Err(None)
         };
+        let decoded;
         let text = match checked {
             Ok(text) => text,
             Err(Some(error)) if error.error_len().is_none() => {
@@ -171,9 +172,9 @@ impl Capture {
             }
             Err(_) => {
                 let raw = self.input.split_off(start);
-                let decoded = self.decoder.decode(&raw);
+                decoded = self.decoder.decode(&raw);
                 self.input.extend_from_slice(decoded.as_bytes());
-                std::str::from_utf8(&self.input[start..]).unwrap_or_default()
+                &decoded
             }
         };
         let len = text.len();
@@ -440,8 +441,11 @@ impl Writing {
                 match chunk {
                     Chunk::Text(mut text) => {
                         writer.write_utf8(&text)?;
-                        text.clear();
-                        let _ = give_back.send(text);
+                        // One grown past its size (by decoded output, longer than its bytes) is let go.
+                        if text.capacity() <= INPUT_BYTES {
+                            text.clear();
+                            let _ = give_back.send(text);
+                        }
                     }
                     Chunk::Flush(done) => {
                         writer.flush()?;
