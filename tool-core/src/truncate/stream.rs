@@ -18,8 +18,9 @@ use super::utf8::Utf8Decoder;
 use super::{Truncated, kept_text};
 
 /// The tail is trimmed once it has grown this much past what it must keep, so each byte is
-/// copied a bounded number of times. (Tiny in unit tests, so that they trim all the time.)
-const TAIL_SLACK: usize = if cfg!(test) { 16 } else { 64 * 1024 };
+/// copied a bounded number of times, and the line feeds of what it keeps are looked for once
+/// per this much text at most. (Tiny in unit tests, so that they trim all the time.)
+const TAIL_SLACK: usize = if cfg!(test) { 16 } else { 256 * 1024 };
 
 /// A text cut as it arrives: [`push_bytes`](Self::push_bytes) or [`push_str`](Self::push_str)
 /// each chunk, then [`finish`](Self::finish) for the kept text and the same [`TruncationInfo`]
