@@ -206,8 +206,6 @@ impl Capture {
             Spill::Writing(writing) if writing.sent > writing.limit => {
                 // The stored copy is full: the text is only counted, and its buffer read into again.
                 writing.skipped += self.valid;
-                self.input.drain(..self.valid);
-                (self.valid, self.unchecked) = (0, self.input.len());
             }
             Spill::Writing(writing) if self.valid >= batch.max(1) => {
                 let mut next = writing.written.try_recv().unwrap_or_else(|_| Vec::with_capacity(INPUT_BYTES));
@@ -216,13 +214,18 @@ impl Capture {
                 text.truncate(self.valid);
                 (self.valid, self.unchecked) = (0, self.input.len());
                 writing.send(text).await;
+                return;
             }
-            Spill::Writing(_) => {}
-            Spill::Off | Spill::Memory(_) | Spill::Stored(_) => {
-                self.input.drain(..self.valid);
-                (self.valid, self.unchecked) = (0, self.input.len());
-            }
+            Spill::Writing(_) => return,
+            Spill::Off | Spill::Memory(_) | Spill::Stored(_) => {}
         }
+        self.drop_text();
+    }
+
+    /// The text read so far is done with: the input keeps only what comes after it.
+    fn drop_text(&mut self) {
+        self.input.drain(..self.valid);
+        (self.valid, self.unchecked) = (0, self.input.len());
     }
 
     /// Bytes of output in the current window.
@@ -247,11 +250,10 @@ impl Capture {
     /// Sends what is kept in memory to the store, and everything after it as it comes.
     pub(crate) fn start_writing(&mut self) {
         let (Spill::Memory(kept), Some(store)) = (&mut self.spill, &self.store) else { return };
-        let kept = std::mem::take(kept);
+        let writing = Writing::start(store.clone(), std::mem::take(kept));
+        self.spill = Spill::Writing(writing);
         // The text read so far is in `kept`: the input's next batch starts after it.
-        self.input.drain(..self.valid);
-        (self.valid, self.unchecked) = (0, self.input.len());
-        self.spill = Spill::Writing(Writing::start(store.clone(), kept));
+        self.drop_text();
     }
 
     /// Ends the input: a character cut short at its end becomes U+FFFD, a carriage return held
