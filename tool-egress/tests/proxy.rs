@@ -76,6 +76,19 @@ async fn raw(proxy: &EgressProxy, request: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A proxy with the test policy, its hosts resolved to loopback.
+async fn loopback_proxy() -> EgressProxy {
+    EgressProxy::start(with_loopback(policy()), None).await.unwrap()
+}
+
+/// `program` with only `PATH` and the proxy's variables in its environment, as a sandboxed
+/// command is given them.
+fn proxied(program: &str, proxy: &EgressProxy) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(program);
+    command.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).envs(proxy.env());
+    command
+}
+
 fn get(host: &str, port: u16) -> String {
     format!("GET http://{host}:{port}/page HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n")
 }
@@ -91,15 +104,7 @@ fn have(program: &str) -> bool {
 
 /// Runs `curl` with the proxy's environment; returns (exit code, stdout).
 async fn curl(proxy: &EgressProxy, args: &[&str]) -> (i32, String) {
-    let out = tokio::process::Command::new("curl")
-        .args(["-sS", "--max-time", "20"])
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(proxy.env())
-        .output()
-        .await
-        .unwrap();
+    let out = proxied("curl", proxy).args(["-sS", "--max-time", "20"]).args(args).output().await.unwrap();
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
@@ -110,7 +115,7 @@ async fn an_allowed_host_is_reached_by_curl_through_every_protocol() {
         return;
     }
     let server = server().await;
-    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let proxy = loopback_proxy().await;
     let url = format!("http://allowed.test:{}/page", server.addr.port());
     // Plain HTTP through `http_proxy`.
     let (code, body) = curl(&proxy, &[&url]).await;
@@ -137,19 +142,12 @@ async fn an_allowed_host_is_reached_by_python_urllib() {
         return;
     }
     let server = server().await;
-    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let proxy = loopback_proxy().await;
     let script = format!(
         "import urllib.request; print(urllib.request.urlopen('http://allowed.test:{}/py', timeout=20).read().decode())",
         server.addr.port()
     );
-    let out = tokio::process::Command::new("python3")
-        .args(["-c", &script])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(proxy.env())
-        .output()
-        .await
-        .unwrap();
+    let out = proxied("python3", &proxy).args(["-c", &script]).output().await.unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
@@ -160,7 +158,7 @@ async fn an_allowed_host_is_reached_by_python_urllib() {
 #[tokio::test]
 async fn a_denied_host_is_refused_with_the_rule_in_the_answer_and_the_log() {
     let server = server().await;
-    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let proxy = loopback_proxy().await;
     let port = server.addr.port();
     // A trailing dot and upper case name the same host.
     for host in ["evil.test", "EVIL.test."] {
@@ -279,7 +277,7 @@ async fn a_name_resolving_to_a_private_address_is_refused_after_resolution() {
         assert!(answer.contains("which is reached only when allowed by address"), "{target}: {answer}");
     }
     // With the address allowed, the same name goes through.
-    let allowed = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let allowed = loopback_proxy().await;
     let answer = raw(&allowed, &get("rebind.test", port)).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
@@ -352,7 +350,7 @@ async fn socks_connect(proxy: &EgressProxy, target: Target<'_>, port: u16) -> (u
 #[tokio::test]
 async fn socks5_connects_by_name_and_by_address_and_refuses_by_rule() {
     let server = server().await;
-    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let proxy = loopback_proxy().await;
     let port = server.addr.port();
     for target in [Target::Name("allowed.test"), Target::V4(Ipv4Addr::LOCALHOST)] {
         let (code, mut stream) = socks_connect(&proxy, target, port).await;
@@ -375,7 +373,7 @@ async fn socks5_connects_by_name_and_by_address_and_refuses_by_rule() {
 
 #[tokio::test]
 async fn requests_the_proxy_does_not_serve_are_answered_not_dropped() {
-    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let proxy = loopback_proxy().await;
     let answer = raw(&proxy, "GET /page HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n").await;
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     assert!(answer.contains("this is a proxy"), "{answer}");
@@ -398,7 +396,7 @@ async fn dropping_the_proxy_ends_its_tunnels() {
             held.push(stream);
         }
     });
-    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let proxy = loopback_proxy().await;
     let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
     stream.write_all(format!("CONNECT allowed.test:{port} HTTP/1.1\r\n\r\n").as_bytes()).await.unwrap();
     let mut head = [0u8; 12];
@@ -444,7 +442,7 @@ fn pattern(len: usize) -> Vec<u8> {
 #[tokio::test]
 async fn tunnels_carry_many_megabytes_both_ways_and_pass_each_half_close_on() {
     let port = reverse_after_eof().await;
-    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let proxy = loopback_proxy().await;
     // More than the pipes and socket buffers of a tunnel hold, so the relay goes round many times.
     let sent = pattern(5 * 1024 * 1024 + 123);
     let mut expected = sent.clone();
@@ -629,7 +627,7 @@ async fn node_opens_a_websocket_through_the_proxy_as_plain_http() {
         return;
     }
     let host = websocket_host().await;
-    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let proxy = loopback_proxy().await;
     // Node's own HTTP client, sending the handshake to the proxy in absolute form, the way a
     // client configured with an `http://` proxy does; its `upgrade` event hands over the socket.
     let script = r#"
@@ -684,7 +682,7 @@ fn node_reading_proxy_variables() -> Option<String> {
 async fn node_follows_the_proxy_variables_it_is_given() {
     let Some(node) = node_reading_proxy_variables() else { return };
     let server = server().await;
-    let proxy = EgressProxy::start(with_loopback(policy()), None).await.unwrap();
+    let proxy = loopback_proxy().await;
     // `allowed.test` exists only in the proxy's resolver: reaching it proves Node went through it.
     let script = r#"
 require('http').get(process.argv[1], (res) => {
@@ -694,14 +692,7 @@ require('http').get(process.argv[1], (res) => {
 }).on('error', (e) => { console.log(`error: ${e.code || e.message}`); process.exit(1); });
 "#;
     let url = format!("http://allowed.test:{}/by-node", server.addr.port());
-    let out = tokio::process::Command::new(&node)
-        .args(["-e", script, &url])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(proxy.env())
-        .output()
-        .await
-        .unwrap();
+    let out = proxied(&node, &proxy).args(["-e", script, &url]).output().await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         stdout.trim(),

@@ -164,22 +164,13 @@ fn var(proxy: &EgressProxy, name: &str) -> String {
 /// Runs `curl` with the proxy's environment, the placeholder in an `Authorization` header;
 /// returns (exit code, stdout, stderr).
 async fn curl(proxy: &EgressProxy, url: &str, extra: &[&str]) -> (i32, String, String) {
-    let placeholder = var(proxy, "API_TOKEN");
-    let out = tokio::process::Command::new("curl")
-        .args(["-sS", "--max-time", "20", "-H", &format!("Authorization: Bearer {placeholder}")])
-        .args(extra)
-        .arg(url)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(proxy.env())
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let authorization = format!("Authorization: Bearer {}", var(proxy, "API_TOKEN"));
+    let args: Vec<&str> = ["-sS", "--max-time", "20", "-H", &authorization]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .chain([url])
+        .collect();
+    run("curl", &args, &proxy.env()).await
 }
 
 fn have_curl() -> bool {
