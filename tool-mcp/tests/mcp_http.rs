@@ -93,6 +93,14 @@ struct Served {
     started: mpsc::UnboundedReceiver<String>,
 }
 
+impl Served {
+    /// Stops the server and waits until it has returned.
+    async fn shut_down(self) {
+        self.stop.cancel();
+        self.task.await.unwrap();
+    }
+}
+
 async fn serve(options: HttpOptions) -> Served {
     serve_limited(options, None).await
 }
@@ -160,8 +168,7 @@ async fn each_client_has_its_own_session_state() {
         client.cancel().await.unwrap();
     }
     assert_eq!(sessions.len(), 8);
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
 
 /// Runs `n` futures made by `make` at once and returns their outputs in order.
@@ -269,8 +276,7 @@ async fn without_the_token_a_request_gets_401_and_nothing_runs() {
     let result = client.call_tool(call("note", json!({"text": "y"}))).await.unwrap();
     assert_eq!(text(&result), "http-2 y");
     client.cancel().await.unwrap();
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
 
 /// Each request body goes through the checks of stdio's lines: a body that is not a message the
@@ -402,8 +408,7 @@ async fn a_body_that_is_not_a_message_gets_its_json_rpc_error() {
     assert_eq!(ran.status(), 200);
     let ran = messages(ran).await;
     assert_eq!(ran.last().unwrap()["result"]["content"][0]["text"], "http-1 fine", "{ran:?}");
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -434,8 +439,7 @@ async fn a_browser_origin_is_refused_unless_allowed() {
 
     let elsewhere = reqwest::get(url.replace("/mcp", "/other")).await.unwrap();
     assert_eq!(elsewhere.status(), 404);
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -469,8 +473,7 @@ async fn ending_a_session_cancels_its_calls() {
 
     served.probe.release("b").notify_one();
     assert_eq!(text(&other_call.await.unwrap().unwrap()), "b released");
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
 
 async fn client_for(url: &str) -> Arc<RunningService<RoleClient, ()>> {
@@ -635,8 +638,7 @@ async fn trickling_clients_get_their_limit_and_a_real_client_is_still_served() {
     for task in trickles {
         task.abort();
     }
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
 
 /// A connection whose headers do not arrive in time is closed; a body that does not arrive in
@@ -681,8 +683,7 @@ async fn slow_headers_and_slow_bodies_time_out() {
     let answer = read_all(&mut slow_body).await;
     assert!(answer.starts_with("HTTP/1.1 408 Request Timeout\r\n"), "{answer}");
     assert!(answer.contains("did not arrive whole within 400ms"), "{answer}");
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
 
 /// Sessions past the limit are refused with a JSON-RPC error naming it; a session that ends
@@ -731,8 +732,7 @@ async fn sessions_are_capped_and_an_ended_session_makes_room() {
             "idle sessions still count"
         );
     }
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
 
 /// A quick call's answer is written whole, with its length, not as a chunked stream.
@@ -748,8 +748,7 @@ async fn a_quick_answer_is_written_in_one_piece() {
     assert!(response.headers().get("content-length").is_some(), "{:?}", response.headers());
     let messages = messages(response).await;
     assert_eq!(messages.last().unwrap()["id"], json!(2), "{messages:?}");
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
 
 /// Each body is parsed once, by the checks, and the message they read is the one served: a body
@@ -772,8 +771,7 @@ async fn each_body_is_parsed_once() {
     let answer = messages(answer).await;
     let text = answer.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap().to_owned();
     assert!(text.starts_with("http-") && text.ends_with(" once"), "{answer:?}");
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 
     let served = serve(HttpOptions::new().stateless()).await;
     let answer = post_text(&served.url, with_bom(&call), None, None, None).await;
@@ -783,8 +781,7 @@ async fn each_body_is_parsed_once() {
         answer.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap().ends_with(" once"),
         "{answer:?}"
     );
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
 
 /// A stateless server serves each request with a server of its own: no `Mcp-Session-Id`, a
@@ -816,8 +813,7 @@ async fn a_stateless_server_serves_each_request_alone() {
         post(&served.url, &json!({"jsonrpc": "2.0", "id": 7, "result": {}}), None, None, None).await;
     assert_eq!(response.status(), 400);
     assert_eq!(messages(response).await[0]["error"]["code"], json!(-32600));
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
 
 /// GET opens a session's event stream (primed with a retry delay), DELETE ends the session; a
@@ -852,16 +848,14 @@ async fn get_and_delete_serve_sessions() {
     assert_eq!(post(&served.url, &list, Some(&session), None, None).await.status(), 404);
     let put = http.put(&served.url).send().await.unwrap();
     assert_eq!((put.status().as_u16(), put.headers()["allow"].to_str().unwrap()), (405, "GET, POST, DELETE"));
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 
     let served = serve(HttpOptions::new().stateless()).await;
     let get = http.get(&served.url).send().await.unwrap();
     assert_eq!((get.status().as_u16(), get.headers()["allow"].to_str().unwrap()), (405, "POST"));
     let delete = http.delete(&served.url).header("mcp-session-id", "x").send().await.unwrap();
     assert_eq!((delete.status().as_u16(), delete.headers()["allow"].to_str().unwrap()), (405, "POST"));
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
 
 /// Revision 2026-07-28 has no `initialize` (nor `ping`): `404` and `-32601` with a sentence, as
@@ -931,8 +925,7 @@ async fn initialize_on_revision_2026_07_28_is_method_not_found() {
     assert!(response.headers().contains_key("mcp-session-id"));
     let result = &messages(response).await[0]["result"];
     assert_eq!(result["protocolVersion"], json!("2025-11-25"), "{result}");
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
 
 /// A request of revision 2026-07-28 is served only when its headers repeat its body (revision,
@@ -1037,8 +1030,7 @@ async fn requests_of_revision_2026_07_28_repeat_their_body_in_their_headers() {
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}});
     let response = send(cancelled, vec![modern[0], ("mcp-method", "notifications/cancelled")]).await.unwrap();
     assert_eq!(response.status(), 202);
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
 
 /// `-32601` errors that rmcp gives with only the method's name (`tasks/get` in a session, say)
@@ -1060,6 +1052,5 @@ async fn method_not_found_errors_are_sentences() {
             "{method}: {message}"
         );
     }
-    served.stop.cancel();
-    served.task.await.unwrap();
+    served.shut_down().await;
 }
