@@ -16,7 +16,10 @@
 //! one cleanup interval. A stamp that is not a regular file, or dated in the future, proves
 //! nothing and the sweep runs. A sweep also keeps the store under a total size (1 GiB by
 //! default, [`OutputStoreBuilder::max_total_bytes`]): past it, the oldest outputs are deleted
-//! first, so between two sweeps the store can outgrow it by what one cleanup interval writes.
+//! first. A store also sweeps, whatever the time, before an output once it has stored its total
+//! size since its last sweep: however fast one process writes outputs, the store outgrows its
+//! total by at most that much and one output. (Processes that each write one output, as
+//! `tools call` does, are held to the total at each cleanup interval.)
 //! A sweep only ever deletes regular files whose names are references, directly inside the
 //! store's directory: it never recurses and never follows a symbolic link.
 //!
@@ -28,6 +31,7 @@ use std::fmt;
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -226,6 +230,7 @@ impl OutputStoreBuilder {
             retention: self.retention,
             cleanup_interval: self.cleanup_interval,
             last_cleanup: Mutex::new(Instant::now()),
+            written: Arc::default(),
             max_output_bytes: self.max_output_bytes,
             max_total_bytes: self.max_total_bytes,
             read_hint: self.read_hint,
@@ -245,6 +250,8 @@ pub struct OutputStore {
     retention: Duration,
     cleanup_interval: Duration,
     last_cleanup: Mutex<Instant>,
+    /// Bytes its outputs stored since this store last swept (shared with its writers).
+    written: Arc<AtomicU64>,
     max_output_bytes: usize,
     max_total_bytes: u64,
     read_hint: ReadHint,
@@ -320,7 +327,14 @@ impl OutputStore {
         loop {
             let reference = OutputRef::new_random();
             match create_private_file(&dir, reference.as_str()) {
-                Ok(file) => return Ok(OutputWriter::new(reference, file, self.max_output_bytes)),
+                Ok(file) => {
+                    return Ok(OutputWriter::new(
+                        reference,
+                        file,
+                        self.max_output_bytes,
+                        self.written.clone(),
+                    ));
+                }
                 Err(error) if error.kind() == io::ErrorKind::AlreadyExists && collisions < 16 => {
                     collisions += 1
                 }
@@ -495,8 +509,14 @@ impl OutputStore {
     }
 
     /// The check of a long-lived store: at most once per cleanup interval, it sweeps if no
-    /// other process did meanwhile.
+    /// other process did meanwhile; once its outputs stored its total size since its last
+    /// sweep, it sweeps whatever the time.
     fn cleanup_if_due(&self) {
+        if self.written.load(Ordering::Relaxed) >= self.max_total_bytes {
+            self.written.store(0, Ordering::Relaxed);
+            let _ = self.cleanup();
+            return;
+        }
         let Ok(mut last) = self.last_cleanup.try_lock() else {
             return;
         };

@@ -443,9 +443,11 @@ fn a_stamp_that_is_not_a_regular_file_does_not_stop_the_sweep_and_is_replaced() 
 #[test]
 fn past_the_total_size_the_oldest_outputs_go_first() {
     let tmp = TempDir::new("total");
-    let store = OutputStore::builder().dir(tmp.path()).max_total_bytes(250).open().expect("open");
+    // Written by a store of the default total size, then swept by one of 250 bytes.
+    let writing = OutputStore::builder().dir(tmp.path()).open().expect("open");
     let text = "x".repeat(100);
-    let saved: Vec<OutputRef> = (0..4).map(|_| store.save(&text).expect("save").reference).collect();
+    let saved: Vec<OutputRef> = (0..4).map(|_| writing.save(&text).expect("save").reference).collect();
+    let store = OutputStore::builder().dir(tmp.path()).max_total_bytes(250).open().expect("open");
     // Written an hour, a minute and a second apart, the first the oldest; the last is newest.
     age(&tmp.path().join(saved[0].as_str()), 3 * HOUR);
     age(&tmp.path().join(saved[1].as_str()), HOUR);
@@ -461,4 +463,21 @@ fn past_the_total_size_the_oldest_outputs_go_first() {
         store.cleanup().expect("cleanup"),
         CleanupReport { removed: 0, trimmed: 0, kept: 2, skipped: 0 }
     );
+}
+
+#[test]
+fn a_store_that_stored_its_total_size_sweeps_before_its_next_output() {
+    let tmp = TempDir::new("volume");
+    // No sweep is due by the time for an hour: only the volume written triggers one.
+    let store = OutputStore::builder().dir(tmp.path()).max_total_bytes(250).open().expect("open");
+    let text = "x".repeat(100);
+    let saved: Vec<OutputRef> = (0..3).map(|_| store.save(&text).expect("save").reference).collect();
+    assert!(saved.iter().all(|r| tmp.path().join(r.as_str()).exists()));
+    // 300 bytes stored since the last sweep: the next output is created after one, which brings
+    // the store under 250 bytes by deleting the oldest.
+    let fourth = store.save(&text).expect("save").reference;
+    assert!(!tmp.path().join(saved[0].as_str()).exists());
+    for kept in [&saved[1], &saved[2], &fourth] {
+        assert_eq!(store.read_to_string(kept.as_str()).expect("kept"), text);
+    }
 }

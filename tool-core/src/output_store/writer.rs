@@ -2,6 +2,8 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::OutputRef;
 use crate::truncate::TruncationInfo;
@@ -20,6 +22,8 @@ pub struct OutputWriter {
     stored: usize,
     total: usize,
     full: bool,
+    /// The store's count of bytes stored since its last sweep.
+    written: Arc<AtomicU64>,
 }
 
 /// A stored output, as [`OutputWriter::finish`] and [`OutputStore::save`](super::OutputStore::save)
@@ -50,7 +54,7 @@ impl StoredOutput {
 }
 
 impl OutputWriter {
-    pub(super) fn new(reference: OutputRef, file: File, limit: usize) -> Self {
+    pub(super) fn new(reference: OutputRef, file: File, limit: usize, written: Arc<AtomicU64>) -> Self {
         OutputWriter {
             reference,
             file: BufWriter::with_capacity(64 * 1024, file),
@@ -58,6 +62,7 @@ impl OutputWriter {
             stored: 0,
             total: 0,
             full: false,
+            written,
         }
     }
 
@@ -82,6 +87,7 @@ impl OutputWriter {
         };
         self.file.write_all(part.as_bytes())?;
         self.stored += part.len();
+        self.written.fetch_add(part.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
