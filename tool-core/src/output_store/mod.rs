@@ -452,8 +452,8 @@ impl OutputStore {
         }
         let mut total: u64 = kept.iter().map(|(_, _, len)| len).sum();
         if total > self.max_total_bytes {
-            // Oldest first; a time that cannot be read counts as oldest. Names order outputs
-            // written in the same instant (they start with their creation time).
+            // Oldest first; a time that cannot be read counts as oldest. Outputs modified in the
+            // same instant go in the order of their names, which is arbitrary within a second.
             kept.sort();
             let mut oldest = kept.into_iter();
             while total > self.max_total_bytes {

@@ -472,7 +472,10 @@ fn a_store_that_stored_its_total_size_sweeps_before_its_next_output() {
     let store = OutputStore::builder().dir(tmp.path()).max_total_bytes(250).open().expect("open");
     let text = "x".repeat(100);
     let saved: Vec<OutputRef> = (0..3).map(|_| store.save(&text).expect("save").reference).collect();
-    assert!(saved.iter().all(|r| tmp.path().join(r.as_str()).exists()));
+    // Written a minute apart, the first the oldest (outputs of the same instant have no order).
+    for (n, reference) in saved.iter().enumerate() {
+        age(&tmp.path().join(reference.as_str()), Duration::from_secs(60 * (3 - n as u64)));
+    }
     // 300 bytes stored since the last sweep: the next output is created after one, which brings
     // the store under 250 bytes by deleting the oldest.
     let fourth = store.save(&text).expect("save").reference;
