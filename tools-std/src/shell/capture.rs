@@ -2,6 +2,7 @@
 //! kept whole in the output store, in memory bounded by the limits whatever its size.
 
 use std::io;
+use std::os::fd::BorrowedFd;
 use std::sync::{Arc, mpsc as recycle};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -139,6 +140,15 @@ impl Capture {
     ) -> io::Result<usize> {
         self.input.reserve(READ_BYTES);
         output.read_buf(&mut self.input).await
+    }
+
+    /// Reads once from the non-blocking `pipe` into the capture: the bytes read (0 at its end)
+    /// and the room they were given. [`added`](Self::added) takes in what it read.
+    pub(crate) fn read_fd(&mut self, pipe: BorrowedFd<'_>) -> io::Result<(usize, usize)> {
+        self.input.reserve(READ_BYTES);
+        let room = self.input.capacity() - self.input.len();
+        let read = rustix::io::read(pipe, rustix::buffer::spare_capacity(&mut self.input))?;
+        Ok((read, room))
     }
 
     /// Adds raw output: decoded, cut, kept for the store. `seen` is shown the text it adds.

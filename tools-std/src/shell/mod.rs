@@ -5,5 +5,6 @@ pub(crate) mod capture;
 pub(crate) mod network;
 pub(crate) mod notes;
 pub mod process;
+pub(crate) mod reader;
 pub mod session;
 pub(crate) mod terminal_text;

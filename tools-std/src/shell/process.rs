@@ -36,6 +36,7 @@
 
 use std::fmt;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -137,11 +138,75 @@ pub trait ShellHandle: Send + Sync {
 pub struct ShellProcess {
     /// Its standard output and standard error, interleaved in the order they were written (both
     /// are one pipe, or the terminal).
-    pub output: Pin<Box<dyn AsyncRead + Send>>,
+    pub output: ShellOutput,
     /// Its standard input, for [`ShellInput::Pipe`] and [`ShellInput::Terminal`].
     pub input: Option<Pin<Box<dyn AsyncWrite + Send>>>,
     /// Waiting and killing.
     pub control: Box<dyn ShellControl>,
+}
+
+/// A shell command's output, as it is read.
+///
+/// Most output is a stream ([`ShellOutput::new`]). The read end of a local pipe is known as one
+/// ([`ShellOutput::pipe`]): `bash` reads it on a thread of its own with blocking reads, as `cat`
+/// would, since waking an async task for each piece of a few KiB costs more than the piece's
+/// own work.
+pub struct ShellOutput(Source);
+
+enum Source {
+    /// A pipe not read yet.
+    Pipe(OwnedFd),
+    Stream(Pin<Box<dyn AsyncRead + Send>>),
+}
+
+impl ShellOutput {
+    /// Output read from `reader`.
+    pub fn new(reader: impl AsyncRead + Send + 'static) -> Self {
+        ShellOutput(Source::Stream(Box::pin(reader)))
+    }
+
+    /// Output read from the read end of a pipe.
+    pub fn pipe(read_end: OwnedFd) -> Self {
+        ShellOutput(Source::Pipe(read_end))
+    }
+
+    /// The pipe's read end, if the output is a pipe not read as a stream yet.
+    pub(crate) fn into_pipe(self) -> Result<OwnedFd, ShellOutput> {
+        match self.0 {
+            Source::Pipe(fd) => Ok(fd),
+            source => Err(ShellOutput(source)),
+        }
+    }
+}
+
+impl AsyncRead for ShellOutput {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if let Source::Pipe(fd) = &this.0 {
+            // Read as a stream from now on: registered with the runtime's reactor, which the
+            // first read is within.
+            let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(fd.try_clone()?)?;
+            this.0 = Source::Stream(Box::pin(pipe));
+        }
+        match &mut this.0 {
+            Source::Stream(stream) => stream.as_mut().poll_read(cx, buf),
+            Source::Pipe(_) => unreachable!("a pipe is read as a stream"),
+        }
+    }
+}
+
+impl fmt::Debug for ShellOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.0 {
+            Source::Pipe(_) => "pipe",
+            Source::Stream(_) => "stream",
+        };
+        f.debug_tuple("ShellOutput").field(&kind).finish()
+    }
 }
 
 impl fmt::Debug for ShellProcess {
@@ -276,7 +341,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
         .envs(request.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .env(COMMAND_ID_VAR, &marker)
         .kill_on_drop(false);
-    let output: Pin<Box<dyn AsyncRead + Send>>;
+    let output: ShellOutput;
     let mut input: Option<Pin<Box<dyn AsyncWrite + Send>>> = None;
     match &terminal {
         Some((master, slave)) => {
@@ -287,7 +352,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
                 .stdin(Stdio::from(slave.try_clone()?))
                 .stdout(Stdio::from(slave.try_clone()?))
                 .stderr(Stdio::from(slave.try_clone()?));
-            output = Box::pin(master.clone());
+            output = ShellOutput::new(master.clone());
             input = Some(Box::pin(master.clone()));
         }
         None => {
@@ -300,7 +365,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
             let _ = nix::fcntl::fcntl(&reader, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES as i32));
             let stdin = if request.input == ShellInput::Pipe { Stdio::piped() } else { Stdio::null() };
             command.stdin(stdin).stdout(writer.try_clone()?).stderr(writer).process_group(0);
-            output = Box::pin(tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?);
+            output = ShellOutput::pipe(OwnedFd::from(reader));
         }
     }
     #[cfg(target_os = "linux")]

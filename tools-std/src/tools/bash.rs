@@ -1,10 +1,8 @@
 //! The `bash` tool: run a command in the workspace, with a timeout, process-tree kill, streaming and bounded capture.
 
-use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tokio::io::AsyncRead;
 use tool_runtime::handoff::Remainder;
 use tool_runtime::output_store::OutputStore;
 use tool_runtime::truncate::{TruncationInfo, append_notice, mark_truncated};
@@ -24,7 +22,10 @@ use crate::shell::capture::Capture;
 pub use crate::shell::capture::SPILL_AT;
 use crate::shell::network::{self, CommandNetwork, Prepared};
 use crate::shell::notes::{exit_note, kill_metadata, kill_note};
-use crate::shell::process::{KillReport, ShellControl, ShellExit, ShellInput, ShellProcess, ShellRequest};
+use crate::shell::process::{
+    KillReport, ShellControl, ShellExit, ShellInput, ShellOutput, ShellProcess, ShellRequest,
+};
+use crate::shell::reader::Reader;
 use crate::shell::session::{Sessions, Start};
 use crate::text::plural;
 
@@ -197,11 +198,12 @@ pub async fn bash(
         ToolError::execution(format!("Cannot start {what}: {e}")).with_source(e)
     })?;
     let store = ctx.dependencies().get::<OutputStore>();
-    let mut capture = Capture::new(store, ctx.truncation(), tty);
+    let capture = Capture::new(store, ctx.truncation(), tty);
     let ShellProcess { output, control, input } = process;
     // Until the command goes to the background, the call owns its input; a command still
     // running when the call is dropped is killed with it (the control's `Drop`).
-    match run(output, control, ctx, stop_after, yield_after, &mut capture).await? {
+    let (ran, mut capture) = run(output, control, ctx, stop_after, yield_after, capture).await?;
+    match ran {
         Ran::Ended(ended) => {
             let (text, info) = capture.finish().await;
             let (refused, refusals) =
@@ -220,7 +222,7 @@ pub async fn bash(
                 command,
                 description: description.clone(),
                 tty,
-                output,
+                output: Box::pin(output),
                 control,
                 input,
                 capture,
@@ -387,28 +389,28 @@ enum Ran {
     Ended(Ended),
     /// Still running at the yield time: the command goes on in the background.
     Yielded {
-        output: Pin<Box<dyn AsyncRead + Send>>,
+        output: ShellOutput,
         control: Box<dyn ShellControl>,
     },
 }
 
 async fn run(
-    mut output: Pin<Box<dyn AsyncRead + Send>>,
+    output: ShellOutput,
     mut control: Box<dyn ShellControl>,
     ctx: &ToolContext,
     stop_after: Duration,
     yield_after: Option<Duration>,
-    capture: &mut Capture,
-) -> Result<Ran, ToolError> {
+    capture: Capture,
+) -> Result<(Ran, Capture), ToolError> {
     let now = tokio::time::Instant::now();
     let deadline = now + stop_after;
     // The call's own limit wins over a later yield: the command is killed then, as it would be
     // without sessions.
     let yield_at = yield_after.map(|y| now + y).filter(|&y| y < deadline);
     let cancel = ctx.cancellation_token().clone();
-    let mut progress = ProgressStream::new(ctx);
-    // Made once rather than for each read: a command printing fast is read thousands of times a
-    // second, and each new timer is registered with the runtime's driver.
+    let mut progress = ProgressStream::new(ctx.clone());
+    let mut reader = Reader::start(output, capture, move |text| progress.send(text))
+        .map_err(|e| ToolError::execution(format!("Cannot read the command's output: {e}")).with_source(e))?;
     let at_deadline = tokio::time::sleep_until(deadline);
     let yielding = tokio::time::sleep_until(yield_at.unwrap_or(deadline));
     let drained = tokio::time::sleep_until(deadline);
@@ -421,10 +423,7 @@ async fn run(
     let mut stop = None;
     while !(eof && exit.is_some()) {
         tokio::select! {
-            read = capture.read_from(&mut output), if !eof => match read {
-                Ok(0) | Err(_) => eof = true,
-                Ok(_) => capture.added(|text| progress.send(text)).await,
-            },
+            () = reader.ended(), if !eof => eof = true,
             status = &mut exited, if exit.is_none() => {
                 let status = status.map_err(|e| ToolError::execution(format!("Lost track of the command: {e}")).with_source(e))?;
                 exit = Some(status);
@@ -438,7 +437,8 @@ async fn run(
             },
             () = &mut yielding, if exit.is_none() && yield_at.is_some() => {
                 drop(exited);
-                return Ok(Ran::Yielded { output, control });
+                let read = reader.stop().await.map_err(lost_output)?;
+                return Ok((Ran::Yielded { output: read.output, control }, read.capture));
             },
             () = &mut cancelled, if exit.is_none() => {
                 // The dispatcher cancels at the call's deadline, possibly just before this loop's timer.
@@ -452,20 +452,18 @@ async fn run(
     if let Some(stop) = stop {
         let killed = control.kill_all().map_err(|e| e.to_string());
         // Whatever was written before the kill is still in the pipe: read it, briefly.
-        let drain = async {
-            loop {
-                match capture.read_from(&mut output).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => capture.added(|text| progress.send(text)).await,
-                }
-            }
-        };
-        let _ = tokio::time::timeout(Duration::from_millis(500), drain).await;
+        let _ = tokio::time::timeout(Duration::from_millis(500), reader.ended()).await;
+        let read = reader.stop().await.map_err(lost_output)?;
         let _ = tokio::time::timeout(Duration::from_secs(2), control.wait()).await;
-        return Ok(Ran::Ended(Ended { stop, left_open: false, killed: Some(killed) }));
+        return Ok((Ran::Ended(Ended { stop, left_open: false, killed: Some(killed) }), read.capture));
     }
+    let read = reader.stop().await.map_err(lost_output)?;
     let exit = exit.unwrap_or(ShellExit { code: None, signal: None });
-    Ok(Ran::Ended(Ended { stop: Stop::Exited(exit), left_open: !eof, killed: None }))
+    Ok((Ran::Ended(Ended { stop: Stop::Exited(exit), left_open: !read.ended, killed: None }), read.capture))
+}
+
+fn lost_output(error: std::io::Error) -> ToolError {
+    ToolError::execution(format!("Lost the command's output: its reader failed ({error})")).with_source(error)
 }
 
 impl Ended {
@@ -573,15 +571,15 @@ impl Ended {
 }
 
 /// Streams output as progress events, at most [`PROGRESS_BYTES_PER_WINDOW`] per window.
-struct ProgressStream<'a> {
-    ctx: &'a ToolContext,
+struct ProgressStream {
+    ctx: ToolContext,
     window_start: Instant,
     window_bytes: usize,
     skipped: usize,
 }
 
-impl<'a> ProgressStream<'a> {
-    fn new(ctx: &'a ToolContext) -> Self {
+impl ProgressStream {
+    fn new(ctx: ToolContext) -> Self {
         ProgressStream { ctx, window_start: Instant::now(), window_bytes: 0, skipped: 0 }
     }
 
