@@ -148,9 +148,9 @@ pub struct ShellProcess {
 /// A shell command's output, as it is read.
 ///
 /// Most output is a stream ([`ShellOutput::new`]). The read end of a local pipe is known as one
-/// ([`ShellOutput::pipe`]): `bash` reads it on a thread of its own with blocking reads, as `cat`
-/// would, since waking an async task for each piece of a few KiB costs more than the piece's
-/// own work.
+/// ([`ShellOutput::pipe`]): `bash` reads it on a thread of its own with plain `read` and `poll`
+/// calls, much as `cat` would, since waking an async task for each piece of a few KiB costs more
+/// than the piece's own work. Read as an [`AsyncRead`], a pipe is a stream like any other.
 pub struct ShellOutput(Source);
 
 enum Source {
