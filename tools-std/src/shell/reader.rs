@@ -217,6 +217,17 @@ mod tests {
         (ShellOutput::pipe(OwnedFd::from(read)), write)
     }
 
+    /// A `seen` that tells of each piece taken in.
+    fn taken_in() -> (impl FnMut(&str) + Send + 'static, std::sync::mpsc::Receiver<()>) {
+        let (tell, told) = std::sync::mpsc::channel();
+        (
+            move |_: &str| {
+                let _ = tell.send(());
+            },
+            told,
+        )
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_pipe_is_read_on_its_thread_to_its_end_whole_and_in_order() {
         let (output, mut write) = pipe();
@@ -255,10 +266,11 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn stopped_while_waiting_it_hands_back_the_pipe_to_read_on() {
         let (output, mut write) = pipe();
-        let reader = Reader::start(output, capture(), |_| {}).unwrap();
+        let (seen, taken) = taken_in();
+        let reader = Reader::start(output, capture(), seen).unwrap();
         write.write_all(b"before\n").unwrap();
         // The thread takes it in, then waits for more.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        taken.recv_timeout(Duration::from_secs(10)).unwrap();
         let read = tokio::time::timeout(Duration::from_secs(10), reader.stop()).await.unwrap().unwrap();
         assert!(!read.ended);
         let Read { mut output, capture, .. } = read;
@@ -273,7 +285,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_flood_is_stopped_and_a_dropped_reader_closes_the_pipe() {
         let (output, mut write) = pipe();
-        let reader = Reader::start(output, capture(), |_| {}).unwrap();
+        let (seen, taken) = taken_in();
+        let reader = Reader::start(output, capture(), seen).unwrap();
         // Writes until the read end is closed: the thread never waits for output.
         let writer = std::thread::spawn(move || {
             let block = vec![b'y'; 64 * 1024];
@@ -285,7 +298,7 @@ mod tests {
                 }
             }
         });
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        taken.recv_timeout(Duration::from_secs(10)).unwrap();
         let read = tokio::time::timeout(Duration::from_secs(10), reader.stop()).await.unwrap().unwrap();
         assert!(!read.ended);
         let taken = read.capture.total_bytes();
