@@ -186,15 +186,16 @@ impl AsyncRead for ShellOutput {
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<io::Result<()>> {
         let this = self.get_mut();
-        if let Source::Pipe(fd) = &this.0 {
-            // Read as a stream from now on: registered with the runtime's reactor, which the
-            // first read is within.
-            let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(fd.try_clone()?)?;
-            this.0 = Source::Stream(Box::pin(pipe));
-        }
-        match &mut this.0 {
-            Source::Stream(stream) => stream.as_mut().poll_read(cx, buf),
-            Source::Pipe(_) => unreachable!("a pipe is read as a stream"),
+        loop {
+            match &mut this.0 {
+                Source::Stream(stream) => return stream.as_mut().poll_read(cx, buf),
+                Source::Pipe(fd) => {
+                    // Read as a stream from now on: registered with the runtime's reactor, which
+                    // the first read is within.
+                    let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(fd.try_clone()?)?;
+                    this.0 = Source::Stream(Box::pin(pipe));
+                }
+            }
         }
     }
 }

@@ -43,6 +43,7 @@ pub(crate) struct Read {
 enum Stop {
     Task(Option<oneshot::Sender<()>>),
     Thread {
+        /// Checked before each read: a pipe that always holds more never makes the thread wait.
         stopped: Arc<AtomicBool>,
         /// Closed to wake the thread where it waits for output.
         wake: Option<io::PipeWriter>,
@@ -132,6 +133,9 @@ fn on_thread(
     done: oneshot::Sender<Read>,
 ) -> io::Result<Stop> {
     let handle = Handle::current();
+    // Read without blocking: the thread waits in `poll`, where the stop reaches it.
+    let flags = rustix::fs::fcntl_getfl(&pipe)?;
+    rustix::fs::fcntl_setfl(&pipe, flags | rustix::fs::OFlags::NONBLOCK)?;
     let (waiting, wake) = io::pipe()?;
     let stopped = Arc::new(AtomicBool::new(false));
     let stop = Stop::Thread { stopped: stopped.clone(), wake: Some(wake) };
@@ -153,11 +157,6 @@ fn read_pipe(
 ) -> (OwnedFd, Capture, bool) {
     // Anything the capture hands to the runtime (its store's writer) finds it.
     let _runtime = handle.enter();
-    let nonblocking = rustix::fs::fcntl_getfl(&pipe)
-        .and_then(|flags| rustix::fs::fcntl_setfl(&pipe, flags | rustix::fs::OFlags::NONBLOCK));
-    if nonblocking.is_err() {
-        return (pipe, capture, true);
-    }
     let ended = loop {
         if stopped.load(Ordering::Acquire) {
             break false;

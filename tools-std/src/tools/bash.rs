@@ -410,7 +410,9 @@ async fn run(
     let cancel = ctx.cancellation_token().clone();
     let mut progress = ProgressStream::new(ctx.clone());
     let mut reader = Reader::start(output, capture, move |text| progress.send(text))
-        .map_err(|e| ToolError::execution(format!("Cannot read the command's output: {e}")).with_source(e))?;
+        .map_err(|e| ToolError::execution(format!(
+            "Cannot read the command's output ({e}); the command was stopped. Run it again once the system has free threads and file descriptors."
+        )).with_source(e))?;
     let at_deadline = tokio::time::sleep_until(deadline);
     let yielding = tokio::time::sleep_until(yield_at.unwrap_or(deadline));
     let drained = tokio::time::sleep_until(deadline);
@@ -463,7 +465,9 @@ async fn run(
 }
 
 fn lost_output(error: std::io::Error) -> ToolError {
-    ToolError::execution(format!("Lost the command's output: its reader failed ({error})")).with_source(error)
+    ToolError::execution(format!(
+        "Lost the command's output: its reader failed ({error}); the command was stopped. Run it again, or write its output to a file and read that."
+    )).with_source(error)
 }
 
 impl Ended {
