@@ -2,7 +2,7 @@
 # Checks the deferred tool definitions and tool-search answers of every provider against the
 # official Python SDKs' request types (openai, anthropic, google-genai, in the pinned virtual
 # environment of check-provider-shapes.sh). Not part of CI: `tools list` shapes are checked
-# there by tools-cli/tests/provider_shapes.rs; this adds the search answers.
+# there by tools-cli/tests/tools/provider_shapes.rs; this adds the search answers.
 #
 # Usage: scripts/check-catalog-shapes.sh
 # Exit codes: 0 every shape matched, 1 a shape did not match, 2 the SDKs cannot be installed.
@@ -16,5 +16,5 @@ bash "$root/scripts/check-provider-shapes.sh" --setup-only >&2
 
 shapes="$(mktemp -d)"
 trap 'rm -rf "$shapes"' EXIT
-CATALOG_SHAPES_DIR="$shapes" cargo test -q -j2 -p tool-runtime --test catalog >/dev/null
+CATALOG_SHAPES_DIR="$shapes" cargo test -q -j2 -p tool-runtime --test runtime catalog:: >/dev/null
 "$venv/bin/python" "$root/scripts/check_catalog_shapes.py" "$shapes"

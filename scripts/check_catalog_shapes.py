@@ -1,4 +1,4 @@
-"""Checks the deferred definitions and tool-search answers that tool-runtime/tests/catalog.rs
+"""Checks the deferred definitions and tool-search answers that tool-runtime/tests/runtime/catalog.rs
 wrote (one JSON file each) against the request types of the providers' official Python SDKs,
 with the validators of check_provider_shapes.py (TypedDicts made to refuse unknown keys,
 google-genai's models). Each validator must first refuse a value with a made-up key, or it

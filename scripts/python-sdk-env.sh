@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates the Python virtual environment the MCP client tests use: the official MCP Python SDK,
-# pinned, from PyPI. The tests in tools-cli/tests/python_sdk.rs look for it at
+# pinned, from PyPI. The tests in tools-cli/tests/tools/python_sdk.rs look for it at
 # $CARGO_TARGET_DIR/py-mcp (default: target/py-mcp) and skip with a message when it is missing.
 #
 # Usage: scripts/python-sdk-env.sh [VENV_DIR]

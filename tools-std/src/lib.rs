@@ -109,7 +109,7 @@ mod tests {
     }
 
     /// Their annotations are checked against what they do in
-    /// `tests/tests/tools_std_operations.rs`.
+    /// `tests/tests/integration/tools_std_operations.rs`.
     #[test]
     fn every_tool_is_described_and_has_a_time_limit() {
         for tool in all() {

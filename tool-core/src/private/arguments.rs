@@ -1,7 +1,7 @@
 //! A tool's argument object, decoded and described by generic code: the macro only lists the
 //! parameters' types and [`Field`]s. Decoding and schema are exactly what
 //! `#[derive(Deserialize, JsonSchema)]` with `#[serde(deny_unknown_fields)]` gives the same
-//! fields (the tests in `tests/tests/macro_arguments.rs` hold the two side by side).
+//! fields (the tests in `tests/tests/integration/macro_arguments.rs` hold the two side by side).
 
 use std::marker::PhantomData;
 
