@@ -107,7 +107,7 @@ async fn serve(options: HttpOptions) -> Served {
 
 /// Serves with `options`, reading messages of at most `max_message_bytes` when given.
 async fn serve_limited(options: HttpOptions, max_message_bytes: Option<usize>) -> Served {
-    install_tls_provider();
+    crate::install_tls_provider();
     let probe = Arc::new(Probe::default());
     let (tx, started) = mpsc::unbounded_channel();
     *probe.started.lock().unwrap() = Some(tx);
@@ -503,12 +503,6 @@ async fn shutdown_lets_calls_finish_within_the_grace_then_cancels_the_rest() {
     assert!(reqwest::get(&served.url).await.is_err());
 }
 
-/// With `mcp-https`, reqwest is built with TLS but no crypto provider of its own: a client with
-/// its defaults (rmcp's, and this test's plain requests) needs a process-wide one.
-fn install_tls_provider() {
-    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
-}
-
 /// A client that forwards each `notifications/tools/list_changed` it receives.
 #[derive(Clone)]
 struct ListWatcher(mpsc::UnboundedSender<()>);
@@ -521,7 +515,7 @@ impl rmcp::ClientHandler for ListWatcher {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_list_change_is_announced_to_every_session() {
-    install_tls_provider();
+    crate::install_tls_provider();
     let probe = Arc::new(Probe::default());
     let server =
         McpServer::builder(Dispatcher::builder(registry(&probe))).tool_list_changes(true).build().unwrap();

@@ -13,3 +13,10 @@ mod mount_sampling;
 mod pages;
 mod resources;
 mod server;
+
+/// With the `https` feature, reqwest is built with TLS but no crypto provider of its own: a client
+/// with its defaults (rmcp's, and the tests' plain requests) needs a process-wide one.
+#[cfg(feature = "http")]
+fn install_tls_provider() {
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+}

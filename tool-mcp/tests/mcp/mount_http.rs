@@ -298,7 +298,7 @@ async fn serve_registry(registry: Registry, options: HttpOptions) -> (String, St
 /// The answers of three `count` calls through a mount of a server with `options`, and whether
 /// the server named a session in its answer to `initialize`.
 async fn three_counts(options: HttpOptions) -> (Vec<String>, bool) {
-    install_tls_provider();
+    crate::install_tls_provider();
     let (url, _stop) = serve_registry(counting_registry(), options).await;
 
     let initialize = json!({
@@ -339,12 +339,6 @@ async fn a_stateless_server_keeps_no_session_between_requests() {
     assert!(!names_a_session, "a stateless server names no session");
 }
 
-/// With `mcp-https`, reqwest is built with TLS but no crypto provider of its own: a client with
-/// its defaults (this test's plain requests) needs a process-wide one.
-fn install_tls_provider() {
-    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
-}
-
 /// What mounting costs over HTTP: a call of one `echo` tool served by `McpServer::serve_http`,
 /// made with rmcp's client directly and through a mount (`Registry::call`, and the dispatcher),
 /// in the same run. Prints the figures for BENCHMARKS.md:
@@ -360,7 +354,7 @@ async fn mounted_call_overhead_over_http() {
 
     const CALLS: u32 = 2000;
     const ROUNDS: u32 = 5;
-    install_tls_provider();
+    crate::install_tls_provider();
     let echo = FnTool::new(
         ToolSpec::new(
             "echo",
