@@ -163,6 +163,8 @@ fn expand(def: &ToolDef) -> TokenStream {
     let line = quote_spanned!(fn_ident.span()=> ::core::line!());
 
     quote! {
+        // Each parameter is a property of the tool's input: a tool of many properties is normal.
+        #[allow(clippy::too_many_arguments)]
         #func
 
         #[doc = #type_doc]

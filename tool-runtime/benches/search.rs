@@ -77,7 +77,7 @@ fn naive_search<'a>(specs: &'a [ToolSpec], query: &str, limit: usize) -> Vec<&'a
             (score > 0).then_some((score, spec.name.as_str()))
         })
         .collect();
-    scored.sort_by(|a, b| b.0.cmp(&a.0));
+    scored.sort_by_key(|&(score, _)| std::cmp::Reverse(score));
     scored.into_iter().take(limit).map(|(_, name)| name).collect()
 }
 

@@ -192,10 +192,12 @@ async fn escalation_asks_the_asker_and_is_refused_when_nobody_answers() {
         assert_eq!(result.is_ok(), allow, "{result:?}");
         assert_eq!(target.exists(), allow);
     }
-    let asked = asked.lock().unwrap();
-    assert_eq!(asked.len(), 2);
-    assert_eq!(asked[0].1, "no sandbox (every right of the user)");
-    assert_eq!(asked[0].2, "the build writes its cache there");
+    {
+        let asked = asked.lock().unwrap();
+        assert_eq!(asked.len(), 2);
+        assert_eq!(asked[0].1, "no sandbox (every right of the user)");
+        assert_eq!(asked[0].2, "the build writes its cache there");
+    }
     // Without a justification the call is refused before anyone is asked.
     let err = fx
         .registry

@@ -139,7 +139,7 @@ async fn a_server_printing_every_100_ms_is_read_in_three_polls_with_nothing_lost
     let out = fx.call("bash_output", json!({"session_id": id, "wait_ms": 60000})).await;
     assert_eq!(out.metadata["running"], json!(false));
     assert_eq!(out.metadata["exit_code"], json!(0));
-    assert!(out.text_content().ends_with(&format!("it is closed now.]")), "{}", out.text_content());
+    assert!(out.text_content().ends_with("it is closed now.]"), "{}", out.text_content());
     seen.extend(lines(&out));
     let expected: Vec<String> = (1..=30).map(|i| format!("line {i}")).collect();
     assert_eq!(seen, expected);
@@ -631,7 +631,7 @@ async fn a_megabyte_typed_into_a_command_that_does_not_read_never_blocks_the_ses
     .await
     .expect("bash_input came back");
     let accepted = out.metadata["input_sent_bytes"].as_u64().expect("says how much was sent") as usize;
-    assert!(accepted > 0 && accepted < 1_000_000 && accepted % 100 == 0, "{accepted}");
+    assert!(accepted > 0 && accepted < 1_000_000 && accepted.is_multiple_of(100), "{accepted}");
     assert!(
         out.text_content().contains(&format!(
             "[only {accepted} of the 1000000 bytes were sent (the lines that fit); the rest, from byte {accepted}"

@@ -223,6 +223,15 @@ pub struct WholeFields<S> {
     schema: fn() -> Value,
 }
 
+impl<S> Default for WholeFields<S>
+where
+    S: ToolArgument,
+{
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<S> WholeFields<S> {
     pub const fn new() -> Self
     where

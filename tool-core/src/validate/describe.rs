@@ -115,7 +115,7 @@ impl ArgumentValidator {
                     inner.and_then(|branch| self.problems_within(&pointer, branch, error))
                 {
                     problems
-                } else if !types.is_empty() && !types.iter().any(|t| *t == "object") {
+                } else if !types.is_empty() && !types.contains(&"object") {
                     let expected = types.into_iter().map(type_phrase).collect::<Vec<_>>().join(" or ");
                     vec![format!("{}: expected {expected}, received {received}", at(&pointer))]
                 } else {
@@ -150,7 +150,7 @@ impl ArgumentValidator {
         }
         let validator = compile(&Value::Object(schema)).ok()?;
         let problems: Vec<String> = validator
-            .iter_errors(&instance)
+            .iter_errors(instance)
             .flat_map(|inner| {
                 self.describe_error(&format!("{pointer}{}", inner.instance_path().as_str()), &inner)
             })

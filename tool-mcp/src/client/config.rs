@@ -450,7 +450,7 @@ impl McpConfig {
             };
             let mut server = server.map_err(|m| error(redact(format!("server `{name}`: {m}"))))?;
             // Longest first: a value that holds another is put back whole.
-            expanded.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+            expanded.sort_by_key(|(value, _)| std::cmp::Reverse(value.len()));
             expanded.dedup();
             server.expanded = expanded;
             config.servers.push(server);

@@ -210,15 +210,11 @@ struct Envelope<'a> {
 }
 
 /// A member that may be absent, but not `null`: present when `T` reads it.
+#[derive(Default)]
 enum Member<T> {
+    #[default]
     Absent,
     Present(std::marker::PhantomData<T>),
-}
-
-impl<T> Default for Member<T> {
-    fn default() -> Self {
-        Member::Absent
-    }
 }
 
 impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Member<T> {
