@@ -512,8 +512,10 @@ impl OutputStore {
     /// other process did meanwhile; once its outputs stored its total size since its last
     /// sweep, it sweeps whatever the time.
     fn cleanup_if_due(&self) {
-        if self.written.load(Ordering::Relaxed) >= self.max_total_bytes {
-            self.written.store(0, Ordering::Relaxed);
+        // Reset only from a count past the total: of writers past it at once, one sweeps, and
+        // no byte stored meanwhile is lost from the next count.
+        let past_total = |written: u64| (written >= self.max_total_bytes).then_some(0);
+        if self.written.fetch_update(Ordering::Relaxed, Ordering::Relaxed, past_total).is_ok() {
             let _ = self.cleanup();
             return;
         }
