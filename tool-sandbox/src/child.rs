@@ -34,6 +34,8 @@ pub(crate) struct MountPlan {
     /// Paths bound onto themselves read-only, each with the flags its mount already has (which a
     /// user namespace may not drop).
     pub(crate) read_only: Vec<(CString, libc::c_ulong)>,
+    /// Directories of the host's own, each covered by an empty read-only tmpfs.
+    pub(crate) hidden: Vec<CString>,
     /// The working directory, entered again once the mounts are there.
     pub(crate) cwd: CString,
 }
@@ -80,6 +82,9 @@ impl MountPlan {
         for (path, flags) in &self.read_only {
             mount(Some(path), path, libc::MS_BIND | libc::MS_REC)?;
             mount(None, path, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags)?;
+        }
+        for path in &self.hidden {
+            mount_empty(path)?;
         }
         // The working directory was entered before the mounts: enter it again through them, or
         // relative paths would reach the files beneath them.
@@ -128,6 +133,16 @@ fn mount(source: Option<&CStr>, target: &CStr, flags: libc::c_ulong) -> io::Resu
     // SAFETY: both strings are NUL-terminated (or null, which `mount` accepts for a remount or a
     // propagation change) and outlive the call; no file system type or data is passed.
     check(unsafe { libc::mount(source, target.as_ptr(), std::ptr::null(), flags, std::ptr::null()) }.into())
+}
+
+/// Mounts an empty, read-only tmpfs on `target`.
+fn mount_empty(target: &CStr) -> io::Result<()> {
+    let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    let (fs, data) = (c"tmpfs", c"mode=0");
+    // SAFETY: every string is NUL-terminated and outlives the call.
+    check(
+        unsafe { libc::mount(fs.as_ptr(), target.as_ptr(), fs.as_ptr(), flags, data.as_ptr().cast()) }.into(),
+    )
 }
 
 fn chdir(path: &CStr) -> io::Result<()> {

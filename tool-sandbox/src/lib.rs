@@ -15,11 +15,16 @@ pub mod process_tree;
 mod sandbox;
 #[cfg(target_os = "linux")]
 mod seccomp;
+mod session_dir;
 pub mod violation;
 
 pub use lexical::lexically_normal;
 pub use netns::NetworkNamespace;
-pub use policy::{DEFAULT_PROTECTED, Fallback, Network, SandboxMode, SandboxPolicy};
+pub use policy::{
+    DEFAULT_PROTECTED, Fallback, GIT_PROTECTED, HOME_PROTECTED, Network, PLACEHOLDERS, SandboxMode,
+    SandboxPolicy,
+};
 pub use probe::Probe;
 pub use sandbox::{Sandbox, SandboxError, SandboxReport};
+pub use session_dir::SessionDir;
 pub use violation::Violation;

@@ -79,12 +79,13 @@ pub enum Fallback {
     BestEffort,
 }
 
-/// The paths, relative to each writable root, that stay read-only beneath it by default: git's
-/// hooks and configuration (which run code at the next `git` command), shell start-up files, and
-/// the configuration files of agents and MCP clients.
+/// The paths, relative to each writable root, that stay read-only beneath it by default, present
+/// or not: the repository's metadata (`.git` as a whole, unless
+/// [git writes](SandboxPolicy::git_writes) are allowed: then [`GIT_PROTECTED`]), shell start-up
+/// files, and the configuration and instructions of agents and MCP clients. The directory
+/// `core.hooksPath` names (in `.git/config`) is added when it lies inside a writable root.
 pub const DEFAULT_PROTECTED: &[&str] = &[
-    ".git/hooks",
-    ".git/config",
+    ".git",
     ".gitmodules",
     ".gitconfig",
     ".bashrc",
@@ -95,10 +96,68 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     ".zprofile",
     ".zshenv",
     ".mcp.json",
-    ".claude/settings.json",
-    ".claude/settings.local.json",
-    ".claude/commands",
-    ".claude/agents",
+    ".claude",
+    "CLAUDE.md",
+    "AGENTS.md",
+];
+
+/// What stays read-only in `.git` when commands may write a repository's metadata: what git
+/// reads to decide which programs to run (`*` is one name at that level).
+pub const GIT_PROTECTED: &[&str] = &[
+    ".git/config",
+    ".git/config.worktree",
+    ".git/commondir",
+    ".git/hooks",
+    ".git/info",
+    ".git/modules/*/config",
+    ".git/modules/*/hooks",
+    ".git/worktrees/*",
+];
+
+/// The names that cannot be created beneath a writable root when absent at the start: each
+/// gets an empty directory, made by the host and bound read-only in the commands' mount
+/// namespace (and removed, if still empty, when the sandbox is dropped). A directory named
+/// `CLAUDE.md` cannot be made a file by a command; the other protected names, when absent, are
+/// not held (see the sandbox chapter).
+pub const PLACEHOLDERS: &[&str] = &[".git", ".claude", ".mcp.json", "CLAUDE.md", "AGENTS.md"];
+
+/// The user's configuration that runs code, relative to the home directory: read-only when the
+/// home directory is, or lies beneath, a writable root.
+pub const HOME_PROTECTED: &[&str] = &[
+    ".ssh",
+    ".gitconfig",
+    ".config/git",
+    ".config/systemd",
+    ".config/autostart",
+    ".config/environment.d",
+    ".config/fish",
+    ".config/nvim",
+    ".local/bin",
+    ".local/share/applications",
+    ".cargo/config",
+    ".cargo/config.toml",
+    ".cargo/bin",
+    ".npmrc",
+    ".pypirc",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+    ".xprofile",
+    ".xinitrc",
+    ".vimrc",
+    ".emacs",
+    ".emacs.d",
+    ".claude",
+    ".claude.json",
+    ".codex",
+    ".config/tool-runtime",
+    ".local/share/tool-runtime",
 ];
 
 /// What a sandboxed command may do. Build it with [`SandboxPolicy::workspace_write`],
@@ -109,9 +168,21 @@ pub struct SandboxPolicy {
     pub mode: SandboxMode,
     /// Where writes are allowed in [`SandboxMode::WorkspaceWrite`] (the workspace root first).
     pub writable_roots: Vec<PathBuf>,
-    /// Whether the temporary directory (`$TMPDIR`, else `/tmp`) and `/dev/shm` are writable too
-    /// in [`SandboxMode::WorkspaceWrite`].
+    /// Whether the commands' temporary directory ([`SandboxPolicy::temp_dir`]) is writable in
+    /// [`SandboxMode::WorkspaceWrite`]. The system's `/tmp` and `/dev/shm` are not, unless
+    /// listed as writable roots.
     pub writable_temp: bool,
+    /// The commands' own temporary directory: writable with `writable_temp`, and what `TMPDIR`,
+    /// `TMP` and `TEMP` name in commands. When `None`, [`Sandbox::new`](crate::Sandbox::new)
+    /// makes one of its own, removed with the sandbox.
+    pub temp_dir: Option<PathBuf>,
+    /// The host's own directories, which commands may neither read nor write: an empty
+    /// read-only file system is mounted over each in the commands' mount namespace (where none
+    /// can be made, they stay readable, and the report says so).
+    pub hidden: Vec<PathBuf>,
+    /// Whether commands may write a repository's metadata (`.git`): when `false` (the default)
+    /// `.git` is read-only as a whole; when `true` only [`GIT_PROTECTED`] is.
+    pub git_writes: bool,
     /// Where reads are allowed; `None` means everywhere.
     pub readable_roots: Option<Vec<PathBuf>>,
     /// Paths that stay read-only beneath the writable roots: relative ones are taken beneath
@@ -147,6 +218,9 @@ impl SandboxPolicy {
             mode: SandboxMode::WorkspaceWrite,
             writable_roots: vec![root.into()],
             writable_temp: true,
+            temp_dir: None,
+            hidden: Vec::new(),
+            git_writes: false,
             readable_roots: None,
             protected: DEFAULT_PROTECTED.iter().map(PathBuf::from).collect(),
             network: Network::Off,
@@ -184,6 +258,29 @@ impl SandboxPolicy {
     /// Adds a writable root.
     pub fn with_writable_root(mut self, root: impl Into<PathBuf>) -> Self {
         self.writable_roots.push(root.into());
+        self
+    }
+
+    /// Sets the commands' temporary directory (see [`SandboxPolicy::temp_dir`]).
+    pub fn with_temp_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.temp_dir = Some(dir.into());
+        self
+    }
+
+    /// Hides a directory of the host's from commands (see [`SandboxPolicy::hidden`]).
+    pub fn with_hidden(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.hidden.push(dir.into());
+        self
+    }
+
+    /// The commands' temporary directory is the session's `tmp`, and its `state` is hidden.
+    pub fn with_session_dir(self, dir: &crate::SessionDir) -> Self {
+        self.with_temp_dir(dir.tmp()).with_hidden(dir.state())
+    }
+
+    /// Lets commands write a repository's metadata (see [`SandboxPolicy::git_writes`]).
+    pub fn with_git_writes(mut self, allow: bool) -> Self {
+        self.git_writes = allow;
         self
     }
 
@@ -241,31 +338,48 @@ impl SandboxPolicy {
         self.mode != SandboxMode::Off
     }
 
-    /// The directories writable under this policy (empty when read-only or off).
+    /// The directories writable under this policy (empty when read-only or off): the writable
+    /// roots and the commands' temporary directory.
     pub fn writable(&self) -> Vec<PathBuf> {
         if self.mode != SandboxMode::WorkspaceWrite {
             return Vec::new();
         }
         let mut roots = self.writable_roots.clone();
-        if self.writable_temp {
-            roots.push(std::env::temp_dir());
-            roots.push(PathBuf::from("/dev/shm"));
+        if let (true, Some(temp)) = (self.writable_temp, &self.temp_dir) {
+            roots.push(temp.clone());
         }
         roots.retain(|r| r.exists());
         roots
     }
 
-    /// The protected paths beneath the writable roots, made absolute.
+    /// The protected paths beneath the writable roots, made absolute: `*` expanded to the names
+    /// there now, `.git` replaced by [`GIT_PROTECTED`] when git writes are allowed, the
+    /// directory `core.hooksPath` names, and [`HOME_PROTECTED`] when the home directory is
+    /// writable.
     pub fn protected_paths(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
+        let mut relative: Vec<&Path> = Vec::new();
         for p in &self.protected {
             if p.is_absolute() {
                 out.push(p.clone());
+            } else if self.git_writes && p == Path::new(".git") {
+                relative.extend(GIT_PROTECTED.iter().map(Path::new));
             } else {
-                for root in &self.writable_roots {
-                    out.push(root.join(p));
-                }
+                relative.push(p);
             }
+        }
+        for root in &self.writable_roots {
+            for p in &relative {
+                out.extend(expand(root, p));
+            }
+            if let Some(hooks) = hooks_path(root) {
+                out.push(hooks);
+            }
+        }
+        if let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
+            && self.writable_roots.iter().any(|r| home.starts_with(r))
+        {
+            out.extend(HOME_PROTECTED.iter().map(|p| home.join(p)));
         }
         out.sort();
         out.dedup();
@@ -284,6 +398,52 @@ impl SandboxPolicy {
             }
         }
     }
+}
+
+/// `root` joined with `pattern`, each `*` component replaced by every name there now.
+fn expand(root: &Path, pattern: &Path) -> Vec<PathBuf> {
+    let mut paths = vec![root.to_path_buf()];
+    for part in pattern.components() {
+        if part.as_os_str() == "*" {
+            paths = paths
+                .iter()
+                .filter_map(|dir| std::fs::read_dir(dir).ok())
+                .flat_map(|entries| entries.flatten().map(|e| e.path()))
+                .collect();
+        } else {
+            for path in &mut paths {
+                path.push(part);
+            }
+        }
+    }
+    paths
+}
+
+/// The directory `core.hooksPath` names in the repository at `root` (its `.git/config`), when
+/// it is set: git runs the programs there.
+fn hooks_path(root: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(root.join(".git/config")).ok()?.take(1 << 20).read_to_string(&mut text).ok()?;
+    let mut core = false;
+    let mut found = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            core = line.trim_start_matches('[').trim_end_matches(']').trim().eq_ignore_ascii_case("core");
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else { continue };
+        if core && key.trim().eq_ignore_ascii_case("hookspath") {
+            found = Some(value.trim().trim_matches('"').to_owned());
+        }
+    }
+    let value = found.filter(|v| !v.is_empty())?;
+    let path = match value.strip_prefix("~/") {
+        Some(rest) => PathBuf::from(std::env::var_os("HOME")?).join(rest),
+        None => root.join(value),
+    };
+    Some(crate::lexically_normal(&path))
 }
 
 #[cfg(test)]
@@ -308,10 +468,46 @@ mod tests {
             .with_writable_root("/x")
             .with_protected("/etc/settings.json");
         let protected = policy.protected_paths();
-        assert!(protected.contains(&PathBuf::from("/w/.git/hooks")));
-        assert!(protected.contains(&PathBuf::from("/x/.git/config")));
+        assert!(protected.contains(&PathBuf::from("/w/.git")));
+        assert!(protected.contains(&PathBuf::from("/x/.claude")));
+        assert!(protected.contains(&PathBuf::from("/w/CLAUDE.md")));
         assert!(protected.contains(&PathBuf::from("/etc/settings.json")));
         assert!(!policy.allows_write(Path::new("/w/.git/hooks/pre-commit")));
+        assert!(!policy.allows_write(Path::new("/w/.git/index")));
         assert!(!policy.allows_write(Path::new("/etc/passwd")));
+        assert!(!policy.allows_write(Path::new("/tmp/x")));
+    }
+
+    #[test]
+    fn with_git_writes_what_git_runs_stays_protected() {
+        let dir = std::env::temp_dir().join(format!("policy-git-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join(".git/modules/sub/hooks")).unwrap();
+        std::fs::create_dir_all(dir.join(".git/worktrees/wt")).unwrap();
+        std::fs::write(dir.join(".git/config"), "[core]\n\thooksPath = .husky\n").unwrap();
+        let policy = SandboxPolicy::workspace_write(&dir).with_git_writes(true);
+        let protected = policy.protected_paths();
+        let index_writable = policy.allows_write(&dir.join(".git/index"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        for expected in [
+            ".git/config",
+            ".git/commondir",
+            ".git/hooks",
+            ".git/modules/sub/config",
+            ".git/modules/sub/hooks",
+            ".git/worktrees/wt",
+            ".husky",
+        ] {
+            assert!(protected.contains(&dir.join(expected)), "{expected}: {protected:?}");
+        }
+        assert!(!protected.contains(&dir.join(".git")));
+        assert!(index_writable);
+    }
+
+    #[test]
+    fn the_temporary_directory_is_the_commands_own() {
+        let policy = SandboxPolicy::workspace_write("/").with_temp_dir("/proc");
+        assert!(policy.writable().contains(&PathBuf::from("/proc")));
+        assert!(!policy.writable().contains(&std::env::temp_dir()));
+        assert!(!policy.writable().contains(&PathBuf::from("/dev/shm")));
     }
 }

@@ -26,6 +26,9 @@ pub struct SandboxReport {
     pub network: Network,
     /// What the policy asked for that does not apply here, in words.
     pub missing: Vec<String>,
+    /// What applies in a way worth knowing (the host's state inside a writable root, a protected
+    /// name that is a symbolic link), in words.
+    pub notes: Vec<String>,
 }
 
 impl fmt::Display for SandboxReport {
@@ -42,6 +45,9 @@ impl fmt::Display for SandboxReport {
             Network::Off => f.write_str("; network off")?,
             Network::Proxy { port } => write!(f, "; network through the proxy on port {port}")?,
             Network::On => f.write_str("; network on")?,
+        }
+        for note in &self.notes {
+            write!(f, "; {note}")?;
         }
         for missing in &self.missing {
             write!(f, "; NOT ENFORCED: {missing}")?;
@@ -93,7 +99,13 @@ pub struct Sandbox {
     /// The network namespace commands join.
     #[cfg(target_os = "linux")]
     namespace: Option<Arc<crate::child::NamespaceFds>>,
+    /// Whether commands get a mount namespace of their own (read-only mounts, placeholders,
+    /// hidden directories).
     protect: bool,
+    /// The empty directories made for protected names that were absent.
+    placeholders: Vec<Placeholder>,
+    /// The commands' temporary directory, when the policy named none.
+    _temp: Option<crate::SessionDir>,
 }
 
 impl PartialEq for Sandbox {
@@ -112,16 +124,28 @@ impl Sandbox {
     }
 
     /// As [`Sandbox::new`], against the given probe (a probe of another machine, or a test's).
-    pub fn with_probe(policy: SandboxPolicy, probe: Probe) -> Result<Sandbox, SandboxError> {
+    pub fn with_probe(mut policy: SandboxPolicy, probe: Probe) -> Result<Sandbox, SandboxError> {
         let mut report = SandboxReport {
             mode: policy.mode,
             layers: Vec::new(),
             landlock_abi: None,
             network: policy.network,
             missing: Vec::new(),
+            notes: Vec::new(),
         };
         if policy.mode == SandboxMode::Off {
             return Ok(Sandbox::unconfined(policy, report));
+        }
+        // Without a temporary directory of their own, commands get one, removed with the sandbox.
+        let mut temp = None;
+        if policy.mode == SandboxMode::WorkspaceWrite && policy.writable_temp && policy.temp_dir.is_none() {
+            match crate::SessionDir::create() {
+                Ok(dir) => {
+                    policy.temp_dir = Some(dir.tmp());
+                    temp = Some(dir);
+                }
+                Err(e) => report.missing.push(format!("a temporary directory of the commands' own ({e})")),
+            }
         }
         let mut refusals = Vec::new();
         match (probe.landlock_abi, policy.require_landlock_abi) {
@@ -178,19 +202,52 @@ impl Sandbox {
             };
             report.missing.push(unconfined_port(port, why));
         }
-        let protect = probe.can_protect_paths() && !policy.protected_paths().is_empty();
+        let hidden: Vec<&PathBuf> = policy.hidden.iter().filter(|h| h.is_dir()).collect();
+        let protect =
+            probe.can_protect_paths() && (policy.mode == SandboxMode::WorkspaceWrite || !hidden.is_empty());
         if !probe.can_protect_paths() && policy.mode == SandboxMode::WorkspaceWrite {
             report.missing.push(
-                "protected paths inside writable roots (.git/hooks, .git/config, ...) stay writable: read-only \
-                 mounts need a mount namespace, which this process cannot create"
+                "protected paths inside writable roots (.git, .claude, ...) stay writable, and absent ones can \
+                 be created: read-only mounts need a mount namespace, which this process cannot create"
                     .to_owned(),
             );
+        }
+        let writable = policy.writable();
+        for dir in &hidden {
+            let inside = writable.iter().find(|r| dir.starts_with(r));
+            match (probe.can_protect_paths(), inside) {
+                (true, Some(root)) => report.notes.push(format!(
+                    "the host's state directory {} lies inside the writable root {}: hidden from commands and \
+                     read-only to them",
+                    dir.display(),
+                    root.display()
+                )),
+                (true, None) => {}
+                (false, inside) => report.missing.push(format!(
+                    "the host's state directory {} is readable{} by commands: hiding it needs a mount namespace",
+                    dir.display(),
+                    if inside.is_some() { " and writable" } else { "" }
+                )),
+            }
+        }
+        if protect {
+            for link in protected_targets(&policy).links {
+                report.notes.push(format!(
+                    "the protected name {} is a symbolic link: what it leads to inside the writable roots is \
+                     read-only, the link itself can be replaced",
+                    link.display()
+                ));
+            }
         }
         if !refusals.is_empty() && policy.fallback == Fallback::Refuse {
             return Err(SandboxError { mode: policy.mode, missing: refusals });
         }
         report.missing.extend(refusals);
-        Self::build(policy, probe, report, protect)
+        let placeholders = if protect { make_placeholders(&policy) } else { Vec::new() };
+        let mut sandbox = Self::build(policy, probe, report, protect)?;
+        sandbox.placeholders = placeholders;
+        sandbox._temp = temp;
+        Ok(sandbox)
     }
 
     fn unconfined(policy: SandboxPolicy, report: SandboxReport) -> Sandbox {
@@ -204,6 +261,8 @@ impl Sandbox {
             #[cfg(target_os = "linux")]
             namespace: None,
             protect: false,
+            placeholders: Vec::new(),
+            _temp: None,
         }
     }
 
@@ -285,7 +344,16 @@ impl Sandbox {
         if namespace.is_some() {
             report.layers.push(NAMESPACE_LAYER);
         }
-        Ok(Sandbox { policy, report, landlock, seccomp, namespace, protect })
+        Ok(Sandbox {
+            policy,
+            report,
+            landlock,
+            seccomp,
+            namespace,
+            protect,
+            placeholders: Vec::new(),
+            _temp: None,
+        })
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -343,12 +411,18 @@ impl Sandbox {
     /// Makes `command` start confined: its child enters the sandbox between `fork` and `exec`.
     /// `cwd` is the directory the command starts in (set it on the command too). The read-only
     /// mounts of the protected paths that exist now are prepared here, before the fork.
+    /// `TMPDIR`, `TMP` and `TEMP` are set to the commands' temporary directory.
     pub fn apply(&self, command: &mut std::process::Command, cwd: &Path) -> std::io::Result<()> {
+        if self.policy.mode == SandboxMode::Off {
+            return Ok(());
+        }
+        if let Some(temp) =
+            self.policy.temp_dir.as_ref().filter(|_| self.policy.mode == SandboxMode::WorkspaceWrite)
+        {
+            command.env("TMPDIR", temp).env("TMP", temp).env("TEMP", temp);
+        }
         #[cfg(target_os = "linux")]
         {
-            if self.policy.mode == SandboxMode::Off {
-                return Ok(());
-            }
             let mounts = if self.protect { self.mount_plan(cwd)? } else { None };
             let plan = crate::child::ChildPlan {
                 network: self.namespace.clone(),
@@ -376,8 +450,15 @@ impl Sandbox {
             CString::new(p.as_os_str().as_bytes())
                 .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a path holds a NUL byte"))
         };
-        let targets = protected_targets(&self.policy);
-        if targets.read_only.is_empty() {
+        let mut targets = protected_targets(&self.policy);
+        targets.read_only.extend(self.placeholders.iter().map(|p| p.path.clone()));
+        // The other sessions' directories beside this one's are hidden too (those made later than
+        // this command are not).
+        let mut hidden: Vec<PathBuf> = self.policy.hidden.iter().filter(|h| h.is_dir()).cloned().collect();
+        for state in &self.policy.hidden {
+            hidden.extend(crate::session_dir::other_sessions(state));
+        }
+        if targets.read_only.is_empty() && hidden.is_empty() {
             return Ok(None);
         }
         let probe = Probe::get();
@@ -397,6 +478,7 @@ impl Sandbox {
             user_namespace,
             pins: targets.pins.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
             read_only,
+            hidden: hidden.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
             cwd: c(cwd)?,
         }))
     }
@@ -421,18 +503,24 @@ pub(crate) struct Targets {
     pub(crate) pins: Vec<PathBuf>,
     /// Bound read-only.
     pub(crate) read_only: Vec<PathBuf>,
+    /// Protected names that are symbolic links (what they lead to is in `read_only` when it
+    /// lies inside a writable root).
+    pub(crate) links: Vec<PathBuf>,
 }
 
 /// Which paths to mount read-only and which to pin, for the protected paths beneath the
 /// writable roots as the file system is now. A protected path whose parent on the way is a file
 /// (a `.git` file of a worktree) protects that file instead; one that is a symbolic link
-/// protects its directory (a mount would follow the link); one that does not exist is skipped.
+/// protects what it leads to, when that lies inside a writable root (a mount would follow the
+/// link; the link's own name is not held); one that does not exist is skipped (see
+/// [`make_placeholders`]).
 pub(crate) fn protected_targets(policy: &SandboxPolicy) -> Targets {
     let mut targets = Targets::default();
     if policy.mode != SandboxMode::WorkspaceWrite {
         return targets;
     }
     let roots = policy.writable();
+    let inside = |path: &Path| roots.iter().any(|r| path.starts_with(r));
     for path in policy.protected_paths() {
         let Some(root) = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())
         else {
@@ -448,7 +536,13 @@ pub(crate) fn protected_targets(policy: &SandboxPolicy) -> Targets {
             let Ok(meta) = std::fs::symlink_metadata(&next) else { break };
             let last = i + 1 == components.len();
             if meta.file_type().is_symlink() {
-                target = Some(dir.clone());
+                targets.links.push(next.clone());
+                let whole: PathBuf = components[i + 1..].iter().fold(next.clone(), |p, c| p.join(c));
+                if let Ok(resolved) = std::fs::canonicalize(&whole)
+                    && inside(&resolved)
+                {
+                    targets.read_only.push(resolved);
+                }
                 break;
             }
             if last || !meta.is_dir() {
@@ -463,7 +557,7 @@ pub(crate) fn protected_targets(policy: &SandboxPolicy) -> Targets {
         targets.read_only.push(target);
         targets.pins.extend(pins);
     }
-    for list in [&mut targets.pins, &mut targets.read_only] {
+    for list in [&mut targets.pins, &mut targets.read_only, &mut targets.links] {
         list.sort();
         list.dedup();
     }
@@ -471,4 +565,77 @@ pub(crate) fn protected_targets(policy: &SandboxPolicy) -> Targets {
     let read_only = targets.read_only.clone();
     targets.pins.retain(|p| !read_only.contains(p));
     targets
+}
+
+/// An empty directory made for a protected name that was absent, so that commands cannot create
+/// it: bound read-only in their mount namespace. Removed when the last sandbox of this process
+/// that holds it is dropped, if it is still an empty directory.
+#[derive(Debug)]
+pub(crate) struct Placeholder {
+    pub(crate) path: PathBuf,
+}
+
+/// How many sandboxes of this process hold each placeholder.
+fn held() -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, usize>> {
+    static HELD: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, usize>>> =
+        std::sync::OnceLock::new();
+    HELD.get_or_init(Default::default)
+}
+
+impl Placeholder {
+    /// Holds the placeholder at `path`: made now when absent, shared when this process made it
+    /// already; `None` when something else is there.
+    fn hold(path: PathBuf) -> Option<Placeholder> {
+        let mut held = held().lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = held.get_mut(&path) {
+            *count += 1;
+            return Some(Placeholder { path });
+        }
+        // `mkdir` neither follows nor replaces what is there (a link planted meanwhile).
+        std::fs::create_dir(&path).ok()?;
+        held.insert(path.clone(), 1);
+        Some(Placeholder { path })
+    }
+}
+
+impl Drop for Placeholder {
+    fn drop(&mut self) {
+        let mut held = held().lock().unwrap_or_else(|p| p.into_inner());
+        let Some(count) = held.get_mut(&self.path) else { return };
+        *count -= 1;
+        if *count == 0 {
+            held.remove(&self.path);
+            // `rmdir` removes only an empty directory, and never what a link leads to.
+            let _ = std::fs::remove_dir(&self.path);
+        }
+    }
+}
+
+/// The placeholders of a policy: [`PLACEHOLDERS`](crate::policy::PLACEHOLDERS) at each writable
+/// root, and with git writes allowed, `.git/hooks` and `.git/info` of a repository that has none.
+fn make_placeholders(policy: &SandboxPolicy) -> Vec<Placeholder> {
+    if policy.mode != SandboxMode::WorkspaceWrite {
+        return Vec::new();
+    }
+    let mut names: Vec<&str> = crate::policy::PLACEHOLDERS
+        .iter()
+        .copied()
+        .filter(|name| policy.protected.iter().any(|p| p == Path::new(name)))
+        .collect();
+    if policy.git_writes {
+        names.extend([".git/hooks", ".git/info"]);
+    }
+    let mut made = Vec::new();
+    for root in &policy.writable_roots {
+        for name in &names {
+            let path = root.join(name);
+            let parent_is_dir =
+                path.parent().and_then(|p| std::fs::symlink_metadata(p).ok()).is_some_and(|m| m.is_dir());
+            if !parent_is_dir || std::fs::symlink_metadata(&path).is_ok() {
+                continue;
+            }
+            made.extend(Placeholder::hold(path));
+        }
+    }
+    made
 }

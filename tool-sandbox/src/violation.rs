@@ -141,6 +141,7 @@ mod tests {
     use super::*;
 
     fn policy() -> SandboxPolicy {
+        let _ = std::fs::create_dir_all(std::env::temp_dir().join("ws-violation"));
         SandboxPolicy::workspace_write(std::env::temp_dir().join("ws-violation"))
             .with_fallback(crate::Fallback::BestEffort)
     }

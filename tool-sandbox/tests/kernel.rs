@@ -140,12 +140,11 @@ fn reads_work_and_the_root_and_the_temporary_directory_are_writable() {
         return;
     }
     let fx = fixture("reads");
-    let tmp = std::env::temp_dir().join(format!("tool-sandbox-tmp-{}", rand()));
     let script = format!(
         "cat {o}/existing && head -c 4 /etc/passwd >/dev/null && mkdir -p sub/deep && echo y > sub/deep/f && \
-         mv sub/deep/f g && ln -s g link && rm -r sub && echo t > {t} && cat {t} && rm {t} && echo done >/dev/null && echo ok",
+         mv sub/deep/f g && ln -s g link && rm -r sub && echo t > $TMPDIR/t && cat $TMPDIR/t && rm $TMPDIR/t && \
+         echo done >/dev/null && echo ok",
         o = fx.outside.display(),
-        t = tmp.display()
     );
     let (code, out) = run(&fx.policy, &fx.root, &script);
     assert_eq!((code, out.as_str()), (0, "beforet\nok\n"));
@@ -189,10 +188,16 @@ fn protected_paths_stay_read_only_inside_the_root() {
         assert_eq!(std::fs::read_to_string(fx.root.join(".git/config")).unwrap(), "[core]\n", "{script}");
         assert!(fx.root.join(".git/hooks").is_dir(), "{script}");
     }
-    // The rest of `.git` stays writable: git can still commit.
+    // `.git` is read-only as a whole by default; with git writes allowed, the rest of `.git`
+    // is writable: git can commit.
+    let (code, out) = run(&fx.policy, &fx.root, "echo x > .git/index.lock");
+    assert_ne!(code, 0, "{out}");
+    let git = fx.policy.clone().with_git_writes(true);
     let (code, out) =
-        run(&fx.policy, &fx.root, "echo x > .git/index.lock && mv .git/index.lock .git/index && echo ok");
+        run(&git, &fx.root, "echo x > .git/index.lock && mv .git/index.lock .git/index && echo ok");
     assert_eq!((code, out.as_str()), (0, "ok\n"));
+    let (code, out) = run(&git, &fx.root, "echo evil > .git/hooks/pre-commit || echo evil >> .git/config");
+    assert_ne!(code, 0, "{out}");
     // The mounts are the command's own: this process still sees the ordinary files.
     std::fs::write(fx.root.join(".git/hooks/pre-commit"), "fine").unwrap();
 }
@@ -572,3 +577,6 @@ fn the_report_names_the_layers() {
 }
 
 include!("support/outside_temp.rs");
+
+#[path = "kernel/state.rs"]
+mod state;

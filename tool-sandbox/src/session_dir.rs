@@ -1,0 +1,175 @@
+//! The host's private directory of a session: its own state, which commands may neither read
+//! nor write, the commands' own temporary directory, and what the host hands commands to read.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// A directory made at the start of a session, `<system temporary directory>/tools-<random>/`,
+/// mode `0700`, made with `mkdir` so that a name planted in advance fails instead of being used,
+/// and removed (without following links) when dropped:
+///
+/// - [`state`](SessionDir::state): the host's own files (checkpoint store, anything it writes
+///   for itself). A [`SandboxPolicy`](crate::SandboxPolicy) given this directory
+///   ([`with_session_dir`](crate::SandboxPolicy::with_session_dir)) hides it from commands.
+/// - [`tmp`](SessionDir::tmp): the commands' temporary directory (`TMPDIR`, `TMP`, `TEMP`),
+///   the one temporary directory they may write.
+/// - [`shared`](SessionDir::shared): files the host writes for commands to read (the egress
+///   proxy's CA bundle); readable, not writable.
+#[derive(Debug)]
+pub struct SessionDir {
+    path: PathBuf,
+    /// The device and inode of `path` as made, so that a directory put in its place is not
+    /// removed.
+    #[cfg(unix)]
+    id: (u64, u64),
+}
+
+impl SessionDir {
+    /// Makes a session directory in the system's temporary directory.
+    pub fn create() -> io::Result<SessionDir> {
+        Self::create_in(&std::env::temp_dir())
+    }
+
+    /// Makes a session directory in `parent`.
+    pub fn create_in(parent: &Path) -> io::Result<SessionDir> {
+        let parent = std::fs::canonicalize(parent)?;
+        let mut last = None;
+        for _ in 0..8 {
+            let path = parent.join(format!("tools-{:016x}", random()?));
+            match make_private_dir(&path) {
+                Ok(()) => {
+                    for sub in ["state", "tmp", "shared"] {
+                        make_private_dir(&path.join(sub))?;
+                    }
+                    let dir = SessionDir {
+                        #[cfg(unix)]
+                        id: id_of(&path)?,
+                        path,
+                    };
+                    return Ok(dir);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::other("no free name for a session directory")))
+    }
+
+    /// The directory itself.
+    pub fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// The host's own state: neither readable nor writable by commands.
+    pub fn state(&self) -> PathBuf {
+        self.path.join("state")
+    }
+
+    /// The commands' temporary directory.
+    pub fn tmp(&self) -> PathBuf {
+        self.path.join("tmp")
+    }
+
+    /// Files the host hands commands to read.
+    pub fn shared(&self) -> PathBuf {
+        self.path.join("shared")
+    }
+}
+
+impl Drop for SessionDir {
+    fn drop(&mut self) {
+        // `remove_dir_all` removes a link it meets instead of following it; what was made
+        // beneath `tmp` by commands goes with it.
+        #[cfg(unix)]
+        if id_of(&self.path).ok() != Some(self.id) {
+            return;
+        }
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// The `state` and `tmp` directories of the other session directories beside the one whose
+/// `state` is `state` (other sessions of this user, in the same temporary directory): hidden
+/// from commands too. Empty when `state` is not a session directory's.
+pub(crate) fn other_sessions(state: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Some(session) = state.parent().filter(|_| state.file_name() == Some("state".as_ref())) else {
+        return out;
+    };
+    let Some(parent) = session.parent().filter(|_| is_session_name(session)) else { return out };
+    let Some(uid) = owner(session) else { return out };
+    let Ok(entries) = std::fs::read_dir(parent) else { return out };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path == session || !is_session_name(&path) || owner(&path) != Some(uid) {
+            continue;
+        }
+        for sub in ["state", "tmp"] {
+            let sub = path.join(sub);
+            if owner(&sub) == Some(uid) {
+                out.push(sub);
+            }
+        }
+    }
+    out
+}
+
+fn is_session_name(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+        n.strip_prefix("tools-")
+            .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+    })
+}
+
+/// The owner of a directory (not a link).
+fn owner(path: &Path) -> Option<u32> {
+    let meta = std::fs::symlink_metadata(path).ok().filter(|m| m.is_dir())?;
+    #[cfg(unix)]
+    return Some(std::os::unix::fs::MetadataExt::uid(&meta));
+    #[cfg(not(unix))]
+    Some(0)
+}
+
+fn random() -> io::Result<u64> {
+    getrandom::u64().map_err(|e| io::Error::other(format!("no random number for a directory name: {e}")))
+}
+
+fn make_private_dir(path: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(path)
+}
+
+#[cfg(unix)]
+fn id_of(path: &Path) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path)?;
+    if !meta.is_dir() {
+        return Err(io::Error::new(io::ErrorKind::NotADirectory, "not a directory"));
+    }
+    Ok((meta.dev(), meta.ino()))
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_session_directory_is_private_and_removed_with_what_commands_left_in_it() {
+        let dir = SessionDir::create().unwrap();
+        let path = dir.path();
+        for sub in [dir.path(), dir.state(), dir.tmp(), dir.shared()] {
+            let mode = std::fs::metadata(&sub).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{}", sub.display());
+        }
+        std::fs::create_dir_all(dir.tmp().join("a/b")).unwrap();
+        std::os::unix::fs::symlink("/etc", dir.tmp().join("link")).unwrap();
+        let other = SessionDir::create().unwrap();
+        assert_ne!(other.path(), path);
+        drop(dir);
+        assert!(!path.exists());
+        assert!(Path::new("/etc/passwd").exists());
+    }
+}

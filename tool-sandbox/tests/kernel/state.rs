@@ -1,0 +1,203 @@
+//! What commands may write besides the root (their own temporary directory, not the system's),
+//! the host's state they cannot reach, and protected names, present or not.
+
+use std::path::Path;
+
+use tool_sandbox::{Probe, Sandbox, SessionDir};
+
+use super::{dir, fixture, layers, run, run_in};
+
+/// Whether commands get a mount namespace here; without one the test is skipped, except under
+/// CI (which runs as root).
+fn mounts() -> bool {
+    if Probe::get().can_protect_paths() {
+        return true;
+    }
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI runs as root and can make mount namespaces");
+    eprintln!("skipped: no mount namespaces here");
+    false
+}
+
+#[test]
+fn commands_write_their_own_temporary_directory_and_not_the_systems() {
+    if !layers() {
+        return;
+    }
+    let fx = fixture("temp");
+    let session = SessionDir::create().unwrap();
+    let policy = fx.policy.clone().with_session_dir(&session);
+    let system = std::env::temp_dir().join(format!("tool-sandbox-system-tmp-{}", std::process::id()));
+    let script = format!(
+        "echo $TMPDIR $TMP $TEMP; echo t > $TMPDIR/t && cat $TMPDIR/t; echo x > {s} || echo refused; \
+         echo x > /tmp/tool-sandbox-tmp-$$ || echo refused; ls /tmp > /dev/null && echo readable",
+        s = system.display()
+    );
+    let (_, out) = run(&policy, &fx.root, &script);
+    let tmp = session.tmp();
+    assert_eq!(
+        out.lines().filter(|l| !l.starts_with("bash:")).collect::<Vec<_>>(),
+        [format!("{t} {t} {t}", t = tmp.display()).as_str(), "t", "refused", "refused", "readable"],
+        "{out}"
+    );
+    assert!(!system.exists());
+    assert_eq!(std::fs::read_to_string(tmp.join("t")).unwrap(), "t\n");
+    // A sandbox made without a session directory gets a temporary directory of its own.
+    let own = Sandbox::new(fx.policy.clone()).unwrap();
+    let mine = own.policy().temp_dir.clone().unwrap();
+    let (code, out) = run_in(&own, &fx.root, "echo x > $TMPDIR/x && echo $TMPDIR");
+    assert_eq!((code, out.trim()), (0, mine.to_str().unwrap()));
+    assert_ne!(mine, tmp);
+    drop(own);
+    assert!(!mine.exists(), "the sandbox's own temporary directory outlived it");
+}
+
+#[test]
+fn the_hosts_state_is_neither_writable_nor_readable() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let fx = fixture("state");
+    let session = SessionDir::create().unwrap();
+    std::fs::write(session.state().join("secret"), "host").unwrap();
+    let other = SessionDir::create().unwrap();
+    std::fs::write(other.state().join("secret"), "other").unwrap();
+    let policy = fx.policy.clone().with_session_dir(&session);
+    for state in [session.state(), other.state()] {
+        let s = state.display();
+        let (_, out) = run(
+            &policy,
+            &fx.root,
+            &format!(
+                "cat {s}/secret; ls {s}; echo x > {s}/planted; rm -f {s}/secret; ln -s /etc {s}/link; echo done"
+            ),
+        );
+        assert!(!out.contains("host") && !out.contains("other"), "{s}: {out}");
+        assert!(out.ends_with("done\n"), "{out}");
+        assert!(!state.join("planted").exists() && !state.join("link").exists(), "{s}: {out}");
+        assert!(state.join("secret").exists(), "{s}: {out}");
+    }
+    // Another session's temporary directory is not writable either.
+    let (code, out) = run(&policy, &fx.root, &format!("echo x > {}/x", other.tmp().display()));
+    assert_ne!(code, 0, "{out}");
+}
+
+#[test]
+fn state_inside_the_root_is_hidden_and_read_only_and_the_report_says_so() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let fx = fixture("state-inside");
+    let state = fx.root.join(".local/share/tool-runtime/outputs");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(state.join("out_1"), "stored").unwrap();
+    let sandbox = Sandbox::new(fx.policy.clone().with_hidden(&state)).unwrap();
+    assert!(
+        sandbox.report().to_string().contains("hidden from commands and read-only"),
+        "{}",
+        sandbox.report()
+    );
+    let (_, out) = run_in(
+        &sandbox,
+        &fx.root,
+        "cat .local/share/tool-runtime/outputs/out_1; echo forged > .local/share/tool-runtime/outputs/out_2; \
+         rm -r .local/share/tool-runtime/outputs; echo done",
+    );
+    assert!(!out.contains("stored"), "{out}");
+    assert!(!state.join("out_2").exists() && state.join("out_1").exists(), "{out}");
+}
+
+/// Whether `path` exists (as anything, a link included).
+fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+#[test]
+fn absent_protected_names_cannot_be_created_and_nothing_is_left_behind() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let fx = fixture("absent");
+    let sandbox = Sandbox::new(fx.policy.clone()).unwrap();
+    for script in [
+        "mkdir -p .claude/hooks && echo evil > .claude/hooks/x",
+        "echo '{}' > .mcp.json",
+        "echo evil > CLAUDE.md",
+        "rmdir CLAUDE.md && echo evil > CLAUDE.md",
+        "mv CLAUDE.md gone",
+        "echo evil > AGENTS.md",
+        "git init -q . 2>&1 || mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit",
+        "echo '[core] fsmonitor = evil' > .git/config",
+    ] {
+        let (code, out) = run_in(&sandbox, &fx.root, script);
+        assert_ne!(code, 0, "`{script}` succeeded: {out}");
+    }
+    for name in [".claude/hooks", ".mcp.json/x", "AGENTS.md/x", ".git/config", ".git/hooks"] {
+        assert!(!exists(&fx.root.join(name)), "{name}");
+    }
+    // The root stays writable beside them.
+    let (code, out) = run_in(&sandbox, &fx.root, "echo ok > notes.md && mkdir build && cat notes.md");
+    assert_eq!((code, out.as_str()), (0, "ok\n"));
+    drop(sandbox);
+    let mut left: Vec<_> = std::fs::read_dir(&fx.root).unwrap().map(|e| e.unwrap().file_name()).collect();
+    left.sort();
+    assert_eq!(left, ["build", "notes.md"], "placeholders were left behind");
+}
+
+#[test]
+fn git_metadata_is_read_only_by_default() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let fx = fixture("git");
+    std::fs::create_dir_all(fx.root.join(".git/objects")).unwrap();
+    std::fs::write(fx.root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(fx.root.join(".git/index"), "index").unwrap();
+    std::fs::write(fx.root.join(".git/config"), "[core]\n").unwrap();
+    for script in [
+        "echo /elsewhere > .git/commondir",
+        "mkdir .git/hooks && echo evil > .git/hooks/x",
+        "echo evil > .git/index",
+        "echo evil > .git/config",
+    ] {
+        let (code, out) = run(&fx.policy, &fx.root, script);
+        assert_ne!(code, 0, "`{script}` succeeded: {out}");
+    }
+    assert_eq!(std::fs::read_to_string(fx.root.join(".git/index")).unwrap(), "index");
+    for name in ["commondir", "hooks"] {
+        assert!(!exists(&fx.root.join(".git").join(name)), "{name}");
+    }
+    assert_eq!(std::fs::read_to_string(fx.root.join(".git/config")).unwrap(), "[core]\n");
+    // With git writes allowed, git's own files are writable, what it runs is not, even absent.
+    let git = fx.policy.clone().with_git_writes(true);
+    let sandbox = Sandbox::new(git).unwrap();
+    let (code, out) = run_in(&sandbox, &fx.root, "echo new > .git/index && echo ok");
+    assert_eq!((code, out.as_str()), (0, "ok\n"));
+    for script in [
+        "echo evil > .git/hooks/x",
+        "echo evil > .git/config",
+        "mkdir -p .git/info && echo x > .git/info/exclude",
+    ] {
+        let (code, out) = run_in(&sandbox, &fx.root, script);
+        assert_ne!(code, 0, "`{script}` succeeded: {out}");
+    }
+    drop(sandbox);
+    assert!(!exists(&fx.root.join(".git/hooks")) && !exists(&fx.root.join(".git/info")));
+}
+
+#[test]
+fn a_protected_name_that_is_a_link_protects_that_name_only() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let fx = fixture("link");
+    let real = dir("link-target");
+    std::fs::create_dir_all(fx.root.join("config")).unwrap();
+    std::os::unix::fs::symlink("config", fx.root.join(".claude")).unwrap();
+    std::os::unix::fs::symlink(&real, fx.root.join("CLAUDE.md")).unwrap();
+    let sandbox = Sandbox::new(fx.policy.clone()).unwrap();
+    assert!(sandbox.report().to_string().contains("is a symbolic link"), "{}", sandbox.report());
+    let (code, out) = run_in(&sandbox, &fx.root, "echo evil > config/settings.json");
+    assert_ne!(code, 0, "{out}");
+    let (code, out) = run_in(&sandbox, &fx.root, "echo ok > elsewhere && cat elsewhere");
+    assert_eq!((code, out.as_str()), (0, "ok\n"), "the root became read-only");
+}
