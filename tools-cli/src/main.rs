@@ -159,7 +159,14 @@ async fn mount(
             }
         }
     }
-    tool_runtime::mcp_client::connect_all(&config).await.map_err(|e| Failure::runtime(e.to_string()))
+    let mounts =
+        tool_runtime::mcp_client::connect_all(&config).await.map_err(|e| Failure::runtime(e.to_string()))?;
+    for mount in &mounts {
+        for skipped in mount.skipped() {
+            let _ = writeln!(io::stderr().lock(), "tools: MCP server `{}`: {skipped}", mount.name());
+        }
+    }
+    Ok(mounts)
 }
 
 /// What the workspace flags and the settings file set up, before the tools are mounted.

@@ -19,7 +19,7 @@ use super::config::ServerConfig;
 use super::connection::{self, Session};
 use super::handler::MountHandler;
 use super::routes::ProgressRoutes;
-use super::tool::{Server, mounted_tools};
+use super::tool::{Listed, Server, mounted_tools};
 use tool_core::ToolContext;
 use tool_core::ToolError;
 use tool_core::ToolOutput;
@@ -83,6 +83,8 @@ impl fmt::Debug for McpMount {
 struct MountState {
     inner: Arc<MountInner>,
     tools: RwLock<Vec<Arc<dyn Tool>>>,
+    /// The tools of the last listing that cannot be used, each with the reason.
+    skipped: RwLock<Vec<String>>,
     generation: watch::Sender<u64>,
 }
 
@@ -127,10 +129,14 @@ impl McpMount {
         let session = connection::start(&inner.config, inner.handler()).await.map_err(&error)?;
         let session = Arc::new(session);
         *inner.session.lock().await = Some(session.clone());
-        let tools = inner.list(&session).await.map_err(&error)?;
+        let listed = inner.list(&session).await.map_err(&error)?;
         inner.extras.refresh(session.peer()).await;
-        let state =
-            Arc::new(MountState { inner, tools: RwLock::new(tools), generation: watch::channel(0).0 });
+        let state = Arc::new(MountState {
+            inner,
+            tools: RwLock::new(listed.tools),
+            skipped: RwLock::new(listed.skipped),
+            generation: watch::channel(0).0,
+        });
 
         let weak: Weak<MountState> = Arc::downgrade(&state);
         tokio::spawn(async move {
@@ -162,6 +168,13 @@ impl McpMount {
         self.state.tools.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// The server's tools of the last listing that cannot be used (a schema that does not
+    /// compile or cannot be described to a provider, a name taken twice), each with the reason;
+    /// the other tools are mounted.
+    pub fn skipped(&self) -> Vec<String> {
+        self.state.skipped.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// A receiver whose value goes up each time the tool list changed (after
     /// `notifications/tools/list_changed`, or a restart that listed other tools).
     pub fn changes(&self) -> watch::Receiver<u64> {
@@ -176,8 +189,8 @@ impl McpMount {
             message: inner.config.redact(&message),
         };
         let session = inner.live().await.map_err(|e| error(e.message().to_owned()))?;
-        let tools = inner.list(&session).await.map_err(error)?;
-        self.state.replace_tools(tools);
+        let listed = inner.list(&session).await.map_err(error)?;
+        self.state.replace_tools(listed);
         inner.extras.refresh(session.peer()).await;
         Ok(())
     }
@@ -191,21 +204,23 @@ impl McpMount {
 }
 
 impl MountState {
-    fn replace_tools(&self, tools: Vec<Arc<dyn Tool>>) {
-        *self.tools.write().unwrap_or_else(|p| p.into_inner()) = tools;
+    fn replace_tools(&self, listed: Listed) {
+        *self.tools.write().unwrap_or_else(|p| p.into_inner()) = listed.tools;
+        *self.skipped.write().unwrap_or_else(|p| p.into_inner()) = listed.skipped;
         self.generation.send_modify(|generation| *generation += 1);
     }
 
     /// Lists the tools again after a change; on failure the old list stays.
     async fn refresh(&self) {
         let Ok(session) = self.inner.live().await else { return };
-        if let Ok(tools) = self.inner.list(&session).await {
+        if let Ok(listed) = self.inner.list(&session).await {
             let same = {
                 let current = self.tools.read().unwrap_or_else(|p| p.into_inner());
-                current.len() == tools.len() && current.iter().zip(&tools).all(|(a, b)| a.spec() == b.spec())
+                current.len() == listed.tools.len()
+                    && current.iter().zip(&listed.tools).all(|(a, b)| a.spec() == b.spec())
             };
             if !same {
-                self.replace_tools(tools);
+                self.replace_tools(listed);
             }
         }
         self.inner.extras.refresh(session.peer()).await;
@@ -254,7 +269,7 @@ impl MountInner {
     }
 
     /// Every page of `tools/list`, as tools.
-    async fn list(self: &Arc<Self>, session: &Session) -> Result<Vec<Arc<dyn Tool>>, String> {
+    async fn list(self: &Arc<Self>, session: &Session) -> Result<Listed, String> {
         let peer = session.peer();
         let listed = super::pages::every("tools/list", |cursor| async move {
             let page = peer.list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor))).await?;
@@ -266,7 +281,7 @@ impl MountInner {
             super::pages::PageError::Endless(why) => format!("it did not list its tools: {why}"),
         })?;
         let server: Arc<dyn Server> = Arc::new(Caller(self.clone()));
-        mounted_tools(&self.config.name, &self.config.naming, self.config.defer, &server, &listed)
+        Ok(mounted_tools(&self.config.name, &self.config.naming, self.config.defer, &server, &listed))
     }
 
     /// The session, restarting the server when it stopped.

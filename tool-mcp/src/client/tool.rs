@@ -42,39 +42,55 @@ impl Tool for MountedTool {
     }
 }
 
+/// The tools of one `tools/list` answer, and those of its tools that cannot be used, each with
+/// the reason (a sentence naming the tool), so that one bad definition costs that tool only.
+#[derive(Default)]
+pub(crate) struct Listed {
+    pub(crate) tools: Vec<Arc<dyn Tool>>,
+    pub(crate) skipped: Vec<String>,
+}
+
 /// Builds the tools of one `tools/list` answer of the server `name` (named by `naming`, deferred
 /// when `defer`), whose calls go to `server`. Each input and output schema must compile and
-/// lower to every provider; the error names the tool and the place in its schema.
+/// lower to every provider; a tool whose schema does not, that has no name, or whose name
+/// another of its tools already takes, is left out with the reason.
 pub(crate) fn mounted_tools(
     name: &str,
     naming: &Naming,
     defer: bool,
     server: &Arc<dyn Server>,
     listed: &[rmcp::model::Tool],
-) -> Result<Vec<Arc<dyn Tool>>, String> {
+) -> Listed {
     let mount_name = name;
-    let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(listed.len());
+    let mut out = Listed { tools: Vec::with_capacity(listed.len()), skipped: Vec::new() };
     let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for listed in listed {
         let remote = listed.name.to_string();
         if remote.is_empty() {
-            return Err("it listed a tool without a name".to_owned());
+            out.skipped.push("it listed a tool without a name".to_owned());
+            continue;
         }
         let name = naming.name(mount_name, &remote);
-        if let Some(first) = seen.insert(name.clone(), remote.clone()) {
-            return Err(format!(
-                "its tools `{first}` and `{remote}` would both be named `{name}`; give the server another naming rule"
+        if let Some(first) = seen.get(&name) {
+            out.skipped.push(format!(
+                "its tools `{first}` and `{remote}` would both be named `{name}`; `{remote}` is left out (give the \
+                 server another naming rule to have both)"
             ));
+            continue;
         }
-        let mut spec = crate::wire::tool_spec(listed, name);
+        let mut spec = crate::wire::tool_spec(listed, name.clone());
         // Only a server's own word that the tool changes nothing lets calls of it overlap.
         spec.parallel = spec.annotations.read_only;
         spec.tags = vec!["mcp".to_owned(), format!("mcp:{mount_name}")];
         spec.defer = defer;
-        check_schemas(&spec, &remote)?;
-        tools.push(Arc::new(MountedTool { spec, remote, server: server.clone() }));
+        if let Err(reason) = check_schemas(&spec, &remote) {
+            out.skipped.push(format!("{reason}; that tool is left out, the others are mounted"));
+            continue;
+        }
+        seen.insert(name, remote.clone());
+        out.tools.push(Arc::new(MountedTool { spec, remote, server: server.clone() }));
     }
-    Ok(tools)
+    out
 }
 
 fn check_schemas(spec: &ToolSpec, remote: &str) -> Result<(), String> {

@@ -405,9 +405,12 @@ impl McpServer {
 fn rmcp_config(options: &HttpOptions, sessions: CancellationToken) -> StreamableHttpServerConfig {
     // `Host` and `Origin` are checked in front of rmcp ([`HostCheck`]), once, with this server's
     // own rules and answers.
+    // The standing GET stream is primed by the sessions, for the revisions that have priming
+    // events ([`CappedSessions`]); rmcp would prime it for every revision.
     StreamableHttpServerConfig::default()
         .with_cancellation_token(sessions)
         .with_legacy_session_mode(!options.stateless)
+        .with_sse_retry(None)
         .disable_allowed_hosts()
         .disable_allowed_origins()
 }

@@ -560,7 +560,13 @@ impl McpServer {
         }
         // The arguments object goes to validation as it is: never written out and parsed again.
         let arguments = match request.arguments {
-            Some(arguments) => Arguments::Json(Value::Object(arguments)),
+            Some(mut arguments) => {
+                drop_client_hints(
+                    &mut arguments,
+                    registry.get(&request.name).map(|tool| &tool.spec().input_schema),
+                );
+                Arguments::Json(Value::Object(arguments))
+            }
             None => Arguments::default(),
         };
         let call_id =
@@ -799,6 +805,22 @@ impl std::error::Error for ServeError {
             ServeErrorKind::Initialize(error) => Some(&**error),
             ServeErrorKind::Join(error) => Some(error),
             ServeErrorKind::Io(error) => Some(error),
+        }
+    }
+}
+
+/// Properties that MCP clients add to every tool's schema for themselves and send with each
+/// call: Gemini CLI's `wait_for_previous` (whether it waits for the call before, which it decides
+/// on its side). Dropped from the arguments unless the tool has a parameter of that name, so that
+/// validation does not refuse every call of such a client as having an unknown property.
+const CLIENT_HINTS: &[&str] = &["wait_for_previous"];
+
+fn drop_client_hints(arguments: &mut serde_json::Map<String, Value>, schema: Option<&Value>) {
+    for hint in CLIENT_HINTS {
+        let declared =
+            schema.and_then(|schema| schema.get("properties")).and_then(|p| p.get(*hint)).is_some();
+        if !declared && arguments.get(*hint).is_some_and(|value| value.is_boolean() || value.is_null()) {
+            arguments.remove(*hint);
         }
     }
 }

@@ -852,6 +852,118 @@ async fn get_and_delete_serve_sessions() {
     served.shut_down().await;
 }
 
+/// Gemini CLI adds `wait_for_previous` to every tool's schema and sends it with each call: it is
+/// dropped for a tool that has no such parameter (which would otherwise refuse it as unknown),
+/// and passed on to one that has it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_wait_for_previous_is_dropped_unless_the_tool_declares_it() {
+    crate::install_tls_provider();
+    let closed = |properties: Value| json!({"type": "object", "properties": properties, "additionalProperties": false});
+    let echo = |name: &str, schema: Value| {
+        FnTool::new(
+            ToolSpec::new(name, "Echoes its arguments.", schema),
+            |_ctx: ToolContext, args: Value| async move { Ok(ToolOutput::text(args.to_string())) },
+        )
+    };
+    let registry = Registry::builder()
+        .tool(echo("plain", closed(json!({"text": {"type": "string"}}))))
+        .tool(echo(
+            "waits",
+            closed(json!({"text": {"type": "string"}, "wait_for_previous": {"type": "boolean"}})),
+        ))
+        .build()
+        .unwrap();
+    let server = McpServer::builder(Dispatcher::builder(registry)).build().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let options = HttpOptions::new().shutdown_on(stop.clone());
+    let task = tokio::spawn(async move { server.serve_http(listener, options).await.expect("serve_http") });
+    let client = client(&url, None).await;
+    let plain =
+        client.call_tool(call("plain", json!({"text": "a", "wait_for_previous": true}))).await.unwrap();
+    assert_eq!((plain.is_error, text(&plain)), (Some(false), r#"{"text":"a"}"#.to_owned()));
+    let waits =
+        client.call_tool(call("waits", json!({"text": "b", "wait_for_previous": true}))).await.unwrap();
+    assert_eq!(text(&waits), r#"{"text":"b","wait_for_previous":true}"#);
+    // Any other unknown property is still refused, with its name.
+    let other = client.call_tool(call("plain", json!({"text": "c", "wait_for_it": true}))).await.unwrap();
+    assert_eq!(other.is_error, Some(true));
+    assert!(text(&other).contains("wait_for_it"), "{}", text(&other));
+    client.cancel().await.unwrap();
+    stop.cancel();
+    task.await.unwrap();
+}
+
+/// Priming events (an event id and a retry delay with an empty `data`) exist from revision
+/// 2025-11-25 on: a session of 2025-06-18 gets every `data` line as a JSON-RPC message, on its
+/// answers and on its standing GET stream (Gemini CLI's client parses each one and drops the
+/// server on an empty one), while a session of 2025-11-25 still gets them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn priming_events_only_from_2025_11_25() {
+    let served = serve(HttpOptions::new()).await;
+    let http = reqwest::Client::new();
+    for (revision, primed) in [("2025-06-18", false), ("2025-03-26", false), ("2025-11-25", true)] {
+        let mut init = initialize();
+        init["params"]["protocolVersion"] = json!(revision);
+        let answer = post(&served.url, &init, None, None, None).await;
+        let session = answer.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_owned();
+        assert_eq!(messages(answer).await[0]["result"]["protocolVersion"], json!(revision));
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let sent = http
+            .post(&served.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", revision)
+            .body(initialized.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(sent.status(), 202);
+        let list = http
+            .post(&served.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", revision)
+            .body(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string())
+            .send()
+            .await
+            .unwrap();
+        let body = list.text().await.unwrap();
+        let data: Vec<&str> = body.lines().filter_map(|line| line.strip_prefix("data:")).collect();
+        let empty = data.iter().filter(|data| data.trim().is_empty()).count();
+        assert_eq!(empty > 0, primed, "{revision}: {body}");
+        let answers: Vec<Value> =
+            data.iter().filter_map(|data| serde_json::from_str(data.trim()).ok()).collect();
+        assert_eq!(answers.len(), data.len() - empty, "{revision}: every other data line is JSON: {body}");
+        assert!(answers[0]["result"]["tools"].is_array(), "{revision}: {body}");
+
+        let mut stream = http
+            .get(&served.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", revision)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+        // A priming event comes at once; without one, the stream stays quiet.
+        let wait = std::time::Duration::from_millis(if primed { 30_000 } else { 500 });
+        let first = tokio::time::timeout(wait, stream.chunk()).await;
+        match (primed, first) {
+            (true, Ok(chunk)) => {
+                let chunk = chunk.unwrap().unwrap();
+                assert!(std::str::from_utf8(&chunk).unwrap().starts_with("data: \n"), "{chunk:?}");
+            }
+            (false, Err(_)) => {}
+            (primed, first) => panic!("{revision}: primed {primed}, first event {first:?}"),
+        }
+    }
+    served.shut_down().await;
+}
+
 /// Revision 2026-07-28 has no `initialize` (nor `ping`): `404` and `-32601` with a sentence, as
 /// for every method the server does not serve. An `initialize` that only proposes that
 /// revision, as a client of an earlier one may, still gets a session.
