@@ -10,15 +10,20 @@ use seccompiler::{
 
 use crate::policy::Network;
 
-/// System calls refused outright: debugging other processes, the kernel's administration
-/// (mounts, modules, kexec, keyrings, BPF, perf, clocks, host names), namespace changes, and the
-/// interfaces that would get around the other rules (io_uring's own socket and open operations,
-/// opening files by handle, the new mount API).
+/// System calls refused outright: debugging other processes and advising on their memory, the
+/// kernel's administration (mounts, modules, kexec, keyrings, BPF, perf, clocks, host names, the
+/// kernel log), watching other processes' file access (fanotify), hanging up the terminal,
+/// namespace changes, and the interfaces that would get around the other rules (io_uring's own
+/// socket and open operations, opening files by handle, the new mount API).
 fn refused() -> Vec<i64> {
     let mut calls = vec![
         libc::SYS_ptrace,
         libc::SYS_process_vm_readv,
         libc::SYS_process_vm_writev,
+        libc::SYS_process_madvise,
+        libc::SYS_fanotify_init,
+        libc::SYS_syslog,
+        libc::SYS_vhangup,
         libc::SYS_mount,
         libc::SYS_umount2,
         libc::SYS_pivot_root,
@@ -129,6 +134,56 @@ fn proxy_socket_rules() -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
     Ok(rules)
 }
 
+/// A condition on argument `index` of a system call.
+fn arg(
+    index: u8,
+    len: SeccompCmpArgLen,
+    op: SeccompCmpOp,
+    value: u64,
+) -> Result<SeccompCondition, seccompiler::BackendError> {
+    SeccompCondition::new(index, len, op, value)
+}
+
+/// The calls that change another process's limits, priority, I/O priority or scheduling: each
+/// refused unless its process argument is 0 (the caller). A call naming the caller by its own
+/// pid (or a thread of its own by its id: `pthread_setaffinity_np`) is refused too, since a
+/// filter cannot know the caller's ids; programs name themselves with 0.
+fn other_process_rules() -> Result<Vec<(i64, Vec<SeccompRule>)>, seccompiler::BackendError> {
+    use SeccompCmpArgLen::{Dword, Qword};
+    let not_self = |index: u8| arg(index, Dword, SeccompCmpOp::Ne, 0);
+    let is = |index: u8, value: u64| arg(index, Dword, SeccompCmpOp::Eq, value);
+    // `which` values of `setpriority` and `ioprio_set` that name every process of a user.
+    const PRIO_USER: u64 = 2;
+    const IOPRIO_WHO_USER: u64 = 3;
+    let mut rules = vec![
+        // `prlimit64(pid, resource, new, old)`: setting (`new` not null) another's limits; reading
+        // them stays allowed.
+        (
+            libc::SYS_prlimit64,
+            vec![SeccompRule::new(vec![not_self(0)?, arg(2, Qword, SeccompCmpOp::Ne, 0)?])?],
+        ),
+        // `setpriority(which, who, prio)`, `ioprio_set(which, who, ioprio)`: another process,
+        // group or user, or with `who` 0, every process of the caller's user.
+        (
+            libc::SYS_setpriority,
+            vec![SeccompRule::new(vec![not_self(1)?])?, SeccompRule::new(vec![is(0, PRIO_USER)?])?],
+        ),
+        (
+            libc::SYS_ioprio_set,
+            vec![SeccompRule::new(vec![not_self(1)?])?, SeccompRule::new(vec![is(0, IOPRIO_WHO_USER)?])?],
+        ),
+    ];
+    for call in [
+        libc::SYS_sched_setaffinity,
+        libc::SYS_sched_setscheduler,
+        libc::SYS_sched_setparam,
+        libc::SYS_sched_setattr,
+    ] {
+        rules.push((call, vec![SeccompRule::new(vec![not_self(0)?])?]));
+    }
+    Ok(rules)
+}
+
 /// Compiles the filter for `network`, for this machine's architecture.
 pub(crate) fn program(network: Network) -> Result<Vec<sock_filter>, String> {
     let arch = target_arch()?;
@@ -140,23 +195,24 @@ fn build(network: Network, arch: TargetArch) -> Result<Vec<sock_filter>, seccomp
         refused().into_iter().map(|nr| (nr, Vec::new())).collect();
     rules.insert(libc::SYS_unshare, any_flag(0, NAMESPACE_FLAGS | CLONE_NEWTIME)?);
     rules.insert(libc::SYS_clone, any_flag(0, NAMESPACE_FLAGS)?);
+    rules.extend(other_process_rules()?);
+    let request = |request: u64| arg(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request);
     // Pushing characters into a terminal's input: a command could type into the shell of the
     // terminal the tools were started from.
-    rules.insert(
-        libc::SYS_ioctl,
-        [libc::TIOCSTI, libc::TIOCLINUX]
-            .into_iter()
-            .map(|request| {
-                SeccompRule::new(vec![SeccompCondition::new(
-                    1,
-                    SeccompCmpArgLen::Dword,
-                    SeccompCmpOp::Eq,
-                    #[allow(clippy::unnecessary_cast)] // `c_ulong` here, `c_int` on other C libraries.
-                    (request as u64),
-                )?])
-            })
-            .collect::<Result<_, _>>()?,
-    );
+    #[allow(clippy::unnecessary_cast)] // `c_ulong` here, `c_int` on other C libraries.
+    let mut ioctl: Vec<SeccompRule> = [libc::TIOCSTI as u64, libc::TIOCLINUX as u64]
+        .into_iter()
+        .map(|r| SeccompRule::new(vec![request(r)?]))
+        .collect::<Result<_, _>>()?;
+    // Taking by force a terminal that is another session's controlling terminal (`TIOCSCTTY`
+    // with 1; the kernel asks for `CAP_SYS_ADMIN` too, which commands no longer hold). With 0 it
+    // takes only a terminal no session has, as `forkpty` does for the terminal it makes: allowed.
+    ioctl.push(SeccompRule::new(vec![
+        #[allow(clippy::unnecessary_cast)]
+        request(libc::TIOCSCTTY as u64)?,
+        arg(2, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0)?,
+    ])?);
+    rules.insert(libc::SYS_ioctl, ioctl);
     let socket = match network {
         // Every family but Unix sockets: Internet, packet, netlink (as root it configures
         // interfaces), and the rest.
