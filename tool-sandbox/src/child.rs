@@ -50,9 +50,12 @@ impl ChildPlan {
         if let Some(mounts) = &self.mounts {
             mounts.run()?;
         }
-        if self.landlock.is_some() || self.seccomp.is_some() {
-            no_new_privs()?;
-        }
+        // What the command holds of the host's: its terminal, descriptors and capabilities.
+        leave_terminal()?;
+        close_inherited()?;
+        // Before the capabilities go: with `no_new_privs`, Landlock and seccomp need none.
+        no_new_privs()?;
+        drop_capabilities()?;
         if let Some(fd) = &self.landlock {
             landlock_restrict_self(fd)?;
         }
@@ -95,8 +98,9 @@ impl MountPlan {
 /// Makes `command` run `plan` in its child before `exec`.
 pub(crate) fn install(command: &mut std::process::Command, plan: ChildPlan) {
     // SAFETY: the closure runs in the forked child before `exec`. `ChildPlan::run` only makes
-    // system calls (`setns`, `unshare`, `open`/`write`/`close`, `mount`, `chdir`, `prctl`,
-    // `landlock_restrict_self`, `seccomp`) on data prepared before the fork, allocates nothing
+    // system calls (`setns`, `unshare`, `open`/`write`/`close`, `mount`, `chdir`, `setsid`,
+    // `ioctl`, `close_range`, `fcntl`, `prctl`, `capset`, `landlock_restrict_self`, `seccomp`)
+    // on data prepared before the fork or on the stack, allocates nothing
     // (`io::Error::last_os_error` holds a bare errno) and takes no lock, so it is
     // async-signal-safe as `pre_exec` requires.
     unsafe {
@@ -153,6 +157,123 @@ fn chdir(path: &CStr) -> io::Result<()> {
 fn no_new_privs() -> io::Result<()> {
     // SAFETY: `prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)` takes integers only.
     check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }.into())
+}
+
+/// Takes the child away from the host's controlling terminal (its input, its foreground group,
+/// `/dev/tty`): the child leads a new session, which has none. A child that leads a session
+/// already (with a terminal of its own, taken before the plan runs) keeps it. One that leads a
+/// process group (`process_group(0)`) cannot start a session: it lets go of the terminal instead
+/// (`TIOCNOTTY`, which in a process that does not lead its session detaches that process alone,
+/// and what it starts later).
+fn leave_terminal() -> io::Result<()> {
+    // SAFETY: these calls take and return integers only.
+    let (pid, session, group) = unsafe { (libc::getpid(), libc::getsid(0), libc::getpgid(0)) };
+    if session == pid {
+        return Ok(());
+    }
+    if group != pid {
+        // SAFETY: `setsid` takes nothing.
+        return check(unsafe { libc::setsid() }.into());
+    }
+    // SAFETY: the path is NUL-terminated and static.
+    let fd = unsafe { libc::open(c"/dev/tty".as_ptr(), libc::O_RDONLY | libc::O_NOCTTY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        let error = io::Error::last_os_error();
+        // No controlling terminal (or no `/dev/tty` to reach one through): nothing to leave.
+        return match error.raw_os_error() {
+            Some(libc::ENXIO | libc::ENOENT) => Ok(()),
+            _ => Err(error),
+        };
+    }
+    // SAFETY: `fd` was just opened and is ours; `TIOCNOTTY` takes no argument.
+    let detached = unsafe { libc::ioctl(fd, libc::TIOCNOTTY) };
+    let error = io::Error::last_os_error();
+    // SAFETY: `fd` is ours and closed once.
+    unsafe { libc::close(fd) };
+    if detached == -1 { Err(error) } else { Ok(()) }
+}
+
+/// Marks every descriptor above standard error close-on-exec, so that the command gets its
+/// standard input, output and error and nothing else the host holds open (a descriptor that
+/// whatever started the host left inheritable). Marked rather than closed: the plan still uses
+/// some until `exec` (the Landlock ruleset; a cgroup a caller joins through).
+fn close_inherited() -> io::Result<()> {
+    // SAFETY: `close_range` takes integers only.
+    let marked = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };
+    if marked == 0 {
+        return Ok(());
+    }
+    let error = io::Error::last_os_error();
+    if !matches!(error.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) {
+        return Err(error);
+    }
+    // Before Linux 5.11: each descriptor below the limit, one at a time.
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `limit` is a valid `rlimit` for the kernel to fill in.
+    check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) }.into())?;
+    let end = libc::c_int::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20);
+    for fd in 3..end {
+        // SAFETY: integers only; a descriptor that is not open answers `EBADF`, which is ignored.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+            // SAFETY: as above.
+            check(unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) }.into())?;
+        }
+    }
+    Ok(())
+}
+
+/// `struct __user_cap_header_struct` of `capset`.
+#[repr(C)]
+struct CapabilityHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+/// `struct __user_cap_data_struct` of `capset`: one for capabilities 0 to 31, one for 32 to 63.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapabilitySets {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// `_LINUX_CAPABILITY_VERSION_3`: 64-bit sets, two `CapabilitySets`.
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// Drops every capability of the child: the bounding set, the ambient set, then the effective,
+/// permitted and inheritable sets. As root (or in a user namespace, where the child holds every
+/// capability until here) the command would keep them, and with them reach what Landlock and
+/// seccomp do not cover: another process's environment through `/proc`, the kernel log, other
+/// users' files. Emptying the bounding set needs `CAP_SETPCAP`; an ordinary user outside a user
+/// namespace has none to drop, and `no_new_privs` keeps any program it runs from gaining one.
+fn drop_capabilities() -> io::Result<()> {
+    for capability in 0.. {
+        // SAFETY: `prctl` with integers only.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, capability as libc::c_ulong, 0, 0, 0) } == 0 {
+            continue;
+        }
+        let error = io::Error::last_os_error();
+        match error.raw_os_error() {
+            // Past the last capability this kernel knows; or without `CAP_SETPCAP`.
+            Some(libc::EINVAL | libc::EPERM) => break,
+            _ => return Err(error),
+        }
+    }
+    // SAFETY: `prctl` with integers only.
+    let cleared = unsafe {
+        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0)
+    };
+    // Before Linux 4.3 there is no ambient set (`EINVAL`).
+    if cleared == -1 && io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+        return Err(io::Error::last_os_error());
+    }
+    let header = CapabilityHeader { version: CAPABILITY_VERSION_3, pid: 0 };
+    let none = [CapabilitySets { effective: 0, permitted: 0, inheritable: 0 }; 2];
+    // SAFETY: `header` and `none` have the kernel's layout for version 3 and outlive the call,
+    // which only reads them.
+    check(unsafe { libc::syscall(libc::SYS_capset, &header as *const CapabilityHeader, none.as_ptr()) })
 }
 
 fn landlock_restrict_self(ruleset: &OwnedFd) -> io::Result<()> {

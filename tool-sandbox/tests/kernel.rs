@@ -578,5 +578,8 @@ fn the_report_names_the_layers() {
 
 include!("support/outside_temp.rs");
 
+#[path = "kernel/privileges.rs"]
+mod privileges;
+
 #[path = "kernel/state.rs"]
 mod state;

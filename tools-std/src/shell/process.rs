@@ -259,7 +259,7 @@ fn unregister(id: u64) {
 /// What identifies one command's processes.
 #[derive(Debug)]
 struct Target {
-    /// The shell's pid, which is also its process group's id (`process_group(0)`).
+    /// The shell's pid, which is also its process group's id (it leads a session of its own).
     shell: i32,
     #[cfg(target_os = "linux")]
     tree: tool_runtime::process_tree::Tree,
@@ -346,9 +346,6 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     let mut input: Option<Pin<Box<dyn AsyncWrite + Send>>> = None;
     match &terminal {
         Some((master, slave)) => {
-            // The shell becomes a session leader (`setsid` in `pre_exec`), which also makes it
-            // the leader of a new process group with its own pid, as `process_group(0)` would;
-            // `setsid` fails in a process that already leads a group, so that is not asked for.
             command
                 .stdin(Stdio::from(slave.try_clone()?))
                 .stdout(Stdio::from(slave.try_clone()?))
@@ -365,7 +362,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
             #[cfg(target_os = "linux")]
             let _ = nix::fcntl::fcntl(&reader, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES as i32));
             let stdin = if request.input == ShellInput::Pipe { Stdio::piped() } else { Stdio::null() };
-            command.stdin(stdin).stdout(writer.try_clone()?).stderr(writer).process_group(0);
+            command.stdin(stdin).stdout(writer.try_clone()?).stderr(writer);
             output = ShellOutput::pipe(OwnedFd::from(reader));
         }
     }
@@ -373,10 +370,17 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     let cgroup = containment.cgroup.then(tool_runtime::process_tree::Cgroup::create).flatten();
     #[cfg(target_os = "linux")]
     let join = cgroup.as_ref().and_then(|cgroup| cgroup.procs_for_joining().ok());
+    // The shell leads a session of its own (`setsid` in `pre_exec` on Linux), which also makes it
+    // the leader of a new process group with its own pid, as `process_group(0)` would: the
+    // session has no controlling terminal but the command's own, never the host's. `setsid`
+    // fails in a process that already leads a group, so that is not asked for there.
     #[cfg(target_os = "linux")]
     pre_exec::set(&mut command, containment.subreaper, terminal.is_some(), join.as_ref());
     #[cfg(not(target_os = "linux"))]
-    let _ = containment;
+    {
+        command.process_group(0);
+        let _ = containment;
+    }
     // After the subreaper and the terminal (its `pre_exec` runs after theirs): seccomp comes last.
     if let Some(sandbox) = &request.sandbox {
         sandbox.apply(command.as_std_mut(), &request.cwd)?;
@@ -442,8 +446,8 @@ mod pre_exec {
 
     use std::io;
 
-    /// Makes the spawned process a child subreaper, and with `terminal`, the leader of a new
-    /// session whose controlling terminal is its standard input.
+    /// Makes the spawned process the leader of a new session, without a controlling terminal or,
+    /// with `terminal`, with its standard input as one; and a child subreaper.
     ///
     /// The subreaper attribute survives `exec`, so `bash` (and whatever it execs into) adopts
     /// every process the command orphans, and the command's processes stay one tree that can be
@@ -460,17 +464,16 @@ mod pre_exec {
     ) {
         use std::os::fd::AsRawFd;
         let cgroup = cgroup.map(AsRawFd::as_raw_fd);
-        if !subreaper && !terminal && cgroup.is_none() {
-            return;
-        }
         // SAFETY: the closure runs in the forked child before `exec`, where only
         // async-signal-safe calls are allowed: it makes at most four system calls (`write` to the
         // cgroup's `cgroup.procs`, opened by the parent and still open in the child until `exec`
         // closes it, `prctl`, `setsid`, `ioctl`) and allocates nothing (`from_raw_os_error` does not allocate). A
         // refused `prctl` (a seccomp filter, say) is ignored: the command still runs, and its
         // processes are still found through their marker and group; only orphans that dropped
-        // both are not. Without its terminal a terminal command would misbehave, so those
-        // errors fail the spawn.
+        // both are not. Without its session the command would share the host's terminal, and
+        // without its terminal a terminal command would misbehave, so those errors fail the
+        // spawn. It runs before a sandbox's own `pre_exec` (registered later), which then finds
+        // a session leader and leaves its terminal alone.
         unsafe {
             command.pre_exec(move || {
                 // `0` moves the writer into the cgroup, before it can start anything.
@@ -482,11 +485,9 @@ mod pre_exec {
                 if subreaper {
                     let _ = nix::sys::prctl::set_child_subreaper(true);
                 }
-                if terminal {
-                    nix::unistd::setsid().map_err(|e| io::Error::from_raw_os_error(e as i32))?;
-                    if nix::libc::ioctl(0, nix::libc::TIOCSCTTY as _, 0) == -1 {
-                        return Err(io::Error::last_os_error());
-                    }
+                nix::unistd::setsid().map_err(|e| io::Error::from_raw_os_error(e as i32))?;
+                if terminal && nix::libc::ioctl(0, nix::libc::TIOCSCTTY as _, 0) == -1 {
+                    return Err(io::Error::last_os_error());
                 }
                 Ok(())
             });
