@@ -70,17 +70,22 @@
 //! later call sees them as conflicts when they touch the same files.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use cap_std::fs::Dir;
 use sha2::{Digest, Sha256};
-use tool_runtime::{SessionState, ToolContext};
+use tool_runtime::{SessionState, ToolContext, ToolOutput};
 
 use crate::Workspace;
+use crate::fs::host;
+use crate::fs::ops::{FileKind, Target, WalkEntry, WalkOptions};
+use crate::fs::roots::Roots;
+use crate::fs::walk::{Listed, Step, walk_listed};
 use crate::text::plural;
 
 /// Limits of a session's checkpoints.
@@ -235,6 +240,9 @@ pub enum UndoError {
     NotFound(String),
     /// Files changed since the calls: `(path, what happened)`. Nothing was written.
     Conflicts(Vec<(PathBuf, String)>),
+    /// The checkpoint store lost or damaged what it kept of these files: `(path, what
+    /// happened)`. Nothing was written.
+    StoreDamaged(Vec<(PathBuf, String)>),
     /// Reading or writing failed (after the checks: some files may be restored).
     Io(String),
 }
@@ -263,6 +271,18 @@ impl std::fmt::Display for UndoError {
                      file tools.",
                 )
             }
+            UndoError::StoreDamaged(lost) => {
+                write!(
+                    f,
+                    "Undo refused: the checkpoint store no longer holds the earlier content of {}, so the call \
+                     cannot be undone whole. Nothing was written. Missing:",
+                    plural(lost.len() as u64, "file"),
+                )?;
+                for (path, what) in lost {
+                    write!(f, "\n- {} ({what})", path.display())?;
+                }
+                f.write_str("\nThe files are as they are now; change them back by hand with the file tools.")
+            }
         }
     }
 }
@@ -286,10 +306,20 @@ struct Cached {
     state: FileState,
 }
 
+/// The content-addressed store: `objects/XX/<rest of the hash>`, reached only through the handle
+/// of its `objects` directory (see [`crate::fs::host`]): a blob is written to a new random name
+/// (`O_EXCL`, mode `0600`) and renamed into place, read without following a link, no further than
+/// its recorded size, and checked against its hash.
 #[derive(Debug)]
 struct Store {
+    /// Where it is, for messages.
     dir: PathBuf,
-    owned: bool,
+    /// The device and inode of its directory, which a scan of a workspace holding it leaves out.
+    id: (u64, u64),
+    /// Its `objects` directory.
+    objects: Dir,
+    /// The directory the store made for itself, removed with it: its parent and its name there.
+    owned: Option<(Dir, OsString)>,
     /// Every blob in the store, with its size.
     blobs: HashMap<BlobId, u64>,
     bytes: u64,
@@ -297,59 +327,100 @@ struct Store {
 
 impl Store {
     fn open(config: &CheckpointConfig) -> io::Result<Store> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let (dir, owned) = match &config.dir {
-            Some(dir) => (dir.clone(), false),
+        let (dir, base, owned) = match &config.dir {
+            Some(dir) => (dir.clone(), host::open_state_dir(dir)?, None),
             None => {
-                remove_abandoned_stores();
-                let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-                let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-                (std::env::temp_dir().join(format!("{STORE_PREFIX}{}-{n}-{nanos}", std::process::id())), true)
+                // A new directory of our own with a random name, made with mode 0700 (a name
+                // that existed already is never used: nothing can have been planted in it).
+                let temp = std::env::temp_dir();
+                let parent = host::open_dir_path(&temp)?;
+                remove_abandoned_stores(&parent);
+                let prefix = format!("{STORE_PREFIX}{}-", std::process::id());
+                let (name, base) = host::make_private_dir(&parent, &prefix)?;
+                (temp.join(&name), base, Some((parent, name)))
             }
         };
-        std::fs::create_dir_all(dir.join("objects"))?;
-        let dir = std::fs::canonicalize(&dir)?;
-        Ok(Store { dir, owned, blobs: HashMap::new(), bytes: 0 })
+        let stat = host::stat_dir(&base)?;
+        let objects = host::open_private(&base, OsStr::new("objects"))?;
+        Ok(Store { dir, id: (stat.dev, stat.ino), objects, owned, blobs: HashMap::new(), bytes: 0 })
     }
 
-    fn path(&self, id: &BlobId) -> PathBuf {
+    /// The directory of `id` (its first two hexadecimal digits) and its name there.
+    fn place(id: &BlobId) -> (String, String) {
         let hex = id.hex();
-        self.dir.join("objects").join(&hex[..2]).join(&hex[2..])
+        (hex[..2].to_owned(), hex[2..].to_owned())
     }
 
     fn put(&mut self, bytes: &[u8]) -> io::Result<BlobId> {
         let id = BlobId::of(bytes);
-        if self.blobs.contains_key(&id) {
-            return Ok(id);
-        }
-        let path = self.path(&id);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        let temp = path.with_extension("tmp");
-        std::fs::write(&temp, bytes)?;
-        std::fs::rename(&temp, &path)?;
-        self.blobs.insert(id, bytes.len() as u64);
-        self.bytes += bytes.len() as u64;
+        self.put_hashed(id, bytes)?;
         Ok(id)
     }
 
-    fn get(&self, id: &BlobId) -> io::Result<Vec<u8>> {
-        let bytes = std::fs::read(self.path(id))?;
-        if BlobId::of(&bytes) != *id {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "a stored copy is damaged (its hash differs)",
-            ));
+    /// Keeps `bytes`, whose hash is `id`.
+    fn put_hashed(&mut self, id: BlobId, bytes: &[u8]) -> io::Result<()> {
+        if self.blobs.contains_key(&id) {
+            return Ok(());
         }
-        Ok(bytes)
+        let (sub, name) = Store::place(&id);
+        let sub = match host::open_private(&self.objects, OsStr::new(&sub)) {
+            Ok(dir) => dir,
+            // Something else put there (a link, a file): removed itself, never followed.
+            Err(_)
+                if host::stat_at(&self.objects, OsStr::new(&sub))
+                    .is_ok_and(|s| s.kind != host::Kind::Dir) =>
+            {
+                host::remove_file(&self.objects, OsStr::new(&sub))?;
+                host::open_private(&self.objects, OsStr::new(&sub))?
+            }
+            Err(e) => return Err(e),
+        };
+        host::replace_file(&sub, OsStr::new(&name), bytes, 0o600, ".blob")?;
+        self.blobs.insert(id, bytes.len() as u64);
+        self.bytes += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// The bytes of `id`, checked against its hash.
+    fn get(&self, id: &BlobId) -> io::Result<Vec<u8>> {
+        let missing = || {
+            io::Error::new(io::ErrorKind::NotFound, "its stored copy is missing from the checkpoint store")
+        };
+        let damaged = || {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "its stored copy is damaged (its hash differs from the one recorded)",
+            )
+        };
+        let size = *self.blobs.get(id).ok_or_else(missing)?;
+        let (sub, name) = Store::place(id);
+        let sub = match host::open_subdir(&self.objects, OsStr::new(&sub)) {
+            Ok(sub) => sub,
+            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+                return Err(missing());
+            }
+            Err(e) => return Err(e),
+        };
+        match host::read_file(&sub, OsStr::new(&name), size, None)? {
+            host::Content::Bytes(bytes, _) if BlobId::of(&bytes) == *id => Ok(bytes),
+            host::Content::Bytes(..) | host::Content::TooLarge(_) => Err(damaged()),
+            host::Content::Replaced => Err(missing()),
+        }
     }
 
     /// Deletes every blob not in `keep`.
     fn collect(&mut self, keep: &BTreeSet<BlobId>) {
         let drop: Vec<BlobId> = self.blobs.keys().filter(|id| !keep.contains(id)).copied().collect();
         for id in drop {
-            if std::fs::remove_file(self.path(&id)).is_ok() || !self.path(&id).exists() {
+            let (sub, name) = Store::place(&id);
+            let removed = match host::open_subdir(&self.objects, OsStr::new(&sub)) {
+                Ok(sub) => match host::remove_file(&sub, OsStr::new(&name)) {
+                    Ok(()) => true,
+                    Err(e) => e.kind() == io::ErrorKind::NotFound,
+                },
+                Err(e) => e.kind() == io::ErrorKind::NotFound,
+            };
+            if removed {
                 self.bytes -= self.blobs.remove(&id).unwrap_or(0);
             }
         }
@@ -359,27 +430,37 @@ impl Store {
 /// The prefix of the stores made in the temporary directory, followed by the process id.
 const STORE_PREFIX: &str = "tools-checkpoints-";
 
-/// Removes the stores that processes which no longer run left in the temporary directory (a
-/// process killed does not remove its own). Linux only: elsewhere nothing says a process ended.
-fn remove_abandoned_stores() {
-    if !Path::new("/proc/self").exists() {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
+/// Removes the stores that processes which no longer run left in the temporary directory `temp`
+/// (a process killed does not remove its own): directories of this user only, never following
+/// a link (a link planted under such a name is removed itself, not what it leads to).
+fn remove_abandoned_stores(temp: &Dir) {
+    let Ok(names) = host::names(temp) else { return };
+    for name in names {
         let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(STORE_PREFIX)) else { continue };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
-        if !Path::new("/proc").join(pid.to_string()).exists() && entry.path().join("objects").is_dir() {
-            let _ = std::fs::remove_dir_all(entry.path());
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else { continue };
+        if pid <= 0 || process_runs(pid) {
+            continue;
+        }
+        let ours =
+            host::stat_at(temp, &name).is_ok_and(|s| s.kind == host::Kind::Dir && s.uid == host::user());
+        if ours {
+            let _ = host::remove_tree(temp, &name);
         }
     }
 }
 
+/// Whether the process `pid` runs (or may: it belongs to another user).
+fn process_runs(pid: i32) -> bool {
+    use nix::errno::Errno;
+    !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(Errno::ESRCH))
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
-        if self.owned {
-            let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some((parent, name)) = &self.owned
+            && host::stat_at(parent, name).is_ok_and(|s| (s.dev, s.ino) == self.id)
+        {
+            let _ = host::remove_tree(parent, name);
         }
     }
 }
@@ -440,51 +521,14 @@ fn nanos(time: io::Result<SystemTime>) -> i128 {
     }
 }
 
-#[cfg(unix)]
-fn stamp(meta: &std::fs::Metadata) -> Stamp {
-    use std::os::unix::fs::MetadataExt;
-    Stamp {
-        size: meta.len(),
-        mtime: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
-        ctime: meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128,
-        ino: meta.ino(),
-        mode: meta.mode(),
-    }
+fn stamp(stat: &host::Stat) -> Stamp {
+    Stamp { size: stat.size, mtime: stat.mtime, ctime: stat.ctime, ino: stat.ino, mode: stat.mode }
 }
 
-#[cfg(not(unix))]
-fn stamp(meta: &std::fs::Metadata) -> Stamp {
-    Stamp {
-        size: meta.len(),
-        mtime: nanos(meta.modified()),
-        ctime: 0,
-        ino: 0,
-        mode: meta.permissions().readonly() as u32,
-    }
-}
-
-/// One entry of a walk.
+/// One entry a walk recorded: a directory, or a file or link with what it holds.
 struct Found {
     rel: PathBuf,
-    path: PathBuf,
-    kind: std::fs::FileType,
-    /// `None` for a directory.
-    meta: Option<std::fs::Metadata>,
-    /// What the last scan found, when the metadata says it still holds.
-    known: Option<Cached>,
-}
-
-/// The entries one walking thread found, added to the shared list when it ends.
-struct Batch<'a> {
-    found: &'a Mutex<Vec<Found>>,
-    entries: Vec<Found>,
-}
-
-impl Drop for Batch<'_> {
-    fn drop(&mut self) {
-        let mut found = self.found.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        found.append(&mut self.entries);
-    }
+    cached: Cached,
 }
 
 /// The part of the workspace a scan walks when notifications named what changed; everything
@@ -545,36 +589,48 @@ impl Scope {
     }
 }
 
-/// What a walk learns about `entry` without reading it; `None` for an entry of a directory
-/// the scope takes from the last scan.
+/// What the scan keeps of the file or link a walk listed (`listed`, at `rel`): the last scan's
+/// entry when its `stat` is unchanged (and not racy), else its content, read through its
+/// directory's handle and kept in the store. `None` when it is no longer the regular file or
+/// link listed (swapped meanwhile: nothing is read), or is of another kind.
 fn look(
-    root: &Path,
-    entry: &ignore::DirEntry,
+    listed: &Listed<'_>,
+    rel: &Path,
     previous: &Snapshot,
     racy: i128,
-    scope: Option<&Scope>,
-) -> Option<Found> {
-    let rel = entry.path().strip_prefix(root).ok()?;
-    if rel.as_os_str().is_empty() {
-        return None;
+    max_file_bytes: u64,
+    store: &Mutex<&mut Store>,
+) -> io::Result<Option<Cached>> {
+    let Ok(now) = host::stat_at(listed.dir, listed.name) else { return Ok(None) };
+    let listed_stamp = stamp(&now);
+    if let Some(known) = previous.get(rel).filter(|cached| {
+        cached.stamp.as_ref() == Some(&listed_stamp) && listed_stamp.mtime < racy && listed_stamp.ctime < racy
+    }) {
+        return Ok(Some(known.clone()));
     }
-    if let Some(scope) = scope
-        && !scope.lists(rel.parent().unwrap_or(Path::new("")))
-    {
-        return None;
-    }
-    let rel = rel.to_path_buf();
-    let kind = entry.file_type()?;
-    if kind.is_dir() {
-        return Some(Found { rel, path: PathBuf::new(), kind, meta: None, known: None });
-    }
-    let meta = std::fs::symlink_metadata(entry.path()).ok()?;
-    let now = stamp(&meta);
-    let known = previous
-        .get(&rel)
-        .filter(|cached| cached.stamp.as_ref() == Some(&now) && now.mtime < racy && now.ctime < racy)
-        .cloned();
-    Some(Found { rel, path: entry.path().to_path_buf(), kind, meta: Some(meta), known })
+    let lock_store = || store.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let (stat, state) = match now.kind {
+        host::Kind::Link => {
+            let Some(target) = host::read_link(listed.dir, listed.name)? else { return Ok(None) };
+            (now, FileState::Link { blob: lock_store().put(&target)? })
+        }
+        host::Kind::File if now.size > max_file_bytes => {
+            (now, FileState::TooLarge { size: now.size, mtime: now.mtime })
+        }
+        host::Kind::File => match host::read_file(listed.dir, listed.name, max_file_bytes, Some(&now))? {
+            host::Content::Bytes(bytes, read) => {
+                let blob = BlobId::of(&bytes);
+                lock_store().put_hashed(blob, &bytes)?;
+                (read, FileState::File { blob, mode: read.mode & 0o7777 })
+            }
+            host::Content::TooLarge(read) => {
+                (read, FileState::TooLarge { size: read.size, mtime: read.mtime })
+            }
+            host::Content::Replaced => return Ok(None),
+        },
+        host::Kind::Dir | host::Kind::Other => return Ok(None),
+    };
+    Ok(Some(Cached { stamp: Some(stamp(&stat)), state }))
 }
 
 fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
@@ -667,68 +723,80 @@ impl Checkpoints {
         let Inner { store, cache, watch, .. } = inner;
         let watch = watch.clone();
         let store = store.as_mut().expect("opened above");
-        let store_dir = store.dir.clone();
+        let store_id = store.id;
         let started = SystemTime::now();
         let racy = nanos(Ok(started)) - RACY.as_nanos() as i128;
         let threads = match &scope {
             Some(_) => 1,
             None => std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
         };
+        // Every directory is opened beneath its parent's handle and every file beneath its
+        // directory's, never through a link; ignore files are read as regular files, bounded.
+        let roots = Roots::open(root)?;
+        let options = WalkOptions { hidden: true, ..WalkOptions::default() };
         // The subdirectories of listed directories that are not walked again: their last scan holds.
-        let kept: Arc<Mutex<HashSet<PathBuf>>> = Arc::default();
-        let filter = {
-            let (root, scope, kept, watch) = (root.to_path_buf(), scope.clone(), kept.clone(), watch.clone());
-            move |entry: &ignore::DirEntry| {
-                if entry.file_name() == ".git" || entry.path() == store_dir {
-                    return false;
-                }
-                if !entry.file_type().is_some_and(|t| t.is_dir()) {
-                    return true;
-                }
-                let Ok(rel) = entry.path().strip_prefix(&root) else { return true };
-                let descend = scope.as_ref().is_none_or(|s| s.descends(rel));
-                if descend {
-                    // Called before the walk reads the directory.
-                    if let Some(watch) = &watch {
-                        watch.add(entry.path(), rel);
-                    }
-                } else if scope.as_ref().is_some_and(|s| s.lists(rel.parent().unwrap_or(Path::new("")))) {
-                    kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(rel.to_path_buf());
-                }
-                descend
-            }
-        };
-        let walker = ignore::WalkBuilder::new(root)
-            .hidden(false)
-            .parents(false)
-            .require_git(false)
-            .follow_links(false)
-            .threads(threads)
-            .filter_entry(filter)
-            .build_parallel();
-        // Walked in parallel: each entry's metadata, and its state when the last scan's still holds.
+        let kept: Mutex<HashSet<PathBuf>> = Mutex::default();
         let found: Mutex<Vec<Found>> =
             Mutex::new(Vec::with_capacity(if scope.is_some() { 64 } else { cache.len() + 16 }));
+        let failed: Mutex<Option<io::Error>> = Mutex::new(None);
         let previous = cache.clone();
-        walker.run(|| {
-            let (found, previous, scope) = (&found, previous.clone(), scope.clone());
-            let mut batch = Batch { found, entries: Vec::new() };
-            Box::new(move |entry| {
-                if let Ok(entry) = entry
-                    && let Some(item) = look(root, &entry, &previous, racy, scope.as_deref())
-                {
-                    batch.entries.push(item);
+        let max_file_bytes = self.config.max_file_bytes;
+        let store = Mutex::new(store);
+        let push = |item: Found| found.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(item);
+        let visit = |entry: WalkEntry, listed: &Listed<'_>| -> Step {
+            let rel = entry.path.path();
+            if listed.name == ".git" {
+                return Step::Prune;
+            }
+            let parent = rel.parent().unwrap_or(Path::new(""));
+            let lists_parent = scope.as_ref().is_none_or(|s| s.lists(parent));
+            if entry.kind == FileKind::Dir {
+                let store_here =
+                    host::stat_at(listed.dir, listed.name).is_ok_and(|s| (s.dev, s.ino) == store_id);
+                if store_here {
+                    return Step::Prune;
                 }
-                ignore::WalkState::Continue
-            })
-        });
+                if scope.as_ref().is_none_or(|s| s.descends(rel)) {
+                    // Called before the walk reads the directory.
+                    if let Some(watch) = &watch {
+                        watch.add(&root.join(rel), rel);
+                    }
+                    if lists_parent {
+                        push(Found {
+                            rel: rel.to_path_buf(),
+                            cached: Cached { stamp: None, state: FileState::Dir },
+                        });
+                    }
+                    return Step::Continue;
+                }
+                if scope.is_some() && lists_parent {
+                    kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(rel.to_path_buf());
+                }
+                return Step::Prune;
+            }
+            if !lists_parent {
+                return Step::Continue;
+            }
+            match look(listed, rel, &previous, racy, max_file_bytes, &store) {
+                Ok(Some(cached)) => push(Found { rel: rel.to_path_buf(), cached }),
+                Ok(None) => {}
+                Err(e) => {
+                    *failed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(e);
+                    return Step::Stop;
+                }
+            }
+            Step::Continue
+        };
+        walk_listed(&roots, &Target::root(), &options, threads, &visit)?;
+        if let Some(error) = failed.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()) {
+            return Err(error);
+        }
         let found = found.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut touched: Vec<PathBuf> = Vec::new();
         let mut seen = match &scope {
             Some(scope) => {
-                let mut refound =
-                    std::mem::take(&mut *kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
-                refound.extend(found.iter().filter(|f| f.meta.is_none()).map(|f| f.rel.clone()));
+                let mut refound = kept.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+                refound.extend(found.iter().filter(|f| f.cached.stamp.is_none()).map(|f| f.rel.clone()));
                 // Cloned whole (no path hashed again), then the listed directories' entries dropped.
                 let mut seen = (*previous).clone();
                 seen.retain(|path, _| {
@@ -745,36 +813,8 @@ impl Checkpoints {
         if scope.is_some() {
             touched.extend(found.iter().map(|f| f.rel.clone()));
         }
-        for Found { rel, path, kind, meta, known } in found {
-            let Some(meta) = meta else {
-                seen.insert(rel, Cached { stamp: None, state: FileState::Dir });
-                continue;
-            };
-            if let Some(known) = known {
-                seen.insert(rel, known);
-                continue;
-            }
-            let stamp = stamp(&meta);
-            let state = if kind.is_symlink() {
-                let Ok(target) = std::fs::read_link(&path) else { continue };
-                FileState::Link { blob: store.put(target.as_os_str().as_encoded_bytes())? }
-            } else if !kind.is_file() {
-                continue;
-            } else if meta.len() > self.config.max_file_bytes {
-                FileState::TooLarge { size: meta.len(), mtime: nanos(meta.modified()) }
-            } else {
-                let bytes = match std::fs::read(&path) {
-                    Ok(bytes) => bytes,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(e),
-                };
-                if bytes.len() as u64 > self.config.max_file_bytes {
-                    FileState::TooLarge { size: bytes.len() as u64, mtime: nanos(meta.modified()) }
-                } else {
-                    FileState::File { blob: store.put(&bytes)?, mode: stamp.mode & 0o7777 }
-                }
-            };
-            seen.insert(rel, Cached { stamp: Some(stamp), state });
+        for Found { rel, cached } in found {
+            seen.insert(rel, cached);
         }
         if watch.is_some_and(|w| w.complete()) {
             inner.scanned = Some(root.to_path_buf());
@@ -801,13 +841,25 @@ impl Checkpoints {
         turn: Option<&str>,
         tool: &str,
     ) -> Option<CallGuard> {
+        self.start(root, call_id, turn, tool).ok().flatten()
+    }
+
+    /// [`begin_in_turn`](Self::begin_in_turn), with the error when the workspace could not be
+    /// recorded; `Ok(None)` when checkpoints are off.
+    fn start(
+        self: &Arc<Self>,
+        root: &Path,
+        call_id: &str,
+        turn: Option<&str>,
+        tool: &str,
+    ) -> Result<Option<CallGuard>, String> {
         if !self.enabled {
-            return None;
+            return Ok(None);
         }
         let time = SystemTime::now();
         let mut inner = lock(&self.inner);
         match self.scan_locked(&mut inner, root) {
-            Ok(before) => Some(CallGuard {
+            Ok(before) => Ok(Some(CallGuard {
                 checkpoints: self.clone(),
                 root: root.to_path_buf(),
                 before: Some(before),
@@ -815,22 +867,26 @@ impl Checkpoints {
                 turn: turn.map(str::to_owned),
                 tool: tool.to_owned(),
                 time,
-            }),
+            })),
             Err(e) => {
-                inner.error = Some(format!("Cannot record a checkpoint of {}: {e}", root.display()));
-                None
+                let error = format!("Cannot record a checkpoint of {}: {e}", root.display());
+                inner.error = Some(error.clone());
+                Err(error)
             }
         }
     }
 
-    fn finish(&self, guard: &mut CallGuard) -> Option<u64> {
-        let before = guard.before.take()?;
+    /// Records what the call of `guard` changed: its checkpoint's number, `None` when it
+    /// changed nothing, or the error when the workspace could not be scanned again.
+    fn finish(&self, guard: &mut CallGuard) -> Result<Option<u64>, String> {
+        let Some(before) = guard.before.take() else { return Ok(None) };
         let mut inner = lock(&self.inner);
         let after = match self.scan_locked(&mut inner, &guard.root) {
             Ok(after) => after,
             Err(e) => {
-                inner.error = Some(format!("Cannot record a checkpoint of {}: {e}", guard.root.display()));
-                return None;
+                let error = format!("Cannot record a checkpoint of {}: {e}", guard.root.display());
+                inner.error = Some(error.clone());
+                return Err(error);
             }
         };
         let changes = match &inner.last_partial {
@@ -844,7 +900,7 @@ impl Checkpoints {
             _ => diff(&before, &after),
         };
         if changes.is_empty() {
-            return None;
+            return Ok(None);
         }
         inner.next += 1;
         let id = inner.next;
@@ -859,7 +915,7 @@ impl Checkpoints {
             undoes: Vec::new(),
         });
         self.retain(&mut inner);
-        Some(id)
+        Ok(Some(id))
     }
 
     /// Drops the oldest checkpoints past the limits, and the stored files nothing needs.
@@ -913,7 +969,7 @@ impl Checkpoints {
         let mut guard = self.begin_in_turn(root, call_id, turn, tool);
         let report = self.apply(root, &selected);
         if let Some(guard) = guard.as_mut()
-            && let Some(id) = self.finish(guard)
+            && let Ok(Some(id)) = self.finish(guard)
             && report.is_ok()
         {
             let mut inner = lock(&self.inner);
@@ -1065,18 +1121,32 @@ impl Checkpoints {
         let mut report =
             UndoReport { undone: selected.iter().map(|c| c.id).collect(), ..UndoReport::default() };
         let mut conflicts = Vec::new();
+        // Every path is reached through the root's handle, one directory at a time, never
+        // through a link: a parent made a link since would lead a write out of the workspace.
+        let root_dir = host::open_dir_path(root)
+            .map_err(|e| UndoError::Io(format!("Cannot open the workspace root {}: {e}", root.display())))?;
         for (path, (before, expected)) in &plan {
-            // Never write through a link: a parent made a link since would lead the write out.
-            if let Some(link) = linked_parent(root, path) {
-                conflicts.push((
-                    path.clone(),
-                    format!(
-                        "its parent {} is not a directory now, but a symbolic link or a file",
-                        link.display()
-                    ),
-                ));
-                continue;
-            }
+            let (parent, name) = match host::split(path) {
+                Ok(split) => split,
+                Err(e) => {
+                    conflicts.push((path.clone(), e.to_string()));
+                    continue;
+                }
+            };
+            let parent_dir = match host::open_beneath(&root_dir, parent, false) {
+                Ok(dir) => Some(dir),
+                Err(host::Beneath::Missing(_)) => None,
+                Err(e @ host::Beneath::NotDir { .. }) => {
+                    conflicts.push((path.clone(), e.to_string()));
+                    continue;
+                }
+                Err(host::Beneath::Io(e)) => {
+                    return Err(UndoError::Io(format!(
+                        "Cannot open the directory of {}: {e}",
+                        path.display()
+                    )));
+                }
+            };
             let now = current.get(path).map(|c| &c.state);
             let large = |s: &Option<FileState>| matches!(s, Some(FileState::TooLarge { .. }));
             if large(before) || large(expected) {
@@ -1087,7 +1157,8 @@ impl Checkpoints {
                 continue;
             }
             // A directory the calls created may hold ignored files now: not a conflict.
-            if matches!(expected, Some(FileState::Dir)) && root.join(path).is_dir() {
+            let is_dir = |dir: &Dir| host::stat_at(dir, name).is_ok_and(|s| s.kind == host::Kind::Dir);
+            if matches!(expected, Some(FileState::Dir)) && parent_dir.as_ref().is_some_and(is_dir) {
                 continue;
             }
             let what = match (expected, now) {
@@ -1101,6 +1172,27 @@ impl Checkpoints {
             return Err(UndoError::Conflicts(conflicts));
         }
         let store = inner.store.as_ref().ok_or(UndoError::Off)?;
+        let todo: Vec<(&PathBuf, &Option<FileState>)> =
+            plan.iter().filter(|(p, _)| !report.too_large.contains(p)).map(|(p, (b, _))| (p, b)).collect();
+        // Every stored copy the undo needs, read and checked against its hash before anything is
+        // written: a store that lost or damaged one refuses the undo whole.
+        let mut copies: HashMap<BlobId, Vec<u8>> = HashMap::new();
+        let mut lost = Vec::new();
+        for (path, before) in &todo {
+            let Some(blob) = before.as_ref().and_then(blob_of) else { continue };
+            if copies.contains_key(&blob) {
+                continue;
+            }
+            match store.get(&blob) {
+                Ok(bytes) => {
+                    copies.insert(blob, bytes);
+                }
+                Err(e) => lost.push(((*path).clone(), e.to_string())),
+            }
+        }
+        if !lost.is_empty() {
+            return Err(UndoError::StoreDamaged(lost));
+        }
         let io = |path: &Path, e: io::Error| {
             UndoError::Io(format!(
                 "Cannot restore {}: {e}. The files before it in this list may already be restored; run checkpoints \
@@ -1108,18 +1200,25 @@ impl Checkpoints {
                 path.display()
             ))
         };
-        let todo: Vec<(&PathBuf, &Option<FileState>)> =
-            plan.iter().filter(|(p, _)| !report.too_large.contains(p)).map(|(p, (b, _))| (p, b)).collect();
+        // The directory holding `path`, and its name there (`None` when the directory is gone).
+        let parent_of = |path: &Path, create: bool| -> io::Result<Option<(Dir, OsString)>> {
+            let (parent, name) = host::split(path)?;
+            match host::open_beneath(&root_dir, parent, create) {
+                Ok(dir) => Ok(Some((dir, name.to_os_string()))),
+                Err(host::Beneath::Missing(_)) if !create => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        };
         // 1. Files and links that must go (gone before, or a directory there before).
         for (path, before) in &todo {
-            let full = root.join(path);
-            let Ok(meta) = std::fs::symlink_metadata(&full) else { continue };
-            if meta.is_dir() {
+            let Some((dir, name)) = parent_of(path, false).map_err(|e| io(path, e))? else { continue };
+            let Ok(stat) = host::stat_at(&dir, &name) else { continue };
+            if stat.kind == host::Kind::Dir {
                 continue;
             }
             if matches!(before, None | Some(FileState::Dir)) || matches!(before, Some(FileState::Link { .. }))
             {
-                std::fs::remove_file(&full).map_err(|e| io(path, e))?;
+                host::remove_file(&dir, &name).map_err(|e| io(path, e))?;
                 if before.is_none() {
                     report.removed.push((*path).clone());
                 }
@@ -1127,10 +1226,10 @@ impl Checkpoints {
         }
         // 2. Directories the calls created, deepest first.
         for (path, before) in todo.iter().rev() {
-            let full = root.join(path);
-            let is_dir = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir());
+            let Some((dir, name)) = parent_of(path, false).map_err(|e| io(path, e))? else { continue };
+            let is_dir = host::stat_at(&dir, &name).is_ok_and(|s| s.kind == host::Kind::Dir);
             if is_dir && !matches!(before, Some(FileState::Dir)) {
-                match std::fs::remove_dir(&full) {
+                match host::remove_dir(&dir, &name) {
                     Ok(()) => report.removed.push((*path).clone()),
                     Err(_) => report.kept_dirs.push((*path).clone()),
                 }
@@ -1138,25 +1237,31 @@ impl Checkpoints {
         }
         // 3. Directories the calls removed, then files and links.
         for (path, before) in &todo {
-            let full = root.join(path);
             match before {
                 Some(FileState::Dir) => {
-                    if !full.is_dir() {
-                        std::fs::create_dir_all(&full).map_err(|e| io(path, e))?;
+                    let existed = host::open_beneath(&root_dir, path, false).is_ok();
+                    if !existed {
+                        host::open_beneath(&root_dir, path, true).map_err(|e| io(path, e.into()))?;
                         report.recreated.push((*path).clone());
                     }
                 }
                 Some(FileState::File { blob, mode }) => {
-                    let bytes = store.get(blob).map_err(|e| io(path, e))?;
-                    if let Some(parent) = full.parent() {
-                        std::fs::create_dir_all(parent).map_err(|e| io(path, e))?;
+                    let Some((dir, name)) = parent_of(path, true).map_err(|e| io(path, e))? else { continue };
+                    // A directory the calls put there and left empty; one that is not is an error.
+                    if host::stat_at(&dir, &name).is_ok_and(|s| s.kind == host::Kind::Dir) {
+                        host::remove_dir(&dir, &name).map_err(|e| io(path, e))?;
                     }
-                    write_file(&full, &bytes, *mode).map_err(|e| io(path, e))?;
+                    let bytes = copies.get(blob).map_or(&[][..], Vec::as_slice);
+                    host::replace_file(&dir, &name, bytes, *mode, ".tools-undo").map_err(|e| io(path, e))?;
                     report.restored.push((*path).clone());
                 }
                 Some(FileState::Link { blob }) => {
-                    let bytes = store.get(blob).map_err(|e| io(path, e))?;
-                    make_link(&full, &bytes).map_err(|e| io(path, e))?;
+                    let Some((dir, name)) = parent_of(path, true).map_err(|e| io(path, e))? else { continue };
+                    if host::stat_at(&dir, &name).is_ok_and(|s| s.kind != host::Kind::Dir) {
+                        host::remove_file(&dir, &name).map_err(|e| io(path, e))?;
+                    }
+                    let target = copies.get(blob).map_or(&[][..], Vec::as_slice);
+                    host::make_link(&dir, &name, target).map_err(|e| io(path, e))?;
                     report.restored.push((*path).clone());
                 }
                 Some(FileState::TooLarge { .. }) | None => {}
@@ -1164,21 +1269,6 @@ impl Checkpoints {
         }
         Ok(report)
     }
-}
-
-/// The first parent of `path` (relative to `root`) that exists and is not a directory (a
-/// symbolic link, say).
-fn linked_parent(root: &Path, path: &Path) -> Option<PathBuf> {
-    let mut parents: Vec<&Path> = path.ancestors().skip(1).filter(|p| !p.as_os_str().is_empty()).collect();
-    parents.reverse();
-    for parent in parents {
-        match std::fs::symlink_metadata(root.join(parent)) {
-            Ok(meta) if !meta.is_dir() => return Some(parent.to_path_buf()),
-            Ok(_) => {}
-            Err(_) => return None,
-        }
-    }
-    None
 }
 
 fn blob_of(state: &FileState) -> Option<BlobId> {
@@ -1222,42 +1312,6 @@ fn diff_paths(before: &Snapshot, after: &Snapshot, paths: &[PathBuf]) -> Vec<Cha
         .collect()
 }
 
-/// Writes `bytes` to `path` through a temporary file renamed over it, with `mode`.
-fn write_file(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temp = path.with_file_name(format!(".{name}.undo-{}", std::process::id()));
-    std::fs::write(&temp, bytes)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(mode))?;
-    }
-    #[cfg(not(unix))]
-    let _ = mode;
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
-        std::fs::remove_dir_all(path)?;
-    }
-    std::fs::rename(&temp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&temp);
-    })
-}
-
-fn make_link(path: &Path, target: &[u8]) -> io::Result<()> {
-    if std::fs::symlink_metadata(path).is_ok() {
-        std::fs::remove_file(path)?;
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), path)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = target;
-        Err(io::Error::other("symbolic links are restored on Unix only"))
-    }
-}
-
 /// An id (of a call, of a turn) as a listing shows it: as it is when it is made of letters,
 /// digits and `-_.:/@+#` (and not too long), else quoted with its control characters escaped,
 /// so that an id cannot pass for more lines of the listing.
@@ -1291,7 +1345,12 @@ pub struct CallGuard {
 impl CallGuard {
     /// Records what the call changed; returns the checkpoint's number, or `None` when the call
     /// changed nothing.
-    pub fn finish(mut self) -> Option<u64> {
+    pub fn finish(self) -> Option<u64> {
+        self.finish_checked().ok().flatten()
+    }
+
+    /// [`finish`](Self::finish), with the error when the workspace could not be scanned again.
+    fn finish_checked(mut self) -> Result<Option<u64>, String> {
         let checkpoints = self.checkpoints.clone();
         checkpoints.finish(&mut self)
     }
@@ -1301,29 +1360,74 @@ impl Drop for CallGuard {
     fn drop(&mut self) {
         if self.before.is_some() {
             let checkpoints = self.checkpoints.clone();
-            checkpoints.finish(self);
+            let _ = checkpoints.finish(self);
+        }
+    }
+}
+
+/// The checkpoint of a built-in tool's call, from [`begin`]: kept when dropped (a call that
+/// failed), or by [`finish_into`](Self::finish_into) with the call's output, which then says
+/// when the checkpoint could not be recorded.
+#[derive(Debug)]
+pub(crate) struct Recording {
+    guard: Option<CallGuard>,
+    /// Why the workspace could not be recorded before the call.
+    error: Option<String>,
+}
+
+impl Recording {
+    /// No checkpoint: checkpoints are off, or the workspace is not local.
+    pub(crate) fn none() -> Recording {
+        Recording { guard: None, error: None }
+    }
+
+    /// Records what the call changed, and adds `checkpoint` to `output`'s metadata when it
+    /// could not be recorded (`{"recorded": false, "error": ...}`): the call cannot be undone.
+    pub(crate) async fn finish_into(mut self, output: ToolOutput) -> ToolOutput {
+        let error = match (self.error.take(), self.guard.take()) {
+            (Some(error), _) => Some(error),
+            (None, Some(guard)) => tokio::task::spawn_blocking(move || guard.finish_checked())
+                .await
+                .map_err(|e| format!("The checkpoint stopped: {e}"))
+                .and_then(|finished| finished)
+                .err(),
+            (None, None) => None,
+        };
+        match error {
+            Some(error) => output.with_metadata(
+                "checkpoint",
+                serde_json::json!({
+                    "recorded": false,
+                    "error": format!("{error}. This call cannot be undone."),
+                }),
+            ),
+            None => output,
         }
     }
 }
 
 /// Records a checkpoint before a mutating call of `tool` on `ws`, when the session has
-/// checkpoints on and the workspace is local; keep the guard until the call ends.
-pub(crate) async fn begin(ws: &Workspace, ctx: &ToolContext, tool: &str) -> Option<CallGuard> {
+/// checkpoints on and the workspace is local; keep it until the call ends, then hand it the
+/// call's output ([`Recording::finish_into`]).
+pub(crate) async fn begin(ws: &Workspace, ctx: &ToolContext, tool: &str) -> Recording {
     if !ws.is_local() {
-        return None;
+        return Recording::none();
     }
     let checkpoints = Checkpoints::in_state(ctx.session());
     if !checkpoints.is_enabled() {
-        return None;
+        return Recording::none();
     }
     let root = ws.root().to_path_buf();
     let call_id = ctx.call_id().to_owned();
     let turn = ctx.turn_id().map(str::to_owned);
     let tool = tool.to_owned();
-    tokio::task::spawn_blocking(move || checkpoints.begin_in_turn(&root, &call_id, turn.as_deref(), &tool))
-        .await
-        .ok()
-        .flatten()
+    let started =
+        tokio::task::spawn_blocking(move || checkpoints.start(&root, &call_id, turn.as_deref(), &tool)).await;
+    match started {
+        Ok(Ok(guard)) => Recording { guard, error: None },
+        Ok(Err(error)) => Recording { guard: None, error: Some(error) },
+        Err(e) => Recording { guard: None, error: Some(format!("The checkpoint stopped: {e}")) },
+    }
 }
 
 /// A time as `HH:MM:SS` UTC.
@@ -1693,6 +1797,171 @@ mod tests {
         assert!(scan.contains_key(Path::new("deep/er/build/out.o")));
         assert_eq!(scan, truth(&tree.0));
         assert_eq!(counts(&checkpoints).full, 2);
+    }
+
+    fn mode_of(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    /// Every file in the store's directory, with its bytes.
+    fn stored_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let kind = entry.file_type().unwrap();
+                if kind.is_dir() {
+                    stack.push(entry.path());
+                } else if kind.is_file() {
+                    files.push((entry.path(), std::fs::read(entry.path()).unwrap()));
+                }
+            }
+        }
+        files
+    }
+
+    #[test]
+    fn the_default_store_is_a_new_private_directory_with_private_files() {
+        let tree = Tree::new("private");
+        tree.write("secret.env", "KEY=1\n");
+        let checkpoints = Checkpoints::default();
+        checkpoints.scan(&tree.0).unwrap();
+        let dir = checkpoints.store_dir().unwrap();
+        let name = dir.file_name().unwrap().to_str().unwrap().to_owned();
+        let prefix = format!("{STORE_PREFIX}{}-", std::process::id());
+        assert!(name.starts_with(&prefix) && name.len() == prefix.len() + 16, "{name}");
+        assert_eq!(mode_of(&dir), 0o700);
+        assert_eq!(mode_of(&dir.join("objects")), 0o700);
+        let files = stored_files(&dir);
+        assert_eq!(files.len(), 1);
+        assert_eq!(mode_of(&files[0].0), 0o600);
+        assert_eq!(mode_of(files[0].0.parent().unwrap()), 0o700);
+        drop(checkpoints);
+        assert!(std::fs::symlink_metadata(&dir).is_err(), "removed with the session");
+    }
+
+    /// A command that can write the store plants links at the names the host writes: the blob's
+    /// temporary name of old (`<hash>.tmp`), its final name, and a blob directory.
+    #[test]
+    fn links_planted_in_the_store_are_never_written_through() {
+        let tree = Tree::new("planted");
+        let outside = Tree::new("planted-outside");
+        let store = Tree::new("planted-store");
+        outside.write("existing", "untouched\n");
+        let payload = b"written by a command\n";
+        let other = b"another file\n";
+        let (sub, name) = Store::place(&BlobId::of(payload));
+        let (other_sub, _) = Store::place(&BlobId::of(other));
+        assert_ne!(sub, other_sub, "the test needs two blob directories");
+        let objects = store.0.join("objects");
+        std::fs::create_dir_all(objects.join(&sub)).unwrap();
+        std::os::unix::fs::symlink(outside.0.join("created"), objects.join(&sub).join(format!("{name}.tmp")))
+            .unwrap();
+        std::os::unix::fs::symlink(outside.0.join("existing"), objects.join(&sub).join(&name)).unwrap();
+        std::os::unix::fs::symlink(&outside.0, objects.join(&other_sub)).unwrap();
+        tree.write("f.txt", std::str::from_utf8(payload).unwrap());
+        tree.write("g.txt", std::str::from_utf8(other).unwrap());
+
+        let checkpoints =
+            Checkpoints::new(CheckpointConfig { dir: Some(store.0.clone()), ..CheckpointConfig::default() });
+        let scan = checkpoints.scan(&tree.0).unwrap();
+        assert!(matches!(scan.get(Path::new("f.txt")), Some(FileState::File { .. })), "{scan:?}");
+        assert!(matches!(scan.get(Path::new("g.txt")), Some(FileState::File { .. })), "{scan:?}");
+        let names: Vec<_> = std::fs::read_dir(&outside.0).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(names, ["existing"], "nothing made outside the store");
+        assert_eq!(std::fs::read_to_string(outside.0.join("existing")).unwrap(), "untouched\n");
+        // The store holds its own copies, which read back.
+        let inner = lock(&checkpoints.inner);
+        let kept = inner.store.as_ref().unwrap();
+        assert_eq!(kept.get(&BlobId::of(payload)).unwrap(), payload);
+        assert_eq!(kept.get(&BlobId::of(other)).unwrap(), other);
+        assert!(std::fs::symlink_metadata(objects.join(&other_sub)).unwrap().is_dir());
+    }
+
+    /// A background command swaps a listed regular file with links to a file outside the
+    /// workspace and to `/proc/self/environ` (the host's environment) while the host scans:
+    /// neither is ever read, so neither reaches the store.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_file_swapped_for_a_link_while_scanned_is_never_read_through_it() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let tree = Tree::new("swap");
+        let outside = Tree::new("swap-outside");
+        let secret = "SECRET-OUTSIDE-THE-WORKSPACE";
+        outside.write("secret", secret);
+        tree.write("a.txt", "inside\n");
+        std::os::unix::fs::symlink(outside.0.join("secret"), tree.0.join("to-secret")).unwrap();
+        std::os::unix::fs::symlink("/proc/self/environ", tree.0.join("to-environ")).unwrap();
+        let environ = std::fs::read("/proc/self/environ").unwrap();
+        let first_variable = environ.split(|b| *b == 0).find(|v| v.len() > 8).unwrap_or(b"").to_vec();
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (stop, root) = (stop.clone(), tree.0.clone());
+            std::thread::spawn(move || {
+                use rustix::fs::{RenameFlags, renameat_with};
+                let dir = host::open_dir_path(&root).unwrap();
+                let mut swaps = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let link = if swaps % 2 == 0 { "to-secret" } else { "to-environ" };
+                    renameat_with(&dir, "a.txt", &dir, link, RenameFlags::EXCHANGE).unwrap();
+                    renameat_with(&dir, "a.txt", &dir, link, RenameFlags::EXCHANGE).unwrap();
+                    swaps += 1;
+                }
+                swaps
+            })
+        };
+        let checkpoints =
+            Checkpoints::new(CheckpointConfig { max_watched_dirs: 0, ..CheckpointConfig::default() });
+        let mut read = 0;
+        for _ in 0..200 {
+            let scan = checkpoints.scan(&tree.0).unwrap();
+            let inner = lock(&checkpoints.inner);
+            let store = inner.store.as_ref().unwrap();
+            for (path, state) in &scan {
+                if let FileState::File { blob, .. } = state {
+                    // (Compared without printing: the other content would be the environment.)
+                    assert!(store.get(blob).unwrap() == b"inside\n", "{} held other content", path.display());
+                    read += 1;
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let swaps = swapper.join().unwrap();
+        assert!(swaps > 200 && read > 0, "the swaps ({swaps}) raced the scans (files read {read})");
+        for (path, bytes) in stored_files(&checkpoints.store_dir().unwrap()) {
+            let holds =
+                |needle: &[u8]| !needle.is_empty() && bytes.windows(needle.len()).any(|w| w == needle);
+            assert!(!holds(secret.as_bytes()) && !holds(&first_variable), "{} holds it", path.display());
+        }
+    }
+
+    /// A FIFO and links to `/dev/zero` at every ignore file's name: the scan neither blocks nor
+    /// reads without end.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn ignore_files_that_are_fifos_or_links_to_devices_are_not_read() {
+        use nix::sys::stat::Mode;
+        let tree = Tree::new("fifo");
+        tree.write("kept.txt", "k\n");
+        tree.write("sub/x.txt", "x\n");
+        std::fs::create_dir_all(tree.0.join(".git/info")).unwrap();
+        nix::unistd::mkfifo(&tree.0.join(".gitignore"), Mode::from_bits_truncate(0o644)).unwrap();
+        nix::unistd::mkfifo(&tree.0.join("sub/.ignore"), Mode::from_bits_truncate(0o644)).unwrap();
+        nix::unistd::mkfifo(&tree.0.join(".git/info/exclude"), Mode::from_bits_truncate(0o644)).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", tree.0.join(".ignore")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", tree.0.join("sub/.gitignore")).unwrap();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let root = tree.0.clone();
+        std::thread::spawn(move || {
+            let _ = sender
+                .send(Checkpoints::default().scan(&root).map(|scan| scan.into_keys().collect::<Vec<_>>()));
+        });
+        let scanned = receiver.recv_timeout(Duration::from_secs(30)).expect("the scan returns").unwrap();
+        for path in ["kept.txt", "sub/x.txt", ".ignore", "sub/.gitignore"] {
+            assert!(scanned.contains(&PathBuf::from(path)), "{path}: {scanned:?}");
+        }
     }
 
     /// Random changes between scans (files written, removed and renamed, directories made,

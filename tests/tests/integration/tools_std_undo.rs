@@ -260,7 +260,7 @@ async fn undo_never_writes_through_a_parent_made_a_link_since() {
     std::os::unix::fs::symlink(&outside, s.root.join("sub")).unwrap();
     let (_, out) = s.call("undo", json!({"call_id": id})).await;
     let text = out.text_content();
-    assert!(out.is_error && text.contains("- sub/f.txt (its parent sub is not a directory now"), "{text}");
+    assert!(out.is_error && text.contains("- sub/f.txt (its parent sub is a symbolic link)"), "{text}");
     assert!(!outside.join("f.txt").exists(), "written outside the workspace");
 }
 
@@ -607,4 +607,85 @@ async fn the_dispatcher_gives_each_call_the_turn_of_its_options() {
         std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     left.sort();
     assert_eq!(left, ["c.txt", "keep.txt"]);
+}
+
+/// A command plants a link at the name undo once wrote through (`.NAME.undo-<host pid>`): the
+/// undo writes beneath the workspace only, through a new name of its own.
+#[tokio::test]
+async fn undo_never_writes_through_a_link_planted_at_its_temporary_name() {
+    let s = Session::new(None);
+    s.write("f.txt", "one\n");
+    let (id, _) = s.ok("write", json!({"path": "f.txt", "content": "two\n"})).await;
+    let outside = s.root.parent().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("victim"), "untouched\n").unwrap();
+    let planted = s.root.join(format!(".f.txt.undo-{}", std::process::id()));
+    std::os::unix::fs::symlink(outside.join("victim"), &planted).unwrap();
+    s.ok("undo", json!({"call_id": id})).await;
+    assert_eq!(std::fs::read_to_string(s.root.join("f.txt")).unwrap(), "one\n");
+    assert_eq!(std::fs::read_to_string(outside.join("victim")).unwrap(), "untouched\n");
+    assert_eq!(mode(&outside.join("victim")) & 0o777, 0o644);
+    assert!(std::fs::symlink_metadata(&planted).unwrap().file_type().is_symlink());
+}
+
+/// A command deletes or overwrites the stored copies: undo names what is missing and refuses
+/// before it writes anything (it used to fail half way).
+#[tokio::test]
+async fn a_store_that_lost_its_copies_refuses_undo_before_writing_anything() {
+    for damage in ["removed", "overwritten"] {
+        let s = Session::new(None);
+        s.write("a.txt", "one\n");
+        s.write("b.txt", "bee\n");
+        let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+two\n*** Delete File: b.txt\n*** Add File: \
+                     c.txt\n+new\n*** End Patch\n";
+        let (id, _) = s.ok("apply_patch", json!({"patch": patch})).await;
+        let store = s.checkpoints().store_dir().unwrap();
+        let mut stack = vec![store.join("objects")];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                if entry.file_type().unwrap().is_dir() {
+                    stack.push(entry.path());
+                } else if damage == "removed" {
+                    std::fs::remove_file(entry.path()).unwrap();
+                } else {
+                    std::fs::write(entry.path(), "forged\n").unwrap();
+                }
+            }
+        }
+        let tree = s.tree();
+        let (_, out) = s.call("undo", json!({"call_id": id})).await;
+        let text = out.text_content();
+        assert!(out.is_error, "{damage}: {text}");
+        assert!(text.starts_with("Undo refused: the checkpoint store no longer holds"), "{damage}: {text}");
+        assert!(text.contains("\n- a.txt (") && text.contains("\n- b.txt ("), "{damage}: {text}");
+        assert!(text.contains("Nothing was written"), "{text}");
+        assert_eq!(s.tree(), tree, "{damage}: nothing written");
+    }
+}
+
+/// A call whose checkpoint could not be recorded (no store can be made, or the store was
+/// removed meanwhile) says so in its own result, not only in `checkpoints`.
+#[tokio::test]
+async fn a_call_whose_checkpoint_failed_says_so_in_its_result() {
+    let dir = TempDir::new("no-store");
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let s =
+        Session::new(Some(CheckpointConfig { dir: Some(file.join("store")), ..CheckpointConfig::default() }));
+    let (_, out) = s.call("write", json!({"path": "f.txt", "content": "x"})).await;
+    assert!(!out.is_error, "{}", out.text_content());
+    assert_eq!(out.metadata["checkpoint"]["recorded"], json!(false), "{:?}", out.metadata);
+    let error = out.metadata["checkpoint"]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("Cannot record a checkpoint of ") && error.ends_with("cannot be undone."),
+        "{error}"
+    );
+
+    let s = Session::new(None);
+    let (_, out) = s.call("write", json!({"path": "f.txt", "content": "x"})).await;
+    assert!(out.metadata.get("checkpoint").is_none(), "{:?}", out.metadata);
+    std::fs::remove_dir_all(s.checkpoints().store_dir().unwrap()).unwrap();
+    let (_, out) = s.call("write", json!({"path": "f.txt", "content": "y"})).await;
+    assert!(!out.is_error, "{}", out.text_content());
+    assert_eq!(out.metadata["checkpoint"]["recorded"], json!(false), "{:?}", out.metadata);
 }

@@ -2,6 +2,8 @@
 //! [`Operations`](ops::Operations) on it, their local implementation, the walk over a tree, and
 //! the permission screen over the paths a walk finds.
 
+#[cfg(unix)]
+pub(crate) mod host;
 pub(crate) mod local;
 pub mod ops;
 pub(crate) mod roots;

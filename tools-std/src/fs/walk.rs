@@ -206,7 +206,7 @@ impl<'a> Walker<'a> {
         &self,
         pending: Pending,
         sorted: bool,
-        visit: &mut dyn FnMut(WalkEntry, &dyn Found) -> bool,
+        visit: &mut dyn FnMut(WalkEntry, &Listed<'_>) -> Step,
         subdirs: &mut Vec<Pending>,
         publish: &mut dyn FnMut(&mut Vec<Pending>),
     ) -> bool {
@@ -254,7 +254,7 @@ impl<'a> Walker<'a> {
                 && self.overrides.as_ref().is_some_and(|o| o.matched(&absolute, is_dir).is_ignore())
             {
                 let entry = WalkEntry { path: here.join(&name), depth, kind, modified: None, excluded: true };
-                if !visit(entry, &Listed { dir: &dir, name: &name }) {
+                if visit(entry, &Listed { dir: &dir, name: &name }) == Step::Stop {
                     return false;
                 }
                 continue;
@@ -279,10 +279,13 @@ impl<'a> Walker<'a> {
             let descend = is_dir && depth < self.max_depth;
             let (path, target) = if descend { (target.clone(), Some(target)) } else { (target, None) };
             let entry = WalkEntry { path, depth, kind, modified, excluded: false };
-            if !visit(entry, &Listed { dir: &dir, name: &name }) {
+            let step = visit(entry, &Listed { dir: &dir, name: &name });
+            if step == Step::Stop {
                 return false;
             }
-            if let Some(target) = target {
+            if let Some(target) = target
+                && step == Step::Continue
+            {
                 // Opened when its turn comes, never through a link: an entry that was a
                 // directory when listed and is a link by then is skipped.
                 let absolute = here_absolute.join(&name);
@@ -308,7 +311,7 @@ pub(crate) fn walk(
     let mut stack = vec![first];
     let mut subdirs = Vec::new();
     while let Some(pending) = stack.pop() {
-        if !walker.read(pending, true, &mut |entry, _| visit(entry), &mut subdirs, &mut |_| {}) {
+        if !walker.read(pending, true, &mut |entry, _| Step::of(visit(entry)), &mut subdirs, &mut |_| {}) {
             return Ok(());
         }
         // Depth first, in name order.
@@ -332,9 +335,28 @@ struct Queue {
 }
 
 /// An entry reached through the handle of the directory that lists it.
-struct Listed<'a> {
-    dir: &'a Dir,
-    name: &'a OsStr,
+pub(crate) struct Listed<'a> {
+    /// The directory that lists it.
+    pub(crate) dir: &'a Dir,
+    /// Its name there (one plain name).
+    pub(crate) name: &'a OsStr,
+}
+
+/// What a walk does after a visit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Go on (into the entry, when it is a directory).
+    Continue,
+    /// Go on, but not into this directory.
+    Prune,
+    /// Stop the walk.
+    Stop,
+}
+
+impl Step {
+    fn of(go_on: bool) -> Step {
+        if go_on { Step::Continue } else { Step::Stop }
+    }
 }
 
 impl Found for Listed<'_> {
@@ -424,8 +446,22 @@ pub(crate) fn walk_parallel(
     options: &WalkOptions,
     visit: &(dyn Fn(WalkEntry, &dyn Found) -> bool + Sync),
 ) -> io::Result<()> {
-    let (walker, first) = Walker::start(roots, root, options, false)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS);
+    walk_listed(roots, root, options, threads, &|entry, listed| Step::of(visit(entry, listed)))
+}
+
+/// Walks as [`walk_parallel`] does, on `threads` threads, handing `visit` each entry with the
+/// handle of the directory that lists it; `visit` may keep the walk out of a directory
+/// ([`Step::Prune`]).
+pub(crate) fn walk_listed(
+    roots: &Roots,
+    root: &Target,
+    options: &WalkOptions,
+    threads: usize,
+    visit: &(dyn Fn(WalkEntry, &Listed<'_>) -> Step + Sync),
+) -> io::Result<()> {
+    let (walker, first) = Walker::start(roots, root, options, false)?;
+    let threads = threads.clamp(1, MAX_THREADS);
     let queue = Mutex::new(Queue { pending: vec![first], busy: 0, waiting: 0, stopped: false });
     let ready = Condvar::new();
     let lock = || queue.lock().unwrap_or_else(PoisonError::into_inner);
@@ -928,11 +964,11 @@ mod tests {
             walker.read(
                 pending,
                 true,
-                &mut |entry: WalkEntry, _: &dyn Found| {
+                &mut |entry: WalkEntry, _: &Listed<'_>| {
                     if entry.kind == FileKind::File {
                         found.insert(entry.path.path().to_str().unwrap().to_owned());
                     }
-                    true
+                    Step::Continue
                 },
                 &mut subdirs,
                 &mut |_| {},

@@ -87,7 +87,7 @@ pub async fn apply_patch(
     /// The whole patch, from `*** Begin Patch` to `*** End Patch`.
     patch: String,
 ) -> Result<ToolOutput, ToolError> {
-    let _checkpoint = crate::checkpoint::begin(&ws, ctx, "apply_patch").await;
+    let checkpoint = crate::checkpoint::begin(&ws, ctx, "apply_patch").await;
     let parsed = parse_patch(&patch).map_err(|e| {
         ToolError::invalid_arguments(format!(
             "The patch is not valid: {e}. Nothing was changed. Fix the patch and call apply_patch again; it starts \
@@ -115,7 +115,8 @@ pub async fn apply_patch(
             Ok((report(&staged), changed))
         })
         .await??;
-    Ok(crate::editing::verify::after_edit(&ws, &known, &changed, false, output).await)
+    let output = crate::editing::verify::after_edit(&ws, &known, &changed, false, output).await;
+    Ok(checkpoint.finish_into(output).await)
 }
 
 /// How the paths of a patch are reached.

@@ -150,10 +150,10 @@ pub async fn bash(
     .await?;
     let sandbox = sandbox_for(&ws, ctx, &command, sandbox, justification).await?;
     // A command that can write the workspace gets a checkpoint, kept when the call ends.
-    let _checkpoint = if !sandbox.policy().is_enforced() || sandbox.policy().allows_write(ws.root()) {
+    let checkpoint = if !sandbox.policy().is_enforced() || sandbox.policy().allows_write(ws.root()) {
         crate::checkpoint::begin(&ws, ctx, "bash").await
     } else {
-        None
+        crate::checkpoint::Recording::none()
     };
     // With an egress, a command whose network is off reaches the hosts it allows through a proxy
     // of its own, kept until the command ends.
@@ -214,7 +214,7 @@ pub async fn bash(
             if !refusals.is_empty() {
                 out = out.with_metadata("network_refusals", network::refusals_metadata(&refusals));
             }
-            Ok(out)
+            Ok(checkpoint.finish_into(out).await)
         }
         Ran::Yielded { output, control } => {
             capture.start_writing();
@@ -254,14 +254,16 @@ pub async fn bash(
                 };
                 let status = format!("session {id} is running `{}`", one_line(&session.command));
                 if ctx.hand_off(Remainder { status, work: Box::new(rest) }).is_ok() {
-                    return Ok(ToolOutput::text(format!(
+                    let out = ToolOutput::text(format!(
                         "[session {id}: the command goes on as a task; its output is the task's result.]"
                     ))
                     .with_metadata("session_id", json!(id))
-                    .with_metadata("task", json!(true)));
+                    .with_metadata("task", json!(true));
+                    return Ok(checkpoint.finish_into(out).await);
                 }
             }
-            Ok(finish(session.render(&sessions).await, description, sandbox))
+            let out = finish(session.render(&sessions).await, description, sandbox);
+            Ok(checkpoint.finish_into(out).await)
         }
     }
 }

@@ -54,7 +54,7 @@ pub async fn edit(
         ));
     }
     let resolved = ws.resolve(ctx, &path, "edit").await?;
-    let _checkpoint = crate::checkpoint::begin(&ws, ctx, "edit").await;
+    let checkpoint = crate::checkpoint::begin(&ws, ctx, "edit").await;
     let display = resolved.display.clone();
     let target = resolved.target.clone();
     let versions = FileVersions::of(ctx);
@@ -65,8 +65,10 @@ pub async fn edit(
             edit_blocking(ops, &versions, &target, &display, &request)
         })
         .await??;
-    Ok(crate::editing::verify::after_edit(&ws, &known, &[(resolved.target, resolved.display)], true, output)
-        .await)
+    let output =
+        crate::editing::verify::after_edit(&ws, &known, &[(resolved.target, resolved.display)], true, output)
+            .await;
+    Ok(checkpoint.finish_into(output).await)
 }
 
 pub(crate) struct Request<'a> {

@@ -44,7 +44,7 @@ pub async fn multi_edit(
     #[schemars(length(min = 1))]
     edits: Vec<EditOperation>,
 ) -> Result<ToolOutput, ToolError> {
-    let _checkpoint = crate::checkpoint::begin(&ws, ctx, "multi_edit").await;
+    let checkpoint = crate::checkpoint::begin(&ws, ctx, "multi_edit").await;
     let total = edits.len();
     for (i, edit) in edits.iter().enumerate() {
         if edit.old_string == edit.new_string {
@@ -69,8 +69,10 @@ pub async fn multi_edit(
     let known = versions.clone();
     let output =
         ws.blocking(move |ops| multi_edit_blocking(ops, &versions, &target, &display, &edits)).await??;
-    Ok(crate::editing::verify::after_edit(&ws, &known, &[(resolved.target, resolved.display)], true, output)
-        .await)
+    let output =
+        crate::editing::verify::after_edit(&ws, &known, &[(resolved.target, resolved.display)], true, output)
+            .await;
+    Ok(checkpoint.finish_into(output).await)
 }
 
 fn multi_edit_blocking(

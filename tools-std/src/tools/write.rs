@@ -32,7 +32,7 @@ pub async fn write(
     content: String,
 ) -> Result<ToolOutput, ToolError> {
     let resolved = ws.resolve(ctx, &path, "write to").await?;
-    let _checkpoint = crate::checkpoint::begin(&ws, ctx, "write").await;
+    let checkpoint = crate::checkpoint::begin(&ws, ctx, "write").await;
     let display = resolved.display.clone();
     let target = resolved.target.clone();
     let versions = FileVersions::of(ctx);
@@ -81,14 +81,15 @@ pub async fn write(
         .with_title(display.clone())
         .with_metadata("bytes", json!(written.bytes))
         .with_metadata("created", json!(previous.is_none()));
-    Ok(crate::editing::verify::after_edit(
+    let output = crate::editing::verify::after_edit(
         &ws,
         &FileVersions::of(ctx),
         &[(resolved.target, display)],
         true,
         output,
     )
-    .await)
+    .await;
+    Ok(checkpoint.finish_into(output).await)
 }
 
 fn write_error(display: &str, error: io::Error) -> ToolError {
