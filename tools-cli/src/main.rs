@@ -588,6 +588,8 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     let mut termination = Termination::register().map_err(signal_failure)?;
     tokio::select! {
         served = server.serve_stdio() => {
+            // The client went away: what its commands left running ends with the session.
+            tools_std::process::kill_running_commands();
             served.map_err(|e| Failure::runtime(e.to_string()))?;
         }
         _ = termination.received() => {

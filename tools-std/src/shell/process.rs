@@ -23,8 +23,9 @@
 //! (`env -i`) and left the group, because they were seen beneath the shell while it ran (a
 //! session's processes are looked at every 200 ms, [`ShellHandle::remember_processes`]); one
 //! that did all that within the last moments before its shell exited is not found. A foreground
-//! `bash` command whose shell exited leaves its background jobs alone (they are the user's, as
-//! a terminal would).
+//! `bash` command whose shell exited leaves its background jobs running, as a terminal would,
+//! until the session ends: [`kill_running_commands`] kills them too (the last
+//! 256 such commands are remembered).
 //!
 //! What still escapes: a process started through another service rather than forked (`ssh`,
 //! `systemd-run`, `at`, a container runtime's daemon), and one that runs as another user
@@ -229,7 +230,47 @@ pub fn kill_running_commands() -> Vec<KillReport> {
         seen.push(Arc::as_ptr(target));
         first
     });
-    running.iter().filter_map(|target| target.kill().ok()).collect()
+    let mut reports: Vec<KillReport> = running.iter().filter_map(|target| target.kill().ok()).collect();
+    // What finished commands left running (`nohup … &`, `setsid … &`) ends with the session too.
+    let left: Vec<Arc<Target>> =
+        left_behind().lock().map(|mut left| left.drain(..).collect()).unwrap_or_default();
+    reports.extend(
+        left.iter()
+            .filter_map(|target| target.kill().ok())
+            .filter(|report| report.shell || report.started > 0),
+    );
+    reports
+}
+
+/// At most this many finished commands are remembered for what they left running.
+const MAX_LEFT_BEHIND: usize = 256;
+
+/// The finished commands whose processes may still run (their cgroup is not empty, or, without
+/// one, not known to be): a job a command left in the background outlives the command, as in
+/// a terminal, but not the session ([`kill_running_commands`]). The oldest are forgotten past
+/// [`MAX_LEFT_BEHIND`].
+fn left_behind() -> &'static Mutex<std::collections::VecDeque<Arc<Target>>> {
+    static LEFT: Mutex<std::collections::VecDeque<Arc<Target>>> =
+        Mutex::new(std::collections::VecDeque::new());
+    &LEFT
+}
+
+fn leave_behind(target: Arc<Target>) {
+    #[cfg(target_os = "linux")]
+    if !target.tree.may_have_processes() {
+        return;
+    }
+    if let Ok(mut left) = left_behind().lock() {
+        if left.len() >= MAX_LEFT_BEHIND {
+            // Those whose processes all ended make room first, then the oldest.
+            #[cfg(target_os = "linux")]
+            left.retain(|kept| kept.tree.may_have_processes());
+            if left.len() >= MAX_LEFT_BEHIND {
+                left.pop_front();
+            }
+        }
+        left.push_back(target);
+    }
 }
 
 /// The local commands whose shell has not been seen to exit, and those a [`ShellHandle`] can
@@ -669,6 +710,7 @@ mod unix {
                 let status = self.child.wait().await?;
                 self.exited.store(true, Ordering::SeqCst);
                 super::unregister(self.registration);
+                super::leave_behind(self.target.clone());
                 Ok(ShellExit { code: status.code(), signal: status.signal() })
             })
         }
