@@ -36,8 +36,22 @@ pub(crate) struct MountPlan {
     pub(crate) read_only: Vec<(CString, libc::c_ulong)>,
     /// Directories of the host's own, each covered by an empty read-only tmpfs.
     pub(crate) hidden: Vec<CString>,
+    /// What the command finds at `/dev/shm`.
+    pub(crate) shm: SharedMemory,
     /// The working directory, entered again once the mounts are there.
     pub(crate) cwd: CString,
+}
+
+/// What a command with a mount namespace finds at `/dev/shm`.
+#[derive(Debug, Default)]
+pub(crate) enum SharedMemory {
+    /// The host's.
+    #[default]
+    Host,
+    /// This directory, bound there.
+    Bound(CString),
+    /// An empty read-only tmpfs.
+    Hidden,
 }
 
 impl ChildPlan {
@@ -79,6 +93,7 @@ impl MountPlan {
         }
         // Nothing done here may reach the parent's namespace.
         mount(None, c"/", libc::MS_REC | libc::MS_PRIVATE)?;
+        mount_shared_memory(&self.shm)?;
         for pin in &self.pins {
             mount(Some(pin), pin, libc::MS_BIND | libc::MS_REC)?;
         }
@@ -147,6 +162,21 @@ fn mount_empty(target: &CStr) -> io::Result<()> {
     check(
         unsafe { libc::mount(fs.as_ptr(), target.as_ptr(), fs.as_ptr(), flags, data.as_ptr().cast()) }.into(),
     )
+}
+
+/// Mounts what `shm` says on `/dev/shm`, where there is one: the host's shared memory and
+/// semaphores are then out of the command's reach.
+fn mount_shared_memory(shm: &SharedMemory) -> io::Result<()> {
+    let target = c"/dev/shm";
+    let mounted = match shm {
+        SharedMemory::Host => return Ok(()),
+        SharedMemory::Bound(dir) => mount(Some(dir), target, libc::MS_BIND),
+        SharedMemory::Hidden => mount_empty(target),
+    };
+    match mounted {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+        other => other,
+    }
 }
 
 fn chdir(path: &CStr) -> io::Result<()> {

@@ -458,9 +458,7 @@ impl Sandbox {
         for state in &self.policy.hidden {
             hidden.extend(crate::session_dir::other_sessions(state));
         }
-        if targets.read_only.is_empty() && hidden.is_empty() {
-            return Ok(None);
-        }
+        // Even with nothing to protect or hide: the namespace holds the commands' `/dev/shm`.
         let probe = Probe::get();
         let user_namespace = if probe.mount_namespace {
             None
@@ -479,6 +477,7 @@ impl Sandbox {
             pins: targets.pins.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
             read_only,
             hidden: hidden.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
+            shm: shared_memory(&self.policy)?,
             cwd: c(cwd)?,
         }))
     }
@@ -486,6 +485,27 @@ impl Sandbox {
 
 /// The report's name of the network namespace layer.
 const NAMESPACE_LAYER: &str = "network-namespace";
+
+/// What commands with a mount namespace find at `/dev/shm`: their temporary directory, bound
+/// there (shared memory and semaphores of the sandbox's own, which they may write; a file
+/// system of their own would need a Landlock rule on its root, which only exists once mounted);
+/// without one, an empty read-only file system; the host's (readable only) when a writable root
+/// lies beneath it, which a mount would hide.
+#[cfg(target_os = "linux")]
+fn shared_memory(policy: &SandboxPolicy) -> std::io::Result<crate::child::SharedMemory> {
+    use crate::child::SharedMemory;
+    use std::os::unix::ffi::OsStrExt;
+    let writable = policy.writable();
+    if writable.iter().any(|root| root.starts_with("/dev/shm")) {
+        return Ok(SharedMemory::Host);
+    }
+    let Some(temp) = policy.temp_dir.as_ref().filter(|temp| writable.contains(temp)) else {
+        return Ok(SharedMemory::Hidden);
+    };
+    let temp = std::ffi::CString::new(temp.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a path holds a NUL byte"))?;
+    Ok(SharedMemory::Bound(temp))
+}
 
 /// What is not enforced when commands reach a proxy's port without a network namespace of
 /// their own, and `why`.

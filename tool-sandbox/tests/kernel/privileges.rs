@@ -5,7 +5,7 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use tool_sandbox::{Sandbox, SandboxPolicy};
+use tool_sandbox::{Probe, Sandbox, SandboxPolicy};
 
 use super::{fixture, layers, run};
 
@@ -296,4 +296,39 @@ fn kernel_logs_hangups_and_other_processes_memory_are_refused() {
         "python3 -c \"import os, pty, fcntl, termios\ntry:\n    os.setsid()\nexcept OSError:\n    pass\nm, s = pty.openpty()\ntry:\n    fcntl.ioctl(s, termios.TIOCSCTTY, 1)\n    print('stolen')\nexcept OSError as e:\n    print('refused', e.errno)\npid, fd = os.forkpty()\nif pid == 0:\n    os._exit(7)\nprint('forkpty', os.waitpid(pid, 0)[1] >> 8)\"",
     );
     assert_eq!((code, out.as_str()), (0, "refused 1\nforkpty 7\n"));
+}
+
+#[test]
+fn shared_memory_is_the_commands_own() {
+    if !layers() {
+        return;
+    }
+    let fx = fixture("shm");
+    let name = format!("tool-sandbox-test-{}", std::process::id());
+    let outside = Path::new("/dev/shm").join(&name);
+    std::fs::write(&outside, "host").unwrap();
+    let script = format!(
+        "cat /dev/shm/{name}; echo; echo command > /dev/shm/{name}-new && echo wrote; echo x > /dev/shm/{name}"
+    );
+    let (_, out) = run(&fx.policy, &fx.root, &script);
+    let host = std::fs::read_to_string(&outside).unwrap();
+    let leaked = Path::new("/dev/shm").join(format!("{name}-new")).exists();
+    let _ = std::fs::remove_file(&outside);
+    let _ = std::fs::remove_file(Path::new("/dev/shm").join(format!("{name}-new")));
+    assert_eq!(host, "host", "{out}");
+    assert!(!leaked, "{out}");
+    if Probe::get().can_protect_paths() {
+        // A mount namespace of its own: a /dev/shm of the sandbox's own, which it may write, and
+        // where POSIX semaphores work.
+        assert!(!out.contains("host"), "the host's shared memory was read: {out}");
+        assert!(out.contains("wrote"), "{out}");
+        let semaphore = "python3 -c 'import multiprocessing; multiprocessing.Lock(); print(\"locked\")'";
+        assert_eq!(run(&fx.policy, &fx.root, semaphore), (0, "locked\n".to_owned()));
+    } else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI runs as root and can make mount namespaces"
+        );
+        assert!(!out.contains("wrote"), "{out}");
+    }
 }
