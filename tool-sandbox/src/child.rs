@@ -67,6 +67,7 @@ impl ChildPlan {
         // What the command holds of the host's: its terminal, descriptors and capabilities.
         leave_terminal()?;
         close_inherited()?;
+        no_core_dumps()?;
         // Before the capabilities go: with `no_new_privs`, Landlock and seccomp need none.
         no_new_privs()?;
         drop_capabilities()?;
@@ -114,10 +115,10 @@ impl MountPlan {
 pub(crate) fn install(command: &mut std::process::Command, plan: ChildPlan) {
     // SAFETY: the closure runs in the forked child before `exec`. `ChildPlan::run` only makes
     // system calls (`setns`, `unshare`, `open`/`write`/`close`, `mount`, `chdir`, `setsid`,
-    // `ioctl`, `close_range`, `fcntl`, `prctl`, `capset`, `landlock_restrict_self`, `seccomp`)
-    // on data prepared before the fork or on the stack, allocates nothing
-    // (`io::Error::last_os_error` holds a bare errno) and takes no lock, so it is
-    // async-signal-safe as `pre_exec` requires.
+    // `ioctl`, `close_range`, `fcntl`, `getrlimit`/`setrlimit`, `prctl`, `capset`,
+    // `landlock_restrict_self`, `seccomp`) on data prepared before the fork or on the stack,
+    // allocates nothing (`io::Error::last_os_error` holds a bare errno) and takes no lock, so it
+    // is async-signal-safe as `pre_exec` requires.
     unsafe {
         command.pre_exec(move || plan.run());
     }
@@ -251,6 +252,20 @@ fn close_inherited() -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Sets the soft limit on core dumps to 0: a command that crashes leaves no copy of its memory
+/// in its working directory (the workspace) unless it raises the limit again (`ulimit -c`), up
+/// to the hard limit, which stays. Processes and memory are not limited per command: a
+/// `RLIMIT_NPROC` counts every process of the user, the host's included, and `pids.max` or
+/// `memory.max` need controllers delegated to the command's cgroup.
+fn no_core_dumps() -> io::Result<()> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `limit` is a valid `rlimit` for the kernel to fill in, then to read.
+    check(unsafe { libc::getrlimit(libc::RLIMIT_CORE, &mut limit) }.into())?;
+    limit.rlim_cur = 0;
+    // SAFETY: as above.
+    check(unsafe { libc::setrlimit(libc::RLIMIT_CORE, &limit) }.into())
 }
 
 /// `struct __user_cap_header_struct` of `capset`.

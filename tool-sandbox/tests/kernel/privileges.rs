@@ -152,6 +152,9 @@ fn a_command_holds_no_capability() {
         assert_eq!(status_fields(&out, set), "0000000000000000", "{set}: {out}");
     }
     assert_eq!(status_fields(&out, "NoNewPrivs"), "1");
+    // No core dump unless the command asks for one.
+    let core = run(&fx.policy, &fx.root, "ulimit -c; ulimit -c $(ulimit -H -c) && echo raised");
+    assert_eq!(core, (0, "0\nraised\n".to_owned()));
     // The bounding set can be emptied with CAP_SETPCAP: as root, or in a user namespace (where the
     // command has every capability until it drops them). An ordinary user outside one keeps it,
     // which `no_new_privs` makes useless: no program it runs can gain a capability.
