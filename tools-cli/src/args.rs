@@ -175,6 +175,19 @@ pub(crate) struct WorkspaceArgs {
     /// settings file's `verify` for the same extension).
     #[arg(long = "verify", value_name = "EXT=COMMAND", value_parser = parse_verify)]
     pub verify: Vec<tools_std::verify::Verify>,
+    /// `off`: calls that change files record no checkpoint, and `undo` has nothing to undo (no
+    /// scan of the workspace before and after each call). `call` and `turn` record none anyway.
+    /// [default: on, or off when the settings file says `"checkpoints": {"enabled": false}`]
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    pub checkpoints: Option<bool>,
+}
+
+fn parse_on_off(value: &str) -> Result<bool, String> {
+    match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("expected `on` or `off`, not {value:?}")),
+    }
 }
 
 fn parse_verify(value: &str) -> Result<tools_std::verify::Verify, String> {

@@ -178,6 +178,9 @@ struct Setup {
     /// What the network lets through, and which secrets are unset, in a line each (what confines
     /// every command is [`sandbox_line`], asked when announced: the kernel is probed then).
     announce: Vec<String>,
+    /// Whether calls that change files record checkpoints (`--checkpoints`, or the settings file's
+    /// `checkpoints.enabled`).
+    checkpoints: bool,
 }
 
 /// The workspace `args` names, in its sandbox, with its egress and filtered environment, and
@@ -185,13 +188,17 @@ struct Setup {
 fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
     let root = workspace_root(args.root.as_deref())?;
     let workspace = Workspace::new(&root).map_err(|e| Failure::usage(root_error(&root, &e)))?;
+    let mut checkpoints = args.checkpoints;
     let (policy, sandbox_settings, environment, network, verify) = match &args.settings {
         Some(path) => {
             let loaded = settings_policy(path, workspace.root(), args.allow_outside_root)?;
+            // `--checkpoints` wins over the settings file.
+            checkpoints = checkpoints.or(loaded.checkpoints);
             (Some(loaded.policy), loaded.sandbox, loaded.environment, loaded.network, loaded.verify)
         }
         None => (None, SandboxSettings::default(), EnvFilter::base(), NetworkSettings::default(), Vec::new()),
     };
+    let checkpoints = checkpoints.unwrap_or(true);
     let verifiers = verifiers(&args.verify, verify)?;
     let workspace = if environment == EnvFilter::base() {
         workspace
@@ -234,7 +241,7 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
         workspace
     };
     let workspace = workspace.with_verifiers(verifiers);
-    Ok(Setup { workspace, policy, environment, announce })
+    Ok(Setup { workspace, policy, environment, announce, checkpoints })
 }
 
 /// The checks after edits: `--verify`'s, then the settings file's for the other extensions.
@@ -271,8 +278,11 @@ fn sandbox_line(workspace: &Workspace) -> String {
 
 /// A dispatcher over `registry` for the workspace of `setup`.
 fn dispatcher(registry: impl Into<Arc<Registry>>, setup: Setup, args: &WorkspaceArgs) -> DispatcherBuilder {
-    let Setup { workspace, policy, .. } = setup;
+    let Setup { workspace, policy, checkpoints, .. } = setup;
     let mut builder = Dispatcher::builder(registry).dependency(workspace);
+    if !checkpoints {
+        builder = builder.dependency(tools_std::checkpoint::SessionCheckpoints::Off);
+    }
     // Without a data directory, truncated outputs are only cut, not saved for reading back.
     if let Ok(store) = OutputStore::builder().read_hint(tools_std::read_hint()).open() {
         let store = Arc::new(store);
@@ -377,7 +387,27 @@ fn settings_policy(
             .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?,
         None => Vec::new(),
     };
-    Ok(LoadedSettings { policy: Policy::from_settings(settings), sandbox, environment, network, verify })
+    let checkpoints = match value.get("checkpoints") {
+        None => None,
+        Some(checkpoints) => match checkpoints.get("enabled") {
+            Some(Value::Bool(enabled)) => Some(*enabled),
+            None if checkpoints.is_object() => None,
+            _ => {
+                return Err(Failure::usage(format!(
+                    "--settings {}: `checkpoints` must be an object whose `enabled` is true or false",
+                    path.display()
+                )));
+            }
+        },
+    };
+    Ok(LoadedSettings {
+        policy: Policy::from_settings(settings),
+        sandbox,
+        environment,
+        network,
+        verify,
+        checkpoints,
+    })
 }
 
 /// What one settings file says.
@@ -388,6 +418,8 @@ struct LoadedSettings {
     network: NetworkSettings,
     /// The `verify` object: checks after edits.
     verify: Vec<tools_std::verify::Verify>,
+    /// `checkpoints.enabled`, when the file says.
+    checkpoints: Option<bool>,
 }
 
 /// `call` and `turn` exit once their calls are answered, which would kill a command left

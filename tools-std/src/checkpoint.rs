@@ -3,7 +3,9 @@
 //! Before `write`, `edit`, `multi_edit`, `apply_patch`, and `bash` when its sandbox lets it
 //! write the workspace (`workspace-write`, or no sandbox), the workspace is scanned and every
 //! file's content is kept, by its SHA-256, in a content-addressed store outside the workspace
-//! (a temporary directory by default, removed with the session). After the call it is scanned
+//! (a directory of its own with a random name, mode `0700`, its files `0600`, made in
+//! [`CheckpointConfig::dir`] or the temporary directory and removed with the session). After
+//! the call it is scanned
 //! again; the files that differ are the call's changes. A scan reuses what the previous one
 //! learnt about a file whose size, modification and change times, inode and mode are unchanged
 //! (and old enough that a second write in the same clock tick cannot hide), so a scan of a
@@ -13,20 +15,30 @@
 //! are listed again, and the directories created, removed or moved walked in full (see
 //! BENCHMARKS.md for the cost per call). The whole workspace is walked again when that cannot be
 //! trusted: notifications were lost (the kernel's queue overflowed), an ignore file (`.gitignore`,
-//! `.ignore`) or `.git` changed, the root itself moved, or a directory could not be watched
+//! `.ignore`, `.rgignore`) or `.git` changed, the root itself moved, or a directory could not be watched
 //! (past [`CheckpointConfig::max_watched_dirs`] or the system's limit). Changes the kernel does
 //! not notify are not seen until then: a write through a hard link from outside the workspace,
 //! or through a shared memory mapping.
 //!
-//! Left out of the store, and so never touched by an undo: what `.gitignore`, `.ignore` and
-//! `.git/info/exclude` ignore, the `.git` directory, and files larger than
+//! Left out of the store, and so never touched by an undo: what the ignore files ignore (as the
+//! file tools' walk reads them: `.gitignore`, `.ignore`, `.rgignore`, `.git/info/exclude`, the
+//! global git excludes), the `.git` directory, and files larger than
 //! [`CheckpointConfig::max_file_bytes`] (their size and times are still recorded, so an undo
 //! can say it left them alone).
 //!
+//! The host runs outside any sandbox, on a workspace and a store that commands may have
+//! prepared: every operation goes through directory handles and never follows a link
+//! (`fs/host.rs`). A file is read only when the descriptor opened is the regular file
+//! the listing named (device and inode), no further than the size limit, without blocking; a
+//! file swapped meanwhile is left out of that scan. Blobs and the files an undo puts back are
+//! written to new random names (`O_EXCL`), then renamed into place.
+//!
 //! [`Checkpoints::undo`] (and the `undo` tool) puts the files one or more calls changed back as
 //! they were before (removing the files and directories they created), after checking that each
-//! of those files still holds what the calls left: a file changed since is a conflict, and the
-//! undo is refused, naming it, with nothing written. An undo is itself a call with a checkpoint,
+//! of those files still holds what the calls left: a file changed since (or whose parent
+//! directory is a symbolic link now) is a conflict, and the undo is refused, naming it, with
+//! nothing written; so is an undo that needs a stored copy the store lost or damaged (every one
+//! is read and checked against its hash first). An undo is itself a call with a checkpoint,
 //! so undoing it brings the change back.
 //!
 //! The checkpoints live in the dispatcher's session state and are on by default for a local
@@ -98,8 +110,11 @@ pub struct CheckpointConfig {
     /// How many bytes the store may hold; past it the oldest checkpoints are dropped until it
     /// fits or none is left (default 512 MiB). The copy of the current files is always kept.
     pub max_store_bytes: u64,
-    /// Where the store lives; a new temporary directory, removed with the session, when `None`.
-    /// A directory given here is kept.
+    /// The directory the store is made in: each session's store is a new directory of its own
+    /// in it, with a random name and mode `0700`, removed with the session. `None` for the
+    /// system's temporary directory. A directory given here is made (mode `0700`) when missing,
+    /// and must belong to this user and be writable by no one else; it is best one that
+    /// sandboxed commands can neither read nor write.
     pub dir: Option<PathBuf>,
     /// At most this many directories are watched for changes (inotify, on Linux; default
     /// 4096, 0 for none): a workspace with more is scanned in full at every checkpoint, which
@@ -117,6 +132,17 @@ impl Default for CheckpointConfig {
             max_watched_dirs: 4096,
         }
     }
+}
+
+/// The checkpoints each session of a dispatcher starts with, given as one of its dependencies
+/// (`Dispatcher::builder(registry).dependency(SessionCheckpoints::Off)`), for the sessions whose
+/// state holds none of their own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionCheckpoints {
+    /// Checkpoints with these limits, their store made where [`CheckpointConfig::dir`] says.
+    On(CheckpointConfig),
+    /// No checkpoints: nothing is recorded, and nothing can be undone.
+    Off,
 }
 
 /// A file's content id: the SHA-256 of its bytes.
@@ -318,8 +344,8 @@ struct Store {
     id: (u64, u64),
     /// Its `objects` directory.
     objects: Dir,
-    /// The directory the store made for itself, removed with it: its parent and its name there.
-    owned: Option<(Dir, OsString)>,
+    /// Its parent directory and its name there, to remove it with the session.
+    owned: (Dir, OsString),
     /// Every blob in the store, with its size.
     blobs: HashMap<BlobId, u64>,
     bytes: u64,
@@ -327,22 +353,29 @@ struct Store {
 
 impl Store {
     fn open(config: &CheckpointConfig) -> io::Result<Store> {
-        let (dir, base, owned) = match &config.dir {
-            Some(dir) => (dir.clone(), host::open_state_dir(dir)?, None),
+        let (place, parent) = match &config.dir {
+            Some(dir) => (dir.clone(), host::open_state_dir(dir)?),
             None => {
-                // A new directory of our own with a random name, made with mode 0700 (a name
-                // that existed already is never used: nothing can have been planted in it).
                 let temp = std::env::temp_dir();
                 let parent = host::open_dir_path(&temp)?;
-                remove_abandoned_stores(&parent);
-                let prefix = format!("{STORE_PREFIX}{}-", std::process::id());
-                let (name, base) = host::make_private_dir(&parent, &prefix)?;
-                (temp.join(&name), base, Some((parent, name)))
+                (temp, parent)
             }
         };
+        remove_abandoned_stores(&parent);
+        // A new directory of our own with a random name, made with mode 0700 (a name that
+        // existed already is never used: nothing can have been planted in it).
+        let prefix = format!("{STORE_PREFIX}{}-", std::process::id());
+        let (name, base) = host::make_private_dir(&parent, &prefix)?;
         let stat = host::stat_dir(&base)?;
         let objects = host::open_private(&base, OsStr::new("objects"))?;
-        Ok(Store { dir, id: (stat.dev, stat.ino), objects, owned, blobs: HashMap::new(), bytes: 0 })
+        Ok(Store {
+            dir: place.join(&name),
+            id: (stat.dev, stat.ino),
+            objects,
+            owned: (parent, name),
+            blobs: HashMap::new(),
+            bytes: 0,
+        })
     }
 
     /// The directory of `id` (its first two hexadecimal digits) and its name there.
@@ -427,10 +460,10 @@ impl Store {
     }
 }
 
-/// The prefix of the stores made in the temporary directory, followed by the process id.
+/// The prefix of the stores' directories, followed by the process id.
 const STORE_PREFIX: &str = "tools-checkpoints-";
 
-/// Removes the stores that processes which no longer run left in the temporary directory `temp`
+/// Removes the stores that processes which no longer run left in the directory `temp`
 /// (a process killed does not remove its own): directories of this user only, never following
 /// a link (a link planted under such a name is removed itself, not what it leads to).
 fn remove_abandoned_stores(temp: &Dir) {
@@ -457,9 +490,8 @@ fn process_runs(pid: i32) -> bool {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        if let Some((parent, name)) = &self.owned
-            && host::stat_at(parent, name).is_ok_and(|s| (s.dev, s.ino) == self.id)
-        {
+        let (parent, name) = &self.owned;
+        if host::stat_at(parent, name).is_ok_and(|s| (s.dev, s.ino) == self.id) {
             let _ = host::remove_tree(parent, name);
         }
     }
@@ -666,6 +698,18 @@ impl Checkpoints {
     /// own in the session state).
     pub fn in_state(state: &SessionState) -> Arc<Checkpoints> {
         state.get_or_insert_with(Checkpoints::default)
+    }
+
+    /// The checkpoints of the session of `ctx`: the ones the application put in its state, or
+    /// new ones as the dispatcher's [`SessionCheckpoints`] dependency says (on, with the default
+    /// limits, without one).
+    pub fn of_call(ctx: &ToolContext) -> Arc<Checkpoints> {
+        let defaults = ctx.dependencies().get::<SessionCheckpoints>();
+        ctx.session().get_or_insert_with(|| match defaults.as_deref() {
+            Some(SessionCheckpoints::Off) => Checkpoints::off(),
+            Some(SessionCheckpoints::On(config)) => Checkpoints::new(config.clone()),
+            None => Checkpoints::default(),
+        })
     }
 
     /// The checkpoints kept, oldest first.
@@ -1413,7 +1457,7 @@ pub(crate) async fn begin(ws: &Workspace, ctx: &ToolContext, tool: &str) -> Reco
     if !ws.is_local() {
         return Recording::none();
     }
-    let checkpoints = Checkpoints::in_state(ctx.session());
+    let checkpoints = Checkpoints::of_call(ctx);
     if !checkpoints.is_enabled() {
         return Recording::none();
     }
@@ -1847,14 +1891,20 @@ mod tests {
     fn links_planted_in_the_store_are_never_written_through() {
         let tree = Tree::new("planted");
         let outside = Tree::new("planted-outside");
-        let store = Tree::new("planted-store");
+        let state = Tree::new("planted-state");
         outside.write("existing", "untouched\n");
+        tree.write("first.txt", "first\n");
+        let checkpoints =
+            Checkpoints::new(CheckpointConfig { dir: Some(state.0.clone()), ..CheckpointConfig::default() });
+        checkpoints.scan(&tree.0).unwrap();
+        let store = checkpoints.store_dir().unwrap();
+        assert_eq!(store.parent(), Some(state.0.as_path()));
         let payload = b"written by a command\n";
         let other = b"another file\n";
         let (sub, name) = Store::place(&BlobId::of(payload));
         let (other_sub, _) = Store::place(&BlobId::of(other));
         assert_ne!(sub, other_sub, "the test needs two blob directories");
-        let objects = store.0.join("objects");
+        let objects = store.join("objects");
         std::fs::create_dir_all(objects.join(&sub)).unwrap();
         std::os::unix::fs::symlink(outside.0.join("created"), objects.join(&sub).join(format!("{name}.tmp")))
             .unwrap();
@@ -1863,8 +1913,6 @@ mod tests {
         tree.write("f.txt", std::str::from_utf8(payload).unwrap());
         tree.write("g.txt", std::str::from_utf8(other).unwrap());
 
-        let checkpoints =
-            Checkpoints::new(CheckpointConfig { dir: Some(store.0.clone()), ..CheckpointConfig::default() });
         let scan = checkpoints.scan(&tree.0).unwrap();
         assert!(matches!(scan.get(Path::new("f.txt")), Some(FileState::File { .. })), "{scan:?}");
         assert!(matches!(scan.get(Path::new("g.txt")), Some(FileState::File { .. })), "{scan:?}");
@@ -1904,7 +1952,7 @@ mod tests {
                 let dir = host::open_dir_path(&root).unwrap();
                 let mut swaps = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    let link = if swaps % 2 == 0 { "to-secret" } else { "to-environ" };
+                    let link = if swaps.is_multiple_of(2) { "to-secret" } else { "to-environ" };
                     renameat_with(&dir, "a.txt", &dir, link, RenameFlags::EXCHANGE).unwrap();
                     renameat_with(&dir, "a.txt", &dir, link, RenameFlags::EXCHANGE).unwrap();
                     swaps += 1;

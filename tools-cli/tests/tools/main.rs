@@ -4,6 +4,7 @@
 mod common;
 
 mod catalog;
+mod checkpoints;
 mod cli;
 mod egress;
 mod escape;

@@ -418,3 +418,131 @@ mod unix {
         Ok(dir)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TempDir;
+
+    /// The std::fs path functions, and the `Path` methods that call them: each resolves a path
+    /// string and follows links on the way.
+    const PATH_FUNCTIONS: &[&str] = &[
+        "std::fs::read",
+        "std::fs::write",
+        "std::fs::remove",
+        "std::fs::rename",
+        "std::fs::create_dir",
+        "std::fs::metadata",
+        "std::fs::symlink_metadata",
+        "std::fs::canonicalize",
+        "std::fs::copy",
+        "std::fs::hard_link",
+        "std::fs::set_permissions",
+        "std::fs::OpenOptions",
+        "std::fs::DirBuilder",
+        "File::open(",
+        "File::create(",
+        "use std::fs",
+        "unix::fs::symlink",
+        ".exists()",
+        ".is_dir()",
+        ".is_file()",
+        ".is_symlink()",
+        ".symlink_metadata(",
+        ".read_link(",
+        ".canonicalize(",
+        "read_dir(",
+        "remove_dir_all",
+    ];
+
+    /// The lines of `source` before its tests, comments left out, that call a path function.
+    fn path_calls(source: &str) -> Vec<String> {
+        let code = source.rsplit_once("#[cfg(test)]\nmod tests").map_or(source, |(code, _)| code);
+        code.lines()
+            .enumerate()
+            .filter(|(_, line)| !line.trim_start().starts_with("//"))
+            // The workspace's own operations (`ops.`) are confined to its root by handles.
+            .filter(|(_, line)| {
+                PATH_FUNCTIONS.iter().any(|f| line.replace(&format!("ops{f}"), "").contains(f))
+            })
+            .map(|(n, line)| format!("{}: {}", n + 1, line.trim()))
+            .collect()
+    }
+
+    #[test]
+    fn the_host_side_modules_call_no_path_function() {
+        let sample = "fn f() {\n    // std::fs::write in a comment is fine\n    std::fs::write(p, b)?;\n}\n\
+                      #[cfg(test)]\nmod tests {\n    std::fs::read(p);\n}\n";
+        assert_eq!(path_calls(sample), ["3: std::fs::write(p, b)?;"], "the check finds a call");
+        assert_eq!(
+            path_calls("let a = ops.symlink_metadata(t);\nlet b = path.symlink_metadata();\n").len(),
+            1
+        );
+        for (name, source) in [
+            ("fs/host.rs", include_str!("host.rs")),
+            ("checkpoint.rs", include_str!("../checkpoint.rs")),
+            ("tools/undo.rs", include_str!("../tools/undo.rs")),
+            ("tools/checkpoints.rs", include_str!("../tools/checkpoints.rs")),
+        ] {
+            assert_eq!(path_calls(source), Vec::<String>::new(), "{name} calls a path function");
+        }
+    }
+
+    #[test]
+    fn a_directory_beneath_the_root_is_never_reached_through_a_link() {
+        let root = TempDir::new();
+        let outside = TempDir::new();
+        std::fs::create_dir_all(root.path().join("a/b")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.path().join("a/link")).unwrap();
+        std::fs::write(root.path().join("a/file"), "").unwrap();
+        let dir = open_dir_path(root.path()).unwrap();
+        assert!(open_beneath(&dir, Path::new("a/b"), false).is_ok());
+        let refused =
+            |rel: &str, create: bool| open_beneath(&dir, Path::new(rel), create).unwrap_err().to_string();
+        assert_eq!(refused("a/link/x", true), "its parent a/link is a symbolic link");
+        assert_eq!(refused("a/file/x", false), "its parent a/file is not a directory");
+        assert_eq!(refused("a/missing/x", false), "the directory a/missing does not exist");
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "nothing made through the link");
+        assert!(open_beneath(&dir, Path::new("a/new/deeper"), true).is_ok());
+        assert!(std::fs::symlink_metadata(root.path().join("a/new/deeper")).unwrap().is_dir());
+    }
+
+    #[test]
+    fn only_the_regular_file_listed_is_read_and_no_further_than_the_limit() {
+        let root = TempDir::new();
+        std::fs::write(root.path().join("file"), "0123456789").unwrap();
+        std::fs::write(root.path().join("other"), "other").unwrap();
+        std::os::unix::fs::symlink("file", root.path().join("link")).unwrap();
+        nix::unistd::mkfifo(&root.path().join("fifo"), nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .unwrap();
+        let dir = open_dir_path(root.path()).unwrap();
+        let name = OsStr::new;
+        let listed = stat_at(&dir, name("file")).unwrap();
+        assert!(
+            matches!(read_file(&dir, name("file"), 10, Some(&listed)).unwrap(), Content::Bytes(b, _) if b == b"0123456789")
+        );
+        assert!(matches!(read_file(&dir, name("file"), 9, Some(&listed)).unwrap(), Content::TooLarge(_)));
+        assert!(matches!(read_file(&dir, name("link"), 10, None).unwrap(), Content::Replaced));
+        assert!(matches!(read_file(&dir, name("fifo"), 10, None).unwrap(), Content::Replaced));
+        // Another file renamed over the name listed.
+        std::fs::rename(root.path().join("other"), root.path().join("file")).unwrap();
+        assert!(matches!(read_file(&dir, name("file"), 10, Some(&listed)).unwrap(), Content::Replaced));
+        assert_eq!(read_link(&dir, name("link")).unwrap(), Some(b"file".to_vec()));
+    }
+
+    #[test]
+    fn a_file_is_replaced_through_a_new_name_never_through_a_link_planted() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = TempDir::new();
+        let outside = TempDir::new();
+        std::fs::write(outside.path().join("victim"), "untouched").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("victim"), root.path().join("target")).unwrap();
+        let dir = open_dir_path(root.path()).unwrap();
+        replace_file(&dir, OsStr::new("target"), b"written", 0o640, ".t").unwrap();
+        assert_eq!(std::fs::read_to_string(outside.path().join("victim")).unwrap(), "untouched");
+        let meta = std::fs::symlink_metadata(root.path().join("target")).unwrap();
+        assert!(meta.is_file() && meta.permissions().mode() & 0o7777 == 0o640);
+        assert_eq!(std::fs::read_to_string(root.path().join("target")).unwrap(), "written");
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 1, "no temporary file left");
+    }
+}

@@ -1,7 +1,7 @@
 //! The `checkpoints` tool: list the calls that changed files, which `undo` can undo.
 
 use serde_json::json;
-use tool_runtime::{SessionState, ToolOutput, tool};
+use tool_runtime::{ToolContext, ToolOutput, tool};
 
 use crate::checkpoint::{Checkpoints, clock, shown_id};
 
@@ -17,8 +17,8 @@ const SHOWN_PATHS: usize = 20;
 /// oldest are dropped past the session's limits). Files that `.gitignore` ignores and files
 /// over the size limit are not recorded.
 #[tool(parallel, read_only, timeout = "10s")]
-pub async fn checkpoints(session: SessionState) -> ToolOutput {
-    let checkpoints = Checkpoints::in_state(&session);
+pub async fn checkpoints(ctx: &ToolContext) -> ToolOutput {
+    let checkpoints = Checkpoints::of_call(ctx);
     if !checkpoints.is_enabled() {
         return ToolOutput::text("Checkpoints are off in this session: no call can be undone.");
     }

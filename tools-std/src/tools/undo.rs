@@ -46,7 +46,7 @@ pub async fn undo(
     if !ws.is_local() {
         return Err(ToolError::execution(UndoError::Off.to_string()));
     }
-    let checkpoints = Checkpoints::in_state(ctx.session());
+    let checkpoints = Checkpoints::of_call(ctx);
     let root = ws.root().to_path_buf();
     // Each path is offered to the permission hook, as the file tools offer the paths they write.
     let paths = checkpoints.paths(&target).map_err(undo_error)?;
