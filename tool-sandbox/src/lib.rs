@@ -25,6 +25,6 @@ pub use policy::{
     SandboxPolicy,
 };
 pub use probe::Probe;
-pub use sandbox::{Sandbox, SandboxError, SandboxReport};
+pub use sandbox::{Placeholders, Sandbox, SandboxError, SandboxReport};
 pub use session_dir::SessionDir;
 pub use violation::Violation;

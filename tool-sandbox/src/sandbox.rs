@@ -102,8 +102,6 @@ pub struct Sandbox {
     /// Whether commands get a mount namespace of their own (read-only mounts, placeholders,
     /// hidden directories).
     protect: bool,
-    /// The empty directories made for protected names that were absent.
-    placeholders: Vec<Placeholder>,
     /// The commands' temporary directory, when the policy named none.
     _temp: Option<crate::SessionDir>,
 }
@@ -243,9 +241,7 @@ impl Sandbox {
             return Err(SandboxError { mode: policy.mode, missing: refusals });
         }
         report.missing.extend(refusals);
-        let placeholders = if protect { make_placeholders(&policy) } else { Vec::new() };
         let mut sandbox = Self::build(policy, probe, report, protect)?;
-        sandbox.placeholders = placeholders;
         sandbox._temp = temp;
         Ok(sandbox)
     }
@@ -261,7 +257,6 @@ impl Sandbox {
             #[cfg(target_os = "linux")]
             namespace: None,
             protect: false,
-            placeholders: Vec::new(),
             _temp: None,
         }
     }
@@ -344,16 +339,7 @@ impl Sandbox {
         if namespace.is_some() {
             report.layers.push(NAMESPACE_LAYER);
         }
-        Ok(Sandbox {
-            policy,
-            report,
-            landlock,
-            seccomp,
-            namespace,
-            protect,
-            placeholders: Vec::new(),
-            _temp: None,
-        })
+        Ok(Sandbox { policy, report, landlock, seccomp, namespace, protect, _temp: None })
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -411,8 +397,32 @@ impl Sandbox {
     /// Makes `command` start confined: its child enters the sandbox between `fork` and `exec`.
     /// `cwd` is the directory the command starts in (set it on the command too). The read-only
     /// mounts of the protected paths that exist now are prepared here, before the fork.
-    /// `TMPDIR`, `TMP` and `TEMP` are set to the commands' temporary directory.
+    /// `TMPDIR`, `TMP` and `TEMP` are set to the commands' temporary directory. Protected names
+    /// that are absent stay absent only with [`Sandbox::apply_holding`].
     pub fn apply(&self, command: &mut std::process::Command, cwd: &Path) -> std::io::Result<()> {
+        self.apply_with(command, cwd, &[])
+    }
+
+    /// As [`Sandbox::apply`], and the [placeholders](crate::PLACEHOLDERS) of the protected names
+    /// that are absent are made now and bound read-only for the command: keep what this returns
+    /// for as long as the command runs (dropping it removes them, if still empty, once no other
+    /// command of this process holds them, and then the command could create those names).
+    pub fn apply_holding(
+        &self,
+        command: &mut std::process::Command,
+        cwd: &Path,
+    ) -> std::io::Result<Placeholders> {
+        let held = if self.protect { make_placeholders(&self.policy) } else { Vec::new() };
+        self.apply_with(command, cwd, &held)?;
+        Ok(Placeholders { _held: held })
+    }
+
+    fn apply_with(
+        &self,
+        command: &mut std::process::Command,
+        cwd: &Path,
+        placeholders: &[Placeholder],
+    ) -> std::io::Result<()> {
         if self.policy.mode == SandboxMode::Off {
             return Ok(());
         }
@@ -423,7 +433,7 @@ impl Sandbox {
         }
         #[cfg(target_os = "linux")]
         {
-            let mounts = if self.protect { self.mount_plan(cwd)? } else { None };
+            let mounts = if self.protect { self.mount_plan(cwd, placeholders)? } else { None };
             let plan = crate::child::ChildPlan {
                 network: self.namespace.clone(),
                 mounts,
@@ -435,7 +445,7 @@ impl Sandbox {
         }
         #[cfg(not(target_os = "linux"))]
         {
-            let _ = (command, cwd);
+            let _ = (command, cwd, placeholders);
             Ok(())
         }
     }
@@ -443,7 +453,11 @@ impl Sandbox {
     /// The mounts that make the protected paths that exist read-only, pin their parents, and
     /// the user namespace they need when this process lacks `CAP_SYS_ADMIN`.
     #[cfg(target_os = "linux")]
-    fn mount_plan(&self, cwd: &Path) -> std::io::Result<Option<crate::child::MountPlan>> {
+    fn mount_plan(
+        &self,
+        cwd: &Path,
+        placeholders: &[Placeholder],
+    ) -> std::io::Result<Option<crate::child::MountPlan>> {
         use std::ffi::CString;
         use std::os::unix::ffi::OsStrExt;
         let c = |p: &Path| {
@@ -451,7 +465,7 @@ impl Sandbox {
                 .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a path holds a NUL byte"))
         };
         let mut targets = protected_targets(&self.policy);
-        targets.read_only.extend(self.placeholders.iter().map(|p| p.path.clone()));
+        targets.read_only.extend(placeholders.iter().map(|p| p.path.clone()));
         // The other sessions' directories beside this one's are hidden too (those made later than
         // this command are not).
         let mut hidden: Vec<PathBuf> = self.policy.hidden.iter().filter(|h| h.is_dir()).cloned().collect();
@@ -587,9 +601,16 @@ pub(crate) fn protected_targets(policy: &SandboxPolicy) -> Targets {
     targets
 }
 
+/// The placeholders a command started by [`Sandbox::apply_holding`] holds: dropping them removes
+/// each (if still an empty directory) that no other command of this process holds.
+#[derive(Debug, Default)]
+pub struct Placeholders {
+    _held: Vec<Placeholder>,
+}
+
 /// An empty directory made for a protected name that was absent, so that commands cannot create
-/// it: bound read-only in their mount namespace. Removed when the last sandbox of this process
-/// that holds it is dropped, if it is still an empty directory.
+/// it: bound read-only in their mount namespace. Removed when the last command of this process
+/// that holds it no longer does, if it is still an empty directory.
 #[derive(Debug)]
 pub(crate) struct Placeholder {
     pub(crate) path: PathBuf,

@@ -4,9 +4,10 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// A directory made at the start of a session, `<system temporary directory>/tools-<random>/`,
+/// A directory made at the start of a session, `<system temporary directory>/tools-<pid>-<random>/`,
 /// mode `0700`, made with `mkdir` so that a name planted in advance fails instead of being used,
-/// and removed (without following links) when dropped:
+/// and removed (without following links) when dropped, or, when its process was killed, by the
+/// next session directory made beside it:
 ///
 /// - [`state`](SessionDir::state): the host's own files (checkpoint store, anything it writes
 ///   for itself). A [`SandboxPolicy`](crate::SandboxPolicy) given this directory
@@ -33,9 +34,10 @@ impl SessionDir {
     /// Makes a session directory in `parent`.
     pub fn create_in(parent: &Path) -> io::Result<SessionDir> {
         let parent = std::fs::canonicalize(parent)?;
+        remove_abandoned(&parent);
         let mut last = None;
         for _ in 0..8 {
-            let path = parent.join(format!("tools-{:016x}", random()?));
+            let path = parent.join(format!("tools-{}-{:016x}", std::process::id(), random()?));
             match make_private_dir(&path) {
                 Ok(()) => {
                     for sub in ["state", "tmp", "shared"] {
@@ -115,10 +117,33 @@ pub(crate) fn other_sessions(state: &Path) -> Vec<PathBuf> {
 }
 
 fn is_session_name(path: &Path) -> bool {
-    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-        n.strip_prefix("tools-")
-            .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-    })
+    session_pid(path).is_some()
+}
+
+/// The pid in a session directory's name, `tools-<pid>-<16 hexadecimal digits>`.
+fn session_pid(path: &Path) -> Option<u32> {
+    let rest = path.file_name()?.to_str()?.strip_prefix("tools-")?;
+    let (pid, hex) = rest.split_once('-')?;
+    (hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then_some(())?;
+    pid.parse().ok()
+}
+
+/// Removes the session directories of this user in `parent` whose process no longer runs (one
+/// killed does not remove its own). Linux only: elsewhere nothing says a process ended.
+#[cfg(not(target_os = "linux"))]
+fn remove_abandoned(_parent: &Path) {}
+
+#[cfg(target_os = "linux")]
+fn remove_abandoned(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    let uid = crate::child::ids().0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(pid) = session_pid(&path) else { continue };
+        if owner(&path) == Some(uid) && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
 }
 
 /// The owner of a directory (not a link).
@@ -171,5 +196,21 @@ mod tests {
         drop(dir);
         assert!(!path.exists());
         assert!(Path::new("/etc/passwd").exists());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_directory_of_a_session_whose_process_ended_is_removed_by_the_next() {
+        let parent = std::env::temp_dir().join(format!("session-dir-test-{}", std::process::id()));
+        std::fs::create_dir_all(&parent).unwrap();
+        // A pid past the kernel's limit runs nowhere.
+        let abandoned = parent.join(format!("tools-{}-{:016x}", u32::MAX, 1));
+        std::fs::create_dir_all(abandoned.join("state")).unwrap();
+        let running = parent.join(format!("tools-{}-{:016x}", std::process::id(), 2));
+        std::fs::create_dir_all(&running).unwrap();
+        let dir = SessionDir::create_in(&parent).unwrap();
+        assert!(!abandoned.exists() && running.exists());
+        drop(dir);
+        std::fs::remove_dir_all(&parent).unwrap();
     }
 }

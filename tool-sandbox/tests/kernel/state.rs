@@ -106,6 +106,17 @@ fn state_inside_the_root_is_hidden_and_read_only_and_the_report_says_so() {
     assert!(!state.join("out_2").exists() && state.join("out_1").exists(), "{out}");
 }
 
+/// Runs `script` as [`run_in`] does, holding the placeholders of absent protected names while
+/// it runs (as `bash` does).
+fn run_holding(sandbox: &Sandbox, cwd: &Path, script: &str) -> (i32, String) {
+    let mut command = std::process::Command::new("bash");
+    command.arg("-c").arg(format!("exec 2>&1; {script}")).current_dir(cwd);
+    let held = sandbox.apply_holding(&mut command, cwd).unwrap();
+    let out = command.output().unwrap();
+    drop(held);
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// Whether `path` exists (as anything, a link included).
 fn exists(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok()
@@ -128,15 +139,16 @@ fn absent_protected_names_cannot_be_created_and_nothing_is_left_behind() {
         "git init -q . 2>&1 || mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit",
         "echo '[core] fsmonitor = evil' > .git/config",
     ] {
-        let (code, out) = run_in(&sandbox, &fx.root, script);
+        let (code, out) = run_holding(&sandbox, &fx.root, script);
         assert_ne!(code, 0, "`{script}` succeeded: {out}");
     }
     for name in [".claude/hooks", ".mcp.json/x", "AGENTS.md/x", ".git/config", ".git/hooks"] {
         assert!(!exists(&fx.root.join(name)), "{name}");
     }
     // The root stays writable beside them.
-    let (code, out) = run_in(&sandbox, &fx.root, "echo ok > notes.md && mkdir build && cat notes.md");
+    let (code, out) = run_holding(&sandbox, &fx.root, "echo ok > notes.md && mkdir build && cat notes.md");
     assert_eq!((code, out.as_str()), (0, "ok\n"));
+    // The placeholders go with the command that held them.
     drop(sandbox);
     let mut left: Vec<_> = std::fs::read_dir(&fx.root).unwrap().map(|e| e.unwrap().file_name()).collect();
     left.sort();
@@ -170,14 +182,14 @@ fn git_metadata_is_read_only_by_default() {
     // With git writes allowed, git's own files are writable, what it runs is not, even absent.
     let git = fx.policy.clone().with_git_writes(true);
     let sandbox = Sandbox::new(git).unwrap();
-    let (code, out) = run_in(&sandbox, &fx.root, "echo new > .git/index && echo ok");
+    let (code, out) = run_holding(&sandbox, &fx.root, "echo new > .git/index && echo ok");
     assert_eq!((code, out.as_str()), (0, "ok\n"));
     for script in [
         "echo evil > .git/hooks/x",
         "echo evil > .git/config",
         "mkdir -p .git/info && echo x > .git/info/exclude",
     ] {
-        let (code, out) = run_in(&sandbox, &fx.root, script);
+        let (code, out) = run_holding(&sandbox, &fx.root, script);
         assert_ne!(code, 0, "`{script}` succeeded: {out}");
     }
     drop(sandbox);
