@@ -458,7 +458,8 @@ impl PermissionHook for AllowOutsideRoot {
 async fn list(args: ListArgs) -> Result<i32, Failure> {
     let mounts = mount(&args.mcp, &EnvFilter::base(), None, false).await?;
     let mode = if args.hosted_search { SearchMode::Hosted } else { SearchMode::Client };
-    let catalog = catalog(registry(&mounts)?, &args.defer)?.with_search_mode(mode);
+    let registry = describable(registry(&mounts)?, args.format.provider(), &definition_options(&args))?;
+    let catalog = catalog(registry, &args.defer)?.with_search_mode(mode);
     let loaded: LoadedTools = args.loaded.iter().collect();
     for name in loaded.names() {
         if !catalog.is_deferred(name) {
@@ -469,6 +470,36 @@ async fn list(args: ListArgs) -> Result<i32, Failure> {
     }
     print_json(&definitions(&catalog, args.format.provider(), &loaded, &definition_options(&args))?)?;
     Ok(EXIT_OK)
+}
+
+/// `registry` without the mounted tools that `provider` cannot be told about with `options`,
+/// each named on standard error with the reason: a mounted server's schema that one provider
+/// cannot take costs that tool in that provider's definitions alone. Our own tools are not
+/// dropped: one that cannot be described stays an error.
+fn describable(
+    registry: Registry,
+    provider: Provider,
+    options: &DefinitionOptions,
+) -> Result<Registry, Failure> {
+    let mut left_out: Vec<String> = Vec::new();
+    for spec in registry.specs().filter(|spec| spec.tags.iter().any(|tag| tag == "mcp")) {
+        if let Err(error) = provider.definition(spec, options) {
+            let _ = writeln!(
+                io::stderr().lock(),
+                "tools: the mounted tool `{}` is left out of the definitions: {error}",
+                spec.name
+            );
+            left_out.push(spec.name.clone());
+        }
+    }
+    if left_out.is_empty() {
+        return Ok(registry);
+    }
+    Registry::builder()
+        .examples_checked_by_tests()
+        .tools(registry.tools().filter(|tool| !left_out.contains(&tool.spec().name)).cloned())
+        .build()
+        .map_err(|e| Failure::usage(e.to_string()))
 }
 
 fn definition_options(args: &ListArgs) -> DefinitionOptions {

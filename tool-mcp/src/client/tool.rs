@@ -51,9 +51,9 @@ pub(crate) struct Listed {
 }
 
 /// Builds the tools of one `tools/list` answer of the server `name` (named by `naming`, deferred
-/// when `defer`), whose calls go to `server`. Each input and output schema must compile and
-/// lower to every provider; a tool whose schema does not, that has no name, or whose name
-/// another of its tools already takes, is left out with the reason.
+/// when `defer`), whose calls go to `server`. A tool whose input schema does not compile or
+/// cannot be described over MCP, that has no name, or whose name another of its tools already
+/// takes, is left out with the reason.
 pub(crate) fn mounted_tools(
     name: &str,
     naming: &Naming,
@@ -93,20 +93,80 @@ pub(crate) fn mounted_tools(
     out
 }
 
+/// Whether the tool can be served: its input schema compiles (so its arguments can be
+/// validated) and it can be described over MCP (`tools serve` serves it as it was given). What
+/// another provider cannot take only leaves the tool out of that provider's definitions
+/// (`tools list --format`), with a warning there.
 fn check_schemas(spec: &ToolSpec, remote: &str) -> Result<(), String> {
     if let Err(reason) = tool_core::check_input_schema(&spec.name, &spec.input_schema) {
         return Err(format!("the input schema of its tool `{remote}` cannot be used: {reason}"));
     }
-    for provider in Provider::ALL {
-        if let Err(error) = provider.definition(spec, &DefinitionOptions::default()) {
-            let place =
-                if error.location.is_empty() { String::new() } else { format!(" at `{}`", error.location) };
-            return Err(format!(
-                "its tool `{remote}` cannot be described to {}{place}: {}",
-                provider.display_name(),
-                error.reason
-            ));
-        }
+    if let Err(error) = Provider::Mcp.definition(spec, &DefinitionOptions::default()) {
+        let place =
+            if error.location.is_empty() { String::new() } else { format!(" at `{}`", error.location) };
+        return Err(format!(
+            "its tool `{remote}` cannot be described to {}{place}: {}",
+            Provider::Mcp.display_name(),
+            error.reason
+        ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nowhere;
+
+    impl Server for Nowhere {
+        fn call_tool<'a>(
+            &'a self,
+            _remote: &'a str,
+            _args: Value,
+            _ctx: ToolContext,
+        ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+            Box::pin(async { Ok(ToolOutput::text("")) })
+        }
+    }
+
+    fn listed(name: &str, input: Value, output: Option<Value>) -> rmcp::model::Tool {
+        let mut value = serde_json::json!({"name": name, "inputSchema": input});
+        if let Some(output) = output {
+            value["outputSchema"] = output;
+        }
+        serde_json::from_value(value).unwrap()
+    }
+
+    /// One tool that cannot be served costs that tool alone, with a reason naming it; a schema
+    /// only some providers cannot take (an `allOf` at the root) is kept.
+    #[test]
+    fn a_tool_that_cannot_be_served_is_left_out_with_its_reason() {
+        let object = serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        let all_of = serde_json::json!({"type": "object", "allOf": [{"required": ["a"]}],
+            "if": {"required": ["a"]}, "then": {"properties": {"a": {"minLength": 1}}}});
+        let tools = [
+            listed("fine", object.clone(), None),
+            listed("rooted", all_of, None),
+            listed("broken", serde_json::json!({"type": "object", "properties": {"a": {"type": 5}}}), None),
+            listed("texty", object.clone(), Some(serde_json::json!({"type": "string"}))),
+            listed("", object.clone(), None),
+        ];
+        let server: Arc<dyn Server> = Arc::new(Nowhere);
+        let out = mounted_tools("srv", &Naming::default(), false, &server, &tools);
+        let names: Vec<&str> = out.tools.iter().map(|tool| tool.spec().name.as_str()).collect();
+        assert_eq!(names, ["srv__fine", "srv__rooted"]);
+        assert_eq!(out.skipped.len(), 3, "{:?}", out.skipped);
+        assert!(
+            out.skipped[0].starts_with("the input schema of its tool `broken` cannot be used: "),
+            "{:?}",
+            out.skipped
+        );
+        assert!(
+            out.skipped[1].starts_with("its tool `texty` cannot be described to MCP: "),
+            "{:?}",
+            out.skipped
+        );
+        assert_eq!(out.skipped[2], "it listed a tool without a name");
+    }
 }

@@ -299,3 +299,72 @@ fn an_unreachable_http_mount_is_reported_without_its_secrets_or_type_names() {
     }
     assert!(run.stderr.contains("could not connect") || run.stderr.contains("refused"), "{}", run.stderr);
 }
+
+/// A stdio MCP server in a few lines of Python (no SDK): it lists a tool every provider takes,
+/// one whose schema some providers cannot take (`allOf` inside a property), and one whose
+/// schema does not compile.
+const ODD_SERVER: &str = r#"
+import json, sys
+tools = [
+    {"name": "fine", "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}}}},
+    {"name": "odd", "inputSchema": {"type": "object", "properties": {"options": {"allOf": [True]}}}},
+    {"name": "broken", "inputSchema": {"type": "object", "properties": {"a": {"type": 5}}}},
+]
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    if message["method"] == "initialize":
+        result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "odd", "version": "1"}}
+    elif message["method"] == "tools/list":
+        result = {"tools": tools}
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "no"}}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"#;
+
+/// One mounted tool that cannot be used costs that tool alone (named on stderr), and one that
+/// some provider cannot take is left out of that provider's definitions only.
+#[test]
+fn one_odd_mounted_tool_costs_that_tool_alone() {
+    if !std::process::Command::new("python3").arg("-c").arg("pass").status().is_ok_and(|s| s.success()) {
+        return tool_tests::skip("python3 is not installed");
+    }
+    let fx = Fixture::new();
+    let script = fx.dir.path().join("odd_server.py");
+    std::fs::write(&script, ODD_SERVER).unwrap();
+    let config = fx.dir.path().join("odd.json");
+    let servers = json!({"mcpServers": {"odd": {"command": "python3", "args": [script.to_str().unwrap()]}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let names = |run: &common::Run| -> Vec<String> {
+        run.json().as_array().unwrap().iter().filter_map(|d| d["name"].as_str().map(str::to_owned)).collect()
+    };
+    let run = fx.run(&["list", "--mcp-config", config.to_str().unwrap()], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let served = names(&run);
+    assert!(
+        served.contains(&"odd__fine".to_owned()) && served.contains(&"odd__odd".to_owned()),
+        "{served:?}"
+    );
+    assert!(!served.contains(&"odd__broken".to_owned()), "{served:?}");
+    assert!(
+        run.stderr
+            .contains("tools: MCP server `odd`: the input schema of its tool `broken` cannot be used: "),
+        "{}",
+        run.stderr
+    );
+    let mut left_out = 0;
+    for format in ["openai-chat", "openai-responses", "anthropic", "gemini"] {
+        let run = fx.run(&["list", "--format", format, "--mcp-config", config.to_str().unwrap()], None);
+        assert_eq!(run.code, 0, "{format}: {}", run.stderr);
+        let listed = |name: &str| run.stdout.contains(&format!("\"{name}\""));
+        assert!(listed("odd__fine"), "{format}: {}", run.stdout);
+        let refused =
+            run.stderr.contains("tools: the mounted tool `odd__odd` is left out of the definitions: ");
+        assert_eq!(listed("odd__odd"), !refused, "{format}: {}", run.stderr);
+        left_out += usize::from(refused);
+    }
+    assert!(left_out > 0, "some provider cannot take `allOf` there");
+}
