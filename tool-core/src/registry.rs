@@ -11,7 +11,7 @@ use crate::error::ToolError;
 use crate::output::ToolOutput;
 use crate::spec::{SourceLocation, ToolSpec, is_valid_tool_name};
 use crate::tool::{DecodedCall, Tool};
-use crate::validate::{ArgumentValidator, ValidatedArgs, ValidationOptions};
+use crate::validate::{ArgumentValidator, Coercion, ValidatedArgs, ValidationOptions};
 
 /// A link-time registration made by `#[tool]`. Collected with `inventory`.
 #[doc(hidden)]
@@ -446,7 +446,11 @@ impl Found<'_> {
 
     /// Validates the arguments against the tool's schema (compiled on first use).
     fn validate(&self, arguments: Arguments) -> Result<ValidatedArgs, ToolError> {
-        self.entry.validator()?.validate(arguments, self.options)
+        let tool = self.tool;
+        let adapt = |map: &mut serde_json::Map<String, serde_json::Value>, coercions: &mut Vec<Coercion>| {
+            tool.adapt_arguments(map, coercions)
+        };
+        self.entry.validator()?.validate(arguments, self.options, Some(&adapt))
     }
 }
 

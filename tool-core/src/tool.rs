@@ -2,13 +2,14 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::call::Arguments;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::output::ToolOutput;
 use crate::spec::ToolSpec;
+use crate::validate::Coercion;
 
 // Kept at its old path for the modules that still import it from here.
 use crate::future::BoxFuture;
@@ -40,6 +41,16 @@ pub trait Tool: Send + Sync + 'static {
     fn decode(&self, arguments: &Arguments) -> Option<DecodedCall> {
         let _ = arguments;
         None
+    }
+
+    /// Rewrites arguments sent in the shape another agent's tool of the same kind takes (a
+    /// timeout in milliseconds, a command line as an array) into this tool's own, recording each
+    /// change in `coercions` (it ends up in the result's `metadata.coercions`). Called only when
+    /// validation is lenient and the arguments as sent are invalid, before the other lenient
+    /// fixes; what it leaves is validated as usual, so it only has to rewrite what it is sure of.
+    /// The schema the tool publishes keeps its own names. The default changes nothing.
+    fn adapt_arguments(&self, arguments: &mut Map<String, Value>, coercions: &mut Vec<Coercion>) {
+        let _ = (arguments, coercions);
     }
 }
 

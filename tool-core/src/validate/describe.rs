@@ -44,10 +44,15 @@ impl ArgumentValidator {
                     .collect()
             }
             ValidationErrorKind::Type { .. } => {
-                let expected = schema_at(&self.schema, &pointer)
+                let schema = schema_at(&self.schema, &pointer);
+                let mut expected = schema
                     .map(|s| schema_types(s).into_iter().map(type_phrase).collect::<Vec<_>>().join(" or "))
                     .filter(|s| !s.is_empty())
                     .unwrap_or_else(|| "a different type".to_owned());
+                // An object is named by its properties, so the model sees the shape to send.
+                if let Some(shape) = schema.and_then(object_shape) {
+                    expected = format!("{expected} with the properties {shape}");
+                }
                 vec![format!("{}: expected {expected}, received {received}", at(&pointer))]
             }
             ValidationErrorKind::Enum { options } => {
@@ -180,6 +185,30 @@ fn allowed_values(schema: &Value) -> Option<Vec<Value>> {
         }
     }
     None
+}
+
+/// `` `label` (required), `description` `` for an object schema with declared properties.
+fn object_shape(schema: &Value) -> Option<String> {
+    if !schema_types(schema).contains(&"object") {
+        return None;
+    }
+    let properties = schema.get("properties")?.as_object().filter(|p| !p.is_empty())?;
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let names: Vec<String> = properties
+        .keys()
+        .map(|name| {
+            if required.contains(&name.as_str()) {
+                format!("`{name}` (required)")
+            } else {
+                format!("`{name}`")
+            }
+        })
+        .collect();
+    Some(names.join(", "))
 }
 
 fn type_phrase(t: &str) -> String {

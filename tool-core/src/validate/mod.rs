@@ -68,6 +68,10 @@ pub fn check_input_schema(tool: &str, schema: &Value) -> Result<(), String> {
     ArgumentValidator::new(tool, schema).map(drop)
 }
 
+/// A tool's rewriting of arguments sent in another tool's shape (see
+/// [`Tool::adapt_arguments`](crate::Tool::adapt_arguments)), applied in the leniency pass.
+pub(crate) type Adapt<'a> = &'a dyn Fn(&mut Map<String, Value>, &mut Vec<Coercion>);
+
 /// A compiled validator for one tool's argument schema, with its leniency plan.
 pub(crate) struct ArgumentValidator {
     tool: String,
@@ -114,20 +118,22 @@ impl ArgumentValidator {
     }
 
     /// Validates one call's arguments: text is parsed (empty text is `{}`), a value is taken as
-    /// it is.
+    /// it is. `adapt`, the tool's own rewriting of arguments sent in another tool's shape, runs
+    /// first in the leniency pass.
     pub(crate) fn validate(
         &self,
         arguments: Arguments,
         options: ValidationOptions,
+        adapt: Option<Adapt<'_>>,
     ) -> Result<ValidatedArgs, ToolError> {
         match arguments {
-            Arguments::Text(text) => self.validate_text(&text, options),
-            Arguments::Json(value) => self.check(value, None, options),
+            Arguments::Text(text) => self.validate_text(&text, options, adapt),
+            Arguments::Json(value) => self.check(value, None, options, adapt),
             Arguments::Freeform { freeform } => match &self.freeform {
                 Some(parameter) => {
                     let mut object = Map::new();
                     object.insert(parameter.clone(), Value::String(freeform));
-                    self.check(Value::Object(object), None, options)
+                    self.check(Value::Object(object), None, options, adapt)
                 }
                 None => Err(ToolError::invalid_arguments(format!(
                     "`{}` takes JSON arguments, not free-form text. Call it as a function with a JSON object of \
@@ -154,10 +160,11 @@ impl ArgumentValidator {
     }
 
     /// Validates arguments given as JSON text.
-    pub(crate) fn validate_text(
+    fn validate_text(
         &self,
         raw: &str,
         options: ValidationOptions,
+        adapt: Option<Adapt<'_>>,
     ) -> Result<ValidatedArgs, ToolError> {
         let trimmed = raw.trim();
         let value = if trimmed.is_empty() {
@@ -165,7 +172,7 @@ impl ArgumentValidator {
         } else {
             serde_json::from_str(trimmed).map_err(|e| self.json_error(raw, &e))?
         };
-        self.check(value, Some(raw), options)
+        self.check(value, Some(raw), options, adapt)
     }
 
     /// `raw` is the text the value was parsed from, if any: what the error echoes.
@@ -174,6 +181,7 @@ impl ArgumentValidator {
         mut value: Value,
         raw: Option<&str>,
         options: ValidationOptions,
+        adapt: Option<Adapt<'_>>,
     ) -> Result<ValidatedArgs, ToolError> {
         // A valid call pays nothing for leniency: normalizing only changes what holds a `null`
         // (dropped: absent) or what fails validation (coerced), so a call without either is
@@ -187,6 +195,12 @@ impl ArgumentValidator {
             None => Cow::Owned(value.to_string()),
         };
         let mut coercions = Vec::new();
+        if options.coerce
+            && let Some(adapt) = adapt
+            && let Value::Object(map) = &mut value
+        {
+            adapt(map, &mut coercions);
+        }
         self.plan.normalize(&mut value, options.coerce, &mut coercions);
         if !value.is_object() {
             return Err(self.invalid(
