@@ -100,6 +100,37 @@ impl Fixture {
             .build()
     }
 
+    /// Calls `tool` with the JSON text `raw` through a dispatcher over every tool (lenient
+    /// validation, the default permissions, this fixture's dependencies): the result as the
+    /// model gets it, with `metadata.coercions`.
+    pub(crate) async fn dispatch(&self, tool: &str, raw: &str) -> ToolOutput {
+        let registry = Registry::builder().tools(crate::all()).build().expect("no duplicate tools");
+        let dispatcher = tool_runtime::Dispatcher::builder(registry)
+            .dependencies((*self.deps).clone())
+            .session_state(self.session.clone())
+            .build();
+        let call = tool_runtime::ToolCall::new("call_1", tool, tool_runtime::Arguments::Text(raw.to_owned()));
+        dispatcher.run(call, tool_runtime::CancellationToken::new()).await.output
+    }
+
+    /// The `(path, to)` pairs of a result's `metadata.coercions`.
+    pub(crate) fn coercions(out: &ToolOutput) -> Vec<(String, String)> {
+        out.metadata
+            .get("coercions")
+            .and_then(Value::as_array)
+            .map(|all| {
+                all.iter()
+                    .map(|c| {
+                        (
+                            c["path"].as_str().unwrap_or("").to_owned(),
+                            c["to"].as_str().unwrap_or("").to_owned(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Calls `tool` through the registry (validation included) with the default permissions.
     pub(crate) async fn call(&self, tool: &str, args: Value) -> Result<ToolOutput, ToolError> {
         self.call_with(self.ctx(tool), tool, args).await

@@ -302,3 +302,156 @@ async fn glob_lists_exactly_the_files_rg_lists() {
         }
     }
 }
+
+/// (file, line, whether it matched) from the `grep` tool's output in content mode, context lines
+/// (`  12- text`) included.
+fn parse_grep_lines(text: &str) -> BTreeSet<(String, u64, bool)> {
+    let mut found = BTreeSet::new();
+    let mut file = String::new();
+    for line in text.lines() {
+        if line.is_empty() || line.starts_with("No matches") || line.starts_with('[') || line == "  --" {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("  ") {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            let number = rest[..digits].parse().expect("a line number");
+            let matched = match &rest[digits..digits + 2] {
+                ": " => true,
+                "- " => false,
+                other => panic!("unexpected separator {other:?} in {line:?}"),
+            };
+            found.insert((file.clone(), number, matched));
+        } else {
+            file = line.to_owned();
+        }
+    }
+    found
+}
+
+/// (file, line, whether it matched) from `rg --null --line-number` with context (`--` lines
+/// between groups, and a line about each binary file that stopped a search).
+fn parse_rg_lines(text: &str) -> BTreeSet<(String, u64, bool)> {
+    text.lines()
+        .filter_map(|line| {
+            let (file, rest) = line.split_once('\0')?;
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            let matched = rest.as_bytes()[digits] == b':';
+            Some((file.strip_prefix("./").unwrap_or(file).to_owned(), rest[..digits].parse().ok()?, matched))
+        })
+        .collect()
+}
+
+/// The file lines of the `grep` tool's output outside content mode, up to its notice.
+fn grep_files(text: &str) -> Vec<String> {
+    text.lines().take_while(|l| !l.is_empty() && !l.starts_with('[')).map(str::to_owned).collect()
+}
+
+#[tokio::test]
+async fn grep_modes_find_what_rg_finds() {
+    if !rg_available() {
+        return;
+    }
+    let dir = TempDir::new("grep-modes");
+    generate(dir.path());
+    let root = dir.path();
+    let all = 1_000_000;
+    for pattern in ["foo", "fn \\w+", "(?i)abc|def", "x{3000}"] {
+        // `rg -l`: the same files.
+        let ours: BTreeSet<String> = grep_files(
+            &call(
+                root,
+                "grep",
+                json!({"pattern": pattern, "output_mode": "files_with_matches", "limit": all}),
+            )
+            .await,
+        )
+        .into_iter()
+        .collect();
+        let theirs: BTreeSet<String> = rg(root, &["--files-with-matches", "-e", pattern])
+            .lines()
+            .map(|l| l.strip_prefix("./").unwrap_or(l).to_owned())
+            .collect();
+        assert!(!theirs.is_empty(), "{pattern:?} should match something");
+        assert_eq!(ours, theirs, "-l {pattern:?}");
+        // `rg -c`: the same count in each file.
+        let ours: BTreeSet<(String, u64)> = grep_files(
+            &call(root, "grep", json!({"pattern": pattern, "output_mode": "count", "limit": all})).await,
+        )
+        .iter()
+        .map(|l| {
+            let (file, count) = l.rsplit_once(": ").expect("file: count");
+            (file.to_owned(), count.parse().unwrap())
+        })
+        .collect();
+        let theirs: BTreeSet<(String, u64)> =
+            rg(root, &["--count", "--with-filename", "--null", "-e", pattern])
+                .lines()
+                .map(|l| {
+                    let (file, count) = l.split_once('\0').expect("file\\0count");
+                    (file.strip_prefix("./").unwrap_or(file).to_owned(), count.parse().unwrap())
+                })
+                .collect();
+        assert_eq!(ours, theirs, "-c {pattern:?}");
+        // `rg -C 2`: the same matching and context lines.
+        let ours = parse_grep_lines(
+            &call(root, "grep", json!({"pattern": pattern, "context": 2, "limit": all})).await,
+        );
+        let theirs = parse_rg_lines(&rg(
+            root,
+            &["--context", "2", "--line-number", "--with-filename", "--no-heading", "--null", "-e", pattern],
+        ));
+        assert!(theirs.iter().any(|(_, _, matched)| !matched), "{pattern:?}: some context lines");
+        assert_eq!(
+            ours,
+            theirs,
+            "-C 2 {pattern:?}: only ours {:?}, only rg {:?}",
+            ours.difference(&theirs).collect::<Vec<_>>(),
+            theirs.difference(&ours).collect::<Vec<_>>()
+        );
+    }
+    // `rg --type rust` (and `py`): the same lines of the same files, except that rg lets a
+    // file of the type through even when it is hidden, and `grep` still skips hidden files.
+    for file_type in ["rust", "py", "markdown"] {
+        let ours =
+            parse_grep(&call(root, "grep", json!({"pattern": "foo", "type": file_type, "limit": all})).await);
+        let hidden = |file: &str| file.split('/').any(|part| part.starts_with('.'));
+        let theirs: BTreeSet<(String, u64)> = parse_rg(&rg(
+            root,
+            &["--type", file_type, "--line-number", "--with-filename", "--no-heading", "--null", "-e", "foo"],
+        ))
+        .into_iter()
+        .filter(|(file, _)| !hidden(file))
+        .collect();
+        assert!(!theirs.is_empty(), "--type {file_type} should match something");
+        assert_eq!(ours, theirs, "--type {file_type}");
+    }
+    // `rg -U --multiline-dotall`: every line of every match.
+    for pattern in
+        ["foo\\r?\\nbar", "\\d+\\r?\\n\\w", "(?i)abc\\s+def", "TODO.{0,12}fix", "\\n\\r?\\n\\s*\\w+"]
+    {
+        let ours = parse_grep_lines(
+            &call(root, "grep", json!({"pattern": pattern, "multiline": true, "limit": all})).await,
+        );
+        let theirs = parse_rg_lines(&rg(
+            root,
+            &[
+                "--multiline",
+                "--multiline-dotall",
+                "--line-number",
+                "--with-filename",
+                "--no-heading",
+                "--null",
+                "-e",
+                pattern,
+            ],
+        ));
+        assert!(!theirs.is_empty(), "-U {pattern:?} should match something");
+        assert_eq!(
+            ours,
+            theirs,
+            "-U {pattern:?}: only ours {:?}, only rg {:?}",
+            ours.difference(&theirs).collect::<Vec<_>>(),
+            theirs.difference(&ours).collect::<Vec<_>>()
+        );
+    }
+}

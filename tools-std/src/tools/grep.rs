@@ -2,20 +2,23 @@
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
+use std::path::Path;
+
 use grep_regex::RegexMatcherBuilder;
-use grep_searcher::sinks::Bytes;
-use grep_searcher::{BinaryDetection, SearcherBuilder};
+use grep_searcher::{BinaryDetection, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use ignore::types::TypesBuilder;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::json;
 use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
 use crate::Workspace;
 use crate::fs::ops::{FileKind, Target, WalkOptions};
 use crate::fs::screen::Screening;
-use crate::text::{clip, cut_line, excerpt, place, plural};
+use crate::text::{clip, cut_line, excerpt, place, plural, similar_names};
 
 /// Matching lines longer than this many characters are cut.
 pub const MAX_LINE_CHARS: usize = 500;
@@ -32,16 +35,19 @@ pub(crate) fn line_too_long(error: &std::io::Error) -> bool {
 /// Search file contents with a regular expression, like ripgrep.
 ///
 /// `pattern` uses Rust regex syntax (as ripgrep does: `fn\s+main`, `\bfoo\b`, `(?i)` inline
-/// flags; escape `{`, `(`, `.` and friends to match them literally); a match never spans lines.
-/// Searches `path` (a directory or one file, default: the workspace root), optionally only files
-/// matching `glob` (ripgrep `--glob` syntax, e.g. `*.rs` or `src/**/*.{ts,tsx}`). Like ripgrep,
+/// flags; escape `{`, `(`, `.` and friends to match them literally); a match never spans lines
+/// unless `multiline` is on. Searches `path` (a directory or one file, default: the workspace
+/// root), optionally only files matching `glob` (ripgrep `--glob` syntax, e.g. `*.rs` or
+/// `src/**/*.{ts,tsx}`) or of the ripgrep file `type` (`rust`, `py`, `ts`, ...). Like ripgrep,
 /// it skips hidden files, binary files and files ignored by `.gitignore` (inside a git
 /// repository or not), `.ignore` or `.rgignore`; a file that `glob` names explicitly is
-/// searched even so. Output: each matching file (newest first) on
-/// its own line, then its matching lines as `  <line number>: <text>`; lines longer than 500
-/// characters are cut. At most `limit` lines (default 100) are shown, with a notice giving the
-/// total; narrow `path`, `glob` or the pattern to see the rest, or `read` a file around a line.
-/// To find files by name, use `glob`.
+/// searched even so. `output_mode`: `content` (default) shows each matching file (newest
+/// first) on its own line, then its matching lines as `  <line number>: <text>` (context lines
+/// from `before`, `after` or `context` as `  <line number>- <text>`); lines longer than 500
+/// characters are cut. `files_with_matches` lists the files only, `count` each file with its
+/// number of matching lines. At most `limit` lines (or files; default 100) are shown after
+/// skipping `offset`, with a notice giving the total and the next offset; narrow `path`, `glob`
+/// or the pattern, or `read` a file around a line. To find files by name, use `glob`.
 #[tool(
     parallel,
     read_only,
@@ -50,6 +56,7 @@ pub(crate) fn line_too_long(error: &std::io::Error) -> bool {
     example = r#"{"pattern": "fn\\s+main", "glob": "*.rs"}"#,
     example = r#"{"pattern": "todo", "path": "src", "ignore_case": true, "limit": 20}"#
 )]
+#[allow(clippy::too_many_arguments)]
 pub async fn grep(
     ws: Dep<Workspace>,
     ctx: &ToolContext,
@@ -59,30 +66,65 @@ pub async fn grep(
     path: Option<String>,
     /// Only search files whose path matches this glob, e.g. `*.rs`.
     glob: Option<String>,
+    /// Only search files of this type, by ripgrep's type names (`rust`, `py`, `js`, `ts`, `go`,
+    /// `java`, `c`, `cpp`, `md`, ...).
+    #[arg(alias = "type")]
+    file_type: Option<String>,
+    /// What to show: `content` (matching lines, the default), `files_with_matches` (the files'
+    /// paths) or `count` (each file's number of matching lines).
+    output_mode: Option<OutputMode>,
     /// Match without regard to case.
-    #[arg(default = false)]
+    #[arg(default = false, alias = "-i", alias = "case_insensitive")]
     ignore_case: bool,
-    /// The maximum number of matching lines to show.
-    #[arg(default = 100)]
+    /// Lines of context to show before each matching line (content mode).
+    #[arg(alias = "-B")]
+    before: Option<u32>,
+    /// Lines of context to show after each matching line (content mode).
+    #[arg(alias = "-A")]
+    after: Option<u32>,
+    /// Lines of context to show before and after each matching line (content mode).
+    #[arg(alias = "-C")]
+    context: Option<u32>,
+    /// Show line numbers in content mode.
+    #[arg(default = true, alias = "-n")]
+    line_numbers: bool,
+    /// Let a match span lines: `.` matches a line break too, and `\n` can be in the pattern.
+    #[arg(default = false)]
+    multiline: bool,
+    /// Skip this many lines (or files, outside content mode) of the result before showing
+    /// `limit` of them: the next page of a long result.
+    #[arg(default = 0)]
+    offset: u32,
+    /// The maximum number of lines (or files, outside content mode) to show.
+    #[arg(default = 100, alias = "head_limit")]
     #[schemars(range(min = 1))]
     limit: u32,
 ) -> Result<ToolOutput, ToolError> {
     let target = ws.resolve(ctx, path.as_deref().unwrap_or("."), "search").await?;
+    let mode = output_mode.unwrap_or_default();
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(ignore_case)
         .multi_line(true)
+        .dot_matches_new_line(multiline)
         .octal(false)
-        .line_terminator(Some(b'\n'))
+        .line_terminator(if multiline { None } else { Some(b'\n') })
         .build(&pattern)
         .map_err(|e| {
             ToolError::invalid_arguments(format!("Invalid regular expression: {}", clip(&e.to_string())))
         })?;
+    let types = file_type.as_deref().map(file_types).transpose()?;
     let globs: Vec<String> = glob.iter().map(|g| g.trim().to_owned()).filter(|g| !g.is_empty()).collect();
+    let context = context.unwrap_or(0);
+    let config = SearchConfig {
+        before: if mode == OutputMode::Content { before.unwrap_or(context) as usize } else { 0 },
+        after: if mode == OutputMode::Content { after.unwrap_or(context) as usize } else { 0 },
+        multi_line: multiline,
+    };
+    let page = Page { mode, offset: offset as usize, limit: limit.max(1) as usize };
     let cancel = ctx.cancellation_token().clone();
     let workspace = ws.0.clone();
     let root = target.target.clone();
     let display = target.display.clone();
-    let limit = limit.max(1) as usize;
     let screening = Screening::new(ctx.path_screen(), ws.0.clone());
     let result = ws
         .blocking(move |ops| -> Result<(Found, Screening), ToolError> {
@@ -96,23 +138,23 @@ pub async fn grep(
                     FileKind::Other.describe()
                 )));
             }
-            let mut searcher = new_searcher();
             if info.kind != FileKind::Dir {
                 // The file the model named: an error says why it cannot be searched.
-                let mut found = Found::default();
+                let mut found = Found::new(page);
                 let cannot = |e: std::io::Error| {
                     let message = format!("Cannot search {display}: {e}.");
                     ToolError::from_io(e).with_message(message)
                 };
                 let reader = ops.open(&root).map_err(cannot)?;
-                let searched = search_one(&mut searcher, &matcher, reader, limit, true).map_err(cannot)?;
-                found.add(searched, limit, || workspace.display(&root));
+                let mut searcher = config.searcher();
+                let searched = search_one(&mut searcher, &matcher, reader, page.mode, page.room(), true)
+                    .map_err(cannot)?;
+                found.add(searched, || workspace.display(&root));
                 return Ok((found, screening));
             }
             // Each file is searched in the walk's thread that found it; the results are put in
             // the promised order (newest first, then by path) as they come.
-            drop(searcher);
-            let results = Mutex::new(Results::new(limit));
+            let results = Mutex::new(Results::new(page.room()));
             let screen_open = screening.is_open();
             let screening = Mutex::new(screening);
             let options = WalkOptions { globs, ..WalkOptions::default() };
@@ -123,12 +165,23 @@ pub async fn grep(
                 if entry.kind != FileKind::File || !(screen_open || lock(&screening).passes(&entry.path)) {
                     return true;
                 }
+                if let Some(types) = &types
+                    && !types
+                        .matched(Path::new(entry.path.file_name().unwrap_or_default()), false)
+                        .is_whitelist()
+                {
+                    return true;
+                }
                 // An unreadable file found by the walk is skipped, as ripgrep skips it.
                 if let Ok((reader, info)) = file.open() {
                     // Each walk thread keeps one searcher (and its buffers) for all its files.
-                    let searched = SEARCHER.with_borrow_mut(|searcher| {
-                        let searcher = searcher.get_or_insert_with(new_searcher);
-                        search_one(searcher, &matcher, reader, limit, false).unwrap_or(Searched::Skipped)
+                    let searched = SEARCHER.with_borrow_mut(|cached| {
+                        let searcher = match cached {
+                            Some((made_for, searcher)) if *made_for == config => searcher,
+                            _ => &mut cached.insert((config, config.searcher())).1,
+                        };
+                        search_one(searcher, &matcher, reader, page.mode, page.room(), false)
+                            .unwrap_or(Searched::Skipped)
                     });
                     if !matches!(searched, Searched::NoMatch) {
                         lock(&results).add(info.modified, entry.path, searched);
@@ -142,9 +195,9 @@ pub async fn grep(
             }
             let screening = screening.into_inner().unwrap_or_else(PoisonError::into_inner);
             let results = results.into_inner().unwrap_or_else(PoisonError::into_inner);
-            let mut found = Found::default();
+            let mut found = Found::new(page);
             for ((_, path), searched) in results.files {
-                found.add(searched, limit, || workspace.display(&path));
+                found.add(searched, || workspace.display(&path));
             }
             Ok((found, screening))
         })
@@ -152,7 +205,7 @@ pub async fn grep(
     let (result, screening) = result;
 
     let skipped = skipped_notice(&result.skipped) + &screening.notice("file", "searched");
-    if result.total == 0 {
+    if result.files == 0 {
         return Ok(ToolOutput::text(format!(
             "No matches for `{}` in {}. Hidden files, binary files and files ignored by .gitignore, .ignore or .rgignore are not searched.{skipped}",
             excerpt(&pattern),
@@ -161,71 +214,251 @@ pub async fn grep(
         .with_metadata("matches", json!(0))
         .with_metadata("screened", json!(screening.count())));
     }
-    // One string of the right size, each line appended without the formatting machinery.
-    let size: usize = result
-        .groups
-        .iter()
-        .map(|(file, lines)| file.len() + 2 + lines.iter().map(|(_, line)| line.len() + 24).sum::<usize>())
-        .sum();
-    let mut text = String::with_capacity(size);
-    for (i, (file, lines)) in result.groups.iter().enumerate() {
-        if i > 0 {
+    let with_context = config.before > 0 || config.after > 0;
+    let mut text = result.render(line_numbers, with_context);
+    let notice = result.notice(with_context);
+    if let Some(notice) = &notice {
+        if !text.is_empty() {
             text.push('\n');
         }
-        text.push_str(file);
-        text.push('\n');
-        for (line_number, line) in lines {
-            text.push_str("  ");
-            text.push_str(itoa::Buffer::new().format(*line_number));
-            text.push_str(": ");
-            text.push_str(line);
-            text.push('\n');
-        }
-    }
-    if result.shown < result.total {
-        let _ = write!(
-            text,
-            "\n[showing {} of {} in {}, newest files first; narrow the search with path, glob or a more specific pattern to see the rest]",
-            result.shown,
-            plural(result.total as u64, "matching line"),
-            plural(result.files as u64, "file")
-        );
+        text.push_str(notice);
     }
     text.push_str(&skipped);
     Ok(ToolOutput::text(text)
-        .with_metadata("matches", json!(result.total))
+        .with_metadata("matches", json!(result.matching))
         .with_metadata("files", json!(result.files))
-        .with_metadata("truncated", json!(result.shown < result.total))
+        .with_metadata("truncated", json!(result.shown < result.entries))
         .with_metadata("screened", json!(screening.count())))
 }
 
-#[derive(Debug, Default)]
+/// What `grep` shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// Matching lines, grouped by file.
+    #[default]
+    Content,
+    /// The paths of the files with a match.
+    FilesWithMatches,
+    /// Each file with its number of matching lines.
+    Count,
+}
+
+/// The file types ripgrep knows (`rust`, `py`, ...), with `name` selected.
+fn file_types(name: &str) -> Result<ignore::types::Types, ToolError> {
+    let mut builder = TypesBuilder::new();
+    builder.add_defaults();
+    let name = name.trim();
+    if !builder.definitions().iter().any(|def| def.name() == name) {
+        let known: Vec<String> = builder.definitions().iter().map(|def| def.name().to_owned()).collect();
+        let similar = similar_names(name, known.iter().map(String::as_str));
+        let hint = if similar.is_empty() {
+            "for example rust, py, js, ts, go, java, c, cpp, md, json, yaml, toml or sh".to_owned()
+        } else {
+            format!("did you mean {}?", similar.join(", "))
+        };
+        return Err(ToolError::invalid_arguments(format!(
+            "Unknown file type `{}` ({hint}); `type` takes ripgrep's type names, or use `glob` with a pattern such as `*.ext`.",
+            excerpt(name)
+        )));
+    }
+    builder.select(name);
+    builder
+        .build()
+        .map_err(|e| ToolError::invalid_arguments(format!("Unknown file type `{}`: {e}", excerpt(name))))
+}
+
+/// Which part of the result is shown.
+#[derive(Debug, Clone, Copy)]
+struct Page {
+    mode: OutputMode,
+    offset: usize,
+    limit: usize,
+}
+
+impl Page {
+    /// How many lines of the result, from its start, must be kept to show this page.
+    fn room(&self) -> usize {
+        self.offset.saturating_add(self.limit)
+    }
+}
+
+/// How each file is searched: what the searcher of a walk's thread is built with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SearchConfig {
+    before: usize,
+    after: usize,
+    multi_line: bool,
+}
+
+impl SearchConfig {
+    fn searcher(&self) -> grep_searcher::Searcher {
+        SearcherBuilder::new()
+            .binary_detection(BinaryDetection::quit(b'\x00'))
+            .line_number(true)
+            .heap_limit(Some(MAX_LINE_BYTES))
+            .before_context(self.before)
+            .after_context(self.after)
+            .multi_line(self.multi_line)
+            .build()
+    }
+}
+
+/// One line shown from a file: its number, its text (cut), and whether it matched (or is
+/// context).
+#[derive(Debug)]
+struct Line {
+    number: u64,
+    text: String,
+    matched: bool,
+}
+
+#[derive(Debug)]
 struct Found {
-    /// Files with matches, newest first, each with the lines shown from it.
-    groups: Vec<(String, Vec<(u64, String)>)>,
+    page: Page,
+    /// Files shown, newest first, each with its lines shown (content mode) and its number of
+    /// matching lines.
+    groups: Vec<(String, Vec<Line>, usize)>,
+    /// Entries of the result (lines in content mode, files otherwise): in all, and shown.
+    entries: usize,
     shown: usize,
-    total: usize,
+    /// Matching lines and files with a match, in all.
+    matching: usize,
     files: usize,
     /// Files that could not be searched to the end.
     skipped: Vec<String>,
 }
 
 impl Found {
+    fn new(page: Page) -> Self {
+        Found { page, groups: Vec::new(), entries: 0, shown: 0, matching: 0, files: 0, skipped: Vec::new() }
+    }
+
     /// Adds the next file's result, in the order the files are shown.
-    fn add(&mut self, searched: Searched, limit: usize, display: impl FnOnce() -> String) {
+    fn add(&mut self, searched: Searched, display: impl FnOnce() -> String) {
+        let Page { mode, offset, limit } = self.page;
+        let end = offset.saturating_add(limit);
         match searched {
             Searched::NoMatch => {}
             Searched::Skipped => self.skipped.push(display()),
-            Searched::Matches { count, mut shown } => {
-                self.total += count;
+            Searched::Matches { count, entries, mut shown } => {
+                self.matching += count;
                 self.files += 1;
-                shown.truncate(limit.saturating_sub(self.shown));
-                self.shown += shown.len();
-                if !shown.is_empty() {
-                    self.groups.push((display(), shown));
+                let first = self.entries;
+                if mode == OutputMode::Content {
+                    self.entries += entries;
+                    // This file's lines are entries first.. of the result; keep those in the page.
+                    let from = offset.saturating_sub(first).min(shown.len());
+                    let to = end.saturating_sub(first).min(shown.len());
+                    shown.truncate(to);
+                    shown.drain(..from);
+                    if !shown.is_empty() {
+                        self.shown += shown.len();
+                        self.groups.push((display(), shown, count));
+                    }
+                } else {
+                    self.entries += 1;
+                    if first >= offset && first < end {
+                        self.shown += 1;
+                        self.groups.push((display(), Vec::new(), count));
+                    }
                 }
             }
         }
+    }
+
+    /// The page as the model reads it.
+    fn render(&self, line_numbers: bool, with_context: bool) -> String {
+        // One string of the right size, each line appended without the formatting machinery.
+        let size: usize = self
+            .groups
+            .iter()
+            .map(|(file, lines, _)| file.len() + 24 + lines.iter().map(|l| l.text.len() + 24).sum::<usize>())
+            .sum();
+        let mut text = String::with_capacity(size);
+        for (i, (file, lines, count)) in self.groups.iter().enumerate() {
+            match self.page.mode {
+                OutputMode::FilesWithMatches => {
+                    text.push_str(file);
+                    text.push('\n');
+                }
+                OutputMode::Count => {
+                    text.push_str(file);
+                    text.push_str(": ");
+                    text.push_str(itoa::Buffer::new().format(*count));
+                    text.push('\n');
+                }
+                OutputMode::Content => {
+                    if i > 0 {
+                        text.push('\n');
+                    }
+                    text.push_str(file);
+                    text.push('\n');
+                    let mut previous = None;
+                    for line in lines {
+                        if with_context && previous.is_some_and(|p: u64| p + 1 != line.number) {
+                            text.push_str("  --\n");
+                        }
+                        previous = Some(line.number);
+                        text.push_str("  ");
+                        if line_numbers {
+                            text.push_str(itoa::Buffer::new().format(line.number));
+                            text.push_str(if line.matched { ": " } else { "- " });
+                        }
+                        text.push_str(&line.text);
+                        text.push('\n');
+                    }
+                }
+            }
+        }
+        text
+    }
+
+    /// The notice after the page: what it shows of the whole and where the next page starts;
+    /// `None` when everything is shown (in count mode, the totals).
+    fn notice(&self, with_context: bool) -> Option<String> {
+        let Page { mode, offset, .. } = self.page;
+        let unit = match mode {
+            OutputMode::Content if with_context => "line",
+            OutputMode::Content => "matching line",
+            _ => "file",
+        };
+        let totals = match mode {
+            OutputMode::Content if with_context => format!(
+                " ({} in {})",
+                plural(self.matching as u64, "matching line"),
+                plural(self.files as u64, "file")
+            ),
+            OutputMode::Content => format!(" in {}", plural(self.files as u64, "file")),
+            OutputMode::FilesWithMatches => String::new(),
+            OutputMode::Count => format!(" ({} in all)", plural(self.matching as u64, "matching line")),
+        };
+        if self.shown == 0 {
+            return Some(format!(
+                "[nothing to show from offset={offset}: the search found {}{totals}; use a smaller offset]",
+                plural(self.entries as u64, unit)
+            ));
+        }
+        let next = offset + self.shown;
+        if offset == 0 && next >= self.entries {
+            return (mode == OutputMode::Count).then(|| {
+                format!(
+                    "[{} in {}]",
+                    plural(self.matching as u64, "matching line"),
+                    plural(self.files as u64, "file")
+                )
+            });
+        }
+        let range = if offset == 0 { self.shown.to_string() } else { format!("{}-{next}", offset + 1) };
+        let mut notice =
+            format!("[showing {range} of {}{totals}, newest files first", plural(self.entries as u64, unit));
+        if next < self.entries {
+            notice.push_str(&format!(
+                "; use offset={next} for the next ones, or narrow the search with path, glob or a more specific pattern"
+            ));
+        }
+        notice.push(']');
+        Some(notice)
     }
 }
 
@@ -234,24 +467,21 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 thread_local! {
-    /// The searcher of a walk's thread: its line buffer is reused from file to file.
-    static SEARCHER: std::cell::RefCell<Option<grep_searcher::Searcher>> = const { std::cell::RefCell::new(None) };
-}
-
-fn new_searcher() -> grep_searcher::Searcher {
-    SearcherBuilder::new()
-        .binary_detection(BinaryDetection::quit(b'\x00'))
-        .line_number(true)
-        .heap_limit(Some(MAX_LINE_BYTES))
-        .build()
+    /// The searcher of a walk's thread, with what it was built for: its line buffer is reused
+    /// from file to file.
+    static SEARCHER: std::cell::RefCell<Option<(SearchConfig, grep_searcher::Searcher)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// What the search of one file found.
+#[derive(Debug)]
 enum Searched {
-    /// `count` matching lines, the first of them (as many as there was room for) shown.
+    /// `count` matching lines and `entries` lines of the result (matching and context lines),
+    /// the first of them (as many as there was room for) shown.
     Matches {
         count: usize,
-        shown: Vec<(u64, String)>,
+        entries: usize,
+        shown: Vec<Line>,
     },
     NoMatch,
     /// Not searched to the end: a line too long, or a read error.
@@ -262,19 +492,19 @@ enum Searched {
 type Rank = (Reverse<Option<SystemTime>>, Target);
 
 /// Files with matches (or skipped), in the order they are shown. The lines of files that come
-/// after `limit` shown lines are dropped as the results come, so memory stays near `limit`
+/// after the first `room` lines are dropped as the results come, so memory stays near `room`
 /// lines whatever the tree holds.
 struct Results {
     files: BTreeMap<Rank, Searched>,
-    limit: usize,
+    room: usize,
     /// Lines held in `files`, and the count at which they are trimmed next.
     held: usize,
     trim_at: usize,
 }
 
 impl Results {
-    fn new(limit: usize) -> Self {
-        Results { files: BTreeMap::new(), limit, held: 0, trim_at: limit.saturating_mul(2) }
+    fn new(room: usize) -> Self {
+        Results { files: BTreeMap::new(), room, held: 0, trim_at: room.saturating_mul(2) }
     }
 
     fn add(&mut self, modified: Option<SystemTime>, path: Target, searched: Searched) {
@@ -289,58 +519,107 @@ impl Results {
         }
     }
 
-    /// Drops the lines that can no longer be shown: those after the first `limit`.
+    /// Drops the lines that can no longer be shown: those after the first `room`.
     fn trim(&mut self) {
         let mut before = 0usize;
         for searched in self.files.values_mut() {
             if let Searched::Matches { shown, .. } = searched {
-                shown.truncate(self.limit.saturating_sub(before));
+                shown.truncate(self.room.saturating_sub(before));
                 before += shown.len();
             }
         }
         self.held = before;
-        self.trim_at = self.held.max(self.limit).saturating_mul(2);
+        self.trim_at = self.held.max(self.room).saturating_mul(2);
     }
 }
 
-/// Searches one file, keeping at most `room` of its matching lines. A read error in the file
-/// the model named (`explicit`) is an error. A line too long to hold in memory, or a read error
-/// in a file the walk found, is [`Searched::Skipped`], so that the result says so rather than
-/// pretend the file had no match.
+/// Collects one file's result: its lines (as many as there is room for) in content mode, its
+/// count otherwise; in `files_with_matches` mode the search stops at the first match. A file
+/// found to be binary (a NUL byte) is searched no further, as ripgrep does.
+struct Collect {
+    mode: OutputMode,
+    room: usize,
+    shown: Vec<Line>,
+    count: usize,
+    entries: usize,
+    /// The search stopped at binary data (a NUL byte).
+    binary: bool,
+}
+
+impl Collect {
+    fn push(&mut self, number: u64, bytes: &[u8], matched: bool) {
+        self.entries += 1;
+        if self.mode != OutputMode::Content || self.shown.len() >= self.room {
+            return;
+        }
+        let line = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let text = String::from_utf8_lossy(line);
+        // A line of at most MAX_LINE_CHARS bytes has at most as many characters.
+        let text = if text.len() <= MAX_LINE_CHARS {
+            text.into_owned()
+        } else {
+            cut_line(&text, MAX_LINE_CHARS, 0).into_owned()
+        };
+        self.shown.push(Line { number, text, matched });
+    }
+}
+
+impl Sink for Collect {
+    type Error = std::io::Error;
+
+    fn matched(
+        &mut self,
+        _searcher: &grep_searcher::Searcher,
+        found: &SinkMatch<'_>,
+    ) -> std::io::Result<bool> {
+        let first = found.line_number().unwrap_or(0);
+        let mut lines = 0u64;
+        for line in found.lines() {
+            self.push(first + lines, line, true);
+            lines += 1;
+        }
+        self.count += lines as usize;
+        Ok(self.mode != OutputMode::FilesWithMatches)
+    }
+
+    fn context(
+        &mut self,
+        _searcher: &grep_searcher::Searcher,
+        context: &SinkContext<'_>,
+    ) -> std::io::Result<bool> {
+        self.push(context.line_number().unwrap_or(0), context.bytes(), false);
+        Ok(true)
+    }
+
+    fn binary_data(&mut self, _searcher: &grep_searcher::Searcher, _offset: u64) -> std::io::Result<bool> {
+        self.binary = true;
+        Ok(false)
+    }
+}
+
+/// Searches one file, keeping at most `room` of its lines. A read error in the file the model
+/// named (`explicit`) is an error. A line too long to hold in memory, or a read error in a file
+/// the walk found, is [`Searched::Skipped`], so that the result says so rather than pretend the
+/// file had no match.
 fn search_one(
     searcher: &mut grep_searcher::Searcher,
     matcher: &grep_regex::RegexMatcher,
     reader: Box<dyn std::io::Read + Send>,
+    mode: OutputMode,
     room: usize,
     explicit: bool,
 ) -> std::io::Result<Searched> {
-    let mut shown = Vec::new();
-    let mut count = 0usize;
-    let searched = searcher.search_reader(
-        matcher,
-        reader,
-        Bytes(|line_number, bytes| {
-            count += 1;
-            if shown.len() < room {
-                let line = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-                let line = line.strip_suffix(b"\r").unwrap_or(line);
-                let text = String::from_utf8_lossy(line);
-                // A line of at most MAX_LINE_CHARS bytes has at most as many characters.
-                let text = if text.len() <= MAX_LINE_CHARS {
-                    text
-                } else {
-                    cut_line(&text, MAX_LINE_CHARS, 0).into_owned().into()
-                };
-                shown.push((line_number, text.into_owned()));
-            }
-            Ok(true)
-        }),
-    );
+    let mut collect = Collect { mode, room, shown: Vec::new(), count: 0, entries: 0, binary: false };
+    let searched = searcher.search_reader(matcher, reader, &mut collect);
+    let Collect { shown, count, entries, binary, .. } = collect;
     match searched {
         Err(e) if explicit && !line_too_long(&e) => Err(e),
         Err(_) => Ok(Searched::Skipped),
         Ok(()) if count == 0 => Ok(Searched::NoMatch),
-        Ok(()) => Ok(Searched::Matches { count, shown }),
+        // As ripgrep counts it: a file that turned out to be binary has no count.
+        Ok(()) if binary && mode == OutputMode::Count => Ok(Searched::NoMatch),
+        Ok(()) => Ok(Searched::Matches { count, entries, shown }),
     }
 }
 
@@ -398,13 +677,15 @@ pub(crate) mod tests {
 
     #[test]
     fn results_keep_the_first_lines_in_the_promised_order_whatever_order_they_come_in() {
-        use super::{Found, Results, Searched};
+        use super::{Found, Line, OutputMode, Page, Results, Searched};
         let at = |seconds: u64| Some(SystemTime::UNIX_EPOCH + Duration::from_secs(seconds));
         let lines = |n: u64| Searched::Matches {
             count: n as usize,
-            shown: (1..=n).map(|i| (i, format!("{i}"))).collect(),
+            entries: n as usize,
+            shown: (1..=n).map(|i| Line { number: i, text: format!("{i}"), matched: true }).collect(),
         };
-        let mut results = Results::new(5);
+        let page = Page { mode: OutputMode::Content, offset: 0, limit: 5 };
+        let mut results = Results::new(page.room());
         // Older files first, as a walk may find them; enough of them to be trimmed many times.
         for i in 0..200u64 {
             results.add(at(i), Target::root().join(format!("f{i:03}")), lines(2));
@@ -414,14 +695,27 @@ pub(crate) mod tests {
         results.add(at(500), Target::root().join("skipped"), Searched::Skipped);
         results.add(at(600), Target::root().join("nothing"), Searched::NoMatch);
         assert!(results.held <= 4 * 5, "{} lines held", results.held);
-        let mut found = Found::default();
+        let mut found = Found::new(page);
         for ((_, path), searched) in results.files {
-            found.add(searched, 5, || path.path().display().to_string());
+            found.add(searched, || path.path().display().to_string());
         }
-        let groups: Vec<(&str, usize)> = found.groups.iter().map(|(f, l)| (f.as_str(), l.len())).collect();
+        let groups: Vec<(&str, usize)> = found.groups.iter().map(|(f, l, _)| (f.as_str(), l.len())).collect();
         assert_eq!(groups, [("f199", 2), ("f198", 2), ("f197", 1)]);
-        assert_eq!((found.shown, found.total, found.files), (5, 2 * 201 + 3, 202));
+        assert_eq!((found.shown, found.matching, found.files), (5, 2 * 201 + 3, 202));
         assert_eq!(found.skipped, ["skipped"]);
+        // A later page: the lines from its offset on, across files.
+        let page = Page { mode: OutputMode::Content, offset: 3, limit: 4 };
+        let mut results = Results::new(page.room());
+        for i in 0..50u64 {
+            results.add(at(i), Target::root().join(format!("f{i:03}")), lines(2));
+        }
+        let mut found = Found::new(page);
+        for ((_, path), searched) in results.files {
+            found.add(searched, || path.path().display().to_string());
+        }
+        let shown: Vec<(&str, u64)> =
+            found.groups.iter().flat_map(|(f, l, _)| l.iter().map(move |l| (f.as_str(), l.number))).collect();
+        assert_eq!(shown, [("f048", 2), ("f047", 1), ("f047", 2), ("f046", 1)]);
         // Two files of the same time come by path.
         let mut results = Results::new(10);
         results.add(at(1), Target::root().join("b"), lines(1));
@@ -437,8 +731,106 @@ pub(crate) mod tests {
         age(&fx.write("b.txt", "hit\nhit\n"), 200);
         assert_eq!(
             fx.text("grep", json!({"pattern": "hit", "limit": 4})).await,
-            "a.txt\n  1: hit\n  2: hit\n  3: hit\n\nb.txt\n  1: hit\n\n[showing 4 of 5 matching lines in 2 files, newest files first; narrow the search with path, glob or a more specific pattern to see the rest]"
+            "a.txt\n  1: hit\n  2: hit\n  3: hit\n\nb.txt\n  1: hit\n\n[showing 4 of 5 matching lines in 2 files, newest files first; use offset=4 for the next ones, or narrow the search with path, glob or a more specific pattern]"
         );
+    }
+
+    #[tokio::test]
+    async fn output_modes_context_paging_types_and_multiline() {
+        let fx = Fixture::new();
+        age(&fx.write("a.rs", "one\nhit 1\ntwo\nthree\nfour\nhit 2\nfive\n"), 100);
+        age(&fx.write("b.txt", "hit\nHIT\n"), 200);
+        let grep = |args: serde_json::Value| fx.text("grep", args);
+        assert_eq!(
+            grep(json!({"pattern": "hit", "output_mode": "files_with_matches"})).await,
+            "a.rs\nb.txt\n"
+        );
+        assert_eq!(
+            grep(json!({"pattern": "hit", "output_mode": "count"})).await,
+            "a.rs: 2\nb.txt: 1\n\n[3 matching lines in 2 files]"
+        );
+        assert_eq!(
+            grep(json!({"pattern": "hit", "output_mode": "count", "limit": 1, "offset": 1})).await,
+            "b.txt: 1\n\n[showing 2-2 of 2 files (3 matching lines in all), newest files first]"
+        );
+        assert_eq!(
+            grep(json!({"pattern": "hit", "path": "a.rs", "context": 1})).await,
+            "a.rs\n  1- one\n  2: hit 1\n  3- two\n  --\n  5- four\n  6: hit 2\n  7- five\n"
+        );
+        assert_eq!(
+            grep(json!({"pattern": "hit 2", "before": 2, "line_numbers": false})).await,
+            "a.rs\n  three\n  four\n  hit 2\n"
+        );
+        assert_eq!(
+            grep(json!({"pattern": "hit", "ignore_case": true, "offset": 2, "limit": 1})).await,
+            "b.txt\n  1: hit\n\n[showing 3-3 of 4 matching lines in 2 files, newest files first; use offset=3 for the next ones, or narrow the search with path, glob or a more specific pattern]"
+        );
+        assert_eq!(
+            grep(json!({"pattern": "hit", "offset": 10})).await,
+            "[nothing to show from offset=10: the search found 3 matching lines in 2 files; use a smaller offset]"
+        );
+        assert_eq!(
+            grep(json!({"pattern": "hit", "file_type": "rust"})).await,
+            "a.rs\n  2: hit 1\n  6: hit 2\n"
+        );
+        let err = fx.error("grep", json!({"pattern": "hit", "file_type": "rusty"})).await;
+        assert_eq!(err.kind(), ErrorKind::InvalidArguments);
+        assert!(err.message().starts_with("Unknown file type `rusty` (did you mean "), "{}", err.message());
+        assert!(err.message().contains(" rust,"), "{}", err.message());
+        assert_eq!(
+            grep(json!({"pattern": "three\\nfour", "multiline": true})).await,
+            "a.rs\n  4: three\n  5: four\n"
+        );
+        assert_eq!(
+            grep(json!({"pattern": "two.three", "multiline": true})).await,
+            "a.rs\n  3: two\n  4: three\n"
+        );
+        assert!(grep(json!({"pattern": "two.three"})).await.starts_with("No matches"));
+    }
+
+    #[tokio::test]
+    async fn claude_codes_grep_arguments_are_accepted_and_recorded() {
+        let fx = Fixture::new();
+        fx.write("a.rs", "one\nHit\ntwo\n");
+        let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+        let out = fx
+            .dispatch(
+                "grep",
+                r#"{"pattern": "hit", "-i": true, "-n": true, "-C": 1, "type": "rust", "head_limit": 10, "output_mode": "content", "offset": 0}"#,
+            )
+            .await;
+        assert_eq!(out.text_content(), "a.rs\n  1- one\n  2: Hit\n  3- two\n");
+        let mut coercions = crate::testing::Fixture::coercions(&out);
+        coercions.sort();
+        assert_eq!(
+            coercions,
+            [
+                pair("/-C", "/context"),
+                pair("/-i", "/ignore_case"),
+                pair("/-n", "/line_numbers"),
+                pair("/head_limit", "/limit"),
+                pair("/type", "/file_type"),
+            ]
+        );
+        let out =
+            fx.dispatch("grep", r#"{"pattern": "hit", "case_insensitive": true, "-A": 1, "-B": 1}"#).await;
+        assert_eq!(out.text_content(), "a.rs\n  1- one\n  2: Hit\n  3- two\n");
+        let mut coercions = crate::testing::Fixture::coercions(&out);
+        coercions.sort();
+        assert_eq!(
+            coercions,
+            [pair("/-A", "/after"), pair("/-B", "/before"), pair("/case_insensitive", "/ignore_case")]
+        );
+        let out =
+            fx.dispatch("grep", r#"{"pattern": "o$", "multiline": true, "output_mode": "count"}"#).await;
+        assert_eq!(out.text_content(), "a.rs: 1\n\n[1 matching line in 1 file]");
+        assert_eq!(crate::testing::Fixture::coercions(&out), Vec::<(String, String)>::new());
+        // The schema keeps grep's own names.
+        let spec = tool_runtime::Tool::spec(&super::GrepTool);
+        let properties = spec.input_schema["properties"].as_object().unwrap();
+        for other in ["-i", "-n", "-A", "-B", "-C", "type", "head_limit", "case_insensitive"] {
+            assert!(!properties.contains_key(other), "{other}");
+        }
     }
 
     #[tokio::test]

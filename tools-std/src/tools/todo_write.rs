@@ -30,6 +30,10 @@ pub struct TodoItem {
     pub content: String,
     /// `pending`, `in_progress`, `completed` or `cancelled`.
     pub status: TodoStatus,
+    /// The task as it is being done (`Running the tests`), optional: kept with the item, not
+    /// shown in the list. Claude Code's `activeForm` is taken as this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_form: Option<String>,
 }
 
 /// The task list of one session, kept in its [`SessionState`].
@@ -110,6 +114,25 @@ mod tests {
         assert_eq!(other.text("todo_read", json!({})).await, "The todo list is empty.");
         assert_eq!(fx.text("todo_write", json!({"todos": []})).await, "The todo list is empty.");
         assert_eq!(fx.text("todo_read", json!({})).await, "The todo list is empty.");
+    }
+
+    #[tokio::test]
+    async fn claude_codes_active_form_is_kept_with_the_item() {
+        let fx = Fixture::new();
+        let out = fx
+            .dispatch(
+                "todo_write",
+                r#"{"todos": [{"content": "Run the tests", "status": "in_progress", "activeForm": "Running the tests"}]}"#,
+            )
+            .await;
+        assert_eq!(out.text_content(), "Todo list (0 of 1 completed):\n[>] Run the tests (in progress)\n");
+        assert_eq!(
+            Fixture::coercions(&out),
+            [("/todos/0/activeForm".to_owned(), "/todos/0/active_form".to_owned())]
+        );
+        assert_eq!(out.metadata["todos"][0]["active_form"], json!("Running the tests"));
+        let items = fx.session.get::<super::TodoList>().unwrap().items();
+        assert_eq!(items[0].active_form.as_deref(), Some("Running the tests"));
     }
 
     #[tokio::test]
