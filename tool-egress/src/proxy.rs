@@ -28,6 +28,8 @@ pub struct Egress {
 #[cfg(feature = "tls")]
 struct TlsSlot {
     roots: crate::tls::UpstreamRoots,
+    /// Where the CA bundle is written; the system's temporary directory when `None`.
+    dir: Option<std::path::PathBuf>,
     made: Option<Arc<crate::tls::Terminator>>,
 }
 
@@ -45,6 +47,7 @@ impl Egress {
             #[cfg(feature = "tls")]
             tls: Arc::new(std::sync::Mutex::new(TlsSlot {
                 roots: crate::tls::UpstreamRoots::Mozilla,
+                dir: None,
                 made: None,
             })),
         }
@@ -64,6 +67,19 @@ impl Egress {
         Ok(self)
     }
 
+    /// Writes the CA bundle handed to commands ([`Egress::ca_bundle`]) in `dir` instead of the
+    /// system's temporary directory: a directory commands may read but not write (a session
+    /// directory's `shared`). Call it before the first proxy starts.
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn with_bundle_dir(self, dir: impl Into<std::path::PathBuf>) -> Egress {
+        let mut slot = self.tls.lock().unwrap_or_else(|p| p.into_inner());
+        slot.dir = Some(dir.into());
+        slot.made = None;
+        drop(slot);
+        self
+    }
+
     /// The session's TLS termination, made on first use, when a secret needs it.
     #[cfg(feature = "tls")]
     fn terminator(&self) -> io::Result<Option<Arc<crate::tls::Terminator>>> {
@@ -72,7 +88,8 @@ impl Egress {
         }
         let mut slot = self.tls.lock().unwrap_or_else(|p| p.into_inner());
         if slot.made.is_none() {
-            slot.made = Some(Arc::new(crate::tls::Terminator::new(&slot.roots)?));
+            let dir = slot.dir.clone().unwrap_or_else(std::env::temp_dir);
+            slot.made = Some(Arc::new(crate::tls::Terminator::new(&slot.roots, &dir)?));
         }
         Ok(slot.made.clone())
     }

@@ -117,8 +117,9 @@ fn invalid(error: impl std::fmt::Display) -> io::Error {
 
 impl Terminator {
     /// Makes the session's CA (its key stays in this process's memory) and writes the bundle
-    /// (the system's roots, then the CA) to a file of its own in the temporary directory.
-    pub(crate) fn new(roots: &UpstreamRoots) -> io::Result<Terminator> {
+    /// (the system's roots, then the CA) to a file of its own in `dir`, made with `O_EXCL` (a name
+    /// planted there is not written through) and readable by all (it holds certificates only).
+    pub(crate) fn new(roots: &UpstreamRoots, dir: &std::path::Path) -> io::Result<Terminator> {
         let key = KeyPair::generate().map_err(invalid)?;
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(invalid)?;
         params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
@@ -139,8 +140,12 @@ impl Terminator {
         let mut random = [0u8; 8];
         getrandom::fill(&mut random).map_err(invalid)?;
         let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
-        let path = std::env::temp_dir().join(format!("tool-egress-ca-{name}.pem"));
-        std::fs::write(&path, text)?;
+        let path = dir.join(format!("tool-egress-ca-{name}.pem"));
+        let mut file = std::fs::OpenOptions::new();
+        file.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o644);
+        std::io::Write::write_all(&mut file.open(&path)?, text.as_bytes())?;
         let bundle = Bundle { path, complete };
 
         let mut store = rustls::RootCertStore::empty();
@@ -242,7 +247,7 @@ mod tests {
 
     #[test]
     fn the_leaf_cache_keeps_the_hosts_used_most_recently_and_no_more() {
-        let tls = Terminator::new(&UpstreamRoots::Only(Vec::new())).unwrap();
+        let tls = Terminator::new(&UpstreamRoots::Only(Vec::new()), &std::env::temp_dir()).unwrap();
         let first = tls.acceptor("host-0.test").unwrap();
         let second = tls.acceptor("host-1.test").unwrap();
         for n in 2..LEAF_CACHE {
@@ -264,7 +269,7 @@ mod tests {
 
     #[test]
     fn the_leaf_offers_http_1_1_only() {
-        let tls = Terminator::new(&UpstreamRoots::Only(Vec::new())).unwrap();
+        let tls = Terminator::new(&UpstreamRoots::Only(Vec::new()), &std::env::temp_dir()).unwrap();
         assert_eq!(tls.acceptor("a.test").unwrap().config().alpn_protocols, vec![b"http/1.1".to_vec()]);
     }
 }

@@ -122,6 +122,9 @@ pub struct SandboxSettings {
     pub allow_write: Vec<PathBuf>,
     /// `filesystem.denyWrite`: more protected paths.
     pub deny_write: Vec<PathBuf>,
+    /// `allowGitWrites`: `true` lets sandboxed commands write a repository's metadata (`.git`),
+    /// what git runs excepted; read-only as a whole by default.
+    pub allow_git_writes: Option<bool>,
 }
 
 impl Settings {
@@ -190,7 +193,12 @@ impl Settings {
         &self.sandbox
     }
 
-    /// How many `PreToolUse` and `PostToolUse` hook commands the file has.
+    /// The command line of every hook command (`PreToolUse`, then `PostToolUse`).
+    pub fn hook_command_lines(&self) -> impl Iterator<Item = &str> {
+        self.hooks.pre_tool_use.iter().chain(&self.hooks.post_tool_use).map(|hook| hook.command.as_str())
+    }
+
+    /// How many `PreToolUse` and `PostToolUse` hook commands were loaded.
     pub fn hook_counts(&self) -> (usize, usize) {
         (self.hooks.pre_tool_use.len(), self.hooks.post_tool_use.len())
     }
@@ -209,6 +217,7 @@ fn sandbox_section(value: &Value, root: &Path) -> Result<SandboxSettings, String
         match key.as_str() {
             "enabled" => out.enabled = Some(flag(value, key)?),
             "allowUnsandboxedCommands" => out.allow_unsandboxed_commands = Some(flag(value, key)?),
+            "allowGitWrites" => out.allow_git_writes = Some(flag(value, key)?),
             "excludedCommands" => out.excluded_commands = string_list(value, "sandbox.excludedCommands")?,
             "networkCommands" => out.network_commands = string_list(value, "sandbox.networkCommands")?,
             "filesystem" => {
@@ -233,7 +242,7 @@ fn sandbox_section(value: &Value, root: &Path) -> Result<SandboxSettings, String
             other => {
                 return Err(format!(
                     "unknown key `sandbox.{other}`; expected one of enabled, excludedCommands, \
-                     networkCommands, allowUnsandboxedCommands, filesystem, network"
+                     networkCommands, allowUnsandboxedCommands, allowGitWrites, filesystem, network"
                 ));
             }
         }
@@ -426,7 +435,7 @@ mod sandbox_tests {
     fn the_sandbox_object_in_claude_codes_shape() {
         let settings = parse(
             r#"{"sandbox": {"enabled": true, "excludedCommands": ["docker"], "allowUnsandboxedCommands": false,
-                "autoAllowBashIfSandboxed": true, "networkCommands": ["cargo build"],
+                "autoAllowBashIfSandboxed": true, "networkCommands": ["cargo build"], "allowGitWrites": true,
                 "filesystem": {"allowWrite": ["build", "/cache"], "denyWrite": ["secrets"]}}}"#,
         )
         .unwrap();
@@ -439,6 +448,7 @@ mod sandbox_tests {
                 allow_unsandboxed_commands: Some(false),
                 allow_write: vec![PathBuf::from("/w/build"), PathBuf::from("/cache")],
                 deny_write: vec![PathBuf::from("/w/secrets")],
+                allow_git_writes: Some(true),
             }
         );
         assert_eq!(parse("{}").unwrap(), SandboxSettings::default());

@@ -162,6 +162,12 @@ pub(crate) struct WorkspaceArgs {
     /// Another directory sandboxed commands may write beneath (repeatable).
     #[arg(long = "writable-root", value_name = "DIR")]
     pub writable_roots: Vec<PathBuf>,
+    /// Let sandboxed commands write the repository's metadata (`.git`: commits, branches), except
+    /// what git runs (its config, hooks, `commondir`, `info`, submodules' and worktrees'
+    /// metadata, the `core.hooksPath` directory); `.git` is read-only to them by default
+    /// (the settings' `sandbox.allowGitWrites`).
+    #[arg(long)]
+    pub allow_git_writes: bool,
     /// Let sandboxed commands reach HOST through their network proxy (repeatable): `crates.io`,
     /// `*.github.com` (its subdomains), `example.com:443` (that port only), an address or a
     /// network (`10.0.0.0/8`). Hosts no rule names are asked about (MCP elicitation under

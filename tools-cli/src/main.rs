@@ -189,14 +189,22 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
     let root = workspace_root(args.root.as_deref())?;
     let workspace = Workspace::new(&root).map_err(|e| Failure::usage(root_error(&root, &e)))?;
     let mut checkpoints = args.checkpoints;
-    let (policy, sandbox_settings, environment, network, verify) = match &args.settings {
+    let (policy, sandbox_settings, environment, network, verify, hook_files) = match &args.settings {
         Some(path) => {
             let loaded = settings_policy(path, workspace.root(), args.allow_outside_root)?;
             // `--checkpoints` wins over the settings file.
             checkpoints = checkpoints.or(loaded.checkpoints);
-            (Some(loaded.policy), loaded.sandbox, loaded.environment, loaded.network, loaded.verify)
+            let hook_files = loaded.hook_files;
+            (Some(loaded.policy), loaded.sandbox, loaded.environment, loaded.network, loaded.verify, hook_files)
         }
-        None => (None, SandboxSettings::default(), EnvFilter::base(), NetworkSettings::default(), Vec::new()),
+        None => (
+            None,
+            SandboxSettings::default(),
+            EnvFilter::base(),
+            NetworkSettings::default(),
+            Vec::new(),
+            Vec::new(),
+        ),
     };
     let checkpoints = checkpoints.unwrap_or(true);
     let verifiers = verifiers(&args.verify, verify)?;
@@ -205,7 +213,7 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
     } else {
         workspace.with_environment(environment.clone()).map_err(|e| Failure::usage(root_error(&root, &e)))?
     };
-    let workspace = sandboxed(workspace, args, &sandbox_settings, &network)?;
+    let workspace = sandboxed(workspace, args, &sandbox_settings, &network, &hook_files)?;
     // Hook commands run in the sandbox the commands run in. Without one (`--sandbox off`) the
     // kernel is not probed for it.
     let policy =
@@ -231,7 +239,13 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
             "network: off, except through a proxy per command, which {}",
             egress_policy.describe()
         ));
-        workspace.with_egress(tool_egress::Egress::new(egress_policy, None))
+        let egress = tool_egress::Egress::new(egress_policy, None);
+        // The CA bundle handed to commands: readable, not writable by them.
+        let egress = match workspace.session_dir() {
+            Some(session) => egress.with_bundle_dir(session.shared()),
+            None => egress,
+        };
+        workspace.with_egress(egress)
     } else {
         if !args.allow_hosts.is_empty() {
             return Err(Failure::usage(
@@ -305,13 +319,15 @@ fn workspace_root(root: Option<&std::path::Path>) -> Result<std::path::PathBuf, 
     }
 }
 
-/// The workspace with the sandbox of `--sandbox` and `--writable-root`; the settings file, when
-/// there is one, is protected from commands too.
+/// The workspace with the sandbox of `--sandbox`, `--writable-root` and `--allow-git-writes`;
+/// the settings file, when there is one, and the files its hook commands name are protected
+/// from commands too, and the output store is hidden from them.
 fn sandboxed(
     workspace: Workspace,
     args: &WorkspaceArgs,
     settings: &SandboxSettings,
     network: &NetworkSettings,
+    hook_files: &[std::path::PathBuf],
 ) -> Result<Workspace, Failure> {
     use tool_sandbox::SandboxMode;
     // `--sandbox` wins over the settings file's `enabled`.
@@ -338,6 +354,15 @@ fn sandboxed(
     }
     if let Some(settings) = args.settings.as_ref().and_then(|s| std::fs::canonicalize(s).ok()) {
         policy = policy.with_protected(settings);
+    }
+    for file in hook_files {
+        policy = policy.with_protected(file);
+    }
+    policy = policy.with_git_writes(args.allow_git_writes || settings.allow_git_writes == Some(true));
+    // The output store: hidden, and read-only where it lies inside a writable root (the root
+    // is the home directory).
+    if let Some(store) = OutputStore::default_dir() {
+        policy = policy.with_hidden(store);
     }
     // `sandbox.network`'s switches for the sandbox itself (the rest is the proxy's).
     policy = policy
@@ -400,6 +425,7 @@ fn settings_policy(
             }
         },
     };
+    let hook_files = hook_files(settings.hook_command_lines(), root);
     Ok(LoadedSettings {
         policy: Policy::from_settings(settings),
         sandbox,
@@ -407,7 +433,35 @@ fn settings_policy(
         network,
         verify,
         checkpoints,
+        hook_files,
     })
+}
+
+/// The files that hook command lines name (a script and what it is given): words with a `/`,
+/// after `$CLAUDE_PROJECT_DIR` is replaced by the root and quotes are dropped, relative ones
+/// taken from the root, that are regular files now. Commands may not replace them.
+fn hook_files<'a>(lines: impl Iterator<Item = &'a str>, root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let root_text = root.to_string_lossy();
+    let mut files = Vec::new();
+    for line in lines {
+        let line =
+            line.replace("${CLAUDE_PROJECT_DIR}", &root_text).replace("$CLAUDE_PROJECT_DIR", &root_text);
+        for word in line.split(|c: char| c.is_whitespace() || ";&|()<>`".contains(c)) {
+            let word = word.trim_matches(|c| c == '"' || c == '\'');
+            if !word.contains('/') {
+                continue;
+            }
+            let path = root.join(word);
+            if let Ok(real) = std::fs::canonicalize(&path)
+                && real.is_file()
+            {
+                files.push(real);
+            }
+        }
+    }
+    files.sort();
+    files.dedup();
+    files
 }
 
 /// What one settings file says.
@@ -420,6 +474,8 @@ struct LoadedSettings {
     verify: Vec<tools_std::verify::Verify>,
     /// `checkpoints.enabled`, when the file says.
     checkpoints: Option<bool>,
+    /// The files the hook commands name.
+    hook_files: Vec<std::path::PathBuf>,
 }
 
 /// `call` and `turn` exit once their calls are answered, which would kill a command left

@@ -315,3 +315,42 @@ async fn a_check_after_an_edit_runs_in_the_workspace_sandbox() {
 }
 
 include!("../../../tool-sandbox/tests/support/outside_temp.rs");
+
+/// Each workspace keeps its state in a session directory of its own: its commands write their
+/// own temporary directory (`TMPDIR`), not the system's, and cannot reach another workspace's
+/// state or temporary files.
+#[tokio::test(flavor = "multi_thread")]
+async fn commands_write_their_sessions_temporary_directory_and_not_another_sessions_state() {
+    if !layers() {
+        return;
+    }
+    let fx = Fx::new("session-a", |root| SandboxPolicy::workspace_write(root));
+    let other = Workspace::new(dir("session-b-root")).unwrap();
+    let (ours, theirs) = {
+        let ws = fx.deps.get::<Workspace>().unwrap();
+        (ws.session_dir().unwrap().clone(), other.session_dir().unwrap().clone())
+    };
+    std::fs::write(theirs.state().join("store"), "their secret").unwrap();
+    let system = std::env::temp_dir().join(format!("tools-session-test-{}", std::process::id()));
+    let out = fx
+        .bash(json!({"command": format!(
+            "echo \"$TMPDIR\"; echo t > \"$TMPDIR/t\"; echo x > {system}; cat {s}/store; echo x > {s}/planted; \
+             echo x > {t}/planted; true",
+            system = system.display(),
+            s = theirs.state().display(),
+            t = theirs.tmp().display(),
+        )}))
+        .await;
+    let text = out.text_content();
+    assert_eq!(text.lines().next(), Some(ours.tmp().to_str().unwrap()), "{text}");
+    assert_eq!(std::fs::read_to_string(ours.tmp().join("t")).unwrap(), "t\n");
+    assert!(!system.exists(), "the system's temporary directory was written: {text}");
+    if Probe::get().can_protect_paths() {
+        assert!(!text.contains("their secret"), "{text}");
+    }
+    assert!(!theirs.state().join("planted").exists() && !theirs.tmp().join("planted").exists(), "{text}");
+    // The session directory goes with the last clone of its workspace.
+    let path = theirs.path();
+    drop((theirs, other));
+    assert!(!path.exists());
+}

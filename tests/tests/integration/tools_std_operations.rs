@@ -125,7 +125,11 @@ impl Setup {
             commands: Mutex::new(Vec::new()),
             changes: Mutex::new(Vec::new()),
         });
-        let workspace = Workspace::with_operations(SANDBOX, ops.clone()).unwrap();
+        // Commands run in `dir`, where the remapped operations start them: the sandbox lets them
+        // write there.
+        let workspace = Workspace::with_operations(SANDBOX, ops.clone()).unwrap().with_sandbox(
+            tools_std::tool_sandbox::SandboxPolicy::workspace_write(SANDBOX).with_writable_root(&dir),
+        );
         assert_eq!(workspace.root(), Path::new(SANDBOX));
         let mut deps = Dependencies::new();
         deps.insert(workspace);

@@ -20,5 +20,6 @@ mod serve_resources;
 mod serve_sessions;
 mod serve_tasks;
 mod settings;
+mod sandbox_host;
 mod signals;
 mod verify;

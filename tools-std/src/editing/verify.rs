@@ -524,6 +524,7 @@ async fn run(ws: &Workspace, verify: &Verify, target: &Target, display: &str) ->
         env: vec![(FILE_VAR.to_owned(), file.to_owned())],
         input: ShellInput::Null,
         sandbox: sandbox.policy().is_enforced().then(|| sandbox.clone()),
+        shell: Some(ws.shell()),
     };
     let ShellProcess { mut output, mut control, .. } = match ws.operations().spawn_shell(&request) {
         Ok(process) => process,

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use tool_runtime::{PermissionKind, PermissionRequest, ToolContext, ToolError};
 
-use tool_sandbox::{Sandbox, SandboxError, SandboxPolicy, lexically_normal};
+use tool_sandbox::{Sandbox, SandboxError, SandboxPolicy, SessionDir, lexically_normal};
 
 use crate::fs::local::LocalOperations;
 use crate::fs::ops::{FileKind, Operations, Scope, Target};
@@ -33,8 +33,11 @@ pub const MAX_PATH_BYTES: usize = 4096;
 /// reach outside.
 ///
 /// Commands (`bash`) run in the workspace's [sandbox](Workspace::with_sandbox): by default
-/// `workspace-write` (write beneath the root and the temporary directory, read everywhere,
-/// network off), enforced by the kernel, and refused where the kernel cannot enforce it. With
+/// `workspace-write` (write beneath the root and the commands' own temporary directory, read
+/// everywhere but the host's state, network off), enforced by the kernel, and refused where the
+/// kernel cannot enforce it. A local workspace makes a [`SessionDir`] (see
+/// [`Workspace::session_dir`]) for the host's state and the commands' temporary directory,
+/// removed when the last clone of the workspace is dropped. With
 /// an [egress](Workspace::with_egress), a sandboxed command whose network is off reaches the
 /// hosts the egress allows through a proxy.
 #[derive(Clone)]
@@ -47,6 +50,8 @@ pub struct Workspace {
     local: bool,
     /// The checks run after an edit, by file extension.
     verifiers: Arc<Vec<crate::editing::verify::Verify>>,
+    /// The host's private directory of this session (local workspaces).
+    session: Option<Arc<SessionDir>>,
 }
 
 /// A sandbox policy, and the sandbox made from it on first use.
@@ -61,6 +66,8 @@ struct SandboxSlot {
     networked_ready: OnceLock<Result<Arc<Sandbox>, SandboxError>>,
     /// Whether a call may ask to run a command unsandboxed.
     escalation: bool,
+    /// The shell, resolved on first use.
+    shell: OnceLock<PathBuf>,
 }
 
 impl SandboxSlot {
@@ -72,6 +79,7 @@ impl SandboxSlot {
             networked: Vec::new(),
             networked_ready: OnceLock::new(),
             escalation: true,
+            shell: OnceLock::new(),
         })
     }
 
@@ -84,7 +92,17 @@ impl SandboxSlot {
             networked: self.networked.clone(),
             networked_ready: OnceLock::new(),
             escalation: self.escalation,
+            shell: OnceLock::new(),
         }
+    }
+}
+
+/// `policy` with the session's temporary directory and hidden state, unless it names a
+/// temporary directory of its own.
+fn in_session(policy: SandboxPolicy, session: Option<&Arc<SessionDir>>) -> SandboxPolicy {
+    match session {
+        Some(session) if policy.temp_dir.is_none() => policy.with_session_dir(session),
+        _ => policy,
     }
 }
 
@@ -123,7 +141,10 @@ impl Workspace {
             ));
         }
         let ops = LocalOperations::open(&root)?;
-        let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
+        // Without a session directory (no writable temporary directory), each sandbox makes a
+        // temporary directory of its own.
+        let session = SessionDir::create().ok().map(Arc::new);
+        let sandbox = SandboxSlot::new(in_session(SandboxPolicy::workspace_write(&root), session.as_ref()));
         Ok(Workspace {
             root,
             ops: Arc::new(ops),
@@ -131,6 +152,7 @@ impl Workspace {
             egress: None,
             local: true,
             verifiers: Arc::default(),
+            session,
         })
     }
 
@@ -152,7 +174,15 @@ impl Workspace {
         }
         let root = lexically_normal(root);
         let sandbox = SandboxSlot::new(SandboxPolicy::workspace_write(&root));
-        Ok(Workspace { root, ops, sandbox, egress: None, local: false, verifiers: Arc::default() })
+        Ok(Workspace {
+            root,
+            ops,
+            sandbox,
+            egress: None,
+            local: false,
+            verifiers: Arc::default(),
+            session: None,
+        })
     }
 
     /// The same local workspace, whose commands inherit what `filter` lets through of this
@@ -184,10 +214,38 @@ impl Workspace {
 
     /// The same workspace, with commands confined by `policy` (see [`tool_sandbox`]). The
     /// policy's writable roots should include the root itself
-    /// (`SandboxPolicy::workspace_write(ws.root())`).
+    /// (`SandboxPolicy::workspace_write(ws.root())`). Unless it names a temporary directory, the
+    /// session directory's is used, and its state is hidden from commands.
     pub fn with_sandbox(mut self, policy: SandboxPolicy) -> Workspace {
+        let policy = in_session(policy, self.session.as_ref());
         self.sandbox = Arc::new(SandboxSlot { policy, ..self.sandbox.settings() });
         self
+    }
+
+    /// The host's private directory of this session: `state()` for what the host keeps for
+    /// itself (hidden from commands), `tmp()` for the commands' temporary directory, `shared()`
+    /// for what commands read. `None` for a workspace reached through other operations, or when
+    /// none could be made.
+    pub fn session_dir(&self) -> Option<&Arc<SessionDir>> {
+        self.session.as_ref()
+    }
+
+    /// The shell commands run with: `bash`, as an absolute path found once in this process's
+    /// `PATH` without the directories commands may write (so an unsandboxed run cannot be
+    /// steered to a program a sandboxed one planted), or `/bin/bash` when none is found there.
+    pub fn shell(&self) -> PathBuf {
+        self.sandbox
+            .shell
+            .get_or_init(|| {
+                let policy = &self.sandbox.policy;
+                let mut writable = policy.writable_roots.clone();
+                writable.extend(policy.temp_dir.clone());
+                writable.push(self.root.clone());
+                let path = std::env::var_os("PATH").unwrap_or_default();
+                crate::shell::process::resolve_shell("bash", &path, &writable)
+                    .unwrap_or_else(|| PathBuf::from("/bin/bash"))
+            })
+            .clone()
     }
 
     /// The same workspace, where simple commands (no `;`, `&`, `|`, redirections, substitutions

@@ -70,6 +70,29 @@ pub struct ShellRequest {
     /// The sandbox it runs in; `None` runs it with every right of this process. An
     /// [`Operations`](crate::Operations) implementation that cannot apply it must refuse.
     pub sandbox: Option<Arc<tool_sandbox::Sandbox>>,
+    /// The shell, as an absolute path ([`resolve_shell`]); `None` looks `bash` up in `PATH` as
+    /// it is when the command starts.
+    pub shell: Option<PathBuf>,
+}
+
+/// The first `name` (an executable file) in the directories of `path` (a `PATH` value) that
+/// lie outside every directory of `excluded` (the writable roots, whose programs a sandboxed
+/// command could have put there), as an absolute path with no link left in it. Relative and
+/// empty entries are skipped.
+pub fn resolve_shell(name: &str, path: &std::ffi::OsStr, excluded: &[PathBuf]) -> Option<PathBuf> {
+    let excluded: Vec<PathBuf> =
+        excluded.iter().map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone())).collect();
+    let outside = |p: &std::path::Path| !excluded.iter().any(|dir| p.starts_with(dir));
+    std::env::split_paths(path).filter(|dir| dir.is_absolute()).find_map(|dir| {
+        let dir = std::fs::canonicalize(&dir).ok().filter(|d| outside(d))?;
+        let program = std::fs::canonicalize(dir.join(name)).ok().filter(|p| outside(p))?;
+        let meta = std::fs::metadata(&program).ok().filter(|m| m.is_file())?;
+        #[cfg(unix)]
+        if std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 == 0 {
+            return None;
+        }
+        Some(program)
+    })
 }
 
 /// The command's standard input, and whether it runs in a terminal.
@@ -368,7 +391,9 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     use std::process::Stdio;
 
     let marker = tool_runtime::process_tree::new_marker();
-    let mut command = tokio::process::Command::new("bash");
+    let mut command = tokio::process::Command::new(request.shell.as_deref().unwrap_or("bash".as_ref()));
+    // Named `bash` whatever its path, as a lookup would start it: its messages begin `bash:`.
+    command.arg0("bash");
     command.arg("-c").arg(&request.command).current_dir(&request.cwd);
     containment.environment.apply(command.as_std_mut());
     let terminal = match request.input {
@@ -423,9 +448,10 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
         let _ = containment;
     }
     // After the subreaper and the terminal (its `pre_exec` runs after theirs): seccomp comes last.
-    if let Some(sandbox) = &request.sandbox {
-        sandbox.apply(command.as_std_mut(), &request.cwd)?;
-    }
+    let held = match &request.sandbox {
+        Some(sandbox) => Some((sandbox.clone(), sandbox.apply_holding(command.as_std_mut(), &request.cwd)?)),
+        None => None,
+    };
     let mut child = match command.spawn() {
         Ok(child) => child,
         #[cfg(target_os = "linux")]
@@ -468,6 +494,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
             target,
             registration,
             exited: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            _held: held,
         }),
     })
 }
@@ -651,6 +678,9 @@ mod unix {
         /// killed through it any more (processes the command left running in the background
         /// are the user's, unless a [`ShellHandle`] kills them).
         pub(super) exited: Arc<AtomicBool>,
+        /// The sandbox and the placeholders of the absent protected names, held while the call
+        /// or session controls the command.
+        pub(super) _held: Option<(Arc<tool_sandbox::Sandbox>, tool_sandbox::Placeholders)>,
     }
 
     /// The [`ShellHandle`] of a local command. While it lives, the command is registered:
@@ -884,6 +914,24 @@ mod tests {
             nix::sys::signal::kill(nix::unistd::Pid::from_raw(escaped), nix::sys::signal::Signal::SIGKILL);
         assert!(killed, "the orphan {escaped} survived");
         assert_eq!((report.shell, report.started, report.outside_group), (false, 1, 1));
+    }
+
+    #[test]
+    fn the_shell_is_found_outside_the_writable_roots() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new();
+        let planted = dir.path().join("venv/bin");
+        std::fs::create_dir_all(&planted).unwrap();
+        std::fs::write(planted.join("bash"), "#!/bin/sh\necho planted\n").unwrap();
+        std::fs::set_permissions(planted.join("bash"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let system = std::env::var_os("PATH").unwrap();
+        let path = std::env::join_paths(
+            [planted.clone(), PathBuf::from("relative")].into_iter().chain(std::env::split_paths(&system)),
+        )
+        .unwrap();
+        let found = resolve_shell("bash", &path, &[dir.path().to_path_buf()]).unwrap();
+        assert!(found.is_absolute() && !found.starts_with(dir.path()), "{}", found.display());
+        assert_eq!(resolve_shell("bash", &path, &[]).unwrap(), planted.join("bash").canonicalize().unwrap());
     }
 
     #[tokio::test]

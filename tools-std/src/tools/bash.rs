@@ -191,6 +191,7 @@ pub async fn bash(
             .collect(),
         input,
         sandbox: sandbox.policy().is_enforced().then(|| sandbox.clone()),
+        shell: Some(ws.shell()),
     };
     let started = Instant::now();
     let process = ws.operations().spawn_shell(&request).map_err(|e| {

@@ -1,0 +1,89 @@
+//! What sandboxed commands cannot prepare for the host: a shell found through their `PATH`,
+//! git's metadata, agents' files, the scripts hook commands run.
+
+use crate::common;
+
+use common::Fixture;
+use serde_json::json;
+
+/// Whether commands get a mount namespace here (protected paths need one); under CI they must.
+fn mounts() -> bool {
+    let probe = tools_std::tool_sandbox::Probe::get();
+    if probe.landlock_abi.is_some() && probe.seccomp && probe.can_protect_paths() {
+        return true;
+    }
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI runs as root with every layer: {probe}");
+    tool_tests::skip(&format!("no sandbox with mount namespaces here ({probe})"));
+    false
+}
+
+#[test]
+fn an_unsandboxed_run_does_not_start_a_bash_planted_in_the_workspace() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    let bin = fx.ws().join(".venv/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let planted = fx.dir.path().join("planted-ran");
+    std::fs::write(bin.join("bash"), format!("#!/bin/sh\ntouch {}\necho planted\n", planted.display()))
+        .unwrap();
+    std::fs::set_permissions(bin.join("bash"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let args = json!({"command": "echo real"}).to_string();
+    let mut command = fx.command(&["call", "--sandbox", "off", "bash", &args]);
+    command.env("PATH", path);
+    let run = common::run(command, None);
+    let out = run.json();
+    assert_eq!(out["output"], json!("real\n"), "{}", run.stdout);
+    assert!(!planted.exists(), "the planted bash ran unsandboxed");
+}
+
+#[test]
+fn git_metadata_and_agents_files_are_read_only_to_commands_present_or_not() {
+    if !mounts() {
+        return;
+    }
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::create_dir_all(ws.join(".git/objects")).unwrap();
+    std::fs::write(ws.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+    let script = "echo x > .git/index; echo /elsewhere > .git/commondir; mkdir -p .git/hooks; \
+                  echo y > CLAUDE.md; echo '{}' > .mcp.json; mkdir -p .claude/hooks; echo z > .claude/hooks/x; \
+                  echo done";
+    let args = json!({"command": script}).to_string();
+    let run = fx.run(&["call", "bash", &args], None);
+    assert!(run.json()["output"].as_str().unwrap().trim_end().ends_with("done"), "{}", run.stdout);
+    for name in [".git/index", ".git/commondir", ".git/hooks", "CLAUDE.md", ".mcp.json", ".claude"] {
+        assert!(std::fs::symlink_metadata(ws.join(name)).is_err(), "{name} was made: {}", run.stdout);
+    }
+    // With git writes allowed, git's own files are writable; its configuration is not.
+    let args = json!({"command": "echo x > .git/index && echo ok; echo evil >> .git/config"}).to_string();
+    let run = fx.run(&["call", "--allow-git-writes", "bash", &args], None);
+    assert!(run.json()["output"].as_str().unwrap().starts_with("ok"), "{}", run.stdout);
+    assert_eq!(std::fs::read_to_string(ws.join(".git/index")).unwrap(), "x\n");
+    assert_eq!(std::fs::read_to_string(ws.join(".git/config")).unwrap(), "[core]\n");
+}
+
+#[test]
+fn a_script_a_hook_command_names_is_read_only_to_commands() {
+    if !mounts() {
+        return;
+    }
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::create_dir_all(ws.join("scripts")).unwrap();
+    std::fs::write(ws.join("scripts/guard.sh"), "#!/bin/sh\nexit 0\n").unwrap();
+    let settings = fx.dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": format!("sh {}/scripts/guard.sh", ws.display())}
+        ]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let args = json!({"command": "echo 'exit 0 # replaced' > scripts/guard.sh; echo done"}).to_string();
+    let run = fx.run(&["call", "--settings", settings.to_str().unwrap(), "bash", &args], None);
+    assert!(run.stdout.contains("done"), "{}", run.stdout);
+    assert_eq!(std::fs::read_to_string(ws.join("scripts/guard.sh")).unwrap(), "#!/bin/sh\nexit 0\n");
+}
