@@ -244,11 +244,13 @@ async fn excluded_commands_run_unsandboxed_and_escalation_can_be_turned_off() {
 }
 
 /// `sandbox.networkCommands`: a simple command starting with a listed prefix runs sandboxed with
-/// the network on, without asking; any other command, or the same one in a compound line, keeps
-/// the network off.
+/// the network granted, without asking, through the egress proxy: every host the settings do
+/// not deny, but not a denied host, not loopback, and nothing directly. Any other command, or
+/// the same one in a compound line, gets no grant.
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread")]
-async fn networked_commands_get_the_network_and_nothing_else_does() {
+async fn networked_commands_get_every_host_not_denied_through_the_proxy() {
+    use tools_std::tool_egress::{Egress, EgressPolicy};
     if !layers() {
         return;
     }
@@ -262,13 +264,43 @@ async fn networked_commands_get_the_network_and_nothing_else_does() {
         "exec python3 -c \"import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5); print('connected')\" \"$1\"\n",
     )
     .unwrap();
+    std::fs::write(
+        root.join("fetch.sh"),
+        "exec python3 -c \"import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())\" \"$1\"\n",
+    )
+    .unwrap();
+    // A web server on 127.0.0.2, which the egress lets names resolve to (as a public address
+    // would be); 127.0.0.1 stays loopback, refused.
+    let web = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
+    let web_port = web.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in web.incoming().take(8) {
+            let Ok(mut stream) = stream else { continue };
+            let mut head = [0u8; 4096];
+            let _ = stream.read(&mut head);
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 14\r\nConnection: close\r\n\r\nhello from web",
+            );
+        }
+    });
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    let web_address = std::net::IpAddr::from([127, 0, 0, 2]);
+    let policy = EgressPolicy::new()
+        .deny_host("denied.test", "the settings' deniedDomains")
+        .unwrap()
+        .allow_address("127.0.0.2", "the test")
+        .unwrap()
+        .resolve("web.test", [web_address])
+        .resolve("denied.test", [web_address])
+        .resolve("loop.test", [std::net::IpAddr::from([127, 0, 0, 1])]);
     let mut deps = Dependencies::new();
     let ws = Workspace::new(&root)
         .unwrap()
         .with_sandbox(SandboxPolicy::workspace_write(&root))
-        .with_networked_commands(vec!["sh connect.sh".into(), "touch".into()]);
+        .with_networked_commands(vec!["sh connect.sh".into(), "sh fetch.sh".into(), "touch".into()])
+        .with_egress(Egress::new(policy, None));
     deps.insert(ws);
     let fx = Fx {
         state: SessionState::new(),
@@ -276,19 +308,29 @@ async fn networked_commands_get_the_network_and_nothing_else_does() {
         deps: Arc::new(deps),
         outside: outside.clone(),
     };
-    let out = fx.bash(json!({"command": format!("sh connect.sh {port}")})).await;
-    assert!(!out.is_error, "{}", out.text_content());
-    assert!(out.text_content().contains("connected"));
+    let out = fx.bash(json!({"command": format!("sh fetch.sh http://web.test:{web_port}/")})).await;
+    assert!(out.text_content().contains("hello from web"), "{}", out.text_content());
     assert_eq!(out.metadata["sandbox"]["mode"], json!("workspace-write"));
+    for denied in [format!("http://denied.test:{web_port}/"), format!("http://loop.test:{port}/")] {
+        let out = fx.bash(json!({"command": format!("sh fetch.sh {denied}")})).await;
+        assert!(!out.text_content().contains("hello from web"), "{denied}: {}", out.text_content());
+        assert!(out.text_content().contains("Traceback"), "{denied}: {}", out.text_content());
+    }
+    // Nothing directly, not even a listed command's.
+    let out = fx.bash(json!({"command": format!("sh connect.sh {port}")})).await;
+    assert!(!out.text_content().contains("connected"), "{}", out.text_content());
     // Only the network is granted: files stay confined.
     let out = fx.bash(json!({"command": format!("touch {}/x", outside.display())})).await;
     assert!(out.is_error, "{}", out.text_content());
     assert!(!outside.join("x").exists());
-    for command in [format!("bash connect.sh {port}"), format!("sh connect.sh {port}; true")] {
+    for command in [
+        format!("bash fetch.sh http://web.test:{web_port}/"),
+        format!("sh fetch.sh http://web.test:{web_port}/; true"),
+    ] {
         let out = fx.bash(json!({ "command": command })).await;
-        assert!(!out.text_content().contains("connected"), "{command}: {}", out.text_content());
-        assert!(out.text_content().contains("Traceback"), "{command}: {}", out.text_content());
+        assert!(!out.text_content().contains("hello from web"), "{command}: {}", out.text_content());
     }
+    drop(listener);
 }
 
 #[tokio::test(flavor = "multi_thread")]

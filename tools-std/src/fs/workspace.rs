@@ -46,6 +46,9 @@ pub struct Workspace {
     ops: Arc<dyn Operations>,
     sandbox: Arc<SandboxSlot>,
     egress: Option<tool_egress::Egress>,
+    /// The egress of commands granted the network (see [`Workspace::granted_egress`]), made on
+    /// first use from `egress`.
+    granted: Arc<OnceLock<tool_egress::Egress>>,
     /// Whether the root is on the local file system (made by [`Workspace::new`]).
     local: bool,
     /// The checks run after an edit, by file extension.
@@ -62,8 +65,6 @@ struct SandboxSlot {
     excluded: Vec<String>,
     /// Simple commands starting with one of these run sandboxed with the network on.
     networked: Vec<String>,
-    /// The sandbox of those, made on first use.
-    networked_ready: OnceLock<Result<Arc<Sandbox>, SandboxError>>,
     /// Whether a call may ask to run a command unsandboxed.
     escalation: bool,
     /// The shell, resolved on first use.
@@ -77,7 +78,6 @@ impl SandboxSlot {
             ready: OnceLock::new(),
             excluded: Vec::new(),
             networked: Vec::new(),
-            networked_ready: OnceLock::new(),
             escalation: true,
             shell: OnceLock::new(),
         })
@@ -90,7 +90,6 @@ impl SandboxSlot {
             ready: OnceLock::new(),
             excluded: self.excluded.clone(),
             networked: self.networked.clone(),
-            networked_ready: OnceLock::new(),
             escalation: self.escalation,
             shell: OnceLock::new(),
         }
@@ -150,6 +149,7 @@ impl Workspace {
             ops: Arc::new(ops),
             sandbox,
             egress: None,
+            granted: Arc::default(),
             local: true,
             verifiers: Arc::default(),
             session,
@@ -179,6 +179,7 @@ impl Workspace {
             ops,
             sandbox,
             egress: None,
+            granted: Arc::default(),
             local: false,
             verifiers: Arc::default(),
             session: None,
@@ -262,7 +263,9 @@ impl Workspace {
     /// for [`Workspace::with_unsandboxed_commands`]) run in the sandbox with the network on,
     /// without asking: the settings' `sandbox.networkCommands`, for commands such as
     /// `cargo build` or `npm install` that fetch from hosts no list names. Their files stay
-    /// confined; only the network is granted, to whatever they run (build scripts included).
+    /// confined; only the network is granted, to whatever they run (build scripts included),
+    /// and through the egress proxy ([`Workspace::granted_egress`]): denied hosts, loopback
+    /// and private addresses stay out of reach.
     pub fn with_networked_commands(mut self, commands: Vec<String>) -> Workspace {
         self.sandbox = Arc::new(SandboxSlot { networked: commands, ..self.sandbox.settings() });
         self
@@ -295,7 +298,27 @@ impl Workspace {
     /// ```
     pub fn with_egress(mut self, egress: tool_egress::Egress) -> Workspace {
         self.egress = Some(egress);
+        self.granted = Arc::default();
         self
+    }
+
+    /// The egress of a command granted the network (the settings' `sandbox.networkCommands`, or
+    /// a `sandbox: "network"` the user allowed): the workspace's egress rules (its refusals, and
+    /// its secrets) and every other host besides, through a proxy like any other command's, in
+    /// the command's own network namespace where the kernel has one. A denied host stays denied
+    /// and loopback and private addresses stay refused; only an unsandboxed command reaches the
+    /// host's network directly.
+    pub fn granted_egress(&self) -> tool_egress::Egress {
+        self.granted
+            .get_or_init(|| {
+                let policy = self.egress.as_ref().map(|e| e.policy().clone()).unwrap_or_default();
+                let policy = match policy.clone().allow_host("*", "the network granted to this command") {
+                    Ok(granted) => granted,
+                    Err(_) => policy,
+                };
+                tool_egress::Egress::new(policy, None)
+            })
+            .clone()
     }
 
     /// The same workspace, where `edit`, `multi_edit`, `write` and `apply_patch` run the first of
@@ -323,16 +346,12 @@ impl Workspace {
         simple_command_starts_with(command, &self.sandbox.excluded)
     }
 
-    /// The sandbox `command` runs in with the network granted by
-    /// [`Workspace::with_networked_commands`], when it is one of those and commands are
-    /// sandboxed.
-    pub fn networked_sandbox(&self, command: &str) -> Option<Result<Arc<Sandbox>, SandboxError>> {
+    /// Whether `command` is granted the network by [`Workspace::with_networked_commands`]
+    /// (commands are sandboxed, and it is one of those): it then reaches the hosts of
+    /// [`Workspace::granted_egress`].
+    pub fn runs_networked(&self, command: &str) -> bool {
         let slot = &self.sandbox;
-        if !slot.policy.is_enforced() || !simple_command_starts_with(command, &slot.networked) {
-            return None;
-        }
-        let policy = slot.policy.clone().with_network(tool_sandbox::Network::On);
-        Some(slot.networked_ready.get_or_init(|| Sandbox::new(policy).map(Arc::new)).clone())
+        slot.policy.is_enforced() && simple_command_starts_with(command, &slot.networked)
     }
 
     /// Whether a call may ask to run a command with more rights than the sandbox gives.

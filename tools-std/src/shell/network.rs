@@ -30,12 +30,21 @@ pub(crate) enum Prepared {
     Off(String),
 }
 
-/// Starts a proxy for `command` when the workspace has an egress and `sandbox` confines the
-/// command with the network off: in a network namespace made for the command, where the proxy's
-/// listener is the only thing to connect to, when this process can make one. Hosts no rule names are asked about through `ctx`'s
-/// permission hook, from the proxy's tasks (for as long as the command runs).
-pub(crate) async fn prepare(ws: &Workspace, ctx: &ToolContext, command: &str, sandbox: &Sandbox) -> Prepared {
-    let Some(egress) = ws.egress() else { return Prepared::Unchanged };
+/// Starts a proxy for `command` when the workspace has an egress, or the command is `granted`
+/// the network ([`Workspace::granted_egress`]), and `sandbox` confines the command with the
+/// network off: in a network namespace made for the command, where the proxy's listener is the
+/// only thing to connect to, when this process can make one. Hosts no rule names are asked
+/// about through `ctx`'s permission hook, from the proxy's tasks (for as long as the command
+/// runs).
+pub(crate) async fn prepare(
+    ws: &Workspace,
+    ctx: &ToolContext,
+    command: &str,
+    sandbox: &Sandbox,
+    granted: bool,
+) -> Prepared {
+    let granted = granted.then(|| ws.granted_egress());
+    let Some(egress) = granted.as_ref().or(ws.egress()) else { return Prepared::Unchanged };
     let policy = sandbox.policy();
     if !policy.is_enforced() || policy.network != Network::Off {
         return Prepared::Unchanged;

@@ -13,7 +13,7 @@ use tool_runtime::{
 
 use std::sync::Arc;
 
-use tool_sandbox::{Network, Sandbox, SandboxPolicy};
+use tool_sandbox::{Sandbox, SandboxPolicy};
 
 use tool_egress::EgressProxy;
 
@@ -148,7 +148,7 @@ pub async fn bash(
         format!("run `{command}`"),
     ))
     .await?;
-    let sandbox = sandbox_for(&ws, ctx, &command, sandbox, justification).await?;
+    let (sandbox, granted) = sandbox_for(&ws, ctx, &command, sandbox, justification).await?;
     // A command that can write the workspace gets a checkpoint, kept when the call ends.
     let checkpoint = if !sandbox.policy().is_enforced() || sandbox.policy().allows_write(ws.root()) {
         crate::checkpoint::begin(&ws, ctx, "bash").await
@@ -157,7 +157,7 @@ pub async fn bash(
     };
     // With an egress, a command whose network is off reaches the hosts it allows through a proxy
     // of its own, kept until the command ends.
-    let (sandbox, proxy, off_note) = match network::prepare(&ws, ctx, &command, &sandbox).await {
+    let (sandbox, proxy, off_note) = match network::prepare(&ws, ctx, &command, &sandbox, granted).await {
         Prepared::Unchanged => (sandbox, None, None),
         Prepared::Proxy(CommandNetwork { proxy, sandbox }) => (sandbox, Some(proxy), None),
         Prepared::Off(reason) => (sandbox, None, Some(network::off_note(&reason))),
@@ -289,23 +289,21 @@ pub enum Escalation {
 }
 
 /// The sandbox the command runs in: the workspace's, or, when the call asks for more and the
-/// user grants it, a wider one.
+/// user grants it, a wider one; and whether the command is granted the network (through the
+/// proxy, [`Workspace::granted_egress`]).
 async fn sandbox_for(
     ws: &Workspace,
     ctx: &ToolContext,
     command: &str,
     escalation: Option<Escalation>,
     justification: Option<String>,
-) -> Result<Arc<Sandbox>, ToolError> {
+) -> Result<(Arc<Sandbox>, bool), ToolError> {
     let refused = |e: tool_sandbox::SandboxError| ToolError::permission_denied(e.to_string()).with_source(e);
     if ws.runs_unsandboxed(command) {
-        return Sandbox::new(SandboxPolicy::off()).map(Arc::new).map_err(refused);
+        return Sandbox::new(SandboxPolicy::off()).map(|s| (Arc::new(s), false)).map_err(refused);
     }
     let Some(escalation) = escalation else {
-        return match ws.networked_sandbox(command) {
-            Some(networked) => networked.map_err(refused),
-            None => ws.sandbox().map_err(refused),
-        };
+        return ws.sandbox().map(|s| (s, ws.runs_networked(command))).map_err(refused);
     };
     if !ws.escalation_allowed() {
         return Err(ToolError::permission_denied(
@@ -319,12 +317,12 @@ async fn sandbox_for(
         )
     })?;
     let current = ws.sandbox_policy();
-    let (rights, policy) = match escalation {
-        Escalation::Escalated => ("no sandbox (every right of the user)", SandboxPolicy::off()),
-        Escalation::Network => ("the network on", current.clone().with_network(Network::On)),
+    let rights = match escalation {
+        Escalation::Escalated => "no sandbox (every right of the user)",
+        Escalation::Network => "the network (every host the settings do not deny, through the proxy)",
     };
     if !current.is_enforced() {
-        return ws.sandbox().map_err(refused);
+        return ws.sandbox().map(|s| (s, false)).map_err(refused);
     }
     ctx.ask(
         PermissionRequest::new(
@@ -338,7 +336,12 @@ async fn sandbox_for(
         .with_details(json!({"command": command, "rights": rights, "justification": justification})),
     )
     .await?;
-    Sandbox::new(policy).map(Arc::new).map_err(refused)
+    match escalation {
+        Escalation::Escalated => {
+            Sandbox::new(SandboxPolicy::off()).map(|s| (Arc::new(s), false)).map_err(refused)
+        }
+        Escalation::Network => ws.sandbox().map(|s| (s, true)).map_err(refused),
+    }
 }
 
 /// The `sandbox` metadata of a result: what confined the command.
@@ -520,8 +523,8 @@ impl Ended {
                     }
                 };
                 notes.push(format!(
-                    "[timed out after {}: the output above is what the command printed until then. Run long jobs in the background with their output redirected to a \
-                     file (`cmd > log.txt 2>&1 &`), or {hint}.]",
+                    "[timed out after {}: the output above is what the command printed until then. Run long jobs with \
+                     `background: true` (then read their output with bash_output), or {hint}.]",
                     duration(stop_after)
                 ));
             }
