@@ -119,11 +119,39 @@ mod tests {
         }
     }
 
+    /// Clients such as opencode keep the first 2000 lines and 50 KiB of a result: with the
+    /// default limits, a truncated output's notice (with this crate's read hint) is within both,
+    /// whichever end is kept.
+    #[test]
+    fn the_truncation_notice_is_within_2000_lines_and_50_kib() {
+        use tool_runtime::spec::TruncationDirection::{Head, Middle, Tail};
+        use tool_runtime::truncate::{TruncationLimits, truncate_text};
+        for (lines, width) in [(1999, 1), (2000, 1), (2001, 1), (5000, 1), (5000, 80), (100, 4000)] {
+            let text = format!("{}\n", "y".repeat(width)).repeat(lines);
+            for direction in [Head, Tail, Middle] {
+                let limits = TruncationLimits::default().with_direction(direction);
+                let mut truncated = truncate_text(&text, &limits);
+                let cut = truncated.info.truncated_by.is_some();
+                truncated.info.record_saved("out_20261121T163000_ab12cd34", text.len(), usize::MAX);
+                let shown = truncated.into_text_with_hint(&read_hint());
+                let what = format!("{lines} lines of {width}, {direction:?}");
+                assert!(shown.lines().count() <= 2000, "{what}: {} lines", shown.lines().count());
+                assert!(shown.len() <= 50 * 1024, "{what}: {} bytes", shown.len());
+                assert_eq!(shown.contains("tool_output_read(ref="), cut, "{what}");
+                assert_eq!(cut, lines > 1990 || (width + 1) * lines > 50 * 1024 - 768, "{what}");
+            }
+        }
+    }
+
     #[test]
     fn the_read_hint_names_the_tools_that_read_stored_outputs() {
         let hint = ReadHint::new(READ_HINT).expect("a valid template");
         assert_eq!(read_hint(), hint);
-        let limits = tool_runtime::truncate::TruncationLimits::default();
+        let limits = tool_runtime::truncate::TruncationLimits::new(
+            2000,
+            51200,
+            tool_runtime::spec::TruncationDirection::Head,
+        );
         // 2000 lines of exactly 51200 bytes, then 46213 more lines: 48213 lines, 2371642 bytes.
         let mut text = String::new();
         text.push_str(&format!("{}\n", "a".repeat(25)).repeat(1600));

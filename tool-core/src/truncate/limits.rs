@@ -4,11 +4,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::spec::{TruncationDirection, TruncationPolicy};
 
-/// Default maximum number of lines kept: 2000.
-pub const DEFAULT_MAX_LINES: usize = 2000;
+/// Default maximum number of lines kept: 1990, so that the kept text and its notice fit in the
+/// 2000 lines that clients such as opencode keep of a tool result (they cut the rest, notice
+/// included).
+pub const DEFAULT_MAX_LINES: usize = 1990;
 
-/// Default maximum number of bytes kept: 50 KiB.
-pub const DEFAULT_MAX_BYTES: usize = 50 * 1024;
+/// Default maximum number of bytes kept: 50 KiB less the most a notice adds
+/// ([`NOTICE_OVERHEAD_MAX_BYTES`](super::NOTICE_OVERHEAD_MAX_BYTES)), so that the kept text and
+/// its notice fit in 50 KiB, the byte budget of those clients.
+pub const DEFAULT_MAX_BYTES: usize = 50 * 1024 - super::notice::NOTICE_OVERHEAD_MAX_BYTES;
 
 /// Bytes per token in [`TruncationLimits::with_max_tokens`]: the estimate codex uses, which
 /// holds well enough for English text and code.
@@ -26,7 +30,7 @@ pub struct TruncationLimits {
 }
 
 impl Default for TruncationLimits {
-    /// 2000 lines, 51200 bytes, head.
+    /// 1990 lines, 50432 bytes, head.
     fn default() -> Self {
         TruncationLimits {
             max_lines: DEFAULT_MAX_LINES,
@@ -101,12 +105,12 @@ mod tests {
     #[test]
     fn default_limits_and_policy_overrides() {
         let defaults = TruncationLimits::default();
-        assert_eq!(defaults, limits(2000, 51200, Head));
+        assert_eq!(defaults, limits(1990, 50432, Head));
         assert_eq!(defaults.with_policy(&TruncationPolicy::default()), defaults);
         let policy =
             TruncationPolicy { enabled: true, max_lines: Some(5), max_bytes: None, direction: Some(Tail) };
-        assert_eq!(defaults.with_policy(&policy), limits(5, 51200, Tail));
-        assert_eq!(defaults.with_policy(&policy).with_policy(&policy), limits(5, 51200, Tail));
+        assert_eq!(defaults.with_policy(&policy), limits(5, 50432, Tail));
+        assert_eq!(defaults.with_policy(&policy).with_policy(&policy), limits(5, 50432, Tail));
         let policy =
             TruncationPolicy { enabled: true, max_lines: None, max_bytes: Some(10), direction: None };
         assert_eq!(limits(7, 100, Middle).with_policy(&policy), limits(7, 10, Middle));
@@ -114,7 +118,7 @@ mod tests {
 
     #[test]
     fn tokens_are_four_bytes_each() {
-        assert_eq!(TruncationLimits::default().with_max_tokens(1000), limits(2000, 4000, Head));
+        assert_eq!(TruncationLimits::default().with_max_tokens(1000), limits(1990, 4000, Head));
         // A token budget never raises the byte limit.
         assert_eq!(TruncationLimits::default().with_max_tokens(100_000), TruncationLimits::default());
         assert_eq!(limits(1, 10, Tail).with_max_tokens(usize::MAX), limits(1, 10, Tail));

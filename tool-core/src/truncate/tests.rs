@@ -71,7 +71,8 @@ fn the_notice_reads_as_specified() {
     text.push_str(&format!("{}\n", "b".repeat(23)).repeat(400));
     text.push_str(&format!("{}\n", "c".repeat(49)).repeat(46212));
     text.push_str(&format!("{}\n", "d".repeat(9841)));
-    let mut truncated = truncate_text(&text, &TruncationLimits::default());
+    let limits = TruncationLimits::new(2000, 51200, TruncationDirection::Head);
+    let mut truncated = truncate_text(&text, &limits);
     assert_eq!(truncated.info.truncated_by, Some(TruncatedBy::Lines));
     truncated.info.output_ref = Some(REF.into());
     assert_eq!(
@@ -409,7 +410,7 @@ fn output_is_saved_noticed_and_recorded() {
             "truncated_by": "lines",
             "direction": "head",
             "max_lines": 3,
-            "max_bytes": 51200,
+            "max_bytes": 50432,
             "total_lines": 10,
             "total_bytes": 71,
             "kept_lines": 3,

@@ -50,7 +50,7 @@ const PROGRESS_WINDOW: Duration = Duration::from_millis(100);
 ///
 /// Standard output and standard error come back interleaved as the command wrote them, followed
 /// by `[exit code N]` when it is not 0; `(no output)` when there is none. Output longer than
-/// 2000 lines or 50 KiB is cut in the middle: the beginning and the end are shown, and the
+/// 1990 lines or about 50 KiB is cut in the middle: the beginning and the end are shown, and the
 /// notice names a reference for `tool_output_read` / `tool_output_grep` to read the full output.
 /// Each call starts a new shell: `cd` and variables do not carry over to the next call. Prefer
 /// `read`, `glob`, `grep` and `ls` over `cat`, `find`, `grep` and `ls` commands.

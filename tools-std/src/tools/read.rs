@@ -1,5 +1,6 @@
 //! The `read` tool: a page of a text file with numbered lines, or an image.
 
+use std::borrow::Cow;
 use std::io::{self, BufRead, BufReader, Read};
 use std::sync::{Arc, Mutex};
 
@@ -10,12 +11,12 @@ use tool_runtime::{CancellationToken, Content, Dep, ToolContext, ToolError, Tool
 use crate::Workspace;
 use crate::editing::file_versions::{ContentHasher, FileVersions};
 use crate::fs::ops::{FileKind, Operations, Target};
-use crate::text::{SNIFF_BYTES, cut_line, image_mime, looks_binary, plural, similar_names};
+use crate::text::{SNIFF_BYTES, image_mime, looks_binary, plural, similar_names};
 
 /// Lines longer than this many characters are cut.
 pub const MAX_LINE_CHARS: usize = 2000;
 /// At most this many bytes of numbered lines are returned per call.
-pub const MAX_OUTPUT_BYTES: usize = 50 * 1024;
+pub const MAX_OUTPUT_BYTES: usize = 50 * 1024 - 256;
 /// Images larger than this are refused.
 pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 /// Bytes of one line kept in memory: enough for [`MAX_LINE_CHARS`] characters of any width.
@@ -25,9 +26,10 @@ const LINE_BYTES_KEPT: usize = MAX_LINE_CHARS * 4 + 4;
 ///
 /// `path` is relative to the workspace root (an absolute path works too; a path outside the
 /// workspace needs the user's permission). Text comes back one line per line: the line number,
-/// a tab, then the line. A call shows at most `limit` lines (default 2000) starting at line
-/// `offset` (default 1), at most 50 KiB in total; lines longer than 2000 characters are cut and
-/// marked. When the file goes on, the output ends with
+/// a tab, then the line. A call shows at most `limit` lines (default 1990) starting at line
+/// `offset` (default 1), at most 50 KiB in total; lines longer than 2000 characters are cut,
+/// and the mark gives the `char_offset` that reads on in that line. When the file goes on, the
+/// output ends with
 /// `[showing lines a-b of N; use offset=c to continue]`: call `read` again with that offset to
 /// see the rest. PNG, JPEG, GIF and WebP images (recognised by their content, up to 5 MiB) come
 /// back as images. Binary files are refused (inspect them with `bash`), a directory is listed
@@ -43,9 +45,13 @@ pub async fn read(
     #[schemars(range(min = 1))]
     offset: Option<u64>,
     /// How many lines to show at most.
-    #[arg(default = 2000)]
+    #[arg(default = 1990)]
     #[schemars(range(min = 1))]
     limit: u64,
+    /// Characters of the first line shown (the line at `offset`) to skip: reads on in a line
+    /// longer than 2000 characters, from where its cut mark says.
+    #[arg(default = 0)]
+    char_offset: u64,
 ) -> Result<ToolOutput, ToolError> {
     let resolved = ws.resolve(ctx, &path, "read").await?;
     let offset = offset.unwrap_or(1).max(1);
@@ -54,21 +60,29 @@ pub async fn read(
     let workspace = ws.0.clone();
     let display = resolved.display.clone();
     let versions = FileVersions::of(ctx);
+    let lines = Lines { offset, limit, char_offset: usize::try_from(char_offset).unwrap_or(usize::MAX) };
     ws.blocking(move |ops| {
-        read_blocking(ops, &workspace, &versions, &resolved.target, &display, offset, limit, &cancel)
+        read_blocking(ops, &workspace, &versions, &resolved.target, &display, lines, &cancel)
     })
     .await?
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Which lines a call shows: `limit` lines from line `offset` (1-based), the first of them from
+/// its character `char_offset` (0-based).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Lines {
+    pub(crate) offset: u64,
+    pub(crate) limit: u64,
+    pub(crate) char_offset: usize,
+}
+
 fn read_blocking(
     ops: &dyn Operations,
     ws: &Workspace,
     versions: &FileVersions,
     path: &Target,
     display: &str,
-    offset: u64,
-    limit: u64,
+    lines: Lines,
     cancel: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
     let info = match ops.metadata(path) {
@@ -106,13 +120,13 @@ fn read_blocking(
             plural(info.len, "byte")
         )));
     }
-    let page = read_lines(&mut reader, offset, limit, cancel).map_err(|e| io_error(display, e))?;
+    let page = read_lines(&mut reader, lines, cancel).map_err(|e| io_error(display, e))?;
     if versions.is_enabled() {
         // read_lines reads to the end: the hasher has seen every byte.
         let hashed = std::mem::take(&mut *hasher.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
         versions.record(path, hashed);
     }
-    page.into_output(display, offset)
+    page.into_output(display, lines.offset)
 }
 
 /// A reader that feeds what passes through it to a [`ContentHasher`].
@@ -353,20 +367,26 @@ impl Page {
     }
 }
 
-/// Reads lines `offset..offset + limit` (1-based) and counts every line, holding at most one
-/// cut line in memory however long the lines or the file are.
+/// Reads lines `offset..offset + limit` (1-based), the first from its character `char_offset`,
+/// and counts every line, holding at most one cut line in memory however long the lines or the
+/// file are.
 pub(crate) fn read_lines(
     reader: &mut impl BufRead,
-    offset: u64,
-    limit: u64,
+    lines: Lines,
     cancel: &CancellationToken,
 ) -> io::Result<Page> {
+    let Lines { offset, limit, char_offset } = lines;
     let end = offset.saturating_add(limit);
     let mut page = Page { first: offset, ..Page::default() };
     let mut line_no: u64 = 1;
     let mut last_byte: Option<u8> = None;
     let mut current: Vec<u8> = Vec::new();
     let mut more_chars = 0usize;
+    // Characters of the first line shown still to skip, and whether skipping goes on (past the
+    // last character skipped, up to the start of the next).
+    let mut skip = char_offset;
+    let mut skipping = char_offset > 0;
+    let mut skipped = 0usize;
     loop {
         if cancel.is_cancelled() {
             return Err(io::Error::new(io::ErrorKind::Interrupted, "the call was cancelled"));
@@ -377,20 +397,46 @@ pub(crate) fn read_lines(
         }
         let showing = line_no >= offset && line_no < end && !page.hit_byte_limit;
         let consumed = if showing {
-            let (chunk, newline) = match memchr::memchr(b'\n', buf) {
+            let (whole, newline) = match memchr::memchr(b'\n', buf) {
                 Some(i) => (&buf[..i], true),
                 None => (buf, false),
             };
+            let mut chunk = whole;
+            if skipping {
+                let mut from = chunk.len();
+                for (i, &b) in chunk.iter().enumerate() {
+                    if b & 0xC0 != 0x80 {
+                        if skip == 0 {
+                            from = i;
+                            skipping = false;
+                            break;
+                        }
+                        skip -= 1;
+                        skipped += 1;
+                    }
+                }
+                chunk = &chunk[from..];
+            }
             let room = LINE_BYTES_KEPT.saturating_sub(current.len());
             current.extend_from_slice(&chunk[..room.min(chunk.len())]);
             if chunk.len() > room {
                 more_chars += chunk[room..].iter().filter(|&&b| b & 0xC0 != 0x80).count();
             }
-            let consumed = chunk.len() + usize::from(newline);
+            let consumed = whole.len() + usize::from(newline);
             if newline {
-                page.push_line(line_no, &current, more_chars);
+                // A CR before the LF ends the line, whether it was kept or only counted.
+                if whole.last() == Some(&b'\r') {
+                    if more_chars > 0 {
+                        more_chars -= 1;
+                    } else if current.is_empty() && skipped > 0 {
+                        skipped -= 1;
+                        skip += 1;
+                    }
+                }
+                page.push_line(line_no, &current, more_chars, skipped, skipped + skip);
                 current.clear();
                 more_chars = 0;
+                (skip, skipping, skipped) = (0, false, 0);
                 line_no += 1;
             }
             consumed
@@ -410,20 +456,22 @@ pub(crate) fn read_lines(
     }
     let unterminated = last_byte.is_some_and(|b| b != b'\n');
     if unterminated && line_no >= offset && line_no < end && !page.hit_byte_limit {
-        page.push_line(line_no, &current, more_chars);
+        page.push_line(line_no, &current, more_chars, skipped, skipped + skip);
     }
     page.total = line_no - 1 + u64::from(unterminated);
     Ok(page)
 }
 
 impl Page {
-    fn push_line(&mut self, line_no: u64, bytes: &[u8], more_chars: usize) {
-        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    /// Adds line `line_no`, of which `skipped` characters (of the `wanted` skipped) were
+    /// skipped before `bytes` and `more_chars` follow them.
+    fn push_line(&mut self, line_no: u64, bytes: &[u8], more_chars: usize, skipped: usize, wanted: usize) {
+        let bytes = if more_chars == 0 { bytes.strip_suffix(b"\r").unwrap_or(bytes) } else { bytes };
         let text = String::from_utf8_lossy(bytes);
         let line = format!(
             "{}{}\n",
             crate::editing::line_numbers::prefix(line_no),
-            cut_line(&text, MAX_LINE_CHARS, more_chars)
+            part_of_line(&text, line_no, skipped, wanted, more_chars)
         );
         if self.text.len() + line.len() > MAX_OUTPUT_BYTES && !self.text.is_empty() {
             self.hit_byte_limit = true;
@@ -432,6 +480,45 @@ impl Page {
         self.text.push_str(&line);
         self.last = line_no;
     }
+}
+
+/// A line as shown: whole, or the part from character `skipped` on, cut at [`MAX_LINE_CHARS`]
+/// characters with a mark saying how to read on (`more_chars` characters follow `text`); a
+/// line that ended before character `wanted` says so.
+fn part_of_line<'a>(
+    text: &'a str,
+    line_no: u64,
+    skipped: usize,
+    wanted: usize,
+    more_chars: usize,
+) -> Cow<'a, str> {
+    if skipped == 0 && more_chars == 0 && text.len() <= MAX_LINE_CHARS {
+        return Cow::Borrowed(text);
+    }
+    let (end, shown) = match text.char_indices().nth(MAX_LINE_CHARS) {
+        Some((end, _)) => (end, MAX_LINE_CHARS),
+        None => (text.len(), text.chars().count()),
+    };
+    let total = skipped + text.chars().count() + more_chars;
+    if skipped == 0 && shown == total {
+        return Cow::Borrowed(text);
+    }
+    if wanted > skipped || (skipped > 0 && skipped == total) {
+        return Cow::Owned(format!(
+            "[char_offset={wanted} is past the end of line {line_no}, which has {}]",
+            plural(total as u64, "character")
+        ));
+    }
+    let (from, to) = (skipped + 1, skipped + shown);
+    let before = if skipped > 0 { "…" } else { "" };
+    Cow::Owned(if to < total {
+        format!(
+            "{before}{}… [line truncated: showing characters {from}-{to} of {total}; read on with offset={line_no}, char_offset={to}]",
+            &text[..end]
+        )
+    } else {
+        format!("{before}{} [showing characters {from}-{to} of {total}]", &text[..end])
+    })
 }
 
 fn not_found(ops: &dyn Operations, ws: &Workspace, path: &Target, display: &str) -> ToolError {
@@ -505,16 +592,31 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn default_limit_is_2000_lines() {
+    async fn default_limit_is_1990_lines() {
         let fx = Fixture::new();
         fx.write("big.txt", "x\n".repeat(2500));
         let out = fx.call("read", json!({"path": "big.txt"})).await.unwrap();
         let text = out.text_content();
         assert!(
-            text.ends_with("  2000\tx\n\n[showing lines 1-2000 of 2500; use offset=2001 to continue]"),
+            text.ends_with("  1990\tx\n\n[showing lines 1-1990 of 2500; use offset=1991 to continue]"),
             "{text}"
         );
         assert_eq!(out.metadata["total_lines"], json!(2500));
+    }
+
+    /// Clients such as opencode keep the first 2000 lines and 50 KiB of a result: the
+    /// continuation notice is within both, whatever the file's length.
+    #[tokio::test]
+    async fn the_continuation_is_within_2000_lines_and_50_kib() {
+        let fx = Fixture::new();
+        for (lines, width) in [(1999, 1), (2000, 1), (2001, 1), (5000, 1), (5000, 40), (3000, 1999)] {
+            fx.write("big.txt", &format!("{}\n", "x".repeat(width)).repeat(lines));
+            let text = fx.call("read", json!({"path": "big.txt"})).await.unwrap().text_content();
+            assert!(text.lines().count() <= 2000, "{lines} lines of {width}: {} lines", text.lines().count());
+            assert!(text.len() <= 50 * 1024, "{lines} lines of {width}: {} bytes", text.len());
+            let continues = lines > 1990 || (width + 1) * lines > 50 * 1024 - 256;
+            assert_eq!(text.contains("to continue]"), continues, "{lines} lines of {width}");
+        }
     }
 
     #[tokio::test]
@@ -540,10 +642,54 @@ mod tests {
         fx.write("min.js", format!("{}\nshort\n", "é".repeat(30_000)));
         let text = fx.text("read", json!({"path": "min.js"})).await;
         let expected = format!(
-            "     1\t{}… [line truncated: showing 2000 of 30000 characters]\n     2\tshort\n",
+            "     1\t{}… [line truncated: showing characters 1-2000 of 30000; read on with offset=1, char_offset=2000]\n     2\tshort\n",
             "é".repeat(2000)
         );
         assert_eq!(text, expected);
+    }
+
+    #[tokio::test]
+    async fn char_offset_reads_on_in_a_long_line() {
+        let fx = Fixture::new();
+        let line: String = (0..4500).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        fx.write("min.js", format!("first\n{line}\r\nlast\n"));
+        let read = |args: serde_json::Value| fx.text("read", args);
+        let text = read(json!({"path": "min.js", "offset": 2, "limit": 1, "char_offset": 2000})).await;
+        assert_eq!(
+            text,
+            format!(
+                "     2\t…{}… [line truncated: showing characters 2001-4000 of 4500; read on with offset=2, char_offset=4000]\n\n[showing lines 2-2 of 3; use offset=3 to continue]",
+                &line[2000..4000]
+            )
+        );
+        let text = read(json!({"path": "min.js", "offset": 2, "char_offset": 4000})).await;
+        assert_eq!(
+            text,
+            format!("     2\t…{} [showing characters 4001-4500 of 4500]\n     3\tlast\n", &line[4000..])
+        );
+        let text = read(json!({"path": "min.js", "offset": 2, "limit": 1, "char_offset": 9000})).await;
+        assert!(
+            text.starts_with(
+                "     2\t[char_offset=9000 is past the end of line 2, which has 4500 characters]\n"
+            ),
+            "{text}"
+        );
+        // Multi-byte characters are counted as characters, whatever the reader's chunks.
+        fx.write("wide.txt", format!("x{}\n", "é".repeat(70_000)));
+        let text = read(json!({"path": "wide.txt", "char_offset": 68_001})).await;
+        assert_eq!(
+            text,
+            format!("     1\t…{} [showing characters 68002-70001 of 70001]\n", "é".repeat(2000))
+        );
+        let text = read(json!({"path": "wide.txt", "char_offset": 32_768})).await;
+        assert!(
+            text.ends_with("… [line truncated: showing characters 32769-34768 of 70001; read on with offset=1, char_offset=34768]\n"),
+            "{}",
+            &text[text.len() - 200..]
+        );
+        // A short line read from a character on.
+        let text = read(json!({"path": "min.js", "char_offset": 2})).await;
+        assert!(text.starts_with("     1\t…rst [showing characters 3-5 of 5]\n     2\tabc"), "{text}");
     }
 
     #[tokio::test]
