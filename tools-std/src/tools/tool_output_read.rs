@@ -5,14 +5,14 @@ use std::io::BufReader;
 use tool_runtime::output_store::OutputStore;
 use tool_runtime::{Dep, ToolContext, ToolError, ToolOutput, tool};
 
-use crate::tools::read::{Page, read_lines};
+use crate::tools::read::{Lines, Page, read_lines};
 
 /// Read the full output of an earlier tool call that was truncated.
 ///
 /// When a result is cut, its notice names a reference (such as
 /// `out_20261121T163000_ab12cd34`) under which the whole output was saved. This shows its lines
 /// numbered like `read` does: at most `limit` lines (default 2000) from line `offset` (default
-/// 1), at most 50 KiB per call, long lines cut, and a
+/// 1), at most 50 KiB per call, long lines cut (`char_offset` reads on in one), and a
 /// `[showing lines a-b of N; use offset=c to continue]` notice while there is more. To find
 /// something in it, `tool_output_grep` is faster. Saved outputs expire after a while.
 #[tool(parallel, read_only, truncate = false, timeout = "1m")]
@@ -29,13 +29,18 @@ pub async fn tool_output_read(
     #[arg(default = 2000)]
     #[schemars(range(min = 1))]
     limit: u64,
+    /// Characters of the first line shown (the line at `offset`) to skip: reads on in a line
+    /// longer than 2000 characters, from where its cut mark says.
+    #[arg(default = 0)]
+    char_offset: u64,
 ) -> Result<ToolOutput, ToolError> {
     let reference = r#ref.trim().to_owned();
     let file = store.open(&reference)?;
     let cancel = ctx.cancellation_token().clone();
     let (offset, limit) = (offset.max(1), limit.max(1));
+    let lines = Lines { offset, limit, char_offset: usize::try_from(char_offset).unwrap_or(usize::MAX) };
     let page: Page = tokio::task::spawn_blocking(move || {
-        read_lines(&mut BufReader::with_capacity(64 * 1024, file), offset, limit, &cancel)
+        read_lines(&mut BufReader::with_capacity(64 * 1024, file), lines, &cancel)
     })
     .await
     .map_err(|e| ToolError::execution("reading the stored output failed unexpectedly").with_source(e))?
