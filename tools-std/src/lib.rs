@@ -48,7 +48,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(read::ReadTool),
         Arc::new(write::WriteTool),
         Arc::new(edit::EditTool),
-        Arc::new(bash::BashTool),
+        Arc::new(tools::Adapted::new(bash::BashTool, bash::adapt_arguments)),
         Arc::new(bash_output::BashOutputTool),
         Arc::new(bash_input::BashInputTool),
         Arc::new(bash_stop::BashStopTool),
@@ -64,7 +64,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(apply_patch::ApplyPatchTool),
         Arc::new(undo::UndoTool),
         Arc::new(checkpoints::CheckpointsTool),
-        Arc::new(ask_user::AskUserTool),
+        Arc::new(tools::Adapted::new(ask_user::AskUserTool, ask_user::adapt_arguments)),
     ]
 }
 

@@ -98,6 +98,25 @@ fn form(options: &[Choice], multi_select: bool, allow_other: bool) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
 }
 
+/// Options given as plain strings (`["yes", "no"]`, as other agents' question tools take them)
+/// become options with those labels; see
+/// [`Tool::adapt_arguments`](tool_runtime::Tool::adapt_arguments).
+pub(crate) fn adapt_arguments(
+    arguments: &mut Map<String, Value>,
+    coercions: &mut Vec<tool_runtime::validate::Coercion>,
+) {
+    let Some(Value::Array(options)) = arguments.get_mut("options") else { return };
+    for (i, option) in options.iter_mut().enumerate() {
+        if let Value::String(label) = option {
+            *option = json!({ "label": std::mem::take(label) });
+            coercions.push(tool_runtime::validate::Coercion {
+                path: format!("/options/{i}"),
+                to: "object".to_owned(),
+            });
+        }
+    }
+}
+
 /// What the model reads: the choices and the written answer, as the user gave them.
 fn answer_text(content: &Map<String, Value>, options: &[Choice]) -> String {
     let mut chosen: Vec<String> = match content.get(ANSWER) {
@@ -176,6 +195,49 @@ mod tests {
             answer(json!({}), &choices(&["a"]))
                 .starts_with("The user accepted the question but gave no answer.")
         );
+    }
+
+    /// Answers every question with the first option of its form.
+    struct FirstOption;
+
+    impl tool_runtime::context::UserAsker for FirstOption {
+        fn ask<'a>(
+            &'a self,
+            _message: &'a str,
+            schema: &'a Value,
+        ) -> tool_runtime::BoxFuture<'a, Result<UserAnswer, String>> {
+            let first = schema["properties"]["answer"]["oneOf"][0]["const"].clone();
+            Box::pin(async move {
+                Ok(UserAnswer::Accept(json!({ "answer": first }).as_object().unwrap().clone()))
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn options_as_plain_strings_are_labels_and_a_wrong_shape_is_named() {
+        let mut fx = crate::testing::Fixture::new();
+        let mut deps = (*fx.deps).clone();
+        deps.insert(tool_runtime::context::AskerDependency(std::sync::Arc::new(FirstOption)));
+        fx.deps = std::sync::Arc::new(deps);
+        let out = fx
+            .dispatch("ask_user", r#"{"question": "Which?", "options": ["tokio", {"label": "std"}]}"#)
+            .await;
+        assert_eq!(out.text_content(), "The user chose \"tokio\".");
+        assert_eq!(
+            crate::testing::Fixture::coercions(&out),
+            [("/options/0".to_owned(), "object".to_owned())]
+        );
+        let out =
+            fx.dispatch("ask_user", r#"{"question": "Which?", "options": [1, {"value": "std"}]}"#).await;
+        assert!(out.is_error);
+        let text = out.text_content();
+        for expected in [
+            "- /options/0: expected an object with the properties `label` (required), `description`, received 1 (an integer)",
+            "- /options/1/value: unknown property; valid properties are `label`, `description`",
+            "- /options/1/label: missing required property",
+        ] {
+            assert!(text.contains(expected), "{expected}\n{text}");
+        }
     }
 
     #[tokio::test]

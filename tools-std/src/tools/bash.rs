@@ -101,6 +101,7 @@ pub async fn bash(
     yield_ms: Option<u64>,
     /// Start the command in the background at once (a server, a watcher): the same as
     /// `yield_ms: 0`.
+    #[arg(alias = "run_in_background")]
     background: Option<bool>,
     /// Keep standard input open, so the command can be answered with `bash_input`.
     interactive: Option<bool>,
@@ -616,6 +617,63 @@ impl ProgressStream {
     }
 }
 
+/// The arguments other agents' shell tools take, as `bash`'s own (see
+/// [`Tool::adapt_arguments`](tool_runtime::Tool::adapt_arguments)): Claude Code's `timeout` and
+/// codex's `timeout_ms` (milliseconds, rounded up to `timeout_secs`), and codex's `command` as an
+/// array (`["bash", "-lc", "ls -la"]` is `ls -la`; any other list of strings is joined, each
+/// quoted for the shell). `run_in_background` is a plain alias of `background`.
+pub(crate) fn adapt_arguments(
+    arguments: &mut serde_json::Map<String, serde_json::Value>,
+    coercions: &mut Vec<tool_runtime::validate::Coercion>,
+) {
+    use serde_json::Value;
+    use tool_runtime::validate::Coercion;
+    for alias in ["timeout", "timeout_ms"] {
+        if arguments.contains_key("timeout_secs") {
+            break;
+        }
+        let millis = match arguments.get(alias) {
+            Some(Value::Number(n)) => n.as_f64(),
+            Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
+            _ => None,
+        };
+        let Some(millis) = millis.filter(|ms| ms.is_finite() && *ms >= 0.0) else { continue };
+        arguments.remove(alias);
+        let seconds = (millis / 1000.0).ceil().max(1.0) as u64;
+        arguments.insert("timeout_secs".to_owned(), Value::from(seconds));
+        coercions.push(Coercion { path: format!("/{alias}"), to: "/timeout_secs".to_owned() });
+    }
+    if let Some(Value::Array(items)) = arguments.get("command")
+        && let Some(words) = items.iter().map(Value::as_str).collect::<Option<Vec<&str>>>()
+        && !words.is_empty()
+    {
+        let line = command_line(&words);
+        arguments.insert("command".to_owned(), Value::String(line));
+        coercions.push(Coercion { path: "/command".to_owned(), to: "string".to_owned() });
+    }
+}
+
+/// The command line an argument vector stands for: the script of `bash -c SCRIPT` (or `sh`,
+/// `zsh`, with `-lc`), otherwise the words joined, each quoted for the shell where it needs it.
+fn command_line(words: &[&str]) -> String {
+    let shell = words[0].rsplit('/').next().unwrap_or(words[0]);
+    if let [_, flag, script] = words
+        && matches!(shell, "bash" | "sh" | "zsh" | "dash")
+        && matches!(*flag, "-c" | "-lc" | "-cl")
+    {
+        return (*script).to_owned();
+    }
+    let quoted: Vec<String> = words
+        .iter()
+        .map(|word| {
+            let plain = !word.is_empty()
+                && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b));
+            if plain { (*word).to_owned() } else { format!("'{}'", word.replace('\'', r"'\''")) }
+        })
+        .collect();
+    quoted.join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
@@ -928,5 +986,62 @@ mod tests {
         let err = err.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::PermissionDenied);
         assert!(err.message().contains("no deleting"), "{}", err.message());
+    }
+
+    #[test]
+    fn other_agents_shell_arguments_become_bash_arguments() {
+        let adapted = |value: Value| {
+            let mut map = value.as_object().unwrap().clone();
+            let mut coercions = Vec::new();
+            adapt_arguments(&mut map, &mut coercions);
+            let moved: Vec<(String, String)> = coercions.into_iter().map(|c| (c.path, c.to)).collect();
+            (Value::Object(map), moved)
+        };
+        let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+        assert_eq!(
+            adapted(json!({"command": "x", "timeout": 1500})),
+            (json!({"command": "x", "timeout_secs": 2}), vec![pair("/timeout", "/timeout_secs")])
+        );
+        assert_eq!(adapted(json!({"command": "x", "timeout_ms": "120000"})).0["timeout_secs"], json!(120));
+        assert_eq!(adapted(json!({"command": "x", "timeout": 1})).0["timeout_secs"], json!(1));
+        // Our own name wins: the other is left for validation to refuse.
+        assert_eq!(
+            adapted(json!({"command": "x", "timeout_secs": 5, "timeout": 1000})).0,
+            json!({"command": "x", "timeout_secs": 5, "timeout": 1000})
+        );
+        let line = |words: Value| adapted(json!({"command": words})).0["command"].clone();
+        assert_eq!(line(json!(["bash", "-lc", "ls -la | head"])), json!("ls -la | head"));
+        assert_eq!(line(json!(["/bin/sh", "-c", "echo $HOME"])), json!("echo $HOME"));
+        assert_eq!(line(json!(["ls", "-la", "src dir", "it's"])), json!(r#"ls -la 'src dir' 'it'\''s'"#));
+        assert_eq!(line(json!(["bash", "-lc", "echo", "extra"])), json!("bash -lc echo extra"));
+        assert_eq!(line(json!(["echo", ""])), json!("echo ''"));
+        // Not a list of strings: left for validation to refuse.
+        assert_eq!(line(json!([])), json!([]));
+        assert_eq!(line(json!(["echo", 1])), json!(["echo", 1]));
+    }
+
+    #[tokio::test]
+    async fn claude_code_and_codex_shell_arguments_are_accepted_and_recorded() {
+        let fx = Fixture::new();
+        let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+        let out = fx.dispatch("bash", r#"{"command": "echo hi", "timeout": 1500}"#).await;
+        assert_eq!(out.text_content(), "hi\n");
+        assert_eq!(Fixture::coercions(&out), [pair("/timeout", "/timeout_secs")]);
+        let out = fx.dispatch("bash", r#"{"command": "sleep 5", "timeout_ms": 900}"#).await;
+        assert!(out.is_error && out.text_content().contains("1s"), "{}", out.text_content());
+        assert_eq!(Fixture::coercions(&out), [pair("/timeout_ms", "/timeout_secs")]);
+        let out = fx.dispatch("bash", r#"{"command": ["bash", "-lc", "echo a  b"]}"#).await;
+        assert_eq!(out.text_content(), "a b\n");
+        assert_eq!(Fixture::coercions(&out), [pair("/command", "string")]);
+        let out = fx.dispatch("bash", r#"{"command": ["printf", "%s|", "it's", "a b"]}"#).await;
+        assert_eq!(out.text_content(), "it's|a b|");
+        let out = fx.dispatch("bash", r#"{"command": "echo bg", "run_in_background": true}"#).await;
+        assert!(out.metadata.contains_key("session_id"), "{out:?}");
+        assert_eq!(Fixture::coercions(&out), [pair("/run_in_background", "/background")]);
+        // The schema keeps bash's own names.
+        let properties = BashTool.spec().input_schema["properties"].as_object().unwrap().clone();
+        for other in ["timeout", "timeout_ms", "run_in_background"] {
+            assert!(!properties.contains_key(other), "{other}");
+        }
     }
 }
