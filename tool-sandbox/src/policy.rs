@@ -504,6 +504,21 @@ mod tests {
     }
 
     #[test]
+    fn a_writable_home_directory_keeps_the_configuration_that_runs_code_read_only() {
+        let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute()) else {
+            return;
+        };
+        let policy = SandboxPolicy::workspace_write(&home);
+        for name in
+            [".ssh", ".gitconfig", ".config/git", ".config/systemd", ".local/bin", ".cargo/config.toml"]
+        {
+            assert!(policy.protected_paths().contains(&home.join(name)), "{name}");
+        }
+        let elsewhere = SandboxPolicy::workspace_write("/nonexistent-root");
+        assert!(!elsewhere.protected_paths().contains(&home.join(".ssh")));
+    }
+
+    #[test]
     fn the_temporary_directory_is_the_commands_own() {
         let policy = SandboxPolicy::workspace_write("/").with_temp_dir("/proc");
         assert!(policy.writable().contains(&PathBuf::from("/proc")));
