@@ -61,9 +61,9 @@ pub enum RegistryError {
         /// The shared name.
         name: String,
         /// Where the first definition is, when known.
-        first: Option<SourceLocation>,
+        first: Option<Box<SourceLocation>>,
         /// Where the second definition is, when known.
-        second: Option<SourceLocation>,
+        second: Option<Box<SourceLocation>>,
     },
     /// A tool's name is not 1 to 64 characters of `[A-Za-z0-9_-]`.
     InvalidName {
@@ -101,7 +101,7 @@ pub enum RegistryError {
 
 impl fmt::Display for RegistryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let place = |loc: &Option<SourceLocation>| match loc {
+        let place = |loc: &Option<Box<SourceLocation>>| match loc {
             Some(loc) => loc.to_string(),
             None => "a tool added at run time".to_owned(),
         };
@@ -282,8 +282,8 @@ impl RegistryBuilder {
                 }
                 return Err(RegistryError::DuplicateName {
                     name,
-                    first: first.source.clone(),
-                    second: source,
+                    first: first.source.clone().map(Box::new),
+                    second: source.map(Box::new),
                 });
             }
             checked_aliases(&name, tool.spec())?;
