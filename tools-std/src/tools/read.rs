@@ -610,7 +610,7 @@ mod tests {
     async fn the_continuation_is_within_2000_lines_and_50_kib() {
         let fx = Fixture::new();
         for (lines, width) in [(1999, 1), (2000, 1), (2001, 1), (5000, 1), (5000, 40), (3000, 1999)] {
-            fx.write("big.txt", &format!("{}\n", "x".repeat(width)).repeat(lines));
+            fx.write("big.txt", format!("{}\n", "x".repeat(width)).repeat(lines));
             let text = fx.call("read", json!({"path": "big.txt"})).await.unwrap().text_content();
             assert!(text.lines().count() <= 2000, "{lines} lines of {width}: {} lines", text.lines().count());
             assert!(text.len() <= 50 * 1024, "{lines} lines of {width}: {} bytes", text.len());
