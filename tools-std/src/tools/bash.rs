@@ -72,8 +72,9 @@ const PROGRESS_WINDOW: Duration = Duration::from_millis(100);
 /// from what you read.
 ///
 /// Sandbox: commands run confined by the kernel: they may read everywhere but write only inside
-/// the workspace and the temporary directory (`.git/hooks`, `.git/config` and similar stay
-/// read-only), and the network is off, or open only to the hosts the user allows through a
+/// the workspace and `$TMPDIR` (not `/tmp`; `.git` unless the user allows git writes, `.claude/`,
+/// `CLAUDE.md`, `AGENTS.md` and `.mcp.json` stay read-only), and the network is off, or open
+/// only to the hosts the user allows through a
 /// proxy (a refused host is named at the end of the result). When a command needs more (a
 /// download, a write outside the workspace), call again with `sandbox: "network"` or
 /// `sandbox: "escalated"` (no sandbox) and a `justification`: the user is asked, and may refuse.
