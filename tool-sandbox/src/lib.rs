@@ -21,8 +21,8 @@ pub mod violation;
 pub use lexical::lexically_normal;
 pub use netns::NetworkNamespace;
 pub use policy::{
-    DEFAULT_PROTECTED, Fallback, GIT_PROTECTED, HOME_PROTECTED, Network, PLACEHOLDERS, SandboxMode,
-    SandboxPolicy,
+    DEFAULT_PROTECTED, Fallback, GIT_PROTECTED, HOME_PLACEHOLDERS, HOME_PROTECTED, Network, PLACEHOLDERS,
+    SandboxMode, SandboxPolicy,
 };
 pub use probe::Probe;
 pub use sandbox::{Placeholders, Sandbox, SandboxError, SandboxReport};

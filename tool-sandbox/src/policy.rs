@@ -121,6 +121,20 @@ pub const GIT_PROTECTED: &[&str] = &[
 /// not held (see the sandbox chapter).
 pub const PLACEHOLDERS: &[&str] = &[".git", ".claude", ".mcp.json", "CLAUDE.md", "AGENTS.md"];
 
+/// The directories of [`HOME_PROTECTED`] that cannot be created when absent (empty placeholder
+/// directories, as for [`PLACEHOLDERS`]); files such as `.gitconfig` are not held, since a
+/// directory in their place would break the programs that read them.
+pub const HOME_PLACEHOLDERS: &[&str] = &[
+    ".ssh",
+    ".config/git",
+    ".config/systemd",
+    ".config/autostart",
+    ".config/environment.d",
+    ".config/fish",
+    ".local/bin",
+    ".cargo/bin",
+];
+
 /// The user's configuration that runs code, relative to the home directory: read-only when the
 /// home directory is, or lies beneath, a writable root.
 pub const HOME_PROTECTED: &[&str] = &[

@@ -653,8 +653,17 @@ impl Drop for Placeholder {
 }
 
 /// The placeholders of a policy: [`PLACEHOLDERS`](crate::policy::PLACEHOLDERS) at each writable
-/// root, and with git writes allowed, `.git/hooks` and `.git/info` of a repository that has none.
+/// root, with git writes allowed `.git/hooks` and `.git/info` of a repository that has none, and
+/// when the home directory is writable, the directories of
+/// [`HOME_PLACEHOLDERS`](crate::policy::HOME_PLACEHOLDERS) in it.
 fn make_placeholders(policy: &SandboxPolicy) -> Vec<Placeholder> {
+    let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
+    placeholder_paths(policy, home.as_deref()).into_iter().filter_map(Placeholder::hold).collect()
+}
+
+/// Where [`make_placeholders`] makes them, for the home directory `home`: each absent name
+/// whose parent is a directory.
+fn placeholder_paths(policy: &SandboxPolicy, home: Option<&Path>) -> Vec<PathBuf> {
     if policy.mode != SandboxMode::WorkspaceWrite {
         return Vec::new();
     }
@@ -666,17 +675,39 @@ fn make_placeholders(policy: &SandboxPolicy) -> Vec<Placeholder> {
     if policy.git_writes {
         names.extend([".git/hooks", ".git/info"]);
     }
-    let mut made = Vec::new();
-    for root in &policy.writable_roots {
-        for name in &names {
-            let path = root.join(name);
-            let parent_is_dir =
-                path.parent().and_then(|p| std::fs::symlink_metadata(p).ok()).is_some_and(|m| m.is_dir());
-            if !parent_is_dir || std::fs::symlink_metadata(&path).is_ok() {
-                continue;
-            }
-            made.extend(Placeholder::hold(path));
-        }
+    let mut paths: Vec<PathBuf> =
+        policy.writable_roots.iter().flat_map(|root| names.iter().map(|name| root.join(name))).collect();
+    if let Some(home) = home.filter(|home| policy.writable_roots.iter().any(|r| home.starts_with(r))) {
+        paths.extend(crate::policy::HOME_PLACEHOLDERS.iter().map(|name| home.join(name)));
     }
-    made
+    paths.retain(|path| {
+        let parent_is_dir =
+            path.parent().and_then(|p| std::fs::symlink_metadata(p).ok()).is_some_and(|m| m.is_dir());
+        parent_is_dir && std::fs::symlink_metadata(path).is_err()
+    });
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_writable_home_gets_placeholders_for_the_directories_of_its_configuration_that_runs_code() {
+        let home = std::env::temp_dir().join(format!("sandbox-home-{}", std::process::id()));
+        std::fs::create_dir_all(home.join(".config")).unwrap();
+        std::fs::create_dir_all(home.join(".local/bin")).unwrap();
+        let policy = SandboxPolicy::workspace_write(&home);
+        let paths = placeholder_paths(&policy, Some(&home));
+        let elsewhere = placeholder_paths(&SandboxPolicy::workspace_write(home.join(".config")), Some(&home));
+        std::fs::remove_dir_all(&home).unwrap();
+        for name in [".ssh", ".config/git", ".config/systemd", "CLAUDE.md", ".git"] {
+            assert!(paths.contains(&home.join(name)), "{name}: {paths:?}");
+        }
+        // Present already, or without a parent: nothing to hold.
+        assert!(!paths.contains(&home.join(".local/bin")) && !paths.contains(&home.join(".cargo/bin")));
+        assert!(!elsewhere.contains(&home.join(".ssh")), "{elsewhere:?}");
+    }
 }
