@@ -282,8 +282,8 @@ pub(crate) struct HttpArgs {
     /// (surrounding whitespace removed).
     #[arg(long, value_name = "FILE", requires = "http")]
     pub auth_token_file: Option<PathBuf>,
-    /// Accept requests from this browser origin, such as https://app.example (repeatable;
-    /// pages of this machine, on localhost, 127.0.0.1 or [::1], are accepted anyway; requests
+    /// Accept requests from this browser origin, such as `https://app.example` (repeatable;
+    /// pages of this machine, on localhost, 127.0.0.1 or ::1, are accepted anyway; requests
     /// with any other Origin get 403).
     #[arg(long, value_name = "ORIGIN", requires = "http")]
     pub allow_origin: Vec<String>,
