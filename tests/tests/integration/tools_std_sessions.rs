@@ -599,7 +599,7 @@ async fn a_shell_session_runs_the_lines_the_bash_rules_allow_and_no_other() {
         &fx,
         nobody.clone(),
         "bash_input",
-        json!({"session_id": id, "text": "ls x\necho done\n", "until": "done"}),
+        json!({"session_id": id, "text": "ls -d x\necho done\n", "until": "done"}),
     )
     .await
     .unwrap();
