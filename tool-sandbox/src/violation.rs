@@ -32,9 +32,9 @@ impl Violation {
                 path.display()
             ),
             Violation::Write { path, protected: false } => format!(
-                "[sandbox: writing to {} was refused: commands may only write inside the workspace and the \
-                 temporary directory. Work inside the workspace, or run the command again with `sandbox: \
-                 \"escalated\"` and a `justification` to ask the user.]",
+                "[sandbox: writing to {} was refused: commands may only write inside the workspace and \
+                 $TMPDIR (not the system's /tmp). Work inside the workspace, or run the command again with \
+                 `sandbox: \"escalated\"` and a `justification` to ask the user.]",
                 path.display()
             ),
             Violation::Network => "[sandbox: commands may not open network connections of their own (where some \
