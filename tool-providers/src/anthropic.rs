@@ -15,7 +15,8 @@ const PROVIDER: Provider = Provider::Anthropic;
 
 /// The `tools` entry of one tool: `{"name", "description", "input_schema"}`.
 ///
-/// `input_schema` is the canonical schema unchanged: the API takes JSON Schema draft 2020-12
+/// `input_schema` is the canonical schema, less `format` values JSON Schema does not define
+/// (schemars' `uint64` and the like): the API takes JSON Schema draft 2020-12
 /// ("JSON schema for this tool's input"), with `"type": "object"` at the top and no
 /// `anyOf`/`oneOf`/`allOf` there, which is checked.
 ///
@@ -37,7 +38,7 @@ pub fn definition(spec: &ToolSpec, options: &DefinitionOptions) -> Result<Value,
         tool.insert("input_schema".to_owned(), anthropic_strict(&target, &spec.input_schema)?);
         tool.insert("strict".to_owned(), json!(true));
     } else {
-        tool.insert("input_schema".to_owned(), spec.input_schema.clone());
+        tool.insert("input_schema".to_owned(), crate::lowering::served(&spec.input_schema));
     }
     if !spec.examples.is_empty() {
         tool.insert("input_examples".to_owned(), Value::Array(spec.examples.clone()));

@@ -123,11 +123,67 @@ pub(crate) fn check_root<'v>(
 
 /// The schema without its `$schema` key (for providers that do not document one).
 pub(crate) fn without_dialect(schema: &Value) -> Value {
-    let mut schema = schema.clone();
+    let mut schema = served(schema);
     if let Value::Object(map) = &mut schema {
         map.shift_remove("$schema");
     }
     schema
+}
+
+/// The `format` values JSON Schema draft 2020-12 defines (its section 7.3, "Defined Formats").
+pub(crate) const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// A schema as it is served unlowered (MCP, Anthropic, Gemini's `parametersJsonSchema`, OpenAI
+/// without strict mode): without the `format` values JSON Schema does not define. Those are
+/// schemars' numeric formats (`uint64`, `int32`, `double`, ...), which restate the type (the
+/// range that matters stays in `minimum`/`maximum`) and which clients such as Gemini CLI warn
+/// about, one line each. The canonical schema keeps them: validation checks integer ranges by
+/// them.
+pub(crate) fn served(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    drop_unknown_formats(&mut schema, 0);
+    schema
+}
+
+fn drop_unknown_formats(schema: &mut Value, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match schema {
+        Value::Object(map) => {
+            if map.get("format").and_then(Value::as_str).is_some_and(|f| !STANDARD_FORMATS.contains(&f)) {
+                map.shift_remove("format");
+            }
+            for (key, value) in map.iter_mut() {
+                // Values, not schemas: a `format` key in them is data.
+                if !matches!(key.as_str(), "const" | "enum" | "default" | "examples") {
+                    drop_unknown_formats(value, depth + 1);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| drop_unknown_formats(item, depth + 1)),
+        _ => {}
+    }
 }
 
 /// Merges a one-element `allOf` into the schema around it (schemars writes `allOf: [{$ref}]` for

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::extras;
-use crate::lowering::{Target, check_root};
+use crate::lowering::{Target, check_root, served};
 use crate::{
     Arguments, At, DefinitionOptions, LoweringError, ParseError, Provider, ToolCall, ToolResult, json_kind,
 };
@@ -16,8 +16,9 @@ const PROVIDER: Provider = Provider::Mcp;
 /// The `tools/list` entry of one tool:
 /// `{"name", "title"?, "description", "inputSchema", "outputSchema"?, "annotations"?}`.
 ///
-/// `inputSchema` is the canonical schema (draft 2020-12 is MCP's default dialect); it must be
-/// `"type": "object"`. `outputSchema` is the schema of a `Json<T>` result and must be an object
+/// `inputSchema` is the canonical schema (draft 2020-12 is MCP's default dialect), less `format`
+/// values JSON Schema does not define (schemars' `uint64` and the like, which clients such as
+/// Gemini CLI warn about); it must be `"type": "object"`. `outputSchema` is the schema of a `Json<T>` result and must be an object
 /// schema too, because `structuredContent` is a JSON object.
 ///
 /// `annotations` holds the title and the hints the tool declares: `readOnlyHint`,
@@ -38,7 +39,7 @@ pub fn definition(spec: &ToolSpec, _options: &DefinitionOptions) -> Result<Value
     if !description.is_empty() {
         tool.insert("description".to_owned(), json!(description));
     }
-    tool.insert("inputSchema".to_owned(), spec.input_schema.clone());
+    tool.insert("inputSchema".to_owned(), served(&spec.input_schema));
     if let Some(output_schema) = &spec.output_schema {
         if output_schema.get("type").and_then(Value::as_str) != Some("object") {
             return Err(LoweringError {
@@ -49,7 +50,7 @@ pub fn definition(spec: &ToolSpec, _options: &DefinitionOptions) -> Result<Value
                 reason: "the output schema is not `\"type\": \"object\"`, but MCP's `structuredContent` must be a JSON object; return `Json` of a struct (or a map)".to_owned(),
             });
         }
-        tool.insert("outputSchema".to_owned(), output_schema.clone());
+        tool.insert("outputSchema".to_owned(), served(output_schema));
     }
     let annotations = &spec.annotations;
     let mut hints = Map::new();

@@ -619,7 +619,7 @@ fn openai_responses_definitions_always_carry_strict() {
 }
 
 #[test]
-fn anthropic_definitions_carry_the_canonical_schema() {
+fn anthropic_definitions_carry_the_canonical_schema_without_non_standard_formats() {
     let definitions = anthropic::definitions(&registry(vec![search(), list_todos()]), &plain()).unwrap();
     assert_eq!(
         Value::Array(definitions),
@@ -643,7 +643,6 @@ fn anthropic_definitions_carry_the_canonical_schema() {
                 },
                 "limit": {
                   "type": "integer",
-                  "format": "uint32",
                   "minimum": 1,
                   "description": "Maximum number of matches.",
                   "maximum": 500,
@@ -698,14 +697,12 @@ fn anthropic_definitions_carry_the_canonical_schema() {
                   "properties": {
                     "before": {
                       "type": "integer",
-                      "format": "uint8",
                       "minimum": 0,
                       "maximum": 20,
                       "description": "Lines before."
                     },
                     "after": {
                       "type": "integer",
-                      "format": "uint8",
                       "minimum": 0,
                       "maximum": 20,
                       "description": "Lines after."
@@ -887,7 +884,7 @@ fn gemini_definitions_inline_types_and_keep_only_its_schema_fields() {
 }
 
 #[test]
-fn mcp_definitions_carry_annotations_and_output_schemas() {
+fn mcp_definitions_carry_annotations_and_output_schemas_without_non_standard_formats() {
     let definitions = mcp::definitions(&portable(), &plain()).unwrap();
     assert_eq!(
         Value::Array(definitions),
@@ -975,7 +972,6 @@ fn mcp_definitions_carry_annotations_and_output_schemas() {
                 },
                 "limit": {
                   "type": "integer",
-                  "format": "uint32",
                   "minimum": 1,
                   "description": "Maximum number of matches.",
                   "maximum": 500,
@@ -1030,14 +1026,12 @@ fn mcp_definitions_carry_annotations_and_output_schemas() {
                   "properties": {
                     "before": {
                       "type": "integer",
-                      "format": "uint8",
                       "minimum": 0,
                       "maximum": 20,
                       "description": "Lines before."
                     },
                     "after": {
                       "type": "integer",
-                      "format": "uint8",
                       "minimum": 0,
                       "maximum": 20,
                       "description": "Lines after."
@@ -1077,7 +1071,6 @@ fn mcp_definitions_carry_annotations_and_output_schemas() {
               "properties": {
                 "total": {
                   "type": "integer",
-                  "format": "uint64",
                   "minimum": 0,
                   "description": "Total lines."
                 },
@@ -1085,7 +1078,6 @@ fn mcp_definitions_carry_annotations_and_output_schemas() {
                   "type": "object",
                   "additionalProperties": {
                     "type": "integer",
-                    "format": "uint64",
                     "minimum": 0
                   },
                   "description": "Lines per language."

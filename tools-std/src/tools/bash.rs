@@ -46,38 +46,33 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
 const PROGRESS_BYTES_PER_WINDOW: usize = 64 * 1024;
 const PROGRESS_WINDOW: Duration = Duration::from_millis(100);
 
-/// Run a shell command with `bash -c` in the workspace root.
+/// Run a shell command with `bash -c` in the workspace root. Each call starts a new shell: `cd`
+/// and variables do not carry over to the next call. Prefer `read`, `glob`, `grep` and `ls` over
+/// `cat`, `find`, `grep` and `ls` commands.
 ///
-/// Standard output and standard error come back interleaved as the command wrote them, followed
-/// by `[exit code N]` when it is not 0; `(no output)` when there is none. Output longer than
-/// 1990 lines or about 50 KiB is cut in the middle: the beginning and the end are shown, and the
-/// notice names a reference for `tool_output_read` / `tool_output_grep` to read the full output.
-/// Each call starts a new shell: `cd` and variables do not carry over to the next call. Prefer
-/// `read`, `glob`, `grep` and `ls` over `cat`, `find`, `grep` and `ls` commands.
+/// Sandbox: commands may read everywhere but write only inside the workspace and `$TMPDIR` (not
+/// `/tmp`; `.git` unless the user allows git writes, `.claude/`, `CLAUDE.md`, `AGENTS.md` and
+/// `.mcp.json` stay read-only), and the network is off, or open only to the hosts the user allows
+/// (a refused host is named at the end of the result). When a command needs more (a download, a
+/// write outside the workspace), call again with `sandbox: "network"` or `sandbox: "escalated"`
+/// (no sandbox) and a `justification`: the user is asked, and may refuse.
 ///
-/// Long-running commands: a command still running after `yield_ms` (default 30000, at most
-/// 600000) keeps running in the background as a *session*, and the result shows its output so
-/// far and its session id. Then use `bash_output` to read what it prints next (waiting for it to
-/// finish if you like), `bash_input` to type into it, `bash_stop` to stop it and `bash_list` to
-/// see every session. Use `background: true` for servers and watchers that never finish (the
-/// result comes back at once), and a short `yield_ms` to check on a slow build or test run early.
-/// With `timeout_secs` (at most 600) and no `yield_ms`, the command is instead killed at that
-/// time, as is every process it started; with both, the session is killed at `timeout_secs`.
-/// A cancelled call kills the command it started, unless it already went to the background.
+/// Output: standard output and standard error interleaved, then `[exit code N]` when it is not
+/// 0; `(no output)` when there is none. A long output is cut in the middle; the notice says how
+/// to read all of it with `tool_output_read`.
 ///
-/// Input: standard input is empty, so commands that ask questions fail instead of waiting (use
-/// flags such as `-y`), unless `interactive: true` keeps it open for `bash_input`. Programs that
-/// need a terminal (a REPL such as `python3 -i`, `psql`, a `[y/N]` prompt that checks for one,
-/// full-screen programs, coloured output) run with `tty: true`; escape sequences are removed
-/// from what you read.
+/// Long-running commands: one still running after `yield_ms` (default 30000, at most 600000)
+/// goes on in the background as a *session*; the result shows its output so far and its id.
+/// Then `bash_output` reads what it prints next (or waits for its end), `bash_input` types into
+/// it, `bash_stop` stops it, `bash_list` lists the sessions. `background: true` starts a server
+/// or watcher in the background at once. With `timeout_secs` (at most 600) and no `yield_ms`,
+/// the command and every process it started are killed at that time; with both, the session is.
+/// A cancelled call kills its command, unless it already went to the background.
 ///
-/// Sandbox: commands run confined by the kernel: they may read everywhere but write only inside
-/// the workspace and `$TMPDIR` (not `/tmp`; `.git` unless the user allows git writes, `.claude/`,
-/// `CLAUDE.md`, `AGENTS.md` and `.mcp.json` stay read-only), and the network is off, or open
-/// only to the hosts the user allows through a
-/// proxy (a refused host is named at the end of the result). When a command needs more (a
-/// download, a write outside the workspace), call again with `sandbox: "network"` or
-/// `sandbox: "escalated"` (no sandbox) and a `justification`: the user is asked, and may refuse.
+/// Input: standard input is empty, so a command that asks a question fails instead of waiting
+/// (use flags such as `-y`), unless `interactive: true` keeps it open for `bash_input`. A program
+/// that needs a terminal (a REPL, `psql`, a full-screen program) runs with `tty: true`; escape
+/// sequences are removed from what you read.
 #[tool(
     open_world,
     destructive,
