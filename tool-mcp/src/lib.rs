@@ -4,6 +4,9 @@
 //! with `https`). Both are built on [`rmcp`].
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
+// Doctests are examples users copy: a warning in one fails it (as in tokio, an example may leave
+// a function or variable unused).
+#![doc(test(attr(deny(warnings, rust_2018_idioms), allow(dead_code, unused_variables))))]
 
 pub mod client;
 mod jsonrpc;

@@ -38,6 +38,9 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
+// Doctests are examples users copy: a warning in one fails it (as in tokio, an example may leave
+// a function or variable unused).
+#![doc(test(attr(deny(warnings, rust_2018_idioms), allow(dead_code, unused_variables))))]
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,6 +1,9 @@
 #![doc = include_str!("../docs/sandbox.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
+// Doctests are examples users copy: a warning in one fails it (as in tokio, an example may leave
+// a function or variable unused).
+#![doc(test(attr(deny(warnings, rust_2018_idioms), allow(dead_code, unused_variables))))]
 
 #[cfg(target_os = "linux")]
 mod child;

@@ -60,7 +60,7 @@ pub(crate) type SubscribeFn =
 ///
 /// ```
 /// use tool_runtime::mcp_server::rmcp::model::{
-///     GetPromptResult, Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, ResourceTemplate, Role,
+///     Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, ResourceTemplate, Role,
 /// };
 /// use tool_runtime::mcp_server::ResourcesAndPrompts;
 ///
