@@ -629,6 +629,8 @@ impl Placeholder {
     fn hold(path: PathBuf) -> Option<Placeholder> {
         let mut held = held().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(count) = held.get_mut(&path) {
+            // Removed meanwhile (by the user): made again, or the mount would fail.
+            let _ = std::fs::create_dir(&path);
             *count += 1;
             return Some(Placeholder { path });
         }
@@ -683,7 +685,9 @@ fn placeholder_paths(policy: &SandboxPolicy, home: Option<&Path>) -> Vec<PathBuf
     paths.retain(|path| {
         let parent_is_dir =
             path.parent().and_then(|p| std::fs::symlink_metadata(p).ok()).is_some_and(|m| m.is_dir());
-        parent_is_dir && std::fs::symlink_metadata(path).is_err()
+        // Absent, or made by this process for another command, which holds it too.
+        let held = held().lock().unwrap_or_else(|p| p.into_inner()).contains_key(path);
+        parent_is_dir && (held || std::fs::symlink_metadata(path).is_err())
     });
     paths.sort();
     paths.dedup();

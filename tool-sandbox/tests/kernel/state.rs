@@ -145,6 +145,26 @@ fn absent_protected_names_cannot_be_created_and_nothing_is_left_behind() {
     for name in [".claude/hooks", ".mcp.json/x", "AGENTS.md/x", ".git/config", ".git/hooks"] {
         assert!(!exists(&fx.root.join(name)), "{name}");
     }
+    // A placeholder two commands hold stays while either runs.
+    let mut first = std::process::Command::new("bash");
+    first.arg("-c").arg("sleep 0.5").current_dir(&fx.root);
+    let first_held = sandbox.apply_holding(&mut first, &fx.root).unwrap();
+    let mut first = first.spawn().unwrap();
+    let mut second = std::process::Command::new("bash");
+    second
+        .arg("-c")
+        .arg("sleep 0.2; echo evil > CLAUDE.md/x 2>/dev/null || echo refused")
+        .current_dir(&fx.root)
+        .stdout(std::process::Stdio::piped());
+    let second_held = sandbox.apply_holding(&mut second, &fx.root).unwrap();
+    let second = second.spawn().unwrap();
+    first.wait().unwrap();
+    drop(first_held);
+    assert!(fx.root.join("CLAUDE.md").is_dir(), "the placeholder went while a command held it");
+    let out = second.wait_with_output().unwrap();
+    drop(second_held);
+    assert!(!exists(&fx.root.join("CLAUDE.md")));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "refused\n");
     // The root stays writable beside them.
     let (code, out) = run_holding(&sandbox, &fx.root, "echo ok > notes.md && mkdir build && cat notes.md");
     assert_eq!((code, out.as_str()), (0, "ok\n"));
