@@ -87,6 +87,9 @@ pub async fn bash(
     ctx: &ToolContext,
     /// The command line to run.
     command: String,
+    /// The directory to run it in, relative to the workspace root (default: the root); it must
+    /// be the root or beneath it.
+    workdir: Option<String>,
     /// Seconds after which the command is killed (default: none once it went to the background;
     /// at most 600).
     #[schemars(range(min = 1, max = 600))]
@@ -119,6 +122,7 @@ pub async fn bash(
             "The command contains a NUL character, which bash cannot run.",
         ));
     }
+    let cwd = working_directory(&ws, workdir.as_deref()).await?;
     let tty = tty.unwrap_or(false);
     let interactive = tty || interactive.unwrap_or(false);
     // With only `timeout_secs`, a command is killed at it, as before there were sessions.
@@ -180,7 +184,7 @@ pub async fn bash(
     };
     let request = ShellRequest {
         command: command.clone(),
-        cwd: ws.root().to_path_buf(),
+        cwd,
         env: [("PAGER", "cat"), ("GIT_PAGER", "cat"), ("GIT_TERMINAL_PROMPT", "0")]
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -649,6 +653,47 @@ pub(crate) fn adapt_arguments(
     }
 }
 
+/// The directory `workdir` names, as an absolute path: the root, or a directory beneath it. A
+/// path that leads out of the workspace (`..` past the root, an absolute path elsewhere, a link
+/// out) is refused, never asked about.
+async fn working_directory(ws: &Workspace, workdir: Option<&str>) -> Result<std::path::PathBuf, ToolError> {
+    use std::path::{Component, Path, PathBuf};
+    let Some(workdir) = workdir.map(str::trim).filter(|w| !w.is_empty()) else {
+        return Ok(ws.root().to_path_buf());
+    };
+    let outside = || {
+        ToolError::invalid_arguments(format!(
+            "workdir `{}` is outside the workspace; it must be the workspace root or a directory beneath it \
+             (relative to the root, e.g. `src`).",
+            tool_runtime::words::excerpt(workdir)
+        ))
+    };
+    let path = Path::new(workdir);
+    let relative =
+        if path.is_absolute() { path.strip_prefix(ws.root()).map_err(|_| outside())? } else { path };
+    let mut beneath = PathBuf::new();
+    for component in relative.components() {
+        match component {
+            Component::Normal(name) => beneath.push(name),
+            Component::CurDir => {}
+            Component::ParentDir if beneath.pop() => {}
+            _ => return Err(outside()),
+        }
+    }
+    let target = crate::Target::root().join(&beneath);
+    let info = ws.blocking(move |ops| ops.metadata(&target)).await?.map_err(|e| {
+        let message = format!("Cannot run in workdir `{}`: {e}", tool_runtime::words::excerpt(workdir));
+        ToolError::from_io(e).with_message(message)
+    })?;
+    if info.kind != crate::fs::ops::FileKind::Dir {
+        return Err(ToolError::invalid_arguments(format!(
+            "workdir `{}` is not a directory.",
+            tool_runtime::words::excerpt(workdir)
+        )));
+    }
+    Ok(ws.root().join(beneath))
+}
+
 /// The command line an argument vector stands for: the script of `bash -c SCRIPT` (or `sh`,
 /// `zsh`, with `-lc`), otherwise the words joined, each quoted for the shell where it needs it.
 fn command_line(words: &[&str]) -> String {
@@ -1031,9 +1076,30 @@ mod tests {
         assert_eq!(Fixture::coercions(&out), [pair("/command", "string")]);
         let out = fx.dispatch("bash", r#"{"command": ["printf", "%s|", "it's", "a b"]}"#).await;
         assert_eq!(out.text_content(), "it's|a b|");
-        let out = fx.dispatch("bash", r#"{"command": "echo bg", "run_in_background": true}"#).await;
+        let out = fx.dispatch("bash", r#"{"command": "sleep 3", "run_in_background": true}"#).await;
         assert!(out.metadata.contains_key("session_id"), "{out:?}");
         assert_eq!(Fixture::coercions(&out), [pair("/run_in_background", "/background")]);
+        // Codex's whole shape: an argument vector, a working directory, milliseconds.
+        fx.write("sub/dir/file.txt", "x");
+        let raw = r#"{"command": ["bash", "-lc", "pwd; ls"], "workdir": "sub/dir", "timeout_ms": 5000}"#;
+        let out = fx.dispatch("bash", raw).await;
+        assert_eq!(out.text_content(), format!("{}\nfile.txt\n", fx.root().join("sub/dir").display()));
+        assert_eq!(
+            Fixture::coercions(&out),
+            [pair("/timeout_ms", "/timeout_secs"), pair("/command", "string")]
+        );
+        let outside = format!("{}", fx.dir.path().display());
+        for workdir in ["..", "sub/../..", outside.as_str(), "/etc"] {
+            let err = fx.error("bash", json!({"command": "pwd", "workdir": workdir})).await;
+            assert!(err.message().contains("is outside the workspace"), "{workdir}: {}", err.message());
+        }
+        let err = fx.error("bash", json!({"command": "pwd", "workdir": "sub/dir/file.txt"})).await;
+        assert_eq!(err.message(), "workdir `sub/dir/file.txt` is not a directory.");
+        let root = fx.root().display().to_string();
+        for workdir in [".", "sub/..", root.as_str()] {
+            let out = run_bash(&fx, json!({"command": "pwd", "workdir": workdir})).await;
+            assert_eq!(out.text_content(), format!("{root}\n"), "{workdir}");
+        }
         // The schema keeps bash's own names.
         let properties = BashTool.spec().input_schema["properties"].as_object().unwrap().clone();
         for other in ["timeout", "timeout_ms", "run_in_background"] {
