@@ -349,6 +349,8 @@ struct Store {
     /// Every blob in the store, with its size.
     blobs: HashMap<BlobId, u64>,
     bytes: u64,
+    /// The blob directories (by their first byte) this store made or made private.
+    made: [bool; 256],
 }
 
 impl Store {
@@ -375,6 +377,7 @@ impl Store {
             owned: (parent, name),
             blobs: HashMap::new(),
             bytes: 0,
+            made: [false; 256],
         })
     }
 
@@ -396,19 +399,31 @@ impl Store {
             return Ok(());
         }
         let (sub, name) = Store::place(&id);
-        let sub = match host::open_private(&self.objects, OsStr::new(&sub)) {
-            Ok(dir) => dir,
-            // Something else put there (a link, a file): removed itself, never followed.
-            Err(_)
-                if host::stat_at(&self.objects, OsStr::new(&sub))
-                    .is_ok_and(|s| s.kind != host::Kind::Dir) =>
-            {
-                host::remove_file(&self.objects, OsStr::new(&sub))?;
-                host::open_private(&self.objects, OsStr::new(&sub))?
-            }
-            Err(e) => return Err(e),
+        let index = usize::from(id.0[0]);
+        // A directory this store made (or made private) is opened without more checks: still
+        // beneath the store's handle, never through a link.
+        let made = match self.made[index] {
+            true => host::open_subdir(&self.objects, OsStr::new(&sub)).ok(),
+            false => None,
         };
-        host::replace_file(&sub, OsStr::new(&name), bytes, 0o600, ".blob")?;
+        let sub = match made {
+            Some(dir) => dir,
+            None => match host::open_private(&self.objects, OsStr::new(&sub)) {
+                Ok(dir) => dir,
+                // Something else put there (a link, a file): removed itself, never followed.
+                Err(_)
+                    if host::stat_at(&self.objects, OsStr::new(&sub))
+                        .is_ok_and(|s| s.kind != host::Kind::Dir) =>
+                {
+                    host::remove_file(&self.objects, OsStr::new(&sub))?;
+                    host::open_private(&self.objects, OsStr::new(&sub))?
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        self.made[index] = true;
+        // Made `0600` (less the umask): no mode to set.
+        host::replace_file(&sub, OsStr::new(&name), bytes, None, ".blob")?;
         self.blobs.insert(id, bytes.len() as u64);
         self.bytes += bytes.len() as u64;
         Ok(())
@@ -465,7 +480,7 @@ const STORE_PREFIX: &str = "tools-checkpoints-";
 
 /// Removes the stores that processes which no longer run left in the directory `temp`
 /// (a process killed does not remove its own): directories of this user only, never following
-/// a link (a link planted under such a name is removed itself, not what it leads to).
+/// a link (a link planted under such a name is left alone).
 fn remove_abandoned_stores(temp: &Dir) {
     let Ok(names) = host::names(temp) else { return };
     for name in names {
@@ -705,10 +720,20 @@ impl Checkpoints {
     /// limits, without one).
     pub fn of_call(ctx: &ToolContext) -> Arc<Checkpoints> {
         let defaults = ctx.dependencies().get::<SessionCheckpoints>();
+        let workspace = ctx.dependencies().get::<Workspace>();
         ctx.session().get_or_insert_with(|| match defaults.as_deref() {
             Some(SessionCheckpoints::Off) => Checkpoints::off(),
             Some(SessionCheckpoints::On(config)) => Checkpoints::new(config.clone()),
-            None => Checkpoints::default(),
+            None => match workspace.as_deref().and_then(Workspace::session_dir) {
+                // The store of a session of the workspace's goes in the host's state directory,
+                // which commands can neither read nor write (each store makes a directory of its
+                // own in it).
+                Some(session) => Checkpoints::new(CheckpointConfig {
+                    dir: Some(session.state().to_path_buf()),
+                    ..CheckpointConfig::default()
+                }),
+                None => Checkpoints::default(),
+            },
         })
     }
 
@@ -1296,7 +1321,8 @@ impl Checkpoints {
                         host::remove_dir(&dir, &name).map_err(|e| io(path, e))?;
                     }
                     let bytes = copies.get(blob).map_or(&[][..], Vec::as_slice);
-                    host::replace_file(&dir, &name, bytes, *mode, ".tools-undo").map_err(|e| io(path, e))?;
+                    host::replace_file(&dir, &name, bytes, Some(*mode), ".tools-undo")
+                        .map_err(|e| io(path, e))?;
                     report.restored.push((*path).clone());
                 }
                 Some(FileState::Link { blob }) => {

@@ -386,21 +386,30 @@ async fn retention_drops_the_oldest_checkpoints_and_their_stored_files() {
     assert!(s.checkpoints().store_bytes() <= 2500);
 }
 
-/// A store a killed process left behind is removed by the next session's first checkpoint.
+/// A store a killed process left behind is removed by the next session's first checkpoint made
+/// in the same directory; a link planted under such a name is left alone, never followed.
 #[tokio::test]
 async fn stores_of_processes_gone_are_removed() {
     let mut child = std::process::Command::new("true").spawn().unwrap();
     let gone = child.id();
     child.wait().unwrap();
-    let left = std::env::temp_dir().join(format!("tools-checkpoints-{gone}-0-1"));
+    let places = TempDir::new("stores");
+    let left = places.path().join(format!("tools-checkpoints-{gone}-0-1"));
     std::fs::create_dir_all(left.join("objects/ab")).unwrap();
-    let mine = std::env::temp_dir().join(format!("tools-checkpoints-{}-999-1", std::process::id()));
+    let mine = places.path().join(format!("tools-checkpoints-{}-999-1", std::process::id()));
     std::fs::create_dir_all(mine.join("objects")).unwrap();
-    let s = Session::new(None);
+    let outside = places.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("kept"), "kept").unwrap();
+    let planted = places.path().join(format!("tools-checkpoints-{gone}-planted"));
+    std::os::unix::fs::symlink(&outside, &planted).unwrap();
+    let dir = Some(places.path().to_path_buf());
+    let s = Session::new(Some(CheckpointConfig { dir, ..CheckpointConfig::default() }));
     s.ok("write", json!({"path": "f.txt", "content": "x"})).await;
     assert!(!left.exists(), "a store of a process gone is removed");
     assert!(mine.exists(), "a store of a running process is kept");
-    std::fs::remove_dir_all(mine).unwrap();
+    assert!(std::fs::symlink_metadata(&planted).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read_to_string(outside.join("kept")).unwrap(), "kept", "not followed");
 }
 
 #[tokio::test]

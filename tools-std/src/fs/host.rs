@@ -276,20 +276,23 @@ mod unix {
         Err(last.unwrap_or(Errno::EXIST).into())
     }
 
-    /// Puts a file holding `bytes` with the permission bits `mode` at `name` in `dir`: written to a
-    /// new temporary file, its mode set on the descriptor, then renamed over `name`.
+    /// Puts a file holding `bytes` at `name` in `dir`: written to a new temporary file (mode
+    /// `0600`), its permission bits set to `mode` on the descriptor (when given), then renamed
+    /// over `name`.
     pub(crate) fn replace_file(
         dir: &Dir,
         name: &OsStr,
         bytes: &[u8],
-        mode: u32,
+        mode: Option<u32>,
         prefix: &str,
     ) -> io::Result<()> {
         let name = plain(name)?;
         let (temporary, mut file) = create_temporary(dir, prefix, 0o600)?;
         let written = (|| {
             file.write_all(bytes)?;
-            rustix::fs::fchmod(&file, Mode::from_raw_mode(mode & 0o7777))?;
+            if let Some(mode) = mode {
+                rustix::fs::fchmod(&file, Mode::from_raw_mode(mode & 0o7777))?;
+            }
             rustix::fs::renameat(dir, &temporary, dir, name)?;
             Ok(())
         })();
@@ -327,14 +330,22 @@ mod unix {
     }
 
     /// Removes `name` in `dir` and, when it is a directory, everything beneath it, never
-    /// following a link (a link is removed itself).
+    /// following a link (a link is removed itself). Directories deeper than 64 levels below it
+    /// are left (none of the host's own is), so that a tree made to be deep cannot exhaust the
+    /// stack.
     pub(crate) fn remove_tree(dir: &Dir, name: &OsStr) -> io::Result<()> {
+        remove_tree_within(dir, name, 64)
+    }
+
+    fn remove_tree_within(dir: &Dir, name: &OsStr, depth: usize) -> io::Result<()> {
         if stat_at(dir, name)?.kind != Kind::Dir {
             return remove_file(dir, name);
         }
-        let sub = open_subdir(dir, name)?;
-        for entry in names(&sub)? {
-            let _ = remove_tree(&sub, &entry);
+        if depth > 0 {
+            let sub = open_subdir(dir, name)?;
+            for entry in names(&sub)? {
+                let _ = remove_tree_within(&sub, &entry, depth - 1);
+            }
         }
         remove_dir(dir, name)
     }
@@ -538,7 +549,7 @@ mod tests {
         std::fs::write(outside.path().join("victim"), "untouched").unwrap();
         std::os::unix::fs::symlink(outside.path().join("victim"), root.path().join("target")).unwrap();
         let dir = open_dir_path(root.path()).unwrap();
-        replace_file(&dir, OsStr::new("target"), b"written", 0o640, ".t").unwrap();
+        replace_file(&dir, OsStr::new("target"), b"written", Some(0o640), ".t").unwrap();
         assert_eq!(std::fs::read_to_string(outside.path().join("victim")).unwrap(), "untouched");
         let meta = std::fs::symlink_metadata(root.path().join("target")).unwrap();
         assert!(meta.is_file() && meta.permissions().mode() & 0o7777 == 0o640);

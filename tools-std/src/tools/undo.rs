@@ -1,5 +1,7 @@
 //! The `undo` tool: put back the files one or more earlier calls changed.
 
+use std::io::Read as _;
+
 use serde_json::json;
 use tool_runtime::{Dep, PermissionKind, PermissionRequest, ToolContext, ToolError, ToolOutput, tool};
 
@@ -77,6 +79,7 @@ async fn known_to_the_guard(ws: &Workspace, ctx: &ToolContext, report: &UndoRepo
     }
     let restored: Vec<Target> = report.restored.iter().map(|p| Target::root().join(p)).collect();
     let removed: Vec<Target> = report.removed.iter().map(|p| Target::root().join(p)).collect();
+    let limit = Checkpoints::of_call(ctx).config().max_file_bytes;
     let _ = ws
         .blocking(move |ops| {
             for target in &removed {
@@ -85,11 +88,13 @@ async fn known_to_the_guard(ws: &Workspace, ctx: &ToolContext, report: &UndoRepo
             for target in &restored {
                 let is_file = ops.symlink_metadata(target).is_ok_and(|info| info.kind == FileKind::File);
                 let mut bytes = Vec::new();
+                // No further than what a checkpoint keeps: a file larger now is forgotten.
                 let read = is_file
                     && ops
                         .open(target)
-                        .and_then(|mut file| std::io::Read::read_to_end(&mut file, &mut bytes))
-                        .is_ok();
+                        .and_then(|file| std::io::Read::read_to_end(&mut file.take(limit + 1), &mut bytes))
+                        .is_ok()
+                    && bytes.len() as u64 <= limit;
                 if read {
                     versions.saw(target, &bytes);
                 } else {
