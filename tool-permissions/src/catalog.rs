@@ -9,6 +9,20 @@ use tool_core::ToolSpec;
 /// [`ToolSpec::permission`] a tool declares (`#[tool(permission = "path")]`).
 pub use tool_core::PermissionSubject as Subject;
 
+/// What a tool does to the workspace, as the permission modes see it ([`PermissionMode`]):
+/// a tool the catalog does not mark asks in `default` mode.
+///
+/// [`PermissionMode`]: crate::PermissionMode
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Access {
+    /// It changes nothing the user would be asked about (`read`, `grep`, `todo_write`): it runs
+    /// in every mode.
+    ReadOnly,
+    /// It edits files of the workspace (`edit`, `write`): `acceptEdits` runs it without asking.
+    Edits,
+}
+
 /// The tools a rule set knows: their subjects and their names in other agents' settings files.
 ///
 /// A tool with a subject asks about each command or path it uses (with `ToolContext::ask`), so
@@ -26,6 +40,8 @@ pub struct ToolCatalog {
     hook_names: HashMap<String, String>,
     /// A tool and the argument that holds its command line (`bash` and `command`).
     command_arguments: HashMap<String, String>,
+    /// What a tool does to the workspace, for the permission modes.
+    access: HashMap<String, Access>,
 }
 
 impl ToolCatalog {
@@ -36,8 +52,15 @@ impl ToolCatalog {
 
     /// What each of `specs` asks about ([`ToolSpec::permission`]) and where its command line is
     /// ([`ToolSpec::command_argument`]), for the tools that declare them; nothing for the others.
+    /// A read-only tool ([`ToolAnnotations::read_only`](tool_core::ToolAnnotations)) is
+    /// [`Access::ReadOnly`], another that asks about paths [`Access::Edits`].
     pub fn tools<'a>(mut self, specs: impl IntoIterator<Item = &'a ToolSpec>) -> Self {
         for spec in specs {
+            if spec.annotations.read_only {
+                self.access.insert(spec.name.clone(), Access::ReadOnly);
+            } else if spec.permission == Some(Subject::Path) {
+                self.access.insert(spec.name.clone(), Access::Edits);
+            }
             if let Some(subject) = spec.permission {
                 self.subjects.insert(spec.name.clone(), subject);
             }
@@ -52,6 +75,18 @@ impl ToolCatalog {
     pub fn subject(mut self, tool: impl Into<String>, subject: Subject) -> Self {
         self.subjects.insert(tool.into(), subject);
         self
+    }
+
+    /// What `tool` does to the workspace, for the permission modes (instead of what its spec
+    /// says).
+    pub fn access(mut self, tool: impl Into<String>, access: Access) -> Self {
+        self.access.insert(tool.into(), access);
+        self
+    }
+
+    /// What `tool` does to the workspace, if the catalog knows.
+    pub fn access_of(&self, tool: &str) -> Option<Access> {
+        self.access.get(tool).copied()
     }
 
     /// Rules written for `name` (as in a Claude Code settings file) apply to `tools`.
@@ -111,6 +146,11 @@ impl ToolCatalog {
             Some(tools) => tools.clone(),
             None => vec![name.to_owned()],
         }
+    }
+
+    /// The name a rule about `tool` is best written with: Claude Code's, or ours.
+    pub(crate) fn rule_name_of<'a>(&'a self, tool: &'a str) -> &'a str {
+        self.hook_names.get(tool).map_or(tool, String::as_str)
     }
 
     /// The other name of `tool` for hook matchers.

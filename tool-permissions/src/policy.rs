@@ -13,6 +13,7 @@ use tool_core::{
 };
 
 use crate::catalog::Subject;
+use crate::mode::{self, ModeSwitch, PermissionMode, Unmatched};
 use crate::rules::{Action, Because, Rules, Verdict};
 use crate::settings::{HookCommands, Settings};
 
@@ -21,14 +22,20 @@ use crate::settings::{HookCommands, Settings};
 ///
 /// A call goes through, in order: the `PreToolUse` hook commands (which may deny it, rewrite its
 /// arguments, or say allow / ask), the rules about the tool as a whole, then, inside the tool,
-/// the rules about each command or path it asks about (`ToolContext::ask`). An `ask` goes to the
-/// asker; without one it is refused with a message naming the rule. After the tool, the
-/// `PostToolUse` hook commands see its result.
+/// the rules about each command or path it asks about (`ToolContext::ask`). What no rule
+/// decides, the [`PermissionMode`] does. An `ask` goes to the asker; without one it is refused
+/// with a message naming the rule or the mode. After the tool, the `PostToolUse` hook commands
+/// see its result.
 pub struct Policy {
     rules: Rules,
     hooks: HookCommands,
     asker: Option<Arc<dyn PermissionHook>>,
+    mode: ModeSwitch,
+    sandboxed: Option<SandboxedFn>,
 }
+
+/// Whether a command line runs in a sandbox.
+type SandboxedFn = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 impl std::fmt::Debug for Policy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -37,19 +44,55 @@ impl std::fmt::Debug for Policy {
             .field("pre_tool_use", &self.hooks.pre_tool_use.len())
             .field("post_tool_use", &self.hooks.post_tool_use.len())
             .field("asker", &self.asker.is_some())
+            .field("mode", &self.mode.get())
+            .field("sandboxed", &self.sandboxed.is_some())
             .finish()
     }
 }
 
 impl Policy {
-    /// A policy of `rules` alone, with nobody to ask.
+    /// A policy of `rules` alone, with nobody to ask: what no rule decides is allowed (the mode
+    /// [`PermissionMode::BypassPermissions`], in which rules still refuse and ask).
     pub fn new(rules: Rules) -> Self {
-        Policy { rules, hooks: HookCommands::default(), asker: None }
+        let mode = ModeSwitch::new(PermissionMode::BypassPermissions, "a policy of rules alone".into());
+        Policy { rules, hooks: HookCommands::default(), asker: None, mode, sandboxed: None }
     }
 
-    /// The rules and hook commands of a settings file, with nobody to ask.
+    /// The rules, hook commands and permission mode of a settings file, with nobody to ask. A
+    /// file that names no `permissions.defaultMode` (and was given none with
+    /// [`Settings::or_mode`]) keeps the rules alone, as [`Policy::new`].
     pub fn from_settings(settings: Settings) -> Self {
-        Policy { rules: settings.rules, hooks: settings.hooks, asker: None }
+        let mut policy = Policy::new(settings.rules);
+        policy.hooks = settings.hooks;
+        if let Some((mode, origin)) = settings.mode {
+            policy.mode.set_from(mode, origin);
+        }
+        policy
+    }
+
+    /// Decides what no rule decides as `mode` says.
+    pub fn with_mode(self, mode: PermissionMode) -> Self {
+        self.mode.set(mode);
+        self
+    }
+
+    /// The permission mode now.
+    pub fn mode(&self) -> PermissionMode {
+        self.mode.get()
+    }
+
+    /// A handle on the mode that stays valid once the policy is installed: switching it changes
+    /// how every later call is decided.
+    pub fn mode_switch(&self) -> ModeSwitch {
+        self.mode.clone()
+    }
+
+    /// Commands for which `sandboxed` says they run in a sandbox run without asking when no
+    /// rule decides them, in the modes `default`, `acceptEdits` and `dontAsk` (Claude Code's
+    /// `sandbox.autoAllowBashIfSandboxed`; `plan` still refuses them).
+    pub fn sandboxed_commands(mut self, sandboxed: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
+        self.sandboxed = Some(Arc::new(sandboxed));
+        self
     }
 
     /// Runs the hook commands in `sandbox` (see [`tool_sandbox`]) instead of unconfined.
@@ -70,6 +113,18 @@ impl Policy {
     /// The rules.
     pub fn rules(&self) -> &Rules {
         &self.rules
+    }
+
+    /// `verdict`, or, when no rule decided, the mode's answer.
+    fn settle(&self, tool: &str, asked: Unmatched<'_>, verdict: Verdict) -> Verdict {
+        if verdict.because != Because::Unmatched {
+            return verdict;
+        }
+        let (mode, origin) = self.mode.read();
+        let catalog = self.rules.catalog();
+        let class = mode::class(catalog, tool, asked, self.sandboxed.as_deref());
+        let would = mode::would_allow(catalog, self.rules.root(), tool, asked, class);
+        Verdict { action: mode::action(mode, class), because: Because::Mode { mode, origin, would } }
     }
 
     fn classifies_commands(&self) -> bool {
@@ -133,9 +188,14 @@ fn verdict_reason(verdict: &Verdict, request: &PermissionRequest) -> String {
 
 impl PermissionHook for Policy {
     fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision> {
+        let tool = request.tool.as_str();
         let verdict = match &request.kind {
-            PermissionKind::Command { command } => self.rules.decide_command(&request.tool, command),
-            PermissionKind::Path { path } => self.rules.decide_path(&request.tool, path, false),
+            PermissionKind::Command { command } => {
+                self.settle(tool, Unmatched::Command(command), self.rules.decide_command(tool, command))
+            }
+            PermissionKind::Path { path } => {
+                self.settle(tool, Unmatched::Path(path), self.rules.decide_path(tool, path, false))
+            }
             PermissionKind::ExternalDirectory { path } => self.rules.decide_path(&request.tool, path, true),
             PermissionKind::Input { .. } => return Box::pin(self.decide_input(request)),
             // Only a person can grant it: the policy's asker, or the call's (MCP elicitation).
@@ -188,7 +248,8 @@ impl Policy {
             Ok(says) => says,
             Err(denied) => return Ok(denied),
         };
-        let Verdict { action, because } = self.rules.decide_call(&call.tool);
+        let Verdict { action, because } =
+            self.settle(&call.tool, Unmatched::Call, self.rules.decide_call(&call.tool));
         let (action, because) = match (action, &says.ask) {
             (Action::Ask, _) if says.allow => (Action::Allow, because.to_string()),
             (Action::Allow, Some(hook)) => (Action::Ask, hook.clone()),
@@ -328,6 +389,7 @@ impl Policy {
         };
         let typed = format!("{line_so_far}{text}");
         let verdict = super::input::decide_input(&self.rules, &request.tool, command, &typed);
+        let verdict = self.settle(&request.tool, Unmatched::Input(command), verdict);
         let (action, because) = match (verdict.action, &verdict.because, &says.ask) {
             (Action::Ask, Because::InputDefault(_), _) if says.allow => {
                 (Action::Allow, verdict.because.to_string())

@@ -268,6 +268,14 @@ pub(crate) enum Because {
     },
     ToolDefault(String),
     Default,
+    /// No rule and no default of the rules: the policy's permission mode decides.
+    Unmatched,
+    /// The permission mode decided (`would`: the rule or mode that would allow it).
+    Mode {
+        mode: crate::PermissionMode,
+        origin: Arc<str>,
+        would: String,
+    },
     ExternalDefault,
     /// A tool that asks about its commands or paths, decided there.
     Deferred,
@@ -290,6 +298,10 @@ impl fmt::Display for Because {
             }
             Because::ToolDefault(tool) => write!(f, "the default for `{tool}`"),
             Because::Default => f.write_str("the default for every tool"),
+            Because::Unmatched => f.write_str("no rule"),
+            Because::Mode { mode, origin, would } => {
+                write!(f, "the permission mode `{mode}` ({origin}; no rule allows this, {would} would)")
+            }
             Because::ExternalDefault => f.write_str("the default for paths outside the workspace root"),
             Because::Deferred => f.write_str("no rule"),
             Because::InputDefault(command) => write!(
@@ -315,7 +327,7 @@ pub struct Rules {
     by_tool: HashMap<String, Vec<Rule>>,
     external: Vec<Rule>,
     defaults: HashMap<String, Action>,
-    default: Action,
+    default: Option<Action>,
     external_default: Action,
     catalog: ToolCatalog,
     root: PathBuf,
@@ -329,7 +341,7 @@ impl Rules {
             catalog: ToolCatalog::new(),
             rules: Vec::new(),
             defaults: HashMap::new(),
-            default: Action::Allow,
+            default: None,
             external_default: Action::Deny,
         }
     }
@@ -370,9 +382,11 @@ impl Rules {
     }
 
     fn default_for(&self, tool: &str) -> Verdict {
-        match self.defaults.get(tool) {
-            Some(&action) => Verdict { action, because: Because::ToolDefault(tool.to_owned()) },
-            None => Verdict { action: self.default, because: Because::Default },
+        match (self.defaults.get(tool), self.default) {
+            (Some(&action), _) => Verdict { action, because: Because::ToolDefault(tool.to_owned()) },
+            (None, Some(action)) => Verdict { action, because: Because::Default },
+            // Allowed unless the policy's mode says otherwise.
+            (None, None) => Verdict { action: Action::Allow, because: Because::Unmatched },
         }
     }
 
@@ -623,7 +637,7 @@ pub struct RulesBuilder {
     catalog: ToolCatalog,
     rules: Vec<(Action, String, Arc<str>)>,
     defaults: HashMap<String, Action>,
-    default: Action,
+    default: Option<Action>,
     external_default: Action,
 }
 
@@ -675,10 +689,11 @@ impl RulesBuilder {
         self
     }
 
-    /// What happens when no rule matches and the tool has no default of its own (default:
-    /// allow).
+    /// What happens when no rule matches and the tool has no default of its own, whatever the
+    /// policy's [`PermissionMode`](crate::PermissionMode) (without it, the mode decides; a
+    /// policy without a mode allows).
     pub fn default(mut self, action: Action) -> Self {
-        self.default = action;
+        self.default = Some(action);
         self
     }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use crate::mode::PermissionMode;
 use crate::rules::{Action, EXTERNAL_DIRECTORY, RuleError, Rules, RulesBuilder};
 use tool_sandbox::environment::EnvFilter;
 
@@ -33,9 +34,6 @@ const OTHER_EVENTS: &[&str] = &[
     "SessionEnd",
     "Setup",
 ];
-
-/// Keys of `permissions` that Claude Code uses and that have no effect here.
-const IGNORED_PERMISSION_KEYS: &[&str] = &["defaultMode", "disableBypassPermissionsMode"];
 
 /// A settings file that cannot be used: which file, and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +98,9 @@ pub struct Settings {
     pub(crate) hooks: HookCommands,
     environment: EnvFilter,
     pub(crate) sandbox: SandboxSettings,
+    /// `permissions.defaultMode`, and where it was set (for messages).
+    pub(crate) mode: Option<(PermissionMode, Arc<str>)>,
+    origin: String,
 }
 
 /// The `sandbox` object of a settings file, in Claude Code's shape: `enabled`,
@@ -125,6 +126,10 @@ pub struct SandboxSettings {
     /// `allowGitWrites`: `true` lets sandboxed commands write a repository's metadata (`.git`),
     /// what git runs excepted; read-only as a whole by default.
     pub allow_git_writes: Option<bool>,
+    /// `autoAllowBashIfSandboxed` (Claude Code's default: `true`): commands that run in the
+    /// sandbox run without asking when no rule decides them (see
+    /// [`Policy::sandboxed_commands`](crate::Policy::sandboxed_commands)).
+    pub auto_allow_bash_if_sandboxed: Option<bool>,
 }
 
 impl Settings {
@@ -150,8 +155,11 @@ impl Settings {
         };
         let root = base.root_dir().to_path_buf();
         let mut builder = base;
+        let mut mode = None;
         if let Some(permissions) = top.get("permissions") {
-            builder = permissions_section(permissions, origin, &root, builder).map_err(error)?;
+            let section = permissions_section(permissions, origin, &root, builder).map_err(error)?;
+            builder = section.builder;
+            mode = section.mode.map(|m| (m, Arc::from(format!("permissions.defaultMode in {origin}"))));
         }
         let mut hooks = match top.get("hooks") {
             Some(hooks) => hooks_section(hooks).map_err(error)?,
@@ -173,7 +181,22 @@ impl Settings {
             None => SandboxSettings::default(),
         };
         let rules = builder.build().map_err(|e: RuleError| error(e.to_string()))?;
-        Ok(Settings { rules, hooks, sandbox, environment })
+        Ok(Settings { rules, hooks, sandbox, environment, mode, origin: origin.to_owned() })
+    }
+
+    /// `permissions.defaultMode`, when the file names one.
+    pub fn mode(&self) -> Option<PermissionMode> {
+        self.mode.as_ref().map(|(mode, _)| *mode)
+    }
+
+    /// The mode when the file names none (a program that reads Claude Code's files gives
+    /// [`PermissionMode::Default`], Claude Code's own default).
+    pub fn or_mode(mut self, mode: PermissionMode) -> Self {
+        if self.mode.is_none() {
+            let origin = format!("as {} names no permissions.defaultMode", self.origin);
+            self.mode = Some((mode, origin.into()));
+        }
+        self
     }
 
     /// Which of our environment variables hook commands, and the commands and stdio servers of
@@ -237,8 +260,9 @@ fn sandbox_section(value: &Value, root: &Path) -> Result<SandboxSettings, String
                     }
                 }
             }
+            "autoAllowBashIfSandboxed" => out.auto_allow_bash_if_sandboxed = Some(flag(value, key)?),
             // Claude Code's keys with no counterpart: accepted, no effect.
-            "autoAllowBashIfSandboxed" | "enableWeakerNestedSandbox" | "network" | "ignoreViolations" => {}
+            "enableWeakerNestedSandbox" | "network" | "ignoreViolations" => {}
             other => {
                 return Err(format!(
                     "unknown key `sandbox.{other}`; expected one of enabled, excludedCommands, \
@@ -250,15 +274,23 @@ fn sandbox_section(value: &Value, root: &Path) -> Result<SandboxSettings, String
     Ok(out)
 }
 
+/// What the `permissions` object says.
+struct PermissionsSection {
+    builder: RulesBuilder,
+    mode: Option<PermissionMode>,
+}
+
 fn permissions_section(
     value: &Value,
     origin: &str,
     root: &Path,
     mut builder: RulesBuilder,
-) -> Result<RulesBuilder, String> {
+) -> Result<PermissionsSection, String> {
     let Value::Object(section) = value else {
         return Err("`permissions` must be an object".to_owned());
     };
+    let mut mode = None;
+    let mut bypass_disabled = false;
     for (key, value) in section {
         match key.as_str() {
             "allow" | "ask" | "deny" => {
@@ -300,16 +332,37 @@ fn permissions_section(
                     }
                 }
             }
-            key if IGNORED_PERMISSION_KEYS.contains(&key) => {}
+            "defaultMode" => {
+                let names = || PermissionMode::ALL.map(PermissionMode::as_str).join(", ");
+                let text = value.as_str().ok_or_else(|| {
+                    format!("`permissions.defaultMode` must be a string, one of {}; found {value}", names())
+                })?;
+                mode = Some(PermissionMode::parse(text).ok_or_else(|| {
+                    format!("`permissions.defaultMode` is {value}; expected one of {}", names())
+                })?);
+            }
+            "disableBypassPermissionsMode" => match value.as_str() {
+                Some("disable") => bypass_disabled = true,
+                _ => {
+                    return Err(format!(
+                        "`permissions.disableBypassPermissionsMode` must be \"disable\", found {value}"
+                    ));
+                }
+            },
             other => {
                 return Err(format!(
                     "unknown key `permissions.{other}`; expected one of allow, ask, deny, additionalDirectories, \
-                     default, defaults, external_directory (defaultMode is accepted and has no effect)"
+                     defaultMode, disableBypassPermissionsMode, default, defaults, external_directory"
                 ));
             }
         }
     }
-    Ok(builder)
+    if bypass_disabled && mode == Some(PermissionMode::BypassPermissions) {
+        return Err("`permissions.defaultMode` is \"bypassPermissions\", which \
+                    `permissions.disableBypassPermissionsMode` turns off"
+            .to_owned());
+    }
+    Ok(PermissionsSection { builder, mode })
 }
 
 /// `WebFetch(domain:example.com)`: Claude Code's way of naming a host in permission rules.
@@ -449,6 +502,7 @@ mod sandbox_tests {
                 allow_write: vec![PathBuf::from("/w/build"), PathBuf::from("/cache")],
                 deny_write: vec![PathBuf::from("/w/secrets")],
                 allow_git_writes: Some(true),
+                auto_allow_bash_if_sandboxed: Some(true),
             }
         );
         assert_eq!(parse("{}").unwrap(), SandboxSettings::default());

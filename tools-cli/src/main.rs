@@ -16,7 +16,8 @@ use tool_runtime::catalog::{Catalog, LoadedTools, SearchMode};
 use tool_runtime::environment::EnvFilter;
 use tool_runtime::mcp_client::{McpConfig, McpMount};
 use tool_runtime::permissions::{
-    Action as PermissionAction, EXTERNAL_DIRECTORY, Policy, PolicyExt, Rules, SandboxSettings, Settings,
+    Action as PermissionAction, EXTERNAL_DIRECTORY, PermissionMode, Policy, PolicyExt, Rules, SandboxSettings,
+    Settings,
 };
 use tool_runtime::providers::DefinitionOptions;
 use tool_runtime::{
@@ -221,6 +222,18 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
             Some(Ok(sandbox)) if sandbox.policy().is_enforced() => policy.hook_sandbox(sandbox),
             _ => policy,
         });
+    // `sandbox.autoAllowBashIfSandboxed` (default true): a command that runs in the sandbox is not
+    // asked about when no rule decides it.
+    let policy = match policy {
+        Some(policy)
+            if workspace.sandbox_policy().is_enforced()
+                && sandbox_settings.auto_allow_bash_if_sandboxed != Some(false) =>
+        {
+            let commands = workspace.clone();
+            Some(policy.sandboxed_commands(move |command| !commands.runs_unsandboxed(command)))
+        }
+        policy => policy,
+    };
     let mut announce = Vec::new();
     // Secrets named in the settings: commands see placeholders, the proxy swaps them back.
     let (network, unset) =
@@ -396,7 +409,10 @@ fn settings_policy(
     if allow_outside_root {
         base = base.rule_from(PermissionAction::Allow, EXTERNAL_DIRECTORY, "--allow-outside-root");
     }
-    let settings = Settings::load(path, base).map_err(|e| Failure::usage(format!("--settings {e}")))?;
+    // Claude Code's default mode where the file names none.
+    let settings = Settings::load(path, base)
+        .map_err(|e| Failure::usage(format!("--settings {e}")))?
+        .or_mode(PermissionMode::Default);
     let sandbox = settings.sandbox().clone();
     let environment = settings.environment().clone();
     // The network rules (`WebFetch(domain:...)`, `sandbox.network`) are the proxy's; the file

@@ -1,7 +1,7 @@
 //! What permission rules need to know about the built-in tools beyond their specs: Claude Code's
 //! names for them.
 
-use tool_runtime::permissions::ToolCatalog;
+use tool_runtime::permissions::{Access, ToolCatalog};
 use tool_runtime::spec::PermissionSubject;
 
 /// Each built-in tool's name in Claude Code, for its rules (`Bash(npm test)`) and its hooks'
@@ -31,7 +31,9 @@ const CLAUDE_CODE_NAMES: &[(&str, &str)] = &[
 /// `edit`. A `bash` call whose command only reads runs under the shared guard, alongside other
 /// parallel calls. `bash_input` asks about what it types (its `PreToolUse` hooks run then, with
 /// the session's command): the `Bash` rules read it, and typing into a shell or interpreter is
-/// asked about while any `Bash` rule is in force.
+/// asked about while any `Bash` rule is in force. For the permission modes, read-only tools (and
+/// `todo_write` and `bash_stop`, for which Claude Code asks no permission either) change nothing,
+/// and `undo` edits files as the file tools do.
 pub fn permission_catalog() -> ToolCatalog {
     let builtin = crate::all();
     let mut catalog = ToolCatalog::new().tools(builtin.iter().map(|tool| tool.spec()));
@@ -52,5 +54,9 @@ pub fn permission_catalog() -> ToolCatalog {
             }
         }
     }
-    catalog.rule_name("NotebookEdit", ["edit"])
+    catalog
+        .rule_name("NotebookEdit", ["edit"])
+        .access("todo_write", Access::ReadOnly)
+        .access("bash_stop", Access::ReadOnly)
+        .access("undo", Access::Edits)
 }

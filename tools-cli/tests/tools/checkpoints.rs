@@ -99,7 +99,8 @@ async fn checkpoints_off_records_nothing_and_undo_says_so() {
 async fn the_settings_file_turns_checkpoints_off_and_the_flag_wins() {
     let fx = Fixture::new();
     let settings = fx.dir.path().join("settings.json");
-    std::fs::write(&settings, r#"{"checkpoints": {"enabled": false}}"#).unwrap();
+    let text = r#"{"checkpoints": {"enabled": false}, "permissions": {"defaultMode": "acceptEdits"}}"#;
+    std::fs::write(&settings, text).unwrap();
     let settings = settings.to_str().unwrap();
     let client = connect(&fx, &["--sandbox", "off", "--settings", settings], &[]).await;
     call(&client, "write", json!({"path": "hello.txt", "content": "changed\n"})).await;

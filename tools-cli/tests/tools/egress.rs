@@ -132,7 +132,10 @@ fn the_settings_network_rules_and_environment_apply_to_commands_and_mounted_serv
     std::fs::write(
         &settings,
         json!({
-            "permissions": {"allow": ["WebFetch(domain:localhost)"], "deny": ["WebFetch(domain:denied.localhost)"]},
+            "permissions": {
+                "allow": ["WebFetch(domain:localhost)", "inner__bash"],
+                "deny": ["WebFetch(domain:denied.localhost)"]
+            },
             "sandbox": {"network": {"allowedAddresses": ["127.0.0.1"]}},
             "environment": {"inherit": ["EGRESS_KEEP"]}
         })

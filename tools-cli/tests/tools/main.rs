@@ -10,6 +10,7 @@ mod egress;
 mod escape;
 mod mcp_mount;
 mod mcp_oauth;
+mod permission_modes;
 mod provider_shapes;
 mod python_sdk;
 mod serve;

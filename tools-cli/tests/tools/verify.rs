@@ -7,8 +7,10 @@ use crate::common;
 use common::Fixture;
 use serde_json::json;
 
-fn settings(fx: &Fixture, value: serde_json::Value) -> String {
+/// A settings file of `value`, in the mode that edits without asking (`tools call` cannot ask).
+fn settings(fx: &Fixture, mut value: serde_json::Value) -> String {
     let path = fx.dir.path().join("settings.json");
+    value["permissions"] = json!({"defaultMode": "acceptEdits"});
     std::fs::write(&path, value.to_string()).unwrap();
     path.display().to_string()
 }

@@ -1,0 +1,286 @@
+//! Permission modes (Claude Code's `permissions.defaultMode`): what happens to a call no rule
+//! decides, and a handle that switches the mode of an installed policy at run time.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+
+use crate::catalog::{Access, ToolCatalog};
+use crate::rules::Action;
+use crate::shell;
+
+/// What happens to a call that no rule (and no `default` of the rules) decides, as Claude Code's
+/// modes define it. Rules come first in every mode: an allow rule allows, a deny rule refuses
+/// and an ask rule asks, whatever the mode.
+///
+/// | unmatched call | `default` | `acceptEdits` | `plan` | `dontAsk` | `bypassPermissions` |
+/// |---|---|---|---|---|---|
+/// | read-only tool, read-only command | allow | allow | allow | allow | allow |
+/// | file edit in the workspace | ask | allow | deny | deny | allow |
+/// | `mkdir`, `touch`, `mv`, `cp` of workspace paths | ask | allow | deny | deny | allow |
+/// | sandboxed command, `autoAllowBashIfSandboxed` | allow | allow | deny | allow | allow |
+/// | other command, other tool (mounted ones too) | ask | ask | deny | deny | allow |
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum PermissionMode {
+    /// Reads run; anything else no rule allows is asked about.
+    #[default]
+    Default,
+    /// As `Default`, and file edits in the workspace run without asking.
+    AcceptEdits,
+    /// Reads run; anything that may change something and that no rule allows is refused.
+    Plan,
+    /// As `Default`, but what would be asked about is refused.
+    DontAsk,
+    /// Everything no rule refuses or asks about runs.
+    BypassPermissions,
+}
+
+impl PermissionMode {
+    /// Every mode, in Claude Code's order.
+    pub const ALL: [PermissionMode; 5] = [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::Plan,
+        PermissionMode::DontAsk,
+        PermissionMode::BypassPermissions,
+    ];
+
+    /// The mode's name in a settings file (`acceptEdits`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Default => "default",
+            PermissionMode::AcceptEdits => "acceptEdits",
+            PermissionMode::Plan => "plan",
+            PermissionMode::DontAsk => "dontAsk",
+            PermissionMode::BypassPermissions => "bypassPermissions",
+        }
+    }
+
+    /// Parses a mode's name (`manual` is Claude Code's other name for `default`).
+    pub fn parse(text: &str) -> Option<PermissionMode> {
+        match text {
+            "manual" => Some(PermissionMode::Default),
+            _ => PermissionMode::ALL.into_iter().find(|mode| mode.as_str() == text),
+        }
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The mode of a policy, shared with the application: [`Policy::mode_switch`] hands one out
+/// before the policy is installed, and [`ModeSwitch::set`] changes the mode of every call
+/// decided after it (as Claude Code's Shift+Tab does).
+///
+/// [`Policy::mode_switch`]: crate::Policy::mode_switch
+#[derive(Debug, Clone)]
+pub struct ModeSwitch(Arc<RwLock<(PermissionMode, Arc<str>)>>);
+
+impl ModeSwitch {
+    pub(crate) fn new(mode: PermissionMode, origin: Arc<str>) -> Self {
+        ModeSwitch(Arc::new(RwLock::new((mode, origin))))
+    }
+
+    /// The current mode.
+    pub fn get(&self) -> PermissionMode {
+        self.read().0
+    }
+
+    /// Switches the mode; decisions name it as set by the application.
+    pub fn set(&self, mode: PermissionMode) {
+        self.set_from(mode, "set by the application");
+    }
+
+    pub(crate) fn set_from(&self, mode: PermissionMode, origin: impl Into<Arc<str>>) {
+        let mut guard = self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *guard = (mode, origin.into());
+    }
+
+    pub(crate) fn read(&self) -> (PermissionMode, Arc<str>) {
+        self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+}
+
+/// What a call no rule decided asks for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Unmatched<'a> {
+    /// The call as a whole (a tool that asks about no command or path).
+    Call,
+    /// Running a command line.
+    Command(&'a str),
+    /// Using a path inside the workspace.
+    Path(&'a Path),
+    /// Typing into a running command (`bash_input`) that runs this command line.
+    Input(&'a str),
+}
+
+/// How a mode sees what was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Class {
+    Reads,
+    Edits,
+    Sandboxed,
+    Other,
+}
+
+/// Claude Code's `acceptEdits` also runs these filesystem commands without asking.
+const FILE_COMMANDS: &[&str] = &["mkdir", "touch", "mv", "cp"];
+
+/// Whether each simple command of `command` only reads, or is one of [`FILE_COMMANDS`] naming
+/// workspace paths only (no absolute path, `~`, `..` or expansion), with at least one of the
+/// latter.
+fn edits_files(command: &str) -> bool {
+    let Some(parts) = shell::simple_commands(command) else { return false };
+    let mut edits = false;
+    for part in &parts {
+        let mut words = part.split_whitespace();
+        let Some(program) = words.next() else { continue };
+        if FILE_COMMANDS.contains(&program) {
+            let inside = words.all(|word| {
+                !word.starts_with('/')
+                    && !word.starts_with('~')
+                    && !word.contains('$')
+                    && !word.split('/').any(|part| part == "..")
+            });
+            if !inside {
+                return false;
+            }
+            edits = true;
+        } else if !shell::classify(part).is_read_only() {
+            return false;
+        }
+    }
+    edits
+}
+
+/// How `mode` sees `asked` of `tool`.
+pub(crate) fn class(
+    catalog: &ToolCatalog,
+    tool: &str,
+    asked: Unmatched<'_>,
+    sandboxed: Option<&(dyn Fn(&str) -> bool + Send + Sync)>,
+) -> Class {
+    let by_access = || match catalog.access_of(tool) {
+        Some(Access::ReadOnly) => Class::Reads,
+        Some(Access::Edits) => Class::Edits,
+        None => Class::Other,
+    };
+    match asked {
+        Unmatched::Call | Unmatched::Path(_) => by_access(),
+        Unmatched::Command(command) => {
+            if shell::classify(command).is_read_only() {
+                Class::Reads
+            } else if sandboxed.is_some_and(|sandboxed| sandboxed(command)) {
+                Class::Sandboxed
+            } else if edits_files(command) {
+                Class::Edits
+            } else {
+                Class::Other
+            }
+        }
+        Unmatched::Input(command) if sandboxed.is_some_and(|sandboxed| sandboxed(command)) => {
+            Class::Sandboxed
+        }
+        Unmatched::Input(_) => Class::Other,
+    }
+}
+
+/// What `mode` does with what it sees as `class`.
+pub(crate) fn action(mode: PermissionMode, class: Class) -> Action {
+    use PermissionMode as M;
+    match (mode, class) {
+        (M::BypassPermissions, _) | (_, Class::Reads) => Action::Allow,
+        (M::Plan, _) => Action::Deny,
+        (M::AcceptEdits, Class::Edits) => Action::Allow,
+        (M::Default | M::AcceptEdits | M::DontAsk, Class::Sandboxed) => Action::Allow,
+        (M::DontAsk, _) => Action::Deny,
+        (M::Default | M::AcceptEdits, _) => Action::Ask,
+    }
+}
+
+/// The rule that would allow what was asked for, and the mode too when one would, in words:
+/// `` `allow Bash(python3:*)` `` for a command, `` `allow Edit(./src/main.rs)` or the mode
+/// `acceptEdits` `` for an edit.
+pub(crate) fn would_allow(
+    catalog: &ToolCatalog,
+    root: &Path,
+    tool: &str,
+    asked: Unmatched<'_>,
+    class: Class,
+) -> String {
+    let name = catalog.rule_name_of(tool);
+    let rule = match asked {
+        Unmatched::Call | Unmatched::Input(_) => format!("`allow {name}`"),
+        Unmatched::Command(command) => {
+            let program = command.split_whitespace().next().unwrap_or(command);
+            format!("`allow {name}({program}:*)`")
+        }
+        Unmatched::Path(path) => match path.strip_prefix(root) {
+            Ok(inside) => format!("`allow {name}(./{})`", inside.display()),
+            Err(_) => format!("`allow {name}(/{})`", path.display()),
+        },
+    };
+    if class == Class::Edits { format!("{rule} or the mode `acceptEdits`") } else { rule }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Policy, Rules, Subject};
+    use tool_core::{PermissionDecision, PermissionHook, PermissionKind, PermissionRequest};
+
+    fn request(tool: &str, kind: PermissionKind) -> PermissionRequest {
+        let mut request = PermissionRequest::new(kind, "do it");
+        request.tool = tool.to_owned();
+        request
+    }
+
+    #[tokio::test]
+    async fn an_application_switches_the_mode_of_an_installed_policy() {
+        let catalog = ToolCatalog::new()
+            .subject("bash", Subject::Command)
+            .subject("edit", Subject::Path)
+            .access("edit", Access::Edits)
+            .rule_name("Edit", ["edit"])
+            .hook_name("edit", "Edit");
+        let rules = Rules::builder("/w").catalog(catalog).build().unwrap();
+        let policy = Policy::new(rules).with_mode(PermissionMode::Default);
+        let switch = policy.mode_switch();
+        let edit = request("edit", PermissionKind::Path { path: "/w/src/a.rs".into() });
+        let PermissionDecision::Deny { reason } = policy.decide(&edit).await else { panic!("asked") };
+        assert_eq!(
+            reason,
+            "the permission mode `default` (set by the application; no rule allows this, `allow \
+             Edit(./src/a.rs)` or the mode `acceptEdits` would) says to ask first, and nobody is here to \
+             answer, so it was not done. Do something else, or ask the user to allow it"
+        );
+        switch.set(PermissionMode::AcceptEdits);
+        assert_eq!(policy.mode(), PermissionMode::AcceptEdits);
+        assert_eq!(policy.decide(&edit).await, PermissionDecision::Allow);
+        switch.set(PermissionMode::Plan);
+        let ls = request("bash", PermissionKind::Command { command: "ls -la".into() });
+        assert_eq!(policy.decide(&ls).await, PermissionDecision::Allow);
+        let touch = request("bash", PermissionKind::Command { command: "touch x".into() });
+        let PermissionDecision::Deny { reason } = policy.decide(&touch).await else { panic!("ran") };
+        assert!(reason.starts_with("refused by the permission mode `plan`"), "{reason}");
+        assert!(reason.contains("`allow bash(touch:*)`"), "{reason}");
+    }
+
+    #[test]
+    fn file_commands_of_workspace_paths_count_as_edits() {
+        assert!(edits_files("mkdir -p src/a && touch src/a/b.rs"));
+        assert!(edits_files("cp a b; ls"));
+        assert!(!edits_files("ls"));
+        assert!(!edits_files("cp a /etc/b"));
+        assert!(!edits_files("mv ../a b"));
+        assert!(!edits_files("touch ~/x"));
+        assert!(!edits_files("mkdir $HOME/x"));
+        assert!(!edits_files("mkdir a && rm -rf b"));
+        assert_eq!(PermissionMode::parse("manual"), Some(PermissionMode::Default));
+        assert_eq!(PermissionMode::parse("auto"), None);
+    }
+}

@@ -1,0 +1,185 @@
+//! `permissions.defaultMode` through the built binary: each mode against a table of calls that
+//! no rule decides (`tools call` has nobody to ask, so an ask is refused), the sandbox's
+//! `autoAllowBashIfSandboxed`, and rules that still decide in every mode.
+
+use crate::common;
+
+use common::{Fixture, TOOLS};
+use serde_json::json;
+
+/// What happened to a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Ran,
+    Asked,
+    Refused,
+}
+
+use Outcome::{Asked, Ran, Refused};
+
+/// An `mcpServers` file mounting `tools serve` on the fixture's workspace as `inner`.
+fn mount_config(fx: &Fixture) -> String {
+    let path = fx.dir.path().join("mcp.json");
+    let ws = fx.ws();
+    let text = json!({"mcpServers": {
+        "inner": {"command": TOOLS, "args": ["serve", "--sandbox", "off", "--root", ws.to_str().unwrap()]},
+    }});
+    std::fs::write(&path, text.to_string()).unwrap();
+    path.display().to_string()
+}
+
+fn settings(fx: &Fixture, value: serde_json::Value) -> String {
+    let path = fx.dir.path().join("settings.json");
+    std::fs::write(&path, value.to_string()).unwrap();
+    path.display().to_string()
+}
+
+/// Runs `tool` with `args` under `settings` and says what happened, checking the words of an
+/// ask or a refusal by the mode.
+fn outcome(fx: &Fixture, settings: &str, extra: &[&str], tool: &str, args: &serde_json::Value) -> Outcome {
+    let args = args.to_string();
+    let mut argv = vec!["call", tool, args.as_str(), "--settings", settings];
+    argv.extend_from_slice(extra);
+    let run = fx.run(&argv, None);
+    let result = run.json();
+    let output = result["output"].as_str().unwrap().to_owned();
+    if result["is_error"] == false {
+        return Ran;
+    }
+    if output.contains("says to ask first, and nobody is here to answer") {
+        assert!(output.contains("the permission mode `"), "{output}");
+        assert!(output.contains("no rule allows this, `allow "), "{output}");
+        return Asked;
+    }
+    assert!(output.contains("refused by the permission mode `"), "{tool} {args}: {output}");
+    Refused
+}
+
+#[test]
+fn each_mode_decides_what_no_rule_decides() {
+    let table: &[(&str, serde_json::Value, [Outcome; 5])] = &[
+        // default, acceptEdits, plan, dontAsk, bypassPermissions
+        ("read", json!({"path": "hello.txt"}), [Ran, Ran, Ran, Ran, Ran]),
+        ("grep", json!({"pattern": "hello"}), [Ran, Ran, Ran, Ran, Ran]),
+        ("todo_write", json!({"todos": []}), [Ran, Ran, Ran, Ran, Ran]),
+        (
+            "edit",
+            json!({"path": "hello.txt", "old_string": "hello", "new_string": "howdy"}),
+            [Asked, Ran, Refused, Refused, Ran],
+        ),
+        ("write", json!({"path": "new.txt", "content": "x\n"}), [Asked, Ran, Refused, Refused, Ran]),
+        ("bash", json!({"command": "cat hello.txt | wc -l"}), [Ran, Ran, Ran, Ran, Ran]),
+        ("bash", json!({"command": "mkdir made"}), [Asked, Ran, Refused, Refused, Ran]),
+        ("bash", json!({"command": "echo x > out.txt"}), [Asked, Asked, Refused, Refused, Ran]),
+        ("inner__read", json!({"path": "hello.txt"}), [Asked, Asked, Refused, Refused, Ran]),
+    ];
+    let modes = ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"];
+    for (i, mode) in modes.iter().enumerate() {
+        for (tool, args, expected) in table {
+            let fx = Fixture::new();
+            let mcp = mount_config(&fx);
+            let file = settings(&fx, json!({"permissions": {"defaultMode": mode}}));
+            let got = outcome(&fx, &file, &["--sandbox", "off", "--mcp-config", &mcp], tool, args);
+            assert_eq!(got, expected[i], "{mode}: {tool} {args}");
+        }
+    }
+}
+
+#[test]
+fn a_file_without_a_mode_is_in_default_mode_and_says_so() {
+    let fx = Fixture::new();
+    let file = settings(&fx, json!({"permissions": {"allow": ["Bash(git status)"]}}));
+    let args = json!({"path": "hello.txt", "old_string": "hello", "new_string": "howdy"}).to_string();
+    let run = fx.run(&["call", "edit", &args, "--settings", &file], None);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let output = run.json()["output"].as_str().unwrap().to_owned();
+    let ws = std::fs::canonicalize(fx.ws()).unwrap();
+    assert_eq!(
+        output,
+        format!(
+            "Permission denied (edit {}/hello.txt): the permission mode `default` (as {file} names no \
+             permissions.defaultMode; no rule allows this, `allow Edit(./hello.txt)` or the mode `acceptEdits` \
+             would) says to ask first, and nobody is here to answer, so it was not done. Do something else, or \
+             ask the user to allow it",
+            ws.display()
+        )
+    );
+    assert_eq!(std::fs::read_to_string(fx.ws().join("hello.txt")).unwrap(), "hello\nworld\n");
+    // Without a settings file nothing changes: the call runs.
+    let run = fx.run(&["call", "edit", &args], None);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+}
+
+#[test]
+fn rules_decide_before_the_mode() {
+    let fx = Fixture::new();
+    let file = settings(
+        &fx,
+        json!({"permissions": {
+            "defaultMode": "plan",
+            "allow": ["Edit(./hello.txt)", "Bash(touch:*)"],
+        }}),
+    );
+    let edit = json!({"path": "hello.txt", "old_string": "hello", "new_string": "howdy"});
+    assert_eq!(outcome(&fx, &file, &["--sandbox", "off"], "edit", &edit), Ran);
+    assert_eq!(outcome(&fx, &file, &["--sandbox", "off"], "bash", &json!({"command": "touch t"})), Ran);
+    let other = json!({"path": "other.txt", "content": "x"});
+    assert_eq!(outcome(&fx, &file, &["--sandbox", "off"], "write", &other), Refused);
+
+    let file = settings(
+        &fx,
+        json!({"permissions": {"defaultMode": "bypassPermissions", "deny": ["Bash(rm:*)"], "ask": ["Edit"]}}),
+    );
+    let run = fx.run(&["call", "bash", r#"{"command": "rm hello.txt"}"#, "--settings", &file], None);
+    assert!(run.json()["output"].as_str().unwrap().contains("`deny Bash(rm:*)`"), "{}", run.stdout);
+    let run = fx.run(&["call", "edit", &edit.to_string(), "--settings", &file], None);
+    assert!(run.json()["output"].as_str().unwrap().contains("`ask Edit`"), "{}", run.stdout);
+}
+
+#[test]
+fn sandboxed_commands_run_without_asking_unless_the_file_says_otherwise() {
+    let fx = Fixture::new();
+    let sandbox = fx.run(&["call", "bash", r#"{"command": "true"}"#], None);
+    if sandbox.json()["metadata"]["sandbox"]["mode"] != "workspace-write" {
+        return; // No kernel sandbox here: nothing runs sandboxed.
+    }
+    let command = json!({"command": "echo x > out.txt"});
+    let file = settings(&fx, json!({"permissions": {"defaultMode": "default"}}));
+    assert_eq!(outcome(&fx, &file, &[], "bash", &command), Ran);
+    assert_eq!(outcome(&fx, &file, &["--sandbox", "off"], "bash", &command), Asked);
+    let file = settings(&fx, json!({"permissions": {"defaultMode": "plan"}}));
+    assert_eq!(outcome(&fx, &file, &[], "bash", &command), Refused);
+    let file = settings(&fx, json!({"permissions": {"defaultMode": "dontAsk"}}));
+    assert_eq!(outcome(&fx, &file, &[], "bash", &command), Ran);
+    let file = settings(
+        &fx,
+        json!({"permissions": {"defaultMode": "default"}, "sandbox": {"autoAllowBashIfSandboxed": false}}),
+    );
+    assert_eq!(outcome(&fx, &file, &[], "bash", &command), Asked);
+    // A command the settings run outside the sandbox is asked about.
+    let sed = json!({"command": "sed -n 1p hello.txt"});
+    let file = settings(&fx, json!({}));
+    assert_eq!(outcome(&fx, &file, &[], "bash", &sed), Ran);
+    let file = settings(&fx, json!({"sandbox": {"excludedCommands": ["sed"]}}));
+    assert_eq!(outcome(&fx, &file, &[], "bash", &sed), Asked);
+}
+
+#[test]
+fn a_mode_that_is_not_claude_codes_is_a_usage_error() {
+    let fx = Fixture::new();
+    let file = settings(&fx, json!({"permissions": {"defaultMode": "yolo"}}));
+    let run = fx.run(&["call", "ls", "{}", "--settings", &file], None);
+    assert_eq!(
+        run.usage_error(),
+        format!(
+            "--settings {file}: `permissions.defaultMode` is \"yolo\"; expected one of default, acceptEdits, \
+             plan, dontAsk, bypassPermissions"
+        )
+    );
+    let file = settings(
+        &fx,
+        json!({"permissions": {"defaultMode": "bypassPermissions", "disableBypassPermissionsMode": "disable"}}),
+    );
+    let run = fx.run(&["call", "ls", "{}", "--settings", &file], None);
+    assert!(run.usage_error().contains("which `permissions.disableBypassPermissionsMode` turns off"));
+}
