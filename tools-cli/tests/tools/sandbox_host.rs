@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::Fixture;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Whether commands get a mount namespace here (protected paths need one); under CI they must.
 fn mounts() -> bool {
@@ -86,4 +86,55 @@ fn a_script_a_hook_command_names_is_read_only_to_commands() {
     let run = fx.run(&["call", "--settings", settings.to_str().unwrap(), "bash", &args], None);
     assert!(run.stdout.contains("done"), "{}", run.stdout);
     assert_eq!(std::fs::read_to_string(ws.join("scripts/guard.sh")).unwrap(), "#!/bin/sh\nexit 0\n");
+}
+
+/// A `tools serve` over standard input and output, in the fixture's workspace.
+async fn serve(fx: &Fixture) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    use rmcp::ServiceExt;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let (ws, data) = (fx.ws(), fx.dir.path().join("data"));
+    let command = tokio::process::Command::new(common::TOOLS).configure(|cmd| {
+        cmd.arg("serve").current_dir(&ws).env("XDG_DATA_HOME", &data).stderr(std::process::Stdio::null());
+    });
+    ().serve(TokioChildProcess::new(command).expect("spawn tools serve")).await.expect("initialize")
+}
+
+/// The text of `bash` running `command` through `client`.
+async fn bash(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>, command: &str) -> String {
+    let Value::Object(arguments) = json!({"command": command}) else { unreachable!() };
+    let params = rmcp::model::CallToolRequestParams::new("bash").with_arguments(arguments);
+    let result = client.call_tool(params).await.expect("bash");
+    let value = serde_json::to_value(&result).unwrap();
+    value["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serve_sessions_cannot_touch_each_others_state() {
+    if !mounts() {
+        return;
+    }
+    let (a, b) = (Fixture::new(), Fixture::new());
+    let (first, second) = (serve(&a).await, serve(&b).await);
+    let tmp_a = bash(&first, "echo \"$TMPDIR\"").await.trim().to_owned();
+    let tmp_b = bash(&second, "echo \"$TMPDIR\"").await.trim().to_owned();
+    assert!(tmp_a.ends_with("/tmp") && tmp_b.ends_with("/tmp") && tmp_a != tmp_b, "{tmp_a} {tmp_b}");
+    let state_b = std::path::Path::new(&tmp_b).parent().unwrap().join("state");
+    assert!(state_b.is_dir(), "{}", state_b.display());
+    std::fs::write(state_b.join("secret"), "of the second session").unwrap();
+    let out = bash(
+        &first,
+        &format!(
+            "cat {s}/secret; ls -A {s}; echo x > {s}/planted; echo x > {t}/planted; echo x > /tmp/planted-$$; echo done",
+            s = state_b.display(),
+            t = tmp_b
+        ),
+    )
+    .await;
+    assert!(out.contains("done") && !out.contains("of the second session"), "{out}");
+    assert!(
+        !state_b.join("planted").exists() && !std::path::Path::new(&tmp_b).join("planted").exists(),
+        "{out}"
+    );
+    first.cancel().await.expect("close");
+    second.cancel().await.expect("close");
 }
