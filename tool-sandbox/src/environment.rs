@@ -32,6 +32,7 @@ pub const BASE_VARIABLES: &[&str] = &[
     "TERM",
     "COLORTERM",
     "NO_COLOR",
+    // A sandboxed command gets its session's own instead (`Sandbox::apply`).
     "TMPDIR",
     "TZ",
     "XDG_RUNTIME_DIR",
