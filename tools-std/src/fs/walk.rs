@@ -684,10 +684,88 @@ fn ancestors(roots: &Roots, root: &Target, compiled: &Compiled) -> Option<Arc<Le
     chain.into_iter().rev().fold(None, |parent, (rules, dir)| Some(Arc::new(Level::new(rules, dir, parent))))
 }
 
-/// The global git excludes file (`core.excludesFile`, or `$XDG_CONFIG_HOME/git/ignore`).
+/// The global git excludes file (`core.excludesFile`, or `$XDG_CONFIG_HOME/git/ignore`), found
+/// as git and ripgrep find it, but read as ignore files are (the `ignore` crate's own reading
+/// opens git's configuration and the excludes file blocking: a FIFO there, which a command could
+/// make when the home directory is writable, would hang every walk).
 fn global_rules() -> Option<Gitignore> {
-    let (global, _) = Gitignore::global();
-    (!global.is_empty()).then_some(global)
+    #[allow(deprecated)] // As the `ignore` crate finds the home directory.
+    let home = std::env::home_dir();
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let config_home = var("XDG_CONFIG_HOME").or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let cwd = std::env::current_dir().ok()?;
+    global_rules_from(home.as_deref(), config_home.as_deref(), var("GIT_CONFIG_GLOBAL"), &cwd)
+}
+
+/// [`global_rules`] for this home and configuration directory; `global` stands for
+/// `$GIT_CONFIG_GLOBAL`.
+fn global_rules_from(
+    home: Option<&Path>,
+    config_home: Option<&Path>,
+    global: Option<PathBuf>,
+    cwd: &Path,
+) -> Option<Gitignore> {
+    // GIT_CONFIG_GLOBAL replaces both of the user's files; the system's comes last.
+    let configs: Vec<PathBuf> = match global {
+        Some(global) => vec![global],
+        None => [home.map(|h| h.join(".gitconfig")), config_home.map(|c| c.join("git/config"))]
+            .into_iter()
+            .flatten()
+            .collect(),
+    };
+    let system = std::env::var_os("GIT_CONFIG_SYSTEM")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("/etc/gitconfig"), PathBuf::from);
+    let path = configs
+        .iter()
+        .chain([&system])
+        .filter_map(|config| read_config_file(config))
+        .find_map(|text| excludes_file(&text, home))
+        .or_else(|| config_home.map(|c| c.join("git/ignore")))?;
+    let text = read_config_file(&path)?;
+    let mut builder = GitignoreBuilder::new(cwd);
+    for line in text.lines() {
+        let _ = builder.add_line(Some(path.clone()), line);
+    }
+    builder.build().ok().filter(|g| !g.is_empty())
+}
+
+/// A configuration file of the user's (links followed: dotfiles are often links), when it is a
+/// regular file: opened without blocking, read to at most [`MAX_IGNORE_FILE_BYTES`].
+fn read_config_file(path: &Path) -> Option<String> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY);
+    }
+    let file = options.open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(MAX_IGNORE_FILE_BYTES).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// `core.excludesFile` in the text of a git configuration file, `~` expanded (as the `ignore`
+/// crate reads it: the first `excludesfile = PATH` line, whatever its section).
+fn excludes_file(text: &str, home: Option<&Path>) -> Option<PathBuf> {
+    text.lines().find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        if !key.trim().eq_ignore_ascii_case("excludesfile") {
+            return None;
+        }
+        let value = value.trim().trim_matches('"').trim();
+        if value.is_empty() || value.contains(char::is_whitespace) {
+            return None;
+        }
+        Some(match (value.strip_prefix('~'), home) {
+            (Some(rest), Some(home)) => PathBuf::from(format!("{}{rest}", home.display())),
+            _ => PathBuf::from(value),
+        })
+    })
 }
 
 /// Reads the ignore files of the directory `dir` (at `absolute`).
@@ -936,6 +1014,36 @@ mod tests {
         for refused in ["out", "in", "file", "missing", "..", ".", "", "d/e", "../d"] {
             assert!(open_subdir(&handle, OsStr::new(refused)).is_err(), "{refused} was opened");
         }
+    }
+
+    /// The global excludes file and git's configuration are read without blocking: a FIFO at
+    /// either (a command could make one where the home directory is writable) is skipped.
+    #[cfg(unix)]
+    #[test]
+    fn the_global_excludes_file_is_found_and_a_fifo_there_is_skipped() {
+        let home = TempDir::new();
+        let config = home.path().join(".config");
+        fs::create_dir_all(config.join("git")).unwrap();
+        fs::write(home.path().join(".gitconfig"), "[core]\n\texcludesFile = \"~/my-ignore\"\n").unwrap();
+        fs::write(home.path().join("my-ignore"), "*.bak\n").unwrap();
+        let cwd = home.path();
+        let global = global_rules_from(Some(home.path()), Some(&config), None, cwd).unwrap();
+        assert!(global.matched(home.path().join("x.bak"), false).is_ignore());
+        assert!(!global.matched(home.path().join("x.rs"), false).is_ignore());
+
+        let fifo = |path: &Path| {
+            let _ = fs::remove_file(path);
+            nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        };
+        fifo(&home.path().join("my-ignore"));
+        assert!(global_rules_from(Some(home.path()), Some(&config), None, cwd).is_none());
+        fifo(&home.path().join(".gitconfig"));
+        fifo(&config.join("git/config"));
+        fifo(&config.join("git/ignore"));
+        assert!(global_rules_from(Some(home.path()), Some(&config), None, cwd).is_none());
+        let global = home.path().join("global");
+        fs::write(&global, "[core]\nexcludesfile=/nonexistent\n").unwrap();
+        assert!(global_rules_from(Some(home.path()), Some(&config), Some(global), cwd).is_none());
     }
 
     #[test]
