@@ -1,7 +1,7 @@
 //! What the permission rules know about tools: which ones ask about commands or paths, and the
 //! names other agents (Claude Code) use for them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use tool_core::ToolSpec;
 
@@ -42,6 +42,39 @@ pub struct ToolCatalog {
     command_arguments: HashMap<String, String>,
     /// What a tool does to the workspace, for the permission modes.
     access: HashMap<String, Access>,
+    /// Every tool there is, when said ([`ToolCatalog::known_tools`]): a rule naming another is
+    /// an error.
+    known: Option<BTreeSet<String>>,
+    /// The mounted MCP servers, whose tools are named `SERVER__TOOL`.
+    servers: BTreeSet<String>,
+}
+
+/// Tools of Claude Code's with no counterpart here: a rule naming one has no effect.
+const CLAUDE_CODE_ONLY: &[&str] = &[
+    "Task",
+    "Agent",
+    "WebSearch",
+    "WebFetch",
+    "NotebookRead",
+    "SlashCommand",
+    "Skill",
+    "ExitPlanMode",
+    "ListMcpResourcesTool",
+    "ReadMcpResourceTool",
+];
+
+/// What a rule's tool name stands for.
+#[derive(Debug)]
+pub(crate) enum Resolved {
+    /// These tools.
+    Tools(Vec<String>),
+    /// Every tool of this mounted server (`mcp__SERVER`, `mcp__SERVER__*`).
+    Server(String),
+    /// A tool of Claude Code's with no counterpart here, or of a server that is not mounted
+    /// (why, in words).
+    Absent(String),
+    /// No tool, with the closest names (why, in words).
+    Unknown(String),
 }
 
 impl ToolCatalog {
@@ -75,6 +108,108 @@ impl ToolCatalog {
     pub fn subject(mut self, tool: impl Into<String>, subject: Subject) -> Self {
         self.subjects.insert(tool.into(), subject);
         self
+    }
+
+    /// Every tool there is (with [`ToolCatalog::server`], the mounted ones too): a rule that
+    /// names another is an error when the rules are built, with the closest names. Without it
+    /// any name is taken as a tool's.
+    pub fn known_tools<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.known.get_or_insert_with(BTreeSet::new).extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// `server` is a mounted MCP server whose tools are named `SERVER__TOOL` (tool-mcp's default
+    /// naming): rules `mcp__SERVER__TOOL` name its tool `TOOL`, `mcp__SERVER` and
+    /// `mcp__SERVER__*` every tool it has, now or later, and hooks see its tools as
+    /// `mcp__SERVER__TOOL`.
+    pub fn server(mut self, server: impl Into<String>) -> Self {
+        self.servers.insert(server.into());
+        self
+    }
+
+    /// The mounted server `tool` belongs to, if any.
+    pub(crate) fn server_of(&self, tool: &str) -> Option<&str> {
+        let (server, _) = tool.split_once("__")?;
+        self.servers.get(server).map(String::as_str)
+    }
+
+    /// What a rule naming `name` is about.
+    pub(crate) fn resolve(&self, name: &str) -> Resolved {
+        if let Some(tools) = self.rule_names.get(name) {
+            return Resolved::Tools(tools.clone());
+        }
+        if let Some(rest) = name.strip_prefix("mcp__") {
+            return self.resolve_mcp(name, rest);
+        }
+        match &self.known {
+            Some(known) if !known.contains(name) && name != crate::rules::EXTERNAL_DIRECTORY => {
+                if CLAUDE_CODE_ONLY.contains(&name) {
+                    Resolved::Absent(format!(
+                        "`{name}` is a tool of Claude Code's that this program does not have, so the rule has \
+                         no effect"
+                    ))
+                } else {
+                    Resolved::Unknown(format!("no tool is named `{name}`{}", self.closest(name)))
+                }
+            }
+            _ => Resolved::Tools(vec![name.to_owned()]),
+        }
+    }
+
+    fn resolve_mcp(&self, name: &str, rest: &str) -> Resolved {
+        let (server, tool) = match rest.split_once("__") {
+            Some((server, tool)) => (server, Some(tool)),
+            None => (rest, None),
+        };
+        let Some(known) = &self.known else {
+            return match tool {
+                None | Some("*") => Resolved::Server(server.to_owned()),
+                Some(_) => Resolved::Tools(vec![rest.to_owned()]),
+            };
+        };
+        let mounted = if self.servers.is_empty() {
+            "no MCP server is mounted".to_owned()
+        } else {
+            let names: Vec<&str> = self.servers.iter().map(String::as_str).collect();
+            format!("the mounted MCP servers are {}", names.join(", "))
+        };
+        match tool {
+            // Which servers are mounted changes from run to run (`--mcp-config`).
+            _ if !self.servers.contains(server) => Resolved::Absent(format!(
+                "`{name}` names the MCP server `{server}`, which is not mounted ({mounted}), so the rule has \
+                 no effect{}",
+                self.closest(name)
+            )),
+            None | Some("*") => Resolved::Server(server.to_owned()),
+            Some(_) if known.contains(rest) => Resolved::Tools(vec![rest.to_owned()]),
+            Some(tool) => Resolved::Unknown(format!(
+                "the MCP server `{server}` has no tool `{tool}`{}",
+                self.closest(name)
+            )),
+        }
+    }
+
+    /// `; did you mean `X`?` with the known name closest to `name`, or nothing.
+    fn closest(&self, name: &str) -> String {
+        let known = self.known.iter().flatten();
+        let mounted =
+            known.clone().filter(|tool| self.server_of(tool).is_some()).map(|tool| format!("mcp__{tool}"));
+        let servers = self.servers.iter().map(|server| format!("mcp__{server}"));
+        let candidates = known.cloned().chain(self.rule_names.keys().cloned()).chain(mounted).chain(servers);
+        let lower = name.to_ascii_lowercase();
+        let best = candidates
+            .map(|candidate| (edit_distance(&lower, &candidate.to_ascii_lowercase()), candidate))
+            .min_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        match best {
+            Some((distance, candidate)) if distance <= (name.len() / 3).max(2) => {
+                format!("; did you mean `{candidate}`?")
+            }
+            _ => String::new(),
+        }
     }
 
     /// What `tool` does to the workspace, for the permission modes (instead of what its spec
@@ -157,5 +292,62 @@ impl ToolCatalog {
     #[cfg_attr(not(feature = "command-hooks"), allow(dead_code))]
     pub(crate) fn hook_name_of(&self, tool: &str) -> Option<&str> {
         self.hook_names.get(tool).map(String::as_str)
+    }
+}
+
+/// Levenshtein distance between `a` and `b`, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != *cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog() -> ToolCatalog {
+        ToolCatalog::new()
+            .rule_name("Bash", ["bash"])
+            .known_tools(["bash", "read", "py__add", "py__sub"])
+            .server("py")
+    }
+
+    fn problem(resolved: Resolved) -> String {
+        match resolved {
+            Resolved::Absent(problem) | Resolved::Unknown(problem) => problem,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn rule_names_resolve_to_tools_servers_or_the_closest_name() {
+        let catalog = catalog();
+        assert!(matches!(catalog.resolve("Bash"), Resolved::Tools(tools) if tools == ["bash"]));
+        assert!(matches!(catalog.resolve("mcp__py__add"), Resolved::Tools(tools) if tools == ["py__add"]));
+        assert!(matches!(catalog.resolve("mcp__py"), Resolved::Server(server) if server == "py"));
+        assert!(matches!(catalog.resolve("mcp__py__*"), Resolved::Server(server) if server == "py"));
+        assert_eq!(problem(catalog.resolve("Bsh")), "no tool is named `Bsh`; did you mean `Bash`?");
+        assert_eq!(problem(catalog.resolve("rread")), "no tool is named `rread`; did you mean `read`?");
+        assert_eq!(problem(catalog.resolve("Frobnicate")), "no tool is named `Frobnicate`");
+        assert_eq!(
+            problem(catalog.resolve("mcp__py__ad")),
+            "the MCP server `py` has no tool `ad`; did you mean `mcp__py__add`?"
+        );
+        assert!(matches!(catalog.resolve("WebSearch"), Resolved::Absent(_)));
+        assert!(matches!(catalog.resolve("mcp__pi__add"), Resolved::Absent(_)));
+        // Without the list of tools, any name is a tool's.
+        let open = ToolCatalog::new();
+        assert!(matches!(open.resolve("Frobnicate"), Resolved::Tools(tools) if tools == ["Frobnicate"]));
+        assert!(matches!(open.resolve("mcp__py__add"), Resolved::Tools(tools) if tools == ["py__add"]));
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use globset::{GlobBuilder, GlobMatcher};
 use regex::Regex;
 
-use crate::catalog::{Subject, ToolCatalog};
+use crate::catalog::{Resolved, Subject, ToolCatalog};
 use crate::command_paths::{MAX_PATHS, named_paths, walk};
 use crate::shell;
 use crate::shell::see_through::{self, Run, Seen, Shape};
@@ -325,6 +325,12 @@ pub(crate) struct Verdict {
 #[derive(Debug, Clone)]
 pub struct Rules {
     by_tool: HashMap<String, Vec<Rule>>,
+    /// Rules about every tool of a mounted server (`mcp__SERVER`, `mcp__SERVER__*`), by the
+    /// prefix of its tools' names (`SERVER__`).
+    by_server: Vec<(String, Rule)>,
+    /// Rules that name a tool of Claude Code's with no counterpart here, or a server that is not
+    /// mounted: kept out, and said.
+    ignored: Vec<RuleError>,
     external: Vec<Rule>,
     defaults: HashMap<String, Action>,
     default: Option<Action>,
@@ -360,9 +366,24 @@ impl Rules {
         self.by_tool.get(tool).map_or(&[], Vec::as_slice)
     }
 
+    /// The rules about every tool of the mounted server whose tool `tool` is.
+    fn server_rules<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a Rule> + 'a {
+        self.by_server
+            .iter()
+            .filter(move |(prefix, _)| tool.starts_with(prefix.as_str()))
+            .map(|(_, rule)| rule)
+    }
+
+    /// The rules that have no effect, each with the reason: they name a tool of Claude Code's
+    /// with no counterpart here (`WebSearch`, `Task`), or an MCP server that is not mounted.
+    pub fn ignored(&self) -> &[RuleError] {
+        &self.ignored
+    }
+
     /// The strictest rule of `tool` without a pattern, if any.
     pub(crate) fn bare_verdict(&self, tool: &str) -> Option<Verdict> {
-        strictest(self.tool_rules(tool).iter().filter(|rule| matches!(rule.pattern, Pattern::Any)))
+        let bare = self.tool_rules(tool).iter().filter(|rule| matches!(rule.pattern, Pattern::Any));
+        strictest(bare.chain(self.server_rules(tool)))
     }
 
     /// The strictest `ask` or `deny` rule of `tool`, whatever its pattern: what applies to a
@@ -373,7 +394,9 @@ impl Rules {
 
     /// Whether a rule or a default of its own is about `tool`.
     pub(crate) fn has_rules_for(&self, tool: &str) -> bool {
-        !self.tool_rules(tool).is_empty() || self.defaults.contains_key(tool)
+        !self.tool_rules(tool).is_empty()
+            || self.defaults.contains_key(tool)
+            || self.server_rules(tool).next().is_some()
     }
 
     /// What happens to `tool` when no rule matches.
@@ -393,8 +416,7 @@ impl Rules {
     /// The answer for a call as a whole: a rule without a pattern, or else (for a tool that asks
     /// about nothing narrower) the tool's default.
     pub(crate) fn decide_call(&self, tool: &str) -> Verdict {
-        let bare = self.tool_rules(tool).iter().filter(|rule| matches!(rule.pattern, Pattern::Any));
-        if let Some(verdict) = strictest(bare) {
+        if let Some(verdict) = self.bare_verdict(tool) {
             return verdict;
         }
         match self.catalog.subject_of(tool) {
@@ -708,11 +730,32 @@ impl RulesBuilder {
     pub fn build(self) -> Result<Rules, RuleError> {
         let root = std::fs::canonicalize(&self.root).unwrap_or(self.root);
         let mut by_tool: HashMap<String, Vec<Rule>> = HashMap::new();
+        let mut by_server = Vec::new();
+        let mut ignored = Vec::new();
         let mut external = Vec::new();
         for (action, text, origin) in self.rules {
             let error =
                 |problem: String| RuleError { rule: text.clone(), origin: origin.to_string(), problem };
             let (name, pattern) = split_rule(&text).map_err(error)?;
+            let tools = match self.catalog.resolve(name) {
+                Resolved::Tools(tools) => tools,
+                Resolved::Server(server) => {
+                    if pattern.is_some() {
+                        return Err(error(format!(
+                            "`{name}` names the tools of the MCP server `{server}`, which take no pattern"
+                        )));
+                    }
+                    let rule =
+                        Rule { action, pattern: Pattern::Any, text: text.clone(), origin: origin.clone() };
+                    by_server.push((format!("{server}__"), rule));
+                    continue;
+                }
+                Resolved::Absent(problem) => {
+                    ignored.push(error(problem));
+                    continue;
+                }
+                Resolved::Unknown(problem) => return Err(error(problem)),
+            };
             if name == EXTERNAL_DIRECTORY {
                 let pattern = match pattern {
                     None => Pattern::Any,
@@ -723,7 +766,7 @@ impl RulesBuilder {
                 external.push(Rule { action, pattern, text: text.clone(), origin: origin.clone() });
                 continue;
             }
-            for tool in self.catalog.tools_named(name) {
+            for tool in tools {
                 let pattern = match pattern {
                     None => Pattern::Any,
                     Some(pattern) => match self.catalog.subject_of(&tool) {
@@ -758,6 +801,8 @@ impl RulesBuilder {
         }
         Ok(Rules {
             by_tool,
+            by_server,
+            ignored,
             external,
             defaults: self.defaults,
             default: self.default,
@@ -783,7 +828,12 @@ fn split_rule(text: &str) -> Result<(&str, Option<&str>), String> {
     if name.is_empty() {
         return Err("the tool name is missing (expected `Tool` or `Tool(pattern)`)".to_owned());
     }
-    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+    // `mcp__SERVER__*`: every tool of a mounted server.
+    let plain = match name.strip_suffix("__*") {
+        Some(server) if server.starts_with("mcp__") => server,
+        _ => name,
+    };
+    if !plain.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
         return Err(format!(
             "`{name}` is not a tool name (letters, digits, `_` and `-`; expected `Tool` or `Tool(pattern)`)"
         ));

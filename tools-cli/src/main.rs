@@ -16,8 +16,8 @@ use tool_runtime::catalog::{Catalog, LoadedTools, SearchMode};
 use tool_runtime::environment::EnvFilter;
 use tool_runtime::mcp_client::{McpConfig, McpMount};
 use tool_runtime::permissions::{
-    Action as PermissionAction, EXTERNAL_DIRECTORY, PermissionMode, Policy, PolicyExt, Rules, SandboxSettings,
-    Settings,
+    Action as PermissionAction, EXTERNAL_DIRECTORY, PermissionMode, Policy, PolicyExt, Rules,
+    SandboxSettings, Settings,
 };
 use tool_runtime::providers::DefinitionOptions;
 use tool_runtime::{
@@ -174,8 +174,6 @@ async fn mount(
 struct Setup {
     workspace: Workspace,
     policy: Option<Policy>,
-    /// Which of our variables commands and mounted stdio servers inherit.
-    environment: EnvFilter,
     /// What the network lets through, and which secrets are unset, in a line each (what confines
     /// every command is [`sandbox_line`], asked when announced: the kernel is probed then).
     announce: Vec<String>,
@@ -184,19 +182,76 @@ struct Setup {
     checkpoints: bool,
 }
 
+/// The settings file, read and parsed once: the servers of `--mcp-config` are mounted with its
+/// `environment`, and its rules are checked against their tools.
+struct SettingsFile {
+    path: std::path::PathBuf,
+    text: String,
+    value: Value,
+}
+
+impl SettingsFile {
+    /// The file `--settings` names, if any.
+    fn read(args: &WorkspaceArgs) -> Result<Option<SettingsFile>, Failure> {
+        let Some(path) = &args.settings else { return Ok(None) };
+        let failure = |problem: String| Failure::usage(format!("--settings {}: {problem}", path.display()));
+        let text =
+            std::fs::read_to_string(path).map_err(|e| failure(format!("cannot read the file: {e}")))?;
+        let value = serde_json::from_str(&text).map_err(|e| failure(format!("not valid JSON: {e}")))?;
+        Ok(Some(SettingsFile { path: path.clone(), text, value }))
+    }
+
+    /// Which of our variables commands and mounted stdio servers inherit.
+    fn environment(file: Option<&SettingsFile>) -> Result<EnvFilter, Failure> {
+        match file {
+            None => Ok(EnvFilter::base()),
+            Some(file) => EnvFilter::from_settings(&file.value)
+                .map_err(|e| Failure::usage(format!("--settings {}: {e}", file.path.display()))),
+        }
+    }
+}
+
+/// The settings file, the mounted servers of `mcp`, the registry of our tools and theirs, and
+/// the workspace with the settings' policy, whose rules may name the mounted tools.
+async fn prepare(
+    args: &WorkspaceArgs,
+    mcp: &McpArgs,
+    sampling: bool,
+) -> Result<(Setup, Vec<McpMount>, Registry), Failure> {
+    let file = SettingsFile::read(args)?;
+    let environment = SettingsFile::environment(file.as_ref())?;
+    let mounts = mount(mcp, &environment, args.root.as_deref(), sampling).await?;
+    let registry = registry(&mounts)?;
+    let setup = setup(args, file.as_ref(), &registry, &mounts)?;
+    Ok((setup, mounts, registry))
+}
+
 /// The workspace `args` names, in its sandbox, with its egress and filtered environment, and
 /// the settings file's permission policy.
-fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
+fn setup(
+    args: &WorkspaceArgs,
+    file: Option<&SettingsFile>,
+    registry: &Registry,
+    mounts: &[McpMount],
+) -> Result<Setup, Failure> {
     let root = workspace_root(args.root.as_deref())?;
     let workspace = Workspace::new(&root).map_err(|e| Failure::usage(root_error(&root, &e)))?;
     let mut checkpoints = args.checkpoints;
-    let (policy, sandbox_settings, environment, network, verify, hook_files) = match &args.settings {
-        Some(path) => {
-            let loaded = settings_policy(path, workspace.root(), args.allow_outside_root)?;
+    let (policy, sandbox_settings, environment, network, verify, hook_files) = match file {
+        Some(file) => {
+            let known = Known { registry, mounts };
+            let loaded = settings_policy(file, workspace.root(), args.allow_outside_root, &known)?;
             // `--checkpoints` wins over the settings file.
             checkpoints = checkpoints.or(loaded.checkpoints);
             let hook_files = loaded.hook_files;
-            (Some(loaded.policy), loaded.sandbox, loaded.environment, loaded.network, loaded.verify, hook_files)
+            (
+                Some(loaded.policy),
+                loaded.sandbox,
+                loaded.environment,
+                loaded.network,
+                loaded.verify,
+                hook_files,
+            )
         }
         None => (
             None,
@@ -268,7 +323,7 @@ fn setup(args: &WorkspaceArgs) -> Result<Setup, Failure> {
         workspace
     };
     let workspace = workspace.with_verifiers(verifiers);
-    Ok(Setup { workspace, policy, environment, announce, checkpoints })
+    Ok(Setup { workspace, policy, announce, checkpoints })
 }
 
 /// The checks after edits: `--verify`'s, then the settings file's for the other extensions.
@@ -393,35 +448,48 @@ fn sandboxed(
         .with_networked_commands(settings.network_commands.clone()))
 }
 
-/// The rules and hooks of `--settings`, checked in full now (a bad rule is a usage error naming
-/// it). `--allow-outside-root` adds a rule allowing outside paths, which the file's own deny
-/// rules still beat.
+/// The tools rules may name: the registry's, and the mounted servers'.
+struct Known<'a> {
+    registry: &'a Registry,
+    mounts: &'a [McpMount],
+}
+
+/// The rules and hooks of `--settings`, checked in full now (a bad rule, or one naming a tool
+/// that is neither ours nor a mounted server's, is a usage error naming it). `--allow-outside-root`
+/// adds a rule allowing outside paths, which the file's own deny rules still beat.
 fn settings_policy(
-    path: &std::path::Path,
+    file: &SettingsFile,
     root: &std::path::Path,
     allow_outside_root: bool,
+    known: &Known<'_>,
 ) -> Result<LoadedSettings, Failure> {
+    let path = file.path.as_path();
     // What each tool linked into the binary asks about comes from its own spec; the built-in
-    // tools' catalog adds Claude Code's names for them.
+    // tools' catalog adds Claude Code's names for them. A mounted tool is asked about in
+    // `default` mode whatever its annotations say, as in Claude Code.
     let linked: Vec<_> = tool_runtime::spec::registered_tools().collect();
-    let catalog = tools_std::permission_catalog().tools(linked.iter().map(|tool| tool.spec()));
+    let mut catalog = tools_std::permission_catalog()
+        .tools(linked.iter().map(|tool| tool.spec()))
+        .known_tools(known.registry.specs().map(|spec| spec.name.clone()));
+    for mount in known.mounts {
+        catalog = catalog.server(mount.name());
+    }
     let mut base = Rules::builder(root).catalog(catalog);
     if allow_outside_root {
         base = base.rule_from(PermissionAction::Allow, EXTERNAL_DIRECTORY, "--allow-outside-root");
     }
     // Claude Code's default mode where the file names none.
-    let settings = Settings::load(path, base)
+    let settings = Settings::parse(&file.text, &path.display().to_string(), base)
         .map_err(|e| Failure::usage(format!("--settings {e}")))?
         .or_mode(PermissionMode::Default);
+    for ignored in settings.rules().ignored() {
+        let _ = writeln!(io::stderr().lock(), "tools: {ignored}");
+    }
     let sandbox = settings.sandbox().clone();
     let environment = settings.environment().clone();
-    // The network rules (`WebFetch(domain:...)`, `sandbox.network`) are the proxy's; the file
-    // was read and checked just now.
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?;
-    let value: Value = serde_json::from_str(&text)
-        .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?;
-    let network = tool_egress::settings::from_settings(&value, &path.display().to_string())
+    // The network rules (`WebFetch(domain:...)`, `sandbox.network`) are the proxy's.
+    let value = &file.value;
+    let network = tool_egress::settings::from_settings(value, &path.display().to_string())
         .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?;
     let verify = match value.get("verify") {
         Some(verify) => tools_std::verify::Verify::from_settings(verify)
@@ -605,9 +673,7 @@ fn definitions(
 }
 
 async fn call(args: CallArgs) -> Result<i32, Failure> {
-    let setup = setup(&args.workspace)?;
-    let mounts = mount(&args.mcp, &setup.environment, args.workspace.root.as_deref(), false).await?;
-    let registry = registry(&mounts)?;
+    let (setup, _mounts, registry) = prepare(&args.workspace, &args.mcp, false).await?;
     if !registry.contains(&args.name) {
         return Err(Failure::usage(registry.unknown_tool(&args.name).message().to_owned()));
     }
@@ -642,9 +708,7 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
 
 async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     let provider = args.format.provider();
-    let setup = setup(&args.workspace)?;
-    let mounts = mount(&args.mcp, &setup.environment, args.workspace.root.as_deref(), false).await?;
-    let registry = registry(&mounts)?;
+    let (setup, _mounts, registry) = prepare(&args.workspace, &args.mcp, false).await?;
     let text = read_stdin("the assistant message")?;
     if text.trim().is_empty() {
         return Err(Failure::usage(format!(
@@ -695,12 +759,11 @@ fn turn_id() -> String {
 
 async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     // The mounted servers' tools are served with ours, for as long as we serve.
-    let setup = setup(&args.workspace)?;
-    let mounts = mount(&args.mcp, &setup.environment, args.workspace.root.as_deref(), true).await?;
+    let (setup, mounts, registry) = prepare(&args.workspace, &args.mcp, true).await?;
     // What confines every command of this session, said once when serving starts.
     let announce: Vec<String> =
         std::iter::once(sandbox_line(&setup.workspace)).chain(setup.announce.iter().cloned()).collect();
-    let builder = dispatcher(registry(&mounts)?, setup, &args.workspace);
+    let builder = dispatcher(registry, setup, &args.workspace);
     let server = tool_runtime::mcp_server::McpServer::builder(builder)
         .name("tools")
         .version(env!("CARGO_PKG_VERSION"))

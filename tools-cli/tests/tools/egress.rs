@@ -133,7 +133,7 @@ fn the_settings_network_rules_and_environment_apply_to_commands_and_mounted_serv
         &settings,
         json!({
             "permissions": {
-                "allow": ["WebFetch(domain:localhost)", "inner__bash"],
+                "allow": ["WebFetch(domain:localhost)", "mcp__inner__bash"],
                 "deny": ["WebFetch(domain:denied.localhost)"]
             },
             "sandbox": {"network": {"allowedAddresses": ["127.0.0.1"]}},

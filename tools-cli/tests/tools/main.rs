@@ -12,6 +12,7 @@ mod mcp_mount;
 mod mcp_oauth;
 mod permission_modes;
 mod provider_shapes;
+mod rule_names;
 mod python_sdk;
 mod serve;
 mod serve_http;
