@@ -288,10 +288,14 @@ impl ToolCatalog {
         self.hook_names.get(tool).map_or(tool, String::as_str)
     }
 
-    /// The other name of `tool` for hook matchers.
+    /// The other name of `tool` for hook matchers and hook input: Claude Code's (`Bash`), or
+    /// `mcp__SERVER__TOOL` for a mounted server's tool.
     #[cfg_attr(not(feature = "command-hooks"), allow(dead_code))]
-    pub(crate) fn hook_name_of(&self, tool: &str) -> Option<&str> {
-        self.hook_names.get(tool).map(String::as_str)
+    pub(crate) fn hook_name_of(&self, tool: &str) -> Option<std::borrow::Cow<'_, str>> {
+        match self.hook_names.get(tool) {
+            Some(name) => Some(name.as_str().into()),
+            None => self.server_of(tool).map(|_| format!("mcp__{tool}").into()),
+        }
     }
 }
 

@@ -80,6 +80,8 @@ impl HookCommand {
         self.environment.apply(command.as_std_mut());
         command
             .current_dir(cwd)
+            // Where Claude Code's hooks find the project (`"$CLAUDE_PROJECT_DIR"/.claude/hooks/x.sh`).
+            .env("CLAUDE_PROJECT_DIR", cwd)
             .env(tool_sandbox::process_tree::MARKER_VAR, &marker)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -305,12 +305,14 @@ impl Policy {
         use super::command_hooks::PreVerdict;
         let mut says = HookSays::default();
         let other_name = self.rules.catalog().hook_name_of(tool);
+        let other_name = other_name.as_deref();
         for hook in self.hooks.pre_tool_use.iter().filter(|hook| hook.matcher.matches(tool, other_name)) {
             let event = json!({
                 "session_id": session_id,
                 "hook_event_name": "PreToolUse",
                 "cwd": self.rules.root(),
-                "tool_name": tool,
+                "tool_name": other_name.unwrap_or(tool),
+                "tool_name_native": tool,
                 "tool_input": says.rewritten.as_ref().unwrap_or(tool_input),
                 "tool_use_id": call_id,
             });
@@ -428,6 +430,7 @@ impl Policy {
     async fn post_tool_use(&self, call: &HookCall, mut output: ToolOutput) -> Result<ToolOutput, ToolError> {
         use tool_core::Content;
         let other_name = self.rules.catalog().hook_name_of(&call.tool);
+        let other_name = other_name.as_deref();
         for hook in
             self.hooks.post_tool_use.iter().filter(|hook| hook.matcher.matches(&call.tool, other_name))
         {
@@ -439,7 +442,8 @@ impl Policy {
                 "session_id": call.session_id,
                 "hook_event_name": "PostToolUse",
                 "cwd": self.rules.root(),
-                "tool_name": call.tool,
+                "tool_name": other_name.unwrap_or(&call.tool),
+                "tool_name_native": call.tool,
                 "tool_input": call.arguments,
                 "tool_response": response,
                 "tool_use_id": call.call_id,

@@ -345,13 +345,27 @@ async fn the_manuals_after_edit_hook_runs_after_every_tool_that_edits() {
         let result = run(&dispatcher, &format!("e-{n}"), tool, args.clone()).await;
         assert!(!result.output.is_error, "{tool}: {}", result.output.text_content());
     }
-    let ran: Vec<String> = std::fs::read_to_string(&log)
+    let ran: Vec<(String, String)> = std::fs::read_to_string(&log)
         .unwrap_or_default()
         .lines()
         .filter(|l| !l.is_empty())
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["tool_name"].as_str().unwrap().to_owned())
+        .map(|l| {
+            let event = serde_json::from_str::<Value>(l).unwrap();
+            let name = |key: &str| event[key].as_str().unwrap().to_owned();
+            (name("tool_name"), name("tool_name_native"))
+        })
         .collect();
-    assert_eq!(ran, ["write", "edit", "multi_edit", "apply_patch"]);
+    // Claude Code's names, with ours beside them.
+    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    assert_eq!(
+        ran,
+        [
+            pair("Write", "write"),
+            pair("Edit", "edit"),
+            pair("MultiEdit", "multi_edit"),
+            pair("Edit", "apply_patch")
+        ]
+    );
 }
 
 #[cfg(target_os = "linux")]

@@ -5,6 +5,7 @@ mod common;
 
 mod catalog;
 mod checkpoints;
+mod claude_code_hooks;
 mod cli;
 mod egress;
 mod escape;

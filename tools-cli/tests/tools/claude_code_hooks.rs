@@ -1,0 +1,63 @@
+//! A hook script written for Claude Code works unchanged through the built binary: it is found
+//! through `$CLAUDE_PROJECT_DIR`, its matchers name Claude Code's tools (`Bash`,
+//! `mcp__SERVER__TOOL`), and its input's `tool_name` is Claude Code's (ours in
+//! `tool_name_native`).
+
+use crate::common;
+
+use common::{Fixture, TOOLS};
+use serde_json::json;
+
+/// Refuses `rm -rf` in `Bash` calls, as such scripts do, and logs every call it sees.
+const GUARD: &str = r#"#!/bin/sh
+input=$(cat)
+case "$input" in
+  *'"tool_name":"Bash"'*'rm -rf'*) echo "no rm -rf in $CLAUDE_PROJECT_DIR" >&2; exit 2 ;;
+esac
+name=${input#*\"tool_name\":\"}
+native=${input#*\"tool_name_native\":\"}
+echo "${name%%\"*} ${native%%\"*}" >> "$CLAUDE_PROJECT_DIR/hook.log"
+exit 0
+"#;
+
+#[test]
+fn a_hook_written_for_claude_code_works_unchanged() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let hooks = ws.join(".claude/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::fs::write(hooks.join("guard.sh"), GUARD).unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(hooks.join("guard.sh")).status().unwrap();
+    let command = r#""$CLAUDE_PROJECT_DIR"/.claude/hooks/guard.sh"#;
+    let settings = fx.dir.path().join("settings.json");
+    let entry =
+        |matcher: &str| json!({"matcher": matcher, "hooks": [{"type": "command", "command": command}]});
+    let text = json!({
+        "permissions": {"defaultMode": "bypassPermissions"},
+        "hooks": {"PreToolUse": [entry("Bash"), entry("Edit|Write"), entry("mcp__inner__.*")]},
+    });
+    std::fs::write(&settings, text.to_string()).unwrap();
+    let mcp = fx.dir.path().join("mcp.json");
+    let server =
+        json!({"command": TOOLS, "args": ["serve", "--sandbox", "off", "--root", ws.to_str().unwrap()]});
+    std::fs::write(&mcp, json!({"mcpServers": {"inner": server}}).to_string()).unwrap();
+    let (settings, mcp) = (settings.to_str().unwrap(), mcp.to_str().unwrap());
+    let call = |tool: &str, args: serde_json::Value| {
+        let args = args.to_string();
+        fx.run(&["call", tool, &args, "--settings", settings, "--mcp-config", mcp], None)
+    };
+
+    let rm = call("bash", json!({"command": "rm -rf hello.txt"}));
+    assert_eq!(rm.code, 1, "{}{}", rm.stdout, rm.stderr);
+    let root = std::fs::canonicalize(&ws).unwrap();
+    let output = rm.json()["output"].as_str().unwrap().to_owned();
+    assert!(output.ends_with(&format!("refused it: no rm -rf in {}", root.display())), "{output}");
+    assert!(ws.join("hello.txt").exists());
+
+    assert_eq!(call("bash", json!({"command": "echo hi"})).code, 0);
+    assert_eq!(call("write", json!({"path": "new.txt", "content": "x\n"})).code, 0);
+    assert_eq!(call("read", json!({"path": "hello.txt"})).code, 0);
+    assert_eq!(call("inner__read", json!({"path": "hello.txt"})).code, 0);
+    let log = std::fs::read_to_string(ws.join("hook.log")).unwrap();
+    assert_eq!(log, "Bash bash\nWrite write\nmcp__inner__read inner__read\n");
+}
