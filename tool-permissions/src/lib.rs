@@ -14,6 +14,7 @@ mod command_hooks;
 mod command_paths;
 mod input;
 mod mode;
+mod not_applied;
 mod policy;
 mod rules;
 mod settings;
@@ -21,6 +22,7 @@ pub mod shell;
 
 pub use catalog::{Access, Subject, ToolCatalog};
 pub use mode::{ModeSwitch, PermissionMode};
+pub use not_applied::NotApplied;
 pub use policy::{Policy, PolicyExt, unanswered};
 pub use rules::{Action, EXTERNAL_DIRECTORY, RuleError, Rules, RulesBuilder};
 pub use settings::{DEFAULT_HOOK_TIMEOUT, SandboxSettings, Settings, SettingsError};

@@ -13,27 +13,12 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use crate::mode::PermissionMode;
+use crate::not_applied::{self, NotApplied};
 use crate::rules::{Action, EXTERNAL_DIRECTORY, RuleError, Rules, RulesBuilder};
 use tool_sandbox::environment::EnvFilter;
 
 /// How long a hook may run when its entry sets no `timeout` (Claude Code's default).
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Claude Code's hook events that have no counterpart here: accepted and not run.
-const OTHER_EVENTS: &[&str] = &[
-    "PostToolUseFailure",
-    "PermissionRequest",
-    "Notification",
-    "UserPromptSubmit",
-    "Stop",
-    "SubagentStart",
-    "SubagentStop",
-    "PreCompact",
-    "PostCompact",
-    "SessionStart",
-    "SessionEnd",
-    "Setup",
-];
 
 /// A settings file that cannot be used: which file, and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,6 +86,7 @@ pub struct Settings {
     /// `permissions.defaultMode`, and where it was set (for messages).
     pub(crate) mode: Option<(PermissionMode, Arc<str>)>,
     origin: String,
+    not_applied: Vec<NotApplied>,
 }
 
 /// The `sandbox` object of a settings file, in Claude Code's shape: `enabled`,
@@ -156,15 +142,26 @@ impl Settings {
         let root = base.root_dir().to_path_buf();
         let mut builder = base;
         let mut mode = None;
+        let mut not_applied = not_applied::top_level(&top, origin);
+        let mut not = |key: String, reason: &str| {
+            not_applied.push(NotApplied { origin: origin.to_owned(), key, reason: reason.to_owned() });
+        };
         if let Some(permissions) = top.get("permissions") {
             let section = permissions_section(permissions, origin, &root, builder).map_err(error)?;
             builder = section.builder;
             mode = section.mode.map(|m| (m, Arc::from(format!("permissions.defaultMode in {origin}"))));
         }
         let mut hooks = match top.get("hooks") {
-            Some(hooks) => hooks_section(hooks).map_err(error)?,
+            Some(hooks) => hooks_section(hooks, &mut not).map_err(error)?,
             None => HookCommands::default(),
         };
+        match top.get("disableAllHooks") {
+            None | Some(Value::Bool(false)) => {}
+            Some(Value::Bool(true)) => hooks = HookCommands::default(),
+            Some(other) => {
+                return Err(error(format!("`disableAllHooks` must be true or false, found {other}")));
+            }
+        }
         let shared = Arc::new(environment.clone());
         for hook in hooks.pre_tool_use.iter_mut().chain(hooks.post_tool_use.iter_mut()) {
             hook.environment = shared.clone();
@@ -177,11 +174,18 @@ impl Settings {
             ));
         }
         let sandbox = match top.get("sandbox") {
-            Some(sandbox) => sandbox_section(sandbox, &root).map_err(error)?,
+            Some(sandbox) => sandbox_section(sandbox, &root, &mut not).map_err(error)?,
             None => SandboxSettings::default(),
         };
         let rules = builder.build().map_err(|e: RuleError| error(e.to_string()))?;
-        Ok(Settings { rules, hooks, sandbox, environment, mode, origin: origin.to_owned() })
+        Ok(Settings { rules, hooks, sandbox, environment, mode, origin: origin.to_owned(), not_applied })
+    }
+
+    /// The keys of the file that have no effect, each with the reason (Claude Code's `env`,
+    /// `model`, hook events that are not run here, keys nobody knows). What the rules leave
+    /// out is [`Rules::ignored`].
+    pub fn not_applied(&self) -> &[NotApplied] {
+        &self.not_applied
     }
 
     /// `permissions.defaultMode`, when the file names one.
@@ -227,7 +231,11 @@ impl Settings {
     }
 }
 
-fn sandbox_section(value: &Value, root: &Path) -> Result<SandboxSettings, String> {
+fn sandbox_section(
+    value: &Value,
+    root: &Path,
+    not: &mut impl FnMut(String, &str),
+) -> Result<SandboxSettings, String> {
     let Value::Object(section) = value else { return Err("`sandbox` must be an object".to_owned()) };
     let flag = |value: &Value, key: &str| {
         value.as_bool().ok_or_else(|| format!("`sandbox.{key}` must be true or false"))
@@ -261,8 +269,14 @@ fn sandbox_section(value: &Value, root: &Path) -> Result<SandboxSettings, String
                 }
             }
             "autoAllowBashIfSandboxed" => out.auto_allow_bash_if_sandboxed = Some(flag(value, key)?),
-            // Claude Code's keys with no counterpart: accepted, no effect.
-            "enableWeakerNestedSandbox" | "network" | "ignoreViolations" => {}
+            // The network proxy's (tool-egress).
+            "network" => {}
+            other
+                if let Some((_, reason)) =
+                    not_applied::SANDBOX_KEYS.iter().find(|(key, _)| *key == other) =>
+            {
+                not(format!("sandbox.{other}"), reason);
+            }
             other => {
                 return Err(format!(
                     "unknown key `sandbox.{other}`; expected one of enabled, excludedCommands, \
@@ -308,7 +322,8 @@ fn permissions_section(
             "additionalDirectories" => {
                 let key_origin: Arc<str> = format!("{origin} (permissions.additionalDirectories)").into();
                 for dir in string_list(value, "permissions.additionalDirectories")? {
-                    let path = root.join(expand_home(&dir)?);
+                    // Relative to the project root, as Claude Code resolves it.
+                    let path = tool_sandbox::lexically_normal(&root.join(expand_home(&dir)?));
                     let path = std::fs::canonicalize(&path).unwrap_or(path);
                     let shown = path.to_string_lossy();
                     let pattern = format!("{EXTERNAL_DIRECTORY}(/{}/**)", globset::escape(&shown));
@@ -403,7 +418,7 @@ fn action_value(value: &Value, key: &str) -> Result<Action, String> {
         .ok_or_else(|| format!("`{key}` must be \"allow\", \"ask\" or \"deny\", found {value}"))
 }
 
-fn hooks_section(value: &Value) -> Result<HookCommands, String> {
+fn hooks_section(value: &Value, not: &mut impl FnMut(String, &str)) -> Result<HookCommands, String> {
     let Value::Object(events) = value else {
         return Err("`hooks` must be an object of event name to a list of matchers".to_owned());
     };
@@ -412,7 +427,12 @@ fn hooks_section(value: &Value) -> Result<HookCommands, String> {
         let list = match event.as_str() {
             "PreToolUse" => &mut hooks.pre_tool_use,
             "PostToolUse" => &mut hooks.post_tool_use,
-            other if OTHER_EVENTS.contains(&other) => continue,
+            other
+                if let Some((_, reason)) = not_applied::HOOK_EVENTS.iter().find(|(key, _)| *key == other) =>
+            {
+                not(format!("hooks.{other}"), reason);
+                continue;
+            }
             other => {
                 return Err(format!(
                     "unknown hook event `hooks.{other}`; expected PreToolUse or PostToolUse"

@@ -448,6 +448,9 @@ fn sandboxed(
         .with_networked_commands(settings.network_commands.clone()))
 }
 
+/// The keys of a settings file that the binary reads besides the permissions library's.
+const BINARY_KEYS: &[&str] = &["verify", "checkpoints"];
+
 /// The tools rules may name: the registry's, and the mounted servers'.
 struct Known<'a> {
     registry: &'a Registry,
@@ -482,6 +485,10 @@ fn settings_policy(
     let settings = Settings::parse(&file.text, &path.display().to_string(), base)
         .map_err(|e| Failure::usage(format!("--settings {e}")))?
         .or_mode(PermissionMode::Default);
+    // What has no effect is said at start, each with the reason; the keys read here are not.
+    for not_applied in settings.not_applied().iter().filter(|n| !BINARY_KEYS.contains(&n.key.as_str())) {
+        let _ = writeln!(io::stderr().lock(), "tools: --settings {not_applied}");
+    }
     for ignored in settings.rules().ignored() {
         let _ = writeln!(io::stderr().lock(), "tools: {ignored}");
     }

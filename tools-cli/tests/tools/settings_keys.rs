@@ -1,0 +1,73 @@
+//! Every key of a settings file is applied or named at start with the reason, through the built
+//! binary; relative paths are resolved as Claude Code resolves them.
+
+use crate::common;
+
+use common::Fixture;
+use serde_json::json;
+
+#[test]
+fn keys_that_are_not_applied_are_named_at_start() {
+    let fx = Fixture::new();
+    let path = fx.dir.path().join("settings.json");
+    let text = json!({
+        "$schema": "https://json.schemastore.org/claude-code-settings.json",
+        "env": {"FOO": "1"},
+        "model": "opus",
+        "verify": {},
+        "permissions": {"allow": ["Read"]},
+        "hooks": {"Stop": [], "UserPromptSubmit": [], "PreToolUse": []},
+        "sandbox": {"ignoreViolations": {}},
+        "frobnicate": true,
+    });
+    std::fs::write(&path, text.to_string()).unwrap();
+    let file = path.display().to_string();
+    let run = fx.run(&["call", "read", r#"{"path": "hello.txt"}"#, "--settings", &file], None);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    let says =
+        |key: &str, reason: &str| format!("tools: --settings {file}: `{key}` is not applied: {reason}");
+    for expected in [
+        says(
+            "env",
+            "Claude Code sets these variables for its session; here commands inherit a filtered environment: \
+             set them where this program runs and name them in `environment.inherit`",
+        ),
+        says(
+            "model",
+            "it configures Claude Code's own model, interface, account or updates, which this program does not \
+             have",
+        ),
+        says("frobnicate", "no such key in Claude Code's settings or this program's"),
+        says("hooks.Stop", "this program runs tools, not an agent's loop, so nothing stops"),
+        says("hooks.UserPromptSubmit", "this program runs tools, and sees no prompts"),
+        says(
+            "sandbox.ignoreViolations",
+            "a refused access is refused; allow the path with `sandbox.filesystem.allowWrite` instead",
+        ),
+    ] {
+        assert!(lines.contains(&expected.as_str()), "{expected}\nnot in:\n{}", run.stderr);
+    }
+    // The keys it applies are not named: `$schema`, `verify`, `permissions`, `hooks.PreToolUse`.
+    assert_eq!(lines.len(), 6, "{}", run.stderr);
+
+    // `disableAllHooks` is applied: the hook that would refuse the call does not run.
+    let hook = json!({"matcher": "read", "hooks": [{"type": "command", "command": "exit 2"}]});
+    std::fs::write(&path, json!({"hooks": {"PreToolUse": [hook]}, "disableAllHooks": true}).to_string())
+        .unwrap();
+    let run = fx.run(&["call", "read", r#"{"path": "hello.txt"}"#, "--settings", &file], None);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.stderr, "");
+}
+
+#[test]
+fn a_relative_additional_directory_is_taken_from_the_project_root() {
+    let fx = Fixture::new();
+    let path = fx.dir.path().join("settings.json");
+    std::fs::write(&path, json!({"permissions": {"additionalDirectories": ["../"]}}).to_string()).unwrap();
+    let outside = fx.dir.path().join("outside.txt").display().to_string();
+    let args = json!({"path": outside}).to_string();
+    let run = fx.run(&["call", "read", &args, "--settings", path.to_str().unwrap()], None);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.json()["output"], "     1\tsecret\n");
+}
