@@ -447,15 +447,15 @@ async fn long_output_of_a_session_is_cut_and_stored_whole() {
     let reference = out.metadata["truncation"]["output_ref"].as_str().expect("stored").to_owned();
     assert!(
         text.contains(&format!(
-            "[Output truncated: this part of the output is lines 1-5000 (5000 lines); showing lines 1-1000 and \
-             lines 4001-5000 (8893 of 23893 bytes). The full output is saved as {reference}; read the cut lines \
-             with tool_output_read(ref=\"{reference}\", offset=1001)"
+            "[Output truncated: this part of the output is lines 1-5000 (5000 lines); showing lines 1-995 and \
+             lines 4006-5000 (8847 of 23893 bytes). The full output is saved as {reference}; read the cut lines \
+             with tool_output_read(ref=\"{reference}\", offset=996)"
         )),
         "{text}"
     );
-    let read = fx.call("tool_output_read", json!({"ref": reference, "offset": 1001, "limit": 2})).await;
+    let read = fx.call("tool_output_read", json!({"ref": reference, "offset": 996, "limit": 2})).await;
     assert!(
-        read.text_content().contains("1001") && read.text_content().contains("1002"),
+        read.text_content().contains("996") && read.text_content().contains("997"),
         "{}",
         read.text_content()
     );

@@ -918,13 +918,13 @@ mod tests {
         let out = run_bash(&fx, json!({"command": "seq 1 5000"})).await;
         let text = out.text_content();
         assert!(text.starts_with("1\n2\n3\n"), "{}", &text[..50]);
-        assert!(text.contains("\n[... 3000 lines (") && text.contains(" cut ...]\n4001\n"), "{text}");
+        assert!(text.contains("\n[... 3010 lines (") && text.contains(" cut ...]\n4006\n"), "{text}");
         let notice = text.rsplit_once("\n\n").unwrap().1;
         let reference = out.metadata["truncation"]["output_ref"].as_str().unwrap().to_owned();
         assert_eq!(
             notice,
             format!(
-                "[Output truncated: showing lines 1-1000 and lines 4001-5000 of 5000 (8893 of 23893 bytes). Full output saved as {reference}; read more with tool_output_read(ref=\"{reference}\", offset=1001) or search it with tool_output_grep(ref=\"{reference}\", pattern=\"...\").]"
+                "[Output truncated: showing lines 1-995 and lines 4006-5000 of 5000 (8847 of 23893 bytes). Full output saved as {reference}; read more with tool_output_read(ref=\"{reference}\", offset=996) or search it with tool_output_grep(ref=\"{reference}\", pattern=\"...\").]"
             )
         );
         let store = fx.deps.get::<OutputStore>().unwrap();
@@ -941,7 +941,7 @@ mod tests {
         let text = out.text_content();
         assert!(out.is_error && out.truncated);
         assert!(text.starts_with("1\n2\n"));
-        assert!(text.contains("\n400000\nerr\n\n[Output truncated: showing lines 1-1000 and lines 399002-400001 of 400001 (10890 of 2688899 bytes). Full output saved as "), "{}", &text[text.len() - 1200..]);
+        assert!(text.contains("\n400000\nerr\n\n[Output truncated: showing lines 1-995 and lines 399007-400001 of 400001 (10834 of 2688899 bytes). Full output saved as "), "{}", &text[text.len() - 1200..]);
         assert!(text.ends_with("\n\n[exit code 1]"));
         let info = &out.metadata["truncation"];
         let reference = info["output_ref"].as_str().unwrap();
@@ -999,7 +999,9 @@ mod tests {
         let (head, rest) = view.split_once("\n[... ").unwrap();
         let (cut, tail) = rest.split_once(" bytes cut ...]\n").unwrap();
         assert!(head.starts_with("beginxxx") && tail.ends_with("xxxend"));
-        assert!(head.len() <= 25600 && head.len() > 25590 && tail.len() <= 25600 && tail.len() > 25590);
+        // Half of the default byte budget each (50 KiB less the notice's bound).
+        let half = tool_runtime::truncate::DEFAULT_MAX_BYTES / 2;
+        assert!(head.len() <= half && head.len() > half - 10 && tail.len() <= half && tail.len() > half - 10);
         assert_eq!(cut.parse::<usize>().unwrap(), 3000008 - head.len() - tail.len());
         let kept = head.len() + tail.len();
         assert_eq!(
