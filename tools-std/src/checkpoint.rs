@@ -24,7 +24,10 @@
 //! file tools' walk reads them: `.gitignore`, `.ignore`, `.rgignore`, `.git/info/exclude`, the
 //! global git excludes), the `.git` directory, and files larger than
 //! [`CheckpointConfig::max_file_bytes`] (their size and times are still recorded, so an undo
-//! can say it left them alone).
+//! can say it left them alone). The first scan of a session reads files for a limited time
+//! ([`CheckpointConfig::first_read_time`]): the files it did not read are recorded by their
+//! metadata ([`FileState::NotRead`]) and read by the later scans, and an undo leaves a change
+//! to one of them alone and says so.
 //!
 //! The host runs outside any sandbox, on a workspace and a store that commands may have
 //! prepared: every operation goes through directory handles and never follows a link
@@ -87,7 +90,7 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cap_std::fs::Dir;
 use sha2::{Digest, Sha256};
@@ -120,6 +123,11 @@ pub struct CheckpointConfig {
     /// 4096, 0 for none): a workspace with more is scanned in full at every checkpoint, which
     /// leaves the system's shared limit of watches to other programs.
     pub max_watched_dirs: usize,
+    /// How long a scan reads the content of files it has never read (default 0.3 s): the first
+    /// scan of a session, whose every file is new to it, and the later ones for the files the
+    /// first left. Past it such a file is recorded by its metadata only
+    /// ([`FileState::NotRead`]); a file a later scan finds new or changed is always read.
+    pub first_read_time: Duration,
 }
 
 impl Default for CheckpointConfig {
@@ -130,6 +138,7 @@ impl Default for CheckpointConfig {
             max_store_bytes: 512 * 1024 * 1024,
             dir: None,
             max_watched_dirs: 4096,
+            first_read_time: Duration::from_millis(300),
         }
     }
 }
@@ -182,6 +191,15 @@ pub enum FileState {
     Dir,
     /// A file over the size limit: not kept; its size and modification time tell a change.
     TooLarge {
+        /// Its size in bytes.
+        size: u64,
+        /// Its modification time, in nanoseconds since the epoch.
+        mtime: i128,
+    },
+    /// A file the scans have not read yet ([`CheckpointConfig::first_read_time`]): not kept,
+    /// so an undo of a change to it leaves it alone; its size and modification time tell a
+    /// change. A later scan reads it (the same file read is no change).
+    NotRead {
         /// Its size in bytes.
         size: u64,
         /// Its modification time, in nanoseconds since the epoch.
@@ -253,6 +271,9 @@ pub struct UndoReport {
     pub recreated: Vec<PathBuf>,
     /// Files over the size limit the calls changed, left as they are.
     pub too_large: Vec<PathBuf>,
+    /// Files the calls changed that had not been read when they began (the first checkpoint of
+    /// a large workspace reads for a limited time), left as they are.
+    pub not_read: Vec<PathBuf>,
     /// Directories the calls created that are not empty now (they hold ignored files), kept.
     pub kept_dirs: Vec<PathBuf>,
 }
@@ -531,6 +552,8 @@ struct Inner {
     /// The last partial scan: the scan it started from, the one it made, and the only paths
     /// that can differ between them (so that a diff of the two looks at those alone).
     last_partial: Option<(std::sync::Weak<Snapshot>, Arc<Snapshot>, Vec<PathBuf>)>,
+    /// How many files of the last scan are not read yet ([`FileState::NotRead`]).
+    not_read: usize,
 }
 
 /// How many scans of each kind a session made (to test that the cheap one is taken).
@@ -640,20 +663,34 @@ impl Scope {
 /// entry when its `stat` is unchanged (and not racy), else its content, read through its
 /// directory's handle and kept in the store. `None` when it is no longer the regular file or
 /// link listed (swapped meanwhile: nothing is read), or is of another kind.
+///
+/// Past `read_until`, a regular file never read is recorded by its metadata only
+/// ([`FileState::NotRead`]): every file of the first scan (`previous` empty), and in later
+/// scans the files still not read and unchanged.
 fn look(
     listed: &Listed<'_>,
     rel: &Path,
     previous: &Snapshot,
     racy: i128,
     max_file_bytes: u64,
+    read_until: Instant,
     store: &Mutex<&mut Store>,
 ) -> io::Result<Option<Cached>> {
     let Ok(now) = host::stat_at(listed.dir, listed.name) else { return Ok(None) };
     let listed_stamp = stamp(&now);
-    if let Some(known) = previous.get(rel).filter(|cached| {
-        cached.stamp.as_ref() == Some(&listed_stamp) && listed_stamp.mtime < racy && listed_stamp.ctime < racy
-    }) {
-        return Ok(Some(known.clone()));
+    let late = || Instant::now() >= read_until;
+    if let Some(known) = previous.get(rel).filter(|cached| cached.stamp.as_ref() == Some(&listed_stamp)) {
+        match known.state {
+            FileState::NotRead { .. } if late() => return Ok(Some(known.clone())),
+            // Read now.
+            FileState::NotRead { .. } => {}
+            _ if listed_stamp.mtime < racy && listed_stamp.ctime < racy => return Ok(Some(known.clone())),
+            _ => {}
+        }
+    }
+    if now.kind == host::Kind::File && now.size <= max_file_bytes && previous.is_empty() && late() {
+        let state = FileState::NotRead { size: now.size, mtime: now.mtime };
+        return Ok(Some(Cached { stamp: Some(listed_stamp), state }));
     }
     let lock_store = || store.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let (stat, state) = match now.kind {
@@ -770,6 +807,8 @@ impl Checkpoints {
             inner.store = Some(Store::open(&self.config)?);
         }
         let changes = match &inner.watch {
+            // Files the first scan left unread: a walk of everything reads them.
+            _ if inner.not_read > 0 => watch::Changes::Full,
             Some(watch) if inner.scanned.as_deref() == Some(root) => watch.changes(),
             _ => watch::Changes::Full,
         };
@@ -810,6 +849,7 @@ impl Checkpoints {
         let failed: Mutex<Option<io::Error>> = Mutex::new(None);
         let previous = cache.clone();
         let max_file_bytes = self.config.max_file_bytes;
+        let read_until = Instant::now() + self.config.first_read_time;
         let store = Mutex::new(store);
         let push = |item: Found| found.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(item);
         let visit = |entry: WalkEntry, listed: &Listed<'_>| -> Step {
@@ -846,7 +886,7 @@ impl Checkpoints {
             if !lists_parent {
                 return Step::Continue;
             }
-            match look(listed, rel, &previous, racy, max_file_bytes, &store) {
+            match look(listed, rel, &previous, racy, max_file_bytes, read_until, &store) {
                 Ok(Some(cached)) => push(Found { rel: rel.to_path_buf(), cached }),
                 Ok(None) => {}
                 Err(e) => {
@@ -890,6 +930,7 @@ impl Checkpoints {
         }
         let seen = Arc::new(seen);
         inner.last_partial = scope.is_some().then(|| (Arc::downgrade(&previous), seen.clone(), touched));
+        inner.not_read = seen.values().filter(|c| matches!(c.state, FileState::NotRead { .. })).count();
         inner.cache = seen.clone();
         Ok(seen)
     }
@@ -936,6 +977,7 @@ impl Checkpoints {
                 turn: turn.map(str::to_owned),
                 tool: tool.to_owned(),
                 time,
+                not_read: inner.not_read,
             })),
             Err(e) => {
                 let error = format!("Cannot record a checkpoint of {}: {e}", root.display());
@@ -1222,6 +1264,11 @@ impl Checkpoints {
                 report.too_large.push(path.clone());
                 continue;
             }
+            let unread = |s: &Option<FileState>| matches!(s, Some(FileState::NotRead { .. }));
+            if unread(before) || unread(expected) {
+                report.not_read.push(path.clone());
+                continue;
+            }
             if now == expected.as_ref() || before.as_ref() == now {
                 continue;
             }
@@ -1241,8 +1288,11 @@ impl Checkpoints {
             return Err(UndoError::Conflicts(conflicts));
         }
         let store = inner.store.as_ref().ok_or(UndoError::Off)?;
-        let todo: Vec<(&PathBuf, &Option<FileState>)> =
-            plan.iter().filter(|(p, _)| !report.too_large.contains(p)).map(|(p, (b, _))| (p, b)).collect();
+        let todo: Vec<(&PathBuf, &Option<FileState>)> = plan
+            .iter()
+            .filter(|(p, _)| !report.too_large.contains(p) && !report.not_read.contains(p))
+            .map(|(p, (b, _))| (p, b))
+            .collect();
         // Every stored copy the undo needs, read and checked against its hash before anything is
         // written: a store that lost or damaged one refuses the undo whole.
         let mut copies: HashMap<BlobId, Vec<u8>> = HashMap::new();
@@ -1334,7 +1384,7 @@ impl Checkpoints {
                     host::make_link(&dir, &name, target).map_err(|e| io(path, e))?;
                     report.restored.push((*path).clone());
                 }
-                Some(FileState::TooLarge { .. }) | None => {}
+                Some(FileState::TooLarge { .. } | FileState::NotRead { .. }) | None => {}
             }
         }
         Ok(report)
@@ -1344,7 +1394,17 @@ impl Checkpoints {
 fn blob_of(state: &FileState) -> Option<BlobId> {
     match state {
         FileState::File { blob, .. } | FileState::Link { blob } => Some(*blob),
-        FileState::Dir | FileState::TooLarge { .. } => None,
+        FileState::Dir | FileState::TooLarge { .. } | FileState::NotRead { .. } => None,
+    }
+}
+
+/// Whether two scans' entries of one path hold the same: the same state, or a file not read in
+/// one and read in the other with the same metadata.
+fn same(before: &Cached, after: &Cached) -> bool {
+    match (&before.state, &after.state) {
+        (FileState::NotRead { .. }, FileState::File { .. } | FileState::NotRead { .. })
+        | (FileState::File { .. }, FileState::NotRead { .. }) => before.stamp == after.stamp,
+        (b, a) => b == a,
     }
 }
 
@@ -1352,7 +1412,7 @@ fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
     let state = |s: Option<&Cached>| s.map(|c| c.state.clone());
     let mut changes: Vec<Change> = before
         .iter()
-        .filter(|(path, b)| after.get(*path).is_none_or(|a| a.state != b.state))
+        .filter(|(path, b)| after.get(*path).is_none_or(|a| !same(b, a)))
         .map(|(path, b)| Change {
             path: path.clone(),
             before: Some(b.state.clone()),
@@ -1376,8 +1436,16 @@ fn diff_paths(before: &Snapshot, after: &Snapshot, paths: &[PathBuf]) -> Vec<Cha
     paths
         .into_iter()
         .filter_map(|path| {
-            let (b, a) = (before.get(path).map(|c| &c.state), after.get(path).map(|c| &c.state));
-            (b != a).then(|| Change { path: path.clone(), before: b.cloned(), after: a.cloned() })
+            let (b, a) = (before.get(path), after.get(path));
+            let unchanged = match (b, a) {
+                (Some(b), Some(a)) => same(b, a),
+                (b, a) => b.is_none() && a.is_none(),
+            };
+            (!unchanged).then(|| Change {
+                path: path.clone(),
+                before: b.map(|c| c.state.clone()),
+                after: a.map(|c| c.state.clone()),
+            })
         })
         .collect()
 }
@@ -1410,6 +1478,8 @@ pub struct CallGuard {
     turn: Option<String>,
     tool: String,
     time: SystemTime,
+    /// How many files had not been read when the call began: a change to them cannot be undone.
+    not_read: usize,
 }
 
 impl CallGuard {
@@ -1454,6 +1524,7 @@ impl Recording {
     /// Records what the call changed, and adds `checkpoint` to `output`'s metadata when it
     /// could not be recorded (`{"recorded": false, "error": ...}`): the call cannot be undone.
     pub(crate) async fn finish_into(mut self, output: ToolOutput) -> ToolOutput {
+        let not_read = self.guard.as_ref().map_or(0, |guard| guard.not_read);
         let error = match (self.error.take(), self.guard.take()) {
             (Some(error), _) => Some(error),
             (None, Some(guard)) => tokio::task::spawn_blocking(move || guard.finish_checked())
@@ -1469,6 +1540,18 @@ impl Recording {
                 serde_json::json!({
                     "recorded": false,
                     "error": format!("{error}. This call cannot be undone."),
+                }),
+            ),
+            None if not_read > 0 => output.with_metadata(
+                "checkpoint",
+                serde_json::json!({
+                    "recorded": true,
+                    "not_read": not_read,
+                    "note": format!(
+                        "{} of the workspace had not been read yet when the call began (the first \
+                         checkpoint reads for a limited time): an undo leaves a change to them as it is.",
+                        plural(not_read as u64, "file")
+                    ),
                 }),
             ),
             None => output,
@@ -2036,6 +2119,50 @@ mod tests {
         for path in ["kept.txt", "sub/x.txt", ".ignore", "sub/.gitignore"] {
             assert!(scanned.contains(&PathBuf::from(path)), "{path}: {scanned:?}");
         }
+    }
+
+    /// The first scan reads for a limited time (none here): the files it did not read are
+    /// recorded by their metadata; a call that changes one records the change, and its undo
+    /// leaves that file alone and says so.
+    #[test]
+    fn files_the_first_scan_had_no_time_to_read_are_left_alone_by_undo() {
+        let tree = Tree::new("not-read");
+        for i in 0..20 {
+            tree.write(&format!("d{}/f{i}.txt", i % 3), &format!("{i}\n"));
+        }
+        let config = CheckpointConfig { first_read_time: Duration::ZERO, ..CheckpointConfig::default() };
+        let checkpoints = Arc::new(Checkpoints::new(config));
+        let scan = checkpoints.scan(&tree.0).unwrap();
+        assert_eq!(scan.values().filter(|s| matches!(s, FileState::NotRead { .. })).count(), 20);
+        let call = checkpoints.begin(&tree.0, "c1", "bash").unwrap();
+        tree.write("d1/f1.txt", "changed\n");
+        tree.write("new.txt", "new\n");
+        assert_eq!(call.finish(), Some(1));
+        let changes: Vec<PathBuf> = checkpoints.list()[0].changes.iter().map(|c| c.path.clone()).collect();
+        assert_eq!(changes, ["d1/f1.txt", "new.txt"].map(PathBuf::from));
+        let report = checkpoints.undo(&tree.0, &UndoTarget::Call("c1".into()), "u1", "undo").unwrap();
+        assert_eq!(report.not_read, [PathBuf::from("d1/f1.txt")]);
+        assert_eq!(report.removed, [PathBuf::from("new.txt")]);
+        assert_eq!(std::fs::read_to_string(tree.0.join("d1/f1.txt")).unwrap(), "changed\n");
+    }
+
+    /// A file not read by the first scan and read by a later one, unchanged, is no change.
+    #[test]
+    fn a_file_read_after_the_first_scan_is_no_change() {
+        let tree = Tree::new("read-later");
+        tree.write("a.txt", "a\n");
+        let mut before = Snapshot::default();
+        let stamp = Stamp { size: 2, mtime: 1, ctime: 1, ino: 7, mode: 0o100644 };
+        let not_read = FileState::NotRead { size: 2, mtime: 1 };
+        before.insert(PathBuf::from("a.txt"), Cached { stamp: Some(stamp.clone()), state: not_read });
+        let mut after = Snapshot::default();
+        let read = FileState::File { blob: BlobId::of(b"a\n"), mode: 0o644 };
+        after.insert(PathBuf::from("a.txt"), Cached { stamp: Some(stamp.clone()), state: read.clone() });
+        assert_eq!(diff(&before, &after), []);
+        assert_eq!(diff_paths(&before, &after, &[PathBuf::from("a.txt")]), []);
+        let changed = Stamp { mtime: 2, ..stamp };
+        after.insert(PathBuf::from("a.txt"), Cached { stamp: Some(changed), state: read });
+        assert_eq!(diff(&before, &after).len(), 1);
     }
 
     /// Random changes between scans (files written, removed and renamed, directories made,

@@ -698,3 +698,19 @@ async fn a_call_whose_checkpoint_failed_says_so_in_its_result() {
     assert!(!out.is_error, "{}", out.text_content());
     assert_eq!(out.metadata["checkpoint"]["recorded"], json!(false), "{:?}", out.metadata);
 }
+
+/// The first checkpoint of a session reads for a limited time (none here): a call that changed a
+/// file not read by then says so in its result, and its undo leaves that file alone.
+#[tokio::test]
+async fn a_call_that_began_before_a_file_was_read_says_so() {
+    let config =
+        CheckpointConfig { first_read_time: std::time::Duration::ZERO, ..CheckpointConfig::default() };
+    let s = Session::new(Some(config));
+    s.write("a.txt", "one\n");
+    let (id, out) = s.call("write", json!({"path": "a.txt", "content": "two\n"})).await;
+    assert!(!out.is_error, "{}", out.text_content());
+    assert_eq!(out.metadata["checkpoint"]["not_read"], json!(1), "{:?}", out.metadata);
+    let text = s.ok("undo", json!({"call_id": id})).await.1;
+    assert!(text.contains("not read yet when the call began (the first checkpoint of a large workspace reads for a limited time) (1): a.txt"), "{text}");
+    assert_eq!(std::fs::read_to_string(s.root.join("a.txt")).unwrap(), "two\n");
+}

@@ -125,6 +125,12 @@ fn render(report: &UndoReport) -> ToolOutput {
     list(&mut text, "Removed (created by the calls)", &report.removed);
     list(&mut text, "Made again (removed by the calls)", &report.recreated);
     list(&mut text, "Left as they are, over the size limit and not recorded", &report.too_large);
+    list(
+        &mut text,
+        "Left as they are, not read yet when the call began (the first checkpoint of a large workspace reads \
+         for a limited time)",
+        &report.not_read,
+    );
     list(&mut text, "Kept, not empty (they hold files not recorded)", &report.kept_dirs);
     if report.restored.is_empty() && report.removed.is_empty() && report.recreated.is_empty() {
         text.push_str("\nNo file needed to change: they already held their earlier content.");
@@ -137,4 +143,5 @@ fn render(report: &UndoReport) -> ToolOutput {
         .with_metadata("restored", json!(report.restored))
         .with_metadata("removed", json!(report.removed))
         .with_metadata("too_large", json!(report.too_large))
+        .with_metadata("not_read", json!(report.not_read))
 }
