@@ -12,6 +12,7 @@ mod catalog;
 #[cfg(feature = "command-hooks")]
 mod command_hooks;
 mod command_paths;
+pub mod hierarchy;
 mod input;
 mod mode;
 mod not_applied;

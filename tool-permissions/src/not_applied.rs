@@ -37,15 +37,15 @@ const TOP_LEVEL: &[(&str, &str)] = &[
     ),
     (
         "enableAllProjectMcpServers",
-        "this program mounts the servers of --mcp-config; it does not read a project's .mcp.json",
+        "a project's .mcp.json is for the application to mount (the `tools` binary does)",
     ),
     (
         "enabledMcpjsonServers",
-        "this program mounts the servers of --mcp-config; it does not read a project's .mcp.json",
+        "a project's .mcp.json is for the application to mount (the `tools` binary does)",
     ),
     (
         "disabledMcpjsonServers",
-        "this program mounts the servers of --mcp-config; it does not read a project's .mcp.json",
+        "a project's .mcp.json is for the application to mount (the `tools` binary does)",
     ),
     ("model", CLAUDE_CODE_ITSELF),
     ("availableModels", CLAUDE_CODE_ITSELF),

@@ -133,8 +133,17 @@ impl Settings {
 
     /// Parses settings JSON; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str, base: RulesBuilder) -> Result<Settings, SettingsError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| SettingsError {
+            origin: origin.to_owned(),
+            problem: format!("not valid JSON: {e}"),
+        })?;
+        Self::from_value(value, origin, base)
+    }
+
+    /// Settings from parsed JSON (several files merged with
+    /// [`hierarchy::merge`](crate::hierarchy::merge), say); `origin` names it in errors.
+    pub fn from_value(value: Value, origin: &str, base: RulesBuilder) -> Result<Settings, SettingsError> {
         let error = |problem: String| SettingsError { origin: origin.to_owned(), problem };
-        let value: Value = serde_json::from_str(text).map_err(|e| error(format!("not valid JSON: {e}")))?;
         let environment = EnvFilter::from_settings(&value).map_err(error)?;
         let Value::Object(top) = value else {
             return Err(error("the settings must be a JSON object".to_owned()));

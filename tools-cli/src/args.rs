@@ -150,9 +150,14 @@ pub(crate) struct WorkspaceArgs {
     /// Permission rules and hook commands, in Claude Code's settings shape (`permissions` with
     /// allow / ask / deny, `hooks` with PreToolUse / PostToolUse). An `ask` is refused, naming
     /// the rule, except that `serve` asks the MCP client's user when the client supports
-    /// elicitation.
+    /// elicitation. [default: Claude Code's files, merged: ~/.claude/settings.json,
+    /// .claude/settings.json and .claude/settings.local.json of the root,
+    /// /etc/claude-code/managed-settings.json; none when none exists]
     #[arg(long, value_name = "FILE")]
     pub settings: Option<PathBuf>,
+    /// Load no settings file, not even Claude Code's.
+    #[arg(long, conflicts_with = "settings")]
+    pub no_settings: bool,
     /// How `bash` commands are confined by the kernel: `read-only`, `workspace-write` (write only
     /// beneath the root and the temporary directory, network off) or `off` (unconfined).
     /// Refused where the kernel cannot enforce it, rather than run unconfined.

@@ -6,6 +6,7 @@ mod login;
 mod mounted;
 mod signals;
 
+use std::fmt;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +18,7 @@ use tool_runtime::environment::EnvFilter;
 use tool_runtime::mcp_client::{McpConfig, McpMount};
 use tool_runtime::permissions::{
     Action as PermissionAction, EXTERNAL_DIRECTORY, PermissionMode, Policy, PolicyExt, Rules,
-    SandboxSettings, Settings,
+    SandboxSettings, Settings, hierarchy,
 };
 use tool_runtime::providers::DefinitionOptions;
 use tool_runtime::{
@@ -144,6 +145,16 @@ async fn mount(
 ) -> Result<Vec<McpMount>, Failure> {
     let Some(path) = &args.mcp_config else { return Ok(Vec::new()) };
     let config = McpConfig::load(path).map_err(|e| Failure::usage(format!("--mcp-config: {e}")))?;
+    mount_servers(config, environment, root, sampling).await
+}
+
+/// Starts and mounts the servers of `config` (see [`mount`]).
+async fn mount_servers(
+    config: McpConfig,
+    environment: &EnvFilter,
+    root: Option<&std::path::Path>,
+    sampling: bool,
+) -> Result<Vec<McpMount>, Failure> {
     let mut config = config.environment(environment).login_command(login::LOGIN_COMMAND).sampling(sampling);
     if config.servers.iter().any(|server| server.sandbox_mode.is_some()) {
         config = config
@@ -185,30 +196,70 @@ struct Setup {
 /// The settings file, read and parsed once: the servers of `--mcp-config` are mounted with its
 /// `environment`, and its rules are checked against their tools.
 struct SettingsFile {
-    path: std::path::PathBuf,
-    text: String,
+    /// How messages start: `--settings` for the file the flag names, `settings` for Claude Code's
+    /// files found in their places.
+    label: &'static str,
+    /// The file, or the files merged (`A + B`), for messages.
+    origin: String,
+    /// The files, which commands may not change.
+    paths: Vec<std::path::PathBuf>,
+    /// The file, or the files merged as Claude Code merges them.
     value: Value,
 }
 
 impl SettingsFile {
-    /// The file `--settings` names, if any.
+    /// The file `--settings` names; without it (and without `--no-settings`), Claude Code's
+    /// files for the workspace merged (user, project, local, managed), named on standard
+    /// error; `None` when there is none.
     fn read(args: &WorkspaceArgs) -> Result<Option<SettingsFile>, Failure> {
-        let Some(path) = &args.settings else { return Ok(None) };
-        let failure = |problem: String| Failure::usage(format!("--settings {}: {problem}", path.display()));
-        let text =
-            std::fs::read_to_string(path).map_err(|e| failure(format!("cannot read the file: {e}")))?;
-        let value = serde_json::from_str(&text).map_err(|e| failure(format!("not valid JSON: {e}")))?;
-        Ok(Some(SettingsFile { path: path.clone(), text, value }))
+        if args.no_settings {
+            return Ok(None);
+        }
+        if let Some(path) = &args.settings {
+            let value = read_json(path, "--settings")?;
+            let origin = path.display().to_string();
+            return Ok(Some(SettingsFile { label: "--settings", origin, paths: vec![path.clone()], value }));
+        }
+        let root = workspace_root(args.root.as_deref())?;
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let mut found = Vec::new();
+        for (scope, path) in hierarchy::claude_code_files(home.as_deref(), &root) {
+            if path.is_file() {
+                found.push((scope, read_json(&path, "settings")?, path));
+            }
+        }
+        if found.is_empty() {
+            return Ok(None);
+        }
+        let shown: Vec<String> =
+            found.iter().map(|(scope, _, path)| format!("{} ({})", path.display(), scope.as_str())).collect();
+        let _ = writeln!(io::stderr().lock(), "tools: settings: loaded {}", shown.join(", "));
+        let origin =
+            found.iter().map(|(_, _, path)| path.display().to_string()).collect::<Vec<_>>().join(" + ");
+        let paths = found.iter().map(|(_, _, path)| path.clone()).collect();
+        let value = hierarchy::merge(found.into_iter().map(|(_, value, _)| value));
+        Ok(Some(SettingsFile { label: "settings", origin, paths, value }))
+    }
+
+    /// A usage failure about the settings.
+    fn failure(&self, problem: impl fmt::Display) -> Failure {
+        Failure::usage(format!("{} {}: {problem}", self.label, self.origin))
     }
 
     /// Which of our variables commands and mounted stdio servers inherit.
     fn environment(file: Option<&SettingsFile>) -> Result<EnvFilter, Failure> {
         match file {
             None => Ok(EnvFilter::base()),
-            Some(file) => EnvFilter::from_settings(&file.value)
-                .map_err(|e| Failure::usage(format!("--settings {}: {e}", file.path.display()))),
+            Some(file) => EnvFilter::from_settings(&file.value).map_err(|e| file.failure(e)),
         }
     }
+}
+
+/// A settings file as JSON; `label` starts the messages.
+fn read_json(path: &std::path::Path, label: &str) -> Result<Value, Failure> {
+    let failure = |problem: String| Failure::usage(format!("{label} {}: {problem}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| failure(format!("cannot read the file: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| failure(format!("not valid JSON: {e}")))
 }
 
 /// The settings file, the mounted servers of `mcp`, the registry of our tools and theirs, and
@@ -220,7 +271,10 @@ async fn prepare(
 ) -> Result<(Setup, Vec<McpMount>, Registry), Failure> {
     let file = SettingsFile::read(args)?;
     let environment = SettingsFile::environment(file.as_ref())?;
-    let mounts = mount(mcp, &environment, args.root.as_deref(), sampling).await?;
+    let mounts = match project_servers(args, mcp, file.as_ref())? {
+        Some(config) => mount_servers(config, &environment, args.root.as_deref(), sampling).await?,
+        None => mount(mcp, &environment, args.root.as_deref(), sampling).await?,
+    };
     let registry = registry(&mounts)?;
     let setup = setup(args, file.as_ref(), &registry, &mounts)?;
     Ok((setup, mounts, registry))
@@ -269,7 +323,11 @@ fn setup(
     } else {
         workspace.with_environment(environment.clone()).map_err(|e| Failure::usage(root_error(&root, &e)))?
     };
-    let workspace = sandboxed(workspace, args, &sandbox_settings, &network, &hook_files)?;
+    // The settings files, and the files their hook commands name, are protected from commands.
+    let mut protected = hook_files;
+    protected
+        .extend(file.iter().flat_map(|file| &file.paths).filter_map(|path| std::fs::canonicalize(path).ok()));
+    let workspace = sandboxed(workspace, args, &sandbox_settings, &network, &protected)?;
     // Hook commands run in the sandbox the commands run in. Without one (`--sandbox off`) the
     // kernel is not probed for it.
     let policy =
@@ -388,14 +446,14 @@ fn workspace_root(root: Option<&std::path::Path>) -> Result<std::path::PathBuf, 
 }
 
 /// The workspace with the sandbox of `--sandbox`, `--writable-root` and `--allow-git-writes`;
-/// the settings file, when there is one, and the files its hook commands name are protected
-/// from commands too, and the output store is hidden from them.
+/// the `protected` files (the settings files and the files their hook commands name) are
+/// protected from commands too, and the output store is hidden from them.
 fn sandboxed(
     workspace: Workspace,
     args: &WorkspaceArgs,
     settings: &SandboxSettings,
     network: &NetworkSettings,
-    hook_files: &[std::path::PathBuf],
+    protected: &[std::path::PathBuf],
 ) -> Result<Workspace, Failure> {
     use tool_sandbox::SandboxMode;
     // `--sandbox` wins over the settings file's `enabled`.
@@ -420,10 +478,7 @@ fn sandboxed(
     for path in &settings.deny_write {
         policy = policy.with_protected(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
     }
-    if let Some(settings) = args.settings.as_ref().and_then(|s| std::fs::canonicalize(s).ok()) {
-        policy = policy.with_protected(settings);
-    }
-    for file in hook_files {
+    for file in protected {
         policy = policy.with_protected(file);
     }
     policy = policy.with_git_writes(args.allow_git_writes || settings.allow_git_writes == Some(true));
@@ -449,7 +504,63 @@ fn sandboxed(
 }
 
 /// The keys of a settings file that the binary reads besides the permissions library's.
-const BINARY_KEYS: &[&str] = &["verify", "checkpoints"];
+const BINARY_KEYS: &[&str] = &[
+    "verify",
+    "checkpoints",
+    "enableAllProjectMcpServers",
+    "enabledMcpjsonServers",
+    "disabledMcpjsonServers",
+];
+
+/// Without `--mcp-config`, the servers of the project's `.mcp.json` that the settings approve
+/// (`enableAllProjectMcpServers`, or `enabledMcpjsonServers`, less `disabledMcpjsonServers`),
+/// as Claude Code asks before it starts a project's servers; every server of the file is named
+/// on standard error, started or not. `None` when there is nothing to start.
+fn project_servers(
+    args: &WorkspaceArgs,
+    mcp: &McpArgs,
+    file: Option<&SettingsFile>,
+) -> Result<Option<McpConfig>, Failure> {
+    if mcp.mcp_config.is_some() {
+        return Ok(None);
+    }
+    let path = workspace_root(args.root.as_deref())?.join(".mcp.json");
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let mut config = McpConfig::load(&path).map_err(|e| Failure::usage(e.to_string()))?;
+    let setting = |key: &str| file.and_then(|file| file.value.get(key));
+    let names = |key: &str| -> Vec<String> {
+        let list = setting(key).and_then(Value::as_array).into_iter().flatten();
+        list.filter_map(Value::as_str).map(str::to_owned).collect()
+    };
+    let all = setting("enableAllProjectMcpServers").and_then(Value::as_bool) == Some(true);
+    let (enabled, disabled) = (names("enabledMcpjsonServers"), names("disabledMcpjsonServers"));
+    let approved = |name: &String| (all || enabled.contains(name)) && !disabled.contains(name);
+    let (started, waiting): (Vec<&str>, Vec<&str>) = config
+        .servers
+        .iter()
+        .map(|server| server.name.as_str())
+        .partition(|name| approved(&(*name).to_owned()));
+    let mut line = format!("tools: {}: ", path.display());
+    if !started.is_empty() {
+        line.push_str(&format!("starting {}", started.join(", ")));
+    }
+    if !waiting.is_empty() {
+        if !started.is_empty() {
+            line.push_str("; ");
+        }
+        line.push_str(&format!(
+            "not starting {} (a project's servers start once approved: enabledMcpjsonServers or \
+             enableAllProjectMcpServers in the settings, or --mcp-config {})",
+            waiting.join(", "),
+            path.display()
+        ));
+    }
+    let _ = writeln!(io::stderr().lock(), "{line}");
+    config.servers.retain(|server| approved(&server.name));
+    Ok((!config.servers.is_empty()).then_some(config))
+}
 
 /// The tools rules may name: the registry's, and the mounted servers'.
 struct Known<'a> {
@@ -466,7 +577,6 @@ fn settings_policy(
     allow_outside_root: bool,
     known: &Known<'_>,
 ) -> Result<LoadedSettings, Failure> {
-    let path = file.path.as_path();
     // What each tool linked into the binary asks about comes from its own spec; the built-in
     // tools' catalog adds Claude Code's names for them. A mounted tool is asked about in
     // `default` mode whatever its annotations say, as in Claude Code.
@@ -482,12 +592,12 @@ fn settings_policy(
         base = base.rule_from(PermissionAction::Allow, EXTERNAL_DIRECTORY, "--allow-outside-root");
     }
     // Claude Code's default mode where the file names none.
-    let settings = Settings::parse(&file.text, &path.display().to_string(), base)
-        .map_err(|e| Failure::usage(format!("--settings {e}")))?
+    let settings = Settings::from_value(file.value.clone(), &file.origin, base)
+        .map_err(|e| Failure::usage(format!("{} {e}", file.label)))?
         .or_mode(PermissionMode::Default);
     // What has no effect is said at start, each with the reason; the keys read here are not.
     for not_applied in settings.not_applied().iter().filter(|n| !BINARY_KEYS.contains(&n.key.as_str())) {
-        let _ = writeln!(io::stderr().lock(), "tools: --settings {not_applied}");
+        let _ = writeln!(io::stderr().lock(), "tools: {} {not_applied}", file.label);
     }
     for ignored in settings.rules().ignored() {
         let _ = writeln!(io::stderr().lock(), "tools: {ignored}");
@@ -496,11 +606,9 @@ fn settings_policy(
     let environment = settings.environment().clone();
     // The network rules (`WebFetch(domain:...)`, `sandbox.network`) are the proxy's.
     let value = &file.value;
-    let network = tool_egress::settings::from_settings(value, &path.display().to_string())
-        .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?;
+    let network = tool_egress::settings::from_settings(value, &file.origin).map_err(|e| file.failure(e))?;
     let verify = match value.get("verify") {
-        Some(verify) => tools_std::verify::Verify::from_settings(verify)
-            .map_err(|e| Failure::usage(format!("--settings {}: {e}", path.display())))?,
+        Some(verify) => tools_std::verify::Verify::from_settings(verify).map_err(|e| file.failure(e))?,
         None => Vec::new(),
     };
     let checkpoints = match value.get("checkpoints") {
@@ -509,10 +617,7 @@ fn settings_policy(
             Some(Value::Bool(enabled)) => Some(*enabled),
             None if checkpoints.is_object() => None,
             _ => {
-                return Err(Failure::usage(format!(
-                    "--settings {}: `checkpoints` must be an object whose `enabled` is true or false",
-                    path.display()
-                )));
+                return Err(file.failure("`checkpoints` must be an object whose `enabled` is true or false"));
             }
         },
     };

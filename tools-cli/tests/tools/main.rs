@@ -23,6 +23,7 @@ mod serve_resources;
 mod serve_sessions;
 mod serve_tasks;
 mod settings;
+mod settings_hierarchy;
 mod settings_keys;
 mod sandbox_host;
 mod signals;

@@ -1,0 +1,107 @@
+//! Without `--settings`, `tools call|turn|serve` load Claude Code's settings files (user,
+//! project, local) merged as Claude Code merges them, and name them at start; `--settings FILE`
+//! and `--no-settings` override. A project's `.mcp.json` is named, and its servers start only
+//! once approved. Each test has a home directory of its own (`HOME`).
+
+use crate::common;
+
+use common::{Fixture, Run, TOOLS};
+use serde_json::json;
+
+fn write(path: &std::path::Path, value: serde_json::Value) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, value.to_string()).unwrap();
+}
+
+/// `tools ARGS` in the fixture's workspace with `home` as HOME.
+fn run(fx: &Fixture, home: &std::path::Path, args: &[&str]) -> Run {
+    let mut command = fx.command(args);
+    command.env("HOME", home);
+    common::run(command, None)
+}
+
+#[test]
+fn the_user_project_and_local_files_merge_as_in_claude_code() {
+    let fx = Fixture::new();
+    let (home, ws) = (fx.dir.path().join("home"), fx.ws());
+    std::fs::write(ws.join("secret.txt"), "s\n").unwrap();
+    let edit = json!({"path": "hello.txt", "old_string": "hello", "new_string": "howdy"}).to_string();
+    let read_secret = json!({"path": "secret.txt"}).to_string();
+
+    // No file anywhere: nothing changes, nothing is said.
+    let plain = run(&fx, &home, &["call", "read", &read_secret]);
+    assert_eq!((plain.code, plain.stderr.as_str()), (0, ""), "{}", plain.stdout);
+
+    let user = home.join(".claude/settings.json");
+    let project = ws.join(".claude/settings.json");
+    let local = ws.join(".claude/settings.local.json");
+    write(&user, json!({"permissions": {"defaultMode": "plan", "allow": ["Bash(ls:*)"]}}));
+    write(&project, json!({"permissions": {"deny": ["Read(./secret.txt)"], "allow": ["Bash(ls:*)"]}}));
+    write(&local, json!({"permissions": {"defaultMode": "acceptEdits"}}));
+    let [user, project, local] = [user, project, local].map(|path| std::fs::canonicalize(path).unwrap());
+    let (user, project, local) = (user.display(), project.display(), local.display());
+    let loaded = format!("tools: settings: loaded {user} (user), {project} (project), {local} (local)\n");
+
+    // The local file's mode wins over the user's; the project's deny rule holds.
+    let edited = run(&fx, &home, &["call", "edit", &edit]);
+    assert_eq!(edited.code, 0, "{}{}", edited.stdout, edited.stderr);
+    assert_eq!(edited.stderr, loaded);
+    let refused = run(&fx, &home, &["call", "read", &read_secret]);
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    let output = refused.json()["output"].as_str().unwrap().to_owned();
+    assert!(
+        output.contains(&format!(
+            "`deny Read(./secret.txt)` in {user} + {project} + {local} (permissions.deny)"
+        )),
+        "{output}"
+    );
+
+    // `--no-settings` loads none; `--settings FILE` that one alone.
+    let none = run(&fx, &home, &["call", "read", &read_secret, "--no-settings"]);
+    assert_eq!((none.code, none.stderr.as_str()), (0, ""), "{}", none.stdout);
+    let only = fx.dir.path().join("only.json");
+    write(&only, json!({"permissions": {"defaultMode": "plan"}}));
+    let planned = run(&fx, &home, &["call", "read", &read_secret, "--settings", only.to_str().unwrap()]);
+    assert_eq!((planned.code, planned.stderr.as_str()), (0, ""), "{}", planned.stdout);
+    let write_args = json!({"path": "new.txt", "content": "x"}).to_string();
+    let planned = run(&fx, &home, &["call", "write", &write_args, "--settings", only.to_str().unwrap()]);
+    assert!(
+        planned.json()["output"].as_str().unwrap().contains("permission mode `plan`"),
+        "{}",
+        planned.stdout
+    );
+    let both = run(&fx, &home, &["call", "ls", "{}", "--no-settings", "--settings", only.to_str().unwrap()]);
+    assert_eq!(both.code, 2, "{}", both.stderr);
+}
+
+#[test]
+fn a_projects_mcp_servers_start_once_approved() {
+    let fx = Fixture::new();
+    let (home, ws) = (fx.dir.path().join("home"), fx.ws());
+    // The mounted server serves the same workspace, without its settings (which would mount it
+    // again).
+    let args = ["serve", "--sandbox", "off", "--no-settings", "--root", ws.to_str().unwrap()];
+    let server = json!({"command": TOOLS, "args": args});
+    write(&ws.join(".mcp.json"), json!({"mcpServers": {"inner": server}}));
+    let mcp_json = std::fs::canonicalize(ws.join(".mcp.json")).unwrap();
+    let read = json!({"path": "hello.txt"}).to_string();
+
+    let unapproved = run(&fx, &home, &["call", "inner__read", &read]);
+    assert_eq!(unapproved.code, 2, "{}", unapproved.stderr);
+    let first = unapproved.stderr.lines().next().unwrap().to_owned();
+    assert_eq!(
+        first.replace(&mcp_json.display().to_string(), "MCP"),
+        "tools: MCP: not starting inner (a project's servers start once approved: enabledMcpjsonServers or \
+         enableAllProjectMcpServers in the settings, or --mcp-config MCP)"
+            .replace(&mcp_json.display().to_string(), "MCP")
+    );
+
+    write(
+        &ws.join(".claude/settings.local.json"),
+        json!({"enabledMcpjsonServers": ["inner"], "permissions": {"allow": ["mcp__inner"]}}),
+    );
+    let approved = run(&fx, &home, &["call", "inner__read", &read]);
+    assert_eq!(approved.code, 0, "{}{}", approved.stdout, approved.stderr);
+    assert!(approved.stderr.contains(": starting inner\n"), "{}", approved.stderr);
+    assert_eq!(approved.json()["output"], "     1\thello\n     2\tworld\n");
+}
