@@ -158,6 +158,12 @@ pub(crate) struct WorkspaceArgs {
     /// Load no settings file, not even Claude Code's.
     #[arg(long, conflicts_with = "settings")]
     pub no_settings: bool,
+    /// codex's `config.toml` instead of a settings file: `sandbox_mode`, `approval_policy` (as a
+    /// permission mode), `[sandbox_workspace_write]` `writable_roots`, `[mcp_servers]` (mounted
+    /// unless `--mcp-config` is given) and `shell_environment_policy`; the other keys are named
+    /// on stderr as not applied.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["settings", "no_settings"])]
+    pub codex_config: Option<PathBuf>,
     /// How `bash` commands are confined by the kernel: `read-only`, `workspace-write` (write only
     /// beneath the root and the temporary directory, network off) or `off` (unconfined).
     /// Refused where the kernel cannot enforce it, rather than run unconfined.

@@ -1,6 +1,7 @@
 #![doc = include_str!("../docs/tools.md")]
 
 mod args;
+mod codex;
 mod http;
 mod login;
 mod mounted;
@@ -205,6 +206,10 @@ struct SettingsFile {
     paths: Vec<std::path::PathBuf>,
     /// The file, or the files merged as Claude Code merges them.
     value: Value,
+    /// The sandbox mode a codex configuration names (`sandbox_mode`).
+    sandbox_mode: Option<tool_sandbox::SandboxMode>,
+    /// The servers a codex configuration names (`[mcp_servers]`).
+    servers: Option<McpConfig>,
 }
 
 impl SettingsFile {
@@ -218,7 +223,34 @@ impl SettingsFile {
         if let Some(path) = &args.settings {
             let value = read_json(path, "--settings")?;
             let origin = path.display().to_string();
-            return Ok(Some(SettingsFile { label: "--settings", origin, paths: vec![path.clone()], value }));
+            let paths = vec![path.clone()];
+            return Ok(Some(SettingsFile {
+                label: "--settings",
+                origin,
+                paths,
+                value,
+                sandbox_mode: None,
+                servers: None,
+            }));
+        }
+        if let Some(path) = &args.codex_config {
+            let shown = path.display();
+            let codex =
+                codex::load(path).map_err(|e| Failure::usage(format!("--codex-config {shown}: {e}")))?;
+            for (key, reason) in &codex.not_applied {
+                let _ = writeln!(
+                    io::stderr().lock(),
+                    "tools: --codex-config {shown}: `{key}` is not applied: {reason}"
+                );
+            }
+            return Ok(Some(SettingsFile {
+                label: "--codex-config",
+                origin: shown.to_string(),
+                paths: vec![path.clone()],
+                value: codex.settings,
+                sandbox_mode: codex.sandbox,
+                servers: codex.servers,
+            }));
         }
         let root = workspace_root(args.root.as_deref())?;
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
@@ -238,7 +270,7 @@ impl SettingsFile {
             found.iter().map(|(_, _, path)| path.display().to_string()).collect::<Vec<_>>().join(" + ");
         let paths = found.iter().map(|(_, _, path)| path.clone()).collect();
         let value = hierarchy::merge(found.into_iter().map(|(_, value, _)| value));
-        Ok(Some(SettingsFile { label: "settings", origin, paths, value }))
+        Ok(Some(SettingsFile { label: "settings", origin, paths, value, sandbox_mode: None, servers: None }))
     }
 
     /// A usage failure about the settings.
@@ -271,7 +303,14 @@ async fn prepare(
 ) -> Result<(Setup, Vec<McpMount>, Registry), Failure> {
     let file = SettingsFile::read(args)?;
     let environment = SettingsFile::environment(file.as_ref())?;
-    let mounts = match project_servers(args, mcp, file.as_ref())? {
+    // `--mcp-config`, or else a codex configuration's servers, or else the project's approved ones.
+    let codex_servers =
+        file.as_ref().and_then(|file| file.servers.clone()).filter(|_| mcp.mcp_config.is_none());
+    let servers = match codex_servers {
+        Some(servers) => Some(servers),
+        None => project_servers(args, mcp, file.as_ref())?,
+    };
+    let mounts = match servers {
         Some(config) => mount_servers(config, &environment, args.root.as_deref(), sampling).await?,
         None => mount(mcp, &environment, args.root.as_deref(), sampling).await?,
     };
@@ -327,7 +366,8 @@ fn setup(
     let mut protected = hook_files;
     protected
         .extend(file.iter().flat_map(|file| &file.paths).filter_map(|path| std::fs::canonicalize(path).ok()));
-    let workspace = sandboxed(workspace, args, &sandbox_settings, &network, &protected)?;
+    let codex_mode = file.and_then(|file| file.sandbox_mode);
+    let workspace = sandboxed(workspace, args, codex_mode, &sandbox_settings, &network, &protected)?;
     // Hook commands run in the sandbox the commands run in. Without one (`--sandbox off`) the
     // kernel is not probed for it.
     let policy =
@@ -451,13 +491,14 @@ fn workspace_root(root: Option<&std::path::Path>) -> Result<std::path::PathBuf, 
 fn sandboxed(
     workspace: Workspace,
     args: &WorkspaceArgs,
+    configured: Option<tool_sandbox::SandboxMode>,
     settings: &SandboxSettings,
     network: &NetworkSettings,
     protected: &[std::path::PathBuf],
 ) -> Result<Workspace, Failure> {
     use tool_sandbox::SandboxMode;
-    // `--sandbox` wins over the settings file's `enabled`.
-    let mode = match (args.sandbox, settings.enabled) {
+    // `--sandbox` wins over the settings file's `enabled` (or codex's `sandbox_mode`).
+    let mode = match (args.sandbox.or(configured), settings.enabled) {
         (Some(mode), _) => mode,
         (None, Some(false)) => SandboxMode::Off,
         (None, _) => SandboxMode::WorkspaceWrite,

@@ -6,6 +6,7 @@ mod common;
 mod catalog;
 mod checkpoints;
 mod claude_code_hooks;
+mod codex_config;
 mod cli;
 mod egress;
 mod escape;

@@ -1,0 +1,265 @@
+//! codex's `config.toml` (`--codex-config FILE`): the keys that map to this program, read into a
+//! typed model and turned into the settings, sandbox mode and servers they stand for; every
+//! other key is named as not applied.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tool_runtime::mcp_client::McpConfig;
+use tool_sandbox::SandboxMode;
+
+/// The keys of codex's `config.toml` that this program reads.
+#[derive(Debug, Default, Deserialize)]
+struct CodexToml {
+    sandbox_mode: Option<CodexSandbox>,
+    approval_policy: Option<Approval>,
+    sandbox_workspace_write: Option<WorkspaceWrite>,
+    #[serde(default)]
+    mcp_servers: BTreeMap<String, McpServer>,
+    shell_environment_policy: Option<ShellEnvironment>,
+    /// Every other key: named as not applied.
+    #[serde(flatten)]
+    other: BTreeMap<String, toml::Value>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum CodexSandbox {
+    ReadOnly,
+    WorkspaceWrite,
+    DangerFullAccess,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Approval {
+    Untrusted,
+    OnFailure,
+    OnRequest,
+    Never,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WorkspaceWrite {
+    #[serde(default)]
+    writable_roots: Vec<PathBuf>,
+    network_access: Option<bool>,
+    #[serde(flatten)]
+    other: BTreeMap<String, toml::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct McpServer {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+    bearer_token_env_var: Option<String>,
+    enabled: Option<bool>,
+    #[serde(flatten)]
+    other: BTreeMap<String, toml::Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ShellEnvironment {
+    inherit: Option<Inherit>,
+    #[serde(default)]
+    include_only: Vec<String>,
+    #[serde(flatten)]
+    other: BTreeMap<String, toml::Value>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Inherit {
+    All,
+    Core,
+    None,
+}
+
+/// What a codex configuration stands for here.
+pub(crate) struct Codex {
+    /// The settings, in the shape of a settings file (`permissions.defaultMode`, `sandbox`,
+    /// `environment`).
+    pub(crate) settings: Value,
+    /// `sandbox_mode`.
+    pub(crate) sandbox: Option<SandboxMode>,
+    /// `[mcp_servers]`, when there are any.
+    pub(crate) servers: Option<McpConfig>,
+    /// The keys that are not applied: (key, reason).
+    pub(crate) not_applied: Vec<(String, String)>,
+}
+
+/// Reads codex's `config.toml` at `path`.
+pub(crate) fn load(path: &Path) -> Result<Codex, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the file: {e}"))?;
+    let config: CodexToml = toml::from_str(&text).map_err(|e| format!("not valid: {}", e.message()))?;
+    convert(config)
+}
+
+fn convert(config: CodexToml) -> Result<Codex, String> {
+    let mut not_applied = Vec::new();
+    let mut not = |key: String, reason: &str| not_applied.push((key, reason.to_owned()));
+    let mut permissions = Map::new();
+    let mut sandbox = Map::new();
+    let mut environment = Map::new();
+    // codex runs what its sandbox confines without asking, except under `untrusted`; edits are
+    // what the sandbox lets through in the workspace.
+    let mode = match config.approval_policy {
+        None => None,
+        Some(Approval::Untrusted) => {
+            sandbox.insert("autoAllowBashIfSandboxed".into(), json!(false));
+            Some("default")
+        }
+        Some(Approval::OnFailure | Approval::OnRequest) => Some("acceptEdits"),
+        Some(Approval::Never) => Some("bypassPermissions"),
+    };
+    if let Some(mode) = mode {
+        permissions.insert("defaultMode".into(), json!(mode));
+    }
+    let sandbox_mode = config.sandbox_mode.map(|mode| match mode {
+        CodexSandbox::ReadOnly => SandboxMode::ReadOnly,
+        CodexSandbox::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+        CodexSandbox::DangerFullAccess => SandboxMode::Off,
+    });
+    if let Some(write) = config.sandbox_workspace_write {
+        if !write.writable_roots.is_empty() {
+            sandbox.insert("filesystem".into(), json!({"allowWrite": write.writable_roots}));
+        }
+        if write.network_access == Some(true) {
+            not(
+                "sandbox_workspace_write.network_access".into(),
+                "sandboxed commands reach the network through a proxy that allows the hosts named (--allow-host, \
+                 or WebFetch(domain:...) rules in a settings file) and asks about the others",
+            );
+        }
+        for key in write.other.keys() {
+            not(format!("sandbox_workspace_write.{key}"), "no counterpart in this program's sandbox");
+        }
+    }
+    if let Some(policy) = config.shell_environment_policy {
+        match policy.inherit {
+            Some(Inherit::All) => {
+                environment.insert("inheritAll".into(), json!(true));
+            }
+            Some(Inherit::None) => not(
+                "shell_environment_policy.inherit".into(),
+                "commands always inherit the base variables (PATH, HOME, LANG, ...): `none` is read as `core`",
+            ),
+            Some(Inherit::Core) | None => {}
+        }
+        if !policy.include_only.is_empty() {
+            environment.insert("inherit".into(), json!(policy.include_only));
+        }
+        for key in policy.other.keys() {
+            not(
+                format!("shell_environment_policy.{key}"),
+                "commands inherit the base variables and those named; nothing is set or excluded beyond that",
+            );
+        }
+    }
+    let servers = servers(config.mcp_servers, &mut not)?;
+    for key in config.other.keys() {
+        not(key.clone(), "no counterpart in this program");
+    }
+    let mut settings = Map::new();
+    for (key, section) in [("permissions", permissions), ("sandbox", sandbox), ("environment", environment)] {
+        if !section.is_empty() {
+            settings.insert(key.into(), Value::Object(section));
+        }
+    }
+    Ok(Codex { settings: Value::Object(settings), sandbox: sandbox_mode, servers, not_applied })
+}
+
+/// `[mcp_servers]` as an `mcpServers` configuration.
+fn servers(
+    servers: BTreeMap<String, McpServer>,
+    not: &mut impl FnMut(String, &str),
+) -> Result<Option<McpConfig>, String> {
+    if servers.is_empty() {
+        return Ok(None);
+    }
+    let mut entries = Map::new();
+    for (name, server) in servers {
+        let mut entry = Map::new();
+        match (server.command, server.url) {
+            (Some(command), None) => {
+                entry.insert("command".into(), json!(command));
+                entry.insert("args".into(), json!(server.args));
+                entry.insert("env".into(), json!(server.env));
+                if let Some(cwd) = server.cwd {
+                    entry.insert("cwd".into(), json!(cwd));
+                }
+            }
+            (None, Some(url)) => {
+                entry.insert("type".into(), json!("http"));
+                entry.insert("url".into(), json!(url));
+                if let Some(variable) = server.bearer_token_env_var {
+                    entry.insert(
+                        "headers".into(),
+                        json!({"Authorization": format!("Bearer ${{{variable}}}")}),
+                    );
+                }
+            }
+            _ => return Err(format!("`mcp_servers.{name}` needs `command` or `url`, and not both")),
+        }
+        if server.enabled == Some(false) {
+            entry.insert("disabled".into(), json!(true));
+        }
+        for key in server.other.keys() {
+            not(format!("mcp_servers.{name}.{key}"), "no counterpart in this program's MCP client");
+        }
+        entries.insert(name, Value::Object(entry));
+    }
+    // The MCP client reads `mcpServers` text (with its `${VAR}` expansion): the entries are
+    // handed to it in that form.
+    let text = json!({"mcpServers": entries}).to_string();
+    McpConfig::parse(&text).map(Some).map_err(|e| e.message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codex_keys_map_to_settings_the_sandbox_and_servers() {
+        let config: CodexToml = toml::from_str(
+            r#"
+            model = "o3"
+            sandbox_mode = "read-only"
+            approval_policy = "on-request"
+            [sandbox_workspace_write]
+            writable_roots = ["/cache"]
+            network_access = true
+            [shell_environment_policy]
+            inherit = "all"
+            exclude = ["AWS_*"]
+            [mcp_servers.docs]
+            command = "docs-server"
+            args = ["--stdio"]
+            "#,
+        )
+        .unwrap();
+        let codex = convert(config).unwrap();
+        assert_eq!(
+            codex.settings,
+            json!({
+                "permissions": {"defaultMode": "acceptEdits"},
+                "sandbox": {"filesystem": {"allowWrite": ["/cache"]}},
+                "environment": {"inheritAll": true},
+            })
+        );
+        assert_eq!(codex.sandbox, Some(SandboxMode::ReadOnly));
+        assert_eq!(codex.servers.unwrap().servers[0].name, "docs");
+        let keys: Vec<&str> = codex.not_applied.iter().map(|(key, _)| key.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["sandbox_workspace_write.network_access", "shell_environment_policy.exclude", "model"]
+        );
+    }
+}
