@@ -18,6 +18,7 @@ mod mode;
 mod not_applied;
 mod policy;
 mod rules;
+mod schema;
 mod settings;
 pub mod shell;
 
@@ -26,4 +27,5 @@ pub use mode::{ModeSwitch, PermissionMode};
 pub use not_applied::NotApplied;
 pub use policy::{Policy, PolicyExt, unanswered};
 pub use rules::{Action, EXTERNAL_DIRECTORY, RuleError, Rules, RulesBuilder};
+pub use schema::settings_schema;
 pub use settings::{DEFAULT_HOOK_TIMEOUT, SandboxSettings, Settings, SettingsError};

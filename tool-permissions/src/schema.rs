@@ -1,0 +1,332 @@
+//! The JSON Schema of a settings file, generated from a typed model of what the loader accepts
+//! ([`settings_schema`]), so that editors validate the file; `settings.schema.json` at the
+//! crate's root is this schema, checked by a test against the loader.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// A settings file: Claude Code's `settings.json`, with this project's own keys. Keys that are
+/// not applied are accepted and named when the file is loaded.
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct SettingsFile {
+    /// The schema the file follows.
+    #[serde(rename = "$schema")]
+    schema: Option<String>,
+    /// Permission rules, the permission mode, and the directories outside the workspace.
+    permissions: Option<Permissions>,
+    /// Hook commands by event: `PreToolUse` and `PostToolUse` run; the other events of Claude
+    /// Code are accepted and not run.
+    hooks: Option<Hooks>,
+    /// `true`: no hook command runs.
+    #[serde(rename = "disableAllHooks")]
+    disable_all_hooks: Option<bool>,
+    /// How commands are confined.
+    sandbox: Option<Sandbox>,
+    /// Which environment variables commands, hooks and stdio servers inherit.
+    environment: Option<Environment>,
+    /// Claude Code's session variables: not applied (name them in `environment.inherit`).
+    env: Option<BTreeMap<String, String>>,
+    /// The `tools` binary: a check per file extension after edits.
+    verify: Option<BTreeMap<String, Value>>,
+    /// The `tools` binary: whether calls that change files record checkpoints.
+    checkpoints: Option<Checkpoints>,
+    /// The `tools` binary: start every server of the project's `.mcp.json`.
+    #[serde(rename = "enableAllProjectMcpServers")]
+    enable_all_project_mcp_servers: Option<bool>,
+    /// The `tools` binary: the servers of the project's `.mcp.json` to start.
+    #[serde(rename = "enabledMcpjsonServers")]
+    enabled_mcpjson_servers: Option<Vec<String>>,
+    /// The `tools` binary: the servers of the project's `.mcp.json` never to start.
+    #[serde(rename = "disabledMcpjsonServers")]
+    disabled_mcpjson_servers: Option<Vec<String>>,
+    /// Any other key (Claude Code's `model`, `statusLine`, ...): accepted, named as not applied.
+    #[serde(flatten)]
+    other: BTreeMap<String, Value>,
+}
+
+/// `allow`, `ask` or `deny`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Action {
+    Allow,
+    Ask,
+    Deny,
+}
+
+/// What happens to a call that no rule decides.
+#[derive(Deserialize, JsonSchema)]
+enum Mode {
+    #[serde(rename = "default")]
+    Default,
+    /// Claude Code's other name for `default`.
+    #[serde(rename = "manual")]
+    Manual,
+    #[serde(rename = "acceptEdits")]
+    AcceptEdits,
+    #[serde(rename = "plan")]
+    Plan,
+    #[serde(rename = "dontAsk")]
+    DontAsk,
+    #[serde(rename = "bypassPermissions")]
+    BypassPermissions,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Permissions {
+    /// Rules that allow: `Tool`, `Tool(pattern)`, `mcp__SERVER__TOOL`, `WebFetch(domain:HOST)`.
+    allow: Option<Vec<String>>,
+    /// Rules that ask first.
+    ask: Option<Vec<String>>,
+    /// Rules that refuse; deny beats ask beats allow.
+    deny: Option<Vec<String>>,
+    /// Directories outside the workspace the tools may use (relative ones from the project root).
+    #[serde(rename = "additionalDirectories")]
+    additional_directories: Option<Vec<String>>,
+    /// The permission mode.
+    #[serde(rename = "defaultMode")]
+    default_mode: Option<Mode>,
+    /// `"disable"`: `bypassPermissions` may not be used.
+    #[serde(rename = "disableBypassPermissionsMode")]
+    disable_bypass_permissions_mode: Option<Disable>,
+    /// What no rule decides, whatever the mode.
+    default: Option<Action>,
+    /// What no rule decides, per tool.
+    defaults: Option<BTreeMap<String, Action>>,
+    /// Paths outside the workspace that no rule names (default: deny).
+    external_directory: Option<Action>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Disable {
+    Disable,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code, non_snake_case)]
+struct Hooks {
+    PreToolUse: Option<Vec<HookEntry>>,
+    PostToolUse: Option<Vec<HookEntry>>,
+    PostToolUseFailure: Option<Vec<HookEntry>>,
+    PermissionRequest: Option<Vec<HookEntry>>,
+    Notification: Option<Vec<HookEntry>>,
+    UserPromptSubmit: Option<Vec<HookEntry>>,
+    Stop: Option<Vec<HookEntry>>,
+    SubagentStart: Option<Vec<HookEntry>>,
+    SubagentStop: Option<Vec<HookEntry>>,
+    PreCompact: Option<Vec<HookEntry>>,
+    PostCompact: Option<Vec<HookEntry>>,
+    SessionStart: Option<Vec<HookEntry>>,
+    SessionEnd: Option<Vec<HookEntry>>,
+    Setup: Option<Vec<HookEntry>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct HookEntry {
+    /// A regular expression matched against the whole tool name (ours or Claude Code's); empty,
+    /// `*` or absent: every tool.
+    matcher: Option<String>,
+    hooks: Vec<HookCommand>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct HookCommand {
+    #[serde(rename = "type")]
+    kind: CommandKind,
+    /// Run with `sh -c` in the workspace root.
+    command: String,
+    /// Seconds (default 60).
+    #[schemars(range(min = 0.0, max = 86400.0))]
+    timeout: Option<f64>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum CommandKind {
+    Command,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Sandbox {
+    /// `false`: commands run unconfined.
+    enabled: Option<bool>,
+    /// Commands that run outside the sandbox.
+    #[serde(rename = "excludedCommands")]
+    excluded_commands: Option<Vec<String>>,
+    /// Commands that run in the sandbox with the network on.
+    #[serde(rename = "networkCommands")]
+    network_commands: Option<Vec<String>>,
+    /// `false`: every request to leave the sandbox is refused.
+    #[serde(rename = "allowUnsandboxedCommands")]
+    allow_unsandboxed_commands: Option<bool>,
+    /// `true`: commands may write the repository's metadata (`.git`).
+    #[serde(rename = "allowGitWrites")]
+    allow_git_writes: Option<bool>,
+    /// Sandboxed commands run without asking when no rule decides them (default `true`).
+    #[serde(rename = "autoAllowBashIfSandboxed")]
+    auto_allow_bash_if_sandboxed: Option<bool>,
+    filesystem: Option<Filesystem>,
+    /// The network proxy's rules (see the tool-egress crate).
+    network: Option<BTreeMap<String, Value>>,
+    /// Not applied.
+    #[serde(rename = "enableWeakerNestedSandbox")]
+    enable_weaker_nested_sandbox: Option<Value>,
+    /// Not applied.
+    #[serde(rename = "ignoreViolations")]
+    ignore_violations: Option<Value>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Filesystem {
+    /// More writable roots (relative to the workspace root, `~/` from the home directory).
+    #[serde(rename = "allowWrite")]
+    allow_write: Option<Vec<String>>,
+    /// More protected paths.
+    #[serde(rename = "denyWrite")]
+    deny_write: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Environment {
+    /// Names (a trailing `*` matches a prefix) inherited besides the base variables.
+    inherit: Option<Vec<String>>,
+    /// `true`: the whole environment is inherited.
+    #[serde(rename = "inheritAll")]
+    inherit_all: Option<bool>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct Checkpoints {
+    enabled: Option<bool>,
+}
+
+/// The JSON Schema of a settings file (draft 2020-12).
+pub fn settings_schema() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(SettingsFile)).unwrap_or(Value::Null);
+    // An absent key is the default; `null` is not (the loader refuses it).
+    without_null(&mut schema);
+    schema["title"] =
+        Value::String("Settings of the tools framework (Claude Code's settings.json)".to_owned());
+    schema
+}
+
+/// `schema` without the `null` that schemars allows for each optional key.
+fn without_null(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Array(types)) = map.get_mut("type") {
+                types.retain(|t| t != "null");
+                if let [only] = types.as_slice() {
+                    let only = only.clone();
+                    map.insert("type".to_owned(), only);
+                }
+            }
+            if let Some(Value::Array(any_of)) = map.get_mut("anyOf") {
+                any_of.retain(|s| s.get("type").and_then(Value::as_str) != Some("null"));
+                if any_of.len() == 1 {
+                    let only = any_of.remove(0);
+                    map.remove("anyOf");
+                    if let Value::Object(only) = only {
+                        map.extend(only);
+                    }
+                }
+            }
+            map.values_mut().for_each(without_null);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_null),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Rules, Settings, Subject, ToolCatalog};
+    use serde_json::json;
+
+    /// Regenerated with `SETTINGS_SCHEMA=overwrite cargo test -p tool-permissions schema`.
+    #[test]
+    fn the_committed_schema_is_the_generated_one() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/settings.schema.json");
+        let generated = serde_json::to_string_pretty(&settings_schema()).unwrap() + "\n";
+        if std::env::var("SETTINGS_SCHEMA").as_deref() == Ok("overwrite") {
+            std::fs::write(path, &generated).unwrap();
+        }
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(committed == generated, "settings.schema.json is stale: regenerate it (see this test's doc)");
+    }
+
+    #[test]
+    fn the_schema_and_the_loader_agree() {
+        let schema = jsonschema::validator_for(&settings_schema()).unwrap();
+        let manual = include_str!("../../tool-runtime/docs/permissions.md");
+        let from = manual.find("```json\n").unwrap() + 8;
+        let manual: Value =
+            serde_json::from_str(&manual[from..from + manual[from..].find("```").unwrap()]).unwrap();
+        let accepted = [
+            manual,
+            json!({}),
+            json!({"$schema": "x", "model": "opus", "env": {"A": "1"}, "verify": {"rs": ["true"]}}),
+            json!({"permissions": {"defaultMode": "manual", "additionalDirectories": ["../x"],
+                                   "disableBypassPermissionsMode": "disable", "defaults": {"Bash": "ask"}}}),
+            json!({"hooks": {"Stop": [], "PreToolUse": [{"hooks": [{"type": "command", "command": "x", "timeout": 5}]}]},
+                   "disableAllHooks": true}),
+            json!({"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": false, "network": {},
+                               "filesystem": {"allowWrite": ["b"]}, "ignoreViolations": {}}}),
+            json!({"environment": {"inherit": ["AWS_*"], "inheritAll": false}}),
+        ];
+        let refused = [
+            json!({"permissions": {"allow": "Bash"}}),
+            json!({"permissions": {"defaultMode": "yolo"}}),
+            json!({"permissions": {"defaultMode": "auto"}}),
+            json!({"permissions": {"frob": []}}),
+            json!({"permissions": {"default": "maybe"}}),
+            json!({"sandbox": {"enabld": true}}),
+            json!({"sandbox": {"enabled": "yes"}}),
+            json!({"sandbox": {"filesystem": {"denyRead": ["~/.ssh"]}}}),
+            json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}),
+            json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command"}]}]}}),
+            json!({"hooks": {"OnSave": []}}),
+            json!({"environment": {"inherit": "X"}}),
+            json!({"disableAllHooks": "yes"}),
+            json!({"permissions": null}),
+            json!({"sandbox": {"enabled": null}}),
+        ];
+        let catalog = || {
+            ToolCatalog::new()
+                .subject("bash", Subject::Command)
+                .subject("read", Subject::Path)
+                .subject("edit", Subject::Path)
+                .rule_name("Bash", ["bash"])
+                .rule_name("Read", ["read"])
+                .rule_name("Edit", ["edit"])
+        };
+        let loads = |value: &Value| {
+            Settings::from_value(value.clone(), "s.json", Rules::builder("/w").catalog(catalog())).is_ok()
+        };
+        for value in &accepted {
+            assert!(schema.is_valid(value), "the schema refuses {value}");
+            assert!(loads(value), "the loader refuses {value}");
+        }
+        for value in &refused {
+            assert!(!schema.is_valid(value), "the schema accepts {value}");
+            assert!(!loads(value), "the loader accepts {value}");
+        }
+    }
+}
