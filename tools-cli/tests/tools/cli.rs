@@ -154,19 +154,19 @@ fn call_cuts_long_output_and_the_notice_names_the_tools_that_read_it_back() {
     let output = result["output"].as_str().unwrap();
     assert!(
         output.ends_with(&format!(
-            "[Output truncated: showing lines 1-1000 and lines 4001-5000 of 5000 (8893 of 23893 bytes). Full \
-             output saved as {reference}; read more with tool_output_read(ref=\"{reference}\", offset=1001) or \
+            "[Output truncated: showing lines 1-995 and lines 4006-5000 of 5000 (8847 of 23893 bytes). Full \
+             output saved as {reference}; read more with tool_output_read(ref=\"{reference}\", offset=996) or \
              search it with tool_output_grep(ref=\"{reference}\", pattern=\"...\").]"
         )),
         "{output}"
     );
     // A later `tools call` (another process) reads it back from the same store.
-    let args = format!(r#"{{"ref": "{reference}", "offset": 1001, "limit": 2}}"#);
+    let args = format!(r#"{{"ref": "{reference}", "offset": 996, "limit": 2}}"#);
     let read = fx.run(&["call", "tool_output_read", &args], None);
     assert_eq!(read.code, 0, "{}", read.stderr);
     assert_eq!(
         read.json()["output"],
-        "  1001\t1001\n  1002\t1002\n\n[showing lines 1001-1002 of 5000; use offset=1003 to continue]"
+        "   996\t996\n   997\t997\n\n[showing lines 996-997 of 5000; use offset=998 to continue]"
     );
 }
 
