@@ -95,6 +95,11 @@ fn a_settings_ask_reaches_the_python_clients_user_by_elicitation() {
 }
 
 #[test]
+fn a_permission_modes_ask_reaches_the_python_clients_user_by_elicitation() {
+    run_script("modes.py", &[]);
+}
+
+#[test]
 fn the_python_client_reads_served_and_mounted_resources_and_prompts() {
     let fixture = common::resources_fixture();
     run_script("resources.py", &[fixture.to_str().unwrap()]);
