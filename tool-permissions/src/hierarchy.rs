@@ -31,17 +31,28 @@ impl Scope {
 }
 
 /// The settings files Claude Code reads for the project at `root`, lowest precedence first, as
-/// paths whether or not they exist: user (`home/.claude/settings.json`, when `home` is known),
-/// project, local, managed.
-pub fn claude_code_files(home: Option<&Path>, root: &Path) -> Vec<(Scope, PathBuf)> {
+/// paths whether or not they exist: user (`settings.json` in `user_dir`, Claude Code's
+/// configuration directory, when known: see [`user_dir`]), project, local, managed.
+pub fn claude_code_files(user_dir: Option<&Path>, root: &Path) -> Vec<(Scope, PathBuf)> {
     let mut files = Vec::new();
-    if let Some(home) = home {
-        files.push((Scope::User, home.join(".claude/settings.json")));
+    if let Some(dir) = user_dir {
+        files.push((Scope::User, dir.join("settings.json")));
     }
     files.push((Scope::Project, root.join(".claude/settings.json")));
     files.push((Scope::Local, root.join(".claude/settings.local.json")));
     files.push((Scope::Managed, PathBuf::from("/etc/claude-code/managed-settings.json")));
     files
+}
+
+/// Claude Code's configuration directory, as Claude Code finds it: `CLAUDE_CONFIG_DIR`, or
+/// `~/.claude` (`HOME`).
+pub fn user_dir() -> Option<PathBuf> {
+    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|dir| !dir.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => std::env::var_os("HOME")
+            .filter(|home| !home.is_empty())
+            .map(|home| PathBuf::from(home).join(".claude")),
+    }
 }
 
 /// Merges settings `layers`, lowest precedence first, as Claude Code merges its files: objects

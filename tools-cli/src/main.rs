@@ -253,9 +253,9 @@ impl SettingsFile {
             }));
         }
         let root = workspace_root(args.root.as_deref())?;
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let user_dir = hierarchy::user_dir();
         let mut found = Vec::new();
-        for (scope, path) in hierarchy::claude_code_files(home.as_deref(), &root) {
+        for (scope, path) in hierarchy::claude_code_files(user_dir.as_deref(), &root) {
             if path.is_file() {
                 found.push((scope, read_json(&path, "settings")?, path));
             }

@@ -16,7 +16,7 @@ fn write(path: &std::path::Path, value: serde_json::Value) {
 /// `tools ARGS` in the fixture's workspace with `home` as HOME.
 fn run(fx: &Fixture, home: &std::path::Path, args: &[&str]) -> Run {
     let mut command = fx.command(args);
-    command.env("HOME", home);
+    command.env("HOME", home).env_remove("CLAUDE_CONFIG_DIR");
     common::run(command, None)
 }
 
@@ -72,6 +72,24 @@ fn the_user_project_and_local_files_merge_as_in_claude_code() {
     );
     let both = run(&fx, &home, &["call", "ls", "{}", "--no-settings", "--settings", only.to_str().unwrap()]);
     assert_eq!(both.code, 2, "{}", both.stderr);
+
+    // `CLAUDE_CONFIG_DIR` moves the user's file, as in Claude Code.
+    let config_dir = fx.dir.path().join("config");
+    write(&config_dir.join("settings.json"), json!({"permissions": {"deny": ["Read(./hello.txt)"]}}));
+    let mut command = fx.command(&["call", "read", r#"{"path": "hello.txt"}"#]);
+    command.env("HOME", &home).env("CLAUDE_CONFIG_DIR", &config_dir);
+    let moved = common::run(command, None);
+    assert!(
+        moved.json()["output"].as_str().unwrap().contains("`deny Read(./hello.txt)`"),
+        "{}",
+        moved.stdout
+    );
+    let user = std::fs::canonicalize(config_dir.join("settings.json")).unwrap();
+    assert!(
+        moved.stderr.starts_with(&format!("tools: settings: loaded {} (user), ", user.display())),
+        "{}",
+        moved.stderr
+    );
 }
 
 #[test]
