@@ -135,6 +135,65 @@ pub const HOME_PLACEHOLDERS: &[&str] = &[
     ".cargo/bin",
 ];
 
+/// The directories where the user's own services listen on Unix sockets, those that exist now:
+/// tmux's (`/tmp/tmux-UID`) and screen's servers, which run any program they are sent;
+/// `$XDG_RUNTIME_DIR` (`/run/user/UID`: the D-Bus session bus, `systemd --user`, the
+/// keyring, Wayland, PipeWire); ssh-agent's (`/tmp/ssh-*` of this user); X11's
+/// (`/tmp/.X11-unix`). Below Landlock ABI 9 nothing else keeps a command from connecting to a
+/// socket by its path: where commands get a mount namespace these are hidden from them
+/// (an empty read-only tmpfs over each), unless `allowUnixSockets` names a socket in one.
+pub fn service_socket_dirs() -> Vec<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let (uid, _) = crate::child::ids();
+        let mut dirs = vec![
+            PathBuf::from(format!("/tmp/tmux-{uid}")),
+            PathBuf::from("/run/screen"),
+            PathBuf::from("/var/run/screen"),
+            PathBuf::from(format!("/run/user/{uid}")),
+            PathBuf::from("/tmp/.X11-unix"),
+        ];
+        if let Some(runtime) =
+            std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|p| p.is_absolute())
+        {
+            dirs.push(runtime);
+        }
+        if let Ok(entries) = std::fs::read_dir("/tmp") {
+            for entry in entries.flatten() {
+                let ssh = entry.file_name().to_str().is_some_and(|name| name.starts_with("ssh-"));
+                // `symlink_metadata`: a link planted under that name is not a directory here.
+                if ssh && entry.path().symlink_metadata().is_ok_and(|m| m.is_dir() && m.uid() == uid) {
+                    dirs.push(entry.path());
+                }
+            }
+        }
+        dirs.retain(|dir| dir.symlink_metadata().is_ok_and(|m| m.is_dir()));
+        dirs.sort();
+        dirs.dedup();
+        dirs
+    }
+    #[cfg(not(target_os = "linux"))]
+    Vec::new()
+}
+
+impl SandboxPolicy {
+    /// The [service socket directories](service_socket_dirs) this policy hides from commands:
+    /// none when every Unix socket is allowed or commands are not confined; not one that holds a
+    /// socket `allowUnixSockets` names, nor one that holds or lies in a writable root.
+    pub fn hidden_socket_dirs(&self) -> Vec<PathBuf> {
+        if self.all_unix_sockets || !self.is_enforced() {
+            return Vec::new();
+        }
+        let writable = self.writable();
+        service_socket_dirs()
+            .into_iter()
+            .filter(|dir| !self.unix_sockets.iter().any(|socket| socket.starts_with(dir)))
+            .filter(|dir| !writable.iter().any(|root| root.starts_with(dir) || dir.starts_with(root)))
+            .collect()
+    }
+}
+
 /// The user's configuration that runs code, relative to the home directory: read-only when the
 /// home directory is, or lies beneath, a writable root.
 pub const HOME_PROTECTED: &[&str] = &[

@@ -179,11 +179,21 @@ impl Sandbox {
                 ));
             }
         }
-        if !policy.unix_sockets.is_empty() && !policy.all_unix_sockets && probe.landlock_abi < Some(9) {
+        if !policy.all_unix_sockets && probe.landlock_abi < Some(9) {
+            let hidden = policy.hidden_socket_dirs();
+            let hidden = match (probe.can_protect_paths(), hidden.is_empty()) {
+                (true, false) => format!(
+                    "; the user's service sockets are hidden ({})",
+                    hidden.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+                ),
+                (true, true) => "; no service socket directory of the user's was found to hide".to_owned(),
+                (false, _) => "; hiding the user's service sockets needs a mount namespace".to_owned(),
+            };
             report.missing.push(format!(
-                "Unix sockets by path limited to those listed (allowUnixSockets): it needs Landlock ABI 9 \
-                 (the kernel offers {}), so every socket file this user may write can be connected to",
-                probe.landlock_abi.map_or("none".to_owned(), |abi| abi.to_string())
+                "Unix sockets by path: Landlock confines them from ABI 9 (the kernel offers {}), so a command \
+                 can connect to any socket file it can reach{}{hidden}",
+                probe.landlock_abi.map_or("none".to_owned(), |abi| abi.to_string()),
+                if policy.unix_sockets.is_empty() { "" } else { ", not only those allowUnixSockets lists" },
             ));
         }
         if let Network::Proxy { port } = policy.network {
@@ -472,6 +482,7 @@ impl Sandbox {
         for state in &self.policy.hidden {
             hidden.extend(crate::session_dir::other_sessions(state));
         }
+        hidden.extend(self.policy.hidden_socket_dirs());
         // Even with nothing to protect or hide: the namespace holds the commands' `/dev/shm`.
         let probe = Probe::get();
         let user_namespace = if probe.mount_namespace {
