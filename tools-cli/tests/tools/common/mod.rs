@@ -36,6 +36,8 @@ impl Fixture {
     pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(TOOLS);
         command.args(args).current_dir(self.ws()).env("XDG_DATA_HOME", self.dir.path().join("data"));
+        // The user's Claude Code settings are looked for in the fixture, not in this machine's home.
+        command.env("CLAUDE_CONFIG_DIR", self.dir.path().join("claude"));
         command
     }
 
