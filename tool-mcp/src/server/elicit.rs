@@ -35,7 +35,8 @@ impl PermissionHook for ClientAsker {
 
 impl ClientAsker {
     async fn ask(&self, request: &PermissionRequest) -> PermissionDecision {
-        let rule = request.details.get("rule").and_then(Value::as_str).unwrap_or("a permission rule");
+        let asked_by = asked_by(request);
+        let rule = asked_by.as_str();
         if self.peer.peer_info().is_none() {
             // No `initialize`: protocol 2026-07-28 or a stateless HTTP request, neither of which
             // lets a server send requests to the client.
@@ -96,6 +97,22 @@ fn answer_schema() -> ElicitationSchema {
 }
 
 /// What the user reads: the tool, what it wants to do, and the rule that asked.
+/// What asks about `request`, for the sentences about it: the rule that said to ask, else what
+/// asks without a rule (the sandbox for more rights, the proxy for a host), so that a refusal
+/// never blames a rule that does not exist.
+fn asked_by(request: &PermissionRequest) -> String {
+    if let Some(rule) = request.details.get("rule").and_then(Value::as_str) {
+        return rule.to_owned();
+    }
+    match &request.kind {
+        PermissionKind::SandboxEscalation { .. } => {
+            "the sandbox (the command asks for more rights than it gives)".to_owned()
+        }
+        PermissionKind::NetworkHost { .. } => "the network proxy (no rule names the host)".to_owned(),
+        _ => "the permission policy".to_owned(),
+    }
+}
+
 fn question(request: &PermissionRequest, rule: &str) -> String {
     let what = match &request.kind {
         PermissionKind::Call { arguments } => {

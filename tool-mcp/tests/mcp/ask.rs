@@ -292,3 +292,23 @@ async fn a_sandbox_escalation_is_asked_of_the_client_even_under_the_default_perm
     assert!(user.questions().is_empty());
     client.cancel().await.unwrap();
 }
+
+/// An escalation no rule asked about, refused because the client cannot ask its user: the
+/// refusal names what asked (the sandbox), not a permission rule that does not exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_escalation_refused_for_want_of_elicitation_names_the_sandbox_not_a_rule() {
+    let mut user = User::new(Answer::Give(ElicitationAction::Accept, None));
+    user.declares_elicitation = false;
+    let client = serve_default(&user).await;
+    let (failed, text) = call(&client, "escalate", json!({"command": "make install"})).await;
+    assert!(failed, "{text}");
+    assert!(
+        text.contains(
+            "the sandbox (the command asks for more rights than it gives) says to ask first, and this MCP client \
+             cannot ask its user"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("permission rule"), "{text}");
+    client.cancel().await.unwrap();
+}
