@@ -136,8 +136,13 @@ fn candidates(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     if !text.starts_with('-') {
         out.push(text);
-    } else if !text.starts_with("--") && text.len() > 2 {
-        out.push(&text[2..]);
+    } else if !text.starts_with("--") {
+        // A short option's attached value (`-ofile`): what follows the option's character,
+        // which may take more than one byte (`-é`).
+        let mut option = text[1..].chars();
+        if option.next().is_some() {
+            out.push(option.as_str());
+        }
     }
     if let Some((_, value)) = text.split_once('=') {
         out.push(value);
@@ -235,4 +240,23 @@ pub(crate) fn walk(dir: &Path, how: Beneath) -> Vec<PathBuf> {
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::candidates;
+
+    /// A short option's attached value is what follows the option's character, however many
+    /// bytes that character takes (`cat -é` panicked here, found by the `shell_command` fuzz
+    /// target).
+    #[test]
+    fn an_option_of_a_multibyte_character_is_cut_on_its_boundary() {
+        assert_eq!(candidates("-é"), Vec::<&str>::new());
+        assert_eq!(candidates("-éfile"), ["file"]);
+        assert_eq!(candidates("-ofile"), ["file"]);
+        assert_eq!(candidates("-o"), Vec::<&str>::new());
+        assert_eq!(candidates("-"), Vec::<&str>::new());
+        assert_eq!(candidates("--out=dir/x"), ["dir/x"]);
+        assert_eq!(candidates("src/é.rs"), ["src/é.rs"]);
+    }
 }
