@@ -909,28 +909,19 @@ async fn priming_events_only_from_2025_11_25() {
         let answer = post(&served.url, &init, None, None, None).await;
         let session = answer.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_owned();
         assert_eq!(messages(answer).await[0]["result"]["protocolVersion"], json!(revision));
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let sent = http
-            .post(&served.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", revision)
-            .body(initialized.to_string())
-            .send()
-            .await
-            .unwrap();
+        // A message of the session, with the revision's header.
+        let send = |message: Value| {
+            http.post(&served.url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-session-id", &session)
+                .header("mcp-protocol-version", revision)
+                .body(message.to_string())
+                .send()
+        };
+        let sent = send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await.unwrap();
         assert_eq!(sent.status(), 202);
-        let list = http
-            .post(&served.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", revision)
-            .body(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string())
-            .send()
-            .await
-            .unwrap();
+        let list = send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await.unwrap();
         let body = list.text().await.unwrap();
         let data: Vec<&str> = body.lines().filter_map(|line| line.strip_prefix("data:")).collect();
         let empty = data.iter().filter(|data| data.trim().is_empty()).count();
