@@ -533,9 +533,9 @@ mod pre_exec {
         use std::os::fd::AsRawFd;
         let cgroup = cgroup.map(AsRawFd::as_raw_fd);
         // SAFETY: the closure runs in the forked child before `exec`, where only
-        // async-signal-safe calls are allowed: it makes at most four system calls (`write` to the
+        // async-signal-safe calls are allowed: it makes only system calls (`write` to the
         // cgroup's `cgroup.procs`, opened by the parent and still open in the child until `exec`
-        // closes it, `prctl`, `setsid`, `ioctl`) and allocates nothing (`from_raw_os_error` does not allocate). A
+        // closes it, `prctl`, `setsid`, `ioctl`, `signal`) and allocates nothing (`from_raw_os_error` does not allocate). A
         // refused `prctl` (a seccomp filter, say) is ignored: the command still runs, and its
         // processes are still found through their marker and group; only orphans that dropped
         // both are not. Without its session the command would share the host's terminal, and
@@ -556,6 +556,13 @@ mod pre_exec {
                 nix::unistd::setsid().map_err(|e| io::Error::from_raw_os_error(e as i32))?;
                 if terminal && nix::libc::ioctl(0, nix::libc::TIOCSCTTY as _, 0) == -1 {
                     return Err(io::Error::last_os_error());
+                }
+                // Interrupts as a terminal sends them, whatever the host was started with: a host
+                // started in the background of a shell without job control (or by `nohup`)
+                // ignores SIGINT, SIGQUIT (or SIGHUP), and an ignored signal stays ignored
+                // across `exec`, so Ctrl-C in the command's terminal would do nothing.
+                for signal in [nix::libc::SIGINT, nix::libc::SIGQUIT, nix::libc::SIGHUP] {
+                    nix::libc::signal(signal, nix::libc::SIG_DFL);
                 }
                 Ok(())
             });
