@@ -140,13 +140,7 @@ fn edits_files(command: &str) -> bool {
         let mut words = part.split_whitespace();
         let Some(program) = words.next() else { continue };
         if FILE_COMMANDS.contains(&program) {
-            let inside = words.all(|word| {
-                !word.starts_with('/')
-                    && !word.starts_with('~')
-                    && !word.contains('$')
-                    && !word.split('/').any(|part| part == "..")
-            });
-            if !inside {
+            if !words.all(names_a_workspace_path) {
                 return false;
             }
             edits = true;
@@ -155,6 +149,23 @@ fn edits_files(command: &str) -> bool {
         }
     }
     edits
+}
+
+/// Whether `word`, an argument of one of [`FILE_COMMANDS`], can only name a path beneath the
+/// working directory: a flag without an attached value (`-p`, `--parents`, `--`), or a relative
+/// path of plain characters without a `..` component. Anything the shell would expand or unquote
+/// (`$`, `~`, quotes, backslashes, globs, braces) and any option carrying its own value
+/// (`-t/tmp`, `--target-directory=/tmp`) is not judged: the command is then asked about.
+fn names_a_workspace_path(word: &str) -> bool {
+    if let Some(flag) = word.strip_prefix('-') {
+        let flag = flag.strip_prefix('-').unwrap_or(flag);
+        return flag.chars().all(|c| c.is_ascii_alphabetic() || c == '-');
+    }
+    let plain = |c: char| c.is_ascii_alphanumeric() || "._/+@%,:-".contains(c);
+    !word.is_empty()
+        && word.chars().all(plain)
+        && !word.starts_with('/')
+        && !word.split('/').any(|part| part == "..")
 }
 
 /// How `mode` sees `asked` of `tool`.
@@ -278,6 +289,17 @@ mod tests {
         assert!(!edits_files("cp a /etc/b"));
         assert!(!edits_files("mv ../a b"));
         assert!(!edits_files("touch ~/x"));
+        // Options carrying a path, quotes, escapes and globs are not judged.
+        assert!(!edits_files("mv -t/tmp a"));
+        assert!(!edits_files("cp --target-directory=/tmp .env"));
+        assert!(!edits_files("cp --target=/tmp .env"));
+        assert!(!edits_files("touch \"/tmp/x\""));
+        assert!(!edits_files("touch '../x'"));
+        assert!(!edits_files("touch \\/tmp/x"));
+        assert!(!edits_files("cp .env /tm?/x"));
+        assert!(!edits_files("mkdir {/tmp/x,y}"));
+        assert!(edits_files("mkdir -p --verbose -- src/a"));
+        assert!(edits_files("mv -t dir a"));
         assert!(!edits_files("mkdir $HOME/x"));
         assert!(!edits_files("mkdir a && rm -rf b"));
         assert_eq!(PermissionMode::parse("manual"), Some(PermissionMode::Default));
