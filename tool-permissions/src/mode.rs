@@ -139,8 +139,12 @@ fn edits_files(command: &str) -> bool {
     for part in &parts {
         let mut words = part.split_whitespace();
         let Some(program) = words.next() else { continue };
+        // After a change of directory the relative paths are no longer the workspace's.
+        if CHANGES_DIRECTORY.contains(&program) {
+            return false;
+        }
         if FILE_COMMANDS.contains(&program) {
-            if !words.all(names_a_workspace_path) {
+            if !words.all(|word| names_a_workspace_path(word) && !runs_code(Path::new(word))) {
                 return false;
             }
             edits = true;
@@ -149,6 +153,19 @@ fn edits_files(command: &str) -> bool {
         }
     }
     edits
+}
+
+/// Commands after which relative paths name something else.
+const CHANGES_DIRECTORY: &[&str] = &["cd", "pushd", "popd"];
+
+/// Names whose content runs code or decides the policy: git's metadata (hooks, `core.fsmonitor`),
+/// the agents' settings, instructions and MCP servers. The sandbox keeps commands from writing
+/// them; a permission mode that allows edits does not allow these without asking.
+const RUNS_CODE: &[&str] = &[".git", ".claude", ".mcp.json", "CLAUDE.md", "AGENTS.md", ".husky"];
+
+/// Whether a component of `path` is one of [`RUNS_CODE`].
+fn runs_code(path: &Path) -> bool {
+    path.components().any(|part| RUNS_CODE.iter().any(|name| part.as_os_str() == *name))
 }
 
 /// Whether `word`, an argument of one of [`FILE_COMMANDS`], can only name a path beneath the
@@ -181,6 +198,9 @@ pub(crate) fn class(
         None => Class::Other,
     };
     match asked {
+        // What runs code or holds the policy (git's metadata and hooks, the agents' settings) is
+        // never an ordinary edit: a mode that allows edits still asks about it.
+        Unmatched::Path(path) if runs_code(path) => Class::Other,
         Unmatched::Call | Unmatched::Path(_) => by_access(),
         Unmatched::Command(command) => {
             if shell::classify(command).is_read_only() {
@@ -300,6 +320,13 @@ mod tests {
         assert!(!edits_files("mkdir {/tmp/x,y}"));
         assert!(edits_files("mkdir -p --verbose -- src/a"));
         assert!(edits_files("mv -t dir a"));
+        // Not after a change of directory, nor on what runs code.
+        assert!(!edits_files("cd .. && touch x"));
+        assert!(!edits_files("cd /etc; mv a b"));
+        assert!(!edits_files("cp x .git/config"));
+        assert!(!edits_files("mkdir -p .claude/hooks"));
+        assert!(!edits_files("cp x sub/.git/hooks/pre-commit"));
+        assert!(runs_code(Path::new("/w/.claude/settings.json")) && !runs_code(Path::new("/w/src/git.rs")));
         assert!(!edits_files("mkdir $HOME/x"));
         assert!(!edits_files("mkdir a && rm -rf b"));
         assert_eq!(PermissionMode::parse("manual"), Some(PermissionMode::Default));
