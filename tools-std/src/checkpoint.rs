@@ -701,20 +701,32 @@ fn look(
         host::Kind::File if now.size > max_file_bytes => {
             (now, FileState::TooLarge { size: now.size, mtime: now.mtime })
         }
-        host::Kind::File => match host::read_file(listed.dir, listed.name, max_file_bytes, Some(&now))? {
-            host::Content::Bytes(bytes, read) => {
+        host::Kind::File => match host::read_file(listed.dir, listed.name, max_file_bytes, Some(&now)) {
+            // A file this process may not read (a command's `chmod 000`, a lease held on it) is
+            // recorded by its metadata and tried again by the next scan: failing the scan would
+            // let any command switch checkpoints and undo off for the session.
+            Err(e) if unreadable(&e) => (now, FileState::NotRead { size: now.size, mtime: now.mtime }),
+            Err(e) => return Err(e),
+            Ok(host::Content::Bytes(bytes, read)) => {
                 let blob = BlobId::of(&bytes);
                 lock_store().put_hashed(blob, &bytes)?;
                 (read, FileState::File { blob, mode: read.mode & 0o7777 })
             }
-            host::Content::TooLarge(read) => {
+            Ok(host::Content::TooLarge(read)) => {
                 (read, FileState::TooLarge { size: read.size, mtime: read.mtime })
             }
-            host::Content::Replaced => return Ok(None),
+            Ok(host::Content::Replaced) => return Ok(None),
         },
         host::Kind::Dir | host::Kind::Other => return Ok(None),
     };
     Ok(Some(Cached { stamp: Some(stamp(&stat)), state }))
+}
+
+/// Whether opening or reading a listed file failed only for this file (its permissions, a lease
+/// or a running executable), not for the scan as a whole.
+fn unreadable(error: &io::Error) -> bool {
+    matches!(error.kind(), io::ErrorKind::PermissionDenied | io::ErrorKind::WouldBlock)
+        || error.raw_os_error() == Some(nix::libc::ETXTBSY)
 }
 
 fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
@@ -1842,6 +1854,48 @@ mod tests {
 
     fn state(checkpoints: &Checkpoints, root: &Path, rel: &str) -> Option<FileState> {
         checkpoints.scan(root).unwrap().remove(Path::new(rel))
+    }
+
+    /// A file the host cannot open (here a write lease another process holds, so the host's
+    /// non-blocking open fails with EWOULDBLOCK, as root too; a command's `chmod 000` does the same
+    /// for an ordinary user) is recorded by its metadata, and the scan goes on: it used to fail
+    /// the scan, and with it every checkpoint and undo of the session.
+    #[test]
+    fn a_file_the_host_cannot_open_is_recorded_unread_and_the_scan_goes_on() {
+        use std::io::BufRead;
+        let tree = Tree::new("unopenable");
+        tree.write("a.txt", "a\n");
+        tree.write("held.txt", "held\n");
+        let holder = std::process::Command::new("python3")
+            .arg("-c")
+            .arg(
+                "import fcntl, os, signal, sys, time\n\
+                 signal.signal(signal.SIGIO, signal.SIG_IGN)\n\
+                 fd = os.open(sys.argv[1], os.O_WRONLY)\n\
+                 fcntl.fcntl(fd, 1024, fcntl.F_WRLCK)\n\
+                 print('held', flush=True)\n\
+                 time.sleep(30)\n",
+            )
+            .arg(tree.0.join("held.txt"))
+            .stdout(std::process::Stdio::piped())
+            .spawn();
+        let Ok(mut holder) = holder else {
+            return eprintln!("skipped: python3 is not installed");
+        };
+        let mut line = String::new();
+        std::io::BufReader::new(holder.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        if line.trim() != "held" {
+            let _ = holder.kill();
+            return eprintln!("skipped: this file system takes no lease");
+        }
+        let scanned = truth(&tree.0);
+        let _ = holder.kill();
+        let _ = holder.wait();
+        assert!(matches!(scanned.get(Path::new("a.txt")), Some(FileState::File { .. })), "{scanned:?}");
+        assert!(
+            matches!(scanned.get(Path::new("held.txt")), Some(FileState::NotRead { size: 5, .. })),
+            "{scanned:?}"
+        );
     }
 
     #[test]

@@ -92,7 +92,9 @@ async fn known_to_the_guard(ws: &Workspace, ctx: &ToolContext, report: &UndoRepo
                 let read = is_file
                     && ops
                         .open(target)
-                        .and_then(|file| std::io::Read::read_to_end(&mut file.take(limit + 1), &mut bytes))
+                        .and_then(|file| {
+                            std::io::Read::read_to_end(&mut file.take(limit.saturating_add(1)), &mut bytes)
+                        })
                         .is_ok()
                     && bytes.len() as u64 <= limit;
                 if read {
