@@ -312,11 +312,10 @@ impl Workspace {
         self.granted
             .get_or_init(|| {
                 let policy = self.egress.as_ref().map(|e| e.policy().clone()).unwrap_or_default();
-                let policy = match policy.clone().allow_host("*", "the network granted to this command") {
-                    Ok(granted) => granted,
-                    Err(_) => policy,
-                };
-                tool_egress::Egress::new(policy, None)
+                let granted = policy
+                    .allow_host("*", "the network granted to this command")
+                    .expect("`*` is a host pattern");
+                tool_egress::Egress::new(granted, None)
             })
             .clone()
     }
