@@ -171,7 +171,19 @@ async fn a_file_swapped_for_links_never_brings_the_hosts_environment_into_the_st
         if file.ends_with("outside-secret") {
             continue;
         }
-        let Ok(bytes) = std::fs::read(&file) else { continue };
+        // The command still swaps files for links: read only the regular file listed, not what a
+        // link swapped in since leads to.
+        use std::os::unix::fs::MetadataExt;
+        let Ok(listed) = std::fs::symlink_metadata(&file) else { continue };
+        let Ok(mut opened) = std::fs::File::open(&file) else { continue };
+        let same = opened.metadata().is_ok_and(|m| (m.dev(), m.ino()) == (listed.dev(), listed.ino()));
+        if !listed.is_file() || !same {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        if std::io::Read::read_to_end(&mut opened, &mut bytes).is_err() {
+            continue;
+        }
         let holds = |needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
         assert!(!holds(marker), "{} holds the host's environment", file.display());
         assert!(!holds(outside_marker), "{} holds the outside file", file.display());
