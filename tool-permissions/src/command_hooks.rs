@@ -86,9 +86,16 @@ impl HookCommand {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        if let Some(sandbox) = sandbox {
-            sandbox.apply(command.as_std_mut(), cwd).map_err(|e| format!("could not be sandboxed: {e}"))?;
-        }
+        // The placeholders of absent protected names are held until the hook and what it
+        // started are gone (the end of this function).
+        let _placeholders = match sandbox {
+            Some(sandbox) => Some(
+                sandbox
+                    .apply_holding(command.as_std_mut(), cwd)
+                    .map_err(|e| format!("could not be sandboxed: {e}"))?,
+            ),
+            None => None,
+        };
         let mut wrapped = CommandWrap::from(command);
         wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
         let mut child = wrapped.spawn().map_err(|e| format!("could not be started: {e}"))?;

@@ -29,6 +29,9 @@ const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 pub(crate) struct ChildTransport {
     child: Option<Box<dyn ChildWrapper>>,
     transport: AsyncRwTransport<RoleClient, LimitedLines<ChildStdout>, ChildStdin>,
+    /// The placeholders of the absent protected names a sandboxed server must not create, held
+    /// until it is stopped.
+    placeholders: Option<tool_sandbox::Placeholders>,
 }
 
 impl ChildTransport {
@@ -37,21 +40,24 @@ impl ChildTransport {
         stdout: ChildStdout,
         stdin: ChildStdin,
         limit: usize,
+        placeholders: Option<tool_sandbox::Placeholders>,
     ) -> Self {
         let transport = AsyncRwTransport::new(LimitedLines::new(stdout, limit), stdin)
             // Lines are cut at `limit` (plus the newline that ends a cut line) before rmcp reads them.
             .with_max_line_length(limit.saturating_add(2));
-        ChildTransport { child: Some(child), transport }
+        ChildTransport { child: Some(child), transport, placeholders }
     }
 }
 
 impl Drop for ChildTransport {
     fn drop(&mut self) {
+        let placeholders = self.placeholders.take();
         if let Some(mut child) = self.child.take()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             runtime.spawn(async move {
                 let _ = Box::into_pin(child.kill()).await;
+                drop(placeholders);
             });
         }
     }
@@ -77,10 +83,12 @@ impl Transport<RoleClient> for ChildTransport {
         let Some(child) = self.child.as_mut() else { return Ok(()) };
         if let Ok(Ok(_)) = tokio::time::timeout(EXIT_WAIT, child.wait()).await {
             self.child = None;
+            self.placeholders = None;
             return Ok(());
         }
         let stopped = Box::into_pin(child.kill()).await;
         self.child = None;
+        self.placeholders = None;
         stopped
     }
 }

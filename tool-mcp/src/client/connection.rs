@@ -73,16 +73,20 @@ pub(crate) async fn start(config: &ServerConfig, handler: MountHandler) -> Resul
             if let Some(cwd) = cwd {
                 cmd.current_dir(cwd);
             }
-            if let Some(sandbox) = &config.sandbox {
-                let dir = match cwd {
-                    Some(cwd) => std::path::PathBuf::from(cwd),
-                    None => std::env::current_dir()
-                        .map_err(|e| format!("cannot read the current directory: {e}"))?,
-                };
-                sandbox
-                    .apply(cmd.as_std_mut(), &dir)
-                    .map_err(|e| format!("cannot prepare the sandbox for `{command}`: {e}"))?;
-            }
+            let placeholders = match &config.sandbox {
+                Some(sandbox) => {
+                    let dir = match cwd {
+                        Some(cwd) => std::path::PathBuf::from(cwd),
+                        None => std::env::current_dir()
+                            .map_err(|e| format!("cannot read the current directory: {e}"))?,
+                    };
+                    let held = sandbox
+                        .apply_holding(cmd.as_std_mut(), &dir)
+                        .map_err(|e| format!("cannot prepare the sandbox for `{command}`: {e}"))?;
+                    Some(held)
+                }
+                None => None,
+            };
             let mut wrapped = CommandWrap::from(cmd);
             // A group of its own: stopping the server stops whatever it started (npx starts node).
             wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
@@ -97,7 +101,7 @@ pub(crate) async fn start(config: &ServerConfig, handler: MountHandler) -> Resul
                 )));
             };
             let stderr = child.stderr().take();
-            let process = ChildTransport::new(child, stdout, stdin, MAX_ANSWER_BYTES);
+            let process = ChildTransport::new(child, stdout, stdin, MAX_ANSWER_BYTES, placeholders);
             let lines: Arc<Mutex<VecDeque<String>>> = Arc::default();
             let (read_to_end, stderr_read) = watch::channel(stderr.is_none());
             if let Some(stderr) = stderr {

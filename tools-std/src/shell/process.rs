@@ -327,6 +327,13 @@ struct Target {
     shell: i32,
     #[cfg(target_os = "linux")]
     tree: tool_runtime::process_tree::Tree,
+    /// The sandbox and the placeholders of the absent protected names, held for as long as
+    /// the command's processes may run: the jobs it leaves in the background stay in its mount
+    /// namespace, where a placeholder removed by the host would no longer be bound, and the
+    /// name could be created. Kept with the command while it is remembered
+    /// ([`left_behind`]), which is until the session ends or its cgroup is seen empty.
+    #[cfg(unix)]
+    _held: Option<(Arc<tool_sandbox::Sandbox>, tool_sandbox::Placeholders)>,
 }
 
 impl Target {
@@ -484,6 +491,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
         shell,
         #[cfg(target_os = "linux")]
         tree: tool_runtime::process_tree::Tree::new(shell, COMMAND_ID_VAR, &marker, cgroup),
+        _held: held,
     });
     let registration = register(target.clone());
     Ok(ShellProcess {
@@ -494,7 +502,6 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
             target,
             registration,
             exited: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            _held: held,
         }),
     })
 }
@@ -685,9 +692,6 @@ mod unix {
         /// killed through it any more (processes the command left running in the background
         /// are the user's, unless a [`ShellHandle`] kills them).
         pub(super) exited: Arc<AtomicBool>,
-        /// The sandbox and the placeholders of the absent protected names, held while the call
-        /// or session controls the command.
-        pub(super) _held: Option<(Arc<tool_sandbox::Sandbox>, tool_sandbox::Placeholders)>,
     }
 
     /// The [`ShellHandle`] of a local command. While it lives, the command is registered:
