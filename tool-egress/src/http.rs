@@ -52,7 +52,7 @@ async fn connect(request: Request<Incoming>, ctx: Ctx) -> Response<Body> {
     #[cfg(feature = "tls")]
     if let Some(tls) = ctx.tls.clone()
         && let Some(name) = crate::policy::normalize(&host)
-        && ctx.decider.policy.secrets.iter().any(|s| s.hosts.iter().any(|p| p.matches(&name, port)))
+        && ctx.decider.policy.secrets.iter().any(|s| s.goes_to(&name, port, true))
     {
         return terminate(request, ctx, tls, name, port, upstream).await;
     }
@@ -139,7 +139,7 @@ async fn terminate(
                 if let Ok(value) = HeaderValue::from_str(&authority) {
                     request.headers_mut().insert(header::HOST, value);
                 }
-                swap_secrets(&ctx.decider.policy, &host, port, request.headers_mut());
+                swap_secrets(&ctx.decider.policy, &host, port, true, request.headers_mut());
                 // A WebSocket handshake is passed on with its secret put in ([`pass_back`]).
                 let client_upgrade = websocket.then(|| {
                     set_upgrade(request.headers_mut());
@@ -289,7 +289,7 @@ async fn forward(mut request: Request<Incoming>, ctx: Ctx) -> Response<Body> {
         request.headers_mut().insert(header::HOST, value);
     }
     if let Some(host) = crate::policy::normalize(authority.host()) {
-        swap_secrets(&ctx.decider.policy, &host, port, request.headers_mut());
+        swap_secrets(&ctx.decider.policy, &host, port, false, request.headers_mut());
     }
     let client_upgrade = websocket.then(|| {
         set_upgrade(request.headers_mut());
@@ -303,9 +303,10 @@ async fn forward(mut request: Request<Incoming>, ctx: Ctx) -> Response<Body> {
     }
 }
 
-/// Puts the secrets allowed for `host` in place of their placeholders.
-fn swap_secrets(policy: &crate::EgressPolicy, host: &str, port: u16, headers: &mut HeaderMap) {
-    for secret in policy.secrets.iter().filter(|s| s.hosts.iter().any(|p| p.matches(host, port))) {
+/// Puts the secrets allowed for `host` in place of their placeholders, in a request inside TLS
+/// (`tls`) or in plain HTTP.
+fn swap_secrets(policy: &crate::EgressPolicy, host: &str, port: u16, tls: bool, headers: &mut HeaderMap) {
+    for secret in policy.secrets.iter().filter(|s| s.goes_to(host, port, tls)) {
         for value in headers.values_mut() {
             let Ok(text) = value.to_str() else { continue };
             if text.contains(&secret.placeholder)

@@ -172,14 +172,26 @@ pub struct EgressPolicy {
 }
 
 /// A secret a command sees only as a placeholder, swapped back by the proxy in the headers of
-/// plain-HTTP requests to the hosts allowed for it.
+/// the requests to the hosts allowed for it: inside TLS the proxy terminates, and in plain HTTP
+/// only to the hosts named with `http://`.
 #[derive(Clone)]
 pub(crate) struct Secret {
     /// The environment variable that holds the placeholder in commands, when one does.
     pub(crate) var: Option<String>,
     pub(crate) placeholder: String,
     pub(crate) value: String,
+    /// Every host it may be sent to (over TLS).
     pub(crate) hosts: Vec<HostPattern>,
+    /// Those of `hosts` it may be sent to in plain HTTP too.
+    pub(crate) plain_http: Vec<HostPattern>,
+}
+
+impl Secret {
+    /// Whether the secret may go to `host` on `port`, in a request inside TLS (`tls`) or not.
+    pub(crate) fn goes_to(&self, host: &str, port: u16, tls: bool) -> bool {
+        let patterns = if tls { &self.hosts } else { &self.plain_http };
+        patterns.iter().any(|p| p.matches(host, port))
+    }
 }
 
 impl fmt::Debug for Secret {
@@ -257,10 +269,13 @@ impl EgressPolicy {
         self
     }
 
-    /// Swaps `placeholder` (see [`placeholder`]) back to `value` in the headers of plain-HTTP
-    /// requests to hosts matching one of `hosts`; a request to any other host carries the
-    /// placeholder, which is worth nothing. (Requests inside a `CONNECT` tunnel are encrypted
-    /// and left alone.)
+    /// Swaps `placeholder` (see [`placeholder`]) back to `value` in the headers of requests to
+    /// hosts matching one of `hosts`; a request to any other host carries the placeholder, which
+    /// is worth nothing. The secret goes only inside TLS: with the `tls` feature the proxy
+    /// terminates a `CONNECT` to those hosts with the session's CA, checks the host's own
+    /// certificate, and puts the secret into the requests inside. A plain-HTTP request, which
+    /// anyone on the path can read, gets it only when its host is written with the scheme,
+    /// `http://host` (or `http://host:port`), which allows both.
     pub fn secret(mut self, placeholder: &str, value: &str, hosts: &[&str]) -> Result<Self, String> {
         if placeholder.len() < 16 {
             return Err(
@@ -268,20 +283,32 @@ impl EgressPolicy {
                     .into(),
             );
         }
-        let hosts = hosts.iter().map(|h| HostPattern::parse(h)).collect::<Result<_, _>>()?;
+        let (mut patterns, mut plain_http) = (Vec::new(), Vec::new());
+        for host in hosts {
+            match host.trim().strip_prefix("http://") {
+                Some(plain) => {
+                    let pattern = HostPattern::parse(plain)?;
+                    plain_http.push(pattern.clone());
+                    patterns.push(pattern);
+                }
+                None => patterns.push(HostPattern::parse(host)?),
+            }
+        }
         self.secrets.push(Secret {
             var: None,
             placeholder: placeholder.to_owned(),
             value: value.to_owned(),
-            hosts,
+            hosts: patterns,
+            plain_http,
         });
         Ok(self)
     }
 
     /// The secret `value` of the environment variable `var`: commands started with
     /// [`EgressProxy::env`](crate::EgressProxy::env) get a fresh [`placeholder`] in `var`
-    /// instead, which the proxy swaps back to `value` only in the headers of plain-HTTP requests
-    /// to `hosts` (as [`EgressPolicy::secret`] does). The settings file names them in
+    /// instead, which the proxy swaps back to `value` only in the headers of requests to
+    /// `hosts` inside TLS, or in plain HTTP to those written `http://host` (as
+    /// [`EgressPolicy::secret`] does). The settings file names them in
     /// `sandbox.network.secrets` (see [`settings`](crate::settings)).
     pub fn secret_var(self, var: &str, value: &str, hosts: &[&str]) -> Result<Self, String> {
         let valid = !var.is_empty()
@@ -331,7 +358,7 @@ impl EgressPolicy {
         let secrets: Vec<String> = self.placeholders().into_iter().map(|(var, _)| var).collect();
         if !secrets.is_empty() {
             parts.push(format!(
-                "commands see placeholders for {}, put back only in plain-HTTP request headers to their hosts",
+                "commands see placeholders for {}, put back only in request headers to their hosts, inside TLS",
                 secrets.join(", ")
             ));
         }

@@ -11,7 +11,7 @@
 //! | `sandbox.network.allowedAddresses` | addresses and networks (`127.0.0.1`, `10.0.0.0/8`) that may be reached although not public |
 //! | `sandbox.network.limited` | limited mode: plain-HTTP `GET`, `HEAD`, `OPTIONS` only |
 //! | `sandbox.network.strictAllowlist` | never ask: a host no rule allows is refused |
-//! | `sandbox.network.secrets`: `{"GITHUB_TOKEN": ["api.github.com"]}` | commands see a placeholder in `GITHUB_TOKEN`; the proxy puts the value back only in plain-HTTP request headers to those hosts ([`NetworkSettings::with_secrets_from`]) |
+//! | `sandbox.network.secrets`: `{"GITHUB_TOKEN": ["api.github.com"]}` | commands see a placeholder in `GITHUB_TOKEN`; the proxy puts the value back only in the request headers to those hosts, inside TLS it terminates (the `tls` feature); a host written `http://host` gets it in plain HTTP too ([`NetworkSettings::with_secrets_from`]) |
 //! | `sandbox.network.allowLocalBinding` | returned in [`NetworkSettings`] for the sandbox: commands may bind and listen on TCP ports (`tool_sandbox::SandboxPolicy::allow_local_binding`) |
 //! | `sandbox.network.allowUnixSockets`, `allowAllUnixSockets` | returned in [`NetworkSettings`] for the sandbox (`unix_sockets`, `all_unix_sockets`): abstract sockets are scoped unless all are allowed; sockets by path are judged only on Landlock ABI 9 |
 //! | `sandbox.network.allowManagedDomainsOnly`, `allowMachLookup`, `httpProxyPort`, `socksProxyPort`, `tlsTerminate` | accepted, no effect |
@@ -66,7 +66,8 @@ impl NetworkSettings {
     /// Adds each secret of [`NetworkSettings::secrets`] whose variable `lookup` finds (the
     /// agent's environment, say: `|name| std::env::var(name).ok()`) to the policy as an
     /// [`EgressPolicy::secret_var`]: commands then see a placeholder in that variable, and the
-    /// proxy swaps the value back only in plain-HTTP request headers to the secret's hosts.
+    /// proxy swaps the value back only in the request headers to the secret's hosts, inside TLS
+    /// (or in plain HTTP to a host written `http://host`).
     /// Returns the names `lookup` did not find, which have nothing to protect.
     pub fn with_secrets_from(
         mut self,

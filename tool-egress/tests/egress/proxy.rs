@@ -515,17 +515,27 @@ async fn a_secret_placeholder_is_swapped_only_for_its_hosts() {
     let token = tool_egress::placeholder("GITHUB_TOKEN");
     assert!(token.starts_with("egress-placeholder-GITHUB_TOKEN-"));
     assert_ne!(token, tool_egress::placeholder("GITHUB_TOKEN"), "a fresh one each time");
-    let proxy = EgressProxy::start(
-        with_loopback(policy()).secret(&token, "real-secret", &["allowed.test"]).unwrap(),
-        None,
-    )
-    .await
-    .unwrap();
     let request = |host: &str| {
         format!(
             "GET http://{host}:{port}/ HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
         )
     };
+    // A host named without a scheme gets the secret only inside TLS: not in plain HTTP.
+    let tls_only = EgressProxy::start(
+        with_loopback(policy()).secret(&token, "real-secret", &["allowed.test"]).unwrap(),
+        None,
+    )
+    .await
+    .unwrap();
+    let answer = raw(&tls_only, &request("allowed.test")).await;
+    assert!(answer.ends_with(&format!("Bearer {token}")), "{answer}");
+    // Written `http://`, it gets it in plain HTTP too.
+    let proxy = EgressProxy::start(
+        with_loopback(policy()).secret(&token, "real-secret", &["http://allowed.test"]).unwrap(),
+        None,
+    )
+    .await
+    .unwrap();
     let answer = raw(&proxy, &request("allowed.test")).await;
     assert!(answer.ends_with("Bearer real-secret"), "{answer}");
     // `rebind.test` is allowed too, but not for this secret: it gets the placeholder.
@@ -591,7 +601,7 @@ async fn a_plain_http_websocket_upgrade_is_relayed_with_the_secret_put_in() {
     let port = host.port();
     let token = tool_egress::placeholder("WS_TOKEN");
     let proxy = EgressProxy::start(
-        with_loopback(policy()).secret(&token, "real-secret", &["allowed.test"]).unwrap(),
+        with_loopback(policy()).secret(&token, "real-secret", &["http://allowed.test"]).unwrap(),
         None,
     )
     .await

@@ -279,7 +279,7 @@ fn a_secret_named_in_the_settings_reaches_only_its_host_and_commands_see_a_place
         &settings,
         json!({
             "permissions": {"allow": ["WebFetch(domain:localhost)"]},
-            "sandbox": {"network": {"allowedAddresses": ["127.0.0.1"], "secrets": {"EGRESS_TOKEN": ["localhost"]}}},
+            "sandbox": {"network": {"allowedAddresses": ["127.0.0.1"], "secrets": {"EGRESS_TOKEN": ["http://localhost"]}}},
             "environment": {"inheritAll": true}
         })
         .to_string(),
