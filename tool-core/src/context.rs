@@ -4,7 +4,7 @@ use std::any::{Any, TypeId, type_name};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering, fence};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -158,6 +158,9 @@ pub(crate) struct Inner {
     pub(crate) tasks: Option<Arc<dyn TaskTaker>>,
     /// Who samples for the call ([`CallOptions::sampler`](crate::CallOptions)).
     pub(crate) sampler: Option<Arc<dyn Sampler>>,
+    /// The dispatcher running the call (none for a context built by hand). Weak: a dispatcher
+    /// outlives its calls, and a context kept past its call must not keep the dispatcher alive.
+    pub(crate) dispatcher: Option<Weak<crate::dispatch::Inner>>,
 }
 
 /// The ids of one call, as the record a dispatcher keeps of it holds them.
@@ -388,6 +391,7 @@ impl ToolContext {
                 turn: inner.turn.clone(),
                 tasks: inner.tasks.clone(),
                 sampler: inner.sampler.clone(),
+                dispatcher: inner.dispatcher.clone(),
             }),
         }
     }
@@ -458,6 +462,27 @@ impl ToolContext {
         self.inner.sampler.clone().or_else(|| {
             self.dependencies().get::<crate::sampling::SamplerDependency>().map(|sampler| sampler.0.clone())
         })
+    }
+
+    /// The dispatcher running this call, for a tool that makes calls of its own (a script's tool
+    /// calls, through [`Dispatcher::nested`](crate::Dispatcher::nested)); `None` for a context
+    /// built by hand, or once the dispatcher is gone.
+    pub fn dispatcher(&self) -> Option<crate::Dispatcher> {
+        self.inner.dispatcher.as_ref()?.upgrade().map(crate::Dispatcher::from_inner)
+    }
+
+    /// The options of a call this call's tool makes itself: the same asker, person to ask,
+    /// turn and sampler as this call, so that a nested call is asked about and answered as this
+    /// one is. Its time limit is its own, and it takes no tasks (this call waits for it).
+    pub fn nested_call_options(&self) -> crate::CallOptions {
+        let inner = &self.inner;
+        crate::CallOptions {
+            asker: inner.asker.clone(),
+            user: inner.user.clone(),
+            turn: inner.turn.clone(),
+            sampler: inner.sampler.clone(),
+            ..crate::CallOptions::default()
+        }
     }
 
     /// Whether the caller takes over work this call leaves running ([`ToolContext::hand_off`]).
@@ -731,6 +756,7 @@ impl ContextBuilder {
                 turn: self.turn,
                 tasks: self.tasks,
                 sampler: self.sampler,
+                dispatcher: None,
             }),
         }
     }

@@ -9,7 +9,7 @@ mod repeat;
 mod run;
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::sync::{RwLock, Semaphore};
@@ -324,7 +324,8 @@ impl DispatcherBuilder {
     /// Builds the dispatcher.
     pub fn build(self) -> Dispatcher {
         Dispatcher {
-            inner: Arc::new(Inner {
+            inner: Arc::new_cyclic(|me| Inner {
+                me: me.clone(),
                 registry: self.registry,
                 shared: Arc::new(Shared {
                     session_id: self.session_id,
@@ -343,6 +344,10 @@ impl DispatcherBuilder {
 }
 
 pub(crate) struct Inner {
+    /// This dispatcher, for the contexts of its calls ([`ToolContext::dispatcher`]).
+    ///
+    /// [`ToolContext::dispatcher`]: crate::ToolContext::dispatcher
+    me: Weak<Inner>,
     registry: Arc<Registry>,
     /// What every call's context shares: session id and state, dependencies, permission hook.
     shared: Arc<Shared>,
@@ -469,18 +474,51 @@ impl Dispatcher {
     /// A dispatcher with `self`'s hooks, limits, output store, event sink and concurrency cap
     /// over the given registry, session and parallel gate, with a fresh repeat guard.
     fn derive(&self, registry: Arc<Registry>, shared: Arc<Shared>, gate: Arc<RwLock<()>>) -> Dispatcher {
+        self.derive_capped(registry, shared, gate, self.inner.cap.clone())
+    }
+
+    fn derive_capped(
+        &self,
+        registry: Arc<Registry>,
+        shared: Arc<Shared>,
+        gate: Arc<RwLock<()>>,
+        cap: Option<Arc<Semaphore>>,
+    ) -> Dispatcher {
         let inner = &self.inner;
         Dispatcher {
-            inner: Arc::new(Inner {
+            inner: Arc::new_cyclic(|me| Inner {
+                me: me.clone(),
                 registry,
                 shared,
                 gate,
-                cap: inner.cap.clone(),
+                cap,
                 repeat: inner.repeat,
                 last_call: Mutex::new(None),
                 config: inner.config.clone(),
             }),
         }
+    }
+
+    /// A dispatcher for the calls that a running call makes itself (a script's tool calls) over
+    /// `registry`: the same session (id and state), dependencies, permission hook, hooks, limits,
+    /// output store and event sink as `self`, so that each nested call is validated, asked
+    /// about, hooked, limited, truncated and reported as a model's call is. It has a parallel
+    /// gate and a repeat guard of its own and no concurrency cap: the running call holds its
+    /// guard and permit of `self`, which its own calls would otherwise wait for forever. Among
+    /// themselves, nested calls keep the parallel policy: `parallel` tools overlap, others run
+    /// one at a time.
+    ///
+    /// A running call reaches its dispatcher with [`ToolContext::dispatcher`], and passes on its
+    /// asker with [`ToolContext::nested_call_options`].
+    ///
+    /// [`ToolContext::dispatcher`]: crate::ToolContext::dispatcher
+    /// [`ToolContext::nested_call_options`]: crate::ToolContext::nested_call_options
+    pub fn nested(&self, registry: impl Into<Arc<Registry>>) -> Dispatcher {
+        self.derive_capped(registry.into(), self.inner.shared.clone(), Arc::new(RwLock::new(())), None)
+    }
+
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> Dispatcher {
+        Dispatcher { inner }
     }
 
     /// How long a stopped call may take to hand back what it has

@@ -276,6 +276,7 @@ impl Inner {
             turn: pending.options.turn.clone(),
             tasks: pending.options.tasks.clone(),
             sampler: pending.options.sampler.clone(),
+            dispatcher: Some(self.me.clone()),
         })
     }
 

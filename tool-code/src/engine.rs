@@ -1,0 +1,417 @@
+//! The interpreter: one QuickJS runtime per script, on a thread of its own, under its memory
+//! limit and an interrupt handler that stops it at its deadline or when the host says so. Its
+//! only ways out are the messages it sends the host: a tool call, and the script's end.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Instant;
+
+use rquickjs::context::{EvalOptions, intrinsic};
+use rquickjs::{
+    Array, Context, Ctx, Exception, Function, IntoJs, Object, Promise, Runtime, Value, promise::PromiseState,
+};
+use serde_json::Value as Json;
+use tokio::sync::mpsc::UnboundedSender;
+use tool_providers::catalog::{Catalog, SearchRequest};
+
+use crate::describe;
+use crate::limits::{Limits, Stop};
+
+/// Why the script stops: set once, by the host or the interpreter, and read by the interrupt
+/// handler.
+#[derive(Debug, Default)]
+pub(crate) struct StopFlag(AtomicU8);
+
+impl StopFlag {
+    /// Stops the script for `stop`, unless it was already stopped for something else.
+    pub(crate) fn stop(&self, stop: Stop) {
+        let _ = self.0.compare_exchange(0, stop.as_u8(), Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    pub(crate) fn get(&self) -> Option<Stop> {
+        Stop::from_u8(self.0.load(Ordering::SeqCst))
+    }
+}
+
+/// What the script asks of the host.
+#[derive(Debug)]
+pub(crate) enum ToHost {
+    /// A tool call, numbered in the order the script made it (from 1).
+    Call { id: u64, tool: String, arguments: Json },
+    /// The script ended (by itself, by an uncaught error, or stopped).
+    Done(Finished),
+}
+
+/// What the host tells the script.
+#[derive(Debug)]
+pub(crate) enum ToScript {
+    /// A tool call ended.
+    Settled { id: u64, result: Settled },
+    /// Look at the stop flag.
+    Wake,
+}
+
+/// How a tool call ended, as the script sees it.
+#[derive(Debug)]
+pub(crate) enum Settled {
+    /// Its result: the text the model would read, and the structured content.
+    Ok { text: String, structured: Option<Json> },
+    /// An error result, thrown in the script as a `ToolError`.
+    Err { tool: String, kind: String, message: String },
+}
+
+/// How a script ended.
+#[derive(Debug, Default)]
+pub(crate) struct Finished {
+    /// What it printed, then its final value.
+    pub(crate) output: String,
+    /// The uncaught error (or why it could not end), if any.
+    pub(crate) error: Option<String>,
+    /// How many tool calls it made.
+    pub(crate) calls: u64,
+}
+
+/// Everything a script's thread needs.
+pub(crate) struct Setup {
+    pub(crate) source: String,
+    pub(crate) tools: Vec<String>,
+    pub(crate) search: Option<Catalog>,
+    pub(crate) limits: Limits,
+    pub(crate) deadline: Instant,
+    pub(crate) stop: Arc<StopFlag>,
+    pub(crate) to_host: UnboundedSender<ToHost>,
+    pub(crate) from_host: Receiver<ToScript>,
+}
+
+/// The stack QuickJS may use, below the thread's own.
+const JS_STACK: usize = 1 << 20;
+const THREAD_STACK: usize = 8 << 20;
+
+/// Starts the script on a thread of its own; it always ends with a [`ToHost::Done`] (unless
+/// the host went away first).
+pub(crate) fn spawn(setup: Setup) -> std::io::Result<()> {
+    std::thread::Builder::new().name("code-script".into()).stack_size(THREAD_STACK).spawn(move || {
+        let to_host = setup.to_host.clone();
+        let finished = run(setup);
+        let _ = to_host.send(ToHost::Done(finished));
+    })?;
+    Ok(())
+}
+
+/// The intrinsics a script gets: the language and its data structures, no clock (`Date`,
+/// `performance`).
+type Intrinsics = (
+    intrinsic::Eval,
+    intrinsic::RegExpCompiler,
+    intrinsic::RegExp,
+    intrinsic::Json,
+    intrinsic::Proxy,
+    intrinsic::MapSet,
+    intrinsic::TypedArrays,
+    intrinsic::Promise,
+    intrinsic::WeakRef,
+);
+
+/// Runs the script to its end.
+pub(crate) fn run(setup: Setup) -> Finished {
+    let Ok(runtime) = Runtime::new() else {
+        return Finished {
+            error: Some("The script interpreter could not start.".into()),
+            ..Finished::default()
+        };
+    };
+    runtime.set_memory_limit(setup.limits.memory_bytes);
+    runtime.set_max_stack_size(JS_STACK);
+    let stop = setup.stop.clone();
+    let deadline = setup.deadline;
+    runtime.set_interrupt_handler(Some(Box::new(move || {
+        if stop.get().is_some() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            stop.stop(Stop::WallTime);
+            return true;
+        }
+        false
+    })));
+    let Ok(context) = Context::custom::<Intrinsics>(&runtime) else {
+        return Finished {
+            error: Some("The script interpreter could not start.".into()),
+            ..Finished::default()
+        };
+    };
+    let finished = context.with(|ctx| Script::new(ctx).run(&setup));
+    drop(context);
+    drop(runtime);
+    finished
+}
+
+/// The script's state on its thread, shared with the functions the script calls.
+#[derive(Default)]
+struct State {
+    output: String,
+    /// Tool calls made.
+    calls: u64,
+    /// Tool calls not settled yet.
+    in_flight: usize,
+}
+
+impl State {
+    /// Appends `text` within the output limit; past it, what fits, and `false`.
+    fn write(&mut self, text: &str, limit: usize) -> bool {
+        let room = limit.saturating_sub(self.output.len());
+        if text.len() <= room {
+            self.output.push_str(text);
+            return true;
+        }
+        let mut end = room;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.output.push_str(&text[..end]);
+        false
+    }
+}
+
+struct Script<'js> {
+    ctx: Ctx<'js>,
+    state: Rc<RefCell<State>>,
+}
+
+impl<'js> Script<'js> {
+    fn new(ctx: Ctx<'js>) -> Self {
+        Script { ctx, state: Rc::default() }
+    }
+
+    fn run(mut self, setup: &Setup) -> Finished {
+        let error = match self.evaluate(setup) {
+            Ok(()) => None,
+            Err(error) => Some(error),
+        };
+        let state = self.state.borrow();
+        Finished { output: state.output.clone(), error, calls: state.calls }
+    }
+
+    /// Installs the globals, runs the script and waits for its tool calls until it ends.
+    fn evaluate(&mut self, setup: &Setup) -> Result<(), String> {
+        let ctx = self.ctx.clone();
+        let settle = self.install(setup).map_err(|e| self.exception(e))?;
+        let mut options = EvalOptions::default();
+        options.global = true;
+        options.strict = false;
+        options.promise = true;
+        options.filename = Some("script.js".into());
+        let promise: Promise<'js> =
+            ctx.eval_with_options(setup.source.as_bytes(), options).map_err(|e| self.exception(e))?;
+        loop {
+            while ctx.execute_pending_job() {}
+            if setup.stop.get().is_some() {
+                return Ok(());
+            }
+            match promise.state() {
+                PromiseState::Resolved => {
+                    let value = promise
+                        .result::<Value<'js>>()
+                        .and_then(Result::ok)
+                        .unwrap_or_else(|| Value::new_undefined(ctx.clone()));
+                    return self.final_value(value, setup);
+                }
+                PromiseState::Rejected => {
+                    let error = match promise.result::<Value<'js>>() {
+                        Some(Err(rquickjs::Error::Exception)) => ctx.catch(),
+                        _ => Value::new_undefined(ctx.clone()),
+                    };
+                    return Err(self.describe_thrown(error));
+                }
+                PromiseState::Pending => {}
+            }
+            if self.state.borrow().in_flight == 0 {
+                return Err("The script is waiting for a promise that nothing will settle: no tool call is \
+                            running. Await only tool calls and promises they settle."
+                    .into());
+            }
+            let remaining = setup.deadline.saturating_duration_since(Instant::now());
+            let message = match setup.from_host.recv_timeout(remaining) {
+                Ok(message) => message,
+                Err(RecvTimeoutError::Timeout) => {
+                    setup.stop.stop(Stop::WallTime);
+                    return Ok(());
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    setup.stop.stop(Stop::Cancelled);
+                    return Ok(());
+                }
+            };
+            self.receive(&settle, message)?;
+            // Settle every call that ended meanwhile before running the script again.
+            while let Ok(message) = setup.from_host.try_recv() {
+                self.receive(&settle, message)?;
+            }
+        }
+    }
+
+    fn receive(&mut self, settle: &Function<'js>, message: ToScript) -> Result<(), String> {
+        let ToScript::Settled { id, result } = message else { return Ok(()) };
+        {
+            let mut state = self.state.borrow_mut();
+            state.in_flight = state.in_flight.saturating_sub(1);
+        }
+        let ctx = &self.ctx;
+        let outcome = match result {
+            Settled::Ok { text, structured } => (|| {
+                let value = Object::new(ctx.clone())?;
+                value.set("text", text)?;
+                let structured = match structured {
+                    Some(structured) => {
+                        ctx.json_parse(serde_json::to_string(&structured).unwrap_or_default())?
+                    }
+                    None => Value::new_null(ctx.clone()),
+                };
+                value.set("structured", structured)?;
+                value.set("is_error", false)?;
+                settle.call::<_, ()>((id as f64, true, value))
+            })(),
+            Settled::Err { tool, kind, message } => settle.call::<_, ()>((
+                id as f64,
+                false,
+                Value::new_undefined(ctx.clone()),
+                tool,
+                kind,
+                message,
+            )),
+        };
+        outcome.map_err(|e| self.exception(e))
+    }
+
+    /// Defines `tools`, `console`, `print` and `ToolError`; gives the function that settles a
+    /// call.
+    fn install(&mut self, setup: &Setup) -> rquickjs::Result<Function<'js>> {
+        let ctx = self.ctx.clone();
+        let prelude: Function<'js> = ctx.eval(PRELUDE)?;
+
+        let state = self.state.clone();
+        let to_host = setup.to_host.clone();
+        let stop = setup.stop.clone();
+        let limits = setup.limits;
+        let host_call = Function::new(ctx.clone(), move |ctx: Ctx<'js>, tool: String, arguments: String| {
+            let mut state = state.borrow_mut();
+            if state.calls >= u64::from(limits.nested_calls) {
+                stop.stop(Stop::NestedCalls);
+                return Err(Exception::throw_internal(&ctx, &Stop::NestedCalls.message(&limits).to_string()));
+            }
+            let arguments: Json = serde_json::from_str(&arguments)
+                .map_err(|e| Exception::throw_type(&ctx, &format!("the arguments of tools.{tool}: {e}")))?;
+            state.calls += 1;
+            let id = state.calls;
+            if to_host.send(ToHost::Call { id, tool, arguments }).is_err() {
+                stop.stop(Stop::Cancelled);
+                return Err(Exception::throw_internal(&ctx, "The script was cancelled."));
+            }
+            state.in_flight += 1;
+            Ok(id as f64)
+        })?;
+
+        let state = self.state.clone();
+        let stop = setup.stop.clone();
+        let host_print = Function::new(ctx.clone(), move |ctx: Ctx<'js>, text: String| {
+            let mut state = state.borrow_mut();
+            if !(state.write(&text, limits.output_bytes) && state.write("\n", limits.output_bytes)) {
+                stop.stop(Stop::Output);
+                return Err(Exception::throw_internal(&ctx, &Stop::Output.message(&limits).to_string()));
+            }
+            Ok(())
+        })?;
+
+        let search = setup.search.clone();
+        let has_search = search.is_some();
+        let host_search =
+            Function::new(ctx.clone(), move |ctx: Ctx<'js>, query: String, limit: Option<f64>| {
+                let found = Array::new(ctx.clone())?;
+                let Some(catalog) = &search else { return Ok::<_, rquickjs::Error>(found) };
+                let mut request = SearchRequest::new(query);
+                if let Some(limit) = limit {
+                    request.limit = (limit.max(1.0) as usize).min(tool_providers::catalog::MAX_LIMIT);
+                }
+                for (i, spec) in catalog.search(&request).into_iter().enumerate() {
+                    let entry = Object::new(ctx.clone())?;
+                    entry.set("name", spec.name.as_str())?;
+                    entry.set("declaration", describe::declaration(spec))?;
+                    found.set(i, entry)?;
+                }
+                Ok(found)
+            })?;
+
+        let names = setup.tools.clone().into_js(&ctx)?;
+        let settle: Function<'js> = prelude.call((host_call, host_print, host_search, names, has_search))?;
+        Ok(settle)
+    }
+
+    /// The script's final value, printed after its output (nothing for `undefined`).
+    fn final_value(&mut self, value: Value<'js>, setup: &Setup) -> Result<(), String> {
+        // A script evaluated with top-level await resolves to `{ value }`: its completion value.
+        let value = match value.as_object() {
+            Some(object) => object
+                .get::<_, Value<'js>>("value")
+                .unwrap_or_else(|_| Value::new_undefined(self.ctx.clone())),
+            None => value,
+        };
+        if value.is_undefined() {
+            return Ok(());
+        }
+        let text = match value.as_string() {
+            Some(text) => text.to_string().unwrap_or_default(),
+            None => match self.ctx.json_stringify_replacer_space(
+                value.clone(),
+                Value::new_undefined(self.ctx.clone()),
+                2,
+            ) {
+                Ok(Some(text)) => text.to_string().unwrap_or_default(),
+                _ => String::new(),
+            },
+        };
+        if !self.state.borrow_mut().write(&text, setup.limits.output_bytes) {
+            setup.stop.stop(Stop::Output);
+        }
+        Ok(())
+    }
+
+    /// An error of the interpreter, with the exception it raised.
+    fn exception(&self, error: rquickjs::Error) -> String {
+        match error {
+            rquickjs::Error::Exception => {
+                let thrown = self.ctx.catch();
+                self.describe_thrown(thrown)
+            }
+            rquickjs::Error::Allocation => "out of memory".into(),
+            other => other.to_string(),
+        }
+    }
+
+    /// What the script threw, as the model reads it: `Name: message` and the script's stack.
+    fn describe_thrown(&self, thrown: Value<'js>) -> String {
+        if let Some(exception) = thrown.as_exception() {
+            let name: String = exception.get("name").unwrap_or_else(|_| "Error".into());
+            let message = exception.message().unwrap_or_default();
+            let mut text = format!("{name}: {message}");
+            if let Some(stack) = exception.stack().filter(|stack| !stack.trim().is_empty()) {
+                text.push('\n');
+                text.push_str(stack.trim_end());
+            }
+            return text;
+        }
+        if let Some(text) = thrown.as_string().and_then(|s| s.to_string().ok()) {
+            return text;
+        }
+        match self.ctx.json_stringify(thrown) {
+            Ok(Some(text)) => text.to_string().unwrap_or_default(),
+            _ => "a value that is not an error".into(),
+        }
+    }
+}
+
+/// Defines the script's globals from the host's functions; returns the function that settles a
+/// tool call's promise.
+const PRELUDE: &str = include_str!("prelude.js");
