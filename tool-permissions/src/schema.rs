@@ -176,6 +176,8 @@ struct Sandbox {
     /// Sandboxed commands run without asking when no rule decides them (default `true`).
     #[serde(rename = "autoAllowBashIfSandboxed")]
     auto_allow_bash_if_sandboxed: Option<bool>,
+    /// Bounds on each command's processes and memory.
+    limits: Option<Limits>,
     filesystem: Option<Filesystem>,
     /// The network proxy's rules (see the tool-egress crate).
     network: Option<BTreeMap<String, Value>>,
@@ -197,6 +199,43 @@ struct Filesystem {
     /// More protected paths.
     #[serde(rename = "denyWrite")]
     deny_write: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Limits {
+    /// At most this many processes and threads per command (default 4096), or `false`.
+    processes: Option<Count>,
+    /// At most this much memory per command: bytes, a size such as `"4G"`, or `false` (the
+    /// default).
+    memory: Option<Bound>,
+}
+
+/// A number, or `false` for none.
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum Count {
+    /// A positive number.
+    Number(#[schemars(range(min = 1))] u64),
+    /// `false`: no bound.
+    #[schemars(extend("const" = false))]
+    Off(bool),
+}
+
+/// A size, or `false` for none.
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum Bound {
+    /// A positive number.
+    Number(#[schemars(range(min = 1))] u64),
+    /// A size with `K`, `M` or `G`.
+    Size(#[schemars(regex(pattern = r"^\s*[0-9]+\s*[kKmMgG]?\s*$"))] String),
+    /// `false`: no bound.
+    #[schemars(extend("const" = false))]
+    Off(bool),
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -288,7 +327,9 @@ mod tests {
             json!({"hooks": {"Stop": [], "PreToolUse": [{"hooks": [{"type": "command", "command": "x", "timeout": 5}]}]},
                    "disableAllHooks": true}),
             json!({"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": false, "network": {},
-                               "filesystem": {"allowWrite": ["b"]}, "ignoreViolations": {}}}),
+                               "filesystem": {"allowWrite": ["b"]}, "ignoreViolations": {},
+                               "limits": {"processes": 64, "memory": "1G"}}}),
+            json!({"sandbox": {"limits": {"processes": false, "memory": 1048576}}}),
             json!({"environment": {"inherit": ["AWS_*"], "inheritAll": false}}),
         ];
         let refused = [
@@ -307,6 +348,11 @@ mod tests {
             json!({"disableAllHooks": "yes"}),
             json!({"permissions": null}),
             json!({"sandbox": {"enabled": null}}),
+            json!({"sandbox": {"limits": {"cpu": 1}}}),
+            json!({"sandbox": {"limits": {"processes": true}}}),
+            json!({"sandbox": {"limits": {"processes": 0}}}),
+            json!({"sandbox": {"limits": {"memory": "lots"}}}),
+            json!({"sandbox": {"limits": {"processes": "64"}}}),
         ];
         let catalog = || {
             ToolCatalog::new()

@@ -116,6 +116,10 @@ pub struct SandboxSettings {
     /// sandbox run without asking when no rule decides them (see
     /// [`Policy::sandboxed_commands`](crate::Policy::sandboxed_commands)).
     pub auto_allow_bash_if_sandboxed: Option<bool>,
+    /// `limits`: bounds on each command, `{"processes": 1024, "memory": "4G"}` (a number, a
+    /// size with `K`, `M` or `G`, or `false` for no bound); a key left out keeps its default
+    /// (see [`tool_sandbox::Limits`]).
+    pub limits: Option<tool_sandbox::Limits>,
 }
 
 impl Settings {
@@ -278,6 +282,7 @@ fn sandbox_section(
                 }
             }
             "autoAllowBashIfSandboxed" => out.auto_allow_bash_if_sandboxed = Some(flag(value, key)?),
+            "limits" => out.limits = Some(limits(value)?),
             // The network proxy's (tool-egress).
             "network" => {}
             other
@@ -289,12 +294,57 @@ fn sandbox_section(
             other => {
                 return Err(format!(
                     "unknown key `sandbox.{other}`; expected one of enabled, excludedCommands, \
-                     networkCommands, allowUnsandboxedCommands, allowGitWrites, filesystem, network"
+                     networkCommands, allowUnsandboxedCommands, allowGitWrites, autoAllowBashIfSandboxed, \
+                     filesystem, network, limits"
                 ));
             }
         }
     }
     Ok(out)
+}
+
+/// `sandbox.limits`: each key a bound, or `false` for none; the others keep their defaults.
+fn limits(value: &Value) -> Result<tool_sandbox::Limits, String> {
+    let Value::Object(section) = value else {
+        return Err(
+            "`sandbox.limits` must be an object: {\"processes\": 1024, \"memory\": \"4G\"}".to_owned()
+        );
+    };
+    let mut limits = tool_sandbox::Limits::default();
+    for (key, value) in section {
+        let bound = |units: bool| -> Result<Option<u64>, String> {
+            let bad = || {
+                format!(
+                    "`sandbox.limits.{key}` must be a positive whole number{} or false (no bound), not {value}",
+                    if units { ", or a size such as \"512M\" or \"4G\"" } else { "" }
+                )
+            };
+            match value {
+                Value::Bool(false) => Ok(None),
+                Value::Number(n) => n.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(bad),
+                Value::String(text) if units => {
+                    let text = text.trim();
+                    let (digits, scale) = match text.char_indices().last() {
+                        Some((at, 'k' | 'K')) => (&text[..at], 1u64 << 10),
+                        Some((at, 'm' | 'M')) => (&text[..at], 1 << 20),
+                        Some((at, 'g' | 'G')) => (&text[..at], 1 << 30),
+                        _ => (text, 1),
+                    };
+                    let n: u64 = digits.trim().parse().map_err(|_| bad())?;
+                    n.checked_mul(scale).filter(|n| *n > 0).map(Some).ok_or_else(bad)
+                }
+                _ => Err(bad()),
+            }
+        };
+        match key.as_str() {
+            "processes" => limits.processes = bound(false)?,
+            "memory" => limits.memory = bound(true)?,
+            other => {
+                return Err(format!("unknown key `sandbox.limits.{other}`; expected processes or memory"));
+            }
+        }
+    }
+    Ok(limits)
 }
 
 /// What the `permissions` object says.
@@ -518,7 +568,8 @@ mod sandbox_tests {
         let settings = parse(
             r#"{"sandbox": {"enabled": true, "excludedCommands": ["docker"], "allowUnsandboxedCommands": false,
                 "autoAllowBashIfSandboxed": true, "networkCommands": ["cargo build"], "allowGitWrites": true,
-                "filesystem": {"allowWrite": ["build", "/cache"], "denyWrite": ["secrets"]}}}"#,
+                "filesystem": {"allowWrite": ["build", "/cache"], "denyWrite": ["secrets"]},
+                "limits": {"memory": "2G"}}}"#,
         )
         .unwrap();
         assert_eq!(
@@ -532,6 +583,10 @@ mod sandbox_tests {
                 deny_write: vec![PathBuf::from("/w/secrets")],
                 allow_git_writes: Some(true),
                 auto_allow_bash_if_sandboxed: Some(true),
+                limits: Some(tool_sandbox::Limits {
+                    processes: Some(tool_sandbox::Limits::DEFAULT_PROCESSES),
+                    memory: Some(2 << 30)
+                }),
             }
         );
         assert_eq!(parse("{}").unwrap(), SandboxSettings::default());
@@ -545,5 +600,28 @@ mod sandbox_tests {
         assert!(err.contains("unknown key `sandbox.enabld`"), "{err}");
         let err = parse(r#"{"sandbox": {"enabled": "yes"}}"#).unwrap_err();
         assert!(err.contains("`sandbox.enabled` must be true or false"), "{err}");
+    }
+
+    #[test]
+    fn limits_take_numbers_sizes_and_false() {
+        let limits = |text: &str| parse(&format!(r#"{{"sandbox": {{"limits": {text}}}}}"#)).map(|s| s.limits);
+        let off = limits(r#"{"processes": false, "memory": 1048576}"#).unwrap().unwrap();
+        assert_eq!((off.processes, off.memory), (None, Some(1 << 20)));
+        let sized = limits(r#"{"processes": 64, "memory": " 512m "}"#).unwrap().unwrap();
+        assert_eq!((sized.processes, sized.memory), (Some(64), Some(512 << 20)));
+        for (bad, message) in [
+            (r#"{"processes": 0}"#, "`sandbox.limits.processes` must be a positive whole number or false"),
+            (r#"{"processes": "64"}"#, "`sandbox.limits.processes` must be a positive whole number or false"),
+            (r#"{"processes": -1}"#, "must be a positive whole number"),
+            (r#"{"memory": true}"#, "`sandbox.limits.memory` must be a positive whole number, or a size"),
+            (r#"{"memory": "4T"}"#, "`sandbox.limits.memory` must be"),
+            (r#"{"memory": "99999999999G"}"#, "`sandbox.limits.memory` must be"),
+            (r#"{"memory": "G"}"#, "`sandbox.limits.memory` must be"),
+            (r#"{"cpu": 1}"#, "unknown key `sandbox.limits.cpu`; expected processes or memory"),
+            (r#"[64]"#, "`sandbox.limits` must be an object"),
+        ] {
+            let err = limits(bad).unwrap_err();
+            assert!(err.contains(message), "{bad}: {err}");
+        }
     }
 }

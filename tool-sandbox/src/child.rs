@@ -22,6 +22,8 @@ pub(crate) struct ChildPlan {
     pub(crate) landlock: Option<Arc<OwnedFd>>,
     /// The seccomp program to load.
     pub(crate) seccomp: Option<Arc<Vec<sock_filter>>>,
+    /// `RLIMIT_NPROC` to set, where the child is in a user namespace of the commands' own.
+    pub(crate) processes: Option<u64>,
 }
 
 /// The mounts of the child's own mount namespace.
@@ -68,6 +70,14 @@ impl ChildPlan {
         leave_terminal()?;
         close_inherited()?;
         no_core_dumps()?;
+        let own_user_namespace = self.network.as_ref().is_some_and(|n| n.user.is_some())
+            || self.mounts.as_ref().is_some_and(|m| m.user_namespace.is_some());
+        if let Some(max) = self.processes.filter(|_| own_user_namespace) {
+            // Counted per user namespace (Linux 5.14 and later): the commands' processes only.
+            let limit = libc::rlimit { rlim_cur: max, rlim_max: max };
+            // SAFETY: `limit` is a valid `rlimit` for the kernel to read.
+            check(unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &limit) }.into())?;
+        }
         // Before the capabilities go: with `no_new_privs`, Landlock and seccomp need none.
         no_new_privs()?;
         drop_capabilities()?;
@@ -260,9 +270,7 @@ fn close_inherited() -> io::Result<()> {
 
 /// Sets the soft limit on core dumps to 0: a command that crashes leaves no copy of its memory
 /// in its working directory (the workspace) unless it raises the limit again (`ulimit -c`), up
-/// to the hard limit, which stays. Processes and memory are not limited per command: a
-/// `RLIMIT_NPROC` counts every process of the user, the host's included, and `pids.max` or
-/// `memory.max` need controllers delegated to the command's cgroup.
+/// to the hard limit, which stays.
 fn no_core_dumps() -> io::Result<()> {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: `limit` is a valid `rlimit` for the kernel to fill in, then to read.

@@ -281,6 +281,47 @@ pub struct SandboxPolicy {
     /// sandbox too (which Landlock ABI 6 otherwise scopes away), and no network namespace with
     /// the network off (abstract sockets live in a network namespace).
     pub all_unix_sockets: bool,
+    /// Bounds on each command's processes and memory (see [`Limits`]).
+    pub limits: Limits,
+}
+
+/// Bounds on what one command may take of the machine, enforced by the kernel where it offers a
+/// way (the `tools` settings key `sandbox.limits`).
+///
+/// - `processes`: processes and threads. Enforced by the `pids` controller of the command's own
+///   cgroup (cgroup v2 where the controller is enabled for it, else the v1 `pids` hierarchy,
+///   which needs root); without either, in a user namespace of the commands' own (an ordinary
+///   user's sandbox) by `RLIMIT_NPROC`, which the kernel counts per user namespace: for the
+///   commands of one session together. Outside one, `RLIMIT_NPROC` would count every process
+///   of the user, the host's included, and is not used. A fork bomb then ends at the bound,
+///   with `fork: Resource temporarily unavailable`, and the host goes on.
+/// - `memory`: bytes of memory the command's processes use together, by the `memory`
+///   controller (`memory.max` without swap, or v1's `memory.limit_in_bytes`): past it the
+///   kernel reclaims, then kills a process of the command. Off by default, and not replaced
+///   by `RLIMIT_AS` where no controller is there: an address-space bound counts reservations,
+///   not use, and stops V8, WebAssembly, the JVM and sanitizer builds long before they use
+///   that much.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Limits {
+    /// At most this many processes and threads per command.
+    pub processes: Option<u64>,
+    /// At most this many bytes of memory per command.
+    pub memory: Option<u64>,
+}
+
+impl Limits {
+    /// The processes a command may have by default.
+    pub const DEFAULT_PROCESSES: u64 = 4096;
+
+    /// No bound at all.
+    pub const NONE: Limits = Limits { processes: None, memory: None };
+}
+
+impl Default for Limits {
+    /// [`Limits::DEFAULT_PROCESSES`] processes, memory unbounded.
+    fn default() -> Self {
+        Limits { processes: Some(Self::DEFAULT_PROCESSES), memory: None }
+    }
 }
 
 impl SandboxPolicy {
@@ -302,6 +343,7 @@ impl SandboxPolicy {
             allow_local_binding: false,
             unix_sockets: Vec::new(),
             all_unix_sockets: false,
+            limits: Limits::default(),
         }
     }
 
@@ -326,6 +368,12 @@ impl SandboxPolicy {
             SandboxMode::WorkspaceWrite => Self::workspace_write(root),
             SandboxMode::Off => Self::off(),
         }
+    }
+
+    /// Sets the bounds on each command's processes and memory.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Adds a writable root.

@@ -247,6 +247,7 @@ impl Sandbox {
                 ));
             }
         }
+        limits_report(&policy.limits, &probe, &mut report);
         if !refusals.is_empty() && policy.fallback == Fallback::Refuse {
             return Err(SandboxError { mode: policy.mode, missing: refusals });
         }
@@ -449,6 +450,7 @@ impl Sandbox {
                 mounts,
                 landlock: self.landlock.clone(),
                 seccomp: self.seccomp.clone(),
+                processes: self.policy.limits.processes,
             };
             crate::child::install(command, plan);
             Ok(())
@@ -610,6 +612,48 @@ pub(crate) fn protected_targets(policy: &SandboxPolicy) -> Targets {
     let read_only = targets.read_only.clone();
     targets.pins.retain(|p| !read_only.contains(p));
     targets
+}
+
+/// Says in `report` how the policy's [`Limits`](crate::Limits) are enforced here, found by
+/// making a cgroup as a command's would be made.
+fn limits_report(limits: &crate::Limits, probe: &Probe, report: &mut SandboxReport) {
+    if limits.processes.is_none() && limits.memory.is_none() {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    let (processes, memory) = crate::process_tree::Cgroup::create()
+        .map(|mut cgroup| cgroup.limit(limits.processes, limits.memory))
+        .map_or((false, false), |enforced| (enforced.processes, enforced.memory));
+    #[cfg(not(target_os = "linux"))]
+    let (processes, memory) = (false, false);
+    let size = |bytes: u64| match bytes {
+        0..1048576 => format!("{bytes} bytes"),
+        _ => format!("{} MiB", bytes / 1048576),
+    };
+    if let Some(max) = limits.processes {
+        let user_namespace = !probe.mount_namespace && probe.user_namespaces;
+        if processes {
+            report.notes.push(format!("at most {max} processes per command"));
+        } else if user_namespace {
+            report.notes.push(format!("at most {max} processes for the commands of the session together"));
+        } else {
+            report.missing.push(format!(
+                "a bound of {max} processes per command: this process has no pids cgroup controller \
+                 to give its commands"
+            ));
+        }
+    }
+    if let Some(max) = limits.memory {
+        if memory {
+            report.notes.push(format!("at most {} of memory per command", size(max)));
+        } else {
+            report.missing.push(format!(
+                "a bound of {} of memory per command: this process has no memory cgroup controller \
+                 to give its commands",
+                size(max)
+            ));
+        }
+    }
 }
 
 /// The placeholders a command started by [`Sandbox::apply_holding`] holds: dropping them removes

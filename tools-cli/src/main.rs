@@ -523,6 +523,9 @@ fn sandboxed(
         policy = policy.with_protected(file);
     }
     policy = policy.with_git_writes(args.allow_git_writes || settings.allow_git_writes == Some(true));
+    if let Some(limits) = settings.limits {
+        policy = policy.with_limits(limits);
+    }
     // The output store: hidden, and read-only where it lies inside a writable root (the root
     // is the home directory).
     if let Some(store) = OutputStore::default_dir() {

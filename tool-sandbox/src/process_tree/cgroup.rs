@@ -14,6 +14,18 @@ static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
 #[derive(Debug)]
 pub struct Cgroup {
     dir: PathBuf,
+    /// Its cgroups in cgroup v1 hierarchies, made for a limit the v2 one cannot enforce (the
+    /// `pids` or `memory` controller mounted on its own, as on hybrid systems).
+    v1: Vec<PathBuf>,
+}
+
+/// What a [`Cgroup::limit`] made the kernel enforce.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limited {
+    /// The number of processes and threads (`pids.max`).
+    pub processes: bool,
+    /// The memory its processes may use together (`memory.max`, `memory.limit_in_bytes`).
+    pub memory: bool,
 }
 
 impl Cgroup {
@@ -31,7 +43,7 @@ impl Cgroup {
             }
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let dir = base.join(format!("tools-command-{}-{n}", std::process::id()));
-            std::fs::create_dir(&dir).map(|()| Cgroup { dir })
+            std::fs::create_dir(&dir).map(|()| Cgroup { dir, v1: Vec::new() })
         });
         match created {
             Ok(cgroup) => Some(cgroup),
@@ -47,10 +59,56 @@ impl Cgroup {
         UNAVAILABLE.store(true, Ordering::Relaxed);
     }
 
-    /// Its `cgroup.procs`, open for writing: a process that writes `0` to it joins the cgroup.
-    pub fn procs_for_joining(&self) -> io::Result<OwnedFd> {
-        let file = std::fs::OpenOptions::new().write(true).open(self.dir.join("cgroup.procs"))?;
-        Ok(OwnedFd::from(file))
+    /// Bounds its processes (and threads) to `processes` and their memory to `memory` bytes,
+    /// where a controller is there to do it: in its own directory when the controller is enabled
+    /// for it (cgroup v2), else in a cgroup of the same name in the controller's cgroup v1
+    /// hierarchy, which [`Cgroup::procs_for_joining`] then joins too. Says what is enforced.
+    pub fn limit(&mut self, processes: Option<u64>, memory: Option<u64>) -> Limited {
+        let mut enforced = Limited::default();
+        if let Some(max) = processes {
+            enforced.processes =
+                write_limit(&self.dir, "pids.max", max) || self.limit_v1("pids", "pids.max", max);
+        }
+        if let Some(max) = memory {
+            enforced.memory = if write_limit(&self.dir, "memory.max", max) {
+                // Without swap to fall back on; a kernel without swap accounting has no file.
+                let _ = write_limit(&self.dir, "memory.swap.max", 0);
+                true
+            } else {
+                self.limit_v1("memory", "memory.limit_in_bytes", max)
+            };
+        }
+        enforced
+    }
+
+    /// Makes a cgroup of this one's name in the v1 hierarchy of `controller` and writes `max`
+    /// to its `file`.
+    fn limit_v1(&mut self, controller: &str, file: &str, max: u64) -> bool {
+        let Some(name) = self.dir.file_name() else { return false };
+        let Ok(base) = v1_dir(controller) else { return false };
+        let dir = base.join(name);
+        if std::fs::create_dir(&dir).is_err() {
+            return false;
+        }
+        if write_limit(&dir, file, max) {
+            self.v1.push(dir);
+            true
+        } else {
+            let _ = std::fs::remove_dir(&dir);
+            false
+        }
+    }
+
+    /// Its `cgroup.procs`, and those of its v1 cgroups, open for writing: a process that
+    /// writes `0` to each joins them all.
+    pub fn procs_for_joining(&self) -> io::Result<Vec<OwnedFd>> {
+        std::iter::once(&self.dir)
+            .chain(&self.v1)
+            .map(|dir| {
+                let file = std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs"))?;
+                Ok(OwnedFd::from(file))
+            })
+            .collect()
     }
 
     /// Its `cgroup.procs`: writing `0` to it moves the writer into the cgroup.
@@ -67,6 +125,9 @@ impl Cgroup {
 
     /// Removes it if no process is left in it (it stays otherwise, holding what still runs).
     pub fn remove(&self) -> bool {
+        for dir in &self.v1 {
+            let _ = std::fs::remove_dir(dir);
+        }
         std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists()
     }
 }
@@ -101,16 +162,61 @@ fn sweep(base: &Path) {
     }
 }
 
+/// Writes `max` to the limit `file` of the cgroup `dir`, if it has one.
+fn write_limit(dir: &Path, file: &str, max: u64) -> bool {
+    let path = dir.join(file);
+    path.exists() && std::fs::write(path, max.to_string()).is_ok()
+}
+
 /// The directory of this process's cgroup in the cgroup v2 hierarchy.
 fn own_dir() -> io::Result<PathBuf> {
     let not_found = || io::Error::new(io::ErrorKind::NotFound, "no cgroup v2 hierarchy");
     let own = std::fs::read_to_string("/proc/self/cgroup")?;
     let path = own.lines().find_map(|line| line.strip_prefix("0::")).ok_or_else(not_found)?.trim().to_owned();
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo")?;
+    mounted_dir(&path, |fstype, _| fstype == "cgroup2").ok_or_else(not_found)
+}
+
+/// The directory of this process's cgroup in the cgroup v1 hierarchy of `controller`, where
+/// one is mounted; the empty cgroups that processes no longer running left there are removed
+/// the first time.
+fn v1_dir(controller: &str) -> io::Result<PathBuf> {
+    let not_found =
+        || io::Error::new(io::ErrorKind::NotFound, format!("no cgroup v1 `{controller}` hierarchy"));
+    let own = std::fs::read_to_string("/proc/self/cgroup")?;
+    // `ID:CONTROLLERS:PATH`, the controllers separated by commas.
+    let path = own
+        .lines()
+        .find_map(|line| {
+            let mut fields = line.splitn(3, ':');
+            let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+            controllers.split(',').any(|c| c == controller).then(|| path.trim().to_owned())
+        })
+        .ok_or_else(not_found)?;
+    let dir = mounted_dir(&path, |fstype, options| {
+        fstype == "cgroup" && options.split(',').any(|o| o == controller)
+    })
+    .ok_or_else(not_found)?;
+    static SWEPT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut swept = SWEPT.lock().unwrap_or_else(|p| p.into_inner());
+    if !swept.iter().any(|c| c == controller) {
+        swept.push(controller.to_owned());
+        sweep(&dir);
+    }
+    Ok(dir)
+}
+
+/// Where the cgroup `path` is, in the first mount whose file system type and super-block
+/// options `wanted` accepts.
+fn mounted_dir(path: &str, wanted: impl Fn(&str, &str) -> bool) -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     for line in mounts.lines() {
         // `ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER`
         let Some((before, after)) = line.split_once(" - ") else { continue };
-        if after.split_whitespace().next() != Some("cgroup2") {
+        let mut after = after.split_whitespace();
+        let (Some(fstype), Some(_), Some(options)) = (after.next(), after.next(), after.next()) else {
+            continue;
+        };
+        if !wanted(fstype, options) {
             continue;
         }
         let fields: Vec<&str> = before.split_whitespace().collect();
@@ -118,10 +224,10 @@ fn own_dir() -> io::Result<PathBuf> {
         let Some(inside) = path.strip_prefix(root.trim_end_matches('/')) else { continue };
         let dir = Path::new(&unescape(mount)).join(inside.trim_start_matches('/'));
         if dir.is_dir() {
-            return Ok(dir);
+            return Some(dir);
         }
     }
-    Err(not_found())
+    None
 }
 
 /// A mountinfo field with its octal escapes (`\040` for a space) decoded.

@@ -9,7 +9,7 @@ mod cgroup;
 mod linux;
 
 #[cfg(target_os = "linux")]
-pub use cgroup::Cgroup;
+pub use cgroup::{Cgroup, Limited};
 #[cfg(target_os = "linux")]
 pub use linux::Tree;
 

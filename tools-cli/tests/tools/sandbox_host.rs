@@ -134,6 +134,53 @@ fn a_sandboxed_mcp_server_cannot_create_an_absent_protected_name() {
     }
 }
 
+#[test]
+fn a_fork_bomb_and_a_memory_bomb_stop_at_the_settings_limits() {
+    if !mounts() {
+        return;
+    }
+    if std::process::Command::new("python3").arg("-c").arg("0").output().is_err() {
+        tool_tests::skip("python3 is not installed, and the bombs are written in it");
+        return;
+    }
+    let fx = Fixture::new();
+    let settings = fx.dir.path().join("settings.json");
+    std::fs::write(&settings, json!({"sandbox": {"limits": {"processes": 32, "memory": "64M"}}}).to_string())
+        .unwrap();
+    // Forks until refused, counting the children, then ends them all; then fills 200 MiB.
+    let script = "python3 -c 'import os, time\n\
+                  pids = []\n\
+                  try:\n    for _ in range(500):\n        pid = os.fork()\n        if pid == 0:\n            time.sleep(30)\n            os._exit(0)\n        pids.append(pid)\n\
+                  except OSError as e:\n    print(\"refused\", e.errno)\n\
+                  print(\"forked\", len(pids))\n\
+                  for pid in pids:\n    os.kill(pid, 9)\n    os.waitpid(pid, 0)\n'; \
+                  python3 -c 'data = b\"x\" * (200 << 20); print(\"allocated\")'; echo \"exit $?\"";
+    let args = json!({"command": script}).to_string();
+    let run = fx.run(&["call", "--settings", settings.to_str().unwrap(), "bash", &args], None);
+    let out = run.json();
+    let text = out["output"].as_str().unwrap_or_default().to_owned();
+    let summary = out["metadata"]["sandbox"]["summary"].as_str().unwrap_or_default().to_owned();
+    // Processes: a pids cgroup per command, or RLIMIT_NPROC in the commands' user namespace.
+    assert!(summary.contains("at most 32 processes"), "{summary}");
+    assert!(text.contains("refused 11\n"), "{text}");
+    let forked: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("forked "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(forked < 32, "{forked} processes: {text}");
+    // Memory: only with a memory controller, which CI (root) has.
+    if summary.contains("at most 64 MiB of memory per command") {
+        assert!(!text.lines().any(|l| l == "allocated") && text.contains("exit 137"), "{text}");
+    } else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI runs as root with a memory controller: {summary}"
+        );
+        tool_tests::skip(&format!("no memory controller for commands here: {summary}"));
+    }
+}
+
 /// A `tools serve` over standard input and output, in the fixture's workspace.
 async fn serve(fx: &Fixture) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
     use rmcp::ServiceExt;

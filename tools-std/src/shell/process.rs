@@ -440,7 +440,15 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
         }
     }
     #[cfg(target_os = "linux")]
-    let cgroup = containment.cgroup.then(tool_runtime::process_tree::Cgroup::create).flatten();
+    let mut cgroup = containment.cgroup.then(tool_runtime::process_tree::Cgroup::create).flatten();
+    // The sandbox's bounds on the command's processes and memory, where a controller is there.
+    #[cfg(target_os = "linux")]
+    if let (Some(cgroup), Some(sandbox)) = (cgroup.as_mut(), &request.sandbox)
+        && sandbox.policy().is_enforced()
+    {
+        let limits = sandbox.policy().limits;
+        cgroup.limit(limits.processes, limits.memory);
+    }
     #[cfg(target_os = "linux")]
     let join = cgroup.as_ref().and_then(|cgroup| cgroup.procs_for_joining().ok());
     // The shell leads a session of its own (`setsid` in `pre_exec` on Linux), which also makes it
@@ -535,10 +543,15 @@ mod pre_exec {
         command: &mut tokio::process::Command,
         subreaper: bool,
         terminal: bool,
-        cgroup: Option<&std::os::fd::OwnedFd>,
+        cgroups: Option<&Vec<std::os::fd::OwnedFd>>,
     ) {
         use std::os::fd::AsRawFd;
-        let cgroup = cgroup.map(AsRawFd::as_raw_fd);
+        // At most a v2 cgroup and a v1 one per limited controller; a fixed array, since the
+        // child may not allocate.
+        let mut joins = [-1; 4];
+        for (slot, fd) in joins.iter_mut().zip(cgroups.into_iter().flatten()) {
+            *slot = fd.as_raw_fd();
+        }
         // SAFETY: the closure runs in the forked child before `exec`, where only
         // async-signal-safe calls are allowed: it makes only system calls (`write` to the
         // cgroup's `cgroup.procs`, opened by the parent and still open in the child until `exec`
@@ -551,11 +564,11 @@ mod pre_exec {
         // a session leader and leaves its terminal alone.
         unsafe {
             command.pre_exec(move || {
-                // `0` moves the writer into the cgroup, before it can start anything.
-                if let Some(fd) = cgroup
-                    && nix::libc::write(fd, b"0".as_ptr().cast(), 1) != 1
-                {
-                    return Err(io::Error::last_os_error());
+                // `0` moves the writer into each cgroup, before it can start anything.
+                for fd in joins.into_iter().filter(|fd| *fd >= 0) {
+                    if nix::libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                        return Err(io::Error::last_os_error());
+                    }
                 }
                 if subreaper {
                     let _ = nix::sys::prctl::set_child_subreaper(true);
