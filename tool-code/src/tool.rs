@@ -5,10 +5,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc::unbounded_channel;
-use tokio::task::JoinSet;
 use tool_core::{
     BoxFuture, CancellationToken, Dispatcher, ErrorKind, Freeform, Registry, RegistryError, Tool,
     ToolAnnotations, ToolCall, ToolContext, ToolError, ToolOutput, ToolResult, ToolSpec,
@@ -28,7 +29,8 @@ pub const NAME: &str = "code";
 /// ([`Dispatcher::nested`]): validation, permission rules and the asker, before- and after-hooks,
 /// time limits, cancellation, events, truncation and the repeat guard apply as they do to a
 /// model's calls, and `Promise.all` over `parallel` tools runs them at once while other tools
-/// run one at a time. A nested call's id is the script call's id, a dot and its number in the
+/// run one at a time, in the order the script made the calls (as a model turn's calls take the
+/// gate in the model's order). A nested call's id is the script call's id, a dot and its number in the
 /// script (`call_7.1`, `call_7.2`, ...), so the events of the host show which script made it.
 ///
 /// The tool is exclusive (not `parallel`): its calls take turns with the model's other calls.
@@ -181,7 +183,9 @@ impl CodeTool {
         let permits = Arc::new(Semaphore::new(limits.concurrent_calls.max(1)));
         let options = ctx.nested_call_options();
         let parent = ctx.call_id().to_owned();
-        let mut running: JoinSet<(u64, ToolResult)> = JoinSet::new();
+        // Polled here, first in the order the script made them: so they take their turns at the
+        // parallel gate in that order, as the calls of a model's turn do.
+        let mut running = FuturesUnordered::new();
         let limit_reached = tokio::time::sleep_until(deadline.into());
         tokio::pin!(limit_reached);
         let mut stopping = false;
@@ -199,7 +203,7 @@ impl CodeTool {
                             calls_cancel.clone(),
                             permits.clone(),
                         );
-                        running.spawn(async move { (id, task.await) });
+                        running.push(async move { (id, task.await) });
                     }
                     Some(ToHost::Done(finished)) => break finished,
                     None => break Finished {
@@ -207,10 +211,8 @@ impl CodeTool {
                         ..Finished::default()
                     },
                 },
-                Some(joined) = running.join_next() => {
-                    if let Ok((id, result)) = joined {
-                        let _ = to_script.send(ToScript::Settled { id, result: settled(result) });
-                    }
+                Some((id, result)) = running.next() => {
+                    let _ = to_script.send(ToScript::Settled { id, result: settled(result) });
                 }
                 () = cancel.cancelled(), if !stopping => {
                     stopping = true;
@@ -229,7 +231,7 @@ impl CodeTool {
         // Calls the script started and did not wait for end with it; each hands back what it has
         // within the dispatcher's cancel grace.
         calls_cancel.cancel();
-        while running.join_next().await.is_some() {}
+        while running.next().await.is_some() {}
         Ok(self.output(finished, stop.get()))
     }
 
@@ -326,7 +328,9 @@ impl Tool for CodeTool {
                     _ => return Err(ToolError::invalid_arguments("`script` must be the program's text")),
                 },
                 _ => {
-                    return Err(ToolError::invalid_arguments("the arguments must be an object with `script`"));
+                    return Err(ToolError::invalid_arguments(
+                        "the arguments must be an object with `script`",
+                    ));
                 }
             };
             self.run(ctx, script).await

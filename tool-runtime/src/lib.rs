@@ -12,6 +12,7 @@
 //! | `permissions` | yes | [`permissions`]: rules, shell command classification, Claude Code settings, from `tool-permissions` |
 //! | `command-hooks` | no | `PreToolUse` / `PostToolUse` hook commands in [`permissions`] |
 //! | `processes` | no | [`process_tree`] and [`environment`]: the processes tools start, from `tool-sandbox` |
+//! | `code-mode` | no | [`code`]: the script tool that runs a model's JavaScript with every tool on `tools`, from `tool-code` |
 //! | `mcp` | no | [`mcp_server`] and [`mcp_client`], from `tool-mcp`; `mcp-http` adds Streamable HTTP, `mcp-https` TLS for mounts, `mcp-oauth` OAuth logins for mounts |
 //!
 //! What you write most is at the root: the [`tool`] macro, [`Registry`], [`Dispatcher`],
@@ -107,6 +108,10 @@ pub use tool_sandbox::environment;
 #[cfg(feature = "processes")]
 #[doc(inline)]
 pub use tool_sandbox::process_tree;
+
+#[cfg(feature = "code-mode")]
+#[doc(inline)]
+pub use tool_code as code;
 
 #[cfg(feature = "mcp")]
 #[doc(inline)]

@@ -1,0 +1,471 @@
+//! Code mode: scripts whose tool calls go through the dispatcher as a model's calls do (rules,
+//! hooks, the parallel gate, cancellation, events), stopped by each of their limits with the
+//! host unharmed, and with no way out but the tools.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::Barrier;
+use tool_runtime::code::{CodeTool, Limits};
+use tool_runtime::events::{EventFn, ToolEvent};
+use tool_runtime::permissions::{Policy, PolicyExt, Rules, Settings};
+use tool_runtime::{
+    CancellationToken, Dispatcher, Registry, ToolCall, ToolOutput, ToolResult, ToolSpec, spec::FnTool,
+};
+use tool_tests::{TempDir, runs};
+use tools_std::Workspace;
+
+fn write(path: PathBuf, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Every event of a dispatcher, in the order they came.
+#[derive(Clone, Default)]
+struct Events(Arc<Mutex<Vec<ToolEvent>>>);
+
+impl Events {
+    fn sink(&self) -> EventFn<impl Fn(ToolEvent) + Send + Sync + 'static> {
+        let events = self.0.clone();
+        EventFn(move |event| events.lock().unwrap().push(event))
+    }
+
+    fn all(&self) -> Vec<ToolEvent> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// `started`/`finished` of the calls of `tool`, as (kind, call id), in order.
+    fn lifecycle(&self, tool: &str) -> Vec<(&'static str, String)> {
+        self.all()
+            .into_iter()
+            .filter(|event| event.tool() == tool)
+            .filter_map(|event| match event {
+                ToolEvent::Started { call_id, .. } => Some(("started", call_id)),
+                ToolEvent::Finished { call_id, .. } => Some(("finished", call_id)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// The standard tools over a workspace at `root`, the script tool beside them.
+fn std_registry(limits: Limits) -> Registry {
+    let tools = Registry::builder().tools(tools_std::all()).build().unwrap();
+    CodeTool::new(tools).with_limits(limits).beside_its_tools().unwrap()
+}
+
+async fn script(dispatcher: &Dispatcher, source: &str) -> ToolResult {
+    run_script(dispatcher, source, CancellationToken::new()).await
+}
+
+async fn run_script(dispatcher: &Dispatcher, source: &str, cancel: CancellationToken) -> ToolResult {
+    let call = ToolCall::new("call-1", "code", json!({ "script": source }));
+    dispatcher.run(call, cancel).await
+}
+
+fn text(result: &ToolResult) -> String {
+    result.output.text_content()
+}
+
+#[tokio::test]
+async fn a_script_greps_then_reads_each_match_and_reports_only_the_counts() {
+    let dir = TempDir::new("code-grep-read");
+    let root = dir.path();
+    write(root.join("src/a.rs"), "fn needle() {}\nfn other() { needle() }\n");
+    write(root.join("src/b.rs"), "// needle here\n");
+    write(root.join("notes.txt"), "nothing to see\n");
+    let events = Events::default();
+    let dispatcher = Dispatcher::builder(std_registry(Limits::default()))
+        .dependency(Workspace::new(root).unwrap())
+        .events(events.sink())
+        .build();
+    let result = script(
+        &dispatcher,
+        r#"
+        const found = await tools.grep({ pattern: "needle", output_mode: "files_with_matches" });
+        const files = found.text.split("\n").map((line) => line.trim()).filter((line) => line.endsWith(".rs")).sort();
+        for (const path of files) {
+            const read = await tools.read({ path });
+            const count = read.text.split("\n").filter((line) => line.includes("needle")).length;
+            console.log(`${path}: ${count}`);
+        }
+        `${files.length} files`
+        "#,
+    )
+    .await;
+    assert!(!result.output.is_error, "{}", text(&result));
+    assert_eq!(text(&result), "src/a.rs: 2\nsrc/b.rs: 1\n2 files");
+    assert_eq!(result.output.metadata["nested_calls"], json!(3));
+    // Each nested call is an ordinary call of the dispatcher, under the script call's id.
+    let queued: Vec<(String, String)> = events
+        .all()
+        .into_iter()
+        .filter_map(|event| match event {
+            ToolEvent::Queued { call_id, tool, .. } => Some((call_id, tool)),
+            _ => None,
+        })
+        .collect();
+    let expected: Vec<(String, String)> =
+        [("call-1", "code"), ("call-1.1", "grep"), ("call-1.2", "read"), ("call-1.3", "read")]
+            .iter()
+            .map(|(id, tool)| (id.to_string(), tool.to_string()))
+            .collect();
+    assert_eq!(queued, expected);
+}
+
+#[tokio::test]
+async fn a_call_refused_by_a_permission_rule_is_a_tool_error_the_script_catches() {
+    let dir = TempDir::new("code-rule");
+    let root = dir.path();
+    write(root.join("secrets/key"), "hunter2");
+    write(root.join("open.txt"), "hello");
+    let rules = Rules::builder(root).catalog(tools_std::permission_catalog()).deny("Read(./secrets/**)");
+    let dispatcher = Dispatcher::builder(std_registry(Limits::default()))
+        .dependency(Workspace::new(root).unwrap())
+        .policy(Policy::new(rules.build().unwrap()))
+        .build();
+    let result = script(
+        &dispatcher,
+        r#"
+        for (const path of ["secrets/key", "open.txt"]) {
+            try {
+                const read = await tools.read({ path });
+                console.log("read", path, read.text.includes("hello"));
+            } catch (e) {
+                console.log(e.name, e.tool, e.kind, e instanceof ToolError, e.message);
+            }
+        }
+        "#,
+    )
+    .await;
+    let out = text(&result);
+    assert!(!result.output.is_error, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("ToolError read permission_denied true "), "{out}");
+    assert!(lines[0].contains("refused by the rule `deny Read(./secrets/**)`"), "{out}");
+    assert!(!out.contains("hunter2"), "{out}");
+    assert_eq!(lines[1], "read open.txt true");
+}
+
+#[tokio::test]
+async fn a_call_refused_by_a_pre_tool_use_hook_is_a_tool_error_the_script_catches() {
+    let dir = TempDir::new("code-hook");
+    let root = dir.path();
+    write(root.join("file.txt"), "content");
+    let hook = root.join("hook.sh");
+    std::fs::write(&hook, "#!/bin/bash\necho 'no reading today' >&2; exit 2\n").unwrap();
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "read", "hooks": [
+        {"type": "command", "command": format!("bash {}", hook.display()), "timeout": 10}
+    ]}]}})
+    .to_string();
+    let loaded = Settings::parse(&settings, "settings.json", Rules::builder(root)).unwrap();
+    let dispatcher = Dispatcher::builder(std_registry(Limits::default()))
+        .dependency(Workspace::new(root).unwrap())
+        .policy(Policy::from_settings(loaded))
+        .build();
+    let result = script(
+        &dispatcher,
+        r#"
+        let message = "not refused";
+        try { await tools.read({ path: "file.txt" }); } catch (e) { message = `${e.kind}: ${e.message}`; }
+        const listed = await tools.ls({});
+        console.log(message);
+        console.log(listed.text.includes("file.txt"));
+        "#,
+    )
+    .await;
+    let out = text(&result);
+    assert!(!result.output.is_error, "{out}");
+    assert_eq!(
+        out,
+        format!(
+            "permission_denied: The call to `read` was denied: the PreToolUse hook `bash {}` refused it: no reading today\ntrue\n",
+            hook.display()
+        )
+    );
+}
+
+/// A cheap tool (`echo`, exclusive) and two that wait at a barrier of `n` (`meet`, parallel;
+/// `queue`, exclusive), so that a call of `meet` can only end once `n` of them run at once.
+fn gate_registry(n: usize) -> Registry {
+    let schema =
+        json!({"type": "object", "properties": {"n": {"type": "integer"}, "text": {"type": "string"}}});
+    let echo =
+        FnTool::new(ToolSpec::new("echo", "Echo the text.", schema.clone()), |_, args: Value| async move {
+            Ok(ToolOutput::text(args["text"].as_str().unwrap_or_default().to_owned()))
+        });
+    let barrier = Arc::new(Barrier::new(n));
+    let meet_barrier = barrier.clone();
+    let meet = FnTool::new(
+        ToolSpec::new("meet", "Wait for the others.", schema.clone()).with_parallel(true),
+        move |_, _| {
+            let barrier = meet_barrier.clone();
+            async move {
+                barrier.wait().await;
+                Ok(ToolOutput::text("met"))
+            }
+        },
+    );
+    let queue = FnTool::new(ToolSpec::new("queue", "Take a turn.", schema), |_, _| async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok(ToolOutput::text("done"))
+    });
+    Registry::builder().tool(echo).tool(meet).tool(queue).build().unwrap()
+}
+
+#[tokio::test]
+async fn promise_all_overlaps_parallel_tools_and_serializes_the_others() {
+    let events = Events::default();
+    let registry = CodeTool::new(gate_registry(3)).beside_its_tools().unwrap();
+    let dispatcher = Dispatcher::builder(registry).events(events.sink()).build();
+    // `meet` returns only once three of its calls wait together: the script ends only if they
+    // overlap.
+    let result = tokio::time::timeout(
+        Duration::from_secs(60),
+        script(
+            &dispatcher,
+            "(await Promise.all([0, 1, 2].map((n) => tools.meet({ n })))).map((r) => r.text).join()",
+        ),
+    )
+    .await
+    .expect("parallel calls of one script run at the same time");
+    assert_eq!(text(&result), "met,met,met");
+    let meet = events.lifecycle("meet");
+    assert_eq!(meet.iter().take(3).filter(|(kind, _)| *kind == "started").count(), 3, "{meet:?}");
+
+    let result =
+        script(&dispatcher, "(await Promise.all([0, 1, 2].map((n) => tools.queue({ n })))).length").await;
+    assert_eq!(text(&result), "3");
+    let queue = events.lifecycle("queue");
+    assert_eq!(queue.len(), 6, "{queue:?}");
+    // One at a time, in the order the script made them.
+    for (pair, id) in queue.chunks(2).zip(["call-1.1", "call-1.2", "call-1.3"]) {
+        assert_eq!((pair[0].0, pair[1].0), ("started", "finished"), "{queue:?}");
+        assert_eq!((pair[0].1.as_str(), pair[1].1.as_str()), (id, id), "{queue:?}");
+    }
+}
+
+fn limited(limits: Limits) -> Dispatcher {
+    Dispatcher::new(CodeTool::new(gate_registry(1)).with_limits(limits).beside_its_tools().unwrap())
+}
+
+#[tokio::test]
+async fn an_endless_loop_is_stopped_at_the_time_limit_and_the_host_goes_on() {
+    let dispatcher = limited(Limits::default().with_wall_time(Duration::from_millis(300)));
+    let result = script(&dispatcher, "console.log('before'); while (true) {}").await;
+    assert!(result.output.is_error);
+    assert_eq!(result.output.metadata["error_kind"], json!("timeout"));
+    assert_eq!(
+        text(&result),
+        "before\nThe script was stopped after 300 ms, its time limit. Do less per script (fewer or narrower \
+         tool calls, run independent calls together with Promise.all) and continue in another script."
+    );
+    // A `try` does not catch the stop, and the next script runs.
+    let result = script(&dispatcher, "try { for (;;) {} } catch (e) { console.log('caught') }").await;
+    assert!(!text(&result).contains("caught"), "{}", text(&result));
+    assert_eq!(text(&script(&dispatcher, "1 + 1").await), "2");
+}
+
+#[tokio::test]
+async fn a_memory_bomb_is_stopped_at_the_memory_limit_and_the_host_goes_on() {
+    let dispatcher = limited(Limits::default().with_memory_bytes(16 << 20));
+    let result =
+        script(&dispatcher, "const kept = []; for (;;) kept.push('x'.repeat(1 << 20) + kept.length);").await;
+    assert!(result.output.is_error);
+    assert!(
+        text(&result).starts_with("The script was stopped: it used more than 16 MiB, its memory limit."),
+        "{}",
+        text(&result)
+    );
+    assert_eq!(text(&script(&dispatcher, "[1, 2, 3].length").await), "3");
+}
+
+#[tokio::test]
+async fn ten_thousand_calls_are_stopped_at_the_call_limit_even_when_the_script_catches() {
+    let dispatcher = limited(Limits::default().with_nested_calls(100));
+    for source in [
+        "for (let i = 0; i < 10000; i++) await tools.echo({ text: String(i) });",
+        "for (let i = 0; i < 10000; i++) { try { await tools.echo({ text: String(i) }); } catch (e) {} }",
+        "await Promise.all(Array.from({ length: 10000 }, (_, i) => tools.echo({ text: String(i) })));",
+    ] {
+        let result = script(&dispatcher, source).await;
+        assert!(result.output.is_error, "{source}");
+        assert!(
+            text(&result).starts_with(
+                "The script was stopped: it made more than 100 tool calls, the limit per script."
+            ),
+            "{source}: {}",
+            text(&result)
+        );
+        assert_eq!(result.output.metadata["nested_calls"], json!(100), "{source}");
+    }
+    assert_eq!(
+        text(&script(&dispatcher, "(await tools.echo({ text: 'still here' })).text").await),
+        "still here"
+    );
+}
+
+#[tokio::test]
+async fn output_past_its_limit_stops_the_script() {
+    let dispatcher = limited(Limits::default().with_output_bytes(1000));
+    let result = script(&dispatcher, "for (let i = 0; ; i++) console.log('line', i);").await;
+    assert!(result.output.is_error);
+    let out = text(&result);
+    let (printed, message) = out.split_at(1000);
+    assert!(printed.starts_with("line 0\nline 1\n"), "{out}");
+    assert_eq!(
+        message,
+        "\nThe script was stopped: its output passed 1000 bytes, the limit per script. Print less (counts, the lines that matter, a summary) and run it again."
+    );
+}
+
+#[tokio::test]
+async fn mistakes_are_errors_the_model_can_read() {
+    let dispatcher = limited(Limits::default());
+    let syntax = script(&dispatcher, "let x = ;").await;
+    assert!(syntax.output.is_error);
+    assert!(text(&syntax).starts_with("The script failed: SyntaxError: "), "{}", text(&syntax));
+
+    let thrown = script(&dispatcher, "throw new Error('boom')").await;
+    assert!(text(&thrown).starts_with("The script failed: Error: boom"), "{}", text(&thrown));
+
+    let result = script(
+        &dispatcher,
+        r#"
+        for (const attempt of [() => tools.ech({ text: "x" }), () => tools.echo({ text: 5 }), () => tools.echo("x")]) {
+            try { await attempt(); } catch (e) { console.log(e.name + " " + (e.kind ?? "-") + ": " + e.message.replaceAll("\n", " | ")); }
+        }
+        "#,
+    )
+    .await;
+    let out = text(&result);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("ToolError not_found: "), "{out}");
+    assert!(lines[0].contains("echo"), "the unknown name's message names the close one: {out}");
+    assert!(lines[1].starts_with("ToolError invalid_arguments: "), "{out}");
+    assert_eq!(
+        lines[2],
+        "TypeError -: tools.echo takes one object of arguments, such as tools.echo({ ... }); it was given string"
+    );
+
+    let stuck = script(&dispatcher, "await new Promise(() => {})").await;
+    assert!(text(&stuck).contains("waiting for a promise that nothing will settle"), "{}", text(&stuck));
+    let missing = dispatcher.run(ToolCall::new("c", "code", json!({})), CancellationToken::new()).await;
+    assert!(missing.output.is_error);
+}
+
+#[tokio::test]
+async fn a_script_has_no_file_system_network_process_or_clock_of_its_own() {
+    let dispatcher = limited(Limits::default());
+    let result = script(
+        &dispatcher,
+        r#"
+        const names = ["require", "process", "fetch", "XMLHttpRequest", "std", "os", "Deno", "Bun",
+                       "Date", "performance", "setTimeout", "WebAssembly", "module", "scriptArgs"];
+        console.log(names.filter((name) => typeof globalThis[name] !== "undefined").join(",") || "none");
+        let imported;
+        try { await import("fs"); imported = "imported"; } catch (e) { imported = "refused"; }
+        console.log(imported);
+        "#,
+    )
+    .await;
+    assert_eq!(text(&result), "none\nrefused\n", "{}", text(&result));
+}
+
+async fn pid_in(path: &Path) -> i32 {
+    for _ in 0..3000 {
+        if let Some(pid) = std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse().ok()) {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{} was never written", path.display());
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_the_script_call_stops_its_nested_bash_commands() {
+    let dir = TempDir::new("code-cancel");
+    let root = dir.path().to_path_buf();
+    let events = Events::default();
+    let dispatcher = Dispatcher::builder(std_registry(Limits::default()))
+        .dependency(Workspace::new(&root).unwrap())
+        .events(events.sink())
+        .build();
+    let cancel = CancellationToken::new();
+    let source = r#"
+        await Promise.all([
+            tools.bash({ command: "echo $$ > one.pid; exec sleep 300", timeout_secs: 600 }),
+            tools.bash({ command: "echo $$ > two.pid; exec sleep 300", timeout_secs: 600 }),
+        ]);
+    "#;
+    let mut running = tokio::spawn({
+        let dispatcher = dispatcher.clone();
+        let cancel = cancel.clone();
+        async move { run_script(&dispatcher, source, cancel).await }
+    });
+    let pid_file = root.join("one.pid");
+    let one = tokio::select! {
+        pid = pid_in(&pid_file) => pid,
+        result = &mut running => panic!("the script ended: {}", text(&result.unwrap())),
+    };
+    assert!(runs(one));
+    cancel.cancel();
+    let result = running.await.unwrap();
+    assert!(result.output.is_error, "{}", text(&result));
+    assert_eq!(result.output.metadata["error_kind"], json!("cancelled"), "{}", text(&result));
+    for pid in [one] {
+        let mut stopped = false;
+        for _ in 0..500 {
+            if !runs(pid) {
+                stopped = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(stopped, "the command {pid} of the cancelled script still runs");
+    }
+    // `bash` is exclusive: the second command waited for the first, and never started.
+    assert!(!root.join("two.pid").exists());
+    let mut bash = events.lifecycle("bash");
+    bash.sort();
+    assert_eq!(
+        bash,
+        [
+            ("finished", "call-1.1".to_owned()),
+            ("finished", "call-1.2".to_owned()),
+            ("started", "call-1.1".to_owned())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_description_declares_each_tool_and_leaves_deferred_ones_to_the_search() {
+    let schema = json!({"type": "object", "properties": {"customer": {"type": "string", "description": "Who pays."}}, "required": ["customer"]});
+    let invoice = FnTool::new(
+        ToolSpec::new("create_invoice", "Create an invoice for a customer.", schema).with_defer(true),
+        |_, args: Value| async move {
+            Ok(ToolOutput::text(format!("invoice for {}", args["customer"].as_str().unwrap_or("?"))))
+        },
+    );
+    let tools = Registry::builder().tools(gate_registry(1).tools().cloned()).tool(invoice).build().unwrap();
+    let registry = CodeTool::new(tools).beside_its_tools().unwrap();
+    let description = &registry.get("code").unwrap().spec().description;
+    assert!(description.contains("  /** Echo the text. */\n  echo(args: {\n"), "{description}");
+    assert!(!description.contains("create_invoice"), "{description}");
+    assert!(description.contains("1 more tools are not listed here"), "{description}");
+    let dispatcher = Dispatcher::new(registry);
+    let result = script(
+        &dispatcher,
+        r#"
+        const found = await tools.tool_search({ query: "bill a customer" });
+        console.log(found.tools.join());
+        console.log(found.text.includes("customer: string;"));
+        (await tools[found.tools[0]]({ customer: "ada" })).text
+        "#,
+    )
+    .await;
+    assert_eq!(text(&result), "create_invoice\ntrue\ninvoice for ada", "{}", text(&result));
+}
