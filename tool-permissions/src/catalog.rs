@@ -131,10 +131,20 @@ impl ToolCatalog {
         self
     }
 
+    /// Whether this catalog was given no tools (every name is taken as it is written).
+    pub(crate) fn knows_no_tools(&self) -> bool {
+        self.known.is_none()
+    }
+
     /// The mounted server `tool` belongs to, if any.
     pub(crate) fn server_of(&self, tool: &str) -> Option<&str> {
-        let (server, _) = tool.split_once("__")?;
-        self.servers.get(server).map(String::as_str)
+        // The longest mounted name followed by `__`: with servers `a` and `a__b` mounted (a name
+        // a settings file cannot give), `a__b__x` is `a__b`'s.
+        self.servers
+            .iter()
+            .filter(|server| tool.strip_prefix(server.as_str()).is_some_and(|rest| rest.starts_with("__")))
+            .max_by_key(|server| server.len())
+            .map(String::as_str)
     }
 
     /// What a rule naming `name` is about.

@@ -326,7 +326,7 @@ pub(crate) struct Verdict {
 pub struct Rules {
     by_tool: HashMap<String, Vec<Rule>>,
     /// Rules about every tool of a mounted server (`mcp__SERVER`, `mcp__SERVER__*`), by the
-    /// prefix of its tools' names (`SERVER__`).
+    /// server's name.
     by_server: Vec<(String, Rule)>,
     /// Rules that name a tool of Claude Code's with no counterpart here, or a server that is not
     /// mounted: kept out, and said.
@@ -368,10 +368,13 @@ impl Rules {
 
     /// The rules about every tool of the mounted server whose tool `tool` is.
     fn server_rules<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a Rule> + 'a {
-        self.by_server
-            .iter()
-            .filter(move |(prefix, _)| tool.starts_with(prefix.as_str()))
-            .map(|(_, rule)| rule)
+        // The server the tool is of: its whole name before the first `__` (a server's name has
+        // none), one the catalog says is mounted when it knows the tools.
+        let server = self.catalog.server_of(tool).or_else(|| {
+            let (server, _) = tool.split_once("__")?;
+            self.catalog.knows_no_tools().then_some(server)
+        });
+        self.by_server.iter().filter(move |(name, _)| Some(name.as_str()) == server).map(|(_, rule)| rule)
     }
 
     /// The rules that have no effect, each with the reason: they name a tool of Claude Code's
@@ -747,7 +750,7 @@ impl RulesBuilder {
                     }
                     let rule =
                         Rule { action, pattern: Pattern::Any, text: text.clone(), origin: origin.clone() };
-                    by_server.push((format!("{server}__"), rule));
+                    by_server.push((server, rule));
                     continue;
                 }
                 Resolved::Absent(problem) => {
@@ -864,6 +867,23 @@ mod tests {
         assert!(!p("ls *").matches("lsof"));
         assert!(p("git * main").matches("git push origin main"));
         assert!(!p("git * main").matches("git push origin dev"));
+    }
+
+    #[test]
+    fn a_server_rule_is_about_that_server_only() {
+        let catalog = ToolCatalog::new()
+            .known_tools(["a__x", "ab__x", "a__b__x"])
+            .server("a")
+            .server("a__b")
+            .server("ab");
+        let rules = Rules::builder("/w").catalog(catalog).deny("mcp__a").build().unwrap();
+        assert_eq!(rules.decide_call("a__x").action, Action::Deny);
+        assert_eq!(rules.decide_call("ab__x").action, Action::Allow);
+        assert_eq!(rules.decide_call("a__b__x").action, Action::Allow, "the tool of server `a__b`");
+        // Without a catalog, the server is the name before the first `__`.
+        let rules = Rules::builder("/w").deny("mcp__a").build().unwrap();
+        assert_eq!(rules.decide_call("a__x").action, Action::Deny);
+        assert_eq!(rules.decide_call("ab__x").action, Action::Allow);
     }
 
     #[test]

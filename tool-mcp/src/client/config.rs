@@ -467,6 +467,14 @@ fn parse_server(
     if name.is_empty() {
         return Err("a server needs a non-empty name".to_owned());
     }
+    if name.contains("__") {
+        // `SERVER__TOOL` and `mcp__SERVER__TOOL` would not say which server a tool is of.
+        return Err(format!(
+            "a server's name may not contain `__`, which separates the server from the tool in its tools' \
+             names; rename it (`{}`)",
+            name.replace("__", "_")
+        ));
+    }
     let kind = optional_string(entry, "type")?;
     let has_url = entry.contains_key("url");
     let transport = match (kind.as_deref(), has_url) {
@@ -887,6 +895,11 @@ mod tests {
         assert!(
             message(r#"{"mcpServers": {"a": {"type": "sse", "url": "x"}}}"#)
                 .contains("SSE transport is not supported")
+        );
+        assert_eq!(
+            message(r#"{"mcpServers": {"a__b": {"command": "x"}}}"#),
+            "MCP configuration: server `a__b`: a server's name may not contain `__`, which separates the server \
+             from the tool in its tools' names; rename it (`a_b`)"
         );
     }
 }
