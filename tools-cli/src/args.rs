@@ -102,6 +102,8 @@ pub(crate) struct ListArgs {
     pub extras: ExtrasArgs,
     #[command(flatten)]
     pub mcp: McpArgs,
+    #[command(flatten)]
+    pub code: CodeModeArgs,
 }
 
 /// Which tools are deferred: left out of the definitions until a tool search finds them.
@@ -136,6 +138,26 @@ pub(crate) struct McpArgs {
     /// Cursor and Claude Code write it), named `<server>__<tool>`.
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
+}
+
+/// Code mode: the script tool.
+#[derive(Debug, Args)]
+pub(crate) struct CodeModeArgs {
+    /// Offer the script tool `code`, which runs a JavaScript program calling the other tools
+    /// (`await tools.grep({pattern: "..."})`) and returns only what it prints and its last value.
+    /// `beside` (the flag alone) offers it next to the other tools, `only` alone (the others are
+    /// reached from scripts). Put it after the tool's name in `call`.
+    #[arg(long, value_name = "beside|only", value_enum, num_args = 0..=1, default_missing_value = "beside")]
+    pub code_mode: Option<CodeMode>,
+}
+
+/// Which tools `--code-mode` offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CodeMode {
+    /// The script tool next to the other tools.
+    Beside,
+    /// The script tool alone.
+    Only,
 }
 
 /// Where the tools work and what they may touch.
@@ -234,6 +256,8 @@ pub(crate) struct CallArgs {
     pub timeout_ms: Option<u64>,
     #[command(flatten)]
     pub mcp: McpArgs,
+    #[command(flatten)]
+    pub code: CodeModeArgs,
 }
 
 /// `tools turn`.
@@ -260,6 +284,8 @@ pub(crate) struct TurnArgs {
     pub strict: bool,
     #[command(flatten)]
     pub mcp: McpArgs,
+    #[command(flatten)]
+    pub code: CodeModeArgs,
 }
 
 /// `tools serve`.
@@ -276,6 +302,8 @@ pub(crate) struct ServeArgs {
     pub http: HttpArgs,
     #[command(flatten)]
     pub mcp: McpArgs,
+    #[command(flatten)]
+    pub code: CodeModeArgs,
 }
 
 /// `tools serve --http` and its options.

@@ -32,7 +32,10 @@ use tool_runtime::{
 };
 use tools_std::{Workspace, tool_egress};
 
-use args::{CallArgs, Command, DeferArgs, ListArgs, McpArgs, Parsed, ServeArgs, TurnArgs, WorkspaceArgs};
+use args::{
+    CallArgs, CodeMode, CodeModeArgs, Command, DeferArgs, ListArgs, McpArgs, Parsed, ServeArgs, TurnArgs,
+    WorkspaceArgs,
+};
 use signals::Termination;
 
 /// The tool ran and succeeded (or the command did its job).
@@ -129,6 +132,18 @@ fn registry(mounts: &[McpMount]) -> Result<Registry, Failure> {
         .tools(tool_runtime::mcp_client::resource_tools(mounts))
         .build()
         .map_err(|e| Failure::usage(e.to_string()))
+}
+
+/// `registry` as `--code-mode` offers it: unchanged without the flag, else with the script tool
+/// `code` over its tools, next to them or alone.
+fn code_mode(registry: Registry, args: &CodeModeArgs) -> Result<Registry, Failure> {
+    let Some(mode) = args.code_mode else { return Ok(registry) };
+    let tool = tool_runtime::code::CodeTool::new(registry);
+    let offered = match mode {
+        CodeMode::Beside => tool.beside_its_tools(),
+        CodeMode::Only => tool.alone(),
+    };
+    offered.map_err(|e| Failure::usage(format!("--code-mode: {e}")))
 }
 
 /// Starts the MCP servers of `--mcp-config` (none without it), each stdio server inheriting
@@ -754,7 +769,8 @@ impl PermissionHook for AllowOutsideRoot {
 async fn list(args: ListArgs) -> Result<i32, Failure> {
     let mounts = mount(&args.mcp, &EnvFilter::base(), None, false).await?;
     let mode = if args.hosted_search { SearchMode::Hosted } else { SearchMode::Client };
-    let registry = describable(registry(&mounts)?, args.format.provider(), &definition_options(&args))?;
+    let registry = code_mode(registry(&mounts)?, &args.code)?;
+    let registry = describable(registry, args.format.provider(), &definition_options(&args))?;
     let catalog = catalog(registry, &args.defer)?.with_search_mode(mode);
     let loaded: LoadedTools = args.loaded.iter().collect();
     for name in loaded.names() {
@@ -830,6 +846,7 @@ fn definitions(
 
 async fn call(args: CallArgs) -> Result<i32, Failure> {
     let (setup, _mounts, registry) = prepare(&args.workspace, &args.mcp, false).await?;
+    let registry = code_mode(registry, &args.code)?;
     if !registry.contains(&args.name) {
         return Err(Failure::usage(registry.unknown_tool(&args.name).message().to_owned()));
     }
@@ -873,7 +890,7 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     }
     let message: Value = serde_json::from_str(&text)
         .map_err(|e| Failure::usage(format!("standard input is not valid JSON: {e}")))?;
-    let catalog = catalog(registry, &args.defer)?;
+    let catalog = catalog(code_mode(registry, &args.code)?, &args.defer)?;
     let mut builder = dispatcher(catalog.registry().clone(), setup, &args.workspace);
     if args.events {
         builder = builder.events(EventFn(print_event));
@@ -919,7 +936,7 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     // What confines every command of this session, said once when serving starts.
     let announce: Vec<String> =
         std::iter::once(sandbox_line(&setup.workspace)).chain(setup.announce.iter().cloned()).collect();
-    let builder = dispatcher(registry, setup, &args.workspace);
+    let builder = dispatcher(code_mode(registry, &args.code)?, setup, &args.workspace);
     let server = tool_runtime::mcp_server::McpServer::builder(builder)
         .name("tools")
         .version(env!("CARGO_PKG_VERSION"))
@@ -931,7 +948,7 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     // Runs as long as the runtime: the mounts live in the task, and stop with it.
     if !mounts.is_empty() {
         tokio::spawn(mounted::pass_on_their_changes(mounts.clone(), server.clone()));
-        tokio::spawn(pass_on_tool_changes(mounts, server.clone()));
+        tokio::spawn(pass_on_tool_changes(mounts, server.clone(), args.code));
     }
     if let Some(address) = &args.http.http {
         return http::serve(server, address, &args.http, &announce).await;
@@ -959,10 +976,14 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
 /// a mounted server's tool list changes, and announces it to our clients. A rebuilt registry
 /// that cannot be used (two servers now offer the same name, say) is reported on standard error
 /// and the tools served stay as they were.
-async fn pass_on_tool_changes(mounts: Vec<McpMount>, server: tool_runtime::mcp_server::McpServer) {
+async fn pass_on_tool_changes(
+    mounts: Vec<McpMount>,
+    server: tool_runtime::mcp_server::McpServer,
+    code: CodeModeArgs,
+) {
     let mut changes = mounted::any_changed(mounts.iter().map(McpMount::changes));
     while changes.recv().await.is_some() {
-        let rebuilt = match registry(&mounts) {
+        let rebuilt = match registry(&mounts).and_then(|registry| code_mode(registry, &code)) {
             Ok(registry) => server.replace_registry(registry).await.map_err(|e| e.to_string()),
             Err(failure) => Err(failure.message),
         };
