@@ -115,3 +115,9 @@ fn a_mounted_servers_sampling_reaches_the_python_clients_model() {
 fn ask_user_reaches_the_python_clients_user_directly_and_through_a_mount() {
     run_script("ask_user.py", &[]);
 }
+
+#[test]
+fn python_sdk_drives_the_script_tool_of_code_mode() {
+    run_script("code_mode.py", &["beside"]);
+    run_script("code_mode.py", &["only"]);
+}
