@@ -89,7 +89,6 @@ impl InFlight {
     }
 
     /// Cancels every call in flight and every later one.
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn stop(&self) {
         self.stop.cancel();
     }

@@ -493,8 +493,23 @@ impl McpServer {
         let input_closed = CancellationToken::new();
         let transport =
             LineTransport::new(reader, writer, self.inner.max_message_bytes, input_closed.clone());
-        let session =
-            McpServer { input_closed, subscriptions: Arc::default(), tasks: Arc::default(), ..self };
+        // The client closing its input is the end of the session (MCP's stdio shutdown): the
+        // calls in flight are cancelled at once, their commands killed, and their answers
+        // written while the output is still open.
+        let in_flight = Arc::new(InFlight::default());
+        let stop = in_flight.clone();
+        let closed = input_closed.clone();
+        tokio::spawn(async move {
+            closed.cancelled().await;
+            stop.stop();
+        });
+        let session = McpServer {
+            input_closed,
+            in_flight,
+            subscriptions: Arc::default(),
+            tasks: Arc::default(),
+            ..self
+        };
         let running = match rmcp::serve_server(session, transport).await {
             Ok(running) => running,
             Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
