@@ -56,11 +56,11 @@ pub(crate) fn description<'a>(
         limits.output_bytes >> 10,
     );
     if deferred > 0 {
-        let _ = write!(
+        let _ = writeln!(
             out,
             "{deferred} more tools are not listed here: find them with \
              `await tools.tool_search({{query: \"what the tool should do\"}})`, which returns their \
-             declarations (`text`) and names (`tools`); then call them like the others.\n"
+             declarations (`text`) and names (`tools`); then call them like the others."
         );
     }
     out.push_str(

@@ -187,10 +187,7 @@ impl<'js> Script<'js> {
     }
 
     fn run(mut self, setup: &Setup) -> Finished {
-        let error = match self.evaluate(setup) {
-            Ok(()) => None,
-            Err(error) => Some(error),
-        };
+        let error = self.evaluate(setup).err();
         let state = self.state.borrow();
         Finished { output: state.output.clone(), error, calls: state.calls }
     }
