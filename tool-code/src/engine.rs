@@ -204,7 +204,13 @@ impl<'js> Script<'js> {
         let promise: Promise<'js> =
             ctx.eval_with_options(setup.source.as_bytes(), options).map_err(|e| self.exception(e))?;
         loop {
-            while ctx.execute_pending_job() {}
+            // Checked between jobs too: a script that keeps queueing short jobs may never run long
+            // enough in one of them for the interrupt handler to see its deadline.
+            while setup.stop.get().is_none() && ctx.execute_pending_job() {
+                if Instant::now() >= setup.deadline {
+                    setup.stop.stop(Stop::WallTime);
+                }
+            }
             if setup.stop.get().is_some() {
                 return Ok(());
             }
