@@ -254,7 +254,8 @@ impl McpServer {
     ///   sends `DELETE` or stays idle for 5 minutes) has a dispatcher of its own: its own session
     ///   state (a todo list, say), parallel gate and repeat guard, and session id `http-N`.
     ///   Registry, dependencies, hooks, output store and concurrency cap are shared. Revision
-    ///   2026-07-28 has no sessions: each of its requests has a state of its own.
+    ///   2026-07-28 has no sessions: its requests share one state of the server's (background
+    ///   commands, tasks, the todo list), which ends with the server.
     /// - When a session ends, its calls in flight are cancelled once `rmcp` stops waiting for
     ///   their answers (5 seconds), which kills the processes they started; then its tasks are
     ///   cancelled and its session state is cleared, which kills its background commands and
@@ -316,6 +317,7 @@ impl McpServer {
             revisions,
             keep_alive: config.sse_keep_alive,
             shutdown: sessions.clone(),
+            sessionless: std::sync::OnceLock::new(),
         };
         let service = StreamableHttpService::new(factory, capped.clone(), config);
         let responses = Gauge::default();

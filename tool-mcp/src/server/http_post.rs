@@ -64,6 +64,11 @@ pub(crate) struct Poster {
     pub(crate) keep_alive: Option<Duration>,
     /// Cancelled at shutdown: ends the servers this module started.
     pub(crate) shutdown: CancellationToken,
+    /// The one server state of the requests of revision 2026-07-28 on, made with the first:
+    /// that revision has no sessions, so what a call leaves for later (a background command, a
+    /// task, the todo list) belongs to the server, shared by every such request (all of them
+    /// passed the same token check), and ends when the server does.
+    pub(crate) sessionless: std::sync::OnceLock<McpServer>,
 }
 
 impl Poster {
@@ -172,7 +177,10 @@ impl Poster {
             reply["error"]["data"] = serde_json::json!({"supported": self.revisions, "requested": revision});
             return json(StatusCode::BAD_REQUEST, &reply);
         }
-        let (mut answers, running) = self.serve_alone(message);
+        let server = self.sessionless.get_or_init(|| (self.server)()).clone();
+        let (transport, answers) = OneshotTransport::<RoleServer>::new(message);
+        let running = Box::new(serve_directly_with_ct(server, transport, None, self.shutdown.child_token()));
+        let mut answers = answers;
         // A method this server does not serve is answered at once, and gets `404` as the revision
         // asks; anything else streams. A server slower than the window streams too.
         let first = tokio::time::timeout(GATHER_WINDOW, answers.recv()).await.ok().flatten();

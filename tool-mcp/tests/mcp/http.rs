@@ -1062,8 +1062,17 @@ async fn requests_of_revision_2026_07_28_repeat_their_body_in_their_headers() {
         assert_eq!(response.status(), 200, "{name}");
         let answer = messages(response).await;
         let text = answer.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap().to_owned();
-        assert!(text.ends_with(" modern"), "{name}: {answer:?}");
+        assert!(text.ends_with("modern"), "{name}: {answer:?}");
     }
+
+    // What a call leaves behind outlives its request: the next request sees the notes.
+    let text = |answer: Vec<Value>| {
+        answer.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap().to_owned()
+    };
+    let mut second = call("2026-07-28");
+    second["params"]["arguments"]["text"] = json!("again");
+    let answer = messages(send(second, modern.clone()).await.unwrap()).await;
+    assert!(text(answer).ends_with(" modern,modern,again"), "the state of the earlier requests is kept");
 
     type Headers = Vec<(&'static str, &'static str)>;
     let mismatches: [(Value, Headers, &str); 8] = [
@@ -1105,7 +1114,7 @@ async fn requests_of_revision_2026_07_28_repeat_their_body_in_their_headers() {
         let message = error["error"]["message"].as_str().unwrap();
         assert!(message.starts_with("Header mismatch: ") && message.contains(says), "{shown}: {message}");
     }
-    assert_eq!(served.probe.calls.load(std::sync::atomic::Ordering::SeqCst), 2, "a refused call ran");
+    assert_eq!(served.probe.calls.load(std::sync::atomic::Ordering::SeqCst), 3, "a refused call ran");
 
     let response =
         send(call("2027-01-01"), vec![("mcp-protocol-version", "2027-01-01"), modern[1], modern[2]])

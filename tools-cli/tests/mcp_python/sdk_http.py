@@ -8,6 +8,7 @@ port with a token file, prints one line per check and exits non-zero on the firs
 
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -78,13 +79,27 @@ async def drive(url, mode, workspace):
         wrote = await client.call_tool("todo_write", todos)
         check(not wrote.is_error, f"todo_write succeeded: {text_of(wrote)!r}")
         others = await other.call_tool("todo_read", {})
-        check(text_of(others) == "The todo list is empty.", f"another client has its own todo list: {text_of(others)!r}")
         own = await client.call_tool("todo_read", {})
+        check("Serve over HTTP" in text_of(own), "the todo list is kept across calls")
         if mode == "legacy":
-            check("Serve over HTTP" in text_of(own), "a session keeps its todo list across calls")
+            check(text_of(others) == "The todo list is empty.", f"another session has its own todo list: {text_of(others)!r}")
         else:
-            # 2026-07-28 has no sessions: each request has a state of its own.
-            check(text_of(own) == "The todo list is empty.", f"a sessionless request starts empty: {text_of(own)!r}")
+            # 2026-07-28 has no sessions: the server's state is one, shared by its clients.
+            check("Serve over HTTP" in text_of(others), f"sessionless clients share the state: {text_of(others)!r}")
+
+        # A background command outlives the request that started it, and a later one reads it.
+        started = await client.call_tool(
+            "bash", {"command": "echo first-line; sleep 0.5; echo from-the-background", "background": True})
+        found = re.search(r"session_id=(\d+)", text_of(started))
+        check(not started.is_error and found is not None, f"the command went to the background: {text_of(started)!r}")
+        seen = text_of(started)
+        for _ in range(100):
+            out = await client.call_tool("bash_output", {"session_id": int(found.group(1))})
+            seen += text_of(out)
+            if "from-the-background" in seen:
+                break
+            await anyio.sleep(0.05)
+        check("from-the-background" in seen, f"bash_output reads it in a later request: {seen!r}"[:300])
 
         # Cancellation over HTTP: the SDK sends notifications/cancelled; the command is killed.
         pid_file = os.path.join(workspace, f"sleeper-{mode}.pid")

@@ -444,3 +444,69 @@ fn on_protocol_2026_07_28_the_extension_is_declared_per_request() {
     let refused = raw.request(4, "tasks/get", json!({"taskId": task_id, "_meta": meta(false)}));
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
 }
+
+/// Over HTTP on 2026-07-28, which has no sessions, a task created by one request is found by
+/// `tasks/get` in later ones: the server's state for such requests outlives each of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_on_2026_07_28_a_task_outlives_the_request_that_made_it() {
+    let fx = Fixture::new();
+    let server = common::HttpServer::start(&fx, &[]);
+    common::install_tls_provider();
+    let http = reqwest::Client::new();
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}});
+    let post = |id: i64, method: &'static str, name: Option<&'static str>, params: Value| {
+        let mut params = params;
+        params["_meta"] = meta.clone();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut request = http
+            .post(&server.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+            .body(body.to_string());
+        if let Some(name) = name {
+            request = request.header("mcp-name", name);
+        }
+        async move {
+            let response = request.send().await.expect("POST");
+            let body = response.text().await.unwrap();
+            let messages: Vec<Value> = if body.trim_start().starts_with('{') {
+                vec![serde_json::from_str(&body).unwrap()]
+            } else {
+                body.lines()
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .filter_map(|data| serde_json::from_str(data.trim()).ok())
+                    .collect()
+            };
+            messages
+                .into_iter()
+                .find(|m| m["id"] == id)
+                .unwrap_or_else(|| panic!("no answer to {id}: {body}"))
+        }
+    };
+    let arguments = json!({"command": "sleep 0.3; echo from the task", "background": true});
+    let created = post(1, "tools/call", Some("bash"), json!({"name": "bash", "arguments": arguments})).await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let start = Instant::now();
+    let got = loop {
+        let got = post(2, "tasks/get", None, json!({"taskId": task_id})).await;
+        if got["result"]["status"] != "working" {
+            break got;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{got}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+    assert!(
+        got["result"]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("from the task\n"),
+        "{got}"
+    );
+    server.stop("TERM");
+}
