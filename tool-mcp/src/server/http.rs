@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use super::calls::{Entered, Gauge, InFlight};
 use super::host_check::HostCheck;
 use super::http_post::{self, Poster};
+use super::http_response::{GATHER_WINDOW, HttpResponse, json, plain};
 use super::http_sessions::{self, CappedSessions};
 use super::inbound::{self, Framing, INVALID_PARAMS, Inbound};
 use super::limits::Connections;
@@ -64,14 +65,6 @@ pub const DEFAULT_MAX_SESSIONS: usize = 1000;
 
 /// How long a session may stay idle before it ends, unless configured.
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// How long the answer to a POST is held back, at most, to be written whole in one go: an answer
-/// that is ready by then is sent with its headers in one write; a call still running by then gets
-/// its headers, and its events as they come.
-pub(super) const GATHER_WINDOW: Duration = Duration::from_secs(1);
-
-/// A response of this server: a boxed body of bytes that cannot fail.
-pub(super) type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 
 /// How [`McpServer::serve_http`] serves: who may connect, the token they need, and when and how
 /// it stops.
@@ -746,26 +739,6 @@ fn authorized(value: Option<&http::HeaderValue>, token: &[u8]) -> bool {
     let value = value.as_bytes();
     let Some((scheme, credentials)) = value.split_at_checked(7) else { return false };
     scheme.eq_ignore_ascii_case(b"bearer ") && bool::from(credentials.ct_eq(token))
-}
-
-/// A JSON answer.
-pub(super) fn json<T: serde::Serialize>(status: StatusCode, value: &T) -> HttpResponse {
-    // Our error values and rmcp's messages always serialize: their maps have string keys.
-    let body = serde_json::to_vec(value).unwrap_or_default();
-    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
-    *response.status_mut() = status;
-    response.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
-    response
-}
-
-/// A plain-text answer (a sentence).
-pub(super) fn plain(status: StatusCode, text: String) -> HttpResponse {
-    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
-    response
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
-use super::http::{GATHER_WINDOW, HttpResponse, json, plain};
+use super::http_response::{GATHER_WINDOW, HttpResponse, json, plain};
 use super::http_sessions::{self, CappedSessions, SessionsError};
 use super::inbound;
 

@@ -10,6 +10,8 @@ mod http;
 #[cfg(feature = "http")]
 mod http_post;
 #[cfg(feature = "http")]
+mod http_response;
+#[cfg(feature = "http")]
 mod http_sessions;
 mod inbound;
 #[cfg(feature = "http")]
