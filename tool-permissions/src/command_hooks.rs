@@ -178,6 +178,23 @@ impl HookCommand {
     }
 }
 
+impl HookCommand {
+    /// Runs a `SessionStart` or `SessionEnd` hook, whose answer decides nothing: `Err` when it
+    /// failed (exit code other than 0, a crash, its time limit), with what it said.
+    pub(crate) async fn session_event(
+        &self,
+        event: &Value,
+        cwd: &Path,
+        sandbox: Option<&tool_sandbox::Sandbox>,
+    ) -> Result<(), String> {
+        let finished = self.run(event, cwd, sandbox).await?;
+        match finished.code {
+            Some(0) => Ok(()),
+            code => Err(failed(code, &finished.stderr)),
+        }
+    }
+}
+
 /// A hook's processes, killed when this is dropped (the call abandoned) or asked to.
 struct KillTree {
     #[cfg(target_os = "linux")]

@@ -90,8 +90,6 @@ pub(crate) const HOOK_EVENTS: &[(&str, &str)] = &[
     ("SubagentStop", "this program runs no subagents"),
     ("PreCompact", "this program keeps no conversation to compact"),
     ("PostCompact", "this program keeps no conversation to compact"),
-    ("SessionStart", "sessions are the MCP clients', which start and end them"),
-    ("SessionEnd", "sessions are the MCP clients', which start and end them"),
     ("Setup", "this program has no setup step"),
 ];
 

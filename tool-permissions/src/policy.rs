@@ -26,6 +26,9 @@ use crate::settings::{HookCommands, Settings};
 /// decides, the [`PermissionMode`] does. An `ask` goes to the asker; without one it is refused
 /// with a message naming the rule or the mode. After the tool, the `PostToolUse` hook commands
 /// see its result.
+///
+/// A clone shares the asker and the [`ModeSwitch`]: switching the mode of one switches both.
+#[derive(Clone)]
 pub struct Policy {
     rules: Rules,
     hooks: HookCommands,
@@ -290,6 +293,48 @@ impl Policy {
                 call.tool
             ))),
         }
+    }
+
+    /// Runs the `SessionStart` hooks whose matcher matches `source` (Claude Code's sources:
+    /// `startup` for a new session), in order, with Claude Code's input (`session_id`,
+    /// `hook_event_name`, `cwd`, `source`). Their output decides nothing; what each failed one
+    /// said is returned, for the operator.
+    #[cfg(feature = "command-hooks")]
+    pub async fn session_start(&self, session_id: &str, source: &str) -> Vec<String> {
+        self.session_hooks(&self.hooks.session_start, "SessionStart", ("source", source), session_id).await
+    }
+
+    /// Runs the `SessionEnd` hooks whose matcher matches `reason` (Claude Code's reasons:
+    /// `prompt_input_exit` when the client went away, `other`), as
+    /// [`Policy::session_start`] does.
+    #[cfg(feature = "command-hooks")]
+    pub async fn session_end(&self, session_id: &str, reason: &str) -> Vec<String> {
+        self.session_hooks(&self.hooks.session_end, "SessionEnd", ("reason", reason), session_id).await
+    }
+
+    #[cfg(feature = "command-hooks")]
+    async fn session_hooks(
+        &self,
+        hooks: &[crate::settings::HookCommand],
+        event_name: &str,
+        (key, value): (&str, &str),
+        session_id: &str,
+    ) -> Vec<String> {
+        let mut failed = Vec::new();
+        for hook in hooks.iter().filter(|hook| hook.matcher.matches(value, None)) {
+            let event = json!({
+                "session_id": session_id,
+                "hook_event_name": event_name,
+                "cwd": self.rules.root(),
+                key: value,
+            });
+            if let Err(problem) =
+                hook.session_event(&event, self.rules.root(), self.hooks.sandbox.as_deref()).await
+            {
+                failed.push(format!("the {event_name} hook `{}` {problem}", hook.command));
+            }
+        }
+        failed
     }
 
     /// Runs the `PreToolUse` hooks matching `tool` with `tool_input`, in order.

@@ -71,9 +71,24 @@ pub(crate) struct HookCommand {
 pub(crate) struct HookCommands {
     pub(crate) pre_tool_use: Vec<HookCommand>,
     pub(crate) post_tool_use: Vec<HookCommand>,
+    /// `SessionStart`: run when a session starts, their matchers against its `source`.
+    pub(crate) session_start: Vec<HookCommand>,
+    /// `SessionEnd`: run when it ends, their matchers against its `reason`.
+    pub(crate) session_end: Vec<HookCommand>,
     /// The kernel sandbox the hook commands run in (`None`: unconfined).
     #[cfg(feature = "command-hooks")]
     pub(crate) sandbox: Option<Arc<tool_sandbox::Sandbox>>,
+}
+
+impl HookCommands {
+    /// Every hook command, of every event.
+    fn all_mut(&mut self) -> impl Iterator<Item = &mut HookCommand> {
+        self.pre_tool_use
+            .iter_mut()
+            .chain(self.post_tool_use.iter_mut())
+            .chain(self.session_start.iter_mut())
+            .chain(self.session_end.iter_mut())
+    }
 }
 
 /// Permission rules and hooks, loaded from a settings file and checked in full when loaded.
@@ -176,11 +191,11 @@ impl Settings {
             }
         }
         let shared = Arc::new(environment.clone());
-        for hook in hooks.pre_tool_use.iter_mut().chain(hooks.post_tool_use.iter_mut()) {
+        for hook in hooks.all_mut() {
             hook.environment = shared.clone();
         }
         #[cfg(not(feature = "command-hooks"))]
-        if !hooks.pre_tool_use.is_empty() || !hooks.post_tool_use.is_empty() {
+        if hooks.all_mut().next().is_some() {
             return Err(error(
                 "`hooks` needs tool-runtime's `command-hooks` feature, which this program was built without"
                     .to_owned(),
@@ -233,9 +248,17 @@ impl Settings {
         &self.sandbox
     }
 
-    /// The command line of every hook command (`PreToolUse`, then `PostToolUse`).
+    /// The command line of every hook command (`PreToolUse`, `PostToolUse`, `SessionStart`, then
+    /// `SessionEnd`).
     pub fn hook_command_lines(&self) -> impl Iterator<Item = &str> {
-        self.hooks.pre_tool_use.iter().chain(&self.hooks.post_tool_use).map(|hook| hook.command.as_str())
+        let hooks = &self.hooks;
+        hooks
+            .pre_tool_use
+            .iter()
+            .chain(&hooks.post_tool_use)
+            .chain(&hooks.session_start)
+            .chain(&hooks.session_end)
+            .map(|hook| hook.command.as_str())
     }
 
     /// How many `PreToolUse` and `PostToolUse` hook commands were loaded.
@@ -486,6 +509,8 @@ fn hooks_section(value: &Value, not: &mut impl FnMut(String, &str)) -> Result<Ho
         let list = match event.as_str() {
             "PreToolUse" => &mut hooks.pre_tool_use,
             "PostToolUse" => &mut hooks.post_tool_use,
+            "SessionStart" => &mut hooks.session_start,
+            "SessionEnd" => &mut hooks.session_end,
             other
                 if let Some((_, reason)) = not_applied::HOOK_EVENTS.iter().find(|(key, _)| *key == other) =>
             {
@@ -494,7 +519,8 @@ fn hooks_section(value: &Value, not: &mut impl FnMut(String, &str)) -> Result<Ho
             }
             other => {
                 return Err(format!(
-                    "unknown hook event `hooks.{other}`; expected PreToolUse or PostToolUse"
+                    "unknown hook event `hooks.{other}`; expected PreToolUse, PostToolUse, SessionStart or \
+                     SessionEnd"
                 ));
             }
         };

@@ -936,6 +936,9 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     // What confines every command of this session, said once when serving starts.
     let announce: Vec<String> =
         std::iter::once(sandbox_line(&setup.workspace)).chain(setup.announce.iter().cloned()).collect();
+    // The settings' SessionStart and SessionEnd hooks: one session, this server's.
+    let session_hooks = setup.policy.clone();
+    let session_id = format!("serve-{}", std::process::id());
     let builder = dispatcher(code_mode(registry, &args.code)?, setup, &args.workspace);
     let server = tool_runtime::mcp_server::McpServer::builder(builder)
         .name("tools")
@@ -950,26 +953,45 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
         tokio::spawn(mounted::pass_on_their_changes(mounts.clone(), server.clone()));
         tokio::spawn(pass_on_tool_changes(mounts, server.clone(), args.code));
     }
+    if let Some(policy) = &session_hooks {
+        say_failed(policy.session_start(&session_id, "startup").await);
+    }
     if let Some(address) = &args.http.http {
-        return http::serve(server, address, &args.http, &announce).await;
+        let served = http::serve(server, address, &args.http, &announce).await;
+        if let Some(policy) = &session_hooks {
+            say_failed(policy.session_end(&session_id, "other").await);
+        }
+        return served;
     }
     for line in &announce {
         let _ = writeln!(io::stderr().lock(), "tools: {line}");
     }
     let mut termination = Termination::register().map_err(signal_failure)?;
-    tokio::select! {
+    let (served, reason) = tokio::select! {
         served = server.serve_stdio() => {
             // The client went away: what its commands left running ends with the session.
             tools_std::process::kill_running_commands();
-            served.map_err(|e| Failure::runtime(e.to_string()))?;
+            (served.map_err(|e| Failure::runtime(e.to_string())), "prompt_input_exit")
         }
         _ = termination.received() => {
             // Killed here, before the runtime drops the calls still running: every process the
             // commands started dies with the server, whichever session it belonged to.
             tools_std::process::kill_running_commands();
+            (Ok(()), "other")
         }
+    };
+    if let Some(policy) = &session_hooks {
+        say_failed(policy.session_end(&session_id, reason).await);
     }
+    served?;
     Ok(EXIT_OK)
+}
+
+/// Says on standard error what each failed session hook said.
+fn say_failed(failures: Vec<String>) {
+    for failure in failures {
+        let _ = writeln!(io::stderr().lock(), "tools: {failure}");
+    }
 }
 
 /// Serves the tools of the registry rebuilt from ours and every mount's current tools each time

@@ -61,3 +61,48 @@ fn a_hook_written_for_claude_code_works_unchanged() {
     let log = std::fs::read_to_string(ws.join("hook.log")).unwrap();
     assert_eq!(log, "Bash bash\nWrite write\nmcp__inner__read inner__read\n");
 }
+
+/// `SessionStart` and `SessionEnd` hooks run when `tools serve` starts and when its client goes
+/// away, with Claude Code's input; their matchers see the `source` and the `reason`, and a
+/// failing one is named on standard error without stopping the server.
+#[test]
+fn session_start_and_end_hooks_run_around_tools_serve() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let settings = fx.dir.path().join("settings.json");
+    let hook = |name: &str| json!({"type": "command", "command": format!("cat > \"$CLAUDE_PROJECT_DIR/{name}.json\"")});
+    let text = json!({"hooks": {
+        "SessionStart": [
+            {"matcher": "startup", "hooks": [hook("start")]},
+            {"matcher": "resume", "hooks": [hook("resumed")]},
+            {"hooks": [{"type": "command", "command": "echo broken >&2; exit 3"}]}
+        ],
+        "SessionEnd": [{"hooks": [hook("end")]}]
+    }});
+    std::fs::write(&settings, text.to_string()).unwrap();
+    let run = fx.run(&["serve", "--settings", settings.to_str().unwrap()], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let read = |name: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(ws.join(format!("{name}.json")))
+            .unwrap_or_else(|e| panic!("{name}.json: {e}; {}", run.stderr));
+        serde_json::from_str(&text).unwrap()
+    };
+    let start = read("start");
+    assert_eq!(
+        (start["hook_event_name"].as_str(), start["source"].as_str()),
+        (Some("SessionStart"), Some("startup"))
+    );
+    let end = read("end");
+    assert_eq!(
+        (end["hook_event_name"].as_str(), end["reason"].as_str()),
+        (Some("SessionEnd"), Some("prompt_input_exit"))
+    );
+    assert_eq!(start["session_id"], end["session_id"]);
+    assert_eq!(start["cwd"].as_str(), ws.canonicalize().unwrap().to_str());
+    assert!(!ws.join("resumed.json").exists(), "a matcher for another source ran");
+    assert!(
+        run.stderr.contains("tools: the SessionStart hook `echo broken >&2; exit 3` exited with code 3"),
+        "{}",
+        run.stderr
+    );
+}
