@@ -491,7 +491,12 @@ mod tests {
         );
         for (name, source) in [
             ("fs/host.rs", include_str!("host.rs")),
-            ("checkpoint.rs", include_str!("../checkpoint.rs")),
+            ("checkpoint/mod.rs", include_str!("../checkpoint/mod.rs")),
+            ("checkpoint/record.rs", include_str!("../checkpoint/record.rs")),
+            ("checkpoint/scan.rs", include_str!("../checkpoint/scan.rs")),
+            ("checkpoint/store.rs", include_str!("../checkpoint/store.rs")),
+            ("checkpoint/undo.rs", include_str!("../checkpoint/undo.rs")),
+            ("checkpoint/watch.rs", include_str!("../checkpoint/watch.rs")),
             ("tools/undo.rs", include_str!("../tools/undo.rs")),
             ("tools/checkpoints.rs", include_str!("../tools/checkpoints.rs")),
         ] {
