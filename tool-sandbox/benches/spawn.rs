@@ -44,6 +44,26 @@ fn proxied(root: &Path, namespace: bool) -> (Duration, Duration) {
     (made, started.elapsed())
 }
 
+/// CPU time this process and its waited-for children used so far (user and system).
+fn cpu() -> Duration {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let used = |who| {
+        let usage = getrusage(who).expect("getrusage");
+        let time = |t: nix::sys::time::TimeVal| {
+            Duration::new(t.tv_sec().unsigned_abs(), u32::try_from(t.tv_usec()).unwrap_or(0) * 1000)
+        };
+        time(usage.user_time()) + time(usage.system_time())
+    };
+    used(UsageWho::RUSAGE_SELF) + used(UsageWho::RUSAGE_CHILDREN)
+}
+
+/// The CPU time `run` takes, in this process and the children it waits for.
+fn cpu_of(run: impl FnOnce()) -> Duration {
+    let before = cpu();
+    run();
+    cpu().saturating_sub(before)
+}
+
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
     times[times.len() / 2]
@@ -74,6 +94,45 @@ fn main() {
     for _ in 0..10 {
         once(None, &root);
         once(Some(&sandbox), &root);
+    }
+    // As a workspace's sandbox has it: the session's temporary directory, made once.
+    let temp = root.join(".tmp-session");
+    std::fs::create_dir_all(&temp).unwrap();
+    // The CPU a command costs with every layer the `tools` binary uses by default: the protected
+    // paths' mounts, and the egress proxy's port in a network namespace of its own, made ahead
+    // (as `bash` keeps one ready) or made for it.
+    let (mut cpu_off, mut cpu_cli, mut cpu_cli_made) = (Vec::new(), Vec::new(), Vec::new());
+    if namespaces {
+        for _ in 0..RUNS {
+            cpu_off.push(cpu_of(|| {
+                once(None, &root);
+            }));
+            let (namespace, listener) = NetworkNamespace::with_listener().expect("a network namespace");
+            let port = listener.local_addr().unwrap().port();
+            let cli = Sandbox::new(
+                SandboxPolicy::workspace_write(&root)
+                    .with_temp_dir(&temp)
+                    .with_network(Network::Proxy { port }),
+            )
+            .expect("the kernel has the sandbox's layers")
+            .in_network_namespace(namespace);
+            cpu_cli.push(cpu_of(|| {
+                once(Some(&cli), &root);
+            }));
+            drop((cli, listener));
+            cpu_cli_made.push(cpu_of(|| {
+                let (namespace, listener) = NetworkNamespace::with_listener().expect("a network namespace");
+                let port = listener.local_addr().unwrap().port();
+                let cli = Sandbox::new(
+                    SandboxPolicy::workspace_write(&root)
+                        .with_temp_dir(&temp)
+                        .with_network(Network::Proxy { port }),
+                )
+                .expect("the kernel has the sandbox's layers")
+                .in_network_namespace(namespace);
+                once(Some(&cli), &root);
+            }));
+        }
     }
     for _ in 0..RUNS {
         off.push(once(None, &root));
@@ -113,6 +172,35 @@ fn main() {
             "bash -c true with a proxy's namespace made, the sandbox built and joined: {:>8.3} ms (added {:.3} ms)",
             proxy.as_secs_f64() * 1e3,
             (proxy.as_secs_f64() - off.as_secs_f64()) * 1e3
+        );
+    }
+    // Building the sandbox for a proxy's port, as a command with the proxy does.
+    let building: Vec<Duration> = (0..RUNS)
+        .map(|_| {
+            cpu_of(|| {
+                let policy = SandboxPolicy::workspace_write(&root)
+                    .with_temp_dir(&temp)
+                    .with_network(Network::Proxy { port: 1 });
+                drop(Sandbox::new(policy).expect("the kernel has the sandbox's layers"));
+            })
+        })
+        .collect();
+    println!(
+        "CPU of building a sandbox for a proxy's port:  {:>8.3} ms",
+        median(building).as_secs_f64() * 1e3
+    );
+    if namespaces {
+        let (off, cli, made) = (median(cpu_off), median(cpu_cli), median(cpu_cli_made));
+        println!("CPU of bash -c true, unconfined (median of {RUNS}): {:>8.3} ms", off.as_secs_f64() * 1e3);
+        println!(
+            "CPU with every layer of the CLI, namespace made ahead: {:>8.3} ms (added {:.3} ms)",
+            cli.as_secs_f64() * 1e3,
+            (cli.as_secs_f64() - off.as_secs_f64()) * 1e3
+        );
+        println!(
+            "CPU with every layer of the CLI, namespace and sandbox made for it: {:>8.3} ms (added {:.3} ms)",
+            made.as_secs_f64() * 1e3,
+            (made.as_secs_f64() - off.as_secs_f64()) * 1e3
         );
     }
     let _ = std::fs::remove_dir_all(&root);

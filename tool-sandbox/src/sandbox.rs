@@ -620,10 +620,19 @@ fn limits_report(limits: &crate::Limits, probe: &Probe, report: &mut SandboxRepo
     if limits.processes.is_none() && limits.memory.is_none() {
         return;
     }
+    // Found once per process and bounds (a sandbox is built per command that uses the proxy).
     #[cfg(target_os = "linux")]
-    let (processes, memory) = crate::process_tree::Cgroup::create()
-        .map(|mut cgroup| cgroup.limit(limits.processes, limits.memory))
-        .map_or((false, false), |enforced| (enforced.processes, enforced.memory));
+    let (processes, memory) = {
+        type Found = std::collections::HashMap<(Option<u64>, Option<u64>), (bool, bool)>;
+        static FOUND: std::sync::Mutex<Option<Found>> = std::sync::Mutex::new(None);
+        let key = (limits.processes, limits.memory);
+        let mut found = FOUND.lock().unwrap_or_else(|p| p.into_inner());
+        *found.get_or_insert_with(Found::new).entry(key).or_insert_with(|| {
+            crate::process_tree::Cgroup::create()
+                .map(|mut cgroup| cgroup.limit(limits.processes, limits.memory))
+                .map_or((false, false), |enforced| (enforced.processes, enforced.memory))
+        })
+    };
     #[cfg(not(target_os = "linux"))]
     let (processes, memory) = (false, false);
     let size = |bytes: u64| match bytes {
