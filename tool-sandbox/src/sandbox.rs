@@ -118,6 +118,17 @@ impl Sandbox {
     /// Checks `policy` against the kernel's [`Probe`] and prepares it, or says what is missing
     /// (unless the policy's fallback is [`Fallback::BestEffort`]).
     pub fn new(policy: SandboxPolicy) -> Result<Sandbox, SandboxError> {
+        // Off: nothing to check, so the kernel is not probed (the probe starts children).
+        if policy.mode == SandboxMode::Off {
+            let nothing = Probe {
+                landlock_abi: None,
+                seccomp: false,
+                mount_namespace: false,
+                user_namespaces: false,
+                network_namespace: false,
+            };
+            return Self::with_probe(policy, nothing);
+        }
         Self::with_probe(policy, Probe::get())
     }
 
