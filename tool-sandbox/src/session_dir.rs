@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 /// A directory made at the start of a session, `<system temporary directory>/tools-<pid>-<random>/`,
 /// mode `0700`, made with `mkdir` so that a name planted in advance fails instead of being used,
 /// and removed (without following links) when dropped, or, when its process was killed, by the
-/// next session directory made beside it:
+/// next session directory made beside it. A session holds an exclusive `flock` on its directory
+/// for as long as it lives; one is taken for abandoned only when nobody holds that lock, its
+/// process does not run, and it is more than a minute old (a session in another pid namespace
+/// that shares the temporary directory, whose pid means nothing here, still holds its lock):
 ///
 /// - [`state`](SessionDir::state): the host's own files (checkpoint store, anything it writes
 ///   for itself). A [`SandboxPolicy`](crate::SandboxPolicy) given this directory
@@ -23,6 +26,9 @@ pub struct SessionDir {
     /// removed.
     #[cfg(unix)]
     id: (u64, u64),
+    /// The directory, open and locked (`flock`, exclusive) while the session lives.
+    #[cfg(target_os = "linux")]
+    _lock: Option<nix::fcntl::Flock<std::fs::File>>,
 }
 
 impl SessionDir {
@@ -46,6 +52,8 @@ impl SessionDir {
                     let dir = SessionDir {
                         #[cfg(unix)]
                         id: id_of(&path)?,
+                        #[cfg(target_os = "linux")]
+                        _lock: lock(&path, false),
                         path,
                     };
                     return Ok(dir);
@@ -140,10 +148,43 @@ fn remove_abandoned(parent: &Path) {
     for entry in entries.flatten() {
         let path = entry.path();
         let Some(pid) = session_pid(&path) else { continue };
-        if owner(&path) == Some(uid) && !Path::new("/proc").join(pid.to_string()).exists() {
+        if owner(&path) != Some(uid) || Path::new("/proc").join(pid.to_string()).exists() {
+            continue;
+        }
+        let old = std::fs::symlink_metadata(&path)
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age > ABANDONED_AFTER);
+        // Held while it is removed, so that nobody takes it meanwhile.
+        if let Some(_held) = lock(&path, true).filter(|_| old) {
             let _ = std::fs::remove_dir_all(&path);
         }
     }
+}
+
+/// How old a session directory nobody holds must be to be taken for abandoned: a session locks
+/// its directory right after making it.
+#[cfg(target_os = "linux")]
+const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The directory at `path` (not a link), open and locked exclusively; with `try_only`, `None`
+/// when another holds the lock. A directory that cannot be opened or locked here (a file system
+/// without `flock`) is not locked, and then `None` too.
+#[cfg(target_os = "linux")]
+fn lock(path: &Path, try_only: bool) -> Option<nix::fcntl::Flock<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    let how = if try_only {
+        nix::fcntl::FlockArg::LockExclusiveNonblock
+    } else {
+        nix::fcntl::FlockArg::LockExclusive
+    };
+    nix::fcntl::Flock::lock(dir, how).ok()
 }
 
 /// The owner of a directory (not a link).
@@ -203,14 +244,26 @@ mod tests {
     fn the_directory_of_a_session_whose_process_ended_is_removed_by_the_next() {
         let parent = std::env::temp_dir().join(format!("session-dir-test-{}", std::process::id()));
         std::fs::create_dir_all(&parent).unwrap();
-        // A pid past the kernel's limit runs nowhere.
-        let abandoned = parent.join(format!("tools-{}-{:016x}", u32::MAX, 1));
-        std::fs::create_dir_all(abandoned.join("state")).unwrap();
-        let running = parent.join(format!("tools-{}-{:016x}", std::process::id(), 2));
-        std::fs::create_dir_all(&running).unwrap();
+        let make = |pid: u32, n: u64, age: u64| {
+            let path = parent.join(format!("tools-{pid}-{n:016x}"));
+            std::fs::create_dir_all(path.join("state")).unwrap();
+            let then = std::time::SystemTime::now() - std::time::Duration::from_secs(age);
+            std::fs::File::open(&path).unwrap().set_modified(then).unwrap();
+            path
+        };
+        // A pid past the kernel's limit runs nowhere (here: a process of another pid namespace).
+        let abandoned = make(u32::MAX, 1, 120);
+        let running = make(std::process::id(), 2, 120);
+        let just_made = make(u32::MAX, 3, 0);
+        // Another pid namespace's session, alive: it holds its lock.
+        let elsewhere = make(u32::MAX, 4, 120);
+        let held = lock(&elsewhere, false).unwrap();
         let dir = SessionDir::create_in(&parent).unwrap();
-        assert!(!abandoned.exists() && running.exists());
-        drop(dir);
+        assert!(!abandoned.exists(), "the abandoned one stays");
+        assert!(running.exists() && just_made.exists() && elsewhere.exists());
+        // Its own lock keeps it from being taken for abandoned, pid or not.
+        assert!(lock(&dir.path(), true).is_none(), "a live session's directory is not locked");
+        drop((dir, held));
         std::fs::remove_dir_all(&parent).unwrap();
     }
 }
