@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use super::calls::{Entered, Gauge, InFlight};
 use super::host_check::HostCheck;
 use super::http_post::{self, Poster};
-use super::http_response::{GATHER_WINDOW, HttpResponse, json, plain};
+use super::http_response::{GATHER_WINDOW, HttpResponse, json, no_session, plain};
 use super::http_sessions::{self, CappedSessions};
 use super::inbound::{self, Framing, INVALID_PARAMS, Inbound};
 use super::limits::Connections;
@@ -456,6 +456,20 @@ impl Endpoint {
             return response;
         }
         if request.method() == http::Method::DELETE {
+            // A session that ended (deleted already, idle too long) or never was: `404`, as for
+            // any other request naming it.
+            if let (Some(sessions), Some(named)) =
+                (&self.sessions, request.headers().get(http_post::SESSION_ID))
+                && let Ok(named) = named.to_str()
+                && !rmcp::transport::streamable_http_server::SessionManager::has_session(
+                    sessions.as_ref(),
+                    &rmcp::transport::streamable_http_server::session::SessionId::from(named),
+                )
+                .await
+                .unwrap_or(false)
+            {
+                return no_session();
+            }
             // rmcp answers a session's end `202 Accepted`; the MCP SDKs expect `200` (or `204`).
             let mut response = self.service.handle(request).await;
             if response.status() == StatusCode::ACCEPTED {

@@ -41,7 +41,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
-use super::http_response::{GATHER_WINDOW, HttpResponse, json, plain};
+use super::http_response::{GATHER_WINDOW, HttpResponse, json, no_session, plain};
 use super::http_sessions::{self, CappedSessions, SessionsError};
 use super::inbound;
 
@@ -607,15 +607,6 @@ fn accepted() -> HttpResponse {
     let mut response = Response::new(http_body_util::Empty::new().boxed());
     *response.status_mut() = StatusCode::ACCEPTED;
     response
-}
-
-fn no_session() -> HttpResponse {
-    plain(
-        StatusCode::NOT_FOUND,
-        "Not found: no session of this server has that Mcp-Session-Id (it ended: deleted, idle too long, or \
-         the server restarted). Send `initialize` without the header to start a new session."
-            .to_owned(),
-    )
 }
 
 /// The answer when the session table could not do what a POST asked.

@@ -36,3 +36,13 @@ pub(super) fn plain(status: StatusCode, text: String) -> HttpResponse {
         .insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
     response
 }
+
+/// The answer to a request naming a session that ended or never was.
+pub(super) fn no_session() -> HttpResponse {
+    plain(
+        StatusCode::NOT_FOUND,
+        "Not found: no session of this server has that Mcp-Session-Id (it ended: deleted, idle too long, or \
+         the server restarted). Send `initialize` without the header to start a new session."
+            .to_owned(),
+    )
+}

@@ -838,6 +838,11 @@ async fn get_and_delete_serve_sessions() {
     let deleted = http.delete(&served.url).header("mcp-session-id", &session).send().await.unwrap();
     assert_eq!(deleted.status(), 200);
     assert_eq!(get(Some(&session), "text/event-stream").await.unwrap().status(), 404);
+    // Ended, or never opened: `404` for DELETE too.
+    for named in [session.as_str(), "no-such-session"] {
+        let again = http.delete(&served.url).header("mcp-session-id", named).send().await.unwrap();
+        assert_eq!(again.status(), 404, "{named}");
+    }
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     assert_eq!(post(&served.url, &list, Some(&session), None, None).await.status(), 404);
     let put = http.put(&served.url).send().await.unwrap();
