@@ -1,0 +1,416 @@
+//! The lenient lexer: a command line as simple commands of words, its substitutions and
+//! redirections noted, what it cannot resolve marked.
+
+use super::{Seen, UNKNOWN, Word, line};
+
+pub(super) struct Lexer<'s> {
+    pub(super) chars: Vec<char>,
+    pub(super) pos: usize,
+    pub(super) depth: usize,
+    pub(super) seen: &'s mut Seen,
+}
+
+impl Lexer<'_> {
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.pos).copied()
+    }
+
+    fn peek_at(&self, ahead: usize) -> Option<char> {
+        self.chars.get(self.pos + ahead).copied()
+    }
+
+    fn opaque(&mut self, why: &'static str) {
+        self.seen.opaque.get_or_insert(why);
+    }
+
+    /// A nested command line (`$(...)`, backticks, `<(...)`).
+    fn nested(&mut self, text: &str) {
+        line(text, self.depth + 1, self.seen);
+    }
+
+    /// Text that is not a command line but may hold substitutions (`${X:-$(cmd)}`,
+    /// `$(( a[$(cmd)] ))`): only those are parsed.
+    fn substitutions_in(&mut self, text: &str) {
+        let mut inner = Lexer { chars: text.chars().collect(), pos: 0, depth: self.depth, seen: self.seen };
+        let mut scratch = Word::default();
+        while let Some(c) = inner.peek() {
+            inner.pos += 1;
+            match c {
+                '\\' => inner.pos += 1,
+                '$' => inner.dollar(&mut scratch),
+                '`' => inner.backtick(&mut scratch),
+                _ => {}
+            }
+        }
+    }
+
+    /// The text up to the `close` that balances an `open` already read, skipping quoted
+    /// parts; `None` when it is not closed.
+    fn balanced(&mut self, open: char, close: char) -> Option<String> {
+        let start = self.pos;
+        let mut level = 1;
+        while let Some(c) = self.peek() {
+            self.pos += 1;
+            match c {
+                '\\' => self.pos += 1,
+                '\'' => {
+                    while self.peek().is_some_and(|c| c != '\'') {
+                        self.pos += 1;
+                    }
+                    self.pos += 1;
+                }
+                '"' => {
+                    while let Some(c) = self.peek() {
+                        self.pos += 1;
+                        match c {
+                            '\\' => self.pos += 1,
+                            '"' => break,
+                            _ => {}
+                        }
+                    }
+                }
+                c if c == open => level += 1,
+                c if c == close => {
+                    level -= 1;
+                    if level == 0 {
+                        let end = (self.pos - 1).min(self.chars.len());
+                        return Some(self.chars[start.min(end)..end].iter().collect());
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// After a `$` (already read): the expansion's value, `None` for a plain `$`.
+    fn dollar(&mut self, word: &mut Word) {
+        match self.peek() {
+            Some('(') if self.peek_at(1) == Some('(') => {
+                self.pos += 2;
+                match self.balanced('(', ')') {
+                    // Arithmetic can hold substitutions (`$(( a[$(cmd)] ))`).
+                    Some(inner) => {
+                        self.substitutions_in(&inner);
+                        self.pos += 1;
+                    }
+                    None => self.opaque("an unterminated `$((`"),
+                }
+                word.text.push(UNKNOWN);
+            }
+            Some('(') => {
+                self.pos += 1;
+                match self.balanced('(', ')') {
+                    Some(inner) => self.nested(&inner),
+                    None => self.opaque("an unterminated `$(`"),
+                }
+                word.text.push(UNKNOWN);
+            }
+            Some('{') => {
+                self.pos += 1;
+                match self.balanced('{', '}') {
+                    Some(inner) => self.substitutions_in(&inner),
+                    None => self.opaque("an unterminated `${`"),
+                }
+                word.text.push(UNKNOWN);
+            }
+            Some('\'') => {
+                self.pos += 1;
+                self.ansi_c(word);
+            }
+            Some('"') => {}
+            Some(c) if c.is_ascii_alphanumeric() || "_@*#?-$!".contains(c) => {
+                self.pos += 1;
+                if c.is_ascii_alphabetic() || c == '_' {
+                    while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                        self.pos += 1;
+                    }
+                }
+                word.text.push(UNKNOWN);
+            }
+            _ => word.text.push('$'),
+        }
+    }
+
+    /// `$'...'` with its backslash escapes decoded; an escape it does not know is unknown.
+    fn ansi_c(&mut self, word: &mut Word) {
+        while let Some(c) = self.peek() {
+            self.pos += 1;
+            match c {
+                '\'' => return,
+                '\\' => {
+                    let Some(e) = self.peek() else { break };
+                    self.pos += 1;
+                    let simple = match e {
+                        'n' => Some('\n'),
+                        't' => Some('\t'),
+                        'r' => Some('\r'),
+                        'a' => Some('\x07'),
+                        'b' => Some('\x08'),
+                        'e' | 'E' => Some('\x1b'),
+                        'f' => Some('\x0c'),
+                        'v' => Some('\x0b'),
+                        '\\' | '\'' | '"' | '?' => Some(e),
+                        _ => None,
+                    };
+                    if let Some(c) = simple {
+                        word.text.push(c);
+                        continue;
+                    }
+                    let (radix, max) = match e {
+                        'x' => (16, 2),
+                        'u' => (16, 4),
+                        'U' => (16, 8),
+                        '0'..='7' => {
+                            self.pos -= 1;
+                            (8, 3)
+                        }
+                        _ => {
+                            word.text.push(UNKNOWN);
+                            continue;
+                        }
+                    };
+                    let mut digits = String::new();
+                    while digits.len() < max && self.peek().is_some_and(|c| c.is_digit(radix)) {
+                        digits.extend(self.peek());
+                        self.pos += 1;
+                    }
+                    match u32::from_str_radix(&digits, radix).ok().and_then(char::from_u32) {
+                        Some(c) if c != '\0' => word.text.push(c),
+                        _ => word.text.push(UNKNOWN),
+                    }
+                }
+                c => word.text.push(c),
+            }
+        }
+        self.opaque("an unterminated quote");
+    }
+
+    /// After a backtick (already read).
+    fn backtick(&mut self, word: &mut Word) {
+        let mut inner = String::new();
+        loop {
+            match self.peek() {
+                None => {
+                    self.opaque("an unterminated backtick");
+                    break;
+                }
+                Some('`') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some('\\') if matches!(self.peek_at(1), Some('`' | '\\' | '$')) => {
+                    inner.extend(self.peek_at(1));
+                    self.pos += 2;
+                }
+                Some(c) => {
+                    inner.push(c);
+                    self.pos += 1;
+                }
+            }
+        }
+        self.nested(&inner);
+        word.text.push(UNKNOWN);
+    }
+
+    /// The simple commands of the line, each as its words (redirections left out).
+    pub(super) fn commands(mut self) -> Vec<Vec<Word>> {
+        let mut commands = Vec::new();
+        let mut words: Vec<Word> = Vec::new();
+        let mut word: Option<Word> = None;
+        // The next word is a redirection's target, not an argument.
+        let mut target = false;
+        let mut targets: Vec<Word> = Vec::new();
+        let finish =
+            |word: &mut Option<Word>, words: &mut Vec<Word>, target: &mut bool, targets: &mut Vec<Word>| {
+                if let Some(mut done) = word.take() {
+                    if done.text.contains('{')
+                        && done.text != "{"
+                        && done.text != "{}"
+                        && !done.text.starts_with("${")
+                    {
+                        // Brace expansion (`-{r,f}`) makes other words.
+                        done.text.push(UNKNOWN);
+                    }
+                    if std::mem::take(target) {
+                        targets.push(done);
+                        return;
+                    }
+                    words.push(done);
+                }
+            };
+        while let Some(c) = self.peek() {
+            self.pos += 1;
+            match c {
+                ' ' | '\t' => finish(&mut word, &mut words, &mut target, &mut targets),
+                '\\' => match self.peek() {
+                    Some('\n') => self.pos += 1,
+                    Some(c) => {
+                        self.pos += 1;
+                        word.get_or_insert_default().text.push(c);
+                    }
+                    None => {}
+                },
+                '\'' => {
+                    let w = word.get_or_insert_default();
+                    loop {
+                        match self.chars.get(self.pos).copied() {
+                            Some('\'') => {
+                                self.pos += 1;
+                                break;
+                            }
+                            Some(c) => {
+                                w.text.push(c);
+                                self.pos += 1;
+                            }
+                            None => {
+                                self.seen.opaque.get_or_insert("an unterminated quote");
+                                break;
+                            }
+                        }
+                    }
+                }
+                '"' => {
+                    let mut w = word.take().unwrap_or_default();
+                    loop {
+                        match self.peek() {
+                            Some('"') => {
+                                self.pos += 1;
+                                break;
+                            }
+                            Some('\\') => {
+                                self.pos += 1;
+                                match self.peek() {
+                                    Some(e @ ('"' | '\\' | '$' | '`')) => w.text.push(e),
+                                    Some('\n') => {}
+                                    Some(e) => {
+                                        w.text.push('\\');
+                                        w.text.push(e);
+                                    }
+                                    None => {}
+                                }
+                                self.pos += 1;
+                            }
+                            Some('$') => {
+                                self.pos += 1;
+                                self.dollar(&mut w);
+                            }
+                            Some('`') => {
+                                self.pos += 1;
+                                self.backtick(&mut w);
+                            }
+                            Some(c) => {
+                                w.text.push(c);
+                                self.pos += 1;
+                            }
+                            None => {
+                                self.opaque("an unterminated quote");
+                                break;
+                            }
+                        }
+                    }
+                    word = Some(w);
+                }
+                '$' => {
+                    let mut w = word.take().unwrap_or_default();
+                    if self.peek() == Some('"') {
+                        // `$"..."`: a translated string, otherwise a double-quoted one.
+                    } else {
+                        self.dollar(&mut w);
+                    }
+                    word = Some(w);
+                }
+                '`' => {
+                    let mut w = word.take().unwrap_or_default();
+                    self.backtick(&mut w);
+                    word = Some(w);
+                }
+                '<' | '>' => {
+                    // A file descriptor number before it belongs to the redirection.
+                    if word
+                        .as_ref()
+                        .is_some_and(|w| !w.text.is_empty() && w.text.bytes().all(|b| b.is_ascii_digit()))
+                    {
+                        word = None;
+                    }
+                    finish(&mut word, &mut words, &mut target, &mut targets);
+                    if self.peek() == Some('(') {
+                        // Process substitution.
+                        self.pos += 1;
+                        match self.balanced('(', ')') {
+                            Some(inner) => self.nested(&inner),
+                            None => self.opaque("an unterminated process substitution"),
+                        }
+                        word = Some(Word { text: UNKNOWN.to_string(), ..Word::default() });
+                        continue;
+                    }
+                    if c == '<' && self.peek() == Some('<') {
+                        if self.peek_at(1) == Some('<') {
+                            self.pos += 2;
+                            target = true;
+                            continue;
+                        }
+                        self.opaque("a here-document");
+                        self.pos += 1;
+                        continue;
+                    }
+                    while matches!(self.peek(), Some('>' | '&' | '|')) {
+                        self.pos += 1;
+                    }
+                    target = true;
+                }
+                '&' if self.peek() == Some('>') => {
+                    finish(&mut word, &mut words, &mut target, &mut targets);
+                    while matches!(self.peek(), Some('>')) {
+                        self.pos += 1;
+                    }
+                    target = true;
+                }
+                '(' if word.as_ref().is_some_and(|w| w.text.ends_with('=')) => {
+                    // An array assignment `A=(...)`.
+                    match self.balanced('(', ')') {
+                        Some(inner) => self.substitutions_in(&inner),
+                        None => self.opaque("an unterminated array"),
+                    }
+                    word.get_or_insert_default().text.push(UNKNOWN);
+                }
+                '(' if word.as_ref().is_some_and(|w| w.text.ends_with(['@', '!', '+', '*', '?'])) => {
+                    // An extended glob `!(x)`.
+                    if self.balanced('(', ')').is_none() {
+                        self.opaque("an unterminated pattern");
+                    }
+                    let w = word.get_or_insert_default();
+                    w.text.push(UNKNOWN);
+                    w.glob = true;
+                }
+                '\n' | ';' | '&' | '|' | '(' | ')' => {
+                    finish(&mut word, &mut words, &mut target, &mut targets);
+                    target = false;
+                    if !words.is_empty() {
+                        commands.push(std::mem::take(&mut words));
+                    }
+                }
+                '#' if word.is_none() => {
+                    while self.peek().is_some_and(|c| c != '\n') {
+                        self.pos += 1;
+                    }
+                }
+                '*' | '?' | '[' => {
+                    let w = word.get_or_insert_default();
+                    w.text.push(c);
+                    w.glob = true;
+                }
+                '~' if word.is_none() => {
+                    word = Some(Word { text: "~".to_owned(), tilde: true, glob: false });
+                }
+                c => word.get_or_insert_default().text.push(c),
+            }
+        }
+        finish(&mut word, &mut words, &mut target, &mut targets);
+        if !words.is_empty() {
+            commands.push(words);
+        }
+        self.seen.redirections.extend(targets);
+        commands
+    }
+}

@@ -1,0 +1,485 @@
+//! A simple command's runs: past keywords and assignments to its program, through wrappers
+//! (`env`, `sudo`, `xargs`, ...), runners and `bash -c` strings.
+
+use super::super::options::{Spec, scan};
+use super::{Lexer, MAX_RUNNER_WORDS, Run, Seen, UNKNOWN, Word, base_name, is_assignment, line};
+
+/// Keywords that only introduce or end a command.
+const LEADING: &[&str] =
+    &["if", "then", "elif", "else", "fi", "while", "until", "do", "done", "esac", "!", "{", "}", "]]"];
+
+/// A simple command's runs: past keywords and assignments, to the program and through wrappers.
+pub(super) fn command(words: &[Word], depth: usize, seen: &mut Seen) {
+    let mut at = 0;
+    while let Some(word) = words.get(at) {
+        let text = word.text.as_str();
+        if LEADING.contains(&text) {
+            at += 1;
+        } else if text == "time" {
+            at += 1;
+            if words.get(at).is_some_and(|w| w.text == "-p") {
+                at += 1;
+            }
+        } else if text == "coproc" {
+            at += 1;
+            if words.get(at + 1).is_some_and(|w| w.text == "{" || LEADING.contains(&w.text.as_str())) {
+                at += 1;
+            }
+        } else if text == "function" {
+            at += 2;
+        } else if matches!(text, "for" | "select" | "case" | "[[") {
+            // Words, not a program (their substitutions were parsed already).
+            return;
+        } else if is_assignment(text) {
+            assignment(word, depth, seen);
+            at += 1;
+        } else {
+            break;
+        }
+    }
+    if at < words.len() {
+        run(&words[at..], depth, seen);
+    }
+}
+
+/// Variables whose value is a command some program runs (`PAGER='rm -rf x' git log`).
+const COMMAND_VARIABLES: &[&str] = &[
+    "PAGER",
+    "GIT_PAGER",
+    "MANPAGER",
+    "EDITOR",
+    "VISUAL",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "BROWSER",
+    "PROMPT_COMMAND",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "GIT_PROXY_COMMAND",
+    "FCEDIT",
+];
+
+/// Variables that make a program load code the rules cannot see.
+const CODE_VARIABLES: &[&str] = &[
+    "BASH_ENV",
+    "ENV",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_EXEC_PATH",
+    "GIT_DIR",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "PATH",
+];
+
+/// An assignment before a command: its value is parsed when the variable names a command, and
+/// a variable that loads code makes the line opaque.
+fn assignment(word: &Word, depth: usize, seen: &mut Seen) {
+    let Some((name, value)) = word.text.split_once('=') else { return };
+    let name = name.trim_end_matches('+');
+    if CODE_VARIABLES.contains(&name) {
+        seen.opaque.get_or_insert(
+            "a variable that makes programs load other code (`PATH`, `LD_PRELOAD`, `BASH_ENV`, ...)",
+        );
+    } else if COMMAND_VARIABLES.contains(&name) || name.starts_with("GIT_CONFIG_VALUE_") {
+        if word.resolved() {
+            line(value.trim_start_matches('!'), depth + 1, seen);
+        } else {
+            seen.opaque.get_or_insert("a command in a variable that is not known");
+        }
+    }
+}
+
+/// Programs that run the rest of their arguments as a command, with their own options.
+fn wrapper(program: &str) -> Option<(&'static str, bool)> {
+    // (options, whether a `NAME=value` may come before the command)
+    Some(match program {
+        "command" => ("-p -v -V", false),
+        "builtin" | "nohup" | "unbuffer" | "busybox" => ("", false),
+        "exec" => ("-c -l -a=", false),
+        "nice" => ("-n= --adjustment=", false),
+        "setsid" => ("-c -f -w --ctty --fork --wait", false),
+        "stdbuf" => ("-i= -o= -e= --input= --output= --error=", false),
+        "time" => ("-p -v -a -q -o= -f= --portability --verbose --append --quiet --output= --format=", false),
+        "timeout" => {
+            ("-s= --signal= -k= --kill-after= -v --verbose -f --foreground -p --preserve-status", false)
+        }
+        "env" => (
+            "-i -0 -v --debug --ignore-environment --null -u= --unset= -C= --chdir= -S= --split-string= \
+             --default-signal=? --ignore-signal=? --block-signal=? --list-signal-handling -a= --argv0=",
+            true,
+        ),
+        "sudo" => (
+            "-A -b -E -H -K -k -n -P -S -B -N -e -u= -g= -h= -p= -C= -D= -r= -t= -T= -U= -R= -l -s -i \
+             --askpass --background --preserve-env=? --set-home --non-interactive --stdin --user= --group= \
+             --host= --prompt= --close-from= --chdir= --role= --type= --command-timeout= --other-user= \
+             --chroot= --shell --login --bell --preserve-groups --edit --list --reset-timestamp \
+             --remove-timestamp",
+            true,
+        ),
+        "doas" => ("-n -s -L -u= -C=", false),
+        "xargs" => (
+            "-0 -r -t -p -x -o -a= -d= -E= -e=? -I= -i=? -L= -l=? -n= -P= -s= --null --no-run-if-empty \
+             --verbose --interactive --exit --open-tty --arg-file= --delimiter= --eof=? --replace=? \
+             --max-lines=? --max-args= --max-procs= --max-chars= --process-slot-var=",
+            false,
+        ),
+        _ => return None,
+    })
+}
+
+/// Programs that run a command somewhere in their arguments, with options not modelled here:
+/// any later word may be the program.
+const RUNNERS: &[&str] = &[
+    "strace",
+    "ltrace",
+    "chrt",
+    "taskset",
+    "ionice",
+    "flock",
+    "watch",
+    "chroot",
+    "unshare",
+    "nsenter",
+    "firejail",
+    "systemd-run",
+    "setpriv",
+    "prlimit",
+    "runuser",
+    "su",
+    "valgrind",
+    "torsocks",
+    "proxychains",
+    "proxychains4",
+    "catchsegv",
+    "faketime",
+    "fakeroot",
+    "numactl",
+    "cpulimit",
+    "parallel",
+    "script",
+    "bwrap",
+    "systemd-nspawn",
+    "pkexec",
+    "run-parts",
+    "entr",
+    "ssh",
+    "caffeinate",
+];
+
+/// Shells: `-c STRING` is a command line; a script file or standard input is opaque.
+const SHELLS: &[&str] =
+    &["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "rbash", "yash", "posh", "csh", "tcsh"];
+
+fn run(words: &[Word], depth: usize, seen: &mut Seen) {
+    let Some(first) = words.first() else { return };
+    let args = words[1..].to_vec();
+    if !first.resolved() {
+        seen.runs.push(Run { program: None, args });
+        return;
+    }
+    let program = base_name(&first.text).to_owned();
+    seen.runs.push(Run { program: Some(program.clone()), args: args.clone() });
+    let texts: Vec<String> = args.iter().map(|w| w.text.clone()).collect();
+    match program.as_str() {
+        "eval" => {
+            if args.iter().all(Word::resolved) {
+                line(&texts.join(" "), depth + 1, seen);
+            } else {
+                seen.opaque.get_or_insert("`eval` of text that is not known");
+            }
+        }
+        "source" | "." => {
+            seen.opaque.get_or_insert("`source` (a script file)");
+        }
+        "alias" | "enable" => {
+            seen.opaque.get_or_insert("`alias` or `enable` (a command under another name)");
+        }
+        "hash" if texts.iter().any(|t| t.starts_with('-') && t.contains('p')) => {
+            seen.opaque.get_or_insert("`hash -p` (a command under another name)");
+        }
+        "trap" => {
+            if let Some(action) = args.first().filter(|w| !w.text.starts_with('-')) {
+                if action.resolved() {
+                    line(&action.text, depth + 1, seen);
+                } else {
+                    seen.opaque.get_or_insert("`trap` with an action that is not known");
+                }
+            }
+        }
+        "find" => {
+            for (at, word) in args.iter().enumerate() {
+                if matches!(word.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+                    let end = args[at + 1..]
+                        .iter()
+                        .position(|w| w.text == ";" || w.text == "+")
+                        .map_or(args.len(), |end| at + 1 + end);
+                    run(&args[at + 1..end], depth, seen);
+                }
+            }
+        }
+        "git" => {
+            // `-c alias.x='!cmd'`, `-c core.pager=cmd`, `--config-env`: values may be commands.
+            let mut words = texts.iter();
+            while let Some(text) = words.next() {
+                let value = match text.as_str() {
+                    "-c" | "--config-env" => words.next().map(String::as_str),
+                    t => t.strip_prefix("-c").or_else(|| t.strip_prefix("--config-env=")),
+                };
+                if let Some((_, command)) = value.and_then(|v| v.split_once('=')) {
+                    line(command.trim_start_matches('!'), depth + 1, seen);
+                }
+            }
+        }
+        name if SHELLS.contains(&name) => shell(&args, depth, seen),
+        name if RUNNERS.contains(&name) => any_word_runs(&args, depth, seen),
+        name => {
+            let Some((spec, assignments)) = wrapper(name) else { return };
+            if !args.iter().all(Word::resolved) && name != "xargs" {
+                // An unknown word may be an option that takes the next word, or the program.
+                return any_word_runs(&args, depth, seen);
+            }
+            let scanned = match scan(&Spec::new(spec, name == "nice"), &texts, true) {
+                Ok(scanned) => scanned,
+                Err(_) => return any_word_runs(&args, depth, seen),
+            };
+            let mut rest: Vec<Word> = args[args.len() - scanned.positionals.len()..].to_vec();
+            let mut split: Vec<Word> = Vec::new();
+            if name == "env" {
+                // `env -S 'cmd args'` splits its string into words.
+                let options = &texts[..texts.len() - scanned.positionals.len()];
+                let split_at = options.iter().enumerate().find_map(|(at, t)| {
+                    if t == "--split-string" {
+                        return Some(texts.get(at + 1).cloned().unwrap_or_default());
+                    }
+                    if let Some(value) = t.strip_prefix("--split-string=") {
+                        return Some(value.to_owned());
+                    }
+                    // In a bundle (`-iS'cmd'`), after the options that take no value.
+                    let cluster = t.strip_prefix('-').filter(|c| !c.starts_with('-'))?;
+                    let s = cluster.find('S')?;
+                    if cluster[..s].contains(['u', 'C', 'a']) {
+                        return None;
+                    }
+                    let rest = &cluster[s + 1..];
+                    Some(if rest.is_empty() {
+                        texts.get(at + 1).cloned().unwrap_or_default()
+                    } else {
+                        rest.to_owned()
+                    })
+                });
+                if let Some(string) = split_at {
+                    let mut inner = Seen::default();
+                    let commands =
+                        Lexer { chars: string.chars().collect(), pos: 0, depth: depth + 1, seen: &mut inner }
+                            .commands();
+                    split = commands.into_iter().flatten().collect();
+                    seen.runs.extend(inner.runs);
+                    if let Some(why) = inner.opaque {
+                        seen.opaque.get_or_insert(why);
+                    }
+                }
+            }
+            if !split.is_empty() {
+                split.extend(rest);
+                rest = split;
+            }
+            if assignments {
+                while rest.first().is_some_and(|w| is_assignment(&w.text)) {
+                    assignment(&rest.remove(0), depth, seen);
+                }
+            }
+            match name {
+                "timeout" if !rest.is_empty() => {
+                    rest.remove(0);
+                }
+                "sudo" | "doas"
+                    if scanned.has("-s")
+                        || scanned.has("-i")
+                        || scanned.has("--shell")
+                        || scanned.has("--login") =>
+                {
+                    if rest.iter().all(Word::resolved) {
+                        let text: Vec<&str> = rest.iter().map(|w| w.text.as_str()).collect();
+                        line(&text.join(" "), depth + 1, seen);
+                    } else {
+                        seen.opaque.get_or_insert("a shell command that is not known");
+                    }
+                    return;
+                }
+                "xargs" => {
+                    if rest.is_empty() {
+                        rest.push(Word::literal("echo"));
+                    }
+                    // The arguments read from standard input.
+                    rest.push(Word { text: UNKNOWN.to_string(), ..Word::default() });
+                }
+                _ => {}
+            }
+            run(&rest, depth, seen);
+        }
+    }
+}
+
+/// Short options of shells that change nothing about what runs: interactive, login, read from
+/// standard input, tracing, `errexit`, `nounset`, `noexec`, restricted, privileged, `noglob`.
+const PLAIN_SHELL_FLAGS: &str = "ilsxveunrpf";
+
+/// Long options of shells that change nothing about what runs.
+const PLAIN_LONG_SHELL_OPTIONS: &[&str] = &[
+    "norc",
+    "noprofile",
+    "login",
+    "posix",
+    "noediting",
+    "interactive",
+    "restricted",
+    "verbose",
+    "no-config",
+    "private",
+    "no-rcs",
+];
+
+/// A shell's arguments: `-c STRING` (alone or in a bundle such as `-ec`) is parsed; a script
+/// file or commands on standard input are opaque.
+fn shell(args: &[Word], depth: usize, seen: &mut Seen) {
+    let mut command_string = false;
+    // Only options known to change nothing about what runs (`-i`, `-l`, `--norc`, ...): others
+    // (`fish -C`, `--init-command`) may run code of their own.
+    let mut plain_options = true;
+    let mut at = 0;
+    while let Some(word) = args.get(at) {
+        let text = word.text.as_str();
+        if !word.resolved() {
+            seen.opaque.get_or_insert("a shell argument that is not known");
+            return;
+        }
+        if text == "--" || text == "-" {
+            at += 1;
+            break;
+        }
+        if let Some(long) = text.strip_prefix("--") {
+            if matches!(long.split('=').next(), Some("rcfile" | "init-file")) {
+                seen.opaque.get_or_insert("a shell reading a start-up file");
+                return;
+            }
+            plain_options &= PLAIN_LONG_SHELL_OPTIONS.contains(&long);
+        } else if let Some(cluster) = text.strip_prefix('-').or_else(|| text.strip_prefix('+')) {
+            command_string |= cluster.contains('c');
+            plain_options &= cluster.chars().all(|c| PLAIN_SHELL_FLAGS.contains(c) || c == 'o' || c == 'O');
+            if cluster.contains('o') || cluster.contains('O') {
+                at += 1;
+            }
+        } else {
+            break;
+        }
+        at += 1;
+    }
+    match args.get(at) {
+        Some(string) if command_string => {
+            if string.resolved() {
+                line(&string.text, depth + 1, seen);
+            } else {
+                seen.opaque.get_or_insert("a `-c` string that is not known");
+            }
+        }
+        Some(_) => {
+            seen.opaque.get_or_insert("a shell running a script file");
+        }
+        // Reading its standard input: what the command is given is not part of the line.
+        None if depth == 0 && seen.given_stdin && plain_options => {}
+        None => {
+            seen.opaque.get_or_insert("a shell reading commands from standard input");
+        }
+    }
+}
+
+/// After a program that runs a command somewhere in its arguments: every later word may be the
+/// program, and a word that looks like a command line (`watch 'rm -rf x'`) is parsed as one.
+fn any_word_runs(args: &[Word], depth: usize, seen: &mut Seen) {
+    if args.len() > MAX_RUNNER_WORDS {
+        seen.opaque.get_or_insert("too many words after a program that runs others to follow");
+        return;
+    }
+    for (at, word) in args.iter().enumerate() {
+        if !word.resolved() {
+            seen.runs.push(Run { program: None, args: args[at + 1..].to_vec() });
+            continue;
+        }
+        seen.runs
+            .push(Run { program: Some(base_name(&word.text).to_owned()), args: args[at + 1..].to_vec() });
+        if word.text.contains([' ', ';', '|', '&', '\n', '$', '`']) {
+            line(&word.text, depth + 1, seen);
+        }
+    }
+}
+
+/// Options known to be the same under another spelling, per program: (program, short letters,
+/// long names, the one name both stand for).
+const SAME_OPTIONS: &[(&str, &str, &[&str], &str)] = &[
+    ("rm", "rR", &["recursive"], "recursive"),
+    ("rm", "f", &["force"], "force"),
+    ("rm", "v", &["verbose"], "verbose"),
+    ("rm", "d", &["dir"], "dir"),
+    ("rm", "i", &["interactive"], "interactive"),
+    ("cp", "rR", &["recursive"], "recursive"),
+    ("cp", "f", &["force"], "force"),
+    ("cp", "a", &["archive"], "archive"),
+    ("mv", "f", &["force"], "force"),
+    ("chmod", "R", &["recursive"], "recursive"),
+    ("chown", "R", &["recursive"], "recursive"),
+    ("chgrp", "R", &["recursive"], "recursive"),
+    ("rmdir", "p", &["parents"], "parents"),
+    ("shred", "u", &["remove"], "remove"),
+    ("sed", "i", &["in-place"], "in-place"),
+    ("git", "f", &["force"], "force"),
+    ("git", "d", &["delete"], "delete"),
+];
+
+/// A command's options as a set of names (`-rf`, `-r -f` and `--recursive --force` are the
+/// same set for `rm`), and its other words in order.
+pub(super) fn options_and_words<'a>(
+    program: &str,
+    args: impl IntoIterator<Item = &'a str>,
+) -> (Vec<String>, Vec<&'a str>) {
+    let mut options = Vec::new();
+    let mut words = Vec::new();
+    let mut ended = false;
+    for arg in args {
+        if ended || arg == "-" || !arg.starts_with('-') {
+            words.push(arg);
+        } else if arg == "--" {
+            ended = true;
+        } else if let Some(long) = arg.strip_prefix("--") {
+            let name = long.split_once('=').map_or(long, |(name, _)| name);
+            // GNU and git accept an unambiguous abbreviation (`--recur`).
+            let before = options.len();
+            for (p, _, longs, same) in SAME_OPTIONS {
+                if *p == program && longs.iter().any(|l| l.starts_with(name)) {
+                    options.push((*same).to_owned());
+                }
+            }
+            if options.len() == before {
+                options.push(format!("--{name}"));
+            }
+        } else {
+            for c in arg[1..].chars() {
+                match SAME_OPTIONS.iter().find(|(p, shorts, _, _)| *p == program && shorts.contains(c)) {
+                    Some((_, _, _, same)) => options.push((*same).to_owned()),
+                    None => options.push(format!("-{c}")),
+                }
+            }
+        }
+    }
+    options.sort();
+    options.dedup();
+    (options, words)
+}
