@@ -4,6 +4,8 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
+use crate::error::{ConfigError, ConfigErrorKind};
+
 /// Why an address is not on the public internet, or `None` when it is.
 ///
 /// Covers every range a request could use to reach this machine, its network or a cloud's
@@ -100,9 +102,9 @@ impl AddressRule {
 }
 
 impl FromStr for AddressRule {
-    type Err = String;
+    type Err = ConfigError;
 
-    fn from_str(text: &str) -> Result<Self, String> {
+    fn from_str(text: &str) -> Result<Self, ConfigError> {
         let text = text.trim();
         let (addr, prefix) = match text.split_once('/') {
             Some((addr, prefix)) => (addr, Some(prefix)),
@@ -110,7 +112,12 @@ impl FromStr for AddressRule {
         };
         let addr = addr.strip_prefix('[').and_then(|a| a.strip_suffix(']')).unwrap_or(addr);
         let network: IpAddr = addr.parse().map_err(|_| {
-            format!("`{text}` is not an address or a network; write one like `127.0.0.1`, `10.0.0.0/8` or `fd00::/8`")
+            ConfigError::new(
+                ConfigErrorKind::Address,
+                format!(
+                    "`{text}` is not an address or a network; write one like `127.0.0.1`, `10.0.0.0/8` or `fd00::/8`"
+                ),
+            )
         })?;
         let network = network.to_canonical();
         let max = if network.is_ipv4() { 32 } else { 128 };
@@ -118,7 +125,12 @@ impl FromStr for AddressRule {
             None => max,
             Some(p) => match p.parse::<u8>() {
                 Ok(p) if p <= max => p,
-                _ => return Err(format!("`{text}`: the prefix length must be a number from 0 to {max}")),
+                _ => {
+                    return Err(ConfigError::new(
+                        ConfigErrorKind::Address,
+                        format!("`{text}`: the prefix length must be a number from 0 to {max}"),
+                    ));
+                }
             },
         };
         Ok(AddressRule { network, prefix })

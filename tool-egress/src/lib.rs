@@ -8,6 +8,7 @@
 mod addr;
 mod conn;
 mod decide;
+mod error;
 mod http;
 mod policy;
 mod proxy;
@@ -23,6 +24,7 @@ use std::net::SocketAddr;
 
 pub use addr::{AddressRule, special_range};
 pub use decide::{AskAnswer, AskFuture, AskRequest, Asker, asker};
+pub use error::{ConfigError, ConfigErrorKind};
 pub use policy::{EgressPolicy, HostPattern, HostRule, placeholder};
 pub use proxy::{Egress, EgressProxy};
 pub use refusal::{Protocol, Reason, Refusal, summarize};

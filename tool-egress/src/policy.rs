@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::addr::AddressRule;
+use crate::error::{ConfigError, ConfigErrorKind};
 
 /// Where the settings file or the command line names a host to allow, for refusal messages.
 pub(crate) const ALLOW_HINT: &str = "add it to `sandbox.network.allowedDomains` in the settings (or a \
@@ -36,34 +37,36 @@ enum PatternKind {
 
 impl HostPattern {
     /// Parses a pattern; the error says what is wrong and what is expected.
-    pub fn parse(text: &str) -> Result<HostPattern, String> {
+    pub fn parse(text: &str) -> Result<HostPattern, ConfigError> {
+        let error = |message: String| ConfigError::new(ConfigErrorKind::HostPattern, message);
         let original = text;
         let text = text.trim();
         if text.contains("://") || text.contains('/') {
-            return Err(format!(
+            return Err(error(format!(
                 "`{original}` is not a host pattern: write the host alone, like `example.com` or `*.example.com`"
-            ));
+            )));
         }
-        let (host, port) = split_port(text)
-            .ok_or_else(|| format!("`{original}`: the port after `:` must be a number from 1 to 65535"))?;
+        let (host, port) = split_port(text).ok_or_else(|| {
+            error(format!("`{original}`: the port after `:` must be a number from 1 to 65535"))
+        })?;
         let host = normalize(host).ok_or_else(|| {
-            format!(
+            error(format!(
                 "`{original}` is not a host pattern: expected a host name like `example.com`, `*.example.com` or `*`"
-            )
+            ))
         })?;
         let kind = if host == "*" {
             PatternKind::Any
         } else if let Some(rest) = host.strip_prefix("*.") {
             if rest.contains('*') || rest.is_empty() {
-                return Err(format!(
+                return Err(error(format!(
                     "`{original}`: `*` may only stand alone or begin a pattern, as in `*.example.com`"
-                ));
+                )));
             }
             PatternKind::Subdomains(rest.to_owned())
         } else if host.contains('*') {
-            return Err(format!(
+            return Err(error(format!(
                 "`{original}`: `*` may only stand alone or begin a pattern, as in `*.example.com`"
-            ));
+            )));
         } else {
             PatternKind::Exact(host)
         };
@@ -222,13 +225,13 @@ impl EgressPolicy {
 
     /// Allows hosts matching `pattern` (see [`HostPattern`]); `origin` names where the rule
     /// comes from in refusal messages.
-    pub fn allow_host(mut self, pattern: &str, origin: &str) -> Result<Self, String> {
+    pub fn allow_host(mut self, pattern: &str, origin: &str) -> Result<Self, ConfigError> {
         self.allowed.push(HostRule { pattern: HostPattern::parse(pattern)?, origin: origin.into() });
         Ok(self)
     }
 
     /// Refuses hosts matching `pattern`, whatever else allows them.
-    pub fn deny_host(mut self, pattern: &str, origin: &str) -> Result<Self, String> {
+    pub fn deny_host(mut self, pattern: &str, origin: &str) -> Result<Self, ConfigError> {
         self.denied.push(HostRule { pattern: HostPattern::parse(pattern)?, origin: origin.into() });
         Ok(self)
     }
@@ -236,7 +239,7 @@ impl EgressPolicy {
     /// Allows an address or a network (`127.0.0.1`, `10.0.0.0/8`): as a target given by
     /// address, and as the result of resolving an allowed name even when it is private,
     /// loopback or link-local.
-    pub fn allow_address(mut self, rule: &str, origin: &str) -> Result<Self, String> {
+    pub fn allow_address(mut self, rule: &str, origin: &str) -> Result<Self, ConfigError> {
         self.addresses.push((rule.parse()?, origin.into()));
         Ok(self)
     }
@@ -276,12 +279,12 @@ impl EgressPolicy {
     /// certificate, and puts the secret into the requests inside. A plain-HTTP request, which
     /// anyone on the path can read, gets it only when its host is written with the scheme,
     /// `http://host` (or `http://host:port`), which allows both.
-    pub fn secret(mut self, placeholder: &str, value: &str, hosts: &[&str]) -> Result<Self, String> {
+    pub fn secret(mut self, placeholder: &str, value: &str, hosts: &[&str]) -> Result<Self, ConfigError> {
         if placeholder.len() < 16 {
-            return Err(
-                "a secret's placeholder must be at least 16 characters, so that it cannot occur by chance"
-                    .into(),
-            );
+            return Err(ConfigError::new(
+                ConfigErrorKind::Secret,
+                "a secret's placeholder must be at least 16 characters, so that it cannot occur by chance",
+            ));
         }
         let (mut patterns, mut plain_http) = (Vec::new(), Vec::new());
         for host in hosts {
@@ -310,17 +313,23 @@ impl EgressPolicy {
     /// `hosts` inside TLS, or in plain HTTP to those written `http://host` (as
     /// [`EgressPolicy::secret`] does). The settings file names them in
     /// `sandbox.network.secrets` (see [`settings`](crate::settings)).
-    pub fn secret_var(self, var: &str, value: &str, hosts: &[&str]) -> Result<Self, String> {
+    pub fn secret_var(self, var: &str, value: &str, hosts: &[&str]) -> Result<Self, ConfigError> {
         let valid = !var.is_empty()
             && !var.starts_with(|c: char| c.is_ascii_digit())
             && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid {
-            return Err(format!(
-                "`{var}` is not an environment variable name (letters, digits and `_`, not starting with a digit)"
+            return Err(ConfigError::new(
+                ConfigErrorKind::Secret,
+                format!(
+                    "`{var}` is not an environment variable name (letters, digits and `_`, not starting with a digit)"
+                ),
             ));
         }
         if hosts.is_empty() {
-            return Err(format!("the secret `{var}` names no host it may be sent to"));
+            return Err(ConfigError::new(
+                ConfigErrorKind::Secret,
+                format!("the secret `{var}` names no host it may be sent to"),
+            ));
         }
         let mut policy = self.secret(&placeholder(var), value, hosts)?;
         if let Some(secret) = policy.secrets.last_mut() {
@@ -441,7 +450,8 @@ mod tests {
             "",
         ] {
             let err = HostPattern::parse(bad).unwrap_err();
-            assert!(err.contains('`'), "{bad}: {err}");
+            assert_eq!(err.kind(), crate::ConfigErrorKind::HostPattern);
+            assert!(err.to_string().contains('`'), "{bad}: {err}");
         }
     }
 

@@ -58,7 +58,7 @@ impl Egress {
     /// Call it before the first proxy starts; an error names what is wrong with the text.
     #[cfg(feature = "tls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-    pub fn with_upstream_roots(self, pem: &str) -> Result<Egress, String> {
+    pub fn with_upstream_roots(self, pem: &str) -> Result<Egress, crate::ConfigError> {
         let certs = crate::tls::parse_pem(pem)?;
         let mut slot = self.tls.lock().unwrap_or_else(|p| p.into_inner());
         slot.roots = crate::tls::UpstreamRoots::Only(certs);

@@ -33,6 +33,7 @@
 use serde_json::Value;
 
 use crate::addr::AddressRule;
+use crate::error::{ConfigError, ConfigErrorKind};
 use crate::policy::EgressPolicy;
 
 /// What a settings file says about the network: the proxy's policy and the sandbox's switches.
@@ -72,7 +73,7 @@ impl NetworkSettings {
     pub fn with_secrets_from(
         mut self,
         lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<(NetworkSettings, Vec<String>), String> {
+    ) -> Result<(NetworkSettings, Vec<String>), ConfigError> {
         let mut unset = Vec::new();
         for (var, hosts) in &self.secrets {
             let Some(value) = lookup(var) else {
@@ -80,10 +81,8 @@ impl NetworkSettings {
                 continue;
             };
             let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
-            self.policy = self
-                .policy
-                .secret_var(var, &value, &hosts)
-                .map_err(|e| format!("sandbox.network.secrets: {e}"))?;
+            self.policy =
+                self.policy.secret_var(var, &value, &hosts).map_err(|e| e.at("sandbox.network.secrets"))?;
         }
         Ok((self, unset))
     }
@@ -95,7 +94,7 @@ httpProxyPort, socksProxyPort, tlsTerminate";
 
 /// Reads the network rules of one settings file (the whole JSON object); `origin` (the file's
 /// path) is named in errors and in the proxy's refusals. The error names the key at fault.
-pub fn from_settings(settings: &Value, origin: &str) -> Result<NetworkSettings, String> {
+pub fn from_settings(settings: &Value, origin: &str) -> Result<NetworkSettings, ConfigError> {
     let mut out = NetworkSettings::default();
     let mut policy = EgressPolicy::new();
     if let Some(permissions) = settings.get("permissions") {
@@ -111,14 +110,14 @@ pub fn from_settings(settings: &Value, origin: &str) -> Result<NetworkSettings, 
                     (Some(domain), true) => policy.deny_host(domain, &rule_origin),
                     (Some(domain), false) => allow_entry(policy, domain, &rule_origin),
                 }
-                .map_err(|e| format!("{where_}: {e}"))?;
+                .map_err(|e| e.at(&where_))?;
             }
         }
     }
     let network = settings.get("sandbox").and_then(|s| s.get("network"));
     if let Some(network) = network {
         let Value::Object(network) = network else {
-            return Err("`sandbox.network` must be an object".to_owned());
+            return Err(settings_error("`sandbox.network` must be an object".to_owned()));
         };
         for (key, value) in network {
             let at = format!("sandbox.network.{key}");
@@ -126,19 +125,17 @@ pub fn from_settings(settings: &Value, origin: &str) -> Result<NetworkSettings, 
             match key.as_str() {
                 "allowedDomains" => {
                     for entry in strings(value, &at)? {
-                        policy =
-                            allow_entry(policy, &entry, &key_origin).map_err(|e| format!("{at}: {e}"))?;
+                        policy = allow_entry(policy, &entry, &key_origin).map_err(|e| e.at(&at))?;
                     }
                 }
                 "deniedDomains" => {
                     for entry in strings(value, &at)? {
-                        policy = policy.deny_host(&entry, &key_origin).map_err(|e| format!("{at}: {e}"))?;
+                        policy = policy.deny_host(&entry, &key_origin).map_err(|e| e.at(&at))?;
                     }
                 }
                 "allowedAddresses" => {
                     for entry in strings(value, &at)? {
-                        policy =
-                            policy.allow_address(&entry, &key_origin).map_err(|e| format!("{at}: {e}"))?;
+                        policy = policy.allow_address(&entry, &key_origin).map_err(|e| e.at(&at))?;
                     }
                 }
                 "limited" => policy = policy.limited(boolean(value, &at)?),
@@ -148,10 +145,10 @@ pub fn from_settings(settings: &Value, origin: &str) -> Result<NetworkSettings, 
                 "allowUnixSockets" => out.allow_unix_sockets = strings(value, &at)?,
                 "secrets" => {
                     let Value::Object(secrets) = value else {
-                        return Err(format!(
+                        return Err(settings_error(format!(
                             "`{at}` must be an object naming environment variables, each with the hosts it may be \
                              sent to: {{\"GITHUB_TOKEN\": [\"api.github.com\"]}}"
-                        ));
+                        )));
                     };
                     for (var, hosts) in secrets {
                         let hosts = strings(hosts, &format!("{at}.{var}"))?;
@@ -159,7 +156,7 @@ pub fn from_settings(settings: &Value, origin: &str) -> Result<NetworkSettings, 
                         let patterns: Vec<&str> = hosts.iter().map(String::as_str).collect();
                         EgressPolicy::new()
                             .secret_var(var, "checked", &patterns)
-                            .map_err(|e| format!("{at}.{var}: {e}"))?;
+                            .map_err(|e| e.at(format!("{at}.{var}")))?;
                         out.secrets.push((var.clone(), hosts));
                     }
                 }
@@ -169,9 +166,9 @@ pub fn from_settings(settings: &Value, origin: &str) -> Result<NetworkSettings, 
                 | "socksProxyPort"
                 | "tlsTerminate" => {}
                 other => {
-                    return Err(format!(
+                    return Err(settings_error(format!(
                         "unknown key `sandbox.network.{other}`; expected one of {KNOWN_KEYS}"
-                    ));
+                    )));
                 }
             }
         }
@@ -181,14 +178,14 @@ pub fn from_settings(settings: &Value, origin: &str) -> Result<NetworkSettings, 
 }
 
 /// Adds the hosts of `--allow-host` (each a host pattern, an address or a network).
-pub fn allow_cli_hosts(policy: EgressPolicy, hosts: &[String]) -> Result<EgressPolicy, String> {
+pub fn allow_cli_hosts(policy: EgressPolicy, hosts: &[String]) -> Result<EgressPolicy, ConfigError> {
     hosts.iter().try_fold(policy, |policy, host| {
-        allow_entry(policy, host, "--allow-host").map_err(|e| format!("--allow-host: {e}"))
+        allow_entry(policy, host, "--allow-host").map_err(|e| e.at("--allow-host"))
     })
 }
 
 /// An entry naming an address or a network is an address rule; anything else a host pattern.
-fn allow_entry(policy: EgressPolicy, entry: &str, origin: &str) -> Result<EgressPolicy, String> {
+fn allow_entry(policy: EgressPolicy, entry: &str, origin: &str) -> Result<EgressPolicy, ConfigError> {
     if entry.parse::<AddressRule>().is_ok() {
         policy.allow_address(entry, origin)
     } else {
@@ -207,9 +204,9 @@ fn web_fetch_domain(rule: &str) -> Option<Option<&str>> {
     Some(Some(inner.trim().strip_prefix("domain:")?.trim()))
 }
 
-fn strings(value: &Value, at: &str) -> Result<Vec<String>, String> {
+fn strings(value: &Value, at: &str) -> Result<Vec<String>, ConfigError> {
     let Value::Array(items) = value else {
-        return Err(format!("`{at}` must be an array of strings"));
+        return Err(settings_error(format!("`{at}` must be an array of strings")));
     };
     items
         .iter()
@@ -217,13 +214,17 @@ fn strings(value: &Value, at: &str) -> Result<Vec<String>, String> {
         .map(|(i, item)| {
             item.as_str()
                 .map(str::to_owned)
-                .ok_or_else(|| format!("`{at}[{i}]` must be a string, found {item}"))
+                .ok_or_else(|| settings_error(format!("`{at}[{i}]` must be a string, found {item}")))
         })
         .collect()
 }
 
-fn boolean(value: &Value, at: &str) -> Result<bool, String> {
-    value.as_bool().ok_or_else(|| format!("`{at}` must be true or false, found {value}"))
+fn boolean(value: &Value, at: &str) -> Result<bool, ConfigError> {
+    value.as_bool().ok_or_else(|| settings_error(format!("`{at}` must be true or false, found {value}")))
+}
+
+fn settings_error(message: String) -> ConfigError {
+    ConfigError::new(ConfigErrorKind::Settings, message)
 }
 
 #[cfg(test)]
@@ -300,7 +301,7 @@ mod tests {
             ),
         ] {
             let error = from_settings(&json!({"sandbox": {"network": bad}}), "s.json").unwrap_err();
-            assert!(error.starts_with(message), "{error}");
+            assert!(error.to_string().starts_with(message), "{error}");
         }
     }
 
@@ -349,7 +350,7 @@ mod tests {
         ];
         for (settings, expected) in cases {
             let error = from_settings(&settings, "s").unwrap_err();
-            assert!(error.contains(expected), "{error}");
+            assert!(error.to_string().contains(expected), "{error}");
         }
     }
 
@@ -364,10 +365,8 @@ mod tests {
         assert!(policy.allowed_by("api.github.com", 443).is_some());
         assert!(policy.address_allowed("192.168.1.10".parse().unwrap()));
         assert_eq!(&*policy.allowed_by("example.org", 80).unwrap().origin, "--allow-host");
-        assert!(
-            allow_cli_hosts(EgressPolicy::new(), &["bad host".into()])
-                .unwrap_err()
-                .starts_with("--allow-host: ")
-        );
+        let error = allow_cli_hosts(EgressPolicy::new(), &["bad host".into()]).unwrap_err();
+        assert!(error.to_string().starts_with("--allow-host: "), "{error}");
+        assert_eq!(error.kind(), ConfigErrorKind::HostPattern);
     }
 }

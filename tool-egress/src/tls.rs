@@ -14,6 +14,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, Serve
 use tokio::net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
+use crate::error::{ConfigError, ConfigErrorKind};
+
 /// The bundles of trusted roots clients read, in the order they are looked for; the first
 /// that exists is copied into the session's bundle, ahead of the session's CA.
 const SYSTEM_BUNDLES: [&str; 5] = [
@@ -227,12 +229,13 @@ impl Terminator {
 }
 
 /// Reads the certificates of a PEM text.
-pub(crate) fn parse_pem(pem: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+pub(crate) fn parse_pem(pem: &str) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
+    let error = |message: String| ConfigError::new(ConfigErrorKind::Certificates, message);
     let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("the roots are not PEM certificates: {e}"))?;
+        .map_err(|e| error(format!("the roots are not PEM certificates: {e}")))?;
     if certs.is_empty() {
-        return Err("the roots hold no PEM certificate (`-----BEGIN CERTIFICATE-----`)".to_owned());
+        return Err(error("the roots hold no PEM certificate (`-----BEGIN CERTIFICATE-----`)".to_owned()));
     }
     Ok(certs)
 }
