@@ -230,7 +230,7 @@ fn parse_on_off(value: &str) -> Result<bool, String> {
 }
 
 fn parse_verify(value: &str) -> Result<tools_std::verify::Verify, String> {
-    tools_std::verify::Verify::from_flag(value)
+    tools_std::verify::Verify::from_flag(value).map_err(|e| e.to_string())
 }
 
 fn parse_sandbox(value: &str) -> Result<tool_sandbox::SandboxMode, String> {

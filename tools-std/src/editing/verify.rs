@@ -155,7 +155,11 @@ impl Verify {
     /// An extension named twice, an empty command, a time limit that is not a number of
     /// seconds from 0.1 to 3600, and any other key are refused with a sentence naming the
     /// entry.
-    pub fn from_settings(value: &Value) -> Result<Vec<Verify>, String> {
+    pub fn from_settings(value: &Value) -> Result<Vec<Verify>, ConfigError> {
+        Verify::settings_checks(value).map_err(ConfigError)
+    }
+
+    fn settings_checks(value: &Value) -> Result<Vec<Verify>, String> {
         let Value::Object(entries) = value else {
             return Err(
                 "`verify` must be an object whose keys are file extensions (`\"rs\"`, `\"py,pyi\"`) and \
@@ -217,7 +221,11 @@ impl Verify {
     /// assert_eq!(check, Verify::new(["rs"], ["rustfmt", "--config", "max_width=100", "{file}"]));
     /// assert!(Verify::from_flag("rustfmt {file}").is_err());
     /// ```
-    pub fn from_flag(text: &str) -> Result<Verify, String> {
+    pub fn from_flag(text: &str) -> Result<Verify, ConfigError> {
+        Verify::flag_check(text).map_err(ConfigError)
+    }
+
+    fn flag_check(text: &str) -> Result<Verify, String> {
         let Some((keys, command)) = text.split_once('=') else {
             return Err(format!(
                 "{text:?} is not EXT=COMMAND: name the file extensions, then `=`, then the command (`rs=rustfmt \
@@ -232,6 +240,19 @@ impl Verify {
         Ok(Verify::new(extensions, command))
     }
 }
+
+/// A check's configuration that cannot be used (a settings entry, an `EXT=COMMAND` flag): the
+/// text names the entry, what is wrong and what is expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
 
 /// The extensions of a settings key or a flag: comma-separated, a leading dot dropped.
 fn extensions(keys: &str) -> Result<Vec<String>, String> {
@@ -616,7 +637,7 @@ mod tests {
 
     #[test]
     fn settings_that_cannot_be_meant_are_refused_naming_the_entry() {
-        let refused = |value: serde_json::Value| Verify::from_settings(&value).unwrap_err();
+        let refused = |value: serde_json::Value| Verify::from_settings(&value).unwrap_err().to_string();
         assert_eq!(
             refused(json!({"rs": "cargo check"})),
             "`verify.rs` must be a command as a list of strings (`[\"rustfmt\", \"--check\", \"{file}\"]`) or an \
@@ -665,13 +686,16 @@ mod tests {
             Verify::from_flag("rs=rustfmt --config=max_width=100").unwrap(),
             Verify::new(["rs"], ["rustfmt", "--config=max_width=100"])
         );
-        assert!(Verify::from_flag("rustfmt").unwrap_err().contains("is not EXT=COMMAND"));
-        assert_eq!(Verify::from_flag("rs=  ").unwrap_err(), "\"rs=  \": the command after `=` is empty");
+        assert!(Verify::from_flag("rustfmt").unwrap_err().to_string().contains("is not EXT=COMMAND"));
         assert_eq!(
-            Verify::from_flag("rs=sh -c 'x").unwrap_err(),
+            Verify::from_flag("rs=  ").unwrap_err().to_string(),
+            "\"rs=  \": the command after `=` is empty"
+        );
+        assert_eq!(
+            Verify::from_flag("rs=sh -c 'x").unwrap_err().to_string(),
             "\"rs=sh -c 'x\": a single quote is not closed"
         );
-        assert!(Verify::from_flag("my file=x").unwrap_err().contains("is not a file extension"));
+        assert!(Verify::from_flag("my file=x").unwrap_err().to_string().contains("is not a file extension"));
     }
 
     #[tokio::test]

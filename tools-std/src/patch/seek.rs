@@ -110,11 +110,19 @@ pub(crate) struct Updated {
 }
 
 /// A hunk that does not apply: the message says which, what was not found, and the closest
-/// lines there are.
+/// lines there are, as the model reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HunkError {
+pub struct HunkError {
     pub(crate) message: String,
 }
+
+impl std::fmt::Display for HunkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for HunkError {}
 
 /// How many lines of a hunk or of the file an error shows at most.
 const SHOWN_LINES: usize = 12;

@@ -29,14 +29,16 @@ use crate::editing::file_versions::FileVersions;
 use crate::editing::text_file::{Diff, MAX_DIFF_BYTES, WithDiff, io_error, read_for_edit, unified_diff};
 use crate::fs::ops::{FileKind, Operations, Precondition, Target, content_hash};
 pub use crate::patch::parse::{FileChange, Hunk, ParseError, Patch, parse_patch};
+pub use crate::patch::seek::HunkError;
 use crate::patch::seek::{Fallback, apply_hunks};
 use crate::text::{display_path, plural};
 use crate::{ResolvedPath, Workspace};
 
 /// Applies the hunks of one `*** Update File` section to a file's bytes, in memory, as the tool
-/// does: the new content, or the message the model would read (`display` names the file in it).
-pub fn update_text(content: &[u8], hunks: &[Hunk], display: &str) -> Result<Vec<u8>, String> {
-    apply_hunks(content, hunks, display).map(|updated| updated.bytes).map_err(|e| e.message)
+/// does: the new content, or the hunk that does not apply, whose text is the message the model
+/// would read (`display` names the file in it).
+pub fn update_text(content: &[u8], hunks: &[Hunk], display: &str) -> Result<Vec<u8>, HunkError> {
+    apply_hunks(content, hunks, display).map(|updated| updated.bytes)
 }
 
 /// The Lark grammar of the patch format, for OpenAI's freeform (`custom`) tools.
