@@ -19,7 +19,13 @@ struct Store {
 
 /// Store a value under a key.
 #[tool]
-async fn put(store: Dep<Store>, key: String, value: String) -> Result<String, ToolError> {
+async fn put(
+    store: Dep<Store>,
+    /// The key; a value stored under it before is replaced.
+    key: String,
+    /// The value to store.
+    value: String,
+) -> Result<String, ToolError> {
     let mut entries = store.entries.lock().map_err(|_| ToolError::execution("the store is unavailable"))?;
     entries.retain(|(k, _)| *k != key);
     entries.push((key.clone(), value));
@@ -28,7 +34,12 @@ async fn put(store: Dep<Store>, key: String, value: String) -> Result<String, To
 
 /// List stored keys, at most `limit` of them.
 #[tool(parallel, read_only)]
-async fn keys(store: Dep<Store>, #[arg(default = 10)] limit: usize) -> Result<String, ToolError> {
+async fn keys(
+    store: Dep<Store>,
+    /// At most this many keys.
+    #[arg(default = 10)]
+    limit: usize,
+) -> Result<String, ToolError> {
     let entries = store.entries.lock().map_err(|_| ToolError::execution("the store is unavailable"))?;
     let keys: Vec<&str> = entries.iter().take(limit).map(|(k, _)| k.as_str()).collect();
     Ok(format!("{} (limit {limit})", keys.join(", ")))

@@ -81,15 +81,15 @@ async fn stats() -> Json<Stats> {
     Json(Stats { files: 7 })
 }
 
-#[tool]
+#[tool(undocumented)]
 async fn nothing() {}
 
-#[tool]
+#[tool(undocumented)]
 async fn static_text() -> &'static str {
     "static"
 }
 
-#[tool]
+#[tool(undocumented)]
 async fn rich() -> ToolOutput {
     ToolOutput::text("see image").with_content(Content::image("image/png", "iVBORw0KGgo="))
 }
@@ -102,12 +102,12 @@ impl std::fmt::Display for Oops {
     }
 }
 
-#[tool]
+#[tool(undocumented)]
 async fn display_error() -> Result<(), Oops> {
     Err(Oops)
 }
 
-#[tool]
+#[tool(undocumented)]
 async fn fatal_error() -> Result<String, ToolError> {
     Err(ToolError::fatal("stop the turn"))
 }
@@ -123,7 +123,7 @@ impl FromContext<'_> for Clock {
 #[derive(Default)]
 struct Visits(AtomicU32);
 
-#[tool]
+#[tool(undocumented)]
 async fn now(#[inject] clock: Clock, session: SessionState) -> String {
     let visits = session.get_or_insert_with(Visits::default);
     let n = visits.0.fetch_add(1, Ordering::SeqCst) + 1;
@@ -137,7 +137,7 @@ pub enum Mode {
     Slow,
 }
 
-#[tool(truncate = false, idempotent, open_world)]
+#[tool(undocumented, truncate = false, idempotent, open_world)]
 pub async fn with_defaults(
     #[arg(default = "hello")] greeting: String,
     #[arg(default = Mode::Slow)] mode: Mode,
@@ -154,7 +154,7 @@ mod reexport {
     pub(crate) use tool_runtime as rt;
 }
 
-#[tool(crate = reexport::rt)]
+#[tool(undocumented, crate = reexport::rt)]
 async fn via_reexport(x: i32) -> String {
     (x * 2).to_string()
 }

@@ -16,13 +16,13 @@ async fn list_things() -> &'static str {
 }
 
 /// Removes things.
-#[tool(destructive, tags("fs", "write"))]
+#[tool(undocumented, destructive, tags("fs", "write"))]
 async fn remove_things(what: String) -> String {
     format!("removed {what}")
 }
 
 /// Fetches a page.
-#[tool(open_world, tags("net"))]
+#[tool(undocumented, open_world, tags("net"))]
 async fn fetch(url: String) -> String {
     url
 }

@@ -88,13 +88,13 @@ async fn behave(ctx: &ToolContext, n: u64, behaviour: Behaviour, delay_us: u64) 
 }
 
 /// Does what it is told, alongside other calls.
-#[tool(parallel)]
+#[tool(undocumented, parallel)]
 async fn work(ctx: &ToolContext, n: u64, behaviour: Behaviour, delay_us: u64) -> Result<String, ToolError> {
     behave(ctx, n, behaviour, delay_us).await
 }
 
 /// Does what it is told, alone.
-#[tool]
+#[tool(undocumented)]
 async fn work_alone(
     ctx: &ToolContext,
     n: u64,

@@ -20,7 +20,7 @@ struct Range {
 }
 
 /// Read part of a file.
-#[tool(parallel)]
+#[tool(undocumented, parallel)]
 async fn read_part(
     /// File path.
     #[schemars(length(min = 1, max = 10))]
@@ -314,7 +314,7 @@ enum Op {
 }
 
 /// Apply one operation.
-#[tool]
+#[tool(undocumented)]
 async fn apply_op(op: Op) -> String {
     format!("{op:?}")
 }

@@ -51,6 +51,7 @@ keys!(
         Example = "example",
         Permission = "permission",
         CommandArgument = "command_argument",
+        Undocumented = "undocumented",
     }
 );
 
@@ -106,6 +107,7 @@ keys!(
         Rename = "rename",
         Description = "description",
         Alias = "alias",
+        Undocumented = "undocumented",
     }
 );
 

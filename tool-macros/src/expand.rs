@@ -6,7 +6,7 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{Ident, ItemFn, ReturnType};
+use syn::{Ident, ItemFn, ReturnType, Type};
 
 use crate::attrs::{DEBUG_ENV, Direction};
 use crate::ctxt::Ctxt;
@@ -159,6 +159,16 @@ fn expand(def: &ToolDef) -> TokenStream {
         })
         }
     };
+    // A `Result<T, E>` whose `T` is not a tool output is also reported on `T` itself.
+    let ok_check = ok_type(&func.sig.output).map(|ok| {
+        let p = respan(&p, ok.span());
+        quote_spanned! {ok.span()=>
+            const _: fn() = || {
+                fn returns_a_tool_output<T: #p::IntoToolOutput>() {}
+                returns_a_tool_output::<#ok>();
+            };
+        }
+    });
     let meta = meta(def, &p);
     let line = quote_spanned!(fn_ident.span()=> ::core::line!());
 
@@ -166,6 +176,8 @@ fn expand(def: &ToolDef) -> TokenStream {
         // Each parameter is a property of the tool's input: a tool of many properties is normal.
         #[allow(clippy::too_many_arguments)]
         #func
+
+        #ok_check
 
         #[doc = #type_doc]
         #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default)]
@@ -558,5 +570,20 @@ mod tests {
         .to_string();
         assert!(out.contains("goes on an `async fn`"), "{out}");
         assert!(out.contains("struct S ;"), "{out}");
+    }
+}
+
+/// `T` of a return type written `Result<T, E>` (or `Result<T>` of an alias), when it is one.
+fn ok_type(output: &ReturnType) -> Option<&Type> {
+    let ReturnType::Type(_, ty) = output else { return None };
+    let Type::Path(path) = &**ty else { return None };
+    let last = path.path.segments.last()?;
+    if last.ident != "Result" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+    match args.args.first()? {
+        syn::GenericArgument::Type(ok) => Some(ok),
+        _ => None,
     }
 }

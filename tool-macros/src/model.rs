@@ -76,6 +76,8 @@ pub(crate) struct ToolAttr {
     pub permission: Option<Spanned<PermissionSubject>>,
     /// `command_argument = "..."`: the argument that holds the command line.
     pub command_argument: Option<LitStr>,
+    /// `undocumented`: the tool and its parameters may go without a description.
+    pub undocumented: Option<Span>,
 }
 
 /// `#[arg(...)]` on a parameter.
@@ -88,6 +90,8 @@ pub(crate) struct ArgAttr {
     pub description: Option<LitStr>,
     /// `alias = "..."`, repeatable: other names the model may send the argument under.
     pub aliases: Vec<LitStr>,
+    /// `undocumented`: the parameter may go without a description.
+    pub undocumented: bool,
 }
 
 /// How a parameter is filled.

@@ -153,6 +153,7 @@ fn tool_attr(cx: &Ctxt, items: &[Item]) -> ToolAttr {
             ToolKey::CommandArgument => {
                 attr.command_argument = string(cx, meta, key, "\"command\"");
             }
+            ToolKey::Undocumented => attr.undocumented = flag(),
         }
     }
     attr
@@ -602,6 +603,12 @@ fn arg_attr(cx: &Ctxt, attr: &Attribute, param: &mut Param) {
             ArgKey::Rename => param.arg.rename = Some(meta.value()?.parse()?),
             ArgKey::Description => param.arg.description = Some(meta.value()?.parse()?),
             ArgKey::Alias => param.arg.aliases.push(meta.value()?.parse()?),
+            ArgKey::Undocumented => {
+                if meta.input.peek(Token![=]) {
+                    return Err(meta.error("`undocumented` takes no value; write `#[arg(undocumented)]`"));
+                }
+                param.arg.undocumented = true;
+            }
         }
         Ok(())
     });

@@ -92,6 +92,18 @@ fn tool_attr(cx: &Ctxt, def: &ToolDef) {
             }
         }
     }
+    if attr.description.is_none()
+        && def.doc.as_deref().is_none_or(|doc| doc.trim().is_empty())
+        && attr.undocumented.is_none()
+    {
+        cx.error(
+            def.func.sig.ident.span(),
+            format!(
+                "the tool `{}` has no description, and the model chooses tools by their descriptions: write a `///` doc comment on the function (or `#[tool(description = \"...\")]`); `#[tool(undocumented)]` leaves the tool and its parameters without one on purpose",
+                def.func.sig.ident
+            ),
+        );
+    }
     for (lit, what) in [(&attr.description, "description"), (&attr.title, "title")] {
         if let Some(lit) = lit
             && lit.value().trim().is_empty()
@@ -225,6 +237,15 @@ fn params(cx: &Ctxt, def: &ToolDef) {
                 "`impl Trait` parameters make the function generic; use a concrete type",
             );
         }
+        if let Some(owned) = borrowed_argument(&param.ty) {
+            cx.error(
+                param.ty.span(),
+                format!(
+                    "a tool's arguments are owned values, deserialized from the model's JSON: write `{owned}` instead of a reference (only what the runtime provides, such as `&ToolContext`, is taken by reference)"
+                ),
+            );
+            continue;
+        }
         match param.kind {
             ParamKind::Injected => {
                 if let Some(attr) = &param.arg.attr {
@@ -267,6 +288,16 @@ fn params(cx: &Ctxt, def: &ToolDef) {
                 }
             }
             ParamKind::Argument => {
+                let described = !param.docs.is_empty() || param.arg.description.is_some();
+                if !described && !param.arg.undocumented && def.attr.undocumented.is_none() {
+                    let name = param.property_name().unwrap_or_else(|| "this parameter".to_owned());
+                    cx.error(
+                        param.name_span(),
+                        format!(
+                            "the parameter `{name}` has no description, and the model would see only its name and type: write a `///` line above it (or `#[arg(description = \"...\")]`); `#[arg(undocumented)]` leaves it without one on purpose"
+                        ),
+                    );
+                }
                 if let Some((span, _)) = &param.arg.default
                     && is_option(&param.ty)
                 {
@@ -333,6 +364,27 @@ fn aliases(cx: &Ctxt, argument_params: &[&crate::model::Param]) {
                 declared.push((value, own.clone()));
             }
         }
+    }
+}
+
+/// The owned type to write instead of a reference that is an argument's, not the runtime's:
+/// `&str` (or `&'a str`, `&mut str`) is `String`, `&[T]` is `Vec<T>`, `&Path` is `PathBuf`.
+fn borrowed_argument(ty: &Type) -> Option<String> {
+    let Type::Reference(reference) = ty else { return None };
+    match &*reference.elem {
+        Type::Slice(slice) => Some(format!("Vec<{}>", quote::ToTokens::to_token_stream(&slice.elem))),
+        Type::Path(path) if path.qself.is_none() => {
+            let last = path.path.segments.last()?.ident.to_string();
+            match last.as_str() {
+                "str" => Some("String".to_owned()),
+                "String" => Some("String".to_owned()),
+                "Path" => Some("PathBuf".to_owned()),
+                "PathBuf" => Some("PathBuf".to_owned()),
+                "Value" => Some("serde_json::Value".to_owned()),
+                _ => None,
+            }
+        }
+        _ => None,
     }
 }
 

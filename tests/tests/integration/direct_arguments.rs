@@ -16,7 +16,7 @@ use tool_runtime::{
 };
 
 /// Plain parameters only.
-#[tool]
+#[tool(undocumented)]
 async fn plain(
     /// A number.
     a: f64,
@@ -37,7 +37,7 @@ async fn plain(
 
 /// One parameter is not plain (`Value` accepts anything, and its schema says so, but it is not
 /// on the list), so the text always goes through validation.
-#[tool]
+#[tool(undocumented)]
 async fn mixed(count: u32, extra: Option<Value>) -> String {
     format!("{:?}", (count, extra))
 }

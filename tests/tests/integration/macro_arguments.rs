@@ -37,7 +37,7 @@ type MaybeText = Option<String>;
 /// Every kind of plain parameter.
 ///
 /// Second paragraph.
-#[tool]
+#[tool(undocumented)]
 async fn shapes(
     /// # The text
     ///
@@ -246,12 +246,12 @@ fn decoding_matches_the_derived_struct() {
 #[test]
 fn unknown_fields_are_named_as_serde_names_them() {
     /// Two parameters.
-    #[tool]
+    #[tool(undocumented)]
     async fn two(a: u8, b: u8) -> String {
         (a + b).to_string()
     }
     /// One parameter.
-    #[tool]
+    #[tool(undocumented)]
     async fn one(a: u8) -> String {
         a.to_string()
     }

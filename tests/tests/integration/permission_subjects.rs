@@ -8,19 +8,19 @@ use tool_runtime::{PermissionKind, PermissionRequest, Registry, Tool, ToolSpec, 
 use tool_tests::TempDir;
 
 /// Opens a file of the workspace.
-#[tool(permission = "path")]
+#[tool(undocumented, permission = "path")]
 async fn open_file(path: String) -> String {
     path
 }
 
 /// Runs a command line.
-#[tool(permission = "command", command_argument = "line")]
+#[tool(undocumented, permission = "command", command_argument = "line")]
 async fn run_line(line: String) -> String {
     line
 }
 
 /// Types into a running command.
-#[tool(permission = "input")]
+#[tool(undocumented, permission = "input")]
 async fn type_text(text: String) -> String {
     text
 }

@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool]
+#[tool(undocumented)]
 async fn edit(
     #[arg(alias = "file_path")] path: String,
     #[arg(alias = "file_path")] old_string: String,

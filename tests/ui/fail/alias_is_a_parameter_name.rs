@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool]
+#[tool(undocumented)]
 async fn copy(#[arg(alias = "to")] from: String, to: String) -> String {
     from + &to
 }

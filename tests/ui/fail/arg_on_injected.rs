@@ -1,6 +1,6 @@
 use tool_runtime::{tool, ToolContext};
 
-#[tool]
+#[tool(undocumented)]
 async fn whoami(#[arg(rename = "context")] ctx: &ToolContext) -> String {
     ctx.call_id().to_owned()
 }

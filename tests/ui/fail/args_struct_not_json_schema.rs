@@ -6,7 +6,7 @@ struct ReadArgs {
     path: String,
 }
 
-#[tool]
+#[tool(undocumented)]
 async fn read(#[args] args: ReadArgs) -> String {
     args.path
 }

@@ -7,7 +7,7 @@ struct ReadArgs {
     path: String,
 }
 
-#[tool]
+#[tool(undocumented)]
 async fn read(#[args] args: ReadArgs, limit: u32) -> String {
     format!("{}{limit}", args.path)
 }

@@ -2,7 +2,7 @@ use tool_runtime::tool;
 
 struct Connection;
 
-#[tool]
+#[tool(undocumented)]
 async fn query(sql: String, conn: Connection) -> String {
     let _ = conn;
     sql

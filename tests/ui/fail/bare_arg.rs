@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool]
+#[tool(undocumented)]
 async fn read(#[arg] limit: u32) -> String {
     limit.to_string()
 }

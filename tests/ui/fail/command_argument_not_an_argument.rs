@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool(permission = "command", command_argument = "cmd")]
+#[tool(undocumented, permission = "command", command_argument = "cmd")]
 async fn run(command: String) -> String {
     command
 }

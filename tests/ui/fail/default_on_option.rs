@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool]
+#[tool(undocumented)]
 async fn read(#[arg(default = Some(10))] limit: Option<u32>) -> String {
     format!("{limit:?}")
 }

@@ -7,7 +7,7 @@ struct ReadArgs {
     path: String,
 }
 
-#[tool]
+#[tool(undocumented)]
 async fn read(
     /// The file to read.
     #[args]

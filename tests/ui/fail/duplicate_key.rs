@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool(name = "read", name = "open")]
+#[tool(undocumented, name = "read", name = "open")]
 async fn read(path: String) -> String {
     path
 }

@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool]
+#[tool(undocumented)]
 async fn read(path: String, #[arg(rename = "path")] file: String) -> String {
     path + &file
 }

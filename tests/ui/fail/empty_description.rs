@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool(description = "")]
+#[tool(undocumented, description = "")]
 async fn read(path: String) -> String {
     path
 }

@@ -3,7 +3,7 @@ use tool_runtime::tool;
 #[derive(Debug)]
 struct Opaque;
 
-#[tool]
+#[tool(undocumented)]
 async fn count(path: String) -> Result<String, Opaque> {
     Ok(path)
 }

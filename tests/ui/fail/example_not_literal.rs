@@ -3,7 +3,7 @@ use tool_runtime::tool;
 const EXAMPLE: &str = r#"{"pattern": "TODO"}"#;
 
 /// Search files.
-#[tool(example = EXAMPLE)]
+#[tool(undocumented, example = EXAMPLE)]
 async fn grep(pattern: String) -> String {
     pattern
 }

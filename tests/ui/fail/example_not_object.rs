@@ -1,7 +1,7 @@
 use tool_runtime::tool;
 
 /// Search files.
-#[tool(example = r#"["TODO"]"#, example = r#"{"pattern": "TODO"}"#)]
+#[tool(undocumented, example = r#"["TODO"]"#, example = r#"{"pattern": "TODO"}"#)]
 async fn grep(pattern: String) -> String {
     pattern
 }

@@ -1,21 +1,21 @@
 use tool_runtime::tool;
 
-#[tool(freeform(grammar = "start: /a/", grammar_file = "a.lark"))]
+#[tool(undocumented, freeform(grammar = "start: /a/", grammar_file = "a.lark"))]
 async fn both(text: String) -> String {
     text
 }
 
-#[tool(freeform(syntax = "ebnf", grammar = "x"))]
+#[tool(undocumented, freeform(syntax = "ebnf", grammar = "x"))]
 async fn unknown_syntax(text: String) -> String {
     text
 }
 
-#[tool(freeform(syntax = "lark"))]
+#[tool(undocumented, freeform(syntax = "lark"))]
 async fn syntax_alone(text: String) -> String {
     text
 }
 
-#[tool(freeform(grammer = "x"))]
+#[tool(undocumented, freeform(grammer = "x"))]
 async fn typo(text: String) -> String {
     text
 }

@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool]
+#[tool(undocumented)]
 async fn echo<T: ToString>(value: String) -> String {
     value
 }

@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool]
+#[tool(undocumented)]
 async fn show(value: impl ToString) -> String {
     value.to_string()
 }

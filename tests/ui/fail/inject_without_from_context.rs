@@ -2,7 +2,7 @@ use tool_runtime::tool;
 
 struct Clock;
 
-#[tool]
+#[tool(undocumented)]
 async fn now(#[inject] clock: Clock) -> String {
     let _ = clock;
     String::new()

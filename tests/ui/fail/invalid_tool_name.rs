@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool(name = "read file")]
+#[tool(undocumented, name = "read file")]
 async fn read(path: String) -> String {
     path
 }

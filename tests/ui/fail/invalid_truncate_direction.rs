@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool(truncate(direction = "bottom"))]
+#[tool(undocumented, truncate(direction = "bottom"))]
 async fn logs(path: String) -> String {
     path
 }

@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool("read")]
+#[tool(undocumented, "read")]
 async fn read(path: String) -> String {
     path
 }

@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool(timeout = "30 seconds")]
+#[tool(undocumented, timeout = "30 seconds")]
 async fn slow(path: String) -> String {
     path
 }

@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool]
+#[tool(undocumented)]
 fn read(path: String) -> String {
     path
 }

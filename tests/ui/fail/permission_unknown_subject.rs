@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool(permission = "file")]
+#[tool(undocumented, permission = "file")]
 async fn open(path: String) -> String {
     path
 }

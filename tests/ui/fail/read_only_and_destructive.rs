@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool(read_only, destructive)]
+#[tool(undocumented, read_only, destructive)]
 async fn wipe(path: String) -> String {
     path
 }

@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool]
+#[tool(undocumented)]
 async fn count(path: String) -> Vec<u8> {
     path.into_bytes()
 }

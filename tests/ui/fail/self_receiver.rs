@@ -3,7 +3,7 @@ use tool_runtime::tool;
 struct Shell;
 
 impl Shell {
-    #[tool]
+    #[tool(undocumented)]
     async fn run(&self, command: String) -> String {
         command
     }

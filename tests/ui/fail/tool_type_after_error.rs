@@ -1,7 +1,7 @@
 use tool_runtime::{Registry, Tool, tool};
 
 /// Read a file.
-#[tool(paralel)]
+#[tool(undocumented, paralel)]
 pub async fn read(path: String) -> String {
     path
 }

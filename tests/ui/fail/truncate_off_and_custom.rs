@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool(truncate = false, truncate(max_lines = 100))]
+#[tool(undocumented, truncate = false, truncate(max_lines = 100))]
 async fn read(path: String) -> String {
     path
 }

@@ -7,7 +7,7 @@ struct ReadArgs {
     path: String,
 }
 
-#[tool]
+#[tool(undocumented)]
 async fn read(#[args] first: ReadArgs, #[args] second: ReadArgs) -> String {
     first.path + &second.path
 }

@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool(paralel)]
+#[tool(undocumented, paralel)]
 async fn read(path: String) -> String {
     path
 }

@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool(truncate(max_line = 100))]
+#[tool(undocumented, truncate(max_line = 100))]
 async fn read(path: String) -> String {
     path
 }

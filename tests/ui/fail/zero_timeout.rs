@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool(timeout = "0s")]
+#[tool(undocumented, timeout = "0s")]
 async fn slow(path: String) -> String {
     path
 }

@@ -1,6 +1,6 @@
 use tool_runtime::tool;
 
-#[tool(truncate(max_bytes = 0))]
+#[tool(undocumented, truncate(max_bytes = 0))]
 async fn logs(path: String) -> String {
     path
 }

@@ -17,7 +17,7 @@ struct Written {
 }
 
 /// Write a file.
-#[tool(destructive)]
+#[tool(undocumented, destructive)]
 async fn write(ctx: &ToolContext, #[args] args: WriteArgs) -> Result<Json<Written>, std::io::Error> {
     let _ = (ctx, args.path);
     Ok(Json(Written { bytes: args.content.len() }))

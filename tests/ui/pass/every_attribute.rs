@@ -3,7 +3,7 @@ use tool_runtime::{Dep, SessionState, Tool, ToolContext, ToolError, tool};
 struct Workspace;
 
 /// Uses every tool attribute at once.
-#[tool(
+#[tool(undocumented, 
     name = "everything",
     description = "Overrides the doc comment.",
     parallel,
@@ -32,7 +32,7 @@ async fn every(
     Ok(value.to_string())
 }
 
-#[tool(read_only, parallel, truncate = false)]
+#[tool(undocumented, read_only, parallel, truncate = false)]
 async fn plain() -> String {
     String::new()
 }

@@ -1,20 +1,20 @@
 use tool_runtime::{ToolContext, tool};
 
 /// Text in, text out.
-#[tool(freeform)]
+#[tool(undocumented, freeform)]
 async fn plain(ctx: &ToolContext, text: String) -> String {
     let _ = ctx;
     text
 }
 
 /// A Lark grammar given inline, the argument renamed.
-#[tool(freeform(grammar = "start: /[a-z]+/", syntax = "lark"))]
+#[tool(undocumented, freeform(grammar = "start: /[a-z]+/", syntax = "lark"))]
 async fn lark(#[arg(rename = "input")] text: String) -> String {
     text
 }
 
 /// A regular expression.
-#[tool(freeform(grammar = "^[0-9]+$", syntax = "regex"))]
+#[tool(undocumented, freeform(grammar = "^[0-9]+$", syntax = "regex"))]
 async fn digits(number: ::std::string::String) -> String {
     number
 }

@@ -35,7 +35,7 @@ pub mod shadowed {
     pub trait From {}
 
     /// Greet someone.
-    #[tool(parallel, timeout = "1s", truncate(max_lines = 3))]
+    #[tool(undocumented, parallel, timeout = "1s", truncate(max_lines = 3))]
     pub async fn greet(
         ctx: &ToolContext,
         /// Who to greet.
@@ -54,13 +54,13 @@ pub mod shadowed {
     }
 
     /// A tool without arguments returning a bare value.
-    #[tool]
+    #[tool(undocumented)]
     pub async fn ping() -> &'static str {
         "pong"
     }
 
     /// A tool failing with an io error.
-    #[tool]
+    #[tool(undocumented)]
     async fn fails() -> ::core::result::Result<(), ::std::io::Error> {
         ::core::result::Result::Err(::std::io::Error::other("nope"))
     }

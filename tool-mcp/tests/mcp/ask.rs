@@ -19,7 +19,7 @@ use tool_runtime::{
 };
 
 /// Pretend to run a shell command: asks about it as a shell tool does, then says what it ran.
-#[tool]
+#[tool(undocumented)]
 async fn run(ctx: &ToolContext, command: String) -> Result<String, ToolError> {
     ctx.ask(PermissionRequest::new(
         PermissionKind::Command { command: command.clone() },
@@ -30,7 +30,7 @@ async fn run(ctx: &ToolContext, command: String) -> Result<String, ToolError> {
 }
 
 /// Echo the text back.
-#[tool]
+#[tool(undocumented)]
 async fn echo(text: String) -> String {
     text
 }
@@ -239,7 +239,7 @@ async fn the_applications_own_asker_answers_instead_of_the_client() {
 }
 
 /// Pretend to run a command with more rights than the sandbox gives, as `bash` asks for them.
-#[tool]
+#[tool(undocumented)]
 async fn escalate(ctx: &ToolContext, command: String) -> Result<String, ToolError> {
     ctx.ask(PermissionRequest::new(
         PermissionKind::SandboxEscalation {

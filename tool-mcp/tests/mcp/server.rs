@@ -35,7 +35,7 @@ async fn add(
 
 /// Count to `n`, reporting each step as progress; the first from a thread of the tool's own,
 /// outside the runtime, as a tool doing blocking work might.
-#[tool]
+#[tool(undocumented)]
 async fn count(ctx: &ToolContext, n: u32) -> Result<String, ToolError> {
     for i in 1..=n {
         let step = Progress {
