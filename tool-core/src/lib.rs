@@ -78,4 +78,4 @@ pub use spec::{
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{DecodedCall, FnTool, Tool};
 pub use truncate::TruncationLimits;
-pub use validate::{Coercion, ValidatedArgs, ValidationOptions, check_input_schema};
+pub use validate::{Coercion, SchemaError, ValidatedArgs, ValidationOptions, check_input_schema};

@@ -64,9 +64,34 @@ pub struct ValidatedArgs {
 /// Checks that `schema` can be a tool's argument schema (a valid JSON Schema the validator
 /// compiles), for tools whose schema comes from elsewhere (a mounted server); the error says
 /// why not, naming `tool`.
-pub fn check_input_schema(tool: &str, schema: &Value) -> Result<(), String> {
-    ArgumentValidator::new(tool, schema).map(drop)
+pub fn check_input_schema(tool: &str, schema: &Value) -> Result<(), SchemaError> {
+    ArgumentValidator::new(tool, schema)
+        .map(drop)
+        .map_err(|message| SchemaError { tool: tool.to_owned(), message })
 }
+
+/// A tool's argument schema that the validator cannot compile (from [`check_input_schema`]):
+/// its text names the tool and the validator's complaint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaError {
+    tool: String,
+    message: String,
+}
+
+impl SchemaError {
+    /// The tool whose schema it is.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+}
+
+impl std::fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SchemaError {}
 
 /// A tool's rewriting of arguments sent in another tool's shape (see
 /// [`Tool::adapt_arguments`](crate::Tool::adapt_arguments)), applied in the leniency pass.
@@ -267,5 +292,18 @@ fn holds_null(value: &Value) -> bool {
         Value::Array(items) => items.iter().any(holds_null),
         Value::Object(map) => map.values().any(holds_null),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schema_the_validator_cannot_compile_is_an_error_naming_the_tool() {
+        let error = check_input_schema("lookup", &serde_json::json!({"type": 7})).unwrap_err();
+        assert_eq!(error.tool(), "lookup");
+        assert!(error.to_string().starts_with("the input schema of tool `lookup` is invalid: "), "{error}");
+        assert!(check_input_schema("lookup", &serde_json::json!({"type": "object"})).is_ok());
     }
 }
