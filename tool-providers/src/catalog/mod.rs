@@ -66,7 +66,9 @@ use serde_json::Value;
 
 pub use index::{Hit, SearchIndex};
 pub use loaded::LoadedTools;
-pub use request::{DEFAULT_LIMIT, DESCRIPTION, MAX_LIMIT, SearchRequest, TOOL_SEARCH, input_schema};
+pub use request::{
+    DEFAULT_LIMIT, DESCRIPTION, MAX_LIMIT, SearchRequest, SearchRequestError, TOOL_SEARCH, input_schema,
+};
 pub use turn::{SearchOutcome, TurnCall, TurnResult};
 
 use crate::{DefinitionOptions, LoweringError, Provider};

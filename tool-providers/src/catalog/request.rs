@@ -56,7 +56,11 @@ impl SearchRequest {
     ///
     /// OpenAI's hosted search sends `{"paths": [...], "query"?}`; a call with `paths` and no
     /// `query` searches for the paths' words.
-    pub fn from_arguments(arguments: &Value) -> Result<SearchRequest, String> {
+    pub fn from_arguments(arguments: &Value) -> Result<SearchRequest, SearchRequestError> {
+        Self::read(arguments).map_err(SearchRequestError)
+    }
+
+    fn read(arguments: &Value) -> Result<SearchRequest, String> {
         let parsed;
         let arguments = match arguments {
             Value::String(text) => {
@@ -95,6 +99,19 @@ impl SearchRequest {
     }
 }
 
+/// Search-call arguments that cannot be read (from [`SearchRequest::from_arguments`]): its text
+/// tells the model what is wrong and how to call the tool instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchRequestError(String);
+
+impl std::fmt::Display for SearchRequestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SearchRequestError {}
+
 const USAGE: &str = "call it with {\"query\": \"what the tool should do\"} and optionally \"limit\"";
 
 #[cfg(test)]
@@ -121,14 +138,17 @@ mod tests {
     fn mistakes_say_how_to_call_it() {
         let message = SearchRequest::from_arguments(&json!({"limit": 2})).unwrap_err();
         assert_eq!(
-            message,
+            message.to_string(),
             "`query` is missing; call it with {\"query\": \"what the tool should do\"} and optionally \"limit\""
         );
         assert!(
             SearchRequest::from_arguments(&json!({"query": "x", "limit": 0}))
                 .unwrap_err()
+                .to_string()
                 .starts_with("`limit` must be")
         );
-        assert!(SearchRequest::from_arguments(&json!("{")).unwrap_err().contains("not valid JSON"));
+        assert!(
+            SearchRequest::from_arguments(&json!("{")).unwrap_err().to_string().contains("not valid JSON")
+        );
     }
 }

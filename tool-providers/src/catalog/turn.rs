@@ -101,9 +101,11 @@ impl Catalog {
                 loaded.load(found.iter().cloned());
                 SearchOutcome { call_id: call_id.to_owned(), query: request.query, found: Ok(found) }
             }
-            Err(message) => {
-                SearchOutcome { call_id: call_id.to_owned(), query: String::new(), found: Err(message) }
-            }
+            Err(message) => SearchOutcome {
+                call_id: call_id.to_owned(),
+                query: String::new(),
+                found: Err(message.to_string()),
+            },
         }
     }
 
