@@ -49,7 +49,7 @@ use rmcp::transport::auth::{AuthError, AuthorizationManager, AuthorizationMetada
 
 pub(crate) use bearer::{BearerClient, Tokens, login_advice};
 pub use login::{LOGIN_TIMEOUT, login};
-pub use store::TokenFile;
+pub use store::{TokenFile, TokenFileError};
 
 use crate::client::{MountError, ServerConfig, Transport};
 
@@ -61,7 +61,7 @@ pub fn logout(server: &ServerConfig) -> Result<bool, MountError> {
         return Err(error("it is a stdio server; OAuth logins are for HTTP servers (`url`)".to_owned()));
     };
     let file = TokenFile::for_config(&server.oauth).map_err(&error)?;
-    file.remove(url).map_err(error)
+    file.remove(url).map_err(|e| error(e.to_string()))
 }
 
 /// The authorization server metadata of the MCP server at `url`, found from its 401's

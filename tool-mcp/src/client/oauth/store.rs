@@ -26,6 +26,19 @@ pub struct TokenFile {
     path: PathBuf,
 }
 
+/// A token file that cannot be found, read or written (from [`TokenFile::default_location`] and
+/// [`TokenFile::remove`]): its text says what went wrong and, where it can, how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenFileError(String);
+
+impl std::fmt::Display for TokenFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TokenFileError {}
+
 /// One server's entry.
 #[derive(Clone, Serialize, Deserialize)]
 pub(crate) struct Entry {
@@ -66,7 +79,7 @@ impl TokenFile {
     /// The per-user token file: `$XDG_CONFIG_HOME/tools/mcp-oauth/credentials.json`, or
     /// `~/.config/tools/mcp-oauth/credentials.json` when `XDG_CONFIG_HOME` is not set. The
     /// error says which variable to set when neither is.
-    pub fn default_location() -> Result<TokenFile, String> {
+    pub fn default_location() -> Result<TokenFile, TokenFileError> {
         let base = std::env::var_os("XDG_CONFIG_HOME")
             .filter(|dir| Path::new(dir).is_absolute())
             .map(PathBuf::from)
@@ -76,8 +89,10 @@ impl TokenFile {
                 })
             })
             .ok_or_else(|| {
-                "neither XDG_CONFIG_HOME nor HOME names a directory, so there is no place for OAuth tokens; set one of them"
-                    .to_owned()
+                TokenFileError(
+                    "neither XDG_CONFIG_HOME nor HOME names a directory, so there is no place for OAuth tokens; set one of them"
+                        .to_owned(),
+                )
             })?;
         Ok(TokenFile { path: base.join(DEFAULT_RELATIVE) })
     }
@@ -86,7 +101,7 @@ impl TokenFile {
     pub(crate) fn for_config(config: &crate::client::OAuthConfig) -> Result<TokenFile, String> {
         match &config.token_file {
             Some(path) => Ok(TokenFile::at(path)),
-            None => TokenFile::default_location(),
+            None => TokenFile::default_location().map_err(|e| e.0),
         }
     }
 
@@ -102,7 +117,11 @@ impl TokenFile {
     }
 
     /// Removes the tokens of the server at `url`, under the lock; whether there were any.
-    pub fn remove(&self, url: &str) -> Result<bool, String> {
+    pub fn remove(&self, url: &str) -> Result<bool, TokenFileError> {
+        self.remove_entry(url).map_err(TokenFileError)
+    }
+
+    fn remove_entry(&self, url: &str) -> Result<bool, String> {
         let key = key(url)?;
         let _lock = self.lock_blocking()?;
         let mut contents = self.read()?;
