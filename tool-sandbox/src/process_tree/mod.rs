@@ -7,11 +7,15 @@
 mod cgroup;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod session;
 
 #[cfg(target_os = "linux")]
 pub use cgroup::{Cgroup, Limited};
 #[cfg(target_os = "linux")]
 pub use linux::Tree;
+#[cfg(target_os = "linux")]
+pub use session::lead_session;
 
 /// The environment variable set, to a value unique to the command ([`new_marker`]), for every
 /// command whose tree is killed: its descendants inherit it, which is how they are found.

@@ -456,7 +456,12 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     // session has no controlling terminal but the command's own, never the host's. `setsid`
     // fails in a process that already leads a group, so that is not asked for there.
     #[cfg(target_os = "linux")]
-    pre_exec::set(&mut command, containment.subreaper, terminal.is_some(), join.as_ref());
+    tool_runtime::process_tree::lead_session(
+        command.as_std_mut(),
+        containment.subreaper,
+        terminal.is_some(),
+        join.as_deref().unwrap_or_default(),
+    );
     #[cfg(not(target_os = "linux"))]
     {
         command.process_group(0);
@@ -520,74 +525,6 @@ pub(crate) fn spawn_contained(
     _containment: Containment,
 ) -> io::Result<ShellProcess> {
     Err(io::Error::new(io::ErrorKind::Unsupported, "running commands is only supported on Unix"))
-}
-
-#[cfg(target_os = "linux")]
-mod pre_exec {
-    //! Code run in the child between `fork` and `exec`, which needs `unsafe`.
-    #![allow(unsafe_code)]
-
-    use std::io;
-
-    /// Makes the spawned process the leader of a new session, without a controlling terminal or,
-    /// with `terminal`, with its standard input as one; and a child subreaper.
-    ///
-    /// The subreaper attribute survives `exec`, so `bash` (and whatever it execs into) adopts
-    /// every process the command orphans, and the command's processes stay one tree that can be
-    /// found from the shell's pid. Doing this in the shell rather than in this process leaves
-    /// this process's own children alone: a subreaper here would adopt the orphans of every
-    /// command, which then could only be told apart from the application's own children by
-    /// guesswork, and would have to be reaped without `waitpid(-1)` (which would steal the
-    /// statuses tokio waits for).
-    pub(super) fn set(
-        command: &mut tokio::process::Command,
-        subreaper: bool,
-        terminal: bool,
-        cgroups: Option<&Vec<std::os::fd::OwnedFd>>,
-    ) {
-        use std::os::fd::AsRawFd;
-        // At most a v2 cgroup and a v1 one per limited controller; a fixed array, since the
-        // child may not allocate.
-        let mut joins = [-1; 4];
-        for (slot, fd) in joins.iter_mut().zip(cgroups.into_iter().flatten()) {
-            *slot = fd.as_raw_fd();
-        }
-        // SAFETY: the closure runs in the forked child before `exec`, where only
-        // async-signal-safe calls are allowed: it makes only system calls (`write` to the
-        // cgroup's `cgroup.procs`, opened by the parent and still open in the child until `exec`
-        // closes it, `prctl`, `setsid`, `ioctl`, `signal`) and allocates nothing (`from_raw_os_error` does not allocate). A
-        // refused `prctl` (a seccomp filter, say) is ignored: the command still runs, and its
-        // processes are still found through their marker and group; only orphans that dropped
-        // both are not. Without its session the command would share the host's terminal, and
-        // without its terminal a terminal command would misbehave, so those errors fail the
-        // spawn. It runs before a sandbox's own `pre_exec` (registered later), which then finds
-        // a session leader and leaves its terminal alone.
-        unsafe {
-            command.pre_exec(move || {
-                // `0` moves the writer into each cgroup, before it can start anything.
-                for fd in joins.into_iter().filter(|fd| *fd >= 0) {
-                    if nix::libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                        return Err(io::Error::last_os_error());
-                    }
-                }
-                if subreaper {
-                    let _ = nix::sys::prctl::set_child_subreaper(true);
-                }
-                nix::unistd::setsid().map_err(|e| io::Error::from_raw_os_error(e as i32))?;
-                if terminal && nix::libc::ioctl(0, nix::libc::TIOCSCTTY as _, 0) == -1 {
-                    return Err(io::Error::last_os_error());
-                }
-                // Interrupts as a terminal sends them, whatever the host was started with: a host
-                // started in the background of a shell without job control (or by `nohup`)
-                // ignores SIGINT, SIGQUIT (or SIGHUP), and an ignored signal stays ignored
-                // across `exec`, so Ctrl-C in the command's terminal would do nothing.
-                for signal in [nix::libc::SIGINT, nix::libc::SIGQUIT, nix::libc::SIGHUP] {
-                    nix::libc::signal(signal, nix::libc::SIG_DFL);
-                }
-                Ok(())
-            });
-        }
-    }
 }
 
 #[cfg(unix)]
