@@ -7,12 +7,10 @@ use serde_json::{Map, Value};
 use crate::call::Arguments;
 use crate::context::ToolContext;
 use crate::error::ToolError;
+use crate::future::BoxFuture;
 use crate::output::ToolOutput;
 use crate::spec::ToolSpec;
 use crate::validate::Coercion;
-
-// Kept at its old path for the modules that still import it from here.
-use crate::future::BoxFuture;
 
 /// A tool the model can call.
 ///

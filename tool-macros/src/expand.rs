@@ -107,8 +107,10 @@ fn expand(def: &ToolDef) -> TokenStream {
     let p = quote!(#krate::__private);
     let tool_type = def.tool_type();
     let (name, _) = def.name();
-    let type_doc = format!("The `{name}` tool: [`{fn_ident}`] as a [`Tool`]({krate}::__private::Tool).")
-        .replace(' ', " ");
+    // Written without the spaces a token stream prints (`:: tool_runtime`), so that it is a link.
+    let runtime_path = krate.to_string().replace(' ', "");
+    let type_doc =
+        format!("The `{name}` tool: [`{fn_ident}`] as a [`Tool`]({runtime_path}::__private::Tool).");
     let (ret_ty, ret_span) = match &func.sig.output {
         ReturnType::Default => (quote!(()), fn_ident.span()),
         ReturnType::Type(_, ty) => (ty.to_token_stream(), ty.span()),

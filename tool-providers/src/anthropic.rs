@@ -53,7 +53,7 @@ pub fn definitions(registry: &Registry, options: &DefinitionOptions) -> Result<V
 
 /// The `tool_use` blocks of an assistant message (or of a response, which has the same shape),
 /// or of a bare array of content blocks. Text, thinking and server-side tool blocks are skipped.
-/// `input` (an object) is kept as its JSON text.
+/// `input` (an object) is kept as the parsed value ([`Arguments::Json`]), never written out as text.
 pub fn parse_tool_calls(message: &Value) -> Result<Vec<ToolCall>, ParseError> {
     let root = At::root(PROVIDER);
     let (blocks, base): (&[Value], &str) = match message {

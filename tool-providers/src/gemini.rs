@@ -62,9 +62,10 @@ pub fn tool(registry: &Registry, options: &DefinitionOptions) -> Result<Value, L
 /// The `functionCall` parts of a model turn (`{"role": "model", "parts": [...]}`), of the first
 /// candidate of a whole response (`{"candidates": [{"content": ...}]}`), or of a candidate.
 ///
-/// `args` (an object) is kept as its JSON text, `{}` when absent. A call without an `id` gets a
-/// stable made-up one, `gemini-call-<index>-<hash of name and arguments>`; such ids are not sent
-/// back in the `functionResponse`, which is matched by name and order instead.
+/// `args` (an object) is kept as the parsed value ([`Arguments::Json`]), `{}` when absent. A call
+/// without an `id` gets a stable made-up one,
+/// `gemini-call-<index>-<hash of name and arguments>`; such ids are not sent back in the
+/// `functionResponse`, which is matched by name and order instead.
 pub fn parse_tool_calls(message: &Value) -> Result<Vec<ToolCall>, ParseError> {
     let root = At::root(PROVIDER);
     let top = root.object(message)?;

@@ -81,7 +81,8 @@ pub fn definitions(registry: &Registry, options: &DefinitionOptions) -> Result<V
 
 /// The calls of a JSON-RPC `tools/call` request, of a batch (array) of them, or of bare
 /// `{"name", "arguments"}` params. The call id is the request id as text (`mcp-call-<index>` for
-/// bare params); `arguments` (an object) is kept as its JSON text, `{}` when absent.
+/// bare params); `arguments` (an object) is kept as the parsed value ([`Arguments::Json`]), `{}`
+/// when absent.
 pub fn parse_tool_calls(message: &Value) -> Result<Vec<ToolCall>, ParseError> {
     let root = At::root(PROVIDER);
     match message {

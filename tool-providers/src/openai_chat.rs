@@ -39,8 +39,9 @@ pub fn definitions(registry: &Registry, options: &DefinitionOptions) -> Result<V
 /// The tool calls of an assistant message (`{"role": "assistant", "tool_calls": [...]}`), or of
 /// the first choice of a whole chat completion (`{"choices": [{"message": ...}]}`).
 ///
-/// `function.arguments` is kept exactly as sent. OpenAI sends a string; an object (as some
-/// compatible servers send) is kept as its JSON text.
+/// `function.arguments` is kept exactly as sent. OpenAI sends a string, kept as
+/// [`Arguments::Text`]; an object (as some compatible servers send) is kept as the parsed value,
+/// [`Arguments::Json`].
 pub fn parse_tool_calls(message: &Value) -> Result<Vec<ToolCall>, ParseError> {
     let root = At::root(PROVIDER);
     let top = root.object(message)?;

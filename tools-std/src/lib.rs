@@ -39,8 +39,9 @@ mod testing;
 pub use fs::local::LocalOperations;
 pub use ops::{Operations, Target};
 pub use permission_catalog::permission_catalog;
-/// The kernel sandbox commands run in ([`Workspace::with_sandbox`]).
+/// The egress proxy that commands reach the network through ([`Workspace::with_egress`]).
 pub use tool_egress;
+/// The kernel sandbox commands run in ([`Workspace::with_sandbox`]).
 pub use tool_sandbox;
 pub use workspace::{ResolvedPath, Workspace};
 
