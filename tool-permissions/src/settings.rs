@@ -163,7 +163,7 @@ impl Settings {
     /// [`hierarchy::merge`](crate::hierarchy::merge), say); `origin` names it in errors.
     pub fn from_value(value: Value, origin: &str, base: RulesBuilder) -> Result<Settings, SettingsError> {
         let error = |problem: String| SettingsError { origin: origin.to_owned(), problem };
-        let environment = EnvFilter::from_settings(&value).map_err(error)?;
+        let environment = EnvFilter::from_settings(&value).map_err(|e| error(e.to_string()))?;
         let Value::Object(top) = value else {
             return Err(error("the settings must be a JSON object".to_owned()));
         };

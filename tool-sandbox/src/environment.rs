@@ -145,7 +145,11 @@ impl EnvFilter {
 
     /// Reads the `environment` object of a settings file (`{"inherit": [...], "inheritAll":
     /// bool}`); a file without one gives [`EnvFilter::base`]. The error names the key at fault.
-    pub fn from_settings(settings: &Value) -> Result<EnvFilter, String> {
+    pub fn from_settings(settings: &Value) -> Result<EnvFilter, EnvFilterError> {
+        EnvFilter::read_settings(settings).map_err(EnvFilterError)
+    }
+
+    fn read_settings(settings: &Value) -> Result<EnvFilter, String> {
         let mut filter = EnvFilter::base();
         let Some(section) = settings.get("environment") else { return Ok(filter) };
         let Value::Object(section) = section else {
@@ -187,6 +191,19 @@ impl EnvFilter {
         Ok(filter)
     }
 }
+
+/// An `environment` section of a settings file that cannot be used (from
+/// [`EnvFilter::from_settings`]): its text names the key at fault and what is expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvFilterError(String);
+
+impl std::fmt::Display for EnvFilterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for EnvFilterError {}
 
 #[cfg(test)]
 mod tests {
@@ -240,7 +257,7 @@ mod tests {
             (json!({"environment": {"pass": []}}), "unknown key `environment.pass`"),
         ] {
             let error = EnvFilter::from_settings(&settings).unwrap_err();
-            assert!(error.contains(expected), "{error}");
+            assert!(error.to_string().contains(expected), "{error}");
         }
     }
 
