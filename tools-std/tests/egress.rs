@@ -512,6 +512,7 @@ for name, host in [("loopback2", "127.0.0.2"), ("ipv6", "::1"), ("machine", os.e
 
 /// An HTTPS server on loopback for `secret.test` and `other.test`, its certificate signed by a CA
 /// made here; it answers with the request's `Authorization` header. Returns (port, CA as PEM).
+#[cfg(feature = "tls")]
 async fn https_server() -> (u16, String) {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
     use tokio::io::AsyncReadExt;
@@ -567,6 +568,7 @@ async fn https_server() -> (u16, String) {
     (port, ca_pem)
 }
 
+#[cfg(feature = "tls")]
 #[tokio::test(flavor = "multi_thread")]
 async fn a_secret_reaches_its_https_host_from_a_sandboxed_curl_and_no_other_host() {
     if !kernel() || !have("curl") {
