@@ -25,7 +25,7 @@ pub use lexical::lexically_normal;
 pub use netns::NetworkNamespace;
 pub use policy::{
     DEFAULT_PROTECTED, Fallback, GIT_PROTECTED, HOME_PLACEHOLDERS, HOME_PROTECTED, Limits, Network,
-    PLACEHOLDERS, SandboxMode, SandboxPolicy, service_socket_dirs,
+    PLACEHOLDERS, ParseSandboxModeError, SandboxMode, SandboxPolicy, service_socket_dirs,
 };
 pub use probe::Probe;
 pub use sandbox::{Placeholders, Sandbox, SandboxError, SandboxReport};

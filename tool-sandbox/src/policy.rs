@@ -37,18 +37,29 @@ impl fmt::Display for SandboxMode {
 }
 
 impl FromStr for SandboxMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ParseSandboxModeError;
+    fn from_str(s: &str) -> Result<Self, ParseSandboxModeError> {
         match s {
             "read-only" => Ok(SandboxMode::ReadOnly),
             "workspace-write" => Ok(SandboxMode::WorkspaceWrite),
             "off" | "danger-full-access" => Ok(SandboxMode::Off),
-            other => Err(format!(
-                "unknown sandbox mode `{other}`; expected one of `read-only`, `workspace-write`, `off`"
-            )),
+            other => Err(ParseSandboxModeError(other.to_owned())),
         }
     }
 }
+
+/// A sandbox mode's name that is none of them (from [`SandboxMode`]'s `FromStr`): its text
+/// names it and lists the modes there are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseSandboxModeError(String);
+
+impl fmt::Display for ParseSandboxModeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown sandbox mode `{}`; expected one of `read-only`, `workspace-write`, `off`", self.0)
+    }
+}
+
+impl std::error::Error for ParseSandboxModeError {}
 
 /// What a sandboxed command may reach over the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
@@ -577,9 +588,8 @@ mod tests {
         assert_eq!("workspace-write".parse(), Ok(SandboxMode::WorkspaceWrite));
         assert_eq!("danger-full-access".parse(), Ok(SandboxMode::Off));
         assert_eq!(
-            "readonly".parse::<SandboxMode>(),
-            Err("unknown sandbox mode `readonly`; expected one of `read-only`, `workspace-write`, `off`"
-                .into())
+            "readonly".parse::<SandboxMode>().unwrap_err().to_string(),
+            "unknown sandbox mode `readonly`; expected one of `read-only`, `workspace-write`, `off`"
         );
     }
 

@@ -234,7 +234,7 @@ fn parse_verify(value: &str) -> Result<tools_std::verify::Verify, String> {
 }
 
 fn parse_sandbox(value: &str) -> Result<tool_sandbox::SandboxMode, String> {
-    value.parse()
+    value.parse().map_err(|e: tool_sandbox::ParseSandboxModeError| e.to_string())
 }
 
 /// `tools call`.
