@@ -130,12 +130,39 @@ impl Progress {
     }
 }
 
+/// How severe a log message is: the levels of syslog (RFC 5424), as MCP's logging names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    /// Detail for debugging.
+    Debug,
+    /// What happens, as it happens.
+    Info,
+    /// Normal but significant.
+    Notice,
+    /// Something that may become a problem.
+    Warning,
+    /// Something failed.
+    Error,
+    /// A component failed.
+    Critical,
+    /// Action is needed at once.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
 /// Where a call's in-flight updates go (the dispatcher's event stream, an MCP session).
 pub trait ContextSink: Send + Sync + 'static {
     /// A progress update.
     fn progress(&self, call_id: &str, tool: &str, update: Progress);
     /// A title and UI metadata update.
     fn metadata(&self, call_id: &str, tool: &str, title: Option<String>, metadata: Value);
+    /// A log message of the call (MCP's `notifications/message`): its level, the part of the
+    /// tool that logs, and the data (any JSON). Dropped unless the sink passes logs on.
+    fn log(&self, call_id: &str, tool: &str, level: LogLevel, logger: Option<&str>, data: &Value) {
+        let _ = (call_id, tool, level, logger, data);
+    }
 }
 
 /// Everything a context holds: the call's own parts and the dispatcher's shared ones. A
@@ -521,6 +548,16 @@ impl ToolContext {
     pub fn progress(&self, update: Progress) {
         for sink in &self.inner.sinks {
             sink.progress(self.call_id(), self.tool_name(), update.clone());
+        }
+    }
+
+    /// Logs `data` at `level` for whoever follows the call (an MCP client that set a logging
+    /// level at or below it gets it as `notifications/message`); `logger` names the part of the
+    /// tool that logs.
+    pub fn log(&self, level: LogLevel, logger: Option<&str>, data: impl Into<Value>) {
+        let data = data.into();
+        for sink in &self.inner.sinks {
+            sink.log(self.call_id(), self.tool_name(), level, logger, &data);
         }
     }
 

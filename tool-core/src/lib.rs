@@ -56,7 +56,7 @@ pub mod __private;
 
 pub use call::{Arguments, ToolCall, ToolResult};
 pub use context::{
-    CallAsker, ContextBuilder, ContextSink, Dependencies, Progress, SessionState, ToolContext,
+    CallAsker, ContextBuilder, ContextSink, Dependencies, LogLevel, Progress, SessionState, ToolContext,
 };
 pub use dispatch::{CallOptions, Dispatcher, DispatcherBuilder, ReadOnlyCalls, RepeatAction, RepeatGuard};
 pub use error::{ErrorKind, ToolError};

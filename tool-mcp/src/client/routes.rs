@@ -1,4 +1,5 @@
-//! Where a server's progress notifications go: the context of the call that carries the token.
+//! Where a server's progress notifications go: the context of the call that carries the token;
+//! and its log messages: the calls in flight on its connection.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -61,6 +62,31 @@ impl ProgressRoutes {
             }
         };
         ctx.progress(progress(params));
+    }
+}
+
+impl ProgressRoutes {
+    /// Passes a log message of the server (`notifications/message`, which names no call) to
+    /// every call in flight on its connection, as the call's own log: what a server logs while
+    /// it serves a call is about that call. With none in flight, it is dropped.
+    #[allow(deprecated)] // Logging is deprecated in rmcp (SEP-2577); servers before 2026-07-28 log.
+    pub(crate) fn log(&self, params: rmcp::model::LoggingMessageNotificationParam) {
+        use rmcp::model::LoggingLevel;
+        use tool_core::LogLevel;
+        let calls: Vec<ToolContext> = self.lock().calls.values().cloned().collect();
+        let level = match params.level {
+            LoggingLevel::Debug => LogLevel::Debug,
+            LoggingLevel::Info => LogLevel::Info,
+            LoggingLevel::Notice => LogLevel::Notice,
+            LoggingLevel::Warning => LogLevel::Warning,
+            LoggingLevel::Error => LogLevel::Error,
+            LoggingLevel::Critical => LogLevel::Critical,
+            LoggingLevel::Alert => LogLevel::Alert,
+            LoggingLevel::Emergency => LogLevel::Emergency,
+        };
+        for ctx in calls {
+            ctx.log(level, params.logger.as_deref(), params.data.clone());
+        }
     }
 }
 

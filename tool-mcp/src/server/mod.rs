@@ -211,6 +211,11 @@ impl McpServerBuilder {
             if self.tool_list_changes { capabilities.enable_tool_list_changed() } else { capabilities };
         let mut capabilities =
             if self.tasks { capabilities.enable_tasks().build() } else { capabilities.build() };
+        // Tools log with `ToolContext::log`; a client sets the level it wants.
+        #[allow(deprecated)]
+        {
+            capabilities.logging = Some(Default::default());
+        }
         self.content.declare(&mut capabilities, self.declared);
         let mut config = ServerConfig::new(capabilities).with_server_info(implementation);
         if let Some(instructions) = self.instructions {
@@ -235,6 +240,7 @@ impl McpServerBuilder {
             in_flight: Arc::new(InFlight::default()),
             subscriptions: Arc::default(),
             tasks: Arc::default(),
+            log_threshold: Arc::default(),
             _end: None,
         })
     }
@@ -284,10 +290,15 @@ fn tool_list(registry: &Registry) -> Result<Vec<Tool>, LoweringError> {
 ///   2026-07-28 on, none before).
 /// - The repeat guard is off unless the [`DispatcherBuilder`] sets one: repeated identical
 ///   calls are normal for a server's clients.
-/// - The server declares the `tools` capability, and `resources` (with `subscribe`), `prompts`
-///   and `completions` only when something of theirs is registered (see
+/// - The server declares the `tools` and `logging` capabilities, and `resources` (with
+///   `subscribe`), `prompts` and `completions` only when something of theirs is registered (see
 ///   [`ResourcesAndPrompts`] for what it answers); a method of a capability it does not declare
-///   (`logging/setLevel`, say) gets `-32601` (method not found) naming the capabilities it does.
+///   (`prompts/list` without prompts, say) gets `-32601` (method not found) naming the
+///   capabilities it does.
+/// - What a tool logs with [`ToolContext::log`](tool_core::ToolContext::log) during a call, and
+///   what a mounted server logs while it serves one, goes to the client as
+///   `notifications/message`, at the level it set with `logging/setLevel` and above (`info`
+///   until it sets one), in order with the call's progress and before its response.
 /// - A tool's question ([`ToolContext::ask_user`](tool_core::ToolContext::ask_user), the `ask_user` tool) becomes an
 ///   `elicitation/create` request to the client, under the same conditions as a permission
 ///   question below; without them the tool gets an error saying why.
@@ -351,6 +362,8 @@ pub struct McpServer {
     subscriptions: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// This session's tasks, cancelled when the session ends.
     tasks: Arc<tasks::SessionTasks>,
+    /// The lowest level of the log messages this session's client gets.
+    log_threshold: Arc<progress::LogThreshold>,
     /// Over HTTP, ends the session (its tasks, its session state) when its last handle goes.
     _end: Option<Arc<served::SessionEnd>>,
 }
@@ -510,6 +523,7 @@ impl McpServer {
             in_flight,
             subscriptions: Arc::default(),
             tasks: Arc::default(),
+            log_threshold: Arc::default(),
             ..self
         };
         let running = match rmcp::serve_server(session, transport).await {
@@ -588,12 +602,14 @@ impl McpServer {
         };
         let call_id =
             ["mcp-", itoa::Buffer::new().format(inner.next_call.fetch_add(1, Ordering::Relaxed))].concat();
-        let progress = context
-            .meta
-            .get_progress_token()
-            .map(|token| ProgressForwarder::new(token, context.peer.clone()));
+        // The call's progress (with a progress token) and log messages go to this client.
+        let progress = ProgressForwarder::new(
+            context.meta.get_progress_token(),
+            self.log_threshold.clone(),
+            context.peer.clone(),
+        );
         let call = ToolCall { id: call_id, name: request.name.into_owned(), arguments };
-        let sink = progress.clone().map(|progress| progress as Arc<dyn ContextSink>);
+        let sink = Some(progress.clone() as Arc<dyn ContextSink>);
         // rmcp gives each request a token of its own, a child of the one it cancels for
         // `notifications/cancelled`: cancelling it at a shutdown stops this call alone, and its
         // response still goes out.
@@ -618,14 +634,12 @@ impl McpServer {
         }
         let run = Box::pin(dispatcher.run_with(call, options, cancel.clone()));
         let result = self.in_flight.run(&cancel, run).await;
-        if let Some(progress) = progress {
-            // Once the client stops sending, rmcp still delivers responses but no notifications:
-            // stop waiting for them then.
-            tokio::select! {
-                () = progress.finish() => {}
-                () = self.input_closed.cancelled() => {}
-                () = cancel.cancelled() => {}
-            }
+        // Once the client stops sending, rmcp still delivers responses but no notifications:
+        // stop waiting for them then.
+        tokio::select! {
+            () = progress.finish() => {}
+            () = self.input_closed.cancelled() => {}
+            () = cancel.cancelled() => {}
         }
         if let Some(task) = taker.and_then(|taker| taker.created()) {
             return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
@@ -766,14 +780,16 @@ impl ServerHandler for McpServer {
         self.subscribe_now(&request.uri, false, &context.peer).await
     }
 
-    // Logging is deprecated in rmcp (SEP-2577), and this server does not declare it.
+    // Logging is deprecated in rmcp (SEP-2577: protocol 2026-07-28 has none); the revisions
+    // before it have it.
     #[allow(deprecated)]
     async fn set_level(
         &self,
-        _request: rmcp::model::SetLevelRequestParams,
+        request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        Err(resources::not_declared("logging/setLevel", &self.inner.config.capabilities))
+        self.log_threshold.set(&request.level);
+        Ok(())
     }
 
     async fn on_custom_request(

@@ -1,21 +1,65 @@
-//! Progress of running calls, forwarded to the client as `notifications/progress`.
+//! Progress and log messages of running calls, forwarded to the client as
+//! `notifications/progress` and `notifications/message`.
+// Logging is deprecated in rmcp (SEP-2577: protocol 2026-07-28 has none); clients of the
+// revisions before it set a level and read the messages.
+#![allow(deprecated)]
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use tool_core::{ContextSink, Progress};
+use tool_core::{ContextSink, LogLevel, Progress};
 
-/// One call's progress, sent to the client in order as `notifications/progress`. It is the
-/// call's context sink, and starts its sending task only when the tool first reports progress:
-/// a call that reports none costs nothing more than the request's token.
+/// The lowest level of the log messages a session's client gets (`logging/setLevel`; `info`
+/// until it sets one).
+#[derive(Debug)]
+pub(super) struct LogThreshold(AtomicU8);
+
+impl Default for LogThreshold {
+    fn default() -> Self {
+        LogThreshold(AtomicU8::new(LogLevel::Info as u8))
+    }
+}
+
+impl LogThreshold {
+    pub(super) fn set(&self, level: &LoggingLevel) {
+        let level = match level {
+            LoggingLevel::Debug => LogLevel::Debug,
+            LoggingLevel::Info => LogLevel::Info,
+            LoggingLevel::Notice => LogLevel::Notice,
+            LoggingLevel::Warning => LogLevel::Warning,
+            LoggingLevel::Error => LogLevel::Error,
+            LoggingLevel::Critical => LogLevel::Critical,
+            LoggingLevel::Alert => LogLevel::Alert,
+            LoggingLevel::Emergency => LogLevel::Emergency,
+        };
+        self.0.store(level as u8, Ordering::Relaxed);
+    }
+
+    fn passes(&self, level: LogLevel) -> bool {
+        level as u8 >= self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// What goes to the client about a running call.
+enum Notice {
+    Progress(Progress),
+    Log(LoggingMessageNotificationParam),
+}
+
+/// One call's progress (when the request carried a progress token) and log messages (those at
+/// or above the session's [`LogThreshold`]), sent to the client in order. It is the call's
+/// context sink, and starts its sending task only when the tool first reports something: a call
+/// that reports nothing costs nothing more.
 pub(super) struct ProgressForwarder {
-    token: ProgressToken,
+    token: Option<ProgressToken>,
+    threshold: Arc<LogThreshold>,
     peer: Peer<RoleServer>,
     /// The server's runtime: a tool may report progress from a thread of its own.
     runtime: Handle,
@@ -23,42 +67,64 @@ pub(super) struct ProgressForwarder {
 }
 
 enum State {
-    /// No progress reported yet.
+    /// Nothing reported yet.
     Idle,
-    Sending(mpsc::UnboundedSender<Progress>, JoinHandle<()>),
+    Sending(mpsc::UnboundedSender<Notice>, JoinHandle<()>),
     /// The call ended: later updates (from work the tool left behind) are dropped.
     Closed,
 }
 
 impl ProgressForwarder {
-    pub(super) fn new(token: ProgressToken, peer: Peer<RoleServer>) -> Arc<Self> {
+    pub(super) fn new(
+        token: Option<ProgressToken>,
+        threshold: Arc<LogThreshold>,
+        peer: Peer<RoleServer>,
+    ) -> Arc<Self> {
         let runtime = Handle::current();
-        Arc::new(ProgressForwarder { token, peer, runtime, state: Mutex::new(State::Idle) })
+        Arc::new(ProgressForwarder { token, threshold, peer, runtime, state: Mutex::new(State::Idle) })
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn start(&self) -> (mpsc::UnboundedSender<Progress>, JoinHandle<()>) {
-        let (sender, mut receiver) = mpsc::unbounded_channel::<Progress>();
+    fn start(&self) -> (mpsc::UnboundedSender<Notice>, JoinHandle<()>) {
+        let (sender, mut receiver) = mpsc::unbounded_channel::<Notice>();
         let (token, peer) = (self.token.clone(), self.peer.clone());
         let task = self.runtime.spawn(async move {
             let mut figure = ProgressFigure::default();
-            while let Some(update) = receiver.recv().await {
-                let mut param = ProgressNotificationParam::new(token.clone(), figure.next(&update));
-                if let Some(total) = update.total.filter(|t| t.is_finite()) {
-                    param = param.with_total(total);
-                }
-                if let Some(message) = update.message {
-                    param = param.with_message(message);
-                }
-                if peer.notify_progress(param).await.is_err() {
+            while let Some(notice) = receiver.recv().await {
+                let sent = match notice {
+                    Notice::Progress(update) => {
+                        let Some(token) = token.clone() else { continue };
+                        let mut param = ProgressNotificationParam::new(token, figure.next(&update));
+                        if let Some(total) = update.total.filter(|t| t.is_finite()) {
+                            param = param.with_total(total);
+                        }
+                        if let Some(message) = update.message {
+                            param = param.with_message(message);
+                        }
+                        peer.notify_progress(param).await
+                    }
+                    Notice::Log(param) => peer.notify_logging_message(param).await,
+                };
+                if sent.is_err() {
                     break;
                 }
             }
         });
         (sender, task)
+    }
+
+    fn send(&self, notice: Notice) {
+        let mut state = self.state();
+        if let State::Idle = *state {
+            let (sender, task) = self.start();
+            *state = State::Sending(sender, task);
+        }
+        if let State::Sending(sender, _) = &*state {
+            let _ = sender.send(notice);
+        }
     }
 
     /// Closes the call's progress and waits until every update sent so far has gone out, so
@@ -76,17 +142,32 @@ impl ProgressForwarder {
 
 impl ContextSink for ProgressForwarder {
     fn progress(&self, _call_id: &str, _tool: &str, update: Progress) {
-        let mut state = self.state();
-        if let State::Idle = *state {
-            let (sender, task) = self.start();
-            *state = State::Sending(sender, task);
-        }
-        if let State::Sending(sender, _) = &*state {
-            let _ = sender.send(update);
+        if self.token.is_some() {
+            self.send(Notice::Progress(update));
         }
     }
 
     fn metadata(&self, _call_id: &str, _tool: &str, _title: Option<String>, _metadata: Value) {}
+
+    fn log(&self, _call_id: &str, tool: &str, level: LogLevel, logger: Option<&str>, data: &Value) {
+        if !self.threshold.passes(level) {
+            return;
+        }
+        let level = match level {
+            LogLevel::Debug => LoggingLevel::Debug,
+            LogLevel::Info => LoggingLevel::Info,
+            LogLevel::Notice => LoggingLevel::Notice,
+            LogLevel::Warning => LoggingLevel::Warning,
+            LogLevel::Error => LoggingLevel::Error,
+            LogLevel::Critical => LoggingLevel::Critical,
+            LogLevel::Alert => LoggingLevel::Alert,
+            LogLevel::Emergency => LoggingLevel::Emergency,
+        };
+        // The tool's name when it names no logger of its own.
+        let param =
+            LoggingMessageNotificationParam::new(level, data.clone()).with_logger(logger.unwrap_or(tool));
+        self.send(Notice::Log(param));
+    }
 }
 
 struct AbortOnDrop(JoinHandle<()>);

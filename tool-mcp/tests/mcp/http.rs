@@ -253,7 +253,7 @@ async fn without_the_token_a_request_gets_401_and_nothing_runs() {
     assert_eq!(opened.status(), 200);
     let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
     let init = messages(opened).await;
-    assert_eq!(init[0]["result"]["capabilities"], json!({"tools": {}}), "{init:?}");
+    assert_eq!(init[0]["result"]["capabilities"], json!({"tools": {}, "logging": {}}), "{init:?}");
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     assert_eq!(post(url, &initialized, Some(&session), Some("s3cret"), None).await.status(), 202);
 

@@ -38,7 +38,7 @@ async def main(tools, workspace, mode):
         check(client.protocol_version == EXPECTED_VERSION[mode], f"negotiated {client.protocol_version}")
         capabilities = client.server_capabilities.model_dump(exclude_none=True)
         extensions = capabilities.pop("extensions", {})
-        check(set(capabilities) == {"tools"}, "declares tools only")
+        check("tools" in capabilities and set(capabilities) <= {"tools", "logging"}, f"declares tools (and logging): {capabilities}")
         check(set(extensions) == {"io.modelcontextprotocol/tasks"}, f"and the tasks extension: {extensions}")
 
         listed = await client.list_tools()

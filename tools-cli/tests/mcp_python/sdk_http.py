@@ -63,7 +63,7 @@ async def drive(url, mode, workspace):
         check(client.protocol_version == EXPECTED_VERSION[mode], f"negotiated {client.protocol_version}")
         capabilities = client.server_capabilities.model_dump(exclude_none=True)
         extensions = capabilities.pop("extensions", {})
-        check(set(capabilities) == {"tools"}, "declares tools only")
+        check("tools" in capabilities and set(capabilities) <= {"tools", "logging"}, f"declares tools (and logging): {capabilities}")
         check(set(extensions) == {"io.modelcontextprotocol/tasks"}, f"and the tasks extension: {extensions}")
         listed = await client.list_tools()
         names = [tool.name for tool in listed.tools]

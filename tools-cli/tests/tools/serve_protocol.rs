@@ -168,10 +168,15 @@ fn only_the_declared_tools_capability_is_served() {
     let mut server = Server::start();
     let reply = server.ask(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}));
-    // The tools capability, and the tasks extension (a background `bash` command as a task).
-    let declared = json!({"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    // The tools capability, logging (a tool's `ToolContext::log`, a mounted server's log), and
+    // the tasks extension (a background `bash` command as a task).
+    let declared = json!({"tools": {}, "logging": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
     assert_eq!(reply["result"]["capabilities"], declared, "{reply}");
     server.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let reply = server.ask(
+        &json!({"jsonrpc": "2.0", "id": 100, "method": "logging/setLevel", "params": {"level": "debug"}}),
+    );
+    assert_eq!(reply["result"], json!({}), "{reply}");
     let requests = [
         ("prompts/list", json!({})),
         ("prompts/get", json!({"name": "x"})),
@@ -182,7 +187,6 @@ fn only_the_declared_tools_capability_is_served() {
             "completion/complete",
             json!({"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "a", "value": "b"}}),
         ),
-        ("logging/setLevel", json!({"level": "info"})),
         ("no/such/method", json!({})),
     ];
     for (n, (method, params)) in requests.into_iter().enumerate() {

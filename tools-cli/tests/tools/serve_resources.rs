@@ -22,6 +22,7 @@ enum Heard {
     Updated(String),
     ResourcesChanged,
     PromptsChanged,
+    Logged(String, String),
 }
 
 #[derive(Clone)]
@@ -43,6 +44,54 @@ impl ClientHandler for Watcher {
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.0.send(Heard::PromptsChanged);
     }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let level = serde_json::to_value(params.level).unwrap().as_str().unwrap_or_default().to_owned();
+        let _ = self.0.send(Heard::Logged(level, params.data.as_str().unwrap_or_default().to_owned()));
+    }
+}
+
+/// A mounted server's log messages during a call reach `tools serve`'s client as the call's own,
+/// at the level the client set and above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)]
+async fn serve_passes_a_mounted_servers_log_messages_on_at_the_clients_level() {
+    let fx = Fixture::new();
+    let config = fx.dir.path().join("mcp.json");
+    let server = resources_fixture();
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"fx": {"command": server.to_str().unwrap(), "toolPrefix": ""}}}).to_string(),
+    )
+    .unwrap();
+    let command =
+        tokio::process::Command::from(fx.command(&["serve", "--mcp-config", config.to_str().unwrap()]));
+    let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let client = Watcher(tx).serve(TokioChildProcess::new(command).unwrap()).await.expect("initialize");
+    assert!(client.peer_info().unwrap().capabilities.logging.is_some(), "logging is declared");
+    let call = || CallToolRequestParams::new("test_tool_with_logging");
+    client.set_level(rmcp::model::SetLevelRequestParams::new(rmcp::model::LoggingLevel::Info)).await.unwrap();
+    client.call_tool(call()).await.unwrap();
+    for expected in ["Tool execution started", "Tool processing data", "Tool execution completed"] {
+        assert_eq!(next(&mut heard).await, Heard::Logged("info".to_owned(), expected.to_owned()));
+    }
+    // Above the messages' level, none comes.
+    client
+        .set_level(rmcp::model::SetLevelRequestParams::new(rmcp::model::LoggingLevel::Error))
+        .await
+        .unwrap();
+    client.call_tool(call()).await.unwrap();
+    client.cancel().await.unwrap();
+    let mut rest = Vec::new();
+    while let Ok(item) = heard.try_recv() {
+        rest.push(item);
+    }
+    assert!(rest.iter().all(|h| !matches!(h, Heard::Logged(..))), "{rest:?}");
 }
 
 async fn next(heard: &mut tokio::sync::mpsc::UnboundedReceiver<Heard>) -> Heard {
