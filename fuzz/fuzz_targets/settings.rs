@@ -160,7 +160,7 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     if let Some(value) = &value {
         // The network side of the same file: an error is a message.
         if let Err(e) = tool_egress::settings::from_settings(value, ORIGIN) {
-            assert!(!e.trim().is_empty(), "empty network settings error for {text}");
+            assert!(!e.to_string().trim().is_empty(), "empty network settings error for {text}");
         }
     }
     match loaded {
