@@ -159,6 +159,40 @@ fn base64_len(data: &str) -> usize {
     data.trim_end_matches('=').bytes().filter(|b| !b.is_ascii_whitespace()).count() * 3 / 4
 }
 
+/// MCP's logging level as ours.
+#[allow(deprecated)] // Logging is deprecated in rmcp (SEP-2577); the revisions before 2026-07-28 have it.
+pub fn log_level(level: &rmcp::model::LoggingLevel) -> tool_core::LogLevel {
+    use rmcp::model::LoggingLevel as Mcp;
+    use tool_core::LogLevel as Ours;
+    match level {
+        Mcp::Debug => Ours::Debug,
+        Mcp::Info => Ours::Info,
+        Mcp::Notice => Ours::Notice,
+        Mcp::Warning => Ours::Warning,
+        Mcp::Error => Ours::Error,
+        Mcp::Critical => Ours::Critical,
+        Mcp::Alert => Ours::Alert,
+        Mcp::Emergency => Ours::Emergency,
+    }
+}
+
+/// Our log level as MCP's.
+#[allow(deprecated)] // As for `log_level`.
+pub fn logging_level(level: tool_core::LogLevel) -> rmcp::model::LoggingLevel {
+    use rmcp::model::LoggingLevel as Mcp;
+    use tool_core::LogLevel as Ours;
+    match level {
+        Ours::Debug => Mcp::Debug,
+        Ours::Info => Mcp::Info,
+        Ours::Notice => Mcp::Notice,
+        Ours::Warning => Mcp::Warning,
+        Ours::Error => Mcp::Error,
+        Ours::Critical => Mcp::Critical,
+        Ours::Alert => Mcp::Alert,
+        Ours::Emergency => Mcp::Emergency,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,19 +71,8 @@ impl ProgressRoutes {
     /// it serves a call is about that call. With none in flight, it is dropped.
     #[allow(deprecated)] // Logging is deprecated in rmcp (SEP-2577); servers before 2026-07-28 log.
     pub(crate) fn log(&self, params: rmcp::model::LoggingMessageNotificationParam) {
-        use rmcp::model::LoggingLevel;
-        use tool_core::LogLevel;
         let calls: Vec<ToolContext> = self.lock().calls.values().cloned().collect();
-        let level = match params.level {
-            LoggingLevel::Debug => LogLevel::Debug,
-            LoggingLevel::Info => LogLevel::Info,
-            LoggingLevel::Notice => LogLevel::Notice,
-            LoggingLevel::Warning => LogLevel::Warning,
-            LoggingLevel::Error => LogLevel::Error,
-            LoggingLevel::Critical => LogLevel::Critical,
-            LoggingLevel::Alert => LogLevel::Alert,
-            LoggingLevel::Emergency => LogLevel::Emergency,
-        };
+        let level = crate::wire::log_level(&params.level);
         for ctx in calls {
             ctx.log(level, params.logger.as_deref(), params.data.clone());
         }

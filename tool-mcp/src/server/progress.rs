@@ -29,17 +29,7 @@ impl Default for LogThreshold {
 
 impl LogThreshold {
     pub(super) fn set(&self, level: &LoggingLevel) {
-        let level = match level {
-            LoggingLevel::Debug => LogLevel::Debug,
-            LoggingLevel::Info => LogLevel::Info,
-            LoggingLevel::Notice => LogLevel::Notice,
-            LoggingLevel::Warning => LogLevel::Warning,
-            LoggingLevel::Error => LogLevel::Error,
-            LoggingLevel::Critical => LogLevel::Critical,
-            LoggingLevel::Alert => LogLevel::Alert,
-            LoggingLevel::Emergency => LogLevel::Emergency,
-        };
-        self.0.store(level as u8, Ordering::Relaxed);
+        self.0.store(crate::wire::log_level(level) as u8, Ordering::Relaxed);
     }
 
     fn passes(&self, level: LogLevel) -> bool {
@@ -153,19 +143,9 @@ impl ContextSink for ProgressForwarder {
         if !self.threshold.passes(level) {
             return;
         }
-        let level = match level {
-            LogLevel::Debug => LoggingLevel::Debug,
-            LogLevel::Info => LoggingLevel::Info,
-            LogLevel::Notice => LoggingLevel::Notice,
-            LogLevel::Warning => LoggingLevel::Warning,
-            LogLevel::Error => LoggingLevel::Error,
-            LogLevel::Critical => LoggingLevel::Critical,
-            LogLevel::Alert => LoggingLevel::Alert,
-            LogLevel::Emergency => LoggingLevel::Emergency,
-        };
         // The tool's name when it names no logger of its own.
-        let param =
-            LoggingMessageNotificationParam::new(level, data.clone()).with_logger(logger.unwrap_or(tool));
+        let param = LoggingMessageNotificationParam::new(crate::wire::logging_level(level), data.clone())
+            .with_logger(logger.unwrap_or(tool));
         self.send(Notice::Log(param));
     }
 }
