@@ -102,35 +102,30 @@ fn main() {
     // paths' mounts, and the egress proxy's port in a network namespace of its own, made ahead
     // (as `bash` keeps one ready) or made for it.
     let (mut cpu_off, mut cpu_cli, mut cpu_cli_made) = (Vec::new(), Vec::new(), Vec::new());
+    // A namespace with the proxy's listener, and the sandbox of a command using that proxy.
+    let cli = || {
+        let (namespace, listener) = NetworkNamespace::with_listener().expect("a network namespace");
+        let port = listener.local_addr().unwrap().port();
+        let policy =
+            SandboxPolicy::workspace_write(&root).with_temp_dir(&temp).with_network(Network::Proxy { port });
+        let sandbox = Sandbox::new(policy)
+            .expect("the kernel has the sandbox's layers")
+            .in_network_namespace(namespace);
+        (sandbox, listener)
+    };
     if namespaces {
         for _ in 0..RUNS {
             cpu_off.push(cpu_of(|| {
                 once(None, &root);
             }));
-            let (namespace, listener) = NetworkNamespace::with_listener().expect("a network namespace");
-            let port = listener.local_addr().unwrap().port();
-            let cli = Sandbox::new(
-                SandboxPolicy::workspace_write(&root)
-                    .with_temp_dir(&temp)
-                    .with_network(Network::Proxy { port }),
-            )
-            .expect("the kernel has the sandbox's layers")
-            .in_network_namespace(namespace);
+            let made = cli();
             cpu_cli.push(cpu_of(|| {
-                once(Some(&cli), &root);
+                once(Some(&made.0), &root);
             }));
-            drop((cli, listener));
+            drop(made);
             cpu_cli_made.push(cpu_of(|| {
-                let (namespace, listener) = NetworkNamespace::with_listener().expect("a network namespace");
-                let port = listener.local_addr().unwrap().port();
-                let cli = Sandbox::new(
-                    SandboxPolicy::workspace_write(&root)
-                        .with_temp_dir(&temp)
-                        .with_network(Network::Proxy { port }),
-                )
-                .expect("the kernel has the sandbox's layers")
-                .in_network_namespace(namespace);
-                once(Some(&cli), &root);
+                let made = cli();
+                once(Some(&made.0), &root);
             }));
         }
     }
