@@ -186,6 +186,10 @@ pub(crate) struct WorkspaceArgs {
     /// on stderr as not applied.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["settings", "no_settings"])]
     pub codex_config: Option<PathBuf>,
+    /// codex's own `config.toml`, where codex keeps it (`$CODEX_HOME/config.toml`, else
+    /// `~/.codex/config.toml`), read as `--codex-config` reads one.
+    #[arg(long, conflicts_with_all = ["settings", "no_settings", "codex_config"])]
+    pub codex: bool,
     /// How `bash` commands are confined by the kernel: `read-only`, `workspace-write` (write only
     /// beneath the root and the temporary directory, network off) or `off` (unconfined).
     /// Refused where the kernel cannot enforce it, rather than run unconfined.

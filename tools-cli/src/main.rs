@@ -248,7 +248,22 @@ impl SettingsFile {
                 servers: None,
             }));
         }
-        if let Some(path) = &args.codex_config {
+        let codex_home = || {
+            let home = std::env::var_os("CODEX_HOME").map(std::path::PathBuf::from).or_else(|| {
+                std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".codex"))
+            });
+            home.map(|dir| dir.join("config.toml")).ok_or_else(|| {
+                Failure::usage(
+                    "--codex: neither CODEX_HOME nor HOME is set, so codex's config.toml cannot be found",
+                )
+            })
+        };
+        let codex_path = match (&args.codex_config, args.codex) {
+            (Some(path), _) => Some(path.clone()),
+            (None, true) => Some(codex_home()?),
+            (None, false) => None,
+        };
+        if let Some(path) = &codex_path {
             let shown = path.display();
             let codex =
                 codex::load(path).map_err(|e| Failure::usage(format!("--codex-config {shown}: {e}")))?;

@@ -55,3 +55,31 @@ fn a_codex_config_gives_its_sandbox_its_servers_and_its_mode() {
         ))
     );
 }
+
+/// `--codex` reads codex's own `config.toml`: `$CODEX_HOME/config.toml`, else
+/// `~/.codex/config.toml`.
+#[test]
+fn codex_reads_codex_own_config_where_codex_keeps_it() {
+    let fx = Fixture::new();
+    let home = fx.dir.path().join("home");
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    std::fs::write(home.join(".codex/config.toml"), "sandbox_mode = \"read-only\"\n").unwrap();
+    let mut call = fx.command(&["call", "bash", r#"{"command": "true"}"#, "--codex"]);
+    call.env("HOME", &home).env_remove("CODEX_HOME");
+    let run = common::run(call, None);
+    assert_eq!(run.json()["metadata"]["sandbox"]["mode"], "read-only", "{}{}", run.stdout, run.stderr);
+
+    let elsewhere = fx.dir.path().join("codex-home");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("config.toml"), "sandbox_mode = \"danger-full-access\"\n").unwrap();
+    let mut call = fx.command(&["call", "bash", r#"{"command": "true"}"#, "--codex"]);
+    call.env("HOME", &home).env("CODEX_HOME", &elsewhere);
+    let run = common::run(call, None);
+    assert_eq!(run.json()["metadata"]["sandbox"]["mode"], "off", "{}{}", run.stdout, run.stderr);
+
+    // Missing, it is an error naming the file.
+    let mut call = fx.command(&["call", "ls", "{}", "--codex"]);
+    call.env("HOME", fx.dir.path()).env_remove("CODEX_HOME");
+    let run = common::run(call, None);
+    assert!(run.usage_error().contains(".codex/config.toml"), "{}", run.stderr);
+}
