@@ -38,11 +38,28 @@ pub(crate) struct MountPlan {
     pub(crate) read_only: Vec<(CString, libc::c_ulong)>,
     /// Directories of the host's own, each covered by an empty read-only tmpfs.
     pub(crate) hidden: Vec<CString>,
+    /// Sockets bound back, alone, in a hidden directory.
+    pub(crate) revealed: Vec<Revealed>,
     /// What the command finds at `/dev/shm`.
     pub(crate) shm: SharedMemory,
     /// The working directory, entered again once the mounts are there.
     pub(crate) cwd: CString,
 }
+
+/// A socket that stays reachable at its own path in a hidden directory.
+#[derive(Debug)]
+pub(crate) struct Revealed {
+    /// The hidden directory it lies in.
+    pub(crate) dir: CString,
+    /// The directories between `dir` and the socket, outermost first, made in the empty one.
+    pub(crate) dirs: Vec<CString>,
+    /// The socket's own path, where it is bound back.
+    pub(crate) target: CString,
+}
+
+/// At most this many sockets are bound back in one hidden directory (the child may not
+/// allocate, so their descriptors are held in an array).
+pub(crate) const MAX_REVEALED: usize = 8;
 
 /// What a command with a mount namespace finds at `/dev/shm`.
 #[derive(Debug, Default)]
@@ -113,8 +130,14 @@ impl MountPlan {
             mount(None, path, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags)?;
         }
         for path in &self.hidden {
+            let revealed = || self.revealed.iter().filter(|r| r.dir.as_c_str() == path.as_c_str());
             // One removed since the plan was made (another session's, ended) hides nothing.
-            match mount_empty(path) {
+            let mounted = if revealed().next().is_none() {
+                mount_empty(path)
+            } else {
+                mount_revealing(path, revealed())
+            };
+            match mounted {
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
                 result => result?,
             }
@@ -177,6 +200,73 @@ fn mount_empty(target: &CStr) -> io::Result<()> {
     check(
         unsafe { libc::mount(fs.as_ptr(), target.as_ptr(), fs.as_ptr(), flags, data.as_ptr().cast()) }.into(),
     )
+}
+
+/// Covers `target` with an empty tmpfs in which only the `revealed` sockets are, each bound at
+/// its own path (the directories to it searchable, not listable), then makes it read-only. Each
+/// socket is opened (as a path only) in this mount namespace before it is covered: a bind mount
+/// takes its source from the caller's own namespace only.
+fn mount_revealing<'a>(target: &CStr, revealed: impl Iterator<Item = &'a Revealed>) -> io::Result<()> {
+    let mut held: [(libc::c_int, Option<&Revealed>); MAX_REVEALED] = [(-1, None); MAX_REVEALED];
+    for (slot, socket) in held.iter_mut().zip(revealed) {
+        // SAFETY: the path is NUL-terminated and outlives the call.
+        let fd =
+            unsafe { libc::open(socket.target.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+        // One gone since the plan was made is not revealed.
+        *slot = (fd, (fd >= 0).then_some(socket));
+    }
+    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    let (fs, data) = (c"tmpfs", c"mode=0711");
+    // SAFETY: every string is NUL-terminated and outlives the call.
+    check(
+        unsafe { libc::mount(fs.as_ptr(), target.as_ptr(), fs.as_ptr(), flags, data.as_ptr().cast()) }.into(),
+    )?;
+    for (fd, socket) in held {
+        let Some(socket) = socket else { continue };
+        for dir in &socket.dirs {
+            // SAFETY: `dir` is NUL-terminated and outlives the call.
+            if unsafe { libc::mkdir(dir.as_ptr(), 0o711) } != 0
+                && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
+            {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        // SAFETY: as above; the descriptor is closed at once.
+        let file = unsafe {
+            libc::open(socket.target.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o600)
+        };
+        if file < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `file` was just opened here.
+        unsafe { libc::close(file) };
+        let mut path = [0u8; 32];
+        mount(Some(fd_path(fd, &mut path)), &socket.target, libc::MS_BIND)?;
+        // SAFETY: `fd` was opened above and is not used again.
+        unsafe { libc::close(fd) };
+    }
+    mount(None, target, libc::MS_REMOUNT | libc::MS_RDONLY | flags)
+}
+
+/// `/proc/self/fd/FD`, written into `buffer` (no allocation, for the child).
+fn fd_path(fd: libc::c_int, buffer: &mut [u8; 32]) -> &CStr {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    buffer[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let (mut n, mut count) = (fd.unsigned_abs(), 0);
+    loop {
+        digits[count] = b'0' + (n % 10) as u8;
+        count += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..count {
+        buffer[PREFIX.len() + i] = digits[count - 1 - i];
+    }
+    buffer[PREFIX.len() + count] = 0;
+    CStr::from_bytes_until_nul(&buffer[..]).unwrap_or(c"/proc/self/fd/")
 }
 
 /// Mounts what `shm` says on `/dev/shm`, where there is one: the host's shared memory and

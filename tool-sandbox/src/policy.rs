@@ -199,8 +199,19 @@ impl SandboxPolicy {
         let writable = self.writable();
         service_socket_dirs()
             .into_iter()
-            .filter(|dir| !self.unix_sockets.iter().any(|socket| socket.starts_with(dir)))
             .filter(|dir| !writable.iter().any(|root| root.starts_with(dir) || dir.starts_with(root)))
+            .collect()
+    }
+
+    /// The sockets of [`SandboxPolicy::unix_sockets`] inside a [hidden](Self::hidden_socket_dirs)
+    /// directory: each stays reachable at its own path, alone, in the otherwise empty
+    /// directory the command sees.
+    pub fn revealed_sockets(&self) -> Vec<PathBuf> {
+        let hidden = self.hidden_socket_dirs();
+        self.unix_sockets
+            .iter()
+            .filter(|socket| hidden.iter().any(|dir| socket.starts_with(dir)))
+            .cloned()
             .collect()
     }
 }

@@ -495,7 +495,25 @@ impl Sandbox {
         for state in &self.policy.hidden {
             hidden.extend(crate::session_dir::other_sessions(state));
         }
-        hidden.extend(self.policy.hidden_socket_dirs());
+        let socket_dirs = self.policy.hidden_socket_dirs();
+        // The sockets `allowUnixSockets` names in those directories: bound back in the empty
+        // directory the command sees (the first few of each).
+        let mut revealed = Vec::new();
+        for socket in self.policy.revealed_sockets() {
+            let Some(dir) = socket_dirs.iter().find(|dir| socket.starts_with(dir)) else { continue };
+            let within: Vec<PathBuf> = socket
+                .ancestors()
+                .skip(1)
+                .take_while(|a| a.starts_with(dir) && *a != dir.as_path())
+                .map(Path::to_path_buf)
+                .collect();
+            revealed.push(crate::child::Revealed {
+                dir: c(dir)?,
+                dirs: within.iter().rev().map(|p| c(p)).collect::<Result<_, _>>()?,
+                target: c(&socket)?,
+            });
+        }
+        hidden.extend(socket_dirs);
         // Even with nothing to protect or hide: the namespace holds the commands' `/dev/shm`.
         let probe = Probe::get();
         let user_namespace = if probe.mount_namespace {
@@ -515,6 +533,7 @@ impl Sandbox {
             pins: targets.pins.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
             read_only,
             hidden: hidden.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
+            revealed,
             shm: shared_memory(&self.policy)?,
             cwd: c(cwd)?,
         }))

@@ -55,11 +55,32 @@ fn a_tmux_servers_socket_is_out_of_a_commands_reach() {
     if python {
         let (_, out) = run_in(&sandbox, &fx.root, &connect);
         assert_eq!(out.trim(), "refused", "{out}");
-        // Named by allowUnixSockets: reachable (the directory is not hidden).
+        // Named by allowUnixSockets: reachable at its own path, alone in the directory, which
+        // stays hidden (another server's socket beside it is not reachable).
+        let other = dir.join(format!("tool-sandbox-other-{}", std::process::id()));
+        let _ = std::fs::remove_file(&other);
+        let other_listener = std::os::unix::net::UnixListener::bind(&other).unwrap();
         let allowed = Sandbox::new(fx.policy.clone().with_unix_socket(&socket)).unwrap();
-        assert!(!allowed.policy().hidden_socket_dirs().contains(&dir));
+        assert!(allowed.policy().hidden_socket_dirs().contains(&dir));
+        assert_eq!(allowed.policy().revealed_sockets(), std::slice::from_ref(&socket));
         let (_, out) = run_in(&allowed, &fx.root, &connect);
         assert_eq!(out.trim(), "connected", "{out}");
+        let (_, out) = run_in(
+            &allowed,
+            &fx.root,
+            &connect.replace(&socket.display().to_string(), &other.display().to_string()),
+        );
+        assert_eq!(out.trim(), "refused", "{out}");
+        let (_, listed) = run_in(&allowed, &fx.root, &format!("ls -A {} 2>&1", dir.display()));
+        assert!(!listed.contains("tool-sandbox-other"), "{listed}");
+        let (_, written) = run_in(
+            &allowed,
+            &fx.root,
+            &format!("touch {}/planted 2>/dev/null && echo written", dir.display()),
+        );
+        assert_eq!(written.trim(), "", "the directory the command sees is read-only");
+        drop(other_listener);
+        let _ = std::fs::remove_file(&other);
     } else {
         eprintln!("skipped the connection checks: python3 is not installed");
     }
