@@ -458,6 +458,21 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
     }
 }
 
+/// `T` of a return type written `Result<T, E>` (or `Result<T>` of an alias), when it is one.
+fn ok_type(output: &ReturnType) -> Option<&Type> {
+    let ReturnType::Type(_, ty) = output else { return None };
+    let Type::Path(path) = &**ty else { return None };
+    let last = path.path.segments.last()?;
+    if last.ident != "Result" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+    match args.args.first()? {
+        syn::GenericArgument::Type(ok) => Some(ok),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -572,20 +587,5 @@ mod tests {
         .to_string();
         assert!(out.contains("goes on an `async fn`"), "{out}");
         assert!(out.contains("struct S ;"), "{out}");
-    }
-}
-
-/// `T` of a return type written `Result<T, E>` (or `Result<T>` of an alias), when it is one.
-fn ok_type(output: &ReturnType) -> Option<&Type> {
-    let ReturnType::Type(_, ty) = output else { return None };
-    let Type::Path(path) = &**ty else { return None };
-    let last = path.path.segments.last()?;
-    if last.ident != "Result" {
-        return None;
-    }
-    let syn::PathArguments::AngleBracketed(args) = &last.arguments else { return None };
-    match args.args.first()? {
-        syn::GenericArgument::Type(ok) => Some(ok),
-        _ => None,
     }
 }

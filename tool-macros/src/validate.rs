@@ -411,12 +411,39 @@ mod tests {
     use super::*;
     use quote::quote;
 
+    /// The errors of `#[tool(attr)]` on `item`, the description rule aside (these tests are
+    /// about the others): `undocumented` is added to `attr`.
     fn errors_for(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> Vec<String> {
+        let attr = if attr.is_empty() { quote!(undocumented) } else { quote!(undocumented, #attr) };
+        documented_errors_for(attr, item)
+    }
+
+    /// The errors of `#[tool(attr)]` on `item`.
+    fn documented_errors_for(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> Vec<String> {
         let func: syn::ItemFn = syn::parse2(item).expect("test input is a function");
         let cx = Ctxt::new();
         let def = crate::parse::tool_def(&cx, attr, func);
         check(&cx, &def);
         cx.into_errors().iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_tool_and_its_arguments_need_descriptions_unless_undocumented() {
+        let errors =
+            documented_errors_for(quote!(), quote! { async fn f(a: u8, #[arg(undocumented)] b: u8) {} });
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].starts_with("the tool `f` has no description"), "{errors:?}");
+        assert!(errors[1].starts_with("the parameter `a` has no description"), "{errors:?}");
+        let described = documented_errors_for(
+            quote!(description = "Adds."),
+            quote! { async fn f(#[doc = " The first."] a: u8, #[arg(description = "The second.")] b: u8) {} },
+        );
+        assert!(described.is_empty(), "{described:?}");
+        let borrowed =
+            documented_errors_for(quote!(undocumented), quote! { async fn f(a: &str, b: &[u8]) {} });
+        assert_eq!(borrowed.len(), 2, "{borrowed:?}");
+        assert!(borrowed[0].contains("write `String` instead of a reference"), "{borrowed:?}");
+        assert!(borrowed[1].contains("write `Vec<u8>` instead of a reference"), "{borrowed:?}");
     }
 
     #[test]
