@@ -262,13 +262,19 @@ async fn an_endless_loop_is_stopped_at_the_time_limit_and_the_host_goes_on() {
         "before\nThe script was stopped after 300 ms, its time limit. Do less per script (fewer or narrower \
          tool calls, run independent calls together with Promise.all) and continue in another script."
     );
-    // Jobs that queue jobs for ever are stopped too.
+    // Jobs that queue jobs for ever are stopped too: at the time limit, or at the memory limit
+    // when their chain of promises fills it first (on a fast run).
     let result = script(
         &dispatcher,
         "const spin = () => Promise.resolve().then(spin); spin(); await new Promise(() => {});",
     )
     .await;
-    assert_eq!(result.output.metadata["error_kind"], json!("timeout"), "{}", text(&result));
+    let stopped = text(&result);
+    assert!(
+        result.output.metadata["error_kind"] == json!("timeout")
+            || stopped.starts_with("The script was stopped: it used more than 64 MiB, its memory limit."),
+        "{stopped}"
+    );
     // A `try` does not catch the stop, and the next script runs.
     let result = script(&dispatcher, "try { for (;;) {} } catch (e) { console.log('caught') }").await;
     assert!(!text(&result).contains("caught"), "{}", text(&result));

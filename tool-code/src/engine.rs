@@ -137,6 +137,17 @@ pub(crate) fn run(setup: Setup) -> Finished {
         }
         false
     })));
+    // A job that runs out of memory (a promise chain that grows for ever, say) rejects a
+    // promise nobody handles, and the queue empties: that is the memory limit, not a script
+    // waiting for nothing.
+    let out_of_memory = setup.stop.clone();
+    runtime.set_host_promise_rejection_tracker(Some(Box::new(move |_ctx, _promise, reason, handled| {
+        // QuickJS throws `null` for an allocation that fails while it is out of memory already.
+        let message = reason.as_exception().and_then(|e| e.message()).unwrap_or_default();
+        if !handled && (reason.is_null() || message.contains("out of memory")) {
+            out_of_memory.stop(Stop::Memory);
+        }
+    })));
     let Ok(context) = Context::custom::<Intrinsics>(&runtime) else {
         return Finished {
             error: Some("The script interpreter could not start.".into()),
