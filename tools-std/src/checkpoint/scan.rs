@@ -262,7 +262,7 @@ impl Checkpoints {
                 if scope.as_ref().is_none_or(|s| s.descends(rel)) {
                     // Called before the walk reads the directory.
                     if let Some(watch) = &watch {
-                        watch.add(&root.join(rel), rel);
+                        watch.add(listed.dir, listed.name, rel);
                     }
                     if lists_parent {
                         push(Found {

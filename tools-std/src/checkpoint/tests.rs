@@ -479,3 +479,28 @@ fn partial_scans_find_what_a_full_walk_finds() {
     assert_eq!(scans.full, 1, "every later scan listed only what changed");
     assert!(scans.partial > 100, "{scans:?}");
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_directory_is_watched_through_its_handle_not_through_a_link_swapped_in_on_its_path() {
+    let tree = Tree::new("watch-handle");
+    let outside = Tree::new("watch-handle-outside");
+    tree.write("a/b/kept", "");
+    outside.write("b/there", "");
+    let watch = watch::Watch::new(&tree.0, 100).unwrap();
+    let a = host::open_dir_path(&tree.0.join("a")).unwrap();
+    // A command swaps `a` for a link leading out of the root, between the listing and the watch.
+    std::fs::rename(tree.0.join("a"), tree.0.join("a-old")).unwrap();
+    std::os::unix::fs::symlink(&outside.0, tree.0.join("a")).unwrap();
+    let _ = watch.changes();
+    watch.add(&a, "b".as_ref(), Path::new("a/b"));
+    assert!(watch.complete());
+    // What happens outside is not watched; the directory that was listed is.
+    std::fs::write(outside.0.join("b/new"), "").unwrap();
+    assert_eq!(watch.changes(), watch::Changes::None);
+    std::fs::write(tree.0.join("a-old/b/new"), "").unwrap();
+    match watch.changes() {
+        watch::Changes::Dirs { dirty, .. } => assert!(dirty.contains(Path::new("a/b")), "{dirty:?}"),
+        other => panic!("{other:?}"),
+    }
+}

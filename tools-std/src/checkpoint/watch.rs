@@ -79,18 +79,29 @@ impl Watch {
         self.dirs.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Watches the directory `dir`, at `rel` beneath the root; called before it is read, so
-    /// that a change made while it is read is notified. A directory watched already (moved
-    /// here from elsewhere in the tree) keeps its watch, now under its new name.
-    pub(super) fn add(&self, dir: &Path, rel: &Path) {
+    /// Watches the subdirectory `name` of `parent`, at `rel` beneath the root; called before it
+    /// is read, so that a change made while it is read is notified. It is opened beneath
+    /// `parent`'s handle, never through a link, and watched through that descriptor, so a
+    /// command that swaps a directory on the way for a link cannot have another one watched
+    /// in its place. A directory watched already (moved here from elsewhere in the tree) keeps
+    /// its watch, now under its new name.
+    pub(super) fn add(&self, parent: &cap_std::fs::Dir, name: &std::ffi::OsStr, rel: &Path) {
+        use std::os::fd::AsRawFd;
         use std::sync::atomic::Ordering;
         if self.failed.load(Ordering::Relaxed) {
             return;
         }
+        let Ok(opened) = crate::fs::host::open_subdir(parent, name) else {
+            self.failed.store(true, Ordering::Relaxed);
+            return;
+        };
+        // The descriptor's own link in /proc, followed: the directory opened, wherever it is.
+        let dir = PathBuf::from(format!("/proc/self/fd/{}", opened.as_raw_fd()));
+        let mask = Self::mask() - nix::sys::inotify::AddWatchFlags::IN_DONT_FOLLOW;
         let mut dirs = self.dirs();
         let added = if dirs.len() >= self.limit {
             // Past our limit only a directory watched already may be named again.
-            match self.inotify.add_watch(dir, Self::mask()) {
+            match self.inotify.add_watch(&dir, mask) {
                 Ok(wd) if dirs.contains_key(&wd) => Some(wd),
                 Ok(wd) => {
                     let _ = self.inotify.rm_watch(wd);
@@ -99,7 +110,7 @@ impl Watch {
                 Err(_) => None,
             }
         } else {
-            self.inotify.add_watch(dir, Self::mask()).ok()
+            self.inotify.add_watch(&dir, mask).ok()
         };
         match added {
             Some(wd) => {
@@ -195,7 +206,7 @@ impl Watch {
     pub(super) fn new(_root: &Path, _limit: usize) -> Option<Watch> {
         None
     }
-    pub(super) fn add(&self, _dir: &Path, _rel: &Path) {}
+    pub(super) fn add(&self, _parent: &cap_std::fs::Dir, _name: &std::ffi::OsStr, _rel: &Path) {}
     pub(super) fn complete(&self) -> bool {
         false
     }
