@@ -179,7 +179,7 @@ impl HookCommand {
 }
 
 impl HookCommand {
-    /// Runs a `SessionStart` or `SessionEnd` hook, whose answer decides nothing: `Err` when it
+    /// Runs a `SessionStart`, `SessionEnd` or `Notification` hook, whose answer decides nothing: `Err` when it
     /// failed (exit code other than 0, a crash, its time limit), with what it said.
     pub(crate) async fn session_event(
         &self,

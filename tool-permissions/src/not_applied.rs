@@ -83,7 +83,6 @@ const TOP_LEVEL: &[(&str, &str)] = &[
 pub(crate) const HOOK_EVENTS: &[(&str, &str)] = &[
     ("PostToolUseFailure", "PostToolUse hooks see every result, failed ones too (`tool_response.is_error`)"),
     ("PermissionRequest", "asks go to the application's asker or the MCP client's elicitation"),
-    ("Notification", "this program sends no notifications (asks go to the MCP client)"),
     ("UserPromptSubmit", "this program runs tools, and sees no prompts"),
     ("Stop", "this program runs tools, not an agent's loop, so nothing stops"),
     ("SubagentStart", "this program runs no subagents"),

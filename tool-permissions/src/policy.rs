@@ -150,6 +150,7 @@ impl Policy {
             Action::Deny => PermissionDecision::Deny { reason: refused(&because) },
             Action::Ask => match self.asker.clone().or_else(|| request.asker.clone()) {
                 Some(asker) => {
+                    self.notify_asking(request).await;
                     let mut request = request.clone();
                     let mut details = match request.details {
                         Value::Object(map) => map,
@@ -204,7 +205,10 @@ impl PermissionHook for Policy {
             // Only a person can grant it: the policy's asker, or the call's (MCP elicitation).
             PermissionKind::SandboxEscalation { .. } | PermissionKind::NetworkHost { .. } => {
                 return match self.asker.clone().or_else(|| request.asker.clone()) {
-                    Some(asker) => Box::pin(async move { asker.decide(request).await }),
+                    Some(asker) => Box::pin(async move {
+                        self.notify_asking(request).await;
+                        asker.decide(request).await
+                    }),
                     None => DefaultPermissions.decide(request),
                 };
             }
@@ -293,6 +297,34 @@ impl Policy {
                 call.tool
             ))),
         }
+    }
+
+    /// Runs the `Notification` hooks (those whose matcher matches `permission_prompt`) before a
+    /// person is asked `request`, with Claude Code's input (`hook_event_name`, `cwd`, `message`,
+    /// `notification_type`) and the asking tool's names. What they print decides nothing, and
+    /// one that fails does not stop the question.
+    async fn notify_asking(&self, request: &PermissionRequest) {
+        #[cfg(feature = "command-hooks")]
+        {
+            const KIND: &str = "permission_prompt";
+            let other_name = self.rules.catalog().hook_name_of(&request.tool);
+            let name = other_name.as_deref().unwrap_or(&request.tool);
+            for hook in self.hooks.notification.iter().filter(|hook| hook.matcher.matches(KIND, None)) {
+                let event = json!({
+                    "session_id": null,
+                    "hook_event_name": "Notification",
+                    "cwd": self.rules.root(),
+                    "message": format!("tools needs your permission to use {name}: {}", request.description),
+                    "notification_type": KIND,
+                    "tool_name": name,
+                    "tool_name_native": request.tool,
+                    "tool_use_id": request.call_id,
+                });
+                let _ = hook.session_event(&event, self.rules.root(), self.hooks.sandbox.as_deref()).await;
+            }
+        }
+        #[cfg(not(feature = "command-hooks"))]
+        let _ = request;
     }
 
     /// Runs the `SessionStart` hooks whose matcher matches `source` (Claude Code's sources:

@@ -75,6 +75,9 @@ pub(crate) struct HookCommands {
     pub(crate) session_start: Vec<HookCommand>,
     /// `SessionEnd`: run when it ends, their matchers against its `reason`.
     pub(crate) session_end: Vec<HookCommand>,
+    /// `Notification`: run when a person is asked for a permission, their matchers against the
+    /// notification's type (`permission_prompt`).
+    pub(crate) notification: Vec<HookCommand>,
     /// The kernel sandbox the hook commands run in (`None`: unconfined).
     #[cfg(feature = "command-hooks")]
     pub(crate) sandbox: Option<Arc<tool_sandbox::Sandbox>>,
@@ -88,6 +91,7 @@ impl HookCommands {
             .chain(self.post_tool_use.iter_mut())
             .chain(self.session_start.iter_mut())
             .chain(self.session_end.iter_mut())
+            .chain(self.notification.iter_mut())
     }
 }
 
@@ -248,8 +252,8 @@ impl Settings {
         &self.sandbox
     }
 
-    /// The command line of every hook command (`PreToolUse`, `PostToolUse`, `SessionStart`, then
-    /// `SessionEnd`).
+    /// The command line of every hook command (`PreToolUse`, `PostToolUse`, `SessionStart`,
+    /// `SessionEnd`, then `Notification`).
     pub fn hook_command_lines(&self) -> impl Iterator<Item = &str> {
         let hooks = &self.hooks;
         hooks
@@ -258,6 +262,7 @@ impl Settings {
             .chain(&hooks.post_tool_use)
             .chain(&hooks.session_start)
             .chain(&hooks.session_end)
+            .chain(&hooks.notification)
             .map(|hook| hook.command.as_str())
     }
 
@@ -511,6 +516,7 @@ fn hooks_section(value: &Value, not: &mut impl FnMut(String, &str)) -> Result<Ho
             "PostToolUse" => &mut hooks.post_tool_use,
             "SessionStart" => &mut hooks.session_start,
             "SessionEnd" => &mut hooks.session_end,
+            "Notification" => &mut hooks.notification,
             other
                 if let Some((_, reason)) = not_applied::HOOK_EVENTS.iter().find(|(key, _)| *key == other) =>
             {
@@ -519,8 +525,8 @@ fn hooks_section(value: &Value, not: &mut impl FnMut(String, &str)) -> Result<Ho
             }
             other => {
                 return Err(format!(
-                    "unknown hook event `hooks.{other}`; expected PreToolUse, PostToolUse, SessionStart or \
-                     SessionEnd"
+                    "unknown hook event `hooks.{other}`; expected PreToolUse, PostToolUse, SessionStart, \
+                     SessionEnd or Notification"
                 ));
             }
         };

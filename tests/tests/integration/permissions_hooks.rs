@@ -252,6 +252,40 @@ async fn a_hooks_allow_lets_a_rules_ask_about_the_call_through_but_not_a_deny() 
     }
 }
 
+/// A `Notification` hook runs before a person is asked for a permission, with Claude Code's
+/// input; a rule that allows or denies at once asks nobody and notifies nobody.
+#[tokio::test]
+async fn a_notification_hook_runs_before_a_person_is_asked() {
+    let dir = TempDir::new("hook-notification");
+    let log = dir.path().join("notified.json");
+    let hooks = json!({"Notification": [{"matcher": "permission_prompt", "hooks": [
+        {"type": "command", "command": format!("cat >> {}", log.display())}
+    ]}]});
+    for (rule, notified) in [("allow", false), ("ask", true)] {
+        let _ = std::fs::remove_file(&log);
+        let text = json!({"permissions": {rule: ["echo"]}, "hooks": hooks}).to_string();
+        let loaded = Settings::parse(&text, "settings.json", Rules::builder(dir.path())).unwrap();
+        let counter = Arc::new(AtomicUsize::new(0));
+        let registry = Registry::builder().tool(echo_tool(counter.clone())).build().unwrap();
+        let policy = Policy::from_settings(loaded).asker(tool_runtime::hooks::AllowAll);
+        let dispatcher = Dispatcher::builder(registry).policy(policy).build();
+        let s = Setup { dispatcher, runs: counter, _dir: TempDir::new("hook-notification-unused") };
+        let result = call(&s, "hi").await;
+        assert_eq!(s.runs.load(Ordering::SeqCst), 1, "{rule}: {}", result.output.text_content());
+        assert_eq!(log.exists(), notified, "{rule}");
+        if notified {
+            let event: Value = serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+            assert_eq!(event["hook_event_name"], "Notification");
+            assert_eq!(event["notification_type"], "permission_prompt");
+            assert_eq!(event["tool_use_id"], "call-7");
+            assert!(
+                event["message"].as_str().unwrap().starts_with("tools needs your permission to use echo"),
+                "{event}"
+            );
+        }
+    }
+}
+
 /// A dispatcher of the built-in tools in `dir/ws` with the hooks and rules of `settings`.
 fn std_dispatcher(dir: &Path, settings: &Value) -> Dispatcher {
     let root = dir.join("ws");
