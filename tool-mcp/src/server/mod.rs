@@ -626,8 +626,9 @@ impl McpServer {
             && context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks()))
         .then(|| Arc::new(tasks::CallTaker::new(self.tasks.clone())));
         options.tasks = taker.clone().map(|taker| taker as Arc<dyn tool_core::handoff::TaskTaker>);
-        // A mounted server's `sampling/createMessage` reaches this client when it samples.
-        if sampling::ClientSampler::declared(&context.peer) {
+        // A mounted server's `sampling/createMessage` reaches this client when it samples (and a
+        // request without a session gets a sampler that says why it cannot).
+        if sampling::ClientSampler::offered(&context.peer) {
             let sampler =
                 sampling::ClientSampler { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
             options.sampler = Some(Arc::new(sampler));

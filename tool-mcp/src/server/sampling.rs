@@ -31,12 +31,27 @@ impl Sampler for ClientSampler {
 }
 
 impl ClientSampler {
-    /// Whether this session's client can be asked at all.
+    /// Whether this session's client can be asked at all, or is to be told why it cannot: a
+    /// request without a session (revision 2026-07-28, a server without sessions) gets a sampler
+    /// that says so, rather than none, which would read as a client that does not sample.
+    pub(crate) fn offered(peer: &Peer<RoleServer>) -> bool {
+        peer.peer_info().is_none() || Self::declared(peer)
+    }
+
+    /// Whether this session's client declared sampling.
     pub(crate) fn declared(peer: &Peer<RoleServer>) -> bool {
         peer.peer_info().is_some_and(|info| info.capabilities.sampling.is_some())
     }
 
     async fn create_message(&self, request: &Map<String, Value>) -> Result<Map<String, Value>, String> {
+        if self.peer.peer_info().is_none() {
+            return Err(
+                "this MCP request cannot ask its client to sample: it has no session in which a server \
+                        may send its client requests (protocol revision 2026-07-28 has none, nor a server \
+                        without sessions)"
+                    .into(),
+            );
+        }
         if !Self::declared(&self.peer) {
             return Err("the MCP client of this server does not sample (it did not declare the sampling \
                         capability)"

@@ -445,6 +445,43 @@ fn on_protocol_2026_07_28_the_extension_is_declared_per_request() {
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
 }
 
+/// Posts one JSON-RPC request of revision 2026-07-28 (its `_meta` and headers as the revision
+/// asks, the tasks extension declared) and returns its answer.
+async fn post_2026(
+    http: &reqwest::Client,
+    url: &str,
+    id: i64,
+    method: &str,
+    name: Option<&str>,
+    mut params: Value,
+) -> Value {
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}});
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let mut request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .body(body.to_string());
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    let response = request.send().await.expect("POST");
+    let body = response.text().await.unwrap();
+    let messages: Vec<Value> = if body.trim_start().starts_with('{') {
+        vec![serde_json::from_str(&body).unwrap()]
+    } else {
+        body.lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str(data.trim()).ok())
+            .collect()
+    };
+    messages.into_iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("no answer to {id}: {body}"))
+}
+
 /// Over HTTP on 2026-07-28, which has no sessions, a task created by one request is found by
 /// `tasks/get` in later ones: the server's state for such requests outlives each of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -453,47 +490,14 @@ async fn over_http_on_2026_07_28_a_task_outlives_the_request_that_made_it() {
     let server = common::HttpServer::start(&fx, &[]);
     common::install_tls_provider();
     let http = reqwest::Client::new();
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}});
-    let post = |id: i64, method: &'static str, name: Option<&'static str>, params: Value| {
-        let mut params = params;
-        params["_meta"] = meta.clone();
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let mut request = http
-            .post(&server.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", method)
-            .body(body.to_string());
-        if let Some(name) = name {
-            request = request.header("mcp-name", name);
-        }
-        async move {
-            let response = request.send().await.expect("POST");
-            let body = response.text().await.unwrap();
-            let messages: Vec<Value> = if body.trim_start().starts_with('{') {
-                vec![serde_json::from_str(&body).unwrap()]
-            } else {
-                body.lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .filter_map(|data| serde_json::from_str(data.trim()).ok())
-                    .collect()
-            };
-            messages
-                .into_iter()
-                .find(|m| m["id"] == id)
-                .unwrap_or_else(|| panic!("no answer to {id}: {body}"))
-        }
-    };
     let arguments = json!({"command": "sleep 0.3; echo from the task", "background": true});
-    let created = post(1, "tools/call", Some("bash"), json!({"name": "bash", "arguments": arguments})).await;
+    let params = json!({"name": "bash", "arguments": arguments});
+    let created = post_2026(&http, &server.url, 1, "tools/call", Some("bash"), params).await;
     assert_eq!(created["result"]["resultType"], "task", "{created}");
     let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
     let start = Instant::now();
     let got = loop {
-        let got = post(2, "tasks/get", None, json!({"taskId": task_id})).await;
+        let got = post_2026(&http, &server.url, 2, "tasks/get", None, json!({"taskId": task_id})).await;
         if got["result"]["status"] != "working" {
             break got;
         }
@@ -508,5 +512,28 @@ async fn over_http_on_2026_07_28_a_task_outlives_the_request_that_made_it() {
             .starts_with("from the task\n"),
         "{got}"
     );
+    server.stop("TERM");
+}
+
+/// On 2026-07-28 a mounted server's request for a completion cannot reach the client (the
+/// revision has no requests from a server to its client): the tool's answer says so, rather
+/// than that the client does not sample.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_on_2026_07_28_a_mounted_servers_sampling_is_refused_saying_why() {
+    let fx = Fixture::new();
+    let config = fx.dir.path().join("mcp.json");
+    let fixture = common::resources_fixture();
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"fx": {"command": fixture.to_str().unwrap()}}}).to_string(),
+    )
+    .unwrap();
+    let server = common::HttpServer::start(&fx, &["--mcp-config", config.to_str().unwrap()]);
+    common::install_tls_provider();
+    let http = reqwest::Client::new();
+    let params = json!({"name": "fx__ask_model", "arguments": {"question": "6 x 7?"}});
+    let answer = post_2026(&http, &server.url, 1, "tools/call", Some("fx__ask_model"), params).await;
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    assert!(text.contains("no session in which a server may send its client requests"), "{answer}");
     server.stop("TERM");
 }
