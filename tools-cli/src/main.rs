@@ -254,7 +254,8 @@ impl SettingsFile {
             });
             home.map(|dir| dir.join("config.toml")).ok_or_else(|| {
                 Failure::usage(
-                    "--codex: neither CODEX_HOME nor HOME is set, so codex's config.toml cannot be found",
+                    "--codex: neither CODEX_HOME nor HOME is set, so codex's config.toml cannot be found; set \
+                     CODEX_HOME, or name the file with --codex-config FILE",
                 )
             })
         };

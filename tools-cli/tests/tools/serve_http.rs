@@ -257,15 +257,7 @@ async fn post(
     assert!(response.status().is_success(), "{message}: {}", response.status());
     let headers = response.headers().clone();
     let body = response.text().await.unwrap();
-    let messages = if body.trim_start().starts_with('{') {
-        vec![serde_json::from_str(&body).unwrap()]
-    } else {
-        body.lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .filter_map(|data| serde_json::from_str(data.trim()).ok())
-            .collect()
-    };
-    (headers, messages)
+    (headers, common::json_rpc_messages(&body))
 }
 
 /// Opens a session and starts a background `bash` command in it that leaves a child; the

@@ -471,15 +471,10 @@ async fn post_2026(
     }
     let response = request.send().await.expect("POST");
     let body = response.text().await.unwrap();
-    let messages: Vec<Value> = if body.trim_start().starts_with('{') {
-        vec![serde_json::from_str(&body).unwrap()]
-    } else {
-        body.lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .filter_map(|data| serde_json::from_str(data.trim()).ok())
-            .collect()
-    };
-    messages.into_iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("no answer to {id}: {body}"))
+    common::json_rpc_messages(&body)
+        .into_iter()
+        .find(|m| m["id"] == id)
+        .unwrap_or_else(|| panic!("no answer to {id}: {body}"))
 }
 
 /// Over HTTP on 2026-07-28, which has no sessions, a task created by one request is found by

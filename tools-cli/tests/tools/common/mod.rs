@@ -90,6 +90,18 @@ impl Drop for HttpServer {
 
 /// `tools` mounts `https://` servers, so reqwest is built with TLS but no crypto provider of its
 /// own: a client with its defaults (rmcp's, and plain requests) needs a process-wide one.
+/// The JSON-RPC messages of an HTTP answer's body: the body itself when it is JSON, else the
+/// `data:` lines of its event stream.
+pub(crate) fn json_rpc_messages(body: &str) -> Vec<serde_json::Value> {
+    if body.trim_start().starts_with('{') {
+        return vec![serde_json::from_str(body).unwrap()];
+    }
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect()
+}
+
 pub(crate) fn install_tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
