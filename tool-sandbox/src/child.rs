@@ -36,6 +36,9 @@ pub(crate) struct MountPlan {
     /// Paths bound onto themselves read-only, each with the flags its mount already has (which a
     /// user namespace may not drop).
     pub(crate) read_only: Vec<(CString, libc::c_ulong)>,
+    /// Symbolic links bound onto themselves (not followed), so that they cannot be removed or
+    /// replaced.
+    pub(crate) links: Vec<CString>,
     /// Directories of the host's own, each covered by an empty read-only tmpfs.
     pub(crate) hidden: Vec<CString>,
     /// Sockets bound back, alone, in a hidden directory.
@@ -129,6 +132,14 @@ impl MountPlan {
             mount(Some(path), path, libc::MS_BIND | libc::MS_REC)?;
             mount(None, path, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags)?;
         }
+        for link in &self.links {
+            match bind_link(link) {
+                // One removed since the plan was made holds nothing; a kernel before 5.2 holds
+                // none (such a kernel has no Landlock either).
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOSYS)) => {}
+                result => result?,
+            }
+        }
         for path in &self.hidden {
             let revealed = || self.revealed.iter().filter(|r| r.dir.as_c_str() == path.as_c_str());
             // One removed since the plan was made (another session's, ended) hides nothing.
@@ -151,8 +162,8 @@ impl MountPlan {
 /// Makes `command` run `plan` in its child before `exec`.
 pub(crate) fn install(command: &mut std::process::Command, plan: ChildPlan) {
     // SAFETY: the closure runs in the forked child before `exec`. `ChildPlan::run` only makes
-    // system calls (`setns`, `unshare`, `open`/`write`/`close`, `mount`, `chdir`, `setsid`,
-    // `ioctl`, `close_range`, `fcntl`, `getrlimit`/`setrlimit`, `prctl`, `capset`,
+    // system calls (`setns`, `unshare`, `open`/`write`/`close`, `mount`, `open_tree`/`move_mount`,
+    // `chdir`, `setsid`, `ioctl`, `close_range`, `fcntl`, `getrlimit`/`setrlimit`, `prctl`, `capset`,
     // `landlock_restrict_self`, `seccomp`) on data prepared before the fork or on the stack,
     // allocates nothing (`io::Error::last_os_error` holds a bare errno) and takes no lock, so it
     // is async-signal-safe as `pre_exec` requires.
@@ -190,6 +201,34 @@ fn mount(source: Option<&CStr>, target: &CStr, flags: libc::c_ulong) -> io::Resu
     // SAFETY: both strings are NUL-terminated (or null, which `mount` accepts for a remount or a
     // propagation change) and outlive the call; no file system type or data is passed.
     check(unsafe { libc::mount(source, target.as_ptr(), std::ptr::null(), flags, std::ptr::null()) }.into())
+}
+
+/// Binds the symbolic link `link` onto itself: `open_tree` and `move_mount` (Linux 5.2) take the
+/// link itself where `mount` would follow it. A mount point cannot be removed or renamed over,
+/// so the name keeps leading where it led.
+fn bind_link(link: &CStr) -> io::Result<()> {
+    let flags =
+        libc::OPEN_TREE_CLONE | libc::AT_SYMLINK_NOFOLLOW as libc::c_uint | libc::O_CLOEXEC as libc::c_uint;
+    // SAFETY: `link` is NUL-terminated and outlives the call; the kernel writes no memory of ours.
+    let tree = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, link.as_ptr(), flags) };
+    check(tree)?;
+    let tree = tree as libc::c_int;
+    // SAFETY: `tree` was just opened; the empty path and `link` are NUL-terminated. Without
+    // `MOVE_MOUNT_T_SYMLINKS` the target link is not followed.
+    let moved = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            link.as_ptr(),
+            libc::MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    let error = io::Error::last_os_error();
+    // SAFETY: `tree` is ours and closed once.
+    unsafe { libc::close(tree) };
+    if moved == -1 { Err(error) } else { Ok(()) }
 }
 
 /// Mounts an empty, read-only tmpfs on `target`.

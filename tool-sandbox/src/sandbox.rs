@@ -26,8 +26,7 @@ pub struct SandboxReport {
     pub network: Network,
     /// What the policy asked for that does not apply here, in words.
     pub missing: Vec<String>,
-    /// What applies in a way worth knowing (the host's state inside a writable root, a protected
-    /// name that is a symbolic link), in words.
+    /// What applies in a way worth knowing (the host's state inside a writable root), in words.
     pub notes: Vec<String>,
 }
 
@@ -247,15 +246,6 @@ impl Sandbox {
                     dir.display(),
                     if inside.is_some() { " and writable" } else { "" }
                 )),
-            }
-        }
-        if protect {
-            for link in protected_targets(&policy).links {
-                report.notes.push(format!(
-                    "the protected name {} is a symbolic link: what it leads to inside the writable roots is \
-                     read-only, the link itself can be replaced",
-                    link.display()
-                ));
             }
         }
         limits_report(&policy.limits, &probe, &mut report);
@@ -532,6 +522,7 @@ impl Sandbox {
             user_namespace,
             pins: targets.pins.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
             read_only,
+            links: targets.links.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
             hidden: hidden.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
             revealed,
             shm: shared_memory(&self.policy)?,
@@ -580,16 +571,17 @@ pub(crate) struct Targets {
     pub(crate) pins: Vec<PathBuf>,
     /// Bound read-only.
     pub(crate) read_only: Vec<PathBuf>,
-    /// Protected names that are symbolic links (what they lead to is in `read_only` when it
-    /// lies inside a writable root).
+    /// Protected names that are symbolic links, each bound onto itself so that it cannot be
+    /// removed or replaced (what they lead to is in `read_only` when it lies inside a writable
+    /// root).
     pub(crate) links: Vec<PathBuf>,
 }
 
 /// Which paths to mount read-only and which to pin, for the protected paths beneath the
 /// writable roots as the file system is now. A protected path whose parent on the way is a file
-/// (a `.git` file of a worktree) protects that file instead; one that is a symbolic link
-/// protects what it leads to, when that lies inside a writable root (a mount would follow the
-/// link; the link's own name is not held); one that does not exist is skipped (see
+/// (a `.git` file of a worktree) protects that file instead; one that is a symbolic link is
+/// held as a link (bound onto itself, not followed) and protects what it leads to as well, when
+/// that lies inside a writable root; one that does not exist is skipped (see
 /// [`make_placeholders`]).
 pub(crate) fn protected_targets(policy: &SandboxPolicy) -> Targets {
     let mut targets = Targets::default();
@@ -613,13 +605,15 @@ pub(crate) fn protected_targets(policy: &SandboxPolicy) -> Targets {
             let Ok(meta) = std::fs::symlink_metadata(&next) else { break };
             let last = i + 1 == components.len();
             if meta.file_type().is_symlink() {
-                targets.links.push(next.clone());
                 let whole: PathBuf = components[i + 1..].iter().fold(next.clone(), |p, c| p.join(c));
                 if let Ok(resolved) = std::fs::canonicalize(&whole)
                     && inside(&resolved)
                 {
                     targets.read_only.push(resolved);
                 }
+                // The link itself is bound onto itself, and the directories above it pinned.
+                targets.links.push(next);
+                targets.pins.append(&mut pins);
                 break;
             }
             if last || !meta.is_dir() {

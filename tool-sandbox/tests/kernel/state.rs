@@ -1,7 +1,7 @@
 //! What commands may write besides the root (their own temporary directory, not the system's),
 //! the host's state they cannot reach, and protected names, present or not.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tool_sandbox::{Probe, Sandbox, SessionDir};
 
@@ -227,9 +227,25 @@ fn a_protected_name_that_is_a_link_protects_that_name_only() {
     std::os::unix::fs::symlink("config", fx.root.join(".claude")).unwrap();
     std::os::unix::fs::symlink(&real, fx.root.join("CLAUDE.md")).unwrap();
     let sandbox = Sandbox::new(fx.policy.clone()).unwrap();
-    assert!(sandbox.report().to_string().contains("is a symbolic link"), "{}", sandbox.report());
     let (code, out) = run_in(&sandbox, &fx.root, "echo evil > config/settings.json");
     assert_ne!(code, 0, "{out}");
+    // The links themselves: not removed, not replaced, not renamed over, not moved away.
+    for script in [
+        "rm -f CLAUDE.md",
+        "rm -f .claude",
+        "ln -sfn /tmp CLAUDE.md",
+        "echo evil > new && mv -f new CLAUDE.md",
+        "mkdir -p d/settings.json && mv -T d .claude",
+        "mv CLAUDE.md moved",
+    ] {
+        let (code, out) = run_in(&sandbox, &fx.root, script);
+        assert_ne!(code, 0, "`{script}` succeeded: {out}");
+    }
+    let link = |name: &str| std::fs::read_link(fx.root.join(name)).unwrap();
+    assert_eq!((link(".claude"), link("CLAUDE.md")), (PathBuf::from("config"), real.clone()));
     let (code, out) = run_in(&sandbox, &fx.root, "echo ok > elsewhere && cat elsewhere");
     assert_eq!((code, out.as_str()), (0, "ok\n"), "the root became read-only");
+    // The mounts were the command's own: outside its namespace the link is an ordinary one.
+    drop(sandbox);
+    std::fs::remove_file(fx.root.join("CLAUDE.md")).unwrap();
 }
