@@ -24,8 +24,8 @@
 //! session's processes are looked at every 200 ms, [`ShellHandle::remember_processes`]); one
 //! that did all that within the last moments before its shell exited is not found. A foreground
 //! `bash` command whose shell exited leaves its background jobs running, as a terminal would,
-//! until the session ends: [`kill_running_commands`] kills them too (the last
-//! 256 such commands are remembered).
+//! until the session ends: [`kill_running_commands`] kills them too. At most 256 such commands
+//! are kept: past that, the oldest one's jobs are killed when another command leaves some.
 //!
 //! What still escapes: a process started through another service rather than forked (`ssh`,
 //! `systemd-run`, `at`, a container runtime's daemon), and one that runs as another user
@@ -270,8 +270,8 @@ const MAX_LEFT_BEHIND: usize = 256;
 
 /// The finished commands whose processes may still run (their cgroup is not empty, or, without
 /// one, not known to be): a job a command left in the background outlives the command, as in
-/// a terminal, but not the session ([`kill_running_commands`]). The oldest are forgotten past
-/// [`MAX_LEFT_BEHIND`].
+/// a terminal, but not the session ([`kill_running_commands`]). Past [`MAX_LEFT_BEHIND`]
+/// commands whose processes still run, the oldest one's are killed to make room.
 fn left_behind() -> &'static Mutex<std::collections::VecDeque<Arc<Target>>> {
     static LEFT: Mutex<std::collections::VecDeque<Arc<Target>>> =
         Mutex::new(std::collections::VecDeque::new());
@@ -283,16 +283,24 @@ fn leave_behind(target: Arc<Target>) {
     if !target.tree.may_have_processes() {
         return;
     }
-    if let Ok(mut left) = left_behind().lock() {
+    let oldest = {
+        let Ok(mut left) = left_behind().lock() else { return };
+        let mut oldest = None;
         if left.len() >= MAX_LEFT_BEHIND {
-            // Those whose processes all ended make room first, then the oldest.
+            // Those whose processes all ended make room first.
             #[cfg(target_os = "linux")]
             left.retain(|kept| kept.tree.may_have_processes());
             if left.len() >= MAX_LEFT_BEHIND {
-                left.pop_front();
+                oldest = left.pop_front();
             }
         }
         left.push_back(target);
+        oldest
+    };
+    // Then the oldest one's processes are ended, not forgotten: forgotten, they would outlive
+    // the session and lose the placeholders that keep them from creating a protected name.
+    if let Some(oldest) = oldest {
+        let _ = oldest.kill();
     }
 }
 
@@ -331,7 +339,8 @@ struct Target {
     /// the command's processes may run: the jobs it leaves in the background stay in its mount
     /// namespace, where a placeholder removed by the host would no longer be bound, and the
     /// name could be created. Kept with the command while it is remembered
-    /// ([`left_behind`]), which is until the session ends or its cgroup is seen empty.
+    /// ([`left_behind`]), which is until the session ends, its cgroup is seen empty, or its
+    /// processes are killed to make room.
     #[cfg(unix)]
     _held: Option<(Arc<tool_sandbox::Sandbox>, tool_sandbox::Placeholders)>,
 }
