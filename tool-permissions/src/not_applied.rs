@@ -23,18 +23,14 @@ impl fmt::Display for NotApplied {
 }
 
 /// The top-level keys read by this crate.
-const APPLIED: &[&str] = &["permissions", "hooks", "sandbox", "environment", "disableAllHooks", "$schema"];
+const APPLIED: &[&str] =
+    &["permissions", "hooks", "sandbox", "environment", "env", "disableAllHooks", "$schema"];
 
 const CLAUDE_CODE_ITSELF: &str =
     "it configures Claude Code's own model, interface, account or updates, which this program does not have";
 
 /// Claude Code's top-level keys that have no effect here, and why.
 const TOP_LEVEL: &[(&str, &str)] = &[
-    (
-        "env",
-        "Claude Code sets these variables for its session; here commands inherit a filtered environment: set \
-         them where this program runs and name them in `environment.inherit`",
-    ),
     (
         "enableAllProjectMcpServers",
         "a project's .mcp.json is for the application to mount (the `tools` binary does)",

@@ -1,19 +1,24 @@
-//! Which of this process's environment variables the processes it starts inherit.
+//! Which of this process's environment variables the processes it starts inherit, and which
+//! the configuration sets for them.
 //!
 //! Commands, hook commands and mounted stdio MCP servers get a filtered environment by
 //! default: the variables of [`BASE_VARIABLES`] (what a program needs to find itself, its
 //! home, its language and its terminal), plus the names the configuration adds, and nothing
-//! else, so that API keys and tokens in the agent's environment do not reach them. Variables a
-//! caller sets explicitly (an `mcpServers` entry's `env`, a command's own) are set on top.
+//! else, so that API keys and tokens in the agent's environment do not reach them. The
+//! variables the configuration sets (Claude Code's `env`) come on top; then those a caller
+//! sets explicitly (an `mcpServers` entry's `env`, a command's own, the sandbox's `TMPDIR` and
+//! proxy variables), which win.
 //!
 //! In a settings file:
 //!
 //! ```json
-//! {"environment": {"inherit": ["AWS_PROFILE", "CARGO_*"], "inheritAll": false}}
+//! {"environment": {"inherit": ["AWS_PROFILE", "CARGO_*"], "inheritAll": false},
+//!  "env": {"RUST_BACKTRACE": "1"}}
 //! ```
 //!
 //! `inherit` adds names (a trailing `*` matches a prefix); `"inheritAll": true` passes the
-//! whole environment, as before there was a filter.
+//! whole environment, as before there was a filter; `env` sets variables, as it does for a
+//! Claude Code session.
 
 use std::ffi::{OsStr, OsString};
 
@@ -65,17 +70,24 @@ pub const BASE_VARIABLES: &[&str] = &[
     "HOMEPATH",
 ];
 
-/// Which inherited variables a child process gets: [`BASE_VARIABLES`] and the names added, or
-/// everything.
+/// Which inherited variables a child process gets ([`BASE_VARIABLES`] and the names added, or
+/// everything), and the variables set on top.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvFilter {
     inherit_all: bool,
     names: Vec<String>,
+    exclude: Vec<String>,
+    set: Vec<(String, String)>,
 }
 
 impl Default for EnvFilter {
     fn default() -> Self {
-        EnvFilter { inherit_all: false, names: BASE_VARIABLES.iter().map(|n| (*n).to_owned()).collect() }
+        EnvFilter {
+            inherit_all: false,
+            names: BASE_VARIABLES.iter().map(|n| (*n).to_owned()).collect(),
+            exclude: Vec::new(),
+            set: Vec::new(),
+        }
     }
 }
 
@@ -87,7 +99,7 @@ impl EnvFilter {
 
     /// The whole environment, unfiltered.
     pub fn inherit_all() -> Self {
-        EnvFilter { inherit_all: true, names: Vec::new() }
+        EnvFilter { inherit_all: true, names: Vec::new(), exclude: Vec::new(), set: Vec::new() }
     }
 
     /// Adds a name, or a prefix ending in `*`.
@@ -95,6 +107,29 @@ impl EnvFilter {
     pub fn with(mut self, name: impl Into<String>) -> Self {
         self.names.push(name.into());
         self
+    }
+
+    /// Leaves out the inherited variables whose names match `pattern`, even those the base
+    /// list or [`inherit_all`](Self::inherit_all) would pass: `*` matches any run of
+    /// characters and `?` one, without case (codex's `exclude`: `*KEY*`, `AWS_*`).
+    #[must_use]
+    pub fn exclude(mut self, pattern: impl Into<String>) -> Self {
+        self.exclude.push(pattern.into());
+        self
+    }
+
+    /// Sets a variable on top of what is inherited (replacing one of that name set before).
+    #[must_use]
+    pub fn set(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let name = name.into();
+        self.set.retain(|(n, _)| *n != name);
+        self.set.push((name, value.into()));
+        self
+    }
+
+    /// The variables set on top of what is inherited, in the order set.
+    pub fn variables(&self) -> &[(String, String)] {
+        &self.set
     }
 
     /// Whether everything is passed.
@@ -105,10 +140,14 @@ impl EnvFilter {
     /// Whether a variable of this name is inherited. Names compare exactly on Unix, and
     /// without case on Windows, where the environment ignores case.
     pub fn inherits(&self, name: &OsStr) -> bool {
+        let Some(text) = name.to_str() else { return self.inherit_all && self.exclude.is_empty() };
+        if self.exclude.iter().any(|pattern| wildcard_match(pattern, text)) {
+            return false;
+        }
         if self.inherit_all {
             return true;
         }
-        let Some(name) = name.to_str() else { return false };
+        let name = text;
         self.names.iter().any(|pattern| {
             let (prefix, whole) = match pattern.strip_suffix('*') {
                 Some(prefix) => (prefix, false),
@@ -135,22 +174,44 @@ impl EnvFilter {
         vars.into_iter().filter(|(name, _)| self.inherits(name)).collect()
     }
 
-    /// Clears `command`'s environment and sets the variables of this process that pass; set a
-    /// child's own variables after this. (For a tokio command: `apply(command.as_std_mut())`.)
+    /// Clears `command`'s environment and sets the variables of this process that pass, then
+    /// the [variables set](Self::set); set a child's own variables after this. (For a tokio
+    /// command: `apply(command.as_std_mut())`.)
     pub fn apply(&self, command: &mut std::process::Command) {
-        if !self.inherit_all {
+        if !self.inherit_all || !self.exclude.is_empty() {
             command.env_clear().envs(self.inherited());
         }
+        command.envs(self.set.iter().map(|(name, value)| (name, value)));
     }
 
     /// Reads the `environment` object of a settings file (`{"inherit": [...], "inheritAll":
-    /// bool}`); a file without one gives [`EnvFilter::base`]. The error names the key at fault.
+    /// bool, "exclude": [...]}`) and its `env` (`{"NAME": "value"}`, Claude Code's); a file with neither gives
+    /// [`EnvFilter::base`]. The error names the key at fault.
     pub fn from_settings(settings: &Value) -> Result<EnvFilter, EnvFilterError> {
         EnvFilter::read_settings(settings).map_err(EnvFilterError)
     }
 
     fn read_settings(settings: &Value) -> Result<EnvFilter, String> {
         let mut filter = EnvFilter::base();
+        match settings.get("env") {
+            None => {}
+            Some(Value::Object(env)) => {
+                for (name, value) in env {
+                    if !valid_name(name) {
+                        return Err(format!("`env`: {name:?} is not a variable name"));
+                    }
+                    match value {
+                        Value::String(value) if !value.contains('\0') => {
+                            filter = filter.set(name, value.as_str())
+                        }
+                        other => return Err(format!("`env.{name}` must be a string, found {other}")),
+                    }
+                }
+            }
+            Some(other) => {
+                return Err(format!("`env` must be an object of variable names and values, found {other}"));
+            }
+        }
         let Some(section) = settings.get("environment") else { return Ok(filter) };
         let Value::Object(section) = section else {
             return Err("`environment` must be an object with `inherit` and `inheritAll`".to_owned());
@@ -163,13 +224,29 @@ impl EnvFilter {
                     };
                     for (i, name) in names.iter().enumerate() {
                         match name.as_str() {
-                            Some(name) if !name.is_empty() && !name.contains('=') && !name.contains('\0') => {
+                            Some(name) if valid_name(name) => {
                                 filter = filter.with(name);
                             }
                             _ => {
                                 return Err(format!(
                                     "`environment.inherit[{i}]` must be a variable name (a trailing `*` matches a \
                                      prefix), found {name}"
+                                ));
+                            }
+                        }
+                    }
+                }
+                "exclude" => {
+                    let Value::Array(patterns) = value else {
+                        return Err("`environment.exclude` must be an array of name patterns".to_owned());
+                    };
+                    for (i, pattern) in patterns.iter().enumerate() {
+                        match pattern.as_str() {
+                            Some(pattern) if valid_name(pattern) => filter = filter.exclude(pattern),
+                            _ => {
+                                return Err(format!(
+                                    "`environment.exclude[{i}]` must be a name pattern (`*` and `?` match), found \
+                                     {pattern}"
                                 ));
                             }
                         }
@@ -183,7 +260,7 @@ impl EnvFilter {
                 },
                 other => {
                     return Err(format!(
-                        "unknown key `environment.{other}`; expected `inherit` or `inheritAll`"
+                        "unknown key `environment.{other}`; expected `inherit`, `inheritAll` or `exclude`"
                     ));
                 }
             }
@@ -192,7 +269,40 @@ impl EnvFilter {
     }
 }
 
-/// An `environment` section of a settings file that cannot be used (from
+/// Whether `name` matches `pattern`, where `*` matches any run of characters and `?` one,
+/// ASCII case ignored.
+fn wildcard_match(pattern: &str, name: &str) -> bool {
+    let (pattern, name): (Vec<char>, Vec<char>) = (
+        pattern.chars().map(|c| c.to_ascii_uppercase()).collect(),
+        name.chars().map(|c| c.to_ascii_uppercase()).collect(),
+    );
+    // The classic two-pointer match with backtracking to the last `*`.
+    let (mut p, mut n, mut star, mut resume) = (0, 0, None, 0);
+    while n < name.len() {
+        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == name[n]) {
+            p += 1;
+            n += 1;
+        } else if p < pattern.len() && pattern[p] == '*' {
+            star = Some(p);
+            resume = n;
+            p += 1;
+        } else if let Some(s) = star {
+            p = s + 1;
+            resume += 1;
+            n = resume;
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|c| *c == '*')
+}
+
+/// Whether `name` can name a variable: not empty, no `=`, no NUL.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['=', '\0'])
+}
+
+/// An `environment` or `env` section of a settings file that cannot be used (from
 /// [`EnvFilter::from_settings`]): its text names the key at fault and what is expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvFilterError(String);
@@ -255,10 +365,58 @@ mod tests {
             ),
             (json!({"environment": {"inheritAll": "yes"}}), "`environment.inheritAll` must be true or false"),
             (json!({"environment": {"pass": []}}), "unknown key `environment.pass`"),
+            (json!({"env": ["A=1"]}), "`env` must be an object"),
+            (json!({"env": {"A": 1}}), "`env.A` must be a string"),
+            (json!({"env": {"A=B": "1"}}), "is not a variable name"),
+            (json!({"environment": {"exclude": "X"}}), "`environment.exclude` must be an array"),
         ] {
             let error = EnvFilter::from_settings(&settings).unwrap_err();
             assert!(error.to_string().contains(expected), "{error}");
         }
+    }
+
+    #[test]
+    fn the_variables_env_sets_come_on_top_of_what_is_inherited_and_below_the_callers() {
+        let filter = EnvFilter::from_settings(
+            &json!({"env": {"HOME": "/set/home", "GREETING": "hi", "MINE": "settings"}}),
+        )
+        .unwrap();
+        assert_eq!(filter.variables().len(), 3);
+        for base in [filter.clone(), EnvFilter { inherit_all: true, ..filter }] {
+            let mut command = std::process::Command::new("/bin/sh");
+            command.args(["-c", "env"]);
+            base.apply(&mut command);
+            command.env("MINE", "caller");
+            let text = String::from_utf8(command.output().unwrap().stdout).unwrap();
+            for line in ["HOME=/set/home", "GREETING=hi", "MINE=caller"] {
+                assert!(text.lines().any(|l| l == line), "{line} in {text}");
+            }
+        }
+    }
+
+    #[test]
+    fn excluded_patterns_leave_out_even_what_would_pass() {
+        assert!(wildcard_match("*KEY*", "openai_api_key"));
+        assert!(wildcard_match("AWS_*", "AWS_SECRET_ACCESS_KEY"));
+        assert!(wildcard_match("A?C", "abc") && !wildcard_match("A?C", "ac"));
+        assert!(wildcard_match("*", "") && !wildcard_match("*X", "Y"));
+        assert!(
+            wildcard_match("*TOKEN*TOKEN", "A_TOKEN_B_TOKEN") && !wildcard_match("*TOKEN*TOKEN", "TOKEN_B")
+        );
+        let filter = EnvFilter::from_settings(
+            &json!({"environment": {"inheritAll": true, "exclude": ["*KEY*", "*SECRET*", "HOME"]}}),
+        )
+        .unwrap();
+        let all = vars(&["PATH", "HOME", "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "CARGO_HOME"]);
+        assert_eq!(names(filter.filter(all.clone())), ["PATH", "CARGO_HOME"]);
+        assert_eq!(names(EnvFilter::base().exclude("PATH").filter(all)), ["HOME", "CARGO_HOME"]);
+        // Applied to a real child with the whole environment otherwise inherited.
+        let mut command = std::process::Command::new("/bin/sh");
+        command.args(["-c", "env"]);
+        EnvFilter::inherit_all().exclude("CARGO_MANIFEST_*").apply(&mut command);
+        let text = String::from_utf8(command.output().unwrap().stdout).unwrap();
+        assert!(!text.lines().any(|l| l.starts_with("CARGO_MANIFEST_DIR=")), "{text}");
+        assert!(text.lines().any(|l| l.starts_with("CARGO_PKG_NAME=")), "{text}");
     }
 
     #[test]

@@ -70,6 +70,11 @@ struct ShellEnvironment {
     inherit: Option<Inherit>,
     #[serde(default)]
     include_only: Vec<String>,
+    #[serde(default)]
+    set: BTreeMap<String, String>,
+    #[serde(default)]
+    exclude: Vec<String>,
+    ignore_default_excludes: Option<bool>,
     #[serde(flatten)]
     other: BTreeMap<String, toml::Value>,
 }
@@ -108,6 +113,7 @@ fn convert(config: CodexToml) -> Result<Codex, String> {
     let mut permissions = Map::new();
     let mut sandbox = Map::new();
     let mut environment = Map::new();
+    let mut env = None;
     // codex runs what its sandbox confines without asking, except under `untrusted`; edits are
     // what the sandbox lets through in the workspace.
     let mode = match config.approval_policy {
@@ -156,10 +162,19 @@ fn convert(config: CodexToml) -> Result<Codex, String> {
         if !policy.include_only.is_empty() {
             environment.insert("inherit".into(), json!(policy.include_only));
         }
+        if !policy.set.is_empty() {
+            env = Some(policy.set);
+        }
+        // codex's default excludes, unless turned off in so many words.
+        let mut exclude = policy.exclude;
+        if policy.ignore_default_excludes != Some(true) {
+            exclude.extend(["*KEY*", "*SECRET*", "*TOKEN*"].map(String::from));
+        }
+        environment.insert("exclude".into(), json!(exclude));
         for key in policy.other.keys() {
             not(
                 format!("shell_environment_policy.{key}"),
-                "commands inherit the base variables and those named; nothing is set or excluded beyond that",
+                "no counterpart in this program's environment of commands",
             );
         }
     }
@@ -172,6 +187,9 @@ fn convert(config: CodexToml) -> Result<Codex, String> {
         if !section.is_empty() {
             settings.insert(key.into(), Value::Object(section));
         }
+    }
+    if let Some(env) = env {
+        settings.insert("env".into(), json!(env));
     }
     Ok(Codex { settings: Value::Object(settings), sandbox: sandbox_mode, servers, not_applied })
 }
@@ -239,6 +257,8 @@ mod tests {
             [shell_environment_policy]
             inherit = "all"
             exclude = ["AWS_*"]
+            set = { RUST_LOG = "debug" }
+            use_profile = true
             [mcp_servers.docs]
             command = "docs-server"
             args = ["--stdio"]
@@ -251,7 +271,8 @@ mod tests {
             json!({
                 "permissions": {"defaultMode": "acceptEdits"},
                 "sandbox": {"filesystem": {"allowWrite": ["/cache"]}},
-                "environment": {"inheritAll": true},
+                "environment": {"inheritAll": true, "exclude": ["AWS_*", "*KEY*", "*SECRET*", "*TOKEN*"]},
+                "env": {"RUST_LOG": "debug"},
             })
         );
         assert_eq!(codex.sandbox, Some(SandboxMode::ReadOnly));
@@ -259,7 +280,7 @@ mod tests {
         let keys: Vec<&str> = codex.not_applied.iter().map(|(key, _)| key.as_str()).collect();
         assert_eq!(
             keys,
-            ["sandbox_workspace_write.network_access", "shell_environment_policy.exclude", "model"]
+            ["sandbox_workspace_write.network_access", "shell_environment_policy.use_profile", "model"]
         );
     }
 }

@@ -83,3 +83,41 @@ fn codex_reads_codex_own_config_where_codex_keeps_it() {
     let run = common::run(call, None);
     assert!(run.usage_error().contains(".codex/config.toml"), "{}", run.stderr);
 }
+
+/// codex's `[shell_environment_policy]`: `inherit = "all"` passes the environment to commands
+/// except codex's default excludes (`*KEY*`, `*SECRET*`, `*TOKEN*`) and the file's `exclude`;
+/// `set` sets variables. The agent's API keys stay out of commands.
+#[test]
+fn a_codex_shell_environment_policy_keeps_keys_out_and_sets_what_it_sets() {
+    let fx = Fixture::new();
+    let path = fx.dir.path().join("config.toml");
+    let policy = |extra: &str| {
+        format!(
+            "sandbox_mode = \"workspace-write\"\n[shell_environment_policy]\ninherit = \"all\"\n\
+             exclude = [\"PROJECT_*\"]\nset = {{ GREETING = \"hi\" }}\n{extra}"
+        )
+    };
+    let seen = |config: String| {
+        std::fs::write(&path, config).unwrap();
+        let mut command = fx.command(&[
+            "call",
+            "bash",
+            r#"{"command": "env | grep -E '^(OPENAI_API_KEY|GH_TOKEN|PROJECT_NAME|OTHER_SETTING|GREETING)=' | sort"}"#,
+            "--codex-config",
+            path.to_str().unwrap(),
+        ]);
+        command
+            .env("OPENAI_API_KEY", "sk-real")
+            .env("GH_TOKEN", "ghp-real")
+            .env("PROJECT_NAME", "p")
+            .env("OTHER_SETTING", "kept");
+        let run = common::run(command, None);
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        run.json()["output"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(seen(policy("")), "GREETING=hi\nOTHER_SETTING=kept\n");
+    assert_eq!(
+        seen(policy("ignore_default_excludes = true\n")),
+        "GH_TOKEN=ghp-real\nGREETING=hi\nOPENAI_API_KEY=sk-real\nOTHER_SETTING=kept\n"
+    );
+}

@@ -29,11 +29,6 @@ fn keys_that_are_not_applied_are_named_at_start() {
         |key: &str, reason: &str| format!("tools: --settings {file}: `{key}` is not applied: {reason}");
     for expected in [
         says(
-            "env",
-            "Claude Code sets these variables for its session; here commands inherit a filtered environment: \
-             set them where this program runs and name them in `environment.inherit`",
-        ),
-        says(
             "model",
             "it configures Claude Code's own model, interface, account or updates, which this program does not \
              have",
@@ -48,8 +43,9 @@ fn keys_that_are_not_applied_are_named_at_start() {
     ] {
         assert!(lines.contains(&expected.as_str()), "{expected}\nnot in:\n{}", run.stderr);
     }
-    // The keys it applies are not named: `$schema`, `verify`, `permissions`, `hooks.PreToolUse`.
-    assert_eq!(lines.len(), 6, "{}", run.stderr);
+    // The keys it applies are not named: `$schema`, `env`, `verify`, `permissions`,
+    // `hooks.PreToolUse`.
+    assert_eq!(lines.len(), 5, "{}", run.stderr);
 
     // `disableAllHooks` is applied: the hook that would refuse the call does not run.
     let hook = json!({"matcher": "read", "hooks": [{"type": "command", "command": "exit 2"}]});
@@ -70,4 +66,28 @@ fn a_relative_additional_directory_is_taken_from_the_project_root() {
     let run = fx.run(&["call", "read", &args, "--settings", path.to_str().unwrap()], None);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert_eq!(run.json()["output"], "     1\tsecret\n");
+}
+
+/// `env` sets variables for commands and hook commands, as it does for a Claude Code session, on
+/// top of what they inherit; `environment.exclude` leaves inherited ones out; the sandbox's own
+/// `TMPDIR` wins over the file's.
+#[test]
+fn env_sets_variables_for_commands_and_hooks() {
+    let fx = Fixture::new();
+    let path = fx.dir.path().join("settings.json");
+    let hook = json!({"matcher": "Bash", "hooks": [{"type": "command",
+        "command": "echo \"$GREETING ${HOME_SECRET:-none}\" > \"$CLAUDE_PROJECT_DIR/hook.txt\""}]});
+    let text = json!({
+        "env": {"GREETING": "hi", "TMPDIR": "/nowhere"},
+        "environment": {"inherit": ["HOME_*"], "exclude": ["*SECRET*"]},
+        "hooks": {"PreToolUse": [hook]},
+    });
+    std::fs::write(&path, text.to_string()).unwrap();
+    let script = r#"{"command": "echo \"$GREETING ${HOME_SECRET:-none} $HOME_PLACE\"; test \"$TMPDIR\" != /nowhere && echo own-tmp"}"#;
+    let mut command = fx.command(&["call", "bash", script, "--settings", path.to_str().unwrap()]);
+    command.env("HOME_SECRET", "s3cret").env("HOME_PLACE", "here");
+    let run = common::run(command, None);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.json()["output"], "hi none here\nown-tmp\n", "{}", run.stdout);
+    assert_eq!(std::fs::read_to_string(fx.ws().join("hook.txt")).unwrap(), "hi none\n");
 }
