@@ -1,16 +1,18 @@
 //! The JSON Schema of a settings file, generated from a typed model of what the loader accepts
 //! ([`settings_schema`]), so that editors validate the file; `settings.schema.json` at the
-//! crate's root is this schema, checked by a test against the loader.
+//! crate's root is this schema, checked by a test against the loader, and by a property test:
+//! for generated files covering every key, the typed model, the schema and the loader accept
+//! the same files, and a file read into the model and written back keeps every key.
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A settings file: Claude Code's `settings.json`, with this project's own keys. Keys that are
 /// not applied are accepted and named when the file is loaded.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[allow(dead_code)]
 struct SettingsFile {
     /// The schema the file follows.
@@ -50,7 +52,7 @@ struct SettingsFile {
 }
 
 /// `allow`, `ask` or `deny`.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum Action {
     Allow,
@@ -59,7 +61,7 @@ enum Action {
 }
 
 /// What happens to a call that no rule decides.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 enum Mode {
     #[serde(rename = "default")]
     Default,
@@ -76,7 +78,7 @@ enum Mode {
     BypassPermissions,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct Permissions {
@@ -103,13 +105,13 @@ struct Permissions {
     external_directory: Option<Action>,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum Disable {
     Disable,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code, non_snake_case)]
 struct Hooks {
@@ -129,7 +131,7 @@ struct Hooks {
     Setup: Option<Vec<HookEntry>>,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[allow(dead_code)]
 struct HookEntry {
     /// A regular expression matched against the whole tool name (ours or Claude Code's); empty,
@@ -138,25 +140,26 @@ struct HookEntry {
     hooks: Vec<HookCommand>,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[allow(dead_code)]
 struct HookCommand {
     #[serde(rename = "type")]
     kind: CommandKind,
     /// Run with `sh -c` in the workspace root.
+    #[schemars(regex(pattern = r"\S"))]
     command: String,
-    /// Seconds (default 60).
-    #[schemars(range(min = 0.0, max = 86400.0))]
+    /// Seconds, above 0 (default 60).
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 86400))]
     timeout: Option<f64>,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum CommandKind {
     Command,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct Sandbox {
@@ -190,7 +193,7 @@ struct Sandbox {
     ignore_violations: Option<Value>,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct Filesystem {
@@ -202,7 +205,7 @@ struct Filesystem {
     deny_write: Option<Vec<String>>,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct Limits {
@@ -214,7 +217,7 @@ struct Limits {
 }
 
 /// A number, or `false` for none.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(untagged)]
 #[allow(dead_code)]
 enum Count {
@@ -226,7 +229,7 @@ enum Count {
 }
 
 /// A size, or `false` for none.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(untagged)]
 #[allow(dead_code)]
 enum Bound {
@@ -239,7 +242,7 @@ enum Bound {
     Off(bool),
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct Environment {
@@ -253,7 +256,7 @@ struct Environment {
     exclude: Option<Vec<String>>,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[allow(dead_code)]
 struct Checkpoints {
     enabled: Option<bool>,
@@ -351,6 +354,10 @@ mod tests {
             json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}),
             json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command"}]}]}}),
             json!({"hooks": {"OnSave": []}}),
+            json!({"hooks": {"Stop": "x"}}),
+            json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "x", "timeout": 0}]}]}}),
+            json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "  "}]}]}}),
+            json!({"$schema": true}),
             json!({"environment": {"inherit": "X"}}),
             json!({"environment": {"exclude": "X"}}),
             json!({"env": {"A": 1}}),
@@ -385,6 +392,328 @@ mod tests {
         for value in &refused {
             assert!(!schema.is_valid(value), "the schema accepts {value}");
             assert!(load(value).is_err(), "the loader accepts {value}");
+        }
+    }
+
+    /// Generated settings files covering every key of the model.
+    #[cfg(feature = "command-hooks")]
+    mod generated {
+        use super::super::*;
+        use crate::{Rules, Settings, Subject, ToolCatalog};
+        use proptest::prelude::*;
+        use proptest::sample::{Index, select};
+        use serde_json::{Map, json};
+
+        fn some<T: std::fmt::Debug + Clone + 'static>(
+            strategy: impl Strategy<Value = T> + 'static,
+        ) -> BoxedStrategy<Option<T>> {
+            proptest::option::of(strategy).boxed()
+        }
+
+        fn list(pool: &'static [&'static str]) -> BoxedStrategy<Value> {
+            proptest::collection::vec(select(pool), 0..3).prop_map(|items| json!(items)).boxed()
+        }
+
+        /// An object of the keys given `Some` value.
+        fn object(entries: Vec<(&str, Option<Value>)>) -> Value {
+            Value::Object(entries.into_iter().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v))).collect())
+        }
+
+        const RULES: &[&str] =
+            &["Bash", "Bash(git diff:*)", "Bash(ls)", "Read", "Read(./src/**)", "Edit(./x)"];
+        const ACTIONS: &[&str] = &["allow", "ask", "deny"];
+        const MODES: &[&str] = &["default", "manual", "acceptEdits", "plan", "dontAsk", "bypassPermissions"];
+        const EVENTS: &[&str] = &[
+            "PreToolUse",
+            "PostToolUse",
+            "PostToolUseFailure",
+            "PermissionRequest",
+            "Notification",
+            "UserPromptSubmit",
+            "Stop",
+            "SubagentStart",
+            "SubagentStop",
+            "PreCompact",
+            "PostCompact",
+            "SessionStart",
+            "SessionEnd",
+            "Setup",
+        ];
+
+        fn permissions() -> impl Strategy<Value = Value> {
+            (
+                (some(list(RULES)), some(list(RULES)), some(list(RULES))),
+                some(list(&["../shared", "~/notes", "/opt/data"])),
+                some(select(MODES)),
+                some(Just("disable")),
+                some(select(ACTIONS)),
+                some(proptest::collection::btree_map(
+                    select(&["Bash", "Read", "Edit"][..]),
+                    select(ACTIONS),
+                    0..3,
+                )),
+                some(select(ACTIONS)),
+            )
+                .prop_map(
+                    |((allow, ask, deny), dirs, mode, disable, default, defaults, external)| {
+                        // The one rule across keys, which a schema does not say: no bypass mode
+                        // where it is turned off.
+                        let disable = disable.filter(|_| mode != Some("bypassPermissions"));
+                        object(vec![
+                            ("allow", allow),
+                            ("ask", ask),
+                            ("deny", deny),
+                            ("additionalDirectories", dirs),
+                            ("defaultMode", mode.map(|m| json!(m))),
+                            ("disableBypassPermissionsMode", disable.map(|d| json!(d))),
+                            ("default", default.map(|a| json!(a))),
+                            ("defaults", defaults.map(|d| json!(d))),
+                            ("external_directory", external.map(|a| json!(a))),
+                        ])
+                    },
+                )
+        }
+
+        fn hooks() -> impl Strategy<Value = Value> {
+            let command = (select(&["true", "cat > /dev/null", "exit 0"][..]), some(1u32..600)).prop_map(
+                |(command, timeout)| {
+                    object(vec![
+                        ("type", Some(json!("command"))),
+                        ("command", Some(json!(command))),
+                        ("timeout", timeout.map(|t| json!(t))),
+                    ])
+                },
+            );
+            let entry = (
+                some(select(&["Bash", "Edit|Write", "*", ""][..])),
+                proptest::collection::vec(command, 1..3),
+            )
+                .prop_map(|(matcher, hooks)| {
+                    object(vec![("matcher", matcher.map(|m| json!(m))), ("hooks", Some(json!(hooks)))])
+                });
+            proptest::collection::btree_map(select(EVENTS), proptest::collection::vec(entry, 0..2), 0..4)
+                .prop_map(|events| json!(events))
+        }
+
+        fn sandbox() -> impl Strategy<Value = Value> {
+            let limits = (
+                some(prop_oneof![(1u64..100_000).prop_map(|n| json!(n)), Just(json!(false))]),
+                some(prop_oneof![
+                    (1u64..1 << 40).prop_map(|n| json!(n)),
+                    select(&["4G", "512M", " 64 k"][..]).prop_map(|s| json!(s)),
+                    Just(json!(false))
+                ]),
+            )
+                .prop_map(|(processes, memory)| object(vec![("processes", processes), ("memory", memory)]));
+            let filesystem = (some(list(&["b", "~/cache", "/tmp/x"])), some(list(&["secrets", "./keys"])))
+                .prop_map(|(allow, deny)| object(vec![("allowWrite", allow), ("denyWrite", deny)]));
+            (
+                (
+                    some(any::<bool>()),
+                    some(list(&["docker", "git push"])),
+                    some(list(&["npm", "cargo fetch"])),
+                ),
+                (some(any::<bool>()), some(any::<bool>()), some(any::<bool>())),
+                (some(limits), some(filesystem), some(Just(json!({"allowedDomains": ["example.com"]})))),
+                (some(any::<bool>()), some(Just(json!({"*": ["/usr/bin"]})))),
+            )
+                .prop_map(
+                    |(
+                        (enabled, excluded, network_commands),
+                        (unsandboxed, git, auto),
+                        (limits, fs, network),
+                        (weaker, violations),
+                    )| {
+                        object(vec![
+                            ("enabled", enabled.map(|b| json!(b))),
+                            ("excludedCommands", excluded),
+                            ("networkCommands", network_commands),
+                            ("allowUnsandboxedCommands", unsandboxed.map(|b| json!(b))),
+                            ("allowGitWrites", git.map(|b| json!(b))),
+                            ("autoAllowBashIfSandboxed", auto.map(|b| json!(b))),
+                            ("limits", limits),
+                            ("filesystem", fs),
+                            ("network", network),
+                            ("enableWeakerNestedSandbox", weaker.map(|b| json!(b))),
+                            ("ignoreViolations", violations),
+                        ])
+                    },
+                )
+        }
+
+        fn settings_file() -> impl Strategy<Value = Value> {
+            let environment = (
+                some(list(&["AWS_PROFILE", "CARGO_*"])),
+                some(any::<bool>()),
+                some(list(&["*KEY*", "AWS_?"])),
+            )
+                .prop_map(|(inherit, all, exclude)| {
+                    object(vec![
+                        ("inherit", inherit),
+                        ("inheritAll", all.map(|b| json!(b))),
+                        ("exclude", exclude),
+                    ])
+                });
+            let env = proptest::collection::btree_map(
+                select(&["RUST_LOG", "GREETING", "A_B"][..]),
+                "[a-z0-9 =]{0,8}",
+                0..3,
+            );
+            (
+                (
+                    some(Just("https://json.schemastore.org/claude-code-settings.json")),
+                    some(permissions()),
+                    some(hooks()),
+                    some(any::<bool>()),
+                ),
+                (
+                    some(sandbox()),
+                    some(environment),
+                    some(env),
+                    some(Just(json!({"rs": ["rustfmt", "--check", "{file}"]}))),
+                ),
+                (some(any::<bool>()), some(any::<bool>()), some(list(&["docs", "db"])), some(list(&["web"]))),
+                (
+                    some(select(&["opus", "sonnet"][..])),
+                    some(Just(json!({"type": "command", "command": "status"}))),
+                ),
+            )
+                .prop_map(
+                    |(
+                        (schema, permissions, hooks, disable),
+                        (sandbox, environment, env, verify),
+                        (checkpoints, all, enabled, disabled),
+                        (model, status),
+                    )| {
+                        object(vec![
+                            ("$schema", schema.map(|s| json!(s))),
+                            ("permissions", permissions),
+                            ("hooks", hooks),
+                            ("disableAllHooks", disable.map(|b| json!(b))),
+                            ("sandbox", sandbox),
+                            ("environment", environment),
+                            ("env", env.map(|e| json!(e))),
+                            ("verify", verify),
+                            ("checkpoints", checkpoints.map(|b| json!({"enabled": b}))),
+                            ("enableAllProjectMcpServers", all.map(|b| json!(b))),
+                            ("enabledMcpjsonServers", enabled),
+                            ("disabledMcpjsonServers", disabled),
+                            ("model", model.map(|m| json!(m))),
+                            ("statusLine", status),
+                        ])
+                    },
+                )
+        }
+
+        /// `value` with object members that are `null` removed, and whole floats as integers.
+        fn written_back(value: Value) -> Value {
+            match value {
+                Value::Object(map) => Value::Object(
+                    map.into_iter()
+                        .filter(|(_, v)| !v.is_null())
+                        .map(|(k, v)| (k, written_back(v)))
+                        .collect::<Map<_, _>>(),
+                ),
+                Value::Array(items) => Value::Array(items.into_iter().map(written_back).collect()),
+                Value::Number(n)
+                    if n.is_f64() && n.as_f64().is_some_and(|f| f.fract() == 0.0 && f >= 0.0) =>
+                {
+                    json!(n.as_f64().unwrap_or_default() as u64)
+                }
+                other => other,
+            }
+        }
+
+        /// The pointers of every member and item of `value`, with the keys this crate's loader
+        /// reads (the others belong to the `tools` binary and tool-egress, which check them).
+        fn pointers(value: &Value, at: String, out: &mut Vec<String>) {
+            let children: Vec<(String, &Value)> = match value {
+                Value::Object(map) => map
+                    .iter()
+                    .map(|(k, v)| (format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), v))
+                    .collect(),
+                Value::Array(items) => {
+                    items.iter().enumerate().map(|(i, v)| (format!("{at}/{i}"), v)).collect()
+                }
+                _ => Vec::new(),
+            };
+            for (pointer, child) in children {
+                let theirs = [
+                    "/verify",
+                    "/checkpoints",
+                    "/enable",
+                    "/disabledMcp",
+                    "/sandbox/network",
+                    "/model",
+                    "/statusLine",
+                    "/sandbox/enableWeaker",
+                    "/sandbox/ignoreViolations",
+                ];
+                if theirs.iter().any(|t| pointer.starts_with(t)) {
+                    continue;
+                }
+                out.push(pointer.clone());
+                pointers(child, pointer, out);
+            }
+        }
+
+        /// A value of another type than `value`'s.
+        fn wrong(value: &Value) -> Value {
+            match value {
+                Value::Bool(_) => json!("yes"),
+                Value::Number(_) => json!("many"),
+                Value::String(_) => json!(true),
+                Value::Array(_) => json!("x"),
+                Value::Object(_) => json!(7),
+                Value::Null => json!({}),
+            }
+        }
+
+        fn load(value: &Value) -> Result<(), String> {
+            let catalog = ToolCatalog::new()
+                .subject("bash", Subject::Command)
+                .subject("read", Subject::Path)
+                .subject("edit", Subject::Path)
+                .rule_name("Bash", ["bash"])
+                .rule_name("Read", ["read"])
+                .rule_name("Edit", ["edit"]);
+            Settings::from_value(value.clone(), "s.json", Rules::builder("/w").catalog(catalog))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig {
+                cases: 256,
+                failure_persistence: None,
+                ..ProptestConfig::default()
+            })]
+
+            /// Read into the typed model and written back, a file keeps every key and value;
+            /// the schema and the loader accept it.
+            #[test]
+            fn a_file_written_back_from_the_model_keeps_every_key(file in settings_file()) {
+                let model: SettingsFile = serde_json::from_value(file.clone()).map_err(|e| TestCaseError::fail(format!("{e}: {file}")))?;
+                prop_assert_eq!(written_back(serde_json::to_value(&model).unwrap()), file.clone());
+                let schema = jsonschema::validator_for(&settings_schema()).unwrap();
+                prop_assert!(schema.is_valid(&file), "the schema refuses {}", file);
+                prop_assert!(load(&file).is_ok(), "the loader refuses {}: {:?}", file, load(&file));
+            }
+
+            /// A file with one member of the wrong type: the schema and the loader agree on it.
+            #[test]
+            fn the_schema_and_the_loader_agree_on_a_damaged_file(file in settings_file(), at in any::<Index>()) {
+                let mut all = Vec::new();
+                pointers(&file, String::new(), &mut all);
+                prop_assume!(!all.is_empty());
+                let pointer = &all[at.index(all.len())];
+                let mut damaged = file.clone();
+                let target = damaged.pointer_mut(pointer).unwrap();
+                *target = wrong(target);
+                let schema = jsonschema::validator_for(&settings_schema()).unwrap();
+                let loaded = load(&damaged);
+                prop_assert_eq!(schema.is_valid(&damaged), loaded.is_ok(), "at {}: {} ({:?})", pointer, damaged, loaded);
+            }
         }
     }
 }

@@ -174,6 +174,9 @@ impl Settings {
         let root = base.root_dir().to_path_buf();
         let mut builder = base;
         let mut mode = None;
+        if let Some(schema) = top.get("$schema").filter(|s| !s.is_string()) {
+            return Err(error(format!("`$schema` must be a string (the schema's address), found {schema}")));
+        }
         let mut not_applied = not_applied::top_level(&top, origin);
         let mut not = |key: String, reason: &str| {
             not_applied.push(NotApplied { origin: origin.to_owned(), key, reason: reason.to_owned() });
@@ -213,8 +216,8 @@ impl Settings {
         Ok(Settings { rules, hooks, sandbox, environment, mode, origin: origin.to_owned(), not_applied })
     }
 
-    /// The keys of the file that have no effect, each with the reason (Claude Code's `env`,
-    /// `model`, hook events that are not run here, keys nobody knows). What the rules leave
+    /// The keys of the file that have no effect, each with the reason (Claude Code's `model`,
+    /// hook events that are not run here, keys nobody knows). What the rules leave
     /// out is [`Rules::ignored`].
     pub fn not_applied(&self) -> &[NotApplied] {
         &self.not_applied
@@ -510,6 +513,8 @@ fn hooks_section(value: &Value, not: &mut impl FnMut(String, &str)) -> Result<Ho
         return Err("`hooks` must be an object of event name to a list of matchers".to_owned());
     };
     let mut hooks = HookCommands::default();
+    // The commands of events not run here: checked all the same, then dropped.
+    let mut not_run = Vec::new();
     for (event, entries) in events {
         let list = match event.as_str() {
             "PreToolUse" => &mut hooks.pre_tool_use,
@@ -521,7 +526,7 @@ fn hooks_section(value: &Value, not: &mut impl FnMut(String, &str)) -> Result<Ho
                 if let Some((_, reason)) = not_applied::HOOK_EVENTS.iter().find(|(key, _)| *key == other) =>
             {
                 not(format!("hooks.{other}"), reason);
-                continue;
+                &mut not_run
             }
             other => {
                 return Err(format!(
