@@ -47,7 +47,7 @@ pub mod context {
     pub use tool_core::sampling::{Sampler, SamplerDependency};
     pub use tool_core::user_question::{AskerDependency, UserAnswer, UserAsker};
     pub use tool_core::{
-        CallAsker, ContextBuilder, ContextSink, Dependencies, FromContext, Progress, SessionState,
+        CallAsker, ContextBuilder, ContextSink, Dependencies, FromContext, LogLevel, Progress, SessionState,
         ToolContext,
     };
 }

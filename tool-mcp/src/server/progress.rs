@@ -4,7 +4,7 @@
 // revisions before it set a level and read the messages.
 #![allow(deprecated)]
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken};
@@ -37,6 +37,11 @@ impl LogThreshold {
     }
 }
 
+/// At most this many notices of one call wait for the client; past it, new ones are dropped
+/// and counted (a tool, or a mounted server, writing faster than the client reads cannot grow
+/// the queue without end).
+const QUEUE: usize = 1024;
+
 /// What goes to the client about a running call.
 enum Notice {
     Progress(Progress),
@@ -54,12 +59,14 @@ pub(super) struct ProgressForwarder {
     /// The server's runtime: a tool may report progress from a thread of its own.
     runtime: Handle,
     state: Mutex<State>,
+    /// Notices dropped because the queue was full, not yet told to the client.
+    dropped: Arc<AtomicU64>,
 }
 
 enum State {
     /// Nothing reported yet.
     Idle,
-    Sending(mpsc::UnboundedSender<Notice>, JoinHandle<()>),
+    Sending(mpsc::Sender<Notice>, JoinHandle<()>),
     /// The call ended: later updates (from work the tool left behind) are dropped.
     Closed,
 }
@@ -71,19 +78,44 @@ impl ProgressForwarder {
         peer: Peer<RoleServer>,
     ) -> Arc<Self> {
         let runtime = Handle::current();
-        Arc::new(ProgressForwarder { token, threshold, peer, runtime, state: Mutex::new(State::Idle) })
+        Arc::new(ProgressForwarder {
+            token,
+            threshold,
+            peer,
+            runtime,
+            state: Mutex::new(State::Idle),
+            dropped: Arc::default(),
+        })
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn start(&self) -> (mpsc::UnboundedSender<Notice>, JoinHandle<()>) {
-        let (sender, mut receiver) = mpsc::unbounded_channel::<Notice>();
+    fn start(&self) -> (mpsc::Sender<Notice>, JoinHandle<()>) {
+        let (sender, mut receiver) = mpsc::channel::<Notice>(QUEUE);
         let (token, peer) = (self.token.clone(), self.peer.clone());
+        let (dropped, threshold) = (self.dropped.clone(), self.threshold.clone());
         let task = self.runtime.spawn(async move {
             let mut figure = ProgressFigure::default();
+            // Says how many were dropped since it last said so, if any.
+            let tell_dropped = async || {
+                let lost = dropped.swap(0, Ordering::Relaxed);
+                if lost == 0 || !threshold.passes(LogLevel::Warning) {
+                    return Ok(());
+                }
+                let text = format!(
+                    "{lost} progress or log messages of this call were dropped: they came faster than they could \
+                     be sent"
+                );
+                let param = LoggingMessageNotificationParam::new(LoggingLevel::Warning, Value::String(text))
+                    .with_logger("tools");
+                peer.notify_logging_message(param).await
+            };
             while let Some(notice) = receiver.recv().await {
+                if tell_dropped().await.is_err() {
+                    return;
+                }
                 let sent = match notice {
                     Notice::Progress(update) => {
                         let Some(token) = token.clone() else { continue };
@@ -99,9 +131,10 @@ impl ProgressForwarder {
                     Notice::Log(param) => peer.notify_logging_message(param).await,
                 };
                 if sent.is_err() {
-                    break;
+                    return;
                 }
             }
+            let _ = tell_dropped().await;
         });
         (sender, task)
     }
@@ -112,8 +145,10 @@ impl ProgressForwarder {
             let (sender, task) = self.start();
             *state = State::Sending(sender, task);
         }
-        if let State::Sending(sender, _) = &*state {
-            let _ = sender.send(notice);
+        if let State::Sending(sender, _) = &*state
+            && let Err(mpsc::error::TrySendError::Full(_)) = sender.try_send(notice)
+        {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 

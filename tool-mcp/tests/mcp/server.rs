@@ -199,6 +199,65 @@ async fn progress_precedes_the_response_on_the_wire() {
     serving.await.unwrap().unwrap();
 }
 
+/// Log `n` messages at `info`, as fast as it can.
+#[tool(undocumented)]
+async fn flood(ctx: &ToolContext, n: u32) -> String {
+    for i in 0..n {
+        ctx.log(tool_runtime::context::LogLevel::Info, None, format!("line {i}"));
+    }
+    format!("logged {n}")
+}
+
+/// A call that logs faster than its client reads: at most a bounded number of messages wait,
+/// the rest are dropped, and the client is told how many.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_log_messages_is_bounded_and_the_drop_is_told() {
+    const N: usize = 20_000;
+    let registry = Registry::builder().with_inventory().allow(["flood"]).build().unwrap();
+    let server = McpServer::new(Dispatcher::builder(registry)).unwrap();
+    // A small pipe, not read until the tool is done: the client is slower than the tool.
+    let (server_io, client_io) = tokio::io::duplex(4 * 1024);
+    let serving = tokio::spawn(async move { server.serve(server_io).await });
+    let (reader, mut writer) = tokio::io::split(client_io);
+    let mut lines = BufReader::new(reader).lines();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    writer.write_all(format!("{initialize}\n").as_bytes()).await.unwrap();
+    lines.next_line().await.unwrap().expect("the initialize result");
+    for request in [
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "flood", "arguments": {"n": N}}}),
+    ] {
+        writer.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (mut delivered, mut told) = (0, Vec::new());
+    loop {
+        let line = lines.next_line().await.unwrap().expect("a message");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 2 {
+            assert_eq!(message["result"]["content"][0]["text"], format!("logged {N}"));
+            break;
+        }
+        assert_eq!(message["method"], "notifications/message", "{message}");
+        match message["params"]["level"].as_str() {
+            Some("info") => delivered += 1,
+            Some("warning") => told.push(message["params"]["data"].as_str().unwrap().to_owned()),
+            other => panic!("{other:?}: {message}"),
+        }
+    }
+    assert!(delivered < N / 4, "{delivered} of {N} messages were queued");
+    let dropped: usize =
+        told.iter().map(|text| text.split(' ').next().unwrap().parse::<usize>().unwrap()).sum();
+    assert_eq!(delivered + dropped, N, "{told:?}");
+    assert!(
+        told[0].ends_with("messages of this call were dropped: they came faster than they could be sent")
+    );
+    drop(writer);
+    drop(lines);
+    serving.await.unwrap().unwrap();
+}
+
 /// A client that forwards each `notifications/tools/list_changed` it receives.
 #[derive(Clone)]
 struct ListWatcher(tokio::sync::mpsc::UnboundedSender<()>);
