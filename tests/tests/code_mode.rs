@@ -247,6 +247,76 @@ async fn promise_all_overlaps_parallel_tools_and_serializes_the_others() {
     }
 }
 
+/// What a caller's sink heard about its call: progress messages and log data, as the call id
+/// and tool they came under.
+#[derive(Default)]
+struct Heard(Mutex<Vec<(String, String, String)>>);
+
+impl tool_runtime::context::ContextSink for Heard {
+    fn progress(&self, call_id: &str, tool: &str, update: tool_runtime::Progress) {
+        let said = update.message.unwrap_or_default();
+        self.0.lock().unwrap().push((call_id.to_owned(), tool.to_owned(), format!("progress {said}")));
+    }
+
+    fn metadata(&self, _: &str, _: &str, _: Option<String>, _: Value) {}
+
+    fn log(
+        &self,
+        call_id: &str,
+        tool: &str,
+        _: tool_runtime::context::LogLevel,
+        logger: Option<&str>,
+        data: &Value,
+    ) {
+        let said = format!("log {} {data}", logger.unwrap_or("-"));
+        self.0.lock().unwrap().push((call_id.to_owned(), tool.to_owned(), said));
+    }
+}
+
+/// A nested call's `queued` event names its parent, and what it reports reaches whoever follows
+/// the script call (an MCP client's progress token) as the script call's own.
+#[tokio::test]
+async fn nested_calls_name_their_parent_and_their_progress_reaches_the_scripts_caller() {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    let steps = FnTool::new(ToolSpec::new("steps", "Count steps.", schema), |ctx, args: Value| async move {
+        let n = args["n"].as_u64().unwrap_or(0);
+        for i in 1..=n {
+            ctx.progress(tool_runtime::Progress {
+                message: None,
+                progress: Some(i as f64),
+                total: Some(n as f64),
+            });
+        }
+        ctx.log(tool_runtime::context::LogLevel::Info, None, json!("counted"));
+        ctx.progress(tool_runtime::Progress::message("done"));
+        Ok(ToolOutput::text(n.to_string()))
+    });
+    let events = Events::default();
+    let registry =
+        CodeTool::new(Registry::builder().tool(steps).build().unwrap()).beside_its_tools().unwrap();
+    let dispatcher = Dispatcher::builder(registry).events(events.sink()).build();
+    let heard = Arc::new(Heard::default());
+    let options =
+        tool_runtime::CallOptions { sink: Some(heard.clone()), ..tool_runtime::CallOptions::default() };
+    let call = ToolCall::new("call-1", "code", json!({"script": "(await tools.steps({n: 2})).text"}));
+    let result = dispatcher.run_with(call, options, CancellationToken::new()).await;
+    assert_eq!(text(&result), "2");
+    let parents: Vec<(String, Option<String>)> = events
+        .all()
+        .into_iter()
+        .filter_map(|event| match event {
+            ToolEvent::Queued { call_id, parent, .. } => Some((call_id, parent)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(parents, [("call-1".to_owned(), None), ("call-1.1".to_owned(), Some("call-1".to_owned()))]);
+    let heard: Vec<(String, String, String)> = heard.0.lock().unwrap().clone();
+    let expected =
+        ["progress steps: 1 of 2", "progress steps: 2 of 2", "log steps \"counted\"", "progress steps: done"];
+    assert_eq!(heard.iter().map(|(_, _, said)| said.as_str()).collect::<Vec<_>>(), expected);
+    assert!(heard.iter().all(|(id, tool, _)| id == "call-1" && tool == "code"), "{heard:?}");
+}
+
 fn limited(limits: Limits) -> Dispatcher {
     Dispatcher::new(CodeTool::new(gate_registry(1)).with_limits(limits).beside_its_tools().unwrap())
 }

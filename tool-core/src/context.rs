@@ -165,6 +165,34 @@ pub trait ContextSink: Send + Sync + 'static {
     }
 }
 
+/// What a nested call reports, passed on to its parent call's caller (an MCP client following
+/// the parent's progress) as the parent's: progress as a message naming the nested tool (its
+/// figures are of another scale than the parent's), log messages with the nested tool as their
+/// logger; titles and UI metadata stay the nested call's own.
+struct NestedSink {
+    caller: Arc<dyn ContextSink>,
+    call_id: String,
+    tool: String,
+}
+
+impl ContextSink for NestedSink {
+    fn progress(&self, _call_id: &str, tool: &str, update: Progress) {
+        let said = match (update.message, update.progress, update.total) {
+            (Some(message), _, _) => message,
+            (None, Some(done), Some(total)) => format!("{done} of {total}"),
+            (None, Some(done), None) => done.to_string(),
+            (None, None, _) => return,
+        };
+        self.caller.progress(&self.call_id, &self.tool, Progress::message(format!("{tool}: {said}")));
+    }
+
+    fn metadata(&self, _call_id: &str, _tool: &str, _title: Option<String>, _metadata: Value) {}
+
+    fn log(&self, _call_id: &str, tool: &str, level: LogLevel, logger: Option<&str>, data: &Value) {
+        self.caller.log(&self.call_id, &self.tool, level, Some(logger.unwrap_or(tool)), data);
+    }
+}
+
 /// Everything a context holds: the call's own parts and the dispatcher's shared ones. A
 /// dispatcher fills it in one step ([`ToolContext::for_call`]); everyone else uses the builder.
 pub(crate) struct Inner {
@@ -173,6 +201,9 @@ pub(crate) struct Inner {
     pub(crate) deadline: Option<Instant>,
     pub(crate) time_limit: Option<Duration>,
     pub(crate) sinks: Vec<Arc<dyn ContextSink>>,
+    /// The caller's own sink among `sinks` ([`CallOptions::sink`](crate::CallOptions)), which
+    /// the calls this call makes report to as well ([`ToolContext::nested_call_options`]).
+    pub(crate) caller_sink: Option<Arc<dyn ContextSink>>,
     pub(crate) truncation: TruncationLimits,
     pub(crate) shared: Arc<Shared>,
     /// Who answers for the person behind the call ([`CallOptions::asker`](crate::CallOptions)).
@@ -411,6 +442,7 @@ impl ToolContext {
                 deadline: inner.deadline,
                 time_limit: inner.time_limit,
                 sinks: inner.sinks.clone(),
+                caller_sink: inner.caller_sink.clone(),
                 truncation: limits,
                 shared: inner.shared.clone(),
                 asker: inner.asker.clone(),
@@ -503,11 +535,20 @@ impl ToolContext {
     /// one is. Its time limit is its own, and it takes no tasks (this call waits for it).
     pub fn nested_call_options(&self) -> crate::CallOptions {
         let inner = &self.inner;
+        let sink = inner.caller_sink.clone().map(|caller| {
+            Arc::new(NestedSink {
+                caller,
+                call_id: self.call_id().to_owned(),
+                tool: self.tool_name().to_owned(),
+            }) as Arc<dyn ContextSink>
+        });
         crate::CallOptions {
             asker: inner.asker.clone(),
             user: inner.user.clone(),
             turn: inner.turn.clone(),
             sampler: inner.sampler.clone(),
+            parent: Some(Arc::from(self.call_id())),
+            sink,
             ..crate::CallOptions::default()
         }
     }
@@ -786,6 +827,7 @@ impl ContextBuilder {
                 deadline: self.deadline,
                 time_limit: self.time_limit,
                 sinks: self.sinks,
+                caller_sink: None,
                 truncation: self.truncation,
                 shared,
                 asker: self.asker,

@@ -72,6 +72,9 @@ pub enum ToolEvent {
         index: usize,
         /// The arguments as the provider delivered them.
         arguments: Arguments,
+        /// The id of the call that made this one, for a nested call (a script's, in code mode).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<String>,
     },
     /// The tool began running.
     Started {

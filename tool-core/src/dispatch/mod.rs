@@ -91,6 +91,9 @@ pub struct CallOptions {
     /// Who asks a model for completions for the call ([`sampling`](crate::sampling)): an MCP
     /// server's client that declared `sampling`.
     pub sampler: Option<Arc<dyn crate::sampling::Sampler>>,
+    /// The call that makes this one (a script of code mode calling a tool): its id, given in
+    /// this call's `queued` event ([`ToolEvent::Queued`](crate::events::ToolEvent::Queued)).
+    pub parent: Option<Arc<str>>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -103,6 +106,7 @@ impl fmt::Debug for CallOptions {
             .field("turn", &self.turn)
             .field("tasks", &self.tasks.is_some())
             .field("sampler", &self.sampler.is_some())
+            .field("parent", &self.parent)
             .finish()
     }
 }

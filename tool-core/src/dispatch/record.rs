@@ -146,6 +146,7 @@ impl Inner {
                 timestamp_ms,
                 index: pending.index,
                 arguments: call.arguments.clone(),
+                parent: pending.options.parent.as_deref().map(str::to_owned),
             });
         }
         (pending, call.arguments)

@@ -269,6 +269,7 @@ impl Inner {
             deadline,
             time_limit: timeout,
             sinks,
+            caller_sink: pending.options.sink.clone(),
             truncation: self.config.truncation.with_policy(&spec.truncation),
             shared: self.shared.clone(),
             asker: pending.options.asker.clone(),
