@@ -1,4 +1,6 @@
-//! Starting one session with a server: spawn (or reach) it and run `initialize`.
+//! Starting one session with a server: spawn (or reach) it and run `initialize`; a server that
+//! refuses every revision with that handshake (one that speaks only 2026-07-28 and later) is
+//! started again and reached with `server/discover` and per-request metadata instead.
 
 use std::collections::VecDeque;
 use std::process::Stdio;
@@ -7,8 +9,9 @@ use std::time::Duration;
 
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::RoleClient;
-use rmcp::ServiceExt;
-use rmcp::service::{Peer, RunningService};
+use rmcp::model::{ErrorCode, ProtocolVersion};
+use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RunningService};
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
@@ -65,6 +68,49 @@ fn tail(lines: &Mutex<VecDeque<String>>) -> String {
 /// Starts a session with `config`'s server. The error is a sentence for the model and the
 /// operator alike, without the server's name (the caller adds it).
 pub(crate) async fn start(config: &ServerConfig, handler: MountHandler) -> Result<Session, String> {
+    // `initialize` first: a server that has both keeps what only sessions have (its requests to
+    // us: sampling, elicitation).
+    let legacy = Attempt { lifecycle: ClientLifecycleMode::Initialize, no_handshake: AtomicBool::new(false) };
+    let error = match start_with(config, handler.clone(), &legacy).await {
+        Ok(session) => return Ok(session),
+        Err(error) if !legacy.no_handshake.load(Ordering::Relaxed) => return Err(error),
+        Err(error) => error,
+    };
+    let discover = Attempt {
+        lifecycle: ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] },
+        no_handshake: AtomicBool::new(false),
+    };
+    start_with(config, handler, &discover)
+        .await
+        .map_err(|second| format!("{error}; reached again with `server/discover`, {second}"))
+}
+
+/// One way of starting a session.
+struct Attempt {
+    lifecycle: ClientLifecycleMode,
+    /// Set when the server answered that it speaks no revision with an `initialize` handshake.
+    no_handshake: AtomicBool,
+}
+
+impl Attempt {
+    /// Notes what the handshake's error says of the server.
+    fn saw(&self, error: &ClientInitializeError) {
+        let refused_version = match error {
+            ClientInitializeError::JsonRpcError(data) => data.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+            ClientInitializeError::NoCompatibleProtocolVersion { .. } => true,
+            _ => false,
+        };
+        if refused_version {
+            self.no_handshake.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+async fn start_with(
+    config: &ServerConfig,
+    handler: MountHandler,
+    attempt: &Attempt,
+) -> Result<Session, String> {
     match &config.transport {
         Transport::Stdio { command, args, env, cwd } => {
             let mut cmd = tokio::process::Command::new(command);
@@ -118,8 +164,11 @@ pub(crate) async fn start(config: &ServerConfig, handler: MountHandler) -> Resul
                     let _ = read_to_end.send(true);
                 });
             }
-            let started =
-                handshake(config, &format!("`{command}` started but"), handler.serve(process)).await;
+            let serving = async {
+                let served = handler.serve_with_lifecycle(process, attempt.lifecycle.clone()).await;
+                served.inspect_err(|e| attempt.saw(e))
+            };
+            let started = handshake(config, &format!("`{command}` started but"), serving).await;
             started.map(|service| Session { service, stderr: lines.clone(), stderr_read }).map_err(
                 |message| {
                     let tail = tail(&lines);
@@ -132,7 +181,7 @@ pub(crate) async fn start(config: &ServerConfig, handler: MountHandler) -> Resul
             )
         }
         Transport::Http { url, headers, ca_cert } => {
-            start_http(config, url, headers, ca_cert.as_deref(), handler).await
+            start_http(config, url, headers, ca_cert.as_deref(), handler, attempt).await
         }
     }
 }
@@ -160,6 +209,7 @@ async fn start_http(
     headers: &std::collections::BTreeMap<String, String>,
     ca_cert: Option<&std::path::Path>,
     handler: MountHandler,
+    attempt: &Attempt,
 ) -> Result<Session, String> {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -200,11 +250,12 @@ async fn start_http(
     {
         let client = super::oauth::BearerClient { inner: client, tokens: Arc::new(tokens) };
         let transport = StreamableHttpClientTransport::with_client(client, transport_config);
-        let serving = handler.serve(transport);
-        return finish_http(config, url, serving, &refusal).await;
+        let serving = handler.serve_with_lifecycle(transport, attempt.lifecycle.clone());
+        return finish_http(config, url, serving, &refusal, attempt).await;
     }
     let transport = StreamableHttpClientTransport::with_client(client, transport_config);
-    finish_http(config, url, handler.serve(transport), &refusal).await
+    let serving = handler.serve_with_lifecycle(transport, attempt.lifecycle.clone());
+    finish_http(config, url, serving, &refusal, attempt).await
 }
 
 /// Awaits the handshake of an HTTP server and makes it a session.
@@ -216,10 +267,12 @@ async fn finish_http(
         Output = Result<RunningService<RoleClient, MountHandler>, rmcp::service::ClientInitializeError>,
     >,
     refusal: &super::http_client::CertificateRefusal,
+    attempt: &Attempt,
 ) -> Result<Session, String> {
     let complete = std::sync::atomic::AtomicBool::new(false);
     let serving = async {
         serving.await.map_err(|error| {
+            attempt.saw(&error);
             let failure = describe_http(&error, config);
             complete.store(failure.complete, std::sync::atomic::Ordering::Relaxed);
             failure
@@ -343,6 +396,7 @@ async fn start_http(
     _headers: &std::collections::BTreeMap<String, String>,
     _ca_cert: Option<&std::path::Path>,
     _handler: MountHandler,
+    _attempt: &Attempt,
 ) -> Result<Session, String> {
     Err(format!(
         "it is an HTTP server ({url}), and this build mounts stdio servers only; build with the `mcp-http` feature of tool-runtime to mount it"

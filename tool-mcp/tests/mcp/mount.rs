@@ -51,6 +51,17 @@ async fn appears(path: &std::path::Path) -> bool {
     false
 }
 
+/// A server that speaks only revision 2026-07-28 refuses `initialize`; it is started again and
+/// reached with `server/discover`, and its tools are listed (every page) and called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_the_initialize_handshake_is_mounted_by_discovery() {
+    let (mount, dispatcher, _) = mounted(fixture("new").env("FIXTURE_ONLY_2026_07_28", "1")).await;
+    assert_eq!(mount.tools().len(), 9, "three pages of three");
+    let result = call(&dispatcher, "new__echo", json!({"text": "hi"})).await;
+    assert!(!result.output.is_error, "{}", result.output.text_content());
+    assert_eq!(result.output.text_content(), "hi");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_page_of_tools_is_mounted_with_its_spec() {
     let (mount, dispatcher, _) = mounted(fixture("fx")).await;
