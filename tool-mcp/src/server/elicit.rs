@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use rmcp::RoleServer;
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
-use rmcp::service::{ElicitationMode, Peer, ServiceError};
 use serde_json::Value;
 
 use tool_core::BoxFuture;
 use tool_core::{PermissionDecision, PermissionHook, PermissionKind, PermissionRequest};
 use tool_permissions::unanswered;
+
+use super::client_line::{AskFailure, ClientLine};
 
 /// How long the server waits for the client's user to answer a question unless configured.
 pub const DEFAULT_ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
@@ -23,7 +23,7 @@ const ALLOW: &str = "allow";
 
 /// Answers the asks of one call by asking its client's user.
 pub(crate) struct ClientAsker {
-    pub(crate) peer: Peer<RoleServer>,
+    pub(crate) line: ClientLine,
     pub(crate) timeout: Duration,
 }
 
@@ -37,14 +37,7 @@ impl ClientAsker {
     async fn ask(&self, request: &PermissionRequest) -> PermissionDecision {
         let asked_by = asked_by(request);
         let rule = asked_by.as_str();
-        if self.peer.peer_info().is_none() {
-            // No `initialize`: protocol 2026-07-28 or a stateless HTTP request, neither of which
-            // lets a server send requests to the client.
-            let why = "this MCP session cannot ask the client's user (it has no server-to-client requests)";
-            return PermissionDecision::Deny { reason: unanswered(rule, why) };
-        }
-        if !self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
-            let why = "this MCP client cannot ask its user (it did not declare the elicitation capability)";
+        if let Some(why) = self.line.elicitation_refusal() {
             return PermissionDecision::Deny { reason: unanswered(rule, why) };
         }
         let params = ElicitRequestParams::FormElicitationParams {
@@ -52,7 +45,7 @@ impl ClientAsker {
             message: question(request, rule),
             requested_schema: answer_schema(),
         };
-        let reason = match self.peer.create_elicitation_with_timeout(params, Some(self.timeout)).await {
+        let reason = match self.line.elicit(params, self.timeout).await {
             Ok(answer) => match answer.action {
                 ElicitationAction::Accept if approves(answer.content.as_ref()) => {
                     return PermissionDecision::Allow;
@@ -61,14 +54,17 @@ impl ClientAsker {
                 ElicitationAction::Decline => format!("the user declined it ({rule} asked them)"),
                 _ => format!("the user dismissed the question without allowing it ({rule} asked them)"),
             },
-            Err(ServiceError::Timeout { timeout }) => {
+            Err(AskFailure::Unavailable(why)) => {
+                return PermissionDecision::Deny { reason: unanswered(rule, &why) };
+            }
+            Err(AskFailure::Timeout(timeout)) => {
                 let why = format!(
                     "the MCP client's user did not answer within {}",
                     tool_core::words::duration(timeout)
                 );
                 return PermissionDecision::Deny { reason: unanswered(rule, &why) };
             }
-            Err(error) => {
+            Err(AskFailure::Refused(error) | AskFailure::Failed(error)) => {
                 let why = format!("asking the MCP client's user failed ({error})");
                 return PermissionDecision::Deny { reason: unanswered(rule, &why) };
             }

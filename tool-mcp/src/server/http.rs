@@ -392,6 +392,7 @@ impl McpServer {
             in_flight: self.in_flight.clone(),
             subscriptions: Arc::default(),
             tasks,
+            parked: Arc::default(),
             log_threshold: Arc::default(),
             _end: Some(Arc::new(end)),
         }

@@ -2,6 +2,7 @@
 
 mod announce;
 mod calls;
+mod client_line;
 mod elicit;
 #[cfg(feature = "http")]
 mod host_check;
@@ -21,6 +22,7 @@ mod pages;
 mod progress;
 mod question;
 pub(crate) mod resources;
+mod rounds;
 mod sampling;
 mod served;
 mod tasks;
@@ -58,12 +60,13 @@ use serde_json::Value;
 use tool_core::ContextSink;
 use tool_core::Registry;
 use tool_core::events::EventSink;
-use tool_core::{Arguments, ToolCall};
+use tool_core::{Arguments, ToolCall, ToolResult};
 use tool_core::{CallOptions, Dispatcher, DispatcherBuilder, RepeatGuard};
 use tool_providers::{DefinitionOptions, LoweringError};
 
 use announce::Listeners;
 use calls::InFlight;
+use client_line::ClientLine;
 use elicit::ClientAsker;
 use lines::LineTransport;
 use progress::ProgressForwarder;
@@ -240,6 +243,7 @@ impl McpServerBuilder {
             in_flight: Arc::new(InFlight::default()),
             subscriptions: Arc::default(),
             tasks: Arc::default(),
+            parked: Arc::default(),
             log_threshold: Arc::default(),
             _end: None,
         })
@@ -362,6 +366,9 @@ pub struct McpServer {
     subscriptions: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// This session's tasks, cancelled when the session ends.
     tasks: Arc<tasks::SessionTasks>,
+    /// The calls of this session that wait for their client's answers (revision 2026-07-28's
+    /// rounds), stopped when the session ends.
+    parked: Arc<rounds::ParkedCalls>,
     /// The lowest level of the log messages this session's client gets.
     log_threshold: Arc<progress::LogThreshold>,
     /// Over HTTP, ends the session (its tasks, its session state) when its last handle goes.
@@ -523,6 +530,7 @@ impl McpServer {
             in_flight,
             subscriptions: Arc::default(),
             tasks: Arc::default(),
+            parked: Arc::default(),
             log_threshold: Arc::default(),
             ..self
         };
@@ -580,6 +588,17 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let inner = &self.inner;
+        // The request's state names a call that waits for this client's answers: it goes on.
+        if let Some(state) = request.request_state.as_deref() {
+            let Some(call) = self.parked.resume(state, request.input_responses) else {
+                return Err(ErrorData::invalid_params(
+                    "no call waits under this requestState (it ended, or its client took too long to come back \
+                     with the answers): call the tool again",
+                    None,
+                ));
+            };
+            return Ok(self.next_round(call, &context).await);
+        }
         // Read once: the whole call runs on the registry it was looked up in.
         let dispatcher = served::current(&self.served).dispatcher.clone();
         let registry = dispatcher.registry();
@@ -602,37 +621,44 @@ impl McpServer {
         };
         let call_id =
             ["mcp-", itoa::Buffer::new().format(inner.next_call.fetch_add(1, Ordering::Relaxed))].concat();
+        let call = ToolCall { id: call_id, name: request.name.into_owned(), arguments };
+        // Only a client that declares the tasks extension (on this request, or at `initialize`)
+        // may be answered with a task, and only by a server that declares it.
+        let taker = (inner.config.capabilities.supports_tasks()
+            && context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks()))
+        .then(|| Arc::new(tasks::CallTaker::new(self.tasks.clone())));
+        let timeout = inner.elicitation_timeout;
+        // Without a session, revision 2026-07-28 and later ask the client in rounds: the call
+        // runs on while its request is answered with the questions.
+        let in_rounds = context.peer.peer_info().is_none()
+            && context.protocol_version().is_some_and(|version| !version.has_initialize());
+        if in_rounds {
+            let capabilities = context.client_capabilities();
+            let stop = CancellationToken::new();
+            let call = rounds::RoundCall::start(stop.clone(), move |line, sink| {
+                let line = ClientLine::Rounds { line, capabilities };
+                let options = call_options(&line, timeout, sink, taker.clone());
+                async move {
+                    let result = dispatcher.run_with(call, options, stop).await;
+                    answer(result, taker)
+                }
+            });
+            return Ok(self.next_round(call, &context).await);
+        }
         // The call's progress (with a progress token) and log messages go to this client.
         let progress = ProgressForwarder::new(
             context.meta.get_progress_token(),
             self.log_threshold.clone(),
             context.peer.clone(),
         );
-        let call = ToolCall { id: call_id, name: request.name.into_owned(), arguments };
-        let sink = Some(progress.clone() as Arc<dyn ContextSink>);
+        let line = ClientLine::Session(context.peer.clone());
+        let options = call_options(&line, timeout, progress.clone(), taker.clone());
         // rmcp gives each request a token of its own, a child of the one it cancels for
         // `notifications/cancelled`: cancelling it at a shutdown stops this call alone, and its
         // response still goes out.
         let cancel = context.ct.clone();
-        let asker = ClientAsker { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
         // The dispatcher's future holds the call's state on the heap: rmcp moves this future
         // several times on its way into the request's task, and each move is a copy.
-        let user = question::ClientUser { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
-        let mut options = CallOptions::default().asker(Arc::new(asker)).user(Arc::new(user));
-        options.sink = sink;
-        // Only a client that declares the tasks extension (on this request, or at `initialize`)
-        // may be answered with a task, and only by a server that declares it.
-        let taker = (inner.config.capabilities.supports_tasks()
-            && context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks()))
-        .then(|| Arc::new(tasks::CallTaker::new(self.tasks.clone())));
-        options.tasks = taker.clone().map(|taker| taker as Arc<dyn tool_core::handoff::TaskTaker>);
-        // A mounted server's `sampling/createMessage` reaches this client when it samples (and a
-        // request without a session gets a sampler that says why it cannot).
-        if sampling::ClientSampler::offered(&context.peer) {
-            let sampler =
-                sampling::ClientSampler { peer: context.peer.clone(), timeout: inner.elicitation_timeout };
-            options.sampler = Some(Arc::new(sampler));
-        }
         let run = Box::pin(dispatcher.run_with(call, options, cancel.clone()));
         let result = self.in_flight.run(&cancel, run).await;
         // Once the client stops sending, rmcp still delivers responses but no notifications:
@@ -642,10 +668,57 @@ impl McpServer {
             () = self.input_closed.cancelled() => {}
             () = cancel.cancelled() => {}
         }
-        if let Some(task) = taker.and_then(|taker| taker.created()) {
-            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+        Ok(answer(result, taker))
+    }
+
+    /// Runs a call in rounds until it ends, or asks its client something (the answer to this
+    /// request says what; the call waits, parked).
+    async fn next_round(
+        &self,
+        call: rounds::RoundCall,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let progress = ProgressForwarder::new(
+            context.meta.get_progress_token(),
+            self.log_threshold.clone(),
+            context.peer.clone(),
+        );
+        let cancel = context.ct.clone();
+        let round = self.parked.round(call, progress, &cancel, self.inner.elicitation_timeout);
+        match self.in_flight.run(&cancel, Box::pin(round)).await {
+            rounds::Round::Done(answer) => answer,
+            rounds::Round::Input(input) => CallToolResponse::InputRequired(input),
         }
-        Ok(crate::wire::call_tool_result(result.output).into())
+    }
+}
+
+/// The options of a call whose requests to its client go on `line`, whose progress goes to
+/// `sink`, and whose left work a task may take over.
+fn call_options(
+    line: &ClientLine,
+    timeout: Duration,
+    sink: Arc<dyn ContextSink>,
+    taker: Option<Arc<tasks::CallTaker>>,
+) -> CallOptions {
+    let asker = ClientAsker { line: line.clone(), timeout };
+    let user = question::ClientUser { line: line.clone(), timeout };
+    let mut options = CallOptions::default().asker(Arc::new(asker)).user(Arc::new(user));
+    options.sink = Some(sink);
+    options.tasks = taker.map(|taker| taker as Arc<dyn tool_core::handoff::TaskTaker>);
+    // A mounted server's `sampling/createMessage` reaches this client when it samples (and a
+    // request without a session gets a sampler that says why it cannot).
+    if line.offers_sampling() {
+        options.sampler = Some(Arc::new(sampling::ClientSampler { line: line.clone(), timeout }));
+    }
+    options
+}
+
+/// What a call's request is answered with: the task that took the call's work over, or its
+/// result.
+fn answer(result: ToolResult, taker: Option<Arc<tasks::CallTaker>>) -> CallToolResponse {
+    match taker.and_then(|taker| taker.created()) {
+        Some(task) => CallToolResponse::Task(CreateTaskResult::new(task)),
+        None => crate::wire::call_tool_result(result.output).into(),
     }
 }
 

@@ -3,17 +3,17 @@
 
 use std::time::Duration;
 
-use rmcp::RoleServer;
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
-use rmcp::service::{ElicitationMode, Peer, ServiceError};
 use serde_json::Value;
 
 use tool_core::BoxFuture;
 use tool_core::user_question::{UserAnswer, UserAsker};
 
+use super::client_line::{AskFailure, ClientLine};
+
 /// Answers the questions of one call by asking its client's user.
 pub(crate) struct ClientUser {
-    pub(crate) peer: Peer<RoleServer>,
+    pub(crate) line: ClientLine,
     pub(crate) timeout: Duration,
 }
 
@@ -25,15 +25,8 @@ impl UserAsker for ClientUser {
 
 impl ClientUser {
     async fn elicit(&self, message: &str, schema: &Value) -> Result<UserAnswer, String> {
-        if self.peer.peer_info().is_none() {
-            return Err(
-                "this MCP session cannot ask the client's user (it has no server-to-client requests)".into(),
-            );
-        }
-        if !self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
-            return Err(
-                "this MCP client cannot ask its user (it did not declare the elicitation capability)".into(),
-            );
+        if let Some(why) = self.line.elicitation_refusal() {
+            return Err(why.to_owned());
         }
         let requested_schema: ElicitationSchema = serde_json::from_value(schema.clone())
             .map_err(|error| format!("the question's form is not one MCP clients can show ({error})"))?;
@@ -42,7 +35,7 @@ impl ClientUser {
             message: message.to_owned(),
             requested_schema,
         };
-        match self.peer.create_elicitation_with_timeout(params, Some(self.timeout)).await {
+        match self.line.elicit(params, self.timeout).await {
             Ok(answer) => Ok(match answer.action {
                 ElicitationAction::Accept => UserAnswer::Accept(match answer.content {
                     Some(Value::Object(content)) => content,
@@ -51,11 +44,14 @@ impl ClientUser {
                 ElicitationAction::Decline => UserAnswer::Decline,
                 _ => UserAnswer::Cancel,
             }),
-            Err(ServiceError::Timeout { timeout }) => Err(format!(
+            Err(AskFailure::Unavailable(why)) => Err(why),
+            Err(AskFailure::Timeout(timeout)) => Err(format!(
                 "the MCP client's user did not answer within {}",
                 tool_core::words::duration(timeout)
             )),
-            Err(error) => Err(format!("asking the MCP client's user failed ({error})")),
+            Err(AskFailure::Refused(why) | AskFailure::Failed(why)) => {
+                Err(format!("asking the MCP client's user failed ({why})"))
+            }
         }
     }
 }

@@ -9,7 +9,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, ElicitationCapability, ErrorData, Implementation, ProtocolVersion,
 };
-use rmcp::service::{RequestContext, RunningService};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tool_runtime::mcp_server::McpServer;
@@ -48,12 +48,14 @@ enum Answer {
 struct User {
     answer: Answer,
     declares_elicitation: bool,
+    /// Speaks revision 2026-07-28: no session, the server's questions come in rounds.
+    sessionless: bool,
     asked: Arc<Mutex<Vec<ElicitRequestParams>>>,
 }
 
 impl User {
     fn new(answer: Answer) -> Self {
-        User { answer, declares_elicitation: true, asked: Arc::default() }
+        User { answer, declares_elicitation: true, sessionless: false, asked: Arc::default() }
     }
 
     fn questions(&self) -> Vec<(String, Value)> {
@@ -78,9 +80,11 @@ impl ClientHandler for User {
         } else {
             ClientCapabilities::default()
         };
-        // The last revision with server-to-client requests: 2026-07-28 has none.
+        // The last revision with server-to-client requests, unless in rounds: 2026-07-28 has
+        // none.
         let mut config = ClientConfig::new(capabilities, Implementation::new("asked-user", "1.0"));
-        config.protocol_version = ProtocolVersion::V_2025_11_25;
+        config.protocol_version =
+            if self.sessionless { ProtocolVersion::V_2026_07_28 } else { ProtocolVersion::V_2025_11_25 };
         config
     }
 
@@ -118,6 +122,11 @@ async fn serve(user: &User, policy: Policy, timeout: Option<Duration>) -> Runnin
     let server = server.build().unwrap();
     let (server_io, client_io) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move { server.serve(server_io).await });
+    if user.sessionless {
+        let discover =
+            ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+        return user.clone().serve_with_lifecycle(client_io, discover).await.expect("discover");
+    }
     user.clone().serve(client_io).await.expect("initialize")
 }
 
@@ -258,6 +267,11 @@ async fn serve_default(user: &User) -> RunningService<RoleClient, User> {
     let server = McpServer::builder(Dispatcher::builder(registry)).build().unwrap();
     let (server_io, client_io) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move { server.serve(server_io).await });
+    if user.sessionless {
+        let discover =
+            ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+        return user.clone().serve_with_lifecycle(client_io, discover).await.expect("discover");
+    }
     user.clone().serve(client_io).await.expect("initialize")
 }
 
@@ -311,4 +325,100 @@ async fn an_escalation_refused_for_want_of_elicitation_names_the_sandbox_not_a_r
     );
     assert!(!text.contains("permission rule"), "{text}");
     client.cancel().await.unwrap();
+}
+
+/// Revision 2026-07-28 has no session to send a question in: the call's result asks for the
+/// answer (`input_required`), rmcp's client answers and calls again, and the call goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_session_the_question_comes_in_rounds() {
+    let mut user = User::new(Answer::Give(ElicitationAction::Accept, Some(json!({"allow": true}))));
+    user.sessionless = true;
+    let client = serve(&user, policy(), None).await;
+    let version = client.peer().peer_info().map(|info| info.protocol_version.clone());
+    assert_eq!(version, Some(ProtocolVersion::V_2026_07_28));
+    let (failed, text) = call(&client, "run", json!({"command": "rm -r build"})).await;
+    assert!(!failed, "{text}");
+    assert_eq!(text, "ran rm -r build");
+    // Two calls, each asked once (`echo` asks as a whole call).
+    let (failed, text) = call(&client, "echo", json!({"text": "twice"})).await;
+    assert_eq!((failed, text.as_str()), (false, "twice"));
+    let questions = user.questions();
+    assert_eq!(questions.len(), 2, "{questions:?}");
+    assert!(questions[0].0.contains(RM_RULE), "{}", questions[0].0);
+    client.cancel().await.unwrap();
+
+    let mut user = User::new(Answer::Give(ElicitationAction::Decline, None));
+    user.sessionless = true;
+    let client = serve(&user, policy(), None).await;
+    let (failed, text) = call(&client, "run", json!({"command": "rm -r build"})).await;
+    assert!(failed && text.contains("the user declined it"), "{text}");
+    client.cancel().await.unwrap();
+
+    let mut user = User::new(Answer::Give(ElicitationAction::Accept, None));
+    (user.sessionless, user.declares_elicitation) = (true, false);
+    let client = serve(&user, policy(), None).await;
+    let (failed, text) = call(&client, "run", json!({"command": "rm -r build"})).await;
+    assert!(failed && text.contains("did not declare the elicitation capability"), "{text}");
+    client.cancel().await.unwrap();
+}
+
+/// What a client sends in rounds, written out: the request state names a parked call once, a
+/// state nobody issued is refused, and a call whose client does not come back in time is given
+/// up (its question answered with that) and its state refused after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_state_is_used_once_and_a_call_not_come_back_to_is_given_up() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let registry = Registry::builder().with_inventory().allow(["run", "echo"]).build().unwrap();
+    let server = McpServer::builder(Dispatcher::builder(registry).policy(policy()))
+        .elicitation_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move { server.serve(server_io).await });
+    let (reader, mut writer) = tokio::io::split(client_io);
+    let mut lines = BufReader::new(reader).lines();
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+                      "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}});
+    let mut next_id = 0;
+    let mut call = async |params: Value| -> Value {
+        next_id += 1;
+        let mut params = params;
+        params["_meta"] = meta.clone();
+        let request = json!({"jsonrpc": "2.0", "id": next_id, "method": "tools/call", "params": params});
+        writer.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+        loop {
+            let message: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            if message["id"] == next_id {
+                return message;
+            }
+        }
+    };
+    let first = call(json!({"name": "run", "arguments": {"command": "rm -r build"}})).await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    assert_eq!(result["inputRequests"]["q1"]["method"], "elicitation/create", "{first}");
+    assert!(result["inputRequests"]["q1"]["params"]["message"].as_str().unwrap().contains(RM_RULE));
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    assert_eq!(state.len(), 32, "128 random bits: {state}");
+
+    let answers = json!({"q1": {"action": "accept", "content": {"allow": true}}});
+    let retry = json!({"name": "run", "arguments": {"command": "rm -r build"}, "requestState": state, "inputResponses": answers});
+    let done = call(retry.clone()).await;
+    assert_eq!(done["result"]["content"][0]["text"], "ran rm -r build", "{done}");
+    // Used: the same state again names nothing.
+    let again = call(retry).await;
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+    assert!(again["error"]["message"].as_str().unwrap().contains("no call waits under this requestState"));
+    let forged = call(json!({"name": "run", "requestState": "0".repeat(32), "inputResponses": {}})).await;
+    assert_eq!(forged["error"]["code"], -32602, "{forged}");
+
+    // Not come back to within the elicitation time limit: given up.
+    let asked = call(json!({"name": "run", "arguments": {"command": "rm -r dist"}})).await;
+    let state = asked["result"]["requestState"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let late =
+        call(json!({"name": "run", "requestState": state, "inputResponses": {"q1": {"action": "accept"}}}))
+            .await;
+    assert_eq!(late["error"]["code"], -32602, "{late}");
 }

@@ -111,6 +111,15 @@ fn a_mounted_servers_sampling_reaches_the_python_clients_model() {
     run_script("sampling.py", &[fixture.to_str().unwrap()]);
 }
 
+/// Revision 2026-07-28 (the SDK's default mode) has no sessions: questions and sampling come to
+/// the client in rounds, on stdio and over HTTP.
+#[test]
+fn without_a_session_the_python_client_is_asked_in_rounds() {
+    let fixture = common::resources_fixture();
+    run_script("rounds.py", &[fixture.to_str().unwrap(), "stdio"]);
+    run_script("rounds.py", &[fixture.to_str().unwrap(), "http"]);
+}
+
 #[test]
 fn ask_user_reaches_the_python_clients_user_directly_and_through_a_mount() {
     run_script("ask_user.py", &[]);

@@ -447,6 +447,13 @@ fn on_protocol_2026_07_28_the_extension_is_declared_per_request() {
 
 /// Posts one JSON-RPC request of revision 2026-07-28 (its `_meta` and headers as the revision
 /// asks, the tasks extension declared) and returns its answer.
+/// A 2026-07-28 request's `_meta`, with the client's `capabilities`.
+fn meta(capabilities: Value) -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}})
+}
+
 async fn post_2026(
     http: &reqwest::Client,
     url: &str,
@@ -455,9 +462,9 @@ async fn post_2026(
     name: Option<&str>,
     mut params: Value,
 ) -> Value {
-    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}});
+    if params.get("_meta").is_none() {
+        params["_meta"] = meta(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}));
+    }
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     let mut request = http
         .post(url)
@@ -510,11 +517,12 @@ async fn over_http_on_2026_07_28_a_task_outlives_the_request_that_made_it() {
     server.stop("TERM");
 }
 
-/// On 2026-07-28 a mounted server's request for a completion cannot reach the client (the
-/// revision has no requests from a server to its client): the tool's answer says so, rather
-/// than that the client does not sample.
+/// On 2026-07-28, which has no requests from a server to its client, a mounted server's request
+/// for a completion comes to the client in rounds: the call's result asks for it
+/// (`input_required`), and the call goes on once the client calls again with the completion. A
+/// client that does not sample is told so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn over_http_on_2026_07_28_a_mounted_servers_sampling_is_refused_saying_why() {
+async fn over_http_on_2026_07_28_a_mounted_servers_sampling_comes_to_the_client_in_rounds() {
     let fx = Fixture::new();
     let config = fx.dir.path().join("mcp.json");
     let fixture = common::resources_fixture();
@@ -526,9 +534,26 @@ async fn over_http_on_2026_07_28_a_mounted_servers_sampling_is_refused_saying_wh
     let server = common::HttpServer::start(&fx, &["--mcp-config", config.to_str().unwrap()]);
     common::install_tls_provider();
     let http = reqwest::Client::new();
-    let params = json!({"name": "fx__ask_model", "arguments": {"question": "6 x 7?"}});
-    let answer = post_2026(&http, &server.url, 1, "tools/call", Some("fx__ask_model"), params).await;
-    let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
-    assert!(text.contains("no session in which a server may send its client requests"), "{answer}");
+    let sampling = json!({"sampling": {}});
+    let mut params = json!({"name": "fx__ask_model", "arguments": {"question": "6 x 7?"}});
+    params["_meta"] = meta(sampling.clone());
+    let asked = post_2026(&http, &server.url, 1, "tools/call", Some("fx__ask_model"), params).await;
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let request = &asked["result"]["inputRequests"]["q1"];
+    assert_eq!(request["method"], "sampling/createMessage", "{asked}");
+    assert_eq!(request["params"]["messages"][0]["content"]["text"], "6 x 7?", "{asked}");
+    let state = asked["result"]["requestState"].clone();
+    let completion = json!({"role": "assistant", "content": {"type": "text", "text": "42"}, "model": "raw"});
+    let mut retry = json!({"name": "fx__ask_model", "arguments": {"question": "6 x 7?"},
+        "requestState": state, "inputResponses": {"q1": completion}});
+    retry["_meta"] = meta(sampling);
+    let answered = post_2026(&http, &server.url, 2, "tools/call", Some("fx__ask_model"), retry).await;
+    assert_eq!(answered["result"]["content"][0]["text"], "the model (raw) said: 42", "{answered}");
+
+    let mut params = json!({"name": "fx__ask_model", "arguments": {"question": "6 x 7?"}});
+    params["_meta"] = meta(json!({}));
+    let refused = post_2026(&http, &server.url, 3, "tools/call", Some("fx__ask_model"), params).await;
+    let text = refused["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    assert!(text.contains("does not sample (it did not declare the sampling capability)"), "{refused}");
     server.stop("TERM");
 }
