@@ -845,6 +845,19 @@ impl ServerHandler for McpServer {
         self.subscribe_now(&request.uri, true, &context.peer).await
     }
 
+    /// Revision 2026-07-28's streams of changes: a client gets what it asks for of what this
+    /// server declared.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.listen_now(context).await
+    }
+
     #[allow(deprecated)]
     async fn unsubscribe(
         &self,

@@ -120,6 +120,16 @@ fn without_a_session_the_python_client_is_asked_in_rounds() {
     run_script("rounds.py", &[fixture.to_str().unwrap(), "http"]);
 }
 
+/// Revision 2026-07-28's `subscriptions/listen`: a mounted server's changes reach the streams
+/// that asked for them, on stdio and over HTTP.
+#[test]
+fn the_python_client_listens_to_a_mounted_servers_changes() {
+    let (resources, tools) = (common::resources_fixture(), common::tools_fixture());
+    for transport in ["stdio", "http"] {
+        run_script("listen.py", &[resources.to_str().unwrap(), tools.to_str().unwrap(), transport]);
+    }
+}
+
 #[test]
 fn ask_user_reaches_the_python_clients_user_directly_and_through_a_mount() {
     run_script("ask_user.py", &[]);

@@ -4,31 +4,15 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{Fixture, HttpServer, TOOLS, install_tls_provider};
+use common::{Fixture, HttpServer, install_tls_provider};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::NotificationContext;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::json;
-
-/// The fixture server, built next to `tools` (a binary of another package is not built for
-/// this one's tests, so it is built here when missing).
-fn fixture_server() -> PathBuf {
-    let path = Path::new(TOOLS).with_file_name("mcp-fixture-server");
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "-p", "tool-mcp", "--bin", "mcp-fixture-server"])
-            .status()
-            .expect("run cargo to build the fixture server");
-        assert!(status.success(), "cannot build tool-mcp's mcp-fixture-server");
-    }
-    assert!(path.exists(), "no fixture server at {}", path.display());
-    path
-}
 
 /// A client that forwards each `notifications/tools/list_changed` it receives.
 #[derive(Clone)]
@@ -43,7 +27,7 @@ impl ClientHandler for ListWatcher {
 /// An `mcpServers` file in the fixture mounting the fixture server as `fx`.
 fn mount_fixture(fx: &Fixture) -> PathBuf {
     let config = fx.dir.path().join("mcp.json");
-    let server = fixture_server();
+    let server = common::tools_fixture();
     let text = json!({"mcpServers": {"fx": {"command": server.to_str().unwrap()}}});
     std::fs::write(&config, text.to_string()).unwrap();
     config

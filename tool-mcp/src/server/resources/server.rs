@@ -9,7 +9,7 @@ use rmcp::model::{
     CompleteRequestParams, CompleteResult, ErrorData, GetPromptRequestParams, GetPromptResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PromptMessage,
     ReadResourceRequestParams, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
-    ServerCapabilities,
+    ServerCapabilities, ServerNotification,
 };
 use rmcp::service::Peer;
 
@@ -150,18 +150,46 @@ impl McpServer {
             for peer in self.inner.listeners.live() {
                 let _ = peer.notify_resource_list_changed().await;
             }
+            let changed = || ServerNotification::ResourceListChangedNotification(Default::default());
+            self.inner.listeners.to_streams(changed).await;
         }
         if announced(capabilities.prompts.as_ref().and_then(|p| p.list_changed)) {
             for peer in self.inner.listeners.live() {
                 let _ = peer.notify_prompt_list_changed().await;
             }
+            let changed = || ServerNotification::PromptListChangedNotification(Default::default());
+            self.inner.listeners.to_streams(changed).await;
         }
     }
 
     /// Sends `notifications/resources/updated` for `uri` to every session that subscribed to it
-    /// (`resources/subscribe`) and is still connected; returns how many it reached.
+    /// (`resources/subscribe`) and is still connected, and on every listen stream that names it
+    /// (revision 2026-07-28); returns how many it reached.
     pub async fn announce_resource_updated(&self, uri: &str) -> usize {
-        self.inner.subscribers.updated(uri).await
+        let updated = || {
+            let param = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
+            ServerNotification::ResourceUpdatedNotification(rmcp::model::Notification::new(param))
+        };
+        let streams = self.inner.listeners.to_streams(updated).await;
+        self.inner.subscribers.updated(uri).await + streams
+    }
+
+    /// Serves one `subscriptions/listen` stream until its client ends it: the changes it asked
+    /// for (and the server declared) go on it, and the resources it names are subscribed to
+    /// where they come from (a mounted server's).
+    pub(crate) async fn listen_now(
+        &self,
+        context: rmcp::service::SubscriptionContext,
+    ) -> Result<(), ErrorData> {
+        let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
+        for uri in &uris {
+            // One that cannot be subscribed to where it comes from is still told of by
+            // `announce_resource_updated`.
+            let _ = self.resources_and_prompts().subscribe(uri, true).await;
+        }
+        let _listening = self.inner.listeners.listen(context.sink().clone());
+        context.cancelled().await;
+        Ok(())
     }
 
     pub(crate) async fn list_resources_now(

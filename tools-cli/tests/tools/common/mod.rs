@@ -171,18 +171,28 @@ pub(crate) fn unknown_tool_message(name: &str) -> String {
     registry().unknown_tool(name).message().to_owned()
 }
 
-/// The resources fixture server, built next to `tools` (a binary of another package is not
-/// built for this one's tests, so it is built here when missing).
+/// The resources fixture server (tool-mcp's `mcp-resources-server`).
 pub(crate) fn resources_fixture() -> std::path::PathBuf {
-    let path = std::path::Path::new(TOOLS).with_file_name("mcp-resources-server");
+    tool_mcp_fixture("mcp-resources-server")
+}
+
+/// The tools fixture server (tool-mcp's `mcp-fixture-server`: echo, progress, `add_tool`, ...).
+pub(crate) fn tools_fixture() -> std::path::PathBuf {
+    tool_mcp_fixture("mcp-fixture-server")
+}
+
+/// A fixture server of tool-mcp, built next to `tools` (a binary of another package is not
+/// built for this one's tests, so it is built here when missing).
+fn tool_mcp_fixture(name: &str) -> std::path::PathBuf {
+    let path = std::path::Path::new(TOOLS).with_file_name(name);
     if !path.exists() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let status = std::process::Command::new(cargo)
-            .args(["build", "-p", "tool-mcp", "--bin", "mcp-resources-server"])
+            .args(["build", "-p", "tool-mcp", "--bin", name])
             .status()
-            .expect("run cargo to build the resources fixture server");
-        assert!(status.success(), "cannot build tool-mcp's mcp-resources-server");
+            .expect("run cargo to build a fixture server");
+        assert!(status.success(), "cannot build tool-mcp's {name}");
     }
-    assert!(path.exists(), "no resources fixture server at {}", path.display());
+    assert!(path.exists(), "no fixture server at {}", path.display());
     path
 }

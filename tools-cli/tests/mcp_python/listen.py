@@ -1,0 +1,94 @@
+"""Revision 2026-07-28's `subscriptions/listen`, with the official MCP Python SDK in its default
+mode: a client opens a stream of the changes it asks for, and `tools serve` sends on it what
+its mounted server reports (a resource updated, its resources and prompts changed, its tools
+changed), over stdio and over HTTP.
+
+Usage: python listen.py TOOLS_BINARY WORKSPACE RESOURCES_FIXTURE TOOLS_FIXTURE TRANSPORT
+Prints one line per check and exits non-zero on the first failure.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
+
+from checks import check
+
+WATCHED = "test://watched-resource"
+
+
+async def main(tools, workspace, resources_fixture, tools_fixture, transport):
+    mounts = os.path.join(workspace, "..", "listen-mounts.json")
+    with open(mounts, "w") as out:
+        json.dump({"mcpServers": {"res": {"command": resources_fixture}, "fx": {"command": tools_fixture}}}, out)
+    args = ["serve", "--root", workspace, "--no-settings", "--mcp-config", mounts]
+    if transport == "stdio":
+        params = StdioServerParameters(command=tools, args=args, cwd=workspace)
+        await drive(lambda: Client(params, mode="auto", read_timeout_seconds=60))
+    else:
+        server = subprocess.Popen([tools, *args, "--http", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+        try:
+            line = server.stdout.readline().strip()
+            url = line.removeprefix("tools serve: listening on ")
+            check(url.startswith("http://"), f"server announced {line!r}")
+            await drive(lambda: Client(streamable_http_client(url), mode="auto", read_timeout_seconds=60))
+        finally:
+            server.send_signal(signal.SIGTERM)
+            code = server.wait(timeout=30)
+        check(code == 0, f"the server exited with {code} on SIGTERM")
+    print(f"passed: listen over {transport}", flush=True)
+
+
+async def next_event(subscription):
+    with anyio.fail_after(30):
+        return await subscription.__anext__()
+
+
+async def drive(connect):
+    async with connect() as client:
+        check(client.protocol_version == "2026-07-28", f"negotiated {client.protocol_version}")
+        async with client.listen(
+            tools_list_changed=True,
+            resources_list_changed=True,
+            prompts_list_changed=True,
+            resource_subscriptions=[WATCHED],
+        ) as subscription:
+            honored = subscription.honored
+            check(honored.tools_list_changed and honored.resources_list_changed, f"acknowledged: {honored!r}")
+            check(honored.resource_subscriptions == [WATCHED], f"with the resource: {honored!r}")
+
+            touched = await client.call_tool("res__touch_watched", {})
+            check(not touched.is_error, "the mounted server changed the resource")
+            event = await next_event(subscription)
+            check(isinstance(event, ResourceUpdated) and event.uri == WATCHED, f"told of the update: {event!r}")
+
+            added = await client.call_tool("res__add_note", {"name": "later"})
+            check(not added.is_error, "the mounted server added a resource and a prompt")
+            events = {type(await next_event(subscription)) for _ in range(2)}
+            check(events == {ResourcesListChanged, PromptsListChanged}, f"told of both lists: {events!r}")
+
+            extra = await client.call_tool("fx__add_tool", {})
+            check(not extra.is_error, "the other mounted server added a tool")
+            event = await next_event(subscription)
+            check(isinstance(event, ToolsListChanged), f"told of the tool list: {event!r}")
+            listed = [tool.name for tool in (await client.list_tools()).tools]
+            check("fx__extra" in listed, "and the new tool is listed")
+
+        # Only what was asked for: a stream for tools alone hears nothing of resources.
+        async with client.listen(tools_list_changed=True) as subscription:
+            check(not subscription.honored.resource_subscriptions, "a stream for tools only")
+            await client.call_tool("res__touch_watched", {})
+            with anyio.move_on_after(1) as waited:
+                event = await subscription.__anext__()
+                check(False, f"told of what it did not ask for: {event!r}")
+            check(waited.cancelled_caught, "hears nothing of a resource it did not name")
+
+
+if __name__ == "__main__":
+    anyio.run(main, *sys.argv[1:6])
