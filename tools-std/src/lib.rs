@@ -123,11 +123,11 @@ mod tests {
         }
     }
 
-    /// Clients such as opencode keep the first 2000 lines and 50 KiB of a result: with the
-    /// default limits, a truncated output's notice (with this crate's read hint) is within both,
-    /// whichever end is kept.
+    /// Clients keep the first 2000 lines and 48,000 bytes of a result (opencode; Claude Code keeps
+    /// 50,000 characters): with the default limits, a truncated output's notice (with this
+    /// crate's read hint) is within both, whichever end is kept.
     #[test]
-    fn the_truncation_notice_is_within_2000_lines_and_50_kib() {
+    fn the_truncation_notice_is_within_2000_lines_and_the_result_budget() {
         use tool_runtime::spec::TruncationDirection::{Head, Middle, Tail};
         use tool_runtime::truncate::{TruncationLimits, truncate_text};
         for (lines, width) in [(1999, 1), (2000, 1), (2001, 1), (5000, 1), (5000, 80), (100, 4000)] {
@@ -140,9 +140,10 @@ mod tests {
                 let shown = truncated.into_text_with_hint(&read_hint());
                 let what = format!("{lines} lines of {width}, {direction:?}");
                 assert!(shown.lines().count() <= 2000, "{what}: {} lines", shown.lines().count());
-                assert!(shown.len() <= 50 * 1024, "{what}: {} bytes", shown.len());
+                let budget = tool_runtime::truncate::RESULT_BUDGET_BYTES;
+                assert!(shown.len() <= budget, "{what}: {} bytes", shown.len());
                 assert_eq!(shown.contains("tool_output_read(ref="), cut, "{what}");
-                assert_eq!(cut, lines > 1990 || (width + 1) * lines > 50 * 1024 - 768, "{what}");
+                assert_eq!(cut, lines > 1990 || (width + 1) * lines > budget - 768, "{what}");
             }
         }
     }

@@ -285,7 +285,7 @@ impl DispatcherBuilder {
         self
     }
 
-    /// The truncation limits of tools whose policy sets none (default: 1990 lines, 50432 bytes,
+    /// The truncation limits of tools whose policy sets none (default: 1990 lines, 47232 bytes,
     /// keep the head).
     pub fn truncation_defaults(mut self, limits: TruncationLimits) -> Self {
         self.config.truncation = limits;

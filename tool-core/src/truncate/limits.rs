@@ -9,10 +9,15 @@ use crate::spec::{TruncationDirection, TruncationPolicy};
 /// included).
 pub const DEFAULT_MAX_LINES: usize = 1990;
 
-/// Default maximum number of bytes kept: 50 KiB less the most a notice adds
+/// What a tool result may take in all, its notice included: 48,000 bytes, less than the
+/// 50,000 characters Claude Code keeps of an MCP tool result (it saves a longer one to a file
+/// and shows its model a 2 KB preview, without the notice) and the 51,200 bytes opencode keeps.
+pub const RESULT_BUDGET_BYTES: usize = 48_000;
+
+/// Default maximum number of bytes kept: [`RESULT_BUDGET_BYTES`] less the most a notice adds
 /// ([`NOTICE_OVERHEAD_MAX_BYTES`](super::NOTICE_OVERHEAD_MAX_BYTES)), so that the kept text and
-/// its notice fit in 50 KiB, the byte budget of those clients.
-pub const DEFAULT_MAX_BYTES: usize = 50 * 1024 - super::notice::NOTICE_OVERHEAD_MAX_BYTES;
+/// its notice fit in the budget of those clients.
+pub const DEFAULT_MAX_BYTES: usize = RESULT_BUDGET_BYTES - super::notice::NOTICE_OVERHEAD_MAX_BYTES;
 
 /// Bytes per token in [`TruncationLimits::with_max_tokens`]: the estimate codex uses, which
 /// holds well enough for English text and code.
@@ -30,7 +35,7 @@ pub struct TruncationLimits {
 }
 
 impl Default for TruncationLimits {
-    /// 1990 lines, 50432 bytes, head.
+    /// 1990 lines, 47232 bytes, head.
     fn default() -> Self {
         TruncationLimits {
             max_lines: DEFAULT_MAX_LINES,
@@ -105,12 +110,12 @@ mod tests {
     #[test]
     fn default_limits_and_policy_overrides() {
         let defaults = TruncationLimits::default();
-        assert_eq!(defaults, limits(1990, 50432, Head));
+        assert_eq!(defaults, limits(1990, 47232, Head));
         assert_eq!(defaults.with_policy(&TruncationPolicy::default()), defaults);
         let policy =
             TruncationPolicy { enabled: true, max_lines: Some(5), max_bytes: None, direction: Some(Tail) };
-        assert_eq!(defaults.with_policy(&policy), limits(5, 50432, Tail));
-        assert_eq!(defaults.with_policy(&policy).with_policy(&policy), limits(5, 50432, Tail));
+        assert_eq!(defaults.with_policy(&policy), limits(5, 47232, Tail));
+        assert_eq!(defaults.with_policy(&policy).with_policy(&policy), limits(5, 47232, Tail));
         let policy =
             TruncationPolicy { enabled: true, max_lines: None, max_bytes: Some(10), direction: None };
         assert_eq!(limits(7, 100, Middle).with_policy(&policy), limits(7, 10, Middle));

@@ -25,7 +25,9 @@ mod utf8;
 pub use cut::count_lines;
 pub use document::{OutputCut, cut_output, truncate_output};
 pub use info::{KeptRange, LinePart, METADATA_KEY, TruncatedBy, TruncationInfo, mark_truncated};
-pub use limits::{BYTES_PER_TOKEN, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationLimits};
+pub use limits::{
+    BYTES_PER_TOKEN, DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, RESULT_BUDGET_BYTES, TruncationLimits,
+};
 pub use notice::{NOTICE_OVERHEAD_MAX_BYTES, REFERENCE_MAX_BYTES, ReadHint, ReadHintError, append_notice};
 pub use stream::TruncationStream;
 pub use utf8::Utf8Decoder;

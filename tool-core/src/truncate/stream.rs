@@ -234,10 +234,15 @@ mod tests {
                 stream.push_bytes(chunk);
                 peak = peak.max(retained(&stream));
             }
-            // The whole text while it fits (51200 bytes, plus the chunk that went over), then
+            // The whole text while it fits (one budget, plus the chunk that went over), then
             // about one budget (one byte more) at each kept end.
-            assert!(peak <= 51_200 + 64 * 1024 + 7, "{direction:?}: {peak}");
-            assert!(retained(&stream) <= 2 * 51_201 + TAIL_SLACK, "{direction:?}: {}", retained(&stream));
+            let budget = limits.max_bytes;
+            assert!(peak <= budget + 64 * 1024 + 7, "{direction:?}: {peak}");
+            assert!(
+                retained(&stream) <= 2 * (budget + 1) + TAIL_SLACK,
+                "{direction:?}: {}",
+                retained(&stream)
+            );
             let cut = stream.finish();
             assert_eq!(cut, crate::truncate::truncate_text(&text, &limits), "{direction:?}");
         }

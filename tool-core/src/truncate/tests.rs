@@ -410,7 +410,7 @@ fn output_is_saved_noticed_and_recorded() {
             "truncated_by": "lines",
             "direction": "head",
             "max_lines": 3,
-            "max_bytes": 50432,
+            "max_bytes": 47232,
             "total_lines": 10,
             "total_bytes": 71,
             "kept_lines": 3,

@@ -1201,7 +1201,7 @@ async fn the_limits_in_force_reach_the_tool_through_its_context() {
     // Without a dispatcher, the tool's own settings still apply over the context's limits.
     let registry = registry(tools());
     let out = registry.call("own", "{}", ToolContext::builder("own").build()).await.unwrap();
-    assert_eq!(out.text_content(), "3 50432 Middle");
+    assert_eq!(out.text_content(), "3 47232 Middle");
     let ctx =
         ToolContext::builder("plain").truncation(TruncationLimits::new(7, 70, TruncationDirection::Tail));
     let out = registry.call("plain", "{}", ctx.build()).await.unwrap();

@@ -999,7 +999,7 @@ mod tests {
         let (head, rest) = view.split_once("\n[... ").unwrap();
         let (cut, tail) = rest.split_once(" bytes cut ...]\n").unwrap();
         assert!(head.starts_with("beginxxx") && tail.ends_with("xxxend"));
-        // Half of the default byte budget each (50 KiB less the notice's bound).
+        // Half of the default byte budget each (the result budget less the notice's bound).
         let half = tool_runtime::truncate::DEFAULT_MAX_BYTES / 2;
         assert!(head.len() <= half && head.len() > half - 10 && tail.len() <= half && tail.len() > half - 10);
         assert_eq!(cut.parse::<usize>().unwrap(), 3000008 - head.len() - tail.len());

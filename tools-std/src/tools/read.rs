@@ -16,7 +16,7 @@ use crate::text::{SNIFF_BYTES, image_mime, looks_binary, plural, similar_names};
 /// Lines longer than this many characters are cut.
 pub const MAX_LINE_CHARS: usize = 2000;
 /// At most this many bytes of numbered lines are returned per call.
-pub const MAX_OUTPUT_BYTES: usize = 50 * 1024 - 256;
+pub const MAX_OUTPUT_BYTES: usize = tool_runtime::truncate::RESULT_BUDGET_BYTES - 256;
 /// Images larger than this are refused.
 pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 /// Bytes of one line kept in memory: enough for [`MAX_LINE_CHARS`] characters of any width.
@@ -27,7 +27,7 @@ const LINE_BYTES_KEPT: usize = MAX_LINE_CHARS * 4 + 4;
 /// `path` is relative to the workspace root (an absolute path works too; a path outside the
 /// workspace needs the user's permission). Text comes back one line per line: the line number,
 /// a tab, then the line. A call shows at most `limit` lines (default 1990) starting at line
-/// `offset` (default 1), at most 50 KiB in total; lines longer than 2000 characters are cut,
+/// `offset` (default 1), at most 47 KB in total; lines longer than 2000 characters are cut,
 /// and the mark gives the `char_offset` that reads on in that line. When the file goes on, the
 /// output ends with
 /// `[showing lines a-b of N; use offset=c to continue]`: call `read` again with that offset to
@@ -350,7 +350,7 @@ impl Page {
         }
         let mut text = self.text;
         if self.last < self.total {
-            let why = if self.hit_byte_limit { " (the 50 KiB output limit was reached)" } else { "" };
+            let why = if self.hit_byte_limit { " (the 47 KB output limit was reached)" } else { "" };
             text.push_str(&format!(
                 "\n[showing lines {}-{} of {}{why}; use offset={} to continue]",
                 self.first,
@@ -604,32 +604,33 @@ mod tests {
         assert_eq!(out.metadata["total_lines"], json!(2500));
     }
 
-    /// Clients such as opencode keep the first 2000 lines and 50 KiB of a result: the
-    /// continuation notice is within both, whatever the file's length.
+    /// Clients keep the first 2000 lines and 48,000 bytes of a result (opencode; Claude Code keeps
+    /// 50,000 characters): the continuation notice is within both, whatever the file's length.
     #[tokio::test]
-    async fn the_continuation_is_within_2000_lines_and_50_kib() {
+    async fn the_continuation_is_within_2000_lines_and_the_result_budget() {
         let fx = Fixture::new();
         for (lines, width) in [(1999, 1), (2000, 1), (2001, 1), (5000, 1), (5000, 40), (3000, 1999)] {
             fx.write("big.txt", format!("{}\n", "x".repeat(width)).repeat(lines));
             let text = fx.call("read", json!({"path": "big.txt"})).await.unwrap().text_content();
             assert!(text.lines().count() <= 2000, "{lines} lines of {width}: {} lines", text.lines().count());
-            assert!(text.len() <= 50 * 1024, "{lines} lines of {width}: {} bytes", text.len());
-            let continues = lines > 1990 || (width + 1) * lines > 50 * 1024 - 256;
+            let budget = tool_runtime::truncate::RESULT_BUDGET_BYTES;
+            assert!(text.len() <= budget, "{lines} lines of {width}: {} bytes", text.len());
+            let continues = lines > 1990 || (width + 1) * lines > budget - 256;
             assert_eq!(text.contains("to continue]"), continues, "{lines} lines of {width}");
         }
     }
 
     #[tokio::test]
-    async fn output_stops_at_50_kib_with_the_same_notice() {
+    async fn output_stops_at_the_byte_limit_with_the_same_notice() {
         let fx = Fixture::new();
         let line = "y".repeat(1000);
         fx.write("wide.txt", format!("{line}\n").repeat(100));
         let text = fx.text("read", json!({"path": "wide.txt"})).await;
-        // Each numbered line takes 1008 bytes, so 50 of them fit in 51200.
+        // Each numbered line takes 1008 bytes, so 47 of them fit in 47744.
         assert!(text.len() <= MAX_OUTPUT_BYTES + 200, "{}", text.len());
         assert!(
             text.ends_with(
-                "\n[showing lines 1-50 of 100 (the 50 KiB output limit was reached); use offset=51 to continue]"
+                "\n[showing lines 1-47 of 100 (the 47 KB output limit was reached); use offset=48 to continue]"
             ),
             "{}",
             &text[text.len() - 200..]

@@ -12,7 +12,7 @@ use crate::tools::read::{Lines, Page, read_lines};
 /// When a result is cut, its notice names a reference (such as
 /// `out_20261121T163000_ab12cd34`) under which the whole output was saved. This shows its lines
 /// numbered like `read` does: at most `limit` lines (default 2000) from line `offset` (default
-/// 1), at most 50 KiB per call, long lines cut (`char_offset` reads on in one), and a
+/// 1), at most 47 KB per call, long lines cut (`char_offset` reads on in one), and a
 /// `[showing lines a-b of N; use offset=c to continue]` notice while there is more. To find
 /// something in it, `tool_output_grep` is faster. Saved outputs expire after a while.
 #[tool(parallel, read_only, truncate = false, timeout = "1m")]
