@@ -27,6 +27,7 @@ use super::calls::{Entered, Gauge, InFlight};
 use super::host_check::HostCheck;
 use super::http_post::{self, Poster};
 use super::http_response::{GATHER_WINDOW, HttpResponse, json, no_session, plain};
+use super::http_sessionless::Sessionless;
 use super::http_sessions::{self, CappedSessions};
 use super::inbound::{self, Framing, INVALID_PARAMS, Inbound};
 use super::limits::Connections;
@@ -310,7 +311,7 @@ impl McpServer {
             revisions,
             keep_alive: config.sse_keep_alive,
             shutdown: sessions.clone(),
-            sessionless: std::sync::OnceLock::new(),
+            sessionless: Sessionless::new(options.session_idle_timeout, sessions.clone()),
         };
         let service = StreamableHttpService::new(factory, capped.clone(), config);
         let responses = Gauge::default();

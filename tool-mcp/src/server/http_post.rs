@@ -42,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::McpServer;
 use super::http_response::{GATHER_WINDOW, HttpResponse, json, no_session, plain};
+use super::http_sessionless::Sessionless;
 use super::http_sessions::{self, CappedSessions, SessionsError};
 use super::inbound;
 
@@ -64,11 +65,10 @@ pub(crate) struct Poster {
     pub(crate) keep_alive: Option<Duration>,
     /// Cancelled at shutdown: ends the servers this module started.
     pub(crate) shutdown: CancellationToken,
-    /// The one server state of the requests of revision 2026-07-28 on, made with the first:
-    /// that revision has no sessions, so what a call leaves for later (a background command, a
-    /// task, the todo list) belongs to the server, shared by every such request (all of them
-    /// passed the same token check), and ends when the server does.
-    pub(crate) sessionless: std::sync::OnceLock<McpServer>,
+    /// The one server state of the requests of revision 2026-07-28 on: that revision has no
+    /// sessions, so what a call leaves for later (a background command, a task, the todo list)
+    /// belongs to the server, shared by every such request, until it is idle.
+    pub(crate) sessionless: Sessionless,
 }
 
 impl Poster {
@@ -124,7 +124,10 @@ impl Poster {
             }
         }
         let (messages, running) = self.serve_alone(message);
-        event_stream(Source::Alone { first: None, messages, _running: running }, self.keep_alive)
+        event_stream(
+            Source::Alone { first: None, messages, _running: running, _in_use: None },
+            self.keep_alive,
+        )
     }
 
     /// A server of its own serving `request`: what it sends, and the server (cancelled when
@@ -177,7 +180,7 @@ impl Poster {
             reply["error"]["data"] = serde_json::json!({"supported": self.revisions, "requested": revision});
             return json(StatusCode::BAD_REQUEST, &reply);
         }
-        let server = self.sessionless.get_or_init(|| (self.server)()).clone();
+        let (server, in_use) = self.sessionless.take_part(|| (self.server)());
         let (transport, answers) = OneshotTransport::<RoleServer>::new(message);
         let running = Box::new(serve_directly_with_ct(server, transport, None, self.shutdown.child_token()));
         let mut answers = answers;
@@ -194,7 +197,12 @@ impl Poster {
             return json(StatusCode::NOT_FOUND, &ServerJsonRpcMessage::Error(error));
         }
         event_stream(
-            Source::Alone { first: first.map(Box::new), messages: answers, _running: running },
+            Source::Alone {
+                first: first.map(Box::new),
+                messages: answers,
+                _running: running,
+                _in_use: Some(in_use),
+            },
             self.keep_alive,
         )
     }
@@ -508,6 +516,8 @@ enum Source {
         first: Option<Box<ServerJsonRpcMessage>>,
         messages: mpsc::Receiver<ServerJsonRpcMessage>,
         _running: Box<RunningService<RoleServer, McpServer>>,
+        /// The mark that the shared state of sessionless requests is in use.
+        _in_use: Option<Arc<()>>,
     },
     /// Events known already.
     Ready(VecDeque<ServerSseMessage>),

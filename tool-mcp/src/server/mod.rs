@@ -13,6 +13,8 @@ mod http_post;
 #[cfg(feature = "http")]
 mod http_response;
 #[cfg(feature = "http")]
+mod http_sessionless;
+#[cfg(feature = "http")]
 mod http_sessions;
 mod inbound;
 #[cfg(feature = "http")]

@@ -1165,3 +1165,43 @@ async fn method_not_found_errors_are_sentences() {
     }
     served.shut_down().await;
 }
+
+/// The state that revision 2026-07-28's requests share ends as an idle session does: once no
+/// request has used it for the session idle time limit. A request still answering keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_state_of_sessionless_requests_ends_when_idle() {
+    let mut served = serve(HttpOptions::new().session_idle_timeout(Duration::from_millis(300))).await;
+    let http = reqwest::Client::new();
+    let request = |name: &'static str, arguments: Value| {
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "plain", "version": "1"}});
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments, "_meta": meta}});
+        http.post(&served.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", name)
+            .body(body.to_string())
+            .send()
+    };
+    let notes = |answer: Vec<Value>| {
+        let text = answer.last().unwrap()["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+        text.split_once(' ').unwrap().1.to_owned()
+    };
+    assert_eq!(notes(messages(request("note", json!({"text": "a"})).await.unwrap()).await), "a");
+    // A call that outlasts the idle limit keeps the state in use.
+    let holding = tokio::spawn(request("hold", json!({"key": "long"})));
+    assert_eq!(served.started.recv().await.as_deref(), Some("long"));
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    served.probe.release("long").notify_one();
+    let held = messages(holding.await.unwrap().unwrap()).await;
+    assert!(format!("{held:?}").contains("long released"), "{held:?}");
+    assert_eq!(notes(messages(request("note", json!({"text": "b"})).await.unwrap()).await), "a,b");
+    // Idle past the limit: ended, and the next request starts afresh.
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_eq!(notes(messages(request("note", json!({"text": "c"})).await.unwrap()).await), "c");
+    served.shut_down().await;
+}

@@ -557,3 +557,39 @@ async fn over_http_on_2026_07_28_a_mounted_servers_sampling_comes_to_the_client_
     assert!(text.contains("does not sample (it did not declare the sampling capability)"), "{refused}");
     server.stop("TERM");
 }
+
+/// Over HTTP on 2026-07-28 a background command belongs to the state that such requests share,
+/// which ends as an idle session does: the command is killed once no request came for the
+/// session idle time limit, rather than running until the server stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_on_2026_07_28_a_background_command_ends_with_the_idle_state() {
+    let fx = Fixture::new();
+    let server = common::HttpServer::start(&fx, &["--session-idle-secs", "1"]);
+    common::install_tls_provider();
+    let http = reqwest::Client::new();
+    let mut params = json!({"name": "bash", "arguments": {"command": "echo $$ > bg.pid; exec sleep 301", "background": true}});
+    params["_meta"] = meta(json!({}));
+    let started = post_2026(&http, &server.url, 1, "tools/call", Some("bash"), params).await;
+    assert!(
+        started["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("session_id"),
+        "{started}"
+    );
+    let pid_file = fx.ws().join("bg.pid");
+    let mut pid = None;
+    for _ in 0..200 {
+        pid = std::fs::read_to_string(&pid_file).ok().and_then(|text| text.trim().parse::<u32>().ok());
+        if pid.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let pid = pid.expect("the background command wrote its pid");
+    let runs = || std::path::Path::new(&format!("/proc/{pid}")).exists();
+    assert!(runs(), "the background command runs");
+    let start = Instant::now();
+    while runs() && start.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!runs(), "the background command still runs {:?} after the state went idle", start.elapsed());
+    server.stop("TERM");
+}
