@@ -9,14 +9,14 @@
 //! ```
 //! use std::sync::Arc;
 //! use serde_json::{Map, Value, json};
-//! use tool_runtime::context::{Sampler, SamplerDependency};
+//! use tool_runtime::context::{Sampler, SamplerDependency, Unanswered};
 //! use tool_runtime::{BoxFuture, Dispatcher, Registry};
 //!
 //! /// Answers every request with the same text, as a scripted test would.
 //! struct Canned;
 //!
 //! impl Sampler for Canned {
-//!     fn sample<'a>(&'a self, _request: &'a Map<String, Value>) -> BoxFuture<'a, Result<Map<String, Value>, String>> {
+//!     fn sample<'a>(&'a self, _request: &'a Map<String, Value>) -> BoxFuture<'a, Result<Map<String, Value>, Unanswered>> {
 //!         let result = json!({"role": "assistant", "content": {"type": "text", "text": "42"}, "model": "canned"});
 //!         Box::pin(async move { Ok(result.as_object().unwrap().clone()) })
 //!     }
@@ -33,16 +33,17 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::future::BoxFuture;
+pub use crate::user_question::Unanswered;
 
 /// Whoever can ask a model for a completion for the person at the host.
 pub trait Sampler: Send + Sync + 'static {
     /// Answers `request` (the params of MCP's `sampling/createMessage`: `messages`, `maxTokens`,
     /// optional `systemPrompt`, `modelPreferences`, ...) with a `CreateMessageResult` object
-    /// (`role`, `content`, `model`, optional `stopReason`), or says why it cannot (a sentence).
+    /// (`role`, `content`, `model`, optional `stopReason`), or says why it did not.
     fn sample<'a>(
         &'a self,
         request: &'a Map<String, Value>,
-    ) -> BoxFuture<'a, Result<Map<String, Value>, String>>;
+    ) -> BoxFuture<'a, Result<Map<String, Value>, Unanswered>>;
 }
 
 /// The application's [`Sampler`], registered as a dependency of the dispatcher

@@ -45,7 +45,7 @@ pub use tool_core::{events, handoff, output_store, schema, truncate, words};
 /// the asker a call's spawned work keeps, and who answers its questions to the user.
 pub mod context {
     pub use tool_core::sampling::{Sampler, SamplerDependency};
-    pub use tool_core::user_question::{AskerDependency, UserAnswer, UserAsker};
+    pub use tool_core::user_question::{AskerDependency, Unanswered, UserAnswer, UserAsker};
     pub use tool_core::{
         CallAsker, ContextBuilder, ContextSink, Dependencies, FromContext, LogLevel, Progress, SessionState,
         ToolContext,

@@ -184,7 +184,11 @@ mod tests {
     struct Yes;
 
     impl UserAsker for Yes {
-        fn ask<'a>(&'a self, _: &'a str, _: &'a Value) -> BoxFuture<'a, Result<UserAnswer, String>> {
+        fn ask<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a Value,
+        ) -> BoxFuture<'a, Result<UserAnswer, tool_core::user_question::Unanswered>> {
             Box::pin(async { Ok(UserAnswer::Accept(serde_json::Map::new())) })
         }
     }

@@ -7,7 +7,7 @@ use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use serde_json::Value;
 
 use tool_core::BoxFuture;
-use tool_core::user_question::{UserAnswer, UserAsker};
+use tool_core::user_question::{Unanswered, UserAnswer, UserAsker};
 
 use super::client_line::{AskFailure, ClientLine};
 
@@ -18,18 +18,24 @@ pub(crate) struct ClientUser {
 }
 
 impl UserAsker for ClientUser {
-    fn ask<'a>(&'a self, message: &'a str, schema: &'a Value) -> BoxFuture<'a, Result<UserAnswer, String>> {
+    fn ask<'a>(
+        &'a self,
+        message: &'a str,
+        schema: &'a Value,
+    ) -> BoxFuture<'a, Result<UserAnswer, Unanswered>> {
         Box::pin(self.elicit(message, schema))
     }
 }
 
 impl ClientUser {
-    async fn elicit(&self, message: &str, schema: &Value) -> Result<UserAnswer, String> {
+    async fn elicit(&self, message: &str, schema: &Value) -> Result<UserAnswer, Unanswered> {
         if let Some(why) = self.line.elicitation_refusal() {
-            return Err(why.to_owned());
+            return Err(Unanswered::Unavailable(why.to_owned()));
         }
-        let requested_schema: ElicitationSchema = serde_json::from_value(schema.clone())
-            .map_err(|error| format!("the question's form is not one MCP clients can show ({error})"))?;
+        let requested_schema: ElicitationSchema =
+            serde_json::from_value(schema.clone()).map_err(|error| {
+                Unanswered::Failed(format!("the question's form is not one MCP clients can show ({error})"))
+            })?;
         let params = ElicitRequestParams::FormElicitationParams {
             meta: None,
             message: message.to_owned(),
@@ -44,13 +50,10 @@ impl ClientUser {
                 ElicitationAction::Decline => UserAnswer::Decline,
                 _ => UserAnswer::Cancel,
             }),
-            Err(AskFailure::Unavailable(why)) => Err(why),
-            Err(AskFailure::Timeout(timeout)) => Err(format!(
-                "the MCP client's user did not answer within {}",
-                tool_core::words::duration(timeout)
-            )),
+            Err(AskFailure::Unavailable(why)) => Err(Unanswered::Unavailable(why)),
+            Err(AskFailure::Timeout(timeout)) => Err(Unanswered::TimedOut(timeout)),
             Err(AskFailure::Refused(why) | AskFailure::Failed(why)) => {
-                Err(format!("asking the MCP client's user failed ({why})"))
+                Err(Unanswered::Failed(format!("asking the MCP client's user failed ({why})")))
             }
         }
     }

@@ -11,7 +11,7 @@ use rmcp::model::CreateMessageRequestParams;
 use serde_json::{Map, Value};
 
 use tool_core::BoxFuture;
-use tool_core::sampling::Sampler;
+use tool_core::sampling::{Sampler, Unanswered};
 
 use super::client_line::{AskFailure, ClientLine};
 
@@ -25,35 +25,34 @@ impl Sampler for ClientSampler {
     fn sample<'a>(
         &'a self,
         request: &'a Map<String, Value>,
-    ) -> BoxFuture<'a, Result<Map<String, Value>, String>> {
+    ) -> BoxFuture<'a, Result<Map<String, Value>, Unanswered>> {
         Box::pin(self.create_message(request))
     }
 }
 
 impl ClientSampler {
-    async fn create_message(&self, request: &Map<String, Value>) -> Result<Map<String, Value>, String> {
+    async fn create_message(&self, request: &Map<String, Value>) -> Result<Map<String, Value>, Unanswered> {
         if let Some(why) = self.line.sampling_refusal() {
-            return Err(why.to_owned());
+            return Err(Unanswered::Unavailable(why.to_owned()));
         }
         let params: CreateMessageRequestParams = serde_json::from_value(Value::Object(request.clone()))
-            .map_err(|error| format!("the request is not a sampling/createMessage request ({error})"))?;
+            .map_err(|error| {
+                Unanswered::Failed(format!("the request is not a sampling/createMessage request ({error})"))
+            })?;
         let result = match self.line.create_message(params, self.timeout).await {
             Ok(result) => result,
-            Err(AskFailure::Unavailable(why)) => return Err(why),
-            Err(AskFailure::Refused(why)) => return Err(format!("the MCP client refused to sample: {why}")),
+            Err(AskFailure::Unavailable(why)) => return Err(Unanswered::Unavailable(why)),
+            Err(AskFailure::Refused(why)) => {
+                return Err(Unanswered::Failed(format!("the MCP client refused to sample: {why}")));
+            }
             Err(AskFailure::Failed(why)) => {
-                return Err(format!("asking the MCP client to sample failed ({why})"));
+                return Err(Unanswered::Failed(format!("asking the MCP client to sample failed ({why})")));
             }
-            Err(AskFailure::Timeout(timeout)) => {
-                return Err(format!(
-                    "the MCP client did not answer within {}",
-                    tool_core::words::duration(timeout)
-                ));
-            }
+            Err(AskFailure::Timeout(timeout)) => return Err(Unanswered::TimedOut(timeout)),
         };
         match serde_json::to_value(result) {
             Ok(Value::Object(result)) => Ok(result),
-            _ => Err("the MCP client's answer could not be read".into()),
+            _ => Err(Unanswered::Failed("the MCP client's answer could not be read".to_owned())),
         }
     }
 }

@@ -260,7 +260,10 @@ impl tool_runtime::context::UserAsker for Teal {
         &'a self,
         message: &'a str,
         schema: &'a Value,
-    ) -> tool_runtime::BoxFuture<'a, Result<tool_runtime::context::UserAnswer, String>> {
+    ) -> tool_runtime::BoxFuture<
+        'a,
+        Result<tool_runtime::context::UserAnswer, tool_runtime::context::Unanswered>,
+    > {
         self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         assert_eq!(message, "Which colour?");
         assert_eq!(schema["properties"]["colour"]["type"], "string");

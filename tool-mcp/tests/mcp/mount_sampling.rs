@@ -34,7 +34,7 @@ impl Sampler for FortyTwo {
     fn sample<'a>(
         &'a self,
         request: &'a Map<String, Value>,
-    ) -> BoxFuture<'a, Result<Map<String, Value>, String>> {
+    ) -> BoxFuture<'a, Result<Map<String, Value>, tool_runtime::context::Unanswered>> {
         self.0.lock().unwrap().push(request.clone());
         let answer =
             json!({"role": "assistant", "content": {"type": "text", "text": "42"}, "model": "forty-two"});

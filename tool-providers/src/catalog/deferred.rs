@@ -221,7 +221,7 @@ fn responses_search_output(
 /// A search's answer as a text result: the found tools with one line each, or what to do.
 fn text_result(catalog: &Catalog, outcome: &SearchOutcome) -> ToolResult {
     let output = match &outcome.found {
-        Err(message) => ToolOutput::error(message.clone()),
+        Err(error) => ToolOutput::error(error.to_string()),
         Ok(found) if found.is_empty() => ToolOutput::text(format!(
             "No tool matches {}. Search again with other words: what the tool should do, or the kind of thing it works on.",
             tool_core::words::quote(&outcome.query)

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::request::{SearchRequest, TOOL_SEARCH};
+use super::request::{SearchRequest, SearchRequestError, TOOL_SEARCH};
 use super::{Catalog, LoadedTools};
 use crate::{DefinitionOptions, LoweringError, ParseError, Provider};
 use tool_core::CancellationToken;
@@ -34,7 +34,7 @@ pub struct SearchOutcome {
     /// What was searched for (empty when the arguments could not be read).
     pub query: String,
     /// The found tools, best first; or what was wrong with the call, for the model.
-    pub found: Result<Vec<String>, String>,
+    pub found: Result<Vec<String>, SearchRequestError>,
 }
 
 /// One result of a turn, in the order of the calls.
@@ -101,11 +101,9 @@ impl Catalog {
                 loaded.load(found.iter().cloned());
                 SearchOutcome { call_id: call_id.to_owned(), query: request.query, found: Ok(found) }
             }
-            Err(message) => SearchOutcome {
-                call_id: call_id.to_owned(),
-                query: String::new(),
-                found: Err(message.to_string()),
-            },
+            Err(error) => {
+                SearchOutcome { call_id: call_id.to_owned(), query: String::new(), found: Err(error) }
+            }
         }
     }
 

@@ -205,7 +205,7 @@ mod tests {
             &'a self,
             _message: &'a str,
             schema: &'a Value,
-        ) -> tool_runtime::BoxFuture<'a, Result<UserAnswer, String>> {
+        ) -> tool_runtime::BoxFuture<'a, Result<UserAnswer, tool_runtime::context::Unanswered>> {
             let first = schema["properties"]["answer"]["oneOf"][0]["const"].clone();
             Box::pin(async move {
                 Ok(UserAnswer::Accept(json!({ "answer": first }).as_object().unwrap().clone()))
