@@ -177,6 +177,32 @@ async fn a_silent_server_times_out_and_is_told_to_cancel() {
     let _ = std::fs::remove_file(marker);
 }
 
+/// A server that sends its last progress right before its result: rmcp's client handles each
+/// notification in a task of its own, so that progress could reach the call after its result
+/// and be lost; the call now waits for what arrived before its result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_progress_sent_just_before_the_result_is_not_lost() {
+    let (_mount, dispatcher, events) = mounted(fixture("fx")).await;
+    for round in 0..40 {
+        events.lock().unwrap().clear();
+        // Two lengths in turn: the repeat guard stops a call made three times alike.
+        let steps = 4 + round % 2;
+        let result = call(&dispatcher, "fx__slow", json!({"steps": steps, "delay_ms": 0})).await;
+        assert_eq!(result.output.text_content(), format!("done after {steps} steps"));
+        let seen: Vec<Option<f64>> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|event| match event {
+                ToolEvent::Progress { update, .. } => Some(update.progress),
+                _ => None,
+            })
+            .collect();
+        let expected: Vec<Option<f64>> = (1..=steps).map(|step| Some(f64::from(step))).collect();
+        assert_eq!(seen, expected, "round {round}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_does_not_extend_a_call_past_its_total_limit() {
     let config = fixture("fx").timeout(Duration::from_secs(5)).total_timeout(Duration::from_millis(700));
