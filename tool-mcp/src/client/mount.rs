@@ -29,6 +29,10 @@ use tool_core::{BoxFuture, Tool};
 /// than its few bytes of JSON.
 const MAX_CONTENT_ITEMS: usize = 10_000;
 
+/// At most this many rounds of input (revision 2026-07-28) for one call, as the official SDKs
+/// allow.
+const MAX_INPUT_ROUNDS: usize = 10;
+
 /// The first wait before restarting a server that stopped; it doubles with each attempt.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
@@ -342,33 +346,103 @@ impl MountInner {
                 )));
             }
         }
-        let options = PeerRequestOptions::with_timeout(self.config.timeout)
-            .reset_timeout_on_progress()
-            .with_max_total_timeout(self.config.total_timeout);
         let peer = session.peer().clone();
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = match peer.send_request_with_option(request, options).await {
-            Ok(handle) => handle,
-            Err(error) => return Err(self.stopped(remote, &session, error).await),
-        };
-        let handle_token = handle.progress_token.clone();
-        let _route = self.routes.register(handle_token.clone(), ctx.clone());
-        let mut cancel = CancelOnDrop { peer: Some(peer.clone()), id: handle.id.clone() };
-        let response = tokio::select! {
-            response = handle.await_response() => response,
-            () = ctx.cancellation_token().cancelled() => {
-                cancel.peer = None;
-                let notice = CancelledNotificationParam::new(Some(cancel.id.clone()), Some("cancelled by the client".to_owned()));
-                let _ = peer.notify_cancelled(notice).await;
-                return Err(ToolError::cancelled(format!(
-                    "The call of `{remote}` on the MCP server `{server}` was cancelled before it finished."
-                )));
+        // Revision 2026-07-28's rounds: a result that asks for input is answered (our user, our
+        // model) and the call sent again with the answers, at most this many times.
+        let mut rounds = 0;
+        loop {
+            let options = PeerRequestOptions::with_timeout(self.config.timeout)
+                .reset_timeout_on_progress()
+                .with_max_total_timeout(self.config.total_timeout);
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+            let handle = match peer.send_request_with_option(request, options).await {
+                Ok(handle) => handle,
+                Err(error) => return Err(self.stopped(remote, &session, error).await),
+            };
+            let handle_token = handle.progress_token.clone();
+            let _route = self.routes.register(handle_token.clone(), ctx.clone());
+            let mut cancel = CancelOnDrop { peer: Some(peer.clone()), id: handle.id.clone() };
+            let response = tokio::select! {
+                response = handle.await_response() => response,
+                () = ctx.cancellation_token().cancelled() => {
+                    cancel.peer = None;
+                    let notice = CancelledNotificationParam::new(Some(cancel.id.clone()), Some("cancelled by the client".to_owned()));
+                    let _ = peer.notify_cancelled(notice).await;
+                    return Err(ToolError::cancelled(format!(
+                        "The call of `{remote}` on the MCP server `{server}` was cancelled before it finished."
+                    )));
+                }
+            };
+            cancel.peer = None;
+            // The progress the server sent before its result, some of which may still be on its
+            // way to the call.
+            self.routes.settled(&handle_token).await;
+            match response {
+                Ok(ServerResult::InputRequiredResult(input)) if rounds < MAX_INPUT_ROUNDS => {
+                    rounds += 1;
+                    let questions = input.input_requests.unwrap_or_default();
+                    params.input_responses = Some(self.answer_inputs(remote, questions).await?);
+                    params.request_state = input.request_state;
+                }
+                response => return self.outcome(remote, &session, response).await,
             }
-        };
-        cancel.peer = None;
-        // The progress the server sent before its result, some of which may still be on its way
-        // to the call.
-        self.routes.settled(&handle_token).await;
+        }
+    }
+
+    /// Answers the questions of an `input_required` result: a completion from the call's
+    /// sampler, a question to its user, each as a server's request to us would be answered.
+    async fn answer_inputs(
+        &self,
+        remote: &str,
+        questions: rmcp::model::InputRequests,
+    ) -> Result<rmcp::model::InputResponses, ToolError> {
+        let server = &self.config.name;
+        let mut answers = rmcp::model::InputResponses::new();
+        for (key, question) in questions {
+            let answer = match question {
+                rmcp::model::InputRequest::Elicitation(request) => {
+                    self.askers.elicit(server, request.params).await.and_then(|answer| to_value(&answer))
+                }
+                #[allow(deprecated)] // Sampling is how servers ask for completions, in rounds too.
+                rmcp::model::InputRequest::CreateMessage(request) if self.config.sampling => {
+                    self.askers.sample(server, request.params).await.and_then(|answer| to_value(&answer))
+                }
+                rmcp::model::InputRequest::CreateMessage(_) => Err(rmcp::ErrorData::new(
+                    rmcp::model::ErrorCode::INVALID_REQUEST,
+                    "Nobody can sample: the host allows no sampling for this server.".to_owned(),
+                    None,
+                )),
+                // No roots are offered to mounted servers.
+                rmcp::model::InputRequest::ListRoots(_) => Ok(serde_json::json!({"roots": []})),
+                _ => Err(rmcp::ErrorData::new(
+                    rmcp::model::ErrorCode::INVALID_REQUEST,
+                    "This client cannot answer that kind of input request.".to_owned(),
+                    None,
+                )),
+            };
+            match answer {
+                Ok(answer) => {
+                    answers.insert(key, answer);
+                }
+                Err(refused) => {
+                    return Err(ToolError::execution(format!(
+                        "The MCP server `{server}` asked for input to run `{remote}`, which could not be given: {}",
+                        refused.message
+                    )));
+                }
+            }
+        }
+        Ok(answers)
+    }
+
+    /// The tool output (or error) of a call's final answer.
+    async fn outcome(
+        &self,
+        remote: &str,
+        session: &Session,
+        response: Result<ServerResult, ServiceError>,
+    ) -> Result<ToolOutput, ToolError> {
+        let server = &self.config.name;
         match response {
             Ok(ServerResult::CallToolResult(result)) => {
                 if result.content.len() > MAX_CONTENT_ITEMS {
@@ -379,11 +453,12 @@ impl MountInner {
                 }
                 Ok(crate::wire::tool_output(server, &result))
             }
-            Ok(ServerResult::InputRequiredResult(_) | ServerResult::CreateTaskResult(_)) => {
-                Err(ToolError::execution(format!(
-                    "The MCP server `{server}` asked for more input (or started a background task) to run `{remote}`, which mounted tools do not support. Use another tool."
-                )))
-            }
+            Ok(ServerResult::InputRequiredResult(_)) => Err(ToolError::execution(format!(
+                "The MCP server `{server}` asked for input more than {MAX_INPUT_ROUNDS} times to run `{remote}`, so the call was given up. Use another tool."
+            ))),
+            Ok(ServerResult::CreateTaskResult(_)) => Err(ToolError::execution(format!(
+                "The MCP server `{server}` started a background task to run `{remote}`, which mounted tools do not support. Use another tool."
+            ))),
             Ok(_) => Err(ToolError::execution(format!(
                 "The MCP server `{server}` answered the call of `{remote}` with something that is not a tool result. Try again once; if it happens again, use another tool."
             ))),
@@ -413,7 +488,7 @@ impl MountInner {
                 "The MCP server `{server}` refused the call of `{remote}`: {} (error {}). Check the arguments against the tool's description and try again.",
                 error.message, error.code.0
             ))),
-            Err(error) => Err(self.stopped(remote, &session, error).await),
+            Err(error) => Err(self.stopped(remote, session, error).await),
         }
     }
 
@@ -510,4 +585,9 @@ impl Server for Caller {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(self.0.call(remote, args, ctx))
     }
+}
+
+/// A result as JSON, for an `input_required` answer.
+fn to_value(result: &impl serde::Serialize) -> Result<Value, rmcp::ErrorData> {
+    serde_json::to_value(result).map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
 }
