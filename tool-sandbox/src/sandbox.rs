@@ -704,6 +704,13 @@ pub(crate) struct Placeholder {
     pub(crate) path: PathBuf,
 }
 
+/// Whether `path` is a placeholder that commands of this process hold: an empty directory
+/// standing for a protected name that did not exist when they started, which they must not
+/// create. It goes once they are gone, and the name can be written then.
+pub fn is_held_placeholder(path: &Path) -> bool {
+    held().lock().unwrap_or_else(|p| p.into_inner()).contains_key(path)
+}
+
 /// How many sandboxes of this process hold each placeholder.
 fn held() -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, usize>> {
     static HELD: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, usize>>> =

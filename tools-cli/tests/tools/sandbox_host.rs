@@ -194,11 +194,49 @@ async fn serve(fx: &Fixture) -> rmcp::service::RunningService<rmcp::RoleClient, 
 
 /// The text of `bash` running `command` through `client`.
 async fn bash(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>, command: &str) -> String {
-    let Value::Object(arguments) = json!({"command": command}) else { unreachable!() };
-    let params = rmcp::model::CallToolRequestParams::new("bash").with_arguments(arguments);
-    let result = client.call_tool(params).await.expect("bash");
+    call(client, "bash", json!({"command": command})).await
+}
+
+/// The text of a call of `tool` with `arguments` through `client`.
+async fn call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    tool: &str,
+    arguments: Value,
+) -> String {
+    let Value::Object(arguments) = arguments else { panic!("arguments must be an object") };
+    let params = rmcp::model::CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+    let result = client.call_tool(params).await.expect("a result");
     let value = serde_json::to_value(&result).unwrap();
     value["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+/// While a background command holds the placeholder of an absent protected name, the host's
+/// own `write` of that name says why it cannot write it yet and what to do; once the command
+/// is stopped, the write succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writing_a_protected_name_held_by_a_running_command_says_what_to_do() {
+    if !mounts() {
+        return;
+    }
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let client = serve(&fx).await;
+    let started = call(&client, "bash", json!({"command": "sleep 60", "background": true})).await;
+    let session =
+        started.split("session_id=").nth(1).and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next());
+    let session: u64 = session.and_then(|id| id.parse().ok()).unwrap_or_else(|| panic!("{started}"));
+    assert!(std::fs::symlink_metadata(ws.join("CLAUDE.md")).is_ok_and(|m| m.is_dir()), "no placeholder");
+    let refused = call(&client, "write", json!({"path": "CLAUDE.md", "content": "# Notes\n"})).await;
+    assert!(
+        refused.starts_with("CLAUDE.md cannot be written yet: it did not exist when the commands"),
+        "{refused}"
+    );
+    assert!(refused.contains("Stop those commands (bash_stop)"), "{refused}");
+    call(&client, "bash_stop", json!({"session_id": session})).await;
+    let written = call(&client, "write", json!({"path": "CLAUDE.md", "content": "# Notes\n"})).await;
+    assert!(!written.contains("cannot"), "{written}");
+    assert_eq!(std::fs::read_to_string(ws.join("CLAUDE.md")).unwrap(), "# Notes\n");
+    client.cancel().await.expect("close");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

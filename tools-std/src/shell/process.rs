@@ -340,19 +340,25 @@ struct Target {
     /// namespace, where a placeholder removed by the host would no longer be bound, and the
     /// name could be created. Kept with the command while it is remembered
     /// ([`left_behind`]), which is until the session ends, its cgroup is seen empty, or its
-    /// processes are killed to make room.
+    /// processes are killed to make room, and let go as soon as its processes are killed and
+    /// gone (so that the host can write the name then).
     #[cfg(unix)]
-    _held: Option<(Arc<tool_sandbox::Sandbox>, tool_sandbox::Placeholders)>,
+    held: Mutex<Option<(Arc<tool_sandbox::Sandbox>, tool_sandbox::Placeholders)>>,
 }
 
 impl Target {
     #[cfg(target_os = "linux")]
     fn kill(&self) -> io::Result<KillReport> {
-        match self.tree.kill() {
+        let killed = match self.tree.kill() {
             Ok(report) => Ok(report),
             // Without a readable /proc the tree cannot be walked: the group is all there is.
             Err(_) => self.kill_group(),
+        };
+        if !self.tree.may_have_processes() {
+            let released = self.held.lock().map(|mut held| held.take());
+            drop(released);
         }
+        killed
     }
 
     #[cfg(all(unix, not(target_os = "linux")))]
@@ -513,7 +519,7 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
         shell,
         #[cfg(target_os = "linux")]
         tree: tool_runtime::process_tree::Tree::new(shell, COMMAND_ID_VAR, &marker, cgroup),
-        _held: held,
+        held: Mutex::new(held),
     });
     let registration = register(target.clone());
     Ok(ShellProcess {
