@@ -184,13 +184,61 @@ struct Sandbox {
     limits: Option<Limits>,
     filesystem: Option<Filesystem>,
     /// The network proxy's rules (see the tool-egress crate).
-    network: Option<BTreeMap<String, Value>>,
+    network: Option<Network>,
     /// Not applied.
     #[serde(rename = "enableWeakerNestedSandbox")]
     enable_weaker_nested_sandbox: Option<Value>,
     /// Not applied.
     #[serde(rename = "ignoreViolations")]
     ignore_violations: Option<Value>,
+}
+
+/// The network proxy's rules, read by tool-egress.
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Network {
+    /// Hosts commands may reach: `example.com`, `*.example.com` (subdomains), `example.com:443`,
+    /// `*`, or an address or a network (`10.0.0.0/8`).
+    #[serde(rename = "allowedDomains")]
+    allowed_domains: Option<Vec<String>>,
+    /// Hosts refused, whatever allows them.
+    #[serde(rename = "deniedDomains")]
+    denied_domains: Option<Vec<String>>,
+    /// Addresses and networks that may be reached although not public.
+    #[serde(rename = "allowedAddresses")]
+    allowed_addresses: Option<Vec<String>>,
+    /// Plain-HTTP `GET`, `HEAD` and `OPTIONS` only.
+    limited: Option<bool>,
+    /// Never ask: a host no rule allows is refused.
+    #[serde(rename = "strictAllowlist")]
+    strict_allowlist: Option<bool>,
+    /// Environment variables holding secrets, each with the hosts it may be sent to.
+    secrets: Option<BTreeMap<String, Vec<String>>>,
+    /// Commands may listen on local ports.
+    #[serde(rename = "allowLocalBinding")]
+    allow_local_binding: Option<bool>,
+    /// Unix socket paths commands may connect to.
+    #[serde(rename = "allowUnixSockets")]
+    allow_unix_sockets: Option<Vec<String>>,
+    /// Every Unix socket.
+    #[serde(rename = "allowAllUnixSockets")]
+    allow_all_unix_sockets: Option<bool>,
+    /// Not applied.
+    #[serde(rename = "allowManagedDomainsOnly")]
+    allow_managed_domains_only: Option<Value>,
+    /// Not applied.
+    #[serde(rename = "allowMachLookup")]
+    allow_mach_lookup: Option<Value>,
+    /// Not applied.
+    #[serde(rename = "httpProxyPort")]
+    http_proxy_port: Option<Value>,
+    /// Not applied.
+    #[serde(rename = "socksProxyPort")]
+    socks_proxy_port: Option<Value>,
+    /// Not applied.
+    #[serde(rename = "tlsTerminate")]
+    tls_terminate: Option<Value>,
 }
 
 #[derive(Deserialize, Serialize, JsonSchema)]
@@ -358,6 +406,8 @@ mod tests {
             json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "x", "timeout": 0}]}]}}),
             json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "  "}]}]}}),
             json!({"$schema": true}),
+            json!({"sandbox": {"network": {"allowedDomain": ["example.com"]}}}),
+            json!({"sandbox": {"network": {"secrets": {"TOKEN": "api.github.com"}}}}),
             json!({"environment": {"inherit": "X"}}),
             json!({"environment": {"exclude": "X"}}),
             json!({"env": {"A": 1}}),
@@ -381,7 +431,11 @@ mod tests {
                 .rule_name("Edit", ["edit"])
         };
         let load = |value: &Value| {
-            Settings::from_value(value.clone(), "s.json", Rules::builder("/w").catalog(catalog())).map(|_| ())
+            Settings::from_value(value.clone(), "s.json", Rules::builder("/w").catalog(catalog()))
+                .map(|_| ())
+                .map_err(|e| e.to_string())?;
+            // The network section is read by the egress proxy's reader.
+            tool_egress::settings::from_settings(value, "s.json").map(|_| ()).map_err(|e| e.to_string())
         };
         for value in &accepted {
             assert!(schema.is_valid(value), "the schema refuses {value}");
@@ -495,6 +549,39 @@ mod tests {
                 .prop_map(|events| json!(events))
         }
 
+        fn network() -> impl Strategy<Value = Value> {
+            let hosts = &["example.com", "*.crates.io", "docs.rs:443", "10.0.0.0/8"];
+            (
+                (some(list(hosts)), some(list(&["*.internal", "evil.example"])), some(list(&["127.0.0.1"]))),
+                (some(any::<bool>()), some(any::<bool>()), some(any::<bool>()), some(any::<bool>())),
+                (
+                    some(Just(json!({"GITHUB_TOKEN": ["api.github.com"]}))),
+                    some(list(&["/run/docker.sock"])),
+                    some(Just(json!(8080))),
+                ),
+            )
+                .prop_map(
+                    |(
+                        (allowed, denied, addresses),
+                        (limited, strict, local, all),
+                        (secrets, sockets, port),
+                    )| {
+                        object(vec![
+                            ("allowedDomains", allowed),
+                            ("deniedDomains", denied),
+                            ("allowedAddresses", addresses),
+                            ("limited", limited.map(|b| json!(b))),
+                            ("strictAllowlist", strict.map(|b| json!(b))),
+                            ("allowLocalBinding", local.map(|b| json!(b))),
+                            ("allowAllUnixSockets", all.map(|b| json!(b))),
+                            ("secrets", secrets),
+                            ("allowUnixSockets", sockets),
+                            ("httpProxyPort", port),
+                        ])
+                    },
+                )
+        }
+
         fn sandbox() -> impl Strategy<Value = Value> {
             let limits = (
                 some(prop_oneof![(1u64..100_000).prop_map(|n| json!(n)), Just(json!(false))]),
@@ -514,7 +601,7 @@ mod tests {
                     some(list(&["npm", "cargo fetch"])),
                 ),
                 (some(any::<bool>()), some(any::<bool>()), some(any::<bool>())),
-                (some(limits), some(filesystem), some(Just(json!({"allowedDomains": ["example.com"]})))),
+                (some(limits), some(filesystem), some(network())),
                 (some(any::<bool>()), some(Just(json!({"*": ["/usr/bin"]})))),
             )
                 .prop_map(
@@ -643,7 +730,7 @@ mod tests {
                     "/checkpoints",
                     "/enable",
                     "/disabledMcp",
-                    "/sandbox/network",
+                    "/sandbox/network/httpProxyPort",
                     "/model",
                     "/statusLine",
                     "/sandbox/enableWeaker",
@@ -679,7 +766,9 @@ mod tests {
                 .rule_name("Edit", ["edit"]);
             Settings::from_value(value.clone(), "s.json", Rules::builder("/w").catalog(catalog))
                 .map(|_| ())
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string())?;
+            // The network section is read by the egress proxy's reader.
+            tool_egress::settings::from_settings(value, "s.json").map(|_| ()).map_err(|e| e.to_string())
         }
 
         proptest! {
