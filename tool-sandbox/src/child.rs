@@ -619,7 +619,10 @@ pub(crate) fn namespace_by_thread(up: bool, listen: bool) -> io::Result<MadeName
             loopback_up().map_err(|e| step_error(2, e.raw_os_error().unwrap_or(libc::EIO)))?;
         }
         let listener = if listen {
-            Some(std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?)
+            Some(std::net::TcpListener::bind((
+                std::net::Ipv4Addr::LOCALHOST,
+                crate::NetworkNamespace::PROXY_PORT,
+            ))?)
         } else {
             None
         };
@@ -767,7 +770,7 @@ fn listen_on_loopback() -> io::Result<libc::c_int> {
     check(fd.into())?;
     let addr = libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: 0,
+        sin_port: crate::NetworkNamespace::PROXY_PORT.to_be(),
         sin_addr: libc::in_addr { s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be() },
         sin_zero: [0; 8],
     };

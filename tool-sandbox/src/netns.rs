@@ -47,8 +47,13 @@ impl fmt::Debug for NetworkNamespace {
 }
 
 impl NetworkNamespace {
+    /// The port of the listener of [`NetworkNamespace::with_listener`]: the same in every
+    /// namespace (each has a loopback of its own, where nothing else listens yet), so that a
+    /// sandbox confining TCP to it is built once for every command's namespace.
+    pub const PROXY_PORT: u16 = 30128;
+
     /// A new namespace with its loopback interface up and a TCP socket listening on
-    /// `127.0.0.1` inside it, on a port the kernel picks (`local_addr` says which).
+    /// `127.0.0.1:`[`PROXY_PORT`](Self::PROXY_PORT) inside it.
     pub fn with_listener() -> io::Result<(NetworkNamespace, std::net::TcpListener)> {
         let (namespace, listener) = Self::make(true, true)?;
         let listener = listener.ok_or_else(|| io::Error::other("no listener was made in the namespace"))?;

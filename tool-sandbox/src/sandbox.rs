@@ -102,7 +102,26 @@ pub struct Sandbox {
     /// hidden directories).
     protect: bool,
     /// The commands' temporary directory, when the policy named none.
-    _temp: Option<crate::SessionDir>,
+    _temp: Option<Arc<crate::SessionDir>>,
+}
+
+/// A sandbox for the same policy, sharing its ruleset, filter, namespace and temporary
+/// directory: what a command pays for it is the clone of a few handles.
+impl Clone for Sandbox {
+    fn clone(&self) -> Self {
+        Sandbox {
+            policy: self.policy.clone(),
+            report: self.report.clone(),
+            #[cfg(target_os = "linux")]
+            landlock: self.landlock.clone(),
+            #[cfg(target_os = "linux")]
+            seccomp: self.seccomp.clone(),
+            #[cfg(target_os = "linux")]
+            namespace: self.namespace.clone(),
+            protect: self.protect,
+            _temp: self._temp.clone(),
+        }
+    }
 }
 
 impl PartialEq for Sandbox {
@@ -254,7 +273,7 @@ impl Sandbox {
         }
         report.missing.extend(refusals);
         let mut sandbox = Self::build(policy, probe, report, protect)?;
-        sandbox._temp = temp;
+        sandbox._temp = temp.map(Arc::new);
         Ok(sandbox)
     }
 

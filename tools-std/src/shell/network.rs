@@ -65,7 +65,13 @@ pub(crate) async fn prepare(
         Ok(proxy) => proxy,
         Err(e) => return Prepared::Off(format!("the network proxy could not start ({e})")),
     };
-    match confine(policy, proxy.port(), probe) {
+    let confined = match namespace {
+        // The proxy listens on the same port in every namespace: the sandbox for it is built
+        // once per policy.
+        Some(_) => confined_for_namespaces(policy, probe),
+        None => confine(policy, proxy.port(), probe),
+    };
+    match confined {
         Ok(sandbox) => {
             let sandbox = match namespace {
                 Some(namespace) => sandbox.in_network_namespace(namespace),
@@ -93,6 +99,24 @@ async fn spare_namespace() -> Option<(NetworkNamespace, std::net::TcpListener)> 
         }
     });
     made
+}
+
+/// [`confine`] to [`NetworkNamespace::PROXY_PORT`], built once for each policy and shared by
+/// the commands (a clone of a few handles each: the ruleset, the filter, the namespace).
+fn confined_for_namespaces(policy: &SandboxPolicy, probe: Probe) -> Result<Sandbox, String> {
+    type Built = Vec<(SandboxPolicy, Result<Sandbox, String>)>;
+    static BUILT: Mutex<Built> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, sandbox)) = built.iter().find(|(known, _)| known == policy) {
+        return sandbox.clone();
+    }
+    let sandbox = confine(policy, NetworkNamespace::PROXY_PORT, probe);
+    // A few policies per process (the workspace's, an escalation's): the oldest goes past 8.
+    if built.len() == 8 {
+        drop(built.remove(0));
+    }
+    built.push((policy.clone(), sandbox.clone()));
+    sandbox
 }
 
 /// `policy` with TCP allowed to `port` only, on a kernel with `probe`'s layers; the reason
