@@ -763,7 +763,7 @@ pub(crate) fn loopback_up() -> io::Result<()> {
     check(unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCSIFFLAGS, &request) }.into())
 }
 
-/// A TCP socket listening on `127.0.0.1` and a port the kernel picks. Async-signal-safe.
+/// A TCP socket listening on `127.0.0.1:`[`PROXY_PORT`](crate::NetworkNamespace::PROXY_PORT). Async-signal-safe.
 fn listen_on_loopback() -> io::Result<libc::c_int> {
     // SAFETY: `socket` takes integers only.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
