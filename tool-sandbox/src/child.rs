@@ -606,8 +606,8 @@ pub(crate) fn step_error(step: usize, errno: i32) -> io::Error {
 
 /// Makes a network namespace in a short-lived thread of this process (which needs
 /// `CAP_SYS_ADMIN`: a thread may change its network namespace, unlike its user namespace), with
-/// the loopback interface up when `up` or `listen` and, when `listen`, a socket listening on `127.0.0.1` (port picked
-/// by the kernel) created inside it. The thread ends at once; the namespace lives on while a
+/// the loopback interface up when `up` or `listen` and, when `listen`, a socket listening on
+/// `127.0.0.1:`[`PROXY_PORT`](crate::NetworkNamespace::PROXY_PORT) created inside it. The thread ends at once; the namespace lives on while a
 /// handle, the listener or a process in it does.
 pub(crate) fn namespace_by_thread(up: bool, listen: bool) -> io::Result<MadeNamespace> {
     let made = std::thread::Builder::new().name("tool-sandbox-netns".into()).spawn(move || {
