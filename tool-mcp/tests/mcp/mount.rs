@@ -62,24 +62,6 @@ async fn a_server_without_the_initialize_handshake_is_mounted_by_discovery() {
     assert_eq!(result.output.text_content(), "hi");
 }
 
-/// Answers every question with `colour: teal`.
-struct Teal;
-
-impl tool_runtime::context::UserAsker for Teal {
-    fn ask<'a>(
-        &'a self,
-        message: &'a str,
-        _schema: &'a Value,
-    ) -> tool_runtime::BoxFuture<
-        'a,
-        Result<tool_runtime::context::UserAnswer, tool_runtime::context::Unanswered>,
-    > {
-        assert_eq!(message, "Which colour?");
-        let content = json!({"colour": "teal"}).as_object().unwrap().clone();
-        Box::pin(async move { Ok(tool_runtime::context::UserAnswer::Accept(content)) })
-    }
-}
-
 /// A server on 2026-07-28 asks in rounds (an `input_required` result): the mount answers the
 /// question as it answers a server's request (the call's user) and sends the call again with
 /// the answer and the server's state. Without anybody to ask, the call says so.
@@ -88,10 +70,13 @@ async fn a_servers_question_in_rounds_is_answered_and_the_call_sent_again() {
     let config = fixture("new").env("FIXTURE_ONLY_2026_07_28", "1");
     let mount = McpMount::connect(config).await.expect("mount");
     let registry = Arc::new(Registry::builder().tools(mount.tools()).build().unwrap());
-    let asker = tool_runtime::context::AskerDependency(Arc::new(Teal));
+    let asked: Arc<std::sync::atomic::AtomicUsize> = Arc::default();
+    let asker =
+        tool_runtime::context::AskerDependency(Arc::new(crate::mount_resources::Teal(Arc::clone(&asked))));
     let dispatcher = Dispatcher::builder(registry.clone()).dependency(asker).build();
     let result = call(&dispatcher, "new__ask_round", json!({})).await;
     assert_eq!(result.output.text_content(), "accept: \"teal\"", "{result:?}");
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1, "asked once");
     let nobody = Dispatcher::new(registry);
     let result = call(&nobody, "new__ask_round", json!({})).await;
     assert!(result.output.is_error, "{result:?}");

@@ -253,7 +253,7 @@ async fn server_everythings_resources_and_prompts_are_mounted() {
 }
 
 /// Answers every question with `colour: teal`, counting them.
-struct Teal(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+pub(crate) struct Teal(pub(crate) std::sync::Arc<std::sync::atomic::AtomicUsize>);
 
 impl tool_runtime::context::UserAsker for Teal {
     fn ask<'a>(

@@ -9,16 +9,12 @@ Prints one line per check and exits non-zero on the first failure.
 
 import json
 import os
-import signal
-import subprocess
 import sys
 
 import anyio
-from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, ToolsListChanged
 
-from checks import check
+from checks import check, drive_served
 
 WATCHED = "test://watched-resource"
 
@@ -28,20 +24,7 @@ async def main(tools, workspace, resources_fixture, tools_fixture, transport):
     with open(mounts, "w") as out:
         json.dump({"mcpServers": {"res": {"command": resources_fixture}, "fx": {"command": tools_fixture}}}, out)
     args = ["serve", "--root", workspace, "--no-settings", "--mcp-config", mounts]
-    if transport == "stdio":
-        params = StdioServerParameters(command=tools, args=args, cwd=workspace)
-        await drive(lambda: Client(params, mode="auto", read_timeout_seconds=60))
-    else:
-        server = subprocess.Popen([tools, *args, "--http", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
-        try:
-            line = server.stdout.readline().strip()
-            url = line.removeprefix("tools serve: listening on ")
-            check(url.startswith("http://"), f"server announced {line!r}")
-            await drive(lambda: Client(streamable_http_client(url), mode="auto", read_timeout_seconds=60))
-        finally:
-            server.send_signal(signal.SIGTERM)
-            code = server.wait(timeout=30)
-        check(code == 0, f"the server exited with {code} on SIGTERM")
+    await drive_served(tools, args, workspace, transport, drive)
     print(f"passed: listen over {transport}", flush=True)
 
 

@@ -11,15 +11,12 @@ TRANSPORT is "stdio" or "http". Prints one line per check and exits non-zero on 
 
 import json
 import os
-import signal
-import subprocess
 import sys
 
 import anyio
-from mcp import Client, StdioServerParameters, types
-from mcp.client.streamable_http import streamable_http_client
+from mcp import types
 
-from checks import check, text_of
+from checks import check, drive_served, text_of
 
 
 async def main(tools, workspace, fixture, transport):
@@ -33,25 +30,7 @@ async def main(tools, workspace, fixture, transport):
         json.dump({"mcpServers": {"fx": {"command": fixture}, "inner": {"command": tools, "args": inner}}}, out)
     args = ["serve", "--root", workspace, "--settings", settings, "--mcp-config", mounts]
 
-    if transport == "stdio":
-        params = StdioServerParameters(command=tools, args=args, cwd=workspace)
-        await drive(lambda **callbacks: Client(params, mode="auto", read_timeout_seconds=60, **callbacks))
-    else:
-        server = subprocess.Popen([tools, *args, "--http", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
-        try:
-            line = server.stdout.readline().strip()
-            prefix = "tools serve: listening on "
-            check(line.startswith(prefix), f"server announced {line!r}")
-            url = line[len(prefix):]
-            await drive(
-                lambda **callbacks: Client(
-                    streamable_http_client(url), mode="auto", read_timeout_seconds=60, **callbacks
-                )
-            )
-        finally:
-            server.send_signal(signal.SIGTERM)
-            code = server.wait(timeout=30)
-        check(code == 0, f"the server exited with {code} on SIGTERM")
+    await drive_served(tools, args, workspace, transport, drive)
     print(f"passed: rounds over {transport}", flush=True)
 
 
