@@ -101,7 +101,7 @@ pub(crate) struct RoundCall {
 }
 
 impl RoundCall {
-    /// Starts `run` in a task of its own; `make` gets the line its questions go to and the sink
+    /// Starts a call in a task of its own: `make` gets the line its questions go to and the sink
     /// its progress goes to, and gives the call's future.
     pub(crate) fn start<F>(
         cancel: CancellationToken,
