@@ -202,9 +202,13 @@ struct World {
 }
 
 impl World {
-    fn of(s: &Setup) -> World {
+    /// What `s` holds, but for the stored copy named `live` (a background session's capture,
+    /// which its command writes to whenever it prints, whichever tool is called meanwhile).
+    fn of(s: &Setup, live: &str) -> World {
+        let mut files = snapshot(s.temp.path());
+        files.retain(|(path, _)| path.file_name().is_none_or(|name| name != live));
         World {
-            files: snapshot(s.temp.path()),
+            files,
             changes: s.ops.changes.lock().unwrap().len(),
             commands: s.ops.commands.lock().unwrap().len(),
             todos: s.session.get::<TodoList>().map(|list| format!("{:?}", list.items())),
@@ -244,7 +248,8 @@ async fn annotations_match_what_each_tool_does() {
     let session = started.metadata["session_id"].as_u64().expect("a background session");
     // Listing waits until the session's stored copy exists, which the cases must find in place.
     let listed = s.call("bash_list", json!({})).await;
-    assert!(listed.metadata["sessions"][0]["output_ref"].is_string(), "{:?}", listed.metadata);
+    let live = listed.metadata["sessions"][0]["output_ref"].as_str().map(str::to_owned);
+    let live = live.unwrap_or_else(|| panic!("{:?}", listed.metadata));
 
     let cases = [
         ("read", json!({"path": "src/main.rs"})),
@@ -286,10 +291,10 @@ async fn annotations_match_what_each_tool_does() {
         assert!(!spec.parallel || annotations.read_only, "`{tool}` runs in parallel but is not read-only");
         assert!(!annotations.destructive || !annotations.read_only, "`{tool}` is destructive and read-only");
 
-        let before = World::of(&s);
+        let before = World::of(&s, &live);
         let out = s.call(tool, args.clone()).await;
         assert!(!out.is_error, "{tool} {args}: {}", out.text_content());
-        let after = World::of(&s);
+        let after = World::of(&s, &live);
         if annotations.read_only {
             assert_eq!(before, after, "`{tool}` is read-only but its call changed something");
         } else {
@@ -305,7 +310,7 @@ async fn annotations_match_what_each_tool_does() {
         }
         if annotations.idempotent {
             s.call(tool, args.clone()).await;
-            let again = World::of(&s);
+            let again = World::of(&s, &live);
             assert_eq!(
                 after.files, again.files,
                 "`{tool}` is idempotent, but a second call changed the files"
