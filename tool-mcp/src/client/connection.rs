@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use super::child::{ChildTransport, MAX_ANSWER_BYTES};
 use super::config::{ServerConfig, Transport};
 use super::handler::MountHandler;
-use super::routes::Counted;
+use super::routes::Routed;
 
 /// The last lines of a server's standard error kept for error messages.
 const STDERR_LINES: usize = 8;
@@ -165,7 +165,7 @@ async fn start_with(
                     let _ = read_to_end.send(true);
                 });
             }
-            let process = Counted { inner: process, routes: handler.routes.clone() };
+            let process = Routed { inner: process, routes: handler.routes.clone() };
             let serving = async {
                 let served = handler.serve_with_lifecycle(process, attempt.lifecycle.clone()).await;
                 served.inspect_err(|e| attempt.saw(e))
@@ -252,12 +252,12 @@ async fn start_http(
     {
         let client = super::oauth::BearerClient { inner: client, tokens: Arc::new(tokens) };
         let transport = StreamableHttpClientTransport::with_client(client, transport_config);
-        let transport = Counted { inner: transport, routes: handler.routes.clone() };
+        let transport = Routed { inner: transport, routes: handler.routes.clone() };
         let serving = handler.serve_with_lifecycle(transport, attempt.lifecycle.clone());
         return finish_http(config, url, serving, &refusal, attempt).await;
     }
     let transport = StreamableHttpClientTransport::with_client(client, transport_config);
-    let transport = Counted { inner: transport, routes: handler.routes.clone() };
+    let transport = Routed { inner: transport, routes: handler.routes.clone() };
     let serving = handler.serve_with_lifecycle(transport, attempt.lifecycle.clone());
     finish_http(config, url, serving, &refusal, attempt).await
 }

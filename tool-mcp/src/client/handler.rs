@@ -21,12 +21,13 @@ pub(crate) struct MountHandler {
 }
 
 impl ClientHandler for MountHandler {
+    /// Progress is delivered by the connection's transport as it is read, in order
+    /// ([`Routed`](super::routes::Routed)); rmcp's task for it has nothing left to do.
     async fn on_progress(
         &self,
-        params: ProgressNotificationParam,
+        _params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        self.routes.deliver(params);
     }
 
     #[allow(deprecated)] // Logging is deprecated in rmcp (SEP-2577); servers before 2026-07-28 log.

@@ -359,8 +359,7 @@ impl MountInner {
                 Ok(handle) => handle,
                 Err(error) => return Err(self.stopped(remote, &session, error).await),
             };
-            let handle_token = handle.progress_token.clone();
-            let _route = self.routes.register(handle_token.clone(), ctx.clone());
+            let _route = self.routes.register(handle.progress_token.clone(), ctx.clone());
             let mut cancel = CancelOnDrop { peer: Some(peer.clone()), id: handle.id.clone() };
             let response = tokio::select! {
                 response = handle.await_response() => response,
@@ -374,9 +373,6 @@ impl MountInner {
                 }
             };
             cancel.peer = None;
-            // The progress the server sent before its result, some of which may still be on its
-            // way to the call.
-            self.routes.settled(&handle_token).await;
             match response {
                 Ok(ServerResult::InputRequiredResult(input)) if rounds < MAX_INPUT_ROUNDS => {
                     rounds += 1;

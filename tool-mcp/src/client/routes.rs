@@ -1,14 +1,13 @@
 //! Where a server's progress notifications go: the context of the call that carries the token;
 //! and its log messages: the calls in flight on its connection.
 //!
-//! rmcp's client hands each notification to a task of its own, so the last progress a server
-//! sends before its result can reach us after the result. The connection's transport
-//! ([`Counted`]) counts the progress notifications of each token as they arrive, in order, and a
-//! call waits, once its result is in, until as many were delivered ([`ProgressRoutes::settled`]).
+//! rmcp's client hands each notification to a task of its own, so progress delivered from its
+//! handler could reach the call after the call's result, and in another order than it came. The
+//! connection's transport ([`Routed`]) delivers each progress notification itself, as it reads
+//! it, before the messages after it: in the order the server sent them, and before its result.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use rmcp::RoleClient;
 use rmcp::model::{
@@ -16,15 +15,8 @@ use rmcp::model::{
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use tokio::sync::Notify;
 
 use tool_core::{Progress, ToolContext};
-
-/// At most this many tokens are counted; past it, those no call waits for are forgotten.
-const COUNTED_LIMIT: usize = 256;
-
-/// How long a call whose result is in waits for its last progress notifications.
-const SETTLE_LIMIT: Duration = Duration::from_secs(1);
 
 /// Notifications kept for a token no call has claimed yet: a fast server may report progress
 /// before the call that sent the request has registered its token.
@@ -34,26 +26,12 @@ const EARLY_LIMIT: usize = 64;
 #[derive(Default)]
 pub(crate) struct ProgressRoutes {
     inner: Mutex<Routes>,
-    /// Woken by each delivery.
-    delivered: Notify,
 }
 
 #[derive(Default)]
 struct Routes {
     calls: HashMap<ProgressToken, ToolContext>,
     early: VecDeque<ProgressNotificationParam>,
-    /// Per token: notifications arrived on the connection, and delivered.
-    counts: HashMap<ProgressToken, (u64, u64)>,
-}
-
-impl Routes {
-    fn count(&mut self, token: &ProgressToken) -> &mut (u64, u64) {
-        if self.counts.len() >= COUNTED_LIMIT && !self.counts.contains_key(token) {
-            let calls = &self.calls;
-            self.counts.retain(|token, _| calls.contains_key(token));
-        }
-        self.counts.entry(token.clone()).or_default()
-    }
 }
 
 impl ProgressRoutes {
@@ -78,31 +56,8 @@ impl ProgressRoutes {
         RouteGuard { routes: self.clone(), token }
     }
 
-    /// Notes that a progress notification of `token` arrived on the connection (called in the
-    /// order they arrive, before any is delivered).
-    pub(crate) fn arrived(&self, token: &ProgressToken) {
-        self.lock().count(token).0 += 1;
-    }
-
-    /// Waits (at most a second) until every progress notification of `token` that arrived has
-    /// been delivered.
-    pub(crate) async fn settled(&self, token: &ProgressToken) {
-        let _ = tokio::time::timeout(SETTLE_LIMIT, async {
-            loop {
-                let delivered = self.delivered.notified();
-                let (arrived, done) = self.lock().counts.get(token).copied().unwrap_or_default();
-                if done >= arrived {
-                    return;
-                }
-                delivered.await;
-            }
-        })
-        .await;
-    }
-
     /// Delivers one notification to its call.
     pub(crate) fn deliver(&self, params: ProgressNotificationParam) {
-        let _counted = DeliveredOnDrop { routes: self, token: params.progress_token.clone() };
         let ctx = {
             let mut routes = self.lock();
             match routes.calls.get(&params.progress_token) {
@@ -146,32 +101,18 @@ pub(crate) struct RouteGuard {
 
 impl Drop for RouteGuard {
     fn drop(&mut self) {
-        let mut routes = self.routes.lock();
-        routes.calls.remove(&self.token);
-        routes.counts.remove(&self.token);
+        self.routes.lock().calls.remove(&self.token);
     }
 }
 
-/// Counts a delivery once it is done (the call's context has it).
-struct DeliveredOnDrop<'a> {
-    routes: &'a ProgressRoutes,
-    token: ProgressToken,
-}
-
-impl Drop for DeliveredOnDrop<'_> {
-    fn drop(&mut self) {
-        self.routes.lock().count(&self.token).1 += 1;
-        self.routes.delivered.notify_waiters();
-    }
-}
-
-/// A connection's transport that counts the progress notifications as they arrive.
-pub(crate) struct Counted<T> {
+/// A connection's transport that delivers the server's progress notifications as it reads
+/// them (the client handler leaves them alone).
+pub(crate) struct Routed<T> {
     pub(crate) inner: T,
     pub(crate) routes: Arc<ProgressRoutes>,
 }
 
-impl<T: Transport<RoleClient>> Transport<RoleClient> for Counted<T> {
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Routed<T> {
     type Error = T::Error;
 
     fn send(
@@ -188,7 +129,8 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Counted<T> {
             ..
         }) = &message
         {
-            self.routes.arrived(&progress.params.progress_token);
+            // Passed on too: rmcp's own watch of the call's time limit counts progress.
+            self.routes.deliver(progress.params.clone());
         }
         Some(message)
     }
@@ -214,29 +156,21 @@ mod tests {
         fn metadata(&self, _: &str, _: &str, _: Option<String>, _: Value) {}
     }
 
-    /// Two notifications arrived; the second is delivered late (as rmcp's task for it may run
-    /// after the result): the call waits for it before it ends.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_call_waits_for_the_progress_that_arrived_before_its_result() {
+    /// Progress that came before its call registered reaches the call first, then the rest,
+    /// in the order delivered.
+    #[test]
+    fn early_progress_comes_first_then_the_rest_in_order() {
         let routes = Arc::new(ProgressRoutes::default());
         let seen = Arc::new(Seen::default());
-        let ctx = ToolContext::builder("t").sink(seen.clone()).build();
         let token = ProgressToken(rmcp::model::NumberOrString::Number(7));
-        let _route = routes.register(token.clone(), ctx);
-        routes.arrived(&token);
-        routes.arrived(&token);
         routes.deliver(ProgressNotificationParam::new(token.clone(), 1.0));
-        let late = routes.clone();
-        let second = token.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            late.deliver(ProgressNotificationParam::new(second, 2.0));
-        });
-        routes.settled(&token).await;
-        assert_eq!(*seen.0.lock().unwrap(), [1.0, 2.0]);
-        // Nothing outstanding: settled on the first poll.
-        let settled = std::pin::pin!(routes.settled(&token));
-        let waker = std::task::Waker::noop();
-        assert!(settled.poll(&mut std::task::Context::from_waker(waker)).is_ready());
+        let ctx = ToolContext::builder("t").sink(seen.clone()).build();
+        let route = routes.register(token.clone(), ctx);
+        for step in [2.0, 3.0] {
+            routes.deliver(ProgressNotificationParam::new(token.clone(), step));
+        }
+        drop(route);
+        routes.deliver(ProgressNotificationParam::new(token, 4.0));
+        assert_eq!(*seen.0.lock().unwrap(), [1.0, 2.0, 3.0]);
     }
 }
