@@ -33,6 +33,9 @@ const MAX_CONTENT_ITEMS: usize = 10_000;
 /// allow.
 const MAX_INPUT_ROUNDS: usize = 10;
 
+/// At most this many questions in one round: each may reach the person at the host.
+const MAX_INPUT_REQUESTS: usize = 8;
+
 /// The first wait before restarting a server that stopped; it doubles with each attempt.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
@@ -393,6 +396,12 @@ impl MountInner {
         questions: rmcp::model::InputRequests,
     ) -> Result<rmcp::model::InputResponses, ToolError> {
         let server = &self.config.name;
+        if questions.len() > MAX_INPUT_REQUESTS {
+            return Err(ToolError::execution(format!(
+                "The MCP server `{server}` asked {} questions at once to run `{remote}`, more than the {MAX_INPUT_REQUESTS} a mounted server may ask in one round, so none was put to the user. Use another tool.",
+                questions.len()
+            )));
+        }
         let mut answers = rmcp::model::InputResponses::new();
         for (key, question) in questions {
             let answer = match question {

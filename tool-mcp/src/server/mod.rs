@@ -724,6 +724,9 @@ fn answer(result: ToolResult, taker: Option<Arc<tasks::CallTaker>>) -> CallToolR
     }
 }
 
+/// At most this many resources named by one `subscriptions/listen` stream.
+const MAX_LISTENED_RESOURCES: usize = 64;
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         self.inner.config.clone()
@@ -848,12 +851,17 @@ impl ServerHandler for McpServer {
     }
 
     /// Revision 2026-07-28's streams of changes: a client gets what it asks for of what this
-    /// server declared.
+    /// server declared, and at most [`MAX_LISTENED_RESOURCES`] resources by name (each is
+    /// subscribed to where it comes from); the acknowledgment says which it got.
     fn accepted_subscription_filter(
         &self,
         requested: &rmcp::model::SubscriptionFilter,
     ) -> Option<rmcp::model::SubscriptionFilter> {
-        Some(requested.clone())
+        let mut accepted = requested.clone();
+        if let Some(uris) = accepted.resource_subscriptions.as_mut() {
+            uris.truncate(MAX_LISTENED_RESOURCES);
+        }
+        Some(accepted)
     }
 
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {

@@ -77,6 +77,17 @@ async fn a_servers_question_in_rounds_is_answered_and_the_call_sent_again() {
     let result = call(&dispatcher, "new__ask_round", json!({})).await;
     assert_eq!(result.output.text_content(), "accept: \"teal\"", "{result:?}");
     assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1, "asked once");
+    // A server asking more at once than a mounted server may: nobody is asked.
+    let result = call(&dispatcher, "new__ask_round", json!({"questions": 9})).await;
+    assert!(result.output.is_error, "{result:?}");
+    assert!(
+        result.output.text_content().starts_with(
+            "The MCP server `new` asked 9 questions at once to run `ask_round`, more than the 8"
+        ),
+        "{}",
+        result.output.text_content()
+    );
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1, "nobody was asked");
     let nobody = Dispatcher::new(registry);
     let result = call(&nobody, "new__ask_round", json!({})).await;
     assert!(result.output.is_error, "{result:?}");

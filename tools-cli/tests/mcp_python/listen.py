@@ -75,6 +75,12 @@ async def drive(connect):
             listed = [tool.name for tool in (await client.list_tools()).tools]
             check("fx__extra" in listed, "and the new tool is listed")
 
+        # At most 64 resources by name per stream: the acknowledgment says which were taken.
+        many = [f"test://notes/n{i}" for i in range(70)]
+        async with client.listen(resource_subscriptions=many) as subscription:
+            honored = subscription.honored.resource_subscriptions or []
+            check(honored == many[:64], f"64 of 70 resources taken: {len(honored)}")
+
         # Only what was asked for: a stream for tools alone hears nothing of resources.
         async with client.listen(tools_list_changed=True) as subscription:
             check(not subscription.honored.resource_subscriptions, "a stream for tools only")
