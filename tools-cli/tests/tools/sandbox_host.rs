@@ -231,11 +231,28 @@ async fn writing_a_protected_name_held_by_a_running_command_says_what_to_do() {
         refused.starts_with("CLAUDE.md cannot be written yet: it did not exist when the commands"),
         "{refused}"
     );
-    assert!(refused.contains("Stop those commands (bash_stop)"), "{refused}");
+    assert!(refused.contains("bash_stop stops a background session"), "{refused}");
     call(&client, "bash_stop", json!({"session_id": session})).await;
     let written = call(&client, "write", json!({"path": "CLAUDE.md", "content": "# Notes\n"})).await;
     assert!(!written.contains("cannot"), "{written}");
     assert_eq!(std::fs::read_to_string(ws.join("CLAUDE.md")).unwrap(), "# Notes\n");
+    // A job a finished command left running holds `AGENTS.md` (a later command cannot signal it:
+    // each command's Landlock domain scopes its signals); once it ends by itself, the write goes
+    // through.
+    std::fs::remove_file(ws.join("CLAUDE.md")).unwrap();
+    assert!(bash(&client, "nohup sleep 1 > /dev/null 2>&1 & echo left").await.contains("left"));
+    let refused = call(&client, "write", json!({"path": "AGENTS.md", "content": "x\n"})).await;
+    assert!(refused.contains("a job a finished command left running ends by itself"), "{refused}");
+    let mut written = String::new();
+    for _ in 0..250 {
+        written = call(&client, "write", json!({"path": "AGENTS.md", "content": "x\n"})).await;
+        if !written.contains("cannot be written yet") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(!written.contains("cannot"), "{written}");
+    assert_eq!(std::fs::read_to_string(ws.join("AGENTS.md")).unwrap(), "x\n");
     client.cancel().await.expect("close");
 }
 

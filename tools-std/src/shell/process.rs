@@ -278,6 +278,22 @@ fn left_behind() -> &'static Mutex<std::collections::VecDeque<Arc<Target>>> {
     &LEFT
 }
 
+/// Forgets the finished commands whose processes are all gone (their cgroup is empty), letting
+/// go of the placeholders they held: a job that ended by itself holds none after.
+pub(crate) fn forget_ended_jobs() {
+    #[cfg(target_os = "linux")]
+    let ended: Vec<Arc<Target>> = {
+        let Ok(mut left) = left_behind().lock() else { return };
+        let (ended, running): (Vec<_>, Vec<_>) =
+            left.drain(..).partition(|target| !target.tree.may_have_processes());
+        left.extend(running);
+        ended
+    };
+    // Dropped outside the lock: dropping one removes its placeholders.
+    #[cfg(target_os = "linux")]
+    drop(ended);
+}
+
 fn leave_behind(target: Arc<Target>) {
     #[cfg(target_os = "linux")]
     if !target.tree.may_have_processes() {

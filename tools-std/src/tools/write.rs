@@ -39,6 +39,10 @@ pub async fn write(
         crate::fs::ops::Scope::Workspace => ws.root().join(target.path()),
         crate::fs::ops::Scope::Outside => target.path().to_path_buf(),
     };
+    if tool_sandbox::is_held_placeholder(&absolute) {
+        // Held by jobs that may have ended since (a later command killed them): let go of those.
+        crate::shell::process::forget_ended_jobs();
+    }
     let versions = FileVersions::of(ctx);
     let (previous, written) = ws
         .blocking(move |ops| -> Result<(Option<u64>, Written), ToolError> {
@@ -47,8 +51,9 @@ pub async fn write(
                     return Err(ToolError::execution(format!(
                         "{display} cannot be written yet: it did not exist when the commands still running \
                          (background commands, and what commands left running) started, so it is held as an \
-                         empty directory that they cannot turn into a file. Stop those commands (bash_stop) and \
-                         write it again."
+                         empty directory that they cannot turn into a file. It can be written once they end: \
+                         bash_stop stops a background session; a job a finished command left running ends by itself \
+                         or with the session."
                     )));
                 }
                 Ok(info) if info.kind == FileKind::Dir => {
