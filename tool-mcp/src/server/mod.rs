@@ -851,8 +851,8 @@ impl ServerHandler for McpServer {
     }
 
     /// Revision 2026-07-28's streams of changes: a client gets what it asks for of what this
-    /// server declared, and at most [`MAX_LISTENED_RESOURCES`] resources by name (each is
-    /// subscribed to where it comes from); the acknowledgment says which it got.
+    /// server declared, and at most 64 resources by name (each is subscribed to where it comes
+    /// from); the acknowledgment says which it got.
     fn accepted_subscription_filter(
         &self,
         requested: &rmcp::model::SubscriptionFilter,
