@@ -156,10 +156,12 @@ fuzz_target!(|data: &[u8]| {
 fn run(u: &mut Unstructured<'_>) -> Result<()> {
     let text = text(u)?;
     let loaded = Settings::parse(&text, ORIGIN, base());
-    let value: Option<Value> = serde_json::from_str(&text).ok();
-    if let Some(value) = &value {
+    if let Ok(file) = tool_runtime::settings::SettingsFile::parse(&text) {
+        // Written back and read again, the file is the same file.
+        let again = tool_runtime::settings::SettingsFile::from_value(file.to_value());
+        assert_eq!(again.as_ref().ok(), Some(&file), "{text}");
         // The network side of the same file: an error is a message.
-        if let Err(e) = tool_egress::settings::from_settings(value, ORIGIN) {
+        if let Err(e) = tool_egress::settings::from_settings(&file, ORIGIN) {
             assert!(!e.to_string().trim().is_empty(), "empty network settings error for {text}");
         }
     }

@@ -1,4 +1,4 @@
-//! The error of a rule, pattern, secret, settings entry or certificate text the proxy cannot use.
+//! The error of a rule, pattern, secret or certificate text the proxy cannot use.
 
 use std::fmt;
 
@@ -12,13 +12,11 @@ pub enum ConfigErrorKind {
     Address,
     /// A secret: its placeholder, its variable's name or its hosts.
     Secret,
-    /// A settings entry of the wrong shape, or an unknown key.
-    Settings,
     /// Trusted roots given as PEM text.
     Certificates,
 }
 
-/// A rule, pattern, secret, settings entry or certificate text the proxy cannot use.
+/// A rule, pattern, secret or certificate text the proxy cannot use.
 ///
 /// Its text says what is wrong and what is expected, after where it was found (a settings key,
 /// a command-line flag) when that is known:

@@ -14,26 +14,28 @@
 //! | `sandbox.network.secrets`: `{"GITHUB_TOKEN": ["api.github.com"]}` | commands see a placeholder in `GITHUB_TOKEN`; the proxy puts the value back only in the request headers to those hosts, inside TLS it terminates (the `tls` feature); a host written `http://host` gets it in plain HTTP too ([`NetworkSettings::with_secrets_from`]) |
 //! | `sandbox.network.allowLocalBinding` | returned in [`NetworkSettings`] for the sandbox: commands may bind and listen on TCP ports (`tool_sandbox::SandboxPolicy::allow_local_binding`) |
 //! | `sandbox.network.allowUnixSockets`, `allowAllUnixSockets` | returned in [`NetworkSettings`] for the sandbox (`unix_sockets`, `all_unix_sockets`): abstract sockets are scoped unless all are allowed; sockets by path are judged only on Landlock ABI 9 |
-//! | `sandbox.network.allowManagedDomainsOnly`, `allowMachLookup`, `httpProxyPort`, `socksProxyPort`, `tlsTerminate` | accepted, no effect |
+//! | `sandbox.network.allowManagedDomainsOnly`, `allowMachLookup`, `httpProxyPort`, `socksProxyPort`, `tlsTerminate` | accepted, no effect (named by `SettingsFile::not_applied`) |
 //!
 //! An entry of `allowedDomains` (or of `--allow-host`, see [`allow_cli_hosts`]) that is an
 //! address or a network (`192.168.1.10`, `10.0.0.0/8`) is an address rule: naming an address
 //! is asking for it, private or not. `allowedAddresses`, `limited` and `secrets` are this proxy's own keys;
-//! any other unknown key of `sandbox.network` is an error naming the known ones.
+//! the file's shape (an unknown key of `sandbox.network`, a value of the wrong type) is checked
+//! when it is read into the typed model (`tool_settings::SettingsFile`).
 //!
 //! ```
-//! let settings = serde_json::json!({
+//! let settings = tool_settings::SettingsFile::from_value(serde_json::json!({
 //!     "permissions": {"allow": ["WebFetch(domain:docs.rs)"], "deny": ["WebFetch(domain:evil.example)"]},
 //!     "sandbox": {"network": {"allowedDomains": ["crates.io", "*.crates.io"], "deniedDomains": ["*.internal"]}}
-//! });
+//! }))
+//! .unwrap();
 //! let network = tool_egress::settings::from_settings(&settings, ".claude/settings.json").unwrap();
 //! assert!(!network.policy.is_limited());
 //! ```
 
-use serde_json::Value;
+use tool_settings::SettingsFile;
 
 use crate::addr::AddressRule;
-use crate::error::{ConfigError, ConfigErrorKind};
+use crate::error::ConfigError;
 use crate::policy::EgressPolicy;
 
 /// What a settings file says about the network: the proxy's policy and the sandbox's switches.
@@ -88,21 +90,17 @@ impl NetworkSettings {
     }
 }
 
-const KNOWN_KEYS: &str = "allowedDomains, deniedDomains, allowedAddresses, limited, strictAllowlist, secrets, \
-allowLocalBinding, allowUnixSockets, allowAllUnixSockets, allowManagedDomainsOnly, allowMachLookup, \
-httpProxyPort, socksProxyPort, tlsTerminate";
-
-/// Reads the network rules of one settings file (the whole JSON object); `origin` (the file's
-/// path) is named in errors and in the proxy's refusals. The error names the key at fault.
-pub fn from_settings(settings: &Value, origin: &str) -> Result<NetworkSettings, ConfigError> {
+/// Reads the network rules of a settings file: `WebFetch(domain:...)` rules of `permissions`,
+/// and `sandbox.network`; `origin` (the file's path) is named in errors and in the proxy's
+/// refusals. The error names the key at fault.
+pub fn from_settings(settings: &SettingsFile, origin: &str) -> Result<NetworkSettings, ConfigError> {
     let mut out = NetworkSettings::default();
     let mut policy = EgressPolicy::new();
-    if let Some(permissions) = settings.get("permissions") {
-        for (key, deny) in [("allow", false), ("deny", true)] {
-            let Some(rules) = permissions.get(key) else { continue };
+    if let Some(permissions) = &settings.permissions {
+        for (key, rules, deny) in [("allow", &permissions.allow, false), ("deny", &permissions.deny, true)] {
             let where_ = format!("permissions.{key}");
-            for rule in strings(rules, &where_)? {
-                let Some(domain) = web_fetch_domain(&rule) else { continue };
+            for rule in rules.iter().flatten() {
+                let Some(domain) = web_fetch_domain(rule) else { continue };
                 let rule_origin = format!("`{rule}` of {where_} in {origin}");
                 policy = match (domain, deny) {
                     (None, true) => policy.deny_host("*", &rule_origin),
@@ -114,64 +112,40 @@ pub fn from_settings(settings: &Value, origin: &str) -> Result<NetworkSettings, 
             }
         }
     }
-    let network = settings.get("sandbox").and_then(|s| s.get("network"));
-    if let Some(network) = network {
-        let Value::Object(network) = network else {
-            return Err(settings_error("`sandbox.network` must be an object".to_owned()));
-        };
-        for (key, value) in network {
-            let at = format!("sandbox.network.{key}");
-            let key_origin = format!("{at} in {origin}");
-            match key.as_str() {
-                "allowedDomains" => {
-                    for entry in strings(value, &at)? {
-                        policy = allow_entry(policy, &entry, &key_origin).map_err(|e| e.at(&at))?;
-                    }
-                }
-                "deniedDomains" => {
-                    for entry in strings(value, &at)? {
-                        policy = policy.deny_host(&entry, &key_origin).map_err(|e| e.at(&at))?;
-                    }
-                }
-                "allowedAddresses" => {
-                    for entry in strings(value, &at)? {
-                        policy = policy.allow_address(&entry, &key_origin).map_err(|e| e.at(&at))?;
-                    }
-                }
-                "limited" => policy = policy.limited(boolean(value, &at)?),
-                "strictAllowlist" => policy = policy.never_ask(boolean(value, &at)?),
-                "allowLocalBinding" => out.allow_local_binding = boolean(value, &at)?,
-                "allowAllUnixSockets" => out.allow_all_unix_sockets = boolean(value, &at)?,
-                "allowUnixSockets" => out.allow_unix_sockets = strings(value, &at)?,
-                "secrets" => {
-                    let Value::Object(secrets) = value else {
-                        return Err(settings_error(format!(
-                            "`{at}` must be an object naming environment variables, each with the hosts it may be \
-                             sent to: {{\"GITHUB_TOKEN\": [\"api.github.com\"]}}"
-                        )));
-                    };
-                    for (var, hosts) in secrets {
-                        let hosts = strings(hosts, &format!("{at}.{var}"))?;
-                        // Checked now, with a stand-in value: the name and the host patterns.
-                        let patterns: Vec<&str> = hosts.iter().map(String::as_str).collect();
-                        EgressPolicy::new()
-                            .secret_var(var, "checked", &patterns)
-                            .map_err(|e| e.at(format!("{at}.{var}")))?;
-                        out.secrets.push((var.clone(), hosts));
-                    }
-                }
-                "allowManagedDomainsOnly"
-                | "allowMachLookup"
-                | "httpProxyPort"
-                | "socksProxyPort"
-                | "tlsTerminate" => {}
-                other => {
-                    return Err(settings_error(format!(
-                        "unknown key `sandbox.network.{other}`; expected one of {KNOWN_KEYS}"
-                    )));
-                }
-            }
-        }
+    let Some(network) = settings.sandbox.as_ref().and_then(|s| s.network.as_ref()) else {
+        out.policy = policy;
+        return Ok(out);
+    };
+    let at = |key: &str| format!("sandbox.network.{key}");
+    let key_origin = |key: &str| format!("sandbox.network.{key} in {origin}");
+    for entry in network.allowed_domains.iter().flatten() {
+        let key = "allowedDomains";
+        policy = allow_entry(policy, entry, &key_origin(key)).map_err(|e| e.at(at(key)))?;
+    }
+    for entry in network.denied_domains.iter().flatten() {
+        let key = "deniedDomains";
+        policy = policy.deny_host(entry, &key_origin(key)).map_err(|e| e.at(at(key)))?;
+    }
+    for entry in network.allowed_addresses.iter().flatten() {
+        let key = "allowedAddresses";
+        policy = policy.allow_address(entry, &key_origin(key)).map_err(|e| e.at(at(key)))?;
+    }
+    if let Some(limited) = network.limited {
+        policy = policy.limited(limited);
+    }
+    if let Some(strict) = network.strict_allowlist {
+        policy = policy.never_ask(strict);
+    }
+    out.allow_local_binding = network.allow_local_binding == Some(true);
+    out.allow_all_unix_sockets = network.allow_all_unix_sockets == Some(true);
+    out.allow_unix_sockets = network.allow_unix_sockets.clone().unwrap_or_default();
+    for (var, hosts) in network.secrets.iter().flatten() {
+        // Checked now, with a stand-in value: the name and the host patterns.
+        let patterns: Vec<&str> = hosts.iter().map(String::as_str).collect();
+        EgressPolicy::new()
+            .secret_var(var, "checked", &patterns)
+            .map_err(|e| e.at(format!("sandbox.network.secrets.{var}")))?;
+        out.secrets.push((var.clone(), hosts.clone()));
     }
     out.policy = policy;
     Ok(out)
@@ -204,33 +178,17 @@ fn web_fetch_domain(rule: &str) -> Option<Option<&str>> {
     Some(Some(inner.trim().strip_prefix("domain:")?.trim()))
 }
 
-fn strings(value: &Value, at: &str) -> Result<Vec<String>, ConfigError> {
-    let Value::Array(items) = value else {
-        return Err(settings_error(format!("`{at}` must be an array of strings")));
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            item.as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| settings_error(format!("`{at}[{i}]` must be a string, found {item}")))
-        })
-        .collect()
-}
-
-fn boolean(value: &Value, at: &str) -> Result<bool, ConfigError> {
-    value.as_bool().ok_or_else(|| settings_error(format!("`{at}` must be true or false, found {value}")))
-}
-
-fn settings_error(message: String) -> ConfigError {
-    ConfigError::new(ConfigErrorKind::Settings, message)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::error::ConfigErrorKind;
+    use serde_json::{Value, json};
+
+    /// The network settings of `value`, or the error of the model or of this reader.
+    fn from_settings(value: &Value, origin: &str) -> Result<NetworkSettings, String> {
+        let file = SettingsFile::from_value(value.clone()).map_err(|e| e.to_string())?;
+        super::from_settings(&file, origin).map_err(|e| e.to_string())
+    }
 
     #[test]
     fn web_fetch_rules_and_sandbox_lists_become_host_rules() {
@@ -286,7 +244,10 @@ mod tests {
         assert!(placeholders[0].1.starts_with("egress-placeholder-GITHUB_TOKEN-"), "{placeholders:?}");
         assert!(!format!("{:?}", network.policy).contains("ghp-real"), "the value stays out of debug output");
         for (bad, message) in [
-            (json!({"secrets": ["GITHUB_TOKEN"]}), "`sandbox.network.secrets` must be an object naming"),
+            (
+                json!({"secrets": ["GITHUB_TOKEN"]}),
+                "`sandbox.network.secrets`: invalid type: sequence, expected an object",
+            ),
             (
                 json!({"secrets": {"GITHUB-TOKEN": ["x.com"]}}),
                 "sandbox.network.secrets.GITHUB-TOKEN: `GITHUB-TOKEN` is not an environment variable name",
@@ -325,11 +286,11 @@ mod tests {
         let cases = [
             (
                 json!({"sandbox": {"network": {"allowedDomain": ["x"]}}}),
-                "unknown key `sandbox.network.allowedDomain`",
+                "`sandbox.network.allowedDomain`: unknown field `allowedDomain`",
             ),
             (
                 json!({"sandbox": {"network": {"allowedDomains": "x"}}}),
-                "`sandbox.network.allowedDomains` must be an array",
+                "`sandbox.network.allowedDomains`: invalid type: string \"x\", expected a sequence",
             ),
             (
                 json!({"sandbox": {"network": {"deniedDomains": ["https://x.com"]}}}),
@@ -341,7 +302,7 @@ mod tests {
             ),
             (
                 json!({"sandbox": {"network": {"limited": "yes"}}}),
-                "`sandbox.network.limited` must be true or false",
+                "`sandbox.network.limited`: invalid type: string \"yes\", expected a boolean",
             ),
             (
                 json!({"permissions": {"allow": ["WebFetch(domain:a b)"]}}),

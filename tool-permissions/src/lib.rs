@@ -12,20 +12,16 @@ mod catalog;
 #[cfg(feature = "command-hooks")]
 mod command_hooks;
 mod command_paths;
-pub mod hierarchy;
 mod input;
 mod mode;
-mod not_applied;
 mod policy;
 mod rules;
-mod schema;
 mod settings;
 pub mod shell;
 
 pub use catalog::{Access, Subject, ToolCatalog};
 pub use mode::{ModeSwitch, PermissionMode};
-pub use not_applied::NotApplied;
 pub use policy::{Policy, PolicyExt, unanswered};
 pub use rules::{Action, EXTERNAL_DIRECTORY, RuleError, Rules, RulesBuilder};
-pub use schema::settings_schema;
-pub use settings::{DEFAULT_HOOK_TIMEOUT, SandboxSettings, Settings, SettingsError};
+pub use settings::{DEFAULT_HOOK_TIMEOUT, SandboxSettings, Settings, SettingsError, environment};
+pub use tool_settings::{NotApplied, SettingsFile};

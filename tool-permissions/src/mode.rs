@@ -66,6 +66,18 @@ impl PermissionMode {
     }
 }
 
+impl From<tool_settings::Mode> for PermissionMode {
+    fn from(mode: tool_settings::Mode) -> PermissionMode {
+        match mode {
+            tool_settings::Mode::Default | tool_settings::Mode::Manual => PermissionMode::Default,
+            tool_settings::Mode::AcceptEdits => PermissionMode::AcceptEdits,
+            tool_settings::Mode::Plan => PermissionMode::Plan,
+            tool_settings::Mode::DontAsk => PermissionMode::DontAsk,
+            tool_settings::Mode::BypassPermissions => PermissionMode::BypassPermissions,
+        }
+    }
+}
+
 impl fmt::Display for PermissionMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

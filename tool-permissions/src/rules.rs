@@ -31,6 +31,16 @@ pub enum Action {
     Deny,
 }
 
+impl From<tool_settings::Action> for Action {
+    fn from(action: tool_settings::Action) -> Action {
+        match action {
+            tool_settings::Action::Allow => Action::Allow,
+            tool_settings::Action::Ask => Action::Ask,
+            tool_settings::Action::Deny => Action::Deny,
+        }
+    }
+}
+
 impl Action {
     /// `allow`, `ask` or `deny`.
     pub fn as_str(self) -> &'static str {

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use regex::Regex;
-use serde_json::{Map, Value};
+use serde_json::Value;
+use tool_sandbox::environment::EnvFilter;
+use tool_settings::{self as model, NotApplied, SettingsFile};
 
 use crate::mode::PermissionMode;
-use crate::not_applied::{self, NotApplied};
 use crate::rules::{Action, EXTERNAL_DIRECTORY, RuleError, Rules, RulesBuilder};
-use tool_sandbox::environment::EnvFilter;
 
 /// How long a hook may run when its entry sets no `timeout` (Claude Code's default).
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -36,6 +36,12 @@ impl fmt::Display for SettingsError {
 }
 
 impl std::error::Error for SettingsError {}
+
+impl SettingsError {
+    fn new(origin: &str, error: tool_settings::SettingsError) -> SettingsError {
+        SettingsError { origin: origin.to_owned(), problem: error.to_string() }
+    }
+}
 
 /// Which tools a hook entry applies to: every tool (`""`, `"*"` or no matcher), or a regular
 /// expression matched against the whole tool name (ours, or the catalog's other name).
@@ -142,61 +148,48 @@ pub struct SandboxSettings {
 }
 
 impl Settings {
-    /// Reads `path` and adds its rules to `base` (which sets the root, the catalog and the
-    /// defaults the file does not set).
+    /// Reads the file at `path` and adds its rules to `base` (which sets the root, the catalog
+    /// and the defaults the file does not set).
     pub fn load(path: impl AsRef<Path>, base: RulesBuilder) -> Result<Settings, SettingsError> {
-        let path = path.as_ref();
-        let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| SettingsError {
-            origin: origin.clone(),
-            problem: format!("cannot read the file: {e}"),
-        })?;
-        Self::parse(&text, &origin, base)
+        let origin = path.as_ref().display().to_string();
+        let file = SettingsFile::load(path).map_err(|e| SettingsError::new(&origin, e))?;
+        Self::from_file(&file, &origin, base)
     }
 
     /// Parses settings JSON; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str, base: RulesBuilder) -> Result<Settings, SettingsError> {
-        let value: Value = serde_json::from_str(text).map_err(|e| SettingsError {
-            origin: origin.to_owned(),
-            problem: format!("not valid JSON: {e}"),
-        })?;
-        Self::from_value(value, origin, base)
+        let file = SettingsFile::parse(text).map_err(|e| SettingsError::new(origin, e))?;
+        Self::from_file(&file, origin, base)
     }
 
     /// Settings from parsed JSON (several files merged with
-    /// [`hierarchy::merge`](crate::hierarchy::merge), say); `origin` names it in errors.
+    /// [`hierarchy::merge`](tool_settings::hierarchy::merge), say); `origin` names it in errors.
     pub fn from_value(value: Value, origin: &str, base: RulesBuilder) -> Result<Settings, SettingsError> {
+        let file = SettingsFile::from_value(value).map_err(|e| SettingsError::new(origin, e))?;
+        Self::from_file(&file, origin, base)
+    }
+
+    /// The rules, hooks, mode, environment and sandbox switches of a settings file read into
+    /// the typed model; `origin` names it in errors and in the rules' origins.
+    pub fn from_file(
+        file: &SettingsFile,
+        origin: &str,
+        base: RulesBuilder,
+    ) -> Result<Settings, SettingsError> {
         let error = |problem: String| SettingsError { origin: origin.to_owned(), problem };
-        let environment = EnvFilter::from_settings(&value).map_err(|e| error(e.to_string()))?;
-        let Value::Object(top) = value else {
-            return Err(error("the settings must be a JSON object".to_owned()));
-        };
+        let environment = environment(file);
         let root = base.root_dir().to_path_buf();
         let mut builder = base;
         let mut mode = None;
-        if let Some(schema) = top.get("$schema").filter(|s| !s.is_string()) {
-            return Err(error(format!("`$schema` must be a string (the schema's address), found {schema}")));
-        }
-        let mut not_applied = not_applied::top_level(&top, origin);
-        let mut not = |key: String, reason: &str| {
-            not_applied.push(NotApplied { origin: origin.to_owned(), key, reason: reason.to_owned() });
-        };
-        if let Some(permissions) = top.get("permissions") {
+        if let Some(permissions) = &file.permissions {
             let section = permissions_section(permissions, origin, &root, builder).map_err(error)?;
             builder = section.builder;
             mode = section.mode.map(|m| (m, Arc::from(format!("permissions.defaultMode in {origin}"))));
         }
-        let mut hooks = match top.get("hooks") {
-            Some(hooks) => hooks_section(hooks, &mut not).map_err(error)?,
-            None => HookCommands::default(),
+        let mut hooks = match &file.hooks {
+            Some(hooks) if file.disable_all_hooks != Some(true) => hooks_section(hooks).map_err(error)?,
+            _ => HookCommands::default(),
         };
-        match top.get("disableAllHooks") {
-            None | Some(Value::Bool(false)) => {}
-            Some(Value::Bool(true)) => hooks = HookCommands::default(),
-            Some(other) => {
-                return Err(error(format!("`disableAllHooks` must be true or false, found {other}")));
-            }
-        }
         let shared = Arc::new(environment.clone());
         for hook in hooks.all_mut() {
             hook.environment = shared.clone();
@@ -208,17 +201,18 @@ impl Settings {
                     .to_owned(),
             ));
         }
-        let sandbox = match top.get("sandbox") {
-            Some(sandbox) => sandbox_section(sandbox, &root, &mut not).map_err(error)?,
+        let sandbox = match &file.sandbox {
+            Some(sandbox) => sandbox_section(sandbox, &root).map_err(error)?,
             None => SandboxSettings::default(),
         };
         let rules = builder.build().map_err(|e: RuleError| error(e.to_string()))?;
+        let not_applied = file.not_applied(origin);
         Ok(Settings { rules, hooks, sandbox, environment, mode, origin: origin.to_owned(), not_applied })
     }
 
     /// The keys of the file that have no effect, each with the reason (Claude Code's `model`,
-    /// hook events that are not run here, keys nobody knows). What the rules leave
-    /// out is [`Rules::ignored`].
+    /// hook events that are not run here, keys nobody knows): see
+    /// [`SettingsFile::not_applied`]. What the rules leave out is [`Rules::ignored`].
     pub fn not_applied(&self) -> &[NotApplied] {
         &self.not_applied
     }
@@ -239,8 +233,7 @@ impl Settings {
     }
 
     /// Which of our environment variables hook commands, and the commands and stdio servers of
-    /// a program that reads this file, inherit: the file's `environment` object (see
-    /// [`tool_sandbox::environment`]), or the base list without one.
+    /// a program that reads this file, inherit: see [`environment`].
     pub fn environment(&self) -> &EnvFilter {
         &self.environment
     }
@@ -275,107 +268,54 @@ impl Settings {
     }
 }
 
-fn sandbox_section(
-    value: &Value,
-    root: &Path,
-    not: &mut impl FnMut(String, &str),
-) -> Result<SandboxSettings, String> {
-    let Value::Object(section) = value else { return Err("`sandbox` must be an object".to_owned()) };
-    let flag = |value: &Value, key: &str| {
-        value.as_bool().ok_or_else(|| format!("`sandbox.{key}` must be true or false"))
+/// Which of our environment variables commands, hook commands and stdio servers inherit, by a
+/// settings file: its `environment` object (`inherit`, `inheritAll`, `exclude`; see
+/// [`tool_sandbox::environment`]) and its `env` (variables set); [`EnvFilter::base`] for a file
+/// with neither.
+pub fn environment(file: &SettingsFile) -> EnvFilter {
+    let section = file.environment.as_ref();
+    let mut filter = match section.and_then(|s| s.inherit_all) {
+        Some(true) => EnvFilter::inherit_all(),
+        _ => EnvFilter::base(),
     };
-    let paths = |value: &Value, key: &str| -> Result<Vec<PathBuf>, String> {
-        string_list(value, key)?.iter().map(|p| Ok(root.join(expand_home(p)?))).collect()
-    };
-    let mut out = SandboxSettings::default();
-    for (key, value) in section {
-        match key.as_str() {
-            "enabled" => out.enabled = Some(flag(value, key)?),
-            "allowUnsandboxedCommands" => out.allow_unsandboxed_commands = Some(flag(value, key)?),
-            "allowGitWrites" => out.allow_git_writes = Some(flag(value, key)?),
-            "excludedCommands" => out.excluded_commands = string_list(value, "sandbox.excludedCommands")?,
-            "networkCommands" => out.network_commands = string_list(value, "sandbox.networkCommands")?,
-            "filesystem" => {
-                let Value::Object(fs) = value else {
-                    return Err("`sandbox.filesystem` must be an object".to_owned());
-                };
-                for (key, value) in fs {
-                    match key.as_str() {
-                        "allowWrite" => out.allow_write = paths(value, "sandbox.filesystem.allowWrite")?,
-                        "denyWrite" => out.deny_write = paths(value, "sandbox.filesystem.denyWrite")?,
-                        other => {
-                            return Err(format!(
-                                "`sandbox.filesystem.{other}` is not supported (reads are confined only by \
-                                 listing what may be read); expected allowWrite or denyWrite"
-                            ));
-                        }
-                    }
-                }
-            }
-            "autoAllowBashIfSandboxed" => out.auto_allow_bash_if_sandboxed = Some(flag(value, key)?),
-            "limits" => out.limits = Some(limits(value)?),
-            // The network proxy's (tool-egress).
-            "network" => {}
-            other
-                if let Some((_, reason)) =
-                    not_applied::SANDBOX_KEYS.iter().find(|(key, _)| *key == other) =>
-            {
-                not(format!("sandbox.{other}"), reason);
-            }
-            other => {
-                return Err(format!(
-                    "unknown key `sandbox.{other}`; expected one of enabled, excludedCommands, \
-                     networkCommands, allowUnsandboxedCommands, allowGitWrites, autoAllowBashIfSandboxed, \
-                     filesystem, network, limits"
-                ));
-            }
-        }
+    for name in section.and_then(|s| s.inherit.as_deref()).unwrap_or_default() {
+        filter = filter.with(name.as_str());
     }
-    Ok(out)
+    for pattern in section.and_then(|s| s.exclude.as_deref()).unwrap_or_default() {
+        filter = filter.exclude(pattern.as_str());
+    }
+    for (name, value) in file.env.iter().flatten() {
+        filter = filter.set(name.as_str(), value.as_str());
+    }
+    filter
 }
 
-/// `sandbox.limits`: each key a bound, or `false` for none; the others keep their defaults.
-fn limits(value: &Value) -> Result<tool_sandbox::Limits, String> {
-    let Value::Object(section) = value else {
-        return Err(
-            "`sandbox.limits` must be an object: {\"processes\": 1024, \"memory\": \"4G\"}".to_owned()
-        );
+fn sandbox_section(section: &model::Sandbox, root: &Path) -> Result<SandboxSettings, String> {
+    let paths = |list: &Option<Vec<String>>| -> Result<Vec<PathBuf>, String> {
+        list.iter().flatten().map(|p| Ok(root.join(expand_home(p)?))).collect()
     };
-    let mut limits = tool_sandbox::Limits::default();
-    for (key, value) in section {
-        let bound = |units: bool| -> Result<Option<u64>, String> {
-            let bad = || {
-                format!(
-                    "`sandbox.limits.{key}` must be a positive whole number{} or false (no bound), not {value}",
-                    if units { ", or a size such as \"512M\" or \"4G\"" } else { "" }
-                )
-            };
-            match value {
-                Value::Bool(false) => Ok(None),
-                Value::Number(n) => n.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(bad),
-                Value::String(text) if units => {
-                    let text = text.trim();
-                    let (digits, scale) = match text.char_indices().last() {
-                        Some((at, 'k' | 'K')) => (&text[..at], 1u64 << 10),
-                        Some((at, 'm' | 'M')) => (&text[..at], 1 << 20),
-                        Some((at, 'g' | 'G')) => (&text[..at], 1 << 30),
-                        _ => (text, 1),
-                    };
-                    let n: u64 = digits.trim().parse().map_err(|_| bad())?;
-                    n.checked_mul(scale).filter(|n| *n > 0).map(Some).ok_or_else(bad)
-                }
-                _ => Err(bad()),
-            }
-        };
-        match key.as_str() {
-            "processes" => limits.processes = bound(false)?,
-            "memory" => limits.memory = bound(true)?,
-            other => {
-                return Err(format!("unknown key `sandbox.limits.{other}`; expected processes or memory"));
-            }
+    let filesystem = section.filesystem.clone().unwrap_or_default();
+    let limits = section.limits.as_ref().map(|limits| {
+        let mut out = tool_sandbox::Limits::default();
+        if let Some(processes) = limits.processes {
+            out.processes = processes.get();
         }
-    }
-    Ok(limits)
+        if let Some(memory) = &limits.memory {
+            out.memory = memory.bytes();
+        }
+        out
+    });
+    Ok(SandboxSettings {
+        enabled: section.enabled,
+        excluded_commands: section.excluded_commands.clone().unwrap_or_default(),
+        network_commands: section.network_commands.clone().unwrap_or_default(),
+        allow_unsandboxed_commands: section.allow_unsandboxed_commands,
+        allow_write: paths(&filesystem.allow_write)?,
+        deny_write: paths(&filesystem.deny_write)?,
+        allow_git_writes: section.allow_git_writes,
+        auto_allow_bash_if_sandboxed: section.auto_allow_bash_if_sandboxed,
+        limits,
+    })
 }
 
 /// What the `permissions` object says.
@@ -385,84 +325,45 @@ struct PermissionsSection {
 }
 
 fn permissions_section(
-    value: &Value,
+    section: &model::Permissions,
     origin: &str,
     root: &Path,
     mut builder: RulesBuilder,
 ) -> Result<PermissionsSection, String> {
-    let Value::Object(section) = value else {
-        return Err("`permissions` must be an object".to_owned());
-    };
-    let mut mode = None;
-    let mut bypass_disabled = false;
-    for (key, value) in section {
-        match key.as_str() {
-            "allow" | "ask" | "deny" => {
-                let action = Action::parse(key).unwrap_or(Action::Deny);
-                let key_origin: Arc<str> = format!("{origin} (permissions.{key})").into();
-                for rule in string_list(value, &format!("permissions.{key}"))? {
-                    // `WebFetch(domain:HOST)` names a host for the network proxy's rules, not a
-                    // tool call: it is read there and skipped here.
-                    if is_domain_rule(&rule) {
-                        continue;
-                    }
-                    builder = builder.rule_from(action, rule, key_origin.clone());
-                }
-            }
-            "additionalDirectories" => {
-                let key_origin: Arc<str> = format!("{origin} (permissions.additionalDirectories)").into();
-                for dir in string_list(value, "permissions.additionalDirectories")? {
-                    // Relative to the project root, as Claude Code resolves it.
-                    let path = tool_sandbox::lexically_normal(&root.join(expand_home(&dir)?));
-                    let path = std::fs::canonicalize(&path).unwrap_or(path);
-                    let shown = path.to_string_lossy();
-                    let pattern = format!("{EXTERNAL_DIRECTORY}(/{}/**)", globset::escape(&shown));
-                    builder = builder.rule_from(Action::Allow, pattern, key_origin.clone());
-                }
-            }
-            "default" => builder = builder.default(action_value(value, "permissions.default")?),
-            "external_directory" => {
-                builder = builder.external_directory(action_value(value, "permissions.external_directory")?);
-            }
-            "defaults" => {
-                let Value::Object(defaults) = value else {
-                    return Err(
-                        "`permissions.defaults` must be an object of tool name to allow/ask/deny".to_owned()
-                    );
-                };
-                for (tool, action) in defaults {
-                    let action = action_value(action, &format!("permissions.defaults.{tool}"))?;
-                    for tool in builder.catalog_ref().tools_named(tool) {
-                        builder = builder.tool_default(tool, action);
-                    }
-                }
-            }
-            "defaultMode" => {
-                let names = || PermissionMode::ALL.map(PermissionMode::as_str).join(", ");
-                let text = value.as_str().ok_or_else(|| {
-                    format!("`permissions.defaultMode` must be a string, one of {}; found {value}", names())
-                })?;
-                mode = Some(PermissionMode::parse(text).ok_or_else(|| {
-                    format!("`permissions.defaultMode` is {value}; expected one of {}", names())
-                })?);
-            }
-            "disableBypassPermissionsMode" => match value.as_str() {
-                Some("disable") => bypass_disabled = true,
-                _ => {
-                    return Err(format!(
-                        "`permissions.disableBypassPermissionsMode` must be \"disable\", found {value}"
-                    ));
-                }
-            },
-            other => {
-                return Err(format!(
-                    "unknown key `permissions.{other}`; expected one of allow, ask, deny, additionalDirectories, \
-                     defaultMode, disableBypassPermissionsMode, default, defaults, external_directory"
-                ));
-            }
+    for (key, action, rules) in [
+        ("allow", Action::Allow, &section.allow),
+        ("ask", Action::Ask, &section.ask),
+        ("deny", Action::Deny, &section.deny),
+    ] {
+        let key_origin: Arc<str> = format!("{origin} (permissions.{key})").into();
+        // `WebFetch(domain:HOST)` names a host for the network proxy's rules, not a tool call:
+        // it is read there and skipped here.
+        for rule in rules.iter().flatten().filter(|rule| !is_domain_rule(rule)) {
+            builder = builder.rule_from(action, rule.clone(), key_origin.clone());
         }
     }
-    if bypass_disabled && mode == Some(PermissionMode::BypassPermissions) {
+    let key_origin: Arc<str> = format!("{origin} (permissions.additionalDirectories)").into();
+    for dir in section.additional_directories.iter().flatten() {
+        // Relative to the project root, as Claude Code resolves it.
+        let path = tool_sandbox::lexically_normal(&root.join(expand_home(dir)?));
+        let path = std::fs::canonicalize(&path).unwrap_or(path);
+        let shown = path.to_string_lossy();
+        let pattern = format!("{EXTERNAL_DIRECTORY}(/{}/**)", globset::escape(&shown));
+        builder = builder.rule_from(Action::Allow, pattern, key_origin.clone());
+    }
+    if let Some(action) = section.default {
+        builder = builder.default(action.into());
+    }
+    if let Some(action) = section.external_directory {
+        builder = builder.external_directory(action.into());
+    }
+    for (tool, action) in section.defaults.iter().flatten() {
+        for tool in builder.catalog_ref().tools_named(tool) {
+            builder = builder.tool_default(tool, (*action).into());
+        }
+    }
+    let mode = section.default_mode.map(PermissionMode::from);
+    if section.disable_bypass_permissions_mode.is_some() && mode == Some(PermissionMode::BypassPermissions) {
         return Err("`permissions.defaultMode` is \"bypassPermissions\", which \
                     `permissions.disableBypassPermissionsMode` turns off"
             .to_owned());
@@ -487,108 +388,41 @@ fn expand_home(dir: &str) -> Result<PathBuf, String> {
     }
 }
 
-fn string_list(value: &Value, key: &str) -> Result<Vec<String>, String> {
-    let Value::Array(items) = value else {
-        return Err(format!("`{key}` must be an array of strings"));
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| match item {
-            Value::String(text) => Ok(text.clone()),
-            other => Err(format!("`{key}[{i}]` must be a string, found {other}")),
-        })
-        .collect()
-}
-
-fn action_value(value: &Value, key: &str) -> Result<Action, String> {
-    value
-        .as_str()
-        .and_then(Action::parse)
-        .ok_or_else(|| format!("`{key}` must be \"allow\", \"ask\" or \"deny\", found {value}"))
-}
-
-fn hooks_section(value: &Value, not: &mut impl FnMut(String, &str)) -> Result<HookCommands, String> {
-    let Value::Object(events) = value else {
-        return Err("`hooks` must be an object of event name to a list of matchers".to_owned());
-    };
-    let mut hooks = HookCommands::default();
-    // The commands of events not run here: checked all the same, then dropped.
-    let mut not_run = Vec::new();
-    for (event, entries) in events {
-        let list = match event.as_str() {
-            "PreToolUse" => &mut hooks.pre_tool_use,
-            "PostToolUse" => &mut hooks.post_tool_use,
-            "SessionStart" => &mut hooks.session_start,
-            "SessionEnd" => &mut hooks.session_end,
-            "Notification" => &mut hooks.notification,
-            other
-                if let Some((_, reason)) = not_applied::HOOK_EVENTS.iter().find(|(key, _)| *key == other) =>
-            {
-                not(format!("hooks.{other}"), reason);
-                &mut not_run
-            }
-            other => {
-                return Err(format!(
-                    "unknown hook event `hooks.{other}`; expected PreToolUse, PostToolUse, SessionStart, \
-                     SessionEnd or Notification"
-                ));
-            }
-        };
-        let Value::Array(entries) = entries else {
-            return Err(format!("`hooks.{event}` must be an array of {{\"matcher\", \"hooks\"}} objects"));
+/// The hook commands of the events run here; the others are named as not applied by the model.
+fn hooks_section(hooks: &model::Hooks) -> Result<HookCommands, String> {
+    let mut out = HookCommands::default();
+    for (event, entries) in hooks.events() {
+        let list = match event {
+            "PreToolUse" => &mut out.pre_tool_use,
+            "PostToolUse" => &mut out.post_tool_use,
+            "SessionStart" => &mut out.session_start,
+            "SessionEnd" => &mut out.session_end,
+            "Notification" => &mut out.notification,
+            _ => continue,
         };
         for (i, entry) in entries.iter().enumerate() {
-            let at = format!("hooks.{event}[{i}]");
-            let Value::Object(entry) = entry else {
-                return Err(format!("`{at}` must be an object with `matcher` and `hooks`"));
-            };
-            let matcher = matcher(entry, &at)?;
-            let Some(Value::Array(commands)) = entry.get("hooks") else {
-                return Err(format!(
-                    "`{at}.hooks` must be an array of {{\"type\": \"command\", \"command\"}} objects"
-                ));
-            };
-            for (j, command) in commands.iter().enumerate() {
-                list.push(hook_command(command, &format!("{at}.hooks[{j}]"), matcher.clone())?);
+            let matcher = matcher(entry.matcher.as_deref(), &format!("hooks.{event}[{i}]"))?;
+            for hook in &entry.hooks {
+                let timeout = hook.timeout.map_or(DEFAULT_HOOK_TIMEOUT, Duration::from_secs_f64);
+                list.push(HookCommand {
+                    matcher: matcher.clone(),
+                    command: hook.command.clone(),
+                    timeout,
+                    environment: Arc::default(),
+                });
             }
         }
     }
-    Ok(hooks)
+    Ok(out)
 }
 
-fn matcher(entry: &Map<String, Value>, at: &str) -> Result<Matcher, String> {
-    match entry.get("matcher") {
-        None => Ok(Matcher::All),
-        Some(Value::String(text)) if text.is_empty() || text == "*" => Ok(Matcher::All),
-        Some(Value::String(text)) => Regex::new(&format!("^(?:{text})$"))
+fn matcher(text: Option<&str>, at: &str) -> Result<Matcher, String> {
+    match text {
+        None | Some("" | "*") => Ok(Matcher::All),
+        Some(text) => Regex::new(&format!("^(?:{text})$"))
             .map(Matcher::Pattern)
             .map_err(|e| format!("`{at}.matcher` is not a valid regular expression: {e}")),
-        Some(other) => Err(format!("`{at}.matcher` must be a string, found {other}")),
     }
-}
-
-fn hook_command(value: &Value, at: &str, matcher: Matcher) -> Result<HookCommand, String> {
-    let Value::Object(hook) = value else {
-        return Err(format!("`{at}` must be an object like {{\"type\": \"command\", \"command\": \"...\"}}"));
-    };
-    match hook.get("type") {
-        Some(Value::String(kind)) if kind == "command" => {}
-        Some(other) => return Err(format!("`{at}.type` is {other}; only \"command\" hooks are supported")),
-        None => return Err(format!("`{at}.type` is missing; expected \"command\"")),
-    }
-    let command = match hook.get("command") {
-        Some(Value::String(command)) if !command.trim().is_empty() => command.clone(),
-        _ => return Err(format!("`{at}.command` must be a non-empty string")),
-    };
-    let timeout = match hook.get("timeout") {
-        None => DEFAULT_HOOK_TIMEOUT,
-        Some(value) => match value.as_f64() {
-            Some(seconds) if seconds > 0.0 && seconds <= 86_400.0 => Duration::from_secs_f64(seconds),
-            _ => return Err(format!("`{at}.timeout` must be a number of seconds above 0, found {value}")),
-        },
-    };
-    Ok(HookCommand { matcher, command, timeout, environment: Arc::default() })
 }
 
 #[cfg(test)]
@@ -632,11 +466,14 @@ mod sandbox_tests {
     #[test]
     fn what_cannot_be_enforced_is_refused() {
         let err = parse(r#"{"sandbox": {"filesystem": {"denyRead": ["~/.ssh"]}}}"#).unwrap_err();
-        assert!(err.contains("`sandbox.filesystem.denyRead` is not supported"), "{err}");
+        assert!(err.starts_with("s.json: `sandbox.filesystem.denyRead`: is not supported"), "{err}");
         let err = parse(r#"{"sandbox": {"enabld": true}}"#).unwrap_err();
-        assert!(err.contains("unknown key `sandbox.enabld`"), "{err}");
+        assert!(err.starts_with("s.json: `sandbox.enabld`: unknown field `enabld`"), "{err}");
         let err = parse(r#"{"sandbox": {"enabled": "yes"}}"#).unwrap_err();
-        assert!(err.contains("`sandbox.enabled` must be true or false"), "{err}");
+        assert!(
+            err.starts_with("s.json: `sandbox.enabled`: invalid type: string \"yes\", expected a boolean"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -647,15 +484,18 @@ mod sandbox_tests {
         let sized = limits(r#"{"processes": 64, "memory": " 512m "}"#).unwrap().unwrap();
         assert_eq!((sized.processes, sized.memory), (Some(64), Some(512 << 20)));
         for (bad, message) in [
-            (r#"{"processes": 0}"#, "`sandbox.limits.processes` must be a positive whole number or false"),
-            (r#"{"processes": "64"}"#, "`sandbox.limits.processes` must be a positive whole number or false"),
+            (r#"{"processes": 0}"#, "`sandbox.limits.processes`: must be a positive whole number or false"),
+            (
+                r#"{"processes": "64"}"#,
+                "`sandbox.limits.processes`: must be a positive whole number or false",
+            ),
             (r#"{"processes": -1}"#, "must be a positive whole number"),
-            (r#"{"memory": true}"#, "`sandbox.limits.memory` must be a positive whole number, or a size"),
-            (r#"{"memory": "4T"}"#, "`sandbox.limits.memory` must be"),
-            (r#"{"memory": "99999999999G"}"#, "`sandbox.limits.memory` must be"),
-            (r#"{"memory": "G"}"#, "`sandbox.limits.memory` must be"),
-            (r#"{"cpu": 1}"#, "unknown key `sandbox.limits.cpu`; expected processes or memory"),
-            (r#"[64]"#, "`sandbox.limits` must be an object"),
+            (r#"{"memory": true}"#, "`sandbox.limits.memory`: must be a positive whole number, or a size"),
+            (r#"{"memory": "4T"}"#, "`sandbox.limits.memory`: must be"),
+            (r#"{"memory": "99999999999G"}"#, "`sandbox.limits.memory`: must be"),
+            (r#"{"memory": "G"}"#, "`sandbox.limits.memory`: must be"),
+            (r#"{"cpu": 1}"#, "`sandbox.limits.cpu`: unknown field `cpu`, expected `processes` or `memory`"),
+            (r#"[64]"#, "`sandbox.limits`: invalid type: sequence, expected an object"),
         ] {
             let err = limits(bad).unwrap_err();
             assert!(err.contains(message), "{bad}: {err}");

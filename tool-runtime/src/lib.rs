@@ -9,7 +9,7 @@
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `providers` | yes | [`providers`] (each LLM API's tool format) and [`catalog`] (deferred tools and the tool search), from `tool-providers` |
-//! | `permissions` | yes | [`permissions`]: rules, shell command classification, Claude Code settings, from `tool-permissions` |
+//! | `permissions` | yes | [`permissions`]: rules, shell command classification, Claude Code settings, from `tool-permissions`; [`settings`]: the settings file's typed model, from `tool-settings` |
 //! | `command-hooks` | no | `PreToolUse` / `PostToolUse` hook commands in [`permissions`] |
 //! | `processes` | no | [`process_tree`] and [`environment`]: the processes tools start, from `tool-sandbox` |
 //! | `code-mode` | no | [`code`]: the script tool that runs a model's JavaScript with every tool on `tools`, from `tool-code` |
@@ -99,6 +99,11 @@ pub use tool_providers::catalog;
 #[doc(inline)]
 #[doc = include_str!("../docs/permissions.md")]
 pub use tool_permissions as permissions;
+
+/// The settings file as one typed model (Claude Code's `settings.json` with this project's
+/// keys), where Claude Code keeps its files, and the file's JSON Schema, from `tool-settings`.
+#[cfg(feature = "permissions")]
+pub use tool_settings as settings;
 
 #[cfg(feature = "processes")]
 #[doc(inline)]

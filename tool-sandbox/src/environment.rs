@@ -17,12 +17,11 @@
 //! ```
 //!
 //! `inherit` adds names (a trailing `*` matches a prefix); `"inheritAll": true` passes the
-//! whole environment, as before there was a filter; `env` sets variables, as it does for a
-//! Claude Code session.
+//! whole environment, as before there was a filter; `exclude` leaves names out by pattern;
+//! `env` sets variables, as it does for a Claude Code session. (tool-settings reads the file;
+//! `tool_permissions::environment` builds the filter from it.)
 
 use std::ffi::{OsStr, OsString};
-
-use serde_json::Value;
 
 /// The variables every child process inherits. Names ending in `*` match a prefix.
 pub const BASE_VARIABLES: &[&str] = &[
@@ -134,7 +133,7 @@ impl EnvFilter {
 
     /// Whether everything is passed.
     pub fn passes_everything(&self) -> bool {
-        self.inherit_all
+        self.inherit_all && self.exclude.is_empty()
     }
 
     /// Whether a variable of this name is inherited. Names compare exactly on Unix, and
@@ -183,90 +182,6 @@ impl EnvFilter {
         }
         command.envs(self.set.iter().map(|(name, value)| (name, value)));
     }
-
-    /// Reads the `environment` object of a settings file (`{"inherit": [...], "inheritAll":
-    /// bool, "exclude": [...]}`) and its `env` (`{"NAME": "value"}`, Claude Code's); a file with neither gives
-    /// [`EnvFilter::base`]. The error names the key at fault.
-    pub fn from_settings(settings: &Value) -> Result<EnvFilter, EnvFilterError> {
-        EnvFilter::read_settings(settings).map_err(EnvFilterError)
-    }
-
-    fn read_settings(settings: &Value) -> Result<EnvFilter, String> {
-        let mut filter = EnvFilter::base();
-        match settings.get("env") {
-            None => {}
-            Some(Value::Object(env)) => {
-                for (name, value) in env {
-                    if !valid_name(name) {
-                        return Err(format!("`env`: {name:?} is not a variable name"));
-                    }
-                    match value {
-                        Value::String(value) if !value.contains('\0') => {
-                            filter = filter.set(name, value.as_str())
-                        }
-                        other => return Err(format!("`env.{name}` must be a string, found {other}")),
-                    }
-                }
-            }
-            Some(other) => {
-                return Err(format!("`env` must be an object of variable names and values, found {other}"));
-            }
-        }
-        let Some(section) = settings.get("environment") else { return Ok(filter) };
-        let Value::Object(section) = section else {
-            return Err("`environment` must be an object with `inherit` and `inheritAll`".to_owned());
-        };
-        for (key, value) in section {
-            match key.as_str() {
-                "inherit" => {
-                    let Value::Array(names) = value else {
-                        return Err("`environment.inherit` must be an array of variable names".to_owned());
-                    };
-                    for (i, name) in names.iter().enumerate() {
-                        match name.as_str() {
-                            Some(name) if valid_name(name) => {
-                                filter = filter.with(name);
-                            }
-                            _ => {
-                                return Err(format!(
-                                    "`environment.inherit[{i}]` must be a variable name (a trailing `*` matches a \
-                                     prefix), found {name}"
-                                ));
-                            }
-                        }
-                    }
-                }
-                "exclude" => {
-                    let Value::Array(patterns) = value else {
-                        return Err("`environment.exclude` must be an array of name patterns".to_owned());
-                    };
-                    for (i, pattern) in patterns.iter().enumerate() {
-                        match pattern.as_str() {
-                            Some(pattern) if valid_name(pattern) => filter = filter.exclude(pattern),
-                            _ => {
-                                return Err(format!(
-                                    "`environment.exclude[{i}]` must be a name pattern (`*` and `?` match), found \
-                                     {pattern}"
-                                ));
-                            }
-                        }
-                    }
-                }
-                "inheritAll" => match value.as_bool() {
-                    Some(all) => filter.inherit_all = all,
-                    None => {
-                        return Err(format!("`environment.inheritAll` must be true or false, found {value}"));
-                    }
-                },
-                other => {
-                    return Err(format!(
-                        "unknown key `environment.{other}`; expected `inherit`, `inheritAll` or `exclude`"
-                    ));
-                }
-            }
-        }
-        Ok(filter)
-    }
 }
 
 /// Whether `name` matches `pattern`, where `*` matches any run of characters and `?` one,
@@ -297,28 +212,9 @@ fn wildcard_match(pattern: &str, name: &str) -> bool {
     pattern[p..].iter().all(|c| *c == '*')
 }
 
-/// Whether `name` can name a variable: not empty, no `=`, no NUL.
-fn valid_name(name: &str) -> bool {
-    !name.is_empty() && !name.contains(['=', '\0'])
-}
-
-/// An `environment` or `env` section of a settings file that cannot be used (from
-/// [`EnvFilter::from_settings`]): its text names the key at fault and what is expected.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnvFilterError(String);
-
-impl std::fmt::Display for EnvFilterError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for EnvFilterError {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn vars(names: &[&str]) -> Vec<(OsString, OsString)> {
         names.iter().map(|n| (OsString::from(n), OsString::from("v"))).collect()
@@ -345,42 +241,16 @@ mod tests {
 
     #[test]
     fn configured_names_and_prefixes_are_added() {
-        let filter =
-            EnvFilter::from_settings(&json!({"environment": {"inherit": ["AWS_PROFILE", "CARGO_*"]}}))
-                .unwrap();
+        let filter = EnvFilter::base().with("AWS_PROFILE").with("CARGO_*");
         let all = vars(&["AWS_PROFILE", "AWS_SECRET_ACCESS_KEY", "CARGO_HOME", "CARGO", "PATH"]);
         assert_eq!(names(filter.filter(all)), ["AWS_PROFILE", "CARGO_HOME", "PATH"]);
-        let everything = EnvFilter::from_settings(&json!({"environment": {"inheritAll": true}})).unwrap();
-        assert!(everything.passes_everything());
-        assert_eq!(EnvFilter::from_settings(&json!({})).unwrap(), EnvFilter::base());
-    }
-
-    #[test]
-    fn mistakes_name_the_key() {
-        for (settings, expected) in [
-            (json!({"environment": {"inherit": "X"}}), "`environment.inherit` must be an array"),
-            (
-                json!({"environment": {"inherit": ["A=B"]}}),
-                "`environment.inherit[0]` must be a variable name",
-            ),
-            (json!({"environment": {"inheritAll": "yes"}}), "`environment.inheritAll` must be true or false"),
-            (json!({"environment": {"pass": []}}), "unknown key `environment.pass`"),
-            (json!({"env": ["A=1"]}), "`env` must be an object"),
-            (json!({"env": {"A": 1}}), "`env.A` must be a string"),
-            (json!({"env": {"A=B": "1"}}), "is not a variable name"),
-            (json!({"environment": {"exclude": "X"}}), "`environment.exclude` must be an array"),
-        ] {
-            let error = EnvFilter::from_settings(&settings).unwrap_err();
-            assert!(error.to_string().contains(expected), "{error}");
-        }
+        assert!(EnvFilter::inherit_all().passes_everything());
+        assert!(!EnvFilter::inherit_all().exclude("*KEY*").passes_everything());
     }
 
     #[test]
     fn the_variables_env_sets_come_on_top_of_what_is_inherited_and_below_the_callers() {
-        let filter = EnvFilter::from_settings(
-            &json!({"env": {"HOME": "/set/home", "GREETING": "hi", "MINE": "settings"}}),
-        )
-        .unwrap();
+        let filter = EnvFilter::base().set("HOME", "/set/home").set("GREETING", "hi").set("MINE", "settings");
         assert_eq!(filter.variables().len(), 3);
         for base in [filter.clone(), EnvFilter { inherit_all: true, ..filter }] {
             let mut command = std::process::Command::new("/bin/sh");
@@ -403,10 +273,7 @@ mod tests {
         assert!(
             wildcard_match("*TOKEN*TOKEN", "A_TOKEN_B_TOKEN") && !wildcard_match("*TOKEN*TOKEN", "TOKEN_B")
         );
-        let filter = EnvFilter::from_settings(
-            &json!({"environment": {"inheritAll": true, "exclude": ["*KEY*", "*SECRET*", "HOME"]}}),
-        )
-        .unwrap();
+        let filter = EnvFilter::inherit_all().exclude("*KEY*").exclude("*SECRET*").exclude("HOME");
         let all = vars(&["PATH", "HOME", "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "CARGO_HOME"]);
         assert_eq!(names(filter.filter(all.clone())), ["PATH", "CARGO_HOME"]);
         assert_eq!(names(EnvFilter::base().exclude("PATH").filter(all)), ["HOME", "CARGO_HOME"]);

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tool_runtime::mcp_client::McpConfig;
+use tool_runtime::settings::{Environment, Filesystem, Mode, Permissions, Sandbox, SettingsFile};
 use tool_sandbox::SandboxMode;
 
 /// The keys of codex's `config.toml` that this program reads.
@@ -89,9 +90,8 @@ enum Inherit {
 
 /// What a codex configuration stands for here.
 pub(crate) struct Codex {
-    /// The settings, in the shape of a settings file (`permissions.defaultMode`, `sandbox`,
-    /// `environment`).
-    pub(crate) settings: Value,
+    /// The settings it stands for (`permissions.defaultMode`, `sandbox`, `environment`, `env`).
+    pub(crate) settings: SettingsFile,
     /// `sandbox_mode`.
     pub(crate) sandbox: Option<SandboxMode>,
     /// `[mcp_servers]`, when there are any.
@@ -110,23 +110,23 @@ pub(crate) fn load(path: &Path) -> Result<Codex, String> {
 fn convert(config: CodexToml) -> Result<Codex, String> {
     let mut not_applied = Vec::new();
     let mut not = |key: String, reason: &str| not_applied.push((key, reason.to_owned()));
-    let mut permissions = Map::new();
-    let mut sandbox = Map::new();
-    let mut environment = Map::new();
-    let mut env = None;
+    let mut settings = SettingsFile::default();
+    let mut sandbox = Sandbox::default();
     // codex runs what its sandbox confines without asking, except under `untrusted`; edits are
     // what the sandbox lets through in the workspace.
     let mode = match config.approval_policy {
         None => None,
         Some(Approval::Untrusted) => {
-            sandbox.insert("autoAllowBashIfSandboxed".into(), json!(false));
-            Some("default")
+            sandbox.auto_allow_bash_if_sandboxed = Some(false);
+            Some(Mode::Default)
         }
-        Some(Approval::OnFailure | Approval::OnRequest) => Some("acceptEdits"),
-        Some(Approval::Never) => Some("bypassPermissions"),
+        Some(Approval::OnFailure | Approval::OnRequest) => Some(Mode::AcceptEdits),
+        Some(Approval::Never) => Some(Mode::BypassPermissions),
     };
-    if let Some(mode) = mode {
-        permissions.insert("defaultMode".into(), json!(mode));
+    if mode.is_some() {
+        let mut permissions = Permissions::default();
+        permissions.default_mode = mode;
+        settings.permissions = Some(permissions);
     }
     let sandbox_mode = config.sandbox_mode.map(|mode| match mode {
         CodexSandbox::ReadOnly => SandboxMode::ReadOnly,
@@ -135,7 +135,10 @@ fn convert(config: CodexToml) -> Result<Codex, String> {
     });
     if let Some(write) = config.sandbox_workspace_write {
         if !write.writable_roots.is_empty() {
-            sandbox.insert("filesystem".into(), json!({"allowWrite": write.writable_roots}));
+            let mut filesystem = Filesystem::default();
+            let roots = write.writable_roots.iter().map(|root| root.to_string_lossy().into_owned());
+            filesystem.allow_write = Some(roots.collect());
+            sandbox.filesystem = Some(filesystem);
         }
         if write.network_access == Some(true) {
             not(
@@ -148,11 +151,13 @@ fn convert(config: CodexToml) -> Result<Codex, String> {
             not(format!("sandbox_workspace_write.{key}"), "no counterpart in this program's sandbox");
         }
     }
+    if sandbox != Sandbox::default() {
+        settings.sandbox = Some(sandbox);
+    }
     if let Some(policy) = config.shell_environment_policy {
+        let mut environment = Environment::default();
         match policy.inherit {
-            Some(Inherit::All) => {
-                environment.insert("inheritAll".into(), json!(true));
-            }
+            Some(Inherit::All) => environment.inherit_all = Some(true),
             Some(Inherit::None) => not(
                 "shell_environment_policy.inherit".into(),
                 "commands always inherit the base variables (PATH, HOME, LANG, ...): `none` is read as `core`",
@@ -160,17 +165,18 @@ fn convert(config: CodexToml) -> Result<Codex, String> {
             Some(Inherit::Core) | None => {}
         }
         if !policy.include_only.is_empty() {
-            environment.insert("inherit".into(), json!(policy.include_only));
+            environment.inherit = Some(policy.include_only);
         }
         if !policy.set.is_empty() {
-            env = Some(policy.set);
+            settings.env = Some(policy.set);
         }
         // codex's default excludes, unless turned off in so many words.
         let mut exclude = policy.exclude;
         if policy.ignore_default_excludes != Some(true) {
             exclude.extend(["*KEY*", "*SECRET*", "*TOKEN*"].map(String::from));
         }
-        environment.insert("exclude".into(), json!(exclude));
+        environment.exclude = Some(exclude);
+        settings.environment = Some(environment);
         for key in policy.other.keys() {
             not(
                 format!("shell_environment_policy.{key}"),
@@ -182,16 +188,9 @@ fn convert(config: CodexToml) -> Result<Codex, String> {
     for key in config.other.keys() {
         not(key.clone(), "no counterpart in this program");
     }
-    let mut settings = Map::new();
-    for (key, section) in [("permissions", permissions), ("sandbox", sandbox), ("environment", environment)] {
-        if !section.is_empty() {
-            settings.insert(key.into(), Value::Object(section));
-        }
-    }
-    if let Some(env) = env {
-        settings.insert("env".into(), json!(env));
-    }
-    Ok(Codex { settings: Value::Object(settings), sandbox: sandbox_mode, servers, not_applied })
+    // The values checked as a settings file's would be (a variable's name, say).
+    let settings = SettingsFile::from_value(settings.to_value()).map_err(|e| e.to_string())?;
+    Ok(Codex { settings, sandbox: sandbox_mode, servers, not_applied })
 }
 
 /// `[mcp_servers]` as an `mcpServers` configuration.
@@ -267,7 +266,7 @@ mod tests {
         .unwrap();
         let codex = convert(config).unwrap();
         assert_eq!(
-            codex.settings,
+            codex.settings.to_value(),
             json!({
                 "permissions": {"defaultMode": "acceptEdits"},
                 "sandbox": {"filesystem": {"allowWrite": ["/cache"]}},

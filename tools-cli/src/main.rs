@@ -19,9 +19,10 @@ use tool_runtime::environment::EnvFilter;
 use tool_runtime::mcp_client::{McpConfig, McpMount};
 use tool_runtime::permissions::{
     Action as PermissionAction, EXTERNAL_DIRECTORY, PermissionMode, Policy, PolicyExt, Rules,
-    SandboxSettings, Settings, hierarchy,
+    SandboxSettings, Settings,
 };
 use tool_runtime::providers::DefinitionOptions;
+use tool_runtime::settings::{self as tool_settings, SettingsError, SettingsFile, hierarchy};
 use tool_runtime::{
     BoxFuture, CallOptions, CancellationToken, Dispatcher, DispatcherBuilder, PermissionKind,
     PermissionRequest, Registry, ToolCall,
@@ -209,9 +210,9 @@ struct Setup {
     checkpoints: bool,
 }
 
-/// The settings file, read and parsed once: the servers of `--mcp-config` are mounted with its
-/// `environment`, and its rules are checked against their tools.
-struct SettingsFile {
+/// The settings file, read into the typed model once: the servers of `--mcp-config` are mounted
+/// with its `environment`, and its rules are checked against their tools.
+struct Loaded {
     /// How messages start: `--settings` for the file the flag names, `settings` for Claude Code's
     /// files found in their places.
     label: &'static str,
@@ -220,30 +221,32 @@ struct SettingsFile {
     /// The files, which commands may not change.
     paths: Vec<std::path::PathBuf>,
     /// The file, or the files merged as Claude Code merges them.
-    value: Value,
+    file: SettingsFile,
     /// The sandbox mode a codex configuration names (`sandbox_mode`).
     sandbox_mode: Option<tool_sandbox::SandboxMode>,
     /// The servers a codex configuration names (`[mcp_servers]`).
     servers: Option<McpConfig>,
 }
 
-impl SettingsFile {
+impl Loaded {
     /// The file `--settings` names; without it (and without `--no-settings`), Claude Code's
     /// files for the workspace merged (user, project, local, managed), named on standard
     /// error; `None` when there is none.
-    fn read(args: &WorkspaceArgs) -> Result<Option<SettingsFile>, Failure> {
+    fn read(args: &WorkspaceArgs) -> Result<Option<Loaded>, Failure> {
         if args.no_settings {
             return Ok(None);
         }
+        let failure =
+            |label: &str, origin: &str, e: SettingsError| Failure::usage(format!("{label} {origin}: {e}"));
         if let Some(path) = &args.settings {
-            let value = read_json(path, "--settings")?;
             let origin = path.display().to_string();
+            let file = SettingsFile::load(path).map_err(|e| failure("--settings", &origin, e))?;
             let paths = vec![path.clone()];
-            return Ok(Some(SettingsFile {
+            return Ok(Some(Loaded {
                 label: "--settings",
                 origin,
                 paths,
-                value,
+                file,
                 sandbox_mode: None,
                 servers: None,
             }));
@@ -274,11 +277,11 @@ impl SettingsFile {
                     "tools: --codex-config {shown}: `{key}` is not applied: {reason}"
                 );
             }
-            return Ok(Some(SettingsFile {
+            return Ok(Some(Loaded {
                 label: "--codex-config",
                 origin: shown.to_string(),
                 paths: vec![path.clone()],
-                value: codex.settings,
+                file: codex.settings,
                 sandbox_mode: codex.sandbox,
                 servers: codex.servers,
             }));
@@ -288,7 +291,9 @@ impl SettingsFile {
         let mut found = Vec::new();
         for (scope, path) in hierarchy::claude_code_files(user_dir.as_deref(), &root) {
             if path.is_file() {
-                found.push((scope, read_json(&path, "settings")?, path));
+                let value = tool_settings::read_json(&path)
+                    .map_err(|e| failure("settings", &path.display().to_string(), e))?;
+                found.push((scope, value, path));
             }
         }
         if found.is_empty() {
@@ -301,28 +306,14 @@ impl SettingsFile {
             found.iter().map(|(_, _, path)| path.display().to_string()).collect::<Vec<_>>().join(" + ");
         let paths = found.iter().map(|(_, _, path)| path.clone()).collect();
         let value = hierarchy::merge(found.into_iter().map(|(_, value, _)| value));
-        Ok(Some(SettingsFile { label: "settings", origin, paths, value, sandbox_mode: None, servers: None }))
+        let file = SettingsFile::from_value(value).map_err(|e| failure("settings", &origin, e))?;
+        Ok(Some(Loaded { label: "settings", origin, paths, file, sandbox_mode: None, servers: None }))
     }
 
     /// A usage failure about the settings.
     fn failure(&self, problem: impl fmt::Display) -> Failure {
         Failure::usage(format!("{} {}: {problem}", self.label, self.origin))
     }
-
-    /// Which of our variables commands and mounted stdio servers inherit.
-    fn environment(file: Option<&SettingsFile>) -> Result<EnvFilter, Failure> {
-        match file {
-            None => Ok(EnvFilter::base()),
-            Some(file) => EnvFilter::from_settings(&file.value).map_err(|e| file.failure(e)),
-        }
-    }
-}
-
-/// A settings file as JSON; `label` starts the messages.
-fn read_json(path: &std::path::Path, label: &str) -> Result<Value, Failure> {
-    let failure = |problem: String| Failure::usage(format!("{label} {}: {problem}", path.display()));
-    let text = std::fs::read_to_string(path).map_err(|e| failure(format!("cannot read the file: {e}")))?;
-    serde_json::from_str(&text).map_err(|e| failure(format!("not valid JSON: {e}")))
 }
 
 /// The settings file, the mounted servers of `mcp`, the registry of our tools and theirs, and
@@ -332,8 +323,10 @@ async fn prepare(
     mcp: &McpArgs,
     sampling: bool,
 ) -> Result<(Setup, Vec<McpMount>, Registry), Failure> {
-    let file = SettingsFile::read(args)?;
-    let environment = SettingsFile::environment(file.as_ref())?;
+    let file = Loaded::read(args)?;
+    let environment = file
+        .as_ref()
+        .map_or_else(EnvFilter::base, |loaded| tool_runtime::permissions::environment(&loaded.file));
     // `--mcp-config`, or else a codex configuration's servers, or else the project's approved ones.
     let codex_servers =
         file.as_ref().and_then(|file| file.servers.clone()).filter(|_| mcp.mcp_config.is_none());
@@ -354,7 +347,7 @@ async fn prepare(
 /// the settings file's permission policy.
 fn setup(
     args: &WorkspaceArgs,
-    file: Option<&SettingsFile>,
+    file: Option<&Loaded>,
     registry: &Registry,
     mounts: &[McpMount],
 ) -> Result<Setup, Failure> {
@@ -578,15 +571,6 @@ fn sandboxed(
         .with_networked_commands(settings.network_commands.clone()))
 }
 
-/// The keys of a settings file that the binary reads besides the permissions library's.
-const BINARY_KEYS: &[&str] = &[
-    "verify",
-    "checkpoints",
-    "enableAllProjectMcpServers",
-    "enabledMcpjsonServers",
-    "disabledMcpjsonServers",
-];
-
 /// Without `--mcp-config`, the servers of the project's `.mcp.json` that the settings approve
 /// (`enableAllProjectMcpServers`, or `enabledMcpjsonServers`, less `disabledMcpjsonServers`),
 /// as Claude Code asks before it starts a project's servers; every server of the file is named
@@ -594,7 +578,7 @@ const BINARY_KEYS: &[&str] = &[
 fn project_servers(
     args: &WorkspaceArgs,
     mcp: &McpArgs,
-    file: Option<&SettingsFile>,
+    file: Option<&Loaded>,
 ) -> Result<Option<McpConfig>, Failure> {
     if mcp.mcp_config.is_some() {
         return Ok(None);
@@ -604,13 +588,10 @@ fn project_servers(
         return Ok(None);
     }
     let mut config = McpConfig::load(&path).map_err(|e| Failure::usage(e.to_string()))?;
-    let setting = |key: &str| file.and_then(|file| file.value.get(key));
-    let names = |key: &str| -> Vec<String> {
-        let list = setting(key).and_then(Value::as_array).into_iter().flatten();
-        list.filter_map(Value::as_str).map(str::to_owned).collect()
-    };
-    let all = setting("enableAllProjectMcpServers").and_then(Value::as_bool) == Some(true);
-    let (enabled, disabled) = (names("enabledMcpjsonServers"), names("disabledMcpjsonServers"));
+    let settings = file.map(|loaded| &loaded.file);
+    let all = settings.and_then(|file| file.enable_all_project_mcp_servers) == Some(true);
+    let enabled = settings.and_then(|file| file.enabled_mcpjson_servers.clone()).unwrap_or_default();
+    let disabled = settings.and_then(|file| file.disabled_mcpjson_servers.clone()).unwrap_or_default();
     let approved = |name: &String| (all || enabled.contains(name)) && !disabled.contains(name);
     let (started, waiting): (Vec<&str>, Vec<&str>) = config
         .servers
@@ -647,7 +628,7 @@ struct Known<'a> {
 /// that is neither ours nor a mounted server's, is a usage error naming it). `--allow-outside-root`
 /// adds a rule allowing outside paths, which the file's own deny rules still beat.
 fn settings_policy(
-    file: &SettingsFile,
+    file: &Loaded,
     root: &std::path::Path,
     allow_outside_root: bool,
     known: &Known<'_>,
@@ -667,11 +648,11 @@ fn settings_policy(
         base = base.rule_from(PermissionAction::Allow, EXTERNAL_DIRECTORY, "--allow-outside-root");
     }
     // Claude Code's default mode where the file names none.
-    let settings = Settings::from_value(file.value.clone(), &file.origin, base)
+    let settings = Settings::from_file(&file.file, &file.origin, base)
         .map_err(|e| Failure::usage(format!("{} {e}", file.label)))?
         .or_mode(PermissionMode::Default);
-    // What has no effect is said at start, each with the reason; the keys read here are not.
-    for not_applied in settings.not_applied().iter().filter(|n| !BINARY_KEYS.contains(&n.key.as_str())) {
+    // What has no effect is said at start, each with the reason.
+    for not_applied in settings.not_applied() {
         let _ = writeln!(io::stderr().lock(), "tools: {} {not_applied}", file.label);
     }
     for ignored in settings.rules().ignored() {
@@ -680,22 +661,17 @@ fn settings_policy(
     let sandbox = settings.sandbox().clone();
     let environment = settings.environment().clone();
     // The network rules (`WebFetch(domain:...)`, `sandbox.network`) are the proxy's.
-    let value = &file.value;
-    let network = tool_egress::settings::from_settings(value, &file.origin).map_err(|e| file.failure(e))?;
-    let verify = match value.get("verify") {
-        Some(verify) => tools_std::verify::Verify::from_settings(verify).map_err(|e| file.failure(e))?,
+    let network =
+        tool_egress::settings::from_settings(&file.file, &file.origin).map_err(|e| file.failure(e))?;
+    let verify = match &file.file.verify {
+        Some(verify) => {
+            let verify =
+                Value::Object(verify.iter().map(|(key, value)| (key.clone(), value.clone())).collect());
+            tools_std::verify::Verify::from_settings(&verify).map_err(|e| file.failure(e))?
+        }
         None => Vec::new(),
     };
-    let checkpoints = match value.get("checkpoints") {
-        None => None,
-        Some(checkpoints) => match checkpoints.get("enabled") {
-            Some(Value::Bool(enabled)) => Some(*enabled),
-            None if checkpoints.is_object() => None,
-            _ => {
-                return Err(file.failure("`checkpoints` must be an object whose `enabled` is true or false"));
-            }
-        },
-    };
+    let checkpoints = file.file.checkpoints.as_ref().and_then(|checkpoints| checkpoints.enabled);
     let hook_files = hook_files(settings.hook_command_lines(), root);
     Ok(LoadedSettings {
         policy: Policy::from_settings(settings),

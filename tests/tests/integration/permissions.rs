@@ -409,25 +409,37 @@ fn malformed_settings_are_errors_naming_the_rule_when_loaded() {
         ),
         (r#"{"permissions": {"allow": ["Read(../x)"]}}"#, "`..` is not allowed"),
         (r#"{"permissions": {"allow": ["Ba sh"]}}"#, "`Ba sh` is not a tool name"),
-        (r#"{"permissions": {"allow": "Bash"}}"#, "`permissions.allow` must be an array of strings"),
-        (r#"{"permissions": {"allow": [3]}}"#, "`permissions.allow[0]` must be a string"),
-        (r#"{"permissions": {"alow": []}}"#, "unknown key `permissions.alow`"),
+        (
+            r#"{"permissions": {"allow": "Bash"}}"#,
+            "`permissions.allow`: invalid type: string \"Bash\", expected a sequence",
+        ),
+        (
+            r#"{"permissions": {"allow": [3]}}"#,
+            "`permissions.allow[0]`: invalid type: integer `3`, expected a string",
+        ),
+        (
+            r#"{"permissions": {"alow": []}}"#,
+            "`permissions.alow`: unknown field `alow`, expected one of `allow`",
+        ),
         (
             r#"{"permissions": {"defaults": {"bash": "maybe"}}}"#,
-            "`permissions.defaults.bash` must be \"allow\", \"ask\" or \"deny\"",
+            "`permissions.defaults.bash`: unknown variant `maybe`, expected one of `allow`, `ask`, `deny`",
         ),
-        (r#"{"hooks": {"PreToolUs": []}}"#, "unknown hook event `hooks.PreToolUs`"),
+        (
+            r#"{"hooks": {"PreToolUs": []}}"#,
+            "`hooks.PreToolUs`: unknown field `PreToolUs`, expected one of `PreToolUse`",
+        ),
         (
             r#"{"hooks": {"PreToolUse": [{"matcher": "Bash(", "hooks": []}]}}"#,
             "`hooks.PreToolUse[0].matcher` is not a valid regular expression",
         ),
         (
             r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}"#,
-            "only \"command\" hooks are supported",
+            "`hooks.PreToolUse[0].hooks[0].type`: unknown variant `prompt`, expected `command`",
         ),
         (
             r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "x", "timeout": 0}]}]}}"#,
-            "`hooks.PreToolUse[0].hooks[0].timeout` must be a number of seconds above 0",
+            "`hooks.PreToolUse[0].hooks[0].timeout`: must be a number of seconds above 0",
         ),
         ("{not json", "not valid JSON"),
     ];

@@ -17,8 +17,8 @@ fn manual_settings() -> String {
 #[tokio::test]
 async fn the_manual_settings_file_is_read_by_both_readers() {
     let text = manual_settings();
-    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let network = settings::from_settings(&value, "the manual").unwrap();
+    let file = tool_settings::SettingsFile::parse(&text).unwrap();
+    let network = settings::from_settings(&file, "the manual").unwrap();
     let proxy = EgressProxy::start(network.policy, None).await.unwrap();
     // A denied host is refused by its rule, without being resolved.
     let mut stream = tokio::net::TcpStream::connect(proxy.addr()).await.unwrap();

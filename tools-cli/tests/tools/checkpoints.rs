@@ -118,7 +118,11 @@ async fn the_settings_file_turns_checkpoints_off_and_the_flag_wins() {
     let bad = fx.dir.path().join("bad.json");
     let run =
         fx.run(&["call", "read", r#"{"path": "hello.txt"}"#, "--settings", bad.to_str().unwrap()], None);
-    assert!(run.usage_error().contains("`checkpoints` must be an object whose `enabled` is true or false"));
+    let error = run.usage_error();
+    assert!(
+        error.contains("`checkpoints.enabled`: invalid type: string \"no\", expected a boolean"),
+        "{error}"
+    );
 }
 
 /// A command makes every ignore file a FIFO or a link to `/dev/zero`: every later call still

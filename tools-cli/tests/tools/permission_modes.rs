@@ -172,8 +172,8 @@ fn a_mode_that_is_not_claude_codes_is_a_usage_error() {
     assert_eq!(
         run.usage_error(),
         format!(
-            "--settings {file}: `permissions.defaultMode` is \"yolo\"; expected one of default, acceptEdits, \
-             plan, dontAsk, bypassPermissions"
+            "--settings {file}: `permissions.defaultMode`: unknown variant `yolo`, expected one of `default`, \
+             `manual`, `acceptEdits`, `plan`, `dontAsk`, `bypassPermissions`"
         )
     );
     let file = settings(
