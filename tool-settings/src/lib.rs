@@ -183,10 +183,17 @@ fn objects_where_objects_belong(top: &Map<String, Value>) -> Result<(), Settings
 }
 
 /// The JSON of the file at `path`: a regular file of at most [`MAX_FILE_BYTES`] (a name that
-/// leads elsewhere is followed: a user may keep the file under version control elsewhere).
+/// leads elsewhere is followed: a user may keep the file under version control elsewhere). A
+/// FIFO or a device is refused without waiting on it.
 pub fn read_json(path: &Path) -> Result<Value, SettingsError> {
     let cannot = |e: std::io::Error| SettingsError::whole(format!("cannot read the file: {e}"));
-    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // Opening a FIFO for reading waits for a writer; with O_NONBLOCK it does not (a regular
+    // file's reads ignore the flag).
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).map_err(cannot)?;
     let metadata = file.metadata().map_err(cannot)?;
     if !metadata.is_file() {
         return Err(SettingsError::whole("not a regular file"));

@@ -148,5 +148,8 @@ fn a_file_is_read_only_when_it_is_a_regular_file_of_bounded_size() {
     std::fs::write(&path, " ".repeat(tool_settings::MAX_FILE_BYTES as usize + 1) + "{}").unwrap();
     assert!(SettingsFile::load(&path).unwrap_err().to_string().starts_with("larger than"));
     assert_eq!(SettingsFile::load(&dir).unwrap_err().to_string(), "not a regular file");
+    let fifo = dir.join("fifo.json");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert_eq!(SettingsFile::load(&fifo).unwrap_err().to_string(), "not a regular file");
     std::fs::remove_dir_all(&dir).unwrap();
 }
