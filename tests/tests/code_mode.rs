@@ -552,3 +552,147 @@ async fn the_description_declares_each_tool_and_leaves_deferred_ones_to_the_sear
     .await;
     assert_eq!(text(&result), "create_invoice\ntrue\ninvoice for ada", "{}", text(&result));
 }
+
+/// A registry with `tick`, a tool that takes `ms` milliseconds, and the script tool beside it.
+fn ticking(limits: Limits) -> (Registry, Arc<std::sync::atomic::AtomicUsize>) {
+    let ticks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = ticks.clone();
+    let schema = json!({"type": "object", "properties": {"ms": {"type": "integer"}}});
+    let tick = FnTool::new(ToolSpec::new("tick", "Wait, then answer.", schema), move |_, args: Value| {
+        let counted = counted.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(0))).await;
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(ToolOutput::text("tock"))
+        }
+    });
+    let tools = Registry::builder().tool(tick).build().unwrap();
+    (CodeTool::new(tools).with_limits(limits).beside_its_tools().unwrap(), ticks)
+}
+
+async fn call(dispatcher: &Dispatcher, tool: &str, args: Value) -> ToolResult {
+    dispatcher.run(ToolCall::new(format!("{tool}-call"), tool, args), CancellationToken::new()).await
+}
+
+#[tokio::test]
+async fn a_script_past_its_yield_time_runs_on_and_code_output_reads_the_rest_once() {
+    let limits = Limits::default().with_yield_time(Some(Duration::from_millis(300)));
+    let (registry, _) = ticking(limits);
+    let dispatcher = Dispatcher::builder(registry).session_id("one").build();
+    let source = "console.log('first'); await tools.tick({ms: 600}); console.log('second'); \
+                  await tools.tick({ms: 600}); 'the end'";
+    let first = script(&dispatcher, source).await;
+    assert!(!first.output.is_error, "{}", text(&first));
+    let id = first.output.metadata["script_id"].as_str().unwrap().to_owned();
+    assert!(
+        text(&first).starts_with(&format!("first\n[The script is still running as `{id}`")),
+        "{}",
+        text(&first)
+    );
+    assert!(id.starts_with("script-1-") && id.len() == "script-1-".len() + 16, "{id}");
+    assert!(
+        text(&first).contains(&format!("Call code_output with {{\"id\": \"{id}\"}}")),
+        "{}",
+        text(&first)
+    );
+
+    // What it prints next, each line once; then its end with its final value.
+    let mut seen = String::new();
+    let mut wait = 200;
+    let end = loop {
+        // Each wait a little longer: the repeat guard refuses a third identical call in a row.
+        wait += 1;
+        let read = call(&dispatcher, "code_output", json!({"id": id, "yield_ms": wait})).await;
+        assert!(!read.output.is_error, "{}", text(&read));
+        if read.output.metadata.get("script_id").is_none() {
+            break read;
+        }
+        seen.push_str(
+            text(&read)
+                .lines()
+                .filter(|l| !l.starts_with("[The script"))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .as_str(),
+        );
+    };
+    assert_eq!(format!("{seen}{}", text(&end)).matches("second").count(), 1, "{seen} / {}", text(&end));
+    assert!(text(&end).ends_with("the end"), "{}", text(&end));
+    assert_eq!(end.output.metadata["nested_calls"], json!(2));
+
+    // Its end is returned once.
+    let again = call(&dispatcher, "code_output", json!({"id": id})).await;
+    assert!(again.output.is_error);
+    assert!(
+        text(&again).starts_with(&format!("No script `{id}` is held in this session (none is running now).")),
+        "{}",
+        text(&again)
+    );
+}
+
+#[tokio::test]
+async fn code_stop_stops_a_held_script_and_its_calls_and_another_session_cannot_reach_it() {
+    let limits = Limits::default().with_yield_time(Some(Duration::from_millis(200)));
+    let (registry, ticks) = ticking(limits);
+    let registry = Arc::new(registry);
+    let dispatcher = Dispatcher::builder(registry.clone()).session_id("one").build();
+    // Each call's arguments differ: the repeat guard refuses a third identical call in a row.
+    let first = script(&dispatcher, "for (let i = 0; ; i++) { await tools.tick({ms: 50, i}); }").await;
+    let id = first.output.metadata["script_id"].as_str().unwrap().to_owned();
+
+    // Another session sees no such script.
+    let other = Dispatcher::builder(registry).session_id("two").build();
+    let theirs = call(&other, "code_stop", json!({"id": id})).await;
+    assert!(
+        theirs.output.is_error
+            && text(&theirs).starts_with(&format!("No script `{id}` is held in this session"))
+    );
+    let running = ticks.load(std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(ticks.load(std::sync::atomic::Ordering::SeqCst) > running, "the script runs on");
+
+    let stopped = call(&dispatcher, "code_stop", json!({"id": id})).await;
+    assert!(!stopped.output.is_error, "{}", text(&stopped));
+    assert!(
+        text(&stopped)
+            .ends_with(&format!("The script `{id}` was stopped, with the tool calls it was making."))
+    );
+    let after = ticks.load(std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(ticks.load(std::sync::atomic::Ordering::SeqCst), after, "no call after the stop");
+    let gone = call(&dispatcher, "code_output", json!({"id": id})).await;
+    assert!(gone.output.is_error);
+}
+
+#[tokio::test]
+async fn a_held_script_still_ends_at_its_time_limit_and_a_session_holds_at_most_four() {
+    let limits = Limits::default()
+        .with_yield_time(Some(Duration::from_millis(100)))
+        .with_wall_time(Duration::from_millis(1500));
+    let (registry, _) = ticking(limits);
+    let dispatcher = Dispatcher::builder(registry).session_id("one").build();
+    let endless = "for (let i = 0; ; i++) { await tools.tick({ms: 20, i}); }";
+    let mut ids = Vec::new();
+    for n in 0..4 {
+        // Each script differs: the repeat guard refuses a third identical call in a row.
+        let held = script(&dispatcher, &format!("{endless} // {n}")).await;
+        ids.push(held.output.metadata["script_id"].as_str().unwrap().to_owned());
+    }
+    // The fifth is not held: its call waits for its end, at its time limit.
+    let fifth = script(&dispatcher, endless).await;
+    assert!(fifth.output.metadata.get("script_id").is_none());
+    assert_eq!(fifth.output.metadata["error_kind"], json!("timeout"), "{}", text(&fifth));
+    // The held ones ended at theirs too: their end says so.
+    let end = call(&dispatcher, "code_output", json!({"id": ids[0]})).await;
+    assert!(end.output.is_error);
+    assert!(text(&end).contains("The script was stopped after 1500 ms, its time limit."), "{}", text(&end));
+}
+
+#[tokio::test]
+async fn without_a_yield_time_a_call_waits_for_its_script_and_no_companion_is_offered() {
+    let (registry, _) = ticking(Limits::default().with_yield_time(None));
+    assert!(!registry.contains("code_output") && !registry.contains("code_stop"));
+    let dispatcher = Dispatcher::new(registry);
+    let result = script(&dispatcher, "await tools.tick({ms: 300}); 'done'").await;
+    assert_eq!(text(&result), "done");
+}

@@ -41,6 +41,8 @@ impl StopFlag {
 pub(crate) enum ToHost {
     /// A tool call, numbered in the order the script made it (from 1).
     Call { id: u64, tool: String, arguments: Json },
+    /// The script printed this (a line, with its newline).
+    Print(String),
     /// The script ended (by itself, by an uncaught error, or stopped).
     Done(Finished),
 }
@@ -330,9 +332,14 @@ impl<'js> Script<'js> {
 
         let state = self.state.clone();
         let stop = setup.stop.clone();
+        let to_host = setup.to_host.clone();
         let host_print = Function::new(ctx.clone(), move |ctx: Ctx<'js>, text: String| {
             let mut state = state.borrow_mut();
-            if !(state.write(&text, limits.output_bytes) && state.write("\n", limits.output_bytes)) {
+            let before = state.output.len();
+            let fits = state.write(&text, limits.output_bytes) && state.write("\n", limits.output_bytes);
+            // The host reads it as it comes: a call that yields returns what was printed so far.
+            let _ = to_host.send(ToHost::Print(state.output[before..].to_owned()));
+            if !fits {
                 stop.stop(Stop::Output);
                 return Err(Exception::throw_internal(&ctx, &Stop::Output.message(&limits).to_string()));
             }

@@ -5,8 +5,10 @@
 // a function or variable unused).
 #![doc(test(attr(deny(warnings, rust_2018_idioms), allow(dead_code, unused_variables))))]
 
+mod companions;
 mod describe;
 mod engine;
+mod held;
 mod limits;
 mod tool;
 

@@ -19,6 +19,11 @@ pub struct Limits {
     pub output_bytes: usize,
     /// How many tool calls of one script may run at once (default 16); the others wait.
     pub concurrent_calls: usize,
+    /// When a script still runs this long after its call started, the call returns what it
+    /// printed so far with the script's id, and the script runs on until its wall time:
+    /// `code_output` reads what it prints next, `code_stop` stops it (default 20 s; `None`: a
+    /// call waits for its script's end, as where nothing could read it later).
+    pub yield_time: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -29,6 +34,7 @@ impl Default for Limits {
             nested_calls: 1000,
             output_bytes: 1 << 20,
             concurrent_calls: 16,
+            yield_time: Some(Duration::from_secs(20)),
         }
     }
 }
@@ -55,6 +61,12 @@ impl Limits {
     /// These limits with another output limit.
     pub fn with_output_bytes(mut self, bytes: usize) -> Self {
         self.output_bytes = bytes;
+        self
+    }
+
+    /// These limits with another yield time (`None`: never yield).
+    pub fn with_yield_time(mut self, yield_time: Option<Duration>) -> Self {
+        self.yield_time = yield_time;
         self
     }
 

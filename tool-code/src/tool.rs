@@ -16,9 +16,10 @@ use tool_core::{
 };
 use tool_providers::catalog::Catalog;
 
-use crate::describe;
 use crate::engine::{self, Finished, Settled, Setup, StopFlag, ToHost, ToScript};
+use crate::held::{Held, OnCancel, Running, Waited};
 use crate::limits::{Limits, Stop};
+use crate::{companions, describe};
 
 /// The script tool's name, unless [`CodeTool::with_name`] gives another.
 pub const NAME: &str = "code";
@@ -35,17 +36,18 @@ pub const NAME: &str = "code";
 ///
 /// The tool is exclusive (not `parallel`): its calls take turns with the model's other calls.
 ///
-/// A script runs to its end, or until a limit stops it: this first version does not hand back
-/// a handle for a script that is still running. A script's tool calls are already
-/// asynchronous, and a long job (a build, a test run) belongs in a `bash` background session,
-/// which the script can start and a later call can read; a yielded script would hold an
-/// interpreter and its pending calls between the model's turns, which no limit would bound.
+/// A script still running at its [yield time](Limits::yield_time) goes on in the background:
+/// the call returns what it printed so far and the script's id, `code_output` (registered with
+/// this tool, see [`CodeTool::beside_its_tools`]) returns what it prints next and its end, and
+/// `code_stop` stops it. Its wall time still bounds it, and a session holds at most 4 such
+/// scripts (32 in all); past that, a call waits for its script's end.
 pub struct CodeTool {
     spec: ToolSpec,
     tools: Arc<Registry>,
     names: Arc<Vec<String>>,
     catalog: Option<Catalog>,
     limits: Limits,
+    held: Arc<Held>,
 }
 
 impl fmt::Debug for CodeTool {
@@ -71,6 +73,7 @@ impl CodeTool {
             names,
             catalog,
             limits: Limits::default(),
+            held: Arc::default(),
         };
         tool.spec = tool.make_spec(NAME);
         tool
@@ -99,21 +102,32 @@ impl CodeTool {
         &self.tools
     }
 
-    /// A registry of the tools the scripts call and this tool beside them (with the same
-    /// validation options).
+    /// A registry of the tools the scripts call and this tool beside them, with `code_output`
+    /// and `code_stop` for scripts that run on past their yield time (with the same validation
+    /// options).
     pub fn beside_its_tools(self) -> Result<Registry, RegistryError> {
         let tools = self.tools.clone();
-        Registry::builder()
-            .validation(tools.validation_options())
-            .tools(tools.tools().cloned())
-            .tool(self)
-            .build()
+        let builder =
+            Registry::builder().validation(tools.validation_options()).tools(tools.tools().cloned());
+        self.with_companions(builder).build()
     }
 
-    /// A registry of this tool alone: the model reaches the other tools only from a script.
+    /// A registry of this tool alone (with `code_output` and `code_stop`): the model reaches
+    /// the other tools only from a script.
     pub fn alone(self) -> Result<Registry, RegistryError> {
         let options = self.tools.validation_options();
-        Registry::builder().validation(options).tool(self).build()
+        self.with_companions(Registry::builder().validation(options)).build()
+    }
+
+    /// `builder` with this tool, and with `code_output` and `code_stop` where scripts may yield.
+    fn with_companions(self, builder: tool_core::RegistryBuilder) -> tool_core::RegistryBuilder {
+        match self.limits.yield_time {
+            Some(_) => {
+                let (output, stop) = companions::pair(&self.spec.name, self.held.clone(), self.limits);
+                builder.tool(self).tool(output).tool(stop)
+            }
+            None => builder.tool(self),
+        }
     }
 
     fn make_spec(&self, name: &str) -> ToolSpec {
@@ -122,7 +136,15 @@ impl CodeTool {
             .tools
             .specs()
             .filter(|spec| !self.catalog.as_ref().is_some_and(|c| c.is_deferred(&spec.name)));
-        let description = describe::description(listed, deferred, &self.limits);
+        let mut description = describe::description(listed, deferred, &self.limits);
+        if let Some(after) = self.limits.yield_time {
+            description.push_str(&format!(
+                "\nA script still running after {} s goes on in the background: the call returns what it \
+                 printed so far and the script's id; {name}_output returns what it prints next and its end, \
+                 {name}_stop stops it.\n",
+                after.as_secs_f64()
+            ));
+        }
         let schema = json!({
             "type": "object",
             "properties": {
@@ -144,8 +166,9 @@ impl CodeTool {
         )
     }
 
-    /// Runs `script` with this tool's limits, its calls through `dispatcher` (under
-    /// `parent`'s id and options), until it ends, is stopped by a limit, or `cancel` fires.
+    /// Runs `script` with this tool's limits, its calls through the dispatcher that runs this
+    /// call (under its id and options), until it ends, a limit stops it, the call is cancelled,
+    /// or its yield time passes (then it runs on, held for `code_output`).
     async fn run(&self, ctx: ToolContext, script: String) -> Result<ToolOutput, ToolError> {
         let Some(dispatcher) = ctx.dispatcher() else {
             return Err(ToolError::execution(
@@ -153,40 +176,102 @@ impl CodeTool {
                  call; call it through a dispatcher.",
             ));
         };
-        let nested = dispatcher.nested(self.tools.clone());
         let limits = self.limits;
-        let stop = Arc::new(StopFlag::default());
-        let (to_host, mut from_script) = unbounded_channel();
-        let (to_script, from_host) = std::sync::mpsc::channel();
-        let started = Instant::now();
-        let deadline = started + limits.wall_time;
-        let setup = Setup {
-            source: script,
-            tools: self.names.as_ref().clone(),
-            search: self.catalog.clone(),
+        let running = Arc::new(Running::new(limits.wall_time));
+        let driver = Driver {
+            nested: dispatcher.nested(self.tools.clone()),
+            options: ctx.nested_call_options(),
+            parent: ctx.call_id().to_owned(),
             limits,
-            deadline,
+            running: running.clone(),
+        };
+        let setup = driver.setup(script, self.names.as_ref().clone(), self.catalog.clone());
+        let stop = setup.stop.clone();
+        let to_script = setup.wake.clone();
+        engine::spawn(setup.engine).map_err(|e| {
+            ToolError::execution("The script interpreter could not start; try again.").with_source(e)
+        })?;
+        tokio::spawn(driver.drive(setup.from_script, to_script.clone(), stop.clone()));
+        // Stops the script when this call ends before the script is held, however it ends (its
+        // future dropped too).
+        let mut unheld = StopUnlessHeld { running: Some(running.clone()) };
+
+        let cancel = ctx.cancellation_token();
+        let yield_at =
+            limits.yield_time.map(|after| running.started + after).filter(|at| *at < running.deadline);
+        let waited = match running.wait(yield_at, cancel, OnCancel::StopScript).await {
+            Waited::Running { unread } => match self.held.hold(ctx.session_id(), running.clone()) {
+                Some(id) => {
+                    unheld.running = None;
+                    return Ok(yielded(unread, &id, &running, &self.spec.name));
+                }
+                // As many scripts as may be are held: this one's call waits for its end.
+                None => {
+                    let rest = running.wait(None, cancel, OnCancel::StopScript).await;
+                    prepend(unread, rest)
+                }
+            },
+            ended => ended,
+        };
+        Ok(result(waited, &limits, false))
+    }
+}
+
+/// What runs a script's calls and follows its end, in a task of its own: it outlives the call
+/// that started the script when that call yields.
+struct Driver {
+    nested: Dispatcher,
+    options: tool_core::CallOptions,
+    parent: String,
+    limits: Limits,
+    running: Arc<Running>,
+}
+
+/// What the interpreter's thread and the driver share.
+struct Channels {
+    engine: Setup,
+    from_script: tokio::sync::mpsc::UnboundedReceiver<ToHost>,
+    wake: std::sync::mpsc::Sender<ToScript>,
+    stop: Arc<StopFlag>,
+}
+
+impl Driver {
+    fn setup(&self, source: String, tools: Vec<String>, search: Option<Catalog>) -> Channels {
+        let stop = Arc::new(StopFlag::default());
+        let (to_host, from_script) = unbounded_channel();
+        let (wake, from_host) = std::sync::mpsc::channel();
+        let engine = Setup {
+            source,
+            tools,
+            search,
+            limits: self.limits,
+            deadline: self.running.deadline,
             stop: stop.clone(),
             to_host,
             from_host,
         };
-        engine::spawn(setup).map_err(|e| {
-            ToolError::execution("The script interpreter could not start; try again.").with_source(e)
-        })?;
-        // Stops the interpreter when this call ends, however it ends (its future dropped too).
-        let _stop = StopOnDrop { stop: stop.clone(), to_script: to_script.clone() };
+        Channels { engine, from_script, wake, stop }
+    }
 
-        let cancel = ctx.cancellation_token().clone();
-        // Stops the script's calls: when the script ends, or the call is stopped.
+    /// Runs the script's calls as it makes them, until it ends, is stopped by a limit, or
+    /// [`Running::stop`] fires; then records its end.
+    async fn drive(
+        self,
+        mut from_script: tokio::sync::mpsc::UnboundedReceiver<ToHost>,
+        to_script: std::sync::mpsc::Sender<ToScript>,
+        stop: Arc<StopFlag>,
+    ) {
+        // Stops the interpreter when the driver ends, however it ends.
+        let _stop = StopOnDrop { stop: stop.clone(), to_script: to_script.clone() };
+        let cancel = self.running.stop.clone();
+        // Stops the script's calls: when the script ends, or is stopped.
         let calls_cancel = cancel.child_token();
         let _calls_cancel = calls_cancel.clone().drop_guard();
-        let permits = Arc::new(Semaphore::new(limits.concurrent_calls.max(1)));
-        let options = ctx.nested_call_options();
-        let parent = ctx.call_id().to_owned();
+        let permits = Arc::new(Semaphore::new(self.limits.concurrent_calls.max(1)));
         // Polled here, first in the order the script made them: so they take their turns at the
         // parallel gate in that order, as the calls of a model's turn do.
         let mut running = FuturesUnordered::new();
-        let limit_reached = tokio::time::sleep_until(deadline.into());
+        let limit_reached = tokio::time::sleep_until(self.running.deadline.into());
         tokio::pin!(limit_reached);
         let mut stopping = false;
 
@@ -195,16 +280,17 @@ impl CodeTool {
                 biased;
                 message = from_script.recv() => match message {
                     Some(ToHost::Call { id, tool, arguments }) => {
-                        let call = ToolCall::new(format!("{parent}.{id}"), tool, arguments);
+                        let call = ToolCall::new(format!("{}.{id}", self.parent), tool, arguments);
                         let task = nested_call(
-                            nested.clone(),
+                            self.nested.clone(),
                             call,
-                            options.clone(),
+                            self.options.clone(),
                             calls_cancel.clone(),
                             permits.clone(),
                         );
                         running.push(async move { (id, task.await) });
                     }
+                    Some(ToHost::Print(text)) => self.running.print(&text),
                     Some(ToHost::Done(finished)) => break finished,
                     None => break Finished {
                         error: Some("The script interpreter stopped unexpectedly.".into()),
@@ -232,35 +318,82 @@ impl CodeTool {
         // within the dispatcher's cancel grace.
         calls_cancel.cancel();
         while running.next().await.is_some() {}
-        Ok(self.output(finished, stop.get()))
+        self.running.end(finished, stop.get());
     }
+}
 
-    /// The script tool's result: what the script printed and returned, then why it failed.
-    fn output(&self, finished: Finished, stop: Option<Stop>) -> ToolOutput {
-        let Finished { mut output, error, calls } = finished;
-        let out_of_memory = error.as_deref().is_some_and(|e| e.contains("out of memory"));
-        let stop = stop.or(out_of_memory.then_some(Stop::Memory));
-        let failure = match (stop, error) {
-            (Some(stop), _) => Some((stop.message(&self.limits).to_string(), kind_of(stop))),
-            (None, Some(error)) => Some((format!("The script failed: {error}"), ErrorKind::Execution)),
-            (None, None) => None,
-        };
-        let is_error = failure.is_some();
-        let error_kind = failure.as_ref().map(|(_, kind)| *kind);
-        if let Some((message, _)) = failure {
-            if !output.is_empty() && !output.ends_with('\n') {
-                output.push('\n');
-            }
-            output.push_str(&message);
-        } else if output.is_empty() {
-            output.push_str("(The script printed nothing and its last expression had no value.)");
+/// Stops a script whose call ends before the script is held.
+struct StopUnlessHeld {
+    running: Option<Arc<Running>>,
+}
+
+impl Drop for StopUnlessHeld {
+    fn drop(&mut self) {
+        if let Some(running) = &self.running {
+            running.stop.cancel();
         }
-        let mut result = ToolOutput::text(output).with_metadata("nested_calls", Value::from(calls));
-        result.is_error = is_error;
-        if let Some(kind) = error_kind {
-            result = result.with_metadata("error_kind", Value::from(kind.as_str()));
+    }
+}
+
+/// A script's result, once it ended: what it printed that the model has not read, its final
+/// value, then why it failed; or, `Waited::Running`, what it printed since the last read.
+/// `resumed`: an earlier call returned the start of its output.
+pub(crate) fn result(waited: Waited, limits: &Limits, resumed: bool) -> ToolOutput {
+    let Waited::Ended { unread: mut output, error, calls, stop } = waited else {
+        let Waited::Running { unread } = waited else { unreachable!("matched above") };
+        return ToolOutput::text(unread);
+    };
+    let out_of_memory = error.as_deref().is_some_and(|e| e.contains("out of memory"));
+    let stop = stop.or(out_of_memory.then_some(Stop::Memory));
+    let failure = match (stop, error) {
+        (Some(stop), _) => Some((stop.message(limits).to_string(), kind_of(stop))),
+        (None, Some(error)) => Some((format!("The script failed: {error}"), ErrorKind::Execution)),
+        (None, None) => None,
+    };
+    let is_error = failure.is_some();
+    let error_kind = failure.as_ref().map(|(_, kind)| *kind);
+    if let Some((message, _)) = failure {
+        if !output.is_empty() && !output.ends_with('\n') {
+            output.push('\n');
         }
-        result
+        output.push_str(&message);
+    } else if output.is_empty() {
+        output.push_str(match resumed {
+            false => "(The script printed nothing and its last expression had no value.)",
+            true => "(The script ended; it printed nothing more and its last expression had no value.)",
+        });
+    }
+    let mut result = ToolOutput::text(output).with_metadata("nested_calls", Value::from(calls));
+    result.is_error = is_error;
+    if let Some(kind) = error_kind {
+        result = result.with_metadata("error_kind", Value::from(kind.as_str()));
+    }
+    result
+}
+
+/// The result of a call whose script runs on as `id`: what it printed so far, and how to go on.
+pub(crate) fn yielded(unread: String, id: &str, running: &Running, tool: &str) -> ToolOutput {
+    let mut text = unread;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let ran = running.started.elapsed().as_secs();
+    let left = running.deadline.saturating_duration_since(Instant::now()).as_secs();
+    text.push_str(&format!(
+        "[The script is still running as `{id}` after {ran} s ({left} s left of its time limit). Call \
+         {tool}_output with {{\"id\": \"{id}\"}} to read what it prints next and its end, or {tool}_stop to stop \
+         it.]"
+    ));
+    ToolOutput::text(text).with_metadata("script_id", Value::from(id))
+}
+
+/// `rest` with `unread` before its own unread output.
+pub(crate) fn prepend(unread: String, rest: Waited) -> Waited {
+    match rest {
+        Waited::Ended { unread: more, error, calls, stop } => {
+            Waited::Ended { unread: unread + &more, error, calls, stop }
+        }
+        Waited::Running { unread: more } => Waited::Running { unread: unread + &more },
     }
 }
 

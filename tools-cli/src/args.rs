@@ -149,6 +149,12 @@ pub(crate) struct CodeModeArgs {
     /// reached from scripts). Put it after the tool's name in `call`.
     #[arg(long, value_name = "beside|only", value_enum, num_args = 0..=1, default_missing_value = "beside")]
     pub code_mode: Option<CodeMode>,
+    /// `serve`: a script still running this many milliseconds after its call started goes on in
+    /// the background, its call returning what it printed so far and its id, for `code_output`
+    /// and `code_stop` (default 20000; 0: a call waits for its script's end, as in `call` and
+    /// `turn`).
+    #[arg(long, value_name = "MS", requires = "code_mode")]
+    pub code_yield_ms: Option<u64>,
 }
 
 /// Which tools `--code-mode` offers.

@@ -136,10 +136,21 @@ fn registry(mounts: &[McpMount]) -> Result<Registry, Failure> {
 }
 
 /// `registry` as `--code-mode` offers it: unchanged without the flag, else with the script tool
-/// `code` over its tools, next to them or alone.
-fn code_mode(registry: Registry, args: &CodeModeArgs) -> Result<Registry, Failure> {
+/// `code` over its tools, next to them or alone. Where the process serves (`serve`, and `list`,
+/// which shows what `serve` offers), a script still running at its yield time runs on, read
+/// with `code_output`; `call` and `turn` exit once their calls are answered, so there a call
+/// waits for its script's end.
+fn code_mode(registry: Registry, args: &CodeModeArgs, serves: bool) -> Result<Registry, Failure> {
     let Some(mode) = args.code_mode else { return Ok(registry) };
-    let tool = tool_runtime::code::CodeTool::new(registry);
+    let mut tool = tool_runtime::code::CodeTool::new(registry);
+    let yield_time = match args.code_yield_ms {
+        _ if !serves => None,
+        Some(0) => None,
+        Some(ms) => Some(Duration::from_millis(ms)),
+        None => tool.limits().yield_time,
+    };
+    let limits = tool.limits().with_yield_time(yield_time);
+    tool = tool.with_limits(limits);
     let offered = match mode {
         CodeMode::Beside => tool.beside_its_tools(),
         CodeMode::Only => tool.alone(),
@@ -761,7 +772,7 @@ impl PermissionHook for AllowOutsideRoot {
 async fn list(args: ListArgs) -> Result<i32, Failure> {
     let mounts = mount(&args.mcp, &EnvFilter::base(), None, false).await?;
     let mode = if args.hosted_search { SearchMode::Hosted } else { SearchMode::Client };
-    let registry = code_mode(registry(&mounts)?, &args.code)?;
+    let registry = code_mode(registry(&mounts)?, &args.code, true)?;
     let registry = describable(registry, args.format.provider(), &definition_options(&args))?;
     let catalog = catalog(registry, &args.defer)?.with_search_mode(mode);
     let loaded: LoadedTools = args.loaded.iter().collect();
@@ -838,7 +849,7 @@ fn definitions(
 
 async fn call(args: CallArgs) -> Result<i32, Failure> {
     let (setup, _mounts, registry) = prepare(&args.workspace, &args.mcp, false).await?;
-    let registry = code_mode(registry, &args.code)?;
+    let registry = code_mode(registry, &args.code, false)?;
     if !registry.contains(&args.name) {
         return Err(Failure::usage(registry.unknown_tool(&args.name).message().to_owned()));
     }
@@ -882,7 +893,7 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     }
     let message: Value = serde_json::from_str(&text)
         .map_err(|e| Failure::usage(format!("standard input is not valid JSON: {e}")))?;
-    let catalog = catalog(code_mode(registry, &args.code)?, &args.defer)?;
+    let catalog = catalog(code_mode(registry, &args.code, false)?, &args.defer)?;
     let mut builder = dispatcher(catalog.registry().clone(), setup, &args.workspace);
     if args.events {
         builder = builder.events(EventFn(print_event));
@@ -931,7 +942,7 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     // The settings' SessionStart and SessionEnd hooks: one session, this server's.
     let session_hooks = setup.policy.clone();
     let session_id = format!("serve-{}", std::process::id());
-    let builder = dispatcher(code_mode(registry, &args.code)?, setup, &args.workspace);
+    let builder = dispatcher(code_mode(registry, &args.code, true)?, setup, &args.workspace);
     let server = tool_runtime::mcp_server::McpServer::builder(builder)
         .name("tools")
         .version(env!("CARGO_PKG_VERSION"))
@@ -997,7 +1008,7 @@ async fn pass_on_tool_changes(
 ) {
     let mut changes = mounted::any_changed(mounts.iter().map(McpMount::changes));
     while changes.recv().await.is_some() {
-        let rebuilt = match registry(&mounts).and_then(|registry| code_mode(registry, &code)) {
+        let rebuilt = match registry(&mounts).and_then(|registry| code_mode(registry, &code, true)) {
             Ok(registry) => server.replace_registry(registry).await.map_err(|e| e.to_string()),
             Err(failure) => Err(failure.message),
         };

@@ -1,6 +1,8 @@
 """Drives `tools serve --code-mode` with the official MCP Python SDK: the script tool is listed
-(alone with `only`), a script calls the other tools and returns only what it prints, a nested
-call's error is caught by the script, and cancelling the script's call kills its command.
+(alone with `only`, beside `code_output` and `code_stop`), a script calls the other tools and
+returns only what it prints, a nested call's error is caught by the script, cancelling the
+script's call kills its command, and a script past its yield time runs on and is read with
+`code_output`.
 
 Usage: python code_mode.py TOOLS_BINARY WORKSPACE MODE
 MODE is "beside" (the script tool next to the other tools) or "only" (the script tool alone).
@@ -32,14 +34,16 @@ async def main(tools, workspace, mode):
     with open(os.path.join(workspace, "src", "b.txt"), "w") as f:
         f.write("TODO delta\n")
     params = StdioServerParameters(
-        command=tools, args=["serve", "--root", workspace, "--code-mode", mode], cwd=workspace
+        command=tools,
+        args=["serve", "--root", workspace, "--code-mode", mode, "--code-yield-ms", "4000"],
+        cwd=workspace,
     )
     async with Client(params, read_timeout_seconds=60) as client:
         listed = await client.list_tools()
         names = [tool.name for tool in listed.tools]
         check("code" in names, f"tools/list has the script tool: {names}")
         if mode == "only":
-            check(names == ["code"], "only the script tool is listed")
+            check(names == ["code", "code_output", "code_stop"], "only the script tool (and its readers) are listed")
         else:
             check("grep" in names and "read" in names, "the other tools are listed beside it")
         code = next(tool for tool in listed.tools if tool.name == "code")
@@ -84,6 +88,18 @@ async def main(tools, workspace, mode):
         check(not process_alive(pid), "cancelling the script killed its command")
         after = await client.call_tool("code", {"script": "(await tools.bash({ command: 'echo still-serving' })).text"})
         check(text_of(after).strip() == "still-serving", f"the server serves after a cancellation: {text_of(after)!r}")
+
+        # Past its yield time (4 s here) a script runs on: its call returns what it printed so far
+        # and its id; code_output returns the rest and its end, once.
+        slow = 'console.log("started"); await tools.bash({ command: "sleep 5" }); console.log("slept"); "done"'
+        first = await client.call_tool("code", {"script": slow})
+        text = text_of(first)
+        check(not first.is_error and text.startswith("started\n[The script is still running as `script-"), f"it yielded: {text!r}")
+        script_id = text.split("`")[1]
+        rest = await client.call_tool("code_output", {"id": script_id, "yield_ms": 30000})
+        check(text_of(rest) == "slept\ndone", f"code_output returned the rest: {text_of(rest)!r}")
+        again = await client.call_tool("code_output", {"id": script_id})
+        check(again.is_error and "No script" in text_of(again), f"its end is returned once: {text_of(again)!r}")
     print(f"passed: {mode}", flush=True)
 
 

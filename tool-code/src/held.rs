@@ -1,0 +1,219 @@
+//! A script's progress as its calls see it, and the scripts still running after the call that
+//! started them yielded: held by id, per session, for `code_output` and `code_stop`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use tokio::sync::watch;
+use tool_core::CancellationToken;
+
+use crate::engine::Finished;
+use crate::limits::Stop;
+
+/// How many scripts one session may leave running (or ended and not read yet).
+pub(crate) const PER_SESSION: usize = 4;
+/// How many all sessions together may.
+pub(crate) const TOTAL: usize = 32;
+
+/// One script's progress: what it printed, how much of that the model has read, and how it
+/// ended. Shared by the task that drives the script and the calls that read it.
+#[derive(Debug)]
+pub(crate) struct Running {
+    progress: Mutex<Progress>,
+    changed: watch::Sender<u64>,
+    /// Stops the script (and its calls).
+    pub(crate) stop: CancellationToken,
+    /// When it started.
+    pub(crate) started: Instant,
+    /// When its wall time runs out.
+    pub(crate) deadline: Instant,
+}
+
+#[derive(Debug, Default)]
+struct Progress {
+    printed: String,
+    /// How much of `printed` a call has returned.
+    delivered: usize,
+    end: Option<End>,
+}
+
+/// How a script ended.
+#[derive(Debug)]
+pub(crate) struct End {
+    pub(crate) finished: Finished,
+    pub(crate) stop: Option<Stop>,
+}
+
+/// What a wait for a script gave.
+#[derive(Debug)]
+pub(crate) enum Waited {
+    /// It ended: its output the model has not read (then its final value), and how it ended.
+    Ended { unread: String, error: Option<String>, calls: u64, stop: Option<Stop> },
+    /// It runs on: what it printed since the last read.
+    Running { unread: String },
+}
+
+/// What a wait does when the call that waits is cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnCancel {
+    /// Stops the script, and waits for its end (the call that started it, before it yielded).
+    StopScript,
+    /// Returns what the script printed so far; it runs on (a call that only reads it).
+    Return,
+}
+
+impl Running {
+    /// A script that starts now and may run for `wall_time`.
+    pub(crate) fn new(wall_time: std::time::Duration) -> Running {
+        let started = Instant::now();
+        Running {
+            progress: Mutex::default(),
+            changed: watch::Sender::new(0),
+            stop: CancellationToken::new(),
+            started,
+            deadline: started + wall_time,
+        }
+    }
+
+    fn progress(&self) -> MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The script printed `text`.
+    pub(crate) fn print(&self, text: &str) {
+        self.progress().printed.push_str(text);
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// The script ended.
+    pub(crate) fn end(&self, finished: Finished, stop: Option<Stop>) {
+        self.progress().end = Some(End { finished, stop });
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Whether the script ended.
+    pub(crate) fn ended(&self) -> bool {
+        self.progress().end.is_some()
+    }
+
+    /// Waits until the script ends, or `until` passes (then it runs on), or `cancel` fires.
+    pub(crate) async fn wait(
+        &self,
+        until: Option<Instant>,
+        cancel: &CancellationToken,
+        on_cancel: OnCancel,
+    ) -> Waited {
+        let mut changed = self.changed.subscribe();
+        let yielding = tokio::time::sleep_until(until.unwrap_or(self.deadline).into());
+        tokio::pin!(yielding);
+        let mut cancelled = false;
+        loop {
+            if let Some(ended) = self.take_end() {
+                return ended;
+            }
+            tokio::select! {
+                biased;
+                _ = changed.changed() => {}
+                () = cancel.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    match on_cancel {
+                        OnCancel::StopScript => self.stop.cancel(),
+                        OnCancel::Return => return self.take_running(),
+                    }
+                }
+                () = &mut yielding, if until.is_some() => return self.take_running(),
+            }
+        }
+    }
+
+    fn take_end(&self) -> Option<Waited> {
+        let mut progress = self.progress();
+        let delivered = progress.delivered;
+        let end = progress.end.as_mut()?;
+        // What it printed is the start of its whole output, which ends with its final value.
+        let output = std::mem::take(&mut end.finished.output);
+        let unread = output.get(delivered..).unwrap_or_default().to_owned();
+        progress.delivered = progress.printed.len();
+        let end = progress.end.as_ref()?;
+        Some(Waited::Ended {
+            unread,
+            error: end.finished.error.clone(),
+            calls: end.finished.calls,
+            stop: end.stop,
+        })
+    }
+
+    fn take_running(&self) -> Waited {
+        let mut progress = self.progress();
+        let unread = progress.printed[progress.delivered..].to_owned();
+        progress.delivered = progress.printed.len();
+        Waited::Running { unread }
+    }
+}
+
+/// The scripts left running by calls that yielded, by id and session.
+#[derive(Debug, Default)]
+pub(crate) struct Held {
+    scripts: Mutex<Vec<Entry>>,
+    next: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    id: String,
+    session: String,
+    running: Arc<Running>,
+}
+
+impl Held {
+    fn scripts(&self) -> MutexGuard<'_, Vec<Entry>> {
+        self.scripts.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Holds `running` for `session` under a new id; `None` when the session, or all
+    /// sessions, hold as many as they may.
+    pub(crate) fn hold(&self, session: &str, running: Arc<Running>) -> Option<String> {
+        let mut scripts = self.scripts();
+        let mine = scripts.iter().filter(|entry| entry.session == session).count();
+        if mine >= PER_SESSION || scripts.len() >= TOTAL {
+            return None;
+        }
+        // Numbered, and not guessable: clients that share a session state (sessionless HTTP)
+        // cannot read or stop each other's scripts by counting.
+        let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let secret = getrandom::u64().unwrap_or_else(|_| {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+            now.map_or(0, |d| d.as_nanos() as u64) ^ n.rotate_left(32)
+        });
+        let id = format!("script-{n}-{secret:016x}");
+        scripts.push(Entry { id: id.clone(), session: session.to_owned(), running });
+        Some(id)
+    }
+
+    /// The script `id` of `session`.
+    pub(crate) fn get(&self, session: &str, id: &str) -> Option<Arc<Running>> {
+        let scripts = self.scripts();
+        let entry = scripts.iter().find(|entry| entry.session == session && entry.id == id)?;
+        Some(entry.running.clone())
+    }
+
+    /// Forgets the script `id` of `session` (it ended and its end was read).
+    pub(crate) fn release(&self, session: &str, id: &str) {
+        self.scripts().retain(|entry| !(entry.session == session && entry.id == id));
+    }
+
+    /// The ids `session` holds.
+    pub(crate) fn ids(&self, session: &str) -> Vec<String> {
+        self.scripts().iter().filter(|entry| entry.session == session).map(|entry| entry.id.clone()).collect()
+    }
+}
+
+impl Drop for Held {
+    /// The scripts still held are stopped with the tool.
+    fn drop(&mut self) {
+        for entry in self.scripts().iter() {
+            entry.running.stop.cancel();
+        }
+    }
+}
