@@ -55,9 +55,10 @@ async def drive(connect):
             check(honored.resource_subscriptions == [WATCHED], f"with the resource: {honored!r}")
 
             # Right after the acknowledgment the named resource is said to be updated once (what
-            # changed while the server subscribed to it at the mount is not lost); then each
-            # change is told. The SDK merges an update with one still pending, so the update of
-            # the change below may come first, after, or merged.
+            # changed while the server subscribed to it at the mount is not lost), with no change
+            # made; then each change is told.
+            event = await next_event(subscription)
+            check(isinstance(event, ResourceUpdated) and event.uri == WATCHED, f"said to be updated once: {event!r}")
             touched = await client.call_tool("res__touch_watched", {})
             check(not touched.is_error, "the mounted server changed the resource")
             event = await next_event(subscription)

@@ -182,12 +182,24 @@ impl McpServer {
         context: rmcp::service::SubscriptionContext,
     ) -> Result<(), ErrorData> {
         let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
+        // Registered first: what the mounted servers report while they are subscribed to below
+        // reaches the stream.
+        let _listening = self.inner.listeners.listen(context.sink().clone());
         for uri in &uris {
             // One that cannot be subscribed to where it comes from is still told of by
             // `announce_resource_updated`.
             let _ = self.resources_and_prompts().subscribe(uri, true).await;
         }
-        let _listening = self.inner.listeners.listen(context.sink().clone());
+        // The stream was acknowledged before those subscriptions were made: a change in between
+        // reached no one. Each named resource is said to be updated once (read it again).
+        for uri in uris {
+            let param = rmcp::model::ResourceUpdatedNotificationParam::new(uri);
+            let updated =
+                ServerNotification::ResourceUpdatedNotification(rmcp::model::Notification::new(param));
+            if context.sink().send(updated).await.is_err() {
+                break;
+            }
+        }
         context.cancelled().await;
         Ok(())
     }
