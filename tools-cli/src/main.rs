@@ -5,9 +5,9 @@ mod codex;
 mod http;
 mod login;
 mod mounted;
+mod settings;
 mod signals;
 
-use std::fmt;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,12 +17,8 @@ use tool_egress::settings::NetworkSettings;
 use tool_runtime::catalog::{Catalog, LoadedTools, SearchMode};
 use tool_runtime::environment::EnvFilter;
 use tool_runtime::mcp_client::{McpConfig, McpMount};
-use tool_runtime::permissions::{
-    Action as PermissionAction, EXTERNAL_DIRECTORY, PermissionMode, Policy, PolicyExt, Rules,
-    SandboxSettings, Settings,
-};
+use tool_runtime::permissions::{Policy, PolicyExt, SandboxSettings};
 use tool_runtime::providers::DefinitionOptions;
-use tool_runtime::settings::{self as tool_settings, SettingsError, SettingsFile, hierarchy};
 use tool_runtime::{
     BoxFuture, CallOptions, CancellationToken, Dispatcher, DispatcherBuilder, PermissionKind,
     PermissionRequest, Registry, ToolCall,
@@ -37,6 +33,7 @@ use args::{
     CallArgs, CodeMode, CodeModeArgs, Command, DeferArgs, ListArgs, McpArgs, Parsed, ServeArgs, TurnArgs,
     WorkspaceArgs,
 };
+use settings::{Known, Loaded, project_servers, settings_policy};
 use signals::Termination;
 
 /// The tool ran and succeeded (or the command did its job).
@@ -219,112 +216,6 @@ struct Setup {
     /// Whether calls that change files record checkpoints (`--checkpoints`, or the settings file's
     /// `checkpoints.enabled`).
     checkpoints: bool,
-}
-
-/// The settings file, read into the typed model once: the servers of `--mcp-config` are mounted
-/// with its `environment`, and its rules are checked against their tools.
-struct Loaded {
-    /// How messages start: `--settings` for the file the flag names, `settings` for Claude Code's
-    /// files found in their places.
-    label: &'static str,
-    /// The file, or the files merged (`A + B`), for messages.
-    origin: String,
-    /// The files, which commands may not change.
-    paths: Vec<std::path::PathBuf>,
-    /// The file, or the files merged as Claude Code merges them.
-    file: SettingsFile,
-    /// The sandbox mode a codex configuration names (`sandbox_mode`).
-    sandbox_mode: Option<tool_sandbox::SandboxMode>,
-    /// The servers a codex configuration names (`[mcp_servers]`).
-    servers: Option<McpConfig>,
-}
-
-impl Loaded {
-    /// The file `--settings` names; without it (and without `--no-settings`), Claude Code's
-    /// files for the workspace merged (user, project, local, managed), named on standard
-    /// error; `None` when there is none.
-    fn read(args: &WorkspaceArgs) -> Result<Option<Loaded>, Failure> {
-        if args.no_settings {
-            return Ok(None);
-        }
-        let failure =
-            |label: &str, origin: &str, e: SettingsError| Failure::usage(format!("{label} {origin}: {e}"));
-        if let Some(path) = &args.settings {
-            let origin = path.display().to_string();
-            let file = SettingsFile::load(path).map_err(|e| failure("--settings", &origin, e))?;
-            let paths = vec![path.clone()];
-            return Ok(Some(Loaded {
-                label: "--settings",
-                origin,
-                paths,
-                file,
-                sandbox_mode: None,
-                servers: None,
-            }));
-        }
-        let codex_home = || {
-            let home = std::env::var_os("CODEX_HOME").map(std::path::PathBuf::from).or_else(|| {
-                std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".codex"))
-            });
-            home.map(|dir| dir.join("config.toml")).ok_or_else(|| {
-                Failure::usage(
-                    "--codex: neither CODEX_HOME nor HOME is set, so codex's config.toml cannot be found; set \
-                     CODEX_HOME, or name the file with --codex-config FILE",
-                )
-            })
-        };
-        let codex_path = match (&args.codex_config, args.codex) {
-            (Some(path), _) => Some(path.clone()),
-            (None, true) => Some(codex_home()?),
-            (None, false) => None,
-        };
-        if let Some(path) = &codex_path {
-            let shown = path.display();
-            let codex =
-                codex::load(path).map_err(|e| Failure::usage(format!("--codex-config {shown}: {e}")))?;
-            for (key, reason) in &codex.not_applied {
-                let _ = writeln!(
-                    io::stderr().lock(),
-                    "tools: --codex-config {shown}: `{key}` is not applied: {reason}"
-                );
-            }
-            return Ok(Some(Loaded {
-                label: "--codex-config",
-                origin: shown.to_string(),
-                paths: vec![path.clone()],
-                file: codex.settings,
-                sandbox_mode: codex.sandbox,
-                servers: codex.servers,
-            }));
-        }
-        let root = workspace_root(args.root.as_deref())?;
-        let user_dir = hierarchy::user_dir();
-        let mut found = Vec::new();
-        for (scope, path) in hierarchy::claude_code_files(user_dir.as_deref(), &root) {
-            if path.is_file() {
-                let value = tool_settings::read_json(&path)
-                    .map_err(|e| failure("settings", &path.display().to_string(), e))?;
-                found.push((scope, value, path));
-            }
-        }
-        if found.is_empty() {
-            return Ok(None);
-        }
-        let shown: Vec<String> =
-            found.iter().map(|(scope, _, path)| format!("{} ({})", path.display(), scope.as_str())).collect();
-        let _ = writeln!(io::stderr().lock(), "tools: settings: loaded {}", shown.join(", "));
-        let origin =
-            found.iter().map(|(_, _, path)| path.display().to_string()).collect::<Vec<_>>().join(" + ");
-        let paths = found.iter().map(|(_, _, path)| path.clone()).collect();
-        let value = hierarchy::merge(found.into_iter().map(|(_, value, _)| value));
-        let file = SettingsFile::from_value(value).map_err(|e| failure("settings", &origin, e))?;
-        Ok(Some(Loaded { label: "settings", origin, paths, file, sandbox_mode: None, servers: None }))
-    }
-
-    /// A usage failure about the settings.
-    fn failure(&self, problem: impl fmt::Display) -> Failure {
-        Failure::usage(format!("{} {}: {problem}", self.label, self.origin))
-    }
 }
 
 /// The settings file, the mounted servers of `mcp`, the registry of our tools and theirs, and
@@ -580,160 +471,6 @@ fn sandboxed(
             settings.allow_unsandboxed_commands != Some(false),
         )
         .with_networked_commands(settings.network_commands.clone()))
-}
-
-/// Without `--mcp-config`, the servers of the project's `.mcp.json` that the settings approve
-/// (`enableAllProjectMcpServers`, or `enabledMcpjsonServers`, less `disabledMcpjsonServers`),
-/// as Claude Code asks before it starts a project's servers; every server of the file is named
-/// on standard error, started or not. `None` when there is nothing to start.
-fn project_servers(
-    args: &WorkspaceArgs,
-    mcp: &McpArgs,
-    file: Option<&Loaded>,
-) -> Result<Option<McpConfig>, Failure> {
-    if mcp.mcp_config.is_some() {
-        return Ok(None);
-    }
-    let path = workspace_root(args.root.as_deref())?.join(".mcp.json");
-    if !path.is_file() {
-        return Ok(None);
-    }
-    let mut config = McpConfig::load(&path).map_err(|e| Failure::usage(e.to_string()))?;
-    let settings = file.map(|loaded| &loaded.file);
-    let all = settings.and_then(|file| file.enable_all_project_mcp_servers) == Some(true);
-    let enabled = settings.and_then(|file| file.enabled_mcpjson_servers.clone()).unwrap_or_default();
-    let disabled = settings.and_then(|file| file.disabled_mcpjson_servers.clone()).unwrap_or_default();
-    let approved = |name: &String| (all || enabled.contains(name)) && !disabled.contains(name);
-    let (started, waiting): (Vec<&str>, Vec<&str>) = config
-        .servers
-        .iter()
-        .map(|server| server.name.as_str())
-        .partition(|name| approved(&(*name).to_owned()));
-    let mut line = format!("tools: {}: ", path.display());
-    if !started.is_empty() {
-        line.push_str(&format!("starting {}", started.join(", ")));
-    }
-    if !waiting.is_empty() {
-        if !started.is_empty() {
-            line.push_str("; ");
-        }
-        line.push_str(&format!(
-            "not starting {} (a project's servers start once approved: enabledMcpjsonServers or \
-             enableAllProjectMcpServers in the settings, or --mcp-config {})",
-            waiting.join(", "),
-            path.display()
-        ));
-    }
-    let _ = writeln!(io::stderr().lock(), "{line}");
-    config.servers.retain(|server| approved(&server.name));
-    Ok((!config.servers.is_empty()).then_some(config))
-}
-
-/// The tools rules may name: the registry's, and the mounted servers'.
-struct Known<'a> {
-    registry: &'a Registry,
-    mounts: &'a [McpMount],
-}
-
-/// The rules and hooks of `--settings`, checked in full now (a bad rule, or one naming a tool
-/// that is neither ours nor a mounted server's, is a usage error naming it). `--allow-outside-root`
-/// adds a rule allowing outside paths, which the file's own deny rules still beat.
-fn settings_policy(
-    file: &Loaded,
-    root: &std::path::Path,
-    allow_outside_root: bool,
-    known: &Known<'_>,
-) -> Result<LoadedSettings, Failure> {
-    // What each tool linked into the binary asks about comes from its own spec; the built-in
-    // tools' catalog adds Claude Code's names for them. A mounted tool is asked about in
-    // `default` mode whatever its annotations say, as in Claude Code.
-    let linked: Vec<_> = tool_runtime::spec::registered_tools().collect();
-    let mut catalog = tools_std::permission_catalog()
-        .tools(linked.iter().map(|tool| tool.spec()))
-        .known_tools(known.registry.specs().map(|spec| spec.name.clone()));
-    for mount in known.mounts {
-        catalog = catalog.server(mount.name());
-    }
-    let mut base = Rules::builder(root).catalog(catalog);
-    if allow_outside_root {
-        base = base.rule_from(PermissionAction::Allow, EXTERNAL_DIRECTORY, "--allow-outside-root");
-    }
-    // Claude Code's default mode where the file names none.
-    let settings = Settings::from_file(&file.file, &file.origin, base)
-        .map_err(|e| Failure::usage(format!("{} {e}", file.label)))?
-        .or_mode(PermissionMode::Default);
-    // What has no effect is said at start, each with the reason.
-    for not_applied in settings.not_applied() {
-        let _ = writeln!(io::stderr().lock(), "tools: {} {not_applied}", file.label);
-    }
-    for ignored in settings.rules().ignored() {
-        let _ = writeln!(io::stderr().lock(), "tools: {ignored}");
-    }
-    let sandbox = settings.sandbox().clone();
-    let environment = settings.environment().clone();
-    // The network rules (`WebFetch(domain:...)`, `sandbox.network`) are the proxy's.
-    let network =
-        tool_egress::settings::from_settings(&file.file, &file.origin).map_err(|e| file.failure(e))?;
-    let verify = match &file.file.verify {
-        Some(verify) => {
-            let verify =
-                Value::Object(verify.iter().map(|(key, value)| (key.clone(), value.clone())).collect());
-            tools_std::verify::Verify::from_settings(&verify).map_err(|e| file.failure(e))?
-        }
-        None => Vec::new(),
-    };
-    let checkpoints = file.file.checkpoints.as_ref().and_then(|checkpoints| checkpoints.enabled);
-    let hook_files = hook_files(settings.hook_command_lines(), root);
-    Ok(LoadedSettings {
-        policy: Policy::from_settings(settings),
-        sandbox,
-        environment,
-        network,
-        verify,
-        checkpoints,
-        hook_files,
-    })
-}
-
-/// The files that hook command lines name (a script and what it is given): words with a `/`,
-/// after `$CLAUDE_PROJECT_DIR` is replaced by the root and quotes are dropped, relative ones
-/// taken from the root, that are regular files now. Commands may not replace them.
-fn hook_files<'a>(lines: impl Iterator<Item = &'a str>, root: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let root_text = root.to_string_lossy();
-    let mut files = Vec::new();
-    for line in lines {
-        let line =
-            line.replace("${CLAUDE_PROJECT_DIR}", &root_text).replace("$CLAUDE_PROJECT_DIR", &root_text);
-        for word in line.split(|c: char| c.is_whitespace() || ";&|()<>`".contains(c)) {
-            let word = word.trim_matches(|c| c == '"' || c == '\'');
-            if !word.contains('/') {
-                continue;
-            }
-            let path = root.join(word);
-            if let Ok(real) = std::fs::canonicalize(&path)
-                && real.is_file()
-            {
-                files.push(real);
-            }
-        }
-    }
-    files.sort();
-    files.dedup();
-    files
-}
-
-/// What one settings file says.
-struct LoadedSettings {
-    policy: Policy,
-    sandbox: SandboxSettings,
-    environment: EnvFilter,
-    network: NetworkSettings,
-    /// The `verify` object: checks after edits.
-    verify: Vec<tools_std::verify::Verify>,
-    /// `checkpoints.enabled`, when the file says.
-    checkpoints: Option<bool>,
-    /// The files the hook commands name.
-    hook_files: Vec<std::path::PathBuf>,
 }
 
 /// `call` and `turn` exit once their calls are answered, which would kill a command left
