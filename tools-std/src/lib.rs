@@ -40,6 +40,7 @@ pub use fs::local::LocalOperations;
 pub use ops::{Operations, Target};
 pub use permission_catalog::permission_catalog;
 /// The egress proxy that commands reach the network through ([`Workspace::with_egress`]).
+#[cfg(feature = "egress")]
 pub use tool_egress;
 /// The kernel sandbox commands run in ([`Workspace::with_sandbox`]).
 pub use tool_sandbox;

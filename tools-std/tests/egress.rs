@@ -1,7 +1,7 @@
 //! `bash` with an egress: sandboxed commands reach the hosts the rules allow through a proxy of
 //! their own, and nothing else. Real `curl` and `python3` against a local HTTP server; made-up
 //! names are mapped to 127.0.0.1 with the proxy's resolver override, so nothing leaves loopback.
-#![cfg(target_os = "linux")]
+#![cfg(all(target_os = "linux", feature = "egress"))]
 
 use std::io::Write as _;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

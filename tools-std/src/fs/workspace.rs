@@ -45,9 +45,11 @@ pub struct Workspace {
     root: PathBuf,
     ops: Arc<dyn Operations>,
     sandbox: Arc<SandboxSlot>,
+    #[cfg(feature = "egress")]
     egress: Option<tool_egress::Egress>,
     /// The egress of commands granted the network (see [`Workspace::granted_egress`]), made on
     /// first use from `egress`.
+    #[cfg(feature = "egress")]
     granted: Arc<OnceLock<tool_egress::Egress>>,
     /// Whether the root is on the local file system (made by [`Workspace::new`]).
     local: bool,
@@ -148,7 +150,9 @@ impl Workspace {
             root,
             ops: Arc::new(ops),
             sandbox,
+            #[cfg(feature = "egress")]
             egress: None,
+            #[cfg(feature = "egress")]
             granted: Arc::default(),
             local: true,
             verifiers: Arc::default(),
@@ -178,7 +182,9 @@ impl Workspace {
             root,
             ops,
             sandbox,
+            #[cfg(feature = "egress")]
             egress: None,
+            #[cfg(feature = "egress")]
             granted: Arc::default(),
             local: false,
             verifiers: Arc::default(),
@@ -271,6 +277,7 @@ impl Workspace {
         self
     }
 
+    #[cfg(feature = "egress")]
     /// The same workspace, where a sandboxed command whose network is off gets the hosts
     /// `egress` allows instead (see [`tool_egress`]).
     ///
@@ -302,6 +309,7 @@ impl Workspace {
         self
     }
 
+    #[cfg(feature = "egress")]
     /// The egress of a command granted the network (the settings' `sandbox.networkCommands`, or
     /// a `sandbox: "network"` the user allowed): the workspace's egress rules (its refusals, and
     /// its secrets) and every other host besides, through a proxy like any other command's, in
@@ -335,6 +343,7 @@ impl Workspace {
         &self.verifiers
     }
 
+    #[cfg(feature = "egress")]
     /// The egress of [`Workspace::with_egress`], if any.
     pub fn egress(&self) -> Option<&tool_egress::Egress> {
         self.egress.as_ref()

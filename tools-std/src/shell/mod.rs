@@ -2,6 +2,10 @@
 //! of a sandboxed command, and the background sessions that outlive a `bash` call.
 
 pub(crate) mod capture;
+#[cfg(feature = "egress")]
+pub(crate) mod network;
+#[cfg(not(feature = "egress"))]
+#[path = "no_egress.rs"]
 pub(crate) mod network;
 pub(crate) mod notes;
 pub mod process;

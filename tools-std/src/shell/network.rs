@@ -12,6 +12,9 @@ use tool_sandbox::{Network, NetworkNamespace, Probe, Sandbox, SandboxPolicy};
 
 use crate::Workspace;
 
+/// A command's proxy (the `egress` feature).
+pub(crate) type Proxy = EgressProxy;
+
 /// A command's proxy, and what starting it changed.
 pub(crate) struct CommandNetwork {
     /// The proxy, kept as long as the command runs.
@@ -135,10 +138,7 @@ fn confine(policy: &SandboxPolicy, port: u16, probe: Probe) -> Result<Sandbox, S
     }
 }
 
-/// The note of a command that ran without its proxy.
-pub(crate) fn off_note(reason: &str) -> String {
-    format!("[the network stayed off for this command: {reason}]")
-}
+pub(crate) use super::notes::off_note;
 
 /// The refusals since the last call, as notes for the result, and as metadata. When a host
 /// was refused for want of a rule, the last line says how the model can ask for the network.

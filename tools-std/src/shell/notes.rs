@@ -7,6 +7,11 @@ use serde_json::json;
 
 use crate::shell::process::{KillReport, KillScope, ShellExit};
 
+/// The note of a command whose network stayed off although it was to have some.
+pub(crate) fn off_note(reason: &str) -> String {
+    format!("[the network stayed off for this command: {reason}]")
+}
+
 /// How an exit is reported, `None` for success.
 pub(crate) fn exit_note(exit: ShellExit) -> Option<String> {
     match (exit.code, exit.signal) {

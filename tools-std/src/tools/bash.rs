@@ -15,8 +15,6 @@ use std::sync::Arc;
 
 use tool_sandbox::{Sandbox, SandboxPolicy};
 
-use tool_egress::EgressProxy;
-
 use crate::Workspace;
 use crate::shell::capture::Capture;
 pub use crate::shell::capture::SPILL_AT;
@@ -188,7 +186,7 @@ pub async fn bash(
         env: [("PAGER", "cat"), ("GIT_PAGER", "cat"), ("GIT_TERMINAL_PROMPT", "0")]
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .chain(proxy.iter().flat_map(EgressProxy::env))
+            .chain(proxy.iter().flat_map(network::Proxy::env))
             .collect(),
         input,
         sandbox: sandbox.policy().is_enforced().then(|| sandbox.clone()),

@@ -261,7 +261,7 @@ pub(crate) struct Start {
     pub(crate) started: Instant,
     /// The command's network proxy, kept as long as the session; its refusals are shown with
     /// the output they came with.
-    pub(crate) proxy: Option<tool_egress::EgressProxy>,
+    pub(crate) proxy: Option<crate::shell::network::Proxy>,
     /// Notes for the next read (why the network stayed off, say).
     pub(crate) notes: Vec<String>,
     /// Whether a refusal may suggest asking for the network (`sandbox: "network"`).
@@ -288,7 +288,7 @@ pub(crate) struct Session {
     handle: Option<Arc<dyn ShellHandle>>,
     pump: Mutex<Option<AbortHandle>>,
     /// The command's network proxy: it serves until the session is dropped.
-    proxy: Option<tool_egress::EgressProxy>,
+    proxy: Option<crate::shell::network::Proxy>,
     /// Notes the next read shows.
     notes: Mutex<Vec<String>>,
     /// Whether a refusal may suggest asking for the network (`sandbox: "network"`).
