@@ -42,6 +42,7 @@ pub(crate) fn pair(name: &str, held: Arc<Held>, limits: Limits) -> (Companion, C
             "additionalProperties": false,
         }),
     )
+    .with_polls(true)
     .with_annotations(ToolAnnotations {
         title: Some("Read a running script".into()),
         read_only: true,

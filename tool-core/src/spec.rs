@@ -194,6 +194,11 @@ pub struct ToolSpec {
     /// command only reads runs alongside other parallel calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_argument: Option<String>,
+    /// Whether the tool waits for work in progress and returns what came since
+    /// (`#[tool(polls)]`: `bash_output`, `code_output`): the same call made again is not a
+    /// loop, so the dispatcher's repeat guard does not count it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub polls: bool,
 }
 
 /// What a tool asks permission for with [`ToolContext::ask`](crate::ToolContext::ask), beyond
@@ -253,6 +258,7 @@ impl ToolSpec {
             aliases: Vec::new(),
             permission: None,
             command_argument: None,
+            polls: false,
         }
     }
 
@@ -307,6 +313,12 @@ impl ToolSpec {
     /// Marks the tool as parallel-safe.
     pub fn with_parallel(mut self, parallel: bool) -> Self {
         self.parallel = parallel;
+        self
+    }
+
+    /// Marks the tool as one that waits for work in progress (see [`ToolSpec::polls`]).
+    pub fn with_polls(mut self, polls: bool) -> Self {
+        self.polls = polls;
         self
     }
 

@@ -51,6 +51,7 @@ keys!(
         Example = "example",
         Permission = "permission",
         CommandArgument = "command_argument",
+        Polls = "polls",
         Undocumented = "undocumented",
     }
 );

@@ -356,6 +356,7 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
     let idempotent = attr.idempotent.is_some();
     let open_world = attr.open_world.is_some();
     let defer = attr.defer.is_some();
+    let polls = attr.polls.is_some();
     let permission = option(attr.permission.map(|subject| {
         let variant = match subject.value {
             crate::attrs::PermissionSubject::Path => quote!(Path),
@@ -448,6 +449,7 @@ fn meta(def: &ToolDef, p: &TokenStream) -> TokenStream {
             defer: #defer,
             permission: #permission,
             command_argument: #command_argument,
+            polls: #polls,
             examples: &[#(#examples),*],
             aliases: &[#(#aliases),*],
             module_path: ::core::module_path!(),

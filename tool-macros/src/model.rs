@@ -76,6 +76,8 @@ pub(crate) struct ToolAttr {
     pub permission: Option<Spanned<PermissionSubject>>,
     /// `command_argument = "..."`: the argument that holds the command line.
     pub command_argument: Option<LitStr>,
+    /// `polls`: the tool waits for work in progress; the same call again is no loop.
+    pub polls: Option<Span>,
     /// `undocumented`: the tool and its parameters may go without a description.
     pub undocumented: Option<Span>,
 }

@@ -153,6 +153,7 @@ fn tool_attr(cx: &Ctxt, items: &[Item]) -> ToolAttr {
             ToolKey::CommandArgument => {
                 attr.command_argument = string(cx, meta, key, "\"command\"");
             }
+            ToolKey::Polls => attr.polls = flag(),
             ToolKey::Undocumented => attr.undocumented = flag(),
         }
     }

@@ -17,7 +17,8 @@ struct Workspace;
     example = r#"{"v": 3}"#,
     example = "{}",
     permission = "command",
-    command_argument = "v"
+    command_argument = "v",
+    polls
 )]
 async fn every(
     _ctx: &ToolContext,
@@ -44,5 +45,6 @@ fn main() {
     assert_eq!(spec.timeout, Some(std::time::Duration::from_secs(90)));
     assert_eq!(spec.permission, Some(tool_runtime::spec::PermissionSubject::Command));
     assert_eq!(spec.command_argument.as_deref(), Some("v"));
+    assert!(spec.polls && !PlainTool.spec().polls);
     assert!(!PlainTool.spec().truncation.enabled);
 }

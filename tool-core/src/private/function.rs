@@ -46,6 +46,8 @@ pub struct ToolMeta {
     pub permission: Option<PermissionSubject>,
     /// `command_argument = "..."`: the argument that holds the command line.
     pub command_argument: Option<&'static str>,
+    /// `polls`: the tool waits for work in progress.
+    pub polls: bool,
     pub spec: OnceLock<ToolSpec>,
 }
 
@@ -206,5 +208,6 @@ fn spec_from_meta(meta: &ToolMeta, input_schema: Value, output_schema: Option<Va
             .collect(),
         permission: meta.permission,
         command_argument: meta.command_argument.map(str::to_owned),
+        polls: meta.polls,
     }
 }

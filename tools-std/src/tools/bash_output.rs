@@ -18,7 +18,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(300);
 /// `wait_ms`: the read returns when the command ends, when `until` appears in its output (a
 /// prompt, "listening on"), or when the time is up, whichever comes first. A session whose end
 /// has been read is removed; `bash_list` shows the sessions there are.
-#[tool(parallel, read_only, timeout = "6m")]
+#[tool(parallel, read_only, polls, timeout = "6m")]
 pub async fn bash_output(
     session: SessionState,
     ctx: &ToolContext,
