@@ -185,13 +185,12 @@ impl CodeTool {
             limits,
             running: running.clone(),
         };
-        let setup = driver.setup(script, self.names.as_ref().clone(), self.catalog.clone());
-        let stop = setup.stop.clone();
-        let to_script = setup.wake.clone();
-        engine::spawn(setup.engine).map_err(|e| {
+        let Channels { engine, from_script, wake, stop } =
+            driver.setup(script, self.names.as_ref().clone(), self.catalog.clone());
+        engine::spawn(engine).map_err(|e| {
             ToolError::execution("The script interpreter could not start; try again.").with_source(e)
         })?;
-        tokio::spawn(driver.drive(setup.from_script, to_script.clone(), stop.clone()));
+        tokio::spawn(driver.drive(from_script, wake, stop));
         // Stops the script when this call ends before the script is held, however it ends (its
         // future dropped too).
         let mut unheld = StopUnlessHeld { running: Some(running.clone()) };
