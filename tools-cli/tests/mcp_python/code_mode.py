@@ -35,7 +35,7 @@ async def main(tools, workspace, mode):
         f.write("TODO delta\n")
     params = StdioServerParameters(
         command=tools,
-        args=["serve", "--root", workspace, "--code-mode", mode, "--code-yield-ms", "4000"],
+        args=["serve", "--root", workspace, "--code-mode", mode, "--code-yield-ms", "8000"],
         cwd=workspace,
     )
     async with Client(params, read_timeout_seconds=60) as client:
@@ -89,9 +89,10 @@ async def main(tools, workspace, mode):
         after = await client.call_tool("code", {"script": "(await tools.bash({ command: 'echo still-serving' })).text"})
         check(text_of(after).strip() == "still-serving", f"the server serves after a cancellation: {text_of(after)!r}")
 
-        # Past its yield time (4 s here) a script runs on: its call returns what it printed so far
+        # Past its yield time (8 s here, well past the cancellation above taking effect even on a
+        # loaded machine) a script runs on: its call returns what it printed so far
         # and its id; code_output returns the rest and its end, once.
-        slow = 'console.log("started"); await tools.bash({ command: "sleep 5" }); console.log("slept"); "done"'
+        slow = 'console.log("started"); await tools.bash({ command: "sleep 9" }); console.log("slept"); "done"'
         first = await client.call_tool("code", {"script": slow})
         text = text_of(first)
         check(not first.is_error and text.startswith("started\n[The script is still running as `script-"), f"it yielded: {text!r}")
