@@ -14,6 +14,7 @@ use serde_json::Value;
 use tool_sandbox::environment::EnvFilter;
 use tool_settings::{self as model, NotApplied, SettingsFile};
 
+use crate::catalog::Resolved;
 use crate::mode::PermissionMode;
 use crate::rules::{Action, EXTERNAL_DIRECTORY, RuleError, Rules, RulesBuilder};
 
@@ -181,10 +182,16 @@ impl Settings {
         let root = base.root_dir().to_path_buf();
         let mut builder = base;
         let mut mode = None;
+        let mut not_applied = file.not_applied(origin);
         if let Some(permissions) = &file.permissions {
             let section = permissions_section(permissions, origin, &root, builder).map_err(error)?;
             builder = section.builder;
             mode = section.mode.map(|m| (m, Arc::from(format!("permissions.defaultMode in {origin}"))));
+            not_applied.extend(section.not_applied.into_iter().map(|(key, reason)| NotApplied {
+                origin: origin.to_owned(),
+                key,
+                reason,
+            }));
         }
         let mut hooks = match &file.hooks {
             Some(hooks) if file.disable_all_hooks != Some(true) => hooks_section(hooks).map_err(error)?,
@@ -206,7 +213,6 @@ impl Settings {
             None => SandboxSettings::default(),
         };
         let rules = builder.build().map_err(|e: RuleError| error(e.to_string()))?;
-        let not_applied = file.not_applied(origin);
         Ok(Settings { rules, hooks, sandbox, environment, mode, origin: origin.to_owned(), not_applied })
     }
 
@@ -322,6 +328,8 @@ fn sandbox_section(section: &model::Sandbox, root: &Path) -> Result<SandboxSetti
 struct PermissionsSection {
     builder: RulesBuilder,
     mode: Option<PermissionMode>,
+    /// Keys with no effect here: (key, why).
+    not_applied: Vec<(String, String)>,
 }
 
 fn permissions_section(
@@ -330,6 +338,7 @@ fn permissions_section(
     root: &Path,
     mut builder: RulesBuilder,
 ) -> Result<PermissionsSection, String> {
+    let mut not_applied = Vec::new();
     for (key, action, rules) in [
         ("allow", Action::Allow, &section.allow),
         ("ask", Action::Ask, &section.ask),
@@ -357,9 +366,22 @@ fn permissions_section(
     if let Some(action) = section.external_directory {
         builder = builder.external_directory(action.into());
     }
-    for (tool, action) in section.defaults.iter().flatten() {
-        for tool in builder.catalog_ref().tools_named(tool) {
-            builder = builder.tool_default(tool, (*action).into());
+    for (name, action) in section.defaults.iter().flatten() {
+        // Named as rules name tools (Claude Code's names too), and checked as they are.
+        match builder.catalog_ref().resolve(name) {
+            Resolved::Tools(tools) => {
+                for tool in tools {
+                    builder = builder.tool_default(tool, (*action).into());
+                }
+            }
+            Resolved::Server(_) => {
+                return Err(format!(
+                    "`permissions.defaults.{name}`: a default is set per tool; name one (`{name}__TOOL`), or \
+                     write a rule (`{name}`) in `allow`, `ask` or `deny`"
+                ));
+            }
+            Resolved::Unknown(problem) => return Err(format!("`permissions.defaults.{name}`: {problem}")),
+            Resolved::Absent(reason) => not_applied.push((format!("permissions.defaults.{name}"), reason)),
         }
     }
     let mode = section.default_mode.map(PermissionMode::from);
@@ -368,7 +390,7 @@ fn permissions_section(
                     `permissions.disableBypassPermissionsMode` turns off"
             .to_owned());
     }
-    Ok(PermissionsSection { builder, mode })
+    Ok(PermissionsSection { builder, mode, not_applied })
 }
 
 /// `WebFetch(domain:example.com)`: Claude Code's way of naming a host in permission rules.

@@ -91,3 +91,34 @@ fn rules_with_no_effect_are_named_at_start() {
         )
     );
 }
+
+#[test]
+fn the_tool_names_of_defaults_are_checked_as_rules_are() {
+    let fx = Fixture::new();
+    for (name, problem) in [
+        ("Bsh", "no tool is named `Bsh`; did you mean `Bash`?"),
+        ("mcp__inner__reed", "the MCP server `inner` has no tool `reed`; did you mean `mcp__inner__read`?"),
+        ("mcp__inner", "a default is set per tool; name one (`mcp__inner__TOOL`), or write a rule"),
+    ] {
+        let (settings, mcp) = files(&fx, json!({"defaults": {name: "deny"}}));
+        let run = call(&fx, &settings, &mcp, "read", json!({"path": "hello.txt"}));
+        let error = run.usage_error();
+        assert!(
+            error.starts_with(&format!("--settings {settings}: `permissions.defaults.{name}`: {problem}")),
+            "{error}"
+        );
+    }
+    // Claude Code's name of one of ours sets its default; one of Claude Code's own tools is named
+    // at start as having no effect.
+    let (settings, mcp) = files(&fx, json!({"defaults": {"Read": "deny", "WebSearch": "deny"}}));
+    let run = call(&fx, &settings, &mcp, "read", json!({"path": "hello.txt"}));
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.json()["output"].as_str().unwrap().contains("denied"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains(&format!(
+            "{settings}: `permissions.defaults.WebSearch` is not applied: `WebSearch` is a tool of Claude Code's"
+        )),
+        "{}",
+        run.stderr
+    );
+}
