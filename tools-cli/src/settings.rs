@@ -100,7 +100,9 @@ impl Loaded {
         let user_dir = hierarchy::user_dir();
         let mut found = Vec::new();
         for (scope, path) in hierarchy::claude_code_files(user_dir.as_deref(), &root) {
-            if path.is_file() {
+            // Anything at the name is read, so that one that is not a regular file (a FIFO, a link
+            // to a device) is an error rather than rules silently left out.
+            if std::fs::symlink_metadata(&path).is_ok() {
                 let value = tool_settings::read_json(&path)
                     .map_err(|e| failure("settings", &path.display().to_string(), e))?;
                 found.push((scope, value, path));

@@ -123,3 +123,21 @@ fn a_projects_mcp_servers_start_once_approved() {
     assert!(approved.stderr.contains(": starting inner\n"), "{}", approved.stderr);
     assert_eq!(approved.json()["output"], "     1\thello\n     2\tworld\n");
 }
+
+/// A settings file that is not a regular file (a FIFO, a link to a device) is an error naming
+/// it, not a file quietly left out with its rules; nothing waits on the FIFO.
+#[test]
+fn a_settings_name_that_is_no_regular_file_is_an_error() {
+    let fx = Fixture::new();
+    let (home, ws) = (fx.dir.path().join("home"), fx.ws());
+    let project = ws.join(".claude/settings.json");
+    std::fs::create_dir_all(project.parent().unwrap()).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(&project).status().unwrap().success());
+    let run_ls = || run(&fx, &home, &["call", "ls", "{}"]);
+    let fifo = run_ls();
+    assert!(fifo.usage_error().ends_with(".claude/settings.json: not a regular file"), "{}", fifo.stderr);
+    std::fs::remove_file(&project).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &project).unwrap();
+    let device = run_ls();
+    assert!(device.usage_error().ends_with(".claude/settings.json: not a regular file"), "{}", device.stderr);
+}
