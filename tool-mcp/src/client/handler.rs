@@ -1,8 +1,10 @@
-//! The client side of one connection: progress to its call, `tools/list_changed` to a refresh.
+//! The client side of one connection: log messages to its calls, `tools/list_changed` to a
+//! refresh. (Progress is delivered by the connection's transport, [`Routed`](super::routes::Routed),
+//! in the order it is read; rmcp's default handler for it does nothing.)
 
 use std::sync::Arc;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient};
 use tokio::sync::mpsc;
@@ -21,15 +23,6 @@ pub(crate) struct MountHandler {
 }
 
 impl ClientHandler for MountHandler {
-    /// Progress is delivered by the connection's transport as it is read, in order
-    /// ([`Routed`](super::routes::Routed)); rmcp's task for it has nothing left to do.
-    async fn on_progress(
-        &self,
-        _params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-    }
-
     #[allow(deprecated)] // Logging is deprecated in rmcp (SEP-2577); servers before 2026-07-28 log.
     async fn on_logging_message(
         &self,

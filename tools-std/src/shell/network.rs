@@ -138,8 +138,6 @@ fn confine(policy: &SandboxPolicy, port: u16, probe: Probe) -> Result<Sandbox, S
     }
 }
 
-pub(crate) use super::notes::off_note;
-
 /// The refusals since the last call, as notes for the result, and as metadata. When a host
 /// was refused for want of a rule, the last line says how the model can ask for the network.
 pub(crate) fn refusals(proxy: &EgressProxy, can_escalate: bool) -> (Option<String>, Vec<Refusal>) {

@@ -8,8 +8,6 @@ use tool_sandbox::{Network, Sandbox};
 
 use crate::Workspace;
 
-pub(crate) use super::notes::off_note;
-
 /// A command's proxy: none can exist in this build.
 pub(crate) enum Proxy {}
 

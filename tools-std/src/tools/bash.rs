@@ -159,7 +159,7 @@ pub async fn bash(
     let (sandbox, proxy, off_note) = match network::prepare(&ws, ctx, &command, &sandbox, granted).await {
         Prepared::Unchanged => (sandbox, None, None),
         Prepared::Proxy(CommandNetwork { proxy, sandbox }) => (sandbox, Some(proxy), None),
-        Prepared::Off(reason) => (sandbox, None, Some(network::off_note(&reason))),
+        Prepared::Off(reason) => (sandbox, None, Some(crate::shell::notes::off_note(&reason))),
     };
     let timeout =
         timeout_secs.map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.clamp(1, MAX_TIMEOUT.as_secs())));
