@@ -58,8 +58,12 @@ if [ ! -x "$TOOLS_BIN" ]; then
     echo "agents: skipped: no tools binary at $TOOLS_BIN (set TOOLS_BIN, or build it: cargo build -p tools-cli --bin tools)"
     exit 0
 fi
+# The agents start the stdio server from directories of their own: a relative path would name
+# no binary there, and every stdio run would see no tools.
+TOOLS_BIN="$(cd "$(dirname "$TOOLS_BIN")" && pwd)/$(basename "$TOOLS_BIN")"
 
 mkdir -p "$AGENTS_DIR"
+AGENTS_DIR="$(cd "$AGENTS_DIR" && pwd)"
 # The installed version of an npm package, or nothing.
 installed() { node -p "require('$AGENTS_DIR/node_modules/$1/package.json').version" 2>/dev/null; }
 pkg_name() { local s="$1" rest; if [[ "$s" == @* ]]; then rest="${s:1}"; echo "@${rest%%@*}"; else echo "${s%%@*}"; fi; }
