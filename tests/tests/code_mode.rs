@@ -440,6 +440,32 @@ async fn mistakes_are_errors_the_model_can_read() {
 }
 
 #[tokio::test]
+async fn a_final_value_that_is_a_promise_is_waited_for() {
+    let dispatcher = limited(Limits::default());
+    // A tool call as the last line, without `await`: its result, not the promise's empty object.
+    let call = script(&dispatcher, r#"console.log("first"); tools.echo({ text: "last" })"#).await;
+    assert!(!call.output.is_error, "{}", text(&call));
+    assert_eq!(
+        text(&call),
+        "first\n{\n  \"text\": \"last\",\n  \"structured\": null,\n  \"is_error\": false\n}"
+    );
+    let called = script(
+        &dispatcher,
+        "async function f() { const r = await tools.echo({ text: 'x' }); return r.text + '!'; }\nf()",
+    )
+    .await;
+    assert_eq!(text(&called), "x!");
+    // Rejected, it is the script's error; an object with a `value` key is printed whole.
+    let rejected = script(&dispatcher, "Promise.reject(new RangeError('late'))").await;
+    assert!(rejected.output.is_error);
+    assert!(text(&rejected).starts_with("The script failed: RangeError: late"), "{}", text(&rejected));
+    let object = script(&dispatcher, "({ value: 1, other: 2 })").await;
+    assert_eq!(text(&object), "{\n  \"value\": 1,\n  \"other\": 2\n}");
+    let stuck = script(&dispatcher, "new Promise(() => {})").await;
+    assert!(text(&stuck).contains("waiting for a promise that nothing will settle"), "{}", text(&stuck));
+}
+
+#[tokio::test]
 async fn a_script_has_no_file_system_network_process_or_clock_of_its_own() {
     let dispatcher = limited(Limits::default());
     let result = script(

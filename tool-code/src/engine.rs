@@ -214,8 +214,12 @@ impl<'js> Script<'js> {
         options.strict = false;
         options.promise = true;
         options.filename = Some("script.js".into());
-        let promise: Promise<'js> =
+        let mut promise: Promise<'js> =
             ctx.eval_with_options(setup.source.as_bytes(), options).map_err(|e| self.exception(e))?;
+        // Evaluated with top-level await, the script resolves to `{ value }`, its completion value;
+        // a completion value that is itself a promise (`tools.read({...})` as the last line, an
+        // async function called last) is then waited for, and its value is the final one.
+        let mut completion = true;
         loop {
             // Checked between jobs too: a script that keeps queueing short jobs may never run long
             // enough in one of them for the interrupt handler to see its deadline.
@@ -229,10 +233,20 @@ impl<'js> Script<'js> {
             }
             match promise.state() {
                 PromiseState::Resolved => {
-                    let value = promise
+                    let mut value = promise
                         .result::<Value<'js>>()
                         .and_then(Result::ok)
                         .unwrap_or_else(|| Value::new_undefined(ctx.clone()));
+                    if completion {
+                        completion = false;
+                        if let Some(object) = value.as_object() {
+                            value = object.get("value").unwrap_or_else(|_| Value::new_undefined(ctx.clone()));
+                        }
+                        if let Some(last) = value.as_promise() {
+                            promise = last.clone();
+                            continue;
+                        }
+                    }
                     return self.final_value(value, setup);
                 }
                 PromiseState::Rejected => {
@@ -372,13 +386,6 @@ impl<'js> Script<'js> {
 
     /// The script's final value, printed after its output (nothing for `undefined`).
     fn final_value(&mut self, value: Value<'js>, setup: &Setup) -> Result<(), String> {
-        // A script evaluated with top-level await resolves to `{ value }`: its completion value.
-        let value = match value.as_object() {
-            Some(object) => object
-                .get::<_, Value<'js>>("value")
-                .unwrap_or_else(|_| Value::new_undefined(self.ctx.clone())),
-            None => value,
-        };
         if value.is_undefined() {
             return Ok(());
         }
