@@ -145,9 +145,17 @@ pub(crate) struct McpArgs {
 pub(crate) struct CodeModeArgs {
     /// Offer the script tool `code`, which runs a JavaScript program calling the other tools
     /// (`await tools.grep({pattern: "..."})`) and returns only what it prints and its last value.
-    /// `beside` (the flag alone) offers it next to the other tools, `only` alone (the others are
-    /// reached from scripts). Put it after the tool's name in `call`.
-    #[arg(long, value_name = "beside|only", value_enum, num_args = 0..=1, default_missing_value = "beside")]
+    /// `beside` (the flag alone) offers it next to the other tools, `--code-mode=only` alone (the
+    /// others are reached from scripts). The value takes an `=`, so that the flag alone never
+    /// swallows the word after it (`tools call code --code-mode '{"script": ...}'`).
+    #[arg(
+        long,
+        value_name = "beside|only",
+        value_enum,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "beside"
+    )]
     pub code_mode: Option<CodeMode>,
     /// `serve`: a script still running this many milliseconds after its call started goes on in
     /// the background, its call returning what it printed so far and its id, for `code_output`
@@ -455,7 +463,16 @@ where
                     }
                 })
             }
-            _ => Parsed::Usage(one_line(&error.render().to_string(), subcommand(&args))),
+            _ => {
+                let mut message = one_line(&error.render().to_string(), subcommand(&args));
+                // `--code-mode only`: the value takes an `=` (see `CodeModeArgs::code_mode`).
+                if let Some(value) = args.windows(2).find_map(|pair| {
+                    (pair[0] == "--code-mode" && (pair[1] == "only" || pair[1] == "beside")).then(|| &pair[1])
+                }) {
+                    message = format!("{message}; write `--code-mode={}`", value.to_string_lossy());
+                }
+                Parsed::Usage(message)
+            }
         },
     }
 }
@@ -529,6 +546,31 @@ mod tests {
             usage(&["call", "read", "--bogus"]),
             "unexpected argument '--bogus' found; tip: to pass '--bogus' as a value, use '-- --bogus' (see `tools call --help`)"
         );
+    }
+
+    #[test]
+    fn the_code_mode_takes_its_value_after_an_equals_sign() {
+        assert_eq!(
+            usage(&["serve", "--code-mode", "only"]),
+            "unexpected argument 'only' found (see `tools serve --help`); write `--code-mode=only`"
+        );
+        match parse(["tools", "call", "code", "--code-mode", "{}"]) {
+            Parsed::Run(cli) => match cli.command {
+                Command::Call(call) => {
+                    assert_eq!(call.arguments, "{}");
+                    assert_eq!(call.code.code_mode, Some(CodeMode::Beside));
+                }
+                other => panic!("{other:?}"),
+            },
+            _ => panic!("not parsed"),
+        }
+        match parse(["tools", "serve", "--code-mode=only"]) {
+            Parsed::Run(cli) => match cli.command {
+                Command::Serve(serve) => assert_eq!(serve.code.code_mode, Some(CodeMode::Only)),
+                other => panic!("{other:?}"),
+            },
+            _ => panic!("not parsed"),
+        }
     }
 
     #[test]

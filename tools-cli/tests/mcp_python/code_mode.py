@@ -35,7 +35,7 @@ async def main(tools, workspace, mode):
         f.write("TODO delta\n")
     params = StdioServerParameters(
         command=tools,
-        args=["serve", "--root", workspace, "--code-mode", mode, "--code-yield-ms", "8000"],
+        args=["serve", "--root", workspace, f"--code-mode={mode}", "--code-yield-ms", "8000"],
         cwd=workspace,
     )
     async with Client(params, read_timeout_seconds=60) as client:
