@@ -393,6 +393,20 @@ impl Sandbox {
         &self.report
     }
 
+    /// Whether each command starts in a mount namespace of its own that none of its processes
+    /// can leave (the seccomp filter refuses them namespaces): then the processes in it are
+    /// the command's ([`Tree::in_own_mount_namespace`](crate::process_tree::Tree::in_own_mount_namespace)).
+    pub fn gives_own_mount_namespace(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            self.policy.mode != SandboxMode::Off && self.protect && self.seccomp.is_some()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            false
+        }
+    }
+
     /// The same sandbox, whose commands start inside `namespace`: with
     /// [`Network::Proxy`], the one thing they can connect to is then the proxy listening in it
     /// (see [`NetworkNamespace`](crate::NetworkNamespace)), instead of the proxy's port on every

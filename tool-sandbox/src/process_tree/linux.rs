@@ -37,6 +37,21 @@ pub struct Tree {
     /// Without a cgroup: the processes seen beneath the shell while it ran (pid and start
     /// time), found again after it exited whatever they did meanwhile.
     tracked: Arc<Mutex<HashMap<i32, u64>>>,
+    /// The mount namespace the command's shell entered, of its own, that no process of the
+    /// command can leave ([`Tree::in_own_mount_namespace`]): every process in it is the
+    /// command's, whatever it did to its parent, group and environment.
+    namespace: Option<Namespace>,
+}
+
+/// A namespace, by the device and inode of its `/proc/PID/ns/...` link.
+type Namespace = (u64, u64);
+
+/// The mount namespace of process `pid` (`"self"` for this one); `Err` with the error of
+/// `stat`, `ENOENT` for a process that has exited (a zombie has none).
+fn mount_namespace(pid: &str) -> io::Result<Namespace> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(format!("/proc/{pid}/ns/mnt"))?;
+    Ok((meta.dev(), meta.ino()))
 }
 
 impl Tree {
@@ -51,7 +66,31 @@ impl Tree {
             marker: format!("{var}={value}").into_bytes(),
             cgroup: cgroup.map(Arc::new),
             tracked: Arc::default(),
+            namespace: None,
         }
+    }
+
+    /// Says that the command's shell entered a mount namespace of its own before it ran
+    /// anything, and that none of its processes can make or enter another (the sandbox's
+    /// seccomp filter refuses namespaces to commands): then a process in that namespace is the
+    /// command's, found (and killed) even when it left the group, cleared its environment and
+    /// was never seen beneath the shell, and without a cgroup the command is known to have no
+    /// processes left once nothing is in it ([`Tree::may_have_processes`]). Call it right after
+    /// [`Tree::new`]; nothing changes when the shell has already exited or shares this
+    /// process's namespace.
+    #[must_use]
+    pub fn in_own_mount_namespace(mut self) -> Self {
+        let shell = mount_namespace(&self.shell.to_string());
+        let own = mount_namespace("self");
+        let still_the_shell =
+            self.shell_start.is_some() && read_stat(self.shell).map(|stat| stat.start) == self.shell_start;
+        if let (Ok(shell), Ok(own)) = (shell, own)
+            && shell != own
+            && still_the_shell
+        {
+            self.namespace = Some(shell);
+        }
+        self
     }
 
     /// Remembers the processes beneath the shell now, while it runs (the shell adopts what the
@@ -95,9 +134,15 @@ impl Tree {
 
 impl Tree {
     /// Whether processes of the command may still run: `false` only when its cgroup is known to
-    /// be empty (without one this is not known cheaply, and the answer is `true`).
+    /// be empty, or without one, when nothing is in its [own mount
+    /// namespace](Tree::in_own_mount_namespace) (a look at every process started since its
+    /// shell); with neither, `true`.
     pub fn may_have_processes(&self) -> bool {
-        self.cgroup.as_ref().is_none_or(|cgroup| !cgroup.pids().is_empty())
+        match (&self.cgroup, self.namespace) {
+            (Some(cgroup), _) => !cgroup.pids().is_empty(),
+            (None, Some(namespace)) => in_namespace_anywhere(namespace, self.shell_start.unwrap_or(0)),
+            (None, None) => true,
+        }
     }
 
     /// Kills every process of the command that can be found (see [`Tree`]), and says what was
@@ -174,6 +219,44 @@ fn snapshot() -> io::Result<Vec<Stat>> {
     Ok(stats)
 }
 
+/// Whether any process may be in `namespace`, the mount namespace of a command whose shell
+/// started at `since`: one is seen there, or one that started since then cannot be looked at
+/// (nor can `/proc` itself), unless it runs as another user. What started before the shell
+/// cannot be the command's, nor can another user's process (`no_new_privs`, and a user
+/// namespace that maps only this user).
+fn in_namespace_anywhere(namespace: Namespace, since: u64) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return true };
+    let me = std::process::id() as i32;
+    let uid = nix::unistd::getuid().as_raw();
+    for entry in entries {
+        let Ok(entry) = entry else { return true };
+        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok()) else {
+            continue;
+        };
+        // Exited since the directory was read, or a zombie (which is in no namespace).
+        let Some(stat) = read_stat(pid).filter(|stat| !stat.is_zombie()) else { continue };
+        if pid == me || stat.start < since {
+            continue;
+        }
+        match mount_namespace(&pid.to_string()) {
+            Ok(found) if found != namespace => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(_) if runs_as_another_user(pid, uid) => {}
+            Ok(_) | Err(_) => return true,
+        }
+    }
+    false
+}
+
+/// Whether `pid`'s real, effective, saved and file system user ids are all other than `uid`
+/// (`/proc/PID/status`, which anyone may read; `false` when it cannot be read).
+fn runs_as_another_user(pid: i32, uid: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
+    let Some(ids) = status.lines().find_map(|line| line.strip_prefix("Uid:")) else { return false };
+    let ids: Vec<u32> = ids.split_ascii_whitespace().filter_map(|id| id.parse().ok()).collect();
+    !ids.is_empty() && ids.iter().all(|&id| id != uid)
+}
+
 /// Whether the process's environment, as it was at its last `exec`, holds `marker`.
 fn carries(pid: i32, marker: &[u8]) -> bool {
     // Another user's process cannot be read; it is found through its parent, if at all.
@@ -182,7 +265,8 @@ fn carries(pid: i32, marker: &[u8]) -> bool {
 }
 
 /// The processes of `tree` in `procs`, zombies left out (they hold nothing and cannot be
-/// killed). `marked` caches the environment checks of this kill, by pid and start time.
+/// killed). `marked` caches the environment and namespace checks of this kill, by pid and
+/// start time.
 fn members<'a>(tree: &Tree, procs: &'a [Stat], marked: &mut HashMap<(i32, u64), bool>) -> Vec<&'a Stat> {
     let me = std::process::id() as i32;
     let shell_present = tree.shell_start.is_some()
@@ -204,7 +288,13 @@ fn members<'a>(tree: &Tree, procs: &'a [Stat], marked: &mut HashMap<(i32, u64), 
             || tracked.get(&p.pid) == Some(&p.start)
             || (shell_present && (p.pid == tree.shell || p.pgid == tree.shell))
             || (!p.is_zombie()
-                && *marked.entry((p.pid, p.start)).or_insert_with(|| carries(p.pid, &tree.marker)));
+                && *marked.entry((p.pid, p.start)).or_insert_with(|| {
+                    carries(p.pid, &tree.marker)
+                        || tree.namespace.is_some_and(|ns| {
+                            Some(p.start) >= tree.shell_start
+                                && mount_namespace(&p.pid.to_string()).ok() == Some(ns)
+                        })
+                }));
         if seed && found.insert(p.pid) {
             queue.push(p);
         }
@@ -353,6 +443,16 @@ mod tests {
     }
 
     #[test]
+    fn another_users_process_is_told_by_every_one_of_its_user_ids() {
+        let me = std::process::id() as i32;
+        let uid = nix::unistd::getuid().as_raw();
+        assert!(!runs_as_another_user(me, uid));
+        assert!(runs_as_another_user(me, uid.wrapping_add(1)));
+        // Unknown: not another user's.
+        assert!(!runs_as_another_user(i32::MAX, uid.wrapping_add(1)));
+    }
+
+    #[test]
     fn this_process_is_never_a_member_even_when_it_carries_the_marker() {
         let me = std::process::id() as i32;
         // PATH is set for every test run; any variable of this process's environment would do.
@@ -363,6 +463,7 @@ mod tests {
             marker: entry.into_bytes(),
             cgroup: None,
             tracked: Arc::default(),
+            namespace: mount_namespace("self").ok(),
         };
         assert!(carries(me, &tree.marker));
         assert!(!find(&tree).unwrap().contains(&me));

@@ -21,7 +21,10 @@
 //! session (`bash_stop`, the end of the session state, [`kill_running_commands`]). Without a
 //! cgroup, those processes are found by their marker, or, if they cleared their environment
 //! (`env -i`) and left the group, because they were seen beneath the shell while it ran (a
-//! session's processes are looked at every 200 ms, [`ShellHandle::remember_processes`]); one
+//! session's processes are looked at every 200 ms, [`ShellHandle::remember_processes`]), or,
+//! in a sandbox that gives each command a mount namespace of its own which its processes cannot
+//! leave, because they are in it ([`Tree::in_own_mount_namespace`](tool_runtime::process_tree::Tree::in_own_mount_namespace)),
+//! which also tells when a finished command has no process left. Outside such a sandbox, one
 //! that did all that within the last moments before its shell exited is not found. A foreground
 //! `bash` command whose shell exited leaves its background jobs running, as a terminal would,
 //! until the session ends: [`kill_running_commands`] kills them too. At most 256 such commands
@@ -534,7 +537,13 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     let target = Arc::new(Target {
         shell,
         #[cfg(target_os = "linux")]
-        tree: tool_runtime::process_tree::Tree::new(shell, COMMAND_ID_VAR, &marker, cgroup),
+        tree: {
+            let tree = tool_runtime::process_tree::Tree::new(shell, COMMAND_ID_VAR, &marker, cgroup);
+            match &request.sandbox {
+                Some(sandbox) if sandbox.gives_own_mount_namespace() => tree.in_own_mount_namespace(),
+                _ => tree,
+            }
+        },
         held: Mutex::new(held),
     });
     let registration = register(target.clone());
@@ -884,6 +893,57 @@ mod tests {
             nix::sys::signal::kill(nix::unistd::Pid::from_raw(escaped), nix::sys::signal::Signal::SIGKILL);
         assert!(killed, "the orphan {escaped} survived");
         assert_eq!((report.shell, report.started, report.outside_group), (false, 1, 1));
+    }
+
+    /// Without a cgroup, a command sandboxed in a mount namespace of its own is known to be over
+    /// once nothing is in that namespace, and then lets go of the placeholders of the absent
+    /// protected names (which the host's own `write` may then create); an orphan that left the
+    /// group and cleared its environment, never seen beneath the shell, is found there, keeps
+    /// them held, and is killed.
+    #[tokio::test]
+    async fn without_a_cgroup_the_mount_namespace_tells_what_a_sandboxed_command_left_running() {
+        let dir = TempDir::new();
+        let policy = tool_sandbox::SandboxPolicy::workspace_write(dir.path());
+        let sandbox = match tool_sandbox::Sandbox::new(policy) {
+            Ok(sandbox) if sandbox.gives_own_mount_namespace() => Arc::new(sandbox),
+            _ => {
+                assert!(std::env::var("CI").as_deref() != Ok("true"), "CI can make mount namespaces");
+                eprintln!("skipped: commands get no mount namespace of their own here");
+                return;
+            }
+        };
+        let containment = Containment { subreaper: true, cgroup: false, ..Containment::default() };
+        let sandboxed =
+            |command: &str| ShellRequest { sandbox: Some(sandbox.clone()), ..request(dir.path(), command) };
+        let claude = dir.path().join("CLAUDE.md");
+
+        let mut process = spawn_contained(&sandboxed("true"), containment.clone()).unwrap();
+        assert!(tool_sandbox::is_held_placeholder(&claude), "no placeholder while the command runs");
+        process.control.wait().await.unwrap();
+        drop(process);
+        assert!(!tool_sandbox::is_held_placeholder(&claude), "held after a command that left nothing");
+        assert!(!claude.exists());
+
+        let command = "env -i setsid sh -c 'sleep 300 > /dev/null 2>&1 & echo $! > escaped.pid' > /dev/null 2>&1 \
+                       < /dev/null";
+        let mut process = spawn_contained(&sandboxed(command), containment).unwrap();
+        let handle = process.control.handle().unwrap();
+        process.control.wait().await.unwrap();
+        drop(process);
+        let escaped = pid_in(dir.path(), "escaped.pid").await;
+        assert!(runs(escaped), "the orphan {escaped} runs after the shell exited");
+        let held = tool_sandbox::is_held_placeholder(&claude);
+        let may = handle.may_have_processes();
+        let report = handle.kill_all().unwrap();
+        let killed = gone(escaped).await;
+        let _ =
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(escaped), nix::sys::signal::Signal::SIGKILL);
+        assert!(held && may, "the orphan's command let go of its placeholders ({held}, {may})");
+        assert!(killed, "the orphan {escaped} survived");
+        assert_eq!((report.shell, report.started, report.outside_group), (false, 1, 1));
+        assert!(!handle.may_have_processes());
+        forget_ended_jobs();
+        assert!(!tool_sandbox::is_held_placeholder(&claude), "held after its processes were killed");
     }
 
     #[tokio::test]
