@@ -1,6 +1,7 @@
-//! The client side of one connection: log messages to its calls, `tools/list_changed` to a
-//! refresh. (Progress is delivered by the connection's transport, [`Routed`](super::routes::Routed),
-//! in the order it is read; rmcp's default handler for it does nothing.)
+//! The client side of one connection: `tools/list_changed` to a refresh, resource updates,
+//! questions and sampling passed on. (Progress and log messages are delivered to their calls by
+//! the connection's transport, [`Routed`](super::routes::Routed), in the order they are read;
+//! rmcp's default handlers for them do nothing.)
 
 use std::sync::Arc;
 
@@ -23,15 +24,6 @@ pub(crate) struct MountHandler {
 }
 
 impl ClientHandler for MountHandler {
-    #[allow(deprecated)] // Logging is deprecated in rmcp (SEP-2577); servers before 2026-07-28 log.
-    async fn on_logging_message(
-        &self,
-        params: rmcp::model::LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.routes.log(params);
-    }
-
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.list_changed.send(());
     }

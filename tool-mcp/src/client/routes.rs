@@ -1,10 +1,12 @@
 //! Where a server's progress notifications go: the context of the call that carries the token;
 //! and its log messages: the calls in flight on its connection.
 //!
-//! rmcp's client hands each notification to a task of its own, so progress delivered from its
-//! handler could reach the call after the call's result, and in another order than it came. The
-//! connection's transport ([`Routed`]) delivers each progress notification itself, as it reads
-//! it, before the messages after it: in the order the server sent them, and before its result.
+//! rmcp's client hands each notification to a task of its own, so progress or a log message
+//! delivered from its handler could reach the call after the call's result (a log message then
+//! found no call in flight and was lost), and in another order than it came. The connection's
+//! transport ([`Routed`]) delivers each progress notification and log message itself, as it
+//! reads it, before the messages after it: in the order the server sent them, and before its
+//! result.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -122,15 +124,22 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Routed<T> {
         self.inner.send(item)
     }
 
+    #[allow(deprecated)] // Logging is deprecated in rmcp (SEP-2577); servers before 2026-07-28 log.
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         let message = self.inner.receive().await?;
-        if let JsonRpcMessage::Notification(JsonRpcNotification {
-            notification: ServerNotification::ProgressNotification(progress),
-            ..
-        }) = &message
-        {
-            // Passed on too: rmcp's own watch of the call's time limit counts progress.
-            self.routes.deliver(progress.params.clone());
+        match &message {
+            JsonRpcMessage::Notification(JsonRpcNotification {
+                notification: ServerNotification::ProgressNotification(progress),
+                ..
+            }) => {
+                // Passed on too: rmcp's own watch of the call's time limit counts progress.
+                self.routes.deliver(progress.params.clone());
+            }
+            JsonRpcMessage::Notification(JsonRpcNotification {
+                notification: ServerNotification::LoggingMessageNotification(log),
+                ..
+            }) => self.routes.log(log.params.clone()),
+            _ => {}
         }
         Some(message)
     }
@@ -146,7 +155,7 @@ mod tests {
     use serde_json::Value;
 
     #[derive(Default)]
-    struct Seen(Mutex<Vec<f64>>);
+    struct Seen(Mutex<Vec<f64>>, Mutex<Vec<Value>>);
 
     impl tool_core::ContextSink for Seen {
         fn progress(&self, _: &str, _: &str, update: Progress) {
@@ -154,6 +163,53 @@ mod tests {
         }
 
         fn metadata(&self, _: &str, _: &str, _: Option<String>, _: Value) {}
+
+        fn log(&self, _: &str, _: &str, _: tool_core::LogLevel, _: Option<&str>, data: &Value) {
+            self.1.lock().unwrap().push(data.clone());
+        }
+    }
+
+    /// A server connection that yields the messages it was given, then ends.
+    struct Replay(VecDeque<RxJsonRpcMessage<RoleClient>>);
+
+    impl Transport<RoleClient> for Replay {
+        type Error = std::io::Error;
+
+        fn send(
+            &mut self,
+            _item: TxJsonRpcMessage<RoleClient>,
+        ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+            std::future::ready(Ok(()))
+        }
+
+        async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+            self.0.pop_front()
+        }
+
+        async fn close(&mut self) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+
+    /// A log message the server sent while a call was in flight reaches the call as the
+    /// transport reads it, before the call's result is read (rmcp's handler, on a task of its
+    /// own, could run after the result and find no call).
+    #[tokio::test]
+    async fn a_log_message_reaches_the_call_in_flight_as_it_is_read() {
+        let message = |value: Value| serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value).unwrap();
+        let log = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": "info", "data": "working"}});
+        let result = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}});
+        let routes = Arc::new(ProgressRoutes::default());
+        let mut transport =
+            Routed { inner: Replay([message(log), message(result)].into()), routes: routes.clone() };
+        let seen = Arc::new(Seen::default());
+        let ctx = ToolContext::builder("t").sink(seen.clone()).build();
+        let route = routes.register(ProgressToken(rmcp::model::NumberOrString::Number(1)), ctx);
+        transport.receive().await.expect("the log message");
+        assert_eq!(*seen.1.lock().unwrap(), [Value::from("working")]);
+        transport.receive().await.expect("the result");
+        drop(route);
     }
 
     /// Progress that came before its call registered reaches the call first, then the rest,
