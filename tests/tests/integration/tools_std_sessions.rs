@@ -252,11 +252,13 @@ async fn python_is_driven_through_its_terminal() {
         .call("bash_input", json!({"session_id": id, "text": "import sys; sys.stdout.isatty()\n", "until": "True", "wait_ms": 60000}))
         .await;
     assert!(out.text_content().contains("True"), "{}", out.text_content());
-    // Ctrl-C interrupts the running statement, and the REPL goes on.
+    // Ctrl-C interrupts the running statement, and the REPL goes on. (Short sleeps in a loop:
+    // Python checks for a signal between them, while one that lands between the `print` and a
+    // single long `time.sleep` would wait for the sleep's end.)
     let out = fx
         .call(
             "bash_input",
-            json!({"session_id": id, "text": "import time; print('sl' + 'eeping'); time.sleep(300)\n", "until": "\nsleeping\n", "wait_ms": 60000}),
+            json!({"session_id": id, "text": "import time; print('sl' + 'eeping'); [time.sleep(0.05) for _ in range(6000)]\n", "until": "\nsleeping\n", "wait_ms": 60000}),
         )
         .await;
     assert_eq!(out.metadata["running"], json!(true), "{}", out.text_content());
