@@ -393,20 +393,6 @@ impl Sandbox {
         &self.report
     }
 
-    /// Whether each command starts in a mount namespace of its own that none of its processes
-    /// can leave (the seccomp filter refuses them namespaces): then the processes in it are
-    /// the command's ([`Tree::in_own_mount_namespace`](crate::process_tree::Tree::in_own_mount_namespace)).
-    pub fn gives_own_mount_namespace(&self) -> bool {
-        #[cfg(target_os = "linux")]
-        {
-            self.policy.mode != SandboxMode::Off && self.protect && self.seccomp.is_some()
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            false
-        }
-    }
-
     /// The same sandbox, whose commands start inside `namespace`: with
     /// [`Network::Proxy`], the one thing they can connect to is then the proxy listening in it
     /// (see [`NetworkNamespace`](crate::NetworkNamespace)), instead of the proxy's port on every
@@ -445,7 +431,7 @@ impl Sandbox {
     /// `TMPDIR`, `TMP` and `TEMP` are set to the commands' temporary directory. Protected names
     /// that are absent stay absent only with [`Sandbox::apply_holding`].
     pub fn apply(&self, command: &mut std::process::Command, cwd: &Path) -> std::io::Result<()> {
-        self.apply_with(command, cwd, &[])
+        self.apply_with(command, cwd, &[], None)
     }
 
     /// As [`Sandbox::apply`], and the [placeholders](crate::PLACEHOLDERS) of the protected names
@@ -458,8 +444,16 @@ impl Sandbox {
         cwd: &Path,
     ) -> std::io::Result<Placeholders> {
         let held = if self.protect { make_placeholders(&self.policy) } else { Vec::new() };
-        self.apply_with(command, cwd, &held)?;
-        Ok(Placeholders { _held: held })
+        // The command's namespace is worth knowing where none of its processes can leave it.
+        #[cfg(target_os = "linux")]
+        let (namespace, report) = match self.protect && self.seccomp.is_some() {
+            true => crate::child::namespace_report().map(|(read, write)| (Some(read), Some(write)))?,
+            false => (None, None),
+        };
+        #[cfg(not(target_os = "linux"))]
+        let (namespace, report) = (None, None);
+        self.apply_with(command, cwd, &held, report)?;
+        Ok(Placeholders { _held: held, namespace, read: std::sync::OnceLock::new() })
     }
 
     fn apply_with(
@@ -467,6 +461,7 @@ impl Sandbox {
         command: &mut std::process::Command,
         cwd: &Path,
         placeholders: &[Placeholder],
+        report: Option<std::os::fd::OwnedFd>,
     ) -> std::io::Result<()> {
         if self.policy.mode == SandboxMode::Off {
             return Ok(());
@@ -478,7 +473,7 @@ impl Sandbox {
         }
         #[cfg(target_os = "linux")]
         {
-            let mounts = if self.protect { self.mount_plan(cwd, placeholders)? } else { None };
+            let mounts = if self.protect { self.mount_plan(cwd, placeholders, report)? } else { None };
             let plan = crate::child::ChildPlan {
                 network: self.namespace.clone(),
                 mounts,
@@ -491,7 +486,7 @@ impl Sandbox {
         }
         #[cfg(not(target_os = "linux"))]
         {
-            let _ = (command, cwd, placeholders);
+            let _ = (command, cwd, placeholders, report);
             Ok(())
         }
     }
@@ -503,6 +498,7 @@ impl Sandbox {
         &self,
         cwd: &Path,
         placeholders: &[Placeholder],
+        report: Option<std::os::fd::OwnedFd>,
     ) -> std::io::Result<Option<crate::child::MountPlan>> {
         use std::ffi::CString;
         use std::os::unix::ffi::OsStrExt;
@@ -560,6 +556,7 @@ impl Sandbox {
             revealed,
             shm: shared_memory(&self.policy)?,
             cwd: c(cwd)?,
+            report,
         }))
     }
 }
@@ -727,6 +724,28 @@ fn limits_report(limits: &crate::Limits, probe: &Probe, report: &mut SandboxRepo
 #[derive(Debug, Default)]
 pub struct Placeholders {
     _held: Vec<Placeholder>,
+    /// Where the command's child writes its mount namespace.
+    namespace: Option<std::os::fd::OwnedFd>,
+    read: std::sync::OnceLock<Option<(u64, u64)>>,
+}
+
+impl Placeholders {
+    /// The mount namespace of the command started with these placeholders, by the device and
+    /// inode of its `/proc/PID/ns/mnt`, once it has started: known where the sandbox gives each
+    /// command a namespace of its own that none of its processes can leave (its seccomp filter
+    /// refuses them namespaces), and so every process in it is the command's
+    /// ([`Tree::in_mount_namespace`](crate::process_tree::Tree::in_mount_namespace)). Written
+    /// by the command's child before `exec`, so it is known even when the command has ended.
+    pub fn mount_namespace(&self) -> Option<(u64, u64)> {
+        #[cfg(target_os = "linux")]
+        {
+            *self.read.get_or_init(|| self.namespace.as_ref().and_then(crate::child::read_namespace))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            None
+        }
+    }
 }
 
 /// An empty directory made for a protected name that was absent, so that commands cannot create

@@ -37,9 +37,9 @@ pub struct Tree {
     /// Without a cgroup: the processes seen beneath the shell while it ran (pid and start
     /// time), found again after it exited whatever they did meanwhile.
     tracked: Arc<Mutex<HashMap<i32, u64>>>,
-    /// The mount namespace the command's shell entered, of its own, that no process of the
-    /// command can leave ([`Tree::in_own_mount_namespace`]): every process in it is the
-    /// command's, whatever it did to its parent, group and environment.
+    /// The mount namespace of the command's own, that none of its processes can leave
+    /// ([`Tree::in_mount_namespace`]): every process in it is the command's, whatever it did to
+    /// its parent, group and environment.
     namespace: Option<Namespace>,
 }
 
@@ -70,25 +70,18 @@ impl Tree {
         }
     }
 
-    /// Says that the command's shell entered a mount namespace of its own before it ran
-    /// anything, and that none of its processes can make or enter another (the sandbox's
-    /// seccomp filter refuses namespaces to commands): then a process in that namespace is the
-    /// command's, found (and killed) even when it left the group, cleared its environment and
-    /// was never seen beneath the shell, and without a cgroup the command is known to have no
-    /// processes left once nothing is in it ([`Tree::may_have_processes`]). Call it right after
-    /// [`Tree::new`]; nothing changes when the shell has already exited or shares this
-    /// process's namespace.
+    /// Says that the command runs in the mount namespace `namespace` (the device and inode of
+    /// its `/proc/PID/ns/mnt`, from
+    /// [`Placeholders::mount_namespace`](crate::Placeholders::mount_namespace)), of its own,
+    /// which none of its processes can leave: then a process in it is the command's, found (and
+    /// killed) even when it left the group, cleared its environment and was never seen beneath
+    /// the shell, and without a cgroup the command is known to have no processes left once
+    /// nothing is in it ([`Tree::may_have_processes`]). Nothing changes when `namespace` is
+    /// this process's own.
     #[must_use]
-    pub fn in_own_mount_namespace(mut self) -> Self {
-        let shell = mount_namespace(&self.shell.to_string());
-        let own = mount_namespace("self");
-        let still_the_shell =
-            self.shell_start.is_some() && read_stat(self.shell).map(|stat| stat.start) == self.shell_start;
-        if let (Ok(shell), Ok(own)) = (shell, own)
-            && shell != own
-            && still_the_shell
-        {
-            self.namespace = Some(shell);
+    pub fn in_mount_namespace(mut self, namespace: (u64, u64)) -> Self {
+        if mount_namespace("self").is_ok_and(|own| own != namespace) {
+            self.namespace = Some(namespace);
         }
         self
     }
@@ -135,8 +128,8 @@ impl Tree {
 impl Tree {
     /// Whether processes of the command may still run: `false` only when its cgroup is known to
     /// be empty, or without one, when nothing is in its [own mount
-    /// namespace](Tree::in_own_mount_namespace) (a look at every process started since its
-    /// shell); with neither, `true`.
+    /// namespace](Tree::in_mount_namespace) (a look at every process started since its shell);
+    /// with neither, `true`.
     pub fn may_have_processes(&self) -> bool {
         match (&self.cgroup, self.namespace) {
             (Some(cgroup), _) => !cgroup.pids().is_empty(),

@@ -23,7 +23,7 @@
 //! (`env -i`) and left the group, because they were seen beneath the shell while it ran (a
 //! session's processes are looked at every 200 ms, [`ShellHandle::remember_processes`]), or,
 //! in a sandbox that gives each command a mount namespace of its own which its processes cannot
-//! leave, because they are in it ([`Tree::in_own_mount_namespace`](tool_runtime::process_tree::Tree::in_own_mount_namespace)),
+//! leave, because they are in it ([`Tree::in_mount_namespace`](tool_runtime::process_tree::Tree::in_mount_namespace)),
 //! which also tells when a finished command has no process left. Outside such a sandbox, one
 //! that did all that within the last moments before its shell exited is not found. A foreground
 //! `bash` command whose shell exited leaves its background jobs running, as a terminal would,
@@ -539,9 +539,9 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
         #[cfg(target_os = "linux")]
         tree: {
             let tree = tool_runtime::process_tree::Tree::new(shell, COMMAND_ID_VAR, &marker, cgroup);
-            match &request.sandbox {
-                Some(sandbox) if sandbox.gives_own_mount_namespace() => tree.in_own_mount_namespace(),
-                _ => tree,
+            match held.as_ref().and_then(|(_, placeholders)| placeholders.mount_namespace()) {
+                Some(namespace) => tree.in_mount_namespace(namespace),
+                None => tree,
             }
         },
         held: Mutex::new(held),
@@ -904,8 +904,9 @@ mod tests {
     async fn without_a_cgroup_the_mount_namespace_tells_what_a_sandboxed_command_left_running() {
         let dir = TempDir::new();
         let policy = tool_sandbox::SandboxPolicy::workspace_write(dir.path());
+        let probe = tool_sandbox::Probe::get();
         let sandbox = match tool_sandbox::Sandbox::new(policy) {
-            Ok(sandbox) if sandbox.gives_own_mount_namespace() => Arc::new(sandbox),
+            Ok(sandbox) if probe.can_protect_paths() && probe.seccomp => Arc::new(sandbox),
             _ => {
                 assert!(std::env::var("CI").as_deref() != Ok("true"), "CI can make mount namespaces");
                 eprintln!("skipped: commands get no mount namespace of their own here");
