@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 #[cfg(not(target_os = "linux"))]
@@ -17,8 +18,13 @@ use crate::fs::roots::{Roots, kind_of, not_regular, open_regular};
 #[cfg(not(target_os = "linux"))]
 use crate::fs::roots::{info, open_listed};
 
-/// Ignore files larger than this are not read (no real one comes close).
-const MAX_IGNORE_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// At most this many bytes of ignore rules are compiled by one walk, each distinct text counted
+/// once (the global excludes file is read to at most this many). Compiling is what an ignore
+/// file costs, about 2 s of CPU and 400 MB of memory per MiB of rules written to be costly, and
+/// a command can write ignore files anywhere in the workspace; a real tree's distinct rules come
+/// to a few KiB, a large monorepo's to a few hundred. A walk past it ends with an error naming
+/// the file ([`Compiled::check`]).
+const MAX_IGNORE_BYTES: usize = 512 * 1024;
 /// A walk never descends deeper than this, whatever `max_depth` says.
 const MAX_DEPTH: usize = 512;
 
@@ -192,6 +198,7 @@ impl<'a> Walker<'a> {
         } else {
             (None, None)
         };
+        compiled.check()?;
         let max_depth = options.max_depth.unwrap_or(MAX_DEPTH).min(MAX_DEPTH);
         let walker = Walker { options, overrides, global, compiled, max_depth, all_times };
         let source = Source::Root(dir);
@@ -224,6 +231,9 @@ impl<'a> Walker<'a> {
         let mut published = sorted;
         let level = if options.respect_ignore_files {
             let rules = listed_rules(&dir, &here_absolute, &names, &self.compiled);
+            if self.compiled.exceeded() {
+                return false;
+            }
             Some(Arc::new(Level::new(rules, here_absolute.clone(), above)))
         } else {
             None
@@ -312,12 +322,12 @@ pub(crate) fn walk(
     let mut subdirs = Vec::new();
     while let Some(pending) = stack.pop() {
         if !walker.read(pending, true, &mut |entry, _| Step::of(visit(entry)), &mut subdirs, &mut |_| {}) {
-            return Ok(());
+            break;
         }
         // Depth first, in name order.
         stack.extend(subdirs.drain(..).rev());
     }
-    Ok(())
+    walker.compiled.check()
 }
 
 /// A walk uses at most this many threads (ripgrep's default is one per core, up to 12).
@@ -539,7 +549,7 @@ pub(crate) fn walk_listed(
             work();
         });
     }
-    Ok(())
+    walker.compiled.check()
 }
 
 /// Opens the subdirectory `name` of `parent` (a name its listing holds) for reading, without
@@ -731,7 +741,7 @@ fn global_rules_from(
 }
 
 /// A configuration file of the user's (links followed: dotfiles are often links), when it is a
-/// regular file: opened without blocking, read to at most [`MAX_IGNORE_FILE_BYTES`].
+/// regular file: opened without blocking, read to at most [`MAX_IGNORE_BYTES`].
 fn read_config_file(path: &Path) -> Option<String> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
@@ -745,7 +755,7 @@ fn read_config_file(path: &Path) -> Option<String> {
         return None;
     }
     let mut text = String::new();
-    file.take(MAX_IGNORE_FILE_BYTES).read_to_string(&mut text).ok()?;
+    file.take(MAX_IGNORE_BYTES as u64).read_to_string(&mut text).ok()?;
     Some(text)
 }
 
@@ -804,20 +814,36 @@ fn listed_rules(
 /// The ignore files one walk has compiled, by their text: a matcher is rooted at `.` (it is asked
 /// about paths relative to the directory of the file), so the many copies of one `.gitignore`
 /// in a tree (`/target` and the like) are compiled once. Compiling is most of what an ignore file
-/// costs: a regex set, its automata built eagerly.
+/// costs: a regex set, its automata built eagerly; at most [`MAX_IGNORE_BYTES`] of distinct text
+/// are.
 #[derive(Default)]
 struct Compiled {
     by_text: Mutex<HashMap<String, Option<Arc<Gitignore>>>>,
+    /// Bytes of distinct text compiled, or refused for want of room.
+    spent: AtomicUsize,
+    /// The first ignore file there was no room for: the walk stops, and ends with an error.
+    over: Mutex<Option<PathBuf>>,
 }
 
 impl Compiled {
     /// The rules of the ignore file `name` in `dir` (at `absolute`), when it has any.
     fn rules_from(&self, dir: &Dir, absolute: &Path, name: &str) -> Option<Arc<Gitignore>> {
         let file = open_regular(dir, Path::new(name)).ok()?;
-        let mut text = String::new();
-        file.take(MAX_IGNORE_FILE_BYTES).read_to_string(&mut text).ok()?;
+        let mut bytes = Vec::new();
+        file.take(MAX_IGNORE_BYTES as u64 + 1).read_to_end(&mut bytes).ok()?;
+        let past =
+            |len: usize| self.spent.fetch_add(len, Ordering::Relaxed).saturating_add(len) > MAX_IGNORE_BYTES;
+        if bytes.len() > MAX_IGNORE_BYTES || past(0) {
+            lock(&self.over).get_or_insert_with(|| absolute.join(name));
+            return None;
+        }
+        let text = String::from_utf8(bytes).ok()?;
         if let Some(known) = lock(&self.by_text).get(&text) {
             return known.clone();
+        }
+        if past(text.len()) {
+            lock(&self.over).get_or_insert_with(|| absolute.join(name));
+            return None;
         }
         // Compiled outside the lock: another thread may compile the same text meanwhile, and
         // both results are the same.
@@ -830,6 +856,25 @@ impl Compiled {
         let rules = builder.build().ok().filter(|g| !g.is_empty()).map(Arc::new);
         lock(&self.by_text).insert(text, rules.clone());
         rules
+    }
+
+    /// Whether an ignore file found no room: the walk stops.
+    fn exceeded(&self) -> bool {
+        self.spent.load(Ordering::Relaxed) > MAX_IGNORE_BYTES || lock(&self.over).is_some()
+    }
+
+    /// The walk's end: an error naming the first ignore file there was no room for.
+    fn check(&self) -> io::Result<()> {
+        match lock(&self.over).as_ref() {
+            None => Ok(()),
+            Some(file) => Err(io::Error::other(format!(
+                "the ignore files here hold more rules than one walk of the tree reads ({} KiB of \
+                 distinct rules; {} went past that): shorten or remove that file (`rg` and `find` \
+                 through `bash` still search and list)",
+                MAX_IGNORE_BYTES / 1024,
+                file.display()
+            ))),
+        }
     }
 }
 
@@ -920,6 +965,62 @@ mod tests {
             WalkOptions { max_depth: Some(2), ..defaults.clone() },
         ] {
             assert_eq!(parallel(&ops, &options), sequential(&ops, &options), "{options:?}");
+        }
+    }
+
+    /// A command can write ignore files anywhere in the workspace; compiling them is what they
+    /// cost the host (seconds and hundreds of MB per MiB of costly rules), so a walk compiles at
+    /// most `MAX_IGNORE_BYTES` of distinct rules, and past that ends with an error naming the
+    /// file, both ways. Copies of one file count once.
+    #[test]
+    fn a_walk_compiles_a_bounded_amount_of_ignore_rules() {
+        let costly = |seed: usize, bytes: usize| {
+            let mut text = String::new();
+            for i in 0.. {
+                if text.len() >= bytes {
+                    break;
+                }
+                text.push_str(&format!("p{seed}_{i}*q\n"));
+            }
+            text
+        };
+        let dir = TempDir::new();
+        for d in 0..200 {
+            let sub = dir.path().join(format!("same/d{d}"));
+            fs::create_dir_all(&sub).unwrap();
+            fs::write(sub.join(".gitignore"), costly(0, 16 * 1024)).unwrap();
+            fs::write(sub.join("f.txt"), "x").unwrap();
+        }
+        let roots = Roots::open(dir.path()).unwrap();
+        let defaults = WalkOptions::default();
+        assert_eq!(sequential(&roots, &defaults).len(), 401, "200 copies of one file are compiled once");
+        assert_eq!(parallel(&roots, &defaults).len(), 401);
+
+        for d in 0..40 {
+            let sub = dir.path().join(format!("distinct/d{d}"));
+            fs::create_dir_all(&sub).unwrap();
+            fs::write(sub.join(".ignore"), costly(d + 1, 16 * 1024)).unwrap();
+        }
+        let over = |result: io::Result<()>| {
+            let message = result.expect_err("the walk went past the bound").to_string();
+            assert!(message.starts_with("the ignore files here hold more rules than one walk"), "{message}");
+            assert!(message.contains("/distinct/d") && message.contains("/.ignore went past"), "{message}");
+        };
+        over(walk(&roots, &Target::root(), &defaults, &mut |_| true));
+        over(walk_parallel(&roots, &Target::root(), &defaults, &|_, _| true));
+        // One file past the bound alone, found above the walk's root too.
+        fs::remove_dir_all(dir.path().join("distinct")).unwrap();
+        fs::write(dir.path().join(".rgignore"), costly(99, MAX_IGNORE_BYTES + 1)).unwrap();
+        over_root(walk(&roots, &Target::root(), &defaults, &mut |_| true));
+        let below = Target::root().join(Path::new("same"));
+        over_root(walk(&roots, &below, &defaults, &mut |_| true));
+        // Without ignore files, nothing is compiled.
+        let all = WalkOptions { respect_ignore_files: false, ..defaults };
+        assert!(walk(&roots, &Target::root(), &all, &mut |_| true).is_ok());
+
+        fn over_root(result: io::Result<()>) {
+            let message = result.expect_err("the walk went past the bound").to_string();
+            assert!(message.contains("/.rgignore went past"), "{message}");
         }
     }
 
