@@ -689,6 +689,7 @@ async fn a_call_whose_checkpoint_failed_says_so_in_its_result() {
         error.starts_with("Cannot record a checkpoint of ") && error.ends_with("cannot be undone."),
         "{error}"
     );
+    assert!(out.text_content().ends_with(&format!("\n[{error}]")), "{}", out.text_content());
 
     let s = Session::new(None);
     let (_, out) = s.call("write", json!({"path": "f.txt", "content": "x"})).await;

@@ -186,8 +186,9 @@ impl Recording {
         Recording { guard: None, error: None }
     }
 
-    /// Records what the call changed, and adds `checkpoint` to `output`'s metadata when it
-    /// could not be recorded (`{"recorded": false, "error": ...}`): the call cannot be undone.
+    /// Records what the call changed; when it could not be recorded, says so at the end of
+    /// `output`'s text and in its metadata (`checkpoint`: `{"recorded": false, "error": ...}`):
+    /// the call cannot be undone.
     pub(crate) async fn finish_into(mut self, output: ToolOutput) -> ToolOutput {
         let not_read = self.guard.as_ref().map_or(0, |guard| guard.not_read);
         let error = match (self.error.take(), self.guard.take()) {
@@ -200,13 +201,14 @@ impl Recording {
             (None, None) => None,
         };
         match error {
-            Some(error) => output.with_metadata(
-                "checkpoint",
-                serde_json::json!({
-                    "recorded": false,
-                    "error": format!("{error}. This call cannot be undone."),
-                }),
-            ),
+            // In the text too: metadata is for the host's UI, and the model should not count on
+            // an undo of this call.
+            Some(error) => {
+                let error = format!("{error}. This call cannot be undone.");
+                output
+                    .with_content(tool_runtime::Content::text(format!("[{error}]")))
+                    .with_metadata("checkpoint", serde_json::json!({"recorded": false, "error": error}))
+            }
             None if not_read > 0 => output.with_metadata(
                 "checkpoint",
                 serde_json::json!({
