@@ -45,6 +45,9 @@ fn words(line: &str) -> impl Iterator<Item = &str> {
     line.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty())
 }
 
+/// A line the wanted text holds more often than this does not align it with the file.
+const MAX_REPEATS: usize = 8;
+
 /// The window of `file` as long as `wanted` (or the file) that is closest to it: most lines
 /// equal ignoring whitespace, then most words in common. `None` when nothing is close: no line
 /// equal and fewer than half of the wanted words.
@@ -61,6 +64,9 @@ pub(crate) fn closest(file: &[&str], wanted: &[&str]) -> Option<Window> {
             by_line.entry(line).or_default().push(j);
         }
     }
+    // So would a line the wanted text repeats many times, at a cost of its repeats for each
+    // such line of the file (a file of one line repeated, and a long text of it: minutes).
+    by_line.retain(|_, js| js.len() <= MAX_REPEATS);
     let vocabulary: HashSet<&str> = wanted.iter().flat_map(|l| words(l)).collect();
     let mut votes = vec![0u32; file.len()];
     let mut shared = vec![0u32; file.len()];

@@ -241,7 +241,15 @@ pub(crate) enum Failure {
     },
     /// The edited file would be larger than [`MAX_EDIT_BYTES`].
     TooLarge { count: usize, size: u64 },
+    /// Not found exactly, and the search with whitespace differences went past
+    /// [`MAX_LINE_COMPARISONS`] (a long `old` in a file that repeats its lines).
+    TooCostly { lines: usize },
 }
+
+/// A search with whitespace differences compares at most this many lines: it compares the
+/// lines of `old` at each line of the file until one differs, which a long `old` in a file that
+/// repeats its lines makes quadratic (5,000 lines in a file of 200,000 identical ones: minutes).
+const MAX_LINE_COMPARISONS: u64 = 20_000_000;
 
 impl Failure {
     pub(crate) fn into_error(self, display: &str) -> ToolError {
@@ -263,6 +271,12 @@ impl Failure {
                     at_lines(&lines, count)
                 ))
             }
+            Failure::TooCostly { lines } => ToolError::invalid_arguments(format!(
+                "old_string ({}) was not found in {display} as it is, and looking for it with \
+                 whitespace differences compares too many lines (the file repeats them). Copy the text to \
+                 replace from the file exactly (read it again), or use a shorter old_string that is unique.",
+                plural(lines as u64, "line")
+            )),
             Failure::TooLarge { count, size } => ToolError::invalid_arguments(format!(
                 "Replacing {} in {display} would make it {}, more than the 64 MiB edit writes; nothing was \
                  written. Replace fewer occurrences (a longer old_string, or replace_all set to false), or use bash.",
@@ -525,6 +539,7 @@ fn line_matches(
     // its plain text without trailing whitespace.
     let mut spans: VecDeque<(Range<usize>, usize)> = VecDeque::with_capacity(k);
     let mut window: VecDeque<String> = VecDeque::with_capacity(k);
+    let mut compared = 0u64;
     let mut start = 0;
     while k > 0 && start < content.len() {
         let end = content[start..].find('\n').map_or(content.len(), |i| start + i);
@@ -535,15 +550,19 @@ fn line_matches(
         if window.len() < k {
             continue;
         }
-        let lines = window.make_contiguous();
-        let indent = if shift { shift_between(lines, &old_plain) } else { None };
+        // Compared through the ring as it is: making it contiguous would move it at every line.
+        let indent = if shift { shift_between(&window, &old_plain, &mut compared) } else { None };
+        let pairs = window.iter().zip(&old_plain).inspect(|_| compared += 1);
         let equal = match tier {
             Tier::ShiftedLines => indent.is_some(),
             Tier::InnerWhitespace => {
-                lines.iter().zip(&old_plain).all(|(a, b)| a.split_whitespace().eq(b.split_whitespace()))
+                pairs.into_iter().all(|(a, b)| a.split_whitespace().eq(b.split_whitespace()))
             }
-            _ => lines.iter().zip(&old_plain).all(|(a, b)| a.trim_start() == b.trim_start()),
+            _ => pairs.into_iter().all(|(a, b)| a.trim_start() == b.trim_start()),
         };
+        if compared > MAX_LINE_COMPARISONS {
+            return Err(Failure::TooCostly { lines: k });
+        }
         if !equal {
             window.pop_front();
             spans.pop_front();
@@ -603,8 +622,8 @@ enum Indent {
 }
 
 /// The one indentation difference that makes every line of `file` equal to the line of `old`,
-/// if there is one (blank lines must be blank in both).
-fn shift_between(file: &[String], old: &[String]) -> Option<Indent> {
+/// if there is one (blank lines must be blank in both); `compared` counts the lines compared.
+fn shift_between(file: &VecDeque<String>, old: &[String], compared: &mut u64) -> Option<Indent> {
     let (first_file, first_old) = file.iter().zip(old).find(|(f, o)| !f.is_empty() || !o.is_empty())?;
     let indent_of = |s: &str| s.len() - s.trim_start().len();
     let (fi, oi) = (indent_of(first_file), indent_of(first_old));
@@ -614,7 +633,7 @@ fn shift_between(file: &[String], old: &[String]) -> Option<Indent> {
     } else {
         Indent::Remove(first_old.get(..oi - fi)?.to_owned())
     };
-    let all = file.iter().zip(old).all(|(f, o)| match &indent {
+    let all = file.iter().zip(old).inspect(|_| *compared += 1).all(|(f, o)| match &indent {
         _ if f.is_empty() || o.is_empty() => f.is_empty() && o.is_empty(),
         Indent::Add(prefix) => f.strip_prefix(prefix.as_str()) == Some(o.as_str()),
         Indent::Remove(prefix) => o.strip_prefix(prefix.as_str()) == Some(f.as_str()),
@@ -791,6 +810,31 @@ mod tests {
         let content = "a\r\n    b  \r\nc\r\n";
         let out = edit_text(content, "a\nb", "x\ny").unwrap();
         assert_eq!(out, "x\r\ny\r\nc\r\n");
+    }
+
+    /// A long old_string in a file that repeats its lines, differing only at its end: each line
+    /// of the file starts a comparison of nearly every line of old_string. Bounded, and said.
+    #[test]
+    fn a_tolerant_search_that_compares_too_many_lines_stops_and_says_so() {
+        let content = "x = 1;\n".repeat(12_000);
+        let old = format!("{}y = 2;\n", "x = 1;\n".repeat(2_000));
+        match apply(content.as_bytes(), &Request { old: &old, new: "z\n", replace_all: false }) {
+            Err(failure @ Failure::TooCostly { lines: 2001 }) => {
+                let message = failure.into_error("f.txt").to_string();
+                assert!(
+                    message.contains("old_string (2001 lines) was not found in f.txt as it is"),
+                    "{message}"
+                );
+            }
+            Err(other) => panic!("{}", other.into_error("f.txt")),
+            Ok(_) => panic!("found"),
+        }
+        // A long old_string that differs from the file's lines at once costs one comparison a line.
+        let old = format!("w = 0;\n{}", "x = 1;\n".repeat(2_000));
+        assert!(matches!(
+            apply(content.as_bytes(), &Request { old: &old, new: "z\n", replace_all: false }),
+            Err(Failure::NotFound { .. })
+        ));
     }
 
     #[test]
