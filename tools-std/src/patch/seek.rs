@@ -1,8 +1,9 @@
 //! One file's update, applied to its text: each hunk's lines sought forward from the previous hunk with tolerant fallbacks, and errors that show the closest lines.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use crate::editing::closest::first_difference;
+use crate::editing::closest::{Window, first_difference};
 use crate::editing::line_numbers::strip_patch_lines;
 use crate::editing::text_file::{BOM, Endings, line_endings, plain};
 use crate::patch::parse::Hunk;
@@ -47,12 +48,13 @@ impl Fallback {
         }
     }
 
-    fn equal(self, file: &str, patch: &str) -> bool {
+    /// What of a line this fallback compares: two lines match when theirs are equal.
+    fn key(self, line: &str) -> Cow<'_, str> {
         match self {
-            Fallback::Exact => file == patch,
-            Fallback::TrailingWhitespace => file.trim_end() == patch.trim_end(),
-            Fallback::Whitespace => file.trim() == patch.trim(),
-            Fallback::Punctuation => file.trim().chars().map(plain).eq(patch.trim().chars().map(plain)),
+            Fallback::Exact => Cow::Borrowed(line),
+            Fallback::TrailingWhitespace => Cow::Borrowed(line.trim_end()),
+            Fallback::Whitespace => Cow::Borrowed(line.trim()),
+            Fallback::Punctuation => Cow::Owned(line.trim().chars().map(plain).collect()),
         }
     }
 }
@@ -242,21 +244,48 @@ fn seek(lines: &[&str], pattern: &[String], from: usize, at_end: bool) -> Option
         return None;
     }
     let last_start = lines.len() - pattern.len();
-    let matches_at = |start: usize, fallback: Fallback| {
-        lines[start..start + pattern.len()].iter().zip(pattern).all(|(f, p)| fallback.equal(f, p))
-    };
     if at_end && last_start >= from {
         for fallback in Fallback::ALL {
-            if matches_at(last_start, fallback) {
+            let at = lines[last_start..].iter().zip(pattern);
+            if at.into_iter().all(|(f, p)| fallback.key(f) == fallback.key(p)) {
                 return Some((last_start, fallback));
             }
         }
     }
-    for fallback in Fallback::ALL {
-        for start in from..=last_start {
-            if matches_at(start, fallback) {
-                return Some((start, fallback));
-            }
+    Fallback::ALL.into_iter().find_map(|fallback| Some((find(lines, pattern, from, fallback)?, fallback)))
+}
+
+/// The first start at or after `from` where every line of `pattern` matches the file's by
+/// `fallback`: Knuth-Morris-Pratt over lines, whose keys are compared, so that a hunk in a file
+/// that repeats its lines costs a pass over the file and not a pass per line.
+fn find(lines: &[&str], pattern: &[String], from: usize, fallback: Fallback) -> Option<usize> {
+    if pattern.is_empty() {
+        return (from <= lines.len()).then_some(from);
+    }
+    let wanted: Vec<Cow<'_, str>> = pattern.iter().map(|line| fallback.key(line)).collect();
+    // For each prefix of `wanted`, the longest proper prefix that is also its suffix.
+    let mut border = vec![0usize; wanted.len()];
+    let mut k = 0;
+    for i in 1..wanted.len() {
+        while k > 0 && wanted[i] != wanted[k] {
+            k = border[k - 1];
+        }
+        if wanted[i] == wanted[k] {
+            k += 1;
+        }
+        border[i] = k;
+    }
+    let mut matched = 0;
+    for (i, line) in lines.iter().enumerate().skip(from) {
+        let line = fallback.key(line);
+        while matched > 0 && line != wanted[matched] {
+            matched = border[matched - 1];
+        }
+        if line == wanted[matched] {
+            matched += 1;
+        }
+        if matched == wanted.len() {
+            return Some(i + 1 - wanted.len());
         }
     }
     None
@@ -415,18 +444,18 @@ fn not_found_error(
         searched_from(cursor)
     );
     show_lines(&mut message, hunk.old.iter().map(String::as_str), None);
-    match closest(&file.lines, &hunk.old) {
-        Some((start, same)) => {
+    let wanted: Vec<&str> = hunk.old.iter().map(String::as_str).collect();
+    match crate::editing::closest::closest(&file.lines, &wanted) {
+        Some(Window { start, same, .. }) => {
             let end = (start + hunk.old.len()).min(file.lines.len());
             let _ = writeln!(
                 message,
-                "The closest lines in the file are lines {}-{end} ({} of {} the same ignoring surrounding whitespace):",
+                "The closest lines in the file are lines {}-{end} ({} of {} the same ignoring whitespace):",
                 start + 1,
                 same,
                 plural(hunk.old.len() as u64, "line")
             );
             show_lines(&mut message, file.lines[start..end].iter().copied(), Some(start + 1));
-            let wanted: Vec<&str> = hunk.old.iter().map(String::as_str).collect();
             if let Some(difference) = first_difference(&file.lines, start, &wanted, "the hunk", false) {
                 message.push_str(&difference);
                 message.push('\n');
@@ -475,24 +504,6 @@ fn show_lines<'a>(out: &mut String, lines: impl ExactSizeIterator<Item = &'a str
     if total > SHOWN_LINES {
         let _ = writeln!(out, "    ... ({} more)", plural((total - SHOWN_LINES) as u64, "line"));
     }
-}
-
-/// The window of the file sharing the most non-blank lines with `pattern` (compared ignoring
-/// surrounding whitespace and typography), and how many it shares; `None` when none does.
-fn closest(lines: &[&str], pattern: &[String]) -> Option<(usize, usize)> {
-    let normal = |s: &str| s.trim().chars().map(plain).collect::<String>();
-    let wanted: Vec<String> = pattern.iter().map(|l| normal(l)).collect();
-    let file: Vec<String> = lines.iter().map(|l| normal(l)).collect();
-    let window = pattern.len().min(file.len());
-    let mut best: Option<(usize, usize)> = None;
-    for start in 0..=file.len() - window {
-        let same =
-            file[start..start + window].iter().zip(&wanted).filter(|(f, w)| !w.is_empty() && f == w).count();
-        if same > 0 && best.is_none_or(|(_, b)| same > b) {
-            best = Some((start, same));
-        }
-    }
-    best
 }
 
 #[cfg(test)]
@@ -620,6 +631,46 @@ mod tests {
         assert_eq!(out, "A\nb\n");
     }
 
+    /// The line search finds what comparing the hunk at every start finds, by every fallback,
+    /// over small files and hunks made of few distinct lines (where borders matter most).
+    #[test]
+    fn the_line_search_finds_the_first_match_as_a_naive_search_does() {
+        let alphabet = ["a", " a", "a ", "b", "\u{201c}b\u{201d}", "\"b\"", ""];
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..20_000 {
+            let file: Vec<&str> = (0..next(12)).map(|_| alphabet[next(alphabet.len())]).collect();
+            let pattern: Vec<String> =
+                (0..next(5)).map(|_| alphabet[next(alphabet.len())].to_owned()).collect();
+            let from = next(file.len() + 2);
+            for fallback in Fallback::ALL {
+                let naive = (from..=file.len().saturating_sub(pattern.len()))
+                    .filter(|_| pattern.len() <= file.len())
+                    .find(|&start| {
+                        file[start..start + pattern.len()]
+                            .iter()
+                            .zip(&pattern)
+                            .all(|(f, p)| fallback.key(f) == fallback.key(p))
+                    });
+                assert_eq!(
+                    find(&file, &pattern, from, fallback),
+                    naive,
+                    "{file:?} {pattern:?} {from} {fallback:?}"
+                );
+            }
+        }
+        // A long hunk in a file that repeats its lines, differing at its end: one pass.
+        let file = vec!["x = 1;"; 200_000];
+        let mut pattern = vec!["x = 1;".to_owned(); 5_000];
+        pattern.push("y = 2;".to_owned());
+        assert_eq!(seek(&file, &pattern, 0, false), None);
+    }
+
     #[test]
     fn a_hunk_that_does_not_apply_shows_the_closest_lines() {
         let content = "fn main() {\n    let x = 1;\n    let y = 2;\n    println!(\"{x}\");\n}\n";
@@ -629,7 +680,7 @@ mod tests {
             err,
             "Hunk 1 of 1 for f (patch line 3) does not apply: these 3 lines were not found in the file, not even \
              ignoring whitespace and typographic quotes and dashes:\n    fn main() {\n        let x = 10;\n        \
-             let y = 2;\nThe closest lines in the file are lines 1-3 (2 of 3 lines the same ignoring surrounding \
+             let y = 2;\nThe closest lines in the file are lines 1-3 (2 of 3 lines the same ignoring \
              whitespace):\n     1\tfn main() {\n     2\t    let x = 1;\n     3\t    let y = 2;\nLine 2 differs: the \
              file has \"    let x = 1;\" where the hunk has \"    let x = 10;\".\nNothing was \
              changed: no file of the patch was written. Read the file again and rewrite this hunk against its \
