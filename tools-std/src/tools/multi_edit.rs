@@ -40,8 +40,8 @@ pub async fn multi_edit(
     /// The file to edit, relative to the workspace root.
     #[arg(alias = "file_path", alias = "filePath")]
     path: String,
-    /// The edits, applied in order.
-    #[schemars(length(min = 1))]
+    /// The edits, applied in order (at most 100; more go in another call).
+    #[schemars(length(min = 1, max = 100))]
     edits: Vec<EditOperation>,
 ) -> Result<ToolOutput, ToolError> {
     let checkpoint = crate::checkpoint::begin(&ws, ctx, "multi_edit").await;
@@ -275,6 +275,11 @@ mod tests {
         assert!(err.message().starts_with("Edit 2 of 2 has an empty old_string"), "{}", err.message());
         let err = fx.error("multi_edit", json!({"path": "d/new.txt", "edits": []})).await;
         assert_eq!(err.kind(), ErrorKind::InvalidArguments);
+        // Each edit is a pass over the file: at most 100 in one call.
+        let many: Vec<_> =
+            (0..101).map(|i| json!({"old_string": format!("a{i}"), "new_string": "b"})).collect();
+        let err = fx.error("multi_edit", json!({"path": "d/new.txt", "edits": many})).await;
+        assert!(err.message().contains("/edits: must have at most 100 items"), "{}", err.message());
         let err = fx
             .error(
                 "multi_edit",
