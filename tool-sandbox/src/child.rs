@@ -47,8 +47,8 @@ pub(crate) struct MountPlan {
     pub(crate) shm: SharedMemory,
     /// The working directory, entered again once the mounts are there.
     pub(crate) cwd: CString,
-    /// Where the child writes the device and inode of its new mount namespace (16 bytes), for
-    /// the host to know the command's processes by ([`namespace_report`]).
+    /// Where the child sends a descriptor of its new mount namespace, for the host to know the
+    /// command's processes by ([`namespace_report`]).
     pub(crate) report: Option<OwnedFd>,
 }
 
@@ -126,7 +126,7 @@ impl MountPlan {
             }
         }
         if let Some(report) = &self.report {
-            report_namespace(report.as_raw_fd());
+            send_namespace(report);
         }
         // Nothing done here may reach the parent's namespace.
         mount(None, c"/", libc::MS_REC | libc::MS_PRIVATE)?;
@@ -178,50 +178,47 @@ pub(crate) fn install(command: &mut std::process::Command, plan: ChildPlan) {
     }
 }
 
-/// A pipe for [`MountPlan::report`]: the end to read (non-blocking: the child has written, or
-/// never will, by the time its `exec` succeeded) and the end the child writes; both closed on
-/// `exec`.
+/// A socket pair for [`MountPlan::report`]: the end the host reads ([`receive_namespace`]) and
+/// the end the child sends on, both closed on `exec`.
 pub(crate) fn namespace_report() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [-1; 2];
-    // SAFETY: `pipe2` fills in the two-element array.
-    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }.into())?;
-    // SAFETY: both descriptors were just made and are owned by nothing else.
-    let (read, write) = unsafe {
-        use std::os::fd::FromRawFd;
-        (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
-    };
-    // SAFETY: integers only, on a descriptor this function owns.
-    check(unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) }.into())?;
-    Ok((read, write))
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType};
+    Ok(nix::sys::socket::socketpair(AddressFamily::Unix, SockType::Datagram, None, SockFlag::SOCK_CLOEXEC)?)
 }
 
-/// The mount namespace the child wrote to `read` ([`report_namespace`]), by device and inode.
-pub(crate) fn read_namespace(read: &OwnedFd) -> Option<(u64, u64)> {
-    let mut bytes = [0u8; 16];
-    // SAFETY: reads at most 16 bytes into the array.
-    let n = unsafe { libc::read(read.as_raw_fd(), bytes.as_mut_ptr().cast(), bytes.len()) };
-    if n != 16 {
-        return None;
+/// The descriptor of its mount namespace the child sent on `socket` ([`send_namespace`]), once
+/// the command has started (the child sends it before `exec`); `None` when it sent none.
+pub(crate) fn receive_namespace(socket: &OwnedFd) -> Option<OwnedFd> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags};
+    let mut data = [0u8; 1];
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+    let mut iov = [io::IoSliceMut::new(&mut data)];
+    let flags = MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_CMSG_CLOEXEC;
+    let message =
+        nix::sys::socket::recvmsg::<()>(socket.as_raw_fd(), &mut iov, Some(&mut space), flags).ok()?;
+    let mut received = Vec::new();
+    for cmsg in message.cmsgs().ok()? {
+        if let ControlMessageOwned::ScmRights(fds) = cmsg {
+            received.extend(fds);
+        }
     }
-    let (dev, ino) = bytes.split_at(8);
-    Some((u64::from_ne_bytes(dev.try_into().ok()?), u64::from_ne_bytes(ino.try_into().ok()?)))
+    // SAFETY: the kernel just installed these descriptors in this process for this message;
+    // nothing else owns them.
+    let mut fds =
+        received.into_iter().map(|fd| unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+    fds.next()
 }
 
-/// Writes the device and inode of this process's mount namespace to `fd` (16 bytes), in the
-/// child; on failure nothing, and the host then knows no namespace of the command's.
-fn report_namespace(fd: libc::c_int) {
-    // SAFETY: `stat` fills in the zeroed `stat` on the stack; the path is a C string literal.
-    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::stat(c"/proc/self/ns/mnt".as_ptr(), &mut stat) } != 0 {
+/// Sends a descriptor of this process's mount namespace on `socket`, in the child; on failure
+/// nothing, and the host then knows no namespace of the command's.
+fn send_namespace(socket: &OwnedFd) {
+    // SAFETY: `open` of a C string literal; the descriptor is closed below.
+    let fd = unsafe { libc::open(c"/proc/self/ns/mnt".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
         return;
     }
-    let mut bytes = [0u8; 16];
-    #[allow(clippy::unnecessary_cast)]
-    let (dev, ino) = (stat.st_dev as u64, stat.st_ino as u64);
-    bytes[..8].copy_from_slice(&dev.to_ne_bytes());
-    bytes[8..].copy_from_slice(&ino.to_ne_bytes());
-    // SAFETY: writes the 16 bytes of the array on the stack.
-    let _ = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+    let _ = send(socket, &[0], &[fd]);
+    // SAFETY: `fd` was opened above and is closed once.
+    unsafe { libc::close(fd) };
 }
 
 fn check(result: libc::c_long) -> io::Result<()> {

@@ -453,7 +453,7 @@ impl Sandbox {
         #[cfg(not(target_os = "linux"))]
         let (namespace, report) = (None, None);
         self.apply_with(command, cwd, &held, report)?;
-        Ok(Placeholders { _held: held, namespace, read: std::sync::OnceLock::new() })
+        Ok(Placeholders { _held: held, namespace, received: std::sync::OnceLock::new() })
     }
 
     fn apply_with(
@@ -724,27 +724,29 @@ fn limits_report(limits: &crate::Limits, probe: &Probe, report: &mut SandboxRepo
 #[derive(Debug, Default)]
 pub struct Placeholders {
     _held: Vec<Placeholder>,
-    /// Where the command's child writes its mount namespace.
+    /// Where the command's child sends its mount namespace.
     namespace: Option<std::os::fd::OwnedFd>,
-    read: std::sync::OnceLock<Option<(u64, u64)>>,
+    #[cfg(target_os = "linux")]
+    received: std::sync::OnceLock<Option<crate::process_tree::MountNamespace>>,
+    #[cfg(not(target_os = "linux"))]
+    received: std::sync::OnceLock<()>,
 }
 
 impl Placeholders {
-    /// The mount namespace of the command started with these placeholders, by the device and
-    /// inode of its `/proc/PID/ns/mnt`, once it has started: known where the sandbox gives each
-    /// command a namespace of its own that none of its processes can leave (its seccomp filter
-    /// refuses them namespaces), and so every process in it is the command's
-    /// ([`Tree::in_mount_namespace`](crate::process_tree::Tree::in_mount_namespace)). Written
-    /// by the command's child before `exec`, so it is known even when the command has ended.
-    pub fn mount_namespace(&self) -> Option<(u64, u64)> {
-        #[cfg(target_os = "linux")]
-        {
-            *self.read.get_or_init(|| self.namespace.as_ref().and_then(crate::child::read_namespace))
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            None
-        }
+    /// The mount namespace of the command started with these placeholders, once it has started:
+    /// known where the sandbox gives each command a namespace of its own that none of its
+    /// processes can leave (its seccomp filter refuses them namespaces), so that every process
+    /// in it is the command's
+    /// ([`Tree::in_mount_namespace`](crate::process_tree::Tree::in_mount_namespace)). Sent by
+    /// the command's child before `exec`, so it is known even when the command has ended.
+    #[cfg(target_os = "linux")]
+    pub fn mount_namespace(&self) -> Option<crate::process_tree::MountNamespace> {
+        self.received
+            .get_or_init(|| {
+                let fd = crate::child::receive_namespace(self.namespace.as_ref()?)?;
+                crate::process_tree::MountNamespace::new(fd).ok()
+            })
+            .clone()
     }
 }
 

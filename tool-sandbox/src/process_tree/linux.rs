@@ -40,11 +40,30 @@ pub struct Tree {
     /// The mount namespace of the command's own, that none of its processes can leave
     /// ([`Tree::in_mount_namespace`]): every process in it is the command's, whatever it did to
     /// its parent, group and environment.
-    namespace: Option<Namespace>,
+    namespace: Option<MountNamespace>,
 }
 
 /// A namespace, by the device and inode of its `/proc/PID/ns/...` link.
 type Namespace = (u64, u64);
+
+/// A command's mount namespace, held open: its inode number is not given to another namespace
+/// while a handle is (a namespace freed when its last process ends has its number given to the
+/// next one made, and a kill that looked for the command's processes by a freed number would find
+/// another command's).
+#[derive(Debug, Clone)]
+pub struct MountNamespace {
+    _held: Arc<std::os::fd::OwnedFd>,
+    id: Namespace,
+}
+
+impl MountNamespace {
+    /// The namespace `fd` (an open `/proc/PID/ns/mnt`) refers to.
+    pub(crate) fn new(fd: std::os::fd::OwnedFd) -> io::Result<MountNamespace> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::File::from(fd.try_clone()?).metadata()?;
+        Ok(MountNamespace { _held: Arc::new(fd), id: (meta.dev(), meta.ino()) })
+    }
+}
 
 /// The mount namespace of process `pid` (`"self"` for this one); `Err` with the error of
 /// `stat`, `ENOENT` for a process that has exited (a zombie has none).
@@ -70,8 +89,7 @@ impl Tree {
         }
     }
 
-    /// Says that the command runs in the mount namespace `namespace` (the device and inode of
-    /// its `/proc/PID/ns/mnt`, from
+    /// Says that the command runs in the mount namespace `namespace` (from
     /// [`Placeholders::mount_namespace`](crate::Placeholders::mount_namespace)), of its own,
     /// which none of its processes can leave: then a process in it is the command's, found (and
     /// killed) even when it left the group, cleared its environment and was never seen beneath
@@ -79,8 +97,8 @@ impl Tree {
     /// nothing is in it ([`Tree::may_have_processes`]). Nothing changes when `namespace` is
     /// this process's own.
     #[must_use]
-    pub fn in_mount_namespace(mut self, namespace: (u64, u64)) -> Self {
-        if mount_namespace("self").is_ok_and(|own| own != namespace) {
+    pub fn in_mount_namespace(mut self, namespace: MountNamespace) -> Self {
+        if mount_namespace("self").is_ok_and(|own| own != namespace.id) {
             self.namespace = Some(namespace);
         }
         self
@@ -131,9 +149,9 @@ impl Tree {
     /// namespace](Tree::in_mount_namespace) (a look at every process started since its shell);
     /// with neither, `true`.
     pub fn may_have_processes(&self) -> bool {
-        match (&self.cgroup, self.namespace) {
+        match (&self.cgroup, &self.namespace) {
             (Some(cgroup), _) => !cgroup.pids().is_empty(),
-            (None, Some(namespace)) => in_namespace_anywhere(namespace, self.shell_start.unwrap_or(0)),
+            (None, Some(namespace)) => in_namespace_anywhere(namespace.id, self.shell_start.unwrap_or(0)),
             (None, None) => true,
         }
     }
@@ -283,9 +301,9 @@ fn members<'a>(tree: &Tree, procs: &'a [Stat], marked: &mut HashMap<(i32, u64), 
             || (!p.is_zombie()
                 && *marked.entry((p.pid, p.start)).or_insert_with(|| {
                     carries(p.pid, &tree.marker)
-                        || tree.namespace.is_some_and(|ns| {
+                        || tree.namespace.as_ref().is_some_and(|ns| {
                             Some(p.start) >= tree.shell_start
-                                && mount_namespace(&p.pid.to_string()).ok() == Some(ns)
+                                && mount_namespace(&p.pid.to_string()).ok() == Some(ns.id)
                         })
                 }));
         if seed && found.insert(p.pid) {
@@ -456,7 +474,7 @@ mod tests {
             marker: entry.into_bytes(),
             cgroup: None,
             tracked: Arc::default(),
-            namespace: mount_namespace("self").ok(),
+            namespace: None,
         };
         assert!(carries(me, &tree.marker));
         assert!(!find(&tree).unwrap().contains(&me));

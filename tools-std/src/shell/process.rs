@@ -947,6 +947,39 @@ mod tests {
         assert!(!tool_sandbox::is_held_placeholder(&claude), "held after its processes were killed");
     }
 
+    /// A namespace freed when its last process ends has its number given to the next one made:
+    /// a command's tree holds its namespace open, so that a kill of a command that has ended never
+    /// takes the next command's processes for its own.
+    #[tokio::test]
+    async fn the_kill_of_an_ended_command_leaves_the_next_commands_processes_alone() {
+        let dir = TempDir::new();
+        let probe = tool_sandbox::Probe::get();
+        let sandbox =
+            match tool_sandbox::Sandbox::new(tool_sandbox::SandboxPolicy::workspace_write(dir.path())) {
+                Ok(sandbox) if probe.can_protect_paths() && probe.seccomp => Arc::new(sandbox),
+                _ => {
+                    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI can make mount namespaces");
+                    eprintln!("skipped: commands get no mount namespace of their own here");
+                    return;
+                }
+            };
+        let containment = Containment { subreaper: true, cgroup: false, ..Containment::default() };
+        let sandboxed =
+            |command: &str| ShellRequest { sandbox: Some(sandbox.clone()), ..request(dir.path(), command) };
+        let mut ended = spawn_contained(&sandboxed("true"), containment.clone()).unwrap();
+        let handle = ended.control.handle().unwrap();
+        ended.control.wait().await.unwrap();
+        drop(ended);
+        let mut next =
+            spawn_contained(&sandboxed("echo $$ > next.pid; exec sleep 300"), containment).unwrap();
+        let pid = pid_in(dir.path(), "next.pid").await;
+        let report = handle.kill_all().unwrap();
+        let survived = runs(pid);
+        next.control.kill_all().unwrap();
+        assert!(survived, "the next command's process {pid} was killed with the ended one ({report:?})");
+        assert_eq!((report.shell, report.started), (false, 0));
+    }
+
     #[tokio::test]
     async fn in_a_cgroup_an_escaped_orphan_is_killed_after_the_shell_exited_without_being_looked_for() {
         let dir = TempDir::new();
