@@ -895,6 +895,20 @@ mod tests {
         assert_eq!((report.shell, report.started, report.outside_group), (false, 1, 1));
     }
 
+    /// The sandbox of a workspace at `dir`, when it gives each command a mount namespace of its
+    /// own that none of its processes can leave; `None` (the test skipped) elsewhere but CI.
+    fn own_mount_namespaces(dir: &TempDir) -> Option<Arc<tool_sandbox::Sandbox>> {
+        let probe = tool_sandbox::Probe::get();
+        match tool_sandbox::Sandbox::new(tool_sandbox::SandboxPolicy::workspace_write(dir.path())) {
+            Ok(sandbox) if probe.can_protect_paths() && probe.seccomp => Some(Arc::new(sandbox)),
+            _ => {
+                assert!(std::env::var("CI").as_deref() != Ok("true"), "CI can make mount namespaces");
+                eprintln!("skipped: commands get no mount namespace of their own here");
+                None
+            }
+        }
+    }
+
     /// Without a cgroup, a command sandboxed in a mount namespace of its own is known to be over
     /// once nothing is in that namespace, and then lets go of the placeholders of the absent
     /// protected names (which the host's own `write` may then create); an orphan that left the
@@ -903,16 +917,7 @@ mod tests {
     #[tokio::test]
     async fn without_a_cgroup_the_mount_namespace_tells_what_a_sandboxed_command_left_running() {
         let dir = TempDir::new();
-        let policy = tool_sandbox::SandboxPolicy::workspace_write(dir.path());
-        let probe = tool_sandbox::Probe::get();
-        let sandbox = match tool_sandbox::Sandbox::new(policy) {
-            Ok(sandbox) if probe.can_protect_paths() && probe.seccomp => Arc::new(sandbox),
-            _ => {
-                assert!(std::env::var("CI").as_deref() != Ok("true"), "CI can make mount namespaces");
-                eprintln!("skipped: commands get no mount namespace of their own here");
-                return;
-            }
-        };
+        let Some(sandbox) = own_mount_namespaces(&dir) else { return };
         let containment = Containment { subreaper: true, cgroup: false, ..Containment::default() };
         let sandboxed =
             |command: &str| ShellRequest { sandbox: Some(sandbox.clone()), ..request(dir.path(), command) };
@@ -953,16 +958,7 @@ mod tests {
     #[tokio::test]
     async fn the_kill_of_an_ended_command_leaves_the_next_commands_processes_alone() {
         let dir = TempDir::new();
-        let probe = tool_sandbox::Probe::get();
-        let sandbox =
-            match tool_sandbox::Sandbox::new(tool_sandbox::SandboxPolicy::workspace_write(dir.path())) {
-                Ok(sandbox) if probe.can_protect_paths() && probe.seccomp => Arc::new(sandbox),
-                _ => {
-                    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI can make mount namespaces");
-                    eprintln!("skipped: commands get no mount namespace of their own here");
-                    return;
-                }
-            };
+        let Some(sandbox) = own_mount_namespaces(&dir) else { return };
         let containment = Containment { subreaper: true, cgroup: false, ..Containment::default() };
         let sandboxed =
             |command: &str| ShellRequest { sandbox: Some(sandbox.clone()), ..request(dir.path(), command) };
