@@ -46,7 +46,7 @@ pub(crate) async fn serve(
         None => {}
     }
     for line in confinement {
-        let _ = writeln!(io::stderr().lock(), "tools: {line}");
+        crate::terminal::say(&format!("tools: {line}"));
     }
     let listener = tokio::net::TcpListener::bind(address)
         .await
@@ -135,7 +135,7 @@ fn announce(line: &str) -> Result<(), Failure> {
 }
 
 fn warn(message: &str) {
-    let _ = writeln!(io::stderr().lock(), "tools: warning: {message}");
+    crate::terminal::say(&format!("tools: warning: {message}"));
 }
 
 #[cfg(test)]

@@ -18,11 +18,11 @@ pub(crate) async fn run(command: McpCommand) -> Result<i32, Failure> {
             let server = server(&args.mcp_config, &args.name)?;
             let headless = args.no_browser || !has_display();
             let shown = |url: &str| {
-                let mut stderr = std::io::stderr().lock();
-                let _ =
-                    writeln!(stderr, "tools: to log in to `{}`, open this URL in a browser:", server.name);
-                let _ = writeln!(stderr, "{url}");
-                let _ = stderr.flush();
+                crate::terminal::say(&format!(
+                    "tools: to log in to `{}`, open this URL in a browser:",
+                    server.name
+                ));
+                crate::terminal::say(url);
                 if !headless {
                     open_browser(url);
                 }

@@ -7,12 +7,14 @@ mod login;
 mod mounted;
 mod settings;
 mod signals;
+mod terminal;
 
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use terminal::say;
 use tool_egress::settings::NetworkSettings;
 use tool_runtime::catalog::{Catalog, LoadedTools, SearchMode};
 use tool_runtime::environment::EnvFilter;
@@ -80,7 +82,7 @@ fn main() {
 fn report(failure: &Failure) -> i32 {
     // One line, always: scripts read the first line of standard error.
     let message = failure.message.replace('\n', " ");
-    let _ = writeln!(io::stderr().lock(), "tools: {message}");
+    say(&format!("tools: {message}"));
     failure.code
 }
 
@@ -187,12 +189,7 @@ async fn mount_servers(
             .map_err(|e| Failure::runtime(format!("--mcp-config: {e}")))?;
         for server in &config.servers {
             if let Some(sandbox) = &server.sandbox {
-                let _ = writeln!(
-                    io::stderr().lock(),
-                    "tools: MCP server `{}`: {}",
-                    server.name,
-                    sandbox.report()
-                );
+                say(&format!("tools: MCP server `{}`: {}", server.name, sandbox.report()));
             }
         }
     }
@@ -200,7 +197,7 @@ async fn mount_servers(
         tool_runtime::mcp_client::connect_all(&config).await.map_err(|e| Failure::runtime(e.to_string()))?;
     for mount in &mounts {
         for skipped in mount.skipped() {
-            let _ = writeln!(io::stderr().lock(), "tools: MCP server `{}`: {skipped}", mount.name());
+            say(&format!("tools: MCP server `{}`: {skipped}", mount.name()));
         }
     }
     Ok(mounts)
@@ -536,11 +533,7 @@ fn describable(
     let mut left_out: Vec<String> = Vec::new();
     for spec in registry.specs().filter(|spec| spec.tags.iter().any(|tag| tag == "mcp")) {
         if let Err(error) = provider.definition(spec, options) {
-            let _ = writeln!(
-                io::stderr().lock(),
-                "tools: the mounted tool `{}` is left out of the definitions: {error}",
-                spec.name
-            );
+            say(&format!("tools: the mounted tool `{}` is left out of the definitions: {error}", spec.name));
             left_out.push(spec.name.clone());
         }
     }
@@ -704,7 +697,7 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
         return served;
     }
     for line in &announce {
-        let _ = writeln!(io::stderr().lock(), "tools: {line}");
+        say(&format!("tools: {line}"));
     }
     let mut termination = Termination::register().map_err(signal_failure)?;
     let (served, reason) = tokio::select! {
@@ -730,7 +723,7 @@ async fn serve(args: ServeArgs) -> Result<i32, Failure> {
 /// Says on standard error what each failed session hook said.
 fn say_failed(failures: Vec<String>) {
     for failure in failures {
-        let _ = writeln!(io::stderr().lock(), "tools: {failure}");
+        say(&format!("tools: {failure}"));
     }
 }
 
@@ -750,11 +743,10 @@ async fn pass_on_tool_changes(
             Err(failure) => Err(failure.message),
         };
         if let Err(message) = rebuilt {
-            let _ = writeln!(
-                io::stderr().lock(),
+            say(&format!(
                 "tools: a mounted server changed its tools, but the new set cannot be served ({message}); \
                  the tools served stay as they were until the next change"
-            );
+            ));
         }
     }
 }
@@ -762,7 +754,7 @@ async fn pass_on_tool_changes(
 /// One lifecycle event as a JSON line on standard error.
 fn print_event(event: ToolEvent) {
     if let Ok(line) = serde_json::to_string(&event) {
-        let _ = writeln!(io::stderr().lock(), "{line}");
+        say(&line);
     }
 }
 

@@ -4,7 +4,6 @@
 //! after edits that one settings file gives.
 
 use std::fmt;
-use std::io::{self, Write};
 
 use serde_json::Value;
 use tool_egress::settings::NetworkSettings;
@@ -82,10 +81,9 @@ impl Loaded {
             let codex =
                 codex::load(path).map_err(|e| Failure::usage(format!("--codex-config {shown}: {e}")))?;
             for (key, reason) in &codex.not_applied {
-                let _ = writeln!(
-                    io::stderr().lock(),
+                crate::terminal::say(&format!(
                     "tools: --codex-config {shown}: `{key}` is not applied: {reason}"
-                );
+                ));
             }
             return Ok(Some(Loaded {
                 label: "--codex-config",
@@ -113,7 +111,7 @@ impl Loaded {
         }
         let shown: Vec<String> =
             found.iter().map(|(scope, _, path)| format!("{} ({})", path.display(), scope.as_str())).collect();
-        let _ = writeln!(io::stderr().lock(), "tools: settings: loaded {}", shown.join(", "));
+        crate::terminal::say(&format!("tools: settings: loaded {}", shown.join(", ")));
         let origin =
             found.iter().map(|(_, _, path)| path.display().to_string()).collect::<Vec<_>>().join(" + ");
         let paths = found.iter().map(|(_, _, path)| path.clone()).collect();
@@ -170,7 +168,7 @@ pub(crate) fn project_servers(
             path.display()
         ));
     }
-    let _ = writeln!(io::stderr().lock(), "{line}");
+    crate::terminal::say(&line);
     config.servers.retain(|server| approved(&server.name));
     Ok((!config.servers.is_empty()).then_some(config))
 }
@@ -210,10 +208,10 @@ pub(crate) fn settings_policy(
         .or_mode(PermissionMode::Default);
     // What has no effect is said at start, each with the reason.
     for not_applied in settings.not_applied() {
-        let _ = writeln!(io::stderr().lock(), "tools: {} {not_applied}", file.label);
+        crate::terminal::say(&format!("tools: {} {not_applied}", file.label));
     }
     for ignored in settings.rules().ignored() {
-        let _ = writeln!(io::stderr().lock(), "tools: {ignored}");
+        crate::terminal::say(&format!("tools: {ignored}"));
     }
     let sandbox = settings.sandbox().clone();
     let environment = settings.environment().clone();

@@ -122,3 +122,22 @@ fn the_tool_names_of_defaults_are_checked_as_rules_are() {
         run.stderr
     );
 }
+
+/// A name from a project's settings file goes to the user's terminal in an error: its control
+/// characters are shown as escapes, never sent (a file can clear the screen or set the
+/// clipboard through them).
+#[test]
+fn a_name_with_a_terminals_control_characters_is_shown_escaped() {
+    let fx = Fixture::new();
+    let settings = fx.dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        "{\"permissions\": {\"defaults\": {\"B\\u001b[2J\\u001b]52;c;eA==\\u0007sh\": \"ask\"}}}",
+    )
+    .unwrap();
+    let run =
+        fx.run(&["call", "read", r#"{"path": "hello.txt"}"#, "--settings", settings.to_str().unwrap()], None);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(!run.stderr.contains(['\u{1b}', '\u{7}']), "{:?}", run.stderr);
+    assert!(run.stderr.contains(r"`B\u{1b}[2J\u{1b}]52;c;eA==\u{7}sh`"), "{:?}", run.stderr);
+}
