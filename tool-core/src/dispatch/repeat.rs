@@ -18,9 +18,11 @@ impl Inner {
     /// Counts identical calls in a row (in the order the dispatcher sees them); returns the
     /// count including this call, or 0 when the guard is off. Calls are compared by a fingerprint
     /// of the tool name and the arguments (key order and whitespace do not matter), made only
-    /// when the guard is on; `None` (a call that failed validation) breaks the row.
-    pub(super) fn count_repeat(&self, fingerprint: impl FnOnce() -> Option<u64>) -> u32 {
-        if self.repeat.threshold == 0 {
+    /// when the guard is on; `None` (a call that failed validation) breaks the row. The call of
+    /// a tool that `polls` (waits for work in progress, `#[tool(polls)]`) is neither counted nor
+    /// breaks the row: made again with the same arguments, it is waiting longer, not looping.
+    pub(super) fn count_repeat(&self, polls: bool, fingerprint: impl FnOnce() -> Option<u64>) -> u32 {
+        if self.repeat.threshold == 0 || polls {
             return 0;
         }
         let fingerprint = fingerprint();

@@ -124,8 +124,6 @@ impl Inner {
             Err(error) => return Err(self.invalid(&pending, error)),
         };
         let tool = found.tool.clone();
-        // A tool that waits for work in progress is called again with the same arguments for
-        // good reason: the repeat guard leaves its calls out.
         let polls = tool.spec().polls;
         // Hooks and the read-only check read arguments as a value; without them, arguments the
         // tool decodes by itself need no validator (and text, no value).
@@ -134,15 +132,11 @@ impl Inner {
             && self.config.read_only_calls.is_none();
         let args = match found.input(arguments, may_decode) {
             Ok(ToolInput::Decoded { call, arguments }) => {
-                let repeat_count = if polls {
-                    0
-                } else {
-                    self.count_repeat(|| match &arguments {
-                        Arguments::Text(text) => repeat::fingerprint_text(&pending.tool, text),
-                        Arguments::Json(value) => Some(repeat::fingerprint(&pending.tool, value)),
-                        Arguments::Freeform { .. } => None,
-                    })
-                };
+                let repeat_count = self.count_repeat(polls, || match &arguments {
+                    Arguments::Text(text) => repeat::fingerprint_text(&pending.tool, text),
+                    Arguments::Json(value) => Some(repeat::fingerprint(&pending.tool, value)),
+                    Arguments::Freeform { .. } => None,
+                });
                 return Ok(Ready {
                     pending,
                     tool,
@@ -155,11 +149,7 @@ impl Inner {
             Ok(ToolInput::Validated(args)) => args,
             Err(error) => return Err(self.invalid(&pending, error)),
         };
-        let repeat_count = if polls {
-            0
-        } else {
-            self.count_repeat(|| Some(repeat::fingerprint(&pending.tool, &args.value)))
-        };
+        let repeat_count = self.count_repeat(polls, || Some(repeat::fingerprint(&pending.tool, &args.value)));
         let read_only_call = match &self.config.read_only_calls {
             Some(policy) if !tool.spec().parallel && policy.runs_read_only(&pending.tool, &args.value) => {
                 Some(Box::new(args.value.clone()))
@@ -178,7 +168,7 @@ impl Inner {
 
     /// A call that failed lookup or validation: it breaks a row of repeated calls.
     fn invalid(&self, pending: &Pending, error: ToolError) -> Box<Outcome> {
-        self.count_repeat(|| None);
+        self.count_repeat(false, || None);
         Box::new(self.fail(pending, error, None))
     }
 
