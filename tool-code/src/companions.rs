@@ -139,8 +139,10 @@ impl Companion {
         };
         ToolError::not_found(format!(
             "No script `{id}` is held in this session ({held}). A script's end is returned once: by the call \
-             that started it, or by the {}_output call that saw it end.",
-            self.tool_name()
+             that started it, or by the {}_output call that saw it end (one nobody read is forgotten {} \
+             minutes after the script ended).",
+            self.tool_name(),
+            crate::held::UNREAD_END_KEPT.as_secs() / 60
         ))
     }
 }

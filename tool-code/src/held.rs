@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use tool_core::CancellationToken;
@@ -15,6 +15,10 @@ use crate::limits::Stop;
 pub(crate) const PER_SESSION: usize = 4;
 /// How many all sessions together may.
 pub(crate) const TOTAL: usize = 32;
+/// How long the end of a script nobody read is kept: a session that never reads it (the model
+/// forgot it, the client went away) would otherwise keep its place among the [`TOTAL`] for as
+/// long as the server runs.
+pub(crate) const UNREAD_END_KEPT: Duration = Duration::from_secs(10 * 60);
 
 /// One script's progress: what it printed, how much of that the model has read, and how it
 /// ended. Shared by the task that drives the script and the calls that read it.
@@ -43,6 +47,8 @@ struct Progress {
 pub(crate) struct End {
     pub(crate) finished: Finished,
     pub(crate) stop: Option<Stop>,
+    /// When it ended.
+    at: Instant,
 }
 
 /// What a wait for a script gave.
@@ -88,13 +94,18 @@ impl Running {
 
     /// The script ended.
     pub(crate) fn end(&self, finished: Finished, stop: Option<Stop>) {
-        self.progress().end = Some(End { finished, stop });
+        self.progress().end = Some(End { finished, stop, at: Instant::now() });
         self.changed.send_modify(|n| *n += 1);
     }
 
     /// Whether the script ended.
     pub(crate) fn ended(&self) -> bool {
         self.progress().end.is_some()
+    }
+
+    /// Whether the script ended more than `long` ago.
+    fn ended_before(&self, now: Instant, long: Duration) -> bool {
+        self.progress().end.as_ref().is_some_and(|end| now.saturating_duration_since(end.at) > long)
     }
 
     /// Waits until the script ends, or `until` passes (then it runs on), or `cancel` fires.
@@ -175,6 +186,8 @@ impl Held {
     /// sessions, hold as many as they may.
     pub(crate) fn hold(&self, session: &str, running: Arc<Running>) -> Option<String> {
         let mut scripts = self.scripts();
+        let now = Instant::now();
+        scripts.retain(|entry| !entry.running.ended_before(now, UNREAD_END_KEPT));
         let mine = scripts.iter().filter(|entry| entry.session == session).count();
         if mine >= PER_SESSION || scripts.len() >= TOTAL {
             return None;
@@ -215,5 +228,37 @@ impl Drop for Held {
         for entry in self.scripts().iter() {
             entry.running.stop.cancel();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A script that ended now.
+    fn ended() -> Arc<Running> {
+        let running = Running::new(Duration::from_secs(60));
+        running.end(Finished::default(), None);
+        Arc::new(running)
+    }
+
+    #[test]
+    fn an_end_nobody_read_gives_its_place_up_after_a_while() {
+        let held = Held::default();
+        for n in 0..TOTAL {
+            assert!(held.hold(&format!("s{}", n / PER_SESSION), ended()).is_some());
+        }
+        assert!(held.hold("s0", ended()).is_none(), "past the session's bound");
+        assert!(held.hold("b", ended()).is_none(), "past the bound of all sessions");
+        // The ends of one session's scripts were not read for long: they make room.
+        for entry in held.scripts().iter().filter(|entry| entry.session == "s0") {
+            let mut progress = entry.running.progress();
+            let end = progress.end.as_mut().unwrap();
+            end.at = end.at.checked_sub(UNREAD_END_KEPT + Duration::from_secs(1)).unwrap();
+        }
+        let id = held.hold("b", ended()).expect("room made");
+        assert_eq!(held.ids("b"), [id]);
+        assert!(held.ids("s0").is_empty());
+        assert_eq!(held.scripts().len(), TOTAL - PER_SESSION + 1);
     }
 }

@@ -40,7 +40,8 @@ pub const NAME: &str = "code";
 /// the call returns what it printed so far and the script's id, `code_output` (registered with
 /// this tool, see [`CodeTool::beside_its_tools`]) returns what it prints next and its end, and
 /// `code_stop` stops it. Its wall time still bounds it, and a session holds at most 4 such
-/// scripts (32 in all); past that, a call waits for its script's end.
+/// scripts (32 in all; an end nobody read is forgotten 10 minutes after it came); past that, a
+/// call waits for its script's end.
 pub struct CodeTool {
     spec: ToolSpec,
     tools: Arc<Registry>,
