@@ -182,10 +182,16 @@ fn objects_where_objects_belong(top: &Map<String, Value>) -> Result<(), Settings
     Ok(())
 }
 
-/// The JSON of the file at `path`: a regular file of at most [`MAX_FILE_BYTES`] (a name that
-/// leads elsewhere is followed: a user may keep the file under version control elsewhere). A
-/// FIFO or a device is refused without waiting on it.
+/// The JSON of the file at `path`, read as [`read_text`] reads it.
 pub fn read_json(path: &Path) -> Result<Value, SettingsError> {
+    let text = read_text(path)?;
+    serde_json::from_str(&text).map_err(|e| SettingsError::whole(format!("not valid JSON: {e}")))
+}
+
+/// The text of the configuration file at `path`: a regular file of at most [`MAX_FILE_BYTES`]
+/// (a name that leads elsewhere is followed: a user may keep the file under version control
+/// elsewhere). A FIFO or a device is refused without waiting on it.
+pub fn read_text(path: &Path) -> Result<String, SettingsError> {
     let cannot = |e: std::io::Error| SettingsError::whole(format!("cannot read the file: {e}"));
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
@@ -203,5 +209,5 @@ pub fn read_json(path: &Path) -> Result<Value, SettingsError> {
     if text.len() as u64 > MAX_FILE_BYTES {
         return Err(SettingsError::whole(format!("larger than {MAX_FILE_BYTES} bytes")));
     }
-    serde_json::from_str(&text).map_err(|e| SettingsError::whole(format!("not valid JSON: {e}")))
+    Ok(text)
 }

@@ -102,7 +102,7 @@ pub(crate) struct Codex {
 
 /// Reads codex's `config.toml` at `path`.
 pub(crate) fn load(path: &Path) -> Result<Codex, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the file: {e}"))?;
+    let text = tool_runtime::settings::read_text(path).map_err(|e| e.to_string())?;
     let config: CodexToml = toml::from_str(&text).map_err(|e| format!("not valid: {}", e.message()))?;
     convert(config)
 }

@@ -121,3 +121,19 @@ fn a_codex_shell_environment_policy_keeps_keys_out_and_sets_what_it_sets() {
         "GH_TOKEN=ghp-real\nGREETING=hi\nOPENAI_API_KEY=sk-real\nOTHER_SETTING=kept\n"
     );
 }
+
+/// codex's `config.toml` is read as a settings file is: a FIFO or a device at its name is an
+/// error naming it, not a wait or an endless read.
+#[test]
+fn a_codex_config_that_is_no_regular_file_is_an_error() {
+    let fx = Fixture::new();
+    let path = fx.dir.path().join("config.toml");
+    assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+    let file = path.display().to_string();
+    let fifo = fx.run(&["call", "ls", "{}", "--codex-config", &file], None);
+    assert!(fifo.usage_error().ends_with("config.toml: not a regular file"), "{}", fifo.stderr);
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+    let device = fx.run(&["call", "ls", "{}", "--codex-config", &file], None);
+    assert!(device.usage_error().ends_with("config.toml: not a regular file"), "{}", device.stderr);
+}
