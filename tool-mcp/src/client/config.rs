@@ -370,13 +370,13 @@ impl McpConfig {
         Ok(self)
     }
 
-    /// Reads an `mcpServers` file.
+    /// Reads an `mcpServers` file, as a settings file is read
+    /// ([`read_text`](tool_settings::read_text): a regular file of at most 4 MiB; a project's
+    /// `.mcp.json` comes with the project).
     pub fn load(path: impl AsRef<Path>) -> Result<McpConfig, ConfigError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            path: Some(path.to_owned()),
-            message: format!("cannot read the file: {e}"),
-        })?;
+        let text = tool_settings::read_text(path)
+            .map_err(|e| ConfigError { path: Some(path.to_owned()), message: e.to_string() })?;
         let mut config = Self::parse(&text).map_err(|mut e| {
             e.path = Some(path.to_owned());
             e

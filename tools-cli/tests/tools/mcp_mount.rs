@@ -368,3 +368,20 @@ fn one_odd_mounted_tool_costs_that_tool_alone() {
     }
     assert!(left_out > 0, "some provider cannot take `allOf` there");
 }
+
+/// An `mcpServers` file (a project's `.mcp.json` comes with the project) is read as a settings
+/// file is: a FIFO or a device at its name is an error naming it, never a wait or an endless
+/// read.
+#[test]
+fn an_mcp_config_that_is_no_regular_file_is_an_error() {
+    let fx = Fixture::new();
+    let path = fx.dir.path().join("mcp.json");
+    assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+    let file = path.display().to_string();
+    let fifo = fx.run(&["list", "--mcp-config", &file], None);
+    assert!(fifo.usage_error().ends_with("mcp.json: not a regular file"), "{}", fifo.stderr);
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+    let device = fx.run(&["list", "--mcp-config", &file], None);
+    assert!(device.usage_error().ends_with("mcp.json: not a regular file"), "{}", device.stderr);
+}
