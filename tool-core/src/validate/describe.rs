@@ -1,10 +1,10 @@
 //! The model-facing words for a failed validation: one line per problem, at its path, saying
 //! what was expected and what was received. Only on the error path.
 
-use jsonschema::error::{ValidationError, ValidationErrorKind};
 use serde_json::Value;
 
-use super::{ArgumentValidator, compile};
+use super::ArgumentValidator;
+use super::engine::{Error, Kind, Validator};
 use crate::schema::{schema_at, schema_types};
 use crate::words::plural;
 
@@ -12,20 +12,16 @@ const MAX_VALUE_CHARS: usize = 80;
 
 impl ArgumentValidator {
     /// The problems `error` stands for, with `pointer` its full path in the arguments.
-    pub(super) fn describe_error(&self, pointer: &str, error: &ValidationError<'_>) -> Vec<String> {
+    pub(super) fn describe_error(&self, pointer: &str, error: &Error<'_>) -> Vec<String> {
         let pointer = pointer.to_owned();
         // A path holds the model's own keys where an object takes any: quoted at most 200
         // characters long, like every argument.
         let shown = crate::words::excerpt(&pointer).into_owned();
         let at = |_: &str| if shown.is_empty() { "(arguments)".to_owned() } else { shown.clone() };
-        let received = describe_value(error.instance());
-        match error.kind() {
-            ValidationErrorKind::Required { property } => {
-                let name = property.as_str().map(str::to_owned).unwrap_or_else(|| property.to_string());
-                vec![format!("{shown}/{name}: missing required property")]
-            }
-            ValidationErrorKind::AdditionalProperties { unexpected }
-            | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+        let received = describe_value(error.instance);
+        match &error.kind {
+            Kind::Required(name) => vec![format!("{shown}/{name}: missing required property")],
+            Kind::AdditionalProperties(unexpected) | Kind::UnevaluatedProperties(unexpected) => {
                 let valid = schema_at(&self.schema, &pointer)
                     .and_then(|s| s.get("properties"))
                     .and_then(Value::as_object)
@@ -43,7 +39,7 @@ impl ArgumentValidator {
                     })
                     .collect()
             }
-            ValidationErrorKind::Type { .. } => {
+            Kind::Type => {
                 let schema = schema_at(&self.schema, &pointer);
                 let mut expected = schema
                     .map(|s| schema_types(s).into_iter().map(type_phrase).collect::<Vec<_>>().join(" or "))
@@ -55,60 +51,57 @@ impl ArgumentValidator {
                 }
                 vec![format!("{}: expected {expected}, received {received}", at(&pointer))]
             }
-            ValidationErrorKind::Enum { options } => {
+            Kind::Enum(options) => {
                 let choices = options
                     .as_array()
                     .map(|o| o.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", "))
                     .unwrap_or_else(|| options.to_string());
                 vec![format!("{}: expected one of {choices}, received {received}", at(&pointer))]
             }
-            ValidationErrorKind::Constant { expected_value } => {
+            Kind::Const(expected_value) => {
                 vec![format!("{}: expected {expected_value}, received {received}", at(&pointer))]
             }
-            ValidationErrorKind::Minimum { limit } => {
+            Kind::Minimum(limit) => {
                 vec![format!("{}: must be at least {limit}, received {received}", at(&pointer))]
             }
-            ValidationErrorKind::Maximum { limit } => {
+            Kind::Maximum(limit) => {
                 vec![format!("{}: must be at most {limit}, received {received}", at(&pointer))]
             }
-            ValidationErrorKind::ExclusiveMinimum { limit } => {
+            Kind::ExclusiveMinimum(limit) => {
                 vec![format!("{}: must be greater than {limit}, received {received}", at(&pointer))]
             }
-            ValidationErrorKind::ExclusiveMaximum { limit } => {
+            Kind::ExclusiveMaximum(limit) => {
                 vec![format!("{}: must be less than {limit}, received {received}", at(&pointer))]
             }
-            ValidationErrorKind::MinLength { limit } => vec![format!(
+            Kind::MinLength(limit) => vec![format!(
                 "{}: must be at least {} long, received {received}",
                 at(&pointer),
                 plural(*limit, "character")
             )],
-            ValidationErrorKind::MaxLength { limit } => vec![format!(
+            Kind::MaxLength(limit) => vec![format!(
                 "{}: must be at most {} long, received {received}",
                 at(&pointer),
                 plural(*limit, "character")
             )],
-            ValidationErrorKind::MinItems { limit } => vec![format!(
+            Kind::MinItems(limit) => vec![format!(
                 "{}: must have at least {}, received {received}",
                 at(&pointer),
                 plural(*limit, "item")
             )],
-            ValidationErrorKind::MaxItems { limit } => vec![format!(
+            Kind::MaxItems(limit) => vec![format!(
                 "{}: must have at most {}, received {received}",
                 at(&pointer),
                 plural(*limit, "item")
             )],
-            ValidationErrorKind::Pattern { pattern } => vec![format!(
+            Kind::Pattern(pattern) => vec![format!(
                 "{}: must match the regular expression {pattern}, received {received}",
                 at(&pointer)
             )],
-            ValidationErrorKind::UniqueItems => {
+            Kind::UniqueItems => {
                 vec![format!("{}: items must be unique, received {received}", at(&pointer))]
             }
-            ValidationErrorKind::Format { format } => {
-                vec![format!("{}: must be a valid {format}, received {received}", at(&pointer))]
-            }
-            ValidationErrorKind::Custom { message, .. } => vec![format!("{}: {message}", at(&pointer))],
-            ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. } => {
+            Kind::Other(message) => vec![format!("{}: {message}", at(&pointer))],
+            Kind::AnyOf | Kind::OneOfNone => {
                 // `Option<T>` is written as `anyOf: [T, null]`: describe `T` itself.
                 let inner = schema_at(&self.schema, &pointer);
                 let choices = inner.and_then(allowed_values);
@@ -130,20 +123,15 @@ impl ArgumentValidator {
                     )]
                 }
             }
-            _ => vec![format!("{}: {error}", at(&pointer))],
+            Kind::OneOfMany => vec![format!("{}: {}, received {received}", at(&pointer), error.kind)],
         }
     }
 
     /// An object that fails its only branch (an optional nested object): the problems inside
     /// it, at their own paths, instead of one "does not match" at the object. Only on the error
     /// path, so compiling the branch here costs a valid call nothing.
-    fn problems_within(
-        &self,
-        pointer: &str,
-        branch: &Value,
-        error: &ValidationError<'_>,
-    ) -> Option<Vec<String>> {
-        let instance = error.instance();
+    fn problems_within(&self, pointer: &str, branch: &Value, error: &Error<'_>) -> Option<Vec<String>> {
+        let instance = error.instance;
         if !instance.is_object() || branch.get("properties").is_none() {
             return None;
         }
@@ -153,12 +141,11 @@ impl ArgumentValidator {
                 schema.insert(defs.to_owned(), found.clone());
             }
         }
-        let validator = compile(&Value::Object(schema)).ok()?;
+        let validator = Validator::new(&Value::Object(schema)).ok()?;
         let problems: Vec<String> = validator
-            .iter_errors(instance)
-            .flat_map(|inner| {
-                self.describe_error(&format!("{pointer}{}", inner.instance_path().as_str()), &inner)
-            })
+            .errors(instance)
+            .iter()
+            .flat_map(|inner| self.describe_error(&format!("{pointer}{}", inner.path), inner))
             .collect();
         (!problems.is_empty()).then_some(problems)
     }

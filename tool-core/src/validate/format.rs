@@ -1,6 +1,5 @@
-//! Integer formats (`uint32`, `int8`, ...) checked as a custom `format` keyword.
+//! Integer formats (`uint32`, `int8`, ...) checked as assertions of the `format` keyword.
 
-use jsonschema::error::ValidationError;
 use serde_json::Value;
 
 use super::describe::describe_value;
@@ -10,27 +9,29 @@ use super::describe::describe_value;
 /// so what passes validation also decodes. Other formats stay annotations, as draft 2020-12
 /// has them by default.
 pub(super) struct IntegerFormat {
-    bounds: Option<(&'static str, i128, i128)>,
+    bounds: (&'static str, i128, i128),
 }
 
 impl IntegerFormat {
-    pub(super) fn for_format(format: Option<&str>) -> Self {
+    /// The check for `format`, when it is an integer format (others are annotations).
+    pub(super) fn for_format(format: &str) -> Option<Self> {
         let bounds = match format {
-            Some("int8") => Some(("int8", i128::from(i8::MIN), i128::from(i8::MAX))),
-            Some("int16") => Some(("int16", i128::from(i16::MIN), i128::from(i16::MAX))),
-            Some("int32") => Some(("int32", i128::from(i32::MIN), i128::from(i32::MAX))),
-            Some("int64" | "int" | "int128") => Some(("int64", i128::from(i64::MIN), i128::from(i64::MAX))),
-            Some("uint8") => Some(("uint8", 0, i128::from(u8::MAX))),
-            Some("uint16") => Some(("uint16", 0, i128::from(u16::MAX))),
-            Some("uint32") => Some(("uint32", 0, i128::from(u32::MAX))),
-            Some("uint64" | "uint" | "uint128") => Some(("uint64", 0, i128::from(u64::MAX))),
-            _ => None,
+            "int8" => ("int8", i128::from(i8::MIN), i128::from(i8::MAX)),
+            "int16" => ("int16", i128::from(i16::MIN), i128::from(i16::MAX)),
+            "int32" => ("int32", i128::from(i32::MIN), i128::from(i32::MAX)),
+            "int64" | "int" | "int128" => ("int64", i128::from(i64::MIN), i128::from(i64::MAX)),
+            "uint8" => ("uint8", 0, i128::from(u8::MAX)),
+            "uint16" => ("uint16", 0, i128::from(u16::MAX)),
+            "uint32" => ("uint32", 0, i128::from(u32::MAX)),
+            "uint64" | "uint" | "uint128" => ("uint64", 0, i128::from(u64::MAX)),
+            _ => return None,
         };
-        IntegerFormat { bounds }
+        Some(IntegerFormat { bounds })
     }
 
-    fn problem(&self, instance: &Value) -> Option<String> {
-        let (name, min, max) = self.bounds?;
+    /// What is wrong with `instance` for this format, if anything (only numbers are checked).
+    pub(super) fn problem(&self, instance: &Value) -> Option<String> {
+        let (name, min, max) = self.bounds;
         let Value::Number(number) = instance else { return None };
         let value = match (number.as_i64(), number.as_u64()) {
             (Some(n), _) => i128::from(n),
@@ -52,18 +53,5 @@ impl IntegerFormat {
         } else {
             None
         }
-    }
-}
-
-impl<'i> jsonschema::Keyword<'i> for IntegerFormat {
-    fn validate(&self, instance: &'i Value) -> Result<(), ValidationError<'i>> {
-        match self.problem(instance) {
-            Some(message) => Err(ValidationError::custom(message)),
-            None => Ok(()),
-        }
-    }
-
-    fn is_valid(&self, instance: &'i Value) -> bool {
-        self.problem(instance).is_none()
     }
 }

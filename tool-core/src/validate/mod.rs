@@ -8,6 +8,7 @@
 //! call that still fails gets every problem described (`describe.rs`).
 
 mod describe;
+mod engine;
 mod format;
 mod plan;
 pub(crate) use plan::snake_case;
@@ -15,14 +16,13 @@ pub(crate) use plan::snake_case;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use jsonschema::error::ValidationError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::call::Arguments;
 use crate::error::ToolError;
 use describe::describe_value;
-use format::IntegerFormat;
+use engine::Validator;
 use plan::Plan;
 
 /// How lenient validation is.
@@ -101,7 +101,7 @@ pub(crate) type Adapt<'a> = &'a dyn Fn(&mut Map<String, Value>, &mut Vec<Coercio
 pub(crate) struct ArgumentValidator {
     tool: String,
     schema: Value,
-    validator: jsonschema::Validator,
+    validator: Validator,
     plan: Plan,
     /// For a freeform tool, the property that receives free-form text.
     freeform: Option<String>,
@@ -116,8 +116,8 @@ impl std::fmt::Debug for ArgumentValidator {
 impl ArgumentValidator {
     /// Compiles `schema` for the tool `tool`. Fails when the schema itself is invalid.
     pub(crate) fn new(tool: &str, schema: &Value) -> Result<Self, String> {
-        let validator =
-            compile(schema).map_err(|e| format!("the input schema of tool `{tool}` is invalid: {e}"))?;
+        let validator = Validator::new(schema)
+            .map_err(|e| format!("the input schema of tool `{tool}` is invalid: {e}"))?;
         Ok(ArgumentValidator {
             tool: tool.to_owned(),
             schema: schema.clone(),
@@ -179,8 +179,9 @@ impl ArgumentValidator {
             )];
         }
         self.validator
-            .iter_errors(example)
-            .flat_map(|error| self.describe_error(error.instance_path().as_str(), &error))
+            .errors(example)
+            .iter()
+            .flat_map(|error| self.describe_error(&error.path, error))
             .collect()
     }
 
@@ -236,10 +237,16 @@ impl ArgumentValidator {
                 )],
             ));
         }
+        // Most calls are valid once normalized: the fast check, and the one that lists problems
+        // only for a call that has some.
+        if self.validator.is_valid(&value) {
+            return Ok(ValidatedArgs { value, coercions });
+        }
         let problems: Vec<String> = self
             .validator
-            .iter_errors(&value)
-            .flat_map(|error| self.describe_error(error.instance_path().as_str(), &error))
+            .errors(&value)
+            .iter()
+            .flat_map(|error| self.describe_error(&error.path, error))
             .collect();
         if problems.is_empty() {
             Ok(ValidatedArgs { value, coercions })
@@ -276,13 +283,6 @@ impl ArgumentValidator {
         let _ = write!(message, "Fix the arguments and call `{}` again.", self.tool);
         ToolError::invalid_arguments(message)
     }
-}
-
-/// The validator for a schema, with integer formats enforced.
-fn compile(schema: &Value) -> Result<jsonschema::Validator, ValidationError<'static>> {
-    jsonschema::draft202012::options()
-        .with_keyword("format", |_, value, _| Ok(Box::new(IntegerFormat::for_format(value.as_str()))))
-        .build(schema)
 }
 
 /// Whether `value` holds a `null` anywhere.
