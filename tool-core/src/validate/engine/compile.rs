@@ -1,21 +1,45 @@
 //! A schema document compiled into nodes: first every resource (`$id`) and anchor is indexed,
 //! then each subschema is compiled once, by its JSON pointer, so `$ref`s to one place (and
-//! cycles) share a node.
+//! cycles) share a node. Compiling is a work list, not a recursion: a subschema met is given
+//! its node's number and compiled in turn, so a chain of `$ref`s as long as a schema likes
+//! takes no stack.
 
 use std::collections::HashMap;
 
 use serde_json::{Map, Number, Value};
 
-use super::{Keywords, MAX_DEPTH, Node, NodeId, TYPES, Validator, by_length, pattern, uri};
+use super::{Keywords, MAX_DEPTH, MAX_PATTERNS, Node, NodeId, TYPES, Validator, by_length, pattern, uri};
 use crate::validate::format::IntegerFormat;
 
 pub(super) fn compile(schema: &Value) -> Result<Validator, String> {
     let mut index = Index::default();
     index.resources.insert(uri::DEFAULT_BASE.to_owned(), String::new());
     index.walk(schema, String::new(), uri::DEFAULT_BASE.to_owned(), 0)?;
-    let mut compiler =
-        Compiler { document: schema, index, nodes: Vec::new(), compiled: HashMap::new(), depth: 0 };
+    let mut compiler = Compiler {
+        document: schema,
+        index,
+        nodes: Vec::new(),
+        compiled: HashMap::new(),
+        pending: Vec::new(),
+        patterns: 0,
+    };
     compiler.node_at("")?;
+    while let Some((id, pointer)) = compiler.pending.pop() {
+        let schema =
+            compiler.document.pointer(&pointer).ok_or_else(|| format!("nothing is at `{pointer}`"))?;
+        compiler.nodes[id] = compiler.node(schema, &pointer)?;
+    }
+    // Now that every node is compiled: `oneOf`/`anyOf` of `const`s as lists of values.
+    for id in 0..compiler.nodes.len() {
+        if let Node::Keywords(k) = &compiler.nodes[id] {
+            let one_of = constants(&compiler.nodes, &k.one_of, true);
+            let any_of = constants(&compiler.nodes, &k.any_of, false);
+            if let Node::Keywords(k) = &mut compiler.nodes[id] {
+                k.one_of_values = one_of;
+                k.any_of_values = any_of;
+            }
+        }
+    }
     let mut nodes = compiler.nodes;
     // A schema that is only a `$ref` is its target: every use of it points there instead.
     let target: Vec<NodeId> = (0..nodes.len()).map(|id| alias_target(&nodes, id)).collect();
@@ -149,28 +173,26 @@ struct Compiler<'s> {
     index: Index,
     nodes: Vec<Node>,
     compiled: HashMap<String, NodeId>,
-    depth: usize,
+    /// Nodes numbered but not compiled yet, with their pointers.
+    pending: Vec<(NodeId, String)>,
+    /// Patterns compiled so far.
+    patterns: usize,
 }
 
 impl Compiler<'_> {
-    /// The node of the subschema at `pointer`, compiled on first use.
+    /// The number of the node of the subschema at `pointer`; on first use it is queued to be
+    /// compiled.
     fn node_at(&mut self, pointer: &str) -> Result<NodeId, String> {
         if let Some(&id) = self.compiled.get(pointer) {
             return Ok(id);
         }
-        let schema = self.document.pointer(pointer).ok_or_else(|| format!("nothing is at `{pointer}`"))?;
-        if self.depth > MAX_DEPTH {
-            return Err(format!(
-                "the schema's subschemas and `$ref`s are chained more than {MAX_DEPTH} levels deep at `{pointer}`"
-            ));
+        if self.document.pointer(pointer).is_none() {
+            return Err(format!("nothing is at `{pointer}`"));
         }
         let id = self.nodes.len();
         self.nodes.push(Node::Always(true));
         self.compiled.insert(pointer.to_owned(), id);
-        self.depth += 1;
-        let node = self.node(schema, pointer);
-        self.depth -= 1;
-        self.nodes[id] = node?;
+        self.pending.push((id, pointer.to_owned()));
         Ok(id)
     }
 
@@ -240,6 +262,7 @@ impl Compiler<'_> {
                 }
                 "pattern" => {
                     let text = value.as_str().ok_or_else(|| wrong("a string"))?;
+                    self.count_pattern(pointer)?;
                     k.pattern = pattern::compile(text).map(|regex| (text.to_owned(), regex));
                 }
                 "format" => k.format = value.as_str().and_then(IntegerFormat::for_format),
@@ -263,6 +286,7 @@ impl Compiler<'_> {
                 "patternProperties" => {
                     let entries = self.named(value, &here).ok_or_else(|| wrong("an object of schemas"))??;
                     for (text, schema) in entries {
+                        self.count_pattern(pointer)?;
                         // A pattern the engine cannot run is not enforced (see the module).
                         if let Some(regex) = pattern::compile(&text) {
                             k.pattern_properties.push((regex, schema));
@@ -324,8 +348,6 @@ impl Compiler<'_> {
         // A `type` beside a `const` of that type adds nothing (schemars writes both).
         k.only_const &=
             k.constant.as_ref().is_some_and(|c| k.types == 0 || super::check::type_matches(k.types, c));
-        k.one_of_values = self.constants(&k.one_of, true);
-        k.any_of_values = self.constants(&k.any_of, false);
         if only_ref && k.reference.len() == 1 {
             return Ok(Node::Alias(k.reference[0]));
         }
@@ -372,24 +394,15 @@ impl Compiler<'_> {
         Ok(Node::Keywords(Box::new(k)))
     }
 
-    /// The values of `branches` when each is a `const` alone (how a documented enum is
-    /// written): `anyOf` of them holds for an equal value, and so does `oneOf` when no two are
-    /// equal. `None` otherwise, and for a branch still being compiled (a cycle).
-    fn constants(&self, branches: &[NodeId], distinct: bool) -> Option<Vec<Value>> {
-        let values: Vec<Value> = branches
-            .iter()
-            .map(|&branch| match &self.nodes[branch] {
-                Node::Keywords(k) if k.only_const => k.constant.clone(),
-                _ => None,
-            })
-            .collect::<Option<_>>()?;
-        let pairwise_distinct = || {
-            values
-                .iter()
-                .enumerate()
-                .all(|(i, a)| values[i + 1..].iter().all(|b| !super::number::equal(a, b)))
-        };
-        (!values.is_empty() && (!distinct || pairwise_distinct())).then_some(values)
+    /// Counts one more pattern; past [`MAX_PATTERNS`] the schema is refused.
+    fn count_pattern(&mut self, pointer: &str) -> Result<(), String> {
+        self.patterns += 1;
+        if self.patterns > MAX_PATTERNS {
+            return Err(format!(
+                "the schema has more than {MAX_PATTERNS} patterns (the one past the bound is at `{pointer}`)"
+            ));
+        }
+        Ok(())
     }
 
     /// The nodes of an array of subschemas; `None` when `value` is not an array.
@@ -443,6 +456,23 @@ impl Compiler<'_> {
             }
         }
     }
+}
+
+/// The values of `branches` when each is a `const` alone (how a documented enum is
+/// written): `anyOf` of them holds for an equal value, and so does `oneOf` when no two are
+/// equal. `None` otherwise.
+fn constants(nodes: &[Node], branches: &[NodeId], distinct: bool) -> Option<Vec<Value>> {
+    let values: Vec<Value> = branches
+        .iter()
+        .map(|&branch| match &nodes[branch] {
+            Node::Keywords(k) if k.only_const => k.constant.clone(),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let pairwise_distinct = || {
+        values.iter().enumerate().all(|(i, a)| values[i + 1..].iter().all(|b| !super::number::equal(a, b)))
+    };
+    (!values.is_empty() && (!distinct || pairwise_distinct())).then_some(values)
 }
 
 /// `` `keyword` at `/pointer` `` (or at the root), for a schema error.

@@ -22,6 +22,8 @@
 //!   (look-around, back-references) is not enforced; the tool behind it still checks its own
 //!   arguments.
 //!
+//! A schema may hold at most [`MAX_PATTERNS`] patterns, each compiled to at most 256 KiB (a
+//! larger one is not enforced), so compiling a mounted server's schema takes bounded memory.
 //! A check is bounded: at most [`MAX_STEPS`] schema visits (an `anyOf` nested in `anyOf`s can
 //! make a small schema exponential) and [`MAX_DEPTH`] nested schemas (a `$ref` cycle that
 //! consumes nothing of the instance); past either the instance is invalid with an error that
@@ -44,6 +46,9 @@ use super::format::IntegerFormat;
 pub(crate) const MAX_STEPS: u64 = 10_000_000;
 /// Schemas one check may be nested in (each `$ref` followed counts).
 pub(crate) const MAX_DEPTH: usize = 512;
+/// `pattern`s and `patternProperties` one schema may have (each compiled takes up to
+/// [`pattern::MAX_COMPILED_BYTES`]).
+pub(crate) const MAX_PATTERNS: usize = 256;
 
 /// A compiled schema.
 pub(crate) struct Validator {
@@ -338,6 +343,46 @@ mod tests {
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(errors[0].0.ends_with("/child/list/0"), "{errors:?}");
         assert_eq!(errors[0].1, Kind::UnevaluatedProperties(vec!["bad".to_owned()]));
+    }
+
+    #[test]
+    fn a_long_chain_of_refs_compiles_and_checks_on_a_small_stack() {
+        // Each schema refers to the next, as long a chain as a mounted server likes: compiling
+        // takes no stack for it, and a check past the depth bound is an error.
+        let chain = |length: usize| {
+            let mut defs = serde_json::Map::new();
+            for i in 0..length {
+                defs.insert(
+                    format!("d{i}"),
+                    json!({"$ref": format!("#/$defs/d{}", i + 1), "type": "object"}),
+                );
+            }
+            defs.insert(format!("d{length}"), json!({"type": "object"}));
+            json!({"$ref": "#/$defs/d0", "$defs": defs})
+        };
+        let (long, short) = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let long = Validator::new(&chain(100_000)).unwrap();
+                let object = json!({});
+                let errors: Vec<Kind> = long.errors(&object).into_iter().map(|e| e.kind).collect();
+                let short = Validator::new(&chain(400)).unwrap();
+                ((long.is_valid(&object), errors), (short.is_valid(&object), short.is_valid(&json!(1))))
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(!long.0);
+        assert!(matches!(&long.1[..], [Kind::Other(m)] if m.contains("nested")), "{:?}", long.1);
+        assert_eq!(short, (true, false));
+    }
+
+    #[test]
+    fn too_many_patterns_are_a_schema_error() {
+        let properties: serde_json::Map<String, Value> =
+            (0..=MAX_PATTERNS).map(|i| (format!("p{i}"), json!({"pattern": format!("^{i}")}))).collect();
+        let error = Validator::new(&json!({"properties": properties})).err().unwrap();
+        assert!(error.contains("patterns"), "{error}");
     }
 
     #[test]

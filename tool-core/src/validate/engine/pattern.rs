@@ -5,7 +5,7 @@
 use regex::Regex;
 
 /// Bytes a compiled pattern may take; a larger one is not enforced.
-const MAX_COMPILED_BYTES: usize = 1 << 20;
+pub(super) const MAX_COMPILED_BYTES: usize = 256 << 10;
 
 /// `pattern` compiled, or `None` when the `regex` crate cannot run it.
 pub(super) fn compile(pattern: &str) -> Option<Regex> {
