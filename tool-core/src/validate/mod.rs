@@ -10,6 +10,7 @@
 mod describe;
 mod engine;
 mod format;
+mod path;
 mod plan;
 pub(crate) use plan::snake_case;
 

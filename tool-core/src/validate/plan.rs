@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::Coercion;
+use super::path::Path;
 use crate::schema::{non_null_branch, resolve, schema_types};
 
 /// Index of a [`Node`] in its plan; the root is 0.
@@ -235,38 +236,6 @@ fn coerce_string(value: &mut Value, targets: Targets) -> Option<&'static str> {
     };
     *value = replacement;
     Some(to)
-}
-
-/// Where a value sits in the arguments, as a chain on the stack; written out as a JSON
-/// pointer only when a coercion is recorded.
-enum Path<'a> {
-    Root,
-    Key(&'a Path<'a>, &'a str),
-    Index(&'a Path<'a>, usize),
-}
-
-impl Path<'_> {
-    fn pointer(&self) -> String {
-        let mut out = String::new();
-        self.write(&mut out);
-        out
-    }
-
-    fn write(&self, out: &mut String) {
-        match self {
-            Path::Root => {}
-            Path::Key(parent, key) => {
-                parent.write(out);
-                out.push('/');
-                out.push_str(&key.replace('~', "~0").replace('/', "~1"));
-            }
-            Path::Index(parent, index) => {
-                parent.write(out);
-                out.push('/');
-                out.push_str(&index.to_string());
-            }
-        }
-    }
 }
 
 struct Compiler<'s> {

@@ -8,6 +8,7 @@ use serde_json::{Map, Number, Value};
 
 use super::number::{canonical, compare, equal, is_integer, is_multiple_of};
 use super::{Error, Keywords, Kind, MAX_DEPTH, MAX_STEPS, Node, NodeId, Validator};
+use crate::validate::path::Path;
 use crate::words::plural;
 
 /// One check of one instance: its step count, and whether the bound was reached.
@@ -15,26 +16,6 @@ pub(super) struct Run<'v> {
     validator: &'v Validator,
     steps: u64,
     exhausted: bool,
-}
-
-/// Where a value sits in the instance, built on the stack and spelled only for an error.
-#[derive(Clone, Copy)]
-enum Path<'a> {
-    Root,
-    Key(&'a Path<'a>, &'a str),
-    Index(&'a Path<'a>, usize),
-}
-
-impl Path<'_> {
-    fn render(&self) -> String {
-        match self {
-            Path::Root => String::new(),
-            Path::Key(parent, key) => {
-                format!("{}/{}", parent.render(), key.replace('~', "~0").replace('/', "~1"))
-            }
-            Path::Index(parent, index) => format!("{}/{index}", parent.render()),
-        }
-    }
 }
 
 /// The properties or items some schemas evaluated, for `unevaluated*`.
@@ -62,7 +43,7 @@ macro_rules! fail {
     ($valid:ident, $out:ident, $at:expr, $kind:expr) => {{
         $valid = false;
         match $out.as_deref_mut() {
-            Some(list) => list.push(Error { path: $at.path.render(), instance: $at.instance, kind: $kind }),
+            Some(list) => list.push(Error { path: $at.path.pointer(), instance: $at.instance, kind: $kind }),
             None => return false,
         }
     }};

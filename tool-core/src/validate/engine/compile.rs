@@ -10,6 +10,7 @@ use serde_json::{Map, Number, Value};
 
 use super::{Keywords, MAX_DEPTH, MAX_PATTERNS, Node, NodeId, TYPES, Validator, by_length, pattern, uri};
 use crate::validate::format::IntegerFormat;
+use crate::validate::path::escape;
 
 pub(super) fn compile(schema: &Value) -> Result<Validator, String> {
     let mut index = Index::default();
@@ -483,10 +484,6 @@ fn place(pointer: &str, keyword: &str) -> String {
         (false, true) => format!("the schema at `{pointer}`"),
         (false, false) => format!("`{keyword}` at `{pointer}`"),
     }
-}
-
-fn escape(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
 }
 
 fn types(value: &Value) -> Option<u8> {
