@@ -545,8 +545,8 @@ impl Registry {
         self.validation
     }
 
-    /// Checks every tool's input schema as validating a call of it would (against the JSON
-    /// Schema meta-schema, and compiled, the validators kept for the calls), and every example
+    /// Checks every tool's input schema as validating a call of it would (compiled, each
+    /// keyword's value checked, the validators kept for the calls), and every example
     /// against its schema. A registry compiles a tool's validator only for the first call that
     /// needs one (a call its tool decodes itself needs none), so a broken schema otherwise shows
     /// only then; and [`RegistryBuilder::examples_checked_by_tests`] leaves examples unchecked.
