@@ -44,7 +44,9 @@ pub(super) fn resolve(base: &str, reference: &str) -> String {
 /// `uri` without its fragment, and the fragment (percent-decoded) when there is one.
 pub(super) fn split_fragment(uri: &str) -> (&str, Option<String>) {
     match uri.split_once('#') {
-        Some((uri, fragment)) => (uri, Some(percent_decode(fragment))),
+        Some((uri, fragment)) => {
+            (uri, Some(percent_encoding::percent_decode_str(fragment).decode_utf8_lossy().into_owned()))
+        }
         None => (uri, None),
     }
 }
@@ -90,26 +92,6 @@ fn remove_dot_segments(path: &str) -> String {
         }
     }
     output.join("/")
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        if bytes[i] == b'%'
-            && let (Some(high), Some(low)) =
-                (bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex))
-        {
-            out.push((high * 16 + low) as u8);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

@@ -127,23 +127,10 @@ fn match_parts(parts: &[Part], uri: &str, variables: &mut UriVariables, budget: 
 
 /// `%XX` escapes decoded; text whose escapes are not UTF-8 stays as it was.
 fn percent_decoded(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        if bytes[i] == b'%'
-            && let (Some(high), Some(low)) =
-                (bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex))
-        {
-            decoded.push((high * 16 + low) as u8);
-            i += 3;
-            continue;
-        }
-        decoded.push(bytes[i]);
-        i += 1;
+    match percent_encoding::percent_decode_str(text).decode_utf8() {
+        Ok(decoded) => decoded.into_owned(),
+        Err(_) => text.to_owned(),
     }
-    String::from_utf8(decoded).unwrap_or_else(|_| text.to_owned())
 }
 
 #[cfg(test)]
