@@ -25,14 +25,34 @@ pub(super) fn is_multiple_of(value: &Number, divisor: &Number) -> bool {
         return d != 0 && v % d == 0;
     }
     if let (Some((vm, ve)), Some((dm, de))) = (decimal(value), decimal(divisor)) {
-        // value = vm * 10^ve, divisor = dm * 10^de: scale both to the smaller exponent.
-        let low = ve.min(de);
-        let scaled = |mantissa: u128, exponent: i32| {
-            10u128.checked_pow(u32::try_from(exponent - low).ok()?)?.checked_mul(mantissa)
-        };
-        if let (Some(v), Some(d)) = (scaled(vm, ve), scaled(dm, de)) {
-            return d != 0 && v % d == 0;
+        // value = vm * 10^ve, divisor = dm * 10^de.
+        if dm == 0 {
+            return false;
         }
+        if vm == 0 {
+            return true;
+        }
+        return if ve >= de {
+            // value / divisor = vm * 10^(ve - de) / dm: the remainder of vm * 10^k by dm.
+            let mut remainder = vm % dm;
+            for _ in 0..(ve - de) {
+                if remainder == 0 {
+                    break;
+                }
+                remainder = times_ten_mod(remainder, dm);
+            }
+            remainder == 0
+        } else {
+            // value / divisor = vm / (dm * 10^(de - ve)); a divisor past u128 is larger than vm.
+            match u32::try_from(de - ve)
+                .ok()
+                .and_then(|k| 10u128.checked_pow(k))
+                .and_then(|p| p.checked_mul(dm))
+            {
+                Some(d) => vm % d == 0,
+                None => false,
+            }
+        };
     }
     match (value.as_f64(), divisor.as_f64()) {
         (Some(v), Some(d)) => {
@@ -41,6 +61,16 @@ pub(super) fn is_multiple_of(value: &Number, divisor: &Number) -> bool {
         }
         _ => false,
     }
+}
+
+/// `(r * 10) % m` for `r < m`, without overflowing `u128`.
+fn times_ten_mod(r: u128, m: u128) -> u128 {
+    if let Some(product) = r.checked_mul(10) {
+        return product % m;
+    }
+    // Ten additions, each reduced: a + b mod m for a, b < m.
+    let add = |a: u128, b: u128| if a >= m - b { a - (m - b) } else { a + b };
+    (0..10).fold(0, |sum, _| add(sum, r))
 }
 
 /// JSON equality: numbers by value, objects whatever their key order.

@@ -3,7 +3,8 @@
 //! copy). Every case of draft 2020-12 and draft 7 runs, in both modes (valid or not, and the
 //! list of errors), except what the module documents as left out: files of features not
 //! supported, and schemas that refer to other documents (which must then fail to compile, not
-//! pass silently).
+//! pass silently). A second test crosses each draft 2020-12 schema with every instance of the
+//! suite, where the suite says nothing, and compares the verdicts with the `jsonschema` crate's.
 
 use std::path::PathBuf;
 
@@ -103,4 +104,71 @@ fn json_schema_test_suite() {
     }
     assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
     assert!(passed > 1500, "only {passed} cases ran");
+}
+
+/// Schemas whose verdicts may differ from the `jsonschema` crate's for a documented reason.
+fn differs_by_design(schema: &Value) -> bool {
+    let text = schema.to_string();
+    // Patterns: ECMA-262 against the `regex` crate (Unicode classes, look-around), and formats,
+    // which that crate may assert where they are annotations here.
+    ["pattern", "format", "$dynamicRef", "$dynamicAnchor", "$recursiveRef"]
+        .iter()
+        .any(|k| text.contains(&format!("\"{k}\"")))
+}
+
+#[test]
+fn verdicts_agree_with_the_jsonschema_crate_beyond_the_suites_cases() {
+    let Some(root) = suite_root() else {
+        eprintln!("skipped: the JSON Schema Test Suite is not fetched; run scripts/json-schema-suite.sh");
+        return;
+    };
+    let mut compared = 0;
+    let mut disagreements = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("tests/draft2020-12"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .filter(|path| !LEFT_OUT.contains(&path.file_name().unwrap().to_string_lossy().as_ref()))
+        .collect();
+    files.sort();
+    let groups: Vec<(String, Value)> = files
+        .iter()
+        .flat_map(|file| {
+            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+            let groups: Vec<Value> = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+            groups.into_iter().map(move |group| (name.clone(), group))
+        })
+        .collect();
+    // Every instance of every file, once each.
+    let mut instances: Vec<&Value> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (_, group) in &groups {
+        for case in group["tests"].as_array().unwrap() {
+            if seen.insert(case["data"].to_string()) {
+                instances.push(&case["data"]);
+            }
+        }
+    }
+    for (name, group) in &groups {
+        let schema = &group["schema"];
+        if differs_by_design(schema) {
+            continue;
+        }
+        let (Ok(ours), Ok(theirs)) = (Validator::new(schema), jsonschema::draft202012::new(schema)) else {
+            continue;
+        };
+        for instance in &instances {
+            compared += 1;
+            let (a, b) = (ours.is_valid(instance), theirs.is_valid(instance));
+            if a != b {
+                disagreements.push(format!(
+                    "{name}: {}: {instance}: ours {a}, jsonschema {b}",
+                    group["description"].as_str().unwrap_or("")
+                ));
+            }
+        }
+    }
+    eprintln!("{compared} schema and instance pairs compared with the jsonschema crate");
+    assert!(disagreements.is_empty(), "{} disagreements:\n{}", disagreements.len(), disagreements.join("\n"));
+    assert!(compared > 100_000, "only {compared} pairs compared");
 }
