@@ -8,8 +8,8 @@
 //! `uniqueItems`, `allOf`, `anyOf`, `oneOf`, `not`, `if`/`then`/`else`,
 //! `unevaluatedProperties`, `unevaluatedItems`), `$ref` within the schema (JSON pointers,
 //! `$id` resources, `$anchor`s), and the integer formats schemars writes (`uint32`, `int8`,
-//! ...). It is checked against the official JSON Schema Test Suite
-//! (`tool-core/tests/json_schema_suite.rs`).
+//! ...). It is checked against the official JSON Schema Test Suite, and its verdicts against
+//! the `jsonschema` crate's where the suite says nothing (`suite.rs`, beside this module).
 //!
 //! What it leaves out, on purpose:
 //! - A `$ref` to a document outside the schema (a remote or the meta-schema) is a schema
