@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Number, Value};
 
 use super::number::{canonical, compare, equal, is_integer, is_multiple_of};
-use super::{Error, Keywords, Kind, MAX_DEPTH, MAX_STEPS, Node, NodeId, Validator};
+use super::{Error, Keywords, Kind, MAX_DEPTH, MAX_ERRORS, MAX_STEPS, Node, NodeId, Validator};
 use crate::validate::path::Path;
 use crate::words::plural;
 
@@ -43,7 +43,11 @@ macro_rules! fail {
     ($valid:ident, $out:ident, $at:expr, $kind:expr) => {{
         $valid = false;
         match $out.as_deref_mut() {
-            Some(list) => list.push(Error { path: $at.path.pointer(), instance: $at.instance, kind: $kind }),
+            Some(list) if list.len() < MAX_ERRORS => {
+                list.push(Error { path: $at.path.pointer(), instance: $at.instance, kind: $kind })
+            }
+            // Enough to act on: the check stops (see `check`).
+            Some(_) => return false,
             None => return false,
         }
     }};
@@ -84,6 +88,16 @@ impl<'v> Run<'v> {
                 )),
             }];
         }
+        if errors.len() >= MAX_ERRORS {
+            errors.push(Error {
+                path: String::new(),
+                instance,
+                kind: Kind::Other(format!(
+                    "these are the first {MAX_ERRORS} problems; there are more: fix these and call again to see \
+                     the rest"
+                )),
+            });
+        }
         errors
     }
 
@@ -100,7 +114,7 @@ impl<'v> Run<'v> {
         depth: usize,
     ) -> bool {
         let validator = self.validator;
-        if self.exhausted {
+        if self.exhausted || out.as_ref().is_some_and(|list| list.len() >= MAX_ERRORS) {
             return false;
         }
         self.steps += 1;
@@ -117,7 +131,7 @@ impl<'v> Run<'v> {
         let k = match &validator.nodes[node] {
             Node::Always(true) => return true,
             Node::Always(false) => {
-                fail!(valid, out, at, Kind::Other("no value is allowed here".to_owned()));
+                fail!(valid, out, at, Kind::Other("no value is allowed here; leave it out".to_owned()));
                 return valid;
             }
             Node::Keywords(k) => k,
@@ -629,7 +643,8 @@ fn unique(items: &[Value]) -> bool {
 #[cold]
 fn too_deep() -> Kind {
     Kind::Other(format!(
-        "the schema is nested more than {MAX_DEPTH} levels deep here (a `$ref` that refers to itself?)"
+        "the tool's schema is nested more than {MAX_DEPTH} levels deep here (a `$ref` that refers to itself?); \
+         a less deeply nested value may pass, otherwise the tool cannot be called with this schema"
     ))
 }
 

@@ -24,7 +24,8 @@
 //!
 //! A schema may hold at most [`MAX_PATTERNS`] patterns, each compiled to at most 256 KiB (a
 //! larger one is not enforced), so compiling a mounted server's schema takes bounded memory.
-//! A check is bounded: at most [`MAX_STEPS`] schema visits (an `anyOf` nested in `anyOf`s can
+//! A check lists at most [`MAX_ERRORS`] problems and says when there are more. It is bounded:
+//! at most [`MAX_STEPS`] schema visits (an `anyOf` nested in `anyOf`s can
 //! make a small schema exponential) and [`MAX_DEPTH`] nested schemas (a `$ref` cycle that
 //! consumes nothing of the instance); past either the instance is invalid with an error that
 //! says so.
@@ -46,6 +47,10 @@ use super::format::IntegerFormat;
 pub(crate) const MAX_STEPS: u64 = 10_000_000;
 /// Schemas one check may be nested in (each `$ref` followed counts).
 pub(crate) const MAX_DEPTH: usize = 512;
+/// Problems one check lists; past them it stops and says there are more. Each problem is
+/// described to the model (an `anyOf`'s may compile its branch to look inside), so a call of
+/// 20,000 failing items cost the host over two minutes before this bound.
+pub(crate) const MAX_ERRORS: usize = 100;
 /// `pattern`s and `patternProperties` one schema may have (each compiled takes up to
 /// [`pattern::MAX_COMPILED_BYTES`]).
 pub(crate) const MAX_PATTERNS: usize = 256;
@@ -383,6 +388,19 @@ mod tests {
             (0..=MAX_PATTERNS).map(|i| (format!("p{i}"), json!({"pattern": format!("^{i}")}))).collect();
         let error = Validator::new(&json!({"properties": properties})).err().unwrap();
         assert!(error.contains("patterns"), "{error}");
+    }
+
+    #[test]
+    fn a_call_with_many_problems_lists_the_first_hundred_and_says_there_are_more() {
+        let validator = Validator::new(&json!({"type": "array", "items": {"type": "integer"}})).unwrap();
+        let items = Value::Array((0..20_000).map(|i| json!(i.to_string())).collect());
+        let errors = validator.errors(&items);
+        assert_eq!(errors.len(), MAX_ERRORS + 1);
+        assert_eq!(errors[0].path, "/0");
+        assert_eq!(errors[MAX_ERRORS - 1].path, format!("/{}", MAX_ERRORS - 1));
+        assert!(matches!(&errors[MAX_ERRORS].kind, Kind::Other(m) if m.contains("there are more")));
+        let few = json!(["a", 1, "b"]);
+        assert_eq!(validator.errors(&few).len(), 2);
     }
 
     #[test]
