@@ -147,7 +147,9 @@ pub(crate) struct CodeModeArgs {
     /// (`await tools.grep({pattern: "..."})`) and returns only what it prints and its last value.
     /// `beside` (the flag alone) offers it next to the other tools, `--code-mode=only` alone (the
     /// others are reached from scripts). The value takes an `=`, so that the flag alone never
-    /// swallows the word after it (`tools call code --code-mode '{"script": ...}'`).
+    /// swallows the word after it (`tools call code --code-mode '{"script": ...}'`). The
+    /// settings' permission mode does not ask about a script: each call it makes is decided as
+    /// the model's own would be; rules may name `code` (`deny code` refuses scripts).
     #[arg(
         long,
         value_name = "beside|only",

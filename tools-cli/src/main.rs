@@ -215,12 +215,15 @@ struct Setup {
     checkpoints: bool,
 }
 
-/// The settings file, the mounted servers of `mcp`, the registry of our tools and theirs, and
-/// the workspace with the settings' policy, whose rules may name the mounted tools.
+/// The settings file, the mounted servers of `mcp`, the registry of our tools and theirs as
+/// `--code-mode` offers them, and the workspace with the settings' policy, whose rules may name
+/// the mounted tools and the script tool. `serves`: the process serves (`serve`), so mounted
+/// servers may sample and scripts may run on past their yield time.
 async fn prepare(
     args: &WorkspaceArgs,
     mcp: &McpArgs,
-    sampling: bool,
+    code: &CodeModeArgs,
+    serves: bool,
 ) -> Result<(Setup, Vec<McpMount>, Registry), Failure> {
     let file = Loaded::read(args)?;
     let environment = file
@@ -234,29 +237,28 @@ async fn prepare(
         None => project_servers(args, mcp, file.as_ref())?,
     };
     let mounts = match servers {
-        Some(config) => mount_servers(config, &environment, args.root.as_deref(), sampling).await?,
-        None => mount(mcp, &environment, args.root.as_deref(), sampling).await?,
+        Some(config) => mount_servers(config, &environment, args.root.as_deref(), serves).await?,
+        None => mount(mcp, &environment, args.root.as_deref(), serves).await?,
     };
-    let registry = registry(&mounts)?;
-    let setup = setup(args, file.as_ref(), &registry, &mounts)?;
-    Ok((setup, mounts, registry))
+    let tools = registry(&mounts)?;
+    let names: Vec<String> = tools.names().map(str::to_owned).collect();
+    let offered = code_mode(tools, code, serves)?;
+    let scripts: Vec<String> =
+        offered.names().filter(|name| !names.iter().any(|tool| tool == name)).map(str::to_owned).collect();
+    let known = Known { tools: &names, mounts: &mounts, scripts: &scripts };
+    let setup = setup(args, file.as_ref(), &known)?;
+    Ok((setup, mounts, offered))
 }
 
 /// The workspace `args` names, in its sandbox, with its egress and filtered environment, and
 /// the settings file's permission policy.
-fn setup(
-    args: &WorkspaceArgs,
-    file: Option<&Loaded>,
-    registry: &Registry,
-    mounts: &[McpMount],
-) -> Result<Setup, Failure> {
+fn setup(args: &WorkspaceArgs, file: Option<&Loaded>, known: &Known<'_>) -> Result<Setup, Failure> {
     let root = workspace_root(args.root.as_deref())?;
     let workspace = Workspace::new(&root).map_err(|e| Failure::usage(root_error(&root, &e)))?;
     let mut checkpoints = args.checkpoints;
     let (policy, sandbox_settings, environment, network, verify, hook_files) = match file {
         Some(file) => {
-            let known = Known { registry, mounts };
-            let loaded = settings_policy(file, workspace.root(), args.allow_outside_root, &known)?;
+            let loaded = settings_policy(file, workspace.root(), args.allow_outside_root, known)?;
             // `--checkpoints` wins over the settings file.
             checkpoints = checkpoints.or(loaded.checkpoints);
             let hook_files = loaded.hook_files;
@@ -578,8 +580,7 @@ fn definitions(
 }
 
 async fn call(args: CallArgs) -> Result<i32, Failure> {
-    let (setup, _mounts, registry) = prepare(&args.workspace, &args.mcp, false).await?;
-    let registry = code_mode(registry, &args.code, false)?;
+    let (setup, _mounts, registry) = prepare(&args.workspace, &args.mcp, &args.code, false).await?;
     if !registry.contains(&args.name) {
         return Err(Failure::usage(registry.unknown_tool(&args.name).message().to_owned()));
     }
@@ -614,7 +615,7 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
 
 async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     let provider = args.format.provider();
-    let (setup, _mounts, registry) = prepare(&args.workspace, &args.mcp, false).await?;
+    let (setup, _mounts, registry) = prepare(&args.workspace, &args.mcp, &args.code, false).await?;
     let text = read_stdin("the assistant message")?;
     if text.trim().is_empty() {
         return Err(Failure::usage(format!(
@@ -623,7 +624,7 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     }
     let message: Value = serde_json::from_str(&text)
         .map_err(|e| Failure::usage(format!("standard input is not valid JSON: {e}")))?;
-    let catalog = catalog(code_mode(registry, &args.code, false)?, &args.defer)?;
+    let catalog = catalog(registry, &args.defer)?;
     let mut builder = dispatcher(catalog.registry().clone(), setup, &args.workspace);
     if args.events {
         builder = builder.events(EventFn(print_event));
@@ -665,14 +666,14 @@ fn turn_id() -> String {
 
 async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     // The mounted servers' tools are served with ours, for as long as we serve.
-    let (setup, mounts, registry) = prepare(&args.workspace, &args.mcp, true).await?;
+    let (setup, mounts, registry) = prepare(&args.workspace, &args.mcp, &args.code, true).await?;
     // What confines every command of this session, said once when serving starts.
     let announce: Vec<String> =
         std::iter::once(sandbox_line(&setup.workspace)).chain(setup.announce.iter().cloned()).collect();
     // The settings' SessionStart and SessionEnd hooks: one session, this server's.
     let session_hooks = setup.policy.clone();
     let session_id = format!("serve-{}", std::process::id());
-    let builder = dispatcher(code_mode(registry, &args.code, true)?, setup, &args.workspace);
+    let builder = dispatcher(registry, setup, &args.workspace);
     let server = tool_runtime::mcp_server::McpServer::builder(builder)
         .name("tools")
         .version(env!("CARGO_PKG_VERSION"))

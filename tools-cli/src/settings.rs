@@ -7,11 +7,11 @@ use std::fmt;
 
 use serde_json::Value;
 use tool_egress::settings::NetworkSettings;
-use tool_runtime::Registry;
 use tool_runtime::environment::EnvFilter;
 use tool_runtime::mcp_client::{McpConfig, McpMount};
 use tool_runtime::permissions::{
-    Action as PermissionAction, EXTERNAL_DIRECTORY, PermissionMode, Policy, Rules, SandboxSettings, Settings,
+    Access, Action as PermissionAction, EXTERNAL_DIRECTORY, PermissionMode, Policy, Rules, SandboxSettings,
+    Settings,
 };
 use tool_runtime::settings::{self as tool_settings, SettingsError, SettingsFile, hierarchy};
 use tools_std::tool_egress;
@@ -173,10 +173,16 @@ pub(crate) fn project_servers(
     Ok((!config.servers.is_empty()).then_some(config))
 }
 
-/// The tools rules may name: the registry's, and the mounted servers'.
+/// The tools rules may name: the registry's, the mounted servers', and code mode's.
 pub(crate) struct Known<'a> {
-    pub(crate) registry: &'a Registry,
+    /// The names of our tools and the mounted servers' (`grep`, `docs__search`).
+    pub(crate) tools: &'a [String],
     pub(crate) mounts: &'a [McpMount],
+    /// The script tool and its companions (`code`, `code_output`, `code_stop`) under
+    /// `--code-mode`: they ask about nothing themselves, since every call a script makes is
+    /// decided on its own, so no mode asks before a script runs (a rule naming them still
+    /// applies: `deny code` refuses scripts).
+    pub(crate) scripts: &'a [String],
 }
 
 /// The rules and hooks of `--settings`, checked in full now (a bad rule, or one naming a tool
@@ -194,7 +200,10 @@ pub(crate) fn settings_policy(
     let linked: Vec<_> = tool_runtime::spec::registered_tools().collect();
     let mut catalog = tools_std::permission_catalog()
         .tools(linked.iter().map(|tool| tool.spec()))
-        .known_tools(known.registry.specs().map(|spec| spec.name.clone()));
+        .known_tools(known.tools.iter().chain(known.scripts).cloned());
+    for script in known.scripts {
+        catalog = catalog.access(script, Access::ReadOnly);
+    }
     for mount in known.mounts {
         catalog = catalog.server(mount.name());
     }

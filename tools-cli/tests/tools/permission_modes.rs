@@ -183,3 +183,51 @@ fn a_mode_that_is_not_claude_codes_is_a_usage_error() {
     let run = fx.run(&["call", "ls", "{}", "--settings", &file], None);
     assert!(run.usage_error().contains("which `permissions.disableBypassPermissionsMode` turns off"));
 }
+
+/// Under `--code-mode` the script tool asks about nothing itself: each call its script makes is
+/// decided by the rules and the mode as the model's own would be, so a mode refuses or asks about
+/// a script's write and lets its read run. Rules may name the script tool (`deny code`).
+#[test]
+fn a_script_is_not_asked_about_but_each_of_its_calls_is() {
+    let script = json!({"script": r#"
+        const read = await tools.read({ path: "hello.txt" });
+        let write;
+        try { await tools.write({ path: "new.txt", content: "x\n" }); write = "written"; }
+        catch (e) { write = `${e.kind}: ${e.message}`; }
+        `${read.text.includes("hello")} | ${write}`
+    "#});
+    let expected = [
+        ("default", "true | permission_denied: Permission denied (write "),
+        ("acceptEdits", "true | written"),
+        ("plan", "true | permission_denied: Permission denied (write "),
+        ("dontAsk", "true | permission_denied: Permission denied (write "),
+        ("bypassPermissions", "true | written"),
+    ];
+    for (mode, start) in expected {
+        let fx = Fixture::new();
+        let file = settings(&fx, json!({"permissions": {"defaultMode": mode}}));
+        let args = script.to_string();
+        for flag in ["--code-mode", "--code-mode=only"] {
+            let _ = std::fs::remove_file(fx.ws().join("new.txt"));
+            let run = fx.run(&["call", "code", &args, "--settings", &file, "--sandbox", "off", flag], None);
+            let result = run.json();
+            let output = result["output"].as_str().unwrap();
+            assert_eq!(result["is_error"], false, "{mode} {flag}: {output}");
+            assert!(output.starts_with(start), "{mode} {flag}: {output}");
+            assert_eq!(fx.ws().join("new.txt").exists(), output.ends_with("written"), "{mode} {flag}");
+        }
+    }
+    // A script's refused call names what would allow it, a rule that the settings accept.
+    let fx = Fixture::new();
+    let file = settings(&fx, json!({"permissions": {"allow": ["Write", "code"]}}));
+    let run = fx.run(&["call", "code", &script.to_string(), "--settings", &file, "--code-mode"], None);
+    assert_eq!(run.json()["output"], "true | written", "{}", run.stderr);
+    // A rule may refuse scripts.
+    let file = settings(&fx, json!({"permissions": {"deny": ["code"]}}));
+    let run = fx.run(&["call", "code", &script.to_string(), "--settings", &file, "--code-mode"], None);
+    let output = run.json()["output"].as_str().unwrap().to_owned();
+    assert!(output.contains("refused by the rule `deny code`"), "{output}");
+    // Without code mode, a rule naming the script tool names no tool.
+    let run = fx.run(&["call", "read", r#"{"path": "hello.txt"}"#, "--settings", &file], None);
+    assert!(run.usage_error().contains("no tool is named `code`"), "{}", run.stderr);
+}
