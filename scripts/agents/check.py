@@ -17,10 +17,12 @@ with the result the agent sent back, and checks each step:
   e      write created.txt, read it back     -> the file is on disk and its text reaches the model
   h      bash `sleep 97` in the background   -> the model is told it runs on (whether it
                                                 outlived the session is run.sh's to see)
+  k      code: one script calling grep, read and a refused bash command
+                                             -> the script's answer reaches the model
   f      final text                          -> the agent prints it and exits 0
 
 Usage: check.py --log model.jsonl --ws WORKSPACE --out AGENT_STDOUT --rc N [--json FILE]
-Prints one line of cells separated by '|': tools a g g2 b b2 c d e h f notes.
+Prints one line of cells separated by '|': tools a g g2 b b2 c d e h k f notes.
 """
 
 import argparse
@@ -206,6 +208,9 @@ def main():
     else:
         cells["e"] = "write: %s; read: %s; on disk: %s" % (e1, e2, "yes" if on_disk else "no")
     cells["h"] = verdict("h", ["still running", "bash_stop("], "told it runs on")
+    cells["k"] = verdict("k", ["code mode: notes.txt: alpha needle here; big.txt read in one call: 1992 lines; "
+                               "bash execution: sandbox: writing to /etc/tools-probe-code was refused"],
+                         "the script's answer seen")
     try:
         with open(a.out, encoding="utf-8", errors="replace") as f:
             out = f.read()
@@ -227,7 +232,7 @@ def main():
             json.dump({"cells": cells, "offered": sorted(max_offered), "calls": {
                 k: {"name": v[0], "args": v[1], "result": v[2][0] if v[2] else None} for k, v in by_step.items()}},
                 f, indent=1)
-    print("|".join(cells[k] for k in ("tools", "a", "g", "g2", "b", "b2", "c", "d", "e", "h", "f", "notes")))
+    print("|".join(cells[k] for k in ("tools", "a", "g", "g2", "b", "b2", "c", "d", "e", "h", "k", "f", "notes")))
 
 
 if __name__ == "__main__":

@@ -88,7 +88,7 @@ runs="$AGENTS_DIR/work/$stamp"
 mkdir -p "$runs"
 results="$runs/results.md"
 failed=0
-header="| agent | version | transport | tools offered | a read | g read 3000 lines | g2 read 160 KB | b bash 3000 lines | b2 bash 5 MB | c grep | d refused write | e write+read | h background bash | f final | leftover processes | wall |"
+header="| agent | version | transport | tools offered | a read | g read 3000 lines | g2 read 160 KB | b bash 3000 lines | b2 bash 5 MB | c grep | d refused write | e write+read | h background bash | k code mode script | f final | leftover processes | wall |"
 printf '%s\n|%s\n' "$header" "$(printf '%s' "$header" | sed 's/[^|]//g; s/|/---|/g; s/^---|//')" >"$results"
 
 # Starts the scripted model for run directory $1; sets MODEL_PID, MODEL_PORT.
@@ -100,7 +100,7 @@ start_model() {
 }
 # Starts `tools serve --http` for run directory $1; sets HTTP_PID, MCP_URL (and TEE_PID).
 start_http() {
-    "$TOOLS_BIN" serve --http 127.0.0.1:0 --root "$1/ws" --no-settings >"$1/serve.out" 2>"$1/serve.err" &
+    "$TOOLS_BIN" serve --http 127.0.0.1:0 --root "$1/ws" --no-settings --code-mode >"$1/serve.out" 2>"$1/serve.err" &
     HTTP_PID=$!
     MCP_URL=""
     for _ in $(seq 1 100); do
@@ -120,7 +120,7 @@ start_http() {
 # The stdio server command for run directory $1, one word a line.
 stdio_argv() {
     if [ "${MCP_TEE:-}" = 1 ]; then printf '%s\n' python3 "$here/stdio_tee.py" "$1/mcp.log" --; fi
-    printf '%s\n' "$TOOLS_BIN" serve --root "$1/ws" --no-settings
+    printf '%s\n' "$TOOLS_BIN" serve --root "$1/ws" --no-settings --code-mode
 }
 json_array() { python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().splitlines()))'; }
 toml_array() { json_array; }  # a JSON array of strings is a TOML array
@@ -251,7 +251,7 @@ for agent in $AGENTS; do
         if [ "$transport" = http ]; then
             start_http "$d"
             if [ -z "$MCP_URL" ]; then
-                echo "| $agent | $version | $transport | server did not start: $(head -c 300 "$d/serve.err") | | | | | | | | | | | | |" >>"$results"
+                echo "| $agent | $version | $transport | server did not start: $(head -c 300 "$d/serve.err") | | | | | | | | | | | | | |" >>"$results"
                 kill "$MODEL_PID" "$HTTP_PID" 2>/dev/null
                 failed=1
                 continue
@@ -295,9 +295,9 @@ for agent in $AGENTS; do
             *"ran on:"*) [ -z "$others" ] && left="${left}none after the server stopped" ;;
         esac
         row="$(python3 "$here/check.py" --log "$d/model.jsonl" --ws "$d/ws" --out "$d/agent.out" --rc "$rc" --json "$d/check.json")"
-        IFS='|' read -r tools a g g2 b b2 c dd e h f notes <<<"$row"
-        echo "| $agent | $version | $transport | $tools | $a | $g | $g2 | $b | $b2 | $c | $dd | $e | $h | $f | $left | $((wall / 1000)).$(printf '%03d' $((wall % 1000))) s (exit $rc; $notes) |" >>"$results"
-        case "$a$g$g2$b$b2$c$dd$e$h$f" in *FAIL*|*"not run"*) failed=1 ;; esac
+        IFS='|' read -r tools a g g2 b b2 c dd e h k f notes <<<"$row"
+        echo "| $agent | $version | $transport | $tools | $a | $g | $g2 | $b | $b2 | $c | $dd | $e | $h | $k | $f | $left | $((wall / 1000)).$(printf '%03d' $((wall % 1000))) s (exit $rc; $notes) |" >>"$results"
+        case "$a$g$g2$b$b2$c$dd$e$h$k$f" in *FAIL*|*"not run"*) failed=1 ;; esac
         case "$left" in none | *"none after the server stopped") ;; *) failed=1 ;; esac
     done
 done

@@ -37,6 +37,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FINAL_TEXT = "SCRIPTED-RUN-COMPLETE: every scripted step was sent."
 
+CODE_SCRIPT = """const found = await tools.grep({ pattern: "needle", output_mode: "files_with_matches" });
+const files = found.text.split("\\n").filter(Boolean);
+const heads = await Promise.all(files.map((path) => tools.read({ path, limit: 1 })));
+const lines = (await tools.read({ path: "big.txt" })).text.split("\\n").length;
+let write;
+try { await tools.bash({ command: "echo x > /etc/tools-probe-code" }); write = "ran"; }
+catch (e) { write = `${e.kind}: ${/sandbox: [^:]*/.exec(e.message)}`; }
+`code mode: ${files.join(",")}: ${heads.map((h) => h.text.split("\\t")[1].trim()).join(",")}; big.txt read in one call: ${lines} lines; bash ${write}`"""
+
 # (step id, tool base name, arguments). The first argument value names the step in a history.
 SCRIPT = [
     ("a", "read", {"path": "notes.txt"}),
@@ -52,6 +61,9 @@ SCRIPT = [
     ("e2", "read", {"path": "created.txt"}),
     # A command left running in the background: it must not outlive the session.
     ("h", "bash", {"command": "sleep 97", "background": True}),
+    # Code mode (`tools serve --code-mode`): one script calls grep, read (two at once) and a bash
+    # command the sandbox refuses, which the script catches; only its last value comes back.
+    ("k", "code", {"script": CODE_SCRIPT}),
 ]
 
 # SCRIPTED_MODEL_SCRIPT names a JSON file with another script: [[id, tool, {args}], ...].
