@@ -285,6 +285,22 @@ mod tests {
     }
 
     #[test]
+    fn unique_items_says_the_same_for_short_arrays_and_long_ones() {
+        // Short arrays are compared pairwise, long ones hashed by a canonical text: both must
+        // tell 2^53 + 1 from 2^53 written as a float, and 1 from 1.0 not.
+        let schema = json!({"uniqueItems": true});
+        for filler in [0, 20] {
+            let mut items: Vec<Value> = (0..filler).map(|i| json!(format!("filler {i}"))).collect();
+            items.push(json!(9_007_199_254_740_993_u64));
+            items.push(serde_json::from_str("9007199254740992.0").unwrap());
+            assert!(valid(schema.clone(), Value::Array(items.clone())), "{filler}");
+            items.push(json!(1));
+            items.push(json!(1.0));
+            assert!(!valid(schema.clone(), Value::Array(items)), "{filler}");
+        }
+    }
+
+    #[test]
     fn a_pattern_with_ecma_classes_means_ascii_and_runs_in_linear_time() {
         assert!(valid(json!({"pattern": "^\\d+$"}), json!("123")));
         assert!(!valid(json!({"pattern": "^\\d+$"}), json!("١٢٣")));

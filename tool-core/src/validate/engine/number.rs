@@ -6,12 +6,37 @@ use std::cmp::Ordering;
 
 use serde_json::{Number, Value};
 
-/// `a` compared with `b`; `None` only for a NaN, which JSON cannot write.
+/// `a` compared with `b` by value, an integer with a float exactly (`9007199254740993` is
+/// greater than `9007199254740992.0`, which a conversion to float would call equal); `None`
+/// only for a NaN, which JSON cannot write.
 pub(super) fn compare(a: &Number, b: &Number) -> Option<Ordering> {
     match (exact(a), exact(b)) {
         (Some(a), Some(b)) => Some(a.cmp(&b)),
-        _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
+        (Some(a), None) => with_float(a, b.as_f64()?),
+        (None, Some(b)) => with_float(b, a.as_f64()?).map(Ordering::reverse),
+        (None, None) => a.as_f64()?.partial_cmp(&b.as_f64()?),
     }
+}
+
+/// The integer `i` (an `i64` or a `u64`) compared with the float `f`, exactly.
+fn with_float(i: i128, f: f64) -> Option<Ordering> {
+    // Past 2^64 in size, the float is beyond every integer `exact` gives.
+    const BEYOND: f64 = 18_446_744_073_709_551_616.0;
+    if f.is_nan() {
+        return None;
+    }
+    if f.abs() >= BEYOND {
+        return Some(if f > 0.0 { Ordering::Less } else { Ordering::Greater });
+    }
+    let whole = f.trunc();
+    // Exact: `whole` is an integer smaller than 2^64 in size.
+    Some(i.cmp(&(whole as i128)).then(if f > whole {
+        Ordering::Less
+    } else if f < whole {
+        Ordering::Greater
+    } else {
+        Ordering::Equal
+    }))
 }
 
 /// Whether the number has no fractional part (`1` and `1.0`, as draft 2020-12's `integer`).
@@ -184,5 +209,14 @@ mod tests {
         assert_eq!(compare(&number(json!(1.0)), &number(json!(1))), Some(Ordering::Equal));
         assert!(is_integer(&number(json!(1.0))) && !is_integer(&number(json!(1.5))));
         assert!(equal(&json!({"a": [1, 2.0]}), &json!({"a": [1.0, 2]})));
+        // Past 2^53 an integer and a float are compared exactly.
+        let big = number(json!(9_007_199_254_740_993_u64));
+        let float = number(serde_json::from_str("9007199254740992.0").unwrap());
+        assert_eq!(compare(&big, &float), Some(Ordering::Greater));
+        assert_eq!(compare(&float, &big), Some(Ordering::Less));
+        assert_eq!(compare(&number(json!(-3)), &number(json!(-2.5))), Some(Ordering::Less));
+        assert_eq!(compare(&number(json!(-2)), &number(json!(-2.5))), Some(Ordering::Greater));
+        assert_eq!(compare(&number(json!(u64::MAX)), &number(json!(1.9e19))), Some(Ordering::Less));
+        assert_eq!(compare(&number(json!(i64::MIN)), &number(json!(-1e300))), Some(Ordering::Greater));
     }
 }
