@@ -4,8 +4,11 @@ Usage: python modes.py TOOLS_BINARY WORKSPACE
 Runs `tools serve --settings FILE` with `"defaultMode": "default"` and no rule about edits. A read
 runs without a question; an edit no rule allows is asked about through the client's elicitation
 (legacy mode: `initialize`, protocol 2025-11-25): accepted, it runs; declined, it is refused
-naming the mode. A client without elicitation gets the refusal. Prints one line per check and
-exits non-zero on the first failure.
+naming the mode. A client without elicitation gets the refusal. Under `--code-mode` the script
+itself is not asked about, but each edit its script makes is, in legacy mode and in the SDK's
+default mode (revision 2026-07-28, where the question comes back in the call's result): the
+accepted one runs, the declined one is a `ToolError` the script catches. Prints one line per
+check and exits non-zero on the first failure.
 """
 
 import json
@@ -63,6 +66,46 @@ async def main(tools, workspace):
             MODE in text_of(refused) and "did not declare the elicitation capability" in text_of(refused),
             f"the refusal names the mode and says why: {text_of(refused)!r}",
         )
+
+    script = """
+        const done = [];
+        for (const path of ["script-approved.txt", "script-declined.txt"]) {
+            try { await tools.write({ path, content: "x\\n" }); done.push(`${path}: written`); }
+            catch (e) { done.push(`${path}: ${e.kind}`); }
+        }
+        done.join("; ")
+    """
+    for mode in ("legacy", "auto"):
+        for name in ("script-approved.txt", "script-declined.txt"):
+            if os.path.exists(os.path.join(workspace, name)):
+                os.remove(os.path.join(workspace, name))
+        questions.clear()
+        coded = StdioServerParameters(command=tools, args=params.args + ["--code-mode"], cwd=workspace)
+
+        async def answer_script(context, asked):
+            questions.append(asked)
+            if "script-approved.txt" in asked.message:
+                return types.ElicitResult(action="accept", content={"allow": True})
+            return types.ElicitResult(action="decline")
+
+        async with Client(coded, mode=mode, read_timeout_seconds=60, elicitation_callback=answer_script) as client:
+            ran = await client.call_tool("code", {"script": script})
+            check(
+                not ran.is_error
+                and text_of(ran) == "script-approved.txt: written; script-declined.txt: permission_denied",
+                f"{mode}: the script ran without a question, its accepted edit ran and its declined one was "
+                f"caught: {text_of(ran)!r}",
+            )
+            asked = [q.message for q in questions]
+            check(
+                len(asked) == 2 and all(MODE in m for m in asked) and "`allow Write(./script-approved.txt)`" in asked[0],
+                f"{mode}: each of the script's edits was asked about, naming the mode, and nothing else: {asked!r}",
+            )
+            check(
+                os.path.exists(os.path.join(workspace, "script-approved.txt"))
+                and not os.path.exists(os.path.join(workspace, "script-declined.txt")),
+                f"{mode}: only the accepted edit had its effect",
+            )
 
     print("passed: permission modes", flush=True)
 
