@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What inputs built to be costly cost the `tools` process: ignore files a command planted in the
-# workspace (compiled by every grep, glob, ls and checkpoint scan), and a model's long
-# `old_string` or hunk in a file that repeats its lines. Each case is one `tools call`, its wall
+# workspace (compiled by every grep, glob, ls and checkpoint scan), a model's long
+# `old_string` or hunk in a file that repeats its lines, and a multi_edit of such edits. Each case is one `tools call`, its wall
 # time and peak memory measured with /usr/bin/time, stopped at 120 s.
 #
 # Usage: tools-std/benches/hostile_inputs.sh TOOLS [BASELINE_TOOLS]
@@ -55,6 +55,18 @@ hunk = " x = 1;\n" * 3000 + "-XYZ\n+b\n"
 with open(os.path.join(work, "patch-repeated.json"), "w") as f:
     json.dump({"patch": "*** Begin Patch\n*** Update File: same.txt\n@@\n" + hunk + "*** End Patch\n"}, f)
 
+# 100 runs of 300 repeated lines, each ended by a line of its own, and 100 edits that each match
+# one run only once trailing whitespace is ignored, after about 4.5 million line comparisons.
+# A successful edit changes the file, so every binary starts from a copy (see `measure`).
+root = os.path.join(work, "pristine", "runs")
+os.makedirs(root)
+with open(os.path.join(root, "runs.txt"), "w") as f:
+    f.write("".join("x = 1;\n" * 300 + "y%d;\n" % k for k in range(100)))
+edits = [{"old_string": "x = 1; \n" * 300 + "y%d;\n" % k, "new_string": "x = 1;\n" * 300 + "z%d;\n" % k}
+         for k in range(100)]
+with open(os.path.join(work, "multi-edit-runs.json"), "w") as f:
+    json.dump({"path": "runs.txt", "edits": edits}, f)
+
 # A file of varied lines, and a 20,000-line text of them that is not in it.
 root = tree("varied")
 with open(os.path.join(root, "big.txt"), "w") as f:
@@ -68,6 +80,10 @@ EOF
 # One case: prints "seconds s, peak MB, outcome".
 measure() {
     local bin="$1" root="$2" tool="$3" args="$4" out
+    if [ -d "$work/pristine/$root" ]; then
+        rm -rf "${work:?}/$root"
+        cp -a "$work/pristine/$root" "$work/$root"
+    fi
     out="$(cd "$work/$root" && { /usr/bin/time -f '%e %M' timeout 120 "$bin" call "$tool" - --no-settings \
         < "$args" > "$work/out.json"; } 2>&1 | tail -1)" || true
     local seconds="${out% *}" kb="${out#* }"
@@ -90,6 +106,7 @@ cases=(
     "edit, 5,000-line old_string in 200,000 repeated lines|repeated|edit|$work/edit-repeated.json"
     "apply_patch, 3,000-line hunk in 200,000 repeated lines|repeated|apply_patch|$work/patch-repeated.json"
     "edit, 20,000-line old_string not in 400,000 lines|varied|edit|$work/edit-varied.json"
+    "multi_edit, 100 edits that each match after 4.5 million line comparisons|runs|multi_edit|$work/multi-edit-runs.json"
 )
 if [ -n "$baseline" ]; then
     echo "| case | $baseline | $tools |"

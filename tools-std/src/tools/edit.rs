@@ -1,5 +1,6 @@
 //! The `edit` tool: replace exact text in a file, keeping its line endings and BOM, with a tolerant fallback.
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::Arc;
@@ -61,7 +62,8 @@ pub async fn edit(
     let known = versions.clone();
     let output = ws
         .blocking(move |ops| {
-            let request = Request { old: &old_string, new: &new_string, replace_all };
+            let budget = Budget::default();
+            let request = Request { old: &old_string, new: &new_string, replace_all, budget: &budget };
             edit_blocking(ops, &versions, &target, &display, &request)
         })
         .await??;
@@ -75,6 +77,19 @@ pub(crate) struct Request<'a> {
     pub(crate) old: &'a str,
     pub(crate) new: &'a str,
     pub(crate) replace_all: bool,
+    /// What the call may still spend on searches with whitespace differences (shared by the
+    /// edits of a `multi_edit`).
+    pub(crate) budget: &'a Budget,
+}
+
+/// What is left of a call's [`MAX_CALL_COMPARISONS`].
+#[derive(Debug)]
+pub(crate) struct Budget(Cell<u64>);
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget(Cell::new(MAX_CALL_COMPARISONS))
+    }
 }
 
 fn edit_blocking(
@@ -242,16 +257,23 @@ pub(crate) enum Failure {
     /// The edited file would be larger than [`MAX_EDIT_BYTES`].
     TooLarge { count: usize, size: u64 },
     /// Not found exactly, and the search with whitespace differences went past
-    /// [`MAX_LINE_COMPARISONS`] (a long `old` in a file that repeats its lines).
-    TooCostly { lines: usize },
+    /// [`MAX_LINE_COMPARISONS`] (a long `old` in a file that repeats its lines), or (`in_all`)
+    /// past what is left of the call's [`MAX_CALL_COMPARISONS`].
+    TooCostly { lines: usize, in_all: bool },
 }
 
 /// A search with whitespace differences compares at most this many lines: it compares the
 /// lines of `old` at each line of the file until one differs, which a long `old` in a file that
 /// repeats its lines makes quadratic (5,000 lines in a file of 200,000 identical ones: minutes).
 /// A real search stops at the first or second line of most places, so a file of a million lines
-/// stays well within it; `multi_edit`'s 100 edits may each spend it.
+/// stays well within it.
 const MAX_LINE_COMPARISONS: u64 = 5_000_000;
+
+/// The line comparisons all the searches with whitespace differences of one call may make: four
+/// searches at [`MAX_LINE_COMPARISONS`]. The edits of a `multi_edit` share it, so its 100 edits
+/// cost at most what four costly ones do, not 100 times that (100 edits that each matched after
+/// nearly 5 million comparisons took 97 s of the host's CPU, debug build, before).
+const MAX_CALL_COMPARISONS: u64 = 4 * MAX_LINE_COMPARISONS;
 
 impl Failure {
     pub(crate) fn into_error(self, display: &str) -> ToolError {
@@ -273,11 +295,19 @@ impl Failure {
                     at_lines(&lines, count)
                 ))
             }
-            Failure::TooCostly { lines } => ToolError::invalid_arguments(format!(
+            Failure::TooCostly { lines, in_all: false } => ToolError::invalid_arguments(format!(
                 "old_string ({}) was not found in {display} as it is, and looking for it with \
                  whitespace differences compares too many lines (the file repeats them). Copy the text to \
                  replace from the file exactly (read it again), or use a shorter old_string that is unique.",
                 plural(lines as u64, "line")
+            )),
+            Failure::TooCostly { lines, in_all: true } => ToolError::invalid_arguments(format!(
+                "old_string ({}) was not found in {display} as it is, and this call's searches with whitespace \
+                 differences have compared as many lines as one call may ({} million in all). Copy \
+                 the text to replace from the file exactly (read it again), or split the edits over several \
+                 calls.",
+                plural(lines as u64, "line"),
+                MAX_CALL_COMPARISONS / 1_000_000
             )),
             Failure::TooLarge { count, size } => ToolError::invalid_arguments(format!(
                 "Replacing {} in {display} would make it {}, more than the 64 MiB edit writes; nothing was \
@@ -353,8 +383,14 @@ struct Search<'a> {
 }
 
 impl Search<'_> {
-    /// Calls `visit` with each match, left to right, and the text that replaces it.
+    /// Calls `visit` with each match, left to right, and the text that replaces it. Run again
+    /// after [`Search::survey`], it makes the comparisons the survey made and charged.
     fn run(&self, visit: &mut dyn FnMut(Range<usize>, &str)) -> Result<(), Failure> {
+        self.run_within(MAX_LINE_COMPARISONS, visit).map(drop)
+    }
+
+    /// [`Search::run`] making at most `limit` line comparisons; returns how many it made.
+    fn run_within(&self, limit: u64, visit: &mut dyn FnMut(Range<usize>, &str)) -> Result<u64, Failure> {
         let text = || std::str::from_utf8(self.body).map_err(|_| Failure::NotFound { hint: String::new() });
         match self.tier {
             Tier::Exact => {
@@ -367,25 +403,27 @@ impl Search<'_> {
                         visit(start..next_free, self.new);
                     }
                 }
-                Ok(())
+                Ok(0)
             }
             Tier::Typography => {
                 typography_matches(text()?, self.old, self.new, visit);
-                Ok(())
+                Ok(0)
             }
             Tier::ShiftedLines | Tier::LooseLines | Tier::InnerWhitespace => {
-                line_matches(text()?, self.old, self.new, self.tier, visit)
+                line_matches(text()?, self.old, self.new, self.tier, limit, visit)
             }
         }
     }
 
-    /// How many matches, and the size of the content once they are replaced.
-    fn survey(&self, content_len: usize) -> Result<(usize, u64), Failure> {
+    /// How many matches, and the size of the content once they are replaced; the line
+    /// comparisons it makes are charged to `budget`.
+    fn survey(&self, content_len: usize, budget: &Budget) -> Result<(usize, u64), Failure> {
         let (mut count, mut size) = (0usize, content_len as u64);
-        self.run(&mut |range, text| {
+        let compared = self.run_within(MAX_LINE_COMPARISONS.min(budget.0.get()), &mut |range, text| {
             count += 1;
             size = size + text.len() as u64 - range.len() as u64;
         })?;
+        budget.0.set(budget.0.get().saturating_sub(compared));
         Ok((count, size))
     }
 }
@@ -404,8 +442,7 @@ pub(crate) fn apply(content: &[u8], request: &Request<'_>) -> Result<Edited, Fai
     let numbered = crate::editing::line_numbers::strip_text(request.old, true);
     if let Some(old) = &numbered {
         let new = crate::editing::line_numbers::strip_text(request.new, false);
-        let stripped =
-            Request { old, new: new.as_deref().unwrap_or(request.new), replace_all: request.replace_all };
+        let stripped = Request { old, new: new.as_deref().unwrap_or(request.new), ..*request };
         match apply_as_given(content, &stripped) {
             Ok(edited) => return Ok(Edited { line_numbers: true, ..edited }),
             Err(Failure::NotFound { .. }) => {}
@@ -436,7 +473,7 @@ fn apply_as_given(content: &[u8], request: &Request<'_>) -> Result<Edited, Failu
             break;
         }
         let search = Search { tier, body, old: &old, new: &new };
-        let (count, size) = match search.survey(content.len()) {
+        let (count, size) = match search.survey(content.len(), request.budget) {
             Err(Failure::NotFound { .. }) if tier != Tier::Exact => break,
             other => other?,
         };
@@ -522,14 +559,16 @@ fn typography_matches(content: &str, old: &str, new: &str, visit: &mut dyn FnMut
 ///
 /// The lines are compared in a window as long as `old`, so memory does not grow with the file.
 /// Re-indented texts are built once per indentation, and their total is bounded: past
-/// [`MAX_EDIT_BYTES`] the search stops with [`Failure::TooLarge`].
+/// [`MAX_EDIT_BYTES`] the search stops with [`Failure::TooLarge`]. Past `limit` line
+/// comparisons it stops with [`Failure::TooCostly`]; it returns how many it made.
 fn line_matches(
     content: &str,
     old: &str,
     new: &str,
     tier: Tier,
+    limit: u64,
     visit: &mut dyn FnMut(Range<usize>, &str),
-) -> Result<(), Failure> {
+) -> Result<u64, Failure> {
     let shift = tier == Tier::ShiftedLines;
     let (old_lines, through_newline) = split_lines(old);
     let old_plain: Vec<String> = old_lines.iter().map(|l| plain_str(l.trim_end())).collect();
@@ -562,8 +601,8 @@ fn line_matches(
             }
             _ => pairs.into_iter().all(|(a, b)| a.trim_start() == b.trim_start()),
         };
-        if compared > MAX_LINE_COMPARISONS {
-            return Err(Failure::TooCostly { lines: k });
+        if compared > limit {
+            return Err(Failure::TooCostly { lines: k, in_all: limit < MAX_LINE_COMPARISONS });
         }
         if !equal {
             window.pop_front();
@@ -604,7 +643,7 @@ fn line_matches(
         window.clear();
         spans.clear();
     }
-    Ok(())
+    Ok(compared)
 }
 
 /// `text` split into lines without terminators (and without `\r`), and whether it ended with a
@@ -668,7 +707,7 @@ mod tests {
     use crate::testing::Fixture;
 
     fn edit_text(content: &str, old: &str, new: &str) -> Result<String, Failure> {
-        apply(content.as_bytes(), &Request { old, new, replace_all: false })
+        apply(content.as_bytes(), &Request { old, new, replace_all: false, budget: &Budget::default() })
             .map(|e| String::from_utf8(e.bytes).unwrap())
     }
 
@@ -820,8 +859,11 @@ mod tests {
     fn a_tolerant_search_that_compares_too_many_lines_stops_and_says_so() {
         let content = "x = 1;\n".repeat(6_000);
         let old = format!("{}y = 2;\n", "x = 1;\n".repeat(2_000));
-        match apply(content.as_bytes(), &Request { old: &old, new: "z\n", replace_all: false }) {
-            Err(failure @ Failure::TooCostly { lines: 2001 }) => {
+        match apply(
+            content.as_bytes(),
+            &Request { old: &old, new: "z\n", replace_all: false, budget: &Budget::default() },
+        ) {
+            Err(failure @ Failure::TooCostly { lines: 2001, in_all: false }) => {
                 let message = failure.into_error("f.txt").to_string();
                 assert!(
                     message.contains("old_string (2001 lines) was not found in f.txt as it is"),
@@ -834,9 +876,43 @@ mod tests {
         // A long old_string that differs from the file's lines at once costs one comparison a line.
         let old = format!("w = 0;\n{}", "x = 1;\n".repeat(2_000));
         assert!(matches!(
-            apply(content.as_bytes(), &Request { old: &old, new: "z\n", replace_all: false }),
+            apply(
+                content.as_bytes(),
+                &Request { old: &old, new: "z\n", replace_all: false, budget: &Budget::default() }
+            ),
             Err(Failure::NotFound { .. })
         ));
+    }
+
+    /// The searches of one call share its budget: each search here costs about half a million
+    /// comparisons (a 100-line old_string that differs from 100 runs of 100 lines only at its
+    /// end), so with 1.2 million left two edits are made and the third is refused as the call's.
+    #[test]
+    fn the_searches_of_one_call_share_its_budget() {
+        let mut content: String = (0..100).map(|k| format!("{}y{k};\n", "x = 1;\n".repeat(100))).collect();
+        let budget = Budget(Cell::new(1_200_000));
+        for k in 0..3 {
+            let old = format!("{}y{k};\n", "x = 1; \n".repeat(100));
+            let new = format!("{}z{k};\n", "x = 1;\n".repeat(100));
+            match apply(
+                content.as_bytes(),
+                &Request { old: &old, new: &new, replace_all: false, budget: &budget },
+            ) {
+                Ok(edited) if k < 2 => content = String::from_utf8(edited.bytes).unwrap(),
+                Err(failure @ Failure::TooCostly { lines: 101, in_all: true }) if k == 2 => {
+                    let message = failure.into_error("f.txt").to_string();
+                    assert!(
+                        message.contains("as many lines as one call may (20 million in all)"),
+                        "{message}"
+                    );
+                    assert!(message.contains("split the edits over several calls"), "{message}");
+                }
+                Ok(_) => panic!("edit {k} was made"),
+                Err(other) => panic!("edit {k}: {}", other.into_error("f.txt")),
+            }
+        }
+        assert!(content.contains("z1;\n") && content.contains("y2;\n"));
+        assert!(budget.0.get() < 500_000, "{}", budget.0.get());
     }
 
     #[test]
@@ -864,15 +940,20 @@ mod tests {
         // Spaces for the file's tab, one space for its two.
         let out = edit_text(content, "    const x = 5;\n    if (a) {\n", "    go();\n").unwrap();
         assert_eq!(out, "fn f() {\n    go();\n}\n");
-        let edited =
-            apply(content.as_bytes(), &Request { old: "const x  = 5;", new: "y", replace_all: false });
+        let edited = apply(
+            content.as_bytes(),
+            &Request { old: "const x  = 5;", new: "y", replace_all: false, budget: &Budget::default() },
+        );
         assert_eq!(edited.unwrap().tolerances(), ["inner_whitespace"]);
         // Only whole lines: part of a line with other spacing is not found.
         assert!(matches!(edit_text(content, "x  = 5", "y"), Err(Failure::NotFound { .. })));
         // Only a unique match, even with replace_all.
         let content = "x  = 1\ny\nx =  1\n";
         for replace_all in [false, true] {
-            let result = apply(content.as_bytes(), &Request { old: "x = 1", new: "z", replace_all });
+            let result = apply(
+                content.as_bytes(),
+                &Request { old: "x = 1", new: "z", replace_all, budget: &Budget::default() },
+            );
             assert_eq!(
                 result.unwrap_err(),
                 Failure::Ambiguous { count: 2, tier: Tier::InnerWhitespace, lines: vec![1, 3] }

@@ -10,7 +10,7 @@ use crate::editing::file_versions::FileVersions;
 use crate::editing::text_file::{MAX_DIFF_BYTES, WithDiff, io_error, read_for_edit, unified_diff};
 use crate::fs::ops::{Operations, Precondition, Target, content_hash};
 use crate::text::{hard_links_note, plural};
-use crate::tools::edit::{Request, Tier, apply};
+use crate::tools::edit::{Budget, Request, Tier, apply};
 
 /// One replacement of a `multi_edit` call, with the meaning it has in `edit`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -125,8 +125,15 @@ fn multi_edit_blocking(
     let mut summaries = Vec::new();
     let mut loose = false;
     let mut tolerances: Vec<&'static str> = Vec::new();
+    // The edits share one budget for their searches with whitespace differences.
+    let budget = Budget::default();
     for (k, edit) in rest.iter().enumerate() {
-        let request = Request { old: &edit.old_string, new: &edit.new_string, replace_all: edit.replace_all };
+        let request = Request {
+            old: &edit.old_string,
+            new: &edit.new_string,
+            replace_all: edit.replace_all,
+            budget: &budget,
+        };
         let edited = apply(&content, &request).map_err(|f| failed(offset + k, f.into_error(display)))?;
         loose |= edited.tier != Tier::Exact || edited.line_numbers;
         for tolerance in edited.tolerances() {
