@@ -351,6 +351,34 @@ async fn an_endless_loop_is_stopped_at_the_time_limit_and_the_host_goes_on() {
     assert_eq!(text(&script(&dispatcher, "1 + 1").await), "2");
 }
 
+/// A call's own time limit, shorter than the script's, stops the script as a time limit, not as
+/// a cancellation, and the model is told what to change.
+#[tokio::test]
+async fn the_calls_time_limit_stops_the_script_and_says_so() {
+    let dispatcher = limited(Limits::default());
+    let call = ToolCall::new("call-1", "code", json!({ "script": "console.log('before'); while (true) {}" }));
+    let options =
+        tool_runtime::CallOptions { timeout: Some(Duration::from_millis(300)), ..Default::default() };
+    let result = dispatcher.run_with(call, options, CancellationToken::new()).await;
+    assert!(result.output.is_error);
+    assert_eq!(result.output.metadata["error_kind"], json!("timeout"));
+    assert_eq!(
+        text(&result),
+        "before\nThe script was stopped: its call reached its time limit before the script ended (a script \
+         alone may run 60 s). Do less in one script (fewer or narrower calls, independent calls together with \
+         Promise.all), or split the work into several scripts."
+    );
+    // Cancelled by its caller before its time limit, it says so.
+    let cancel = CancellationToken::new();
+    let later = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        later.cancel();
+    });
+    let result = run_script(&dispatcher, "while (true) {}", cancel).await;
+    assert_eq!(result.output.metadata["error_kind"], json!("cancelled"), "{}", text(&result));
+}
+
 #[tokio::test]
 async fn a_memory_bomb_is_stopped_at_the_memory_limit_and_the_host_goes_on() {
     let dispatcher = limited(Limits::default().with_memory_bytes(16 << 20));

@@ -85,6 +85,8 @@ pub(crate) enum Stop {
     NestedCalls,
     Output,
     Cancelled,
+    /// The script's call reached its own time limit (the dispatcher's, or the caller's).
+    CallTimeLimit,
 }
 
 impl Stop {
@@ -95,6 +97,7 @@ impl Stop {
             Stop::NestedCalls => 3,
             Stop::Output => 4,
             Stop::Cancelled => 5,
+            Stop::CallTimeLimit => 6,
         }
     }
 
@@ -105,6 +108,7 @@ impl Stop {
             3 => Stop::NestedCalls,
             4 => Stop::Output,
             5 => Stop::Cancelled,
+            6 => Stop::CallTimeLimit,
             _ => return None,
         })
     }
@@ -150,6 +154,13 @@ impl fmt::Display for StopMessage<'_> {
                 bytes(limits.output_bytes)
             ),
             Stop::Cancelled => f.write_str("The script was cancelled before it finished."),
+            Stop::CallTimeLimit => write!(
+                f,
+                "The script was stopped: its call reached its time limit before the script ended (a script \
+                 alone may run {}). Do less in one script (fewer or narrower calls, independent calls together \
+                 with Promise.all), or split the work into several scripts.",
+                seconds(limits.wall_time)
+            ),
         }
     }
 }

@@ -213,7 +213,7 @@ impl CodeTool {
             },
             ended => ended,
         };
-        Ok(result(waited, &limits, false))
+        Ok(result(at_the_calls_time_limit(waited, &ctx), &limits, false))
     }
 }
 
@@ -322,6 +322,19 @@ impl Driver {
     }
 }
 
+/// `waited` with its stop named for the call's time limit when that is what stopped it: the
+/// call's token fired at or after its deadline (before it, the caller cancelled).
+fn at_the_calls_time_limit(waited: Waited, ctx: &ToolContext) -> Waited {
+    match waited {
+        Waited::Ended { unread, error, calls, stop: Some(Stop::Cancelled) }
+            if ctx.deadline().is_some_and(|deadline| Instant::now() >= deadline) =>
+        {
+            Waited::Ended { unread, error, calls, stop: Some(Stop::CallTimeLimit) }
+        }
+        other => other,
+    }
+}
+
 /// Stops a script whose call ends before the script is held.
 struct StopUnlessHeld {
     running: Option<Arc<Running>>,
@@ -401,6 +414,7 @@ fn kind_of(stop: Stop) -> ErrorKind {
     match stop {
         Stop::WallTime => ErrorKind::Timeout,
         Stop::Cancelled => ErrorKind::Cancelled,
+        Stop::CallTimeLimit => ErrorKind::Timeout,
         Stop::Memory | Stop::NestedCalls | Stop::Output => ErrorKind::Execution,
     }
 }
