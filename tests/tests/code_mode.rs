@@ -379,6 +379,38 @@ async fn the_calls_time_limit_stops_the_script_and_says_so() {
     assert_eq!(result.output.metadata["error_kind"], json!("cancelled"), "{}", text(&result));
 }
 
+/// Half of a character (a lone UTF-16 surrogate, as `"😀".slice(1)` leaves) cannot reach the host
+/// as UTF-8: in what a script prints and returns it becomes U+FFFD (the value was lost, or the
+/// script failed on its own `console.log`); in a call's arguments it is refused, saying how to
+/// cut strings, since a replaced character would change what a tool writes or looks for.
+#[tokio::test]
+async fn half_characters_are_replaced_in_output_and_refused_in_arguments() {
+    let dispatcher = limited(Limits::default());
+    let result = script(&dispatcher, r#"console.log("a" + "😀".slice(1)); "b" + "😀".slice(0, 1)"#).await;
+    assert!(!result.output.is_error, "{}", text(&result));
+    assert_eq!(text(&result), "a\u{fffd}\nb\u{fffd}");
+    let result = script(
+        &dispatcher,
+        r#"String.prototype.toWellFormed = () => 5; Reflect.apply = null; console.log("c\uD800"); "d\uDC00""#,
+    )
+    .await;
+    assert_eq!(text(&result), "c\u{fffd}\nd\u{fffd}");
+    for arguments in [r#"{ text: "\uD800" }"#, r#"{ ["\uDC00"]: 1 }"#, r#"{ nested: [{ text: "x\uD800" }] }"#]
+    {
+        let result = script(&dispatcher, &format!("await tools.echo({arguments})")).await;
+        assert!(result.output.is_error);
+        assert!(
+            text(&result).starts_with(
+                "The script failed: TypeError: the arguments of tools.echo hold half of a character (a lone \
+                 UTF-16 surrogate, as slicing a string in the middle of an emoji leaves); cut strings with \
+                 Array.from(text).slice(...), or call .toWellFormed() on them"
+            ),
+            "{arguments}: {}",
+            text(&result)
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_memory_bomb_is_stopped_at_the_memory_limit_and_the_host_goes_on() {
     let dispatcher = limited(Limits::default().with_memory_bytes(16 << 20));

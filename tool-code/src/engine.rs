@@ -208,7 +208,7 @@ impl<'js> Script<'js> {
     /// Installs the globals, runs the script and waits for its tool calls until it ends.
     fn evaluate(&mut self, setup: &Setup) -> Result<(), String> {
         let ctx = self.ctx.clone();
-        let settle = self.install(setup).map_err(|e| self.exception(e))?;
+        let (settle, well_formed) = self.install(setup).map_err(|e| self.exception(e))?;
         let mut options = EvalOptions::default();
         options.global = true;
         options.strict = false;
@@ -247,7 +247,7 @@ impl<'js> Script<'js> {
                             continue;
                         }
                     }
-                    return self.final_value(value, setup);
+                    return self.final_value(value, &well_formed, setup);
                 }
                 PromiseState::Rejected => {
                     let error = match promise.result::<Value<'js>>() {
@@ -317,8 +317,8 @@ impl<'js> Script<'js> {
     }
 
     /// Defines `tools`, `console`, `print` and `ToolError`; gives the function that settles a
-    /// call.
-    fn install(&mut self, setup: &Setup) -> rquickjs::Result<Function<'js>> {
+    /// call, and the one that makes a string well-formed (a lone surrogate becomes U+FFFD).
+    fn install(&mut self, setup: &Setup) -> rquickjs::Result<(Function<'js>, Function<'js>)> {
         let ctx = self.ctx.clone();
         let prelude: Function<'js> = ctx.eval(PRELUDE)?;
 
@@ -380,17 +380,23 @@ impl<'js> Script<'js> {
             })?;
 
         let names = setup.tools.clone().into_js(&ctx)?;
-        let settle: Function<'js> = prelude.call((host_call, host_print, host_search, names, has_search))?;
-        Ok(settle)
+        let functions: Array<'js> = prelude.call((host_call, host_print, host_search, names, has_search))?;
+        Ok((functions.get(0)?, functions.get(1)?))
     }
 
-    /// The script's final value, printed after its output (nothing for `undefined`).
-    fn final_value(&mut self, value: Value<'js>, setup: &Setup) -> Result<(), String> {
+    /// The script's final value, printed after its output (nothing for `undefined`); a string
+    /// made well-formed first.
+    fn final_value(
+        &mut self,
+        value: Value<'js>,
+        well_formed: &Function<'js>,
+        setup: &Setup,
+    ) -> Result<(), String> {
         if value.is_undefined() {
             return Ok(());
         }
         let text = match value.as_string() {
-            Some(text) => text.to_string().unwrap_or_default(),
+            Some(text) => well_formed.call::<_, String>((text.clone(),)).map_err(|e| self.exception(e))?,
             None => match self.ctx.json_stringify_replacer_space(
                 value.clone(),
                 Value::new_undefined(self.ctx.clone()),

@@ -1,5 +1,6 @@
 // The script's globals, made from the host's functions. Evaluated once per script, before it;
-// returns the function the host settles a tool call's promise with.
+// returns the function the host settles a tool call's promise with, and the one that makes a
+// string well-formed.
 (function (hostCall, hostPrint, hostSearch, names, hasSearch) {
   "use strict";
 
@@ -14,6 +15,20 @@
 
   const pending = new Map();
 
+  // Strings reach the host as UTF-8, which half of a character (a lone UTF-16 surrogate, as
+  // slicing a string in the middle of an emoji leaves) cannot be. Taken now, before the script
+  // can replace them.
+  const apply = Reflect.apply;
+  const toWellFormed = String.prototype.toWellFormed;
+  const isWellFormed = String.prototype.isWellFormed;
+  const wellFormed = (text) => apply(toWellFormed, String(text), []);
+  const halfCharacter = (name) =>
+    new TypeError(
+      `the arguments of tools.${wellFormed(name)} hold half of a character (a lone UTF-16 surrogate, as ` +
+        "slicing a string in the middle of an emoji leaves); cut strings with Array.from(text).slice(...), " +
+        "or call .toWellFormed() on them",
+    );
+
   const kindOf = (value) =>
     value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
 
@@ -25,7 +40,13 @@
           `tools.${name} takes one object of arguments, such as tools.${name}({ ... }); it was given ${kindOf(args)}`,
         );
       }
-      const id = hostCall(name, JSON.stringify(args));
+      const json = JSON.stringify(args, (key, value) => {
+        if (!apply(isWellFormed, key, []) || (typeof value === "string" && !apply(isWellFormed, value, []))) {
+          throw halfCharacter(name);
+        }
+        return value;
+      });
+      const id = hostCall(wellFormed(name), json);
       return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
     } catch (error) {
       return Promise.reject(error);
@@ -75,18 +96,19 @@
       return String(value);
     }
   };
-  const log = (...values) => hostPrint(values.map(format).join(" "));
+  const log = (...values) => hostPrint(wellFormed(values.map(format).join(" ")));
 
   Object.defineProperty(globalThis, "tools", { value: tools, enumerable: true });
   globalThis.console = Object.freeze({ log, info: log, warn: log, error: log, debug: log });
   globalThis.print = log;
   globalThis.ToolError = ToolError;
 
-  return (id, ok, value, tool, kind, message) => {
+  const settle = (id, ok, value, tool, kind, message) => {
     const entry = pending.get(id);
     if (entry === undefined) return;
     pending.delete(id);
     if (ok) entry.resolve(value);
     else entry.reject(new ToolError(tool, kind, message));
   };
+  return [settle, wellFormed];
 });
