@@ -8,6 +8,9 @@
 //! `Dispatcher::run` of the same tool, in interleaved rounds.
 //!
 //! `cargo bench -p tool-tests --bench code_mode -- [--root DIR] [--rounds N] [--calls N]`
+//!
+//! With `CODE_MODE_ROW` and `CODE_MODE_COUNT` set it runs one row of the engine's cost that many
+//! times and nothing else, for `tests/benches/code_mode_instructions.sh` to count instructions.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -290,8 +293,13 @@ fn echo_tool() -> FnTool {
 }
 
 fn main() {
-    let settings = settings();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    if let (Ok(row), Ok(count)) = (std::env::var("CODE_MODE_ROW"), std::env::var("CODE_MODE_COUNT")) {
+        let count = count.parse().expect("CODE_MODE_COUNT is a number");
+        runtime.block_on(one_row(&row, count));
+        return;
+    }
+    let settings = settings();
     runtime.block_on(tasks(&settings));
     runtime.block_on(overhead(&settings));
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
@@ -351,13 +359,71 @@ async fn single(fx: &Fx, task: usize) -> Run {
     }
 }
 
-async fn overhead(settings: &Settings) {
-    let n = settings.calls;
+/// The `echo` tool alone, and a dispatcher of it with the script tool beside it, allowed `n`
+/// nested calls per script (and the 15 more a last batch of 16 may make).
+fn engine_fixture(n: usize) -> (Arc<Registry>, Dispatcher) {
     let tools = Arc::new(Registry::builder().tool(echo_tool()).build().expect("echo"));
-    let limits = Limits::default().with_nested_calls(u32::try_from(n).unwrap_or(u32::MAX));
+    let limits = Limits::default().with_nested_calls(u32::try_from(n + 15).unwrap_or(u32::MAX));
     let registry = CodeTool::new(tools.clone()).with_limits(limits).beside_its_tools().expect("the registry");
     let dispatcher =
         Dispatcher::builder(registry).repeat_guard(tool_runtime::dispatch::RepeatGuard::DISABLED).build();
+    (tools, dispatcher)
+}
+
+/// A script of `n` calls of `echo`, one at a time.
+fn sequential(n: usize) -> String {
+    format!("for (let i = 0; i < {n}; i++) await tools.echo({{ text: String(i) }});")
+}
+
+/// A script of `n` calls of `echo`, 16 at a time with `Promise.all`.
+fn batched(n: usize) -> String {
+    format!(
+        "for (let i = 0; i < {n}; i += 16) await Promise.all(Array.from({{ length: 16 }}, (_, j) => tools.echo({{ text: String(i + j) }})));"
+    )
+}
+
+async fn run_script(dispatcher: &Dispatcher, source: String) {
+    let result = dispatcher
+        .run(ToolCall::new("s", "code", json!({ "script": source })), CancellationToken::new())
+        .await;
+    assert!(!result.output.is_error, "{}", result.output.text_content());
+}
+
+/// One row of the engine's cost, `n` times, for counting its instructions
+/// (`tests/benches/code_mode_instructions.sh`): `registry_call`, `dispatcher_run`,
+/// `nested_await` (one script of `n` calls), `nested_all` (16 at a time) or `script_start`
+/// (`n` scripts of no call).
+async fn one_row(row: &str, n: usize) {
+    let (tools, dispatcher) = engine_fixture(n.max(1));
+    match row {
+        "registry_call" => {
+            for i in 0..n {
+                let args = json!({"text": i.to_string()}).to_string();
+                tools.call("echo", &args, ToolContext::builder("echo").build()).await.expect("echo");
+            }
+        }
+        "dispatcher_run" => {
+            for i in 0..n {
+                let call = ToolCall::new(format!("d{i}"), "echo", json!({"text": i.to_string()}));
+                dispatcher.run(call, CancellationToken::new()).await;
+            }
+        }
+        "nested_await" => run_script(&dispatcher, sequential(n)).await,
+        "nested_all" => run_script(&dispatcher, batched(n)).await,
+        "script_start" => {
+            for _ in 0..n {
+                run_script(&dispatcher, "1".to_owned()).await;
+            }
+        }
+        other => panic!(
+            "CODE_MODE_ROW={other}: one of registry_call, dispatcher_run, nested_await, nested_all, script_start"
+        ),
+    }
+}
+
+async fn overhead(settings: &Settings) {
+    let n = settings.calls;
+    let (tools, dispatcher) = engine_fixture(n);
     let run = |source: String| {
         let dispatcher = dispatcher.clone();
         async move {
@@ -369,10 +435,7 @@ async fn overhead(settings: &Settings) {
             started.elapsed()
         }
     };
-    let sequential = format!("for (let i = 0; i < {n}; i++) await tools.echo({{ text: String(i) }});");
-    let batched = format!(
-        "for (let i = 0; i < {n}; i += 16) await Promise.all(Array.from({{ length: 16 }}, (_, j) => tools.echo({{ text: String(i + j) }})));"
-    );
+    let (sequential, batched) = (sequential(n), batched(n));
     let (mut start, mut direct, mut dispatched, mut nested, mut nested_batched) =
         (vec![], vec![], vec![], vec![], vec![]);
     for _ in 0..settings.rounds {

@@ -11,7 +11,8 @@ use std::time::Instant;
 
 use rquickjs::context::{EvalOptions, intrinsic};
 use rquickjs::{
-    Array, Context, Ctx, Exception, Function, IntoJs, Object, Promise, Runtime, Value, promise::PromiseState,
+    Array, Context, Ctx, Exception, Function, IntoJs, Object, Persistent, Promise, Runtime, Value,
+    promise::PromiseState,
 };
 use serde_json::Value as Json;
 use tokio::sync::mpsc::UnboundedSender;
@@ -88,6 +89,10 @@ pub(crate) struct Setup {
     pub(crate) from_host: Receiver<ToScript>,
 }
 
+/// Why a script that waits for a promise nothing will settle fails.
+const STALLED: &str = "The script is waiting for a promise that nothing will settle: no tool call is running. \
+                       Await only tool calls and promises they settle.";
+
 /// The stack QuickJS may use, below the thread's own.
 const JS_STACK: usize = 1 << 20;
 const THREAD_STACK: usize = 8 << 20;
@@ -144,9 +149,7 @@ pub(crate) fn run(setup: Setup) -> Finished {
     // waiting for nothing.
     let out_of_memory = setup.stop.clone();
     runtime.set_host_promise_rejection_tracker(Some(Box::new(move |_ctx, _promise, reason, handled| {
-        // QuickJS throws `null` for an allocation that fails while it is out of memory already.
-        let message = reason.as_exception().and_then(|e| e.message()).unwrap_or_default();
-        if !handled && (reason.is_null() || message.contains("out of memory")) {
+        if !handled && is_out_of_memory(&reason) {
             out_of_memory.stop(Stop::Memory);
         }
     })));
@@ -156,10 +159,108 @@ pub(crate) fn run(setup: Setup) -> Finished {
             ..Finished::default()
         };
     };
-    let finished = context.with(|ctx| Script::new(ctx).run(&setup));
-    drop(context);
-    drop(runtime);
-    finished
+    let state = Rc::new(RefCell::new(State::default()));
+    let error = drive(&runtime, &context, &state, &setup).err();
+    let state = state.borrow();
+    Finished { output: state.output.clone(), error, calls: state.calls }
+}
+
+/// Whether what QuickJS threw is its out-of-memory error (`null` for an allocation that fails
+/// while it is out of memory already).
+fn is_out_of_memory(thrown: &Value<'_>) -> bool {
+    thrown.is_null()
+        || thrown.as_exception().and_then(|e| e.message()).is_some_and(|m| m.contains("out of memory"))
+}
+
+/// Runs the jobs the script queued (its `await`s, its promises' reactions) until none is left or
+/// it is stopped. They run outside the context, so that a job's own error is seen: a job that
+/// runs out of memory may fail without rejecting any promise (where the allocation fails
+/// decides), and the queue then empties as if the script were waiting for nothing.
+fn run_jobs(runtime: &Runtime, setup: &Setup) {
+    while setup.stop.get().is_none() {
+        match runtime.execute_pending_job() {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(job) => job.0.with(|ctx| {
+                if is_out_of_memory(&ctx.catch()) {
+                    setup.stop.stop(Stop::Memory);
+                }
+            }),
+        }
+        // Checked between jobs too: a script that keeps queueing short jobs may never run long
+        // enough in one of them for the interrupt handler to see its deadline.
+        if Instant::now() >= setup.deadline {
+            setup.stop.stop(Stop::WallTime);
+        }
+    }
+}
+
+/// The script's values kept between visits of its context: the promise its evaluation (then its
+/// last value) resolves to, and the prelude's functions.
+struct Kept {
+    promise: Persistent<Promise<'static>>,
+    settle: Persistent<Function<'static>>,
+    well_formed: Persistent<Function<'static>>,
+}
+
+/// What the script's promise says.
+enum Step {
+    /// It ended (its final value written, or stopped).
+    Ended,
+    /// Its value was a promise, now the one to wait for.
+    Again,
+    /// It is pending.
+    Pending,
+}
+
+/// Installs the globals, runs the script and waits for its tool calls until it ends.
+fn drive(
+    runtime: &Runtime,
+    context: &Context,
+    state: &Rc<RefCell<State>>,
+    setup: &Setup,
+) -> Result<(), String> {
+    let mut kept = context.with(|ctx| Script::new(ctx, state).start(setup))?;
+    // Evaluated with top-level await, the script resolves to `{ value }`, its completion value;
+    // a completion value that is itself a promise (`tools.read({...})` as the last line, an
+    // async function called last) is then waited for, and its value is the final one.
+    let mut completion = true;
+    loop {
+        run_jobs(runtime, setup);
+        if setup.stop.get().is_some() {
+            return Ok(());
+        }
+        match context.with(|ctx| Script::new(ctx, state).step(&mut kept, &mut completion, setup))? {
+            Step::Ended => return Ok(()),
+            Step::Again => continue,
+            Step::Pending => {}
+        }
+        if state.borrow().in_flight == 0 {
+            return Err(STALLED.into());
+        }
+        let remaining = setup.deadline.saturating_duration_since(Instant::now());
+        let message = match setup.from_host.recv_timeout(remaining) {
+            Ok(message) => message,
+            Err(RecvTimeoutError::Timeout) => {
+                setup.stop.stop(Stop::WallTime);
+                return Ok(());
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                setup.stop.stop(Stop::Cancelled);
+                return Ok(());
+            }
+        };
+        context.with(|ctx| {
+            let mut script = Script::new(ctx.clone(), state);
+            let settle = kept.settle.clone().restore(&ctx).map_err(|e| script.exception(e))?;
+            script.receive(&settle, message)?;
+            // Settle every call that ended meanwhile before running the script again.
+            while let Ok(message) = setup.from_host.try_recv() {
+                script.receive(&settle, message)?;
+            }
+            Ok::<_, String>(())
+        })?;
+    }
 }
 
 /// The script's state on its thread, shared with the functions the script calls.
@@ -195,18 +296,12 @@ struct Script<'js> {
 }
 
 impl<'js> Script<'js> {
-    fn new(ctx: Ctx<'js>) -> Self {
-        Script { ctx, state: Rc::default() }
+    fn new(ctx: Ctx<'js>, state: &Rc<RefCell<State>>) -> Self {
+        Script { ctx, state: state.clone() }
     }
 
-    fn run(mut self, setup: &Setup) -> Finished {
-        let error = self.evaluate(setup).err();
-        let state = self.state.borrow();
-        Finished { output: state.output.clone(), error, calls: state.calls }
-    }
-
-    /// Installs the globals, runs the script and waits for its tool calls until it ends.
-    fn evaluate(&mut self, setup: &Setup) -> Result<(), String> {
+    /// Installs the globals and evaluates the script (its first jobs are queued).
+    fn start(&mut self, setup: &Setup) -> Result<Kept, String> {
         let ctx = self.ctx.clone();
         let (settle, well_formed) = self.install(setup).map_err(|e| self.exception(e))?;
         let mut options = EvalOptions::default();
@@ -214,72 +309,47 @@ impl<'js> Script<'js> {
         options.strict = false;
         options.promise = true;
         options.filename = Some("script.js".into());
-        let mut promise: Promise<'js> =
+        let promise: Promise<'js> =
             ctx.eval_with_options(setup.source.as_bytes(), options).map_err(|e| self.exception(e))?;
-        // Evaluated with top-level await, the script resolves to `{ value }`, its completion value;
-        // a completion value that is itself a promise (`tools.read({...})` as the last line, an
-        // async function called last) is then waited for, and its value is the final one.
-        let mut completion = true;
-        loop {
-            // Checked between jobs too: a script that keeps queueing short jobs may never run long
-            // enough in one of them for the interrupt handler to see its deadline.
-            while setup.stop.get().is_none() && ctx.execute_pending_job() {
-                if Instant::now() >= setup.deadline {
-                    setup.stop.stop(Stop::WallTime);
-                }
-            }
-            if setup.stop.get().is_some() {
-                return Ok(());
-            }
-            match promise.state() {
-                PromiseState::Resolved => {
-                    let mut value = promise
-                        .result::<Value<'js>>()
-                        .and_then(Result::ok)
-                        .unwrap_or_else(|| Value::new_undefined(ctx.clone()));
-                    if completion {
-                        completion = false;
-                        if let Some(object) = value.as_object() {
-                            value = object.get("value").unwrap_or_else(|_| Value::new_undefined(ctx.clone()));
-                        }
-                        if let Some(last) = value.as_promise() {
-                            promise = last.clone();
-                            continue;
-                        }
+        Ok(Kept {
+            promise: Persistent::save(&ctx, promise),
+            settle: Persistent::save(&ctx, settle),
+            well_formed: Persistent::save(&ctx, well_formed),
+        })
+    }
+
+    /// Looks at the script's promise: its final value written when it resolved, its error when
+    /// it was rejected.
+    fn step(&mut self, kept: &mut Kept, completion: &mut bool, setup: &Setup) -> Result<Step, String> {
+        let ctx = self.ctx.clone();
+        let promise = kept.promise.clone().restore(&ctx).map_err(|e| self.exception(e))?;
+        match promise.state() {
+            PromiseState::Resolved => {
+                let mut value = promise
+                    .result::<Value<'js>>()
+                    .and_then(Result::ok)
+                    .unwrap_or_else(|| Value::new_undefined(ctx.clone()));
+                if std::mem::take(completion) {
+                    if let Some(object) = value.as_object() {
+                        value = object.get("value").unwrap_or_else(|_| Value::new_undefined(ctx.clone()));
                     }
-                    return self.final_value(value, &well_formed, setup);
+                    if let Some(last) = value.as_promise() {
+                        kept.promise = Persistent::save(&ctx, last.clone());
+                        return Ok(Step::Again);
+                    }
                 }
-                PromiseState::Rejected => {
-                    let error = match promise.result::<Value<'js>>() {
-                        Some(Err(rquickjs::Error::Exception)) => ctx.catch(),
-                        _ => Value::new_undefined(ctx.clone()),
-                    };
-                    return Err(self.describe_thrown(error));
-                }
-                PromiseState::Pending => {}
+                let well_formed = kept.well_formed.clone().restore(&ctx).map_err(|e| self.exception(e))?;
+                self.final_value(value, &well_formed, setup)?;
+                Ok(Step::Ended)
             }
-            if self.state.borrow().in_flight == 0 {
-                return Err("The script is waiting for a promise that nothing will settle: no tool call is \
-                            running. Await only tool calls and promises they settle."
-                    .into());
+            PromiseState::Rejected => {
+                let error = match promise.result::<Value<'js>>() {
+                    Some(Err(rquickjs::Error::Exception)) => ctx.catch(),
+                    _ => Value::new_undefined(ctx.clone()),
+                };
+                Err(self.describe_thrown(error))
             }
-            let remaining = setup.deadline.saturating_duration_since(Instant::now());
-            let message = match setup.from_host.recv_timeout(remaining) {
-                Ok(message) => message,
-                Err(RecvTimeoutError::Timeout) => {
-                    setup.stop.stop(Stop::WallTime);
-                    return Ok(());
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    setup.stop.stop(Stop::Cancelled);
-                    return Ok(());
-                }
-            };
-            self.receive(&settle, message)?;
-            // Settle every call that ended meanwhile before running the script again.
-            while let Ok(message) = setup.from_host.try_recv() {
-                self.receive(&settle, message)?;
-            }
+            PromiseState::Pending => Ok(Step::Pending),
         }
     }
 
@@ -332,8 +402,16 @@ impl<'js> Script<'js> {
                 stop.stop(Stop::NestedCalls);
                 return Err(Exception::throw_internal(&ctx, &Stop::NestedCalls.message(&limits).to_string()));
             }
-            let arguments: Json = serde_json::from_str(&arguments)
-                .map_err(|e| Exception::throw_type(&ctx, &format!("the arguments of tools.{tool}: {e}")))?;
+            let arguments: Json = serde_json::from_str(&arguments).map_err(|e| {
+                Exception::throw_type(&ctx, &match half_character(&arguments) {
+                    true => format!(
+                        "the arguments of tools.{tool} hold half of a character (a lone UTF-16 surrogate, as \
+                         slicing a string in the middle of an emoji leaves); cut strings with \
+                         Array.from(text).slice(...), or call .toWellFormed() on them"
+                    ),
+                    false => format!("the arguments of tools.{tool}: {e}"),
+                })
+            })?;
             state.calls += 1;
             let id = state.calls;
             if to_host.send(ToHost::Call { id, tool, arguments }).is_err() {
@@ -396,7 +474,10 @@ impl<'js> Script<'js> {
             return Ok(());
         }
         let text = match value.as_string() {
-            Some(text) => well_formed.call::<_, String>((text.clone(),)).map_err(|e| self.exception(e))?,
+            Some(text) => match text.to_string() {
+                Ok(text) => text,
+                Err(_) => well_formed.call::<_, String>((text.clone(),)).map_err(|e| self.exception(e))?,
+            },
             None => match self.ctx.json_stringify_replacer_space(
                 value.clone(),
                 Value::new_undefined(self.ctx.clone()),
@@ -446,6 +527,52 @@ impl<'js> Script<'js> {
     }
 }
 
+/// Whether `json`, as `JSON.stringify` writes it, holds half of a character: the escape of a
+/// lone surrogate (`\ud800` with no `\udc00`-`\udfff` after it, or such a low one alone),
+/// which JSON can spell but UTF-8 cannot hold.
+fn half_character(json: &str) -> bool {
+    let escape = |at: usize| -> Option<u16> {
+        let hex = json.get(at + 2..at + 6)?;
+        (json.get(at..at + 2)? == "\\u").then(|| u16::from_str_radix(hex, 16).ok()).flatten()
+    };
+    let bytes = json.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] != b'\\' {
+            at += 1;
+            continue;
+        }
+        match escape(at) {
+            Some(0xd800..=0xdbff) => {
+                if !escape(at + 6).is_some_and(|low| (0xdc00..=0xdfff).contains(&low)) {
+                    return true;
+                }
+                at += 12;
+            }
+            Some(0xdc00..=0xdfff) => return true,
+            Some(_) => at += 6,
+            // Another escape (`\\`, `\"`, `\n`): two characters.
+            None => at += 2,
+        }
+    }
+    false
+}
+
 /// Defines the script's globals from the host's functions; returns the function that settles a
-/// tool call's promise.
+/// tool call's promise, and the one that makes a string well-formed.
 const PRELUDE: &str = include_str!("prelude.js");
+
+#[cfg(test)]
+mod tests {
+    use super::half_character;
+
+    #[test]
+    fn half_characters_are_found_in_json_text() {
+        for json in [r#"{"a":"\ud800"}"#, r#"{"a":"x\uDC00"}"#, r#"{"\udbff":1}"#, r#"["\ud800\u0041"]"#] {
+            assert!(half_character(json), "{json}");
+        }
+        for json in [r#"{"a":"\ud83d\ude00"}"#, r#"{"a":"\\ud800"}"#, r#"{"a":"\u00e9\n"}"#, "{}"] {
+            assert!(!half_character(json), "{json}");
+        }
+    }
+}

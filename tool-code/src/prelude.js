@@ -16,18 +16,12 @@
   const pending = new Map();
 
   // Strings reach the host as UTF-8, which half of a character (a lone UTF-16 surrogate, as
-  // slicing a string in the middle of an emoji leaves) cannot be. Taken now, before the script
-  // can replace them.
+  // slicing a string in the middle of an emoji leaves) cannot be: what is printed is made
+  // well-formed (the host refuses such arguments). Taken now, before the script can replace them.
   const apply = Reflect.apply;
   const toWellFormed = String.prototype.toWellFormed;
   const isWellFormed = String.prototype.isWellFormed;
-  const wellFormed = (text) => apply(toWellFormed, String(text), []);
-  const halfCharacter = (name) =>
-    new TypeError(
-      `the arguments of tools.${wellFormed(name)} hold half of a character (a lone UTF-16 surrogate, as ` +
-        "slicing a string in the middle of an emoji leaves); cut strings with Array.from(text).slice(...), " +
-        "or call .toWellFormed() on them",
-    );
+  const wellFormed = (text) => (apply(isWellFormed, text, []) ? text : apply(toWellFormed, text, []));
 
   const kindOf = (value) =>
     value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
@@ -40,13 +34,7 @@
           `tools.${name} takes one object of arguments, such as tools.${name}({ ... }); it was given ${kindOf(args)}`,
         );
       }
-      const json = JSON.stringify(args, (key, value) => {
-        if (!apply(isWellFormed, key, []) || (typeof value === "string" && !apply(isWellFormed, value, []))) {
-          throw halfCharacter(name);
-        }
-        return value;
-      });
-      const id = hostCall(wellFormed(name), json);
+      const id = hostCall(name, JSON.stringify(args));
       return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
     } catch (error) {
       return Promise.reject(error);
@@ -77,7 +65,7 @@
       // Not a property a caller probes for: `await tools`, JSON.stringify(tools).
       if (name === "then" || name === "toJSON") return undefined;
       // The dispatcher answers a name that is no tool, with the names that come close.
-      return (args) => call(name, args);
+      return (args) => call(wellFormed(name), args);
     },
     set() {
       return false;
