@@ -361,27 +361,19 @@ impl<'js> Script<'js> {
         }
         let ctx = &self.ctx;
         let outcome = match result {
+            // The result object is made in the prelude, where its shape is a literal's.
             Settled::Ok { text, structured } => (|| {
-                let value = Object::new(ctx.clone())?;
-                value.set("text", text)?;
                 let structured = match structured {
                     Some(structured) => {
                         ctx.json_parse(serde_json::to_string(&structured).unwrap_or_default())?
                     }
                     None => Value::new_null(ctx.clone()),
                 };
-                value.set("structured", structured)?;
-                value.set("is_error", false)?;
-                settle.call::<_, ()>((id as f64, true, value))
+                settle.call::<_, ()>((id as f64, true, text, structured))
             })(),
-            Settled::Err { tool, kind, message } => settle.call::<_, ()>((
-                id as f64,
-                false,
-                Value::new_undefined(ctx.clone()),
-                tool,
-                kind,
-                message,
-            )),
+            Settled::Err { tool, kind, message } => {
+                settle.call::<_, ()>((id as f64, false, tool, kind, message))
+            }
         };
         outcome.map_err(|e| self.exception(e))
     }

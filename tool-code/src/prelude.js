@@ -58,22 +58,17 @@
     };
   }
 
-  const tools = new Proxy(table, {
-    get(target, name) {
+  // The tools are its own properties, found without a trap; a name that is no tool reaches the
+  // proxy below it, and the dispatcher answers it with the names that come close.
+  const unknown = new Proxy(Object.create(null), {
+    get(target, name, receiver) {
       if (typeof name !== "string") return undefined;
-      if (name in target) return target[name];
       // Not a property a caller probes for: `await tools`, JSON.stringify(tools).
       if (name === "then" || name === "toJSON") return undefined;
-      // The dispatcher answers a name that is no tool, with the names that come close.
       return (args) => call(wellFormed(name), args);
     },
-    set() {
-      return false;
-    },
-    deleteProperty() {
-      return false;
-    },
   });
+  const tools = Object.freeze(Object.setPrototypeOf(table, unknown));
 
   const format = (value) => {
     if (typeof value === "string") return value;
@@ -91,12 +86,13 @@
   globalThis.print = log;
   globalThis.ToolError = ToolError;
 
-  const settle = (id, ok, value, tool, kind, message) => {
+  // `ok`: (text, structured); else (tool, kind, message).
+  const settle = (id, ok, a, b, c) => {
     const entry = pending.get(id);
     if (entry === undefined) return;
     pending.delete(id);
-    if (ok) entry.resolve(value);
-    else entry.reject(new ToolError(tool, kind, message));
+    if (ok) entry.resolve({ text: a, structured: b, is_error: false });
+    else entry.reject(new ToolError(a, b, c));
   };
   return [settle, wellFormed];
 });
