@@ -16,6 +16,7 @@
 #   $CARGO_TARGET_DIR/criterion/call_path), with the same ratios; COUNT=0 prints only those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. benches/valgrind_count.sh
 N1=${N1:-2000}
 N2=${N2:-12000}
 JOBS=${JOBS:-2}
@@ -34,18 +35,7 @@ fi
 BIN=${CALL_PATH_BIN:-}
 if [ -z "$BIN" ]; then
     BIN=$(cargo bench -p tool-runtime --features mcp --bench call_path --no-run -j"$JOBS" \
-        --message-format=json 2>/dev/null |
-        python3 -c '
-import json, sys
-for line in sys.stdin:
-    try:
-        message = json.loads(line)
-    except ValueError:
-        continue
-    if message.get("reason") == "compiler-artifact" and message.get("executable") \
-            and message["target"]["name"] == "call_path":
-        print(message["executable"])
-')
+        --message-format=json 2>/dev/null | bench_executable call_path)
     if [ -z "$BIN" ]; then
         echo "the call_path bench did not build; run" \
             "'cargo bench -p tool-runtime --features mcp --bench call_path --no-run' to see why" >&2
@@ -61,17 +51,7 @@ fi
 
 # Total instructions of one run of ROW with COUNT calls.
 instructions() { # row, count
-    local log
-    log=$(mktemp)
-    if ! CALL_PATH_ROW=$1 CALL_PATH_COUNT=$2 valgrind --tool=cachegrind --cache-sim=no \
-        --cachegrind-out-file=/dev/null "$BIN" >/dev/null 2>"$log"; then
-        echo "row $1 failed under valgrind:" >&2
-        cat "$log" >&2
-        rm -f "$log"
-        return 1
-    fi
-    sed -n 's/^==[0-9]*== I *refs: *//p' "$log" | tr -d ,
-    rm -f "$log"
+    count_instructions "$BIN" CALL_PATH_ROW "$1" CALL_PATH_COUNT "$2"
 }
 
 RESULTS=$(mktemp)

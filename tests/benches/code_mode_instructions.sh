@@ -11,6 +11,7 @@
 #   N1=500 N2=2500 by default; CODE_MODE_BIN=PATH skips the build and counts that binary.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. benches/valgrind_count.sh
 N1=${N1:-500}
 N2=${N2:-2500}
 if ! command -v valgrind >/dev/null 2>&1; then
@@ -20,32 +21,12 @@ fi
 BIN=${CODE_MODE_BIN:-}
 if [ -z "$BIN" ]; then
     BIN=$(cargo bench -p tool-tests --bench code_mode --no-run -j2 --message-format=json 2>/dev/null |
-        python3 -c '
-import json, sys
-for line in sys.stdin:
-    try:
-        message = json.loads(line)
-    except ValueError:
-        continue
-    if message.get("reason") == "compiler-artifact" and message.get("executable") \
-            and message["target"]["name"] == "code_mode":
-        print(message["executable"])
-')
+        bench_executable code_mode)
 fi
 if [ "$#" -gt 0 ]; then ROWS=("$@"); else ROWS=(registry_call dispatcher_run nested_await nested_all script_start); fi
 
 instructions() { # row, count
-    local log
-    log=$(mktemp)
-    if ! CODE_MODE_ROW=$1 CODE_MODE_COUNT=$2 valgrind --tool=cachegrind --cache-sim=no \
-        --cachegrind-out-file=/dev/null "$BIN" >/dev/null 2>"$log"; then
-        echo "row $1 failed under valgrind:" >&2
-        cat "$log" >&2
-        rm -f "$log"
-        return 1
-    fi
-    sed -n 's/^==[0-9]*== I *refs: *//p' "$log" | tr -d ,
-    rm -f "$log"
+    count_instructions "$BIN" CODE_MODE_ROW "$1" CODE_MODE_COUNT "$2"
 }
 
 echo "instructions per call: valgrind $(valgrind --version | sed 's/valgrind-//'), N1=$N1, N2=$N2, $BIN" >&2
