@@ -629,7 +629,7 @@ async fn the_description_declares_each_tool_and_leaves_deferred_ones_to_the_sear
     let result = script(
         &dispatcher,
         r#"
-        const found = await tools.tool_search({ query: "bill a customer" });
+        const found = await tools.tool_search({ query: "bill a customer" + "😀".slice(1) });
         console.log(found.tools.join());
         console.log(found.text.includes("customer: string;"));
         (await tools[found.tools[0]]({ customer: "ada" })).text

@@ -49,7 +49,7 @@
       if (typeof args !== "object" || args === null || typeof args.query !== "string") {
         return Promise.reject(new TypeError('tools.tool_search takes { query: "what the tool should do", limit?: number }'));
       }
-      const found = hostSearch(args.query, typeof args.limit === "number" ? args.limit : undefined);
+      const found = hostSearch(wellFormed(args.query), typeof args.limit === "number" ? args.limit : undefined);
       return Promise.resolve({
         text: found.map((tool) => tool.declaration).join("\n\n"),
         tools: found.map((tool) => tool.name),
