@@ -1,13 +1,21 @@
 //! The interpreter: one QuickJS runtime per script, on a thread of its own, under its memory
 //! limit and an interrupt handler that stops it at its deadline or when the host says so. Its
-//! only ways out are the messages it sends the host: a tool call, and the script's end.
+//! only ways out are its tool calls, which it starts and polls on its own thread (a call that
+//! answers at once costs no thread hop), and the messages it sends the host: what it printed,
+//! and its end.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::task::{Poll, Wake, Waker};
+use std::thread::Thread;
 use std::time::Instant;
+
+use futures_util::StreamExt;
+use futures_util::future::LocalBoxFuture;
+use futures_util::stream::FuturesUnordered;
+use tool_core::CancellationToken;
 
 use rquickjs::context::{EvalOptions, intrinsic};
 use rquickjs::{
@@ -37,25 +45,18 @@ impl StopFlag {
     }
 }
 
-/// What the script asks of the host.
+/// What the script tells the host.
 #[derive(Debug)]
 pub(crate) enum ToHost {
-    /// A tool call, numbered in the order the script made it (from 1).
-    Call { id: u64, tool: String, arguments: Json },
     /// The script printed this (a line, with its newline).
     Print(String),
-    /// The script ended (by itself, by an uncaught error, or stopped).
+    /// The script ended (by itself, by an uncaught error, or stopped), and so did its calls.
     Done(Finished),
 }
 
-/// What the host tells the script.
-#[derive(Debug)]
-pub(crate) enum ToScript {
-    /// A tool call ended.
-    Settled { id: u64, result: Settled },
-    /// Look at the stop flag.
-    Wake,
-}
+/// Starts one tool call of the script: its number in the script (from 1), the tool and the
+/// arguments; the future runs the call and says how it ended.
+pub(crate) type StartCall = Arc<dyn Fn(u64, String, Json) -> LocalBoxFuture<'static, Settled> + Send + Sync>;
 
 /// How a tool call ended, as the script sees it.
 #[derive(Debug)]
@@ -86,7 +87,11 @@ pub(crate) struct Setup {
     pub(crate) deadline: Instant,
     pub(crate) stop: Arc<StopFlag>,
     pub(crate) to_host: UnboundedSender<ToHost>,
-    pub(crate) from_host: Receiver<ToScript>,
+    pub(crate) start_call: StartCall,
+    /// Stops the calls the script has not waited for, once it ends.
+    pub(crate) calls_cancel: CancellationToken,
+    /// The runtime the calls run in.
+    pub(crate) runtime: tokio::runtime::Handle,
 }
 
 /// Why a script that waits for a promise nothing will settle fails.
@@ -97,15 +102,30 @@ const STALLED: &str = "The script is waiting for a promise that nothing will set
 const JS_STACK: usize = 1 << 20;
 const THREAD_STACK: usize = 8 << 20;
 
-/// Starts the script on a thread of its own; it always ends with a [`ToHost::Done`] (unless
-/// the host went away first).
-pub(crate) fn spawn(setup: Setup) -> std::io::Result<()> {
-    std::thread::Builder::new().name("code-script".into()).stack_size(THREAD_STACK).spawn(move || {
-        let to_host = setup.to_host.clone();
-        let finished = run(setup);
-        let _ = to_host.send(ToHost::Done(finished));
-    })?;
-    Ok(())
+/// Starts the script on a thread of its own, which the host unparks to have it look at the stop
+/// flag; it always ends with a [`ToHost::Done`] (unless the host went away first).
+pub(crate) fn spawn(setup: Setup) -> std::io::Result<Thread> {
+    let thread =
+        std::thread::Builder::new().name("code-script".into()).stack_size(THREAD_STACK).spawn(move || {
+            let _runtime = setup.runtime.enter();
+            let to_host = setup.to_host.clone();
+            let finished = run(setup);
+            let _ = to_host.send(ToHost::Done(finished));
+        })?;
+    Ok(thread.thread().clone())
+}
+
+/// Wakes the script's thread when one of its calls can go on.
+struct Unpark(Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
 }
 
 /// The intrinsics a script gets: the language and its data structures, no clock (`Date`,
@@ -161,6 +181,19 @@ pub(crate) fn run(setup: Setup) -> Finished {
     };
     let state = Rc::new(RefCell::new(State::default()));
     let error = drive(&runtime, &context, &state, &setup).err();
+    // Calls the script started and did not wait for end with it; each hands back what it has
+    // within the dispatcher's cancel grace.
+    setup.calls_cancel.cancel();
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    loop {
+        let polled = state.borrow_mut().running.poll_next_unpin(&mut cx);
+        match polled {
+            Poll::Ready(Some(_)) => {}
+            Poll::Ready(None) => break,
+            Poll::Pending => std::thread::park(),
+        }
+    }
     let state = state.borrow();
     Finished { output: state.output.clone(), error, calls: state.calls }
 }
@@ -235,31 +268,47 @@ fn drive(
             Step::Again => continue,
             Step::Pending => {}
         }
-        if state.borrow().in_flight == 0 {
+        if state.borrow().running.is_empty() {
             return Err(STALLED.into());
         }
-        let remaining = setup.deadline.saturating_duration_since(Instant::now());
-        let message = match setup.from_host.recv_timeout(remaining) {
-            Ok(message) => message,
-            Err(RecvTimeoutError::Timeout) => {
-                setup.stop.stop(Stop::WallTime);
-                return Ok(());
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                setup.stop.stop(Stop::Cancelled);
-                return Ok(());
-            }
-        };
+        let Some(ended) = wait_for_calls(state, setup) else { return Ok(()) };
         context.with(|ctx| {
             let mut script = Script::new(ctx.clone(), state);
             let settle = kept.settle.clone().restore(&ctx).map_err(|e| script.exception(e))?;
-            script.receive(&settle, message)?;
-            // Settle every call that ended meanwhile before running the script again.
-            while let Ok(message) = setup.from_host.try_recv() {
-                script.receive(&settle, message)?;
+            for (id, result) in ended {
+                script.receive(&settle, id, result)?;
             }
             Ok::<_, String>(())
         })?;
+    }
+}
+
+/// Polls the script's calls until some have ended (every call that ended by then, so that they
+/// are settled before the script runs again), parking the thread between polls; `None` when the
+/// script is stopped meanwhile (its wall time included).
+fn wait_for_calls(state: &Rc<RefCell<State>>, setup: &Setup) -> Option<Vec<(u64, Settled)>> {
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    loop {
+        let mut ended = Vec::new();
+        {
+            let mut state = state.borrow_mut();
+            while let Poll::Ready(Some(call)) = state.running.poll_next_unpin(&mut cx) {
+                ended.push(call);
+            }
+        }
+        if !ended.is_empty() {
+            return Some(ended);
+        }
+        if setup.stop.get().is_some() {
+            return None;
+        }
+        let now = Instant::now();
+        if now >= setup.deadline {
+            setup.stop.stop(Stop::WallTime);
+            return None;
+        }
+        std::thread::park_timeout(setup.deadline - now);
     }
 }
 
@@ -269,8 +318,8 @@ struct State {
     output: String,
     /// Tool calls made.
     calls: u64,
-    /// Tool calls not settled yet.
-    in_flight: usize,
+    /// Tool calls not settled yet, each with its number.
+    running: FuturesUnordered<LocalBoxFuture<'static, (u64, Settled)>>,
 }
 
 impl State {
@@ -353,12 +402,7 @@ impl<'js> Script<'js> {
         }
     }
 
-    fn receive(&mut self, settle: &Function<'js>, message: ToScript) -> Result<(), String> {
-        let ToScript::Settled { id, result } = message else { return Ok(()) };
-        {
-            let mut state = self.state.borrow_mut();
-            state.in_flight = state.in_flight.saturating_sub(1);
-        }
+    fn receive(&mut self, settle: &Function<'js>, id: u64, result: Settled) -> Result<(), String> {
         let ctx = &self.ctx;
         let outcome = match result {
             // The result object is made in the prelude, where its shape is a literal's.
@@ -385,7 +429,7 @@ impl<'js> Script<'js> {
         let prelude: Function<'js> = ctx.eval(PRELUDE)?;
 
         let state = self.state.clone();
-        let to_host = setup.to_host.clone();
+        let start_call = setup.start_call.clone();
         let stop = setup.stop.clone();
         let limits = setup.limits;
         let host_call = Function::new(ctx.clone(), move |ctx: Ctx<'js>, tool: String, arguments: String| {
@@ -406,11 +450,8 @@ impl<'js> Script<'js> {
             })?;
             state.calls += 1;
             let id = state.calls;
-            if to_host.send(ToHost::Call { id, tool, arguments }).is_err() {
-                stop.stop(Stop::Cancelled);
-                return Err(Exception::throw_internal(&ctx, "The script was cancelled."));
-            }
-            state.in_flight += 1;
+            let call = start_call(id, tool, arguments);
+            state.running.push(Box::pin(async move { (id, call.await) }));
             Ok(id as f64)
         })?;
 

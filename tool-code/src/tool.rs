@@ -5,8 +5,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc::unbounded_channel;
@@ -16,7 +14,7 @@ use tool_core::{
 };
 use tool_providers::catalog::Catalog;
 
-use crate::engine::{self, Finished, Settled, Setup, StopFlag, ToHost, ToScript};
+use crate::engine::{self, Finished, Settled, Setup, StopFlag, ToHost};
 use crate::held::{Held, OnCancel, Running, Waited};
 use crate::limits::{Limits, Stop};
 use crate::{companions, describe};
@@ -186,12 +184,12 @@ impl CodeTool {
             limits,
             running: running.clone(),
         };
-        let Channels { engine, from_script, wake, stop } =
+        let Channels { engine, from_script, stop } =
             driver.setup(script, self.names.as_ref().clone(), self.catalog.clone());
-        engine::spawn(engine).map_err(|e| {
+        let interpreter = engine::spawn(engine).map_err(|e| {
             ToolError::execution("The script interpreter could not start; try again.").with_source(e)
         })?;
-        tokio::spawn(driver.drive(from_script, wake, stop));
+        tokio::spawn(driver.drive(from_script, interpreter, stop));
         // Stops the script when this call ends before the script is held, however it ends (its
         // future dropped too).
         let mut unheld = StopUnlessHeld { running: Some(running.clone()) };
@@ -231,15 +229,26 @@ struct Driver {
 struct Channels {
     engine: Setup,
     from_script: tokio::sync::mpsc::UnboundedReceiver<ToHost>,
-    wake: std::sync::mpsc::Sender<ToScript>,
     stop: Arc<StopFlag>,
 }
 
 impl Driver {
+    /// The interpreter's setup: each call of the script goes through the dispatcher that runs
+    /// the script, as a model's call, under this call's id and options, at most
+    /// `concurrent_calls` at a time, and is stopped by `calls_cancel` (when the script ends, or
+    /// is stopped).
     fn setup(&self, source: String, tools: Vec<String>, search: Option<Catalog>) -> Channels {
         let stop = Arc::new(StopFlag::default());
         let (to_host, from_script) = unbounded_channel();
-        let (wake, from_host) = std::sync::mpsc::channel();
+        let calls_cancel = self.running.stop.child_token();
+        let permits = Arc::new(Semaphore::new(self.limits.concurrent_calls.max(1)));
+        let (nested, options, parent, cancel) =
+            (self.nested.clone(), self.options.clone(), self.parent.clone(), calls_cancel.clone());
+        let start_call: engine::StartCall = Arc::new(move |id, tool, arguments| {
+            let call = ToolCall::new(format!("{parent}.{id}"), tool, arguments);
+            let task = nested_call(nested.clone(), call, options.clone(), cancel.clone(), permits.clone());
+            Box::pin(async move { settled(task.await) })
+        });
         let engine = Setup {
             source,
             tools,
@@ -248,48 +257,31 @@ impl Driver {
             deadline: self.running.deadline,
             stop: stop.clone(),
             to_host,
-            from_host,
+            start_call,
+            calls_cancel,
+            runtime: tokio::runtime::Handle::current(),
         };
-        Channels { engine, from_script, wake, stop }
+        Channels { engine, from_script, stop }
     }
 
-    /// Runs the script's calls as it makes them, until it ends, is stopped by a limit, or
-    /// [`Running::stop`] fires; then records its end.
+    /// Follows the script: passes on what it prints, stops it when [`Running::stop`] fires or
+    /// its wall time runs out, and records its end (which comes once its calls ended too).
     async fn drive(
         self,
         mut from_script: tokio::sync::mpsc::UnboundedReceiver<ToHost>,
-        to_script: std::sync::mpsc::Sender<ToScript>,
+        interpreter: std::thread::Thread,
         stop: Arc<StopFlag>,
     ) {
         // Stops the interpreter when the driver ends, however it ends.
-        let _stop = StopOnDrop { stop: stop.clone(), to_script: to_script.clone() };
+        let stopper = StopOnDrop { stop: stop.clone(), interpreter };
         let cancel = self.running.stop.clone();
-        // Stops the script's calls: when the script ends, or is stopped.
-        let calls_cancel = cancel.child_token();
-        let _calls_cancel = calls_cancel.clone().drop_guard();
-        let permits = Arc::new(Semaphore::new(self.limits.concurrent_calls.max(1)));
-        // Polled here, first in the order the script made them: so they take their turns at the
-        // parallel gate in that order, as the calls of a model's turn do.
-        let mut running = FuturesUnordered::new();
         let limit_reached = tokio::time::sleep_until(self.running.deadline.into());
         tokio::pin!(limit_reached);
         let mut stopping = false;
-
         let finished = loop {
             tokio::select! {
                 biased;
                 message = from_script.recv() => match message {
-                    Some(ToHost::Call { id, tool, arguments }) => {
-                        let call = ToolCall::new(format!("{}.{id}", self.parent), tool, arguments);
-                        let task = nested_call(
-                            self.nested.clone(),
-                            call,
-                            self.options.clone(),
-                            calls_cancel.clone(),
-                            permits.clone(),
-                        );
-                        running.push(async move { (id, task.await) });
-                    }
                     Some(ToHost::Print(text)) => self.running.print(&text),
                     Some(ToHost::Done(finished)) => break finished,
                     None => break Finished {
@@ -297,27 +289,16 @@ impl Driver {
                         ..Finished::default()
                     },
                 },
-                Some((id, result)) = running.next() => {
-                    let _ = to_script.send(ToScript::Settled { id, result: settled(result) });
-                }
                 () = cancel.cancelled(), if !stopping => {
                     stopping = true;
-                    stop.stop(Stop::Cancelled);
-                    calls_cancel.cancel();
-                    let _ = to_script.send(ToScript::Wake);
+                    stopper.stop(Stop::Cancelled);
                 }
                 () = &mut limit_reached, if !stopping => {
                     stopping = true;
-                    stop.stop(Stop::WallTime);
-                    calls_cancel.cancel();
-                    let _ = to_script.send(ToScript::Wake);
+                    stopper.stop(Stop::WallTime);
                 }
             }
         };
-        // Calls the script started and did not wait for end with it; each hands back what it has
-        // within the dispatcher's cancel grace.
-        calls_cancel.cancel();
-        while running.next().await.is_some() {}
         self.running.end(finished, stop.get());
     }
 }
@@ -449,16 +430,23 @@ fn settled(result: ToolResult) -> Settled {
     Settled::Ok { text, structured: output.structured }
 }
 
-/// Stops the interpreter, and wakes it if it waits for a call.
+/// Stops the interpreter (and so its calls), and wakes it if it waits for them; dropped, for
+/// cancellation.
 struct StopOnDrop {
     stop: Arc<StopFlag>,
-    to_script: std::sync::mpsc::Sender<ToScript>,
+    interpreter: std::thread::Thread,
+}
+
+impl StopOnDrop {
+    fn stop(&self, stop: Stop) {
+        self.stop.stop(stop);
+        self.interpreter.unpark();
+    }
 }
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        self.stop.stop(Stop::Cancelled);
-        let _ = self.to_script.send(ToScript::Wake);
+        self.stop(Stop::Cancelled);
     }
 }
 
