@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::task::{Poll, Wake, Waker};
 use std::thread::Thread;
 use std::time::Instant;
@@ -30,9 +30,9 @@ use crate::describe;
 use crate::limits::{Limits, Stop};
 
 /// Why the script stops: set once, by the host or the interpreter, and read by the interrupt
-/// handler.
+/// handler; and whether the host went away (its runtime shutting down).
 #[derive(Debug, Default)]
-pub(crate) struct StopFlag(AtomicU8);
+pub(crate) struct StopFlag(AtomicU8, AtomicBool);
 
 impl StopFlag {
     /// Stops the script for `stop`, unless it was already stopped for something else.
@@ -42,6 +42,17 @@ impl StopFlag {
 
     pub(crate) fn get(&self) -> Option<Stop> {
         Stop::from_u8(self.0.load(Ordering::SeqCst))
+    }
+
+    /// The host went away before the script ended (the runtime is shutting down): its calls are
+    /// dropped, not polled to their end, since their timers and tasks may be gone.
+    pub(crate) fn host_gone(&self) {
+        self.1.store(true, Ordering::SeqCst);
+        self.stop(Stop::Cancelled);
+    }
+
+    fn is_host_gone(&self) -> bool {
+        self.1.load(Ordering::SeqCst)
     }
 }
 
@@ -186,7 +197,7 @@ pub(crate) fn run(setup: Setup) -> Finished {
     setup.calls_cancel.cancel();
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     let mut cx = std::task::Context::from_waker(&waker);
-    loop {
+    while !setup.stop.is_host_gone() {
         let polled = state.borrow_mut().running.poll_next_unpin(&mut cx);
         match polled {
             Poll::Ready(Some(_)) => {}
@@ -194,6 +205,7 @@ pub(crate) fn run(setup: Setup) -> Finished {
             Poll::Pending => std::thread::park(),
         }
     }
+    state.borrow_mut().running.clear();
     let state = state.borrow();
     Finished { output: state.output.clone(), error, calls: state.calls }
 }
@@ -290,6 +302,11 @@ fn wait_for_calls(state: &Rc<RefCell<State>>, setup: &Setup) -> Option<Vec<(u64,
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     let mut cx = std::task::Context::from_waker(&waker);
     loop {
+        // Stopped, the script looks no further (and a host that went away may have taken the
+        // calls' timers with it).
+        if setup.stop.get().is_some() {
+            return None;
+        }
         let mut ended = Vec::new();
         {
             let mut state = state.borrow_mut();
@@ -299,9 +316,6 @@ fn wait_for_calls(state: &Rc<RefCell<State>>, setup: &Setup) -> Option<Vec<(u64,
         }
         if !ended.is_empty() {
             return Some(ended);
-        }
-        if setup.stop.get().is_some() {
-            return None;
         }
         let now = Instant::now();
         if now >= setup.deadline {

@@ -272,8 +272,8 @@ impl Driver {
         interpreter: std::thread::Thread,
         stop: Arc<StopFlag>,
     ) {
-        // Stops the interpreter when the driver ends, however it ends.
-        let stopper = StopOnDrop { stop: stop.clone(), interpreter };
+        // Stops the interpreter when the driver is dropped before the script ended.
+        let mut stopper = StopOnDrop { stop: stop.clone(), interpreter, ended: false };
         let cancel = self.running.stop.clone();
         let limit_reached = tokio::time::sleep_until(self.running.deadline.into());
         tokio::pin!(limit_reached);
@@ -299,6 +299,7 @@ impl Driver {
                 }
             }
         };
+        stopper.ended = true;
         self.running.end(finished, stop.get());
     }
 }
@@ -430,11 +431,13 @@ fn settled(result: ToolResult) -> Settled {
     Settled::Ok { text, structured: output.structured }
 }
 
-/// Stops the interpreter (and so its calls), and wakes it if it waits for them; dropped, for
-/// cancellation.
+/// Stops the interpreter (and so its calls), and wakes it if it waits for them. Dropped before
+/// the script ended (the driver's task dropped with its runtime), it tells the interpreter the
+/// host is gone.
 struct StopOnDrop {
     stop: Arc<StopFlag>,
     interpreter: std::thread::Thread,
+    ended: bool,
 }
 
 impl StopOnDrop {
@@ -446,7 +449,10 @@ impl StopOnDrop {
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        self.stop(Stop::Cancelled);
+        if !self.ended {
+            self.stop.host_gone();
+            self.interpreter.unpark();
+        }
     }
 }
 
