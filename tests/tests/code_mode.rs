@@ -833,3 +833,31 @@ fn a_runtime_shut_down_under_a_running_script_leaves_its_thread_to_end_quietly()
     assert!(interpreter_threads() <= before, "the script's thread ended");
     assert_eq!(panics.load(std::sync::atomic::Ordering::SeqCst), 0, "the script's thread panicked");
 }
+
+/// A call starts when the script makes it, as a model's call starts when the model sends it, not
+/// when the script next waits: a call made before a long computation is under way during it.
+#[tokio::test]
+async fn a_call_starts_when_the_script_makes_it() {
+    let marks: Arc<Mutex<Vec<(&'static str, std::time::Instant)>>> = Arc::default();
+    let tool = |name: &'static str| {
+        let marks = marks.clone();
+        FnTool::new(ToolSpec::new(name, "Mark the time.", json!({"type": "object"})), move |_, _| {
+            marks.lock().unwrap().push((name, std::time::Instant::now()));
+            async move { Ok(ToolOutput::text(name)) }
+        })
+    };
+    let tools = Registry::builder().tool(tool("first")).tool(tool("last")).build().unwrap();
+    let dispatcher = Dispatcher::new(CodeTool::new(tools).beside_its_tools().unwrap());
+    let started = std::time::Instant::now();
+    let result = script(
+        &dispatcher,
+        "const first = tools.first({}); let x = 0; for (let i = 0; i < 3e6; i++) x += i; \
+         await tools.last({}); (await first).text",
+    )
+    .await;
+    assert_eq!(text(&result), "first");
+    let marks = marks.lock().unwrap().clone();
+    let at = |name| marks.iter().find(|(n, _)| *n == name).map(|(_, at)| at.duration_since(started)).unwrap();
+    // The loop is most of the script's time: the first call ran before it, not after it.
+    assert!(at("first") < at("last") / 2, "first at {:?}, last at {:?}", at("first"), at("last"));
+}

@@ -280,7 +280,7 @@ fn drive(
             Step::Again => continue,
             Step::Pending => {}
         }
-        if state.borrow().running.is_empty() {
+        if state.borrow().running.is_empty() && state.borrow().ended.is_empty() {
             return Err(STALLED.into());
         }
         let Some(ended) = wait_for_calls(state, setup) else { return Ok(()) };
@@ -307,9 +307,10 @@ fn wait_for_calls(state: &Rc<RefCell<State>>, setup: &Setup) -> Option<Vec<(u64,
         if setup.stop.get().is_some() {
             return None;
         }
-        let mut ended = Vec::new();
+        let mut ended;
         {
             let mut state = state.borrow_mut();
+            ended = std::mem::take(&mut state.ended);
             while let Poll::Ready(Some(call)) = state.running.poll_next_unpin(&mut cx) {
                 ended.push(call);
             }
@@ -332,8 +333,10 @@ struct State {
     output: String,
     /// Tool calls made.
     calls: u64,
-    /// Tool calls not settled yet, each with its number.
+    /// Tool calls still running, each with its number.
     running: FuturesUnordered<LocalBoxFuture<'static, (u64, Settled)>>,
+    /// Tool calls that ended (when they were started) and are not settled yet.
+    ended: Vec<(u64, Settled)>,
 }
 
 impl State {
@@ -444,6 +447,7 @@ impl<'js> Script<'js> {
 
         let state = self.state.clone();
         let start_call = setup.start_call.clone();
+        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
         let stop = setup.stop.clone();
         let limits = setup.limits;
         let host_call = Function::new(ctx.clone(), move |ctx: Ctx<'js>, tool: String, arguments: String| {
@@ -465,7 +469,13 @@ impl<'js> Script<'js> {
             state.calls += 1;
             let id = state.calls;
             let call = start_call(id, tool, arguments);
-            state.running.push(Box::pin(async move { (id, call.await) }));
+            let mut call: LocalBoxFuture<'static, (u64, Settled)> = Box::pin(async move { (id, call.await) });
+            // Started now, as a model's call would be: the tool begins its work (passes the
+            // gate, starts its command) while the script goes on.
+            match call.as_mut().poll(&mut std::task::Context::from_waker(&waker)) {
+                Poll::Ready(ended) => state.ended.push(ended),
+                Poll::Pending => state.running.push(call),
+            }
             Ok(id as f64)
         })?;
 
