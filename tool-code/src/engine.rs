@@ -118,7 +118,9 @@ const THREAD_STACK: usize = 8 << 20;
 pub(crate) fn spawn(setup: Setup) -> std::io::Result<Thread> {
     let thread =
         std::thread::Builder::new().name("code-script".into()).stack_size(THREAD_STACK).spawn(move || {
-            let _runtime = setup.runtime.enter();
+            // The script's calls run in the runtime of the call that started it.
+            let runtime = setup.runtime.clone();
+            let _entered = runtime.enter();
             let to_host = setup.to_host.clone();
             let finished = run(setup);
             let _ = to_host.send(ToHost::Done(finished));
@@ -470,8 +472,9 @@ impl<'js> Script<'js> {
             let id = state.calls;
             let call = start_call(id, tool, arguments);
             let mut call: LocalBoxFuture<'static, (u64, Settled)> = Box::pin(async move { (id, call.await) });
-            // Started now, as a model's call would be: the tool begins its work (passes the
-            // gate, starts its command) while the script goes on.
+            // Started now, as a model's call would be: the tool begins its work (takes its turn at
+            // the gate, in the order the script makes its calls; starts its command) while the
+            // script goes on.
             match call.as_mut().poll(&mut std::task::Context::from_waker(&waker)) {
                 Poll::Ready(ended) => state.ended.push(ended),
                 Poll::Pending => state.running.push(call),
