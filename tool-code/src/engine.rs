@@ -32,27 +32,30 @@ use crate::limits::{Limits, Stop};
 /// Why the script stops: set once, by the host or the interpreter, and read by the interrupt
 /// handler; and whether the host went away (its runtime shutting down).
 #[derive(Debug, Default)]
-pub(crate) struct StopFlag(AtomicU8, AtomicBool);
+pub(crate) struct StopFlag {
+    stop: AtomicU8,
+    host_gone: AtomicBool,
+}
 
 impl StopFlag {
     /// Stops the script for `stop`, unless it was already stopped for something else.
     pub(crate) fn stop(&self, stop: Stop) {
-        let _ = self.0.compare_exchange(0, stop.as_u8(), Ordering::SeqCst, Ordering::SeqCst);
+        let _ = self.stop.compare_exchange(0, stop.as_u8(), Ordering::SeqCst, Ordering::SeqCst);
     }
 
     pub(crate) fn get(&self) -> Option<Stop> {
-        Stop::from_u8(self.0.load(Ordering::SeqCst))
+        Stop::from_u8(self.stop.load(Ordering::SeqCst))
     }
 
     /// The host went away before the script ended (the runtime is shutting down): its calls are
     /// dropped, not polled to their end, since their timers and tasks may be gone.
     pub(crate) fn host_gone(&self) {
-        self.1.store(true, Ordering::SeqCst);
+        self.host_gone.store(true, Ordering::SeqCst);
         self.stop(Stop::Cancelled);
     }
 
     fn is_host_gone(&self) -> bool {
-        self.1.load(Ordering::SeqCst)
+        self.host_gone.load(Ordering::SeqCst)
     }
 }
 
@@ -192,20 +195,19 @@ pub(crate) fn run(setup: Setup) -> Finished {
             ..Finished::default()
         };
     };
-    let state = Rc::new(RefCell::new(State::default()));
+    let state = Rc::new(RefCell::new(State::new()));
     let error = drive(&runtime, &context, &state, &setup).err();
     // Calls the script started and did not wait for end with it; each hands back what it has
     // within the dispatcher's cancel grace.
     setup.calls_cancel.cancel();
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = std::task::Context::from_waker(&waker);
     while !setup.stop.is_host_gone() {
-        let polled = state.borrow_mut().running.poll_next_unpin(&mut cx);
-        match polled {
-            Poll::Ready(Some(_)) => {}
-            Poll::Ready(None) => break,
-            Poll::Pending => std::thread::park(),
+        let mut calls = state.borrow_mut();
+        calls.take_ended();
+        if calls.running.is_empty() {
+            break;
         }
+        drop(calls);
+        std::thread::park();
     }
     state.borrow_mut().running.clear();
     let state = state.borrow();
@@ -301,22 +303,13 @@ fn drive(
 /// are settled before the script runs again), parking the thread between polls; `None` when the
 /// script is stopped meanwhile (its wall time included).
 fn wait_for_calls(state: &Rc<RefCell<State>>, setup: &Setup) -> Option<Vec<(u64, Settled)>> {
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = std::task::Context::from_waker(&waker);
     loop {
         // Stopped, the script looks no further (and a host that went away may have taken the
         // calls' timers with it).
         if setup.stop.get().is_some() {
             return None;
         }
-        let mut ended;
-        {
-            let mut state = state.borrow_mut();
-            ended = std::mem::take(&mut state.ended);
-            while let Poll::Ready(Some(call)) = state.running.poll_next_unpin(&mut cx) {
-                ended.push(call);
-            }
-        }
+        let ended = state.borrow_mut().take_ended();
         if !ended.is_empty() {
             return Some(ended);
         }
@@ -329,19 +322,53 @@ fn wait_for_calls(state: &Rc<RefCell<State>>, setup: &Setup) -> Option<Vec<(u64,
     }
 }
 
+/// One tool call of the script, with its number.
+type Call = LocalBoxFuture<'static, (u64, Settled)>;
+
 /// The script's state on its thread, shared with the functions the script calls.
-#[derive(Default)]
 struct State {
     output: String,
     /// Tool calls made.
     calls: u64,
-    /// Tool calls still running, each with its number.
-    running: FuturesUnordered<LocalBoxFuture<'static, (u64, Settled)>>,
-    /// Tool calls that ended (when they were started) and are not settled yet.
+    /// Tool calls still running.
+    running: FuturesUnordered<Call>,
+    /// Tool calls that ended and are not settled yet.
     ended: Vec<(u64, Settled)>,
+    /// Wakes this thread when one of its calls can go on.
+    waker: Waker,
 }
 
 impl State {
+    /// The state of a script on this thread.
+    fn new() -> State {
+        State {
+            output: String::new(),
+            calls: 0,
+            running: FuturesUnordered::new(),
+            ended: Vec::new(),
+            waker: Waker::from(Arc::new(Unpark(std::thread::current()))),
+        }
+    }
+
+    /// Starts `call` now, as a model's call starts when sent: the tool begins its work (takes
+    /// its turn at the gate, in the order the script makes its calls; starts its command) while
+    /// the script goes on.
+    fn start(&mut self, mut call: Call) {
+        match call.as_mut().poll(&mut std::task::Context::from_waker(&self.waker)) {
+            Poll::Ready(ended) => self.ended.push(ended),
+            Poll::Pending => self.running.push(call),
+        }
+    }
+
+    /// The calls that ended since the last look.
+    fn take_ended(&mut self) -> Vec<(u64, Settled)> {
+        let mut cx = std::task::Context::from_waker(&self.waker);
+        while let Poll::Ready(Some(call)) = self.running.poll_next_unpin(&mut cx) {
+            self.ended.push(call);
+        }
+        std::mem::take(&mut self.ended)
+    }
+
     /// Appends `text` within the output limit; past it, what fits, and `false`.
     fn write(&mut self, text: &str, limit: usize) -> bool {
         let room = limit.saturating_sub(self.output.len());
@@ -449,7 +476,6 @@ impl<'js> Script<'js> {
 
         let state = self.state.clone();
         let start_call = setup.start_call.clone();
-        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
         let stop = setup.stop.clone();
         let limits = setup.limits;
         let host_call = Function::new(ctx.clone(), move |ctx: Ctx<'js>, tool: String, arguments: String| {
@@ -471,14 +497,7 @@ impl<'js> Script<'js> {
             state.calls += 1;
             let id = state.calls;
             let call = start_call(id, tool, arguments);
-            let mut call: LocalBoxFuture<'static, (u64, Settled)> = Box::pin(async move { (id, call.await) });
-            // Started now, as a model's call would be: the tool begins its work (takes its turn at
-            // the gate, in the order the script makes its calls; starts its command) while the
-            // script goes on.
-            match call.as_mut().poll(&mut std::task::Context::from_waker(&waker)) {
-                Poll::Ready(ended) => state.ended.push(ended),
-                Poll::Pending => state.running.push(call),
-            }
+            state.start(Box::pin(async move { (id, call.await) }));
             Ok(id as f64)
         })?;
 

@@ -61,7 +61,7 @@
   // The tools are its own properties, found without a trap; a name that is no tool reaches the
   // proxy below it, and the dispatcher answers it with the names that come close.
   const unknown = new Proxy(Object.create(null), {
-    get(target, name, receiver) {
+    get(_, name) {
       if (typeof name !== "string") return undefined;
       // Not a property a caller probes for: `await tools`, JSON.stringify(tools).
       if (name === "then" || name === "toJSON") return undefined;
