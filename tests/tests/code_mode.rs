@@ -471,8 +471,15 @@ async fn mistakes_are_errors_the_model_can_read() {
     assert!(syntax.output.is_error);
     assert!(text(&syntax).starts_with("The script failed: SyntaxError: "), "{}", text(&syntax));
 
-    let thrown = script(&dispatcher, "throw new Error('boom')").await;
-    assert!(text(&thrown).starts_with("The script failed: Error: boom"), "{}", text(&thrown));
+    let thrown = script(&dispatcher, "function check() {\n  throw new Error('boom');\n}\ncheck();").await;
+    assert_eq!(
+        text(&thrown),
+        "The script failed: Error: boom\n    at check (script.js:2:13)\n    at <eval> (script.js:4:1)"
+    );
+    // A tool's error is made by the prelude: its frames are not the script's and are left out.
+    let uncaught = script(&dispatcher, "await tools.echo({ text: 5 })").await;
+    assert!(text(&uncaught).starts_with("The script failed: ToolError: "), "{}", text(&uncaught));
+    assert!(!text(&uncaught).contains("    at "), "{}", text(&uncaught));
 
     let result = script(
         &dispatcher,

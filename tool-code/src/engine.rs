@@ -403,7 +403,7 @@ impl<'js> Script<'js> {
         options.global = true;
         options.strict = false;
         options.promise = true;
-        options.filename = Some("script.js".into());
+        options.filename = Some(SCRIPT_FILE.into());
         let promise: Promise<'js> =
             ctx.eval_with_options(setup.source.as_bytes(), options).map_err(|e| self.exception(e))?;
         Ok(Kept {
@@ -584,15 +584,18 @@ impl<'js> Script<'js> {
         }
     }
 
-    /// What the script threw, as the model reads it: `Name: message` and the script's stack.
+    /// What the script threw, as the model reads it: `Name: message` and the frames of the
+    /// script's stack (the prelude's own frames, where a tool's error is made, say nothing the
+    /// model can act on).
     fn describe_thrown(&self, thrown: Value<'js>) -> String {
         if let Some(exception) = thrown.as_exception() {
             let name: String = exception.get("name").unwrap_or_else(|_| "Error".into());
             let message = exception.message().unwrap_or_default();
             let mut text = format!("{name}: {message}");
-            if let Some(stack) = exception.stack().filter(|stack| !stack.trim().is_empty()) {
+            let stack = exception.stack().unwrap_or_default();
+            for frame in stack.lines().filter(|frame| frame.contains(SCRIPT_FILE)) {
                 text.push('\n');
-                text.push_str(stack.trim_end());
+                text.push_str(frame);
             }
             return text;
         }
@@ -640,6 +643,9 @@ fn half_character(json: &str) -> bool {
 /// Defines the script's globals from the host's functions; returns the function that settles a
 /// tool call's promise, and the one that makes a string well-formed.
 const PRELUDE: &str = include_str!("prelude.js");
+
+/// The file name the script's frames carry in its errors' stacks.
+const SCRIPT_FILE: &str = "script.js";
 
 #[cfg(test)]
 mod tests {
