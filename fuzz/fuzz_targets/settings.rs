@@ -179,8 +179,8 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
             let command = u.choose(&["ls", "rm -rf x", "git push origin main", "cat .env", "npm test"])?;
             for kind in [
                 PermissionKind::Command { command: (*command).to_owned() },
-                PermissionKind::Path { path: root().join("src/main.rs") },
-                PermissionKind::ExternalDirectory { path: "/etc/passwd".into() },
+                PermissionKind::Path { path: root().join("src/main.rs"), named: None },
+                PermissionKind::ExternalDirectory { path: "/etc/passwd".into(), named: None },
             ] {
                 for tool in ["bash", "read", "edit", "server__tool"] {
                     let mut request = PermissionRequest::new(kind.clone(), "fuzz");

@@ -18,12 +18,21 @@ pub enum PermissionKind {
     ExternalDirectory {
         /// The resolved path that lies outside the root.
         path: PathBuf,
+        /// The path as the call named it, when that is not `path`: see [`PermissionKind::Path`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        named: Option<PathBuf>,
     },
     /// Using a path inside the workspace root (asked for every path a file tool resolves, so
     /// that rules can match it).
     Path {
         /// The resolved absolute path.
         path: PathBuf,
+        /// The absolute path as the call named it (`.` and `..` taken lexically, symbolic
+        /// links not followed), when that is not `path`: a link, or a name beneath one. A rule
+        /// that refuses either path refuses the request, so a link does not lead past a rule
+        /// about its own name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        named: Option<PathBuf>,
     },
     /// A call as a whole, before its tool runs (asked by a permission policy when a rule about
     /// the tool says `ask`).
@@ -250,7 +259,7 @@ impl PermissionHook for DefaultPermissions {
             return Box::pin(async move { asker.decide(request).await });
         }
         let decision = match &request.kind {
-            PermissionKind::ExternalDirectory { path } => PermissionDecision::Deny {
+            PermissionKind::ExternalDirectory { path, .. } => PermissionDecision::Deny {
                 reason: format!(
                     "{} is outside the workspace root; only paths inside the workspace may be used",
                     path.display()

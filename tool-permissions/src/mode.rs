@@ -20,6 +20,12 @@ use crate::shell;
 /// | `mkdir`, `touch`, `mv`, `cp` of workspace paths | ask | allow | deny | deny | allow |
 /// | sandboxed command, `autoAllowBashIfSandboxed` | allow | allow | deny | allow | allow |
 /// | other command, other tool (mounted ones too) | ask | ask | deny | deny | allow |
+/// | file edit of a protected path (`.git`, `.claude`, `.vscode`, `.bashrc`, ...) | ask | ask | deny | deny | ask |
+///
+/// Protected paths are Claude Code's: what runs code or decides the policy (git's metadata and
+/// hooks, the agents' settings and instructions, editors' and shells' configuration). No mode
+/// lets a file tool change them unasked, not even `bypassPermissions`; a rule naming them can.
+/// Reading them is a read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum PermissionMode {
@@ -124,8 +130,9 @@ pub(crate) enum Unmatched<'a> {
     Call,
     /// Running a command line.
     Command(&'a str),
-    /// Using a path inside the workspace.
-    Path(&'a Path),
+    /// Using a path of the workspace (resolved), and the name the call gave it when a link
+    /// made them differ.
+    Path { path: &'a Path, named: Option<&'a Path> },
     /// Typing into a running command (`bash_input`) that runs this command line.
     Input(&'a str),
 }
@@ -137,6 +144,8 @@ pub(crate) enum Class {
     Edits,
     Sandboxed,
     Other,
+    /// A change to a protected path ([`PROTECTED`]).
+    Protected,
 }
 
 /// Claude Code's `acceptEdits` also runs these filesystem commands without asking.
@@ -156,7 +165,7 @@ fn edits_files(command: &str) -> bool {
             return false;
         }
         if FILE_COMMANDS.contains(&program) {
-            if !words.all(|word| names_a_workspace_path(word) && !runs_code(Path::new(word))) {
+            if !words.all(|word| names_a_workspace_path(word) && !protected(Path::new(word))) {
                 return false;
             }
             edits = true;
@@ -171,13 +180,30 @@ fn edits_files(command: &str) -> bool {
 const CHANGES_DIRECTORY: &[&str] = &["cd", "pushd", "popd"];
 
 /// Names whose content runs code or decides the policy: git's metadata (hooks, `core.fsmonitor`),
-/// the agents' settings, instructions and MCP servers. The sandbox keeps commands from writing
-/// them; a permission mode that allows edits does not allow these without asking.
-const RUNS_CODE: &[&str] = &[".git", ".claude", ".mcp.json", "CLAUDE.md", "AGENTS.md", ".husky"];
+/// the agents' settings, instructions and MCP servers, editors' workspace settings (tasks and
+/// extensions run code), shells' startup files and git's own configuration (Claude Code's
+/// protected paths). The sandbox keeps commands from writing git's metadata; no permission
+/// mode lets a file tool change any of these without asking.
+const PROTECTED: &[&str] = &[
+    ".git",
+    ".claude",
+    ".mcp.json",
+    "CLAUDE.md",
+    "AGENTS.md",
+    ".husky",
+    ".vscode",
+    ".idea",
+    ".gitconfig",
+    ".bashrc",
+    ".bash_profile",
+    ".zshrc",
+    ".zprofile",
+    ".profile",
+];
 
-/// Whether a component of `path` is one of [`RUNS_CODE`].
-fn runs_code(path: &Path) -> bool {
-    path.components().any(|part| RUNS_CODE.iter().any(|name| part.as_os_str() == *name))
+/// Whether a component of `path` is one of [`PROTECTED`].
+fn protected(path: &Path) -> bool {
+    path.components().any(|part| PROTECTED.iter().any(|name| part.as_os_str() == *name))
 }
 
 /// Whether `word`, an argument of one of [`FILE_COMMANDS`], can only name a path beneath the
@@ -211,9 +237,13 @@ pub(crate) fn class(
     };
     match asked {
         // What runs code or holds the policy (git's metadata and hooks, the agents' settings) is
-        // never an ordinary edit: a mode that allows edits still asks about it.
-        Unmatched::Path(path) if runs_code(path) => Class::Other,
-        Unmatched::Call | Unmatched::Path(_) => by_access(),
+        // never an ordinary edit: every mode asks about changing it. Reading it is a read.
+        Unmatched::Path { path, named } => match by_access() {
+            Class::Reads => Class::Reads,
+            _ if protected(path) || named.is_some_and(protected) => Class::Protected,
+            class => class,
+        },
+        Unmatched::Call => by_access(),
         Unmatched::Command(command) => {
             if shell::classify(command).is_read_only() {
                 Class::Reads
@@ -236,7 +266,10 @@ pub(crate) fn class(
 pub(crate) fn action(mode: PermissionMode, class: Class) -> Action {
     use PermissionMode as M;
     match (mode, class) {
-        (M::BypassPermissions, _) | (_, Class::Reads) => Action::Allow,
+        (_, Class::Reads) => Action::Allow,
+        (M::Plan | M::DontAsk, Class::Protected) => Action::Deny,
+        (_, Class::Protected) => Action::Ask,
+        (M::BypassPermissions, _) => Action::Allow,
         (M::Plan, _) => Action::Deny,
         (M::AcceptEdits, Class::Edits) => Action::Allow,
         (M::Default | M::AcceptEdits | M::DontAsk, Class::Sandboxed) => Action::Allow,
@@ -262,7 +295,7 @@ pub(crate) fn would_allow(
             let program = command.split_whitespace().next().unwrap_or(command);
             format!("`allow {name}({program}:*)`")
         }
-        Unmatched::Path(path) => match path.strip_prefix(root) {
+        Unmatched::Path { path, .. } => match path.strip_prefix(root) {
             Ok(inside) => format!("`allow {name}(./{})`", inside.display()),
             Err(_) => format!("`allow {name}(/{})`", path.display()),
         },
@@ -293,7 +326,7 @@ mod tests {
         let rules = Rules::builder("/w").catalog(catalog).build().unwrap();
         let policy = Policy::new(rules).with_mode(PermissionMode::Default);
         let switch = policy.mode_switch();
-        let edit = request("edit", PermissionKind::Path { path: "/w/src/a.rs".into() });
+        let edit = request("edit", PermissionKind::Path { path: "/w/src/a.rs".into(), named: None });
         let PermissionDecision::Deny { reason } = policy.decide(&edit).await else { panic!("asked") };
         assert_eq!(
             reason,
@@ -338,7 +371,7 @@ mod tests {
         assert!(!edits_files("cp x .git/config"));
         assert!(!edits_files("mkdir -p .claude/hooks"));
         assert!(!edits_files("cp x sub/.git/hooks/pre-commit"));
-        assert!(runs_code(Path::new("/w/.claude/settings.json")) && !runs_code(Path::new("/w/src/git.rs")));
+        assert!(protected(Path::new("/w/.claude/settings.json")) && !protected(Path::new("/w/src/git.rs")));
         assert!(!edits_files("mkdir $HOME/x"));
         assert!(!edits_files("mkdir a && rm -rf b"));
         assert_eq!(PermissionMode::parse("manual"), Some(PermissionMode::Default));

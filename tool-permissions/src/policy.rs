@@ -182,7 +182,7 @@ fn refused(because: &str) -> String {
 fn verdict_reason(verdict: &Verdict, request: &PermissionRequest) -> String {
     match (&verdict.because, &request.kind, verdict.action) {
         // The same words as the default policy's, since the same thing happened.
-        (Because::ExternalDefault, PermissionKind::ExternalDirectory { path }, Action::Deny) => format!(
+        (Because::ExternalDefault, PermissionKind::ExternalDirectory { path, .. }, Action::Deny) => format!(
             "{} is outside the workspace root; only paths inside the workspace may be used",
             path.display()
         ),
@@ -197,10 +197,16 @@ impl PermissionHook for Policy {
             PermissionKind::Command { command } => {
                 self.settle(tool, Unmatched::Command(command), self.rules.decide_command(tool, command))
             }
-            PermissionKind::Path { path } => {
-                self.settle(tool, Unmatched::Path(path), self.rules.decide_path(tool, path, false))
+            PermissionKind::Path { path, named } => {
+                let asked = Unmatched::Path { path, named: named.as_deref() };
+                self.settle(tool, asked, self.rules.decide_path(tool, path, named.as_deref(), false))
             }
-            PermissionKind::ExternalDirectory { path } => self.rules.decide_path(&request.tool, path, true),
+            PermissionKind::ExternalDirectory { path, named } => {
+                // Settled by the mode only beneath an additional directory: elsewhere outside
+                // the root, the external default decides what no rule did.
+                let asked = Unmatched::Path { path, named: named.as_deref() };
+                self.settle(tool, asked, self.rules.decide_path(tool, path, named.as_deref(), true))
+            }
             PermissionKind::Input { .. } => return Box::pin(self.decide_input(request)),
             // Only a person can grant it: the policy's asker, or the call's (MCP elicitation).
             PermissionKind::SandboxEscalation { .. } | PermissionKind::NetworkHost { .. } => {

@@ -345,6 +345,9 @@ pub struct Rules {
     defaults: HashMap<String, Action>,
     default: Option<Action>,
     external_default: Action,
+    /// Directories outside the root that count as the workspace's (Claude Code's
+    /// `additionalDirectories`), canonical.
+    additional: Vec<PathBuf>,
     catalog: ToolCatalog,
     root: PathBuf,
 }
@@ -359,6 +362,7 @@ impl Rules {
             defaults: HashMap::new(),
             default: None,
             external_default: Action::Deny,
+            additional: Vec::new(),
         }
     }
 
@@ -582,27 +586,47 @@ impl Rules {
         })
     }
 
-    /// The answer for `tool` using `path` (absolute, resolved), inside or outside the root.
-    /// Outside, the tool's rules without a pattern cannot allow it: only a path rule or an
-    /// `external_directory` rule can; with no matching rule the external default applies.
-    pub(crate) fn decide_path(&self, tool: &str, path: &Path, outside: bool) -> Verdict {
+    /// Whether `path` (absolute, resolved) lies beneath one of the additional directories.
+    pub(crate) fn is_additional(&self, path: &Path) -> bool {
+        self.additional.iter().any(|dir| path.starts_with(dir))
+    }
+
+    /// The answer for `tool` using `path` (absolute, resolved), inside or outside the root;
+    /// `named` is the path as the call named it when a link made them differ, and a deny or ask
+    /// rule about either decides (an allow rule only about the resolved path). Outside, the
+    /// tool's rules without a pattern cannot allow it: only a path rule or an
+    /// `external_directory` rule can; with no matching rule the external default applies. An
+    /// additional directory is not outside: there the tool's rules and then the mode decide, as
+    /// beneath the root.
+    pub(crate) fn decide_path(
+        &self,
+        tool: &str,
+        path: &Path,
+        named: Option<&Path>,
+        outside: bool,
+    ) -> Verdict {
+        let workspace = !outside || self.is_additional(path);
+        let matches = |rule: &Rule, pattern: &PathPattern| {
+            pattern.matches(path)
+                || (rule.action != Action::Allow && named.is_some_and(|n| pattern.matches(n)))
+        };
         let tool_rules = self.tool_rules(tool).iter().filter(|rule| match &rule.pattern {
-            Pattern::Any => !outside || rule.action != Action::Allow,
-            Pattern::Path(pattern) => pattern.matches(path),
+            Pattern::Any => workspace || rule.action != Action::Allow,
+            Pattern::Path(pattern) => matches(rule, pattern),
             Pattern::ReadOnly | Pattern::Command(_) => false,
         });
         let external = self.external.iter().filter(|rule| {
             outside
                 && match &rule.pattern {
                     Pattern::Any => true,
-                    Pattern::Path(pattern) => pattern.matches(path),
+                    Pattern::Path(pattern) => matches(rule, pattern),
                     Pattern::ReadOnly | Pattern::Command(_) => false,
                 }
         });
         match strictest(tool_rules.chain(external)) {
             Some(verdict) => verdict,
-            None if outside => Verdict { action: self.external_default, because: Because::ExternalDefault },
-            None => self.default_for(tool),
+            None if workspace => self.default_for(tool),
+            None => Verdict { action: self.external_default, because: Because::ExternalDefault },
         }
     }
 }
@@ -674,6 +698,7 @@ pub struct RulesBuilder {
     defaults: HashMap<String, Action>,
     default: Option<Action>,
     external_default: Action,
+    additional: Vec<PathBuf>,
 }
 
 impl RulesBuilder {
@@ -736,6 +761,15 @@ impl RulesBuilder {
     /// nobody may be there to answer).
     pub fn external_directory(mut self, action: Action) -> Self {
         self.external_default = action;
+        self
+    }
+
+    /// Makes `dir`, outside the root, count as the workspace's (Claude Code's
+    /// `additionalDirectories`): a path beneath it is decided by the tools' rules and then the
+    /// permission mode, as a path beneath the root is, not as an outside path.
+    pub fn additional_directory(mut self, dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        self.additional.push(std::fs::canonicalize(&dir).unwrap_or(dir));
         self
     }
 
@@ -820,6 +854,7 @@ impl RulesBuilder {
             defaults: self.defaults,
             default: self.default,
             external_default: self.external_default,
+            additional: self.additional,
             catalog: self.catalog,
             root,
         })

@@ -16,7 +16,7 @@ use tool_settings::{self as model, NotApplied, SettingsFile};
 
 use crate::catalog::Resolved;
 use crate::mode::PermissionMode;
-use crate::rules::{Action, EXTERNAL_DIRECTORY, RuleError, Rules, RulesBuilder};
+use crate::rules::{Action, RuleError, Rules, RulesBuilder};
 
 /// How long a hook may run when its entry sets no `timeout` (Claude Code's default).
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -351,14 +351,9 @@ fn permissions_section(
             builder = builder.rule_from(action, rule.clone(), key_origin.clone());
         }
     }
-    let key_origin: Arc<str> = format!("{origin} (permissions.additionalDirectories)").into();
     for dir in section.additional_directories.iter().flatten() {
         // Relative to the project root, as Claude Code resolves it.
-        let path = tool_sandbox::lexically_normal(&root.join(expand_home(dir)?));
-        let path = std::fs::canonicalize(&path).unwrap_or(path);
-        let shown = path.to_string_lossy();
-        let pattern = format!("{EXTERNAL_DIRECTORY}(/{}/**)", globset::escape(&shown));
-        builder = builder.rule_from(Action::Allow, pattern, key_origin.clone());
+        builder = builder.additional_directory(tool_sandbox::lexically_normal(&root.join(expand_home(dir)?)));
     }
     if let Some(action) = section.default {
         builder = builder.default(action.into());

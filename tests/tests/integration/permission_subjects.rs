@@ -80,7 +80,7 @@ async fn rules_take_the_subjects_from_the_registry() {
     let rules =
         from_registry(dir.path()).deny("open_file(secret/**)").deny("run_line(rm:*)").build().unwrap();
     let policy = Policy::new(rules);
-    let path = |name: &str| PermissionKind::Path { path: dir.path().join(name) };
+    let path = |name: &str| PermissionKind::Path { path: dir.path().join(name), named: None };
     let command = |line: &str| PermissionKind::Command { command: line.to_owned() };
 
     let denied = policy.decide(&request("open_file", path("secret/key"))).await;

@@ -311,7 +311,7 @@ struct DenyName(&'static str);
 
 impl PermissionHook for DenyName {
     fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision> {
-        let denied = matches!(&request.kind, PermissionKind::Path { path } if path.ends_with(self.0));
+        let denied = matches!(&request.kind, PermissionKind::Path { path, .. } if path.ends_with(self.0));
         Box::pin(std::future::ready(if denied {
             PermissionDecision::Deny { reason: format!("{} is protected", self.0) }
         } else {

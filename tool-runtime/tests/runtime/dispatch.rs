@@ -925,7 +925,7 @@ async fn after_hooks_inspect_and_replace_results_including_errors() {
 async fn ask_uses_the_permission_hook_and_a_denial_is_a_result() {
     let touch = tool("touch", true, |ctx, args| async move {
         let kind = if key(&args) == "outside" {
-            PermissionKind::ExternalDirectory { path: "/etc/passwd".into() }
+            PermissionKind::ExternalDirectory { path: "/etc/passwd".into(), named: None }
         } else {
             PermissionKind::Other { name: "touch".into() }
         };

@@ -72,11 +72,28 @@ fn each_mode_decides_what_no_rule_decides() {
         ("bash", json!({"command": "mkdir made"}), [Asked, Ran, Refused, Refused, Ran]),
         ("bash", json!({"command": "echo x > out.txt"}), [Asked, Asked, Refused, Refused, Ran]),
         ("inner__read", json!({"path": "hello.txt"}), [Asked, Asked, Refused, Refused, Ran]),
+        // Protected paths: no mode changes them unasked; reading them is a read.
+        (
+            "write",
+            json!({"path": ".vscode/tasks.json", "content": "{}"}),
+            [Asked, Asked, Refused, Refused, Asked],
+        ),
+        (
+            "write",
+            json!({"path": ".git/hooks/pre-commit", "content": "x"}),
+            [Asked, Asked, Refused, Refused, Asked],
+        ),
+        ("write", json!({"path": "sub/.bashrc", "content": "x"}), [Asked, Asked, Refused, Refused, Asked]),
+        ("read", json!({"path": "AGENTS.md"}), [Ran, Ran, Ran, Ran, Ran]),
+        ("read", json!({"path": ".git/HEAD"}), [Ran, Ran, Ran, Ran, Ran]),
     ];
     let modes = ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"];
     for (i, mode) in modes.iter().enumerate() {
         for (tool, args, expected) in table {
             let fx = Fixture::new();
+            std::fs::create_dir_all(fx.ws().join(".git/hooks")).unwrap();
+            std::fs::write(fx.ws().join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+            std::fs::write(fx.ws().join("AGENTS.md"), "Be brief.\n").unwrap();
             let mcp = mount_config(&fx);
             let file = settings(&fx, json!({"permissions": {"defaultMode": mode}}));
             let got = outcome(&fx, &file, &["--sandbox", "off", "--mcp-config", &mcp], tool, args);
@@ -230,4 +247,74 @@ fn a_script_is_not_asked_about_but_each_of_its_calls_is() {
     // Without code mode, a rule naming the script tool names no tool.
     let run = fx.run(&["call", "read", r#"{"path": "hello.txt"}"#, "--settings", &file], None);
     assert!(run.usage_error().contains("no tool is named `code`"), "{}", run.stderr);
+}
+
+#[test]
+fn a_rule_about_a_links_name_holds_for_what_it_leads_to() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::create_dir(ws.join("sub")).unwrap();
+    std::os::unix::fs::symlink("hello.txt", ws.join("link.txt")).unwrap();
+    std::os::unix::fs::symlink("sub", ws.join("linkdir")).unwrap();
+    std::os::unix::fs::symlink(".git", ws.join("meta")).unwrap();
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    let file = settings(
+        &fx,
+        json!({"permissions": {
+            "defaultMode": "acceptEdits",
+            "deny": ["Read(./link.txt)", "Edit(./link.txt)", "Edit(./linkdir/**)"],
+        }}),
+    );
+    let refused_by = |tool: &str, args: serde_json::Value, rule: &str| {
+        let run = fx.run(&["call", tool, &args.to_string(), "--settings", &file, "--sandbox", "off"], None);
+        let output = run.json()["output"].as_str().unwrap().to_owned();
+        assert!(output.contains(&format!("refused by the rule `{rule}`")), "{tool} {args}: {output}");
+    };
+    refused_by("read", json!({"path": "link.txt"}), "deny Read(./link.txt)");
+    refused_by("write", json!({"path": "link.txt", "content": "x"}), "deny Edit(./link.txt)");
+    refused_by(
+        "edit",
+        json!({"path": "./sub/../link.txt", "old_string": "hello", "new_string": "x"}),
+        "deny Edit(./link.txt)",
+    );
+    refused_by("write", json!({"path": "linkdir/new.txt", "content": "x"}), "deny Edit(./linkdir/**)");
+    assert_eq!(std::fs::read_to_string(ws.join("hello.txt")).unwrap(), "hello\nworld\n");
+    assert!(!ws.join("sub/new.txt").exists());
+    // What the link leads to is not refused by its own name.
+    assert_eq!(outcome(&fx, &file, &["--sandbox", "off"], "read", &json!({"path": "hello.txt"})), Ran);
+    // A link to a protected directory leads to a protected path, in every mode.
+    let file = settings(&fx, json!({"permissions": {"defaultMode": "bypassPermissions"}}));
+    let hook = json!({"path": "meta/hooks/pre-commit", "content": "x"});
+    assert_eq!(outcome(&fx, &file, &["--sandbox", "off"], "write", &hook), Asked);
+    assert!(!ws.join(".git/hooks/pre-commit").exists());
+}
+
+#[test]
+fn an_additional_directory_is_decided_as_the_workspace_is() {
+    let fx = Fixture::new();
+    std::fs::create_dir(fx.dir.path().join("extra")).unwrap();
+    std::fs::write(fx.dir.path().join("extra/notes.txt"), "notes\n").unwrap();
+    let read = json!({"path": "../extra/notes.txt"});
+    let write = json!({"path": "../extra/new.txt", "content": "x"});
+    // default, acceptEdits, plan, dontAsk, bypassPermissions
+    let writes = [Asked, Ran, Refused, Refused, Ran];
+    for (mode, expected) in
+        ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"].iter().zip(writes)
+    {
+        let file = settings(
+            &fx,
+            json!({"permissions": {"defaultMode": mode, "additionalDirectories": ["../extra"]}}),
+        );
+        assert_eq!(outcome(&fx, &file, &["--sandbox", "off"], "read", &read), Ran, "{mode}");
+        assert_eq!(outcome(&fx, &file, &["--sandbox", "off"], "write", &write), expected, "{mode}");
+        std::fs::remove_file(fx.dir.path().join("extra/new.txt")).ok();
+        // Elsewhere outside the root is still outside.
+        let args = json!({"path": "../outside.txt"}).to_string();
+        let run = fx.run(&["call", "read", &args, "--settings", &file, "--sandbox", "off"], None);
+        assert!(
+            run.json()["output"].as_str().unwrap().contains("is outside the workspace root"),
+            "{}",
+            run.stdout
+        );
+    }
 }

@@ -433,16 +433,21 @@ impl Workspace {
                 .await?
                 .map_err(|e| path_error(path, e))?
         };
+        // The name as given, for rules about a link's own name (a rule must not be passed by a
+        // link to what it refuses, nor by a link that refused name leads to).
+        let named = lexically_normal(&self.root.join(&raw));
+        let named = |path: &Path| (named != path).then(|| named.clone());
         if let Located::Inside(target) = located {
             // Asked for every path, so that permission rules can match the resolved path.
             let path = self.absolute(&target);
             let description = format!("{action} {}", display_path(&path));
-            ctx.ask(PermissionRequest::new(PermissionKind::Path { path }, description)).await?;
+            let named = named(&path);
+            ctx.ask(PermissionRequest::new(PermissionKind::Path { path, named }, description)).await?;
             return Ok(ResolvedPath { display: self.display(&target), target });
         }
         let Located::Outside(outside) = located else { unreachable!() };
         let request = PermissionRequest::new(
-            PermissionKind::ExternalDirectory { path: outside.clone() },
+            PermissionKind::ExternalDirectory { path: outside.clone(), named: named(&outside) },
             format!(
                 "{action} {}, outside the workspace root {}",
                 display_path(&outside),

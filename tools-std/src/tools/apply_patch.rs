@@ -679,7 +679,7 @@ mod tests {
     }
 
     fn path_request(path: PathBuf) -> PermissionKind {
-        PermissionKind::Path { path }
+        PermissionKind::Path { path, named: None }
     }
 
     #[tokio::test]
@@ -741,9 +741,10 @@ mod tests {
                 let err = apply(&fx, &recorder, &body).await.unwrap_err();
                 assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{body}: {}", err.message());
                 assert!(
-                    recorder
-                        .asked()
-                        .contains(&PermissionKind::ExternalDirectory { path: outside.join("secret.txt") }),
+                    recorder.asked().contains(&PermissionKind::ExternalDirectory {
+                        path: outside.join("secret.txt"),
+                        named: Some(fx.root().join(link)),
+                    }),
                     "{body}"
                 );
                 assert!(is_link(&at), "{body}");
@@ -762,7 +763,10 @@ mod tests {
         assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{}", err.message());
         assert_eq!(
             recorder.asked(),
-            [PermissionKind::ExternalDirectory { path: outside.join("secret.txt") }]
+            [PermissionKind::ExternalDirectory {
+                path: outside.join("secret.txt"),
+                named: Some(fx.root().join("outdir/secret.txt"))
+            }]
         );
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
         assert_eq!(std::fs::read_to_string(outside.join("secret.txt")).unwrap(), "secret\n");
@@ -778,11 +782,10 @@ mod tests {
         apply(&fx, &recorder, "*** Update File: link\n@@\n-two\n+2\n").await.unwrap();
         assert!(is_link(&fx.root().join("link")));
         assert_eq!(fx.read("src/a.txt"), b"one\n2\n");
-        // The name is asked about, then the file written through it.
-        assert_eq!(
-            recorder.asked(),
-            [path_request(fx.root().join("link")), path_request(fx.root().join("src/a.txt"))]
-        );
+        // The name is asked about, then the file written through it, with the name it was given.
+        let through_link =
+            PermissionKind::Path { path: fx.root().join("src/a.txt"), named: Some(fx.root().join("link")) };
+        assert_eq!(recorder.asked(), [path_request(fx.root().join("link")), through_link]);
         // A move: the patched content goes to the new path, the link goes, its file stays.
         let out = apply(&fx, &recorder, "*** Update File: link\n*** Move to: b.txt\n@@\n-one\n+uno\n")
             .await

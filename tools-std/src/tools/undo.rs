@@ -55,7 +55,7 @@ pub async fn undo(
     for path in &paths {
         let path = root.join(path);
         let description = format!("undo the changes to {}", path.display());
-        ctx.ask(PermissionRequest::new(PermissionKind::Path { path }, description)).await?;
+        ctx.ask(PermissionRequest::new(PermissionKind::Path { path, named: None }, description)).await?;
     }
     let (call, tool) = (ctx.call_id().to_owned(), ctx.tool_name().to_owned());
     let turn = ctx.turn_id().map(str::to_owned);
