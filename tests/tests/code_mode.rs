@@ -478,7 +478,11 @@ async fn mistakes_are_errors_the_model_can_read() {
     );
     // A tool's error is made by the prelude: its frames are not the script's and are left out.
     let uncaught = script(&dispatcher, "await tools.echo({ text: 5 })").await;
-    assert!(text(&uncaught).starts_with("The script failed: ToolError: "), "{}", text(&uncaught));
+    assert!(
+        text(&uncaught).starts_with("The script failed: ToolError from `echo` (invalid_arguments): "),
+        "{}",
+        text(&uncaught)
+    );
     assert!(!text(&uncaught).contains("    at "), "{}", text(&uncaught));
 
     let result = script(
@@ -769,12 +773,22 @@ async fn a_held_script_still_ends_at_its_time_limit_and_a_session_holds_at_most_
         let held = script(&dispatcher, &format!("{endless} // {n}")).await;
         ids.push(held.output.metadata["script_id"].as_str().unwrap().to_owned());
     }
-    // The fifth is not held: its call waits for its end, at its time limit.
+    // The fifth is refused before it starts (held, its call would keep the session's calls to
+    // read or stop the others waiting), with the ids to read or stop.
     let fifth = script(&dispatcher, endless).await;
-    assert!(fifth.output.metadata.get("script_id").is_none());
-    assert_eq!(fifth.output.metadata["error_kind"], json!("timeout"), "{}", text(&fifth));
-    // The held ones ended at theirs too: their end says so.
-    let end = call(&dispatcher, "code_output", json!({"id": ids[0]})).await;
+    assert!(fifth.output.is_error && fifth.output.metadata.get("script_id").is_none());
+    assert!(text(&fifth).starts_with("This session already has 4 scripts left running"), "{}", text(&fifth));
+    assert!(ids.iter().all(|id| text(&fifth).contains(id.as_str())), "{}", text(&fifth));
+    assert!(text(&fifth).contains("code_stop"), "{}", text(&fifth));
+    // Another session has room of its own; one stopped here makes room here.
+    let other = Dispatcher::builder(dispatcher.registry().clone()).session_id("two").build();
+    let theirs = script(&other, &format!("{endless} // theirs")).await;
+    assert!(theirs.output.metadata["script_id"].is_string(), "{}", text(&theirs));
+    call(&dispatcher, "code_stop", json!({"id": ids.remove(3)})).await;
+    let fifth = script(&dispatcher, &format!("{endless} // again")).await;
+    ids.push(fifth.output.metadata["script_id"].as_str().expect("held now").to_owned());
+    // The held ones end at their time limit: their end says so.
+    let end = call(&dispatcher, "code_output", json!({"id": ids[0], "yield_ms": 5000})).await;
     assert!(end.output.is_error);
     assert!(text(&end).contains("The script was stopped after 1500 ms, its time limit."), "{}", text(&end));
 }
@@ -867,4 +881,112 @@ async fn a_call_starts_when_the_script_makes_it() {
     let at = |name| marks.iter().find(|(n, _)| *n == name).map(|(_, at)| at.duration_since(started)).unwrap();
     // The loop is most of the script's time: the first call ran before it, not after it.
     assert!(at("first") < at("last") / 2, "first at {:?}, last at {:?}", at("first"), at("last"));
+}
+
+#[tokio::test]
+async fn calls_the_script_did_not_wait_for_still_finish_before_it_ends() {
+    let dispatcher = limited(Limits::default());
+    // A model's usual slip: `forEach` of an async function, nothing awaited.
+    let result = script(
+        &dispatcher,
+        r#"
+        ["a", "b", "c"].forEach(async (text) => {
+          const echoed = await tools.echo({ text });
+          console.log("echoed " + echoed.text);
+        });
+        "started"
+        "#,
+    )
+    .await;
+    assert!(!result.output.is_error, "{}", text(&result));
+    assert_eq!(text(&result), "echoed a\nechoed b\necho c\nstarted".replace("echo c", "echoed c"));
+    assert_eq!(result.output.metadata["nested_calls"], json!(3));
+    // A call left running when the script fails is stopped with it.
+    let failed = script(&dispatcher, "tools.queue({}); throw new Error('early')").await;
+    assert!(text(&failed).starts_with("The script failed: Error: early"), "{}", text(&failed));
+}
+
+#[tokio::test]
+async fn an_error_that_mentions_memory_is_not_the_memory_limit() {
+    let dispatcher = limited(Limits::default());
+    let echoed = script(&dispatcher, r#"(await tools.echo({ text: "out of memory" })).text"#).await;
+    assert_eq!((echoed.output.is_error, text(&echoed).as_str()), (false, "out of memory"));
+    let thrown = script(&dispatcher, r#"throw new Error("cc1: out of memory allocating 4096 bytes")"#).await;
+    assert_eq!(
+        text(&thrown),
+        "The script failed: Error: cc1: out of memory allocating 4096 bytes\n    at <eval> (script.js:1:11)"
+    );
+    let null = script(&dispatcher, "throw null").await;
+    assert_eq!(text(&null), "The script failed: null");
+    let rejected = script(&dispatcher, "Promise.reject(null); 'done'").await;
+    assert_eq!((rejected.output.is_error, text(&rejected).as_str()), (false, "done"));
+}
+
+#[tokio::test]
+async fn values_json_cannot_write_are_printed_as_what_they_are() {
+    let dispatcher = limited(Limits::default());
+    for (source, printed) in [
+        ("const a = {}; a.self = a; a", "(a value JSON cannot write: TypeError: circular reference)"),
+        ("10n", "10n"),
+        ("Symbol('x')", "Symbol(x)"),
+        ("new Map([['k', 1]])", "{\n  \"Map\": [\n    [\n      \"k\",\n      1\n    ]\n  ]\n}"),
+    ] {
+        let result = script(&dispatcher, source).await;
+        assert!(!result.output.is_error, "{source}: {}", text(&result));
+        assert_eq!(text(&result), printed, "{source}");
+    }
+    let logged =
+        script(&dispatcher, "console.log(new Error('boom')); console.log({ n: 2n, s: new Set([1]) })").await;
+    assert_eq!(
+        text(&logged),
+        "{\n  \"error\": \"Error: boom\"\n}\n{\n  \"n\": \"2n\",\n  \"s\": {\n    \"Set\": [\n      1\n    ]\n  }\n}\n"
+    );
+    let caught = script(&dispatcher, "try { await tools.echo({ text: 5 }) } catch (e) { e }").await;
+    assert!(text(&caught).starts_with("{\n  \"error\": \"ToolError: "), "{}", text(&caught));
+    assert!(
+        text(&caught).contains("\"tool\": \"echo\",\n  \"kind\": \"invalid_arguments\""),
+        "{}",
+        text(&caught)
+    );
+    // Probing `tools` makes no call, and a replaced JSON.stringify does not reach the host.
+    let probed = script(
+        &dispatcher,
+        "try { String(tools) } catch (e) { console.log(e.name) }; JSON.stringify = () => undefined; \
+         (await tools.echo({ text: 'still' })).text",
+    )
+    .await;
+    assert_eq!(text(&probed), "TypeError\nstill");
+    assert_eq!(probed.output.metadata["nested_calls"], json!(1));
+}
+
+#[tokio::test]
+async fn a_long_result_keeps_its_end_where_the_script_says_why_it_failed() {
+    let registry = CodeTool::new(gate_registry(1)).beside_its_tools().unwrap();
+    let dispatcher = Dispatcher::new(registry);
+    let failed = script(
+        &dispatcher,
+        "for (let i = 0; i < 5000; i++) console.log('line ' + i); throw new Error('the cause')",
+    )
+    .await;
+    assert!(failed.output.is_error);
+    assert!(text(&failed).starts_with("line 0\n"), "{}", &text(&failed)[..100]);
+    assert!(text(&failed).contains("The script failed: Error: the cause"), "the end is kept");
+    assert!(failed.output.metadata.get("truncation").is_some(), "it was cut");
+}
+
+#[tokio::test]
+async fn a_session_that_ends_stops_the_scripts_it_left_running() {
+    let limits = Limits::default().with_yield_time(Some(Duration::from_millis(100)));
+    let (registry, ticks) = ticking(limits);
+    let dispatcher = Dispatcher::builder(registry).session_id("one").build();
+    let held = script(&dispatcher, "for (let i = 0; ; i++) { await tools.tick({ms: 10, i}); }").await;
+    let id = held.output.metadata["script_id"].as_str().expect("held").to_owned();
+    // The host clears the state of a session that ended (an HTTP client deleted it).
+    dispatcher.session().clear();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let after = ticks.load(std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(ticks.load(std::sync::atomic::Ordering::SeqCst), after, "no call after the session ended");
+    let gone = call(&dispatcher, "code_output", json!({"id": id})).await;
+    assert!(gone.output.is_error, "{}", text(&gone));
 }

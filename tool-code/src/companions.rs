@@ -11,7 +11,7 @@ use tool_core::{
 
 use crate::held::{Held, OnCancel, Running, Waited};
 use crate::limits::Limits;
-use crate::tool::{result, yielded};
+use crate::tool::{BOTH_ENDS, result, yielded};
 
 /// The longest a `code_output` call waits (`yield_ms`).
 const MAX_WAIT: Duration = Duration::from_secs(600);
@@ -43,6 +43,7 @@ pub(crate) fn pair(name: &str, held: Arc<Held>, limits: Limits) -> (Companion, C
         }),
     )
     .with_polls(true)
+    .with_truncation(BOTH_ENDS)
     .with_annotations(ToolAnnotations {
         title: Some("Read a running script".into()),
         read_only: true,
@@ -61,6 +62,7 @@ pub(crate) fn pair(name: &str, held: Arc<Held>, limits: Limits) -> (Companion, C
             "additionalProperties": false,
         }),
     )
+    .with_truncation(BOTH_ENDS)
     .with_annotations(ToolAnnotations {
         title: Some("Stop a running script".into()),
         destructive: true,

@@ -49,11 +49,11 @@ pub(crate) fn description<'a>(
     let mut out = String::from(GUIDE);
     let _ = write!(
         out,
-        "\nLimits per script: {} s, {} MiB of memory, {} tool calls, {} KiB of output.\n",
-        limits.wall_time.as_secs_f64(),
-        limits.memory_bytes >> 20,
+        "\nLimits per script: {}, {} of memory, {} tool calls, {} of output.\n",
+        crate::limits::seconds(limits.wall_time),
+        crate::limits::bytes(limits.memory_bytes),
         limits.nested_calls,
-        limits.output_bytes >> 10,
+        crate::limits::bytes(limits.output_bytes),
     );
     if deferred > 0 {
         let _ = writeln!(
@@ -93,7 +93,8 @@ Every tool is an async function on `tools` that takes one object of arguments:
   const found = await tools.grep({ pattern: \"fn main\" });
   console.log(found.text);
 A call that fails throws a `ToolError` (with `tool`, `kind`, `message`): catch it to go on. \
-Start independent calls together with `Promise.all([...])`. Calls are checked, asked about and \
+Start independent calls together with `Promise.all([...])`; a call you do not await still \
+finishes before the program ends. Calls are checked, asked about and \
 limited exactly as if you made them yourself. The program has no file system, network, \
 process or clock of its own: only `tools`, `console.log` and `print`. Top-level `await` works.
 ";

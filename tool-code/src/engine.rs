@@ -35,6 +35,8 @@ use crate::limits::{Limits, Stop};
 pub(crate) struct StopFlag {
     stop: AtomicU8,
     host_gone: AtomicBool,
+    /// The interpreter's thread, once it runs: woken when the host goes away.
+    interpreter: std::sync::OnceLock<std::thread::Thread>,
 }
 
 impl StopFlag {
@@ -52,6 +54,14 @@ impl StopFlag {
     pub(crate) fn host_gone(&self) {
         self.host_gone.store(true, Ordering::SeqCst);
         self.stop(Stop::Cancelled);
+        if let Some(interpreter) = self.interpreter.get() {
+            interpreter.unpark();
+        }
+    }
+
+    /// The thread the script runs on, to wake when the host goes away.
+    pub(crate) fn runs_on(&self, interpreter: std::thread::Thread) {
+        let _ = self.interpreter.set(interpreter);
     }
 
     fn is_host_gone(&self) -> bool {
@@ -197,6 +207,9 @@ pub(crate) fn run(setup: Setup) -> Finished {
     };
     let state = Rc::new(RefCell::new(State::new()));
     let error = drive(&runtime, &context, &state, &setup).err();
+    if state.borrow().out_of_memory {
+        setup.stop.stop(Stop::Memory);
+    }
     // Calls the script started and did not wait for end with it; each hands back what it has
     // within the dispatcher's cancel grace.
     setup.calls_cancel.cancel();
@@ -214,11 +227,13 @@ pub(crate) fn run(setup: Setup) -> Finished {
     Finished { output: state.output.clone(), error, calls: state.calls }
 }
 
-/// Whether what QuickJS threw is its out-of-memory error (`null` for an allocation that fails
-/// while it is out of memory already).
+/// Whether what QuickJS threw is its own out-of-memory error: an `InternalError` that says
+/// exactly that (a script's error, or a tool's, that mentions memory is not one).
 fn is_out_of_memory(thrown: &Value<'_>) -> bool {
-    thrown.is_null()
-        || thrown.as_exception().and_then(|e| e.message()).is_some_and(|m| m.contains("out of memory"))
+    thrown.as_exception().is_some_and(|e| {
+        e.get::<_, String>("name").is_ok_and(|name| name == "InternalError")
+            && e.message().is_some_and(|message| message == "out of memory")
+    })
 }
 
 /// Runs the jobs the script queued (its `await`s, its promises' reactions) until none is left or
@@ -230,8 +245,12 @@ fn run_jobs(runtime: &Runtime, setup: &Setup) {
         match runtime.execute_pending_job() {
             Ok(true) => {}
             Ok(false) => return,
+            // A job's own error is not the script's (a promise reaction that throws rejects its
+            // promise): it is the interpreter's, out of memory, which throws `null` when it
+            // runs out while making its error.
             Err(job) => job.0.with(|ctx| {
-                if is_out_of_memory(&ctx.catch()) {
+                let thrown = ctx.catch();
+                if is_out_of_memory(&thrown) || thrown.is_null() {
                     setup.stop.stop(Stop::Memory);
                 }
             }),
@@ -249,7 +268,9 @@ fn run_jobs(runtime: &Runtime, setup: &Setup) {
 struct Kept {
     promise: Persistent<Promise<'static>>,
     settle: Persistent<Function<'static>>,
-    well_formed: Persistent<Function<'static>>,
+    show: Persistent<Function<'static>>,
+    /// The script's final value, once its promise resolved to it.
+    result: Option<Persistent<Value<'static>>>,
 }
 
 /// What the script's promise says.
@@ -336,6 +357,8 @@ struct State {
     ended: Vec<(u64, Settled)>,
     /// Wakes this thread when one of its calls can go on.
     waker: Waker,
+    /// The interpreter ran out of memory (what it threw says so, or an allocation failed).
+    out_of_memory: bool,
 }
 
 impl State {
@@ -347,6 +370,7 @@ impl State {
             running: FuturesUnordered::new(),
             ended: Vec::new(),
             waker: Waker::from(Arc::new(Unpark(std::thread::current()))),
+            out_of_memory: false,
         }
     }
 
@@ -398,7 +422,7 @@ impl<'js> Script<'js> {
     /// Installs the globals and evaluates the script (its first jobs are queued).
     fn start(&mut self, setup: &Setup) -> Result<Kept, String> {
         let ctx = self.ctx.clone();
-        let (settle, well_formed) = self.install(setup).map_err(|e| self.exception(e))?;
+        let (settle, show) = self.install(setup).map_err(|e| self.exception(e))?;
         let mut options = EvalOptions::default();
         options.global = true;
         options.strict = false;
@@ -409,32 +433,49 @@ impl<'js> Script<'js> {
         Ok(Kept {
             promise: Persistent::save(&ctx, promise),
             settle: Persistent::save(&ctx, settle),
-            well_formed: Persistent::save(&ctx, well_formed),
+            show: Persistent::save(&ctx, show),
+            result: None,
         })
     }
 
-    /// Looks at the script's promise: its final value written when it resolved, its error when
-    /// it was rejected.
+    /// Looks at the script's promise: its final value written when it resolved and the calls
+    /// it started ended (a call the script did not wait for still finishes, with what its
+    /// reactions do, as a JavaScript runtime finishes its pending work before it exits), its
+    /// error when it was rejected.
     fn step(&mut self, kept: &mut Kept, completion: &mut bool, setup: &Setup) -> Result<Step, String> {
         let ctx = self.ctx.clone();
         let promise = kept.promise.clone().restore(&ctx).map_err(|e| self.exception(e))?;
         match promise.state() {
             PromiseState::Resolved => {
-                let mut value = promise
-                    .result::<Value<'js>>()
-                    .and_then(Result::ok)
-                    .unwrap_or_else(|| Value::new_undefined(ctx.clone()));
-                if std::mem::take(completion) {
-                    if let Some(object) = value.as_object() {
-                        value = object.get("value").unwrap_or_else(|_| Value::new_undefined(ctx.clone()));
+                if kept.result.is_none() {
+                    let mut value = promise
+                        .result::<Value<'js>>()
+                        .and_then(Result::ok)
+                        .unwrap_or_else(|| Value::new_undefined(ctx.clone()));
+                    if std::mem::take(completion) {
+                        if let Some(object) = value.as_object() {
+                            value = object.get("value").unwrap_or_else(|_| Value::new_undefined(ctx.clone()));
+                        }
+                        if let Some(last) = value.as_promise() {
+                            kept.promise = Persistent::save(&ctx, last.clone());
+                            return Ok(Step::Again);
+                        }
                     }
-                    if let Some(last) = value.as_promise() {
-                        kept.promise = Persistent::save(&ctx, last.clone());
-                        return Ok(Step::Again);
-                    }
+                    kept.result = Some(Persistent::save(&ctx, value));
                 }
-                let well_formed = kept.well_formed.clone().restore(&ctx).map_err(|e| self.exception(e))?;
-                self.final_value(value, &well_formed, setup)?;
+                let calls_running = {
+                    let state = self.state.borrow();
+                    !state.running.is_empty() || !state.ended.is_empty()
+                };
+                if calls_running {
+                    return Ok(Step::Pending);
+                }
+                let value = kept.result.clone().map(|value| value.restore(&ctx)).transpose();
+                let value = value
+                    .map_err(|e| self.exception(e))?
+                    .unwrap_or_else(|| Value::new_undefined(ctx.clone()));
+                let show = kept.show.clone().restore(&ctx).map_err(|e| self.exception(e))?;
+                self.final_value(value, &show, setup)?;
                 Ok(Step::Ended)
             }
             PromiseState::Rejected => {
@@ -469,7 +510,8 @@ impl<'js> Script<'js> {
     }
 
     /// Defines `tools`, `console`, `print` and `ToolError`; gives the function that settles a
-    /// call, and the one that makes a string well-formed (a lone surrogate becomes U+FFFD).
+    /// call, and the one that writes a value as `console.log` does (well-formed: a lone
+    /// surrogate becomes U+FFFD).
     fn install(&mut self, setup: &Setup) -> rquickjs::Result<(Function<'js>, Function<'js>)> {
         let ctx = self.ctx.clone();
         let prelude: Function<'js> = ctx.eval(PRELUDE)?;
@@ -541,30 +583,16 @@ impl<'js> Script<'js> {
         Ok((functions.get(0)?, functions.get(1)?))
     }
 
-    /// The script's final value, printed after its output (nothing for `undefined`); a string
-    /// made well-formed first.
-    fn final_value(
-        &mut self,
-        value: Value<'js>,
-        well_formed: &Function<'js>,
-        setup: &Setup,
-    ) -> Result<(), String> {
+    /// The script's final value, printed after its output (nothing for `undefined`) as
+    /// `console.log` prints a value (`show`: JSON, or what the value is when JSON cannot write
+    /// it), well-formed.
+    fn final_value(&mut self, value: Value<'js>, show: &Function<'js>, setup: &Setup) -> Result<(), String> {
         if value.is_undefined() {
             return Ok(());
         }
-        let text = match value.as_string() {
-            Some(text) => match text.to_string() {
-                Ok(text) => text,
-                Err(_) => well_formed.call::<_, String>((text.clone(),)).map_err(|e| self.exception(e))?,
-            },
-            None => match self.ctx.json_stringify_replacer_space(
-                value.clone(),
-                Value::new_undefined(self.ctx.clone()),
-                2,
-            ) {
-                Ok(Some(text)) => text.to_string().unwrap_or_default(),
-                _ => String::new(),
-            },
+        let text = match value.as_string().map(|text| text.to_string()) {
+            Some(Ok(text)) => text,
+            _ => show.call::<_, String>((value,)).map_err(|e| self.exception(e))?,
         };
         if !self.state.borrow_mut().write(&text, setup.limits.output_bytes) {
             setup.stop.stop(Stop::Output);
@@ -579,7 +607,10 @@ impl<'js> Script<'js> {
                 let thrown = self.ctx.catch();
                 self.describe_thrown(thrown)
             }
-            rquickjs::Error::Allocation => "out of memory".into(),
+            rquickjs::Error::Allocation => {
+                self.state.borrow_mut().out_of_memory = true;
+                "out of memory".into()
+            }
             other => other.to_string(),
         }
     }
@@ -588,10 +619,21 @@ impl<'js> Script<'js> {
     /// script's stack (the prelude's own frames, where a tool's error is made, say nothing the
     /// model can act on).
     fn describe_thrown(&self, thrown: Value<'js>) -> String {
+        if is_out_of_memory(&thrown) {
+            self.state.borrow_mut().out_of_memory = true;
+        }
         if let Some(exception) = thrown.as_exception() {
             let name: String = exception.get("name").unwrap_or_else(|_| "Error".into());
             let message = exception.message().unwrap_or_default();
             let mut text = format!("{name}: {message}");
+            // A tool's error names the tool and its kind: the script's frames cannot say which
+            // call it was.
+            if name == "ToolError"
+                && let (Ok(tool), Ok(kind)) =
+                    (exception.get::<_, String>("tool"), exception.get::<_, String>("kind"))
+            {
+                text = format!("{name} from `{tool}` ({kind}): {message}");
+            }
             let stack = exception.stack().unwrap_or_default();
             for frame in stack.lines().filter(|frame| frame.contains(SCRIPT_FILE)) {
                 text.push('\n');

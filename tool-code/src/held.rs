@@ -2,13 +2,13 @@
 //! started them yielded: held by id, per session, for `code_output` and `code_stop`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use tool_core::CancellationToken;
 
-use crate::engine::Finished;
+use crate::engine::{Finished, StopFlag};
 use crate::limits::Stop;
 
 /// How many scripts one session may leave running (or ended and not read yet).
@@ -28,6 +28,8 @@ pub(crate) struct Running {
     changed: watch::Sender<u64>,
     /// Stops the script (and its calls).
     pub(crate) stop: CancellationToken,
+    /// What the script's thread reads to know it is stopped, and why.
+    pub(crate) flag: Arc<StopFlag>,
     /// When it started.
     pub(crate) started: Instant,
     /// When its wall time runs out.
@@ -77,6 +79,7 @@ impl Running {
             progress: Mutex::default(),
             changed: watch::Sender::new(0),
             stop: CancellationToken::new(),
+            flag: Arc::default(),
             started,
             deadline: started + wall_time,
         }
@@ -96,6 +99,18 @@ impl Running {
     pub(crate) fn end(&self, finished: Finished, stop: Option<Stop>) {
         self.progress().end = Some(End { finished, stop, at: Instant::now() });
         self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Stops the script for a host that drops it (the future of the call that waits for it,
+    /// the tool that holds it), perhaps with its runtime shutting down: the script's thread is
+    /// told before its calls are cancelled, so that it drops them rather than poll them again
+    /// (a runtime that is shutting down may not be polled), as a dropped future drops what it
+    /// runs.
+    pub(crate) fn abandon(&self) {
+        if !self.ended() {
+            self.flag.host_gone();
+        }
+        self.stop.cancel();
     }
 
     /// Whether the script ended.
@@ -182,12 +197,38 @@ impl Held {
         self.scripts.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Holds `running` for `session` under a new id; `None` when the session, or all
-    /// sessions, hold as many as they may.
-    pub(crate) fn hold(&self, session: &str, running: Arc<Running>) -> Option<String> {
+    /// The scripts held, those whose end nobody read for long forgotten.
+    fn kept(&self) -> MutexGuard<'_, Vec<Entry>> {
         let mut scripts = self.scripts();
         let now = Instant::now();
         scripts.retain(|entry| !entry.running.ended_before(now, UNREAD_END_KEPT));
+        scripts
+    }
+
+    /// Whether `session` may leave one more script running; if not, why, in words that say what
+    /// to do (`tool`: the script tool's name).
+    pub(crate) fn room(&self, session: &str, tool: &str) -> Result<(), String> {
+        let scripts = self.kept();
+        let mine: Vec<&str> =
+            scripts.iter().filter(|entry| entry.session == session).map(|entry| entry.id.as_str()).collect();
+        if mine.len() >= PER_SESSION {
+            return Err(format!(
+                "This session already has {PER_SESSION} scripts left running or with an end not read yet ({}),                  the most it may: read their ends with {tool}_output or stop one with {tool}_stop, then run                  this script.",
+                mine.iter().map(|id| format!("`{id}`")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        if scripts.len() >= TOTAL {
+            return Err(format!(
+                "The server already holds {TOTAL} scripts left running by all its sessions, the most it may;                  try again when some have ended."
+            ));
+        }
+        Ok(())
+    }
+
+    /// Holds `running` for `session` under a new id; `None` when the session, or all
+    /// sessions, hold as many as they may.
+    pub(crate) fn hold(&self, session: &str, running: Arc<Running>) -> Option<String> {
+        let mut scripts = self.kept();
         let mine = scripts.iter().filter(|entry| entry.session == session).count();
         if mine >= PER_SESSION || scripts.len() >= TOTAL {
             return None;
@@ -220,13 +261,55 @@ impl Held {
     pub(crate) fn ids(&self, session: &str) -> Vec<String> {
         self.scripts().iter().filter(|entry| entry.session == session).map(|entry| entry.id.clone()).collect()
     }
+
+    /// Stops and forgets the scripts of `session`, which ended.
+    fn end_session(&self, session: &str) {
+        self.scripts().retain(|entry| {
+            let theirs = entry.session == session;
+            if theirs {
+                entry.running.stop.cancel();
+            }
+            !theirs
+        });
+    }
+}
+
+/// Kept in a session's state: when the host clears it (the session ended: an HTTP client
+/// deleted it, it stayed idle too long), the scripts the session left running are stopped, as
+/// its background commands are, and give their places up.
+pub(crate) struct SessionScripts {
+    session: String,
+    held: Mutex<Vec<Weak<Held>>>,
+}
+
+impl SessionScripts {
+    pub(crate) fn new(session: &str) -> Self {
+        SessionScripts { session: session.to_owned(), held: Mutex::default() }
+    }
+
+    /// Ends the session's scripts in `held` too when the session ends.
+    pub(crate) fn watch(&self, held: &Arc<Held>) {
+        let mut watched = self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !watched.iter().any(|known| std::ptr::eq(known.as_ptr(), Arc::as_ptr(held))) {
+            watched.push(Arc::downgrade(held));
+        }
+    }
+}
+
+impl Drop for SessionScripts {
+    fn drop(&mut self) {
+        let watched = self.held.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for held in watched.iter().filter_map(Weak::upgrade) {
+            held.end_session(&self.session);
+        }
+    }
 }
 
 impl Drop for Held {
     /// The scripts still held are stopped with the tool.
     fn drop(&mut self) {
         for entry in self.scripts().iter() {
-            entry.running.stop.cancel();
+            entry.running.abandon();
         }
     }
 }

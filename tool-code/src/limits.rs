@@ -165,12 +165,12 @@ impl fmt::Display for StopMessage<'_> {
     }
 }
 
-fn seconds(duration: Duration) -> String {
+pub(crate) fn seconds(duration: Duration) -> String {
     let millis = duration.as_millis();
     if millis.is_multiple_of(1000) { format!("{} s", millis / 1000) } else { format!("{millis} ms") }
 }
 
-fn bytes(bytes: usize) -> String {
+pub(crate) fn bytes(bytes: usize) -> String {
     if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
     } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {

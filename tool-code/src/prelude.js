@@ -1,6 +1,6 @@
 // The script's globals, made from the host's functions. Evaluated once per script, before it;
-// returns the function the host settles a tool call's promise with, and the one that makes a
-// string well-formed.
+// returns the function the host settles a tool call's promise with, and the one that writes the
+// script's final value as console.log writes a value.
 (function (hostCall, hostPrint, hostSearch, names, hasSearch) {
   "use strict";
 
@@ -19,6 +19,7 @@
   // slicing a string in the middle of an emoji leaves) cannot be: what is printed is made
   // well-formed (the host refuses such arguments). Taken now, before the script can replace them.
   const apply = Reflect.apply;
+  const stringify = JSON.stringify;
   const toWellFormed = String.prototype.toWellFormed;
   const isWellFormed = String.prototype.isWellFormed;
   const wellFormed = (text) => (apply(isWellFormed, text, []) ? text : apply(toWellFormed, text, []));
@@ -34,7 +35,7 @@
           `tools.${name} takes one object of arguments, such as tools.${name}({ ... }); it was given ${kindOf(args)}`,
         );
       }
-      const id = hostCall(name, JSON.stringify(args));
+      const id = hostCall(name, stringify(args));
       return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
     } catch (error) {
       return Promise.reject(error);
@@ -63,22 +64,49 @@
   const unknown = new Proxy(Object.create(null), {
     get(_, name) {
       if (typeof name !== "string") return undefined;
-      // Not a property a caller probes for: `await tools`, JSON.stringify(tools).
-      if (name === "then" || name === "toJSON") return undefined;
+      // Not a property a caller probes for: `await tools`, JSON.stringify(tools), String(tools).
+      if (name === "then" || name === "toJSON" || name === "toString" || name === "valueOf") return undefined;
       return (args) => call(wellFormed(name), args);
     },
   });
   const tools = Object.freeze(Object.setPrototypeOf(table, unknown));
 
+  // Values JSON leaves out or empties, written as what they are: an error with its message (its
+  // message and stack are not enumerable), a Map or Set with its entries, a BigInt with its digits.
+  const replacer = (_, value) => {
+    if (typeof value === "bigint") return `${value}n`;
+    if (value instanceof Error) {
+      const described = { error: `${value.name}: ${value.message}` };
+      for (const key of Object.keys(value)) if (key !== "name" && key !== "message") described[key] = value[key];
+      return described;
+    }
+    if (value instanceof Map) return { Map: [...value] };
+    if (value instanceof Set) return { Set: [...value] };
+    return value;
+  };
   const format = (value) => {
     if (typeof value === "string") return value;
+    if (typeof value === "bigint") return `${value}n`;
+    let why;
     try {
-      const text = JSON.stringify(value, null, 2);
-      return text === undefined ? String(value) : text;
+      const text = stringify(value, replacer, 2);
+      if (text !== undefined) return text;
+    } catch (error) {
+      why = error; // a cycle, a getter that throws, nesting past the stack
+    }
+    try {
+      const text = String(value);
+      if (why === undefined || !text.startsWith("[object ")) return text;
+    } catch (error) {
+      why ??= error;
+    }
+    try {
+      return `(a value JSON cannot write: ${why})`;
     } catch (_) {
-      return String(value);
+      return "(a value JSON cannot write)";
     }
   };
+  const show = (value) => wellFormed(format(value));
   const log = (...values) => hostPrint(wellFormed(values.map(format).join(" ")));
 
   Object.defineProperty(globalThis, "tools", { value: tools, enumerable: true });
@@ -94,5 +122,5 @@
     if (ok) entry.resolve({ text: a, structured: b, is_error: false });
     else entry.reject(new ToolError(a, b, c));
   };
-  return [settle, wellFormed];
+  return [settle, show];
 });

@@ -10,12 +10,13 @@ use tokio::sync::Semaphore;
 use tokio::sync::mpsc::unbounded_channel;
 use tool_core::{
     BoxFuture, CancellationToken, Dispatcher, ErrorKind, Freeform, Registry, RegistryError, Tool,
-    ToolAnnotations, ToolCall, ToolContext, ToolError, ToolOutput, ToolResult, ToolSpec,
+    ToolAnnotations, ToolCall, ToolContext, ToolError, ToolOutput, ToolResult, ToolSpec, TruncationDirection,
+    TruncationPolicy,
 };
 use tool_providers::catalog::Catalog;
 
 use crate::engine::{self, Finished, Settled, Setup, StopFlag, ToHost};
-use crate::held::{Held, OnCancel, Running, Waited};
+use crate::held::{Held, OnCancel, Running, SessionScripts, Waited};
 use crate::limits::{Limits, Stop};
 use crate::{companions, describe};
 
@@ -156,13 +157,14 @@ impl CodeTool {
             "required": ["script"],
             "additionalProperties": false,
         });
-        ToolSpec::new(name, description, schema).with_freeform(Freeform::new("script")).with_annotations(
-            ToolAnnotations {
+        ToolSpec::new(name, description, schema)
+            .with_freeform(Freeform::new("script"))
+            .with_truncation(BOTH_ENDS)
+            .with_annotations(ToolAnnotations {
                 title: Some("Run a script that calls tools".into()),
                 open_world: true,
                 ..ToolAnnotations::default()
-            },
-        )
+            })
     }
 
     /// Runs `script` with this tool's limits, its calls through the dispatcher that runs this
@@ -176,6 +178,11 @@ impl CodeTool {
             ));
         };
         let limits = self.limits;
+        // A script that could not be held once past its yield time would keep its call, and the
+        // session's calls to read or stop the others would wait behind it: refused before it starts.
+        if limits.yield_time.is_some() {
+            self.held.room(ctx.session_id(), &self.spec.name).map_err(ToolError::execution)?;
+        }
         let running = Arc::new(Running::new(limits.wall_time));
         let driver = Driver {
             nested: dispatcher.nested(self.tools.clone()),
@@ -189,10 +196,11 @@ impl CodeTool {
         let interpreter = engine::spawn(engine).map_err(|e| {
             ToolError::execution("The script interpreter could not start; try again.").with_source(e)
         })?;
-        tokio::spawn(driver.drive(from_script, interpreter, stop));
+        stop.runs_on(interpreter.clone());
         // Stops the script when this call ends before the script is held, however it ends (its
         // future dropped too).
         let mut unheld = StopUnlessHeld { running: Some(running.clone()) };
+        tokio::spawn(driver.drive(from_script, interpreter, stop));
 
         let cancel = ctx.cancellation_token();
         let yield_at =
@@ -201,9 +209,13 @@ impl CodeTool {
             Waited::Running { unread } => match self.held.hold(ctx.session_id(), running.clone()) {
                 Some(id) => {
                     unheld.running = None;
+                    ctx.session()
+                        .get_or_insert_with(|| SessionScripts::new(ctx.session_id()))
+                        .watch(&self.held);
                     return Ok(yielded(unread, &id, &running, &self.spec.name));
                 }
-                // As many scripts as may be are held: this one's call waits for its end.
+                // As many scripts as may be were held since it started (another session's): this
+                // one's call waits for its end.
                 None => {
                     let rest = running.wait(None, cancel, OnCancel::StopScript).await;
                     prepend(unread, rest)
@@ -238,7 +250,7 @@ impl Driver {
     /// `concurrent_calls` at a time, and is stopped by `calls_cancel` (when the script ends, or
     /// is stopped).
     fn setup(&self, source: String, tools: Vec<String>, search: Option<Catalog>) -> Channels {
-        let stop = Arc::new(StopFlag::default());
+        let stop = self.running.flag.clone();
         let (to_host, from_script) = unbounded_channel();
         let calls_cancel = self.running.stop.child_token();
         let permits = Arc::new(Semaphore::new(self.limits.concurrent_calls.max(1)));
@@ -317,7 +329,8 @@ fn at_the_calls_time_limit(waited: Waited, ctx: &ToolContext) -> Waited {
     }
 }
 
-/// Stops a script whose call ends before the script is held.
+/// Stops a script whose call ends before the script is held, however it ends: the script
+/// ended, or the call's future was dropped ([`Running::abandon`]).
 struct StopUnlessHeld {
     running: Option<Arc<Running>>,
 }
@@ -325,10 +338,15 @@ struct StopUnlessHeld {
 impl Drop for StopUnlessHeld {
     fn drop(&mut self) {
         if let Some(running) = &self.running {
-            running.stop.cancel();
+            running.abandon();
         }
     }
 }
+
+/// How a script's result is cut when it is too long: its middle goes, so that both what it
+/// printed first and its end (its final value, or why it failed) reach the model.
+pub(crate) const BOTH_ENDS: TruncationPolicy =
+    TruncationPolicy { direction: Some(TruncationDirection::Middle), ..TruncationPolicy::DEFAULT };
 
 /// A script's result, once it ended: what it printed that the model has not read, its final
 /// value, then why it failed; or, `Waited::Running`, what it printed since the last read.
@@ -338,8 +356,6 @@ pub(crate) fn result(waited: Waited, limits: &Limits, resumed: bool) -> ToolOutp
         let Waited::Running { unread } = waited else { unreachable!("matched above") };
         return ToolOutput::text(unread);
     };
-    let out_of_memory = error.as_deref().is_some_and(|e| e.contains("out of memory"));
-    let stop = stop.or(out_of_memory.then_some(Stop::Memory));
     let failure = match (stop, error) {
         (Some(stop), _) => Some((stop.message(limits).to_string(), kind_of(stop))),
         (None, Some(error)) => Some((format!("The script failed: {error}"), ErrorKind::Execution)),
@@ -451,7 +467,6 @@ impl Drop for StopOnDrop {
     fn drop(&mut self) {
         if !self.ended {
             self.stop.host_gone();
-            self.interpreter.unpark();
         }
     }
 }

@@ -49,11 +49,15 @@ pub struct TruncationPolicy {
 
 impl Default for TruncationPolicy {
     fn default() -> Self {
-        TruncationPolicy { enabled: true, max_lines: None, max_bytes: None, direction: None }
+        TruncationPolicy::DEFAULT
     }
 }
 
 impl TruncationPolicy {
+    /// Framework truncation with the dispatcher's defaults (the `Default`, usable in a `const`).
+    pub const DEFAULT: TruncationPolicy =
+        TruncationPolicy { enabled: true, max_lines: None, max_bytes: None, direction: None };
+
     /// Framework truncation switched off for this tool.
     pub const DISABLED: TruncationPolicy =
         TruncationPolicy { enabled: false, max_lines: None, max_bytes: None, direction: None };
