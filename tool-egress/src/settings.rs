@@ -14,7 +14,8 @@
 //! | `sandbox.network.secrets`: `{"GITHUB_TOKEN": ["api.github.com"]}` | commands see a placeholder in `GITHUB_TOKEN`; the proxy puts the value back only in the request headers to those hosts, inside TLS it terminates (the `tls` feature); a host written `http://host` gets it in plain HTTP too ([`NetworkSettings::with_secrets_from`]) |
 //! | `sandbox.network.allowLocalBinding` | returned in [`NetworkSettings`] for the sandbox: commands may bind and listen on TCP ports (`tool_sandbox::SandboxPolicy::allow_local_binding`) |
 //! | `sandbox.network.allowUnixSockets`, `allowAllUnixSockets` | returned in [`NetworkSettings`] for the sandbox (`unix_sockets`, `all_unix_sockets`): abstract sockets are scoped unless all are allowed; sockets by path are judged only on Landlock ABI 9 |
-//! | `sandbox.network.allowManagedDomainsOnly`, `allowMachLookup`, `httpProxyPort`, `socksProxyPort`, `tlsTerminate` | accepted, no effect (named by `SettingsFile::not_applied`) |
+//! | `sandbox.network.allowManagedDomainsOnly` | applied where the files are merged (`hierarchy::merge_scoped`): from managed settings, the other files' hosts are left out |
+//! | `sandbox.network.allowMachLookup`, `httpProxyPort`, `socksProxyPort`, `tlsTerminate` | accepted, no effect (named by `SettingsFile::not_applied`) |
 //!
 //! An entry of `allowedDomains` (or of `--allow-host`, see [`allow_cli_hosts`]) that is an
 //! address or a network (`192.168.1.10`, `10.0.0.0/8`) is an address rule: naming an address

@@ -14,7 +14,8 @@ pub enum Scope {
     Project,
     /// `.claude/settings.local.json` in the project: the user's own for this project.
     Local,
-    /// `/etc/claude-code/managed-settings.json`: set by an administrator, above all others.
+    /// `/etc/claude-code/managed-settings.json` and the drop-ins of
+    /// `/etc/claude-code/managed-settings.d/`: set by an administrator, above all others.
     Managed,
 }
 
@@ -30,17 +31,34 @@ impl Scope {
     }
 }
 
+/// Where an administrator keeps Claude Code's managed settings on Linux.
+pub const MANAGED_DIR: &str = "/etc/claude-code";
+
 /// The settings files Claude Code reads for the project at `root`, lowest precedence first, as
 /// paths whether or not they exist: user (`settings.json` in `user_dir`, Claude Code's
-/// configuration directory, when known: see [`user_dir`]), project, local, managed.
+/// configuration directory, when known: see [`user_dir`]), project, local, managed
+/// (`managed-settings.json` in [`MANAGED_DIR`], then the `*.json` drop-ins of its
+/// `managed-settings.d`, in the order of their names).
 pub fn claude_code_files(user_dir: Option<&Path>, root: &Path) -> Vec<(Scope, PathBuf)> {
+    files_with_managed(user_dir, root, Path::new(MANAGED_DIR))
+}
+
+fn files_with_managed(user_dir: Option<&Path>, root: &Path, managed: &Path) -> Vec<(Scope, PathBuf)> {
     let mut files = Vec::new();
     if let Some(dir) = user_dir {
         files.push((Scope::User, dir.join("settings.json")));
     }
     files.push((Scope::Project, root.join(".claude/settings.json")));
     files.push((Scope::Local, root.join(".claude/settings.local.json")));
-    files.push((Scope::Managed, PathBuf::from("/etc/claude-code/managed-settings.json")));
+    files.push((Scope::Managed, managed.join("managed-settings.json")));
+    let mut drop_ins: Vec<PathBuf> = std::fs::read_dir(managed.join("managed-settings.d"))
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    drop_ins.sort();
+    files.extend(drop_ins.into_iter().map(|path| (Scope::Managed, path)));
     files
 }
 
@@ -53,6 +71,51 @@ pub fn user_dir() -> Option<PathBuf> {
             .filter(|home| !home.is_empty())
             .map(|home| PathBuf::from(home).join(".claude")),
     }
+}
+
+/// Merges the files of each scope as Claude Code does ([`merge`]), after applying what only
+/// managed settings may say: `allowManagedPermissionRulesOnly` leaves out the other scopes'
+/// permission rules, `allowManagedHooksOnly` their hooks, and `sandbox.network.
+/// allowManagedDomainsOnly` the hosts they allow (`allowedDomains`, `WebFetch(domain:...)`
+/// rules). Those three keys count only in managed settings, as in Claude Code.
+pub fn merge_scoped(layers: Vec<(Scope, Value)>) -> Value {
+    let managed = |pointer: &str| {
+        layers.iter().any(|(scope, value)| {
+            *scope == Scope::Managed && value.pointer(pointer) == Some(&Value::Bool(true))
+        })
+    };
+    let rules_only = managed("/allowManagedPermissionRulesOnly");
+    let hooks_only = managed("/allowManagedHooksOnly");
+    let domains_only = managed("/sandbox/network/allowManagedDomainsOnly");
+    merge(layers.into_iter().map(|(scope, mut value)| {
+        if scope != Scope::Managed {
+            let remove = |value: &mut Value, pointer: &str, key: &str| {
+                if let Some(Value::Object(object)) = value.pointer_mut(pointer) {
+                    object.remove(key);
+                }
+            };
+            remove(&mut value, "", "allowManagedPermissionRulesOnly");
+            remove(&mut value, "", "allowManagedHooksOnly");
+            remove(&mut value, "/sandbox/network", "allowManagedDomainsOnly");
+            if rules_only {
+                for key in ["allow", "ask", "deny"] {
+                    remove(&mut value, "/permissions", key);
+                }
+            }
+            if hooks_only {
+                remove(&mut value, "", "hooks");
+            }
+            if domains_only {
+                remove(&mut value, "/sandbox/network", "allowedDomains");
+                if let Some(Value::Array(allow)) = value.pointer_mut("/permissions/allow") {
+                    allow.retain(|rule| {
+                        !rule.as_str().is_some_and(|rule| rule.starts_with("WebFetch(domain:"))
+                    });
+                }
+            }
+        }
+        value
+    }))
 }
 
 /// Merges settings `layers`, lowest precedence first, as Claude Code merges its files: objects
@@ -94,6 +157,65 @@ fn merge_into(into: &mut Value, from: Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn managed_drop_ins_come_after_the_managed_file_in_the_order_of_their_names() {
+        let dir = std::env::temp_dir().join(format!("tool-settings-managed-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("managed-settings.d")).unwrap();
+        for name in ["20-b.json", "10-a.json", "notes.txt"] {
+            std::fs::write(dir.join("managed-settings.d").join(name), "{}").unwrap();
+        }
+        let files = files_with_managed(None, Path::new("/w"), &dir);
+        let managed: Vec<_> =
+            files.iter().filter(|(scope, _)| *scope == Scope::Managed).map(|(_, p)| p.clone()).collect();
+        assert_eq!(
+            managed,
+            [
+                dir.join("managed-settings.json"),
+                dir.join("managed-settings.d/10-a.json"),
+                dir.join("managed-settings.d/20-b.json")
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn managed_only_keys_leave_out_the_other_scopes_rules_hooks_and_hosts() {
+        let user = json!({
+            "permissions": {"allow": ["Bash", "WebFetch(domain:evil.example)"], "deny": ["Read(./x)"]},
+            "hooks": {"PreToolUse": [{"matcher": "Bash"}]},
+            "sandbox": {"network": {"allowedDomains": ["evil.example"], "allowManagedDomainsOnly": false}},
+            "allowManagedHooksOnly": false,
+        });
+        let managed = json!({
+            "permissions": {"deny": ["Bash(rm:*)"], "allow": ["WebFetch(domain:docs.example)"]},
+            "allowManagedPermissionRulesOnly": true,
+            "allowManagedHooksOnly": true,
+            "sandbox": {"network": {"allowManagedDomainsOnly": true, "allowedDomains": ["docs.example"]}},
+        });
+        let merged = merge_scoped(vec![(Scope::User, user.clone()), (Scope::Managed, managed.clone())]);
+        assert_eq!(
+            merged["permissions"],
+            json!({"deny": ["Bash(rm:*)"], "allow": ["WebFetch(domain:docs.example)"]})
+        );
+        assert!(merged.get("hooks").is_none());
+        assert_eq!(merged["sandbox"]["network"]["allowedDomains"], json!(["docs.example"]));
+        // Only managed settings can say so: in the user's file the keys count for nothing.
+        let mut user_says = user.clone();
+        user_says["allowManagedPermissionRulesOnly"] = json!(true);
+        let merged = merge_scoped(vec![
+            (Scope::User, json!({"permissions": {"allow": ["Edit"]}})),
+            (Scope::Project, user_says),
+        ]);
+        assert_eq!(merged["permissions"]["allow"], json!(["Edit", "Bash", "WebFetch(domain:evil.example)"]));
+        assert!(merged.get("allowManagedPermissionRulesOnly").is_none());
+        // Domains only: the other scopes' rules stay, less their hosts.
+        let managed = json!({"sandbox": {"network": {"allowManagedDomainsOnly": true}}});
+        let merged = merge_scoped(vec![(Scope::User, user), (Scope::Managed, managed)]);
+        assert_eq!(merged["permissions"]["allow"], json!(["Bash"]));
+        assert_eq!(merged["hooks"]["PreToolUse"], json!([{"matcher": "Bash"}]));
+        assert!(merged["sandbox"]["network"].get("allowedDomains").is_none());
+    }
 
     #[test]
     fn objects_merge_arrays_join_and_the_higher_scope_wins_the_rest() {

@@ -79,7 +79,7 @@ impl std::error::Error for SettingsError {}
 
 impl SettingsFile {
     /// The top-level keys of the model; any other is kept in [`SettingsFile::other`].
-    pub const KEYS: [&str; 12] = [
+    pub const KEYS: [&str; 14] = [
         "$schema",
         "permissions",
         "hooks",
@@ -92,6 +92,8 @@ impl SettingsFile {
         "enableAllProjectMcpServers",
         "enabledMcpjsonServers",
         "disabledMcpjsonServers",
+        "allowManagedPermissionRulesOnly",
+        "allowManagedHooksOnly",
     ];
 
     /// Reads a settings file from its JSON. The error names the key at fault: an unknown key

@@ -79,6 +79,23 @@ pub struct SettingsFile {
         skip_serializing_if = "Option::is_none"
     )]
     pub disabled_mcpjson_servers: Option<Vec<String>>,
+    /// Managed settings: `true` leaves out the permission rules of every other file (see
+    /// [`merge_scoped`](crate::hierarchy::merge_scoped)).
+    #[serde(
+        rename = "allowManagedPermissionRulesOnly",
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub allow_managed_permission_rules_only: Option<bool>,
+    /// Managed settings: `true` leaves out the hooks of every other file.
+    #[serde(
+        rename = "allowManagedHooksOnly",
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub allow_managed_hooks_only: Option<bool>,
     /// Any other key (Claude Code's `model`, `statusLine`, ...): kept, and named as not applied.
     #[serde(skip)]
     pub other: BTreeMap<String, Value>,
@@ -157,6 +174,15 @@ pub struct Permissions {
         skip_serializing_if = "Option::is_none"
     )]
     pub disable_bypass_permissions_mode: Option<Disable>,
+    /// `"disable"`: the `auto` mode may not be used (it is not a mode here: `auto` is an error
+    /// anyway).
+    #[serde(
+        rename = "disableAutoMode",
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub disable_auto_mode: Option<Disable>,
     /// What no rule decides, whatever the mode.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub default: Option<Action>,
@@ -216,6 +242,9 @@ pub struct Hooks {
     /// Not run.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub PostCompact: Option<Vec<HookEntry>>,
+    /// Not run.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub PermissionDenied: Option<Vec<HookEntry>>,
     /// When a session starts (matched against its `source`).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub SessionStart: Option<Vec<HookEntry>>,
@@ -229,7 +258,7 @@ pub struct Hooks {
 
 impl Hooks {
     /// Each event's name and entries, in the order above.
-    pub fn events(&self) -> [(&'static str, &[HookEntry]); 14] {
+    pub fn events(&self) -> [(&'static str, &[HookEntry]); 15] {
         fn entries(list: &Option<Vec<HookEntry>>) -> &[HookEntry] {
             list.as_deref().unwrap_or_default()
         }
@@ -245,6 +274,7 @@ impl Hooks {
             ("SubagentStop", entries(&self.SubagentStop)),
             ("PreCompact", entries(&self.PreCompact)),
             ("PostCompact", entries(&self.PostCompact)),
+            ("PermissionDenied", entries(&self.PermissionDenied)),
             ("SessionStart", entries(&self.SessionStart)),
             ("SessionEnd", entries(&self.SessionEnd)),
             ("Setup", entries(&self.Setup)),
@@ -265,6 +295,7 @@ impl Hooks {
             self.SubagentStop.is_some(),
             self.PreCompact.is_some(),
             self.PostCompact.is_some(),
+            self.PermissionDenied.is_some(),
             self.SessionStart.is_some(),
             self.SessionEnd.is_some(),
             self.Setup.is_some(),
@@ -386,6 +417,15 @@ pub struct Sandbox {
         skip_serializing_if = "Option::is_none"
     )]
     pub auto_allow_bash_if_sandboxed: Option<bool>,
+    /// `true`: commands are refused where the sandbox cannot be made, as they always are here;
+    /// `false` (run them unconfined then) is not applied.
+    #[serde(
+        rename = "failIfUnavailable",
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub fail_if_unavailable: Option<bool>,
     /// Bounds on each command's processes and memory.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub limits: Option<Limits>,
@@ -481,14 +521,14 @@ pub struct Network {
         skip_serializing_if = "Option::is_none"
     )]
     pub allow_all_unix_sockets: Option<bool>,
-    /// Not applied.
+    /// Managed settings: `true` leaves out the hosts every other file allows.
     #[serde(
         rename = "allowManagedDomainsOnly",
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
-    pub allow_managed_domains_only: Option<Value>,
+    pub allow_managed_domains_only: Option<bool>,
     /// Not applied.
     #[serde(
         rename = "allowMachLookup",
@@ -544,6 +584,15 @@ pub struct Filesystem {
         skip_serializing_if = "Option::is_none"
     )]
     pub deny_write: Option<Vec<String>>,
+    /// Claude Code's `allowRead`, which reopens paths within a `denyRead`: not applied, since
+    /// `denyRead` is refused.
+    #[serde(
+        rename = "allowRead",
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub allow_read: Option<Vec<String>>,
     /// Claude Code's `denyRead`: refused with the reason, since a path cannot be hidden here by
     /// naming it.
     #[serde(rename = "denyRead", default, deserialize_with = "deny_read", skip_serializing)]

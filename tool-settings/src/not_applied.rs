@@ -70,6 +70,7 @@ const HOOK_EVENTS: &[(&str, &str)] = &[
     ("PreCompact", "this program keeps no conversation to compact"),
     ("PostCompact", "this program keeps no conversation to compact"),
     ("Setup", "this program has no setup step"),
+    ("PermissionDenied", "a refused call's result tells the model why; nothing runs after a refusal"),
 ];
 
 const HOOK_KEYS: &str = "a hook command here runs with `sh -c` in the foreground, its output read when it ends, \
@@ -117,6 +118,20 @@ impl SettingsFile {
                  `sandbox.enabled: false` or --sandbox off runs commands unconfined",
             );
         }
+        if sandbox.fail_if_unavailable == Some(false) {
+            not(
+                "sandbox.failIfUnavailable".to_owned(),
+                "the sandbox is never left out: where the kernel cannot make it, commands are refused (--sandbox \
+                 off runs them unconfined)",
+            );
+        }
+        if sandbox.filesystem.as_ref().is_some_and(|filesystem| filesystem.allow_read.is_some()) {
+            not(
+                "sandbox.filesystem.allowRead".to_owned(),
+                "it reopens paths within a `denyRead`, which is refused here: reads are confined only by the \
+                 sandbox's readable roots",
+            );
+        }
         if sandbox.ignore_violations.is_some() {
             not(
                 "sandbox.ignoreViolations".to_owned(),
@@ -125,11 +140,6 @@ impl SettingsFile {
         }
         let Some(network) = &sandbox.network else { return out };
         for (key, value, reason) in [
-            (
-                "allowManagedDomainsOnly",
-                &network.allow_managed_domains_only,
-                "every file's hosts count; managed settings are merged above the others",
-            ),
             (
                 "allowMachLookup",
                 &network.allow_mach_lookup,

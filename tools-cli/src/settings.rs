@@ -115,7 +115,8 @@ impl Loaded {
         let origin =
             found.iter().map(|(_, _, path)| path.display().to_string()).collect::<Vec<_>>().join(" + ");
         let paths = found.iter().map(|(_, _, path)| path.clone()).collect();
-        let value = hierarchy::merge(found.into_iter().map(|(_, value, _)| value));
+        let value =
+            hierarchy::merge_scoped(found.into_iter().map(|(scope, value, _)| (scope, value)).collect());
         let file = SettingsFile::from_value(value).map_err(|e| failure("settings", &origin, e))?;
         Ok(Some(Loaded { label: "settings", origin, paths, file, sandbox_mode: None, servers: None }))
     }

@@ -15,9 +15,11 @@ fn keys_that_are_not_applied_are_named_at_start() {
         "env": {"FOO": "1"},
         "model": "opus",
         "verify": {},
-        "permissions": {"allow": ["Read"]},
-        "hooks": {"Stop": [], "UserPromptSubmit": [], "PreToolUse": []},
-        "sandbox": {"ignoreViolations": {}},
+        "permissions": {"allow": ["Read"], "disableAutoMode": "disable"},
+        "hooks": {"Stop": [], "UserPromptSubmit": [], "PreToolUse": [], "PermissionDenied": []},
+        "sandbox": {"ignoreViolations": {}, "failIfUnavailable": false, "filesystem": {"allowRead": ["~/x"]}},
+        "allowManagedPermissionRulesOnly": true,
+        "allowManagedHooksOnly": false,
         "frobnicate": true,
     });
     std::fs::write(&path, text.to_string()).unwrap();
@@ -40,12 +42,27 @@ fn keys_that_are_not_applied_are_named_at_start() {
             "sandbox.ignoreViolations",
             "a refused access is refused; allow the path with `sandbox.filesystem.allowWrite` instead",
         ),
+        says(
+            "hooks.PermissionDenied",
+            "a refused call's result tells the model why; nothing runs after a refusal",
+        ),
+        says(
+            "sandbox.failIfUnavailable",
+            "the sandbox is never left out: where the kernel cannot make it, commands are refused (--sandbox off \
+             runs them unconfined)",
+        ),
+        says(
+            "sandbox.filesystem.allowRead",
+            "it reopens paths within a `denyRead`, which is refused here: reads are confined only by the sandbox's \
+             readable roots",
+        ),
     ] {
         assert!(lines.contains(&expected.as_str()), "{expected}\nnot in:\n{}", run.stderr);
     }
-    // The keys it applies are not named: `$schema`, `env`, `verify`, `permissions`,
-    // `hooks.PreToolUse`.
-    assert_eq!(lines.len(), 5, "{}", run.stderr);
+    // The keys it applies are not named: `$schema`, `env`, `verify`, `permissions` (with
+    // `disableAutoMode`: there is no `auto` mode to use), `hooks.PreToolUse`, the managed-only
+    // keys (the file is the only one).
+    assert_eq!(lines.len(), 8, "{}", run.stderr);
 
     // `disableAllHooks` is applied: the hook that would refuse the call does not run.
     let hook = json!({"matcher": "read", "hooks": [{"type": "command", "command": "exit 2"}]});
