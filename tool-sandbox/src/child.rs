@@ -19,11 +19,22 @@ pub(crate) struct ChildPlan {
     /// A mount namespace with read-only bind mounts.
     pub(crate) mounts: Option<MountPlan>,
     /// The Landlock ruleset to enforce.
-    pub(crate) landlock: Option<Arc<OwnedFd>>,
+    pub(crate) landlock: Option<Landlock>,
     /// The seccomp program to load.
     pub(crate) seccomp: Option<Arc<Vec<sock_filter>>>,
     /// `RLIMIT_NPROC` to set, where the child is in a user namespace of the commands' own.
     pub(crate) processes: Option<u64>,
+}
+
+/// The Landlock ruleset of a command.
+#[derive(Debug)]
+pub(crate) enum Landlock {
+    /// The sandbox's, shared by its commands.
+    Shared(Arc<OwnedFd>),
+    /// One made for this command alone, to which the child adds a rule on the `/dev/pts` it
+    /// mounted, with these rights (the kernel's bits): a rule added to a shared ruleset would
+    /// reach every later command.
+    Own { ruleset: OwnedFd, terminals: u64 },
 }
 
 /// The mounts of the child's own mount namespace.
@@ -86,8 +97,10 @@ impl ChildPlan {
         if let Some(network) = &self.network {
             network.join()?;
         }
+        // The command's own `/dev/pts`, held as a path until it is granted below.
+        let mut terminals = None;
         if let Some(mounts) = &self.mounts {
-            mounts.run()?;
+            terminals = mounts.run()?;
         }
         // What the command holds of the host's: its terminal, descriptors and capabilities.
         leave_terminal()?;
@@ -104,8 +117,19 @@ impl ChildPlan {
         // Before the capabilities go: with `no_new_privs`, Landlock and seccomp need none.
         no_new_privs()?;
         drop_capabilities()?;
-        if let Some(fd) = &self.landlock {
-            landlock_restrict_self(fd)?;
+        match &self.landlock {
+            Some(Landlock::Shared(ruleset)) => landlock_restrict_self(ruleset)?,
+            Some(Landlock::Own { ruleset, terminals: access }) => {
+                if let Some(dir) = terminals {
+                    landlock_add_path_rule(ruleset, dir, *access)?;
+                }
+                landlock_restrict_self(ruleset)?;
+            }
+            None => {}
+        }
+        if let Some(dir) = terminals {
+            // SAFETY: `dir` was opened by `mount_terminals` and is closed once.
+            unsafe { libc::close(dir) };
         }
         if let Some(program) = &self.seccomp {
             seccomp_load(program)?;
@@ -115,7 +139,9 @@ impl ChildPlan {
 }
 
 impl MountPlan {
-    fn run(&self) -> io::Result<()> {
+    /// Makes the mounts; `Ok` holds the command's own `/dev/pts`, opened as a path, when there
+    /// are terminals there to grant.
+    fn run(&self) -> io::Result<Option<libc::c_int>> {
         match &self.user_namespace {
             None => unshare(libc::CLONE_NEWNS)?,
             Some((uid_map, gid_map)) => {
@@ -131,6 +157,7 @@ impl MountPlan {
         // Nothing done here may reach the parent's namespace.
         mount(None, c"/", libc::MS_REC | libc::MS_PRIVATE)?;
         mount_shared_memory(&self.shm)?;
+        let terminals = mount_terminals()?;
         for pin in &self.pins {
             mount(Some(pin), pin, libc::MS_BIND | libc::MS_REC)?;
         }
@@ -161,16 +188,18 @@ impl MountPlan {
         }
         // The working directory was entered before the mounts: enter it again through them, or
         // relative paths would reach the files beneath them.
-        chdir(&self.cwd)
+        chdir(&self.cwd)?;
+        Ok(terminals)
     }
 }
 
 /// Makes `command` run `plan` in its child before `exec`.
 pub(crate) fn install(command: &mut std::process::Command, plan: ChildPlan) {
     // SAFETY: the closure runs in the forked child before `exec`. `ChildPlan::run` only makes
-    // system calls (`setns`, `unshare`, `open`/`write`/`close`, `mount`, `open_tree`/`move_mount`,
-    // `chdir`, `setsid`, `ioctl`, `close_range`, `fcntl`, `getrlimit`/`setrlimit`, `prctl`, `capset`,
-    // `landlock_restrict_self`, `seccomp`) on data prepared before the fork or on the stack,
+    // system calls (`setns`, `unshare`, `open`/`write`/`close`, `fstat`, `mkdir`, `mount`,
+    // `open_tree`/`move_mount`, `chdir`, `setsid`, `ioctl`, `close_range`, `fcntl`,
+    // `getrlimit`/`setrlimit`, `prctl`, `capset`, `landlock_add_rule`, `landlock_restrict_self`,
+    // `seccomp`) on data prepared before the fork or on the stack,
     // allocates nothing (`io::Error::last_os_error` holds a bare errno) and takes no lock, so it
     // is async-signal-safe as `pre_exec` requires.
     unsafe {
@@ -338,10 +367,17 @@ fn mount_revealing<'a>(target: &CStr, revealed: impl Iterator<Item = &'a Reveale
 
 /// `/proc/self/fd/FD`, written into `buffer` (no allocation, for the child).
 fn fd_path(fd: libc::c_int, buffer: &mut [u8; 32]) -> &CStr {
-    const PREFIX: &[u8] = b"/proc/self/fd/";
-    buffer[..PREFIX.len()].copy_from_slice(PREFIX);
+    numbered_path(b"/proc/self/fd/", fd.unsigned_abs(), buffer)
+}
+
+/// `prefix` followed by `n` in decimal, written into `buffer` (no allocation, for the child).
+/// `prefix` holds at most 20 bytes.
+fn numbered_path<'a>(prefix: &[u8], n: u32, buffer: &'a mut [u8; 32]) -> &'a CStr {
+    const PREFIX: usize = 20;
+    let prefix = &prefix[..prefix.len().min(PREFIX)];
+    buffer[..prefix.len()].copy_from_slice(prefix);
     let mut digits = [0u8; 10];
-    let (mut n, mut count) = (fd.unsigned_abs(), 0);
+    let (mut n, mut count) = (n, 0);
     loop {
         digits[count] = b'0' + (n % 10) as u8;
         count += 1;
@@ -351,10 +387,144 @@ fn fd_path(fd: libc::c_int, buffer: &mut [u8; 32]) -> &CStr {
         }
     }
     for i in 0..count {
-        buffer[PREFIX.len() + i] = digits[count - 1 - i];
+        buffer[prefix.len() + i] = digits[count - 1 - i];
     }
-    buffer[PREFIX.len() + count] = 0;
-    CStr::from_bytes_until_nul(&buffer[..]).unwrap_or(c"/proc/self/fd/")
+    buffer[prefix.len() + count] = 0;
+    CStr::from_bytes_until_nul(&buffer[..]).unwrap_or(c"/")
+}
+
+/// Where pseudo-terminals are.
+const TERMINALS: &CStr = c"/dev/pts";
+/// The options of a command's own devpts instance: new terminals readable and writable by the
+/// command's user (and written to by its group, as `write` does), and a `ptmx` anyone may open.
+const DEVPTS_OPTIONS: &CStr = c"newinstance,ptmxmode=0666,mode=0620";
+/// `UNIX98_PTY_SLAVE_MAJOR`: the device number of a pseudo-terminal is this and its index.
+const TERMINAL_MAJOR: u32 = 136;
+
+/// Gives the command a `/dev/pts` of its own, in which the host's terminals (the user's, other
+/// commands') are not: only the terminals it is given as standard input, output or error, and
+/// those it makes itself. Returns what was mounted there, opened as a path, for the command's
+/// Landlock ruleset to grant (a rule on the host's `/dev/pts` would not reach what is mounted
+/// over it; none is made); `None` when there is nothing to grant.
+///
+/// A command given no terminal gets a devpts instance of its own there, as containers do:
+/// `/dev/ptmx` opens the instance at `pts` beside it (Linux 4.7+), so the terminals it makes
+/// are there under the names `ptsname` gives. A command given one (`bash`'s terminal commands)
+/// gets a read-only file system there holding that terminal alone, under its own name, so that
+/// `tty` still names it. That command makes no terminal: `/dev/ptmx` finds no devpts instance
+/// beside it (`ENODEV`), and one elsewhere would not do, since the kernel opens the other side of
+/// a new terminal (`TIOCGPTPEER`) only in the instance at `pts` beside the `ptmx` opened, and
+/// `ptsname` names it there. Where a devpts instance cannot be mounted, `/dev/pts` is empty and
+/// `/dev/ptmx` answers `ENODEV` too.
+fn mount_terminals() -> io::Result<Option<libc::c_int>> {
+    // Opened by their names before those are covered, in this namespace: a bind mount takes its
+    // source from the caller's own namespace only.
+    let mut given = [(-1, 0u32); 3];
+    let mut count = 0;
+    for fd in 0..3 {
+        let Some(index) = terminal_index(fd) else { continue };
+        if given[..count].iter().any(|&(_, held)| held == index) {
+            continue;
+        }
+        let mut buffer = [0u8; 32];
+        let path = numbered_path(b"/dev/pts/", index, &mut buffer);
+        let held = open_path(path);
+        if held < 0 {
+            continue;
+        }
+        if same_file(fd, held) {
+            given[count] = (held, index);
+            count += 1;
+        } else {
+            // SAFETY: `held` was opened above and is closed once.
+            unsafe { libc::close(held) };
+        }
+    }
+    let mounted = if count == 0 { own_instance() } else { given_terminals(&given[..count]) };
+    for &(held, _) in &given[..count] {
+        // SAFETY: each was opened above and is closed once.
+        unsafe { libc::close(held) };
+    }
+    match mounted? {
+        false => Ok(None),
+        true => {
+            let dir = open_path(TERMINALS);
+            check(dir.into())?;
+            Ok(Some(dir))
+        }
+    }
+}
+
+/// Mounts a devpts instance of the command's own on `/dev/pts`, or where that fails, an empty
+/// file system. `Ok(true)`: the instance is there.
+fn own_instance() -> io::Result<bool> {
+    let fs = c"devpts";
+    let flags = libc::MS_NOSUID | libc::MS_NOEXEC;
+    // SAFETY: every string is NUL-terminated and outlives the call.
+    let mounted = check(
+        unsafe {
+            libc::mount(fs.as_ptr(), TERMINALS.as_ptr(), fs.as_ptr(), flags, DEVPTS_OPTIONS.as_ptr().cast())
+        }
+        .into(),
+    );
+    match mounted {
+        Ok(()) => Ok(true),
+        // A host without `/dev/pts` has no terminal there to hide.
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+        Err(_) => mount_empty(TERMINALS).map(|()| false),
+    }
+}
+
+/// Covers `/dev/pts` with a file system holding the `given` terminals (held open as paths, each
+/// with its index) under their names, then makes it read-only. `Ok(true)`: they are there.
+fn given_terminals(given: &[(libc::c_int, u32)]) -> io::Result<bool> {
+    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    let (fs, data) = (c"tmpfs", c"mode=0755");
+    // SAFETY: every string is NUL-terminated and outlives the call.
+    check(
+        unsafe { libc::mount(fs.as_ptr(), TERMINALS.as_ptr(), fs.as_ptr(), flags, data.as_ptr().cast()) }
+            .into(),
+    )?;
+    for &(held, index) in given {
+        let mut name = [0u8; 32];
+        let name = numbered_path(b"/dev/pts/", index, &mut name);
+        // SAFETY: the path is NUL-terminated and outlives the call; the descriptor is closed at once.
+        let file =
+            unsafe { libc::open(name.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o600) };
+        check(file.into())?;
+        // SAFETY: `file` was just opened here.
+        unsafe { libc::close(file) };
+        let mut source = [0u8; 32];
+        mount(Some(fd_path(held, &mut source)), name, libc::MS_BIND)?;
+    }
+    mount(None, TERMINALS, libc::MS_REMOUNT | libc::MS_RDONLY | flags)?;
+    Ok(true)
+}
+
+/// `path` opened as a path only (not followed if a link), or -1.
+fn open_path(path: &CStr) -> libc::c_int {
+    // SAFETY: the path is NUL-terminated and outlives the call.
+    unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) }
+}
+
+/// The index of the pseudo-terminal open on `fd`, if it is one.
+fn terminal_index(fd: libc::c_int) -> Option<u32> {
+    // SAFETY: `stat` is plain data, for which all zeroes is valid.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid out pointer; a descriptor that is not open answers `EBADF`.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFCHR {
+        return None;
+    }
+    (libc::major(st.st_rdev) == TERMINAL_MAJOR).then(|| libc::minor(st.st_rdev))
+}
+
+/// Whether the descriptors `a` and `b` name the same file.
+fn same_file(a: libc::c_int, b: libc::c_int) -> bool {
+    // SAFETY: `stat` is plain data, for which all zeroes is valid.
+    let (mut x, mut y): (libc::stat, libc::stat) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    // SAFETY: both are valid out pointers.
+    let both = unsafe { libc::fstat(a, &mut x) == 0 && libc::fstat(b, &mut y) == 0 };
+    both && x.st_dev == y.st_dev && x.st_ino == y.st_ino
 }
 
 /// Mounts what `shm` says on `/dev/shm`, where there is one: the host's shared memory and
@@ -509,6 +679,32 @@ fn drop_capabilities() -> io::Result<()> {
     // SAFETY: `header` and `none` have the kernel's layout for version 3 and outlive the call,
     // which only reads them.
     check(unsafe { libc::syscall(libc::SYS_capset, &header as *const CapabilityHeader, none.as_ptr()) })
+}
+
+/// `struct landlock_path_beneath_attr`, packed as the kernel has it.
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// `LANDLOCK_RULE_PATH_BENEATH`.
+const RULE_PATH_BENEATH: libc::c_int = 1;
+
+/// Adds to `ruleset` a rule granting `access` (the kernel's bits) beneath the directory open
+/// (as a path) on `dir`.
+fn landlock_add_path_rule(ruleset: &OwnedFd, dir: libc::c_int, access: u64) -> io::Result<()> {
+    let attr = PathBeneathAttr { allowed_access: access, parent_fd: dir };
+    // SAFETY: `attr` has the kernel's layout and outlives the call, which only reads it; flags 0.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0u32,
+        )
+    })
 }
 
 fn landlock_restrict_self(ruleset: &OwnedFd) -> io::Result<()> {

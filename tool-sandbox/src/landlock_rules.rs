@@ -1,6 +1,6 @@
-//! The Landlock ruleset: read where reading is allowed, write beneath the writable roots, the
-//! devices every command uses, TCP only to the proxy, and signals and abstract sockets scoped to
-//! the command.
+//! The Landlock ruleset: read where reading is allowed (devices aside), write beneath the
+//! writable roots, the devices every command uses, TCP only to the proxy, and signals and
+//! abstract sockets scoped to the command.
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -15,8 +15,12 @@ use crate::policy::{Network, SandboxPolicy};
 /// Devices any command may read and write (and, for terminals, control).
 const DEVICES: &[&str] =
     &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"];
-/// Device directories whose entries commands may read and write: pseudo-terminals.
-const DEVICE_DIRS: &[&str] = &["/dev/pts"];
+/// The directory of devices, which a readable root above it does not open: reading a terminal
+/// there is reading what the user types, and other devices (input events, sound, video, disks,
+/// the kernel log) are no better.
+const DEV: &str = "/dev";
+/// What in `/dev` a readable root above it still covers: file systems of ordinary files.
+const DEV_READABLE: &[&str] = &["/dev/shm", "/dev/mqueue", "/dev/hugepages"];
 
 /// What the ruleset enforces, for the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +33,9 @@ pub(crate) struct Enforced {
 /// Builds the ruleset for `policy` at the kernel's ABI `kernel_abi`, refusing (rather than
 /// silently dropping) any right the kernel lacks. `namespaced`: the commands run in a network
 /// namespace of their own, where connecting anywhere reaches only what is inside it.
+/// `/dev/pts` is not granted: the host's terminals are the user's. A command with a mount
+/// namespace gets its own there, and its child adds a rule for them to its own copy of the
+/// ruleset ([`terminal_access`]).
 pub(crate) fn ruleset(
     policy: &SandboxPolicy,
     kernel_abi: u32,
@@ -39,7 +46,7 @@ pub(crate) fn ruleset(
     let read = AccessFs::from_read(abi);
     // Block and character devices made inside a writable root would open the disks and memory.
     let write = all & !(AccessFs::MakeBlock | AccessFs::MakeChar);
-    let device = read | AccessFs::WriteFile | (all & AccessFs::IoctlDev);
+    let device = device_rights(abi);
     let tcp_rules = kernel_abi >= 4 && policy.network != Network::On;
     let mut net = BitFlags::<AccessNet>::EMPTY;
     if tcp_rules && !policy.allow_local_binding {
@@ -69,10 +76,10 @@ pub(crate) fn ruleset(
         None => vec![PathBuf::from("/")],
         Some(roots) => roots.clone(),
     };
-    let mut rules: Vec<(PathBuf, BitFlags<AccessFs>)> = readable.into_iter().map(|p| (p, read)).collect();
+    let mut rules: Vec<(PathBuf, BitFlags<AccessFs>)> =
+        readable.iter().flat_map(|root| readable_rules(root, read, abi)).collect();
     rules.extend(policy.writable().into_iter().map(|p| (p, write)));
     rules.extend(DEVICES.iter().map(|d| (PathBuf::from(d), device & file_rights(abi))));
-    rules.extend(DEVICE_DIRS.iter().map(|d| (PathBuf::from(d), device)));
     // ABI 9 handles connecting to Unix sockets by path (outside the writable roots, refused):
     // the sockets listed, or all of them, are granted.
     if all.contains(AccessFs::ResolveUnix) {
@@ -93,6 +100,51 @@ pub(crate) fn ruleset(
     Ok((fd, Enforced { abi: kernel_abi, tcp, scopes }))
 }
 
+/// The rules that let commands read beneath `root`: `read` on it, or where `/dev` lies beneath
+/// it, listing it and reading each of its entries but the one on the way to `/dev` (and so on
+/// down), and in `/dev` only [`DEV_READABLE`]. Landlock only grants, and a grant covers all
+/// beneath it, so leaving `/dev` out means granting its siblings one by one: an entry made
+/// beside them later (a new directory in `/`) is not readable. Symbolic links are left out: what
+/// they lead to is read by its own path.
+fn readable_rules(root: &Path, read: BitFlags<AccessFs>, abi: ABI) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let dev = Path::new(DEV);
+    if !dev.starts_with(&root) {
+        return vec![(root, read)];
+    }
+    let mut rules = vec![(root.clone(), read & AccessFs::ReadDir)];
+    let mut dir = root;
+    while dir != dev {
+        let Some(next) = dev.strip_prefix(&dir).ok().and_then(|rest| rest.components().next()) else {
+            break;
+        };
+        let next = dir.join(next);
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else { continue };
+            if path == next || kind.is_symlink() {
+                continue;
+            }
+            let rights = if kind.is_dir() { read } else { read & file_rights(abi) };
+            rules.push((path, rights));
+        }
+        dir = next;
+    }
+    rules.extend(DEV_READABLE.iter().map(|d| (PathBuf::from(d), read)));
+    rules
+}
+
+/// What a command may do with a device it may use: read, write and control it.
+fn device_rights(abi: ABI) -> BitFlags<AccessFs> {
+    AccessFs::from_read(abi) | AccessFs::WriteFile | (AccessFs::from_all(abi) & AccessFs::IoctlDev)
+}
+
+/// The rights, as the kernel's bits, on the command's own `/dev/pts` (what its child mounted
+/// there), at the kernel's ABI `kernel_abi`: those on any device.
+pub(crate) fn terminal_access(kernel_abi: u32) -> u64 {
+    device_rights(ABI::from(kernel_abi as i32)).bits()
+}
+
 /// The rights that apply to a file (not a directory): a rule on a file may only hold these.
 fn file_rights(abi: ABI) -> BitFlags<AccessFs> {
     AccessFs::from_file(abi)
@@ -102,4 +154,30 @@ fn file_rights(abi: ABI) -> BitFlags<AccessFs> {
 /// nothing to grant).
 fn open(path: &Path) -> Option<PathFd> {
     PathFd::new(path).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_readable_root_above_dev_leaves_its_devices_out() {
+        let read = AccessFs::from_read(ABI::V5);
+        let rules = readable_rules(Path::new("/"), read, ABI::V5);
+        let paths: Vec<&Path> = rules.iter().map(|(path, _)| path.as_path()).collect();
+        // `/` itself is listed, not read; its other entries are read.
+        assert_eq!(rules[0], (PathBuf::from("/"), read & AccessFs::ReadDir));
+        assert!(paths.contains(&Path::new("/etc")) && paths.contains(&Path::new("/proc")), "{paths:?}");
+        for path in &paths[1..] {
+            let inside_dev = path.starts_with(DEV);
+            assert!(!inside_dev || DEV_READABLE.iter().any(|d| path == &Path::new(d)), "{path:?}");
+            assert!(*path != Path::new(DEV), "{paths:?}");
+        }
+        // Elsewhere a root is granted whole.
+        assert_eq!(readable_rules(Path::new("/etc"), read, ABI::V5), [(PathBuf::from("/etc"), read)]);
+        assert_eq!(
+            readable_rules(Path::new("/dev"), read, ABI::V5)[0],
+            (PathBuf::from("/dev"), read & AccessFs::ReadDir)
+        );
+    }
 }

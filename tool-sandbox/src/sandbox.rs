@@ -16,7 +16,8 @@ pub struct SandboxReport {
     /// The mode.
     pub mode: SandboxMode,
     /// The layers that apply: `landlock` (files), `landlock-tcp`, `landlock-scope` (signals and
-    /// abstract Unix sockets), `seccomp`, `read-only-mounts` (protected paths),
+    /// abstract Unix sockets), `seccomp`, `read-only-mounts` (protected paths), `own-terminals`
+    /// (a mount namespace per command whose `/dev/pts` holds only its own terminals),
     /// `network-namespace` (a network namespace of the commands' own: only loopback, and only
     /// the proxy listening there).
     pub layers: Vec<&'static str>,
@@ -99,8 +100,8 @@ pub struct Sandbox {
     #[cfg(target_os = "linux")]
     namespace: Option<Arc<crate::child::NamespaceFds>>,
     /// Whether commands get a mount namespace of their own (read-only mounts, placeholders,
-    /// hidden directories).
-    protect: bool,
+    /// hidden directories, their own terminals).
+    mount_namespace: bool,
     /// The commands' temporary directory, when the policy named none.
     _temp: Option<Arc<crate::SessionDir>>,
 }
@@ -118,7 +119,7 @@ impl Clone for Sandbox {
             seccomp: self.seccomp.clone(),
             #[cfg(target_os = "linux")]
             namespace: self.namespace.clone(),
-            protect: self.protect,
+            mount_namespace: self.mount_namespace,
             _temp: self._temp.clone(),
         }
     }
@@ -240,8 +241,17 @@ impl Sandbox {
             report.missing.push(unconfined_port(port, why));
         }
         let hidden: Vec<&PathBuf> = policy.hidden.iter().filter(|h| h.is_dir()).collect();
-        let protect =
-            probe.can_protect_paths() && (policy.mode == SandboxMode::WorkspaceWrite || !hidden.is_empty());
+        // Every command gets a mount namespace where one can be made: its `/dev/pts` is its own.
+        let mount_namespace = probe.can_protect_paths();
+        let protect = mount_namespace && (policy.mode == SandboxMode::WorkspaceWrite || !hidden.is_empty());
+        if !mount_namespace {
+            report.notes.push(
+                "no pseudo-terminal but the one a command is given: without a mount namespace for a devpts \
+                 instance of its own, /dev/pts is out of reach, and terminals a command makes (script, \
+                 pty.fork) cannot be opened"
+                    .to_owned(),
+            );
+        }
         if !probe.can_protect_paths() && policy.mode == SandboxMode::WorkspaceWrite {
             report.missing.push(
                 "protected paths inside writable roots (.git, .claude, ...) stay writable, and absent ones can \
@@ -272,7 +282,7 @@ impl Sandbox {
             return Err(SandboxError { mode: policy.mode, missing: refusals });
         }
         report.missing.extend(refusals);
-        let mut sandbox = Self::build(policy, probe, report, protect)?;
+        let mut sandbox = Self::build(policy, probe, report, protect, mount_namespace)?;
         sandbox._temp = temp.map(Arc::new);
         Ok(sandbox)
     }
@@ -287,7 +297,7 @@ impl Sandbox {
             seccomp: None,
             #[cfg(target_os = "linux")]
             namespace: None,
-            protect: false,
+            mount_namespace: false,
             _temp: None,
         }
     }
@@ -298,6 +308,7 @@ impl Sandbox {
         probe: Probe,
         mut report: SandboxReport,
         protect: bool,
+        mount_namespace: bool,
     ) -> Result<Sandbox, SandboxError> {
         let refuse = |what: String, report: &mut SandboxReport| {
             if policy.fallback == Fallback::Refuse {
@@ -367,10 +378,13 @@ impl Sandbox {
         if protect {
             report.layers.push("read-only-mounts");
         }
+        if mount_namespace {
+            report.layers.push("own-terminals");
+        }
         if namespace.is_some() {
             report.layers.push(NAMESPACE_LAYER);
         }
-        Ok(Sandbox { policy, report, landlock, seccomp, namespace, protect, _temp: None })
+        Ok(Sandbox { policy, report, landlock, seccomp, namespace, mount_namespace, _temp: None })
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -379,6 +393,7 @@ impl Sandbox {
         _probe: Probe,
         report: SandboxReport,
         _protect: bool,
+        _mount_namespace: bool,
     ) -> Result<Sandbox, SandboxError> {
         Ok(Sandbox::unconfined(policy, report))
     }
@@ -443,10 +458,10 @@ impl Sandbox {
         command: &mut std::process::Command,
         cwd: &Path,
     ) -> std::io::Result<Placeholders> {
-        let held = if self.protect { make_placeholders(&self.policy) } else { Vec::new() };
+        let held = if self.mount_namespace { make_placeholders(&self.policy) } else { Vec::new() };
         // The command's namespace is worth knowing where none of its processes can leave it.
         #[cfg(target_os = "linux")]
-        let (namespace, report) = match self.protect && self.seccomp.is_some() {
+        let (namespace, report) = match self.mount_namespace && self.seccomp.is_some() {
             true => crate::child::namespace_report().map(|(read, write)| (Some(read), Some(write)))?,
             false => (None, None),
         };
@@ -473,11 +488,24 @@ impl Sandbox {
         }
         #[cfg(target_os = "linux")]
         {
-            let mounts = if self.protect { self.mount_plan(cwd, placeholders, report)? } else { None };
+            let mounts =
+                if self.mount_namespace { self.mount_plan(cwd, placeholders, report)? } else { None };
+            let landlock = match (&self.landlock, &mounts, self.report.landlock_abi) {
+                // With a mount namespace, the command's own terminals are granted in a ruleset of
+                // its own.
+                (Some(_), Some(_), Some(abi)) => {
+                    let (ruleset, _) =
+                        crate::landlock_rules::ruleset(&self.policy, abi, self.namespace.is_some())
+                            .map_err(std::io::Error::other)?;
+                    let terminals = crate::landlock_rules::terminal_access(abi);
+                    Some(crate::child::Landlock::Own { ruleset, terminals })
+                }
+                (shared, _, _) => shared.clone().map(crate::child::Landlock::Shared),
+            };
             let plan = crate::child::ChildPlan {
                 network: self.namespace.clone(),
                 mounts,
-                landlock: self.landlock.clone(),
+                landlock,
                 seccomp: self.seccomp.clone(),
                 processes: self.policy.limits.processes,
             };
@@ -491,8 +519,9 @@ impl Sandbox {
         }
     }
 
-    /// The mounts that make the protected paths that exist read-only, pin their parents, and
-    /// the user namespace they need when this process lacks `CAP_SYS_ADMIN`.
+    /// The mounts that make the protected paths that exist read-only, pin their parents, give
+    /// the command terminals of its own, and the user namespace they need when this process
+    /// lacks `CAP_SYS_ADMIN`.
     #[cfg(target_os = "linux")]
     fn mount_plan(
         &self,
@@ -533,7 +562,8 @@ impl Sandbox {
             });
         }
         hidden.extend(socket_dirs);
-        // Even with nothing to protect or hide: the namespace holds the commands' `/dev/shm`.
+        // Even with nothing to protect or hide: the namespace holds the commands' `/dev/shm` and
+        // `/dev/pts`.
         let probe = Probe::get();
         let user_namespace = if probe.mount_namespace {
             None

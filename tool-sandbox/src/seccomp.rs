@@ -1,5 +1,6 @@
 //! The seccomp filter: system calls a confined command has no business making, refused with
-//! `EPERM`, and Internet sockets when the network is off.
+//! `EPERM`, modes that make a file set-user-ID or set-group-ID, and Internet sockets when the
+//! network is off.
 
 use std::collections::BTreeMap;
 
@@ -184,6 +185,52 @@ fn other_process_rules() -> Result<Vec<(i64, Vec<SeccompRule>)>, seccompiler::Ba
     Ok(rules)
 }
 
+/// The set-user-ID and set-group-ID bits of a mode.
+const SET_ID_BITS: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
+/// `fchmodat2` (Linux 6.6): the same number on every architecture, as every call from 424 on.
+const SYS_FCHMODAT2: i64 = 452;
+/// The flags of `open` that make a file, and so use its mode: `O_CREAT`, and `O_TMPFILE`'s own
+/// bit (without `O_DIRECTORY`, which it includes).
+const CREATING_FLAGS: [u64; 2] = [libc::O_CREAT as u64, (libc::O_TMPFILE & !libc::O_DIRECTORY) as u64];
+
+/// The calls that would leave a set-user-ID or set-group-ID file behind, which other users of
+/// the machine could run with the command's identity (root's, when it runs as root): `chmod`
+/// and its kin with either bit in the mode; `mknod` and `open` making a file with one (a new
+/// directory never gets them from its mode). Each refused with `EPERM`, as `chmod` answers an
+/// owner who may not set them.
+fn set_id_rules() -> Result<Vec<(i64, Vec<SeccompRule>)>, seccompiler::BackendError> {
+    let has = |index: u8, bit: u64| arg(index, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(bit), bit);
+    // `mode` is argument `index`.
+    let any_bit = |index: u8| -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+        SET_ID_BITS.iter().map(|&bit| SeccompRule::new(vec![has(index, bit)?])).collect()
+    };
+    // `flags` is argument `flags`, `mode` argument `mode`: only when the flags make a file.
+    let creating = |flags: u8, mode: u8| -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+        let mut rules = Vec::new();
+        for creates in CREATING_FLAGS {
+            for bit in SET_ID_BITS {
+                rules.push(SeccompRule::new(vec![has(flags, creates)?, has(mode, bit)?])?);
+            }
+        }
+        Ok(rules)
+    };
+    let mut rules = vec![
+        (libc::SYS_fchmod, any_bit(1)?),
+        (libc::SYS_fchmodat, any_bit(2)?),
+        (SYS_FCHMODAT2, any_bit(2)?),
+        (libc::SYS_mknodat, any_bit(2)?),
+        (libc::SYS_openat, creating(2, 3)?),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    rules.extend([
+        (libc::SYS_chmod, any_bit(1)?),
+        (libc::SYS_mknod, any_bit(1)?),
+        (libc::SYS_creat, any_bit(1)?),
+        (libc::SYS_open, creating(1, 2)?),
+    ]);
+    Ok(rules)
+}
+
 /// Compiles the filter for `network`, for this machine's architecture.
 pub(crate) fn program(network: Network) -> Result<Vec<sock_filter>, String> {
     let arch = target_arch()?;
@@ -196,6 +243,7 @@ fn build(network: Network, arch: TargetArch) -> Result<Vec<sock_filter>, seccomp
     rules.insert(libc::SYS_unshare, any_flag(0, NAMESPACE_FLAGS | CLONE_NEWTIME)?);
     rules.insert(libc::SYS_clone, any_flag(0, NAMESPACE_FLAGS)?);
     rules.extend(other_process_rules()?);
+    rules.extend(set_id_rules()?);
     let request = |request: u64| arg(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request);
     // Pushing characters into a terminal's input: a command could type into the shell of the
     // terminal the tools were started from.
@@ -234,14 +282,17 @@ fn build(network: Network, arch: TargetArch) -> Result<Vec<sock_filter>, seccomp
     let filter =
         SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)?;
     let mut program: BpfProgram = filter.try_into()?;
-    // `clone3` passes its flags in memory a filter cannot read: answer ENOSYS, so that the C
-    // library falls back to `clone`, whose flags the filter checks.
-    let clone3 = [
-        stmt(BPF_LD_W_ABS, SECCOMP_DATA_NR),
-        jump(BPF_JEQ_K, libc::SYS_clone3 as u32, 0, 1),
-        stmt(BPF_RET_K, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
-    ];
-    let mut prefix = clone3.to_vec();
+    // `clone3` and `openat2` pass their flags (and `openat2` the new file's mode) in memory a
+    // filter cannot read: answer ENOSYS, as a kernel without them would, so that programs fall
+    // back to `clone` and `openat`, whose arguments the filter checks.
+    let mut prefix = Vec::new();
+    for call in [libc::SYS_clone3, libc::SYS_openat2] {
+        prefix.extend([
+            stmt(BPF_LD_W_ABS, SECCOMP_DATA_NR),
+            jump(BPF_JEQ_K, call as u32, 0, 1),
+            stmt(BPF_RET_K, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+        ]);
+    }
     if arch == TargetArch::x86_64 {
         // x32 system calls carry the same architecture with bit 30 set in the number: refuse
         // them all rather than match each number twice.

@@ -586,3 +586,6 @@ mod state;
 
 #[path = "kernel/sockets.rs"]
 mod sockets;
+
+#[path = "kernel/terminals.rs"]
+mod terminals;

@@ -335,3 +335,62 @@ fn shared_memory_is_the_commands_own() {
         assert!(!out.contains("wrote"), "{out}");
     }
 }
+
+#[test]
+fn a_command_leaves_no_set_id_file_behind() {
+    if !layers() {
+        return;
+    }
+    let fx = fixture("set-id");
+    // Each way of giving a file a mode, with the set-user-ID or set-group-ID bit: refused with
+    // `EPERM` (1). `openat2`, whose mode a filter cannot read, answers `ENOSYS` (38), as on a
+    // kernel without it.
+    let python = "import ctypes, os\n\
+        l = ctypes.CDLL(None, use_errno=True)\n\
+        def errno(call):\n    try:\n        call()\n        return 0\n    except OSError as e:\n        return e.errno\n\
+        def raw(*args):\n    r = l.syscall(*args)\n    return ctypes.get_errno() if r < 0 else 0\n\
+        print('open', errno(lambda: os.open('opened', os.O_CREAT | os.O_WRONLY, 0o4755)))\n\
+        print('open_gid', errno(lambda: os.open('opened-gid', os.O_CREAT | os.O_WRONLY, 0o2755)))\n\
+        print('tmpfile', errno(lambda: os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o4755)))\n\
+        print('mknod', errno(lambda: os.mknod('node', 0o100000 | 0o4755)))\n\
+        fd = os.open('plain', os.O_CREAT | os.O_WRONLY, 0o755)\n\
+        print('fchmod', errno(lambda: os.fchmod(fd, 0o4755)))\n\
+        print('fchmodat2', raw(452, -100, b'plain', 0o4755, 0))\n\
+        print('openat2', raw(437, -100, b'opened2', ctypes.create_string_buffer(24), 24))\n\
+        print('mkdir', errno(lambda: os.mkdir('dir', 0o6755)))\n\
+        print('plain', errno(lambda: os.chmod('plain', 0o750)))";
+    let script = format!(
+        "touch f g; chmod 4755 f; echo chmod=$?; chmod g+s g; echo chmod_g=$?; chmod u+x,o-r f; echo plain=$?; \
+         python3 -c \"{python}\"; install -m 4755 /dev/null installed; echo install=$?"
+    );
+    let (_, out) = run(&fx.policy, &fx.root, &script);
+    for expected in [
+        "chmod=1",
+        "chmod_g=1",
+        "plain=0",
+        "open 1",
+        "open_gid 1",
+        "tmpfile 1",
+        "mknod 1",
+        "fchmod 1",
+        "fchmodat2 1",
+        "openat2 38",
+        "mkdir 0",
+        "plain 0",
+    ] {
+        assert!(out.lines().any(|l| l == expected), "{expected}: {out}");
+    }
+    assert!(!out.lines().any(|l| l == "install=0"), "{out}");
+    for entry in std::fs::read_dir(&fx.root).unwrap() {
+        let entry = entry.unwrap();
+        let mode = std::os::unix::fs::PermissionsExt::mode(&entry.metadata().unwrap().permissions());
+        assert_eq!(mode & 0o6000, 0, "{:?} has mode {mode:o}: {out}", entry.path());
+    }
+    // Unconfined, the same script leaves set-user-ID files (the check above can fail).
+    let (_, out) = run(&SandboxPolicy::off(), &fx.outside, &script);
+    assert!(out.lines().any(|l| l == "chmod=0"), "{out}");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(fx.outside.join("f")).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o4000, 0o4000, "{mode:o}");
+}
