@@ -277,8 +277,9 @@ mod unix {
     }
 
     /// Puts a file holding `bytes` at `name` in `dir`: written to a new temporary file (mode
-    /// `0600`), its permission bits set to `mode` on the descriptor (when given), then renamed
-    /// over `name`.
+    /// `0600`), its permission bits set to `mode` on the descriptor (when given; the `rwx` bits
+    /// only, never setuid, setgid or sticky, which a command may have given the file recorded),
+    /// then renamed over `name`.
     pub(crate) fn replace_file(
         dir: &Dir,
         name: &OsStr,
@@ -291,7 +292,7 @@ mod unix {
         let written = (|| {
             file.write_all(bytes)?;
             if let Some(mode) = mode {
-                rustix::fs::fchmod(&file, Mode::from_raw_mode(mode & 0o7777))?;
+                rustix::fs::fchmod(&file, Mode::from_raw_mode(mode & 0o777))?;
             }
             rustix::fs::renameat(dir, &temporary, dir, name)?;
             Ok(())
@@ -560,5 +561,15 @@ mod tests {
         assert!(meta.is_file() && meta.permissions().mode() & 0o7777 == 0o640);
         assert_eq!(std::fs::read_to_string(root.path().join("target")).unwrap(), "written");
         assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 1, "no temporary file left");
+    }
+
+    #[test]
+    fn a_file_put_back_gets_the_permission_bits_but_not_setuid_setgid_or_sticky() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = TempDir::new();
+        let dir = open_dir_path(root.path()).unwrap();
+        replace_file(&dir, OsStr::new("tool"), b"x", Some(0o100_000 | 0o7755), ".t").unwrap();
+        let meta = std::fs::symlink_metadata(root.path().join("tool")).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o755);
     }
 }

@@ -8,5 +8,6 @@ pub(crate) mod local;
 pub mod ops;
 pub(crate) mod roots;
 pub(crate) mod screen;
+pub(crate) mod stop;
 pub(crate) mod walk;
 pub mod workspace;

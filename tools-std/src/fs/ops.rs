@@ -202,6 +202,9 @@ pub enum Precondition {
     /// Write only if the file still holds the content with this [`content_hash`]; otherwise
     /// fail with a [`FileChanged`] error. The check and the replacement happen under a lock that
     /// every writer using the same implementation takes, so two such writers never both pass.
+    /// The check reads no further than [`MAX_EDIT_BYTES`](crate::edit::MAX_EDIT_BYTES) and does
+    /// not follow a link: a larger file, or a name that is no longer the regular file, has
+    /// changed.
     Unchanged(u64),
 }
 
@@ -288,12 +291,20 @@ pub trait Operations: Send + Sync + 'static {
     /// The entries of the directory `path`, in no particular order.
     fn read_dir(&self, path: &Target) -> io::Result<Vec<DirEntry>>;
     /// Creates `path` and its missing parents.
+    ///
+    /// The methods that change something (this one, [`Operations::write_atomic`],
+    /// [`Operations::remove_file`], [`Operations::remove_dir`]) are given paths the
+    /// [`Workspace`](crate::Workspace) resolved, links followed and permission asked: the local
+    /// implementation opens their directories again one name at a time without following a
+    /// link, so a directory that a command swapped for a link since makes the change fail, and
+    /// nothing is changed elsewhere.
     fn create_dir_all(&self, path: &Target) -> io::Result<()>;
     /// Replaces the content of `path` atomically: readers see the old content or the new one,
-    /// never a mix, whenever the write is interrupted. An existing file keeps its permissions
-    /// (the new content is never readable with wider ones) and, where the process may, its
-    /// owner; a file without write permission is refused (`PermissionDenied`), and so is
-    /// anything but a regular file. See [`Written`] for hard links.
+    /// never a mix, whenever the write is interrupted. An existing file keeps its permission
+    /// bits (`rwx`; a setuid, setgid or sticky bit is dropped; the new content is never readable
+    /// with wider ones) and, where the process may, its owner; a file without write permission is
+    /// refused (`PermissionDenied`), and so is anything but a regular file. See [`Written`] for
+    /// hard links.
     fn write_atomic(&self, path: &Target, contents: &[u8], check: Precondition) -> io::Result<Written>;
     /// Removes the file `path` (a symbolic link is removed itself, not its target). A directory
     /// is refused. The default refuses everything (`Unsupported`): implementations that cannot

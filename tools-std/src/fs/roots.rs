@@ -3,14 +3,17 @@
 //! links or blocking on special files.
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
 
+use crate::fs::host;
 use crate::fs::ops::{FileInfo, FileKind, Scope, Target};
+use crate::fs::stop;
+use crate::text::display_path;
 
 /// The workspace root's directory handle and path, and the host's root, opened when first needed.
 #[derive(Clone)]
@@ -52,6 +55,48 @@ impl Roots {
         dir.open_dir(path).map_err(escape)
     }
 
+    /// Opens the directory `target`, a path the workspace already resolved (the links its user
+    /// named were followed then), to change something in it: one name at a time from its
+    /// anchor, with `O_NOFOLLOW | O_DIRECTORY`. A directory that a command swapped for a
+    /// symbolic link since is refused, never followed, so a change lands in the directory that
+    /// was resolved (and asked about) or nowhere. With `create`, the directories missing on the
+    /// way are made (with the umask's mode), each one a change a stopped call does not make. The
+    /// handle is an open directory of its own, which can be locked and synced.
+    pub(crate) fn open_resolved_dir(&self, target: &Target, create: bool) -> io::Result<Dir> {
+        let (anchor, path) = self.anchor(target)?;
+        let mut dir = host::open_beneath(anchor, Path::new(""), false)?;
+        let mut at = PathBuf::new();
+        for component in path.components() {
+            let Component::Normal(name) = component else { continue };
+            at.push(name);
+            let mut opened = host::open_subdir(&dir, name);
+            if create && opened.as_ref().is_err_and(|e| e.kind() == io::ErrorKind::NotFound) {
+                match stop::commit(|| host::make_dir(&dir, name, 0o777)) {
+                    Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+                    _ => {}
+                }
+                opened = host::open_subdir(&dir, name);
+            }
+            dir = match opened {
+                Ok(sub) => sub,
+                Err(e) => {
+                    let refused = [rustix::io::Errno::LOOP, rustix::io::Errno::NOTDIR]
+                        .iter()
+                        .any(|errno| e.raw_os_error() == Some(errno.raw_os_error()));
+                    // A link when it was opened, and a link still or a directory again (swapped
+                    // back and forth); a file there is not a directory, as the kernel says.
+                    match host::stat_at(&dir, name) {
+                        Ok(now) if refused && matches!(now.kind, host::Kind::Link | host::Kind::Dir) => {
+                            return Err(became_link(target, anchor, &at));
+                        }
+                        _ => return Err(e),
+                    }
+                }
+            };
+        }
+        Ok(dir)
+    }
+
     /// The workspace root's absolute path.
     pub(crate) fn root_path(&self) -> &Path {
         &self.root_path
@@ -67,15 +112,36 @@ impl Roots {
     }
 }
 
+/// The error for the directory `at` (relative to `anchor`) of `target`, a symbolic link when it
+/// was opened: where the link leads out of the workspace, as `cap-std` says it; otherwise, that
+/// the directory changed after the path was resolved.
+fn became_link(target: &Target, anchor: &Dir, at: &Path) -> io::Error {
+    if let Err(e) = anchor.open_dir(at)
+        && is_escape(&e)
+    {
+        return escape(e);
+    }
+    let shown = match target.scope() {
+        Scope::Workspace => display_path(at),
+        Scope::Outside => display_path(&Path::new("/").join(at)),
+    };
+    io::Error::other(format!(
+        "the directory {shown} changed while it was written: it was replaced by a symbolic link, which is not \
+         followed once a path was resolved; nothing was written"
+    ))
+}
+
 fn dot_if_empty(path: &Path) -> &Path {
     if path.as_os_str().is_empty() { Path::new(".") } else { path }
 }
 
+fn is_escape(error: &io::Error) -> bool {
+    error.kind() == io::ErrorKind::PermissionDenied && error.to_string().contains("outside of the filesystem")
+}
+
 /// cap-std reports an escape attempt as a bare `PermissionDenied`; name it.
 pub(crate) fn escape(error: io::Error) -> io::Error {
-    if error.kind() == io::ErrorKind::PermissionDenied
-        && error.to_string().contains("outside of the filesystem")
-    {
+    if is_escape(&error) {
         io::Error::new(
             io::ErrorKind::PermissionDenied,
             "the path leads outside the workspace root (through a symbolic link or `..`), which is not allowed",

@@ -15,6 +15,7 @@ use tool_sandbox::{Sandbox, SandboxError, SandboxPolicy, SessionDir, lexically_n
 
 use crate::fs::local::LocalOperations;
 use crate::fs::ops::{FileKind, Operations, Scope, Target};
+use crate::fs::stop::{self, StopOnDrop, StopSwitch};
 use crate::text::{display_path, echo};
 
 /// How many symbolic links one path may pass through, as Linux allows.
@@ -494,14 +495,19 @@ impl Workspace {
         }
     }
 
-    /// Runs blocking file-system work on a blocking thread.
+    /// Runs blocking file-system work on a blocking thread. When this future is dropped (its
+    /// call was stopped), the work, which cannot be interrupted, changes nothing more: each change
+    /// of the local operations is made before the drop returns, or not at all (see
+    /// [`stop`](crate::fs::stop)).
     pub(crate) async fn blocking<T, F>(&self, work: F) -> Result<T, ToolError>
     where
         F: FnOnce(&dyn Operations) -> T + Send + 'static,
         T: Send + 'static,
     {
         let ops = self.ops.clone();
-        tokio::task::spawn_blocking(move || work(ops.as_ref())).await.map_err(|e| {
+        let switch = Arc::new(StopSwitch::default());
+        let _stop_on_drop = StopOnDrop(switch.clone());
+        tokio::task::spawn_blocking(move || stop::under(switch, || work(ops.as_ref()))).await.map_err(|e| {
             ToolError::execution("the file-system work of this call failed unexpectedly").with_source(e)
         })
     }
@@ -629,7 +635,16 @@ fn locate(
                                 ),
                             ));
                         }
-                        let link = ops.read_link(&target)?;
+                        let link = ops.read_link(&target).map_err(|e| {
+                            if e.kind() != io::ErrorKind::InvalidInput {
+                                return e;
+                            }
+                            // No longer a link: something replaced it between the two looks.
+                            io::Error::other(format!(
+                                "{} changed while the path was resolved (a command may be changing it)",
+                                display_path(target.path())
+                            ))
+                        })?;
                         let (link_absolute, link_parts) = parts(&link);
                         if link_absolute {
                             current = PathBuf::from("/");
