@@ -103,8 +103,40 @@ pub(crate) struct Codex {
 /// Reads codex's `config.toml` at `path`.
 pub(crate) fn load(path: &Path) -> Result<Codex, String> {
     let text = tool_runtime::settings::read_text(path).map_err(|e| e.to_string())?;
-    let config: CodexToml = toml::from_str(&text).map_err(|e| format!("not valid: {}", e.message()))?;
-    convert(config)
+    let table: toml::Table = toml::from_str(&text).map_err(|e| format!("not valid: {}", e.message()))?;
+    let (table, unused_profiles) = with_profile(table)?;
+    let config = CodexToml::deserialize(table).map_err(|e| format!("not valid: {}", e.message()))?;
+    let mut codex = convert(config)?;
+    if unused_profiles {
+        codex.not_applied.push((
+            "profiles".into(),
+            "no profile is selected (`profile = \"NAME\"` at the top selects one)".into(),
+        ));
+    }
+    Ok(codex)
+}
+
+/// The configuration with the profile that `profile` names laid over it, as codex reads it:
+/// each key of `[profiles.NAME]` replaces the top-level one (a table key by key); and whether
+/// profiles were given and none selected.
+fn with_profile(mut table: toml::Table) -> Result<(toml::Table, bool), String> {
+    let profiles = table.remove("profiles");
+    let Some(selected) = table.remove("profile") else { return Ok((table, profiles.is_some())) };
+    let name = selected.as_str().ok_or("`profile` must be the name of a table of `[profiles]`")?;
+    let Some(toml::Value::Table(profile)) =
+        profiles.and_then(|profiles| profiles.as_table().and_then(|profiles| profiles.get(name)).cloned())
+    else {
+        return Err(format!("`profile = \"{name}\"`, and no `[profiles.{name}]` is defined"));
+    };
+    for (key, value) in profile {
+        match (table.get_mut(&key), value) {
+            (Some(toml::Value::Table(base)), toml::Value::Table(over)) => base.extend(over),
+            (_, value) => {
+                table.insert(key, value);
+            }
+        }
+    }
+    Ok((table, false))
 }
 
 fn convert(config: CodexToml) -> Result<Codex, String> {
@@ -123,9 +155,15 @@ fn convert(config: CodexToml) -> Result<Codex, String> {
         Some(Approval::OnFailure | Approval::OnRequest) => Some(Mode::AcceptEdits),
         Some(Approval::Never) => Some(Mode::BypassPermissions),
     };
-    if mode.is_some() {
+    // A read-only sandbox: codex asks before every edit, its file tools' too (and refuses it
+    // where nobody is asked, under `never`).
+    let read_only = matches!(config.sandbox_mode, Some(CodexSandbox::ReadOnly));
+    if mode.is_some() || read_only {
         let mut permissions = Permissions::default();
         permissions.default_mode = mode;
+        if read_only {
+            permissions.ask = Some(vec!["Edit".into()]);
+        }
         settings.permissions = Some(permissions);
     }
     let sandbox_mode = config.sandbox_mode.map(|mode| match mode {
@@ -268,7 +306,7 @@ mod tests {
         assert_eq!(
             codex.settings.to_value(),
             json!({
-                "permissions": {"defaultMode": "acceptEdits"},
+                "permissions": {"defaultMode": "acceptEdits", "ask": ["Edit"]},
                 "sandbox": {"filesystem": {"allowWrite": ["/cache"]}},
                 "environment": {"inheritAll": true, "exclude": ["AWS_*", "*KEY*", "*SECRET*", "*TOKEN*"]},
                 "env": {"RUST_LOG": "debug"},
@@ -281,5 +319,44 @@ mod tests {
             keys,
             ["sandbox_workspace_write.network_access", "shell_environment_policy.use_profile", "model"]
         );
+    }
+
+    #[test]
+    fn the_selected_profile_is_laid_over_the_top_level_keys() {
+        let table: toml::Table = toml::from_str(
+            r#"
+            profile = "safe"
+            sandbox_mode = "workspace-write"
+            approval_policy = "never"
+            [sandbox_workspace_write]
+            writable_roots = ["/cache"]
+            [profiles.safe]
+            sandbox_mode = "read-only"
+            approval_policy = "untrusted"
+            [profiles.safe.sandbox_workspace_write]
+            network_access = false
+            [profiles.fast]
+            approval_policy = "never"
+            "#,
+        )
+        .unwrap();
+        let (table, unused) = with_profile(table).unwrap();
+        assert!(!unused);
+        let codex = convert(CodexToml::deserialize(table).unwrap()).unwrap();
+        assert_eq!(codex.sandbox, Some(SandboxMode::ReadOnly));
+        assert_eq!(
+            codex.settings.to_value()["permissions"],
+            json!({"defaultMode": "default", "ask": ["Edit"]})
+        );
+        assert_eq!(codex.settings.to_value()["sandbox"]["filesystem"]["allowWrite"], json!(["/cache"]));
+        let missing: toml::Table = toml::from_str("profile = \"gone\"\n[profiles.safe]\n").unwrap();
+        assert_eq!(
+            with_profile(missing).unwrap_err(),
+            "`profile = \"gone\"`, and no `[profiles.gone]` is defined"
+        );
+        let unselected: toml::Table =
+            toml::from_str("[profiles.safe]\nsandbox_mode = \"read-only\"\n").unwrap();
+        let (table, unused) = with_profile(unselected).unwrap();
+        assert!(unused && table.is_empty());
     }
 }

@@ -36,9 +36,31 @@ fn a_codex_config_gives_its_sandbox_its_servers_and_its_mode() {
     let mounted = call("inner__read", json!({"path": "hello.txt"}));
     assert_eq!(mounted.code, 0, "{}{}", mounted.stdout, mounted.stderr);
     assert_eq!(mounted.json()["output"], "     1\thello\n     2\tworld\n");
+    // A read-only sandbox holds for the file tools too: codex asks before every edit, and under
+    // `never` nobody is asked.
+    let write = call("write", json!({"path": "new.txt", "content": "x"}));
+    assert!(write.json()["output"].as_str().unwrap().contains("`ask Edit`"), "{}", write.stdout);
+    assert!(!ws.join("new.txt").exists());
+    // In workspace-write, edits run under `never`; git's metadata is still not the workspace's.
+    std::fs::write(&path, config("never").replace("read-only", "workspace-write")).unwrap();
+    assert_eq!(call("write", json!({"path": "new.txt", "content": "x"})).code, 0);
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    let hook = call("write", json!({"path": ".git/hooks/post-checkout", "content": "x"}));
+    assert!(hook.json()["output"].as_str().unwrap().contains("says to ask first"), "{}", hook.stdout);
+    assert!(!ws.join(".git/hooks/post-checkout").exists());
+    // A profile selected at the top is laid over the top-level keys.
+    std::fs::write(
+        &path,
+        "profile = \"safe\"\nsandbox_mode = \"workspace-write\"\napproval_policy = \"never\"\n\n\
+         [profiles.safe]\nsandbox_mode = \"read-only\"\n",
+    )
+    .unwrap();
+    let write = call("write", json!({"path": "other.txt", "content": "x"}));
+    assert!(write.json()["output"].as_str().unwrap().contains("`ask Edit`"), "{}", write.stdout);
+    std::fs::write(&path, config("never")).unwrap();
 
     // `untrusted` asks before what is not read-only, and `tools call` cannot ask.
-    std::fs::write(&path, config("untrusted")).unwrap();
+    std::fs::write(&path, config("untrusted").replace("read-only", "workspace-write")).unwrap();
     let edit = call("write", json!({"path": "new.txt", "content": "x"}));
     assert!(
         edit.json()["output"].as_str().unwrap().contains("the permission mode `default`"),
