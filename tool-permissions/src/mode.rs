@@ -179,31 +179,16 @@ fn edits_files(command: &str) -> bool {
 /// Commands after which relative paths name something else.
 const CHANGES_DIRECTORY: &[&str] = &["cd", "pushd", "popd"];
 
-/// Names whose content runs code or decides the policy: git's metadata (hooks, `core.fsmonitor`),
-/// the agents' settings, instructions and MCP servers, editors' workspace settings (tasks and
-/// extensions run code), shells' startup files and git's own configuration (Claude Code's
-/// protected paths). The sandbox keeps commands from writing git's metadata; no permission
-/// mode lets a file tool change any of these without asking.
-const PROTECTED: &[&str] = &[
-    ".git",
-    ".claude",
-    ".mcp.json",
-    "CLAUDE.md",
-    "AGENTS.md",
-    ".husky",
-    ".vscode",
-    ".idea",
-    ".gitconfig",
-    ".bashrc",
-    ".bash_profile",
-    ".zshrc",
-    ".zprofile",
-    ".profile",
-];
+/// Names whose content runs code or decides the policy, that no permission mode lets a file
+/// tool change without asking (Claude Code's protected paths): those the sandbox keeps commands
+/// from writing (`tool_sandbox::DEFAULT_PROTECTED`: git's metadata, the agents' settings,
+/// instructions and MCP servers, shell start-up files, git's own configuration), and editors'
+/// workspace settings and git hook managers' directories (tasks, extensions and hooks run code).
+const PROTECTED: &[&[&str]] = &[tool_sandbox::DEFAULT_PROTECTED, &[".husky", ".vscode", ".idea"]];
 
 /// Whether a component of `path` is one of [`PROTECTED`].
 fn protected(path: &Path) -> bool {
-    path.components().any(|part| PROTECTED.iter().any(|name| part.as_os_str() == *name))
+    path.components().any(|part| PROTECTED.iter().copied().flatten().any(|name| part.as_os_str() == *name))
 }
 
 /// Whether `word`, an argument of one of [`FILE_COMMANDS`], can only name a path beneath the

@@ -282,10 +282,18 @@ fn a_rule_about_a_links_name_holds_for_what_it_leads_to() {
     assert!(!ws.join("sub/new.txt").exists());
     // What the link leads to is not refused by its own name.
     assert_eq!(outcome(&fx, &file, &["--sandbox", "off"], "read", &json!({"path": "hello.txt"})), Ran);
-    // A link to a protected directory leads to a protected path, in every mode.
+    // A link into a protected directory leads no change there, in any mode (a command may have
+    // made it); named outright, the path is asked about, `bypassPermissions` too.
     let file = settings(&fx, json!({"permissions": {"defaultMode": "bypassPermissions"}}));
-    let hook = json!({"path": "meta/hooks/pre-commit", "content": "x"});
-    assert_eq!(outcome(&fx, &file, &["--sandbox", "off"], "write", &hook), Asked);
+    let hook = json!({"path": "meta/hooks/pre-commit", "content": "x"}).to_string();
+    let run = fx.run(&["call", "write", &hook, "--settings", &file, "--sandbox", "off"], None);
+    assert!(
+        run.json()["output"].as_str().unwrap().contains("leads through a symbolic link"),
+        "{}",
+        run.stdout
+    );
+    let named = json!({"path": ".git/hooks/pre-commit", "content": "x"});
+    assert_eq!(outcome(&fx, &file, &["--sandbox", "off"], "write", &named), Asked);
     assert!(!ws.join(".git/hooks/pre-commit").exists());
 }
 

@@ -399,7 +399,23 @@ impl Workspace {
         path: &str,
         action: &str,
     ) -> Result<ResolvedPath, ToolError> {
-        self.resolve_as(ctx, path, action, Last::Follow).await
+        self.resolve_as(ctx, path, action, Last::Follow, Intent::Look).await
+    }
+
+    /// Resolves a path the tool is about to change (write, edit, create), as
+    /// [`Workspace::resolve`] does, and refuses one that a symbolic link leads into a name
+    /// commands may not change (git's metadata, the agents' settings and instructions, shell
+    /// start-up files: tool-sandbox's `DEFAULT_PROTECTED`) when the path as named is not there:
+    /// a command may have made the link (`sub -> .git/hooks`) to have the host write what the
+    /// sandbox keeps it from writing. Named outright (`.git/hooks/pre-commit`), such a path is
+    /// the model's choice, left to the permission rules.
+    pub async fn resolve_to_change(
+        &self,
+        ctx: &ToolContext,
+        path: &str,
+        action: &str,
+    ) -> Result<ResolvedPath, ToolError> {
+        self.resolve_as(ctx, path, action, Last::Follow, Intent::Change).await
     }
 
     /// Resolves a path argument as [`Workspace::resolve`] does, except that a symbolic link in
@@ -407,7 +423,9 @@ impl Workspace {
     /// result names the link itself, wherever it points, and nothing it points to is looked at.
     /// The directories before the last name are followed and confined exactly as by
     /// [`Workspace::resolve`], and the permission request names the link's own path. For
-    /// operations on a name rather than on what it leads to, such as a deletion.
+    /// operations on a name rather than on what it leads to, such as a deletion: a change, so a
+    /// link before the last name may not lead into a protected name, as with
+    /// [`Workspace::resolve_to_change`].
     ///
     /// A trailing `/` or `/.` does not make the last link followed here.
     pub async fn resolve_nofollow(
@@ -416,7 +434,7 @@ impl Workspace {
         path: &str,
         action: &str,
     ) -> Result<ResolvedPath, ToolError> {
-        self.resolve_as(ctx, path, action, Last::Keep).await
+        self.resolve_as(ctx, path, action, Last::Keep, Intent::Change).await
     }
 
     async fn resolve_as(
@@ -425,6 +443,7 @@ impl Workspace {
         path: &str,
         action: &str,
         last: Last,
+        intent: Intent,
     ) -> Result<ResolvedPath, ToolError> {
         check_argument(path)?;
         let raw = PathBuf::from(path);
@@ -436,9 +455,12 @@ impl Workspace {
         };
         // The name as given, for rules about a link's own name (a rule must not be passed by a
         // link to what it refuses, nor by a link that refused name leads to).
-        let named = lexically_normal(&self.root.join(&raw));
-        let named = |path: &Path| (named != path).then(|| named.clone());
+        let named_path = lexically_normal(&self.root.join(&raw));
+        let named = |path: &Path| (named_path != path).then(|| named_path.clone());
         if let Located::Inside(target) = located {
+            if intent == Intent::Change {
+                self.not_led_into_protected(path, &named_path, &target)?;
+            }
             // Asked for every path, so that permission rules can match the resolved path.
             let path = self.absolute(&target);
             let description = format!("{action} {}", display_path(&path));
@@ -467,6 +489,22 @@ impl Workspace {
             Located::Outside(path) => Target::outside(path),
         };
         Ok(ResolvedPath { display: self.display(&target), target })
+    }
+
+    /// Refuses a change of `target` that a link led into a protected name `named` is not in.
+    fn not_led_into_protected(&self, path: &str, named: &Path, target: &Target) -> Result<(), ToolError> {
+        let inside = |path: &Path| path.strip_prefix(&self.root).map(Path::to_path_buf).unwrap_or_default();
+        let Some(name) = protected_component(target.path()) else { return Ok(()) };
+        if protected_component(&inside(named)).is_some() {
+            return Ok(());
+        }
+        let resolved = self.display(target);
+        Err(ToolError::permission_denied(format!(
+            "{path} leads through a symbolic link to {resolved}, inside `{}`, which commands may not change (a \
+             command may have made the link to have it written); nothing was changed. If {resolved} is what you \
+             mean to change, name it as it is",
+            name.to_string_lossy()
+        )))
     }
 
     /// The absolute path `target` names.
@@ -535,6 +573,22 @@ fn check_argument(path: &str) -> Result<(), ToolError> {
 fn path_error(path: &str, error: io::Error) -> ToolError {
     let message = format!("Cannot resolve the path {}: {error}.", echo(path));
     ToolError::from_io(error).with_message(message)
+}
+
+/// What a resolved path is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Intent {
+    /// Reading or listing it.
+    Look,
+    /// Changing it: a link may not lead it into a protected name.
+    Change,
+}
+
+/// The first component of `path` that is a protected name, if any.
+fn protected_component(path: &Path) -> Option<&std::ffi::OsStr> {
+    path.components()
+        .map(Component::as_os_str)
+        .find(|part| tool_sandbox::DEFAULT_PROTECTED.iter().any(|name| *part == std::ffi::OsStr::new(name)))
 }
 
 /// What [`locate`] does with a symbolic link in the last component of a path.

@@ -178,7 +178,7 @@ async fn resolve_paths(ws: &Workspace, ctx: &ToolContext, patch: &Patch) -> Resu
         }
         for (path, action) in follow {
             if is_link(path) && !through.contains_key(path) {
-                through.insert(path.to_owned(), ws.resolve(ctx, path, action).await?);
+                through.insert(path.to_owned(), ws.resolve_to_change(ctx, path, action).await?);
             }
         }
         if let Some(path) = removes.filter(|path| is_link(path)) {

@@ -54,7 +54,7 @@ pub async fn edit(
             "No changes to make: old_string and new_string are identical. Pass the text you want in new_string.",
         ));
     }
-    let resolved = ws.resolve(ctx, &path, "edit").await?;
+    let resolved = ws.resolve_to_change(ctx, &path, "edit").await?;
     let checkpoint = crate::checkpoint::begin(&ws, ctx, "edit").await;
     let display = resolved.display.clone();
     let target = resolved.target.clone();

@@ -62,7 +62,7 @@ pub async fn multi_edit(
             )));
         }
     }
-    let resolved = ws.resolve(ctx, &path, "edit").await?;
+    let resolved = ws.resolve_to_change(ctx, &path, "edit").await?;
     let display = resolved.display.clone();
     let target = resolved.target.clone();
     let versions = FileVersions::of(ctx);

@@ -31,7 +31,7 @@ pub async fn write(
     /// The complete new content of the file.
     content: String,
 ) -> Result<ToolOutput, ToolError> {
-    let resolved = ws.resolve(ctx, &path, "write to").await?;
+    let resolved = ws.resolve_to_change(ctx, &path, "write to").await?;
     let checkpoint = crate::checkpoint::begin(&ws, ctx, "write").await;
     let display = resolved.display.clone();
     let target = resolved.target.clone();
@@ -131,6 +131,40 @@ mod tests {
         assert_eq!(text, "Wrote 1 byte to a/b/c.txt (replaced 7 bytes).");
         let text = fx.text("write", json!({"path": "empty", "content": ""})).await;
         assert_eq!(text, "Wrote 0 bytes to empty (new file).");
+    }
+
+    /// A command may make `sub` a link to `.git/hooks` (it cannot write there itself) to have the
+    /// host write a hook for it: a change led by a link into a protected name is refused; named
+    /// outright, the path is the model's choice.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_link_into_a_protected_name_does_not_lead_a_change_there() {
+        use std::os::unix::fs::symlink;
+        let fx = Fixture::new();
+        std::fs::create_dir_all(fx.root().join(".git/hooks")).unwrap();
+        fx.write("AGENTS.md", "Be brief.\n");
+        symlink(".git/hooks", fx.root().join("sub")).unwrap();
+        std::fs::create_dir(fx.root().join("notes")).unwrap();
+        symlink("../AGENTS.md", fx.root().join("notes/agents.md")).unwrap();
+        let hook = json!({"path": "sub/pre-commit", "content": "#!/bin/sh\necho pwned\n"});
+        let err = fx.error("write", hook).await;
+        assert_eq!(err.kind(), ErrorKind::PermissionDenied);
+        assert_eq!(
+            err.message(),
+            "sub/pre-commit leads through a symbolic link to .git/hooks/pre-commit, inside `.git`, which commands \
+             may not change (a command may have made the link to have it written); nothing was changed. If \
+             .git/hooks/pre-commit is what you mean to change, name it as it is"
+        );
+        assert!(!fx.root().join(".git/hooks/pre-commit").exists());
+        let edit = json!({"path": "notes/agents.md", "old_string": "brief", "new_string": "long"});
+        assert_eq!(fx.error("edit", edit).await.kind(), ErrorKind::PermissionDenied);
+        let patch = json!({"patch": "*** Begin Patch\n*** Add File: sub/post-checkout\n+x\n*** End Patch\n"});
+        assert_eq!(fx.error("apply_patch", patch).await.kind(), ErrorKind::PermissionDenied);
+        assert_eq!(fx.read("AGENTS.md"), b"Be brief.\n");
+        // Reading through the link is a read; naming the file itself is the model's choice.
+        assert_eq!(fx.text("read", json!({"path": "notes/agents.md"})).await, "     1\tBe brief.\n");
+        fx.text("write", json!({"path": ".git/hooks/pre-commit", "content": "x"})).await;
+        assert_eq!(fx.read(".git/hooks/pre-commit"), b"x");
     }
 
     #[cfg(unix)]
