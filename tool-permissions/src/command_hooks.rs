@@ -266,6 +266,37 @@ async fn read_capped(stream: Option<impl AsyncRead + Unpin>) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// Claude Code's file tools, whose path argument is `file_path`, an absolute path.
+const FILE_PATH_TOOLS: &[&str] = &["Read", "Edit", "Write", "MultiEdit"];
+
+/// A call's arguments as a hook reads them: ours, and for a tool Claude Code calls one of its
+/// file tools (`claude_name`), its `file_path` (absolute) beside our `path`, so that a hook
+/// written for Claude Code (`jq -r .tool_input.file_path`) reads the path it expects rather
+/// than `null`.
+pub(crate) fn hook_input(claude_name: Option<&str>, input: &Value, root: &Path) -> Value {
+    let mut input = input.clone();
+    if let (true, Value::Object(map)) =
+        (claude_name.is_some_and(|name| FILE_PATH_TOOLS.contains(&name)), &mut input)
+        && let (Some(Value::String(path)), false) = (map.get("path"), map.contains_key("file_path"))
+    {
+        let absolute = tool_sandbox::lexically_normal(&root.join(path)).to_string_lossy().into_owned();
+        map.insert("file_path".into(), Value::String(absolute));
+    }
+    input
+}
+
+/// A hook's `updatedInput` in our tools' shape, given what it was shown: a `file_path` that
+/// [`hook_input`] added is the path when the hook changed it, and is left out either way.
+pub(crate) fn from_hook_input(shown: &Value, mut updated: Value) -> Value {
+    if let (Some(added), Value::Object(map)) = (shown.get("file_path"), &mut updated)
+        && let Some(file_path) = map.remove("file_path")
+        && &file_path != added
+    {
+        map.insert("path".into(), file_path);
+    }
+    updated
+}
+
 fn reason_or(stderr: &str, fallback: &str) -> String {
     let reason = stderr.trim();
     if reason.is_empty() { fallback.to_owned() } else { reason.to_owned() }

@@ -385,18 +385,20 @@ impl Policy {
         tool_input: &Value,
         may_rewrite: bool,
     ) -> Result<HookSays, HookStop> {
-        use super::command_hooks::PreVerdict;
+        use super::command_hooks::{PreVerdict, from_hook_input, hook_input};
         let mut says = HookSays::default();
         let other_name = self.rules.catalog().hook_name_of(tool);
         let other_name = other_name.as_deref();
         for hook in self.hooks.pre_tool_use.iter().filter(|hook| hook.matcher.matches(tool, other_name)) {
+            let shown =
+                hook_input(other_name, says.rewritten.as_ref().unwrap_or(tool_input), self.rules.root());
             let event = json!({
                 "session_id": session_id,
                 "hook_event_name": "PreToolUse",
                 "cwd": self.rules.root(),
                 "tool_name": other_name.unwrap_or(tool),
                 "tool_name_native": tool,
-                "tool_input": says.rewritten.as_ref().unwrap_or(tool_input),
+                "tool_input": shown,
                 "tool_use_id": call_id,
             });
             let failed = |problem: String| HookStop::Failed { hook: hook.command.clone(), problem };
@@ -412,7 +414,7 @@ impl Policy {
                             .to_owned(),
                     ));
                 }
-                says.rewritten = Some(input);
+                says.rewritten = Some(from_hook_input(&event["tool_input"], input));
             }
             match decision.decision {
                 None => {}
@@ -527,7 +529,7 @@ impl Policy {
                 "cwd": self.rules.root(),
                 "tool_name": other_name.unwrap_or(&call.tool),
                 "tool_name_native": call.tool,
-                "tool_input": call.arguments,
+                "tool_input": super::command_hooks::hook_input(other_name, &call.arguments, self.rules.root()),
                 "tool_response": response,
                 "tool_use_id": call.call_id,
             });

@@ -62,6 +62,41 @@ fn a_hook_written_for_claude_code_works_unchanged() {
     assert_eq!(log, "Bash bash\nWrite write\nmcp__inner__read inner__read\n");
 }
 
+/// Claude Code's file tools name their path `file_path`, an absolute path: a hook written for
+/// them finds it (beside our `path`), and one that rewrites it moves the call.
+#[test]
+fn a_hook_reads_and_rewrites_claude_codes_file_path() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let root = std::fs::canonicalize(&ws).unwrap();
+    let guard = format!(
+        r#"input=$(cat)
+case "$input" in
+  *'"file_path":"{root}/.env"'*) echo "no .env" >&2; exit 2 ;;
+  *'"file_path":"{root}/draft.txt"'*) echo '{{"hookSpecificOutput": {{"hookEventName": "PreToolUse", "updatedInput": {{"file_path": "{root}/final.txt", "content": "moved"}}}}}}' ;;
+esac"#,
+        root = root.display()
+    );
+    let settings = fx.dir.path().join("settings.json");
+    let entry = json!({"matcher": "Write|Read", "hooks": [{"type": "command", "command": guard}]});
+    std::fs::write(
+        &settings,
+        json!({"permissions": {"defaultMode": "acceptEdits"}, "hooks": {"PreToolUse": [entry]}}).to_string(),
+    )
+    .unwrap();
+    let settings = settings.to_str().unwrap();
+    let call = |tool: &str, args: serde_json::Value| {
+        fx.run(&["call", tool, &args.to_string(), "--settings", settings, "--sandbox", "off"], None)
+    };
+    std::fs::write(ws.join(".env"), "KEY=1\n").unwrap();
+    let read = call("read", json!({"path": "sub/../.env"}));
+    assert!(read.json()["output"].as_str().unwrap().ends_with("refused it: no .env"), "{}", read.stdout);
+    let write = call("write", json!({"path": "draft.txt", "content": "x"}));
+    assert_eq!(write.code, 0, "{}{}", write.stdout, write.stderr);
+    assert_eq!(std::fs::read_to_string(ws.join("final.txt")).unwrap(), "moved");
+    assert!(!ws.join("draft.txt").exists());
+}
+
 /// `SessionStart` and `SessionEnd` hooks run when `tools serve` starts and when its client goes
 /// away, with Claude Code's input; their matchers see the `source` and the `reason`, and a
 /// failing one is named on standard error without stopping the server.
