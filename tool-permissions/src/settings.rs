@@ -379,11 +379,17 @@ fn permissions_section(
             Resolved::Absent(reason) => not_applied.push((format!("permissions.defaults.{name}"), reason)),
         }
     }
-    let mode = section.default_mode.map(PermissionMode::from);
+    let mut mode = section.default_mode.map(PermissionMode::from);
+    // As Claude Code does, a mode that is turned off is not entered: the default mode rules (one
+    // file of the hierarchy, managed settings say, may turn off what another one asks for).
     if section.disable_bypass_permissions_mode.is_some() && mode == Some(PermissionMode::BypassPermissions) {
-        return Err("`permissions.defaultMode` is \"bypassPermissions\", which \
-                    `permissions.disableBypassPermissionsMode` turns off"
-            .to_owned());
+        mode = Some(PermissionMode::Default);
+        not_applied.push((
+            "permissions.defaultMode".to_owned(),
+            "it is \"bypassPermissions\", which `permissions.disableBypassPermissionsMode` turns off: the mode is \
+             `default`"
+                .to_owned(),
+        ));
     }
     Ok(PermissionsSection { builder, mode, not_applied })
 }

@@ -197,8 +197,20 @@ fn a_mode_that_is_not_claude_codes_is_a_usage_error() {
         &fx,
         json!({"permissions": {"defaultMode": "bypassPermissions", "disableBypassPermissionsMode": "disable"}}),
     );
-    let run = fx.run(&["call", "ls", "{}", "--settings", &file], None);
-    assert!(run.usage_error().contains("which `permissions.disableBypassPermissionsMode` turns off"));
+    // As in Claude Code, a mode that is turned off is not entered: the mode is `default`, and
+    // the start says so.
+    let run = fx.run(&["call", "write", r#"{"path": "x.txt", "content": "x"}"#, "--settings", &file], None);
+    assert!(
+        run.stderr.contains("`permissions.defaultMode` is not applied: it is \"bypassPermissions\""),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.json()["output"].as_str().unwrap().contains("the permission mode `default`"),
+        "{}",
+        run.stdout
+    );
+    assert!(!fx.ws().join("x.txt").exists());
 }
 
 /// Under `--code-mode` the script tool asks about nothing itself: each call its script makes is
