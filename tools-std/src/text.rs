@@ -24,8 +24,9 @@ pub(crate) fn place(display: &str) -> String {
 }
 
 /// A path as the model reads it: as-is when it is plain text, otherwise in double quotes with
-/// escapes (`\n`, `\t`, `\u{..}` for control characters, `\xNN` for bytes that are not UTF-8),
-/// so every name stays on one line and no two names look alike.
+/// escapes (`\n`, `\t`, `\u{..}` for control characters and for the invisible ones that turn
+/// text around or hide in it, `\xNN` for bytes that are not UTF-8), so every name stays on one
+/// line and no two names look alike (`invoice\u{202e}fdp.exe` does not read as `invoiceexe.pdf`).
 pub(crate) fn display_path(path: &Path) -> String {
     let mut out = String::new();
     push_display_path(&mut out, path);
@@ -43,7 +44,7 @@ pub(crate) fn push_display_path(out: &mut String, path: &Path) {
     }
     let plain = std::str::from_utf8(&bytes)
         .ok()
-        .filter(|s| !s.chars().any(|c| c.is_control() || c == '"' && s.starts_with('"')));
+        .filter(|s| !s.chars().any(|c| escaped(c) || c == '"' && s.starts_with('"')));
     if let Some(text) = plain {
         out.push_str(text);
         return;
@@ -57,7 +58,7 @@ pub(crate) fn push_display_path(out: &mut String, path: &Path) {
                 '\t' => out.push_str("\\t"),
                 '"' => out.push_str("\\\""),
                 '\\' => out.push_str("\\\\"),
-                c if c.is_control() => {
+                c if escaped(c) => {
                     let _ = write!(out, "\\u{{{:x}}}", c as u32);
                 }
                 c => out.push(c),
@@ -68,6 +69,14 @@ pub(crate) fn push_display_path(out: &mut String, path: &Path) {
         }
     }
     out.push('"');
+}
+
+/// Whether `c` is written as an escape in a displayed path: a control character, or a format
+/// character that reorders text or takes no room (bidirectional overrides, embeddings and
+/// isolates, zero-width spaces and joiners, the byte-order mark).
+fn escaped(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
 }
 
 #[cfg(unix)]
@@ -229,6 +238,10 @@ mod tests {
         assert_eq!(display_path(Path::new("a\tb")), "\"a\\tb\"");
         assert_eq!(display_path(Path::new("\"quoted\"")), "\"\\\"quoted\\\"\"");
         assert_eq!(display_path(Path::new("next\u{85}line")), "\"next\\u{85}line\"");
+        // Text that turns around or hides: a name must not read as another.
+        assert_eq!(display_path(Path::new("invoice\u{202e}fdp.exe")), "\"invoice\\u{202e}fdp.exe\"");
+        assert_eq!(display_path(Path::new("ma\u{200b}in.rs")), "\"ma\\u{200b}in.rs\"");
+        assert_eq!(display_path(Path::new("\u{2067}a\u{2069}")), "\"\\u{2067}a\\u{2069}\"");
         #[cfg(unix)]
         {
             use std::os::unix::ffi::OsStrExt;
