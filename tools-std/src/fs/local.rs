@@ -14,7 +14,7 @@ use crate::fs::ops::{
     ContentHash, DirEntry, FileChanged, FileInfo, FileKind, Operations, Precondition, ShellProcess,
     ShellRequest, Target, WalkEntry, WalkOptions, Written,
 };
-use crate::fs::roots::{Roots, escape, info, kind_of, not_special, open_regular};
+use crate::fs::roots::{Roots, escape, info, kind_of, not_special, open_listed, open_regular};
 use crate::fs::stop;
 
 /// The local file system and local processes.
@@ -77,12 +77,29 @@ impl Operations for LocalOperations {
     }
 
     fn open(&self, path: &Target) -> io::Result<Box<dyn Read + Send>> {
-        let (dir, path) = self.roots.anchor(path)?;
-        Ok(Box::new(open_regular(dir, path)?))
+        // A resolved path: no link in it is followed again, so a name a command swapped for a
+        // link since (to a file a rule refuses) is not read through; the read fails instead.
+        let Some(name) = path.file_name() else {
+            let (dir, path) = self.roots.anchor(path)?;
+            return Ok(Box::new(open_regular(dir, path)?));
+        };
+        let dir = self.roots.open_resolved_dir(&path.parent().unwrap_or_else(Target::root), false)?;
+        let (file, _) = open_listed(&dir, Path::new(name)).map_err(|e| {
+            if e.raw_os_error() != Some(rustix::io::Errno::LOOP.raw_os_error()) {
+                return e;
+            }
+            let name = crate::text::display_path(Path::new(name));
+            io::Error::other(format!(
+                "{name} changed after its path was checked: it was replaced by a symbolic link, which is not \
+                 followed once a path was resolved; nothing was read"
+            ))
+        })?;
+        Ok(Box::new(file))
     }
 
     fn read_dir(&self, path: &Target) -> io::Result<Vec<DirEntry>> {
-        let dir = self.roots.open_dir(path)?;
+        // As `open`: the directory resolved, not one a link swapped in since leads to.
+        let dir = self.roots.open_resolved_dir(path, false)?;
         let mut entries = Vec::new();
         for entry in dir.entries()? {
             let entry = entry?;
@@ -458,14 +475,17 @@ mod tests {
             let at = |name: &str| Target::root().join("a/b/c").join(name);
             let changed = ["a", "a/b", "a/b/c"][depth - 1];
             let expected = format!(
-                "the directory {changed} changed while it was written: it was replaced by a symbolic link, which \
-                 is not followed once a path was resolved; nothing was written"
+                "the directory {changed} changed after its path was checked: it was replaced by a symbolic link, \
+                 which is not followed once a path was resolved; nothing was read or written"
             );
+            // Reads too: a read that a link leads elsewhere gets past the rules about paths.
             let errors = [
                 ops.write_atomic(&at("pre-commit"), b"#!/bin/sh\nid\n", Precondition::None).map(drop),
                 ops.create_dir_all(&at("new/deeper")),
                 ops.remove_file(&at("victim")),
                 ops.remove_dir(&at("emptydir")),
+                ops.open(&at("victim")).map(drop),
+                ops.read_dir(&at("emptydir")).map(drop),
             ];
             for (i, result) in errors.into_iter().enumerate() {
                 let err = result.expect_err("a change through the link");
@@ -476,6 +496,19 @@ mod tests {
             assert_eq!(left, ["emptydir", "victim"], "depth {depth}: the decoy changed");
             assert_eq!(fs::read_to_string(decoy.join("victim")).unwrap(), "kept");
         }
+    }
+
+    #[test]
+    fn a_file_swapped_for_a_link_after_resolution_is_not_read_through() {
+        let dir = TempDir::new();
+        fs::write(dir.path().join(".env"), "KEY=secret\n").unwrap();
+        std::os::unix::fs::symlink(".env", dir.path().join("notes.txt")).unwrap();
+        let Err(err) = local(&dir).open(&Target::root().join("notes.txt")) else { panic!("read through") };
+        assert_eq!(
+            err.to_string(),
+            "notes.txt changed after its path was checked: it was replaced by a symbolic link, which is not \
+             followed once a path was resolved; nothing was read"
+        );
     }
 
     #[test]
@@ -724,7 +757,7 @@ mod tests {
             fx.text("read", json!({"path": "sub/f"})).await;
             let err = fx.error(tool, args).await;
             assert!(
-                err.message().contains("the directory sub changed while it was written"),
+                err.message().contains("the directory sub changed after its path was checked"),
                 "{tool}: {}",
                 err.message()
             );

@@ -285,10 +285,13 @@ pub trait Operations: Send + Sync + 'static {
     fn symlink_metadata(&self, path: &Target) -> io::Result<FileInfo>;
     /// The target of the symbolic link `path`, as stored in the link.
     fn read_link(&self, path: &Target) -> io::Result<PathBuf>;
-    /// Opens the regular file `path` for reading. Anything else (a FIFO, a socket, a device, a
-    /// directory) is an `InvalidInput` error, and opening never blocks on it.
+    /// Opens the regular file `path`, a path the workspace resolved, for reading. Anything else
+    /// (a FIFO, a socket, a device, a directory) is an `InvalidInput` error, and opening never
+    /// blocks on it. No link in `path` is followed: one there was swapped in since the path was
+    /// resolved and checked, and would lead the read past the rules (an error instead).
     fn open(&self, path: &Target) -> io::Result<Box<dyn Read + Send>>;
-    /// The entries of the directory `path`, in no particular order.
+    /// The entries of the directory `path`, a resolved path (no link in it followed, as by
+    /// [`Operations::open`]), in no particular order.
     fn read_dir(&self, path: &Target) -> io::Result<Vec<DirEntry>>;
     /// Creates `path` and its missing parents.
     ///

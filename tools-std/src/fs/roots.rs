@@ -126,8 +126,8 @@ fn became_link(target: &Target, anchor: &Dir, at: &Path) -> io::Error {
         Scope::Outside => display_path(&Path::new("/").join(at)),
     };
     io::Error::other(format!(
-        "the directory {shown} changed while it was written: it was replaced by a symbolic link, which is not \
-         followed once a path was resolved; nothing was written"
+        "the directory {shown} changed after its path was checked: it was replaced by a symbolic link, which \
+         is not followed once a path was resolved; nothing was read or written"
     ))
 }
 
@@ -187,11 +187,9 @@ pub(crate) fn open_regular(dir: &Dir, path: &Path) -> io::Result<std::fs::File> 
     Ok(file.into_std())
 }
 
-/// Opens the regular file `name` that a listing of `dir` found, without following a link: the
-/// listing already said it is a regular file (as the `stat` of [`open_regular`] would), and the
-/// open file is checked again. Its information comes from the open file.
-/// (On Linux the walk opens the names it lists with one `openat`; this is its form elsewhere.)
-#[cfg_attr(target_os = "linux", allow(dead_code))]
+/// Opens the regular file `name` of `dir` without following a link: a name a listing found, or
+/// the last name of a resolved path (where a link is one swapped in since). The open file is
+/// checked (a FIFO, a device, a directory is refused); its information comes from it.
 pub(crate) fn open_listed(dir: &Dir, name: &Path) -> io::Result<(std::fs::File, FileInfo)> {
     let mut options = OpenOptions::new();
     options.read(true).nonblock(true).follow(FollowSymlinks::No);
