@@ -292,9 +292,12 @@ pub(crate) fn forget_ended_jobs() {
         left.extend(running);
         ended
     };
-    // Dropped outside the lock: dropping one removes its placeholders.
+    // Released outside the lock, whoever else holds the command (its handle): its placeholders
+    // are removed.
     #[cfg(target_os = "linux")]
-    drop(ended);
+    for target in ended {
+        target.release();
+    }
 }
 
 fn leave_behind(target: Arc<Target>) {
@@ -374,10 +377,16 @@ impl Target {
             Err(_) => self.kill_group(),
         };
         if !self.tree.may_have_processes() {
-            let released = self.held.lock().map(|mut held| held.take());
-            drop(released);
+            self.release();
         }
         killed
+    }
+
+    /// Lets go of the sandbox and the placeholders, once no process of the command runs.
+    #[cfg(target_os = "linux")]
+    fn release(&self) {
+        let released = self.held.lock().map(|mut held| held.take());
+        drop(released);
     }
 
     #[cfg(all(unix, not(target_os = "linux")))]
@@ -948,8 +957,11 @@ mod tests {
         assert!(killed, "the orphan {escaped} survived");
         assert_eq!((report.shell, report.started, report.outside_group), (false, 1, 1));
         assert!(!handle.may_have_processes());
+        // The kill may have looked while the orphan was still dying; the next look lets go, even
+        // with the command's handle still held (a session's, say).
         forget_ended_jobs();
         assert!(!tool_sandbox::is_held_placeholder(&claude), "held after its processes were killed");
+        drop(handle);
     }
 
     /// A namespace freed when its last process ends has its number given to the next one made:
