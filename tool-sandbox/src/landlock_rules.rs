@@ -30,17 +30,28 @@ pub(crate) struct Enforced {
     pub(crate) scopes: bool,
 }
 
-/// Builds the ruleset for `policy` at the kernel's ABI `kernel_abi`, refusing (rather than
+/// The rules of a policy's Landlock ruleset, their paths opened ([`rules`]).
+#[derive(Debug)]
+pub(crate) struct Rules {
+    handled: BitFlags<AccessFs>,
+    net: BitFlags<AccessNet>,
+    scope: Option<BitFlags<Scope>>,
+    paths: Vec<(PathFd, BitFlags<AccessFs>)>,
+    port: Option<u16>,
+    pub(crate) enforced: Enforced,
+}
+
+/// The rules of the ruleset for `policy` at the kernel's ABI `kernel_abi`, refusing (rather than
 /// silently dropping) any right the kernel lacks. `namespaced`: the commands run in a network
 /// namespace of their own, where connecting anywhere reaches only what is inside it.
 /// `/dev/pts` is not granted: the host's terminals are the user's. A command with a mount
 /// namespace gets its own there, and its child adds a rule for them to its own copy of the
 /// ruleset ([`terminal_access`]).
-pub(crate) fn ruleset(
-    policy: &SandboxPolicy,
-    kernel_abi: u32,
-    namespaced: bool,
-) -> Result<(OwnedFd, Enforced), String> {
+///
+/// Their paths are opened here, once: [`Rules::build`] makes as many rulesets of them as needed
+/// (one shared by the commands, one of its own for each command with terminals of its own),
+/// without opening or listing anything again.
+pub(crate) fn rules(policy: &SandboxPolicy, kernel_abi: u32, namespaced: bool) -> Result<Rules, String> {
     let abi = ABI::from(kernel_abi as i32);
     let all = AccessFs::from_all(abi);
     let read = AccessFs::from_read(abi);
@@ -59,19 +70,6 @@ pub(crate) fn ruleset(
     let scopes = kernel_abi >= 6;
     // Abstract Unix sockets of other processes stay reachable when every Unix socket is allowed.
     let scope = if policy.all_unix_sockets { Scope::Signal.into() } else { Scope::from_all(ABI::V6) };
-    let fail = |e: landlock::RulesetError| format!("the Landlock ruleset could not be built: {e}");
-
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(all)
-        .map_err(fail)?;
-    if tcp {
-        ruleset = ruleset.handle_access(net).map_err(fail)?;
-    }
-    if scopes {
-        ruleset = ruleset.scope(scope).map_err(fail)?;
-    }
-    let mut created = ruleset.create().map_err(fail)?;
     let readable: Vec<PathBuf> = match &policy.readable_roots {
         None => vec![PathBuf::from("/")],
         Some(roots) => roots.clone(),
@@ -88,16 +86,45 @@ pub(crate) fn ruleset(
         }
         rules.extend(policy.unix_sockets.iter().map(|p| (p.clone(), AccessFs::ResolveUnix.into())));
     }
-    for (path, access) in rules {
-        let Some(fd) = open(&path) else { continue };
-        created = created.add_rule(PathBeneath::new(fd, access)).map_err(fail)?;
+    let paths = rules.into_iter().filter_map(|(path, access)| Some((open(&path)?, access))).collect();
+    let port = match (net.contains(AccessNet::ConnectTcp), policy.network) {
+        (true, Network::Proxy { port }) => Some(port),
+        _ => None,
+    };
+    Ok(Rules {
+        handled: all,
+        net: if tcp { net } else { BitFlags::EMPTY },
+        scope: scopes.then_some(scope),
+        paths,
+        port,
+        enforced: Enforced { abi: kernel_abi, tcp, scopes },
+    })
+}
+
+impl Rules {
+    /// A new ruleset holding these rules.
+    pub(crate) fn build(&self) -> Result<OwnedFd, String> {
+        let fail = |e: landlock::RulesetError| format!("the Landlock ruleset could not be built: {e}");
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(self.handled)
+            .map_err(fail)?;
+        if !self.net.is_empty() {
+            ruleset = ruleset.handle_access(self.net).map_err(fail)?;
+        }
+        if let Some(scope) = self.scope {
+            ruleset = ruleset.scope(scope).map_err(fail)?;
+        }
+        let mut created = ruleset.create().map_err(fail)?;
+        for (fd, access) in &self.paths {
+            created = created.add_rule(PathBeneath::new(fd, *access)).map_err(fail)?;
+        }
+        if let Some(port) = self.port {
+            created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp)).map_err(fail)?;
+        }
+        let fd: Option<OwnedFd> = created.into();
+        fd.ok_or_else(|| "the kernel did not create a Landlock ruleset".to_owned())
     }
-    if let (true, Network::Proxy { port }) = (net.contains(AccessNet::ConnectTcp), policy.network) {
-        created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp)).map_err(fail)?;
-    }
-    let fd: Option<OwnedFd> = created.into();
-    let fd = fd.ok_or_else(|| "the kernel did not create a Landlock ruleset".to_owned())?;
-    Ok((fd, Enforced { abi: kernel_abi, tcp, scopes }))
 }
 
 /// The rules that let commands read beneath `root`: `read` on it, or where `/dev` lies beneath

@@ -94,6 +94,10 @@ pub struct Sandbox {
     report: SandboxReport,
     #[cfg(target_os = "linux")]
     landlock: Option<Arc<std::os::fd::OwnedFd>>,
+    /// The ruleset's rules, their paths opened, for the ruleset of their own that commands with
+    /// terminals of their own get.
+    #[cfg(target_os = "linux")]
+    landlock_rules: Option<Arc<crate::landlock_rules::Rules>>,
     #[cfg(target_os = "linux")]
     seccomp: Option<Arc<Vec<seccompiler::sock_filter>>>,
     /// The network namespace commands join.
@@ -115,6 +119,8 @@ impl Clone for Sandbox {
             report: self.report.clone(),
             #[cfg(target_os = "linux")]
             landlock: self.landlock.clone(),
+            #[cfg(target_os = "linux")]
+            landlock_rules: self.landlock_rules.clone(),
             #[cfg(target_os = "linux")]
             seccomp: self.seccomp.clone(),
             #[cfg(target_os = "linux")]
@@ -294,6 +300,8 @@ impl Sandbox {
             #[cfg(target_os = "linux")]
             landlock: None,
             #[cfg(target_os = "linux")]
+            landlock_rules: None,
+            #[cfg(target_os = "linux")]
             seccomp: None,
             #[cfg(target_os = "linux")]
             namespace: None,
@@ -336,10 +344,15 @@ impl Sandbox {
             }
         }
         let mut landlock = None;
+        let mut landlock_rules = None;
         let mut tcp = false;
         if let Some(abi) = probe.landlock_abi {
-            match crate::landlock_rules::ruleset(&policy, abi, namespace.is_some()) {
-                Ok((fd, enforced)) => {
+            let built = crate::landlock_rules::rules(&policy, abi, namespace.is_some())
+                .and_then(|rules| Ok((rules.build()?, rules)));
+            match built {
+                Ok((fd, rules)) => {
+                    let enforced = rules.enforced;
+                    landlock_rules = Some(Arc::new(rules));
                     report.landlock_abi = Some(enforced.abi);
                     report.layers.push("landlock");
                     if enforced.tcp {
@@ -384,7 +397,16 @@ impl Sandbox {
         if namespace.is_some() {
             report.layers.push(NAMESPACE_LAYER);
         }
-        Ok(Sandbox { policy, report, landlock, seccomp, namespace, mount_namespace, _temp: None })
+        Ok(Sandbox {
+            policy,
+            report,
+            landlock,
+            landlock_rules,
+            seccomp,
+            namespace,
+            mount_namespace,
+            _temp: None,
+        })
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -427,9 +449,12 @@ impl Sandbox {
             // Commands that may listen may connect to any port in there too: only the proxy and
             // their own servers are inside.
             if let (true, Some(abi)) = (self.policy.allow_local_binding, self.report.landlock_abi)
-                && let Ok((fd, enforced)) = crate::landlock_rules::ruleset(&self.policy, abi, true)
+                && let Ok(rules) = crate::landlock_rules::rules(&self.policy, abi, true)
+                && let Ok(fd) = rules.build()
             {
+                let enforced = rules.enforced;
                 self.landlock = Some(Arc::new(fd));
+                self.landlock_rules = Some(Arc::new(rules));
                 if !enforced.tcp {
                     self.report.layers.retain(|l| *l != "landlock-tcp");
                 }
@@ -490,17 +515,15 @@ impl Sandbox {
         {
             let mounts =
                 if self.mount_namespace { self.mount_plan(cwd, placeholders, report)? } else { None };
-            let landlock = match (&self.landlock, &mounts, self.report.landlock_abi) {
+            let landlock = match (&self.landlock_rules, &mounts, self.report.landlock_abi) {
                 // With a mount namespace, the command's own terminals are granted in a ruleset of
-                // its own.
-                (Some(_), Some(_), Some(abi)) => {
-                    let (ruleset, _) =
-                        crate::landlock_rules::ruleset(&self.policy, abi, self.namespace.is_some())
-                            .map_err(std::io::Error::other)?;
+                // its own, built from the rules opened once.
+                (Some(rules), Some(_), Some(abi)) => {
+                    let ruleset = rules.build().map_err(std::io::Error::other)?;
                     let terminals = crate::landlock_rules::terminal_access(abi);
                     Some(crate::child::Landlock::Own { ruleset, terminals })
                 }
-                (shared, _, _) => shared.clone().map(crate::child::Landlock::Shared),
+                _ => self.landlock.clone().map(crate::child::Landlock::Shared),
             };
             let plan = crate::child::ChildPlan {
                 network: self.namespace.clone(),
