@@ -3,20 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use tool_sandbox::{Probe, Sandbox, SessionDir};
+use tool_sandbox::{Sandbox, SessionDir};
 
-use super::{dir, fixture, layers, run, run_in};
-
-/// Whether commands get a mount namespace here; without one the test is skipped, except under
-/// CI (which runs as root).
-fn mounts() -> bool {
-    if Probe::get().can_protect_paths() {
-        return true;
-    }
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI runs as root and can make mount namespaces");
-    eprintln!("skipped: no mount namespaces here");
-    false
-}
+use super::{dir, fixture, layers, mounts, run, run_in};
 
 #[test]
 fn commands_write_their_own_temporary_directory_and_not_the_systems() {

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use nix::sys::termios::{LocalFlags, tcgetattr};
 use tool_sandbox::{Probe, Sandbox};
 
-use super::{fixture, layers};
+use super::{fixture, layers, mounts};
 
 /// What the user typed on their terminal, not read yet.
 const TYPED: &str = "hunter2";
@@ -89,19 +89,9 @@ fn without_namespaces() -> Probe {
     Probe { mount_namespace: false, user_namespaces: false, network_namespace: false, ..Probe::get() }
 }
 
-/// Whether commands get a mount namespace here (a devpts instance of their own).
-fn own_instances() -> bool {
-    if Probe::get().can_protect_paths() {
-        return true;
-    }
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI runs as root and can make mount namespaces");
-    eprintln!("skipped: no mount namespaces here");
-    false
-}
-
 #[test]
 fn another_terminal_of_the_user_is_neither_readable_nor_writable() {
-    if !layers() || !own_instances() {
+    if !layers() || !mounts() {
         return;
     }
     let fx = fixture("other-terminal");
@@ -140,7 +130,7 @@ fn without_a_mount_namespace_no_terminal_is_reachable_by_name() {
 
 #[test]
 fn a_command_makes_terminals_of_its_own() {
-    if !layers() || !own_instances() {
+    if !layers() || !mounts() {
         return;
     }
     let fx = fixture("own-terminals");
@@ -160,7 +150,7 @@ fn a_command_makes_terminals_of_its_own() {
 
 #[test]
 fn a_given_terminal_keeps_its_name_and_is_the_only_one() {
-    if !layers() || !own_instances() {
+    if !layers() || !mounts() {
         return;
     }
     let fx = fixture("given-terminal");
