@@ -443,6 +443,7 @@ mod tests {
         let seen = |environment: EnvFilter| async move {
             let hook = HookCommand {
                 matcher: Matcher::All,
+                condition: None,
                 command: "env >&2; exit 2".to_owned(),
                 timeout: Duration::from_secs(30),
                 environment: Arc::new(environment),

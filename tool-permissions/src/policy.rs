@@ -389,7 +389,14 @@ impl Policy {
         let mut says = HookSays::default();
         let other_name = self.rules.catalog().hook_name_of(tool);
         let other_name = other_name.as_deref();
-        for hook in self.hooks.pre_tool_use.iter().filter(|hook| hook.matcher.matches(tool, other_name)) {
+        let input = says.rewritten.clone();
+        let input = input.as_ref().unwrap_or(tool_input);
+        for hook in self
+            .hooks
+            .pre_tool_use
+            .iter()
+            .filter(|hook| hook.matcher.matches(tool, other_name) && hook.fires_for(tool, input))
+        {
             let shown =
                 hook_input(other_name, says.rewritten.as_ref().unwrap_or(tool_input), self.rules.root());
             let event = json!({
@@ -516,9 +523,9 @@ impl Policy {
         use tool_core::Content;
         let other_name = self.rules.catalog().hook_name_of(&call.tool);
         let other_name = other_name.as_deref();
-        for hook in
-            self.hooks.post_tool_use.iter().filter(|hook| hook.matcher.matches(&call.tool, other_name))
-        {
+        for hook in self.hooks.post_tool_use.iter().filter(|hook| {
+            hook.matcher.matches(&call.tool, other_name) && hook.fires_for(&call.tool, &call.arguments)
+        }) {
             let mut response = json!({"content": output.text_content(), "is_error": output.is_error});
             if let Some(structured) = &output.structured {
                 response["structured_content"] = structured.clone();

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tool_sandbox::environment::EnvFilter;
 use tool_settings::{self as model, NotApplied, SettingsFile};
 
-use crate::catalog::Resolved;
+use crate::catalog::{Resolved, Subject};
 use crate::mode::PermissionMode;
 use crate::rules::{Action, RuleError, Rules, RulesBuilder};
 
@@ -67,10 +67,32 @@ impl Matcher {
 #[derive(Debug, Clone)]
 pub(crate) struct HookCommand {
     pub(crate) matcher: Matcher,
+    /// Its `if`: a rule set holding the one rule, as a deny rule, that a call must match.
+    pub(crate) condition: Option<Arc<Rules>>,
     pub(crate) command: String,
     pub(crate) timeout: Duration,
     /// Which of our environment variables it inherits (the file's `environment`).
     pub(crate) environment: Arc<EnvFilter>,
+}
+
+impl HookCommand {
+    /// Whether its `if` (none: every call) matches a call of `tool` with `input`: the command a
+    /// `Bash` rule is about (any part of a compound one), the path a file rule is about (taken
+    /// from the root), the tool for a rule without a pattern.
+    pub(crate) fn fires_for(&self, tool: &str, input: &Value) -> bool {
+        let Some(rules) = &self.condition else { return true };
+        let argument = |name: &str| input.get(name).and_then(Value::as_str);
+        let verdict = match (rules.catalog().subject_of(tool), argument("command"), argument("path")) {
+            (Some(Subject::Command), Some(command), _) => rules.decide_command(tool, command),
+            (Some(Subject::Path), _, Some(path)) => {
+                let path = tool_sandbox::lexically_normal(&rules.root().join(path));
+                let outside = !path.starts_with(rules.root());
+                rules.decide_path(tool, &path, None, outside)
+            }
+            _ => rules.decide_call(tool),
+        };
+        verdict.action == Action::Deny
+    }
 }
 
 /// The hook commands of a settings file.
@@ -194,7 +216,9 @@ impl Settings {
             }));
         }
         let mut hooks = match &file.hooks {
-            Some(hooks) if file.disable_all_hooks != Some(true) => hooks_section(hooks).map_err(error)?,
+            Some(hooks) if file.disable_all_hooks != Some(true) => {
+                hooks_section(hooks, &builder, origin).map_err(error)?
+            }
             _ => HookCommands::default(),
         };
         let shared = Arc::new(environment.clone());
@@ -412,7 +436,8 @@ fn expand_home(dir: &str) -> Result<PathBuf, String> {
 }
 
 /// The hook commands of the events run here; the others are named as not applied by the model.
-fn hooks_section(hooks: &model::Hooks) -> Result<HookCommands, String> {
+/// An `if` is read as a rule of `rules`' tools.
+fn hooks_section(hooks: &model::Hooks, rules: &RulesBuilder, origin: &str) -> Result<HookCommands, String> {
     let mut out = HookCommands::default();
     for (event, entries) in hooks.events() {
         let list = match event {
@@ -425,10 +450,23 @@ fn hooks_section(hooks: &model::Hooks) -> Result<HookCommands, String> {
         };
         for (i, entry) in entries.iter().enumerate() {
             let matcher = matcher(entry.matcher.as_deref(), &format!("hooks.{event}[{i}]"))?;
-            for hook in &entry.hooks {
+            for (j, hook) in entry.hooks.iter().enumerate() {
                 let timeout = hook.timeout.map_or(DEFAULT_HOOK_TIMEOUT, Duration::from_secs_f64);
+                let condition = match &hook.condition {
+                    None => None,
+                    Some(rule) => {
+                        let at = format!("{origin} (hooks.{event}[{i}].hooks[{j}].if)");
+                        let built = Rules::builder(rules.root_dir())
+                            .catalog(rules.catalog_ref().clone())
+                            .rule_from(Action::Deny, rule.clone(), at)
+                            .build()
+                            .map_err(|e| e.to_string())?;
+                        Some(Arc::new(built))
+                    }
+                };
                 list.push(HookCommand {
                     matcher: matcher.clone(),
+                    condition,
                     command: hook.command.clone(),
                     timeout,
                     environment: Arc::default(),

@@ -339,6 +339,11 @@ pub struct HookCommand {
     )]
     #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 86400))]
     pub timeout: Option<f64>,
+    /// Claude Code's `if`: a permission rule (`Bash(git *)`, `Edit(./src/**)`); the hook runs
+    /// only for a call the rule matches, as a deny rule would (a part of a compound command
+    /// is enough).
+    #[serde(rename = "if", default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
     /// Claude Code's exec form: refused.
     #[serde(default, deserialize_with = "exec_form", skip_serializing)]
     #[schemars(skip)]
@@ -355,6 +360,7 @@ impl HookCommand {
             kind: CommandKind::Command,
             command: command.into(),
             timeout: None,
+            condition: None,
             args: None,
             other: BTreeMap::new(),
         }

@@ -97,6 +97,39 @@ esac"#,
     assert!(!ws.join("draft.txt").exists());
 }
 
+/// A hook's `if` (Claude Code 2.1.85) is a permission rule: the hook runs only for the calls it
+/// matches, a part of a compound command being enough, as for a deny rule.
+#[test]
+fn a_hook_runs_only_for_the_calls_its_if_matches() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::create_dir(ws.join("src")).unwrap();
+    let log = |name: &str| format!(r#"echo {name} >> "$CLAUDE_PROJECT_DIR/if.log""#);
+    let settings = fx.dir.path().join("settings.json");
+    let hook =
+        |condition: &str, name: &str| json!({"type": "command", "if": condition, "command": log(name)});
+    let text = json!({
+        "permissions": {"defaultMode": "bypassPermissions"},
+        "hooks": {"PreToolUse": [
+            {"matcher": "Bash", "hooks": [hook("Bash(git *)", "git")]},
+            {"matcher": "Write|Edit", "hooks": [hook("Edit(./src/**)", "src")]},
+        ]},
+    });
+    std::fs::write(&settings, text.to_string()).unwrap();
+    let settings = settings.to_str().unwrap();
+    let call = |tool: &str, args: serde_json::Value| {
+        let run =
+            fx.run(&["call", tool, &args.to_string(), "--settings", settings, "--sandbox", "off"], None);
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        assert!(!run.stderr.contains("not applied"), "{}", run.stderr);
+    };
+    call("bash", json!({"command": "echo hi"}));
+    call("bash", json!({"command": "echo hi && git --version"}));
+    call("write", json!({"path": "notes.txt", "content": "x"}));
+    call("write", json!({"path": "src/../src/a.txt", "content": "x"}));
+    assert_eq!(std::fs::read_to_string(ws.join("if.log")).unwrap(), "git\nsrc\n");
+}
+
 /// `SessionStart` and `SessionEnd` hooks run when `tools serve` starts and when its client goes
 /// away, with Claude Code's input; their matchers see the `source` and the `reason`, and a
 /// failing one is named on standard error without stopping the server.
