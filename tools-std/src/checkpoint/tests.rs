@@ -504,3 +504,25 @@ fn a_directory_is_watched_through_its_handle_not_through_a_link_swapped_in_on_it
         other => panic!("{other:?}"),
     }
 }
+
+/// An undo whose call was stopped (its future dropped while the blocking work runs) puts back
+/// nothing more: every change goes through the call's stop switch.
+#[test]
+fn an_undo_of_a_stopped_call_changes_nothing() {
+    use crate::fs::stop::{StopSwitch, under};
+    let tree = Tree::new("undo-stopped");
+    tree.write("a.txt", "before\n");
+    let checkpoints = Arc::new(Checkpoints::new(CheckpointConfig::default()));
+    checkpoints.scan(&tree.0).unwrap();
+    let call = checkpoints.begin(&tree.0, "c1", "bash").unwrap();
+    tree.write("a.txt", "after\n");
+    tree.write("new.txt", "new\n");
+    assert_eq!(call.finish(), Some(1));
+    let switch = Arc::new(StopSwitch::default());
+    switch.stop();
+    let undone = under(switch, || checkpoints.undo(&tree.0, &UndoTarget::Call("c1".into()), "u1", "undo"));
+    let Err(err) = undone else { panic!("the stopped undo ran") };
+    assert!(err.to_string().contains("the call was stopped before this change was made"), "{err}");
+    assert_eq!(std::fs::read_to_string(tree.0.join("a.txt")).unwrap(), "after\n");
+    assert!(tree.0.join("new.txt").exists());
+}

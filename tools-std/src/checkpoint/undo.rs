@@ -12,6 +12,7 @@ use cap_std::fs::Dir;
 use super::store::{BlobId, blob_of};
 use super::{Checkpoint, Checkpoints, FileState, lock, shown_id};
 use crate::fs::host;
+use crate::fs::stop::commit;
 use crate::text::plural;
 
 /// Which calls to undo.
@@ -391,7 +392,7 @@ impl Checkpoints {
             }
             if matches!(before, None | Some(FileState::Dir)) || matches!(before, Some(FileState::Link { .. }))
             {
-                host::remove_file(&dir, &name).map_err(|e| io(path, e))?;
+                commit(|| host::remove_file(&dir, &name)).map_err(|e| io(path, e))?;
                 if before.is_none() {
                     report.removed.push((*path).clone());
                 }
@@ -402,7 +403,7 @@ impl Checkpoints {
             let Some((dir, name)) = parent_of(path, false).map_err(|e| io(path, e))? else { continue };
             let is_dir = host::stat_at(&dir, &name).is_ok_and(|s| s.kind == host::Kind::Dir);
             if is_dir && !matches!(before, Some(FileState::Dir)) {
-                match host::remove_dir(&dir, &name) {
+                match commit(|| host::remove_dir(&dir, &name)) {
                     Ok(()) => report.removed.push((*path).clone()),
                     Err(_) => report.kept_dirs.push((*path).clone()),
                 }
@@ -414,28 +415,33 @@ impl Checkpoints {
                 Some(FileState::Dir) => {
                     let existed = host::open_beneath(&root_dir, path, false).is_ok();
                     if !existed {
-                        host::open_beneath(&root_dir, path, true).map_err(|e| io(path, e.into()))?;
+                        commit(|| host::open_beneath(&root_dir, path, true).map_err(io::Error::from))
+                            .map_err(|e| io(path, e))?;
                         report.recreated.push((*path).clone());
                     }
                 }
                 Some(FileState::File { blob, mode }) => {
-                    let Some((dir, name)) = parent_of(path, true).map_err(|e| io(path, e))? else { continue };
+                    let Some((dir, name)) = commit(|| parent_of(path, true)).map_err(|e| io(path, e))? else {
+                        continue;
+                    };
                     // A directory the calls put there and left empty; one that is not is an error.
                     if host::stat_at(&dir, &name).is_ok_and(|s| s.kind == host::Kind::Dir) {
-                        host::remove_dir(&dir, &name).map_err(|e| io(path, e))?;
+                        commit(|| host::remove_dir(&dir, &name)).map_err(|e| io(path, e))?;
                     }
                     let bytes = copies.get(blob).map_or(&[][..], Vec::as_slice);
-                    host::replace_file(&dir, &name, bytes, Some(*mode), ".tools-undo")
+                    commit(|| host::replace_file(&dir, &name, bytes, Some(*mode), ".tools-undo"))
                         .map_err(|e| io(path, e))?;
                     report.restored.push((*path).clone());
                 }
                 Some(FileState::Link { blob }) => {
-                    let Some((dir, name)) = parent_of(path, true).map_err(|e| io(path, e))? else { continue };
+                    let Some((dir, name)) = commit(|| parent_of(path, true)).map_err(|e| io(path, e))? else {
+                        continue;
+                    };
                     if host::stat_at(&dir, &name).is_ok_and(|s| s.kind != host::Kind::Dir) {
-                        host::remove_file(&dir, &name).map_err(|e| io(path, e))?;
+                        commit(|| host::remove_file(&dir, &name)).map_err(|e| io(path, e))?;
                     }
                     let target = copies.get(blob).map_or(&[][..], Vec::as_slice);
-                    host::make_link(&dir, &name, target).map_err(|e| io(path, e))?;
+                    commit(|| host::make_link(&dir, &name, target)).map_err(|e| io(path, e))?;
                     report.restored.push((*path).clone());
                 }
                 Some(FileState::TooLarge { .. } | FileState::NotRead { .. }) | None => {}

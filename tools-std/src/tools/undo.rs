@@ -59,11 +59,9 @@ pub async fn undo(
     }
     let (call, tool) = (ctx.call_id().to_owned(), ctx.tool_name().to_owned());
     let turn = ctx.turn_id().map(str::to_owned);
-    let result = tokio::task::spawn_blocking(move || {
-        checkpoints.undo_in_turn(&root, &target, &call, turn.as_deref(), &tool)
-    })
-    .await
-    .map_err(|e| ToolError::execution(format!("The undo stopped: {e}")))?;
+    // Under the call's stop switch: a stopped undo puts back nothing more once it was stopped.
+    let result =
+        ws.blocking(move |_| checkpoints.undo_in_turn(&root, &target, &call, turn.as_deref(), &tool)).await?;
     let report = result.map_err(undo_error)?;
     known_to_the_guard(&ws, ctx, &report).await;
     Ok(render(&report))
