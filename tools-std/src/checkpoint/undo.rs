@@ -429,7 +429,7 @@ impl Checkpoints {
                         commit(|| host::remove_dir(&dir, &name)).map_err(|e| io(path, e))?;
                     }
                     let bytes = copies.get(blob).map_or(&[][..], Vec::as_slice);
-                    commit(|| host::replace_file(&dir, &name, bytes, Some(*mode), ".tools-undo"))
+                    host::replace_file(&dir, &name, bytes, Some(*mode), ".tools-undo")
                         .map_err(|e| io(path, e))?;
                     report.restored.push((*path).clone());
                 }

@@ -279,7 +279,8 @@ mod unix {
     /// Puts a file holding `bytes` at `name` in `dir`: written to a new temporary file (mode
     /// `0600`), its permission bits set to `mode` on the descriptor (when given; the `rwx` bits
     /// only, never setuid, setgid or sticky, which a command may have given the file recorded),
-    /// then renamed over `name`.
+    /// then renamed over `name`: the one change, made only while the call doing this work was
+    /// not stopped ([`stop::commit`](crate::fs::stop::commit)).
     pub(crate) fn replace_file(
         dir: &Dir,
         name: &OsStr,
@@ -294,8 +295,7 @@ mod unix {
             if let Some(mode) = mode {
                 rustix::fs::fchmod(&file, Mode::from_raw_mode(mode & 0o777))?;
             }
-            rustix::fs::renameat(dir, &temporary, dir, name)?;
-            Ok(())
+            crate::fs::stop::commit(|| Ok(rustix::fs::renameat(dir, &temporary, dir, name)?))
         })();
         if written.is_err() {
             let _ = rustix::fs::unlinkat(dir, &temporary, AtFlags::empty());
