@@ -201,7 +201,8 @@ fn lock_dir(dir: &Dir, patience: Duration) -> io::Result<()> {
                 io::ErrorKind::ResourceBusy,
                 format!(
                     "another process has held a lock on the directory (`flock`) for more than {}, so nothing \
-                     was written; a command running in the background may hold it",
+                     was written; a command running in the background may hold it: stop it (bash_list, \
+                     bash_stop) and try again",
                     tool_runtime::words::duration(patience)
                 ),
             ));
@@ -633,7 +634,8 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "another process has held a lock on the directory (`flock`) for more than 0ms, so nothing was \
-             written; a command running in the background may hold it"
+             written; a command running in the background may hold it: stop it (bash_list, bash_stop) and try \
+             again"
         );
         assert_eq!(fs::read_to_string(dir.path().join("f")).unwrap(), "old");
         drop(holder);
