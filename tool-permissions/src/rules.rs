@@ -123,6 +123,15 @@ impl CommandPattern {
             let exact = pattern.trim();
             return Ok(CommandPattern::Exact(exact.to_owned(), Shape::new(exact, true)));
         }
+        // `git push *` says what `git push:*` says (Claude Code's two spellings of a prefix): read
+        // as the prefix, it is seen through wrappers and the program's own options
+        // (`git -C . push`, `git --no-pager push`) as the other spelling is.
+        if let Some(prefix) = pattern.strip_suffix(" *").map(str::trim)
+            && !prefix.is_empty()
+            && !prefix.contains('*')
+        {
+            return Ok(CommandPattern::Prefix(prefix.to_owned(), Shape::new(prefix, false)));
+        }
         let (body, optional_tail) = match pattern.strip_suffix(" *") {
             Some(body) if !body.contains('*') => (body, true),
             _ => (pattern, false),

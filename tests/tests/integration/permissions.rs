@@ -88,6 +88,35 @@ async fn a_deny_pattern_finds_its_command_inside_a_compound_or_unparsed_line() {
     assert_eq!(decide(&policy, &command("bash", "rm -r x")).await, PermissionDecision::Allow);
 }
 
+/// `git push *` and `git push:*` are Claude Code's two spellings of one prefix: both see
+/// through the program's own options and wrappers, and both allow what the prefix starts.
+#[tokio::test]
+async fn a_prefix_spelled_with_a_trailing_star_is_seen_through_as_the_colon_form_is() {
+    let dir = TempDir::new("perm-star-prefix");
+    for rule in ["Bash(git push *)", "Bash(git push:*)"] {
+        let policy = Policy::new(base(dir.path()).deny(rule).build().unwrap());
+        for line in
+            ["git push", "git -C . push origin main", "git --no-pager push", "env git push", "ls; git push"]
+        {
+            let reason = denial(decide(&policy, &command("bash", line)).await);
+            assert!(reason.contains(&format!("`deny {rule}`")), "{rule}, {line}: {reason}");
+        }
+        assert_eq!(decide(&policy, &command("bash", "git pushx")).await, PermissionDecision::Allow, "{rule}");
+        assert_eq!(
+            decide(&policy, &command("bash", "git status")).await,
+            PermissionDecision::Allow,
+            "{rule}"
+        );
+    }
+    let policy = Policy::new(
+        base(dir.path()).allow("Bash(git status *)").tool_default("bash", Action::Deny).build().unwrap(),
+    );
+    for line in ["git status", "git status -sb"] {
+        assert_eq!(decide(&policy, &command("bash", line)).await, PermissionDecision::Allow, "{line}");
+    }
+    assert!(denial(decide(&policy, &command("bash", "git status; rm -rf x")).await).contains("default"));
+}
+
 /// Answers every ask with `answer`, remembering the requests.
 struct Recorder {
     answer: PermissionDecision,
