@@ -197,6 +197,9 @@ struct PathPattern {
     beneath: GlobMatcher,
     /// For `dir/**`: `dir` itself, since listing or searching it reads what is beneath.
     itself: Option<GlobMatcher>,
+    /// The one path the pattern names, with all beneath it, when it has no wildcard but a final
+    /// `/**` or `/*` and is anchored (`./.env`, `~/.ssh/**`, `//etc/app/*`).
+    literal: Option<PathBuf>,
 }
 
 impl PathPattern {
@@ -223,6 +226,13 @@ impl PathPattern {
         if rest.split('/').any(|part| part == "..") {
             return Err("`..` is not allowed in a path pattern; write the path it leads to".to_owned());
         }
+        // `dir/**` and `dir/*` name what `dir` holds.
+        let named = match rest {
+            "**" | "*" => "",
+            _ => rest.strip_suffix("/**").or_else(|| rest.strip_suffix("/*")).unwrap_or(rest),
+        };
+        let literal = (anchored && !named.contains(['*', '?', '[', ']', '{', '}', '\\']))
+            .then(|| if named.is_empty() { base.clone() } else { base.join(named) });
         let base = base.to_string_lossy();
         let base = globset::escape(base.trim_end_matches('/'));
         let text = match (rest.is_empty(), anchored) {
@@ -244,7 +254,7 @@ impl PathPattern {
             Some(dir) if !dir.is_empty() => Some(build(dir)?),
             _ => None,
         };
-        Ok(PathPattern { glob: build(&text)?, beneath: build(&beneath)?, itself })
+        Ok(PathPattern { glob: build(&text)?, beneath: build(&beneath)?, itself, literal })
     }
 
     fn matches(&self, path: &Path) -> bool {
@@ -593,6 +603,27 @@ impl Rules {
                 word,
             },
         })
+    }
+
+    /// The paths that deny rules of the tools `rule_name` covers (Claude Code's `Read`, `Edit`)
+    /// name one by one, each with what lies beneath it: `Read(./.env)`, `Edit(~/.ssh/**)`, not
+    /// `Read(.env)` (at any depth) or `Read(./*.pem)`. Claude Code gives these to its sandbox
+    /// as well (`denyRead`, `denyWrite`).
+    pub fn denied_paths(&self, rule_name: &str) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = self
+            .catalog
+            .tools_named(rule_name)
+            .iter()
+            .flat_map(|tool| self.tool_rules(tool))
+            .filter(|rule| rule.action == Action::Deny)
+            .filter_map(|rule| match &rule.pattern {
+                Pattern::Path(pattern) => pattern.literal.clone(),
+                _ => None,
+            })
+            .collect();
+        paths.sort();
+        paths.dedup();
+        paths
     }
 
     /// Whether `path` (absolute, resolved) lies beneath one of the additional directories.

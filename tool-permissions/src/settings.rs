@@ -155,8 +155,16 @@ pub struct SandboxSettings {
     pub allow_unsandboxed_commands: Option<bool>,
     /// `filesystem.allowWrite`: more writable roots.
     pub allow_write: Vec<PathBuf>,
-    /// `filesystem.denyWrite`: more protected paths.
+    /// `filesystem.denyWrite`: more protected paths, with those the deny rules on `Edit` name
+    /// one by one ([`Rules::denied_paths`]), as in Claude Code.
     pub deny_write: Vec<PathBuf>,
+    /// `filesystem.denyRead`: paths commands may not read (a directory with all it holds), with
+    /// those the deny rules on `Read` name one by one ([`Rules::denied_paths`]), as in Claude
+    /// Code (see [`tool_sandbox::SandboxPolicy::unreadable`]).
+    pub deny_read: Vec<PathBuf>,
+    /// `filesystem.allowRead`: paths readable again within a `denyRead` directory (see
+    /// [`tool_sandbox::SandboxPolicy::readable`]).
+    pub allow_read: Vec<PathBuf>,
     /// `allowGitWrites`: `true` lets sandboxed commands write a repository's metadata (`.git`),
     /// what git runs excepted; read-only as a whole by default.
     pub allow_git_writes: Option<bool>,
@@ -232,11 +240,15 @@ impl Settings {
                     .to_owned(),
             ));
         }
-        let sandbox = match &file.sandbox {
+        let mut sandbox = match &file.sandbox {
             Some(sandbox) => sandbox_section(sandbox, &root).map_err(error)?,
             None => SandboxSettings::default(),
         };
         let rules = builder.build().map_err(|e: RuleError| error(e.to_string()))?;
+        // What the deny rules keep the file tools from reading or changing, the sandbox keeps
+        // commands from too, where a rule names the path.
+        sandbox.deny_read.extend(rules.denied_paths("Read"));
+        sandbox.deny_write.extend(rules.denied_paths("Edit"));
         Ok(Settings { rules, hooks, sandbox, environment, mode, origin: origin.to_owned(), not_applied })
     }
 
@@ -324,6 +336,22 @@ fn sandbox_section(section: &model::Sandbox, root: &Path) -> Result<SandboxSetti
     let paths = |list: &Option<Vec<String>>| -> Result<Vec<PathBuf>, String> {
         list.iter().flatten().map(|p| Ok(root.join(expand_home(p)?))).collect()
     };
+    // A read path names a file or directory, `dir/**` all `dir` holds: a mount hides or shows
+    // what one path names, not what a pattern matches.
+    let read_paths = |key: &str, list: &Option<Vec<String>>| -> Result<Vec<PathBuf>, String> {
+        let mut out = Vec::new();
+        for path in list.iter().flatten() {
+            let named = path.strip_suffix("/**").unwrap_or(path);
+            if named.contains(['*', '?', '[']) {
+                return Err(format!(
+                    "`sandbox.filesystem.{key}`: `{path}` is a pattern; name a file or a directory (`dir` or \
+                     `dir/**` for all it holds)"
+                ));
+            }
+            out.push(root.join(expand_home(named)?));
+        }
+        Ok(out)
+    };
     let filesystem = section.filesystem.clone().unwrap_or_default();
     let limits = section.limits.as_ref().map(|limits| {
         let mut out = tool_sandbox::Limits::default();
@@ -342,6 +370,8 @@ fn sandbox_section(section: &model::Sandbox, root: &Path) -> Result<SandboxSetti
         allow_unsandboxed_commands: section.allow_unsandboxed_commands,
         allow_write: paths(&filesystem.allow_write)?,
         deny_write: paths(&filesystem.deny_write)?,
+        deny_read: read_paths("denyRead", &filesystem.deny_read)?,
+        allow_read: read_paths("allowRead", &filesystem.allow_read)?,
         allow_git_writes: section.allow_git_writes,
         auto_allow_bash_if_sandboxed: section.auto_allow_bash_if_sandboxed,
         limits,
@@ -496,6 +526,45 @@ mod sandbox_tests {
     }
 
     #[test]
+    fn read_paths_and_the_paths_that_deny_rules_name_reach_the_sandbox() {
+        use crate::catalog::{Subject, ToolCatalog};
+        let home = PathBuf::from(std::env::var_os("HOME").unwrap());
+        let catalog = ToolCatalog::new()
+            .subject("read", Subject::Path)
+            .subject("grep", Subject::Path)
+            .subject("edit", Subject::Path)
+            .subject("bash", Subject::Command)
+            .rule_name("Read", ["read", "grep"])
+            .rule_name("Edit", ["edit"])
+            .rule_name("Bash", ["bash"]);
+        let parse = |text: &str| {
+            Settings::parse(text, "s.json", Rules::builder("/w").catalog(catalog.clone()))
+                .map(|s| s.sandbox().clone())
+                .map_err(|e| e.to_string())
+        };
+        let settings = parse(
+            r#"{"permissions": {"deny": ["Read(./.env)", "Read(~/.aws/**)", "Read(//etc/app/*)", "Read(.npmrc)",
+                "Read(./*.pem)", "Read(./a/**/b)", "Edit(./ci/**)", "Bash(curl *)"],
+                "ask": ["Read(./notes)"], "allow": ["Read(./public)"]},
+                "sandbox": {"filesystem": {"denyRead": ["~/.ssh", "/secrets/**"],
+                "allowRead": ["~/.ssh/known_hosts"]}}}"#,
+        )
+        .unwrap();
+        let mut from_rules = vec![PathBuf::from("/w/.env"), home.join(".aws"), PathBuf::from("/etc/app")];
+        from_rules.sort();
+        let mut deny_read = vec![home.join(".ssh"), PathBuf::from("/secrets")];
+        deny_read.extend(from_rules);
+        assert_eq!(settings.deny_read, deny_read);
+        assert_eq!(settings.allow_read, vec![home.join(".ssh/known_hosts")]);
+        assert_eq!(settings.deny_write, vec![PathBuf::from("/w/ci")]);
+        for pattern in ["~/**.kdbx", "./*.pem", "./[ab]"] {
+            let err = parse(&format!(r#"{{"sandbox": {{"filesystem": {{"allowRead": ["{pattern}"]}}}}}}"#))
+                .unwrap_err();
+            assert!(err.contains(&format!("`{pattern}` is a pattern; name a file or a directory")), "{err}");
+        }
+    }
+
+    #[test]
     fn the_sandbox_object_in_claude_codes_shape() {
         let settings = parse(
             r#"{"sandbox": {"enabled": true, "excludedCommands": ["docker"], "allowUnsandboxedCommands": false,
@@ -513,6 +582,8 @@ mod sandbox_tests {
                 allow_unsandboxed_commands: Some(false),
                 allow_write: vec![PathBuf::from("/w/build"), PathBuf::from("/cache")],
                 deny_write: vec![PathBuf::from("/w/secrets")],
+                deny_read: Vec::new(),
+                allow_read: Vec::new(),
                 allow_git_writes: Some(true),
                 auto_allow_bash_if_sandboxed: Some(true),
                 limits: Some(tool_sandbox::Limits {
@@ -526,8 +597,8 @@ mod sandbox_tests {
 
     #[test]
     fn what_cannot_be_enforced_is_refused() {
-        let err = parse(r#"{"sandbox": {"filesystem": {"denyRead": ["~/.ssh"]}}}"#).unwrap_err();
-        assert!(err.starts_with("s.json: `sandbox.filesystem.denyRead`: is not supported"), "{err}");
+        let err = parse(r#"{"sandbox": {"filesystem": {"denyRead": ["~/**.kdbx"]}}}"#).unwrap_err();
+        assert!(err.starts_with("s.json: `sandbox.filesystem.denyRead`: `~/**.kdbx` is a pattern"), "{err}");
         let err = parse(r#"{"sandbox": {"enabld": true}}"#).unwrap_err();
         assert!(err.starts_with("s.json: `sandbox.enabld`: unknown field `enabld`"), "{err}");
         let err = parse(r#"{"sandbox": {"enabled": "yes"}}"#).unwrap_err();

@@ -43,7 +43,8 @@ fn the_schema_and_the_loader_agree() {
         json!({"hooks": {"Stop": [], "PreToolUse": [{"hooks": [{"type": "command", "command": "x", "timeout": 5}]}]},
                "disableAllHooks": true}),
         json!({"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": false, "network": {},
-                           "filesystem": {"allowWrite": ["b"]}, "ignoreViolations": {},
+                           "filesystem": {"allowWrite": ["b"], "denyRead": ["~/.ssh"], "allowRead": ["~/.ssh/x"]},
+                           "ignoreViolations": {},
                            "limits": {"processes": 64, "memory": "1G"}}}),
         json!({"sandbox": {"limits": {"processes": false, "memory": 1048576}}}),
         json!({"environment": {"inherit": ["AWS_*"], "inheritAll": false}}),
@@ -57,7 +58,7 @@ fn the_schema_and_the_loader_agree() {
         json!({"permissions": {"default": "maybe"}}),
         json!({"sandbox": {"enabld": true}}),
         json!({"sandbox": {"enabled": "yes"}}),
-        json!({"sandbox": {"filesystem": {"denyRead": ["~/.ssh"]}}}),
+        json!({"sandbox": {"filesystem": {"denyRead": "~/.ssh"}}}),
         json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}),
         json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command"}]}]}}),
         json!({"hooks": {"OnSave": []}}),
@@ -228,8 +229,20 @@ mod generated {
             ]),
         )
             .prop_map(|(processes, memory)| object(vec![("processes", processes), ("memory", memory)]));
-        let filesystem = (some(list(&["b", "~/cache", "/tmp/x"])), some(list(&["secrets", "./keys"])))
-            .prop_map(|(allow, deny)| object(vec![("allowWrite", allow), ("denyWrite", deny)]));
+        let filesystem = (
+            (some(list(&["b", "~/cache", "/tmp/x"])), some(list(&["secrets", "./keys"]))),
+            (some(list(&["~/.ssh", "/srv/keys/**"])), some(list(&["~/.ssh/known_hosts", "."]))),
+            some(any::<bool>()),
+        )
+            .prop_map(|((allow, deny), (deny_read, allow_read), managed_only)| {
+                object(vec![
+                    ("allowWrite", allow),
+                    ("denyWrite", deny),
+                    ("denyRead", deny_read),
+                    ("allowRead", allow_read),
+                    ("allowManagedReadPathsOnly", managed_only.map(Value::Bool)),
+                ])
+            });
         (
             (some(any::<bool>()), some(list(&["docker", "git push"])), some(list(&["npm", "cargo fetch"]))),
             (some(any::<bool>()), some(any::<bool>()), some(any::<bool>())),

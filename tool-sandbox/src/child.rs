@@ -52,8 +52,12 @@ pub(crate) struct MountPlan {
     pub(crate) links: Vec<CString>,
     /// Directories of the host's own, each covered by an empty read-only tmpfs.
     pub(crate) hidden: Vec<CString>,
-    /// Sockets bound back, alone, in a hidden directory.
+    /// Sockets, files and directories bound back, alone, in a hidden directory.
     pub(crate) revealed: Vec<Revealed>,
+    /// Files each covered by an empty read-only one ([`BLANK`]).
+    pub(crate) blanked: Vec<CString>,
+    /// The flags of [`BLANK`]'s mount, which a read-only remount of it must keep.
+    pub(crate) blank_flags: libc::c_ulong,
     /// What the command finds at `/dev/shm`.
     pub(crate) shm: SharedMemory,
     /// The working directory, entered again once the mounts are there.
@@ -63,20 +67,26 @@ pub(crate) struct MountPlan {
     pub(crate) report: Option<OwnedFd>,
 }
 
-/// A socket that stays reachable at its own path in a hidden directory.
+/// A socket, file or directory that stays reachable at its own path in a hidden directory.
 #[derive(Debug)]
 pub(crate) struct Revealed {
     /// The hidden directory it lies in.
     pub(crate) dir: CString,
-    /// The directories between `dir` and the socket, outermost first, made in the empty one.
+    /// The directories between `dir` and the target, outermost first, made in the empty one.
     pub(crate) dirs: Vec<CString>,
-    /// The socket's own path, where it is bound back.
+    /// The target's own path, where it is bound back (a directory with what is mounted beneath
+    /// it).
     pub(crate) target: CString,
+    /// Whether the target is a directory.
+    pub(crate) directory: bool,
 }
 
-/// At most this many sockets are bound back in one hidden directory (the child may not
-/// allocate, so their descriptors are held in an array).
-pub(crate) const MAX_REVEALED: usize = 8;
+/// At most this many paths are bound back in one hidden directory (the child may not allocate,
+/// so their descriptors are held in an array).
+pub(crate) const MAX_REVEALED: usize = 16;
+
+/// What covers an unreadable file: empty to read, and bound read-only.
+pub(crate) const BLANK: &CStr = c"/dev/null";
 
 /// What a command with a mount namespace finds at `/dev/shm`.
 #[derive(Debug, Default)]
@@ -185,6 +195,14 @@ impl MountPlan {
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
                 result => result?,
             }
+        }
+        for path in &self.blanked {
+            // One removed since the plan was made, or within a hidden directory, is out of reach.
+            match mount(Some(BLANK), path, libc::MS_BIND) {
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+                result => result?,
+            }
+            mount(None, path, libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | self.blank_flags)?;
         }
         // The working directory was entered before the mounts: enter it again through them, or
         // relative paths would reach the files beneath them.
@@ -319,18 +337,19 @@ fn mount_empty(target: &CStr) -> io::Result<()> {
     )
 }
 
-/// Covers `target` with an empty tmpfs in which only the `revealed` sockets are, each bound at
-/// its own path (the directories to it searchable, not listable), then makes it read-only. Each
-/// socket is opened (as a path only) in this mount namespace before it is covered: a bind mount
-/// takes its source from the caller's own namespace only.
+/// Covers `target` with an empty tmpfs in which only the `revealed` paths are, each bound at its
+/// own path (the directories to it searchable), then makes it read-only. Each is opened (as a
+/// path only) in this mount namespace before it is covered: a bind mount takes its source from
+/// the caller's own namespace only.
 fn mount_revealing<'a>(target: &CStr, revealed: impl Iterator<Item = &'a Revealed>) -> io::Result<()> {
     let mut held: [(libc::c_int, Option<&Revealed>); MAX_REVEALED] = [(-1, None); MAX_REVEALED];
-    for (slot, socket) in held.iter_mut().zip(revealed) {
+    for (slot, revealed) in held.iter_mut().zip(revealed) {
         // SAFETY: the path is NUL-terminated and outlives the call.
-        let fd =
-            unsafe { libc::open(socket.target.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+        let fd = unsafe {
+            libc::open(revealed.target.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        };
         // One gone since the plan was made is not revealed.
-        *slot = (fd, (fd >= 0).then_some(socket));
+        *slot = (fd, (fd >= 0).then_some(revealed));
     }
     let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     let (fs, data) = (c"tmpfs", c"mode=0711");
@@ -338,9 +357,11 @@ fn mount_revealing<'a>(target: &CStr, revealed: impl Iterator<Item = &'a Reveale
     check(
         unsafe { libc::mount(fs.as_ptr(), target.as_ptr(), fs.as_ptr(), flags, data.as_ptr().cast()) }.into(),
     )?;
-    for (fd, socket) in held {
-        let Some(socket) = socket else { continue };
-        for dir in &socket.dirs {
+    for (fd, revealed) in held {
+        let Some(revealed) = revealed else { continue };
+        for dir in
+            revealed.dirs.iter().map(CString::as_c_str).chain(revealed.directory.then_some(&*revealed.target))
+        {
             // SAFETY: `dir` is NUL-terminated and outlives the call.
             if unsafe { libc::mkdir(dir.as_ptr(), 0o711) } != 0
                 && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
@@ -348,17 +369,21 @@ fn mount_revealing<'a>(target: &CStr, revealed: impl Iterator<Item = &'a Reveale
                 return Err(io::Error::last_os_error());
             }
         }
-        // SAFETY: as above; the descriptor is closed at once.
-        let file = unsafe {
-            libc::open(socket.target.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o600)
-        };
-        if file < 0 {
-            return Err(io::Error::last_os_error());
+        if !revealed.directory {
+            // SAFETY: as above; the descriptor is closed at once.
+            let file = unsafe {
+                libc::open(revealed.target.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o600)
+            };
+            if file < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: `file` was just opened here.
+            unsafe { libc::close(file) };
         }
-        // SAFETY: `file` was just opened here.
-        unsafe { libc::close(file) };
         let mut path = [0u8; 32];
-        mount(Some(fd_path(fd, &mut path)), &socket.target, libc::MS_BIND)?;
+        // A directory with the mounts beneath it (protected paths, hidden ones).
+        let recursive = if revealed.directory { libc::MS_REC } else { 0 };
+        mount(Some(fd_path(fd, &mut path)), &revealed.target, libc::MS_BIND | recursive)?;
         // SAFETY: `fd` was opened above and is not used again.
         unsafe { libc::close(fd) };
     }

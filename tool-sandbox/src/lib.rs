@@ -19,6 +19,8 @@ mod sandbox;
 #[cfg(target_os = "linux")]
 mod seccomp;
 mod session_dir;
+#[cfg(target_os = "linux")]
+mod unreadable;
 pub mod violation;
 
 pub use lexical::lexically_normal;

@@ -275,6 +275,18 @@ pub struct SandboxPolicy {
     /// read-only file system is mounted over each in the commands' mount namespace (where none
     /// can be made, they stay readable, and the report says so).
     pub hidden: Vec<PathBuf>,
+    /// Paths commands may not read (the settings' `sandbox.filesystem.denyRead`): in the
+    /// commands' mount namespace a directory is covered by an empty read-only file system, a
+    /// file by an empty read-only one (`/dev/null`). Where one lies inside a writable root it is
+    /// also protected (see [`SandboxPolicy::protected`]), so that no command can move it away.
+    /// The sandbox cannot be made where no mount namespace can be (commands would read them).
+    pub unreadable: Vec<PathBuf>,
+    /// Paths readable again within an [unreadable](Self::unreadable) directory (`allowRead`),
+    /// each bound back at its own path. The writable roots and the temporary directory are
+    /// always readable again. Of the paths named here and in `unreadable`, the deepest above a
+    /// path decides: `~/.ssh` denied, `~` denied and `~/src` allowed hides `~/.ssh` and all of
+    /// `~` but `~/src`; a path denied beneath `~/src` is hidden again.
+    pub readable: Vec<PathBuf>,
     /// Whether commands may write a repository's metadata (`.git`): when `false` (the default)
     /// `.git` is read-only as a whole; when `true` only [`GIT_PROTECTED`] is.
     pub git_writes: bool,
@@ -356,6 +368,8 @@ impl SandboxPolicy {
             writable_temp: true,
             temp_dir: None,
             hidden: Vec::new(),
+            unreadable: Vec::new(),
+            readable: Vec::new(),
             git_writes: false,
             readable_roots: None,
             protected: DEFAULT_PROTECTED.iter().map(PathBuf::from).collect(),
@@ -413,6 +427,19 @@ impl SandboxPolicy {
     /// Hides a directory of the host's from commands (see [`SandboxPolicy::hidden`]).
     pub fn with_hidden(mut self, dir: impl Into<PathBuf>) -> Self {
         self.hidden.push(dir.into());
+        self
+    }
+
+    /// Adds a path commands may not read (see [`SandboxPolicy::unreadable`]).
+    pub fn with_unreadable(mut self, path: impl Into<PathBuf>) -> Self {
+        self.unreadable.push(path.into());
+        self
+    }
+
+    /// Adds a path commands may read within an unreadable directory (see
+    /// [`SandboxPolicy::readable`]).
+    pub fn with_readable(mut self, path: impl Into<PathBuf>) -> Self {
+        self.readable.push(path.into());
         self
     }
 

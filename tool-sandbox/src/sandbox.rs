@@ -249,7 +249,10 @@ impl Sandbox {
         let hidden: Vec<&PathBuf> = policy.hidden.iter().filter(|h| h.is_dir()).collect();
         // Every command gets a mount namespace where one can be made: its `/dev/pts` is its own.
         let mount_namespace = probe.can_protect_paths();
-        let protect = mount_namespace && (policy.mode == SandboxMode::WorkspaceWrite || !hidden.is_empty());
+        let protect = mount_namespace
+            && (policy.mode == SandboxMode::WorkspaceWrite
+                || !hidden.is_empty()
+                || !policy.unreadable.is_empty());
         if !mount_namespace {
             report.notes.push(
                 "no pseudo-terminal but the one a command is given: without a mount namespace for a devpts \
@@ -283,6 +286,7 @@ impl Sandbox {
                 )),
             }
         }
+        unreadable_report(&policy, &probe, &mut report, &mut refusals);
         limits_report(&policy.limits, &probe, &mut report);
         if !refusals.is_empty() && policy.fallback == Fallback::Refuse {
             return Err(SandboxError { mode: policy.mode, missing: refusals });
@@ -558,7 +562,10 @@ impl Sandbox {
             CString::new(p.as_os_str().as_bytes())
                 .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a path holds a NUL byte"))
         };
-        let mut targets = protected_targets(&self.policy);
+        let unreadable = crate::unreadable::plan(&self.policy);
+        // An unreadable path inside a writable root is protected too: pinned where it is, so that
+        // no command can move it out from under its mount.
+        let mut targets = protected_targets(&self.policy, unreadable.paths());
         targets.read_only.extend(placeholders.iter().map(|p| p.path.clone()));
         // The other sessions' directories beside this one's are hidden too (those made later than
         // this command are not).
@@ -570,21 +577,47 @@ impl Sandbox {
         // The sockets `allowUnixSockets` names in those directories: bound back in the empty
         // directory the command sees (the first few of each).
         let mut revealed = Vec::new();
-        for socket in self.policy.revealed_sockets() {
-            let Some(dir) = socket_dirs.iter().find(|dir| socket.starts_with(dir)) else { continue };
-            let within: Vec<PathBuf> = socket
+        let mut reveal = |dir: &Path, target: &Path, directory: bool| -> std::io::Result<()> {
+            let within: Vec<PathBuf> = target
                 .ancestors()
                 .skip(1)
-                .take_while(|a| a.starts_with(dir) && *a != dir.as_path())
+                .take_while(|a| a.starts_with(dir) && *a != dir)
                 .map(Path::to_path_buf)
                 .collect();
             revealed.push(crate::child::Revealed {
                 dir: c(dir)?,
                 dirs: within.iter().rev().map(|p| c(p)).collect::<Result<_, _>>()?,
-                target: c(&socket)?,
+                target: c(target)?,
+                directory,
             });
+            Ok(())
+        };
+        for socket in self.policy.revealed_sockets() {
+            let Some(dir) = socket_dirs.iter().find(|dir| socket.starts_with(dir)) else { continue };
+            reveal(dir, &socket, false)?;
+        }
+        for (dir, within) in &unreadable.dirs {
+            if within.len() > crate::child::MAX_REVEALED {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "{} paths are readable again within the unreadable {} (allowRead, writable roots); at \
+                         most {} can be: name fewer, or their common directory",
+                        within.len(),
+                        dir.display(),
+                        crate::child::MAX_REVEALED
+                    ),
+                ));
+            }
+            for target in within {
+                reveal(dir, target, std::fs::symlink_metadata(target).is_ok_and(|m| m.is_dir()))?;
+            }
+            hidden.push(dir.clone());
         }
         hidden.extend(socket_dirs);
+        // Outermost first: a directory hidden within one read back is reached through it.
+        hidden.sort_by(|a, b| a.components().count().cmp(&b.components().count()).then_with(|| a.cmp(b)));
+        hidden.dedup();
         // Even with nothing to protect or hide: the namespace holds the commands' `/dev/shm` and
         // `/dev/pts`.
         let probe = Probe::get();
@@ -607,6 +640,8 @@ impl Sandbox {
             links: targets.links.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
             hidden: hidden.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
             revealed,
+            blanked: unreadable.files.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
+            blank_flags: crate::child::locked_mount_flags(crate::child::BLANK),
             shm: shared_memory(&self.policy)?,
             cwd: c(cwd)?,
             report,
@@ -666,14 +701,17 @@ pub(crate) struct Targets {
 /// held as a link (bound onto itself, not followed) and protects what it leads to as well, when
 /// that lies inside a writable root; one that does not exist is skipped (see
 /// [`make_placeholders`]).
-pub(crate) fn protected_targets(policy: &SandboxPolicy) -> Targets {
+pub(crate) fn protected_targets<'a>(
+    policy: &SandboxPolicy,
+    more: impl IntoIterator<Item = &'a PathBuf>,
+) -> Targets {
     let mut targets = Targets::default();
     if policy.mode != SandboxMode::WorkspaceWrite {
         return targets;
     }
     let roots = policy.writable();
     let inside = |path: &Path| roots.iter().any(|r| path.starts_with(r));
-    for path in policy.protected_paths() {
+    for path in policy.protected_paths().into_iter().chain(more.into_iter().cloned()) {
         let Some(root) = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())
         else {
             continue;
@@ -719,6 +757,43 @@ pub(crate) fn protected_targets(policy: &SandboxPolicy) -> Targets {
     let read_only = targets.read_only.clone();
     targets.pins.retain(|p| !read_only.contains(p));
     targets
+}
+
+/// Says in `report` which paths commands cannot read; a refusal where they would read them
+/// (no mount namespace), or where one is the root directory, which a mount cannot cover for a
+/// process whose root it is.
+fn unreadable_report(
+    policy: &SandboxPolicy,
+    probe: &Probe,
+    report: &mut SandboxReport,
+    refusals: &mut Vec<String>,
+) {
+    if policy.unreadable.is_empty() {
+        return;
+    }
+    let list =
+        |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    if policy.unreadable.iter().any(|p| std::fs::canonicalize(p).is_ok_and(|p| p.parent().is_none())) {
+        refusals.push(
+            "unreadable paths (denyRead) name the root directory, which a mount cannot cover: name the \
+             directories to hide (`/home`, `~`), and what to read back within them (allowRead)"
+                .to_owned(),
+        );
+    }
+    if !probe.can_protect_paths() {
+        refusals.push(format!(
+            "unreadable paths (denyRead: {}) would be readable: hiding them needs a mount namespace, which \
+             this process cannot create",
+            list(&policy.unreadable)
+        ));
+        return;
+    }
+    let mut note =
+        format!("commands cannot read {} (empty in their mount namespace)", list(&policy.unreadable));
+    if !policy.readable.is_empty() {
+        note.push_str(&format!(", except {} within them", list(&policy.readable)));
+    }
+    report.notes.push(note);
 }
 
 /// Says in `report` how the policy's [`Limits`](crate::Limits) are enforced here, found by

@@ -17,6 +17,11 @@ pub enum Violation {
         /// Whether it is a protected path inside a writable root.
         protected: bool,
     },
+    /// A read beneath `path`, which the policy hides ([`SandboxPolicy::unreadable`]).
+    Read {
+        /// The path the command named.
+        path: PathBuf,
+    },
     /// A network connection or socket.
     Network,
 }
@@ -35,6 +40,12 @@ impl Violation {
                 "[sandbox: writing to {} was refused: commands may only write inside the workspace and \
                  $TMPDIR (not the system's /tmp). Work inside the workspace, or run the command again with \
                  `sandbox: \"escalated\"` and a `justification` to ask the user.]",
+                path.display()
+            ),
+            Violation::Read { path } => format!(
+                "[sandbox: {} is hidden from commands by the settings (sandbox.filesystem.denyRead, or a deny \
+                 rule on Read): commands see it empty or missing, so nothing of it can be read. Do not try to \
+                 get around it; if it is needed, ask the user.]",
                 path.display()
             ),
             Violation::Network => "[sandbox: commands may not open network connections of their own (where some \
@@ -61,25 +72,31 @@ const NETWORK: &[&str] = &[
     "Name or service not known",
 ];
 
-/// Finds the refusals in `output` that the policy explains: a line reporting `EACCES`, `EPERM`
-/// or `EROFS` that names a path the policy does not let commands write, or a refused socket.
-/// `cwd` resolves relative paths. At most one violation per path.
+/// Finds the refusals in `output` that the policy explains: a line reporting `EACCES`, `EPERM`,
+/// `EROFS` or `ENOENT` that names a path the policy hides, one reporting `EACCES`, `EPERM` or
+/// `EROFS` that names a path it does not let commands write, or a refused socket. `cwd`
+/// resolves relative paths. At most one violation per path.
 pub fn detect(policy: &SandboxPolicy, cwd: &Path, output: &str) -> Vec<Violation> {
     let mut found: Vec<Violation> = Vec::new();
     if policy.mode == SandboxMode::Off {
         return found;
     }
+    let hidden = Hidden::new(policy);
     for line in output.lines() {
         let mut blamed = false;
-        if DENIED.iter().any(|d| line.contains(d)) {
+        let missing = line.contains("No such file or directory");
+        if missing || DENIED.iter().any(|d| line.contains(d)) {
             for candidate in paths_in(line) {
                 let path = if candidate.is_absolute() { candidate } else { cwd.join(candidate) };
                 let path = lexically_normal(&path);
-                if policy.allows_write(&path) {
+                let violation = if hidden.hides(&path) {
+                    Violation::Read { path }
+                } else if missing || policy.allows_write(&path) {
                     continue;
-                }
-                let protected = policy.protected_paths().iter().any(|p| path.starts_with(p));
-                let violation = Violation::Write { path, protected };
+                } else {
+                    let protected = policy.protected_paths().iter().any(|p| path.starts_with(p));
+                    Violation::Write { path, protected }
+                };
                 if !found.contains(&violation) {
                     found.push(violation);
                 }
@@ -97,6 +114,36 @@ pub fn detect(policy: &SandboxPolicy, cwd: &Path, output: &str) -> Vec<Violation
         }
     }
     found
+}
+
+/// The policy's unreadable paths and those read back, as named and as they resolve now.
+struct Hidden {
+    hidden: Vec<PathBuf>,
+    shown: Vec<PathBuf>,
+}
+
+impl Hidden {
+    fn new(policy: &SandboxPolicy) -> Hidden {
+        let both = |paths: &mut dyn Iterator<Item = &PathBuf>| -> Vec<PathBuf> {
+            paths.flat_map(|p| [Some(p.clone()), std::fs::canonicalize(p).ok()]).flatten().collect()
+        };
+        if policy.unreadable.is_empty() {
+            return Hidden { hidden: Vec::new(), shown: Vec::new() };
+        }
+        Hidden {
+            hidden: both(&mut policy.unreadable.iter()),
+            shown: both(&mut policy.readable.iter().chain(&policy.writable())),
+        }
+    }
+
+    /// Whether `path` lies beneath an unreadable path and not beneath a deeper one read back;
+    /// judged on the paths' text, for explaining refusals, not for enforcing.
+    fn hides(&self, path: &Path) -> bool {
+        let deepest = |paths: &[PathBuf]| {
+            paths.iter().filter(|p| path.starts_with(p)).map(|p| p.components().count()).max()
+        };
+        deepest(&self.hidden).is_some_and(|hidden| deepest(&self.shown).is_none_or(|shown| shown < hidden))
+    }
 }
 
 fn looks_like_network(line: &str) -> bool {
@@ -182,6 +229,27 @@ mod tests {
             detect(&SandboxPolicy::off(), &cwd, "touch: cannot touch '/etc/x': Permission denied"),
             vec![]
         );
+    }
+
+    #[test]
+    fn what_the_policy_hides_is_said_to_be_hidden_not_unwritable() {
+        let cwd = std::env::temp_dir().join("ws-violation");
+        let home = std::env::temp_dir().join("home-violation");
+        let p = policy().with_unreadable(&home).with_readable(home.join("src"));
+        for (line, path) in [
+            (format!("cat: {}/.ssh/id: No such file or directory", home.display()), home.join(".ssh/id")),
+            (
+                format!("ls: cannot open directory '{}/.ssh': Permission denied", home.display()),
+                home.join(".ssh"),
+            ),
+        ] {
+            assert_eq!(detect(&p, &cwd, &line), vec![Violation::Read { path }], "{line}");
+        }
+        // Read back, or missing elsewhere: not the sandbox's doing.
+        let line = format!("cat: {}/src/x: No such file or directory", home.display());
+        assert_eq!(detect(&p, &cwd, &line), vec![]);
+        assert_eq!(detect(&p, &cwd, "cat: /etc/nothing: No such file or directory"), vec![]);
+        assert!(Violation::Read { path: home.join(".ssh") }.explain().contains("hidden from commands"));
     }
 
     #[test]

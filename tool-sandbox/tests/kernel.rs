@@ -600,3 +600,6 @@ mod sockets;
 
 #[path = "kernel/terminals.rs"]
 mod terminals;
+
+#[path = "kernel/unreadable.rs"]
+mod unreadable;

@@ -77,7 +77,8 @@ pub fn user_dir() -> Option<PathBuf> {
 /// managed settings may say: `allowManagedPermissionRulesOnly` leaves out the other scopes'
 /// permission rules, `allowManagedHooksOnly` their hooks, and `sandbox.network.
 /// allowManagedDomainsOnly` the hosts they allow (`allowedDomains`, `WebFetch(domain:...)`
-/// rules). Those three keys count only in managed settings, as in Claude Code.
+/// rules), `sandbox.filesystem.allowManagedReadPathsOnly` their `allowRead` paths (their
+/// `denyRead` stays). Those keys count only in managed settings, as in Claude Code.
 pub fn merge_scoped(layers: Vec<(Scope, Value)>) -> Value {
     let managed = |pointer: &str| {
         layers.iter().any(|(scope, value)| {
@@ -87,6 +88,7 @@ pub fn merge_scoped(layers: Vec<(Scope, Value)>) -> Value {
     let rules_only = managed("/allowManagedPermissionRulesOnly");
     let hooks_only = managed("/allowManagedHooksOnly");
     let domains_only = managed("/sandbox/network/allowManagedDomainsOnly");
+    let read_paths_only = managed("/sandbox/filesystem/allowManagedReadPathsOnly");
     merge(layers.into_iter().map(|(scope, mut value)| {
         if scope != Scope::Managed {
             let remove = |value: &mut Value, pointer: &str, key: &str| {
@@ -97,6 +99,10 @@ pub fn merge_scoped(layers: Vec<(Scope, Value)>) -> Value {
             remove(&mut value, "", "allowManagedPermissionRulesOnly");
             remove(&mut value, "", "allowManagedHooksOnly");
             remove(&mut value, "/sandbox/network", "allowManagedDomainsOnly");
+            remove(&mut value, "/sandbox/filesystem", "allowManagedReadPathsOnly");
+            if read_paths_only {
+                remove(&mut value, "/sandbox/filesystem", "allowRead");
+            }
             if rules_only {
                 for key in ["allow", "ask", "deny"] {
                     remove(&mut value, "/permissions", key);
@@ -215,6 +221,16 @@ mod tests {
         assert_eq!(merged["permissions"]["allow"], json!(["Bash"]));
         assert_eq!(merged["hooks"]["PreToolUse"], json!([{"matcher": "Bash"}]));
         assert!(merged["sandbox"]["network"].get("allowedDomains").is_none());
+        // Read paths only: the other scopes' `allowRead` goes, their `denyRead` stays.
+        let project = json!({"sandbox": {"filesystem": {"allowRead": ["~/.ssh"], "denyRead": ["~/.aws"],
+                                                          "allowManagedReadPathsOnly": false}}});
+        let managed = json!({"sandbox": {"filesystem": {"allowManagedReadPathsOnly": true, "denyRead": ["~"],
+                                                          "allowRead": ["~/src"]}}});
+        let merged = merge_scoped(vec![(Scope::Project, project.clone()), (Scope::Managed, managed)]);
+        assert_eq!(merged["sandbox"]["filesystem"]["allowRead"], json!(["~/src"]));
+        assert_eq!(merged["sandbox"]["filesystem"]["denyRead"], json!(["~/.aws", "~"]));
+        let merged = merge_scoped(vec![(Scope::Project, project)]);
+        assert_eq!(merged["sandbox"]["filesystem"], json!({"allowRead": ["~/.ssh"], "denyRead": ["~/.aws"]}));
     }
 
     #[test]

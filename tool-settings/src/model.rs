@@ -590,8 +590,17 @@ pub struct Filesystem {
         skip_serializing_if = "Option::is_none"
     )]
     pub deny_write: Option<Vec<String>>,
-    /// Claude Code's `allowRead`, which reopens paths within a `denyRead`: not applied, since
-    /// `denyRead` is refused.
+    /// Paths sandboxed commands may not read (as `denyWrite`'s; a directory with all it holds,
+    /// `dir/**` meaning the same): empty to them.
+    #[serde(
+        rename = "denyRead",
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub deny_read: Option<Vec<String>>,
+    /// Paths readable again within a `denyRead` directory; of the paths named in either list,
+    /// the deepest above a path decides.
     #[serde(
         rename = "allowRead",
         default,
@@ -599,11 +608,14 @@ pub struct Filesystem {
         skip_serializing_if = "Option::is_none"
     )]
     pub allow_read: Option<Vec<String>>,
-    /// Claude Code's `denyRead`: refused with the reason, since a path cannot be hidden here by
-    /// naming it.
-    #[serde(rename = "denyRead", default, deserialize_with = "deny_read", skip_serializing)]
-    #[schemars(skip)]
-    deny_read: Option<()>,
+    /// Managed settings: `true` leaves out the `allowRead` paths of every other file.
+    #[serde(
+        rename = "allowManagedReadPathsOnly",
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub allow_managed_read_paths_only: Option<bool>,
 }
 
 /// `sandbox.limits`.
@@ -808,14 +820,5 @@ fn exec_form<'de, D: Deserializer<'de>>(d: D) -> Result<Option<()>, D::Error> {
     Err(de::Error::custom(
         "a hook command with `args` (run without a shell) is not supported here: put the program and its \
          arguments in `command`, which runs with `sh -c`",
-    ))
-}
-
-/// `sandbox.filesystem.denyRead`: refused, with the reason.
-fn deny_read<'de, D: Deserializer<'de>>(d: D) -> Result<Option<()>, D::Error> {
-    let _ = de::IgnoredAny::deserialize(d)?;
-    Err(de::Error::custom(
-        "is not supported: reads are confined only by listing what may be read (the sandbox's readable roots); \
-         expected allowWrite or denyWrite",
     ))
 }

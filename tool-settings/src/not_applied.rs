@@ -125,13 +125,6 @@ impl SettingsFile {
                  off runs them unconfined)",
             );
         }
-        if sandbox.filesystem.as_ref().is_some_and(|filesystem| filesystem.allow_read.is_some()) {
-            not(
-                "sandbox.filesystem.allowRead".to_owned(),
-                "it reopens paths within a `denyRead`, which is refused here: reads are confined only by the \
-                 sandbox's readable roots",
-            );
-        }
         if sandbox.ignore_violations.is_some() {
             not(
                 "sandbox.ignoreViolations".to_owned(),

@@ -35,8 +35,8 @@ fn errors_name_the_key_at_fault() {
             "`sandbox.enabld`: unknown field `enabld`, expected one of `enabled`",
         ),
         (
-            json!({"sandbox": {"filesystem": {"denyRead": ["~/.ssh"]}}}),
-            "`sandbox.filesystem.denyRead`: is not supported: reads are confined only by listing",
+            json!({"sandbox": {"filesystem": {"denyRead": "~/.ssh"}}}),
+            "`sandbox.filesystem.denyRead`: invalid type: string \"~/.ssh\", expected a sequence",
         ),
         (
             json!({"sandbox": {"limits": {"processes": 0}}}),

@@ -444,6 +444,13 @@ fn sandboxed(
     for path in &settings.deny_write {
         policy = policy.with_protected(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
     }
+    // Resolved for each command, as the file system is then.
+    for path in &settings.deny_read {
+        policy = policy.with_unreadable(path);
+    }
+    for path in &settings.allow_read {
+        policy = policy.with_readable(path);
+    }
     for file in protected {
         policy = policy.with_protected(file);
     }

@@ -65,6 +65,48 @@ fn git_metadata_and_agents_files_are_read_only_to_commands_present_or_not() {
 }
 
 #[test]
+fn what_the_settings_deny_reading_or_changing_is_so_to_commands_too() {
+    if !mounts() {
+        return;
+    }
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let keys = fx.dir.path().join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    std::fs::create_dir_all(ws.join("config")).unwrap();
+    std::fs::write(keys.join("id"), "PRIVATE").unwrap();
+    std::fs::write(keys.join("id.pub"), "PUBLIC").unwrap();
+    std::fs::write(ws.join(".env"), "API_KEY").unwrap();
+    std::fs::write(ws.join("config/token"), "TOKEN").unwrap();
+    let settings = fx.dir.path().join("settings.json");
+    let text = json!({
+        "permissions": {"deny": ["Read(./.env)", "Edit(./config/**)"]},
+        "sandbox": {"filesystem": {"denyRead": [keys], "allowRead": [keys.join("id.pub")]}},
+    });
+    std::fs::write(&settings, text.to_string()).unwrap();
+    let settings = settings.display().to_string();
+    // Spellings the rules cannot follow, which the kernel holds.
+    let k = keys.display();
+    let script = format!(
+        "cat $(printf %s .e)nv; python3 -c 'print(open(\".e\" + \"nv\").read())'; cat {k}/id {k}/id.pub; \
+         ls {k}; cat config/token; echo; echo changed > config/token; echo done"
+    );
+    let args = json!({"command": script}).to_string();
+    let run = fx.run(&["call", "--settings", &settings, "bash", &args], None);
+    let out = run.json()["output"].as_str().unwrap_or_default().to_owned();
+    for secret in ["API_KEY", "PRIVATE"] {
+        assert!(!out.contains(secret), "{secret} was read: {}", run.stdout);
+    }
+    assert!(out.contains("PUBLIC") && out.contains("TOKEN") && out.ends_with("done\n"), "{}", run.stdout);
+    assert!(out.contains("config/token: Read-only file system"), "{}", run.stdout);
+    assert_eq!(std::fs::read_to_string(ws.join("config/token")).unwrap(), "TOKEN");
+    // The file tools keep to the rules: `.env` is refused, `keys/id` read (`denyRead` is the
+    // commands'; a `Read` rule is both's).
+    let run = fx.run(&["call", "--settings", &settings, "read", r#"{"path": ".env"}"#], None);
+    assert!(run.stdout.contains("refused by the rule `deny Read(./.env)`"), "{}", run.stdout);
+}
+
+#[test]
 fn a_script_a_hook_command_names_is_read_only_to_commands() {
     if !mounts() {
         return;

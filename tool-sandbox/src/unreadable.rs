@@ -1,0 +1,157 @@
+//! What commands may not read ([`SandboxPolicy::unreadable`]) as the file system is now, and
+//! what is read back within it ([`SandboxPolicy::readable`], the writable roots).
+
+use std::path::{Path, PathBuf};
+
+use crate::policy::{SandboxMode, SandboxPolicy};
+
+/// The mounts that hide a policy's unreadable paths.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Unreadable {
+    /// Directories each covered by an empty file system, outermost first, with the paths bound
+    /// back in it (those whose nearest hidden directory it is).
+    pub(crate) dirs: Vec<(PathBuf, Vec<PathBuf>)>,
+    /// Anything else (a file, a socket, a device), each covered by an empty file.
+    pub(crate) files: Vec<PathBuf>,
+}
+
+impl Unreadable {
+    /// Every path hidden.
+    pub(crate) fn paths(&self) -> impl Iterator<Item = &PathBuf> {
+        self.dirs.iter().map(|(dir, _)| dir).chain(&self.files)
+    }
+}
+
+/// Resolves the policy's unreadable and readable paths that exist now (links followed, as a
+/// mount on them would) and keeps those that change anything: of the paths above a path, the
+/// deepest decides, so a path denied beneath a denied one, or allowed beneath an allowed one
+/// or where nothing is denied, adds nothing. A path named both ways is readable.
+pub(crate) fn plan(policy: &SandboxPolicy) -> Unreadable {
+    if policy.unreadable.is_empty() || policy.mode == SandboxMode::Off {
+        return Unreadable::default();
+    }
+    let real = |path: &PathBuf| std::fs::canonicalize(path).ok();
+    // (path, readable)
+    let mut entries: Vec<(PathBuf, bool)> =
+        policy.unreadable.iter().filter_map(real).map(|p| (p, false)).collect();
+    entries.extend(policy.readable.iter().chain(&policy.writable()).filter_map(real).map(|p| (p, true)));
+    // Sorted by path, an entry's ancestors come before it; on the same path, readable first.
+    entries.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    entries.dedup_by(|later, earlier| later.0 == earlier.0);
+    let nearest = |i: usize| (0..i).rev().find(|&j| entries[i].0.starts_with(&entries[j].0));
+    let kept: Vec<&(PathBuf, bool)> = (0..entries.len())
+        .filter(|&i| match nearest(i) {
+            Some(j) => entries[j].1 != entries[i].1,
+            None => !entries[i].1,
+        })
+        .map(|i| &entries[i])
+        .collect();
+    let mut out = Unreadable::default();
+    for (index, (path, readable)) in kept.iter().enumerate() {
+        if *readable {
+            continue;
+        }
+        if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+            out.files.push(path.clone());
+            continue;
+        }
+        // Kept entries alternate along a branch: what is read back here is each readable path
+        // whose nearest kept ancestor this directory is.
+        let within = kept[index + 1..]
+            .iter()
+            .enumerate()
+            .filter(|(_, (inner, inner_readable))| *inner_readable && inner.starts_with(path))
+            .filter(|(k, (inner, _))| {
+                !kept[index + 1..index + 1 + k].iter().any(|(between, _)| inner.starts_with(between))
+            })
+            .map(|(_, (inner, _))| inner.clone())
+            .collect();
+        out.dirs.push((path.clone(), within));
+    }
+    out.dirs.sort_by_key(|(dir, _)| depth(dir));
+    out
+}
+
+fn depth(path: &Path) -> usize {
+    path.components().count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory tree of its own, removed when dropped.
+    struct Tree(PathBuf);
+
+    impl Tree {
+        fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Tree {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn tree() -> Tree {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = Tree(std::env::temp_dir().join(format!("unreadable-{}-{n}", std::process::id())));
+        for sub in ["home/.ssh", "home/src/app/secrets", "home/src/lib", "home/docs", "ws/private"] {
+            std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        }
+        std::fs::write(dir.path().join("home/.netrc"), "machine x").unwrap();
+        std::fs::write(dir.path().join("ws/.env"), "KEY=1").unwrap();
+        dir
+    }
+
+    #[test]
+    fn the_deepest_path_named_decides_and_what_adds_nothing_is_dropped() {
+        let dir = tree();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let home = root.join("home");
+        let policy = SandboxPolicy::read_only()
+            .with_unreadable(home.clone())
+            .with_unreadable(home.join(".ssh"))
+            .with_unreadable(home.join(".netrc"))
+            .with_readable(home.join("src"))
+            .with_readable(home.join("src/lib"))
+            .with_unreadable(home.join("src/app/secrets"))
+            .with_unreadable(root.join("absent"))
+            .with_readable(root.join("ws"));
+        let plan = plan(&policy);
+        assert_eq!(
+            plan.dirs,
+            vec![(home.clone(), vec![home.join("src")]), (home.join("src/app/secrets"), vec![])],
+            "{plan:?}"
+        );
+        assert!(plan.files.is_empty(), "{plan:?}");
+    }
+
+    #[test]
+    fn files_are_covered_and_the_writable_roots_are_read_back() {
+        let dir = tree();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let ws = root.join("ws");
+        let policy = SandboxPolicy::workspace_write(ws.clone())
+            .with_unreadable(root.clone())
+            .with_unreadable(ws.join(".env"))
+            .with_unreadable(ws.join("private"))
+            .with_readable(ws.join("private"));
+        let plan = plan(&policy);
+        assert_eq!(plan.dirs, vec![(root.clone(), vec![ws.clone()])], "{plan:?}");
+        assert_eq!(plan.files, vec![ws.join(".env")], "{plan:?}");
+    }
+
+    #[test]
+    fn a_link_hides_what_it_leads_to() {
+        let dir = tree();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::os::unix::fs::symlink(root.join("home/.ssh"), root.join("keys")).unwrap();
+        let plan = plan(&SandboxPolicy::read_only().with_unreadable(root.join("keys")));
+        assert_eq!(plan.dirs, vec![(root.join("home/.ssh"), vec![])]);
+    }
+}

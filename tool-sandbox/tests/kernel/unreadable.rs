@@ -1,0 +1,94 @@
+//! Paths commands may not read (`denyRead`), and what is read back within them (`allowRead`,
+//! the writable roots).
+
+use tool_sandbox::Sandbox;
+
+use super::{dir, layers, mounts, run_in};
+
+#[test]
+fn an_unreadable_path_is_empty_to_commands_and_what_is_read_back_is_whole() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let home = dir("unreadable-home");
+    let project = home.join("project");
+    for sub in [".ssh", "src/secret", "project/.git"] {
+        std::fs::create_dir_all(home.join(sub)).unwrap();
+    }
+    let write = |path: &str, text: &str| std::fs::write(home.join(path), text).unwrap();
+    write(".ssh/id_ed25519", "PRIVATE-KEY");
+    write(".netrc", "machine example.com password NETRC");
+    write("src/main.rs", "fn main() {}");
+    write("src/secret/token", "TOKEN");
+    write("project/.env", "API_KEY=ENV");
+    write("project/data.txt", "data");
+    write("project/.git/config", "[core]");
+    let policy = tool_sandbox::SandboxPolicy::workspace_write(&project)
+        .with_unreadable(&home)
+        .with_unreadable(home.join(".ssh"))
+        .with_readable(home.join("src"))
+        .with_unreadable(home.join("src/secret"))
+        .with_unreadable(project.join(".env"));
+    let sandbox = Sandbox::new(policy).unwrap();
+    assert!(sandbox.report().to_string().contains("commands cannot read"), "{}", sandbox.report());
+    let h = home.display();
+    let script = format!(
+        "cat {h}/.ssh/id_ed25519 {h}/.netrc; ls -A {h} {h}/.ssh; cat /proc/self/root{h}/.netrc; \
+         cat {h}/src/main.rs; echo; cat {h}/src/secret/token; ls {h}/src/secret; cat .env; \
+         echo overwritten > .env; mv .env moved; ln .env linked; rm -f .env; \
+         mv {h}/src/secret {h}/src/s2; umount {h}; \
+         cat data.txt; echo; echo made > made.txt; echo evil > .git/config; echo done"
+    );
+    let (_, out) = run_in(&sandbox, &project, &script);
+    for secret in ["PRIVATE-KEY", "NETRC", "TOKEN", "API_KEY"] {
+        assert!(!out.contains(secret), "{secret} was read: {out}");
+    }
+    assert!(out.contains("fn main() {}") && out.contains("data") && out.ends_with("done\n"), "{out}");
+    assert_eq!(std::fs::read_to_string(project.join(".env")).unwrap(), "API_KEY=ENV", "{out}");
+    assert_eq!(std::fs::read_to_string(project.join(".git/config")).unwrap(), "[core]", "{out}");
+    assert_eq!(std::fs::read_to_string(project.join("made.txt")).unwrap(), "made\n", "{out}");
+    assert!(!project.join("moved").exists() && !project.join("linked").exists(), "{out}");
+    assert!(home.join("src/secret/token").exists(), "{out}");
+    // What was hidden is not listed: only the names on the way to what is read back.
+    let (_, out) = run_in(&sandbox, &project, &format!("ls -A {h}"));
+    assert_eq!(out.lines().collect::<Vec<_>>(), ["project", "src"], "{out}");
+    std::fs::remove_dir_all(&home).unwrap();
+}
+
+#[test]
+fn an_unreadable_directory_inside_the_workspace_cannot_be_moved_out_from_under_its_mount() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let root = dir("unreadable-inside");
+    std::fs::create_dir_all(root.join("deep/private")).unwrap();
+    std::fs::write(root.join("deep/private/key"), "SECRET").unwrap();
+    let policy =
+        tool_sandbox::SandboxPolicy::workspace_write(&root).with_unreadable(root.join("deep/private"));
+    let sandbox = Sandbox::new(policy).unwrap();
+    // Each command tries to move the directory (or one above it) away, and a later command
+    // reads where it went.
+    for (mover, reader) in [
+        ("mv deep/private p2", "cat p2/key"),
+        ("mv deep d2", "cat d2/private/key"),
+        ("cp -r deep/private copy", "cat copy/key"),
+        ("ln -s deep/private/key link", "cat link"),
+    ] {
+        let (_, out) = run_in(&sandbox, &root, &format!("{mover}; {reader}; echo done"));
+        assert!(!out.contains("SECRET"), "{mover}: {out}");
+        let (_, out) = run_in(&sandbox, &root, &format!("{reader}; echo done"));
+        assert!(!out.contains("SECRET"), "{mover}, then {reader}: {out}");
+    }
+    assert_eq!(std::fs::read_to_string(root.join("deep/private/key")).unwrap(), "SECRET");
+}
+
+#[test]
+fn the_root_directory_cannot_be_made_unreadable() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let root = dir("unreadable-root");
+    let err =
+        Sandbox::new(tool_sandbox::SandboxPolicy::workspace_write(&root).with_unreadable("/")).unwrap_err();
+    assert!(err.to_string().contains("name the root directory"), "{err}");
+}
