@@ -88,6 +88,21 @@ fn main() {
         no_namespace,
     )
     .expect("the kernel has the sandbox's layers");
+    // With what the settings keep from reading: a directory outside with one directory read
+    // back in it, a directory and a file inside the workspace.
+    let outside = root.with_extension("home");
+    std::fs::create_dir_all(outside.join("src")).unwrap();
+    std::fs::create_dir_all(root.join("private")).unwrap();
+    std::fs::write(root.join(".env"), "KEY=1").unwrap();
+    let unreadable = Sandbox::new(
+        SandboxPolicy::workspace_write(&root)
+            .with_unreadable(&outside)
+            .with_readable(outside.join("src"))
+            .with_unreadable(root.join("private"))
+            .with_unreadable(root.join(".env")),
+    )
+    .expect("the kernel has the sandbox's layers");
+    let (mut hidden, mut cpu_on, mut cpu_hidden) = (Vec::new(), Vec::new(), Vec::new());
     let namespaces = Probe::get().network_namespace;
     let (mut off, mut on, mut no_mounts, mut no_netns) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut make, mut proxy, mut proxy_bare) = (Vec::new(), Vec::new(), Vec::new());
@@ -134,6 +149,13 @@ fn main() {
         on.push(once(Some(&sandbox), &root));
         no_mounts.push(once(Some(&without_mounts), &root));
         no_netns.push(once(Some(&without_namespace), &root));
+        hidden.push(once(Some(&unreadable), &root));
+        cpu_on.push(cpu_of(|| {
+            once(Some(&sandbox), &root);
+        }));
+        cpu_hidden.push(cpu_of(|| {
+            once(Some(&unreadable), &root);
+        }));
         proxy_bare.push(proxied(&root, false).1);
         if namespaces {
             let (made, total) = proxied(&root, true);
@@ -154,6 +176,16 @@ fn main() {
         (no_mounts.as_secs_f64() - off.as_secs_f64()) * 1e3,
         (no_netns.as_secs_f64() - off.as_secs_f64()) * 1e3
     );
+    let (hidden, cpu_on, cpu_hidden) = (median(hidden), median(cpu_on), median(cpu_hidden));
+    println!(
+        "bash -c true, sandboxed, 3 paths unreadable (1 read back): {:>8.3} ms (added {:.3} ms; CPU {:.3} ms \
+         against {:.3} ms)",
+        hidden.as_secs_f64() * 1e3,
+        (hidden.as_secs_f64() - on.as_secs_f64()) * 1e3,
+        cpu_hidden.as_secs_f64() * 1e3,
+        cpu_on.as_secs_f64() * 1e3
+    );
+    let _ = std::fs::remove_dir_all(&outside);
     let proxy_bare = median(proxy_bare);
     println!(
         "bash -c true with a proxy's port, the sandbox built (no namespace): {:>8.3} ms (added {:.3} ms)",
