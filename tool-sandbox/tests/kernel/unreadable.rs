@@ -23,10 +23,12 @@ fn an_unreadable_path_is_empty_to_commands_and_what_is_read_back_is_whole() {
     write("project/.env", "API_KEY=ENV");
     write("project/data.txt", "data");
     write("project/.git/config", "[core]");
+    write(".gitconfig", "[user] name = GITCONFIG");
     let policy = tool_sandbox::SandboxPolicy::workspace_write(&project)
         .with_unreadable(&home)
         .with_unreadable(home.join(".ssh"))
         .with_readable(home.join("src"))
+        .with_readable(home.join(".gitconfig"))
         .with_unreadable(home.join("src/secret"))
         .with_unreadable(project.join(".env"));
     let sandbox = Sandbox::new(policy).unwrap();
@@ -34,6 +36,7 @@ fn an_unreadable_path_is_empty_to_commands_and_what_is_read_back_is_whole() {
     let h = home.display();
     let script = format!(
         "cat {h}/.ssh/id_ed25519 {h}/.netrc; ls -A {h} {h}/.ssh; cat /proc/self/root{h}/.netrc; \
+         cat {h}/.gitconfig; echo; echo x >> {h}/.gitconfig; \
          cat {h}/src/main.rs; echo; cat {h}/src/secret/token; ls {h}/src/secret; cat .env; \
          echo overwritten > .env; mv .env moved; ln .env linked; rm -f .env; \
          mv {h}/src/secret {h}/src/s2; umount {h}; \
@@ -44,6 +47,8 @@ fn an_unreadable_path_is_empty_to_commands_and_what_is_read_back_is_whole() {
         assert!(!out.contains(secret), "{secret} was read: {out}");
     }
     assert!(out.contains("fn main() {}") && out.contains("data") && out.ends_with("done\n"), "{out}");
+    assert!(out.contains("GITCONFIG"), "{out}");
+    assert_eq!(std::fs::read_to_string(home.join(".gitconfig")).unwrap(), "[user] name = GITCONFIG");
     assert_eq!(std::fs::read_to_string(project.join(".env")).unwrap(), "API_KEY=ENV", "{out}");
     assert_eq!(std::fs::read_to_string(project.join(".git/config")).unwrap(), "[core]", "{out}");
     assert_eq!(std::fs::read_to_string(project.join("made.txt")).unwrap(), "made\n", "{out}");
@@ -51,7 +56,7 @@ fn an_unreadable_path_is_empty_to_commands_and_what_is_read_back_is_whole() {
     assert!(home.join("src/secret/token").exists(), "{out}");
     // What was hidden is not listed: only the names on the way to what is read back.
     let (_, out) = run_in(&sandbox, &project, &format!("ls -A {h}"));
-    assert_eq!(out.lines().collect::<Vec<_>>(), ["project", "src"], "{out}");
+    assert_eq!(out.lines().collect::<Vec<_>>(), [".gitconfig", "project", "src"], "{out}");
     std::fs::remove_dir_all(&home).unwrap();
 }
 
@@ -91,4 +96,22 @@ fn the_root_directory_cannot_be_made_unreadable() {
     let err =
         Sandbox::new(tool_sandbox::SandboxPolicy::workspace_write(&root).with_unreadable("/")).unwrap_err();
     assert!(err.to_string().contains("name the root directory"), "{err}");
+}
+
+#[test]
+fn too_many_paths_read_back_in_one_directory_are_refused_with_the_reason() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let home = dir("unreadable-many");
+    let mut policy = tool_sandbox::SandboxPolicy::read_only().with_unreadable(&home);
+    for n in 0..17 {
+        std::fs::create_dir_all(home.join(format!("d{n}"))).unwrap();
+        policy = policy.with_readable(home.join(format!("d{n}")));
+    }
+    let sandbox = Sandbox::new(policy).unwrap();
+    let mut command = std::process::Command::new("true");
+    let err = sandbox.apply(&mut command, &home).unwrap_err();
+    assert!(err.to_string().contains("17 paths are readable again within the unreadable"), "{err}");
+    std::fs::remove_dir_all(&home).unwrap();
 }
