@@ -277,8 +277,8 @@ pub struct SandboxPolicy {
     pub hidden: Vec<PathBuf>,
     /// Paths commands may not read (the settings' `sandbox.filesystem.denyRead`): in the
     /// commands' mount namespace a directory is covered by an empty read-only file system, a
-    /// file by an empty read-only one (`/dev/null`). Where one lies inside a writable root it is
-    /// also protected (see [`SandboxPolicy::protected`]), so that no command can move it away.
+    /// file by an empty read-only one (`/dev/null`). Where one lies inside a writable root, the
+    /// directories above it are held too, so that no command can move it away.
     /// The sandbox cannot be made where no mount namespace can be (commands would read them).
     pub unreadable: Vec<PathBuf>,
     /// Paths readable again within an [unreadable](Self::unreadable) directory (`allowRead`),

@@ -563,8 +563,9 @@ impl Sandbox {
                 .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a path holds a NUL byte"))
         };
         let unreadable = crate::unreadable::plan(&self.policy);
-        // An unreadable path inside a writable root is protected too: pinned where it is, so that
-        // no command can move it out from under its mount.
+        // An unreadable path inside a writable root is held where it is by its own mount, and the
+        // directories above it are pinned, so that no command can move it out from under it (a
+        // writable root within it stays writable).
         let mut targets = protected_targets(&self.policy, unreadable.paths());
         targets.read_only.extend(placeholders.iter().map(|p| p.path.clone()));
         // The other sessions' directories beside this one's are hidden too (those made later than
@@ -700,10 +701,11 @@ pub(crate) struct Targets {
 /// (a `.git` file of a worktree) protects that file instead; one that is a symbolic link is
 /// held as a link (bound onto itself, not followed) and protects what it leads to as well, when
 /// that lies inside a writable root; one that does not exist is skipped (see
-/// [`make_placeholders`]).
+/// [`make_placeholders`]). Of the paths `pinned`, only the directories above them are pinned:
+/// each is held by a mount of its own (an unreadable path's).
 pub(crate) fn protected_targets<'a>(
     policy: &SandboxPolicy,
-    more: impl IntoIterator<Item = &'a PathBuf>,
+    pinned: impl IntoIterator<Item = &'a PathBuf>,
 ) -> Targets {
     let mut targets = Targets::default();
     if policy.mode != SandboxMode::WorkspaceWrite {
@@ -711,7 +713,8 @@ pub(crate) fn protected_targets<'a>(
     }
     let roots = policy.writable();
     let inside = |path: &Path| roots.iter().any(|r| path.starts_with(r));
-    for path in policy.protected_paths().into_iter().chain(more.into_iter().cloned()) {
+    let protected = policy.protected_paths().into_iter().map(|path| (path, true));
+    for (path, read_only) in protected.chain(pinned.into_iter().map(|path| (path.clone(), false))) {
         let Some(root) = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())
         else {
             continue;
@@ -746,7 +749,9 @@ pub(crate) fn protected_targets<'a>(
         }
         let Some(target) = target else { continue };
         pins.retain(|p| p != &target && target.starts_with(p));
-        targets.read_only.push(target);
+        if read_only {
+            targets.read_only.push(target);
+        }
         targets.pins.extend(pins);
     }
     for list in [&mut targets.pins, &mut targets.read_only, &mut targets.links] {

@@ -85,6 +85,19 @@ fn an_unreadable_directory_inside_the_workspace_cannot_be_moved_out_from_under_i
         assert!(!out.contains("SECRET"), "{mover}, then {reader}: {out}");
     }
     assert_eq!(std::fs::read_to_string(root.join("deep/private/key")).unwrap(), "SECRET");
+    // A writable root within it is read back, and stays writable.
+    std::fs::create_dir_all(root.join("deep/private/out")).unwrap();
+    let policy = tool_sandbox::SandboxPolicy::workspace_write(&root)
+        .with_unreadable(root.join("deep/private"))
+        .with_writable_root(root.join("deep/private/out"));
+    let sandbox = Sandbox::new(policy).unwrap();
+    let (_, out) = run_in(
+        &sandbox,
+        &root,
+        "cat deep/private/key; echo made > deep/private/out/f && cat deep/private/out/f",
+    );
+    assert!(!out.contains("SECRET") && out.ends_with("made\n"), "{out}");
+    assert_eq!(std::fs::read_to_string(root.join("deep/private/out/f")).unwrap(), "made\n");
 }
 
 #[test]
