@@ -159,20 +159,21 @@ fn code_mode(registry: Registry, args: &CodeModeArgs, serves: bool) -> Result<Re
 
 /// Starts the MCP servers of `--mcp-config` (none without it), each stdio server inheriting
 /// what `environment` lets through (besides its entry's own `env`); a server whose entry names a
-/// `"sandbox"` mode runs in it, for the workspace `root` (`--root`, or the current directory).
+/// `"sandbox"` mode runs in it, for the workspace `root` (`--root`, or the current directory),
+/// kept from what the settings `file` keeps every sandboxed process from ([`confined`]).
 /// They stop when the mounts are dropped. A file that cannot be used is a usage error; a server
-/// that does not start, a runtime failure naming it.
-/// The servers of `--mcp-config`, mounted. With `sampling` (`tools serve`, whose MCP client may
-/// sample), they may ask for completions, which go to that client.
+/// that does not start, a runtime failure naming it. With `sampling` (`tools serve`, whose MCP
+/// client may sample), they may ask for completions, which go to that client.
 async fn mount(
     args: &McpArgs,
     environment: &EnvFilter,
     root: Option<&std::path::Path>,
+    file: Option<&Loaded>,
     sampling: bool,
 ) -> Result<Vec<McpMount>, Failure> {
     let Some(path) = &args.mcp_config else { return Ok(Vec::new()) };
     let config = McpConfig::load(path).map_err(|e| Failure::usage(format!("--mcp-config: {e}")))?;
-    mount_servers(config, environment, root, sampling).await
+    mount_servers(config, environment, root, file, sampling).await
 }
 
 /// Starts and mounts the servers of `config` (see [`mount`]).
@@ -180,12 +181,18 @@ async fn mount_servers(
     config: McpConfig,
     environment: &EnvFilter,
     root: Option<&std::path::Path>,
+    file: Option<&Loaded>,
     sampling: bool,
 ) -> Result<Vec<McpMount>, Failure> {
     let mut config = config.environment(environment).login_command(login::LOGIN_COMMAND).sampling(sampling);
     if config.servers.iter().any(|server| server.sandbox_mode.is_some()) {
+        let root = workspace_root(root)?;
+        let (keep_from, protected) = match file {
+            Some(file) => settings::confinement(file, &root)?,
+            None => (SandboxSettings::default(), Vec::new()),
+        };
         config = config
-            .sandboxed(&workspace_root(root)?)
+            .sandboxed_with(&root, |policy| confined(policy, &keep_from, &protected))
             .map_err(|e| Failure::runtime(format!("--mcp-config: {e}")))?;
         for server in &config.servers {
             if let Some(sandbox) = &server.sandbox {
@@ -237,8 +244,10 @@ async fn prepare(
         None => project_servers(args, mcp, file.as_ref())?,
     };
     let mounts = match servers {
-        Some(config) => mount_servers(config, &environment, args.root.as_deref(), serves).await?,
-        None => mount(mcp, &environment, args.root.as_deref(), serves).await?,
+        Some(config) => {
+            mount_servers(config, &environment, args.root.as_deref(), file.as_ref(), serves).await?
+        }
+        None => mount(mcp, &environment, args.root.as_deref(), file.as_ref(), serves).await?,
     };
     let tools = registry(&mounts)?;
     let names: Vec<String> = tools.names().map(str::to_owned).collect();
@@ -288,9 +297,10 @@ fn setup(args: &WorkspaceArgs, file: Option<&Loaded>, known: &Known<'_>) -> Resu
         workspace.with_environment(environment.clone()).map_err(|e| Failure::usage(root_error(&root, &e)))?
     };
     // The settings files, and the files their hook commands name, are protected from commands.
-    let mut protected = hook_files;
-    protected
-        .extend(file.iter().flat_map(|file| &file.paths).filter_map(|path| std::fs::canonicalize(path).ok()));
+    let protected = match file {
+        Some(file) => settings::protected_files(file, hook_files),
+        None => Vec::new(),
+    };
     let codex_mode = file.and_then(|file| file.sandbox_mode);
     let workspace = sandboxed(workspace, args, codex_mode, &sandbox_settings, &network, &protected)?;
     // Hook commands run in the sandbox the commands run in. Without one (`--sandbox off`) the
@@ -410,6 +420,35 @@ fn workspace_root(root: Option<&std::path::Path>) -> Result<std::path::PathBuf, 
     }
 }
 
+/// What the settings keep every sandboxed process from, commands and MCP servers alike: the
+/// paths they may not write (`denyWrite`, and the `protected` files: the settings files and the
+/// files their hook commands name) or read (`denyRead`, less `allowRead`), and the output store
+/// (hidden, and read-only where it lies inside a writable root, when the root is the home
+/// directory).
+fn confined(
+    mut policy: tool_sandbox::SandboxPolicy,
+    settings: &SandboxSettings,
+    protected: &[std::path::PathBuf],
+) -> tool_sandbox::SandboxPolicy {
+    for path in &settings.deny_write {
+        policy = policy.with_protected(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
+    }
+    // Resolved for each command, as the file system is then.
+    for path in &settings.deny_read {
+        policy = policy.with_unreadable(path);
+    }
+    for path in &settings.allow_read {
+        policy = policy.with_readable(path);
+    }
+    for file in protected {
+        policy = policy.with_protected(file);
+    }
+    if let Some(store) = OutputStore::default_dir() {
+        policy = policy.with_hidden(store);
+    }
+    policy
+}
+
 /// The workspace with the sandbox of `--sandbox`, `--writable-root` and `--allow-git-writes`;
 /// the `protected` files (the settings files and the files their hook commands name) are
 /// protected from commands too, and the output store is hidden from them.
@@ -441,27 +480,10 @@ fn sandboxed(
             policy = policy.with_writable_root(root);
         }
     }
-    for path in &settings.deny_write {
-        policy = policy.with_protected(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()));
-    }
-    // Resolved for each command, as the file system is then.
-    for path in &settings.deny_read {
-        policy = policy.with_unreadable(path);
-    }
-    for path in &settings.allow_read {
-        policy = policy.with_readable(path);
-    }
-    for file in protected {
-        policy = policy.with_protected(file);
-    }
+    policy = confined(policy, settings, protected);
     policy = policy.with_git_writes(args.allow_git_writes || settings.allow_git_writes == Some(true));
     if let Some(limits) = settings.limits {
         policy = policy.with_limits(limits);
-    }
-    // The output store: hidden, and read-only where it lies inside a writable root (the root
-    // is the home directory).
-    if let Some(store) = OutputStore::default_dir() {
-        policy = policy.with_hidden(store);
     }
     // `sandbox.network`'s switches for the sandbox itself (the rest is the proxy's).
     policy = policy
@@ -513,7 +535,7 @@ impl PermissionHook for AllowOutsideRoot {
 }
 
 async fn list(args: ListArgs) -> Result<i32, Failure> {
-    let mounts = mount(&args.mcp, &EnvFilter::base(), None, false).await?;
+    let mounts = mount(&args.mcp, &EnvFilter::base(), None, None, false).await?;
     let mode = if args.hosted_search { SearchMode::Hosted } else { SearchMode::Client };
     let registry = code_mode(registry(&mounts)?, &args.code, true)?;
     let registry = describable(registry, args.format.provider(), &definition_options(&args))?;

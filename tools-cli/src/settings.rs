@@ -249,6 +249,31 @@ pub(crate) fn settings_policy(
     })
 }
 
+/// What the settings file keeps sandboxed processes from, read before the MCP servers start
+/// (for their sandboxes): its `sandbox` object with the paths its deny rules name, and the
+/// files to protect ([`protected_files`]). The rules are checked in full later, with the
+/// servers' tools known ([`settings_policy`]); a file that does not load is the same usage
+/// error here.
+pub(crate) fn confinement(
+    file: &Loaded,
+    root: &std::path::Path,
+) -> Result<(SandboxSettings, Vec<std::path::PathBuf>), Failure> {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let base = Rules::builder(&root).catalog(tools_std::permission_catalog());
+    let settings = Settings::from_file(&file.file, &file.origin, base)
+        .map_err(|e| Failure::usage(format!("{} {e}", file.label)))?;
+    let hook_files = hook_files(settings.hook_command_lines(), &root);
+    Ok((settings.sandbox().clone(), protected_files(file, hook_files)))
+}
+
+/// The files commands and sandboxed servers may not change: the settings files and
+/// `hook_files`, those that exist, resolved.
+pub(crate) fn protected_files(file: &Loaded, hook_files: Vec<std::path::PathBuf>) -> Vec<std::path::PathBuf> {
+    let mut protected = hook_files;
+    protected.extend(file.paths.iter().filter_map(|path| std::fs::canonicalize(path).ok()));
+    protected
+}
+
 /// The files that hook command lines name (a script and what it is given): words with a `/`,
 /// after `$CLAUDE_PROJECT_DIR` is replaced by the root and quotes are dropped, relative ones
 /// taken from the root, that are regular files now. Commands may not replace them.

@@ -354,10 +354,20 @@ impl McpConfig {
     /// workspace `root` (`workspace-write` lets the server write beneath it and the temporary
     /// directory; the network is off in both sandboxed modes). The error names the server and
     /// what the kernel lacks.
-    pub fn sandboxed(mut self, root: &Path) -> Result<McpConfig, ConfigError> {
+    pub fn sandboxed(self, root: &Path) -> Result<McpConfig, ConfigError> {
+        self.sandboxed_with(root, |policy| policy)
+    }
+
+    /// As [`McpConfig::sandboxed`], each server's policy passed through `confine` first (the
+    /// paths an application's settings keep every sandboxed process from, say).
+    pub fn sandboxed_with(
+        mut self,
+        root: &Path,
+        confine: impl Fn(tool_sandbox::SandboxPolicy) -> tool_sandbox::SandboxPolicy,
+    ) -> Result<McpConfig, ConfigError> {
         for server in &mut self.servers {
             let Some(mode) = server.sandbox_mode else { continue };
-            let policy = tool_sandbox::SandboxPolicy::for_mode(mode, root);
+            let policy = confine(tool_sandbox::SandboxPolicy::for_mode(mode, root));
             if !policy.is_enforced() {
                 continue;
             }
