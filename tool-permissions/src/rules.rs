@@ -197,8 +197,10 @@ struct PathPattern {
     beneath: GlobMatcher,
     /// For `dir/**`: `dir` itself, since listing or searching it reads what is beneath.
     itself: Option<GlobMatcher>,
-    /// The one path the pattern names, with all beneath it, when it has no wildcard but a final
-    /// `/**` or `/*` and is anchored (`./.env`, `~/.ssh/**`, `//etc/app/*`).
+    /// What the pattern names for a sandbox, when it is anchored and has no wildcard but in its
+    /// last component (`./.env`, `./.env.*`, `~/.ssh/**`, `//etc/app/*`): a path, with all
+    /// beneath it, whose last component may be a pattern of names (see
+    /// [`Rules::denied_paths`]).
     literal: Option<PathBuf>,
 }
 
@@ -231,8 +233,12 @@ impl PathPattern {
             "**" | "*" => "",
             _ => rest.strip_suffix("/**").or_else(|| rest.strip_suffix("/*")).unwrap_or(rest),
         };
-        let literal = (anchored && !named.contains(['*', '?', '[', ']', '{', '}', '\\']))
-            .then(|| if named.is_empty() { base.clone() } else { base.join(named) });
+        let (dir, name) = named.rsplit_once('/').unwrap_or(("", named));
+        let sandboxed = anchored
+            && !dir.contains(['*', '?', '[', ']', '{', '}', '\\'])
+            && !name.contains(['{', '}', '\\'])
+            && !name.contains("**");
+        let literal = sandboxed.then(|| if named.is_empty() { base.clone() } else { base.join(named) });
         let base = base.to_string_lossy();
         let base = globset::escape(base.trim_end_matches('/'));
         let text = match (rest.is_empty(), anchored) {
@@ -606,9 +612,10 @@ impl Rules {
     }
 
     /// The paths that deny rules of the tools `rule_name` covers (Claude Code's `Read`, `Edit`)
-    /// name one by one, each with what lies beneath it: `Read(./.env)`, `Edit(~/.ssh/**)`, not
-    /// `Read(.env)` (at any depth) or `Read(./*.pem)`. Claude Code gives these to its sandbox
-    /// as well (`denyRead`, `denyWrite`).
+    /// name, each with what lies beneath it: `Read(./.env)`, `Edit(~/.ssh/**)`, and a pattern of
+    /// names in one directory, `Read(./.env.*)`, kept as a path whose last component is the
+    /// pattern; not `Read(.env)` (at any depth) nor `Read(./**/*.pem)`. Claude Code gives these
+    /// to its sandbox as well (`denyRead`, `denyWrite`).
     pub fn denied_paths(&self, rule_name: &str) -> Vec<PathBuf> {
         let mut paths: Vec<PathBuf> = self
             .catalog

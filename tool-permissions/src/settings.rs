@@ -155,12 +155,13 @@ pub struct SandboxSettings {
     pub allow_unsandboxed_commands: Option<bool>,
     /// `filesystem.allowWrite`: more writable roots.
     pub allow_write: Vec<PathBuf>,
-    /// `filesystem.denyWrite`: more protected paths, with those the deny rules on `Edit` name
-    /// one by one ([`Rules::denied_paths`]), as in Claude Code.
+    /// `filesystem.denyWrite`: more protected paths, with what the deny rules on `Edit` name
+    /// ([`Rules::denied_paths`]), as in Claude Code.
     pub deny_write: Vec<PathBuf>,
-    /// `filesystem.denyRead`: paths commands may not read (a directory with all it holds), with
-    /// those the deny rules on `Read` name one by one ([`Rules::denied_paths`]), as in Claude
-    /// Code (see [`tool_sandbox::SandboxPolicy::unreadable`]).
+    /// `filesystem.denyRead`: paths commands may not read (a directory with all it holds; the
+    /// last component may be a pattern of names), with what the deny rules on `Read` name
+    /// ([`Rules::denied_paths`]), as in Claude Code (see
+    /// [`tool_sandbox::SandboxPolicy::unreadable`]).
     pub deny_read: Vec<PathBuf>,
     /// `filesystem.allowRead`: paths readable again within a `denyRead` directory (see
     /// [`tool_sandbox::SandboxPolicy::readable`]).
@@ -336,16 +337,25 @@ fn sandbox_section(section: &model::Sandbox, root: &Path) -> Result<SandboxSetti
     let paths = |list: &Option<Vec<String>>| -> Result<Vec<PathBuf>, String> {
         list.iter().flatten().map(|p| Ok(root.join(expand_home(p)?))).collect()
     };
-    // A read path names a file or directory, `dir/**` all `dir` holds: a mount hides or shows
-    // what one path names, not what a pattern matches.
+    // A read path names a file or directory, `dir/**` all `dir` holds; a `denyRead` path may
+    // end in a pattern of names (`./.env.*`), the entries of one directory it matches when a
+    // command starts. A mount hides or shows what a path names: a pattern across directories
+    // (`~/**/*.kdbx`) names nothing a mount can cover.
     let read_paths = |key: &str, list: &Option<Vec<String>>| -> Result<Vec<PathBuf>, String> {
         let mut out = Vec::new();
         for path in list.iter().flatten() {
             let named = path.strip_suffix("/**").unwrap_or(path);
-            if named.contains(['*', '?', '[']) {
+            let (dir, name) = named.rsplit_once('/').unwrap_or(("", named));
+            let pattern = |text: &str| text.contains(['*', '?', '[']);
+            if pattern(dir) || (pattern(name) && (key != "denyRead" || name.contains("**"))) {
                 return Err(format!(
-                    "`sandbox.filesystem.{key}`: `{path}` is a pattern; name a file or a directory (`dir` or \
-                     `dir/**` for all it holds)"
+                    "`sandbox.filesystem.{key}`: `{path}` is a pattern across directories; name a file or a \
+                     directory (`dir` or `dir/**` for all it holds){}",
+                    if key == "denyRead" {
+                        ", or a pattern of names in one directory (`./.env.*`)"
+                    } else {
+                        ""
+                    }
                 ));
             }
             out.push(root.join(expand_home(named)?));
@@ -550,18 +560,33 @@ mod sandbox_tests {
                 "allowRead": ["~/.ssh/known_hosts"]}}}"#,
         )
         .unwrap();
-        let mut from_rules = vec![PathBuf::from("/w/.env"), home.join(".aws"), PathBuf::from("/etc/app")];
+        let mut from_rules = vec![
+            PathBuf::from("/w/.env"),
+            home.join(".aws"),
+            PathBuf::from("/etc/app"),
+            PathBuf::from("/w/*.pem"),
+        ];
         from_rules.sort();
         let mut deny_read = vec![home.join(".ssh"), PathBuf::from("/secrets")];
         deny_read.extend(from_rules);
         assert_eq!(settings.deny_read, deny_read);
         assert_eq!(settings.allow_read, vec![home.join(".ssh/known_hosts")]);
         assert_eq!(settings.deny_write, vec![PathBuf::from("/w/ci")]);
-        for pattern in ["~/**.kdbx", "./*.pem", "./[ab]"] {
-            let err = parse(&format!(r#"{{"sandbox": {{"filesystem": {{"allowRead": ["{pattern}"]}}}}}}"#))
+        for (key, pattern) in [
+            ("allowRead", "~/**.kdbx"),
+            ("allowRead", "./*.pem"),
+            ("allowRead", "./[ab]"),
+            ("denyRead", "~/**.kdbx"),
+            ("denyRead", "./*/key"),
+            ("denyRead", "~/**/id_*"),
+        ] {
+            let err = parse(&format!(r#"{{"sandbox": {{"filesystem": {{"{key}": ["{pattern}"]}}}}}}"#))
                 .unwrap_err();
-            assert!(err.contains(&format!("`{pattern}` is a pattern; name a file or a directory")), "{err}");
+            assert!(err.contains(&format!("`{pattern}` is a pattern across directories")), "{err}");
         }
+        let settings =
+            parse(r#"{"sandbox": {"filesystem": {"denyRead": ["./.env.*", "~/.ssh/id_*"]}}}"#).unwrap();
+        assert_eq!(settings.deny_read, vec![PathBuf::from("/w/.env.*"), home.join(".ssh/id_*")]);
     }
 
     #[test]
@@ -598,7 +623,12 @@ mod sandbox_tests {
     #[test]
     fn what_cannot_be_enforced_is_refused() {
         let err = parse(r#"{"sandbox": {"filesystem": {"denyRead": ["~/**.kdbx"]}}}"#).unwrap_err();
-        assert!(err.starts_with("s.json: `sandbox.filesystem.denyRead`: `~/**.kdbx` is a pattern"), "{err}");
+        assert!(
+            err.starts_with(
+                "s.json: `sandbox.filesystem.denyRead`: `~/**.kdbx` is a pattern across directories"
+            ),
+            "{err}"
+        );
         let err = parse(r#"{"sandbox": {"enabld": true}}"#).unwrap_err();
         assert!(err.starts_with("s.json: `sandbox.enabld`: unknown field `enabld`"), "{err}");
         let err = parse(r#"{"sandbox": {"enabled": "yes"}}"#).unwrap_err();

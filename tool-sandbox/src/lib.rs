@@ -19,7 +19,7 @@ mod sandbox;
 #[cfg(target_os = "linux")]
 mod seccomp;
 mod session_dir;
-#[cfg(target_os = "linux")]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 mod unreadable;
 pub mod violation;
 

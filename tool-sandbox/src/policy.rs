@@ -277,7 +277,9 @@ pub struct SandboxPolicy {
     pub hidden: Vec<PathBuf>,
     /// Paths commands may not read (the settings' `sandbox.filesystem.denyRead`): in the
     /// commands' mount namespace a directory is covered by an empty read-only file system, a
-    /// file by an empty read-only one (`/dev/null`). Where one lies inside a writable root, the
+    /// file by an empty read-only one (`/dev/null`). The last component may be a pattern of
+    /// names (`*`, `?`, `[...]`: `.env.*`), which stands for the entries of its directory it
+    /// matches when each command starts (at most 256; more refuses the command). Where one lies inside a writable root, the
     /// directories above it are held too, so that no command can move it away.
     /// The sandbox cannot be made where no mount namespace can be (commands would read them).
     pub unreadable: Vec<PathBuf>,
@@ -293,7 +295,8 @@ pub struct SandboxPolicy {
     /// Where reads are allowed; `None` means everywhere.
     pub readable_roots: Option<Vec<PathBuf>>,
     /// Paths that stay read-only beneath the writable roots: relative ones are taken beneath
-    /// each writable root, absolute ones as they are.
+    /// each writable root, absolute ones as they are; a component may be a pattern of names
+    /// (`*`, `.env.*`), matched against what is there when each command starts.
     pub protected: Vec<PathBuf>,
     /// The network.
     pub network: Network,
@@ -531,7 +534,7 @@ impl SandboxPolicy {
         let mut relative: Vec<&Path> = Vec::new();
         for p in &self.protected {
             if p.is_absolute() {
-                out.push(p.clone());
+                out.extend(expand(Path::new("/"), p));
             } else if self.git_writes && p == Path::new(".git") {
                 relative.extend(GIT_PROTECTED.iter().map(Path::new));
             } else {
@@ -570,15 +573,21 @@ impl SandboxPolicy {
     }
 }
 
-/// `root` joined with `pattern`, each `*` component replaced by every name there now.
+/// `root` joined with `pattern`, each component that is a pattern of names (`*`, `.env.*`)
+/// replaced by every name there now that it matches.
 fn expand(root: &Path, pattern: &Path) -> Vec<PathBuf> {
     let mut paths = vec![root.to_path_buf()];
     for part in pattern.components() {
-        if part.as_os_str() == "*" {
+        let text = part.as_os_str().to_string_lossy();
+        if text.contains(['*', '?', '[']) {
+            // One that is not a pattern (an unclosed `[`) matches nothing.
+            let glob = globset::GlobBuilder::new(&text).literal_separator(true).build();
+            let Ok(glob) = glob.map(|g| g.compile_matcher()) else { return Vec::new() };
             paths = paths
                 .iter()
                 .filter_map(|dir| std::fs::read_dir(dir).ok())
                 .flat_map(|entries| entries.flatten().map(|e| e.path()))
+                .filter(|path| path.file_name().is_some_and(|name| glob.is_match(name)))
                 .collect();
         } else {
             for path in &mut paths {

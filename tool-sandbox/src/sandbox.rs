@@ -562,7 +562,8 @@ impl Sandbox {
             CString::new(p.as_os_str().as_bytes())
                 .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a path holds a NUL byte"))
         };
-        let unreadable = crate::unreadable::plan(&self.policy);
+        let unreadable = crate::unreadable::plan(&self.policy)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         // An unreadable path inside a writable root is held where it is by its own mount, and the
         // directories above it are pinned, so that no command can move it out from under it (a
         // writable root within it stays writable).

@@ -22,18 +22,54 @@ impl Unreadable {
     }
 }
 
-/// Resolves the policy's unreadable and readable paths that exist now (links followed, as a
-/// mount on them would) and keeps those that change anything: of the paths above a path, the
-/// deepest decides, so a path denied beneath a denied one, or allowed beneath an allowed one
-/// or where nothing is denied, adds nothing. A path named both ways is readable.
-pub(crate) fn plan(policy: &SandboxPolicy) -> Unreadable {
+/// At most this many entries of one directory are hidden for one pattern of names.
+pub(crate) const MAX_MATCHES: usize = 256;
+
+/// The policy's unreadable paths as named, each pattern of names in its last component
+/// (`*`, `?`, `[...]`) replaced by the entries of its directory it matches now; `Err` names a
+/// pattern that matches more than [`MAX_MATCHES`] entries.
+pub(crate) fn named(policy: &SandboxPolicy) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for path in &policy.unreadable {
+        let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+        let Some(dir) = path.parent().filter(|_| name.contains(['*', '?', '['])) else {
+            out.push(path.clone());
+            continue;
+        };
+        // A pattern that is not one (an unclosed `[`) matches nothing, as its name would not.
+        let Ok(glob) = globset::GlobBuilder::new(&name).literal_separator(true).build() else { continue };
+        let glob = glob.compile_matcher();
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        let mut matched = 0;
+        for entry in entries.flatten() {
+            if glob.is_match(entry.file_name()) {
+                matched += 1;
+                if matched > MAX_MATCHES {
+                    return Err(format!(
+                        "more than {MAX_MATCHES} entries of {} match the unreadable pattern `{name}`: name them \
+                         by a narrower pattern, or their directory",
+                        dir.display()
+                    ));
+                }
+                out.push(dir.join(entry.file_name()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Resolves the policy's unreadable ([`named`]) and readable paths that exist now (links
+/// followed, as a mount on them would) and keeps those that change anything: of the paths
+/// above a path, the deepest decides, so a path denied beneath a denied one, or allowed beneath
+/// an allowed one or where nothing is denied, adds nothing. A path named both ways is readable.
+pub(crate) fn plan(policy: &SandboxPolicy) -> Result<Unreadable, String> {
     if policy.unreadable.is_empty() || policy.mode == SandboxMode::Off {
-        return Unreadable::default();
+        return Ok(Unreadable::default());
     }
     let real = |path: &PathBuf| std::fs::canonicalize(path).ok();
     // (path, readable)
     let mut entries: Vec<(PathBuf, bool)> =
-        policy.unreadable.iter().filter_map(real).map(|p| (p, false)).collect();
+        named(policy)?.iter().filter_map(real).map(|p| (p, false)).collect();
     entries.extend(policy.readable.iter().chain(&policy.writable()).filter_map(real).map(|p| (p, true)));
     // Sorted by path, an entry's ancestors come before it; on the same path, readable first.
     entries.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
@@ -69,7 +105,7 @@ pub(crate) fn plan(policy: &SandboxPolicy) -> Unreadable {
         out.dirs.push((path.clone(), within));
     }
     out.dirs.sort_by_key(|(dir, _)| depth(dir));
-    out
+    Ok(out)
 }
 
 fn depth(path: &Path) -> usize {
@@ -122,7 +158,7 @@ mod tests {
             .with_unreadable(home.join("src/app/secrets"))
             .with_unreadable(root.join("absent"))
             .with_readable(root.join("ws"));
-        let plan = plan(&policy);
+        let plan = plan(&policy).unwrap();
         assert_eq!(
             plan.dirs,
             vec![(home.clone(), vec![home.join("src")]), (home.join("src/app/secrets"), vec![])],
@@ -141,9 +177,32 @@ mod tests {
             .with_unreadable(ws.join(".env"))
             .with_unreadable(ws.join("private"))
             .with_readable(ws.join("private"));
-        let plan = plan(&policy);
+        let plan = plan(&policy).unwrap();
         assert_eq!(plan.dirs, vec![(root.clone(), vec![ws.clone()])], "{plan:?}");
         assert_eq!(plan.files, vec![ws.join(".env")], "{plan:?}");
+    }
+
+    #[test]
+    fn a_pattern_of_names_hides_the_entries_it_matches_now() {
+        let dir = tree();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let ws = root.join("ws");
+        for name in [".env.local", ".env.production", "key.pem", "notes.txt"] {
+            std::fs::write(ws.join(name), "x").unwrap();
+        }
+        let policy = SandboxPolicy::read_only()
+            .with_unreadable(ws.join(".env.*"))
+            .with_unreadable(ws.join("*.pem"))
+            .with_unreadable(ws.join("[unclosed"))
+            .with_unreadable(root.join("absent/*"));
+        let mut files = plan(&policy).unwrap().files;
+        files.sort();
+        assert_eq!(files, vec![ws.join(".env.local"), ws.join(".env.production"), ws.join("key.pem")]);
+        for n in 0..=MAX_MATCHES {
+            std::fs::write(ws.join(format!("many-{n}")), "").unwrap();
+        }
+        let err = plan(&SandboxPolicy::read_only().with_unreadable(ws.join("many-*"))).unwrap_err();
+        assert!(err.contains("more than 256 entries"), "{err}");
     }
 
     #[test]
@@ -151,7 +210,7 @@ mod tests {
         let dir = tree();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::os::unix::fs::symlink(root.join("home/.ssh"), root.join("keys")).unwrap();
-        let plan = plan(&SandboxPolicy::read_only().with_unreadable(root.join("keys")));
+        let plan = plan(&SandboxPolicy::read_only().with_unreadable(root.join("keys"))).unwrap();
         assert_eq!(plan.dirs, vec![(root.join("home/.ssh"), vec![])]);
     }
 }

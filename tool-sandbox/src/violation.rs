@@ -130,8 +130,10 @@ impl Hidden {
         if policy.unreadable.is_empty() {
             return Hidden { hidden: Vec::new(), shown: Vec::new() };
         }
+        // A pattern matching too many entries refused the command: nothing to explain by it.
+        let named = crate::unreadable::named(policy).unwrap_or_default();
         Hidden {
-            hidden: both(&mut policy.unreadable.iter()),
+            hidden: both(&mut named.iter()),
             shown: both(&mut policy.readable.iter().chain(&policy.writable())),
         }
     }

@@ -77,10 +77,12 @@ fn what_the_settings_deny_reading_or_changing_is_so_to_commands_too() {
     std::fs::write(keys.join("id"), "PRIVATE").unwrap();
     std::fs::write(keys.join("id.pub"), "PUBLIC").unwrap();
     std::fs::write(ws.join(".env"), "API_KEY").unwrap();
+    std::fs::write(ws.join(".env.local"), "LOCAL_KEY").unwrap();
+    std::fs::write(ws.join("Cargo.lock"), "LOCK").unwrap();
     std::fs::write(ws.join("config/token"), "TOKEN").unwrap();
     let settings = fx.dir.path().join("settings.json");
     let text = json!({
-        "permissions": {"deny": ["Read(./.env)", "Edit(./config/**)"]},
+        "permissions": {"deny": ["Read(./.env)", "Read(./.env.*)", "Edit(./config/**)", "Edit(./*.lock)"]},
         "sandbox": {"filesystem": {"denyRead": [keys], "allowRead": [keys.join("id.pub")]}},
     });
     std::fs::write(&settings, text.to_string()).unwrap();
@@ -89,17 +91,20 @@ fn what_the_settings_deny_reading_or_changing_is_so_to_commands_too() {
     let k = keys.display();
     let script = format!(
         "cat $(printf %s .e)nv; python3 -c 'print(open(\".e\" + \"nv\").read())'; cat {k}/id {k}/id.pub; \
-         ls {k}; cat config/token; echo; echo changed > config/token; echo done"
+         ls {k}; cat config/token; echo; echo changed > config/token; f=.env.lo; cat ${{f}}cal; \
+         f=Cargo.lo; echo changed >> ${{f}}ck; cat ${{f}}ck; echo; echo done"
     );
     let args = json!({"command": script}).to_string();
     let run = fx.run(&["call", "--settings", &settings, "bash", &args], None);
     let out = run.json()["output"].as_str().unwrap_or_default().to_owned();
-    for secret in ["API_KEY", "PRIVATE"] {
+    for secret in ["API_KEY", "PRIVATE", "LOCAL_KEY"] {
         assert!(!out.contains(secret), "{secret} was read: {}", run.stdout);
     }
     assert!(out.contains("PUBLIC") && out.contains("TOKEN") && out.ends_with("done\n"), "{}", run.stdout);
     assert!(out.contains("config/token: Read-only file system"), "{}", run.stdout);
     assert_eq!(std::fs::read_to_string(ws.join("config/token")).unwrap(), "TOKEN");
+    assert!(out.contains("LOCK") && out.contains("Cargo.lock: Read-only file system"), "{}", run.stdout);
+    assert_eq!(std::fs::read_to_string(ws.join("Cargo.lock")).unwrap(), "LOCK");
     // The file tools keep to the rules: `.env` is refused, `keys/id` read (`denyRead` is the
     // commands'; a `Read` rule is both's).
     let run = fx.run(&["call", "--settings", &settings, "read", r#"{"path": ".env"}"#], None);
