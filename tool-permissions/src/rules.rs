@@ -633,6 +633,12 @@ impl Rules {
         paths
     }
 
+    /// The additional directories ([`RulesBuilder::additional_directory`]), resolved where
+    /// they exist.
+    pub fn additional_directories(&self) -> &[PathBuf] {
+        &self.additional
+    }
+
     /// Whether `path` (absolute, resolved) lies beneath one of the additional directories.
     pub(crate) fn is_additional(&self, path: &Path) -> bool {
         self.additional.iter().any(|dir| path.starts_with(dir))

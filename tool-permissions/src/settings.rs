@@ -153,7 +153,8 @@ pub struct SandboxSettings {
     pub network_commands: Vec<String>,
     /// `allowUnsandboxedCommands`: `false` refuses every request to run a command unsandboxed.
     pub allow_unsandboxed_commands: Option<bool>,
-    /// `filesystem.allowWrite`: more writable roots.
+    /// `filesystem.allowWrite`: more writable roots, with the additional directories that exist
+    /// (`permissions.additionalDirectories`), as in Claude Code.
     pub allow_write: Vec<PathBuf>,
     /// `filesystem.denyWrite`: more protected paths, with what the deny rules on `Edit` name
     /// ([`Rules::denied_paths`]), as in Claude Code.
@@ -250,6 +251,8 @@ impl Settings {
         // commands from too, where a rule names the path.
         sandbox.deny_read.extend(rules.denied_paths("Read"));
         sandbox.deny_write.extend(rules.denied_paths("Edit"));
+        // As in Claude Code, sandboxed commands may write the additional directories too.
+        sandbox.allow_write.extend(rules.additional_directories().iter().filter(|dir| dir.is_dir()).cloned());
         Ok(Settings { rules, hooks, sandbox, environment, mode, origin: origin.to_owned(), not_applied })
     }
 

@@ -112,6 +112,33 @@ fn what_the_settings_deny_reading_or_changing_is_so_to_commands_too() {
 }
 
 #[test]
+fn commands_write_an_additional_directory_as_the_workspace_and_nowhere_else() {
+    if !mounts() {
+        return;
+    }
+    let fx = Fixture::new();
+    let shared = fx.dir.path().join("shared");
+    let elsewhere = fx.dir.path().join("elsewhere");
+    std::fs::create_dir_all(shared.join(".git")).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(shared.join(".git/config"), "[core]\n").unwrap();
+    let settings = fx.dir.path().join("settings.json");
+    std::fs::write(&settings, json!({"permissions": {"additionalDirectories": [shared]}}).to_string())
+        .unwrap();
+    let (s, e) = (shared.display(), elsewhere.display());
+    let script = format!(
+        "echo made > {s}/made.txt && echo ok; echo evil >> {s}/.git/config; echo no > {e}/no.txt; echo done"
+    );
+    let args = json!({"command": script}).to_string();
+    let run = fx.run(&["call", "--settings", settings.to_str().unwrap(), "bash", &args], None);
+    let out = run.json()["output"].as_str().unwrap_or_default().to_owned();
+    assert!(out.starts_with("ok\n") && out.contains("done"), "{}", run.stdout);
+    assert_eq!(std::fs::read_to_string(shared.join("made.txt")).unwrap(), "made\n");
+    assert_eq!(std::fs::read_to_string(shared.join(".git/config")).unwrap(), "[core]\n");
+    assert!(!elsewhere.join("no.txt").exists(), "{}", run.stdout);
+}
+
+#[test]
 fn a_script_a_hook_command_names_is_read_only_to_commands() {
     if !mounts() {
         return;
