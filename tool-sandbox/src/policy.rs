@@ -279,9 +279,10 @@ pub struct SandboxPolicy {
     /// commands' mount namespace a directory is covered by an empty read-only file system, a
     /// file by an empty read-only one (`/dev/null`). The last component may be a pattern of
     /// names (`*`, `?`, `[...]`: `.env.*`), which stands for the entries of its directory it
-    /// matches when each command starts (at most 256; more refuses the command). Where one lies inside a writable root, the
-    /// directories above it are held too, so that no command can move it away.
-    /// The sandbox cannot be made where no mount namespace can be (commands would read them).
+    /// matches when each command starts (at most 256; more refuses the command). Where one lies
+    /// inside a writable root, the directories above it are held too, so that no command can
+    /// move it away. The sandbox cannot be made where no mount namespace can be (commands would
+    /// read them).
     pub unreadable: Vec<PathBuf>,
     /// Paths readable again within an [unreadable](Self::unreadable) directory (`allowRead`),
     /// each bound back at its own path. The writable roots and the temporary directory are
