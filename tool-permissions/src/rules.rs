@@ -650,7 +650,8 @@ impl Rules {
     /// tool's rules without a pattern cannot allow it: only a path rule or an
     /// `external_directory` rule can; with no matching rule the external default applies. An
     /// additional directory is not outside: there the tool's rules and then the mode decide, as
-    /// beneath the root.
+    /// beneath the root. A tool that changes paths is also held by the deny and ask path rules
+    /// of the tools `Read` names.
     pub(crate) fn decide_path(
         &self,
         tool: &str,
@@ -676,7 +677,23 @@ impl Rules {
                     Pattern::ReadOnly | Pattern::Command(_) => false,
                 }
         });
-        match strictest(tool_rules.chain(external)) {
+        // Changing a file reads it (an edit matches its text and shows the closest line when it
+        // does not match): as in Claude Code, a deny or ask rule on reading a path holds for
+        // changing it too.
+        let changes = self.catalog.access_of(tool) == Some(crate::Access::Edits)
+            && self.catalog.subject_of(tool) == Some(Subject::Path);
+        let read_rules: Vec<&Rule> = match changes {
+            true => self
+                .catalog
+                .tools_named(READ_RULES)
+                .iter()
+                .flat_map(|reader| self.tool_rules(reader))
+                .filter(|rule| rule.action != Action::Allow)
+                .filter(|rule| matches!(&rule.pattern, Pattern::Path(pattern) if matches(rule, pattern)))
+                .collect(),
+            false => Vec::new(),
+        };
+        match strictest(tool_rules.chain(external).chain(read_rules)) {
             Some(verdict) => verdict,
             None if workspace => self.default_for(tool),
             None => Verdict { action: self.external_default, because: Because::ExternalDefault },

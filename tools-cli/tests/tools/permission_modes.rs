@@ -262,6 +262,47 @@ fn a_script_is_not_asked_about_but_each_of_its_calls_is() {
 }
 
 #[test]
+fn a_path_that_may_not_be_read_may_not_be_changed_either() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::create_dir(ws.join("secrets")).unwrap();
+    std::fs::write(ws.join(".env"), "API_KEY=secret123\n").unwrap();
+    std::fs::write(ws.join("secrets/token"), "TOKEN\n").unwrap();
+    let file = settings(
+        &fx,
+        json!({"permissions": {
+            "defaultMode": "bypassPermissions",
+            "deny": ["Read(./.env)"],
+            "ask": ["Read(./secrets/**)"],
+            "allow": ["Edit(./.env)"],
+        }}),
+    );
+    // Before, an edit that missed showed the closest line of the file: the secret.
+    let probe = json!({"path": ".env", "old_string": "API_KEY=secreX123", "new_string": "x"});
+    for (tool, args) in [
+        ("edit", probe),
+        ("write", json!({"path": ".env", "content": "X=1\n"})),
+        ("multi_edit", json!({"path": ".env", "edits": [{"old_string": "API", "new_string": "x"}]})),
+        ("write", json!({"path": "secrets/new", "content": "x"})),
+        ("edit", json!({"path": "secrets/token", "old_string": "TOKEN", "new_string": "x"})),
+    ] {
+        let run = fx.run(&["call", tool, &args.to_string(), "--settings", &file, "--sandbox", "off"], None);
+        let output = run.json()["output"].as_str().unwrap().to_owned();
+        assert!(!output.contains("secret123") && !output.contains("TOKEN"), "{tool} {args}: {output}");
+        assert!(
+            output.contains("Read(./.env)") || output.contains("Read(./secrets/**)"),
+            "{tool} {args}: {output}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(ws.join(".env")).unwrap(), "API_KEY=secret123\n");
+    assert_eq!(std::fs::read_to_string(ws.join("secrets/token")).unwrap(), "TOKEN\n");
+    assert!(!ws.join("secrets/new").exists());
+    // Other paths are changed as before.
+    let args = json!({"path": "hello.txt", "old_string": "hello", "new_string": "hi"});
+    assert_eq!(outcome(&fx, &file, &["--sandbox", "off"], "edit", &args), Ran);
+}
+
+#[test]
 fn a_rule_about_a_links_name_holds_for_what_it_leads_to() {
     let fx = Fixture::new();
     let ws = fx.ws();
