@@ -201,7 +201,7 @@ struct PathPattern {
     /// last component (`./.env`, `./.env.*`, `~/.ssh/**`, `//etc/app/*`): a path, with all
     /// beneath it, whose last component may be a pattern of names (see
     /// [`Rules::denied_paths`]).
-    literal: Option<PathBuf>,
+    sandbox_path: Option<PathBuf>,
 }
 
 impl PathPattern {
@@ -238,7 +238,7 @@ impl PathPattern {
             && !dir.contains(['*', '?', '[', ']', '{', '}', '\\'])
             && !name.contains(['{', '}', '\\'])
             && !name.contains("**");
-        let literal = sandboxed.then(|| if named.is_empty() { base.clone() } else { base.join(named) });
+        let sandbox_path = sandboxed.then(|| if named.is_empty() { base.clone() } else { base.join(named) });
         let base = base.to_string_lossy();
         let base = globset::escape(base.trim_end_matches('/'));
         let text = match (rest.is_empty(), anchored) {
@@ -260,7 +260,7 @@ impl PathPattern {
             Some(dir) if !dir.is_empty() => Some(build(dir)?),
             _ => None,
         };
-        Ok(PathPattern { glob: build(&text)?, beneath: build(&beneath)?, itself, literal })
+        Ok(PathPattern { glob: build(&text)?, beneath: build(&beneath)?, itself, sandbox_path })
     }
 
     fn matches(&self, path: &Path) -> bool {
@@ -624,7 +624,7 @@ impl Rules {
             .flat_map(|tool| self.tool_rules(tool))
             .filter(|rule| rule.action == Action::Deny)
             .filter_map(|rule| match &rule.pattern {
-                Pattern::Path(pattern) => pattern.literal.clone(),
+                Pattern::Path(pattern) => pattern.sandbox_path.clone(),
                 _ => None,
             })
             .collect();

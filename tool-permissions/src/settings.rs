@@ -350,15 +350,17 @@ fn sandbox_section(section: &model::Sandbox, root: &Path) -> Result<SandboxSetti
             let named = path.strip_suffix("/**").unwrap_or(path);
             let (dir, name) = named.rsplit_once('/').unwrap_or(("", named));
             let pattern = |text: &str| text.contains(['*', '?', '[']);
-            if pattern(dir) || (pattern(name) && (key != "denyRead" || name.contains("**"))) {
+            if key != "denyRead" && pattern(named) {
                 return Err(format!(
-                    "`sandbox.filesystem.{key}`: `{path}` is a pattern across directories; name a file or a \
-                     directory (`dir` or `dir/**` for all it holds){}",
-                    if key == "denyRead" {
-                        ", or a pattern of names in one directory (`./.env.*`)"
-                    } else {
-                        ""
-                    }
+                    "`sandbox.filesystem.{key}`: `{path}` is a pattern; name a file or a directory (`dir` or \
+                     `dir/**` for all it holds)"
+                ));
+            }
+            if pattern(dir) || name.contains("**") {
+                return Err(format!(
+                    "`sandbox.filesystem.{key}`: `{path}` is a pattern across directories; name a file, a \
+                     directory (`dir` or `dir/**` for all it holds), or a pattern of names in one directory \
+                     (`./.env.*`)"
                 ));
             }
             out.push(root.join(expand_home(named)?));
@@ -575,17 +577,17 @@ mod sandbox_tests {
         assert_eq!(settings.deny_read, deny_read);
         assert_eq!(settings.allow_read, vec![home.join(".ssh/known_hosts")]);
         assert_eq!(settings.deny_write, vec![PathBuf::from("/w/ci")]);
-        for (key, pattern) in [
-            ("allowRead", "~/**.kdbx"),
-            ("allowRead", "./*.pem"),
-            ("allowRead", "./[ab]"),
-            ("denyRead", "~/**.kdbx"),
-            ("denyRead", "./*/key"),
-            ("denyRead", "~/**/id_*"),
+        for (key, pattern, says) in [
+            ("allowRead", "~/**.kdbx", "is a pattern;"),
+            ("allowRead", "./*.pem", "is a pattern;"),
+            ("allowRead", "./[ab]", "is a pattern;"),
+            ("denyRead", "~/**.kdbx", "is a pattern across directories"),
+            ("denyRead", "./*/key", "is a pattern across directories"),
+            ("denyRead", "~/**/id_*", "is a pattern across directories"),
         ] {
             let err = parse(&format!(r#"{{"sandbox": {{"filesystem": {{"{key}": ["{pattern}"]}}}}}}"#))
                 .unwrap_err();
-            assert!(err.contains(&format!("`{pattern}` is a pattern across directories")), "{err}");
+            assert!(err.contains(&format!("`{pattern}` {says}")), "{err}");
         }
         let settings =
             parse(r#"{"sandbox": {"filesystem": {"denyRead": ["./.env.*", "~/.ssh/id_*"]}}}"#).unwrap();
