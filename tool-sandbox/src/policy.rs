@@ -284,6 +284,13 @@ pub struct SandboxPolicy {
     /// move it away. The sandbox cannot be made where no mount namespace can be (commands would
     /// read them).
     pub unreadable: Vec<PathBuf>,
+    /// Where the links among the [unreadable](Self::unreadable) paths led when each was added
+    /// ([`SandboxPolicy::with_unreadable`]): (the path as named, what it resolved to). A link
+    /// inside a writable root, which a command may have made, is followed to a path outside the
+    /// writable roots only as it was then: a link a command makes at a hidden name (`.env ->
+    /// /usr`) hides nothing outside, where it would otherwise take from later commands what
+    /// they need to run.
+    pub unreadable_links: Vec<(PathBuf, PathBuf)>,
     /// Paths readable again within an [unreadable](Self::unreadable) directory (`allowRead`),
     /// each bound back at its own path. The writable roots and the temporary directory are
     /// always readable again. Of the paths named here and in `unreadable`, the deepest above a
@@ -373,6 +380,7 @@ impl SandboxPolicy {
             temp_dir: None,
             hidden: Vec::new(),
             unreadable: Vec::new(),
+            unreadable_links: Vec::new(),
             readable: Vec::new(),
             git_writes: false,
             readable_roots: None,
@@ -434,9 +442,16 @@ impl SandboxPolicy {
         self
     }
 
-    /// Adds a path commands may not read (see [`SandboxPolicy::unreadable`]).
+    /// Adds a path commands may not read (see [`SandboxPolicy::unreadable`]), and where it
+    /// leads now when a link is on its way (see [`SandboxPolicy::unreadable_links`]).
     pub fn with_unreadable(mut self, path: impl Into<PathBuf>) -> Self {
-        self.unreadable.push(path.into());
+        let path = path.into();
+        for named in crate::unreadable::matching(&path, usize::MAX).unwrap_or_default() {
+            if let Some(real) = crate::unreadable::through_link(&named) {
+                self.unreadable_links.push((named, real));
+            }
+        }
+        self.unreadable.push(path);
         self
     }
 

@@ -31,31 +31,57 @@ pub(crate) const MAX_MATCHES: usize = 256;
 pub(crate) fn named(policy: &SandboxPolicy) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     for path in &policy.unreadable {
-        let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-        let Some(dir) = path.parent().filter(|_| name.contains(['*', '?', '['])) else {
-            out.push(path.clone());
-            continue;
-        };
-        // A pattern that is not one (an unclosed `[`) matches nothing, as its name would not.
-        let Ok(glob) = globset::GlobBuilder::new(&name).literal_separator(true).build() else { continue };
-        let glob = glob.compile_matcher();
-        let Ok(entries) = std::fs::read_dir(dir) else { continue };
-        let mut matched = 0;
-        for entry in entries.flatten() {
-            if glob.is_match(entry.file_name()) {
-                matched += 1;
-                if matched > MAX_MATCHES {
-                    return Err(format!(
-                        "more than {MAX_MATCHES} entries of {} match the unreadable pattern `{name}`: name them \
-                         by a narrower pattern, or their directory",
-                        dir.display()
-                    ));
-                }
-                out.push(dir.join(entry.file_name()));
+        out.extend(matching(path, MAX_MATCHES)?);
+    }
+    Ok(out)
+}
+
+/// `path` itself, or when its last component is a pattern of names, the entries of its
+/// directory it matches now; `Err` when more than `max` do.
+pub(crate) fn matching(path: &Path, max: usize) -> Result<Vec<PathBuf>, String> {
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let Some(dir) = path.parent().filter(|_| name.contains(['*', '?', '['])) else {
+        return Ok(vec![path.to_path_buf()]);
+    };
+    // A pattern that is not one (an unclosed `[`) matches nothing, as its name would not.
+    let Ok(glob) = globset::GlobBuilder::new(&name).literal_separator(true).build() else {
+        return Ok(Vec::new());
+    };
+    let glob = glob.compile_matcher();
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        if glob.is_match(entry.file_name()) {
+            if out.len() == max {
+                return Err(format!(
+                    "more than {max} entries of {} match the unreadable pattern `{name}`: name them by a \
+                     narrower pattern, or their directory",
+                    dir.display()
+                ));
             }
+            out.push(dir.join(entry.file_name()));
         }
     }
     Ok(out)
+}
+
+/// What `path` resolves to now, when a symbolic link on its way makes that differ from its
+/// text.
+pub(crate) fn through_link(path: &Path) -> Option<PathBuf> {
+    let real = std::fs::canonicalize(path).ok()?;
+    (real != crate::lexically_normal(path)).then_some(real)
+}
+
+/// Whether hiding `real`, which `named` resolves to, is the policy's to do: always, unless a
+/// link inside a writable root (which a command may have made) leads outside them somewhere it
+/// did not lead when the path was added.
+fn followed(policy: &SandboxPolicy, writable: &[PathBuf], named: &Path, real: &Path) -> bool {
+    let inside = |path: &Path| writable.iter().any(|root| path.starts_with(root));
+    let named = crate::lexically_normal(named);
+    named == real
+        || !inside(&named)
+        || inside(real)
+        || policy.unreadable_links.iter().any(|(was, led)| *was == named && led == real)
 }
 
 /// Resolves the policy's unreadable ([`named`]) and readable paths that exist now (links
@@ -67,10 +93,14 @@ pub(crate) fn plan(policy: &SandboxPolicy) -> Result<Unreadable, String> {
         return Ok(Unreadable::default());
     }
     let real = |path: &PathBuf| std::fs::canonicalize(path).ok();
+    let writable = policy.writable();
     // (path, readable)
-    let mut entries: Vec<(PathBuf, bool)> =
-        named(policy)?.iter().filter_map(real).map(|p| (p, false)).collect();
-    entries.extend(policy.readable.iter().chain(&policy.writable()).filter_map(real).map(|p| (p, true)));
+    let mut entries: Vec<(PathBuf, bool)> = named(policy)?
+        .iter()
+        .filter_map(|named| real(named).filter(|real| followed(policy, &writable, named, real)))
+        .map(|p| (p, false))
+        .collect();
+    entries.extend(policy.readable.iter().chain(&writable).filter_map(real).map(|p| (p, true)));
     // Sorted by path, an entry's ancestors come before it; on the same path, readable first.
     entries.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
     entries.dedup_by(|later, earlier| later.0 == earlier.0);
@@ -212,5 +242,37 @@ mod tests {
         std::os::unix::fs::symlink(root.join("home/.ssh"), root.join("keys")).unwrap();
         let plan = plan(&SandboxPolicy::read_only().with_unreadable(root.join("keys"))).unwrap();
         assert_eq!(plan.dirs, vec![(root.join("home/.ssh"), vec![])]);
+    }
+
+    #[test]
+    fn a_link_made_in_a_writable_root_later_hides_nothing_outside_it() {
+        let dir = tree();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let ws = root.join("ws");
+        // There when the path was added: followed out of the writable root.
+        std::os::unix::fs::symlink(root.join("home/.ssh"), ws.join("keys")).unwrap();
+        let policy = SandboxPolicy::workspace_write(&ws)
+            .with_unreadable(ws.join("keys"))
+            .with_unreadable(ws.join("later"))
+            .with_unreadable(ws.join("inside"))
+            .with_unreadable(ws.join(".env.*"));
+        // Made afterwards (as a command could): followed only within the writable roots.
+        std::os::unix::fs::symlink(root.join("home/docs"), ws.join("later")).unwrap();
+        std::os::unix::fs::symlink(root.join("home/src"), ws.join(".env.x")).unwrap();
+        std::os::unix::fs::symlink(ws.join("private"), ws.join("inside")).unwrap();
+        let plan = plan(&policy).unwrap();
+        let hidden: Vec<&PathBuf> = plan.paths().collect();
+        assert!(hidden.contains(&&root.join("home/.ssh")), "{plan:?}");
+        assert!(hidden.contains(&&ws.join("private")), "{plan:?}");
+        assert!(
+            !hidden
+                .iter()
+                .any(|p| p.starts_with(root.join("home/docs")) || p.starts_with(root.join("home/src")))
+        );
+        // Repointed after it was added: not followed out either.
+        std::fs::remove_file(ws.join("keys")).unwrap();
+        std::os::unix::fs::symlink(root.join("home/docs"), ws.join("keys")).unwrap();
+        let again = super::plan(&policy).unwrap();
+        assert!(again.paths().all(|p| !p.starts_with(root.join("home"))), "{again:?}");
     }
 }

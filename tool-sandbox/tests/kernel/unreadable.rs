@@ -128,3 +128,21 @@ fn too_many_paths_read_back_in_one_directory_are_refused_with_the_reason() {
     assert!(err.to_string().contains("17 paths are readable again within the unreadable"), "{err}");
     std::fs::remove_dir_all(&home).unwrap();
 }
+
+#[test]
+fn a_link_a_command_makes_at_a_hidden_name_hides_nothing_outside_the_workspace() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let fx = super::fixture("unreadable-link");
+    let policy =
+        fx.policy.clone().with_unreadable(fx.root.join(".env")).with_unreadable(fx.root.join(".env.*"));
+    let sandbox = Sandbox::new(policy).unwrap();
+    let o = fx.outside.display();
+    let (_, out) = run_in(&sandbox, &fx.root, &format!("ln -s {o} .env && ln -s /usr .env.x && echo made"));
+    assert_eq!(out, "made\n");
+    // The next command still runs, and reads what lies outside as before.
+    let (code, out) =
+        run_in(&sandbox, &fx.root, &format!("cat {o}/existing; ls /usr/bin > /dev/null && echo runs"));
+    assert_eq!((code, out.as_str()), (0, "beforeruns\n"), "{out}");
+}
