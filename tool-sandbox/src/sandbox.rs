@@ -546,9 +546,10 @@ impl Sandbox {
         }
     }
 
-    /// The mounts that make the protected paths that exist read-only, pin their parents, give
-    /// the command terminals of its own, and the user namespace they need when this process
-    /// lacks `CAP_SYS_ADMIN`.
+    /// The mounts that make the protected paths that exist read-only, pin their parents, hide
+    /// the host's state and the unreadable paths (with what is read back within them), give the
+    /// command terminals of its own, and the user namespace they need when this process lacks
+    /// `CAP_SYS_ADMIN`.
     #[cfg(target_os = "linux")]
     fn mount_plan(
         &self,
