@@ -81,7 +81,8 @@ pub fn detect(policy: &SandboxPolicy, cwd: &Path, output: &str) -> Vec<Violation
     if policy.mode == SandboxMode::Off {
         return found;
     }
-    let hidden = Hidden::new(policy);
+    // Resolved (directories listed for patterns) only once a line reports a refusal.
+    let hidden = std::cell::OnceCell::new();
     for line in output.lines() {
         let mut blamed = false;
         let missing = line.contains("No such file or directory");
@@ -89,7 +90,7 @@ pub fn detect(policy: &SandboxPolicy, cwd: &Path, output: &str) -> Vec<Violation
             for candidate in paths_in(line) {
                 let path = if candidate.is_absolute() { candidate } else { cwd.join(candidate) };
                 let path = lexically_normal(&path);
-                let violation = if hidden.hides(&path) {
+                let violation = if hidden.get_or_init(|| Hidden::new(policy)).hides(&path) {
                     Violation::Read { path }
                 } else if missing || policy.allows_write(&path) {
                     continue;

@@ -64,6 +64,16 @@ fn git_metadata_and_agents_files_are_read_only_to_commands_present_or_not() {
     assert_eq!(std::fs::read_to_string(ws.join(".git/config")).unwrap(), "[core]\n");
 }
 
+/// A key outside the workspace (`keys/id`, "PRIVATE") and a `.env` in it ("API_KEY"), for
+/// settings to keep from commands; the keys' directory.
+fn secrets(fx: &Fixture) -> std::path::PathBuf {
+    let keys = fx.dir.path().join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    std::fs::write(keys.join("id"), "PRIVATE").unwrap();
+    std::fs::write(fx.ws().join(".env"), "API_KEY").unwrap();
+    keys
+}
+
 #[test]
 fn what_the_settings_deny_reading_or_changing_is_so_to_commands_too() {
     if !mounts() {
@@ -71,12 +81,9 @@ fn what_the_settings_deny_reading_or_changing_is_so_to_commands_too() {
     }
     let fx = Fixture::new();
     let ws = fx.ws();
-    let keys = fx.dir.path().join("keys");
-    std::fs::create_dir_all(&keys).unwrap();
+    let keys = secrets(&fx);
     std::fs::create_dir_all(ws.join("config")).unwrap();
-    std::fs::write(keys.join("id"), "PRIVATE").unwrap();
     std::fs::write(keys.join("id.pub"), "PUBLIC").unwrap();
-    std::fs::write(ws.join(".env"), "API_KEY").unwrap();
     std::fs::write(ws.join(".env.local"), "LOCAL_KEY").unwrap();
     std::fs::write(ws.join("Cargo.lock"), "LOCK").unwrap();
     std::fs::write(ws.join("config/token"), "TOKEN").unwrap();
@@ -215,10 +222,7 @@ fn a_sandboxed_mcp_server_is_kept_from_what_the_settings_keep_commands_from() {
     }
     let fx = Fixture::new();
     let ws = fx.ws();
-    let keys = fx.dir.path().join("keys");
-    std::fs::create_dir_all(&keys).unwrap();
-    std::fs::write(keys.join("id"), "PRIVATE").unwrap();
-    std::fs::write(ws.join(".env"), "API_KEY").unwrap();
+    let keys = secrets(&fx);
     std::fs::write(ws.join("check.sh"), "exit 0\n").unwrap();
     let settings = ws.join("tools-settings.json");
     let hook = json!({"matcher": "read", "hooks": [{"type": "command", "command": "sh ./check.sh"}]});
