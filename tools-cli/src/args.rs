@@ -79,6 +79,11 @@ pub(crate) struct McpLogoutArgs {
 
 /// `tools list`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "A server of --mcp-config whose entry names a \"sandbox\" mode starts in it, kept from \
+what Claude Code's settings files for the current directory keep sandboxed commands from (`denyRead`, `denyWrite`, \
+the rules' paths, the settings files and hook scripts), as under `serve`; the settings are read for nothing else."
+)]
 pub(crate) struct ListArgs {
     /// The provider whose definition shape to print.
     #[arg(long, value_enum, default_value_t = Format::Mcp)]
@@ -177,7 +182,7 @@ pub(crate) enum CodeMode {
 }
 
 /// Where the tools work and what they may touch.
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 pub(crate) struct WorkspaceArgs {
     /// The workspace the file tools are confined to [default: the current directory].
     #[arg(long, value_name = "DIR")]

@@ -171,9 +171,14 @@ async fn mount(
     file: Option<&Loaded>,
     sampling: bool,
 ) -> Result<Vec<McpMount>, Failure> {
-    let Some(path) = &args.mcp_config else { return Ok(Vec::new()) };
-    let config = McpConfig::load(path).map_err(|e| Failure::usage(format!("--mcp-config: {e}")))?;
+    let Some(config) = mcp_config(args)? else { return Ok(Vec::new()) };
     mount_servers(config, environment, root, file, sampling).await
+}
+
+/// The servers `--mcp-config` lists, if it is given; a file that cannot be used is a usage error.
+fn mcp_config(args: &McpArgs) -> Result<Option<McpConfig>, Failure> {
+    let load = |path| McpConfig::load(path).map_err(|e| Failure::usage(format!("--mcp-config: {e}")));
+    args.mcp_config.as_deref().map(load).transpose()
 }
 
 /// Starts and mounts the servers of `config` (see [`mount`]).
@@ -535,7 +540,16 @@ impl PermissionHook for AllowOutsideRoot {
 }
 
 async fn list(args: ListArgs) -> Result<i32, Failure> {
-    let mounts = mount(&args.mcp, &EnvFilter::base(), None, None, false).await?;
+    let config = mcp_config(&args.mcp)?;
+    // A sandboxed server is kept from what Claude Code's settings of this directory keep
+    // commands from, as under `serve`; the settings are read for nothing else.
+    let sandboxed =
+        config.iter().flat_map(|config| &config.servers).any(|server| server.sandbox_mode.is_some());
+    let file = if sandboxed { Loaded::read(&WorkspaceArgs::default())? } else { None };
+    let mounts = match config {
+        Some(config) => mount_servers(config, &EnvFilter::base(), None, file.as_ref(), false).await?,
+        None => Vec::new(),
+    };
     let mode = if args.hosted_search { SearchMode::Hosted } else { SearchMode::Client };
     let registry = code_mode(registry(&mounts)?, &args.code, true)?;
     let registry = describable(registry, args.format.provider(), &definition_options(&args))?;
