@@ -153,9 +153,11 @@ impl MountPlan {
     /// are terminals there to grant.
     fn run(&self) -> io::Result<Option<libc::c_int>> {
         match &self.user_namespace {
-            None => unshare(libc::CLONE_NEWNS)?,
+            // System V IPC (shared memory segments, message queues, semaphores) of its own: the
+            // host's and other processes' are keyed by number, and no file rule reaches them.
+            None => unshare(libc::CLONE_NEWNS | libc::CLONE_NEWIPC)?,
             Some((uid_map, gid_map)) => {
-                unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS)?;
+                unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWIPC)?;
                 write_file(c"/proc/self/setgroups", c"deny")?;
                 write_file(c"/proc/self/uid_map", uid_map)?;
                 write_file(c"/proc/self/gid_map", gid_map)?;
@@ -783,8 +785,8 @@ pub(crate) fn seccomp_available() -> bool {
     rc == 0
 }
 
-/// Whether a child can make a mount namespace directly, and whether it can make a user
-/// namespace: each is tried in a child of its own that then runs `true`.
+/// Whether a child can make a mount namespace (with an IPC namespace) directly, and whether it
+/// can make a user namespace: each is tried in a child of its own that then runs `true`.
 pub(crate) fn namespaces_available() -> (bool, bool) {
     let try_flags = |flags: libc::c_int| {
         let mut command = std::process::Command::new("true");
@@ -795,7 +797,8 @@ pub(crate) fn namespaces_available() -> (bool, bool) {
         }
         command.status().is_ok_and(|s| s.success())
     };
-    (try_flags(libc::CLONE_NEWNS), try_flags(libc::CLONE_NEWUSER | libc::CLONE_NEWNS))
+    let own = libc::CLONE_NEWNS | libc::CLONE_NEWIPC;
+    (try_flags(own), try_flags(libc::CLONE_NEWUSER | own))
 }
 
 /// The flags of the mount `path` is on that a bind remount must keep (`nosuid`, `nodev`,

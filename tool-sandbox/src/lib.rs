@@ -30,6 +30,6 @@ pub use policy::{
     PLACEHOLDERS, ParseSandboxModeError, SandboxMode, SandboxPolicy, service_socket_dirs,
 };
 pub use probe::Probe;
-pub use sandbox::{Placeholders, Sandbox, SandboxError, SandboxReport, is_held_placeholder};
+pub use sandbox::{Placeholders, Sandbox, SandboxError, SandboxReport, is_held, is_held_placeholder};
 pub use session_dir::SessionDir;
 pub use violation::Violation;

@@ -17,7 +17,8 @@ pub struct SandboxReport {
     pub mode: SandboxMode,
     /// The layers that apply: `landlock` (files), `landlock-tcp`, `landlock-scope` (signals and
     /// abstract Unix sockets), `seccomp`, `read-only-mounts` (protected paths), `own-terminals`
-    /// (a mount namespace per command whose `/dev/pts` holds only its own terminals),
+    /// (a mount namespace per command whose `/dev/pts` holds only its own terminals, with System V
+    /// IPC of its own),
     /// `network-namespace` (a network namespace of the commands' own: only loopback, and only
     /// the proxy listening there).
     pub layers: Vec<&'static str>,
@@ -384,7 +385,7 @@ impl Sandbox {
         let mut seccomp = None;
         if probe.seccomp {
             let network = if local_tcp { Network::Proxy { port: 0 } } else { policy.network };
-            match crate::seccomp::program(network) {
+            match crate::seccomp::program(network, mount_namespace) {
                 Ok(program) => {
                     report.layers.push("seccomp");
                     seccomp = Some(Arc::new(program));
@@ -475,7 +476,7 @@ impl Sandbox {
     /// `TMPDIR`, `TMP` and `TEMP` are set to the commands' temporary directory. Protected names
     /// that are absent stay absent only with [`Sandbox::apply_holding`].
     pub fn apply(&self, command: &mut std::process::Command, cwd: &Path) -> std::io::Result<()> {
-        self.apply_with(command, cwd, &[], None)
+        self.apply_with(command, cwd, &[], None).map(drop)
     }
 
     /// As [`Sandbox::apply`], and the [placeholders](crate::PLACEHOLDERS) of the protected names
@@ -496,19 +497,20 @@ impl Sandbox {
         };
         #[cfg(not(target_os = "linux"))]
         let (namespace, report) = (None, None);
-        self.apply_with(command, cwd, &held, report)?;
-        Ok(Placeholders { _held: held, namespace, received: std::sync::OnceLock::new() })
+        let bound = Bound::hold(self.apply_with(command, cwd, &held, report)?);
+        Ok(Placeholders { _held: held, _bound: bound, namespace, received: std::sync::OnceLock::new() })
     }
 
+    /// Installs the sandbox on `command`; `Ok` holds the paths its mounts are made on.
     fn apply_with(
         &self,
         command: &mut std::process::Command,
         cwd: &Path,
         placeholders: &[Placeholder],
         report: Option<std::os::fd::OwnedFd>,
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<Vec<PathBuf>> {
         if self.policy.mode == SandboxMode::Off {
-            return Ok(());
+            return Ok(Vec::new());
         }
         if let Some(temp) =
             self.policy.temp_dir.as_ref().filter(|_| self.policy.mode == SandboxMode::WorkspaceWrite)
@@ -517,8 +519,10 @@ impl Sandbox {
         }
         #[cfg(target_os = "linux")]
         {
-            let mounts =
-                if self.mount_namespace { self.mount_plan(cwd, placeholders, report)? } else { None };
+            let (mounts, bound) = match self.mount_namespace {
+                true => self.mount_plan(cwd, placeholders, report)?,
+                false => (None, Vec::new()),
+            };
             let landlock = match (&self.landlock_rules, &mounts, self.report.landlock_abi) {
                 // With a mount namespace, the command's own terminals are granted in a ruleset of
                 // its own, built from the rules opened once.
@@ -537,26 +541,27 @@ impl Sandbox {
                 processes: self.policy.limits.processes,
             };
             crate::child::install(command, plan);
-            Ok(())
+            Ok(bound)
         }
         #[cfg(not(target_os = "linux"))]
         {
             let _ = (command, cwd, placeholders, report);
-            Ok(())
+            Ok(Vec::new())
         }
     }
 
     /// The mounts that make the protected paths that exist read-only, pin their parents, hide
     /// the host's state and the unreadable paths (with what is read back within them), give the
     /// command terminals of its own, and the user namespace they need when this process lacks
-    /// `CAP_SYS_ADMIN`.
+    /// `CAP_SYS_ADMIN`; with the paths in the writable roots those mounts are made on (see
+    /// [`is_held`]).
     #[cfg(target_os = "linux")]
     fn mount_plan(
         &self,
         cwd: &Path,
         placeholders: &[Placeholder],
         report: Option<std::os::fd::OwnedFd>,
-    ) -> std::io::Result<Option<crate::child::MountPlan>> {
+    ) -> std::io::Result<(Option<crate::child::MountPlan>, Vec<PathBuf>)> {
         use std::ffi::CString;
         use std::os::unix::ffi::OsStrExt;
         let c = |p: &Path| {
@@ -636,7 +641,16 @@ impl Sandbox {
             let flags = crate::child::locked_mount_flags(&path);
             read_only.push((path, flags));
         }
-        Ok(Some(crate::child::MountPlan {
+        let writable = self.policy.writable();
+        let bound: Vec<PathBuf> = (targets.read_only.iter())
+            .chain(&targets.links)
+            .chain(&targets.pins)
+            .chain(&unreadable.files)
+            .chain(unreadable.dirs.iter().map(|(dir, _)| dir))
+            .filter(|path| writable.iter().any(|root| path.starts_with(root)))
+            .cloned()
+            .collect();
+        let plan = crate::child::MountPlan {
             user_namespace,
             pins: targets.pins.iter().map(|p| c(p)).collect::<Result<_, _>>()?,
             read_only,
@@ -648,7 +662,8 @@ impl Sandbox {
             shm: shared_memory(&self.policy)?,
             cwd: c(cwd)?,
             report,
-        }))
+        };
+        Ok((Some(plan), bound))
     }
 }
 
@@ -859,6 +874,7 @@ fn limits_report(limits: &crate::Limits, probe: &Probe, report: &mut SandboxRepo
 #[derive(Debug, Default)]
 pub struct Placeholders {
     _held: Vec<Placeholder>,
+    _bound: Bound,
     /// Where the command's child sends its mount namespace.
     namespace: Option<std::os::fd::OwnedFd>,
     #[cfg(target_os = "linux")]
@@ -900,11 +916,59 @@ pub fn is_held_placeholder(path: &Path) -> bool {
     held().lock().unwrap_or_else(|p| p.into_inner()).contains_key(path)
 }
 
+/// Whether `path` is held by the mount namespace of a command of this process that may still
+/// run ([`Sandbox::apply_holding`], until what it returned is dropped): a protected path bound
+/// read-only there, a placeholder, a link bound onto itself, a directory pinned above one, an
+/// unreadable path. A mount is made on a path, not on what is there later: were this process to
+/// remove such a path, rename it away or rename another file over it, the mount would go with
+/// it in the command's namespace, and the command could then write or read what it protected.
+/// Change it once the commands that hold it have ended.
+pub fn is_held(path: &Path) -> bool {
+    is_held_placeholder(path) || bound().lock().unwrap_or_else(|p| p.into_inner()).contains_key(path)
+}
+
+type Counts = std::sync::Mutex<std::collections::HashMap<PathBuf, usize>>;
+
 /// How many sandboxes of this process hold each placeholder.
-fn held() -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, usize>> {
-    static HELD: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, usize>>> =
-        std::sync::OnceLock::new();
+fn held() -> &'static Counts {
+    static HELD: std::sync::OnceLock<Counts> = std::sync::OnceLock::new();
     HELD.get_or_init(Default::default)
+}
+
+/// How many commands of this process have a mount made on each path (placeholders aside).
+fn bound() -> &'static Counts {
+    static BOUND: std::sync::OnceLock<Counts> = std::sync::OnceLock::new();
+    BOUND.get_or_init(Default::default)
+}
+
+/// The paths one command's mounts are made on, counted in [`bound`] while it is held.
+#[derive(Debug, Default)]
+struct Bound(Vec<PathBuf>);
+
+impl Bound {
+    fn hold(mut paths: Vec<PathBuf>) -> Bound {
+        paths.sort();
+        paths.dedup();
+        let mut bound = bound().lock().unwrap_or_else(|p| p.into_inner());
+        for path in &paths {
+            *bound.entry(path.clone()).or_default() += 1;
+        }
+        Bound(paths)
+    }
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        let mut bound = bound().lock().unwrap_or_else(|p| p.into_inner());
+        for path in &self.0 {
+            if let Some(count) = bound.get_mut(path) {
+                *count -= 1;
+                if *count == 0 {
+                    bound.remove(path);
+                }
+            }
+        }
+    }
 }
 
 impl Placeholder {

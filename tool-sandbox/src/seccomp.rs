@@ -72,6 +72,22 @@ fn refused() -> Vec<i64> {
     calls
 }
 
+/// System V IPC: shared memory segments, message queues and semaphores, keyed by number and
+/// shared by every process of an IPC namespace.
+const SYSV_IPC: &[i64] = &[
+    libc::SYS_shmget,
+    libc::SYS_shmat,
+    libc::SYS_shmctl,
+    libc::SYS_msgget,
+    libc::SYS_msgsnd,
+    libc::SYS_msgrcv,
+    libc::SYS_msgctl,
+    libc::SYS_semget,
+    libc::SYS_semop,
+    libc::SYS_semtimedop,
+    libc::SYS_semctl,
+];
+
 /// Every `CLONE_NEW*` flag: `unshare` and `clone` may not make namespaces (a user namespace
 /// would give the command every capability inside it). `CLONE_NEWTIME` shares its bit with the
 /// exit signal in `clone`, so it is only checked for `unshare`.
@@ -232,14 +248,23 @@ fn set_id_rules() -> Result<Vec<(i64, Vec<SeccompRule>)>, seccompiler::BackendEr
 }
 
 /// Compiles the filter for `network`, for this machine's architecture.
-pub(crate) fn program(network: Network) -> Result<Vec<sock_filter>, String> {
+pub(crate) fn program(network: Network, own_ipc: bool) -> Result<Vec<sock_filter>, String> {
     let arch = target_arch()?;
-    build(network, arch).map_err(|e| format!("the seccomp filter could not be built: {e}"))
+    build(network, own_ipc, arch).map_err(|e| format!("the seccomp filter could not be built: {e}"))
 }
 
-fn build(network: Network, arch: TargetArch) -> Result<Vec<sock_filter>, seccompiler::BackendError> {
+fn build(
+    network: Network,
+    own_ipc: bool,
+    arch: TargetArch,
+) -> Result<Vec<sock_filter>, seccompiler::BackendError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         refused().into_iter().map(|nr| (nr, Vec::new())).collect();
+    // Without an IPC namespace of its own (made with the mount namespace), a command would share
+    // System V IPC with the host and every other process: refused.
+    if !own_ipc {
+        rules.extend(SYSV_IPC.iter().map(|&nr| (nr, Vec::new())));
+    }
     rules.insert(libc::SYS_unshare, any_flag(0, NAMESPACE_FLAGS | CLONE_NEWTIME)?);
     rules.insert(libc::SYS_clone, any_flag(0, NAMESPACE_FLAGS)?);
     rules.extend(other_process_rules()?);
@@ -330,8 +355,10 @@ mod tests {
     #[test]
     fn the_filter_builds_for_every_network_and_both_architectures() {
         for network in [Network::Off, Network::Proxy { port: 3128 }, Network::On] {
-            for arch in [TargetArch::x86_64, TargetArch::aarch64] {
-                let program = build(network, arch).unwrap();
+            for (arch, own_ipc) in
+                [TargetArch::x86_64, TargetArch::aarch64].into_iter().flat_map(|a| [(a, true), (a, false)])
+            {
+                let program = build(network, own_ipc, arch).unwrap();
                 // The architecture check stays first, and kills on a foreign one.
                 assert_eq!(program[2].k, libc::SECCOMP_RET_KILL_PROCESS);
                 assert!(program.len() < 4096, "{}", program.len());

@@ -1,5 +1,5 @@
 //! What a command holds besides files and network: capabilities, descriptors, a terminal, other
-//! processes' limits and priorities, shared memory.
+//! processes' limits and priorities, shared memory, System V IPC.
 
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -393,4 +393,37 @@ fn a_command_leaves_no_set_id_file_behind() {
         &std::fs::metadata(fx.outside.join("f")).unwrap().permissions(),
     );
     assert_eq!(mode & 0o4000, 0o4000, "{mode:o}");
+}
+
+#[test]
+fn system_v_ipc_is_the_commands_own() {
+    if !layers() {
+        return;
+    }
+    let fx = fixture("sysv-ipc");
+    // A segment and a message queue of the host's, as a database or an X server keeps them (they
+    // outlive the process that made them).
+    let key = 0x5eed_0000 | (std::process::id() & 0xffff);
+    let host = |code: &str| {
+        let program = format!("import ctypes\nc = ctypes.CDLL(None, use_errno=True)\nk = {key}\n{code}");
+        let out = Command::new("python3").arg("-c").arg(program).output().expect("python3");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    host("assert c.shmget(k, 4096, 0o1600) >= 0 and c.msgget(k, 0o1600) >= 0");
+    let script = format!(
+        "python3 -c 'import ctypes\n\
+         c = ctypes.CDLL(None, use_errno=True)\n\
+         print(\"segment\", c.shmget({key}, 0, 0) >= 0 or ctypes.get_errno())\n\
+         print(\"queue\", c.msgget({key}, 0) >= 0 or ctypes.get_errno())\n\
+         print(\"own\", c.shmget(0, 4096, 0o1600) >= 0)'"
+    );
+    let (code, out) = run(&fx.policy, &fx.root, &script);
+    host("c.shmctl(c.shmget(k, 0, 0), 0, None)\nc.msgctl(c.msgget(k, 0), 0, None)");
+    if Probe::get().can_protect_paths() {
+        // An IPC namespace of its own: the host's keys name nothing there, and its own work.
+        assert_eq!((code, out.as_str()), (0, "segment 2\nqueue 2\nown True\n"));
+    } else {
+        // Refused by seccomp (EPERM).
+        assert_eq!((code, out.as_str()), (0, "segment 1\nqueue 1\nown False\n"));
+    }
 }

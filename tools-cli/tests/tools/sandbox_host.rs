@@ -390,6 +390,60 @@ async fn writing_a_protected_name_held_by_a_running_command_says_what_to_do() {
     client.cancel().await.expect("close");
 }
 
+/// A mount is made on a path: were the host to replace or remove a protected path (or a
+/// placeholder) that a running command's sandbox holds, the mount would go with it there. So
+/// while a background command tries again and again to write `CLAUDE.md` and create
+/// `.claude/settings.local.json`, `edit`, `apply_patch` and `undo` leave both as they are, saying
+/// why, and neither is written by the command; once it is stopped, the edit goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_replaces_no_path_a_running_commands_sandbox_holds() {
+    if !mounts() {
+        return;
+    }
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::write(ws.join("CLAUDE.md"), "# real\n").unwrap();
+    let client = serve(&fx).await;
+    assert!(bash(&client, "echo one > a.txt").await.is_empty() || ws.join("a.txt").exists());
+    let tries = "for i in $(seq 600); do echo INJECTED >> CLAUDE.md 2>/dev/null; \
+                 { mkdir -p .claude && echo '{}' > .claude/settings.local.json; } 2>/dev/null; \
+                 echo $i > tries.txt; sleep 0.05; done";
+    let started = call(&client, "bash", json!({"command": tries, "background": true})).await;
+    let session =
+        started.split("session_id=").nth(1).and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next());
+    let session: u64 = session.and_then(|id| id.parse().ok()).unwrap_or_else(|| panic!("{started}"));
+    assert!(std::fs::symlink_metadata(ws.join(".claude")).is_ok_and(|m| m.is_dir()), "no placeholder");
+
+    let edit = json!({"path": "CLAUDE.md", "old_string": "real", "new_string": "updated"});
+    let refused = call(&client, "edit", edit.clone()).await;
+    assert!(refused.contains("a command still running"), "{refused}");
+    let patch = "*** Begin Patch\n*** Delete File: CLAUDE.md\n*** End Patch";
+    let refused = call(&client, "apply_patch", json!({"patch": patch})).await;
+    assert!(refused.contains("a command still running"), "{refused}");
+    // The placeholder is the sandbox's, no call's change: not listed, and undo leaves it.
+    let listed = call(&client, "checkpoints", json!({})).await;
+    assert!(!listed.contains(".claude"), "{listed}");
+    call(&client, "undo", json!({"last": 1})).await;
+    assert!(std::fs::symlink_metadata(ws.join(".claude")).is_ok_and(|m| m.is_dir()), "placeholder removed");
+    // The command kept trying meanwhile.
+    let tried =
+        || std::fs::read_to_string(ws.join("tries.txt")).unwrap_or_default().trim().parse().unwrap_or(0);
+    let before: u32 = tried();
+    let mut waited = 0;
+    while tried() < before + 5 && waited < 200 {
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        waited += 1;
+    }
+    assert!(tried() >= before + 5, "the command stopped trying");
+    call(&client, "bash_stop", json!({"session_id": session})).await;
+    assert_eq!(std::fs::read_to_string(ws.join("CLAUDE.md")).unwrap(), "# real\n");
+    assert!(!ws.join(".claude/settings.local.json").exists());
+    let edited = call(&client, "edit", edit).await;
+    assert!(!edited.contains("still running"), "{edited}");
+    assert_eq!(std::fs::read_to_string(ws.join("CLAUDE.md")).unwrap(), "# updated\n");
+    client.cancel().await.expect("close");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_serve_sessions_cannot_touch_each_others_state() {
     if !mounts() {

@@ -256,7 +256,8 @@ impl Checkpoints {
             if entry.kind == FileKind::Dir {
                 let store_here =
                     host::stat_at(listed.dir, listed.name).is_ok_and(|s| (s.dev, s.ino) == store_id);
-                if store_here {
+                // A placeholder a running command's sandbox holds is the sandbox's, no call's change.
+                if store_here || tool_sandbox::is_held_placeholder(&root.join(rel)) {
                     return Step::Prune;
                 }
                 if scope.as_ref().is_none_or(|s| s.descends(rel)) {

@@ -280,6 +280,19 @@ impl Checkpoints {
                     .or_insert((change.before.clone(), change.after.clone()));
             }
         }
+        // A path a running command's sandbox holds is not changed (see `tool_sandbox::is_held`);
+        // a placeholder the sandbox made is no call's change.
+        if plan.keys().any(|path| tool_sandbox::is_held(&root.join(path))) {
+            crate::shell::process::forget_ended_jobs();
+        }
+        plan.retain(|path, _| !tool_sandbox::is_held_placeholder(&root.join(path)));
+        if let Some(path) = plan.keys().find(|path| tool_sandbox::is_held(&root.join(path))) {
+            return Err(UndoError::Io(format!(
+                "Undo refused, nothing was written: {} cannot be restored now: {}.",
+                path.display(),
+                crate::fs::local::HELD
+            )));
+        }
         let mut inner = lock(&self.inner);
         let current = self
             .scan_locked(&mut inner, root)

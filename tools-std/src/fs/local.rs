@@ -44,6 +44,22 @@ impl std::fmt::Debug for LocalOperations {
 }
 
 impl LocalOperations {
+    /// Refuses to replace or remove `path` while a sandboxed command of this process may still
+    /// run with a mount made on it ([`tool_sandbox::is_held`]): the mount would go with the
+    /// name, and the command could then write (or read) what it kept it from.
+    fn not_held(&self, path: &Target) -> io::Result<()> {
+        let absolute = self.roots.absolute(path);
+        if !tool_sandbox::is_held(&absolute) {
+            return Ok(());
+        }
+        // Held by jobs that may have ended since: let go of those first.
+        crate::shell::process::forget_ended_jobs();
+        if !tool_sandbox::is_held(&absolute) {
+            return Ok(());
+        }
+        Err(io::Error::new(io::ErrorKind::ResourceBusy, HELD))
+    }
+
     /// Opens the directory `root` as the workspace root.
     pub fn open(root: impl AsRef<Path>) -> io::Result<LocalOperations> {
         Ok(LocalOperations { roots: Roots::open(root.as_ref())?, environment: Arc::new(EnvFilter::base()) })
@@ -117,6 +133,7 @@ impl Operations for LocalOperations {
         let name = path.file_name().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "the path names a directory, not a file")
         })?;
+        self.not_held(path)?;
         let parent = path.parent().unwrap_or_else(Target::root);
         let dir = self.roots.open_resolved_dir(&parent, false)?;
         write_atomic_in(&dir, Path::new(name), contents, check, LOCK_PATIENCE)
@@ -126,6 +143,7 @@ impl Operations for LocalOperations {
         let name = path.file_name().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "the path names a directory, not a file")
         })?;
+        self.not_held(path)?;
         let parent = path.parent().unwrap_or_else(Target::root);
         let dir = self.roots.open_resolved_dir(&parent, false)?;
         // The same lock as `write_atomic`, so a removal never interleaves with a replacement.
@@ -139,6 +157,7 @@ impl Operations for LocalOperations {
         let name = path.file_name().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "the path names the root, which is never removed")
         })?;
+        self.not_held(path)?;
         let parent = path.parent().unwrap_or_else(Target::root);
         let dir = self.roots.open_resolved_dir(&parent, false)?;
         stop::commit(|| dir.remove_dir(Path::new(name)))
@@ -175,6 +194,13 @@ impl Operations for LocalOperations {
 const LOCK_PATIENCE: Duration = Duration::from_secs(5);
 /// The longest pause between two attempts to take the lock.
 const LOCK_PAUSE: Duration = Duration::from_millis(20);
+
+/// Why a path that a running command's sandbox holds is not changed (see
+/// [`LocalOperations::not_held`]).
+pub(crate) const HELD: &str = "a command still running (a background command, or what a command left running) has it \
+    read-only or hidden in its sandbox, and changing it now would undo that for the command; it can be changed once \
+    that command ends (bash_stop stops a background session; a job a finished command left running ends by itself or \
+    with the session)";
 
 /// Takes the exclusive lock (`flock`) that writers of the directory `dir` share around their
 /// check and their rename: other `tools` processes take it too, so two writers never both pass
