@@ -8,6 +8,8 @@
 #[cfg(target_os = "linux")]
 mod child;
 pub mod environment;
+#[cfg(unix)]
+mod git_config;
 #[cfg(target_os = "linux")]
 mod landlock_rules;
 mod lexical;
@@ -15,6 +17,7 @@ mod netns;
 mod policy;
 mod probe;
 pub mod process_tree;
+mod programs;
 mod sandbox;
 #[cfg(target_os = "linux")]
 mod seccomp;
@@ -30,6 +33,7 @@ pub use policy::{
     PLACEHOLDERS, ParseSandboxModeError, SandboxMode, SandboxPolicy, service_socket_dirs,
 };
 pub use probe::Probe;
+pub use programs::resolve_program;
 pub use sandbox::{Placeholders, Sandbox, SandboxError, SandboxReport, is_held, is_held_placeholder};
 pub use session_dir::SessionDir;
 pub use violation::Violation;

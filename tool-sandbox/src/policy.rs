@@ -94,7 +94,8 @@ pub enum Fallback {
 /// or not: the repository's metadata (`.git` as a whole, unless
 /// [git writes](SandboxPolicy::git_writes) are allowed: then [`GIT_PROTECTED`]), shell start-up
 /// files, and the configuration and instructions of agents and MCP clients. The directory
-/// `core.hooksPath` names (in `.git/config`) is added when it lies inside a writable root.
+/// `core.hooksPath` names and the configuration files git reads (as `git config` reports them)
+/// are added where they lie inside a writable root.
 pub const DEFAULT_PROTECTED: &[&str] = &[
     ".git",
     ".gitmodules",
@@ -543,7 +544,8 @@ impl SandboxPolicy {
 
     /// The protected paths beneath the writable roots, made absolute: `*` expanded to the names
     /// there now, `.git` replaced by [`GIT_PROTECTED`] when git writes are allowed, the
-    /// directory `core.hooksPath` names, and [`HOME_PROTECTED`] when the home directory is
+    /// directory `core.hooksPath` names and the files git reads its configuration from (as
+    /// `git config --list --show-origin` reports them), and [`HOME_PROTECTED`] when the home directory is
     /// writable.
     pub fn protected_paths(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
@@ -561,8 +563,10 @@ impl SandboxPolicy {
             for p in &relative {
                 out.extend(expand(root, p));
             }
-            if let Some(hooks) = hooks_path(root) {
-                out.push(hooks);
+            #[cfg(unix)]
+            {
+                let git = crate::git_config::git_reads(root, &self.writable_roots);
+                out.extend(git.hooks.into_iter().chain(git.files));
             }
         }
         if let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
@@ -612,33 +616,6 @@ fn expand(root: &Path, pattern: &Path) -> Vec<PathBuf> {
         }
     }
     paths
-}
-
-/// The directory `core.hooksPath` names in the repository at `root` (its `.git/config`), when
-/// it is set: git runs the programs there.
-fn hooks_path(root: &Path) -> Option<PathBuf> {
-    use std::io::Read;
-    let mut text = String::new();
-    std::fs::File::open(root.join(".git/config")).ok()?.take(1 << 20).read_to_string(&mut text).ok()?;
-    let mut core = false;
-    let mut found = None;
-    for line in text.lines() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            core = line.trim_start_matches('[').trim_end_matches(']').trim().eq_ignore_ascii_case("core");
-            continue;
-        }
-        let Some((key, value)) = line.split_once('=') else { continue };
-        if core && key.trim().eq_ignore_ascii_case("hookspath") {
-            found = Some(value.trim().trim_matches('"').to_owned());
-        }
-    }
-    let value = found.filter(|v| !v.is_empty())?;
-    let path = match value.strip_prefix("~/") {
-        Some(rest) => PathBuf::from(std::env::var_os("HOME")?).join(rest),
-        None => root.join(value),
-    };
-    Some(crate::lexically_normal(&path))
 }
 
 #[cfg(test)]

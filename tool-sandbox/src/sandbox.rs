@@ -1027,6 +1027,12 @@ fn placeholder_paths(policy: &SandboxPolicy, home: Option<&Path>) -> Vec<PathBuf
     }
     let mut paths: Vec<PathBuf> =
         policy.writable_roots.iter().flat_map(|root| names.iter().map(|name| root.join(name))).collect();
+    // The directory `core.hooksPath` names, inside a writable root: not to be made with hooks in.
+    #[cfg(unix)]
+    paths.extend(policy.writable_roots.iter().filter_map(|root| {
+        let hooks = crate::git_config::git_reads(root, &policy.writable_roots).hooks?;
+        policy.writable_roots.iter().any(|r| hooks.starts_with(r)).then_some(hooks)
+    }));
     if let Some(home) = home.filter(|home| policy.writable_roots.iter().any(|r| home.starts_with(r))) {
         paths.extend(crate::policy::HOME_PLACEHOLDERS.iter().map(|name| home.join(name)));
     }

@@ -37,6 +37,65 @@ fn an_unsandboxed_run_does_not_start_a_bash_planted_in_the_workspace() {
     assert!(!planted.exists(), "the planted bash ran unsandboxed");
 }
 
+/// The hooks directory is the one git uses, however its configuration names it: with a comment
+/// after the value, on the section's line, in the user's own file, or in a file of the workspace
+/// that `.git/config` includes (which is read-only too); present or not.
+#[test]
+fn the_hooks_directory_git_uses_is_read_only_to_commands_however_it_is_configured() {
+    if !mounts() {
+        return;
+    }
+    if std::process::Command::new("git").arg("--version").output().is_err() {
+        tool_tests::skip("git is not installed");
+        return;
+    }
+    let cases: [(&str, &str, Option<&str>); 4] = [
+        ("comment", "[core]\n\thooksPath = .hooks ; shared team hooks\n", None),
+        ("one line", "[core] hooksPath = .hooks\n", None),
+        ("the user's", "", Some("[core]\n\thooksPath = .hooks\n")),
+        ("included", "[include]\n\tpath = ../team.gitconfig\n", None),
+    ];
+    for (case, config, user) in cases {
+        let fx = Fixture::new();
+        let ws = fx.ws();
+        let home = fx.dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let git = |args: &[&str]| {
+            let out =
+                std::process::Command::new("git").args(args).current_dir(&ws).env("HOME", &home).output();
+            assert!(out.unwrap().status.success(), "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        let mut text = std::fs::read_to_string(ws.join(".git/config")).unwrap();
+        text.push_str(config);
+        std::fs::write(ws.join(".git/config"), text).unwrap();
+        if let Some(user) = user {
+            std::fs::write(home.join(".gitconfig"), user).unwrap();
+        }
+        std::fs::write(ws.join("team.gitconfig"), "[core]\n\thooksPath = .hooks\n").unwrap();
+        let script = "mkdir -p .hooks; printf '#!/bin/sh\\ntouch ran\\n' > .hooks/pre-commit; chmod +x .hooks/pre-commit; \
+                      echo '[core]' > team.gitconfig; echo done";
+        let args = json!({"command": script}).to_string();
+        let mut command = fx.command(&["call", "bash", &args]);
+        command.env("HOME", &home);
+        let run = common::run(command, None);
+        assert!(run.json()["output"].as_str().unwrap_or_default().contains("done"), "{case}: {}", run.stdout);
+        assert!(!ws.join(".hooks/pre-commit").exists(), "{case}: a hook was planted: {}", run.stdout);
+        if case == "included" {
+            assert!(
+                std::fs::read_to_string(ws.join("team.gitconfig")).unwrap().contains("hooksPath"),
+                "{case}"
+            );
+        }
+        // Once present, it stays read-only too.
+        std::fs::create_dir_all(ws.join(".hooks")).unwrap();
+        let mut command = fx.command(&["call", "bash", &args]);
+        command.env("HOME", &home);
+        let run = common::run(command, None);
+        assert!(!ws.join(".hooks/pre-commit").exists(), "{case}: a hook was planted: {}", run.stdout);
+    }
+}
+
 #[test]
 fn git_metadata_and_agents_files_are_read_only_to_commands_present_or_not() {
     if !mounts() {

@@ -79,24 +79,9 @@ pub struct ShellRequest {
 }
 
 /// The first `name` (an executable file) in the directories of `path` (a `PATH` value) that
-/// lie outside every directory of `excluded` (the writable roots, whose programs a sandboxed
-/// command could have put there), as an absolute path with no link left in it. Relative and
-/// empty entries are skipped.
-pub fn resolve_shell(name: &str, path: &std::ffi::OsStr, excluded: &[PathBuf]) -> Option<PathBuf> {
-    let excluded: Vec<PathBuf> =
-        excluded.iter().map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone())).collect();
-    let outside = |p: &std::path::Path| !excluded.iter().any(|dir| p.starts_with(dir));
-    std::env::split_paths(path).filter(|dir| dir.is_absolute()).find_map(|dir| {
-        let dir = std::fs::canonicalize(&dir).ok().filter(|d| outside(d))?;
-        let program = std::fs::canonicalize(dir.join(name)).ok().filter(|p| outside(p))?;
-        let meta = std::fs::metadata(&program).ok().filter(|m| m.is_file())?;
-        #[cfg(unix)]
-        if std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 == 0 {
-            return None;
-        }
-        Some(program)
-    })
-}
+/// lie outside every directory of `excluded` (the writable roots): see
+/// [`tool_sandbox::resolve_program`].
+pub use tool_sandbox::resolve_program as resolve_shell;
 
 /// The command's standard input, and whether it runs in a terminal.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

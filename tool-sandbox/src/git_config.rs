@@ -1,0 +1,264 @@
+//! What git reads to decide which programs to run in a repository, as git itself reads it: the
+//! hooks directory `core.hooksPath` names (set in the repository's configuration, the user's,
+//! the system's, or a file one of them includes) and the configuration files themselves.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long `git config` may take before the answer is looked for without it.
+const TIME_LIMIT: Duration = Duration::from_secs(2);
+/// The most of its output read, and of `.git/config` read without it.
+const MAX_OUTPUT: u64 = 1 << 20;
+
+/// A file's identity and last change, to tell that it changed (`None`: absent).
+type Stamp = Option<(u64, u64, u64, i64, i64, i64, i64)>;
+
+/// Per repository root: the files an answer came from, as they were, and the answer.
+type Answers = HashMap<PathBuf, (Vec<(PathBuf, Stamp)>, GitReads)>;
+
+/// What git reads in a repository to decide which programs to run.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GitReads {
+    /// The directory `core.hooksPath` names, where set.
+    pub(crate) hooks: Option<PathBuf>,
+    /// The configuration files, with those they include (present or not).
+    pub(crate) files: Vec<PathBuf>,
+}
+
+/// What git reads, for the repository at `root`, to decide what to run: the directory
+/// `core.hooksPath` names, and the configuration files read (the files they include too,
+/// present or not). Git is asked (`git config --list --show-origin`), as found in `PATH`
+/// outside the `writable` roots, so that its own rules apply (includes, the user's and the
+/// system's files, comments, quoting), and the repository's `.git/config` is read here as well
+/// (git may give no answer: not installed, a repository it refuses, slower than 2 s). The
+/// answer is kept until one of the files it came from changes.
+pub(crate) fn git_reads(root: &Path, writable: &[PathBuf]) -> GitReads {
+    static ANSWERS: std::sync::OnceLock<Mutex<Answers>> = std::sync::OnceLock::new();
+    let answers = ANSWERS.get_or_init(Default::default);
+    let mut answers = answers.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((read, reads)) = answers.get(root)
+        && read.iter().all(|(file, stamp)| stamp_of(file) == *stamp)
+    {
+        return reads.clone();
+    }
+    let mut reads = ask_git(root, writable).unwrap_or_default();
+    // As read here when git said nothing of it (git does not read a `.git` it does not take for
+    // a repository, which later files may make one).
+    let config = root.join(".git/config");
+    if reads.hooks.is_none() {
+        reads.hooks = read_hooks_path(&config).map(|value| hooks_dir(root, &value));
+    }
+    if !reads.files.contains(&config) {
+        reads.files.push(config);
+    }
+    let mut read: Vec<PathBuf> = candidates(root);
+    read.extend(reads.files.iter().cloned());
+    read.sort();
+    read.dedup();
+    let stamped = read.into_iter().map(|file| (stamp_of(&file), file)).map(|(s, f)| (f, s)).collect();
+    answers.insert(root.to_path_buf(), (stamped, reads.clone()));
+    reads
+}
+
+/// The configuration files git may read for `root` whether or not they exist now: a change to
+/// any of them (made, removed, edited) means asking again.
+fn candidates(root: &Path) -> Vec<PathBuf> {
+    let env = |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|p| p.is_absolute());
+    let mut files = vec![root.join(".git/config"), root.join(".git/config.worktree"), root.join(".git")];
+    files.push(env("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig")));
+    files.extend(env("GIT_CONFIG_GLOBAL"));
+    if let Some(home) = env("HOME") {
+        files.push(home.join(".gitconfig"));
+        files.push(env("XDG_CONFIG_HOME").unwrap_or_else(|| home.join(".config")).join("git/config"));
+    }
+    files
+}
+
+fn stamp_of(file: &Path) -> Stamp {
+    let m = std::fs::metadata(file).ok()?;
+    Some((m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()))
+}
+
+/// `git config --list --show-origin` in `root`: the files it read (with the includes they name)
+/// and the paths git runs programs from (the hooks directory, and those files).
+fn ask_git(root: &Path, writable: &[PathBuf]) -> Option<GitReads> {
+    let git = crate::resolve_program("git", &std::env::var_os("PATH")?, writable)?;
+    let mut child = std::process::Command::new(git)
+        .arg("-C")
+        .arg(root)
+        .args(["config", "--list", "--show-origin", "-z"])
+        // What the commands of this process were told, not what the user's own git will be.
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_COMMON_DIR")
+        .env_remove("GIT_CONFIG_PARAMETERS")
+        .env_remove("GIT_CONFIG_COUNT")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        stdout.take(MAX_OUTPUT).read_to_end(&mut out).map(|_| out)
+    });
+    let deadline = Instant::now() + TIME_LIMIT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+            // Too slow (a FIFO where an included file should be), or gone: killed, and the
+            // reader ends with the pipe.
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = reader.join();
+                return None;
+            }
+        }
+    };
+    let out = reader.join().ok()?.ok()?;
+    if !status.success() {
+        return None;
+    }
+    Some(parse(root, &out))
+}
+
+/// What `git config --list --show-origin -z`'s output `out` says of `root`.
+fn parse(root: &Path, out: &[u8]) -> GitReads {
+    use std::os::unix::ffi::OsStrExt;
+    let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut hooks = None;
+    let mut fields = out.split(|&b| b == 0);
+    while let (Some(origin), Some(entry)) = (fields.next(), fields.next()) {
+        let Some(file) = origin.strip_prefix(b"file:") else { continue };
+        let file = root.join(std::ffi::OsStr::from_bytes(file));
+        let (key, value) = match entry.iter().position(|&b| b == b'\n') {
+            Some(at) => (&entry[..at], std::ffi::OsStr::from_bytes(&entry[at + 1..])),
+            None => (entry, std::ffi::OsStr::new("")),
+        };
+        let key = String::from_utf8_lossy(key).to_ascii_lowercase();
+        let tilde = |value: &std::ffi::OsStr| -> Option<PathBuf> {
+            let text = value.as_bytes();
+            match text.strip_prefix(b"~/") {
+                Some(rest) => Some(home.as_ref()?.join(std::ffi::OsStr::from_bytes(rest))),
+                None => Some(PathBuf::from(value)),
+            }
+        };
+        if key == "core.hookspath" {
+            hooks = tilde(value).filter(|_| !value.is_empty());
+        } else if (key == "include.path" || (key.starts_with("includeif.") && key.ends_with(".path")))
+            && let Some(path) = tilde(value)
+        {
+            // Relative to the file that includes it.
+            let dir = file.parent().unwrap_or(root);
+            files.push(crate::lexically_normal(&dir.join(path)));
+        }
+        files.push(file);
+    }
+    files.sort();
+    files.dedup();
+    GitReads { hooks: hooks.map(|value| hooks_dir(root, value.as_os_str())), files }
+}
+
+/// The directory the hooks of the repository at `root` run from, for `core.hooksPath` =
+/// `value`: relative to the working tree's top, where git runs hooks.
+fn hooks_dir(root: &Path, value: &std::ffi::OsStr) -> PathBuf {
+    crate::lexically_normal(&root.join(value))
+}
+
+/// `core.hooksPath` in the git configuration file `config`, read here: sections and keys in
+/// any case, a key on its section's line, comments (`#`, `;`) and quotes; the last one wins.
+fn read_hooks_path(config: &Path) -> Option<std::ffi::OsString> {
+    let mut text = String::new();
+    let file = std::fs::File::open(config).ok().filter(|f| f.metadata().is_ok_and(|m| m.is_file()))?;
+    file.take(MAX_OUTPUT).read_to_string(&mut text).ok()?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut core = false;
+    let mut found = None;
+    for line in text.lines() {
+        let mut line = line.trim();
+        if let Some(rest) = line.strip_prefix('[') {
+            let Some((section, after)) = rest.split_once(']') else { continue };
+            core = section.trim().eq_ignore_ascii_case("core");
+            line = after.trim();
+        }
+        let Some((key, value)) = line.split_once('=') else { continue };
+        if core && key.trim().eq_ignore_ascii_case("hookspath") {
+            found = Some(unquote(value));
+        }
+    }
+    let value = found.filter(|v| !v.is_empty())?;
+    match value.strip_prefix("~/") {
+        Some(rest) => Some(home?.join(rest).into_os_string()),
+        None => Some(value.into()),
+    }
+}
+
+/// A git configuration value as git reads it: quotes removed, `\` escapes taken, and a comment
+/// outside quotes left out.
+fn unquote(value: &str) -> String {
+    let mut out = String::new();
+    let (mut quoted, mut chars) = (false, value.trim().chars());
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' => match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some(other) => out.push(other),
+                None => {}
+            },
+            '#' | ';' if !quoted => break,
+            c => out.push(c),
+        }
+    }
+    if quoted { out } else { out.trim_end().to_owned() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hooks_path_is_read_with_comments_quotes_and_a_key_on_its_sections_line() {
+        let dir = std::env::temp_dir().join(format!("git-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("config");
+        for (text, expected) in [
+            ("[core]\n\thooksPath = .hooks\n", Some(".hooks")),
+            ("[core]\n\thooksPath = .hooks ; shared hooks\n", Some(".hooks")),
+            ("[core]\n\thooksPath = .hooks # shared\n", Some(".hooks")),
+            ("[core] hooksPath = one-line\n", Some("one-line")),
+            ("[CORE]\n\tHOOKSPATH = \"with ; semicolon\"\n", Some("with ; semicolon")),
+            ("[core]\n\thooksPath = a\n[user]\n\thooksPath = b\n[core]\n\thooksPath = c\n", Some("c")),
+            ("[user]\n\thooksPath = b\n", None),
+            ("[core]\n\thooksPath =\n", None),
+        ] {
+            std::fs::write(&config, text).unwrap();
+            assert_eq!(read_hooks_path(&config).as_deref(), expected.map(std::ffi::OsStr::new), "{text:?}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn gits_answer_names_the_hooks_the_files_and_what_they_include() {
+        let root = Path::new("/w");
+        let out = b"file:/home/u/.gitconfig\0core.hookspath\n.githooks\0file:.git/config\0core.bare\nfalse\0\
+                    file:.git/config\0include.path\n../team.cfg\0file:.git/config\0includeif.onbranch:x.path\n/abs/x.cfg\0\
+                    command line:\0core.hookspath\nignored\0file:.git/config\0core.fsmonitor\0";
+        let reads = parse(root, out);
+        let expected: Vec<PathBuf> = ["/abs/x.cfg", "/home/u/.gitconfig", "/w/.git/config", "/w/team.cfg"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(reads.files, expected);
+        assert_eq!(reads.hooks, Some(PathBuf::from("/w/.githooks")));
+    }
+}
