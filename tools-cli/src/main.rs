@@ -89,11 +89,20 @@ fn report(failure: &Failure) -> i32 {
 fn run(command: Command) -> Result<i32, Failure> {
     match command {
         Command::List(args) => block_on(list(args)),
-        Command::Call(args) => block_on(call(args)),
-        Command::Turn(args) => block_on(turn(args)),
+        // The call (or turn) is the session: what its commands left running ends with it.
+        Command::Call(args) => block_on(ended_with_its_commands(call(args))),
+        Command::Turn(args) => block_on(ended_with_its_commands(turn(args))),
         Command::Serve(args) => block_on(serve(args)),
         Command::Mcp(command) => block_on(login::run(command)),
     }
+}
+
+/// `work`, then every process its commands left running killed (a job put in the background,
+/// `setsid`, `nohup`), as `serve` does at the end of a session.
+async fn ended_with_its_commands(work: impl Future<Output = Result<i32, Failure>>) -> Result<i32, Failure> {
+    let result = work.await;
+    tools_std::process::kill_running_commands();
+    result
 }
 
 fn block_on<F>(future: F) -> Result<i32, Failure>

@@ -221,6 +221,34 @@ fn call_runs_bash_commands_to_their_end_and_refuses_the_background() {
     assert!(run.json()["output"].as_str().unwrap().contains("done"));
 }
 
+/// What a command leaves running (a job in the background, `setsid`, `nohup`) ends with the
+/// `call` or `turn` that ran it, as with a `serve` session: nothing of it goes on writing the
+/// workspace, and the placeholders it held are gone.
+#[test]
+fn call_and_turn_leave_nothing_running() {
+    let fx = Fixture::new();
+    let marker = format!("{}", 4_000_000 + std::process::id() % 1_000_000);
+    let leave = format!(
+        "sleep {marker}1 & setsid sleep {marker}2 > /dev/null 2>&1 & nohup sleep {marker}3 > /dev/null 2>&1 & echo left"
+    );
+    let running = || {
+        let out = std::process::Command::new("pgrep").args(["-f", &format!("sleep {marker}")]).output();
+        out.map(|out| String::from_utf8_lossy(&out.stdout).lines().count()).unwrap_or(0)
+    };
+    let run = fx.run(&["call", "bash", &json!({"command": leave}).to_string()], None);
+    assert!(run.json()["output"].as_str().unwrap().contains("left"), "{}", run.stdout);
+    assert_eq!(running(), 0, "a job of `call` still runs");
+    let message = json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": leave}}
+    ]});
+    let run = fx.run(&["turn", "--format", "anthropic"], Some(message.to_string().as_bytes()));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(running(), 0, "a job of `turn` still runs");
+    for name in [".claude", "CLAUDE.md", "AGENTS.md", ".mcp.json"] {
+        assert!(std::fs::symlink_metadata(fx.ws().join(name)).is_err(), "{name} was left");
+    }
+}
+
 #[test]
 fn call_reports_invalid_arguments_as_the_model_would_see_them() {
     let fx = Fixture::new();
