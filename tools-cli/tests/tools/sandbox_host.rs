@@ -96,6 +96,50 @@ fn the_hooks_directory_git_uses_is_read_only_to_commands_however_it_is_configure
     }
 }
 
+/// A link a command may have made does not lead the host's own tools into what the sandbox keeps
+/// commands from changing: the hooks directory git uses, or the home directory's configuration
+/// when the home directory is the workspace, beside the protected names.
+#[test]
+fn a_link_does_not_lead_the_file_tools_into_what_commands_may_not_change() {
+    if std::process::Command::new("git").arg("--version").output().is_err() {
+        tool_tests::skip("git is not installed");
+        return;
+    }
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let git = |args: &[&str]| {
+        assert!(std::process::Command::new("git").args(args).current_dir(&ws).status().unwrap().success())
+    };
+    git(&["init", "-q"]);
+    git(&["config", "core.hooksPath", "githooks"]);
+    std::fs::create_dir_all(ws.join("githooks")).unwrap();
+    std::fs::write(ws.join("githooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    std::fs::create_dir_all(ws.join(".ssh")).unwrap();
+    std::fs::write(ws.join(".ssh/authorized_keys"), "ssh-ed25519 KEY user\n").unwrap();
+    std::os::unix::fs::symlink("githooks/pre-commit", ws.join("notes.txt")).unwrap();
+    std::os::unix::fs::symlink(".ssh/authorized_keys", ws.join("keys.txt")).unwrap();
+    let calls = [
+        ("write", json!({"path": "notes.txt", "content": "#!/bin/sh\ntouch /tmp/x\n"}), "githooks"),
+        (
+            "edit",
+            json!({"path": "keys.txt", "old_string": "user", "new_string": "user\nssh-ed25519 EVIL"}),
+            ".ssh",
+        ),
+    ];
+    for (tool, args, inside) in calls {
+        let mut command = fx.command(&["call", tool, &args.to_string()]);
+        command.env("HOME", &ws);
+        let run = common::run(command, None);
+        let output = run.json()["output"].as_str().unwrap_or_default().to_owned();
+        assert!(
+            output.contains("leads through a symbolic link") && output.contains(inside),
+            "{tool}: {output}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(ws.join("githooks/pre-commit")).unwrap(), "#!/bin/sh\n");
+    assert_eq!(std::fs::read_to_string(ws.join(".ssh/authorized_keys")).unwrap(), "ssh-ed25519 KEY user\n");
+}
+
 #[test]
 fn git_metadata_and_agents_files_are_read_only_to_commands_present_or_not() {
     if !mounts() {

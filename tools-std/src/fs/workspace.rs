@@ -491,19 +491,32 @@ impl Workspace {
         Ok(ResolvedPath { display: self.display(&target), target })
     }
 
-    /// Refuses a change of `target` that a link led into a protected name `named` is not in.
+    /// Refuses a change of `target` that a link led into a protected path (a protected name, or
+    /// any path the sandbox keeps read-only: the hooks directory git uses, the home directory's
+    /// configuration, the settings files) that the path as `named` is not in.
     fn not_led_into_protected(&self, path: &str, named: &Path, target: &Target) -> Result<(), ToolError> {
+        let resolved_path = self.absolute(target);
+        if resolved_path == named {
+            return Ok(());
+        }
         let inside = |path: &Path| path.strip_prefix(&self.root).map(Path::to_path_buf).unwrap_or_default();
-        let Some(name) = protected_component(target.path()) else { return Ok(()) };
-        if protected_component(&inside(named)).is_some() {
+        let protected = self.sandbox.policy.protected_paths();
+        let protected_at = |path: &Path| -> Option<String> {
+            let name = protected_component(&inside(path)).map(|name| name.to_string_lossy().into_owned());
+            name.or_else(|| {
+                let at = protected.iter().find(|p| path.starts_with(p))?;
+                Some(at.strip_prefix(&self.root).unwrap_or(at).display().to_string())
+            })
+        };
+        let Some(name) = protected_at(&resolved_path) else { return Ok(()) };
+        if protected_at(named).is_some() {
             return Ok(());
         }
         let resolved = self.display(target);
         Err(ToolError::permission_denied(format!(
-            "{path} leads through a symbolic link to {resolved}, inside `{}`, which commands may not change (a \
+            "{path} leads through a symbolic link to {resolved}, inside `{name}`, which commands may not change (a \
              command may have made the link to have it written); nothing was changed. If {resolved} is what you \
-             mean to change, name it as it is",
-            name.to_string_lossy()
+             mean to change, name it as it is"
         )))
     }
 
