@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 /// mode `0700`, made with `mkdir` so that a name planted in advance fails instead of being used,
 /// and removed (without following links) when dropped, or, when its process was killed, by the
 /// next session directory made beside it. A session holds an exclusive `flock` on its directory
-/// for as long as it lives; one is taken for abandoned only when nobody holds that lock, its
+/// for as long as it lives (taken without waiting: a directory another process locked first is
+/// given up for another name, and after eight an error says so); one is taken for abandoned
+/// only when nobody holds that lock, its
 /// process does not run, and it is more than a minute old (a session in another pid namespace
 /// that shares the temporary directory, whose pid means nothing here, still holds its lock):
 ///
@@ -45,22 +47,39 @@ impl SessionDir {
         for _ in 0..8 {
             let path = parent.join(format!("tools-{}-{:016x}", std::process::id(), random()?));
             match make_private_dir(&path) {
-                Ok(()) => {
-                    for sub in ["state", "tmp", "shared"] {
-                        make_private_dir(&path.join(sub))?;
-                    }
-                    let dir = SessionDir {
-                        #[cfg(unix)]
-                        id: id_of(&path)?,
-                        #[cfg(target_os = "linux")]
-                        _lock: lock(&path, false),
-                        path,
-                    };
-                    return Ok(dir);
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    last = Some(e);
+                    continue;
                 }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
                 Err(e) => return Err(e),
             }
+            // Locked at once, without waiting: another process that opened the new directory
+            // first (one watching the temporary directory) could otherwise hold this one up for
+            // as long as it likes. Then the directory is given up for another name.
+            #[cfg(target_os = "linux")]
+            let lock = match lock(&path) {
+                Locked::Contended => {
+                    let _ = std::fs::remove_dir(&path);
+                    last = Some(io::Error::new(
+                        io::ErrorKind::ResourceBusy,
+                        "another process locked each new session directory before this one could",
+                    ));
+                    continue;
+                }
+                Locked::Held(lock) => Some(lock),
+                Locked::Unavailable => None,
+            };
+            for sub in ["state", "tmp", "shared"] {
+                make_private_dir(&path.join(sub))?;
+            }
+            return Ok(SessionDir {
+                #[cfg(unix)]
+                id: id_of(&path)?,
+                #[cfg(target_os = "linux")]
+                _lock: lock,
+                path,
+            });
         }
         Err(last.unwrap_or_else(|| io::Error::other("no free name for a session directory")))
     }
@@ -157,7 +176,7 @@ fn remove_abandoned(parent: &Path) {
             .and_then(|modified| modified.elapsed().ok())
             .is_some_and(|age| age > ABANDONED_AFTER);
         // Held while it is removed, so that nobody takes it meanwhile.
-        if let Some(_held) = lock(&path, true).filter(|_| old) {
+        if old && let Locked::Held(_held) = lock(&path) {
             let _ = std::fs::remove_dir_all(&path);
         }
     }
@@ -168,23 +187,29 @@ fn remove_abandoned(parent: &Path) {
 #[cfg(target_os = "linux")]
 const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// The directory at `path` (not a link), open and locked exclusively; with `try_only`, `None`
-/// when another holds the lock. A directory that cannot be opened or locked here (a file system
-/// without `flock`) is not locked, and then `None` too.
+/// Whether a directory was locked.
 #[cfg(target_os = "linux")]
-fn lock(path: &Path, try_only: bool) -> Option<nix::fcntl::Flock<std::fs::File>> {
+enum Locked {
+    /// Open and locked exclusively.
+    Held(nix::fcntl::Flock<std::fs::File>),
+    /// Another holds the lock.
+    Contended,
+    /// It cannot be opened or locked here (gone, a file system without `flock`).
+    Unavailable,
+}
+
+/// The directory at `path` (not a link), open and locked exclusively, without waiting.
+#[cfg(target_os = "linux")]
+fn lock(path: &Path) -> Locked {
     use std::os::unix::fs::OpenOptionsExt;
-    let dir = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
-        .open(path)
-        .ok()?;
-    let how = if try_only {
-        nix::fcntl::FlockArg::LockExclusiveNonblock
-    } else {
-        nix::fcntl::FlockArg::LockExclusive
-    };
-    nix::fcntl::Flock::lock(dir, how).ok()
+    let opened =
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW).open(path);
+    let Ok(dir) = opened else { return Locked::Unavailable };
+    match nix::fcntl::Flock::lock(dir, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Locked::Held(lock),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Locked::Contended,
+        Err(_) => Locked::Unavailable,
+    }
 }
 
 /// The owner of a directory (not a link).
@@ -257,13 +282,50 @@ mod tests {
         let just_made = make(u32::MAX, 3, 0);
         // Another pid namespace's session, alive: it holds its lock.
         let elsewhere = make(u32::MAX, 4, 120);
-        let held = lock(&elsewhere, false).unwrap();
+        let Locked::Held(held) = lock(&elsewhere) else { panic!("not locked") };
         let dir = SessionDir::create_in(&parent).unwrap();
         assert!(!abandoned.exists(), "the abandoned one stays");
         assert!(running.exists() && just_made.exists() && elsewhere.exists());
         // Its own lock keeps it from being taken for abandoned, pid or not.
-        assert!(lock(&dir.path(), true).is_none(), "a live session's directory is not locked");
+        assert!(matches!(lock(&dir.path()), Locked::Contended), "a live session's directory is not locked");
         drop((dir, held));
         std::fs::remove_dir_all(&parent).unwrap();
+    }
+
+    /// A process that watches the temporary directory and locks each new directory before the
+    /// session can does not hold the session up: it gives each up for another name, and says
+    /// so when every one was taken.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_process_locking_each_new_directory_first_holds_no_session_up() {
+        use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+        let parent = std::env::temp_dir().join(format!("session-race-{}", std::process::id()));
+        std::fs::create_dir_all(&parent).unwrap();
+        let inotify = Inotify::init(InitFlags::empty()).unwrap();
+        inotify.add_watch(&parent, AddWatchFlags::IN_CREATE).unwrap();
+        let watched = parent.clone();
+        // Holds every lock it takes until the test ends.
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while let Ok(events) = inotify.read_events() {
+                for event in events {
+                    let Some(name) = event.name else { continue };
+                    if let Locked::Held(lock) = lock(&watched.join(name)) {
+                        held.push(lock);
+                    }
+                }
+            }
+        });
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let at = parent.clone();
+        std::thread::spawn(move || sender.send(SessionDir::create_in(&at)));
+        let made =
+            receiver.recv_timeout(std::time::Duration::from_secs(20)).expect("the session was held up");
+        match made {
+            // It won a race: the lock on its directory is its own.
+            Ok(dir) => assert!(dir._lock.is_some() && matches!(lock(&dir.path()), Locked::Contended)),
+            Err(e) => assert_eq!(e.kind(), io::ErrorKind::ResourceBusy, "{e}"),
+        }
+        let _ = std::fs::remove_dir_all(&parent);
     }
 }
