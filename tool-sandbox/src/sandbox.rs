@@ -570,17 +570,18 @@ impl Sandbox {
         };
         let unreadable = crate::unreadable::plan(&self.policy)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-        // An unreadable path inside a writable root is held where it is by its own mount, and the
-        // directories above it are pinned, so that no command can move it out from under it (a
-        // writable root within it stays writable).
-        let mut targets = protected_targets(&self.policy, unreadable.paths());
-        targets.read_only.extend(placeholders.iter().map(|p| p.path.clone()));
         // The other sessions' directories beside this one's are hidden too (those made later than
         // this command are not).
         let mut hidden: Vec<PathBuf> = self.policy.hidden.iter().filter(|h| h.is_dir()).cloned().collect();
         for state in &self.policy.hidden {
             hidden.extend(crate::session_dir::other_sessions(state));
         }
+        // An unreadable path or a hidden directory inside a writable root (the temporary
+        // directory's, when it is one) is held where it is by its own mount, and the directories
+        // above it are pinned, so that no command can move it out from under it, to have the next
+        // command's mount cover a decoy (a writable root within it stays writable).
+        let mut targets = protected_targets(&self.policy, unreadable.paths().chain(&hidden));
+        targets.read_only.extend(placeholders.iter().map(|p| p.path.clone()));
         let socket_dirs = self.policy.hidden_socket_dirs();
         // The sockets `allowUnixSockets` names in those directories: bound back in the empty
         // directory the command sees (the first few of each).

@@ -95,6 +95,28 @@ fn state_inside_the_root_is_hidden_and_read_only_and_the_report_says_so() {
     assert!(!state.join("out_2").exists() && state.join("out_1").exists(), "{out}");
 }
 
+/// A hidden directory inside a writable root cannot be moved away by one command, to have the
+/// next command's mount hide a decoy put in its place while the real one is read elsewhere: the
+/// directories above it are pinned, as an unreadable path's are.
+#[test]
+fn hidden_state_inside_a_writable_root_cannot_be_moved_for_a_decoy() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let fx = fixture("state-moved");
+    // The session's directory made inside the workspace (as with `--writable-root /tmp`).
+    let session = SessionDir::create_in(&fx.root).unwrap();
+    std::fs::write(session.state().join("blob"), "CHECKPOINTED").unwrap();
+    let sandbox = Sandbox::new(fx.policy.clone().with_session_dir(&session)).unwrap();
+    let name = session.path().file_name().unwrap().to_string_lossy().into_owned();
+    let (_, out) =
+        run_in(&sandbox, &fx.root, &format!("mv {name} moved; mv {name}/state state-moved; echo done"));
+    assert!(out.contains("done"), "{out}");
+    let (_, out) = run_in(&sandbox, &fx.root, "cat moved/state/blob state-moved/blob 2>&1; echo done");
+    assert!(!out.contains("CHECKPOINTED"), "{out}");
+    assert!(session.state().join("blob").exists(), "{out}");
+}
+
 /// Runs `script` as [`run_in`] does, holding the placeholders of absent protected names while
 /// it runs (as `bash` does).
 fn run_holding(sandbox: &Sandbox, cwd: &Path, script: &str) -> (i32, String) {
