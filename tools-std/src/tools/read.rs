@@ -320,13 +320,22 @@ fn crc32(bytes: &[u8]) -> u32 {
 }
 
 /// The lines shown by one call, and where the file stands.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Page {
     text: String,
     first: u64,
     last: u64,
     total: u64,
     hit_byte_limit: bool,
+    /// The file was read to its end ([`COUNTED_PAST_PAGE`]): `total` is all its lines, not the
+    /// least it has.
+    counted_all: bool,
+}
+
+impl Default for Page {
+    fn default() -> Page {
+        Page { text: String::new(), first: 0, last: 0, total: 0, hit_byte_limit: false, counted_all: true }
+    }
 }
 
 impl Page {
@@ -349,27 +358,36 @@ impl Page {
             )));
         }
         let mut text = self.text;
-        if self.last < self.total {
+        if self.last < self.total || !self.counted_all {
             let why = if self.hit_byte_limit { " (the 47 KB output limit was reached)" } else { "" };
+            let of = match self.counted_all {
+                true => self.total.to_string(),
+                false => format!("at least {} (not counted past 64 MB further)", self.total),
+            };
             text.push_str(&format!(
-                "\n[showing lines {}-{} of {}{why}; use offset={} to continue]",
+                "\n[showing lines {}-{} of {of}{why}; use offset={} to continue]",
                 self.first,
                 self.last,
-                self.total,
                 self.last + 1
             ));
         }
+        let total = if self.counted_all { "total_lines" } else { "total_lines_at_least" };
         Ok(ToolOutput::text(text)
             .with_title(display.to_owned())
             .with_metadata("first_line", json!(self.first))
             .with_metadata("last_line", json!(self.last))
-            .with_metadata("total_lines", json!(self.total)))
+            .with_metadata(total, json!(self.total)))
     }
 }
 
+/// How far past the lines shown the rest of a file is read to count its lines: a file longer
+/// than that (a log of gigabytes, a sparse file of terabytes a command made) is said to have at
+/// least the lines counted, rather than read to its end.
+const COUNTED_PAST_PAGE: u64 = 64 << 20;
+
 /// Reads lines `offset..offset + limit` (1-based), the first from its character `char_offset`,
-/// and counts every line, holding at most one cut line in memory however long the lines or the
-/// file are.
+/// and counts the lines, holding at most one cut line in memory however long the lines or the
+/// file are; past [`COUNTED_PAST_PAGE`] bytes beyond the lines shown, counting stops.
 pub(crate) fn read_lines(
     reader: &mut impl BufRead,
     lines: Lines,
@@ -387,12 +405,18 @@ pub(crate) fn read_lines(
     let mut skip = char_offset;
     let mut skipping = char_offset > 0;
     let mut skipped = 0usize;
+    let mut counted_past: u64 = 0;
     loop {
         if cancel.is_cancelled() {
             return Err(io::Error::new(io::ErrorKind::Interrupted, "the call was cancelled"));
         }
         let buf = reader.fill_buf()?;
         if buf.is_empty() {
+            break;
+        }
+        let past_page = line_no >= end || page.hit_byte_limit;
+        if past_page && counted_past > COUNTED_PAST_PAGE {
+            page.counted_all = false;
             break;
         }
         let showing = line_no >= offset && line_no < end && !page.hit_byte_limit;
@@ -452,13 +476,16 @@ pub(crate) fn read_lines(
             consumed
         };
         last_byte = buf[..consumed].last().copied().or(last_byte);
+        if past_page {
+            counted_past += consumed as u64;
+        }
         reader.consume(consumed);
     }
     let unterminated = last_byte.is_some_and(|b| b != b'\n');
-    if unterminated && line_no >= offset && line_no < end && !page.hit_byte_limit {
+    if page.counted_all && unterminated && line_no >= offset && line_no < end && !page.hit_byte_limit {
         page.push_line(line_no, &current, more_chars, skipped, skipped + skip);
     }
-    page.total = line_no - 1 + u64::from(unterminated);
+    page.total = line_no - 1 + u64::from(unterminated && page.counted_all);
     Ok(page)
 }
 
@@ -579,6 +606,24 @@ mod tests {
             fx.text("read", json!({"path": "a.txt"})).await,
             "     1\tone\n     2\ttwo\n     3\t\n     4\tfour\n"
         );
+    }
+
+    /// A sparse file of 4 GiB (one a command can make in a moment) is not read to its end to
+    /// count its lines: past 64 MB beyond the lines shown, it has at least those counted.
+    #[tokio::test]
+    async fn a_huge_file_is_counted_only_so_far_past_the_lines_shown() {
+        let fx = Fixture::new();
+        fx.write("sparse.txt", "hello\n".repeat(40_000));
+        let file = std::fs::OpenOptions::new().write(true).open(fx.root().join("sparse.txt")).unwrap();
+        file.set_len(4 << 30).unwrap();
+        let out = fx.call("read", json!({"path": "sparse.txt", "limit": 1})).await.unwrap();
+        assert_eq!(
+            out.text_content(),
+            "     1\thello\n\n[showing lines 1-1 of at least 40000 (not counted past 64 MB further); use offset=2 \
+             to continue]"
+        );
+        assert_eq!(out.metadata["total_lines_at_least"], json!(40_000));
+        assert!(out.metadata.get("total_lines").is_none());
     }
 
     #[tokio::test]
