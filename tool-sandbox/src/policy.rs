@@ -111,6 +111,12 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     ".claude",
     "CLAUDE.md",
     "AGENTS.md",
+    // Editors run what these name: VS Code's tasks (`runOn: folderOpen`) and settings (the
+    // interpreter, formatters), JetBrains' run configurations; ripgrep reads its options from
+    // the file `RIPGREP_CONFIG_PATH` names, which may be this one.
+    ".vscode",
+    ".idea",
+    ".ripgreprc",
 ];
 
 /// What stays read-only in `.git` when commands may write a repository's metadata: what git
@@ -131,7 +137,7 @@ pub const GIT_PROTECTED: &[&str] = &[
 /// namespace (and removed, if still empty, when the sandbox is dropped). A directory named
 /// `CLAUDE.md` cannot be made a file by a command; the other protected names, when absent, are
 /// not held (see the sandbox chapter).
-pub const PLACEHOLDERS: &[&str] = &[".git", ".claude", ".mcp.json", "CLAUDE.md", "AGENTS.md"];
+pub const PLACEHOLDERS: &[&str] = &[".git", ".claude", ".mcp.json", "CLAUDE.md", "AGENTS.md", ".vscode"];
 
 /// The directories of [`HOME_PROTECTED`] that cannot be created when absent (empty placeholder
 /// directories, as for [`PLACEHOLDERS`]); files such as `.gitconfig` are not held, since a

@@ -44,11 +44,14 @@ impl Screening {
         self.stopped.iter().map(|(_, n)| n).sum()
     }
 
-    /// What the result says of the stopped paths, one line per rule (empty when none were):
-    /// `noun` names them ("file", "entry"), `verb` what was not done ("searched", "listed").
+    /// What the result says of the stopped paths, one line per rule (empty when none were),
+    /// refusals first, then by rule, whatever order a parallel walk met them in: `noun` names
+    /// them ("file", "entry"), `verb` what was not done ("searched", "listed").
     pub(crate) fn notice(&self, noun: &str, verb: &str) -> String {
         let mut text = String::new();
-        for (screened, n) in &self.stopped {
+        let mut stopped: Vec<&(Screened, usize)> = self.stopped.iter().collect();
+        stopped.sort_by(|(a, _), (b, _)| (a.ask, &a.because).cmp(&(b.ask, &b.because)));
+        for (screened, n) in stopped {
             let what = plural(*n as u64, noun);
             if screened.ask {
                 text.push_str(&format!(

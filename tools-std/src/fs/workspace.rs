@@ -500,7 +500,12 @@ impl Workspace {
             return Ok(());
         }
         let inside = |path: &Path| path.strip_prefix(&self.root).map(Path::to_path_buf).unwrap_or_default();
-        let protected = self.sandbox.policy.protected_paths();
+        // What the sandbox keeps read-only beyond the protected names, when it confines writes.
+        let policy = &self.sandbox.policy;
+        let protected = match policy.mode {
+            tool_sandbox::SandboxMode::WorkspaceWrite => policy.protected_paths(),
+            _ => Vec::new(),
+        };
         let protected_at = |path: &Path| -> Option<String> {
             let name = protected_component(&inside(path)).map(|name| name.to_string_lossy().into_owned());
             name.or_else(|| {
