@@ -908,6 +908,8 @@ impl Placeholders {
 #[derive(Debug)]
 pub(crate) struct Placeholder {
     pub(crate) path: PathBuf,
+    /// The writable root it lies beneath.
+    root: PathBuf,
 }
 
 /// Whether `path` is a placeholder that commands of this process hold: an empty directory
@@ -973,20 +975,59 @@ impl Drop for Bound {
 }
 
 impl Placeholder {
-    /// Holds the placeholder at `path`: made now when absent, shared when this process made it
-    /// already; `None` when something else is there.
-    fn hold(path: PathBuf) -> Option<Placeholder> {
+    /// Holds the placeholder at `path`, beneath the writable root `root`: made now when absent,
+    /// shared when this process made it already; `None` when something else is there.
+    fn hold(root: &Path, path: PathBuf) -> Option<Placeholder> {
         let mut held = held().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(count) = held.get_mut(&path) {
             // Removed meanwhile (by the user): made again, or the mount would fail.
-            let _ = std::fs::create_dir(&path);
+            let _ = beneath(root, &path, BeneathOp::Make);
             *count += 1;
-            return Some(Placeholder { path });
+            return Some(Placeholder { path, root: root.to_path_buf() });
         }
-        // `mkdir` neither follows nor replaces what is there (a link planted meanwhile).
-        std::fs::create_dir(&path).ok()?;
+        // `mkdir` neither follows nor replaces what is there (a link planted meanwhile), and the
+        // directories above are opened from the root without following a link either.
+        beneath(root, &path, BeneathOp::Make).ok()?;
         held.insert(path.clone(), 1);
-        Some(Placeholder { path })
+        Some(Placeholder { path, root: root.to_path_buf() })
+    }
+}
+
+/// What [`beneath`] does with the last name of a path.
+#[derive(Clone, Copy)]
+enum BeneathOp {
+    Make,
+    Remove,
+}
+
+/// Makes (`mkdir`) or removes (`rmdir`) the directory `path`, its parent opened from `root` one
+/// name at a time without following a link (a command may have replaced one with a link to
+/// have the host make or remove a directory elsewhere).
+#[cfg(target_os = "linux")]
+fn beneath(root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
+    use nix::fcntl::{OFlag, open, openat};
+    use nix::sys::stat::Mode;
+    let invalid = || std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a path beneath the root");
+    let rest = path.strip_prefix(root).map_err(|_| invalid())?;
+    let name = rest.file_name().ok_or_else(invalid)?;
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    let mut dir = open(root, flags, Mode::empty())?;
+    for part in rest.parent().into_iter().flat_map(Path::components) {
+        let std::path::Component::Normal(part) = part else { return Err(invalid()) };
+        dir = openat(&dir, part, flags | OFlag::O_NOFOLLOW, Mode::empty())?;
+    }
+    match op {
+        BeneathOp::Make => nix::sys::stat::mkdirat(&dir, name, Mode::from_bits_truncate(0o777))?,
+        BeneathOp::Remove => nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::RemoveDir)?,
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn beneath(_root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
+    match op {
+        BeneathOp::Make => std::fs::create_dir(path),
+        BeneathOp::Remove => std::fs::remove_dir(path),
     }
 }
 
@@ -997,8 +1038,9 @@ impl Drop for Placeholder {
         *count -= 1;
         if *count == 0 {
             held.remove(&self.path);
-            // `rmdir` removes only an empty directory, and never what a link leads to.
-            let _ = std::fs::remove_dir(&self.path);
+            // `rmdir` removes only an empty directory, and never what a link leads to: a
+            // directory above it that a command replaced with a link stops it.
+            let _ = beneath(&self.root, &self.path, BeneathOp::Remove);
         }
     }
 }
@@ -1009,7 +1051,14 @@ impl Drop for Placeholder {
 /// [`HOME_PLACEHOLDERS`](crate::policy::HOME_PLACEHOLDERS) in it.
 fn make_placeholders(policy: &SandboxPolicy) -> Vec<Placeholder> {
     let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
-    placeholder_paths(policy, home.as_deref()).into_iter().filter_map(Placeholder::hold).collect()
+    let roots = policy.writable();
+    placeholder_paths(policy, home.as_deref())
+        .into_iter()
+        .filter_map(|path| {
+            let root = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())?;
+            Placeholder::hold(root, path)
+        })
+        .collect()
 }
 
 /// Where [`make_placeholders`] makes them, for the home directory `home`: each absent name
@@ -1052,6 +1101,28 @@ fn placeholder_paths(policy: &SandboxPolicy, home: Option<&Path>) -> Vec<PathBuf
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A directory above a placeholder that a command replaced with a link does not lead the
+    /// host to make the placeholder, or remove a directory of that name, where the link leads.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_placeholder_is_made_and_removed_only_beneath_its_root_never_through_a_link() {
+        let base = std::env::temp_dir().join(format!("placeholder-links-{}", std::process::id()));
+        let (root, outside) = (base.join("root"), base.join("outside"));
+        std::fs::create_dir_all(root.join("b")).unwrap();
+        std::fs::create_dir_all(outside.join("git")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("a")).unwrap();
+        assert!(Placeholder::hold(&root, root.join("a/made")).is_none());
+        assert!(!outside.join("made").exists());
+        // Made in a real directory, which is then swapped for a link to where `git` exists.
+        let held = Placeholder::hold(&root, root.join("b/git")).expect("made");
+        assert!(root.join("b/git").is_dir());
+        std::fs::rename(root.join("b"), root.join("b-moved")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("b")).unwrap();
+        drop(held);
+        assert!(outside.join("git").is_dir(), "a directory was removed through a link");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     #[test]
     fn a_writable_home_gets_placeholders_for_the_directories_of_its_configuration_that_runs_code() {
