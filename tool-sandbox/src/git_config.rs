@@ -83,14 +83,34 @@ fn stamp_of(file: &Path) -> Stamp {
     Some((m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()))
 }
 
-/// `git config --list --show-origin` in `root`: the files it read (with the includes they name)
-/// and the paths git runs programs from (the hooks directory, and those files).
+/// `git config --list --show-origin` in `root`: the files it read (with the includes they name),
+/// and `git rev-parse --git-path hooks`: the hooks directory, relative to the working tree's top
+/// where hooks run (`root` may be below it).
 fn ask_git(root: &Path, writable: &[PathBuf]) -> Option<GitReads> {
+    use std::os::unix::ffi::OsStrExt;
     let git = crate::resolve_program("git", &std::env::var_os("PATH")?, writable)?;
+    // Outside a repository this fails, and the configuration has no file of one.
+    let located =
+        run_git(&git, root, &["rev-parse", "--git-path", "hooks", "--show-toplevel"]).unwrap_or_default();
+    let mut lines = located.split(|&b| b == b'\n').map(|line| std::ffi::OsStr::from_bytes(line));
+    let (hooks, top) = (lines.next().filter(|l| !l.is_empty()), lines.next().filter(|l| !l.is_empty()));
+    // The files of a repository's configuration are named from its top.
+    let top = top.map_or_else(|| root.to_path_buf(), PathBuf::from);
+    let mut reads = parse(&top, &run_git(&git, root, &["config", "--list", "--show-origin", "-z"])?);
+    if reads.hooks.is_some()
+        && let Some(hooks) = hooks
+    {
+        reads.hooks = Some(crate::lexically_normal(&root.join(hooks)));
+    }
+    Some(reads)
+}
+
+/// `git -C root args...`'s output, if it succeeds within [`TIME_LIMIT`].
+fn run_git(git: &Path, root: &Path, args: &[&str]) -> Option<Vec<u8>> {
     let mut child = std::process::Command::new(git)
         .arg("-C")
         .arg(root)
-        .args(["config", "--list", "--show-origin", "-z"])
+        .args(args)
         // What the commands of this process were told, not what the user's own git will be.
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
@@ -123,13 +143,11 @@ fn ask_git(root: &Path, writable: &[PathBuf]) -> Option<GitReads> {
         }
     };
     let out = reader.join().ok()?.ok()?;
-    if !status.success() {
-        return None;
-    }
-    Some(parse(root, &out))
+    status.success().then_some(out)
 }
 
-/// What `git config --list --show-origin -z`'s output `out` says of `root`.
+/// What `git config --list --show-origin -z`'s output `out` says of the repository whose top
+/// is `root` (where a relative hooks directory and a relative file name are taken from).
 fn parse(root: &Path, out: &[u8]) -> GitReads {
     use std::os::unix::ffi::OsStrExt;
     let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
@@ -138,7 +156,7 @@ fn parse(root: &Path, out: &[u8]) -> GitReads {
     let mut fields = out.split(|&b| b == 0);
     while let (Some(origin), Some(entry)) = (fields.next(), fields.next()) {
         let Some(file) = origin.strip_prefix(b"file:") else { continue };
-        let file = root.join(std::ffi::OsStr::from_bytes(file));
+        let file = crate::lexically_normal(&root.join(std::ffi::OsStr::from_bytes(file)));
         let (key, value) = match entry.iter().position(|&b| b == b'\n') {
             Some(at) => (&entry[..at], std::ffi::OsStr::from_bytes(&entry[at + 1..])),
             None => (entry, std::ffi::OsStr::new("")),
@@ -245,6 +263,24 @@ mod tests {
             assert_eq!(read_hooks_path(&config).as_deref(), expected.map(std::ffi::OsStr::new), "{text:?}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A workspace below the top of its repository: a relative `core.hooksPath` is taken from
+    /// the top, where git runs hooks, and the repository's configuration above is read.
+    #[test]
+    fn the_hooks_of_a_workspace_below_its_repositorys_top_are_found_from_the_top() {
+        let top = std::env::temp_dir().join(format!("git-config-top-{}", std::process::id()));
+        std::fs::create_dir_all(top.join("sub")).unwrap();
+        let git = |args: &[&str]| std::process::Command::new("git").args(args).current_dir(&top).status();
+        if !git(&["init", "-q"]).is_ok_and(|s| s.success()) {
+            eprintln!("skipped: git is not installed");
+            return;
+        }
+        assert!(git(&["config", "core.hooksPath", "sub/.hooks"]).unwrap().success());
+        let reads = git_reads(&top.join("sub"), &[]);
+        assert_eq!(reads.hooks, Some(top.join("sub/.hooks")));
+        assert!(reads.files.contains(&top.join(".git/config")), "{:?}", reads.files);
+        std::fs::remove_dir_all(&top).unwrap();
     }
 
     #[test]
