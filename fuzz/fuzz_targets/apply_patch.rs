@@ -77,7 +77,9 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
             }
             let result = update_text(&content, hunks, "fuzzed.txt");
             let only_additions = hunks.iter().all(|h| h.old.is_empty() && h.header.is_none());
-            if only_additions && std::str::from_utf8(content.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&content)).is_ok() {
+            if only_additions
+                && std::str::from_utf8(content.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&content)).is_ok()
+            {
                 assert!(result.is_ok(), "pure additions failed: {result:?}");
             }
         }

@@ -15,7 +15,7 @@ use libfuzzer_sys::fuzz_target;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use tool_runtime::{ErrorKind, Registry, ToolContext, tool, providers::Provider};
+use tool_runtime::{ErrorKind, Registry, ToolContext, providers::Provider, tool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

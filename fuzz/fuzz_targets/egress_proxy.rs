@@ -79,7 +79,8 @@ fn socks(u: &mut Unstructured<'_>, canary: u16) -> Result<Vec<u8>> {
             out.extend_from_slice(&std::net::Ipv6Addr::LOCALHOST.octets());
         }
         2 => {
-            let name: &str = u.choose(&["localhost", "example.com", "127.0.0.1", "[::1]", "", "a.b.c.d.e"])?;
+            let name: &str =
+                u.choose(&["localhost", "example.com", "127.0.0.1", "[::1]", "", "a.b.c.d.e"])?;
             let len = if u.ratio(7, 8)? { name.len() as u8 } else { u.arbitrary()? };
             out.push(3);
             out.push(len);
@@ -114,7 +115,8 @@ fn http(u: &mut Unstructured<'_>, canary: u16) -> Result<Vec<u8>> {
     let named = format!("http://localhost:{canary}/");
     let mut out = String::new();
     for _ in 0..u.int_in_range(1..=2)? {
-        let method = *u.choose(&["GET", "CONNECT", "HEAD", "OPTIONS", "POST", "PUT", "DELETE", "get", "G\0T", ""])?;
+        let method =
+            *u.choose(&["GET", "CONNECT", "HEAD", "OPTIONS", "POST", "PUT", "DELETE", "get", "G\0T", ""])?;
         let target: &str = match u.int_in_range(0..=13)? {
             0 => &loopback,
             1 => &loopback6,
@@ -156,7 +158,12 @@ fn http(u: &mut Unstructured<'_>, canary: u16) -> Result<Vec<u8>> {
         }
         out.push_str(end);
         if u.ratio(1, 3)? {
-            out.push_str(u.choose(&["0\r\n\r\n", "5\r\nhello\r\n0\r\n\r\n", "ffffffffffffffff\r\n", "body"])?);
+            out.push_str(u.choose(&[
+                "0\r\n\r\n",
+                "5\r\nhello\r\n0\r\n\r\n",
+                "ffffffffffffffff\r\n",
+                "body",
+            ])?);
         }
     }
     let mut bytes = out.into_bytes();
@@ -268,7 +275,9 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
         let answer = exchange(addr, request, Some(|a| a.windows(4).any(|w| w == b"\r\n\r\n")));
         assert!(!answer.is_empty(), "no answer to a well-formed request");
         check_http(request, &answer);
-        let request = [5, 1, 0, 5, 1, 0, 3, 11, b'e', b'x', b'a', b'm', b'p', b'l', b'e', b'.', b'c', b'o', b'm', 0, 80];
+        let request = [
+            5, 1, 0, 5, 1, 0, 3, 11, b'e', b'x', b'a', b'm', b'p', b'l', b'e', b'.', b'c', b'o', b'm', 0, 80,
+        ];
         let answer = exchange(addr, &request, Some(|a| a.len() >= 12));
         assert!(answer.len() >= 4, "no reply to a well-formed SOCKS5 request: {answer:?}");
         check_socks(&request, &answer);

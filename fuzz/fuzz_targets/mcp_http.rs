@@ -56,7 +56,8 @@ fn setup() -> &'static Setup {
                     "Echoes its arguments.",
                     json!({"type": "object", "properties": {"text": {"type": "string"}}}),
                 );
-                let echo = FnTool::new(spec, |_ctx, args| async move { Ok(ToolOutput::text(args.to_string())) });
+                let echo =
+                    FnTool::new(spec, |_ctx, args| async move { Ok(ToolOutput::text(args.to_string())) });
                 let registry = Registry::builder().tool(echo).build().expect("registry");
                 let server = McpServer::new(Dispatcher::builder(registry)).expect("server");
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("listener");
@@ -80,23 +81,41 @@ fn setup() -> &'static Setup {
 }
 
 const METHODS: &[&str] = &[
-    "initialize", "notifications/initialized", "ping", "tools/list", "tools/call", "resources/list",
-    "resources/read", "resources/templates/list", "prompts/list", "completion/complete", "logging/setLevel",
-    "notifications/cancelled", "tasks/get", "server/discover", "nope", "",
+    "initialize",
+    "notifications/initialized",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "prompts/list",
+    "completion/complete",
+    "logging/setLevel",
+    "notifications/cancelled",
+    "tasks/get",
+    "server/discover",
+    "nope",
+    "",
 ];
 
 fn message(u: &mut Unstructured<'_>) -> Result<serde_json::Value> {
     let method = *u.choose(METHODS)?;
     let params = match method {
-        "initialize" => json!({"protocolVersion": *u.choose(&["2025-06-18", "2025-03-26", "2024-11-05", "1999"])?,
-                               "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}}),
-        "tools/call" => json!({"name": *u.choose(&["echo", "nope", ""])?, "arguments": {"text": u.arbitrary::<String>()?}}),
+        "initialize" => {
+            json!({"protocolVersion": *u.choose(&["2025-06-18", "2025-03-26", "2024-11-05", "1999"])?,
+                               "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}})
+        }
+        "tools/call" => {
+            json!({"name": *u.choose(&["echo", "nope", ""])?, "arguments": {"text": u.arbitrary::<String>()?}})
+        }
         "notifications/cancelled" => json!({"requestId": u.int_in_range(0..=3u8)?}),
         "resources/read" => json!({"uri": u.arbitrary::<String>()?}),
         _ if u.arbitrary()? => json!({"_meta": {"progressToken": 1}}),
         _ => json!(u.arbitrary::<String>()?),
     };
-    let mut message = json!({"jsonrpc": *u.choose(&["2.0", "2.0", "2.0", "1.0"])?, "method": method, "params": params});
+    let mut message =
+        json!({"jsonrpc": *u.choose(&["2.0", "2.0", "2.0", "1.0"])?, "method": method, "params": params});
     match u.int_in_range(0..=5)? {
         0 => {}
         1 => message["id"] = json!(u.arbitrary::<String>()?),
@@ -127,7 +146,8 @@ fn request(u: &mut Unstructured<'_>, addr: SocketAddr) -> Result<(Vec<u8>, bool,
         _ => serde_json::to_vec(&message(u)?).expect("json"),
     };
     let method = *u.choose(&["POST", "POST", "POST", "POST", "GET", "DELETE", "OPTIONS", "PUT"])?;
-    let path = *u.choose(&["/mcp", "/mcp", "/mcp", "/mcp?x=1", "/", "/mcp/", "//mcp", "*", "http://127.0.0.1/mcp"])?;
+    let path =
+        *u.choose(&["/mcp", "/mcp", "/mcp", "/mcp?x=1", "/", "/mcp/", "//mcp", "*", "http://127.0.0.1/mcp"])?;
     let end = *u.choose(&["\r\n", "\r\n", "\r\n", "\n"])?;
     let port = addr.port();
     let mut head = format!("{method} {path} HTTP/1.1{end}");
@@ -274,7 +294,11 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
             let answer = exchange(*addr, request.as_bytes(), true);
             let code = status(&answer);
             let expected: &[u16] = if i == 1 { &[200] } else { &[200, 503] };
-            assert!(code.is_some_and(|c| expected.contains(&c)), "initialize: {:?}", String::from_utf8_lossy(&answer));
+            assert!(
+                code.is_some_and(|c| expected.contains(&c)),
+                "initialize: {:?}",
+                String::from_utf8_lossy(&answer)
+            );
         }
     }
     Ok(())

@@ -28,7 +28,8 @@ struct Setup {
 fn setup() -> &'static Setup {
     static SETUP: OnceLock<Setup> = OnceLock::new();
     SETUP.get_or_init(|| {
-        let tmp = if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+        let tmp =
+            if Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
         for entry in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if let Some(pid) = name.strip_prefix("tool-fuzz-paths-")
@@ -76,8 +77,26 @@ fn setup() -> &'static Setup {
 
 fn path(u: &mut Unstructured<'_>, base: &Path) -> Result<String> {
     const PARTS: [&str; 20] = [
-        "a", "b", "c.txt", "file.txt", "in_link", "up", "deep_up", "out_rel", "out_abs", "out_file", "loop1",
-        "pipe", "outside", "secret.txt", "deeper", "ws", "..", ".", "", "nope",
+        "a",
+        "b",
+        "c.txt",
+        "file.txt",
+        "in_link",
+        "up",
+        "deep_up",
+        "out_rel",
+        "out_abs",
+        "out_file",
+        "loop1",
+        "pipe",
+        "outside",
+        "secret.txt",
+        "deeper",
+        "ws",
+        "..",
+        ".",
+        "",
+        "nope",
     ];
     let mut out = String::new();
     match u.int_in_range(0..=3)? {

@@ -10,9 +10,13 @@
 
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use tool_runtime::truncate::{NOTICE_OVERHEAD_MAX_BYTES, TruncationStream, truncate_output};
 use tool_runtime::truncate::truncate_text;
-use tool_runtime::{Content, ToolOutput, spec::{TruncationDirection, TruncationPolicy}, truncate::TruncationLimits};
+use tool_runtime::truncate::{NOTICE_OVERHEAD_MAX_BYTES, TruncationStream, truncate_output};
+use tool_runtime::{
+    Content, ToolOutput,
+    spec::{TruncationDirection, TruncationPolicy},
+    truncate::TruncationLimits,
+};
 
 // An oracle written apart from `tool_runtime::truncate::count_lines` on purpose: the engine's
 // counts are checked against it, so it must not share the engine's code.

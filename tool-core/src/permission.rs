@@ -44,6 +44,11 @@ pub enum PermissionKind {
     Command {
         /// The command line.
         command: String,
+        /// The directory it starts in, when not the workspace root (`bash`'s `workdir`): the
+        /// paths the line names are taken from there, and `git` there may be another
+        /// repository's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workdir: Option<std::path::PathBuf>,
     },
     /// Typing into a command that is running (a background session's input or terminal): a
     /// shell or an interpreter runs what it reads, so this is decided like running a command.

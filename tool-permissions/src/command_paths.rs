@@ -67,15 +67,19 @@ fn recursive(run: &Run) -> Option<(Beneath, usize)> {
 }
 
 /// Every path the line's arguments may name, each with the word as written, resolved against
-/// `root` and every directory an earlier `cd` in the line may have moved to. A word is read as a
+/// `root` (where the line starts) and every directory an earlier `cd` in the line may have
+/// moved to. A word is read as a
 /// path whole, after `=` (`--file=x`, `if=x`), after a short option (`-fx`) and after the first
 /// `:` (`HEAD:.env`); `~` is the home directory; a glob in the glob is expanded.
 /// Links are followed where the path exists, as the command will follow them.
 /// A recursive command (`rg x`, `grep -r x`, `git grep x`) that names no existing path after its
 /// pattern searches the current directory.
-pub(crate) fn named_paths(seen: &Seen, root: &Path) -> Vec<Named> {
+/// `Err` holds the first relative path named after a `cd` (or `pushd`) to a directory not known
+/// until the line runs: what it names cannot be told.
+pub(crate) fn named_paths(seen: &Seen, root: &Path) -> Result<Vec<Named>, String> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut bases = vec![root.to_path_buf()];
+    let mut lost = false;
     let mut paths = Vec::new();
     for word in seen.redirections.iter().filter(|word| word.resolved()) {
         for path in resolve(root, &word.text, word, home.as_deref()) {
@@ -87,6 +91,9 @@ pub(crate) fn named_paths(seen: &Seen, root: &Path) -> Vec<Named> {
         let mut positional = 0;
         let mut names_a_path = false;
         for word in run.args.iter().filter(|word| word.resolved()) {
+            if lost && run.program.as_deref() != Some("cd") && !word.text.starts_with(['/', '~', '-']) {
+                return Err(word.text.clone());
+            }
             let is_positional = !word.text.starts_with('-');
             positional += usize::from(is_positional);
             for candidate in candidates(&word.text) {
@@ -112,13 +119,16 @@ pub(crate) fn named_paths(seen: &Seen, root: &Path) -> Vec<Named> {
                 paths.push(Named { path: base.clone(), word: ".".to_owned(), beneath: Some(how) });
             }
         }
-        if run.program.as_deref() == Some("cd") {
+        if matches!(run.program.as_deref(), Some("cd" | "pushd")) {
             let target = run.args.iter().find(|word| !word.text.starts_with('-'));
             let moved: Vec<PathBuf> = match target {
                 Some(word) if word.resolved() => {
                     bases.iter().flat_map(|base| resolve(base, &word.text, word, home.as_deref())).collect()
                 }
-                Some(_) => Vec::new(),
+                Some(_) => {
+                    lost = true;
+                    Vec::new()
+                }
                 None => home.iter().cloned().collect(),
             };
             for base in moved {
@@ -128,7 +138,7 @@ pub(crate) fn named_paths(seen: &Seen, root: &Path) -> Vec<Named> {
             }
         }
     }
-    paths
+    Ok(paths)
 }
 
 /// The parts of a word that may be a path.
@@ -159,6 +169,18 @@ fn resolve(base: &Path, text: &str, word: &Word, home: Option<&Path>) -> Vec<Pat
         (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
             home.join(rest.trim_start_matches('/'))
         }
+        // `~+` is the current directory.
+        (Some(rest), _) if rest == "+" || rest.starts_with("+/") => {
+            base.join(rest[1..].trim_start_matches('/'))
+        }
+        // `~user`: that user's home directory.
+        (Some(rest), _) if !rest.starts_with(['+', '-']) => {
+            let (user, after) = rest.split_once('/').unwrap_or((rest, ""));
+            match home_of(user) {
+                Some(home) => home.join(after),
+                None => base.join(text),
+            }
+        }
         _ => base.join(text),
     };
     let lexical = lexically_normal(&joined);
@@ -170,6 +192,20 @@ fn resolve(base: &Path, text: &str, word: &Word, home: Option<&Path>) -> Vec<Pat
     let resolved: Vec<PathBuf> = out.iter().filter_map(|path| follow(path)).collect();
     out.extend(resolved);
     out
+}
+
+/// The home directory of `user` in `/etc/passwd`.
+fn home_of(user: &str) -> Option<PathBuf> {
+    use std::io::Read;
+    if user.is_empty() {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::open("/etc/passwd").ok()?.take(1 << 20).read_to_string(&mut text).ok()?;
+    text.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.len() >= 7 && fields[0] == user).then(|| PathBuf::from(fields[5]))
+    })
 }
 
 /// The path with its links followed, when it (or its directory) exists.

@@ -323,9 +323,9 @@ mod tests {
         assert_eq!(policy.mode(), PermissionMode::AcceptEdits);
         assert_eq!(policy.decide(&edit).await, PermissionDecision::Allow);
         switch.set(PermissionMode::Plan);
-        let ls = request("bash", PermissionKind::Command { command: "ls -la".into() });
+        let ls = request("bash", PermissionKind::Command { command: "ls -la".into(), workdir: None });
         assert_eq!(policy.decide(&ls).await, PermissionDecision::Allow);
-        let touch = request("bash", PermissionKind::Command { command: "touch x".into() });
+        let touch = request("bash", PermissionKind::Command { command: "touch x".into(), workdir: None });
         let PermissionDecision::Deny { reason } = policy.decide(&touch).await else { panic!("ran") };
         assert!(reason.starts_with("refused by the permission mode `plan`"), "{reason}");
         assert!(reason.contains("`allow bash(touch:*)`"), "{reason}");

@@ -194,8 +194,14 @@ impl PermissionHook for Policy {
     fn decide<'a>(&'a self, request: &'a PermissionRequest) -> BoxFuture<'a, PermissionDecision> {
         let tool = request.tool.as_str();
         let verdict = match &request.kind {
-            PermissionKind::Command { command } => {
-                self.settle(tool, Unmatched::Command(command), self.rules.decide_command(tool, command))
+            PermissionKind::Command { command, workdir } => {
+                // A mode judges the line as run from the root: `cd WORKDIR && command`.
+                let moved = workdir
+                    .as_deref()
+                    .filter(|dir| *dir != self.rules.root())
+                    .map(|dir| crate::shell::in_directory(dir, command));
+                let asked = Unmatched::Command(moved.as_deref().unwrap_or(command));
+                self.settle(tool, asked, self.rules.decide_command_in(tool, command, workdir.as_deref()))
             }
             PermissionKind::Path { path, named } => {
                 let asked = Unmatched::Path { path, named: named.as_deref() };

@@ -475,12 +475,21 @@ impl Rules {
     /// exact line, for a pattern without wildcards). Read path rules that deny or ask apply to
     /// the paths the line names.
     pub(crate) fn decide_command(&self, tool: &str, command: &str) -> Verdict {
+        self.decide_command_in(tool, command, None)
+    }
+
+    /// As [`Rules::decide_command`], for a line that starts in `workdir` (a directory beneath
+    /// the root) when given: the paths it names are taken from there, and it is read-only only
+    /// as `cd WORKDIR && command` would be (`git` there may be another repository's).
+    pub(crate) fn decide_command_in(&self, tool: &str, command: &str, workdir: Option<&Path>) -> Verdict {
         let rules = self.tool_rules(tool);
         let parts = shell::simple_commands(command);
         let seen = see_through::see(command);
         let class = std::cell::OnceCell::new();
         let read_only = |text: &str| shell::classify(text).is_read_only();
-        let whole_read_only = || *class.get_or_init(|| read_only(command));
+        let moved = workdir.filter(|dir| *dir != self.root).map(|dir| shell::in_directory(dir, command));
+        let as_run = moved.as_deref().unwrap_or(command);
+        let whole_read_only = || *class.get_or_init(|| read_only(as_run));
         let matches_any = |rule: &Rule| match &rule.pattern {
             Pattern::Any => true,
             Pattern::ReadOnly => whole_read_only(),
@@ -495,10 +504,14 @@ impl Rules {
         let mut matched: Vec<&Rule> =
             rules.iter().filter(|rule| rule.action != Action::Allow && matches_any(rule)).collect();
         let allows: Vec<&Rule> = rules.iter().filter(|rule| rule.action == Action::Allow).collect();
+        // Read-only one simple command at a time, and not `git` after a `cd` in the line.
+        let git_after_cd = std::cell::OnceCell::new();
         let allowed_by = |text: &str| {
             allows.iter().copied().find(|rule| match &rule.pattern {
                 Pattern::Any => true,
-                Pattern::ReadOnly => read_only(text),
+                Pattern::ReadOnly => {
+                    read_only(text) && !*git_after_cd.get_or_init(|| shell::runs_git_after_cd(as_run))
+                }
                 Pattern::Command(pattern) => pattern.matches(text),
                 Pattern::Path(_) => false,
             })
@@ -540,7 +553,7 @@ impl Rules {
                     Because::Unresolved { action: *action, text: text.clone(), origin: origin.clone(), why };
             }
         }
-        match self.command_reads(&seen) {
+        match self.command_reads(&seen, workdir.unwrap_or(&self.root)) {
             // A default says less than the rule about the path.
             Some(reads)
                 if reads.action > verdict.action
@@ -552,8 +565,9 @@ impl Rules {
         }
     }
 
-    /// The strictest Read path rule (deny or ask) that covers a path the line names.
-    fn command_reads(&self, seen: &Seen) -> Option<Verdict> {
+    /// The strictest Read path rule (deny or ask) that covers a path the line names, the line
+    /// starting in `start`.
+    fn command_reads(&self, seen: &Seen, start: &Path) -> Option<Verdict> {
         let rules: Vec<(&Rule, &PathPattern)> = self
             .catalog
             .tools_named(READ_RULES)
@@ -575,20 +589,31 @@ impl Rules {
                 }
             }
         };
-        let named_paths = named_paths(seen, &self.root);
-        if named_paths.len() > MAX_PATHS {
+        let unknown = |word: String| {
             let (rule, _) = rules.iter().max_by_key(|(rule, _)| rule.action)?;
-            return Some(Verdict {
+            Some(Verdict {
                 action: rule.action,
                 because: Because::Reads {
                     action: rule.action,
                     text: rule.text.clone(),
                     origin: rule.origin.clone(),
-                    word: format!(
-                        "more than {MAX_PATHS} paths, too many to check, so it may read what the rule covers"
-                    ),
+                    word,
                 },
-            });
+            })
+        };
+        let named_paths = match named_paths(seen, start) {
+            Ok(named) => named,
+            Err(word) => {
+                return unknown(format!(
+                    "`{word}` after a `cd` to a directory not known until the line runs, so it may read what \
+                     the rule covers"
+                ));
+            }
+        };
+        if named_paths.len() > MAX_PATHS {
+            return unknown(format!(
+                "more than {MAX_PATHS} paths, too many to check, so it may read what the rule covers"
+            ));
         }
         for named in named_paths {
             consider(&named.path, &|| format!("`{}`, which the rule covers", named.word));

@@ -81,7 +81,7 @@ async fn rules_take_the_subjects_from_the_registry() {
         from_registry(dir.path()).deny("open_file(secret/**)").deny("run_line(rm:*)").build().unwrap();
     let policy = Policy::new(rules);
     let path = |name: &str| PermissionKind::Path { path: dir.path().join(name), named: None };
-    let command = |line: &str| PermissionKind::Command { command: line.to_owned() };
+    let command = |line: &str| PermissionKind::Command { command: line.to_owned(), workdir: None };
 
     let denied = policy.decide(&request("open_file", path("secret/key"))).await;
     assert!(matches!(denied, PermissionDecision::Deny { .. }), "{denied:?}");

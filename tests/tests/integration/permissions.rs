@@ -21,7 +21,7 @@ fn base(root: &Path) -> RulesBuilder {
 
 fn command(tool: &str, command: &str) -> PermissionRequest {
     let mut request = PermissionRequest::new(
-        PermissionKind::Command { command: command.to_owned() },
+        PermissionKind::Command { command: command.to_owned(), workdir: None },
         format!("run `{command}`"),
     );
     request.tool = tool.to_owned();
@@ -1101,5 +1101,63 @@ async fn read_rules_cover_the_paths_a_command_names() {
     // A search elsewhere does not reach it.
     for line in ["cat src/main.rs", "ls -la", "git status", "grep -rn main src", "rg -n TOKEN src"] {
         assert_eq!(decide(&policy, &command("bash", line)).await, PermissionDecision::Allow, "{line:?}");
+    }
+}
+
+/// The ways past the rules a review of the command reader found, each refused or asked about
+/// now: `bash`'s `workdir` (paths taken from there; `git` there is not read-only), `"$'"`,
+/// globs in a program or option, assignments by builtins, callbacks, prompt strings, git's
+/// subcommand aliases, `trap --`, `~+`, `pushd` and a `cd` to a computed directory.
+#[tokio::test]
+async fn spellings_of_bash_that_slipped_past_the_rules_are_caught() {
+    let dir = TempDir::new("perm-spellings");
+    let root = dir.path();
+    write(root.join(".env"), "TOKEN=x\n");
+    write(root.join("sub/notes.txt"), "x");
+    let policy = Policy::new(
+        base(root)
+            .allow("Bash(read-only)")
+            .allow("Bash(cat:*)")
+            .deny("Bash(rm:*)")
+            .deny("Bash(git push:*)")
+            .deny("Read(./.env)")
+            .tool_default("bash", Action::Ask)
+            .build()
+            .unwrap(),
+    );
+    let in_sub = |line: &str| {
+        let mut request = PermissionRequest::new(
+            PermissionKind::Command { command: line.to_owned(), workdir: Some(root.join("sub")) },
+            format!("run `{line}` in sub"),
+        );
+        request.tool = "bash".to_owned();
+        request
+    };
+    let reason = denial(decide(&policy, &in_sub("cat ../.env")).await);
+    assert!(reason.starts_with("refused by the rule `deny Read(./.env)`"), "{reason}");
+    // Read-only in the root, not in another directory, whose repository may be another's.
+    assert_eq!(decide(&policy, &command("bash", "git status")).await, PermissionDecision::Allow);
+    let reason = denial(decide(&policy, &in_sub("git status")).await);
+    assert!(reason.contains("ask"), "{reason}");
+    let reason = denial(decide(&policy, &command("bash", "cd sub && git status")).await);
+    assert!(reason.contains("ask"), "{reason}");
+    assert_eq!(decide(&policy, &in_sub("cat notes.txt")).await, PermissionDecision::Allow);
+    for line in [
+        "echo \"$'\" ; rm x ; echo '\" \\'",
+        "/bin/r[m] x",
+        "rm -[q-s]f d",
+        "export BASH_ENV=s.sh; bash -c true",
+        "trap -- 'rm x' EXIT",
+        "mapfile -C 'rm x;:' -c 1 a <<< 1",
+        "PS4='$(rm x)'; set -x; :",
+        "X='a[$(rm x)]'; echo $((X))",
+        "git -c alias.p=push p origin",
+    ] {
+        let reason = denial(decide(&policy, &command("bash", line)).await);
+        assert!(reason.contains("`deny Bash("), "{line:?}: {reason}");
+    }
+    for line in ["cat ~+/.env", "pushd sub >/dev/null; cat ../.env", "cd \"$(echo sub)\" && cat ../.env"] {
+        let reason = denial(decide(&policy, &command("bash", line)).await);
+        assert!(reason.starts_with("refused by the rule `deny Read(./.env)`"), "{line:?}: {reason}");
     }
 }

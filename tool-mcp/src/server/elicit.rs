@@ -153,7 +153,7 @@ mod tests {
     #[test]
     fn the_question_names_the_tool_what_it_wants_and_the_rule() {
         let mut request = PermissionRequest::new(
-            PermissionKind::Command { command: "rm -r build".to_owned() },
+            PermissionKind::Command { command: "rm -r build".to_owned(), workdir: None },
             "run `rm -r build`",
         );
         request.tool = "bash".to_owned();

@@ -22,7 +22,7 @@ use tool_runtime::{
 #[tool(undocumented)]
 async fn run(ctx: &ToolContext, command: String) -> Result<String, ToolError> {
     ctx.ask(PermissionRequest::new(
-        PermissionKind::Command { command: command.clone() },
+        PermissionKind::Command { command: command.clone(), workdir: None },
         format!("run `{command}`"),
     ))
     .await?;

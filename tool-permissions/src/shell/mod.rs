@@ -131,18 +131,32 @@ pub fn classify(command: &str) -> CommandClass {
             return CommandClass::Mutating { reason };
         }
     }
-    // Another directory may hold a repository whose configuration runs programs
-    // (`core.fsmonitor`, `core.pager`): git only counts as reading in the workspace's own.
-    let cd = commands.iter().position(|words| words[0] == "cd");
-    if cd.is_some_and(|cd| commands[cd..].iter().any(|words| words[0] == "git")) {
-        return CommandClass::Mutating {
-            reason:
-                "`git` after `cd` may run programs another repository's configuration names, so it counts \
-                     as changing things"
-                    .to_owned(),
-        };
+    if git_after_cd(&commands) {
+        return CommandClass::Mutating { reason: GIT_AFTER_CD.to_owned() };
     }
     CommandClass::ReadOnly
+}
+
+const GIT_AFTER_CD: &str = "`git` after `cd` may run programs another repository's configuration names, so it counts as changing things";
+
+/// Whether `git` runs after a `cd` (or `pushd`) among `commands`: another directory may hold a
+/// repository whose configuration runs programs (`core.fsmonitor`, `core.pager`), so git only
+/// counts as reading in the workspace's own.
+fn git_after_cd(commands: &[Vec<String>]) -> bool {
+    let cd = commands.iter().position(|words| words[0] == "cd" || words[0] == "pushd");
+    cd.is_some_and(|cd| commands[cd..].iter().any(|words| words[0] == "git"))
+}
+
+/// The line `command` as run from `dir`: `cd 'DIR' && command`.
+pub(crate) fn in_directory(dir: &std::path::Path, command: &str) -> String {
+    let dir = dir.to_string_lossy().replace('\'', "'\\''");
+    format!("cd '{dir}' && {command}")
+}
+
+/// Whether the line `command` runs `git` after changing directory ([`git_after_cd`]); a line
+/// the strict parser does not understand is not judged here.
+pub(crate) fn runs_git_after_cd(command: &str) -> bool {
+    parse(command).is_ok_and(|commands| git_after_cd(&commands))
 }
 
 /// The simple commands of `command`, each as its words joined by single spaces (quotes

@@ -142,11 +142,16 @@ pub async fn bash(
     if yield_after.is_some() {
         sessions.check_room()?;
     }
-    ctx.ask(PermissionRequest::new(
-        PermissionKind::Command { command: command.clone() },
-        format!("run `{command}`"),
-    ))
-    .await?;
+    let workdir = (cwd != ws.root()).then(|| cwd.clone());
+    let asked = match &workdir {
+        Some(dir) => format!(
+            "run `{command}` in {}",
+            crate::text::display_path(dir.strip_prefix(ws.root()).unwrap_or(dir))
+        ),
+        None => format!("run `{command}`"),
+    };
+    ctx.ask(PermissionRequest::new(PermissionKind::Command { command: command.clone(), workdir }, asked))
+        .await?;
     let (sandbox, granted) = sandbox_for(&ws, ctx, &command, sandbox, justification).await?;
     // A command that can write the workspace gets a checkpoint, kept when the call ends.
     let checkpoint = if !sandbox.policy().is_enforced() || sandbox.policy().allows_write(ws.root()) {
@@ -1016,7 +1021,7 @@ mod tests {
         let fx = Fixture::new();
         let hook = tool_runtime::hooks::PermissionFn(|request: PermissionRequest| async move {
             match request.kind {
-                PermissionKind::Command { command } if command.contains("rm") => {
+                PermissionKind::Command { command, .. } if command.contains("rm") => {
                     tool_runtime::hooks::PermissionDecision::Deny { reason: "no deleting".into() }
                 }
                 _ => tool_runtime::hooks::PermissionDecision::Allow,

@@ -109,6 +109,9 @@ impl Lexer<'_> {
             Some('{') => {
                 self.pos += 1;
                 match self.balanced('{', '}') {
+                    // `${X@P}` expands the value as a prompt string, command substitutions too.
+                    Some(inner) if inner.trim_end().ends_with("@P") => self
+                        .opaque("`${...@P}` (a value expanded as a prompt, with its command substitutions)"),
                     Some(inner) => self.substitutions_in(&inner),
                     None => self.opaque("an unterminated `${`"),
                 }
@@ -293,7 +296,13 @@ impl Lexer<'_> {
                             }
                             Some('$') => {
                                 self.pos += 1;
-                                self.dollar(&mut w);
+                                // Within double quotes, `$'` and `$"` are a plain `$`: no
+                                // ANSI-C or locale quoting starts there.
+                                if matches!(self.peek(), Some('\'' | '"')) {
+                                    w.text.push('$');
+                                } else {
+                                    self.dollar(&mut w);
+                                }
                             }
                             Some('`') => {
                                 self.pos += 1;

@@ -53,7 +53,8 @@ pub(crate) struct Run {
 impl Run {
     /// Whether an argument is not known (it may be any option or word).
     pub(crate) fn has_unknown_args(&self) -> bool {
-        self.args.iter().any(|word| !word.resolved())
+        // An option spelled with a glob (`-[q-s]f`) is whatever it matches when the command runs.
+        self.args.iter().any(|word| !word.resolved() || word.glob && word.text.starts_with('-'))
     }
 }
 
@@ -193,5 +194,43 @@ mod tests {
             assert!(see(line).opaque.is_some(), "{line}");
         }
         assert!(see("rm -{r,f} x").runs[0].has_unknown_args());
+    }
+
+    /// What bash runs that a reading of the line could miss: quoting inside double quotes,
+    /// globs in a program or option, assignments made by builtins, callbacks and prompt
+    /// strings, array subscripts, aliases and git's subcommand aliases.
+    #[test]
+    fn what_bash_may_run_besides_the_plain_commands_is_seen() {
+        // `"$'"` is the text `$'`: the `;` after it separates commands.
+        assert_eq!(programs("echo \"$'\" ; rm x ; echo '\" \\'"), ["echo", "rm", "echo"]);
+        assert_eq!(see("/bin/r[m] x").runs[0].program, None);
+        assert_eq!(see("/usr/bin/[r]m x").runs[0].program, None);
+        assert!(see("rm -[q-s]f d").runs[0].has_unknown_args());
+        assert!(!see("ls *.txt").runs[0].has_unknown_args());
+        for line in [
+            "export BASH_ENV=s.sh; bash -c true",
+            "readonly PATH=./bin:/usr/bin; ls",
+            "PS4='$(rm x)'; set -x; :",
+            "X='$(rm x)'; echo ${X@P}",
+            "X='a[$(rm x)]'; echo $((X))",
+            "test -v 'a[$(rm x)]'",
+            "mapfile -C 'rm x;:' -c 1 a <<< 1",
+            "complete -C 'rm x' foo",
+            "shopt -s expand_aliases\nr x",
+            "BASH_ALIASES[r]=rm",
+            "git -c alias.p=push p origin",
+            "git --config-env=alias.p=HOME p",
+        ] {
+            assert!(see(line).opaque.is_some(), "{line}");
+        }
+        assert_eq!(programs("declare -x EDITOR='rm x;:'; git commit --amend"), ["declare", "rm", ":", "git"]);
+        assert_eq!(
+            programs("export GIT_EXTERNAL_DIFF='rm x; true #'; git diff a"),
+            ["export", "rm", "true", "git"]
+        );
+        assert_eq!(programs("trap -- 'rm x' EXIT"), ["trap", "rm"]);
+        assert!(see("trap -p").opaque.is_none());
+        assert!(see("git -c core.pager=less log").opaque.is_none());
+        assert_eq!(programs("git -c alias.x='!rm -rf y' x"), ["git", "rm"]);
     }
 }

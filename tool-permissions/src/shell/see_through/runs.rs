@@ -78,14 +78,36 @@ const CODE_VARIABLES: &[&str] = &[
     "GIT_CONFIG_GLOBAL",
     "GIT_CONFIG_SYSTEM",
     "PATH",
+    // Prompt strings are expanded with command substitution (`PS4` by `set -x`, `${X@P}`).
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS3",
+    "PS4",
 ];
+
+/// Why text holding an array subscript with a command makes a line opaque.
+const SUBSCRIPT: &str = "text bash may evaluate as an array subscript holding a command (`a[$(...)]`)";
+
+/// Whether `text` holds an array subscript with a command in it (`a[$(cmd)]`): bash runs it
+/// where the text is taken as a variable's name (arithmetic on a variable holding it, `test -v`,
+/// `printf -v`, `read`, `declare`), even when it was quoted.
+fn subscript_with_command(text: &str) -> bool {
+    text.split_once('[').is_some_and(|(_, rest)| rest.contains("$(") || rest.contains('`'))
+}
 
 /// An assignment before a command: its value is parsed when the variable names a command, and
 /// a variable that loads code makes the line opaque.
 fn assignment(word: &Word, depth: usize, seen: &mut Seen) {
+    if subscript_with_command(&word.text) {
+        seen.opaque.get_or_insert(SUBSCRIPT);
+    }
     let Some((name, value)) = word.text.split_once('=') else { return };
     let name = name.trim_end_matches('+');
-    if CODE_VARIABLES.contains(&name) {
+    // `BASH_ALIASES[r]=rm` defines an alias, `BASH_CMDS[r]=/bin/rm` a hashed command.
+    if name.starts_with("BASH_ALIASES") || name.starts_with("BASH_CMDS") {
+        seen.opaque.get_or_insert("`BASH_ALIASES` or `BASH_CMDS` (a command under another name)");
+    } else if CODE_VARIABLES.contains(&name) {
         seen.opaque.get_or_insert(
             "a variable that makes programs load other code (`PATH`, `LD_PRELOAD`, `BASH_ENV`, ...)",
         );
@@ -182,9 +204,13 @@ const SHELLS: &[&str] =
 fn run(words: &[Word], depth: usize, seen: &mut Seen) {
     let Some(first) = words.first() else { return };
     let args = words[1..].to_vec();
-    if !first.resolved() {
+    // A glob names whatever it matches when the command runs (`/bin/r[m]`).
+    if !first.resolved() || first.glob {
         seen.runs.push(Run { program: None, args });
         return;
+    }
+    if words.iter().any(|w| subscript_with_command(&w.text)) {
+        seen.opaque.get_or_insert(SUBSCRIPT);
     }
     let program = base_name(&first.text).to_owned();
     seen.runs.push(Run { program: Some(program.clone()), args: args.clone() });
@@ -203,11 +229,32 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
         "alias" | "enable" => {
             seen.opaque.get_or_insert("`alias` or `enable` (a command under another name)");
         }
+        "shopt" if texts.iter().any(|t| t == "expand_aliases") => {
+            seen.opaque.get_or_insert("`shopt -s expand_aliases` (commands under other names)");
+        }
+        // Assignments made by builtins are seen as those before a command are.
+        "export" | "declare" | "typeset" | "readonly" | "local" => {
+            for word in args.iter().filter(|w| !w.text.starts_with('-') && w.text.contains('=')) {
+                assignment(word, depth, seen);
+            }
+        }
+        // Callbacks bash runs: `mapfile -C`, `complete -C`, `compgen -C`.
+        "mapfile" | "readarray" | "complete" | "compgen"
+            if texts.iter().any(|t| t.starts_with('-') && !t.starts_with("--") && t.contains('C')) =>
+        {
+            seen.opaque.get_or_insert("a command bash runs as a callback (`mapfile -C`, `complete -C`)");
+        }
         "hash" if texts.iter().any(|t| t.starts_with('-') && t.contains('p')) => {
             seen.opaque.get_or_insert("`hash -p` (a command under another name)");
         }
         "trap" => {
-            if let Some(action) = args.first().filter(|w| !w.text.starts_with('-')) {
+            // `trap -- ACTION SIGNAL...`; `-l`, `-p` and `-P` only print.
+            let action = match args.first() {
+                Some(w) if w.text == "--" => args.get(1),
+                Some(w) if w.text.starts_with('-') => None,
+                first => first,
+            };
+            if let Some(action) = action {
                 if action.resolved() {
                     line(&action.text, depth + 1, seen);
                 } else {
@@ -230,11 +277,22 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
             // `-c alias.x='!cmd'`, `-c core.pager=cmd`, `--config-env`: values may be commands.
             let mut words = texts.iter();
             while let Some(text) = words.next() {
-                let value = match text.as_str() {
-                    "-c" | "--config-env" => words.next().map(String::as_str),
-                    t => t.strip_prefix("-c").or_else(|| t.strip_prefix("--config-env=")),
+                let (value, from_environment) = match text.as_str() {
+                    "-c" => (words.next().map(String::as_str), false),
+                    "--config-env" => (words.next().map(String::as_str), true),
+                    t => match t.strip_prefix("--config-env=") {
+                        Some(value) => (Some(value), true),
+                        None => (t.strip_prefix("-c"), false),
+                    },
                 };
-                if let Some((_, command)) = value.and_then(|v| v.split_once('=')) {
+                let Some((key, command)) = value.and_then(|v| v.split_once('=')) else { continue };
+                if from_environment {
+                    // The value is the named environment variable's.
+                    seen.opaque.get_or_insert("a git setting taken from the environment (`--config-env`)");
+                } else if key.to_ascii_lowercase().starts_with("alias.") && !command.starts_with('!') {
+                    // `alias.p=push`: a git subcommand under another name.
+                    seen.opaque.get_or_insert("a git alias of a subcommand (`-c alias.p=push`)");
+                } else {
                     line(command.trim_start_matches('!'), depth + 1, seen);
                 }
             }
