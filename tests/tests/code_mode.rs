@@ -425,6 +425,27 @@ async fn a_memory_bomb_is_stopped_at_the_memory_limit_and_the_host_goes_on() {
     assert_eq!(text(&script(&dispatcher, "[1, 2, 3].length").await), "3");
 }
 
+/// The arguments of calls not ended yet are held outside the interpreter (its memory limit does
+/// not see them): they count against it, so a script cannot queue calls of large arguments
+/// until the host runs out of memory. It can await them one at a time.
+#[tokio::test]
+async fn arguments_of_calls_not_ended_count_against_the_memory_limit() {
+    let dispatcher = limited(Limits::default().with_memory_bytes(16 << 20));
+    let queued = "const big = 'x'.repeat(3 << 20); const calls = []; \
+                  for (let i = 0; i < 20; i++) calls.push(tools.queue({ text: big + i })); await Promise.all(calls)";
+    let result = script(&dispatcher, queued).await;
+    assert!(result.output.is_error);
+    assert!(
+        text(&result).contains("RangeError: tools.queue: the calls started and not ended yet hold"),
+        "{}",
+        text(&result)
+    );
+    assert!(text(&result).contains("await some of them before starting more"), "{}", text(&result));
+    let awaited = "const big = 'x'.repeat(3 << 20); \
+                   for (let i = 0; i < 20; i++) await tools.queue({ text: big + i }); 'done'";
+    assert_eq!(text(&script(&dispatcher, awaited).await), "done");
+}
+
 #[tokio::test]
 async fn ten_thousand_calls_are_stopped_at_the_call_limit_even_when_the_script_catches() {
     let dispatcher = limited(Limits::default().with_nested_calls(100));

@@ -359,6 +359,10 @@ struct State {
     waker: Waker,
     /// The interpreter ran out of memory (what it threw says so, or an allocation failed).
     out_of_memory: bool,
+    /// The bytes of the arguments of each call not ended yet, and their sum: they are held
+    /// outside the interpreter's memory (its limit does not count them) until the call ends.
+    arguments: std::collections::HashMap<u64, usize>,
+    argument_bytes: usize,
 }
 
 impl State {
@@ -371,6 +375,8 @@ impl State {
             ended: Vec::new(),
             waker: Waker::from(Arc::new(Unpark(std::thread::current()))),
             out_of_memory: false,
+            arguments: std::collections::HashMap::new(),
+            argument_bytes: 0,
         }
     }
 
@@ -389,6 +395,12 @@ impl State {
         let mut cx = std::task::Context::from_waker(&self.waker);
         while let Poll::Ready(Some(call)) = self.running.poll_next_unpin(&mut cx) {
             self.ended.push(call);
+        }
+        // Their arguments are gone with them.
+        for (id, _) in &self.ended {
+            if let Some(bytes) = self.arguments.remove(id) {
+                self.argument_bytes -= bytes;
+            }
         }
         std::mem::take(&mut self.ended)
     }
@@ -526,6 +538,7 @@ impl<'js> Script<'js> {
                 stop.stop(Stop::NestedCalls);
                 return Err(Exception::throw_internal(&ctx, &Stop::NestedCalls.message(&limits).to_string()));
             }
+            let arguments_text_len = arguments.len();
             let arguments: Json = serde_json::from_str(&arguments).map_err(|e| {
                 Exception::throw_type(&ctx, &match half_character(&arguments) {
                     true => format!(
@@ -536,8 +549,24 @@ impl<'js> Script<'js> {
                     false => format!("the arguments of tools.{tool}: {e}"),
                 })
             })?;
+            // What calls not ended yet hold counts against the memory limit.
+            let bytes = arguments_text_len;
+            if state.argument_bytes + bytes > limits.memory_bytes {
+                return Err(Exception::throw_range(
+                    &ctx,
+                    &format!(
+                        "tools.{tool}: the calls started and not ended yet hold {} of arguments, and this one {} \
+                         more, past the script's memory limit ({}): await some of them before starting more",
+                        crate::limits::bytes(state.argument_bytes),
+                        crate::limits::bytes(bytes),
+                        crate::limits::bytes(limits.memory_bytes)
+                    ),
+                ));
+            }
             state.calls += 1;
             let id = state.calls;
+            state.arguments.insert(id, bytes);
+            state.argument_bytes += bytes;
             let call = start_call(id, tool, arguments);
             state.start(Box::pin(async move { (id, call.await) }));
             Ok(id as f64)

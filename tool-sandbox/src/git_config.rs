@@ -92,7 +92,7 @@ fn ask_git(root: &Path, writable: &[PathBuf]) -> Option<GitReads> {
     // Outside a repository this fails, and the configuration has no file of one.
     let located =
         run_git(&git, root, &["rev-parse", "--git-path", "hooks", "--show-toplevel"]).unwrap_or_default();
-    let mut lines = located.split(|&b| b == b'\n').map(|line| std::ffi::OsStr::from_bytes(line));
+    let mut lines = located.split(|&b| b == b'\n').map(std::ffi::OsStr::from_bytes);
     let (hooks, top) = (lines.next().filter(|l| !l.is_empty()), lines.next().filter(|l| !l.is_empty()));
     // The files of a repository's configuration are named from its top.
     let top = top.map_or_else(|| root.to_path_buf(), PathBuf::from);
