@@ -81,9 +81,22 @@ impl HostCheck {
     /// `Err` with the status and the sentence to answer when the request may not be served.
     pub(super) fn check(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), (StatusCode, String)> {
         if let Some(hosts) = &self.hosts {
-            let named = match headers.get(HOST) {
-                Some(value) => value.to_str().ok().and_then(|text| Authority::try_from(text).ok()),
-                None => uri.authority().cloned(),
+            let mut given = headers.get_all(HOST).iter();
+            let host = given.next();
+            if given.next().is_some() {
+                // A proxy in front may read the other one (RFC 9112 3.2: answered with 400).
+                return Err((
+                    StatusCode::BAD_REQUEST,
+                    "Bad request: the request names more than one `Host`. Send one.".to_owned(),
+                ));
+            }
+            // A target in absolute form names the host itself, which wins over `Host` (RFC 9112
+            // 3.2.2): that is the one checked.
+            let named = match uri.authority() {
+                Some(authority) => Some(authority.clone()),
+                None => {
+                    host.and_then(|value| value.to_str().ok()).and_then(|text| Authority::try_from(text).ok())
+                }
             };
             // A host is a name and a port: `user@localhost` names `localhost` to the parser, and
             // no client reaching this server sends it.
@@ -282,6 +295,19 @@ mod tests {
         assert_eq!(status(&check, host, None), 200, "clients that are not browsers send no Origin");
         let strict = super::tests::check(&[], false, &[], "127.0.0.1:1");
         assert_eq!(status(&strict, host, Some("null")), 403);
+    }
+
+    #[test]
+    fn two_hosts_are_refused_and_an_absolute_target_names_the_host() {
+        let check = check(&[], false, &[], "127.0.0.1:8080");
+        let mut two = request(Some("localhost:8080"), None);
+        two.append(HOST, "evil.example".parse().unwrap());
+        assert_eq!(check.check(&"/mcp".parse().unwrap(), &two).unwrap_err().0.as_u16(), 400);
+        let one = request(Some("localhost:8080"), None);
+        let absolute: Uri = "http://evil.example/mcp".parse().unwrap();
+        assert_eq!(check.check(&absolute, &one).unwrap_err().0.as_u16(), 403);
+        let absolute: Uri = "http://localhost:8080/mcp".parse().unwrap();
+        assert!(check.check(&absolute, &one).is_ok());
     }
 
     #[test]
