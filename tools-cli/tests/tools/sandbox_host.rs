@@ -528,6 +528,15 @@ async fn the_host_replaces_no_path_a_running_commands_sandbox_holds() {
     assert!(!listed.contains(".claude"), "{listed}");
     call(&client, "undo", json!({"last": 1})).await;
     assert!(std::fs::symlink_metadata(ws.join(".claude")).is_ok_and(|m| m.is_dir()), "placeholder removed");
+    // Every tool that changes files says why a held placeholder cannot be changed yet.
+    let edit_agents = json!({"path": "AGENTS.md", "old_string": "a", "new_string": "b"});
+    let refused = call(&client, "edit", edit_agents).await;
+    assert!(refused.starts_with("AGENTS.md cannot be written yet"), "{refused}");
+    // What the host writes inside a placeholder is a change of its own, which checkpoints keep.
+    call(&client, "write", json!({"path": ".vscode/settings.json", "content": "{}\n"})).await;
+    let listed = call(&client, "checkpoints", json!({})).await;
+    let entries: Vec<&str> = listed.split_whitespace().collect();
+    assert!(entries.contains(&"+.vscode/settings.json") && !entries.contains(&"+.vscode"), "{listed}");
     // The command kept trying meanwhile.
     let tried =
         || std::fs::read_to_string(ws.join("tries.txt")).unwrap_or_default().trim().parse().unwrap_or(0);

@@ -256,16 +256,18 @@ impl Checkpoints {
             if entry.kind == FileKind::Dir {
                 let store_here =
                     host::stat_at(listed.dir, listed.name).is_ok_and(|s| (s.dev, s.ino) == store_id);
-                // A placeholder a running command's sandbox holds is the sandbox's, no call's change.
-                if store_here || tool_sandbox::is_held_placeholder(&root.join(rel)) {
+                if store_here {
                     return Step::Prune;
                 }
+                // A placeholder a running command's sandbox holds is the sandbox's, no call's
+                // change: not listed itself; what the host puts in it is.
+                let placeholder = tool_sandbox::is_held_placeholder(&root.join(rel));
                 if scope.as_ref().is_none_or(|s| s.descends(rel)) {
                     // Called before the walk reads the directory.
                     if let Some(watch) = &watch {
                         watch.add(listed.dir, listed.name, rel);
                     }
-                    if lists_parent {
+                    if lists_parent && !placeholder {
                         push(Found {
                             rel: rel.to_path_buf(),
                             cached: Cached { stamp: None, state: FileState::Dir },

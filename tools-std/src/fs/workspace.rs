@@ -460,6 +460,7 @@ impl Workspace {
         if let Located::Inside(target) = located {
             if intent == Intent::Change {
                 self.not_led_into_protected(path, &named_path, &target)?;
+                not_a_held_placeholder(&self.absolute(&target), &self.display(&target))?;
             }
             // Asked for every path, so that permission rules can match the resolved path.
             let path = self.absolute(&target);
@@ -600,6 +601,25 @@ enum Intent {
     Look,
     /// Changing it: a link may not lead it into a protected name.
     Change,
+}
+
+/// Refuses a change of `path` while it is a placeholder the sandbox holds for commands still
+/// running: an empty directory standing for a protected name that was absent when they started.
+fn not_a_held_placeholder(path: &Path, display: &str) -> Result<(), ToolError> {
+    if !tool_sandbox::is_held_placeholder(path) {
+        return Ok(());
+    }
+    // Held by jobs that may have ended since (a later command killed them): let go of those.
+    crate::shell::process::forget_ended_jobs();
+    if !tool_sandbox::is_held_placeholder(path) {
+        return Ok(());
+    }
+    Err(ToolError::execution(format!(
+        "{display} cannot be written yet: it did not exist when the commands still running (background \
+         commands, and what commands left running) started, so it is held as an empty directory that they \
+         cannot turn into a file. It can be written once they end: bash_stop stops a background session; a job \
+         a finished command left running ends by itself or with the session."
+    )))
 }
 
 /// The first component of `path` that is a protected name, if any.

@@ -362,7 +362,7 @@ impl Page {
             let why = if self.hit_byte_limit { " (the 47 KB output limit was reached)" } else { "" };
             let of = match self.counted_all {
                 true => self.total.to_string(),
-                false => format!("at least {} (not counted past 64 MB further)", self.total),
+                false => format!("at least {} (not counted further)", self.total),
             };
             text.push_str(&format!(
                 "\n[showing lines {}-{} of {of}{why}; use offset={} to continue]",
@@ -425,6 +425,21 @@ pub(crate) fn read_lines(
                 Some(i) => (&buf[..i], true),
                 None => (buf, false),
             };
+            // A line with a NUL byte is binary data (a sparse file's hole), not read through:
+            // the lines before it are shown, or, with none, it is refused.
+            if memchr::memchr(0, whole).is_some() {
+                if page.text.is_empty() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!(
+                            "line {line_no} holds binary data (a NUL byte), which `read` does not read through; \
+                             inspect it with bash (for example `xxd`, `strings` or `tail -c`)"
+                        ),
+                    ));
+                }
+                page.counted_all = false;
+                break;
+            }
             let mut chunk = whole;
             if skipping {
                 let mut from = chunk.len();
@@ -465,6 +480,7 @@ pub(crate) fn read_lines(
             }
             consumed
         } else {
+            let skipping = line_no < offset;
             let mut consumed = buf.len();
             for i in memchr::memchr_iter(b'\n', buf) {
                 line_no += 1;
@@ -472,6 +488,17 @@ pub(crate) fn read_lines(
                     consumed = i + 1;
                     break;
                 }
+            }
+            // Lines before the offset are only counted: a stretch of NUL bytes (a sparse file's
+            // hole) is binary data, not lines, and is not read through to find one.
+            if skipping && memchr::memchr(0, &buf[..consumed]).is_some() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "it holds binary data (a NUL byte) before line {offset}, and `read` does not read through \
+                         binary data; inspect it with bash (for example `xxd`, `strings` or `tail -c`)"
+                    ),
+                ));
             }
             consumed
         };
@@ -619,11 +646,22 @@ mod tests {
         let out = fx.call("read", json!({"path": "sparse.txt", "limit": 1})).await.unwrap();
         assert_eq!(
             out.text_content(),
-            "     1\thello\n\n[showing lines 1-1 of at least 40000 (not counted past 64 MB further); use offset=2 \
-             to continue]"
+            "     1\thello\n\n[showing lines 1-1 of at least 40000 (not counted further); use offset=2 to continue]"
         );
         assert_eq!(out.metadata["total_lines_at_least"], json!(40_000));
         assert!(out.metadata.get("total_lines").is_none());
+        // Past the text, the hole is binary data: neither read through nor shown.
+        let err = fx.error("read", json!({"path": "sparse.txt", "offset": 40_001})).await;
+        assert!(err.message().contains("line 40001 holds binary data (a NUL byte)"), "{}", err.message());
+        let err = fx.error("read", json!({"path": "sparse.txt", "offset": 50_000})).await;
+        assert!(err.message().contains("binary data (a NUL byte) before line 50000"), "{}", err.message());
+        let out = fx.call("read", json!({"path": "sparse.txt", "offset": 39_999})).await.unwrap();
+        assert!(
+            out.text_content()
+                .starts_with(" 39999\thello\n 40000\thello\n\n[showing lines 39999-40000 of at least 40000"),
+            "{}",
+            out.text_content()
+        );
     }
 
     #[tokio::test]

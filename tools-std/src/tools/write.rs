@@ -35,27 +35,10 @@ pub async fn write(
     let checkpoint = crate::checkpoint::begin(&ws, ctx, "write").await;
     let display = resolved.display.clone();
     let target = resolved.target.clone();
-    let absolute = match target.scope() {
-        crate::fs::ops::Scope::Workspace => ws.root().join(target.path()),
-        crate::fs::ops::Scope::Outside => target.path().to_path_buf(),
-    };
-    if tool_sandbox::is_held_placeholder(&absolute) {
-        // Held by jobs that may have ended since (a later command killed them): let go of those.
-        crate::shell::process::forget_ended_jobs();
-    }
     let versions = FileVersions::of(ctx);
     let (previous, written) = ws
         .blocking(move |ops| -> Result<(Option<u64>, Written), ToolError> {
             let previous = match ops.metadata(&target) {
-                Ok(info) if info.kind == FileKind::Dir && tool_sandbox::is_held_placeholder(&absolute) => {
-                    return Err(ToolError::execution(format!(
-                        "{display} cannot be written yet: it did not exist when the commands still running \
-                         (background commands, and what commands left running) started, so it is held as an \
-                         empty directory that they cannot turn into a file. It can be written once they end: \
-                         bash_stop stops a background session; a job a finished command left running ends by itself \
-                         or with the session."
-                    )));
-                }
                 Ok(info) if info.kind == FileKind::Dir => {
                     return Err(ToolError::invalid_arguments(format!(
                         "{display} is a directory; give the path of a file inside it."
