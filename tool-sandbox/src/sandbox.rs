@@ -903,13 +903,16 @@ impl Placeholders {
 }
 
 /// An empty directory made for a protected name that was absent, so that commands cannot create
-/// it: bound read-only in their mount namespace. Removed when the last command of this process
-/// that holds it no longer does, if it is still an empty directory.
+/// it: bound read-only in their mount namespace (an empty file for a git configuration file that
+/// a configuration includes: git reads it as no settings). Removed when the last command of this
+/// process that holds it no longer does, if it is still empty.
 #[derive(Debug)]
 pub(crate) struct Placeholder {
     pub(crate) path: PathBuf,
     /// The writable root it lies beneath.
     root: PathBuf,
+    /// An empty file rather than a directory.
+    file: bool,
 }
 
 /// Whether `path` is a placeholder that commands of this process hold: an empty directory
@@ -977,19 +980,21 @@ impl Drop for Bound {
 impl Placeholder {
     /// Holds the placeholder at `path`, beneath the writable root `root`: made now when absent,
     /// shared when this process made it already; `None` when something else is there.
-    fn hold(root: &Path, path: PathBuf) -> Option<Placeholder> {
+    fn hold(root: &Path, path: PathBuf, file: bool) -> Option<Placeholder> {
+        let make = if file { BeneathOp::MakeFile } else { BeneathOp::Make };
         let mut held = held().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(count) = held.get_mut(&path) {
             // Removed meanwhile (by the user): made again, or the mount would fail.
-            let _ = beneath(root, &path, BeneathOp::Make);
+            let _ = beneath(root, &path, make);
             *count += 1;
-            return Some(Placeholder { path, root: root.to_path_buf() });
+            return Some(Placeholder { path, root: root.to_path_buf(), file });
         }
-        // `mkdir` neither follows nor replaces what is there (a link planted meanwhile), and the
-        // directories above are opened from the root without following a link either.
-        beneath(root, &path, BeneathOp::Make).ok()?;
+        // `mkdir` (or an exclusive create) neither follows nor replaces what is there (a link
+        // planted meanwhile), and the directories above are opened from the root without
+        // following a link either.
+        beneath(root, &path, make).ok()?;
         held.insert(path.clone(), 1);
-        Some(Placeholder { path, root: root.to_path_buf() })
+        Some(Placeholder { path, root: root.to_path_buf(), file })
     }
 }
 
@@ -998,6 +1003,10 @@ impl Placeholder {
 enum BeneathOp {
     Make,
     Remove,
+    /// An empty file, created exclusively.
+    MakeFile,
+    /// The file, if it is still an empty regular file.
+    RemoveEmptyFile,
 }
 
 /// Makes (`mkdir`) or removes (`rmdir`) the directory `path`, its parent opened from `root` one
@@ -1019,6 +1028,17 @@ fn beneath(root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
     match op {
         BeneathOp::Make => nix::sys::stat::mkdirat(&dir, name, Mode::from_bits_truncate(0o777))?,
         BeneathOp::Remove => nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::RemoveDir)?,
+        BeneathOp::MakeFile => {
+            let create =
+                OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+            drop(openat(&dir, name, create, Mode::from_bits_truncate(0o644))?);
+        }
+        BeneathOp::RemoveEmptyFile => {
+            let stat = nix::sys::stat::fstatat(&dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)?;
+            if stat.st_mode & libc::S_IFMT == libc::S_IFREG && stat.st_size == 0 {
+                nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)?;
+            }
+        }
     }
     Ok(())
 }
@@ -1028,6 +1048,11 @@ fn beneath(_root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
     match op {
         BeneathOp::Make => std::fs::create_dir(path),
         BeneathOp::Remove => std::fs::remove_dir(path),
+        BeneathOp::MakeFile => std::fs::File::create_new(path).map(drop),
+        BeneathOp::RemoveEmptyFile if std::fs::symlink_metadata(path)?.len() == 0 => {
+            std::fs::remove_file(path)
+        }
+        BeneathOp::RemoveEmptyFile => Ok(()),
     }
 }
 
@@ -1040,7 +1065,8 @@ impl Drop for Placeholder {
             held.remove(&self.path);
             // `rmdir` removes only an empty directory, and never what a link leads to: a
             // directory above it that a command replaced with a link stops it.
-            let _ = beneath(&self.root, &self.path, BeneathOp::Remove);
+            let remove = if self.file { BeneathOp::RemoveEmptyFile } else { BeneathOp::Remove };
+            let _ = beneath(&self.root, &self.path, remove);
         }
     }
 }
@@ -1052,13 +1078,43 @@ impl Drop for Placeholder {
 fn make_placeholders(policy: &SandboxPolicy) -> Vec<Placeholder> {
     let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
     let roots = policy.writable();
-    placeholder_paths(policy, home.as_deref())
-        .into_iter()
-        .filter_map(|path| {
+    let dirs = placeholder_paths(policy, home.as_deref()).into_iter().map(|path| (path, false));
+    let files = file_placeholder_paths(policy).into_iter().map(|path| (path, true));
+    dirs.chain(files)
+        .filter_map(|(path, file)| {
             let root = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())?;
-            Placeholder::hold(root, path)
+            Placeholder::hold(root, path, file)
         })
         .collect()
+}
+
+/// The git configuration files that a repository's configuration includes and that do not
+/// exist, inside a writable root (not in `.git`, which is protected as a whole): a command
+/// creating one could name a hooks directory and fill it in the same command.
+fn file_placeholder_paths(policy: &SandboxPolicy) -> Vec<PathBuf> {
+    if policy.mode != SandboxMode::WorkspaceWrite {
+        return Vec::new();
+    }
+    #[cfg(unix)]
+    {
+        let held = held().lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect::<Vec<_>>();
+        let mut paths: Vec<PathBuf> = Vec::new();
+        for root in &policy.writable_roots {
+            let git = crate::git_config::git_reads(root, &policy.writable_roots);
+            paths.extend(git.files.into_iter().filter(|file| {
+                let inside = policy.writable_roots.iter().any(|r| file.starts_with(r))
+                    && !policy.writable_roots.iter().any(|r| file.starts_with(r.join(".git")));
+                let parent_is_dir =
+                    file.parent().and_then(|p| std::fs::symlink_metadata(p).ok()).is_some_and(|m| m.is_dir());
+                inside && parent_is_dir && (held.contains(file) || std::fs::symlink_metadata(file).is_err())
+            }));
+        }
+        paths.sort();
+        paths.dedup();
+        paths
+    }
+    #[cfg(not(unix))]
+    Vec::new()
 }
 
 /// Where [`make_placeholders`] makes them, for the home directory `home`: each absent name
@@ -1112,10 +1168,10 @@ mod tests {
         std::fs::create_dir_all(root.join("b")).unwrap();
         std::fs::create_dir_all(outside.join("git")).unwrap();
         std::os::unix::fs::symlink(&outside, root.join("a")).unwrap();
-        assert!(Placeholder::hold(&root, root.join("a/made")).is_none());
+        assert!(Placeholder::hold(&root, root.join("a/made"), false).is_none());
         assert!(!outside.join("made").exists());
         // Made in a real directory, which is then swapped for a link to where `git` exists.
-        let held = Placeholder::hold(&root, root.join("b/git")).expect("made");
+        let held = Placeholder::hold(&root, root.join("b/git"), false).expect("made");
         assert!(root.join("b/git").is_dir());
         std::fs::rename(root.join("b"), root.join("b-moved")).unwrap();
         std::os::unix::fs::symlink(&outside, root.join("b")).unwrap();

@@ -49,11 +49,13 @@ fn the_hooks_directory_git_uses_is_read_only_to_commands_however_it_is_configure
         tool_tests::skip("git is not installed");
         return;
     }
-    let cases: [(&str, &str, Option<&str>); 4] = [
+    let cases: [(&str, &str, Option<&str>); 5] = [
         ("comment", "[core]\n\thooksPath = .hooks ; shared team hooks\n", None),
         ("one line", "[core] hooksPath = .hooks\n", None),
         ("the user's", "", Some("[core]\n\thooksPath = .hooks\n")),
         ("included", "[include]\n\tpath = ../team.gitconfig\n", None),
+        // The file it includes does not exist: a command must not create it.
+        ("included, absent", "[include]\n\tpath = ../team.gitconfig\n", None),
     ];
     for (case, config, user) in cases {
         let fx = Fixture::new();
@@ -72,14 +74,22 @@ fn the_hooks_directory_git_uses_is_read_only_to_commands_however_it_is_configure
         if let Some(user) = user {
             std::fs::write(home.join(".gitconfig"), user).unwrap();
         }
-        std::fs::write(ws.join("team.gitconfig"), "[core]\n\thooksPath = .hooks\n").unwrap();
-        let script = "mkdir -p .hooks; printf '#!/bin/sh\\ntouch ran\\n' > .hooks/pre-commit; chmod +x .hooks/pre-commit; \
-                      echo '[core]' > team.gitconfig; echo done";
+        if case != "included, absent" {
+            std::fs::write(ws.join("team.gitconfig"), "[core]\n\thooksPath = .hooks\n").unwrap();
+        }
+        let script = "printf '[core]\\n\\thooksPath = .hooks\\n' > team.gitconfig; mkdir -p .hooks; \
+                      printf '#!/bin/sh\\ntouch ran\\n' > .hooks/pre-commit; chmod +x .hooks/pre-commit; echo done";
         let args = json!({"command": script}).to_string();
         let mut command = fx.command(&["call", "bash", &args]);
         command.env("HOME", &home);
         let run = common::run(command, None);
         assert!(run.json()["output"].as_str().unwrap_or_default().contains("done"), "{case}: {}", run.stdout);
+        if case == "included, absent" {
+            // The file was not created (an empty placeholder held it, gone with the command), so
+            // no hooks directory is configured: what the command made in `.hooks` runs nowhere.
+            assert!(!ws.join("team.gitconfig").exists(), "{case}: {}", run.stdout);
+            continue;
+        }
         assert!(!ws.join(".hooks/pre-commit").exists(), "{case}: a hook was planted: {}", run.stdout);
         if case == "included" {
             assert!(

@@ -280,7 +280,8 @@ impl Checkpoints {
                 }
                 return Step::Prune;
             }
-            if !lists_parent {
+            // A file placeholder (a git configuration file included but absent) is the sandbox's.
+            if !lists_parent || tool_sandbox::is_held_placeholder(&root.join(rel)) {
                 return Step::Continue;
             }
             match look(listed, rel, &previous, racy, max_file_bytes, read_until, &store) {

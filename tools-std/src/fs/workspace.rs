@@ -616,8 +616,8 @@ fn not_a_held_placeholder(path: &Path, display: &str) -> Result<(), ToolError> {
     }
     Err(ToolError::execution(format!(
         "{display} cannot be written yet: it did not exist when the commands still running (background \
-         commands, and what commands left running) started, so it is held as an empty directory that they \
-         cannot turn into a file. It can be written once they end: bash_stop stops a background session; a job \
+         commands, and what commands left running) started, so it is held empty (a placeholder) for them to \
+         keep from creating it. It can be written once they end: bash_stop stops a background session; a job \
          a finished command left running ends by itself or with the session."
     )))
 }
