@@ -538,7 +538,8 @@ impl<'js> Script<'js> {
                 stop.stop(Stop::NestedCalls);
                 return Err(Exception::throw_internal(&ctx, &Stop::NestedCalls.message(&limits).to_string()));
             }
-            let arguments_text_len = arguments.len();
+            // What calls not ended yet hold counts against the memory limit.
+            let bytes = arguments.len();
             let arguments: Json = serde_json::from_str(&arguments).map_err(|e| {
                 Exception::throw_type(&ctx, &match half_character(&arguments) {
                     true => format!(
@@ -549,8 +550,6 @@ impl<'js> Script<'js> {
                     false => format!("the arguments of tools.{tool}: {e}"),
                 })
             })?;
-            // What calls not ended yet hold counts against the memory limit.
-            let bytes = arguments_text_len;
             if state.argument_bytes + bytes > limits.memory_bytes {
                 return Err(Exception::throw_range(
                     &ctx,

@@ -59,7 +59,13 @@ pub(crate) fn git_reads(root: &Path, writable: &[PathBuf]) -> GitReads {
     read.extend(reads.files.iter().cloned());
     read.sort();
     read.dedup();
-    let stamped = read.into_iter().map(|file| (stamp_of(&file), file)).map(|(s, f)| (f, s)).collect();
+    let stamped = read
+        .into_iter()
+        .map(|file| {
+            let stamp = stamp_of(&file);
+            (file, stamp)
+        })
+        .collect();
     answers.insert(root.to_path_buf(), (stamped, reads.clone()));
     reads
 }
