@@ -201,7 +201,14 @@ fn hooks_dir(root: &Path, value: &std::ffi::OsStr) -> PathBuf {
 /// any case, a key on its section's line, comments (`#`, `;`) and quotes; the last one wins.
 fn read_hooks_path(config: &Path) -> Option<std::ffi::OsString> {
     let mut text = String::new();
-    let file = std::fs::File::open(config).ok().filter(|f| f.metadata().is_ok_and(|m| m.is_file()))?;
+    // Not through a link, and without waiting on a FIFO: only a regular file is read.
+    let file = std::os::unix::fs::OpenOptionsExt::custom_flags(
+        std::fs::OpenOptions::new().read(true),
+        libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    )
+    .open(config)
+    .ok()
+    .filter(|f| f.metadata().is_ok_and(|m| m.is_file()))?;
     file.take(MAX_OUTPUT).read_to_string(&mut text).ok()?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut core = false;
@@ -268,6 +275,14 @@ mod tests {
             std::fs::write(&config, text).unwrap();
             assert_eq!(read_hooks_path(&config).as_deref(), expected.map(std::ffi::OsStr::new), "{text:?}");
         }
+        // A FIFO or a link there is not read (nor waited on).
+        std::fs::remove_file(&config).unwrap();
+        nix::unistd::mkfifo(&config, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        assert_eq!(read_hooks_path(&config), None);
+        std::fs::remove_file(&config).unwrap();
+        std::fs::write(dir.join("real"), "[core]\n\thooksPath = x\n").unwrap();
+        std::os::unix::fs::symlink(dir.join("real"), &config).unwrap();
+        assert_eq!(read_hooks_path(&config), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

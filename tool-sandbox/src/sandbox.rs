@@ -967,14 +967,20 @@ impl Drop for Bound {
     fn drop(&mut self) {
         let mut bound = bound().lock().unwrap_or_else(|p| p.into_inner());
         for path in &self.0 {
-            if let Some(count) = bound.get_mut(path) {
-                *count -= 1;
-                if *count == 0 {
-                    bound.remove(path);
-                }
-            }
+            release(&mut bound, path);
         }
     }
+}
+
+/// One hold of `path` fewer in `counts`; `true` when it was the last.
+fn release(counts: &mut std::collections::HashMap<PathBuf, usize>, path: &Path) -> bool {
+    let Some(count) = counts.get_mut(path) else { return false };
+    *count -= 1;
+    let last = *count == 0;
+    if last {
+        counts.remove(path);
+    }
+    last
 }
 
 impl Placeholder {
@@ -1059,10 +1065,7 @@ fn beneath(_root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
 impl Drop for Placeholder {
     fn drop(&mut self) {
         let mut held = held().lock().unwrap_or_else(|p| p.into_inner());
-        let Some(count) = held.get_mut(&self.path) else { return };
-        *count -= 1;
-        if *count == 0 {
-            held.remove(&self.path);
+        if release(&mut held, &self.path) {
             // `rmdir` removes only an empty directory, and never what a link leads to: a
             // directory above it that a command replaced with a link stops it.
             let remove = if self.file { BeneathOp::RemoveEmptyFile } else { BeneathOp::Remove };
@@ -1078,9 +1081,8 @@ impl Drop for Placeholder {
 fn make_placeholders(policy: &SandboxPolicy) -> Vec<Placeholder> {
     let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
     let roots = policy.writable();
-    let dirs = placeholder_paths(policy, home.as_deref()).into_iter().map(|path| (path, false));
-    let files = file_placeholder_paths(policy).into_iter().map(|path| (path, true));
-    dirs.chain(files)
+    placeholder_paths(policy, home.as_deref())
+        .into_iter()
         .filter_map(|(path, file)| {
             let root = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())?;
             Placeholder::hold(root, path, file)
@@ -1088,38 +1090,13 @@ fn make_placeholders(policy: &SandboxPolicy) -> Vec<Placeholder> {
         .collect()
 }
 
-/// The git configuration files that a repository's configuration includes and that do not
-/// exist, inside a writable root (not in `.git`, which is protected as a whole): a command
-/// creating one could name a hooks directory and fill it in the same command.
-fn file_placeholder_paths(policy: &SandboxPolicy) -> Vec<PathBuf> {
-    if policy.mode != SandboxMode::WorkspaceWrite {
-        return Vec::new();
-    }
-    #[cfg(unix)]
-    {
-        let held = held().lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect::<Vec<_>>();
-        let mut paths: Vec<PathBuf> = Vec::new();
-        for root in &policy.writable_roots {
-            let git = crate::git_config::git_reads(root, &policy.writable_roots);
-            paths.extend(git.files.into_iter().filter(|file| {
-                let inside = policy.writable_roots.iter().any(|r| file.starts_with(r))
-                    && !policy.writable_roots.iter().any(|r| file.starts_with(r.join(".git")));
-                let parent_is_dir =
-                    file.parent().and_then(|p| std::fs::symlink_metadata(p).ok()).is_some_and(|m| m.is_dir());
-                inside && parent_is_dir && (held.contains(file) || std::fs::symlink_metadata(file).is_err())
-            }));
-        }
-        paths.sort();
-        paths.dedup();
-        paths
-    }
-    #[cfg(not(unix))]
-    Vec::new()
-}
-
-/// Where [`make_placeholders`] makes them, for the home directory `home`: each absent name
-/// whose parent is a directory.
-fn placeholder_paths(policy: &SandboxPolicy, home: Option<&Path>) -> Vec<PathBuf> {
+/// Where [`make_placeholders`] makes them, for the home directory `home`, each with whether it
+/// is a file: each absent name whose parent is a directory. Besides the names above, the
+/// directory `core.hooksPath` names inside a writable root (not to be made with hooks in), and
+/// as files the git configuration files a repository's configuration includes that do not exist
+/// there (outside `.git`, protected as a whole): a command creating one could name a hooks
+/// directory and fill it in the same command.
+fn placeholder_paths(policy: &SandboxPolicy, home: Option<&Path>) -> Vec<(PathBuf, bool)> {
     if policy.mode != SandboxMode::WorkspaceWrite {
         return Vec::new();
     }
@@ -1131,23 +1108,26 @@ fn placeholder_paths(policy: &SandboxPolicy, home: Option<&Path>) -> Vec<PathBuf
     if policy.git_writes {
         names.extend([".git/hooks", ".git/info"]);
     }
-    let mut paths: Vec<PathBuf> =
-        policy.writable_roots.iter().flat_map(|root| names.iter().map(|name| root.join(name))).collect();
-    // The directory `core.hooksPath` names, inside a writable root: not to be made with hooks in.
+    let roots = &policy.writable_roots;
+    let mut paths: Vec<(PathBuf, bool)> =
+        roots.iter().flat_map(|root| names.iter().map(|name| (root.join(name), false))).collect();
     #[cfg(unix)]
-    paths.extend(policy.writable_roots.iter().filter_map(|root| {
-        let hooks = crate::git_config::git_reads(root, &policy.writable_roots).hooks?;
-        policy.writable_roots.iter().any(|r| hooks.starts_with(r)).then_some(hooks)
-    }));
-    if let Some(home) = home.filter(|home| policy.writable_roots.iter().any(|r| home.starts_with(r))) {
-        paths.extend(crate::policy::HOME_PLACEHOLDERS.iter().map(|name| home.join(name)));
+    for root in roots {
+        let git = crate::git_config::git_reads(root, roots);
+        paths.extend(git.hooks.map(|hooks| (hooks, false)));
+        let outside_git = |file: &PathBuf| !roots.iter().any(|r| file.starts_with(r.join(".git")));
+        paths.extend(git.files.into_iter().filter(outside_git).map(|file| (file, true)));
     }
-    paths.retain(|path| {
+    if let Some(home) = home.filter(|home| roots.iter().any(|r| home.starts_with(r))) {
+        paths.extend(crate::policy::HOME_PLACEHOLDERS.iter().map(|name| (home.join(name), false)));
+    }
+    paths.retain(|(path, _)| {
+        let inside = roots.iter().any(|r| path.starts_with(r));
         let parent_is_dir =
             path.parent().and_then(|p| std::fs::symlink_metadata(p).ok()).is_some_and(|m| m.is_dir());
         // Absent, or made by this process for another command, which holds it too.
         let held = held().lock().unwrap_or_else(|p| p.into_inner()).contains_key(path);
-        parent_is_dir && (held || std::fs::symlink_metadata(path).is_err())
+        inside && parent_is_dir && (held || std::fs::symlink_metadata(path).is_err())
     });
     paths.sort();
     paths.dedup();
@@ -1186,8 +1166,15 @@ mod tests {
         std::fs::create_dir_all(home.join(".config")).unwrap();
         std::fs::create_dir_all(home.join(".local/bin")).unwrap();
         let policy = SandboxPolicy::workspace_write(&home);
-        let paths = placeholder_paths(&policy, Some(&home));
-        let elsewhere = placeholder_paths(&SandboxPolicy::workspace_write(home.join(".config")), Some(&home));
+        let dirs = |policy: &SandboxPolicy| -> Vec<PathBuf> {
+            placeholder_paths(policy, Some(&home))
+                .into_iter()
+                .filter(|(_, file)| !file)
+                .map(|(p, _)| p)
+                .collect()
+        };
+        let paths = dirs(&policy);
+        let elsewhere = dirs(&SandboxPolicy::workspace_write(home.join(".config")));
         std::fs::remove_dir_all(&home).unwrap();
         for name in [".ssh", ".config/git", ".config/systemd", "CLAUDE.md", ".git"] {
             assert!(paths.contains(&home.join(name)), "{name}: {paths:?}");
