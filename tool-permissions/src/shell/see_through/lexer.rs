@@ -109,6 +109,10 @@ impl Lexer<'_> {
             Some('{') => {
                 self.pos += 1;
                 match self.balanced('{', '}') {
+                    // Bash 5.3's `${ cmd; }` and `${| cmd; }` run a command in this shell.
+                    Some(inner) if inner.starts_with([' ', '\t', '\n', '|']) => {
+                        self.nested(inner.strip_prefix('|').unwrap_or(&inner))
+                    }
                     // `${X@P}` expands the value as a prompt string, command substitutions too.
                     Some(inner) if inner.trim_end().ends_with("@P") => self
                         .opaque("`${...@P}` (a value expanded as a prompt, with its command substitutions)"),

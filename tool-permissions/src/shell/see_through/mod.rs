@@ -229,6 +229,7 @@ mod tests {
             ["export", "rm", "true", "git"]
         );
         assert_eq!(programs("trap -- 'rm x' EXIT"), ["trap", "rm"]);
+        assert_eq!(programs("echo ${ rm x; } ${| rm y; }"), ["rm", "rm", "echo"]);
         assert!(see("trap -p").opaque.is_none());
         assert!(see("git -c core.pager=less log").opaque.is_none());
         assert_eq!(programs("git -c alias.x='!rm -rf y' x"), ["git", "rm"]);
