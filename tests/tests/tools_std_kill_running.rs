@@ -16,13 +16,23 @@ fn runs(pid: i32) -> bool {
     })
 }
 
+/// The job whose pid the command wrote to `path`, once `setsid` has made it a session of its own
+/// (the shell writes `$!` as soon as it has forked, before the job runs `setsid`).
 async fn pid_in(path: &Path) -> i32 {
     loop {
-        if let Some(pid) = std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse().ok()) {
+        if let Some(pid) = std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse::<i32>().ok())
+            && session_of(pid) == Some(pid)
+        {
             return pid;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// The session `pid` is in (the sixth field of its `stat`).
+fn session_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(3)?.parse().ok()
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@ mod git_config;
 #[cfg(target_os = "linux")]
 mod landlock_rules;
 mod lexical;
+mod nested;
 mod netns;
 mod policy;
 mod probe;

@@ -313,6 +313,16 @@ pub struct SandboxPolicy {
     /// each writable root, absolute ones as they are; a component may be a pattern of names
     /// (`*`, `.env.*`), matched against what is there when each command starts.
     pub protected: Vec<PathBuf>,
+    /// How many levels of directories the relative [protected](Self::protected) paths are
+    /// looked for in, each writable root's top being the first: with the default, 3, a
+    /// repository checked out at `vendor/lib` (its `.git`, the hooks directory its
+    /// configuration names), `packages/app/.claude` and `web/.vscode` are protected as those at
+    /// the top are, since they run what they name when the user works in that directory
+    /// (Anthropic's sandbox-runtime looks as deep by default). What is there when each command
+    /// starts is protected, without following links; more than 1,024 such names below one
+    /// root's top refuse the command (a command could make that many to leave one that was
+    /// there before it unprotected). `1` looks at the top alone.
+    pub protected_depth: usize,
     /// The network.
     pub network: Network,
     /// What to do when a layer is missing.
@@ -392,6 +402,7 @@ impl SandboxPolicy {
             git_writes: false,
             readable_roots: None,
             protected: DEFAULT_PROTECTED.iter().map(PathBuf::from).collect(),
+            protected_depth: 3,
             network: Network::Off,
             fallback: Fallback::Refuse,
             require_landlock_abi: None,
@@ -549,31 +560,61 @@ impl SandboxPolicy {
     }
 
     /// The protected paths beneath the writable roots, made absolute: `*` expanded to the names
-    /// there now, `.git` replaced by [`GIT_PROTECTED`] when git writes are allowed, the
-    /// directory `core.hooksPath` names and the files git reads its configuration from (as
-    /// `git config --list --show-origin` reports them), and [`HOME_PROTECTED`] when the home directory is
-    /// writable.
+    /// there now, `.git` replaced by [`GIT_PROTECTED`] when git writes are allowed, those found
+    /// below each root's top (see [`protected_depth`](Self::protected_depth)), the directory
+    /// `core.hooksPath` names and the files git reads its configuration from (as
+    /// `git config --list --show-origin` reports them) for each repository among them, and
+    /// [`HOME_PROTECTED`] when the home directory is writable.
     pub fn protected_paths(&self) -> Vec<PathBuf> {
-        let mut out = Vec::new();
+        self.protected_paths_in(&self.below_top(None)).unwrap_or_else(|(paths, _)| paths)
+    }
+
+    /// The relative protected paths, `.git` replaced by [`GIT_PROTECTED`] when git writes are
+    /// allowed.
+    fn relative_protected(&self) -> Vec<&Path> {
         let mut relative: Vec<&Path> = Vec::new();
-        for p in &self.protected {
-            if p.is_absolute() {
-                out.extend(expand(Path::new("/"), p));
-            } else if self.git_writes && p == Path::new(".git") {
+        for p in self.protected.iter().filter(|p| !p.is_absolute()) {
+            if self.git_writes && p == Path::new(".git") {
                 relative.extend(GIT_PROTECTED.iter().map(Path::new));
             } else {
                 relative.push(p);
             }
         }
-        for root in &self.writable_roots {
+        relative
+    }
+
+    /// The [protected paths](Self::protected_paths) with the names `below` the roots' tops, or
+    /// with them why no command may start: more such names than are looked for.
+    pub(crate) fn protected_paths_in(
+        &self,
+        below: &BelowTop,
+    ) -> Result<Vec<PathBuf>, (Vec<PathBuf>, String)> {
+        let mut out: Vec<PathBuf> = self
+            .protected
+            .iter()
+            .filter(|p| p.is_absolute())
+            .flat_map(|p| expand(Path::new("/"), p))
+            .collect();
+        let relative = self.relative_protected();
+        for (root, found) in &below.roots {
             for p in &relative {
                 out.extend(expand(root, p));
             }
-            #[cfg(unix)]
-            {
-                let git = crate::git_config::git_reads(root, &self.writable_roots);
-                out.extend(git.hooks.into_iter().chain(git.files));
+            for entry in found {
+                let (Some(dir), Some(name)) = (entry.parent(), entry.file_name()) else { continue };
+                for p in &relative {
+                    let Some(first) = p.components().next().map(|c| c.as_os_str()) else { continue };
+                    // A pattern of names is matched against what is there by `expand`.
+                    if first == name || first.to_string_lossy().contains(['*', '?', '[']) {
+                        out.extend(expand(dir, p));
+                    }
+                }
             }
+        }
+        #[cfg(unix)]
+        for top in below.repository_tops() {
+            let git = crate::git_config::git_reads(&top, &self.writable_roots);
+            out.extend(git.hooks.into_iter().chain(git.files));
         }
         if let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
             && self.writable_roots.iter().any(|r| home.starts_with(r))
@@ -582,7 +623,41 @@ impl SandboxPolicy {
         }
         out.sort();
         out.dedup();
-        out
+        match &below.refusal {
+            None => Ok(out),
+            Some(refusal) => Err((out, refusal.clone())),
+        }
+    }
+
+    /// The protected names below each writable root's top, as they are now: all of them
+    /// (down to [`protected_depth`](Self::protected_depth) levels), or with `on_the_way_to`
+    /// only those that path lies in.
+    pub(crate) fn below_top(&self, on_the_way_to: Option<&Path>) -> BelowTop {
+        let relative = self.relative_protected();
+        let mut below = BelowTop { roots: Vec::new(), refusal: None };
+        let names = crate::nested::Names::first_of(relative.iter().copied());
+        for root in &self.writable_roots {
+            let found = match on_the_way_to {
+                _ if relative.is_empty() || self.protected_depth < 2 || self.mode != SandboxMode::WorkspaceWrite => {
+                    Vec::new()
+                }
+                Some(path) => crate::nested::on_the_way(root, path, &names, self.protected_depth),
+                None => crate::nested::below_top(root, &names, self.protected_depth).unwrap_or_else(|found| {
+                    below.refusal = Some(format!(
+                        "more than {} protected names (`.git`, `.claude`, `CLAUDE.md`, ...) lie below the top of \
+                         {}, down to {} levels: no command starts, since a command could make that many to \
+                         leave one that was there before it unprotected. Remove those a command made, or make \
+                         the depth looked in smaller (`SandboxPolicy::protected_depth`)",
+                        crate::nested::MAX_NESTED,
+                        root.display(),
+                        self.protected_depth
+                    ));
+                    found
+                }),
+            };
+            below.roots.push((root.clone(), found));
+        }
+        below
     }
 
     /// Whether `path` may be written under this policy (beneath a writable root and not beneath a
@@ -593,9 +668,36 @@ impl SandboxPolicy {
             SandboxMode::ReadOnly => path.starts_with("/dev/null"),
             SandboxMode::WorkspaceWrite => {
                 self.writable().iter().any(|r| path.starts_with(r))
-                    && !self.protected_paths().iter().any(|p| path.starts_with(p))
+                    && !(self.protected_paths_in(&self.below_top(Some(path))))
+                        .unwrap_or_else(|(paths, _)| paths)
+                        .iter()
+                        .any(|p| path.starts_with(p))
             }
         }
+    }
+}
+
+/// The protected names found below the top of each writable root (see
+/// [`SandboxPolicy::protected_depth`]), looked for once per command, for its placeholders and
+/// its mounts alike.
+pub(crate) struct BelowTop {
+    /// Each writable root, with the entries found below its top.
+    roots: Vec<(PathBuf, Vec<PathBuf>)>,
+    /// Why no command may start, if it may not.
+    refusal: Option<String>,
+}
+
+impl BelowTop {
+    /// The tops of the repositories git may run hooks in: each writable root, and each
+    /// directory below its top with a `.git`.
+    pub(crate) fn repository_tops(&self) -> Vec<PathBuf> {
+        let mut tops = Vec::new();
+        for (root, found) in &self.roots {
+            tops.push(root.clone());
+            let nested = found.iter().filter(|entry| entry.file_name() == Some(std::ffi::OsStr::new(".git")));
+            tops.extend(nested.filter_map(|entry| entry.parent().map(Path::to_path_buf)));
+        }
+        tops
     }
 }
 
@@ -653,6 +755,35 @@ mod tests {
         assert!(!policy.allows_write(Path::new("/w/.git/index")));
         assert!(!policy.allows_write(Path::new("/etc/passwd")));
         assert!(!policy.allows_write(Path::new("/tmp/x")));
+    }
+
+    #[test]
+    fn names_below_the_top_are_protected_to_the_depth_looked_in() {
+        let root = std::env::temp_dir().join(format!("policy-below-{}", std::process::id()));
+        for dir in ["vendor/lib/.git/hooks", "a/b/c/.git", "packages/app/.claude", "link-target/.claude"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::os::unix::fs::symlink(root.join("link-target"), root.join("packages/link")).unwrap();
+        let policy = SandboxPolicy::workspace_write(&root);
+        let protected = policy.protected_paths();
+        let allowed = |path: &str| policy.allows_write(&root.join(path));
+        let results = [
+            allowed("vendor/lib/.git/hooks/pre-commit"),
+            allowed("packages/app/.claude/settings.json"),
+            allowed("vendor/lib/src/lib.rs"),
+            allowed("a/b/c/.git/hooks/pre-commit"),
+            allowed("packages/link/.claude/x"),
+        ];
+        let shallow = SandboxPolicy { protected_depth: 1, ..policy.clone() };
+        let shallow_allows = shallow.allows_write(&root.join("vendor/lib/.git/config"));
+        std::fs::remove_dir_all(&root).unwrap();
+        assert!(protected.contains(&root.join("vendor/lib/.git")), "{protected:?}");
+        assert!(protected.contains(&root.join("packages/app/.claude")), "{protected:?}");
+        // Deeper than looked in, or through a link: not protected.
+        assert!(!protected.iter().any(|p| p.starts_with(root.join("a/b/c"))), "{protected:?}");
+        assert!(!protected.iter().any(|p| p.starts_with(root.join("packages/link"))), "{protected:?}");
+        assert_eq!(results, [false, false, true, true, true]);
+        assert!(shallow_allows);
     }
 
     #[test]

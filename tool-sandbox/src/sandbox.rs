@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 #[cfg(target_os = "linux")]
 use std::sync::Arc;
 
-use crate::policy::{Fallback, Network, SandboxMode, SandboxPolicy};
+use crate::policy::{BelowTop, Fallback, Network, SandboxMode, SandboxPolicy};
 use crate::probe::Probe;
 
 /// What confines a command, as it applies on this kernel: the mode, the layers, the Landlock
@@ -476,7 +476,7 @@ impl Sandbox {
     /// `TMPDIR`, `TMP` and `TEMP` are set to the commands' temporary directory. Protected names
     /// that are absent stay absent only with [`Sandbox::apply_holding`].
     pub fn apply(&self, command: &mut std::process::Command, cwd: &Path) -> std::io::Result<()> {
-        self.apply_with(command, cwd, &[], None).map(drop)
+        self.apply_with(command, cwd, &[], None, &self.policy.below_top(None)).map(drop)
     }
 
     /// As [`Sandbox::apply`], and the [placeholders](crate::PLACEHOLDERS) of the protected names
@@ -488,7 +488,9 @@ impl Sandbox {
         command: &mut std::process::Command,
         cwd: &Path,
     ) -> std::io::Result<Placeholders> {
-        let held = if self.mount_namespace { make_placeholders(&self.policy) } else { Vec::new() };
+        // What lies below the roots' tops, looked for once for the placeholders and the mounts.
+        let below = self.policy.below_top(None);
+        let held = if self.mount_namespace { make_placeholders(&self.policy, &below) } else { Vec::new() };
         // The command's namespace is worth knowing where none of its processes can leave it.
         #[cfg(target_os = "linux")]
         let (namespace, report) = match self.mount_namespace && self.seccomp.is_some() {
@@ -497,7 +499,7 @@ impl Sandbox {
         };
         #[cfg(not(target_os = "linux"))]
         let (namespace, report) = (None, None);
-        let bound = Bound::hold(self.apply_with(command, cwd, &held, report)?);
+        let bound = Bound::hold(self.apply_with(command, cwd, &held, report, &below)?);
         Ok(Placeholders { _held: held, _bound: bound, namespace, received: std::sync::OnceLock::new() })
     }
 
@@ -508,6 +510,7 @@ impl Sandbox {
         cwd: &Path,
         placeholders: &[Placeholder],
         report: Option<std::os::fd::OwnedFd>,
+        below: &BelowTop,
     ) -> std::io::Result<Vec<PathBuf>> {
         if self.policy.mode == SandboxMode::Off {
             return Ok(Vec::new());
@@ -520,7 +523,7 @@ impl Sandbox {
         #[cfg(target_os = "linux")]
         {
             let (mounts, bound) = match self.mount_namespace {
-                true => self.mount_plan(cwd, placeholders, report)?,
+                true => self.mount_plan(cwd, placeholders, report, below)?,
                 false => (None, Vec::new()),
             };
             let landlock = match (&self.landlock_rules, &mounts, self.report.landlock_abi) {
@@ -545,7 +548,7 @@ impl Sandbox {
         }
         #[cfg(not(target_os = "linux"))]
         {
-            let _ = (command, cwd, placeholders, report);
+            let _ = (command, cwd, placeholders, report, below);
             Ok(Vec::new())
         }
     }
@@ -561,6 +564,7 @@ impl Sandbox {
         cwd: &Path,
         placeholders: &[Placeholder],
         report: Option<std::os::fd::OwnedFd>,
+        below: &BelowTop,
     ) -> std::io::Result<(Option<crate::child::MountPlan>, Vec<PathBuf>)> {
         use std::ffi::CString;
         use std::os::unix::ffi::OsStrExt;
@@ -580,7 +584,8 @@ impl Sandbox {
         // directory's, when it is one) is held where it is by its own mount, and the directories
         // above it are pinned, so that no command can move it out from under it, to have the next
         // command's mount cover a decoy (a writable root within it stays writable).
-        let mut targets = protected_targets(&self.policy, unreadable.paths().chain(&hidden));
+        let mut targets = protected_targets(&self.policy, below, unreadable.paths().chain(&hidden))
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         targets.read_only.extend(placeholders.iter().map(|p| p.path.clone()));
         let socket_dirs = self.policy.hidden_socket_dirs();
         // The sockets `allowUnixSockets` names in those directories: bound back in the empty
@@ -720,18 +725,21 @@ pub(crate) struct Targets {
 /// held as a link (bound onto itself, not followed) and protects what it leads to as well, when
 /// that lies inside a writable root; one that does not exist is skipped (see
 /// [`make_placeholders`]). Of the paths `pinned`, only the directories above them are pinned:
-/// each is held by a mount of its own (an unreadable path's).
+/// each is held by a mount of its own (an unreadable path's). An `Err` says why no command may
+/// start (too many protected names below a root's top).
 pub(crate) fn protected_targets<'a>(
     policy: &SandboxPolicy,
+    below: &BelowTop,
     pinned: impl IntoIterator<Item = &'a PathBuf>,
-) -> Targets {
+) -> Result<Targets, String> {
     let mut targets = Targets::default();
     if policy.mode != SandboxMode::WorkspaceWrite {
-        return targets;
+        return Ok(targets);
     }
     let roots = policy.writable();
     let inside = |path: &Path| roots.iter().any(|r| path.starts_with(r));
-    let protected = policy.protected_paths().into_iter().map(|path| (path, true));
+    let protected = policy.protected_paths_in(below).map_err(|(_, refusal)| refusal)?;
+    let protected = protected.into_iter().map(|path| (path, true));
     for (path, read_only) in protected.chain(pinned.into_iter().map(|path| (path.clone(), false))) {
         let Some(root) = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())
         else {
@@ -779,7 +787,7 @@ pub(crate) fn protected_targets<'a>(
     // A directory that is read-only need not be pinned as well.
     let read_only = targets.read_only.clone();
     targets.pins.retain(|p| !read_only.contains(p));
-    targets
+    Ok(targets)
 }
 
 /// Says in `report` which paths commands cannot read; a refusal where they would read them
@@ -1078,10 +1086,10 @@ impl Drop for Placeholder {
 /// root, with git writes allowed `.git/hooks` and `.git/info` of a repository that has none, and
 /// when the home directory is writable, the directories of
 /// [`HOME_PLACEHOLDERS`](crate::policy::HOME_PLACEHOLDERS) in it.
-fn make_placeholders(policy: &SandboxPolicy) -> Vec<Placeholder> {
+fn make_placeholders(policy: &SandboxPolicy, below: &BelowTop) -> Vec<Placeholder> {
     let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
     let roots = policy.writable();
-    placeholder_paths(policy, home.as_deref())
+    placeholder_paths(policy, below, home.as_deref())
         .into_iter()
         .filter_map(|(path, file)| {
             let root = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())?;
@@ -1096,7 +1104,7 @@ fn make_placeholders(policy: &SandboxPolicy) -> Vec<Placeholder> {
 /// as files the git configuration files a repository's configuration includes that do not exist
 /// there (outside `.git`, protected as a whole): a command creating one could name a hooks
 /// directory and fill it in the same command.
-fn placeholder_paths(policy: &SandboxPolicy, home: Option<&Path>) -> Vec<(PathBuf, bool)> {
+fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Path>) -> Vec<(PathBuf, bool)> {
     if policy.mode != SandboxMode::WorkspaceWrite {
         return Vec::new();
     }
@@ -1112,10 +1120,14 @@ fn placeholder_paths(policy: &SandboxPolicy, home: Option<&Path>) -> Vec<(PathBu
     let mut paths: Vec<(PathBuf, bool)> =
         roots.iter().flat_map(|root| names.iter().map(|name| (root.join(name), false))).collect();
     #[cfg(unix)]
-    for root in roots {
-        let git = crate::git_config::git_reads(root, roots);
+    for top in below.repository_tops() {
+        if policy.git_writes && !roots.contains(&top) {
+            paths.extend([".git/hooks", ".git/info"].map(|name| (top.join(name), false)));
+        }
+        let git = crate::git_config::git_reads(&top, roots);
         paths.extend(git.hooks.map(|hooks| (hooks, false)));
-        let outside_git = |file: &PathBuf| !roots.iter().any(|r| file.starts_with(r.join(".git")));
+        let outside_git =
+            |file: &PathBuf| !roots.iter().chain([&top]).any(|r| file.starts_with(r.join(".git")));
         paths.extend(git.files.into_iter().filter(outside_git).map(|file| (file, true)));
     }
     if let Some(home) = home.filter(|home| roots.iter().any(|r| home.starts_with(r))) {
@@ -1167,7 +1179,7 @@ mod tests {
         std::fs::create_dir_all(home.join(".local/bin")).unwrap();
         let policy = SandboxPolicy::workspace_write(&home);
         let dirs = |policy: &SandboxPolicy| -> Vec<PathBuf> {
-            placeholder_paths(policy, Some(&home))
+            placeholder_paths(policy, &policy.below_top(None), Some(&home))
                 .into_iter()
                 .filter(|(_, file)| !file)
                 .map(|(p, _)| p)

@@ -213,6 +213,73 @@ fn protected_paths_stay_read_only_inside_the_root() {
     std::fs::write(fx.root.join(".git/hooks/pre-commit"), "fine").unwrap();
 }
 
+/// A repository checked out inside the workspace, a package's agent settings and an editor's
+/// tasks below the top are read-only as those at the top are, down to the depth looked in; past
+/// the most names looked for, no command starts.
+#[test]
+fn protected_names_below_the_top_stay_read_only() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let fx = fixture("nested");
+    for dir in ["vendor/lib/.git/hooks", "packages/app/.claude", "web/.vscode", "a/b/c/.claude"] {
+        std::fs::create_dir_all(fx.root.join(dir)).unwrap();
+    }
+    std::fs::write(fx.root.join("vendor/lib/.git/config"), "[core]\n").unwrap();
+    std::fs::write(fx.root.join("packages/app/.claude/settings.json"), "{}").unwrap();
+    std::fs::write(fx.root.join("packages/CLAUDE.md"), "# rules\n").unwrap();
+    let unchanged = |script: &str| {
+        assert_eq!(
+            std::fs::read_to_string(fx.root.join("vendor/lib/.git/config")).unwrap(),
+            "[core]\n",
+            "{script}"
+        );
+        assert!(!fx.root.join("vendor/lib/.git/hooks/pre-commit").exists(), "{script}");
+        assert_eq!(
+            std::fs::read_to_string(fx.root.join("packages/app/.claude/settings.json")).unwrap(),
+            "{}"
+        );
+        assert_eq!(std::fs::read_to_string(fx.root.join("packages/CLAUDE.md")).unwrap(), "# rules\n");
+        assert!(!fx.root.join("web/.vscode/tasks.json").exists(), "{script}");
+    };
+    for script in [
+        "echo evil > vendor/lib/.git/hooks/pre-commit",
+        "echo evil >> vendor/lib/.git/config",
+        "rm -rf vendor/lib/.git",
+        "mv vendor/lib/.git vendor/lib/git-old",
+        // Moved a level deeper, where the next command would not look.
+        "mkdir -p vendor/x && mv vendor/lib vendor/x/lib",
+        "mkdir x && mv vendor x/",
+        "echo '{\"sandbox\":{\"enabled\":false}}' > packages/app/.claude/settings.json",
+        "echo evil >> packages/CLAUDE.md",
+        "echo '{}' > web/.vscode/tasks.json",
+        "mv web/.vscode web/vscode-old",
+    ] {
+        let (code, out) = run(&fx.policy, &fx.root, script);
+        assert_ne!(code, 0, "`{script}` succeeded: {out}");
+        unchanged(script);
+        assert!(fx.root.join("vendor/lib/.git").is_dir() && fx.root.join("web/.vscode").is_dir(), "{script}");
+    }
+    // What is not protected there stays writable; a level deeper than looked in is not protected.
+    let (code, out) =
+        run(&fx.policy, &fx.root, "echo x > vendor/lib/lib.rs && echo x > a/b/c/.claude/x && echo ok");
+    assert_eq!((code, out.as_str()), (0, "ok\n"));
+    let shallow = SandboxPolicy { protected_depth: 1, ..fx.policy.clone() };
+    let (code, out) = run(&shallow, &fx.root, "echo x > web/.vscode/tasks.json && echo ok");
+    assert_eq!((code, out.as_str()), (0, "ok\n"), "the top alone");
+    // A command that made more names than are looked for stops every later command, rather
+    // than leave one that was there before unprotected.
+    let (code, out) =
+        run(&fx.policy, &fx.root, "for i in $(seq 0 1100); do mkdir -p many/$i/.claude; done; echo made");
+    assert_eq!((code, out.as_str()), (0, "made\n"));
+    let mut command = Command::new("true");
+    let refused =
+        Sandbox::new(fx.policy.clone()).unwrap().apply(&mut command, &fx.root).unwrap_err().to_string();
+    assert!(refused.contains("more than 1024 protected names"), "{refused}");
+    assert!(refused.contains(&fx.root.display().to_string()), "{refused}");
+    std::fs::remove_dir_all(&fx.root).unwrap();
+}
+
 #[test]
 fn a_loopback_connection_is_refused_with_the_network_off() {
     if !layers() {

@@ -106,6 +106,48 @@ fn the_hooks_directory_git_uses_is_read_only_to_commands_however_it_is_configure
     }
 }
 
+/// A repository checked out inside the workspace keeps its hooks from commands as the
+/// workspace's own does: its `.git`, and the hooks directory its configuration names (husky's
+/// `.husky`), present or not.
+#[test]
+fn a_repository_inside_the_workspace_keeps_its_hooks_from_commands() {
+    if !mounts() {
+        return;
+    }
+    if std::process::Command::new("git").arg("--version").output().is_err() {
+        tool_tests::skip("git is not installed");
+        return;
+    }
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    for (repo, hooks) in [("vendor/lib", ".husky"), ("tools/cli", "githooks")] {
+        let dir = ws.join(repo);
+        std::fs::create_dir_all(&dir).unwrap();
+        for args in [&["init", "-q"][..], &["config", "core.hooksPath", hooks]] {
+            let status = std::process::Command::new("git").args(args).current_dir(&dir).status().unwrap();
+            assert!(status.success(), "git {args:?}");
+        }
+    }
+    std::fs::create_dir_all(ws.join("vendor/lib/.husky")).unwrap();
+    let script = "printf '#!/bin/sh\\ntouch ran\\n' > hook; chmod +x hook; \
+                  cp hook vendor/lib/.husky/pre-commit; cp hook vendor/lib/.git/hooks/pre-commit; \
+                  mkdir -p tools/cli/githooks; cp hook tools/cli/githooks/pre-commit; \
+                  git -C vendor/lib config core.hooksPath ../../hooks-here; echo done";
+    let args = json!({"command": script}).to_string();
+    let run = common::run(fx.command(&["call", "bash", &args]), None);
+    let output = run.json()["output"].as_str().unwrap_or_default().to_owned();
+    assert!(output.contains("done") && ws.join("hook").exists(), "{}", run.stdout);
+    for planted in
+        ["vendor/lib/.husky/pre-commit", "vendor/lib/.git/hooks/pre-commit", "tools/cli/githooks/pre-commit"]
+    {
+        assert!(!ws.join(planted).exists(), "{planted} was planted: {output}");
+    }
+    let config = std::fs::read_to_string(ws.join("vendor/lib/.git/config")).unwrap();
+    assert!(config.contains("hooksPath = .husky"), "{config}");
+    // The absent hooks directory was held while the command ran, and is gone with it.
+    assert!(!ws.join("tools/cli/githooks").exists(), "{output}");
+}
+
 /// A link a command may have made does not lead the host's own tools into what the sandbox keeps
 /// commands from changing: the hooks directory git uses, or the home directory's configuration
 /// when the home directory is the workspace, beside the protected names.
