@@ -358,7 +358,9 @@ pub(crate) struct HttpArgs {
     /// Seconds a shutdown lets calls in flight finish before it cancels them.
     #[arg(long, value_name = "SECS", default_value_t = 10, requires = "http")]
     pub shutdown_grace_secs: u64,
-    /// The most connections open at once; one past it is answered 503 and closed.
+    /// The most connections open at once; past it, a new connection takes the place of the
+    /// oldest one that has not yet sent a request through the checks (Host, token), or, when
+    /// every one has, is answered 503 and closed.
     #[arg(long, value_name = "N", default_value_t = tool_runtime::mcp_server::DEFAULT_MAX_CONNECTIONS,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..), requires = "http")]
     pub max_connections: usize,

@@ -30,7 +30,7 @@ use super::http_response::{GATHER_WINDOW, HttpResponse, json, no_session, plain}
 use super::http_sessionless::Sessionless;
 use super::http_sessions::{self, CappedSessions};
 use super::inbound::{self, Framing, INVALID_PARAMS, Inbound};
-use super::limits::Connections;
+use super::limits::{Admitted, Connections};
 use super::served::{self, Served, SessionEnd};
 use super::{McpServer, ServeError, ServeErrorKind, tasks};
 
@@ -190,8 +190,10 @@ impl HttpOptions {
         self
     }
 
-    /// The most connections open at once (default [`DEFAULT_MAX_CONNECTIONS`], at least 1). A
-    /// connection past it is answered `503` with a sentence saying so, and closed.
+    /// The most connections open at once (default [`DEFAULT_MAX_CONNECTIONS`], at least 1). Past
+    /// it, a new connection takes the place of the oldest one none of whose requests has passed
+    /// the checks yet (`Host`, `Origin`, the token), which is closed; when every connection has
+    /// had one, the new one is answered `503` with a sentence saying so, and closed.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);
         self
@@ -335,7 +337,7 @@ impl McpServer {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, peer)) => {
                         let admitted = match connections.admit(peer.ip()) {
-                            Ok(admitted) => admitted,
+                            Ok(admitted) => Arc::new(admitted),
                             Err(refused) => {
                                 connections.refuse(stream, &refused);
                                 continue;
@@ -345,15 +347,20 @@ impl McpServer {
                         // client's delayed acknowledgement of the previous one.
                         let _ = stream.set_nodelay(true);
                         let endpoint = endpoint.clone();
+                        let proof = admitted.clone();
                         let service = hyper::service::service_fn(move |request| {
-                            let endpoint = endpoint.clone();
-                            async move { Ok::<_, Infallible>(endpoint.handle(request).await) }
+                            let (endpoint, proof) = (endpoint.clone(), proof.clone());
+                            async move { Ok::<_, Infallible>(endpoint.handle(request, &proof).await) }
                         });
                         let connection = http1.serve_connection(TokioIo::new(stream), service);
                         let connection = graceful.watch(connection);
                         tokio::spawn(async move {
-                            // A connection's error (the client went away) concerns that client only.
-                            let _ = connection.await;
+                            // A connection's error (the client went away) concerns that client
+                            // only; one closed to make room for another ends here.
+                            tokio::select! {
+                                _ = connection => {}
+                                () = admitted.evicted() => {}
+                            }
                             drop(admitted);
                         });
                     }
@@ -436,7 +443,9 @@ struct Endpoint {
 }
 
 impl Endpoint {
-    async fn handle(&self, request: Request<Incoming>) -> HttpResponse {
+    /// Answers `request`, which came on the connection `admitted`: one that passes the checks
+    /// proves it.
+    async fn handle(&self, request: Request<Incoming>, admitted: &Admitted) -> HttpResponse {
         if request.uri().path() != MCP_PATH {
             return plain(
                 StatusCode::NOT_FOUND,
@@ -458,6 +467,7 @@ impl Endpoint {
                 .insert(header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer realm=\"mcp\""));
             return response;
         }
+        admitted.prove();
         if request.method() == http::Method::DELETE {
             // A session that ended (deleted already, idle too long) or never was: `404`, as for
             // any other request naming it.

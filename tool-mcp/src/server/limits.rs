@@ -1,14 +1,19 @@
 //! The HTTP server's connection limits: how many connections at once, how many from one client,
-//! and the refusal of a connection past them.
+//! and the refusal of a connection past them. A connection is unproven until a request of its
+//! passes the server's checks (its `Host`, its token); when the server is full, a new connection
+//! takes the place of the oldest unproven one, which is closed, so that connections that never
+//! send a request a server would answer (from many addresses, each within its own limit) cannot
+//! keep a client with the token out.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
 
 /// How many refusals may be written at once; past that, a refused connection is closed at once
 /// (a flood of connections must not cost a task and a file descriptor each while refused).
@@ -31,6 +36,24 @@ pub(crate) struct Connections {
 struct Open {
     total: usize,
     per_client: HashMap<Client, usize>,
+    /// The connections none of whose requests has passed the checks yet, by the order they were
+    /// admitted in: their client, and what closes them.
+    unproven: BTreeMap<u64, (Client, CancellationToken)>,
+    /// Connections closed to make room for another, no longer counted.
+    evicted: HashSet<u64>,
+    next: u64,
+}
+
+impl Open {
+    fn release(&mut self, client: Client) {
+        self.total -= 1;
+        if let Some(count) = self.per_client.get_mut(&client) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_client.remove(&client);
+            }
+        }
+    }
 }
 
 /// Who a connection comes from: its IP address, or an IPv6 address's /64 network (one host
@@ -50,22 +73,39 @@ impl Client {
     }
 }
 
-/// One admitted connection, counted until dropped.
+/// One admitted connection, counted until dropped (or closed to make room for another).
 #[derive(Debug)]
 pub(crate) struct Admitted {
     connections: Arc<Connections>,
     client: Client,
+    id: u64,
+    /// Cancelled when the connection is to close, to make room for another.
+    evicted: CancellationToken,
+    proven: AtomicBool,
+}
+
+impl Admitted {
+    /// Says that a request of this connection passed the server's checks: it is no longer
+    /// closed to make room for another.
+    pub(crate) fn prove(&self) {
+        if !self.proven.swap(true, Ordering::AcqRel) {
+            let mut open = self.connections.open.lock().unwrap_or_else(|p| p.into_inner());
+            open.unproven.remove(&self.id);
+        }
+    }
+
+    /// Completes once the connection is to close to make room for another.
+    pub(crate) async fn evicted(&self) {
+        self.evicted.cancelled().await;
+    }
 }
 
 impl Drop for Admitted {
     fn drop(&mut self) {
         let mut open = self.connections.open.lock().unwrap_or_else(|p| p.into_inner());
-        open.total -= 1;
-        if let Some(count) = open.per_client.get_mut(&self.client) {
-            *count -= 1;
-            if *count == 0 {
-                open.per_client.remove(&self.client);
-            }
+        if !open.evicted.remove(&self.id) {
+            open.unproven.remove(&self.id);
+            open.release(self.client);
         }
     }
 }
@@ -89,7 +129,8 @@ impl Connections {
         })
     }
 
-    /// Counts a connection from `ip`, or says why it is refused.
+    /// Counts a connection from `ip`, or says why it is refused. When the server is full, the
+    /// oldest unproven connection is closed to make room (see [`Admitted::prove`]).
     pub(crate) fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Admitted, Refused> {
         let client = Client::of(ip);
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
@@ -98,11 +139,20 @@ impl Connections {
             return Err(Refused::Client { ip: ip.to_canonical(), limit: self.max_per_client });
         }
         if open.total >= self.max_total {
-            return Err(Refused::Full { limit: self.max_total });
+            let Some((oldest, (its_client, close))) = open.unproven.pop_first() else {
+                return Err(Refused::Full { limit: self.max_total });
+            };
+            close.cancel();
+            open.evicted.insert(oldest);
+            open.release(its_client);
         }
         open.total += 1;
         *open.per_client.entry(client).or_default() += 1;
-        Ok(Admitted { connections: self.clone(), client })
+        let id = open.next;
+        open.next += 1;
+        let evicted = CancellationToken::new();
+        open.unproven.insert(id, (client, evicted.clone()));
+        Ok(Admitted { connections: self.clone(), client, id, evicted, proven: AtomicBool::new(false) })
     }
 
     /// Answers a refused connection with its HTTP response and closes it, in the background; at
@@ -185,7 +235,10 @@ mod tests {
             connections.admit("::ffff:127.0.0.1".parse().unwrap()).unwrap_err(),
             Refused::Client { ip: a, limit: 2 }
         );
-        let _third = connections.admit(b).unwrap();
+        let third = connections.admit(b).unwrap();
+        for admitted in [&first, &_second, &third] {
+            admitted.prove();
+        }
         assert_eq!(connections.admit(b).unwrap_err(), Refused::Full { limit: 3 });
         drop(first);
         let _again = connections.admit(a).unwrap();
@@ -194,6 +247,29 @@ mod tests {
         let _one = six.admit("2001:db8::1".parse().unwrap()).unwrap();
         assert!(six.admit("2001:db8::ffff:2".parse().unwrap()).is_err());
         assert!(six.admit("2001:db8:0:1::1".parse().unwrap()).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_full_server_closes_its_oldest_unproven_connection_to_admit_another() {
+        let connections = Connections::new(3, 3);
+        let ip = |n: u8| IpAddr::from([127, 0, 0, n]);
+        let proven = connections.admit(ip(1)).unwrap();
+        proven.prove();
+        let oldest = connections.admit(ip(2)).unwrap();
+        let younger = connections.admit(ip(2)).unwrap();
+        let newcomer = connections.admit(ip(3)).expect("room made");
+        // The oldest unproven one is told to close and no longer counts; the proven one stays.
+        tokio::time::timeout(Duration::from_secs(1), oldest.evicted()).await.expect("evicted");
+        assert!(!younger.evicted.is_cancelled() && !proven.evicted.is_cancelled());
+        drop(oldest);
+        newcomer.prove();
+        younger.prove();
+        assert_eq!(connections.admit(ip(4)).unwrap_err(), Refused::Full { limit: 3 });
+        // Two from one address count as two for that address only until one goes.
+        drop(younger);
+        let _again = connections.admit(ip(2)).unwrap();
+        let open = connections.open.lock().unwrap();
+        assert_eq!((open.total, open.per_client.len(), open.evicted.len()), (3, 3, 0));
     }
 
     #[test]

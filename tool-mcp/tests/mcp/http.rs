@@ -585,11 +585,14 @@ async fn client_from(url: &str, source: &str, token: &str) -> RunningService<Rol
     ().serve(StreamableHttpClientTransport::with_client(http, config)).await.expect("initialize over HTTP")
 }
 
-/// Slow clients hold connections up to their own limit, then the server's: the next connection
-/// from one of them is refused `429`, from anyone `503`, each with a sentence; a client with the
-/// token, from elsewhere, is served at once while they trickle.
+/// Slow clients hold connections up to their own limit: the next connection from one of them is
+/// refused `429`, with a sentence. When they fill the server, a client with the token, from
+/// elsewhere, is still served at once: its connections take the places of the oldest slow ones,
+/// which are closed. A connection one of whose requests passed the checks is never closed for
+/// another: once such connections fill the server, a new one is refused `503`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trickling_clients_get_their_limit_and_a_real_client_is_still_served() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let options = HttpOptions::new()
         .bearer_token("s3cret")
         .max_connections(12)
@@ -597,14 +600,10 @@ async fn trickling_clients_get_their_limit_and_a_real_client_is_still_served() {
         .header_read_timeout(Duration::from_secs(30));
     let served = serve(options).await;
     let mut trickles = Vec::new();
-    for source in ["127.0.0.1", "127.0.0.3"] {
+    for source in ["127.0.0.1", "127.0.0.3", "127.0.0.4"] {
         for _ in 0..4 {
             trickles.push(trickle(connect_from(&served.url, source).await));
         }
-    }
-    let mut last = Vec::new();
-    for _ in 0..4 {
-        last.push(trickle(connect_from(&served.url, "127.0.0.4").await));
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
 
@@ -612,26 +611,42 @@ async fn trickling_clients_get_their_limit_and_a_real_client_is_still_served() {
     let answer = read_all(&mut refused).await;
     assert!(answer.starts_with("HTTP/1.1 429 Too Many Requests\r\n"), "{answer}");
     assert!(answer.contains("127.0.0.1 already has 4 connections open"), "{answer}");
-    let mut full = connect_from(&served.url, "127.0.0.5").await;
-    let answer = read_all(&mut full).await;
-    assert!(answer.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{answer}");
-    assert!(answer.contains("already has 12 connections open"), "{answer}");
 
-    // Four connections end: the client with the token gets served while the others trickle.
-    for task in last {
-        task.abort();
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let started = std::time::Instant::now();
     let real = client_from(&served.url, "127.0.0.2", "s3cret").await;
     let result = real.call_tool(call("note", json!({"text": "served"}))).await.unwrap();
     assert!(text(&result).ends_with(" served"), "{result:?}");
     assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
-    assert!(trickles.iter().all(|task| !task.is_finished()), "the slow clients were cut off");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let closed = trickles.iter().take_while(|task| task.is_finished()).count();
+    assert!((1..=4).contains(&closed), "{closed} slow connections were closed");
+    assert!(trickles[closed..].iter().all(|task| !task.is_finished()), "not the oldest were closed");
     real.cancel().await.unwrap();
     for task in trickles {
         task.abort();
     }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // Connections whose requests passed the checks (the answer does not matter) stay.
+    let mut held = Vec::new();
+    for source in ["127.0.0.5", "127.0.0.6", "127.0.0.7"] {
+        for _ in 0..4 {
+            let mut stream = connect_from(&served.url, source).await;
+            stream
+                .write_all(b"DELETE /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer s3cret\r\n\r\n")
+                .await
+                .unwrap();
+            let mut head = [0u8; 12];
+            stream.read_exact(&mut head).await.unwrap();
+            assert!(head.starts_with(b"HTTP/1.1 "), "{}", String::from_utf8_lossy(&head));
+            held.push(stream);
+        }
+    }
+    let mut full = connect_from(&served.url, "127.0.0.8").await;
+    let answer = read_all(&mut full).await;
+    assert!(answer.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{answer}");
+    assert!(answer.contains("already has 12 connections open"), "{answer}");
+    drop(held);
     served.shut_down().await;
 }
 
