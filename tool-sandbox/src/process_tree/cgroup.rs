@@ -140,9 +140,10 @@ impl Drop for Cgroup {
     }
 }
 
-/// Removes the empty cgroups that processes no longer running left beneath `base` (a cgroup
-/// stays while jobs a finished command left running are in it, and nobody is there to remove it
-/// once they end).
+/// Ends what processes no longer running left beneath `base`: the processes still in their
+/// commands' cgroups (jobs a command left running, which its process would have killed at the
+/// end of its session had it not been killed itself) are killed (`cgroup.kill`), and the
+/// cgroups removed once empty.
 fn sweep(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else { return };
     for entry in entries.flatten() {
@@ -156,8 +157,19 @@ fn sweep(base: &Path) {
             continue;
         };
         if owner != std::process::id() && !Path::new(&format!("/proc/{owner}")).exists() {
+            let dir = entry.path();
+            if std::fs::write(dir.join("cgroup.kill"), "1").is_ok() {
+                // The kernel kills them at once; they leave the cgroup as they are reaped.
+                for _ in 0..50 {
+                    let events = std::fs::read_to_string(dir.join("cgroup.events")).unwrap_or_default();
+                    if !events.lines().any(|line| line == "populated 1") {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(4));
+                }
+            }
             // Fails, and leaves it, while a process is still in it.
-            let _ = std::fs::remove_dir(entry.path());
+            let _ = std::fs::remove_dir(&dir);
         }
     }
 }

@@ -249,6 +249,41 @@ fn call_and_turn_leave_nothing_running() {
     }
 }
 
+/// A `tools call` killed with `SIGKILL` cannot kill what its command left running; the next
+/// `tools` process to run a command does, where commands get cgroups of their own.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_jobs_of_a_killed_call_are_killed_by_the_next_call() {
+    let fx = Fixture::new();
+    let marker = format!("{}", 5_000_000 + std::process::id() % 1_000_000);
+    let running = || {
+        let out = std::process::Command::new("pgrep").args(["-f", &format!("^sleep {marker}")]).output();
+        out.map(|out| String::from_utf8_lossy(&out.stdout).lines().count()).unwrap_or(0)
+    };
+    let leave = format!("setsid sleep {marker}1 > /dev/null 2>&1 & sleep {marker}2");
+    let mut call = fx.command(&["call", "bash", &json!({"command": leave}).to_string()]);
+    let mut child =
+        call.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let started = std::time::Instant::now();
+    while running() < 2 && started.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(running(), 2, "the command did not start");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(running(), 2, "what the killed call started stopped by itself");
+    let run = fx.run(&["call", "bash", r#"{"command": "echo next"}"#], None);
+    assert!(run.json()["output"].as_str().unwrap_or_default().contains("next"), "{}", run.stdout);
+    let left = running();
+    let _ = std::process::Command::new("pkill").args(["-KILL", "-f", &format!("^sleep {marker}")]).status();
+    if left != 0 && tools_std::tool_sandbox::process_tree::Cgroup::create().is_none() {
+        tool_tests::skip("commands get no cgroup of their own here, so what a killed call left is not found");
+        return;
+    }
+    assert_eq!(left, 0, "the next call left the killed call's jobs running");
+}
+
 #[test]
 fn call_reports_invalid_arguments_as_the_model_would_see_them() {
     let fx = Fixture::new();
