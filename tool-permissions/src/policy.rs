@@ -269,8 +269,10 @@ impl Policy {
         };
         let Verdict { action, because } =
             self.settle(&call.tool, Unmatched::Call, self.rules.decide_call(&call.tool));
+        // A hook's `allow` lifts the ask of the mode or of a tool's default, not one a rule makes
+        // (as in Claude Code, a matching ask rule still asks).
         let (action, because) = match (action, &says.ask) {
-            (Action::Ask, _) if says.allow => (Action::Allow, because.to_string()),
+            (Action::Ask, _) if says.allow && !because.is_a_rule() => (Action::Allow, because.to_string()),
             (Action::Allow, Some(hook)) => (Action::Ask, hook.clone()),
             _ => (action, because.to_string()),
         };

@@ -319,6 +319,13 @@ pub(crate) enum Because {
     InputDefault(String),
 }
 
+impl Because {
+    /// Whether a rule of the settings decided (not a default or the mode).
+    pub(crate) fn is_a_rule(&self) -> bool {
+        matches!(self, Because::Rule { .. } | Because::Unresolved { .. } | Because::Reads { .. })
+    }
+}
+
 impl fmt::Display for Because {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -44,22 +44,25 @@ impl SettingsError {
     }
 }
 
-/// Which tools a hook entry applies to: every tool (`""`, `"*"` or no matcher), or a regular
-/// expression matched against the whole tool name (ours, or the catalog's other name).
+/// Which tools a hook entry applies to, as Claude Code reads a `matcher`: every tool (`""`,
+/// `"*"` or no matcher); a list of names (`Write`, `Edit|Write`, also `Edit, Write`), each
+/// matched whole; anything else a regular expression found anywhere in the name (`^Wri`,
+/// `mcp__github__.*`). Matched against our name and the catalog's other name.
 #[derive(Debug, Clone)]
 pub(crate) enum Matcher {
     All,
+    Names(Vec<String>),
     Pattern(Regex),
 }
 
 impl Matcher {
     pub(crate) fn matches(&self, tool: &str, other_name: Option<&str>) -> bool {
-        match self {
+        let one = |name: &str| match self {
             Matcher::All => true,
-            Matcher::Pattern(regex) => {
-                regex.is_match(tool) || other_name.is_some_and(|name| regex.is_match(name))
-            }
-        }
+            Matcher::Names(names) => names.iter().any(|n| n == name),
+            Matcher::Pattern(regex) => regex.is_match(name),
+        };
+        one(tool) || other_name.is_some_and(one)
     }
 }
 
@@ -525,7 +528,15 @@ fn hooks_section(hooks: &model::Hooks, rules: &RulesBuilder, origin: &str) -> Re
 fn matcher(text: Option<&str>, at: &str) -> Result<Matcher, String> {
     match text {
         None | Some("" | "*") => Ok(Matcher::All),
-        Some(text) => Regex::new(&format!("^(?:{text})$"))
+        Some(text)
+            if text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '|' | ',' | ' ')) =>
+        {
+            let names = text.split(['|', ',']).map(str::trim).filter(|n| !n.is_empty());
+            Ok(Matcher::Names(names.map(str::to_owned).collect()))
+        }
+        Some(text) => Regex::new(text)
             .map(Matcher::Pattern)
             .map_err(|e| format!("`{at}.matcher` is not a valid regular expression: {e}")),
     }
@@ -534,6 +545,36 @@ fn matcher(text: Option<&str>, at: &str) -> Result<Matcher, String> {
 #[cfg(test)]
 mod sandbox_tests {
     use super::*;
+
+    #[test]
+    fn a_matcher_is_a_list_of_names_or_a_pattern_found_anywhere_as_in_claude_code() {
+        let matches =
+            |matcher_text: &str, tool: &str| matcher(Some(matcher_text), "m").unwrap().matches(tool, None);
+        for (text, tool) in [
+            ("Write", "Write"),
+            ("Edit|Write", "Write"),
+            ("Edit, Write", "Write"),
+            ("Edit,Write", "Write"),
+            ("Write | Edit", "Write"),
+            ("^Wri", "Write"),
+            ("Output$", "BashOutput"),
+            ("mcp__github__.*", "mcp__github__create_issue"),
+            ("*", "Anything"),
+        ] {
+            assert!(matches(text, tool), "{text:?} should match {tool}");
+        }
+        // Names are matched whole, and case matters.
+        for (text, tool) in
+            [("Write", "TodoWrite"), ("Bash", "BashOutput"), ("write", "Write"), ("Edit|Write", "Read")]
+        {
+            assert!(!matches(text, tool), "{text:?} should not match {tool}");
+        }
+        assert!(
+            matcher(Some("(unclosed"), "hooks.PreToolUse[0]")
+                .unwrap_err()
+                .contains("not a valid regular expression")
+        );
+    }
 
     fn parse(text: &str) -> Result<SandboxSettings, String> {
         let base = Rules::builder("/w");

@@ -14,18 +14,21 @@ pub enum Scope {
     Project,
     /// `.claude/settings.local.json` in the project: the user's own for this project.
     Local,
+    /// A file named on the command line (`--settings`), above the project's.
+    CommandLine,
     /// `/etc/claude-code/managed-settings.json` and the drop-ins of
     /// `/etc/claude-code/managed-settings.d/`: set by an administrator, above all others.
     Managed,
 }
 
 impl Scope {
-    /// `user`, `project`, `local` or `managed`.
+    /// `user`, `project`, `local`, `command line` or `managed`.
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::User => "user",
             Scope::Project => "project",
             Scope::Local => "local",
+            Scope::CommandLine => "command line",
             Scope::Managed => "managed",
         }
     }
@@ -78,7 +81,9 @@ pub fn user_dir() -> Option<PathBuf> {
 /// permission rules, `allowManagedHooksOnly` their hooks, and `sandbox.network.
 /// allowManagedDomainsOnly` the hosts they allow (`allowedDomains`, `WebFetch(domain:...)`
 /// rules), `sandbox.filesystem.allowManagedReadPathsOnly` their `allowRead` paths (their
-/// `denyRead` stays). Those keys count only in managed settings, as in Claude Code.
+/// `denyRead` stays). Those keys count only in managed settings, as in Claude Code; and
+/// `disableAllHooks` in another scope turns off the hooks of the other scopes, not the managed
+/// ones.
 pub fn merge_scoped(layers: Vec<(Scope, Value)>) -> Value {
     let managed = |pointer: &str| {
         layers.iter().any(|(scope, value)| {
@@ -89,8 +94,19 @@ pub fn merge_scoped(layers: Vec<(Scope, Value)>) -> Value {
     let hooks_only = managed("/allowManagedHooksOnly");
     let domains_only = managed("/sandbox/network/allowManagedDomainsOnly");
     let read_paths_only = managed("/sandbox/filesystem/allowManagedReadPathsOnly");
+    // `disableAllHooks` outside managed settings turns off the hooks of those files, not an
+    // administrator's.
+    let others_disable_hooks = layers.iter().any(|(scope, value)| {
+        *scope != Scope::Managed && value.pointer("/disableAllHooks") == Some(&Value::Bool(true))
+    });
     merge(layers.into_iter().map(|(scope, mut value)| {
         if scope != Scope::Managed {
+            if others_disable_hooks {
+                if let Value::Object(object) = &mut value {
+                    object.remove("hooks");
+                    object.remove("disableAllHooks");
+                }
+            }
             let remove = |value: &mut Value, pointer: &str, key: &str| {
                 if let Some(Value::Object(object)) = value.pointer_mut(pointer) {
                     object.remove(key);
@@ -231,6 +247,24 @@ mod tests {
         assert_eq!(merged["sandbox"]["filesystem"]["denyRead"], json!(["~/.aws", "~"]));
         let merged = merge_scoped(vec![(Scope::Project, project)]);
         assert_eq!(merged["sandbox"]["filesystem"], json!({"allowRead": ["~/.ssh"], "denyRead": ["~/.aws"]}));
+    }
+
+    #[test]
+    fn disable_all_hooks_outside_managed_settings_leaves_the_managed_hooks() {
+        let hook = |name: &str| json!({"PreToolUse": [{"matcher": name, "hooks": []}]});
+        let user = json!({"disableAllHooks": true, "hooks": hook("User")});
+        let project = json!({"hooks": hook("Project")});
+        let managed = json!({"hooks": hook("Managed")});
+        let merged = merge_scoped(vec![
+            (Scope::User, user),
+            (Scope::Project, project.clone()),
+            (Scope::Managed, managed.clone()),
+        ]);
+        assert_eq!(merged, managed);
+        // In managed settings it turns off every hook.
+        let off = json!({"disableAllHooks": true});
+        let merged = merge_scoped(vec![(Scope::Project, project), (Scope::Managed, off)]);
+        assert_eq!(merged["disableAllHooks"], json!(true));
     }
 
     #[test]

@@ -190,16 +190,19 @@ pub(crate) struct WorkspaceArgs {
     /// Let the tools use paths outside the workspace root (refused by default).
     #[arg(long)]
     pub allow_outside_root: bool,
-    /// Permission rules and hook commands, in Claude Code's settings shape (`permissions` with
-    /// allow / ask / deny, `hooks` with PreToolUse / PostToolUse). An `ask` is refused, naming
-    /// the rule, except that `serve` asks the MCP client's user when the client supports
-    /// elicitation. [default: Claude Code's files, merged: ~/.claude/settings.json,
-    /// .claude/settings.json and .claude/settings.local.json of the root,
-    /// /etc/claude-code/managed-settings.json; none when none exists]
+    /// More settings, in Claude Code's settings shape (`permissions` with allow / ask / deny,
+    /// `hooks` with PreToolUse / PostToolUse, ...), merged with Claude Code's files as its own
+    /// `--settings` is: above the user's, the project's and the local file, below the managed
+    /// settings. An `ask` is refused, naming the rule, except that `serve` asks the MCP
+    /// client's user when the client supports elicitation. [Claude Code's files are read in
+    /// any case: ~/.claude/settings.json, .claude/settings.json and .claude/settings.local.json
+    /// of the root, /etc/claude-code/managed-settings.json; none when none exists]
     #[arg(long, value_name = "FILE")]
     pub settings: Option<PathBuf>,
-    /// Load no settings file, not even Claude Code's.
-    #[arg(long, conflicts_with = "settings")]
+    /// Load no settings file of the user or the project (nor Claude Code's); an
+    /// administrator's managed settings still apply, as in Claude Code. With --settings, that
+    /// file alone (and the managed settings).
+    #[arg(long)]
     pub no_settings: bool,
     /// codex's `config.toml` instead of a settings file: `sandbox_mode`, `approval_policy` (as a
     /// permission mode), `[sandbox_workspace_write]` `writable_roots`, `[mcp_servers]` (mounted

@@ -38,28 +38,14 @@ pub(crate) struct Loaded {
 }
 
 impl Loaded {
-    /// The file `--settings` names; without it (and without `--no-settings`), Claude Code's
-    /// files for the workspace merged (user, project, local, managed), named on standard
-    /// error; `None` when there is none.
+    /// Claude Code's files for the workspace merged as Claude Code merges them (user, project,
+    /// local, the file `--settings` names, managed), named on standard error; with
+    /// `--no-settings` the managed ones alone, which nothing on the command line sets aside, as
+    /// in Claude Code; codex's `config.toml` instead with `--codex-config` or `--codex`; `None`
+    /// when there is none.
     pub(crate) fn read(args: &WorkspaceArgs) -> Result<Option<Loaded>, Failure> {
-        if args.no_settings {
-            return Ok(None);
-        }
         let failure =
             |label: &str, origin: &str, e: SettingsError| Failure::usage(format!("{label} {origin}: {e}"));
-        if let Some(path) = &args.settings {
-            let origin = path.display().to_string();
-            let file = SettingsFile::load(path).map_err(|e| failure("--settings", &origin, e))?;
-            let paths = vec![path.clone()];
-            return Ok(Some(Loaded {
-                label: "--settings",
-                origin,
-                paths,
-                file,
-                sandbox_mode: None,
-                servers: None,
-            }));
-        }
         let codex_home = || {
             let home = std::env::var_os("CODEX_HOME").map(std::path::PathBuf::from).or_else(|| {
                 std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".codex"))
@@ -96,13 +82,26 @@ impl Loaded {
         }
         let root = workspace_root(args.root.as_deref())?;
         let user_dir = hierarchy::user_dir();
+        let mut files = hierarchy::claude_code_files(user_dir.as_deref(), &root);
+        if args.no_settings {
+            files.retain(|(scope, _)| *scope == hierarchy::Scope::Managed);
+        }
+        if let Some(path) = &args.settings {
+            let at = files
+                .iter()
+                .position(|(scope, _)| *scope == hierarchy::Scope::Managed)
+                .unwrap_or(files.len());
+            files.insert(at, (hierarchy::Scope::CommandLine, path.clone()));
+        }
         let mut found = Vec::new();
-        for (scope, path) in hierarchy::claude_code_files(user_dir.as_deref(), &root) {
+        for (scope, path) in files {
             // Anything at the name is read, so that one that is not a regular file (a FIFO, a link
-            // to a device) is an error rather than rules silently left out.
-            if std::fs::symlink_metadata(&path).is_ok() {
+            // to a device) is an error rather than rules silently left out; the file `--settings`
+            // names must be there.
+            if scope == hierarchy::Scope::CommandLine || std::fs::symlink_metadata(&path).is_ok() {
+                let label = if scope == hierarchy::Scope::CommandLine { "--settings" } else { "settings" };
                 let value = tool_settings::read_json(&path)
-                    .map_err(|e| failure("settings", &path.display().to_string(), e))?;
+                    .map_err(|e| failure(label, &path.display().to_string(), e))?;
                 found.push((scope, value, path));
             }
         }
@@ -111,14 +110,18 @@ impl Loaded {
         }
         let shown: Vec<String> =
             found.iter().map(|(scope, _, path)| format!("{} ({})", path.display(), scope.as_str())).collect();
-        crate::terminal::say(&format!("tools: settings: loaded {}", shown.join(", ")));
+        // The file named on the command line alone goes without saying.
+        if found.iter().any(|(scope, _, _)| *scope != hierarchy::Scope::CommandLine) {
+            crate::terminal::say(&format!("tools: settings: loaded {}", shown.join(", ")));
+        }
         let origin =
             found.iter().map(|(_, _, path)| path.display().to_string()).collect::<Vec<_>>().join(" + ");
         let paths = found.iter().map(|(_, _, path)| path.clone()).collect();
+        let label = if args.settings.is_some() { "--settings" } else { "settings" };
         let value =
             hierarchy::merge_scoped(found.into_iter().map(|(scope, value, _)| (scope, value)).collect());
-        let file = SettingsFile::from_value(value).map_err(|e| failure("settings", &origin, e))?;
-        Ok(Some(Loaded { label: "settings", origin, paths, file, sandbox_mode: None, servers: None }))
+        let file = SettingsFile::from_value(value).map_err(|e| failure(label, &origin, e))?;
+        Ok(Some(Loaded { label, origin, paths, file, sandbox_mode: None, servers: None }))
     }
 
     /// A usage failure about the settings.

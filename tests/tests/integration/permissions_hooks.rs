@@ -221,8 +221,11 @@ esac"#;
     assert_eq!(s.runs.load(Ordering::SeqCst), 3);
 }
 
+/// A hook's `allow` lifts the ask that no rule made (the default mode's, for a tool that is not
+/// read-only), as in Claude Code; an ask rule still asks (nobody answers here, so the call is
+/// refused) and a deny rule still denies.
 #[tokio::test]
-async fn a_hooks_allow_lets_a_rules_ask_about_the_call_through_but_not_a_deny() {
+async fn a_hooks_allow_lifts_the_default_ask_but_not_an_ask_rule_or_a_deny() {
     let dir = TempDir::new("hook-allow");
     let path = dir.path().join("allow.sh");
     std::fs::write(
@@ -233,21 +236,30 @@ async fn a_hooks_allow_lets_a_rules_ask_about_the_call_through_but_not_a_deny() 
     let hooks = json!({"PreToolUse": [{"matcher": "echo", "hooks": [
         {"type": "command", "command": format!("bash {}", path.display())}
     ]}]});
-    for (rule, runs) in [("ask", true), ("deny", false)] {
-        let text = json!({"permissions": {rule: ["echo"]}, "hooks": hooks}).to_string();
-        let loaded = Settings::parse(&text, "settings.json", Rules::builder(dir.path())).unwrap();
+    for (rule, hook, runs) in
+        [(None, false, false), (None, true, true), (Some("ask"), true, false), (Some("deny"), true, false)]
+    {
+        let mut settings = json!({"permissions": {"defaultMode": "default"}});
+        if let Some(rule) = rule {
+            settings["permissions"][rule] = json!(["echo"]);
+        }
+        if hook {
+            settings["hooks"] = hooks.clone();
+        }
+        let loaded =
+            Settings::parse(&settings.to_string(), "settings.json", Rules::builder(dir.path())).unwrap();
         let counter = Arc::new(AtomicUsize::new(0));
         let registry = Registry::builder().tool(echo_tool(counter.clone())).build().unwrap();
         let dispatcher = Dispatcher::builder(registry).policy(Policy::from_settings(loaded)).build();
         let s = Setup { dispatcher, runs: counter, _dir: TempDir::new("hook-allow-unused") };
         let result = call(&s, "hi").await;
-        assert_eq!(s.runs.load(Ordering::SeqCst) == 1, runs, "{rule}: {}", result.output.text_content());
-        if !runs {
-            assert!(
-                result.output.text_content().contains("refused by the rule `deny echo`"),
-                "{}",
-                result.output.text_content()
-            );
+        let text = result.output.text_content();
+        assert_eq!(s.runs.load(Ordering::SeqCst) == 1, runs, "{rule:?}, hook {hook}: {text}");
+        if rule == Some("deny") {
+            assert!(text.contains("refused by the rule `deny echo`"), "{text}");
+        }
+        if rule == Some("ask") {
+            assert!(text.contains("ask echo"), "{text}");
         }
     }
 }

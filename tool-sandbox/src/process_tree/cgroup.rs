@@ -158,7 +158,10 @@ fn sweep(base: &Path) {
         };
         if owner != std::process::id() && !Path::new(&format!("/proc/{owner}")).exists() {
             let dir = entry.path();
-            if std::fs::write(dir.join("cgroup.kill"), "1").is_ok() {
+            // A process of another pid namespace shows as 0: its owner may be alive there.
+            let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+            let elsewhere = procs.lines().any(|pid| pid.trim() == "0");
+            if !elsewhere && std::fs::write(dir.join("cgroup.kill"), "1").is_ok() {
                 // The kernel kills them at once; they leave the cgroup as they are reaped.
                 for _ in 0..50 {
                     let events = std::fs::read_to_string(dir.join("cgroup.events")).unwrap_or_default();

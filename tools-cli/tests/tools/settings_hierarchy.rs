@@ -1,6 +1,6 @@
 //! Without `--settings`, `tools call|turn|serve` load Claude Code's settings files (user,
 //! project, local) merged as Claude Code merges them, and name them at start; `--settings FILE`
-//! and `--no-settings` override. A project's `.mcp.json` is named, and its servers start only
+//! joins them, `--no-settings` sets them aside. A project's `.mcp.json` is named, and its servers start only
 //! once approved. Each test has a home directory of its own (`HOME`).
 
 use crate::common;
@@ -56,22 +56,34 @@ fn the_user_project_and_local_files_merge_as_in_claude_code() {
         "{output}"
     );
 
-    // `--no-settings` loads none; `--settings FILE` that one alone.
+    // `--no-settings` loads none of them; `--settings FILE` joins them as Claude Code's own
+    // `--settings` does (its mode above the local file's, their deny rule still holding), and
+    // with `--no-settings` is alone.
     let none = run(&fx, &home, &["call", "read", &read_secret, "--no-settings"]);
     assert_eq!((none.code, none.stderr.as_str()), (0, ""), "{}", none.stdout);
-    let only = fx.dir.path().join("only.json");
-    write(&only, json!({"permissions": {"defaultMode": "plan"}}));
-    let planned = run(&fx, &home, &["call", "read", &read_secret, "--settings", only.to_str().unwrap()]);
-    assert_eq!((planned.code, planned.stderr.as_str()), (0, ""), "{}", planned.stdout);
+    let extra = fx.dir.path().join("extra.json");
+    write(&extra, json!({"permissions": {"defaultMode": "plan"}}));
+    let extra_shown = std::fs::canonicalize(&extra).unwrap();
+    let joined = run(&fx, &home, &["call", "read", &read_secret, "--settings", extra.to_str().unwrap()]);
+    assert_eq!(joined.code, 1, "the project's deny rule was dropped: {}", joined.stdout);
+    assert!(
+        joined.stderr.contains(&format!("{} (command line)", extra_shown.display())),
+        "{}",
+        joined.stderr
+    );
     let write_args = json!({"path": "new.txt", "content": "x"}).to_string();
-    let planned = run(&fx, &home, &["call", "write", &write_args, "--settings", only.to_str().unwrap()]);
+    let planned = run(&fx, &home, &["call", "write", &write_args, "--settings", extra.to_str().unwrap()]);
     assert!(
         planned.json()["output"].as_str().unwrap().contains("permission mode `plan`"),
         "{}",
         planned.stdout
     );
-    let both = run(&fx, &home, &["call", "ls", "{}", "--no-settings", "--settings", only.to_str().unwrap()]);
-    assert_eq!(both.code, 2, "{}", both.stderr);
+    let alone = run(
+        &fx,
+        &home,
+        &["call", "read", &read_secret, "--no-settings", "--settings", extra.to_str().unwrap()],
+    );
+    assert_eq!((alone.code, alone.stderr.as_str()), (0, ""), "{}", alone.stdout);
 
     // `CLAUDE_CONFIG_DIR` moves the user's file, as in Claude Code.
     let config_dir = fx.dir.path().join("config");
