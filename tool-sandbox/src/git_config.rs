@@ -11,6 +11,30 @@ use std::time::{Duration, Instant};
 
 /// How long `git config` may take before the answer is looked for without it.
 const TIME_LIMIT: Duration = Duration::from_secs(2);
+
+/// How long git may be asked, in all, within [`WINDOW`]: past it, the repositories left are
+/// read without git (and asked again later), so that many repositories a command made with a
+/// FIFO where a file they include should be cannot hold the host up for two seconds each.
+const BUDGET: Duration = Duration::from_secs(3);
+const WINDOW: Duration = Duration::from_secs(10);
+
+/// The time left to ask git in the current window, which starts anew once past.
+fn budget_left() -> Duration {
+    let mut spent = spent().lock().unwrap_or_else(|p| p.into_inner());
+    match *spent {
+        Some((start, used)) if start.elapsed() < WINDOW => BUDGET.saturating_sub(used),
+        _ => {
+            *spent = Some((Instant::now(), Duration::ZERO));
+            BUDGET
+        }
+    }
+}
+
+/// When the current window started, and how long git took in it.
+fn spent() -> &'static Mutex<Option<(Instant, Duration)>> {
+    static SPENT: std::sync::OnceLock<Mutex<Option<(Instant, Duration)>>> = std::sync::OnceLock::new();
+    SPENT.get_or_init(Default::default)
+}
 /// The most of its output read, and of `.git/config` read without it.
 const MAX_OUTPUT: u64 = 1 << 20;
 
@@ -23,7 +47,10 @@ type Answers = HashMap<PathBuf, (Vec<(PathBuf, Stamp)>, GitReads)>;
 /// What git reads in a repository to decide which programs to run.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GitReads {
-    /// The directory `core.hooksPath` names, where set.
+    /// The directory git runs hooks from: the one `core.hooksPath` names, or the git
+    /// directory's own `hooks` (for a work tree whose git directory is elsewhere: `.bare/hooks`,
+    /// a submodule's `.git/modules/NAME/hooks`); for husky's `.husky/_`, `.husky`, whose scripts
+    /// those in `_` run.
     pub(crate) hooks: Option<PathBuf>,
     /// The configuration files, with those they include (present or not).
     pub(crate) files: Vec<PathBuf>,
@@ -35,17 +62,32 @@ pub(crate) struct GitReads {
 /// outside the `writable` roots, so that its own rules apply (includes, the user's and the
 /// system's files, comments, quoting), and the repository's `.git/config` is read here as well
 /// (git may give no answer: not installed, a repository it refuses, slower than 2 s). The
-/// answer is kept until one of the files it came from changes.
+/// answer is kept until one of the files it came from changes. Past the time git may take
+/// ([`BUDGET`]), git is not asked: the last answer stands, or one read without git, which is
+/// not kept.
 pub(crate) fn git_reads(root: &Path, writable: &[PathBuf]) -> GitReads {
     static ANSWERS: std::sync::OnceLock<Mutex<Answers>> = std::sync::OnceLock::new();
     let answers = ANSWERS.get_or_init(Default::default);
     let mut answers = answers.lock().unwrap_or_else(|p| p.into_inner());
+    let left = budget_left();
     if let Some((read, reads)) = answers.get(root)
-        && read.iter().all(|(file, stamp)| stamp_of(file) == *stamp)
+        // Past the deadline, the last answer, as it was, rather than none from git.
+        && (left.is_zero() || read.iter().all(|(file, stamp)| stamp_of(file) == *stamp))
     {
         return reads.clone();
     }
-    let mut reads = ask_git(root, writable).unwrap_or_default();
+    let asked = (!left.is_zero())
+        .then(|| {
+            let started = Instant::now();
+            let asked = ask_git(root, writable, started + left.min(TIME_LIMIT));
+            if let Some((_, used)) = spent().lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                *used += started.elapsed();
+            }
+            asked
+        })
+        .flatten();
+    let keep = !left.is_zero();
+    let mut reads = asked.unwrap_or_default();
     // As read here when git said nothing of it (git does not read a `.git` it does not take for
     // a repository, which later files may make one).
     let config = root.join(".git/config");
@@ -66,7 +108,9 @@ pub(crate) fn git_reads(root: &Path, writable: &[PathBuf]) -> GitReads {
             (file, stamp)
         })
         .collect();
-    answers.insert(root.to_path_buf(), (stamped, reads.clone()));
+    if keep {
+        answers.insert(root.to_path_buf(), (stamped, reads.clone()));
+    }
     reads
 }
 
@@ -92,27 +136,29 @@ fn stamp_of(file: &Path) -> Stamp {
 /// `git config --list --show-origin` in `root`: the files it read (with the includes they name),
 /// and `git rev-parse --git-path hooks`: the hooks directory, relative to the working tree's top
 /// where hooks run (`root` may be below it).
-fn ask_git(root: &Path, writable: &[PathBuf]) -> Option<GitReads> {
+fn ask_git(root: &Path, writable: &[PathBuf], deadline: Instant) -> Option<GitReads> {
     use std::os::unix::ffi::OsStrExt;
     let git = crate::resolve_program("git", &std::env::var_os("PATH")?, writable)?;
-    // Outside a repository this fails, and the configuration has no file of one.
-    let located =
-        run_git(&git, root, &["rev-parse", "--git-path", "hooks", "--show-toplevel"]).unwrap_or_default();
+    // Outside a repository this fails, and the configuration has no file of one. Without a work
+    // tree (a bare repository a `.git` file names) `--show-toplevel` fails: the hooks are asked
+    // about alone.
+    let located = run_git(&git, root, &["rev-parse", "--git-path", "hooks", "--show-toplevel"], deadline)
+        .or_else(|| run_git(&git, root, &["rev-parse", "--git-path", "hooks"], deadline))
+        .unwrap_or_default();
     let mut lines = located.split(|&b| b == b'\n').map(std::ffi::OsStr::from_bytes);
     let (hooks, top) = (lines.next().filter(|l| !l.is_empty()), lines.next().filter(|l| !l.is_empty()));
     // The files of a repository's configuration are named from its top.
     let top = top.map_or_else(|| root.to_path_buf(), PathBuf::from);
-    let mut reads = parse(&top, &run_git(&git, root, &["config", "--list", "--show-origin", "-z"])?);
-    if reads.hooks.is_some()
-        && let Some(hooks) = hooks
-    {
-        reads.hooks = Some(crate::lexically_normal(&root.join(hooks)));
+    let mut reads =
+        parse(&top, &run_git(&git, root, &["config", "--list", "--show-origin", "-z"], deadline)?);
+    if let Some(hooks) = hooks {
+        reads.hooks = Some(husky(crate::lexically_normal(&root.join(hooks))));
     }
     Some(reads)
 }
 
-/// `git -C root args...`'s output, if it succeeds within [`TIME_LIMIT`].
-fn run_git(git: &Path, root: &Path, args: &[&str]) -> Option<Vec<u8>> {
+/// `git -C root args...`'s output, if it succeeds by `deadline`.
+fn run_git(git: &Path, root: &Path, args: &[&str], deadline: Instant) -> Option<Vec<u8>> {
     let mut child = std::process::Command::new(git)
         .arg("-C")
         .arg(root)
@@ -133,7 +179,6 @@ fn run_git(git: &Path, root: &Path, args: &[&str]) -> Option<Vec<u8>> {
         let mut out = Vec::new();
         stdout.take(MAX_OUTPUT).read_to_end(&mut out).map(|_| out)
     });
-    let deadline = Instant::now() + TIME_LIMIT;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
@@ -194,7 +239,18 @@ fn parse(root: &Path, out: &[u8]) -> GitReads {
 /// The directory the hooks of the repository at `root` run from, for `core.hooksPath` =
 /// `value`: relative to the working tree's top, where git runs hooks.
 fn hooks_dir(root: &Path, value: &std::ffi::OsStr) -> PathBuf {
-    crate::lexically_normal(&root.join(value))
+    husky(crate::lexically_normal(&root.join(value)))
+}
+
+/// Husky's `.husky` for its `.husky/_` (husky 9 points `core.hooksPath` there, and the scripts
+/// in `_` run those of `.husky`); any other directory as it is.
+fn husky(hooks: PathBuf) -> PathBuf {
+    match (hooks.file_name(), hooks.parent()) {
+        (Some(name), Some(parent)) if name == "_" && parent.file_name().is_some_and(|p| p == ".husky") => {
+            parent.to_path_buf()
+        }
+        _ => hooks,
+    }
 }
 
 /// `core.hooksPath` in the git configuration file `config`, read here: sections and keys in

@@ -70,9 +70,10 @@ fn stamp(stat: &nix::sys::stat::FileStat) -> Stamp {
 type Look = (Vec<(PathBuf, Stamp)>, Result<Vec<PathBuf>, Vec<PathBuf>>);
 
 /// The entries named as one of `names` in the directories from one to `depth - 1` levels below
-/// `root`: with `depth` 3, `a/.git` and `a/b/.git`, not `.git` itself nor `a/b/c/.git`. Each
-/// directory is opened from its parent's handle without following a link, and none named as a
-/// protected name is looked inside; an `Err` with what was found when there are more than
+/// `root`: with `depth` 3, `a/.git` and `a/b/.git`, not `.git` itself nor `a/b/c/.git`; and the
+/// directories on the way this process may not list, whatever their name. Each directory is
+/// opened from its parent's handle without following a link, and none named as a protected
+/// name is looked inside; an `Err` with what was found when there are more than
 /// [`MAX_NESTED`]. The answer is kept while no directory listed changes (a directory whose
 /// entries change gets new times; one replaced, or a link on the way, another inode or
 /// type), so that a large tree is listed again only where it changed: checking costs a
@@ -149,13 +150,26 @@ fn look(
     }
     let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     for name in subdirs {
-        // A link, or what is no longer a directory, fails to open.
-        let Ok(mut sub) = nix::dir::Dir::openat(&*dir, name.as_c_str(), flags, nix::sys::stat::Mode::empty())
-        else {
-            continue;
-        };
         let at = path.join(OsStr::from_bytes(name.to_bytes()));
-        look(&mut sub, &at, level + 1, depth, names, listed, found)?;
+        match nix::dir::Dir::openat(&*dir, name.as_c_str(), flags, nix::sys::stat::Mode::empty()) {
+            Ok(mut sub) => look(&mut sub, &at, level + 1, depth, names, listed, found)?,
+            // One this process may not list (`chmod 000` by a command, to hide what is in it)
+            // is found as a whole, to be read-only as a whole.
+            Err(nix::errno::Errno::EACCES | nix::errno::Errno::EPERM) => {
+                // Its mode changing (`chmod 755` again) is a change to look again for.
+                if let Ok(stat) =
+                    nix::sys::stat::fstatat(&*dir, name.as_c_str(), nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
+                {
+                    listed.push((at.clone(), stamp(&stat)));
+                }
+                found.push(at);
+                if found.len() > MAX_NESTED {
+                    return Err(());
+                }
+            }
+            // A link, or what is no longer a directory, fails to open.
+            Err(_) => {}
+        }
     }
     Ok(())
 }
@@ -228,6 +242,29 @@ mod tests {
         let (claude, moved) = (vec![root.join("a/b/.claude")], vec![root.join("moved/b/.claude")]);
         // Not through the link.
         assert_eq!(seen, [vec![], claude.clone(), moved.clone(), moved, claude]);
+    }
+
+    /// A command could `chmod 000` a directory to hide the repository in it from an ordinary
+    /// user's look; such a directory is found as a whole (root lists it anyway).
+    #[test]
+    fn a_directory_that_cannot_be_listed_is_found_as_a_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        if nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: root lists every directory");
+            return;
+        }
+        let root = std::env::temp_dir().join(format!("nested-closed-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("vendor/lib/.git")).unwrap();
+        let names = Names::first_of([Path::new(".git")]);
+        let open = below_top(&root, &names, 3).unwrap();
+        std::fs::set_permissions(root.join("vendor"), std::fs::Permissions::from_mode(0o000)).unwrap();
+        let closed = below_top(&root, &names, 3).unwrap();
+        std::fs::set_permissions(root.join("vendor"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let reopened = below_top(&root, &names, 3).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(open, [root.join("vendor/lib/.git")]);
+        assert_eq!(closed, [root.join("vendor")]);
+        assert_eq!(reopened, open);
     }
 
     #[test]

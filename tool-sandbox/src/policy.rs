@@ -569,6 +569,14 @@ impl SandboxPolicy {
         self.protected_paths_in(&self.below_top(None)).unwrap_or_else(|(paths, _)| paths)
     }
 
+    /// The [protected paths](Self::protected_paths), or why no command may start (more
+    /// protected names below a root's top than are looked for, see
+    /// [`protected_depth`](Self::protected_depth)): then the list would miss some, and what
+    /// relies on it should refuse too.
+    pub fn checked_protected_paths(&self) -> Result<Vec<PathBuf>, String> {
+        self.protected_paths_in(&self.below_top(None)).map_err(|(_, refusal)| refusal)
+    }
+
     /// The relative protected paths, `.git` replaced by [`GIT_PROTECTED`] when git writes are
     /// allowed.
     fn relative_protected(&self) -> Vec<&Path> {
@@ -602,12 +610,16 @@ impl SandboxPolicy {
             }
             for entry in found {
                 let (Some(dir), Some(name)) = (entry.parent(), entry.file_name()) else { continue };
+                let mut named = false;
                 for p in &relative {
-                    let Some(first) = p.components().next().map(|c| c.as_os_str()) else { continue };
-                    // A pattern of names is matched against what is there by `expand`.
-                    if first == name || first.to_string_lossy().contains(['*', '?', '[']) {
+                    if crate::nested::Names::first_of([*p]).matches(name) {
                         out.extend(expand(dir, p));
+                        named = true;
                     }
+                }
+                // A directory that could not be looked into: read-only as a whole.
+                if !named {
+                    out.push(entry.clone());
                 }
             }
         }
@@ -690,13 +702,27 @@ pub(crate) struct BelowTop {
 impl BelowTop {
     /// The tops of the repositories git may run hooks in: each writable root, and each
     /// directory below its top with a `.git`.
+    /// The roots come first, then the others by the age of their `.git` (oldest first: git is
+    /// asked about them within a time budget, and those a command has just made come last).
     pub(crate) fn repository_tops(&self) -> Vec<PathBuf> {
-        let mut tops = Vec::new();
-        for (root, found) in &self.roots {
-            tops.push(root.clone());
-            let nested = found.iter().filter(|entry| entry.file_name() == Some(std::ffi::OsStr::new(".git")));
-            tops.extend(nested.filter_map(|entry| entry.parent().map(Path::to_path_buf)));
+        let mut tops: Vec<PathBuf> = self.roots.iter().map(|(root, _)| root.clone()).collect();
+        let mut nested: Vec<(i64, i64, &Path)> = Vec::new();
+        for (_, found) in &self.roots {
+            for entry in found.iter().filter(|entry| entry.file_name() == Some(std::ffi::OsStr::new(".git")))
+            {
+                let Some(top) = entry.parent() else { continue };
+                #[cfg(unix)]
+                let changed = std::fs::symlink_metadata(entry).map_or((i64::MAX, 0), |m| {
+                    use std::os::unix::fs::MetadataExt;
+                    (m.ctime(), m.ctime_nsec())
+                });
+                #[cfg(not(unix))]
+                let changed = (0, 0);
+                nested.push((changed.0, changed.1, top));
+            }
         }
+        nested.sort();
+        tops.extend(nested.into_iter().map(|(_, _, top)| top.to_path_buf()));
         tops
     }
 }

@@ -784,9 +784,12 @@ pub(crate) fn protected_targets<'a>(
         list.sort();
         list.dedup();
     }
-    // A directory that is read-only need not be pinned as well.
+    // A directory that is read-only, or beneath one, need not be pinned as well; and must not
+    // be: a pin is a writable bind mount, which on top of a read-only one would make what is
+    // beneath it writable again (`.git/modules/NAME` pinned for its `config` inside a read-only
+    // `.git`).
     let read_only = targets.read_only.clone();
-    targets.pins.retain(|p| !read_only.contains(p));
+    targets.pins.retain(|p| !read_only.iter().any(|r| p.starts_with(r)));
     Ok(targets)
 }
 
@@ -1125,10 +1128,15 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
             paths.extend([".git/hooks", ".git/info"].map(|name| (top.join(name), false)));
         }
         let git = crate::git_config::git_reads(&top, roots);
-        paths.extend(git.hooks.map(|hooks| (hooks, false)));
         let outside_git =
             |file: &PathBuf| !roots.iter().chain([&top]).any(|r| file.starts_with(r.join(".git")));
-        paths.extend(git.files.into_iter().filter(outside_git).map(|file| (file, true)));
+        // Where a directory on the way is missing too, the first one missing is held instead (a
+        // command could make `tools/githooks` when `tools` is absent).
+        let wanted = git.hooks.into_iter().map(|hooks| (hooks, false));
+        let wanted = wanted.chain(git.files.into_iter().map(|file| (file, true)));
+        paths.extend(
+            wanted.filter(|(path, _)| outside_git(path)).map(|(path, file)| first_missing(path, file)),
+        );
     }
     if let Some(home) = home.filter(|home| roots.iter().any(|r| home.starts_with(r))) {
         paths.extend(crate::policy::HOME_PLACEHOLDERS.iter().map(|name| (home.join(name), false)));
@@ -1142,8 +1150,30 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
         inside && parent_is_dir && (held || std::fs::symlink_metadata(path).is_err())
     });
     paths.sort();
-    paths.dedup();
+    // One placeholder per path: a directory where one is wanted as a directory and as a file.
+    paths.dedup_by(|later, earlier| later.0 == earlier.0);
     paths
+}
+
+/// `path` (a file or not, as `file` says) when its parent is a directory; else the first of its
+/// ancestors that is missing, as a directory.
+fn first_missing(path: PathBuf, file: bool) -> (PathBuf, bool) {
+    let is_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    if path.parent().is_none_or(is_dir) {
+        return (path, file);
+    }
+    let mut at = path.as_path();
+    while let Some(parent) = at.parent() {
+        if is_dir(parent) {
+            return (at.to_path_buf(), false);
+        }
+        if std::fs::symlink_metadata(parent).is_ok() {
+            // A file or a link on the way: nothing can be made beneath it.
+            break;
+        }
+        at = parent;
+    }
+    (path, file)
 }
 
 #[cfg(test)]

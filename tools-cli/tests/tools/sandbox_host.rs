@@ -148,6 +148,115 @@ fn a_repository_inside_the_workspace_keeps_its_hooks_from_commands() {
     assert!(!ws.join("tools/cli/githooks").exists(), "{output}");
 }
 
+/// `git ARGS` in `dir`, which must succeed (a submodule from a local path needs the file
+/// protocol allowed).
+fn git_in(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "protocol.file.allow=always", "-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Where git keeps a repository's hooks is read-only to commands however the repository is laid
+/// out: a submodule's git directory inside `.git` (the other submodules' too), a git directory
+/// kept beside the work trees (`.bare`), a hooks directory beneath one that does not exist yet,
+/// husky 9's `.husky/_` (whose scripts run those of `.husky`); and a name wanted both as a
+/// directory and as a file is held once and gone after.
+#[test]
+fn the_hooks_git_runs_are_read_only_however_the_repository_is_laid_out() {
+    if !mounts() {
+        return;
+    }
+    if std::process::Command::new("git").arg("--version").output().is_err() {
+        tool_tests::skip("git is not installed");
+        return;
+    }
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let source = fx.dir.path().join("source");
+    std::fs::create_dir_all(&source).unwrap();
+    git_in(&source, &["init", "-q"]);
+    git_in(&source, &["commit", "-q", "--allow-empty", "-m", "x"]);
+    git_in(&ws, &["init", "-q"]);
+    git_in(&ws, &["submodule", "add", "-q", source.to_str().unwrap(), "foo"]);
+    git_in(&ws, &["submodule", "add", "-q", source.to_str().unwrap(), "libs/bar"]);
+    // Husky 9, and a hooks directory beneath a directory that does not exist.
+    std::fs::create_dir_all(ws.join("web/.husky/_")).unwrap();
+    git_in(&ws.join("web"), &["init", "-q"]);
+    git_in(&ws.join("web"), &["config", "core.hooksPath", ".husky/_"]);
+    std::fs::create_dir_all(ws.join("app")).unwrap();
+    git_in(&ws.join("app"), &["init", "-q"]);
+    git_in(&ws.join("app"), &["config", "core.hooksPath", "tools/githooks"]);
+    git_in(&ws.join("app"), &["config", "include.path", "../.claude"]);
+    // A git directory beside its work trees.
+    let bare = fx.dir.path().join("bare-ws");
+    std::fs::create_dir_all(&bare).unwrap();
+    git_in(&bare, &["init", "-q", "--bare", ".bare"]);
+    std::fs::write(bare.join(".git"), "gitdir: ./.bare\n").unwrap();
+
+    let plant = "printf '#!/bin/sh\\ntouch ran\\n' > hook; chmod +x hook; \
+                 for dir in .git/modules/foo/hooks .git/modules/libs/bar/hooks web/.husky app/tools/githooks; do \
+                   mkdir -p $dir 2>/dev/null; cp hook $dir/pre-commit 2>/dev/null && echo \"planted in $dir\"; \
+                 done; touch .git/modules/new 2>/dev/null && echo 'made a module'; echo done";
+    for allow_git_writes in [false, true] {
+        let args = json!({"command": plant}).to_string();
+        let mut argv = vec!["call", "bash", &args];
+        if allow_git_writes {
+            argv.push("--allow-git-writes");
+        }
+        let run = common::run(fx.command(&argv), None);
+        let output = run.json()["output"].as_str().unwrap_or_default().to_owned();
+        assert!(output.contains("done"), "{}", run.stdout);
+        assert!(!output.contains("planted"), "git writes {allow_git_writes}: {output}");
+        // With git writes, a new module's directory may be made (documented); without, not.
+        assert!(allow_git_writes || !output.contains("made a module"), "{output}");
+    }
+    for planted in [
+        ".git/modules/foo/hooks/pre-commit",
+        ".git/modules/libs/bar/hooks/pre-commit",
+        "web/.husky/pre-commit",
+    ] {
+        assert!(!ws.join(planted).exists(), "{planted}");
+    }
+    // Held while the command ran, gone after: nothing is left where nothing was.
+    assert!(!ws.join("app/tools").exists() && !ws.join(".claude").exists());
+
+    let args = json!({"command": "mkdir -p .bare/hooks; echo x > .bare/hooks/pre-commit && echo planted; echo done"})
+        .to_string();
+    let mut command = fx.command(&["call", "bash", &args]);
+    command.current_dir(&bare).arg("--root").arg(&bare);
+    let run = common::run(command, None);
+    let output = run.json()["output"].as_str().unwrap_or_default().to_owned();
+    assert!(output.contains("done") && !output.contains("planted"), "{}", run.stdout);
+}
+
+/// Past the most protected names looked for, commands are refused, and so is a change by the
+/// file tools that a link leads (they would check it against a list that misses some).
+#[test]
+fn past_the_most_names_a_link_does_not_lead_the_file_tools_either() {
+    if std::process::Command::new("git").arg("--version").output().is_err() {
+        tool_tests::skip("git is not installed");
+        return;
+    }
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::create_dir_all(ws.join("packages/app/githooks")).unwrap();
+    git_in(&ws.join("packages/app"), &["init", "-q"]);
+    git_in(&ws.join("packages/app"), &["config", "core.hooksPath", "githooks"]);
+    std::os::unix::fs::symlink("packages/app/githooks", ws.join("notes")).unwrap();
+    for n in 0..=1024 {
+        std::fs::create_dir_all(ws.join(format!("b/{n}/.claude"))).unwrap();
+    }
+    let args = json!({"path": "notes/pre-commit", "content": "#!/bin/sh\ntouch ran\n"}).to_string();
+    let run = common::run(fx.command(&["call", "write", &args]), None);
+    assert!(!ws.join("packages/app/githooks/pre-commit").exists(), "{}", run.stdout);
+    let output = run.json()["output"].as_str().unwrap_or_default().to_owned();
+    assert!(output.contains("more than 1024 protected names"), "{output}");
+}
+
 /// A link a command may have made does not lead the host's own tools into what the sandbox keeps
 /// commands from changing: the hooks directory git uses, or the home directory's configuration
 /// when the home directory is the workspace, beside the protected names.

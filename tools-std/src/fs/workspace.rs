@@ -504,7 +504,12 @@ impl Workspace {
         // What the sandbox keeps read-only beyond the protected names, when it confines writes.
         let policy = &self.sandbox.policy;
         let protected = match policy.mode {
-            tool_sandbox::SandboxMode::WorkspaceWrite => policy.protected_paths(),
+            tool_sandbox::SandboxMode::WorkspaceWrite => policy.checked_protected_paths().map_err(|refusal| {
+                ToolError::permission_denied(format!(
+                    "{path} leads through a symbolic link, and where it may lead cannot be checked now: {refusal}; \
+                     nothing was changed"
+                ))
+            })?,
             _ => Vec::new(),
         };
         let protected_at = |path: &Path| -> Option<String> {
