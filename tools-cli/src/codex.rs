@@ -202,7 +202,10 @@ fn convert(config: CodexToml) -> Result<Codex, String> {
             ),
             Some(Inherit::Core) | None => {}
         }
+        // As in codex, `include_only` keeps only the variables it names of what `inherit` passed
+        // (the base variables stay: commands here always get them).
         if !policy.include_only.is_empty() {
+            environment.inherit_all = None;
             environment.inherit = Some(policy.include_only);
         }
         if !policy.set.is_empty() {

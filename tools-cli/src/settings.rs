@@ -71,6 +71,26 @@ impl Loaded {
                     "tools: --codex-config {shown}: `{key}` is not applied: {reason}"
                 ));
             }
+            // What codex reads beside its configuration and this program does not: said, so that
+            // nobody takes the rules in them for applied.
+            let rules = path.parent().map(|dir| dir.join("rules"));
+            let rule_files = rules.iter().filter_map(|dir| std::fs::read_dir(dir).ok()).flatten().flatten();
+            for file in rule_files.filter(|entry| entry.path().extension().is_some_and(|ext| ext == "rules"))
+            {
+                crate::terminal::say(&format!(
+                    "tools: {}: codex's rules (`prefix_rule`) are not applied: write them as permission rules in a \
+                     settings file (`deny Bash(rm:*)`) with --settings",
+                    file.path().display()
+                ));
+            }
+            let project = workspace_root(args.root.as_deref())?.join(".codex/config.toml");
+            if std::fs::symlink_metadata(&project).is_ok() {
+                crate::terminal::say(&format!(
+                    "tools: {}: a project's codex configuration is not applied: only the file --codex-config \
+                     names (or codex's own with --codex) is read; name this one to use it",
+                    project.display()
+                ));
+            }
             return Ok(Some(Loaded {
                 label: "--codex-config",
                 origin: shown.to_string(),

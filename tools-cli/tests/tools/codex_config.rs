@@ -108,7 +108,8 @@ fn codex_reads_codex_own_config_where_codex_keeps_it() {
 
 /// codex's `[shell_environment_policy]`: `inherit = "all"` passes the environment to commands
 /// except codex's default excludes (`*KEY*`, `*SECRET*`, `*TOKEN*`) and the file's `exclude`;
-/// `set` sets variables. The agent's API keys stay out of commands.
+/// `set` sets variables; `include_only` keeps only what it names. The agent's API keys stay out
+/// of commands.
 #[test]
 fn a_codex_shell_environment_policy_keeps_keys_out_and_sets_what_it_sets() {
     let fx = Fixture::new();
@@ -141,6 +142,40 @@ fn a_codex_shell_environment_policy_keeps_keys_out_and_sets_what_it_sets() {
     assert_eq!(
         seen(policy("ignore_default_excludes = true\n")),
         "GH_TOKEN=ghp-real\nGREETING=hi\nOPENAI_API_KEY=sk-real\nOTHER_SETTING=kept\n"
+    );
+    // `include_only` keeps only what it names of what `inherit = "all"` passed.
+    assert_eq!(seen(policy("include_only = [\"PROJECT_*\", \"GH_*\"]\n")), "GREETING=hi\n");
+    assert_eq!(seen(policy("include_only = [\"OTHER_SETTING\"]\n")), "GREETING=hi\nOTHER_SETTING=kept\n");
+}
+
+/// codex's rules files (`rules/*.rules` beside its configuration) and a project's
+/// `.codex/config.toml` are not read here: each is named at start, so that nobody takes what
+/// they forbid for forbidden.
+#[test]
+fn codex_files_that_are_not_read_are_named() {
+    let fx = Fixture::new();
+    let home = fx.dir.path().join("codex");
+    std::fs::create_dir_all(home.join("rules")).unwrap();
+    std::fs::write(home.join("config.toml"), "sandbox_mode = \"workspace-write\"\n").unwrap();
+    std::fs::write(
+        home.join("rules/default.rules"),
+        "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(fx.ws().join(".codex")).unwrap();
+    std::fs::write(fx.ws().join(".codex/config.toml"), "approval_policy = \"untrusted\"\n").unwrap();
+    let run =
+        fx.run(&["call", "ls", "{}", "--codex-config", home.join("config.toml").to_str().unwrap()], None);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("default.rules: codex's rules (`prefix_rule`) are not applied"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(".codex/config.toml: a project's codex configuration is not applied"),
+        "{}",
+        run.stderr
     );
 }
 
