@@ -101,11 +101,9 @@ pub fn merge_scoped(layers: Vec<(Scope, Value)>) -> Value {
     });
     merge(layers.into_iter().map(|(scope, mut value)| {
         if scope != Scope::Managed {
-            if others_disable_hooks {
-                if let Value::Object(object) = &mut value {
-                    object.remove("hooks");
-                    object.remove("disableAllHooks");
-                }
+            if others_disable_hooks && let Value::Object(object) = &mut value {
+                object.remove("hooks");
+                object.remove("disableAllHooks");
             }
             let remove = |value: &mut Value, pointer: &str, key: &str| {
                 if let Some(Value::Object(object)) = value.pointer_mut(pointer) {
