@@ -316,17 +316,19 @@ fn failed(code: Option<i32>, stderr: &str) -> String {
     }
 }
 
-/// Standard output as a JSON object; empty output is no decision.
+/// Standard output as a JSON object. Empty output, or plain text (as Claude Code reads it: what a
+/// hook that exits 0 says for the transcript), is no decision; what starts as a JSON object and
+/// is not one is a failure (a decision the hook meant to print, which cannot be read).
 fn output_object(stdout: &str) -> Result<Option<Map<String, Value>>, String> {
     let text = stdout.trim();
-    if text.is_empty() {
+    if !text.starts_with('{') {
         return Ok(None);
     }
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(object)) => Ok(Some(object)),
         _ => Err(format!(
-            "printed something that is not a JSON object on standard output (a hook prints nothing, \
-                 or one JSON decision): {}",
+            "printed something that starts as a JSON object on standard output and is not one (a hook \
+                 prints plain text, or one JSON decision): {}",
             tool_core::words::excerpt(text)
         )),
     }
@@ -422,7 +424,8 @@ mod tests {
             Some(PreVerdict::Deny("x".to_owned()))
         );
         assert_eq!(parse_pre("  \n").unwrap(), PreDecision::default());
-        assert!(parse_pre("hello").unwrap_err().contains("not a JSON object"));
+        assert_eq!(parse_pre("formatted 3 files\n").unwrap(), PreDecision::default());
+        assert!(parse_pre("{\"decision\": \"block\"").unwrap_err().contains("is not one"));
         assert!(
             parse_pre(r#"{"hookSpecificOutput": {"permissionDecision": "maybe"}}"#)
                 .unwrap_err()

@@ -18,8 +18,9 @@ use crate::catalog::{Resolved, Subject};
 use crate::mode::PermissionMode;
 use crate::rules::{Action, RuleError, Rules, RulesBuilder};
 
-/// How long a hook may run when its entry sets no `timeout` (Claude Code's default).
-pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a hook may run when its entry sets no `timeout` (Claude Code's default for a command
+/// hook: ten minutes).
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// A settings file that cannot be used: which file, and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -330,7 +330,7 @@ pub struct HookCommand {
     #[serde(deserialize_with = "command_line")]
     #[schemars(regex(pattern = r"\S"))]
     pub command: String,
-    /// Seconds, above 0 (default 60).
+    /// Seconds, above 0 (default 600, as in Claude Code).
     #[serde(
         default,
         deserialize_with = "timeout",

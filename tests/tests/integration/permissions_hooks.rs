@@ -149,11 +149,15 @@ async fn a_crashing_hook_is_an_error_result_not_an_allow() {
 }
 
 #[tokio::test]
-async fn garbage_on_standard_output_is_an_error_result() {
-    let s = setup("hook-garbage", "PreToolUse", "echo", "echo 'looks fine to me'", 10.0);
+async fn plain_text_is_no_decision_and_a_broken_decision_is_an_error_result() {
+    // As in Claude Code, what a hook that exits 0 prints as plain text decides nothing.
+    let s = setup("hook-text", "PreToolUse", "echo", "echo 'looks fine to me'", 10.0);
+    let result = call(&s, "hi").await;
+    assert_eq!(result.output.text_content(), "hi");
+    let s = setup("hook-garbage", "PreToolUse", "echo", r#"echo '{"decision": "block"'"#, 10.0);
     let result = call(&s, "hi").await;
     let text = result.output.text_content();
-    assert!(text.contains("printed something that is not a JSON object on standard output"), "{text}");
+    assert!(text.contains("starts as a JSON object on standard output and is not one"), "{text}");
     assert_not_run(&s);
     let s = setup(
         "hook-bad-decision",
