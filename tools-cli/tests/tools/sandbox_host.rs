@@ -17,6 +17,15 @@ fn mounts() -> bool {
     false
 }
 
+/// Whether git is here (the tests about what git runs need it); said when it is not.
+fn git_installed() -> bool {
+    let here = std::process::Command::new("git").arg("--version").output().is_ok();
+    if !here {
+        tool_tests::skip("git is not installed");
+    }
+    here
+}
+
 #[test]
 fn an_unsandboxed_run_does_not_start_a_bash_planted_in_the_workspace() {
     use std::os::unix::fs::PermissionsExt;
@@ -42,11 +51,7 @@ fn an_unsandboxed_run_does_not_start_a_bash_planted_in_the_workspace() {
 /// that `.git/config` includes (which is read-only too); present or not.
 #[test]
 fn the_hooks_directory_git_uses_is_read_only_to_commands_however_it_is_configured() {
-    if !mounts() {
-        return;
-    }
-    if std::process::Command::new("git").arg("--version").output().is_err() {
-        tool_tests::skip("git is not installed");
+    if !mounts() || !git_installed() {
         return;
     }
     let cases: [(&str, &str, Option<&str>); 5] = [
@@ -111,11 +116,7 @@ fn the_hooks_directory_git_uses_is_read_only_to_commands_however_it_is_configure
 /// `.husky`), present or not.
 #[test]
 fn a_repository_inside_the_workspace_keeps_its_hooks_from_commands() {
-    if !mounts() {
-        return;
-    }
-    if std::process::Command::new("git").arg("--version").output().is_err() {
-        tool_tests::skip("git is not installed");
+    if !mounts() || !git_installed() {
         return;
     }
     let fx = Fixture::new();
@@ -167,11 +168,7 @@ fn git_in(dir: &std::path::Path, args: &[&str]) {
 /// directory and as a file is held once and gone after.
 #[test]
 fn the_hooks_git_runs_are_read_only_however_the_repository_is_laid_out() {
-    if !mounts() {
-        return;
-    }
-    if std::process::Command::new("git").arg("--version").output().is_err() {
-        tool_tests::skip("git is not installed");
+    if !mounts() || !git_installed() {
         return;
     }
     let fx = Fixture::new();
@@ -237,8 +234,7 @@ fn the_hooks_git_runs_are_read_only_however_the_repository_is_laid_out() {
 /// file tools that a link leads (they would check it against a list that misses some).
 #[test]
 fn past_the_most_names_a_link_does_not_lead_the_file_tools_either() {
-    if std::process::Command::new("git").arg("--version").output().is_err() {
-        tool_tests::skip("git is not installed");
+    if !git_installed() {
         return;
     }
     let fx = Fixture::new();
@@ -262,8 +258,7 @@ fn past_the_most_names_a_link_does_not_lead_the_file_tools_either() {
 /// when the home directory is the workspace, beside the protected names.
 #[test]
 fn a_link_does_not_lead_the_file_tools_into_what_commands_may_not_change() {
-    if std::process::Command::new("git").arg("--version").output().is_err() {
-        tool_tests::skip("git is not installed");
+    if !git_installed() {
         return;
     }
     let fx = Fixture::new();
