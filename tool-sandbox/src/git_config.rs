@@ -54,6 +54,10 @@ pub(crate) struct GitReads {
     pub(crate) hooks: Option<PathBuf>,
     /// The configuration files, with those they include (present or not).
     pub(crate) files: Vec<PathBuf>,
+    /// The git directories a `.git` file names (a worktree's, `.bare`, a submodule's), and the
+    /// common directory theirs names (`commondir`): git reads its configuration, hooks and
+    /// objects there, so they are the repository's metadata as `.git` is.
+    pub(crate) git_dirs: Vec<PathBuf>,
 }
 
 /// What git reads, for the repository at `root`, to decide what to run: the directory
@@ -87,10 +91,32 @@ pub(crate) fn git_reads(root: &Path, writable: &[PathBuf]) -> GitReads {
         })
         .flatten();
     let keep = !left.is_zero();
+    let git_dirs = linked_git_dirs(root);
+    // When git does not take the directory for a repository (a `HEAD` a command spoiled, an
+    // owner git distrusts), the configuration file is still read by git, with its includes.
+    let config = git_dirs.first().map_or_else(|| root.join(".git/config"), |dir| dir.join("config"));
+    let asked = asked.or_else(|| {
+        let left = budget_left();
+        let git = crate::resolve_program("git", &std::env::var_os("PATH")?, writable)?;
+        let started = Instant::now();
+        let config_arg = config.as_os_str().to_str()?;
+        let out = (!left.is_zero()).then(|| {
+            run_git(
+                &git,
+                root,
+                &["config", "--file", config_arg, "--includes", "--list", "--show-origin", "-z"],
+                started + left.min(TIME_LIMIT),
+            )
+        });
+        if let Some((_, used)) = spent().lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            *used += started.elapsed();
+        }
+        Some(parse(root, &out.flatten()?))
+    });
     let mut reads = asked.unwrap_or_default();
+    reads.git_dirs = git_dirs;
     // As read here when git said nothing of it (git does not read a `.git` it does not take for
     // a repository, which later files may make one).
-    let config = root.join(".git/config");
     if reads.hooks.is_none() {
         reads.hooks = read_hooks_path(&config).map(|value| hooks_dir(root, &value));
     }
@@ -143,8 +169,13 @@ fn ask_git(root: &Path, writable: &[PathBuf], deadline: Instant) -> Option<GitRe
     // tree (a bare repository a `.git` file names) `--show-toplevel` fails: the hooks are asked
     // about alone.
     let located = run_git(&git, root, &["rev-parse", "--git-path", "hooks", "--show-toplevel"], deadline)
-        .or_else(|| run_git(&git, root, &["rev-parse", "--git-path", "hooks"], deadline))
-        .unwrap_or_default();
+        .or_else(|| run_git(&git, root, &["rev-parse", "--git-path", "hooks"], deadline));
+    // A `.git` that git does not take for a repository (a `HEAD` a command spoiled): the
+    // configuration is read from its file instead (see [`git_reads`]).
+    if located.is_none() && std::fs::symlink_metadata(root.join(".git")).is_ok() {
+        return None;
+    }
+    let located = located.unwrap_or_default();
     let mut lines = located.split(|&b| b == b'\n').map(std::ffi::OsStr::from_bytes);
     let (hooks, top) = (lines.next().filter(|l| !l.is_empty()), lines.next().filter(|l| !l.is_empty()));
     // The files of a repository's configuration are named from its top.
@@ -157,9 +188,47 @@ fn ask_git(root: &Path, writable: &[PathBuf], deadline: Instant) -> Option<GitRe
     Some(reads)
 }
 
-/// `git -C root args...`'s output, if it succeeds by `deadline`.
+/// The git directory the `.git` file at `top` names, if it is one (`gitdir: PATH`, taken from
+/// `top`), and the common directory that one's `commondir` names (taken from it).
+fn linked_git_dirs(top: &Path) -> Vec<PathBuf> {
+    let read = |path: &Path| -> Option<String> {
+        let mut text = String::new();
+        // Not through a link, and without waiting on a FIFO: only a regular file is read.
+        let file = std::os::unix::fs::OpenOptionsExt::custom_flags(
+            std::fs::OpenOptions::new().read(true),
+            libc::O_NOFOLLOW | libc::O_NONBLOCK,
+        )
+        .open(path)
+        .ok()
+        .filter(|f| f.metadata().is_ok_and(|m| m.is_file()))?;
+        file.take(4096).read_to_string(&mut text).ok()?;
+        Some(text)
+    };
+    let mut dirs = Vec::new();
+    let Some(named) = read(&top.join(".git")) else { return dirs };
+    let Some(git_dir) = named.lines().next().and_then(|line| line.strip_prefix("gitdir:")) else {
+        return dirs;
+    };
+    let git_dir = crate::lexically_normal(&top.join(git_dir.trim()));
+    if let Some(common) = read(&git_dir.join("commondir")) {
+        dirs.push(git_dir.clone());
+        let common = common.lines().next().unwrap_or_default().trim();
+        if !common.is_empty() {
+            dirs.push(crate::lexically_normal(&git_dir.join(common)));
+        }
+    } else {
+        dirs.push(git_dir);
+    }
+    dirs
+}
+
+/// `git -C root args...`'s output, if it succeeds by `deadline`. A repository's owner is not
+/// checked (`safe.directory`): git only reads here, and one owned by another user is read as
+/// that user's git would read it.
 fn run_git(git: &Path, root: &Path, args: &[&str], deadline: Instant) -> Option<Vec<u8>> {
     let mut child = std::process::Command::new(git)
+        .arg("-c")
+        .arg("safe.directory=*")
         .arg("-C")
         .arg(root)
         .args(args)
@@ -233,7 +302,7 @@ fn parse(root: &Path, out: &[u8]) -> GitReads {
     }
     files.sort();
     files.dedup();
-    GitReads { hooks: hooks.map(|value| hooks_dir(root, value.as_os_str())), files }
+    GitReads { hooks: hooks.map(|value| hooks_dir(root, value.as_os_str())), files, git_dirs: Vec::new() }
 }
 
 /// The directory the hooks of the repository at `root` run from, for `core.hooksPath` =

@@ -128,7 +128,11 @@ pub const GIT_PROTECTED: &[&str] = &[
     ".git/hooks",
     ".git/info",
     ".git/modules/*/config",
+    ".git/modules/*/config.worktree",
+    ".git/modules/*/commondir",
     ".git/modules/*/hooks",
+    ".git/modules/*/info",
+    ".git/modules/*/worktrees/*",
     ".git/worktrees/*",
 ];
 
@@ -627,6 +631,15 @@ impl SandboxPolicy {
         for top in below.repository_tops() {
             let git = crate::git_config::git_reads(&top, &self.writable_roots);
             out.extend(git.hooks.into_iter().chain(git.files));
+            // A git directory a `.git` file names is the repository's metadata as `.git` is.
+            for dir in git.git_dirs {
+                if self.git_writes {
+                    let within = GIT_PROTECTED.iter().filter_map(|p| p.strip_prefix(".git/"));
+                    out.extend(within.flat_map(|p| expand(&dir, Path::new(p))));
+                } else {
+                    out.push(dir);
+                }
+            }
         }
         if let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
             && self.writable_roots.iter().any(|r| home.starts_with(r))

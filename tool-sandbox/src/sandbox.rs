@@ -752,7 +752,16 @@ pub(crate) fn protected_targets<'a>(
         let components: Vec<_> = rest.components().collect();
         for (i, part) in components.iter().enumerate() {
             let next = dir.join(part);
-            let Ok(meta) = std::fs::symlink_metadata(&next) else { break };
+            let meta = match std::fs::symlink_metadata(&next) {
+                Ok(meta) => meta,
+                // A directory on the way this process may not search (a command's `chmod 600`
+                // to hide what is beneath it from the look): read-only as a whole.
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && dir != *root => {
+                    target = Some(dir.clone());
+                    break;
+                }
+                Err(_) => break,
+            };
             let last = i + 1 == components.len();
             if meta.file_type().is_symlink() {
                 let whole: PathBuf = components[i + 1..].iter().fold(next.clone(), |p, c| p.join(c));
@@ -1200,6 +1209,27 @@ mod tests {
         drop(held);
         assert!(outside.join("git").is_dir(), "a directory was removed through a link");
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// A directory an ordinary user's command made unsearchable (`chmod 600`), so that what is
+    /// beneath it cannot be looked at, is read-only as a whole (root searches it anyway).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn what_cannot_be_searched_is_read_only_as_a_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        if nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: root searches every directory");
+            return;
+        }
+        let root = std::env::temp_dir().join(format!("unsearchable-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("vendor/lib/.git/hooks")).unwrap();
+        let policy = SandboxPolicy::workspace_write(&root);
+        std::fs::set_permissions(root.join("vendor"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        let targets = protected_targets(&policy, &policy.below_top(None), []);
+        std::fs::set_permissions(root.join("vendor"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+        let targets = targets.unwrap();
+        assert!(targets.read_only.contains(&root.join("vendor")), "{targets:?}");
     }
 
     #[test]

@@ -221,13 +221,54 @@ fn the_hooks_git_runs_are_read_only_however_the_repository_is_laid_out() {
     // Held while the command ran, gone after: nothing is left where nothing was.
     assert!(!ws.join("app/tools").exists() && !ws.join(".claude").exists());
 
-    let args = json!({"command": "mkdir -p .bare/hooks; echo x > .bare/hooks/pre-commit && echo planted; echo done"})
-        .to_string();
+    // The git directory a `.git` file names is the repository's metadata as a whole: its
+    // hooks, and what would point git elsewhere (`commondir`) or make it give up on the
+    // repository (`HEAD`).
+    let planting = "mkdir -p .bare/hooks; echo x > .bare/hooks/pre-commit && echo planted; \
+                    echo /tmp > .bare/commondir && echo pointed; echo junk > .bare/HEAD && echo spoiled; echo done";
+    let args = json!({"command": planting}).to_string();
     let mut command = fx.command(&["call", "bash", &args]);
     command.current_dir(&bare).arg("--root").arg(&bare);
     let run = common::run(command, None);
     let output = run.json()["output"].as_str().unwrap_or_default().to_owned();
-    assert!(output.contains("done") && !output.contains("planted"), "{}", run.stdout);
+    assert!(output.contains("done"), "{}", run.stdout);
+    for done in ["planted", "pointed", "spoiled"] {
+        assert!(!output.contains(done), "{done}: {output}");
+    }
+    // With git writes, a submodule's `info` (its excludes and attributes, which name filters)
+    // stays read-only.
+    let args =
+        json!({"command": "echo x >> .git/modules/foo/info/exclude && echo changed; echo done"}).to_string();
+    let run = common::run(fx.command(&["call", "bash", &args, "--allow-git-writes"]), None);
+    let output = run.json()["output"].as_str().unwrap_or_default().to_owned();
+    assert!(output.contains("done") && !output.contains("changed"), "{}", run.stdout);
+}
+
+/// With git writes, a command that spoils `.git/HEAD` (so that git no longer takes the directory
+/// for a repository) does not lift the protection of a file the configuration includes: the
+/// configuration file is still read by git, with its includes.
+#[test]
+fn a_spoiled_head_does_not_hide_what_the_configuration_includes() {
+    if !mounts() || !git_installed() {
+        return;
+    }
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    git_in(&ws, &["init", "-q"]);
+    git_in(&ws, &["config", "include.path", "../team.gitconfig"]);
+    std::fs::write(ws.join("team.gitconfig"), "[user]\n\tname = team\n").unwrap();
+    let run = |command: &str| {
+        let args = json!({"command": command}).to_string();
+        let run = common::run(fx.command(&["call", "bash", &args, "--allow-git-writes"]), None);
+        run.json()["output"].as_str().unwrap_or_default().to_owned()
+    };
+    let spoiled = run("cp .git/HEAD head.bak && echo junk > .git/HEAD && echo spoiled");
+    assert!(spoiled.contains("spoiled"), "{spoiled}");
+    let output = run(
+        "printf '[core]\\n\\tfsmonitor = touch ran\\n' >> team.gitconfig && echo appended; cp head.bak .git/HEAD; echo done",
+    );
+    assert!(output.contains("done") && !output.contains("appended"), "{output}");
+    assert_eq!(std::fs::read_to_string(ws.join("team.gitconfig")).unwrap(), "[user]\n\tname = team\n");
 }
 
 /// Past the most protected names looked for, commands are refused, and so is a change by the
