@@ -62,6 +62,8 @@ struct McpServer {
     url: Option<String>,
     bearer_token_env_var: Option<String>,
     enabled: Option<bool>,
+    enabled_tools: Option<Vec<String>>,
+    disabled_tools: Option<Vec<String>>,
     #[serde(flatten)]
     other: BTreeMap<String, toml::Value>,
 }
@@ -268,6 +270,12 @@ fn servers(
         }
         if server.enabled == Some(false) {
             entry.insert("disabled".into(), json!(true));
+        }
+        if let Some(enabled) = server.enabled_tools {
+            entry.insert("enabledTools".into(), json!(enabled));
+        }
+        if let Some(disabled) = server.disabled_tools {
+            entry.insert("disabledTools".into(), json!(disabled));
         }
         for key in server.other.keys() {
             not(format!("mcp_servers.{name}.{key}"), "no counterpart in this program's MCP client");

@@ -87,6 +87,12 @@ pub struct ServerConfig {
     /// permission policy allows [`SAMPLING_PERMISSION`](super::SAMPLING_PERMISSION). Default
     /// false: the capability is not declared, and a request is refused.
     pub sampling: bool,
+    /// The only tools of the server mounted, by the server's names (`enabledTools`; codex's
+    /// `enabled_tools`); `None`: all of them.
+    pub enabled_tools: Option<Vec<String>>,
+    /// Tools of the server left out, by the server's names (`disabledTools`; codex's
+    /// `disabled_tools`), whatever `enabled_tools` says.
+    pub disabled_tools: Vec<String>,
 }
 
 /// The OAuth settings of one HTTP server: the entry's `"oauth": {"clientId", "clientSecret",
@@ -158,7 +164,16 @@ impl ServerConfig {
             environment: EnvFilter::base(),
             oauth: OAuthConfig::default(),
             sampling: false,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
         }
+    }
+
+    /// Whether the server's tool named `remote` is mounted (see
+    /// [`enabled_tools`](Self::enabled_tools) and [`disabled_tools`](Self::disabled_tools)).
+    pub fn mounts_tool(&self, remote: &str) -> bool {
+        self.enabled_tools.as_ref().is_none_or(|enabled| enabled.iter().any(|t| t == remote))
+            && !self.disabled_tools.iter().any(|t| t == remote)
     }
 
     /// `text` with every value that a `${VAR}` of this server's entry expanded to put back in its
@@ -418,7 +433,8 @@ impl McpConfig {
     /// `env`, `cwd`, `type`, `url`, `headers`, `disabled`), a server may set `timeout` (ms
     /// without an answer or progress), `totalTimeout` (ms in all), `startupTimeout` (ms) and
     /// `toolPrefix` (names its tools `<toolPrefix><tool>`; `""` keeps the server's names),
-    /// `defer` (`true`: its tools are deferred, found by a tool search) and, for an `https://`
+    /// `defer` (`true`: its tools are deferred, found by a tool search), `enabledTools` and
+    /// `disabledTools` (the server's tools mounted, and those left out, by name) and, for an `https://`
     /// server, `caCert` (a PEM file of CA certificates trusted besides the public roots; a
     /// relative path is taken from the file's directory by [`McpConfig::load`]) and `oauth`
     /// (`{"clientId", "clientSecret", "scopes", "callbackPort", "grantType", "clientMetadataUrl"}`, see [`OAuthConfig`]). Other
@@ -550,6 +566,19 @@ fn parse_server(
         }
         server.oauth = parse_oauth(oauth, env)?;
     }
+    let names = |key: &str| -> Result<Option<Vec<String>>, String> {
+        match entry.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| item.as_str().map(str::to_owned).ok_or(format!("`{key}` must hold strings")))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(_) => Err(format!("`{key}` must be an array of tool names")),
+        }
+    };
+    server.enabled_tools = names("enabledTools")?;
+    server.disabled_tools = names("disabledTools")?.unwrap_or_default();
     match optional_string(entry, "toolPrefix")? {
         Some(prefix) if prefix.is_empty() => server.naming = Naming::Bare,
         Some(prefix) => server.naming = Naming::Prefix(prefix),

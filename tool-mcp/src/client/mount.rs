@@ -288,6 +288,7 @@ impl MountInner {
             super::pages::PageError::Endless(why) => format!("it did not list its tools: {why}"),
         })?;
         let server: Arc<dyn Server> = Arc::new(Caller(self.clone()));
+        let listed: Vec<_> = listed.into_iter().filter(|tool| self.config.mounts_tool(&tool.name)).collect();
         Ok(mounted_tools(&self.config.name, &self.config.naming, self.config.defer, &server, &listed))
     }
 

@@ -148,6 +148,48 @@ fn a_codex_shell_environment_policy_keeps_keys_out_and_sets_what_it_sets() {
     assert_eq!(seen(policy("include_only = [\"OTHER_SETTING\"]\n")), "GREETING=hi\nOTHER_SETTING=kept\n");
 }
 
+/// codex's `enabled_tools` and `disabled_tools` of a server decide which of its tools are
+/// mounted.
+#[test]
+fn a_codex_servers_enabled_and_disabled_tools_are_mounted_or_left_out() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let path = fx.dir.path().join("config.toml");
+    let config = |filter: &str| {
+        format!(
+            "sandbox_mode = \"workspace-write\"\napproval_policy = \"never\"\n[mcp_servers.inner]\ncommand = {TOOLS:?}\n\
+             args = [\"serve\", \"--no-settings\", \"--sandbox\", \"off\", \"--root\", {:?}]\n{filter}",
+            ws.display().to_string()
+        )
+    };
+    // Which of `inner__ls` and `inner__read` can be called (an unknown tool is a usage error).
+    let mounted = |filter: &str| -> Vec<&str> {
+        std::fs::write(&path, config(filter)).unwrap();
+        let callable = |tool: &str, args: &str| {
+            let run = fx.run(&["call", tool, args, "--codex-config", path.to_str().unwrap()], None);
+            assert!(
+                run.code == 0 || run.stderr.contains("Unknown tool"),
+                "{tool}: {}{}",
+                run.stdout,
+                run.stderr
+            );
+            run.code == 0
+        };
+        let mut names = Vec::new();
+        if callable("inner__ls", "{}") {
+            names.push("inner__ls");
+        }
+        if callable("inner__read", r#"{"path": "hello.txt"}"#) {
+            names.push("inner__read");
+        }
+        names
+    };
+    assert_eq!(mounted(""), ["inner__ls", "inner__read"]);
+    assert_eq!(mounted("disabled_tools = [\"read\"]\n"), ["inner__ls"]);
+    assert_eq!(mounted("enabled_tools = [\"read\"]\n"), ["inner__read"]);
+    assert_eq!(mounted("enabled_tools = [\"ls\", \"read\"]\ndisabled_tools = [\"read\"]\n"), ["inner__ls"]);
+}
+
 /// codex's rules files (`rules/*.rules` beside its configuration) and a project's
 /// `.codex/config.toml` are not read here: each is named at start, so that nobody takes what
 /// they forbid for forbidden.
