@@ -923,6 +923,14 @@ mod tests {
             message(r#"{"mcpServers": {"a": {"command": "x", "defer": "yes"}}}"#),
             "MCP configuration: server `a`: `defer` must be true or false"
         );
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"command": "x", "disabledTools": "delete"}}}"#),
+            "MCP configuration: server `a`: `disabledTools` must be an array of tool names"
+        );
+        assert_eq!(
+            message(r#"{"mcpServers": {"a": {"command": "x", "enabledTools": [1]}}}"#),
+            "MCP configuration: server `a`: `enabledTools` must hold strings"
+        );
         assert!(
             message(r#"{"mcpServers": {"a": {"command": "x", "sandbox": "sometimes"}}}"#)
                 .starts_with("MCP configuration: server `a`: `sandbox`: "),
