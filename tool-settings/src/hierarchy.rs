@@ -76,6 +76,31 @@ pub fn user_dir() -> Option<PathBuf> {
     }
 }
 
+/// The rule names of Claude Code's file tools, whose `/path` patterns are relative to the
+/// settings file they are in.
+const FILE_RULES: &[&str] = &["Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Glob", "Grep", "LS"];
+
+/// Makes the `/path` patterns of the file rules in `value` (`Edit(/docs/**)`) absolute
+/// (`Edit(//DIR/docs/**)`), for a settings file whose rules Claude Code takes from `dir`
+/// rather than from the project: the user's (`dir` the directory holding `.claude/`, the home
+/// directory) and one named on the command line (its own directory). `//path`, `~/path` and
+/// relative patterns are left as they are.
+pub fn anchor_rules(value: &mut Value, dir: &Path) {
+    let Some(permissions) = value.get_mut("permissions").and_then(Value::as_object_mut) else { return };
+    for key in ["allow", "ask", "deny"] {
+        let Some(Value::Array(rules)) = permissions.get_mut(key) else { continue };
+        for rule in rules.iter_mut() {
+            let Some(text) = rule.as_str() else { continue };
+            let Some((name, rest)) = text.split_once('(') else { continue };
+            let Some(pattern) = rest.strip_suffix(')') else { continue };
+            if FILE_RULES.contains(&name) && pattern.starts_with('/') && !pattern.starts_with("//") {
+                let absolute = dir.join(&pattern[1..]);
+                *rule = Value::String(format!("{name}(/{})", absolute.display()));
+            }
+        }
+    }
+}
+
 /// Merges the files of each scope as Claude Code does ([`merge`]), after applying what only
 /// managed settings may say: `allowManagedPermissionRulesOnly` leaves out the other scopes'
 /// permission rules, `allowManagedHooksOnly` their hooks, and `sandbox.network.
@@ -263,6 +288,22 @@ mod tests {
         let off = json!({"disableAllHooks": true});
         let merged = merge_scoped(vec![(Scope::Project, project), (Scope::Managed, off)]);
         assert_eq!(merged["disableAllHooks"], json!(true));
+    }
+
+    #[test]
+    fn a_files_slash_patterns_are_taken_from_its_directory() {
+        let mut value = json!({"permissions": {
+            "allow": ["Edit(/docs/**)", "Bash(/usr/bin/make)", "Read(//etc/hosts)", "Read(~/x)", "Read(src/**)"],
+            "deny": ["Read(/secrets/**)"]
+        }});
+        anchor_rules(&mut value, Path::new("/home/me"));
+        assert_eq!(
+            value,
+            json!({"permissions": {
+                "allow": ["Edit(//home/me/docs/**)", "Bash(/usr/bin/make)", "Read(//etc/hosts)", "Read(~/x)", "Read(src/**)"],
+                "deny": ["Read(//home/me/secrets/**)"]
+            }})
+        );
     }
 
     #[test]

@@ -120,8 +120,18 @@ impl Loaded {
             // names must be there.
             if scope == hierarchy::Scope::CommandLine || std::fs::symlink_metadata(&path).is_ok() {
                 let label = if scope == hierarchy::Scope::CommandLine { "--settings" } else { "settings" };
-                let value = tool_settings::read_json(&path)
+                let mut value = tool_settings::read_json(&path)
                     .map_err(|e| failure(label, &path.display().to_string(), e))?;
+                // As in Claude Code, a `/path` rule is taken from the file's own place: the home
+                // directory for the user's file, the file's directory for one named here.
+                let own = match scope {
+                    hierarchy::Scope::User => path.parent().and_then(std::path::Path::parent),
+                    hierarchy::Scope::CommandLine => path.parent(),
+                    _ => None,
+                };
+                if let Some(dir) = own.and_then(|dir| std::fs::canonicalize(dir).ok()) {
+                    hierarchy::anchor_rules(&mut value, &dir);
+                }
                 found.push((scope, value, path));
             }
         }

@@ -153,3 +153,28 @@ fn a_settings_name_that_is_no_regular_file_is_an_error() {
     let device = run_ls();
     assert!(device.usage_error().ends_with(".claude/settings.json: not a regular file"), "{}", device.stderr);
 }
+
+/// As in Claude Code, a `/path` rule of the user's file is taken from the home directory (the
+/// directory holding `.claude/`), not from each project: `deny Read(/notes.txt)` there keeps
+/// `~/notes.txt` from being read and leaves a project's `notes.txt` alone; one of a project's
+/// file is taken from the project.
+#[test]
+fn a_slash_rule_is_taken_from_the_place_of_its_file() {
+    let fx = Fixture::new();
+    let (home, ws) = (fx.dir.path().join("home"), fx.ws());
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("notes.txt"), "home\n").unwrap();
+    std::fs::write(ws.join("notes.txt"), "project\n").unwrap();
+    write(&home.join(".claude/settings.json"), json!({"permissions": {"deny": ["Read(/notes.txt)"]}}));
+    let home_notes = std::fs::canonicalize(home.join("notes.txt")).unwrap();
+    let read = |path: &str| {
+        let args = json!({"path": path}).to_string();
+        run(&fx, &home, &["call", "read", &args, "--allow-outside-root"])
+    };
+    assert_eq!(read("notes.txt").code, 0, "the project's notes.txt was refused");
+    let refused = read(home_notes.to_str().unwrap());
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert!(refused.json()["output"].as_str().unwrap().contains("deny Read(//"), "{}", refused.stdout);
+    write(&ws.join(".claude/settings.json"), json!({"permissions": {"deny": ["Read(/notes.txt)"]}}));
+    assert_eq!(read("notes.txt").code, 1, "a project's rule is taken from the project");
+}
