@@ -148,12 +148,10 @@ fn convert(config: CodexToml) -> Result<Codex, String> {
     let mut sandbox = Sandbox::default();
     // codex runs what its sandbox confines without asking, except under `untrusted`; edits are
     // what the sandbox lets through in the workspace.
+    sandbox.auto_allow_bash_if_sandboxed = Some(!matches!(config.approval_policy, Some(Approval::Untrusted)));
     let mode = match config.approval_policy {
         None => None,
-        Some(Approval::Untrusted) => {
-            sandbox.auto_allow_bash_if_sandboxed = Some(false);
-            Some(Mode::Default)
-        }
+        Some(Approval::Untrusted) => Some(Mode::Default),
         Some(Approval::OnFailure | Approval::OnRequest) => Some(Mode::AcceptEdits),
         Some(Approval::Never) => Some(Mode::BypassPermissions),
     };
@@ -318,7 +316,7 @@ mod tests {
             codex.settings.to_value(),
             json!({
                 "permissions": {"defaultMode": "acceptEdits", "ask": ["Edit"]},
-                "sandbox": {"filesystem": {"allowWrite": ["/cache"]}},
+                "sandbox": {"filesystem": {"allowWrite": ["/cache"]}, "autoAllowBashIfSandboxed": true},
                 "environment": {"inheritAll": true, "exclude": ["AWS_*", "*KEY*", "*SECRET*", "*TOKEN*"]},
                 "env": {"RUST_LOG": "debug"},
             })

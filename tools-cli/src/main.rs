@@ -324,13 +324,14 @@ fn setup(args: &WorkspaceArgs, file: Option<&Loaded>, known: &Known<'_>) -> Resu
             Some(Ok(sandbox)) if sandbox.policy().is_enforced() => policy.hook_sandbox(sandbox),
             _ => policy,
         });
-    // `sandbox.autoAllowBashIfSandboxed` (default true): a command that runs in the sandbox is not
-    // asked about when no rule decides it.
+    // `sandbox.autoAllowBashIfSandboxed`: a command that runs in the sandbox is not asked about
+    // when no rule decides it. As in Claude Code, that is the default where the file turns the
+    // sandbox on (`sandbox.enabled: true`), not for a file that says nothing of it: its
+    // allow list and mode decide then, as they do in Claude Code.
+    let auto_allow =
+        sandbox_settings.auto_allow_bash_if_sandboxed.unwrap_or(sandbox_settings.enabled == Some(true));
     let policy = match policy {
-        Some(policy)
-            if workspace.sandbox_policy().is_enforced()
-                && sandbox_settings.auto_allow_bash_if_sandboxed != Some(false) =>
-        {
+        Some(policy) if workspace.sandbox_policy().is_enforced() && auto_allow => {
             let commands = workspace.clone();
             Some(policy.sandboxed_commands(move |command| !commands.runs_unsandboxed(command)))
         }

@@ -136,7 +136,7 @@ fn the_settings_network_rules_and_environment_apply_to_commands_and_mounted_serv
                 "allow": ["WebFetch(domain:localhost)", "mcp__inner__bash"],
                 "deny": ["WebFetch(domain:denied.localhost)"]
             },
-            "sandbox": {"network": {"allowedAddresses": ["127.0.0.1"]}},
+            "sandbox": {"enabled": true, "network": {"allowedAddresses": ["127.0.0.1"]}},
             "environment": {"inherit": ["EGRESS_KEEP"]}
         })
         .to_string(),
@@ -165,7 +165,11 @@ fn the_settings_network_rules_and_environment_apply_to_commands_and_mounted_serv
     // A mounted stdio server inherits what the settings let through, and nothing else: it is
     // `tools serve` passing its whole environment on to its commands.
     let inner_settings = fx.dir.path().join("inner.json");
-    std::fs::write(&inner_settings, json!({"environment": {"inheritAll": true}}).to_string()).unwrap();
+    std::fs::write(
+        &inner_settings,
+        json!({"environment": {"inheritAll": true}, "sandbox": {"enabled": true}}).to_string(),
+    )
+    .unwrap();
     let config = fx.dir.path().join("mcp.json");
     let ws = fx.ws();
     std::fs::write(
@@ -211,7 +215,7 @@ except OSError as e:
     let mut outcomes = Vec::new();
     for allow in [false, true] {
         let settings = fx.dir.path().join(format!("binding-{allow}.json"));
-        let file = json!({"sandbox": {"network": {"allowLocalBinding": allow}}});
+        let file = json!({"sandbox": {"enabled": true, "network": {"allowLocalBinding": allow}}});
         std::fs::write(&settings, file.to_string()).unwrap();
         let run =
             common::run(fx.command(&["call", "bash", &args, "--settings", settings.to_str().unwrap()]), None);
@@ -279,7 +283,7 @@ fn a_secret_named_in_the_settings_reaches_only_its_host_and_commands_see_a_place
         &settings,
         json!({
             "permissions": {"allow": ["WebFetch(domain:localhost)"]},
-            "sandbox": {"network": {"allowedAddresses": ["127.0.0.1"], "secrets": {"EGRESS_TOKEN": ["http://localhost"]}}},
+            "sandbox": {"enabled": true, "network": {"allowedAddresses": ["127.0.0.1"], "secrets": {"EGRESS_TOKEN": ["http://localhost"]}}},
             "environment": {"inheritAll": true}
         })
         .to_string(),

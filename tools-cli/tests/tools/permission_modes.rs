@@ -154,30 +154,40 @@ fn rules_decide_before_the_mode() {
 }
 
 #[test]
-fn sandboxed_commands_run_without_asking_unless_the_file_says_otherwise() {
+fn sandboxed_commands_run_without_asking_where_the_file_turns_the_sandbox_on() {
     let fx = Fixture::new();
     let sandbox = fx.run(&["call", "bash", r#"{"command": "true"}"#], None);
     if sandbox.json()["metadata"]["sandbox"]["mode"] != "workspace-write" {
         return; // No kernel sandbox here: nothing runs sandboxed.
     }
     let command = json!({"command": "echo x > out.txt"});
-    let file = settings(&fx, json!({"permissions": {"defaultMode": "default"}}));
+    let on = json!({"enabled": true});
+    let file = settings(&fx, json!({"permissions": {"defaultMode": "default"}, "sandbox": on}));
     assert_eq!(outcome(&fx, &file, &[], "bash", &command), Ran);
     assert_eq!(outcome(&fx, &file, &["--sandbox", "off"], "bash", &command), Asked);
-    let file = settings(&fx, json!({"permissions": {"defaultMode": "plan"}}));
+    let file = settings(&fx, json!({"permissions": {"defaultMode": "plan"}, "sandbox": on}));
     assert_eq!(outcome(&fx, &file, &[], "bash", &command), Refused);
-    let file = settings(&fx, json!({"permissions": {"defaultMode": "dontAsk"}}));
+    let file = settings(&fx, json!({"permissions": {"defaultMode": "dontAsk"}, "sandbox": on}));
     assert_eq!(outcome(&fx, &file, &[], "bash", &command), Ran);
     let file = settings(
         &fx,
-        json!({"permissions": {"defaultMode": "default"}, "sandbox": {"autoAllowBashIfSandboxed": false}}),
+        json!({"permissions": {"defaultMode": "default"}, "sandbox": {"enabled": true, "autoAllowBashIfSandboxed": false}}),
     );
     assert_eq!(outcome(&fx, &file, &[], "bash", &command), Asked);
+    // As in Claude Code, a file that does not turn the sandbox on has its allow list and mode
+    // decide (the commands still run sandboxed here); one that says so in as many words, not.
+    let file = settings(&fx, json!({"permissions": {"defaultMode": "default"}}));
+    assert_eq!(outcome(&fx, &file, &[], "bash", &command), Asked);
+    let file =
+        settings(&fx, json!({"permissions": {"defaultMode": "dontAsk", "allow": ["Bash(git status)"]}}));
+    assert_eq!(outcome(&fx, &file, &[], "bash", &command), Refused);
+    let file = settings(&fx, json!({"sandbox": {"autoAllowBashIfSandboxed": true}}));
+    assert_eq!(outcome(&fx, &file, &[], "bash", &command), Ran);
     // A command the settings run outside the sandbox is asked about.
     let sed = json!({"command": "sed -n 1p hello.txt"});
-    let file = settings(&fx, json!({}));
+    let file = settings(&fx, json!({"sandbox": on}));
     assert_eq!(outcome(&fx, &file, &[], "bash", &sed), Ran);
-    let file = settings(&fx, json!({"sandbox": {"excludedCommands": ["sed"]}}));
+    let file = settings(&fx, json!({"sandbox": {"enabled": true, "excludedCommands": ["sed"]}}));
     assert_eq!(outcome(&fx, &file, &[], "bash", &sed), Asked);
 }
 

@@ -390,7 +390,7 @@ fn what_the_settings_deny_reading_or_changing_is_so_to_commands_too() {
     let settings = fx.dir.path().join("settings.json");
     let text = json!({
         "permissions": {"deny": ["Read(./.env)", "Read(./.env.*)", "Edit(./config/**)", "Edit(./*.lock)"]},
-        "sandbox": {"filesystem": {"denyRead": [keys], "allowRead": [keys.join("id.pub")]}},
+        "sandbox": {"enabled": true, "filesystem": {"denyRead": [keys], "allowRead": [keys.join("id.pub")]}},
     });
     std::fs::write(&settings, text.to_string()).unwrap();
     let settings = settings.display().to_string();
@@ -430,8 +430,11 @@ fn commands_write_an_additional_directory_as_the_workspace_and_nowhere_else() {
     std::fs::create_dir_all(&elsewhere).unwrap();
     std::fs::write(shared.join(".git/config"), "[core]\n").unwrap();
     let settings = fx.dir.path().join("settings.json");
-    std::fs::write(&settings, json!({"permissions": {"additionalDirectories": [shared]}}).to_string())
-        .unwrap();
+    std::fs::write(
+        &settings,
+        json!({"permissions": {"additionalDirectories": [shared]}, "sandbox": {"enabled": true}}).to_string(),
+    )
+    .unwrap();
     let (s, e) = (shared.display(), elsewhere.display());
     let script = format!(
         "echo made > {s}/made.txt && echo ok; echo evil >> {s}/.git/config; echo no > {e}/no.txt; echo done"
@@ -579,8 +582,11 @@ fn a_fork_bomb_and_a_memory_bomb_stop_at_the_settings_limits() {
     }
     let fx = Fixture::new();
     let settings = fx.dir.path().join("settings.json");
-    std::fs::write(&settings, json!({"sandbox": {"limits": {"processes": 32, "memory": "64M"}}}).to_string())
-        .unwrap();
+    std::fs::write(
+        &settings,
+        json!({"sandbox": {"enabled": true, "limits": {"processes": 32, "memory": "64M"}}}).to_string(),
+    )
+    .unwrap();
     // Forks until refused, counting the children, then ends them all; then fills 200 MiB.
     let script = "python3 -c 'import os, time\n\
                   pids = []\n\

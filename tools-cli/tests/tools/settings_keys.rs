@@ -93,6 +93,7 @@ fn env_sets_variables_for_commands_and_hooks() {
         "env": {"GREETING": "hi", "TMPDIR": "/nowhere"},
         "environment": {"inherit": ["HOME_*"], "exclude": ["*SECRET*"]},
         "hooks": {"PreToolUse": [hook]},
+        "sandbox": {"enabled": true},
     });
     std::fs::write(&path, text.to_string()).unwrap();
     let script = r#"{"command": "echo \"$GREETING ${HOME_SECRET:-none} $HOME_PLACE\"; test \"$TMPDIR\" != /nowhere && echo own-tmp"}"#;
