@@ -191,19 +191,7 @@ fn ask_git(root: &Path, writable: &[PathBuf], deadline: Instant) -> Option<GitRe
 /// The git directory the `.git` file at `top` names, if it is one (`gitdir: PATH`, taken from
 /// `top`), and the common directory that one's `commondir` names (taken from it).
 fn linked_git_dirs(top: &Path) -> Vec<PathBuf> {
-    let read = |path: &Path| -> Option<String> {
-        let mut text = String::new();
-        // Not through a link, and without waiting on a FIFO: only a regular file is read.
-        let file = std::os::unix::fs::OpenOptionsExt::custom_flags(
-            std::fs::OpenOptions::new().read(true),
-            libc::O_NOFOLLOW | libc::O_NONBLOCK,
-        )
-        .open(path)
-        .ok()
-        .filter(|f| f.metadata().is_ok_and(|m| m.is_file()))?;
-        file.take(4096).read_to_string(&mut text).ok()?;
-        Some(text)
-    };
+    let read = |path: &Path| read_regular(path, 4096);
     let mut dirs = Vec::new();
     let Some(named) = read(&top.join(".git")) else { return dirs };
     let Some(git_dir) = named.lines().next().and_then(|line| line.strip_prefix("gitdir:")) else {
@@ -322,19 +310,25 @@ fn husky(hooks: PathBuf) -> PathBuf {
     }
 }
 
-/// `core.hooksPath` in the git configuration file `config`, read here: sections and keys in
-/// any case, a key on its section's line, comments (`#`, `;`) and quotes; the last one wins.
-fn read_hooks_path(config: &Path) -> Option<std::ffi::OsString> {
+/// The text of the file at `path`, at most `max` bytes of it, if it is a regular file: opened
+/// without following a link, and without waiting on a FIFO.
+fn read_regular(path: &Path, max: u64) -> Option<String> {
     let mut text = String::new();
-    // Not through a link, and without waiting on a FIFO: only a regular file is read.
     let file = std::os::unix::fs::OpenOptionsExt::custom_flags(
         std::fs::OpenOptions::new().read(true),
         libc::O_NOFOLLOW | libc::O_NONBLOCK,
     )
-    .open(config)
+    .open(path)
     .ok()
     .filter(|f| f.metadata().is_ok_and(|m| m.is_file()))?;
-    file.take(MAX_OUTPUT).read_to_string(&mut text).ok()?;
+    file.take(max).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// `core.hooksPath` in the git configuration file `config`, read here: sections and keys in
+/// any case, a key on its section's line, comments (`#`, `;`) and quotes; the last one wins.
+fn read_hooks_path(config: &Path) -> Option<std::ffi::OsString> {
+    let text = read_regular(config, MAX_OUTPUT)?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut core = false;
     let mut found = None;
