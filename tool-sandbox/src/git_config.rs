@@ -18,25 +18,34 @@ const TIME_LIMIT: Duration = Duration::from_secs(2);
 const BUDGET: Duration = Duration::from_secs(3);
 const WINDOW: Duration = Duration::from_secs(10);
 
-/// The time left to ask git in the current window, which starts anew once past.
-fn budget_left() -> Duration {
-    let mut spent = spent().lock().unwrap_or_else(|p| p.into_inner());
-    match *spent {
-        Some((start, used)) if start.elapsed() < WINDOW => BUDGET.saturating_sub(used),
-        _ => {
-            *spent = Some((Instant::now(), Duration::ZERO));
-            BUDGET
-        }
-    }
-}
-
-/// When the current window started, and how long git took in it.
-fn spent() -> &'static Mutex<Option<(Instant, Duration)>> {
-    static SPENT: std::sync::OnceLock<Mutex<Option<(Instant, Duration)>>> = std::sync::OnceLock::new();
-    SPENT.get_or_init(Default::default)
-}
 /// The most of its output read, and of `.git/config` read without it.
 const MAX_OUTPUT: u64 = 1 << 20;
+
+/// `ask(deadline)` within what is left of git's time in the current window of [`BUDGET`] (a
+/// window starts anew once past), the time it took counted; `None` when nothing is left.
+fn within_budget<T>(ask: impl FnOnce(Instant) -> Option<T>) -> Option<T> {
+    static SPENT: std::sync::OnceLock<Mutex<Option<(Instant, Duration)>>> = std::sync::OnceLock::new();
+    let spent = SPENT.get_or_init(Default::default);
+    let left = {
+        let mut spent = spent.lock().unwrap_or_else(|p| p.into_inner());
+        match *spent {
+            Some((start, used)) if start.elapsed() < WINDOW => BUDGET.saturating_sub(used),
+            _ => {
+                *spent = Some((Instant::now(), Duration::ZERO));
+                BUDGET
+            }
+        }
+    };
+    if left.is_zero() {
+        return None;
+    }
+    let started = Instant::now();
+    let answer = ask(started + left.min(TIME_LIMIT));
+    if let Some((_, used)) = spent.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        *used += started.elapsed();
+    }
+    answer
+}
 
 /// A file's identity and last change, to tell that it changed (`None`: absent).
 type Stamp = Option<(u64, u64, u64, i64, i64, i64, i64)>;
@@ -73,45 +82,30 @@ pub(crate) fn git_reads(root: &Path, writable: &[PathBuf]) -> GitReads {
     static ANSWERS: std::sync::OnceLock<Mutex<Answers>> = std::sync::OnceLock::new();
     let answers = ANSWERS.get_or_init(Default::default);
     let mut answers = answers.lock().unwrap_or_else(|p| p.into_inner());
-    let left = budget_left();
     if let Some((read, reads)) = answers.get(root)
-        // Past the deadline, the last answer, as it was, rather than none from git.
-        && (left.is_zero() || read.iter().all(|(file, stamp)| stamp_of(file) == *stamp))
+        && read.iter().all(|(file, stamp)| stamp_of(file) == *stamp)
     {
         return reads.clone();
     }
-    let asked = (!left.is_zero())
-        .then(|| {
-            let started = Instant::now();
-            let asked = ask_git(root, writable, started + left.min(TIME_LIMIT));
-            if let Some((_, used)) = spent().lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-                *used += started.elapsed();
-            }
-            asked
-        })
-        .flatten();
-    let keep = !left.is_zero();
+    let mut asked_in_time = false;
+    let asked = within_budget(|deadline| {
+        asked_in_time = true;
+        ask_git(root, writable, deadline)
+    });
+    // Past git's time, the last answer, as it was, rather than none from git.
+    if !asked_in_time && let Some((_, reads)) = answers.get(root) {
+        return reads.clone();
+    }
+    let keep = asked_in_time;
     let git_dirs = linked_git_dirs(root);
     // When git does not take the directory for a repository (a `HEAD` a command spoiled, an
     // owner git distrusts), the configuration file is still read by git, with its includes.
     let config = git_dirs.first().map_or_else(|| root.join(".git/config"), |dir| dir.join("config"));
     let asked = asked.or_else(|| {
-        let left = budget_left();
         let git = crate::resolve_program("git", &std::env::var_os("PATH")?, writable)?;
-        let started = Instant::now();
-        let config_arg = config.as_os_str().to_str()?;
-        let out = (!left.is_zero()).then(|| {
-            run_git(
-                &git,
-                root,
-                &["config", "--file", config_arg, "--includes", "--list", "--show-origin", "-z"],
-                started + left.min(TIME_LIMIT),
-            )
-        });
-        if let Some((_, used)) = spent().lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-            *used += started.elapsed();
-        }
-        Some(parse(root, &out.flatten()?))
+        let config = config.as_os_str().to_str()?;
+        let args = ["config", "--file", config, "--includes", "--list", "--show-origin", "-z"];
+        within_budget(|deadline| run_git(&git, root, &args, deadline)).map(|out| parse(root, &out))
     });
     let mut reads = asked.unwrap_or_default();
     reads.git_dirs = git_dirs;
