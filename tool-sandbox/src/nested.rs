@@ -48,6 +48,13 @@ impl Names {
     }
 }
 
+/// How each directory is opened: to be listed, never through a link.
+#[cfg(unix)]
+const DIRECTORY: nix::fcntl::OFlag = nix::fcntl::OFlag::O_RDONLY
+    .union(nix::fcntl::OFlag::O_DIRECTORY)
+    .union(nix::fcntl::OFlag::O_NOFOLLOW)
+    .union(nix::fcntl::OFlag::O_CLOEXEC);
+
 /// A directory's identity and last change (device, inode, modification and change times).
 #[cfg(unix)]
 type Stamp = (u64, u64, i64, i64, i64, i64);
@@ -80,7 +87,6 @@ type Look = (Vec<(PathBuf, Stamp)>, Result<Vec<PathBuf>, Vec<PathBuf>>);
 /// `lstat` per directory, listing one a read of every entry.
 #[cfg(unix)]
 pub(crate) fn below_top(root: &Path, names: &Names, depth: usize) -> Result<Vec<PathBuf>, Vec<PathBuf>> {
-    use nix::fcntl::OFlag;
     type Looks = std::collections::HashMap<(PathBuf, usize, Vec<OsString>), Look>;
     static LOOKS: std::sync::OnceLock<std::sync::Mutex<Looks>> = std::sync::OnceLock::new();
     let key = (root.to_path_buf(), depth, names.key.clone());
@@ -91,8 +97,7 @@ pub(crate) fn below_top(root: &Path, names: &Names, depth: usize) -> Result<Vec<
         return found.clone();
     }
     let (mut listed, mut found) = (Vec::new(), Vec::new());
-    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-    let result = match nix::dir::Dir::open(root, flags, nix::sys::stat::Mode::empty()) {
+    let result = match nix::dir::Dir::open(root, DIRECTORY, nix::sys::stat::Mode::empty()) {
         Ok(mut dir) => look(&mut dir, root, 1, depth, names, &mut listed, &mut found),
         Err(_) => Ok(()),
     };
@@ -124,7 +129,6 @@ fn look(
     found: &mut Vec<PathBuf>,
 ) -> Result<(), ()> {
     use nix::dir::Type;
-    use nix::fcntl::OFlag;
     use std::os::unix::ffi::OsStrExt;
     // Taken before the listing: a change made while it is read gives the directory new times.
     if let Ok(stat) = nix::sys::stat::fstat(&*dir) {
@@ -148,10 +152,9 @@ fn look(
             subdirs.push(name.to_owned());
         }
     }
-    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     for name in subdirs {
         let at = path.join(OsStr::from_bytes(name.to_bytes()));
-        match nix::dir::Dir::openat(&*dir, name.as_c_str(), flags, nix::sys::stat::Mode::empty()) {
+        match nix::dir::Dir::openat(&*dir, name.as_c_str(), DIRECTORY, nix::sys::stat::Mode::empty()) {
             Ok(mut sub) => look(&mut sub, &at, level + 1, depth, names, listed, found)?,
             // One this process may not list (`chmod 000` by a command, to hide what is in it)
             // is found as a whole, to be read-only as a whole.

@@ -608,6 +608,9 @@ impl SandboxPolicy {
             .flat_map(|p| expand(Path::new("/"), p))
             .collect();
         let relative = self.relative_protected();
+        // Each pattern with the names its first component matches, built once.
+        let firsts: Vec<(&Path, crate::nested::Names)> =
+            relative.iter().map(|p| (*p, crate::nested::Names::first_of([*p]))).collect();
         for (root, found) in &below.roots {
             for p in &relative {
                 out.extend(expand(root, p));
@@ -615,8 +618,8 @@ impl SandboxPolicy {
             for entry in found {
                 let (Some(dir), Some(name)) = (entry.parent(), entry.file_name()) else { continue };
                 let mut named = false;
-                for p in &relative {
-                    if crate::nested::Names::first_of([*p]).matches(name) {
+                for (p, first) in &firsts {
+                    if first.matches(name) {
                         out.extend(expand(dir, p));
                         named = true;
                     }
