@@ -25,7 +25,8 @@ use crate::shell;
 /// Protected paths are Claude Code's: what runs code or decides the policy (git's metadata and
 /// hooks, the agents' settings and instructions, editors' and shells' configuration). No mode
 /// lets a file tool change them unasked, not even `bypassPermissions`; a rule naming them can.
-/// Reading them is a read.
+/// Reading them is a read. Beneath `.claude`, Claude Code's commands, agents and skills
+/// (`.claude/skills/x/SKILL.md`) are ordinary edits, as in Claude Code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum PermissionMode {
@@ -186,9 +187,26 @@ const CHANGES_DIRECTORY: &[&str] = &["cd", "pushd", "popd"];
 /// workspace settings and git hook managers' directories (tasks, extensions and hooks run code).
 const PROTECTED: &[&[&str]] = &[tool_sandbox::DEFAULT_PROTECTED, &[".husky", ".vscode", ".idea"]];
 
-/// Whether a component of `path` is one of [`PROTECTED`].
+/// Where Claude Code keeps what a model writes for the agent on purpose (its slash commands,
+/// subagents and skills): beneath `.claude`, but not protected from the file tools, so that
+/// `acceptEdits` and `bypassPermissions` write them unasked, as in Claude Code. Commands still
+/// cannot (the sandbox keeps the whole of `.claude` read-only).
+const AGENT_AUTHORED: &[&str] = &["commands", "agents", "skills"];
+
+/// Whether a component of `path` is one of [`PROTECTED`], other than a `.claude` followed by one
+/// of [`AGENT_AUTHORED`].
 fn protected(path: &Path) -> bool {
-    path.components().any(|part| PROTECTED.iter().copied().flatten().any(|name| part.as_os_str() == *name))
+    let mut parts = path.components().map(|part| part.as_os_str()).peekable();
+    while let Some(part) = parts.next() {
+        if !PROTECTED.iter().copied().flatten().any(|name| part == *name) {
+            continue;
+        }
+        let authored = part == ".claude" && parts.peek().is_some_and(|next| AGENT_AUTHORED.iter().any(|n| next == n));
+        if !authored {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether `word`, an argument of one of [`FILE_COMMANDS`], can only name a path beneath the
@@ -357,6 +375,14 @@ mod tests {
         assert!(!edits_files("mkdir -p .claude/hooks"));
         assert!(!edits_files("cp x sub/.git/hooks/pre-commit"));
         assert!(protected(Path::new("/w/.claude/settings.json")) && !protected(Path::new("/w/src/git.rs")));
+        // What Claude Code lets its file tools write unasked beneath `.claude`, and no more.
+        assert!(!protected(Path::new("/w/.claude/skills/review/SKILL.md")));
+        assert!(!protected(Path::new("/w/.claude/commands/x.md")) && !protected(Path::new("/w/.claude/agents")));
+        assert!(protected(Path::new("/w/.claude/skills/.git/config")));
+        assert!(protected(Path::new("/w/.git/.claude/skills/x")));
+        assert!(protected(Path::new("/w/.claude/hooks/x.sh")) && protected(Path::new("/w/.claude/skillsx")));
+        assert!(protected(Path::new("/w/.claude")) && protected(Path::new("/w/.claude/settings.local.json")));
+        assert!(!edits_files("mkdir -p .claude/hooks"));
         assert!(!edits_files("mkdir $HOME/x"));
         assert!(!edits_files("mkdir a && rm -rf b"));
         assert_eq!(PermissionMode::parse("manual"), Some(PermissionMode::Default));

@@ -84,6 +84,22 @@ fn each_mode_decides_what_no_rule_decides() {
             [Asked, Asked, Refused, Refused, Asked],
         ),
         ("write", json!({"path": "sub/.bashrc", "content": "x"}), [Asked, Asked, Refused, Refused, Asked]),
+        (
+            "write",
+            json!({"path": ".claude/settings.json", "content": "{}"}),
+            [Asked, Asked, Refused, Refused, Asked],
+        ),
+        // Claude Code's skills, commands and agents are ordinary edits; nothing else in `.claude`.
+        (
+            "write",
+            json!({"path": ".claude/skills/review/SKILL.md", "content": "x\n"}),
+            [Asked, Ran, Refused, Refused, Ran],
+        ),
+        (
+            "write",
+            json!({"path": ".claude/skills/old/../../hooks/x.sh", "content": "x\n"}),
+            [Asked, Asked, Refused, Refused, Asked],
+        ),
         ("read", json!({"path": "AGENTS.md"}), [Ran, Ran, Ran, Ran, Ran]),
         ("read", json!({"path": ".git/HEAD"}), [Ran, Ran, Ran, Ran, Ran]),
     ];
@@ -92,6 +108,7 @@ fn each_mode_decides_what_no_rule_decides() {
         for (tool, args, expected) in table {
             let fx = Fixture::new();
             std::fs::create_dir_all(fx.ws().join(".git/hooks")).unwrap();
+            std::fs::create_dir_all(fx.ws().join(".claude/skills/old")).unwrap();
             std::fs::write(fx.ws().join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
             std::fs::write(fx.ws().join("AGENTS.md"), "Be brief.\n").unwrap();
             let mcp = mount_config(&fx);
@@ -358,6 +375,13 @@ fn a_rule_about_a_links_name_holds_for_what_it_leads_to() {
     let named = json!({"path": ".git/hooks/pre-commit", "content": "x"});
     assert_eq!(outcome(&fx, &file, &["--sandbox", "off"], "write", &named), Asked);
     assert!(!ws.join(".git/hooks/pre-commit").exists());
+    // Skills are ordinary edits, but not through a link to the rest of `.claude`.
+    std::fs::create_dir(ws.join(".claude")).unwrap();
+    std::os::unix::fs::symlink(".", ws.join(".claude/skills")).unwrap();
+    let through = json!({"path": ".claude/skills/settings.json", "content": "{}"}).to_string();
+    let run = fx.run(&["call", "write", &through, "--settings", &file, "--sandbox", "off"], None);
+    assert_eq!(run.json()["is_error"], true, "{}", run.stdout);
+    assert!(!ws.join(".claude/settings.json").exists());
 }
 
 #[test]
