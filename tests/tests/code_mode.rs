@@ -187,6 +187,56 @@ async fn a_call_refused_by_a_pre_tool_use_hook_is_a_tool_error_the_script_catche
     );
 }
 
+/// What a PostToolUse hook or a check after an edit says to the model about a nested call
+/// reaches the model with the script's result, whatever the script does with the call's result.
+#[tokio::test]
+async fn what_hooks_and_checks_say_about_a_scripts_calls_reaches_the_model() {
+    let dir = TempDir::new("code-notices");
+    let root = dir.path();
+    let hook = root.join("hook.sh");
+    std::fs::write(
+        &hook,
+        "#!/bin/bash\ninput=$(cat)\ncase \"$input\" in\n\
+         *blocked.txt*) echo 'lint: blocked.txt has a tab' >&2; exit 2;;\n\
+         *) echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PostToolUse\", \"additionalContext\": \"lint: 3 warnings\"}}';;\n\
+         esac\n",
+    )
+    .unwrap();
+    let settings = json!({"hooks": {"PostToolUse": [{"matcher": "write", "hooks": [
+        {"type": "command", "command": format!("bash {}", hook.display()), "timeout": 10}
+    ]}]}})
+    .to_string();
+    let loaded = Settings::parse(&settings, "settings.json", Rules::builder(root)).unwrap();
+    let check = tools_std::verify::Verify::new(["md"], ["grep", "-q", "GOOD", "{file}"]);
+    let dispatcher = Dispatcher::builder(std_registry(Limits::default()))
+        .dependency(Workspace::new(root).unwrap().with_verifiers(vec![check]))
+        .policy(Policy::from_settings(loaded))
+        .build();
+    let result = script(
+        &dispatcher,
+        r#"
+        await tools.write({ path: "a.txt", content: "x\n" });
+        try { await tools.write({ path: "blocked.txt", content: "x\n" }); } catch (e) {}
+        await tools.write({ path: "good.md", content: "GOOD\n" });
+        await tools.write({ path: "bad.md", content: "bad\n" });
+        "wrote 4 files"
+        "#,
+    )
+    .await;
+    let out = text(&result);
+    assert!(!result.output.is_error, "{out}");
+    let hook = format!("bash {}", hook.display());
+    let expected = format!(
+        "wrote 4 files\n[What hooks and checks said about the script's calls, which the script did not print:]\n\
+         - `write` (call-1.1): lint: 3 warnings\n\
+         - `write` (call-1.2): PostToolUse hook `{hook}`: lint: blocked.txt has a tab\n\
+         - `write` (call-1.3): lint: 3 warnings\n\
+         - `write` (call-1.4): Check `grep -q GOOD ./bad.md` failed with exit code 1 (the edit of bad.md is applied).\n\
+         - `write` (call-1.4): lint: 3 warnings\n"
+    );
+    assert_eq!(out, expected);
+}
+
 /// A cheap tool (`echo`, exclusive) and two that wait at a barrier of `n` (`meet`, parallel;
 /// `queue`, exclusive), so that a call of `meet` can only end once `n` of them run at once.
 fn gate_registry(n: usize) -> Registry {
@@ -744,6 +794,35 @@ async fn a_script_past_its_yield_time_runs_on_and_code_output_reads_the_rest_onc
         "{}",
         text(&again)
     );
+}
+
+/// Once a script runs in the background, each call it starts takes turns with the model's
+/// exclusive calls (seen in the events: a call's `started` comes once it holds its guards, its
+/// `finished` before it lets go); the one running when it went there goes on.
+#[tokio::test]
+async fn a_held_scripts_calls_take_turns_with_the_models_calls() {
+    let limits = Limits::default().with_yield_time(Some(Duration::from_millis(200)));
+    let (registry, _) = ticking(limits);
+    let events = Events::default();
+    let dispatcher = Dispatcher::builder(registry).session_id("one").events(events.sink()).build();
+    let source =
+        "await tools.tick({ms: 400}); for (let i = 0; i < 4; i++) await tools.tick({ms: 50, i}); 'done'";
+    let first = script(&dispatcher, source).await;
+    let id = first.output.metadata["script_id"].as_str().expect("held").to_owned();
+    // The model's exclusive call, while the script's first call still runs.
+    let model = call(&dispatcher, "tick", json!({"ms": 400})).await;
+    assert_eq!(text(&model), "tock");
+    let end = call(&dispatcher, "code_output", json!({"id": id, "yield_ms": 10_000})).await;
+    assert_eq!(text(&end), "done");
+    let ticks = events.lifecycle("tick");
+    let at = |kind: &str, id: &str| ticks.iter().position(|(k, i)| *k == kind && i == id).unwrap();
+    let (model_started, model_finished) = (at("started", "tick-call"), at("finished", "tick-call"));
+    // The first call was running when the script went to the background: it goes on.
+    assert!(at("started", "call-1.1") < model_started, "{ticks:?}");
+    // The ones after it wait for the model's call to end.
+    for n in 2..=5 {
+        assert!(at("started", &format!("call-1.{n}")) > model_finished, "{ticks:?}");
+    }
 }
 
 #[tokio::test]

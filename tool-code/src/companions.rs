@@ -43,6 +43,9 @@ pub(crate) fn pair(name: &str, held: Arc<Held>, limits: Limits) -> (Companion, C
         }),
     )
     .with_polls(true)
+    // `parallel`: waiting for the script, it must not keep the script's calls waiting, which take
+    // a shared guard of the model's gate once the script runs in the background.
+    .with_parallel(true)
     .with_truncation(BOTH_ENDS)
     .with_annotations(ToolAnnotations {
         title: Some("Read a running script".into()),
@@ -62,6 +65,7 @@ pub(crate) fn pair(name: &str, held: Arc<Held>, limits: Limits) -> (Companion, C
             "additionalProperties": false,
         }),
     )
+    .with_parallel(true)
     .with_truncation(BOTH_ENDS)
     .with_annotations(ToolAnnotations {
         title: Some("Stop a running script".into()),

@@ -13,7 +13,7 @@ use crate::limits::Stop;
 
 /// How many scripts one session may leave running (or ended and not read yet).
 pub(crate) const PER_SESSION: usize = 4;
-/// How many all sessions together may.
+/// How many still running all sessions together may leave (each has a thread).
 pub(crate) const TOTAL: usize = 32;
 /// How long the end of a script nobody read is kept: a session that never reads it (the model
 /// forgot it, the client went away) would otherwise keep its place among the [`TOTAL`] for as
@@ -41,8 +41,15 @@ struct Progress {
     printed: String,
     /// How much of `printed` a call has returned.
     delivered: usize,
+    /// What hooks and checks said to the model about the script's calls, not yet returned: one
+    /// line each, at most [`NOTICES_KEPT`] bytes, then how many more there were.
+    notices: String,
+    notices_left_out: u64,
     end: Option<End>,
 }
+
+/// How much of what hooks and checks said about a script's calls is kept between two reads.
+const NOTICES_KEPT: usize = 64 * 1024;
 
 /// How a script ended.
 #[derive(Debug)]
@@ -93,6 +100,38 @@ impl Running {
     pub(crate) fn print(&self, text: &str) {
         self.progress().printed.push_str(text);
         self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// A hook or a check said `notice` to the model about the script's call `call_id` of
+    /// `tool` ([`tool_core::ToolOutput::with_notice`]): the model reads it with the script's
+    /// output, whatever the script does with the call's result.
+    pub(crate) fn notice(&self, tool: &str, call_id: &str, notice: &str) {
+        let line = format!("- `{tool}` ({call_id}): {}\n", notice.trim_end());
+        let mut progress = self.progress();
+        if progress.notices.len() + line.len() <= NOTICES_KEPT {
+            progress.notices.push_str(&line);
+        } else {
+            progress.notices_left_out += 1;
+        }
+    }
+
+    /// The notices not returned yet, as a paragraph after `unread` (empty when there are none).
+    fn with_notices(progress: &mut Progress, mut unread: String) -> String {
+        if progress.notices.is_empty() && progress.notices_left_out == 0 {
+            return unread;
+        }
+        if !unread.is_empty() && !unread.ends_with('\n') {
+            unread.push('\n');
+        }
+        unread.push_str(
+            "[What hooks and checks said about the script's calls, which the script did not print:]\n",
+        );
+        unread.push_str(&std::mem::take(&mut progress.notices));
+        let left_out = std::mem::take(&mut progress.notices_left_out);
+        if left_out > 0 {
+            unread.push_str(&format!("- and {left_out} more, left out\n"));
+        }
+        unread
     }
 
     /// The script ended.
@@ -161,6 +200,7 @@ impl Running {
         let output = std::mem::take(&mut end.finished.output);
         let unread = output.get(delivered..).unwrap_or_default().to_owned();
         progress.delivered = progress.printed.len();
+        let unread = Self::with_notices(&mut progress, unread);
         let end = progress.end.as_ref()?;
         Some(Waited::Ended {
             unread,
@@ -174,7 +214,7 @@ impl Running {
         let mut progress = self.progress();
         let unread = progress.printed[progress.delivered..].to_owned();
         progress.delivered = progress.printed.len();
-        Waited::Running { unread }
+        Waited::Running { unread: Self::with_notices(&mut progress, unread) }
     }
 }
 
@@ -206,31 +246,32 @@ impl Held {
     }
 
     /// Whether `session` may leave one more script running; if not, why, in words that say what
-    /// to do (`tool`: the script tool's name).
+    /// to do (`tool`: the script tool's name). Other sessions' scripts do not count: when all
+    /// sessions together hold as many running scripts as they may, a script runs anyway, and its
+    /// call waits for its end rather than returning at its yield time ([`Held::hold`]).
     pub(crate) fn room(&self, session: &str, tool: &str) -> Result<(), String> {
         let scripts = self.kept();
         let mine: Vec<&str> =
             scripts.iter().filter(|entry| entry.session == session).map(|entry| entry.id.as_str()).collect();
         if mine.len() >= PER_SESSION {
             return Err(format!(
-                "This session already has {PER_SESSION} scripts left running or with an end not read yet ({}),                  the most it may: read their ends with {tool}_output or stop one with {tool}_stop, then run                  this script.",
+                "This session already has {PER_SESSION} scripts left running or with an end not read yet ({}), \
+                 the most it may: read their ends with {tool}_output or stop one with {tool}_stop, then run \
+                 this script.",
                 mine.iter().map(|id| format!("`{id}`")).collect::<Vec<_>>().join(", ")
-            ));
-        }
-        if scripts.len() >= TOTAL {
-            return Err(format!(
-                "The server already holds {TOTAL} scripts left running by all its sessions, the most it may;                  try again when some have ended."
             ));
         }
         Ok(())
     }
 
-    /// Holds `running` for `session` under a new id; `None` when the session, or all
-    /// sessions, hold as many as they may.
+    /// Holds `running` for `session` under a new id; `None` when the session holds as many as
+    /// it may, or all sessions together hold [`TOTAL`] scripts still running (those that ended,
+    /// which have no thread, count only against their session's).
     pub(crate) fn hold(&self, session: &str, running: Arc<Running>) -> Option<String> {
         let mut scripts = self.kept();
         let mine = scripts.iter().filter(|entry| entry.session == session).count();
-        if mine >= PER_SESSION || scripts.len() >= TOTAL {
+        let running_now = scripts.iter().filter(|entry| !entry.running.ended()).count();
+        if mine >= PER_SESSION || running_now >= TOTAL {
             return None;
         }
         // Numbered, and not guessable: clients that share a session state (sessionless HTTP)
@@ -325,23 +366,47 @@ mod tests {
         Arc::new(running)
     }
 
+    /// A script still running.
+    fn running() -> Arc<Running> {
+        Arc::new(Running::new(Duration::from_secs(60)))
+    }
+
     #[test]
     fn an_end_nobody_read_gives_its_place_up_after_a_while() {
         let held = Held::default();
-        for n in 0..TOTAL {
-            assert!(held.hold(&format!("s{}", n / PER_SESSION), ended()).is_some());
+        for _ in 0..PER_SESSION {
+            assert!(held.hold("s0", ended()).is_some());
         }
-        assert!(held.hold("s0", ended()).is_none(), "past the session's bound");
-        assert!(held.hold("b", ended()).is_none(), "past the bound of all sessions");
-        // The ends of one session's scripts were not read for long: they make room.
-        for entry in held.scripts().iter().filter(|entry| entry.session == "s0") {
+        assert!(held.hold("s0", running()).is_none(), "past the session's bound");
+        assert!(held.room("s0", "code").unwrap_err().starts_with("This session already has 4 scripts"));
+        // The ends of the session's scripts were not read for long: they make room.
+        for entry in held.scripts().iter() {
             let mut progress = entry.running.progress();
             let end = progress.end.as_mut().unwrap();
             end.at = end.at.checked_sub(UNREAD_END_KEPT + Duration::from_secs(1)).unwrap();
         }
-        let id = held.hold("b", ended()).expect("room made");
-        assert_eq!(held.ids("b"), [id]);
-        assert!(held.ids("s0").is_empty());
-        assert_eq!(held.scripts().len(), TOTAL - PER_SESSION + 1);
+        assert!(held.room("s0", "code").is_ok());
+        let id = held.hold("s0", running()).expect("room made");
+        assert_eq!(held.ids("s0"), [id]);
+    }
+
+    /// Other sessions' scripts never keep a script from starting; the ones still running, each
+    /// with its thread, are bounded in all, the ended ones only by their sessions' bounds.
+    #[test]
+    fn only_running_scripts_count_against_the_bound_of_all_sessions() {
+        let held = Held::default();
+        for n in 0..TOTAL {
+            assert!(held.hold(&format!("s{}", n / PER_SESSION), ended()).is_some());
+        }
+        assert!(held.room("b", "code").is_ok());
+        assert!(held.hold("b", running()).is_some(), "ended scripts of other sessions leave room");
+        let others: Vec<Arc<Running>> = (0..TOTAL).map(|_| running()).collect();
+        for (n, script) in others.iter().enumerate().skip(1) {
+            assert!(held.hold(&format!("r{}", n / PER_SESSION), script.clone()).is_some());
+        }
+        assert!(held.room("c", "code").is_ok(), "a script may start");
+        assert!(held.hold("c", running()).is_none(), "but not go on in the background");
+        others[1].end(Finished::default(), None);
+        assert!(held.hold("c", running()).is_some(), "once one ended, it may");
     }
 }

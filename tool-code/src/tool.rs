@@ -13,7 +13,7 @@ use tool_core::{
     ToolAnnotations, ToolCall, ToolContext, ToolError, ToolOutput, ToolResult, ToolSpec, TruncationDirection,
     TruncationPolicy,
 };
-use tool_providers::catalog::Catalog;
+use tool_providers::catalog::{Catalog, UnknownTool};
 
 use crate::engine::{self, Finished, Settled, Setup, StopFlag, ToHost};
 use crate::held::{Held, OnCancel, Running, SessionScripts, Waited};
@@ -38,9 +38,12 @@ pub const NAME: &str = "code";
 /// A script still running at its [yield time](Limits::yield_time) goes on in the background:
 /// the call returns what it printed so far and the script's id, `code_output` (registered with
 /// this tool, see [`CodeTool::beside_its_tools`]) returns what it prints next and its end, and
-/// `code_stop` stops it. Its wall time still bounds it, and a session holds at most 4 such
-/// scripts (32 in all; an end nobody read is forgotten 10 minutes after it came); past that, a
-/// call waits for its script's end.
+/// `code_stop` stops it. Each call it starts from then on takes turns with the model's calls
+/// too ([`Dispatcher::detach`]): an edit of the script's waits for the model's and the other way
+/// round; a call running when it went to the background goes on, as a command does. Its wall
+/// time still bounds it. A session holds at most 4 such scripts, ended ones whose end nobody
+/// read among them for 10 minutes (past that, a script call is refused before it starts), and
+/// all sessions together 32 still running (past that, a call waits for its script's end).
 pub struct CodeTool {
     spec: ToolSpec,
     tools: Arc<Registry>,
@@ -82,6 +85,30 @@ impl CodeTool {
     /// This tool with other limits.
     pub fn with_limits(mut self, limits: Limits) -> CodeTool {
         self.limits = limits;
+        self.spec = self.make_spec(&self.spec.name.clone());
+        self
+    }
+
+    /// Leaves the named tools out of the description too, as deferred ones are: a script finds
+    /// them with `tools.tool_search({query})` (a provider catalog's `defer` for the tools a
+    /// script calls); a name that is no tool of the registry is an error.
+    pub fn defer<I, S>(mut self, names: I) -> Result<CodeTool, UnknownTool>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let catalog = self.catalog.take().unwrap_or_else(|| Catalog::new(self.tools.clone()));
+        let catalog = catalog.defer(names)?;
+        self.catalog = catalog.has_deferred().then_some(catalog);
+        self.spec = self.make_spec(&self.spec.name.clone());
+        Ok(self)
+    }
+
+    /// Leaves every tool out of the description: a script finds each with `tools.tool_search`.
+    pub fn defer_all(mut self) -> CodeTool {
+        let catalog = self.catalog.take().unwrap_or_else(|| Catalog::new(self.tools.clone()));
+        let catalog = catalog.defer_all();
+        self.catalog = catalog.has_deferred().then_some(catalog);
         self.spec = self.make_spec(&self.spec.name.clone());
         self
     }
@@ -184,8 +211,9 @@ impl CodeTool {
             self.held.room(ctx.session_id(), &self.spec.name).map_err(ToolError::execution)?;
         }
         let running = Arc::new(Running::new(limits.wall_time));
+        let nested = dispatcher.nested(self.tools.clone());
         let driver = Driver {
-            nested: dispatcher.nested(self.tools.clone()),
+            nested: nested.clone(),
             options: ctx.nested_call_options(),
             parent: ctx.call_id().to_owned(),
             limits,
@@ -208,6 +236,9 @@ impl CodeTool {
         let waited = match running.wait(yield_at, cancel, OnCancel::StopScript).await {
             Waited::Running { unread } => match self.held.hold(ctx.session_id(), running.clone()) {
                 Some(id) => {
+                    // From now on its calls take turns with the model's, this call no longer
+                    // keeping the model's other calls waiting.
+                    nested.detach();
                     unheld.running = None;
                     ctx.session()
                         .get_or_insert_with(|| SessionScripts::new(ctx.session_id()))
@@ -256,10 +287,12 @@ impl Driver {
         let permits = Arc::new(Semaphore::new(self.limits.concurrent_calls.max(1)));
         let (nested, options, parent, cancel) =
             (self.nested.clone(), self.options.clone(), self.parent.clone(), calls_cancel.clone());
+        let running = self.running.clone();
         let start_call: engine::StartCall = Arc::new(move |id, tool, arguments| {
             let call = ToolCall::new(format!("{parent}.{id}"), tool, arguments);
             let task = nested_call(nested.clone(), call, options.clone(), cancel.clone(), permits.clone());
-            Box::pin(async move { settled(task.await) })
+            let running = running.clone();
+            Box::pin(async move { settled(task.await, &running) })
         });
         let engine = Setup {
             source,
@@ -435,9 +468,13 @@ async fn nested_call(
     result
 }
 
-/// How a call ended, as the script sees it: its result, or an error it throws.
-fn settled(result: ToolResult) -> Settled {
-    let ToolResult { tool, output, .. } = result;
+/// How a call ended, as the script sees it: its result, or an error it throws. What hooks and
+/// checks said to the model about it goes to the model too.
+fn settled(result: ToolResult, running: &Running) -> Settled {
+    let ToolResult { call_id, tool, output, .. } = result;
+    for notice in output.notices() {
+        running.notice(&tool, &call_id, notice);
+    }
     if output.is_error {
         let kind =
             output.metadata.get("error_kind").and_then(Value::as_str).unwrap_or("execution").to_owned();

@@ -104,6 +104,35 @@ impl ToolOutput {
         self
     }
 
+    /// Adds `text` as a content item that something other than the tool says to the model about
+    /// this call (a hook's feedback, a failed check after an edit), and lists it under the
+    /// metadata key [`ToolOutput::NOTICES`], where truncation does not reach it: a host that
+    /// passes on only part of a result (a script tool, which returns what its script prints)
+    /// passes these on whole.
+    pub fn with_notice(mut self, text: impl Into<String>) -> Self {
+        self.add_notice(text);
+        self
+    }
+
+    /// [`ToolOutput::with_notice`] in place.
+    pub fn add_notice(&mut self, text: impl Into<String>) {
+        let text = text.into();
+        let listed = self.metadata.entry(Self::NOTICES).or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(list) = listed {
+            list.push(Value::String(text.clone()));
+        }
+        self.content.push(Content::text(text));
+    }
+
+    /// The metadata key of the notices ([`ToolOutput::with_notice`]): an array of strings.
+    pub const NOTICES: &'static str = "notices";
+
+    /// The notices of this result ([`ToolOutput::with_notice`]), in order.
+    pub fn notices(&self) -> impl Iterator<Item = &str> {
+        let listed = self.metadata.get(Self::NOTICES).and_then(Value::as_array);
+        listed.into_iter().flatten().filter_map(Value::as_str)
+    }
+
     /// All text items joined with newlines: what a text-only client shows.
     pub fn text_content(&self) -> String {
         let mut out = String::new();

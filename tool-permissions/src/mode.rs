@@ -201,7 +201,8 @@ fn protected(path: &Path) -> bool {
         if !PROTECTED.iter().copied().flatten().any(|name| part == *name) {
             continue;
         }
-        let authored = part == ".claude" && parts.peek().is_some_and(|next| AGENT_AUTHORED.iter().any(|n| next == n));
+        let authored =
+            part == ".claude" && parts.peek().is_some_and(|next| AGENT_AUTHORED.iter().any(|n| next == n));
         if !authored {
             return true;
         }
@@ -377,7 +378,9 @@ mod tests {
         assert!(protected(Path::new("/w/.claude/settings.json")) && !protected(Path::new("/w/src/git.rs")));
         // What Claude Code lets its file tools write unasked beneath `.claude`, and no more.
         assert!(!protected(Path::new("/w/.claude/skills/review/SKILL.md")));
-        assert!(!protected(Path::new("/w/.claude/commands/x.md")) && !protected(Path::new("/w/.claude/agents")));
+        assert!(
+            !protected(Path::new("/w/.claude/commands/x.md")) && !protected(Path::new("/w/.claude/agents"))
+        );
         assert!(protected(Path::new("/w/.claude/skills/.git/config")));
         assert!(protected(Path::new("/w/.git/.claude/skills/x")));
         assert!(protected(Path::new("/w/.claude/hooks/x.sh")) && protected(Path::new("/w/.claude/skillsx")));

@@ -528,7 +528,6 @@ impl AfterHook for After {
 impl Policy {
     #[cfg(feature = "command-hooks")]
     async fn post_tool_use(&self, call: &HookCall, mut output: ToolOutput) -> Result<ToolOutput, ToolError> {
-        use tool_core::Content;
         let other_name = self.rules.catalog().hook_name_of(&call.tool);
         let other_name = other_name.as_deref();
         for hook in self.hooks.post_tool_use.iter().filter(|hook| {
@@ -556,11 +555,11 @@ impl Policy {
                 ))
             })?;
             if let Some(reason) = feedback.blocked {
-                output.content.push(Content::text(format!("PostToolUse hook `{}`: {reason}", hook.command)));
+                output.add_notice(format!("PostToolUse hook `{}`: {reason}", hook.command));
                 output.is_error = true;
             }
             if let Some(context) = feedback.context {
-                output.content.push(Content::text(context));
+                output.add_notice(context);
             }
         }
         Ok(output)

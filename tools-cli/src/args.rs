@@ -112,13 +112,15 @@ pub(crate) struct ListArgs {
 }
 
 /// Which tools are deferred: left out of the definitions until a tool search finds them.
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 pub(crate) struct DeferArgs {
     /// Defer every tool.
     #[arg(long)]
     pub defer_all: bool,
     /// Defer these tools (comma-separated; repeatable), besides those deferred by their
-    /// definition or by `"defer": true` on their MCP server.
+    /// definition or by `"defer": true` on their MCP server. With `--code-mode`, the script
+    /// tool's description leaves them (or, with `--defer-all`, every tool) to
+    /// `tools.tool_search` too; with `--code-mode=only`, that is all they do.
     #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
     pub defer: Vec<String>,
 }

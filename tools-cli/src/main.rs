@@ -148,9 +148,19 @@ fn registry(mounts: &[McpMount]) -> Result<Registry, Failure> {
 /// which shows what `serve` offers), a script still running at its yield time runs on, read
 /// with `code_output`; `call` and `turn` exit once their calls are answered, so there a call
 /// waits for its script's end.
-fn code_mode(registry: Registry, args: &CodeModeArgs, serves: bool) -> Result<Registry, Failure> {
+fn code_mode(
+    registry: Registry,
+    args: &CodeModeArgs,
+    defer: &DeferArgs,
+    serves: bool,
+) -> Result<Registry, Failure> {
     let Some(mode) = args.code_mode else { return Ok(registry) };
     let mut tool = tool_runtime::code::CodeTool::new(registry);
+    // What `--defer` leaves out of the definitions, the script tool's description leaves out too.
+    if defer.defer_all {
+        tool = tool.defer_all();
+    }
+    tool = tool.defer(&defer.defer).map_err(|e| Failure::usage(format!("--defer: {e}")))?;
     let yield_time = match args.code_yield_ms {
         _ if !serves => None,
         Some(0) => None,
@@ -244,6 +254,7 @@ async fn prepare(
     args: &WorkspaceArgs,
     mcp: &McpArgs,
     code: &CodeModeArgs,
+    defer: &DeferArgs,
     serves: bool,
 ) -> Result<(Setup, Vec<McpMount>, Registry), Failure> {
     let file = Loaded::read(args)?;
@@ -265,7 +276,7 @@ async fn prepare(
     };
     let tools = registry(&mounts)?;
     let names: Vec<String> = tools.names().map(str::to_owned).collect();
-    let offered = code_mode(tools, code, serves)?;
+    let offered = code_mode(tools, code, defer, serves)?;
     let scripts: Vec<String> =
         offered.names().filter(|name| !names.iter().any(|tool| tool == name)).map(str::to_owned).collect();
     let known = Known { tools: &names, mounts: &mounts, scripts: &scripts };
@@ -561,9 +572,9 @@ async fn list(args: ListArgs) -> Result<i32, Failure> {
         None => Vec::new(),
     };
     let mode = if args.hosted_search { SearchMode::Hosted } else { SearchMode::Client };
-    let registry = code_mode(registry(&mounts)?, &args.code, true)?;
+    let registry = code_mode(registry(&mounts)?, &args.code, &args.defer, true)?;
     let registry = describable(registry, args.format.provider(), &definition_options(&args))?;
-    let catalog = catalog(registry, &args.defer)?.with_search_mode(mode);
+    let catalog = catalog(registry, offered_deferred(&args.code, &args.defer))?.with_search_mode(mode);
     let loaded: LoadedTools = args.loaded.iter().collect();
     for name in loaded.names() {
         if !catalog.is_deferred(name) {
@@ -609,6 +620,16 @@ fn definition_options(args: &ListArgs) -> DefinitionOptions {
         .with_gemini_json_schema(args.extras.gemini_json_schema)
 }
 
+/// What `--defer` defers among the tools offered: nothing under `--code-mode=only`, which offers
+/// the script tool alone (the script tool's description left them out, [`code_mode`]).
+fn offered_deferred<'a>(code: &CodeModeArgs, defer: &'a DeferArgs) -> &'a DeferArgs {
+    static NONE: DeferArgs = DeferArgs { defer_all: false, defer: Vec::new() };
+    match code.code_mode {
+        Some(CodeMode::Only) => &NONE,
+        _ => defer,
+    }
+}
+
 /// The registry as a catalog whose deferred tools are those `args` names, besides those
 /// deferred by their definition; an unknown name is a usage error.
 fn catalog(registry: Registry, args: &DeferArgs) -> Result<Catalog, Failure> {
@@ -633,7 +654,8 @@ fn definitions(
 }
 
 async fn call(args: CallArgs) -> Result<i32, Failure> {
-    let (setup, _mounts, registry) = prepare(&args.workspace, &args.mcp, &args.code, false).await?;
+    let (setup, _mounts, registry) =
+        prepare(&args.workspace, &args.mcp, &args.code, &DeferArgs::default(), false).await?;
     if !registry.contains(&args.name) {
         return Err(Failure::usage(registry.unknown_tool(&args.name).message().to_owned()));
     }
@@ -668,7 +690,8 @@ async fn call(args: CallArgs) -> Result<i32, Failure> {
 
 async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     let provider = args.format.provider();
-    let (setup, _mounts, registry) = prepare(&args.workspace, &args.mcp, &args.code, false).await?;
+    let (setup, _mounts, registry) =
+        prepare(&args.workspace, &args.mcp, &args.code, &args.defer, false).await?;
     let text = read_stdin("the assistant message")?;
     if text.trim().is_empty() {
         return Err(Failure::usage(format!(
@@ -677,7 +700,7 @@ async fn turn(args: TurnArgs) -> Result<i32, Failure> {
     }
     let message: Value = serde_json::from_str(&text)
         .map_err(|e| Failure::usage(format!("standard input is not valid JSON: {e}")))?;
-    let catalog = catalog(registry, &args.defer)?;
+    let catalog = catalog(registry, offered_deferred(&args.code, &args.defer))?;
     let mut builder = dispatcher(catalog.registry().clone(), setup, &args.workspace);
     if args.events {
         builder = builder.events(EventFn(print_event));
@@ -719,7 +742,8 @@ fn turn_id() -> String {
 
 async fn serve(args: ServeArgs) -> Result<i32, Failure> {
     // The mounted servers' tools are served with ours, for as long as we serve.
-    let (setup, mounts, registry) = prepare(&args.workspace, &args.mcp, &args.code, true).await?;
+    let (setup, mounts, registry) =
+        prepare(&args.workspace, &args.mcp, &args.code, &DeferArgs::default(), true).await?;
     // What confines every command of this session, said once when serving starts.
     let announce: Vec<String> =
         std::iter::once(sandbox_line(&setup.workspace)).chain(setup.announce.iter().cloned()).collect();
@@ -792,7 +816,9 @@ async fn pass_on_tool_changes(
 ) {
     let mut changes = mounted::any_changed(mounts.iter().map(McpMount::changes));
     while changes.recv().await.is_some() {
-        let rebuilt = match registry(&mounts).and_then(|registry| code_mode(registry, &code, true)) {
+        let rebuilt = match registry(&mounts)
+            .and_then(|registry| code_mode(registry, &code, &DeferArgs::default(), true))
+        {
             Ok(registry) => server.replace_registry(registry).await.map_err(|e| e.to_string()),
             Err(failure) => Err(failure.message),
         };

@@ -339,6 +339,7 @@ impl DispatcherBuilder {
                 }),
                 gate: Arc::new(RwLock::new(())),
                 cap: self.max_concurrency.map(|n| Arc::new(Semaphore::new(n))),
+                outer: None,
                 repeat: self.repeat.unwrap_or_default(),
                 last_call: Mutex::new(None),
                 config: self.config,
@@ -346,6 +347,9 @@ impl DispatcherBuilder {
         }
     }
 }
+
+/// A dispatcher's parallel gate, and a nested one's caller's.
+type Gates = (Arc<RwLock<()>>, Option<Arc<gate::Outer>>);
 
 pub(crate) struct Inner {
     /// This dispatcher, for the contexts of its calls ([`ToolContext::dispatcher`]).
@@ -358,6 +362,8 @@ pub(crate) struct Inner {
     /// The parallel gate ([`gate`]) and the concurrency cap.
     gate: Arc<RwLock<()>>,
     cap: Option<Arc<Semaphore>>,
+    /// For a nested dispatcher, the gate of the one it was made from ([`Dispatcher::detach`]).
+    outer: Option<Arc<gate::Outer>>,
     /// The repeat guard ([`repeat`]) and the call it compares the next one with.
     repeat: RepeatGuard,
     last_call: Mutex<Option<repeat::LastCall>>,
@@ -464,7 +470,7 @@ impl Dispatcher {
             session: SessionState::new(),
             permissions: shared.permissions.clone(),
         });
-        self.derive(self.inner.registry.clone(), shared, Arc::new(RwLock::new(())))
+        self.derive(self.inner.registry.clone(), shared, (Arc::new(RwLock::new(())), None))
     }
 
     /// The same dispatcher over another registry: the session (id and state), dependencies,
@@ -472,20 +478,21 @@ impl Dispatcher {
     /// with `self`, so a call on either waits for the other's exclusive calls. The repeat guard
     /// starts afresh. Calls already running on `self` finish on its registry.
     pub fn with_registry(&self, registry: impl Into<Arc<Registry>>) -> Dispatcher {
-        self.derive(registry.into(), self.inner.shared.clone(), self.inner.gate.clone())
+        let gates = (self.inner.gate.clone(), self.inner.outer.clone());
+        self.derive(registry.into(), self.inner.shared.clone(), gates)
     }
 
     /// A dispatcher with `self`'s hooks, limits, output store, event sink and concurrency cap
-    /// over the given registry, session and parallel gate, with a fresh repeat guard.
-    fn derive(&self, registry: Arc<Registry>, shared: Arc<Shared>, gate: Arc<RwLock<()>>) -> Dispatcher {
-        self.derive_capped(registry, shared, gate, self.inner.cap.clone())
+    /// over the given registry, session and parallel gates, with a fresh repeat guard.
+    fn derive(&self, registry: Arc<Registry>, shared: Arc<Shared>, gates: Gates) -> Dispatcher {
+        self.derive_capped(registry, shared, gates, self.inner.cap.clone())
     }
 
     fn derive_capped(
         &self,
         registry: Arc<Registry>,
         shared: Arc<Shared>,
-        gate: Arc<RwLock<()>>,
+        (gate, outer): Gates,
         cap: Option<Arc<Semaphore>>,
     ) -> Dispatcher {
         let inner = &self.inner;
@@ -496,6 +503,7 @@ impl Dispatcher {
                 shared,
                 gate,
                 cap,
+                outer,
                 repeat: inner.repeat,
                 last_call: Mutex::new(None),
                 config: inner.config.clone(),
@@ -510,7 +518,8 @@ impl Dispatcher {
     /// gate and a repeat guard of its own and no concurrency cap: the running call holds its
     /// guard and permit of `self`, which its own calls would otherwise wait for forever. Among
     /// themselves, nested calls keep the parallel policy: `parallel` tools overlap, others run
-    /// one at a time.
+    /// one at a time. A call that returns while its calls go on (a script that goes on in the
+    /// background) says so with [`Dispatcher::detach`] before it returns.
     ///
     /// A running call reaches its dispatcher with [`ToolContext::dispatcher`], and passes on its
     /// asker with [`ToolContext::nested_call_options`].
@@ -518,7 +527,24 @@ impl Dispatcher {
     /// [`ToolContext::dispatcher`]: crate::ToolContext::dispatcher
     /// [`ToolContext::nested_call_options`]: crate::ToolContext::nested_call_options
     pub fn nested(&self, registry: impl Into<Arc<Registry>>) -> Dispatcher {
-        self.derive_capped(registry.into(), self.inner.shared.clone(), Arc::new(RwLock::new(())), None)
+        let outer = gate::Outer { gate: self.inner.gate.clone(), detached: Default::default() };
+        let gates = (Arc::new(RwLock::new(())), Some(Arc::new(outer)));
+        self.derive_capped(registry.into(), self.inner.shared.clone(), gates, None)
+    }
+
+    /// Says that the call that made this [nested](Dispatcher::nested) dispatcher returns while
+    /// its calls go on (a script left running in the background): from now on each call it
+    /// starts also holds a shared guard of the gate of the dispatcher it was made from, so that
+    /// no exclusive call of that dispatcher (a model's `edit`, `write`, `bash`) runs at the same
+    /// time as it, and the other way round; calls of `parallel` tools on both sides still
+    /// overlap, and so do the tools that only wait for or stop what the nested calls do, if
+    /// they are `parallel`. Among themselves, the nested calls keep their own gate. A call
+    /// already running goes on, as a command that went to the background does. No effect on a
+    /// dispatcher not made by [`Dispatcher::nested`].
+    pub fn detach(&self) {
+        if let Some(outer) = &self.inner.outer {
+            outer.detached.store(true, std::sync::atomic::Ordering::Release);
+        }
     }
 
     pub(crate) fn from_inner(inner: Arc<Inner>) -> Dispatcher {

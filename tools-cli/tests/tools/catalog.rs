@@ -67,6 +67,36 @@ fn list_defer_mistakes_are_usage_errors() {
     );
 }
 
+/// What `--defer` defers, the script tool's description leaves to `tools.tool_search` too;
+/// under `--code-mode=only` it applies to the script tool's description alone.
+#[test]
+fn list_defer_keeps_deferred_tools_out_of_the_script_tools_description() {
+    let fx = Fixture::new();
+    let declares = |description: &str, tool: &str| description.contains(&format!("\n  {tool}("));
+    let beside =
+        fx.run(&["list", "--format", "anthropic", "--code-mode", "--defer", "bash,write"], None).json();
+    let tools = beside.as_array().unwrap();
+    let code = tools.iter().find(|t| t["name"] == "code").unwrap()["description"].as_str().unwrap();
+    assert!(!declares(code, "bash") && !declares(code, "write"), "{code}");
+    assert!(declares(code, "read") && declares(code, "edit"), "{code}");
+    assert!(code.contains("tools.tool_search"), "{code}");
+    let deferred: Vec<&str> =
+        tools.iter().filter(|t| t["defer_loading"] == true).map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(deferred, ["write", "bash"]);
+
+    let alone =
+        fx.run(&["list", "--format", "anthropic", "--code-mode=only", "--defer", "bash"], None).json();
+    let names: Vec<&str> = alone.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["code", "code_output", "code_stop"]);
+    let code = alone[0]["description"].as_str().unwrap();
+    assert!(
+        !declares(code, "bash") && declares(code, "read") && code.contains("tools.tool_search"),
+        "{code}"
+    );
+    let run = fx.run(&["list", "--code-mode=only", "--defer", "grpe"], None);
+    assert!(run.usage_error().starts_with("--defer: Unknown tool `grpe`"), "{}", run.stderr);
+}
+
 #[test]
 fn turn_answers_searches_with_tool_references_next_to_ordinary_calls() {
     let fx = Fixture::new();

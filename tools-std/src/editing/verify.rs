@@ -470,16 +470,24 @@ pub(crate) async fn after_edit(
     if outcomes.is_empty() {
         return output;
     }
-    let paragraphs = outcomes.iter().map(Outcome::text).collect::<Vec<_>>().join("\n\n");
+    // A check that passed is a paragraph of the result; one that did not is a notice, which a
+    // script's caller also reads (`ToolOutput::with_notice`).
+    let (passed, not): (Vec<_>, Vec<_>) =
+        outcomes.iter().partition(|outcome| outcome.status == Status::Passed);
+    let paragraphs = passed.iter().map(|outcome| outcome.text()).collect::<Vec<_>>().join("\n\n");
     match output.content.iter_mut().find_map(|c| match c {
         Content::Text { text } => Some(text),
         Content::Image { .. } => None,
     }) {
+        _ if paragraphs.is_empty() => {}
         Some(text) => {
             text.push_str("\n\n");
             text.push_str(&paragraphs);
         }
         None => output.content.push(Content::text(paragraphs)),
+    }
+    for outcome in not {
+        output.add_notice(outcome.text());
     }
     let metadata = if single && outcomes.len() == 1 {
         outcomes[0].metadata()
