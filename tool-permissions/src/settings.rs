@@ -274,9 +274,15 @@ impl Settings {
 
     /// The mode when the file names none (a program that reads Claude Code's files gives
     /// [`PermissionMode::Default`], Claude Code's own default).
-    pub fn or_mode(mut self, mode: PermissionMode) -> Self {
+    pub fn or_mode(self, mode: PermissionMode) -> Self {
+        let origin = format!("as {} names no permissions.defaultMode", self.origin);
+        self.or_mode_because(mode, origin)
+    }
+
+    /// [`Settings::or_mode`], with the words that say where the mode comes from in the
+    /// messages of what it decides (`with no settings file, ...`).
+    pub fn or_mode_because(mut self, mode: PermissionMode, origin: impl Into<Arc<str>>) -> Self {
         if self.mode.is_none() {
-            let origin = format!("as {} names no permissions.defaultMode", self.origin);
             self.mode = Some((mode, origin.into()));
         }
         self

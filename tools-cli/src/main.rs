@@ -305,8 +305,11 @@ fn setup(args: &WorkspaceArgs, file: Option<&Loaded>, known: &Known<'_>) -> Resu
                 hook_files,
             )
         }
+        // With no file, the file tools still do not change git's metadata and hooks, the
+        // agents' settings and the editors' tasks unasked, which the sandbox keeps commands
+        // from changing.
         None => (
-            None,
+            Some(settings_policy(&Loaded::none(), workspace.root(), args.allow_outside_root, known)?.policy),
             SandboxSettings::default(),
             EnvFilter::base(),
             NetworkSettings::default(),

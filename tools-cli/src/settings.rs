@@ -21,6 +21,9 @@ use crate::{Failure, codex, workspace_root};
 
 /// The settings file, read into the typed model once: the servers of `--mcp-config` are mounted
 /// with its `environment`, and its rules are checked against their tools.
+/// The origin of [`Loaded::none`].
+const NO_FILE: &str = "no settings file";
+
 pub(crate) struct Loaded {
     /// How messages start: `--settings` for the file the flag names, `settings` for Claude Code's
     /// files found in their places.
@@ -38,6 +41,20 @@ pub(crate) struct Loaded {
 }
 
 impl Loaded {
+    /// What applies where no settings file was found: nothing but Claude Code's protected paths
+    /// (a file tool's change to `.git`, `.claude`, `.vscode`, ... is asked about), which no
+    /// mode lets through unasked; every other call runs, as in `bypassPermissions`.
+    pub(crate) fn none() -> Loaded {
+        Loaded {
+            label: "settings",
+            origin: NO_FILE.to_owned(),
+            paths: Vec::new(),
+            file: SettingsFile::default(),
+            sandbox_mode: None,
+            servers: None,
+        }
+    }
+
     /// Claude Code's files for the workspace merged as Claude Code merges them (user, project,
     /// local, the file `--settings` names, managed), named on standard error; with
     /// `--no-settings` the managed ones alone, which nothing on the command line sets aside, as
@@ -245,10 +262,17 @@ pub(crate) fn settings_policy(
     if allow_outside_root {
         base = base.rule_from(PermissionAction::Allow, EXTERNAL_DIRECTORY, "--allow-outside-root");
     }
-    // Claude Code's default mode where the file names none.
+    // Claude Code's default mode where the file names none; where there is no file, every call
+    // runs but a change to a protected path (`bypassPermissions`).
     let settings = Settings::from_file(&file.file, &file.origin, base)
-        .map_err(|e| Failure::usage(format!("{} {e}", file.label)))?
-        .or_mode(PermissionMode::Default);
+        .map_err(|e| Failure::usage(format!("{} {e}", file.label)))?;
+    let settings = match file.origin == NO_FILE {
+        true => settings.or_mode_because(
+            PermissionMode::BypassPermissions,
+            "with no settings file, every call runs but a change to a protected path",
+        ),
+        false => settings.or_mode(PermissionMode::Default),
+    };
     // What has no effect is said at start, each with the reason.
     for not_applied in settings.not_applied() {
         crate::terminal::say(&format!("tools: {} {not_applied}", file.label));

@@ -119,6 +119,50 @@ fn each_mode_decides_what_no_rule_decides() {
     }
 }
 
+/// With no settings file every call runs, but a file tool's change to what the sandbox keeps
+/// commands from changing (git's configuration and hooks, the agents' settings) is asked about,
+/// as in every mode: otherwise `edit` could have the user's next `git status` run a program.
+#[test]
+fn with_no_settings_file_a_protected_path_is_still_asked_about() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+    let fsmonitor =
+        json!({"path": ".git/config", "old_string": "[core]", "new_string": "[core]\n\tfsmonitor = x"});
+    for (tool, args) in [
+        ("edit", fsmonitor),
+        ("write", json!({"path": ".git/hooks/pre-commit", "content": "x"})),
+        ("write", json!({"path": ".claude/settings.local.json", "content": "{}"})),
+        ("write", json!({"path": "sub/.vscode/tasks.json", "content": "{}"})),
+    ] {
+        for sandbox in ["workspace-write", "off"] {
+            let run = fx.run(&["call", tool, &args.to_string(), "--sandbox", sandbox], None);
+            let output = run.json()["output"].as_str().unwrap().to_owned();
+            assert!(
+                output.contains(
+                    "the permission mode `bypassPermissions` (with no settings file, every call runs but a change to \
+                     a protected path; no rule allows this"
+                ) && output.contains("says to ask first, and nobody is here to answer"),
+                "{tool} {args}: {output}"
+            );
+        }
+    }
+    assert_eq!(std::fs::read_to_string(ws.join(".git/config")).unwrap(), "[core]\n");
+    assert!(
+        !ws.join(".git/hooks/pre-commit").exists()
+            && !ws.join(".claude").exists()
+            && !ws.join("sub").exists()
+    );
+    // Everything else runs.
+    let ordinary = json!({"path": "hello.txt", "old_string": "hello", "new_string": "howdy"});
+    assert_eq!(fx.run(&["call", "edit", &ordinary.to_string()], None).json()["is_error"], false);
+    let skill = json!({"path": ".claude/skills/a/SKILL.md", "content": "x"});
+    assert_eq!(fx.run(&["call", "write", &skill.to_string()], None).json()["is_error"], false);
+    let command = json!({"command": "touch made && ls made"});
+    assert_eq!(fx.run(&["call", "bash", &command.to_string()], None).json()["output"], "made\n");
+}
+
 #[test]
 fn a_file_without_a_mode_is_in_default_mode_and_says_so() {
     let fx = Fixture::new();

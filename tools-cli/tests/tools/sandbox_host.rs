@@ -626,8 +626,14 @@ async fn serve(fx: &Fixture) -> rmcp::service::RunningService<rmcp::RoleClient, 
     use rmcp::ServiceExt;
     use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
     let (ws, data) = (fx.ws(), fx.dir.path().join("data"));
+    // The file tools may change the protected names here (every mode asks about them, and this
+    // client answers nothing): what is tested is how the host treats the sandbox's placeholders.
+    let settings = fx.dir.path().join("allow-edits.json");
+    let allow = json!({"permissions": {"defaultMode": "bypassPermissions", "allow": ["Edit", "Write"]}});
+    std::fs::write(&settings, allow.to_string()).unwrap();
     let command = tokio::process::Command::new(common::TOOLS).configure(|cmd| {
-        cmd.arg("serve").current_dir(&ws).env("XDG_DATA_HOME", &data).stderr(std::process::Stdio::null());
+        cmd.arg("serve").arg("--settings").arg(&settings);
+        cmd.current_dir(&ws).env("XDG_DATA_HOME", &data).stderr(std::process::Stdio::null());
     });
     ().serve(TokioChildProcess::new(command).expect("spawn tools serve")).await.expect("initialize")
 }
