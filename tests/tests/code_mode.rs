@@ -187,6 +187,34 @@ async fn a_call_refused_by_a_pre_tool_use_hook_is_a_tool_error_the_script_catche
     );
 }
 
+/// A built-in function that never looks at the interrupt handler (QuickJS's generic array
+/// methods over a long array-like) keeps its interpreter past the script's time limit: the
+/// host stops waiting for it soon after, says so, and counts it until its thread ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interpreter_that_does_not_stop_is_given_up_on() {
+    // A memory limit that allows an array of 2^30 elements: the length is not refused, and
+    // reversing it takes about 20 s here, of which the test waits 5.
+    let limits = Limits::default()
+        .with_memory_bytes(8 << 30)
+        .with_wall_time(Duration::from_millis(300))
+        .with_yield_time(None);
+    let registry = CodeTool::new(Registry::builder().build().unwrap()).with_limits(limits).alone().unwrap();
+    let dispatcher = Dispatcher::new(registry);
+    let started = std::time::Instant::now();
+    let result =
+        script(&dispatcher, "console.log('before'); Array.prototype.reverse.call({ length: 2 ** 30 })").await;
+    assert!(started.elapsed() < Duration::from_secs(15), "given up on after {:?}", started.elapsed());
+    assert!(result.output.is_error, "{}", text(&result));
+    assert!(
+        text(&result)
+            .starts_with("before\n[The script's interpreter did not stop: it is inside a built-in function"),
+        "{}",
+        text(&result)
+    );
+    assert!(text(&result).contains("(1 interpreter of this process is in that state"), "{}", text(&result));
+    assert!(text(&result).ends_with("The script was stopped after 300 ms, its time limit. Do less per script (fewer or narrower tool calls, run independent calls together with Promise.all) and continue in another script."), "{}", text(&result));
+}
+
 /// What a PostToolUse hook or a check after an edit says to the model about a nested call
 /// reaches the model with the script's result, whatever the script does with the call's result.
 #[tokio::test]
@@ -494,6 +522,88 @@ async fn arguments_of_calls_not_ended_count_against_the_memory_limit() {
     let awaited = "const big = 'x'.repeat(3 << 20); \
                    for (let i = 0; i < 20; i++) await tools.queue({ text: big + i }); 'done'";
     assert_eq!(text(&script(&dispatcher, awaited).await), "done");
+}
+
+/// Arguments are counted at what the host would take to hold them parsed, before it parses
+/// them: an array of one small object repeated costs the script nothing, the host each copy.
+#[tokio::test]
+async fn arguments_that_would_take_the_host_far_more_than_their_text_are_refused_before_parsing() {
+    let dispatcher = limited(Limits::default());
+    let shared = r#"const o = { "": 0 }; const row = new Array(1000).fill(o); const rows = new Array(3000).fill(row);
+        let said; try { await tools.echo({ text: "x", rows }); } catch (e) { said = `${e.name}: ${e.message}`; }
+        said"#;
+    let result = script(&dispatcher, shared).await;
+    assert!(!result.output.is_error, "{}", text(&result));
+    assert!(
+        text(&result).starts_with(
+            "RangeError: tools.echo: the calls started and not ended yet hold 0 bytes of arguments, and this one"
+        ),
+        "{}",
+        text(&result)
+    );
+    // Ordinary arguments, a long text among them, pass.
+    let long = "(await tools.echo({ text: 'y'.repeat(8 << 20) })).text.startsWith('yyyy')";
+    assert_eq!(text(&script(&dispatcher, long).await), "true");
+}
+
+/// QuickJS's generic array methods never look at the time limit while they run over an
+/// array-like's length: each refuses one no array of the script's memory could have, or one it
+/// cannot read as the method would; scripts get no `Proxy`.
+#[tokio::test]
+async fn array_methods_refuse_lengths_that_would_never_end() {
+    let dispatcher = limited(Limits::default().with_wall_time(Duration::from_secs(20)));
+    let caught = |call: &str| {
+        format!(
+            "let said = 'ran'; try {{ {call}; }} catch (e) {{ said = `${{e.name}}: ${{e.message}}`; }} said"
+        )
+    };
+    for (call, expected) in [
+        (
+            "Array.prototype.reverse.call({ length: 2 ** 53 - 1 })",
+            "RangeError: Array.prototype.reverse: a length of 9007199254740991 is more than an array of the script's memory can have (8388608)",
+        ),
+        (
+            "[].concat({ length: 2 ** 40, [Symbol.isConcatSpreadable]: true })",
+            "RangeError: Array.prototype.concat: a length of 1099511627776",
+        ),
+        (
+            "const a = []; a.length = 2 ** 32 - 1; a.sort()",
+            "RangeError: Array.prototype.sort: a length of 4294967295",
+        ),
+        (
+            "let n = 0; Array.prototype.join.call({ get length() { return n++ ? 2 ** 40 : 0; } })",
+            "TypeError: Array.prototype.join does not run on an object whose length is a getter",
+        ),
+        (
+            "let n = 0; Array.prototype.fill.call({ length: { valueOf() { return n++ ? 2 ** 40 : 0; } } }, 1)",
+            "TypeError: Array.prototype.fill does not run on an object whose length is not a number",
+        ),
+        ("new Proxy({}, {})", "ReferenceError: Proxy is not defined"),
+        (
+            "await tools.echo({ toJSON() { return undefined; } })",
+            "TypeError: tools.echo: its arguments have no JSON form",
+        ),
+    ] {
+        let result = script(&dispatcher, &caught(call)).await;
+        assert!(text(&result).starts_with(expected), "{call}: {}", text(&result));
+    }
+    // Arrays and array-likes of any length a script can hold work as they do anywhere.
+    let ordinary = "const a = Array.from({ length: 100000 }, (_, i) => i); \
+                    [a.reverse()[0], Array.prototype.slice.call({ length: 2, 0: 'x', 1: 'y' }).join(''), [1].concat([2], [3]).length, \
+                     Array.prototype.map.call('abc', (c) => c.toUpperCase()).join('')].join(' ')";
+    assert_eq!(text(&script(&dispatcher, ordinary).await), "99999 xy 3 ABC");
+}
+
+/// What a script throws is kept to its start and end: the host does not copy and store all of
+/// a string of megabytes.
+#[tokio::test]
+async fn a_huge_thrown_value_is_cut_in_its_middle() {
+    let dispatcher = limited(Limits::default());
+    let result = script(&dispatcher, "throw 'a'.repeat(5e6) + 'z'").await;
+    let out = text(&result);
+    assert!(out.len() < 20_000, "{}", out.len());
+    assert!(out.starts_with("The script failed: aaa") && out.ends_with("aaz"), "{}", &out[..100]);
+    assert!(out.contains("bytes of the error cut ...]"), "{}", &out[..100]);
 }
 
 #[tokio::test]
@@ -1017,7 +1127,12 @@ async fn an_error_that_mentions_memory_is_not_the_memory_limit() {
         "The script failed: Error: cc1: out of memory allocating 4096 bytes\n    at <eval> (script.js:1:11)"
     );
     let null = script(&dispatcher, "throw null").await;
-    assert_eq!(text(&null), "The script failed: null");
+    // Which cannot be told from the interpreter running out of memory while making an error.
+    assert_eq!(
+        text(&null),
+        "The script failed: null was thrown: the script threw it, or it ran out of memory (its memory limit) \
+         while an error was made; if it keeps more than it needs, keep less"
+    );
     let rejected = script(&dispatcher, "Promise.reject(null); 'done'").await;
     assert_eq!((rejected.output.is_error, text(&rejected).as_str()), (false, "done"));
 }

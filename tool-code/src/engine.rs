@@ -35,6 +35,9 @@ use crate::limits::{Limits, Stop};
 pub(crate) struct StopFlag {
     stop: AtomicU8,
     host_gone: AtomicBool,
+    /// [`RUNNING`], [`ENDED`] once the interpreter's thread is done, or [`GIVEN_UP`] once the
+    /// host stopped waiting for it ([`StopFlag::give_up`]).
+    thread: AtomicU8,
     /// The interpreter's thread, once it runs: woken when the host goes away.
     interpreter: std::sync::OnceLock<std::thread::Thread>,
 }
@@ -59,6 +62,25 @@ impl StopFlag {
         }
     }
 
+    /// The host stops waiting for an interpreter that did not stop when told (a built-in
+    /// function that never looks at the interrupt handler): it is counted among [`stuck`] until
+    /// its thread ends, if ever. `false` when the thread ended meanwhile.
+    pub(crate) fn give_up(&self) -> bool {
+        let given_up =
+            self.thread.compare_exchange(RUNNING, GIVEN_UP, Ordering::SeqCst, Ordering::SeqCst).is_ok();
+        if given_up {
+            STUCK.fetch_add(1, Ordering::SeqCst);
+        }
+        given_up
+    }
+
+    /// The interpreter's thread is done.
+    fn thread_ended(&self) {
+        if self.thread.swap(ENDED, Ordering::SeqCst) == GIVEN_UP {
+            STUCK.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
     /// The thread the script runs on, to wake when the host goes away.
     pub(crate) fn runs_on(&self, interpreter: std::thread::Thread) {
         let _ = self.interpreter.set(interpreter);
@@ -67,6 +89,19 @@ impl StopFlag {
     fn is_host_gone(&self) -> bool {
         self.host_gone.load(Ordering::SeqCst)
     }
+}
+
+const RUNNING: u8 = 0;
+const ENDED: u8 = 1;
+const GIVEN_UP: u8 = 2;
+
+/// Interpreters of this process the host gave up on, still running.
+static STUCK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many interpreters of this process run on past their script's end because they did not
+/// stop when told (each keeps a core busy).
+pub(crate) fn stuck() -> usize {
+    STUCK.load(Ordering::SeqCst)
 }
 
 /// What the script tells the host.
@@ -135,7 +170,9 @@ pub(crate) fn spawn(setup: Setup) -> std::io::Result<Thread> {
             let runtime = setup.runtime.clone();
             let _entered = runtime.enter();
             let to_host = setup.to_host.clone();
+            let stop = setup.stop.clone();
             let finished = run(setup);
+            stop.thread_ended();
             let _ = to_host.send(ToHost::Done(finished));
         })?;
     Ok(thread.thread().clone())
@@ -538,8 +575,22 @@ impl<'js> Script<'js> {
                 stop.stop(Stop::NestedCalls);
                 return Err(Exception::throw_internal(&ctx, &Stop::NestedCalls.message(&limits).to_string()));
             }
-            // What calls not ended yet hold counts against the memory limit.
-            let bytes = arguments.len();
+            // What calls not ended yet hold counts against the memory limit: what their
+            // arguments take once parsed, checked before they are.
+            let bytes = parsed_size(&arguments);
+            if state.argument_bytes + bytes > limits.memory_bytes {
+                return Err(Exception::throw_range(
+                    &ctx,
+                    &format!(
+                        "tools.{tool}: the calls started and not ended yet hold {} of arguments, and this one {} \
+                         more, past the script's memory limit ({}): await some of them before starting more, \
+                         or pass less",
+                        crate::limits::bytes(state.argument_bytes),
+                        crate::limits::bytes(bytes),
+                        crate::limits::bytes(limits.memory_bytes)
+                    ),
+                ));
+            }
             let arguments: Json = serde_json::from_str(&arguments).map_err(|e| {
                 Exception::throw_type(&ctx, &match half_character(&arguments) {
                     true => format!(
@@ -550,18 +601,6 @@ impl<'js> Script<'js> {
                     false => format!("the arguments of tools.{tool}: {e}"),
                 })
             })?;
-            if state.argument_bytes + bytes > limits.memory_bytes {
-                return Err(Exception::throw_range(
-                    &ctx,
-                    &format!(
-                        "tools.{tool}: the calls started and not ended yet hold {} of arguments, and this one {} \
-                         more, past the script's memory limit ({}): await some of them before starting more",
-                        crate::limits::bytes(state.argument_bytes),
-                        crate::limits::bytes(bytes),
-                        crate::limits::bytes(limits.memory_bytes)
-                    ),
-                ));
-            }
             state.calls += 1;
             let id = state.calls;
             state.arguments.insert(id, bytes);
@@ -607,7 +646,10 @@ impl<'js> Script<'js> {
             })?;
 
         let names = setup.tools.clone().into_js(&ctx)?;
-        let functions: Array<'js> = prelude.call((host_call, host_print, host_search, names, has_search))?;
+        // No array of the script's memory is longer than this (an element takes 8 bytes or more).
+        let longest = (setup.limits.memory_bytes / 8).max(1 << 20) as f64;
+        let functions: Array<'js> =
+            prelude.call((host_call, host_print, host_search, names, has_search, longest))?;
         Ok((functions.get(0)?, functions.get(1)?))
     }
 
@@ -647,8 +689,19 @@ impl<'js> Script<'js> {
     /// script's stack (the prelude's own frames, where a tool's error is made, say nothing the
     /// model can act on).
     fn describe_thrown(&self, thrown: Value<'js>) -> String {
+        bounded(self.describe_whole(thrown))
+    }
+
+    fn describe_whole(&self, thrown: Value<'js>) -> String {
         if is_out_of_memory(&thrown) {
             self.state.borrow_mut().out_of_memory = true;
+        }
+        // QuickJS throws `null` when it runs out of memory while making its error; a script
+        // may throw it too, and which it was cannot be told.
+        if thrown.is_null() {
+            return "null was thrown: the script threw it, or it ran out of memory (its memory limit) while \
+                    an error was made; if it keeps more than it needs, keep less"
+                .into();
         }
         if let Some(exception) = thrown.as_exception() {
             let name: String = exception.get("name").unwrap_or_else(|_| "Error".into());
@@ -677,6 +730,59 @@ impl<'js> Script<'js> {
             _ => "a value that is not an error".into(),
         }
     }
+}
+
+/// About how many bytes the host holds for `json` once parsed: its text, and for each object,
+/// array and value in it what a parsed one takes beside its text (a map's table and entries, a
+/// value's slot). `{"":0}` is 7 bytes of text and a few hundred parsed; a script that repeats
+/// one small object a million times in its arguments (an array of the same array, which costs
+/// it nothing) must not have the host build each. A single pass that skips strings; the
+/// figures are above the parsed sizes of `serde_json`'s values on 64-bit targets with
+/// `preserve_order` (a value is 72 bytes, an entry 104, a map of one entry about 470).
+fn parsed_size(json: &str) -> usize {
+    /// An object: its map (the entries' vector, of four at first, and its index table).
+    const OBJECT: usize = 512;
+    /// Any value: its slot in its array or map entry, with a map entry's key and hash.
+    const VALUE: usize = 128;
+    let mut size = json.len();
+    let mut in_string = false;
+    let mut escaped = false;
+    for byte in json.bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        size += match byte {
+            b'"' => {
+                in_string = true;
+                0
+            }
+            b'{' => OBJECT + VALUE,
+            b'[' | b',' => VALUE,
+            _ => 0,
+        };
+    }
+    size
+}
+
+/// How much of what a script threw is kept: its start and its end, as the result's truncation
+/// would keep them, without the host copying and storing all of a string of megabytes.
+const THROWN_KEPT: usize = 16 * 1024;
+
+/// `text` cut in its middle to [`THROWN_KEPT`] bytes, saying how much went.
+fn bounded(text: String) -> String {
+    if text.len() <= THROWN_KEPT {
+        return text;
+    }
+    let half = THROWN_KEPT / 2;
+    let start = text.floor_char_boundary(half);
+    let end = text.ceil_char_boundary(text.len() - half);
+    format!("{}\n[... {} bytes of the error cut ...]\n{}", &text[..start], end - start, &text[end..])
 }
 
 /// Whether `json`, as `JSON.stringify` writes it, holds half of a character: the escape of a
@@ -719,7 +825,36 @@ const SCRIPT_FILE: &str = "script.js";
 
 #[cfg(test)]
 mod tests {
-    use super::half_character;
+    use super::{bounded, half_character, parsed_size};
+
+    /// What a parsed argument takes is counted from its text: a repeated small object costs what
+    /// each copy costs the host, however little text it is.
+    #[test]
+    fn the_parsed_size_of_arguments_counts_each_object_and_value() {
+        assert_eq!(parsed_size(r#""a, {[b]} \" , ""#), 16);
+        let small = r#"{"path":"a.txt","content":"x"}"#;
+        assert!(parsed_size(small) < 1024, "{}", parsed_size(small));
+        // A big string costs its bytes.
+        let text = format!(r#"{{"content":"{}"}}"#, "x".repeat(1 << 20));
+        assert!(parsed_size(&text) < (1 << 20) + 1024);
+        // A million `{"":0}` in 7 MB of text cost hundreds of MB parsed.
+        let many = format!("[{}]", vec![r#"{"":0}"#; 1_000_000].join(","));
+        assert!(parsed_size(&many) > 500 << 20, "{}", parsed_size(&many));
+    }
+
+    #[test]
+    fn a_long_error_keeps_its_start_and_end() {
+        let text = format!("Error: {}é{}", "a".repeat(20_000), "z".repeat(20_000));
+        let cut = bounded(text.clone());
+        assert!(cut.len() < 17_000 && cut.starts_with("Error: aaa") && cut.ends_with("zzz"), "{}", cut.len());
+        assert!(cut.contains("bytes of the error cut ...]"));
+        assert_eq!(bounded("short".into()), "short");
+    }
+
+    #[test]
+    fn a_parsed_value_is_as_big_as_counted() {
+        assert_eq!(std::mem::size_of::<serde_json::Value>(), 72, "the figures of parsed_size assume it");
+    }
 
     #[test]
     fn half_characters_are_found_in_json_text() {

@@ -134,6 +134,11 @@ impl Running {
         unread
     }
 
+    /// What it printed so far.
+    pub(crate) fn printed(&self) -> String {
+        self.progress().printed.clone()
+    }
+
     /// The script ended.
     pub(crate) fn end(&self, finished: Finished, stop: Option<Stop>) {
         self.progress().end = Some(End { finished, stop, at: Instant::now() });

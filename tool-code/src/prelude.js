@@ -1,7 +1,7 @@
 // The script's globals, made from the host's functions. Evaluated once per script, before it;
 // returns the function the host settles a tool call's promise with, and the one that writes the
 // script's final value as console.log writes a value.
-(function (hostCall, hostPrint, hostSearch, names, hasSearch) {
+(function (hostCall, hostPrint, hostSearch, names, hasSearch, longest) {
   "use strict";
 
   class ToolError extends Error {
@@ -35,7 +35,11 @@
           `tools.${name} takes one object of arguments, such as tools.${name}({ ... }); it was given ${kindOf(args)}`,
         );
       }
-      const id = hostCall(name, stringify(args));
+      const json = stringify(args);
+      if (typeof json !== "string") {
+        throw new TypeError(`tools.${name}: its arguments have no JSON form (a toJSON that returns undefined?)`);
+      }
+      const id = hostCall(name, json);
       return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
     } catch (error) {
       return Promise.reject(error);
@@ -108,6 +112,57 @@
   };
   const show = (value) => wellFormed(format(value));
   const log = (...values) => hostPrint(wellFormed(values.map(format).join(" ")));
+
+  // QuickJS runs the generic array methods over an array-like's length without looking at the
+  // time limit (`Array.prototype.reverse.call({ length: 2 ** 53 - 1 })` would spin for ever):
+  // each refuses a length longer than an array of the script's memory could be, and a length
+  // it cannot read as the method will (a getter, an object to convert), which could differ.
+  // Proxies, whose traps could do the same, are not offered to scripts.
+  const getOwnDescriptor = Reflect.getOwnPropertyDescriptor;
+  const getPrototypeOf = Reflect.getPrototypeOf;
+  const concatSpreadable = Symbol.isConcatSpreadable;
+  const isArray = Array.isArray;
+  const lengthOf = (name, object) => {
+    if ((typeof object !== "object" && typeof object !== "function") || object === null) return 0;
+    for (let at = object; at !== null; at = getPrototypeOf(at)) {
+      const descriptor = getOwnDescriptor(at, "length");
+      if (descriptor === undefined) continue;
+      if (!("value" in descriptor)) {
+        throw new TypeError(`Array.prototype.${name} does not run on an object whose length is a getter`);
+      }
+      const length = descriptor.value;
+      if (typeof length === "object" || typeof length === "function") {
+        throw new TypeError(`Array.prototype.${name} does not run on an object whose length is not a number`);
+      }
+      return Number(length);
+    }
+    return 0;
+  };
+  const checked = (name, object) => {
+    const length = lengthOf(name, object);
+    if (length > longest) {
+      throw new RangeError(
+        `Array.prototype.${name}: a length of ${length} is more than an array of the script's memory can have (${longest})`,
+      );
+    }
+  };
+  for (const name of Reflect.ownKeys(Array.prototype)) {
+    const original = Array.prototype[name];
+    if (typeof name !== "string" || typeof original !== "function" || name === "constructor") continue;
+    const guarded = {
+      [name](...args) {
+        checked(name, this);
+        if (name === "concat") {
+          for (const arg of args) {
+            if (typeof arg === "object" && arg !== null && (isArray(arg) || arg[concatSpreadable])) checked(name, arg);
+          }
+        }
+        return apply(original, this, args);
+      },
+    }[name];
+    Object.defineProperty(Array.prototype, name, { value: guarded, writable: true, configurable: true });
+  }
+  delete globalThis.Proxy;
 
   Object.defineProperty(globalThis, "tools", { value: tools, enumerable: true });
   globalThis.console = Object.freeze({ log, info: log, warn: log, error: log, debug: log });

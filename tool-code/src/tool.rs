@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -205,6 +205,13 @@ impl CodeTool {
             ));
         };
         let limits = self.limits;
+        if crate::engine::stuck() >= MAX_STUCK {
+            return Err(ToolError::execution(format!(
+                "No script runs now: {MAX_STUCK} earlier scripts are still running inside a built-in function \
+                 that does not look at their limits, each keeping a core busy, until this program is restarted. \
+                 Use the other tools."
+            )));
+        }
         // A script that could not be held once past its yield time would keep its call, and the
         // session's calls to read or stop the others would wait behind it: refused before it starts.
         if limits.yield_time.is_some() {
@@ -309,6 +316,11 @@ impl Driver {
         Channels { engine, from_script, stop }
     }
 
+    /// How long an interpreter told to stop may take to end: its calls' cancel grace, and more.
+    fn stop_grace(&self) -> Duration {
+        STOP_GRACE + self.nested.cancel_grace()
+    }
+
     /// Follows the script: passes on what it prints, stops it when [`Running::stop`] fires or
     /// its wall time runs out, and records its end (which comes once its calls ended too).
     async fn drive(
@@ -322,6 +334,10 @@ impl Driver {
         let cancel = self.running.stop.clone();
         let limit_reached = tokio::time::sleep_until(self.running.deadline.into());
         tokio::pin!(limit_reached);
+        // Told to stop, an interpreter ends within its calls' cancel grace, unless a built-in
+        // function it is in never looks at the interrupt handler: then the host stops waiting.
+        let given_up = tokio::time::sleep(Duration::MAX);
+        tokio::pin!(given_up);
         let mut stopping = false;
         let finished = loop {
             tokio::select! {
@@ -337,10 +353,34 @@ impl Driver {
                 () = cancel.cancelled(), if !stopping => {
                     stopping = true;
                     stopper.stop(Stop::Cancelled);
+                    given_up.as_mut().reset((Instant::now() + self.stop_grace()).into());
                 }
                 () = &mut limit_reached, if !stopping => {
                     stopping = true;
                     stopper.stop(Stop::WallTime);
+                    given_up.as_mut().reset((Instant::now() + self.stop_grace()).into());
+                }
+                () = &mut given_up, if stopping => {
+                    if !stop.give_up() {
+                        // Its thread ended just now: its end is on its way.
+                        given_up.as_mut().reset((Instant::now() + Duration::from_secs(3600)).into());
+                        continue;
+                    }
+                    let mut output = self.running.printed();
+                    if !output.is_empty() && !output.ends_with('\n') {
+                        output.push('\n');
+                    }
+                    let stuck = match crate::engine::stuck() {
+                        1 => "1 interpreter of this process is".to_owned(),
+                        n => format!("{n} interpreters of this process are"),
+                    };
+                    output.push_str(&format!(
+                        "[The script's interpreter did not stop: it is inside a built-in function that does not \
+                         look at its limits (a generic array method over a huge length, say), and runs on, its \
+                         tool calls left as they are. Avoid that call. ({stuck} in that state; at {MAX_STUCK}, no \
+                         script starts.)]"
+                    ));
+                    break Finished { output, error: None, calls: 0 };
                 }
             }
         };
@@ -361,6 +401,12 @@ fn at_the_calls_time_limit(waited: Waited, ctx: &ToolContext) -> Waited {
         other => other,
     }
 }
+
+/// How much longer than its calls' cancel grace an interpreter told to stop may take to end.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// How many interpreters the host gave up on may run on before no script starts.
+const MAX_STUCK: usize = 2;
 
 /// Stops a script whose call ends before the script is held, however it ends: the script
 /// ended, or the call's future was dropped ([`Running::abandon`]).
@@ -463,6 +509,13 @@ async fn nested_call(
         permit = permits.acquire_owned() => permit.ok(),
         () = cancel.cancelled() => None,
     };
+    // Stopped while it waited for its turn: the script ended, and nobody reads what the call
+    // would answer (its arguments are not even validated).
+    if permit.is_none() {
+        let output = ToolOutput::error("The call was not made: the script stopped first.")
+            .with_metadata("error_kind", Value::from(ErrorKind::Cancelled.as_str()));
+        return ToolResult { call_id: call.id, tool: call.name, output, freeform: false };
+    }
     let result = dispatcher.run_with(call, options, cancel).await;
     drop(permit);
     result
