@@ -8,6 +8,7 @@ mod mounted;
 mod settings;
 mod signals;
 mod terminal;
+mod watcher;
 
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -65,7 +66,11 @@ impl Failure {
 }
 
 fn main() {
-    let code = match args::parse(std::env::args_os()) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(owner) = watcher::invoked(&args) {
+        std::process::exit(watcher::watch(owner));
+    }
+    let code = match args::parse(args) {
         Parsed::Print(text) => write_stdout(&text).map_or_else(|f| report(&f), |()| EXIT_OK),
         Parsed::Usage(message) => report(&Failure::usage(message)),
         Parsed::Run(cli) => match run(cli.command) {
@@ -87,6 +92,10 @@ fn report(failure: &Failure) -> i32 {
 }
 
 fn run(command: Command) -> Result<i32, Failure> {
+    // What runs commands leaves a watcher that ends their jobs should it be killed.
+    if matches!(command, Command::Call(_) | Command::Turn(_) | Command::Serve(_)) {
+        watcher::start();
+    }
     match command {
         Command::List(args) => block_on(list(args)),
         // The call (or turn) is the session: what its commands left running ends with it.

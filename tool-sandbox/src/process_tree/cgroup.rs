@@ -39,7 +39,7 @@ impl Cgroup {
         static SWEPT: AtomicBool = AtomicBool::new(false);
         let created = own_dir().and_then(|base| {
             if !SWEPT.swap(true, Ordering::Relaxed) {
-                sweep(&base);
+                sweep(&base, has_ended);
             }
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let dir = base.join(format!("tools-command-{}-{n}", std::process::id()));
@@ -140,11 +140,23 @@ impl Drop for Cgroup {
     }
 }
 
+impl Cgroup {
+    /// Ends what the commands of the process `owner`, which has ended (or is ending: a zombie
+    /// still has its `/proc` entry), left running in their cgroups beneath this process's own,
+    /// as [`Cgroup::create`] does for every ended process the first time: for a process that
+    /// watches another and outlives it (`tools` starts one that waits for its end).
+    pub fn end_commands_of(owner: u32) {
+        if let Ok(base) = own_dir() {
+            sweep(&base, |pid| pid == owner);
+        }
+    }
+}
+
 /// Ends what processes no longer running left beneath `base`: the processes still in their
 /// commands' cgroups (jobs a command left running, which its process would have killed at the
 /// end of its session had it not been killed itself) are killed (`cgroup.kill`), and the
-/// cgroups removed once empty.
-fn sweep(base: &Path) {
+/// cgroups removed once empty. `ended`: whether the process of that id has ended.
+fn sweep(base: &Path, ended: impl Fn(u32) -> bool) {
     let Ok(entries) = std::fs::read_dir(base) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name();
@@ -156,7 +168,7 @@ fn sweep(base: &Path) {
         else {
             continue;
         };
-        if owner != std::process::id() && !Path::new(&format!("/proc/{owner}")).exists() {
+        if owner != std::process::id() && ended(owner) {
             let dir = entry.path();
             // A process of another pid namespace shows as 0: its owner may be alive there.
             let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
@@ -175,6 +187,11 @@ fn sweep(base: &Path) {
             let _ = std::fs::remove_dir(&dir);
         }
     }
+}
+
+/// Whether the process `pid` has ended (and was reaped).
+fn has_ended(pid: u32) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// Writes `max` to the limit `file` of the cgroup `dir`, if it has one.
@@ -215,7 +232,7 @@ fn v1_dir(controller: &str) -> io::Result<PathBuf> {
     let mut swept = SWEPT.lock().unwrap_or_else(|p| p.into_inner());
     if !swept.iter().any(|c| c == controller) {
         swept.push(controller.to_owned());
-        sweep(&dir);
+        sweep(&dir, has_ended);
     }
     Ok(dir)
 }

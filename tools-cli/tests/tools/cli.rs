@@ -249,13 +249,59 @@ fn call_and_turn_leave_nothing_running() {
     }
 }
 
-/// A `tools call` killed with `SIGKILL` cannot kill what its command left running; the next
-/// `tools` process to run a command does, where commands get cgroups of their own.
+/// A `tools call` killed with `SIGKILL` cannot kill what its command left running: the process
+/// it leaves watching it does, at once (and else the next `tools` process to run a command),
+/// where commands get cgroups of their own.
 #[cfg(target_os = "linux")]
 #[test]
-fn the_jobs_of_a_killed_call_are_killed_by_the_next_call() {
+fn the_jobs_of_a_killed_call_are_ended_by_its_watcher() {
     let fx = Fixture::new();
     let marker = format!("{}", 5_000_000 + std::process::id() % 1_000_000);
+    let running = || {
+        let out = std::process::Command::new("pgrep").args(["-f", &format!("^sleep {marker}")]).output();
+        out.map(|out| String::from_utf8_lossy(&out.stdout).lines().count()).unwrap_or(0)
+    };
+    let watchers = |pid: u32| {
+        let out =
+            std::process::Command::new("pgrep").args(["-f", &format!("__watch-commands-of {pid}$")]).output();
+        out.map(|out| String::from_utf8_lossy(&out.stdout).lines().count()).unwrap_or(0)
+    };
+    let leave = format!(
+        "setsid sleep {marker}1 > /dev/null 2>&1 & nohup sleep {marker}3 > /dev/null 2>&1 & sleep {marker}2"
+    );
+    let mut call = fx.command(&["call", "bash", &json!({"command": leave}).to_string()]);
+    let mut child =
+        call.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let started = std::time::Instant::now();
+    while running() < 3 && started.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(running(), 3, "the command did not start");
+    assert_eq!(watchers(child.id()), 1, "no watcher");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = std::time::Instant::now();
+    while (running() > 0 || watchers(child.id()) > 0) && killed.elapsed() < std::time::Duration::from_secs(5)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let left = running();
+    let _ = std::process::Command::new("pkill").args(["-KILL", "-f", &format!("^sleep {marker}")]).status();
+    if left != 0 && tools_std::tool_sandbox::process_tree::Cgroup::create().is_none() {
+        tool_tests::skip("commands get no cgroup of their own here, so what a killed call left is not found");
+        return;
+    }
+    assert_eq!(left, 0, "the killed call's jobs ran on");
+    assert_eq!(watchers(child.id()), 0, "the watcher ran on");
+}
+
+/// Killed with its watcher (`pkill tools`), a `tools call` leaves its jobs to the next `tools`
+/// process to run a command, which ends them.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_jobs_of_a_call_killed_with_its_watcher_are_ended_by_the_next_call() {
+    let fx = Fixture::new();
+    let marker = format!("{}", 6_000_000 + std::process::id() % 1_000_000);
     let running = || {
         let out = std::process::Command::new("pgrep").args(["-f", &format!("^sleep {marker}")]).output();
         out.map(|out| String::from_utf8_lossy(&out.stdout).lines().count()).unwrap_or(0)
@@ -269,6 +315,8 @@ fn the_jobs_of_a_killed_call_are_killed_by_the_next_call() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert_eq!(running(), 2, "the command did not start");
+    let watcher = format!("__watch-commands-of {}$", child.id());
+    assert!(std::process::Command::new("pkill").args(["-KILL", "-f", &watcher]).status().unwrap().success());
     child.kill().unwrap();
     child.wait().unwrap();
     // Another test's `tools` process in this cgroup may end them first, as the next call does.
