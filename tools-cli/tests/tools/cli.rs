@@ -249,6 +249,48 @@ fn call_and_turn_leave_nothing_running() {
     }
 }
 
+/// How many processes `pgrep -f PATTERN` finds.
+#[cfg(target_os = "linux")]
+fn pgrep(pattern: &str) -> usize {
+    let out = std::process::Command::new("pgrep").args(["-f", pattern]).output();
+    out.map(|out| String::from_utf8_lossy(&out.stdout).lines().count()).unwrap_or(0)
+}
+
+/// A `tools call` whose command leaves `jobs` (`sleep MARKER1`, ...) running and then waits in
+/// `sleep MARKER0`, once they all run.
+#[cfg(target_os = "linux")]
+fn call_leaving_jobs(fx: &Fixture, marker: &str, jobs: &[&str]) -> std::process::Child {
+    let mut leave: String = jobs
+        .iter()
+        .enumerate()
+        .map(|(n, how)| format!("{how} sleep {marker}{} > /dev/null 2>&1 & ", n + 1))
+        .collect();
+    leave.push_str(&format!("sleep {marker}0"));
+    let mut call = fx.command(&["call", "bash", &json!({"command": leave}).to_string()]);
+    let child = call.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let started = std::time::Instant::now();
+    while pgrep(&format!("^sleep {marker}")) <= jobs.len()
+        && started.elapsed() < std::time::Duration::from_secs(10)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(pgrep(&format!("^sleep {marker}")), jobs.len() + 1, "the command did not start");
+    child
+}
+
+/// How many of `marker`'s sleeps still run, once each is killed; `None` (a skip said) where
+/// commands get no cgroup, so that what a killed call left is not found.
+#[cfg(target_os = "linux")]
+fn left_running(marker: &str) -> Option<usize> {
+    let left = pgrep(&format!("^sleep {marker}"));
+    let _ = std::process::Command::new("pkill").args(["-KILL", "-f", &format!("^sleep {marker}")]).status();
+    if left != 0 && tools_std::tool_sandbox::process_tree::Cgroup::create().is_none() {
+        tool_tests::skip("commands get no cgroup of their own here, so what a killed call left is not found");
+        return None;
+    }
+    Some(left)
+}
+
 /// A `tools call` killed with `SIGKILL` cannot kill what its command left running: the process
 /// it leaves watching it does, at once (and else the next `tools` process to run a command),
 /// where commands get cgroups of their own.
@@ -257,42 +299,20 @@ fn call_and_turn_leave_nothing_running() {
 fn the_jobs_of_a_killed_call_are_ended_by_its_watcher() {
     let fx = Fixture::new();
     let marker = format!("{}", 5_000_000 + std::process::id() % 1_000_000);
-    let running = || {
-        let out = std::process::Command::new("pgrep").args(["-f", &format!("^sleep {marker}")]).output();
-        out.map(|out| String::from_utf8_lossy(&out.stdout).lines().count()).unwrap_or(0)
-    };
-    let watchers = |pid: u32| {
-        let out =
-            std::process::Command::new("pgrep").args(["-f", &format!("__watch-commands-of {pid}$")]).output();
-        out.map(|out| String::from_utf8_lossy(&out.stdout).lines().count()).unwrap_or(0)
-    };
-    let leave = format!(
-        "setsid sleep {marker}1 > /dev/null 2>&1 & nohup sleep {marker}3 > /dev/null 2>&1 & sleep {marker}2"
-    );
-    let mut call = fx.command(&["call", "bash", &json!({"command": leave}).to_string()]);
-    let mut child =
-        call.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
-    let started = std::time::Instant::now();
-    while running() < 3 && started.elapsed() < std::time::Duration::from_secs(10) {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert_eq!(running(), 3, "the command did not start");
-    assert_eq!(watchers(child.id()), 1, "no watcher");
+    let mut child = call_leaving_jobs(&fx, &marker, &["setsid", "nohup"]);
+    let watcher = format!("__watch-commands-of {}$", child.id());
+    assert_eq!(pgrep(&watcher), 1, "no watcher");
     child.kill().unwrap();
     child.wait().unwrap();
     let killed = std::time::Instant::now();
-    while (running() > 0 || watchers(child.id()) > 0) && killed.elapsed() < std::time::Duration::from_secs(5)
+    while (pgrep(&format!("^sleep {marker}")) > 0 || pgrep(&watcher) > 0)
+        && killed.elapsed() < std::time::Duration::from_secs(5)
     {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let left = running();
-    let _ = std::process::Command::new("pkill").args(["-KILL", "-f", &format!("^sleep {marker}")]).status();
-    if left != 0 && tools_std::tool_sandbox::process_tree::Cgroup::create().is_none() {
-        tool_tests::skip("commands get no cgroup of their own here, so what a killed call left is not found");
-        return;
-    }
+    let Some(left) = left_running(&marker) else { return };
     assert_eq!(left, 0, "the killed call's jobs ran on");
-    assert_eq!(watchers(child.id()), 0, "the watcher ran on");
+    assert_eq!(pgrep(&watcher), 0, "the watcher ran on");
 }
 
 /// Killed with its watcher (`pkill tools`), a `tools call` leaves its jobs to the next `tools`
@@ -302,19 +322,7 @@ fn the_jobs_of_a_killed_call_are_ended_by_its_watcher() {
 fn the_jobs_of_a_call_killed_with_its_watcher_are_ended_by_the_next_call() {
     let fx = Fixture::new();
     let marker = format!("{}", 6_000_000 + std::process::id() % 1_000_000);
-    let running = || {
-        let out = std::process::Command::new("pgrep").args(["-f", &format!("^sleep {marker}")]).output();
-        out.map(|out| String::from_utf8_lossy(&out.stdout).lines().count()).unwrap_or(0)
-    };
-    let leave = format!("setsid sleep {marker}1 > /dev/null 2>&1 & sleep {marker}2");
-    let mut call = fx.command(&["call", "bash", &json!({"command": leave}).to_string()]);
-    let mut child =
-        call.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
-    let started = std::time::Instant::now();
-    while running() < 2 && started.elapsed() < std::time::Duration::from_secs(10) {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert_eq!(running(), 2, "the command did not start");
+    let mut child = call_leaving_jobs(&fx, &marker, &["setsid"]);
     let watcher = format!("__watch-commands-of {}$", child.id());
     assert!(std::process::Command::new("pkill").args(["-KILL", "-f", &watcher]).status().unwrap().success());
     child.kill().unwrap();
@@ -322,12 +330,7 @@ fn the_jobs_of_a_call_killed_with_its_watcher_are_ended_by_the_next_call() {
     // Another test's `tools` process in this cgroup may end them first, as the next call does.
     let run = fx.run(&["call", "bash", r#"{"command": "echo next"}"#], None);
     assert!(run.json()["output"].as_str().unwrap_or_default().contains("next"), "{}", run.stdout);
-    let left = running();
-    let _ = std::process::Command::new("pkill").args(["-KILL", "-f", &format!("^sleep {marker}")]).status();
-    if left != 0 && tools_std::tool_sandbox::process_tree::Cgroup::create().is_none() {
-        tool_tests::skip("commands get no cgroup of their own here, so what a killed call left is not found");
-        return;
-    }
+    let Some(left) = left_running(&marker) else { return };
     assert_eq!(left, 0, "the next call left the killed call's jobs running");
 }
 
