@@ -590,8 +590,85 @@ async fn array_methods_refuse_lengths_that_would_never_end() {
     // Arrays and array-likes of any length a script can hold work as they do anywhere.
     let ordinary = "const a = Array.from({ length: 100000 }, (_, i) => i); \
                     [a.reverse()[0], Array.prototype.slice.call({ length: 2, 0: 'x', 1: 'y' }).join(''), [1].concat([2], [3]).length, \
-                     Array.prototype.map.call('abc', (c) => c.toUpperCase()).join('')].join(' ')";
-    assert_eq!(text(&script(&dispatcher, ordinary).await), "99999 xy 3 ABC");
+                     Array.prototype.map.call('abc', (c) => c.toUpperCase()).join(''), \
+                     Array.prototype.slice.call(new Uint8Array([1, 2, 3])).join('-')].join(' ')";
+    assert_eq!(text(&script(&dispatcher, ordinary).await), "99999 xy 3 ABC 1-2-3");
+}
+
+/// What would run long inside a built-in function, where the time limit is not seen, is refused
+/// or runs where it is: lengths read twice, lengths of primitives' prototypes, the sum of what
+/// `concat` joins, `flat` over many long arrays, a long text searched in a long text.
+#[tokio::test]
+async fn work_a_built_in_would_do_without_seeing_the_time_limit_is_refused_or_stopped() {
+    let dispatcher = limited(Limits::default().with_wall_time(Duration::from_millis(500)));
+    for (source, expected) in [
+        (
+            "let n = 0; [].concat({ length: 2 ** 53 - 1, get [Symbol.isConcatSpreadable]() { return n++ > 0; } })",
+            "The script failed: RangeError: Array.prototype.concat: a length of 9007199254740991",
+        ),
+        (
+            "Number.prototype.length = 2 ** 53 - 1; Array.prototype.reverse.call(5)",
+            "The script failed: RangeError: Array.prototype.reverse: a length of 9007199254740991",
+        ),
+        (
+            "const a = []; a.length = 8e6; [].concat(...Array(60000).fill(a))",
+            "The script failed: RangeError: Array.prototype.concat: a length of 480000000000",
+        ),
+        (
+            "const a = []; a.length = 8e6; Array(100000).fill(a).flat()",
+            "The script was stopped after 500 ms, its time limit.",
+        ),
+        (
+            "const s = 'a'.repeat(2 ** 24), t = 'a'.repeat(2 ** 22) + 'b'; s.indexOf(t)",
+            "The script was stopped after 500 ms, its time limit.",
+        ),
+        (
+            "const s = 'a'.repeat(2 ** 24), t = 'a'.repeat(2 ** 22) + 'b'; s.split(t)",
+            "The script was stopped after 500 ms, its time limit.",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let result = script(&dispatcher, source).await;
+        assert!(text(&result).starts_with(expected), "{source}: {}", text(&result));
+        assert!(started.elapsed() < Duration::from_secs(4), "{source}: {:?}", started.elapsed());
+    }
+}
+
+/// Searches of long texts in long texts give what the built-in search gives, window by window.
+#[tokio::test]
+async fn long_searches_give_the_built_in_answers() {
+    let dispatcher = limited(Limits::default().with_wall_time(Duration::from_secs(30)));
+    let source = r#"
+        const s = 'x'.repeat(3e6) + 'needle' + 'y'.repeat(3e6);
+        const t = 'needle' + 'y'.repeat(100);
+        const ys = 'y'.repeat(100);
+        const replaced = s.replace(t, "[$&|$`|$'|$$]");
+        [
+            s.indexOf(t), s.indexOf(t, 3e6 + 1), s.includes(t), s.lastIndexOf(ys), s.lastIndexOf(t, 2e6),
+            s.split(t).length, s.split(ys).length, s.split(ys, 3).length,
+            replaced.length, replaced.slice(3e6, 3e6 + 8), replaced.slice(9000009, 9000012),
+            s.replace(t, (m, at) => `<${m.length}@${at}>`).slice(3e6, 3e6 + 10),
+            s.replaceAll(ys, '').length, s.replaceAll(ys, (m, at) => at % 2).slice(-3),
+        ].join(' ')
+    "#;
+    let expected = [
+        "3000000",
+        "-1",
+        "true",
+        "5999906",
+        "-1",
+        "2",
+        "30001",
+        "3",
+        &(3_000_000 + 1 + 106 + 1 + 3_000_000 + 1 + 2_999_900 + 3 + 2_999_900).to_string(),
+        "[needley",
+        "|$]",
+        "<106@30000",
+        "3000006",
+        "000",
+    ]
+    .join(" ");
+    assert_eq!(text(&script(&dispatcher, source).await), expected);
 }
 
 /// What a script throws is kept to its start and end: the host does not copy and store all of
@@ -933,6 +1010,51 @@ async fn a_held_scripts_calls_take_turns_with_the_models_calls() {
     for n in 2..=5 {
         assert!(at("started", &format!("call-1.{n}")) > model_finished, "{ticks:?}");
     }
+}
+
+/// `code_output` and `code_stop` take no turn at the gate: a model's exclusive call waiting
+/// behind a `code_output` that waits for the script does not keep the script waiting (which
+/// would hold all three until `yield_ms`), and `code_stop` stops a script whose call a model's
+/// exclusive call waits for, at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_or_stopping_a_held_script_never_waits_behind_the_calls_it_keeps_waiting() {
+    let limits = Limits::default().with_yield_time(Some(Duration::from_millis(100)));
+    let (registry, _) = ticking(limits);
+    let dispatcher = Dispatcher::builder(registry).session_id("one").build();
+    let first =
+        script(&dispatcher, "await tools.tick({ms: 300}); await tools.tick({ms: 300, n: 2}); 'done'").await;
+    let id = first.output.metadata["script_id"].as_str().expect("held").to_owned();
+    let started = std::time::Instant::now();
+    let reading = tokio::spawn({
+        let (dispatcher, id) = (dispatcher.clone(), id.clone());
+        async move { call(&dispatcher, "code_output", json!({"id": id, "yield_ms": 20_000})).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let model = call(&dispatcher, "tick", json!({"ms": 10})).await;
+    assert_eq!(text(&model), "tock");
+    let end = reading.await.unwrap();
+    assert_eq!(text(&end), "done");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+
+    let held =
+        script(&dispatcher, "await tools.tick({ms: 200}); await tools.tick({ms: 5000, n: 2}); 'never'").await;
+    let id = held.output.metadata["script_id"].as_str().expect("held").to_owned();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // The model's exclusive call waits for the script's long one.
+    let waiting = tokio::spawn({
+        let dispatcher = dispatcher.clone();
+        async move { call(&dispatcher, "tick", json!({"ms": 10, "n": 3})).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = std::time::Instant::now();
+    let stopped = call(&dispatcher, "code_stop", json!({"id": id})).await;
+    assert!(started.elapsed() < Duration::from_secs(2), "code_stop waited {:?}", started.elapsed());
+    assert!(
+        text(&stopped).ends_with("was stopped, with the tool calls it was making."),
+        "{}",
+        text(&stopped)
+    );
+    assert_eq!(text(&waiting.await.unwrap()), "tock");
 }
 
 #[tokio::test]

@@ -43,9 +43,9 @@ pub(crate) fn pair(name: &str, held: Arc<Held>, limits: Limits) -> (Companion, C
         }),
     )
     .with_polls(true)
-    // `parallel`: waiting for the script, it must not keep the script's calls waiting, which take
-    // a shared guard of the model's gate once the script runs in the background.
-    .with_parallel(true)
+    // No turn at the gate: it waits for a script whose calls take turns with the model's, and
+    // must not wait behind a model's call that waits for them.
+    .with_ungated(true)
     .with_truncation(BOTH_ENDS)
     .with_annotations(ToolAnnotations {
         title: Some("Read a running script".into()),
@@ -65,7 +65,7 @@ pub(crate) fn pair(name: &str, held: Arc<Held>, limits: Limits) -> (Companion, C
             "additionalProperties": false,
         }),
     )
-    .with_parallel(true)
+    .with_ungated(true)
     .with_truncation(BOTH_ENDS)
     .with_annotations(ToolAnnotations {
         title: Some("Stop a running script".into()),

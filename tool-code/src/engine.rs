@@ -38,6 +38,11 @@ pub(crate) struct StopFlag {
     /// [`RUNNING`], [`ENDED`] once the interpreter's thread is done, or [`GIVEN_UP`] once the
     /// host stopped waiting for it ([`StopFlag::give_up`]).
     thread: AtomicU8,
+    /// A promise nobody handles was rejected with `null` in the job that ran last.
+    rejected_with_null: AtomicBool,
+    /// The interpreter thread's id, once it runs.
+    #[cfg(target_os = "linux")]
+    thread_id: std::sync::OnceLock<rustix::thread::Pid>,
     /// The interpreter's thread, once it runs: woken when the host goes away.
     interpreter: std::sync::OnceLock<std::thread::Thread>,
 }
@@ -70,6 +75,11 @@ impl StopFlag {
             self.thread.compare_exchange(RUNNING, GIVEN_UP, Ordering::SeqCst, Ordering::SeqCst).is_ok();
         if given_up {
             STUCK.fetch_add(1, Ordering::SeqCst);
+            // It keeps a core busy: only while nothing else wants it.
+            #[cfg(target_os = "linux")]
+            if let Some(thread) = self.thread_id.get() {
+                let _ = rustix::process::setpriority_process(Some(*thread), 19);
+            }
         }
         given_up
     }
@@ -171,6 +181,8 @@ pub(crate) fn spawn(setup: Setup) -> std::io::Result<Thread> {
             let _entered = runtime.enter();
             let to_host = setup.to_host.clone();
             let stop = setup.stop.clone();
+            #[cfg(target_os = "linux")]
+            let _ = stop.thread_id.set(rustix::thread::gettid());
             let finished = run(setup);
             stop.thread_ended();
             let _ = to_host.send(ToHost::Done(finished));
@@ -235,6 +247,11 @@ pub(crate) fn run(setup: Setup) -> Finished {
         if !handled && is_out_of_memory(&reason) {
             out_of_memory.stop(Stop::Memory);
         }
+        // What QuickJS rejects with when it runs out of memory while making its error, and what
+        // a script may reject with too: told apart once the script waits for nothing.
+        if !handled && reason.is_null() {
+            out_of_memory.rejected_with_null.store(true, Ordering::SeqCst);
+        }
     })));
     let Ok(context) = Context::custom::<Intrinsics>(&runtime) else {
         return Finished {
@@ -244,6 +261,8 @@ pub(crate) fn run(setup: Setup) -> Finished {
     };
     let state = Rc::new(RefCell::new(State::new()));
     let error = drive(&runtime, &context, &state, &setup).err();
+    // Waiting for nothing after a promise was rejected with `null` while most of the memory limit
+    // is in use: the interpreter ran out of memory in a job.
     if state.borrow().out_of_memory {
         setup.stop.stop(Stop::Memory);
     }
@@ -280,6 +299,14 @@ fn is_out_of_memory(thrown: &Value<'_>) -> bool {
 fn run_jobs(runtime: &Runtime, setup: &Setup) {
     while setup.stop.get().is_none() {
         match runtime.execute_pending_job() {
+            // Right after the job, what it allocated is still there: most of the memory limit
+            // in use, the `null` was the interpreter's, out of memory.
+            Ok(true) if setup.stop.rejected_with_null.swap(false, Ordering::SeqCst) => {
+                let usage = runtime.memory_usage();
+                if usage.malloc_size >= usage.malloc_limit / 2 {
+                    setup.stop.stop(Stop::Memory);
+                }
+            }
             Ok(true) => {}
             Ok(false) => return,
             // A job's own error is not the script's (a promise reaction that throws rejects its
@@ -626,6 +653,20 @@ impl<'js> Script<'js> {
             Ok(())
         })?;
 
+        // Looked at by the prelude's loops between pieces of work done in built-in functions,
+        // which the interrupt handler, consulted every so many instructions, would see too late.
+        let stop = setup.stop.clone();
+        let deadline = setup.deadline;
+        let host_check = Function::new(ctx.clone(), move |ctx: Ctx<'js>| {
+            if stop.get().is_none() && Instant::now() >= deadline {
+                stop.stop(Stop::WallTime);
+            }
+            match stop.get() {
+                Some(_) => Err(Exception::throw_internal(&ctx, "interrupted")),
+                None => Ok(()),
+            }
+        })?;
+
         let search = setup.search.clone();
         let has_search = search.is_some();
         let host_search =
@@ -649,7 +690,7 @@ impl<'js> Script<'js> {
         // No array of the script's memory is longer than this (an element takes 8 bytes or more).
         let longest = (setup.limits.memory_bytes / 8).max(1 << 20) as f64;
         let functions: Array<'js> =
-            prelude.call((host_call, host_print, host_search, names, has_search, longest))?;
+            prelude.call((host_call, host_print, host_search, names, has_search, longest, host_check))?;
         Ok((functions.get(0)?, functions.get(1)?))
     }
 

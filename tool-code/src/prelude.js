@@ -1,7 +1,7 @@
 // The script's globals, made from the host's functions. Evaluated once per script, before it;
 // returns the function the host settles a tool call's promise with, and the one that writes the
 // script's final value as console.log writes a value.
-(function (hostCall, hostPrint, hostSearch, names, hasSearch, longest) {
+(function (hostCall, hostPrint, hostSearch, names, hasSearch, longest, hostCheck) {
   "use strict";
 
   class ToolError extends Error {
@@ -113,56 +113,237 @@
   const show = (value) => wellFormed(format(value));
   const log = (...values) => hostPrint(wellFormed(values.map(format).join(" ")));
 
-  // QuickJS runs the generic array methods over an array-like's length without looking at the
-  // time limit (`Array.prototype.reverse.call({ length: 2 ** 53 - 1 })` would spin for ever):
-  // each refuses a length longer than an array of the script's memory could be, and a length
-  // it cannot read as the method will (a getter, an object to convert), which could differ.
-  // Proxies, whose traps could do the same, are not offered to scripts.
+  // QuickJS looks at the time limit in the script's code, not inside its built-in functions:
+  // one that loops long in C (`Array.prototype.reverse.call({ length: 2 ** 53 - 1 })`, a search
+  // for a long text in a long text) would keep a core busy past it. So the array methods refuse
+  // a length longer than an array of the script's memory could be, and one they cannot read as
+  // the method will (a getter, an object to convert); `concat` the sum of what it joins; `flat`
+  // and `flatMap` run here, where the limit is seen; and a string search that could compare
+  // more than `SEARCH` characters runs as searches of that size, one after the other. Proxies,
+  // whose traps could give a method another length than the one checked, are not offered.
   const getOwnDescriptor = Reflect.getOwnPropertyDescriptor;
   const getPrototypeOf = Reflect.getPrototypeOf;
-  const concatSpreadable = Symbol.isConcatSpreadable;
+  const defineProperty = Reflect.defineProperty;
   const isArray = Array.isArray;
-  const lengthOf = (name, object) => {
-    if ((typeof object !== "object" && typeof object !== "function") || object === null) return 0;
+  const isView = ArrayBuffer.isView;
+  const toObject = Object;
+  const toText = String;
+  const toNumber = Number;
+  const { trunc: truncate, max, min, floor } = Math;
+  const matchSymbol = Symbol.match;
+  const typedArrayLength = getOwnDescriptor(getPrototypeOf(Uint8Array.prototype), "length").get;
+  const lengthOf = (name, value) => {
+    if (value === null || value === undefined) return 0; // the method throws its own TypeError
+    const object = toObject(value);
     for (let at = object; at !== null; at = getPrototypeOf(at)) {
       const descriptor = getOwnDescriptor(at, "length");
       if (descriptor === undefined) continue;
-      if (!("value" in descriptor)) {
-        throw new TypeError(`Array.prototype.${name} does not run on an object whose length is a getter`);
+      if ("value" in descriptor) {
+        const length = descriptor.value;
+        if (typeof length === "object" || typeof length === "function") {
+          throw new TypeError(`Array.prototype.${name} does not run on an object whose length is not a number`);
+        }
+        return toNumber(length);
       }
-      const length = descriptor.value;
-      if (typeof length === "object" || typeof length === "function") {
-        throw new TypeError(`Array.prototype.${name} does not run on an object whose length is not a number`);
-      }
-      return Number(length);
+      // A typed array's own length, which its memory bounds.
+      if (descriptor.get === typedArrayLength && isView(object)) return apply(typedArrayLength, object, []);
+      throw new TypeError(`Array.prototype.${name} does not run on an object whose length is a getter`);
     }
     return 0;
   };
-  const checked = (name, object) => {
-    const length = lengthOf(name, object);
-    if (length > longest) {
-      throw new RangeError(
-        `Array.prototype.${name}: a length of ${length} is more than an array of the script's memory can have (${longest})`,
-      );
+  const tooLong = (name, length) =>
+    new RangeError(
+      `Array.prototype.${name}: a length of ${length} is more than an array of the script's memory can have (${longest})`,
+    );
+  const checked = (name, value) => {
+    const length = lengthOf(name, value);
+    if (length > longest) throw tooLong(name, length);
+    return length;
+  };
+  const append = (target, value) =>
+    defineProperty(target, target.length, { value, writable: true, enumerable: true, configurable: true });
+  const flatten = (target, source, depth) => {
+    const length = checked("flat", source);
+    for (let i = 0; i < length; i++) {
+      if (!(i in source)) continue;
+      const element = source[i];
+      if (depth > 0 && isArray(element)) flatten(target, element, depth - 1);
+      else append(target, element);
     }
   };
+  const own = {
+    concat(...args) {
+      let total = checked("concat", this);
+      for (let i = 0; i < args.length; i++) {
+        const arg = args[i];
+        total += typeof arg === "object" && arg !== null ? checked("concat", arg) : 1;
+      }
+      if (total > longest) throw tooLong("concat", total);
+      return apply(originals.concat, this, args);
+    },
+    flat(depth) {
+      const object = toObject(this);
+      let levels = depth === undefined ? 1 : truncate(toNumber(depth));
+      if (!(levels > 0)) levels = 0;
+      const target = [];
+      flatten(target, object, levels);
+      return target;
+    },
+    flatMap(callback, thisArg) {
+      const object = toObject(this);
+      if (typeof callback !== "function") throw new TypeError("Array.prototype.flatMap: the callback is not a function");
+      const length = checked("flatMap", object);
+      const target = [];
+      for (let i = 0; i < length; i++) {
+        if (!(i in object)) continue;
+        const mapped = apply(callback, thisArg, [object[i], i, object]);
+        if (isArray(mapped)) flatten(target, mapped, 0);
+        else append(target, mapped);
+      }
+      return target;
+    },
+  };
+  const originals = {};
   for (const name of Reflect.ownKeys(Array.prototype)) {
     const original = Array.prototype[name];
     if (typeof name !== "string" || typeof original !== "function" || name === "constructor") continue;
-    const guarded = {
-      [name](...args) {
-        checked(name, this);
-        if (name === "concat") {
-          for (const arg of args) {
-            if (typeof arg === "object" && arg !== null && (isArray(arg) || arg[concatSpreadable])) checked(name, arg);
-          }
-        }
-        return apply(original, this, args);
-      },
-    }[name];
-    Object.defineProperty(Array.prototype, name, { value: guarded, writable: true, configurable: true });
+    originals[name] = original;
+    const guarded =
+      own[name] ??
+      {
+        [name](...args) {
+          checked(name, this);
+          return apply(original, this, args);
+        },
+      }[name];
+    defineProperty(Array.prototype, name, { value: guarded, writable: true, configurable: true });
   }
   delete globalThis.Proxy;
+
+  // String searches: below `SEARCH` character comparisons, the built-in search itself; above,
+  // the same search over windows of that many, the limits looked at between them.
+  const SEARCH = 2 ** 26;
+  const { indexOf, lastIndexOf, includes, slice, split, replace, replaceAll } = String.prototype;
+  const isRegExpLike = (value) =>
+    (typeof value === "object" || typeof value === "function") && value !== null && value[matchSymbol] !== undefined;
+  const large = (text, search) => text.length * search.length > SEARCH;
+  const searchFrom = (text, search, from) => {
+    const n = text.length;
+    const m = search.length;
+    const step = max(1, floor(SEARCH / max(1, m)));
+    for (let start = from; start + m <= n; start += step) {
+      hostCheck();
+      const found = apply(indexOf, apply(slice, text, [start, min(n, start + step + m - 1)]), [search]);
+      if (found !== -1) return start + found;
+    }
+    return -1;
+  };
+  const searchBack = (text, search, from) => {
+    const n = text.length;
+    const m = search.length;
+    const step = max(1, floor(SEARCH / max(1, m)));
+    for (let end = min(n, from + m); end - m >= 0; end -= step) {
+      const start = max(0, end - step - m + 1);
+      hostCheck();
+      const found = apply(lastIndexOf, apply(slice, text, [start, end]), [search]);
+      if (found !== -1) return start + found;
+    }
+    return -1;
+  };
+  const position = (value, length, otherwise) => {
+    if (value === undefined) return otherwise;
+    const number = toNumber(value);
+    if (number !== number) return otherwise;
+    const at = truncate(number);
+    return at < 0 ? 0 : at > length ? length : at;
+  };
+  // What `$$`, `$&`, `` $` `` and `$'` stand for in a replacement of a text found at `at`.
+  const substitute = (template, found, at, text) => {
+    if (apply(indexOf, template, ["$"]) === -1) return template;
+    let out = "";
+    for (let i = 0; i < template.length; i++) {
+      const c = template[i];
+      const next = template[i + 1];
+      if (c !== "$" || next === undefined) out += c;
+      else if (next === "$") (out += "$"), i++;
+      else if (next === "&") (out += found), i++;
+      else if (next === "`") (out += apply(slice, text, [0, at])), i++;
+      else if (next === "'") (out += apply(slice, text, [at + found.length])), i++;
+      else out += c;
+    }
+    return out;
+  };
+  const replaced = (text, search, replacement, at) =>
+    typeof replacement === "function" ? toText(replacement(search, at, text)) : substitute(replacement, search, at, text);
+  const strings = {
+    indexOf(search, from) {
+      if (this === null || this === undefined) return apply(indexOf, this, [search, from]);
+      const text = toText(this);
+      const wanted = toText(search);
+      if (!large(text, wanted)) return apply(indexOf, text, [wanted, from]);
+      return searchFrom(text, wanted, position(from, text.length, 0));
+    },
+    includes(search, from) {
+      if (this === null || this === undefined || isRegExpLike(search)) return apply(includes, this, [search, from]);
+      const text = toText(this);
+      const wanted = toText(search);
+      if (!large(text, wanted)) return apply(includes, text, [wanted, from]);
+      return searchFrom(text, wanted, position(from, text.length, 0)) !== -1;
+    },
+    lastIndexOf(search, from) {
+      if (this === null || this === undefined) return apply(lastIndexOf, this, [search, from]);
+      const text = toText(this);
+      const wanted = toText(search);
+      if (!large(text, wanted)) return apply(lastIndexOf, text, [wanted, from]);
+      return searchBack(text, wanted, position(from, text.length, text.length));
+    },
+    split(separator, limit) {
+      if (this === null || this === undefined || isRegExpLike(separator) || separator === undefined) {
+        return apply(split, this, [separator, limit]);
+      }
+      const text = toText(this);
+      const most = limit === undefined ? 2 ** 32 - 1 : limit >>> 0;
+      const wanted = toText(separator);
+      if (!large(text, wanted) || wanted.length === 0) return apply(split, text, [wanted, most]);
+      const parts = [];
+      let at = 0;
+      while (parts.length < most) {
+        const found = searchFrom(text, wanted, at);
+        if (found === -1) break;
+        append(parts, apply(slice, text, [at, found]));
+        at = found + wanted.length;
+      }
+      if (parts.length < most) append(parts, apply(slice, text, [at]));
+      return parts;
+    },
+    replace(search, replacement) {
+      if (this === null || this === undefined || isRegExpLike(search)) return apply(replace, this, [search, replacement]);
+      const text = toText(this);
+      const wanted = toText(search);
+      const by = typeof replacement === "function" ? replacement : toText(replacement);
+      if (!large(text, wanted) || wanted.length === 0) return apply(replace, text, [wanted, by]);
+      const found = searchFrom(text, wanted, 0);
+      if (found === -1) return text;
+      return apply(slice, text, [0, found]) + replaced(text, wanted, by, found) + apply(slice, text, [found + wanted.length]);
+    },
+    replaceAll(search, replacement) {
+      if (this === null || this === undefined || isRegExpLike(search)) return apply(replaceAll, this, [search, replacement]);
+      const text = toText(this);
+      const wanted = toText(search);
+      const by = typeof replacement === "function" ? replacement : toText(replacement);
+      if (!large(text, wanted) || wanted.length === 0) return apply(replaceAll, text, [wanted, by]);
+      let out = "";
+      let at = 0;
+      for (let found = searchFrom(text, wanted, 0); found !== -1; found = searchFrom(text, wanted, at)) {
+        out += apply(slice, text, [at, found]) + replaced(text, wanted, by, found);
+        at = found + wanted.length;
+      }
+      return out + apply(slice, text, [at]);
+    },
+  };
+  for (const name of Object.keys(strings)) {
+    defineProperty(String.prototype, name, { value: strings[name], writable: true, configurable: true });
+  }
 
   Object.defineProperty(globalThis, "tools", { value: tools, enumerable: true });
   globalThis.console = Object.freeze({ log, info: log, warn: log, error: log, debug: log });

@@ -38,9 +38,11 @@ pub const NAME: &str = "code";
 /// A script still running at its [yield time](Limits::yield_time) goes on in the background:
 /// the call returns what it printed so far and the script's id, `code_output` (registered with
 /// this tool, see [`CodeTool::beside_its_tools`]) returns what it prints next and its end, and
-/// `code_stop` stops it. Each call it starts from then on takes turns with the model's calls
-/// too ([`Dispatcher::detach`]): an edit of the script's waits for the model's and the other way
-/// round; a call running when it went to the background goes on, as a command does. Its wall
+/// `code_stop` stops it (neither takes a turn at the gate, so neither waits behind the calls the
+/// script keeps waiting). Each exclusive call it starts from then on takes turns with the
+/// model's exclusive calls too ([`Dispatcher::detach`]): an edit of the script's waits for the
+/// model's and the other way round; a call running when it went to the background goes on, as
+/// a command does. Its wall
 /// time still bounds it. A session holds at most 4 such scripts, ended ones whose end nobody
 /// read among them for 10 minutes (past that, a script call is refused before it starts), and
 /// all sessions together 32 still running (past that, a call waits for its script's end).
@@ -208,8 +210,8 @@ impl CodeTool {
         if crate::engine::stuck() >= MAX_STUCK {
             return Err(ToolError::execution(format!(
                 "No script runs now: {MAX_STUCK} earlier scripts are still running inside a built-in function \
-                 that does not look at their limits, each keeping a core busy, until this program is restarted. \
-                 Use the other tools."
+                 that does not look at their limits, each keeping a core busy when it is idle, until they end or \
+                 this program is restarted. Use the other tools."
             )));
         }
         // A script that could not be held once past its yield time would keep its call, and the
@@ -405,8 +407,9 @@ fn at_the_calls_time_limit(waited: Waited, ctx: &ToolContext) -> Waited {
 /// How much longer than its calls' cancel grace an interpreter told to stop may take to end.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// How many interpreters the host gave up on may run on before no script starts.
-const MAX_STUCK: usize = 2;
+/// How many interpreters the host gave up on may run on (each at the lowest priority) before
+/// no script starts.
+const MAX_STUCK: usize = 4;
 
 /// Stops a script whose call ends before the script is held, however it ends: the script
 /// ended, or the call's future was dropped ([`Running::abandon`]).

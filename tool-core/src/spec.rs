@@ -203,6 +203,12 @@ pub struct ToolSpec {
     /// loop, so the dispatcher's repeat guard does not count it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub polls: bool,
+    /// Whether the tool's calls take no turn at the dispatcher's parallel gate: they run
+    /// whatever else runs, and nothing waits for them. For a tool that only reads or stops work
+    /// left running in the background (`code_output`, `code_stop`), which must never wait behind
+    /// the calls that this work keeps waiting.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ungated: bool,
 }
 
 /// What a tool asks permission for with [`ToolContext::ask`](crate::ToolContext::ask), beyond
@@ -263,6 +269,7 @@ impl ToolSpec {
             permission: None,
             command_argument: None,
             polls: false,
+            ungated: false,
         }
     }
 
@@ -323,6 +330,13 @@ impl ToolSpec {
     /// Marks the tool as one that waits for work in progress (see [`ToolSpec::polls`]).
     pub fn with_polls(mut self, polls: bool) -> Self {
         self.polls = polls;
+        self
+    }
+
+    /// Marks the tool as one whose calls take no turn at the parallel gate (see
+    /// [`ToolSpec::ungated`]).
+    pub fn with_ungated(mut self, ungated: bool) -> Self {
+        self.ungated = ungated;
         self
     }
 

@@ -12,7 +12,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::{RwLock, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -337,7 +337,7 @@ impl DispatcherBuilder {
                     session: self.session,
                     permissions: self.permissions,
                 }),
-                gate: Arc::new(RwLock::new(())),
+                gate: gate::Gate::default(),
                 cap: self.max_concurrency.map(|n| Arc::new(Semaphore::new(n))),
                 outer: None,
                 repeat: self.repeat.unwrap_or_default(),
@@ -349,7 +349,7 @@ impl DispatcherBuilder {
 }
 
 /// A dispatcher's parallel gate, and a nested one's caller's.
-type Gates = (Arc<RwLock<()>>, Option<Arc<gate::Outer>>);
+type Gates = (gate::Gate, Option<Arc<gate::Outer>>);
 
 pub(crate) struct Inner {
     /// This dispatcher, for the contexts of its calls ([`ToolContext::dispatcher`]).
@@ -360,7 +360,7 @@ pub(crate) struct Inner {
     /// What every call's context shares: session id and state, dependencies, permission hook.
     shared: Arc<Shared>,
     /// The parallel gate ([`gate`]) and the concurrency cap.
-    gate: Arc<RwLock<()>>,
+    gate: gate::Gate,
     cap: Option<Arc<Semaphore>>,
     /// For a nested dispatcher, the gate of the one it was made from ([`Dispatcher::detach`]).
     outer: Option<Arc<gate::Outer>>,
@@ -375,8 +375,8 @@ pub(crate) struct Inner {
 /// cancellation, panic isolation, truncation and events. Cheap to clone; clones share the gate,
 /// the session and the repeat guard.
 ///
-/// The gate is one `RwLock` per dispatcher: a `parallel` tool's call holds a read guard, any
-/// other a write guard. A batch takes the guards itself, one call after the other in the order
+/// The gate is one `RwLock` per dispatcher: a `parallel` tool's call holds a read guard, an
+/// [`ungated`](crate::ToolSpec::ungated) one nothing, any other a write guard. A batch takes the guards itself, one call after the other in the order
 /// of the calls, and moves each into its call's task; since the lock is fair, an exclusive call
 /// starts only after every earlier call has finished, and no later call starts before it has
 /// finished. A call's `started` event is emitted once it holds its guard and its `finished`
@@ -470,7 +470,7 @@ impl Dispatcher {
             session: SessionState::new(),
             permissions: shared.permissions.clone(),
         });
-        self.derive(self.inner.registry.clone(), shared, (Arc::new(RwLock::new(())), None))
+        self.derive(self.inner.registry.clone(), shared, (gate::Gate::default(), None))
     }
 
     /// The same dispatcher over another registry: the session (id and state), dependencies,
@@ -527,20 +527,19 @@ impl Dispatcher {
     /// [`ToolContext::dispatcher`]: crate::ToolContext::dispatcher
     /// [`ToolContext::nested_call_options`]: crate::ToolContext::nested_call_options
     pub fn nested(&self, registry: impl Into<Arc<Registry>>) -> Dispatcher {
-        let outer = gate::Outer { gate: self.inner.gate.clone(), detached: Default::default() };
-        let gates = (Arc::new(RwLock::new(())), Some(Arc::new(outer)));
+        let gates = (gate::Gate::default(), Some(Arc::new(self.inner.gate.outer())));
         self.derive_capped(registry.into(), self.inner.shared.clone(), gates, None)
     }
 
     /// Says that the call that made this [nested](Dispatcher::nested) dispatcher returns while
     /// its calls go on (a script left running in the background): from now on each call it
-    /// starts also holds a shared guard of the gate of the dispatcher it was made from, so that
-    /// no exclusive call of that dispatcher (a model's `edit`, `write`, `bash`) runs at the same
-    /// time as it, and the other way round; calls of `parallel` tools on both sides still
-    /// overlap, and so do the tools that only wait for or stop what the nested calls do, if
-    /// they are `parallel`. Among themselves, the nested calls keep their own gate. A call
-    /// already running goes on, as a command that went to the background does. No effect on a
-    /// dispatcher not made by [`Dispatcher::nested`].
+    /// starts that is exclusive also takes turns with the exclusive calls of the dispatcher it
+    /// was made from (a model's `edit`, `write`, `bash`): it waits for the one running, and the
+    /// next waits for it. It never waits for that dispatcher's gate itself, where a call that
+    /// waits for the nested calls' end (`code_output`) may hold a turn; calls of `parallel`
+    /// tools on both sides still overlap. Among themselves, the nested calls keep their own
+    /// gate. A call already running goes on, as a command that went to the background does. No
+    /// effect on a dispatcher not made by [`Dispatcher::nested`].
     pub fn detach(&self) {
         if let Some(outer) = &self.inner.outer {
             outer.detached.store(true, std::sync::atomic::Ordering::Release);
@@ -601,9 +600,9 @@ impl Dispatcher {
             Err(outcome) => return *outcome,
         };
         let mut dropped = FinishOnDrop { inner, pending: Some(ready.pending.clone()) };
-        let slot = match inner.try_acquire(ready.parallel()) {
+        let slot = match inner.try_acquire(ready.turn()) {
             Some(slot) => Some(slot),
-            None => inner.acquire(ready.parallel(), &cancel).await,
+            None => inner.acquire(ready.turn(), &cancel).await,
         };
         let outcome = match slot {
             None => inner.cancelled_before_start(&ready.pending),
@@ -687,9 +686,9 @@ impl Dispatcher {
             // taking them inside the tasks would let the runtime reorder them.
             // A guard may come free only because a cancelled call let go of it: check the token
             // after taking it too.
-            let slot = match inner.try_acquire(ready.parallel()) {
+            let slot = match inner.try_acquire(ready.turn()) {
                 Some(slot) => Some(slot),
-                None => inner.acquire(ready.parallel(), &batch).await,
+                None => inner.acquire(ready.turn(), &batch).await,
             };
             let slot = match slot {
                 Some(slot) if !batch.is_cancelled() => slot,

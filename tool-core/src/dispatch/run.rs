@@ -51,8 +51,14 @@ enum Input {
 }
 
 impl Ready {
-    pub(crate) fn parallel(&self) -> bool {
-        self.tool.spec().parallel || self.read_only_call.is_some()
+    pub(crate) fn turn(&self) -> super::gate::Turn {
+        use super::gate::Turn;
+        let spec = self.tool.spec();
+        match () {
+            () if spec.ungated => Turn::Ungated,
+            () if spec.parallel || self.read_only_call.is_some() => Turn::Shared,
+            () => Turn::Exclusive,
+        }
     }
 }
 

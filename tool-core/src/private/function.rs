@@ -209,5 +209,6 @@ fn spec_from_meta(meta: &ToolMeta, input_schema: Value, output_schema: Option<Va
         permission: meta.permission,
         command_argument: meta.command_argument.map(str::to_owned),
         polls: meta.polls,
+        ungated: false,
     }
 }
