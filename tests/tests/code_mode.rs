@@ -593,6 +593,24 @@ async fn array_methods_refuse_lengths_that_would_never_end() {
                      Array.prototype.map.call('abc', (c) => c.toUpperCase()).join(''), \
                      Array.prototype.slice.call(new Uint8Array([1, 2, 3])).join('-')].join(' ')";
     assert_eq!(text(&script(&dispatcher, ordinary).await), "99999 xy 3 ABC 1-2-3");
+    // What the guards do, the built-ins' answers: as node gives them.
+    let answers = r#"class Kind extends Array {}
+        [
+            String([1, 2]), `${[3, 4]}`, [5] + "", [1, [2, 3]].toString(), [1, 2].toLocaleString(),
+            [3, 1, undefined, 10, 2, , "b", "a"].sort().join(), [5, 1, 4].sort((a, b) => a - b).join(),
+            [NaN].includes(NaN), [NaN].indexOf(NaN), [1, 2, 3, 2].lastIndexOf(2), [1, 2, 3, 2].lastIndexOf(2, -2),
+            [1, 2, 3].indexOf(3, -1), [, 1].includes(undefined), [, 1].indexOf(undefined),
+            [1].concat({ name: "x", length: 5e9 }).length, Array.prototype.indexOf.call(new Uint8Array(12 << 20), 7),
+            Array.prototype.every.call("x".repeat(9 << 20), (c) => c === "x"),
+            "abc".split({ [Symbol.split]: () => "own split" }), "abc".replace({ [Symbol.replace]: () => "own replace" }, "x"),
+            Kind.from([1, [2]]).flat() instanceof Kind, [[1, [2, [3]]], , 4].flat(Infinity).join("-"),
+            [].map.length, [].push.length, [].flat.length, "".indexOf.length,
+        ].join(" | ")"#;
+    assert_eq!(
+        text(&script(&dispatcher, answers).await),
+        "1,2 | 3,4 | 5 | 1,2,3 | 1,2 | 1,10,2,3,a,b,, | 1,4,5 | true | -1 | 3 | 1 | 2 | true | -1 | 2 | -1 | true | \
+         own split | own replace | true | 1-2-3-4 | 1 | 1 | 0 | 1"
+    );
 }
 
 /// What would run long inside a built-in function, where the time limit is not seen, is refused
@@ -604,7 +622,8 @@ async fn work_a_built_in_would_do_without_seeing_the_time_limit_is_refused_or_st
     for (source, expected) in [
         (
             "let n = 0; [].concat({ length: 2 ** 53 - 1, get [Symbol.isConcatSpreadable]() { return n++ > 0; } })",
-            "The script failed: RangeError: Array.prototype.concat: a length of 9007199254740991",
+            "The script failed: TypeError: Array.prototype.concat does not run on an object whose \
+             Symbol.isConcatSpreadable is a getter",
         ),
         (
             "Number.prototype.length = 2 ** 53 - 1; Array.prototype.reverse.call(5)",
@@ -624,6 +643,15 @@ async fn work_a_built_in_would_do_without_seeing_the_time_limit_is_refused_or_st
         ),
         (
             "const s = 'a'.repeat(2 ** 24), t = 'a'.repeat(2 ** 22) + 'b'; s.split(t)",
+            "The script was stopped after 500 ms, its time limit.",
+        ),
+        // Few elements, each costly to compare.
+        (
+            "const s = 'a'.repeat(8e6); new Array(1e6).fill(s).indexOf(s.slice(0, -1) + 'b')",
+            "The script was stopped after 500 ms, its time limit.",
+        ),
+        (
+            "new Array(1e5).fill('a'.repeat(8e6)).sort()",
             "The script was stopped after 500 ms, its time limit.",
         ),
     ] {
@@ -1132,59 +1160,6 @@ async fn without_a_yield_time_a_call_waits_for_its_script_and_no_companion_is_of
     let dispatcher = Dispatcher::new(registry);
     let result = script(&dispatcher, "await tools.tick({ms: 300}); 'done'").await;
     assert_eq!(text(&result), "done");
-}
-
-/// The threads of this process named `code-script` (scripts' interpreters).
-fn interpreter_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .map(|tasks| {
-            tasks
-                .filter_map(Result::ok)
-                .filter(|task| {
-                    std::fs::read_to_string(task.path().join("comm"))
-                        .is_ok_and(|name| name.trim() == "code-script")
-                })
-                .count()
-        })
-        .unwrap_or(0)
-}
-
-/// A runtime shut down under a script whose call is in flight (a server stopping while a held
-/// script runs): the script's thread drops its calls rather than polling them on a runtime that
-/// is gone, and ends without a panic.
-#[test]
-fn a_runtime_shut_down_under_a_running_script_leaves_its_thread_to_end_quietly() {
-    let panics = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let seen = panics.clone();
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if std::thread::current().name() == Some("code-script") {
-            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
-        previous(info);
-    }));
-    let slow = FnTool::new(ToolSpec::new("slow", "Wait.", json!({"type": "object"})), |_, _| async move {
-        tokio::time::sleep(Duration::from_secs(30)).await;
-        Ok(ToolOutput::text("late"))
-    });
-    let tools = Registry::builder().tool(slow).build().unwrap();
-    let registry = CodeTool::new(tools).with_limits(Limits::default().with_yield_time(None)).alone().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let before = interpreter_threads();
-    runtime.block_on(async {
-        let dispatcher = Dispatcher::new(registry);
-        tokio::spawn(async move { script(&dispatcher, "await tools.slow({})").await });
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    });
-    assert!(interpreter_threads() > before, "the script runs");
-    drop(runtime);
-    // Its own time: the thread notices at once; 10 s is a bound for a loaded machine.
-    let until = std::time::Instant::now() + Duration::from_secs(10);
-    while interpreter_threads() > before && std::time::Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(interpreter_threads() <= before, "the script's thread ended");
-    assert_eq!(panics.load(std::sync::atomic::Ordering::SeqCst), 0, "the script's thread panicked");
 }
 
 /// A call starts when the script makes it, as a model's call starts when the model sends it, not

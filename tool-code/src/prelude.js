@@ -131,6 +131,8 @@
   const toNumber = Number;
   const { trunc: truncate, max, min, floor } = Math;
   const matchSymbol = Symbol.match;
+  const splitSymbol = Symbol.split;
+  const replaceSymbol = Symbol.replace;
   const typedArrayLength = getOwnDescriptor(getPrototypeOf(Uint8Array.prototype), "length").get;
   const lengthOf = (name, value) => {
     if (value === null || value === undefined) return 0; // the method throws its own TypeError
@@ -155,10 +157,62 @@
     new RangeError(
       `Array.prototype.${name}: a length of ${length} is more than an array of the script's memory can have (${longest})`,
     );
+  // A typed array's length and a string's are those of what the memory holds: not bounded.
   const checked = (name, value) => {
     const length = lengthOf(name, value);
-    if (length > longest) throw tooLong(name, length);
+    if (length > longest && typeof value !== "string" && !isView(value)) throw tooLong(name, length);
     return length;
+  };
+  const spreadSymbol = Symbol.isConcatSpreadable;
+  const speciesSymbol = Symbol.species;
+  // Whether `concat` spreads `value`, read once: a getter could say one thing here and another
+  // to the method.
+  const spreads = (value) => {
+    if ((typeof value !== "object" && typeof value !== "function") || value === null) return false;
+    for (let at = value; at !== null; at = getPrototypeOf(at)) {
+      const descriptor = getOwnDescriptor(at, spreadSymbol);
+      if (descriptor === undefined) continue;
+      if (!("value" in descriptor)) {
+        throw new TypeError("Array.prototype.concat does not run on an object whose Symbol.isConcatSpreadable is a getter");
+      }
+      if (descriptor.value !== undefined) return !!descriptor.value;
+      break;
+    }
+    return isArray(value);
+  };
+  // A new array of the kind `object` makes (its constructor's `Symbol.species`), as the
+  // built-in `flat` makes it.
+  const like = (object) => {
+    if (!isArray(object)) return [];
+    let constructor = object.constructor;
+    if ((typeof constructor === "object" || typeof constructor === "function") && constructor !== null) {
+      constructor = constructor[speciesSymbol];
+      if (constructor === null) constructor = undefined;
+    }
+    return constructor === undefined ? [] : new constructor(0);
+  };
+  // The built-in default order: by the values' text, `undefined` last (the method keeps those
+  // and the holes out of the comparisons), compared in script code where the limit is seen.
+  const byText = (a, b) => {
+    const x = toText(a);
+    const y = toText(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+  };
+  // Equality as `indexOf` (strict) and `includes` (NaN finds NaN) compare, element by element in
+  // script code: the built-ins compare in C, where comparing long strings one after another
+  // would not see the limit.
+  const same = (a, b) => a === b || (a !== a && b !== b);
+  const search = (name, object, length, from, wanted, equal) => {
+    for (let i = from; i < length; i++) {
+      if ((name === "includes" || i in object) && equal(object[i], wanted)) return i;
+    }
+    return -1;
+  };
+  const start = (from, length) => {
+    let at = from === undefined ? 0 : truncate(toNumber(from));
+    if (at !== at) at = 0;
+    if (at < 0) at = max(0, length + at);
+    return at;
   };
   const append = (target, value) =>
     defineProperty(target, target.length, { value, writable: true, enumerable: true, configurable: true });
@@ -171,29 +225,54 @@
       else append(target, element);
     }
   };
-  const own = {
+  const own = Object.create(null);
+  Object.assign(own, {
     concat(...args) {
-      let total = checked("concat", this);
-      for (let i = 0; i < args.length; i++) {
-        const arg = args[i];
-        total += typeof arg === "object" && arg !== null ? checked("concat", arg) : 1;
-      }
+      let total = spreads(this) ? checked("concat", this) : 1;
+      for (let i = 0; i < args.length; i++) total += spreads(args[i]) ? checked("concat", args[i]) : 1;
       if (total > longest) throw tooLong("concat", total);
       return apply(originals.concat, this, args);
     },
     flat(depth) {
+      checked("flat", this);
       const object = toObject(this);
       let levels = depth === undefined ? 1 : truncate(toNumber(depth));
       if (!(levels > 0)) levels = 0;
-      const target = [];
+      const target = like(object);
       flatten(target, object, levels);
       return target;
     },
-    flatMap(callback, thisArg) {
+    indexOf(wanted, from) {
+      const length = checked("indexOf", this);
       const object = toObject(this);
+      return search("indexOf", object, length, start(from, length), wanted, (a, b) => a === b);
+    },
+    includes(wanted, from) {
+      const length = checked("includes", this);
+      const object = toObject(this);
+      return search("includes", object, length, start(from, length), wanted, same) !== -1;
+    },
+    lastIndexOf(wanted, ...from) {
+      const length = checked("lastIndexOf", this);
+      const object = toObject(this);
+      let at = from.length === 0 ? length - 1 : truncate(toNumber(from[0]));
+      if (at !== at) at = 0;
+      at = at < 0 ? length + at : min(at, length - 1);
+      for (let i = at; i >= 0; i--) if (i in object && object[i] === wanted) return i;
+      return -1;
+    },
+    sort(compare) {
+      if (compare !== undefined && typeof compare !== "function") {
+        throw new TypeError("Array.prototype.sort: the comparison is not a function");
+      }
+      checked("sort", this);
+      return apply(originals.sort, this, [compare === undefined ? byText : compare]);
+    },
+    flatMap(callback, thisArg) {
       if (typeof callback !== "function") throw new TypeError("Array.prototype.flatMap: the callback is not a function");
-      const length = checked("flatMap", object);
-      const target = [];
+      const length = checked("flatMap", this);
+      const object = toObject(this);
+      const target = like(object);
       for (let i = 0; i < length; i++) {
         if (!(i in object)) continue;
         const mapped = apply(callback, thisArg, [object[i], i, object]);
@@ -202,8 +281,8 @@
       }
       return target;
     },
-  };
-  const originals = {};
+  });
+  const originals = Object.create(null);
   for (const name of Reflect.ownKeys(Array.prototype)) {
     const original = Array.prototype[name];
     if (typeof name !== "string" || typeof original !== "function" || name === "constructor") continue;
@@ -216,6 +295,7 @@
           return apply(original, this, args);
         },
       }[name];
+    defineProperty(guarded, "length", { value: original.length, configurable: true });
     defineProperty(Array.prototype, name, { value: guarded, writable: true, configurable: true });
   }
   delete globalThis.Proxy;
@@ -224,8 +304,12 @@
   // the same search over windows of that many, the limits looked at between them.
   const SEARCH = 2 ** 26;
   const { indexOf, lastIndexOf, includes, slice, split, replace, replaceAll } = String.prototype;
-  const isRegExpLike = (value) =>
-    (typeof value === "object" || typeof value === "function") && value !== null && value[matchSymbol] !== undefined;
+  // Whether `value` has its own way to be searched with (`symbol`: `Symbol.match` for the
+  // regular expressions `includes` refuses, `Symbol.split`, `Symbol.replace`): the built-in
+  // then asks it.
+  const searchesItself = (value, symbol) =>
+    (typeof value === "object" || typeof value === "function") && value !== null && value[symbol] != null;
+  const isRegExpLike = (value) => searchesItself(value, matchSymbol);
   const large = (text, search) => text.length * search.length > SEARCH;
   const searchFrom = (text, search, from) => {
     const n = text.length;
@@ -298,7 +382,7 @@
       return searchBack(text, wanted, position(from, text.length, text.length));
     },
     split(separator, limit) {
-      if (this === null || this === undefined || isRegExpLike(separator) || separator === undefined) {
+      if (this === null || this === undefined || searchesItself(separator, splitSymbol) || separator === undefined) {
         return apply(split, this, [separator, limit]);
       }
       const text = toText(this);
@@ -317,7 +401,9 @@
       return parts;
     },
     replace(search, replacement) {
-      if (this === null || this === undefined || isRegExpLike(search)) return apply(replace, this, [search, replacement]);
+      if (this === null || this === undefined || searchesItself(search, replaceSymbol)) {
+        return apply(replace, this, [search, replacement]);
+      }
       const text = toText(this);
       const wanted = toText(search);
       const by = typeof replacement === "function" ? replacement : toText(replacement);
@@ -327,7 +413,9 @@
       return apply(slice, text, [0, found]) + replaced(text, wanted, by, found) + apply(slice, text, [found + wanted.length]);
     },
     replaceAll(search, replacement) {
-      if (this === null || this === undefined || isRegExpLike(search)) return apply(replaceAll, this, [search, replacement]);
+      if (this === null || this === undefined || searchesItself(search, replaceSymbol)) {
+        return apply(replaceAll, this, [search, replacement]);
+      }
       const text = toText(this);
       const wanted = toText(search);
       const by = typeof replacement === "function" ? replacement : toText(replacement);
@@ -342,6 +430,7 @@
     },
   };
   for (const name of Object.keys(strings)) {
+    defineProperty(strings[name], "length", { value: String.prototype[name].length, configurable: true });
     defineProperty(String.prototype, name, { value: strings[name], writable: true, configurable: true });
   }
 
