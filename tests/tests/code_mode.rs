@@ -560,7 +560,7 @@ async fn array_methods_refuse_lengths_that_would_never_end() {
     for (call, expected) in [
         (
             "Array.prototype.reverse.call({ length: 2 ** 53 - 1 })",
-            "RangeError: Array.prototype.reverse: a length of 9007199254740991 is more than an array of the script's memory can have (8388608)",
+            "RangeError: Array.prototype.reverse: a length of 9007199254740991 is more than an array of the script's memory can have (16777216)",
         ),
         (
             "[].concat({ length: 2 ** 40, [Symbol.isConcatSpreadable]: true })",
@@ -605,11 +605,14 @@ async fn array_methods_refuse_lengths_that_would_never_end() {
             "abc".split({ [Symbol.split]: () => "own split" }), "abc".replace({ [Symbol.replace]: () => "own replace" }, "x"),
             Kind.from([1, [2]]).flat() instanceof Kind, [[1, [2, [3]]], , 4].flat(Infinity).join("-"),
             [].map.length, [].push.length, [].flat.length, "".indexOf.length,
+            [() => Array.prototype.indexOf.call(null, 1), () => Array.prototype.flat.call(undefined),
+             () => [Symbol("a"), Symbol("b")].sort(), () => "aSb".split(Symbol()), () => [1].indexOf(1, 1n)]
+                .map((f) => { try { return String(f()); } catch (e) { return e.name; } }).join(),
         ].join(" | ")"#;
     assert_eq!(
         text(&script(&dispatcher, answers).await),
         "1,2 | 3,4 | 5 | 1,2,3 | 1,2 | 1,10,2,3,a,b,, | 1,4,5 | true | -1 | 3 | 1 | 2 | true | -1 | 2 | -1 | true | \
-         own split | own replace | true | 1-2-3-4 | 1 | 1 | 0 | 1"
+         own split | own replace | true | 1-2-3-4 | 1 | 1 | 0 | 1 | TypeError,TypeError,TypeError,TypeError,TypeError"
     );
 }
 
@@ -653,6 +656,14 @@ async fn work_a_built_in_would_do_without_seeing_the_time_limit_is_refused_or_st
         (
             "new Array(1e5).fill('a'.repeat(8e6)).sort()",
             "The script was stopped after 500 ms, its time limit.",
+        ),
+        (
+            "new Array(1e5).fill('a'.repeat(8e6)).toSorted()",
+            "The script was stopped after 500 ms, its time limit.",
+        ),
+        (
+            "const view = new DataView(new ArrayBuffer(1)); view.length = 2 ** 53 - 1; Array.prototype.reverse.call(view)",
+            "The script failed: RangeError: Array.prototype.reverse: a length of 9007199254740991",
         ),
     ] {
         let started = std::time::Instant::now();

@@ -687,8 +687,10 @@ impl<'js> Script<'js> {
             })?;
 
         let names = setup.tools.clone().into_js(&ctx)?;
-        // No array of the script's memory is longer than this (an element takes 8 bytes or more).
-        let longest = (setup.limits.memory_bytes / 8).max(1 << 20) as f64;
+        // No dense array of the script's memory is longer than this (an element takes 8 bytes or
+        // more), and a loop in C over this many holes takes about a second: longer lengths are
+        // refused by the array methods.
+        let longest = (setup.limits.memory_bytes / 8).max(1 << 24) as f64;
         let functions: Array<'js> =
             prelude.call((host_call, host_print, host_search, names, has_search, longest, host_check))?;
         Ok((functions.get(0)?, functions.get(1)?))

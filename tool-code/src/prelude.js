@@ -127,41 +127,53 @@
   const isArray = Array.isArray;
   const isView = ArrayBuffer.isView;
   const toObject = Object;
-  const toText = String;
-  const toNumber = Number;
+  // Conversions as the built-ins make them: a Symbol has no text, a BigInt no number.
+  const toText = (value) => `${value}`;
+  const toNumber = (value) => +value;
   const { trunc: truncate, max, min, floor } = Math;
   const matchSymbol = Symbol.match;
   const splitSymbol = Symbol.split;
   const replaceSymbol = Symbol.replace;
   const typedArrayLength = getOwnDescriptor(getPrototypeOf(Uint8Array.prototype), "length").get;
-  const lengthOf = (name, value) => {
-    if (value === null || value === undefined) return 0; // the method throws its own TypeError
+  // `[length, bounded]`: the length a method will read, and whether an array of the script's
+  // memory bounds it (not a typed array's own length nor a string's, which memory holds).
+  const measure = (name, value) => {
+    if (value === null || value === undefined) return [0, false]; // the method throws its own TypeError
+    if (typeof value === "string") return [value.length, false];
     const object = toObject(value);
     for (let at = object; at !== null; at = getPrototypeOf(at)) {
       const descriptor = getOwnDescriptor(at, "length");
       if (descriptor === undefined) continue;
       if ("value" in descriptor) {
         const length = descriptor.value;
-        if (typeof length === "object" || typeof length === "function") {
+        if ((typeof length === "object" && length !== null) || typeof length === "function") {
           throw new TypeError(`Array.prototype.${name} does not run on an object whose length is not a number`);
         }
-        return toNumber(length);
+        return [toNumber(length), true];
       }
-      // A typed array's own length, which its memory bounds.
-      if (descriptor.get === typedArrayLength && isView(object)) return apply(typedArrayLength, object, []);
+      if (descriptor.get === typedArrayLength && isView(object)) {
+        return [apply(typedArrayLength, object, []), false];
+      }
       throw new TypeError(`Array.prototype.${name} does not run on an object whose length is a getter`);
     }
-    return 0;
+    return [0, true];
   };
+  const lengthOf = (name, value) => measure(name, value)[0];
   const tooLong = (name, length) =>
     new RangeError(
       `Array.prototype.${name}: a length of ${length} is more than an array of the script's memory can have (${longest})`,
     );
-  // A typed array's length and a string's are those of what the memory holds: not bounded.
   const checked = (name, value) => {
-    const length = lengthOf(name, value);
-    if (length > longest && typeof value !== "string" && !isView(value)) throw tooLong(name, length);
+    const [length, bounded] = measure(name, value);
+    if (bounded && length > longest) throw tooLong(name, length);
     return length;
+  };
+  // What the methods that run here do first, as the built-ins do.
+  const objectOf = (name, value) => {
+    if (value === null || value === undefined) {
+      throw new TypeError(`Array.prototype.${name} called on ${value === null ? "null" : "undefined"}`);
+    }
+    return toObject(value);
   };
   const spreadSymbol = Symbol.isConcatSpreadable;
   const speciesSymbol = Symbol.species;
@@ -214,16 +226,23 @@
     if (at < 0) at = max(0, length + at);
     return at;
   };
-  const append = (target, value) =>
-    defineProperty(target, target.length, { value, writable: true, enumerable: true, configurable: true });
-  const flatten = (target, source, depth) => {
+  // Puts `value` at `index` of `target` as a new own property; the next index.
+  const append = (target, index, value) => {
+    if (!defineProperty(target, index, { value, writable: true, enumerable: true, configurable: true })) {
+      throw new TypeError(`Cannot define property ${index}`);
+    }
+    return index + 1;
+  };
+  // `source`'s elements from `index` of `target` on, flattened `depth` levels; the next index.
+  const flatten = (target, source, depth, index) => {
     const length = checked("flat", source);
     for (let i = 0; i < length; i++) {
       if (!(i in source)) continue;
       const element = source[i];
-      if (depth > 0 && isArray(element)) flatten(target, element, depth - 1);
-      else append(target, element);
+      if (depth > 0 && isArray(element)) index = flatten(target, element, depth - 1, index);
+      else index = append(target, index, element);
     }
+    return index;
   };
   const own = Object.create(null);
   Object.assign(own, {
@@ -234,27 +253,30 @@
       return apply(originals.concat, this, args);
     },
     flat(depth) {
-      checked("flat", this);
-      const object = toObject(this);
+      const object = objectOf("flat", this);
+      checked("flat", object);
       let levels = depth === undefined ? 1 : truncate(toNumber(depth));
       if (!(levels > 0)) levels = 0;
       const target = like(object);
-      flatten(target, object, levels);
+      flatten(target, object, levels, 0);
       return target;
     },
     indexOf(wanted, from) {
+      const object = objectOf("indexOf", this);
       const length = checked("indexOf", this);
-      const object = toObject(this);
+      if (length === 0) return -1;
       return search("indexOf", object, length, start(from, length), wanted, (a, b) => a === b);
     },
     includes(wanted, from) {
+      const object = objectOf("includes", this);
       const length = checked("includes", this);
-      const object = toObject(this);
+      if (length === 0) return false;
       return search("includes", object, length, start(from, length), wanted, same) !== -1;
     },
     lastIndexOf(wanted, ...from) {
+      const object = objectOf("lastIndexOf", this);
       const length = checked("lastIndexOf", this);
-      const object = toObject(this);
+      if (length === 0) return -1;
       let at = from.length === 0 ? length - 1 : truncate(toNumber(from[0]));
       if (at !== at) at = 0;
       at = at < 0 ? length + at : min(at, length - 1);
@@ -268,16 +290,24 @@
       checked("sort", this);
       return apply(originals.sort, this, [compare === undefined ? byText : compare]);
     },
+    toSorted(compare) {
+      if (compare !== undefined && typeof compare !== "function") {
+        throw new TypeError("Array.prototype.toSorted: the comparison is not a function");
+      }
+      checked("toSorted", this);
+      return apply(originals.toSorted, this, [compare === undefined ? byText : compare]);
+    },
     flatMap(callback, thisArg) {
+      const object = objectOf("flatMap", this);
+      const length = checked("flatMap", object);
       if (typeof callback !== "function") throw new TypeError("Array.prototype.flatMap: the callback is not a function");
-      const length = checked("flatMap", this);
-      const object = toObject(this);
       const target = like(object);
+      let index = 0;
       for (let i = 0; i < length; i++) {
         if (!(i in object)) continue;
         const mapped = apply(callback, thisArg, [object[i], i, object]);
-        if (isArray(mapped)) flatten(target, mapped, 0);
-        else append(target, mapped);
+        if (isArray(mapped)) index = flatten(target, mapped, 0, index);
+        else index = append(target, index, mapped);
       }
       return target;
     },
@@ -394,10 +424,10 @@
       while (parts.length < most) {
         const found = searchFrom(text, wanted, at);
         if (found === -1) break;
-        append(parts, apply(slice, text, [at, found]));
+        append(parts, parts.length, apply(slice, text, [at, found]));
         at = found + wanted.length;
       }
-      if (parts.length < most) append(parts, apply(slice, text, [at]));
+      if (parts.length < most) append(parts, parts.length, apply(slice, text, [at]));
       return parts;
     },
     replace(search, replacement) {
