@@ -42,10 +42,10 @@ pub const NAME: &str = "code";
 /// script keeps waiting). Each exclusive call it starts from then on takes turns with the
 /// model's exclusive calls too ([`Dispatcher::detach`]): an edit of the script's waits for the
 /// model's and the other way round; a call running when it went to the background goes on, as
-/// a command does. Its wall
-/// time still bounds it. A session holds at most 4 such scripts, ended ones whose end nobody
-/// read among them for 10 minutes (past that, a script call is refused before it starts), and
-/// all sessions together 32 still running (past that, a call waits for its script's end).
+/// a command does. Its wall time still bounds it. A session holds at most 4 such scripts, ended
+/// ones whose end nobody read among them for 10 minutes (past that, a script call is refused
+/// before it starts), and all sessions together 32 still running (past that, a call waits for
+/// its script's end).
 pub struct CodeTool {
     spec: ToolSpec,
     tools: Arc<Registry>,
@@ -94,25 +94,28 @@ impl CodeTool {
     /// Leaves the named tools out of the description too, as deferred ones are: a script finds
     /// them with `tools.tool_search({query})` (a provider catalog's `defer` for the tools a
     /// script calls); a name that is no tool of the registry is an error.
-    pub fn defer<I, S>(mut self, names: I) -> Result<CodeTool, UnknownTool>
+    pub fn defer<I, S>(self, names: I) -> Result<CodeTool, UnknownTool>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let catalog = self.catalog.take().unwrap_or_else(|| Catalog::new(self.tools.clone()));
-        let catalog = catalog.defer(names)?;
-        self.catalog = catalog.has_deferred().then_some(catalog);
-        self.spec = self.make_spec(&self.spec.name.clone());
-        Ok(self)
+        self.with_catalog(|catalog| catalog.defer(names))
     }
 
     /// Leaves every tool out of the description: a script finds each with `tools.tool_search`.
-    pub fn defer_all(mut self) -> CodeTool {
+    pub fn defer_all(self) -> CodeTool {
+        let Ok(tool) = self.with_catalog(|catalog| Ok::<_, std::convert::Infallible>(catalog.defer_all()));
+        tool
+    }
+
+    /// This tool with its catalog of deferred tools changed by `change`, and its description
+    /// made again.
+    fn with_catalog<E>(mut self, change: impl FnOnce(Catalog) -> Result<Catalog, E>) -> Result<CodeTool, E> {
         let catalog = self.catalog.take().unwrap_or_else(|| Catalog::new(self.tools.clone()));
-        let catalog = catalog.defer_all();
+        let catalog = change(catalog)?;
         self.catalog = catalog.has_deferred().then_some(catalog);
         self.spec = self.make_spec(&self.spec.name.clone());
-        self
+        Ok(self)
     }
 
     /// This tool under another name.

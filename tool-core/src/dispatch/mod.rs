@@ -362,7 +362,8 @@ pub(crate) struct Inner {
     /// The parallel gate ([`gate`]) and the concurrency cap.
     gate: gate::Gate,
     cap: Option<Arc<Semaphore>>,
-    /// For a nested dispatcher, the gate of the one it was made from ([`Dispatcher::detach`]).
+    /// For a nested dispatcher, the changes lock of the one it was made from
+    /// ([`Dispatcher::detach`]).
     outer: Option<Arc<gate::Outer>>,
     /// The repeat guard ([`repeat`]) and the call it compares the next one with.
     repeat: RepeatGuard,
@@ -376,8 +377,9 @@ pub(crate) struct Inner {
 /// the session and the repeat guard.
 ///
 /// The gate is one `RwLock` per dispatcher: a `parallel` tool's call holds a read guard, an
-/// [`ungated`](crate::ToolSpec::ungated) one nothing, any other a write guard. A batch takes the guards itself, one call after the other in the order
-/// of the calls, and moves each into its call's task; since the lock is fair, an exclusive call
+/// [`ungated`](crate::ToolSpec::ungated) one nothing, any other a write guard. A batch takes
+/// the guards itself, one call after the other in the order of the calls, and moves each into
+/// its call's task; since the lock is fair, an exclusive call
 /// starts only after every earlier call has finished, and no later call starts before it has
 /// finished. A call's `started` event is emitted once it holds its guard and its `finished`
 /// event before it lets go, so the event stream alone shows the gate at work.
