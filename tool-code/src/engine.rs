@@ -15,7 +15,8 @@ use std::time::Instant;
 use futures_util::StreamExt;
 use futures_util::future::LocalBoxFuture;
 use futures_util::stream::FuturesUnordered;
-use tool_core::CancellationToken;
+use tool_core::truncate::{TruncationLimits, truncate_text};
+use tool_core::{CancellationToken, TruncationDirection};
 
 use rquickjs::context::{EvalOptions, intrinsic};
 use rquickjs::{
@@ -261,8 +262,6 @@ pub(crate) fn run(setup: Setup) -> Finished {
     };
     let state = Rc::new(RefCell::new(State::new()));
     let error = drive(&runtime, &context, &state, &setup).err();
-    // Waiting for nothing after a promise was rejected with `null` while most of the memory limit
-    // is in use: the interpreter ran out of memory in a job.
     if state.borrow().out_of_memory {
         setup.stop.stop(Stop::Memory);
     }
@@ -817,15 +816,15 @@ fn parsed_size(json: &str) -> usize {
 /// would keep them, without the host copying and storing all of a string of megabytes.
 const THROWN_KEPT: usize = 16 * 1024;
 
-/// `text` cut in its middle to [`THROWN_KEPT`] bytes, saying how much went.
+/// `text` cut in its middle to [`THROWN_KEPT`] bytes by the framework's truncation, which says
+/// how much went.
 fn bounded(text: String) -> String {
-    if text.len() <= THROWN_KEPT {
+    let limits = TruncationLimits::new(usize::MAX, THROWN_KEPT, TruncationDirection::Middle);
+    let cut = truncate_text(&text, &limits);
+    if !cut.is_truncated() {
         return text;
     }
-    let half = THROWN_KEPT / 2;
-    let start = text.floor_char_boundary(half);
-    let end = text.ceil_char_boundary(text.len() - half);
-    format!("{}\n[... {} bytes of the error cut ...]\n{}", &text[..start], end - start, &text[end..])
+    cut.text.into_owned()
 }
 
 /// Whether `json`, as `JSON.stringify` writes it, holds half of a character: the escape of a
@@ -890,7 +889,7 @@ mod tests {
         let text = format!("Error: {}é{}", "a".repeat(20_000), "z".repeat(20_000));
         let cut = bounded(text.clone());
         assert!(cut.len() < 17_000 && cut.starts_with("Error: aaa") && cut.ends_with("zzz"), "{}", cut.len());
-        assert!(cut.contains("bytes of the error cut ...]"));
+        assert!(cut.contains(" bytes cut ...]"), "{}", cut.len());
         assert_eq!(bounded("short".into()), "short");
     }
 
