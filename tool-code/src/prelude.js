@@ -147,21 +147,21 @@
       if ("value" in descriptor) {
         const length = descriptor.value;
         if ((typeof length === "object" && length !== null) || typeof length === "function") {
-          throw new TypeError(`Array.prototype.${name} does not run on an object whose length is not a number`);
+          throw new TypeError(`Array.prototype.${name} does not run on an object whose length is not a number; copy its elements into an array first (Array.from)`);
         }
         return [toNumber(length), true];
       }
       if (descriptor.get === typedArrayLength && isView(object)) {
         return [apply(typedArrayLength, object, []), false];
       }
-      throw new TypeError(`Array.prototype.${name} does not run on an object whose length is a getter`);
+      throw new TypeError(`Array.prototype.${name} does not run on an object whose length is a getter; copy its elements into an array first (Array.from)`);
     }
     return [0, true];
   };
   const lengthOf = (name, value) => measure(name, value)[0];
   const tooLong = (name, length) =>
     new RangeError(
-      `Array.prototype.${name}: a length of ${length} is more than an array of the script's memory can have (${longest})`,
+      `Array.prototype.${name}: a length of ${length} is more than an array of the script's memory can have (${longest}); work on fewer elements at a time`,
     );
   const checked = (name, value) => {
     const [length, bounded] = measure(name, value);

@@ -54,10 +54,12 @@ impl Ready {
     pub(crate) fn turn(&self) -> super::gate::Turn {
         use super::gate::Turn;
         let spec = self.tool.spec();
-        match () {
-            () if spec.ungated => Turn::Ungated,
-            () if spec.parallel || self.read_only_call.is_some() => Turn::Shared,
-            () => Turn::Exclusive,
+        if spec.ungated {
+            Turn::Ungated
+        } else if spec.parallel || self.read_only_call.is_some() {
+            Turn::Shared
+        } else {
+            Turn::Exclusive
         }
     }
 }
