@@ -26,6 +26,15 @@ impl Gauge {
         Entered(self.0.clone())
     }
 
+    /// Counts one more until the returned guard is dropped, unless `max` are counted already.
+    pub(crate) fn enter_below(&self, max: usize) -> Option<Entered> {
+        self.0
+            .count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1))
+            .ok()?;
+        Some(Entered(self.0.clone()))
+    }
+
     /// Waits until the count is zero.
     pub(crate) async fn idle(&self) {
         loop {

@@ -398,6 +398,7 @@ impl McpServer {
             served,
             input_closed: CancellationToken::new(),
             in_flight: self.in_flight.clone(),
+            calls: super::calls::Gauge::default(),
             subscriptions: Arc::default(),
             tasks,
             parked: Arc::default(),

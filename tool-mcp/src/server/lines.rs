@@ -3,14 +3,16 @@
 //! handle it.
 
 use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::RoleServer;
-use rmcp::model::JsonRpcMessage;
+use rmcp::model::{GetExtensions, JsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::inbound::{self, Framing, Inbound};
@@ -21,6 +23,15 @@ const READ_BUFFER: usize = 64 * 1024;
 const KEEP_OF_LONG_LINE: usize = 64 * 1024;
 /// A line buffer grown past this is given back once its line is handled.
 const KEEP_CAPACITY: usize = 1024 * 1024;
+/// While more than this is queued and not yet written (a client that sends requests but does
+/// not read the answers), no more input is read: the client's writes wait, as they would on any
+/// server that answers one line at a time, instead of the answers piling up in memory.
+const MAX_UNWRITTEN: usize = 16 * 1024 * 1024;
+/// The same for the number of lines not yet written: each is a task of `rmcp`'s waiting.
+const MAX_UNWRITTEN_LINES: u64 = 1024;
+/// The same for requests read and still being handled (a client that sends requests faster
+/// than they are answered): each is a task of `rmcp`'s, with its request.
+const MAX_OPEN_REQUESTS: usize = 1024;
 
 /// Reads lines from `R` and writes lines to the output, so that what `receive` answers itself
 /// and what `rmcp` sends go out whole and in order, and a `receive` dropped by `rmcp`'s event
@@ -49,6 +60,16 @@ struct Overflow {
 struct Output {
     queue: Mutex<Queue>,
     writer: tokio::sync::Mutex<Writer>,
+    /// Bytes queued and not yet written.
+    unwritten: AtomicUsize,
+    /// Lines queued and not yet written whole.
+    unwritten_lines: AtomicU64,
+    /// Requests read whose handling has not ended (see [`OpenRequest`]).
+    open_requests: AtomicUsize,
+    /// Set once a write failed: nothing queued will drain any more.
+    broken: AtomicBool,
+    /// Woken as writes go out (and when the output breaks).
+    drained: Notify,
 }
 
 struct Queue {
@@ -83,6 +104,29 @@ impl Output {
                 written: 0,
                 failed: None,
             }),
+            unwritten: AtomicUsize::new(0),
+            unwritten_lines: AtomicU64::new(0),
+            open_requests: AtomicUsize::new(0),
+            broken: AtomicBool::new(false),
+            drained: Notify::new(),
+        }
+    }
+
+    /// Waits while more than [`MAX_UNWRITTEN`] bytes or [`MAX_UNWRITTEN_LINES`] lines wait to be
+    /// written, or more than [`MAX_OPEN_REQUESTS`] requests are being handled, unless the output
+    /// is broken (then nothing will drain, and the input must still be read to its end).
+    async fn room(&self) {
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            let full = self.unwritten.load(Ordering::Acquire) > MAX_UNWRITTEN
+                || self.unwritten_lines.load(Ordering::Acquire) > MAX_UNWRITTEN_LINES
+                || self.open_requests.load(Ordering::Acquire) > MAX_OPEN_REQUESTS;
+            if !full || self.broken.load(Ordering::Acquire) {
+                return;
+            }
+            drained.await;
         }
     }
 
@@ -94,6 +138,8 @@ impl Output {
         }
         queue.bytes.extend_from_slice(bytes);
         queue.lines += 1;
+        self.unwritten.fetch_add(bytes.len(), Ordering::AcqRel);
+        self.unwritten_lines.fetch_add(1, Ordering::AcqRel);
         Ok(queue.lines)
     }
 
@@ -116,7 +162,7 @@ impl Output {
             }
             let result = match writer.sink.as_mut() {
                 None => Err(closed()),
-                Some(sink) => write_pending(sink, &writer.pending, &mut writer.offset).await,
+                Some(sink) => write_pending(sink, &writer.pending, &mut writer.offset, self).await,
             };
             match result {
                 Ok(()) => {
@@ -124,10 +170,14 @@ impl Output {
                     if writer.pending.capacity() > KEEP_CAPACITY {
                         writer.pending = Vec::new();
                     }
+                    self.unwritten_lines.fetch_sub(writer.pending_through - writer.written, Ordering::AcqRel);
                     writer.written = writer.pending_through;
+                    self.drained.notify_waiters();
                 }
                 Err(error) => {
                     writer.failed = Some(error.kind());
+                    self.broken.store(true, Ordering::Release);
+                    self.drained.notify_waiters();
                     return Err(error);
                 }
             }
@@ -146,17 +196,45 @@ impl Output {
     }
 }
 
+/// Put in a request's extensions when it is read: `rmcp` moves them into the request's context,
+/// which its handler holds until it has answered, so the request counts as open until then.
+#[derive(Clone)]
+struct OpenRequest {
+    _handling: Arc<Handling>,
+}
+
+struct Handling(Arc<Output>);
+
+impl OpenRequest {
+    fn new(output: &Arc<Output>) -> Self {
+        output.open_requests.fetch_add(1, Ordering::AcqRel);
+        OpenRequest { _handling: Arc::new(Handling(output.clone())) }
+    }
+}
+
+impl Drop for Handling {
+    fn drop(&mut self) {
+        self.0.open_requests.fetch_sub(1, Ordering::AcqRel);
+        self.0.drained.notify_waiters();
+    }
+}
+
 /// Writes `bytes[*offset..]` and flushes, advancing `offset` as the writes return, so that a
 /// future dropped halfway leaves `offset` where the next one must go on.
 async fn write_pending(
     sink: &mut (dyn AsyncWrite + Unpin + Send),
     bytes: &[u8],
     offset: &mut usize,
+    output: &Output,
 ) -> io::Result<()> {
     while *offset < bytes.len() {
         match sink.write(&bytes[*offset..]).await {
             Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
-            Ok(n) => *offset += n,
+            Ok(n) => {
+                *offset += n;
+                output.unwritten.fetch_sub(n, Ordering::AcqRel);
+                output.drained.notify_waiters();
+            }
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             Err(error) => return Err(error),
         }
@@ -200,7 +278,12 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineTransport<R> {
             self.line = Vec::new();
         }
         match checked {
-            Inbound::Message(message) => Some(*message),
+            Inbound::Message(mut message) => {
+                if let JsonRpcMessage::Request(request) = &mut *message {
+                    request.request.extensions_mut().insert(OpenRequest::new(&self.output));
+                }
+                Some(*message)
+            }
             Inbound::Reply(reply) => {
                 // Nobody to tell when the output is gone; the next send reports it.
                 if let Ok(line) = encode_value(&reply).and_then(|bytes| self.output.queue(&bytes)) {
@@ -245,12 +328,14 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransp
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        // Cancel safety: `fill_buf` is cancel safe, and everything after it runs without awaiting.
+        // Cancel safety: `room` and `fill_buf` are cancel safe, and everything after them runs
+        // without awaiting.
         loop {
             if self.eof {
                 self.input_closed.cancel();
                 return None;
             }
+            self.output.room().await;
             let available = match self.reader.fill_buf().await {
                 Ok(available) => available,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
@@ -383,6 +468,85 @@ mod tests {
         let mut text = String::new();
         read.read_to_string(&mut text).await.unwrap();
         assert_eq!(text, "{\"last\":true}\n", "what was queued went out, then the output ended");
+    }
+
+    /// A client that sends requests and does not read the answers: past [`MAX_UNWRITTEN`] bytes
+    /// waiting to be written, no more input is read (its writes wait) until it reads again.
+    #[tokio::test]
+    async fn input_waits_while_the_client_leaves_answers_unread() {
+        let (mut client_in, server_in) = tokio::io::duplex(64 * 1024);
+        let (server_out, mut client_out) = tokio::io::duplex(64 * 1024);
+        let mut transport = LineTransport::new(server_in, server_out, 1024 * 1024, CancellationToken::new());
+        let ping = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n";
+        client_in.write_all(&ping.repeat(3)).await.unwrap();
+        assert!(transport.receive().await.is_some(), "a request is read while the answers go out");
+
+        // Answers the client does not read, more than the server keeps queued.
+        let answer = [b"{\"x\":\"".as_slice(), &vec![b'a'; MAX_UNWRITTEN], b"\"}\n"].concat();
+        let line = transport.output.queue(&answer).unwrap();
+        let output = transport.output.clone();
+        let writing = tokio::spawn(async move { output.written_through(line).await });
+        {
+            let receiving = transport.receive();
+            tokio::pin!(receiving);
+            let polled = std::future::poll_fn(|cx| Poll::Ready(receiving.as_mut().poll(cx))).await;
+            assert!(polled.is_pending(), "a request waiting in the input is not read");
+        }
+
+        // The client reads its answers: the input is read again.
+        let reading = tokio::spawn(async move {
+            let mut seen = vec![0; answer.len()];
+            client_out.read_exact(&mut seen).await.map(|_| seen == answer)
+        });
+        assert!(transport.receive().await.is_some(), "the next request is read");
+        writing.await.unwrap().unwrap();
+        assert!(reading.await.unwrap().unwrap(), "the answer arrived whole");
+        assert!(transport.receive().await.is_some(), "and the one after it");
+
+        // A client gone for good (its end dropped): the input is read on, to its end.
+        let line = transport.output.queue(&[b'b'; MAX_UNWRITTEN + 1]).unwrap();
+        let output = transport.output.clone();
+        let failed = tokio::spawn(async move { output.written_through(line).await });
+        drop(client_in);
+        assert!(failed.await.unwrap().is_err());
+        let end = tokio::time::timeout(std::time::Duration::from_secs(10), transport.receive()).await;
+        assert!(end.expect("the input is read on").is_none(), "the end of the input is seen");
+    }
+
+    /// A client that sends requests faster than they are handled: past [`MAX_OPEN_REQUESTS`]
+    /// requests whose handling has not ended, no more input is read until one ends.
+    #[tokio::test]
+    async fn input_waits_while_too_many_requests_are_being_handled() {
+        let (mut client_in, server_in) = tokio::io::duplex(1024 * 1024);
+        let (server_out, _client_out) = tokio::io::duplex(64 * 1024);
+        let mut transport = LineTransport::new(server_in, server_out, 1024 * 1024, CancellationToken::new());
+        let ping = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n";
+        client_in.write_all(&ping.repeat(MAX_OPEN_REQUESTS + 2)).await.unwrap();
+        // Handlers holding their requests (as `rmcp`'s hold their contexts).
+        let mut handling = Vec::new();
+        for _ in 0..=MAX_OPEN_REQUESTS {
+            handling.push(transport.receive().await.expect("a request"));
+        }
+        {
+            let receiving = transport.receive();
+            tokio::pin!(receiving);
+            let polled = std::future::poll_fn(|cx| Poll::Ready(receiving.as_mut().poll(cx))).await;
+            assert!(polled.is_pending(), "the last request is not read while the others are handled");
+        }
+        handling.pop();
+        let next = transport.receive().await;
+        assert!(next.is_some(), "one handled: the next is read");
+        // A notification is not a request: it counts for nothing.
+        drop(handling);
+        client_in
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .await
+            .unwrap();
+        let notification = transport.receive().await.expect("a notification");
+        assert!(matches!(notification, JsonRpcMessage::Notification(_)));
+        assert_eq!(transport.output.open_requests.load(Ordering::Acquire), 1, "the request still held");
+        drop(next);
+        assert_eq!(transport.output.open_requests.load(Ordering::Acquire), 0);
     }
 
     #[test]

@@ -243,6 +243,7 @@ impl McpServerBuilder {
             served,
             input_closed: CancellationToken::new(),
             in_flight: Arc::new(InFlight::default()),
+            calls: calls::Gauge::default(),
             subscriptions: Arc::default(),
             tasks: Arc::default(),
             parked: Arc::default(),
@@ -364,6 +365,8 @@ pub struct McpServer {
     /// Cancelled when the session's client stops sending.
     input_closed: CancellationToken,
     in_flight: Arc<InFlight>,
+    /// This session's calls running now (at most [`MAX_SESSION_CALLS`]).
+    calls: calls::Gauge,
     /// The URIs this session subscribed to.
     subscriptions: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// This session's tasks, cancelled when the session ends.
@@ -530,6 +533,7 @@ impl McpServer {
         let session = McpServer {
             input_closed,
             in_flight,
+            calls: calls::Gauge::default(),
             subscriptions: Arc::default(),
             tasks: Arc::default(),
             parked: Arc::default(),
@@ -590,6 +594,15 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let inner = &self.inner;
+        // Each call holds its arguments and its output until it is answered: a client that sends
+        // calls faster than they end (or than it reads their answers) gets a refusal past this.
+        let Some(_running) = self.calls.enter_below(MAX_SESSION_CALLS) else {
+            let refusal = tool_core::ToolOutput::error(format!(
+                "{MAX_SESSION_CALLS} calls of this session are running already, so this one was not \
+                 started: wait for some of their results, then call it again"
+            ));
+            return Ok(crate::wire::call_tool_result(refusal).into());
+        };
         // The request's state names a call that waits for this client's answers: it goes on.
         if let Some(state) = request.request_state.as_deref() {
             let Some(call) = self.parked.resume(state, request.input_responses) else {
@@ -723,6 +736,9 @@ fn answer(result: ToolResult, taker: Option<Arc<tasks::CallTaker>>) -> CallToolR
         None => crate::wire::call_tool_result(result.output).into(),
     }
 }
+
+/// At most this many calls of one session run at once.
+const MAX_SESSION_CALLS: usize = 256;
 
 /// At most this many resources named by one `subscriptions/listen` stream.
 const MAX_LISTENED_RESOURCES: usize = 64;

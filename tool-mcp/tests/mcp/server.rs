@@ -365,3 +365,53 @@ async fn a_replaced_registry_serves_new_calls_while_calls_in_flight_finish_on_th
     assert_eq!(held.is_error, Some(false));
     assert_eq!(serde_json::to_value(&held.content).unwrap(), json!([{"type": "text", "text": "released"}]));
 }
+
+/// How many `park` calls have started; they answer once `UNPARK` has a permit for each.
+static PARKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static PARKED_CHANGED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+static UNPARK: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
+
+/// Wait until unparked.
+#[tool(parallel)]
+async fn park() -> String {
+    PARKED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    PARKED_CHANGED.notify_one();
+    UNPARK.acquire().await.expect("open").forget();
+    "unparked".to_owned()
+}
+
+/// A client that starts calls faster than they end: past 256 running in its session, a call is
+/// refused with a result the model can read, and calls start again once some have ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_runs_a_bounded_number_of_calls_at_once() {
+    let registry = Registry::builder().with_inventory().allow(["add", "park"]).build().unwrap();
+    let server = McpServer::builder(Dispatcher::builder(registry)).build().unwrap();
+    let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(server.serve(server_io));
+    let client = ().serve(client_io).await.expect("initialize");
+    let mut parked = tokio::task::JoinSet::new();
+    for _ in 0..256 {
+        let peer = client.peer().clone();
+        parked.spawn(async move { peer.call_tool(call("park", json!({}))).await });
+    }
+    while PARKED.load(std::sync::atomic::Ordering::SeqCst) < 256 {
+        PARKED_CHANGED.notified().await;
+    }
+
+    let refused = client.call_tool(call("add", json!({"a": 1, "b": 2}))).await.unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    let text = serde_json::to_value(&refused.content).unwrap()[0]["text"].as_str().unwrap().to_owned();
+    assert!(text.starts_with("256 calls of this session are running already"), "{text}");
+    assert_eq!(PARKED.load(std::sync::atomic::Ordering::SeqCst), 256, "nothing else started");
+
+    UNPARK.add_permits(1);
+    let first = parked.join_next().await.unwrap().unwrap().unwrap();
+    assert_eq!(first.is_error, Some(false));
+    let sum = client.call_tool(call("add", json!({"a": 1, "b": 2}))).await.unwrap();
+    assert_eq!(sum.structured_content, Some(json!({"total": 3})), "one ended: a call runs again");
+
+    UNPARK.add_permits(255);
+    while let Some(done) = parked.join_next().await {
+        assert_eq!(done.unwrap().unwrap().is_error, Some(false));
+    }
+}
