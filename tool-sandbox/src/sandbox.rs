@@ -923,17 +923,38 @@ impl Placeholders {
 }
 
 /// An empty directory made for a protected name that was absent, so that commands cannot create
-/// it: bound read-only in their mount namespace (an empty file for a git configuration file that
-/// a configuration includes: git reads it as no settings). Removed when the last command of this
-/// process that holds it no longer does, if it is still empty.
+/// it: bound read-only in their mount namespace (a file for one git reads as a file: see
+/// [`Kind`]). Removed when the last command of this process that holds it no longer does, if it
+/// is still as it was made.
 #[derive(Debug)]
 pub(crate) struct Placeholder {
     pub(crate) path: PathBuf,
     /// The writable root it lies beneath.
     root: PathBuf,
-    /// An empty file rather than a directory.
-    file: bool,
+    kind: Kind,
 }
+
+/// What a placeholder is made as (ordered so that a directory comes first, and wins where a
+/// path is wanted as both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    /// An empty directory.
+    Dir,
+    /// A file holding these bytes, which git reads as nothing set: an empty configuration file
+    /// (one a configuration includes, `config.worktree`), or `.` in `commondir` (the common
+    /// directory is the git directory itself, as without the file).
+    File(&'static [u8]),
+}
+
+/// A git directory's files that name what git runs, held by placeholders where absent when git
+/// writes are allowed (with them, a command could make them): `hooks/` and `info/`, `commondir`
+/// (the directory git takes its configuration and hooks from), `config.worktree`.
+const GIT_PLACEHOLDERS: [(&str, Kind); 4] = [
+    (".git/hooks", Kind::Dir),
+    (".git/info", Kind::Dir),
+    (".git/commondir", Kind::File(b".")),
+    (".git/config.worktree", Kind::File(b"")),
+];
 
 /// Whether `path` is a placeholder that commands of this process hold: an empty directory
 /// standing for a protected name that did not exist when they started, which they must not
@@ -1006,21 +1027,24 @@ fn release(counts: &mut std::collections::HashMap<PathBuf, usize>, path: &Path) 
 impl Placeholder {
     /// Holds the placeholder at `path`, beneath the writable root `root`: made now when absent,
     /// shared when this process made it already; `None` when something else is there.
-    fn hold(root: &Path, path: PathBuf, file: bool) -> Option<Placeholder> {
-        let make = if file { BeneathOp::MakeFile } else { BeneathOp::Make };
+    fn hold(root: &Path, path: PathBuf, kind: Kind) -> Option<Placeholder> {
+        let make = match kind {
+            Kind::Dir => BeneathOp::Make,
+            Kind::File(content) => BeneathOp::MakeFile(content),
+        };
         let mut held = held().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(count) = held.get_mut(&path) {
             // Removed meanwhile (by the user): made again, or the mount would fail.
             let _ = beneath(root, &path, make);
             *count += 1;
-            return Some(Placeholder { path, root: root.to_path_buf(), file });
+            return Some(Placeholder { path, root: root.to_path_buf(), kind });
         }
         // `mkdir` (or an exclusive create) neither follows nor replaces what is there (a link
         // planted meanwhile), and the directories above are opened from the root without
         // following a link either.
         beneath(root, &path, make).ok()?;
         held.insert(path.clone(), 1);
-        Some(Placeholder { path, root: root.to_path_buf(), file })
+        Some(Placeholder { path, root: root.to_path_buf(), kind })
     }
 }
 
@@ -1029,10 +1053,10 @@ impl Placeholder {
 enum BeneathOp {
     Make,
     Remove,
-    /// An empty file, created exclusively.
-    MakeFile,
-    /// The file, if it is still an empty regular file.
-    RemoveEmptyFile,
+    /// A file holding these bytes, created exclusively.
+    MakeFile(&'static [u8]),
+    /// The file, if it is still a regular file holding these bytes.
+    RemoveFile(&'static [u8]),
 }
 
 /// Makes (`mkdir`) or removes (`rmdir`) the directory `path`, its parent opened from `root` one
@@ -1054,14 +1078,24 @@ fn beneath(root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
     match op {
         BeneathOp::Make => nix::sys::stat::mkdirat(&dir, name, Mode::from_bits_truncate(0o777))?,
         BeneathOp::Remove => nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::RemoveDir)?,
-        BeneathOp::MakeFile => {
+        BeneathOp::MakeFile(content) => {
             let create =
                 OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-            drop(openat(&dir, name, create, Mode::from_bits_truncate(0o644))?);
+            let file = std::fs::File::from(openat(&dir, name, create, Mode::from_bits_truncate(0o644))?);
+            std::io::Write::write_all(&mut &file, content)?;
         }
-        BeneathOp::RemoveEmptyFile => {
-            let stat = nix::sys::stat::fstatat(&dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)?;
-            if stat.st_mode & libc::S_IFMT == libc::S_IFREG && stat.st_size == 0 {
+        BeneathOp::RemoveFile(content) => {
+            // Opened without following a link or waiting on a FIFO, and read no further than
+            // the placeholder's own length.
+            let read = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+            let file = std::fs::File::from(openat(&dir, name, read, Mode::empty())?);
+            let meta = file.metadata()?;
+            if !meta.is_file() || meta.len() != content.len() as u64 {
+                return Ok(());
+            }
+            let mut held = Vec::with_capacity(content.len());
+            std::io::Read::read_to_end(&mut std::io::Read::take(&file, content.len() as u64), &mut held)?;
+            if held == content {
                 nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)?;
             }
         }
@@ -1074,11 +1108,11 @@ fn beneath(_root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
     match op {
         BeneathOp::Make => std::fs::create_dir(path),
         BeneathOp::Remove => std::fs::remove_dir(path),
-        BeneathOp::MakeFile => std::fs::File::create_new(path).map(drop),
-        BeneathOp::RemoveEmptyFile if std::fs::symlink_metadata(path)?.len() == 0 => {
-            std::fs::remove_file(path)
+        BeneathOp::MakeFile(content) => {
+            std::io::Write::write_all(&mut std::fs::File::create_new(path)?, content)
         }
-        BeneathOp::RemoveEmptyFile => Ok(()),
+        BeneathOp::RemoveFile(content) if std::fs::read(path)? == content => std::fs::remove_file(path),
+        BeneathOp::RemoveFile(_) => Ok(()),
     }
 }
 
@@ -1088,7 +1122,10 @@ impl Drop for Placeholder {
         if release(&mut held, &self.path) {
             // `rmdir` removes only an empty directory, and never what a link leads to: a
             // directory above it that a command replaced with a link stops it.
-            let remove = if self.file { BeneathOp::RemoveEmptyFile } else { BeneathOp::Remove };
+            let remove = match self.kind {
+                Kind::Dir => BeneathOp::Remove,
+                Kind::File(content) => BeneathOp::RemoveFile(content),
+            };
             let _ = beneath(&self.root, &self.path, remove);
         }
     }
@@ -1103,52 +1140,52 @@ fn make_placeholders(policy: &SandboxPolicy, below: &BelowTop) -> Vec<Placeholde
     let roots = policy.writable();
     placeholder_paths(policy, below, home.as_deref())
         .into_iter()
-        .filter_map(|(path, file)| {
+        .filter_map(|(path, kind)| {
             let root = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())?;
-            Placeholder::hold(root, path, file)
+            Placeholder::hold(root, path, kind)
         })
         .collect()
 }
 
-/// Where [`make_placeholders`] makes them, for the home directory `home`, each with whether it
-/// is a file: each absent name whose parent is a directory. Besides the names above, the
+/// Where [`make_placeholders`] makes them, for the home directory `home`, each with what it is
+/// made as: each absent name whose parent is a directory. Besides the names above, the
 /// directory `core.hooksPath` names inside a writable root (not to be made with hooks in), and
 /// as files the git configuration files a repository's configuration includes that do not exist
 /// there (outside `.git`, protected as a whole): a command creating one could name a hooks
 /// directory and fill it in the same command.
-fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Path>) -> Vec<(PathBuf, bool)> {
+fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Path>) -> Vec<(PathBuf, Kind)> {
     if policy.mode != SandboxMode::WorkspaceWrite {
         return Vec::new();
     }
-    let mut names: Vec<&str> = crate::policy::PLACEHOLDERS
+    let mut names: Vec<(&str, Kind)> = crate::policy::PLACEHOLDERS
         .iter()
-        .copied()
         .filter(|name| policy.protected.iter().any(|p| p == Path::new(name)))
+        .map(|name| (*name, Kind::Dir))
         .collect();
     if policy.git_writes {
-        names.extend([".git/hooks", ".git/info"]);
+        names.extend(GIT_PLACEHOLDERS);
     }
     let roots = &policy.writable_roots;
-    let mut paths: Vec<(PathBuf, bool)> =
-        roots.iter().flat_map(|root| names.iter().map(|name| (root.join(name), false))).collect();
+    let mut paths: Vec<(PathBuf, Kind)> =
+        roots.iter().flat_map(|root| names.iter().map(|(name, kind)| (root.join(name), *kind))).collect();
     #[cfg(unix)]
     for top in below.repository_tops() {
         if policy.git_writes && !roots.contains(&top) {
-            paths.extend([".git/hooks", ".git/info"].map(|name| (top.join(name), false)));
+            paths.extend(GIT_PLACEHOLDERS.map(|(name, kind)| (top.join(name), kind)));
         }
         let git = crate::git_config::git_reads(&top, roots);
         let outside_git =
             |file: &PathBuf| !roots.iter().chain([&top]).any(|r| file.starts_with(r.join(".git")));
         // Where a directory on the way is missing too, the first one missing is held instead (a
         // command could make `tools/githooks` when `tools` is absent).
-        let wanted = git.hooks.into_iter().map(|hooks| (hooks, false));
-        let wanted = wanted.chain(git.files.into_iter().map(|file| (file, true)));
+        let wanted = git.hooks.into_iter().map(|hooks| (hooks, Kind::Dir));
+        let wanted = wanted.chain(git.files.into_iter().map(|file| (file, Kind::File(b""))));
         paths.extend(
-            wanted.filter(|(path, _)| outside_git(path)).map(|(path, file)| first_missing(path, file)),
+            wanted.filter(|(path, _)| outside_git(path)).map(|(path, kind)| first_missing(path, kind)),
         );
     }
     if let Some(home) = home.filter(|home| roots.iter().any(|r| home.starts_with(r))) {
-        paths.extend(crate::policy::HOME_PLACEHOLDERS.iter().map(|name| (home.join(name), false)));
+        paths.extend(crate::policy::HOME_PLACEHOLDERS.iter().map(|name| (home.join(name), Kind::Dir)));
     }
     paths.retain(|(path, _)| {
         let inside = roots.iter().any(|r| path.starts_with(r));
@@ -1164,17 +1201,17 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
     paths
 }
 
-/// `path` (a file or not, as `file` says) when its parent is a directory; else the first of its
-/// ancestors that is missing, as a directory.
-fn first_missing(path: PathBuf, file: bool) -> (PathBuf, bool) {
+/// `path` (made as `kind`) when its parent is a directory; else the first of its ancestors that
+/// is missing, as a directory.
+fn first_missing(path: PathBuf, kind: Kind) -> (PathBuf, Kind) {
     let is_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
     if path.parent().is_none_or(is_dir) {
-        return (path, file);
+        return (path, kind);
     }
     let mut at = path.as_path();
     while let Some(parent) = at.parent() {
         if is_dir(parent) {
-            return (at.to_path_buf(), false);
+            return (at.to_path_buf(), Kind::Dir);
         }
         if std::fs::symlink_metadata(parent).is_ok() {
             // A file or a link on the way: nothing can be made beneath it.
@@ -1182,7 +1219,7 @@ fn first_missing(path: PathBuf, file: bool) -> (PathBuf, bool) {
         }
         at = parent;
     }
-    (path, file)
+    (path, kind)
 }
 
 #[cfg(test)]
@@ -1199,10 +1236,10 @@ mod tests {
         std::fs::create_dir_all(root.join("b")).unwrap();
         std::fs::create_dir_all(outside.join("git")).unwrap();
         std::os::unix::fs::symlink(&outside, root.join("a")).unwrap();
-        assert!(Placeholder::hold(&root, root.join("a/made"), false).is_none());
+        assert!(Placeholder::hold(&root, root.join("a/made"), Kind::Dir).is_none());
         assert!(!outside.join("made").exists());
         // Made in a real directory, which is then swapped for a link to where `git` exists.
-        let held = Placeholder::hold(&root, root.join("b/git"), false).expect("made");
+        let held = Placeholder::hold(&root, root.join("b/git"), Kind::Dir).expect("made");
         assert!(root.join("b/git").is_dir());
         std::fs::rename(root.join("b"), root.join("b-moved")).unwrap();
         std::os::unix::fs::symlink(&outside, root.join("b")).unwrap();
@@ -1241,7 +1278,7 @@ mod tests {
         let dirs = |policy: &SandboxPolicy| -> Vec<PathBuf> {
             placeholder_paths(policy, &policy.below_top(None), Some(&home))
                 .into_iter()
-                .filter(|(_, file)| !file)
+                .filter(|(_, kind)| *kind == Kind::Dir)
                 .map(|(p, _)| p)
                 .collect()
         };

@@ -193,6 +193,7 @@ fn git_metadata_is_read_only_by_default() {
     }
     let fx = fixture("git");
     std::fs::create_dir_all(fx.root.join(".git/objects")).unwrap();
+    std::fs::create_dir_all(fx.root.join(".git/refs")).unwrap();
     std::fs::write(fx.root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     std::fs::write(fx.root.join(".git/index"), "index").unwrap();
     std::fs::write(fx.root.join(".git/config"), "[core]\n").unwrap();
@@ -215,16 +216,37 @@ fn git_metadata_is_read_only_by_default() {
     let sandbox = Sandbox::new(git).unwrap();
     let (code, out) = run_holding(&sandbox, &fx.root, "echo new > .git/index && echo ok");
     assert_eq!((code, out.as_str()), (0, "ok\n"));
+    // A `commondir` would have git take its configuration and hooks from where it names, a
+    // `config.worktree` settings of its own: neither can be made, renamed over or removed.
     for script in [
         "echo evil > .git/hooks/x",
         "echo evil > .git/config",
         "mkdir -p .git/info && echo x > .git/info/exclude",
+        "echo /tmp/evil > .git/commondir",
+        "rm -f .git/commondir",
+        "echo /tmp/evil > x && mv -f x .git/commondir",
+        "printf '[core]\\n\\thooksPath = /tmp/evil\\n' > .git/config.worktree",
+        "rm -f .git/config.worktree",
     ] {
         let (code, out) = run_holding(&sandbox, &fx.root, script);
         assert_ne!(code, 0, "`{script}` succeeded: {out}");
     }
+    // The placeholders mean what their absence meant: git works as before.
+    let common = "cat .git/commondir; echo; cd \"$(git rev-parse --git-common-dir)\" && pwd -P";
+    let (code, out) = run_holding(&sandbox, &fx.root, common);
+    let git_dir = fx.root.join(".git").canonicalize().unwrap();
+    assert_eq!((code, out), (0, format!(".\n{}\n", git_dir.display())));
     drop(sandbox);
-    assert!(!exists(&fx.root.join(".git/hooks")) && !exists(&fx.root.join(".git/info")));
+    for name in ["hooks", "info", "commondir", "config.worktree"] {
+        assert!(!exists(&fx.root.join(".git").join(name)), "{name} was left behind");
+    }
+    // A placeholder a command could not change but the user did is left as the user made it.
+    let sandbox = Sandbox::new(fx.policy.clone().with_git_writes(true)).unwrap();
+    let mut command = std::process::Command::new("true");
+    let held = sandbox.apply_holding(&mut command, &fx.root).unwrap();
+    std::fs::write(fx.root.join(".git/config.worktree"), "[user]\n").unwrap();
+    drop(held);
+    assert_eq!(std::fs::read_to_string(fx.root.join(".git/config.worktree")).unwrap(), "[user]\n");
 }
 
 #[test]
