@@ -80,6 +80,53 @@ fn a_relative_additional_directory_is_taken_from_the_project_root() {
     assert_eq!(run.json()["output"], "     1\tsecret\n");
 }
 
+/// A link in an additional directory (where sandboxed commands may write) takes a file tool only
+/// where the rules let it go: where the link leads is asked about as itself.
+#[test]
+fn a_link_in_an_additional_directory_is_judged_by_where_it_leads() {
+    let fx = Fixture::new();
+    let (shared, victim) = (fx.dir.path().join("shared"), fx.dir.path().join("victim"));
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join("key"), "victim's\n").unwrap();
+    std::fs::write(shared.join("secret"), "secret\n").unwrap();
+    std::fs::write(shared.join("plain"), "plain\n").unwrap();
+    std::os::unix::fs::symlink(&victim, shared.join("v")).unwrap();
+    std::os::unix::fs::symlink("secret", shared.join("innocent")).unwrap();
+    let path = fx.dir.path().join("settings.json");
+    let settings = json!({"permissions": {
+        "defaultMode": "acceptEdits",
+        "additionalDirectories": [shared],
+        "deny": [format!("Read(/{}/secret)", shared.display())],
+    }});
+    std::fs::write(&path, settings.to_string()).unwrap();
+    let call = |tool: &str, args: serde_json::Value| {
+        fx.run(&["call", tool, &args.to_string(), "--settings", path.to_str().unwrap()], None)
+    };
+    let plain = call("read", json!({"path": shared.join("plain")}));
+    assert_eq!(
+        (plain.code, plain.json()["output"].as_str()),
+        (0, Some("     1\tplain\n")),
+        "{}",
+        plain.stderr
+    );
+    let written = call("write", json!({"path": shared.join("v/authorized_keys"), "content": "evil\n"}));
+    assert_eq!(written.code, 1, "{}", written.stdout);
+    let said = written.json()["output"].as_str().unwrap().to_owned();
+    assert!(said.contains("(where") && said.contains("outside the workspace root"), "{said}");
+    assert!(!victim.join("authorized_keys").exists(), "written through the link");
+    for (tool, args) in [
+        ("read", json!({"path": shared.join("v/key")})),
+        ("read", json!({"path": shared.join("innocent")})),
+        ("grep", json!({"pattern": "secret", "path": shared.join("innocent")})),
+    ] {
+        let run = call(tool, args.clone());
+        assert_eq!(run.code, 1, "{tool} {args}: {}", run.stdout);
+    }
+    let run = call("read", json!({"path": shared.join("innocent")}));
+    assert!(run.json()["output"].as_str().unwrap().contains("deny Read("), "{}", run.stdout);
+}
+
 /// `env` sets variables for commands and hook commands, as it does for a Claude Code session, on
 /// top of what they inherit; `environment.exclude` leaves inherited ones out; the sandbox's own
 /// `TMPDIR` wins over the file's.

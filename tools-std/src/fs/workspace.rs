@@ -456,40 +456,87 @@ impl Workspace {
         // The name as given, for rules about a link's own name (a rule must not be passed by a
         // link to what it refuses, nor by a link that refused name leads to).
         let named_path = lexically_normal(&self.root.join(&raw));
-        let named = |path: &Path| (named_path != path).then(|| named_path.clone());
-        if let Located::Inside(target) = located {
-            if intent == Intent::Change {
-                self.not_led_into_protected(path, &named_path, &target)?;
-                not_a_held_placeholder(&self.absolute(&target), &self.display(&target))?;
+        let outside = match located {
+            Located::Inside(target) => {
+                return self.granted_inside(ctx, path, action, &named_path, target, intent).await;
             }
-            // Asked for every path, so that permission rules can match the resolved path.
-            let path = self.absolute(&target);
-            let description = format!("{action} {}", display_path(&path));
-            let named = named(&path);
-            ctx.ask(PermissionRequest::new(PermissionKind::Path { path, named }, description)).await?;
-            return Ok(ResolvedPath { display: self.display(&target), target });
-        }
-        let Located::Outside(outside) = located else { unreachable!() };
-        let request = PermissionRequest::new(
-            PermissionKind::ExternalDirectory { path: outside.clone(), named: named(&outside) },
-            format!(
-                "{action} {}, outside the workspace root {}",
-                display_path(&outside),
-                self.root.display()
-            ),
-        );
-        ctx.ask(request).await?;
+            Located::Outside(outside) => outside,
+        };
+        self.ask_outside(ctx, action, &outside, &named_path).await?;
         // Granted: now follow the links outside the root too.
         let root = self.root.clone();
         let located = self
             .blocking(move |ops| locate(ops, &root, &raw, true, last))
             .await?
             .map_err(|e| path_error(path, e))?;
-        let target = match located {
-            Located::Inside(target) => target,
-            Located::Outside(path) => Target::outside(path),
-        };
+        // Links on the way lead elsewhere (a command may have made them, in a directory it can
+        // write beside the workspace): what they lead to is asked about as itself, so that
+        // rules and the workspace's bounds judge where the call would really go.
+        match located {
+            Located::Inside(target) => {
+                self.granted_inside(ctx, path, action, &named_path, target, intent).await
+            }
+            Located::Outside(resolved) => {
+                if resolved != outside {
+                    self.ask_outside(ctx, action, &resolved, &named_path).await?;
+                }
+                let target = Target::outside(resolved);
+                Ok(ResolvedPath { display: self.display(&target), target })
+            }
+        }
+    }
+
+    /// Asks for `target` inside the root, which `named` (the path as given) resolved to; for a
+    /// change, refuses one a link led into a protected path or a held placeholder.
+    async fn granted_inside(
+        &self,
+        ctx: &ToolContext,
+        path: &str,
+        action: &str,
+        named: &Path,
+        target: Target,
+        intent: Intent,
+    ) -> Result<ResolvedPath, ToolError> {
+        if intent == Intent::Change {
+            self.not_led_into_protected(path, named, &target)?;
+            not_a_held_placeholder(&self.absolute(&target), &self.display(&target))?;
+        }
+        // Asked for every path, so that permission rules can match the resolved path.
+        let resolved = self.absolute(&target);
+        let description = format!("{action} {}", display_path(&resolved));
+        let named = (named != resolved).then(|| named.to_path_buf());
+        ctx.ask(PermissionRequest::new(PermissionKind::Path { path: resolved, named }, description)).await?;
         Ok(ResolvedPath { display: self.display(&target), target })
+    }
+
+    /// Asks for `outside`, a path outside the root, which `named` (the path as given) names.
+    async fn ask_outside(
+        &self,
+        ctx: &ToolContext,
+        action: &str,
+        outside: &Path,
+        named: &Path,
+    ) -> Result<(), ToolError> {
+        let request = PermissionRequest::new(
+            PermissionKind::ExternalDirectory {
+                path: outside.to_path_buf(),
+                named: (named != outside).then(|| named.to_path_buf()),
+            },
+            match named != outside {
+                true => format!(
+                    "{action} {} (where {} leads), outside the workspace root {}",
+                    display_path(outside),
+                    display_path(named),
+                    self.root.display()
+                ),
+                false => format!(
+                    "{action} {}, outside the workspace root {}",
+                    display_path(outside),
+                    self.root.display()
+                ),
+            },
+        );
+        ctx.ask(request).await.map_err(Into::into)
     }
 
     /// Refuses a change of `target` that a link led into a protected path (a protected name, or
