@@ -208,13 +208,18 @@ fn home_of(user: &str) -> Option<PathBuf> {
     })
 }
 
-/// The path with its links followed, when it (or its directory) exists.
-fn follow(path: &Path) -> Option<PathBuf> {
-    if let Ok(real) = std::fs::canonicalize(path) {
-        return Some(real);
+/// The path with its links followed, as far as it exists (the names below the last directory
+/// that exists are kept as they are), when some directory of it exists.
+pub(crate) fn follow(path: &Path) -> Option<PathBuf> {
+    let mut missing = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return Some(missing.iter().rev().fold(real, |path, name| path.join(name)));
+        }
+        missing.push(at.file_name()?);
+        at = at.parent()?;
     }
-    let (parent, name) = (path.parent()?, path.file_name()?);
-    std::fs::canonicalize(parent).ok().map(|dir| dir.join(name))
 }
 
 /// The paths a glob matches (`.e*`, `s*/key`), component by component as the shell expands it

@@ -156,25 +156,39 @@ const FILE_COMMANDS: &[&str] = &["mkdir", "touch", "mv", "cp"];
 /// workspace paths only (no absolute path, `~`, `..` or expansion), with at least one of the
 /// latter.
 fn edits_files(command: &str) -> bool {
-    let Some(parts) = shell::simple_commands(command) else { return false };
+    edited_paths(command).is_some_and(|paths| !paths.is_empty())
+}
+
+/// The paths the [`FILE_COMMANDS`] of `command` name, relative to the directory it runs in,
+/// when each simple command of it only reads or is one of those naming workspace paths only
+/// (see [`edits_files`]); `None` otherwise. Relative paths of plain names, not yet followed:
+/// the policy follows their links and checks the rules on them (see `Policy::settle`).
+pub(crate) fn edited_paths(command: &str) -> Option<Vec<String>> {
+    let parts = shell::simple_commands(command)?;
+    let mut paths = Vec::new();
     let mut edits = false;
     for part in &parts {
         let mut words = part.split_whitespace();
         let Some(program) = words.next() else { continue };
         // After a change of directory the relative paths are no longer the workspace's.
         if CHANGES_DIRECTORY.contains(&program) {
-            return false;
+            return None;
         }
         if FILE_COMMANDS.contains(&program) {
-            if !words.all(|word| names_a_workspace_path(word) && !protected(Path::new(word))) {
-                return false;
+            for word in words {
+                if !names_a_workspace_path(word) || protected(Path::new(word)) {
+                    return None;
+                }
+                if !word.starts_with('-') {
+                    paths.push(word.to_owned());
+                }
             }
             edits = true;
         } else if !shell::classify(part).is_read_only() {
-            return false;
+            return None;
         }
     }
-    edits
+    edits.then_some(paths)
 }
 
 /// Commands after which relative paths name something else.
@@ -195,7 +209,7 @@ const AGENT_AUTHORED: &[&str] = &["commands", "agents", "skills"];
 
 /// Whether a component of `path` is one of [`PROTECTED`], other than a `.claude` followed by one
 /// of [`AGENT_AUTHORED`].
-fn protected(path: &Path) -> bool {
+pub(crate) fn protected(path: &Path) -> bool {
     let mut parts = path.components().map(|part| part.as_os_str()).peekable();
     while let Some(part) = parts.next() {
         if !PROTECTED.iter().copied().flatten().any(|name| part == *name) {
@@ -348,6 +362,54 @@ mod tests {
         let PermissionDecision::Deny { reason } = policy.decide(&touch).await else { panic!("ran") };
         assert!(reason.starts_with("refused by the permission mode `plan`"), "{reason}");
         assert!(reason.contains("`allow bash(touch:*)`"), "{reason}");
+    }
+
+    /// `acceptEdits` runs a file command unasked only where it lets a file tool change the same
+    /// paths: with the links on them followed, Edit rules and protected paths apply.
+    #[tokio::test]
+    async fn file_commands_meet_edit_rules_and_protected_paths_where_their_links_lead() {
+        let root = std::env::temp_dir().join(format!("mode-file-commands-{}", std::process::id()));
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(root.join("keep")).unwrap();
+        std::os::unix::fs::symlink(".git/hooks", root.join("hk")).unwrap();
+        std::os::unix::fs::symlink("..", root.join("up")).unwrap();
+        let catalog = ToolCatalog::new()
+            .subject("bash", Subject::Command)
+            .subject("edit", Subject::Path)
+            .access("edit", Access::Edits)
+            .rule_name("Edit", ["edit"]);
+        let rules = Rules::builder(&root)
+            .catalog(catalog)
+            .deny("Edit(./Cargo.lock)")
+            .ask("Edit(./keep/**)")
+            .build()
+            .unwrap();
+        let policy = Policy::new(rules).with_mode(PermissionMode::AcceptEdits);
+        let decide = |command: &str| {
+            let request =
+                request("bash", PermissionKind::Command { command: command.to_owned(), workdir: None });
+            let policy = &policy;
+            async move { policy.decide(&request).await }
+        };
+        let refused = |decision: PermissionDecision| match decision {
+            PermissionDecision::Deny { reason } => reason,
+            other => panic!("allowed: {other:?}"),
+        };
+        assert_eq!(decide("mkdir -p src/a && cp a.txt b.txt").await, PermissionDecision::Allow);
+        let reason = refused(decide("cp a.txt Cargo.lock").await);
+        assert!(reason.starts_with("refused by the rule `deny Edit(./Cargo.lock)`"), "{reason}");
+        for command in
+            ["cp a.txt keep/a", "cp -t keep a.txt", "cp a.txt keep", "mkdir keep/x", "mv keep kept"]
+        {
+            let reason = refused(decide(command).await);
+            assert!(reason.starts_with("the rule `ask Edit(./keep/**)`"), "{command}: {reason}");
+        }
+        // Through links: into git's hooks (protected), out of the workspace.
+        for command in ["cp a.txt hk/pre-commit", "mkdir -p hk/x/y", "cp a.txt up/escaped.txt"] {
+            let reason = refused(decide(command).await);
+            assert!(reason.starts_with("the permission mode `acceptEdits`"), "{command}: {reason}");
+        }
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

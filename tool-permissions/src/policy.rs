@@ -125,9 +125,51 @@ impl Policy {
         }
         let (mode, origin) = self.mode.read();
         let catalog = self.rules.catalog();
-        let class = mode::class(catalog, tool, asked, self.sandboxed.as_deref());
+        let mut class = mode::class(catalog, tool, asked, self.sandboxed.as_deref());
+        if let (mode::Class::Edits, Unmatched::Command(command)) = (class, asked) {
+            match self.command_edits(command) {
+                Ok(checked) => class = checked,
+                Err(verdict) => return verdict,
+            }
+        }
         let would = mode::would_allow(catalog, self.rules.root(), tool, asked, class);
         Verdict { action: mode::action(mode, class), because: Because::Mode { mode, origin, would } }
+    }
+
+    /// How a mode sees `command`, whose file commands (`mkdir`, `cp`, ...) name workspace paths
+    /// only: as the file tools' edits of those paths are seen. Each path, its links followed,
+    /// must be beneath the root (else it is asked about), not protected (else every mode asks),
+    /// and no Edit or Read rule may deny or ask about it (that rule's verdict, then).
+    fn command_edits(&self, command: &str) -> Result<mode::Class, Verdict> {
+        let root = self.rules.root();
+        let Some(paths) = mode::edited_paths(command) else { return Ok(mode::Class::Other) };
+        let editor = self.rules.catalog().tools_named(EDIT_RULES).into_iter().next();
+        let editor = editor.unwrap_or_else(|| EDIT_RULES.to_owned());
+        let names: Vec<&std::ffi::OsStr> =
+            paths.iter().filter_map(|word| std::path::Path::new(word).file_name()).collect();
+        for word in &paths {
+            let named = tool_sandbox::lexically_normal(&root.join(word));
+            let path = crate::command_paths::follow(&named).unwrap_or_else(|| named.clone());
+            let Ok(inside) = path.strip_prefix(root) else { return Ok(mode::Class::Other) };
+            if mode::protected(inside) {
+                return Ok(mode::Class::Protected);
+            }
+            // A directory's content changes with it (`mv dir`), and what is copied or moved
+            // into it lands beneath it under its own name (`cp a.txt dir`).
+            let mut changed = vec![(path.clone(), named.clone())];
+            if std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir()) {
+                for name in names.iter().copied().chain([std::ffi::OsStr::new("*")]) {
+                    changed.push((path.join(name), named.join(name)));
+                }
+            }
+            for (path, named) in changed {
+                let verdict = self.rules.decide_path(&editor, &path, Some(&named), false);
+                if verdict.action != Action::Allow && matches!(verdict.because, Because::Rule { .. }) {
+                    return Err(verdict);
+                }
+            }
+        }
+        Ok(mode::Class::Edits)
     }
 
     fn classifies_commands(&self) -> bool {
@@ -165,6 +207,9 @@ impl Policy {
         }
     }
 }
+
+/// The rule name of the tools that change files.
+const EDIT_RULES: &str = "Edit";
 
 /// Why an ask was refused when nobody answered it (`why`: who could not), in the words every
 /// refusal of an unanswered ask uses.

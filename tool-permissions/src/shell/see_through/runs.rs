@@ -195,7 +195,20 @@ const RUNNERS: &[&str] = &[
     "entr",
     "ssh",
     "caffeinate",
+    // `setarch` and its names for each architecture (util-linux).
+    "setarch",
+    "linux32",
+    "linux64",
+    "i386",
+    "x86_64",
+    "uname26",
 ];
+
+/// The dynamic loader, which runs the program it is given (`/lib64/ld-linux-x86-64.so.2
+/// /usr/bin/curl`): `ld.so`, `ld-linux*.so.N`, `ld-musl-*.so.N`.
+fn loader(program: &str) -> bool {
+    program == "ld.so" || (program.starts_with("ld-") && program.contains(".so"))
+}
 
 /// Shells: `-c STRING` is a command line; a script file or standard input is opaque.
 const SHELLS: &[&str] =
@@ -298,7 +311,7 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
             }
         }
         name if SHELLS.contains(&name) => shell(&args, depth, seen),
-        name if RUNNERS.contains(&name) => any_word_runs(&args, depth, seen),
+        name if RUNNERS.contains(&name) || loader(name) => any_word_runs(&args, depth, seen),
         name => {
             let Some((spec, assignments)) = wrapper(name) else { return };
             if !args.iter().all(Word::resolved) && name != "xargs" {
