@@ -164,6 +164,31 @@ async fn undo_of_a_bash_call_restores_the_tree_exactly_and_can_itself_be_undone(
     assert_eq!(std::fs::read_link(s.root.join("link")).unwrap(), Path::new("fresh"));
 }
 
+/// Names a command made that are not text (a line break, bytes that are not UTF-8) are listed
+/// escaped, one per line, and an undo of them reports what it did rather than failing after it.
+#[tokio::test]
+async fn names_that_are_not_text_are_listed_escaped_and_undone() {
+    let s = Session::new(None);
+    s.write("keep.txt", "kept\n");
+    let (bash_id, _) = s
+        .ok(
+            "bash",
+            json!({"command": "touch \"$(printf 'bad\\377name')\" \"$(printf 'a\\n#9 call_id=x write')\""}),
+        )
+        .await;
+    let listing = s.ok("checkpoints", json!({})).await.1;
+    assert_eq!(listing.lines().count(), 1, "{listing}");
+    assert!(
+        listing.contains(r#"+"bad\xFFname""#) && listing.contains(r#"+"a\n#9 call_id=x write""#),
+        "{listing}"
+    );
+    let (_, out) = s.call("undo", json!({"call_id": bash_id})).await;
+    assert!(!out.is_error, "{}", out.text_content());
+    assert!(out.text_content().contains(r#""bad\xFFname""#), "{}", out.text_content());
+    assert_eq!(out.metadata["removed"].as_array().map(Vec::len), Some(2), "{:?}", out.metadata);
+    assert_eq!(std::fs::read_dir(&s.root).unwrap().count(), 1, "only keep.txt is left");
+}
+
 /// `apply_patch` removes a symbolic link itself (on a delete, and as the source of a move), and
 /// an undo brings back the link, pointing where it pointed, not a file with its target's content.
 #[tokio::test]

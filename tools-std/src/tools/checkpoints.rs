@@ -4,6 +4,7 @@ use serde_json::json;
 use tool_runtime::{ToolContext, ToolOutput, tool};
 
 use crate::checkpoint::{Checkpoints, clock, shown_id};
+use crate::text::display_path;
 
 /// How many paths a line names before it counts the rest.
 const SHOWN_PATHS: usize = 20;
@@ -37,7 +38,7 @@ pub async fn checkpoints(ctx: &ToolContext) -> ToolOutput {
                     (_, None) => '-',
                     _ => '~',
                 };
-                format!("{mark}{}", c.path.display())
+                format!("{mark}{}", display_path(&c.path))
             })
             .collect();
         let mut shown = paths.iter().take(SHOWN_PATHS).cloned().collect::<Vec<_>>().join(" ");
@@ -70,7 +71,7 @@ pub async fn checkpoints(ctx: &ToolContext) -> ToolOutput {
                 "turn": c.turn,
                 "tool": c.tool,
                 "time": c.time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
-                "files": c.changes.iter().map(|ch| ch.path.display().to_string()).collect::<Vec<_>>(),
+                "files": c.changes.iter().map(|ch| display_path(&ch.path)).collect::<Vec<_>>(),
                 "undone_by": c.undone_by,
             })
         })

@@ -9,7 +9,7 @@ use crate::Workspace;
 use crate::checkpoint::{Checkpoints, UndoError, UndoReport, UndoTarget};
 use crate::editing::file_versions::FileVersions;
 use crate::fs::ops::{FileKind, Target};
-use crate::text::plural;
+use crate::text::{display_path, plural};
 
 /// Undo earlier calls that changed files: `write`, `edit`, `multi_edit`, `apply_patch`, and
 /// `bash` commands (including `sed -i`, `rm`, `mv` and files they created).
@@ -117,7 +117,7 @@ fn render(report: &UndoReport) -> ToolOutput {
     let mut text = format!("Undid checkpoint{} {}.", if ids.len() == 1 { "" } else { "s" }, ids.join(", "));
     let list = |text: &mut String, what: &str, paths: &[std::path::PathBuf]| {
         if !paths.is_empty() {
-            let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            let names = shown(paths);
             text.push_str(&format!("\n{what} ({}): {}", paths.len(), names.join(", ")));
         }
     };
@@ -140,8 +140,14 @@ fn render(report: &UndoReport) -> ToolOutput {
     ToolOutput::text(text)
         .with_title(format!("undo: {}", plural(total as u64, "path")))
         .with_metadata("undone", json!(report.undone))
-        .with_metadata("restored", json!(report.restored))
-        .with_metadata("removed", json!(report.removed))
-        .with_metadata("too_large", json!(report.too_large))
-        .with_metadata("not_read", json!(report.not_read))
+        .with_metadata("restored", json!(shown(&report.restored)))
+        .with_metadata("removed", json!(shown(&report.removed)))
+        .with_metadata("too_large", json!(shown(&report.too_large)))
+        .with_metadata("not_read", json!(shown(&report.not_read)))
+}
+
+/// The paths as the model reads them (any name a command made: a line break, bytes that are not
+/// UTF-8, which JSON cannot hold as they are).
+fn shown(paths: &[std::path::PathBuf]) -> Vec<String> {
+    paths.iter().map(|path| display_path(path)).collect()
 }
