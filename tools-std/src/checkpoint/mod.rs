@@ -131,7 +131,19 @@ pub struct CheckpointConfig {
     /// first left. Past it such a file is recorded by its metadata only
     /// ([`FileState::NotRead`]); a file a later scan finds new or changed is always read.
     pub first_read_time: Duration,
+    /// A workspace with more files, links and directories than this (not ignored) is not
+    /// checkpointed: each scan says so and records nothing (default 250,000). Each entry is
+    /// held in memory, and a command can make hundreds of thousands in a second.
+    pub max_entries: usize,
+    /// Nor is one whose paths (not ignored) add up to more bytes than this (default 64 MiB), or
+    /// that holds a path longer than [`MAX_PATH_BYTES`]: a command can nest directories far
+    /// deeper than a path names, and make many paths of that length with hard links.
+    pub max_path_bytes: usize,
 }
+
+/// The longest path a scan records (the kernel's `PATH_MAX`): no program opens a longer one by
+/// its name.
+pub const MAX_PATH_BYTES: usize = 4096;
 
 impl Default for CheckpointConfig {
     fn default() -> Self {
@@ -142,6 +154,8 @@ impl Default for CheckpointConfig {
             dir: None,
             max_watched_dirs: 4096,
             first_read_time: Duration::from_millis(300),
+            max_entries: 250_000,
+            max_path_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -246,6 +260,8 @@ struct Inner {
     last_partial: Option<(std::sync::Weak<Snapshot>, Arc<Snapshot>, Vec<PathBuf>)>,
     /// How many files of the last scan are not read yet ([`FileState::NotRead`]).
     not_read: usize,
+    /// The bytes of the last scan's paths, all added up.
+    path_bytes: usize,
 }
 
 /// How many scans of each kind a session made (to test that the cheap one is taken).

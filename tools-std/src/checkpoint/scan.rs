@@ -4,11 +4,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::store::{BlobId, Store};
-use super::{Change, Checkpoints, FileState, Inner, lock, watch};
+use super::{Change, Checkpoints, FileState, Inner, MAX_PATH_BYTES, lock, watch};
 use crate::fs::host;
 use crate::fs::ops::{FileKind, Target, WalkEntry, WalkOptions};
 use crate::fs::roots::Roots;
@@ -181,6 +182,31 @@ fn look(
     Ok(Some(Cached { stamp: Some(stamp(&stat)), state }))
 }
 
+/// Why a scan stops at `rel`, the `entries`th entry listed, whose paths so far add up to
+/// `bytes`: past the bounds of [`CheckpointConfig`](super::CheckpointConfig).
+fn too_much(
+    rel: &Path,
+    entries: usize,
+    bytes: usize,
+    max_entries: usize,
+    max_bytes: usize,
+) -> Option<io::Error> {
+    let why = if rel.as_os_str().len() > MAX_PATH_BYTES {
+        let start: String = crate::text::display_path(rel).chars().take(80).collect();
+        format!("it holds a path longer than {MAX_PATH_BYTES} bytes ({start}...)")
+    } else if entries > max_entries {
+        format!("it holds more than {max_entries} files and directories that .gitignore does not ignore")
+    } else if bytes > max_bytes {
+        format!("the paths of its files and directories add up to more than {} MiB", max_bytes >> 20)
+    } else {
+        return None;
+    };
+    Some(io::Error::other(format!(
+        "{why}, so checkpoints are not recorded for it (calls run as before; `undo` has nothing new to undo). \
+         Remove what a command made there, or have .gitignore ignore it"
+    )))
+}
+
 /// Whether opening or reading a listed file failed only for this file (its permissions, a lease
 /// or a running executable), not for the scan as a whole.
 fn unreadable(error: &io::Error) -> bool {
@@ -246,10 +272,20 @@ impl Checkpoints {
         let read_until = Instant::now() + self.config.first_read_time;
         let store = Mutex::new(store);
         let push = |item: Found| found.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(item);
+        // What the walk has listed, bounded: entries and their paths' bytes are held in memory.
+        let (entries, path_bytes) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let (max_entries, max_path_bytes) = (self.config.max_entries, self.config.max_path_bytes);
         let visit = |entry: WalkEntry, listed: &Listed<'_>| -> Step {
             let rel = entry.path.path();
             if listed.name == ".git" {
                 return Step::Prune;
+            }
+            let length = rel.as_os_str().len();
+            let listed_so_far = entries.fetch_add(1, Ordering::Relaxed) + 1;
+            let bytes_so_far = path_bytes.fetch_add(length, Ordering::Relaxed) + length;
+            if let Some(refusal) = too_much(rel, listed_so_far, bytes_so_far, max_entries, max_path_bytes) {
+                *failed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(refusal);
+                return Step::Stop;
             }
             let parent = rel.parent().unwrap_or(Path::new(""));
             let lists_parent = scope.as_ref().is_none_or(|s| s.lists(parent));
@@ -299,6 +335,8 @@ impl Checkpoints {
             return Err(error);
         }
         let found = found.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // The bytes of the new snapshot's paths: the last one's, less those dropped, plus those found.
+        let mut total_bytes = if scope.is_some() { inner.path_bytes } else { 0 };
         let mut touched: Vec<PathBuf> = Vec::new();
         let mut seen = match &scope {
             Some(scope) => {
@@ -309,6 +347,7 @@ impl Checkpoints {
                 seen.retain(|path, _| {
                     let keep = scope.keeps(path, &refound);
                     if !keep {
+                        total_bytes -= path.as_os_str().len();
                         touched.push(path.clone());
                     }
                     keep
@@ -321,7 +360,15 @@ impl Checkpoints {
             touched.extend(found.iter().map(|f| f.rel.clone()));
         }
         for Found { rel, cached } in found {
-            seen.insert(rel, cached);
+            let length = rel.as_os_str().len();
+            if seen.insert(rel, cached).is_none() {
+                total_bytes += length;
+            }
+        }
+        // A partial scan walks only what changed: the bounds hold for the whole snapshot too.
+        let last = Path::new("");
+        if let Some(refusal) = too_much(last, seen.len(), total_bytes, max_entries, max_path_bytes) {
+            return Err(refusal);
         }
         if watch.is_some_and(|w| w.complete()) {
             inner.scanned = Some(root.to_path_buf());
@@ -329,6 +376,7 @@ impl Checkpoints {
         let seen = Arc::new(seen);
         inner.last_partial = scope.is_some().then(|| (Arc::downgrade(&previous), seen.clone(), touched));
         inner.not_read = seen.values().filter(|c| matches!(c.state, FileState::NotRead { .. })).count();
+        inner.path_bytes = total_bytes;
         inner.cache = seen.clone();
         Ok(seen)
     }

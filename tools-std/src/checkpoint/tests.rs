@@ -526,3 +526,63 @@ fn an_undo_of_a_stopped_call_changes_nothing() {
     assert_eq!(std::fs::read_to_string(tree.0.join("a.txt")).unwrap(), "after\n");
     assert!(tree.0.join("new.txt").exists());
 }
+
+/// A workspace past the scan's bounds (too many entries, too many bytes of paths, one path longer
+/// than a path can be, which a command makes by nesting directories) is not checkpointed, with a
+/// sentence saying why, in a full scan and in a partial one alike; back within them, it is again.
+#[test]
+fn a_workspace_past_the_scans_bounds_is_not_checkpointed_and_says_why() {
+    let tree = Tree::new("bounds");
+    for i in 0..8 {
+        tree.write(&format!("d/f{i}.txt"), "x\n");
+    }
+    let config = CheckpointConfig { max_entries: 12, max_path_bytes: 400, ..CheckpointConfig::default() };
+    let checkpoints = Arc::new(Checkpoints::new(config));
+    let refused = |checkpoints: &Arc<Checkpoints>, call: &str| -> String {
+        assert!(checkpoints.begin(&tree.0, call, "bash").is_none(), "{call} was recorded");
+        checkpoints.last_error().expect("the reason")
+    };
+    assert!(
+        checkpoints.begin(&tree.0, "c1", "bash").expect("9 entries, 64 bytes of paths").finish().is_none()
+    );
+    // A partial scan (only `d` changed) counts what it kept too.
+    for i in 8..12 {
+        tree.write(&format!("d/f{i}.txt"), "x\n");
+    }
+    let error = refused(&checkpoints, "c2");
+    assert!(error.contains("more than 12 files and directories"), "{error}");
+    for i in 8..12 {
+        std::fs::remove_file(tree.0.join(format!("d/f{i}.txt"))).unwrap();
+    }
+    assert!(checkpoints.begin(&tree.0, "c3", "bash").is_some(), "back within the bounds");
+    tree.write(&format!("{}/f.txt", "n".repeat(200)), "x\n");
+    tree.write(&format!("{}/g.txt", "m".repeat(200)), "x\n");
+    let error = refused(&checkpoints, "c4");
+    assert!(error.contains("add up to more than"), "{error}");
+    std::fs::remove_dir_all(tree.0.join("n".repeat(200))).unwrap();
+    std::fs::remove_dir_all(tree.0.join("m".repeat(200))).unwrap();
+    // Directories nested past what a path can name, each name well within a name's length.
+    let mut deep = tree.0.join("deep");
+    for _ in 0..20 {
+        deep.push("d".repeat(250));
+    }
+    let (base, rest) = (tree.0.join("deep"), deep.strip_prefix(&tree.0).unwrap().to_path_buf());
+    std::fs::create_dir(&base).unwrap();
+    let mut at = std::fs::File::open(&base).unwrap();
+    for name in rest.components().skip(1) {
+        nix::sys::stat::mkdirat(&at, name.as_os_str(), nix::sys::stat::Mode::from_bits_truncate(0o755))
+            .unwrap();
+        at = std::fs::File::from(
+            nix::fcntl::openat(
+                &at,
+                name.as_os_str(),
+                nix::fcntl::OFlag::O_RDONLY,
+                nix::sys::stat::Mode::empty(),
+            )
+            .unwrap(),
+        );
+    }
+    let error = refused(&Arc::new(Checkpoints::new(CheckpointConfig::default())), "c5");
+    assert!(error.contains("a path longer than 4096 bytes"), "{error}");
+    std::process::Command::new("rm").arg("-rf").arg(&base).status().unwrap();
+}
