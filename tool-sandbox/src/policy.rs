@@ -155,6 +155,12 @@ pub const HOME_PLACEHOLDERS: &[&str] = &[
     ".config/fish",
     ".local/bin",
     ".cargo/bin",
+    ".codex",
+    ".gemini",
+    ".cursor",
+    ".config/opencode",
+    ".aws",
+    ".kube",
 ];
 
 /// The directories where the user's own services listen on Unix sockets, those that exist now:
@@ -228,7 +234,8 @@ impl SandboxPolicy {
 }
 
 /// The user's configuration that runs code, relative to the home directory: read-only when the
-/// home directory is, or lies beneath, a writable root.
+/// home directory is, or lies beneath, a writable root. A component may be a pattern of names
+/// (`python*`), matched against what is there when each command starts.
 pub const HOME_PROTECTED: &[&str] = &[
     ".ssh",
     ".gitconfig",
@@ -249,6 +256,8 @@ pub const HOME_PROTECTED: &[&str] = &[
     ".bash_profile",
     ".bash_login",
     ".bash_logout",
+    ".bash_aliases",
+    ".bashrc.d",
     ".profile",
     ".zshrc",
     ".zprofile",
@@ -257,11 +266,34 @@ pub const HOME_PROTECTED: &[&str] = &[
     ".xprofile",
     ".xinitrc",
     ".vimrc",
+    ".vim",
     ".emacs",
     ".emacs.d",
+    ".tmux.conf",
+    ".config/tmux",
+    ".oh-my-zsh/custom",
+    // Python runs the `.pth` files of the user's site-packages at every start; pip reads its
+    // index from its configuration; yarn runs the `yarnPath` its configuration names.
+    ".local/lib/python*/site-packages",
+    ".config/pip",
+    ".pip",
+    ".yarnrc",
+    ".yarnrc.yml",
+    // Credential helpers and plugins these run: `credential_process`, `exec` plugins, Docker's
+    // `credsStore`, Gradle's init scripts and JVM arguments.
+    ".aws/config",
+    ".kube/config",
+    ".docker/config.json",
+    ".gradle/init.d",
+    ".gradle/init.gradle",
+    ".gradle/gradle.properties",
+    // Coding agents' own settings (their MCP servers and hooks run commands).
     ".claude",
     ".claude.json",
     ".codex",
+    ".gemini",
+    ".config/opencode",
+    ".cursor",
     ".config/tool-runtime",
     ".local/share/tool-runtime",
 ];
@@ -647,7 +679,7 @@ impl SandboxPolicy {
         if let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
             && self.writable_roots.iter().any(|r| home.starts_with(r))
         {
-            out.extend(HOME_PROTECTED.iter().map(|p| home.join(p)));
+            out.extend(home_protected(&home));
         }
         out.sort();
         out.dedup();
@@ -745,6 +777,11 @@ impl BelowTop {
 
 /// `root` joined with `pattern`, each component that is a pattern of names (`*`, `.env.*`)
 /// replaced by every name there now that it matches.
+/// [`HOME_PROTECTED`] in the home directory `home`, its patterns matched against what is there.
+fn home_protected(home: &Path) -> Vec<PathBuf> {
+    HOME_PROTECTED.iter().flat_map(|p| expand(home, Path::new(p))).collect()
+}
+
 fn expand(root: &Path, pattern: &Path) -> Vec<PathBuf> {
     let mut paths = vec![root.to_path_buf()];
     for part in pattern.components() {
@@ -771,6 +808,30 @@ fn expand(root: &Path, pattern: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What runs code from a writable home directory is protected, `site-packages` of each
+    /// Python version there among it (its `.pth` files run at every start of Python).
+    #[test]
+    fn a_writable_homes_code_is_protected_python_versions_matched() {
+        let home = std::env::temp_dir().join(format!("home-protected-{}", std::process::id()));
+        for dir in [".local/lib/python3.11/site-packages", ".local/lib/python3.12/site-packages", ".aws"] {
+            std::fs::create_dir_all(home.join(dir)).unwrap();
+        }
+        let protected = home_protected(&home);
+        std::fs::remove_dir_all(&home).unwrap();
+        for path in [
+            ".local/lib/python3.11/site-packages",
+            ".local/lib/python3.12/site-packages",
+            ".bash_aliases",
+            ".aws/config",
+            ".kube/config",
+            ".gemini",
+            ".bashrc",
+        ] {
+            assert!(protected.contains(&home.join(path)), "{path}: {protected:?}");
+        }
+        assert!(!protected.iter().any(|p| p.to_string_lossy().contains('*')), "{protected:?}");
+    }
 
     #[test]
     fn modes_parse_by_their_codex_names() {
