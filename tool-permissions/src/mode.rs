@@ -310,8 +310,18 @@ pub(crate) fn would_allow(
     let rule = match asked {
         Unmatched::Call | Unmatched::Input(_) => format!("`allow {name}`"),
         Unmatched::Command(command) => {
-            let program = command.split_whitespace().next().unwrap_or(command);
-            format!("`allow {name}({program}:*)`")
+            // A rule for each program of the line (`ls; touch x` needs both), by its first word.
+            let parts = shell::simple_commands(command).unwrap_or_else(|| vec![command.to_owned()]);
+            let mut programs: Vec<&str> = Vec::new();
+            for part in &parts {
+                let program = part.split_whitespace().next().unwrap_or(part);
+                if !programs.contains(&program) {
+                    programs.push(program);
+                }
+            }
+            let rules: Vec<String> =
+                programs.iter().map(|program| format!("`allow {name}({program}:*)`")).collect();
+            rules.join(" with ")
         }
         Unmatched::Path { path, .. } => match path.strip_prefix(root) {
             Ok(inside) => format!("`allow {name}(./{})`", inside.display()),

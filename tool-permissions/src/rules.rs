@@ -992,6 +992,17 @@ fn split_rule(text: &str) -> Result<(&str, Option<&str>), String> {
         Some(pattern) if pattern.trim().is_empty() => {
             Err(format!("the pattern is empty; write `{name}` alone to match every use"))
         }
+        // Nothing a rule is matched against starts or ends with a space or holds a control
+        // character: such a rule would match nothing, and a deny rule that denies nothing must
+        // not load silently.
+        Some(pattern) if pattern.trim() != pattern => Err(format!(
+            "the pattern starts or ends with a space, so it would match nothing; write `{name}({})`",
+            pattern.trim()
+        )),
+        Some(pattern) if pattern.chars().any(char::is_control) => {
+            Err("the pattern holds a control character (a line break, a tab, NUL), so it would match nothing"
+                .to_owned())
+        }
         Some("*") => Ok((name, None)),
         _ => Ok((name, pattern)),
     }
@@ -1040,5 +1051,10 @@ mod tests {
         assert!(split_rule("(x)").unwrap_err().contains("tool name is missing"));
         assert!(split_rule("Ba sh").unwrap_err().contains("not a tool name"));
         assert_eq!(split_rule("Bash(*)").unwrap(), ("Bash", None));
+        assert!(split_rule("Read( ./.env)").unwrap_err().contains("write `Read(./.env)`"));
+        assert!(split_rule("Bash(cat:* )").unwrap_err().contains("starts or ends with a space"));
+        assert!(split_rule("Read(./.env\u{0})").unwrap_err().contains("control character"));
+        assert!(split_rule("Read(./a\tb)").unwrap_err().contains("control character"));
+        assert_eq!(split_rule(" Read(./a b) ").unwrap(), ("Read", Some("./a b")));
     }
 }
