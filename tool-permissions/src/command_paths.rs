@@ -165,6 +165,68 @@ fn candidates(text: &str) -> Vec<&str> {
 }
 
 fn resolve(base: &Path, text: &str, word: &Word, home: Option<&Path>) -> Vec<PathBuf> {
+    // `{.,}env` is `.env` and `env` to the shell: each is checked, with the word as written
+    // (braces the shell leaves alone, quoted or without a comma, only add a path to check).
+    let mut out: Vec<PathBuf> = Vec::new();
+    for text in braces(text) {
+        out.extend(resolve_one(base, &text, word, home));
+    }
+    out
+}
+
+/// At most this many words one word's braces expand to; past it the rest are not checked.
+const MAX_BRACED: usize = 256;
+
+/// The words the shell's brace expansion makes of `text` (`a{b,c}d` is `abd` and `acd`, nested
+/// and repeated groups included), `text` itself first; at most [`MAX_BRACED`].
+fn braces(text: &str) -> Vec<String> {
+    let mut out = vec![text.to_owned()];
+    let mut pending = vec![text.to_owned()];
+    while let Some(word) = pending.pop() {
+        let Some((before, choices, after)) = first_group(&word) else { continue };
+        for choice in choices {
+            if out.len() >= MAX_BRACED {
+                return out;
+            }
+            let made = format!("{before}{choice}{after}");
+            if !out.contains(&made) {
+                out.push(made.clone());
+                pending.push(made);
+            }
+        }
+    }
+    out
+}
+
+/// The first `{...,...}` of `text` (its choices split at the commas outside nested braces),
+/// with what comes before and after it.
+fn first_group(text: &str) -> Option<(&str, Vec<&str>, &str)> {
+    let bytes = text.as_bytes();
+    for open in (0..bytes.len()).filter(|&i| bytes[i] == b'{') {
+        let (mut depth, mut cuts) = (0usize, vec![open]);
+        for (i, &b) in bytes.iter().enumerate().skip(open) {
+            match b {
+                b'{' => depth += 1,
+                b',' if depth == 1 => cuts.push(i),
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        if cuts.len() < 2 {
+                            break;
+                        }
+                        cuts.push(i);
+                        let choices = cuts.windows(2).map(|w| &text[w[0] + 1..w[1]]).collect();
+                        return Some((&text[..open], choices, &text[i + 1..]));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+fn resolve_one(base: &Path, text: &str, word: &Word, home: Option<&Path>) -> Vec<PathBuf> {
     let joined = match (text.strip_prefix('~'), home) {
         (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
             home.join(rest.trim_start_matches('/'))
@@ -285,7 +347,16 @@ pub(crate) fn walk(dir: &Path, how: Beneath) -> Vec<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::candidates;
+    use super::{MAX_BRACED, braces, candidates};
+
+    #[test]
+    fn brace_expansion_makes_the_words_the_shell_makes() {
+        assert_eq!(braces("{.,}env"), ["{.,}env", ".env", "env"]);
+        assert_eq!(braces("a{b,c{d,e}}f"), ["a{b,c{d,e}}f", "abf", "ac{d,e}f", "acdf", "acef"]);
+        assert_eq!(braces("{x}y{}"), ["{x}y{}"], "no comma: left alone, as the shell does");
+        assert_eq!(braces("{a,b"), ["{a,b"]);
+        assert_eq!(braces(&"{a,b,c,d}".repeat(8)).len(), MAX_BRACED);
+    }
 
     /// A short option's attached value is what follows the option's character, however many
     /// bytes that character takes (`cat -é` panicked here, found by the `shell_command` fuzz

@@ -78,13 +78,14 @@
 //! whole word, the part after `=` or after the first `:` as in `HEAD:.env`, the value of a short
 //! option as in `-f.env`), resolved against the workspace root and any directory an earlier `cd`
 //! in the line moves to, `~` as the home directory, links followed, a glob in the last component
-//! expanded. If a rule covers one, the command is refused (deny) or asked about (ask), whatever
+//! expanded, braces expanded as the shell does (`{.,}env` is `.env` and `env`, at most 256 words
+//! per word). If a rule covers one, the command is refused (deny) or asked about (ask), whatever
 //! allowed it. A recursive reader (`rg`, `grep -r`, `git grep`, `ag`, `ack`, `cp -r`, `tar`,
 //! `zip`, `rsync`, `find -exec`) of a directory (named, or the current one when it names no
 //! path after its pattern) also reads what is beneath it: the first 10,000 entries, nearest
 //! first, are checked (not `.git`; not hidden ones for `rg` without `--hidden`, `-u` or
-//! `--no-ignore`). Not seen: a path that is computed (`cat "$F"`, `cat $(echo .env)`, brace
-//! expansion), entries beyond that bound, files a program walks that is not in that list, a link
+//! `--no-ignore`). Not seen: a path that is computed (`cat "$F"`, `cat $(echo .env)`), entries
+//! beyond that bound, files a program walks that is not in that list, a link
 //! the same line creates, and files a program opens by itself.
 
 use std::fmt;
