@@ -568,34 +568,54 @@ fn lines_page(text: &str, offset: usize, limit: usize) -> OutputLines {
     }
 }
 
-/// Creates `path` (and its parents) if needed, makes it private, and opens it as a handle.
+/// Creates `path` (and its parents) if needed, makes it private, and opens it as a handle. The
+/// directory itself is opened without following a link (its parents are the user's), and its
+/// mode is set through that handle: a link a command planted by its name (were the path ever
+/// within its reach) is refused rather than followed to a directory elsewhere.
 fn open_private_dir(path: &Path) -> io::Result<Dir> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent)?;
-    }
-    let mut builder = fs::DirBuilder::new();
+    let not_a_dir = || {
+        io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("the output store path {} exists and is not a directory", path.display()),
+        )
+    };
+    let (parent, name) = match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => (parent, name),
+        (_, Some(name)) => (Path::new("."), name),
+        _ => return Err(not_a_dir()),
+    };
+    fs::create_dir_all(parent)?;
+    let parent = Dir::open_ambient_dir(parent, ambient_authority())?;
+    let mut builder = cap_std::fs::DirBuilder::new();
     #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    match builder.create(path) {
+    cap_std::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    match parent.create_dir_with(name, &builder) {
         Ok(()) => {}
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
         Err(error) => return Err(error),
     }
-    let meta = fs::metadata(path)?;
+    let dir = match cap_fs_ext::DirExt::open_dir_nofollow(&parent, name) {
+        Ok(dir) => dir,
+        Err(error) if error.kind() == io::ErrorKind::NotADirectory || error.raw_os_error() == Some(40) => {
+            return Err(not_a_dir());
+        }
+        Err(error) => return Err(error),
+    };
+    let meta = dir.dir_metadata()?;
     if !meta.is_dir() {
-        return Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            format!("the output store path {} exists and is not a directory", path.display()),
-        ));
+        return Err(not_a_dir());
     }
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
+        use cap_std::fs::PermissionsExt as _;
+        use std::os::unix::fs::PermissionsExt as _;
         if meta.permissions().mode() & 0o777 != 0o700 {
-            fs::set_permissions(path, fs::Permissions::from_mode(0o700))?;
+            // `.` of the handle: the directory just opened, whatever its name leads to now.
+            let private = cap_std::fs::Permissions::from_std(fs::Permissions::from_mode(0o700));
+            dir.set_permissions(".", private)?;
         }
     }
-    Dir::open_ambient_dir(path, ambient_authority())
+    Ok(dir)
 }
 
 /// Dates the stamp of the last sweep `now`, creating it private, and replacing whatever else

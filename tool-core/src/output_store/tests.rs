@@ -484,3 +484,26 @@ fn a_store_that_stored_its_total_size_sweeps_before_its_next_output() {
         assert_eq!(store.read_to_string(kept.as_str()).expect("kept"), text);
     }
 }
+
+/// A link planted at the store's own name (to a directory of someone else's, a system one) is
+/// refused: the store is neither opened there nor made private there.
+#[cfg(unix)]
+#[test]
+fn a_link_planted_at_the_stores_name_is_refused_and_its_target_left_alone() {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let tmp = TempDir::new("planted");
+    let target = tmp.path().join("cron.d");
+    fs::create_dir(&target).expect("mkdir");
+    fs::set_permissions(&target, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let dir = tmp.path().join("outputs");
+    symlink(&target, &dir).expect("symlink");
+    let error = OutputStore::open_dir(&dir).expect_err("a link is not the store");
+    assert!(error.to_string().contains("is not a directory"), "{error}");
+    let mode = fs::metadata(&target).expect("target").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o755, "the link's target was made private");
+    assert_eq!(fs::read_dir(&target).expect("list").count(), 0, "something was written there");
+    // A store made by name where nothing was is private.
+    let made = tmp.path().join("made/store");
+    OutputStore::open_dir(&made).expect("open");
+    assert_eq!(fs::metadata(&made).expect("store").permissions().mode() & 0o777, 0o700);
+}
