@@ -536,7 +536,7 @@ impl Workspace {
                 ),
             },
         );
-        ctx.ask(request).await.map_err(Into::into)
+        ctx.ask(request).await
     }
 
     /// Refuses a change of `target` that a link led into a protected path (a protected name, or
