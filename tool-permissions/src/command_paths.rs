@@ -76,27 +76,38 @@ fn recursive(run: &Run) -> Option<(Beneath, usize)> {
 /// pattern searches the current directory.
 /// `Err` holds the first relative path named after a `cd` (or `pushd`) to a directory not known
 /// until the line runs: what it names cannot be told.
+/// The text of `word` to take paths from: as written when every part of it is known, or when
+/// only its braces are not (the lexer marks brace expansion as unknown for command patterns;
+/// [`resolve`] expands them).
+fn known(word: &Word) -> Option<&str> {
+    if word.resolved() {
+        return Some(&word.text);
+    }
+    let text = word.text.strip_suffix(crate::shell::see_through::UNKNOWN)?;
+    (text.contains('{') && !text.contains(crate::shell::see_through::UNKNOWN)).then_some(text)
+}
+
 pub(crate) fn named_paths(seen: &Seen, root: &Path) -> Result<Vec<Named>, String> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut bases = vec![root.to_path_buf()];
     let mut lost = false;
     let mut paths = Vec::new();
-    for word in seen.redirections.iter().filter(|word| word.resolved()) {
-        for path in resolve(root, &word.text, word, home.as_deref()) {
-            paths.push(Named { path, word: word.text.clone(), beneath: None });
+    for (word, text) in seen.redirections.iter().filter_map(|word| known(word).map(|text| (word, text))) {
+        for path in resolve(root, text, word, home.as_deref()) {
+            paths.push(Named { path, word: text.to_owned(), beneath: None });
         }
     }
     for run in &seen.runs {
         let walks = recursive(run);
         let mut positional = 0;
         let mut names_a_path = false;
-        for word in run.args.iter().filter(|word| word.resolved()) {
-            if lost && run.program.as_deref() != Some("cd") && !word.text.starts_with(['/', '~', '-']) {
-                return Err(word.text.clone());
+        for (word, text) in run.args.iter().filter_map(|word| known(word).map(|text| (word, text))) {
+            if lost && run.program.as_deref() != Some("cd") && !text.starts_with(['/', '~', '-']) {
+                return Err(text.to_owned());
             }
-            let is_positional = !word.text.starts_with('-');
+            let is_positional = !text.starts_with('-');
             positional += usize::from(is_positional);
-            for candidate in candidates(&word.text) {
+            for candidate in candidates(text) {
                 for base in &bases {
                     for path in resolve(base, candidate, word, home.as_deref()) {
                         let beneath = walks.map(|(how, _)| how).filter(|_| path.is_dir());
@@ -107,7 +118,7 @@ pub(crate) fn named_paths(seen: &Seen, root: &Path) -> Result<Vec<Named>, String
                         {
                             names_a_path = true;
                         }
-                        paths.push(Named { path, word: word.text.clone(), beneath });
+                        paths.push(Named { path, word: text.to_owned(), beneath });
                     }
                 }
             }
@@ -198,9 +209,9 @@ fn braces(text: &str) -> Vec<String> {
     out
 }
 
-/// The first `{...,...}` of `text` (its choices split at the commas outside nested braces),
-/// with what comes before and after it.
-fn first_group(text: &str) -> Option<(&str, Vec<&str>, &str)> {
+/// The first `{...,...}` or `{X..Y}` of `text` (its choices: split at the commas outside nested
+/// braces, or the range's letters or numbers), with what comes before and after it.
+fn first_group(text: &str) -> Option<(&str, Vec<String>, &str)> {
     let bytes = text.as_bytes();
     for open in (0..bytes.len()).filter(|&i| bytes[i] == b'{') {
         let (mut depth, mut cuts) = (0usize, vec![open]);
@@ -211,11 +222,16 @@ fn first_group(text: &str) -> Option<(&str, Vec<&str>, &str)> {
                 b'}' => {
                     depth -= 1;
                     if depth == 0 {
-                        if cuts.len() < 2 {
+                        let choices = match cuts.len() {
+                            1 => range(&text[open + 1..i]),
+                            _ => {
+                                cuts.push(i);
+                                cuts.windows(2).map(|w| text[w[0] + 1..w[1]].to_owned()).collect()
+                            }
+                        };
+                        if choices.is_empty() {
                             break;
                         }
-                        cuts.push(i);
-                        let choices = cuts.windows(2).map(|w| &text[w[0] + 1..w[1]]).collect();
                         return Some((&text[..open], choices, &text[i + 1..]));
                     }
                 }
@@ -224,6 +240,32 @@ fn first_group(text: &str) -> Option<(&str, Vec<&str>, &str)> {
         }
     }
     None
+}
+
+/// The words of a brace range, `a..e` or `1..10` (with an increment, `1..10..2`); none for
+/// anything else. At most [`MAX_BRACED`].
+fn range(inner: &str) -> Vec<String> {
+    let parts: Vec<&str> = inner.split("..").collect();
+    let step = match parts.len() {
+        2 => 1,
+        3 => parts[2].parse::<i64>().map_or(0, i64::unsigned_abs).max(1),
+        _ => return Vec::new(),
+    };
+    let step = usize::try_from(step).unwrap_or(usize::MAX);
+    let letter = |part: &str| {
+        let mut chars = part.chars();
+        chars.next().filter(|c| c.is_ascii_alphabetic() && chars.next().is_none())
+    };
+    if let (Some(from), Some(to)) = (letter(parts[0]), letter(parts[1])) {
+        let (low, high) = (from.min(to) as u8, from.max(to) as u8);
+        return (low..=high).step_by(step).take(MAX_BRACED).map(|b| char::from(b).to_string()).collect();
+    }
+    match (parts[0].parse::<i64>(), parts[1].parse::<i64>()) {
+        (Ok(from), Ok(to)) => {
+            (from.min(to)..=from.max(to)).step_by(step).take(MAX_BRACED).map(|n| n.to_string()).collect()
+        }
+        _ => Vec::new(),
+    }
 }
 
 fn resolve_one(base: &Path, text: &str, word: &Word, home: Option<&Path>) -> Vec<PathBuf> {
@@ -356,6 +398,11 @@ mod tests {
         assert_eq!(braces("{x}y{}"), ["{x}y{}"], "no comma: left alone, as the shell does");
         assert_eq!(braces("{a,b"), ["{a,b"]);
         assert_eq!(braces(&"{a,b,c,d}".repeat(8)).len(), MAX_BRACED);
+        assert_eq!(braces(".en{u..w}"), [".en{u..w}", ".enu", ".env", ".enw"]);
+        assert_eq!(braces("f{3..1}"), ["f{3..1}", "f1", "f2", "f3"]);
+        assert_eq!(braces("f{0..6..3}"), ["f{0..6..3}", "f0", "f3", "f6"]);
+        assert_eq!(braces("f{a..3}"), ["f{a..3}"], "not a range");
+        assert_eq!(braces(&format!("f{{0..{}}}", i64::MAX)).len(), MAX_BRACED);
     }
 
     /// A short option's attached value is what follows the option's character, however many

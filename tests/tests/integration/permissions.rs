@@ -1115,6 +1115,30 @@ async fn read_rules_cover_the_paths_a_command_names() {
 /// now: `bash`'s `workdir` (paths taken from there; `git` there is not read-only), `"$'"`,
 /// globs in a program or option, assignments by builtins, callbacks, prompt strings, git's
 /// subcommand aliases, `trap --`, `~+`, `pushd` and a `cd` to a computed directory.
+/// With every command allowed, a Read deny rule still refuses the lines whose brace expansion
+/// names the path (the lexer marks braces unknown for command rules; paths are expanded).
+#[tokio::test]
+async fn read_rules_see_through_brace_expansion_when_every_command_is_allowed() {
+    let dir = TempDir::new("perm-braces");
+    let root = dir.path();
+    write(root.join(".env"), "TOKEN=x\n");
+    write(root.join("sub/notes.txt"), "x");
+    let policy = Policy::new(base(root).allow("Bash").deny("Read(./.env)").build().unwrap());
+    for line in [
+        "cat {.,}env",
+        "cat .{e,}{n,}{v,}",
+        "cat {x,{.,}}env",
+        "cat sub/../{.,}env",
+        "cat .en{u..w}",
+        "cat < {.,}env",
+    ] {
+        let reason = denial(decide(&policy, &command("bash", line)).await);
+        assert!(reason.starts_with("refused by the rule `deny Read(./.env)`"), "{line:?}: {reason}");
+    }
+    let decision = decide(&policy, &command("bash", "cat sub/{notes,other}.txt")).await;
+    assert_eq!(decision, PermissionDecision::Allow);
+}
+
 #[tokio::test]
 async fn spellings_of_bash_that_slipped_past_the_rules_are_caught() {
     let dir = TempDir::new("perm-spellings");
