@@ -932,6 +932,8 @@ pub(crate) struct Placeholder {
     /// The writable root it lies beneath.
     root: PathBuf,
     kind: Kind,
+    /// Left in place when no command holds it any more (see [`GIT_PLACEHOLDERS`]).
+    kept: bool,
 }
 
 /// What a placeholder is made as (ordered so that a directory comes first, and wins where a
@@ -948,7 +950,11 @@ enum Kind {
 
 /// A git directory's files that name what git runs, held by placeholders where absent when git
 /// writes are allowed (with them, a command could make them): `hooks/` and `info/`, `commondir`
-/// (the directory git takes its configuration and hooks from), `config.worktree`.
+/// (the directory git takes its configuration and hooks from), `config.worktree`. These are kept
+/// once made (empty `hooks/` and `info/` are what `git init` makes; the two files mean what
+/// their absence meant): from then on every process's commands find them there and protected,
+/// where a placeholder one process removed while another's commands ran would take the other's
+/// protection with it.
 const GIT_PLACEHOLDERS: [(&str, Kind); 4] = [
     (".git/hooks", Kind::Dir),
     (".git/info", Kind::Dir),
@@ -1027,7 +1033,7 @@ fn release(counts: &mut std::collections::HashMap<PathBuf, usize>, path: &Path) 
 impl Placeholder {
     /// Holds the placeholder at `path`, beneath the writable root `root`: made now when absent,
     /// shared when this process made it already; `None` when something else is there.
-    fn hold(root: &Path, path: PathBuf, kind: Kind) -> Option<Placeholder> {
+    fn hold(root: &Path, path: PathBuf, kind: Kind, kept: bool) -> Option<Placeholder> {
         let make = match kind {
             Kind::Dir => BeneathOp::Make,
             Kind::File(content) => BeneathOp::MakeFile(content),
@@ -1037,14 +1043,20 @@ impl Placeholder {
             // Removed meanwhile (by the user): made again, or the mount would fail.
             let _ = beneath(root, &path, make);
             *count += 1;
-            return Some(Placeholder { path, root: root.to_path_buf(), kind });
+            return Some(Placeholder { path, root: root.to_path_buf(), kind, kept });
         }
         // `mkdir` (or an exclusive create) neither follows nor replaces what is there (a link
         // planted meanwhile), and the directories above are opened from the root without
         // following a link either.
-        beneath(root, &path, make).ok()?;
+        match beneath(root, &path, make) {
+            Ok(()) => {}
+            // Made meanwhile by another process, for its commands: it is there now, and is
+            // bound read-only for this command too.
+            Err(error) if kept && error.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(_) => return None,
+        }
         held.insert(path.clone(), 1);
-        Some(Placeholder { path, root: root.to_path_buf(), kind })
+        Some(Placeholder { path, root: root.to_path_buf(), kind, kept })
     }
 }
 
@@ -1119,7 +1131,7 @@ fn beneath(_root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
 impl Drop for Placeholder {
     fn drop(&mut self) {
         let mut held = held().lock().unwrap_or_else(|p| p.into_inner());
-        if release(&mut held, &self.path) {
+        if release(&mut held, &self.path) && !self.kept {
             // `rmdir` removes only an empty directory, and never what a link leads to: a
             // directory above it that a command replaced with a link stops it.
             let remove = match self.kind {
@@ -1142,7 +1154,8 @@ fn make_placeholders(policy: &SandboxPolicy, below: &BelowTop) -> Vec<Placeholde
         .into_iter()
         .filter_map(|(path, kind)| {
             let root = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())?;
-            Placeholder::hold(root, path, kind)
+            let kept = GIT_PLACEHOLDERS.iter().any(|(name, _)| path.ends_with(name));
+            Placeholder::hold(root, path, kind, kept)
         })
         .collect()
 }
@@ -1236,10 +1249,10 @@ mod tests {
         std::fs::create_dir_all(root.join("b")).unwrap();
         std::fs::create_dir_all(outside.join("git")).unwrap();
         std::os::unix::fs::symlink(&outside, root.join("a")).unwrap();
-        assert!(Placeholder::hold(&root, root.join("a/made"), Kind::Dir).is_none());
+        assert!(Placeholder::hold(&root, root.join("a/made"), Kind::Dir, false).is_none());
         assert!(!outside.join("made").exists());
         // Made in a real directory, which is then swapped for a link to where `git` exists.
-        let held = Placeholder::hold(&root, root.join("b/git"), Kind::Dir).expect("made");
+        let held = Placeholder::hold(&root, root.join("b/git"), Kind::Dir, false).expect("made");
         assert!(root.join("b/git").is_dir());
         std::fs::rename(root.join("b"), root.join("b-moved")).unwrap();
         std::os::unix::fs::symlink(&outside, root.join("b")).unwrap();

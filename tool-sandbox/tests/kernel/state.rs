@@ -237,16 +237,19 @@ fn git_metadata_is_read_only_by_default() {
     let git_dir = fx.root.join(".git").canonicalize().unwrap();
     assert_eq!((code, out), (0, format!(".\n{}\n", git_dir.display())));
     drop(sandbox);
-    for name in ["hooks", "info", "commondir", "config.worktree"] {
-        assert!(!exists(&fx.root.join(".git").join(name)), "{name} was left behind");
+    // Kept once made, as `git init` keeps `hooks/` and `info/`: another process's commands, which
+    // started before and hold no placeholder of their own, keep finding them there, protected.
+    assert_eq!(std::fs::read(fx.root.join(".git/commondir")).unwrap(), b".");
+    assert_eq!(std::fs::read(fx.root.join(".git/config.worktree")).unwrap(), b"");
+    assert!(fx.root.join(".git/hooks").is_dir() && fx.root.join(".git/info").is_dir());
+    let other = Sandbox::new(fx.policy.clone().with_git_writes(true)).unwrap();
+    for script in
+        ["echo /tmp/evil > .git/commondir", "echo '[core]' > .git/config.worktree", "rm -f .git/commondir"]
+    {
+        let (code, out) = run_holding(&other, &fx.root, script);
+        assert_ne!(code, 0, "`{script}` succeeded: {out}");
     }
-    // A placeholder a command could not change but the user did is left as the user made it.
-    let sandbox = Sandbox::new(fx.policy.clone().with_git_writes(true)).unwrap();
-    let mut command = std::process::Command::new("true");
-    let held = sandbox.apply_holding(&mut command, &fx.root).unwrap();
-    std::fs::write(fx.root.join(".git/config.worktree"), "[user]\n").unwrap();
-    drop(held);
-    assert_eq!(std::fs::read_to_string(fx.root.join(".git/config.worktree")).unwrap(), "[user]\n");
+    assert_eq!(std::fs::read(fx.root.join(".git/commondir")).unwrap(), b".");
 }
 
 #[test]
