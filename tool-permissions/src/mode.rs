@@ -159,23 +159,49 @@ fn edits_files(command: &str) -> bool {
     edited_paths(command).is_some_and(|paths| !paths.is_empty())
 }
 
+/// What `cp` or `mv` copies or moves (all but the destination: the last path, or the one `-t`
+/// names), among the `words` after the program; none for the other file commands.
+pub(crate) fn sources<'a>(program: &str, words: &'a [&'a str]) -> Vec<&'a str> {
+    if !matches!(program, "cp" | "mv") {
+        return Vec::new();
+    }
+    let target =
+        words.windows(2).find(|pair| pair[0] == "-t" || pair[0] == "--target-directory").map(|pair| pair[1]);
+    let mut paths: Vec<&str> = words.iter().copied().filter(|word| !word.starts_with('-')).collect();
+    match target {
+        Some(target) => paths.retain(|path| *path != target),
+        None => {
+            paths.pop();
+        }
+    }
+    paths
+}
+
 /// The paths the [`FILE_COMMANDS`] of `command` name, relative to the directory it runs in,
 /// when each simple command of it only reads or is one of those naming workspace paths only
 /// (see [`edits_files`]); `None` otherwise. Relative paths of plain names, not yet followed:
 /// the policy follows their links and checks the rules on them (see `Policy::settle`).
 pub(crate) fn edited_paths(command: &str) -> Option<Vec<String>> {
+    Some(file_commands(command)?.into_iter().flat_map(|(_, paths, _)| paths).collect())
+}
+
+/// The [`FILE_COMMANDS`] of `command` (see [`edited_paths`]): each program, the paths it names,
+/// and what it copies or moves ([`sources`]).
+pub(crate) fn file_commands(command: &str) -> Option<Vec<(String, Vec<String>, Vec<String>)>> {
     let parts = shell::simple_commands(command)?;
-    let mut paths = Vec::new();
+    let mut commands = Vec::new();
     let mut edits = false;
     for part in &parts {
-        let mut words = part.split_whitespace();
-        let Some(program) = words.next() else { continue };
+        let all: Vec<&str> = part.split_whitespace().collect();
+        let Some((&program, rest)) = all.split_first() else { continue };
+        let mut paths = Vec::new();
+        let mut words = rest.iter().copied();
         // After a change of directory the relative paths are no longer the workspace's.
         if CHANGES_DIRECTORY.contains(&program) {
             return None;
         }
         if FILE_COMMANDS.contains(&program) {
-            for word in words {
+            for word in words.by_ref() {
                 if !names_a_workspace_path(word) || protected(Path::new(word)) {
                     return None;
                 }
@@ -183,12 +209,14 @@ pub(crate) fn edited_paths(command: &str) -> Option<Vec<String>> {
                     paths.push(word.to_owned());
                 }
             }
+            let sources = sources(program, rest).into_iter().map(str::to_owned).collect();
+            commands.push((program.to_owned(), paths, sources));
             edits = true;
         } else if !shell::classify(part).is_read_only() {
             return None;
         }
     }
-    edits.then_some(paths)
+    edits.then_some(commands)
 }
 
 /// Commands after which relative paths name something else.
@@ -406,6 +434,10 @@ mod tests {
             other => panic!("allowed: {other:?}"),
         };
         assert_eq!(decide("mkdir -p src/a && cp a.txt b.txt").await, PermissionDecision::Allow);
+        assert_eq!(
+            decide("mkdir -p payload && cp a.txt payload && mv b.txt payload/").await,
+            PermissionDecision::Allow
+        );
         let reason = refused(decide("cp a.txt Cargo.lock").await);
         assert!(reason.starts_with("refused by the rule `deny Edit(./Cargo.lock)`"), "{reason}");
         for command in
@@ -414,8 +446,18 @@ mod tests {
             let reason = refused(decide(command).await);
             assert!(reason.starts_with("the rule `ask Edit(./keep/**)`"), "{command}: {reason}");
         }
-        // Through links: into git's hooks (protected), out of the workspace.
-        for command in ["cp a.txt hk/pre-commit", "mkdir -p hk/x/y", "cp a.txt up/escaped.txt"] {
+        // Through links: into git's hooks (protected), out of the workspace; and directories
+        // copied or moved, which carry names of their own (`payload/.claude`, a denied file).
+        std::fs::create_dir_all(root.join("payload/.claude")).unwrap();
+        for command in [
+            "cp a.txt hk/pre-commit",
+            "mkdir -p hk/x/y",
+            "cp a.txt up/escaped.txt",
+            "cp -r payload/. .",
+            "cp -r payload keep2",
+            "mv payload z",
+            "cp -t . -r payload/.",
+        ] {
             let reason = refused(decide(command).await);
             assert!(reason.starts_with("the permission mode `acceptEdits`"), "{command}: {reason}");
         }

@@ -142,7 +142,16 @@ impl Policy {
     /// and no Edit or Read rule may deny or ask about it (that rule's verdict, then).
     fn command_edits(&self, command: &str) -> Result<mode::Class, Verdict> {
         let root = self.rules.root();
-        let Some(paths) = mode::edited_paths(command) else { return Ok(mode::Class::Other) };
+        let Some(commands) = mode::file_commands(command) else { return Ok(mode::Class::Other) };
+        // A directory copied or moved carries names of its own (`cp -r vendor/. .` can bring a
+        // `.claude` or a denied file along): asked about, as the file tools cannot copy one.
+        let follow = |word: &str| {
+            let named = tool_sandbox::lexically_normal(&root.join(word));
+            crate::command_paths::follow(&named).unwrap_or(named)
+        };
+        let copies_a_directory =
+            commands.iter().flat_map(|(_, _, sources)| sources).any(|source| follow(source).is_dir());
+        let paths: Vec<String> = commands.into_iter().flat_map(|(_, paths, _)| paths).collect();
         let editor = self.rules.catalog().tools_named(EDIT_RULES).into_iter().next();
         let editor = editor.unwrap_or_else(|| EDIT_RULES.to_owned());
         let names: Vec<&std::ffi::OsStr> =
@@ -169,7 +178,7 @@ impl Policy {
                 }
             }
         }
-        Ok(mode::Class::Edits)
+        Ok(if copies_a_directory { mode::Class::Other } else { mode::Class::Edits })
     }
 
     fn classifies_commands(&self) -> bool {

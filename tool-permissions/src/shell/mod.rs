@@ -44,8 +44,9 @@
 //!   `nice`, `nohup`, `setsid`, `stdbuf`, `time`, `timeout`, `sudo`, `doas`, `xargs` (whose
 //!   arguments from standard input are unknown), `find -exec`, `busybox`, and `bash`/`sh`/`zsh`/...
 //!   `-c STRING`, `eval`, `trap`, `su -c`, `watch`, `ssh` (strings parsed as command lines); after
-//!   programs such as `strace`, `chrt`, `flock`, `chroot`, `setarch` (`linux32`, ...) or the dynamic
-//!   loader (`ld-linux-x86-64.so.2`), any later word may be the program;
+//!   programs such as `strace`, `chrt`, `flock`, `chroot`, `setarch` (`linux32`, ...), `sg`,
+//!   `capsh`, `gdb`, `perf`, `ssh-agent` or the dynamic loader (`ld-linux-x86-64.so.2`), any later
+//!   word may be the program, and `find -exec {}` may run any;
 //! - in the values of `git -c`/`--config-env` and of variables that name commands (`PAGER`,
 //!   `EDITOR`, `GIT_SSH_COMMAND`, ...);
 //! - the program by its base name (`/bin/rm`, `./rm` and `\rm` are `rm`), `$'\x72m'` decoded.

@@ -202,6 +202,19 @@ const RUNNERS: &[&str] = &[
     "i386",
     "x86_64",
     "uname26",
+    // Others that run the command they are given.
+    "sg",
+    "newgrp",
+    "capsh",
+    "perf",
+    "gdb",
+    "lldb",
+    "ssh-agent",
+    "start-stop-daemon",
+    "dbus-run-session",
+    "xvfb-run",
+    "chpst",
+    "daemonize",
 ];
 
 /// The dynamic loader, which runs the program it is given (`/lib64/ld-linux-x86-64.so.2
@@ -282,7 +295,14 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
                         .iter()
                         .position(|w| w.text == ";" || w.text == "+")
                         .map_or(args.len(), |end| at + 1 + end);
-                    run(&args[at + 1..end], depth, seen);
+                    let command = &args[at + 1..end];
+                    match command.first() {
+                        // `-exec {} \;` runs each file found: any program.
+                        Some(program) if program.text.contains("{}") => {
+                            seen.runs.push(Run { program: None, args: command[1..].to_vec() });
+                        }
+                        _ => run(command, depth, seen),
+                    }
                 }
             }
         }
