@@ -30,8 +30,8 @@ pub mod violation;
 pub use lexical::lexically_normal;
 pub use netns::NetworkNamespace;
 pub use policy::{
-    DEFAULT_PROTECTED, Fallback, GIT_PROTECTED, HOME_PLACEHOLDERS, HOME_PROTECTED, Limits, Network,
-    PLACEHOLDERS, ParseSandboxModeError, SandboxMode, SandboxPolicy, service_socket_dirs,
+    DEFAULT_PROTECTED, Fallback, GIT_PROTECTED, HOME_FILE_PLACEHOLDERS, HOME_PLACEHOLDERS, HOME_PROTECTED,
+    Limits, Network, PLACEHOLDERS, ParseSandboxModeError, SandboxMode, SandboxPolicy, service_socket_dirs,
 };
 pub use probe::Probe;
 pub use programs::resolve_program;

@@ -161,6 +161,22 @@ pub const HOME_PLACEHOLDERS: &[&str] = &[
     ".config/opencode",
     ".aws",
     ".kube",
+    ".local/lib",
+];
+
+/// The files of [`HOME_PROTECTED`] that cannot be created when absent (empty placeholder files,
+/// as for [`HOME_PLACEHOLDERS`]): those an empty file means to their programs what no file does.
+/// Not the shell start-up files (an empty `~/.bash_profile` would keep bash from reading
+/// `~/.profile`), nor `~/.vimrc` (vim reads its defaults only without one).
+pub const HOME_FILE_PLACEHOLDERS: &[&str] = &[
+    ".gitconfig",
+    ".bash_aliases",
+    ".npmrc",
+    ".pypirc",
+    ".yarnrc",
+    ".aws/config",
+    ".kube/config",
+    ".gradle/init.gradle",
 ];
 
 /// The directories where the user's own services listen on Unix sockets, those that exist now:

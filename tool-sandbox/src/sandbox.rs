@@ -1199,6 +1199,9 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
     }
     if let Some(home) = home.filter(|home| roots.iter().any(|r| home.starts_with(r))) {
         paths.extend(crate::policy::HOME_PLACEHOLDERS.iter().map(|name| (home.join(name), Kind::Dir)));
+        paths.extend(
+            crate::policy::HOME_FILE_PLACEHOLDERS.iter().map(|name| (home.join(name), Kind::File(b""))),
+        );
     }
     paths.retain(|(path, _)| {
         let inside = roots.iter().any(|r| path.starts_with(r));
@@ -1296,6 +1299,16 @@ mod tests {
                 .collect()
         };
         let paths = dirs(&policy);
+        std::fs::create_dir_all(home.join(".aws")).unwrap();
+        let files: Vec<PathBuf> = placeholder_paths(&policy, &policy.below_top(None), Some(&home))
+            .into_iter()
+            .filter(|(_, kind)| *kind == Kind::File(b""))
+            .map(|(p, _)| p)
+            .collect();
+        for name in [".gitconfig", ".bash_aliases", ".aws/config"] {
+            assert!(files.contains(&home.join(name)), "{name}: {files:?}");
+        }
+        assert!(!files.contains(&home.join(".bash_profile")), "bash would no longer read .profile");
         let elsewhere = dirs(&SandboxPolicy::workspace_write(home.join(".config")));
         std::fs::remove_dir_all(&home).unwrap();
         for name in [".ssh", ".config/git", ".config/systemd", "CLAUDE.md", ".git"] {
