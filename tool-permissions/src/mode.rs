@@ -339,13 +339,29 @@ pub(crate) fn would_allow(
         Unmatched::Call | Unmatched::Input(_) => format!("`allow {name}`"),
         Unmatched::Command(command) => {
             // A rule for each program of the line (`ls; touch x` needs both), by its first word.
-            let parts = shell::simple_commands(command).unwrap_or_else(|| vec![command.to_owned()]);
+            let parts = shell::simple_commands(command).unwrap_or_else(|| {
+                command.split([';', '&', '|', '\n', '(', ')', '`']).map(str::to_owned).collect()
+            });
             let mut programs: Vec<&str> = Vec::new();
             for part in &parts {
-                let program = part.split_whitespace().next().unwrap_or(part);
+                // Past the assignments before it (`FOO=1 node`) and the shell's keywords.
+                let keyword = |word: &&str| {
+                    matches!(
+                        *word,
+                        "if" | "then" | "else" | "elif" | "fi" | "do" | "done" | "while" | "until" | "!"
+                    )
+                };
+                let Some(program) =
+                    part.split_whitespace().find(|word| !word.contains('=') && !keyword(word))
+                else {
+                    continue;
+                };
                 if !programs.contains(&program) {
                     programs.push(program);
                 }
+            }
+            if programs.is_empty() {
+                programs.push(command.split_whitespace().next().unwrap_or(command));
             }
             let rules: Vec<String> =
                 programs.iter().map(|program| format!("`allow {name}({program}:*)`")).collect();

@@ -963,6 +963,13 @@ impl RulesBuilder {
     }
 }
 
+/// Whether `c` is a control character or one that shows nothing (a zero-width space or joiner,
+/// a soft hyphen, a direction mark, a byte-order mark, a line or paragraph separator).
+fn invisible(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+}
+
 /// `name` or `name(pattern)`.
 fn split_rule(text: &str) -> Result<(&str, Option<&str>), String> {
     let text = text.trim();
@@ -999,10 +1006,11 @@ fn split_rule(text: &str) -> Result<(&str, Option<&str>), String> {
             "the pattern starts or ends with a space, so it would match nothing; write `{name}({})`",
             pattern.trim()
         )),
-        Some(pattern) if pattern.chars().any(char::is_control) => {
-            Err("the pattern holds a control character (a line break, a tab, NUL), so it would match nothing"
-                .to_owned())
-        }
+        Some(pattern) if pattern.chars().any(invisible) => Err(
+            "the pattern holds a control or invisible character (a line break, a tab, NUL, a zero-width space, \
+             a soft hyphen), so it would match nothing"
+                .to_owned(),
+        ),
         Some("*") => Ok((name, None)),
         _ => Ok((name, pattern)),
     }
@@ -1053,8 +1061,10 @@ mod tests {
         assert_eq!(split_rule("Bash(*)").unwrap(), ("Bash", None));
         assert!(split_rule("Read( ./.env)").unwrap_err().contains("write `Read(./.env)`"));
         assert!(split_rule("Bash(cat:* )").unwrap_err().contains("starts or ends with a space"));
-        assert!(split_rule("Read(./.env\u{0})").unwrap_err().contains("control character"));
-        assert!(split_rule("Read(./a\tb)").unwrap_err().contains("control character"));
+        assert!(split_rule("Read(./.env\u{0})").unwrap_err().contains("control or invisible character"));
+        assert!(split_rule("Read(./a\tb)").unwrap_err().contains("control or invisible character"));
+        assert!(split_rule("Read(./.env\u{200b})").unwrap_err().contains("invisible"));
+        assert!(split_rule("Read(./.e\u{ad}nv)").unwrap_err().contains("invisible"));
         assert_eq!(split_rule(" Read(./a b) ").unwrap(), ("Read", Some("./a b")));
     }
 }
