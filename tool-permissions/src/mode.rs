@@ -182,12 +182,19 @@ pub(crate) fn sources<'a>(program: &str, words: &'a [&'a str]) -> Vec<&'a str> {
 /// (see [`edits_files`]); `None` otherwise. Relative paths of plain names, not yet followed:
 /// the policy follows their links and checks the rules on them (see `Policy::settle`).
 pub(crate) fn edited_paths(command: &str) -> Option<Vec<String>> {
-    Some(file_commands(command)?.into_iter().flat_map(|(_, paths, _)| paths).collect())
+    Some(file_commands(command)?.into_iter().flat_map(|command| command.paths).collect())
 }
 
-/// The [`FILE_COMMANDS`] of `command` (see [`edited_paths`]): each program, the paths it names,
-/// and what it copies or moves ([`sources`]).
-pub(crate) fn file_commands(command: &str) -> Option<Vec<(String, Vec<String>, Vec<String>)>> {
+/// One of the [`FILE_COMMANDS`] of a line.
+pub(crate) struct FileCommand {
+    /// The paths it names.
+    pub(crate) paths: Vec<String>,
+    /// What it copies or moves ([`sources`]).
+    pub(crate) sources: Vec<String>,
+}
+
+/// The [`FILE_COMMANDS`] of `command`, when it is one [`edited_paths`] judges.
+pub(crate) fn file_commands(command: &str) -> Option<Vec<FileCommand>> {
     let parts = shell::simple_commands(command)?;
     let mut commands = Vec::new();
     let mut edits = false;
@@ -210,7 +217,7 @@ pub(crate) fn file_commands(command: &str) -> Option<Vec<(String, Vec<String>, V
                 }
             }
             let sources = sources(program, rest).into_iter().map(str::to_owned).collect();
-            commands.push((program.to_owned(), paths, sources));
+            commands.push(FileCommand { paths, sources });
             edits = true;
         } else if !shell::classify(part).is_read_only() {
             return None;

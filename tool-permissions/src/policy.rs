@@ -150,8 +150,8 @@ impl Policy {
             crate::command_paths::follow(&named).unwrap_or(named)
         };
         let copies_a_directory =
-            commands.iter().flat_map(|(_, _, sources)| sources).any(|source| follow(source).is_dir());
-        let paths: Vec<String> = commands.into_iter().flat_map(|(_, paths, _)| paths).collect();
+            commands.iter().flat_map(|command| &command.sources).any(|source| follow(source).is_dir());
+        let paths: Vec<String> = commands.into_iter().flat_map(|command| command.paths).collect();
         let editor = self.rules.catalog().tools_named(EDIT_RULES).into_iter().next();
         let editor = editor.unwrap_or_else(|| EDIT_RULES.to_owned());
         let names: Vec<&std::ffi::OsStr> =
