@@ -76,6 +76,17 @@ fn recursive(run: &Run) -> Option<(Beneath, usize)> {
 /// pattern searches the current directory.
 /// `Err` holds the first relative path named after a `cd` (or `pushd`) to a directory not known
 /// until the line runs: what it names cannot be told.
+/// Refuses a word whose brace expansion cannot all be known (see [`braces`]).
+fn unfollowed_braces(text: &str) -> Result<(), String> {
+    match braces(text) {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "`{text}`, whose brace expansion cannot be followed (braces made literal by quoting, or more than \
+             {MAX_BRACED} words), so it may name what the rule covers"
+        )),
+    }
+}
+
 /// The text of `word` to take paths from: as written when every part of it is known, or when
 /// only its braces are not (the lexer marks brace expansion as unknown for command patterns;
 /// [`resolve`] expands them).
@@ -93,6 +104,7 @@ pub(crate) fn named_paths(seen: &Seen, root: &Path) -> Result<Vec<Named>, String
     let mut lost = false;
     let mut paths = Vec::new();
     for (word, text) in seen.redirections.iter().filter_map(|word| known(word).map(|text| (word, text))) {
+        unfollowed_braces(text)?;
         for path in resolve(root, text, word, home.as_deref()) {
             paths.push(Named { path, word: text.to_owned(), beneath: None });
         }
@@ -103,8 +115,12 @@ pub(crate) fn named_paths(seen: &Seen, root: &Path) -> Result<Vec<Named>, String
         let mut names_a_path = false;
         for (word, text) in run.args.iter().filter_map(|word| known(word).map(|text| (word, text))) {
             if lost && run.program.as_deref() != Some("cd") && !text.starts_with(['/', '~', '-']) {
-                return Err(text.to_owned());
+                return Err(format!(
+                    "`{text}` after a `cd` to a directory not known until the line runs, so it may read what the \
+                     rule covers"
+                ));
             }
+            unfollowed_braces(text)?;
             let is_positional = !text.starts_with('-');
             positional += usize::from(is_positional);
             for candidate in candidates(text) {
@@ -179,7 +195,7 @@ fn resolve(base: &Path, text: &str, word: &Word, home: Option<&Path>) -> Vec<Pat
     // `{.,}env` is `.env` and `env` to the shell: each is checked, with the word as written
     // (braces the shell leaves alone, quoted or without a comma, only add a path to check).
     let mut out: Vec<PathBuf> = Vec::new();
-    for text in braces(text) {
+    for text in braces(text).unwrap_or_else(|| vec![text.to_owned()]) {
         out.extend(resolve_one(base, &text, word, home));
     }
     out
@@ -189,15 +205,27 @@ fn resolve(base: &Path, text: &str, word: &Word, home: Option<&Path>) -> Vec<Pat
 const MAX_BRACED: usize = 256;
 
 /// The words the shell's brace expansion makes of `text` (`a{b,c}d` is `abd` and `acd`, nested
-/// and repeated groups included), `text` itself first; at most [`MAX_BRACED`].
-fn braces(text: &str) -> Vec<String> {
+/// and repeated groups included), `text` itself first; `None` when they cannot all be known:
+/// more than [`MAX_BRACED`], or a word left with what still looks like a group (`{x},.}`: the
+/// quoting that made a brace literal is gone from the text), so that the line is judged as one
+/// whose paths cannot be followed.
+fn braces(text: &str) -> Option<Vec<String>> {
     let mut out = vec![text.to_owned()];
     let mut pending = vec![text.to_owned()];
+    // A word could be a group only with a comma or a range in it; then a brace left in a word
+    // that expands no further may be one that quoting made literal (`{\{,.}env`), and the
+    // words made from the text without its quoting are not the shell's.
+    let may_group = text.contains(',') || text.contains("..");
     while let Some(word) = pending.pop() {
-        let Some((before, choices, after)) = first_group(&word) else { continue };
+        let Some((before, choices, after)) = first_group(&word) else {
+            if may_group && word.contains(['{', '}']) {
+                return None;
+            }
+            continue;
+        };
         for choice in choices {
             if out.len() >= MAX_BRACED {
-                return out;
+                return None;
             }
             let made = format!("{before}{choice}{after}");
             if !out.contains(&made) {
@@ -206,7 +234,7 @@ fn braces(text: &str) -> Vec<String> {
             }
         }
     }
-    out
+    Some(out)
 }
 
 /// The first `{...,...}` or `{X..Y}` of `text` (its choices: split at the commas outside nested
@@ -260,10 +288,16 @@ fn range(inner: &str) -> Vec<String> {
         let (low, high) = (from.min(to) as u8, from.max(to) as u8);
         return (low..=high).step_by(step).take(MAX_BRACED).map(|b| char::from(b).to_string()).collect();
     }
+    // With a leading zero on either end, every number is padded to the wider end's width.
+    let padded =
+        |part: &str| part.trim_start_matches('-').len() > 1 && part.trim_start_matches('-').starts_with('0');
+    let width = if padded(parts[0]) || padded(parts[1]) { parts[0].len().max(parts[1].len()) } else { 0 };
     match (parts[0].parse::<i64>(), parts[1].parse::<i64>()) {
-        (Ok(from), Ok(to)) => {
-            (from.min(to)..=from.max(to)).step_by(step).take(MAX_BRACED).map(|n| n.to_string()).collect()
-        }
+        (Ok(from), Ok(to)) => (from.min(to)..=from.max(to))
+            .step_by(step)
+            .take(MAX_BRACED)
+            .map(|n| format!("{n:0width$}"))
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -389,20 +423,28 @@ pub(crate) fn walk(dir: &Path, how: Beneath) -> Vec<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_BRACED, braces, candidates};
+    use super::{braces, candidates};
 
     #[test]
     fn brace_expansion_makes_the_words_the_shell_makes() {
+        let braces = |text: &str| braces(text).unwrap_or_else(|| panic!("{text}: not all known"));
         assert_eq!(braces("{.,}env"), ["{.,}env", ".env", "env"]);
         assert_eq!(braces("a{b,c{d,e}}f"), ["a{b,c{d,e}}f", "abf", "ac{d,e}f", "acdf", "acef"]);
         assert_eq!(braces("{x}y{}"), ["{x}y{}"], "no comma: left alone, as the shell does");
-        assert_eq!(braces("{a,b"), ["{a,b"]);
-        assert_eq!(braces(&"{a,b,c,d}".repeat(8)).len(), MAX_BRACED);
+        assert_eq!(braces("HEAD@{1}:.env"), ["HEAD@{1}:.env"]);
         assert_eq!(braces(".en{u..w}"), [".en{u..w}", ".enu", ".env", ".enw"]);
         assert_eq!(braces("f{3..1}"), ["f{3..1}", "f1", "f2", "f3"]);
         assert_eq!(braces("f{0..6..3}"), ["f{0..6..3}", "f0", "f3", "f6"]);
-        assert_eq!(braces("f{a..3}"), ["f{a..3}"], "not a range");
-        assert_eq!(braces(&format!("f{{0..{}}}", i64::MAX)).len(), MAX_BRACED);
+        assert_eq!(braces("f{1..01}"), ["f{1..01}", "f01"]);
+        assert_eq!(braces("f{00..2}"), ["f{00..2}", "f00", "f01", "f02"]);
+        assert_eq!(super::braces("f{a..3}"), None, "not a range the shell expands, but judged unknown");
+        // What cannot all be known: past the bound, or a group whose quoting the text lost.
+        assert_eq!(super::braces(&"{a,b,c,d}".repeat(8)), None);
+        assert_eq!(super::braces(".e{a..z}{a..z}"), None);
+        assert_eq!(super::braces(&format!("f{{0..{}}}", i64::MAX)), None);
+        assert_eq!(super::braces("{x},.}env"), None);
+        assert_eq!(super::braces("{a,b"), None, "literal to the shell, judged unknown");
+        assert_eq!(super::braces("{{,.}env"), None, "a backslashed brace, once unquoted");
     }
 
     /// A short option's attached value is what follows the option's character, however many

@@ -610,12 +610,7 @@ impl Rules {
         };
         let named_paths = match named_paths(seen, start) {
             Ok(named) => named,
-            Err(word) => {
-                return unknown(format!(
-                    "`{word}` after a `cd` to a directory not known until the line runs, so it may read what \
-                     the rule covers"
-                ));
-            }
+            Err(why) => return unknown(why),
         };
         if named_paths.len() > MAX_PATHS {
             return unknown(format!(

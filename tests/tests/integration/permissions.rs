@@ -1138,9 +1138,18 @@ async fn read_rules_see_through_brace_expansion_when_every_command_is_allowed() 
         "cat sub/../{.,}env",
         "cat .en{u..w}",
         "cat < {.,}env",
+        "cat {x\\},.}env",
+        "cat {'x}',.}env",
+        "cat {\\{,.}env",
+        "cat .e{a..z}{a..z}",
     ] {
         let reason = denial(decide(&policy, &command("bash", line)).await);
         assert!(reason.starts_with("refused by the rule `deny Read(./.env)`"), "{line:?}: {reason}");
+    }
+    let padded = Policy::new(base(root).allow("Bash").deny("Read(./f01)").build().unwrap());
+    for line in ["cat f{01..01}", "cat f{1..01}", "cat f{00..01}"] {
+        let reason = denial(decide(&padded, &command("bash", line)).await);
+        assert!(reason.starts_with("refused by the rule `deny Read(./f01)`"), "{line:?}: {reason}");
     }
     let decision = decide(&policy, &command("bash", "cat sub/{notes,other}.txt")).await;
     assert_eq!(decision, PermissionDecision::Allow);
