@@ -159,24 +159,6 @@ fn edits_files(command: &str) -> bool {
     edited_paths(command).is_some_and(|paths| !paths.is_empty())
 }
 
-/// What `cp` or `mv` copies or moves (all but the destination: the last path, or the one `-t`
-/// names), among the `words` after the program; none for the other file commands.
-pub(crate) fn sources<'a>(program: &str, words: &'a [&'a str]) -> Vec<&'a str> {
-    if !matches!(program, "cp" | "mv") {
-        return Vec::new();
-    }
-    let target =
-        words.windows(2).find(|pair| pair[0] == "-t" || pair[0] == "--target-directory").map(|pair| pair[1]);
-    let mut paths: Vec<&str> = words.iter().copied().filter(|word| !word.starts_with('-')).collect();
-    match target {
-        Some(target) => paths.retain(|path| *path != target),
-        None => {
-            paths.pop();
-        }
-    }
-    paths
-}
-
 /// The paths the [`FILE_COMMANDS`] of `command` name, relative to the directory it runs in,
 /// when each simple command of it only reads or is one of those naming workspace paths only
 /// (see [`edits_files`]); `None` otherwise. Relative paths of plain names, not yet followed:
@@ -201,22 +183,49 @@ pub(crate) fn file_commands(command: &str) -> Option<Vec<FileCommand>> {
     for part in &parts {
         let all: Vec<&str> = part.split_whitespace().collect();
         let Some((&program, rest)) = all.split_first() else { continue };
-        let mut paths = Vec::new();
-        let mut words = rest.iter().copied();
         // After a change of directory the relative paths are no longer the workspace's.
         if CHANGES_DIRECTORY.contains(&program) {
             return None;
         }
         if FILE_COMMANDS.contains(&program) {
-            for word in words.by_ref() {
-                if !names_a_workspace_path(word) || protected(Path::new(word)) {
-                    return None;
-                }
-                if !word.starts_with('-') {
+            let copies = matches!(program, "cp" | "mv");
+            let (mut paths, mut target, mut options_end, mut next_is_target) =
+                (Vec::new(), None, false, false);
+            for &word in rest {
+                if !options_end && word == "--" {
+                    options_end = true;
+                } else if !options_end && word.starts_with('-') {
+                    if !names_a_workspace_path(word) {
+                        return None;
+                    }
+                    // The target directory, as `-t DIR` or `--target-directory DIR`; in a bundle
+                    // (`-rt`) or abbreviated (`--target`) it is not followed: asked about.
+                    let long = word.starts_with("--");
+                    next_is_target = copies && (word == "-t" || word == "--target-directory");
+                    let hidden_target = if long { word.starts_with("--t") } else { word.contains('t') };
+                    if copies && hidden_target && !next_is_target {
+                        return None;
+                    }
+                } else {
+                    // A path (after `--`, one that starts with `-` too).
+                    if !plain_relative_path(word) || protected(Path::new(word)) {
+                        return None;
+                    }
+                    if std::mem::take(&mut next_is_target) {
+                        target = Some(paths.len());
+                    }
                     paths.push(word.to_owned());
                 }
             }
-            let sources = sources(program, rest).into_iter().map(str::to_owned).collect();
+            // What `cp` or `mv` copies or moves: all but the destination (the last path, or
+            // the one `-t` names).
+            let sources = match (copies, target) {
+                (false, _) => Vec::new(),
+                (true, Some(at)) => {
+                    paths.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, p)| p.clone()).collect()
+                }
+                (true, None) => paths[..paths.len().saturating_sub(1)].to_vec(),
+            };
             commands.push(FileCommand { paths, sources });
             edits = true;
         } else if !shell::classify(part).is_read_only() {
@@ -269,6 +278,11 @@ fn names_a_workspace_path(word: &str) -> bool {
         let flag = flag.strip_prefix('-').unwrap_or(flag);
         return flag.chars().all(|c| c.is_ascii_alphabetic() || c == '-');
     }
+    plain_relative_path(word)
+}
+
+/// Whether `word` is a relative path of plain characters without a `..` component.
+fn plain_relative_path(word: &str) -> bool {
     let plain = |c: char| c.is_ascii_alphanumeric() || "._/+@%,:-".contains(c);
     !word.is_empty()
         && word.chars().all(plain)
@@ -472,6 +486,7 @@ mod tests {
         // Through links: into git's hooks (protected), out of the workspace; and directories
         // copied or moved, which carry names of their own (`payload/.claude`, a denied file).
         std::fs::create_dir_all(root.join("payload/.claude")).unwrap();
+        std::fs::create_dir_all(root.join("-payload/.claude")).unwrap();
         for command in [
             "cp a.txt hk/pre-commit",
             "mkdir -p hk/x/y",
@@ -480,6 +495,9 @@ mod tests {
             "cp -r payload keep2",
             "mv payload z",
             "cp -t . -r payload/.",
+            "cp -rT -- -payload .",
+            "cp -rt sub payload",
+            "cp -r --target sub payload",
         ] {
             let reason = refused(decide(command).await);
             assert!(reason.starts_with("the permission mode `acceptEdits`"), "{command}: {reason}");
