@@ -46,7 +46,8 @@
 //!   `-c STRING`, `eval`, `trap`, `su -c`, `watch`, `ssh` (strings parsed as command lines); after
 //!   programs such as `strace`, `chrt`, `flock`, `chroot`, `setarch` (`linux32`, ...), `sg`,
 //!   `capsh`, `gdb`, `perf`, `ssh-agent` or the dynamic loader (`ld-linux-x86-64.so.2`), any later
-//!   word may be the program, and `find -exec {}` may run any;
+//!   word may be the program, and `find -exec {}` may run any; `gdb -ex` commands and `tmux`/`screen`
+//!   sessions are opaque;
 //! - in the values of `git -c`/`--config-env` and of variables that name commands (`PAGER`,
 //!   `EDITOR`, `GIT_SSH_COMMAND`, ...);
 //! - the program by its base name (`/bin/rm`, `./rm` and `\rm` are `rm`), `$'\x72m'` decoded.

@@ -288,6 +288,25 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
                 }
             }
         }
+        // Debuggers run the commands they are given as text (`gdb -ex 'shell id'`, `-ex '!id'`,
+        // a command file), and terminal multiplexers the command lines of their sessions.
+        "gdb" | "lldb"
+            if texts.iter().any(|t| {
+                matches!(
+                    t.as_str(),
+                    "-ex" | "--ex" | "-iex" | "-x" | "--command" | "-o" | "-O" | "-s" | "-S" | "--source"
+                ) || t.starts_with("-eval-command")
+                    || t.starts_with("--eval-command")
+                    || t.starts_with("-init-eval-command")
+                    || t.starts_with("--init-eval-command")
+                    || t.starts_with("--one-line")
+            }) =>
+        {
+            seen.opaque.get_or_insert("a debugger's commands (`gdb -ex 'shell ...'`)");
+        }
+        "tmux" | "screen" if !args.is_empty() => {
+            seen.opaque.get_or_insert("a terminal multiplexer's command lines (`tmux new-session CMD`)");
+        }
         "find" => {
             for (at, word) in args.iter().enumerate() {
                 if matches!(word.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
