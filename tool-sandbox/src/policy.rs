@@ -161,6 +161,7 @@ pub const HOME_PLACEHOLDERS: &[&str] = &[
     ".config/opencode",
     ".aws",
     ".kube",
+    ".gradle",
     ".local/lib",
 ];
 

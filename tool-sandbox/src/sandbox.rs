@@ -1203,6 +1203,17 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
             crate::policy::HOME_FILE_PLACEHOLDERS.iter().map(|name| (home.join(name), Kind::File(b""))),
         );
     }
+    // A directory on the way that is a link within the roots (`~/.aws` -> `dotfiles/aws`): the
+    // placeholder is made where it leads, which the name reaches.
+    for (path, _) in &mut paths {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { continue };
+        if let Ok(real) = std::fs::canonicalize(parent)
+            && real != parent
+            && roots.iter().any(|r| real.starts_with(r))
+        {
+            *path = real.join(name);
+        }
+    }
     paths.retain(|(path, _)| {
         let inside = roots.iter().any(|r| path.starts_with(r));
         let parent_is_dir =
@@ -1300,12 +1311,14 @@ mod tests {
         };
         let paths = dirs(&policy);
         std::fs::create_dir_all(home.join(".aws")).unwrap();
+        std::fs::create_dir_all(home.join("dotfiles/kube")).unwrap();
+        std::os::unix::fs::symlink("dotfiles/kube", home.join(".kube")).unwrap();
         let files: Vec<PathBuf> = placeholder_paths(&policy, &policy.below_top(None), Some(&home))
             .into_iter()
             .filter(|(_, kind)| *kind == Kind::File(b""))
             .map(|(p, _)| p)
             .collect();
-        for name in [".gitconfig", ".bash_aliases", ".aws/config"] {
+        for name in [".gitconfig", ".bash_aliases", ".aws/config", "dotfiles/kube/config"] {
             assert!(files.contains(&home.join(name)), "{name}: {files:?}");
         }
         assert!(!files.contains(&home.join(".bash_profile")), "bash would no longer read .profile");
