@@ -40,6 +40,43 @@ fn more(rest: &str) -> String {
     format!("… ({n} more {})", if n == 1 { "character" } else { "characters" })
 }
 
+/// Whether `c` shows nothing, or shows as something else, where text is read: a control
+/// character; a line or paragraph separator; a format character (zero-width spaces and
+/// joiners, direction marks, embeddings, overrides and isolates, the soft hyphen, the byte-order
+/// mark, the Arabic letter mark, invisible operators, interlinear annotations, tags); a
+/// variation selector or the combining grapheme joiner; a filler (Hangul's, the Braille blank,
+/// the Khmer vowels that show nothing); or a space other than the ASCII one. Such a character
+/// in a rule matches nothing the eye sees there, and in a name makes two names look alike.
+pub fn invisible(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{00A0}'
+                | '\u{00AD}'
+                | '\u{034F}'
+                | '\u{061C}'
+                | '\u{115F}'
+                | '\u{1160}'
+                | '\u{1680}'
+                | '\u{17B4}'
+                | '\u{17B5}'
+                | '\u{180B}'..='\u{180F}'
+                | '\u{2000}'..='\u{200F}'
+                | '\u{2028}'..='\u{202F}'
+                | '\u{205F}'..='\u{206F}'
+                | '\u{2800}'
+                | '\u{3000}'
+                | '\u{3164}'
+                | '\u{FE00}'..='\u{FE0F}'
+                | '\u{FEFF}'
+                | '\u{FFA0}'
+                | '\u{FFF9}'..='\u{FFFB}'
+                | '\u{1D173}'..='\u{1D17A}'
+                | '\u{E0000}'..='\u{E007F}'
+                | '\u{E0100}'..='\u{E01EF}'
+        )
+}
+
 /// `n` and `word`, plural unless `n` is 1: "1 line", "3 lines", "2 entries".
 ///
 /// A word ending in a consonant and `y` takes `ies` ("entries", but "keys"); every other word

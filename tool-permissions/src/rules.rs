@@ -958,13 +958,6 @@ impl RulesBuilder {
     }
 }
 
-/// Whether `c` is a control character or one that shows nothing (a zero-width space or joiner,
-/// a soft hyphen, a direction mark, a byte-order mark, a line or paragraph separator).
-fn invisible(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
-}
-
 /// `name` or `name(pattern)`.
 fn split_rule(text: &str) -> Result<(&str, Option<&str>), String> {
     let text = text.trim();
@@ -1001,9 +994,9 @@ fn split_rule(text: &str) -> Result<(&str, Option<&str>), String> {
             "the pattern starts or ends with a space, so it would match nothing; write `{name}({})`",
             pattern.trim()
         )),
-        Some(pattern) if pattern.chars().any(invisible) => Err(
+        Some(pattern) if pattern.chars().any(tool_core::words::invisible) => Err(
             "the pattern holds a control or invisible character (a line break, a tab, NUL, a zero-width space, \
-             a soft hyphen), so it would match nothing"
+             a soft hyphen, a space other than the ASCII one), so it would match nothing"
                 .to_owned(),
         ),
         Some("*") => Ok((name, None)),
@@ -1060,6 +1053,10 @@ mod tests {
         assert!(split_rule("Read(./a\tb)").unwrap_err().contains("control or invisible character"));
         assert!(split_rule("Read(./.env\u{200b})").unwrap_err().contains("invisible"));
         assert!(split_rule("Read(./.e\u{ad}nv)").unwrap_err().contains("invisible"));
+        for hidden in ['\u{61c}', '\u{fe0f}', '\u{3000}', '\u{a0}', '\u{e0041}', '\u{3164}', '\u{34f}'] {
+            let rule = format!("Bash(rm{hidden}:*)");
+            assert!(split_rule(&rule).unwrap_err().contains("invisible"), "{hidden:?}");
+        }
         assert_eq!(split_rule(" Read(./a b) ").unwrap(), ("Read", Some("./a b")));
     }
 }

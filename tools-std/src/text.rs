@@ -71,13 +71,10 @@ pub(crate) fn push_display_path(out: &mut String, path: &Path) {
     out.push('"');
 }
 
-/// Whether `c` is written as an escape in a displayed path: a control character, a line or
-/// paragraph separator, or a format character that reorders text or takes no room
-/// (bidirectional overrides, embeddings and isolates, zero-width spaces and joiners, the soft
-/// hyphen, the byte-order mark).
+/// Whether `c` is written as an escape in a displayed path: what shows nothing or shows as
+/// something else (see [`tool_runtime::words::invisible`]), the ordinary space aside.
 fn escaped(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{00AD}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+    c != ' ' && tool_runtime::words::invisible(c)
 }
 
 #[cfg(unix)]
@@ -242,6 +239,7 @@ mod tests {
         // Text that turns around or hides: a name must not read as another.
         assert_eq!(display_path(Path::new("invoice\u{202e}fdp.exe")), "\"invoice\\u{202e}fdp.exe\"");
         assert_eq!(display_path(Path::new("a\u{2028}b\u{ad}c")), "\"a\\u{2028}b\\u{ad}c\"");
+        assert_eq!(display_path(Path::new("a\u{3000}b c")), "\"a\\u{3000}b c\"");
         assert_eq!(display_path(Path::new("ma\u{200b}in.rs")), "\"ma\\u{200b}in.rs\"");
         assert_eq!(display_path(Path::new("\u{2067}a\u{2069}")), "\"\\u{2067}a\\u{2069}\"");
         #[cfg(unix)]
