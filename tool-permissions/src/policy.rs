@@ -145,20 +145,21 @@ impl Policy {
         let Some(commands) = mode::file_commands(command) else { return Ok(mode::Class::Other) };
         // A directory copied or moved carries names of its own (`cp -r vendor/. .` can bring a
         // `.claude` or a denied file along): asked about, as the file tools cannot copy one.
-        let follow = |word: &str| {
+        // A word as named from the root, and where its links lead.
+        let resolve = |word: &str| {
             let named = tool_sandbox::lexically_normal(&root.join(word));
-            crate::command_paths::follow(&named).unwrap_or(named)
+            let path = crate::command_paths::follow(&named).unwrap_or_else(|| named.clone());
+            (named, path)
         };
         let copies_a_directory =
-            commands.iter().flat_map(|command| &command.sources).any(|source| follow(source).is_dir());
+            commands.iter().flat_map(|command| &command.sources).any(|source| resolve(source).1.is_dir());
         let paths: Vec<String> = commands.into_iter().flat_map(|command| command.paths).collect();
         let editor = self.rules.catalog().tools_named(EDIT_RULES).into_iter().next();
         let editor = editor.unwrap_or_else(|| EDIT_RULES.to_owned());
         let names: Vec<&std::ffi::OsStr> =
             paths.iter().filter_map(|word| std::path::Path::new(word).file_name()).collect();
         for word in &paths {
-            let named = tool_sandbox::lexically_normal(&root.join(word));
-            let path = crate::command_paths::follow(&named).unwrap_or_else(|| named.clone());
+            let (named, path) = resolve(word);
             let Ok(inside) = path.strip_prefix(root) else { return Ok(mode::Class::Other) };
             if mode::protected(inside) {
                 return Ok(mode::Class::Protected);
