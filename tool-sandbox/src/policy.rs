@@ -110,12 +110,25 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     ".mcp.json",
     ".claude",
     "CLAUDE.md",
+    "CLAUDE.local.md",
     "AGENTS.md",
+    // The project settings, instructions and skills of the other agents `tools serve` serves
+    // (codex, Gemini CLI, opencode) and of Cursor: their MCP servers, hooks, plugins and
+    // discovery commands run what these name, outside any sandbox, at the agent's next start.
+    ".codex",
+    ".agents",
+    ".gemini",
+    "GEMINI.md",
+    ".opencode",
+    "opencode.json",
+    "opencode.jsonc",
+    ".cursor",
     // Editors run what these name: VS Code's tasks (`runOn: folderOpen`) and settings (the
     // interpreter, formatters), JetBrains' run configurations; ripgrep reads its options from
     // the file `RIPGREP_CONFIG_PATH` names, which may be this one.
     ".vscode",
     ".idea",
+    ".zed",
     ".ripgreprc",
 ];
 
@@ -140,8 +153,22 @@ pub const GIT_PROTECTED: &[&str] = &[
 /// gets an empty directory, made by the host and bound read-only in the commands' mount
 /// namespace (and removed, if still empty, when the sandbox is dropped). A directory named
 /// `CLAUDE.md` cannot be made a file by a command; the other protected names, when absent, are
-/// not held (see the sandbox chapter).
-pub const PLACEHOLDERS: &[&str] = &[".git", ".claude", ".mcp.json", "CLAUDE.md", "AGENTS.md", ".vscode"];
+/// not held (see the sandbox chapter): among them `opencode.json`, which opencode refuses to
+/// start with when it is a directory, and `GEMINI.md` and `CLAUDE.local.md`, instructions only.
+pub const PLACEHOLDERS: &[&str] = &[
+    ".git",
+    ".claude",
+    ".mcp.json",
+    "CLAUDE.md",
+    "AGENTS.md",
+    ".vscode",
+    ".codex",
+    ".agents",
+    ".gemini",
+    ".opencode",
+    ".cursor",
+    ".zed",
+];
 
 /// The directories of [`HOME_PROTECTED`] that cannot be created when absent (empty placeholder
 /// directories, as for [`PLACEHOLDERS`]); files such as `.gitconfig` are not held, since a

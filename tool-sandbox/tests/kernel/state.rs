@@ -147,13 +147,27 @@ fn absent_protected_names_cannot_be_created_and_nothing_is_left_behind() {
         "rmdir CLAUDE.md && echo evil > CLAUDE.md",
         "mv CLAUDE.md gone",
         "echo evil > AGENTS.md",
+        "mkdir -p .gemini && echo '{\"mcpServers\":{}}' > .gemini/settings.json",
+        "mkdir -p .codex && echo 'notify = [\"evil\"]' > .codex/config.toml",
+        "mkdir -p .opencode/plugin && echo evil > .opencode/plugin/x.js",
+        "mkdir -p .cursor && echo '{}' > .cursor/mcp.json",
         "git init -q . 2>&1 || mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit",
         "echo '[core] fsmonitor = evil' > .git/config",
     ] {
         let (code, out) = run_holding(&sandbox, &fx.root, script);
         assert_ne!(code, 0, "`{script}` succeeded: {out}");
     }
-    for name in [".claude/hooks", ".mcp.json/x", "AGENTS.md/x", ".git/config", ".git/hooks"] {
+    for name in [
+        ".claude/hooks",
+        ".mcp.json/x",
+        "AGENTS.md/x",
+        ".git/config",
+        ".git/hooks",
+        ".gemini/settings.json",
+        ".codex/config.toml",
+        ".opencode/plugin",
+        ".cursor/mcp.json",
+    ] {
         assert!(!exists(&fx.root.join(name)), "{name}");
     }
     // A placeholder two commands hold stays while either runs.

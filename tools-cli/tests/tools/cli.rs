@@ -244,7 +244,7 @@ fn call_and_turn_leave_nothing_running() {
     let run = fx.run(&["turn", "--format", "anthropic"], Some(message.to_string().as_bytes()));
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(running(), 0, "a job of `turn` still runs");
-    for name in [".claude", "CLAUDE.md", "AGENTS.md", ".mcp.json", ".vscode"] {
+    for name in tools_std::tool_sandbox::PLACEHOLDERS {
         assert!(std::fs::symlink_metadata(fx.ws().join(name)).is_err(), "{name} was left");
     }
 }
