@@ -143,10 +143,19 @@ impl Decider {
                 origin: rule.origin.to_string(),
             });
         }
-        if policy.allowed_by(host, port).is_some() {
+        // An ask rule asks whatever allows the host.
+        let ask_rule = policy.asked_by(host, port).cloned();
+        let not_allowed = |asked: bool| match &ask_rule {
+            Some(rule) => {
+                Reason::AskRule { pattern: rule.pattern.to_string(), origin: rule.origin.to_string(), asked }
+            }
+            None => Reason::NotAllowed { asked },
+        };
+        if ask_rule.is_none() && policy.allowed_by(host, port).is_some() {
             return Ok(());
         }
         if let Ok(ip) = host.parse::<IpAddr>()
+            && ask_rule.is_none()
             && policy.address_allowed(ip)
         {
             return Ok(());
@@ -154,8 +163,9 @@ impl Decider {
         if self.in_session(host) {
             return Ok(());
         }
-        let Some(asker) = asker.or(self.asker.as_ref()).filter(|_| !policy.never_ask) else {
-            return Err(Reason::NotAllowed { asked: false });
+        let Some(asker) = asker.or(self.asker.as_ref()).filter(|_| ask_rule.is_some() || !policy.never_ask)
+        else {
+            return Err(not_allowed(false));
         };
         let turn = {
             let mut asking = self.asking.lock().unwrap_or_else(|p| p.into_inner());
@@ -172,7 +182,7 @@ impl Decider {
                 self.session.lock().unwrap_or_else(|p| p.into_inner()).insert(host.to_owned());
                 Ok(())
             }
-            AskAnswer::Deny => Err(Reason::NotAllowed { asked: true }),
+            AskAnswer::Deny => Err(not_allowed(true)),
             AskAnswer::Refused { reason } => Err(Reason::AskRefused { reason }),
         }
     }

@@ -165,6 +165,7 @@ pub struct HostRule {
 #[derive(Debug, Clone, Default)]
 pub struct EgressPolicy {
     pub(crate) denied: Vec<HostRule>,
+    pub(crate) asked: Vec<HostRule>,
     pub(crate) allowed: Vec<HostRule>,
     pub(crate) addresses: Vec<(AddressRule, Arc<str>)>,
     pub(crate) limited: bool,
@@ -233,6 +234,13 @@ impl EgressPolicy {
     /// Refuses hosts matching `pattern`, whatever else allows them.
     pub fn deny_host(mut self, pattern: &str, origin: &str) -> Result<Self, ConfigError> {
         self.denied.push(HostRule { pattern: HostPattern::parse(pattern)?, origin: origin.into() });
+        Ok(self)
+    }
+
+    /// Asks about hosts matching `pattern` whatever allows them (a denied host stays refused):
+    /// each connection to one is asked about, or refused without an asker, never-ask or not.
+    pub fn ask_host(mut self, pattern: &str, origin: &str) -> Result<Self, ConfigError> {
+        self.asked.push(HostRule { pattern: HostPattern::parse(pattern)?, origin: origin.into() });
         Ok(self)
     }
 
@@ -358,6 +366,9 @@ impl EgressPolicy {
             let addresses: Vec<String> = self.addresses.iter().map(|(rule, _)| rule.to_string()).collect();
             parts.push(format!("allows the addresses {}", addresses.join(", ")));
         }
+        if !self.asked.is_empty() {
+            parts.push(format!("asks about {}", list(&self.asked)));
+        }
         if !self.denied.is_empty() {
             parts.push(format!("denies {}", list(&self.denied)));
         }
@@ -386,6 +397,7 @@ impl EgressPolicy {
     /// limited mode and never-ask are kept when either sets them.
     pub fn merge(mut self, other: EgressPolicy) -> Self {
         self.denied.extend(other.denied);
+        self.asked.extend(other.asked);
         self.allowed.extend(other.allowed);
         self.addresses.extend(other.addresses);
         self.limited |= other.limited;
@@ -402,6 +414,10 @@ impl EgressPolicy {
 
     pub(crate) fn denied_by(&self, host: &str, port: u16) -> Option<&HostRule> {
         self.denied.iter().find(|r| r.pattern.matches(host, port))
+    }
+
+    pub(crate) fn asked_by(&self, host: &str, port: u16) -> Option<&HostRule> {
+        self.asked.iter().find(|r| r.pattern.matches(host, port))
     }
 
     pub(crate) fn allowed_by(&self, host: &str, port: u16) -> Option<&HostRule> {

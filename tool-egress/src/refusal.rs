@@ -44,6 +44,15 @@ pub enum Reason {
         /// Whether someone was asked and declined.
         asked: bool,
     },
+    /// An ask rule matched, and the asker said no (`asked`) or there is none to ask.
+    AskRule {
+        /// The pattern, as configured.
+        pattern: String,
+        /// Where it is configured.
+        origin: String,
+        /// Whether someone was asked and declined.
+        asked: bool,
+    },
     /// No rule allows the host, and asking about it was refused, for this reason.
     AskRefused {
         /// The asker's reason.
@@ -140,6 +149,15 @@ impl fmt::Display for Refusal {
             Reason::NotAllowed { asked: false } => {
                 write!(f, "no rule allows `{host}`; to allow it, {}", ALLOW_HINT.replace("HOST", host))
             }
+            Reason::AskRule { pattern, origin, asked: true } => write!(
+                f,
+                "`{pattern}` in {origin} says to ask before reaching `{host}`, and the user declined it"
+            ),
+            Reason::AskRule { pattern, origin, asked: false } => write!(
+                f,
+                "`{pattern}` in {origin} says to ask before reaching `{host}`, and nobody is here to answer; \
+                 only removing that entry lets it through unasked"
+            ),
             Reason::AskRefused { reason } => write!(
                 f,
                 "no rule allows `{host}`, and asking for it was refused ({}); to allow it, {}",

@@ -98,16 +98,20 @@ pub fn from_settings(settings: &SettingsFile, origin: &str) -> Result<NetworkSet
     let mut out = NetworkSettings::default();
     let mut policy = EgressPolicy::new();
     if let Some(permissions) = &settings.permissions {
-        for (key, rules, deny) in [("allow", &permissions.allow, false), ("deny", &permissions.deny, true)] {
+        for (key, rules) in
+            [("allow", &permissions.allow), ("ask", &permissions.ask), ("deny", &permissions.deny)]
+        {
             let where_ = format!("permissions.{key}");
             for rule in rules.iter().flatten() {
                 let Some(domain) = web_fetch_domain(rule) else { continue };
                 let rule_origin = format!("`{rule}` of {where_} in {origin}");
-                policy = match (domain, deny) {
-                    (None, true) => policy.deny_host("*", &rule_origin),
-                    (None, false) => Ok(policy),
-                    (Some(domain), true) => policy.deny_host(domain, &rule_origin),
-                    (Some(domain), false) => allow_entry(policy, domain, &rule_origin),
+                policy = match (domain, key) {
+                    (None, "deny") => policy.deny_host("*", &rule_origin),
+                    (None, "ask") => policy.ask_host("*", &rule_origin),
+                    (None, _) => Ok(policy),
+                    (Some(domain), "deny") => policy.deny_host(domain, &rule_origin),
+                    (Some(domain), "ask") => policy.ask_host(domain, &rule_origin),
+                    (Some(domain), _) => allow_entry(policy, domain, &rule_origin),
                 }
                 .map_err(|e| e.at(&where_))?;
             }

@@ -234,6 +234,55 @@ async fn an_unknown_host_is_asked_about_once_per_session() {
     assert_eq!(asked.load(Ordering::SeqCst), 2);
 }
 
+/// An ask rule asks about a host that an allow rule (or an allowed address) also names, never-ask
+/// or not, and without an asker refuses it naming the rule.
+#[tokio::test]
+async fn an_ask_rule_asks_whatever_allows_the_host() {
+    let server = server().await;
+    let port = server.addr.port();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    let ask = asker(move |request| {
+        let count = count.clone();
+        async move {
+            count.fetch_add(1, Ordering::SeqCst);
+            if request.host == "allowed.test" { AskAnswer::AllowOnce } else { AskAnswer::Deny }
+        }
+    });
+    let rules = || {
+        with_loopback(policy())
+            .ask_host("allowed.test", "`WebFetch(domain:allowed.test)` of permissions.ask in s.json")
+            .unwrap()
+            .ask_host("127.0.0.1", "`WebFetch(domain:127.0.0.1)` of permissions.ask in s.json")
+            .unwrap()
+            .never_ask(true)
+    };
+    let proxy = EgressProxy::start(rules(), Some(ask)).await.unwrap();
+    let answer = raw(&proxy, &get("allowed.test", port)).await;
+    assert!(answer.ends_with(&format!("GET /page host=allowed.test:{port}")), "{answer}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    let answer = raw(&proxy, &get("127.0.0.1", port)).await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(
+        answer.contains(
+            "`127.0.0.1` in `WebFetch(domain:127.0.0.1)` of permissions.ask in s.json says to ask before reaching \
+             `127.0.0.1`, and the user declined it"
+        ),
+        "{answer}"
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    // A denied host stays refused unasked.
+    raw(&proxy, &get("evil.test", port)).await;
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    let proxy = EgressProxy::start(rules(), None).await.unwrap();
+    let answer = raw(&proxy, &get("allowed.test", port)).await;
+    assert!(
+        answer.contains("says to ask before reaching `allowed.test`, and nobody is here to answer"),
+        "{answer}"
+    );
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1, "only the answered ask reached the server");
+}
+
 #[tokio::test]
 async fn without_an_asker_an_unknown_host_is_refused_naming_how_to_allow_it() {
     let proxy = EgressProxy::start(policy().resolve("other.test", [LOOPBACK]), None).await.unwrap();
