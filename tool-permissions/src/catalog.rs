@@ -295,7 +295,12 @@ impl ToolCatalog {
 
     /// The name a rule about `tool` is best written with: Claude Code's, or ours.
     pub(crate) fn rule_name_of<'a>(&'a self, tool: &'a str) -> &'a str {
-        self.hook_names.get(tool).map_or(tool, String::as_str)
+        // A hook name is a rule name only where rules by that name reach the tool (`Bash`
+        // matches `bash_input`'s hooks, but `allow Bash` does not allow typing into a session).
+        let names_it = |name: &&String| {
+            self.rule_names.get(name.as_str()).is_some_and(|tools| tools.iter().any(|t| t == tool))
+        };
+        self.hook_names.get(tool).filter(names_it).map_or(tool, String::as_str)
     }
 
     /// The other name of `tool` for hook matchers and hook input: Claude Code's (`Bash`), or

@@ -118,9 +118,16 @@ impl Policy {
         &self.rules
     }
 
-    /// `verdict`, or, when no rule decided, the mode's answer.
+    /// `verdict`, or, when no rule decided, the mode's answer. A default that allows (`default`,
+    /// `defaults`, `external_directory`) is no rule naming a protected path: a change to one
+    /// is asked about as every mode asks.
     fn settle(&self, tool: &str, asked: Unmatched<'_>, verdict: Verdict) -> Verdict {
-        if verdict.because != Because::Unmatched {
+        let allowed_by_default = verdict.action == Action::Allow
+            && matches!(
+                verdict.because,
+                Because::Default | Because::ToolDefault(_) | Because::ExternalDefault
+            );
+        if verdict.because != Because::Unmatched && !allowed_by_default {
             return verdict;
         }
         let (mode, origin) = self.mode.read();
@@ -131,6 +138,9 @@ impl Policy {
                 Ok(checked) => class = checked,
                 Err(verdict) => return verdict,
             }
+        }
+        if allowed_by_default && class != mode::Class::Protected {
+            return verdict;
         }
         let would = mode::would_allow(catalog, self.rules.root(), tool, asked, class);
         Verdict { action: mode::action(mode, class), because: Because::Mode { mode, origin, would } }
@@ -524,7 +534,11 @@ impl Policy {
         let PermissionKind::Input { session_id, command, text, line_so_far } = &request.kind else {
             return PermissionDecision::Allow;
         };
-        let mut tool_input = json!({"session_id": session_id, "session_command": command, "text": text});
+        let typed = format!("{line_so_far}{text}");
+        // `command`: the line as the session will run it, where a `Bash` hook looks for it
+        // (typing into a shell runs commands, which Claude Code's hooks see as `Bash` calls).
+        let mut tool_input =
+            json!({"session_id": session_id, "session_command": command, "text": text, "command": typed});
         if !line_so_far.is_empty() {
             tool_input["line_so_far"] = json!(line_so_far);
         }
@@ -544,7 +558,6 @@ impl Policy {
                 };
             }
         };
-        let typed = format!("{line_so_far}{text}");
         let verdict = super::input::decide_input(&self.rules, &request.tool, command, &typed);
         let verdict = self.settle(&request.tool, Unmatched::Input(command), verdict);
         let (action, because) = match (verdict.action, &verdict.because, &says.ask) {

@@ -88,6 +88,9 @@ impl HookCommand {
         let argument = |name: &str| input.get(name).and_then(Value::as_str);
         let verdict = match (rules.catalog().subject_of(tool), argument("command"), argument("path")) {
             (Some(Subject::Command), Some(command), _) => rules.decide_command(tool, command),
+            (Some(Subject::Input), Some(typed), _) => {
+                crate::input::decide_input(rules, tool, argument("session_command").unwrap_or("sh"), typed)
+            }
             (Some(Subject::Path), _, Some(path)) => {
                 let path = tool_sandbox::lexically_normal(&rules.root().join(path));
                 let outside = !path.starts_with(rules.root());

@@ -43,10 +43,11 @@ pub const MANAGED_DIR: &str = "/etc/claude-code";
 /// (`managed-settings.json` in [`MANAGED_DIR`], then the `*.json` drop-ins of its
 /// `managed-settings.d`, in the order of their names).
 pub fn claude_code_files(user_dir: Option<&Path>, root: &Path) -> Vec<(Scope, PathBuf)> {
-    files_with_managed(user_dir, root, Path::new(MANAGED_DIR))
+    claude_code_files_at(user_dir, root, Path::new(MANAGED_DIR))
 }
 
-fn files_with_managed(user_dir: Option<&Path>, root: &Path, managed: &Path) -> Vec<(Scope, PathBuf)> {
+/// As [`claude_code_files`], with the managed settings in `managed` rather than [`MANAGED_DIR`].
+pub fn claude_code_files_at(user_dir: Option<&Path>, root: &Path, managed: &Path) -> Vec<(Scope, PathBuf)> {
     let mut files = Vec::new();
     if let Some(dir) = user_dir {
         files.push((Scope::User, dir.join("settings.json")));
@@ -103,7 +104,8 @@ pub fn anchor_rules(value: &mut Value, dir: &Path) {
 
 /// Merges the files of each scope as Claude Code does ([`merge`]), after applying what only
 /// managed settings may say: `allowManagedPermissionRulesOnly` leaves out the other scopes'
-/// permission rules, `allowManagedHooksOnly` their hooks, and `sandbox.network.
+/// permission rules (and their `default`, `defaults` and `external_directory`, which decide as
+/// rules do), `allowManagedHooksOnly` their hooks, and `sandbox.network.
 /// allowManagedDomainsOnly` the hosts they allow (`allowedDomains`, `WebFetch(domain:...)`
 /// rules), `sandbox.filesystem.allowManagedReadPathsOnly` their `allowRead` paths (their
 /// `denyRead` stays). Those keys count only in managed settings, as in Claude Code; and
@@ -143,7 +145,8 @@ pub fn merge_scoped(layers: Vec<(Scope, Value)>) -> Value {
                 remove(&mut value, "/sandbox/filesystem", "allowRead");
             }
             if rules_only {
-                for key in ["allow", "ask", "deny"] {
+                // The defaults decide what no rule names, as a rule would.
+                for key in ["allow", "ask", "deny", "default", "defaults", "external_directory"] {
                     remove(&mut value, "/permissions", key);
                 }
             }
@@ -210,7 +213,7 @@ mod tests {
         for name in ["20-b.json", "10-a.json", "notes.txt"] {
             std::fs::write(dir.join("managed-settings.d").join(name), "{}").unwrap();
         }
-        let files = files_with_managed(None, Path::new("/w"), &dir);
+        let files = claude_code_files_at(None, Path::new("/w"), &dir);
         let managed: Vec<_> =
             files.iter().filter(|(scope, _)| *scope == Scope::Managed).map(|(_, p)| p.clone()).collect();
         assert_eq!(
@@ -227,7 +230,8 @@ mod tests {
     #[test]
     fn managed_only_keys_leave_out_the_other_scopes_rules_hooks_and_hosts() {
         let user = json!({
-            "permissions": {"allow": ["Bash", "WebFetch(domain:evil.example)"], "deny": ["Read(./x)"]},
+            "permissions": {"allow": ["Bash", "WebFetch(domain:evil.example)"], "deny": ["Read(./x)"],
+                            "default": "allow", "defaults": {"bash": "allow"}, "external_directory": "allow"},
             "hooks": {"PreToolUse": [{"matcher": "Bash"}]},
             "sandbox": {"network": {"allowedDomains": ["evil.example"], "allowManagedDomainsOnly": false}},
             "allowManagedHooksOnly": false,

@@ -20,6 +20,10 @@ struct CodexToml {
     #[serde(default)]
     mcp_servers: BTreeMap<String, McpServer>,
     shell_environment_policy: Option<ShellEnvironment>,
+    /// `[projects."PATH"]`: the directories the user trusted (`trust_level = "trusted"`), which
+    /// decide the sandbox where `sandbox_mode` does not.
+    #[serde(default)]
+    projects: BTreeMap<String, Project>,
     /// Every other key: named as not applied.
     #[serde(flatten)]
     other: BTreeMap<String, toml::Value>,
@@ -82,6 +86,13 @@ struct ShellEnvironment {
     other: BTreeMap<String, toml::Value>,
 }
 
+#[derive(Debug, Default, Deserialize)]
+struct Project {
+    trust_level: Option<String>,
+    #[serde(flatten)]
+    other: BTreeMap<String, toml::Value>,
+}
+
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 enum Inherit {
@@ -102,12 +113,20 @@ pub(crate) struct Codex {
     pub(crate) not_applied: Vec<(String, String)>,
 }
 
-/// Reads codex's `config.toml` at `path`.
-pub(crate) fn load(path: &Path) -> Result<Codex, String> {
+/// Reads codex's `config.toml` at `path`, for the workspace at `root`.
+pub(crate) fn load(path: &Path, root: &Path) -> Result<Codex, String> {
     let text = tool_runtime::settings::read_text(path).map_err(|e| e.to_string())?;
     let table: toml::Table = toml::from_str(&text).map_err(|e| format!("not valid: {}", e.message()))?;
     let (table, unused_profiles) = with_profile(table)?;
-    let config = CodexToml::deserialize(table).map_err(|e| format!("not valid: {}", e.message()))?;
+    let mut config = CodexToml::deserialize(table).map_err(|e| format!("not valid: {}", e.message()))?;
+    // As codex: without `sandbox_mode`, a trusted project's commands may write it, and those of
+    // any other directory may not.
+    if config.sandbox_mode.is_none() {
+        config.sandbox_mode = Some(match trusted(&config.projects, root) {
+            true => CodexSandbox::WorkspaceWrite,
+            false => CodexSandbox::ReadOnly,
+        });
+    }
     let mut codex = convert(config)?;
     if unused_profiles {
         codex.not_applied.push((
@@ -116,6 +135,19 @@ pub(crate) fn load(path: &Path) -> Result<Codex, String> {
         ));
     }
     Ok(codex)
+}
+
+/// Whether `projects` trusts the workspace at `root`: its own entry, or that of the repository
+/// it lies in (the nearest directory above holding `.git`), as codex looks them up.
+fn trusted(projects: &BTreeMap<String, Project>, root: &Path) -> bool {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let repository = root.ancestors().find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok());
+    [Some(root.as_path()), repository].into_iter().flatten().any(|dir| {
+        projects.iter().any(|(path, project)| {
+            project.trust_level.as_deref() == Some("trusted")
+                && std::fs::canonicalize(path).is_ok_and(|path| path == dir)
+        })
+    })
 }
 
 /// The configuration with the profile that `profile` names laid over it, as codex reads it:
@@ -223,6 +255,11 @@ fn convert(config: CodexToml) -> Result<Codex, String> {
                 format!("shell_environment_policy.{key}"),
                 "no counterpart in this program's environment of commands",
             );
+        }
+    }
+    for (path, project) in &config.projects {
+        for key in project.other.keys() {
+            not(format!("projects.\"{path}\".{key}"), "no counterpart in this program");
         }
     }
     let servers = servers(config.mcp_servers, &mut not)?;

@@ -2,6 +2,7 @@
 
 mod args;
 mod codex;
+mod codex_rules;
 mod http;
 mod login;
 mod mounted;
@@ -50,6 +51,7 @@ const EXIT_USAGE: i32 = 2;
 const CALL_ID: &str = "call-1";
 
 /// A failure that ends the command: its one-line message and exit code.
+#[derive(Debug)]
 pub(crate) struct Failure {
     code: i32,
     message: String,
@@ -339,7 +341,8 @@ fn setup(args: &WorkspaceArgs, file: Option<&Loaded>, known: &Known<'_>) -> Resu
         None => Vec::new(),
     };
     let codex_mode = file.and_then(|file| file.sandbox_mode);
-    let workspace = sandboxed(workspace, args, codex_mode, &sandbox_settings, &network, &protected)?;
+    let managed = file.map(|file| &file.managed);
+    let workspace = sandboxed(workspace, args, codex_mode, managed, &sandbox_settings, &network, &protected)?;
     // Hook commands run in the sandbox the commands run in. Without one (`--sandbox off`) the
     // kernel is not probed for it.
     let policy =
@@ -489,11 +492,14 @@ fn confined(
 
 /// The workspace with the sandbox of `--sandbox`, `--writable-root` and `--allow-git-writes`;
 /// the `protected` files (the settings files and the files their hook commands name) are
-/// protected from commands too, and the output store is hidden from them.
+/// protected from commands too, and the output store is hidden from them. `managed`: what the
+/// managed settings hold, which neither `--sandbox off`, `--allow-host` nor codex's
+/// `danger-full-access` sets aside.
 fn sandboxed(
     workspace: Workspace,
     args: &WorkspaceArgs,
     configured: Option<tool_sandbox::SandboxMode>,
+    managed: Option<&settings::Managed>,
     settings: &SandboxSettings,
     network: &NetworkSettings,
     protected: &[std::path::PathBuf],
@@ -505,6 +511,10 @@ fn sandboxed(
         (None, Some(false)) => SandboxMode::Off,
         (None, _) => SandboxMode::WorkspaceWrite,
     };
+    // Managed settings are above the command line and codex's file.
+    if let Some(managed) = managed {
+        managed.refuse_overrides(args, mode)?;
+    }
     let mut policy = tool_sandbox::SandboxPolicy::for_mode(mode, workspace.root());
     if mode != SandboxMode::WorkspaceWrite && !args.writable_roots.is_empty() {
         return Err(Failure::usage(format!(

@@ -38,6 +38,8 @@ pub(crate) struct Loaded {
     pub(crate) sandbox_mode: Option<tool_sandbox::SandboxMode>,
     /// The servers a codex configuration names (`[mcp_servers]`).
     pub(crate) servers: Option<McpConfig>,
+    /// What the managed settings hold that the command line may not set aside.
+    pub(crate) managed: Managed,
 }
 
 impl Loaded {
@@ -52,15 +54,21 @@ impl Loaded {
             file: SettingsFile::default(),
             sandbox_mode: None,
             servers: None,
+            managed: Managed::default(),
         }
     }
 
     /// Claude Code's files for the workspace merged as Claude Code merges them (user, project,
     /// local, the file `--settings` names, managed), named on standard error; with
     /// `--no-settings` the managed ones alone, which nothing on the command line sets aside, as
-    /// in Claude Code; codex's `config.toml` instead with `--codex-config` or `--codex`; `None`
-    /// when there is none.
+    /// in Claude Code; codex's `config.toml` instead with `--codex-config` or `--codex`, the
+    /// managed files still above it; `None` when there is none.
     pub(crate) fn read(args: &WorkspaceArgs) -> Result<Option<Loaded>, Failure> {
+        Loaded::read_at(args, std::path::Path::new(hierarchy::MANAGED_DIR))
+    }
+
+    /// As [`Loaded::read`], with the managed settings in `managed_dir`.
+    fn read_at(args: &WorkspaceArgs, managed_dir: &std::path::Path) -> Result<Option<Loaded>, Failure> {
         let failure =
             |label: &str, origin: &str, e: SettingsError| Failure::usage(format!("{label} {origin}: {e}"));
         let codex_home = || {
@@ -79,48 +87,15 @@ impl Loaded {
             (None, true) => Some(codex_home()?),
             (None, false) => None,
         };
-        if let Some(path) = &codex_path {
-            let shown = path.display();
-            let codex =
-                codex::load(path).map_err(|e| Failure::usage(format!("--codex-config {shown}: {e}")))?;
-            for (key, reason) in &codex.not_applied {
-                crate::terminal::say(&format!(
-                    "tools: --codex-config {shown}: `{key}` is not applied: {reason}"
-                ));
-            }
-            // What codex reads beside its configuration and this program does not: said, so that
-            // nobody takes the rules in them for applied.
-            let rules = path.parent().map(|dir| dir.join("rules"));
-            let rule_files = rules.iter().filter_map(|dir| std::fs::read_dir(dir).ok()).flatten().flatten();
-            for file in rule_files.filter(|entry| entry.path().extension().is_some_and(|ext| ext == "rules"))
-            {
-                crate::terminal::say(&format!(
-                    "tools: {}: codex's rules (`prefix_rule`) are not applied: write them as permission rules in a \
-                     settings file (`deny Bash(rm:*)`) with --settings",
-                    file.path().display()
-                ));
-            }
-            let project = workspace_root(args.root.as_deref())?.join(".codex/config.toml");
-            if std::fs::symlink_metadata(&project).is_ok() {
-                crate::terminal::say(&format!(
-                    "tools: {}: a project's codex configuration is not applied: only the file --codex-config \
-                     names (or codex's own with --codex) is read; name this one to use it",
-                    project.display()
-                ));
-            }
-            return Ok(Some(Loaded {
-                label: "--codex-config",
-                origin: shown.to_string(),
-                paths: vec![path.clone()],
-                file: codex.settings,
-                sandbox_mode: codex.sandbox,
-                servers: codex.servers,
-            }));
-        }
         let root = workspace_root(args.root.as_deref())?;
+        let codex = match &codex_path {
+            Some(path) => Some(read_codex(path, &root)?),
+            None => None,
+        };
         let user_dir = hierarchy::user_dir();
-        let mut files = hierarchy::claude_code_files(user_dir.as_deref(), &root);
-        if args.no_settings {
+        let mut files = hierarchy::claude_code_files_at(user_dir.as_deref(), &root, managed_dir);
+        // Managed settings stay above a codex configuration too, as above every other file.
+        if args.no_settings || codex.is_some() {
             files.retain(|(scope, _)| *scope == hierarchy::Scope::Managed);
         }
         if let Some(path) = &args.settings {
@@ -152,6 +127,15 @@ impl Loaded {
                 found.push((scope, value, path));
             }
         }
+        let managed = Managed::of(&found);
+        let (codex_path, codex) = match (codex_path, codex) {
+            (Some(path), Some(codex)) => (Some(path), Some(codex)),
+            _ => (None, None),
+        };
+        if let (Some(path), Some(codex)) = (&codex_path, &codex) {
+            let value = serde_json::to_value(&codex.settings).map_err(|e| Failure::usage(e.to_string()))?;
+            found.insert(0, (hierarchy::Scope::CommandLine, value, path.clone()));
+        }
         if found.is_empty() {
             return Ok(None);
         }
@@ -164,17 +148,129 @@ impl Loaded {
         let origin =
             found.iter().map(|(_, _, path)| path.display().to_string()).collect::<Vec<_>>().join(" + ");
         let paths = found.iter().map(|(_, _, path)| path.clone()).collect();
-        let label = if args.settings.is_some() { "--settings" } else { "settings" };
+        let label = match (&codex, &args.settings) {
+            (Some(_), _) => "--codex-config",
+            (None, Some(_)) => "--settings",
+            (None, None) => "settings",
+        };
         let value =
             hierarchy::merge_scoped(found.into_iter().map(|(scope, value, _)| (scope, value)).collect());
         let file = SettingsFile::from_value(value).map_err(|e| failure(label, &origin, e))?;
-        Ok(Some(Loaded { label, origin, paths, file, sandbox_mode: None, servers: None }))
+        let (sandbox_mode, servers) = codex.map_or((None, None), |codex| (codex.sandbox, codex.servers));
+        Ok(Some(Loaded { label, origin, paths, file, sandbox_mode, servers, managed }))
     }
 
     /// A usage failure about the settings.
     pub(crate) fn failure(&self, problem: impl fmt::Display) -> Failure {
         Failure::usage(format!("{} {}: {problem}", self.label, self.origin))
     }
+}
+
+/// What managed settings hold that nothing on the command line sets aside, as in Claude Code
+/// (managed settings are above its command-line arguments): each the managed file that says it.
+#[derive(Debug, Default)]
+pub(crate) struct Managed {
+    /// `sandbox.enabled: true`: `--sandbox off` (or codex's `danger-full-access`) is refused.
+    pub(crate) sandbox: Option<std::path::PathBuf>,
+    /// `sandbox.network.allowManagedDomainsOnly: true`: `--allow-host` is refused.
+    pub(crate) domains: Option<std::path::PathBuf>,
+}
+
+impl Managed {
+    /// What the managed files among `found` hold (the last one to say it named).
+    fn of(found: &[(hierarchy::Scope, Value, std::path::PathBuf)]) -> Managed {
+        let says = |pointer: &str| {
+            found
+                .iter()
+                .filter(|(scope, value, _)| {
+                    *scope == hierarchy::Scope::Managed && value.pointer(pointer) == Some(&Value::Bool(true))
+                })
+                .map(|(_, _, path)| path.clone())
+                .next_back()
+        };
+        Managed {
+            sandbox: says("/sandbox/enabled"),
+            domains: says("/sandbox/network/allowManagedDomainsOnly"),
+        }
+    }
+
+    /// Refuses what `args` (or codex's `sandbox_mode`, which gave `mode` when no `--sandbox`
+    /// did) would set aside of these settings: the sandbox turned off, hosts allowed.
+    pub(crate) fn refuse_overrides(
+        &self,
+        args: &WorkspaceArgs,
+        mode: tool_sandbox::SandboxMode,
+    ) -> Result<(), Failure> {
+        if let (Some(path), Some(host)) = (&self.domains, args.allow_hosts.first()) {
+            return Err(Failure::usage(format!(
+                "--allow-host {host}: the managed settings {} allow only their own hosts \
+                 (`allowManagedDomainsOnly`), which nothing on the command line sets aside",
+                path.display()
+            )));
+        }
+        if let Some(path) = &self.sandbox
+            && mode == tool_sandbox::SandboxMode::Off
+        {
+            let by = match args.sandbox {
+                Some(_) => "--sandbox off",
+                None => "codex's `sandbox_mode = \"danger-full-access\"`",
+            };
+            return Err(Failure::usage(format!(
+                "{by}: the managed settings {} turn the sandbox on (`sandbox.enabled`), which nothing on the \
+                 command line or in another file sets aside",
+                path.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// codex's configuration at `path` with the rules of its rules files (`rules/*.rules` beside it),
+/// its keys not applied said on standard error, and a project's configuration, which is not
+/// read, named.
+fn read_codex(path: &std::path::Path, root: &std::path::Path) -> Result<codex::Codex, Failure> {
+    let shown = path.display();
+    let codex =
+        codex::load(path, root).map_err(|e| Failure::usage(format!("--codex-config {shown}: {e}")))?;
+    for (key, reason) in &codex.not_applied {
+        crate::terminal::say(&format!("tools: --codex-config {shown}: `{key}` is not applied: {reason}"));
+    }
+    // The rules files beside the configuration (`rules/*.rules`), as codex loads them: their
+    // `prefix_rule`s are rules on commands, and a file that cannot be read all is an error.
+    let dir = path.parent().map(|dir| dir.join("rules"));
+    let mut files: Vec<std::path::PathBuf> = dir
+        .iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "rules"))
+        .collect();
+    files.sort();
+    let mut codex = codex;
+    for file in files {
+        let rules = crate::codex_rules::read(&file).map_err(|e| {
+            Failure::usage(format!("--codex-config {shown}: codex's rules file {}: {e}", file.display()))
+        })?;
+        let permissions = codex.settings.permissions.get_or_insert_with(Default::default);
+        for (action, rule) in rules {
+            let list = match action {
+                "deny" => &mut permissions.deny,
+                "ask" => &mut permissions.ask,
+                _ => &mut permissions.allow,
+            };
+            list.get_or_insert_with(Vec::new).push(rule);
+        }
+    }
+    let project = root.join(".codex/config.toml");
+    if std::fs::symlink_metadata(&project).is_ok() {
+        crate::terminal::say(&format!(
+            "tools: {}: a project's codex configuration is not applied: only the file --codex-config \
+             names (or codex's own with --codex) is read; name this one to use it",
+            project.display()
+        ));
+    }
+    Ok(codex)
 }
 
 /// Without `--mcp-config`, the servers of the project's `.mcp.json` that the settings approve
@@ -370,4 +466,69 @@ pub(crate) struct LoadedSettings {
     pub(crate) checkpoints: Option<bool>,
     /// The files the hook commands name.
     pub(crate) hook_files: Vec<std::path::PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tool_sandbox::SandboxMode;
+
+    /// A directory for one test, removed first.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("tools-settings-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("managed")).unwrap();
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        dir
+    }
+
+    fn message(result: Result<(), Failure>) -> String {
+        result.err().map(|failure| failure.message).unwrap_or_default()
+    }
+
+    #[test]
+    fn managed_settings_stay_above_a_codex_configuration_and_the_command_line() {
+        let dir = scratch("managed");
+        let managed = dir.join("managed/managed-settings.json");
+        std::fs::write(
+            &managed,
+            r#"{"permissions": {"deny": ["Read(./a.txt)"], "disableBypassPermissionsMode": "disable"},
+                "sandbox": {"enabled": true, "network": {"allowManagedDomainsOnly": true}}}"#,
+        )
+        .unwrap();
+        let codex = dir.join("config.toml");
+        std::fs::write(&codex, "sandbox_mode = \"danger-full-access\"\napproval_policy = \"never\"\n")
+            .unwrap();
+        let mut args = WorkspaceArgs {
+            root: Some(dir.join("ws")),
+            codex_config: Some(codex.clone()),
+            ..WorkspaceArgs::default()
+        };
+        let loaded = Loaded::read_at(&args, &dir.join("managed")).unwrap().unwrap();
+        let permissions = loaded.file.permissions.clone().unwrap();
+        assert_eq!(permissions.deny, Some(vec!["Read(./a.txt)".to_owned()]));
+        assert!(permissions.disable_bypass_permissions_mode.is_some());
+        assert_eq!(loaded.sandbox_mode, Some(SandboxMode::Off));
+        assert_eq!(loaded.label, "--codex-config");
+        assert_eq!(loaded.paths, [codex.clone(), managed.clone()]);
+        assert_eq!(loaded.managed.sandbox.as_deref(), Some(managed.as_path()));
+        let refused = message(loaded.managed.refuse_overrides(&args, SandboxMode::Off));
+        assert!(
+            refused.starts_with("codex's `sandbox_mode = \"danger-full-access\"`: the managed settings"),
+            "{refused}"
+        );
+        args.sandbox = Some(SandboxMode::Off);
+        let refused = message(loaded.managed.refuse_overrides(&args, SandboxMode::Off));
+        assert!(refused.starts_with("--sandbox off: the managed settings"), "{refused}");
+        assert!(loaded.managed.refuse_overrides(&args, SandboxMode::ReadOnly).is_ok());
+        args.allow_hosts = vec!["example.com".to_owned()];
+        let refused = message(loaded.managed.refuse_overrides(&args, SandboxMode::ReadOnly));
+        assert!(refused.contains("--allow-host example.com: the managed settings"), "{refused}");
+        // Without managed settings the command line decides.
+        std::fs::remove_file(&managed).unwrap();
+        let loaded = Loaded::read_at(&args, &dir.join("managed")).unwrap().unwrap();
+        assert!(loaded.file.permissions.as_ref().is_none_or(|p| p.deny.is_none()));
+        assert!(loaded.managed.refuse_overrides(&args, SandboxMode::Off).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

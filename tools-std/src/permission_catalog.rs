@@ -30,7 +30,8 @@ const CLAUDE_CODE_NAMES: &[(&str, &str)] = &[
 /// (`multi_edit`, `write`, `apply_patch`, whose hooks `Edit` matches). `NotebookEdit` maps to
 /// `edit`. A `bash` call whose command only reads runs under the shared guard, alongside other
 /// parallel calls. `bash_input` asks about what it types (its `PreToolUse` hooks run then, with
-/// the session's command): the `Bash` rules read it, and typing into a shell or interpreter is
+/// the session's command; `Bash` matches them, and they find the line typed as `command`, as
+/// typing into a shell runs commands): the `Bash` rules read it, and typing into a shell or interpreter is
 /// asked about while any `Bash` rule is in force. For the permission modes, read-only tools (and
 /// `todo_write` and `bash_stop`, for which Claude Code asks no permission either) change nothing,
 /// and `undo` edits files as the file tools do.
@@ -56,6 +57,7 @@ pub fn permission_catalog() -> ToolCatalog {
     }
     catalog
         .rule_name("NotebookEdit", ["edit"])
+        .hook_name("bash_input", "Bash")
         .access("todo_write", Access::ReadOnly)
         .access("bash_stop", Access::ReadOnly)
         .access("undo", Access::Edits)

@@ -354,12 +354,14 @@ async fn a_bash_input_hook_sees_the_session_and_its_command_once_per_call() {
         std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     // Not for `bash`, and once for each `bash_input` call.
     assert_eq!(events.len(), 2, "{events:?}");
-    assert_eq!(events[0]["tool_name"], json!("bash_input"));
+    // Named as Claude Code's `Bash` (typing into a session runs commands), ours beside it.
+    assert_eq!(events[0]["tool_name"], json!("Bash"));
+    assert_eq!(events[0]["tool_name_native"], json!("bash_input"));
     assert_eq!(events[0]["session_id"], json!("s-9"));
     assert_eq!(events[0]["tool_use_id"], json!("c-2"));
     assert_eq!(
         events[0]["tool_input"],
-        json!({"session_id": id, "session_command": "cat", "text": "hello\n"})
+        json!({"session_id": id, "session_command": "cat", "text": "hello\n", "command": "hello\n"})
     );
     assert_eq!(events[1]["tool_input"]["text"], json!("the secret\n"));
     run(&dispatcher, "c-4", "bash_stop", json!({"session_id": id, "grace_ms": 0})).await;

@@ -174,3 +174,58 @@ fn session_start_and_end_hooks_run_around_tools_serve() {
         run.stderr
     );
 }
+
+/// Typing into a shell session runs commands: a `Bash` hook sees each line typed with
+/// `bash_input` (as `command`, with `tool_name` `Bash`) and refuses it as it refuses a `bash` call.
+#[tokio::test]
+async fn a_bash_hook_sees_what_is_typed_into_a_session() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let hooks = ws.join(".claude/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::fs::write(hooks.join("guard.sh"), GUARD).unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(hooks.join("guard.sh")).status().unwrap();
+    let command = r#""$CLAUDE_PROJECT_DIR"/.claude/hooks/guard.sh"#;
+    let settings = fx.dir.path().join("settings.json");
+    let text = json!({
+        "permissions": {"defaultMode": "bypassPermissions"},
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}]},
+    });
+    std::fs::write(&settings, text.to_string()).unwrap();
+    let serve = tokio::process::Command::new(TOOLS).configure(|cmd| {
+        cmd.arg("serve").arg("--settings").arg(&settings).arg("--sandbox").arg("off");
+        cmd.current_dir(&ws).env("XDG_DATA_HOME", fx.dir.path().join("data"));
+        cmd.stderr(std::process::Stdio::null());
+    });
+    let client = ().serve(TokioChildProcess::new(serve).unwrap()).await.unwrap();
+    let call = |tool: &str, arguments: serde_json::Value| {
+        let serde_json::Value::Object(arguments) = arguments else { unreachable!() };
+        let params = rmcp::model::CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let client = &client;
+        async move {
+            let result = serde_json::to_value(client.call_tool(params).await.unwrap()).unwrap();
+            (result["isError"] == true, result["content"][0]["text"].as_str().unwrap_or_default().to_owned())
+        }
+    };
+    let (failed, started) =
+        call("bash", json!({"command": "sh", "interactive": true, "background": true})).await;
+    assert!(!failed, "{started}");
+    let id =
+        started.split("session ").nth(1).and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next());
+    let id: u64 = id.and_then(|id| id.parse().ok()).unwrap_or_else(|| panic!("{started}"));
+    let (failed, refused) = call(
+        "bash_input",
+        json!({"session_id": id, "text": "rm -rf hello.txt; echo gone\n", "wait_ms": 300}),
+    )
+    .await;
+    assert!(failed && refused.contains("refused it: no rm -rf in"), "{refused}");
+    let (failed, typed) =
+        call("bash_input", json!({"session_id": id, "text": "echo typed\n", "until": "typed"})).await;
+    assert!(!failed && typed.contains("typed"), "{typed}");
+    assert!(ws.join("hello.txt").exists());
+    let log = std::fs::read_to_string(ws.join("hook.log")).unwrap();
+    assert_eq!(log, "Bash bash\nBash bash_input\n", "the refused line is not logged: the hook stopped first");
+    client.cancel().await.unwrap();
+}

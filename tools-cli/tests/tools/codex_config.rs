@@ -106,6 +106,41 @@ fn codex_reads_codex_own_config_where_codex_keeps_it() {
     assert!(run.usage_error().contains(".codex/config.toml"), "{}", run.stderr);
 }
 
+/// Without `sandbox_mode`, as in codex, a project the user trusted (`[projects."PATH"]
+/// trust_level = "trusted"`, the workspace or the repository it lies in) gets the workspace-write
+/// sandbox, and any other directory the read-only one.
+#[test]
+fn without_sandbox_mode_only_a_trusted_project_is_writable() {
+    let fx = Fixture::new();
+    let path = fx.dir.path().join("config.toml");
+    let mode = |text: &str| {
+        std::fs::write(&path, text).unwrap();
+        let run = fx
+            .run(&["call", "bash", r#"{"command": "true"}"#, "--codex-config", path.to_str().unwrap()], None);
+        run.json()["metadata"]["sandbox"]["mode"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{}{}", run.stdout, run.stderr))
+            .to_owned()
+    };
+    assert_eq!(mode("model = \"o3\"\n"), "read-only");
+    let ws = std::fs::canonicalize(fx.ws()).unwrap();
+    let trust = |dir: &std::path::Path, level: &str| {
+        format!("[projects.{:?}]\ntrust_level = \"{level}\"\n", dir.display().to_string())
+    };
+    assert_eq!(mode(&trust(&ws, "trusted")), "workspace-write");
+    assert_eq!(mode(&trust(&ws, "untrusted")), "read-only");
+    assert_eq!(mode(&trust(&ws.join("elsewhere"), "trusted")), "read-only");
+    // The repository the workspace lies in, trusted, trusts it.
+    std::fs::create_dir_all(fx.ws().join(".git")).unwrap();
+    std::fs::create_dir_all(fx.ws().join("sub")).unwrap();
+    std::fs::write(&path, trust(&ws, "trusted")).unwrap();
+    let args = ["call", "bash", r#"{"command": "true"}"#, "--codex-config", path.to_str().unwrap()];
+    let run = fx.run(&[&args[..], &["--root", ws.join("sub").to_str().unwrap()]].concat(), None);
+    assert_eq!(run.json()["metadata"]["sandbox"]["mode"], "workspace-write", "{}{}", run.stdout, run.stderr);
+    // `sandbox_mode` decides over trust.
+    assert_eq!(mode(&format!("sandbox_mode = \"read-only\"\n{}", trust(&ws, "trusted"))), "read-only");
+}
+
 /// codex's `[shell_environment_policy]`: `inherit = "all"` passes the environment to commands
 /// except codex's default excludes (`*KEY*`, `*SECRET*`, `*TOKEN*`) and the file's `exclude`;
 /// `set` sets variables; `include_only` keeps only what it names. The agent's API keys stay out
@@ -190,35 +225,51 @@ fn a_codex_servers_enabled_and_disabled_tools_are_mounted_or_left_out() {
     assert_eq!(mounted("enabled_tools = [\"ls\", \"read\"]\ndisabled_tools = [\"read\"]\n"), ["inner__ls"]);
 }
 
-/// codex's rules files (`rules/*.rules` beside its configuration) and a project's
-/// `.codex/config.toml` are not read here: each is named at start, so that nobody takes what
-/// they forbid for forbidden.
+/// codex's rules files (`rules/*.rules` beside its configuration) are read as codex reads them:
+/// `forbidden` refuses what a `prefix_rule` names, `prompt` asks; a file with anything else in it
+/// is an error naming its line. A project's `.codex/config.toml` is not read, and is named.
 #[test]
-fn codex_files_that_are_not_read_are_named() {
+fn codex_rules_files_are_applied_and_a_project_config_is_named() {
     let fx = Fixture::new();
     let home = fx.dir.path().join("codex");
     std::fs::create_dir_all(home.join("rules")).unwrap();
     std::fs::write(home.join("config.toml"), "sandbox_mode = \"workspace-write\"\n").unwrap();
     std::fs::write(
         home.join("rules/default.rules"),
-        "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n",
+        "# codex's own example\nprefix_rule(\n    pattern = [\"rm\"],\n    decision = \"forbidden\",\n)\n\
+         prefix_rule(pattern=[\"git\", [\"push\", \"fetch\"]], decision=\"prompt\")\n",
     )
     .unwrap();
     std::fs::create_dir_all(fx.ws().join(".codex")).unwrap();
     std::fs::write(fx.ws().join(".codex/config.toml"), "approval_policy = \"untrusted\"\n").unwrap();
-    let run =
-        fx.run(&["call", "ls", "{}", "--codex-config", home.join("config.toml").to_str().unwrap()], None);
-    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let config = home.join("config.toml");
+    let call = |command: &str| {
+        let args = json!({"command": command}).to_string();
+        fx.run(&["call", "bash", &args, "--codex-config", config.to_str().unwrap()], None)
+    };
+    let run = call("rm -f hello.txt");
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let output = run.json()["output"].as_str().unwrap().to_owned();
+    assert!(output.contains("refused by the rule `deny Bash(rm:*)`"), "{output}");
+    assert!(fx.ws().join("hello.txt").exists());
+    let output = call("git fetch origin").json()["output"].as_str().unwrap().to_owned();
     assert!(
-        run.stderr.contains("default.rules: codex's rules (`prefix_rule`) are not applied"),
-        "{}",
-        run.stderr
+        output.contains("the rule `ask Bash(git fetch:*)`") && output.contains("nobody is here to answer"),
+        "{output}"
     );
+    let run = call("echo ran");
+    assert_eq!(run.json()["output"], "ran\n", "{}", run.stderr);
     assert!(
         run.stderr.contains(".codex/config.toml: a project's codex configuration is not applied"),
         "{}",
         run.stderr
     );
+    // What cannot be read as rules stops the start.
+    std::fs::write(home.join("rules/more.rules"), "prefix_rule(pattern = [\"rm\"], decision = \"never\")\n")
+        .unwrap();
+    let refused = call("echo ran");
+    let error = refused.usage_error();
+    assert!(error.contains("more.rules: line 1: `decision` must be"), "{error}");
 }
 
 /// codex's `config.toml` is read as a settings file is: a FIFO or a device at its name is an

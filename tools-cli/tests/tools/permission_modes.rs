@@ -89,6 +89,13 @@ fn each_mode_decides_what_no_rule_decides() {
             json!({"path": ".claude/settings.json", "content": "{}"}),
             [Asked, Asked, Refused, Refused, Asked],
         ),
+        // The other agents' project settings, which would let a model widen its own permissions.
+        ("write", json!({"path": "opencode.json", "content": "{}"}), [Asked, Asked, Refused, Refused, Asked]),
+        (
+            "write",
+            json!({"path": ".gemini/settings.json", "content": "{}"}),
+            [Asked, Asked, Refused, Refused, Asked],
+        ),
         // Claude Code's skills, commands and agents are ordinary edits; nothing else in `.claude`.
         (
             "write",
@@ -161,6 +168,33 @@ fn with_no_settings_file_a_protected_path_is_still_asked_about() {
     assert_eq!(fx.run(&["call", "write", &skill.to_string()], None).json()["is_error"], false);
     let command = json!({"command": "touch made && ls made"});
     assert_eq!(fx.run(&["call", "bash", &command.to_string()], None).json()["output"], "made\n");
+}
+
+/// `default`, `defaults` and `external_directory` that allow decide what no rule names, but are
+/// no rule naming a protected path: a file tool's change to one is asked about, as in
+/// `bypassPermissions` (where commands are the sandbox's to confine).
+#[test]
+fn defaults_that_allow_still_ask_about_protected_paths() {
+    let fx = Fixture::new();
+    std::fs::create_dir_all(fx.ws().join(".git/hooks")).unwrap();
+    let outside = fx.dir.path().join("home");
+    std::fs::create_dir_all(&outside).unwrap();
+    let bashrc = outside.join(".bashrc");
+    for permissions in [
+        json!({"default": "allow", "external_directory": "allow"}),
+        json!({"defaults": {"write": "allow", "bash": "allow"}, "external_directory": "allow"}),
+    ] {
+        let file = settings(&fx, json!({"permissions": permissions}));
+        for (tool, args, expected) in [
+            ("write", json!({"path": "new.txt", "content": "x\n"}), Ran),
+            ("write", json!({"path": ".git/hooks/pre-commit", "content": "x"}), Asked),
+            ("write", json!({"path": bashrc.to_str().unwrap(), "content": "x"}), Asked),
+        ] {
+            let got = outcome(&fx, &file, &["--sandbox", "off"], tool, &args);
+            assert_eq!(got, expected, "{permissions}: {tool} {args}");
+        }
+        assert!(!fx.ws().join(".git/hooks/pre-commit").exists() && !bashrc.exists());
+    }
 }
 
 #[test]
