@@ -52,17 +52,38 @@ pub(crate) struct Ctx {
     pub(crate) asker: Option<Asker>,
     pub(crate) log: RefusalLog,
     pub(crate) stop: CancellationToken,
+    /// One for each task of the proxy's (a client's connection, a tunnel, a connection to a
+    /// host), each holding a few descriptors: the commands of a session cannot take this
+    /// process's descriptors by opening connections and leaving them open.
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
 }
 
+/// The most tasks one proxy runs at once ([`Ctx::slots`]); past it, connections wait to be
+/// accepted, and work a connection would start is dropped.
+pub(crate) const MAX_TASKS: usize = 256;
+
 impl Ctx {
-    /// Runs `work` until it ends or the proxy stops.
+    /// Runs `work` until it ends or the proxy stops, in one of the proxy's slots; without a slot
+    /// free, `work` is dropped (and the sockets it holds closed).
     pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        if let Ok(slot) = self.slots.clone().try_acquire_owned() {
+            self.spawn_in(slot, work);
+        }
+    }
+
+    /// Runs `work` in `slot` until it ends or the proxy stops.
+    pub(crate) fn spawn_in(
+        &self,
+        slot: tokio::sync::OwnedSemaphorePermit,
+        work: impl Future<Output = ()> + Send + 'static,
+    ) {
         let stop = self.stop.clone();
         tokio::spawn(async move {
             tokio::select! {
                 () = stop.cancelled() => {}
                 () = work => {}
             }
+            drop(slot);
         });
     }
 

@@ -183,6 +183,9 @@ impl Decider {
                 Ok(())
             }
             AskAnswer::Deny => Err(not_allowed(true)),
+            // Nobody to answer: an ask rule's host is refused naming the rule, not as one no
+            // rule allows.
+            AskAnswer::Refused { .. } if ask_rule.is_some() => Err(not_allowed(false)),
             AskAnswer::Refused { reason } => Err(Reason::AskRefused { reason }),
         }
     }

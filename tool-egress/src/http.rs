@@ -24,6 +24,8 @@ pub(crate) async fn serve(stream: TcpStream, ctx: Ctx) {
     });
     let _ = hyper::server::conn::http1::Builder::new()
         .preserve_header_case(true)
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(crate::conn::HANDSHAKE_TIMEOUT)
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades()
         .await;
@@ -133,6 +135,12 @@ async fn terminate(
             let (sender, ctx, host, authority) =
                 (sender.clone(), conn_ctx.clone(), host.clone(), authority.clone());
             async move {
+                // The request goes to the host the tunnel was opened to, in origin form: an
+                // absolute URI naming another host would have a front end shared by both route
+                // it, secrets and all, to that other host.
+                if let Err(refusal) = to_origin_form(&mut request, &host, port) {
+                    return Ok::<_, Infallible>(text(StatusCode::MISDIRECTED_REQUEST, refusal));
+                }
                 let websocket = is_websocket_upgrade(request.headers());
                 strip_hop_by_hop(request.headers_mut());
                 // The host whose certificate was checked is the one named, whatever the client said.
@@ -162,11 +170,42 @@ async fn terminate(
         });
         let _ = hyper::server::conn::http1::Builder::new()
             .preserve_header_case(true)
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(crate::conn::HANDSHAKE_TIMEOUT)
             .serve_connection(TokioIo::new(client), service)
             .with_upgrades()
             .await;
     });
     Response::new(empty())
+}
+
+#[cfg(feature = "tls")]
+/// Rewrites the target of a request inside a tunnel to `host`:`port` in origin form (`/path?q`);
+/// `Err` says why one is refused: a `CONNECT`, or an absolute URI naming another host or port.
+fn to_origin_form(request: &mut Request<Incoming>, host: &str, port: u16) -> Result<(), String> {
+    if request.method() == Method::CONNECT {
+        return Err(format!(
+            "the network proxy refused a CONNECT inside the tunnel to {host}: open a tunnel to each host \
+             through the proxy itself"
+        ));
+    }
+    let uri = request.uri();
+    if let Some(authority) = uri.authority() {
+        let named = crate::policy::normalize(authority.host());
+        let named_port =
+            authority.port_u16().unwrap_or(if uri.scheme_str() == Some("http") { 80 } else { 443 });
+        if named.as_deref() != Some(host) || named_port != port {
+            return Err(format!(
+                "the network proxy refused a request for {authority} inside the tunnel to {host}:{port}: \
+                 requests in a tunnel go to its own host; open a tunnel to {authority} instead"
+            ));
+        }
+    }
+    if uri.authority().is_some() || uri.scheme().is_some() {
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        *request.uri_mut() = path.parse().unwrap_or_default();
+    }
+    Ok(())
 }
 
 /// Whether the request asks to switch to WebSocket (`Connection: Upgrade`, `Upgrade: websocket`).

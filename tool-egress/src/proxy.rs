@@ -142,6 +142,7 @@ impl Egress {
             asker,
             log: RefusalLog::default(),
             stop: CancellationToken::new(),
+            slots: Arc::new(tokio::sync::Semaphore::new(crate::conn::MAX_TASKS)),
         };
         tokio::spawn(accept_loop(listener, ctx.clone()));
         #[cfg(feature = "tls")]
@@ -224,6 +225,14 @@ impl Drop for EgressProxy {
 
 async fn accept_loop(listener: TcpListener, ctx: Ctx) {
     loop {
+        // A connection is accepted once there is a slot for it; until then the kernel holds it.
+        let slot = tokio::select! {
+            () = ctx.stop.cancelled() => return,
+            slot = ctx.slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => return,
+            },
+        };
         let accepted = tokio::select! {
             () = ctx.stop.cancelled() => return,
             accepted = listener.accept() => accepted,
@@ -232,7 +241,7 @@ async fn accept_loop(listener: TcpListener, ctx: Ctx) {
             Ok((stream, _)) => {
                 let _ = stream.set_nodelay(true);
                 let conn = ctx.clone();
-                ctx.spawn(serve(stream, conn));
+                ctx.spawn_in(slot, serve(stream, conn));
             }
             // Out of file descriptors, or a connection reset before it was accepted: wait a
             // little rather than spin.

@@ -115,8 +115,9 @@ fn socket_address(text: &str, allow_remote: bool) -> Result<SocketAddr, Failure>
 }
 
 fn read_token(file: &Path) -> Result<String, Failure> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Failure::usage(format!("--auth-token-file {}: cannot read it: {e}", file.display())))?;
+    // A regular file, bounded: a FIFO or a device at the name is refused, not waited on.
+    let text = tool_runtime::settings::read_text(file)
+        .map_err(|e| Failure::usage(format!("--auth-token-file {}: {e}", file.display())))?;
     let token = text.trim();
     if token.is_empty() {
         return Err(Failure::usage(format!(
@@ -124,8 +125,27 @@ fn read_token(file: &Path) -> Result<String, Failure> {
             file.display()
         )));
     }
+    if token.len() < MIN_TOKEN_LENGTH {
+        warn(&format!(
+            "--auth-token-file {}: a token of {} characters can be guessed; use {MIN_TOKEN_LENGTH} or more random \
+             ones (`head -c 32 /dev/urandom | base64`)",
+            file.display(),
+            token.len()
+        ));
+    }
+    if std::fs::metadata(file)
+        .is_ok_and(|meta| std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o077 != 0)
+    {
+        warn(&format!(
+            "--auth-token-file {}: other users may read it (`chmod 600` it), and with it run the tools",
+            file.display()
+        ));
+    }
     Ok(token.to_owned())
 }
+
+/// Tokens shorter than this are warned about.
+const MIN_TOKEN_LENGTH: usize = 16;
 
 fn announce(line: &str) -> Result<(), Failure> {
     let mut stdout = io::stdout().lock();

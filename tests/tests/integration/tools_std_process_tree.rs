@@ -283,17 +283,22 @@ async fn a_command_that_keeps_forking_is_frozen_and_killed_whole() {
     assert_eq!(killed(&out)["not_killed"], json!([]));
 }
 
+/// A job a finished command left running (a server started in the background) goes on after
+/// the call, as in a terminal, and ends with the session state it was started in.
 #[tokio::test]
-async fn a_background_job_of_a_command_that_finished_keeps_running() {
+async fn a_background_job_of_a_command_that_finished_keeps_running_until_its_session_ends() {
     let ws = Ws::new("finished");
+    let state = tool_runtime::SessionState::new();
     let args = json!({"command": "setsid sleep 300 > /dev/null 2>&1 & echo $! > bg.pid"}).to_string();
-    let out = ws.registry.call("bash", &args, ws.ctx(&CancellationToken::new())).await.unwrap();
+    let ctx = ToolContext::builder("bash").dependencies(ws.deps.clone()).session(state.clone()).build();
+    let out = ws.registry.call("bash", &args, ctx).await.unwrap();
     assert!(!out.is_error, "{}", out.text_content());
     assert_eq!(out.metadata.get("killed"), None);
     let job = ws.pids("bg.pid");
     // Nothing was stopped: a server started in the background is the user's to stop.
     assert!(runs(job[0]));
-    survivors(&job).await;
+    drop(state);
+    assert_eq!(survivors(&job).await, Vec::<i32>::new(), "the job outlived its session state");
 }
 
 impl Ws {

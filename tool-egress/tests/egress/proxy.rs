@@ -814,3 +814,48 @@ async fn a_listener_made_elsewhere_is_served_and_closed_with_the_proxy() {
 }
 
 include!("../support/read_head.rs");
+
+/// How many connections wait in the kernel's queue of the listening socket at `addr`, not yet
+/// accepted (the listening socket's receive queue in `/proc/net/tcp`).
+fn waiting_to_be_accepted(addr: SocketAddr) -> Option<usize> {
+    let SocketAddr::V4(v4) = addr else { return None };
+    let entry = format!("{:08X}:{:04X}", u32::from_ne_bytes(v4.ip().octets()), v4.port());
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // State 0A: listening; its receive queue is the number of connections not yet accepted.
+        (fields.get(1) == Some(&entry.as_str()) && fields.get(3) == Some(&"0A"))
+            .then(|| usize::from_str_radix(fields.get(4)?.split(':').nth(1)?, 16).ok())
+            .flatten()
+    })
+}
+
+/// Connections a command opens and leaves open cost the proxy (and the process it runs in) at
+/// most 256 descriptors: past that, the rest wait in the kernel's queue, and are served as the
+/// first ones go.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_left_open_take_a_bounded_number_of_descriptors() {
+    let server = server().await;
+    let proxy = loopback_proxy().await;
+    let mut held = Vec::new();
+    for _ in 0..300 {
+        let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
+        stream.write_all(b"G").await.unwrap();
+        held.push(stream);
+    }
+    // The proxy accepts 256 of them and leaves the other 44 in the kernel's queue.
+    let mut waiting = None;
+    for _ in 0..250 {
+        waiting = waiting_to_be_accepted(proxy.addr());
+        if waiting == Some(44) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(waiting, Some(44), "connections the proxy left to the kernel's queue");
+    // As the held connections go, the waiting ones and new ones are served.
+    held.truncate(0);
+    let answer = raw(&proxy, &get("allowed.test", server.addr.port())).await;
+    assert!(answer.ends_with(&format!("host=allowed.test:{}", server.addr.port())), "{answer}");
+}

@@ -525,3 +525,45 @@ async fn a_websocket_upgrade_is_relayed_with_the_secret_and_other_upgrades_are_d
     tls.read_exact(&mut body).await.unwrap();
     assert_eq!(String::from_utf8_lossy(&body), expected);
 }
+
+/// Inside a tunnel whose TLS the proxy terminates (the secret's host), a request goes to that
+/// host in origin form: an absolute URI naming another host (which a front end shared by both
+/// would route there, the secret with it) and a CONNECT are refused; one naming the tunnel's own
+/// host is sent as `/path`.
+#[tokio::test]
+async fn a_request_in_a_secret_hosts_tunnel_goes_to_that_host_only() {
+    let (upstream, egress, proxy) = started("origin-form").await;
+    let bundle = egress.ca_bundle().unwrap();
+    let port = upstream.port;
+    let placeholder = var(&proxy, "API_TOKEN");
+    let mut tls = tls_through(&proxy, &bundle, port, &[b"http/1.1"]).await.unwrap();
+    let ask = |target: &str, method: &str| {
+        format!(
+            "{method} {target} HTTP/1.1\r\nhost: secret.test:{port}\r\nauthorization: Bearer {placeholder}\r\n\r\n"
+        )
+    };
+    for (target, method, refused) in [
+        (format!("https://other.test:{port}/api"), "GET", "a request for other.test"),
+        (format!("https://secret.test:{}/api", port + 1), "GET", "a request for secret.test"),
+        (format!("other.test:{port}"), "CONNECT", "a CONNECT inside the tunnel"),
+    ] {
+        tls.write_all(ask(&target, method).as_bytes()).await.unwrap();
+        let head = read_head(&mut tls).await;
+        assert!(head.starts_with("HTTP/1.1 421"), "{method} {target}: {head}");
+        let length: usize = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap())
+            })
+            .unwrap();
+        let mut body = vec![0u8; length];
+        tls.read_exact(&mut body).await.unwrap();
+        let body = String::from_utf8_lossy(&body);
+        assert!(body.contains(refused), "{method} {target}: {body}");
+    }
+    // Its own host in absolute form reaches it as `/path`, with the secret.
+    let own = format!("https://secret.test:{port}/repo.git/info/refs?service=git-upload-pack");
+    tls.write_all(ask(&own, "GET").as_bytes()).await.unwrap();
+    let head = read_head(&mut tls).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+}

@@ -30,7 +30,7 @@ use super::http_response::{GATHER_WINDOW, HttpResponse, json, no_session, plain}
 use super::http_sessionless::Sessionless;
 use super::http_sessions::{self, CappedSessions};
 use super::inbound::{self, Framing, INVALID_PARAMS, Inbound};
-use super::limits::{Admitted, Connections};
+use super::limits::{Admitted, Connections, Refused};
 use super::served::{self, Served, SessionEnd};
 use super::{McpServer, ServeError, ServeErrorKind, tasks};
 
@@ -93,6 +93,7 @@ pub struct HttpOptions {
     body_read_timeout: Duration,
     max_sessions: usize,
     session_idle_timeout: Duration,
+    other_users: bool,
 }
 
 impl Default for HttpOptions {
@@ -111,6 +112,7 @@ impl Default for HttpOptions {
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
+            other_users: false,
         }
     }
 }
@@ -130,6 +132,7 @@ impl fmt::Debug for HttpOptions {
             .field("body_read_timeout", &self.body_read_timeout)
             .field("max_sessions", &self.max_sessions)
             .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("other_users", &self.other_users)
             .finish_non_exhaustive()
     }
 }
@@ -166,6 +169,16 @@ impl HttpOptions {
     /// another token, is answered `401` and nothing runs. Tokens are compared in constant time.
     pub fn bearer_token(mut self, token: impl AsRef<[u8]>) -> Self {
         self.token = Some(Arc::from(token.as_ref()));
+        self
+    }
+
+    /// Without a [token](HttpOptions::bearer_token), serves other users' processes of this
+    /// machine too. By default a server that asks for no token answers a connection from this
+    /// machine only when the client's socket belongs to the server's own user (or root), as the
+    /// kernel's socket table says (Linux): any account of the machine can reach a loopback port,
+    /// and the tools run as the server's user. Clients on other machines are not looked up.
+    pub fn allow_other_users(mut self) -> Self {
+        self.other_users = true;
         self
     }
 
@@ -346,6 +359,11 @@ impl McpServer {
                         // Each answer goes out at once: small writes must not wait for the
                         // client's delayed acknowledgement of the previous one.
                         let _ = stream.set_nodelay(true);
+                        let checks_user = options.token.is_none() && !options.other_users;
+                        if checks_user && let Some(refused) = other_user(peer, local).await {
+                            connections.refuse(stream, &refused);
+                            continue;
+                        }
                         let endpoint = endpoint.clone();
                         let proof = admitted.clone();
                         let service = hyper::service::service_fn(move |request| {
@@ -757,6 +775,32 @@ impl http_body::Body for Counted {
     fn size_hint(&self) -> http_body::SizeHint {
         self.body.size_hint()
     }
+}
+
+/// Why a connection from `peer` to `local` is refused for want of a token: it comes from this
+/// machine, from a socket of a user other than this process's (or root); `None` to serve it.
+#[cfg(target_os = "linux")]
+async fn other_user(peer: std::net::SocketAddr, local: std::net::SocketAddr) -> Option<Refused> {
+    if !peer.ip().to_canonical().is_loopback() && !same_machine(peer, local) {
+        return None;
+    }
+    let own = nix::unistd::geteuid().as_raw();
+    let uid = tokio::task::spawn_blocking(move || super::peer::owner(peer, local)).await.ok().flatten();
+    match uid {
+        Some(uid) if uid == own || uid == 0 => None,
+        uid => Some(Refused::OtherUser { uid, own }),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+async fn other_user(_peer: std::net::SocketAddr, _local: std::net::SocketAddr) -> Option<Refused> {
+    None
+}
+
+/// Whether `peer` is an address of this machine: the one the server listens on (a client of this
+/// machine connecting to its own non-loopback address).
+fn same_machine(peer: std::net::SocketAddr, local: std::net::SocketAddr) -> bool {
+    peer.ip().to_canonical() == local.ip().to_canonical()
 }
 
 /// Whether `value` is `Bearer TOKEN` with the right token. The scheme is case-insensitive (RFC

@@ -85,6 +85,14 @@ pub(crate) fn check(message: &[u8], framing: Framing) -> Inbound {
 
 /// Every check of a message, on its parsed value.
 fn checked(message: &[u8], framing: Framing) -> Inbound {
+    // A batch is refused without being parsed whole: its items could be millions of tiny
+    // objects, each of which would cost far more parsed (and answered) than sent.
+    if message.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'[') {
+        return match serde_json::from_slice::<BatchIds>(message) {
+            Ok(batch) => Inbound::Reply(batch_reply(batch, framing)),
+            Err(error) => Inbound::Reply(error_response(None, PARSE_ERROR, parse_error(&error, framing))),
+        };
+    }
     let value: Value = match serde_json::from_slice(message) {
         Ok(value) => value,
         Err(error) => {
@@ -96,7 +104,8 @@ fn checked(message: &[u8], framing: Framing) -> Inbound {
         }
     };
     match value {
-        Value::Array(items) => Inbound::Reply(batch_reply(&items, framing)),
+        // Not reached: an array starts with `[`.
+        Value::Array(_) => Inbound::Reply(batch_reply(BatchIds::default(), framing)),
         Value::Object(object) => check_object(object),
         other => Inbound::Reply(error_response(
             None,
@@ -323,20 +332,58 @@ fn parse_error(error: &serde_json::Error, framing: Framing) -> String {
     )
 }
 
-fn batch_reply(items: &[Value], framing: Framing) -> Value {
-    let message = format!(
+/// At most this many requests of a batch are answered (each with the same error).
+const MAX_BATCH_REPLIES: usize = 64;
+
+/// The usable ids of a batch's first [`MAX_BATCH_REPLIES`] items that have one, and how many
+/// items it has; the others are read past without being kept.
+#[derive(Debug, Default)]
+struct BatchIds {
+    ids: Vec<Value>,
+    items: usize,
+}
+
+impl<'de> serde::Deserialize<'de> for BatchIds {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Items;
+        impl<'de> Visitor<'de> for Items {
+            type Value = BatchIds;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON array")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<BatchIds, A::Error> {
+                let mut batch = BatchIds::default();
+                loop {
+                    if batch.ids.len() < MAX_BATCH_REPLIES {
+                        let Some(item) = seq.next_element::<Value>()? else { break };
+                        if let Some(id) =
+                            item.as_object().and_then(|object| object.get("id")).and_then(usable_id)
+                        {
+                            batch.ids.push(id);
+                        }
+                    } else if seq.next_element::<IgnoredAny>()?.is_none() {
+                        break;
+                    }
+                    batch.items += 1;
+                }
+                Ok(batch)
+            }
+        }
+        deserializer.deserialize_seq(Items)
+    }
+}
+
+fn batch_reply(batch: BatchIds, framing: Framing) -> Value {
+    let mut message = format!(
         "Invalid request: JSON-RPC batches are not supported by MCP (since 2025-06-18) nor by this server, and \
          nothing in this batch was processed. Send one message {}.",
         framing.one()
     );
-    let replies: Vec<Value> = items
-        .iter()
-        .filter_map(|item| {
-            let object = item.as_object()?;
-            let id = object.get("id").and_then(usable_id)?;
-            Some(error_response(Some(id), INVALID_REQUEST, message.clone()))
-        })
-        .collect();
+    if batch.ids.len() == MAX_BATCH_REPLIES && batch.items > MAX_BATCH_REPLIES {
+        message.push_str(&format!(" Only the first {MAX_BATCH_REPLIES} requests of it are answered."));
+    }
+    let replies: Vec<Value> =
+        batch.ids.into_iter().map(|id| error_response(Some(id), INVALID_REQUEST, message.clone())).collect();
     if replies.is_empty() { error_response(None, INVALID_REQUEST, message) } else { Value::Array(replies) }
 }
 
@@ -664,6 +711,14 @@ mod tests {
         let ids: Vec<&Value> = value.as_array().unwrap().iter().map(|r| &r["id"]).collect();
         assert_eq!(ids, [&json!(1), &json!("b")]);
         assert_eq!(reply("[]")["id"], Value::Null);
+        assert_eq!(reply("[1, 2")["error"]["code"], json!(PARSE_ERROR));
+        // A batch of many items costs one bounded answer: the first 64 ids, no more.
+        let many = format!("[{}]", vec![r#"{"id":1}"#; 100_000].join(","));
+        let value = reply(&many);
+        let replies = value.as_array().unwrap();
+        assert_eq!(replies.len(), MAX_BATCH_REPLIES);
+        let message = replies[0]["error"]["message"].as_str().unwrap();
+        assert!(message.ends_with("Only the first 64 requests of it are answered."), "{message}");
     }
 
     #[test]

@@ -117,6 +117,8 @@ pub(crate) enum Refused {
     Full { limit: usize },
     /// The client at `ip` has `limit` connections open.
     Client { ip: IpAddr, limit: usize },
+    /// The client's socket belongs to user `uid`, not the server's, and no token is asked for.
+    OtherUser { uid: Option<u32>, own: u32 },
 }
 
 impl Connections {
@@ -199,19 +201,31 @@ impl Refused {
                 "Too many connections: {ip} already has {limit} connections open to this server, the most one \
                  client may have. Close connections you no longer use (or reuse them), then try again."
             ),
+            Refused::OtherUser { uid, own } => {
+                let who = match uid {
+                    Some(uid) => format!("user {uid}"),
+                    None => "a process this machine's socket table does not name".to_owned(),
+                };
+                format!(
+                    "Forbidden: this server asks for no token, so it serves only the processes of its own user \
+                     ({own}) on this machine, and this connection is {who}'s. Its operator can give it a token \
+                     (HttpOptions::bearer_token, `tools serve --http --auth-token-file FILE`) for other clients."
+                )
+            }
         }
     }
 
-    /// The whole HTTP/1.1 response: `503` or `429`, the sentence, and `Connection: close`.
+    /// The whole HTTP/1.1 response: `503`, `429` or `403`, the sentence, and `Connection: close`.
     fn response(&self) -> Vec<u8> {
-        let status = match self {
-            Refused::Full { .. } => "503 Service Unavailable",
-            Refused::Client { .. } => "429 Too Many Requests",
+        let (status, retry) = match self {
+            Refused::Full { .. } => ("503 Service Unavailable", "retry-after: 1\r\n"),
+            Refused::Client { .. } => ("429 Too Many Requests", "retry-after: 1\r\n"),
+            Refused::OtherUser { .. } => ("403 Forbidden", ""),
         };
         let body = format!("{}\n", self.message());
         format!(
             "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\n\
-             retry-after: 1\r\nconnection: close\r\n\r\n{body}",
+             {retry}connection: close\r\n\r\n{body}",
             body.len()
         )
         .into_bytes()

@@ -21,6 +21,8 @@ mod inbound;
 mod limits;
 mod lines;
 mod pages;
+#[cfg(all(feature = "http", target_os = "linux"))]
+mod peer;
 mod progress;
 mod question;
 pub(crate) mod resources;

@@ -333,6 +333,43 @@ async fn deleting_a_session_kills_its_background_commands() {
     assert_eq!(server.stop("TERM"), Some(0));
 }
 
+/// What a foreground command leaves running (`setsid nohup … &`) ends with its session's end
+/// (`DELETE`), not only with the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_session_kills_what_its_foreground_commands_left_running() {
+    install_tls_provider();
+    let fx = Fixture::new();
+    let server = HttpServer::start(&fx, &[]);
+    let http = reqwest::Client::new();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "plain", "version": "1"}}});
+    let (headers, _) = post(&http, &server.url, None, initialize).await;
+    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    post(
+        &http,
+        &server.url,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    let pid_file = fx.ws().join("left.pid");
+    let command = format!("setsid nohup sleep 300 > /dev/null 2>&1 & echo $! > {}", pid_file.display());
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "bash", "arguments": {"command": command}}});
+    let (_, answers) = post(&http, &server.url, Some(&session), call).await;
+    let answer = answers.iter().find(|m| m["id"] == 2).unwrap_or_else(|| panic!("{answers:?}"));
+    assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
+    let pid: i32 = wait_for_file(&pid_file).trim().parse().unwrap();
+    assert!(runs(pid), "the job left behind is not running");
+    let deleted = http.delete(&server.url).header("mcp-session-id", &session).send().await.unwrap();
+    assert!(deleted.status().is_success(), "DELETE: {}", deleted.status());
+    assert!(
+        all_gone_within(&[pid], Duration::from_secs(5)).await,
+        "the job {pid} a foreground command left outlived its session's DELETE by 5 seconds"
+    );
+    assert_eq!(server.stop("TERM"), Some(0));
+}
+
 /// A session that ends by staying idle past `--session-idle-secs` kills its background commands
 /// too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -346,5 +383,65 @@ async fn an_idle_session_ending_kills_its_background_commands() {
         all_gone_within(&pids, Duration::from_secs(1 + 5)).await,
         "the background command {pids:?} outlived its idle session's end by 5 seconds"
     );
+    assert_eq!(server.stop("TERM"), Some(0));
+}
+
+/// Without a token the server answers only its own user's processes (and root's): any account
+/// of the machine can reach a loopback port, and the tools run as the server's user. With a
+/// token, whoever holds it is served.
+#[test]
+fn without_a_token_another_users_process_is_refused() {
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0);
+    let have = |program: &str| std::process::Command::new(program).arg("--version").output().is_ok();
+    if !root || !have("setpriv") || !have("curl") {
+        return tool_tests::skip("needs root, setpriv and curl to connect as another user");
+    }
+    let fx = Fixture::new();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "plain", "version": "1"}}});
+    let post = |url: &str, uid: Option<u32>, token: Option<&str>| {
+        let mut command = match uid {
+            Some(uid) => {
+                let mut command = std::process::Command::new("setpriv");
+                command.args([
+                    format!("--reuid={uid}"),
+                    format!("--regid={uid}"),
+                    "--clear-groups".into(),
+                    "curl".into(),
+                ]);
+                command
+            }
+            None => std::process::Command::new("curl"),
+        };
+        command.args(["-sS", "-m", "10", "-w", "\n%{http_code}", "-X", "POST", url]);
+        command.args([
+            "-H",
+            "content-type: application/json",
+            "-H",
+            "accept: application/json, text/event-stream",
+        ]);
+        if let Some(token) = token {
+            command.args(["-H", &format!("authorization: Bearer {token}")]);
+        }
+        let out = command.args(["-d", &initialize.to_string()]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let server = HttpServer::start(&fx, &[]);
+    let refused = post(&server.url, Some(65534), None);
+    assert!(refused.ends_with("\n403"), "{refused}");
+    assert!(
+        refused.contains("serves only the processes of its own user (0) on this machine, and this connection is user 65534's"),
+        "{refused}"
+    );
+    let served = post(&server.url, None, None);
+    assert!(served.ends_with("\n200"), "{served}");
+    assert_eq!(server.stop("TERM"), Some(0));
+
+    let token_file = fx.dir.path().join("token");
+    std::fs::write(&token_file, "shared-t0ken\n").unwrap();
+    let server = HttpServer::start(&fx, &["--auth-token-file", token_file.to_str().unwrap()]);
+    let served = post(&server.url, Some(65534), Some("shared-t0ken"));
+    assert!(served.ends_with("\n200"), "{served}");
+    assert!(post(&server.url, Some(65534), None).ends_with("\n401"));
     assert_eq!(server.stop("TERM"), Some(0));
 }

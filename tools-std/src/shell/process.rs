@@ -27,7 +27,8 @@
 //! which also tells when a finished command has no process left. Outside such a sandbox, one
 //! that did all that within the last moments before its shell exited is not found. A foreground
 //! `bash` command whose shell exited leaves its background jobs running, as a terminal would,
-//! until the session ends: [`kill_running_commands`] kills them too. At most 256 such commands
+//! until the session ends (its session state's end, an MCP session's `DELETE` among them, or
+//! the process's, where [`kill_running_commands`] kills them too). At most 256 such commands
 //! are kept: past that, the oldest one's jobs are killed when another command leaves some.
 //!
 //! What still escapes: a process started through another service rather than forked (`ssh`,

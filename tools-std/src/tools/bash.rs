@@ -205,11 +205,16 @@ pub async fn bash(
     let store = ctx.dependencies().get::<OutputStore>();
     let capture = Capture::new(store, ctx.truncation(), tty);
     let ShellProcess { output, control, input } = process;
+    // What a command that ends leaves running ends with this session state.
+    let handle = control.handle();
     // Until the command goes to the background, the call owns its input; a command still
     // running when the call is dropped is killed with it (the control's `Drop`).
     let (ran, mut capture) = run(output, control, ctx, stop_after, yield_after, capture).await?;
     match ran {
         Ran::Ended(ended) => {
+            if let Some(handle) = handle.filter(|handle| handle.may_have_processes()) {
+                sessions.keep(handle);
+            }
             let (text, info) = capture.finish().await;
             let (refused, refusals) =
                 proxy.as_ref().map(|p| network::refusals(p, ws.escalation_allowed())).unwrap_or_default();

@@ -223,14 +223,21 @@ impl Sessions {
     pub(crate) fn remove(&self, id: u64) {
         let removed = self.registry().sessions.remove(&id);
         if let Some(handle) = removed.and_then(|session| session.handle.clone()) {
-            let mut kept = self.removed.lock().unwrap_or_else(|p| p.into_inner());
-            kept.retain(|handle| handle.may_have_processes());
-            if kept.len() >= MAX_REMOVED_KEPT {
-                // Forgotten, not killed: what the oldest one left running goes on.
-                kept.remove(0);
-            }
-            kept.push(handle);
+            self.keep(handle);
         }
+    }
+
+    /// Keeps the handle of a command that ended leaving processes behind (`setsid … &`,
+    /// `nohup … &` in a foreground command, or a removed session's jobs): they are killed when
+    /// this session state ends (an MCP session's end, not only the process's).
+    pub(crate) fn keep(&self, handle: Arc<dyn ShellHandle>) {
+        let mut kept = self.removed.lock().unwrap_or_else(|p| p.into_inner());
+        kept.retain(|handle| handle.may_have_processes());
+        if kept.len() >= MAX_REMOVED_KEPT {
+            // Forgotten, not killed: what the oldest one left running goes on.
+            kept.remove(0);
+        }
+        kept.push(handle);
     }
 }
 
