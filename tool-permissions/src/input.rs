@@ -3,6 +3,7 @@
 
 use crate::catalog::Subject;
 use crate::rules::{Action, Because, Rules, Verdict};
+use crate::shell::continues_line;
 
 /// Shells: a line typed into one is a command line, so the command rules read it as one.
 const SHELLS: &[&str] = &[
@@ -334,6 +335,16 @@ fn lines(typed: &str) -> Vec<Line> {
     };
     for c in typed.chars() {
         match c {
+            // A backslash at the end of a line joins the next one to it, as a shell and most
+            // interpreters read it: `r\` then `m -rf x` is `rm -rf x`.
+            '\n' | '\r' if continues_line(&edited) || continues_line(&raw) => {
+                if continues_line(&edited) {
+                    edited.pop();
+                }
+                if continues_line(&raw) {
+                    raw.pop();
+                }
+            }
             '\n' | '\r' | '\u{4}' => push(&mut raw, &mut edited),
             '\u{3}' | '\u{15}' => {
                 raw.push(c);
@@ -353,6 +364,15 @@ fn lines(typed: &str) -> Vec<Line> {
     }
     push(&mut raw, &mut edited);
     lines
+}
+
+/// What typing `typed` runs, as the rules read it: its lines as a terminal's line editor leaves
+/// them (backspaces and line kills applied, backslash-newlines joined), one per line; and
+/// whether keys whose effect cannot be known (cursor, history, completion) are in it.
+pub(crate) fn edited_lines(typed: &str) -> (String, bool) {
+    let lines = lines(typed);
+    let unresolved = lines.iter().any(|line| line.unresolved);
+    (lines.into_iter().map(|line| line.edited).collect::<Vec<_>>().join("\n"), unresolved)
 }
 
 /// The string literals of a line of code (`'...'`, `"..."`, `` `...` ``), backslash escapes
@@ -447,5 +467,17 @@ mod tests {
                 ("[A", "[A", false, true)
             ]
         );
+    }
+
+    #[test]
+    fn a_backslash_at_a_lines_end_joins_the_next_line_to_it() {
+        let edited = |typed: &str| lines(typed).into_iter().map(|l| l.edited).collect::<Vec<_>>();
+        assert_eq!(edited("r\\\nm -rf x\n"), ["rm -rf x"]);
+        assert_eq!(edited("r\\\rm -rf x\r"), ["rm -rf x"]);
+        assert_eq!(edited("echo a \\\\\nrm -rf x\n"), ["echo a \\\\", "rm -rf x"]);
+        // A backslash typed then erased does not join.
+        assert_eq!(edited("ls \\\u{7f}\nrm x\n"), ["ls", "rm x"]);
+        assert_eq!(edited_lines("r\\\nm -rX\u{7f}f x\n"), ("rm -rf x".to_owned(), false));
+        assert!(edited_lines("rm\u{1b}[D x\n").1);
     }
 }

@@ -324,6 +324,8 @@ struct HookSays {
     rewritten: Option<Value>,
     allow: bool,
     ask: Option<String>,
+    /// How many hooks ran.
+    ran: usize,
 }
 
 impl Policy {
@@ -496,6 +498,7 @@ impl Policy {
                 }
                 says.rewritten = Some(from_hook_input(&event["tool_input"], input));
             }
+            says.ran += 1;
             match decision.decision {
                 None => {}
                 Some(PreVerdict::Allow) => says.allow = true,
@@ -535,10 +538,12 @@ impl Policy {
             return PermissionDecision::Allow;
         };
         let typed = format!("{line_so_far}{text}");
-        // `command`: the line as the session will run it, where a `Bash` hook looks for it
-        // (typing into a shell runs commands, which Claude Code's hooks see as `Bash` calls).
+        // `command`: the lines as the session will run them (as a terminal's line editor leaves
+        // them), where a `Bash` hook looks for it: typing into a shell runs commands, which
+        // Claude Code's hooks see as `Bash` calls.
+        let (edited, unresolved) = super::input::edited_lines(&typed);
         let mut tool_input =
-            json!({"session_id": session_id, "session_command": command, "text": text, "command": typed});
+            json!({"session_id": session_id, "session_command": command, "text": text, "command": edited});
         if !line_so_far.is_empty() {
             tool_input["line_so_far"] = json!(line_so_far);
         }
@@ -559,7 +564,15 @@ impl Policy {
             }
         };
         let verdict = super::input::decide_input(&self.rules, &request.tool, command, &typed);
-        let verdict = self.settle(&request.tool, Unmatched::Input(command), verdict);
+        let mut verdict = self.settle(&request.tool, Unmatched::Input(command), verdict);
+        // Keys whose effect on the line cannot be known (cursor, history, completion): the
+        // hooks did not see what will run, so it is asked about unless one of them allowed it.
+        if unresolved && says.ran > 0 && !says.allow && verdict.action == Action::Allow {
+            verdict = Verdict {
+                action: Action::Ask,
+                because: Because::UnseenInput(command.chars().take(80).collect()),
+            };
+        }
         let (action, because) = match (verdict.action, &verdict.because, &says.ask) {
             (Action::Ask, Because::InputDefault(_), _) if says.allow => {
                 (Action::Allow, verdict.because.to_string())

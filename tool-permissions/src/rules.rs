@@ -317,6 +317,9 @@ pub(crate) enum Because {
     /// Typing into a shell or interpreter (this command line) while rules about commands are
     /// in force.
     InputDefault(String),
+    /// Typing keys whose effect on the line cannot be known into this command line, which the
+    /// `PreToolUse` hooks could not be shown.
+    UnseenInput(String),
 }
 
 impl Because {
@@ -350,6 +353,11 @@ impl fmt::Display for Because {
                 f,
                 "the default for typing into `{command}`, which may run what it reads as commands or code, \
                  while rules about commands are in force"
+            ),
+            Because::UnseenInput(command) => write!(
+                f,
+                "typing keys into `{command}` whose effect on the line cannot be known (cursor, history, \
+                 completion), so the PreToolUse hooks could not be shown what will run"
             ),
         }
     }

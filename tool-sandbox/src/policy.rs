@@ -152,15 +152,19 @@ pub const GIT_PROTECTED: &[&str] = &[
 /// The names that cannot be created beneath a writable root when absent at the start: each
 /// gets an empty directory, made by the host and bound read-only in the commands' mount
 /// namespace (and removed, if still empty, when the sandbox is dropped). A directory named
-/// `CLAUDE.md` cannot be made a file by a command; the other protected names, when absent, are
-/// not held (see the sandbox chapter): among them `opencode.json`, which opencode refuses to
-/// start with when it is a directory, and `GEMINI.md` and `CLAUDE.local.md`, instructions only.
+/// `CLAUDE.md` cannot be made a file by a command (nor `opencode.json`, whose directory opencode
+/// will not start with while a command runs: a start refused, rather than a configuration
+/// planted); the other protected names, when absent, are not held (see the sandbox chapter).
 pub const PLACEHOLDERS: &[&str] = &[
     ".git",
     ".claude",
     ".mcp.json",
     "CLAUDE.md",
     "AGENTS.md",
+    "CLAUDE.local.md",
+    "GEMINI.md",
+    "opencode.json",
+    "opencode.jsonc",
     ".vscode",
     ".codex",
     ".agents",
@@ -626,7 +630,8 @@ impl SandboxPolicy {
     }
 
     /// The directories writable under this policy (empty when read-only or off): the writable
-    /// roots and the commands' temporary directory.
+    /// roots and the commands' temporary directory, less those at or beneath an absolute
+    /// [protected path](Self::with_protected).
     pub fn writable(&self) -> Vec<PathBuf> {
         if self.mode != SandboxMode::WorkspaceWrite {
             return Vec::new();
@@ -635,7 +640,9 @@ impl SandboxPolicy {
         if let (true, Some(temp)) = (self.writable_temp, &self.temp_dir) {
             roots.push(temp.clone());
         }
-        roots.retain(|r| r.exists());
+        // A root at or beneath an absolute protected path (`denyWrite`) is not writable: a mount
+        // read-only beneath a root cannot hold the root itself, nor what holds it.
+        roots.retain(|r| r.exists() && !self.protected.iter().any(|p| p.is_absolute() && r.starts_with(p)));
         roots
     }
 
@@ -852,6 +859,23 @@ fn expand(root: &Path, pattern: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_root_at_or_beneath_a_protected_path_is_not_writable() {
+        let dir = std::env::temp_dir().join(format!("tool-sandbox-deny-root-{}", std::process::id()));
+        for sub in ["ws", "secret/sub", "other"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let policy = SandboxPolicy::workspace_write(dir.join("ws"))
+            .with_writable_root(dir.join("secret/sub"))
+            .with_writable_root(dir.join("other"))
+            .with_protected(dir.join("secret"))
+            .with_protected(dir.join("other"));
+        assert_eq!(policy.writable(), [dir.join("ws")]);
+        let policy = SandboxPolicy::workspace_write(dir.join("ws")).with_protected(&dir);
+        assert!(policy.writable().is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// What runs code from a writable home directory is protected, `site-packages` of each
     /// Python version there among it (its `.pth` files run at every start of Python).

@@ -107,7 +107,8 @@ pub fn anchor_rules(value: &mut Value, dir: &Path) {
 /// permission rules (and their `default`, `defaults` and `external_directory`, which decide as
 /// rules do), `allowManagedHooksOnly` their hooks, and `sandbox.network.
 /// allowManagedDomainsOnly` the hosts they allow (`allowedDomains`, `WebFetch(domain:...)`
-/// rules), `sandbox.filesystem.allowManagedReadPathsOnly` their `allowRead` paths (their
+/// rules, however spelled; and their `allowedAddresses` and `networkCommands`),
+/// `sandbox.filesystem.allowManagedReadPathsOnly` their `allowRead` paths (their
 /// `denyRead` stays). Those keys count only in managed settings, as in Claude Code; and
 /// `disableAllHooks` in another scope turns off the hooks of the other scopes, not the managed
 /// ones.
@@ -154,16 +155,25 @@ pub fn merge_scoped(layers: Vec<(Scope, Value)>) -> Value {
                 remove(&mut value, "", "hooks");
             }
             if domains_only {
+                // Every way another file opens the network: hosts, addresses, and the commands
+                // given the network.
                 remove(&mut value, "/sandbox/network", "allowedDomains");
+                remove(&mut value, "/sandbox/network", "allowedAddresses");
+                remove(&mut value, "/sandbox", "networkCommands");
                 if let Some(Value::Array(allow)) = value.pointer_mut("/permissions/allow") {
-                    allow.retain(|rule| {
-                        !rule.as_str().is_some_and(|rule| rule.starts_with("WebFetch(domain:"))
-                    });
+                    allow.retain(|rule| !rule.as_str().is_some_and(names_a_domain));
                 }
             }
         }
         value
     }))
+}
+
+/// Whether `rule` is a `WebFetch(domain:...)` rule, spelled as the network proxy reads it
+/// (spaces around the rule and its pattern allowed).
+fn names_a_domain(rule: &str) -> bool {
+    let inner = rule.trim().strip_prefix("WebFetch(").and_then(|rest| rest.strip_suffix(')'));
+    inner.is_some_and(|inner| inner.trim().starts_with("domain:"))
 }
 
 /// Merges settings `layers`, lowest precedence first, as Claude Code merges its files: objects
@@ -258,12 +268,20 @@ mod tests {
         ]);
         assert_eq!(merged["permissions"]["allow"], json!(["Edit", "Bash", "WebFetch(domain:evil.example)"]));
         assert!(merged.get("allowManagedPermissionRulesOnly").is_none());
-        // Domains only: the other scopes' rules stay, less their hosts.
+        // Domains only: the other scopes' rules stay, less their hosts, however spelled, their
+        // addresses and the commands they give the network.
         let managed = json!({"sandbox": {"network": {"allowManagedDomainsOnly": true}}});
-        let merged = merge_scoped(vec![(Scope::User, user), (Scope::Managed, managed)]);
+        let mut spelled = user.clone();
+        spelled["permissions"]["allow"] =
+            json!(["Bash", " WebFetch(domain:a.example)", "WebFetch( domain:b.example )"]);
+        spelled["sandbox"]["network"]["allowedAddresses"] = json!(["1.1.1.1"]);
+        spelled["sandbox"]["networkCommands"] = json!(["curl"]);
+        let merged = merge_scoped(vec![(Scope::User, spelled), (Scope::Managed, managed)]);
         assert_eq!(merged["permissions"]["allow"], json!(["Bash"]));
         assert_eq!(merged["hooks"]["PreToolUse"], json!([{"matcher": "Bash"}]));
         assert!(merged["sandbox"]["network"].get("allowedDomains").is_none());
+        assert!(merged["sandbox"]["network"].get("allowedAddresses").is_none());
+        assert!(merged["sandbox"].get("networkCommands").is_none());
         // Read paths only: the other scopes' `allowRead` goes, their `denyRead` stays.
         let project = json!({"sandbox": {"filesystem": {"allowRead": ["~/.ssh"], "denyRead": ["~/.aws"],
                                                           "allowManagedReadPathsOnly": false}}});

@@ -10,6 +10,9 @@ use std::path::Path;
 /// At most this many rules come of one `prefix_rule` (its alternatives multiplied).
 const MAX_EXPANDED: usize = 256;
 
+/// At most this many rules come of all the rules files together.
+pub(crate) const MAX_RULES: usize = 10_000;
+
 /// The rules of one file, as (`allow` | `ask` | `deny`, `Bash(...)` rule); `Err` names the line
 /// at fault and what is wrong.
 pub(crate) fn read(path: &Path) -> Result<Vec<(&'static str, String)>, String> {

@@ -177,16 +177,14 @@ pub(crate) struct Managed {
 }
 
 impl Managed {
-    /// What the managed files among `found` hold (the last one to say it named).
+    /// What the managed files among `found` hold: the last of them to set each key decides, as
+    /// they merge, and is named when it says `true`.
     fn of(found: &[(hierarchy::Scope, Value, std::path::PathBuf)]) -> Managed {
         let says = |pointer: &str| {
-            found
-                .iter()
-                .filter(|(scope, value, _)| {
-                    *scope == hierarchy::Scope::Managed && value.pointer(pointer) == Some(&Value::Bool(true))
-                })
-                .map(|(_, _, path)| path.clone())
-                .next_back()
+            let last = found.iter().rfind(|(scope, value, _)| {
+                *scope == hierarchy::Scope::Managed && value.pointer(pointer).is_some()
+            })?;
+            (last.1.pointer(pointer) == Some(&Value::Bool(true))).then(|| last.2.clone())
         };
         Managed {
             sandbox: says("/sandbox/enabled"),
@@ -248,10 +246,20 @@ fn read_codex(path: &std::path::Path, root: &std::path::Path) -> Result<codex::C
         .collect();
     files.sort();
     let mut codex = codex;
+    let mut count = 0;
     for file in files {
         let rules = crate::codex_rules::read(&file).map_err(|e| {
             Failure::usage(format!("--codex-config {shown}: codex's rules file {}: {e}", file.display()))
         })?;
+        count += rules.len();
+        if count > crate::codex_rules::MAX_RULES {
+            return Err(Failure::usage(format!(
+                "--codex-config {shown}: codex's rules files make more than {} rules (alternatives \
+                 multiplied out), the most read; {} is where they pass it",
+                crate::codex_rules::MAX_RULES,
+                file.display()
+            )));
+        }
         let permissions = codex.settings.permissions.get_or_insert_with(Default::default);
         for (action, rule) in rules {
             let list = match action {

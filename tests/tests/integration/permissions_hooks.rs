@@ -361,7 +361,7 @@ async fn a_bash_input_hook_sees_the_session_and_its_command_once_per_call() {
     assert_eq!(events[0]["tool_use_id"], json!("c-2"));
     assert_eq!(
         events[0]["tool_input"],
-        json!({"session_id": id, "session_command": "cat", "text": "hello\n", "command": "hello\n"})
+        json!({"session_id": id, "session_command": "cat", "text": "hello\n", "command": "hello"})
     );
     assert_eq!(events[1]["tool_input"]["text"], json!("the secret\n"));
     run(&dispatcher, "c-4", "bash_stop", json!({"session_id": id, "grace_ms": 0})).await;

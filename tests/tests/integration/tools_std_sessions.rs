@@ -607,14 +607,19 @@ async fn a_shell_session_runs_the_lines_the_bash_rules_allow_and_no_other() {
     .await
     .unwrap();
     assert!(out.text_content().starts_with("x\ndone\n"), "{}", out.text_content());
-    for text in ["rm -rf x\n", "/bin/rm -rf x\n", "touch y\n", "ls; rm -fr x\n"] {
+    for text in ["rm -rf x\n", "/bin/rm -rf x\n", "touch y\n", "ls; rm -fr x\n", "r\\\nm -rf x\n"] {
         let refused =
             call_with(&fx, nobody.clone(), "bash_input", json!({"session_id": id, "text": text})).await;
         assert!(refused.is_err(), "{text:?} was typed: {refused:?}");
     }
-    // Half a line is not a way around the rules either.
+    // Half a line is not a way around the rules either, nor a line continued in the next call.
     let half = call_with(&fx, nobody.clone(), "bash_input", json!({"session_id": id, "text": "rm -r"})).await;
     assert!(half.is_err(), "{half:?}");
+    let most: Arc<dyn PermissionHook> = Arc::new(policy(&fx, |b| b.allow("Bash").deny("Bash(rm -rf:*)")));
+    let first = call_with(&fx, most.clone(), "bash_input", json!({"session_id": id, "text": "r\\\n"})).await;
+    assert!(first.is_ok(), "{first:?}");
+    let rest = call_with(&fx, most, "bash_input", json!({"session_id": id, "text": "m -rf x\n"})).await;
+    assert!(rest.is_err_and(|e| e.contains("`deny Bash(rm -rf:*)`")), "the continued line was typed");
     assert!(fx.root().join("x").is_dir());
     assert!(!fx.root().join("y").exists());
     fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;

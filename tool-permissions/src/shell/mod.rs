@@ -124,6 +124,12 @@ impl CommandClass {
     }
 }
 
+/// Whether `line` ends with a backslash that escapes the line's end (an odd number of them): a
+/// shell joins the next line to it (`r\` then `m -rf x` runs `rm -rf x`).
+pub fn continues_line(line: &str) -> bool {
+    line.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1
+}
+
 /// Classifies a command line; anything the parser does not fully understand is mutating.
 pub fn classify(command: &str) -> CommandClass {
     let commands = match parse(command) {

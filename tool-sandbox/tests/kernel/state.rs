@@ -151,6 +151,9 @@ fn absent_protected_names_cannot_be_created_and_nothing_is_left_behind() {
         "mkdir -p .codex && echo 'notify = [\"evil\"]' > .codex/config.toml",
         "mkdir -p .opencode/plugin && echo evil > .opencode/plugin/x.js",
         "mkdir -p .cursor && echo '{}' > .cursor/mcp.json",
+        "echo '{\"mcp\":{}}' > opencode.json",
+        "rmdir opencode.jsonc; echo '{}' > opencode.jsonc",
+        "echo evil > GEMINI.md",
         "git init -q . 2>&1 || mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit",
         "echo '[core] fsmonitor = evil' > .git/config",
     ] {
@@ -167,6 +170,8 @@ fn absent_protected_names_cannot_be_created_and_nothing_is_left_behind() {
         ".codex/config.toml",
         ".opencode/plugin",
         ".cursor/mcp.json",
+        "opencode.json/x",
+        "GEMINI.md/x",
     ] {
         assert!(!exists(&fx.root.join(name)), "{name}");
     }

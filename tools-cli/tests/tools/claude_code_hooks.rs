@@ -221,11 +221,25 @@ async fn a_bash_hook_sees_what_is_typed_into_a_session() {
     )
     .await;
     assert!(failed && refused.contains("refused it: no rm -rf in"), "{refused}");
+    // The hook is shown the line as the terminal leaves it: an erased character, a line
+    // continued after a backslash, do not hide `rm -rf` from it.
+    for text in ["rm -rX\u{7f}f hello.txt\n", "r\\\nm -rf hello.txt\n"] {
+        let (failed, refused) =
+            call("bash_input", json!({"session_id": id, "text": text, "wait_ms": 300})).await;
+        assert!(failed && refused.contains("refused it: no rm -rf in"), "{text:?}: {refused}");
+    }
+    // Keys whose effect on the line cannot be known: the hook cannot be shown the command, so
+    // it is asked about (and refused here, where nobody answers).
+    let keys =
+        json!({"session_id": id, "text": "rm -r hello.txt", "keys": ["left", "enter"], "wait_ms": 300});
+    let (failed, refused) = call("bash_input", keys).await;
+    assert!(failed && refused.contains("whose effect on the line cannot be known"), "{refused}");
     let (failed, typed) =
         call("bash_input", json!({"session_id": id, "text": "echo typed\n", "until": "typed"})).await;
     assert!(!failed && typed.contains("typed"), "{typed}");
     assert!(ws.join("hello.txt").exists());
     let log = std::fs::read_to_string(ws.join("hook.log")).unwrap();
-    assert_eq!(log, "Bash bash\nBash bash_input\n", "the refused line is not logged: the hook stopped first");
+    // The refused lines are not logged (the hook stopped first); the line with keys and the last one are.
+    assert_eq!(log, "Bash bash\nBash bash_input\nBash bash_input\n");
     client.cancel().await.unwrap();
 }

@@ -203,12 +203,16 @@ async fn feed(shared: Arc<FeederShared>, mut writer: Pin<Box<dyn AsyncWrite + Se
 
 /// The line typed so far after `bytes` are typed on `line`: what follows the last line end
 /// (newline, carriage return, end of input, or a Ctrl-C or Ctrl-U that discards the line), with
-/// backspaces applied.
+/// backspaces applied. A line ended after a backslash goes on (the backslash and the line end
+/// dropped), as a shell joins it to the next: `r\` then `m -rf x` is read as `rm -rf x`.
 pub(crate) fn line_after(line: &str, bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let mut line = line.to_owned();
     for c in text.chars() {
         match c {
+            '\n' | '\r' if tool_runtime::permissions::shell::continues_line(&line) => {
+                line.pop();
+            }
             '\n' | '\r' | '\u{4}' | '\u{3}' | '\u{15}' => line.clear(),
             '\u{7f}' | '\u{8}' => {
                 line.pop();
