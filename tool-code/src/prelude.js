@@ -205,15 +205,31 @@
   };
   // The built-in default order: by the values' text, `undefined` last (the method keeps those
   // and the holes out of the comparisons), compared in script code where the limit is seen.
+  // Comparing two long texts is one step of script code but much work in C, where the limits
+  // are not seen: every so many characters compared, they are looked at.
+  let compared = 0;
+  const comparing = (x, y) => {
+    if (typeof x === "string" && typeof y === "string") {
+      compared += min(x.length, y.length);
+      if (compared > 2 ** 22) {
+        compared = 0;
+        hostCheck();
+      }
+    }
+  };
   const byText = (a, b) => {
     const x = toText(a);
     const y = toText(b);
+    comparing(x, y);
     return x < y ? -1 : x > y ? 1 : 0;
   };
   // Equality as `indexOf` (strict) and `includes` (NaN finds NaN) compare, element by element in
   // script code: the built-ins compare in C, where comparing long strings one after another
   // would not see the limit.
-  const same = (a, b) => a === b || (a !== a && b !== b);
+  const same = (a, b) => {
+    comparing(a, b);
+    return a === b || (a !== a && b !== b);
+  };
   const search = (name, object, length, from, wanted, equal) => {
     for (let i = from; i < length; i++) {
       if ((name === "includes" || i in object) && equal(object[i], wanted)) return i;

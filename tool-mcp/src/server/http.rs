@@ -360,7 +360,9 @@ impl McpServer {
                         // client's delayed acknowledgement of the previous one.
                         let _ = stream.set_nodelay(true);
                         let checks_user = options.token.is_none() && !options.other_users;
-                        if checks_user && let Some(refused) = other_user(peer, local).await {
+                        // The connection's own address (the listener's may be `0.0.0.0`).
+                        let here = stream.local_addr().unwrap_or(local);
+                        if checks_user && let Some(refused) = other_user(peer, here).await {
                             connections.refuse(stream, &refused);
                             continue;
                         }
@@ -797,8 +799,8 @@ async fn other_user(_peer: std::net::SocketAddr, _local: std::net::SocketAddr) -
     None
 }
 
-/// Whether `peer` is an address of this machine: the one the server listens on (a client of this
-/// machine connecting to its own non-loopback address).
+/// Whether `peer` is an address of this machine: the one the connection reached (a client of
+/// this machine connecting to its own non-loopback address comes from that address).
 fn same_machine(peer: std::net::SocketAddr, local: std::net::SocketAddr) -> bool {
     peer.ip().to_canonical() == local.ip().to_canonical()
 }

@@ -19,14 +19,19 @@ pub(crate) fn owner(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
 }
 
 /// [`owner`] in `table`'s text: the line whose local address is the peer's and whose remote
-/// address is the server's.
+/// address is the server's, in the established state. A socket its process has closed is
+/// listed as the kernel's (`TIME_WAIT`, uid 0) or as a closing one: it names nobody, so that a
+/// client cannot send a request and close its socket to be taken for root.
 fn owner_in(table: &str, peer: SocketAddr, local: SocketAddr) -> Option<u32> {
+    const ESTABLISHED: &str = "01";
     let (peer, local) = (entry(peer), entry(local));
     table.lines().skip(1).find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        (fields.get(1) == Some(&peer.as_str()) && fields.get(2) == Some(&local.as_str()))
-            .then(|| fields.get(7)?.parse().ok())
-            .flatten()
+        (fields.get(1) == Some(&peer.as_str())
+            && fields.get(2) == Some(&local.as_str())
+            && fields.get(3) == Some(&ESTABLISHED))
+        .then(|| fields.get(7)?.parse().ok())
+        .flatten()
     })
 }
 
@@ -73,6 +78,12 @@ mod tests {
         );
         assert_eq!(owner_in(&table, peer, local), Some(1000));
         assert_eq!(owner_in(&table, local, peer), None);
+        // Closed by its process: TIME_WAIT (listed with uid 0) or FIN_WAIT2 names nobody.
+        for state in ["06", "05"] {
+            let closed =
+                table.replace(&format!("{l} 01 "), &format!("{l} {state} ")).replace(" 1000 ", "    0 ");
+            assert_eq!(owner_in(&closed, peer, local), None, "{state}");
+        }
         let v6: SocketAddr = "[::1]:8080".parse().unwrap();
         assert_eq!(entry(v6).len(), 32 + 5);
     }
