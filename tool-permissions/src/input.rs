@@ -279,7 +279,7 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, command: &str, typed: &str
                 }
             }
             // Cursor keys, history, completion: what runs cannot be known, so any rule may match.
-            if line.unresolved && reader != Reader::Other {
+            if unknowable(line, reader) {
                 covered = false;
                 found.extend(rules.strictest_refusal(command_tool));
             }
@@ -299,6 +299,45 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, command: &str, typed: &str
     rules.default_verdict(tool)
 }
 
+/// Whether what `line` runs, read by `reader`, cannot be known from its text: keys that move
+/// the cursor or recall history, and in a shell a tab (completion) or a history expansion
+/// (`!!`, `!-2`, `!$`, `^old^new`); in an interpreter a tab after the line's start, or a line
+/// that only a shell's history would expand.
+fn unknowable(line: &Line, reader: Reader) -> bool {
+    let raw_tab = |from_start: bool| {
+        let text = line.raw.trim_start_matches(|c: char| from_start && c.is_whitespace());
+        text.contains('\t')
+    };
+    match reader {
+        Reader::Other => false,
+        Reader::Shell => line.unresolved || raw_tab(false) || expands_history(&line.edited),
+        Reader::Interpreter => {
+            line.unresolved || raw_tab(true) || line.edited.starts_with('^') || line.edited.contains("!!")
+        }
+    }
+}
+
+/// Whether a shell's history expansion would change `line`: a `!` outside single quotes that
+/// is not followed by a blank, `=`, `(` or the line's end, or a `^` that starts it.
+fn expands_history(line: &str) -> bool {
+    if line.starts_with('^') {
+        return true;
+    }
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => quoted = !quoted,
+            '\\' if !quoted => {
+                chars.next();
+            }
+            '!' if !quoted && !matches!(chars.peek(), None | Some(' ' | '\t' | '=' | '(')) => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
 /// One line of what is typed.
 #[derive(Debug, PartialEq)]
 struct Line {
@@ -310,8 +349,10 @@ struct Line {
     /// No control character in it (but tabs).
     plain: bool,
     /// It holds keys whose effect on the line cannot be known: escape sequences (arrows,
-    /// history), completion, other control characters.
+    /// history), other control characters (a tab is judged by who reads it: [`unknowable`]).
     unresolved: bool,
+    /// As typed, control characters and all.
+    raw: String,
 }
 
 /// The lines of `typed`, ended by newlines, carriage returns or end of input; empty ones left out.
@@ -321,12 +362,17 @@ fn lines(typed: &str) -> Vec<Line> {
     let mut edited = String::new();
     let mut push = |raw: &mut String, edited: &mut String| {
         let typed: String = raw.chars().filter(|c| !c.is_control() || *c == '\t').collect();
-        let plain = typed.len() == raw.len();
+        let plain = !raw.chars().any(char::is_control);
         let unresolved = raw
             .chars()
             .any(|c| c.is_control() && !matches!(c, '\t' | '\u{7f}' | '\u{8}' | '\u{15}' | '\u{3}'));
-        let line =
-            Line { edited: edited.trim().to_owned(), typed: typed.trim().to_owned(), plain, unresolved };
+        let line = Line {
+            edited: edited.trim().to_owned(),
+            typed: typed.trim().to_owned(),
+            plain,
+            unresolved,
+            raw: raw.clone(),
+        };
         if !line.typed.is_empty() || !line.edited.is_empty() || line.unresolved {
             lines.push(line);
         }
@@ -366,12 +412,14 @@ fn lines(typed: &str) -> Vec<Line> {
     lines
 }
 
-/// What typing `typed` runs, as the rules read it: its lines as a terminal's line editor leaves
-/// them (backspaces and line kills applied, backslash-newlines joined), one per line; and
-/// whether keys whose effect cannot be known (cursor, history, completion) are in it.
-pub(crate) fn edited_lines(typed: &str) -> (String, bool) {
+/// What typing `typed` into a session running `command` runs, as the rules read it: its lines as
+/// a terminal's line editor leaves them (backspaces and line kills applied, backslash-newlines
+/// joined), one per line; and whether keys or text whose effect cannot be known (cursor,
+/// history, completion: see [`unknowable`]) are in it.
+pub(crate) fn edited_lines(command: &str, typed: &str) -> (String, bool) {
+    let reader = reader(command);
     let lines = lines(typed);
-    let unresolved = lines.iter().any(|line| line.unresolved);
+    let unresolved = lines.iter().any(|line| line.unresolved || unknowable(line, reader));
     (lines.into_iter().map(|line| line.edited).collect::<Vec<_>>().join("\n"), unresolved)
 }
 
@@ -477,7 +525,18 @@ mod tests {
         assert_eq!(edited("echo a \\\\\nrm -rf x\n"), ["echo a \\\\", "rm -rf x"]);
         // A backslash typed then erased does not join.
         assert_eq!(edited("ls \\\u{7f}\nrm x\n"), ["ls", "rm x"]);
-        assert_eq!(edited_lines("r\\\nm -rX\u{7f}f x\n"), ("rm -rf x".to_owned(), false));
-        assert!(edited_lines("rm\u{1b}[D x\n").1);
+        assert_eq!(edited_lines("bash", "r\\\nm -rX\u{7f}f x\n"), ("rm -rf x".to_owned(), false));
+        assert!(edited_lines("bash", "rm\u{1b}[D x\n").1);
+        // History expansion and completion in a shell; not in what only reads lines.
+        for typed in ["^echo^rm\n", "!!:1-3\n", "echo !$\n", "rm -r\t x\n", "\"!-2\"\n"] {
+            assert!(edited_lines("bash", typed).1, "{typed:?}");
+            assert!(!edited_lines("cat", typed).1, "{typed:?}");
+        }
+        for typed in ["echo 'hi!'\n", "test a != b\n", "echo done!\n", "echo \\!x\n"] {
+            assert!(!edited_lines("bash", typed).1, "{typed:?}");
+        }
+        // In an interpreter, leading indentation is not completion, nor `!=`.
+        assert!(!edited_lines("python3 -i", "\tif a != b: pass\n").1);
+        assert!(edited_lines("python3 -i", "os.sys\t\n").1);
     }
 }

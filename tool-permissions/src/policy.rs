@@ -541,7 +541,7 @@ impl Policy {
         // `command`: the lines as the session will run them (as a terminal's line editor leaves
         // them), where a `Bash` hook looks for it: typing into a shell runs commands, which
         // Claude Code's hooks see as `Bash` calls.
-        let (edited, unresolved) = super::input::edited_lines(&typed);
+        let (edited, unresolved) = super::input::edited_lines(command, &typed);
         let mut tool_input =
             json!({"session_id": session_id, "session_command": command, "text": text, "command": edited});
         if !line_so_far.is_empty() {

@@ -123,6 +123,17 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
     "opencode.json",
     "opencode.jsonc",
     ".cursor",
+    // Other agents' and editor assistants' project MCP servers, hooks and instructions (Amazon Q,
+    // Kiro, Roo Code, Continue, Windsurf, Crush, Amp): read-only when present; when absent they
+    // get no placeholder (each would be an empty entry of the workspace during every command).
+    ".amazonq",
+    ".kiro",
+    ".roo",
+    ".continue",
+    ".windsurf",
+    "crush.json",
+    ".crush.json",
+    "AGENT.md",
     // Editors run what these name: VS Code's tasks (`runOn: folderOpen`) and settings (the
     // interpreter, formatters), JetBrains' run configurations; ripgrep reads its options from
     // the file `RIPGREP_CONFIG_PATH` names, which may be this one.

@@ -607,7 +607,17 @@ async fn a_shell_session_runs_the_lines_the_bash_rules_allow_and_no_other() {
     .await
     .unwrap();
     assert!(out.text_content().starts_with("x\ndone\n"), "{}", out.text_content());
-    for text in ["rm -rf x\n", "/bin/rm -rf x\n", "touch y\n", "ls; rm -fr x\n", "r\\\nm -rf x\n"] {
+    // History expansion and completion: what runs is not what was typed.
+    for text in [
+        "rm -rf x\n",
+        "/bin/rm -rf x\n",
+        "touch y\n",
+        "ls; rm -fr x\n",
+        "r\\\nm -rf x\n",
+        "^ls^rm\n",
+        "!!:s/ls/rm/\n",
+        "rm -r\t x\n",
+    ] {
         let refused =
             call_with(&fx, nobody.clone(), "bash_input", json!({"session_id": id, "text": text})).await;
         assert!(refused.is_err(), "{text:?} was typed: {refused:?}");

@@ -362,7 +362,7 @@ impl McpServer {
                         let checks_user = options.token.is_none() && !options.other_users;
                         // The connection's own address (the listener's may be `0.0.0.0`).
                         let here = stream.local_addr().unwrap_or(local);
-                        if checks_user && let Some(refused) = other_user(peer, here).await {
+                        if checks_user && let Some(refused) = other_user(peer, here, local) {
                             connections.refuse(stream, &refused);
                             continue;
                         }
@@ -779,30 +779,33 @@ impl http_body::Body for Counted {
     }
 }
 
-/// Why a connection from `peer` to `local` is refused for want of a token: it comes from this
-/// machine, from a socket of a user other than this process's (or root); `None` to serve it.
+/// Why a connection from `peer` to `here` (on the listener at `listening`) is refused for want
+/// of a token: its socket is another user's of this machine (not this process's, nor root's),
+/// or, on a loopback listener, which only this machine reaches, no socket of this machine is
+/// established at `peer` (it closed); `None` to serve it. A client on another machine (a
+/// listener on another address, `--allow-remote`) is not looked up.
 #[cfg(target_os = "linux")]
-async fn other_user(peer: std::net::SocketAddr, local: std::net::SocketAddr) -> Option<Refused> {
-    if !peer.ip().to_canonical().is_loopback() && !same_machine(peer, local) {
-        return None;
-    }
+fn other_user(
+    peer: std::net::SocketAddr,
+    here: std::net::SocketAddr,
+    listening: std::net::SocketAddr,
+) -> Option<Refused> {
     let own = nix::unistd::geteuid().as_raw();
-    let uid = tokio::task::spawn_blocking(move || super::peer::owner(peer, local)).await.ok().flatten();
-    match uid {
+    match super::peer::owner(peer, here) {
         Some(uid) if uid == own || uid == 0 => None,
-        uid => Some(Refused::OtherUser { uid, own }),
+        Some(uid) => Some(Refused::OtherUser { uid: Some(uid), own }),
+        None if listening.ip().to_canonical().is_loopback() => Some(Refused::OtherUser { uid: None, own }),
+        None => None,
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-async fn other_user(_peer: std::net::SocketAddr, _local: std::net::SocketAddr) -> Option<Refused> {
+fn other_user(
+    _peer: std::net::SocketAddr,
+    _here: std::net::SocketAddr,
+    _listening: std::net::SocketAddr,
+) -> Option<Refused> {
     None
-}
-
-/// Whether `peer` is an address of this machine: the one the connection reached (a client of
-/// this machine connecting to its own non-loopback address comes from that address).
-fn same_machine(peer: std::net::SocketAddr, local: std::net::SocketAddr) -> bool {
-    peer.ip().to_canonical() == local.ip().to_canonical()
 }
 
 /// Whether `value` is `Bearer TOKEN` with the right token. The scheme is case-insensitive (RFC

@@ -70,12 +70,25 @@ pub(crate) enum Inbound {
     Unanswered(#[cfg_attr(not(feature = "http"), allow(dead_code))] Value),
 }
 
+/// At most about this many JSON values (strings, numbers, arrays, objects, ...) are read in one
+/// message: parsed, each costs far more than the byte or two it takes, so that 16 MiB of `0,`
+/// would take gigabytes. A message must be at least twice as long to hold more, so shorter ones
+/// are not counted.
+pub(crate) const MAX_VALUES: usize = 100_000;
+
 /// Checks one message (one line without its newline, or one request body).
 pub(crate) fn check(message: &[u8], framing: Framing) -> Inbound {
     let message = message.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(message);
     if message.iter().all(u8::is_ascii_whitespace) {
         let text = format!("Parse error: the message is empty. Send one JSON-RPC object {}.", framing.one());
         return Inbound::Unanswered(error_response(None, PARSE_ERROR, text));
+    }
+    if message.len() > 2 * MAX_VALUES && more_values_than(message, MAX_VALUES) {
+        let text = format!(
+            "Invalid request: the message holds more than {MAX_VALUES} JSON values, the most this server reads \
+             in one message; nothing in it was processed. Send fewer values (a long text is one value)."
+        );
+        return Inbound::Reply(error_response(read_id(message), INVALID_REQUEST, text));
     }
     match plain_message(message) {
         Some(message) => Inbound::Message(Box::new(message)),
@@ -117,6 +130,35 @@ fn checked(message: &[u8], framing: Framing) -> Inbound {
             ),
         )),
     }
+}
+
+/// Whether `message` holds more than `limit` JSON values, counting what starts one or parts
+/// them outside strings (`"`, `,`, `[`, `{`): an upper bound of the values and keys.
+fn more_values_than(message: &[u8], limit: usize) -> bool {
+    let (mut count, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in message {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => {
+                in_string = true;
+                count += 1;
+            }
+            b',' | b'[' | b'{' => count += 1,
+            _ => continue,
+        }
+        if count > limit {
+            return true;
+        }
+    }
+    false
 }
 
 /// A request or notification that every check below would pass as it is, parsed straight into
@@ -704,6 +746,26 @@ mod tests {
     }
 
     #[test]
+    fn a_message_of_too_many_values_is_refused_unparsed() {
+        let many = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"ping","params":{{"a":[{}]}}}}"#,
+            vec!["0"; 200_000].join(",")
+        );
+        let value = reply(&many);
+        assert_eq!(value["id"], json!(7));
+        assert!(
+            value["error"]["message"].as_str().unwrap().contains("more than 100000 JSON values"),
+            "{value}"
+        );
+        let batch = format!("[{}]", vec!["[]"; 150_000].join(","));
+        assert!(reply(&batch)["error"]["message"].as_str().unwrap().contains("more than 100000 JSON values"));
+        // A long text is one value, commas and brackets in it included.
+        let text = "[{,\\\"".repeat(100_000);
+        let long = format!(r#"{{"jsonrpc":"2.0","id":8,"method":"ping","params":{{"a":"{text}"}}}}"#);
+        assert!(!more_values_than(long.as_bytes(), MAX_VALUES));
+    }
+
+    #[test]
     fn batches_are_refused_per_request() {
         let value = reply(
             r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"b","method":"tools/list"}]"#,
@@ -713,7 +775,7 @@ mod tests {
         assert_eq!(reply("[]")["id"], Value::Null);
         assert_eq!(reply("[1, 2")["error"]["code"], json!(PARSE_ERROR));
         // A batch of many items costs one bounded answer: the first 64 ids, no more.
-        let many = format!("[{}]", vec![r#"{"id":1}"#; 100_000].join(","));
+        let many = format!("[{}]", vec![r#"{"id":1}"#; 30_000].join(","));
         let value = reply(&many);
         let replies = value.as_array().unwrap();
         assert_eq!(replies.len(), MAX_BATCH_REPLIES);

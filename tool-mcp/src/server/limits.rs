@@ -204,7 +204,10 @@ impl Refused {
             Refused::OtherUser { uid, own } => {
                 let who = match uid {
                     Some(uid) => format!("user {uid}"),
-                    None => "a process this machine's socket table does not name".to_owned(),
+                    None => {
+                        "from no socket the kernel knows as established on this machine (one closed, say)"
+                            .to_owned()
+                    }
                 };
                 format!(
                     "Forbidden: this server asks for no token, so it serves only the processes of its own user \

@@ -1,90 +1,136 @@
 //! Who is at the other end of a connection from this machine: the user that owns the client's
-//! socket, as the kernel's socket table says (`/proc/net/tcp`, `/proc/net/tcp6`). A server that
-//! asks for no token serves its own user's processes only, not every account of the machine.
+//! socket, asked of the kernel by the connection's four addresses (`NETLINK_SOCK_DIAG`, an
+//! exact lookup, whatever the size of the machine's socket table). A server that asks for no
+//! token serves its own user's processes only, not every account of the machine.
 
-use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
 
-/// The socket table is read up to this many bytes (about 100,000 sockets).
-const MAX_TABLE_BYTES: u64 = 16 << 20;
+use nix::sys::socket::{
+    AddressFamily, MsgFlags, NetlinkAddr, SockFlag, SockProtocol, SockType, recv, sendto, socket,
+};
 
-/// The user owning the socket at `peer` that is connected to this server's `local`, when the
-/// kernel's table of this machine's sockets holds it; `None` when it does not (the client went
-/// away, the peer is not on this machine) or the table cannot be read.
-pub(crate) fn owner(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
-    let table = if local.is_ipv4() { "/proc/net/tcp" } else { "/proc/net/tcp6" };
-    let mut text = String::new();
-    std::fs::File::open(table).ok()?.take(MAX_TABLE_BYTES).read_to_string(&mut text).ok()?;
-    owner_in(&text, peer, local)
+/// `SOCK_DIAG_BY_FAMILY`, the message that asks about one socket.
+const SOCK_DIAG_BY_FAMILY: u16 = 20;
+/// `NLMSG_ERROR`: the kernel's answer when there is no such socket.
+const NLMSG_ERROR: u16 = 2;
+/// `NLM_F_REQUEST`.
+const NLM_F_REQUEST: u16 = 1;
+/// `TCP_ESTABLISHED`.
+const ESTABLISHED: u8 = 1;
+
+/// The user owning the socket at `peer` that is connected to this server's `here`, when it is
+/// a socket of this machine, established: a socket its process closed is the kernel's
+/// (`TIME_WAIT`, listed with uid 0) and names nobody, so that a client cannot send a request
+/// and close its socket to be taken for root. `None` when there is no such socket (the peer is
+/// on another machine, or went away) or the kernel cannot be asked.
+pub(crate) fn owner(peer: SocketAddr, here: SocketAddr) -> Option<u32> {
+    let request = request(peer, here)?;
+    let fd = socket(
+        AddressFamily::Netlink,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        SockProtocol::NetlinkSockDiag,
+    )
+    .ok()?;
+    sendto(fd.as_raw_fd(), &request, &NetlinkAddr::new(0, 0), MsgFlags::empty()).ok()?;
+    let mut answer = [0u8; 512];
+    let read = recv(fd.as_raw_fd(), &mut answer, MsgFlags::empty()).ok()?;
+    parse(&answer[..read])
 }
 
-/// [`owner`] in `table`'s text: the line whose local address is the peer's and whose remote
-/// address is the server's, in the established state. A socket its process has closed is
-/// listed as the kernel's (`TIME_WAIT`, uid 0) or as a closing one: it names nobody, so that a
-/// client cannot send a request and close its socket to be taken for root.
-fn owner_in(table: &str, peer: SocketAddr, local: SocketAddr) -> Option<u32> {
-    const ESTABLISHED: &str = "01";
-    let (peer, local) = (entry(peer), entry(local));
-    table.lines().skip(1).find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        (fields.get(1) == Some(&peer.as_str())
-            && fields.get(2) == Some(&local.as_str())
-            && fields.get(3) == Some(&ESTABLISHED))
-        .then(|| fields.get(7)?.parse().ok())
-        .flatten()
-    })
-}
-
-/// `addr` as the table writes it: each 32-bit word of the address in the machine's byte order,
-/// in hex, then the port.
-fn entry(addr: SocketAddr) -> String {
-    let words: Vec<u32> = match addr.ip() {
-        IpAddr::V4(v4) => vec![u32::from_ne_bytes(v4.octets())],
-        IpAddr::V6(v6) => {
-            v6.octets().chunks_exact(4).map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]])).collect()
-        }
+/// The request for the socket whose own address is `peer` and whose remote one is `here`
+/// (both IPv4, or both IPv6 once an IPv4-mapped address is read as IPv4).
+fn request(peer: SocketAddr, here: SocketAddr) -> Option<Vec<u8>> {
+    let (from, to) = (peer.ip().to_canonical(), here.ip().to_canonical());
+    let family = match (from, to) {
+        (IpAddr::V4(_), IpAddr::V4(_)) => libc_family(AddressFamily::Inet),
+        (IpAddr::V6(_), IpAddr::V6(_)) => libc_family(AddressFamily::Inet6),
+        _ => return None,
     };
-    let address: String = words.iter().map(|word| format!("{word:08X}")).collect();
-    format!("{address}:{:04X}", addr.port())
+    let address = |ip: IpAddr| -> [u8; 16] {
+        let mut bytes = [0u8; 16];
+        match ip {
+            IpAddr::V4(v4) => bytes[..4].copy_from_slice(&v4.octets()),
+            IpAddr::V6(v6) => bytes = v6.octets(),
+        }
+        bytes
+    };
+    let mut message = Vec::with_capacity(72);
+    // struct nlmsghdr
+    message.extend_from_slice(&72u32.to_ne_bytes());
+    message.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    message.extend_from_slice(&NLM_F_REQUEST.to_ne_bytes());
+    message.extend_from_slice(&1u32.to_ne_bytes()); // sequence
+    message.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel's
+    // struct inet_diag_req_v2: family, protocol (TCP), extensions, padding, states (all)
+    message.extend_from_slice(&[family, 6, 0, 0]);
+    message.extend_from_slice(&u32::MAX.to_ne_bytes());
+    // struct inet_diag_sockid: ports and addresses in network order, any interface, no cookie
+    message.extend_from_slice(&peer.port().to_be_bytes());
+    message.extend_from_slice(&here.port().to_be_bytes());
+    message.extend_from_slice(&address(from));
+    message.extend_from_slice(&address(to));
+    message.extend_from_slice(&0u32.to_ne_bytes());
+    message.extend_from_slice(&u32::MAX.to_ne_bytes());
+    message.extend_from_slice(&u32::MAX.to_ne_bytes());
+    debug_assert_eq!(message.len(), 72);
+    Some(message)
+}
+
+fn libc_family(family: AddressFamily) -> u8 {
+    family as i32 as u8
+}
+
+/// The owner in the kernel's answer: a `struct inet_diag_msg` after the header, whose state
+/// must be established.
+fn parse(answer: &[u8]) -> Option<u32> {
+    let kind = u16::from_ne_bytes(answer.get(4..6)?.try_into().ok()?);
+    if kind == NLMSG_ERROR || kind != SOCK_DIAG_BY_FAMILY {
+        return None;
+    }
+    // nlmsghdr (16), family (1), state (1), timer (1), retransmits (1), sockid (48), expires,
+    // read queue, write queue (3 × 4), uid.
+    let state = *answer.get(17)?;
+    let uid = u32::from_ne_bytes(answer.get(80..84)?.try_into().ok()?);
+    (state == ESTABLISHED).then_some(uid)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_connection_on_this_machine_is_found_with_its_owner() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let local = listener.local_addr().unwrap();
-        let client = std::net::TcpStream::connect(local).unwrap();
-        let (_server_side, peer) = listener.accept().unwrap();
-        assert_eq!(peer, client.local_addr().unwrap());
-        let own = std::fs::metadata("/proc/self/fd").map(|m| std::os::unix::fs::MetadataExt::uid(&m)).ok();
-        assert_eq!(owner(peer, local), own);
-        // The other direction is another socket's entry; an address not connected has none.
-        let elsewhere: SocketAddr = "127.0.0.1:1".parse().unwrap();
-        assert_eq!(owner(elsewhere, local), None);
+    fn own_uid() -> u32 {
+        nix::unistd::geteuid().as_raw()
     }
 
     #[test]
-    fn the_tables_lines_are_read_as_the_kernel_writes_them() {
-        let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
-        let local: SocketAddr = "127.0.0.1:8080".parse().unwrap();
-        let (p, l) = (entry(peer), entry(local));
-        let table = format!(
-            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
-             0: {l} 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1\n\
-             1: {p} {l} 01 00000000:00000000 00:00000000 00000000  1000        0 2 1\n"
-        );
-        assert_eq!(owner_in(&table, peer, local), Some(1000));
-        assert_eq!(owner_in(&table, local, peer), None);
-        // Closed by its process: TIME_WAIT (listed with uid 0) or FIN_WAIT2 names nobody.
-        for state in ["06", "05"] {
-            let closed =
-                table.replace(&format!("{l} 01 "), &format!("{l} {state} ")).replace(" 1000 ", "    0 ");
-            assert_eq!(owner_in(&closed, peer, local), None, "{state}");
+    fn a_connection_on_this_machine_is_found_with_its_owner() {
+        for bind in ["127.0.0.1:0", "[::1]:0"] {
+            let Ok(listener) = std::net::TcpListener::bind(bind) else { continue };
+            let here = listener.local_addr().unwrap();
+            let client = std::net::TcpStream::connect(here).unwrap();
+            let (_server_side, peer) = listener.accept().unwrap();
+            assert_eq!(peer, client.local_addr().unwrap());
+            assert_eq!(owner(peer, here), Some(own_uid()), "{bind}");
+            // The other direction is the server's own socket; an address not connected has none.
+            let elsewhere = SocketAddr::new(here.ip(), 1);
+            assert_eq!(owner(elsewhere, here), None);
+            // Closed by its process, the client's socket names nobody.
+            drop(client);
+            drop(_server_side);
+            assert_eq!(owner(peer, here), None, "{bind}: a closed socket");
         }
-        let v6: SocketAddr = "[::1]:8080".parse().unwrap();
-        assert_eq!(entry(v6).len(), 32 + 5);
+    }
+
+    #[test]
+    fn an_ipv4_client_of_an_ipv6_listener_is_looked_up_as_ipv4() {
+        let Ok(listener) = std::net::TcpListener::bind("[::]:0") else { return };
+        let port = listener.local_addr().unwrap().port();
+        let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (server_side, peer) = listener.accept().unwrap();
+        assert!(matches!(peer.ip(), IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some()));
+        assert_eq!(owner(peer, server_side.local_addr().unwrap()), Some(own_uid()));
+        drop(client);
     }
 }

@@ -234,12 +234,22 @@ async fn a_bash_hook_sees_what_is_typed_into_a_session() {
         json!({"session_id": id, "text": "rm -r hello.txt", "keys": ["left", "enter"], "wait_ms": 300});
     let (failed, refused) = call("bash_input", keys).await;
     assert!(failed && refused.contains("whose effect on the line cannot be known"), "{refused}");
+    // So are a history expansion and a completion, which a shell turns into another line.
+    for text in ["^echo^rm\n", "rm -r\t hello.txt\n"] {
+        let (failed, refused) =
+            call("bash_input", json!({"session_id": id, "text": text, "wait_ms": 300})).await;
+        assert!(
+            failed && refused.contains("whose effect on the line cannot be known"),
+            "{text:?}: {refused}"
+        );
+    }
     let (failed, typed) =
         call("bash_input", json!({"session_id": id, "text": "echo typed\n", "until": "typed"})).await;
     assert!(!failed && typed.contains("typed"), "{typed}");
     assert!(ws.join("hello.txt").exists());
     let log = std::fs::read_to_string(ws.join("hook.log")).unwrap();
-    // The refused lines are not logged (the hook stopped first); the line with keys and the last one are.
-    assert_eq!(log, "Bash bash\nBash bash_input\nBash bash_input\n");
+    // The refused lines are not logged (the hook stopped first); those it could not be shown,
+    // and the last one, are.
+    assert_eq!(log, "Bash bash\nBash bash_input\nBash bash_input\nBash bash_input\nBash bash_input\n");
     client.cancel().await.unwrap();
 }

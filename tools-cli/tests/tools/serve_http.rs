@@ -399,7 +399,7 @@ fn without_a_token_another_users_process_is_refused() {
     let fx = Fixture::new();
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "plain", "version": "1"}}});
-    let post = |url: &str, uid: Option<u32>, token: Option<&str>| {
+    let post_from = |url: &str, uid: Option<u32>, token: Option<&str>, source: Option<&str>| {
         let mut command = match uid {
             Some(uid) => {
                 let mut command = std::process::Command::new("setpriv");
@@ -414,6 +414,9 @@ fn without_a_token_another_users_process_is_refused() {
             None => std::process::Command::new("curl"),
         };
         command.args(["-sS", "-m", "10", "-w", "\n%{http_code}", "-X", "POST", url]);
+        if let Some(source) = source {
+            command.args(["--interface", source]);
+        }
         command.args([
             "-H",
             "content-type: application/json",
@@ -426,7 +429,17 @@ fn without_a_token_another_users_process_is_refused() {
         let out = command.args(["-d", &initialize.to_string()]).output().unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
+    let post = |url: &str, uid: Option<u32>, token: Option<&str>| post_from(url, uid, token, None);
     let server = HttpServer::start(&fx, &[]);
+    // From another address of this machine (routed over loopback all the same), too.
+    let addresses =
+        std::process::Command::new("hostname").arg("-I").output().map(|out| out.stdout).unwrap_or_default();
+    let other =
+        String::from_utf8_lossy(&addresses).split_whitespace().find(|a| !a.contains(':')).map(str::to_owned);
+    if let Some(other) = other {
+        let refused = post_from(&server.url, Some(65534), None, Some(&other));
+        assert!(refused.ends_with("\n403"), "from {other}: {refused}");
+    }
     let refused = post(&server.url, Some(65534), None);
     assert!(refused.ends_with("\n403"), "{refused}");
     assert!(
