@@ -310,11 +310,56 @@ fn unknowable(line: &Line, reader: Reader) -> bool {
     };
     match reader {
         Reader::Other => false,
-        Reader::Shell => line.unresolved || raw_tab(false) || expands_history(&line.edited),
+        Reader::Shell => {
+            line.unresolved
+                || raw_tab(false)
+                || expands_history(&line.edited)
+                || sets_up_later_lines(&line.edited)
+        }
         Reader::Interpreter => {
             line.unresolved || raw_tab(true) || line.edited.starts_with('^') || line.edited.contains("!!")
         }
     }
+}
+
+/// Builtins with which a line changes what later lines, or keys, will run: history recalled or
+/// rewritten (`fc -s`, `history -s`), key bindings that type or run commands (`bind`, `bind -x`),
+/// completions that run commands, loaded builtins, shell options, sourced files. (`set -o vi`
+/// needs no name here: the keys of its modes are control characters, unknowable already.)
+const SETS_UP: &[&str] =
+    &["fc", "r", "history", "bind", "complete", "compgen", "enable", "shopt", "source", "."];
+
+/// Variables whose value the shell reads as commands or as how to read later lines.
+const SETS_UP_VARIABLES: &[&str] = &[
+    "INPUTRC",
+    "histchars",
+    "HISTFILE",
+    "PROMPT_COMMAND",
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS3",
+    "PS4",
+    "BASH_ENV",
+    "ENV",
+    "HISTTIMEFORMAT",
+];
+
+/// Whether `line` changes what later lines or keys of the session run ([`SETS_UP`],
+/// [`SETS_UP_VARIABLES`]). A line that cannot be split into its commands is left to the rules,
+/// which read it as one they cannot follow.
+fn sets_up_later_lines(line: &str) -> bool {
+    // An assignment anywhere on the line (`export PROMPT_COMMAND=...`, `histchars=%^`, `X+=`).
+    let separators = |c: char| c.is_whitespace() || ";&|()`".contains(c);
+    let assigns = line.split(separators).any(|word| {
+        word.split_once('=').is_some_and(|(name, _)| SETS_UP_VARIABLES.contains(&name.trim_end_matches('+')))
+    });
+    let Some(commands) = crate::shell::simple_commands(line) else { return assigns };
+    assigns
+        || commands.iter().any(|command| {
+            let program = command.split_whitespace().find(|word| !word.contains('='));
+            program.is_some_and(|program| SETS_UP.contains(&program.rsplit('/').next().unwrap_or(program)))
+        })
 }
 
 /// Whether a shell's history expansion would change `line`: a `!` outside single quotes that
@@ -532,8 +577,23 @@ mod tests {
             assert!(edited_lines("bash", typed).1, "{typed:?}");
             assert!(!edited_lines("cat", typed).1, "{typed:?}");
         }
-        for typed in ["echo 'hi!'\n", "test a != b\n", "echo done!\n", "echo \\!x\n"] {
+        for typed in
+            ["echo 'hi!'\n", "test a != b\n", "echo done!\n", "echo \\!x\n", "ls -la\n", "cd src && make\n"]
+        {
             assert!(!edited_lines("bash", typed).1, "{typed:?}");
+        }
+        // Lines that change what later lines or keys run.
+        for typed in [
+            "fc -s echo=\n",
+            "history -s rm -rf x\n",
+            "bind '\"Q\": \"rm -rf x\\n\"'\n",
+            "bind -x '\"Q\": rm -rf x'\n",
+            "export PROMPT_COMMAND='rm -rf x'\n",
+            "histchars=%^\n",
+            "ls; shopt -s histverify\n",
+            ". ./env.sh\n",
+        ] {
+            assert!(edited_lines("bash", typed).1, "{typed:?}");
         }
         // In an interpreter, leading indentation is not completion, nor `!=`.
         assert!(!edited_lines("python3 -i", "\tif a != b: pass\n").1);

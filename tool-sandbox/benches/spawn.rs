@@ -21,6 +21,19 @@ fn once(sandbox: Option<&Sandbox>, cwd: &Path) -> Duration {
     started.elapsed()
 }
 
+/// As [`once`], holding the placeholders of the protected names absent at `cwd` while the command
+/// runs (as `bash` does), removed after it.
+fn once_holding(sandbox: &Sandbox, cwd: &Path) -> Duration {
+    let started = Instant::now();
+    let mut command = Command::new("bash");
+    command.arg("-c").arg("true").current_dir(cwd);
+    let held = sandbox.apply_holding(&mut command, cwd).expect("the sandbox applies");
+    let status = command.status().expect("bash runs");
+    drop(held);
+    assert!(status.success());
+    started.elapsed()
+}
+
 /// What a command with a proxy pays: a network namespace with a listener made for it, its
 /// sandbox built for the listener's port and joined to the namespace, then `bash -c true`.
 fn proxied(root: &Path, namespace: bool) -> (Duration, Duration) {
@@ -103,6 +116,7 @@ fn main() {
     )
     .expect("the kernel has the sandbox's layers");
     let (mut hidden, mut cpu_on, mut cpu_hidden) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut holding, mut cpu_holding) = (Vec::new(), Vec::new());
     let namespaces = Probe::get().network_namespace;
     let (mut off, mut on, mut no_mounts, mut no_netns) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut make, mut proxy, mut proxy_bare) = (Vec::new(), Vec::new(), Vec::new());
@@ -156,6 +170,10 @@ fn main() {
         cpu_hidden.push(cpu_of(|| {
             once(Some(&unreadable), &root);
         }));
+        holding.push(once_holding(&sandbox, &root));
+        cpu_holding.push(cpu_of(|| {
+            once_holding(&sandbox, &root);
+        }));
         proxy_bare.push(proxied(&root, false).1);
         if namespaces {
             let (made, total) = proxied(&root, true);
@@ -183,6 +201,16 @@ fn main() {
         hidden.as_secs_f64() * 1e3,
         (hidden.as_secs_f64() - on.as_secs_f64()) * 1e3,
         cpu_hidden.as_secs_f64() * 1e3,
+        cpu_on.as_secs_f64() * 1e3
+    );
+    let absent = tool_sandbox::PLACEHOLDERS.iter().filter(|name| !root.join(name).exists()).count();
+    let (holding, cpu_holding) = (median(holding), median(cpu_holding));
+    println!(
+        "bash -c true, sandboxed, {absent} placeholders held: {:>8.3} ms (added {:.3} ms; CPU {:.3} ms against \
+         {:.3} ms)",
+        holding.as_secs_f64() * 1e3,
+        (holding.as_secs_f64() - on.as_secs_f64()) * 1e3,
+        cpu_holding.as_secs_f64() * 1e3,
         cpu_on.as_secs_f64() * 1e3
     );
     let _ = std::fs::remove_dir_all(&outside);

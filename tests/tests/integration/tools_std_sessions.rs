@@ -617,6 +617,10 @@ async fn a_shell_session_runs_the_lines_the_bash_rules_allow_and_no_other() {
         "^ls^rm\n",
         "!!:s/ls/rm/\n",
         "rm -r\t x\n",
+        // Lines that set up what later lines or keys run.
+        "history -s rm -rf x\n",
+        "fc -s ls=rm\n",
+        "bind -x '\"Q\": rm -rf x'\n",
     ] {
         let refused =
             call_with(&fx, nobody.clone(), "bash_input", json!({"session_id": id, "text": text})).await;
@@ -626,9 +630,10 @@ async fn a_shell_session_runs_the_lines_the_bash_rules_allow_and_no_other() {
     let half = call_with(&fx, nobody.clone(), "bash_input", json!({"session_id": id, "text": "rm -r"})).await;
     assert!(half.is_err(), "{half:?}");
     let most: Arc<dyn PermissionHook> = Arc::new(policy(&fx, |b| b.allow("Bash").deny("Bash(rm -rf:*)")));
-    let first = call_with(&fx, most.clone(), "bash_input", json!({"session_id": id, "text": "r\\\n"})).await;
+    let first = call_with(&fx, most.clone(), "bash_input", json!({"session_id": id, "text": "ec\\\n"})).await;
     assert!(first.is_ok(), "{first:?}");
-    let rest = call_with(&fx, most, "bash_input", json!({"session_id": id, "text": "m -rf x\n"})).await;
+    let rest =
+        call_with(&fx, most, "bash_input", json!({"session_id": id, "text": "ho ok; rm -rf x\n"})).await;
     assert!(rest.is_err_and(|e| e.contains("`deny Bash(rm -rf:*)`")), "the continued line was typed");
     assert!(fx.root().join("x").is_dir());
     assert!(!fx.root().join("y").exists());

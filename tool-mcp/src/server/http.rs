@@ -781,9 +781,9 @@ impl http_body::Body for Counted {
 
 /// Why a connection from `peer` to `here` (on the listener at `listening`) is refused for want
 /// of a token: its socket is another user's of this machine (not this process's, nor root's),
-/// or, on a loopback listener, which only this machine reaches, no socket of this machine is
-/// established at `peer` (it closed); `None` to serve it. A client on another machine (a
-/// listener on another address, `--allow-remote`) is not looked up.
+/// or it comes from this machine (a loopback listener, or an address of this machine's) and no
+/// socket is established at `peer` (it closed); `None` to serve it. A client on another machine
+/// (a listener on another address, `--allow-remote`) is served, as warned at start.
 #[cfg(target_os = "linux")]
 fn other_user(
     peer: std::net::SocketAddr,
@@ -794,7 +794,9 @@ fn other_user(
     match super::peer::owner(peer, here) {
         Some(uid) if uid == own || uid == 0 => None,
         Some(uid) => Some(Refused::OtherUser { uid: Some(uid), own }),
-        None if listening.ip().to_canonical().is_loopback() => Some(Refused::OtherUser { uid: None, own }),
+        None if listening.ip().to_canonical().is_loopback() || super::peer::of_this_machine(peer.ip()) => {
+            Some(Refused::OtherUser { uid: None, own })
+        }
         None => None,
     }
 }

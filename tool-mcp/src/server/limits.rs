@@ -202,16 +202,17 @@ impl Refused {
                  client may have. Close connections you no longer use (or reuse them), then try again."
             ),
             Refused::OtherUser { uid, own } => {
-                let who = match uid {
-                    Some(uid) => format!("user {uid}"),
+                let whose = match uid {
+                    Some(uid) => format!("this connection is user {uid}'s"),
                     None => {
-                        "from no socket the kernel knows as established on this machine (one closed, say)"
+                        "this connection comes from no socket the kernel knows as established (one closed, \
+                             say)"
                             .to_owned()
                     }
                 };
                 format!(
                     "Forbidden: this server asks for no token, so it serves only the processes of its own user \
-                     ({own}) on this machine, and this connection is {who}'s. Its operator can give it a token \
+                     ({own}) on this machine, and {whose}. Its operator can give it a token \
                      (HttpOptions::bearer_token, `tools serve --http --auth-token-file FILE`) for other clients."
                 )
             }

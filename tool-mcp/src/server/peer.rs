@@ -25,7 +25,6 @@ const ESTABLISHED: u8 = 1;
 /// and close its socket to be taken for root. `None` when there is no such socket (the peer is
 /// on another machine, or went away) or the kernel cannot be asked.
 pub(crate) fn owner(peer: SocketAddr, here: SocketAddr) -> Option<u32> {
-    let request = request(peer, here)?;
     let fd = socket(
         AddressFamily::Netlink,
         SockType::Datagram,
@@ -33,15 +32,42 @@ pub(crate) fn owner(peer: SocketAddr, here: SocketAddr) -> Option<u32> {
         SockProtocol::NetlinkSockDiag,
     )
     .ok()?;
-    sendto(fd.as_raw_fd(), &request, &NetlinkAddr::new(0, 0), MsgFlags::empty()).ok()?;
-    let mut answer = [0u8; 512];
-    let read = recv(fd.as_raw_fd(), &mut answer, MsgFlags::empty()).ok()?;
-    parse(&answer[..read])
+    let ask = |interface: u32| {
+        let request = request(peer, here, interface)?;
+        sendto(fd.as_raw_fd(), &request, &NetlinkAddr::new(0, 0), MsgFlags::empty()).ok()?;
+        let mut answer = [0u8; 512];
+        let read = recv(fd.as_raw_fd(), &mut answer, MsgFlags::empty()).ok()?;
+        parse(&answer[..read])
+    };
+    // A socket bound to a device (`SO_BINDTODEVICE`, a link-local address) is found only by
+    // that device's index.
+    ask(0).or_else(|| {
+        let interfaces = nix::net::if_::if_nameindex().ok()?;
+        interfaces.iter().find_map(|interface| ask(interface.index()))
+    })
+}
+
+/// Whether `ip` is an address of this machine: loopback, or one of its interfaces'.
+pub(crate) fn of_this_machine(ip: IpAddr) -> bool {
+    let ip = ip.to_canonical();
+    if ip.is_loopback() {
+        return true;
+    }
+    let Ok(addresses) = nix::ifaddrs::getifaddrs() else { return false };
+    addresses.filter_map(|interface| interface.address).any(|address| {
+        let own = match (address.as_sockaddr_in(), address.as_sockaddr_in6()) {
+            (Some(v4), _) => IpAddr::V4(v4.ip()),
+            (_, Some(v6)) => IpAddr::V6(v6.ip()),
+            _ => return false,
+        };
+        own == ip
+    })
 }
 
 /// The request for the socket whose own address is `peer` and whose remote one is `here`
-/// (both IPv4, or both IPv6 once an IPv4-mapped address is read as IPv4).
-fn request(peer: SocketAddr, here: SocketAddr) -> Option<Vec<u8>> {
+/// (both IPv4, or both IPv6 once an IPv4-mapped address is read as IPv4), bound to the device
+/// `interface` (0: none).
+fn request(peer: SocketAddr, here: SocketAddr, interface: u32) -> Option<Vec<u8>> {
     let (from, to) = (peer.ip().to_canonical(), here.ip().to_canonical());
     let family = match (from, to) {
         (IpAddr::V4(_), IpAddr::V4(_)) => libc_family(AddressFamily::Inet),
@@ -71,7 +97,7 @@ fn request(peer: SocketAddr, here: SocketAddr) -> Option<Vec<u8>> {
     message.extend_from_slice(&here.port().to_be_bytes());
     message.extend_from_slice(&address(from));
     message.extend_from_slice(&address(to));
-    message.extend_from_slice(&0u32.to_ne_bytes());
+    message.extend_from_slice(&interface.to_ne_bytes());
     message.extend_from_slice(&u32::MAX.to_ne_bytes());
     message.extend_from_slice(&u32::MAX.to_ne_bytes());
     debug_assert_eq!(message.len(), 72);
@@ -121,6 +147,23 @@ mod tests {
             drop(_server_side);
             assert_eq!(owner(peer, here), None, "{bind}: a closed socket");
         }
+    }
+
+    #[test]
+    fn a_client_bound_to_a_device_is_found_too() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let here = listener.local_addr().unwrap();
+        let client = socket(AddressFamily::Inet, SockType::Stream, SockFlag::SOCK_CLOEXEC, None).unwrap();
+        let lo = std::ffi::OsString::from("lo");
+        if nix::sys::socket::setsockopt(&client, nix::sys::socket::sockopt::BindToDevice, &lo).is_err() {
+            return;
+        }
+        let SocketAddr::V4(v4) = here else { unreachable!() };
+        nix::sys::socket::connect(client.as_raw_fd(), &nix::sys::socket::SockaddrIn::from(v4)).unwrap();
+        let (_server_side, peer) = listener.accept().unwrap();
+        assert_eq!(owner(peer, here), Some(own_uid()));
+        assert!(of_this_machine(peer.ip()));
+        assert!(!of_this_machine("198.51.100.7".parse().unwrap()));
     }
 
     #[test]
