@@ -199,19 +199,26 @@ async fn a_denied_host_is_refused_with_the_rule_in_the_answer_and_the_log() {
     }
 }
 
-#[tokio::test]
-async fn an_unknown_host_is_asked_about_once_per_session() {
-    let server = server().await;
+/// An asker that answers `answer` about `host` and denies every other (plain HTTP only), and
+/// the count of its questions.
+fn counting_asker(host: &'static str, answer: AskAnswer) -> (tool_egress::Asker, Arc<AtomicUsize>) {
     let asked = Arc::new(AtomicUsize::new(0));
     let count = asked.clone();
     let ask = asker(move |request| {
-        let count = count.clone();
+        let (count, answer) = (count.clone(), answer.clone());
         async move {
             count.fetch_add(1, Ordering::SeqCst);
             assert_eq!(request.protocol, Protocol::Http);
-            if request.host == "asked.test" { AskAnswer::AllowForSession } else { AskAnswer::Deny }
+            if request.host == host { answer } else { AskAnswer::Deny }
         }
     });
+    (ask, asked)
+}
+
+#[tokio::test]
+async fn an_unknown_host_is_asked_about_once_per_session() {
+    let server = server().await;
+    let (ask, asked) = counting_asker("asked.test", AskAnswer::AllowForSession);
     let proxy = EgressProxy::start(with_loopback(policy().resolve("declined.test", [LOOPBACK])), Some(ask))
         .await
         .unwrap();
@@ -240,15 +247,7 @@ async fn an_unknown_host_is_asked_about_once_per_session() {
 async fn an_ask_rule_asks_whatever_allows_the_host() {
     let server = server().await;
     let port = server.addr.port();
-    let asked = Arc::new(AtomicUsize::new(0));
-    let count = asked.clone();
-    let ask = asker(move |request| {
-        let count = count.clone();
-        async move {
-            count.fetch_add(1, Ordering::SeqCst);
-            if request.host == "allowed.test" { AskAnswer::AllowOnce } else { AskAnswer::Deny }
-        }
-    });
+    let (ask, asked) = counting_asker("allowed.test", AskAnswer::AllowOnce);
     let rules = || {
         with_loopback(policy())
             .ask_host("allowed.test", "`WebFetch(domain:allowed.test)` of permissions.ask in s.json")

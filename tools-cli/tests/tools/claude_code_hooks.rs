@@ -20,15 +20,21 @@ echo "${name%%\"*} ${native%%\"*}" >> "$CLAUDE_PROJECT_DIR/hook.log"
 exit 0
 "#;
 
-#[test]
-fn a_hook_written_for_claude_code_works_unchanged() {
-    let fx = Fixture::new();
-    let ws = fx.ws();
+/// Puts [`GUARD`] in the workspace's `.claude/hooks`; the hook command that runs it, as Claude
+/// Code's settings name it.
+fn install_guard(ws: &std::path::Path) -> &'static str {
     let hooks = ws.join(".claude/hooks");
     std::fs::create_dir_all(&hooks).unwrap();
     std::fs::write(hooks.join("guard.sh"), GUARD).unwrap();
     std::process::Command::new("chmod").arg("+x").arg(hooks.join("guard.sh")).status().unwrap();
-    let command = r#""$CLAUDE_PROJECT_DIR"/.claude/hooks/guard.sh"#;
+    r#""$CLAUDE_PROJECT_DIR"/.claude/hooks/guard.sh"#
+}
+
+#[test]
+fn a_hook_written_for_claude_code_works_unchanged() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let command = install_guard(&ws);
     let settings = fx.dir.path().join("settings.json");
     let entry =
         |matcher: &str| json!({"matcher": matcher, "hooks": [{"type": "command", "command": command}]});
@@ -183,11 +189,7 @@ async fn a_bash_hook_sees_what_is_typed_into_a_session() {
     use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
     let fx = Fixture::new();
     let ws = fx.ws();
-    let hooks = ws.join(".claude/hooks");
-    std::fs::create_dir_all(&hooks).unwrap();
-    std::fs::write(hooks.join("guard.sh"), GUARD).unwrap();
-    std::process::Command::new("chmod").arg("+x").arg(hooks.join("guard.sh")).status().unwrap();
-    let command = r#""$CLAUDE_PROJECT_DIR"/.claude/hooks/guard.sh"#;
+    let command = install_guard(&ws);
     let settings = fx.dir.path().join("settings.json");
     let text = json!({
         "permissions": {"defaultMode": "bypassPermissions"},
