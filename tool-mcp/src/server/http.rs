@@ -174,9 +174,10 @@ impl HttpOptions {
 
     /// Without a [token](HttpOptions::bearer_token), serves other users' processes of this
     /// machine too. By default a server that asks for no token answers a connection from this
-    /// machine only when the client's socket belongs to the server's own user (or root), as the
-    /// kernel's socket table says (Linux): any account of the machine can reach a loopback port,
-    /// and the tools run as the server's user. Clients on other machines are not looked up.
+    /// machine only when the client's socket is established and belongs to the server's own
+    /// user (or root), as the kernel says when asked by the connection's addresses (Linux,
+    /// `NETLINK_SOCK_DIAG`): any account of the machine can reach a loopback port, and the tools
+    /// run as the server's user. Clients on other machines are not looked up.
     pub fn allow_other_users(mut self) -> Self {
         self.other_users = true;
         self
