@@ -329,7 +329,7 @@ fn unknowable(line: &Line, reader: Reader) -> bool {
 const SETS_UP: &[&str] =
     &["fc", "r", "history", "bind", "complete", "compgen", "enable", "shopt", "source", "."];
 
-/// Variables whose value the shell reads as commands or as how to read later lines.
+/// Variables whose value the shell reads as commands, as aliases, or as how to read later lines.
 const SETS_UP_VARIABLES: &[&str] = &[
     "INPUTRC",
     "histchars",
@@ -343,23 +343,66 @@ const SETS_UP_VARIABLES: &[&str] = &[
     "BASH_ENV",
     "ENV",
     "HISTTIMEFORMAT",
+    "BASH_ALIASES",
+    "BASH_CMDS",
 ];
 
-/// Whether `line` changes what later lines or keys of the session run ([`SETS_UP`],
-/// [`SETS_UP_VARIABLES`]). A line that cannot be split into its commands is left to the rules,
-/// which read it as one they cannot follow.
+/// Words that run the command after them (`builtin fc`, `command bind`, `time history`), looked
+/// past to find the program.
+const RUNS_NEXT: &[&str] = &["builtin", "command", "time", "exec", "nohup", "nice", "env", "then", "do", "!"];
+
+/// Builtins that write a variable named by an argument (`printf -v NAME`, `read NAME`, a
+/// nameref's `declare -n`): with a name that an expansion makes (`"$x"`), which variable is
+/// written cannot be known.
+const WRITES_NAMED: &[&str] =
+    &["printf", "read", "mapfile", "readarray", "declare", "typeset", "local", "export"];
+
+/// Whether `line` changes what later lines or keys of the session run: one of [`SETS_UP`] run,
+/// bare, quoted or behind [`RUNS_NEXT`]; a name of [`SETS_UP_VARIABLES`] anywhere on the line
+/// (assigned, an element, a nameref's target, `printf -v`, `read`); a nameref made
+/// (`declare -n`); or a variable written whose name an expansion makes.
 fn sets_up_later_lines(line: &str) -> bool {
-    // An assignment anywhere on the line (`export PROMPT_COMMAND=...`, `histchars=%^`, `X+=`).
-    let separators = |c: char| c.is_whitespace() || ";&|()`".contains(c);
-    let assigns = line.split(separators).any(|word| {
-        word.split_once('=').is_some_and(|(name, _)| SETS_UP_VARIABLES.contains(&name.trim_end_matches('+')))
-    });
-    let Some(commands) = crate::shell::simple_commands(line) else { return assigns };
-    assigns
-        || commands.iter().any(|command| {
-            let program = command.split_whitespace().find(|word| !word.contains('='));
-            program.is_some_and(|program| SETS_UP.contains(&program.rsplit('/').next().unwrap_or(program)))
-        })
+    let identifier = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let names = line.split(|c: char| !identifier(c)).any(|word| SETS_UP_VARIABLES.contains(&word));
+    if names {
+        return true;
+    }
+    // A line the parser cannot split is read word by word as a whole.
+    let commands = crate::shell::simple_commands(line).unwrap_or_else(|| vec![line.to_owned()]);
+    commands.iter().any(|command| {
+        // The program as the shell finds it: quotes, `$'...'` and backslashes dropped, past
+        // assignments and the words that run what follows them.
+        let plain =
+            |word: &str| word.chars().filter(|c| !matches!(c, '\'' | '"' | '\\' | '$')).collect::<String>();
+        let mut words = command.split_whitespace().map(plain).skip_while(|word| word.contains('='));
+        let mut program = words.next();
+        while let Some(word) = program.as_deref().filter(|word| RUNS_NEXT.contains(word)) {
+            let _ = word;
+            program = words.by_ref().find(|next| !next.starts_with('-'));
+        }
+        let Some(program) = program else { return false };
+        let program = program.rsplit('/').next().unwrap_or(&program).to_owned();
+        SETS_UP.contains(&program.as_str()) || writes_a_named_variable(&program, command)
+    })
+}
+
+/// Whether `command`, run by `program` (one of [`WRITES_NAMED`]), makes a nameref or writes a
+/// variable whose name an expansion makes: `declare -n`, `declare "$x=..."`, `printf -v "$x"`,
+/// `read "$x"` (words after a redirection are its values, not names).
+fn writes_a_named_variable(program: &str, command: &str) -> bool {
+    if !WRITES_NAMED.contains(&program) {
+        return false;
+    }
+    let words: Vec<&str> =
+        command.split_whitespace().skip(1).take_while(|word| !word.starts_with(['<', '>'])).collect();
+    let named = |word: &&str| word.split('=').next().is_some_and(|name| name.contains('$'));
+    match program {
+        "printf" => words.windows(2).any(|pair| pair[0] == "-v" && pair[1].contains('$')),
+        "read" | "mapfile" | "readarray" => {
+            words.iter().any(|word| !word.starts_with('-') && word.contains('$'))
+        }
+        _ => words.iter().any(|word| (word.starts_with('-') && word.contains('n')) || named(word)),
+    }
 }
 
 /// Whether a shell's history expansion would change `line`: a `!` outside single quotes that
@@ -368,15 +411,24 @@ fn expands_history(line: &str) -> bool {
     if line.starts_with('^') {
         return true;
     }
-    let mut quoted = false;
+    // As bash's `history_expand` reads quotes: single quotes outside double ones hide a `!`; in
+    // double quotes a `'` is a character, and a backslash escapes the next one.
+    let (mut single, mut double) = (false, false);
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            '\'' => quoted = !quoted,
-            '\\' if !quoted => {
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '\\' if !single => {
                 chars.next();
             }
-            '!' if !quoted && !matches!(chars.peek(), None | Some(' ' | '\t' | '=' | '(')) => return true,
+            '!' if !single => {
+                let inert = matches!(chars.peek(), None | Some(' ' | '\t' | '=' | '('))
+                    || (double && chars.peek() == Some(&'"'));
+                if !inert {
+                    return true;
+                }
+            }
             _ => {}
         }
     }
@@ -592,8 +644,35 @@ mod tests {
             "histchars=%^\n",
             "ls; shopt -s histverify\n",
             ". ./env.sh\n",
+            // Past wrappers and quoting, and variables written other ways than `NAME=`.
+            "builtin fc -s \"echo \"=\n",
+            "command fc -s\n",
+            "time fc -s\n",
+            "$'fc' -s\n",
+            "$'history' -s rm -rf x\n",
+            "builtin bind -x '\"Q\": rm -rf x'\n",
+            "PROMPT_COMMAND[0]='rm -rf x'\n",
+            "declare -n p=PROMPT_COMMAND\n",
+            "declare -n p=q\n",
+            "printf -v PROMPT_COMMAND 'rm -rf x'\n",
+            "printf -v \"$x\" 'rm -rf x'\n",
+            "read -r PROMPT_COMMAND <<< 'rm -rf x'\n",
+            "mapfile -t PROMPT_COMMAND <<< x\n",
+            "printf -v 'BASH_ALIASES[x]' 'rm -rf x'\n",
+            "printf -v histchars '%%^'\n",
+            // A `'` in double quotes hides no `!` from the expansion.
+            "x=\"'\"; !echo:1-3 #'\n",
         ] {
             assert!(edited_lines("bash", typed).1, "{typed:?}");
+        }
+        for typed in [
+            "echo \"hi!\"\n",
+            "git status\n",
+            "printf '%s\\n' a\n",
+            "read -r line\n",
+            "export PATH=/x:$PATH\n",
+        ] {
+            assert!(!edited_lines("bash", typed).1, "{typed:?}");
         }
         // In an interpreter, leading indentation is not completion, nor `!=`.
         assert!(!edited_lines("python3 -i", "\tif a != b: pass\n").1);
