@@ -363,8 +363,15 @@ const WRITES_NAMED: &[&str] =
 /// (`declare -n`); or a variable written whose name an expansion makes.
 fn sets_up_later_lines(line: &str) -> bool {
     let identifier = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let names = line.split(|c: char| !identifier(c)).any(|word| SETS_UP_VARIABLES.contains(&word));
-    if names {
+    // `ENV`, a common name of projects' own variables, counts only where it is assigned.
+    let names =
+        line.split(|c: char| !identifier(c)).any(|word| word != "ENV" && SETS_UP_VARIABLES.contains(&word));
+    let env = line.match_indices("ENV").any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = &line[at + 3..];
+        !before.is_some_and(identifier) && (after.starts_with('=') || after.starts_with("+="))
+    });
+    if names || env {
         return true;
     }
     // A line the parser cannot split is read word by word as a whole.
@@ -376,8 +383,7 @@ fn sets_up_later_lines(line: &str) -> bool {
             |word: &str| word.chars().filter(|c| !matches!(c, '\'' | '"' | '\\' | '$')).collect::<String>();
         let mut words = command.split_whitespace().map(plain).skip_while(|word| word.contains('='));
         let mut program = words.next();
-        while let Some(word) = program.as_deref().filter(|word| RUNS_NEXT.contains(word)) {
-            let _ = word;
+        while program.as_deref().is_some_and(|word| RUNS_NEXT.contains(&word)) {
             program = words.by_ref().find(|next| !next.starts_with('-'));
         }
         let Some(program) = program else { return false };
@@ -660,6 +666,7 @@ mod tests {
             "mapfile -t PROMPT_COMMAND <<< x\n",
             "printf -v 'BASH_ALIASES[x]' 'rm -rf x'\n",
             "printf -v histchars '%%^'\n",
+            "export ENV=./e.sh\n",
             // A `'` in double quotes hides no `!` from the expansion.
             "x=\"'\"; !echo:1-3 #'\n",
         ] {
@@ -671,6 +678,7 @@ mod tests {
             "printf '%s\\n' a\n",
             "read -r line\n",
             "export PATH=/x:$PATH\n",
+            "echo $ENV; DEPLOY_ENV=prod make\n",
         ] {
             assert!(!edited_lines("bash", typed).1, "{typed:?}");
         }
