@@ -88,8 +88,8 @@ impl Loaded {
             (None, false) => None,
         };
         let root = workspace_root(args.root.as_deref())?;
-        let codex = match &codex_path {
-            Some(path) => Some(read_codex(path, &root)?),
+        let codex = match codex_path {
+            Some(path) => Some((read_codex(&path, &root)?, path)),
             None => None,
         };
         let user_dir = hierarchy::user_dir();
@@ -128,13 +128,8 @@ impl Loaded {
             }
         }
         let managed = Managed::of(&found);
-        let (codex_path, codex) = match (codex_path, codex) {
-            (Some(path), Some(codex)) => (Some(path), Some(codex)),
-            _ => (None, None),
-        };
-        if let (Some(path), Some(codex)) = (&codex_path, &codex) {
-            let value = serde_json::to_value(&codex.settings).map_err(|e| Failure::usage(e.to_string()))?;
-            found.insert(0, (hierarchy::Scope::CommandLine, value, path.clone()));
+        if let Some((codex, path)) = &codex {
+            found.insert(0, (hierarchy::Scope::CommandLine, codex.settings.to_value(), path.clone()));
         }
         if found.is_empty() {
             return Ok(None);
@@ -156,7 +151,7 @@ impl Loaded {
         let value =
             hierarchy::merge_scoped(found.into_iter().map(|(scope, value, _)| (scope, value)).collect());
         let file = SettingsFile::from_value(value).map_err(|e| failure(label, &origin, e))?;
-        let (sandbox_mode, servers) = codex.map_or((None, None), |codex| (codex.sandbox, codex.servers));
+        let (sandbox_mode, servers) = codex.map_or((None, None), |(codex, _)| (codex.sandbox, codex.servers));
         Ok(Some(Loaded { label, origin, paths, file, sandbox_mode, servers, managed }))
     }
 
