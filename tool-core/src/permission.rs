@@ -64,6 +64,15 @@ pub enum PermissionKind {
         /// end): the command reads it together with `text`.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         line_so_far: String,
+        /// The programs of the command's other processes that may read what is typed (a job in
+        /// the terminal's foreground, `python3` started in a shell), by their executables' base
+        /// names, `""` for one that could not be told; empty when none runs.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        readers: Vec<String>,
+        /// The terminal's line-editing keys are not the ones a terminal starts with (`stty kill
+        /// Q`): what a typed line becomes cannot be told from its keys.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        keys_changed: bool,
     },
     /// Repeating the same call several times in a row.
     RepeatedCall {

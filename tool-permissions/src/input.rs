@@ -236,27 +236,85 @@ fn program_name(word: &str) -> String {
     if trimmed.is_empty() { base.to_owned() } else { trimmed.to_owned() }
 }
 
-/// The answer for typing `typed` (what was typed before on the line, then the new text) into a
-/// session of `tool`'s that runs `command`.
+/// Text typed into a session, and who reads it there.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Typing<'a> {
+    /// The command the session runs.
+    pub(crate) command: &'a str,
+    /// What was typed before on the line, then the new text.
+    pub(crate) typed: &'a str,
+    /// The programs of the session's other processes that may read it (see
+    /// [`PermissionKind::Input`](tool_core::PermissionKind::Input)).
+    pub(crate) readers: &'a [String],
+    /// The terminal's line-editing keys were changed.
+    pub(crate) keys_changed: bool,
+}
+
+impl Typing<'_> {
+    /// Who reads the lines: an interpreter where the command or a program of the session is
+    /// one; else a shell where the command (or, for another command, a program of it) is one.
+    /// And whether a program may read part of a line before a shell reads the rest: one that
+    /// is not an interpreter runs beside the shell (`head -c 5`, `bash -c 'read -n 5 x'`; the
+    /// shell's own `read` is looked for in the lines themselves).
+    fn reader(&self) -> (Reader, bool) {
+        let own = reader(self.command);
+        let others: Vec<Reader> = self
+            .readers
+            .iter()
+            .map(|program| if program.is_empty() { Reader::Interpreter } else { reader(program) })
+            .collect();
+        if own == Reader::Interpreter || others.contains(&Reader::Interpreter) {
+            return (Reader::Interpreter, false);
+        }
+        match own {
+            Reader::Shell => (Reader::Shell, !others.is_empty()),
+            _ if others.contains(&Reader::Shell) => (Reader::Shell, true),
+            _ => (own, false),
+        }
+    }
+}
+
+/// Lines checked suffix by suffix ([`partly_read`]) are at most this long; a longer one counts
+/// as unknowable.
+const MAX_SUFFIXED: usize = 1024;
+
+/// Why a line's end is checked as a command line of its own.
+const AFTER_ANOTHER_LINE: &str = "a line typed after another in one call: a program the line before runs may \
+                                  read part of it and leave the rest to the shell (send the line in a call of \
+                                  its own)";
+const KEYS: &str = "a terminal whose line-editing keys were changed (`stty kill Q`), so what a typed line \
+                    becomes cannot be told (stop the session and start another)";
+const BESIDE_A_PROGRAM: &str = "a line typed while another program of the session reads its input: it may read \
+                                part of the line and leave the rest to the shell";
+
+/// The answer for typing into a session (see [`Typing`]).
 ///
 /// - The rules of `tool` without a pattern apply (`allow bash_input`, `deny bash_input`).
 /// - Every line is read as a command line by the rules about commands (`Bash(...)`): a deny or
 ///   ask rule that matches a line applies whatever the session runs; into an interpreter, so
-///   does one that matches a string literal of the line (`os.system('rm -rf x')`).
+///   does one that matches a string literal of the line (`os.system('rm -rf x')`). Into a
+///   shell, a line after the first of the call, or any line while a program that is not a
+///   shell runs beside it, is also read from each of its characters on: a program may read the
+///   start of it (`head -c 5`) and leave the rest to the shell.
 /// - Into a plain shell, lines that the command rules allow, every one of them, are allowed,
 ///   and the command tools' defaults apply to its lines.
 /// - Otherwise, into a shell or interpreter, while any rule about commands is in force: ask.
 /// - Otherwise the tool's default.
-pub(crate) fn decide_input(rules: &Rules, tool: &str, command: &str, typed: &str) -> Verdict {
-    let reader = reader(command);
+pub(crate) fn decide_input(rules: &Rules, tool: &str, typing: &Typing<'_>) -> Verdict {
+    let (reader, beside) = typing.reader();
     let command_tools = rules.catalog().tools_with(Subject::Command);
     let mut found: Vec<Verdict> = rules.bare_verdict(tool).into_iter().collect();
-    let lines = lines(typed);
+    let lines = lines(typing.typed);
     let mut allowed = None;
     let mut covered = reader == Reader::Shell && !lines.is_empty();
-    for line in &lines {
+    for (at, line) in lines.iter().enumerate() {
         // An interpreter's string literals may be handed to a shell (`os.system('rm -rf x')`).
         let strings = if reader == Reader::Interpreter { quoted(&line.edited) } else { Vec::new() };
+        let partly = match (reader, at > 0, beside) {
+            (Reader::Shell, true, _) => Some(AFTER_ANOTHER_LINE),
+            (Reader::Shell, false, true) => Some(BESIDE_A_PROGRAM),
+            _ => None,
+        };
         for command_tool in &command_tools {
             for string in &strings {
                 let verdict = rules.decide_command(command_tool, string);
@@ -277,11 +335,19 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, command: &str, typed: &str
                     _ if reader == Reader::Shell => found.push(verdict),
                     _ => covered = false,
                 }
+                if let Some(why) = partly {
+                    found.extend(partly_read(rules, command_tool, form, why));
+                }
             }
             // Cursor keys, history, completion: what runs cannot be known, so any rule may match.
             if unknowable(line, reader) {
                 covered = false;
                 found.extend(rules.strictest_refusal(command_tool));
+            } else if typing.keys_changed && reader != Reader::Other {
+                covered = false;
+                found.extend(
+                    rules.strictest_refusal(command_tool).map(|verdict| as_unresolved(verdict, KEYS)),
+                );
             }
         }
     }
@@ -293,10 +359,47 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, command: &str, typed: &str
     }
     let governed = command_tools.iter().any(|command_tool| rules.has_rules_for(command_tool));
     if reader != Reader::Other && governed {
-        let shown: String = command.chars().take(80).collect();
+        let shown: String = typing.command.chars().take(80).collect();
         return Verdict { action: Action::Ask, because: Because::InputDefault(shown) };
     }
     rules.default_verdict(tool)
+}
+
+/// `verdict`, a rule's, as one that applies because `why` keeps what runs from being known.
+fn as_unresolved(verdict: Verdict, why: &'static str) -> Verdict {
+    match verdict.because {
+        Because::Rule { action, text, origin } => {
+            Verdict { action: verdict.action, because: Because::Unresolved { action, text, origin, why } }
+        }
+        _ => verdict,
+    }
+}
+
+/// The deny and ask rules of `command_tool` that match `line` read from one of its characters
+/// on (what a shell reads after a program took the start of the line), `why` saying so; a line
+/// longer than [`MAX_SUFFIXED`] meets the strictest of them.
+fn partly_read(rules: &Rules, command_tool: &str, line: &str, why: &'static str) -> Vec<Verdict> {
+    if line.chars().count() > MAX_SUFFIXED {
+        return rules.strictest_refusal(command_tool).into_iter().map(|v| as_unresolved(v, why)).collect();
+    }
+    let mut found = Vec::new();
+    let mut last = "";
+    for (at, _) in line.char_indices().skip(1) {
+        let rest = line[at..].trim();
+        if rest.is_empty() || rest == last {
+            continue;
+        }
+        last = rest;
+        let verdict = rules.decide_command(command_tool, rest);
+        // A cut inside quotes or a substitution leaves it open: the shell then reads on into
+        // the next line, whose own ends are checked in turn.
+        let cut_open =
+            matches!(verdict.because, Because::Unresolved { why, .. } if why.starts_with("an unterminated"));
+        if verdict.because.is_a_rule() && verdict.action != Action::Allow && !cut_open {
+            found.push(as_unresolved(verdict, why));
+        }
+    }
+    found
 }
 
 /// Whether what `line` runs, read by `reader`, cannot be known from its text: keys that move
@@ -326,8 +429,16 @@ fn unknowable(line: &Line, reader: Reader) -> bool {
 /// rewritten (`fc -s`, `history -s`), key bindings that type or run commands (`bind`, `bind -x`),
 /// completions that run commands, loaded builtins, shell options, sourced files. (`set -o vi`
 /// needs no name here: the keys of its modes are control characters, unknowable already.)
-const SETS_UP: &[&str] =
-    &["fc", "r", "history", "bind", "complete", "compgen", "enable", "shopt", "source", "."];
+/// The terminal's keys too (`stty kill Q`: a `Q` then ends what came before it on the line).
+const SETS_UP: &[&str] = &[
+    "fc", "r", "history", "bind", "complete", "compgen", "enable", "shopt", "source", ".", "stty", "tset",
+    "reset",
+];
+
+/// Builtins with which the shell itself reads what is typed next, possibly part of a line
+/// (`read -n 5 x`, `read -d ' '`), leaving the rest to run as a command: looked for as a word
+/// anywhere on the line (a function's body, an `eval`'s text).
+const READS_LATER_LINES: &[&str] = &["read", "mapfile", "readarray"];
 
 /// Variables whose value the shell reads as commands, as aliases, or as how to read later lines.
 const SETS_UP_VARIABLES: &[&str] = &[
@@ -351,16 +462,15 @@ const SETS_UP_VARIABLES: &[&str] = &[
 /// past to find the program.
 const RUNS_NEXT: &[&str] = &["builtin", "command", "time", "exec", "nohup", "nice", "env", "then", "do", "!"];
 
-/// Builtins that write a variable named by an argument (`printf -v NAME`, `read NAME`, a
-/// nameref's `declare -n`): with a name that an expansion makes (`"$x"`), which variable is
+/// Builtins that write a variable named by an argument (`printf -v NAME`, a nameref's
+/// `declare -n`; `read NAME` is one of [`READS_LATER_LINES`]): with a name that an expansion makes (`"$x"`), which variable is
 /// written cannot be known.
-const WRITES_NAMED: &[&str] =
-    &["printf", "read", "mapfile", "readarray", "declare", "typeset", "local", "export"];
+const WRITES_NAMED: &[&str] = &["printf", "declare", "typeset", "local", "export"];
 
 /// Whether `line` changes what later lines or keys of the session run: one of [`SETS_UP`] run,
 /// bare, quoted or behind [`RUNS_NEXT`]; a name of [`SETS_UP_VARIABLES`] anywhere on the line
-/// (assigned, an element, a nameref's target, `printf -v`, `read`); a nameref made
-/// (`declare -n`); or a variable written whose name an expansion makes.
+/// (assigned, an element, a nameref's target, `printf -v`); one of [`READS_LATER_LINES`]
+/// anywhere; a nameref made (`declare -n`); or a variable written whose name an expansion makes.
 fn sets_up_later_lines(line: &str) -> bool {
     let identifier = |c: char| c.is_ascii_alphanumeric() || c == '_';
     // `ENV`, a common name of projects' own variables, counts only where it is assigned.
@@ -371,7 +481,11 @@ fn sets_up_later_lines(line: &str) -> bool {
         let after = &line[at + 3..];
         !before.is_some_and(identifier) && (after.starts_with('=') || after.starts_with("+="))
     });
-    if names || env {
+    let reads = line
+        .split(|c: char| c.is_whitespace() || ";&|(){}<>`".contains(c))
+        .map(|word| word.chars().filter(|c| !matches!(c, '\'' | '"' | '\\')).collect::<String>())
+        .any(|word| READS_LATER_LINES.contains(&word.as_str()));
+    if names || env || reads {
         return true;
     }
     // A line the parser cannot split is read word by word as a whole.
@@ -393,8 +507,8 @@ fn sets_up_later_lines(line: &str) -> bool {
 }
 
 /// Whether `command`, run by `program` (one of [`WRITES_NAMED`]), makes a nameref or writes a
-/// variable whose name an expansion makes: `declare -n`, `declare "$x=..."`, `printf -v "$x"`,
-/// `read "$x"` (words after a redirection are its values, not names).
+/// variable whose name an expansion makes: `declare -n`, `declare "$x=..."`, `printf -v "$x"`
+/// (words after a redirection are its values, not names).
 fn writes_a_named_variable(program: &str, command: &str) -> bool {
     if !WRITES_NAMED.contains(&program) {
         return false;
@@ -404,9 +518,6 @@ fn writes_a_named_variable(program: &str, command: &str) -> bool {
     let named = |word: &&str| word.split('=').next().is_some_and(|name| name.contains('$'));
     match program {
         "printf" => words.windows(2).any(|pair| pair[0] == "-v" && pair[1].contains('$')),
-        "read" | "mapfile" | "readarray" => {
-            words.iter().any(|word| !word.starts_with('-') && word.contains('$'))
-        }
         _ => words.iter().any(|word| (word.starts_with('-') && word.contains('n')) || named(word)),
     }
 }
@@ -519,10 +630,11 @@ fn lines(typed: &str) -> Vec<Line> {
 /// a terminal's line editor leaves them (backspaces and line kills applied, backslash-newlines
 /// joined), one per line; and whether keys or text whose effect cannot be known (cursor,
 /// history, completion: see [`unknowable`]) are in it.
-pub(crate) fn edited_lines(command: &str, typed: &str) -> (String, bool) {
-    let reader = reader(command);
-    let lines = lines(typed);
-    let unresolved = lines.iter().any(|line| line.unresolved || unknowable(line, reader));
+pub(crate) fn edited_lines(typing: &Typing<'_>) -> (String, bool) {
+    let (reader, _) = typing.reader();
+    let lines = lines(typing.typed);
+    let unresolved = typing.keys_changed && reader != Reader::Other
+        || lines.iter().any(|line| line.unresolved || unknowable(line, reader));
     (lines.into_iter().map(|line| line.edited).collect::<Vec<_>>().join("\n"), unresolved)
 }
 
@@ -564,6 +676,11 @@ fn strictest(verdicts: Vec<Verdict>) -> Option<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::ToolCatalog;
+
+    fn edited(command: &str, typed: &str) -> (String, bool) {
+        edited_lines(&Typing { command, typed, readers: &[], keys_changed: false })
+    }
 
     #[test]
     fn shells_interpreters_and_the_rest() {
@@ -622,23 +739,23 @@ mod tests {
 
     #[test]
     fn a_backslash_at_a_lines_end_joins_the_next_line_to_it() {
-        let edited = |typed: &str| lines(typed).into_iter().map(|l| l.edited).collect::<Vec<_>>();
-        assert_eq!(edited("r\\\nm -rf x\n"), ["rm -rf x"]);
-        assert_eq!(edited("r\\\rm -rf x\r"), ["rm -rf x"]);
-        assert_eq!(edited("echo a \\\\\nrm -rf x\n"), ["echo a \\\\", "rm -rf x"]);
+        let joined = |typed: &str| lines(typed).into_iter().map(|l| l.edited).collect::<Vec<_>>();
+        assert_eq!(joined("r\\\nm -rf x\n"), ["rm -rf x"]);
+        assert_eq!(joined("r\\\rm -rf x\r"), ["rm -rf x"]);
+        assert_eq!(joined("echo a \\\\\nrm -rf x\n"), ["echo a \\\\", "rm -rf x"]);
         // A backslash typed then erased does not join.
-        assert_eq!(edited("ls \\\u{7f}\nrm x\n"), ["ls", "rm x"]);
-        assert_eq!(edited_lines("bash", "r\\\nm -rX\u{7f}f x\n"), ("rm -rf x".to_owned(), false));
-        assert!(edited_lines("bash", "rm\u{1b}[D x\n").1);
+        assert_eq!(joined("ls \\\u{7f}\nrm x\n"), ["ls", "rm x"]);
+        assert_eq!(edited("bash", "r\\\nm -rX\u{7f}f x\n"), ("rm -rf x".to_owned(), false));
+        assert!(edited("bash", "rm\u{1b}[D x\n").1);
         // History expansion and completion in a shell; not in what only reads lines.
         for typed in ["^echo^rm\n", "!!:1-3\n", "echo !$\n", "rm -r\t x\n", "\"!-2\"\n"] {
-            assert!(edited_lines("bash", typed).1, "{typed:?}");
-            assert!(!edited_lines("cat", typed).1, "{typed:?}");
+            assert!(edited("bash", typed).1, "{typed:?}");
+            assert!(!edited("cat", typed).1, "{typed:?}");
         }
         for typed in
             ["echo 'hi!'\n", "test a != b\n", "echo done!\n", "echo \\!x\n", "ls -la\n", "cd src && make\n"]
         {
-            assert!(!edited_lines("bash", typed).1, "{typed:?}");
+            assert!(!edited("bash", typed).1, "{typed:?}");
         }
         // Lines that change what later lines or keys run.
         for typed in [
@@ -669,21 +786,81 @@ mod tests {
             "export ENV=./e.sh\n",
             // A `'` in double quotes hides no `!` from the expansion.
             "x=\"'\"; !echo:1-3 #'\n",
+            // The shell reads the start of later lines itself, or its keys change.
+            "read -n 5 junk\n",
+            "read -r line\n",
+            "f() { read -d ' ' x; }\n",
+            "eval \"re\"\"ad -n 5 j\"\n",
+            "stty kill Q\n",
+            "command stty erase Q\n",
         ] {
-            assert!(edited_lines("bash", typed).1, "{typed:?}");
+            assert!(edited("bash", typed).1, "{typed:?}");
         }
         for typed in [
             "echo \"hi!\"\n",
             "git status\n",
             "printf '%s\\n' a\n",
-            "read -r line\n",
+            "git reset --hard\n",
+            "cat README.md thread.rs\n",
             "export PATH=/x:$PATH\n",
             "echo $ENV; DEPLOY_ENV=prod make\n",
         ] {
-            assert!(!edited_lines("bash", typed).1, "{typed:?}");
+            assert!(!edited("bash", typed).1, "{typed:?}");
         }
         // In an interpreter, leading indentation is not completion, nor `!=`.
-        assert!(!edited_lines("python3 -i", "\tif a != b: pass\n").1);
-        assert!(edited_lines("python3 -i", "os.sys\t\n").1);
+        assert!(!edited("python3 -i", "\tif a != b: pass\n").1);
+        assert!(edited("python3 -i", "os.sys\t\n").1);
+    }
+
+    fn typing<'a>(command: &'a str, typed: &'a str, readers: &'a [String]) -> Typing<'a> {
+        Typing { command, typed, readers, keys_changed: false }
+    }
+
+    /// What else of a session runs decides who reads what is typed, and where part of a line
+    /// may be read by another program first, the rest of it is read as a command line too.
+    #[test]
+    fn programs_beside_the_shell_and_lines_after_the_first_are_read_from_each_character() {
+        let catalog =
+            ToolCatalog::new().subject("bash", Subject::Command).subject("bash_input", Subject::Input);
+        let rules = Rules::builder("/w").catalog(catalog).allow("bash").deny("bash(rm:*)").build().unwrap();
+        let decide = |typing: &Typing<'_>| decide_input(&rules, "bash_input", typing);
+        let none: &[String] = &[];
+        // A shell at its prompt: each line as it is.
+        assert_eq!(decide(&typing("bash", "echo rm b1\n", none)).action, Action::Allow);
+        // A program reading part of the input (`head -c 5`, a shell's `read -n 5`) may leave
+        // `rm b1` to the shell.
+        let head = ["head".to_owned()];
+        let refused = decide(&typing("bash", "echo rm b1\n", &head));
+        assert_eq!(refused.action, Action::Deny);
+        assert!(
+            refused.because.to_string().contains("another program of the session"),
+            "{}",
+            refused.because
+        );
+        assert_eq!(decide(&typing("bash", "echo rm b1\n", &["bash".to_owned()])).action, Action::Deny);
+        assert_eq!(decide(&typing("bash", "y\n", &head)).action, Action::Allow);
+        // After another line of the same call.
+        let after = decide(&typing("bash", "head -c 5\necho rm b1\n", none));
+        assert_eq!(after.action, Action::Deny);
+        assert!(after.because.to_string().contains("in a call of its own"), "{}", after.because);
+        assert_eq!(decide(&typing("bash", "cd src\ngit status\n", none)).action, Action::Allow);
+        // A cut inside quotes leaves them open: not a refusal by itself.
+        assert_eq!(decide(&typing("bash", "cd src\ngit commit -m 'a b'\n", none)).action, Action::Allow);
+        // An interpreter started in the shell reads the lines: its string literals count.
+        let python = ["python3.11".to_owned()];
+        assert_eq!(
+            decide(&typing("bash", "import os; os.system(\"rm v1\")\n", &python)).action,
+            Action::Deny
+        );
+        assert_eq!(decide(&typing("bash", "print(1)\n", &python)).action, Action::Ask);
+        // A program that could not be told counts as an interpreter.
+        assert_eq!(decide(&typing("bash", "print(1)\n", &[String::new()])).action, Action::Ask);
+        // Changed keys: what a line becomes cannot be known.
+        let keys = Typing { keys_changed: true, ..typing("bash", "echo xQrm v1\n", none) };
+        assert_eq!(decide(&keys).action, Action::Deny);
+        assert!(edited_lines(&keys).1);
+        // A line too long to read from each character counts as matching.
+        let long = format!("cd src\necho {}\n", "a".repeat(MAX_SUFFIXED));
+        assert_eq!(decide(&typing("bash", &long, none)).action, Action::Deny);
     }
 }

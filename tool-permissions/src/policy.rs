@@ -534,18 +534,27 @@ impl Policy {
     /// ([`decide_input`](super::input::decide_input)). A hook's `allow` lets the default ask
     /// about a shell or interpreter through, not a rule's.
     async fn decide_input(&self, request: &PermissionRequest) -> PermissionDecision {
-        let PermissionKind::Input { session_id, command, text, line_so_far } = &request.kind else {
+        let PermissionKind::Input { session_id, command, text, line_so_far, readers, keys_changed } =
+            &request.kind
+        else {
             return PermissionDecision::Allow;
         };
         let typed = format!("{line_so_far}{text}");
+        let typing = super::input::Typing { command, typed: &typed, readers, keys_changed: *keys_changed };
         // `command`: the lines as the session will run them (as a terminal's line editor leaves
         // them), where a `Bash` hook looks for it: typing into a shell runs commands, which
         // Claude Code's hooks see as `Bash` calls.
-        let (edited, unresolved) = super::input::edited_lines(command, &typed);
+        let (edited, unresolved) = super::input::edited_lines(&typing);
         let mut tool_input =
             json!({"session_id": session_id, "session_command": command, "text": text, "command": edited});
         if !line_so_far.is_empty() {
             tool_input["line_so_far"] = json!(line_so_far);
+        }
+        if !readers.is_empty() {
+            tool_input["session_readers"] = json!(readers);
+        }
+        if *keys_changed {
+            tool_input["session_keys_changed"] = json!(true);
         }
         let session = request.details.get("session").and_then(Value::as_str).unwrap_or_default();
         let says = match self
@@ -563,7 +572,7 @@ impl Policy {
                 };
             }
         };
-        let verdict = super::input::decide_input(&self.rules, &request.tool, command, &typed);
+        let verdict = super::input::decide_input(&self.rules, &request.tool, &typing);
         let mut verdict = self.settle(&request.tool, Unmatched::Input(command), verdict);
         // Keys whose effect on the line cannot be known (cursor, history, completion): the
         // hooks did not see what will run, so it is asked about unless one of them allowed it.

@@ -89,7 +89,18 @@ impl HookCommand {
         let verdict = match (rules.catalog().subject_of(tool), argument("command"), argument("path")) {
             (Some(Subject::Command), Some(command), _) => rules.decide_command(tool, command),
             (Some(Subject::Input), Some(typed), _) => {
-                crate::input::decide_input(rules, tool, argument("session_command").unwrap_or("sh"), typed)
+                let readers: Vec<String> = input
+                    .get("session_readers")
+                    .and_then(Value::as_array)
+                    .map(|readers| readers.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                    .unwrap_or_default();
+                let typing = crate::input::Typing {
+                    command: argument("session_command").unwrap_or("sh"),
+                    typed,
+                    readers: &readers,
+                    keys_changed: input.get("session_keys_changed").and_then(Value::as_bool).unwrap_or(false),
+                };
+                crate::input::decide_input(rules, tool, &typing)
             }
             (Some(Subject::Path), _, Some(path)) => {
                 let path = tool_sandbox::lexically_normal(&rules.root().join(path));

@@ -556,14 +556,15 @@ async fn typing_into_an_allowed_python_session_is_asked_and_the_deny_rules_read_
         .unwrap_err();
     assert!(second.contains("refused by the rule `deny Bash(rm -rf:*)`"), "{second}");
     let seen = yes.seen.lock().unwrap().clone();
+    // (Where `python3` is a launcher, `readers` names the processes it runs.)
+    let PermissionKind::Input { session_id, command, text, line_so_far, keys_changed, .. } =
+        &seen.last().unwrap().kind
+    else {
+        panic!("{:?}", seen.last())
+    };
     assert_eq!(
-        seen.last().unwrap().kind,
-        PermissionKind::Input {
-            session_id: id,
-            command: "python3 -u -i".to_owned(),
-            text: "f x')\n".to_owned(),
-            line_so_far: "os.system('rm -r".to_owned()
-        }
+        (*session_id, command.as_str(), text.as_str(), line_so_far.as_str(), *keys_changed),
+        (id, "python3 -u -i", "f x')\n", "os.system('rm -r", false)
     );
     // Ending the half line as it is (a syntax error for python), then an allowed line runs.
     let out = call_with(
@@ -837,5 +838,66 @@ async fn in_a_terminal_backspaces_and_history_keys_do_not_get_around_a_deny_rule
     assert!(refused.as_ref().is_err_and(|e| e.contains("deny Bash(rm -rf:*)")), "{refused:?}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(fx.root().join("x").is_dir());
+    fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
+}
+
+/// What runs in a shell session when text is typed decides who reads it: an interpreter started
+/// in the shell reads code (its string literals are read by the rules), a program reading part
+/// of a line (`head -c 5`) leaves the rest to the shell (so the rest is read as a command line
+/// too), and keys changed by a program (`stty kill Q`, here through `termios`) make every line
+/// unknowable.
+#[tokio::test]
+async fn what_a_shell_session_runs_meanwhile_decides_how_what_is_typed_is_read() {
+    let fx = Fx::new("sessions-input-readers");
+    if !terminal(&fx).await {
+        return;
+    }
+    std::fs::write(fx.root().join("b1"), "keep").unwrap();
+    let rules = policy(&fx, |b| b.allow("Bash(bash --norc)").allow("bash_input").deny("Bash(rm:*)"));
+    let rules: Arc<dyn PermissionHook> = Arc::new(rules);
+    let started = call_with(
+        &fx,
+        rules.clone(),
+        "bash",
+        json!({"command": "bash --norc", "tty": true, "background": true}),
+    )
+    .await
+    .unwrap();
+    let id = started.metadata["session_id"].as_u64().unwrap();
+    let typed = |text: &str| {
+        call_with(&fx, rules.clone(), "bash_input", json!({"session_id": id, "text": text, "wait_ms": 500}))
+    };
+    // At the prompt, a line is read as it is.
+    assert!(typed("echo rm b1\n").await.is_ok());
+    // Python started in the shell reads the next line.
+    assert!(typed("python3 -q\n").await.is_ok());
+    let refused = typed("import os; os.system('rm b1')\n").await;
+    assert!(refused.as_ref().is_err_and(|e| e.contains("deny Bash(rm:*)")), "{refused:?}");
+    let out =
+        call_with(&fx, rules.clone(), "bash_input", json!({"session_id": id, "keys": ["ctrl_d"]})).await;
+    assert!(out.is_ok(), "{out:?}");
+    // `head -c 5` would take `echo ` and leave `rm b1` to the shell.
+    assert!(typed("head -c 5\n").await.is_ok());
+    let refused = typed("echo rm b1\n").await;
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.contains("deny Bash(rm:*)") && e.contains("another program of the session")),
+        "{refused:?}"
+    );
+    assert!(typed("y\n").await.is_ok(), "an answer with no command in it");
+    let out =
+        call_with(&fx, rules.clone(), "bash_input", json!({"session_id": id, "keys": ["ctrl_c"]})).await;
+    assert!(out.is_ok(), "{out:?}");
+    // Lines after the first of one call: the first may start a program that reads the next.
+    let refused = typed("head -c 5\necho rm b1\n").await;
+    assert!(refused.as_ref().is_err_and(|e| e.contains("in a call of its own")), "{refused:?}");
+    // A kill key of `Q` would end `echo x` and run `rm b1`.
+    let keys = "python3 -c 'import termios as t; a = t.tcgetattr(0); a[6][t.VKILL] = b\"Q\"; t.tcsetattr(0, 0, a)'\n";
+    assert!(typed(keys).await.is_ok());
+    let refused = typed("echo xQrm b1\n").await;
+    assert!(refused.as_ref().is_err_and(|e| e.contains("line-editing keys")), "{refused:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(std::fs::read_to_string(fx.root().join("b1")).unwrap(), "keep");
     fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
 }

@@ -161,6 +161,27 @@ impl Tree {
     pub fn kill(&self) -> io::Result<KillReport> {
         kill(self)
     }
+
+    /// The command's live processes now, as [`Tree::kill`] would find them (its shell
+    /// included). Errors only when `/proc` cannot be read.
+    pub fn processes(&self) -> io::Result<Vec<Process>> {
+        let procs = snapshot()?;
+        Ok(members(self, &procs, &mut HashMap::new())
+            .iter()
+            .map(|p| Process { pid: p.pid, group: p.pgid, session: p.sid })
+            .collect())
+    }
+}
+
+/// One process of a command ([`Tree::processes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Process {
+    /// Its id.
+    pub pid: i32,
+    /// Its process group's id.
+    pub group: i32,
+    /// Its session's id.
+    pub session: i32,
 }
 
 /// The children of every thread of `pid` (`/proc/PID/task/TID/children`; empty on kernels
@@ -182,6 +203,7 @@ struct Stat {
     pid: i32,
     ppid: i32,
     pgid: i32,
+    sid: i32,
     state: u8,
     /// Clock ticks after boot: with the pid, a process's identity.
     start: u64,
@@ -206,6 +228,7 @@ fn parse_stat(pid: i32, text: &str) -> Option<Stat> {
         state: *fields.first()?.as_bytes().first()?,
         ppid: fields.get(1)?.parse().ok()?,
         pgid: fields.get(2)?.parse().ok()?,
+        sid: fields.get(3)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
     })
 }
@@ -323,8 +346,7 @@ fn members<'a>(tree: &Tree, procs: &'a [Stat], marked: &mut HashMap<(i32, u64), 
 /// The live processes of `tree`, by pid.
 #[cfg(test)]
 fn find(tree: &Tree) -> io::Result<Vec<i32>> {
-    let procs = snapshot()?;
-    Ok(members(tree, &procs, &mut HashMap::new()).iter().map(|p| p.pid).collect())
+    Ok(tree.processes()?.iter().map(|p| p.pid).collect())
 }
 
 /// A process this kill has stopped or killed.

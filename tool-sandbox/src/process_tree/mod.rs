@@ -13,7 +13,7 @@ mod session;
 #[cfg(target_os = "linux")]
 pub use cgroup::{Cgroup, Limited};
 #[cfg(target_os = "linux")]
-pub use linux::{MountNamespace, Tree};
+pub use linux::{MountNamespace, Process, Tree};
 #[cfg(target_os = "linux")]
 pub use session::lead_session;
 

@@ -7,8 +7,8 @@ use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
 pub use crate::shell::process::{
-    KillReport, KillScope, NotKilled, ShellControl, ShellExit, ShellHandle, ShellInput, ShellOutput,
-    ShellProcess, ShellRequest,
+    InputReaders, KillReport, KillScope, NotKilled, ShellControl, ShellExit, ShellHandle, ShellInput,
+    ShellOutput, ShellProcess, ShellRequest,
 };
 
 /// Where a [`Target`] lives.

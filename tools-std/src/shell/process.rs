@@ -145,6 +145,23 @@ pub trait ShellHandle: Send + Sync {
     fn may_have_processes(&self) -> bool {
         true
     }
+    /// Who else may read what is typed into the command now; by default nothing is known
+    /// (nothing else, the usual keys).
+    fn input_readers(&self) -> InputReaders {
+        InputReaders::default()
+    }
+}
+
+/// Who may read what is typed into a command besides its shell ([`ShellHandle::input_readers`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InputReaders {
+    /// The executables' base names of the command's other processes that may read its input:
+    /// with a terminal, those of its foreground process group and those outside the terminal's
+    /// session (which may have opened it by its name); without, all of them. `""` for one whose
+    /// program could not be told.
+    pub programs: Vec<String>,
+    /// The terminal's line-editing keys are other than those it started with.
+    pub keys_changed: bool,
 }
 
 /// A started shell command.
@@ -352,6 +369,9 @@ struct Target {
     /// gone (so that the host can write the name then).
     #[cfg(unix)]
     held: Mutex<Option<(Arc<tool_sandbox::Sandbox>, tool_sandbox::Placeholders)>>,
+    /// The command's terminal, while the session holds it.
+    #[cfg(target_os = "linux")]
+    terminal: Option<terminal::WeakMaster>,
 }
 
 impl Target {
@@ -446,6 +466,8 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
         .kill_on_drop(false);
     let output: ShellOutput;
     let mut input: Option<Pin<Box<dyn AsyncWrite + Send>>> = None;
+    #[cfg(target_os = "linux")]
+    let terminal_side = terminal.as_ref().map(|(master, _)| master.downgrade());
     match &terminal {
         Some((master, slave)) => {
             command
@@ -540,6 +562,8 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
             }
         },
         held: Mutex::new(held),
+        #[cfg(target_os = "linux")]
+        terminal: terminal_side,
     });
     let registration = register(target.clone());
     Ok(ShellProcess {
@@ -579,6 +603,73 @@ mod terminal {
     /// The controller side of a terminal; clones share it (one reads, one writes).
     #[derive(Clone)]
     pub(super) struct Master(Arc<AsyncFd<File>>);
+
+    /// A [`Master`] that does not keep the terminal open.
+    #[derive(Debug)]
+    pub(super) struct WeakMaster(std::sync::Weak<AsyncFd<File>>);
+
+    impl Master {
+        pub(super) fn downgrade(&self) -> WeakMaster {
+            WeakMaster(Arc::downgrade(&self.0))
+        }
+    }
+
+    /// What the terminal says about who reads it: its foreground process group, and whether
+    /// its line-editing keys are other than a new terminal's.
+    #[cfg(target_os = "linux")]
+    pub(super) struct Reading {
+        pub(super) foreground: Option<i32>,
+        pub(super) keys_changed: bool,
+    }
+
+    #[cfg(target_os = "linux")]
+    impl WeakMaster {
+        /// `None` once the session let the terminal go.
+        pub(super) fn reading(&self) -> Option<Reading> {
+            use nix::sys::termios::{LocalFlags, SpecialCharacterIndices as Key, tcgetattr};
+            let master = self.0.upgrade()?;
+            let fd = master.get_ref().as_fd();
+            let foreground = nix::unistd::tcgetpgrp(fd).ok().map(nix::unistd::Pid::as_raw);
+            let Ok(termios) = tcgetattr(fd) else { return Some(Reading { foreground, keys_changed: true }) };
+            // What the rules assume of the keys typed (`Typing`): Ctrl-C interrupts, Ctrl-U
+            // kills the line, backspace and delete erase one character, no other key edits the
+            // line but control characters (each of which makes a line unknowable), and no
+            // printable character is a key at all.
+            let keys = &termios.control_chars;
+            let slots = [
+                Key::VINTR,
+                Key::VQUIT,
+                Key::VERASE,
+                Key::VKILL,
+                Key::VEOF,
+                Key::VEOL,
+                Key::VEOL2,
+                Key::VSTART,
+                Key::VSTOP,
+                Key::VSUSP,
+                Key::VREPRINT,
+                Key::VDISCARD,
+                Key::VWERASE,
+                Key::VLNEXT,
+            ];
+            let misread = slots.iter().any(|&slot| {
+                let key = keys[slot as usize];
+                let printable = key >= 0x20 && key != 0x7f;
+                let taken = match key {
+                    0x03 => slot != Key::VINTR,
+                    0x15 => slot != Key::VKILL,
+                    0x08 | 0x7f => slot != Key::VERASE,
+                    _ => false,
+                };
+                printable || taken
+            });
+            let keys_changed = misread
+                || keys[Key::VINTR as usize] != 0x03
+                || keys[Key::VKILL as usize] != 0x15
+                || !termios.local_flags.contains(LocalFlags::ISIG);
+            Some(Reading { foreground, keys_changed })
+        }
+    }
 
     /// Opens a terminal of `rows` x `cols`: its controller side, and the side the command gets.
     #[cfg(target_os = "linux")]
@@ -718,6 +809,38 @@ mod unix {
             return self.target.tree.may_have_processes();
             #[cfg(not(target_os = "linux"))]
             true
+        }
+
+        #[cfg(target_os = "linux")]
+        fn input_readers(&self) -> super::InputReaders {
+            let target = &self.target;
+            let reading = target.terminal.as_ref().and_then(super::terminal::WeakMaster::reading);
+            let Ok(processes) = target.tree.processes() else {
+                // `/proc` could not be read: who reads cannot be told.
+                return super::InputReaders { programs: vec![String::new()], keys_changed: true };
+            };
+            let programs = processes
+                .iter()
+                .filter(|process| process.pid != target.shell)
+                .filter(|process| match &reading {
+                    // A background job cannot read the terminal (it is stopped, or its read
+                    // fails) unless it takes the foreground; one outside the terminal's session
+                    // may have opened it by its name.
+                    Some(reading) => {
+                        Some(process.group) == reading.foreground || process.session != target.shell
+                    }
+                    None => true,
+                })
+                .filter_map(|process| match std::fs::read_link(format!("/proc/{}/exe", process.pid)) {
+                    Ok(exe) => {
+                        Some(exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
+                    }
+                    // Ended meanwhile.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                    Err(_) => Some(String::new()),
+                })
+                .collect();
+            super::InputReaders { programs, keys_changed: reading.is_some_and(|r| r.keys_changed) }
         }
 
         fn kill_all(&self) -> io::Result<KillReport> {

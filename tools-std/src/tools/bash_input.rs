@@ -67,6 +67,7 @@ pub async fn bash_input(
     }
     let steps = steps(&text, &keys, target.tty);
     let line_so_far = target.line_so_far();
+    let readers = target.input_readers().await;
     let typed = typed_text(&steps);
     let description = format!(
         "type {} into session {session_id}, which runs `{}`",
@@ -75,7 +76,14 @@ pub async fn bash_input(
     );
     ctx.ask(
         PermissionRequest::new(
-            PermissionKind::Input { session_id, command: target.command.clone(), text: typed, line_so_far },
+            PermissionKind::Input {
+                session_id,
+                command: target.command.clone(),
+                text: typed,
+                line_so_far,
+                readers: readers.programs,
+                keys_changed: readers.keys_changed,
+            },
             description,
         )
         .with_details(json!({"session": ctx.session_id()})),

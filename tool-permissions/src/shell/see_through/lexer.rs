@@ -1,6 +1,7 @@
 //! The lenient lexer: a command line as simple commands of words, its substitutions and
 //! redirections noted, what it cannot resolve marked.
 
+use super::runs::{SUBSCRIPT, subscript_with_command};
 use super::{Seen, UNKNOWN, Word, line};
 
 pub(super) struct Lexer<'s> {
@@ -47,10 +48,36 @@ impl Lexer<'_> {
     /// The text up to the `close` that balances an `open` already read, skipping quoted
     /// parts; `None` when it is not closed.
     fn balanced(&mut self, open: char, close: char) -> Option<String> {
+        self.balanced_text(open, close, false)
+    }
+
+    /// As [`Lexer::balanced`], for a command line (`$(...)`, `<(...)`, `${ ...; }`): bash ends
+    /// it where its grammar does, so a `case` pattern's `)` or a `)` in a comment (`$(case a in
+    /// a) rm x;; esac)`, `$(: # )`) does not end it. Counting parentheses cannot tell where it
+    /// ends then: a `case` or a comment in it makes the line opaque.
+    fn balanced_command(&mut self, open: char, close: char) -> Option<String> {
+        self.balanced_text(open, close, true)
+    }
+
+    fn balanced_text(&mut self, open: char, close: char, command: bool) -> Option<String> {
         let start = self.pos;
         let mut level = 1;
         while let Some(c) = self.peek() {
+            // Where a word may start: a comment's `#` or the keyword `case`.
+            let word_start = self.pos == start
+                || self.chars.get(self.pos - 1).is_some_and(|&b| b.is_whitespace() || ";&|()".contains(b));
             self.pos += 1;
+            if command && word_start {
+                let rest = &self.chars[self.pos - 1..];
+                let case = rest.starts_with(&['c', 'a', 's', 'e'])
+                    && rest.get(4).is_none_or(|c| c.is_whitespace() || ";&|()".contains(*c));
+                if c == '#' || case {
+                    self.opaque(
+                        "a `case` or a comment inside a substitution (where it ends cannot be told by \
+                         counting parentheses)",
+                    );
+                }
+            }
             match c {
                 '\\' => self.pos += 1,
                 '\'' => {
@@ -83,10 +110,21 @@ impl Lexer<'_> {
         None
     }
 
+    /// Whether the `$((` at the lexer's position is arithmetic: its parentheses close with `))`.
+    /// Otherwise bash reads it as a command substitution of a subshell (`$((cmd) ; rm x)`).
+    fn arithmetic(&mut self) -> bool {
+        let start = self.pos;
+        // `balanced` notes nothing (no substitution is parsed), so a trial run leaves no trace.
+        self.pos += 2;
+        let closed = self.balanced('(', ')').is_some() && self.peek() == Some(')');
+        self.pos = start;
+        closed
+    }
+
     /// After a `$` (already read): the expansion's value, `None` for a plain `$`.
     fn dollar(&mut self, word: &mut Word) {
         match self.peek() {
-            Some('(') if self.peek_at(1) == Some('(') => {
+            Some('(') if self.peek_at(1) == Some('(') && self.arithmetic() => {
                 self.pos += 2;
                 match self.balanced('(', ')') {
                     // Arithmetic can hold substitutions (`$(( a[$(cmd)] ))`).
@@ -100,7 +138,7 @@ impl Lexer<'_> {
             }
             Some('(') => {
                 self.pos += 1;
-                match self.balanced('(', ')') {
+                match self.balanced_command('(', ')') {
                     Some(inner) => self.nested(&inner),
                     None => self.opaque("an unterminated `$(`"),
                 }
@@ -108,7 +146,9 @@ impl Lexer<'_> {
             }
             Some('{') => {
                 self.pos += 1;
-                match self.balanced('{', '}') {
+                // Bash 5.3's `${ cmd; }` and `${| cmd; }` hold a command line.
+                let command = matches!(self.peek(), Some(' ' | '\t' | '\n' | '|'));
+                match self.balanced_text('{', '}', command) {
                     // Bash 5.3's `${ cmd; }` and `${| cmd; }` run a command in this shell.
                     Some(inner) if inner.starts_with([' ', '\t', '\n', '|']) => {
                         self.nested(inner.strip_prefix('|').unwrap_or(&inner))
@@ -350,7 +390,7 @@ impl Lexer<'_> {
                     if self.peek() == Some('(') {
                         // Process substitution.
                         self.pos += 1;
-                        match self.balanced('(', ')') {
+                        match self.balanced_command('(', ')') {
                             Some(inner) => self.nested(&inner),
                             None => self.opaque("an unterminated process substitution"),
                         }
@@ -388,9 +428,10 @@ impl Lexer<'_> {
                     word.get_or_insert_default().text.push(UNKNOWN);
                 }
                 '(' if word.as_ref().is_some_and(|w| w.text.ends_with(['@', '!', '+', '*', '?'])) => {
-                    // An extended glob `!(x)`.
-                    if self.balanced('(', ')').is_none() {
-                        self.opaque("an unterminated pattern");
+                    // An extended glob `!(x)`: expanded before it matches (`@($(cmd))`).
+                    match self.balanced('(', ')') {
+                        Some(inner) => self.substitutions_in(&inner),
+                        None => self.opaque("an unterminated pattern"),
                     }
                     let w = word.get_or_insert_default();
                     w.text.push(UNKNOWN);
@@ -422,6 +463,10 @@ impl Lexer<'_> {
         finish(&mut word, &mut words, &mut target, &mut targets);
         if !words.is_empty() {
             commands.push(words);
+        }
+        if targets.iter().any(|target| subscript_with_command(&target.text)) {
+            // `read x <<< 'a[$(cmd)]'; (( x ))`.
+            self.opaque(SUBSCRIPT);
         }
         self.seen.redirections.extend(targets);
         commands

@@ -234,4 +234,35 @@ mod tests {
         assert!(see("git -c core.pager=less log").opaque.is_none());
         assert_eq!(programs("git -c alias.x='!rm -rf y' x"), ["git", "rm"]);
     }
+
+    /// Where a substitution ends is bash's grammar, not a count of parentheses: a `case`
+    /// pattern's `)` and a comment do not end it, and `$((` is arithmetic only when it closes
+    /// with `))`. Subscripts holding a command are looked for in every word.
+    #[test]
+    fn the_end_of_a_substitution_and_words_bash_evaluates_are_not_misread() {
+        for line in [
+            "echo \"$(case x in x) rm victim;; esac)\"",
+            "echo $(case a in a) rm h;; esac)",
+            "echo \"$(echo hi # )\nrm v9\n)\"",
+            "echo \"${X:-$(case a in a) rm v10;; esac)}\"",
+            "cat <(case a in a) rm x;; esac)",
+            "echo \"${ echo # }\nrm x; }\"",
+            "A=( $(case a in a) rm x;; esac) )",
+            "[[ 'a[$(rm v3)]' -eq 0 ]]; echo done",
+            "read x <<< 'a[$(rm v6)]'; (( x ))",
+            "set -k; git clone -q ssh://h/r c GIT_SSH_COMMAND='rm v7'",
+            "set -o keyword; git fetch GIT_SSH_COMMAND='rm v7'",
+            "set -ek; true",
+            "bash -kc 'git fetch GIT_SSH_COMMAND=\"rm x\"'",
+        ] {
+            assert!(see(line).opaque.is_some(), "{line}");
+        }
+        // `$((cmd) ; rm x)` is a command substitution of a subshell, then `rm`.
+        assert_eq!(programs("echo \"$((echo hi) ; rm v2)\""), ["echo", "rm", "echo"]);
+        assert_eq!(programs("echo $(( (1 + 2) * 3 ))"), ["echo"]);
+        assert_eq!(programs("ls @($(rm x))"), ["rm", "ls"]);
+        assert_eq!(programs("echo $(echo a#b) ${#X}"), ["echo", "echo"]);
+        assert!(see("set -e -o pipefail; set -o; set +x").opaque.is_none());
+        assert!(see("[[ -n $x && a -eq 1 ]]").opaque.is_none());
+    }
 }

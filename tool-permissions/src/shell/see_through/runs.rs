@@ -28,7 +28,11 @@ pub(super) fn command(words: &[Word], depth: usize, seen: &mut Seen) {
         } else if text == "function" {
             at += 2;
         } else if matches!(text, "for" | "select" | "case" | "[[") {
-            // Words, not a program (their substitutions were parsed already).
+            // Words, not a program (their substitutions were parsed already); in `[[ ]]` a
+            // quoted `'a[$(cmd)]'` is evaluated (`-eq`, `-v`).
+            if words[at..].iter().any(|w| subscript_with_command(&w.text)) {
+                seen.opaque.get_or_insert(SUBSCRIPT);
+            }
             return;
         } else if is_assignment(text) {
             assignment(word, depth, seen);
@@ -87,12 +91,13 @@ const CODE_VARIABLES: &[&str] = &[
 ];
 
 /// Why text holding an array subscript with a command makes a line opaque.
-const SUBSCRIPT: &str = "text bash may evaluate as an array subscript holding a command (`a[$(...)]`)";
+pub(super) const SUBSCRIPT: &str =
+    "text bash may evaluate as an array subscript holding a command (`a[$(...)]`)";
 
 /// Whether `text` holds an array subscript with a command in it (`a[$(cmd)]`): bash runs it
 /// where the text is taken as a variable's name (arithmetic on a variable holding it, `test -v`,
 /// `printf -v`, `read`, `declare`), even when it was quoted.
-fn subscript_with_command(text: &str) -> bool {
+pub(super) fn subscript_with_command(text: &str) -> bool {
     text.split_once('[').is_some_and(|(_, rest)| rest.contains("$(") || rest.contains('`'))
 }
 
@@ -254,6 +259,13 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
         }
         "alias" | "enable" => {
             seen.opaque.get_or_insert("`alias` or `enable` (a command under another name)");
+        }
+        "set"
+            if args.iter().enumerate().any(|(at, w)| {
+                w.text.strip_prefix('-').is_some_and(|cluster| keyword_option(cluster, args.get(at + 1)))
+            }) =>
+        {
+            seen.opaque.get_or_insert(KEYWORD);
         }
         "shopt" if texts.iter().any(|t| t == "expand_aliases") => {
             seen.opaque.get_or_insert("`shopt -s expand_aliases` (commands under other names)");
@@ -483,6 +495,10 @@ fn shell(args: &[Word], depth: usize, seen: &mut Seen) {
             }
             plain_options &= PLAIN_LONG_SHELL_OPTIONS.contains(&long);
         } else if let Some(cluster) = text.strip_prefix('-').or_else(|| text.strip_prefix('+')) {
+            if keyword_option(cluster, args.get(at + 1)) {
+                seen.opaque.get_or_insert(KEYWORD);
+                return;
+            }
             command_string |= cluster.contains('c');
             plain_options &= cluster.chars().all(|c| PLAIN_SHELL_FLAGS.contains(c) || c == 'o' || c == 'O');
             if cluster.contains('o') || cluster.contains('O') {
@@ -510,6 +526,19 @@ fn shell(args: &[Word], depth: usize, seen: &mut Seen) {
             seen.opaque.get_or_insert("a shell reading commands from standard input");
         }
     }
+}
+
+/// Why `set -k` makes a line opaque.
+const KEYWORD: &str =
+    "`set -k` (a `NAME=value` word anywhere is an assignment: `git fetch GIT_SSH_COMMAND=...`)";
+
+/// Whether the option cluster `cluster` (after its `-`) of `set` or a shell, followed by `next`,
+/// turns on `keyword` (`-k`, `-o keyword`): every `NAME=value` word of a command is then an
+/// assignment to its environment, wherever it stands.
+fn keyword_option(cluster: &str, next: Option<&Word>) -> bool {
+    !cluster.starts_with('-')
+        && (cluster.contains('k')
+            || cluster.contains('o') && next.is_some_and(|w| w.text == "keyword" || !w.resolved()))
 }
 
 /// After a program that runs a command somewhere in its arguments: every later word may be the

@@ -18,7 +18,7 @@ use tokio::task::AbortHandle;
 use tool_runtime::{SessionState, ToolError};
 
 use crate::shell::capture::Capture;
-use crate::shell::process::{KillReport, ShellControl, ShellExit, ShellHandle};
+use crate::shell::process::{InputReaders, KillReport, ShellControl, ShellExit, ShellHandle};
 
 use input::Feeder;
 pub use input::Key;
@@ -369,6 +369,14 @@ impl Session {
 
     pub(crate) fn is_running(&self) -> bool {
         self.state().ended.is_none()
+    }
+
+    /// Who else may read what is typed into the command now (a look at its processes).
+    pub(crate) async fn input_readers(&self) -> InputReaders {
+        let Some(handle) = self.handle.clone() else { return InputReaders::default() };
+        tokio::task::spawn_blocking(move || handle.input_readers())
+            .await
+            .unwrap_or_else(|_| InputReaders { programs: vec![String::new()], keys_changed: true })
     }
 
     /// Whether nothing more can happen: the command ended and its output is closed.
