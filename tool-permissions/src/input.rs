@@ -181,8 +181,16 @@ pub(crate) fn reader(command: &str) -> Reader {
     }
     let options_only =
         words.iter().skip_while(|word| is_assignment(word)).skip(1).all(|w| w.starts_with('-'));
+    // A shell given keys, prompts or start-up code of its own (`INPUTRC=./keys bash`,
+    // `bash --rcfile=./rc`) may run other lines than those typed.
+    let configured = words.iter().any(|word| {
+        word.split_once('=').is_some_and(|(name, _)| is_assignment(word) && SETS_UP_VARIABLES.contains(&name))
+            || ["--rcfile", "--init-file", "--init-command", "-C"].iter().any(|o| word.starts_with(o))
+    });
     match first {
-        Some(name) if SHELLS.contains(&name.as_str()) && options_only && words.len() < 8 => Reader::Shell,
+        Some(name) if SHELLS.contains(&name.as_str()) && options_only && words.len() < 8 && !configured => {
+            Reader::Shell
+        }
         _ if words.iter().any(|word| {
             runs_input(&program_name(word))
                 || word.split_once('=').is_some_and(|(_, value)| runs_input(&program_name(value)))
@@ -251,11 +259,11 @@ pub(crate) struct Typing<'a> {
 }
 
 impl Typing<'_> {
-    /// Who reads the lines: an interpreter where the command or a program of the session is
-    /// one; else a shell where the command (or, for another command, a program of it) is one.
-    /// And whether a program may read part of a line before a shell reads the rest: one that
-    /// is not an interpreter runs beside the shell (`head -c 5`, `bash -c 'read -n 5 x'`; the
-    /// shell's own `read` is looked for in the lines themselves).
+    /// Who reads the lines: an interpreter where the command, or another program of the
+    /// session, is a shell or an interpreter; else the command's reader. And whether a program
+    /// may read part of a line before the session's shell or interpreter reads the rest:
+    /// another program runs beside it (`head -c 5`, `bash -c 'read -n 5 x'`; the shell's own
+    /// `read` is looked for in the lines themselves).
     fn reader(&self) -> (Reader, bool) {
         let own = reader(self.command);
         let others: Vec<Reader> = self
@@ -263,14 +271,15 @@ impl Typing<'_> {
             .iter()
             .map(|program| if program.is_empty() { Reader::Interpreter } else { reader(program) })
             .collect();
-        if own == Reader::Interpreter || others.contains(&Reader::Interpreter) {
-            return (Reader::Interpreter, false);
-        }
-        match own {
-            Reader::Shell => (Reader::Shell, !others.is_empty()),
-            _ if others.contains(&Reader::Shell) => (Reader::Shell, true),
-            _ => (own, false),
-        }
+        // Another shell runs what it reads as the session's does, but with keys, prompts and
+        // start-up files of its own (a script's `bash`, `INPUTRC=./keys bash` run by one): as
+        // an interpreter's, its lines cannot be read as typed.
+        let reader = if own == Reader::Interpreter || others.iter().any(|&other| other != Reader::Other) {
+            Reader::Interpreter
+        } else {
+            own
+        };
+        (reader, reader != Reader::Other && !others.is_empty())
     }
 }
 
@@ -312,7 +321,7 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, typing: &Typing<'_>) -> Ve
         let strings = if reader == Reader::Interpreter { quoted(&line.edited) } else { Vec::new() };
         let partly = match (reader, at > 0, beside) {
             (Reader::Shell, true, _) => Some(AFTER_ANOTHER_LINE),
-            (Reader::Shell, false, true) => Some(BESIDE_A_PROGRAM),
+            (_, _, true) => Some(BESIDE_A_PROGRAM),
             _ => None,
         };
         for command_tool in &command_tools {
@@ -436,9 +445,9 @@ const SETS_UP: &[&str] = &[
 ];
 
 /// Builtins with which the shell itself reads what is typed next, possibly part of a line
-/// (`read -n 5 x`, `read -d ' '`), leaving the rest to run as a command: looked for as a word
-/// anywhere on the line (a function's body, an `eval`'s text).
-const READS_LATER_LINES: &[&str] = &["read", "mapfile", "readarray"];
+/// (`read -n 5 x`, `read -d ' '`), leaving the rest to run as a command: looked for wherever
+/// the line runs them (a function's body, an `eval`'s text).
+const READS_LATER_LINES: &[&str] = &["read", "mapfile", "readarray", "vared"];
 
 /// Variables whose value the shell reads as commands, as aliases, or as how to read later lines.
 const SETS_UP_VARIABLES: &[&str] = &[
@@ -469,8 +478,8 @@ const WRITES_NAMED: &[&str] = &["printf", "declare", "typeset", "local", "export
 
 /// Whether `line` changes what later lines or keys of the session run: one of [`SETS_UP`] run,
 /// bare, quoted or behind [`RUNS_NEXT`]; a name of [`SETS_UP_VARIABLES`] anywhere on the line
-/// (assigned, an element, a nameref's target, `printf -v`); one of [`READS_LATER_LINES`]
-/// anywhere; a nameref made (`declare -n`); or a variable written whose name an expansion makes.
+/// (assigned, an element, a nameref's target, `printf -v`); one of [`READS_LATER_LINES`] or
+/// [`SETS_UP`] run anywhere on the line; a nameref made (`declare -n`); or a variable written whose name an expansion makes.
 fn sets_up_later_lines(line: &str) -> bool {
     let identifier = |c: char| c.is_ascii_alphanumeric() || c == '_';
     // `ENV`, a common name of projects' own variables, counts only where it is assigned.
@@ -481,10 +490,13 @@ fn sets_up_later_lines(line: &str) -> bool {
         let after = &line[at + 3..];
         !before.is_some_and(identifier) && (after.starts_with('=') || after.starts_with("+="))
     });
-    let reads = line
-        .split(|c: char| c.is_whitespace() || ";&|(){}<>`".contains(c))
-        .map(|word| word.chars().filter(|c| !matches!(c, '\'' | '"' | '\\')).collect::<String>())
-        .any(|word| READS_LATER_LINES.contains(&word.as_str()));
+    // What the line runs as the command rules read it: inside functions, `eval` and
+    // substitutions, through wrappers, `$'\x72ead'` decoded.
+    let runs = crate::shell::see_through::see(line).runs;
+    let reads = runs
+        .iter()
+        .filter_map(|run| run.program.as_deref())
+        .any(|program| READS_LATER_LINES.contains(&program) || SETS_UP.contains(&program));
     if names || env || reads {
         return true;
     }
@@ -574,12 +586,16 @@ fn lines(typed: &str) -> Vec<Line> {
     let mut lines = Vec::new();
     let mut raw = String::new();
     let mut edited = String::new();
-    let mut push = |raw: &mut String, edited: &mut String| {
+    // An erase key took a character a line editor may take with others (a combining accent
+    // with the letter before it, a wide character): what is left cannot be known.
+    let mut misread = false;
+    let mut push = |raw: &mut String, edited: &mut String, misread: &mut bool| {
         let typed: String = raw.chars().filter(|c| !c.is_control() || *c == '\t').collect();
         let plain = !raw.chars().any(char::is_control);
-        let unresolved = raw
-            .chars()
-            .any(|c| c.is_control() && !matches!(c, '\t' | '\u{7f}' | '\u{8}' | '\u{15}' | '\u{3}'));
+        let unresolved = std::mem::take(misread)
+            || raw
+                .chars()
+                .any(|c| c.is_control() && !matches!(c, '\t' | '\u{7f}' | '\u{8}' | '\u{15}' | '\u{3}'));
         let line = Line {
             edited: edited.trim().to_owned(),
             typed: typed.trim().to_owned(),
@@ -605,14 +621,17 @@ fn lines(typed: &str) -> Vec<Line> {
                     raw.pop();
                 }
             }
-            '\n' | '\r' | '\u{4}' => push(&mut raw, &mut edited),
+            // Ctrl-D ends the input at the start of a line only; elsewhere a line editor takes
+            // it as a key (and a pipe passes it on), which makes the line unknowable.
+            '\u{4}' if !edited.is_empty() => raw.push(c),
+            '\n' | '\r' | '\u{4}' => push(&mut raw, &mut edited, &mut misread),
             '\u{3}' | '\u{15}' => {
                 raw.push(c);
                 edited.clear();
             }
             '\u{7f}' | '\u{8}' => {
                 raw.push(c);
-                edited.pop();
+                misread |= edited.pop().is_some_and(|erased| !erased.is_ascii());
             }
             c => {
                 raw.push(c);
@@ -622,7 +641,7 @@ fn lines(typed: &str) -> Vec<Line> {
             }
         }
     }
-    push(&mut raw, &mut edited);
+    push(&mut raw, &mut edited, &mut misread);
     lines
 }
 
@@ -745,6 +764,18 @@ mod tests {
         assert_eq!(joined("echo a \\\\\nrm -rf x\n"), ["echo a \\\\", "rm -rf x"]);
         // A backslash typed then erased does not join.
         assert_eq!(joined("ls \\\u{7f}\nrm x\n"), ["ls", "rm x"]);
+        // Nor does one in a comment, which the line's end ends.
+        assert_eq!(joined("#\\\nrm v1\n"), ["#\\", "rm v1"]);
+        assert_eq!(joined("echo hi # see \\\nrm v2\n"), ["echo hi # see \\", "rm v2"]);
+        assert_eq!(joined("echo '#' \\\nrm v3\n"), ["echo '#' rm v3"]);
+        assert_eq!(joined("echo a#\\\nb\n"), ["echo a#b"]);
+        // Ctrl-D ends the input at a line's start only; elsewhere it is a key of the line
+        // editor's, and an erase key after a character that is not ASCII (a combining accent
+        // goes with the letter before it) leaves a line that cannot be known.
+        assert!(edited("bash", "{ r\u{4}m v2; }\n").1);
+        assert!(edited("bash", "#\u{301}\u{7f}rm v1\n").1);
+        assert!(!edited("bash", "\u{4}").1);
+        assert!(!edited("bash", "echo é\n").1);
         assert_eq!(edited("bash", "r\\\nm -rX\u{7f}f x\n"), ("rm -rf x".to_owned(), false));
         assert!(edited("bash", "rm\u{1b}[D x\n").1);
         // History expansion and completion in a shell; not in what only reads lines.
@@ -791,6 +822,11 @@ mod tests {
             "read -r line\n",
             "f() { read -d ' ' x; }\n",
             "eval \"re\"\"ad -n 5 j\"\n",
+            "eval $'\\x72ead -n 5 junk'\n",
+            "$'\\x72ead' -n 5 junk\n",
+            "$'read' -n 5 junk\n",
+            "echo $(read -n 5 x)\n",
+            "$'\\x73tty' kill Q\n",
             "stty kill Q\n",
             "command stty erase Q\n",
         ] {
@@ -802,6 +838,7 @@ mod tests {
             "printf '%s\\n' a\n",
             "git reset --hard\n",
             "cat README.md thread.rs\n",
+            "echo \"read the docs\"\n",
             "export PATH=/x:$PATH\n",
             "echo $ENV; DEPLOY_ENV=prod make\n",
         ] {
@@ -837,7 +874,13 @@ mod tests {
             "{}",
             refused.because
         );
+        // Another shell may have keys and start-up code of its own: as an interpreter, which
+        // may read the start of a line too.
+        assert_eq!(decide(&typing("bash", "echo hi\n", &["bash".to_owned()])).action, Action::Ask);
         assert_eq!(decide(&typing("bash", "echo rm b1\n", &["bash".to_owned()])).action, Action::Deny);
+        assert_eq!(reader("INPUTRC=./ir bash"), Reader::Interpreter);
+        assert_eq!(reader("bash --rcfile=./rc"), Reader::Interpreter);
+        assert_eq!(reader("TERM=dumb bash"), Reader::Shell);
         assert_eq!(decide(&typing("bash", "y\n", &head)).action, Action::Allow);
         // After another line of the same call.
         let after = decide(&typing("bash", "head -c 5\necho rm b1\n", none));

@@ -125,9 +125,32 @@ impl CommandClass {
 }
 
 /// Whether `line` ends with a backslash that escapes the line's end (an odd number of them): a
-/// shell joins the next line to it (`r\` then `m -rf x` runs `rm -rf x`).
+/// shell joins the next line to it (`r\` then `m -rf x` runs `rm -rf x`). Not in a comment,
+/// which the line's end ends (`# see \` then `rm x` runs `rm x`).
 pub fn continues_line(line: &str) -> bool {
-    line.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1
+    line.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1 && !ends_in_a_comment(line)
+}
+
+/// Whether a comment (a `#` where a word may start, outside quotes) runs to the end of `line`.
+fn ends_in_a_comment(line: &str) -> bool {
+    let (mut single, mut double, mut escaped) = (false, false, false);
+    let mut word_start = true;
+    for c in line.chars() {
+        if escaped {
+            escaped = false;
+            word_start = false;
+            continue;
+        }
+        match c {
+            '\\' if !single => escaped = true,
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '#' if !single && !double && word_start => return true,
+            _ => {}
+        }
+        word_start = !single && !double && (c.is_whitespace() || ";&|()<>".contains(c));
+    }
+    false
 }
 
 /// Classifies a command line; anything the parser does not fully understand is mutating.

@@ -157,8 +157,8 @@ pub trait ShellHandle: Send + Sync {
 pub struct InputReaders {
     /// The executables' base names of the command's other processes that may read its input:
     /// with a terminal, those of its foreground process group and those outside the terminal's
-    /// session (which may have opened it by its name); without, all of them. `""` for one whose
-    /// program could not be told.
+    /// session that hold it open; without, those that hold its input pipe open. `""` for one
+    /// whose program could not be told.
     pub programs: Vec<String>,
     /// The terminal's line-editing keys are other than those it started with.
     pub keys_changed: bool,
@@ -372,6 +372,51 @@ struct Target {
     /// The command's terminal, while the session holds it.
     #[cfg(target_os = "linux")]
     terminal: Option<terminal::WeakMaster>,
+    /// What the command reads typed input from, to find its other processes that hold it.
+    #[cfg(target_os = "linux")]
+    input: Option<InputFile>,
+}
+
+/// The file a command's typed input comes through.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Copy)]
+enum InputFile {
+    /// A terminal, by its device number.
+    Terminal(u64),
+    /// A pipe, by its inode number.
+    Pipe(u64),
+}
+
+#[cfg(target_os = "linux")]
+impl InputFile {
+    fn of(fd: std::os::fd::BorrowedFd<'_>, terminal: bool) -> Option<InputFile> {
+        let stat = nix::sys::stat::fstat(fd).ok()?;
+        Some(if terminal { InputFile::Terminal(stat.st_rdev) } else { InputFile::Pipe(stat.st_ino) })
+    }
+
+    /// Whether process `pid` has it open (looked at through `/proc/PID/fd`, never opened); `true`
+    /// when that cannot be told.
+    fn held_by(self, pid: i32) -> bool {
+        use nix::sys::stat::SFlag;
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return true };
+        for (n, fd) in fds.enumerate() {
+            let Ok(fd) = fd else { return true };
+            if n >= 65_536 {
+                return true;
+            }
+            // `stat` of the descriptor's link is the open file's: nothing is opened or read.
+            let Ok(stat) = nix::sys::stat::stat(&fd.path()) else { continue };
+            let kind = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
+            let held = match self {
+                InputFile::Terminal(device) => kind == SFlag::S_IFCHR && stat.st_rdev == device,
+                InputFile::Pipe(inode) => kind == SFlag::S_IFIFO && stat.st_ino == inode,
+            };
+            if held {
+                return true;
+            }
+        }
+        false
+    }
 }
 
 impl Target {
@@ -443,6 +488,8 @@ pub(crate) fn spawn_local(request: &ShellRequest) -> io::Result<ShellProcess> {
 
 #[cfg(unix)]
 pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) -> io::Result<ShellProcess> {
+    #[cfg(target_os = "linux")]
+    use std::os::fd::AsFd;
     use std::os::fd::OwnedFd;
     use std::process::Stdio;
 
@@ -468,6 +515,8 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     let mut input: Option<Pin<Box<dyn AsyncWrite + Send>>> = None;
     #[cfg(target_os = "linux")]
     let terminal_side = terminal.as_ref().map(|(master, _)| master.downgrade());
+    #[cfg(target_os = "linux")]
+    let mut input_file = terminal.as_ref().and_then(|(_, slave)| InputFile::of(slave.as_fd(), true));
     match &terminal {
         Some((master, slave)) => {
             command
@@ -545,6 +594,10 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
     drop(command);
     drop(terminal);
     if let Some(stdin) = child.stdin.take() {
+        #[cfg(target_os = "linux")]
+        {
+            input_file = InputFile::of(stdin.as_fd(), false);
+        }
         input = Some(Box::pin(stdin));
     }
     let shell = child
@@ -564,6 +617,8 @@ pub(crate) fn spawn_contained(request: &ShellRequest, containment: Containment) 
         held: Mutex::new(held),
         #[cfg(target_os = "linux")]
         terminal: terminal_side,
+        #[cfg(target_os = "linux")]
+        input: input_file,
     });
     let registration = register(target.clone());
     Ok(ShellProcess {
@@ -819,17 +874,21 @@ mod unix {
                 // `/proc` could not be read: who reads cannot be told.
                 return super::InputReaders { programs: vec![String::new()], keys_changed: true };
             };
+            let holds = |pid: i32| target.input.is_none_or(|input| input.held_by(pid));
             let programs = processes
                 .iter()
                 .filter(|process| process.pid != target.shell)
                 .filter(|process| match &reading {
                     // A background job cannot read the terminal (it is stopped, or its read
                     // fails) unless it takes the foreground; one outside the terminal's session
-                    // may have opened it by its name.
+                    // reads it if it holds it open.
                     Some(reading) => {
-                        Some(process.group) == reading.foreground || process.session != target.shell
+                        Some(process.group) == reading.foreground
+                            || process.session != target.shell && holds(process.pid)
                     }
-                    None => true,
+                    // Without a terminal, whatever holds the input pipe (a job started with `&`
+                    // reads `/dev/null` instead).
+                    None => holds(process.pid),
                 })
                 .filter_map(|process| match std::fs::read_link(format!("/proc/{}/exe", process.pid)) {
                     Ok(exe) => {

@@ -160,6 +160,7 @@ mod tests {
         assert_eq!(programs("env GIT_SSH_COMMAND='rm -rf x' git fetch"), ["env", "rm", "git"]);
         assert!(see("PATH=. ls").opaque.is_some());
         assert!(see("BASH_ENV=x.sh bash -c true").opaque.is_some());
+        assert!(see("INPUTRC=./keys bash").opaque.is_some());
         assert_eq!(see("cat < .env > out").redirections, [Word::literal(".env"), Word::literal("out")]);
         assert_eq!(programs("sudo -u root -E rm x"), ["sudo", "rm"]);
         assert_eq!(

@@ -72,6 +72,8 @@ const COMMAND_VARIABLES: &[&str] = &[
 const CODE_VARIABLES: &[&str] = &[
     "BASH_ENV",
     "ENV",
+    // Readline's key bindings, which can type commands (`"q": "rm -rf x"`).
+    "INPUTRC",
     "LD_PRELOAD",
     "LD_LIBRARY_PATH",
     "LD_AUDIT",

@@ -213,6 +213,9 @@ pub(crate) fn line_after(line: &str, bytes: &[u8]) -> String {
             '\n' | '\r' if tool_runtime::permissions::shell::continues_line(&line) => {
                 line.pop();
             }
+            // Ctrl-D ends the input only at a line's start; elsewhere it stays for the rules to
+            // see (a key whose effect they cannot know).
+            '\u{4}' if !line.is_empty() => line.push(c),
             '\n' | '\r' | '\u{4}' | '\u{3}' | '\u{15}' => line.clear(),
             '\u{7f}' | '\u{8}' => {
                 line.pop();
