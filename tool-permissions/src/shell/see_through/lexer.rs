@@ -62,7 +62,11 @@ impl Lexer<'_> {
     fn balanced_text(&mut self, open: char, close: char, command: bool) -> Option<String> {
         let start = self.pos;
         let mut level = 1;
+        // The character before was an unquoted, unescaped `$`: a `'` after it opens `$'...'`,
+        // in which a backslash escapes a quote (`$'\''`).
+        let mut dollar = false;
         while let Some(c) = self.peek() {
+            let ansi_c = std::mem::replace(&mut dollar, c == '$');
             // Where a word may start: a comment's `#` or the keyword `case`.
             let word_start = self.pos == start
                 || self.chars.get(self.pos - 1).is_some_and(|&b| b.is_whitespace() || ";&|()".contains(b));
@@ -79,10 +83,13 @@ impl Lexer<'_> {
                 }
             }
             match c {
-                '\\' => self.pos += 1,
+                '\\' => {
+                    self.pos += 1;
+                    dollar = false;
+                }
                 '\'' => {
-                    while self.peek().is_some_and(|c| c != '\'') {
-                        self.pos += 1;
+                    while let Some(c) = self.peek().filter(|&c| c != '\'') {
+                        self.pos += if ansi_c && c == '\\' { 2 } else { 1 };
                     }
                     self.pos += 1;
                 }

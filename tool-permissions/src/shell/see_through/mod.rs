@@ -258,6 +258,14 @@ mod tests {
         ] {
             assert!(see(line).opaque.is_some(), "{line}");
         }
+        // `$'\''` is a quote: the substitution, array or expansion ends where bash ends it.
+        for line in [
+            "echo \"$(echo $'\\'' )\" ; rm v1 ; \"\\')\"",
+            "A=( $'\\'' ) ; rm v1 ; : ' ) #'",
+            "echo ${x:-$'\\''} ; rm v1 ; : '}' #'",
+        ] {
+            assert!(programs(line).contains(&"rm".to_owned()), "{line}");
+        }
         // `$((cmd) ; rm x)` is a command substitution of a subshell, then `rm`.
         assert_eq!(programs("echo \"$((echo hi) ; rm v2)\""), ["echo", "rm", "echo"]);
         assert_eq!(programs("echo $(( (1 + 2) * 3 ))"), ["echo"]);
