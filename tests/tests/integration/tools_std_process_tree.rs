@@ -225,7 +225,9 @@ async fn the_result_says_what_was_killed() {
     let ws = Ws::new("result-text");
     let out = ws
         .cancel_when_ready(
-            "echo before; setsid sleep 300 & sleep 300 & (set -m; sleep 300 &); echo yes > ready; wait",
+            // Ready once `setsid` has left the group (it runs in the background).
+            "echo before; setsid sh -c 'echo > left; exec sleep 300' & sleep 300 & (set -m; sleep 300 &); \
+             while [ ! -e left ]; do sleep 0.01; done; echo yes > ready; wait",
         )
         .await;
     assert_eq!(
