@@ -129,8 +129,14 @@ pub struct CheckpointConfig {
     /// How long a scan reads the content of files it has never read (default 0.3 s): the first
     /// scan of a session, whose every file is new to it, and the later ones for the files the
     /// first left. Past it such a file is recorded by its metadata only
-    /// ([`FileState::NotRead`]); a file a later scan finds new or changed is always read.
+    /// ([`FileState::NotRead`]); a file a later scan finds new or changed is read, up to
+    /// [`CheckpointConfig::max_read_bytes`].
     pub first_read_time: Duration,
+    /// How many bytes of files one scan reads at most (by their sizes; default 256 MiB): past
+    /// them, a new or changed file is recorded by its metadata ([`FileState::NotRead`]) and read
+    /// by a later scan. A command can make hundreds of thousands of sparse files, or hard links
+    /// to one file (read once per scan), at no cost of its own.
+    pub max_read_bytes: u64,
     /// A workspace with more files, links and directories than this (not ignored) is not
     /// checkpointed: each scan says so and records nothing (default 250,000). Each entry is
     /// held in memory, and a command can make hundreds of thousands in a second.
@@ -154,6 +160,7 @@ impl Default for CheckpointConfig {
             dir: None,
             max_watched_dirs: 4096,
             first_read_time: Duration::from_millis(300),
+            max_read_bytes: 256 * 1024 * 1024,
             max_entries: 250_000,
             max_path_bytes: 64 * 1024 * 1024,
         }
@@ -195,7 +202,8 @@ pub enum FileState {
         /// Its modification time, in nanoseconds since the epoch.
         mtime: i128,
     },
-    /// A file the scans have not read yet ([`CheckpointConfig::first_read_time`]): not kept,
+    /// A file the scans have not read yet ([`CheckpointConfig::first_read_time`],
+    /// [`CheckpointConfig::max_read_bytes`]): not kept,
     /// so an undo of a change to it leaves it alone; its size and modification time tell a
     /// change. A later scan reads it (the same file read is no change).
     NotRead {

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -53,6 +53,38 @@ fn nanos(time: io::Result<SystemTime>) -> i128 {
 
 fn stamp(stat: &host::Stat) -> Stamp {
     Stamp { size: stat.size, mtime: stat.mtime, ctime: stat.ctime, ino: stat.ino, mode: stat.mode }
+}
+
+/// What one scan has read: each file by device and inode with the metadata it was read with
+/// (so that the hard links to one file are read once), the bytes it may still read, and until
+/// when it reads files never read before.
+struct Reads {
+    files: Mutex<HashMap<(u64, u64), (Stamp, FileState)>>,
+    left: AtomicU64,
+    until: Instant,
+}
+
+impl Reads {
+    fn new(max_bytes: u64, until: Instant) -> Reads {
+        Reads { files: Mutex::default(), left: AtomicU64::new(max_bytes), until }
+    }
+
+    /// What another link to the file `stat` describes held when this scan read it.
+    fn read_before(&self, stat: &host::Stat) -> Option<FileState> {
+        let files = self.files.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (read, state) = files.get(&(stat.dev, stat.ino))?;
+        (*read == stamp(stat)).then(|| state.clone())
+    }
+
+    fn remember(&self, stat: &host::Stat, state: &FileState) {
+        let mut files = self.files.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        files.insert((stat.dev, stat.ino), (stamp(stat), state.clone()));
+    }
+
+    /// Takes `bytes` from what is left to read; `false` when not that much is left.
+    fn take(&self, bytes: u64) -> bool {
+        self.left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(bytes)).is_ok()
+    }
 }
 
 /// One entry a walk recorded: a directory, or a file or link with what it holds.
@@ -124,21 +156,23 @@ impl Scope {
 /// directory's handle and kept in the store. `None` when it is no longer the regular file or
 /// link listed (swapped meanwhile: nothing is read), or is of another kind.
 ///
-/// Past `read_until`, a regular file never read is recorded by its metadata only
+/// Past `reads.until`, a regular file never read is recorded by its metadata only
 /// ([`FileState::NotRead`]): every file of the first scan (`previous` empty), and in later
-/// scans the files still not read and unchanged.
+/// scans the files still not read and unchanged. So is any file once `reads` has no bytes
+/// left for it; another link to a file it read (same device, inode and metadata) is not read
+/// again.
 fn look(
     listed: &Listed<'_>,
     rel: &Path,
     previous: &Snapshot,
     racy: i128,
     max_file_bytes: u64,
-    read_until: Instant,
+    reads: &Reads,
     store: &Mutex<&mut Store>,
 ) -> io::Result<Option<Cached>> {
     let Ok(now) = host::stat_at(listed.dir, listed.name) else { return Ok(None) };
     let listed_stamp = stamp(&now);
-    let late = || Instant::now() >= read_until;
+    let late = || Instant::now() >= reads.until;
     if let Some(known) = previous.get(rel).filter(|cached| cached.stamp.as_ref() == Some(&listed_stamp)) {
         match known.state {
             FileState::NotRead { .. } if late() => return Ok(Some(known.clone())),
@@ -148,9 +182,14 @@ fn look(
             _ => {}
         }
     }
-    if now.kind == host::Kind::File && now.size <= max_file_bytes && previous.is_empty() && late() {
-        let state = FileState::NotRead { size: now.size, mtime: now.mtime };
-        return Ok(Some(Cached { stamp: Some(listed_stamp), state }));
+    if now.kind == host::Kind::File && now.size <= max_file_bytes {
+        if let Some(state) = reads.read_before(&now) {
+            return Ok(Some(Cached { stamp: Some(listed_stamp), state }));
+        }
+        if previous.is_empty() && late() || !reads.take(now.size) {
+            let state = FileState::NotRead { size: now.size, mtime: now.mtime };
+            return Ok(Some(Cached { stamp: Some(listed_stamp), state }));
+        }
     }
     let lock_store = || store.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let (stat, state) = match now.kind {
@@ -170,7 +209,9 @@ fn look(
             Ok(host::Content::Bytes(bytes, read)) => {
                 let blob = BlobId::of(&bytes);
                 lock_store().put_hashed(blob, &bytes)?;
-                (read, FileState::File { blob, mode: read.mode & 0o7777 })
+                let state = FileState::File { blob, mode: read.mode & 0o7777 };
+                reads.remember(&read, &state);
+                (read, state)
             }
             Ok(host::Content::TooLarge(read)) => {
                 (read, FileState::TooLarge { size: read.size, mtime: read.mtime })
@@ -269,7 +310,7 @@ impl Checkpoints {
         let failed: Mutex<Option<io::Error>> = Mutex::new(None);
         let previous = cache.clone();
         let max_file_bytes = self.config.max_file_bytes;
-        let read_until = Instant::now() + self.config.first_read_time;
+        let reads = Reads::new(self.config.max_read_bytes, Instant::now() + self.config.first_read_time);
         let store = Mutex::new(store);
         let push = |item: Found| found.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(item);
         // What the walk has listed, bounded: entries and their paths' bytes are held in memory.
@@ -320,7 +361,7 @@ impl Checkpoints {
             if !lists_parent || tool_sandbox::is_held_placeholder(&root.join(rel)) {
                 return Step::Continue;
             }
-            match look(listed, rel, &previous, racy, max_file_bytes, read_until, &store) {
+            match look(listed, rel, &previous, racy, max_file_bytes, &reads, &store) {
                 Ok(Some(cached)) => push(Found { rel: rel.to_path_buf(), cached }),
                 Ok(None) => {}
                 Err(e) => {

@@ -586,3 +586,48 @@ fn a_workspace_past_the_scans_bounds_is_not_checkpointed_and_says_why() {
     assert!(error.contains("a path longer than 4096 bytes"), "{error}");
     std::process::Command::new("rm").arg("-rf").arg(&base).status().unwrap();
 }
+
+/// A command's hard links to one file, or its many files, cost a scan what it reads: another
+/// link to a file read already is not read again, and past
+/// [`CheckpointConfig::max_read_bytes`] a new or changed file is recorded by its metadata and
+/// read by a later scan.
+#[test]
+fn a_scan_reads_each_file_once_and_no_more_bytes_than_its_bound() {
+    let tree = Tree::new("read-bound");
+    tree.write("big", &"x".repeat(1000));
+    let config =
+        CheckpointConfig { max_read_bytes: 2500, max_watched_dirs: 0, ..CheckpointConfig::default() };
+    let checkpoints = Checkpoints::new(config);
+    checkpoints.scan(&tree.0).unwrap();
+    std::fs::create_dir(tree.0.join("h")).unwrap();
+    for i in 0..50 {
+        std::fs::hard_link(tree.0.join("big"), tree.0.join(format!("h/{i}"))).unwrap();
+    }
+    // The file changes: its 51 names are read as one.
+    std::fs::write(tree.0.join("big"), "y".repeat(1000)).unwrap();
+    let scan = checkpoints.scan(&tree.0).unwrap();
+    let blobs: BTreeSet<_> = scan
+        .iter()
+        .filter(|(_, state)| **state != FileState::Dir)
+        .map(|(path, state)| match state {
+            FileState::File { blob, .. } => *blob,
+            other => panic!("{} was not read: {other:?}", path.display()),
+        })
+        .collect();
+    assert_eq!(blobs.len(), 1);
+    // Five files of 1000 bytes: two are read, the rest by the next scans (once the files are
+    // no longer modified so recently that a scan reads them again).
+    let tree = Tree::new("read-bound-files");
+    for i in 0..5 {
+        tree.write(&format!("n/{i}"), &format!("{i:01000}"));
+    }
+    let checkpoints =
+        Checkpoints::new(CheckpointConfig { max_read_bytes: 2500, ..CheckpointConfig::default() });
+    let unread = |scan: &BTreeMap<PathBuf, FileState>| {
+        scan.values().filter(|state| matches!(state, FileState::NotRead { .. })).count()
+    };
+    assert_eq!(unread(&checkpoints.scan(&tree.0).unwrap()), 3);
+    std::thread::sleep(Duration::from_millis(2100));
+    assert_eq!(unread(&checkpoints.scan(&tree.0).unwrap()), 1);
+    assert_eq!(unread(&checkpoints.scan(&tree.0).unwrap()), 0);
+}
