@@ -69,10 +69,18 @@ pub enum PermissionKind {
         /// names, `""` for one that could not be told; empty when none runs.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         readers: Vec<String>,
-        /// The terminal's line-editing keys are not the ones a terminal starts with (`stty kill
-        /// Q`): what a typed line becomes cannot be told from its keys.
+        /// The terminal's line-editing keys or input flags are not the ones a terminal starts
+        /// with (`stty kill Q`, `iuclc`): what a typed line becomes cannot be told from its keys.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         keys_changed: bool,
+        /// The command reads a terminal, whose line editor applies the keys typed (a carriage
+        /// return ends a line); otherwise a pipe, which passes every character on as it is.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        terminal: bool,
+        /// The command is not waiting for input (it waits for a job, runs a builtin, sleeps):
+        /// what reads the text, and when, cannot be told from what runs now.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        busy: bool,
     },
     /// Repeating the same call several times in a row.
     RepeatedCall {

@@ -256,6 +256,10 @@ pub(crate) struct Typing<'a> {
     pub(crate) readers: &'a [String],
     /// The terminal's line-editing keys were changed.
     pub(crate) keys_changed: bool,
+    /// Typed into a terminal, not a pipe.
+    pub(crate) terminal: bool,
+    /// The command is not waiting for input now.
+    pub(crate) busy: bool,
 }
 
 impl Typing<'_> {
@@ -263,7 +267,8 @@ impl Typing<'_> {
     /// session, is a shell or an interpreter; else the command's reader. And whether a program
     /// may read part of a line before the session's shell or interpreter reads the rest:
     /// another program runs beside it (`head -c 5`, `bash -c 'read -n 5 x'`; the shell's own
-    /// `read` is looked for in the lines themselves).
+    /// `read` is looked for in the lines themselves), or it is busy (`sleep 4 & wait; head -c
+    /// 3`: what reads next is not running yet).
     fn reader(&self) -> (Reader, bool) {
         let own = reader(self.command);
         let others: Vec<Reader> = self
@@ -279,13 +284,15 @@ impl Typing<'_> {
         } else {
             own
         };
-        (reader, reader != Reader::Other && !others.is_empty())
+        (reader, reader != Reader::Other && (self.busy || !others.is_empty()))
     }
 }
 
-/// Lines checked suffix by suffix ([`partly_read`]) are at most this long; a longer one counts
-/// as unknowable.
-const MAX_SUFFIXED: usize = 1024;
+/// Lines checked suffix by suffix ([`partly_read`]) are at most this long, and a call's such
+/// lines at most [`MAX_SUFFIXED_IN_A_CALL`] characters together; past either, a line counts as
+/// unknowable.
+const MAX_SUFFIXED: usize = 512;
+const MAX_SUFFIXED_IN_A_CALL: usize = 4096;
 
 /// Why a line's end is checked as a command line of its own.
 const AFTER_ANOTHER_LINE: &str = "a line typed after another in one call: a program the line before runs may \
@@ -313,7 +320,8 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, typing: &Typing<'_>) -> Ve
     let (reader, beside) = typing.reader();
     let command_tools = rules.catalog().tools_with(Subject::Command);
     let mut found: Vec<Verdict> = rules.bare_verdict(tool).into_iter().collect();
-    let lines = lines(typing.typed);
+    let lines = lines(typing.typed, typing.terminal);
+    let mut suffixed = MAX_SUFFIXED_IN_A_CALL;
     let mut allowed = None;
     let mut covered = reader == Reader::Shell && !lines.is_empty();
     for (at, line) in lines.iter().enumerate() {
@@ -345,7 +353,7 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, typing: &Typing<'_>) -> Ve
                     _ => covered = false,
                 }
                 if let Some(why) = partly {
-                    found.extend(partly_read(rules, command_tool, form, why));
+                    found.extend(partly_read(rules, command_tool, form, why, &mut suffixed));
                 }
             }
             // Cursor keys, history, completion: what runs cannot be known, so any rule may match.
@@ -386,11 +394,19 @@ fn as_unresolved(verdict: Verdict, why: &'static str) -> Verdict {
 
 /// The deny and ask rules of `command_tool` that match `line` read from one of its characters
 /// on (what a shell reads after a program took the start of the line), `why` saying so; a line
-/// longer than [`MAX_SUFFIXED`] meets the strictest of them.
-fn partly_read(rules: &Rules, command_tool: &str, line: &str, why: &'static str) -> Vec<Verdict> {
-    if line.chars().count() > MAX_SUFFIXED {
+/// longer than [`MAX_SUFFIXED`], or than what is `left` of a call's, meets the strictest of them.
+fn partly_read(
+    rules: &Rules,
+    command_tool: &str,
+    line: &str,
+    why: &'static str,
+    left: &mut usize,
+) -> Vec<Verdict> {
+    let length = line.chars().count();
+    if length > MAX_SUFFIXED || length > *left {
         return rules.strictest_refusal(command_tool).into_iter().map(|v| as_unresolved(v, why)).collect();
     }
+    *left -= length;
     let mut found = Vec::new();
     let mut last = "";
     for (at, _) in line.char_indices().skip(1) {
@@ -581,8 +597,14 @@ struct Line {
     raw: String,
 }
 
-/// The lines of `typed`, ended by newlines, carriage returns or end of input; empty ones left out.
-fn lines(typed: &str) -> Vec<Line> {
+/// The lines of `typed`, empty ones left out. Into a `terminal`: ended by newlines, carriage
+/// returns or Ctrl-D at a line's start, and edited as a line editor edits them. Into a pipe:
+/// ended by newlines only, every other character (a carriage return, Ctrl-U, a backspace) a
+/// character of the line, as the command reads it.
+fn lines(typed: &str, terminal: bool) -> Vec<Line> {
+    if !terminal {
+        return piped_lines(typed);
+    }
     let mut lines = Vec::new();
     let mut raw = String::new();
     let mut edited = String::new();
@@ -645,13 +667,43 @@ fn lines(typed: &str) -> Vec<Line> {
     lines
 }
 
+/// [`lines`] into a pipe: nothing edits them, and only a backslash before a newline joins two.
+fn piped_lines(typed: &str) -> Vec<Line> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut push = |line: &mut String| {
+        let text = line.trim_matches([' ', '\t']).to_owned();
+        if !text.is_empty() {
+            lines.push(Line {
+                edited: text.clone(),
+                typed: text,
+                plain: true,
+                unresolved: false,
+                raw: line.clone(),
+            });
+        }
+        line.clear();
+    };
+    for c in typed.chars() {
+        match c {
+            '\n' if continues_line(&line) => {
+                line.pop();
+            }
+            '\n' => push(&mut line),
+            c => line.push(c),
+        }
+    }
+    push(&mut line);
+    lines
+}
+
 /// What typing `typed` into a session running `command` runs, as the rules read it: its lines as
 /// a terminal's line editor leaves them (backspaces and line kills applied, backslash-newlines
 /// joined), one per line; and whether keys or text whose effect cannot be known (cursor,
 /// history, completion: see [`unknowable`]) are in it.
 pub(crate) fn edited_lines(typing: &Typing<'_>) -> (String, bool) {
     let (reader, _) = typing.reader();
-    let lines = lines(typing.typed);
+    let lines = lines(typing.typed, typing.terminal);
     let unresolved = typing.keys_changed && reader != Reader::Other
         || lines.iter().any(|line| line.unresolved || unknowable(line, reader));
     (lines.into_iter().map(|line| line.edited).collect::<Vec<_>>().join("\n"), unresolved)
@@ -698,7 +750,14 @@ mod tests {
     use crate::catalog::ToolCatalog;
 
     fn edited(command: &str, typed: &str) -> (String, bool) {
-        edited_lines(&Typing { command, typed, readers: &[], keys_changed: false })
+        edited_lines(&Typing {
+            command,
+            typed,
+            readers: &[],
+            keys_changed: false,
+            terminal: true,
+            busy: false,
+        })
     }
 
     #[test]
@@ -743,7 +802,7 @@ mod tests {
 
     #[test]
     fn lines_as_a_line_editor_and_a_pipe_see_them() {
-        let lines = lines("rm -rg\u{7f}f x\r\nls\u{15}pwd\n\u{1b}[A\n");
+        let lines = lines("rm -rg\u{7f}f x\r\nls\u{15}pwd\n\u{1b}[A\n", true);
         let shown: Vec<(&str, &str, bool, bool)> =
             lines.iter().map(|l| (l.edited.as_str(), l.typed.as_str(), l.plain, l.unresolved)).collect();
         assert_eq!(
@@ -758,7 +817,7 @@ mod tests {
 
     #[test]
     fn a_backslash_at_a_lines_end_joins_the_next_line_to_it() {
-        let joined = |typed: &str| lines(typed).into_iter().map(|l| l.edited).collect::<Vec<_>>();
+        let joined = |typed: &str| lines(typed, true).into_iter().map(|l| l.edited).collect::<Vec<_>>();
         assert_eq!(joined("r\\\nm -rf x\n"), ["rm -rf x"]);
         assert_eq!(joined("r\\\rm -rf x\r"), ["rm -rf x"]);
         assert_eq!(joined("echo a \\\\\nrm -rf x\n"), ["echo a \\\\", "rm -rf x"]);
@@ -850,7 +909,7 @@ mod tests {
     }
 
     fn typing<'a>(command: &'a str, typed: &'a str, readers: &'a [String]) -> Typing<'a> {
-        Typing { command, typed, readers, keys_changed: false }
+        Typing { command, typed, readers, keys_changed: false, terminal: true, busy: false }
     }
 
     /// What else of a session runs decides who reads what is typed, and where part of a line

@@ -534,13 +534,28 @@ impl Policy {
     /// ([`decide_input`](super::input::decide_input)). A hook's `allow` lets the default ask
     /// about a shell or interpreter through, not a rule's.
     async fn decide_input(&self, request: &PermissionRequest) -> PermissionDecision {
-        let PermissionKind::Input { session_id, command, text, line_so_far, readers, keys_changed } =
-            &request.kind
+        let PermissionKind::Input {
+            session_id,
+            command,
+            text,
+            line_so_far,
+            readers,
+            keys_changed,
+            terminal,
+            busy,
+        } = &request.kind
         else {
             return PermissionDecision::Allow;
         };
         let typed = format!("{line_so_far}{text}");
-        let typing = super::input::Typing { command, typed: &typed, readers, keys_changed: *keys_changed };
+        let typing = super::input::Typing {
+            command,
+            typed: &typed,
+            readers,
+            keys_changed: *keys_changed,
+            terminal: *terminal,
+            busy: *busy,
+        };
         // `command`: the lines as the session will run them (as a terminal's line editor leaves
         // them), where a `Bash` hook looks for it: typing into a shell runs commands, which
         // Claude Code's hooks see as `Bash` calls.
@@ -553,8 +568,12 @@ impl Policy {
         if !readers.is_empty() {
             tool_input["session_readers"] = json!(readers);
         }
-        if *keys_changed {
-            tool_input["session_keys_changed"] = json!(true);
+        for (name, set) in
+            [("session_keys_changed", keys_changed), ("session_terminal", terminal), ("session_busy", busy)]
+        {
+            if *set {
+                tool_input[name] = json!(true);
+            }
         }
         let session = request.details.get("session").and_then(Value::as_str).unwrap_or_default();
         let says = match self

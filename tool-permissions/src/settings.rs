@@ -86,6 +86,7 @@ impl HookCommand {
     pub(crate) fn fires_for(&self, tool: &str, input: &Value) -> bool {
         let Some(rules) = &self.condition else { return true };
         let argument = |name: &str| input.get(name).and_then(Value::as_str);
+        let flag = |name: &str| input.get(name).and_then(Value::as_bool).unwrap_or(false);
         let verdict = match (rules.catalog().subject_of(tool), argument("command"), argument("path")) {
             (Some(Subject::Command), Some(command), _) => rules.decide_command(tool, command),
             (Some(Subject::Input), Some(typed), _) => {
@@ -98,7 +99,9 @@ impl HookCommand {
                     command: argument("session_command").unwrap_or("sh"),
                     typed,
                     readers: &readers,
-                    keys_changed: input.get("session_keys_changed").and_then(Value::as_bool).unwrap_or(false),
+                    keys_changed: flag("session_keys_changed"),
+                    terminal: flag("session_terminal"),
+                    busy: flag("session_busy"),
                 };
                 crate::input::decide_input(rules, tool, &typing)
             }

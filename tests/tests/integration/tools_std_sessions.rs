@@ -892,6 +892,14 @@ async fn what_a_shell_session_runs_meanwhile_decides_how_what_is_typed_is_read()
     // Lines after the first of one call: the first may start a program that reads the next.
     let refused = typed("head -c 5\necho rm b1\n").await;
     assert!(refused.as_ref().is_err_and(|e| e.contains("in a call of its own")), "{refused:?}");
+    // The shell waits for a job, then starts what reads the next line: busy, it has each end of
+    // a line read too.
+    assert!(typed("sleep 2 & wait; head -c 3 > /dev/null\n").await.is_ok());
+    let refused = typed("xx rm b1\n").await;
+    assert!(refused.as_ref().is_err_and(|e| e.contains("another program of the session")), "{refused:?}");
+    let out =
+        call_with(&fx, rules.clone(), "bash_input", json!({"session_id": id, "keys": ["ctrl_c"]})).await;
+    assert!(out.is_ok(), "{out:?}");
     // A kill key of `Q` would end `echo x` and run `rm b1`.
     let keys = "python3 -c 'import termios as t; a = t.tcgetattr(0); a[6][t.VKILL] = b\"Q\"; t.tcsetattr(0, 0, a)'\n";
     assert!(typed(keys).await.is_ok());
@@ -899,5 +907,37 @@ async fn what_a_shell_session_runs_meanwhile_decides_how_what_is_typed_is_read()
     assert!(refused.as_ref().is_err_and(|e| e.contains("line-editing keys")), "{refused:?}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(std::fs::read_to_string(fx.root().join("b1")).unwrap(), "keep");
+    fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
+}
+
+/// Into a pipe nothing edits what is typed: a carriage return, Ctrl-U or a backspace is a
+/// character of the line the shell reads, not a line end or an edit that hides the rest.
+#[tokio::test]
+async fn what_is_typed_into_a_pipe_is_read_as_the_shell_reads_it() {
+    let fx = Fx::new("sessions-input-pipe");
+    std::fs::write(fx.root().join("v1"), "keep").unwrap();
+    let rules = policy(&fx, |b| b.allow("Bash(bash --norc -i)").allow("bash_input").deny("Bash(rm:*)"));
+    let rules: Arc<dyn PermissionHook> = Arc::new(rules);
+    let started = call_with(
+        &fx,
+        rules.clone(),
+        "bash",
+        json!({"command": "bash --norc -i", "interactive": true, "background": true}),
+    )
+    .await
+    .unwrap();
+    let id = started.metadata["session_id"].as_u64().unwrap();
+    let typed = |text: &str| {
+        call_with(&fx, rules.clone(), "bash_input", json!({"session_id": id, "text": text, "wait_ms": 300}))
+    };
+    // `echo x\r# ; rm v1` is one line to bash: `x\r#` is a word, not a comment.
+    assert!(typed("echo x\r").await.is_ok());
+    let refused = typed("# ; rm v1\n").await;
+    assert!(refused.as_ref().is_err_and(|e| e.contains("deny Bash(rm:*)")), "{refused:?}");
+    let refused = typed("\necho \u{15}# ; rm v1\n").await;
+    assert!(refused.as_ref().is_err_and(|e| e.contains("deny Bash(rm:*)")), "{refused:?}");
+    assert!(typed("\necho fine\n").await.is_ok());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(std::fs::read_to_string(fx.root().join("v1")).unwrap(), "keep");
     fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
 }

@@ -160,8 +160,11 @@ pub struct InputReaders {
     /// session that hold it open; without, those that hold its input pipe open. `""` for one
     /// whose program could not be told.
     pub programs: Vec<String>,
-    /// The terminal's line-editing keys are other than those it started with.
+    /// The terminal's line-editing keys or input flags are other than those it started with.
     pub keys_changed: bool,
+    /// The command's shell is not waiting for input (it waits for a job, runs a builtin,
+    /// sleeps): what reads what is typed, and when, cannot be told from what runs now.
+    pub busy: bool,
 }
 
 /// A started shell command.
@@ -681,7 +684,7 @@ mod terminal {
     impl WeakMaster {
         /// `None` once the session let the terminal go.
         pub(super) fn reading(&self) -> Option<Reading> {
-            use nix::sys::termios::{LocalFlags, SpecialCharacterIndices as Key, tcgetattr};
+            use nix::sys::termios::{InputFlags, LocalFlags, SpecialCharacterIndices as Key, tcgetattr};
             let master = self.0.upgrade()?;
             let fd = master.get_ref().as_fd();
             let foreground = nix::unistd::tcgetpgrp(fd).ok().map(nix::unistd::Pid::as_raw);
@@ -718,7 +721,14 @@ mod terminal {
                 };
                 printable || taken
             });
+            // Input flags that change the characters typed before anything reads them (`iuclc`
+            // makes `RM` `rm`, `igncr` drops a carriage return); a line editor clears `inlcr`
+            // and `istrip` itself while it reads.
+            let translated = termios
+                .input_flags
+                .intersects(InputFlags::IUCLC | InputFlags::IGNCR | InputFlags::INLCR | InputFlags::ISTRIP);
             let keys_changed = misread
+                || translated
                 || keys[Key::VINTR as usize] != 0x03
                 || keys[Key::VKILL as usize] != 0x15
                 || !termios.local_flags.contains(LocalFlags::ISIG);
@@ -840,6 +850,30 @@ mod unix {
         }
     }
 
+    /// Whether process `pid` is blocked waiting for input: a line editor's `pselect` (or
+    /// `select`, `poll`), or a `read` of its standard input (`/proc/PID/syscall`; `false` when
+    /// that cannot be read, or it runs).
+    #[cfg(target_os = "linux")]
+    fn waits_for_input(pid: i32) -> bool {
+        use std::io::Read;
+        let Ok(file) = std::fs::File::open(format!("/proc/{pid}/syscall")) else { return false };
+        let mut text = String::new();
+        if file.take(512).read_to_string(&mut text).is_err() {
+            return false;
+        }
+        let mut fields = text.split_ascii_whitespace();
+        let (Some(Ok(call)), first) = (fields.next().map(str::parse::<nix::libc::c_long>), fields.next())
+        else {
+            return false;
+        };
+        use nix::libc::{SYS_ppoll, SYS_pselect6, SYS_read};
+        #[cfg(target_arch = "x86_64")]
+        let waits = [SYS_pselect6, SYS_ppoll, nix::libc::SYS_select, nix::libc::SYS_poll];
+        #[cfg(not(target_arch = "x86_64"))]
+        let waits = [SYS_pselect6, SYS_ppoll];
+        waits.contains(&call) || call == SYS_read && first == Some("0x0")
+    }
+
     impl ShellHandle for LocalHandle {
         fn signal_group(&self, signal: i32) -> io::Result<()> {
             use nix::errno::Errno;
@@ -872,7 +906,7 @@ mod unix {
             let reading = target.terminal.as_ref().and_then(super::terminal::WeakMaster::reading);
             let Ok(processes) = target.tree.processes() else {
                 // `/proc` could not be read: who reads cannot be told.
-                return super::InputReaders { programs: vec![String::new()], keys_changed: true };
+                return super::InputReaders { programs: vec![String::new()], keys_changed: true, busy: true };
             };
             let holds = |pid: i32| target.input.is_none_or(|input| input.held_by(pid));
             let programs = processes
@@ -899,7 +933,11 @@ mod unix {
                     Err(_) => Some(String::new()),
                 })
                 .collect();
-            super::InputReaders { programs, keys_changed: reading.is_some_and(|r| r.keys_changed) }
+            super::InputReaders {
+                programs,
+                keys_changed: reading.is_some_and(|r| r.keys_changed),
+                busy: !waits_for_input(target.shell),
+            }
         }
 
         fn kill_all(&self) -> io::Result<KillReport> {

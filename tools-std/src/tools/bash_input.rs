@@ -83,6 +83,8 @@ pub async fn bash_input(
                 line_so_far,
                 readers: readers.programs,
                 keys_changed: readers.keys_changed,
+                terminal: target.tty,
+                busy: readers.busy,
             },
             description,
         )

@@ -163,7 +163,13 @@ impl Lexer<'_> {
                     // `${X@P}` expands the value as a prompt string, command substitutions too.
                     Some(inner) if inner.trim_end().ends_with("@P") => self
                         .opaque("`${...@P}` (a value expanded as a prompt, with its command substitutions)"),
-                    Some(inner) => self.substitutions_in(&inner),
+                    Some(inner) => {
+                        // A default or replacement value is text too (`${y:-a[\$(cmd)]}`).
+                        if subscript_with_command(&inner) {
+                            self.opaque(SUBSCRIPT);
+                        }
+                        self.substitutions_in(&inner)
+                    }
                     None => self.opaque("an unterminated `${`"),
                 }
                 word.text.push(UNKNOWN);

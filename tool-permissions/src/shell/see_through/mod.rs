@@ -255,6 +255,15 @@ mod tests {
             "set -o keyword; git fetch GIT_SSH_COMMAND='rm v7'",
             "set -ek; true",
             "bash -kc 'git fetch GIT_SSH_COMMAND=\"rm x\"'",
+            "declare P{S,}4='$(rm v)'; set -x; :",
+            "export GIT_EXTERNAL_D{IFF,}='rm v'; git diff a b",
+            "declare -x BASH_E{NV,}=./e; bash -c :",
+            "y='alias.x=!rm v'; git -c \"$y\" x",
+            "git -c \"${y:-alias.x=!rm v}\" x",
+            "x=${y:-a[\\$(rm v)]}; (( x ))",
+            "x=\"${y:-a[}\"'$(rm v)]'; (( x ))",
+            "x=\"${y:-a[\\`rm v\\`]}\"; (( x ))",
+            "read x <<< \"${y:-a[\\$(rm v)]}\"; (( x ))",
         ] {
             assert!(see(line).opaque.is_some(), "{line}");
         }

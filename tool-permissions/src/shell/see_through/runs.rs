@@ -100,7 +100,8 @@ pub(super) const SUBSCRIPT: &str =
 /// where the text is taken as a variable's name (arithmetic on a variable holding it, `test -v`,
 /// `printf -v`, `read`, `declare`), even when it was quoted.
 pub(super) fn subscript_with_command(text: &str) -> bool {
-    text.split_once('[').is_some_and(|(_, rest)| rest.contains("$(") || rest.contains('`'))
+    // A part not known (`"${y:-a[}"'$(cmd)]'`) may be the `[`.
+    text.split_once(['[', UNKNOWN]).is_some_and(|(_, rest)| rest.contains("$(") || rest.contains('`'))
 }
 
 /// An assignment before a command: its value is parsed when the variable names a command, and
@@ -111,6 +112,12 @@ fn assignment(word: &Word, depth: usize, seen: &mut Seen) {
     }
     let Some((name, value)) = word.text.split_once('=') else { return };
     let name = name.trim_end_matches('+');
+    // `declare P{S,}4=...` sets `PS4`: a name that brace expansion or an expansion makes may
+    // be any variable.
+    if name.contains(['{', UNKNOWN]) {
+        seen.opaque.get_or_insert("a variable whose name an expansion makes (`declare P{S,}4=...`)");
+        return;
+    }
     // `BASH_ALIASES[r]=rm` defines an alias, `BASH_CMDS[r]=/bin/rm` a hashed command.
     if name.starts_with("BASH_ALIASES") || name.starts_with("BASH_CMDS") {
         seen.opaque.get_or_insert("`BASH_ALIASES` or `BASH_CMDS` (a command under another name)");
@@ -351,6 +358,11 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
                         None => (t.strip_prefix("-c"), false),
                     },
                 };
+                // A setting not known (`git -c "$y" x`) may be an alias or a pager.
+                if value.is_some_and(|v| v.contains(UNKNOWN)) {
+                    seen.opaque.get_or_insert("a git setting that is not known (`git -c \"$y\"`)");
+                    continue;
+                }
                 let Some((key, command)) = value.and_then(|v| v.split_once('=')) else { continue };
                 if from_environment {
                     // The value is the named environment variable's.

@@ -35,7 +35,7 @@ impl Session {
             // rest of it came.
             bytes[..room].iter().rposition(|&b| b == b'\n').map_or(0, |end| end + 1)
         };
-        let line_after = line_after(&state.line, &bytes[..accepted]);
+        let line_after = line_after(&state.line, &bytes[..accepted], self.tty);
         if line_after.len() > INPUT_BUFFER {
             return Err(ToolError::invalid_arguments(format!(
                 "This would make the line typed into session {id} longer than {INPUT_BUFFER} bytes, the most \
@@ -203,13 +203,19 @@ async fn feed(shared: Arc<FeederShared>, mut writer: Pin<Box<dyn AsyncWrite + Se
 
 /// The line typed so far after `bytes` are typed on `line`: what follows the last line end
 /// (newline, carriage return, end of input, or a Ctrl-C or Ctrl-U that discards the line), with
-/// backspaces applied. A line ended after a backslash goes on (the backslash and the line end
-/// dropped), as a shell joins it to the next: `r\` then `m -rf x` is read as `rm -rf x`.
-pub(crate) fn line_after(line: &str, bytes: &[u8]) -> String {
+/// backspaces applied; into a pipe (not a `terminal`), only a newline ends it and nothing is
+/// edited. A line ended after a backslash goes on (the backslash and the line end dropped), as
+/// a shell joins it to the next: `r\` then `m -rf x` is read as `rm -rf x`.
+pub(crate) fn line_after(line: &str, bytes: &[u8], terminal: bool) -> String {
     let text = String::from_utf8_lossy(bytes);
     let mut line = line.to_owned();
     for c in text.chars() {
         match c {
+            '\n' if !terminal && tool_runtime::permissions::shell::continues_line(&line) => {
+                line.pop();
+            }
+            '\n' if !terminal => line.clear(),
+            c if !terminal => line.push(c),
             '\n' | '\r' if tool_runtime::permissions::shell::continues_line(&line) => {
                 line.pop();
             }

@@ -374,9 +374,11 @@ impl Session {
     /// Who else may read what is typed into the command now (a look at its processes).
     pub(crate) async fn input_readers(&self) -> InputReaders {
         let Some(handle) = self.handle.clone() else { return InputReaders::default() };
-        tokio::task::spawn_blocking(move || handle.input_readers())
-            .await
-            .unwrap_or_else(|_| InputReaders { programs: vec![String::new()], keys_changed: true })
+        tokio::task::spawn_blocking(move || handle.input_readers()).await.unwrap_or_else(|_| InputReaders {
+            programs: vec![String::new()],
+            keys_changed: true,
+            busy: true,
+        })
     }
 
     /// Whether nothing more can happen: the command ended and its output is closed.
