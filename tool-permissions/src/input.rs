@@ -3,7 +3,7 @@
 
 use crate::catalog::Subject;
 use crate::rules::{Action, Because, Rules, Verdict};
-use crate::shell::continues_line;
+use crate::shell::{continues_line, leaves_a_quote_open};
 
 /// Shells: a line typed into one is a command line, so the command rules read it as one.
 const SHELLS: &[&str] = &[
@@ -320,7 +320,7 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, typing: &Typing<'_>) -> Ve
     let (reader, beside) = typing.reader();
     let command_tools = rules.catalog().tools_with(Subject::Command);
     let mut found: Vec<Verdict> = rules.bare_verdict(tool).into_iter().collect();
-    let lines = lines(typing.typed, typing.terminal);
+    let lines = lines(typing.typed, typing.terminal, reader == Reader::Shell);
     let mut suffixed = MAX_SUFFIXED_IN_A_CALL;
     let mut allowed = None;
     let mut covered = reader == Reader::Shell && !lines.is_empty();
@@ -601,9 +601,11 @@ struct Line {
 /// returns or Ctrl-D at a line's start, and edited as a line editor edits them. Into a pipe:
 /// ended by newlines only, every other character (a carriage return, Ctrl-U, a backspace) a
 /// character of the line, as the command reads it.
-fn lines(typed: &str, terminal: bool) -> Vec<Line> {
+///
+/// Into a `shell`, a line ended inside quotes goes on in the next, as the shell reads it.
+fn lines(typed: &str, terminal: bool, shell: bool) -> Vec<Line> {
     if !terminal {
-        return piped_lines(typed);
+        return piped_lines(typed, shell);
     }
     let mut lines = Vec::new();
     let mut raw = String::new();
@@ -612,12 +614,13 @@ fn lines(typed: &str, terminal: bool) -> Vec<Line> {
     // with the letter before it, a wide character): what is left cannot be known.
     let mut misread = false;
     let mut push = |raw: &mut String, edited: &mut String, misread: &mut bool| {
-        let typed: String = raw.chars().filter(|c| !c.is_control() || *c == '\t').collect();
-        let plain = !raw.chars().any(char::is_control);
+        // (A newline is in a line only inside quotes, which it continues.)
+        let typed: String = raw.chars().filter(|c| !c.is_control() || matches!(c, '\t' | '\n')).collect();
+        let plain = !raw.chars().any(|c| c.is_control() && c != '\n');
         let unresolved = std::mem::take(misread)
-            || raw
-                .chars()
-                .any(|c| c.is_control() && !matches!(c, '\t' | '\u{7f}' | '\u{8}' | '\u{15}' | '\u{3}'));
+            || raw.chars().any(|c| {
+                c.is_control() && !matches!(c, '\t' | '\n' | '\u{7f}' | '\u{8}' | '\u{15}' | '\u{3}')
+            });
         let line = Line {
             edited: edited.trim().to_owned(),
             typed: typed.trim().to_owned(),
@@ -642,6 +645,10 @@ fn lines(typed: &str, terminal: bool) -> Vec<Line> {
                 if continues_line(&raw) {
                     raw.pop();
                 }
+            }
+            '\n' | '\r' if shell && leaves_a_quote_open(&edited) => {
+                edited.push('\n');
+                raw.push('\n');
             }
             // Ctrl-D ends the input at the start of a line only; elsewhere a line editor takes
             // it as a key (and a pipe passes it on), which makes the line unknowable.
@@ -668,7 +675,7 @@ fn lines(typed: &str, terminal: bool) -> Vec<Line> {
 }
 
 /// [`lines`] into a pipe: nothing edits them, and only a backslash before a newline joins two.
-fn piped_lines(typed: &str) -> Vec<Line> {
+fn piped_lines(typed: &str, shell: bool) -> Vec<Line> {
     let mut lines = Vec::new();
     let mut line = String::new();
     let mut push = |line: &mut String| {
@@ -689,7 +696,7 @@ fn piped_lines(typed: &str) -> Vec<Line> {
             '\n' if continues_line(&line) => {
                 line.pop();
             }
-            '\n' => push(&mut line),
+            '\n' if !(shell && leaves_a_quote_open(&line)) => push(&mut line),
             c => line.push(c),
         }
     }
@@ -703,7 +710,7 @@ fn piped_lines(typed: &str) -> Vec<Line> {
 /// history, completion: see [`unknowable`]) are in it.
 pub(crate) fn edited_lines(typing: &Typing<'_>) -> (String, bool) {
     let (reader, _) = typing.reader();
-    let lines = lines(typing.typed, typing.terminal);
+    let lines = lines(typing.typed, typing.terminal, reader == Reader::Shell);
     let unresolved = typing.keys_changed && reader != Reader::Other
         || lines.iter().any(|line| line.unresolved || unknowable(line, reader));
     (lines.into_iter().map(|line| line.edited).collect::<Vec<_>>().join("\n"), unresolved)
@@ -802,7 +809,7 @@ mod tests {
 
     #[test]
     fn lines_as_a_line_editor_and_a_pipe_see_them() {
-        let lines = lines("rm -rg\u{7f}f x\r\nls\u{15}pwd\n\u{1b}[A\n", true);
+        let lines = lines("rm -rg\u{7f}f x\r\nls\u{15}pwd\n\u{1b}[A\n", true, true);
         let shown: Vec<(&str, &str, bool, bool)> =
             lines.iter().map(|l| (l.edited.as_str(), l.typed.as_str(), l.plain, l.unresolved)).collect();
         assert_eq!(
@@ -817,7 +824,7 @@ mod tests {
 
     #[test]
     fn a_backslash_at_a_lines_end_joins_the_next_line_to_it() {
-        let joined = |typed: &str| lines(typed, true).into_iter().map(|l| l.edited).collect::<Vec<_>>();
+        let joined = |typed: &str| lines(typed, true, true).into_iter().map(|l| l.edited).collect::<Vec<_>>();
         assert_eq!(joined("r\\\nm -rf x\n"), ["rm -rf x"]);
         assert_eq!(joined("r\\\rm -rf x\r"), ["rm -rf x"]);
         assert_eq!(joined("echo a \\\\\nrm -rf x\n"), ["echo a \\\\", "rm -rf x"]);
@@ -961,6 +968,12 @@ mod tests {
         let keys = Typing { keys_changed: true, ..typing("bash", "echo xQrm v1\n", none) };
         assert_eq!(decide(&keys).action, Action::Deny);
         assert!(edited_lines(&keys).1);
+        // A line ended inside quotes goes on in the next, as the shell reads it.
+        assert_eq!(decide(&typing("bash", "git commit -m 'first\nsecond'\n", none)).action, Action::Allow);
+        assert_eq!(decide(&typing("bash", "echo \"a\n\"; rm v\n", none)).action, Action::Deny);
+        assert_eq!(decide(&typing("bash", "echo $'\\''\nrm v\n", none)).action, Action::Deny);
+        let piped = Typing { terminal: false, ..typing("bash", "echo 'a\nb' # it's\n", none) };
+        assert_eq!(decide(&piped).action, Action::Allow);
         // A line too long to read from each character counts as matching.
         let long = format!("cd src\necho {}\n", "a".repeat(MAX_SUFFIXED));
         assert_eq!(decide(&typing("bash", &long, none)).action, Action::Deny);

@@ -131,26 +131,49 @@ pub fn continues_line(line: &str) -> bool {
     line.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1 && !ends_in_a_comment(line)
 }
 
-/// Whether a comment (a `#` where a word may start, outside quotes) runs to the end of `line`.
-fn ends_in_a_comment(line: &str) -> bool {
-    let (mut single, mut double, mut escaped) = (false, false, false);
-    let mut word_start = true;
+/// How a line of shell text ends, as bash reads its quotes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineEnd {
+    Plain,
+    /// In a comment (a `#` where a word may start, outside quotes), which the line's end ends.
+    Comment,
+    /// Inside quotes (`'`, `"`, `$'`) that are still open: the next line goes on in them.
+    Quoted,
+}
+
+fn line_end(line: &str) -> LineEnd {
+    // Inside `'...'`, `$'...'` (where a backslash escapes) or `"..."`.
+    let (mut single, mut ansi_c, mut double, mut escaped) = (false, false, false, false);
+    let (mut word_start, mut dollar) = (true, false);
     for c in line.chars() {
+        let after_dollar = std::mem::replace(&mut dollar, false);
         if escaped {
             escaped = false;
             word_start = false;
             continue;
         }
         match c {
-            '\\' if !single => escaped = true,
-            '\'' if !double => single = !single,
+            '\\' if !single || ansi_c => escaped = true,
+            '\'' if single => (single, ansi_c) = (false, false),
+            '\'' if !double => (single, ansi_c) = (true, after_dollar),
             '"' if !single => double = !double,
-            '#' if !single && !double && word_start => return true,
+            '$' if !single => dollar = true,
+            '#' if !single && !double && word_start => return LineEnd::Comment,
             _ => {}
         }
         word_start = !single && !double && (c.is_whitespace() || ";&|()<>".contains(c));
     }
-    false
+    if single || double { LineEnd::Quoted } else { LineEnd::Plain }
+}
+
+fn ends_in_a_comment(line: &str) -> bool {
+    line_end(line) == LineEnd::Comment
+}
+
+/// Whether `line` leaves quotes open: a shell reads the next line as part of the same command
+/// (`git commit -m 'first` then `second'`).
+pub(crate) fn leaves_a_quote_open(line: &str) -> bool {
+    line_end(line) == LineEnd::Quoted
 }
 
 /// Classifies a command line; anything the parser does not fully understand is mutating.
