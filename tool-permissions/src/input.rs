@@ -320,11 +320,14 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, typing: &Typing<'_>) -> Ve
     let (reader, beside) = typing.reader();
     let command_tools = rules.catalog().tools_with(Subject::Command);
     let mut found: Vec<Verdict> = rules.bare_verdict(tool).into_iter().collect();
-    let lines = lines(typing.typed, typing.terminal, reader == Reader::Shell);
+    let shell = reader == Reader::Shell;
+    // Into a pipe, what reads may or may not edit the lines: both ways.
+    let lines = lines(typing.typed, shell);
+    let piped = if typing.terminal { Vec::new() } else { piped_lines(typing.typed, shell) };
     let mut suffixed = MAX_SUFFIXED_IN_A_CALL;
     let mut allowed = None;
     let mut covered = reader == Reader::Shell && !lines.is_empty();
-    for (at, line) in lines.iter().enumerate() {
+    for (at, line) in lines.iter().enumerate().chain(piped.iter().enumerate()) {
         // An interpreter's string literals may be handed to a shell (`os.system('rm -rf x')`).
         let strings = if reader == Reader::Interpreter { quoted(&line.edited) } else { Vec::new() };
         let partly = match (reader, at > 0, beside) {
@@ -597,16 +600,11 @@ struct Line {
     raw: String,
 }
 
-/// The lines of `typed`, empty ones left out. Into a `terminal`: ended by newlines, carriage
-/// returns or Ctrl-D at a line's start, and edited as a line editor edits them. Into a pipe:
-/// ended by newlines only, every other character (a carriage return, Ctrl-U, a backspace) a
-/// character of the line, as the command reads it.
-///
-/// Into a `shell`, a line ended inside quotes goes on in the next, as the shell reads it.
-fn lines(typed: &str, terminal: bool, shell: bool) -> Vec<Line> {
-    if !terminal {
-        return piped_lines(typed, shell);
-    }
+/// The lines of `typed` as a line editor makes them (a terminal's, or readline's, which `bash
+/// -i` uses on a pipe too), empty ones left out: ended by newlines, carriage returns or Ctrl-D
+/// at a line's start, and edited. Into a `shell`, a line ended inside quotes goes on in the
+/// next, as the shell reads it.
+fn lines(typed: &str, shell: bool) -> Vec<Line> {
     let mut lines = Vec::new();
     let mut raw = String::new();
     let mut edited = String::new();
@@ -674,7 +672,10 @@ fn lines(typed: &str, terminal: bool, shell: bool) -> Vec<Line> {
     lines
 }
 
-/// [`lines`] into a pipe: nothing edits them, and only a backslash before a newline joins two.
+/// The lines of `typed` as a program reading a pipe without a line editor gets them (`sh`,
+/// `bash` without `-i`): ended by newlines only, every other character (a carriage return,
+/// Ctrl-U, a backspace) a character of the line; a backslash before a newline, or quotes left
+/// open in a `shell`, join two.
 fn piped_lines(typed: &str, shell: bool) -> Vec<Line> {
     let mut lines = Vec::new();
     let mut line = String::new();
@@ -710,8 +711,17 @@ fn piped_lines(typed: &str, shell: bool) -> Vec<Line> {
 /// history, completion: see [`unknowable`]) are in it.
 pub(crate) fn edited_lines(typing: &Typing<'_>) -> (String, bool) {
     let (reader, _) = typing.reader();
-    let lines = lines(typing.typed, typing.terminal, reader == Reader::Shell);
+    let shell = reader == Reader::Shell;
+    let lines = lines(typing.typed, shell);
+    // Into a pipe, a program without a line editor reads other lines where the text holds
+    // what one would edit (`\r`, a backspace): a hook cannot be shown one command then.
+    let piped_differ = !typing.terminal
+        && piped_lines(typing.typed, shell)
+            .iter()
+            .map(|l| l.edited.as_str())
+            .ne(lines.iter().map(|l| l.edited.as_str()));
     let unresolved = typing.keys_changed && reader != Reader::Other
+        || piped_differ
         || lines.iter().any(|line| line.unresolved || unknowable(line, reader));
     (lines.into_iter().map(|line| line.edited).collect::<Vec<_>>().join("\n"), unresolved)
 }
@@ -809,7 +819,7 @@ mod tests {
 
     #[test]
     fn lines_as_a_line_editor_and_a_pipe_see_them() {
-        let lines = lines("rm -rg\u{7f}f x\r\nls\u{15}pwd\n\u{1b}[A\n", true, true);
+        let lines = lines("rm -rg\u{7f}f x\r\nls\u{15}pwd\n\u{1b}[A\n", true);
         let shown: Vec<(&str, &str, bool, bool)> =
             lines.iter().map(|l| (l.edited.as_str(), l.typed.as_str(), l.plain, l.unresolved)).collect();
         assert_eq!(
@@ -824,7 +834,7 @@ mod tests {
 
     #[test]
     fn a_backslash_at_a_lines_end_joins_the_next_line_to_it() {
-        let joined = |typed: &str| lines(typed, true, true).into_iter().map(|l| l.edited).collect::<Vec<_>>();
+        let joined = |typed: &str| lines(typed, true).into_iter().map(|l| l.edited).collect::<Vec<_>>();
         assert_eq!(joined("r\\\nm -rf x\n"), ["rm -rf x"]);
         assert_eq!(joined("r\\\rm -rf x\r"), ["rm -rf x"]);
         assert_eq!(joined("echo a \\\\\nrm -rf x\n"), ["echo a \\\\", "rm -rf x"]);
