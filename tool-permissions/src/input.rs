@@ -264,12 +264,14 @@ pub(crate) struct Typing<'a> {
 
 impl Typing<'_> {
     /// Who reads the lines: an interpreter where the command, or another program of the
-    /// session, is a shell or an interpreter; else the command's reader. And whether a program
+    /// session, is a shell or an interpreter; else the command's reader. Whether a program
     /// may read part of a line before the session's shell or interpreter reads the rest:
     /// another program runs beside it (`head -c 5`, `bash -c 'read -n 5 x'`; the shell's own
     /// `read` is looked for in the lines themselves), or it is busy (`sleep 4 & wait; head -c
-    /// 3`: what reads next is not running yet).
-    fn reader(&self) -> (Reader, bool) {
+    /// 3`: what reads next is not running yet). And whether a shell is among what reads (the
+    /// command names one, `exec bash`, `bash -O extglob`, or one runs in the session): then
+    /// what a shell's line editor and history do to a line counts as well, whoever else reads.
+    fn readers(&self) -> (Reader, bool, bool) {
         let own = reader(self.command);
         let others: Vec<Reader> = self
             .readers
@@ -284,9 +286,17 @@ impl Typing<'_> {
         } else {
             own
         };
-        (reader, reader != Reader::Other && (self.busy || !others.is_empty()))
+        let shell = own == Reader::Shell
+            || others.contains(&Reader::Shell)
+            || words(self.command).0.iter().any(|word| SHELLS.contains(&program_name(word).as_str()));
+        (reader, reader != Reader::Other && (self.busy || !others.is_empty()), shell)
     }
 }
+
+/// Why a line is refused whose effect cannot be known ([`unknowable`]).
+const UNKNOWABLE: &str = "keys or text whose effect on the line cannot be known (cursor or history keys, a \
+                          tab, a history expansion, or a line that sets up later ones: `fc`, `bind`, `read`, \
+                          `stty`, a prompt variable)";
 
 /// Lines checked suffix by suffix ([`partly_read`]) are at most this long, and a call's such
 /// lines at most [`MAX_SUFFIXED_IN_A_CALL`] characters together; past either, a line counts as
@@ -317,7 +327,7 @@ const BESIDE_A_PROGRAM: &str = "a line typed while another program of the sessio
 /// - Otherwise, into a shell or interpreter, while any rule about commands is in force: ask.
 /// - Otherwise the tool's default.
 pub(crate) fn decide_input(rules: &Rules, tool: &str, typing: &Typing<'_>) -> Verdict {
-    let (reader, beside) = typing.reader();
+    let (reader, beside, shell_like) = typing.readers();
     let command_tools = rules.catalog().tools_with(Subject::Command);
     let mut found: Vec<Verdict> = rules.bare_verdict(tool).into_iter().collect();
     let shell = reader == Reader::Shell;
@@ -331,7 +341,7 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, typing: &Typing<'_>) -> Ve
         // An interpreter's string literals may be handed to a shell (`os.system('rm -rf x')`).
         let strings = if reader == Reader::Interpreter { quoted(&line.edited) } else { Vec::new() };
         let partly = match (reader, at > 0, beside) {
-            (Reader::Shell, true, _) => Some(AFTER_ANOTHER_LINE),
+            _ if shell_like && at > 0 => Some(AFTER_ANOTHER_LINE),
             (_, _, true) => Some(BESIDE_A_PROGRAM),
             _ => None,
         };
@@ -360,9 +370,11 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, typing: &Typing<'_>) -> Ve
                 }
             }
             // Cursor keys, history, completion: what runs cannot be known, so any rule may match.
-            if unknowable(line, reader) {
+            if unknowable(line, reader) || shell_like && unknowable(line, Reader::Shell) {
                 covered = false;
-                found.extend(rules.strictest_refusal(command_tool));
+                found.extend(
+                    rules.strictest_refusal(command_tool).map(|verdict| as_unresolved(verdict, UNKNOWABLE)),
+                );
             } else if typing.keys_changed && reader != Reader::Other {
                 covered = false;
                 found.extend(
@@ -710,7 +722,7 @@ fn piped_lines(typed: &str, shell: bool) -> Vec<Line> {
 /// joined), one per line; and whether keys or text whose effect cannot be known (cursor,
 /// history, completion: see [`unknowable`]) are in it.
 pub(crate) fn edited_lines(typing: &Typing<'_>) -> (String, bool) {
-    let (reader, _) = typing.reader();
+    let (reader, _, shell_like) = typing.readers();
     let shell = reader == Reader::Shell;
     let lines = lines(typing.typed, shell);
     // Into a pipe, a program without a line editor reads other lines where the text holds
@@ -722,7 +734,9 @@ pub(crate) fn edited_lines(typing: &Typing<'_>) -> (String, bool) {
             .ne(lines.iter().map(|l| l.edited.as_str()));
     let unresolved = typing.keys_changed && reader != Reader::Other
         || piped_differ
-        || lines.iter().any(|line| line.unresolved || unknowable(line, reader));
+        || lines.iter().any(|line| {
+            line.unresolved || unknowable(line, reader) || shell_like && unknowable(line, Reader::Shell)
+        });
     (lines.into_iter().map(|line| line.edited).collect::<Vec<_>>().join("\n"), unresolved)
 }
 
@@ -984,6 +998,10 @@ mod tests {
         assert_eq!(decide(&typing("bash", "echo $'\\''\nrm v\n", none)).action, Action::Deny);
         let piped = Typing { terminal: false, ..typing("bash", "echo 'a\nb' # it's\n", none) };
         assert_eq!(decide(&piped).action, Action::Allow);
+        // A shell behind `exec` reads as an interpreter, and its lines as a shell's too.
+        let exec = typing("exec bash", "read -n 5 x\necho rm v1\n", none);
+        assert_eq!(decide(&exec).action, Action::Deny);
+        assert!(edited_lines(&typing("bash -O extglob", "!-1\n", none)).1);
         // A line too long to read from each character counts as matching.
         let long = format!("cd src\necho {}\n", "a".repeat(MAX_SUFFIXED));
         assert_eq!(decide(&typing("bash", &long, none)).action, Action::Deny);

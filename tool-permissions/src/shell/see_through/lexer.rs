@@ -284,6 +284,9 @@ impl Lexer<'_> {
         let finish =
             |word: &mut Option<Word>, words: &mut Vec<Word>, target: &mut bool, targets: &mut Vec<Word>| {
                 if let Some(mut done) = word.take() {
+                    // A `[` with no `]` after it matches itself (`[ -f x ]`): no glob.
+                    done.glob &= done.text.contains(['*', '?'])
+                        || done.text.find('[').is_some_and(|open| done.text[open..].contains(']'));
                     if done.text.contains('{')
                         && done.text != "{"
                         && done.text != "{}"

@@ -264,6 +264,16 @@ mod tests {
             "x=\"${y:-a[}\"'$(rm v)]'; (( x ))",
             "x=\"${y:-a[\\`rm v\\`]}\"; (( x ))",
             "read x <<< \"${y:-a[\\$(rm v)]}\"; (( x ))",
+            "declare -n p=PS4; p='$(rm v1) '; set -x; :",
+            "x='$(rm v2)'; PS4[0]='${x@P} '; set -x; :",
+            "printf -v PS4 '%s' '$(rm v1) '; set -x; :",
+            "read -r PS4 <<< '$(rm v2)'; set -x; :",
+            "mapfile -t PS4 <<< '$(rm v3)'; set -x; :",
+            "for PS4 in '$(rm v1) '; do set -x; :; done",
+            "f() { local -n r=PS4; r='$(rm v2) '; }; f; set -x; :",
+            "IFS=: read -ra PS4 <<< '$(rm v3) '; set -x; :",
+            "printf -v PROMPT_COMMA[N]D %s 'rm v1'",
+            "read -r \"$x\"",
         ] {
             assert!(see(line).opaque.is_some(), "{line}");
         }
@@ -282,5 +292,8 @@ mod tests {
         assert_eq!(programs("echo $(echo a#b) ${#X}"), ["echo", "echo"]);
         assert!(see("set -e -o pipefail; set -o; set +x").opaque.is_none());
         assert!(see("[[ -n $x && a -eq 1 ]]").opaque.is_none());
+        // A lone `[` is the `test` program, not a glob; words a builtin writes are plain names.
+        assert_eq!(programs("[ -f list.txt ] && echo yes"), ["[", "echo"]);
+        assert!(see("read -r line; printf -v out '%s' x; for f in a b; do echo $f; done").opaque.is_none());
     }
 }

@@ -33,6 +33,12 @@ pub(super) fn command(words: &[Word], depth: usize, seen: &mut Seen) {
             if words[at..].iter().any(|w| subscript_with_command(&w.text)) {
                 seen.opaque.get_or_insert(SUBSCRIPT);
             }
+            // `for PS4 in '$(cmd)'` assigns the loop's variable.
+            if matches!(text, "for" | "select")
+                && let Some(name) = words.get(at + 1)
+            {
+                written(name, seen);
+            }
             return;
         } else if is_assignment(text) {
             assignment(word, depth, seen);
@@ -112,6 +118,8 @@ fn assignment(word: &Word, depth: usize, seen: &mut Seen) {
     }
     let Some((name, value)) = word.text.split_once('=') else { return };
     let name = name.trim_end_matches('+');
+    // `PS4[0]=` writes `PS4` itself.
+    let name = name.split_once('[').map_or(name, |(base, _)| base);
     // `declare P{S,}4=...` sets `PS4`: a name that brace expansion or an expansion makes may
     // be any variable.
     if name.contains(['{', UNKNOWN]) {
@@ -131,6 +139,26 @@ fn assignment(word: &Word, depth: usize, seen: &mut Seen) {
         } else {
             seen.opaque.get_or_insert("a command in a variable that is not known");
         }
+    }
+}
+
+/// A variable `name` is written (by `read`, `printf -v`, a loop, a nameref) with a value the
+/// rules do not see: one that makes programs run or load code, or one whose name an expansion
+/// or a glob makes (`PROMPT_COMMA[N]D`), makes the line opaque.
+fn written(name: &Word, seen: &mut Seen) {
+    let text = name.text.trim_end_matches('+');
+    let base = text.split_once('[').map_or(text, |(base, _)| base);
+    if !name.resolved() || name.glob || base.contains('{') {
+        seen.opaque.get_or_insert("a variable whose name an expansion makes (`printf -v PS[4]`)");
+    } else if CODE_VARIABLES.contains(&base)
+        || COMMAND_VARIABLES.contains(&base)
+        || base.starts_with("GIT_CONFIG_VALUE_")
+        || matches!(base, "BASH_ALIASES" | "BASH_CMDS")
+    {
+        seen.opaque.get_or_insert(
+            "a variable that makes programs run or load code, written with a value the rules do not see \
+             (`read PS4`, `printf -v PS4`, a nameref)",
+        );
     }
 }
 
@@ -281,8 +309,13 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
         }
         // Assignments made by builtins are seen as those before a command are.
         "export" | "declare" | "typeset" | "readonly" | "local" => {
+            // A nameref (`-n`) writes, later, the variable its value names.
+            let nameref = texts.iter().any(|t| t.starts_with('-') && t.contains('n'));
             for word in args.iter().filter(|w| !w.text.starts_with('-') && w.text.contains('=')) {
                 assignment(word, depth, seen);
+                if nameref && let Some((_, target)) = word.text.split_once('=') {
+                    written(&Word { text: target.to_owned(), ..word.clone() }, seen);
+                }
             }
         }
         // Callbacks bash runs: `mapfile -C`, `complete -C`, `compgen -C`.
@@ -290,6 +323,18 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
             if texts.iter().any(|t| t.starts_with('-') && !t.starts_with("--") && t.contains('C')) =>
         {
             seen.opaque.get_or_insert("a command bash runs as a callback (`mapfile -C`, `complete -C`)");
+        }
+        // Builtins that write the variables their words name (`read -r PS4`, `printf -v PS4`,
+        // `mapfile -t PS4`, `getopts o PS4`): every word that is not an option counts.
+        "read" | "mapfile" | "readarray" | "getopts" => {
+            for word in args.iter().filter(|w| !w.text.starts_with('-')) {
+                written(word, seen);
+            }
+        }
+        "printf" => {
+            for pair in args.windows(2).filter(|pair| pair[0].text == "-v") {
+                written(&pair[1], seen);
+            }
         }
         "hash" if texts.iter().any(|t| t.starts_with('-') && t.contains('p')) => {
             seen.opaque.get_or_insert("`hash -p` (a command under another name)");
