@@ -496,6 +496,7 @@ const SETS_UP_VARIABLES: &[&str] = &[
     "HISTTIMEFORMAT",
     "BASH_ALIASES",
     "BASH_CMDS",
+    "MAILPATH",
 ];
 
 /// Words that run the command after them (`builtin fc`, `command bind`, `time history`), looked

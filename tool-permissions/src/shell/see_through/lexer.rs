@@ -2,7 +2,7 @@
 //! redirections noted, what it cannot resolve marked.
 
 use super::runs::{SUBSCRIPT, subscript_with_command};
-use super::{Seen, UNKNOWN, Word, line};
+use super::{MAX_DEPTH, Seen, UNKNOWN, Word, line};
 
 pub(super) struct Lexer<'s> {
     pub(super) chars: Vec<char>,
@@ -32,7 +32,13 @@ impl Lexer<'_> {
     /// Text that is not a command line but may hold substitutions (`${X:-$(cmd)}`,
     /// `$(( a[$(cmd)] ))`): only those are parsed.
     fn substitutions_in(&mut self, text: &str) {
-        let mut inner = Lexer { chars: text.chars().collect(), pos: 0, depth: self.depth, seen: self.seen };
+        // `${a:-${a:-...}}` nests as deep as a command line does.
+        if self.depth >= MAX_DEPTH {
+            self.opaque("expansions nested too deeply to follow");
+            return;
+        }
+        let mut inner =
+            Lexer { chars: text.chars().collect(), pos: 0, depth: self.depth + 1, seen: self.seen };
         let mut scratch = Word::default();
         while let Some(c) = inner.peek() {
             inner.pos += 1;
@@ -164,8 +170,9 @@ impl Lexer<'_> {
                     Some(inner) if inner.trim_end().ends_with("@P") => self
                         .opaque("`${...@P}` (a value expanded as a prompt, with its command substitutions)"),
                     Some(inner) => {
-                        // A default or replacement value is text too (`${y:-a[\$(cmd)]}`).
-                        if subscript_with_command(&inner) {
+                        // A default or replacement value is text too (`${y:-a[\$(cmd)]}`),
+                        // where the substitution is escaped or quoted (a real one is parsed).
+                        if subscript_with_command(&inner) && inner.contains(['\\', '\'']) {
                             self.opaque(SUBSCRIPT);
                         }
                         self.substitutions_in(&inner)
@@ -310,12 +317,15 @@ impl Lexer<'_> {
                     Some('\n') => self.pos += 1,
                     Some(c) => {
                         self.pos += 1;
-                        word.get_or_insert_default().text.push(c);
+                        let w = word.get_or_insert_default();
+                        w.quoted_name |= !w.text.contains('=');
+                        w.text.push(c);
                     }
                     None => {}
                 },
                 '\'' => {
                     let w = word.get_or_insert_default();
+                    w.quoted_name |= !w.text.contains('=');
                     loop {
                         match self.chars.get(self.pos).copied() {
                             Some('\'') => {
@@ -335,6 +345,7 @@ impl Lexer<'_> {
                 }
                 '"' => {
                     let mut w = word.take().unwrap_or_default();
+                    w.quoted_name |= !w.text.contains('=');
                     loop {
                         match self.peek() {
                             Some('"') => {
@@ -382,6 +393,7 @@ impl Lexer<'_> {
                 }
                 '$' => {
                     let mut w = word.take().unwrap_or_default();
+                    w.quoted_name |= !w.text.contains('=');
                     if self.peek() == Some('"') {
                         // `$"..."`: a translated string, otherwise a double-quoted one.
                     } else {
@@ -391,15 +403,22 @@ impl Lexer<'_> {
                 }
                 '`' => {
                     let mut w = word.take().unwrap_or_default();
+                    w.quoted_name |= !w.text.contains('=');
                     self.backtick(&mut w);
                     word = Some(w);
                 }
                 '<' | '>' => {
-                    // A file descriptor number before it belongs to the redirection.
-                    if word
-                        .as_ref()
-                        .is_some_and(|w| !w.text.is_empty() && w.text.bytes().all(|b| b.is_ascii_digit()))
-                    {
+                    // A file descriptor number before it belongs to the redirection, as does a
+                    // variable to put a new one in (`exec {fd}>/dev/null`).
+                    if word.as_ref().is_some_and(|w| {
+                        !w.text.is_empty() && w.text.bytes().all(|b| b.is_ascii_digit())
+                            || w.text.strip_prefix('{').and_then(|t| t.strip_suffix('}')).is_some_and(
+                                |name| {
+                                    !name.is_empty()
+                                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                                },
+                            )
+                    }) {
                         word = None;
                     }
                     finish(&mut word, &mut words, &mut target, &mut targets);
@@ -453,6 +472,25 @@ impl Lexer<'_> {
                     w.text.push(UNKNOWN);
                     w.glob = true;
                 }
+                // An arithmetic command (`(( y = x << 2 ))`, `for ((i = 0; ...))`): an expression,
+                // with the substitutions it may hold, not a subshell.
+                '(' if word.is_none() && self.peek() == Some('(') && {
+                    self.pos -= 1;
+                    let arithmetic = self.arithmetic();
+                    self.pos += 1;
+                    arithmetic
+                } =>
+                {
+                    finish(&mut word, &mut words, &mut target, &mut targets);
+                    if !words.is_empty() {
+                        commands.push(std::mem::take(&mut words));
+                    }
+                    self.pos += 1;
+                    if let Some(inner) = self.balanced('(', ')') {
+                        self.substitutions_in(&inner);
+                    }
+                    self.pos += 1;
+                }
                 '\n' | ';' | '&' | '|' | '(' | ')' => {
                     finish(&mut word, &mut words, &mut target, &mut targets);
                     target = false;
@@ -471,7 +509,7 @@ impl Lexer<'_> {
                     w.glob = true;
                 }
                 '~' if word.is_none() => {
-                    word = Some(Word { text: "~".to_owned(), tilde: true, glob: false });
+                    word = Some(Word { text: "~".to_owned(), tilde: true, ..Word::default() });
                 }
                 c => word.get_or_insert_default().text.push(c),
             }

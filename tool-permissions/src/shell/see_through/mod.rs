@@ -29,6 +29,9 @@ pub(crate) struct Word {
     pub(crate) glob: bool,
     /// It starts with an unquoted `~`.
     pub(crate) tilde: bool,
+    /// A quote, an escape or an expansion comes before its first `=`: bash does not take it as
+    /// an assignment (`'x=/usr/bin/rm' v` runs a program).
+    pub(crate) quoted_name: bool,
 }
 
 impl Word {
@@ -274,6 +277,14 @@ mod tests {
             "IFS=: read -ra PS4 <<< '$(rm v3) '; set -x; :",
             "printf -v PROMPT_COMMA[N]D %s 'rm v1'",
             "read -r \"$x\"",
+            "compgen -W '$(rm v)' x",
+            "history -s 'rm v'; fc -s",
+            "set -H -o history\nrx v\n!!:s/x/m/",
+            "y='$(rm v)'; a='x[${y@P}]'; (( a ))",
+            "declare -a 'x=($(rm v))'",
+            "declare -A 'm=($(rm v) 1)'",
+            "MAILCHECK=0 MAILPATH='mbox?$(rm v)'",
+            &format!("echo {}x{}", "${a:-".repeat(3000), "}".repeat(3000)),
         ] {
             assert!(see(line).opaque.is_some(), "{line}");
         }
@@ -292,6 +303,16 @@ mod tests {
         assert_eq!(programs("echo $(echo a#b) ${#X}"), ["echo", "echo"]);
         assert!(see("set -e -o pipefail; set -o; set +x").opaque.is_none());
         assert!(see("[[ -n $x && a -eq 1 ]]").opaque.is_none());
+        assert_eq!(programs("eval -- 'rm v'"), ["eval", "rm"]);
+        assert_eq!(programs("(( a[$(rm v)] ))"), ["rm"]);
+        assert_eq!(programs("time -p -- rm v"), ["rm"]);
+        // A quoted or escaped `NAME=` is a program's name, not an assignment.
+        assert_eq!(programs("'x=/usr/bin/rm' v"), ["rm"]);
+        assert_eq!(programs("\\x=/bin/rm v"), ["rm"]);
+        // Arithmetic and a descriptor variable are not what they look like elsewhere.
+        assert_eq!(programs("x=1; (( y = x << 2 )); echo $y"), ["echo"]);
+        assert_eq!(programs("exec {fd}>/dev/null; echo ok"), ["exec", "echo"]);
+        assert_eq!(programs("echo \"${HOME:+home is [$(whoami)]}\""), ["whoami", "echo"]);
         // A lone `[` is the `test` program, not a glob; words a builtin writes are plain names.
         assert_eq!(programs("[ -f list.txt ] && echo yes"), ["[", "echo"]);
         assert!(see("read -r line; printf -v out '%s' x; for f in a b; do echo $f; done").opaque.is_none());

@@ -17,7 +17,7 @@ pub(super) fn command(words: &[Word], depth: usize, seen: &mut Seen) {
             at += 1;
         } else if text == "time" {
             at += 1;
-            if words.get(at).is_some_and(|w| w.text == "-p") {
+            while words.get(at).is_some_and(|w| w.text == "-p" || w.text == "--") {
                 at += 1;
             }
         } else if text == "coproc" {
@@ -40,7 +40,7 @@ pub(super) fn command(words: &[Word], depth: usize, seen: &mut Seen) {
                 written(name, seen);
             }
             return;
-        } else if is_assignment(text) {
+        } else if is_assignment(text) && !word.quoted_name {
             assignment(word, depth, seen);
             at += 1;
         } else {
@@ -96,6 +96,8 @@ const CODE_VARIABLES: &[&str] = &[
     "PS2",
     "PS3",
     "PS4",
+    // An interactive shell expands the mail message (`MAILPATH='f?$(cmd)'`) before a prompt.
+    "MAILPATH",
 ];
 
 /// Why text holding an array subscript with a command makes a line opaque.
@@ -107,7 +109,9 @@ pub(super) const SUBSCRIPT: &str =
 /// `printf -v`, `read`, `declare`), even when it was quoted.
 pub(super) fn subscript_with_command(text: &str) -> bool {
     // A part not known (`"${y:-a[}"'$(cmd)]'`) may be the `[`.
-    text.split_once(['[', UNKNOWN]).is_some_and(|(_, rest)| rest.contains("$(") || rest.contains('`'))
+    // `${y@P}` expands `y` as a prompt, command substitutions too.
+    text.split_once(['[', UNKNOWN])
+        .is_some_and(|(_, rest)| rest.contains("$(") || rest.contains('`') || rest.contains("@P"))
 }
 
 /// An assignment before a command: its value is parsed when the variable names a command, and
@@ -286,7 +290,9 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
     match program.as_str() {
         "eval" => {
             if args.iter().all(Word::resolved) {
-                line(&texts.join(" "), depth + 1, seen);
+                // `eval -- 'cmd'`: bash takes `--` as the end of its options.
+                let text = texts.strip_prefix(&["--".to_owned()][..]).unwrap_or(&texts);
+                line(&text.join(" "), depth + 1, seen);
             } else {
                 seen.opaque.get_or_insert("`eval` of text that is not known");
             }
@@ -312,17 +318,37 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
             // A nameref (`-n`) writes, later, the variable its value names.
             let nameref = texts.iter().any(|t| t.starts_with('-') && t.contains('n'));
             for word in args.iter().filter(|w| !w.text.starts_with('-') && w.text.contains('=')) {
+                // A compound value, quoted or not, is expanded by the builtin: `declare -a
+                // 'x=($(cmd))'`.
+                if word.text.split_once('=').is_some_and(|(_, value)| {
+                    value.starts_with('(')
+                        && (value.contains("$(") || value.contains('`') || value.contains("<("))
+                }) {
+                    seen.opaque
+                        .get_or_insert("a compound value the builtin expands (`declare -a 'x=($(cmd))'`)");
+                }
                 assignment(word, depth, seen);
                 if nameref && let Some((_, target)) = word.text.split_once('=') {
                     written(&Word { text: target.to_owned(), ..word.clone() }, seen);
                 }
             }
         }
-        // Callbacks bash runs: `mapfile -C`, `complete -C`, `compgen -C`.
+        // Callbacks bash runs: `mapfile -C`, `complete -C`, `compgen -C`; and a word list it
+        // expands, command substitutions too (`compgen -W '$(cmd)'`).
         "mapfile" | "readarray" | "complete" | "compgen"
-            if texts.iter().any(|t| t.starts_with('-') && !t.starts_with("--") && t.contains('C')) =>
+            if texts.iter().any(|t| {
+                t.starts_with('-')
+                    && !t.starts_with("--")
+                    && (t.contains('C') || t.contains('W') && program != "mapfile")
+            }) =>
         {
-            seen.opaque.get_or_insert("a command bash runs as a callback (`mapfile -C`, `complete -C`)");
+            seen.opaque.get_or_insert(
+                "a command bash runs as a callback (`mapfile -C`, `complete -C`, `compgen -W`)",
+            );
+        }
+        // `fc` runs commands from the history (`history -s 'cmd'; fc -s`, `fc -e 'cmd'`).
+        "fc" => {
+            seen.opaque.get_or_insert("`fc` (commands from the history)");
         }
         // Builtins that write the variables their words name (`read -r PS4`, `printf -v PS4`,
         // `mapfile -t PS4`, `getopts o PS4`): every word that is not an option counts.
@@ -588,16 +614,17 @@ fn shell(args: &[Word], depth: usize, seen: &mut Seen) {
 }
 
 /// Why `set -k` makes a line opaque.
-const KEYWORD: &str =
-    "`set -k` (a `NAME=value` word anywhere is an assignment: `git fetch GIT_SSH_COMMAND=...`)";
+const KEYWORD: &str = "`set -k` or `set -H` (a `NAME=value` word anywhere is an assignment: `git fetch \
+                       GIT_SSH_COMMAND=...`; a history expansion runs an earlier line)";
 
 /// Whether the option cluster `cluster` (after its `-`) of `set` or a shell, followed by `next`,
 /// turns on `keyword` (`-k`, `-o keyword`): every `NAME=value` word of a command is then an
-/// assignment to its environment, wherever it stands.
+/// assignment to its environment, wherever it stands; or history expansion (`-H`, `-o
+/// histexpand`, `-o history`), with which a later line runs an earlier one (`!!:s/x/m/`).
 fn keyword_option(cluster: &str, next: Option<&Word>) -> bool {
+    let named = |w: &Word| matches!(w.text.as_str(), "keyword" | "histexpand" | "history") || !w.resolved();
     !cluster.starts_with('-')
-        && (cluster.contains('k')
-            || cluster.contains('o') && next.is_some_and(|w| w.text == "keyword" || !w.resolved()))
+        && (cluster.contains(['k', 'H']) || cluster.contains('o') && next.is_some_and(named))
 }
 
 /// After a program that runs a command somewhere in its arguments: every later word may be the
