@@ -853,17 +853,7 @@ async fn what_a_shell_session_runs_meanwhile_decides_how_what_is_typed_is_read()
         return;
     }
     std::fs::write(fx.root().join("b1"), "keep").unwrap();
-    let rules = policy(&fx, |b| b.allow("Bash(bash --norc)").allow("bash_input").deny("Bash(rm:*)"));
-    let rules: Arc<dyn PermissionHook> = Arc::new(rules);
-    let started = call_with(
-        &fx,
-        rules.clone(),
-        "bash",
-        json!({"command": "bash --norc", "tty": true, "background": true}),
-    )
-    .await
-    .unwrap();
-    let id = started.metadata["session_id"].as_u64().unwrap();
+    let (rules, id) = guarded_session(&fx, "bash --norc", true).await;
     let typed = |text: &str| {
         call_with(&fx, rules.clone(), "bash_input", json!({"session_id": id, "text": text, "wait_ms": 500}))
     };
@@ -910,23 +900,29 @@ async fn what_a_shell_session_runs_meanwhile_decides_how_what_is_typed_is_read()
     fx.call("bash_stop", json!({"session_id": id, "grace_ms": 0})).await;
 }
 
-/// Into a pipe nothing edits what is typed: a carriage return, Ctrl-U or a backspace is a
-/// character of the line the shell reads, not a line end or an edit that hides the rest.
+/// Starts `command` in a session (in a terminal where `tty`) under rules that allow it and
+/// typing, and deny `rm`: the rules, and the session's id.
+async fn guarded_session(fx: &Fx, command: &str, tty: bool) -> (Arc<dyn PermissionHook>, u64) {
+    let rules = policy(fx, |b| b.allow(format!("Bash({command})")).allow("bash_input").deny("Bash(rm:*)"));
+    let rules: Arc<dyn PermissionHook> = Arc::new(rules);
+    let start = json!({"command": command, "tty": tty, "interactive": !tty, "background": true});
+    let started = call_with(fx, rules.clone(), "bash", start).await.unwrap();
+    let id = started.metadata["session_id"].as_u64().unwrap();
+    // Once the shell waits at its prompt (until then it is busy, and what is typed is read as
+    // if something else might take part of it).
+    let ready = json!({"session_id": id, "text": "echo re''ady\n", "until": "ready", "wait_ms": 10000});
+    assert!(call_with(fx, rules.clone(), "bash_input", ready).await.is_ok());
+    (rules, id)
+}
+
+/// Into a pipe, what is typed is read both as a line editor makes it (`bash -i` uses readline
+/// there too) and as it is: a carriage return, Ctrl-U or a backspace may be a character of the
+/// line the shell reads, not a line end or an edit that hides the rest.
 #[tokio::test]
 async fn what_is_typed_into_a_pipe_is_read_as_the_shell_reads_it() {
     let fx = Fx::new("sessions-input-pipe");
     std::fs::write(fx.root().join("v1"), "keep").unwrap();
-    let rules = policy(&fx, |b| b.allow("Bash(bash --norc -i)").allow("bash_input").deny("Bash(rm:*)"));
-    let rules: Arc<dyn PermissionHook> = Arc::new(rules);
-    let started = call_with(
-        &fx,
-        rules.clone(),
-        "bash",
-        json!({"command": "bash --norc -i", "interactive": true, "background": true}),
-    )
-    .await
-    .unwrap();
-    let id = started.metadata["session_id"].as_u64().unwrap();
+    let (rules, id) = guarded_session(&fx, "bash --norc -i", false).await;
     let typed = |text: &str| {
         call_with(&fx, rules.clone(), "bash_input", json!({"session_id": id, "text": text, "wait_ms": 300}))
     };
