@@ -109,7 +109,9 @@ pub use undo::{UndoError, UndoReport, UndoTarget};
 /// Limits of a session's checkpoints.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointConfig {
-    /// Files larger than this are not kept (default 1 MiB).
+    /// Files larger than this are not kept (default 1 MiB), nor sparse ones (larger than 64 KiB
+    /// and holding less than an eighth of their size in storage), which a command can make by
+    /// the thousand at no cost: both are recorded as [`FileState::TooLarge`].
     pub max_file_bytes: u64,
     /// How many checkpoints are kept; past it the oldest is dropped (default 100).
     pub max_checkpoints: usize,
@@ -126,11 +128,13 @@ pub struct CheckpointConfig {
     /// 4096, 0 for none): a workspace with more is scanned in full at every checkpoint, which
     /// leaves the system's shared limit of watches to other programs.
     pub max_watched_dirs: usize,
-    /// How long a scan reads the content of files it has never read (default 0.3 s): the first
-    /// scan of a session, whose every file is new to it, and the later ones for the files the
-    /// first left. Past it such a file is recorded by its metadata only
-    /// ([`FileState::NotRead`]); a file a later scan finds new or changed is read, up to
-    /// [`CheckpointConfig::max_read_bytes`].
+    /// How long a scan spends reading the content of files it has never read (default 0.3 s,
+    /// the time of the reads themselves, not of the walk): the first scan of a session, whose
+    /// every file is new to it, and the later ones for the files the first left. Past it such a
+    /// file is recorded by its metadata only ([`FileState::NotRead`]) and the next scan walks
+    /// everything to read it; a file a later scan finds new or changed is read, up to
+    /// [`CheckpointConfig::max_read_bytes`]. (A file this process may not read is recorded so
+    /// too, and looked at again when it changes.)
     pub first_read_time: Duration,
     /// How many bytes of files one scan reads at most (by their sizes; default 256 MiB): past
     /// them, a new or changed file is recorded by its metadata ([`FileState::NotRead`]) and read

@@ -56,17 +56,43 @@ fn stamp(stat: &host::Stat) -> Stamp {
 }
 
 /// What one scan has read: each file by device and inode with the metadata it was read with
-/// (so that the hard links to one file are read once), the bytes it may still read, and until
-/// when it reads files never read before.
+/// (so that the hard links to one file are read once), the bytes it may still read, how long it
+/// may still spend reading files never read before (nanoseconds), and how many files it left
+/// unread for lack of either (to be read by the next scan).
 struct Reads {
     files: Mutex<HashMap<(u64, u64), (Stamp, FileState)>>,
     left: AtomicU64,
-    until: Instant,
+    time_left: AtomicU64,
+    deferred: AtomicUsize,
 }
 
 impl Reads {
-    fn new(max_bytes: u64, until: Instant) -> Reads {
-        Reads { files: Mutex::default(), left: AtomicU64::new(max_bytes), until }
+    fn new(max_bytes: u64, time: Duration) -> Reads {
+        let nanos = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
+        Reads {
+            files: Mutex::default(),
+            left: AtomicU64::new(max_bytes),
+            time_left: AtomicU64::new(nanos),
+            deferred: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether the time for files never read is spent.
+    fn late(&self) -> bool {
+        self.time_left.load(Ordering::Relaxed) == 0
+    }
+
+    fn spent(&self, time: Duration) {
+        let nanos = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
+        let _ = self
+            .time_left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| Some(left.saturating_sub(nanos)));
+    }
+
+    /// A file recorded unread for now, for the next scan to read.
+    fn defer(&self, stat: &host::Stat) -> FileState {
+        self.deferred.fetch_add(1, Ordering::Relaxed);
+        FileState::NotRead { size: stat.size, mtime: stat.mtime }
     }
 
     /// What another link to the file `stat` describes held when this scan read it.
@@ -156,11 +182,12 @@ impl Scope {
 /// directory's handle and kept in the store. `None` when it is no longer the regular file or
 /// link listed (swapped meanwhile: nothing is read), or is of another kind.
 ///
-/// Past `reads.until`, a regular file never read is recorded by its metadata only
-/// ([`FileState::NotRead`]): every file of the first scan (`previous` empty), and in later
-/// scans the files still not read and unchanged. So is any file once `reads` has no bytes
-/// left for it; another link to a file it read (same device, inode and metadata) is not read
-/// again.
+/// Once the scan has spent its time reading files never read, such a file is recorded by its
+/// metadata only ([`FileState::NotRead`]): every file of the first scan (`previous` empty), and
+/// in later scans the files still not read and unchanged. So is any file once `reads` has no
+/// bytes left for it; another link to a file it read (same device, inode and metadata) is not
+/// read again. A sparse file (far less storage than its size: a command makes many at no cost)
+/// is not kept, as one too large is not.
 fn look(
     listed: &Listed<'_>,
     rel: &Path,
@@ -172,10 +199,12 @@ fn look(
 ) -> io::Result<Option<Cached>> {
     let Ok(now) = host::stat_at(listed.dir, listed.name) else { return Ok(None) };
     let listed_stamp = stamp(&now);
-    let late = || Instant::now() >= reads.until;
     if let Some(known) = previous.get(rel).filter(|cached| cached.stamp.as_ref() == Some(&listed_stamp)) {
         match known.state {
-            FileState::NotRead { .. } if late() => return Ok(Some(known.clone())),
+            FileState::NotRead { .. } if reads.late() => {
+                reads.deferred.fetch_add(1, Ordering::Relaxed);
+                return Ok(Some(known.clone()));
+            }
             // Read now.
             FileState::NotRead { .. } => {}
             _ if listed_stamp.mtime < racy && listed_stamp.ctime < racy => return Ok(Some(known.clone())),
@@ -183,14 +212,18 @@ fn look(
         }
     }
     if now.kind == host::Kind::File && now.size <= max_file_bytes {
+        if now.size > SPARSE_FROM && now.allocated < now.size / 8 {
+            let state = FileState::TooLarge { size: now.size, mtime: now.mtime };
+            return Ok(Some(Cached { stamp: Some(listed_stamp), state }));
+        }
         if let Some(state) = reads.read_before(&now) {
             return Ok(Some(Cached { stamp: Some(listed_stamp), state }));
         }
-        if previous.is_empty() && late() || !reads.take(now.size) {
-            let state = FileState::NotRead { size: now.size, mtime: now.mtime };
-            return Ok(Some(Cached { stamp: Some(listed_stamp), state }));
+        if previous.is_empty() && reads.late() || !reads.take(now.size) {
+            return Ok(Some(Cached { stamp: Some(listed_stamp), state: reads.defer(&now) }));
         }
     }
+    let reading = Instant::now();
     let lock_store = || store.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let (stat, state) = match now.kind {
         host::Kind::Link => {
@@ -220,8 +253,19 @@ fn look(
         },
         host::Kind::Dir | host::Kind::Other => return Ok(None),
     };
+    if matches!(state, FileState::NotRead { .. }) {
+        // Unreadable (its permissions): looked at again when it changes.
+    } else if !matches!(
+        previous.get(rel),
+        Some(Cached { state: FileState::File { .. } | FileState::Link { .. }, .. })
+    ) {
+        reads.spent(reading.elapsed());
+    }
     Ok(Some(Cached { stamp: Some(stamp(&stat)), state }))
 }
+
+/// A file larger than this whose storage is less than an eighth of its size is sparse.
+const SPARSE_FROM: u64 = 64 * 1024;
 
 /// Why a scan stops at `rel`, the `entries`th entry listed, whose paths so far add up to
 /// `bytes`: past the bounds of [`CheckpointConfig`](super::CheckpointConfig).
@@ -310,7 +354,7 @@ impl Checkpoints {
         let failed: Mutex<Option<io::Error>> = Mutex::new(None);
         let previous = cache.clone();
         let max_file_bytes = self.config.max_file_bytes;
-        let reads = Reads::new(self.config.max_read_bytes, Instant::now() + self.config.first_read_time);
+        let reads = Reads::new(self.config.max_read_bytes, self.config.first_read_time);
         let store = Mutex::new(store);
         let push = |item: Found| found.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(item);
         // What the walk has listed, bounded: entries and their paths' bytes are held in memory.
@@ -416,7 +460,9 @@ impl Checkpoints {
         }
         let seen = Arc::new(seen);
         inner.last_partial = scope.is_some().then(|| (Arc::downgrade(&previous), seen.clone(), touched));
-        inner.not_read = seen.values().filter(|c| matches!(c.state, FileState::NotRead { .. })).count();
+        // Files left unread for lack of time or bytes make the next scan walk everything to read
+        // them; those this process may not read are looked at again when they change.
+        inner.not_read = reads.deferred.load(Ordering::Relaxed);
         inner.path_bytes = total_bytes;
         inner.cache = seen.clone();
         Ok(seen)

@@ -631,3 +631,25 @@ fn a_scan_reads_each_file_once_and_no_more_bytes_than_its_bound() {
     assert_eq!(unread(&checkpoints.scan(&tree.0).unwrap()), 1);
     assert_eq!(unread(&checkpoints.scan(&tree.0).unwrap()), 0);
 }
+
+/// A sparse file (its size far past the storage it holds: a command makes thousands at no cost)
+/// is recorded by its metadata, as a file too large is, not read into the store.
+#[test]
+fn a_sparse_file_is_not_read() {
+    let tree = Tree::new("sparse");
+    let file = std::fs::File::create(tree.0.join("sparse")).unwrap();
+    file.set_len(1024 * 1024).unwrap();
+    tree.write("small", "kept\n");
+    let scan = Checkpoints::new(CheckpointConfig::default()).scan(&tree.0).unwrap();
+    assert_eq!(
+        scan[Path::new("sparse")],
+        FileState::TooLarge { size: 1024 * 1024, mtime: host_mtime(&tree.0.join("sparse")) }
+    );
+    assert!(matches!(scan[Path::new("small")], FileState::File { .. }));
+}
+
+fn host_mtime(path: &Path) -> i128 {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).unwrap();
+    i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
+}

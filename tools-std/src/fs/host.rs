@@ -30,6 +30,9 @@ pub(crate) struct Stat {
     pub(crate) mtime: i128,
     pub(crate) ctime: i128,
     pub(crate) uid: u32,
+    /// Bytes of storage allocated to it (`st_blocks` * 512): far less than `size` in a sparse
+    /// file.
+    pub(crate) allocated: u64,
 }
 
 /// The kinds of entry the host tells apart.
@@ -154,6 +157,7 @@ mod unix {
             mtime: i128::from(stat.st_mtime as i64) * 1_000_000_000 + i128::from(stat.st_mtime_nsec as i64),
             ctime: i128::from(stat.st_ctime as i64) * 1_000_000_000 + i128::from(stat.st_ctime_nsec as i64),
             uid: stat.st_uid as u32,
+            allocated: (stat.st_blocks as u64).saturating_mul(512),
         }
     }
 
