@@ -318,10 +318,10 @@ const BESIDE_A_PROGRAM: &str = "a line typed while another program of the sessio
 /// - The rules of `tool` without a pattern apply (`allow bash_input`, `deny bash_input`).
 /// - Every line is read as a command line by the rules about commands (`Bash(...)`): a deny or
 ///   ask rule that matches a line applies whatever the session runs; into an interpreter, so
-///   does one that matches a string literal of the line (`os.system('rm -rf x')`). Into a
-///   shell, a line after the first of the call, or any line while a program that is not a
-///   shell runs beside it, is also read from each of its characters on: a program may read the
-///   start of it (`head -c 5`) and leave the rest to the shell.
+///   does one that matches a string literal of the line (`os.system('rm -rf x')`). Where a
+///   shell reads, a line after the first of the call, and any line while another program runs
+///   beside the session's command or it is busy, is also read from each of its characters on:
+///   a program may read the start of it (`head -c 5`) and leave the rest to the shell.
 /// - Into a plain shell, lines that the command rules allow, every one of them, are allowed,
 ///   and the command tools' defaults apply to its lines.
 /// - Otherwise, into a shell or interpreter, while any rule about commands is in force: ask.
@@ -340,11 +340,8 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, typing: &Typing<'_>) -> Ve
     for (at, line) in lines.iter().enumerate().chain(piped.iter().enumerate()) {
         // An interpreter's string literals may be handed to a shell (`os.system('rm -rf x')`).
         let strings = if reader == Reader::Interpreter { quoted(&line.edited) } else { Vec::new() };
-        let partly = match (reader, at > 0, beside) {
-            _ if shell_like && at > 0 => Some(AFTER_ANOTHER_LINE),
-            (_, _, true) => Some(BESIDE_A_PROGRAM),
-            _ => None,
-        };
+        let partly =
+            if shell_like && at > 0 { Some(AFTER_ANOTHER_LINE) } else { beside.then_some(BESIDE_A_PROGRAM) };
         for command_tool in &command_tools {
             for string in &strings {
                 let verdict = rules.decide_command(command_tool, string);
