@@ -337,20 +337,11 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, typing: &Typing<'_>) -> Ve
     let mut suffixed = MAX_SUFFIXED_IN_A_CALL;
     let mut allowed = None;
     let mut covered = reader == Reader::Shell && !lines.is_empty();
-    // Whether a line before, in the same call, may start something that reads what follows.
-    let mut may_read_on = false;
     for (at, line) in lines.iter().enumerate().chain(piped.iter().enumerate()) {
-        if at == 0 {
-            may_read_on = false;
-        }
         // An interpreter's string literals may be handed to a shell (`os.system('rm -rf x')`).
         let strings = if reader == Reader::Interpreter { quoted(&line.edited) } else { Vec::new() };
-        let partly = if shell_like && may_read_on {
-            Some(AFTER_ANOTHER_LINE)
-        } else {
-            beside.then_some(BESIDE_A_PROGRAM)
-        };
-        may_read_on |= reads_its_input(&line.edited) || reads_its_input(&line.typed);
+        let partly =
+            if shell_like && at > 0 { Some(AFTER_ANOTHER_LINE) } else { beside.then_some(BESIDE_A_PROGRAM) };
         for command_tool in &command_tools {
             for string in &strings {
                 let verdict = rules.decide_command(command_tool, string);
@@ -401,25 +392,6 @@ pub(crate) fn decide_input(rules: &Rules, tool: &str, typing: &Typing<'_>) -> Ve
         return Verdict { action: Action::Ask, because: Because::InputDefault(shown) };
     }
     rules.default_verdict(tool)
-}
-
-/// Programs and builtins that never read their standard input (they may prompt with `-i`, and
-/// then read a whole line): a line that runs only these (`cd src`) starts nothing that takes
-/// part of the next.
-const NO_INPUT: &[&str] = &[
-    "cd", "pushd", "popd", "export", "unset", "echo", "printf", "pwd", "true", "false", ":", "ls", "mkdir",
-    "touch", "cp", "mv", "ln", "chmod", "rmdir", "sleep", "date", "whoami", "uname", "clear",
-];
-
-/// Whether the shell line `line` may run something that reads the input typed after it: a
-/// program not in [`NO_INPUT`], one not known, or a part the command rules cannot follow.
-fn reads_its_input(line: &str) -> bool {
-    let seen = crate::shell::see_through::see(line);
-    seen.opaque.is_some()
-        || seen
-            .runs
-            .iter()
-            .any(|run| run.program.as_deref().is_none_or(|program| !NO_INPUT.contains(&program)))
 }
 
 /// `verdict`, a rule's, as one that applies because `why` keeps what runs from being known.
@@ -998,13 +970,10 @@ mod tests {
         assert_eq!(reader("bash --rcfile=./rc"), Reader::Interpreter);
         assert_eq!(reader("TERM=dumb bash"), Reader::Shell);
         assert_eq!(decide(&typing("bash", "y\n", &head)).action, Action::Allow);
-        // After another line of the same call that may read it; not after `cd`.
+        // After another line of the same call.
         let after = decide(&typing("bash", "head -c 5\necho rm b1\n", none));
         assert_eq!(after.action, Action::Deny);
         assert!(after.because.to_string().contains("in a call of its own"), "{}", after.because);
-        assert_eq!(decide(&typing("bash", "cd src && ls\necho rm b1\n", none)).action, Action::Allow);
-        assert_eq!(decide(&typing("bash", "cd $(head -c 1)\necho rm b1\n", none)).action, Action::Deny);
-        assert_eq!(decide(&typing("bash", "cd src\nhead -c 5\necho rm b1\n", none)).action, Action::Deny);
         assert_eq!(decide(&typing("bash", "cd src\ngit status\n", none)).action, Action::Allow);
         // A cut inside quotes leaves them open: not a refusal by itself.
         assert_eq!(decide(&typing("bash", "cd src\ngit commit -m 'a b'\n", none)).action, Action::Allow);
@@ -1032,7 +1001,7 @@ mod tests {
         assert_eq!(decide(&exec).action, Action::Deny);
         assert!(edited_lines(&typing("bash -O extglob", "!-1\n", none)).1);
         // A line too long to read from each character counts as matching.
-        let long = format!("head -c 5\necho {}\n", "a".repeat(MAX_SUFFIXED));
+        let long = format!("cd src\necho {}\n", "a".repeat(MAX_SUFFIXED));
         assert_eq!(decide(&typing("bash", &long, none)).action, Action::Deny);
     }
 }
