@@ -974,6 +974,9 @@ mod tests {
         let after = decide(&typing("bash", "head -c 5\necho rm b1\n", none));
         assert_eq!(after.action, Action::Deny);
         assert!(after.because.to_string().contains("in a call of its own"), "{}", after.because);
+        // Whatever the line before runs: a function typed earlier (`cd() { head -c 5; }`) may
+        // make `cd` read the next line.
+        assert_eq!(decide(&typing("bash", "cd src\necho rm b1\n", none)).action, Action::Deny);
         assert_eq!(decide(&typing("bash", "cd src\ngit status\n", none)).action, Action::Allow);
         // A cut inside quotes leaves them open: not a refusal by itself.
         assert_eq!(decide(&typing("bash", "cd src\ngit commit -m 'a b'\n", none)).action, Action::Allow);
