@@ -270,6 +270,8 @@ mod tests {
             "declare -n p=PS4; p='$(rm v1) '; set -x; :",
             "x='$(rm v2)'; PS4[0]='${x@P} '; set -x; :",
             "printf -v PS4 '%s' '$(rm v1) '; set -x; :",
+            "printf -vPS4 '%s' '$(rm v1) '; set -x; :",
+            "read -raPS4 <<< '$(rm v2)'; set -x; :",
             "read -r PS4 <<< '$(rm v2)'; set -x; :",
             "mapfile -t PS4 <<< '$(rm v3)'; set -x; :",
             "for PS4 in '$(rm v1) '; do set -x; :; done",

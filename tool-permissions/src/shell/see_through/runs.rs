@@ -353,13 +353,30 @@ fn run(words: &[Word], depth: usize, seen: &mut Seen) {
         // Builtins that write the variables their words name (`read -r PS4`, `printf -v PS4`,
         // `mapfile -t PS4`, `getopts o PS4`): every word that is not an option counts.
         "read" | "mapfile" | "readarray" | "getopts" => {
-            for word in args.iter().filter(|w| !w.text.starts_with('-')) {
-                written(word, seen);
+            for word in &args {
+                match word.text.strip_prefix('-') {
+                    None => written(word, seen),
+                    // In a bundle, the first option that takes a value takes the rest: `-raPS4`.
+                    Some(cluster) if program == "read" && !cluster.starts_with('-') => {
+                        if let Some(at) = cluster.find(|c| "adinNptu".contains(c))
+                            && cluster[at..].starts_with('a')
+                            && at + 1 < cluster.len()
+                        {
+                            written(&Word { text: cluster[at + 1..].to_owned(), ..word.clone() }, seen);
+                        }
+                    }
+                    Some(_) => {}
+                }
             }
         }
         "printf" => {
-            for pair in args.windows(2).filter(|pair| pair[0].text == "-v") {
-                written(&pair[1], seen);
+            for (at, word) in args.iter().enumerate() {
+                match word.text.strip_prefix("-v") {
+                    Some("") => args.get(at + 1).into_iter().for_each(|name| written(name, seen)),
+                    // `-vPS4`, the name bundled with the option.
+                    Some(name) => written(&Word { text: name.to_owned(), ..word.clone() }, seen),
+                    None => {}
+                }
             }
         }
         "hash" if texts.iter().any(|t| t.starts_with('-') && t.contains('p')) => {
