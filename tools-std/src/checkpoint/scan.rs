@@ -253,9 +253,9 @@ fn look(
         },
         host::Kind::Dir | host::Kind::Other => return Ok(None),
     };
-    if matches!(state, FileState::NotRead { .. }) {
-        // Unreadable (its permissions): looked at again when it changes.
-    } else if !matches!(
+    // Time spent on a file never read before, read or not (its permissions), is the first
+    // reading's.
+    if !matches!(
         previous.get(rel),
         Some(Cached { state: FileState::File { .. } | FileState::Link { .. }, .. })
     ) {
