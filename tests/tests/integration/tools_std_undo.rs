@@ -380,8 +380,75 @@ async fn ignored_and_large_files_are_left_alone_and_the_result_says_so() {
     assert_eq!(std::fs::read_to_string(s.root.join("ignored.txt")).unwrap(), "after\n");
     assert_eq!(std::fs::read(s.root.join("big.bin")).unwrap(), format!("{:0100}", 0).into_bytes());
     assert!(s.root.join("build/out.o").exists());
-    assert!(text.contains("over the size limit and not recorded (1): big.bin"), "{text}");
+    assert!(
+        text.contains("over the size limit before the calls (their content then was not kept) (1): big.bin"),
+        "{text}"
+    );
     assert!(text.contains(".gitignore ignores are not recorded"), "{text}");
+}
+
+#[tokio::test]
+async fn a_file_kept_before_is_put_back_though_what_the_call_left_was_too_large_or_sparse() {
+    let s = Session::new(Some(CheckpointConfig { max_file_bytes: 64, ..CheckpointConfig::default() }));
+    s.write("grown.txt", "small before\n");
+    s.write("sparse.txt", "sparse before\n");
+    let (id, _) = s
+        .ok(
+            "bash",
+            json!({"command": "printf '%0100d' 0 > grown.txt; truncate -s 1000000 sparse.txt; \
+                   printf '%0100d' 0 > new.bin"}),
+        )
+        .await;
+    let (undo, out) = s.call("undo", json!({"call_id": id})).await;
+    let text = out.text_content();
+    assert!(!out.is_error, "{text}");
+    assert_eq!(std::fs::read_to_string(s.root.join("grown.txt")).unwrap(), "small before\n", "{text}");
+    assert_eq!(std::fs::read_to_string(s.root.join("sparse.txt")).unwrap(), "sparse before\n", "{text}");
+    assert!(!s.root.join("new.bin").exists(), "{text}");
+    assert!(
+        text.contains("undoing this undo cannot bring it back (3): grown.txt, new.bin, sparse.txt"),
+        "{text}"
+    );
+    assert_eq!(out.metadata["discarded"], json!(["grown.txt", "new.bin", "sparse.txt"]));
+    assert!(!text.contains("No file needed to change"), "{text}");
+    // Undoing the undo cannot make the large content again, and says so.
+    let out = s.call("undo", json!({"call_id": undo})).await.1;
+    let text = out.text_content();
+    assert!(text.contains("over the size limit before the calls"), "{text}");
+    assert!(text.contains("Nothing was written."), "{text}");
+    assert!(!text.contains("No file needed to change"), "{text}");
+    assert_eq!(std::fs::read_to_string(s.root.join("grown.txt")).unwrap(), "small before\n");
+
+    // A file changed after the call (its size or time differs) is a conflict, as any other.
+    s.write("later.txt", "before\n");
+    let (id, _) = s.ok("bash", json!({"command": "printf '%0100d' 0 > later.txt"})).await;
+    s.write("later.txt", vec![b'b'; 200]);
+    let out = s.call("undo", json!({"call_id": id})).await.1;
+    assert!(
+        out.is_error && out.text_content().contains("later.txt (changed since)"),
+        "{}",
+        out.text_content()
+    );
+    assert_eq!(std::fs::read(s.root.join("later.txt")).unwrap(), vec![b'b'; 200]);
+}
+
+#[tokio::test]
+async fn undoing_the_last_call_twice_undoes_two_calls_even_when_the_first_undo_wrote_nothing() {
+    let s = Session::new(None);
+    s.write("a.txt", "a before\n");
+    s.write("b.txt", "b before\n");
+    s.ok("bash", json!({"command": "echo a after > a.txt"})).await;
+    s.ok("bash", json!({"command": "echo b after > b.txt"})).await;
+    // Put back by something other than a call: the last call's undo has nothing to write.
+    s.write("b.txt", "b before\n");
+    let text = s.ok("undo", json!({"last": 1})).await.1;
+    assert!(text.contains("No file needed to change"), "{text}");
+    let listed = s.ok("checkpoints", json!({})).await.1;
+    assert!(listed.contains("#2 call_id=c2 bash") && listed.contains("(undone by #3)"), "{listed}");
+    assert!(listed.contains("#3 call_id=c3 undo") && listed.contains("no file changed"), "{listed}");
+    let text = s.ok("undo", json!({"last": 1})).await.1;
+    assert!(text.contains("Restored (1): a.txt"), "{text}");
+    assert_eq!(std::fs::read_to_string(s.root.join("a.txt")).unwrap(), "a before\n");
 }
 
 #[tokio::test]

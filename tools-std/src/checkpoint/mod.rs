@@ -23,8 +23,10 @@
 //! Left out of the store, and so never touched by an undo: what the ignore files ignore (as the
 //! file tools' walk reads them: `.gitignore`, `.ignore`, `.rgignore`, `.git/info/exclude`, the
 //! global git excludes), the `.git` directory, and files larger than
-//! [`CheckpointConfig::max_file_bytes`] (their size and times are still recorded, so an undo
-//! can say it left them alone). The first scan of a session reads files for a limited time
+//! [`CheckpointConfig::max_file_bytes`] or sparse (their size and times are still recorded: an
+//! undo leaves one that was that large before the calls alone and says so; one the calls made
+//! large is put back, when its size and times say nothing changed it since, and the undo names it
+//! in [`UndoReport::discarded`]). The first scan of a session reads files for a limited time
 //! ([`CheckpointConfig::first_read_time`]): the files it did not read are recorded by their
 //! metadata ([`FileState::NotRead`]) and read by the later scans, and an undo leaves a change
 //! to one of them alone and says so.

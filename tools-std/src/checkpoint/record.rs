@@ -69,7 +69,9 @@ impl Checkpoints {
 
     /// Records what the call of `guard` changed: its checkpoint's number, `None` when it
     /// changed nothing, or the error when the workspace could not be scanned again.
-    pub(super) fn finish(&self, guard: &mut CallGuard) -> Result<Option<u64>, String> {
+    /// `keep_empty` records the call even when it changed nothing (an undo that found its files
+    /// already put back still undid its checkpoints).
+    pub(super) fn finish(&self, guard: &mut CallGuard, keep_empty: bool) -> Result<Option<u64>, String> {
         let Some(before) = guard.before.take() else { return Ok(None) };
         let mut inner = lock(&self.inner);
         let after = match self.scan_locked(&mut inner, &guard.root) {
@@ -90,7 +92,7 @@ impl Checkpoints {
             }
             _ => diff(&before, &after),
         };
-        if changes.is_empty() {
+        if changes.is_empty() && !keep_empty {
             return Ok(None);
         }
         inner.next += 1;
@@ -157,7 +159,7 @@ impl CallGuard {
     /// [`finish`](Self::finish), with the error when the workspace could not be scanned again.
     fn finish_checked(mut self) -> Result<Option<u64>, String> {
         let checkpoints = self.checkpoints.clone();
-        checkpoints.finish(&mut self)
+        checkpoints.finish(&mut self, false)
     }
 }
 
@@ -165,7 +167,7 @@ impl Drop for CallGuard {
     fn drop(&mut self) {
         if self.before.is_some() {
             let checkpoints = self.checkpoints.clone();
-            let _ = checkpoints.finish(self);
+            let _ = checkpoints.finish(self, false);
         }
     }
 }

@@ -39,11 +39,16 @@ pub struct UndoReport {
     pub removed: Vec<PathBuf>,
     /// Directories the calls removed, made again.
     pub recreated: Vec<PathBuf>,
-    /// Files over the size limit the calls changed, left as they are.
+    /// Files over the size limit before the calls, left as they are (their content then was
+    /// not kept).
     pub too_large: Vec<PathBuf>,
     /// Files the calls changed that had not been read when they began (the first checkpoint of
     /// a large workspace reads for a limited time), left as they are.
     pub not_read: Vec<PathBuf>,
+    /// Files put back (in `restored` or `removed`) whose content after the calls was not kept
+    /// (over the size limit, or not read yet): undoing this undo cannot bring that content
+    /// back.
+    pub discarded: Vec<PathBuf>,
     /// Directories the calls created that are not empty now (they hold ignored files), kept.
     pub kept_dirs: Vec<PathBuf>,
 }
@@ -135,7 +140,7 @@ impl Checkpoints {
         let mut guard = self.begin_in_turn(root, call_id, turn, tool);
         let report = self.apply(root, &selected);
         if let Some(guard) = guard.as_mut()
-            && let Ok(Some(id)) = self.finish(guard)
+            && let Ok(Some(id)) = self.finish(guard, report.is_ok())
             && report.is_ok()
         {
             let mut inner = lock(&self.inner);
@@ -300,6 +305,8 @@ impl Checkpoints {
         let mut report =
             UndoReport { undone: selected.iter().map(|c| c.id).collect(), ..UndoReport::default() };
         let mut conflicts = Vec::new();
+        // Paths that hold their earlier state already: nothing to write.
+        let mut already = BTreeSet::new();
         // Every path is reached through the root's handle, one directory at a time, never
         // through a link: a parent made a link since would lead a write out of the workspace.
         let root_dir = host::open_dir_path(root)
@@ -327,17 +334,28 @@ impl Checkpoints {
                 }
             };
             let now = current.get(path).map(|c| &c.state);
-            let large = |s: &Option<FileState>| matches!(s, Some(FileState::TooLarge { .. }));
-            if large(before) || large(expected) {
-                report.too_large.push(path.clone());
+            // What it held before was not kept: there is nothing to put back.
+            match before {
+                Some(FileState::TooLarge { .. }) => {
+                    report.too_large.push(path.clone());
+                    continue;
+                }
+                Some(FileState::NotRead { .. }) => {
+                    report.not_read.push(path.clone());
+                    continue;
+                }
+                _ => {}
+            }
+            if before.as_ref() == now {
+                already.insert(path.clone());
                 continue;
             }
-            let unread = |s: &Option<FileState>| matches!(s, Some(FileState::NotRead { .. }));
-            if unread(before) || unread(expected) {
-                report.not_read.push(path.clone());
-                continue;
-            }
-            if now == expected.as_ref() || before.as_ref() == now {
+            // What the calls left may not be kept (over the size limit, or not read yet): its
+            // size and modification time still tell whether it changed since.
+            if now == expected.as_ref() {
+                if matches!(expected, Some(FileState::TooLarge { .. } | FileState::NotRead { .. })) {
+                    report.discarded.push(path.clone());
+                }
                 continue;
             }
             // A directory the calls created may hold ignored files now: not a conflict.
@@ -358,7 +376,9 @@ impl Checkpoints {
         let store = inner.store.as_ref().ok_or(UndoError::Off)?;
         let todo: Vec<(&PathBuf, &Option<FileState>)> = plan
             .iter()
-            .filter(|(p, _)| !report.too_large.contains(p) && !report.not_read.contains(p))
+            .filter(|(p, _)| {
+                !report.too_large.contains(p) && !report.not_read.contains(p) && !already.contains(*p)
+            })
             .map(|(p, (b, _))| (p, b))
             .collect();
         // Every stored copy the undo needs, read and checked against its hash before anything is

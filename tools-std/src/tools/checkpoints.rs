@@ -45,6 +45,10 @@ pub async fn checkpoints(ctx: &ToolContext) -> ToolOutput {
         if paths.len() > SHOWN_PATHS {
             shown.push_str(&format!(" and {} more", paths.len() - SHOWN_PATHS));
         }
+        if paths.is_empty() {
+            // An undo that found its files already put back.
+            shown.push_str("no file changed");
+        }
         let turn =
             checkpoint.turn.as_deref().map_or(String::new(), |turn| format!(" turn={}", shown_id(turn)));
         text.push_str(&format!(

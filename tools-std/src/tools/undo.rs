@@ -21,8 +21,10 @@ use crate::text::{display_path, plural};
 /// exactly as they were before them, and the files and directories they created are removed.
 /// When a file changed again after those calls, nothing is written and the result names the
 /// conflicting files: undo the later calls first. Files that `.gitignore` ignores and files
-/// over the size limit are not recorded, so they are left as they are. An undo can itself be
-/// undone (by its own call id) to bring the change back.
+/// over the size limit are not recorded: one that was over it before the calls is left as it
+/// is; one the calls made larger is put back, and the result says that undoing the undo cannot
+/// bring its large content back. An undo can itself be undone (by its own call id) to bring
+/// the change back.
 #[tool(destructive, timeout = "1m")]
 pub async fn undo(
     ws: Dep<Workspace>,
@@ -124,7 +126,17 @@ fn render(report: &UndoReport) -> ToolOutput {
     list(&mut text, "Restored", &report.restored);
     list(&mut text, "Removed (created by the calls)", &report.removed);
     list(&mut text, "Made again (removed by the calls)", &report.recreated);
-    list(&mut text, "Left as they are, over the size limit and not recorded", &report.too_large);
+    list(
+        &mut text,
+        "Put back, though what the calls left was not kept (over the size limit, or not read yet): undoing \
+         this undo cannot bring it back",
+        &report.discarded,
+    );
+    list(
+        &mut text,
+        "Left as they are, over the size limit before the calls (their content then was not kept)",
+        &report.too_large,
+    );
     list(
         &mut text,
         "Left as they are, not read yet when the call began (the first checkpoint of a large workspace reads \
@@ -133,7 +145,11 @@ fn render(report: &UndoReport) -> ToolOutput {
     );
     list(&mut text, "Kept, not empty (they hold files not recorded)", &report.kept_dirs);
     if report.restored.is_empty() && report.removed.is_empty() && report.recreated.is_empty() {
-        text.push_str("\nNo file needed to change: they already held their earlier content.");
+        if report.too_large.is_empty() && report.not_read.is_empty() {
+            text.push_str("\nNo file needed to change: they already held their earlier content.");
+        } else {
+            text.push_str("\nNothing was written.");
+        }
     }
     text.push_str("\nFiles that .gitignore ignores are not recorded and were left as they are.");
     let total = report.restored.len() + report.removed.len() + report.recreated.len();
@@ -144,6 +160,7 @@ fn render(report: &UndoReport) -> ToolOutput {
         .with_metadata("removed", json!(shown(&report.removed)))
         .with_metadata("too_large", json!(shown(&report.too_large)))
         .with_metadata("not_read", json!(shown(&report.not_read)))
+        .with_metadata("discarded", json!(shown(&report.discarded)))
 }
 
 /// The paths as the model reads them (any name a command made: a line break, bytes that are not
