@@ -789,6 +789,29 @@ pub(crate) fn protected_targets<'a>(
         }
         targets.pins.extend(pins);
     }
+    // A writable root inside another (the workspace inside a writable home, or `/tmp`) is held
+    // where it is: the directories from the outer root down to it are pinned, so that no command
+    // can move it, or a directory above it, away and put a decoy (a link to another directory)
+    // at its path, which the next command's mounts and the host's own work in the workspace
+    // would follow.
+    for inner in &roots {
+        let outer =
+            roots.iter().filter(|r| *r != inner && inner.starts_with(r)).min_by_key(|r| r.as_os_str().len());
+        let Some(rest) = outer.and_then(|outer| inner.strip_prefix(outer).ok().map(|rest| (outer, rest)))
+        else {
+            continue;
+        };
+        let (outer, rest) = rest;
+        let mut dir = outer.clone();
+        targets.pins.push(outer.clone());
+        for part in rest.components() {
+            dir.push(part);
+            if !std::fs::symlink_metadata(&dir).is_ok_and(|meta| meta.is_dir()) {
+                break;
+            }
+            targets.pins.push(dir.clone());
+        }
+    }
     for list in [&mut targets.pins, &mut targets.read_only, &mut targets.links] {
         list.sort();
         list.dedup();

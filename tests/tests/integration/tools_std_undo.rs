@@ -411,15 +411,20 @@ async fn a_file_kept_before_is_put_back_though_what_the_call_left_was_too_large_
     );
     assert_eq!(out.metadata["discarded"], json!(["grown.txt", "new.bin", "sparse.txt"]));
     assert!(!text.contains("No file needed to change"), "{text}");
-    // Undoing the undo cannot make the large content again, and says so.
+    // Undoing the undo cannot make the large content again: refused, and not marked as done.
     let out = s.call("undo", json!({"call_id": undo})).await.1;
     let text = out.text_content();
-    assert!(text.contains("over the size limit before the calls"), "{text}");
-    assert!(text.contains("Nothing was written."), "{text}");
-    assert!(!text.contains("No file needed to change"), "{text}");
+    assert!(out.is_error && text.contains("so there is nothing to put back. Nothing was written"), "{text}");
+    assert!(
+        text.contains("- grown.txt") && text.contains("- new.bin") && text.contains("- sparse.txt"),
+        "{text}"
+    );
     assert_eq!(std::fs::read_to_string(s.root.join("grown.txt")).unwrap(), "small before\n");
+    let listed = s.ok("checkpoints", json!({})).await.1;
+    assert!(!listed.lines().any(|l| l.starts_with("#2 ") && l.contains("undone by")), "{listed}");
 
-    // A file changed after the call (its size or time differs) is a conflict, as any other.
+    // A file changed after the call is a conflict, as any other: by its size, or by its status
+    // change time when its size and modification time were put back as they were.
     s.write("later.txt", "before\n");
     let (id, _) = s.ok("bash", json!({"command": "printf '%0100d' 0 > later.txt"})).await;
     s.write("later.txt", vec![b'b'; 200]);
@@ -430,6 +435,70 @@ async fn a_file_kept_before_is_put_back_though_what_the_call_left_was_too_large_
         out.text_content()
     );
     assert_eq!(std::fs::read(s.root.join("later.txt")).unwrap(), vec![b'b'; 200]);
+    s.write("kept.txt", "before\n");
+    let (id, _) = s.ok("bash", json!({"command": "printf '%0100d' 0 > kept.txt; sleep 0.05"})).await;
+    let command = "M=$(stat -c %y kept.txt); printf '%0100d' 7 > kept.txt; touch -d \"$M\" kept.txt";
+    s.ok("bash", json!({ "command": command })).await;
+    let out = s.call("undo", json!({"call_id": id})).await.1;
+    assert!(
+        out.is_error && out.text_content().contains("kept.txt (changed since)"),
+        "{}",
+        out.text_content()
+    );
+    assert_eq!(std::fs::read(s.root.join("kept.txt")).unwrap(), format!("{:0100}", 7).into_bytes());
+}
+
+#[tokio::test]
+async fn a_file_left_unread_by_a_scan_and_read_by_the_next_is_no_conflict() {
+    // The scan after the call reads 64 bytes at most: the rest is read by the next one.
+    let s = Session::new(Some(CheckpointConfig { max_read_bytes: 64, ..CheckpointConfig::default() }));
+    s.write("a.txt", "a\n");
+    let (id, _) = s
+        .ok("bash", json!({"command": "mkdir d; for i in 1 2 3 4; do printf '%040d' $i > d/$i; done"}))
+        .await;
+    let changes = s.checkpoints().list()[0].changes.clone();
+    let not_read = changes
+        .iter()
+        .filter(|c| matches!(c.after, Some(tools_std::checkpoint::FileState::NotRead { .. })))
+        .count();
+    assert!(not_read >= 2, "{changes:?}");
+    s.ok("bash", json!({"command": "true"})).await;
+    s.ok("bash", json!({"command": "true"})).await;
+    let text = s.ok("undo", json!({"call_id": id})).await.1;
+    assert!(text.contains("Removed (created by the calls) (5)"), "{text}");
+    assert!(!s.root.join("d").exists());
+}
+
+#[tokio::test]
+async fn a_file_the_call_made_that_is_ignored_now_is_a_conflict_not_undone() {
+    let s = Session::new(None);
+    let (id, _) = s.ok("write", json!({"path": ".env", "content": "API_KEY=made-by-the-call\n"})).await;
+    s.ok("write", json!({"path": ".gitignore", "content": ".env\n"})).await;
+    let out = s.call("undo", json!({"call_id": id})).await.1;
+    let text = out.text_content();
+    assert!(
+        out.is_error && text.contains(".env (there now but not recorded: an ignore file names it"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read_to_string(s.root.join(".env")).unwrap(), "API_KEY=made-by-the-call\n");
+    let listed = s.ok("checkpoints", json!({})).await.1;
+    assert!(!listed.contains("undone by"), "{listed}");
+}
+
+#[tokio::test]
+async fn an_undo_with_nothing_kept_to_put_back_is_refused_and_the_call_stays_to_undo() {
+    let s = Session::new(Some(CheckpointConfig { max_file_bytes: 64, ..CheckpointConfig::default() }));
+    s.write("s.dat", "kept small\n");
+    s.ok("bash", json!({"command": "printf '%0100d' 0 > s.dat"})).await;
+    s.ok("bash", json!({"command": "echo more >> s.dat"})).await;
+    let out = s.call("undo", json!({"last": 1})).await.1;
+    assert!(out.is_error && out.text_content().contains("nothing to put back"), "{}", out.text_content());
+    let listed = s.ok("checkpoints", json!({})).await.1;
+    assert!(!listed.contains("undone by"), "{listed}");
+    // Both calls together: the content kept before the first is put back.
+    let text = s.ok("undo", json!({"last": 2})).await.1;
+    assert!(text.contains("Restored (1): s.dat"), "{text}");
+    assert_eq!(std::fs::read_to_string(s.root.join("s.dat")).unwrap(), "kept small\n");
 }
 
 #[tokio::test]
@@ -803,7 +872,12 @@ async fn a_call_that_began_before_a_file_was_read_says_so() {
     let (id, out) = s.call("write", json!({"path": "a.txt", "content": "two\n"})).await;
     assert!(!out.is_error, "{}", out.text_content());
     assert_eq!(out.metadata["checkpoint"]["not_read"], json!(1), "{:?}", out.metadata);
-    let text = s.ok("undo", json!({"call_id": id})).await.1;
-    assert!(text.contains("not read yet when the call began (the first checkpoint of a large workspace reads for a limited time) (1): a.txt"), "{text}");
+    // Nothing else to put back: refused, the call left to undo.
+    let out = s.call("undo", json!({"call_id": id})).await.1;
+    let text = out.text_content();
+    assert!(
+        out.is_error && text.contains("not read yet when the call began") && text.contains("- a.txt"),
+        "{text}"
+    );
     assert_eq!(std::fs::read_to_string(s.root.join("a.txt")).unwrap(), "two\n");
 }

@@ -146,3 +146,36 @@ fn a_link_a_command_makes_at_a_hidden_name_hides_nothing_outside_the_workspace()
         run_in(&sandbox, &fx.root, &format!("cat {o}/existing; ls /usr/bin > /dev/null && echo runs"));
     assert_eq!((code, out.as_str()), (0, "beforeruns\n"), "{out}");
 }
+
+#[test]
+fn a_workspace_inside_another_writable_root_cannot_be_moved_for_a_link_to_an_unreadable_directory() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let base = dir("nested-roots");
+    let (outer, secret) = (base.join("home"), base.join("secret"));
+    let workspace = outer.join("p/ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::write(secret.join("key"), "SECRET-KEY").unwrap();
+    let policy = tool_sandbox::SandboxPolicy::workspace_write(&workspace)
+        .with_writable_root(&outer)
+        .with_unreadable(&secret);
+    let sandbox = Sandbox::new(policy).unwrap();
+    let (o, s) = (outer.display(), secret.display());
+    // The directory above the workspace, and the workspace itself, stay where they are.
+    let (_, out) = run_in(
+        &sandbox,
+        &workspace,
+        &format!(
+            "cd /; mv {o}/p {o}/p.real; mv {o}/p/ws {o}/p/ws2; mkdir {o}/p2 && echo made; \
+             rm -rf {o}/p; ln -s {s} {o}/p/ws; echo done"
+        ),
+    );
+    assert!(out.contains("made") && out.ends_with("done\n"), "{out}");
+    assert!(workspace.is_dir() && !outer.join("p.real").exists() && !outer.join("p/ws2").exists(), "{out}");
+    assert!(!std::fs::symlink_metadata(&workspace).unwrap().file_type().is_symlink(), "{out}");
+    let (_, out) = run_in(&sandbox, &workspace, &format!("pwd; cat {s}/key; cat key; echo done"));
+    assert!(!out.contains("SECRET-KEY") && out.starts_with(&format!("{}\n", workspace.display())), "{out}");
+    std::fs::remove_dir_all(&base).unwrap();
+}

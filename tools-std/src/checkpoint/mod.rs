@@ -43,8 +43,19 @@
 //! of those files still holds what the calls left: a file changed since (or whose parent
 //! directory is a symbolic link now) is a conflict, and the undo is refused, naming it, with
 //! nothing written; so is an undo that needs a stored copy the store lost or damaged (every one
-//! is read and checked against its hash first). An undo is itself a call with a checkpoint,
-//! so undoing it brings the change back.
+//! is read and checked against its hash first). A file whose content was not kept is compared by
+//! its size, times (the status change time, which no command can set back, included) and inode;
+//! something there that the scans do not record (ignored now, a FIFO) is a conflict too. An undo
+//! with nothing it could put back (every file's earlier content not kept) is refused, and the
+//! calls stay to undo. An undo is itself a call with a checkpoint, so undoing it brings the
+//! change back; one that found its files already put back is recorded too, so that undoing the
+//! last call again goes further back.
+//!
+//! The workspace root is opened by its path at each scan and undo, and must be the directory
+//! the first scan opened (device and inode): a command that may write above the root (a
+//! writable home, `/tmp`) could otherwise move it away and put a link to another directory at
+//! its path, for the host to read into the store or write in. Checkpoints and undo stop, with
+//! that error, until it is put back.
 //!
 //! The checkpoints live in the dispatcher's session state and are on by default for a local
 //! [`Workspace`] (a remote one has none). An application configures them, or turns them off, by
@@ -201,22 +212,31 @@ pub enum FileState {
     },
     /// A directory.
     Dir,
-    /// A file over the size limit: not kept; its size and modification time tell a change.
+    /// A file over the size limit (or sparse): not kept; its size, times and inode tell a change.
     TooLarge {
         /// Its size in bytes.
         size: u64,
         /// Its modification time, in nanoseconds since the epoch.
         mtime: i128,
+        /// Its status change time (which no command can set back), in nanoseconds since the
+        /// epoch.
+        ctime: i128,
+        /// Its inode number.
+        ino: u64,
     },
     /// A file the scans have not read yet ([`CheckpointConfig::first_read_time`],
     /// [`CheckpointConfig::max_read_bytes`]): not kept,
-    /// so an undo of a change to it leaves it alone; its size and modification time tell a
+    /// so an undo of a change to it leaves it alone; its size, times and inode tell a
     /// change. A later scan reads it (the same file read is no change).
     NotRead {
         /// Its size in bytes.
         size: u64,
         /// Its modification time, in nanoseconds since the epoch.
         mtime: i128,
+        /// Its status change time, in nanoseconds since the epoch.
+        ctime: i128,
+        /// Its inode number.
+        ino: u64,
     },
 }
 
@@ -276,6 +296,9 @@ struct Inner {
     not_read: usize,
     /// The bytes of the last scan's paths, all added up.
     path_bytes: usize,
+    /// The workspace root the first scan opened, and what it was (device, inode): see
+    /// `scan::open_root`.
+    root: Option<(PathBuf, u64, u64)>,
 }
 
 /// How many scans of each kind a session made (to test that the cheap one is taken).

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use cap_std::fs::Dir;
+
 use super::store::{BlobId, Store};
 use super::{Change, Checkpoints, FileState, Inner, MAX_PATH_BYTES, lock, watch};
 use crate::fs::host;
@@ -92,7 +94,7 @@ impl Reads {
     /// A file recorded unread for now, for the next scan to read.
     fn defer(&self, stat: &host::Stat) -> FileState {
         self.deferred.fetch_add(1, Ordering::Relaxed);
-        FileState::NotRead { size: stat.size, mtime: stat.mtime }
+        not_kept(stat, false)
     }
 
     /// What another link to the file `stat` describes held when this scan read it.
@@ -213,7 +215,7 @@ fn look(
     }
     if now.kind == host::Kind::File && now.size <= max_file_bytes {
         if now.size > SPARSE_FROM && now.allocated < now.size / 8 {
-            let state = FileState::TooLarge { size: now.size, mtime: now.mtime };
+            let state = not_kept(&now, true);
             return Ok(Some(Cached { stamp: Some(listed_stamp), state }));
         }
         if let Some(state) = reads.read_before(&now) {
@@ -230,14 +232,12 @@ fn look(
             let Some(target) = host::read_link(listed.dir, listed.name)? else { return Ok(None) };
             (now, FileState::Link { blob: lock_store().put(&target)? })
         }
-        host::Kind::File if now.size > max_file_bytes => {
-            (now, FileState::TooLarge { size: now.size, mtime: now.mtime })
-        }
+        host::Kind::File if now.size > max_file_bytes => (now, not_kept(&now, true)),
         host::Kind::File => match host::read_file(listed.dir, listed.name, max_file_bytes, Some(&now)) {
             // A file this process may not read (a command's `chmod 000`, a lease held on it) is
             // recorded by its metadata and tried again by the next scan: failing the scan would
             // let any command switch checkpoints and undo off for the session.
-            Err(e) if unreadable(&e) => (now, FileState::NotRead { size: now.size, mtime: now.mtime }),
+            Err(e) if unreadable(&e) => (now, not_kept(&now, false)),
             Err(e) => return Err(e),
             Ok(host::Content::Bytes(bytes, read)) => {
                 let blob = BlobId::of(&bytes);
@@ -246,9 +246,7 @@ fn look(
                 reads.remember(&read, &state);
                 (read, state)
             }
-            Ok(host::Content::TooLarge(read)) => {
-                (read, FileState::TooLarge { size: read.size, mtime: read.mtime })
-            }
+            Ok(host::Content::TooLarge(read)) => (read, not_kept(&read, true)),
             Ok(host::Content::Replaced) => return Ok(None),
         },
         host::Kind::Dir | host::Kind::Other => return Ok(None),
@@ -292,6 +290,40 @@ fn too_much(
     )))
 }
 
+/// The state of a file whose content is not kept (`large`: over the size limit, or sparse; else
+/// not read yet): what tells a later change to it.
+fn not_kept(stat: &host::Stat, large: bool) -> FileState {
+    let (size, mtime, ctime, ino) = (stat.size, stat.mtime, stat.ctime, stat.ino);
+    match large {
+        true => FileState::TooLarge { size, mtime, ctime, ino },
+        false => FileState::NotRead { size, mtime, ctime, ino },
+    }
+}
+
+/// Opens the workspace root `root` (following the links on its way, as its user meant them),
+/// refused when it is not the directory the first scan of this root opened: a command that may
+/// write above the root could have moved it (or a directory above it) away and put a link to
+/// another directory at its path, and the host would then read that directory into the store,
+/// or put files back there, where commands may not.
+pub(super) fn open_root(inner: &mut Inner, root: &Path) -> io::Result<Dir> {
+    let dir = host::open_dir_path(root)?;
+    let stat = host::stat_dir(&dir)?;
+    match &inner.root {
+        Some((path, dev, ino)) if path == root && (*dev, *ino) != (stat.dev, stat.ino) => {
+            Err(io::Error::other(format!(
+                "the workspace root {} is no longer the directory this session's checkpoints began with (it, or \
+                 a directory above it, was moved or replaced); checkpoints and undo stop until it is put back",
+                root.display()
+            )))
+        }
+        Some((path, ..)) if path == root => Ok(dir),
+        _ => {
+            inner.root = Some((root.to_path_buf(), stat.dev, stat.ino));
+            Ok(dir)
+        }
+    }
+}
+
 /// Whether opening or reading a listed file failed only for this file (its permissions, a lease
 /// or a running executable), not for the scan as a whole.
 fn unreadable(error: &io::Error) -> bool {
@@ -311,6 +343,7 @@ impl Checkpoints {
         if inner.store.is_none() {
             inner.store = Some(Store::open(&self.config)?);
         }
+        let root_dir = open_root(inner, root)?;
         let changes = match &inner.watch {
             // Files the first scan left unread: a walk of everything reads them.
             _ if inner.not_read > 0 => watch::Changes::Full,
@@ -345,7 +378,7 @@ impl Checkpoints {
         };
         // Every directory is opened beneath its parent's handle and every file beneath its
         // directory's, never through a link; ignore files are read as regular files, bounded.
-        let roots = Roots::open(root)?;
+        let roots = Roots::of(root_dir, root);
         let options = WalkOptions { hidden: true, ..WalkOptions::default() };
         // The subdirectories of listed directories that are not walked again: their last scan holds.
         let kept: Mutex<HashSet<PathBuf>> = Mutex::default();

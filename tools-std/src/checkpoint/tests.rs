@@ -396,7 +396,7 @@ fn a_file_read_after_the_first_scan_is_no_change() {
     tree.write("a.txt", "a\n");
     let mut before = Snapshot::default();
     let stamp = Stamp { size: 2, mtime: 1, ctime: 1, ino: 7, mode: 0o100644 };
-    let not_read = FileState::NotRead { size: 2, mtime: 1 };
+    let not_read = FileState::NotRead { size: 2, mtime: 1, ctime: 1, ino: 7 };
     before.insert(PathBuf::from("a.txt"), Cached { stamp: Some(stamp.clone()), state: not_read });
     let mut after = Snapshot::default();
     let read = FileState::File { blob: BlobId::of(b"a\n"), mode: 0o644 };
@@ -641,15 +641,48 @@ fn a_sparse_file_is_not_read() {
     file.set_len(1024 * 1024).unwrap();
     tree.write("small", "kept\n");
     let scan = Checkpoints::new(CheckpointConfig::default()).scan(&tree.0).unwrap();
-    assert_eq!(
-        scan[Path::new("sparse")],
-        FileState::TooLarge { size: 1024 * 1024, mtime: host_mtime(&tree.0.join("sparse")) }
-    );
+    let (mtime, ctime, ino) = host_times(&tree.0.join("sparse"));
+    assert_eq!(scan[Path::new("sparse")], FileState::TooLarge { size: 1024 * 1024, mtime, ctime, ino });
     assert!(matches!(scan[Path::new("small")], FileState::File { .. }));
 }
 
-fn host_mtime(path: &Path) -> i128 {
+/// Modification and status change times (nanoseconds) and inode.
+fn host_times(path: &Path) -> (i128, i128, u64) {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::symlink_metadata(path).unwrap();
-    i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
+    let nanos = |secs: i64, nsec: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsec);
+    (nanos(meta.mtime(), meta.mtime_nsec()), nanos(meta.ctime(), meta.ctime_nsec()), meta.ino())
+}
+
+/// A command that may write above the workspace moves the directory above it away and puts a
+/// link to another directory at the root's path: no change notification comes from the
+/// workspace, and the host, opening the root by its path, would put files back in the other
+/// directory (or read it into the store). The root is checked to be the directory the first
+/// scan opened, and the other directory is left alone.
+#[test]
+fn a_root_moved_away_and_replaced_by_a_link_is_refused_not_followed() {
+    let tree = Tree::new("moved-root");
+    let (parent, victim) = (tree.0.join("p"), tree.0.join("victim"));
+    let root = parent.join("ws");
+    tree.write("p/ws/passwd", "first\n");
+    tree.write("victim/passwd", "VICTIM\n");
+    let checkpoints = Arc::new(Checkpoints::default());
+    let call = checkpoints.begin(&root, "call_1", "write").unwrap();
+    std::fs::write(root.join("passwd"), "second\n").unwrap();
+    assert_eq!(call.finish(), Some(1));
+    std::fs::rename(&parent, tree.0.join("p.real")).unwrap();
+    std::fs::create_dir(&parent).unwrap();
+    std::os::unix::fs::symlink(&victim, &root).unwrap();
+    let error = checkpoints.scan(&root).unwrap_err().to_string();
+    assert!(error.contains("is no longer the directory this session's checkpoints began with"), "{error}");
+    let undo = checkpoints.undo(&root, &UndoTarget::Last(1), "call_2", "undo").unwrap_err().to_string();
+    assert!(undo.contains("no longer the directory"), "{undo}");
+    assert_eq!(std::fs::read_to_string(victim.join("passwd")).unwrap(), "VICTIM\n");
+    // Put back, the undo goes on.
+    std::fs::remove_file(&root).unwrap();
+    std::fs::remove_dir(&parent).unwrap();
+    std::fs::rename(tree.0.join("p.real"), &parent).unwrap();
+    checkpoints.undo(&root, &UndoTarget::Last(1), "call_3", "undo").unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("passwd")).unwrap(), "first\n");
+    assert_eq!(std::fs::read_to_string(victim.join("passwd")).unwrap(), "VICTIM\n");
 }

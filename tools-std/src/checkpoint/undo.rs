@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use cap_std::fs::Dir;
 
+use super::scan::Cached;
 use super::store::{BlobId, blob_of};
 use super::{Checkpoint, Checkpoints, FileState, lock, shown_id};
 use crate::fs::host;
@@ -65,6 +66,9 @@ pub enum UndoError {
     /// The checkpoint store lost or damaged what it kept of these files: `(path, what
     /// happened)`. Nothing was written.
     StoreDamaged(Vec<(PathBuf, String)>),
+    /// What every file the calls changed held before them was not kept (over the size limit,
+    /// sparse, or not read yet): there is nothing to put back. Nothing was written.
+    NothingKept(Vec<PathBuf>),
     /// Reading or writing failed (after the checks: some files may be restored).
     Io(String),
 }
@@ -93,6 +97,18 @@ impl std::fmt::Display for UndoError {
                      file tools.",
                 )
             }
+            UndoError::NothingKept(paths) => {
+                write!(
+                    f,
+                    "Undo refused: what {} held before the call was not kept (over the size limit, sparse, or not \
+                     read yet when the call began), so there is nothing to put back. Nothing was written:",
+                    plural(paths.len() as u64, "file"),
+                )?;
+                for path in paths {
+                    write!(f, "\n- {}", path.display())?;
+                }
+                f.write_str("\nChange them back by hand with the file tools.")
+            }
             UndoError::StoreDamaged(lost) => {
                 write!(
                     f,
@@ -110,6 +126,21 @@ impl std::fmt::Display for UndoError {
 }
 
 impl std::error::Error for UndoError {}
+
+/// Whether `now` is what the calls left, `expected`: for a file whose content was not kept, by
+/// its size, times and inode (a later scan may have read it since).
+fn unchanged(expected: Option<&FileState>, now: Option<&Cached>) -> bool {
+    match (expected, now) {
+        (
+            Some(
+                FileState::TooLarge { size, mtime, ctime, ino }
+                | FileState::NotRead { size, mtime, ctime, ino },
+            ),
+            Some(Cached { stamp: Some(stamp), .. }),
+        ) => (stamp.size, stamp.mtime, stamp.ctime, stamp.ino) == (*size, *mtime, *ctime, *ino),
+        (expected, now) => expected == now.map(|c| &c.state),
+    }
+}
 
 impl Checkpoints {
     /// the module documentation. `call_id` and `tool` name the undo's own call, recorded as a
@@ -309,7 +340,7 @@ impl Checkpoints {
         let mut already = BTreeSet::new();
         // Every path is reached through the root's handle, one directory at a time, never
         // through a link: a parent made a link since would lead a write out of the workspace.
-        let root_dir = host::open_dir_path(root)
+        let root_dir = super::scan::open_root(&mut inner, root)
             .map_err(|e| UndoError::Io(format!("Cannot open the workspace root {}: {e}", root.display())))?;
         for (path, (before, expected)) in &plan {
             let (parent, name) = match host::split(path) {
@@ -333,7 +364,8 @@ impl Checkpoints {
                     )));
                 }
             };
-            let now = current.get(path).map(|c| &c.state);
+            let cached = current.get(path);
+            let now = cached.map(|c| &c.state);
             // What it held before was not kept: there is nothing to put back.
             match before {
                 Some(FileState::TooLarge { .. }) => {
@@ -346,14 +378,22 @@ impl Checkpoints {
                 }
                 _ => {}
             }
+            // Something the scan does not record is there now: not the calls' to replace or remove.
+            if now.is_none() && parent_dir.as_ref().is_some_and(|dir| host::stat_at(dir, name).is_ok()) {
+                conflicts.push((
+                    path.clone(),
+                    "there now but not recorded: an ignore file names it, or it is not a regular file, link or \
+                     directory"
+                        .to_owned(),
+                ));
+                continue;
+            }
             if before.as_ref() == now {
                 already.insert(path.clone());
                 continue;
             }
-            // What the calls left may not be kept (over the size limit, or not read yet): its
-            // size and modification time still tell whether it changed since.
-            if now == expected.as_ref() {
-                if matches!(expected, Some(FileState::TooLarge { .. } | FileState::NotRead { .. })) {
+            if unchanged(expected.as_ref(), cached) {
+                if matches!(now, Some(FileState::TooLarge { .. } | FileState::NotRead { .. })) {
                     report.discarded.push(path.clone());
                 }
                 continue;
@@ -372,6 +412,10 @@ impl Checkpoints {
         }
         if !conflicts.is_empty() {
             return Err(UndoError::Conflicts(conflicts));
+        }
+        let left: Vec<PathBuf> = report.too_large.iter().chain(&report.not_read).cloned().collect();
+        if !left.is_empty() && left.len() == plan.len() {
+            return Err(UndoError::NothingKept(left));
         }
         let store = inner.store.as_ref().ok_or(UndoError::Off)?;
         let todo: Vec<(&PathBuf, &Option<FileState>)> = plan

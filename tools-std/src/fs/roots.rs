@@ -31,6 +31,11 @@ impl Roots {
         Ok(Roots { root: Arc::new(root), root_path: Arc::new(root_path), host: Arc::default() })
     }
 
+    /// The workspace root `root`, opened already as `dir`.
+    pub(crate) fn of(dir: Dir, root: &Path) -> Roots {
+        Roots { root: Arc::new(dir), root_path: Arc::new(root.to_path_buf()), host: Arc::default() }
+    }
+
     /// The directory handle `target` is resolved from, and the path relative to it.
     pub(crate) fn anchor<'a>(&self, target: &'a Target) -> io::Result<(&Dir, &'a Path)> {
         let path = target.path();
