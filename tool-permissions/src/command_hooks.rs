@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use crate::settings::HookCommand;
@@ -283,6 +283,75 @@ pub(crate) fn hook_input(claude_name: Option<&str>, input: &Value, root: &Path) 
         map.insert("file_path".into(), Value::String(absolute));
     }
     input
+}
+
+/// What the `PreToolUse` hooks of a call are shown: one event, `hook_input`'s; but for a patch
+/// (`apply_patch`, which Claude Code's hooks know as an `Edit`), one event per file it touches,
+/// as Claude Code's own tools would make them: `Write` with `file_path` and `content` for a file
+/// added (or the place a file moves to), `Edit` with `file_path`, `old_string` and `new_string`
+/// (the lines a change takes out and puts in, with their context) for one changed or deleted,
+/// each with the whole `patch` beside. A hook written for Claude Code (`jq -r
+/// .tool_input.file_path`) so sees every file a patch writes. `None` as the name: the tool's own.
+pub(crate) fn hook_views(
+    claude_name: Option<&str>,
+    input: &Value,
+    root: &Path,
+) -> Vec<(Option<String>, Value)> {
+    let whole = || vec![(claude_name.map(str::to_owned), hook_input(claude_name, input, root))];
+    let Some(patch) = input.get("patch").and_then(Value::as_str) else { return whole() };
+    if claude_name != Some("Edit") || input.get("path").is_some() {
+        return whole();
+    }
+    let absolute =
+        |path: &str| tool_sandbox::lexically_normal(&root.join(path.trim())).to_string_lossy().into_owned();
+    let mut views: Vec<(Option<String>, Value)> = Vec::new();
+    // The file being read, its kind (`Write` for one added), and the lines taken out and put in.
+    let mut current: Option<(String, &str, String, String)> = None;
+    let flush = |current: &mut Option<(String, &str, String, String)>, views: &mut Vec<_>| {
+        let Some((path, kind, old, new)) = current.take() else { return };
+        let view = match kind {
+            "Write" => json!({"file_path": path, "content": new, "patch": patch}),
+            _ => json!({"file_path": path, "old_string": old, "new_string": new, "patch": patch}),
+        };
+        views.push((Some(kind.to_owned()), view));
+    };
+    // Headers read as leniently as the patch tool reads them: indented, and with or without the
+    // space after the colon.
+    let header = |line: &str, name: &str| line.trim_start().strip_prefix(name).map(str::to_owned);
+    for line in patch.lines() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if let Some(path) = header(line, "*** Add File:") {
+            flush(&mut current, &mut views);
+            current = Some((absolute(&path), "Write", String::new(), String::new()));
+        } else if let Some(path) =
+            header(line, "*** Update File:").or_else(|| header(line, "*** Delete File:"))
+        {
+            flush(&mut current, &mut views);
+            current = Some((absolute(&path), "Edit", String::new(), String::new()));
+        } else if let Some(path) = header(line, "*** Move to:") {
+            // The file moved away is changed; where it goes is written whole.
+            let new = current.as_ref().map(|(_, _, _, new)| new.clone()).unwrap_or_default();
+            flush(&mut current, &mut views);
+            current = Some((absolute(&path), "Write", String::new(), new));
+        } else if line.trim_start().starts_with("***") {
+            flush(&mut current, &mut views);
+        } else if let Some((_, kind, old, new)) = current.as_mut() {
+            let (taken, put) = match line.split_at_checked(1) {
+                Some(("-", text)) => (Some(text), None),
+                Some(("+", text)) => (None, Some(text)),
+                Some((" ", text)) if *kind == "Edit" => (Some(text), Some(text)),
+                _ => (None, None),
+            };
+            for (text, into) in [(taken, old), (put, new)] {
+                if let Some(text) = text {
+                    into.push_str(text);
+                    into.push('\n');
+                }
+            }
+        }
+    }
+    flush(&mut current, &mut views);
+    if views.is_empty() { whole() } else { views }
 }
 
 /// A hook's `updatedInput` in our tools' shape, given what it was shown: a `file_path` that

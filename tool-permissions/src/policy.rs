@@ -460,56 +460,67 @@ impl Policy {
         tool_input: &Value,
         may_rewrite: bool,
     ) -> Result<HookSays, HookStop> {
-        use super::command_hooks::{PreVerdict, from_hook_input, hook_input};
+        use super::command_hooks::{PreVerdict, from_hook_input, hook_views};
         let mut says = HookSays::default();
         let other_name = self.rules.catalog().hook_name_of(tool);
         let other_name = other_name.as_deref();
-        let input = says.rewritten.clone();
-        let input = input.as_ref().unwrap_or(tool_input);
-        for hook in self
-            .hooks
-            .pre_tool_use
-            .iter()
-            .filter(|hook| hook.matcher.matches(tool, other_name) && hook.fires_for(tool, input))
-        {
-            let shown =
-                hook_input(other_name, says.rewritten.as_ref().unwrap_or(tool_input), self.rules.root());
-            let event = json!({
-                "session_id": session_id,
-                "hook_event_name": "PreToolUse",
-                "cwd": self.rules.root(),
-                "tool_name": other_name.unwrap_or(tool),
-                "tool_name_native": tool,
-                "tool_input": shown,
-                "tool_use_id": call_id,
-            });
-            let failed = |problem: String| HookStop::Failed { hook: hook.command.clone(), problem };
-            let decision = hook
-                .pre_tool_use(&event, self.rules.root(), self.hooks.sandbox.as_deref())
-                .await
-                .map_err(failed)?;
-            if let Some(input) = decision.updated_input {
-                if !may_rewrite {
-                    return Err(failed(
-                        "answered with `updatedInput`, which cannot change what is typed into a session \
+        for hook in self.hooks.pre_tool_use.iter() {
+            let input = says.rewritten.clone();
+            let input = input.as_ref().unwrap_or(tool_input);
+            if !hook.fires_for(tool, input) {
+                continue;
+            }
+            // One event, or one per file of a patch, each matched by the name it is shown with.
+            let views = hook_views(other_name, input, self.rules.root());
+            let by_file =
+                views.len() > 1 || views.first().is_some_and(|(name, _)| name.as_deref() != other_name);
+            for (name, shown) in
+                views.into_iter().filter(|(name, _)| hook.matcher.matches(tool, name.as_deref()))
+            {
+                let event = json!({
+                    "session_id": session_id,
+                    "hook_event_name": "PreToolUse",
+                    "cwd": self.rules.root(),
+                    "tool_name": name.as_deref().unwrap_or(tool),
+                    "tool_name_native": tool,
+                    "tool_input": shown,
+                    "tool_use_id": call_id,
+                });
+                let failed = |problem: String| HookStop::Failed { hook: hook.command.clone(), problem };
+                let decision = hook
+                    .pre_tool_use(&event, self.rules.root(), self.hooks.sandbox.as_deref())
+                    .await
+                    .map_err(failed)?;
+                if let Some(input) = decision.updated_input {
+                    if !may_rewrite {
+                        return Err(failed(
+                            "answered with `updatedInput`, which cannot change what is typed into a session \
                          (allow, ask or deny it instead)"
+                                .to_owned(),
+                        ));
+                    }
+                    if by_file {
+                        return Err(failed(
+                        "answered with `updatedInput` for one file of a patch, which cannot be rewritten file \
+                         by file (allow, ask or deny it instead)"
                             .to_owned(),
                     ));
+                    }
+                    says.rewritten = Some(from_hook_input(&event["tool_input"], input));
                 }
-                says.rewritten = Some(from_hook_input(&event["tool_input"], input));
-            }
-            says.ran += 1;
-            match decision.decision {
-                None => {}
-                Some(PreVerdict::Allow) => says.allow = true,
-                Some(PreVerdict::Ask(reason)) => {
-                    says.ask = Some(format!("the PreToolUse hook `{}` ({reason})", hook.command));
-                }
-                Some(PreVerdict::Deny(reason)) => {
-                    return Err(HookStop::Denied(format!(
-                        "the PreToolUse hook `{}` refused it: {reason}",
-                        hook.command
-                    )));
+                says.ran += 1;
+                match decision.decision {
+                    None => {}
+                    Some(PreVerdict::Allow) => says.allow = true,
+                    Some(PreVerdict::Ask(reason)) => {
+                        says.ask = Some(format!("the PreToolUse hook `{}` ({reason})", hook.command));
+                    }
+                    Some(PreVerdict::Deny(reason)) => {
+                        return Err(HookStop::Denied(format!(
+                            "the PreToolUse hook `{}` refused it: {reason}",
+                            hook.command
+                        )));
+                    }
                 }
             }
         }

@@ -16,6 +16,8 @@ use crate::shell::see_through::{self, Run, Seen, Shape};
 
 /// The rule name (Claude Code's) whose path rules also apply to the paths a command names.
 const READ_RULES: &str = "Read";
+/// The rule name of Claude Code's tools that edit files.
+const EDIT_RULES: &str = "Edit";
 
 /// The rule name that governs paths outside the workspace root, whatever the tool.
 pub const EXTERNAL_DIRECTORY: &str = "external_directory";
@@ -189,8 +191,9 @@ impl CommandPattern {
     }
 }
 
-/// A gitignore-style glob on absolute paths: `//abs`, `~/home`, `/from-root`, `./from-root`,
-/// `name` (at any depth below the root). It also matches everything beneath what it matches.
+/// A gitignore-style glob on absolute paths: `//abs`, `~/home`, `/from-root`, and `name` or
+/// `./name` (the same: at any depth below the root without a `/` but at its end, from the root
+/// with one). It also matches everything beneath what it matches.
 #[derive(Debug, Clone)]
 struct PathPattern {
     glob: GlobMatcher,
@@ -219,11 +222,16 @@ impl PathPattern {
             (home()?, rest, true)
         } else if let Some(rest) = pattern.strip_prefix('/') {
             (root.to_path_buf(), rest, true)
-        } else if let Some(rest) = pattern.strip_prefix("./") {
-            (root.to_path_buf(), rest, true)
         } else {
-            (root.to_path_buf(), pattern, pattern.trim_end_matches('/').contains('/'))
+            // As in Claude Code, `./name` is `name`: gitignore's rule decides, a pattern with a `/`
+            // but at its end is taken from the root, one without matches at any depth
+            // (`./.env` is every `.env`, `./src/*.rs` only the root's `src`).
+            let rest = pattern.strip_prefix("./").unwrap_or(pattern);
+            (root.to_path_buf(), rest, rest.trim_end_matches('/').contains('/'))
         };
+        // What a sandbox can hold of it: the path from the root (`./.env` the root's `.env`;
+        // the file tools' rules match the others).
+        let from_root = anchored || pattern.starts_with("./");
         let rest = rest.trim_end_matches('/');
         if rest.split('/').any(|part| part == "..") {
             return Err("`..` is not allowed in a path pattern; write the path it leads to".to_owned());
@@ -234,7 +242,7 @@ impl PathPattern {
             _ => rest.strip_suffix("/**").or_else(|| rest.strip_suffix("/*")).unwrap_or(rest),
         };
         let (dir, name) = named.rsplit_once('/').unwrap_or(("", named));
-        let sandboxed = anchored
+        let sandboxed = from_root
             && !dir.contains(['*', '?', '[', ']', '{', '}', '\\'])
             && !name.contains(['{', '}', '\\'])
             && !name.contains("**");
@@ -728,7 +736,22 @@ impl Rules {
                 .collect(),
             false => Vec::new(),
         };
-        match strictest(tool_rules.chain(external).chain(read_rules)) {
+        // As in Claude Code, permission to edit a path is permission to read it: the allow rules of the
+        // tools `Edit` names count for the tools that read paths (never their deny or ask rules).
+        let reads = self.catalog.access_of(tool) == Some(crate::Access::ReadOnly)
+            && self.catalog.subject_of(tool) == Some(Subject::Path);
+        let edit_allows: Vec<&Rule> = match reads {
+            true => self
+                .catalog
+                .tools_named(EDIT_RULES)
+                .iter()
+                .flat_map(|editor| self.tool_rules(editor))
+                .filter(|rule| rule.action == Action::Allow)
+                .filter(|rule| matches!(&rule.pattern, Pattern::Path(pattern) if matches(rule, pattern)))
+                .collect(),
+            false => Vec::new(),
+        };
+        match strictest(tool_rules.chain(external).chain(read_rules).chain(edit_allows)) {
             Some(verdict) => verdict,
             None if workspace => self.default_for(tool),
             None => Verdict { action: self.external_default, because: Because::ExternalDefault },

@@ -83,9 +83,9 @@ const FILE_RULES: &[&str] = &["Read", "Edit", "Write", "MultiEdit", "NotebookEdi
 
 /// Makes the `/path` patterns of the file rules in `value` (`Edit(/docs/**)`) absolute
 /// (`Edit(//DIR/docs/**)`), for a settings file whose rules Claude Code takes from `dir`
-/// rather than from the project: the user's (`dir` the directory holding `.claude/`, the home
-/// directory) and one named on the command line (its own directory). `//path`, `~/path` and
-/// relative patterns are left as they are.
+/// rather than from the project: the user's (`dir` Claude Code's configuration directory,
+/// `~/.claude` or `CLAUDE_CONFIG_DIR`, where the file is). `//path`, `~/path` and relative
+/// patterns are left as they are.
 pub fn anchor_rules(value: &mut Value, dir: &Path) {
     let Some(permissions) = value.get_mut("permissions").and_then(Value::as_object_mut) else { return };
     for key in ["allow", "ask", "deny"] {
@@ -318,12 +318,12 @@ mod tests {
             "allow": ["Edit(/docs/**)", "Bash(/usr/bin/make)", "Read(//etc/hosts)", "Read(~/x)", "Read(src/**)"],
             "deny": ["Read(/secrets/**)"]
         }});
-        anchor_rules(&mut value, Path::new("/home/me"));
+        anchor_rules(&mut value, Path::new("/home/me/.claude"));
         assert_eq!(
             value,
             json!({"permissions": {
-                "allow": ["Edit(//home/me/docs/**)", "Bash(/usr/bin/make)", "Read(//etc/hosts)", "Read(~/x)", "Read(src/**)"],
-                "deny": ["Read(//home/me/secrets/**)"]
+                "allow": ["Edit(//home/me/.claude/docs/**)", "Bash(/usr/bin/make)", "Read(//etc/hosts)", "Read(~/x)", "Read(src/**)"],
+                "deny": ["Read(//home/me/.claude/secrets/**)"]
             }})
         );
     }

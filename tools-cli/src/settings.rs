@@ -114,11 +114,11 @@ impl Loaded {
                 let label = if scope == hierarchy::Scope::CommandLine { "--settings" } else { "settings" };
                 let mut value = tool_settings::read_json(&path)
                     .map_err(|e| failure(label, &path.display().to_string(), e))?;
-                // As in Claude Code, a `/path` rule is taken from the file's own place: the home
-                // directory for the user's file, the file's directory for one named here.
+                // As in Claude Code, a `/path` rule of the user's file is taken from Claude Code's
+                // configuration directory (`~/.claude`, or `CLAUDE_CONFIG_DIR`), where that file
+                // is; those of the other files from the project's root.
                 let own = match scope {
-                    hierarchy::Scope::User => path.parent().and_then(std::path::Path::parent),
-                    hierarchy::Scope::CommandLine => path.parent(),
+                    hierarchy::Scope::User => path.parent(),
                     _ => None,
                 };
                 if let Some(dir) = own.and_then(|dir| std::fs::canonicalize(dir).ok()) {

@@ -103,6 +103,67 @@ esac"#,
     assert!(!ws.join("draft.txt").exists());
 }
 
+/// A patch reaches a hook written for Claude Code's tools file by file: `Write` with `file_path`
+/// and `content` for a file it adds, `Edit` with `file_path`, `old_string` and `new_string` for
+/// one it changes; a hook that refuses one of its files refuses the patch, and nothing is written.
+#[test]
+fn a_patch_reaches_claude_code_hooks_as_one_event_per_file() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let root = std::fs::canonicalize(&ws).unwrap();
+    let log = root.join("hook.log");
+    let guard = format!(
+        r#"input=$(cat); printf '%s\n' "$input" >> {log}
+case "$input" in
+  *'"file_path":"{root}/Cargo.lock"'*) echo "no lock files" >&2; exit 2 ;;
+esac"#,
+        log = log.display(),
+        root = root.display()
+    );
+    let settings = fx.dir.path().join("settings.json");
+    let entry = json!({"matcher": "Edit|Write", "hooks": [{"type": "command", "command": guard}]});
+    let text = json!({"permissions": {"defaultMode": "acceptEdits"}, "hooks": {"PreToolUse": [entry]}});
+    std::fs::write(&settings, text.to_string()).unwrap();
+    std::fs::write(ws.join("a.txt"), "one\ntwo\n").unwrap();
+    let patch = |second: &str| {
+        format!(
+            "*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-two\n+TWO\n*** Add File: {second}\n+made\n*** End Patch\n"
+        )
+    };
+    let call = |patch: String| {
+        let args = json!({"patch": patch}).to_string();
+        fx.run(
+            &["call", "apply_patch", &args, "--settings", settings.to_str().unwrap(), "--sandbox", "off"],
+            None,
+        )
+    };
+    let refused = call(patch("Cargo.lock"));
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert!(refused.json()["output"].as_str().unwrap().contains("no lock files"), "{}", refused.stdout);
+    // Headers spelled as leniently as the patch tool reads them.
+    let lenient = "*** Begin Patch\n  *** Add File:Cargo.lock\n+made\n*** End Patch\n".to_owned();
+    let refused = call(lenient);
+    assert!(refused.json()["output"].as_str().unwrap().contains("no lock files"), "{}", refused.stdout);
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\ntwo\n");
+    assert!(!ws.join("Cargo.lock").exists());
+    std::fs::remove_file(&log).unwrap();
+    let done = call(patch("new.txt"));
+    assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+    let events: Vec<serde_json::Value> =
+        std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0]["tool_name"], "Edit");
+    assert_eq!(events[0]["tool_input"]["file_path"], json!(root.join("a.txt")));
+    assert_eq!(events[0]["tool_input"]["old_string"], "one\ntwo\n");
+    assert_eq!(events[0]["tool_input"]["new_string"], "one\nTWO\n");
+    assert_eq!(events[1]["tool_name"], "Write");
+    assert_eq!(events[1]["tool_input"]["file_path"], json!(root.join("new.txt")));
+    assert_eq!(events[1]["tool_input"]["content"], "made\n");
+    assert!(
+        events.iter().all(|e| e["tool_name_native"] == "apply_patch" && e["tool_input"]["patch"].is_string())
+    );
+}
+
 /// A hook's `if` (Claude Code 2.1.85) is a permission rule: the hook runs only for the calls it
 /// matches, a part of a compound command being enough, as for a deny rule.
 #[test]

@@ -154,27 +154,83 @@ fn a_settings_name_that_is_no_regular_file_is_an_error() {
     assert!(device.usage_error().ends_with(".claude/settings.json: not a regular file"), "{}", device.stderr);
 }
 
-/// As in Claude Code, a `/path` rule of the user's file is taken from the home directory (the
-/// directory holding `.claude/`), not from each project: `deny Read(/notes.txt)` there keeps
-/// `~/notes.txt` from being read and leaves a project's `notes.txt` alone; one of a project's
-/// file is taken from the project.
+/// As in Claude Code, a `/path` rule of the user's file is taken from Claude Code's
+/// configuration directory (`~/.claude`, where the file is), not from each project:
+/// `deny Read(/notes.txt)` there keeps `~/.claude/notes.txt` from being read and leaves
+/// `~/notes.txt` and a project's `notes.txt` alone; one of a project's file, or of the file
+/// `--settings` names, is taken from the project.
 #[test]
 fn a_slash_rule_is_taken_from_the_place_of_its_file() {
     let fx = Fixture::new();
     let (home, ws) = (fx.dir.path().join("home"), fx.ws());
-    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
     std::fs::write(home.join("notes.txt"), "home\n").unwrap();
+    std::fs::write(home.join(".claude/notes.txt"), "config\n").unwrap();
     std::fs::write(ws.join("notes.txt"), "project\n").unwrap();
     write(&home.join(".claude/settings.json"), json!({"permissions": {"deny": ["Read(/notes.txt)"]}}));
+    let config_notes = std::fs::canonicalize(home.join(".claude/notes.txt")).unwrap();
     let home_notes = std::fs::canonicalize(home.join("notes.txt")).unwrap();
-    let read = |path: &str| {
+    let read = |path: &str, more: &[&str]| {
         let args = json!({"path": path}).to_string();
-        run(&fx, &home, &["call", "read", &args, "--allow-outside-root"])
+        let mut all = vec!["call", "read", &args, "--allow-outside-root"];
+        all.extend(more);
+        run(&fx, &home, &all)
     };
-    assert_eq!(read("notes.txt").code, 0, "the project's notes.txt was refused");
-    let refused = read(home_notes.to_str().unwrap());
+    assert_eq!(read("notes.txt", &[]).code, 0, "the project's notes.txt was refused");
+    assert_eq!(read(home_notes.to_str().unwrap(), &[]).code, 0, "~/notes.txt was refused");
+    let refused = read(config_notes.to_str().unwrap(), &[]);
     assert_eq!(refused.code, 1, "{}", refused.stdout);
     assert!(refused.json()["output"].as_str().unwrap().contains("deny Read(//"), "{}", refused.stdout);
+    let elsewhere = fx.dir.path().join("elsewhere/settings.json");
+    write(&elsewhere, json!({"permissions": {"deny": ["Read(/notes.txt)"]}}));
+    std::fs::write(fx.dir.path().join("elsewhere/notes.txt"), "elsewhere\n").unwrap();
+    assert_eq!(
+        read("notes.txt", &["--settings", elsewhere.to_str().unwrap()]).code,
+        1,
+        "--settings: the project's"
+    );
+    std::fs::remove_file(&elsewhere).unwrap();
     write(&ws.join(".claude/settings.json"), json!({"permissions": {"deny": ["Read(/notes.txt)"]}}));
-    assert_eq!(read("notes.txt").code, 1, "a project's rule is taken from the project");
+    assert_eq!(read("notes.txt", &[]).code, 1, "a project's rule is taken from the project");
+}
+
+/// As in Claude Code, `./name` is `name` (gitignore's rule): `deny Read(./.env)` covers every
+/// `.env`, `./src/*.rs` only the root's `src`; and an `allow Edit` rule allows reading too.
+#[test]
+fn a_dot_slash_rule_matches_as_gitignore_does_and_an_edit_allow_allows_reading() {
+    let fx = Fixture::new();
+    let (home, ws) = (fx.dir.path().join("home"), fx.ws());
+    for (path, text) in [
+        (".env", "ROOT"),
+        ("app/.env", "NESTED"),
+        ("app/.env.local", "LOCAL"),
+        ("src/a.rs", "a"),
+        ("app/src/b.rs", "b"),
+    ] {
+        std::fs::create_dir_all(ws.join(path).parent().unwrap()).unwrap();
+        std::fs::write(ws.join(path), text).unwrap();
+    }
+    let deny = json!({"permissions": {"deny": ["Read(./.env)", "Read(./.env.*)", "Read(./src/*.rs)"]}});
+    write(&ws.join(".claude/settings.json"), deny);
+    let read = |path: &str| run(&fx, &home, &["call", "read", &json!({"path": path}).to_string()]).code;
+    assert_eq!([read(".env"), read("app/.env"), read("app/.env.local")], [1, 1, 1]);
+    assert_eq!([read("src/a.rs"), read("app/src/b.rs")], [1, 0]);
+    let cat = run(&fx, &home, &["call", "bash", &json!({"command": "cat app/.env"}).to_string()]);
+    assert!(cat.code == 1 && !cat.stdout.contains("NESTED"), "{}", cat.stdout);
+
+    // Outside the workspace, reading is refused by default; an allow rule on editing allows it,
+    // a deny rule on reading still wins.
+    let outside = fx.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("notes.txt"), "notes").unwrap();
+    std::fs::write(outside.join("secret.txt"), "secret").unwrap();
+    let outside = std::fs::canonicalize(&outside).unwrap();
+    let o = outside.display();
+    let rules = json!({"permissions": {"allow": [format!("Edit(/{o}/**)")], "deny": [format!("Read(/{o}/secret.txt)")]}});
+    write(&ws.join(".claude/settings.json"), rules);
+    let read_outside =
+        |name: &str| run(&fx, &home, &["call", "read", &json!({"path": format!("{o}/{name}")}).to_string()]);
+    let notes = read_outside("notes.txt");
+    assert!(notes.code == 0 && notes.stdout.contains("notes"), "{}", notes.stdout);
+    assert_eq!(read_outside("secret.txt").code, 1);
 }
