@@ -198,11 +198,34 @@ async fn an_interpreter_that_does_not_stop_is_given_up_on() {
         .with_memory_bytes(8 << 30)
         .with_wall_time(Duration::from_millis(300))
         .with_yield_time(None);
-    let registry = CodeTool::new(Registry::builder().build().unwrap()).with_limits(limits).alone().unwrap();
+    // A tool whose call never ends by itself (as a long command would not), and says when it is
+    // dropped: nothing but the host can end it once the interpreter no longer polls it.
+    struct Dropped(Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = dropped.clone();
+    let wait = FnTool::new(ToolSpec::new("wait", "Wait.", json!({"type": "object"})), move |_, _| {
+        let guard = Dropped(seen.clone());
+        async move {
+            std::future::pending::<()>().await;
+            drop(guard);
+            Ok(ToolOutput::text("never"))
+        }
+    });
+    let tools = Registry::builder().tool(wait).build().unwrap();
+    let registry = CodeTool::new(tools).with_limits(limits).alone().unwrap();
     let dispatcher = Dispatcher::new(registry);
     let started = std::time::Instant::now();
-    let result =
-        script(&dispatcher, "console.log('before'); Array.prototype.reverse.call({ length: 2 ** 30 })").await;
+    let result = script(
+        &dispatcher,
+        "console.log('before'); tools.wait({}); Array.prototype.reverse.call({ length: 2 ** 30 })",
+    )
+    .await;
+    assert!(dropped.load(std::sync::atomic::Ordering::SeqCst), "the call left running: {}", text(&result));
     assert!(started.elapsed() < Duration::from_secs(15), "given up on after {:?}", started.elapsed());
     assert!(result.output.is_error, "{}", text(&result));
     assert!(
@@ -211,6 +234,7 @@ async fn an_interpreter_that_does_not_stop_is_given_up_on() {
         "{}",
         text(&result)
     );
+    assert!(text(&result).contains("its tool calls were stopped"), "{}", text(&result));
     assert!(text(&result).contains("(1 interpreter of this process is in that state"), "{}", text(&result));
     assert!(text(&result).ends_with("The script was stopped after 300 ms, its time limit. Do less per script (fewer or narrower tool calls, run independent calls together with Promise.all) and continue in another script."), "{}", text(&result));
 }
@@ -663,6 +687,16 @@ async fn work_a_built_in_would_do_without_seeing_the_time_limit_is_refused_or_st
         ),
         (
             "const view = new DataView(new ArrayBuffer(1)); view.length = 2 ** 53 - 1; Array.prototype.reverse.call(view)",
+            "The script failed: RangeError: Array.prototype.reverse: a length of 9007199254740991",
+        ),
+        // The built-in taken from a stack frame, through V8's stack trace API, is not handed out.
+        (
+            "let found = []; try { Error.prepareStackTrace = (e, frames) => { for (const f of frames) \
+             found.push(f.getFunction()); return ''; }; } catch (e) { found.push(String(e)); } \
+             try { Array.prototype.reverse.call({ length: 2, get 0() { throw new Error('x'); } }); } catch (e) {} \
+             const native = found.filter(f => typeof f === 'function' && String(f).includes('[native code]')); \
+             if (native.length) native[0].call({ length: 2 ** 53 - 1 }); \
+             Array.prototype.reverse.call({ length: 2 ** 53 - 1 })",
             "The script failed: RangeError: Array.prototype.reverse: a length of 9007199254740991",
         ),
     ] {

@@ -345,6 +345,10 @@
     defineProperty(Array.prototype, name, { value: guarded, writable: true, configurable: true });
   }
   delete globalThis.Proxy;
+  // V8's stack trace API, which QuickJS has, gives `Error.prepareStackTrace` each frame's
+  // function (`CallSite.getFunction`): the built-ins kept above among them, and the prelude's own.
+  // A stack is text here.
+  defineProperty(Error, "prepareStackTrace", { value: undefined, writable: false, configurable: false });
 
   // String searches: below `SEARCH` character comparisons, the built-in search itself; above,
   // the same search over windows of that many, the limits looked at between them.

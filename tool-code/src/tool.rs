@@ -230,6 +230,7 @@ impl CodeTool {
             parent: ctx.call_id().to_owned(),
             limits,
             running: running.clone(),
+            calls: Arc::default(),
         };
         let Channels { engine, from_script, stop } =
             driver.setup(script, self.names.as_ref().clone(), self.catalog.clone());
@@ -278,6 +279,64 @@ struct Driver {
     parent: String,
     limits: Limits,
     running: Arc<Running>,
+    calls: Arc<Calls>,
+}
+
+/// A script's tool calls, polled by its interpreter's thread, each also held here so that the
+/// host can drop it when it gives up on an interpreter that no longer polls them (stuck inside a
+/// built-in function): a call dropped is cancelled, its command killed, its turn at the gate
+/// given back.
+#[derive(Default)]
+struct Calls {
+    held: std::sync::Mutex<Vec<std::sync::Weak<CallSlot>>>,
+    dropped: std::sync::atomic::AtomicBool,
+}
+
+/// One call of a script: its future until it ends, or the host drops it.
+type CallSlot = std::sync::Mutex<Option<futures_util::future::BoxFuture<'static, Settled>>>;
+
+impl Calls {
+    /// `call`, held here, as the future the interpreter polls.
+    fn hold(
+        self: &Arc<Self>,
+        call: futures_util::future::BoxFuture<'static, Settled>,
+    ) -> futures_util::future::LocalBoxFuture<'static, Settled> {
+        let slot: Arc<CallSlot> = Arc::new(std::sync::Mutex::new(Some(call)));
+        {
+            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            held.retain(|call| call.strong_count() > 0);
+            held.push(Arc::downgrade(&slot));
+        }
+        if self.dropped.load(std::sync::atomic::Ordering::SeqCst) {
+            let call = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+            drop(call);
+        }
+        Box::pin(std::future::poll_fn(move |cx| {
+            let mut call = slot.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(running) = call.as_mut() else {
+                return std::task::Poll::Ready(Settled::Err {
+                    tool: String::new(),
+                    kind: ErrorKind::Cancelled.as_str().to_owned(),
+                    message: "The call was stopped: the host gave up on the script.".to_owned(),
+                });
+            };
+            let polled = running.as_mut().poll(cx);
+            if polled.is_ready() {
+                *call = None;
+            }
+            polled
+        }))
+    }
+
+    /// Drops every call still running, and any the interpreter starts from now on.
+    fn drop_all(&self) {
+        self.dropped.store(true, std::sync::atomic::Ordering::SeqCst);
+        let held = std::mem::take(&mut *self.held.lock().unwrap_or_else(|p| p.into_inner()));
+        for slot in held.iter().filter_map(std::sync::Weak::upgrade) {
+            let call = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+            drop(call);
+        }
+    }
 }
 
 /// What the interpreter's thread and the driver share.
@@ -299,12 +358,12 @@ impl Driver {
         let permits = Arc::new(Semaphore::new(self.limits.concurrent_calls.max(1)));
         let (nested, options, parent, cancel) =
             (self.nested.clone(), self.options.clone(), self.parent.clone(), calls_cancel.clone());
-        let running = self.running.clone();
+        let (running, calls) = (self.running.clone(), self.calls.clone());
         let start_call: engine::StartCall = Arc::new(move |id, tool, arguments| {
             let call = ToolCall::new(format!("{parent}.{id}"), tool, arguments);
             let task = nested_call(nested.clone(), call, options.clone(), cancel.clone(), permits.clone());
             let running = running.clone();
-            Box::pin(async move { settled(task.await, &running) })
+            calls.hold(Box::pin(async move { settled(task.await, &running) }))
         });
         let engine = Setup {
             source,
@@ -371,6 +430,8 @@ impl Driver {
                         given_up.as_mut().reset((Instant::now() + Duration::from_secs(3600)).into());
                         continue;
                     }
+                    // Nothing polls its calls any more: they are dropped here, which ends them.
+                    self.calls.drop_all();
                     let mut output = self.running.printed();
                     if !output.is_empty() && !output.ends_with('\n') {
                         output.push('\n');
@@ -381,8 +442,8 @@ impl Driver {
                     };
                     output.push_str(&format!(
                         "[The script's interpreter did not stop: it is inside a built-in function that does not \
-                         look at its limits (a generic array method over a huge length, say), and runs on, its \
-                         tool calls left as they are. Avoid that call. ({stuck} in that state; at {MAX_STUCK}, no \
+                         look at its limits (a generic array method over a huge length, say), and runs on; its \
+                         tool calls were stopped. Avoid that call. ({stuck} in that state; at {MAX_STUCK}, no \
                          script starts.)]"
                     ));
                     break Finished { output, error: None, calls: 0 };
