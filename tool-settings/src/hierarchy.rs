@@ -102,6 +102,26 @@ pub fn anchor_rules(value: &mut Value, dir: &Path) {
     }
 }
 
+/// Makes the relative paths of `sandbox.filesystem` in `value` (`./secrets`, `secrets`) absolute
+/// from `dir`, for a settings file whose paths Claude Code takes from there rather than from the
+/// project: the user's (`dir` Claude Code's configuration directory). Absolute paths (`/path`,
+/// `//path`) and `~/path` are left as they are.
+pub fn anchor_sandbox_paths(value: &mut Value, dir: &Path) {
+    let Some(filesystem) = value.pointer_mut("/sandbox/filesystem").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for key in ["allowWrite", "denyWrite", "denyRead", "allowRead"] {
+        let Some(Value::Array(paths)) = filesystem.get_mut(key) else { continue };
+        for path in paths.iter_mut() {
+            let Some(text) = path.as_str() else { continue };
+            if !text.starts_with('/') && !text.starts_with('~') {
+                let relative = text.strip_prefix("./").unwrap_or(text);
+                *path = Value::String(dir.join(relative).display().to_string());
+            }
+        }
+    }
+}
+
 /// Merges the files of each scope as Claude Code does ([`merge`]), after applying what only
 /// managed settings may say: `allowManagedPermissionRulesOnly` leaves out the other scopes'
 /// permission rules (and their `default`, `defaults` and `external_directory`, which decide as
@@ -310,6 +330,22 @@ mod tests {
         let off = json!({"disableAllHooks": true});
         let merged = merge_scoped(vec![(Scope::Project, project), (Scope::Managed, off)]);
         assert_eq!(merged["disableAllHooks"], json!(true));
+    }
+
+    #[test]
+    fn a_user_files_relative_sandbox_paths_are_taken_from_its_directory() {
+        let mut value = json!({"sandbox": {"filesystem": {
+            "denyRead": ["./secrets", "keys/**", "/etc/app", "//srv", "~/.ssh"],
+            "allowWrite": ["cache"]
+        }}});
+        anchor_sandbox_paths(&mut value, Path::new("/home/me/.claude"));
+        assert_eq!(
+            value,
+            json!({"sandbox": {"filesystem": {
+                "denyRead": ["/home/me/.claude/secrets", "/home/me/.claude/keys/**", "/etc/app", "//srv", "~/.ssh"],
+                "allowWrite": ["/home/me/.claude/cache"]
+            }}})
+        );
     }
 
     #[test]

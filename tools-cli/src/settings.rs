@@ -114,15 +114,17 @@ impl Loaded {
                 let label = if scope == hierarchy::Scope::CommandLine { "--settings" } else { "settings" };
                 let mut value = tool_settings::read_json(&path)
                     .map_err(|e| failure(label, &path.display().to_string(), e))?;
-                // As in Claude Code, a `/path` rule of the user's file is taken from Claude Code's
-                // configuration directory (`~/.claude`, or `CLAUDE_CONFIG_DIR`), where that file
-                // is; those of the other files from the project's root.
+                // As in Claude Code, a `/path` rule and a relative sandbox path of the user's file
+                // are taken from Claude Code's configuration directory (`~/.claude`, or
+                // `CLAUDE_CONFIG_DIR`), where that file is; those of the other files from the
+                // project's root.
                 let own = match scope {
                     hierarchy::Scope::User => path.parent(),
                     _ => None,
                 };
                 if let Some(dir) = own.and_then(|dir| std::fs::canonicalize(dir).ok()) {
                     hierarchy::anchor_rules(&mut value, &dir);
+                    hierarchy::anchor_sandbox_paths(&mut value, &dir);
                 }
                 found.push((scope, value, path));
             }
