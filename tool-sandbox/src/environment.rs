@@ -101,7 +101,8 @@ impl EnvFilter {
         EnvFilter { inherit_all: true, names: Vec::new(), exclude: Vec::new(), set: Vec::new() }
     }
 
-    /// Adds a name, or a prefix ending in `*`.
+    /// Adds a name, a prefix ending in `*`, or a pattern with `*` or `?` elsewhere (matched as
+    /// [`exclude`](Self::exclude)'s are, without case: codex's `include_only`, `*_TOKEN`).
     #[must_use]
     pub fn with(mut self, name: impl Into<String>) -> Self {
         self.names.push(name.into());
@@ -148,6 +149,10 @@ impl EnvFilter {
         }
         let name = text;
         self.names.iter().any(|pattern| {
+            let head = pattern.strip_suffix('*').unwrap_or(pattern);
+            if head.contains(['*', '?']) {
+                return wildcard_match(pattern, name);
+            }
             let (prefix, whole) = match pattern.strip_suffix('*') {
                 Some(prefix) => (prefix, false),
                 None => (pattern.as_str(), true),
@@ -237,6 +242,14 @@ mod tests {
             "LC",
         ]);
         assert_eq!(names(EnvFilter::base().filter(all)), ["PATH", "HOME", "LC_ALL", "LC_CTYPE"]);
+    }
+
+    #[test]
+    fn patterns_with_a_wildcard_elsewhere_are_matched_as_codex_matches_them() {
+        let filter = EnvFilter::default().with("*_X").with("A?C");
+        let kept = names(filter.filter(vars(&["A_X", "b_x", "ABC", "AXX", "X"])));
+        assert!(kept.contains(&"A_X".to_owned()) && kept.contains(&"b_x".to_owned()), "{kept:?}");
+        assert!(kept.contains(&"ABC".to_owned()) && !kept.contains(&"AXX".to_owned()), "{kept:?}");
     }
 
     #[test]
