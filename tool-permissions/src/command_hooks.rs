@@ -279,7 +279,7 @@ pub(crate) fn hook_input(claude_name: Option<&str>, input: &Value, root: &Path) 
         (claude_name.is_some_and(|name| FILE_PATH_TOOLS.contains(&name)), &mut input)
         && let (Some(Value::String(path)), false) = (map.get("path"), map.contains_key("file_path"))
     {
-        let absolute = tool_sandbox::lexically_normal(&root.join(path)).to_string_lossy().into_owned();
+        let absolute = crate::command_paths::as_reached(root, path).to_string_lossy().into_owned();
         map.insert("file_path".into(), Value::String(absolute));
     }
     input
@@ -297,61 +297,45 @@ pub(crate) fn hook_views(
     input: &Value,
     root: &Path,
 ) -> Vec<(Option<String>, Value)> {
+    use crate::patch::FileChange;
     let whole = || vec![(claude_name.map(str::to_owned), hook_input(claude_name, input, root))];
-    let Some(patch) = input.get("patch").and_then(Value::as_str) else { return whole() };
+    let Some(text) = input.get("patch").and_then(Value::as_str) else { return whole() };
     if claude_name != Some("Edit") || input.get("path").is_some() {
         return whole();
     }
-    let absolute =
-        |path: &str| tool_sandbox::lexically_normal(&root.join(path.trim())).to_string_lossy().into_owned();
-    let mut views: Vec<(Option<String>, Value)> = Vec::new();
-    // The file being read, its kind (`Write` for one added), and the lines taken out and put in.
-    let mut current: Option<(String, &str, String, String)> = None;
-    let flush = |current: &mut Option<(String, &str, String, String)>, views: &mut Vec<_>| {
-        let Some((path, kind, old, new)) = current.take() else { return };
-        let view = match kind {
-            "Write" => json!({"file_path": path, "content": new, "patch": patch}),
-            _ => json!({"file_path": path, "old_string": old, "new_string": new, "patch": patch}),
-        };
-        views.push((Some(kind.to_owned()), view));
-    };
-    // Headers read as leniently as the patch tool reads them: indented, and with or without the
-    // space after the colon.
-    let header = |line: &str, name: &str| line.trim_start().strip_prefix(name).map(str::to_owned);
-    for line in patch.lines() {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if let Some(path) = header(line, "*** Add File:") {
-            flush(&mut current, &mut views);
-            current = Some((absolute(&path), "Write", String::new(), String::new()));
-        } else if let Some(path) =
-            header(line, "*** Update File:").or_else(|| header(line, "*** Delete File:"))
-        {
-            flush(&mut current, &mut views);
-            current = Some((absolute(&path), "Edit", String::new(), String::new()));
-        } else if let Some(path) = header(line, "*** Move to:") {
-            // The file moved away is changed; where it goes is written whole.
-            let new = current.as_ref().map(|(_, _, _, new)| new.clone()).unwrap_or_default();
-            flush(&mut current, &mut views);
-            current = Some((absolute(&path), "Write", String::new(), new));
-        } else if line.trim_start().starts_with("***") {
-            flush(&mut current, &mut views);
-        } else if let Some((_, kind, old, new)) = current.as_mut() {
-            let (taken, put) = match line.split_at_checked(1) {
-                Some(("-", text)) => (Some(text), None),
-                Some(("+", text)) => (None, Some(text)),
-                Some((" ", text)) if *kind == "Edit" => (Some(text), Some(text)),
-                _ => (None, None),
-            };
-            for (text, into) in [(taken, old), (put, new)] {
-                if let Some(text) = text {
-                    into.push_str(text);
-                    into.push('\n');
+    // Read as the patch tool reads it; one it cannot read changes nothing.
+    let Ok(patch) = crate::patch::parse_patch(text) else { return whole() };
+    let absolute = |path: &str| crate::command_paths::as_reached(root, path).to_string_lossy().into_owned();
+    let lines = |lines: &[String]| lines.iter().map(|line| format!("{line}\n")).collect::<String>();
+    let mut views = Vec::new();
+    for change in &patch.files {
+        match change {
+            FileChange::Add { path, contents } => views.push((
+                Some("Write".to_owned()),
+                json!({"file_path": absolute(path), "content": contents, "patch": text}),
+            )),
+            FileChange::Delete { path } => views.push((
+                Some("Edit".to_owned()),
+                json!({"file_path": absolute(path), "old_string": "", "new_string": "", "patch": text}),
+            )),
+            FileChange::Update { path, move_to, hunks } => {
+                let old: String = hunks.iter().map(|hunk| lines(&hunk.old)).collect();
+                let new: String = hunks.iter().map(|hunk| lines(&hunk.new)).collect();
+                views.push((
+                    Some("Edit".to_owned()),
+                    json!({"file_path": absolute(path), "old_string": old, "new_string": new, "patch": text}),
+                ));
+                // Where it moves to is written whole.
+                if let Some(to) = move_to {
+                    views.push((
+                        Some("Write".to_owned()),
+                        json!({"file_path": absolute(to), "content": new, "patch": text}),
+                    ));
                 }
             }
         }
     }
-    flush(&mut current, &mut views);
-    if views.is_empty() { whole() } else { views }
+    views
 }
 
 /// A hook's `updatedInput` in our tools' shape, given what it was shown: a `file_path` that

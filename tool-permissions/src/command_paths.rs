@@ -421,6 +421,38 @@ pub(crate) fn walk(dir: &Path, how: Beneath) -> Vec<PathBuf> {
     found
 }
 
+/// The absolute path `path` (from `root`) names as the kernel reaches it: a link on the way is
+/// followed before a `..` after it is applied (`link/../x` is beside what `link` leads to, not
+/// `root/x`), the directories above it with their links followed, its own name as named.
+pub(crate) fn as_reached(root: &Path, path: &str) -> std::path::PathBuf {
+    use std::path::{Component, PathBuf};
+    let mut at = PathBuf::new();
+    for component in root.join(path).components() {
+        match component {
+            Component::ParentDir => {
+                if let Ok(real) = std::fs::canonicalize(&at) {
+                    at = real;
+                }
+                at.pop();
+            }
+            Component::CurDir => {}
+            other => at.push(other),
+        }
+    }
+    let Some(name) = at.file_name().map(std::ffi::OsStr::to_os_string) else { return at };
+    // The deepest directory above it that exists, its links followed; the rest as named.
+    let mut rest = vec![name];
+    let mut above = at.parent().map(Path::to_path_buf);
+    while let Some(dir) = above {
+        if let Ok(real) = std::fs::canonicalize(&dir) {
+            return rest.iter().rev().fold(real, |path, part| path.join(part));
+        }
+        rest.extend(dir.file_name().map(std::ffi::OsStr::to_os_string));
+        above = dir.parent().map(Path::to_path_buf);
+    }
+    at
+}
+
 #[cfg(test)]
 mod tests {
     use super::{braces, candidates};

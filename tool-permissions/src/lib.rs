@@ -14,6 +14,7 @@ mod command_hooks;
 mod command_paths;
 mod input;
 mod mode;
+pub mod patch;
 mod policy;
 mod rules;
 mod settings;

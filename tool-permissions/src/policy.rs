@@ -467,15 +467,18 @@ impl Policy {
         for hook in self.hooks.pre_tool_use.iter() {
             let input = says.rewritten.clone();
             let input = input.as_ref().unwrap_or(tool_input);
-            if !hook.fires_for(tool, input) {
-                continue;
-            }
-            // One event, or one per file of a patch, each matched by the name it is shown with.
+            // One event, or one per file of a patch, each matched by the name it is shown with,
+            // and its `if` by the file it is about.
             let views = hook_views(other_name, input, self.rules.root());
             let by_file =
                 views.len() > 1 || views.first().is_some_and(|(name, _)| name.as_deref() != other_name);
-            for (name, shown) in
-                views.into_iter().filter(|(name, _)| hook.matcher.matches(tool, name.as_deref()))
+            let fires = |shown: &Value| match (by_file, shown.get("file_path")) {
+                (true, Some(path)) => hook.fires_for(tool, &json!({ "path": path })),
+                _ => hook.fires_for(tool, input),
+            };
+            for (name, shown) in views
+                .into_iter()
+                .filter(|(name, shown)| hook.matcher.matches(tool, name.as_deref()) && fires(shown))
             {
                 let event = json!({
                     "session_id": session_id,

@@ -229,19 +229,23 @@ impl PathPattern {
             let rest = pattern.strip_prefix("./").unwrap_or(pattern);
             (root.to_path_buf(), rest, rest.trim_end_matches('/').contains('/'))
         };
-        // What a sandbox can hold of it: the path from the root (`./.env` the root's `.env`;
-        // the file tools' rules match the others).
-        let from_root = anchored || pattern.starts_with("./");
-        let rest = rest.trim_end_matches('/');
         if rest.split('/').any(|part| part == "..") {
             return Err("`..` is not allowed in a path pattern; write the path it leads to".to_owned());
         }
+        // `a//b` and `a/./b` name `a/b`, as a path would.
+        let parts: Vec<&str> = rest.split('/').filter(|part| !part.is_empty() && *part != ".").collect();
+        let rest = parts.join("/");
+        let rest = rest.as_str();
         // `dir/**` and `dir/*` name what `dir` holds.
         let named = match rest {
             "**" | "*" => "",
             _ => rest.strip_suffix("/**").or_else(|| rest.strip_suffix("/*")).unwrap_or(rest),
         };
         let (dir, name) = named.rsplit_once('/').unwrap_or(("", named));
+        // What a sandbox can hold of it: the path from its base (`.env` and `./.env` the root's
+        // `.env`, `./*.pem` the root's; the file tools' rules match the others, and `*.pem`, which
+        // could name more files at the root than a command's mounts may hide).
+        let from_root = anchored || pattern.starts_with("./") || !name.contains(['*', '?', '[', ']']);
         let sandboxed = from_root
             && !dir.contains(['*', '?', '[', ']', '{', '}', '\\'])
             && !name.contains(['{', '}', '\\'])
@@ -655,10 +659,11 @@ impl Rules {
     }
 
     /// The paths that deny rules of the tools `rule_name` covers (Claude Code's `Read`, `Edit`)
-    /// name, each with what lies beneath it: `Read(./.env)`, `Edit(~/.ssh/**)`, and a pattern of
-    /// names in one directory, `Read(./.env.*)`, kept as a path whose last component is the
-    /// pattern; not `Read(.env)` (at any depth) nor `Read(./**/*.pem)`. Claude Code gives these
-    /// to its sandbox as well (`denyRead`, `denyWrite`).
+    /// name, each with what lies beneath it: `Read(./.env)` and `Read(.env)` (the root's; the
+    /// file tools' rules match it at any depth), `Edit(~/.ssh/**)`, and a pattern of names in
+    /// one directory, `Read(./.env.*)`, kept as a path whose last component is the pattern; not
+    /// `Read(*.pem)` nor `Read(./**/*.pem)`. Claude Code gives these to its sandbox as well
+    /// (`denyRead`, `denyWrite`).
     pub fn denied_paths(&self, rule_name: &str) -> Vec<PathBuf> {
         let mut paths: Vec<PathBuf> = self
             .catalog
@@ -740,16 +745,21 @@ impl Rules {
         // tools `Edit` names count for the tools that read paths (never their deny or ask rules).
         let reads = self.catalog.access_of(tool) == Some(crate::Access::ReadOnly)
             && self.catalog.subject_of(tool) == Some(Subject::Path);
-        let edit_allows: Vec<&Rule> = match reads {
+        let edit_rules: Vec<&Rule> = match reads {
             true => self
                 .catalog
                 .tools_named(EDIT_RULES)
                 .iter()
                 .flat_map(|editor| self.tool_rules(editor))
-                .filter(|rule| rule.action == Action::Allow)
                 .filter(|rule| matches!(&rule.pattern, Pattern::Path(pattern) if matches(rule, pattern)))
                 .collect(),
             false => Vec::new(),
+        };
+        // Only where editing it is allowed: a deny or ask rule on editing it leaves reading to
+        // the rules on reading.
+        let edit_allows = match strictest(edit_rules.iter().copied()) {
+            Some(verdict) if verdict.action == Action::Allow => edit_rules,
+            _ => Vec::new(),
         };
         match strictest(tool_rules.chain(external).chain(read_rules).chain(edit_allows)) {
             Some(verdict) => verdict,

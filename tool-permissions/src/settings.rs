@@ -106,7 +106,7 @@ impl HookCommand {
                 crate::input::decide_input(rules, tool, &typing)
             }
             (Some(Subject::Path), _, Some(path)) => {
-                let path = tool_sandbox::lexically_normal(&rules.root().join(path));
+                let path = crate::command_paths::as_reached(rules.root(), path);
                 let outside = !path.starts_with(rules.root());
                 rules.decide_path(tool, &path, None, outside)
             }
@@ -635,6 +635,8 @@ mod sandbox_tests {
             home.join(".aws"),
             PathBuf::from("/etc/app"),
             PathBuf::from("/w/*.pem"),
+            // A bare name, as in Claude Code: the root's (the file tools match it at any depth).
+            PathBuf::from("/w/.npmrc"),
         ];
         from_rules.sort();
         let mut deny_read = vec![home.join(".ssh"), PathBuf::from("/secrets")];

@@ -653,7 +653,12 @@ impl SandboxPolicy {
         }
         // A root at or beneath an absolute protected path (`denyWrite`) is not writable: a mount
         // read-only beneath a root cannot hold the root itself, nor what holds it.
-        roots.retain(|r| r.exists() && !self.protected.iter().any(|p| p.is_absolute() && r.starts_with(p)));
+        // One that cannot be looked at now (a command's `chmod 000` above it) is kept: left out,
+        // what protects it would be too (see `protected_targets`, which refuses it).
+        roots.retain(|r| {
+            r.try_exists().unwrap_or(true)
+                && !self.protected.iter().any(|p| p.is_absolute() && r.starts_with(p))
+        });
         roots
     }
 

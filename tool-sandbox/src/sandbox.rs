@@ -760,6 +760,16 @@ pub(crate) fn protected_targets<'a>(
                     target = Some(dir.clone());
                     break;
                 }
+                // The writable root itself may not be searched (a command's `chmod 000`): what is
+                // protected beneath it cannot be found, and would go unprotected.
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    return Err(format!(
+                        "the writable root {} cannot be searched now ({e}), so the protected paths beneath it \
+                         cannot be made read-only: no command starts until its permissions let this process \
+                         search it",
+                        root.display()
+                    ));
+                }
                 Err(_) => break,
             };
             let last = i + 1 == components.len();
@@ -806,10 +816,25 @@ pub(crate) fn protected_targets<'a>(
         targets.pins.push(outer.clone());
         for part in rest.components() {
             dir.push(part);
-            if !std::fs::symlink_metadata(&dir).is_ok_and(|meta| meta.is_dir()) {
-                break;
+            // One that cannot be looked at now (a command's `chmod 000` on the way, a link put
+            // there) would go unpinned: the command does not start rather.
+            match std::fs::symlink_metadata(&dir) {
+                Ok(meta) if meta.is_dir() => targets.pins.push(dir.clone()),
+                found => {
+                    let what = match found {
+                        Ok(_) => "is not a directory now".to_owned(),
+                        Err(e) => format!("cannot be looked at ({e})"),
+                    };
+                    return Err(format!(
+                        "{} (on the way from the writable root {} to the writable root {}) {what}, so commands \
+                         could move the inner root away: no command starts until it is a directory this process \
+                         can search again",
+                        dir.display(),
+                        outer.display(),
+                        inner.display()
+                    ));
+                }
             }
-            targets.pins.push(dir.clone());
         }
     }
     for list in [&mut targets.pins, &mut targets.read_only, &mut targets.links] {

@@ -95,8 +95,15 @@ pub fn anchor_rules(value: &mut Value, dir: &Path) {
             let Some((name, rest)) = text.split_once('(') else { continue };
             let Some(pattern) = rest.strip_suffix(')') else { continue };
             if FILE_RULES.contains(&name) && pattern.starts_with('/') && !pattern.starts_with("//") {
-                let absolute = dir.join(&pattern[1..]);
-                *rule = Value::String(format!("{name}(/{})", absolute.display()));
+                // The directory is a path, not a pattern: its `[1]` or `*` are its own characters.
+                let mut literal = String::new();
+                for c in dir.display().to_string().chars() {
+                    if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
+                        literal.push('\\');
+                    }
+                    literal.push(c);
+                }
+                *rule = Value::String(format!("{name}(/{literal}/{})", &pattern[1..]));
             }
         }
     }
@@ -355,6 +362,9 @@ mod tests {
             "deny": ["Read(/secrets/**)"]
         }});
         anchor_rules(&mut value, Path::new("/home/me/.claude"));
+        let mut odd = json!({"permissions": {"deny": ["Read(/secrets/**)"]}});
+        anchor_rules(&mut odd, Path::new("/home/me/cfg[1]*"));
+        assert_eq!(odd, json!({"permissions": {"deny": ["Read(//home/me/cfg\\[1\\]\\*/secrets/**)"]}}));
         assert_eq!(
             value,
             json!({"permissions": {

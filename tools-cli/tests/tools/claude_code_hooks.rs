@@ -162,6 +162,15 @@ esac"#,
     assert!(
         events.iter().all(|e| e["tool_name_native"] == "apply_patch" && e["tool_input"]["patch"].is_string())
     );
+    // What a hook scanning contents is shown is what the patch writes, read as the tool reads it.
+    std::fs::remove_file(&log).unwrap();
+    std::fs::write(ws.join("b.txt"), "x\n***\ny\nz\n").unwrap();
+    let tricky = "*** Begin Patch\n*** Update File: b.txt\n@@\n x\n ***\n-y\n+AKIA1\n z\n*** End of File\n*** End Patch\n";
+    let done = call(tricky.to_owned());
+    assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+    let event: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
+    assert_eq!(event["tool_input"]["new_string"], "x\n***\nAKIA1\nz\n", "{event}");
 }
 
 /// A hook's `if` (Claude Code 2.1.85) is a permission rule: the hook runs only for the calls it
@@ -194,7 +203,14 @@ fn a_hook_runs_only_for_the_calls_its_if_matches() {
     call("bash", json!({"command": "echo hi && git --version"}));
     call("write", json!({"path": "notes.txt", "content": "x"}));
     call("write", json!({"path": "src/../src/a.txt", "content": "x"}));
-    assert_eq!(std::fs::read_to_string(ws.join("if.log")).unwrap(), "git\nsrc\n");
+    // A patch: each file's path against the `if`; a link on the way followed before `..`.
+    let patch = "*** Begin Patch\n*** Add File: notes2.txt\n+x\n*** Add File: src/b.txt\n+x\n*** End Patch\n";
+    call("apply_patch", json!({"patch": patch}));
+    std::fs::create_dir(ws.join("src/deep")).unwrap();
+    std::os::unix::fs::symlink("src/deep", ws.join("l")).unwrap();
+    call("write", json!({"path": "l/../c.txt", "content": "x"}));
+    assert!(ws.join("src/c.txt").exists());
+    assert_eq!(std::fs::read_to_string(ws.join("if.log")).unwrap(), "git\nsrc\nsrc\nsrc\n");
 }
 
 /// `SessionStart` and `SessionEnd` hooks run when `tools serve` starts and when its client goes

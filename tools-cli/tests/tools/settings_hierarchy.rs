@@ -217,6 +217,14 @@ fn a_dot_slash_rule_matches_as_gitignore_does_and_an_edit_allow_allows_reading()
     assert_eq!([read("src/a.rs"), read("app/src/b.rs")], [1, 0]);
     let cat = run(&fx, &home, &["call", "bash", &json!({"command": "cat app/.env"}).to_string()]);
     assert!(cat.code == 1 && !cat.stdout.contains("NESTED"), "{}", cat.stdout);
+    // The root's `.env` is hidden from commands too, however they reach it, with or without `./`.
+    for rule in ["Read(./.env)", "Read(.env)", "Read(.//.env)"] {
+        write(&ws.join(".claude/settings.json"), json!({"permissions": {"allow": ["Bash"], "deny": [rule]}}));
+        let loop_ = json!({"command": "for f in .e*; do cat \"$f\"; done; echo done"}).to_string();
+        let out = run(&fx, &home, &["call", "bash", &loop_]);
+        assert!(out.stdout.contains("done") && !out.stdout.contains("ROOT"), "{rule}: {}", out.stdout);
+        assert_eq!(read(".env"), 1, "{rule}");
+    }
 
     // Outside the workspace, reading is refused by default; an allow rule on editing allows it,
     // a deny rule on reading still wins.
@@ -226,11 +234,17 @@ fn a_dot_slash_rule_matches_as_gitignore_does_and_an_edit_allow_allows_reading()
     std::fs::write(outside.join("secret.txt"), "secret").unwrap();
     let outside = std::fs::canonicalize(&outside).unwrap();
     let o = outside.display();
-    let rules = json!({"permissions": {"allow": [format!("Edit(/{o}/**)")], "deny": [format!("Read(/{o}/secret.txt)")]}});
+    std::fs::write(outside.join("locked.txt"), "locked").unwrap();
+    let rules = json!({"permissions": {
+        "allow": [format!("Edit(/{o}/**)")],
+        "deny": [format!("Read(/{o}/secret.txt)"), format!("Edit(/{o}/locked.txt)")]
+    }});
     write(&ws.join(".claude/settings.json"), rules);
     let read_outside =
         |name: &str| run(&fx, &home, &["call", "read", &json!({"path": format!("{o}/{name}")}).to_string()]);
     let notes = read_outside("notes.txt");
     assert!(notes.code == 0 && notes.stdout.contains("notes"), "{}", notes.stdout);
     assert_eq!(read_outside("secret.txt").code, 1);
+    // Only where editing is allowed: a deny rule on editing it leaves reading to its default.
+    assert_eq!(read_outside("locked.txt").code, 1);
 }

@@ -1,4 +1,5 @@
-//! The `apply_patch` format, parsed: `*** Begin Patch`, file operations (add, delete, update with hunks, move), `*** End Patch`.
+//! The `apply_patch` format, parsed (by the patch tool, and by the hooks that are shown a patch
+//! file by file, so that both read it alike): `*** Begin Patch`, file operations (add, delete, update with hunks, move), `*** End Patch`.
 //!
 //! ```text
 //! *** Begin Patch
@@ -114,7 +115,7 @@ const END_OF_FILE: &str = "*** End of File";
 
 /// How a message shows one line of the patch: quoted and cut, so a huge line stays short.
 fn shown(line: &str) -> String {
-    crate::text::echo(line)
+    tool_core::words::quote(line)
 }
 
 /// Parses a patch. Never panics, whatever the input.
