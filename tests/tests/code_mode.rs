@@ -689,6 +689,24 @@ async fn work_a_built_in_would_do_without_seeing_the_time_limit_is_refused_or_st
             "const view = new DataView(new ArrayBuffer(1)); view.length = 2 ** 53 - 1; Array.prototype.reverse.call(view)",
             "The script failed: RangeError: Array.prototype.reverse: a length of 9007199254740991",
         ),
+        // A length changed by the species constructor `concat` runs first.
+        (
+            "const v = { length: 0, [Symbol.isConcatSpreadable]: true }; const a = []; \
+             a.constructor = { get [Symbol.species]() { v.length = 2 ** 53 - 2; return undefined; } }; a.concat(v)",
+            "The script failed: RangeError: Array.prototype.concat: a length of 9007199254740990",
+        ),
+        // A prototype chain each missing element is looked for along.
+        (
+            "let o = {}; for (let i = 0; i < 1000; i++) o = Object.create(o); o.length = 2 ** 20; \
+             Array.prototype.reverse.call(o)",
+            "The script failed: RangeError: Array.prototype.reverse does not run on an object with a prototype chain deeper than 16",
+        ),
+        // The tools' object, which answers any name (`length` too) with a function.
+        (
+            "Function.prototype.valueOf = () => 2 ** 53 - 1; \
+             Array.prototype.reverse.call(Object.create(Object.getPrototypeOf(tools)))",
+            "The script failed: TypeError: Array.prototype.reverse does not run on the tools object",
+        ),
         // The built-in taken from a stack frame, through V8's stack trace API, is not handed out.
         (
             "let found = []; try { Error.prepareStackTrace = (e, frames) => { for (const f of frames) \

@@ -141,6 +141,17 @@
     if (value === null || value === undefined) return [0, false]; // the method throws its own TypeError
     if (typeof value === "string") return [value.length, false];
     const object = toObject(value);
+    // Each element missing is looked for along the whole prototype chain, in C: a long chain
+    // makes a short length long work. And the tools' own object answers any name it is asked.
+    let depth = 0;
+    for (let at = object; at !== null; at = getPrototypeOf(at)) {
+      if (at === unknown) {
+        throw new TypeError(`Array.prototype.${name} does not run on the tools object, nor on an object made from it`);
+      }
+      if (++depth > 16) {
+        throw new RangeError(`Array.prototype.${name} does not run on an object with a prototype chain deeper than 16; copy its elements into an array first`);
+      }
+    }
     for (let at = object; at !== null; at = getPrototypeOf(at)) {
       const descriptor = getOwnDescriptor(at, "length");
       if (descriptor === undefined) continue;
@@ -262,11 +273,28 @@
   };
   const own = Object.create(null);
   Object.assign(own, {
+    // Here, as the built-in does it: its species constructor (script code) runs first, and
+    // could change a length checked before it.
     concat(...args) {
-      let total = spreads(this) ? checked("concat", this) : 1;
+      const object = objectOf("concat", this);
+      let total = spreads(object) ? checked("concat", object) : 1;
       for (let i = 0; i < args.length; i++) total += spreads(args[i]) ? checked("concat", args[i]) : 1;
       if (total > longest) throw tooLong("concat", total);
-      return apply(originals.concat, this, args);
+      const target = like(object);
+      let index = 0;
+      for (const item of [object, ...args]) {
+        if (!spreads(item)) {
+          index = append(target, index, item);
+          continue;
+        }
+        const length = checked("concat", item);
+        if (index + length > longest) throw tooLong("concat", index + length);
+        for (let i = 0; i < length; i++, index++) {
+          if (i in item) append(target, index, item[i]);
+        }
+      }
+      target.length = index;
+      return target;
     },
     flat(depth) {
       const object = objectOf("flat", this);
