@@ -725,36 +725,31 @@ impl Rules {
                     Pattern::ReadOnly | Pattern::Command(_) => false,
                 }
         });
+        // The path rules of the tools a rule name covers (`Read`, `Edit`) that match, when `when`.
+        let named_rules = |when: bool, rule_name: &str| -> Vec<&Rule> {
+            if !when {
+                return Vec::new();
+            }
+            let tools = self.catalog.tools_named(rule_name);
+            tools
+                .iter()
+                .flat_map(|other| self.tool_rules(other))
+                .filter(|rule| matches!(&rule.pattern, Pattern::Path(pattern) if matches(rule, pattern)))
+                .collect()
+        };
+        let on_paths = |access| {
+            self.catalog.access_of(tool) == Some(access)
+                && self.catalog.subject_of(tool) == Some(Subject::Path)
+        };
         // Changing a file reads it (an edit matches its text and shows the closest line when it
         // does not match): as in Claude Code, a deny or ask rule on reading a path holds for
         // changing it too.
-        let changes = self.catalog.access_of(tool) == Some(crate::Access::Edits)
-            && self.catalog.subject_of(tool) == Some(Subject::Path);
-        let read_rules: Vec<&Rule> = match changes {
-            true => self
-                .catalog
-                .tools_named(READ_RULES)
-                .iter()
-                .flat_map(|reader| self.tool_rules(reader))
-                .filter(|rule| rule.action != Action::Allow)
-                .filter(|rule| matches!(&rule.pattern, Pattern::Path(pattern) if matches(rule, pattern)))
-                .collect(),
-            false => Vec::new(),
-        };
-        // As in Claude Code, permission to edit a path is permission to read it: the allow rules of the
-        // tools `Edit` names count for the tools that read paths (never their deny or ask rules).
-        let reads = self.catalog.access_of(tool) == Some(crate::Access::ReadOnly)
-            && self.catalog.subject_of(tool) == Some(Subject::Path);
-        let edit_rules: Vec<&Rule> = match reads {
-            true => self
-                .catalog
-                .tools_named(EDIT_RULES)
-                .iter()
-                .flat_map(|editor| self.tool_rules(editor))
-                .filter(|rule| matches!(&rule.pattern, Pattern::Path(pattern) if matches(rule, pattern)))
-                .collect(),
-            false => Vec::new(),
-        };
+        let mut read_rules = named_rules(on_paths(crate::Access::Edits), READ_RULES);
+        read_rules.retain(|rule| rule.action != Action::Allow);
+        // As in Claude Code, permission to edit a path is permission to read it: the allow rules
+        // of the tools `Edit` names count for the tools that read paths (never their deny or ask
+        // rules).
+        let edit_rules = named_rules(on_paths(crate::Access::ReadOnly), EDIT_RULES);
         // Only where editing it is allowed: a deny or ask rule on editing it leaves reading to
         // the rules on reading.
         let edit_allows = match strictest(edit_rules.iter().copied()) {
