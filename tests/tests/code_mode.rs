@@ -707,6 +707,12 @@ async fn work_a_built_in_would_do_without_seeing_the_time_limit_is_refused_or_st
              Array.prototype.reverse.call(Object.create(Object.getPrototypeOf(tools)))",
             "The script failed: TypeError: Array.prototype.reverse does not run on the tools object",
         ),
+        // The length measured by index, not through an array iterator the script replaced.
+        (
+            "Array.prototype[Symbol.iterator] = function* () { yield 0; yield 0; }; \
+             Array.prototype.sort.call({ length: 2 ** 53 - 1 })",
+            "The script failed: RangeError: Array.prototype.sort: a length of 9007199254740991",
+        ),
         // The built-in taken from a stack frame, through V8's stack trace API, is not handed out.
         (
             "let found = []; try { Error.prepareStackTrace = (e, frames) => { for (const f of frames) \
@@ -723,6 +729,18 @@ async fn work_a_built_in_would_do_without_seeing_the_time_limit_is_refused_or_st
         assert!(text(&result).starts_with(expected), "{source}: {}", text(&result));
         assert!(started.elapsed() < Duration::from_secs(4), "{source}: {:?}", started.elapsed());
     }
+}
+
+/// `concat`, which runs as script code, gives what the built-in gives, whatever the script did to
+/// the array iterator.
+#[tokio::test]
+async fn concat_gives_the_built_in_answer() {
+    let dispatcher = limited(Limits::default());
+    let source = "Array.prototype[Symbol.iterator] = function* () { yield 'hijacked'; }; \
+                  const r = [1, [2]].concat([3, , 4], 5, { length: 1, 0: 'x', [Symbol.isConcatSpreadable]: true }); \
+                  JSON.stringify([r.length, 3 in r, r])";
+    let result = script(&dispatcher, source).await;
+    assert_eq!(text(&result), "[7,false,[1,[2],3,null,4,5,\"x\"]]");
 }
 
 /// Searches of long texts in long texts give what the built-in search gives, window by window.

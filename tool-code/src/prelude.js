@@ -175,7 +175,11 @@
       `Array.prototype.${name}: a length of ${length} is more than an array of the script's memory can have (${longest}); work on fewer elements at a time`,
     );
   const checked = (name, value) => {
-    const [length, bounded] = measure(name, value);
+    // By index, not destructured: that would go through `Array.prototype[Symbol.iterator]`,
+    // which the script may have replaced (and so answer any length).
+    const measured = measure(name, value);
+    const length = measured[0];
+    const bounded = measured[1];
     if (bounded && length > longest) throw tooLong(name, length);
     return length;
   };
@@ -282,7 +286,10 @@
       if (total > longest) throw tooLong("concat", total);
       const target = like(object);
       let index = 0;
-      for (const item of [object, ...args]) {
+      // By index: a spread or `for...of` would go through `Array.prototype[Symbol.iterator]`,
+      // which the script may have replaced.
+      for (let at = -1; at < args.length; at++) {
+        const item = at < 0 ? object : args[at];
         if (!spreads(item)) {
           index = append(target, index, item);
           continue;
@@ -376,7 +383,9 @@
   // V8's stack trace API, which QuickJS has, gives `Error.prepareStackTrace` each frame's
   // function (`CallSite.getFunction`): the built-ins kept above among them, and the prelude's own.
   // A stack is text here.
-  defineProperty(Error, "prepareStackTrace", { value: undefined, writable: false, configurable: false });
+  if (!defineProperty(Error, "prepareStackTrace", { value: undefined, writable: false, configurable: false })) {
+    throw new Error("the stack trace API could not be turned off");
+  }
 
   // String searches: below `SEARCH` character comparisons, the built-in search itself; above,
   // the same search over windows of that many, the limits looked at between them.

@@ -285,6 +285,15 @@ pub(crate) fn hook_input(claude_name: Option<&str>, input: &Value, root: &Path) 
     input
 }
 
+/// The events a call's `PreToolUse` hooks are shown ([`hook_views`]): each with the name it is
+/// shown with (`None`: the tool's own) and its `tool_input`.
+pub(crate) struct HookViews {
+    pub(crate) views: Vec<(Option<String>, Value)>,
+    /// One per file of a patch: each `if` is matched against its file, and no `updatedInput`
+    /// can rewrite it.
+    pub(crate) by_file: bool,
+}
+
 /// What the `PreToolUse` hooks of a call are shown: one event, `hook_input`'s; but for a patch
 /// (`apply_patch`, which Claude Code's hooks know as an `Edit`), one event per file it touches,
 /// as Claude Code's own tools would make them: `Write` with `file_path` and `content` for a file
@@ -292,13 +301,12 @@ pub(crate) fn hook_input(claude_name: Option<&str>, input: &Value, root: &Path) 
 /// (the lines a change takes out and puts in, with their context) for one changed or deleted,
 /// each with the whole `patch` beside. A hook written for Claude Code (`jq -r
 /// .tool_input.file_path`) so sees every file a patch writes. `None` as the name: the tool's own.
-pub(crate) fn hook_views(
-    claude_name: Option<&str>,
-    input: &Value,
-    root: &Path,
-) -> Vec<(Option<String>, Value)> {
+pub(crate) fn hook_views(claude_name: Option<&str>, input: &Value, root: &Path) -> HookViews {
     use crate::patch::FileChange;
-    let whole = || vec![(claude_name.map(str::to_owned), hook_input(claude_name, input, root))];
+    let whole = || HookViews {
+        views: vec![(claude_name.map(str::to_owned), hook_input(claude_name, input, root))],
+        by_file: false,
+    };
     let Some(text) = input.get("patch").and_then(Value::as_str) else { return whole() };
     if claude_name != Some("Edit") || input.get("path").is_some() {
         return whole();
@@ -325,7 +333,7 @@ pub(crate) fn hook_views(
                     Some("Edit".to_owned()),
                     json!({"file_path": absolute(path), "old_string": old, "new_string": new, "patch": text}),
                 ));
-                // Where it moves to is written whole.
+                // Where it moves to is written: shown with the lines the hunks put in.
                 if let Some(to) = move_to {
                     views.push((
                         Some("Write".to_owned()),
@@ -335,7 +343,7 @@ pub(crate) fn hook_views(
             }
         }
     }
-    views
+    HookViews { views, by_file: true }
 }
 
 /// A hook's `updatedInput` in our tools' shape, given what it was shown: a `file_path` that

@@ -426,6 +426,11 @@ pub(crate) fn walk(dir: &Path, how: Beneath) -> Vec<PathBuf> {
 /// `root/x`), the directories above it with their links followed, its own name as named.
 pub(crate) fn as_reached(root: &Path, path: &str) -> std::path::PathBuf {
     use std::path::{Component, PathBuf};
+    // Longer than any path a file tool takes (4 KiB, 256 names): as written, links not looked
+    // at (each name would be looked up again for each one below it).
+    if path.len() > 4096 || Path::new(path).components().count() > 256 {
+        return tool_sandbox::lexically_normal(&root.join(path));
+    }
     let mut at = PathBuf::new();
     for component in root.join(path).components() {
         match component {

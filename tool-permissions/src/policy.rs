@@ -460,7 +460,7 @@ impl Policy {
         tool_input: &Value,
         may_rewrite: bool,
     ) -> Result<HookSays, HookStop> {
-        use super::command_hooks::{PreVerdict, from_hook_input, hook_views};
+        use super::command_hooks::{HookViews, PreVerdict, from_hook_input, hook_views};
         let mut says = HookSays::default();
         let other_name = self.rules.catalog().hook_name_of(tool);
         let other_name = other_name.as_deref();
@@ -469,17 +469,26 @@ impl Policy {
             let input = input.as_ref().unwrap_or(tool_input);
             // One event, or one per file of a patch, each matched by the name it is shown with,
             // and its `if` by the file it is about.
-            let views = hook_views(other_name, input, self.rules.root());
-            let by_file =
-                views.len() > 1 || views.first().is_some_and(|(name, _)| name.as_deref() != other_name);
-            let fires = |shown: &Value| match (by_file, shown.get("file_path")) {
-                (true, Some(path)) => hook.fires_for(tool, &json!({ "path": path })),
+            let HookViews { views, by_file } = hook_views(other_name, input, self.rules.root());
+            // A file of a patch: its `if` matched as for this tool's call on the file, and as for
+            // a call of the tools its name (`Write`, `Edit`) covers.
+            let fires = |name: Option<&str>, shown: &Value| match (by_file, shown.get("file_path")) {
+                (true, Some(path)) => {
+                    let file = json!({ "path": path });
+                    hook.fires_for(tool, &file)
+                        || name.is_some_and(|name| {
+                            self.rules
+                                .catalog()
+                                .tools_named(name)
+                                .iter()
+                                .any(|other| hook.fires_for(other, &file))
+                        })
+                }
                 _ => hook.fires_for(tool, input),
             };
-            for (name, shown) in views
-                .into_iter()
-                .filter(|(name, shown)| hook.matcher.matches(tool, name.as_deref()) && fires(shown))
-            {
+            for (name, shown) in views.into_iter().filter(|(name, shown)| {
+                hook.matcher.matches(tool, name.as_deref()) && fires(name.as_deref(), shown)
+            }) {
                 let event = json!({
                     "session_id": session_id,
                     "hook_event_name": "PreToolUse",
@@ -502,14 +511,16 @@ impl Policy {
                                 .to_owned(),
                         ));
                     }
-                    if by_file {
+                    if !by_file {
+                        says.rewritten = Some(from_hook_input(&event["tool_input"], input));
+                    } else if input != event["tool_input"] {
+                        // One file of a patch (given back as shown, it changes nothing).
                         return Err(failed(
-                        "answered with `updatedInput` for one file of a patch, which cannot be rewritten file \
-                         by file (allow, ask or deny it instead)"
-                            .to_owned(),
-                    ));
+                            "answered with `updatedInput` for one file of a patch, which cannot be rewritten \
+                             file by file (allow, ask or deny it instead)"
+                                .to_owned(),
+                        ));
                     }
-                    says.rewritten = Some(from_hook_input(&event["tool_input"], input));
                 }
                 says.ran += 1;
                 match decision.decision {

@@ -214,28 +214,29 @@ impl PathPattern {
                 .map(PathBuf::from)
                 .ok_or_else(|| "`~` is used but HOME is not set".to_owned())
         };
+        // `None`: relative, anchored or not by what it names.
         let (base, rest, anchored) = if let Some(rest) = pattern.strip_prefix("//") {
-            (PathBuf::from("/"), rest, true)
+            (PathBuf::from("/"), rest, Some(true))
         } else if pattern == "~" {
-            (home()?, "", true)
+            (home()?, "", Some(true))
         } else if let Some(rest) = pattern.strip_prefix("~/") {
-            (home()?, rest, true)
+            (home()?, rest, Some(true))
         } else if let Some(rest) = pattern.strip_prefix('/') {
-            (root.to_path_buf(), rest, true)
+            (root.to_path_buf(), rest, Some(true))
         } else {
-            // As in Claude Code, `./name` is `name`: gitignore's rule decides, a pattern with a `/`
-            // but at its end is taken from the root, one without matches at any depth
-            // (`./.env` is every `.env`, `./src/*.rs` only the root's `src`).
-            let rest = pattern.strip_prefix("./").unwrap_or(pattern);
-            (root.to_path_buf(), rest, rest.trim_end_matches('/').contains('/'))
+            (root.to_path_buf(), pattern, None)
         };
         if rest.split('/').any(|part| part == "..") {
             return Err("`..` is not allowed in a path pattern; write the path it leads to".to_owned());
         }
-        // `a//b` and `a/./b` name `a/b`, as a path would.
+        // `a//b` and `a/./b` name `a/b`, as a path would (`./name` is `name`).
         let parts: Vec<&str> = rest.split('/').filter(|part| !part.is_empty() && *part != ".").collect();
         let rest = parts.join("/");
         let rest = rest.as_str();
+        // As in Claude Code, `./name` is `name`, and gitignore's rule decides: with a `/` (but at
+        // its end) it is taken from the root, without one it matches at any depth (`./.env` is
+        // every `.env`, `./src/*.rs` only the root's `src`).
+        let anchored = anchored.unwrap_or(parts.len() > 1);
         // `dir/**` and `dir/*` name what `dir` holds.
         let named = match rest {
             "**" | "*" => "",
@@ -750,9 +751,16 @@ impl Rules {
         // of the tools `Edit` names count for the tools that read paths (never their deny or ask
         // rules).
         let edit_rules = named_rules(on_paths(crate::Access::ReadOnly), EDIT_RULES);
-        // Only where editing it is allowed: a deny or ask rule on editing it leaves reading to
-        // the rules on reading.
-        let edit_allows = match strictest(edit_rules.iter().copied()) {
+        // Only where editing it is allowed: a deny or ask rule on editing it (one without a
+        // pattern too) leaves reading to the rules on reading.
+        let bare_refusals = self
+            .catalog
+            .tools_named(EDIT_RULES)
+            .iter()
+            .flat_map(|editor| self.tool_rules(editor))
+            .filter(|rule| matches!(rule.pattern, Pattern::Any) && rule.action != Action::Allow)
+            .collect::<Vec<&Rule>>();
+        let edit_allows = match strictest(edit_rules.iter().chain(&bare_refusals).copied()) {
             Some(verdict) if verdict.action == Action::Allow => edit_rules,
             _ => Vec::new(),
         };

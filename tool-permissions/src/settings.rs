@@ -106,9 +106,11 @@ impl HookCommand {
                 crate::input::decide_input(rules, tool, &typing)
             }
             (Some(Subject::Path), _, Some(path)) => {
-                let path = crate::command_paths::as_reached(rules.root(), path);
-                let outside = !path.starts_with(rules.root());
-                rules.decide_path(tool, &path, None, outside)
+                // As the tools' own rules match: the path reached, and the path as named.
+                let named = tool_sandbox::lexically_normal(&rules.root().join(path));
+                let reached = crate::command_paths::as_reached(rules.root(), path);
+                let outside = !reached.starts_with(rules.root());
+                rules.decide_path(tool, &reached, Some(&named), outside)
             }
             _ => rules.decide_call(tool),
         };

@@ -448,6 +448,23 @@ async fn a_file_kept_before_is_put_back_though_what_the_call_left_was_too_large_
     assert_eq!(std::fs::read(s.root.join("kept.txt")).unwrap(), format!("{:0100}", 7).into_bytes());
 }
 
+/// A file made sparse (under the size limit, but mostly holes) by a call is not kept either,
+/// and is put back as one made too large is.
+#[tokio::test]
+async fn a_file_kept_before_is_put_back_though_the_call_made_it_sparse() {
+    let s = Session::new(None);
+    s.write("holes.bin", "kept before\n");
+    let (id, _) = s.ok("bash", json!({"command": "truncate -s 900000 holes.bin"})).await;
+    let after = &s.checkpoints().list()[0].changes[0].after;
+    assert!(
+        matches!(after, Some(tools_std::checkpoint::FileState::TooLarge { size: 900000, .. })),
+        "{after:?}"
+    );
+    let (_, out) = s.call("undo", json!({"call_id": id})).await;
+    assert_eq!(out.metadata["discarded"], json!(["holes.bin"]), "{}", out.text_content());
+    assert_eq!(std::fs::read_to_string(s.root.join("holes.bin")).unwrap(), "kept before\n");
+}
+
 #[tokio::test]
 async fn a_file_left_unread_by_a_scan_and_read_by_the_next_is_no_conflict() {
     // The scan after the call reads 64 bytes at most: the rest is read by the next one.
@@ -495,8 +512,15 @@ async fn an_undo_with_nothing_kept_to_put_back_is_refused_and_the_call_stays_to_
     assert!(out.is_error && out.text_content().contains("nothing to put back"), "{}", out.text_content());
     let listed = s.ok("checkpoints", json!({})).await.1;
     assert!(!listed.contains("undone by"), "{listed}");
-    // Both calls together: the content kept before the first is put back.
-    let text = s.ok("undo", json!({"last": 2})).await.1;
+    // Nor when the call's other file is back already: the large one's change is still there.
+    s.ok("bash", json!({"command": "echo other > o.txt; echo more >> s.dat"})).await;
+    s.write("o.txt", "");
+    std::fs::remove_file(s.root.join("o.txt")).unwrap();
+    let out = s.call("undo", json!({"last": 1})).await.1;
+    assert!(out.is_error && out.text_content().contains("nothing to put back"), "{}", out.text_content());
+    s.write("o.txt", "other\n");
+    // The calls together: the content kept before the first is put back.
+    let text = s.ok("undo", json!({"last": 3})).await.1;
     assert!(text.contains("Restored (1): s.dat"), "{text}");
     assert_eq!(std::fs::read_to_string(s.root.join("s.dat")).unwrap(), "kept small\n");
 }

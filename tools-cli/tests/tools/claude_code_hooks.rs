@@ -210,7 +210,39 @@ fn a_hook_runs_only_for_the_calls_its_if_matches() {
     std::os::unix::fs::symlink("src/deep", ws.join("l")).unwrap();
     call("write", json!({"path": "l/../c.txt", "content": "x"}));
     assert!(ws.join("src/c.txt").exists());
-    assert_eq!(std::fs::read_to_string(ws.join("if.log")).unwrap(), "git\nsrc\nsrc\nsrc\n");
+    // A patch of one file changed; a write through a link named by an `if` on the link.
+    let patch = "*** Begin Patch\n*** Update File: src/b.txt\n@@\n-x\n+y\n*** End Patch\n";
+    call("apply_patch", json!({"patch": patch}));
+    std::os::unix::fs::symlink("src", ws.join("s")).unwrap();
+    call("write", json!({"path": "s/d.txt", "content": "x"}));
+    assert_eq!(std::fs::read_to_string(ws.join("if.log")).unwrap(), "git\nsrc\nsrc\nsrc\nsrc\nsrc\n");
+}
+
+/// An `if` naming `Write` or a link fires for a patch's added file and a write through the link.
+#[test]
+fn a_hook_if_on_write_or_on_a_link_fires_for_patches_and_links() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::create_dir(ws.join("secrets")).unwrap();
+    std::os::unix::fs::symlink("secrets", ws.join("l")).unwrap();
+    let deny = |condition: &str| json!({"type": "command", "if": condition, "command": format!("echo refused {condition} >&2; exit 2")});
+    let settings = fx.dir.path().join("settings.json");
+    let text = json!({
+        "permissions": {"defaultMode": "bypassPermissions"},
+        "hooks": {"PreToolUse": [{"matcher": "Write|Edit", "hooks": [deny("Write(*.lock)"), deny("Edit(./l/**)")]}]},
+    });
+    std::fs::write(&settings, text.to_string()).unwrap();
+    let settings = settings.to_str().unwrap();
+    let call = |tool: &str, args: serde_json::Value| {
+        fx.run(&["call", tool, &args.to_string(), "--settings", settings, "--sandbox", "off"], None)
+    };
+    let added =
+        call("apply_patch", json!({"patch": "*** Begin Patch\n*** Add File: new.lock\n+x\n*** End Patch\n"}));
+    assert!(added.code == 1 && added.stdout.contains("refused Write(*.lock)"), "{}", added.stdout);
+    assert!(!ws.join("new.lock").exists());
+    let linked = call("write", json!({"path": "l/x.txt", "content": "x"}));
+    assert!(linked.code == 1 && linked.stdout.contains("refused Edit(./l/**)"), "{}", linked.stdout);
+    assert!(!ws.join("secrets/x.txt").exists());
 }
 
 /// `SessionStart` and `SessionEnd` hooks run when `tools serve` starts and when its client goes

@@ -223,7 +223,7 @@ fn a_dot_slash_rule_matches_as_gitignore_does_and_an_edit_allow_allows_reading()
         let loop_ = json!({"command": "for f in .e*; do cat \"$f\"; done; echo done"}).to_string();
         let out = run(&fx, &home, &["call", "bash", &loop_]);
         assert!(out.stdout.contains("done") && !out.stdout.contains("ROOT"), "{rule}: {}", out.stdout);
-        assert_eq!(read(".env"), 1, "{rule}");
+        assert_eq!([read(".env"), read("app/.env")], [1, 1], "{rule}");
     }
 
     // Outside the workspace, reading is refused by default; an allow rule on editing allows it,
@@ -247,4 +247,8 @@ fn a_dot_slash_rule_matches_as_gitignore_does_and_an_edit_allow_allows_reading()
     assert_eq!(read_outside("secret.txt").code, 1);
     // Only where editing is allowed: a deny rule on editing it leaves reading to its default.
     assert_eq!(read_outside("locked.txt").code, 1);
+    // So does one without a pattern.
+    let rules = json!({"permissions": {"allow": [format!("Edit(/{o}/**)")], "deny": ["Edit"]}});
+    write(&ws.join(".claude/settings.json"), rules);
+    assert_eq!(read_outside("notes.txt").code, 1);
 }

@@ -296,9 +296,9 @@ struct Inner {
     not_read: usize,
     /// The bytes of the last scan's paths, all added up.
     path_bytes: usize,
-    /// The workspace root the first scan opened, and what it was (device, inode): see
+    /// Each workspace root a scan opened, and what it was then (device, inode): see
     /// `scan::open_root`.
-    root: Option<(PathBuf, u64, u64)>,
+    roots: std::collections::HashMap<PathBuf, (u64, u64)>,
 }
 
 /// How many scans of each kind a session made (to test that the cheap one is taken).

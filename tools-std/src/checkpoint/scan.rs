@@ -308,17 +308,15 @@ fn not_kept(stat: &host::Stat, large: bool) -> FileState {
 pub(super) fn open_root(inner: &mut Inner, root: &Path) -> io::Result<Dir> {
     let dir = host::open_dir_path(root)?;
     let stat = host::stat_dir(&dir)?;
-    match &inner.root {
-        Some((path, dev, ino)) if path == root && (*dev, *ino) != (stat.dev, stat.ino) => {
-            Err(io::Error::other(format!(
-                "the workspace root {} is no longer the directory this session's checkpoints began with (it, or \
-                 a directory above it, was moved or replaced); checkpoints and undo stop until it is put back",
-                root.display()
-            )))
-        }
-        Some((path, ..)) if path == root => Ok(dir),
-        _ => {
-            inner.root = Some((root.to_path_buf(), stat.dev, stat.ino));
+    match inner.roots.get(root) {
+        Some(&(dev, ino)) if (dev, ino) != (stat.dev, stat.ino) => Err(io::Error::other(format!(
+            "the workspace root {} is no longer the directory this session's checkpoints began with (it, or a \
+             directory above it, was moved or replaced); checkpoints and undo stop until it is put back",
+            root.display()
+        ))),
+        Some(_) => Ok(dir),
+        None => {
+            inner.roots.insert(root.to_path_buf(), (stat.dev, stat.ino));
             Ok(dir)
         }
     }

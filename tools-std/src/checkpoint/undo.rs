@@ -66,8 +66,9 @@ pub enum UndoError {
     /// The checkpoint store lost or damaged what it kept of these files: `(path, what
     /// happened)`. Nothing was written.
     StoreDamaged(Vec<(PathBuf, String)>),
-    /// What every file the calls changed held before them was not kept (over the size limit,
-    /// sparse, or not read yet): there is nothing to put back. Nothing was written.
+    /// What the files the calls changed held before them was not kept (over the size limit,
+    /// sparse, or not read yet), and the others hold it already: there is nothing to put back.
+    /// Nothing was written.
     NothingKept(Vec<PathBuf>),
     /// Reading or writing failed (after the checks: some files may be restored).
     Io(String),
@@ -414,7 +415,8 @@ impl Checkpoints {
             return Err(UndoError::Conflicts(conflicts));
         }
         let left: Vec<PathBuf> = report.too_large.iter().chain(&report.not_read).cloned().collect();
-        if !left.is_empty() && left.len() == plan.len() {
+        // Nothing to write but files left as they are: the change is still there.
+        if !left.is_empty() && left.len() + already.len() == plan.len() {
             return Err(UndoError::NothingKept(left));
         }
         let store = inner.store.as_ref().ok_or(UndoError::Off)?;
