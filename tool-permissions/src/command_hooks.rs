@@ -292,20 +292,27 @@ pub(crate) struct HookViews {
     /// One per file of a patch: each `if` is matched against its file, and no `updatedInput`
     /// can rewrite it.
     pub(crate) by_file: bool,
+    /// The files of a patch past [`MAX_PATCH_FILES`] (no view is made then).
+    pub(crate) too_many: Option<usize>,
 }
+
+/// How many files of one patch the hooks are shown, each a run of each hook matching it.
+pub(crate) const MAX_PATCH_FILES: usize = 256;
 
 /// What the `PreToolUse` hooks of a call are shown: one event, `hook_input`'s; but for a patch
 /// (`apply_patch`, which Claude Code's hooks know as an `Edit`), one event per file it touches,
 /// as Claude Code's own tools would make them: `Write` with `file_path` and `content` for a file
 /// added (or the place a file moves to), `Edit` with `file_path`, `old_string` and `new_string`
 /// (the lines a change takes out and puts in, with their context) for one changed or deleted,
-/// each with the whole `patch` beside. A hook written for Claude Code (`jq -r
+/// (not the whole patch beside each: a patch of many files would be copied as many times). A
+/// hook written for Claude Code (`jq -r
 /// .tool_input.file_path`) so sees every file a patch writes. `None` as the name: the tool's own.
 pub(crate) fn hook_views(claude_name: Option<&str>, input: &Value, root: &Path) -> HookViews {
     use crate::patch::FileChange;
     let whole = || HookViews {
         views: vec![(claude_name.map(str::to_owned), hook_input(claude_name, input, root))],
         by_file: false,
+        too_many: None,
     };
     let Some(text) = input.get("patch").and_then(Value::as_str) else { return whole() };
     if claude_name != Some("Edit") || input.get("path").is_some() {
@@ -315,35 +322,34 @@ pub(crate) fn hook_views(claude_name: Option<&str>, input: &Value, root: &Path) 
     let Ok(patch) = crate::patch::parse_patch(text) else { return whole() };
     let absolute = |path: &str| crate::command_paths::as_reached(root, path).to_string_lossy().into_owned();
     let lines = |lines: &[String]| lines.iter().map(|line| format!("{line}\n")).collect::<String>();
+    if patch.files.len() > MAX_PATCH_FILES {
+        return HookViews { views: Vec::new(), by_file: true, too_many: Some(patch.files.len()) };
+    }
     let mut views = Vec::new();
     for change in &patch.files {
         match change {
-            FileChange::Add { path, contents } => views.push((
-                Some("Write".to_owned()),
-                json!({"file_path": absolute(path), "content": contents, "patch": text}),
-            )),
+            FileChange::Add { path, contents } => views
+                .push((Some("Write".to_owned()), json!({"file_path": absolute(path), "content": contents}))),
             FileChange::Delete { path } => views.push((
                 Some("Edit".to_owned()),
-                json!({"file_path": absolute(path), "old_string": "", "new_string": "", "patch": text}),
+                json!({"file_path": absolute(path), "old_string": "", "new_string": ""}),
             )),
             FileChange::Update { path, move_to, hunks } => {
                 let old: String = hunks.iter().map(|hunk| lines(&hunk.old)).collect();
                 let new: String = hunks.iter().map(|hunk| lines(&hunk.new)).collect();
                 views.push((
                     Some("Edit".to_owned()),
-                    json!({"file_path": absolute(path), "old_string": old, "new_string": new, "patch": text}),
+                    json!({"file_path": absolute(path), "old_string": old, "new_string": new}),
                 ));
                 // Where it moves to is written: shown with the lines the hunks put in.
                 if let Some(to) = move_to {
-                    views.push((
-                        Some("Write".to_owned()),
-                        json!({"file_path": absolute(to), "content": new, "patch": text}),
-                    ));
+                    views
+                        .push((Some("Write".to_owned()), json!({"file_path": absolute(to), "content": new})));
                 }
             }
         }
     }
-    HookViews { views, by_file: true }
+    HookViews { views, by_file: true, too_many: None }
 }
 
 /// A hook's `updatedInput` in our tools' shape, given what it was shown: a `file_path` that

@@ -460,16 +460,26 @@ impl Policy {
         tool_input: &Value,
         may_rewrite: bool,
     ) -> Result<HookSays, HookStop> {
-        use super::command_hooks::{HookViews, PreVerdict, from_hook_input, hook_views};
+        use super::command_hooks::{HookViews, MAX_PATCH_FILES, PreVerdict, from_hook_input, hook_views};
         let mut says = HookSays::default();
         let other_name = self.rules.catalog().hook_name_of(tool);
         let other_name = other_name.as_deref();
+        // One event, or one per file of a patch, each matched by the name it is shown with, and
+        // its `if` by the file it is about; made again only once a hook rewrote the input.
+        let mut shown_views: Option<HookViews> = None;
         for hook in self.hooks.pre_tool_use.iter() {
             let input = says.rewritten.clone();
             let input = input.as_ref().unwrap_or(tool_input);
-            // One event, or one per file of a patch, each matched by the name it is shown with,
-            // and its `if` by the file it is about.
-            let HookViews { views, by_file } = hook_views(other_name, input, self.rules.root());
+            let HookViews { views, by_file, too_many } =
+                shown_views.get_or_insert_with(|| hook_views(other_name, input, self.rules.root()));
+            let file_hook = || ["Edit", "Write"].iter().any(|name| hook.matcher.matches(tool, Some(name)));
+            if let Some(files) = too_many.filter(|_| file_hook()) {
+                return Err(HookStop::Denied(format!(
+                    "the patch changes {files} files, and PreToolUse hooks are shown a patch file by file, at \
+                     most {MAX_PATCH_FILES} of them: split it into patches of fewer files"
+                )));
+            }
+            let by_file = *by_file;
             // A file of a patch: its `if` matched as for this tool's call on the file, and as for
             // a call of the tools its name (`Write`, `Edit`) covers.
             let fires = |name: Option<&str>, shown: &Value| match (by_file, shown.get("file_path")) {
@@ -486,9 +496,14 @@ impl Policy {
                 }
                 _ => hook.fires_for(tool, input),
             };
-            for (name, shown) in views.into_iter().filter(|(name, shown)| {
-                hook.matcher.matches(tool, name.as_deref()) && fires(name.as_deref(), shown)
-            }) {
+            let matching: Vec<(Option<String>, Value)> = views
+                .iter()
+                .filter(|(name, shown)| {
+                    hook.matcher.matches(tool, name.as_deref()) && fires(name.as_deref(), shown)
+                })
+                .cloned()
+                .collect();
+            for (name, shown) in matching {
                 let event = json!({
                     "session_id": session_id,
                     "hook_event_name": "PreToolUse",
@@ -513,6 +528,7 @@ impl Policy {
                     }
                     if !by_file {
                         says.rewritten = Some(from_hook_input(&event["tool_input"], input));
+                        shown_views = None;
                     } else if input != event["tool_input"] {
                         // One file of a patch (given back as shown, it changes nothing).
                         return Err(failed(

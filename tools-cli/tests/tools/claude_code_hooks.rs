@@ -160,8 +160,19 @@ esac"#,
     assert_eq!(events[1]["tool_input"]["file_path"], json!(root.join("new.txt")));
     assert_eq!(events[1]["tool_input"]["content"], "made\n");
     assert!(
-        events.iter().all(|e| e["tool_name_native"] == "apply_patch" && e["tool_input"]["patch"].is_string())
+        events
+            .iter()
+            .all(|e| e["tool_name_native"] == "apply_patch" && e["tool_input"].get("patch").is_none())
     );
+    // Each file is a run of the hook: a patch of more files than are shown is refused, unwritten.
+    let many: String = (0..257).map(|n| format!("*** Add File: many/{n}.txt\n+x\n")).collect();
+    let refused = call(format!("*** Begin Patch\n{many}*** End Patch\n"));
+    let output = refused.json()["output"].as_str().unwrap().to_owned();
+    assert!(
+        refused.code == 1 && output.contains("changes 257 files") && output.contains("at most 256"),
+        "{output}"
+    );
+    assert!(!ws.join("many").exists());
     // What a hook scanning contents is shown is what the patch writes, read as the tool reads it.
     std::fs::remove_file(&log).unwrap();
     std::fs::write(ws.join("b.txt"), "x\n***\ny\nz\n").unwrap();
