@@ -753,16 +753,18 @@ impl Rules {
         let edit_rules = named_rules(on_paths(crate::Access::ReadOnly), EDIT_RULES);
         // Only where editing it is allowed: a deny or ask rule on editing it (one without a
         // pattern too) leaves reading to the rules on reading.
-        let bare_refusals = self
-            .catalog
-            .tools_named(EDIT_RULES)
-            .iter()
-            .flat_map(|editor| self.tool_rules(editor))
-            .filter(|rule| matches!(rule.pattern, Pattern::Any) && rule.action != Action::Allow)
-            .collect::<Vec<&Rule>>();
-        let edit_allows = match strictest(edit_rules.iter().chain(&bare_refusals).copied()) {
-            Some(verdict) if verdict.action == Action::Allow => edit_rules,
-            _ => Vec::new(),
+        let edit_allows = if edit_rules.iter().any(|rule| rule.action == Action::Allow) {
+            let editors = self.catalog.tools_named(EDIT_RULES);
+            let bare_refusals = editors
+                .iter()
+                .flat_map(|editor| self.tool_rules(editor))
+                .filter(|rule| matches!(rule.pattern, Pattern::Any) && rule.action != Action::Allow);
+            match strictest(edit_rules.iter().copied().chain(bare_refusals)) {
+                Some(verdict) if verdict.action == Action::Allow => edit_rules,
+                _ => Vec::new(),
+            }
+        } else {
+            Vec::new()
         };
         match strictest(tool_rules.chain(external).chain(read_rules).chain(edit_allows)) {
             Some(verdict) => verdict,
