@@ -766,7 +766,7 @@ pub(crate) fn protected_targets<'a>(
                     return Err(format!(
                         "the writable root {} cannot be searched now ({e}), so the protected paths beneath it \
                          cannot be made read-only: no command starts until its permissions let this process \
-                         search it",
+                         search it (ask the user to restore them, `chmod u+rx` on it and the directories above)",
                         root.display()
                     ));
                 }
@@ -828,7 +828,7 @@ pub(crate) fn protected_targets<'a>(
                     return Err(format!(
                         "{} (on the way from the writable root {} to the writable root {}) {what}, so commands \
                          could move the inner root away: no command starts until it is a directory this process \
-                         can search again",
+                         can search again (ask the user to restore it, `chmod u+rx` on it)",
                         dir.display(),
                         outer.display(),
                         inner.display()

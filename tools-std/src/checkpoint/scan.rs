@@ -70,11 +70,10 @@ struct Reads {
 
 impl Reads {
     fn new(max_bytes: u64, time: Duration) -> Reads {
-        let nanos = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
         Reads {
             files: Mutex::default(),
             left: AtomicU64::new(max_bytes),
-            time_left: AtomicU64::new(nanos),
+            time_left: AtomicU64::new(whole_nanos(time)),
             deferred: AtomicUsize::new(0),
         }
     }
@@ -85,7 +84,7 @@ impl Reads {
     }
 
     fn spent(&self, time: Duration) {
-        let nanos = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
+        let nanos = whole_nanos(time);
         let _ = self
             .time_left
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| Some(left.saturating_sub(nanos)));
@@ -262,6 +261,11 @@ fn look(
     Ok(Some(Cached { stamp: Some(stamp(&stat)), state }))
 }
 
+/// `time` in nanoseconds, at most `u64::MAX`.
+fn whole_nanos(time: Duration) -> u64 {
+    u64::try_from(time.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// A file larger than this whose storage is less than an eighth of its size is sparse.
 const SPARSE_FROM: u64 = 64 * 1024;
 
@@ -311,7 +315,8 @@ pub(super) fn open_root(inner: &mut Inner, root: &Path) -> io::Result<Dir> {
     match inner.roots.get(root) {
         Some(&(dev, ino)) if (dev, ino) != (stat.dev, stat.ino) => Err(io::Error::other(format!(
             "the workspace root {} is no longer the directory this session's checkpoints began with (it, or a \
-             directory above it, was moved or replaced); checkpoints and undo stop until it is put back",
+             directory above it, was moved or replaced); checkpoints and undo stop until it is put back, or a \
+             new session starts",
             root.display()
         ))),
         Some(_) => Ok(dir),

@@ -26,9 +26,7 @@ pub(crate) struct Roots {
 impl Roots {
     /// Opens the directory `root` as the workspace root.
     pub(crate) fn open(root: &Path) -> io::Result<Roots> {
-        let root_path = root.to_path_buf();
-        let root = Dir::open_ambient_dir(&root_path, ambient_authority())?;
-        Ok(Roots { root: Arc::new(root), root_path: Arc::new(root_path), host: Arc::default() })
+        Ok(Roots::of(Dir::open_ambient_dir(root, ambient_authority())?, root))
     }
 
     /// The workspace root `root`, opened already as `dir`.
