@@ -915,10 +915,13 @@ async fn a_script_has_no_file_system_network_process_or_clock_of_its_own() {
         let imported;
         try { await import("fs"); imported = "imported"; } catch (e) { imported = "refused"; }
         console.log(imported);
+        // The prelude is a module the interpreter has loaded: it can be imported, not run again.
+        const prelude = await import("prelude.js");
+        try { prelude.default(); console.log("ran again"); } catch (e) { console.log(e.message); }
         "#,
     )
     .await;
-    assert_eq!(text(&result), "none\nrefused\n", "{}", text(&result));
+    assert_eq!(text(&result), "none\nrefused\nthe prelude has run already\n", "{}", text(&result));
 }
 
 async fn pid_in(path: &Path) -> i32 {

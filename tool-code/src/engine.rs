@@ -589,7 +589,7 @@ impl<'js> Script<'js> {
     /// surrogate becomes U+FFFD).
     fn install(&mut self, setup: &Setup) -> rquickjs::Result<(Function<'js>, Function<'js>)> {
         let ctx = self.ctx.clone();
-        let prelude: Function<'js> = ctx.eval(PRELUDE)?;
+        let prelude = crate::prelude::load(&ctx)?;
 
         let state = self.state.clone();
         let start_call = setup.start_call.clone();
@@ -857,10 +857,6 @@ fn half_character(json: &str) -> bool {
     }
     false
 }
-
-/// Defines the script's globals from the host's functions; returns the function that settles a
-/// tool call's promise, and the one that makes a string well-formed.
-const PRELUDE: &str = include_str!("prelude.js");
 
 /// The file name the script's frames carry in its errors' stacks.
 const SCRIPT_FILE: &str = "script.js";

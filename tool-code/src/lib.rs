@@ -10,6 +10,7 @@ mod describe;
 mod engine;
 mod held;
 mod limits;
+mod prelude;
 mod tool;
 
 pub use limits::Limits;

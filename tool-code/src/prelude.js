@@ -1,8 +1,14 @@
-// The script's globals, made from the host's functions. Evaluated once per script, before it;
+// The script's globals, made from the host's functions. A module, compiled once per process and
+// loaded in each script's interpreter; its function is called once, before the script: it
 // returns the function the host settles a tool call's promise with, and the one that writes the
-// script's final value as console.log writes a value.
-(function (hostCall, hostPrint, hostSearch, names, hasSearch, longest, hostCheck) {
+// script's final value as console.log writes a value. A script can import the module (it is
+// loaded, under its name), not run its function again.
+let given = false;
+
+export default function (hostCall, hostPrint, hostSearch, names, hasSearch, longest, hostCheck) {
   "use strict";
+  if (given) throw new TypeError("the prelude has run already");
+  given = true;
 
   class ToolError extends Error {
     constructor(tool, kind, message) {
@@ -535,4 +541,4 @@
     else entry.reject(new ToolError(a, b, c));
   };
   return [settle, show];
-});
+}
