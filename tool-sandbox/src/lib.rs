@@ -12,6 +12,8 @@ pub mod environment;
 mod git_config;
 #[cfg(target_os = "linux")]
 mod landlock_rules;
+#[cfg(target_os = "linux")]
+mod leftover;
 mod lexical;
 mod nested;
 mod netns;

@@ -1117,6 +1117,9 @@ enum BeneathOp {
     MakeFile(&'static [u8]),
     /// The file, if it is still a regular file holding these bytes.
     RemoveFile(&'static [u8]),
+    /// The placeholder of this kind, if another process made it and left it behind
+    /// ([`leftover`](crate::leftover)); `Err` when it is not removed.
+    RemoveLeft(Kind),
 }
 
 /// Makes (`mkdir`) or removes (`rmdir`) the directory `path`, its parent opened from `root` one
@@ -1136,13 +1139,53 @@ fn beneath(root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
         dir = openat(&dir, part, flags | OFlag::O_NOFOLLOW, Mode::empty())?;
     }
     match op {
-        BeneathOp::Make => nix::sys::stat::mkdirat(&dir, name, Mode::from_bits_truncate(0o777))?,
+        BeneathOp::Make => {
+            nix::sys::stat::mkdirat(&dir, name, Mode::from_bits_truncate(0o777))?;
+            if let Ok(made) = openat(&dir, name, flags | OFlag::O_NOFOLLOW, Mode::empty()) {
+                crate::leftover::mark(made);
+            }
+        }
         BeneathOp::Remove => nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::RemoveDir)?,
         BeneathOp::MakeFile(content) => {
             let create =
                 OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
             let file = std::fs::File::from(openat(&dir, name, create, Mode::from_bits_truncate(0o644))?);
             std::io::Write::write_all(&mut &file, content)?;
+            crate::leftover::mark(&file);
+        }
+        BeneathOp::RemoveLeft(kind) => {
+            let open = match kind {
+                Kind::Dir => flags | OFlag::O_NOFOLLOW,
+                // Not waiting on a FIFO.
+                Kind::File(_) => OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+            };
+            let entry = openat(&dir, name, open, Mode::empty())?;
+            if !crate::leftover::is_left_behind(&entry, path) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "not a placeholder left behind",
+                ));
+            }
+            return match kind {
+                // Only if still empty.
+                Kind::Dir => Ok(nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::RemoveDir)?),
+                Kind::File(content) => {
+                    let file = std::fs::File::from(entry);
+                    let meta = file.metadata()?;
+                    let mut held = Vec::with_capacity(content.len());
+                    std::io::Read::read_to_end(
+                        &mut std::io::Read::take(&file, content.len() as u64 + 1),
+                        &mut held,
+                    )?;
+                    if !meta.is_file() || held != content {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::AlreadyExists,
+                            "changed since it was made",
+                        ));
+                    }
+                    Ok(nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)?)
+                }
+            };
         }
         BeneathOp::RemoveFile(content) => {
             // Opened without following a link or waiting on a FIFO, and read no further than
@@ -1173,6 +1216,8 @@ fn beneath(_root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
         }
         BeneathOp::RemoveFile(content) if std::fs::read(path)? == content => std::fs::remove_file(path),
         BeneathOp::RemoveFile(_) => Ok(()),
+        // Nothing marks placeholders here.
+        BeneathOp::RemoveLeft(_) => Err(std::io::ErrorKind::Unsupported.into()),
     }
 }
 
@@ -1260,6 +1305,20 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
             && roots.iter().any(|r| real.starts_with(r))
         {
             *path = real.join(name);
+        }
+    }
+    // A placeholder another process made and left behind (killed before it could remove it) is
+    // removed first, as its maker would have, and made again for these commands (never the git
+    // directory's, which are kept).
+    for (path, kind) in &paths {
+        let Some(root) = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())
+        else {
+            continue;
+        };
+        let kept = GIT_PLACEHOLDERS.iter().any(|(name, _)| path.ends_with(name));
+        let held = held().lock().unwrap_or_else(|p| p.into_inner()).contains_key(path);
+        if !kept && !held && std::fs::symlink_metadata(path).is_ok() {
+            let _ = beneath(root, path, BeneathOp::RemoveLeft(*kind));
         }
     }
     paths.retain(|(path, _)| {

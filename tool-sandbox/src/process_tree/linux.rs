@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -280,6 +281,97 @@ fn in_namespace_anywhere(namespace: Namespace, since: u64) -> bool {
         }
     }
     false
+}
+
+/// Whether the process `pid` that started at `start` (clock ticks after boot) is still running.
+pub(crate) fn is_running(pid: i32, start: u64) -> bool {
+    read_stat(pid).is_some_and(|stat| stat.start == start && !stat.is_zombie())
+}
+
+/// This process's start, in clock ticks after boot.
+pub(crate) fn own_start() -> Option<u64> {
+    read_stat(std::process::id() as i32).map(|stat| stat.start)
+}
+
+/// Whether a mount is made on `path` in a mount namespace other than this process's, by a
+/// process started at `since` or later: one of a command still running, whose protection a
+/// removal of `path` would take away. Processes that cannot be a sandboxed command are not
+/// looked at: another user's (a command runs as the user whose process started it, and only
+/// this user's placeholders are removed), and one without `no_new_privs` and a seccomp filter
+/// (every sandboxed command has both, and cannot drop them). Any other process that cannot be
+/// looked at (one that made itself undumpable), or a `/proc` that cannot be read, counts as such
+/// a mount.
+pub(crate) fn mounted_elsewhere(path: &Path, since: u64) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let wanted = mountinfo_escaped(path.as_os_str().as_bytes());
+    let Ok(own) = mount_namespace("self") else { return true };
+    let Ok(entries) = std::fs::read_dir("/proc") else { return true };
+    let uid = nix::unistd::getuid().as_raw();
+    let mut seen = HashSet::from([own]);
+    for entry in entries {
+        let Ok(entry) = entry else { return true };
+        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok()) else {
+            continue;
+        };
+        // Exited since the directory was read, or a zombie (which is in no namespace).
+        let Some(stat) = read_stat(pid).filter(|stat| !stat.is_zombie()) else { continue };
+        if stat.start < since {
+            continue;
+        }
+        let not_a_command = || runs_as_another_user(pid, uid) || !is_confined(pid);
+        let namespace = match mount_namespace(&pid.to_string()) {
+            Ok(namespace) => namespace,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(_) if not_a_command() => continue,
+            Err(_) => return true,
+        };
+        if seen.contains(&namespace) {
+            continue;
+        }
+        // The mounts as the process sees them, from its root: a command's is the host's.
+        let mut mounts = Vec::new();
+        let read = std::fs::File::open(format!("/proc/{pid}/mountinfo"))
+            .and_then(|file| io::Read::read_to_end(&mut io::Read::take(file, MOUNTINFO_MAX), &mut mounts));
+        match read {
+            Ok(_) => {}
+            // Gone meanwhile: another process of its namespace may still show it.
+            Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH) => {
+                continue;
+            }
+            Err(_) if not_a_command() => continue,
+            Err(_) => return true,
+        }
+        // The fifth field of each line is where the mount is made.
+        if mounts.split(|&b| b == b'\n').any(|line| line.split(|&b| b == b' ').nth(4) == Some(&wanted[..])) {
+            return true;
+        }
+        seen.insert(namespace);
+    }
+    false
+}
+
+/// The most of a process's `/proc/PID/mountinfo` read (thousands of mounts are a few hundred
+/// KiB).
+const MOUNTINFO_MAX: u64 = 64 << 20;
+
+/// `path` as `/proc/PID/mountinfo` writes it: space, tab, newline and backslash as octal escapes.
+fn mountinfo_escaped(path: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(path.len());
+    for &byte in path {
+        match byte {
+            b' ' | b'\t' | b'\n' | b'\\' => out.extend_from_slice(format!("\\{byte:03o}").as_bytes()),
+            _ => out.push(byte),
+        }
+    }
+    out
+}
+
+/// Whether `pid` runs with `no_new_privs` and a seccomp filter, as every sandboxed command does
+/// (`/proc/PID/status`, which anyone may read; `true` when it cannot be read).
+fn is_confined(pid: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return true };
+    let field = |name: &str| status.lines().find_map(|line| line.strip_prefix(name)).map(str::trim);
+    field("NoNewPrivs:") != Some("0") && field("Seccomp:") != Some("0")
 }
 
 /// Whether `pid`'s real, effective, saved and file system user ids are all other than `uid`

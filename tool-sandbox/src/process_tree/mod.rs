@@ -15,6 +15,8 @@ pub use cgroup::{Cgroup, Limited};
 #[cfg(target_os = "linux")]
 pub use linux::{MountNamespace, Process, Tree};
 #[cfg(target_os = "linux")]
+pub(crate) use linux::{is_running, mounted_elsewhere, own_start};
+#[cfg(target_os = "linux")]
 pub use session::lead_session;
 
 /// The environment variable set, to a value unique to the command ([`new_marker`]), for every

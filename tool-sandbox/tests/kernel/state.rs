@@ -205,6 +205,94 @@ fn absent_protected_names_cannot_be_created_and_nothing_is_left_behind() {
     assert_eq!(left, ["build", "notes.md"], "placeholders were left behind");
 }
 
+/// Marks `path` as a placeholder made by `pid` started at `start`, of this boot and pid
+/// namespace, as the sandbox marks its own.
+fn mark_made_by(path: &Path, pid: u32, start: u64) {
+    use std::os::unix::fs::MetadataExt;
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let namespace = std::fs::metadata("/proc/self/ns/pid").unwrap().ino();
+    let value = format!("{} {namespace} {pid} {start}", boot.trim());
+    rustix::fs::setxattr(path, "user.tools.placeholder", value.as_bytes(), rustix::fs::XattrFlags::empty())
+        .unwrap();
+}
+
+/// This process's start, in clock ticks after boot.
+fn own_start() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    stat.rsplit_once(')').unwrap().1.split_ascii_whitespace().nth(19).unwrap().parse().unwrap()
+}
+
+/// A process killed before it removed its placeholders leaves them in the workspace (empty
+/// directories named `CLAUDE.md`, `.mcp.json`): the next sandbox that wants such a name removes
+/// one still as it was made once its maker is gone and no other mount namespace has a mount on
+/// it, and nothing else.
+#[test]
+fn a_placeholder_left_behind_by_a_process_that_is_gone_is_removed() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let fx = fixture("left-behind");
+    let probe = fx.root.join("probe");
+    std::fs::create_dir(&probe).unwrap();
+    if rustix::fs::setxattr(&probe, "user.probe", b"1", rustix::fs::XattrFlags::empty()).is_err() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI's file system keeps user extended attributes"
+        );
+        eprintln!("skipped: this file system keeps no user extended attributes");
+        return;
+    }
+    std::fs::remove_dir(&probe).unwrap();
+    // A process that has ended: its pid, and a start that is not the pid's now.
+    let mut ended = std::process::Command::new("true").spawn().unwrap();
+    ended.wait().unwrap();
+    let gone = ended.id();
+    for name in ["CLAUDE.md", "GEMINI.md", ".mcp.json", "opencode.json"] {
+        std::fs::create_dir(fx.root.join(name)).unwrap();
+    }
+    mark_made_by(&fx.root.join("CLAUDE.md"), gone, 1);
+    // Something was put in it since: the user's now.
+    mark_made_by(&fx.root.join("GEMINI.md"), gone, 1);
+    std::fs::write(fx.root.join("GEMINI.md/notes"), "kept").unwrap();
+    // Its maker runs (this process).
+    mark_made_by(&fx.root.join(".mcp.json"), std::process::id(), own_start());
+    // Not marked: the user's own empty directory.
+    std::fs::create_dir(fx.root.join("AGENTS.md")).unwrap();
+    // Marked by a process that is gone, but a process that outlived it has a mount on it.
+    let opencode = fx.root.join("opencode.json");
+    mark_made_by(&opencode, gone, 1);
+    let ready = fx.root.join("ready");
+    let mut outlived = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c"])
+        .arg(format!(
+            "mount --bind {o} {o} && touch {r} && exec sleep 30",
+            o = opencode.display(),
+            r = ready.display()
+        ))
+        .spawn()
+        .unwrap();
+    while !ready.exists() {
+        assert!(outlived.try_wait().unwrap().is_none(), "unshare failed");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let sandbox = Sandbox::new(fx.policy.clone()).unwrap();
+    let (_, out) = run_holding(&sandbox, &fx.root, "ls -A; echo evil > CLAUDE.md || echo refused");
+    assert!(out.contains("refused"), "{out}");
+    // The left one was removed, then held for the command (made again) and removed after it.
+    assert!(!exists(&fx.root.join("CLAUDE.md")), "{out}");
+    assert!(fx.root.join("GEMINI.md/notes").exists());
+    assert!(fx.root.join(".mcp.json").is_dir());
+    assert!(fx.root.join("AGENTS.md").is_dir());
+    assert!(opencode.is_dir(), "removed while a mount namespace had a mount on it");
+    // Once that process ends, the next command's sandbox removes it.
+    outlived.kill().unwrap();
+    outlived.wait().unwrap();
+    let (code, _) = run_holding(&sandbox, &fx.root, "true");
+    assert_eq!(code, 0);
+    assert!(!exists(&opencode));
+    assert!(fx.root.join(".mcp.json").is_dir() && fx.root.join("AGENTS.md").is_dir());
+}
+
 #[test]
 fn git_metadata_is_read_only_by_default() {
     if !layers() || !mounts() {

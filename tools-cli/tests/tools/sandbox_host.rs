@@ -843,3 +843,79 @@ async fn a_job_a_command_left_running_cannot_create_an_absent_protected_name() {
     }
     assert!(gone, "placeholders were left in the workspace");
 }
+
+/// Whether a process whose command line holds `needle` runs (looked up in `/proc`).
+fn running(needle: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(needle)
+    })
+}
+
+/// A `tools` process killed (SIGKILL) while its command runs cannot remove the placeholders it
+/// made (empty directories named `CLAUDE.md`, `.mcp.json` in the workspace). The next `tools`
+/// process removes them once its maker is gone and no command it left running is protected by
+/// them any more, and leaves them while one is.
+#[test]
+fn placeholders_a_killed_process_left_are_removed_by_the_next_once_its_commands_are_gone() {
+    if !mounts() {
+        return;
+    }
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let probe = fx.dir.path().join("probe");
+    std::fs::write(&probe, "").unwrap();
+    if rustix::fs::setxattr(&probe, "user.probe", b"1", rustix::fs::XattrFlags::empty()).is_err() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI's file system keeps user extended attributes"
+        );
+        tool_tests::skip("this file system keeps no user extended attributes");
+        return;
+    }
+    // A duration no other process has on its command line.
+    let sleep = format!("sleep 60.{}", std::process::id());
+    let args = json!({"command": sleep}).to_string();
+    let mut killed =
+        fx.command(&["call", "bash", &args]).stdout(std::process::Stdio::null()).spawn().unwrap();
+    let placeholder = ws.join("CLAUDE.md");
+    let mut made = false;
+    for _ in 0..1000 {
+        made = placeholder.is_dir() && running(&sleep);
+        if made {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(made, "the command did not start");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let listed = |fx: &Fixture| {
+        let run = fx.run(&["call", "bash", &json!({"command": "ls -A"}).to_string()], None);
+        run.json()["output"].as_str().unwrap_or_default().to_owned()
+    };
+    // The command outlived the process that started it; while it runs, its namespace's mounts
+    // are made on the placeholders, which stay.
+    if running(&sleep) {
+        listed(&fx);
+        if running(&sleep) {
+            assert!(
+                placeholder.is_dir() && ws.join(".mcp.json").is_dir(),
+                "removed while a command held them"
+            );
+        }
+        let _ = std::process::Command::new("pkill").args(["-KILL", "-f", &sleep]).status();
+        for _ in 0..500 {
+            if !running(&sleep) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!running(&sleep), "the command left running could not be ended");
+    }
+    // The next process removes what was left.
+    let out = listed(&fx);
+    let mut left: Vec<_> = std::fs::read_dir(&ws).unwrap().map(|e| e.unwrap().file_name()).collect();
+    left.sort();
+    assert_eq!(left, ["hello.txt"], "left in the workspace; the command saw: {out}");
+}

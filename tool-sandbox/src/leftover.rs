@@ -1,0 +1,119 @@
+//! Placeholders a process left behind. Each placeholder is marked, in an extended attribute,
+//! with the process that made it (the boot, its pid namespace, its pid and start time). A
+//! process killed before it could remove its placeholders (SIGKILL, a crash, the machine's end)
+//! leaves empty directories such as `CLAUDE.md` or `.mcp.json` in the workspace; the next
+//! process that wants such a name removes one that is still as it was made, once its maker is
+//! gone and no other mount namespace has a mount on it (a command that outlived its maker is
+//! still protected by it). On a file system without user extended attributes nothing is
+//! marked, and such leftovers stay until removed by hand.
+
+use std::os::fd::AsFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use rustix::fs::XattrFlags;
+
+/// The attribute's name (`user.`: the owner of a file may set it).
+const ATTRIBUTE: &str = "user.tools.placeholder";
+
+/// The process a marker names.
+#[derive(Debug, PartialEq, Eq)]
+struct Maker {
+    /// `/proc/sys/kernel/random/boot_id`.
+    boot: String,
+    /// The inode of its pid namespace: pids of another one cannot be looked up here.
+    pid_namespace: u64,
+    pid: i32,
+    /// Clock ticks after boot: with the pid, the process's identity.
+    start: u64,
+}
+
+impl Maker {
+    /// This process, when it can be named.
+    fn this() -> Option<&'static Maker> {
+        static THIS: OnceLock<Option<Maker>> = OnceLock::new();
+        THIS.get_or_init(|| {
+            let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?.trim().to_owned();
+            let pid_namespace = std::fs::metadata("/proc/self/ns/pid").ok()?.ino();
+            let start = crate::process_tree::own_start()?;
+            Some(Maker { boot, pid_namespace, pid: std::process::id() as i32, start })
+        })
+        .as_ref()
+    }
+
+    fn text(&self) -> String {
+        format!("{} {} {} {}", self.boot, self.pid_namespace, self.pid, self.start)
+    }
+
+    fn parse(text: &str) -> Option<Maker> {
+        let mut fields = text.split(' ');
+        let maker = Maker {
+            boot: fields.next()?.to_owned(),
+            pid_namespace: fields.next()?.parse().ok()?,
+            pid: fields.next()?.parse().ok()?,
+            start: fields.next()?.parse().ok()?,
+        };
+        fields.next().is_none().then_some(maker)
+    }
+
+    /// Whether the process is gone: of an earlier boot, or of this pid namespace and not running.
+    fn is_gone(&self) -> bool {
+        let Some(this) = Maker::this() else { return false };
+        self.boot != this.boot
+            || (self.pid_namespace == this.pid_namespace
+                && !crate::process_tree::is_running(self.pid, self.start))
+    }
+}
+
+/// Marks `entry`, a placeholder this process has just made (where the file system keeps no
+/// such attribute, it stays unmarked).
+pub(crate) fn mark(entry: impl AsFd) {
+    if let Some(this) = Maker::this() {
+        let _ = rustix::fs::fsetxattr(entry, ATTRIBUTE, this.text().as_bytes(), XattrFlags::empty());
+    }
+}
+
+/// Whether `entry` (open, not through a link), at `path`, is a placeholder left behind: owned by
+/// this user, marked by a process that is gone, and with no mount made on it in another mount
+/// namespace.
+pub(crate) fn is_left_behind(entry: impl AsFd, path: &Path) -> bool {
+    let Ok(stat) = rustix::fs::fstat(&entry) else { return false };
+    if stat.st_uid != rustix::process::geteuid().as_raw() {
+        return false;
+    }
+    let mut value = [0u8; 160];
+    let Ok(len) = rustix::fs::fgetxattr(&entry, ATTRIBUTE, &mut value[..]) else { return false };
+    let maker = std::str::from_utf8(&value[..len]).ok().and_then(Maker::parse);
+    let Some(maker) = maker.filter(Maker::is_gone) else { return false };
+    // What could have a mount on it started after its maker did (of an earlier boot: anything).
+    let since = if Maker::this().is_some_and(|this| this.boot == maker.boot) { maker.start } else { 0 };
+    !crate::process_tree::mounted_elsewhere(path, since)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Maker;
+
+    #[test]
+    fn a_marker_names_this_process_and_is_read_back() {
+        let this = Maker::this().expect("this process can be named");
+        assert_eq!(Maker::parse(&this.text()).as_ref(), Some(this));
+        assert!(!this.is_gone());
+        // A process of another boot is gone; of another pid namespace, it cannot be told.
+        let other_boot = Maker { boot: "another".into(), ..Maker::parse(&this.text()).unwrap() };
+        assert!(other_boot.is_gone());
+        let elsewhere = Maker {
+            pid_namespace: this.pid_namespace + 1,
+            pid: i32::MAX,
+            ..Maker::parse(&this.text()).unwrap()
+        };
+        assert!(!elsewhere.is_gone());
+        // This pid with another start is a process that ended (and whose pid was taken again).
+        let ended = Maker { start: this.start + 1, ..Maker::parse(&this.text()).unwrap() };
+        assert!(ended.is_gone());
+        for bad in ["", "a b c", "a 1 2 3 4", "a x 2 3", "a 1 -x 3"] {
+            assert!(Maker::parse(bad).is_none(), "{bad}");
+        }
+    }
+}
