@@ -4,7 +4,7 @@
 //! Parsing and compiling its source took three quarters of a script's start (about 8 of 11
 //! million instructions); reading the bytecode takes a small part of that. Loading bytecode is
 //! `unsafe` in QuickJS (it trusts what it reads): the only bytes ever loaded are the ones this
-//! module wrote, with the same interpreter, in the same process, and kept for the process's life.
+//! module wrote, with the same interpreter, in the same process.
 #![allow(unsafe_code)]
 
 use std::sync::OnceLock;
@@ -25,8 +25,8 @@ pub(crate) fn load<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
         |why: &str| Exception::throw_internal(ctx, &format!("the prelude could not be loaded: {why}"));
     let bytes = bytecode().map_err(not_loaded)?;
     // SAFETY: `bytes` is what `Module::write` gave for the prelude (see `bytecode`), unchanged,
-    // made by this build's interpreter in this process; it lives as long as the process, as
-    // `load` (which reads it in place, `JS_READ_OBJ_ROM_DATA`) requires.
+    // made by this build's interpreter in this process, and never freed. (This QuickJS copies
+    // what it reads: its `JS_READ_OBJ_ROM_DATA` flag does nothing.)
     let module = unsafe { Module::load(ctx.clone(), bytes) }?;
     let (module, evaluated) = module.eval()?;
     // A module without `await` at its top level is evaluated at once.

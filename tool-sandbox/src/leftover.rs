@@ -34,10 +34,15 @@ impl Maker {
     fn this() -> Option<&'static Maker> {
         static THIS: OnceLock<Option<Maker>> = OnceLock::new();
         THIS.get_or_init(|| {
+            // In a pid namespace without a `/proc` of its own, `/proc` names other processes.
+            let pid = std::process::id();
+            if std::fs::read_link("/proc/self").ok()? != Path::new(&pid.to_string()) {
+                return None;
+            }
             let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?.trim().to_owned();
             let pid_namespace = std::fs::metadata("/proc/self/ns/pid").ok()?.ino();
             let start = crate::process_tree::own_start()?;
-            Some(Maker { boot, pid_namespace, pid: std::process::id() as i32, start })
+            Some(Maker { boot, pid_namespace, pid: pid as i32, start })
         })
         .as_ref()
     }
@@ -76,7 +81,7 @@ pub(crate) fn mark(entry: impl AsFd) {
 
 /// Whether `entry` (open, not through a link), at `path`, is a placeholder left behind: owned by
 /// this user, marked by a process that is gone, and with no mount made on it in another mount
-/// namespace.
+/// namespace. (Removing it is as safe as its maker removing it: a forged marker gains nothing.)
 pub(crate) fn is_left_behind(entry: impl AsFd, path: &Path) -> bool {
     let Ok(stat) = rustix::fs::fstat(&entry) else { return false };
     if stat.st_uid != rustix::process::geteuid().as_raw() {
@@ -85,10 +90,9 @@ pub(crate) fn is_left_behind(entry: impl AsFd, path: &Path) -> bool {
     let mut value = [0u8; 160];
     let Ok(len) = rustix::fs::fgetxattr(&entry, ATTRIBUTE, &mut value[..]) else { return false };
     let maker = std::str::from_utf8(&value[..len]).ok().and_then(Maker::parse);
-    let Some(maker) = maker.filter(Maker::is_gone) else { return false };
-    // What could have a mount on it started after its maker did (of an earlier boot: anything).
-    let since = if Maker::this().is_some_and(|this| this.boot == maker.boot) { maker.start } else { 0 };
-    !crate::process_tree::mounted_elsewhere(path, since)
+    // Nothing the marker says is trusted beyond whether to look further: a command may write it
+    // (through a second path to the workspace, where its own mounts do not make it read-only).
+    maker.is_some_and(|maker| maker.is_gone()) && !crate::process_tree::mounted_elsewhere(path)
 }
 
 #[cfg(test)]

@@ -293,17 +293,18 @@ pub(crate) fn own_start() -> Option<u64> {
     read_stat(std::process::id() as i32).map(|stat| stat.start)
 }
 
-/// Whether a mount is made on `path` in a mount namespace other than this process's, by a
-/// process started at `since` or later: one of a command still running, whose protection a
-/// removal of `path` would take away. Processes that cannot be a sandboxed command are not
-/// looked at: another user's (a command runs as the user whose process started it, and only
-/// this user's placeholders are removed), and one without `no_new_privs` and a seccomp filter
-/// (every sandboxed command has both, and cannot drop them). Any other process that cannot be
-/// looked at (one that made itself undumpable), or a `/proc` that cannot be read, counts as such
-/// a mount.
-pub(crate) fn mounted_elsewhere(path: &Path, since: u64) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let wanted = mountinfo_escaped(path.as_os_str().as_bytes());
+/// Whether a mount is made on the directory or file at `path` in a mount namespace other than
+/// this process's: one of a command still running, whose protection a removal of `path` would
+/// take away. A mount is known by its source, the file system and the path within it (a second
+/// path to the same directory, a bind mount of the workspace, is the same source). Every
+/// namespace a process can be looked at in is looked at; a process that cannot be looked at is
+/// passed over only if it cannot be a sandboxed command: another user's (a command runs as the
+/// user whose process started it, and only this user's placeholders are removed), or one
+/// without `no_new_privs` and a seccomp filter (every sandboxed command has both, and cannot drop
+/// them). Any other (one that made itself undumpable), or a `/proc` that cannot be read, counts
+/// as such a mount.
+pub(crate) fn mounted_elsewhere(path: &Path) -> bool {
+    let Some(wanted) = mount_source(path) else { return true };
     let Ok(own) = mount_namespace("self") else { return true };
     let Ok(entries) = std::fs::read_dir("/proc") else { return true };
     let uid = nix::unistd::getuid().as_raw();
@@ -313,14 +314,10 @@ pub(crate) fn mounted_elsewhere(path: &Path, since: u64) -> bool {
         let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok()) else {
             continue;
         };
-        // Exited since the directory was read, or a zombie (which is in no namespace).
-        let Some(stat) = read_stat(pid).filter(|stat| !stat.is_zombie()) else { continue };
-        if stat.start < since {
-            continue;
-        }
         let not_a_command = || runs_as_another_user(pid, uid) || !is_confined(pid);
         let namespace = match mount_namespace(&pid.to_string()) {
             Ok(namespace) => namespace,
+            // Exited, or a zombie (which is in no namespace).
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(_) if not_a_command() => continue,
             Err(_) => return true,
@@ -328,11 +325,10 @@ pub(crate) fn mounted_elsewhere(path: &Path, since: u64) -> bool {
         if seen.contains(&namespace) {
             continue;
         }
-        // The mounts as the process sees them, from its root: a command's is the host's.
-        let mut mounts = Vec::new();
-        let read = std::fs::File::open(format!("/proc/{pid}/mountinfo"))
-            .and_then(|file| io::Read::read_to_end(&mut io::Read::take(file, MOUNTINFO_MAX), &mut mounts));
-        match read {
+        match mountinfo(&pid.to_string()) {
+            Ok(mounts) if mounts.iter().any(|mount| mount.source() == (&wanted.0[..], &wanted.1[..])) => {
+                return true;
+            }
             Ok(_) => {}
             // Gone meanwhile: another process of its namespace may still show it.
             Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH) => {
@@ -341,26 +337,87 @@ pub(crate) fn mounted_elsewhere(path: &Path, since: u64) -> bool {
             Err(_) if not_a_command() => continue,
             Err(_) => return true,
         }
-        // The fifth field of each line is where the mount is made.
-        if mounts.split(|&b| b == b'\n').any(|line| line.split(|&b| b == b' ').nth(4) == Some(&wanted[..])) {
-            return true;
-        }
         seen.insert(namespace);
     }
     false
+}
+
+/// One line of `/proc/PID/mountinfo`: its file system (`major:minor`), the path within it that
+/// is mounted, and where; the paths unescaped.
+struct Mount {
+    device: Vec<u8>,
+    root: Vec<u8>,
+    point: Vec<u8>,
+}
+
+impl Mount {
+    fn source(&self) -> (&[u8], &[u8]) {
+        (&self.device, &self.root)
+    }
+}
+
+/// The mounts process `pid` (`"self"` for this one) sees, in the order they were made.
+fn mountinfo(pid: &str) -> io::Result<Vec<Mount>> {
+    let mut text = Vec::new();
+    let file = std::fs::File::open(format!("/proc/{pid}/mountinfo"))?;
+    io::Read::read_to_end(&mut io::Read::take(file, MOUNTINFO_MAX), &mut text)?;
+    Ok(text
+        .split(|&b| b == b'\n')
+        .filter_map(|line| {
+            let mut fields = line.split(|&b| b == b' ').skip(2);
+            let (device, root, point) = (fields.next()?, fields.next()?, fields.next()?);
+            Some(Mount { device: device.to_vec(), root: unescaped(root), point: unescaped(point) })
+        })
+        .collect())
+}
+
+/// The source a mount of `path` has (see [`Mount`]): the file system and path within it of the
+/// last mount above `path` in this process's namespace, with the rest of `path` after it.
+fn mount_source(path: &Path) -> Option<(Vec<u8>, Vec<u8>)> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = path.as_os_str().as_bytes();
+    let under = |point: &[u8]| {
+        let rest = path.strip_prefix(point)?;
+        (point == b"/" || rest.is_empty() || rest.starts_with(b"/")).then_some(rest)
+    };
+    let mounts = mountinfo("self").ok()?;
+    // The longest mount point above it; of mounts on one point, the last made (on top).
+    let mount = mounts
+        .iter()
+        .filter(|mount| under(&mount.point).is_some())
+        .max_by(|a, b| a.point.len().cmp(&b.point.len()))?;
+    let rest = under(&mount.point)?;
+    let rest = rest.strip_prefix(b"/").unwrap_or(rest);
+    let mut root = mount.root.clone();
+    if !rest.is_empty() {
+        if root.last() != Some(&b'/') {
+            root.push(b'/');
+        }
+        root.extend_from_slice(rest);
+    }
+    Some((mount.device.clone(), root))
 }
 
 /// The most of a process's `/proc/PID/mountinfo` read (thousands of mounts are a few hundred
 /// KiB).
 const MOUNTINFO_MAX: u64 = 64 << 20;
 
-/// `path` as `/proc/PID/mountinfo` writes it: space, tab, newline and backslash as octal escapes.
-fn mountinfo_escaped(path: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(path.len());
-    for &byte in path {
-        match byte {
-            b' ' | b'\t' | b'\n' | b'\\' => out.extend_from_slice(format!("\\{byte:03o}").as_bytes()),
-            _ => out.push(byte),
+/// A path of `/proc/PID/mountinfo` as it is: its octal escapes (`\040` for a space) undone.
+fn unescaped(field: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(field.len());
+    let mut at = 0;
+    while at < field.len() {
+        let octal =
+            field.get(at + 1..at + 4).filter(|digits| digits.iter().all(|d| (b'0'..=b'7').contains(d)));
+        match octal {
+            Some(digits) if field[at] == b'\\' => {
+                out.push(digits.iter().fold(0u8, |n, d| n.wrapping_mul(8).wrapping_add(d - b'0')));
+                at += 4;
+            }
+            _ => {
+                out.push(field[at]);
+                at += 1;
+            }
         }
     }
     out
@@ -558,6 +615,22 @@ fn reason(errno: Errno) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mountinfo_paths_are_unescaped_and_a_path_has_the_source_of_the_mount_above_it() {
+        assert_eq!(unescaped(br"/a\040b\134c\011\012"), b"/a b\\c\t\n");
+        // Not an escape: left as it is.
+        assert_eq!(unescaped(br"/a\09x\"), br"/a\09x\");
+        let dir = std::env::current_dir().unwrap();
+        let (device, root) = mount_source(&dir).unwrap();
+        assert!(device.contains(&b':'), "{}", String::from_utf8_lossy(&device));
+        // The path within its file system ends as the path does.
+        use std::os::unix::ffi::OsStrExt;
+        let name = dir.file_name().unwrap().as_bytes();
+        assert!(root.ends_with(name), "{}", String::from_utf8_lossy(&root));
+        let (_, top) = mount_source(Path::new("/")).unwrap();
+        assert_eq!(top, b"/");
+    }
 
     #[test]
     fn stat_with_a_command_name_holding_spaces_and_parentheses() {

@@ -258,15 +258,19 @@ fn a_placeholder_left_behind_by_a_process_that_is_gone_is_removed() {
     mark_made_by(&fx.root.join(".mcp.json"), std::process::id(), own_start());
     // Not marked: the user's own empty directory.
     std::fs::create_dir(fx.root.join("AGENTS.md")).unwrap();
-    // Marked by a process that is gone, but a process that outlived it has a mount on it.
+    // Marked by a process that is gone, but a process that outlived it has a mount on it, made
+    // through another path to the workspace (a bind mount of it, in that process's namespace).
     let opencode = fx.root.join("opencode.json");
     mark_made_by(&opencode, gone, 1);
     let ready = fx.root.join("ready");
+    let alias = dir("left-behind-alias");
     let mut outlived = std::process::Command::new("unshare")
         .args(["-rm", "sh", "-c"])
         .arg(format!(
-            "mount --bind {o} {o} && touch {r} && exec sleep 30",
-            o = opencode.display(),
+            "mount --bind {root} {a} && mount --bind {a}/opencode.json {a}/opencode.json && touch {r} && \
+             exec sleep 30",
+            root = fx.root.display(),
+            a = alias.display(),
             r = ready.display()
         ))
         .spawn()
