@@ -1290,10 +1290,16 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
             wanted.filter(|(path, _)| outside_git(path)).map(|(path, kind)| first_missing(path, kind)),
         );
     }
+    // Here too the first directory missing on the way is held instead: without `~/.config`, the
+    // command would make `~/.config/git/config` (hooks git runs outside the sandbox).
     if let Some(home) = home.filter(|home| roots.iter().any(|r| home.starts_with(r))) {
-        paths.extend(crate::policy::HOME_PLACEHOLDERS.iter().map(|name| (home.join(name), Kind::Dir)));
         paths.extend(
-            crate::policy::HOME_FILE_PLACEHOLDERS.iter().map(|name| (home.join(name), Kind::File(b""))),
+            crate::policy::HOME_PLACEHOLDERS.iter().map(|name| first_missing(home.join(name), Kind::Dir)),
+        );
+        paths.extend(
+            crate::policy::HOME_FILE_PLACEHOLDERS
+                .iter()
+                .map(|name| first_missing(home.join(name), Kind::File(b""))),
         );
     }
     // A directory on the way that is a link within the roots (`~/.aws` -> `dotfiles/aws`): the

@@ -919,3 +919,40 @@ fn placeholders_a_killed_process_left_are_removed_by_the_next_once_its_commands_
     left.sort();
     assert_eq!(left, ["hello.txt"], "left in the workspace; the command saw: {out}");
 }
+
+/// With the home directory inside the workspace, a command cannot create the home's protected
+/// configuration when a directory on its way is missing too (`~/.config/git/config` without
+/// `~/.config`, `~/.local/bin` without `~/.local`): the first directory missing is held empty
+/// and read-only while it runs, and goes with it.
+#[test]
+fn a_missing_directory_above_the_homes_protected_names_is_held_too() {
+    if !mounts() {
+        return;
+    }
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let home = ws.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let script = "mkdir -p ~/.config/git && echo '[core] hooksPath = /tmp/evil' > ~/.config/git/config; \
+                  mkdir -p ~/.local/bin && echo evil > ~/.local/bin/git; \
+                  mkdir -p ~/.aws && echo evil > ~/.aws/config; echo done";
+    let mut command = fx.command(&["call", "bash", &json!({ "command": script }).to_string()]);
+    command.env("HOME", &home);
+    let run = common::run(command, None);
+    let output = run.json()["output"].as_str().unwrap_or_default().to_owned();
+    assert!(output.contains("done"), "{output}");
+    for name in [".config", ".local", ".aws"] {
+        assert!(std::fs::symlink_metadata(home.join(name)).is_err(), "{name} was made: {output}");
+    }
+    // Where `~/.config` exists, the names in it are held as before; the rest of it is writable.
+    std::fs::create_dir_all(home.join(".config")).unwrap();
+    let script =
+        "mkdir -p ~/.config/git && echo x > ~/.config/git/config; echo ok > ~/.config/other; echo done";
+    let mut command = fx.command(&["call", "bash", &json!({ "command": script }).to_string()]);
+    command.env("HOME", &home);
+    let run = common::run(command, None);
+    let output = run.json()["output"].as_str().unwrap_or_default().to_owned();
+    assert!(output.contains("done"), "{output}");
+    assert!(!home.join(".config/git").exists(), "{output}");
+    assert_eq!(std::fs::read_to_string(home.join(".config/other")).unwrap(), "ok\n");
+}
