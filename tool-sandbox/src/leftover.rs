@@ -20,7 +20,7 @@ const ATTRIBUTE: &str = "user.tools.placeholder";
 /// The process a marker names.
 #[derive(Debug, PartialEq, Eq)]
 struct Maker {
-    /// `/proc/sys/kernel/random/boot_id`.
+    /// The start of `/proc/sys/kernel/random/boot_id` (32 random bits).
     boot: String,
     /// The inode of its pid namespace: pids of another one cannot be looked up here.
     pid_namespace: u64,
@@ -39,7 +39,10 @@ impl Maker {
             if std::fs::read_link("/proc/self").ok()? != Path::new(&pid.to_string()) {
                 return None;
             }
-            let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?.trim().to_owned();
+            // Short enough for the marker to fit in the inode (ext4 keeps about 90 bytes of
+            // attributes there; beyond, each placeholder would cost a block of its own).
+            let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+            let boot = boot.get(..8)?.to_owned();
             let pid_namespace = std::fs::metadata("/proc/self/ns/pid").ok()?.ino();
             let start = crate::process_tree::own_start()?;
             Some(Maker { boot, pid_namespace, pid: pid as i32, start })
@@ -62,10 +65,13 @@ impl Maker {
         fields.next().is_none().then_some(maker)
     }
 
-    /// Whether the process is gone: of an earlier boot, or of this pid namespace and not running.
-    fn is_gone(&self) -> bool {
+    /// Whether the process is gone (of an earlier boot, or of this pid namespace and not
+    /// running), or is this one: a placeholder this process left while another's command had a
+    /// mount on it, and that no command of this process holds now (the caller knows).
+    fn let_go(&self) -> bool {
         let Some(this) = Maker::this() else { return false };
-        self.boot != this.boot
+        self == this
+            || self.boot != this.boot
             || (self.pid_namespace == this.pid_namespace
                 && !crate::process_tree::is_running(self.pid, self.start))
     }
@@ -80,8 +86,8 @@ pub(crate) fn mark(entry: impl AsFd) {
 }
 
 /// Whether `entry` (open, not through a link), at `path`, is a placeholder left behind: owned by
-/// this user, marked by a process that is gone, and with no mount made on it in another mount
-/// namespace. (Removing it is as safe as its maker removing it: a forged marker gains nothing.)
+/// this user, marked by a process that is gone (or by this one, no longer holding it), and with
+/// no mount made on it in another mount namespace. (Removing it is as safe as its maker removing it: a forged marker gains nothing.)
 pub(crate) fn is_left_behind(entry: impl AsFd, path: &Path) -> bool {
     let Ok(stat) = rustix::fs::fstat(&entry) else { return false };
     if stat.st_uid != rustix::process::geteuid().as_raw() {
@@ -92,7 +98,7 @@ pub(crate) fn is_left_behind(entry: impl AsFd, path: &Path) -> bool {
     let maker = std::str::from_utf8(&value[..len]).ok().and_then(Maker::parse);
     // Nothing the marker says is trusted beyond whether to look further: a command may write it
     // (through a second path to the workspace, where its own mounts do not make it read-only).
-    maker.is_some_and(|maker| maker.is_gone()) && !crate::process_tree::mounted_elsewhere(path)
+    maker.is_some_and(|maker| maker.let_go()) && !crate::process_tree::mounted_elsewhere(path)
 }
 
 #[cfg(test)]
@@ -103,19 +109,19 @@ mod tests {
     fn a_marker_names_this_process_and_is_read_back() {
         let this = Maker::this().expect("this process can be named");
         assert_eq!(Maker::parse(&this.text()).as_ref(), Some(this));
-        assert!(!this.is_gone());
+        assert!(this.let_go(), "this process's own, no longer held");
         // A process of another boot is gone; of another pid namespace, it cannot be told.
         let other_boot = Maker { boot: "another".into(), ..Maker::parse(&this.text()).unwrap() };
-        assert!(other_boot.is_gone());
+        assert!(other_boot.let_go());
         let elsewhere = Maker {
             pid_namespace: this.pid_namespace + 1,
             pid: i32::MAX,
             ..Maker::parse(&this.text()).unwrap()
         };
-        assert!(!elsewhere.is_gone());
+        assert!(!elsewhere.let_go());
         // This pid with another start is a process that ended (and whose pid was taken again).
         let ended = Maker { start: this.start + 1, ..Maker::parse(&this.text()).unwrap() };
-        assert!(ended.is_gone());
+        assert!(ended.let_go());
         for bad in ["", "a b c", "a 1 2 3 4", "a x 2 3", "a 1 -x 3"] {
             assert!(Maker::parse(bad).is_none(), "{bad}");
         }

@@ -982,6 +982,8 @@ pub(crate) struct Placeholder {
     kind: Kind,
     /// Left in place when no command holds it any more (see [`GIT_PLACEHOLDERS`]).
     kept: bool,
+    /// Let go of already, with the others of its command ([`let_go`]).
+    released: bool,
 }
 
 /// What a placeholder is made as (ordered so that a directory comes first, and wins where a
@@ -1091,7 +1093,7 @@ impl Placeholder {
             // Removed meanwhile (by the user): made again, or the mount would fail.
             let _ = beneath(root, &path, make);
             *count += 1;
-            return Some(Placeholder { path, root: root.to_path_buf(), kind, kept });
+            return Some(Placeholder { path, root: root.to_path_buf(), kind, kept, released: false });
         }
         // `mkdir` (or an exclusive create) neither follows nor replaces what is there (a link
         // planted meanwhile), and the directories above are opened from the root without
@@ -1104,7 +1106,7 @@ impl Placeholder {
             Err(_) => return None,
         }
         held.insert(path.clone(), 1);
-        Some(Placeholder { path, root: root.to_path_buf(), kind, kept })
+        Some(Placeholder { path, root: root.to_path_buf(), kind, kept, released: false })
     }
 }
 
@@ -1223,17 +1225,51 @@ fn beneath(_root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
 
 impl Drop for Placeholder {
     fn drop(&mut self) {
-        let mut held = held().lock().unwrap_or_else(|p| p.into_inner());
-        if release(&mut held, &self.path) && !self.kept {
-            // `rmdir` removes only an empty directory, and never what a link leads to: a
-            // directory above it that a command replaced with a link stops it.
-            let remove = match self.kind {
-                Kind::Dir => BeneathOp::Remove,
-                Kind::File(content) => BeneathOp::RemoveFile(content),
-            };
-            let _ = beneath(&self.root, &self.path, remove);
+        let_go(std::slice::from_mut(self));
+    }
+}
+
+impl Drop for Placeholders {
+    fn drop(&mut self) {
+        let_go(&mut self._held);
+    }
+}
+
+/// Lets go of `placeholders` (each once), and removes those no command of this process holds
+/// any more, unless another process's command has a mount on one: that command found it there
+/// and holds it as an existing protected name, which it would stop being for that command. Such
+/// a placeholder stays, for the next command of this process, or once this process is gone the
+/// next process, to remove ([`leftover`](crate::leftover)). All under the lock of [`held`], so
+/// that no command of this process takes one up meanwhile.
+fn let_go(placeholders: &mut [Placeholder]) {
+    let mut held = held().lock().unwrap_or_else(|p| p.into_inner());
+    let mut last = Vec::new();
+    for placeholder in placeholders.iter_mut().filter(|p| !p.released) {
+        placeholder.released = true;
+        if release(&mut held, &placeholder.path) && !placeholder.kept {
+            last.push(&*placeholder);
         }
     }
+    if last.is_empty() {
+        return;
+    }
+    // Looked at once for all of them.
+    #[cfg(target_os = "linux")]
+    let elsewhere = crate::process_tree::MountsElsewhere::now();
+    for placeholder in last {
+        #[cfg(target_os = "linux")]
+        if elsewhere.has(&placeholder.path) {
+            continue;
+        }
+        // `rmdir` removes only an empty directory, and never what a link leads to: a directory
+        // above it that a command replaced with a link stops it.
+        let remove = match placeholder.kind {
+            Kind::Dir => BeneathOp::Remove,
+            Kind::File(content) => BeneathOp::RemoveFile(content),
+        };
+        let _ = beneath(&placeholder.root, &placeholder.path, remove);
+    }
+    drop(held);
 }
 
 /// The placeholders of a policy: [`PLACEHOLDERS`](crate::policy::PLACEHOLDERS) at each writable

@@ -294,23 +294,50 @@ pub(crate) fn own_start() -> Option<u64> {
 }
 
 /// Whether a mount is made on the directory or file at `path` in a mount namespace other than
-/// this process's: one of a command still running, whose protection a removal of `path` would
-/// take away. A mount is known by its source, the file system and the path within it (a second
-/// path to the same directory, a bind mount of the workspace, is the same source). Every
-/// namespace a process can be looked at in is looked at; a process that cannot be looked at is
-/// passed over only if it cannot be a sandboxed command: another user's (a command runs as the
-/// user whose process started it, and only this user's placeholders are removed), or one
-/// without `no_new_privs` and a seccomp filter (every sandboxed command has both, and cannot drop
-/// them). Any other (one that made itself undumpable), or a `/proc` that cannot be read, counts
-/// as such a mount.
+/// this process's (see [`mounts_elsewhere`]).
 pub(crate) fn mounted_elsewhere(path: &Path) -> bool {
-    let Some(wanted) = mount_source(path) else { return true };
-    let Ok(own) = mount_namespace("self") else { return true };
-    let Ok(entries) = std::fs::read_dir("/proc") else { return true };
+    MountsElsewhere::now().has(path)
+}
+
+/// The mounts made in the mount namespaces of the processes other than this process's: those of
+/// commands still running, whose protection a removal of a path mounted on would take away. A
+/// mount is known by its source, the file system and the path within it (a second path to the
+/// same directory, a bind mount of the workspace, is the same source). Every namespace a process
+/// can be looked at in is looked at; a process that cannot be looked at is passed over only if
+/// it cannot be a sandboxed command: another user's (a command runs as the user whose process
+/// started it, and only this user's placeholders are removed), or one without `no_new_privs` and
+/// a seccomp filter (every sandboxed command has both, and cannot drop them). Any other (one
+/// that made itself undumpable), or a `/proc` that cannot be read, counts as a mount on every
+/// path.
+pub(crate) struct MountsElsewhere {
+    sources: Option<HashSet<(Vec<u8>, Vec<u8>)>>,
+    /// This process's own mounts, which say where a path lies.
+    own: Vec<Mount>,
+}
+
+impl MountsElsewhere {
+    /// The mounts as they are now.
+    pub(crate) fn now() -> MountsElsewhere {
+        MountsElsewhere { sources: mounts_elsewhere(), own: mountinfo("self").unwrap_or_default() }
+    }
+
+    /// Whether a mount is made on `path`.
+    pub(crate) fn has(&self, path: &Path) -> bool {
+        match (&self.sources, mount_source(&self.own, path)) {
+            (Some(sources), Some(source)) => sources.contains(&source),
+            _ => true,
+        }
+    }
+}
+
+fn mounts_elsewhere() -> Option<HashSet<(Vec<u8>, Vec<u8>)>> {
+    let own = mount_namespace("self").ok()?;
+    let entries = std::fs::read_dir("/proc").ok()?;
     let uid = nix::unistd::getuid().as_raw();
     let mut seen = HashSet::from([own]);
+    let mut sources = HashSet::new();
     for entry in entries {
-        let Ok(entry) = entry else { return true };
+        let entry = entry.ok()?;
         let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok()) else {
             continue;
         };
@@ -320,26 +347,23 @@ pub(crate) fn mounted_elsewhere(path: &Path) -> bool {
             // Exited, or a zombie (which is in no namespace).
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(_) if not_a_command() => continue,
-            Err(_) => return true,
+            Err(_) => return None,
         };
         if seen.contains(&namespace) {
             continue;
         }
         match mountinfo(&pid.to_string()) {
-            Ok(mounts) if mounts.iter().any(|mount| mount.source() == (&wanted.0[..], &wanted.1[..])) => {
-                return true;
-            }
-            Ok(_) => {}
+            Ok(mounts) => sources.extend(mounts.into_iter().map(|mount| (mount.device, mount.root))),
             // Gone meanwhile: another process of its namespace may still show it.
             Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH) => {
                 continue;
             }
             Err(_) if not_a_command() => continue,
-            Err(_) => return true,
+            Err(_) => return None,
         }
         seen.insert(namespace);
     }
-    false
+    Some(sources)
 }
 
 /// One line of `/proc/PID/mountinfo`: its file system (`major:minor`), the path within it that
@@ -348,12 +372,6 @@ struct Mount {
     device: Vec<u8>,
     root: Vec<u8>,
     point: Vec<u8>,
-}
-
-impl Mount {
-    fn source(&self) -> (&[u8], &[u8]) {
-        (&self.device, &self.root)
-    }
 }
 
 /// The mounts process `pid` (`"self"` for this one) sees, in the order they were made.
@@ -372,15 +390,14 @@ fn mountinfo(pid: &str) -> io::Result<Vec<Mount>> {
 }
 
 /// The source a mount of `path` has (see [`Mount`]): the file system and path within it of the
-/// last mount above `path` in this process's namespace, with the rest of `path` after it.
-fn mount_source(path: &Path) -> Option<(Vec<u8>, Vec<u8>)> {
+/// last mount above `path` of `mounts` (this process's), with the rest of `path` after it.
+fn mount_source(mounts: &[Mount], path: &Path) -> Option<(Vec<u8>, Vec<u8>)> {
     use std::os::unix::ffi::OsStrExt;
     let path = path.as_os_str().as_bytes();
     let under = |point: &[u8]| {
         let rest = path.strip_prefix(point)?;
         (point == b"/" || rest.is_empty() || rest.starts_with(b"/")).then_some(rest)
     };
-    let mounts = mountinfo("self").ok()?;
     // The longest mount point above it; of mounts on one point, the last made (on top).
     let mount = mounts
         .iter()
@@ -622,13 +639,14 @@ mod tests {
         // Not an escape: left as it is.
         assert_eq!(unescaped(br"/a\09x\"), br"/a\09x\");
         let dir = std::env::current_dir().unwrap();
-        let (device, root) = mount_source(&dir).unwrap();
+        let own = mountinfo("self").unwrap();
+        let (device, root) = mount_source(&own, &dir).unwrap();
         assert!(device.contains(&b':'), "{}", String::from_utf8_lossy(&device));
         // The path within its file system ends as the path does.
         use std::os::unix::ffi::OsStrExt;
         let name = dir.file_name().unwrap().as_bytes();
         assert!(root.ends_with(name), "{}", String::from_utf8_lossy(&root));
-        let (_, top) = mount_source(Path::new("/")).unwrap();
+        let (_, top) = mount_source(&own, Path::new("/")).unwrap();
         assert_eq!(top, b"/");
     }
 

@@ -211,14 +211,14 @@ fn mark_made_by(path: &Path, pid: u32, start: u64) {
     use std::os::unix::fs::MetadataExt;
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
     let namespace = std::fs::metadata("/proc/self/ns/pid").unwrap().ino();
-    let value = format!("{} {namespace} {pid} {start}", boot.trim());
+    let value = format!("{} {namespace} {pid} {start}", &boot[..8]);
     rustix::fs::setxattr(path, "user.tools.placeholder", value.as_bytes(), rustix::fs::XattrFlags::empty())
         .unwrap();
 }
 
-/// This process's start, in clock ticks after boot.
-fn own_start() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+/// When process `pid` started, in clock ticks after boot.
+fn start_of(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     stat.rsplit_once(')').unwrap().1.split_ascii_whitespace().nth(19).unwrap().parse().unwrap()
 }
 
@@ -254,8 +254,9 @@ fn a_placeholder_left_behind_by_a_process_that_is_gone_is_removed() {
     // Something was put in it since: the user's now.
     mark_made_by(&fx.root.join("GEMINI.md"), gone, 1);
     std::fs::write(fx.root.join("GEMINI.md/notes"), "kept").unwrap();
-    // Its maker runs (this process).
-    mark_made_by(&fx.root.join(".mcp.json"), std::process::id(), own_start());
+    // Its maker runs (another process).
+    let mut maker = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    mark_made_by(&fx.root.join(".mcp.json"), maker.id(), start_of(maker.id()));
     // Not marked: the user's own empty directory.
     std::fs::create_dir(fx.root.join("AGENTS.md")).unwrap();
     // Marked by a process that is gone, but a process that outlived it has a mount on it, made
@@ -295,6 +296,46 @@ fn a_placeholder_left_behind_by_a_process_that_is_gone_is_removed() {
     assert_eq!(code, 0);
     assert!(!exists(&opencode));
     assert!(fx.root.join(".mcp.json").is_dir() && fx.root.join("AGENTS.md").is_dir());
+    maker.kill().unwrap();
+    maker.wait().unwrap();
+}
+
+/// A placeholder this process made is found by another process's command, which holds it as an
+/// existing protected name (a mount on it in its namespace): when this process's command ends,
+/// the placeholder stays as long as that command runs (removed, it would stop being protected
+/// there), and goes with this process's next command after that.
+#[test]
+fn a_placeholder_another_processs_command_holds_stays_until_it_ends() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let fx = fixture("held-elsewhere");
+    let sandbox = Sandbox::new(fx.policy.clone()).unwrap();
+    let ready = fx.root.join("ready");
+    let claude = fx.root.join("CLAUDE.md");
+    let mut command = std::process::Command::new("bash");
+    command.arg("-c").arg("while [ ! -e ready ]; do sleep 0.01; done").current_dir(&fx.root);
+    let held = sandbox.apply_holding(&mut command, &fx.root).unwrap();
+    let mut first = command.spawn().unwrap();
+    assert!(claude.is_dir(), "no placeholder");
+    // Another process's command, started meanwhile, binds the name it found.
+    let mut other = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c"])
+        .arg(format!(
+            "mount --bind {c} {c} && touch {r} && exec sleep 30",
+            c = claude.display(),
+            r = ready.display()
+        ))
+        .spawn()
+        .unwrap();
+    first.wait().unwrap();
+    drop(held);
+    assert!(claude.is_dir(), "removed while another process's command had a mount on it");
+    other.kill().unwrap();
+    other.wait().unwrap();
+    let (code, _) = run_holding(&sandbox, &fx.root, "true");
+    assert_eq!(code, 0);
+    assert!(!exists(&claude), "left after the command that held it ended");
 }
 
 #[test]
