@@ -85,10 +85,14 @@ pub(crate) fn mark(entry: impl AsFd) {
     }
 }
 
-/// Whether `entry` (open, not through a link), at `path`, is a placeholder left behind: owned by
-/// this user, marked by a process that is gone (or by this one, no longer holding it), and with
-/// no mount made on it in another mount namespace. (Removing it is as safe as its maker removing it: a forged marker gains nothing.)
-pub(crate) fn is_left_behind(entry: impl AsFd, path: &Path) -> bool {
+/// Whether `entry` (open, not through a link) is marked as a placeholder left behind: owned by
+/// this user, and marked by a process that is gone (or by this one, no longer holding it). Nothing
+/// the marker says is trusted beyond whether to look further (a command may write it, through a
+/// second path to the workspace where its own mounts do not make it read-only): the caller
+/// removes it only if no mount is made on it in another mount namespace
+/// ([`MountsElsewhere`](crate::process_tree::MountsElsewhere)), which makes its removal as safe
+/// as its maker's, whoever wrote the marker.
+pub(crate) fn is_left_behind(entry: impl AsFd) -> bool {
     let Ok(stat) = rustix::fs::fstat(&entry) else { return false };
     if stat.st_uid != rustix::process::geteuid().as_raw() {
         return false;
@@ -96,9 +100,7 @@ pub(crate) fn is_left_behind(entry: impl AsFd, path: &Path) -> bool {
     let mut value = [0u8; 160];
     let Ok(len) = rustix::fs::fgetxattr(&entry, ATTRIBUTE, &mut value[..]) else { return false };
     let maker = std::str::from_utf8(&value[..len]).ok().and_then(Maker::parse);
-    // Nothing the marker says is trusted beyond whether to look further: a command may write it
-    // (through a second path to the workspace, where its own mounts do not make it read-only).
-    maker.is_some_and(|maker| maker.let_go()) && !crate::process_tree::mounted_elsewhere(path)
+    maker.is_some_and(|maker| maker.let_go())
 }
 
 #[cfg(test)]

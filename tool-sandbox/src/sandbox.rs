@@ -1119,9 +1119,12 @@ enum BeneathOp {
     MakeFile(&'static [u8]),
     /// The file, if it is still a regular file holding these bytes.
     RemoveFile(&'static [u8]),
-    /// The placeholder of this kind, if another process made it and left it behind
-    /// ([`leftover`](crate::leftover)); `Err` when it is not removed.
-    RemoveLeft(Kind),
+    /// Whether it is a placeholder of this kind left behind ([`leftover`](crate::leftover)):
+    /// `Ok` when it is, and removed when `remove`; `Err` when it is not (or was not removed).
+    Left {
+        kind: Kind,
+        remove: bool,
+    },
 }
 
 /// Makes (`mkdir`) or removes (`rmdir`) the directory `path`, its parent opened from `root` one
@@ -1155,37 +1158,30 @@ fn beneath(root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
             std::io::Write::write_all(&mut &file, content)?;
             crate::leftover::mark(&file);
         }
-        BeneathOp::RemoveLeft(kind) => {
+        BeneathOp::Left { kind, remove } => {
             let open = match kind {
                 Kind::Dir => flags | OFlag::O_NOFOLLOW,
                 // Not waiting on a FIFO.
                 Kind::File(_) => OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
             };
             let entry = openat(&dir, name, open, Mode::empty())?;
-            if !crate::leftover::is_left_behind(&entry, path) {
+            if !crate::leftover::is_left_behind(&entry) {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::AlreadyExists,
                     "not a placeholder left behind",
                 ));
             }
+            if !remove {
+                return Ok(());
+            }
             return match kind {
                 // Only if still empty.
                 Kind::Dir => Ok(nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::RemoveDir)?),
-                Kind::File(content) => {
-                    let file = std::fs::File::from(entry);
-                    let meta = file.metadata()?;
-                    let mut held = Vec::with_capacity(content.len());
-                    std::io::Read::read_to_end(
-                        &mut std::io::Read::take(&file, content.len() as u64 + 1),
-                        &mut held,
-                    )?;
-                    if !meta.is_file() || held != content {
-                        return Err(std::io::Error::new(
-                            std::io::ErrorKind::AlreadyExists,
-                            "changed since it was made",
-                        ));
-                    }
+                Kind::File(content) if holds_only(&std::fs::File::from(entry), content)? => {
                     Ok(nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)?)
+                }
+                Kind::File(_) => {
+                    Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "changed since it was made"))
                 }
             };
         }
@@ -1194,18 +1190,25 @@ fn beneath(root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
             // the placeholder's own length.
             let read = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
             let file = std::fs::File::from(openat(&dir, name, read, Mode::empty())?);
-            let meta = file.metadata()?;
-            if !meta.is_file() || meta.len() != content.len() as u64 {
-                return Ok(());
-            }
-            let mut held = Vec::with_capacity(content.len());
-            std::io::Read::read_to_end(&mut std::io::Read::take(&file, content.len() as u64), &mut held)?;
-            if held == content {
+            if holds_only(&file, content)? {
                 nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)?;
             }
         }
     }
     Ok(())
+}
+
+/// Whether `file` is a regular file holding `content` and nothing else (read no further than
+/// that).
+#[cfg(target_os = "linux")]
+fn holds_only(file: &std::fs::File, content: &[u8]) -> std::io::Result<bool> {
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.len() != content.len() as u64 {
+        return Ok(false);
+    }
+    let mut held = Vec::with_capacity(content.len());
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, content.len() as u64), &mut held)?;
+    Ok(held == content)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -1219,7 +1222,7 @@ fn beneath(_root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
         BeneathOp::RemoveFile(content) if std::fs::read(path)? == content => std::fs::remove_file(path),
         BeneathOp::RemoveFile(_) => Ok(()),
         // Nothing marks placeholders here.
-        BeneathOp::RemoveLeft(_) => Err(std::io::ErrorKind::Unsupported.into()),
+        BeneathOp::Left { .. } => Err(std::io::ErrorKind::Unsupported.into()),
     }
 }
 
@@ -1349,18 +1352,30 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
             *path = real.join(name);
         }
     }
-    // A placeholder another process made and left behind (killed before it could remove it) is
-    // removed first, as its maker would have, and made again for these commands (never the git
-    // directory's, which are kept).
-    for (path, kind) in &paths {
-        let Some(root) = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())
-        else {
-            continue;
-        };
-        let kept = GIT_PLACEHOLDERS.iter().any(|(name, _)| path.ends_with(name));
-        let held = held().lock().unwrap_or_else(|p| p.into_inner()).contains_key(path);
-        if !kept && !held && std::fs::symlink_metadata(path).is_ok() {
-            let _ = beneath(root, path, BeneathOp::RemoveLeft(*kind));
+    // A placeholder a process left behind (killed before it could remove it, or leaving it to
+    // another process's command that held it) is removed first, as its maker would have, and
+    // made again for these commands (never the git directory's, which are kept). Whether a mount
+    // is made on one elsewhere is looked at once, and only when one is found.
+    let left: Vec<(&PathBuf, &PathBuf, Kind)> = paths
+        .iter()
+        .filter_map(|(path, kind)| {
+            let root = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())?;
+            let kept = GIT_PLACEHOLDERS.iter().any(|(name, _)| path.ends_with(name));
+            let held = held().lock().unwrap_or_else(|p| p.into_inner()).contains_key(path);
+            let left = !kept
+                && !held
+                && std::fs::symlink_metadata(path).is_ok()
+                && beneath(root, path, BeneathOp::Left { kind: *kind, remove: false }).is_ok();
+            left.then_some((root, path, *kind))
+        })
+        .collect();
+    #[cfg(target_os = "linux")]
+    if !left.is_empty() {
+        let elsewhere = crate::process_tree::MountsElsewhere::now();
+        for (root, path, kind) in left {
+            if !elsewhere.has(path) {
+                let _ = beneath(root, path, BeneathOp::Left { kind, remove: true });
+            }
         }
     }
     paths.retain(|(path, _)| {

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -69,9 +69,33 @@ impl MountNamespace {
 /// The mount namespace of process `pid` (`"self"` for this one); `Err` with the error of
 /// `stat`, `ENOENT` for a process that has exited (a zombie has none).
 fn mount_namespace(pid: &str) -> io::Result<Namespace> {
+    namespace_and_thread(pid).map(|(namespace, _)| namespace)
+}
+
+/// The mount namespace of process `pid` and the `/proc` directory of the thread it was read
+/// from: the process's own, or, when its first thread has ended while others run
+/// (`pthread_exit`: the process's own entries then answer nothing, as a zombie's), another
+/// thread's. `ENOENT` when no thread of it is left.
+fn namespace_and_thread(pid: &str) -> io::Result<(Namespace, PathBuf)> {
     use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(format!("/proc/{pid}/ns/mnt"))?;
-    Ok((meta.dev(), meta.ino()))
+    let of = |dir: &Path| std::fs::metadata(dir.join("ns/mnt")).map(|meta| (meta.dev(), meta.ino()));
+    let dir = PathBuf::from(format!("/proc/{pid}"));
+    let first = match of(&dir) {
+        Ok(namespace) => return Ok((namespace, dir)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => e,
+        Err(e) => return Err(e),
+    };
+    let Ok(threads) = std::fs::read_dir(dir.join("task")) else { return Err(first) };
+    let mut error = first;
+    for thread in threads.flatten() {
+        let dir = thread.path();
+        match of(&dir) {
+            Ok(namespace) => return Ok((namespace, dir)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => error = e,
+        }
+    }
+    Err(error)
 }
 
 impl Tree {
@@ -268,8 +292,9 @@ fn in_namespace_anywhere(namespace: Namespace, since: u64) -> bool {
         let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok()) else {
             continue;
         };
-        // Exited since the directory was read, or a zombie (which is in no namespace).
-        let Some(stat) = read_stat(pid).filter(|stat| !stat.is_zombie()) else { continue };
+        // Exited since the directory was read. (A zombie is in no namespace, but a process
+        // whose first thread ended shows as one while its other threads run on.)
+        let Some(stat) = read_stat(pid) else { continue };
         if pid == me || stat.start < since {
             continue;
         }
@@ -293,12 +318,6 @@ pub(crate) fn own_start() -> Option<u64> {
     read_stat(std::process::id() as i32).map(|stat| stat.start)
 }
 
-/// Whether a mount is made on the directory or file at `path` in a mount namespace other than
-/// this process's (see [`mounts_elsewhere`]).
-pub(crate) fn mounted_elsewhere(path: &Path) -> bool {
-    MountsElsewhere::now().has(path)
-}
-
 /// The mounts made in the mount namespaces of the processes other than this process's: those of
 /// commands still running, whose protection a removal of a path mounted on would take away. A
 /// mount is known by its source, the file system and the path within it (a second path to the
@@ -318,7 +337,10 @@ pub(crate) struct MountsElsewhere {
 impl MountsElsewhere {
     /// The mounts as they are now.
     pub(crate) fn now() -> MountsElsewhere {
-        MountsElsewhere { sources: mounts_elsewhere(), own: mountinfo("self").unwrap_or_default() }
+        MountsElsewhere {
+            sources: mounts_elsewhere(),
+            own: mountinfo(Path::new("/proc/self")).unwrap_or_default(),
+        }
     }
 
     /// Whether a mount is made on `path`.
@@ -342,8 +364,8 @@ fn mounts_elsewhere() -> Option<HashSet<(Vec<u8>, Vec<u8>)>> {
             continue;
         };
         let not_a_command = || runs_as_another_user(pid, uid) || !is_confined(pid);
-        let namespace = match mount_namespace(&pid.to_string()) {
-            Ok(namespace) => namespace,
+        let (namespace, thread) = match namespace_and_thread(&pid.to_string()) {
+            Ok(found) => found,
             // Exited, or a zombie (which is in no namespace).
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(_) if not_a_command() => continue,
@@ -352,7 +374,7 @@ fn mounts_elsewhere() -> Option<HashSet<(Vec<u8>, Vec<u8>)>> {
         if seen.contains(&namespace) {
             continue;
         }
-        match mountinfo(&pid.to_string()) {
+        match mountinfo(&thread) {
             Ok(mounts) => sources.extend(mounts.into_iter().map(|mount| (mount.device, mount.root))),
             // Gone meanwhile: another process of its namespace may still show it.
             Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH) => {
@@ -374,10 +396,10 @@ struct Mount {
     point: Vec<u8>,
 }
 
-/// The mounts process `pid` (`"self"` for this one) sees, in the order they were made.
-fn mountinfo(pid: &str) -> io::Result<Vec<Mount>> {
+/// The mounts the process or thread of `/proc` directory `dir` sees, in the order they were made.
+fn mountinfo(dir: &Path) -> io::Result<Vec<Mount>> {
     let mut text = Vec::new();
-    let file = std::fs::File::open(format!("/proc/{pid}/mountinfo"))?;
+    let file = std::fs::File::open(dir.join("mountinfo"))?;
     io::Read::read_to_end(&mut io::Read::take(file, MOUNTINFO_MAX), &mut text)?;
     Ok(text
         .split(|&b| b == b'\n')
@@ -639,7 +661,7 @@ mod tests {
         // Not an escape: left as it is.
         assert_eq!(unescaped(br"/a\09x\"), br"/a\09x\");
         let dir = std::env::current_dir().unwrap();
-        let own = mountinfo("self").unwrap();
+        let own = mountinfo(Path::new("/proc/self")).unwrap();
         let (device, root) = mount_source(&own, &dir).unwrap();
         assert!(device.contains(&b':'), "{}", String::from_utf8_lossy(&device));
         // The path within its file system ends as the path does.
