@@ -1113,7 +1113,10 @@ impl Placeholder {
 /// What [`beneath`] does with the last name of a path.
 #[derive(Clone, Copy)]
 enum BeneathOp {
+    /// A placeholder directory (marked).
     Make,
+    /// An ordinary directory.
+    MakePlain,
     Remove,
     /// A file holding these bytes, created exclusively.
     MakeFile(&'static [u8]),
@@ -1150,6 +1153,7 @@ fn beneath(root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
                 crate::leftover::mark(made);
             }
         }
+        BeneathOp::MakePlain => nix::sys::stat::mkdirat(&dir, name, Mode::from_bits_truncate(0o777))?,
         BeneathOp::Remove => nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::RemoveDir)?,
         BeneathOp::MakeFile(content) => {
             let create =
@@ -1214,7 +1218,7 @@ fn holds_only(file: &std::fs::File, content: &[u8]) -> std::io::Result<bool> {
 #[cfg(not(target_os = "linux"))]
 fn beneath(_root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
     match op {
-        BeneathOp::Make => std::fs::create_dir(path),
+        BeneathOp::Make | BeneathOp::MakePlain => std::fs::create_dir(path),
         BeneathOp::Remove => std::fs::remove_dir(path),
         BeneathOp::MakeFile(content) => {
             std::io::Write::write_all(&mut std::fs::File::create_new(path)?, content)
@@ -1329,17 +1333,30 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
             wanted.filter(|(path, _)| outside_git(path)).map(|(path, kind)| first_missing(path, kind)),
         );
     }
-    // Here too the first directory missing on the way is held instead: without `~/.config`, the
-    // command would make `~/.config/git/config` (hooks git runs outside the sandbox).
-    if let Some(home) = home.filter(|home| roots.iter().any(|r| home.starts_with(r))) {
-        paths.extend(
-            crate::policy::HOME_PLACEHOLDERS.iter().map(|name| first_missing(home.join(name), Kind::Dir)),
-        );
-        paths.extend(
-            crate::policy::HOME_FILE_PLACEHOLDERS
-                .iter()
-                .map(|name| first_missing(home.join(name), Kind::File(b""))),
-        );
+    // A directory missing on the way is made, as an ordinary directory that stays (`~/.config`,
+    // `~/.local`, `~/.cargo`): without it the command would make `~/.config/git/config` (hooks git
+    // runs outside the sandbox); held itself, it would keep the command from all of `~/.config`.
+    // Not where that directory is a protected name itself (`~/.aws` for `~/.aws/config`): held.
+    if let Some(home) = home.filter(|home| roots.iter().any(|r| home.starts_with(r)))
+        && let Some(root) = roots.iter().filter(|r| home.starts_with(r)).max_by_key(|r| r.as_os_str().len())
+    {
+        let dirs = crate::policy::HOME_PLACEHOLDERS.iter().map(|name| (*name, Kind::Dir));
+        let files = crate::policy::HOME_FILE_PLACEHOLDERS.iter().map(|name| (*name, Kind::File(b"")));
+        for (name, kind) in dirs.chain(files) {
+            let path = home.join(name);
+            let protected_above = Path::new(name)
+                .ancestors()
+                .skip(1)
+                .any(|above| crate::policy::HOME_PLACEHOLDERS.iter().any(|p| Path::new(p) == above));
+            if !protected_above {
+                for above in Path::new(name).ancestors().skip(1).collect::<Vec<_>>().into_iter().rev() {
+                    if !above.as_os_str().is_empty() && std::fs::symlink_metadata(home.join(above)).is_err() {
+                        let _ = beneath(root, &home.join(above), BeneathOp::MakePlain);
+                    }
+                }
+            }
+            paths.push((path, kind));
+        }
     }
     // A directory on the way that is a link within the roots (`~/.aws` -> `dotfiles/aws`): the
     // placeholder is made where it leads, which the name reaches.
@@ -1491,8 +1508,9 @@ mod tests {
         for name in [".ssh", ".config/git", ".config/systemd", "CLAUDE.md", ".git"] {
             assert!(paths.contains(&home.join(name)), "{name}: {paths:?}");
         }
-        // Present already, or without a parent: nothing to hold.
-        assert!(!paths.contains(&home.join(".local/bin")) && !paths.contains(&home.join(".cargo/bin")));
+        // Present already: nothing to hold. Without its parent: the parent is made (an ordinary
+        // directory) and the name held.
+        assert!(!paths.contains(&home.join(".local/bin")) && paths.contains(&home.join(".cargo/bin")));
         assert!(!elsewhere.contains(&home.join(".ssh")), "{elsewhere:?}");
     }
 }

@@ -922,10 +922,11 @@ fn placeholders_a_killed_process_left_are_removed_by_the_next_once_its_commands_
 
 /// With the home directory inside the workspace, a command cannot create the home's protected
 /// configuration when a directory on its way is missing too (`~/.config/git/config` without
-/// `~/.config`, `~/.local/bin` without `~/.local`): the first directory missing is held empty
-/// and read-only while it runs, and goes with it.
+/// `~/.config`, `~/.local/bin` without `~/.local`): that directory is made, as an ordinary one
+/// the rest of which commands may write, and the protected name in it is held; one that is a
+/// protected name itself (`~/.aws` for `~/.aws/config`) is held whole.
 #[test]
-fn a_missing_directory_above_the_homes_protected_names_is_held_too() {
+fn a_missing_directory_above_the_homes_protected_names_is_made_and_the_name_held() {
     if !mounts() {
         return;
     }
@@ -935,24 +936,16 @@ fn a_missing_directory_above_the_homes_protected_names_is_held_too() {
     std::fs::create_dir_all(&home).unwrap();
     let script = "mkdir -p ~/.config/git && echo '[core] hooksPath = /tmp/evil' > ~/.config/git/config; \
                   mkdir -p ~/.local/bin && echo evil > ~/.local/bin/git; \
-                  mkdir -p ~/.aws && echo evil > ~/.aws/config; echo done";
+                  mkdir -p ~/.aws && echo evil > ~/.aws/config; \
+                  echo ok > ~/.config/other && mkdir -p ~/.cargo/registry && echo done";
     let mut command = fx.command(&["call", "bash", &json!({ "command": script }).to_string()]);
     command.env("HOME", &home);
     let run = common::run(command, None);
     let output = run.json()["output"].as_str().unwrap_or_default().to_owned();
     assert!(output.contains("done"), "{output}");
-    for name in [".config", ".local", ".aws"] {
+    for name in [".config/git", ".local/bin", ".aws"] {
         assert!(std::fs::symlink_metadata(home.join(name)).is_err(), "{name} was made: {output}");
     }
-    // Where `~/.config` exists, the names in it are held as before; the rest of it is writable.
-    std::fs::create_dir_all(home.join(".config")).unwrap();
-    let script =
-        "mkdir -p ~/.config/git && echo x > ~/.config/git/config; echo ok > ~/.config/other; echo done";
-    let mut command = fx.command(&["call", "bash", &json!({ "command": script }).to_string()]);
-    command.env("HOME", &home);
-    let run = common::run(command, None);
-    let output = run.json()["output"].as_str().unwrap_or_default().to_owned();
-    assert!(output.contains("done"), "{output}");
-    assert!(!home.join(".config/git").exists(), "{output}");
     assert_eq!(std::fs::read_to_string(home.join(".config/other")).unwrap(), "ok\n");
+    assert!(home.join(".cargo/registry").is_dir() && home.join(".local").is_dir());
 }
