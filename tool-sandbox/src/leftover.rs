@@ -1,11 +1,12 @@
-//! Placeholders a process left behind. Each placeholder is marked, in an extended attribute,
-//! with the process that made it (the boot, its pid namespace, its pid and start time). A
-//! process killed before it could remove its placeholders (SIGKILL, a crash, the machine's end)
-//! leaves empty directories such as `CLAUDE.md` or `.mcp.json` in the workspace; the next
-//! process that wants such a name removes one that is still as it was made, once its maker is
-//! gone and no other mount namespace has a mount on it (a command that outlived its maker is
-//! still protected by it). On a file system without user extended attributes nothing is
-//! marked, and such leftovers stay until removed by hand.
+//! Placeholders left behind. Each placeholder is marked, in an extended attribute, with the
+//! process that made it (the boot, its pid namespace, its pid and start time). A process killed
+//! before it could remove its placeholders (SIGKILL, a crash, the machine's end) leaves empty
+//! directories such as `CLAUDE.md` or `.mcp.json` in the workspace, and a process leaves one
+//! that another process's command still has a mount on; the next command that wants such a
+//! name removes one that is still as it was made, once its maker is gone (or is the process of
+//! that command, which no longer holds it) and no other mount namespace has a mount on it (a
+//! command that outlived its maker is still protected by it). On a file system without user
+//! extended attributes nothing is marked, and such leftovers stay until removed by hand.
 
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
