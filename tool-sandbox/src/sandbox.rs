@@ -741,10 +741,7 @@ pub(crate) fn protected_targets<'a>(
     let protected = policy.protected_paths_in(below).map_err(|(_, refusal)| refusal)?;
     let protected = protected.into_iter().map(|path| (path, true));
     for (path, read_only) in protected.chain(pinned.into_iter().map(|path| (path.clone(), false))) {
-        let Some(root) = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())
-        else {
-            continue;
-        };
+        let Some(root) = root_of(&roots, &path) else { continue };
         let Ok(rest) = path.strip_prefix(root) else { continue };
         let mut dir = root.clone();
         let mut pins = vec![root.clone()];
@@ -1289,8 +1286,8 @@ fn make_placeholders(policy: &SandboxPolicy, below: &BelowTop) -> Vec<Placeholde
     placeholder_paths(policy, below, home.as_deref())
         .into_iter()
         .filter_map(|(path, kind)| {
-            let root = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())?;
-            let kept = GIT_PLACEHOLDERS.iter().any(|(name, _)| path.ends_with(name));
+            let root = root_of(&roots, &path)?;
+            let kept = is_kept(&path);
             Placeholder::hold(root, path, kind, kept)
         })
         .collect()
@@ -1337,9 +1334,7 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
     // `~/.local`, `~/.cargo`): without it the command would make `~/.config/git/config` (hooks git
     // runs outside the sandbox); held itself, it would keep the command from all of `~/.config`.
     // Not where that directory is a protected name itself (`~/.aws` for `~/.aws/config`): held.
-    if let Some(home) = home.filter(|home| roots.iter().any(|r| home.starts_with(r)))
-        && let Some(root) = roots.iter().filter(|r| home.starts_with(r)).max_by_key(|r| r.as_os_str().len())
-    {
+    if let Some((home, root)) = home.and_then(|home| Some((home, root_of(roots, home)?))) {
         let dirs = crate::policy::HOME_PLACEHOLDERS.iter().map(|name| (*name, Kind::Dir));
         let files = crate::policy::HOME_FILE_PLACEHOLDERS.iter().map(|name| (*name, Kind::File(b"")));
         for (name, kind) in dirs.chain(files) {
@@ -1376,10 +1371,9 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
     let left: Vec<(&PathBuf, &PathBuf, Kind)> = paths
         .iter()
         .filter_map(|(path, kind)| {
-            let root = roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())?;
-            let kept = GIT_PLACEHOLDERS.iter().any(|(name, _)| path.ends_with(name));
+            let root = root_of(roots, path)?;
             let held = held().lock().unwrap_or_else(|p| p.into_inner()).contains_key(path);
-            let left = !kept
+            let left = !is_kept(path)
                 && !held
                 && std::fs::symlink_metadata(path).is_ok()
                 && beneath(root, path, BeneathOp::Left { kind: *kind, remove: false }).is_ok();
@@ -1407,6 +1401,16 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
     // One placeholder per path: a directory where one is wanted as a directory and as a file.
     paths.dedup_by(|later, earlier| later.0 == earlier.0);
     paths
+}
+
+/// The writable root of `roots` that `path` lies beneath, the deepest where they nest.
+fn root_of<'r>(roots: &'r [PathBuf], path: &Path) -> Option<&'r PathBuf> {
+    roots.iter().filter(|r| path.starts_with(r)).max_by_key(|r| r.as_os_str().len())
+}
+
+/// Whether the placeholder at `path` is one of the git directory's, which stay once made.
+fn is_kept(path: &Path) -> bool {
+    GIT_PLACEHOLDERS.iter().any(|(name, _)| path.ends_with(name))
 }
 
 /// `path` (made as `kind`) when its parent is a directory; else the first of its ancestors that
