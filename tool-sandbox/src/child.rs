@@ -65,6 +65,9 @@ pub(crate) struct MountPlan {
     /// Where the child sends a descriptor of its new mount namespace, for the host to know the
     /// command's processes by ([`namespace_report`]).
     pub(crate) report: Option<OwnedFd>,
+    /// The [lock around placeholders](crate::placeholder_lock), a copy of the host's descriptor:
+    /// let go of once the mounts are made.
+    pub(crate) unlock: Option<OwnedFd>,
 }
 
 /// A socket, file or directory that stays reachable at its own path in a hidden directory.
@@ -209,6 +212,10 @@ impl MountPlan {
         // The working directory was entered before the mounts: enter it again through them, or
         // relative paths would reach the files beneath them.
         chdir(&self.cwd)?;
+        if let Some(lock) = &self.unlock {
+            // SAFETY: `flock` on a descriptor this plan owns.
+            check(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_UN) }.into())?;
+        }
         Ok(terminals)
     }
 }
@@ -217,7 +224,7 @@ impl MountPlan {
 pub(crate) fn install(command: &mut std::process::Command, plan: ChildPlan) {
     // SAFETY: the closure runs in the forked child before `exec`. `ChildPlan::run` only makes
     // system calls (`setns`, `unshare`, `open`/`write`/`close`, `fstat`, `mkdir`, `mount`,
-    // `open_tree`/`move_mount`, `chdir`, `setsid`, `ioctl`, `close_range`, `fcntl`,
+    // `open_tree`/`move_mount`, `chdir`, `flock`, `setsid`, `ioctl`, `close_range`, `fcntl`,
     // `getrlimit`/`setrlimit`, `prctl`, `capset`, `landlock_add_rule`, `landlock_restrict_self`,
     // `seccomp`) on data prepared before the fork or on the stack,
     // allocates nothing (`io::Error::last_os_error` holds a bare errno) and takes no lock, so it

@@ -17,6 +17,8 @@ mod leftover;
 mod lexical;
 mod nested;
 mod netns;
+#[cfg(target_os = "linux")]
+mod placeholder_lock;
 mod policy;
 mod probe;
 pub mod process_tree;

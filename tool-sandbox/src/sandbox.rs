@@ -1,6 +1,7 @@
 //! A policy made ready for the kernel: checked against the probe once, then applied to each
 //! command it confines.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 #[cfg(target_os = "linux")]
@@ -476,13 +477,16 @@ impl Sandbox {
     /// `TMPDIR`, `TMP` and `TEMP` are set to the commands' temporary directory. Protected names
     /// that are absent stay absent only with [`Sandbox::apply_holding`].
     pub fn apply(&self, command: &mut std::process::Command, cwd: &Path) -> std::io::Result<()> {
-        self.apply_with(command, cwd, &[], None, &self.policy.below_top(None)).map(drop)
+        self.apply_with(command, cwd, &[], None, None, &self.policy.below_top(None)).map(drop)
     }
 
     /// As [`Sandbox::apply`], and the [placeholders](crate::PLACEHOLDERS) of the protected names
     /// that are absent are made now and bound read-only for the command: keep what this returns
     /// for as long as the command runs (dropping it removes them, if still empty, once no other
     /// command of this process holds them, and then the command could create those names).
+    /// Until the command's child has made its mounts, a lock is held that this user's other
+    /// processes take to remove their placeholders (the crate's documentation says more): spawn
+    /// the command right away.
     pub fn apply_holding(
         &self,
         command: &mut std::process::Command,
@@ -490,7 +494,20 @@ impl Sandbox {
     ) -> std::io::Result<Placeholders> {
         // What lies below the roots' tops, looked for once for the placeholders and the mounts.
         let below = self.policy.below_top(None);
-        let held = if self.mount_namespace { make_placeholders(&self.policy, &below) } else { Vec::new() };
+        // Held from deciding which protected names exist until the command's mounts are made.
+        #[cfg(target_os = "linux")]
+        let starting = match self.mount_namespace {
+            true => crate::placeholder_lock::Lock::take(),
+            false => crate::placeholder_lock::Lock::Absent,
+        };
+        #[cfg(target_os = "linux")]
+        let locked = starting.is_held();
+        #[cfg(not(target_os = "linux"))]
+        let locked = false;
+        let (held, found) = match self.mount_namespace {
+            true => make_placeholders(&self.policy, &below, locked),
+            false => (Vec::new(), Vec::new()),
+        };
         // The command's namespace is worth knowing where none of its processes can leave it.
         #[cfg(target_os = "linux")]
         let (namespace, report) = match self.mount_namespace && self.seccomp.is_some() {
@@ -499,8 +516,23 @@ impl Sandbox {
         };
         #[cfg(not(target_os = "linux"))]
         let (namespace, report) = (None, None);
-        let bound = Bound::hold(self.apply_with(command, cwd, &held, report, &below)?);
-        Ok(Placeholders { _held: held, _bound: bound, namespace, received: std::sync::OnceLock::new() })
+        let mut placeholders = Placeholders {
+            _held: held,
+            found,
+            #[cfg(target_os = "linux")]
+            starting,
+            _bound: Bound::default(),
+            namespace,
+            received: std::sync::OnceLock::new(),
+        };
+        // On an error the lock is let go of before the placeholders (their removal takes it).
+        #[cfg(target_os = "linux")]
+        let unlock = placeholders.starting.copy();
+        #[cfg(not(target_os = "linux"))]
+        let unlock = None;
+        let bound = self.apply_with(command, cwd, &placeholders._held, report, unlock, &below)?;
+        placeholders._bound = Bound::hold(bound);
+        Ok(placeholders)
     }
 
     /// Installs the sandbox on `command`; `Ok` holds the paths its mounts are made on.
@@ -510,6 +542,7 @@ impl Sandbox {
         cwd: &Path,
         placeholders: &[Placeholder],
         report: Option<std::os::fd::OwnedFd>,
+        unlock: Option<std::os::fd::OwnedFd>,
         below: &BelowTop,
     ) -> std::io::Result<Vec<PathBuf>> {
         if self.policy.mode == SandboxMode::Off {
@@ -523,7 +556,7 @@ impl Sandbox {
         #[cfg(target_os = "linux")]
         {
             let (mounts, bound) = match self.mount_namespace {
-                true => self.mount_plan(cwd, placeholders, report, below)?,
+                true => self.mount_plan(cwd, placeholders, report, unlock, below)?,
                 false => (None, Vec::new()),
             };
             let landlock = match (&self.landlock_rules, &mounts, self.report.landlock_abi) {
@@ -548,7 +581,7 @@ impl Sandbox {
         }
         #[cfg(not(target_os = "linux"))]
         {
-            let _ = (command, cwd, placeholders, report, below);
+            let _ = (command, cwd, placeholders, report, unlock, below);
             Ok(Vec::new())
         }
     }
@@ -564,6 +597,7 @@ impl Sandbox {
         cwd: &Path,
         placeholders: &[Placeholder],
         report: Option<std::os::fd::OwnedFd>,
+        unlock: Option<std::os::fd::OwnedFd>,
         below: &BelowTop,
     ) -> std::io::Result<(Option<crate::child::MountPlan>, Vec<PathBuf>)> {
         use std::ffi::CString;
@@ -577,6 +611,8 @@ impl Sandbox {
         // The other sessions' directories beside this one's are hidden too (those made later than
         // this command are not).
         let mut hidden: Vec<PathBuf> = self.policy.hidden.iter().filter(|h| h.is_dir()).cloned().collect();
+        // The lock around placeholders, which no command may take and hold up.
+        hidden.extend(crate::placeholder_lock::hidden_dir().map(Path::to_path_buf));
         for state in &self.policy.hidden {
             hidden.extend(crate::session_dir::other_sessions(state));
         }
@@ -668,6 +704,7 @@ impl Sandbox {
             shm: shared_memory(&self.policy)?,
             cwd: c(cwd)?,
             report,
+            unlock,
         };
         Ok((Some(plan), bound))
     }
@@ -940,6 +977,12 @@ fn limits_report(limits: &crate::Limits, probe: &Probe, report: &mut SandboxRepo
 #[derive(Debug, Default)]
 pub struct Placeholders {
     _held: Vec<Placeholder>,
+    /// Placeholders of other processes that were there, which a command of another namespace
+    /// had a mount on: looked at again when this command ends.
+    found: Vec<Found>,
+    /// The [lock](crate::placeholder_lock), until the command's child has made its mounts.
+    #[cfg(target_os = "linux")]
+    starting: crate::placeholder_lock::Lock,
     _bound: Bound,
     /// Where the command's child sends its mount namespace.
     namespace: Option<std::os::fd::OwnedFd>,
@@ -1027,7 +1070,7 @@ pub fn is_held(path: &Path) -> bool {
     is_held_placeholder(path) || bound().lock().unwrap_or_else(|p| p.into_inner()).contains_key(path)
 }
 
-type Counts = std::sync::Mutex<std::collections::HashMap<PathBuf, usize>>;
+type Counts = std::sync::Mutex<HashMap<PathBuf, usize>>;
 
 /// How many sandboxes of this process hold each placeholder.
 fn held() -> &'static Counts {
@@ -1067,7 +1110,7 @@ impl Drop for Bound {
 }
 
 /// One hold of `path` fewer in `counts`; `true` when it was the last.
-fn release(counts: &mut std::collections::HashMap<PathBuf, usize>, path: &Path) -> bool {
+fn release(counts: &mut HashMap<PathBuf, usize>, path: &Path) -> bool {
     let Some(count) = counts.get_mut(path) else { return false };
     *count -= 1;
     let last = *count == 0;
@@ -1119,11 +1162,13 @@ enum BeneathOp {
     MakeFile(&'static [u8]),
     /// The file, if it is still a regular file holding these bytes.
     RemoveFile(&'static [u8]),
-    /// Whether it is a placeholder of this kind left behind ([`leftover`](crate::leftover)):
-    /// `Ok` when it is, and removed when `remove`; `Err` when it is not (or was not removed).
+    /// Whether it is a placeholder of this kind left behind ([`leftover`](crate::leftover);
+    /// `locked`: with the [lock](crate::placeholder_lock) held): `Ok` when it is, and removed
+    /// when `remove`; `Err` when it is not (or was not removed).
     Left {
         kind: Kind,
         remove: bool,
+        locked: bool,
     },
 }
 
@@ -1159,14 +1204,14 @@ fn beneath(root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
             std::io::Write::write_all(&mut &file, content)?;
             crate::leftover::mark(&file);
         }
-        BeneathOp::Left { kind, remove } => {
+        BeneathOp::Left { kind, remove, locked } => {
             let open = match kind {
                 Kind::Dir => flags | OFlag::O_NOFOLLOW,
                 // Not waiting on a FIFO.
                 Kind::File(_) => OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
             };
             let entry = openat(&dir, name, open, Mode::empty())?;
-            if !crate::leftover::is_left_behind(&entry) {
+            if !crate::leftover::is_left_behind(&entry, locked) {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::AlreadyExists,
                     "not a placeholder left behind",
@@ -1229,23 +1274,36 @@ fn beneath(_root: &Path, path: &Path, op: BeneathOp) -> std::io::Result<()> {
 
 impl Drop for Placeholder {
     fn drop(&mut self) {
-        let_go(std::slice::from_mut(self));
+        let_go(std::slice::from_mut(self), &[]);
     }
 }
 
 impl Drop for Placeholders {
     fn drop(&mut self) {
-        let_go(&mut self._held);
+        // Let go of first (its child lets go of it too, once its mounts are made).
+        #[cfg(target_os = "linux")]
+        {
+            self.starting = crate::placeholder_lock::Lock::Absent;
+        }
+        let_go(&mut self._held, &self.found);
     }
 }
 
 /// Lets go of `placeholders` (each once), and removes those no command of this process holds
 /// any more, unless another process's command has a mount on one: that command found it there
 /// and holds it as an existing protected name, which it would stop being for that command. Such
-/// a placeholder stays, for the next command of this process, or once this process is gone the
-/// next process, to remove ([`leftover`](crate::leftover)). All under the lock of [`held`], so
-/// that no command of this process takes one up meanwhile.
-fn let_go(placeholders: &mut [Placeholder]) {
+/// a placeholder stays, for the next command of any process to remove
+/// ([`leftover`](crate::leftover)). Then the placeholders of other processes that the command
+/// found there (`found`) are removed the same way, if no longer held. All under the
+/// [lock](crate::placeholder_lock) (taken first), so that no process is about to bind one, and
+/// the lock of [`held`], so that no command of this process takes one up meanwhile. Where
+/// another process keeps that lock too long, nothing is removed (the next command will).
+fn let_go(placeholders: &mut [Placeholder], found: &[Found]) {
+    if found.is_empty() && placeholders.iter().all(|p| p.released) {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    let lock = crate::placeholder_lock::Lock::take();
     let mut held = held().lock().unwrap_or_else(|p| p.into_inner());
     let mut last = Vec::new();
     for placeholder in placeholders.iter_mut().filter(|p| !p.released) {
@@ -1254,17 +1312,21 @@ fn let_go(placeholders: &mut [Placeholder]) {
             last.push(&*placeholder);
         }
     }
-    if last.is_empty() {
-        return;
-    }
-    // Looked at once for all of them.
     #[cfg(target_os = "linux")]
-    let elsewhere = crate::process_tree::MountsElsewhere::now();
-    for placeholder in last {
-        #[cfg(target_os = "linux")]
-        if elsewhere.has(&placeholder.path) {
-            continue;
+    {
+        if matches!(lock, crate::placeholder_lock::Lock::Busy) {
+            return;
         }
+        let found = left_behind(found, lock.is_held(), &held);
+        if last.is_empty() && found.is_empty() {
+            return;
+        }
+        // Looked at once for all of them.
+        let elsewhere = crate::process_tree::MountsElsewhere::now();
+        last.retain(|placeholder| !elsewhere.has(&placeholder.path));
+        remove_left(found, lock.is_held(), &elsewhere);
+    }
+    for placeholder in last {
         // `rmdir` removes only an empty directory, and never what a link leads to: a directory
         // above it that a command replaced with a link stops it.
         let remove = match placeholder.kind {
@@ -1276,25 +1338,101 @@ fn let_go(placeholders: &mut [Placeholder]) {
     drop(held);
 }
 
+/// A placeholder found where a command wants one, that this process did not make.
+#[derive(Debug)]
+struct Found {
+    root: PathBuf,
+    path: PathBuf,
+    kind: Kind,
+}
+
+/// Those of `found` that are placeholders left behind ([`leftover`](crate::leftover); with the
+/// [lock](crate::placeholder_lock) held, `locked`, another live process's too), and that no
+/// command of this process holds (`held`).
+#[cfg(target_os = "linux")]
+fn left_behind<'f>(found: &'f [Found], locked: bool, held: &HashMap<PathBuf, usize>) -> Vec<&'f Found> {
+    let is_left = |f: &&Found| {
+        !held.contains_key(&f.path)
+            && beneath(&f.root, &f.path, BeneathOp::Left { kind: f.kind, remove: false, locked }).is_ok()
+    };
+    found.iter().filter(is_left).collect()
+}
+
+/// Removes each of `left` that no other mount namespace has a mount on (`elsewhere`), if still
+/// as it was made; returns the others.
+#[cfg(target_os = "linux")]
+fn remove_left<'f>(
+    left: Vec<&'f Found>,
+    locked: bool,
+    elsewhere: &crate::process_tree::MountsElsewhere,
+) -> Vec<&'f Found> {
+    let (kept, gone): (Vec<&Found>, Vec<&Found>) = left.into_iter().partition(|f| elsewhere.has(&f.path));
+    for f in gone {
+        let _ = beneath(&f.root, &f.path, BeneathOp::Left { kind: f.kind, remove: true, locked });
+    }
+    kept
+}
+
 /// The placeholders of a policy: [`PLACEHOLDERS`](crate::policy::PLACEHOLDERS) at each writable
 /// root, with git writes allowed `.git/hooks` and `.git/info` of a repository that has none, and
 /// when the home directory is writable, the directories of
 /// [`HOME_PLACEHOLDERS`](crate::policy::HOME_PLACEHOLDERS) in it.
-fn make_placeholders(policy: &SandboxPolicy, below: &BelowTop) -> Vec<Placeholder> {
+///
+/// A placeholder a process left behind there (killed before it could remove it, or leaving it
+/// to another process's command that held it) is removed first, as its maker would have, and
+/// made again for this command (never the git directory's, which are kept); with the
+/// [lock](crate::placeholder_lock) held (`locked`), one another process made that no command
+/// holds too. One that a command of another mount namespace has a mount on stays, bound for this
+/// command as a protected name that exists, and is returned, to be looked at again when this
+/// command ends.
+fn make_placeholders(
+    policy: &SandboxPolicy,
+    below: &BelowTop,
+    locked: bool,
+) -> (Vec<Placeholder>, Vec<Found>) {
     let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
     let roots = policy.writable();
-    placeholder_paths(policy, below, home.as_deref())
+    let paths = placeholder_paths(policy, below, home.as_deref());
+    #[cfg(target_os = "linux")]
+    let found = {
+        let there: Vec<Found> = (paths.iter())
+            .filter(|(path, _)| !is_kept(path) && std::fs::symlink_metadata(path).is_ok())
+            .filter_map(|(path, kind)| {
+                let root = root_of(&roots, path)?.clone();
+                Some(Found { root, path: path.clone(), kind: *kind })
+            })
+            .collect();
+        let held = held().lock().unwrap_or_else(|p| p.into_inner());
+        let left = left_behind(&there, locked, &held);
+        // Whether a mount is made on one elsewhere is looked at once, and only when one is found.
+        let kept: Vec<PathBuf> = match left.is_empty() {
+            true => Vec::new(),
+            false => {
+                let elsewhere = crate::process_tree::MountsElsewhere::now();
+                remove_left(left, locked, &elsewhere).into_iter().map(|f| f.path.clone()).collect()
+            }
+        };
+        drop(held);
+        there.into_iter().filter(|f| kept.contains(&f.path)).collect()
+    };
+    #[cfg(not(target_os = "linux"))]
+    let found = {
+        let _ = locked;
+        Vec::new()
+    };
+    let placeholders = absent(&roots, paths)
         .into_iter()
         .filter_map(|(path, kind)| {
             let root = root_of(&roots, &path)?;
             let kept = is_kept(&path);
             Placeholder::hold(root, path, kind, kept)
         })
-        .collect()
+        .collect();
+    (placeholders, found)
 }
 
-/// Where [`make_placeholders`] makes them, for the home directory `home`, each with what it is
-/// made as: each absent name whose parent is a directory. Besides the names above, the
+/// Where [`make_placeholders`] wants them, for the home directory `home`, each with what it is
+/// made as (those to make now are [`absent`]). Besides the names above, the
 /// directory `core.hooksPath` names inside a writable root (not to be made with hooks in), and
 /// as files the git configuration files a repository's configuration includes that do not exist
 /// there (outside `.git`, protected as a whole): a command creating one could name a hooks
@@ -1364,42 +1502,31 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
             *path = real.join(name);
         }
     }
-    // A placeholder a process left behind (killed before it could remove it, or leaving it to
-    // another process's command that held it) is removed first, as its maker would have, and
-    // made again for these commands (never the git directory's, which are kept). Whether a mount
-    // is made on one elsewhere is looked at once, and only when one is found.
-    let left: Vec<(&PathBuf, &PathBuf, Kind)> = paths
-        .iter()
-        .filter_map(|(path, kind)| {
-            let root = root_of(roots, path)?;
-            let held = held().lock().unwrap_or_else(|p| p.into_inner()).contains_key(path);
-            let left = !is_kept(path)
-                && !held
-                && std::fs::symlink_metadata(path).is_ok()
-                && beneath(root, path, BeneathOp::Left { kind: *kind, remove: false }).is_ok();
-            left.then_some((root, path, *kind))
-        })
-        .collect();
-    #[cfg(target_os = "linux")]
-    if !left.is_empty() {
-        let elsewhere = crate::process_tree::MountsElsewhere::now();
-        for (root, path, kind) in left {
-            if !elsewhere.has(path) {
-                let _ = beneath(root, path, BeneathOp::Left { kind, remove: true });
-            }
+    // The name, or a directory on the way, is a link to what does not exist (`CLAUDE.md` ->
+    // `docs/CLAUDE.md`, `~/.config` -> `dotfiles/config`): a command would create the name by
+    // creating what the link leads to (the link itself is bound onto itself), so that is held,
+    // from its first missing directory.
+    for (path, kind) in &mut paths {
+        if let Some(target) = through_dangling_link(path).filter(|t| roots.iter().any(|r| t.starts_with(r))) {
+            (*path, *kind) = first_missing(target, *kind);
         }
     }
+    paths.sort();
+    // One placeholder per path: a directory where one is wanted as a directory and as a file.
+    paths.dedup_by(|later, earlier| later.0 == earlier.0);
+    paths
+}
+
+/// Those of `paths` to make placeholders at: inside a writable root of `roots`, with a directory
+/// as parent, and absent (or made by this process for another command, which holds it too).
+fn absent(roots: &[PathBuf], mut paths: Vec<(PathBuf, Kind)>) -> Vec<(PathBuf, Kind)> {
     paths.retain(|(path, _)| {
         let inside = roots.iter().any(|r| path.starts_with(r));
         let parent_is_dir =
             path.parent().and_then(|p| std::fs::symlink_metadata(p).ok()).is_some_and(|m| m.is_dir());
-        // Absent, or made by this process for another command, which holds it too.
         let held = held().lock().unwrap_or_else(|p| p.into_inner()).contains_key(path);
         inside && parent_is_dir && (held || std::fs::symlink_metadata(path).is_err())
     });
-    paths.sort();
-    // One placeholder per path: a directory where one is wanted as a directory and as a file.
-    paths.dedup_by(|later, earlier| later.0 == earlier.0);
     paths
 }
 
@@ -1411,6 +1538,58 @@ fn root_of<'r>(roots: &'r [PathBuf], path: &Path) -> Option<&'r PathBuf> {
 /// Whether the placeholder at `path` is one of the git directory's, which stay once made.
 fn is_kept(path: &Path) -> bool {
     GIT_PLACEHOLDERS.iter().any(|(name, _)| path.ends_with(name))
+}
+
+/// Where `path` would be created when it does not exist and a symbolic link on the way (itself
+/// included) leads there: the path with every link followed (at most 40), as far as it exists,
+/// and the rest of its names after it. `None` when it exists, or no link is on the way.
+fn through_dangling_link(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    if std::fs::metadata(path).is_ok() || std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_symlink()) {
+        return None;
+    }
+    let mut at = PathBuf::from("/");
+    // The names still to walk, the next one last.
+    let mut names: Vec<std::ffi::OsString> = Vec::new();
+    let add = |names: &mut Vec<std::ffi::OsString>, path: &Path| {
+        let parts: Vec<std::ffi::OsString> = path
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(name) => Some(name.to_owned()),
+                Component::ParentDir => Some("..".into()),
+                _ => None,
+            })
+            .collect();
+        names.extend(parts.into_iter().rev());
+    };
+    add(&mut names, path);
+    let mut links = 0;
+    while let Some(name) = names.pop() {
+        if name == ".." {
+            at.pop();
+            continue;
+        }
+        let next = at.join(&name);
+        match std::fs::symlink_metadata(&next) {
+            Ok(meta) if meta.is_symlink() => {
+                links += 1;
+                let target = std::fs::read_link(&next).ok().filter(|_| links <= 40)?;
+                if target.is_absolute() {
+                    at = PathBuf::from("/");
+                }
+                add(&mut names, &target);
+            }
+            Ok(_) => at = next,
+            Err(_) => {
+                names.push(name);
+                break;
+            }
+        }
+    }
+    if links == 0 || names.is_empty() {
+        return None;
+    }
+    Some(crate::lexically_normal(&names.iter().rev().fold(at, |path, name| path.join(name))))
 }
 
 /// `path` (made as `kind`) when its parent is a directory; else the first of its ancestors that
@@ -1460,6 +1639,43 @@ mod tests {
         std::fs::remove_dir_all(&base).unwrap();
     }
 
+    /// The lock around placeholders is held from deciding which protected names exist until the
+    /// command's child has made its mounts: another taker waits while the command is not yet
+    /// spawned, and has it once it runs (let go of by its child, the host still holding what
+    /// `apply_holding` returned).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_lock_around_placeholders_is_let_go_of_by_the_commands_child_once_its_mounts_are_made() {
+        use crate::placeholder_lock::Lock;
+        if !Probe::get().can_protect_paths() {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI can make mount namespaces");
+            eprintln!("skipped: no mount namespaces here");
+            return;
+        }
+        let root = std::env::temp_dir().join(format!("placeholder-lock-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let sandbox = Sandbox::new(SandboxPolicy::workspace_write(&root)).unwrap();
+        let mut command = std::process::Command::new("sleep");
+        command.arg("30").current_dir(&root);
+        let held = sandbox.apply_holding(&mut command, &root).unwrap();
+        assert!(root.join("CLAUDE.md").is_dir(), "no placeholder");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let taker = std::thread::spawn(move || {
+            let lock = Lock::take();
+            let _ = tx.send(());
+            lock.is_held()
+        });
+        assert!(rx.recv_timeout(std::time::Duration::from_millis(300)).is_err(), "taken before the spawn");
+        let mut child = command.spawn().unwrap();
+        let taken = taker.join().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        drop(held);
+        assert!(!root.join("CLAUDE.md").exists());
+        std::fs::remove_dir_all(&root).unwrap();
+        assert!(taken, "the lock stayed held while the command ran");
+    }
+
     /// A directory an ordinary user's command made unsearchable (`chmod 600`), so that what is
     /// beneath it cannot be looked at, is read-only as a whole (root searches it anyway).
     #[cfg(target_os = "linux")]
@@ -1487,8 +1703,9 @@ mod tests {
         std::fs::create_dir_all(home.join(".config")).unwrap();
         std::fs::create_dir_all(home.join(".local/bin")).unwrap();
         let policy = SandboxPolicy::workspace_write(&home);
+        let roots = policy.writable();
         let dirs = |policy: &SandboxPolicy| -> Vec<PathBuf> {
-            placeholder_paths(policy, &policy.below_top(None), Some(&home))
+            absent(&policy.writable(), placeholder_paths(policy, &policy.below_top(None), Some(&home)))
                 .into_iter()
                 .filter(|(_, kind)| *kind == Kind::Dir)
                 .map(|(p, _)| p)
@@ -1498,11 +1715,12 @@ mod tests {
         std::fs::create_dir_all(home.join(".aws")).unwrap();
         std::fs::create_dir_all(home.join("dotfiles/kube")).unwrap();
         std::os::unix::fs::symlink("dotfiles/kube", home.join(".kube")).unwrap();
-        let files: Vec<PathBuf> = placeholder_paths(&policy, &policy.below_top(None), Some(&home))
-            .into_iter()
-            .filter(|(_, kind)| *kind == Kind::File(b""))
-            .map(|(p, _)| p)
-            .collect();
+        let files: Vec<PathBuf> =
+            absent(&roots, placeholder_paths(&policy, &policy.below_top(None), Some(&home)))
+                .into_iter()
+                .filter(|(_, kind)| *kind == Kind::File(b""))
+                .map(|(p, _)| p)
+                .collect();
         for name in [".gitconfig", ".bash_aliases", ".aws/config", "dotfiles/kube/config"] {
             assert!(files.contains(&home.join(name)), "{name}: {files:?}");
         }

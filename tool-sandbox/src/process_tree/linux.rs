@@ -313,9 +313,9 @@ pub(crate) fn is_running(pid: i32, start: u64) -> bool {
     read_stat(pid).is_some_and(|stat| stat.start == start && !stat.is_zombie())
 }
 
-/// This process's start, in clock ticks after boot.
-pub(crate) fn own_start() -> Option<u64> {
-    read_stat(std::process::id() as i32).map(|stat| stat.start)
+/// The start of process `pid`, in clock ticks after boot.
+pub(crate) fn start_of(pid: i32) -> Option<u64> {
+    read_stat(pid).map(|stat| stat.start)
 }
 
 /// The mounts made in the mount namespaces of the processes other than this process's: those of

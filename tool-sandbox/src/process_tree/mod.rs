@@ -15,7 +15,7 @@ pub use cgroup::{Cgroup, Limited};
 #[cfg(target_os = "linux")]
 pub use linux::{MountNamespace, Process, Tree};
 #[cfg(target_os = "linux")]
-pub(crate) use linux::{MountsElsewhere, is_running, own_start};
+pub(crate) use linux::{MountsElsewhere, is_running, start_of};
 #[cfg(target_os = "linux")]
 pub use session::lead_session;
 

@@ -222,10 +222,49 @@ fn start_of(pid: u32) -> u64 {
     stat.rsplit_once(')').unwrap().1.split_ascii_whitespace().nth(19).unwrap().parse().unwrap()
 }
 
+/// A protected name that is a link to what does not exist (`CLAUDE.md` -> `docs/CLAUDE.md`), or
+/// beneath a link to a directory that does not exist (`.claude` -> `config/claude`): the
+/// command cannot create it through the link, and nothing is left behind.
+#[test]
+fn a_protected_name_cannot_be_created_through_a_link_to_what_does_not_exist() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let fx = fixture("dangling");
+    std::fs::create_dir(fx.root.join("docs")).unwrap();
+    std::os::unix::fs::symlink("docs/CLAUDE.md", fx.root.join("CLAUDE.md")).unwrap();
+    std::os::unix::fs::symlink(fx.root.join("notes/AGENTS.md"), fx.root.join("AGENTS.md")).unwrap();
+    std::os::unix::fs::symlink("config/./claude", fx.root.join(".claude")).unwrap();
+    std::os::unix::fs::symlink("GEMINI.md", fx.root.join("GEMINI.md")).unwrap();
+    let sandbox = Sandbox::new(fx.policy.clone()).unwrap();
+    for script in [
+        "echo evil > CLAUDE.md",
+        "echo evil > docs/CLAUDE.md",
+        "echo evil > AGENTS.md",
+        "mkdir -p notes && echo evil > notes/AGENTS.md",
+        "mkdir -p config/claude/hooks && echo evil > config/claude/hooks/x",
+        "rm CLAUDE.md && echo evil > CLAUDE.md",
+    ] {
+        let (code, out) = run_holding(&sandbox, &fx.root, script);
+        assert_ne!(code, 0, "`{script}` succeeded: {out}");
+    }
+    for made in ["docs/CLAUDE.md", "notes", "config"] {
+        assert!(!exists(&fx.root.join(made)), "{made} left behind");
+    }
+    for link in ["CLAUDE.md", "AGENTS.md", ".claude", "GEMINI.md"] {
+        assert!(std::fs::symlink_metadata(fx.root.join(link)).unwrap().is_symlink(), "{link}");
+    }
+    // What does not touch the links is written as before.
+    let (code, out) =
+        run_holding(&sandbox, &fx.root, "mkdir -p docs/more && echo ok > docs/more/x && echo ok");
+    assert_eq!((code, out.as_str()), (0, "ok\n"));
+}
+
 /// A process killed before it removed its placeholders leaves them in the workspace (empty
 /// directories named `CLAUDE.md`, `.mcp.json`): the next sandbox that wants such a name removes
-/// one still as it was made once its maker is gone and no other mount namespace has a mount on
-/// it, and nothing else.
+/// one still as it was made once no other mount namespace has a mount on it, and nothing else.
+/// Its maker may still run (a process that left it to another's command): with the lock around
+/// placeholders held, no process can be about to bind it.
 #[test]
 fn a_placeholder_left_behind_by_a_process_that_is_gone_is_removed() {
     if !layers() || !mounts() {
@@ -254,7 +293,7 @@ fn a_placeholder_left_behind_by_a_process_that_is_gone_is_removed() {
     // Something was put in it since: the user's now.
     mark_made_by(&fx.root.join("GEMINI.md"), gone, 1);
     std::fs::write(fx.root.join("GEMINI.md/notes"), "kept").unwrap();
-    // Its maker runs (another process).
+    // Its maker runs (another process), and no command has a mount on it.
     let mut maker = std::process::Command::new("sleep").arg("30").spawn().unwrap();
     mark_made_by(&fx.root.join(".mcp.json"), maker.id(), start_of(maker.id()));
     // Not marked: the user's own empty directory.
@@ -286,7 +325,7 @@ fn a_placeholder_left_behind_by_a_process_that_is_gone_is_removed() {
     // The left one was removed, then held for the command (made again) and removed after it.
     assert!(!exists(&fx.root.join("CLAUDE.md")), "{out}");
     assert!(fx.root.join("GEMINI.md/notes").exists());
-    assert!(fx.root.join(".mcp.json").is_dir());
+    assert!(!exists(&fx.root.join(".mcp.json")), "{out}");
     assert!(fx.root.join("AGENTS.md").is_dir());
     assert!(opencode.is_dir(), "removed while a mount namespace had a mount on it");
     // Once that process ends, the next command's sandbox removes it.
@@ -295,7 +334,7 @@ fn a_placeholder_left_behind_by_a_process_that_is_gone_is_removed() {
     let (code, _) = run_holding(&sandbox, &fx.root, "true");
     assert_eq!(code, 0);
     assert!(!exists(&opencode));
-    assert!(fx.root.join(".mcp.json").is_dir() && fx.root.join("AGENTS.md").is_dir());
+    assert!(fx.root.join("AGENTS.md").is_dir());
     maker.kill().unwrap();
     maker.wait().unwrap();
 }
