@@ -53,6 +53,29 @@ type Stamp = Option<(u64, u64, u64, i64, i64, i64, i64)>;
 /// Per repository root: the files an answer came from, as they were, and the answer.
 type Answers = HashMap<PathBuf, (Vec<(PathBuf, Stamp)>, GitReads)>;
 
+std::thread_local! {
+    /// The answers given within [`one_start`] on this thread.
+    static THIS_START: std::cell::RefCell<Option<HashMap<PathBuf, GitReads>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `start` (a command's start, on this thread) with each repository's answer kept for its
+/// duration: git is asked once per repository, first, and the answer serves what follows. A
+/// command's start asks before it takes the lock around placeholders
+/// ([`placeholder_lock`](crate::placeholder_lock)), which no git made slow (a FIFO a command put
+/// where an included file should be) may then hold up.
+pub(crate) fn one_start<T>(start: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            THIS_START.with(|answers| *answers.borrow_mut() = None);
+        }
+    }
+    THIS_START.with(|answers| *answers.borrow_mut() = Some(HashMap::new()));
+    let _reset = Reset;
+    start()
+}
+
 /// What git reads in a repository to decide which programs to run.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct GitReads {
@@ -79,6 +102,24 @@ pub(crate) struct GitReads {
 /// ([`BUDGET`]), git is not asked: the last answer stands, or one read without git, which is
 /// not kept.
 pub(crate) fn git_reads(root: &Path, writable: &[PathBuf]) -> GitReads {
+    let given = THIS_START.with(|answers| answers.borrow().as_ref().map(|a| a.get(root).cloned()));
+    match given {
+        Some(Some(reads)) => reads,
+        Some(None) => {
+            let reads = git_reads_now(root, writable);
+            THIS_START.with(|answers| {
+                if let Some(answers) = answers.borrow_mut().as_mut() {
+                    answers.insert(root.to_path_buf(), reads.clone());
+                }
+            });
+            reads
+        }
+        None => git_reads_now(root, writable),
+    }
+}
+
+/// [`git_reads`], outside [`one_start`]'s answers.
+fn git_reads_now(root: &Path, writable: &[PathBuf]) -> GitReads {
     static ANSWERS: std::sync::OnceLock<Mutex<Answers>> = std::sync::OnceLock::new();
     let answers = ANSWERS.get_or_init(Default::default);
     let mut answers = answers.lock().unwrap_or_else(|p| p.into_inner());
@@ -415,6 +456,30 @@ mod tests {
         assert_eq!(reads.hooks, Some(top.join("sub/.hooks")));
         assert!(reads.files.contains(&top.join(".git/config")), "{:?}", reads.files);
         std::fs::remove_dir_all(&top).unwrap();
+    }
+
+    /// Within one command's start git is asked once per repository: what it answered first
+    /// stands (the start asks before it takes the lock around placeholders, and plans its mounts
+    /// under the lock from that answer), and a later start asks again.
+    #[test]
+    fn within_one_start_git_is_asked_once_per_repository() {
+        let top = std::env::temp_dir().join(format!("git-config-once-{}", std::process::id()));
+        std::fs::create_dir_all(&top).unwrap();
+        let git = |args: &[&str]| std::process::Command::new("git").args(args).current_dir(&top).status();
+        if !git(&["init", "-q"]).is_ok_and(|s| s.success()) {
+            eprintln!("skipped: git is not installed");
+            return;
+        }
+        assert!(git(&["config", "core.hooksPath", "first"]).unwrap().success());
+        let (before, after) = one_start(|| {
+            let before = git_reads(&top, &[]).hooks;
+            assert!(git(&["config", "core.hooksPath", "second"]).unwrap().success());
+            (before, git_reads(&top, &[]).hooks)
+        });
+        let later = git_reads(&top, &[]).hooks;
+        std::fs::remove_dir_all(&top).unwrap();
+        assert_eq!((before, after), (Some(top.join("first")), Some(top.join("first"))));
+        assert_eq!(later, Some(top.join("second")));
     }
 
     #[test]

@@ -10,8 +10,8 @@
 //!
 //! An exclusive `flock` on `/tmp/tools-locks-<uid>/placeholders`, a directory of mode `0700`
 //! (refused when another user owns it or others may enter it) that every command's mount
-//! namespace hides. Each take opens the file anew, so that two threads of one process exclude
-//! each other too; it is never waited on for long: a process that cannot have it within
+//! namespace hides. Each take opens the directory and the file anew, so that two threads of one
+//! process exclude each other too, and a directory removed meanwhile is made again; it is never waited on for long: a process that cannot have it within
 //! [`WAIT`] goes on as if no lock existed for a command's start, and keeps its placeholders
 //! rather than remove them.
 
@@ -26,33 +26,26 @@ use rustix::fs::{FlockOperation, Mode, OFlags};
 /// look through `/proc`.
 const WAIT: Duration = Duration::from_secs(5);
 
-/// The directory, opened once, and its path (hidden from commands).
-struct Dir {
-    path: PathBuf,
-    fd: OwnedFd,
+/// The lock's directory's path.
+fn path() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| PathBuf::from(format!("/tmp/tools-locks-{}", rustix::process::geteuid().as_raw())))
 }
 
-fn dir() -> Option<&'static Dir> {
-    static DIR: OnceLock<Option<Dir>> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let uid = rustix::process::geteuid();
-        let path = PathBuf::from(format!("/tmp/tools-locks-{}", uid.as_raw()));
-        let _ = rustix::fs::mkdir(&path, Mode::RWXU);
-        let fd = rustix::fs::open(
-            &path,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .ok()?;
-        let stat = rustix::fs::fstat(&fd).ok()?;
-        (stat.st_uid == uid.as_raw() && stat.st_mode & 0o077 == 0).then_some(Dir { path, fd })
-    })
-    .as_ref()
+/// The lock's directory, made when absent, opened anew each time (one a cleaner of `/tmp`
+/// removed is made again, and every process finds the same): `None` when it is not a directory
+/// of this user's that no one else may enter.
+fn dir() -> Option<OwnedFd> {
+    let _ = rustix::fs::mkdir(path(), Mode::RWXU);
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path(), flags, Mode::empty()).ok()?;
+    let stat = rustix::fs::fstat(&fd).ok()?;
+    (stat.st_uid == rustix::process::geteuid().as_raw() && stat.st_mode & 0o077 == 0).then_some(fd)
 }
 
 /// The lock's directory, where this process could make or open it: hidden from every command.
 pub(crate) fn hidden_dir() -> Option<&'static Path> {
-    dir().map(|dir| dir.path.as_path())
+    dir().map(|_| path())
 }
 
 /// What a take got.
@@ -73,8 +66,7 @@ impl Lock {
     pub(crate) fn take() -> Lock {
         let Some(dir) = dir() else { return Lock::Absent };
         let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
-        let Ok(file) = rustix::fs::openat(dir.fd.as_fd(), "placeholders", flags, Mode::RUSR | Mode::WUSR)
-        else {
+        let Ok(file) = rustix::fs::openat(dir.as_fd(), "placeholders", flags, Mode::RUSR | Mode::WUSR) else {
             return Lock::Absent;
         };
         if !rustix::fs::fstat(&file).is_ok_and(|s| rustix::fs::FileType::from_raw_mode(s.st_mode).is_file()) {

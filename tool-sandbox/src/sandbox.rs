@@ -492,8 +492,31 @@ impl Sandbox {
         command: &mut std::process::Command,
         cwd: &Path,
     ) -> std::io::Result<Placeholders> {
+        // Git is asked once per repository, first: not while the lock below is held.
+        #[cfg(unix)]
+        return crate::git_config::one_start(|| self.hold_and_apply(command, cwd));
+        #[cfg(not(unix))]
+        return self.hold_and_apply(command, cwd);
+    }
+
+    /// [`Sandbox::apply_holding`]'s work.
+    fn hold_and_apply(
+        &self,
+        command: &mut std::process::Command,
+        cwd: &Path,
+    ) -> std::io::Result<Placeholders> {
         // What lies below the roots' tops, looked for once for the placeholders and the mounts.
         let below = self.policy.below_top(None);
+        let wanted =
+            if self.mount_namespace { wanted_placeholders(&self.policy, &below) } else { Vec::new() };
+        // The command's namespace is worth knowing where none of its processes can leave it.
+        #[cfg(target_os = "linux")]
+        let (namespace, report) = match self.mount_namespace && self.seccomp.is_some() {
+            true => crate::child::namespace_report().map(|(read, write)| (Some(read), Some(write)))?,
+            false => (None, None),
+        };
+        #[cfg(not(target_os = "linux"))]
+        let (namespace, report) = (None, None);
         // Held from deciding which protected names exist until the command's mounts are made.
         #[cfg(target_os = "linux")]
         let starting = match self.mount_namespace {
@@ -504,18 +527,7 @@ impl Sandbox {
         let locked = starting.is_held();
         #[cfg(not(target_os = "linux"))]
         let locked = false;
-        let (held, found) = match self.mount_namespace {
-            true => make_placeholders(&self.policy, &below, locked),
-            false => (Vec::new(), Vec::new()),
-        };
-        // The command's namespace is worth knowing where none of its processes can leave it.
-        #[cfg(target_os = "linux")]
-        let (namespace, report) = match self.mount_namespace && self.seccomp.is_some() {
-            true => crate::child::namespace_report().map(|(read, write)| (Some(read), Some(write)))?,
-            false => (None, None),
-        };
-        #[cfg(not(target_os = "linux"))]
-        let (namespace, report) = (None, None);
+        let (held, found) = make_placeholders(&self.policy, wanted, locked);
         let mut placeholders = Placeholders {
             _held: held,
             found,
@@ -620,8 +632,12 @@ impl Sandbox {
         // directory's, when it is one) is held where it is by its own mount, and the directories
         // above it are pinned, so that no command can move it out from under it, to have the next
         // command's mount cover a decoy (a writable root within it stays writable).
-        let mut targets = protected_targets(&self.policy, below, unreadable.paths().chain(&hidden))
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        // The directories above each placeholder are pinned too (one made where a link leads,
+        // `docs/CLAUDE.md`, would go with `docs` renamed away).
+        let held = placeholders.iter().map(|p| &p.path);
+        let mut targets =
+            protected_targets(&self.policy, below, unreadable.paths().chain(&hidden).chain(held))
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         targets.read_only.extend(placeholders.iter().map(|p| p.path.clone()));
         let socket_dirs = self.policy.hidden_socket_dirs();
         // The sockets `allowUnixSockets` names in those directories: bound back in the empty
@@ -777,7 +793,14 @@ pub(crate) fn protected_targets<'a>(
     let inside = |path: &Path| roots.iter().any(|r| path.starts_with(r));
     let protected = policy.protected_paths_in(below).map_err(|(_, refusal)| refusal)?;
     let protected = protected.into_iter().map(|path| (path, true));
-    for (path, read_only) in protected.chain(pinned.into_iter().map(|path| (path.clone(), false))) {
+    // Each link met on the way is followed to its end, and each link passed there is held and
+    // pinned as well (`CLAUDE.md` -> `d/CLAUDE.md`, `d` -> `docs`: `d` replaced by a directory
+    // would take `CLAUDE.md` elsewhere).
+    let mut work: Vec<(PathBuf, bool)> =
+        protected.chain(pinned.into_iter().map(|path| (path.clone(), false))).collect();
+    work.reverse();
+    let mut passed: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    while let Some((path, read_only)) = work.pop() {
         let Some(root) = root_of(&roots, &path) else { continue };
         let Ok(rest) = path.strip_prefix(root) else { continue };
         let mut dir = root.clone();
@@ -813,6 +836,12 @@ pub(crate) fn protected_targets<'a>(
                     && inside(&resolved)
                 {
                     targets.read_only.push(resolved);
+                }
+                passed.insert(next.clone());
+                for link in follow(&whole).links {
+                    if inside(&link) && passed.insert(link.clone()) {
+                        work.push((link, false));
+                    }
                 }
                 // The link itself is bound onto itself, and the directories above it pinned.
                 targets.links.push(next);
@@ -1373,10 +1402,16 @@ fn remove_left<'f>(
     kept
 }
 
-/// The placeholders of a policy: [`PLACEHOLDERS`](crate::policy::PLACEHOLDERS) at each writable
-/// root, with git writes allowed `.git/hooks` and `.git/info` of a repository that has none, and
-/// when the home directory is writable, the directories of
-/// [`HOME_PLACEHOLDERS`](crate::policy::HOME_PLACEHOLDERS) in it.
+/// Where a policy wants placeholders ([`placeholder_paths`], for this process's home directory).
+fn wanted_placeholders(policy: &SandboxPolicy, below: &BelowTop) -> Vec<(PathBuf, Kind)> {
+    let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
+    placeholder_paths(policy, below, home.as_deref())
+}
+
+/// The placeholders of a policy at `paths` ([`wanted_placeholders`]):
+/// [`PLACEHOLDERS`](crate::policy::PLACEHOLDERS) at each writable root, with git writes allowed
+/// `.git/hooks` and `.git/info` of a repository that has none, and when the home directory is
+/// writable, the directories of [`HOME_PLACEHOLDERS`](crate::policy::HOME_PLACEHOLDERS) in it.
 ///
 /// A placeholder a process left behind there (killed before it could remove it, or leaving it
 /// to another process's command that held it) is removed first, as its maker would have, and
@@ -1387,12 +1422,10 @@ fn remove_left<'f>(
 /// command ends.
 fn make_placeholders(
     policy: &SandboxPolicy,
-    below: &BelowTop,
+    paths: Vec<(PathBuf, Kind)>,
     locked: bool,
 ) -> (Vec<Placeholder>, Vec<Found>) {
-    let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
     let roots = policy.writable();
-    let paths = placeholder_paths(policy, below, home.as_deref());
     #[cfg(target_os = "linux")]
     let found = {
         let there: Vec<Found> = (paths.iter())
@@ -1491,25 +1524,36 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
             paths.push((path, kind));
         }
     }
-    // A directory on the way that is a link within the roots (`~/.aws` -> `dotfiles/aws`): the
-    // placeholder is made where it leads, which the name reaches.
-    for (path, _) in &mut paths {
-        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { continue };
-        if let Ok(real) = std::fs::canonicalize(parent)
-            && real != parent
-            && roots.iter().any(|r| real.starts_with(r))
-        {
-            *path = real.join(name);
+    // A link on the way, the name itself included (`~/.aws` -> `dotfiles/aws`, `CLAUDE.md` ->
+    // `docs/CLAUDE.md`): a command would create the name by creating what the link leads to (the
+    // links are bound onto themselves), so that is held, inside the roots, as the kernel would
+    // create it: from the first missing directory on the way. Not inside a protected path,
+    // where commands create nothing anyway (a placeholder in `.git` would stop the user's git).
+    let followed: Vec<(PathBuf, Kind, Followed)> = (paths.into_iter())
+        .map(|(path, kind)| {
+            let followed = follow(&path);
+            (path, kind, followed)
+        })
+        .collect();
+    let protected = match followed.iter().any(|(_, _, f)| !f.links.is_empty()) {
+        true => policy.protected_paths_in(below).unwrap_or_else(|(paths, _)| paths),
+        false => Vec::new(),
+    };
+    let inside = |path: &Path| {
+        roots.iter().any(|r| path.starts_with(r)) && !protected.iter().any(|p| path.starts_with(p))
+    };
+    let mut paths: Vec<(PathBuf, Kind)> = Vec::new();
+    for (path, kind, followed) in followed {
+        if followed.links.is_empty() {
+            paths.push((path, kind));
+            continue;
         }
-    }
-    // The name, or a directory on the way, is a link to what does not exist (`CLAUDE.md` ->
-    // `docs/CLAUDE.md`, `~/.config` -> `dotfiles/config`): a command would create the name by
-    // creating what the link leads to (the link itself is bound onto itself), so that is held,
-    // from its first missing directory.
-    for (path, kind) in &mut paths {
-        if let Some(target) = through_dangling_link(path).filter(|t| roots.iter().any(|r| t.starts_with(r))) {
-            (*path, *kind) = first_missing(target, *kind);
-        }
+        let last = followed.missing.len().saturating_sub(1);
+        paths.extend(
+            (followed.missing.into_iter().enumerate())
+                .filter(|(_, (at, _))| inside(at))
+                .map(|(i, (at, more))| (at, if i == last && !more { kind } else { Kind::Dir })),
+        );
     }
     paths.sort();
     // One placeholder per path: a directory where one is wanted as a directory and as a file.
@@ -1540,20 +1584,30 @@ fn is_kept(path: &Path) -> bool {
     GIT_PLACEHOLDERS.iter().any(|(name, _)| path.ends_with(name))
 }
 
-/// Where `path` would be created when it does not exist and a symbolic link on the way (itself
-/// included) leads there: the path with every link followed (at most 40), as far as it exists,
-/// and the rest of its names after it. `None` when it exists, or no link is on the way.
-fn through_dangling_link(path: &Path) -> Option<PathBuf> {
+/// What following the symbolic links on the way to a path finds, as the kernel follows them.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Followed {
+    /// The links passed, in order (at most 40 are followed).
+    links: Vec<PathBuf>,
+    /// Where the names missing on the way would be created, each with whether it would be a
+    /// directory: a missing directory that a `..` after it climbs out of (the walk goes on as
+    /// if it were there, as it is once held), and the first missing name after which no `..`
+    /// comes (the walk ends there: nothing can be made beneath it once it is held). Empty
+    /// when the path exists.
+    missing: Vec<(PathBuf, bool)>,
+}
+
+/// Follows the links on the way to `path` (absolute) one name at a time, without normalizing a
+/// `..` as text: it climbs out of the directory reached, as the kernel's does.
+fn follow(path: &Path) -> Followed {
+    use std::ffi::OsString;
     use std::path::Component;
-    if std::fs::metadata(path).is_ok() || std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_symlink()) {
-        return None;
-    }
+    let mut followed = Followed::default();
     let mut at = PathBuf::from("/");
     // The names still to walk, the next one last.
-    let mut names: Vec<std::ffi::OsString> = Vec::new();
-    let add = |names: &mut Vec<std::ffi::OsString>, path: &Path| {
-        let parts: Vec<std::ffi::OsString> = path
-            .components()
+    let mut names: Vec<OsString> = Vec::new();
+    let push = |names: &mut Vec<OsString>, path: &Path| {
+        let parts: Vec<OsString> = (path.components())
             .filter_map(|c| match c {
                 Component::Normal(name) => Some(name.to_owned()),
                 Component::ParentDir => Some("..".into()),
@@ -1562,8 +1616,7 @@ fn through_dangling_link(path: &Path) -> Option<PathBuf> {
             .collect();
         names.extend(parts.into_iter().rev());
     };
-    add(&mut names, path);
-    let mut links = 0;
+    push(&mut names, path);
     while let Some(name) = names.pop() {
         if name == ".." {
             at.pop();
@@ -1572,24 +1625,28 @@ fn through_dangling_link(path: &Path) -> Option<PathBuf> {
         let next = at.join(&name);
         match std::fs::symlink_metadata(&next) {
             Ok(meta) if meta.is_symlink() => {
-                links += 1;
-                let target = std::fs::read_link(&next).ok().filter(|_| links <= 40)?;
+                let Ok(target) = std::fs::read_link(&next) else { break };
+                followed.links.push(next);
+                if followed.links.len() > 40 {
+                    break;
+                }
                 if target.is_absolute() {
                     at = PathBuf::from("/");
                 }
-                add(&mut names, &target);
+                push(&mut names, &target);
             }
             Ok(_) => at = next,
             Err(_) => {
-                names.push(name);
-                break;
+                let climbs_out = names.last().is_some_and(|n| n == "..");
+                followed.missing.push((next.clone(), !names.is_empty()));
+                if !climbs_out {
+                    break;
+                }
+                at = next;
             }
         }
     }
-    if links == 0 || names.is_empty() {
-        return None;
-    }
-    Some(crate::lexically_normal(&names.iter().rev().fold(at, |path, name| path.join(name))))
+    followed
 }
 
 /// `path` (made as `kind`) when its parent is a directory; else the first of its ancestors that

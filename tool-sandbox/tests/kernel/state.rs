@@ -224,35 +224,59 @@ fn start_of(pid: u32) -> u64 {
 
 /// A protected name that is a link to what does not exist (`CLAUDE.md` -> `docs/CLAUDE.md`), or
 /// beneath a link to a directory that does not exist (`.claude` -> `config/claude`): the
-/// command cannot create it through the link, and nothing is left behind.
+/// command cannot create it through the link, nor by moving a directory on the way, replacing
+/// a link on the way, or making a missing directory a `..` climbs out of a link; and nothing is
+/// left behind, nor made inside the git directory.
 #[test]
 fn a_protected_name_cannot_be_created_through_a_link_to_what_does_not_exist() {
     if !layers() || !mounts() {
         return;
     }
     let fx = fixture("dangling");
-    std::fs::create_dir(fx.root.join("docs")).unwrap();
-    std::os::unix::fs::symlink("docs/CLAUDE.md", fx.root.join("CLAUDE.md")).unwrap();
-    std::os::unix::fs::symlink(fx.root.join("notes/AGENTS.md"), fx.root.join("AGENTS.md")).unwrap();
-    std::os::unix::fs::symlink("config/./claude", fx.root.join(".claude")).unwrap();
-    std::os::unix::fs::symlink("GEMINI.md", fx.root.join("GEMINI.md")).unwrap();
+    let link = |target: &str, name: &str| std::os::unix::fs::symlink(target, fx.root.join(name)).unwrap();
+    for dir in ["docs", "config", "realdocs", ".git"] {
+        std::fs::create_dir(fx.root.join(dir)).unwrap();
+    }
+    link("docs/CLAUDE.md", "CLAUDE.md");
+    link(fx.root.join("notes/AGENTS.md").to_str().unwrap(), "AGENTS.md");
+    link("config/./claude", ".claude");
+    link("GEMINI.md", "GEMINI.md");
+    link("d/CLAUDE.local.md", "CLAUDE.local.md");
+    link("realdocs", "d");
+    link("docs/missing/../opencode.json", "opencode.json");
+    link(".git/index.lock", ".mcp.json");
     let sandbox = Sandbox::new(fx.policy.clone()).unwrap();
     for script in [
         "echo evil > CLAUDE.md",
         "echo evil > docs/CLAUDE.md",
+        "mv docs docs2 && mkdir docs && echo evil > docs/CLAUDE.md",
         "echo evil > AGENTS.md",
         "mkdir -p notes && echo evil > notes/AGENTS.md",
         "mkdir -p config/claude/hooks && echo evil > config/claude/hooks/x",
+        "mv config config2 && mkdir -p config/claude && echo evil > config/claude/settings.json",
         "rm CLAUDE.md && echo evil > CLAUDE.md",
+        "echo evil > CLAUDE.local.md",
+        "rm d && mkdir d && echo evil > d/CLAUDE.local.md",
+        "mkdir -p other/sub && ln -s ../other/sub docs/missing && echo evil > opencode.json",
+        "echo evil > docs/opencode.json",
     ] {
         let (code, out) = run_holding(&sandbox, &fx.root, script);
         assert_ne!(code, 0, "`{script}` succeeded: {out}");
+        assert!(
+            !["CLAUDE.md", "AGENTS.md", "CLAUDE.local.md", "opencode.json"]
+                .iter()
+                .any(|name| std::fs::read(fx.root.join(name)).is_ok_and(|c| c == b"evil\n")),
+            "`{script}` wrote a protected name through its link"
+        );
     }
-    for made in ["docs/CLAUDE.md", "notes", "config"] {
+    // Nothing is made inside the git directory (its `index.lock` would stop the user's git).
+    let (_, out) = run_holding(&sandbox, &fx.root, "ls -A .git; echo listed");
+    assert_eq!(out, "listed\n");
+    for made in ["docs/CLAUDE.md", "notes", "config/claude", "realdocs/CLAUDE.local.md", "docs/missing"] {
         assert!(!exists(&fx.root.join(made)), "{made} left behind");
     }
-    for link in ["CLAUDE.md", "AGENTS.md", ".claude", "GEMINI.md"] {
-        assert!(std::fs::symlink_metadata(fx.root.join(link)).unwrap().is_symlink(), "{link}");
+    for name in ["CLAUDE.md", "AGENTS.md", ".claude", "GEMINI.md", "CLAUDE.local.md", "d", "opencode.json"] {
+        assert!(std::fs::symlink_metadata(fx.root.join(name)).unwrap().is_symlink(), "{name}");
     }
     // What does not touch the links is written as before.
     let (code, out) =
