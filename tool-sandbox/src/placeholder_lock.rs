@@ -8,9 +8,9 @@
 //! it, a process may also remove another live process's placeholder that no command holds:
 //! nothing can take it up meanwhile.
 //!
-//! An exclusive `flock` on `/tmp/tools-locks-<uid>/placeholders`, a directory of mode `0700`
-//! (refused when another user owns it or others may enter it) that every command's mount
-//! namespace hides. Each take opens the directory and the file anew, so that two threads of one
+//! An exclusive `flock` on `/tmp/tools-locks-<uid>/placeholders` (mode `0200`), in a directory of
+//! mode `0700` (refused when another user owns it or others may enter it) that every command's
+//! mount namespace hides. Each take opens the directory and the file anew, so that two threads of one
 //! process exclude each other too, and a directory removed meanwhile is made again; it is never waited on for long: a process that cannot have it within
 //! [`WAIT`] goes on as if no lock existed for a command's start, and keeps its placeholders
 //! rather than remove them.
@@ -65,10 +65,15 @@ impl Lock {
     /// Takes the lock, waiting at most [`WAIT`] for another holder.
     pub(crate) fn take() -> Lock {
         let Some(dir) = dir() else { return Lock::Absent };
-        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
-        let Ok(file) = rustix::fs::openat(dir.as_fd(), "placeholders", flags, Mode::RUSR | Mode::WUSR) else {
+        // Write-only: no sandboxed command may open it (Landlock refuses it writing outside its
+        // roots, the mode reading, and it has no capability to pass over the mode), even where
+        // it finds the directory (made again after a cleaner of `/tmp` removed it while the
+        // command ran).
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let Ok(file) = rustix::fs::openat(dir.as_fd(), "placeholders", flags, Mode::WUSR) else {
             return Lock::Absent;
         };
+        let _ = rustix::fs::fchmod(&file, Mode::WUSR);
         if !rustix::fs::fstat(&file).is_ok_and(|s| rustix::fs::FileType::from_raw_mode(s.st_mode).is_file()) {
             return Lock::Absent;
         }

@@ -793,14 +793,18 @@ pub(crate) fn protected_targets<'a>(
     let inside = |path: &Path| roots.iter().any(|r| path.starts_with(r));
     let protected = policy.protected_paths_in(below).map_err(|(_, refusal)| refusal)?;
     let protected = protected.into_iter().map(|path| (path, true));
-    // Each link met on the way is followed to its end, and each link passed there is held and
-    // pinned as well (`CLAUDE.md` -> `d/CLAUDE.md`, `d` -> `docs`: `d` replaced by a directory
-    // would take `CLAUDE.md` elsewhere).
-    let mut work: Vec<(PathBuf, bool)> =
-        protected.chain(pinned.into_iter().map(|path| (path.clone(), false))).collect();
+    // A link met on the way is followed to its end (once: not the links found there in turn),
+    // and what it passes is held as well: each further link bound onto itself (`CLAUDE.md` ->
+    // `d/CLAUDE.md`, `d` -> `docs`: `d` replaced by a directory would take `CLAUDE.md`
+    // elsewhere), what it leads to read-only, with the directories above each pinned, and each
+    // directory a `..` climbs out of pinned itself.
+    let mut work: Vec<(PathBuf, bool, bool)> = protected
+        .chain(pinned.into_iter().map(|path| (path.clone(), false)))
+        .map(|(p, r)| (p, r, true))
+        .collect();
     work.reverse();
     let mut passed: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
-    while let Some((path, read_only)) = work.pop() {
+    while let Some((path, read_only, follows)) = work.pop() {
         let Some(root) = root_of(&roots, &path) else { continue };
         let Ok(rest) = path.strip_prefix(root) else { continue };
         let mut dir = root.clone();
@@ -831,16 +835,23 @@ pub(crate) fn protected_targets<'a>(
             };
             let last = i + 1 == components.len();
             if meta.file_type().is_symlink() {
-                let whole: PathBuf = components[i + 1..].iter().fold(next.clone(), |p, c| p.join(c));
-                if let Ok(resolved) = std::fs::canonicalize(&whole)
-                    && inside(&resolved)
-                {
-                    targets.read_only.push(resolved);
-                }
                 passed.insert(next.clone());
-                for link in follow(&whole).links {
-                    if inside(&link) && passed.insert(link.clone()) {
-                        work.push((link, false));
+                if follows {
+                    let whole: PathBuf = components[i + 1..].iter().fold(next.clone(), |p, c| p.join(c));
+                    let followed = follow(&whole);
+                    for link in followed.links {
+                        if inside(&link) && passed.insert(link.clone()) {
+                            work.push((link, false, false));
+                        }
+                    }
+                    for dir in followed.climbed.into_iter().filter(|dir| inside(dir)) {
+                        targets.pins.push(dir.clone());
+                        work.push((dir, false, false));
+                    }
+                    // What it leads to, or a directory on the way that cannot be searched (as a
+                    // whole), read-only.
+                    for end in followed.end.into_iter().chain(followed.unsearchable).filter(|e| inside(e)) {
+                        work.push((end, true, false));
                     }
                 }
                 // The link itself is bound onto itself, and the directories above it pinned.
@@ -1527,23 +1538,11 @@ fn placeholder_paths(policy: &SandboxPolicy, below: &BelowTop, home: Option<&Pat
     // A link on the way, the name itself included (`~/.aws` -> `dotfiles/aws`, `CLAUDE.md` ->
     // `docs/CLAUDE.md`): a command would create the name by creating what the link leads to (the
     // links are bound onto themselves), so that is held, inside the roots, as the kernel would
-    // create it: from the first missing directory on the way. Not inside a protected path,
-    // where commands create nothing anyway (a placeholder in `.git` would stop the user's git).
-    let followed: Vec<(PathBuf, Kind, Followed)> = (paths.into_iter())
-        .map(|(path, kind)| {
-            let followed = follow(&path);
-            (path, kind, followed)
-        })
-        .collect();
-    let protected = match followed.iter().any(|(_, _, f)| !f.links.is_empty()) {
-        true => policy.protected_paths_in(below).unwrap_or_else(|(paths, _)| paths),
-        false => Vec::new(),
-    };
-    let inside = |path: &Path| {
-        roots.iter().any(|r| path.starts_with(r)) && !protected.iter().any(|p| path.starts_with(p))
-    };
-    let mut paths: Vec<(PathBuf, Kind)> = Vec::new();
-    for (path, kind, followed) in followed {
+    // create it: from the first missing directory on the way.
+    let inside = |path: &Path| roots.iter().any(|r| path.starts_with(r));
+    let wanted = std::mem::take(&mut paths);
+    for (path, kind) in wanted {
+        let followed = follow(&path);
         if followed.links.is_empty() {
             paths.push((path, kind));
             continue;
@@ -1587,14 +1586,22 @@ fn is_kept(path: &Path) -> bool {
 /// What following the symbolic links on the way to a path finds, as the kernel follows them.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Followed {
-    /// The links passed, in order (at most 40 are followed).
+    /// The links passed, in order (at most 40 are followed, as the kernel does).
     links: Vec<PathBuf>,
+    /// The existing directories a `..` climbed out of: each must stay where it is (a link put in
+    /// its place would take the `..` elsewhere).
+    climbed: Vec<PathBuf>,
     /// Where the names missing on the way would be created, each with whether it would be a
     /// directory: a missing directory that a `..` after it climbs out of (the walk goes on as
     /// if it were there, as it is once held), and the first missing name after which no `..`
     /// comes (the walk ends there: nothing can be made beneath it once it is held). Empty
     /// when the path exists.
     missing: Vec<(PathBuf, bool)>,
+    /// Where the path leads, when it exists.
+    end: Option<PathBuf>,
+    /// A directory on the way this process may not search (a command's `chmod 000`): what
+    /// lies beneath it cannot be known.
+    unsearchable: Option<PathBuf>,
 }
 
 /// Follows the links on the way to `path` (absolute) one name at a time, without normalizing a
@@ -1619,16 +1626,19 @@ fn follow(path: &Path) -> Followed {
     push(&mut names, path);
     while let Some(name) = names.pop() {
         if name == ".." {
+            if std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir()) {
+                followed.climbed.push(at.clone());
+            }
             at.pop();
             continue;
         }
         let next = at.join(&name);
         match std::fs::symlink_metadata(&next) {
             Ok(meta) if meta.is_symlink() => {
-                let Ok(target) = std::fs::read_link(&next) else { break };
+                let Ok(target) = std::fs::read_link(&next) else { return followed };
                 followed.links.push(next);
                 if followed.links.len() > 40 {
-                    break;
+                    return followed;
                 }
                 if target.is_absolute() {
                     at = PathBuf::from("/");
@@ -1636,15 +1646,22 @@ fn follow(path: &Path) -> Followed {
                 push(&mut names, &target);
             }
             Ok(_) => at = next,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                followed.unsearchable = Some(at);
+                return followed;
+            }
             Err(_) => {
                 let climbs_out = names.last().is_some_and(|n| n == "..");
                 followed.missing.push((next.clone(), !names.is_empty()));
                 if !climbs_out {
-                    break;
+                    return followed;
                 }
                 at = next;
             }
         }
+    }
+    if followed.missing.is_empty() {
+        followed.end = Some(at);
     }
     followed
 }

@@ -226,7 +226,7 @@ fn start_of(pid: u32) -> u64 {
 /// beneath a link to a directory that does not exist (`.claude` -> `config/claude`): the
 /// command cannot create it through the link, nor by moving a directory on the way, replacing
 /// a link on the way, or making a missing directory a `..` climbs out of a link; and nothing is
-/// left behind, nor made inside the git directory.
+/// left behind.
 #[test]
 fn a_protected_name_cannot_be_created_through_a_link_to_what_does_not_exist() {
     if !layers() || !mounts() {
@@ -269,10 +269,17 @@ fn a_protected_name_cannot_be_created_through_a_link_to_what_does_not_exist() {
             "`{script}` wrote a protected name through its link"
         );
     }
-    // Nothing is made inside the git directory (its `index.lock` would stop the user's git).
+    // A link into a protected directory gets its placeholder there too, while commands run.
     let (_, out) = run_holding(&sandbox, &fx.root, "ls -A .git; echo listed");
-    assert_eq!(out, "listed\n");
-    for made in ["docs/CLAUDE.md", "notes", "config/claude", "realdocs/CLAUDE.local.md", "docs/missing"] {
+    assert_eq!(out, "index.lock\nlisted\n");
+    for made in [
+        "docs/CLAUDE.md",
+        "notes",
+        "config/claude",
+        "realdocs/CLAUDE.local.md",
+        "docs/missing",
+        ".git/index.lock",
+    ] {
         assert!(!exists(&fx.root.join(made)), "{made} left behind");
     }
     for name in ["CLAUDE.md", "AGENTS.md", ".claude", "GEMINI.md", "CLAUDE.local.md", "d", "opencode.json"] {
@@ -282,6 +289,56 @@ fn a_protected_name_cannot_be_created_through_a_link_to_what_does_not_exist() {
     let (code, out) =
         run_holding(&sandbox, &fx.root, "mkdir -p docs/more && echo ok > docs/more/x && echo ok");
     assert_eq!((code, out.as_str()), (0, "ok\n"));
+}
+
+/// A protected name that is a link to what exists: what it leads to stays where it is and
+/// read-only (the directories above it cannot be renamed away, a directory a `..` in the link
+/// climbs out of cannot be replaced by a link), also where it leads to a protected name that
+/// gets no placeholder; and a long chain of links costs no more than the 40 the kernel follows.
+#[test]
+fn what_a_protected_link_leads_to_cannot_be_moved_or_replaced() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let fx = fixture("links-to");
+    let link = |target: &str, name: &str| std::os::unix::fs::symlink(target, fx.root.join(name)).unwrap();
+    for dir in ["docs", "config/claude", "d2", "sub"] {
+        std::fs::create_dir_all(fx.root.join(dir)).unwrap();
+    }
+    std::fs::write(fx.root.join("docs/ai.md"), "mine\n").unwrap();
+    std::fs::write(fx.root.join("docs/gemini.md"), "mine\n").unwrap();
+    link("docs/ai.md", "CLAUDE.md");
+    link("config/claude", ".claude");
+    link("d2/../docs/gemini.md", "GEMINI.md");
+    link("AGENT.md", "AGENTS.md");
+    // `sub/CLAUDE.md` (found below the top) leads into a chain of 300 links.
+    for i in 0..300 {
+        link(&format!("l{}", i + 1), &format!("sub/l{i}"));
+    }
+    link("../docs/ai.md", "sub/l300");
+    link("l0", "sub/CLAUDE.md");
+    let sandbox = Sandbox::new(fx.policy.clone()).unwrap();
+    for script in [
+        "echo evil > CLAUDE.md",
+        "mv docs docs2 && mkdir docs && echo evil > docs/ai.md",
+        "mv config config2 && mkdir -p config/claude && echo evil > config/claude/settings.json",
+        "echo evil > .claude/settings.json",
+        "mv d2 d3 && mkdir -p deep/x/docs && ln -s deep/x d2 && echo evil > deep/x/docs/gemini.md",
+        "echo evil > AGENT.md",
+        // Past the 40th the kernel follows no link: the first 40 are held.
+        "rm sub/l10 && ln -s ../docs/gemini.md sub/l10",
+    ] {
+        let (code, out) = run_holding(&sandbox, &fx.root, script);
+        assert_ne!(code, 0, "`{script}` succeeded: {out}");
+    }
+    for name in ["CLAUDE.md", "GEMINI.md"] {
+        assert_eq!(std::fs::read_to_string(fx.root.join(name)).unwrap(), "mine\n", "{name}");
+    }
+    assert!(!exists(&fx.root.join("AGENT.md")) && !exists(&fx.root.join(".claude/settings.json")));
+    // One mount per link passed, up to the kernel's 40 of a chain, not one per link of it.
+    let (code, out) = run_holding(&sandbox, &fx.root, "wc -l < /proc/self/mountinfo");
+    let mounts: usize = out.trim().parse().unwrap_or(usize::MAX);
+    assert!(code == 0 && mounts < 200, "{mounts} mounts: {out}");
 }
 
 /// A process killed before it removed its placeholders leaves them in the workspace (empty
