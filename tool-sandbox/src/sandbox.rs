@@ -759,6 +759,16 @@ fn unconfined_port(port: u16, why: &str) -> String {
     )
 }
 
+/// Why no command starts where protecting its paths would take `mounts` mounts.
+fn too_many_mounts(mounts: usize) -> String {
+    format!(
+        "holding the protected paths in the writable roots would take {mounts} mounts or more (read-only paths, \
+         pinned directories, links on the way to what protected links lead to), more than the {MAX_MOUNTS} a command \
+         may take: no command starts until there are fewer (links named like protected names, such as a \
+         `CLAUDE.md` leading through many links or `..`, below the workspace's top; ask the user to remove them)"
+    )
+}
+
 /// The read-only mounts and pinned directories that protect a policy's paths.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Targets {
@@ -805,6 +815,11 @@ pub(crate) fn protected_targets<'a>(
     work.reverse();
     let mut passed: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     while let Some((path, read_only, follows)) = work.pop() {
+        // Counted with repeats (each path pins its root and the directories above it again):
+        // a bound well past the one checked once they are counted alone, below.
+        if targets.pins.len() + targets.read_only.len() + targets.links.len() + work.len() > 16 * MAX_MOUNTS {
+            return Err(too_many_mounts(16 * MAX_MOUNTS));
+        }
         let Some(root) = root_of(&roots, &path) else { continue };
         let Ok(rest) = path.strip_prefix(root) else { continue };
         let mut dir = root.clone();
@@ -848,10 +863,20 @@ pub(crate) fn protected_targets<'a>(
                         targets.pins.push(dir.clone());
                         work.push((dir, false, false));
                     }
-                    // What it leads to, or a directory on the way that cannot be searched (as a
-                    // whole), read-only.
-                    for end in followed.end.into_iter().chain(followed.unsearchable).filter(|e| inside(e)) {
+                    // What it leads to, a directory on the way that cannot be searched (as a
+                    // whole), or a file on the way, read-only.
+                    let ends = followed.end.into_iter().chain(followed.unsearchable).chain(followed.blocked);
+                    for end in ends.filter(|e| inside(e)) {
                         work.push((end, true, false));
+                    }
+                    if let Some((at, why)) = followed.unresolved.filter(|(at, _)| inside(at)) {
+                        return Err(format!(
+                            "the protected link {} leads through {}, which cannot be followed ({why}), so what it \
+                             leads to cannot be held: no command starts until the link is removed or made shorter \
+                             (ask the user)",
+                            next.display(),
+                            at.display()
+                        ));
                     }
                 }
                 // The link itself is bound onto itself, and the directories above it pinned.
@@ -914,6 +939,10 @@ pub(crate) fn protected_targets<'a>(
     for list in [&mut targets.pins, &mut targets.read_only, &mut targets.links] {
         list.sort();
         list.dedup();
+    }
+    let mounts = targets.pins.len() + targets.read_only.len() + targets.links.len();
+    if mounts > MAX_MOUNTS {
+        return Err(too_many_mounts(mounts));
     }
     // A directory that is read-only, or beneath one, need not be pinned as well; and must not
     // be: a pin is a writable bind mount, which on top of a read-only one would make what is
@@ -1602,7 +1631,21 @@ struct Followed {
     /// A directory on the way this process may not search (a command's `chmod 000`): what
     /// lies beneath it cannot be known.
     unsearchable: Option<PathBuf>,
+    /// Something on the way that is not a directory, with names after it (the kernel stops
+    /// there): it must stay what it is (a command could put a directory in its place).
+    blocked: Option<PathBuf>,
+    /// Where the way could not be looked at, and why (a name too long, more than
+    /// [`MAX_WAY`] links or `..`): nothing can be held beyond it.
+    unresolved: Option<(PathBuf, String)>,
 }
+
+/// The most links, and the most `..`, [`follow`] passes on one way (the kernel follows 40 links).
+const MAX_WAY: usize = 40;
+
+/// The most mounts a command's protected paths may take (pins, read-only paths, links): past
+/// it no command starts, with an error naming why, rather than one that takes minutes to set
+/// up (a command can plant many protected names, each leading through many links and `..`).
+const MAX_MOUNTS: usize = 2048;
 
 /// Follows the links on the way to `path` (absolute) one name at a time, without normalizing a
 /// `..` as text: it climbs out of the directory reached, as the kernel's does.
@@ -1628,6 +1671,10 @@ fn follow(path: &Path) -> Followed {
         if name == ".." {
             if std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir()) {
                 followed.climbed.push(at.clone());
+                if followed.climbed.len() > MAX_WAY {
+                    followed.unresolved = Some((at, format!("more than {MAX_WAY} `..` on the way")));
+                    return followed;
+                }
             }
             at.pop();
             continue;
@@ -1635,9 +1682,16 @@ fn follow(path: &Path) -> Followed {
         let next = at.join(&name);
         match std::fs::symlink_metadata(&next) {
             Ok(meta) if meta.is_symlink() => {
-                let Ok(target) = std::fs::read_link(&next) else { return followed };
+                let target = match std::fs::read_link(&next) {
+                    Ok(target) => target,
+                    Err(e) => {
+                        followed.unresolved = Some((next, e.to_string()));
+                        return followed;
+                    }
+                };
                 followed.links.push(next);
-                if followed.links.len() > 40 {
+                if followed.links.len() > MAX_WAY {
+                    // The kernel follows no further: the way ends here.
                     return followed;
                 }
                 if target.is_absolute() {
@@ -1645,9 +1699,17 @@ fn follow(path: &Path) -> Followed {
                 }
                 push(&mut names, &target);
             }
+            Ok(meta) if !meta.is_dir() && !names.is_empty() => {
+                followed.blocked = Some(next);
+                return followed;
+            }
             Ok(_) => at = next,
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
                 followed.unsearchable = Some(at);
+                return followed;
+            }
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                followed.unresolved = Some((next, e.to_string()));
                 return followed;
             }
             Err(_) => {

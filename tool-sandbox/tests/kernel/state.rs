@@ -311,6 +311,10 @@ fn what_a_protected_link_leads_to_cannot_be_moved_or_replaced() {
     link("config/claude", ".claude");
     link("d2/../docs/gemini.md", "GEMINI.md");
     link("AGENT.md", "AGENTS.md");
+    // A file on the way: the kernel stops there, and it must stay a file.
+    std::fs::write(fx.root.join("docsfile"), "a file\n").unwrap();
+    link("docsfile/opencode.json", "opencode.json");
+    link("docsfile/../docs/local.md", "CLAUDE.local.md");
     // `sub/CLAUDE.md` (found below the top) leads into a chain of 300 links.
     for i in 0..300 {
         link(&format!("l{}", i + 1), &format!("sub/l{i}"));
@@ -325,6 +329,8 @@ fn what_a_protected_link_leads_to_cannot_be_moved_or_replaced() {
         "echo evil > .claude/settings.json",
         "mv d2 d3 && mkdir -p deep/x/docs && ln -s deep/x d2 && echo evil > deep/x/docs/gemini.md",
         "echo evil > AGENT.md",
+        "rm docsfile && mkdir docsfile && echo evil > docsfile/opencode.json",
+        "mv docsfile x && mkdir docsfile && echo evil > docs/local.md && cat CLAUDE.local.md",
         // Past the 40th the kernel follows no link: the first 40 are held.
         "rm sub/l10 && ln -s ../docs/gemini.md sub/l10",
     ] {
@@ -335,10 +341,42 @@ fn what_a_protected_link_leads_to_cannot_be_moved_or_replaced() {
         assert_eq!(std::fs::read_to_string(fx.root.join(name)).unwrap(), "mine\n", "{name}");
     }
     assert!(!exists(&fx.root.join("AGENT.md")) && !exists(&fx.root.join(".claude/settings.json")));
+    assert_eq!(std::fs::read_to_string(fx.root.join("docsfile")).unwrap(), "a file\n");
     // One mount per link passed, up to the kernel's 40 of a chain, not one per link of it.
     let (code, out) = run_holding(&sandbox, &fx.root, "wc -l < /proc/self/mountinfo");
     let mounts: usize = out.trim().parse().unwrap_or(usize::MAX);
     assert!(code == 0 && mounts < 200, "{mounts} mounts: {out}");
+}
+
+/// Links planted to make each command's mounts many (a protected name leading through more
+/// `..` than are followed, or many protected names each through many links): no command
+/// starts, with an error that says why, rather than one that takes minutes to start.
+#[test]
+fn links_that_would_take_too_many_mounts_stop_commands_with_a_clear_error() {
+    if !layers() || !mounts() {
+        return;
+    }
+    let link = |target: &str, at: PathBuf| std::os::unix::fs::symlink(target, at).unwrap();
+    let fx = fixture("many-climbs");
+    std::fs::create_dir_all(fx.root.join("sub/a")).unwrap();
+    link(&format!("{}../docs/ai.md", "a/../".repeat(50)), fx.root.join("sub/CLAUDE.md"));
+    let sandbox = Sandbox::new(fx.policy.clone()).unwrap();
+    let mut command = std::process::Command::new("true");
+    let refused = sandbox.apply_holding(&mut command, &fx.root).err().map(|e| e.to_string());
+    assert!(refused.as_deref().is_some_and(|e| e.contains("more than 40 `..`")), "{refused:?}");
+    let fx = fixture("many-links");
+    for i in 0..60 {
+        let dir = fx.root.join(format!("s{i}"));
+        std::fs::create_dir(&dir).unwrap();
+        for j in 0..40 {
+            link(&format!("l{}", j + 1), dir.join(format!("l{j}")));
+        }
+        link("l0", dir.join("CLAUDE.md"));
+    }
+    let sandbox = Sandbox::new(fx.policy.clone()).unwrap();
+    let mut command = std::process::Command::new("true");
+    let refused = sandbox.apply_holding(&mut command, &fx.root).err().map(|e| e.to_string());
+    assert!(refused.as_deref().is_some_and(|e| e.contains("more than the 2048")), "{refused:?}");
 }
 
 /// A process killed before it removed its placeholders leaves them in the workspace (empty
