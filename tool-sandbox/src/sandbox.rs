@@ -822,6 +822,13 @@ pub(crate) fn protected_targets<'a>(
         }
         let Some(root) = root_of(&roots, &path) else { continue };
         let Ok(rest) = path.strip_prefix(root) else { continue };
+        // A writable root itself (what a protected link leads to: `.claude` -> `.`).
+        if rest.as_os_str().is_empty() {
+            if read_only {
+                targets.read_only.push(path);
+            }
+            continue;
+        }
         let mut dir = root.clone();
         let mut pins = vec![root.clone()];
         let mut target = None;

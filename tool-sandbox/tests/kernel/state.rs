@@ -346,6 +346,13 @@ fn what_a_protected_link_leads_to_cannot_be_moved_or_replaced() {
     let (code, out) = run_holding(&sandbox, &fx.root, "wc -l < /proc/self/mountinfo");
     let mounts: usize = out.trim().parse().unwrap_or(usize::MAX);
     assert!(code == 0 && mounts < 200, "{mounts} mounts: {out}");
+    // A protected name leading to the workspace itself protects all of it.
+    let fx = fixture("link-to-root");
+    std::os::unix::fs::symlink(".", fx.root.join(".claude")).unwrap();
+    let (code, out) =
+        run_holding(&Sandbox::new(fx.policy.clone()).unwrap(), &fx.root, "echo {} > settings.json");
+    assert_ne!(code, 0, "{out}");
+    assert!(!exists(&fx.root.join("settings.json")));
 }
 
 /// Links planted to make each command's mounts many (a protected name leading through more
