@@ -10,10 +10,10 @@
 //!
 //! An exclusive `flock` on `/tmp/tools-locks-<uid>/placeholders` (mode `0200`), in a directory of
 //! mode `0700` (refused when another user owns it or others may enter it) that every command's
-//! mount namespace hides. Each take opens the directory and the file anew, so that two threads of one
-//! process exclude each other too, and a directory removed meanwhile is made again; it is never waited on for long: a process that cannot have it within
-//! [`WAIT`] goes on as if no lock existed for a command's start, and keeps its placeholders
-//! rather than remove them.
+//! mount namespace hides. Each take opens the directory and the file anew, so that two threads
+//! of one process exclude each other too, and a directory removed meanwhile is made again. It is
+//! never waited on for long: a process that cannot have it within [`WAIT`] goes on as if no lock
+//! existed for a command's start, and keeps its placeholders rather than remove them.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
