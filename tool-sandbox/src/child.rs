@@ -741,6 +741,20 @@ fn landlock_add_path_rule(ruleset: &OwnedFd, dir: libc::c_int, access: u64) -> i
     })
 }
 
+/// Has `command`'s process enter the Landlock domain of `ruleset` before it runs (no new
+/// privileges first, as the kernel requires of a process without `CAP_SYS_ADMIN`).
+pub(crate) fn run_in_domain(command: &mut std::process::Command, ruleset: &'static OwnedFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure only makes system calls (`prctl`, `landlock_restrict_self`), which are
+    // async-signal-safe as `pre_exec` requires, on a descriptor open for the life of the process.
+    unsafe {
+        command.pre_exec(move || {
+            no_new_privs()?;
+            landlock_restrict_self(ruleset)
+        });
+    }
+}
+
 fn landlock_restrict_self(ruleset: &OwnedFd) -> io::Result<()> {
     // SAFETY: the ruleset descriptor is open for the life of the plan; flags 0.
     check(unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) })

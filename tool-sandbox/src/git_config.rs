@@ -249,7 +249,14 @@ fn linked_git_dirs(top: &Path) -> Vec<PathBuf> {
 /// checked (`safe.directory`): git only reads here, and one owned by another user is read as
 /// that user's git would read it.
 fn run_git(git: &Path, root: &Path, args: &[&str], deadline: Instant) -> Option<Vec<u8>> {
-    let mut child = std::process::Command::new(git)
+    let mut command = std::process::Command::new(git);
+    // Git reads what a command may have written (an `include.path` of `/proc/<this process>/fd/0`
+    // would have it read this process's input, a client's requests): it runs in a Landlock domain
+    // of its own, which reaches no other process through `/proc` and writes nothing.
+    if let Some(ruleset) = crate::landlock_rules::reader_ruleset() {
+        crate::child::run_in_domain(&mut command, ruleset);
+    }
+    let mut child = command
         .arg("-c")
         .arg("safe.directory=*")
         .arg("-C")
@@ -480,6 +487,39 @@ mod tests {
         std::fs::remove_dir_all(&top).unwrap();
         assert_eq!((before, after), (Some(top.join("first")), Some(top.join("first"))));
         assert_eq!(later, Some(top.join("second")));
+    }
+
+    /// Git reads what a command wrote, as this process's child: a configuration that includes
+    /// `/proc/<this process>/fd/N` (its input, where a client's requests come in) does not have
+    /// git read from that descriptor, which its own Landlock domain keeps it out of.
+    #[test]
+    fn git_cannot_read_this_process_descriptors_that_a_configuration_includes() {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let top = std::env::temp_dir().join(format!("git-config-proc-{}", std::process::id()));
+        std::fs::create_dir_all(&top).unwrap();
+        let git = |args: &[&str]| std::process::Command::new("git").args(args).current_dir(&top).status();
+        if !git(&["init", "-q"]).is_ok_and(|s| s.success()) {
+            eprintln!("skipped: git is not installed");
+            return;
+        }
+        if crate::landlock_rules::reader_ruleset().is_none() {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI has Landlock");
+            eprintln!("skipped: no Landlock here");
+            return;
+        }
+        let (input, mut sender) = std::io::pipe().unwrap();
+        sender.write_all(b"[core]\n\thooksPath = taken\n").unwrap();
+        let included = format!("/proc/{}/fd/{}", std::process::id(), input.as_raw_fd());
+        assert!(git(&["config", "include.path", &included]).unwrap().success());
+        let reads = git_reads(&top, &[]);
+        // What was sent is all still there for this process to read.
+        drop(sender);
+        let mut left = String::new();
+        std::io::Read::read_to_string(&mut &input, &mut left).unwrap();
+        std::fs::remove_dir_all(&top).unwrap();
+        assert_eq!(left, "[core]\n\thooksPath = taken\n");
+        assert_ne!(reads.hooks, Some(top.join("taken")));
     }
 
     #[test]

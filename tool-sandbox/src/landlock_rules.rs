@@ -127,6 +127,37 @@ impl Rules {
     }
 }
 
+/// A Landlock ruleset that grants no write (but to `/dev/null`), no TCP, no signal and no abstract socket beyond the
+/// process's own domain, and reads everything: the domain the host's own helpers run in (git
+/// asked about a repository a command may have made). Being in a domain of its own, such a
+/// helper may not reach into another process through `/proc` (its descriptors, its memory, its
+/// environment): a configuration that includes `/proc/<host>/fd/0` cannot have it read the
+/// host's input. Built once; `None` where the kernel has no Landlock.
+pub(crate) fn reader_ruleset() -> Option<&'static OwnedFd> {
+    static RULESET: std::sync::OnceLock<Option<OwnedFd>> = std::sync::OnceLock::new();
+    RULESET
+        .get_or_init(|| {
+            let abi = ABI::from(i32::try_from(crate::child::landlock_abi()?).ok()?);
+            let write = AccessFs::from_write(abi);
+            let created = Ruleset::default()
+                .set_compatibility(CompatLevel::BestEffort)
+                .handle_access(write)
+                .ok()?
+                .handle_access(AccessNet::from_all(abi))
+                .ok()?
+                .scope(Scope::from_all(abi))
+                .ok()?
+                .create()
+                .ok()?
+                // Git opens `/dev/null` for reading and writing when it starts, and stops if it
+                // cannot.
+                .add_rule(PathBeneath::new(PathFd::new("/dev/null").ok()?, write & AccessFs::from_file(abi)))
+                .ok()?;
+            created.into()
+        })
+        .as_ref()
+}
+
 /// The rules that let commands read beneath `root`: `read` on it, or where `/dev` lies beneath
 /// it, listing it and reading each of its entries but the one on the way to `/dev` (and so on
 /// down), and in `/dev` only [`DEV_READABLE`]. Landlock only grants, and a grant covers all
