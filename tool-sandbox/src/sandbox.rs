@@ -1644,6 +1644,11 @@ struct Followed {
     /// Where the way could not be looked at, and why (a name too long, more than
     /// [`MAX_WAY`] links or `..`): nothing can be held beyond it.
     unresolved: Option<(PathBuf, String)>,
+    /// A directory of `/proc` the way entered (`/proc/self/cwd/x`, `/dev/fd/3`), whose links
+    /// lead each process that follows them to a place of its own (its own working directory,
+    /// its own descriptors): where they lead this process says nothing of where they lead
+    /// another, so the way is followed no further (the protected link itself stays held).
+    per_process: Option<PathBuf>,
 }
 
 /// The most links, and the most `..`, [`follow`] passes on one way (the kernel follows 40 links).
@@ -1710,6 +1715,10 @@ fn follow(path: &Path) -> Followed {
                 followed.blocked = Some(next);
                 return followed;
             }
+            Ok(_) if is_proc(&next) => {
+                followed.per_process = Some(next);
+                return followed;
+            }
             Ok(_) => at = next,
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
                 followed.unsearchable = Some(at);
@@ -1733,6 +1742,18 @@ fn follow(path: &Path) -> Followed {
         followed.end = Some(at);
     }
     followed
+}
+
+/// Whether `path` lies on a `proc` file system.
+fn is_proc(path: &Path) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        rustix::fs::statfs(path).is_ok_and(|fs| fs.f_type == rustix::fs::PROC_SUPER_MAGIC)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        path.starts_with("/proc")
+    }
 }
 
 /// `path` (made as `kind`) when its parent is a directory; else the first of its ancestors that
@@ -1780,6 +1801,24 @@ mod tests {
         drop(held);
         assert!(outside.join("git").is_dir(), "a directory was removed through a link");
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// A way into `/proc` (directly, or through `/dev/fd`) is followed no further: where its
+    /// links lead this process says nothing of where they lead a command or an agent.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_way_into_proc_is_followed_no_further() {
+        let followed = follow(Path::new("/proc/self/cwd/notes.md"));
+        assert_eq!(followed.per_process, Some(PathBuf::from("/proc")));
+        assert_eq!((followed.end, followed.missing), (None, Vec::new()));
+        let base = std::env::temp_dir().join(format!("follow-proc-{}", std::process::id()));
+        std::fs::create_dir_all(&base).unwrap();
+        std::os::unix::fs::symlink("../../dev/fd/0", base.join("CLAUDE.md")).unwrap();
+        let followed = follow(&base.join("CLAUDE.md"));
+        std::fs::remove_dir_all(&base).unwrap();
+        assert_eq!(followed.per_process, Some(PathBuf::from("/proc")), "{followed:?}");
+        assert_eq!(followed.links.first(), Some(&base.join("CLAUDE.md")));
+        assert!(followed.end.is_none() && followed.missing.is_empty(), "{followed:?}");
     }
 
     /// The lock around placeholders is held from deciding which protected names exist until the
