@@ -829,6 +829,17 @@ async fn output_past_its_limit_stops_the_script() {
         message,
         "\nThe script was stopped: its output passed 1000 bytes, the limit per script. Print less (counts, the lines that matter, a summary) and run it again."
     );
+    // A script that catches the error saying so makes no call after it, nor prints more.
+    let result = script(
+        &dispatcher,
+        "try { print('x'.repeat(2000)); } catch (e) {}\n\
+         try { await tools.echo({ text: 'after' }); } catch (e) {}\n\
+         try { print('more'); } catch (e) {}",
+    )
+    .await;
+    assert!(result.output.is_error);
+    assert_eq!(result.output.metadata["nested_calls"], json!(0), "{}", text(&result));
+    assert!(!text(&result).contains("more"), "{}", text(&result));
 }
 
 #[tokio::test]

@@ -596,6 +596,10 @@ impl<'js> Script<'js> {
         let stop = setup.stop.clone();
         let limits = setup.limits;
         let host_call = Function::new(ctx.clone(), move |ctx: Ctx<'js>, tool: String, arguments: String| {
+            // A script a limit stopped, that caught the error saying so, makes no more calls.
+            if let Some(stopped) = stop.get() {
+                return Err(Exception::throw_internal(&ctx, &stopped.message(&limits).to_string()));
+            }
             let mut state = state.borrow_mut();
             if state.calls >= u64::from(limits.nested_calls) {
                 stop.stop(Stop::NestedCalls);
@@ -640,6 +644,9 @@ impl<'js> Script<'js> {
         let stop = setup.stop.clone();
         let to_host = setup.to_host.clone();
         let host_print = Function::new(ctx.clone(), move |ctx: Ctx<'js>, text: String| {
+            if let Some(stopped) = stop.get() {
+                return Err(Exception::throw_internal(&ctx, &stopped.message(&limits).to_string()));
+            }
             let mut state = state.borrow_mut();
             let before = state.output.len();
             let fits = state.write(&text, limits.output_bytes) && state.write("\n", limits.output_bytes);
