@@ -923,11 +923,27 @@ impl RulesBuilder {
         let mut by_server = Vec::new();
         let mut ignored = Vec::new();
         let mut external = Vec::new();
+        let editors = self.catalog.tools_named(EDIT_RULES);
         for (action, text, origin) in self.rules {
             let error =
                 |problem: String| RuleError { rule: text.clone(), origin: origin.to_string(), problem };
             let (name, pattern) = split_rule(&text).map_err(error)?;
             let tools = match self.catalog.resolve(name) {
+                // A deny or ask rule on the paths one tool that edits may change holds for every
+                // tool that edits, as it does for commands (whose sandbox keeps those paths
+                // read-only): `deny Write(./secret/**)` refuses `edit` and `apply_patch` there
+                // too. (Claude Code matches only `Edit(...)` rules against file changes, and
+                // warns that a `Write(path)` rule is not applied.)
+                Resolved::Tools(mut tools)
+                    if pattern.is_some()
+                        && action != Action::Allow
+                        && tools.iter().any(|tool| editors.contains(tool)) =>
+                {
+                    tools.extend(
+                        editors.iter().filter(|editor| !tools.contains(editor)).cloned().collect::<Vec<_>>(),
+                    );
+                    tools
+                }
                 Resolved::Tools(tools) => tools,
                 Resolved::Server(server) => {
                     if pattern.is_some() {

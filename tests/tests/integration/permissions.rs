@@ -340,6 +340,53 @@ async fn edit_rules_cover_multi_edit_and_every_file_of_a_patch() {
     assert_eq!(std::fs::read_to_string(root.join("src/lib.rs")).unwrap(), "pub fn b() {}\n");
 }
 
+/// A deny or ask rule on paths written for one tool that edits (`Write(...)`, `MultiEdit(...)`)
+/// holds for every tool that edits, as it does for commands, whose sandbox keeps those paths
+/// read-only; an allow rule stays with the tool it names.
+#[tokio::test]
+async fn a_refusal_written_for_one_editing_tool_holds_for_every_one() {
+    let dir = TempDir::new("perm-write-rules");
+    let root = dir.path();
+    write(root.join("secret/a.txt"), "hi\n");
+    write(root.join("keep/b.txt"), "hi\n");
+    let rules = base(root)
+        .deny("Write(./secret/**)")
+        .ask("MultiEdit(./keep/**)")
+        .allow("Write(./open/**)")
+        .tool_default("apply_patch", Action::Ask);
+    let d = dispatcher(root, Policy::new(rules.build().unwrap()));
+    let patch =
+        |path: &str| format!("*** Begin Patch\n*** Update File: {path}\n@@\n-hi\n+changed\n*** End Patch\n");
+    for (dir, rule) in [("secret", "`deny Write(./secret/**)`"), ("keep", "`ask MultiEdit(./keep/**)`")] {
+        let file = if dir == "secret" { "secret/a.txt" } else { "keep/b.txt" };
+        for (tool, arguments) in [
+            ("write", json!({"path": file, "content": "changed\n"})),
+            ("edit", json!({"path": file, "old_string": "hi", "new_string": "changed"})),
+            ("multi_edit", json!({"path": file, "edits": [{"old_string": "hi", "new_string": "changed"}]})),
+            ("apply_patch", json!({"patch": patch(file)})),
+            ("write", json!({"path": format!("{dir}/new.txt"), "content": "new\n"})),
+        ] {
+            let result = call(&d, tool, arguments).await;
+            let text = result.output.text_content();
+            assert!(result.output.is_error && text.contains(rule), "{tool} on {file}: {text}");
+        }
+        assert_eq!(std::fs::read_to_string(root.join(file)).unwrap(), "hi\n");
+        assert!(!root.join(dir).join("new.txt").exists());
+    }
+    // The allow rule allows `write` there, and not `apply_patch`, which is asked about (no one
+    // is here to answer).
+    let written = call(&d, "write", json!({"path": "open/c.txt", "content": "c\n"})).await;
+    assert!(!written.output.is_error, "{}", written.output.text_content());
+    let patched = call(
+        &d,
+        "apply_patch",
+        json!({"patch": "*** Begin Patch\n*** Add File: open/d.txt\n+d\n*** End Patch\n"}),
+    )
+    .await;
+    assert!(patched.output.is_error, "{}", patched.output.text_content());
+    assert!(!root.join("open/d.txt").exists());
+}
+
 #[tokio::test]
 async fn external_directory_rules_and_their_default() {
     let dir = TempDir::new("perm-external");
