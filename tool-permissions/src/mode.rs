@@ -346,8 +346,9 @@ pub(crate) fn action(mode: PermissionMode, class: Class) -> Action {
 }
 
 /// The rule that would allow what was asked for, and the mode too when one would, in words:
-/// `` `allow Bash(python3:*)` `` for a command, `` `allow Edit(./src/main.rs)` or the mode
-/// `acceptEdits` `` for an edit.
+/// `` `allow Bash(python3:*)` would `` for a command, `` `allow Edit(./src/main.rs)` or the mode
+/// `acceptEdits` would `` for an edit; for a command line the rules cannot read whole (a
+/// comment, an expansion), what it would take to write it so that one would.
 pub(crate) fn would_allow(
     catalog: &ToolCatalog,
     root: &Path,
@@ -386,14 +387,25 @@ pub(crate) fn would_allow(
             }
             let rules: Vec<String> =
                 programs.iter().map(|program| format!("`allow {name}({program}:*)`")).collect();
-            rules.join(" with ")
+            let rules = rules.join(" with ");
+            // Allow rules reach only lines they read whole: the rule is no help as the line is.
+            if let Some(what) = shell::not_read_whole(command) {
+                return format!(
+                    "{rules} would for the line written without {what}, which allow rules do not look through"
+                );
+            }
+            rules
         }
         Unmatched::Path { path, .. } => match path.strip_prefix(root) {
             Ok(inside) => format!("`allow {name}(./{})`", inside.display()),
             Err(_) => format!("`allow {name}(/{})`", path.display()),
         },
     };
-    if class == Class::Edits { format!("{rule} or the mode `acceptEdits`") } else { rule }
+    if class == Class::Edits {
+        format!("{rule} or the mode `acceptEdits` would")
+    } else {
+        format!("{rule} would")
+    }
 }
 
 #[cfg(test)]
@@ -406,6 +418,47 @@ mod tests {
         let mut request = PermissionRequest::new(kind, "do it");
         request.tool = tool.to_owned();
         request
+    }
+
+    /// The rule a refusal suggests is one that would allow the line; for a line allow rules do
+    /// not look through, it says what stands in the way (the rule may be there already).
+    #[tokio::test]
+    async fn a_refusal_suggests_a_rule_that_would_allow_the_line() {
+        let catalog = ToolCatalog::new()
+            .subject("bash", Subject::Command)
+            .rule_name("Bash", ["bash"])
+            .hook_name("bash", "Bash");
+        let rules = Rules::builder("/w").catalog(catalog).allow("Bash(sleep:*)").build().unwrap();
+        let policy = Policy::new(rules).with_mode(PermissionMode::DontAsk);
+        let reason = |command: &str| {
+            let asked = request("bash", PermissionKind::Command { command: command.into(), workdir: None });
+            let policy = &policy;
+            async move {
+                match policy.decide(&asked).await {
+                    PermissionDecision::Deny { reason } => reason,
+                    other => panic!("{other:?}"),
+                }
+            }
+        };
+        assert_eq!(
+            policy
+                .decide(&request(
+                    "bash",
+                    PermissionKind::Command { command: "sleep 1".into(), workdir: None }
+                ))
+                .await,
+            PermissionDecision::Allow
+        );
+        let python = reason("python3 -V").await;
+        assert!(python.contains("no rule allows this, `allow Bash(python3:*)` would)"), "{python}");
+        assert!(
+            reason("sleep 1 # why").await.contains(
+                "no rule allows this, `allow Bash(sleep:*)` would for the line written without a comment, which \
+                 allow rules do not look through)"
+            ),
+            "{}",
+            reason("sleep 1 # why").await
+        );
     }
 
     #[tokio::test]

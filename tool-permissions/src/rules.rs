@@ -318,7 +318,7 @@ pub(crate) enum Because {
     Default,
     /// No rule and no default of the rules: the policy's permission mode decides.
     Unmatched,
-    /// The permission mode decided (`would`: the rule or mode that would allow it).
+    /// The permission mode decided (`would`: the rule or mode that would allow it, in words).
     Mode {
         mode: crate::PermissionMode,
         origin: Arc<str>,
@@ -358,7 +358,7 @@ impl fmt::Display for Because {
             Because::Default => f.write_str("the default for every tool"),
             Because::Unmatched => f.write_str("no rule"),
             Because::Mode { mode, origin, would } => {
-                write!(f, "the permission mode `{mode}` ({origin}; no rule allows this, {would} would)")
+                write!(f, "the permission mode `{mode}` ({origin}; no rule allows this, {would})")
             }
             Because::ExternalDefault => f.write_str("the default for paths outside the workspace root"),
             Because::Deferred => f.write_str("no rule"),

@@ -221,6 +221,12 @@ pub(crate) fn simple_commands(command: &str) -> Option<Vec<String>> {
     parse(command).ok().map(|commands| commands.iter().map(|words| words.join(" ")).collect())
 }
 
+/// What in `command` the parser does not understand (`a comment`, `` `$` (an expansion or
+/// command substitution) ``), if anything: allow rules do not reach such a line.
+pub(crate) fn not_read_whole(command: &str) -> Option<&'static str> {
+    parse(command).err().map(|unknown| unknown.0)
+}
+
 /// Why the parser gave up on a command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Unknown(&'static str);
