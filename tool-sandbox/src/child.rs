@@ -742,13 +742,17 @@ fn landlock_add_path_rule(ruleset: &OwnedFd, dir: libc::c_int, access: u64) -> i
 }
 
 /// Has `command`'s process enter the Landlock domain of `ruleset` before it runs (no new
-/// privileges first, as the kernel requires of a process without `CAP_SYS_ADMIN`).
+/// privileges first, as the kernel requires of a process without `CAP_SYS_ADMIN`), with no
+/// descriptor but its standard ones (none that whatever started the host left inheritable,
+/// which the domain would not keep it from reading through `/dev/fd`).
 pub(crate) fn run_in_domain(command: &mut std::process::Command, ruleset: &'static OwnedFd) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: the closure only makes system calls (`prctl`, `landlock_restrict_self`), which are
-    // async-signal-safe as `pre_exec` requires, on a descriptor open for the life of the process.
+    // SAFETY: the closure only makes system calls (`close_range` or `fcntl`, `prctl`,
+    // `landlock_restrict_self`), which are async-signal-safe as `pre_exec` requires, on a
+    // descriptor open for the life of the process.
     unsafe {
         command.pre_exec(move || {
+            close_inherited()?;
             no_new_privs()?;
             landlock_restrict_self(ruleset)
         });

@@ -252,7 +252,8 @@ fn run_git(git: &Path, root: &Path, args: &[&str], deadline: Instant) -> Option<
     let mut command = std::process::Command::new(git);
     // Git reads what a command may have written (an `include.path` of `/proc/<this process>/fd/0`
     // would have it read this process's input, a client's requests): it runs in a Landlock domain
-    // of its own, which reaches no other process through `/proc` and writes nothing.
+    // of its own, which may not open another process's descriptors through `/proc`, with none
+    // of this process's but its standard ones, and writes nothing.
     if let Some(ruleset) = crate::landlock_rules::reader_ruleset() {
         crate::child::run_in_domain(&mut command, ruleset);
     }
@@ -508,17 +509,32 @@ mod tests {
             eprintln!("skipped: no Landlock here");
             return;
         }
+        let sent = "[core]\n\thooksPath = taken\n";
         let (input, mut sender) = std::io::pipe().unwrap();
-        sender.write_all(b"[core]\n\thooksPath = taken\n").unwrap();
-        let included = format!("/proc/{}/fd/{}", std::process::id(), input.as_raw_fd());
-        assert!(git(&["config", "include.path", &included]).unwrap().success());
+        sender.write_all(sent.as_bytes()).unwrap();
+        // And one that whatever started this process left inheritable, which git would find as
+        // its own.
+        let (inherited, mut to_inherited) = std::io::pipe().unwrap();
+        to_inherited.write_all(sent.as_bytes()).unwrap();
+        // (Git stops at an include it may not open, and goes past one that does not exist.)
+        let included = format!(
+            "[include]\n\tpath = /dev/fd/{}\n\tpath = /proc/{}/fd/{}\n",
+            inherited.as_raw_fd(),
+            std::process::id(),
+            input.as_raw_fd()
+        );
+        let mut config = std::fs::OpenOptions::new().append(true).open(top.join(".git/config")).unwrap();
+        config.write_all(included.as_bytes()).unwrap();
+        rustix::io::fcntl_setfd(&inherited, rustix::io::FdFlags::empty()).unwrap();
         let reads = git_reads(&top, &[]);
+        rustix::io::fcntl_setfd(&inherited, rustix::io::FdFlags::CLOEXEC).unwrap();
         // What was sent is all still there for this process to read.
-        drop(sender);
-        let mut left = String::new();
-        std::io::Read::read_to_string(&mut &input, &mut left).unwrap();
+        drop((sender, to_inherited));
+        let mut left = (String::new(), String::new());
+        std::io::Read::read_to_string(&mut &input, &mut left.0).unwrap();
+        std::io::Read::read_to_string(&mut &inherited, &mut left.1).unwrap();
         std::fs::remove_dir_all(&top).unwrap();
-        assert_eq!(left, "[core]\n\thooksPath = taken\n");
+        assert_eq!(left, (sent.to_owned(), sent.to_owned()));
         assert_ne!(reads.hooks, Some(top.join("taken")));
     }
 

@@ -130,9 +130,11 @@ impl Rules {
 /// A Landlock ruleset that grants no write (but to `/dev/null`), no TCP, no signal and no abstract socket beyond the
 /// process's own domain, and reads everything: the domain the host's own helpers run in (git
 /// asked about a repository a command may have made). Being in a domain of its own, such a
-/// helper may not reach into another process through `/proc` (its descriptors, its memory, its
-/// environment): a configuration that includes `/proc/<host>/fd/0` cannot have it read the
-/// host's input. Built once; `None` where the kernel has no Landlock.
+/// helper may not reach into another process through `/proc` where the kernel asks whether it
+/// may trace that process (its descriptors, its memory, its root and working directory; not its
+/// environment or command line, which it may read as before): a configuration that includes
+/// `/proc/<host>/fd/0` cannot have it read the host's input. Built once; `None` where the
+/// kernel has no Landlock.
 pub(crate) fn reader_ruleset() -> Option<&'static OwnedFd> {
     static RULESET: std::sync::OnceLock<Option<OwnedFd>> = std::sync::OnceLock::new();
     RULESET

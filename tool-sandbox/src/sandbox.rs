@@ -1644,10 +1644,12 @@ struct Followed {
     /// Where the way could not be looked at, and why (a name too long, more than
     /// [`MAX_WAY`] links or `..`): nothing can be held beyond it.
     unresolved: Option<(PathBuf, String)>,
-    /// A directory of `/proc` the way entered (`/proc/self/cwd/x`, `/dev/fd/3`), whose links
-    /// lead each process that follows them to a place of its own (its own working directory,
-    /// its own descriptors): where they lead this process says nothing of where they lead
-    /// another, so the way is followed no further (the protected link itself stays held).
+    /// A link of `/proc` on the way other than a process's `root` and `cwd` (a descriptor,
+    /// `/dev/fd/3`, `/proc/self/exe`): it leads each process that follows it to what that
+    /// process holds, so where it leads this process says nothing of where it leads a command
+    /// or an agent, and the way is followed no further (the protected link itself stays held).
+    /// A `root` leads every process of a mount namespace to the same place, and a `cwd` is
+    /// followed as this process's (whose working directory is the agent's, which starts it).
     per_process: Option<PathBuf>,
 }
 
@@ -1693,6 +1695,12 @@ fn follow(path: &Path) -> Followed {
         }
         let next = at.join(&name);
         match std::fs::symlink_metadata(&next) {
+            Ok(meta)
+                if meta.is_symlink() && is_proc(&at) && !PROC_LINKS_FOLLOWED.contains(&name.to_str()) =>
+            {
+                followed.per_process = Some(next);
+                return followed;
+            }
             Ok(meta) if meta.is_symlink() => {
                 let target = match std::fs::read_link(&next) {
                     Ok(target) => target,
@@ -1713,10 +1721,6 @@ fn follow(path: &Path) -> Followed {
             }
             Ok(meta) if !meta.is_dir() && !names.is_empty() => {
                 followed.blocked = Some(next);
-                return followed;
-            }
-            Ok(_) if is_proc(&next) => {
-                followed.per_process = Some(next);
                 return followed;
             }
             Ok(_) => at = next,
@@ -1743,6 +1747,10 @@ fn follow(path: &Path) -> Followed {
     }
     followed
 }
+
+/// The links of `/proc` that [`follow`] follows: to a process's directory, and from there to its
+/// root and its working directory.
+const PROC_LINKS_FOLLOWED: &[Option<&str>] = &[Some("self"), Some("thread-self"), Some("root"), Some("cwd")];
 
 /// Whether `path` lies on a `proc` file system.
 fn is_proc(path: &Path) -> bool {
@@ -1803,22 +1811,35 @@ mod tests {
         std::fs::remove_dir_all(&base).unwrap();
     }
 
-    /// A way into `/proc` (directly, or through `/dev/fd`) is followed no further: where its
-    /// links lead this process says nothing of where they lead a command or an agent.
+    /// A way through a descriptor of `/proc` (directly, or through `/dev/fd`) is followed no
+    /// further: where it leads this process says nothing of where it leads a command or an
+    /// agent. One through a process's `root` or `cwd` is followed to where it leads.
     #[cfg(target_os = "linux")]
     #[test]
-    fn a_way_into_proc_is_followed_no_further() {
-        let followed = follow(Path::new("/proc/self/cwd/notes.md"));
-        assert_eq!(followed.per_process, Some(PathBuf::from("/proc")));
+    fn a_way_through_a_descriptor_in_proc_is_followed_no_further() {
+        let fd = format!("/proc/{}/fd/0", std::process::id());
+        let followed = follow(Path::new("/proc/self/fd/0"));
+        assert_eq!(followed.per_process, Some(PathBuf::from(&fd)));
         assert_eq!((followed.end, followed.missing), (None, Vec::new()));
         let base = std::env::temp_dir().join(format!("follow-proc-{}", std::process::id()));
         std::fs::create_dir_all(&base).unwrap();
+        std::fs::write(base.join("real.md"), "x").unwrap();
         std::os::unix::fs::symlink("../../dev/fd/0", base.join("CLAUDE.md")).unwrap();
-        let followed = follow(&base.join("CLAUDE.md"));
+        let through_root = PathBuf::from("/proc/self/root").join(base.strip_prefix("/").unwrap());
+        std::os::unix::fs::symlink(through_root.join("real.md"), base.join("AGENTS.md")).unwrap();
+        let (descriptor, root) = (follow(&base.join("CLAUDE.md")), follow(&base.join("AGENTS.md")));
+        let cwd = follow(&PathBuf::from("/proc/thread-self/cwd/x"));
         std::fs::remove_dir_all(&base).unwrap();
-        assert_eq!(followed.per_process, Some(PathBuf::from("/proc")), "{followed:?}");
-        assert_eq!(followed.links.first(), Some(&base.join("CLAUDE.md")));
-        assert!(followed.end.is_none() && followed.missing.is_empty(), "{followed:?}");
+        assert_eq!(descriptor.per_process, Some(PathBuf::from(&fd)), "{descriptor:?}");
+        assert_eq!(descriptor.links.first(), Some(&base.join("CLAUDE.md")));
+        assert!(descriptor.end.is_none() && descriptor.missing.is_empty(), "{descriptor:?}");
+        assert_eq!((root.per_process, root.end), (None, Some(base.join("real.md"))), "{:?}", root.links);
+        let here = std::env::current_dir().unwrap().join("x");
+        assert_eq!(cwd.per_process, None);
+        assert!(
+            cwd.end == Some(here.clone()) || cwd.missing.first().map(|(p, _)| p) == Some(&here),
+            "{cwd:?}"
+        );
     }
 
     /// The lock around placeholders is held from deciding which protected names exist until the
