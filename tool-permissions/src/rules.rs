@@ -747,6 +747,11 @@ impl Rules {
         // changing it too.
         let mut read_rules = named_rules(on_paths(crate::Access::Edits), READ_RULES);
         read_rules.retain(|rule| rule.action != Action::Allow);
+        // A tool that changes files and asks about each (`undo`) meets the deny and ask rules on
+        // editing them, as the tools that edit do.
+        let mut edit_refusals =
+            named_rules(self.catalog.access_of(tool) == Some(crate::Access::Edits), EDIT_RULES);
+        edit_refusals.retain(|rule| rule.action != Action::Allow);
         // As in Claude Code, permission to edit a path is permission to read it: the allow rules
         // of the tools `Edit` names count for the tools that read paths (never their deny or ask
         // rules).
@@ -766,7 +771,8 @@ impl Rules {
         } else {
             Vec::new()
         };
-        match strictest(tool_rules.chain(external).chain(read_rules).chain(edit_allows)) {
+        match strictest(tool_rules.chain(external).chain(read_rules).chain(edit_refusals).chain(edit_allows))
+        {
             Some(verdict) => verdict,
             None if workspace => self.default_for(tool),
             None => Verdict { action: self.external_default, because: Because::ExternalDefault },

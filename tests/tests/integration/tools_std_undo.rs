@@ -357,6 +357,34 @@ async fn undo_asks_the_permission_hook_for_every_path_first() {
     assert_eq!(std::fs::read_to_string(s.root.join(".env")).unwrap(), "KEY=2\n");
 }
 
+/// `undo` changes files as the tools that edit do, so the deny and ask rules on editing a path
+/// hold for it too (a `bash` call's checkpoint records what any program changed meanwhile).
+#[tokio::test]
+async fn undo_meets_the_rules_on_editing_the_paths_it_would_change() {
+    use tool_runtime::permissions::{Policy, Rules};
+    let s = Session::new(None);
+    s.write("secret/a.txt", "a\n");
+    let (id, _) = s.ok("bash", json!({"command": "echo A > secret/a.txt; echo new > secret/b.txt"})).await;
+    for rule in ["Edit(./secret/**)", "Write(./secret/**)", "apply_patch(./secret/**)"] {
+        let rules =
+            Rules::builder(&s.root).catalog(tools_std::permission_catalog()).deny(rule).build().unwrap();
+        let (_, out) = s.call_with("undo", json!({"call_id": id}), Arc::new(Policy::new(rules))).await;
+        let text = out.text_content();
+        assert!(out.is_error && text.contains(&format!("`deny {rule}`")), "{rule}: {text}");
+        assert_eq!(std::fs::read_to_string(s.root.join("secret/a.txt")).unwrap(), "A\n", "{rule}");
+        assert!(s.root.join("secret/b.txt").exists(), "{rule}");
+    }
+    // A rule on other paths leaves it be.
+    let rules = Rules::builder(&s.root)
+        .catalog(tools_std::permission_catalog())
+        .deny("Edit(./other/**)")
+        .build()
+        .unwrap();
+    let (_, out) = s.call_with("undo", json!({"call_id": id}), Arc::new(Policy::new(rules))).await;
+    assert!(!out.is_error, "{}", out.text_content());
+    assert_eq!(std::fs::read_to_string(s.root.join("secret/a.txt")).unwrap(), "a\n");
+}
+
 #[tokio::test]
 async fn ignored_and_large_files_are_left_alone_and_the_result_says_so() {
     let s = Session::new(Some(CheckpointConfig { max_file_bytes: 64, ..CheckpointConfig::default() }));
