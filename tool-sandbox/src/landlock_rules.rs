@@ -127,9 +127,9 @@ impl Rules {
     }
 }
 
-/// A Landlock ruleset that grants no write (but to `/dev/null`), no TCP, no signal and no abstract socket beyond the
-/// process's own domain, and reads everything: the domain the host's own helpers run in (git
-/// asked about a repository a command may have made). Being in a domain of its own, such a
+/// A Landlock ruleset that grants no write (but to `/dev/null`), no TCP, no signal and no
+/// abstract socket beyond the process's own domain, and reads everything: the domain the host's
+/// own helpers run in (git asked about a repository a command may have made). Being in a domain of its own, such a
 /// helper may not reach into another process through `/proc` where the kernel asks whether it
 /// may trace that process (its descriptors, its memory, its root and working directory; not its
 /// environment or command line, which it may read as before): a configuration that includes

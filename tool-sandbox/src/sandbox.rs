@@ -1696,7 +1696,9 @@ fn follow(path: &Path) -> Followed {
         let next = at.join(&name);
         match std::fs::symlink_metadata(&next) {
             Ok(meta)
-                if meta.is_symlink() && is_proc(&at) && !PROC_LINKS_FOLLOWED.contains(&name.to_str()) =>
+                if meta.is_symlink()
+                    && is_proc(&at)
+                    && !name.to_str().is_some_and(|name| PROC_LINKS_FOLLOWED.contains(&name)) =>
             {
                 followed.per_process = Some(next);
                 return followed;
@@ -1750,7 +1752,7 @@ fn follow(path: &Path) -> Followed {
 
 /// The links of `/proc` that [`follow`] follows: to a process's directory, and from there to its
 /// root and its working directory.
-const PROC_LINKS_FOLLOWED: &[Option<&str>] = &[Some("self"), Some("thread-self"), Some("root"), Some("cwd")];
+const PROC_LINKS_FOLLOWED: &[&str] = &["self", "thread-self", "root", "cwd"];
 
 /// Whether `path` lies on a `proc` file system.
 fn is_proc(path: &Path) -> bool {
