@@ -73,10 +73,10 @@ impl Lock {
         let Ok(file) = rustix::fs::openat(dir.as_fd(), "placeholders", flags, Mode::WUSR) else {
             return Lock::Absent;
         };
-        let _ = rustix::fs::fchmod(&file, Mode::WUSR);
         if !rustix::fs::fstat(&file).is_ok_and(|s| rustix::fs::FileType::from_raw_mode(s.st_mode).is_file()) {
             return Lock::Absent;
         }
+        let _ = rustix::fs::fchmod(&file, Mode::WUSR);
         let deadline = Instant::now() + WAIT;
         loop {
             match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
