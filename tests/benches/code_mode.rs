@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tool_runtime::code::{CodeTool, Limits};
+use tool_runtime::code::{CodeTool, Limits, WorkerCommand};
 use tool_runtime::{
     CancellationToken, Dispatcher, Registry, ToolCall, ToolContext, ToolOutput, ToolSpec, spec::FnTool,
 };
@@ -360,11 +360,16 @@ async fn single(fx: &Fx, task: usize) -> Run {
 }
 
 /// The `echo` tool alone, and a dispatcher of it with the script tool beside it, allowed `n`
-/// nested calls per script (and the 15 more a last batch of 16 may make).
-fn engine_fixture(n: usize) -> (Arc<Registry>, Dispatcher) {
+/// nested calls per script (and the 15 more a last batch of 16 may make), each script's
+/// interpreter on a thread or, `in_a_worker`, in a process of the `code-worker` program.
+fn engine_fixture(n: usize, in_a_worker: bool) -> (Arc<Registry>, Dispatcher) {
     let tools = Arc::new(Registry::builder().tool(echo_tool()).build().expect("echo"));
     let limits = Limits::default().with_nested_calls(u32::try_from(n + 15).unwrap_or(u32::MAX));
-    let registry = CodeTool::new(tools.clone()).with_limits(limits).beside_its_tools().expect("the registry");
+    let mut tool = CodeTool::new(tools.clone()).with_limits(limits);
+    if in_a_worker {
+        tool = tool.in_worker(WorkerCommand::new(env!("CARGO_BIN_EXE_code-worker")));
+    }
+    let registry = tool.beside_its_tools().expect("the registry");
     let dispatcher =
         Dispatcher::builder(registry).repeat_guard(tool_runtime::dispatch::RepeatGuard::DISABLED).build();
     (tools, dispatcher)
@@ -392,9 +397,10 @@ async fn run_script(dispatcher: &Dispatcher, source: String) {
 /// One row of the engine's cost, `n` times, for counting its instructions
 /// (`tests/benches/code_mode_instructions.sh`): `registry_call`, `dispatcher_run`,
 /// `nested_await` (one script of `n` calls), `nested_all` (16 at a time) or `script_start`
-/// (`n` scripts of no call).
+/// (`n` scripts of no call); with `CODE_MODE_WORKER=1`, each script's interpreter in a worker.
 async fn one_row(row: &str, n: usize) {
-    let (tools, dispatcher) = engine_fixture(n.max(1));
+    let in_a_worker = std::env::var("CODE_MODE_WORKER").is_ok_and(|v| v == "1");
+    let (tools, dispatcher) = engine_fixture(n.max(1), in_a_worker);
     match row {
         "registry_call" => {
             for i in 0..n {
@@ -423,9 +429,10 @@ async fn one_row(row: &str, n: usize) {
 
 async fn overhead(settings: &Settings) {
     let n = settings.calls;
-    let (tools, dispatcher) = engine_fixture(n);
-    let run = |source: String| {
-        let dispatcher = dispatcher.clone();
+    let (tools, dispatcher) = engine_fixture(n, false);
+    let (_, in_a_worker_dispatcher) = engine_fixture(n, true);
+    let run = |source: String, in_a_worker: bool| {
+        let dispatcher = if in_a_worker { in_a_worker_dispatcher.clone() } else { dispatcher.clone() };
         async move {
             let started = Instant::now();
             let result = dispatcher
@@ -438,14 +445,25 @@ async fn overhead(settings: &Settings) {
     let (sequential, batched) = (sequential(n), batched(n));
     let (mut start, mut direct, mut dispatched, mut nested, mut nested_batched) =
         (vec![], vec![], vec![], vec![], vec![]);
+    let (mut worker_start, mut worker_ready, mut worker_nested, mut worker_batched) =
+        (vec![], vec![], vec![], vec![]);
     for _ in 0..settings.rounds {
         // A script that makes no call: the interpreter's start and end, through the dispatcher.
         let runs = 200;
-        let mut total = Duration::ZERO;
-        for _ in 0..runs {
-            total += run("1".to_owned()).await;
+        for (in_a_worker, start) in [(false, &mut start), (true, &mut worker_start)] {
+            let mut total = Duration::ZERO;
+            for _ in 0..runs {
+                total += run("1".to_owned(), in_a_worker).await;
+            }
+            start.push(total.as_secs_f64() * 1e6 / runs as f64);
         }
-        start.push(total.as_secs_f64() * 1e6 / runs as f64);
+        // One script at a time, the worker started ahead for it ready and idle.
+        let mut total = Duration::ZERO;
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            total += run("1".to_owned(), true).await;
+        }
+        worker_ready.push(total.as_secs_f64() * 1e6 / 50.0);
 
         let started = Instant::now();
         for i in 0..n {
@@ -463,8 +481,11 @@ async fn overhead(settings: &Settings) {
         dispatched.push(started.elapsed().as_secs_f64() * 1e6 / n as f64);
 
         let empty = start.last().copied().unwrap_or_default();
-        nested.push((run(sequential.clone()).await.as_secs_f64() * 1e6 - empty) / n as f64);
-        nested_batched.push((run(batched.clone()).await.as_secs_f64() * 1e6 - empty) / n as f64);
+        nested.push((run(sequential.clone(), false).await.as_secs_f64() * 1e6 - empty) / n as f64);
+        nested_batched.push((run(batched.clone(), false).await.as_secs_f64() * 1e6 - empty) / n as f64);
+        let empty = worker_start.last().copied().unwrap_or_default();
+        worker_nested.push((run(sequential.clone(), true).await.as_secs_f64() * 1e6 - empty) / n as f64);
+        worker_batched.push((run(batched.clone(), true).await.as_secs_f64() * 1e6 - empty) / n as f64);
     }
     println!("\n{} rounds, {n} calls per path per round (median, fastest-slowest round):\n", settings.rounds);
     println!("| what | per call or script |");
@@ -475,6 +496,10 @@ async fn overhead(settings: &Settings) {
         ("`Dispatcher::run` of `echo`", dispatched),
         ("nested call, `await` one at a time", nested),
         ("nested call, `Promise.all` of 16", nested_batched),
+        ("in a worker: script start and end, back to back", worker_start),
+        ("in a worker: script start and end, one at a time (30 ms apart)", worker_ready),
+        ("in a worker: nested call, `await` one at a time", worker_nested),
+        ("in a worker: nested call, `Promise.all` of 16", worker_batched),
     ] {
         let (median, low, high) = median(values);
         println!("| {what} | {median:.1} µs ({low:.1}-{high:.1}) |");

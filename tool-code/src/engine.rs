@@ -13,7 +13,7 @@ use std::thread::Thread;
 use std::time::Instant;
 
 use futures_util::StreamExt;
-use futures_util::future::LocalBoxFuture;
+use futures_util::future::{BoxFuture, LocalBoxFuture};
 use futures_util::stream::FuturesUnordered;
 use tool_core::truncate::{TruncationLimits, truncate_text};
 use tool_core::{CancellationToken, TruncationDirection};
@@ -25,9 +25,7 @@ use rquickjs::{
 };
 use serde_json::Value as Json;
 use tokio::sync::mpsc::UnboundedSender;
-use tool_providers::catalog::{Catalog, SearchRequest};
 
-use crate::describe;
 use crate::limits::{Limits, Stop};
 
 /// Why the script stops: set once, by the host or the interpreter, and read by the interrupt
@@ -44,8 +42,25 @@ pub(crate) struct StopFlag {
     /// The interpreter thread's id, once it runs.
     #[cfg(target_os = "linux")]
     thread_id: std::sync::OnceLock<rustix::thread::Pid>,
-    /// The interpreter's thread, once it runs: woken when the host goes away.
-    interpreter: std::sync::OnceLock<std::thread::Thread>,
+    /// What wakes the interpreter, once it runs: woken when the host goes away.
+    interpreter: std::sync::OnceLock<Wakeup>,
+}
+
+/// What the host wakes to have a script's interpreter look at its stop flag: its thread, or
+/// the task that speaks for an interpreter in a process of its own.
+#[derive(Debug, Clone)]
+pub(crate) enum Wakeup {
+    Thread(Thread),
+    Process(Arc<tokio::sync::Notify>),
+}
+
+impl Wakeup {
+    pub(crate) fn wake(&self) {
+        match self {
+            Wakeup::Thread(thread) => thread.unpark(),
+            Wakeup::Process(notify) => notify.notify_one(),
+        }
+    }
 }
 
 impl StopFlag {
@@ -64,7 +79,7 @@ impl StopFlag {
         self.host_gone.store(true, Ordering::SeqCst);
         self.stop(Stop::Cancelled);
         if let Some(interpreter) = self.interpreter.get() {
-            interpreter.unpark();
+            interpreter.wake();
         }
     }
 
@@ -85,19 +100,19 @@ impl StopFlag {
         given_up
     }
 
-    /// The interpreter's thread is done.
-    fn thread_ended(&self) {
+    /// The interpreter's thread (or process) is done.
+    pub(crate) fn thread_ended(&self) {
         if self.thread.swap(ENDED, Ordering::SeqCst) == GIVEN_UP {
             STUCK.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
-    /// The thread the script runs on, to wake when the host goes away.
-    pub(crate) fn runs_on(&self, interpreter: std::thread::Thread) {
+    /// What wakes the script's interpreter when the host goes away.
+    pub(crate) fn runs_on(&self, interpreter: Wakeup) {
         let _ = self.interpreter.set(interpreter);
     }
 
-    fn is_host_gone(&self) -> bool {
+    pub(crate) fn is_host_gone(&self) -> bool {
         self.host_gone.load(Ordering::SeqCst)
     }
 }
@@ -126,7 +141,15 @@ pub(crate) enum ToHost {
 
 /// Starts one tool call of the script: its number in the script (from 1), the tool and the
 /// arguments; the future runs the call and says how it ended.
-pub(crate) type StartCall = Arc<dyn Fn(u64, String, Json) -> LocalBoxFuture<'static, Settled> + Send + Sync>;
+pub(crate) type StartCall = Arc<dyn Fn(u64, String, Json) -> BoxFuture<'static, Settled> + Send + Sync>;
+
+/// Waits, on the interpreter's thread, until a call of the script may have ended or the script
+/// is to stop (an interpreter in a worker reads what its host says); or looks without waiting.
+pub(crate) type Wait = Arc<dyn Fn() + Send + Sync>;
+
+/// Searches the deferred tools: the query and the most results wanted; each tool found with
+/// its declaration.
+pub(crate) type Search = Arc<dyn Fn(String, Option<f64>) -> Vec<(String, String)> + Send + Sync>;
 
 /// How a tool call ended, as the script sees it.
 #[derive(Debug)]
@@ -152,7 +175,7 @@ pub(crate) struct Finished {
 pub(crate) struct Setup {
     pub(crate) source: String,
     pub(crate) tools: Vec<String>,
-    pub(crate) search: Option<Catalog>,
+    pub(crate) search: Option<Search>,
     pub(crate) limits: Limits,
     pub(crate) deadline: Instant,
     pub(crate) stop: Arc<StopFlag>,
@@ -162,6 +185,12 @@ pub(crate) struct Setup {
     pub(crate) calls_cancel: CancellationToken,
     /// The runtime the calls run in.
     pub(crate) runtime: tokio::runtime::Handle,
+    /// How the interpreter waits for its calls: parked until one wakes it (or its deadline), or
+    /// this.
+    pub(crate) wait: Option<Wait>,
+    /// What the interrupt handler does first, without waiting (an interpreter in a worker takes
+    /// what its host said meanwhile, a stop among it).
+    pub(crate) look: Option<Wait>,
 }
 
 /// Why a script that waits for a promise nothing will settle fails.
@@ -174,7 +203,7 @@ const THREAD_STACK: usize = 8 << 20;
 
 /// Starts the script on a thread of its own, which the host unparks to have it look at the stop
 /// flag; it always ends with a [`ToHost::Done`] (unless the host went away first).
-pub(crate) fn spawn(setup: Setup) -> std::io::Result<Thread> {
+pub(crate) fn spawn(setup: Setup) -> std::io::Result<Wakeup> {
     let thread =
         std::thread::Builder::new().name("code-script".into()).stack_size(THREAD_STACK).spawn(move || {
             // The script's calls run in the runtime of the call that started it.
@@ -188,11 +217,11 @@ pub(crate) fn spawn(setup: Setup) -> std::io::Result<Thread> {
             stop.thread_ended();
             let _ = to_host.send(ToHost::Done(finished));
         })?;
-    Ok(thread.thread().clone())
+    Ok(Wakeup::Thread(thread.thread().clone()))
 }
 
 /// Wakes the script's thread when one of its calls can go on.
-struct Unpark(Thread);
+pub(crate) struct Unpark(pub(crate) Thread);
 
 impl Wake for Unpark {
     fn wake(self: Arc<Self>) {
@@ -230,7 +259,11 @@ pub(crate) fn run(setup: Setup) -> Finished {
     runtime.set_max_stack_size(JS_STACK);
     let stop = setup.stop.clone();
     let deadline = setup.deadline;
+    let look = setup.look.clone();
     runtime.set_interrupt_handler(Some(Box::new(move || {
+        if let Some(look) = &look {
+            look();
+        }
         if stop.get().is_some() {
             return true;
         }
@@ -275,7 +308,10 @@ pub(crate) fn run(setup: Setup) -> Finished {
             break;
         }
         drop(calls);
-        std::thread::park();
+        match &setup.wait {
+            Some(wait) => wait(),
+            None => std::thread::park(),
+        }
     }
     state.borrow_mut().running.clear();
     let state = state.borrow();
@@ -402,7 +438,10 @@ fn wait_for_calls(state: &Rc<RefCell<State>>, setup: &Setup) -> Option<Vec<(u64,
             setup.stop.stop(Stop::WallTime);
             return None;
         }
-        std::thread::park_timeout(setup.deadline - now);
+        match &setup.wait {
+            Some(wait) => wait(),
+            None => std::thread::park_timeout(setup.deadline - now),
+        }
     }
 }
 
@@ -678,15 +717,11 @@ impl<'js> Script<'js> {
         let host_search =
             Function::new(ctx.clone(), move |ctx: Ctx<'js>, query: String, limit: Option<f64>| {
                 let found = Array::new(ctx.clone())?;
-                let Some(catalog) = &search else { return Ok::<_, rquickjs::Error>(found) };
-                let mut request = SearchRequest::new(query);
-                if let Some(limit) = limit {
-                    request.limit = (limit.max(1.0) as usize).min(tool_providers::catalog::MAX_LIMIT);
-                }
-                for (i, spec) in catalog.search(&request).into_iter().enumerate() {
+                let Some(search) = &search else { return Ok::<_, rquickjs::Error>(found) };
+                for (i, (name, declaration)) in search(query, limit).into_iter().enumerate() {
                     let entry = Object::new(ctx.clone())?;
-                    entry.set("name", spec.name.as_str())?;
-                    entry.set("declaration", describe::declaration(spec))?;
+                    entry.set("name", name)?;
+                    entry.set("declaration", declaration)?;
                     found.set(i, entry)?;
                 }
                 Ok(found)

@@ -12,6 +12,8 @@ mod held;
 mod limits;
 mod prelude;
 mod tool;
+mod worker;
 
 pub use limits::Limits;
 pub use tool::{CodeTool, NAME};
+pub use worker::{WorkerCommand, serve_worker};

@@ -15,9 +15,10 @@ use tool_core::{
 };
 use tool_providers::catalog::{Catalog, UnknownTool};
 
-use crate::engine::{self, Finished, Settled, Setup, StopFlag, ToHost};
+use crate::engine::{self, Finished, Settled, Setup, StopFlag, ToHost, Wakeup};
 use crate::held::{Held, OnCancel, Running, SessionScripts, Waited};
 use crate::limits::{Limits, Stop};
+use crate::worker::{WorkerCommand, Workers};
 use crate::{companions, describe};
 
 /// The script tool's name, unless [`CodeTool::with_name`] gives another.
@@ -53,6 +54,8 @@ pub struct CodeTool {
     catalog: Option<Catalog>,
     limits: Limits,
     held: Arc<Held>,
+    /// Where each script's interpreter runs: a process of this program's, or (`None`) a thread.
+    worker: Option<Arc<Workers>>,
 }
 
 impl fmt::Debug for CodeTool {
@@ -61,6 +64,7 @@ impl fmt::Debug for CodeTool {
             .field("name", &self.spec.name)
             .field("tools", &self.names.len())
             .field("limits", &self.limits)
+            .field("worker", &self.worker.as_ref().map(|workers| workers.command()))
             .finish_non_exhaustive()
     }
 }
@@ -79,9 +83,22 @@ impl CodeTool {
             catalog,
             limits: Limits::default(),
             held: Arc::default(),
+            worker: None,
         };
         tool.spec = tool.make_spec(NAME);
         tool
+    }
+
+    /// This tool with each script's interpreter in a process of its own, started from `worker`
+    /// (a program that calls [`serve_worker`](crate::serve_worker)), which the host kills when
+    /// the script is stopped and does not end at once: a script inside a built-in function that
+    /// loops in C without looking at its limits (BigInt arithmetic on huge numbers, say) is
+    /// stopped at its wall time as any other, and leaves nothing running. Without it, each
+    /// interpreter runs on a thread of this process, which such a script keeps busy until the
+    /// function returns (see [the chapter](crate#the-engine-and-its-limits)).
+    pub fn in_worker(mut self, worker: WorkerCommand) -> CodeTool {
+        self.worker = Some(Arc::new(Workers::new(worker)));
+        self
     }
 
     /// This tool with other limits.
@@ -210,7 +227,7 @@ impl CodeTool {
             ));
         };
         let limits = self.limits;
-        if crate::engine::stuck() >= MAX_STUCK {
+        if self.worker.is_none() && crate::engine::stuck() >= MAX_STUCK {
             return Err(ToolError::execution(format!(
                 "No script runs now: {MAX_STUCK} earlier scripts are still running inside a built-in function \
                  that does not look at their limits, each keeping a core busy when it is idle, until they end or \
@@ -233,8 +250,12 @@ impl CodeTool {
             calls: Arc::default(),
         };
         let Channels { engine, from_script, stop } =
-            driver.setup(script, self.names.as_ref().clone(), self.catalog.clone());
-        let interpreter = engine::spawn(engine).map_err(|e| {
+            driver.setup(script, self.names.as_ref().clone(), self.catalog.clone().map(searcher));
+        let interpreter = match &self.worker {
+            Some(worker) => crate::worker::spawn(engine, worker),
+            None => engine::spawn(engine),
+        };
+        let interpreter = interpreter.map_err(|e| {
             ToolError::execution("The script interpreter could not start; try again.").with_source(e)
         })?;
         stop.runs_on(interpreter.clone());
@@ -300,7 +321,7 @@ impl Calls {
     fn hold(
         self: &Arc<Self>,
         call: futures_util::future::BoxFuture<'static, Settled>,
-    ) -> futures_util::future::LocalBoxFuture<'static, Settled> {
+    ) -> futures_util::future::BoxFuture<'static, Settled> {
         let slot: Arc<CallSlot> = Arc::new(std::sync::Mutex::new(Some(call)));
         {
             let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
@@ -351,7 +372,7 @@ impl Driver {
     /// the script, as a model's call, under this call's id and options, at most
     /// `concurrent_calls` at a time, and is stopped by `calls_cancel` (when the script ends, or
     /// is stopped).
-    fn setup(&self, source: String, tools: Vec<String>, search: Option<Catalog>) -> Channels {
+    fn setup(&self, source: String, tools: Vec<String>, search: Option<engine::Search>) -> Channels {
         let stop = self.running.flag.clone();
         let (to_host, from_script) = unbounded_channel();
         let calls_cancel = self.running.stop.child_token();
@@ -376,6 +397,8 @@ impl Driver {
             start_call,
             calls_cancel,
             runtime: tokio::runtime::Handle::current(),
+            wait: None,
+            look: None,
         };
         Channels { engine, from_script, stop }
     }
@@ -390,7 +413,7 @@ impl Driver {
     async fn drive(
         self,
         mut from_script: tokio::sync::mpsc::UnboundedReceiver<ToHost>,
-        interpreter: std::thread::Thread,
+        interpreter: Wakeup,
         stop: Arc<StopFlag>,
     ) {
         // Stops the interpreter when the driver is dropped before the script ended.
@@ -588,6 +611,18 @@ async fn nested_call(
     result
 }
 
+/// The search of `catalog`'s deferred tools a script's `tools.tool_search` makes.
+fn searcher(catalog: Catalog) -> engine::Search {
+    Arc::new(move |query, limit| {
+        let mut request = tool_providers::catalog::SearchRequest::new(query);
+        if let Some(limit) = limit {
+            request.limit = (limit.max(1.0) as usize).min(tool_providers::catalog::MAX_LIMIT);
+        }
+        let found = catalog.search(&request).into_iter();
+        found.map(|spec| (spec.name.clone(), describe::declaration(spec))).collect()
+    })
+}
+
 /// How a call ended, as the script sees it: its result, or an error it throws. What hooks and
 /// checks said to the model about it goes to the model too.
 fn settled(result: ToolResult, running: &Running) -> Settled {
@@ -609,14 +644,14 @@ fn settled(result: ToolResult, running: &Running) -> Settled {
 /// host is gone.
 struct StopOnDrop {
     stop: Arc<StopFlag>,
-    interpreter: std::thread::Thread,
+    interpreter: Wakeup,
     ended: bool,
 }
 
 impl StopOnDrop {
     fn stop(&self, stop: Stop) {
         self.stop.stop(stop);
-        self.interpreter.unpark();
+        self.interpreter.wake();
     }
 }
 

@@ -624,6 +624,28 @@ fn leave_terminal() -> io::Result<()> {
 /// standard input, output and error and nothing else the host holds open (a descriptor that
 /// whatever started the host left inheritable). Marked rather than closed: the plan still uses
 /// some until `exec` (the Landlock ruleset; a cgroup a caller joins through).
+/// Closes every descriptor above standard error of this process.
+pub(crate) fn close_above_stderr() -> io::Result<()> {
+    // SAFETY: `close_range` takes integers only.
+    if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) } == 0 {
+        return Ok(());
+    }
+    let error = io::Error::last_os_error();
+    if !matches!(error.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) {
+        return Err(error);
+    }
+    // Before Linux 5.9: each descriptor below the limit, one at a time.
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `limit` is a valid `rlimit` for the kernel to fill in.
+    check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) }.into())?;
+    let end = libc::c_int::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20);
+    for fd in 3..end {
+        // SAFETY: integers only; a descriptor that is not open answers `EBADF`, which is ignored.
+        unsafe { libc::close(fd) };
+    }
+    Ok(())
+}
+
 fn close_inherited() -> io::Result<()> {
     // SAFETY: `close_range` takes integers only.
     let marked = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };

@@ -163,6 +163,28 @@ pub(crate) fn reader_ruleset() -> Option<&'static OwnedFd> {
         .as_ref()
 }
 
+/// Shuts this process in, for a helper that needs nothing but the descriptors it has (a
+/// script's interpreter in a process of its own): closes every descriptor above standard error,
+/// and enters a Landlock domain that grants no access to any file, no TCP, and no signal or
+/// abstract socket outside it, as far as the kernel has Landlock. Call it first in the helper's
+/// `main`, before it opens or starts anything. `Ok(false)` where the kernel enforces none of it
+/// (the descriptors are closed all the same).
+pub fn shut_in() -> std::io::Result<bool> {
+    crate::child::close_above_stderr()?;
+    let Some(abi) = crate::child::landlock_abi().and_then(|abi| i32::try_from(abi).ok()) else {
+        return Ok(false);
+    };
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(ABI::from(abi)))
+        .and_then(|ruleset| ruleset.handle_access(AccessNet::from_all(ABI::V4)))
+        .and_then(|ruleset| ruleset.scope(Scope::from_all(ABI::V6)))
+        .and_then(|ruleset| ruleset.create())
+        .and_then(|ruleset| ruleset.restrict_self())
+        .map_err(std::io::Error::other)?;
+    Ok(status.ruleset != landlock::RulesetStatus::NotEnforced)
+}
+
 /// The rules that let commands read beneath `root`: `read` on it, or where `/dev` lies beneath
 /// it, listing it and reading each of its entries but the one on the way to `/dev` (and so on
 /// down), and in `/dev` only [`DEV_READABLE`]. Landlock only grants, and a grant covers all

@@ -31,6 +31,8 @@ mod session_dir;
 mod unreadable;
 pub mod violation;
 
+#[cfg(target_os = "linux")]
+pub use landlock_rules::shut_in;
 pub use lexical::lexically_normal;
 pub use netns::NetworkNamespace;
 pub use policy::{

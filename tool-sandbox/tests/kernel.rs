@@ -670,3 +670,6 @@ mod terminals;
 
 #[path = "kernel/unreadable.rs"]
 mod unreadable;
+
+#[path = "kernel/shut_in.rs"]
+mod shut_in;

@@ -72,6 +72,9 @@ fn main() {
     if let Some(owner) = watcher::invoked(&args) {
         std::process::exit(watcher::watch(owner));
     }
+    if matches!(&args[..], [_, flag] if flag == CODE_WORKER) {
+        std::process::exit(code_worker());
+    }
     let code = match args::parse(args) {
         Parsed::Print(text) => write_stdout(&text).map_or_else(|f| report(&f), |()| EXIT_OK),
         Parsed::Usage(message) => report(&Failure::usage(message)),
@@ -84,6 +87,23 @@ fn main() {
     // Exit without waiting for the runtime's blocking threads (a read of standard input may
     // still be parked in one).
     std::process::exit(code);
+}
+
+/// The argument that has this program run one script's interpreter (`tools __code-worker`),
+/// for the script tool of `--code-mode`.
+const CODE_WORKER: &str = "__code-worker";
+
+/// Runs the script the host sends on standard input, shut in first: nothing open but the three
+/// pipes, no file, no network.
+fn code_worker() -> i32 {
+    #[cfg(target_os = "linux")]
+    if tool_sandbox::shut_in().is_err() {
+        return EXIT_TOOL_ERROR;
+    }
+    match tool_runtime::code::serve_worker() {
+        code if code == std::process::ExitCode::SUCCESS => EXIT_OK,
+        _ => EXIT_TOOL_ERROR,
+    }
 }
 
 fn report(failure: &Failure) -> i32 {
@@ -158,7 +178,8 @@ fn registry(mounts: &[McpMount]) -> Result<Registry, Failure> {
 /// `code` over its tools, next to them or alone. Where the process serves (`serve`, and `list`,
 /// which shows what `serve` offers), a script still running at its yield time runs on, read
 /// with `code_output`; `call` and `turn` exit once their calls are answered, so there a call
-/// waits for its script's end.
+/// waits for its script's end. Each script's interpreter runs in a process of this program's
+/// ([`CODE_WORKER`]), which is killed when the script is stopped.
 fn code_mode(
     registry: Registry,
     args: &CodeModeArgs,
@@ -166,7 +187,9 @@ fn code_mode(
     serves: bool,
 ) -> Result<Registry, Failure> {
     let Some(mode) = args.code_mode else { return Ok(registry) };
-    let mut tool = tool_runtime::code::CodeTool::new(registry);
+    // This very program, as the watcher is started: not whatever lies at its path now.
+    let worker = tool_runtime::code::WorkerCommand::new("/proc/self/exe").arg(CODE_WORKER);
+    let mut tool = tool_runtime::code::CodeTool::new(registry).in_worker(worker);
     // What `--defer` leaves out of the definitions, the script tool's description leaves out too.
     if defer.defer_all {
         tool = tool.defer_all();
