@@ -111,6 +111,27 @@ fn a_worker_ends_with_its_script_however_the_script_ends() {
     let result = runtime.block_on(script(&dispatcher, "6 * 7"));
     assert_eq!(result.output.text_content(), "42");
 
+    // Stopped by its call's own time limit (the caller's cancellation) in the same loop: the
+    // worker is killed within the dispatcher's cancel grace, and what the script printed
+    // reaches the model with the reason.
+    let call = ToolCall::new(
+        "call-2",
+        "code",
+        json!({ "script": "console.log('before'); for (;;) { (3n ** 200000n).toString(); }" }),
+    );
+    let options =
+        tool_runtime::CallOptions { timeout: Some(Duration::from_millis(500)), ..Default::default() };
+    let result = runtime.block_on(dispatcher.run_with(call, options, CancellationToken::new()));
+    assert!(
+        result
+            .output
+            .text_content()
+            .starts_with("before\nThe script was stopped: its call reached its time limit"),
+        "{}",
+        result.output.text_content()
+    );
+    assert!(settled(true), "the worker runs on: {:?}", live_children());
+
     // A worker killed from outside while its script waits for a call: the call is stopped, and
     // the model reads what happened. Every worker is killed, the one started ahead for the next
     // script too (if it is there yet).

@@ -68,9 +68,11 @@ impl WorkerCommand {
     }
 }
 
-/// How long a worker told to stop may take to end before it is killed: its interpreter looks
-/// at the stop when it next waits for its calls, or at its own deadline.
-pub(crate) const KILL_GRACE: Duration = Duration::from_millis(500);
+/// How long a worker told to stop may take to end before it is killed: its interpreter sees
+/// the stop at its next interrupt or when it next waits for its calls, and what it printed is
+/// with the host by then. Shorter than a dispatcher's default cancel grace (200 ms), so that a
+/// cancelled call hands back what its script printed.
+pub(crate) const KILL_GRACE: Duration = Duration::from_millis(100);
 
 /// The longest line the host reads from a worker: a call's arguments are bounded by the
 /// script's memory limit, what it prints by its output limit, both written as JSON (which may
