@@ -199,7 +199,7 @@ const STALLED: &str = "The script is waiting for a promise that nothing will set
 
 /// The stack QuickJS may use, below the thread's own.
 const JS_STACK: usize = 1 << 20;
-const THREAD_STACK: usize = 8 << 20;
+pub(crate) const THREAD_STACK: usize = 8 << 20;
 
 /// Starts the script on a thread of its own, which the host unparks to have it look at the stop
 /// flag; it always ends with a [`ToHost::Done`] (unless the host went away first).

@@ -5,7 +5,9 @@
 //! handler (BigInt arithmetic on numbers of a million bits, a `Set` made from many long
 //! strings): a thread in it cannot be stopped, but a process can be killed. The host sends the
 //! script, then each call's result, and a stop; the worker sends what the script prints, each
-//! call it makes, its searches, and its end. Each message is one line of JSON.
+//! call it makes, its searches, and its end. Each message is one line of JSON (a call's
+//! arguments and a result's structured content in it as JSON text, so that they may be nested
+//! as deep as anywhere else).
 //!
 //! The host starts each worker with an empty environment, in `/`, and kills it [`KILL_GRACE`]
 //! after telling it to stop if it has not ended by then, or when the host goes away; a worker
@@ -198,7 +200,8 @@ fn line(message: &Json) -> Vec<u8> {
 /// What a worker says.
 enum FromWorker {
     Print(String),
-    Call(u64, String, Json),
+    /// A call, and the length of its arguments' text.
+    Call(u64, String, Json, usize),
     /// The script ended: its calls not ended yet are to be stopped.
     Cancel,
     Search(String, Option<f64>),
@@ -213,7 +216,9 @@ impl FromWorker {
         }
         if let Some(id) = message.get("call").and_then(Json::as_u64) {
             let Some(Json::String(tool)) = message.remove("tool") else { return None };
-            return Some(FromWorker::Call(id, tool, message.remove("arguments")?));
+            // As text, parsed on its own: nested as deep as a parser allows, not one level less.
+            let text = message.get("arguments")?.as_str()?;
+            return Some(FromWorker::Call(id, tool, serde_json::from_str(text).ok()?, text.len()));
         }
         if message.contains_key("cancel") {
             return Some(FromWorker::Cancel);
@@ -253,6 +258,9 @@ async fn follow(setup: Setup, mut process: Process, pipes: Pipes, wake: Arc<Noti
     let mut received = Vec::new();
     let mut calls = FuturesUnordered::new();
     let (mut printed, mut made, mut told, mut writing) = (String::new(), 0, false, true);
+    // The text of the arguments of each call not ended yet: the script's memory limit bounds
+    // them in the worker (once parsed, which takes more).
+    let mut held: HashMap<u64, usize> = HashMap::new();
     let kill = tokio::time::sleep(Duration::MAX);
     tokio::pin!(kill);
     let ended = loop {
@@ -260,8 +268,10 @@ async fn follow(setup: Setup, mut process: Process, pipes: Pipes, wake: Arc<Noti
             biased;
             () = wake.notified() => {
                 if stop.is_host_gone() {
-                    // Its calls are dropped with this task, and the worker is killed.
+                    // Its calls are dropped with this task; the worker is killed now.
+                    drop(process);
                     stop.thread_ended();
+                    refill(&workers);
                     return;
                 }
                 if let (Some(stopped), false) = (stop.get(), told) {
@@ -285,20 +295,29 @@ async fn follow(setup: Setup, mut process: Process, pipes: Pipes, wake: Arc<Noti
                     // The worker keeps to the script's limits; one that does not (its interpreter
                     // subverted by the script) is stopped here as if it had ended on its own.
                     Some(FromWorker::Print(text)) if printed.len() + text.len() > limits.output_bytes => break None,
-                    Some(FromWorker::Call(id, ..)) if id != made + 1 || id > u64::from(limits.nested_calls) => {
+                    Some(FromWorker::Call(id, .., bytes))
+                        if id != made + 1
+                            || id > u64::from(limits.nested_calls)
+                            || held.values().sum::<usize>() + bytes > limits.memory_bytes =>
+                    {
                         break None;
                     }
+                    Some(FromWorker::Done(finished, _)) if finished.output.len() > limits.output_bytes => break None,
                     Some(FromWorker::Print(text)) => {
                         printed.push_str(&text);
                         let _ = to_host.send(ToHost::Print(text));
                     }
-                    Some(FromWorker::Call(id, tool, arguments)) => {
+                    Some(FromWorker::Call(id, tool, arguments, bytes)) => {
                         made = id;
+                        held.insert(id, bytes);
                         let mut call = start_call(id, tool, arguments);
                         // Started now, as on the interpreter's thread: it takes its turn at the
                         // gate in the order the script made its calls.
                         match std::future::poll_fn(|cx| std::task::Poll::Ready(call.as_mut().poll(cx))).await {
-                            std::task::Poll::Ready(settled) => out.extend(settled_line(id, settled)),
+                            std::task::Poll::Ready(settled) => {
+                                held.remove(&id);
+                                out.extend(settled_line(id, settled));
+                            }
                             std::task::Poll::Pending => calls.push(async move { (id, call.await) }),
                         }
                     }
@@ -311,7 +330,10 @@ async fn follow(setup: Setup, mut process: Process, pipes: Pipes, wake: Arc<Noti
                     None => break None,
                 }
             }
-            Some((id, settled)) = calls.next(), if !calls.is_empty() => out.extend(settled_line(id, settled)),
+            Some((id, settled)) = calls.next(), if !calls.is_empty() => {
+                held.remove(&id);
+                out.extend(settled_line(id, settled));
+            }
             written = stdin.write(&out), if writing && !out.is_empty() => match written {
                 Ok(n) => drop(out.drain(..n)),
                 // Gone: what it would have read no longer matters.
@@ -346,16 +368,28 @@ async fn follow(setup: Setup, mut process: Process, pipes: Pipes, wake: Arc<Noti
     stop.thread_ended();
     let _ = to_host.send(ToHost::Done(finished));
     // Killed above, and reaped here (it ends at once); then a worker is started ahead.
+    tokio::task::spawn_blocking(move || drop(process));
+    refill(&workers);
+}
+
+/// Starts a worker ahead for the next script of `workers` in the background, unless the tool is
+/// gone by then.
+fn refill(workers: &Arc<Workers>) {
+    let workers = Arc::downgrade(workers);
     tokio::task::spawn_blocking(move || {
-        drop(process);
-        workers.refill();
+        if let Some(workers) = workers.upgrade() {
+            workers.refill();
+        }
     });
 }
 
 /// The line that tells the worker how its call `id` ended.
 fn settled_line(id: u64, settled: Settled) -> Vec<u8> {
     line(&match settled {
-        Settled::Ok { text, structured } => json!({"settled": id, "text": text, "structured": structured}),
+        Settled::Ok { text, structured } => {
+            let structured = structured.map(|structured| structured.to_string());
+            json!({"settled": id, "text": text, "structured": structured})
+        }
         Settled::Err { tool, kind, message } => {
             json!({"settled": id, "tool": tool, "kind": kind, "message": message})
         }
@@ -375,7 +409,11 @@ impl FromHost {
         if let Some(id) = message.get("settled").and_then(Json::as_u64) {
             let settled = match message.remove("text") {
                 Some(Json::String(text)) => {
-                    let structured = message.remove("structured").filter(|value| !value.is_null());
+                    let structured = match message.get("structured") {
+                        // Nested deeper than the parser goes: the script gets the text alone.
+                        Some(Json::String(structured)) => serde_json::from_str(structured).ok(),
+                        _ => None,
+                    };
                     Settled::Ok { text, structured }
                 }
                 _ => Settled::Err {
@@ -516,8 +554,8 @@ pub fn serve_worker() -> ExitCode {
         });
     }
     // Its threads are started, the prelude compiled and the memory a script takes mapped while
-    // the worker waits for its script (one of its own, run first), so that the script starts
-    // at once. The script runs on this thread.
+    // the worker waits for its script (one of its own, run first on the script's thread), so
+    // that the script starts at once.
     let stop = Arc::new(StopFlag::default());
     let (to_host, from_script) = unbounded_channel();
     let forwarder = {
@@ -532,16 +570,40 @@ pub fn serve_worker() -> ExitCode {
             send(&json!({"cancel": true}));
         });
     }
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else { return ExitCode::FAILURE };
+    // On a thread with the stack a script's interpreter has on a thread of the host (whatever
+    // the stack limit this process started with).
+    let script = {
+        let to_host = to_host.clone();
+        std::thread::Builder::new()
+            .name("code-script".into())
+            .stack_size(engine::THREAD_STACK)
+            .spawn(move || run_script(stop, to_host, calls_cancel))
+    };
+    let Some(finished) = script.ok().and_then(|script| script.join().ok()).flatten() else {
+        return ExitCode::FAILURE;
+    };
+    // After what it printed.
+    let _ = to_host.send(ToHost::Done(finished));
+    drop(to_host);
+    let _ = forwarder.join();
+    ExitCode::SUCCESS
+}
+
+/// Warms up, reads the script from standard input and runs it to its end; `None` when what came
+/// in was not a script.
+fn run_script(
+    stop: Arc<StopFlag>,
+    to_host: tokio::sync::mpsc::UnboundedSender<ToHost>,
+    calls_cancel: tool_core::CancellationToken,
+) -> Option<Finished> {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else { return None };
     warm_up(runtime.handle());
 
     let mut input = std::io::BufReader::new(std::io::stdin());
     let mut first = Vec::new();
     // The script and its tools' names: bounded as what the host would send.
     let read = std::io::Read::take(&mut input, 1 << 30).read_until(b'\n', &mut first);
-    let Some(start) = read.ok().and_then(|_| Start::parse(first.strip_suffix(b"\n")?)) else {
-        return ExitCode::FAILURE;
-    };
+    let start = read.ok().and_then(|_| Start::parse(first.strip_suffix(b"\n")?))?;
     drop(first);
     let inbox = Arc::new(Mutex::new(Inbox {
         input,
@@ -555,7 +617,7 @@ pub fn serve_worker() -> ExitCode {
         Arc::new(move |id, tool, arguments| {
             let (settle, settled) = oneshot::channel();
             lock(&inbox).pending.insert(id, settle);
-            send(&json!({"call": id, "tool": tool, "arguments": arguments}));
+            send(&json!({"call": id, "tool": tool, "arguments": arguments.to_string()}));
             Box::pin(async move {
                 settled.await.unwrap_or_else(|_| Settled::Err {
                     tool: String::new(),
@@ -568,6 +630,8 @@ pub fn serve_worker() -> ExitCode {
     let search: Option<Search> = start.search.then(|| {
         let inbox = inbox.clone();
         Arc::new(move |query: String, limit: Option<f64>| {
+            // As the host would take it (at least 1; `NaN` as 1), in what JSON can write.
+            let limit = limit.map(|limit| if limit.is_nan() { 1.0 } else { limit.clamp(1.0, 1e9) });
             send(&json!({"search": query, "limit": limit}));
             let mut inbox = lock(&inbox);
             loop {
@@ -608,12 +672,7 @@ pub fn serve_worker() -> ExitCode {
         wait: Some(wait),
         look: Some(look),
     };
-    let finished = engine::run(setup);
-    // After what it printed.
-    let _ = to_host.send(ToHost::Done(finished));
-    drop(to_host);
-    let _ = forwarder.join();
-    ExitCode::SUCCESS
+    Some(engine::run(setup))
 }
 
 /// Writes what the script prints to the host, then its end.

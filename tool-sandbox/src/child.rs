@@ -581,7 +581,7 @@ fn chdir(path: &CStr) -> io::Result<()> {
     check(unsafe { libc::chdir(path.as_ptr()) }.into())
 }
 
-fn no_new_privs() -> io::Result<()> {
+pub(crate) fn no_new_privs() -> io::Result<()> {
     // SAFETY: `prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)` takes integers only.
     check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }.into())
 }
@@ -709,7 +709,7 @@ const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 /// seccomp do not cover: another process's environment through `/proc`, the kernel log, other
 /// users' files. Emptying the bounding set needs `CAP_SETPCAP`; an ordinary user outside a user
 /// namespace has none to drop, and `no_new_privs` keeps any program it runs from gaining one.
-fn drop_capabilities() -> io::Result<()> {
+pub(crate) fn drop_capabilities() -> io::Result<()> {
     for capability in 0.. {
         // SAFETY: `prctl` with integers only.
         if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, capability as libc::c_ulong, 0, 0, 0) } == 0 {
@@ -786,7 +786,7 @@ fn landlock_restrict_self(ruleset: &OwnedFd) -> io::Result<()> {
     check(unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) })
 }
 
-fn seccomp_load(program: &[sock_filter]) -> io::Result<()> {
+pub(crate) fn seccomp_load(program: &[sock_filter]) -> io::Result<()> {
     let fprog = libc::sock_fprog {
         len: program.len() as libc::c_ushort,
         // `seccompiler::sock_filter` has the kernel's layout (`repr(C)`, same fields).

@@ -163,26 +163,37 @@ pub(crate) fn reader_ruleset() -> Option<&'static OwnedFd> {
         .as_ref()
 }
 
-/// Shuts this process in, for a helper that needs nothing but the descriptors it has (a
-/// script's interpreter in a process of its own): closes every descriptor above standard error,
-/// and enters a Landlock domain that grants no access to any file, no TCP, and no signal or
-/// abstract socket outside it, as far as the kernel has Landlock. Call it first in the helper's
-/// `main`, before it opens or starts anything. `Ok(false)` where the kernel enforces none of it
-/// (the descriptors are closed all the same).
+/// Shuts this process in, for a helper that needs nothing but the descriptors it has, its
+/// memory and its threads (a script's interpreter in a process of its own): closes every
+/// descriptor above standard error, drops every capability, enters a Landlock domain that grants
+/// no access to any file, no TCP, and no signal or abstract socket outside it (as far as the
+/// kernel has Landlock), and loads a seccomp filter that refuses every other system call (no
+/// file opened or looked at, no socket of any kind, no process, namespace or program, no other
+/// process reached, no memory made executable). Call it first in the helper's `main`, before it
+/// opens or starts anything. `Ok(false)` where the kernel has no Landlock (the rest applies all
+/// the same).
 pub fn shut_in() -> std::io::Result<bool> {
     crate::child::close_above_stderr()?;
-    let Some(abi) = crate::child::landlock_abi().and_then(|abi| i32::try_from(abi).ok()) else {
-        return Ok(false);
+    crate::child::drop_capabilities()?;
+    let landlock = match crate::child::landlock_abi().and_then(|abi| i32::try_from(abi).ok()) {
+        Some(abi) => {
+            let status = Ruleset::default()
+                .set_compatibility(CompatLevel::BestEffort)
+                .handle_access(AccessFs::from_all(ABI::from(abi)))
+                .and_then(|ruleset| ruleset.handle_access(AccessNet::from_all(ABI::V4)))
+                .and_then(|ruleset| ruleset.scope(Scope::from_all(ABI::V6)))
+                .and_then(|ruleset| ruleset.create())
+                .and_then(|ruleset| ruleset.restrict_self())
+                .map_err(std::io::Error::other)?;
+            status.ruleset != landlock::RulesetStatus::NotEnforced
+        }
+        None => false,
     };
-    let status = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessFs::from_all(ABI::from(abi)))
-        .and_then(|ruleset| ruleset.handle_access(AccessNet::from_all(ABI::V4)))
-        .and_then(|ruleset| ruleset.scope(Scope::from_all(ABI::V6)))
-        .and_then(|ruleset| ruleset.create())
-        .and_then(|ruleset| ruleset.restrict_self())
-        .map_err(std::io::Error::other)?;
-    Ok(status.ruleset != landlock::RulesetStatus::NotEnforced)
+    crate::child::no_new_privs()?;
+    for program in crate::seccomp::helper_programs().map_err(std::io::Error::other)? {
+        crate::child::seccomp_load(&program)?;
+    }
+    Ok(landlock)
 }
 
 /// The rules that let commands read beneath `root`: `read` on it, or where `/dev` lies beneath

@@ -248,6 +248,103 @@ fn set_id_rules() -> Result<Vec<(i64, Vec<SeccompRule>)>, seccompiler::BackendEr
 }
 
 /// Compiles the filter for `network`, for this machine's architecture.
+/// The system calls a shut-in helper makes (see [`helper_programs`]): reading and writing the
+/// descriptors it has, its memory, its threads, signals to itself, time and sleep, random bytes.
+fn helper_calls() -> Vec<i64> {
+    let mut calls = vec![
+        libc::SYS_read,
+        libc::SYS_write,
+        libc::SYS_readv,
+        libc::SYS_writev,
+        libc::SYS_close,
+        libc::SYS_fcntl,
+        libc::SYS_ppoll,
+        libc::SYS_futex,
+        libc::SYS_munmap,
+        libc::SYS_mremap,
+        libc::SYS_madvise,
+        libc::SYS_brk,
+        libc::SYS_exit,
+        libc::SYS_exit_group,
+        libc::SYS_rt_sigaction,
+        libc::SYS_rt_sigprocmask,
+        libc::SYS_rt_sigreturn,
+        libc::SYS_sigaltstack,
+        libc::SYS_tgkill,
+        libc::SYS_restart_syscall,
+        libc::SYS_getrandom,
+        libc::SYS_gettid,
+        libc::SYS_getpid,
+        libc::SYS_getppid,
+        libc::SYS_sched_getaffinity,
+        libc::SYS_sched_yield,
+        libc::SYS_set_robust_list,
+        libc::SYS_rseq,
+        libc::SYS_clock_nanosleep,
+        libc::SYS_nanosleep,
+        libc::SYS_clock_gettime,
+        libc::SYS_clock_getres,
+        libc::SYS_gettimeofday,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.push(libc::SYS_poll);
+    calls
+}
+
+/// The filters of a helper shut in by [`crate::shut_in`], which needs only the descriptors it
+/// has, its memory and its threads: every other system call is refused with `EPERM` (no file
+/// opened or looked at, no socket, no process, namespace or program, no other process reached,
+/// no `ioctl`, no further filter), as are memory made executable, a new process (`clone`
+/// without `CLONE_THREAD`, or with a namespace) and `prctl` but for a thread's name. The first
+/// filter answers `clone3` with `ENOSYS`, whose arguments a filter cannot read: the C library
+/// then makes its threads with `clone`. Loaded in this order (the second refuses `seccomp`).
+pub(crate) fn helper_programs() -> Result<[Vec<sock_filter>; 2], String> {
+    let arch = target_arch()?;
+    let built = || -> Result<[Vec<sock_filter>; 2], seccompiler::BackendError> {
+        let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+            helper_calls().into_iter().map(|nr| (nr, Vec::new())).collect();
+        let no_exec = |index: u8| {
+            SeccompCondition::new(
+                index,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::MaskedEq(libc::PROT_EXEC as u64),
+                0,
+            )
+        };
+        rules.insert(libc::SYS_mmap, vec![SeccompRule::new(vec![no_exec(2)?])?]);
+        rules.insert(libc::SYS_mprotect, vec![SeccompRule::new(vec![no_exec(2)?])?]);
+        let thread = libc::CLONE_THREAD as u64;
+        rules.insert(
+            libc::SYS_clone,
+            vec![SeccompRule::new(vec![
+                SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(thread), thread)?,
+                SeccompCondition::new(
+                    0,
+                    SeccompCmpArgLen::Qword,
+                    SeccompCmpOp::MaskedEq(NAMESPACE_FLAGS),
+                    0,
+                )?,
+            ])?],
+        );
+        let named = [libc::PR_SET_NAME, libc::PR_GET_NAME].into_iter().map(|option| {
+            SeccompRule::new(vec![SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Eq,
+                option as u64,
+            )?])
+        });
+        rules.insert(libc::SYS_prctl, named.collect::<Result<_, _>>()?);
+        rules.insert(libc::SYS_clone3, Vec::new());
+        let errno = |errno: i32| SeccompAction::Errno(errno as u32);
+        let allowed = SeccompFilter::new(rules, errno(libc::EPERM), SeccompAction::Allow, arch)?;
+        let clone3 = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
+        let clone3 = SeccompFilter::new(clone3, SeccompAction::Allow, errno(libc::ENOSYS), arch)?;
+        Ok([BpfProgram::try_from(clone3)?, BpfProgram::try_from(allowed)?])
+    };
+    built().map_err(|e| format!("the seccomp filter could not be built: {e}"))
+}
+
 pub(crate) fn program(network: Network, own_ipc: bool) -> Result<Vec<sock_filter>, String> {
     let arch = target_arch()?;
     build(network, own_ipc, arch).map_err(|e| format!("the seccomp filter could not be built: {e}"))

@@ -93,8 +93,9 @@ fn main() {
 /// for the script tool of `--code-mode`.
 const CODE_WORKER: &str = "__code-worker";
 
-/// Runs the script the host sends on standard input, shut in first: nothing open but the three
-/// pipes, no file, no network.
+/// Runs the script the host sends on standard input, shut in first ([`tool_sandbox::shut_in`]:
+/// no descriptor but its standard ones, no capability, no file, no socket, no process); a
+/// worker that cannot be shut in runs nothing.
 fn code_worker() -> i32 {
     #[cfg(target_os = "linux")]
     if tool_sandbox::shut_in().is_err() {
@@ -187,9 +188,18 @@ fn code_mode(
     serves: bool,
 ) -> Result<Registry, Failure> {
     let Some(mode) = args.code_mode else { return Ok(registry) };
-    // This very program, as the watcher is started: not whatever lies at its path now.
-    let worker = tool_runtime::code::WorkerCommand::new("/proc/self/exe").arg(CODE_WORKER);
-    let mut tool = tool_runtime::code::CodeTool::new(registry).in_worker(worker);
+    let mut tool = tool_runtime::code::CodeTool::new(registry);
+    // This very program, as the watcher is started: not whatever lies at its path now. Without
+    // `/proc` there is no way to it: the interpreters run on threads, and the user is told.
+    const THIS_PROGRAM: &str = "/proc/self/exe";
+    if std::path::Path::new(THIS_PROGRAM).exists() {
+        tool = tool.in_worker(tool_runtime::code::WorkerCommand::new(THIS_PROGRAM).arg(CODE_WORKER));
+    } else {
+        say(&format!(
+            "tools: {THIS_PROGRAM} is missing (no /proc): scripts' interpreters run on threads of this process, \
+             which a script stuck inside a built-in function keeps busy past its time limit"
+        ));
+    }
     // What `--defer` leaves out of the definitions, the script tool's description leaves out too.
     if defer.defer_all {
         tool = tool.defer_all();
