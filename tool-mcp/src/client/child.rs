@@ -19,6 +19,13 @@ pub(crate) const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
 /// The JSON-RPC error code of the answer that stands for one that was too long.
 pub(crate) const ANSWER_TOO_LARGE: i32 = -32099;
 
+/// The JSON-RPC error code of the answer that stands for one nested too deep to be read.
+pub(crate) const ANSWER_TOO_DEEP: i32 = -32098;
+
+/// The nesting of arrays and objects at which the JSON parser stops (`serde_json`'s recursion
+/// limit): a line nested this deep would not be read at all, and its request left unanswered.
+pub(crate) const MAX_ANSWER_DEPTH: usize = 128;
+
 /// How many first bytes of each line are kept to read its `id` from.
 const HEAD: usize = 512;
 
@@ -93,15 +100,20 @@ impl Transport<RoleClient> for ChildTransport {
     }
 }
 
-/// A reader of JSON-RPC lines that lets no line grow past `limit` bytes: the first `limit`
-/// bytes of a longer line are passed on, then a newline ends it (the cut line does not parse, and
-/// rmcp skips it), then an error response for the line's request `id` (read from its first
-/// bytes), and the rest of the line is read and dropped.
+/// A reader of JSON-RPC lines that lets no line grow past `limit` bytes, nor nest arrays and
+/// objects [`MAX_ANSWER_DEPTH`] deep: what was passed of such a line is ended by a newline (the
+/// cut line does not parse, and rmcp skips it), then comes an error response for the line's
+/// request `id` (read from its first bytes), and the rest of the line is read and dropped.
 pub(crate) struct LimitedLines<R> {
     inner: R,
     limit: usize,
     /// Bytes of the current line passed on.
     line: usize,
+    /// The current line's nesting so far: its depth, and whether it is in a string, just after
+    /// a backslash there.
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
     /// The first bytes of the current line.
     head: Vec<u8>,
     /// Dropping the rest of a line that was too long.
@@ -118,6 +130,9 @@ impl<R> LimitedLines<R> {
             inner,
             limit,
             line: 0,
+            depth: 0,
+            in_string: false,
+            escaped: false,
             head: Vec::with_capacity(HEAD),
             discarding: false,
             ready: Vec::new(),
@@ -142,29 +157,73 @@ impl<R> LimitedLines<R> {
             let content = newline.map_or(segment.len(), |at| at);
             let keep = HEAD.saturating_sub(self.head.len()).min(segment.len());
             self.head.extend_from_slice(&segment[..keep]);
-            if self.line + content > self.limit {
+            let refused = if self.line + content > self.limit {
+                Some((ANSWER_TOO_LARGE, format!("the answer is longer than {} bytes", self.limit)))
+            } else if self.nests_too_deep(&segment[..content]) {
+                Some((
+                    ANSWER_TOO_DEEP,
+                    format!("the answer nests arrays and objects {MAX_ANSWER_DEPTH} deep"),
+                ))
+            } else {
+                None
+            };
+            if let Some((code, message)) = refused {
                 self.ready.push(b'\n');
                 if let Some(id) = crate::jsonrpc::read_id(&self.head) {
                     let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
-                        "code": ANSWER_TOO_LARGE,
-                        "message": format!("the answer is longer than {} bytes", self.limit),
+                        "code": code,
+                        "message": message,
                     }});
                     self.ready.extend_from_slice(error.to_string().as_bytes());
                     self.ready.push(b'\n');
                 }
                 self.discarding = newline.is_none();
-                self.line = 0;
-                self.head.clear();
+                self.end_line();
                 continue;
             }
             self.ready.extend_from_slice(segment);
             if newline.is_some() {
-                self.line = 0;
-                self.head.clear();
+                self.end_line();
             } else {
                 self.line += segment.len();
             }
         }
+    }
+}
+
+impl<R> LimitedLines<R> {
+    /// Follows the nesting of the current line through `bytes`: whether it reaches
+    /// [`MAX_ANSWER_DEPTH`].
+    fn nests_too_deep(&mut self, bytes: &[u8]) -> bool {
+        for &byte in bytes {
+            if self.in_string {
+                match byte {
+                    _ if self.escaped => self.escaped = false,
+                    b'\\' => self.escaped = true,
+                    b'"' => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match byte {
+                b'"' => self.in_string = true,
+                b'[' | b'{' => {
+                    self.depth += 1;
+                    if self.depth >= MAX_ANSWER_DEPTH {
+                        return true;
+                    }
+                }
+                b']' | b'}' => self.depth = self.depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        false
+    }
+
+    fn end_line(&mut self) {
+        self.line = 0;
+        self.head.clear();
+        (self.depth, self.in_string, self.escaped) = (0, false, false);
     }
 }
 
@@ -239,5 +298,31 @@ mod tests {
         // In one piece, with no id to read: cut and dropped, nothing answered.
         let out = passed(5, &[b"[1,2,3,4,5,6]\n[1]\n"]);
         assert_eq!(out, "\n[1]\n");
+    }
+
+    /// A line `depth` arrays deep (strings with brackets and escaped quotes beside them).
+    fn nested(id: u32, depth: usize) -> String {
+        let inner = format!("{}\"[{{\\\"]\"{}", "[".repeat(depth - 1), "]".repeat(depth - 1));
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{inner}}}\n")
+    }
+
+    #[test]
+    fn a_line_nested_past_the_parsers_depth_is_answered_with_an_error_for_its_id() {
+        // As deep as the parser reads: passed as it is, and it parses.
+        let deepest = nested(1, MAX_ANSWER_DEPTH - 1);
+        assert!(serde_json::from_str::<serde_json::Value>(deepest.trim_end()).is_ok());
+        assert_eq!(passed(MAX_ANSWER_BYTES, &[deepest.as_bytes()]), deepest);
+        // One level more, which the parser refuses: in two pieces, cut, answered, and the next
+        // line read as usual.
+        let deeper = nested(2, MAX_ANSWER_DEPTH);
+        assert!(serde_json::from_str::<serde_json::Value>(deeper.trim_end()).is_err());
+        let (first, second) = deeper.as_bytes().split_at(60);
+        let out = passed(MAX_ANSWER_BYTES, &[first, second, b"{\"next\":[1]}\n"]);
+        let lines: Vec<&str> = out.lines().collect();
+        let error: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+        assert_eq!(error["id"], 2);
+        assert_eq!(error["error"]["code"], ANSWER_TOO_DEEP);
+        assert_eq!(lines[2], "{\"next\":[1]}");
+        assert_eq!(lines.len(), 3);
     }
 }

@@ -14,7 +14,7 @@ use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use serde_json::Value;
 use tokio::sync::{Mutex, mpsc, watch};
 
-use super::child::{ANSWER_TOO_LARGE, MAX_ANSWER_BYTES};
+use super::child::{ANSWER_TOO_DEEP, ANSWER_TOO_LARGE, MAX_ANSWER_BYTES, MAX_ANSWER_DEPTH};
 use super::config::ServerConfig;
 use super::connection::{self, Session};
 use super::handler::MountHandler;
@@ -488,6 +488,11 @@ impl MountInner {
                 Err(ToolError::execution(format!(
                     "The MCP server `{server}` answered the call of `{remote}` with more than {} MiB, the most a mounted server's answer may be, so the answer was dropped. Ask for less (a smaller range or a narrower query), or use another tool.",
                     MAX_ANSWER_BYTES / (1024 * 1024)
+                )))
+            }
+            Err(ServiceError::McpError(error)) if error.code.0 == ANSWER_TOO_DEEP => {
+                Err(ToolError::execution(format!(
+                    "The MCP server `{server}` answered the call of `{remote}` with arrays and objects nested {MAX_ANSWER_DEPTH} deep or more, which cannot be read, so the answer was dropped. Ask for the data in a flatter shape, or use another tool."
                 )))
             }
             Err(ServiceError::McpError(error)) => Err(ToolError::execution(format!(

@@ -523,7 +523,7 @@ async fn a_mounted_result_is_served_again_item_by_item_in_its_own_type() {
 
 /// An answer longer than a mounted server's answer may be is reported as too large at once, not
 /// after the time limit; the server keeps answering the next calls. A result of very many tiny
-/// items is refused too, by their number.
+/// items is refused too, by their number, and one nested too deep to be read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_answer_is_reported_as_too_large_at_once() {
     let (_mount, dispatcher, _) = mounted(fixture("fx").timeout(Duration::from_secs(60))).await;
@@ -541,6 +541,14 @@ async fn an_oversized_answer_is_reported_as_too_large_at_once() {
         "{:?}",
         many.output
     );
+
+    // Nested deeper than a JSON parser reads: refused at once too (it was never answered).
+    let deep = call(&dispatcher, "fx__echo", json!({"text": "x", "depth": 200})).await;
+    assert!(deep.output.is_error);
+    assert!(deep.output.text_content().contains("nested 128 deep or more"), "{:?}", deep.output);
+    let deepest = call(&dispatcher, "fx__echo", json!({"text": "x", "depth": 120})).await;
+    assert!(!deepest.output.is_error, "{:?}", deepest.output);
+    assert!(started.elapsed() < Duration::from_secs(40), "took {:?}", started.elapsed());
 
     let next = call(&dispatcher, "fx__echo", json!({"text": "ok"})).await;
     assert_eq!(next.output.text_content(), "ok");
