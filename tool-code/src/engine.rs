@@ -191,6 +191,8 @@ pub(crate) struct Setup {
     /// What the interrupt handler does first, without waiting (an interpreter in a worker takes
     /// what its host said meanwhile, a stop among it).
     pub(crate) look: Option<Wait>,
+    /// What follows each print, once `to_host` has it (an interpreter in a worker sends it on).
+    pub(crate) printed: Option<Wait>,
 }
 
 /// Why a script that waits for a promise nothing will settle fails.
@@ -221,7 +223,7 @@ pub(crate) fn spawn(setup: Setup) -> std::io::Result<Wakeup> {
 }
 
 /// Wakes the script's thread when one of its calls can go on.
-pub(crate) struct Unpark(pub(crate) Thread);
+struct Unpark(Thread);
 
 impl Wake for Unpark {
     fn wake(self: Arc<Self>) {
@@ -682,6 +684,7 @@ impl<'js> Script<'js> {
         let state = self.state.clone();
         let stop = setup.stop.clone();
         let to_host = setup.to_host.clone();
+        let printed = setup.printed.clone();
         let host_print = Function::new(ctx.clone(), move |ctx: Ctx<'js>, text: String| {
             if let Some(stopped) = stop.get() {
                 return Err(Exception::throw_internal(&ctx, &stopped.message(&limits).to_string()));
@@ -691,6 +694,10 @@ impl<'js> Script<'js> {
             let fits = state.write(&text, limits.output_bytes) && state.write("\n", limits.output_bytes);
             // The host reads it as it comes: a call that yields returns what was printed so far.
             let _ = to_host.send(ToHost::Print(state.output[before..].to_owned()));
+            drop(state);
+            if let Some(printed) = &printed {
+                printed();
+            }
             if !fits {
                 stop.stop(Stop::Output);
                 return Err(Exception::throw_internal(&ctx, &Stop::Output.message(&limits).to_string()));

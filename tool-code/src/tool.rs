@@ -399,6 +399,7 @@ impl Driver {
             runtime: tokio::runtime::Handle::current(),
             wait: None,
             look: None,
+            printed: None,
         };
         Channels { engine, from_script, stop }
     }

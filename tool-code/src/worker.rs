@@ -473,14 +473,19 @@ impl Start {
     }
 }
 
-/// What a worker reads from its host after the script, on its interpreter's thread: the
-/// results its calls wait for, a search's answer, a stop.
+/// A worker's exchanges with its host after the script, on its interpreter's thread: what it
+/// reads (the results its calls wait for, a search's answer, a stop), and what the script
+/// printed, which goes out before the next message of its own.
 struct Inbox {
     input: std::io::BufReader<std::io::Stdin>,
     longest: usize,
     pending: HashMap<u64, oneshot::Sender<Settled>>,
     found: Option<Vec<(String, String)>>,
     stop: Arc<StopFlag>,
+    from_script: tokio::sync::mpsc::UnboundedReceiver<ToHost>,
+    calls_cancel: tool_core::CancellationToken,
+    /// The host was told to stop the calls still running.
+    told_cancel: bool,
 }
 
 impl Inbox {
@@ -502,6 +507,15 @@ impl Inbox {
             Some(FromHost::Found(found)) => self.found = Some(found),
             Some(FromHost::Stop(stopped)) => self.stop.stop(stopped),
             None => std::process::exit(1),
+        }
+    }
+
+    /// Sends the host what the script printed since the last time.
+    fn send_printed(&mut self) {
+        while let Ok(message) = self.from_script.try_recv() {
+            if let ToHost::Print(text) = message {
+                send(&json!({"print": text}));
+            }
         }
     }
 
@@ -553,50 +567,25 @@ pub fn serve_worker() -> ExitCode {
             }
         });
     }
-    // Its threads are started, the prelude compiled and the memory a script takes mapped while
-    // the worker waits for its script (one of its own, run first on the script's thread), so
-    // that the script starts at once.
-    let stop = Arc::new(StopFlag::default());
-    let (to_host, from_script) = unbounded_channel();
-    let forwarder = {
-        let stop = stop.clone();
-        std::thread::spawn(move || forward(from_script, &stop))
-    };
-    let calls_cancel = tool_core::CancellationToken::new();
-    {
-        let cancelled = calls_cancel.clone();
-        std::thread::spawn(move || {
-            block_on(cancelled.cancelled());
-            send(&json!({"cancel": true}));
-        });
-    }
     // On a thread with the stack a script's interpreter has on a thread of the host (whatever
-    // the stack limit this process started with).
-    let script = {
-        let to_host = to_host.clone();
-        std::thread::Builder::new()
-            .name("code-script".into())
-            .stack_size(engine::THREAD_STACK)
-            .spawn(move || run_script(stop, to_host, calls_cancel))
-    };
-    let Some(finished) = script.ok().and_then(|script| script.join().ok()).flatten() else {
-        return ExitCode::FAILURE;
-    };
-    // After what it printed.
-    let _ = to_host.send(ToHost::Done(finished));
-    drop(to_host);
-    let _ = forwarder.join();
-    ExitCode::SUCCESS
+    // the stack limit this process started with), which does all the worker's work: its
+    // messages come in the order the script made them, and none waits for another thread.
+    let script = std::thread::Builder::new()
+        .name("code-script".into())
+        .stack_size(engine::THREAD_STACK)
+        .spawn(run_script);
+    match script.ok().and_then(|script| script.join().ok()).flatten() {
+        Some(()) => ExitCode::SUCCESS,
+        None => ExitCode::FAILURE,
+    }
 }
 
-/// Warms up, reads the script from standard input and runs it to its end; `None` when what came
-/// in was not a script.
-fn run_script(
-    stop: Arc<StopFlag>,
-    to_host: tokio::sync::mpsc::UnboundedSender<ToHost>,
-    calls_cancel: tool_core::CancellationToken,
-) -> Option<Finished> {
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else { return None };
+/// Warms up, reads the script from standard input, runs it to its end and tells the host;
+/// `None` when what came in was not a script.
+fn run_script() -> Option<()> {
+    // The prelude is compiled and the memory a script takes mapped while the worker waits for
+    // its script (one of its own, run first), so that the script starts at once.
+    let runtime = tokio::runtime::Builder::new_current_thread().build().ok()?;
     warm_up(runtime.handle());
 
     let mut input = std::io::BufReader::new(std::io::stdin());
@@ -605,18 +594,26 @@ fn run_script(
     let read = std::io::Read::take(&mut input, 1 << 30).read_until(b'\n', &mut first);
     let start = read.ok().and_then(|_| Start::parse(first.strip_suffix(b"\n")?))?;
     drop(first);
+    let stop = Arc::new(StopFlag::default());
+    let (to_host, from_script) = unbounded_channel();
+    let calls_cancel = tool_core::CancellationToken::new();
     let inbox = Arc::new(Mutex::new(Inbox {
         input,
         longest: longest_line(&start.limits),
         pending: HashMap::new(),
         found: None,
         stop: stop.clone(),
+        from_script,
+        calls_cancel: calls_cancel.clone(),
+        told_cancel: false,
     }));
     let start_call: StartCall = {
         let inbox = inbox.clone();
         Arc::new(move |id, tool, arguments| {
             let (settle, settled) = oneshot::channel();
-            lock(&inbox).pending.insert(id, settle);
+            let mut inbox = lock(&inbox);
+            inbox.pending.insert(id, settle);
+            inbox.send_printed();
             send(&json!({"call": id, "tool": tool, "arguments": arguments.to_string()}));
             Box::pin(async move {
                 settled.await.unwrap_or_else(|_| Settled::Err {
@@ -632,8 +629,9 @@ fn run_script(
         Arc::new(move |query: String, limit: Option<f64>| {
             // As the host would take it (at least 1; `NaN` as 1), in what JSON can write.
             let limit = limit.map(|limit| if limit.is_nan() { 1.0 } else { limit.clamp(1.0, 1e9) });
-            send(&json!({"search": query, "limit": limit}));
             let mut inbox = lock(&inbox);
+            inbox.send_printed();
+            send(&json!({"search": query, "limit": limit}));
             loop {
                 if let Some(found) = inbox.found.take() {
                     return found;
@@ -644,10 +642,19 @@ fn run_script(
     });
     let wait: Wait = {
         let inbox = inbox.clone();
-        Arc::new(move || lock(&inbox).next())
+        Arc::new(move || {
+            let mut inbox = lock(&inbox);
+            inbox.send_printed();
+            // The script ended with calls still running: the host stops them.
+            if inbox.calls_cancel.is_cancelled() && !inbox.told_cancel {
+                inbox.told_cancel = true;
+                send(&json!({"cancel": true}));
+            }
+            inbox.next();
+        })
     };
     // From the interrupt handler, which runs between steps of the script's code (never while
-    // the interpreter reads its inbox): a stop is seen while the script computes.
+    // the interpreter's thread reads its inbox): a stop is seen while the script computes.
     let look: Wait = {
         let inbox = inbox.clone();
         Arc::new(move || {
@@ -658,35 +665,37 @@ fn run_script(
             }
         })
     };
+    // What the script prints goes out as it prints it (a script stuck in a built-in function
+    // afterwards is killed, and what it printed is with the host).
+    let printed: Wait = {
+        let inbox = inbox.clone();
+        Arc::new(move || {
+            if let Ok(mut inbox) = inbox.try_lock() {
+                inbox.send_printed();
+            }
+        })
+    };
     let setup = Setup {
         source: start.source,
         tools: start.tools,
         search,
         limits: start.limits,
         deadline: Instant::now() + start.left,
-        stop,
-        to_host: to_host.clone(),
+        stop: stop.clone(),
+        to_host,
         start_call,
         calls_cancel,
         runtime: runtime.handle().clone(),
         wait: Some(wait),
         look: Some(look),
+        printed: Some(printed),
     };
-    Some(engine::run(setup))
-}
-
-/// Writes what the script prints to the host, then its end.
-fn forward(mut from_script: tokio::sync::mpsc::UnboundedReceiver<ToHost>, stop: &StopFlag) {
-    while let Some(message) = from_script.blocking_recv() {
-        match message {
-            ToHost::Print(text) => send(&json!({"print": text})),
-            ToHost::Done(Finished { output, error, calls }) => {
-                let done = json!({"output": output, "error": error, "calls": calls});
-                send(&json!({"done": done, "stop": stop.get().map(Stop::as_u8)}));
-                return;
-            }
-        }
-    }
+    let Finished { output, error, calls } = engine::run(setup);
+    // After what it printed.
+    lock(&inbox).send_printed();
+    let done = json!({"output": output, "error": error, "calls": calls});
+    send(&json!({"done": done, "stop": stop.get().map(Stop::as_u8)}));
+    Some(())
 }
 
 /// Runs a script that makes no call, to its end.
@@ -705,18 +714,6 @@ fn warm_up(runtime: &tokio::runtime::Handle) {
         runtime: runtime.clone(),
         wait: None,
         look: None,
+        printed: None,
     });
-}
-
-/// Runs `future` to its end on this thread, parked between polls.
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    let waker = std::task::Waker::from(Arc::new(engine::Unpark(std::thread::current())));
-    let mut cx = std::task::Context::from_waker(&waker);
-    loop {
-        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-        std::thread::park();
-    }
 }
