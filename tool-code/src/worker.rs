@@ -40,7 +40,8 @@ use crate::limits::{Limits, Stop};
 /// standard output.
 ///
 /// ```no_run
-/// // In the program's `main`, before anything else:
+/// // In the program's `main`, before anything else (and, on Linux, after shutting the process
+/// // in, as the `tools` binary does with tool-sandbox's `shut_in`):
 /// if std::env::args().nth(1).as_deref() == Some("code-worker") {
 ///     std::process::exit(match tool_code::serve_worker() {
 ///         code if code == std::process::ExitCode::SUCCESS => 0,
@@ -74,7 +75,7 @@ impl WorkerCommand {
 /// the stop at its next interrupt or when it next waits for its calls, and what it printed is
 /// with the host by then. Shorter than a dispatcher's default cancel grace (200 ms), so that a
 /// cancelled call hands back what its script printed.
-pub(crate) const KILL_GRACE: Duration = Duration::from_millis(100);
+const KILL_GRACE: Duration = Duration::from_millis(100);
 
 /// The longest line the host reads from a worker: a call's arguments are bounded by the
 /// script's memory limit, what it prints by its output limit, both written as JSON (which may

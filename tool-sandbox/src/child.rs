@@ -620,48 +620,42 @@ fn leave_terminal() -> io::Result<()> {
     if detached == -1 { Err(error) } else { Ok(()) }
 }
 
+/// Closes every descriptor above standard error of this process (a helper that shuts itself
+/// in).
+pub(crate) fn close_above_stderr() -> io::Result<()> {
+    above_stderr(false)
+}
+
 /// Marks every descriptor above standard error close-on-exec, so that the command gets its
 /// standard input, output and error and nothing else the host holds open (a descriptor that
 /// whatever started the host left inheritable). Marked rather than closed: the plan still uses
 /// some until `exec` (the Landlock ruleset; a cgroup a caller joins through).
-/// Closes every descriptor above standard error of this process.
-pub(crate) fn close_above_stderr() -> io::Result<()> {
-    // SAFETY: `close_range` takes integers only.
-    if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) } == 0 {
-        return Ok(());
-    }
-    let error = io::Error::last_os_error();
-    if !matches!(error.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) {
-        return Err(error);
-    }
-    // Before Linux 5.9: each descriptor below the limit, one at a time.
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: `limit` is a valid `rlimit` for the kernel to fill in.
-    check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) }.into())?;
-    let end = libc::c_int::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20);
-    for fd in 3..end {
-        // SAFETY: integers only; a descriptor that is not open answers `EBADF`, which is ignored.
-        unsafe { libc::close(fd) };
-    }
-    Ok(())
+fn close_inherited() -> io::Result<()> {
+    above_stderr(true)
 }
 
-fn close_inherited() -> io::Result<()> {
+/// Closes, or marks close-on-exec (`mark`), every descriptor above standard error.
+fn above_stderr(mark: bool) -> io::Result<()> {
+    let flags = if mark { libc::CLOSE_RANGE_CLOEXEC } else { 0 };
     // SAFETY: `close_range` takes integers only.
-    let marked = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };
-    if marked == 0 {
+    if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, flags) } == 0 {
         return Ok(());
     }
     let error = io::Error::last_os_error();
     if !matches!(error.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) {
         return Err(error);
     }
-    // Before Linux 5.11: each descriptor below the limit, one at a time.
+    // Before Linux 5.9 (5.11 to mark): each descriptor below the limit, one at a time.
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: `limit` is a valid `rlimit` for the kernel to fill in.
     check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) }.into())?;
     let end = libc::c_int::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20);
     for fd in 3..end {
+        if !mark {
+            // SAFETY: integers only; a descriptor that is not open answers `EBADF`, ignored.
+            unsafe { libc::close(fd) };
+            continue;
+        }
         // SAFETY: integers only; a descriptor that is not open answers `EBADF`, which is ignored.
         let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
         if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
