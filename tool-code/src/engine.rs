@@ -183,8 +183,6 @@ pub(crate) struct Setup {
     pub(crate) start_call: StartCall,
     /// Stops the calls the script has not waited for, once it ends.
     pub(crate) calls_cancel: CancellationToken,
-    /// The runtime the calls run in.
-    pub(crate) runtime: tokio::runtime::Handle,
     /// How the interpreter waits for its calls: parked until one wakes it (or its deadline), or
     /// this.
     pub(crate) wait: Option<Wait>,
@@ -203,13 +201,12 @@ const STALLED: &str = "The script is waiting for a promise that nothing will set
 const JS_STACK: usize = 1 << 20;
 pub(crate) const THREAD_STACK: usize = 8 << 20;
 
-/// Starts the script on a thread of its own, which the host unparks to have it look at the stop
-/// flag; it always ends with a [`ToHost::Done`] (unless the host went away first).
-pub(crate) fn spawn(setup: Setup) -> std::io::Result<Wakeup> {
+/// Starts the script on a thread of its own, its calls run in `runtime` (that of the call that
+/// started it), which the host unparks to have it look at the stop flag; it always ends with a
+/// [`ToHost::Done`] (unless the host went away first).
+pub(crate) fn spawn(setup: Setup, runtime: tokio::runtime::Handle) -> std::io::Result<Wakeup> {
     let thread =
         std::thread::Builder::new().name("code-script".into()).stack_size(THREAD_STACK).spawn(move || {
-            // The script's calls run in the runtime of the call that started it.
-            let runtime = setup.runtime.clone();
             let _entered = runtime.enter();
             let to_host = setup.to_host.clone();
             let stop = setup.stop.clone();

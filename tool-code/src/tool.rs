@@ -253,7 +253,7 @@ impl CodeTool {
             driver.setup(script, self.names.as_ref().clone(), self.catalog.clone().map(searcher));
         let interpreter = match &self.worker {
             Some(worker) => crate::worker::spawn(engine, worker),
-            None => engine::spawn(engine),
+            None => engine::spawn(engine, tokio::runtime::Handle::current()),
         };
         let interpreter = interpreter.map_err(|e| {
             ToolError::execution("The script interpreter could not start; try again.").with_source(e)
@@ -396,7 +396,6 @@ impl Driver {
             to_host,
             start_call,
             calls_cancel,
-            runtime: tokio::runtime::Handle::current(),
             wait: None,
             look: None,
             printed: None,

@@ -586,8 +586,7 @@ pub fn serve_worker() -> ExitCode {
 fn run_script() -> Option<()> {
     // The prelude is compiled and the memory a script takes mapped while the worker waits for
     // its script (one of its own, run first), so that the script starts at once.
-    let runtime = tokio::runtime::Builder::new_current_thread().build().ok()?;
-    warm_up(runtime.handle());
+    warm_up();
 
     let mut input = std::io::BufReader::new(std::io::stdin());
     let mut first = Vec::new();
@@ -686,7 +685,6 @@ fn run_script() -> Option<()> {
         to_host,
         start_call,
         calls_cancel,
-        runtime: runtime.handle().clone(),
         wait: Some(wait),
         look: Some(look),
         printed: Some(printed),
@@ -700,7 +698,7 @@ fn run_script() -> Option<()> {
 }
 
 /// Runs a script that makes no call, to its end.
-fn warm_up(runtime: &tokio::runtime::Handle) {
+fn warm_up() {
     let (to_host, _from_script) = unbounded_channel();
     let _ = engine::run(Setup {
         source: "[1].map((n) => `${n}`).join()".to_owned(),
@@ -712,7 +710,6 @@ fn warm_up(runtime: &tokio::runtime::Handle) {
         to_host,
         start_call: Arc::new(|_, _, _| Box::pin(std::future::pending())),
         calls_cancel: tool_core::CancellationToken::new(),
-        runtime: runtime.clone(),
         wait: None,
         look: None,
         printed: None,
